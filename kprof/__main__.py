@@ -1,0 +1,5 @@
+import sys
+
+from kprof.cli import main
+
+sys.exit(main())

@@ -1,0 +1,241 @@
+"""The only nvcc caller: spec -> cubin, cached by content, with every kernel's resource usage.
+
+``build_argv()`` and ``parse_resource_usage()`` are pure and tested on recorded nvcc output;
+``build()`` is the thin part that runs nvcc through :mod:`kprof.proc`. Cubins are built with
+``-lineinfo`` so compute-sanitizer and ncu can name source lines. The cache key is a hash of the
+source (and the local headers it includes), the full argv and nvcc's version, so a rebuild of
+unchanged sources runs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from kprof import proc
+from kprof.errors import BuildError, UsageError
+from kprof.spec import KernelSpec
+
+DEFAULT_ARCH = "sm_90"
+_ARCH = re.compile(r"^sm_\d{2,3}[af]?$")
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What ptxas reported for one kernel."""
+
+    registers: int = 0
+    shared_static: int = 0  # bytes of static shared memory
+    stack_frame: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    barriers: int = 0
+    constant: int = 0  # bytes of cmem[0] (kernel parameters and constants)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    spec_name: str
+    cubin: Path
+    arch: str
+    usage: dict[str, ResourceUsage]  # entry name -> usage
+    cached: bool
+    log: str
+    argv: tuple[str, ...]
+
+    def usage_of(self, entry: str) -> ResourceUsage:
+        return self.usage[entry]
+
+
+def cache_dir() -> Path:
+    """``$KPROF_CACHE_DIR``, else ``$XDG_CACHE_HOME/kprof``, else ``~/.cache/kprof``."""
+    if os.environ.get("KPROF_CACHE_DIR"):
+        return Path(os.environ["KPROF_CACHE_DIR"]).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "kprof"
+
+
+def check_arch(arch: str) -> str:
+    if not _ARCH.match(arch):
+        raise UsageError(f"--arch {arch!r}: write it as sm_XY, e.g. sm_90, sm_80, sm_89")
+    return arch
+
+
+def detect_arch() -> str:
+    """The architecture of GPU 0 through NVML (no CUDA context), else sm_90."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+        finally:
+            pynvml.nvmlShutdown()
+        return f"sm_{major}{minor}"
+    except Exception:  # no NVML, no driver, no GPU: build for the default target
+        return DEFAULT_ARCH
+
+
+def build_argv(
+    nvcc: str | Path,
+    source: Path,
+    output: Path,
+    arch: str,
+    defines: tuple[tuple[str, str], ...] = (),
+    flags: tuple[str, ...] = (),
+) -> list[str]:
+    argv = [
+        str(nvcc),
+        "-cubin",
+        f"-arch={arch}",
+        "-lineinfo",  # source lines in sanitizer and profiler reports
+        "--resource-usage",  # registers, shared memory, stack and spills of every kernel
+        "-std=c++17",
+    ]
+    argv += [f"-D{k}={v}" for k, v in defines]
+    argv += list(flags)
+    argv += ["-o", str(output), str(source)]
+    return argv
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_FUNC_PROPS = re.compile(r"Function properties for (\S+)")
+_STACK = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
+_USED = re.compile(r"Used (\d+) registers")
+_BARRIERS = re.compile(r"used (\d+) barriers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
+    """Parse ``nvcc --resource-usage`` (ptxas info) output into usage per kernel entry."""
+    result: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    props_for: str | None = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            current = m.group(1)
+            result.setdefault(current, {})
+            continue
+        if m := _FUNC_PROPS.search(line):
+            props_for = m.group(1)
+            continue
+        if (m := _STACK.search(line)) and props_for is not None:
+            if props_for in result or props_for == current:
+                entry = result.setdefault(props_for, {})
+                entry["stack_frame"] = int(m.group(1))
+                entry["spill_stores"] = int(m.group(2))
+                entry["spill_loads"] = int(m.group(3))
+            props_for = None
+            continue
+        if (m := _USED.search(line)) and current is not None:
+            entry = result[current]
+            entry["registers"] = int(m.group(1))
+            if b := _BARRIERS.search(line):
+                entry["barriers"] = int(b.group(1))
+            if s := _SMEM.search(line):
+                entry["shared_static"] = int(s.group(1))
+            if c := _CMEM.search(line):
+                entry["constant"] = int(c.group(1))
+    return {name: ResourceUsage(**fields) for name, fields in result.items()}
+
+
+def _local_sources(source: Path) -> list[Path]:
+    """The source and every local header it includes with ``#include "..."``, recursively."""
+    seen: list[Path] = []
+    todo = [source]
+    include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.append(path)
+        text = path.read_text(encoding="utf-8", errors="replace")
+        todo.extend((path.parent / inc).resolve() for inc in include.findall(text))
+    return seen
+
+
+@lru_cache(maxsize=4)
+def nvcc_version(nvcc: str) -> str:
+    done = proc.run([nvcc, "--version"], timeout=60)
+    if done.returncode != 0:
+        raise BuildError(f"{nvcc} --version failed (exit {done.returncode}): {done.tail(3)}")
+    lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
+    return lines[-1] if lines else done.stdout
+
+
+def build(
+    spec: KernelSpec,
+    arch: str | None = None,
+    *,
+    defines: dict[str, str] | None = None,
+    force: bool = False,
+    timeout: float = 600,
+) -> BuildResult:
+    """Build ``spec``'s source into a cubin for ``arch`` (the GPU's, else sm_90)."""
+    arch = check_arch(arch or detect_arch())
+    merged = dict(spec.defines)
+    merged.update(defines or {})
+    nvcc = str(proc.find_tool("nvcc"))
+    sources = _local_sources(spec.source)
+    key_argv = build_argv("nvcc", spec.source, Path("out.cubin"), arch, tuple(merged.items()), spec.nvcc_flags)
+    digest = hashlib.sha256()
+    digest.update(nvcc_version(nvcc).encode())
+    digest.update("\0".join(key_argv).encode())
+    for path in sources:
+        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    key = digest.hexdigest()[:20]
+    folder = cache_dir()
+    cubin = folder / f"{spec.name}-{arch}-{key}.cubin"
+    meta = cubin.with_suffix(".json")
+    if not force and cubin.is_file() and meta.is_file():
+        try:
+            info = json.loads(meta.read_text())
+            usage = {k: ResourceUsage(**v) for k, v in info["usage"].items()}
+            return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]))
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is rebuilt
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name}-", suffix=".cubin", dir=folder)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    argv = build_argv(nvcc, spec.source, tmp, arch, tuple(merged.items()), spec.nvcc_flags)
+    try:
+        done = proc.run(argv, timeout=timeout)
+        log = (done.stdout + done.stderr).strip()
+        if done.timed_out:
+            raise BuildError(f"nvcc did not finish compiling {spec.source.name} in {timeout:g} s", log)
+        if done.returncode != 0:
+            errors = sum(1 for ln in log.splitlines() if ": error" in ln)
+            what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
+            raise BuildError(f"nvcc failed to compile {spec.source} for {arch}: {what}", log)
+        usage = parse_resource_usage(log)
+        if spec.entry not in usage:
+            found = ", ".join(sorted(usage)) or "none"
+            raise BuildError(
+                f"{spec.source.name} has no kernel named '{spec.entry}' (kernels found: {found}); "
+                f"declare it extern \"C\" __global__ or set 'entry:' in the spec",
+                log,
+            )
+        os.replace(tmp, cubin)
+        info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv}
+        _atomic_write(meta, json.dumps(info, indent=1))
+        return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv))
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)

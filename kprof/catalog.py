@@ -1,0 +1,65 @@
+"""Where kernels and sanitizer cases live, and how a name on the command line becomes a spec.
+
+A name is looked up in the project's ``kernels/`` and ``sanitizer_cases/`` folders and in any
+folder listed in ``KPROF_PATH`` (separated by ``os.pathsep``); anything that looks like a path
+(ends in ``.yaml``/``.yml`` or exists on disk) is loaded as a spec file directly, so a user's
+own kernel anywhere on disk works the same way as the built-in ones.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kprof import spec as spec_mod
+from kprof.errors import UnknownKernelError
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS_DIR = ROOT / "kernels"
+CASES_DIR = ROOT / "sanitizer_cases"
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    path: Path
+    group: str  # "kernel", "case" or "user"
+
+
+def search_dirs() -> list[tuple[Path, str]]:
+    dirs = [(KERNELS_DIR, "kernel"), (CASES_DIR, "case")]
+    for extra in os.environ.get("KPROF_PATH", "").split(os.pathsep):
+        if extra.strip():
+            dirs.append((Path(extra).expanduser(), "user"))
+    return dirs
+
+
+def entries() -> list[Entry]:
+    """Every spec file in the search folders, by file stem (specs are named after their file)."""
+    out: list[Entry] = []
+    seen: set[str] = set()
+    for folder, group in search_dirs():
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*.yaml")):
+            if path.stem not in seen:
+                seen.add(path.stem)
+                out.append(Entry(path.stem, path, group))
+    return out
+
+
+def find(name: str) -> Path:
+    """The spec file for a name or a path."""
+    as_path = Path(name).expanduser()
+    if name.endswith((".yaml", ".yml")) or os.sep in name or as_path.is_file():
+        return as_path  # spec.load() reports a missing file with its name
+    known = entries()
+    for entry in known:
+        if entry.name == name:
+            return entry.path
+    raise UnknownKernelError(name, [e.name for e in known])
+
+
+def load(name: str) -> spec_mod.KernelSpec:
+    return spec_mod.load(find(name))

@@ -1,0 +1,131 @@
+"""The command line: argv becomes options, then one call into the core per command.
+
+Only :func:`main` turns a :class:`~kprof.errors.KprofError` into a one-line message and an exit
+code; everything below raises. Nothing heavy is imported at module level, so ``kprof --help``
+starts fast and loads no CUDA, nvtx or NumPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from kprof import __version__
+from kprof.errors import (
+    EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK, EXIT_TOOL_MISSING,
+    EXIT_USAGE, BuildError, KprofError, TargetError,
+)  # fmt: skip
+
+EXIT_INTERNAL = 70
+
+EPILOG = f"""\
+exit codes:
+  {EXIT_OK}    success (verification passed)
+  {EXIT_FAILED}    the command ran and found a problem (a verification failed)
+  {EXIT_USAGE}    bad command line, unknown kernel or invalid spec
+  {EXIT_TOOL_MISSING}    nvcc, compute-sanitizer or ncu not found
+  {EXIT_BUILD}    nvcc could not compile the kernel (its messages are shown)
+  {EXIT_NO_GPU}    no CUDA driver or no GPU
+  {EXIT_CUDA}    a CUDA call failed, or the kernel faulted, hung or crashed its process
+  {EXIT_INTERNAL}   a bug in kprof (set KPROF_DEBUG=1 for the traceback)
+
+A kernel is named by its spec's file name (kprof list) or given as a path to a spec file.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors turned into KprofError so main() reports them."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ArgError(f"{message} (see `{self.prog} --help`)")
+
+
+class _ArgError(KprofError):
+    exit_code = EXIT_USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="kprof",
+        description="Build, launch, verify and measure CUDA kernels described by a small YAML spec.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"kprof {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("list", help="list kernels and sanitizer cases")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("build", help="compile kernels with nvcc and show their resource usage")
+    p.add_argument("names", nargs="*", metavar="NAME|SPEC")
+    p.add_argument("--all", action="store_true", help="every kernel and sanitizer case")
+    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's, else sm_90)")
+    p.add_argument("--force", action="store_true", help="rebuild even if the cache is fresh")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("run", help="build, launch, verify against the reference and time one launch")
+    p.add_argument("name", metavar="NAME|SPEC")
+    _size_args(p)
+    p.add_argument("--sanitize-sizes", action="store_true", help="start from the spec's small sanitize sizes")
+    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
+    p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds before the run counts as hung (default 300)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _size_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--size", action="append", nargs="+", default=[], metavar="K=V",
+        help="override a size, e.g. --size M=127 N=131 K=97",
+    )  # fmt: skip
+
+
+def _flat(values: list[list[str]]) -> list[str]:
+    return [item for group in values for piece in group for item in piece.split(",") if item]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return main_inner(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        print("kprof: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KprofError as exc:
+        log = getattr(exc, "log", "")
+        if log and isinstance(exc, (BuildError, TargetError)):
+            print(log.rstrip(), file=sys.stderr)
+        print(f"kprof: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # a bug in kprof: one line, traceback on request
+        if os.environ.get("KPROF_DEBUG"):
+            raise
+        print(f"kprof: internal error: {type(exc).__name__}: {exc} (set KPROF_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def main_inner(argv: list[str]) -> int:
+    parser = _parser()
+    opts = parser.parse_args(argv)
+    if opts.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    from kprof import commands
+
+    handler = getattr(commands, f"cmd_{opts.command}")
+    if hasattr(opts, "size"):
+        opts.size = _flat(opts.size)
+    return handler(opts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""The one device layer: the only module that imports ``cuda.bindings``.
+
+It owns the context, modules, buffers, events, launches and argument packing, and turns every
+driver result tuple into a value or a :class:`~kprof.errors.CudaError` that names the call and
+the ``CUresult``. It uses ``cuda.bindings.driver`` directly: cuda.core 1.2 makes a
+``cuCtxGetDevice`` call that fails under compute-sanitizer, which counts it as an API error in
+the user's report (``../shared/GPU.md``), and the sanitized runner must not produce noise.
+Buffers are plain ``cuMemAlloc`` allocations, one per argument, never a pool: a pool hides an
+out-of-bounds access that lands inside it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kprof.errors import CudaError, NoGPUError
+
+_SCALAR_CTYPES = {
+    "float16": ctypes.c_uint16,  # packed by the caller as raw bits
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "int8": ctypes.c_int8,
+    "uint8": ctypes.c_uint8,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+}
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def check(call: str, result: Any) -> Any:
+    """Unwrap a ``(CUresult, *values)`` tuple; raise :class:`CudaError` naming the result."""
+    if isinstance(result, tuple):
+        err, *values = result
+    else:
+        err, values = result, []
+    if int(err) != 0:
+        name = getattr(err, "name", str(err))
+        raise CudaError(call, name, _error_string(err))
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _error_string(err: Any) -> str:
+    try:
+        res, text = _driver().cuGetErrorString(err)
+        if int(res) == 0 and text:
+            return text.decode() if isinstance(text, bytes) else str(text)
+    except Exception:  # the error string is a courtesy; the name is what matters
+        pass
+    return ""
+
+
+def init() -> None:
+    """cuInit(0), with the two ways it fails on a machine without a GPU said plainly."""
+    try:
+        driver = _driver()
+    except ImportError as exc:
+        raise NoGPUError(f"cuda-python is not installed ({exc}): pip install cuda-bindings") from None
+    try:
+        result = driver.cuInit(0)
+    except Exception as exc:  # cuda-pathfinder's DynamicLibNotFoundError: no libcuda at all
+        raise NoGPUError(f"no CUDA driver: cuInit -> libcuda not found ({type(exc).__name__})") from None
+    err = result[0] if isinstance(result, tuple) else result
+    if int(err) != 0:
+        raise NoGPUError(f"no usable GPU: cuInit -> {getattr(err, 'name', err)}")
+
+
+def probe() -> str | None:
+    """None when a GPU is usable, else the reason (used by tests to skip honestly)."""
+    try:
+        init()
+        if check("cuDeviceGetCount", _driver().cuDeviceGetCount()) < 1:
+            return "no GPU: cuDeviceGetCount -> 0"
+    except (NoGPUError, CudaError) as exc:
+        return str(exc)
+    return None
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    arch: str
+    sm_count: int
+    total_memory: int
+    driver_version: int  # e.g. 13000
+    max_shared_per_block_optin: int
+    max_threads_per_sm: int
+    l2_bytes: int
+
+
+class Device:
+    """A primary context on one GPU, with every allocation it made recorded."""
+
+    def __init__(self, ordinal: int = 0) -> None:
+        init()
+        drv = _driver()
+        count = check("cuDeviceGetCount", drv.cuDeviceGetCount())
+        if ordinal >= count:
+            raise NoGPUError(f"GPU {ordinal} requested but {count} present")
+        self._drv = drv
+        self.handle = check("cuDeviceGet", drv.cuDeviceGet(ordinal))
+        self.context = check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(self.handle))
+        check("cuCtxSetCurrent", drv.cuCtxSetCurrent(self.context))
+        self.ordinal = ordinal
+        self._allocations: list[int] = []
+        self._modules: list[Any] = []
+
+    # -- information -------------------------------------------------------------------------
+    def attribute(self, name: str) -> int:
+        attr = getattr(self._drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(check("cuDeviceGetAttribute", self._drv.cuDeviceGetAttribute(attr, self.handle)))
+
+    def info(self) -> DeviceInfo:
+        raw = check("cuDeviceGetName", self._drv.cuDeviceGetName(256, self.handle))
+        name = raw.split(b"\0", 1)[0].decode() if isinstance(raw, bytes) else str(raw)
+        major = self.attribute("COMPUTE_CAPABILITY_MAJOR")
+        minor = self.attribute("COMPUTE_CAPABILITY_MINOR")
+        return DeviceInfo(
+            ordinal=self.ordinal,
+            name=name,
+            arch=f"sm_{major}{minor}",
+            sm_count=self.attribute("MULTIPROCESSOR_COUNT"),
+            total_memory=int(check("cuDeviceTotalMem", self._drv.cuDeviceTotalMem(self.handle))),
+            driver_version=int(check("cuDriverGetVersion", self._drv.cuDriverGetVersion())),
+            max_shared_per_block_optin=self.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+            max_threads_per_sm=self.attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+            l2_bytes=self.attribute("L2_CACHE_SIZE"),
+        )
+
+    def mem_info(self) -> tuple[int, int]:
+        """(free, total) bytes."""
+        free, total = check("cuMemGetInfo", self._drv.cuMemGetInfo())
+        return int(free), int(total)
+
+    # -- modules -----------------------------------------------------------------------------
+    def load_module(self, image: bytes) -> Any:
+        module = check("cuModuleLoadData", self._drv.cuModuleLoadData(image))
+        self._modules.append(module)
+        return module
+
+    def function(self, module: Any, entry: str) -> Any:
+        return check("cuModuleGetFunction", self._drv.cuModuleGetFunction(module, entry.encode()))
+
+    def function_attribute(self, func: Any, name: str) -> int:
+        attr = getattr(self._drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
+        return int(check("cuFuncGetAttribute", self._drv.cuFuncGetAttribute(attr, func)))
+
+    def set_max_dynamic_shared(self, func: Any, nbytes: int) -> None:
+        attr = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        check("cuFuncSetAttribute", self._drv.cuFuncSetAttribute(func, attr, nbytes))
+
+    def occupancy(self, func: Any, block_threads: int, dynamic_smem: int) -> int:
+        return int(
+            check(
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                self._drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, block_threads, dynamic_smem),
+            )
+        )
+
+    # -- memory ------------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        ptr = check("cuMemAlloc", self._drv.cuMemAlloc(max(nbytes, 1)))
+        self._allocations.append(int(ptr))
+        return int(ptr)
+
+    def free(self, ptr: int) -> None:
+        check("cuMemFree", self._drv.cuMemFree(ptr))
+        self._allocations.remove(ptr)
+
+    def upload(self, ptr: int, array: Any) -> None:
+        check("cuMemcpyHtoD", self._drv.cuMemcpyHtoD(ptr, array.ctypes.data, array.nbytes))
+
+    def download(self, ptr: int, array: Any) -> None:
+        check("cuMemcpyDtoH", self._drv.cuMemcpyDtoH(array.ctypes.data, ptr, array.nbytes))
+
+    def memset32(self, ptr: int, value: int, count: int) -> None:
+        check("cuMemsetD32", self._drv.cuMemsetD32(ptr, value & 0xFFFFFFFF, count))
+
+    def memset8(self, ptr: int, value: int, count: int) -> None:
+        check("cuMemsetD8", self._drv.cuMemsetD8(ptr, value & 0xFF, count))
+
+    # -- launch ------------------------------------------------------------------------------
+    def launch(
+        self,
+        func: Any,
+        grid: Sequence[int],
+        block: Sequence[int],
+        shared_mem: int,
+        args: Sequence[tuple[str, Any]],
+        stream: Any = 0,
+    ) -> None:
+        """Launch with ``args`` as ``(dtype, value)`` pairs; ``dtype`` "ptr" for device pointers.
+
+        Arguments are packed by hand into a ``void*[]`` (ctypes storage kept alive for the
+        call), which is what ``cuLaunchKernel`` reads; the driver copies them at launch.
+        """
+        storage = [
+            ctypes.c_uint64(value) if dtype == "ptr" else _SCALAR_CTYPES[dtype](value)
+            for dtype, value in args
+        ]
+        pointers = (ctypes.c_void_p * max(len(storage), 1))(
+            *[ctypes.addressof(s) for s in storage]
+        )
+        check(
+            "cuLaunchKernel",
+            self._drv.cuLaunchKernel(
+                func, *grid, *block, shared_mem, stream, ctypes.addressof(pointers), 0
+            ),
+        )
+
+    def synchronize(self) -> None:
+        check("cuCtxSynchronize", self._drv.cuCtxSynchronize())
+
+    # -- events ------------------------------------------------------------------------------
+    def event(self) -> Any:
+        flags = self._drv.CUevent_flags.CU_EVENT_DEFAULT
+        return check("cuEventCreate", self._drv.cuEventCreate(flags))
+
+    def record(self, event: Any, stream: Any = 0) -> None:
+        check("cuEventRecord", self._drv.cuEventRecord(event, stream))
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        check("cuEventSynchronize", self._drv.cuEventSynchronize(end))
+        return float(check("cuEventElapsedTime", self._drv.cuEventElapsedTime(start, end)))
+
+    # -- teardown ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free what this object allocated, so compute-sanitizer's leak check sees only the kernel's own leaks."""
+        for ptr in list(self._allocations):
+            self.free(ptr)
+        for module in self._modules:
+            check("cuModuleUnload", self._drv.cuModuleUnload(module))
+        self._modules.clear()
+        check("cuDevicePrimaryCtxRelease", self._drv.cuDevicePrimaryCtxRelease(self.handle))

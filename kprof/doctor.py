@@ -1,0 +1,138 @@
+"""``kprof doctor``: what is installed, what is missing, and what to do about each.
+
+Every check returns a :class:`Check`; none raises. The driver and GPU come from NVML (no CUDA
+context), the CUDA driver API from ``cuInit``, the tools from the same finder the build,
+sanitizer and profiler stages use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kprof import __version__, proc
+from kprof.errors import ToolNotFoundError
+
+LIBRARIES = (
+    ("cuda-bindings", "cuda.bindings"),
+    ("cuda-core", "cuda.core"),
+    ("cuda-pathfinder", "cuda.pathfinder"),
+    ("nvtx", "nvtx"),
+    ("nvidia-ml-py", "pynvml"),
+    ("numpy", "numpy"),
+    ("PyYAML", "yaml"),
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def run_checks() -> list[Check]:
+    checks = [Check("kprof", True, f"{__version__} on Python {sys.version.split()[0]}")]
+    checks += [_library(dist, module) for dist, module in LIBRARIES]
+    checks.append(_nvml())
+    checks.append(_cuda_driver())
+    for tool, flag in (("nvcc", "--version"), ("compute-sanitizer", "--version"), ("ncu", "--version")):
+        checks.append(_tool(tool, flag))
+    checks.append(_counters())
+    from kprof.build import cache_dir
+
+    checks.append(Check("build cache", True, str(cache_dir()), "set KPROF_CACHE_DIR to move it"))
+    return checks
+
+
+def _library(dist: str, module: str) -> Check:
+    from importlib import metadata
+
+    try:
+        version = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return Check(dist, False, "not installed", f"pip install {dist}")
+    return Check(dist, True, version)
+
+
+def _nvml() -> Check:
+    try:
+        import pynvml
+    except ImportError:
+        return Check("NVIDIA driver", False, "nvidia-ml-py is not installed", "pip install nvidia-ml-py")
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return Check(
+            "NVIDIA driver", False, f"NVML did not start ({exc})",
+            "install the NVIDIA driver on a machine with a GPU; build, list and doctor work without one",
+        )  # fmt: skip
+    try:
+        driver = _text(pynvml.nvmlSystemGetDriverVersion())
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h).total
+            gpus.append(f"GPU {i}: {_text(pynvml.nvmlDeviceGetName(h))} sm_{major}{minor} {mem / 2**30:.0f} GiB")
+        detail = f"driver {driver} (CUDA {cuda // 1000}.{cuda % 1000 // 10}); " + ("; ".join(gpus) or "no GPU")
+        return Check("NVIDIA driver", bool(gpus), detail)
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _cuda_driver() -> Check:
+    from kprof import device
+
+    reason = device.probe()
+    if reason:
+        return Check("CUDA driver API", False, reason, "kprof run, sanitize, profile and bench need a GPU")
+    return Check("CUDA driver API", True, "cuInit succeeded")
+
+
+def _tool(name: str, flag: str) -> Check:
+    try:
+        path = proc.find_tool(name)
+    except ToolNotFoundError as exc:
+        return Check(name, False, "not found", str(exc).split(": ", 1)[1])
+    done = proc.run([str(path), flag], timeout=60)
+    text = (done.stdout + done.stderr).strip()
+    version = _version_line(text)
+    return Check(name, done.returncode == 0, f"{version} ({path})")
+
+
+def _version_line(text: str) -> str:
+    for line in text.splitlines():
+        if m := re.search(r"(release \S+|Version \S+|V\d+\.\d+\.\d+|\d{4}\.\d+\.\d+\S*)", line):
+            return m.group(1).rstrip(",")
+    return text.splitlines()[-1] if text else "no version output"
+
+
+def _counters() -> Check:
+    """Whether ncu may read performance counters (ERR_NVGPUCTRPERM otherwise)."""
+    params = Path("/proc/driver/nvidia/params")
+    fix = (
+        "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
+        "(see https://developer.nvidia.com/ERR_NVGPUCTRPERM); without counters kprof profile "
+        "falls back to event timing and theoretical occupancy"
+    )
+    if not params.is_file():
+        return Check("GPU counters", False, "no NVIDIA kernel driver here (/proc/driver/nvidia/params)",
+                     "needs the NVIDIA driver on a machine with a GPU")
+    text = params.read_text(errors="replace")
+    m = re.search(r"RmProfilingAdminOnly:\s*(\d+)", text)
+    admin_only = bool(m and m.group(1) != "0")
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if admin_only and not is_root:
+        return Check("GPU counters", False, "restricted to administrators (RmProfilingAdminOnly: 1)", fix)
+    why = "running as root" if admin_only else "RmProfilingAdminOnly: 0"
+    return Check("GPU counters", True, f"allowed ({why})")
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,100 @@
+"""Every error kprof raises, each with its exit code and a message that says how to fix it.
+
+Only ``kprof.cli.main`` turns these into exit codes; everything below it raises. Findings and
+failed verifications are results with a status, not exceptions: they never appear here.
+"""
+
+from __future__ import annotations
+
+# Exit codes, documented in ``kprof --help``.
+EXIT_OK = 0
+EXIT_FAILED = 1  # the command ran and found a problem (a verification failed, a bug found)
+EXIT_USAGE = 2  # bad command line, unknown kernel, invalid spec
+EXIT_TOOL_MISSING = 3  # nvcc, compute-sanitizer or ncu not found
+EXIT_BUILD = 4  # nvcc rejected the source
+EXIT_NO_GPU = 5  # no CUDA driver or no GPU
+EXIT_CUDA = 6  # a CUDA call failed, or the target crashed or hung
+EXIT_INTERRUPTED = 130
+
+
+class KprofError(Exception):
+    """Base class. ``str(err)`` is the one-line message shown to the user."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(KprofError):
+    exit_code = EXIT_USAGE
+
+
+class SpecError(KprofError):
+    """A spec file is malformed or invalid. The message names the file and the field."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, where: str, field: str, problem: str) -> None:
+        self.where = where
+        self.field = field
+        self.problem = problem
+        loc = f"{where}: {field}: " if field else f"{where}: "
+        super().__init__(loc + problem)
+
+
+class UnknownKernelError(KprofError):
+    exit_code = EXIT_USAGE
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        import difflib
+
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else "`kprof list` shows the known names"
+        super().__init__(
+            f"unknown kernel '{name}': {hint} (or give the path of a spec file, e.g. path/to/my_kernel.yaml)"
+        )
+
+
+class ToolNotFoundError(KprofError):
+    exit_code = EXIT_TOOL_MISSING
+
+    def __init__(self, tool: str, hint: str) -> None:
+        self.tool = tool
+        super().__init__(f"{tool} not found: {hint}")
+
+
+class BuildError(KprofError):
+    """nvcc failed. ``log`` carries nvcc's own ``file:line`` messages."""
+
+    exit_code = EXIT_BUILD
+
+    def __init__(self, message: str, log: str = "") -> None:
+        self.log = log
+        super().__init__(message)
+
+
+class NoGPUError(KprofError):
+    exit_code = EXIT_NO_GPU
+
+
+class CudaError(KprofError):
+    """A CUDA driver call returned an error. ``result`` is the CUresult name."""
+
+    exit_code = EXIT_CUDA
+
+    def __init__(self, call: str, result: str, detail: str = "") -> None:
+        self.call = call
+        self.result = result
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"{call} -> {result}{extra}")
+
+
+class TargetError(KprofError):
+    """The child process that ran a kernel crashed, hung or reported a CUDA fault.
+
+    ``log`` keeps the child's output so nothing it printed is lost.
+    """
+
+    exit_code = EXIT_CUDA
+
+    def __init__(self, message: str, log: str = "") -> None:
+        self.log = log
+        super().__init__(message)

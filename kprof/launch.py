@@ -1,0 +1,147 @@
+"""Run a built kernel in a child process and bring back what it measured.
+
+The parent never touches the GPU for a launch: it writes a job file, starts
+``python -m kprof.runner`` through :mod:`kprof.proc` with a timeout, and reads the result file.
+A kernel that faults (illegal address kills the CUDA context), hangs or crashes the interpreter
+takes down the child only; the parent reports what happened, with the child's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof import proc
+from kprof.build import BuildResult
+from kprof.catalog import ROOT
+from kprof.errors import NoGPUError, TargetError, UsageError
+from kprof.spec import KernelSpec
+
+DEFAULT_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    kernel: str
+    sizes: dict[str, int]
+    ok: bool
+    checks: list[dict[str, Any]]
+    time_ms: float | None
+    device: dict[str, Any]
+    launch: dict[str, Any]
+    registers: int | None
+    allocations: list[dict[str, Any]]
+    nvtx: bool
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+def runner_argv(job_path: Path, result_path: Path) -> list[str]:
+    return [sys.executable, "-m", "kprof.runner", str(job_path), str(result_path)]
+
+
+def child_env() -> dict[str, str]:
+    """The child finds this kprof even when it is run from a source checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def make_job(
+    spec: KernelSpec,
+    built: BuildResult,
+    sizes: dict[str, int],
+    *,
+    preset: str = "default",
+    verify: bool = True,
+    time: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    return {
+        "spec": str(spec.path),
+        "cubin": str(built.cubin),
+        "sizes": sizes,
+        "preset": preset,
+        "verify": verify,
+        "time": time,
+        "seed": seed,
+    }
+
+
+def run(job: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, dict[str, Any]]:
+    """Run the child (optionally under ``wrapper``, e.g. compute-sanitizer's argv) and read its result."""
+    with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
+        job_path = Path(tmp) / "job.json"
+        result_path = Path(tmp) / "result.json"
+        job_path.write_text(json.dumps(job))
+        argv = (wrapper or []) + runner_argv(job_path, result_path)
+        done = proc.run(argv, timeout=timeout, env=child_env())
+        try:
+            data = json.loads(result_path.read_text())
+        except (OSError, ValueError):
+            data = {}
+    return done, data
+
+
+def run_kernel(
+    spec: KernelSpec,
+    built: BuildResult,
+    sizes: dict[str, int],
+    *,
+    preset: str = "default",
+    time: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    seed: int = 0,
+) -> RunResult:
+    job = make_job(spec, built, sizes, preset=preset, time=time, seed=seed)
+    done, data = run(job, timeout=timeout)
+    raise_for_child(spec.name, done, data, timeout)
+    return RunResult(
+        kernel=spec.name,
+        sizes=data.get("sizes", {}),
+        ok=data["status"] == "ok",
+        checks=data.get("checks", []),
+        time_ms=data.get("time_ms"),
+        device=data.get("device", {}),
+        launch=data.get("launch", {}),
+        registers=data.get("registers"),
+        allocations=data.get("allocations", []),
+        nvtx=bool(data.get("nvtx")),
+        raw=data,
+    )
+
+
+def raise_for_child(name: str, done: proc.Completed, data: dict[str, Any], timeout: float) -> None:
+    """Turn a child that hung, crashed or hit a CUDA error into one clear error."""
+    phase = data.get("phase", "start")
+    if done.timed_out:
+        raise TargetError(
+            f"{name} did not finish within {timeout:g} s (last phase: {phase}); the kernel may hang: "
+            "check its loop bounds, or raise --timeout",
+            done.tail(),
+        )
+    status = data.get("status")
+    if status in ("ok", "failed"):
+        return
+    if status == "error":
+        err = data.get("error", {})
+        kind, message = err.get("type"), err.get("message", "")
+        if kind == "NoGPUError":
+            raise NoGPUError(f"{message}; `kprof build`, `kprof list` and `kprof doctor` still work")
+        if kind in ("UsageError", "SpecError"):
+            raise UsageError(message)
+        if kind == "CudaError":
+            hint = ""
+            if err.get("result") in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                                     "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_LAUNCH_FAILED"):
+                hint = f"; the kernel faulted: `kprof sanitize {name} --tool memcheck` shows where"
+            raise TargetError(f"{name}: {message} (phase: {phase}){hint}", done.tail())
+        raise TargetError(f"{name}: runner failed in phase {phase}: {kind}: {message}",
+                          err.get("traceback", "") or done.tail())
+    how = f"was killed by {done.signal_name}" if done.signal_name else f"exited with code {done.returncode}"
+    raise TargetError(f"{name}: the runner {how} during phase {phase} without a result", done.tail())

@@ -1,0 +1,131 @@
+"""The one process runner: find an external tool, run a list argv with a timeout, keep its output.
+
+Every external program kprof starts (nvcc, compute-sanitizer, ncu, the runner child) goes
+through :func:`run`: a list argv (never ``shell=True``), a timeout that kills the whole process
+group, and stdout/stderr kept on the result so nothing the child printed is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kprof.errors import ToolNotFoundError
+
+INSTALL_HINTS = {
+    "nvcc": (
+        "install the CUDA toolkit, or `pip install \"kprof[cuda]\"` for a pinned nvcc from pip; "
+        "kprof looks in pip's nvidia wheels, CUDA_HOME/CUDA_PATH and PATH"
+    ),
+    "compute-sanitizer": (
+        "install the CUDA toolkit, or `pip install \"kprof[cuda]\"` (the nvidia-cuda-sanitizer-api "
+        "wheel ships compute-sanitizer)"
+    ),
+    "ncu": (
+        "install Nsight Compute (it ships with the CUDA toolkit, or from developer.nvidia.com/nsight-compute); "
+        "it is not on pip. Put ncu on PATH or set CUDA_HOME"
+    ),
+    "cuobjdump": "install the CUDA toolkit (cuobjdump ships beside nvcc)",
+}
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int | None  # None when it timed out
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+    def tail(self, lines: int = 20) -> str:
+        text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).rstrip()
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def find_tool(name: str) -> Path:
+    """Locate an NVIDIA command-line tool: cuda-pathfinder first (pip wheels, CUDA_HOME), then PATH."""
+    env_override = os.environ.get(f"KPROF_{name.upper().replace('-', '_')}")
+    if env_override:
+        path = Path(env_override)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise ToolNotFoundError(name, f"KPROF_{name.upper().replace('-', '_')}={env_override} is not an executable")
+    found: str | None = None
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+
+        found = find_nvidia_binary_utility(name)
+    except Exception:  # an old cuda-pathfinder, or one that does not know this tool
+        found = None
+    if not found:
+        found = shutil.which(name)
+    if not found:
+        for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+            if base and (Path(base) / "bin" / name).is_file():
+                found = str(Path(base) / "bin" / name)
+                break
+    if not found and name == "ncu":
+        for candidate in sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"), reverse=True):
+            found = str(candidate)
+            break
+    if not found:
+        raise ToolNotFoundError(name, INSTALL_HINTS.get(name, "install it and put it on PATH"))
+    return Path(found)
+
+
+def run(
+    argv: list[str],
+    *,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> Completed:
+    """Run ``argv``; on timeout kill its whole process group and return what it printed."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            [str(a) for a in argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # so a timeout can kill the child's children too
+        )
+    except FileNotFoundError:
+        raise ToolNotFoundError(str(argv[0]), INSTALL_HINTS.get(Path(str(argv[0])).name, "not found")) from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return Completed(tuple(map(str, argv)), proc.returncode, out, err, time.monotonic() - start)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        return Completed(tuple(map(str, argv)), None, out, err, time.monotonic() - start, timed_out=True)
+    except KeyboardInterrupt:
+        _kill_group(proc)
+        proc.communicate()
+        raise
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()

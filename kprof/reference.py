@@ -1,0 +1,172 @@
+"""The reference vocabulary: what a spec's ``reference:`` expressions may say.
+
+A spec maps each output buffer to an expression over the input buffers, the scalar arguments
+and the sizes, for example ``C: A @ B`` or ``y: rmsnorm(x, w, eps)``. Expressions are parsed
+with :mod:`ast` and checked against a whitelist when the spec is loaded (no NumPy needed); they
+are evaluated in float64 by :func:`evaluate`, which walks the tree itself: nothing from a spec
+ever reaches ``eval``. The functions are plain NumPy code kept in this module, so adding a word
+to the vocabulary is adding one entry to :data:`FUNCTIONS`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from typing import Any
+
+MAX_LEN = 1000
+
+
+class ReferenceExprError(ValueError):
+    """The expression uses something outside the vocabulary."""
+
+
+def _np():
+    import numpy
+
+    return numpy
+
+
+def _softmax(x, axis=-1):
+    np = _np()
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _rmsnorm(x, w, eps, axis=-1):
+    np = _np()
+    return x / np.sqrt(np.mean(x * x, axis=axis, keepdims=True) + eps) * w
+
+
+def _reduction(name: str) -> Callable[..., Any]:
+    def fn(x, axis=None, keepdims=False):
+        return getattr(_np(), name)(x, axis=axis, keepdims=keepdims)
+
+    fn.__name__ = name
+    return fn
+
+
+def _elementwise(name: str) -> Callable[..., Any]:
+    def fn(*args):
+        return getattr(_np(), name)(*args)
+
+    fn.__name__ = name
+    return fn
+
+
+#: name -> (function, allowed keyword names, number of positional arguments (min, max))
+FUNCTIONS: dict[str, tuple[Callable[..., Any], frozenset[str], tuple[int, int]]] = {
+    "sum": (_reduction("sum"), frozenset({"axis", "keepdims"}), (1, 1)),
+    "mean": (_reduction("mean"), frozenset({"axis", "keepdims"}), (1, 1)),
+    "max": (_reduction("max"), frozenset({"axis", "keepdims"}), (1, 1)),
+    "min": (_reduction("min"), frozenset({"axis", "keepdims"}), (1, 1)),
+    "exp": (_elementwise("exp"), frozenset(), (1, 1)),
+    "log": (_elementwise("log"), frozenset(), (1, 1)),
+    "sqrt": (_elementwise("sqrt"), frozenset(), (1, 1)),
+    "abs": (_elementwise("abs"), frozenset(), (1, 1)),
+    "tanh": (_elementwise("tanh"), frozenset(), (1, 1)),
+    "maximum": (_elementwise("maximum"), frozenset(), (2, 2)),
+    "minimum": (_elementwise("minimum"), frozenset(), (2, 2)),
+    "rsqrt": (lambda x: 1.0 / _np().sqrt(x), frozenset(), (1, 1)),
+    "relu": (lambda x: _np().maximum(x, 0.0), frozenset(), (1, 1)),
+    "sigmoid": (lambda x: 1.0 / (1.0 + _np().exp(-x)), frozenset(), (1, 1)),
+    "transpose": (lambda x: _np().swapaxes(x, -1, -2), frozenset(), (1, 1)),
+    "matmul": (lambda a, b: a @ b, frozenset(), (2, 2)),
+    "softmax": (_softmax, frozenset({"axis"}), (1, 1)),
+    "rmsnorm": (_rmsnorm, frozenset({"axis"}), (3, 3)),
+}
+
+_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
+
+
+def parse(text: str) -> ast.Expression:
+    """Parse and check a reference expression against the vocabulary."""
+    if not isinstance(text, str):
+        raise ReferenceExprError(f"expected an expression string, got {type(text).__name__}")
+    if len(text) > MAX_LEN:
+        raise ReferenceExprError(f"expression longer than {MAX_LEN} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ReferenceExprError(f"cannot parse {text!r}: {exc.msg}") from None
+    for node in ast.walk(tree):
+        _check(node)
+    return tree
+
+
+def _check(node: ast.AST) -> None:
+    allowed = (
+        ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call,
+        ast.keyword, ast.Load, ast.operator, ast.unaryop, ast.Tuple,
+    )  # fmt: skip
+    if not isinstance(node, allowed):
+        raise ReferenceExprError(f"'{type(node).__name__}' is not allowed in a reference expression")
+    if isinstance(node, ast.Constant) and (
+        isinstance(node.value, bool) or not isinstance(node.value, (int, float))
+    ):
+        raise ReferenceExprError(f"only numbers are allowed as constants, not {node.value!r}")
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, _BINOPS):
+        raise ReferenceExprError(f"operator '{type(node.op).__name__}' is not allowed")
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
+        raise ReferenceExprError(f"operator '{type(node.op).__name__}' is not allowed")
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            what = node.func.id if isinstance(node.func, ast.Name) else "an expression"
+            raise ReferenceExprError(
+                f"unknown function {what}: the vocabulary is {', '.join(sorted(FUNCTIONS))}"
+            )
+        _, kws, (lo, hi) = FUNCTIONS[node.func.id]
+        if not lo <= len(node.args) <= hi:
+            raise ReferenceExprError(
+                f"{node.func.id}() takes {lo} positional argument(s), got {len(node.args)}"
+            )
+        for kw in node.keywords:
+            if kw.arg not in kws:
+                raise ReferenceExprError(f"{node.func.id}() takes no keyword '{kw.arg}'")
+
+
+def names(text: str) -> set[str]:
+    """The buffer, scalar and size names an expression uses."""
+    tree = parse(text)
+    funcs = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in funcs}
+
+
+def evaluate(text: str, env: Mapping[str, Any]) -> Any:
+    """Evaluate in float64 over ``env`` (arrays already float64, scalars as numbers)."""
+    return _eval(parse(text).body, env)
+
+
+def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return float(node.value) if isinstance(node.value, float) else node.value
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise ReferenceExprError(f"unknown name '{node.id}'")
+        return env[node.id]
+    if isinstance(node, ast.Tuple):
+        return tuple(_eval(e, env) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        value = _eval(node.operand, env)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        a, b = _eval(node.left, env), _eval(node.right, env)
+        op = node.op
+        if isinstance(op, ast.Add):
+            return a + b
+        if isinstance(op, ast.Sub):
+            return a - b
+        if isinstance(op, ast.Mult):
+            return a * b
+        if isinstance(op, ast.Div):
+            return a / b
+        if isinstance(op, ast.Pow):
+            return a**b
+        return a @ b
+    if isinstance(node, ast.Call):
+        fn, _, _ = FUNCTIONS[node.func.id]  # type: ignore[union-attr]
+        args = [_eval(a, env) for a in node.args]
+        kwargs = {kw.arg: _eval(kw.value, env) for kw in node.keywords}
+        return fn(*args, **kwargs)
+    raise ReferenceExprError(f"'{type(node).__name__}' is not allowed in a reference expression")

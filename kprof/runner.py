@@ -1,0 +1,185 @@
+"""The small child program that every tool wraps: ``python -m kprof.runner JOB.json RESULT.json``.
+
+It loads the spec and the cubin, makes one plain allocation per buffer (recording name, base
+address and size, so a sanitizer report can name the buffer), fills the inputs from a fixed
+seed, poisons the outputs, launches inside an NVTX push/pop range in domain ``kprof`` named after
+the kernel, synchronises, checks the outputs against the float64 reference, and writes a JSON
+result. It never is the CLI: compute-sanitizer and ncu wrap this process, so a fault or a hang
+takes down this child only. The result file is rewritten at each phase, so the parent knows how
+far a child got before it died.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+RESULT_VERSION = 1
+
+
+class _Result:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {"version": RESULT_VERSION, "status": "started", "phase": "start"}
+
+    def phase(self, name: str, **fields: Any) -> None:
+        self.data["phase"] = name
+        self.data.update(fields)
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, default=str))
+        tmp.replace(self.path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m kprof.runner JOB.json RESULT.json", file=sys.stderr)
+        return 2
+    job = json.loads(Path(args[0]).read_text())
+    result = _Result(Path(args[1]))
+    try:
+        return _run(job, result)
+    except Exception as exc:  # reported to the parent in the result file, never lost
+        from kprof.errors import CudaError, KprofError
+
+        error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+        if isinstance(exc, CudaError):
+            error.update(call=exc.call, result=exc.result)
+        if not isinstance(exc, KprofError):
+            error["traceback"] = traceback.format_exc()
+        result.data["status"] = "error"
+        result.data["error"] = error
+        result.write()
+        return 3
+
+
+def _run(job: dict[str, Any], result: _Result) -> int:
+    import numpy as np
+
+    from kprof import reference, spec as spec_mod, verify
+    from kprof.device import Device
+    from kprof.errors import UsageError
+
+    spec = spec_mod.load(job["spec"])
+    resolved = spec.resolve(job.get("sizes") or {}, preset=job.get("preset", "default"))
+    result.phase("init", kernel=spec.name, sizes=resolved.sizes,
+                 launch={"grid": resolved.grid, "block": resolved.block, "shared_mem": resolved.shared_mem})
+
+    dev = Device(job.get("device", 0))
+    info = dev.info()
+    result.phase("device", device=info.__dict__)
+    free, _ = dev.mem_info()
+    need = resolved.total_bytes
+    if need > free:
+        raise UsageError(
+            f"{spec.name} at {resolved.size_text()} needs {need / 2**30:.2f} GiB of device memory "
+            f"but {free / 2**30:.2f} GiB is free: use smaller --size values"
+        )
+
+    module = dev.load_module(Path(job["cubin"]).read_bytes())
+    func = dev.function(module, spec.entry)
+    if resolved.shared_mem > 48 * 1024:
+        dev.set_max_dynamic_shared(func, resolved.shared_mem)
+    result.phase("loaded", registers=dev.function_attribute(func, "NUM_REGS"))
+
+    rng = np.random.default_rng(job.get("seed", 0))
+    inputs: dict[str, Any] = {}
+    pointers: dict[str, int] = {}
+    allocations = []
+    for buf in resolved.buffers:
+        ptr = dev.alloc(buf.nbytes)
+        pointers[buf.arg.name] = ptr
+        allocations.append({
+            "name": buf.arg.name, "base": ptr, "nbytes": buf.nbytes, "dtype": buf.arg.dtype,
+            "shape": list(buf.shape), "role": buf.arg.role,
+        })  # fmt: skip
+        if buf.arg.role in ("in", "inout"):
+            inputs[buf.arg.name] = verify.make_input(buf, rng)
+    result.phase("allocated", allocations=allocations)
+
+    def upload_all() -> None:
+        for buf in resolved.buffers:
+            if buf.arg.role in ("in", "inout"):
+                dev.upload(pointers[buf.arg.name], inputs[buf.arg.name])
+            else:
+                dev.upload(pointers[buf.arg.name], verify.poison(buf))
+
+    packed = []
+    for arg in spec.args:
+        if isinstance(arg, spec_mod.BufferArg):
+            packed.append(("ptr", pointers[arg.name]))
+        else:
+            value = dict((a.name, v) for a, v in resolved.scalars)[arg.name]
+            if arg.dtype == "float16":
+                value = int(np.float16(value).view(np.uint16))
+            packed.append((arg.dtype, value))
+
+    nvtx = _nvtx()
+    result.data["nvtx"] = nvtx is not None
+
+    def launch() -> None:
+        if nvtx is not None:
+            nvtx.push_range(spec.name, domain="kprof")
+        try:
+            dev.launch(func, resolved.grid, resolved.block, resolved.shared_mem, packed)
+        finally:
+            if nvtx is not None:
+                nvtx.pop_range(domain="kprof")
+
+    upload_all()
+    result.phase("launch")
+    launch()
+    dev.synchronize()
+    result.phase("launched")
+
+    checks = []
+    if job.get("verify", True):
+        env: dict[str, Any] = dict(resolved.sizes)
+        env.update({a.name: v for a, v in resolved.scalars})
+        env.update({k: v.astype(np.float64) for k, v in inputs.items()})
+        for buf in resolved.buffers:
+            if buf.arg.role not in ("out", "inout"):
+                continue
+            got = np.empty(buf.shape, dtype=verify.numpy_dtype(buf.arg.dtype))
+            dev.download(pointers[buf.arg.name], got)
+            expr = dict(spec.reference)[buf.arg.name]
+            expected = reference.evaluate(expr, env)
+            sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
+            checks.append(verify.compare(buf.arg.name, got, expected, spec.rtol, sentinel).to_dict())
+        result.phase("verified", checks=checks)
+
+    timing = None
+    if job.get("time", False):
+        start, end = dev.event(), dev.event()
+        launch()  # warm-up: first-launch costs (module load, caches) stay out of the number
+        dev.synchronize()
+        dev.record(start)
+        launch()
+        dev.record(end)
+        timing = dev.elapsed_ms(start, end)
+        result.phase("timed", time_ms=timing)
+
+    dev.close()
+    ok = all(c["ok"] for c in checks)
+    result.data["status"] = "ok" if ok else "failed"
+    result.phase("done")
+    return 0 if ok else 1
+
+
+def _nvtx():
+    try:
+        import nvtx
+
+        return nvtx
+    except ImportError:  # reported as nvtx: false; ncu's NVTX filter will then match nothing
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

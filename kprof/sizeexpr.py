@@ -1,0 +1,188 @@
+"""Size arithmetic for specs: ``ceil(N / 32)``, ``2 * M * N * K``, ``min(ceil(N / 256), 4096)``.
+
+Expressions are parsed with :mod:`ast` and walked against a whitelist: numbers, size names,
+``+ - * / // % **``, unary minus, and the functions ``ceil``, ``floor``, ``min``, ``max``,
+``cdiv`` and ``round_up``. Nothing else is evaluated: no attribute access, no subscripts, no
+calls to anything outside the list, no keywords. Arithmetic is exact (:class:`fractions.Fraction`)
+so ``ceil(N / 32)`` never suffers float rounding, and large products stay exact.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+
+MAX_LEN = 400
+MAX_EXPONENT = 64
+MAX_MAGNITUDE = 1 << 80  # far beyond any byte count, small enough to stop runaway arithmetic
+
+
+class SizeExprError(ValueError):
+    """The expression is not valid size arithmetic. The message says what to change."""
+
+
+def _ceil(x: Fraction) -> Fraction:
+    return Fraction(math.ceil(x))
+
+
+def _floor(x: Fraction) -> Fraction:
+    return Fraction(math.floor(x))
+
+
+def _cdiv(a: Fraction, b: Fraction) -> Fraction:
+    if b == 0:
+        raise SizeExprError("division by zero in cdiv()")
+    return Fraction(math.ceil(a / b))
+
+
+def _round_up(a: Fraction, b: Fraction) -> Fraction:
+    if b == 0:
+        raise SizeExprError("round_up() to a multiple of zero")
+    return Fraction(math.ceil(a / b)) * b
+
+
+_FUNCS = {
+    "ceil": (_ceil, 1),
+    "floor": (_floor, 1),
+    "cdiv": (_cdiv, 2),
+    "round_up": (_round_up, 2),
+    "min": (min, None),
+    "max": (max, None),
+}
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+}
+
+FUNCTION_NAMES = tuple(sorted(_FUNCS))
+
+
+def parse(text: str | int | float) -> ast.Expression:
+    """Parse and check an expression; raises :class:`SizeExprError` for anything not allowed."""
+    if isinstance(text, bool):
+        raise SizeExprError(f"expected a number or size expression, got {text!r}")
+    if isinstance(text, (int, float)):
+        text = repr(text)
+    if not isinstance(text, str):
+        raise SizeExprError(f"expected a number or size expression, got {type(text).__name__}")
+    if len(text) > MAX_LEN:
+        raise SizeExprError(f"expression longer than {MAX_LEN} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        hint = ""
+        if text.count("(") != text.count(")"):
+            hint = " (inside a YAML [a, b] list, quote an expression that has a comma: \"min(x, y)\")"
+        raise SizeExprError(f"cannot parse {text!r}: {exc.msg}{hint}") from None
+    for node in ast.walk(tree):
+        _check_node(node)
+    return tree
+
+
+def _check_node(node: ast.AST) -> None:
+    allowed = (
+        ast.Expression,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.Constant,
+        ast.Name,
+        ast.Call,
+        ast.Load,
+        ast.operator,
+        ast.unaryop,
+    )
+    if not isinstance(node, allowed):
+        raise SizeExprError(f"'{type(node).__name__}' is not allowed in size arithmetic")
+    if isinstance(node, ast.Constant) and (
+        isinstance(node.value, bool) or not isinstance(node.value, (int, float))
+    ):
+        raise SizeExprError(f"only numbers are allowed, not {node.value!r}")
+    if isinstance(node, ast.BinOp) and not isinstance(
+        node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+    ):
+        raise SizeExprError(f"operator '{type(node.op).__name__}' is not allowed")
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
+        raise SizeExprError(f"operator '{type(node.op).__name__}' is not allowed")
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
+            what = node.func.id if isinstance(node.func, ast.Name) else "an expression"
+            raise SizeExprError(
+                f"cannot call {what}: only {', '.join(FUNCTION_NAMES)} are allowed"
+            )
+        if node.keywords:
+            raise SizeExprError(f"{node.func.id}() takes no keyword arguments")
+        _, arity = _FUNCS[node.func.id]
+        if arity is not None and len(node.args) != arity:
+            raise SizeExprError(f"{node.func.id}() takes {arity} argument(s), got {len(node.args)}")
+        if arity is None and len(node.args) < 2:
+            raise SizeExprError(f"{node.func.id}() needs at least 2 arguments")
+
+
+def names(text: str | int | float) -> set[str]:
+    """The size names an expression refers to (function names excluded)."""
+    tree = parse(text)
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+
+
+def evaluate(text: str | int | float, env: Mapping[str, int | Fraction]) -> Fraction:
+    """Evaluate exactly. ``env`` maps size names to values."""
+    tree = parse(text)
+    return _eval(tree.body, env)
+
+
+def evaluate_int(text: str | int | float, env: Mapping[str, int | Fraction]) -> int:
+    """Evaluate and insist on a whole number (a grid, a block, a shape)."""
+    value = evaluate(text, env)
+    if value.denominator != 1:
+        raise SizeExprError(
+            f"{text!r} = {float(value):g} is not a whole number: use ceil(), floor() or //"
+        )
+    return int(value)
+
+
+def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return Fraction(value) if isinstance(value, int) else Fraction(str(value))
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            known = ", ".join(sorted(env)) or "none"
+            raise SizeExprError(f"unknown size '{node.id}' (known: {known})")
+        return Fraction(env[node.id])
+    if isinstance(node, ast.UnaryOp):
+        value = _eval(node.operand, env)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        left = _eval(node.left, env)
+        right = _eval(node.right, env)
+        result = _binop(node.op, left, right)
+        if abs(result) > MAX_MAGNITUDE:
+            raise SizeExprError("value too large for size arithmetic")
+        return result
+    if isinstance(node, ast.Call):
+        fn, _ = _FUNCS[node.func.id]  # type: ignore[union-attr]
+        args = [_eval(a, env) for a in node.args]
+        return Fraction(fn(*args))
+    raise SizeExprError(f"'{type(node).__name__}' is not allowed in size arithmetic")
+
+
+def _binop(op: ast.operator, a: Fraction, b: Fraction) -> Fraction:
+    if type(op) in _BINOPS:
+        return _BINOPS[type(op)](a, b)
+    if isinstance(op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+        raise SizeExprError("division by zero")
+    if isinstance(op, ast.Div):
+        return a / b
+    if isinstance(op, ast.FloorDiv):
+        return Fraction(a // b)
+    if isinstance(op, ast.Mod):
+        return a % b
+    # Pow: whole, small exponents only, so '9 ** 9 ** 9' cannot hang the loader.
+    if b.denominator != 1 or not 0 <= b <= MAX_EXPONENT:
+        raise SizeExprError(f"exponent must be a whole number from 0 to {MAX_EXPONENT}")
+    return a ** int(b)

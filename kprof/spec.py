@@ -1,0 +1,594 @@
+"""Kernel specs: one YAML file beside each ``.cu``, loaded into frozen dataclasses.
+
+A spec is data. It is read with ``yaml.safe_load``, every field is validated here, and every
+error names the file and the field (``kernels/tiled_matmul.yaml: launch.grid[0]: unknown size
+'Q'``). Size arithmetic goes through :mod:`kprof.sizeexpr`, references through
+:mod:`kprof.reference`; neither ever calls ``eval``. ``docs/spec.md`` documents the format.
+
+The first stage of the pipeline: ``load()`` gives a :class:`KernelSpec`, ``KernelSpec.resolve()``
+gives a :class:`Resolved` (every size, shape, launch dimension and scalar a concrete number) that
+the build, launch, sanitize, profile and bench stages take as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from kprof import reference, sizeexpr
+from kprof.errors import SpecError, UsageError
+
+#: dtype name -> (bytes per element, kind: f(loat) / i(nt) / u(nsigned))
+DTYPES: dict[str, tuple[int, str]] = {
+    "float16": (2, "f"),
+    "float32": (4, "f"),
+    "float64": (8, "f"),
+    "int8": (1, "i"),
+    "uint8": (1, "u"),
+    "int32": (4, "i"),
+    "uint32": (4, "u"),
+    "int64": (8, "i"),
+    "uint64": (8, "u"),
+}
+ROLES = ("in", "out", "inout", "scratch")
+FILLS = {  # name -> (min args, max args)
+    "uniform": (0, 2),
+    "normal": (0, 2),
+    "randint": (2, 2),
+    "zeros": (0, 0),
+    "ones": (0, 0),
+    "const": (1, 1),
+    "arange": (0, 0),
+}
+PRESETS = ("default", "sanitize")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOP_KEYS = {
+    "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
+    "launch", "reference", "tolerance", "work", "checks", "expect", "notes",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Fill:
+    kind: str = "uniform"
+    params: tuple[float, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.kind}({', '.join(f'{p:g}' for p in self.params)})" if self.params else self.kind
+
+
+@dataclass(frozen=True)
+class SizeDef:
+    name: str
+    default: int
+    sanitize: int
+
+
+@dataclass(frozen=True)
+class BufferArg:
+    name: str
+    dtype: str
+    shape: tuple[str, ...]
+    role: str
+    fill: Fill
+
+
+@dataclass(frozen=True)
+class ScalarArg:
+    name: str
+    dtype: str
+    value: str  # a size expression, or a number literal for float scalars
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[str, str, str]
+    block: tuple[str, str, str]
+    shared_mem: str = "0"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    path: Path  # the spec file
+    source: Path
+    entry: str
+    description: str
+    sizes: tuple[SizeDef, ...]
+    args: tuple[BufferArg | ScalarArg, ...]
+    launch: Launch
+    reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
+    rtol: float
+    flops: str | None
+    bytes: str | None
+    defines: tuple[tuple[str, str], ...] = ()
+    nvcc_flags: tuple[str, ...] = ()
+    checks: tuple[tuple[tuple[str, int], ...], ...] = ()
+    expect: Any = None  # sanitizer cases: what must be found (validated by kprof.cases)
+    notes: str = ""
+
+    @property
+    def buffers(self) -> tuple[BufferArg, ...]:
+        return tuple(a for a in self.args if isinstance(a, BufferArg))
+
+    @property
+    def size_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.sizes)
+
+    def preset(self, which: str = "default") -> dict[str, int]:
+        if which not in PRESETS:
+            raise UsageError(f"unknown size preset '{which}': use one of {', '.join(PRESETS)}")
+        return {s.name: (s.default if which == "default" else s.sanitize) for s in self.sizes}
+
+    def resolve(self, overrides: dict[str, int] | None = None, preset: str = "default") -> Resolved:
+        """Every size, shape, launch dimension and scalar as a concrete number."""
+        sizes = self.preset(preset)
+        for key, value in (overrides or {}).items():
+            if key not in sizes:
+                known = ", ".join(self.size_names) or "none"
+                raise UsageError(f"{self.name}: unknown size '{key}' (known: {known})")
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise UsageError(f"{self.name}: size {key}={value} must be a positive whole number")
+            sizes[key] = value
+        env: dict[str, int | Fraction] = {**_define_env(self.defines), **sizes}
+        where = str(self.path)
+
+        def ev(expr: str, fld: str, minimum: int = 1) -> int:
+            try:
+                value = sizeexpr.evaluate_int(expr, env)
+            except sizeexpr.SizeExprError as exc:
+                raise SpecError(where, fld, str(exc)) from None
+            if value < minimum:
+                sized = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                raise UsageError(
+                    f"{self.name}: {fld} = {expr} = {value} at {sized}; it must be at least {minimum}"
+                )
+            return value
+
+        buffers = []
+        for i, arg in enumerate(self.args):
+            if isinstance(arg, BufferArg):
+                shape = tuple(
+                    ev(d, f"args[{i}].shape[{j}]") for j, d in enumerate(arg.shape)
+                )
+                buffers.append(ResolvedBuffer(arg, shape))
+        scalars = []
+        for i, arg in enumerate(self.args):
+            if isinstance(arg, ScalarArg):
+                if DTYPES[arg.dtype][1] == "f":
+                    try:
+                        value: int | float = float(sizeexpr.evaluate(arg.value, env))
+                    except sizeexpr.SizeExprError as exc:
+                        raise SpecError(where, f"args[{i}].value", str(exc)) from None
+                else:
+                    value = ev(arg.value, f"args[{i}].value", minimum=-(1 << 63))
+                scalars.append((arg, value))
+        grid = tuple(ev(g, f"launch.grid[{j}]") for j, g in enumerate(self.launch.grid))
+        block = tuple(ev(b, f"launch.block[{j}]") for j, b in enumerate(self.launch.block))
+        smem = ev(self.launch.shared_mem, "launch.shared_mem", minimum=0)
+        flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
+        nbytes = ev(self.bytes, "work.bytes", minimum=0) if self.bytes else None
+        return Resolved(
+            spec=self,
+            sizes=dict(sizes),
+            buffers=tuple(buffers),
+            scalars=tuple(scalars),
+            grid=grid,  # type: ignore[arg-type]
+            block=block,  # type: ignore[arg-type]
+            shared_mem=smem,
+            flops=flops,
+            bytes=nbytes,
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedBuffer:
+    arg: BufferArg
+    shape: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * DTYPES[self.arg.dtype][0]
+
+    def describe(self) -> str:
+        dims = " x ".join(str(d) for d in self.shape)
+        return f"{self.arg.name} is {dims} {self.arg.dtype}, {self.nbytes:,} bytes"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    spec: KernelSpec
+    sizes: dict[str, int]
+    buffers: tuple[ResolvedBuffer, ...]
+    scalars: tuple[tuple[ScalarArg, int | float], ...]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+    flops: int | None
+    bytes: int | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(b.nbytes for b in self.buffers)
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def size_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.sizes.items())
+
+
+# ----------------------------------------------------------------------------------- loading
+
+
+def load(path: str | Path) -> KernelSpec:
+    """Read and validate one spec file."""
+    import yaml
+
+    path = Path(path)
+    where = _display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(where, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(where, "", f"cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(where, "", f"not valid YAML: {at}{problem}") from None
+    return from_dict(data, path)
+
+
+def from_dict(data: Any, path: Path) -> KernelSpec:
+    where = _display(path)
+
+    def fail(fld: str, problem: str) -> SpecError:
+        return SpecError(where, fld, problem)
+
+    if not isinstance(data, dict):
+        raise fail("", "a spec must be a mapping of fields (name, source, sizes, args, launch, ...)")
+    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
+    if unknown:
+        raise fail(unknown[0], f"unknown field (known fields: {', '.join(sorted(_TOP_KEYS))})")
+
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise fail("name", f"{name!r} must be an identifier (letters, digits, _)")
+    source_text = data.get("source", f"{path.stem}.cu")
+    if not isinstance(source_text, str) or not source_text:
+        raise fail("source", "must be the path of the .cu file, relative to the spec")
+    source = (path.parent / source_text).resolve()
+    if not source.is_file():
+        raise fail("source", f"{source_text} does not exist next to the spec ({source})")
+    entry = data.get("entry", name)
+    if not isinstance(entry, str) or not _IDENT.match(entry):
+        raise fail("entry", f"{entry!r} must be the extern \"C\" name of the kernel")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise fail("description", "must be a string")
+
+    defines = _load_defines(data.get("defines"), fail)
+    flags = data.get("nvcc_flags", [])
+    if not isinstance(flags, list) or not all(isinstance(f, str) and f.startswith("-") for f in flags):
+        raise fail("nvcc_flags", "must be a list of nvcc options, each starting with '-'")
+
+    sizes = _load_sizes(data.get("sizes"), fail)
+    known_sizes = {s.name for s in sizes} | {k for k, _ in defines}
+
+    def check_expr(expr: Any, fld: str) -> str:
+        try:
+            used = sizeexpr.names(expr)
+        except sizeexpr.SizeExprError as exc:
+            raise fail(fld, str(exc)) from None
+        missing = sorted(used - known_sizes)
+        if missing:
+            known = ", ".join(sorted(known_sizes)) or "none"
+            raise fail(fld, f"unknown size '{missing[0]}' (known: {known})")
+        return str(expr)
+
+    args = _load_args(data.get("args"), fail, check_expr)
+    launch = _load_launch(data.get("launch"), fail, check_expr)
+    ref = _load_reference(data.get("reference"), args, known_sizes, fail)
+    rtol = _load_tolerance(data.get("tolerance", 1e-5), fail)
+
+    work = data.get("work", {}) or {}
+    if not isinstance(work, dict) or set(work) - {"flops", "bytes"}:
+        raise fail("work", "must be a mapping with 'flops' and/or 'bytes' size expressions")
+    flops = check_expr(work["flops"], "work.flops") if "flops" in work else None
+    nbytes = check_expr(work["bytes"], "work.bytes") if "bytes" in work else None
+
+    checks = _load_checks(data.get("checks", []), {s.name for s in sizes}, fail)
+    notes = data.get("notes", "")
+    if not isinstance(notes, str):
+        raise fail("notes", "must be a string")
+
+    return KernelSpec(
+        name=name,
+        path=path.resolve(),
+        source=source,
+        entry=entry,
+        description=description.strip(),
+        sizes=sizes,
+        args=args,
+        launch=launch,
+        reference=ref,
+        rtol=rtol,
+        flops=flops,
+        bytes=nbytes,
+        defines=defines,
+        nvcc_flags=tuple(flags),
+        checks=checks,
+        expect=data.get("expect"),
+        notes=notes.strip(),
+    )
+
+
+def _load_defines(raw: Any, fail) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise fail("defines", "must be a mapping NAME: value (passed to nvcc as -DNAME=value)")
+    out = []
+    for key, value in raw.items():
+        if not isinstance(key, str) or not _IDENT.match(key):
+            raise fail(f"defines.{key}", "must be an identifier")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise fail(f"defines.{key}", "must be a number or an identifier")
+        if isinstance(value, str) and not _IDENT.match(value):
+            raise fail(f"defines.{key}", f"{value!r} must be a number or an identifier")
+        out.append((key, str(value)))
+    return tuple(out)
+
+
+def _define_env(defines: tuple[tuple[str, str], ...]) -> dict[str, int | Fraction]:
+    """Numeric defines can appear in size arithmetic (``grid: [ceil(N / TILE)]``)."""
+    env: dict[str, int | Fraction] = {}
+    for key, value in defines:
+        try:
+            env[key] = Fraction(value)
+        except ValueError:
+            pass
+    return env
+
+
+def _load_sizes(raw: Any, fail) -> tuple[SizeDef, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise fail("sizes", "must be a mapping NAME: {default: N, sanitize: n}")
+    out = []
+    for key, value in raw.items():
+        fld = f"sizes.{key}"
+        if not isinstance(key, str) or not _IDENT.match(key):
+            raise fail(fld, "a size name must be an identifier")
+        if key in sizeexpr.FUNCTION_NAMES:
+            raise fail(fld, f"'{key}' is a function name in size arithmetic; pick another name")
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = {"default": value}
+        if not isinstance(value, dict) or "default" not in value or set(value) - {"default", "sanitize"}:
+            raise fail(fld, "must be a number or {default: N, sanitize: n}")
+        default = value["default"]
+        sanitize = value.get("sanitize", default)
+        for label, v in (("default", default), ("sanitize", sanitize)):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise fail(f"{fld}.{label}", f"{v!r} must be a positive whole number")
+        out.append(SizeDef(key, default, sanitize))
+    return tuple(out)
+
+
+def _load_args(raw: Any, fail, check_expr) -> tuple[BufferArg | ScalarArg, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise fail("args", "must be a non-empty list of the kernel's arguments, in order")
+    out: list[BufferArg | ScalarArg] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        fld = f"args[{i}]"
+        if not isinstance(item, dict):
+            raise fail(fld, "must be a mapping with 'name' and 'buffer' or 'scalar'")
+        name = item.get("name")
+        if not isinstance(name, str) or not _IDENT.match(name):
+            raise fail(f"{fld}.name", f"{name!r} must be an identifier")
+        if name in seen:
+            raise fail(f"{fld}.name", f"duplicate argument name '{name}'")
+        seen.add(name)
+        if ("buffer" in item) == ("scalar" in item):
+            raise fail(fld, f"'{name}' needs exactly one of 'buffer: DTYPE' or 'scalar: DTYPE'")
+        if "buffer" in item:
+            extra = set(item) - {"name", "buffer", "shape", "role", "fill"}
+            if extra:
+                raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (buffer fields: name, buffer, shape, role, fill)")
+            dtype = _dtype(item["buffer"], f"{fld}.buffer", fail)
+            shape = item.get("shape")
+            if isinstance(shape, (str, int)) and not isinstance(shape, bool):
+                shape = [shape]
+            if not isinstance(shape, list) or not shape:
+                raise fail(f"{fld}.shape", "must be a list of size expressions, e.g. [M, K]")
+            shape_t = tuple(check_expr(d, f"{fld}.shape[{j}]") for j, d in enumerate(shape))
+            role = item.get("role", "in")
+            if role not in ROLES:
+                raise fail(f"{fld}.role", f"{role!r} must be one of {', '.join(ROLES)}")
+            if role in ("out", "scratch") and "fill" in item:
+                raise fail(
+                    f"{fld}.fill",
+                    f"an {role} buffer is poisoned before each launch, not filled; use role: inout "
+                    "with fill: zeros if the kernel accumulates into it",
+                )
+            fill = _fill(item.get("fill", "uniform"), f"{fld}.fill", dtype, fail)
+            out.append(BufferArg(name, dtype, shape_t, role, fill))
+        else:
+            extra = set(item) - {"name", "scalar", "value"}
+            if extra:
+                raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (scalar fields: name, scalar, value)")
+            dtype = _dtype(item["scalar"], f"{fld}.scalar", fail)
+            if "value" not in item:
+                raise fail(f"{fld}.value", "a scalar needs a value (a number or a size expression)")
+            out.append(ScalarArg(name, dtype, check_expr(item["value"], f"{fld}.value")))
+    return tuple(out)
+
+
+def _dtype(value: Any, fld: str, fail) -> str:
+    if value not in DTYPES:
+        raise fail(fld, f"{value!r} is not a supported dtype ({', '.join(DTYPES)})")
+    return value
+
+
+def _fill(raw: Any, fld: str, dtype: str, fail) -> Fill:
+    if not isinstance(raw, str):
+        raise fail(fld, "must be a fill rule such as uniform(-1, 1), normal, zeros, randint(0, 10)")
+    try:
+        node = ast.parse(raw.strip(), mode="eval").body
+    except SyntaxError:
+        raise fail(fld, f"cannot parse fill rule {raw!r}") from None
+    if isinstance(node, ast.Name):
+        kind, params = node.id, ()
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        kind = node.func.id
+        try:
+            params = tuple(float(_number(a)) for a in node.args)
+        except ValueError:
+            raise fail(fld, f"fill parameters must be numbers: {raw!r}") from None
+    else:
+        raise fail(fld, f"{raw!r} is not a fill rule ({', '.join(FILLS)})")
+    if kind not in FILLS:
+        raise fail(fld, f"unknown fill rule '{kind}' (known: {', '.join(FILLS)})")
+    lo, hi = FILLS[kind]
+    if not lo <= len(params) <= hi:
+        raise fail(fld, f"{kind} takes {lo}..{hi} parameters, got {len(params)}")
+    if kind == "uniform" and len(params) == 1:
+        raise fail(fld, "uniform takes (low, high)")
+    if kind == "normal" and len(params) == 1:
+        raise fail(fld, "normal takes (mean, std)")
+    if kind == "randint" and (DTYPES[dtype][1] == "f" or params[0] >= params[1]):
+        raise fail(fld, "randint(low, high) needs an integer buffer and low < high")
+    if kind in ("uniform", "normal") and DTYPES[dtype][1] != "f":
+        raise fail(fld, f"{kind} fills floating-point buffers; use randint(low, high) for {dtype}")
+    return Fill(kind, params)
+
+
+def _number(node: ast.AST) -> float:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_number(node.operand)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    raise ValueError("not a number")
+
+
+def _load_launch(raw: Any, fail, check_expr) -> Launch:
+    if not isinstance(raw, dict):
+        raise fail("launch", "must be a mapping with grid, block and optionally shared_mem")
+    extra = set(raw) - {"grid", "block", "shared_mem"}
+    if extra:
+        raise fail(f"launch.{sorted(extra)[0]}", "unknown field (known: grid, block, shared_mem)")
+
+    def dims(key: str) -> tuple[str, str, str]:
+        value = raw.get(key)
+        if value is None:
+            raise fail(f"launch.{key}", "is required, e.g. [ceil(N / 256)] or [16, 16]")
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or not 1 <= len(value) <= 3:
+            raise fail(f"launch.{key}", "must be a list of 1 to 3 size expressions")
+        exprs = [check_expr(v, f"launch.{key}[{j}]") for j, v in enumerate(value)]
+        return tuple(exprs + ["1"] * (3 - len(exprs)))  # type: ignore[return-value]
+
+    grid, block = dims("grid"), dims("block")
+    smem = check_expr(raw.get("shared_mem", 0), "launch.shared_mem")
+    return Launch(grid, block, smem)
+
+
+def _load_reference(raw: Any, args, known_sizes: set[str], fail) -> tuple[tuple[str, str], ...]:
+    outputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
+    inputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("in", "inout")}
+    scalars = {a.name for a in args if isinstance(a, ScalarArg)}
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise fail("reference", "must map each output buffer to an expression, e.g. C: A @ B")
+    out = []
+    for key, expr in raw.items():
+        fld = f"reference.{key}"
+        if key not in outputs:
+            raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: {', '.join(sorted(outputs)) or 'none'})")
+        try:
+            used = reference.names(expr)
+        except reference.ReferenceExprError as exc:
+            raise fail(fld, str(exc)) from None
+        unknown = sorted(used - inputs - scalars - known_sizes)
+        if unknown:
+            raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(inputs | scalars | known_sizes))})")
+        out.append((key, expr))
+    missing = sorted(outputs - {k for k, _ in out})
+    if missing:
+        raise fail("reference", f"output '{missing[0]}' has no reference expression; add '{missing[0]}: <expression>'")
+    return tuple(out)
+
+
+def _load_tolerance(raw: Any, fail) -> float:
+    if isinstance(raw, dict):
+        if set(raw) != {"rtol"}:
+            raise fail("tolerance", "must be a number or {rtol: number}")
+        raw = raw["rtol"]
+    if isinstance(raw, str):
+        try:
+            raw = float(raw)
+        except ValueError:
+            pass
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < 1:
+        raise fail("tolerance", f"{raw!r} must be a relative error between 0 and 1, e.g. 1e-5")
+    return float(raw)
+
+
+def _load_checks(raw: Any, sizes: set[str], fail) -> tuple[tuple[tuple[str, int], ...], ...]:
+    if not isinstance(raw, list):
+        raise fail("checks", "must be a list of size sets to verify, e.g. [{M: 127, N: 131, K: 97}]")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not item:
+            raise fail(f"checks[{i}]", "must be a mapping of sizes")
+        for key, value in item.items():
+            if key not in sizes:
+                raise fail(f"checks[{i}].{key}", f"unknown size (known: {', '.join(sorted(sizes))})")
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise fail(f"checks[{i}].{key}", f"{value!r} must be a positive whole number")
+        out.append(tuple(item.items()))
+    return tuple(out)
+
+
+def parse_size_overrides(items: list[str] | None) -> dict[str, int]:
+    """``["M=127", "N=2**20"]`` -> ``{"M": 127, "N": 1048576}``. Values are size arithmetic."""
+    out: dict[str, int] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not _IDENT.match(key) or not value.strip():
+            raise UsageError(f"--size {item!r}: write NAME=VALUE, e.g. --size M=127")
+        try:
+            number = sizeexpr.evaluate_int(value, {})
+        except sizeexpr.SizeExprError as exc:
+            raise UsageError(f"--size {item!r}: {exc}") from None
+        out[key] = number
+    return out
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,135 @@
+"""Inputs, poison and the verdict: pure NumPy, no GPU.
+
+Inputs are random with a fixed seed (same spec, same sizes, same seed: same bytes). Outputs are
+poisoned before every launch (NaN for floats, a sentinel for integers) so an element the kernel
+never wrote cannot pass. The metric is the normwise relative error in float64,
+``max|out - ref| / max|ref|``; any NaN or Inf in an output fails whatever the metric says,
+because a harness that lets NaN through is how a broken kernel reports a record speed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kprof.spec import DTYPES, ResolvedBuffer
+
+# Integer poison: a recognisable pattern, cut to the width of the type.
+INT_POISON = 0x5EADBEEFDEADBEEF
+ALT_INT_POISON = 0x2BADF00D2BADF00D
+
+
+def numpy_dtype(name: str):
+    import numpy as np
+
+    return np.dtype(name)
+
+
+def make_input(buf: ResolvedBuffer, rng) -> Any:
+    """An input array filled by the spec's rule, from ``rng`` (a seeded ``numpy.random.Generator``)."""
+    import numpy as np
+
+    dtype = numpy_dtype(buf.arg.dtype)
+    kind, params = buf.arg.fill.kind, buf.arg.fill.params
+    n = buf.count
+    if kind == "uniform":
+        lo, hi = params if params else (-1.0, 1.0)
+        data = rng.uniform(lo, hi, n)
+    elif kind == "normal":
+        mean, std = params if params else (0.0, 1.0)
+        data = rng.normal(mean, std, n)
+    elif kind == "randint":
+        data = rng.integers(int(params[0]), int(params[1]), n)
+    elif kind == "zeros":
+        data = np.zeros(n)
+    elif kind == "ones":
+        data = np.ones(n)
+    elif kind == "const":
+        data = np.full(n, params[0])
+    elif kind == "arange":
+        data = np.arange(n)
+    else:  # the spec loader admits only the kinds above
+        raise ValueError(f"unknown fill {kind}")
+    return np.ascontiguousarray(data.astype(dtype, copy=False).reshape(buf.shape))
+
+
+def poison(buf: ResolvedBuffer, alternate: bool = False) -> Any:
+    """An array of poison the shape of ``buf``: NaN (or -NaN with ``alternate``) or a sentinel."""
+    import numpy as np
+
+    dtype = numpy_dtype(buf.arg.dtype)
+    if DTYPES[buf.arg.dtype][1] == "f":
+        return np.full(buf.shape, -np.nan if alternate else np.nan, dtype=dtype)
+    bits = 8 * dtype.itemsize
+    pattern = (ALT_INT_POISON if alternate else INT_POISON) & ((1 << bits) - 1)
+    raw = np.full(buf.shape, pattern, dtype=np.dtype(f"u{dtype.itemsize}"))
+    return raw.view(dtype)
+
+
+@dataclass(frozen=True)
+class Check:
+    """The verdict for one output buffer."""
+
+    name: str
+    ok: bool
+    rel_err: float | None  # normwise relative error; None when it cannot be computed
+    max_abs_err: float | None
+    nonfinite: int  # NaN or Inf elements in the output
+    poisoned: int  # elements still holding the poison (never written), integer outputs
+    first_bad: list[int] | None  # index of the worst element, or of the first non-finite one
+    got: float | None
+    expected: float | None
+    rtol: float
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def compare(name: str, got: Any, expected: Any, rtol: float, poison_value: Any = None) -> Check:
+    """Compare one output with its float64 reference."""
+    import numpy as np
+
+    got64 = np.asarray(got).astype(np.float64)
+    exp64 = np.broadcast_to(np.asarray(expected, dtype=np.float64), got64.shape)
+    if exp64.shape != got64.shape:  # broadcast_to raises first; kept for clarity
+        raise ValueError("shape mismatch")
+    nonfinite_mask = ~np.isfinite(got64)
+    nonfinite = int(nonfinite_mask.sum())
+    poisoned = 0
+    if poison_value is not None and np.asarray(got).dtype.kind in "iu":
+        poisoned = int((np.asarray(got) == poison_value).sum())
+    if not np.all(np.isfinite(exp64)):
+        return Check(name, False, None, None, nonfinite, poisoned, None, None, None, rtol,
+                     "the reference itself has NaN or Inf: check the spec's fill and reference")
+    if nonfinite:
+        idx = [int(i) for i in np.unravel_index(int(np.argmax(nonfinite_mask)), got64.shape)]
+        where = _index_text(idx)
+        return Check(
+            name, False, None, None, nonfinite, poisoned, idx, float(got64[tuple(idx)]),
+            float(exp64[tuple(idx)]), rtol,
+            f"{nonfinite:,} of {got64.size:,} elements are NaN or Inf (unwritten or produced), first at {name}{where}",
+        )
+    diff = np.abs(got64 - exp64)
+    worst = int(np.argmax(diff)) if diff.size else 0
+    idx = [int(i) for i in np.unravel_index(worst, got64.shape)] if diff.size else []
+    max_abs = float(diff.max()) if diff.size else 0.0
+    scale = float(np.abs(exp64).max()) if exp64.size else 0.0
+    rel = max_abs / scale if scale > 0 else max_abs
+    ok = rel <= rtol and poisoned == 0
+    if poisoned:
+        message = f"{poisoned:,} elements of {name} were never written (still poison)"
+    elif ok:
+        message = f"max relative error {rel:.2e} <= {rtol:.0e}"
+    else:
+        message = (
+            f"max relative error {rel:.2e} > {rtol:.0e}; worst at {name}{_index_text(idx)}: "
+            f"got {got64[tuple(idx)]:.6g}, expected {exp64[tuple(idx)]:.6g}"
+        )
+    got_v = float(got64[tuple(idx)]) if diff.size else None
+    exp_v = float(exp64[tuple(idx)]) if diff.size else None
+    return Check(name, ok, rel, max_abs, 0, poisoned, idx, got_v, exp_v, rtol, message)
+
+
+def _index_text(idx: list[int]) -> str:
+    return "[" + ", ".join(str(i) for i in idx) + "]"
