@@ -82,8 +82,10 @@ _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
 
 def parse(text: str) -> ast.Expression:
     """Parse and check a reference expression against the vocabulary."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = repr(text)
     if not isinstance(text, str):
-        raise ReferenceExprError(f"expected an expression string, got {type(text).__name__}")
+        raise ReferenceExprError(f"expected an expression, got {type(text).__name__}")
     if len(text) > MAX_LEN:
         raise ReferenceExprError(f"expression longer than {MAX_LEN} characters")
     try:
@@ -111,6 +113,8 @@ def _check(node: ast.AST) -> None:
     if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
         raise ReferenceExprError(f"operator '{type(node.op).__name__}' is not allowed")
     if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            raise ReferenceExprError("'Attribute' is not allowed: call functions by name, e.g. sum(x), not x.sum()")
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             what = node.func.id if isinstance(node.func, ast.Name) else "an expression"
             raise ReferenceExprError(

@@ -108,6 +108,8 @@ def _check_node(node: ast.AST) -> None:
     if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
         raise SizeExprError(f"operator '{type(node.op).__name__}' is not allowed")
     if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            raise SizeExprError("'Attribute' is not allowed: call functions by name, e.g. ceil(N / 32)")
         if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
             what = node.func.id if isinstance(node.func, ast.Name) else "an expression"
             raise SizeExprError(

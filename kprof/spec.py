@@ -533,7 +533,7 @@ def _load_reference(raw: Any, args, known_sizes: set[str], fail) -> tuple[tuple[
         unknown = sorted(used - inputs - scalars - known_sizes)
         if unknown:
             raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(inputs | scalars | known_sizes))})")
-        out.append((key, expr))
+        out.append((key, str(expr)))
     missing = sorted(outputs - {k for k, _ in out})
     if missing:
         raise fail("reference", f"output '{missing[0]}' has no reference expression; add '{missing[0]}: <expression>'")

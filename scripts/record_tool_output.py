@@ -1,0 +1,86 @@
+"""Record real compute-sanitizer and ncu output on a GPU machine, for parser tests in tests/data/.
+
+    python3 scripts/record_tool_output.py OUTDIR
+
+Each recording is the tool wrapping kprof's own runner on a small kernel from tests/data/kernels
+(or a ladder kernel), exactly as kprof runs it. Files: NAME.TOOL.xml (the --save output),
+NAME.TOOL.txt (what the tool printed), plus the job's allocations (NAME.result.json), so tests can
+map addresses to buffers. Also records `compute-sanitizer --help` and `ncu --help`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kprof import build, catalog, launch, proc, spec as spec_mod  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "kernels"
+
+
+def job_for(spec_path: Path, poison: bool = True) -> dict:
+    spec = spec_mod.load(spec_path)
+    built = build.build(spec)
+    job = launch.make_job(spec, built, spec.preset("sanitize"), preset="sanitize")
+    job["poison"] = poison
+    return job
+
+
+def wrap(out: Path, name: str, tool_argv: list[str], job: dict, timeout: float = 300) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        jp, rp = Path(tmp) / "job.json", Path(tmp) / "result.json"
+        jp.write_text(json.dumps(job))
+        argv = tool_argv + launch.runner_argv(jp, rp)
+        done = proc.run(argv, timeout=timeout, env=launch.child_env())
+        (out / f"{name}.txt").write_text(
+            f"$ {' '.join(argv)}\n# rc={done.returncode} timed_out={done.timed_out} seconds={done.seconds:.2f}\n"
+            f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}\n"
+        )
+        if rp.exists():
+            shutil.copy(rp, out / f"{name}.result.json")
+    print(f"{name}: rc={done.returncode} {done.seconds:.1f}s", flush=True)
+
+
+def main(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    cs = str(proc.find_tool("compute-sanitizer"))
+    ncu = str(proc.find_tool("ncu"))
+    for exe, name in ((cs, "compute-sanitizer"), (ncu, "ncu")):
+        done = proc.run([exe, "--help"], timeout=60)
+        (out / f"{name}.help.txt").write_text(done.stdout + done.stderr)
+    base = [cs, "--xml", "--error-exitcode", "99", "--print-limit", "100"]
+    plan = [
+        ("rec_oob.memcheck", ["--tool", "memcheck", "--leak-check", "full"], DATA / "rec_oob.yaml", True),
+        ("rec_oob.memcheck_padding", ["--tool", "memcheck", "--padding", "256"], DATA / "rec_oob.yaml", True),
+        ("rec_leak.memcheck", ["--tool", "memcheck", "--leak-check", "full"], DATA / "rec_leak.yaml", True),
+        ("rec_race.racecheck", ["--tool", "racecheck", "--racecheck-report", "all"], DATA / "rec_race.yaml", True),
+        ("rec_race.racecheck_default", ["--tool", "racecheck"], DATA / "rec_race.yaml", True),
+        ("rec_uninit.initcheck", ["--tool", "initcheck"], DATA / "rec_uninit.yaml", False),
+        ("rec_sync.synccheck", ["--tool", "synccheck"], DATA / "rec_sync.yaml", True),
+        ("fault.memcheck", ["--tool", "memcheck"], DATA / "fault.yaml", True),
+    ]
+    tiled = catalog.find("tiled_matmul")
+    for tool in ("memcheck", "racecheck", "initcheck", "synccheck"):
+        plan.append((f"tiled_matmul.{tool}", ["--tool", tool], tiled, tool != "initcheck"))
+    for name, extra, spec_path, poison in plan:
+        xml = out / f"{name}.xml"
+        wrap(out, name, base + extra + ["--save", str(xml)], job_for(spec_path, poison))
+    # ncu: the runner filtered by its NVTX range, as kprof profile will run it.
+    nc = [ncu, "--nvtx", "--nvtx-include", "kprof@tiled_matmul/", "--clock-control", "none"]
+    tjob = launch.make_job(catalog.load("tiled_matmul"), build.build(catalog.load("tiled_matmul")), {"M": 1024, "N": 1024, "K": 1024})
+    wrap(out, "tiled_matmul.ncu_full_raw", nc + ["--set", "full", "--page", "raw", "--csv"], tjob)
+    wrap(out, "tiled_matmul.ncu_details", nc + ["--set", "full", "--page", "details", "--csv"], tjob)
+    wrap(out, "tiled_matmul.ncu_report", nc + ["--set", "full", "-f", "-o", str(out / "tiled_matmul")], tjob)
+    nomatch = [ncu, "--nvtx", "--nvtx-include", "kprof@no_such_kernel/", "--clock-control", "none", "--page", "raw", "--csv"]
+    wrap(out, "nomatch.ncu", nomatch, tjob)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

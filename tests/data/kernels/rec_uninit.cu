@@ -1,0 +1,5 @@
+// Recording kernel: reads scratch memory nothing wrote (initcheck).
+extern "C" __global__ void rec_uninit(const float* in, const float* scratch, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] + scratch[i];
+}

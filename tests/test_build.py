@@ -1,0 +1,122 @@
+import pytest
+
+from kprof import build, catalog, proc, spec as spec_mod
+from kprof.build import ResourceUsage
+from kprof.errors import BuildError, ToolNotFoundError, UsageError
+
+
+def test_parse_recorded_sm90_output(data_dir):
+    usage = build.parse_resource_usage((data_dir / "nvcc_resource_usage_sm90.txt").read_text())
+    assert set(usage) == {"plain", "with_shared", "spills", "uses_stack"}
+    assert usage["plain"] == ResourceUsage(registers=8)
+    assert usage["with_shared"] == ResourceUsage(registers=14, shared_static=4224, barriers=1)
+    assert usage["spills"] == ResourceUsage(
+        registers=32, stack_frame=936, spill_stores=988, spill_loads=1080, barriers=0
+    )
+    assert usage["uses_stack"].stack_frame == 256 and usage["uses_stack"].spill_stores == 0
+
+
+def test_parse_recorded_sm80_output_with_cmem(data_dir):
+    usage = build.parse_resource_usage((data_dir / "nvcc_resource_usage_sm80.txt").read_text())
+    assert usage["plain"].constant == 360
+    assert usage["with_shared"].shared_static == 4224
+
+
+def test_argv():
+    argv = build.build_argv("/x/nvcc", spec_mod.Path("/k/a.cu"), spec_mod.Path("/c/a.cubin"), "sm_90",
+                            (("TILE", "32"),), ("-Xptxas=-O3",))
+    assert argv == ["/x/nvcc", "-cubin", "-arch=sm_90", "-lineinfo", "--resource-usage", "-std=c++17",
+                    "-DTILE=32", "-Xptxas=-O3", "-o", "/c/a.cubin", "/k/a.cu"]
+
+
+@pytest.mark.parametrize("arch", ["sm90", "compute_90", "90", "sm_9", "sm_90; rm -rf /"])
+def test_bad_arch(arch):
+    with pytest.raises(UsageError, match="sm_XY"):
+        build.check_arch(arch)
+
+
+def test_missing_nvcc_says_how_to_install(monkeypatch):
+    monkeypatch.setenv("KPROF_NVCC", "/nonexistent/nvcc")
+    with pytest.raises(ToolNotFoundError, match="nvcc"):
+        proc.find_tool("nvcc")
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("entry", catalog.entries(), ids=lambda e: e.name)
+def test_every_kernel_and_case_builds_for_sm90(entry):
+    spec = spec_mod.load(entry.path)
+    result = build.build(spec, "sm_90")
+    assert result.cubin.is_file() and result.cubin.stat().st_size > 0
+    usage = result.usage_of(spec.entry)
+    assert usage.registers > 0
+    assert usage.spill_stores == 0, f"{spec.name} spills registers"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90"])
+def test_builds_for_other_architectures(arch):
+    result = build.build(catalog.load("tiled_matmul"), arch)
+    assert result.arch == arch and result.usage_of("tiled_matmul").shared_static == 8192
+
+
+@pytest.mark.nvcc
+def test_rebuild_of_unchanged_source_runs_nothing(monkeypatch):
+    spec = catalog.load("vector_add")
+    first = build.build(spec, "sm_90")
+
+    def no_nvcc(*args, **kwargs):
+        raise AssertionError("nvcc was run for an unchanged source")
+
+    monkeypatch.setattr(proc, "run", no_nvcc)
+    second = build.build(spec, "sm_90")
+    assert second.cached and second.cubin == first.cubin and second.usage == first.usage
+
+
+@pytest.mark.nvcc
+def test_changed_source_or_define_rebuilds(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k(float* a) { a[threadIdx.x] = VALUE; }\n')
+    (tmp_path / "k.yaml").write_text(
+        "defines: {VALUE: 1}\nargs: [{name: a, buffer: float32, shape: [32], role: out}]\n"
+        "launch: {grid: [1], block: [32]}\nreference: {a: 1}\n"
+    )
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    a = build.build(spec, "sm_90")
+    b = build.build(spec, "sm_90", defines={"VALUE": "2"})
+    assert not b.cached and a.cubin != b.cubin
+    src.write_text('extern "C" __global__ void k(float* a) { a[threadIdx.x] = VALUE + 1; }\n')
+    c = build.build(spec, "sm_90")
+    assert not c.cached and c.cubin not in (a.cubin, b.cubin)
+
+
+@pytest.mark.nvcc
+def test_local_header_change_rebuilds(tmp_path):
+    (tmp_path / "h.cuh").write_text("#define V 1\n")
+    (tmp_path / "k.cu").write_text('#include "h.cuh"\nextern "C" __global__ void k(float* a) { a[0] = V; }\n')
+    (tmp_path / "k.yaml").write_text(
+        "args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: [1]}\nreference: {a: 1}\n"
+    )
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    first = build.build(spec, "sm_90")
+    (tmp_path / "h.cuh").write_text("#define V 2\n")
+    assert build.build(spec, "sm_90").cubin != first.cubin
+
+
+@pytest.mark.nvcc
+def test_compile_error_carries_nvcc_file_and_line(data_dir):
+    spec = spec_mod.load(data_dir / "kernels" / "broken_syntax.yaml")
+    with pytest.raises(BuildError) as info:
+        build.build(spec, "sm_90")
+    assert "nvcc failed to compile" in str(info.value)
+    assert "broken_syntax.cu(2): error" in info.value.log
+    assert "undefined_name" in info.value.log
+
+
+@pytest.mark.nvcc
+def test_entry_not_found_is_explained(tmp_path):
+    (tmp_path / "k.cu").write_text('__global__ void k(float* a) { a[0] = 1; }\n')  # not extern "C"
+    (tmp_path / "k.yaml").write_text(
+        "args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: [1]}\nreference: {a: 1}\n"
+    )
+    with pytest.raises(BuildError, match="no kernel named 'k'.*extern"):
+        build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")

@@ -1,0 +1,134 @@
+"""CLI errors: one line, the right exit code, never a traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kprof import cli, errors
+
+from conftest import gpu_reason
+
+
+def run_cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_help_lists_exit_codes(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit codes" in out and "no CUDA driver or no GPU" in out
+
+
+def test_no_command_prints_help(capsys):
+    code, out, _ = run_cli(capsys)
+    assert code == errors.EXIT_USAGE and "COMMAND" in out
+
+
+def test_list(capsys):
+    code, out, _ = run_cli(capsys, "list")
+    assert code == 0 and "tiled_matmul" in out and "kernel" in out
+    code, out, _ = run_cli(capsys, "list", "--json")
+    names = {row["name"] for row in json.loads(out)}
+    assert {"vector_add", "softmax"} <= names
+
+
+@pytest.mark.nvcc
+def test_build_all_prints_resource_table(capsys):
+    code, out, _ = run_cli(capsys, "build", "--all")
+    assert code == 0
+    assert "REGS" in out and "regblock_matmul" in out and "SPILL" in out
+    code, out, _ = run_cli(capsys, "build", "tiled_matmul", "--json")
+    row = json.loads(out)[0]
+    assert row["cached"] is True and row["usage"]["shared_static"] == 8192
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["run", "tiled_matmull"], errors.EXIT_USAGE, "unknown kernel 'tiled_matmull': did you mean tiled_matmul"),
+        (["run", "tiled_matmul", "--size", "Q=3"], errors.EXIT_USAGE, "unknown size 'Q' (known: M, N, K)"),
+        (["run", "tiled_matmul", "--size", "M=0"], errors.EXIT_USAGE, "size M=0 must be a positive whole number"),
+        (["run", "tiled_matmul", "--size", "M=-5"], errors.EXIT_USAGE, "size M=-5 must be a positive"),
+        (["run", "tiled_matmul", "--size", "M=abc"], errors.EXIT_USAGE, "--size 'M=abc'"),
+        (["run", "tiled_matmul", "--size", "M"], errors.EXIT_USAGE, "write NAME=VALUE"),
+        (["run", "tiled_matmul", "--timeout", "0"], errors.EXIT_USAGE, "--timeout 0"),
+        (["run", "no/such/spec.yaml"], errors.EXIT_USAGE, "no/such/spec.yaml: no such file"),
+        (["build"], errors.EXIT_USAGE, "name the kernels to build, or give --all"),
+        (["build", "tiled_matmul", "--arch", "sm9"], errors.EXIT_USAGE, "--arch 'sm9'"),
+        (["frobnicate"], errors.EXIT_USAGE, "invalid choice: 'frobnicate'"),
+        (["run"], errors.EXIT_USAGE, "the following arguments are required"),
+        (["run", "tiled_matmul", "--seed", "x"], errors.EXIT_USAGE, "invalid int value"),
+    ],
+)
+def test_bad_input_gets_one_line_and_exit_code(capsys, argv, code, message):
+    got, out, err = run_cli(capsys, *argv)
+    assert got == code
+    assert message in err, err
+    assert err.count("\n") == 1 and err.startswith("kprof: error: ")
+
+
+def test_invalid_spec_exit_2_names_file_and_field(capsys, tmp_path):
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text("args: [{name: a, buffer: float32, shape: [N], role: out}]\nlaunch: {grid: [1], block: [32]}\n")
+    code, _, err = run_cli(capsys, "run", str(tmp_path / "k.yaml"))
+    assert code == errors.EXIT_USAGE
+    assert "k.yaml: args[0].shape[0]: unknown size 'N'" in err and err.count("\n") == 1
+
+
+@pytest.mark.nvcc
+def test_compile_error_shows_nvcc_lines_and_exit_4(capsys, data_dir):
+    code, _, err = run_cli(capsys, "build", str(data_dir / "kernels" / "broken_syntax.yaml"))
+    assert code == errors.EXIT_BUILD
+    assert "broken_syntax.cu(2): error" in err
+    assert err.strip().splitlines()[-1].startswith("kprof: error: nvcc failed to compile")
+
+
+def test_missing_nvcc_exit_3(capsys, monkeypatch):
+    monkeypatch.setenv("KPROF_NVCC", "/nonexistent/nvcc")
+    code, _, err = run_cli(capsys, "build", "vector_add")
+    assert code == errors.EXIT_TOOL_MISSING and "nvcc not found" in err
+
+
+@pytest.mark.nvcc
+def test_run_without_gpu_says_so_in_one_line(capsys):
+    if gpu_reason() is None:
+        pytest.skip("a GPU is present: this test is for machines without one")
+    code, _, err = run_cli(capsys, "run", "vector_add", "--sanitize-sizes")
+    assert code == errors.EXIT_NO_GPU
+    assert err.count("\n") == 1
+    assert "no CUDA driver" in err or "no usable GPU" in err
+    assert "`kprof build`, `kprof list` and `kprof doctor` still work" in err
+
+
+def test_doctor_always_reports(capsys):
+    code, out, _ = run_cli(capsys, "doctor")
+    assert code == 0
+    for name in ("nvcc", "compute-sanitizer", "ncu", "CUDA driver API", "GPU counters", "cuda-bindings", "nvtx"):
+        assert name in out
+    code, out, _ = run_cli(capsys, "doctor", "--json")
+    assert {c["name"] for c in json.loads(out)} >= {"nvcc", "ncu"}
+
+
+def test_internal_errors_are_one_line(capsys, monkeypatch):
+    from kprof import commands
+
+    def boom(opts):
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(commands, "cmd_list", boom)
+    monkeypatch.delenv("KPROF_DEBUG", raising=False)
+    code, _, err = run_cli(capsys, "list")
+    assert code == cli.EXIT_INTERNAL and "internal error: ZeroDivisionError: bug" in err
+
+
+def test_console_script_runs():
+    done = subprocess.run([sys.executable, "-m", "kprof", "run", "nope"], capture_output=True, text=True)
+    assert done.returncode == errors.EXIT_USAGE and "unknown kernel 'nope'" in done.stderr
+    assert "Traceback" not in done.stderr

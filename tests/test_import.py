@@ -1,0 +1,32 @@
+"""import kprof and kprof --help load no CUDA, nvtx or NumPy module."""
+
+import subprocess
+import sys
+
+HEAVY = ("cuda", "nvtx", "numpy", "pynvml")
+
+PROBE = """
+import sys
+{body}
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})
+print('HEAVY:' + ','.join(heavy))
+"""
+
+
+def loaded_after(body: str) -> str:
+    code = PROBE.format(body=body, heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.rsplit('HEAVY:', 1)[1].strip()
+
+
+def test_import_kprof_is_light():
+    assert loaded_after("import kprof, kprof.cli, kprof.errors, kprof.spec, kprof.sizeexpr, kprof.reference") == ""
+
+
+def test_help_is_light():
+    body = "from kprof import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass"
+    assert loaded_after(body) == ""
+
+
+def test_list_is_light():
+    assert loaded_after("from kprof import cli\ncli.main(['list'])") == ""

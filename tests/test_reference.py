@@ -1,0 +1,61 @@
+import re
+import numpy as np
+import pytest
+
+from kprof import reference
+from kprof.reference import ReferenceExprError
+
+
+def test_matmul_and_arithmetic():
+    rng = np.random.default_rng(1)
+    a, b = rng.random((5, 3)), rng.random((3, 4))
+    np.testing.assert_allclose(reference.evaluate("A @ B", {"A": a, "B": b}), a @ b)
+    np.testing.assert_allclose(reference.evaluate("matmul(A, B) * 2 - 1", {"A": a, "B": b}), a @ b * 2 - 1)
+
+
+def test_softmax_rows_sum_to_one_and_match_definition():
+    x = np.random.default_rng(2).normal(0, 30, (7, 33))
+    y = reference.evaluate("softmax(x, axis=-1)", {"x": x})
+    np.testing.assert_allclose(y.sum(axis=1), 1.0)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True))
+
+
+def test_rmsnorm():
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=(4, 9)), rng.random(9)
+    y = reference.evaluate("rmsnorm(x, w, eps)", {"x": x, "w": w, "eps": 1e-6})
+    np.testing.assert_allclose(y, x / np.sqrt((x**2).mean(axis=1, keepdims=True) + 1e-6) * w)
+
+
+def test_reductions_and_constants():
+    x = np.arange(6.0).reshape(2, 3)
+    assert reference.evaluate("sum(x)", {"x": x}) == 15
+    np.testing.assert_allclose(reference.evaluate("max(x, axis=0)", {"x": x}), [3, 4, 5])
+    np.testing.assert_allclose(reference.evaluate("relu(x - 2.5)", {"x": x}), np.maximum(x - 2.5, 0))
+    assert reference.evaluate(0, {}) == 0
+
+
+@pytest.mark.parametrize(
+    "expr, message",
+    [
+        ("x.T", "'Attribute' is not allowed"),
+        ("__import__('os')", "unknown function __import__"),
+        ("np.sum(x)", "'Attribute' is not allowed"),
+        ("x[0]", "'Subscript' is not allowed"),
+        ("(lambda: x)()", "unknown function an expression"),
+        ("sum(x, dtype=int)", "takes no keyword 'dtype'"),
+        ("softmax()", "takes 1 positional"),
+        ("'text'", "only numbers"),
+        ("x if x else x", "'IfExp' is not allowed"),
+        ("[x for x in y]", "is not allowed"),
+        ("x +", "cannot parse"),
+    ],
+)
+def test_refuses(expr, message):
+    with pytest.raises(ReferenceExprError, match=re.escape(message)):
+        reference.parse(expr)
+
+
+def test_names_excludes_functions():
+    assert reference.names("rmsnorm(x, w, eps) + sum(y)") == {"x", "w", "eps", "y"}

@@ -1,0 +1,205 @@
+import re
+import copy
+
+import pytest
+import yaml
+
+from kprof import catalog, spec as spec_mod
+from kprof.errors import SpecError, UsageError
+
+BASE = {
+    "description": "test",
+    "sizes": {"M": {"default": 64, "sanitize": 7}, "N": 32},
+    "args": [
+        {"name": "A", "buffer": "float32", "shape": ["M", "N"], "role": "in"},
+        {"name": "C", "buffer": "float32", "shape": ["M", "N"], "role": "out"},
+        {"name": "M", "scalar": "int32", "value": "M"},
+        {"name": "eps", "scalar": "float32", "value": 1e-6},
+    ],
+    "launch": {"grid": ["ceil(N / 16)", "ceil(M / 16)"], "block": [16, 16]},
+    "reference": {"C": "A * 2"},
+    "tolerance": 1e-6,
+    "work": {"flops": "M * N", "bytes": "8 * M * N"},
+    "checks": [{"M": 3, "N": 5}],
+}
+
+
+def write(tmp_path, data, name="k"):
+    (tmp_path / f"{name}.cu").write_text('extern "C" __global__ void k() {}\n')
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("entry", catalog.entries(), ids=lambda e: e.name)
+def test_every_shipped_spec_loads_and_resolves(entry):
+    spec = spec_mod.load(entry.path)
+    assert spec.source.is_file()
+    for preset in spec_mod.PRESETS:
+        r = spec.resolve(preset=preset)
+        assert all(d >= 1 for d in r.grid + r.block)
+        assert r.threads_per_block <= 1024
+    for check in spec.checks:
+        spec.resolve(dict(check))
+    assert spec.reference, "every shipped kernel is verified against a reference"
+
+
+def test_ladder_names_are_exact():
+    names = {e.name for e in catalog.entries() if e.group == "kernel"}
+    assert {"vector_add", "reduce_sum", "naive_matmul", "tiled_matmul", "regblock_matmul", "rmsnorm", "softmax"} <= names
+
+
+def test_valid_spec_resolves(tmp_path):
+    spec = spec_mod.load(write(tmp_path, BASE))
+    assert spec.name == "k" and spec.entry == "k"
+    r = spec.resolve({"M": 33})
+    assert r.sizes == {"M": 33, "N": 32}
+    assert r.grid == (2, 3, 1) and r.block == (16, 16, 1)
+    assert [b.shape for b in r.buffers] == [(33, 32), (33, 32)]
+    assert r.flops == 33 * 32 and r.bytes == 8 * 33 * 32
+    assert dict((a.name, v) for a, v in r.scalars) == {"M": 33, "eps": pytest.approx(1e-6)}
+    assert spec.resolve(preset="sanitize").sizes == {"M": 7, "N": 32}
+    assert r.buffers[0].describe() == "A is 33 x 32 float32, 4,224 bytes"
+
+
+def mutate(path, value):
+    data = copy.deepcopy(BASE)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if value is DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return data
+
+
+DELETE = object()
+
+INVALID = [
+    (("launch", "grid"), ["ceil(Q / 16)"], "launch.grid[0]: unknown size 'Q'"),
+    (("launch", "grid"), ["__import__('os')"], "launch.grid[0]: cannot call __import__"),
+    (("launch", "block"), DELETE, "launch.block: is required"),
+    (("launch", "block"), [1, 2, 3, 4], "launch.block: must be a list of 1 to 3"),
+    (("launch", "warp"), 32, "launch.warp: unknown field"),
+    (("args",), [], "args: must be a non-empty list"),
+    (("args", 0, "buffer"), "float128", "args[0].buffer: 'float128' is not a supported dtype"),
+    (("args", 0, "role"), "input", "args[0].role: 'input' must be one of"),
+    (("args", 0, "shape"), ["M", "N.real"], "args[0].shape[1]: 'Attribute' is not allowed"),
+    (("args", 0, "fill"), "gaussian", "args[0].fill: unknown fill rule 'gaussian'"),
+    (("args", 0, "fill"), "uniform(lo, 1)", "args[0].fill: fill parameters must be numbers"),
+    (("args", 0, "fill"), "randint(0, 5)", "args[0].fill: randint(low, high) needs an integer buffer"),
+    (("args", 1, "fill"), "zeros", "args[1].fill: an out buffer is poisoned"),
+    (("args", 1, "name"), "A", "args[1].name: duplicate argument name 'A'"),
+    (("args", 2, "value"), DELETE, "args[2].value: a scalar needs a value"),
+    (("args", 2, "buffer"), "float32", "args[2]: 'M' needs exactly one of"),
+    (("args", 3, "colour"), "red", "args[3].colour: unknown field"),
+    (("sizes", "M", "default"), 0, "sizes.M.default: 0 must be a positive whole number"),
+    (("sizes", "M", "default"), -3, "sizes.M.default: -3 must be a positive whole number"),
+    (("sizes", "M", "default"), "big", "sizes.M.default: 'big' must be a positive whole number"),
+    (("sizes", "ceil"), 4, "sizes.ceil: 'ceil' is a function name"),
+    (("sizes", "N"), {"defualt": 3}, "sizes.N: must be a number or {default: N, sanitize: n}"),
+    (("reference", "C"), "A @ Z", "reference.C: unknown name 'Z'"),
+    (("reference", "C"), "A.sum()", "reference.C: 'Attribute' is not allowed"),
+    (("reference",), {"A": "A"}, "reference.A: 'A' is not an out or inout buffer"),
+    (("reference",), {}, "reference: output 'C' has no reference expression"),
+    (("tolerance",), 5, "tolerance: 5 must be a relative error between 0 and 1"),
+    (("tolerance",), "tight", "tolerance: 'tight' must be a relative error"),
+    (("work",), {"flops": "M * N", "time": 3}, "work: must be a mapping"),
+    (("work", "bytes"), "4 * Q", "work.bytes: unknown size 'Q'"),
+    (("checks",), [{"M": 0}], "checks[0].M: 0 must be a positive whole number"),
+    (("checks",), [{"Z": 3}], "checks[0].Z: unknown size"),
+    (("entry",), "not-an-ident", "entry: 'not-an-ident' must be the extern"),
+    (("source",), "missing.cu", "source: missing.cu does not exist"),
+    (("defines",), {"TILE": "3 + 4"}, "defines.TILE: '3 + 4' must be a number or an identifier"),
+    (("nvcc_flags",), ["O3"], "nvcc_flags: must be a list of nvcc options"),
+    (("colour",), "red", "colour: unknown field"),
+]
+
+
+@pytest.mark.parametrize("path, value, message", INVALID, ids=[m.split(":")[0] + "-" + str(i) for i, (_, _, m) in enumerate(INVALID)])
+def test_invalid_spec_names_file_and_field(tmp_path, path, value, message):
+    spec_path = write(tmp_path, mutate(path, value))
+    with pytest.raises(SpecError) as info:
+        spec_mod.load(spec_path)
+    text = str(info.value)
+    assert text.startswith(str(spec_path.name)) or str(spec_path) in text
+    assert message in text, text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name: [unclosed\n", "not valid YAML: line"),
+        ("- just\n- a list\n", "a spec must be a mapping"),
+        ("", "a spec must be a mapping"),
+        ("!!python/object/apply:os.system ['true']\n", "not valid YAML"),
+    ],
+)
+def test_malformed_files(tmp_path, text, message):
+    with pytest.raises(SpecError, match=message):
+        spec_mod.load(write(tmp_path, text))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(SpecError, match="no such file"):
+        spec_mod.load(tmp_path / "nope.yaml")
+
+
+def test_defines_usable_in_size_arithmetic(tmp_path):
+    data = mutate(("defines",), {"TILE": 8})
+    data["launch"]["grid"] = ["ceil(N / TILE)"]
+    assert spec_mod.load(write(tmp_path, data)).resolve().grid == (4, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"Q": 3}, "unknown size 'Q' (known: M, N)"),
+        ({"M": 0}, "size M=0 must be a positive whole number"),
+        ({"M": -1}, "size M=-1 must be a positive"),
+    ],
+)
+def test_bad_overrides(tmp_path, overrides, message):
+    spec = spec_mod.load(write(tmp_path, BASE))
+    with pytest.raises(UsageError, match=re.escape(message)):
+        spec.resolve(overrides)
+
+
+def test_derived_dimension_below_one_is_refused(tmp_path):
+    data = mutate(("args", 0, "shape"), ["M - 100", "N"])
+    spec = spec_mod.load(write(tmp_path, data))
+    with pytest.raises(UsageError, match=r"args\[0\].shape\[0\] = M - 100 = -36"):
+        spec.resolve()
+
+
+@pytest.mark.parametrize(
+    "items, expected",
+    [(["M=127"], {"M": 127}), (["M=2**10", "N=3"], {"M": 1024, "N": 3})],
+)
+def test_parse_size_overrides(items, expected):
+    assert spec_mod.parse_size_overrides(items) == expected
+
+
+@pytest.mark.parametrize("item", ["M", "=3", "M=", "M=abc", "M=1.5", "M=__import__('os')"])
+def test_parse_size_overrides_refuses(item):
+    with pytest.raises(UsageError, match="--size"):
+        spec_mod.parse_size_overrides([item])
+
+
+def test_catalog_find_by_path_and_unknown(tmp_path):
+    path = write(tmp_path, BASE, name="mine")
+    assert catalog.find(str(path)) == path
+    from kprof.errors import UnknownKernelError
+
+    with pytest.raises(UnknownKernelError, match="did you mean tiled_matmul"):
+        catalog.find("tiled_matmull")
+
+
+def test_kprof_path_adds_user_folders(tmp_path, monkeypatch):
+    write(tmp_path, BASE, name="users_kernel")
+    monkeypatch.setenv("KPROF_PATH", str(tmp_path))
+    entry = {e.name: e for e in catalog.entries()}["users_kernel"]
+    assert entry.group == "user"
+    assert catalog.load("users_kernel").name == "users_kernel"

@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+
+from kprof import spec as spec_mod, verify
+from kprof.spec import BufferArg, Fill, ResolvedBuffer
+
+
+def buf(dtype="float32", shape=(4, 5), role="in", fill=Fill()):
+    return ResolvedBuffer(BufferArg("x", dtype, tuple(map(str, shape)), role, fill), shape)
+
+
+def test_inputs_are_seeded_and_follow_the_fill():
+    a = verify.make_input(buf(), np.random.default_rng(0))
+    b = verify.make_input(buf(), np.random.default_rng(0))
+    assert a.dtype == np.float32 and a.shape == (4, 5)
+    np.testing.assert_array_equal(a, b)
+    assert -1 <= a.min() and a.max() <= 1
+    u = verify.make_input(buf(fill=Fill("uniform", (0.0, 1.0))), np.random.default_rng(0))
+    assert u.min() >= 0
+    z = verify.make_input(buf(fill=Fill("zeros")), np.random.default_rng(0))
+    assert not z.any()
+    r = verify.make_input(buf("int32", fill=Fill("randint", (3, 7))), np.random.default_rng(0))
+    assert r.dtype == np.int32 and 3 <= r.min() and r.max() < 7
+    assert verify.make_input(buf(fill=Fill("arange")), None).ravel()[7] == 7
+
+
+def test_poison_is_nan_or_sentinel():
+    assert np.isnan(verify.poison(buf())).all()
+    p = verify.poison(buf("int32"))
+    assert (p.view(np.uint32) == 0xDEADBEEF).all()
+    assert (verify.poison(buf("uint8")) == 0xEF).all()
+    assert not np.array_equal(verify.poison(buf("int32")), verify.poison(buf("int32"), alternate=True))
+
+
+def test_compare_pass_and_fail():
+    ref = np.linspace(-1, 1, 100)
+    ok = verify.compare("C", ref.astype(np.float32), ref, 1e-6)
+    assert ok.ok and ok.rel_err < 1e-7
+    bad = ref.copy()
+    bad[42] += 0.5
+    check = verify.compare("C", bad.astype(np.float32), ref, 1e-6)
+    assert not check.ok and check.first_bad == [42]
+    assert "worst at C[42]" in check.message and check.rel_err == pytest.approx(0.5, rel=1e-6)
+
+
+def test_nan_anywhere_fails_even_within_tolerance():
+    ref = np.ones((3, 3))
+    got = ref.astype(np.float32)
+    got[2, 1] = np.nan
+    check = verify.compare("y", got, ref, 0.99)
+    assert not check.ok and check.nonfinite == 1 and check.first_bad == [2, 1]
+    assert "NaN or Inf" in check.message
+    inf = ref.astype(np.float32)
+    inf[0, 0] = np.inf
+    assert not verify.compare("y", inf, ref, 0.99).ok
+
+
+def test_unwritten_integer_output_is_caught():
+    b = buf("int32", shape=(10,), role="out")
+    got = verify.poison(b)
+    got[:5] = 1
+    sentinel = verify.poison(b).flat[0]
+    check = verify.compare("idx", got, np.ones(10), 1e9, sentinel)
+    assert not check.ok and check.poisoned == 5
+
+
+def test_reference_with_nan_is_reported():
+    check = verify.compare("y", np.ones(3, np.float32), np.array([1, np.nan, 1]), 1e-3)
+    assert not check.ok and "reference itself" in check.message
+
+
+def test_scalar_reference_broadcasts():
+    assert verify.compare("out", np.array([6.0], np.float32), np.float64(6.0), 1e-6).ok
