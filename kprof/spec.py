@@ -13,6 +13,7 @@ the build, launch, sanitize, profile and bench stages take as it is.
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -405,6 +406,8 @@ def _load_args(raw: Any, fail, check_expr) -> tuple[BufferArg | ScalarArg, ...]:
         name = item.get("name")
         if not isinstance(name, str) or not _IDENT.match(name):
             raise fail(f"{fld}.name", f"{name!r} must be an identifier")
+        if keyword.iskeyword(name):
+            raise fail(f"{fld}.name", f"'{name}' is a Python keyword and cannot appear in a reference; rename it (e.g. '{name}_')")
         if name in seen:
             raise fail(f"{fld}.name", f"duplicate argument name '{name}'")
         seen.add(name)

@@ -91,6 +91,7 @@ INVALID = [
     (("args", 0, "fill"), "randint(0, 5)", "args[0].fill: randint(low, high) needs an integer buffer"),
     (("args", 1, "fill"), "zeros", "args[1].fill: an out buffer is poisoned"),
     (("args", 1, "name"), "A", "args[1].name: duplicate argument name 'A'"),
+    (("args", 1, "name"), "in", "args[1].name: 'in' is a Python keyword"),
     (("args", 2, "value"), DELETE, "args[2].value: a scalar needs a value"),
     (("args", 2, "buffer"), "float32", "args[2]: 'M' needs exactly one of"),
     (("args", 3, "colour"), "red", "args[3].colour: unknown field"),

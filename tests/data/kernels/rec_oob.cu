@@ -1,5 +1,5 @@
 // Recording kernel: writes one element past the end of out (memcheck).
-extern "C" __global__ void rec_oob(const float* in, float* out, int n) {
+extern "C" __global__ void rec_oob(const float* x, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i <= n) out[i] = in[i < n ? i : 0] * 2.0f;
+    if (i <= n) out[i] = x[i < n ? i : 0] * 2.0f;
 }

@@ -1,5 +1,5 @@
 // Recording kernel: reads scratch memory nothing wrote (initcheck).
-extern "C" __global__ void rec_uninit(const float* in, const float* scratch, float* out, int n) {
+extern "C" __global__ void rec_uninit(const float* x, const float* scratch, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i] + scratch[i];
+    if (i < n) out[i] = x[i] + scratch[i];
 }
