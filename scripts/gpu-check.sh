@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything kprof checks and measures on a real GPU, in one call (the lent H200, or any CUDA box).
 #
-#   bash scripts/gpu-check.sh            # writes logs and summary.md under $OUT (default ./gpu-out)
+#   KPROF_COMMIT=$(git rev-parse --short HEAD) bash scripts/gpu-check.sh   # logs + summary.md under $OUT
+#   KPROF_RECORD=1 ...   also records real compute-sanitizer/ncu output for tests/data/
 #
 # It installs what the machine lacks from wheels carried in .whl/ (the device machine has no
 # network: see docs/gpu.md), runs the GPU test suite with --require-gpu (a skip is a failure
@@ -39,7 +40,7 @@ step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, remember failures
 {
     date -u +"%Y-%m-%dT%H:%M:%SZ"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-    git rev-parse --short HEAD 2>/dev/null || echo "no git"
+    echo "${KPROF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)} (pass KPROF_COMMIT: .git does not travel to the device)"
     python3 --version
 } >"$LOGS/env.txt" 2>&1
 
