@@ -234,6 +234,16 @@ def build(
         tmp.unlink(missing_ok=True)
 
 
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+
+
+def build_builtin(name: str, arch: str | None = None) -> BuildResult:
+    """One of kprof's own kernels (``kprof/builtin``), e.g. the values detector's scrubber."""
+    from kprof import spec as spec_mod
+
+    return build(spec_mod.load(BUILTIN_DIR / f"{name}.yaml"), arch)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     with os.fdopen(fd, "w") as fh:

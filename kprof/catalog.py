@@ -61,5 +61,15 @@ def find(name: str) -> Path:
     raise UnknownKernelError(name, [e.name for e in known])
 
 
+TWIN_SUFFIX = "_fixed"
+
+
 def load(name: str) -> spec_mod.KernelSpec:
+    """A spec by name or path; ``CASE_fixed`` is the fixed twin of sanitizer case ``CASE``."""
+    if name.endswith(TWIN_SUFFIX) and not name.endswith((".yaml", ".yml")):
+        base = name[: -len(TWIN_SUFFIX)]
+        if base in {e.name for e in entries()}:
+            spec = spec_mod.load(find(base))
+            if spec.twin is not None:
+                return spec.twin_spec()
     return spec_mod.load(find(name))

@@ -75,6 +75,31 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before the run counts as hung (default 300)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = sub.add_parser(
+        "sanitize", help="run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) and kprof's values detector",
+        description="Find memory errors, races, uninitialised reads and barrier errors, with the source line, "
+        "thread, block and buffer. Sizes default to the spec's small sanitize sizes. Exit 0 when clean, "
+        "1 when anything was found, 6 when a tool or the target failed with nothing found.",
+    )  # fmt: skip
+    p.add_argument("name", nargs="?", metavar="NAME|SPEC")
+    p.add_argument("--tool", default="all", help="memcheck, racecheck, initcheck, synccheck, values or all (default)")
+    _size_args(p)
+    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per tool before the target counts as hung (default 300)")
+    p.add_argument("--memcheck-padding", type=int, default=256, metavar="BYTES",
+                   help="padding after each allocation, so an overflow into a neighbour is caught (default 256; 0 is memcheck's own default)")
+    p.add_argument("--json", action="store_true", help="print one JSON object with a findings list")
+    p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 to FILE")
+    p.add_argument("--from-xml", metavar="FILE", help="report a compute-sanitizer --xml --save file instead of running")
+    p.add_argument("--allocations", metavar="RESULT.json", help="with --from-xml: the runner's result file, to name buffers")
+
+    p = sub.add_parser("cases", help="run the seeded-bug corpus and print the detection matrix")
+    p.add_argument("names", nargs="*", metavar="CASE")
+    p.add_argument("--list", action="store_true", help="list the cases and what each expects (no GPU)")
+    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries")
     p.add_argument("--json", action="store_true", help="print JSON")
     return parser

@@ -10,9 +10,10 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 from kprof import render
-from kprof.errors import EXIT_BUILD, EXIT_FAILED, EXIT_OK, BuildError, UsageError
+from kprof.errors import EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_OK, BuildError, UsageError
 
 
 def _emit_json(data: object) -> None:
@@ -48,8 +49,13 @@ def cmd_build(opts: argparse.Namespace) -> int:
     results, failures = [], []
     from kprof import spec as spec_mod
 
+    specs = []
     for path in targets:
         spec = spec_mod.load(path)
+        specs.append(spec)
+        if spec.twin is not None:
+            specs.append(spec.twin_spec())  # a sanitizer case's fixed twin builds with it
+    for spec in specs:
         try:
             results.append((spec, build.build(spec, arch, force=opts.force)))
         except BuildError as exc:
@@ -91,6 +97,92 @@ def cmd_run(opts: argparse.Namespace) -> int:
     else:
         print(render.run_report(result, resolved, built))
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_sanitize(opts: argparse.Namespace) -> int:
+    from kprof import __version__, findings, sanitize
+
+    if opts.timeout <= 0:
+        raise UsageError(f"--timeout {opts.timeout:g}: give a positive number of seconds")
+    if opts.from_xml:
+        if opts.name:
+            raise UsageError("--from-xml reads a saved report: give the file, not a kernel name")
+        if opts.tool not in sanitize.TOOLS:
+            raise UsageError(f"--from-xml needs --tool with the tool that wrote it ({', '.join(sanitize.TOOLS)})")
+        allocations = _read_allocations(opts.allocations) if opts.allocations else []
+        results = [sanitize.from_xml(Path(opts.from_xml), opts.tool, allocations)]
+        kernel = None
+    else:
+        if not opts.name:
+            raise UsageError("name a kernel or spec to sanitize, or give --from-xml FILE --tool TOOL")
+        from kprof import build, catalog, launch, spec as spec_mod
+
+        tools = sanitize.expand_tools(opts.tool)
+        spec = catalog.load(opts.name)
+        resolved = spec.resolve(spec_mod.parse_size_overrides(opts.size), preset="sanitize")
+        built = build.build(spec, opts.arch)
+        job = launch.make_job(spec, built, resolved.sizes, preset="sanitize")
+        if not opts.json:
+            print(f"{spec.name}  {resolved.size_text()}  tools: {', '.join(tools)}", flush=True)
+        if opts.memcheck_padding < 0:
+            raise UsageError(f"--memcheck-padding {opts.memcheck_padding}: give 0 or a positive number of bytes")
+        results = sanitize.run_all(job, tools, timeout=opts.timeout, padding=opts.memcheck_padding)
+        kernel = spec.name
+    if opts.sarif:
+        _write_json(Path(opts.sarif), findings.to_sarif(results, __version__))
+    if opts.json:
+        _emit_json(findings.to_json(results, kernel))
+    else:
+        print(render.sanitize_report(results))
+    if any(r.findings for r in results):
+        return EXIT_FAILED
+    return EXIT_OK if all(r.ok for r in results) else EXIT_CUDA
+
+
+def cmd_cases(opts: argparse.Namespace) -> int:
+    from kprof import cases
+
+    corpus = cases.load_all(opts.names)
+    if opts.list:
+        rows = [c.to_dict() for c in corpus]
+        if opts.json:
+            _emit_json(rows)
+        else:
+            print(render.cases_list(rows))
+        return EXIT_OK
+    if opts.timeout <= 0:
+        raise UsageError(f"--timeout {opts.timeout:g}: give a positive number of seconds")
+    results = []
+    for case in corpus:
+        if not opts.json:
+            print(f"  {case.name} ({case.expect.tool}) ...", end="", flush=True, file=sys.stderr)
+        result = cases.run_case(case, opts.arch, opts.timeout)
+        results.append(result)
+        if not opts.json:
+            print(" ok" if result.ok else " MISS", file=sys.stderr, flush=True)
+    if opts.json:
+        _emit_json([r.to_dict() for r in results])
+    else:
+        print(render.cases_matrix(results))
+    return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
+def _read_allocations(path: str) -> list:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--allocations {path}: cannot read the runner's result file ({exc})") from None
+    allocations = data.get("allocations") if isinstance(data, dict) else None
+    if not isinstance(allocations, list):
+        raise UsageError(f"--allocations {path}: no 'allocations' list in it (use the runner's result.json)")
+    return allocations
+
+
+def _write_json(path: Path, data: object) -> None:
+    try:
+        path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def cmd_doctor(opts: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """The reference vocabulary: what a spec's ``reference:`` expressions may say.
 
 A spec maps each output buffer to an expression over the input buffers, the scalar arguments
-and the sizes, for example ``C: A @ B`` or ``y: rmsnorm(x, w, eps)``. Expressions are parsed
+and the sizes, for example ``C: A @ B``, ``y: rmsnorm(x, w, eps)`` or ``y: 2 * x[4:]`` (slices
+and whole-number indices only). Expressions are parsed
 with :mod:`ast` and checked against a whitelist when the spec is loaded (no NumPy needed); they
 are evaluated in float64 by :func:`evaluate`, which walks the tree itself: nothing from a spec
 ever reaches ``eval``. The functions are plain NumPy code kept in this module, so adding a word
@@ -37,6 +38,21 @@ def _softmax(x, axis=-1):
 def _rmsnorm(x, w, eps, axis=-1):
     np = _np()
     return x / np.sqrt(np.mean(x * x, axis=axis, keepdims=True) + eps) * w
+
+
+def _shift(x, k):
+    """y[..., i] = x[..., clip(i + k, 0, n - 1)]: a neighbour along the last axis, edges clamped."""
+    np = _np()
+    n = x.shape[-1]
+    idx = np.clip(np.arange(n) + int(k), 0, n - 1)
+    return x[..., idx]
+
+
+def _pad(x, before, after):
+    """Zeros added before and after along the last axis."""
+    np = _np()
+    width = [(0, 0)] * (x.ndim - 1) + [(int(before), int(after))]
+    return np.pad(x, width)
 
 
 def _reduction(name: str) -> Callable[..., Any]:
@@ -75,6 +91,8 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], frozenset[str], tuple[int, int]]]
     "matmul": (lambda a, b: a @ b, frozenset(), (2, 2)),
     "softmax": (_softmax, frozenset({"axis"}), (1, 1)),
     "rmsnorm": (_rmsnorm, frozenset({"axis"}), (3, 3)),
+    "shift": (_shift, frozenset(), (2, 2)),
+    "pad": (_pad, frozenset(), (3, 3)),
 }
 
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
@@ -91,7 +109,10 @@ def parse(text: str) -> ast.Expression:
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ReferenceExprError(f"cannot parse {text!r}: {exc.msg}") from None
+        hint = ""
+        if text.count("(") != text.count(")") or text.count("[") != text.count("]"):
+            hint = " (inside a YAML {a: b} mapping, quote an expression that has a comma or brackets)"
+        raise ReferenceExprError(f"cannot parse {text!r}: {exc.msg}{hint}") from None
     for node in ast.walk(tree):
         _check(node)
     return tree
@@ -100,7 +121,7 @@ def parse(text: str) -> ast.Expression:
 def _check(node: ast.AST) -> None:
     allowed = (
         ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call,
-        ast.keyword, ast.Load, ast.operator, ast.unaryop, ast.Tuple,
+        ast.keyword, ast.Load, ast.operator, ast.unaryop, ast.Tuple, ast.Subscript, ast.Slice,
     )  # fmt: skip
     if not isinstance(node, allowed):
         raise ReferenceExprError(f"'{type(node).__name__}' is not allowed in a reference expression")
@@ -142,6 +163,17 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     return _eval(parse(text).body, env)
 
 
+def _index(value: Any) -> Any:
+    """Subscripts take whole numbers and slices only (no arrays: no fancy indexing from a spec)."""
+    if isinstance(value, slice):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ReferenceExprError(f"an index must be a whole number or a slice, not {type(value).__name__}")
+
+
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return float(node.value) if isinstance(node.value, float) else node.value
@@ -151,6 +183,13 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         return env[node.id]
     if isinstance(node, ast.Tuple):
         return tuple(_eval(e, env) for e in node.elts)
+    if isinstance(node, ast.Slice):
+        parts = [None if p is None else _index(_eval(p, env)) for p in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+    if isinstance(node, ast.Subscript):
+        index = _eval(node.slice, env)
+        index = tuple(_index(i) for i in index) if isinstance(index, tuple) else _index(index)
+        return _eval(node.value, env)[index]
     if isinstance(node, ast.UnaryOp):
         value = _eval(node.operand, env)
         return -value if isinstance(node.op, ast.USub) else value

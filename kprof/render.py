@@ -87,3 +87,55 @@ def doctor_table(checks: list) -> str:
     for status, name, detail in rows:
         out.append(f"{status:<8} {name:<18} {detail}")
     return "\n".join(out)
+
+
+def _dim(t) -> str:
+    return "(" + ",".join(str(v) for v in t) + ")" if t else "-"
+
+
+def sanitize_report(results: list) -> str:
+    lines = []
+    for r in results:
+        state = {"clean": "clean", "findings": f"{len(r.findings)} finding(s)"}.get(r.status, r.status.upper())
+        lines.append(f"{r.tool:<10} {state:<14} {r.seconds:6.1f} s  {r.message}".rstrip())
+        for note in r.notes[:3]:
+            lines.append(f"{'':<10} note: {note}")
+        if r.status in ("timeout", "target-error", "tool-error") and r.log:
+            lines += [f"{'':<10} | {ln}" for ln in r.log.splitlines()[-8:]]
+    found = [f for r in results for f in r.findings]
+    if not found:
+        lines.append("no findings" if all(r.ok for r in results) else "no findings, but not every tool finished")
+        return "\n".join(lines)
+    lines.append("")
+    lines.append(table(
+        ["TOOL", "KIND", "WHERE", "THREAD", "BLOCK", "BUFFER", "COUNT"],
+        [(f.tool, f.kind, f.location(), _dim(f.thread), _dim(f.block), f.buffer or "-", f.count) for f in found],
+        "llllllr",
+    ))  # fmt: skip
+    lines.append("")
+    for f in found:
+        lines.append(f"- {f.tool} {f.kind} at {f.location()}: {f.message}")
+        if f.detail:
+            lines.append(f"    {f.detail}")
+    return "\n".join(lines)
+
+
+def cases_list(rows: list[dict]) -> str:
+    return table(
+        ["CASE", "TOOL", "KIND", "LINE", "BUFFER", "CAUGHT"],
+        [(r["name"], r["tool"], r["kind"], r["line"], r["buffer"] or "-", "yes" if r["caught"] else "no: " + r["why"])
+         for r in rows],
+    )  # fmt: skip
+
+
+def cases_matrix(results: list) -> str:
+    rows = []
+    for r in results:
+        e = r.case.expect
+        found = "yes" if r.caught else ("n/a" if not e.caught else f"NO ({r.bug.status})")
+        rows.append((r.case.name, e.tool, e.kind, e.line, found, "yes" if r.twin_clean else f"NO ({r.twin.status})",
+                     f"{r.bug.seconds + r.twin.seconds:.1f}"))
+    ok = sum(r.ok for r in results)
+    return table(["CASE", "TOOL", "EXPECTED KIND", "LINE", "FOUND", "TWIN CLEAN", "SECONDS"], rows, "llllllr") + (
+        f"\n{ok} of {len(results)} cases as expected"
+    )

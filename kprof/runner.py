@@ -103,14 +103,32 @@ def _run(job: dict[str, Any], result: _Result) -> int:
             inputs[buf.arg.name] = verify.make_input(buf, rng)
     result.phase("allocated", allocations=allocations)
 
-    def upload_all() -> None:
+    def upload_all(alternate: bool = False) -> None:
         for buf in resolved.buffers:
             if buf.arg.role in ("in", "inout"):
                 dev.upload(pointers[buf.arg.name], inputs[buf.arg.name])
             elif job.get("poison", True):
-                dev.upload(pointers[buf.arg.name], verify.poison(buf))
+                dev.upload(pointers[buf.arg.name], verify.poison(buf, alternate))
             # poison: false leaves out/scratch buffers as cuMemAlloc gave them, so initcheck can
             # see a read of memory nothing wrote (poison would count as initialised).
+
+    def download_outputs() -> dict[str, Any]:
+        out = {}
+        for buf in resolved.buffers:
+            if buf.arg.role in ("out", "inout"):
+                got = np.empty(buf.shape, dtype=verify.numpy_dtype(buf.arg.dtype))
+                dev.download(pointers[buf.arg.name], got)
+                out[buf.arg.name] = got
+        return out
+
+    def expected_outputs() -> dict[str, Any]:
+        # Only the inputs a reference names are widened to float64.
+        refs = dict(spec.reference)
+        used = set().union(*(reference.names(e) for e in refs.values())) if refs else set()
+        env: dict[str, Any] = dict(resolved.sizes)
+        env.update({a.name: v for a, v in resolved.scalars})
+        env.update({k: v.astype(np.float64) for k, v in inputs.items() if k in used})
+        return {name: reference.evaluate(expr, env) for name, expr in refs.items()}
 
     packed = []
     for arg in spec.args:
@@ -134,6 +152,26 @@ def _run(job: dict[str, Any], result: _Result) -> int:
             if nvtx is not None:
                 nvtx.pop_range(domain="kprof")
 
+    if job.get("values"):
+        from kprof import values
+
+        scrub = _scrubber(dev, info, job.get("scrub_cubin"))
+        runs = []
+        for alternate in values.run_plan(int(job["values"].get("repeats", 4))):
+            upload_all(alternate)
+            if scrub is not None:
+                scrub(values.smem_pattern(alternate))
+            result.phase("launch")
+            launch()
+            dev.synchronize()
+            runs.append((alternate, download_outputs()))
+        result.phase("launched")
+        findings = values.analyse(spec, resolved, runs, expected_outputs())
+        dev.close()
+        result.data["status"] = "ok"
+        result.phase("done", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None)
+        return 0
+
     upload_all()
     result.phase("launch")
     launch()
@@ -142,18 +180,14 @@ def _run(job: dict[str, Any], result: _Result) -> int:
 
     checks = []
     if job.get("verify", True):
-        env: dict[str, Any] = dict(resolved.sizes)
-        env.update({a.name: v for a, v in resolved.scalars})
-        env.update({k: v.astype(np.float64) for k, v in inputs.items()})
+        got = download_outputs()
+        expected = expected_outputs()
         for buf in resolved.buffers:
-            if buf.arg.role not in ("out", "inout"):
+            if buf.arg.name not in got:
                 continue
-            got = np.empty(buf.shape, dtype=verify.numpy_dtype(buf.arg.dtype))
-            dev.download(pointers[buf.arg.name], got)
-            expr = dict(spec.reference)[buf.arg.name]
-            expected = reference.evaluate(expr, env)
             sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
-            checks.append(verify.compare(buf.arg.name, got, expected, spec.rtol, sentinel).to_dict())
+            checks.append(verify.compare(buf.arg.name, got[buf.arg.name], expected[buf.arg.name], spec.rtol,
+                                         sentinel).to_dict())
         result.phase("verified", checks=checks)
 
     timing = None
@@ -172,6 +206,26 @@ def _run(job: dict[str, Any], result: _Result) -> int:
     result.data["status"] = "ok" if ok else "failed"
     result.phase("done")
     return 0 if ok else 1
+
+
+def _scrubber(dev, info, cubin: str | None):
+    """A launcher that fills every SM's shared memory with a pattern, or None without its cubin.
+
+    Shared memory is not cleared between kernels, so a kernel that reads shared memory it never
+    wrote sees what the scrubber left: different patterns between runs make such reads visible.
+    """
+    if not cubin:
+        return None
+    func = dev.function(dev.load_module(Path(cubin).read_bytes()), "kprof_scrub")
+    smem = info.max_shared_per_block_optin
+    dev.set_max_dynamic_shared(func, smem)
+
+    def scrub(pattern: int) -> None:
+        dev.launch(func, (info.sm_count * 2, 1, 1), (1024, 1, 1), smem,
+                   [("uint32", pattern), ("uint32", smem // 4)])
+        dev.synchronize()
+
+    return scrub
 
 
 def _nvtx():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ PRESETS = ("default", "sanitize")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
-    "launch", "reference", "tolerance", "work", "checks", "expect", "notes",
+    "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
 }  # fmt: skip
 
 
@@ -111,6 +111,13 @@ class KernelSpec:
     checks: tuple[tuple[tuple[str, int], ...], ...] = ()
     expect: Any = None  # sanitizer cases: what must be found (validated by kprof.cases)
     notes: str = ""
+    twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
+
+    def twin_spec(self) -> KernelSpec:
+        """The fixed twin of a sanitizer case: same spec, the fixed source, nothing expected."""
+        if self.twin is None:
+            raise UsageError(f"{self.name} has no fixed twin")
+        return replace(self, name=f"{self.name}_fixed", source=self.twin, twin=None, expect=None)
 
     @property
     def buffers(self) -> tuple[BufferArg, ...]:
@@ -319,6 +326,11 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         raise fail("notes", "must be a string")
+    twin = None
+    if "twin" in data:
+        if not isinstance(data["twin"], str) or not (path.parent / data["twin"]).is_file():
+            raise fail("twin", f"{data['twin']!r} must name the fixed .cu file next to the spec")
+        twin = (path.parent / data["twin"]).resolve()
 
     return KernelSpec(
         name=name,
@@ -338,6 +350,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         checks=checks,
         expect=data.get("expect"),
         notes=notes.strip(),
+        twin=twin,
     )
 
 

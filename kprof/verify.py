@@ -17,6 +17,7 @@ from kprof.spec import DTYPES, ResolvedBuffer
 # Integer poison: a recognisable pattern, cut to the width of the type.
 INT_POISON = 0x5EADBEEFDEADBEEF
 ALT_INT_POISON = 0x2BADF00D2BADF00D
+ALT_FLOAT_POISON = 31337.0
 
 
 def numpy_dtype(name: str):
@@ -40,12 +41,12 @@ def make_input(buf: ResolvedBuffer, rng) -> Any:
         data = rng.normal(mean, std, n)
     elif kind == "randint":
         data = rng.integers(int(params[0]), int(params[1]), n)
-    elif kind == "zeros":
-        data = np.zeros(n)
+    elif kind == "zeros":  # made in the target dtype: a 2 GiB uint8 input must not become 16 GiB of float64
+        return np.zeros(buf.shape, dtype=dtype)
     elif kind == "ones":
-        data = np.ones(n)
+        return np.ones(buf.shape, dtype=dtype)
     elif kind == "const":
-        data = np.full(n, params[0])
+        return np.full(buf.shape, params[0], dtype=dtype)
     elif kind == "arange":
         data = np.arange(n)
     else:  # the spec loader admits only the kinds above
@@ -54,12 +55,19 @@ def make_input(buf: ResolvedBuffer, rng) -> Any:
 
 
 def poison(buf: ResolvedBuffer, alternate: bool = False) -> Any:
-    """An array of poison the shape of ``buf``: NaN (or -NaN with ``alternate``) or a sentinel."""
+    """An array of poison the shape of ``buf``: NaN or a sentinel for integers.
+
+    ``alternate`` gives a second, different pattern (a large finite float, another sentinel):
+    the values detector compares runs under both to see which results follow the poison.
+    """
     import numpy as np
 
     dtype = numpy_dtype(buf.arg.dtype)
     if DTYPES[buf.arg.dtype][1] == "f":
-        return np.full(buf.shape, -np.nan if alternate else np.nan, dtype=dtype)
+        # A moderate value, not 1e30: 1e30 + x == 1e30 in float32, which would hide a kernel
+        # that adds into an output it never zeroed behind the "never written" verdict.
+        fill = ALT_FLOAT_POISON if alternate else np.nan
+        return np.full(buf.shape, fill, dtype=dtype)
     bits = 8 * dtype.itemsize
     pattern = (ALT_INT_POISON if alternate else INT_POISON) & ((1 << bits) - 1)
     raw = np.full(buf.shape, pattern, dtype=np.dtype(f"u{dtype.itemsize}"))

@@ -41,10 +41,19 @@ def test_missing_nvcc_says_how_to_install(monkeypatch):
         proc.find_tool("nvcc")
 
 
+def _all_specs():
+    out = []
+    for entry in catalog.entries():
+        spec = spec_mod.load(entry.path)
+        out.append(pytest.param(spec, id=spec.name))
+        if spec.twin is not None:
+            out.append(pytest.param(spec.twin_spec(), id=spec.name + "_fixed"))
+    return out
+
+
 @pytest.mark.nvcc
-@pytest.mark.parametrize("entry", catalog.entries(), ids=lambda e: e.name)
-def test_every_kernel_and_case_builds_for_sm90(entry):
-    spec = spec_mod.load(entry.path)
+@pytest.mark.parametrize("spec", _all_specs())
+def test_every_kernel_case_and_twin_builds_for_sm90(spec):
     result = build.build(spec, "sm_90")
     assert result.cubin.is_file() and result.cubin.stat().st_size > 0
     usage = result.usage_of(spec.entry)

@@ -1,0 +1,146 @@
+"""The seeded-bug corpus: every case in ``sanitizer_cases/`` is a kernel with one bug marked
+``// BUG``, a spec whose ``expect:`` says which detector must find it, of which kind, at which
+line, and a fixed twin (``twin:``) that must come out clean.
+
+``expect`` fields: ``tool`` (a compute-sanitizer tool or ``values``), ``kind`` (the findings
+vocabulary), ``line`` (default: the line marked ``// BUG``), ``buffer`` (the buffer the finding
+must name, optional), and ``caught: false`` with ``why`` where no detector honestly can.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kprof import catalog, spec as spec_mod
+from kprof.errors import SpecError
+from kprof.findings import KINDS, Finding
+from kprof.sanitize import ALL_TOOLS, ToolResult
+
+_BUG = re.compile(r"//\s*BUG\b")
+
+
+@dataclass(frozen=True)
+class Expect:
+    tool: str
+    kind: str
+    line: int
+    buffer: str | None
+    caught: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    spec: spec_mod.KernelSpec
+    expect: Expect
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "description": self.spec.description, "source": str(self.spec.source),
+            "twin": str(self.spec.twin), "tool": self.expect.tool, "kind": self.expect.kind,
+            "line": self.expect.line, "buffer": self.expect.buffer, "caught": self.expect.caught,
+            "why": self.expect.why,
+        }  # fmt: skip
+
+
+def load_case(spec: spec_mod.KernelSpec) -> Case:
+    where = str(spec.path)
+    raw = spec.expect
+    if not isinstance(raw, dict):
+        raise SpecError(where, "expect", "a sanitizer case needs expect: {tool, kind} (and line, buffer)")
+    if spec.twin is None:
+        raise SpecError(where, "twin", "a sanitizer case needs its fixed twin: twin: NAME_fixed.cu")
+    extra = set(raw) - {"tool", "kind", "line", "buffer", "caught", "why"}
+    if extra:
+        raise SpecError(where, f"expect.{sorted(extra)[0]}", "unknown field (known: tool, kind, line, buffer, caught, why)")
+    tool, kind = raw.get("tool"), raw.get("kind")
+    if tool not in ALL_TOOLS:
+        raise SpecError(where, "expect.tool", f"{tool!r} must be one of {', '.join(ALL_TOOLS)}")
+    if kind not in KINDS:
+        raise SpecError(where, "expect.kind", f"{kind!r} is not a finding kind ({', '.join(KINDS)})")
+    marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines()) if _BUG.search(text)]
+    if len(marked) != 1:
+        raise SpecError(where, "source", f"{spec.source.name} must mark exactly one line with // BUG (found {len(marked)})")
+    line = raw.get("line", marked[0])
+    if isinstance(line, bool) or not isinstance(line, int) or line < 1:
+        raise SpecError(where, "expect.line", f"{line!r} must be a line number")
+    caught = raw.get("caught", True)
+    why = raw.get("why", "")
+    if not isinstance(caught, bool) or (not caught and not why):
+        raise SpecError(where, "expect.caught", "caught: false needs why: (what no detector can see, and why)")
+    buffer = raw.get("buffer")
+    if buffer is not None and buffer not in {b.name for b in spec.buffers}:
+        raise SpecError(where, "expect.buffer", f"{buffer!r} is not a buffer of this kernel")
+    return Case(spec.name, spec, Expect(tool, kind, line, buffer, caught, str(why)))
+
+
+def load_all(names: list[str] | None = None) -> list[Case]:
+    entries = [e for e in catalog.entries() if e.group == "case"]
+    if names:
+        known = {e.name: e for e in entries}
+        missing = [n for n in names if n not in known]
+        if missing:
+            from kprof.errors import UnknownKernelError
+
+            raise UnknownKernelError(missing[0], sorted(known))
+        entries = [known[n] for n in names]
+    return [load_case(spec_mod.load(e.path)) for e in entries]
+
+
+def matches(case: Case, finding: Finding) -> bool:
+    """Does this finding report the seeded bug: right tool, kind, kernel, line (and buffer)?"""
+    e = case.expect
+    if finding.tool != e.tool or finding.kind != e.kind:
+        return False
+    if finding.kernel is not None and finding.kernel != case.spec.entry:
+        return False
+    if e.tool != "values" and e.kind != "leak" and e.line not in finding.lines():
+        return False
+    if e.buffer and finding.buffer != e.buffer:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: Case
+    bug: ToolResult
+    twin: ToolResult
+
+    @property
+    def caught(self) -> bool:
+        return any(matches(self.case, f) for f in self.bug.findings)
+
+    @property
+    def twin_clean(self) -> bool:
+        return self.twin.status == "clean"
+
+    @property
+    def ok(self) -> bool:
+        if not self.case.expect.caught:
+            return self.twin_clean
+        return self.caught and self.twin_clean
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.case.to_dict(), "found": self.caught, "twin_clean": self.twin_clean, "ok": self.ok,
+            "bug_status": self.bug.status, "twin_status": self.twin.status,
+            "bug_findings": [f.to_dict() for f in self.bug.findings],
+            "twin_findings": [f.to_dict() for f in self.twin.findings],
+            "seconds": round(self.bug.seconds + self.twin.seconds, 2),
+            "messages": [m for m in (self.bug.message, self.twin.message) if m],
+        }  # fmt: skip
+
+
+def run_case(case: Case, arch: str | None = None, timeout: float = 300.0) -> CaseResult:
+    from kprof import build, launch, sanitize
+
+    results = []
+    for spec in (case.spec, case.spec.twin_spec()):
+        built = build.build(spec, arch)
+        job = launch.make_job(spec, built, spec.preset("sanitize"), preset="sanitize")
+        results.append(sanitize.run_all(job, [case.expect.tool], timeout=timeout)[0])
+    return CaseResult(case, results[0], results[1])

@@ -1,0 +1,214 @@
+"""Findings: what a sanitizer (or kprof's own ``values`` detector) found, in one stable shape.
+
+The ``kind`` vocabulary is stable and documented in ``docs/sanitize.md``. Buffer names come from
+kprof's own record of its allocations (the runner writes name, base address and size of every
+buffer), because compute-sanitizer's XML carries only the raw address. Identical records are
+merged into one finding with a ``count``. JSON and SARIF 2.1.0 writers live here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+KINDS = {
+    "out-of-bounds-read": "a read outside every allocation (or outside a shared/local array)",
+    "out-of-bounds-write": "a write outside every allocation (or outside a shared/local array)",
+    "misaligned-read": "a read whose address is not a multiple of its size",
+    "misaligned-write": "a write whose address is not a multiple of its size",
+    "invalid-access": "another invalid memory access memcheck reported",
+    "hardware-exception": "the GPU raised an exception (illegal instruction, misaligned PC, ...)",
+    "leak": "device memory allocated and never freed (cuMemAlloc or device-side malloc)",
+    "race-raw": "read after write: a thread reads what another wrote without a barrier between",
+    "race-war": "write after read: a thread overwrites what another still reads",
+    "race-waw": "write after write: two threads write the same address without ordering",
+    "race": "results differ between identical runs (values): a race, also in global memory",
+    "uninitialized-read": "a read of memory nothing wrote",
+    "unwritten-output": "output elements the kernel never wrote (values)",
+    "wrong-result": "the output disagrees with the float64 reference (values)",
+    "barrier-divergence": "__syncthreads() reached by only some threads of a block or warp",
+    "invalid-warp-sync": "a warp-level primitive (__shfl_sync, __syncwarp) with a bad mask",
+    "sync-error": "another synchronisation error synccheck reported",
+    "api-error": "a CUDA API call failed",
+}
+
+
+@dataclass(frozen=True)
+class Access:
+    """One side of a race: where and by which thread."""
+
+    file: str | None
+    line: int | None
+    access: str | None  # "read" / "write"
+    thread: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    tool: str
+    kind: str
+    kernel: str | None
+    file: str | None
+    line: int | None
+    thread: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+    count: int
+    message: str  # the sanitizer's own text
+    buffer: str | None = None
+    detail: str | None = None  # kprof's words: "4 bytes past the end of C (C is ...)"
+    address: int | None = None
+    size: int | None = None
+    other: Access | None = None  # races: the second access
+    indices: tuple[tuple[int, ...], ...] = ()  # values: the first differing indices
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> tuple:
+        """What makes two records the same finding."""
+        other = (self.other.file, self.other.line, self.other.access) if self.other else None
+        return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other)
+
+    def lines(self) -> set[int]:
+        out = {self.line} if self.line is not None else set()
+        if self.other and self.other.line is not None:
+            out.add(self.other.line)
+        return out
+
+    def location(self) -> str:
+        where = f"{_short(self.file)}:{self.line}" if self.file and self.line else (_short(self.file) or "?")
+        if self.other and self.other.line is not None and self.other.line != self.line:
+            where += f" / {_short(self.other.file)}:{self.other.line}"
+        return where
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["thread"] = list(self.thread) if self.thread else None
+        data["block"] = list(self.block) if self.block else None
+        data["indices"] = [list(i) for i in self.indices]
+        return data
+
+
+def merge(findings: list[Finding]) -> list[Finding]:
+    """Fold identical findings into one, keeping the first record's thread and block."""
+    order: list[tuple] = []
+    merged: dict[tuple, Finding] = {}
+    for f in findings:
+        k = f.key()
+        if k in merged:
+            merged[k] = replace(merged[k], count=merged[k].count + f.count)
+        else:
+            merged[k] = f
+            order.append(k)
+    return [merged[k] for k in order]
+
+
+def buffer_detail(address: int, size: int | None, allocations: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """Name the buffer an address belongs to or lies nearest, in the user's terms."""
+    if not allocations:
+        return None, None
+    best: tuple[int, dict[str, Any], str] | None = None
+    for alloc in allocations:
+        base, nbytes = int(alloc["base"]), int(alloc["nbytes"])
+        if base <= address < base + nbytes:
+            offset = address - base
+            item = _itemsize(alloc["dtype"])
+            text = f"at byte {offset:,} of {alloc['name']} (element {offset // item:,}; {_describe(alloc)})"
+            return alloc["name"], text
+        if address >= base + nbytes:
+            distance = address - (base + nbytes)
+            where = "immediately past" if distance == 0 else f"{distance:,} bytes past"
+            element = (address - base) // _itemsize(alloc["dtype"])
+            text = f"{where} the end of {alloc['name']}: element {element:,} ({_describe(alloc)})"
+        else:
+            distance = base - address - (size or 0)
+            distance = max(distance, 0)
+            text = f"{base - address:,} bytes before the start of {alloc['name']} ({_describe(alloc)})"
+        if best is None or distance < best[0]:
+            best = (distance, alloc, text)
+    assert best is not None
+    return best[1]["name"], best[2]
+
+
+def _describe(alloc: dict[str, Any]) -> str:
+    dims = " x ".join(str(d) for d in alloc.get("shape", []))
+    return f"{alloc['name']} is {dims} {alloc['dtype']}, {int(alloc['nbytes']):,} bytes"
+
+
+def _itemsize(dtype: str) -> int:
+    from kprof.spec import DTYPES
+
+    return DTYPES.get(dtype, (1, "u"))[0]
+
+
+def _short(path: str | None) -> str | None:
+    if path is None:
+        return None
+    return path.rsplit("/", 1)[-1]
+
+
+# ------------------------------------------------------------------------------------ output
+
+JSON_VERSION = 1
+
+
+def to_json(results: list[Any], kernel: str | None) -> dict[str, Any]:
+    """One object with a top-level ``findings`` list (schema: docs/sanitize.md)."""
+    findings = [f.to_dict() for r in results for f in r.findings]
+    return {
+        "version": JSON_VERSION,
+        "kernel": kernel,
+        "clean": not findings and all(r.ok for r in results),
+        "findings": findings,
+        "tools": [r.summary() for r in results],
+    }
+
+
+def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> dict[str, Any]:
+    """SARIF 2.1.0: one run, one rule per finding kind, one result per finding."""
+    findings = [f for r in results for f in r.findings]
+    kinds = sorted({f.kind for f in findings})
+    rules = [
+        {"id": k, "name": k, "shortDescription": {"text": KINDS.get(k, k)}, "helpUri": "docs/sanitize.md"}
+        for k in kinds
+    ]
+    sarif_results = []
+    for f in findings:
+        text = f.message + (f" ({f.detail})" if f.detail else "")
+        if f.count > 1:
+            text += f" [{f.count} records]"
+        location: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": _uri(f.file, root)}}}
+        if f.line:
+            location["physicalLocation"]["region"] = {"startLine": f.line}
+        result: dict[str, Any] = {
+            "ruleId": f.kind,
+            "ruleIndex": kinds.index(f.kind),
+            "level": "error",
+            "message": {"text": f"{f.tool}: {text}"},
+            "locations": [location],
+            "properties": {"kernel": f.kernel, "thread": f.thread, "block": f.block, "buffer": f.buffer,
+                           "count": f.count},
+        }  # fmt: skip
+        if f.other and f.other.line:
+            result["relatedLocations"] = [{
+                "id": 1,
+                "physicalLocation": {"artifactLocation": {"uri": _uri(f.other.file, root)},
+                                     "region": {"startLine": f.other.line}},
+                "message": {"text": f"the other access ({f.other.access})"},
+            }]  # fmt: skip
+        sarif_results.append(result)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "kprof", "version": tool_version, "informationUri": "docs/sanitize.md",
+                                "rules": rules}},
+            "results": sarif_results,
+        }],
+    }  # fmt: skip
+
+
+def _uri(path: str | None, root: str | None) -> str:
+    if not path:
+        return "unknown"
+    if root and path.startswith(root.rstrip("/") + "/"):
+        return path[len(root.rstrip("/")) + 1 :]
+    return path

@@ -1,0 +1,346 @@
+"""The only compute-sanitizer caller: argv builder, XML parser, and the thin run around them.
+
+Each tool runs in its own child process: compute-sanitizer wrapping ``python -m kprof.runner``,
+with ``--xml --save`` (the parser reads the XML, never the text), ``--error-exitcode`` (the tool's
+default exit code is 0 even with errors), and a timeout. The runner's own result file says whether
+the target really ran: a target that fails to start leaves the same empty XML as a clean run, so
+"clean" is only claimed when the runner reached the end of its launch.
+
+Defaults chosen to beat running the tools by hand:
+- memcheck: ``--padding 256`` so a write that overflows into the next allocation lands in padding
+  and is caught; ``--leak-check full``; leaks of kprof's own buffers (left when a faulting kernel
+  killed the runner) are not reported as the kernel's.
+- racecheck: ``--racecheck-report all``: hazard records give the threads and block, the analysis
+  record gives both source lines and the count.
+- initcheck: the runner does not poison outputs, so a read of memory nothing wrote stays visible.
+- all: ``--show-backtrace no`` (the kernel line comes from ``-lineinfo``; host stacks only bloat
+  the XML), ``--check-exit-code no`` (kprof reads the runner's status itself).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof import proc
+from kprof.errors import UsageError
+from kprof.findings import Access, Finding, buffer_detail, merge
+
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+ALL_TOOLS = TOOLS + ("values",)
+ERROR_EXITCODE = 99
+PRINT_LIMIT = 10000
+PADDING = 256
+DEFAULT_TIMEOUT = 300.0
+
+
+def check_tool(tool: str) -> str:
+    if tool not in ALL_TOOLS:
+        raise UsageError(f"unknown tool '{tool}': use one of {', '.join(ALL_TOOLS)} or all")
+    return tool
+
+
+def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int = PADDING,
+               print_limit: int = PRINT_LIMIT) -> list[str]:
+    """compute-sanitizer's argv for ``tool``, up to (not including) the target program."""
+    if tool not in TOOLS:
+        raise UsageError(f"'{tool}' is not a compute-sanitizer tool ({', '.join(TOOLS)})")
+    argv = [
+        str(exe), "--tool", tool,
+        "--xml", "--save", str(xml_path),
+        "--error-exitcode", str(ERROR_EXITCODE),
+        "--print-limit", str(print_limit),
+        "--show-backtrace", "no",
+        "--check-exit-code", "no",
+    ]  # fmt: skip
+    if tool == "memcheck":
+        argv += ["--leak-check", "full", "--padding", str(padding)]
+    elif tool == "racecheck":
+        argv += ["--racecheck-report", "all"]
+    return argv
+
+
+# ------------------------------------------------------------------------------------ parsing
+
+
+def parse_xml(text: str, tool: str, allocations: list[dict[str, Any]] | None = None) -> tuple[list[Finding], list[str]]:
+    """Findings from compute-sanitizer's XML, merged; plus notes about records set aside."""
+    allocations = allocations or []
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise UsageError(f"not compute-sanitizer XML: {exc}") from None
+    if root.tag != "ComputeSanitizerOutput":
+        raise UsageError(f"not compute-sanitizer XML: the root element is <{root.tag}>, not <ComputeSanitizerOutput>")
+    records = root.findall("record")
+    own = {int(a["base"]) for a in allocations}
+    findings: list[Finding] = []
+    analyses: list[Finding] = []
+    notes: list[str] = []
+    precise_errors = 0
+    for rec in records:
+        kind = rec.findtext("kind") or ""
+        if kind in ("Precise", "Imprecise"):
+            precise_errors += 1
+            findings.append(_memcheck(rec, tool, allocations))
+        elif kind == "Leak":
+            address = _int(rec.findtext("what/address"))
+            if address in own:
+                notes.append(f"kprof's own buffer at {address:#x} was not freed because the target stopped early; not the kernel's leak")
+                continue
+            findings.append(_leak(rec, tool))
+        elif kind == "Hazard":
+            findings.append(_hazard(rec, tool))
+        elif kind == "Analysis":
+            analyses.append(_analysis(rec, tool))
+        elif kind == "Initcheck":
+            findings.append(_initcheck(rec, tool, allocations))
+        elif kind == "Synccheck":
+            findings.append(_synccheck(rec, tool))
+        elif kind == "Api":
+            error = rec.findtext("what/error") or ""
+            if precise_errors and error in ("CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_ADDRESS"):
+                notes.append(f"{rec.findtext('what/api')} -> {error}: the sanitizer stopped the kernel at its first error")
+                continue
+            findings.append(_api(rec, tool))
+        else:
+            findings.append(Finding(tool, "sync-error" if tool == "synccheck" else "invalid-access", None, None,
+                                    None, None, None, 1, rec.findtext("what/text") or f"unrecognised record <{kind}>"))
+    findings = merge(findings)
+    if analyses:
+        findings = _join_races(findings, merge(analyses))
+    return findings, notes
+
+
+def _int(text: str | None) -> int | None:
+    if text is None or not text.strip():
+        return None
+    return int(text.strip(), 0)
+
+
+def _dim3(node: ET.Element | None) -> tuple[int, int, int] | None:
+    if node is None:
+        return None
+    return tuple(int(node.findtext(a) or 0) for a in ("x", "y", "z"))  # type: ignore[return-value]
+
+
+def _where(rec: ET.Element, path: str = "where") -> tuple[str | None, str | None, int | None]:
+    return rec.findtext(f"{path}/func"), rec.findtext(f"{path}/path"), _int(rec.findtext(f"{path}/line"))
+
+
+def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> Finding:
+    func, path, line = _where(rec)
+    text = rec.findtext("what/text") or ""
+    error = (rec.findtext("what/error") or text).lower()
+    direction = (rec.findtext("what/direction") or "").lower()
+    space = rec.findtext("what/space") or ""
+    if rec.findtext("kind") == "Imprecise" or "exception" in error:
+        kind = "hardware-exception"
+    elif "misaligned" in error:
+        kind = f"misaligned-{direction or 'read'}"
+    elif "out of bounds" in error or "out-of-range" in error or "invalid" in error:
+        kind = f"out-of-bounds-{direction}" if direction in ("read", "write") else "invalid-access"
+    else:
+        kind = "invalid-access"
+    address = _int(rec.findtext("what/address"))
+    size = _int(rec.findtext("what/size"))
+    buffer = detail = None
+    if address is not None and space == "__global__":
+        buffer, detail = buffer_detail(address, size, allocations)
+    elif space:
+        detail = f"in {space.strip('_')} memory"
+    return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
+                   1, text, buffer, detail, address, size)
+
+
+def _leak(rec: ET.Element, tool: str) -> Finding:
+    kind_of = rec.findtext("what/type") or ""
+    where = "on the device heap (malloc in a kernel without free)" if kind_of == "deviceheap" else "by the host"
+    size = _int(rec.findtext("what/size"))
+    return Finding(tool, "leak", None, None, None, None, None, 1, rec.findtext("what/text") or "leak",
+                   detail=f"{size:,} bytes allocated {where}" if size is not None else None,
+                   address=_int(rec.findtext("what/address")), size=size)
+
+
+_RACE = {("write", "read"): "race-raw", ("read", "write"): "race-war", ("write", "write"): "race-waw"}
+
+
+def _hazard(rec: ET.Element, tool: str) -> Finding:
+    kind = "race-" + (rec.findtext("what/common/type") or "raw").lower()
+    t0, t1 = rec.find("what/thread0"), rec.find("what/thread1")
+    f0, p0, l0 = _where(t0) if t0 is not None else (None, None, None)
+    _, p1, l1 = _where(t1) if t1 is not None else (None, None, None)
+    a0 = (t0.findtext("access") or "").lower() if t0 is not None else None
+    a1 = (t1.findtext("access") or "").lower() if t1 is not None else None
+    other = Access(p1, l1, a1, _dim3(t1.find("threadIdx")) if t1 is not None else None)
+    return Finding(tool, kind, f0, p0, l0, _dim3(t0.find("threadIdx")) if t0 is not None else None,
+                   _dim3(rec.find("what/common/blockIdx")), 1, rec.findtext("what/text") or "hazard",
+                   detail=f"{a0} at line {l0}, then {a1} at line {l1} by another thread, no barrier between",
+                   address=_int(rec.findtext("what/common/address")), other=other)
+
+
+def _analysis(rec: ET.Element, tool: str) -> Finding:
+    src, dst = rec.find("what/source"), rec.find("what/destination")
+    d0 = (src.findtext("direction") or "").lower() if src is not None else ""
+    d1 = (dst.findtext("direction") or "").lower() if dst is not None else ""
+    f0, p0, l0 = _where(src) if src is not None else (None, None, None)
+    _, p1, l1 = _where(dst) if dst is not None else (None, None, None)
+    count = _int(dst.findtext("count")) if dst is not None else None
+    return Finding(tool, _RACE.get((d0, d1), "race-raw"), f0, p0, l0, None, None, count or 1,
+                   rec.findtext("what/text") or "Race condition",
+                   detail=f"{d0} at line {l0}, then {d1} at line {l1} by another thread, no barrier between",
+                   other=Access(p1, l1, d1))
+
+
+def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding]:
+    """One finding per race: the analysis record's lines and count, a hazard's thread and block."""
+    from dataclasses import replace
+
+    out = []
+    used: set[int] = set()
+    for a in analyses:
+        match = next((i for i, h in enumerate(hazards) if i not in used and h.kernel == a.kernel
+                      and h.lines() == a.lines()), None)  # fmt: skip
+        if match is not None:
+            used.add(match)
+            h = hazards[match]
+            out.append(replace(a, thread=h.thread, block=h.block, address=h.address,
+                               other=replace(a.other, thread=h.other.thread) if a.other and h.other else a.other,
+                               extra={"hazard_records": h.count}))
+        else:
+            out.append(a)
+    out += [h for i, h in enumerate(hazards) if i not in used]
+    return out
+
+
+def _initcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> Finding:
+    func, path, line = _where(rec)
+    address = _int(rec.findtext("what/address"))
+    size = _int(rec.findtext("what/size"))
+    buffer, detail = buffer_detail(address, size, allocations) if address is not None else (None, None)
+    return Finding(tool, "uninitialized-read", func, path, line, _dim3(rec.find("who/threadIdx")),
+                   _dim3(rec.find("who/blockIdx")), 1, rec.findtext("what/text") or "uninitialised read",
+                   buffer, detail, address, size)
+
+
+def _synccheck(rec: ET.Element, tool: str) -> Finding:
+    func, path, line = _where(rec)
+    text = rec.findtext("what/text") or ""
+    kind_text = rec.findtext("what/type") or ""
+    low = (text + " " + kind_text).lower()
+    if "divergent" in low or "barrier" in low and "warp" not in kind_text.lower():
+        kind = "barrier-divergence"
+    elif "mask" in low or "warp" in low or "shfl" in low:
+        kind = "invalid-warp-sync"
+    else:
+        kind = "sync-error"
+    message = f"{text}: {kind_text}" if kind_text else text
+    return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
+                   1, message)
+
+
+def _api(rec: ET.Element, tool: str) -> Finding:
+    api = rec.findtext("what/api")
+    return Finding(tool, "api-error", None, None, None, None, None, 1, rec.findtext("what/text") or "API error",
+                   detail=f"{api} -> {rec.findtext('what/error')}")
+
+
+# ------------------------------------------------------------------------------------ running
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool: str
+    status: str  # clean | findings | timeout | target-error | tool-error
+    findings: list[Finding]
+    seconds: float
+    message: str = ""
+    notes: list[str] = field(default_factory=list)
+    log: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("clean", "findings")
+
+    def summary(self) -> dict[str, Any]:
+        return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
+                "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes}
+
+
+def run_tool(job: dict[str, Any], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> ToolResult:
+    """Run one compute-sanitizer tool over the runner with ``job``; never raises for the target's sake."""
+    from kprof import launch
+
+    exe = proc.find_tool("compute-sanitizer")
+    job = dict(job, verify=False, time=False, poison=tool != "initcheck")
+    with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
+        xml_path = Path(tmp) / f"{tool}.xml"
+        done, data = launch.run(job, timeout=timeout, wrapper=build_argv(exe, tool, xml_path, padding=padding))
+        xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
+    allocations = data.get("allocations", [])
+    findings, notes = parse_xml(xml_text, tool, allocations) if xml_text.strip() else ([], [])
+    return classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip()))
+
+
+def classify(tool: str, done: proc.Completed, data: dict[str, Any], findings: list[Finding], notes: list[str],
+             timeout: float, have_xml: bool) -> ToolResult:
+    """Decide what one tool run means. Pure: tested with recorded outputs."""
+    log = done.tail(40)
+    phase = data.get("phase", "start")
+    status = data.get("status")
+    if done.timed_out:
+        msg = (f"the target did not finish within {timeout:g} s under {tool} (phase: {phase}); sanitizers slow "
+               "kernels down 20x to 100,000x: use smaller --size values or a longer --timeout")
+        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
+    ran = phase not in ("start", "init", "device") or findings
+    if not ran:
+        err = data.get("error", {})
+        msg = f"the target did not run under {tool}: {err.get('message') or 'no result from the runner'}"
+        return ToolResult(tool, "tool-error", findings, done.seconds, msg, notes, log)
+    if not have_xml and done.returncode not in (0, ERROR_EXITCODE):
+        how = done.signal_name or f"exit code {done.returncode}"
+        return ToolResult(tool, "tool-error", findings, done.seconds,
+                          f"compute-sanitizer {tool} ended with {how} and wrote no report", notes, log)
+    if findings:
+        return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
+    if status == "error":
+        err = data.get("error", {})
+        return ToolResult(tool, "target-error", [], done.seconds,
+                          f"the target failed under {tool} with nothing reported: {err.get('message', '?')}", notes, log)
+    if done.returncode == ERROR_EXITCODE:
+        return ToolResult(tool, "tool-error", [], done.seconds,
+                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
+    return ToolResult(tool, "clean", [], done.seconds, "", notes, log)
+
+
+def from_xml(path: Path, tool: str, allocations: list[dict[str, Any]] | None = None) -> ToolResult:
+    """Report a saved XML file (from another machine) the same way, without a GPU."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise UsageError(f"--from-xml {path}: {exc.strerror or exc}") from None
+    findings, notes = parse_xml(text, tool, allocations)
+    return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path}", notes)
+
+
+def expand_tools(tool: str) -> list[str]:
+    return list(ALL_TOOLS) if tool == "all" else [check_tool(tool)]
+
+
+def run_all(job: dict[str, Any], tools: list[str], *, timeout: float = DEFAULT_TIMEOUT,
+            padding: int = PADDING, progress=None) -> list[ToolResult]:
+    """Each tool in its own child; one tool's crash or timeout never stops the others."""
+    from kprof import values
+
+    results = []
+    for tool in tools:
+        if progress:
+            progress(tool)
+        if tool == "values":
+            results.append(values.run(job, timeout=timeout))
+        else:
+            results.append(run_tool(job, tool, timeout=timeout, padding=padding))
+    return results

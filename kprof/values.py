@@ -1,0 +1,149 @@
+"""``values``: kprof's own detector, for what the sanitizers cannot see.
+
+The runner launches the kernel several times on the same inputs. Before each run every output is
+poisoned and every SM's shared memory is scrubbed, with pattern A (NaN) or pattern B (a
+finite value): A, B, A, A, ... Then, per output buffer:
+
+- elements holding A's poison after an A run and B's after a B run were never written
+  (``unwritten-output``);
+- elements that differ between the A and B runs depend on memory nothing wrote: an output read
+  before it was written, or shared memory read before any thread stored it (``uninitialized-read``;
+  initcheck on this toolkit sees only global memory);
+- elements that differ between runs with the same pattern are nondeterministic: a race, also in
+  global memory, which racecheck never sees (``race``);
+- the first A run disagreeing with the float64 reference is a ``wrong-result``.
+
+Differences smaller than the spec's tolerance (times the reference's scale) are not counted:
+float atomics legitimately reorder additions. This detector names the buffer and the first
+differing indices, not a source line.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from kprof.findings import Finding
+
+FIRST_INDICES = 5
+
+
+def run_plan(repeats: int) -> list[bool]:
+    """Which runs use the alternate pattern: A, B, then A again until ``repeats`` runs (at least 3)."""
+    repeats = max(repeats, 3)
+    return [False, True] + [False] * (repeats - 2)
+
+
+def smem_pattern(alternate: bool) -> int:
+    """The 32-bit word the scrubber writes: a quiet NaN, or the alternate float poison."""
+    from kprof.verify import ALT_FLOAT_POISON
+
+    if not alternate:
+        return 0x7FC00000
+    return struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0]
+
+
+def analyse(spec, resolved, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any]) -> list[Finding]:
+    import numpy as np
+
+    from kprof import verify
+
+    findings: list[Finding] = []
+    file = str(spec.source)
+    for buf in resolved.buffers:
+        name = buf.arg.name
+        if buf.arg.role not in ("out", "inout"):
+            continue
+        outs_a = [o[name] for alt, o in runs if not alt]
+        outs_b = [o[name] for alt, o in runs if alt]
+        a, b = outs_a[0], outs_b[0]
+        ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
+        scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
+        tol = spec.rtol * (scale if scale > 0 else 1.0)
+
+        def finding(kind: str, mask: Any, message: str) -> Finding:
+            idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
+            where = ", ".join(f"{name}[{', '.join(map(str, ix))}]" for ix in idx)
+            count = int(mask.sum())
+            return Finding("values", kind, spec.entry, file, None, None, None, count,
+                           f"{message}: {count:,} of {mask.size:,} elements of {name}, first at {where}",
+                           buffer=name, detail=buf.describe(), indices=idx)
+
+        unwritten = np.zeros(a.shape, dtype=bool)
+        if buf.arg.role == "out":
+            pa, pb = verify.poison(buf), verify.poison(buf, alternate=True)
+            unwritten = _same_bits(a, pa) & _same_bits(b, pb)
+            if unwritten.any():
+                findings.append(finding("unwritten-output", unwritten, "never written (still poison in every run)"))
+        poison_dependent = _differs(a, b, tol) & ~unwritten
+        if poison_dependent.any():
+            findings.append(finding(
+                "uninitialized-read", poison_dependent,
+                "the result follows the poison pattern, so it reads memory nothing wrote (an output read "
+                "before it was written, or shared memory no thread stored)",
+            ))  # fmt: skip
+        nondeterministic = np.zeros(a.shape, dtype=bool)
+        for other in outs_a[1:]:
+            nondeterministic |= _differs(a, other, tol)
+        nondeterministic &= ~unwritten & ~poison_dependent
+        if nondeterministic.any():
+            findings.append(finding(
+                "race", nondeterministic,
+                f"results differ between {len(outs_a)} identical runs beyond the tolerance: a race",
+            ))  # fmt: skip
+        explained = unwritten | poison_dependent | nondeterministic
+        wrong = _differs(a, ref, tol) & ~explained
+        if wrong.any():
+            findings.append(finding("wrong-result", wrong, f"differs from the float64 reference by more than {spec.rtol:g} x max|ref|"))
+    return findings
+
+
+def _same_bits(x: Any, y: Any) -> Any:
+    import numpy as np
+
+    kind = f"u{x.dtype.itemsize}"
+    return np.asarray(x).view(kind) == np.asarray(y).view(kind)
+
+
+def _differs(x: Any, y: Any, tol: float) -> Any:
+    """Elementwise: different beyond ``tol``; NaN equals NaN, NaN differs from any number."""
+    import numpy as np
+
+    x64 = np.asarray(x, dtype=np.float64)
+    y64 = np.asarray(y, dtype=np.float64)
+    nan_x, nan_y = np.isnan(x64), np.isnan(y64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        far = np.abs(x64 - y64) > tol
+    far = np.where(np.isinf(x64) | np.isinf(y64), x64 != y64, far)
+    return np.where(nan_x | nan_y, nan_x != nan_y, far)
+
+
+def run(job: dict[str, Any], *, repeats: int = 4, timeout: float = 300.0):
+    """Run the detector in a child (parent side); returns a sanitize.ToolResult."""
+    from kprof import build, launch
+    from kprof.findings import Access
+    from kprof.sanitize import ToolResult, classify
+
+    job = dict(job, values={"repeats": repeats}, verify=False, time=False, poison=True)
+    try:
+        job["scrub_cubin"] = str(build.build_builtin("kprof_scrub", job.get("arch")).cubin)
+    except Exception as exc:  # without the scrubber, shared-memory reads are seen less often
+        job["scrub_cubin"] = None
+        note = f"shared-memory scrubber unavailable ({exc}); uninitialised shared reads may go unseen"
+    else:
+        note = ""
+    done, data = launch.run(job, timeout=timeout)
+    findings = []
+    for raw in data.get("findings", []):
+        raw = dict(raw)
+        raw["thread"] = tuple(raw["thread"]) if raw.get("thread") else None
+        raw["block"] = tuple(raw["block"]) if raw.get("block") else None
+        raw["indices"] = tuple(tuple(i) for i in raw.get("indices", []))
+        raw["other"] = Access(**raw["other"]) if raw.get("other") else None
+        findings.append(Finding(**raw))
+    result = classify("values", done, data, findings, [note] if note else [], timeout, have_xml=True)
+    if result.status == "clean" and data.get("status") != "ok":
+        return ToolResult("values", "target-error", [], done.seconds,
+                          f"the values runs did not finish: {data.get('error', {}).get('message', 'no result')}",
+                          result.notes, done.tail(40))
+    return result

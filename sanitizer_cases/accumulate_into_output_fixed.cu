@@ -1,0 +1,4 @@
+extern "C" __global__ void accumulate_into_output(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];  // FIXED
+}

@@ -1,0 +1,16 @@
+extern "C" __global__ void int32_index_overflow(const unsigned char* img, float* out, int width, int row0) {
+    __shared__ float partial[256];
+    int row = row0 + blockIdx.x;
+    float s = 0.0f;
+    for (int col = threadIdx.x; col < width; col += blockDim.x) {
+        size_t idx = (size_t)row * width + col;  // FIXED: 64-bit index
+        s += img[idx];
+    }
+    partial[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k) partial[threadIdx.x] += partial[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}

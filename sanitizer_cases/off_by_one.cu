@@ -1,0 +1,5 @@
+// An off-by-one loop bound: i <= n touches element n of every buffer.
+extern "C" __global__ void off_by_one(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) c[i] = a[i] + b[i];  // BUG: <= instead of <
+}

@@ -1,0 +1,85 @@
+"""The seeded-bug corpus without a GPU: every case is well formed; the matcher is strict."""
+
+import json
+
+import pytest
+
+from kprof import cases, catalog, cli, spec as spec_mod
+from kprof.errors import SpecError
+from kprof.findings import Access, Finding
+
+CORPUS = cases.load_all()
+
+
+def test_at_least_twenty_cases_covering_every_tool():
+    assert len(CORPUS) >= 20
+    assert {c.expect.tool for c in CORPUS} == {"memcheck", "racecheck", "initcheck", "synccheck", "values"}
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)
+def test_case_is_well_formed(case):
+    source = case.spec.source.read_text().splitlines()
+    assert "// BUG" in source[case.expect.line - 1]
+    twin = case.spec.twin.read_text()
+    assert "// BUG" not in twin and twin != case.spec.source.read_text()
+    assert case.spec.twin_spec().name == f"{case.name}_fixed"
+    assert catalog.load(f"{case.name}_fixed").source == case.spec.twin
+
+
+def finding(case, **kw):
+    base = dict(tool=case.expect.tool, kind=case.expect.kind, kernel=case.spec.entry, file=str(case.spec.source),
+                line=case.expect.line, thread=None, block=None, count=1, message="m", buffer=case.expect.buffer)
+    base.update(kw)
+    return Finding(**base)
+
+
+def test_matcher_is_strict():
+    case = next(c for c in CORPUS if c.name == "tiled_matmul_no_bounds")
+    assert cases.matches(case, finding(case))
+    assert not cases.matches(case, finding(case, line=case.expect.line + 1))
+    assert not cases.matches(case, finding(case, kind="out-of-bounds-read"))
+    assert not cases.matches(case, finding(case, tool="initcheck"))
+    assert not cases.matches(case, finding(case, buffer="A"))
+    assert not cases.matches(case, finding(case, kernel="other"))
+
+
+def test_race_matches_either_access_line():
+    case = next(c for c in CORPUS if c.name == "missing_sync_war")
+    other = Access(str(case.spec.source), case.expect.line, "write")
+    assert cases.matches(case, finding(case, line=12, other=other))
+
+
+def test_cases_list_json_needs_no_gpu(capsys):
+    assert cli.main(["cases", "--list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(CORPUS)
+    row = next(r for r in rows if r["name"] == "stencil_halo")
+    assert (row["tool"], row["kind"], row["buffer"], row["caught"]) == ("memcheck", "out-of-bounds-read", "x", True)
+    assert cli.main(["cases", "--list"]) == 0
+    assert "stencil_halo" in capsys.readouterr().out
+
+
+def write_case(tmp_path, expect, bug_lines=1, twin=True):
+    (tmp_path / "c.cu").write_text("extern \"C\" __global__ void c(float* a) {\n" + "  a[0] = 1; // BUG\n" * bug_lines + "}\n")
+    (tmp_path / "c_fixed.cu").write_text("extern \"C\" __global__ void c(float* a) { a[0] = 1; }\n")
+    text = ("args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: [1]}\n"
+            "reference: {a: 1}\n" + (f"twin: c_fixed.cu\n" if twin else "") + f"expect: {json.dumps(expect)}\n")
+    (tmp_path / "c.yaml").write_text(text)
+    return spec_mod.load(tmp_path / "c.yaml")
+
+
+@pytest.mark.parametrize(
+    "expect, kwargs, message",
+    [
+        ({"tool": "helgrind", "kind": "leak"}, {}, "expect.tool"),
+        ({"tool": "memcheck", "kind": "oops"}, {}, "expect.kind"),
+        ({"tool": "memcheck", "kind": "leak", "colour": 1}, {}, "expect.colour"),
+        ({"tool": "memcheck", "kind": "leak"}, {"bug_lines": 2}, "exactly one line with // BUG"),
+        ({"tool": "memcheck", "kind": "leak"}, {"twin": False}, "twin"),
+        ({"tool": "memcheck", "kind": "leak", "caught": False}, {}, "caught: false needs why"),
+        ({"tool": "memcheck", "kind": "leak", "buffer": "zz"}, {}, "expect.buffer"),
+    ],
+)
+def test_invalid_cases(tmp_path, expect, kwargs, message):
+    with pytest.raises(SpecError, match=message):
+        cases.load_case(write_case(tmp_path, expect, **kwargs))

@@ -1,0 +1,204 @@
+"""The compute-sanitizer wrapper without a GPU: argv, and the parser over real XML recorded on
+the H200 (tests/data/sanitizer, recorded by scripts/record_tool_output.py)."""
+
+import json
+
+import pytest
+
+from kprof import findings as findings_mod, sanitize
+from kprof.errors import UsageError
+from kprof.proc import Completed
+
+DATA = "sanitizer"
+
+
+def load(data_dir, name, tool):
+    xml = (data_dir / DATA / f"{name}.xml").read_text()
+    result = data_dir / DATA / f"{name}.result.json"
+    allocations = json.loads(result.read_text())["allocations"] if result.exists() else []
+    return sanitize.parse_xml(xml, tool, allocations)
+
+
+def test_argv_per_tool():
+    mem = sanitize.build_argv("/cs", "memcheck", "/t/m.xml")
+    assert mem[:3] == ["/cs", "--tool", "memcheck"]
+    for flag in (["--xml"], ["--save", "/t/m.xml"], ["--error-exitcode", "99"], ["--show-backtrace", "no"],
+                 ["--check-exit-code", "no"], ["--leak-check", "full"], ["--padding", "256"]):
+        assert " ".join(flag) in " ".join(mem)
+    race = sanitize.build_argv("/cs", "racecheck", "/t/r.xml")
+    assert "--racecheck-report all" in " ".join(race) and "--padding" not in race
+    assert "--padding 0" in " ".join(sanitize.build_argv("/cs", "memcheck", "x", padding=0))
+    with pytest.raises(UsageError):
+        sanitize.build_argv("/cs", "values", "x")
+
+
+def test_memcheck_oob_write_names_line_thread_block_and_buffer(data_dir):
+    found, notes = load(data_dir, "rec_oob.memcheck", "memcheck")
+    assert len(found) == 1
+    f = found[0]
+    assert (f.kind, f.kernel, f.line, f.thread, f.block, f.buffer) == (
+        "out-of-bounds-write", "rec_oob", 4, (36, 0, 0), (1, 0, 0), "out")
+    assert f.file.endswith("rec_oob.cu") and f.size == 4
+    assert f.detail == "immediately past the end of out: element 100 (out is 100 float32, 400 bytes)"
+    # the runner died at the fault, so its own buffers leaked: not the kernel's leak
+    assert any("kprof's own buffer" in n for n in notes)
+    assert any("stopped the kernel at its first error" in n for n in notes)
+
+
+def test_memcheck_with_padding_same_finding(data_dir):
+    found, _ = load(data_dir, "rec_oob.memcheck_padding", "memcheck")
+    assert [(f.kind, f.line, f.buffer) for f in found] == [("out-of-bounds-write", 4, "out")]
+
+
+def test_identical_records_merge_with_count(data_dir):
+    found, _ = load(data_dir, "fault.memcheck", "memcheck")
+    assert len(found) == 1 and found[0].count == 32 and found[0].thread == (0, 0, 0)
+
+
+def test_device_heap_leak(data_dir):
+    found, _ = load(data_dir, "rec_leak.memcheck", "memcheck")
+    assert [(f.kind, f.size) for f in found] == [("leak", 256)]
+    assert "device heap" in found[0].detail
+
+
+def test_racecheck_analysis_gives_both_lines(data_dir):
+    found, _ = load(data_dir, "rec_race.racecheck_default", "racecheck")
+    assert len(found) == 1
+    f = found[0]
+    assert f.kind == "race-raw" and (f.line, f.other.line) == (5, 6) and f.count == 1024
+    assert f.other.access == "read" and f.lines() == {5, 6}
+
+
+def test_racecheck_hazards_give_threads_and_block(data_dir):
+    found, _ = load(data_dir, "rec_race.racecheck_all_trimmed", "racecheck")
+    assert len(found) == 1
+    f = found[0]
+    assert f.kind == "race-raw" and f.block == (0, 0, 0) and f.thread == (1, 0, 0) and f.other.thread == (0, 0, 0)
+    assert f.count == 5
+
+
+def test_racecheck_join_analysis_with_hazard():
+    xml = """<ComputeSanitizerOutput>
+<record><kind>Hazard</kind><what><text>Potential WAR hazard detected</text><common><type>WAR</type>
+<address>0x10</address><blockIdx><x>2</x><y>1</y><z>0</z></blockIdx></common>
+<thread0><access>Read</access><threadIdx><x>3</x><y>0</y><z>0</z></threadIdx><where><func>k</func><path>/k.cu</path><line>12</line></where></thread0>
+<thread1><access>Write</access><threadIdx><x>4</x><y>0</y><z>0</z></threadIdx><where><func>k</func><path>/k.cu</path><line>9</line></where></thread1>
+</what></record>
+<record><kind>Analysis</kind><level>Error</level><what><text>Race condition</text>
+<source><direction>Read</direction><where><func>k</func><path>/k.cu</path><line>12</line></where></source>
+<destination><direction>Write</direction><where><func>k</func><path>/k.cu</path><line>9</line></where><count>77</count></destination>
+</what></record></ComputeSanitizerOutput>"""
+    found, _ = sanitize.parse_xml(xml, "racecheck")
+    assert len(found) == 1
+    f = found[0]
+    assert f.kind == "race-war" and f.count == 77 and f.block == (2, 1, 0) and f.thread == (3, 0, 0)
+    assert f.lines() == {9, 12} and f.location() == "k.cu:12 / k.cu:9"
+
+
+def test_initcheck_names_the_buffer(data_dir):
+    found, _ = load(data_dir, "rec_uninit.initcheck", "initcheck")
+    assert [(f.kind, f.line, f.buffer, f.count) for f in found] == [("uninitialized-read", 4, "scratch", 100)]
+    assert found[0].detail.startswith("at byte 0 of scratch")
+
+
+def test_synccheck_divergent_barrier(data_dir):
+    found, _ = load(data_dir, "rec_sync.synccheck", "synccheck")
+    assert [(f.kind, f.line, f.count) for f in found] == [("barrier-divergence", 7, 32)]
+
+
+@pytest.mark.parametrize("tool", sanitize.TOOLS)
+def test_clean_recordings(data_dir, tool):
+    found, notes = sanitize.parse_xml((data_dir / DATA / f"tiled_matmul.{tool}.xml").read_text(), tool)
+    assert found == [] and notes == []
+
+
+def test_not_sanitizer_xml():
+    with pytest.raises(UsageError, match="not compute-sanitizer XML"):
+        sanitize.parse_xml("<html/>", "memcheck")
+    with pytest.raises(UsageError, match="not compute-sanitizer XML"):
+        sanitize.parse_xml("garbage <", "memcheck")
+
+
+def test_buffer_mapping_before_start_and_inside():
+    allocs = [{"name": "x", "base": 0x1000, "nbytes": 400, "dtype": "float32", "shape": [100]},
+              {"name": "y", "base": 0x1200, "nbytes": 400, "dtype": "float32", "shape": [100]}]
+    assert findings_mod.buffer_detail(0x1000 - 4, 4, allocs) == (
+        "x", "4 bytes before the start of x (x is 100 float32, 400 bytes)")
+    name, text = findings_mod.buffer_detail(0x1208, 4, allocs)
+    assert name == "y" and text.startswith("at byte 8 of y (element 2;")
+    name, text = findings_mod.buffer_detail(0x1000 + 400 + 12, 4, allocs)
+    assert name == "x" and text.startswith("12 bytes past the end of x: element 103")
+
+
+def completed(rc=0, timed_out=False):
+    return Completed(("cs",), None if timed_out else rc, "", "", 1.0, timed_out)
+
+
+def test_classify_outcomes():
+    ran = {"phase": "launched", "status": "ok"}
+    assert sanitize.classify("memcheck", completed(0), ran, [], [], 10, True).status == "clean"
+    # A target that never started leaves an empty XML: never call that clean.
+    never = {"phase": "start", "status": "error", "error": {"message": "ModuleNotFoundError: kprof"}}
+    r = sanitize.classify("memcheck", completed(1), never, [], [], 10, True)
+    assert r.status == "tool-error" and "did not run" in r.message
+    r = sanitize.classify("racecheck", completed(timed_out=True), {"phase": "launch"}, [], [], 10, False)
+    assert r.status == "timeout" and "smaller --size" in r.message
+    r = sanitize.classify("memcheck", completed(-11), {"phase": "launch"}, [], [], 10, False)
+    assert r.status == "tool-error" and "SIGSEGV" in r.message
+    crashed = {"phase": "launch", "status": "error", "error": {"message": "CUDA_ERROR_ILLEGAL_ADDRESS"}}
+    assert sanitize.classify("initcheck", completed(0), crashed, [], [], 10, True).status == "target-error"
+    assert sanitize.classify("memcheck", completed(99), ran, [], [], 10, True).status == "tool-error"
+
+
+def test_json_and_sarif(data_dir):
+    found, notes = load(data_dir, "rec_race.racecheck_default", "racecheck")
+    result = sanitize.ToolResult("racecheck", "findings", found, 1.5, "", notes)
+    clean = sanitize.ToolResult("memcheck", "clean", [], 1.0)
+    data = findings_mod.to_json([clean, result], "rec_race")
+    assert data["version"] == 1 and data["clean"] is False and len(data["findings"]) == 1
+    assert data["findings"][0]["kind"] == "race-raw" and data["findings"][0]["other"]["line"] == 6
+    assert [t["status"] for t in data["tools"]] == ["clean", "findings"]
+    json.dumps(data)
+    sarif = findings_mod.to_sarif([clean, result], "0.1.0", root="/work/main")
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    assert run["tool"]["driver"]["rules"][0]["id"] == "race-raw"
+    res = run["results"][0]
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "tests/data/kernels/rec_race.cu"
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+    assert res["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 6
+
+
+def test_cli_from_xml(capsys, data_dir, tmp_path):
+    from kprof import cli
+
+    sarif = tmp_path / "out.sarif"
+    code = cli.main(["sanitize", "--from-xml", str(data_dir / DATA / "rec_oob.memcheck.xml"), "--tool", "memcheck",
+                     "--allocations", str(data_dir / DATA / "rec_oob.memcheck.result.json"), "--sarif", str(sarif)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "out-of-bounds-write" in out and "rec_oob.cu:4" in out and "(36,0,0)" in out
+    assert "immediately past the end of out" in out
+    assert json.loads(sarif.read_text())["runs"][0]["results"][0]["ruleId"] == "out-of-bounds-write"
+    code = cli.main(["sanitize", "--from-xml", str(data_dir / DATA / "tiled_matmul.memcheck.xml"), "--tool", "memcheck", "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and json.loads(out)["findings"] == []
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sanitize", "--from-xml", "x.xml"], "--from-xml needs --tool"),
+        (["sanitize", "--from-xml", "nope.xml", "--tool", "memcheck"], "--from-xml nope.xml"),
+        (["sanitize"], "name a kernel or spec to sanitize"),
+        (["sanitize", "tiled_matmul", "--tool", "helgrind"], "unknown tool 'helgrind'"),
+        (["sanitize", "tiled_matmul", "--timeout", "-1"], "--timeout -1"),
+        (["sanitize", "tiled_matmul", "--memcheck-padding", "-1"], "--memcheck-padding -1"),
+        (["cases", "no_such_case"], "unknown kernel 'no_such_case'"),
+    ],
+)
+def test_sanitize_cli_errors(capsys, argv, message):
+    from kprof import cli
+
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1

@@ -1,0 +1,100 @@
+"""The values detector's analysis, on synthetic runs (no GPU)."""
+
+import numpy as np
+import pytest
+
+from kprof import spec as spec_mod, values, verify
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text(
+        "sizes: {N: 8}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: in}\n"
+        "  - {name: y, buffer: float32, shape: [N], role: out}\nlaunch: {grid: [1], block: [8]}\n"
+        "reference: {y: 2 * x}\ntolerance: 1e-5\n"
+    )
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    return spec, spec.resolve()
+
+
+def runs_for(kernel, outputs):
+    spec, resolved = kernel
+    buf = resolved.buffers[1]
+    plan = values.run_plan(len(outputs))
+    out = []
+    for alternate, fn in zip(plan, outputs):
+        y = fn(verify.poison(buf, alternate).copy(), alternate)
+        out.append((alternate, {"y": y.astype(np.float32)}))
+    return out
+
+
+def analyse(kernel, outputs):
+    spec, resolved = kernel
+    x = np.arange(8, dtype=np.float64)
+    return values.analyse(spec, resolved, runs_for(kernel, outputs), {"y": 2 * x})
+
+
+def good(y, alt):
+    y[:] = 2 * np.arange(8)
+    return y
+
+
+def test_plan_and_patterns():
+    assert values.run_plan(1) == [False, True, False]
+    assert values.run_plan(5) == [False, True, False, False, False]
+    assert values.smem_pattern(False) == 0x7FC00000 and values.smem_pattern(True) != values.smem_pattern(False)
+
+
+def test_clean_kernel_has_no_findings(kernel):
+    assert analyse(kernel, [good] * 4) == []
+
+
+def test_unwritten_elements(kernel):
+    def skips_last(y, alt):
+        y[:7] = 2 * np.arange(7)
+        return y
+
+    found = analyse(kernel, [skips_last] * 4)
+    assert [(f.kind, f.count, f.indices, f.buffer) for f in found] == [("unwritten-output", 1, ((7,),), "y")]
+
+
+def test_result_following_the_poison(kernel):
+    def accumulates(y, alt):
+        return y + 2 * np.arange(8) + 1  # y += ...: NaN in A runs, 31337 + ... in B runs
+
+    found = analyse(kernel, [accumulates] * 4)
+    assert [f.kind for f in found] == ["uninitialized-read"] and found[0].count == 8
+
+
+def test_nondeterminism_between_identical_runs(kernel):
+    calls = iter(range(100))
+
+    def racy(y, alt):
+        y[:] = 2 * np.arange(8)
+        y[3] += next(calls)  # differs on every run
+        return y
+
+    found = analyse(kernel, [racy] * 4)
+    kinds = [f.kind for f in found]
+    assert "race" in kinds or "uninitialized-read" in kinds
+    assert all(f.indices[0] == (3,) for f in found)
+
+
+def test_tiny_differences_within_tolerance_are_not_races(kernel):
+    calls = iter(range(100))
+
+    def reordered(y, alt):
+        y[:] = 2 * np.arange(8) + next(calls) * 1e-7  # float atomics reorder: ~1e-7 relative
+        return y
+
+    assert analyse(kernel, [reordered] * 4) == []
+
+
+def test_wrong_result(kernel):
+    def wrong(y, alt):
+        y[:] = 3 * np.arange(8)
+        return y
+
+    found = analyse(kernel, [wrong] * 4)
+    assert [f.kind for f in found] == ["wrong-result"] and found[0].count == 7  # element 0 is 0 either way
