@@ -98,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the cases and what each expects (no GPU)")
     p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
+    p.add_argument("--jobs", type=int, default=4, help="cases run at once (default 4)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries")

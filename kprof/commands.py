@@ -152,14 +152,19 @@ def cmd_cases(opts: argparse.Namespace) -> int:
         return EXIT_OK
     if opts.timeout <= 0:
         raise UsageError(f"--timeout {opts.timeout:g}: give a positive number of seconds")
-    results = []
-    for case in corpus:
-        if not opts.json:
-            print(f"  {case.name} ({case.expect.tool}) ...", end="", flush=True, file=sys.stderr)
+    if opts.jobs < 1:
+        raise UsageError(f"--jobs {opts.jobs}: give 1 or more")
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(case):
         result = cases.run_case(case, opts.arch, opts.timeout)
-        results.append(result)
         if not opts.json:
-            print(" ok" if result.ok else " MISS", file=sys.stderr, flush=True)
+            print(f"  {case.name} ({case.expect.tool}): {'ok' if result.ok else 'MISS'}", file=sys.stderr, flush=True)
+        return result
+
+    # Each case runs in child processes, so threads only wait; several cases share the GPU.
+    with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+        results = list(pool.map(one, corpus))
     if opts.json:
         _emit_json([r.to_dict() for r in results])
     else:

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Everything kprof checks and measures on a real GPU, in one call (the lent H200, or any CUDA box).
 #
-#   KPROF_COMMIT=$(git rev-parse --short HEAD) bash scripts/gpu-check.sh   # logs + summary.md under $OUT
+#   KPROF_COMMIT=$(git rev-parse --short HEAD) bash scripts/gpu-check.sh [all|tests|measure]
+#       all (default): both; tests: doctor, build, pytest --require-gpu;
+#       measure: kprof run of the ladder, kprof sanitize and kprof cases with their wall times.
 #   KPROF_RECORD=1 ...   also records real compute-sanitizer/ncu output for tests/data/
 #
 # It installs what the machine lacks from wheels carried in .whl/ (the device machine has no
 # network: see docs/gpu.md), runs the GPU test suite with --require-gpu (a skip is a failure
-# there), runs every ladder kernel at its default size, and writes summary.md with the date, GPU,
-# driver and the exact commands. Copy summary.md to docs/results/ to publish it.
+# there), and writes summary.md (date, GPU, driver, commit, exact commands) and logs.tar.gz under
+# $OUT (default ./gpu-out). Copy summary.md to docs/results/ to publish it.
 set -u
+WHAT=${1:-all}
 OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
 LOGS=$OUT/logs
 mkdir -p "$LOGS"
 cd "$(dirname "$0")/.."
@@ -27,12 +29,14 @@ else
 fi
 KPROF="python3 -m kprof"
 status=0
-step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, remember failures
+step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and wall time
     local name=$1; shift
-    local t0=$SECONDS
+    local t0 ms
+    t0=$(date +%s%N)
     "$@" >"$LOGS/$name.txt" 2>&1
     local rc=$?
-    echo "$name rc=$rc $((SECONDS - t0))s" | tee -a "$LOGS/steps.txt"
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    printf '%s rc=%s %d.%03ds: %s\n' "$name" "$rc" $((ms / 1000)) $((ms % 1000)) "$*" | tee -a "$LOGS/steps.txt"
     [ $rc -eq 0 ] || status=1
     return $rc
 }
@@ -44,14 +48,28 @@ step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, remember failures
     python3 --version
 } >"$LOGS/env.txt" 2>&1
 
-step doctor $KPROF doctor
-step build $KPROF build --all
-step pytest python3 -m pytest -v --require-gpu -p no:cacheprovider tests
-mkdir -p "$LOGS/run"
-for name in vector_add reduce_sum naive_matmul tiled_matmul regblock_matmul rmsnorm softmax; do
-    step "run-$name" $KPROF run "$name" --json
-    cp "$LOGS/run-$name.txt" "$LOGS/run/$name.json"
-done
+if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
+    step doctor $KPROF doctor
+    step build $KPROF build --all
+    XDIST=""
+    python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
+    step pytest python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST tests
+    cp "$LOGS/pytest.txt" "$OUT/pytest.txt"
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = measure ]; then
+    mkdir -p "$LOGS/run"
+    for name in vector_add reduce_sum naive_matmul tiled_matmul regblock_matmul rmsnorm softmax; do
+        step "run-$name" $KPROF run "$name" --json
+        cp "$LOGS/run-$name.txt" "$LOGS/run/$name.json"
+    done
+    step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
+    step sanitize-tiled_matmul_no_bounds $KPROF sanitize tiled_matmul_no_bounds --tool memcheck --sarif "$LOGS/tiled_matmul_no_bounds.sarif"
+    step sanitize-neighbour_overflow-padding0 $KPROF sanitize neighbour_overflow --tool memcheck --memcheck-padding 0
+    step sanitize-neighbour_overflow $KPROF sanitize neighbour_overflow --tool memcheck
+    step cases $KPROF cases
+    step cases-json $KPROF cases --json
+fi
 
 if [ "${KPROF_RECORD:-0}" = 1 ]; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"
@@ -59,6 +77,5 @@ fi
 
 python3 scripts/gpu_summary.py "$LOGS" >"$OUT/summary.md" 2>"$LOGS/summary-errors.txt" || status=1
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs
-cp "$LOGS/pytest.txt" "$OUT/pytest.txt"
 cat "$OUT/summary.md"
 exit $status
