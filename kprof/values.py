@@ -75,21 +75,23 @@ def analyse(spec, resolved, runs: list[tuple[bool, dict[str, Any]]], expected: d
             unwritten = _same_bits(a, pa) & _same_bits(b, pb)
             if unwritten.any():
                 findings.append(finding("unwritten-output", unwritten, "never written (still poison in every run)"))
-        poison_dependent = _differs(a, b, tol) & ~unwritten
+        # Nondeterminism first: a race also makes the A and B runs differ, but only a result that
+        # is stable across the A runs and still moves with the pattern really follows the poison.
+        nondeterministic = np.zeros(a.shape, dtype=bool)
+        for other in outs_a[1:]:
+            nondeterministic |= _differs(a, other, tol)
+        nondeterministic &= ~unwritten
+        if nondeterministic.any():
+            findings.append(finding(
+                "race", nondeterministic,
+                f"results differ between {len(outs_a)} identical runs beyond the tolerance: a race",
+            ))  # fmt: skip
+        poison_dependent = _differs(a, b, tol) & ~unwritten & ~nondeterministic
         if poison_dependent.any():
             findings.append(finding(
                 "uninitialized-read", poison_dependent,
                 "the result follows the poison pattern, so it reads memory nothing wrote (an output read "
                 "before it was written, or shared memory no thread stored)",
-            ))  # fmt: skip
-        nondeterministic = np.zeros(a.shape, dtype=bool)
-        for other in outs_a[1:]:
-            nondeterministic |= _differs(a, other, tol)
-        nondeterministic &= ~unwritten & ~poison_dependent
-        if nondeterministic.any():
-            findings.append(finding(
-                "race", nondeterministic,
-                f"results differ between {len(outs_a)} identical runs beyond the tolerance: a race",
             ))  # fmt: skip
         explained = unwritten | poison_dependent | nondeterministic
         wrong = _differs(a, ref, tol) & ~explained
@@ -118,7 +120,7 @@ def _differs(x: Any, y: Any, tol: float) -> Any:
     return np.where(nan_x | nan_y, nan_x != nan_y, far)
 
 
-def run(job: dict[str, Any], *, repeats: int = 4, timeout: float = 300.0):
+def run(job: dict[str, Any], *, repeats: int = 5, timeout: float = 300.0):
     """Run the detector in a child (parent side); returns a sanitize.ToolResult."""
     from kprof import build, launch
     from kprof.findings import Access

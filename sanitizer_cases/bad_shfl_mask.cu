@@ -1,7 +1,10 @@
-// A warp sum with __shfl_down_sync whose mask names only half the warp, while all 32 lanes call it.
+// Half-warp sum: only lanes 0..15 take the branch, but the shuffle's mask names all 32 lanes.
 extern "C" __global__ void bad_shfl_mask(const float* x, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x & 31;
     float v = i < n ? x[i] : 0.0f;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0x0000ffffu, v, o);  // BUG: mask must be 0xffffffff
-    if ((threadIdx.x & 31) == 0) out[i / 32] = v;
+    if (lane < 16) {
+        for (int o = 8; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);  // BUG: mask must be 0x0000ffff
+        if (lane == 0) out[i / 32] = v;
+    }
 }

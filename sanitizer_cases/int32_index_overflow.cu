@@ -5,8 +5,8 @@ extern "C" __global__ void int32_index_overflow(const unsigned char* img, float*
     int row = row0 + blockIdx.x;
     float s = 0.0f;
     for (int col = threadIdx.x; col < width; col += blockDim.x) {
-        int idx = row * width + col;  // BUG: 32-bit product overflows for row * width >= 2^31
-        s += img[idx];
+        int idx = row * width + col;  // 32-bit: row * width wraps negative once it reaches 2^31
+        s += img[idx];  // BUG: reads img[idx] with idx wrapped negative
     }
     partial[threadIdx.x] = s;
     __syncthreads();

@@ -6,8 +6,8 @@ extern "C" __global__ void softmax_missing_sync(const float* x, float* y, int co
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
     __syncthreads();  // FIXED
-    float row_max = warp_max[0];
-    for (int w = 1; w < 8; ++w) row_max = fmaxf(row_max, warp_max[w]);
+    float row_max = -INFINITY;
+    for (int w = 0; w < 8; ++w) row_max = fmaxf(row_max, warp_max[w]);
     __syncthreads();
     float s = 0.0f;
     for (int c = threadIdx.x; c < cols; c += blockDim.x) s += __expf(xr[c] - row_max);

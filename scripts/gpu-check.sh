@@ -68,7 +68,6 @@ if [ "$WHAT" = all ] || [ "$WHAT" = measure ]; then
     step sanitize-neighbour_overflow-padding0 $KPROF sanitize neighbour_overflow --tool memcheck --memcheck-padding 0
     step sanitize-neighbour_overflow $KPROF sanitize neighbour_overflow --tool memcheck
     step cases $KPROF cases
-    step cases-json $KPROF cases --json
 fi
 
 if [ "${KPROF_RECORD:-0}" = 1 ]; then
