@@ -129,7 +129,7 @@ def cmd_sanitize(opts: argparse.Namespace) -> int:
         results = sanitize.run_all(job, tools, timeout=opts.timeout, padding=opts.memcheck_padding)
         kernel = spec.name
     if opts.sarif:
-        _write_json(Path(opts.sarif), findings.to_sarif(results, __version__))
+        _write_json(Path(opts.sarif), findings.to_sarif(results, __version__, root=str(Path.cwd())))
     if opts.json:
         _emit_json(findings.to_json(results, kernel))
     else:

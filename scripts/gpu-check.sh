@@ -67,6 +67,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = measure ]; then
     step sanitize-tiled_matmul_no_bounds $KPROF sanitize tiled_matmul_no_bounds --tool memcheck --sarif "$LOGS/tiled_matmul_no_bounds.sarif"
     step sanitize-neighbour_overflow-padding0 $KPROF sanitize neighbour_overflow --tool memcheck --memcheck-padding 0
     step sanitize-neighbour_overflow $KPROF sanitize neighbour_overflow --tool memcheck
+    step sanitize-bad_shfl_mask $KPROF sanitize bad_shfl_mask
     step cases $KPROF cases
 fi
 

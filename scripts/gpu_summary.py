@@ -59,6 +59,7 @@ def main(logs: Path) -> int:
                         ("sanitize-tiled_matmul_no_bounds", "kprof sanitize tiled_matmul_no_bounds --tool memcheck"),
                         ("sanitize-neighbour_overflow-padding0", "kprof sanitize neighbour_overflow --tool memcheck --memcheck-padding 0"),
                         ("sanitize-neighbour_overflow", "kprof sanitize neighbour_overflow --tool memcheck"),
+                        ("sanitize-bad_shfl_mask", "kprof sanitize bad_shfl_mask (all tools)"),
                         ("cases", "kprof cases")):
         path = logs / f"{name}.txt"
         if path.exists():
