@@ -18,6 +18,7 @@ from kprof.errors import UnknownKernelError
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS_DIR = ROOT / "kernels"
 CASES_DIR = ROOT / "sanitizer_cases"
+PERF_DIR = ROOT / "perf_cases"
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Entry:
 
 
 def search_dirs() -> list[tuple[Path, str]]:
-    dirs = [(KERNELS_DIR, "kernel"), (CASES_DIR, "case")]
+    dirs = [(KERNELS_DIR, "kernel"), (CASES_DIR, "case"), (PERF_DIR, "perf")]
     for extra in os.environ.get("KPROF_PATH", "").split(os.pathsep):
         if extra.strip():
             dirs.append((Path(extra).expanduser(), "user"))

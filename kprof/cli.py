@@ -101,6 +101,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=4, help="cases run at once (default 4)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = sub.add_parser(
+        "profile", help="Nsight Compute: occupancy, DRAM bandwidth, caches, bank conflicts, roofline, stalls",
+        description="Profile kernels with ncu through kprof's runner (selected by its NVTX range). Several names "
+        "are profiled one after another and compared in one table.",
+    )  # fmt: skip
+    p.add_argument("names", nargs="+", metavar="NAME|SPEC")
+    _size_args(p)
+    p.add_argument("--set", dest="set_name", default="quick", choices=["quick", "full"],
+                   help="quick: kprof's metrics only (default); full: also every ncu section, for the GUI")
+    p.add_argument("--metrics", default="", help="extra ncu metrics, comma-separated (shown under 'extra')")
+    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per kernel (default 600)")
+    p.add_argument("--save-report", metavar="DIR", help="keep the .ncu-rep files in DIR for the Nsight Compute GUI")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the roofline with each kernel as a point (needs matplotlib)")
+    p.add_argument("--json", action="store_true", help="print the typed report as JSON")
+
+    p = sub.add_parser("occupancy", help="theoretical occupancy and its limiter, from the cubin (no GPU needed)")
+    p.add_argument("name", metavar="NAME|SPEC")
+    p.add_argument("--block", type=int, action="append", default=[], help="block size(s) to report (default: the spec's)")
+    p.add_argument("--dynamic-smem", type=int, default=None, help="dynamic shared memory per block in bytes (default: the spec's)")
+    p.add_argument("--arch", help="sm_80, sm_86, sm_89 or sm_90 (default: the GPU's, else sm_90)")
+    _size_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries")
     p.add_argument("--json", action="store_true", help="print JSON")
     return parser

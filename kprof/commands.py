@@ -190,6 +190,104 @@ def _write_json(path: Path, data: object) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
+def cmd_profile(opts: argparse.Namespace) -> int:
+    from kprof import build, catalog, launch, profile, spec as spec_mod
+    from kprof.ncu import NcuError
+
+    extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
+    if opts.timeout <= 0:
+        raise UsageError(f"--timeout {opts.timeout:g}: give a positive number of seconds")
+    report_dir = Path(opts.save_report) if opts.save_report else None
+    if report_dir:
+        try:
+            report_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--save-report {report_dir}: {exc.strerror or exc}") from None
+    if opts.plot:
+        from kprof import plot
+
+        plot.require()
+    overrides = spec_mod.parse_size_overrides(opts.size)
+    specs = [catalog.load(n) for n in opts.names]  # every name checked before anything runs
+    resolved_all = []
+    for spec in specs:
+        known = {k: v for k, v in overrides.items() if k in spec.size_names}
+        if len(specs) == 1 and set(overrides) - set(known):
+            spec.resolve(overrides)  # raises the unknown-size error
+        resolved_all.append(spec.resolve(known))
+    profiles, errors = [], []
+    for spec, resolved in zip(specs, resolved_all):
+        built = build.build(spec, opts.arch)
+        job = launch.make_job(spec, built, resolved.sizes)
+        if not opts.json:
+            print(f"profiling {spec.name} {resolved.size_text()} ...", file=sys.stderr, flush=True)
+        try:
+            row = profile.profile_kernel(job, spec.name, set_name=opts.set_name, extra_metrics=extra,
+                                         report_dir=report_dir, timeout=opts.timeout)
+            prof = profile.analyse(row, spec.name, resolved.sizes, arch=built.arch, spec_flops=resolved.flops,
+                                   spec_bytes=resolved.bytes)
+            if extra:
+                prof.notes.extend(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() for m in extra if m in row)
+            profiles.append(prof)
+        except NcuError as exc:
+            if exc.reason != "counters":
+                errors.append((spec.name, exc))  # the other kernels still run and report
+                continue
+            result = launch.run_kernel(spec, built, resolved.sizes, time=True, timeout=opts.timeout)
+            usage = built.usage_of(spec.entry)
+            profiles.append(profile.fallback(
+                spec.name, resolved.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
+                resolved.threads_per_block, usage.shared_static, resolved.shared_mem, built.arch,
+                resolved.flops, resolved.bytes, str(exc)))
+    if opts.plot and profiles:
+        from kprof import plot
+
+        plot.roofline(profiles, Path(opts.plot))
+    if opts.json:
+        _emit_json({"version": profile.PROFILE_VERSION, "kernels": [p.to_dict() for p in profiles],
+                    "errors": [{"kernel": n, "error": str(e), "reason": e.reason} for n, e in errors]})
+    else:
+        if profiles:
+            print(render.profile_report(profiles))
+        for name, exc in errors:
+            if exc.log:
+                print(exc.log.rstrip(), file=sys.stderr)
+            print(f"kprof: error: {exc}", file=sys.stderr)
+    if errors:
+        return EXIT_CUDA
+    return EXIT_OK
+
+
+def cmd_occupancy(opts: argparse.Namespace) -> int:
+    from kprof import build, catalog, occupancy, spec as spec_mod
+
+    spec = catalog.load(opts.name)
+    resolved = spec.resolve(spec_mod.parse_size_overrides(opts.size))
+    arch = build.check_arch(opts.arch) if opts.arch else build.detect_arch()
+    lim = occupancy.limits_for(arch)
+    built = build.build(spec, arch)
+    usage = built.usage_of(spec.entry)
+    dynamic = resolved.shared_mem if opts.dynamic_smem is None else opts.dynamic_smem
+    if dynamic < 0:
+        raise UsageError(f"--dynamic-smem {dynamic}: give 0 or more bytes")
+    blocks = opts.block or [resolved.threads_per_block]
+    chosen = [occupancy.compute(lim, b, usage.registers, usage.shared_static, dynamic) for b in blocks]
+    table = occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic)
+    if opts.json:
+        _emit_json({
+            "kernel": spec.name, "arch": arch, "registers": usage.registers, "static_smem": usage.shared_static,
+            "dynamic_smem": dynamic,
+            "launch": [dict(asdict(o), advice=occupancy.advice(lim, o, usage.registers, usage.shared_static, dynamic))
+                       for o in chosen],
+            "sweep": [asdict(o) for o in table],
+        })  # fmt: skip
+    else:
+        print(render.occupancy_report(spec.name, arch, usage, dynamic, chosen, table,
+                                      [occupancy.advice(lim, o, usage.registers, usage.shared_static, dynamic)
+                                       for o in chosen]))
+    return EXIT_OK
+
+
 def cmd_doctor(opts: argparse.Namespace) -> int:
     from kprof import doctor
 

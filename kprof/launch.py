@@ -64,6 +64,8 @@ def make_job(
 ) -> dict[str, Any]:
     return {
         "spec": str(spec.path),
+        "name": spec.name,  # the NVTX range; a sanitizer case's twin is NAME_fixed
+        "twin": spec.is_twin,
         "cubin": str(built.cubin),
         "sizes": sizes,
         "preset": preset,

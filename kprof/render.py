@@ -139,3 +139,81 @@ def cases_matrix(results: list) -> str:
     return table(["CASE", "TOOL", "EXPECTED KIND", "LINE", "FOUND", "TWIN CLEAN", "SECONDS"], rows, "llllllr") + (
         f"\n{ok} of {len(results)} cases as expected"
     )
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _f(x, fmt: str = ".2f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def profile_report(profiles: list) -> str:
+    out = []
+    for p in profiles:
+        out.append(f"{p.kernel}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}  [{p.source}]")
+        if p.duration_s is not None:
+            out.append(f"  duration            {p.duration_s * 1e3:.4f} ms")
+        out.append(f"  occupancy           achieved {_pct(p.achieved_occupancy)}, theoretical {_pct(p.theoretical_occupancy)}"
+                   f", limited by {p.occupancy_limiter or '?'}; {p.registers} registers, block {p.block_size}"
+                   + (f", {p.waves:.2f} waves" if p.waves is not None else ""))
+        if p.occupancy_advice:
+            out.append(f"                      {p.occupancy_advice}")
+        if p.dram_read is not None:
+            frac = f" ({_pct(p.dram_fraction)} of the {si(p.roofline.peak_bytes, 'B/s')} peak)" if p.roofline.peak_bytes else ""
+            out.append(f"  DRAM                read {si(p.dram_read, 'B')}, written {si(p.dram_write or 0, 'B')}, "
+                       f"{si(p.dram_bytes_per_s or 0, 'B/s')}{frac}")
+        elif p.dram_bytes_per_s is not None:
+            out.append(f"  bandwidth           {si(p.dram_bytes_per_s, 'B/s')} effective (spec bytes / time)")
+        if p.l1_hit is not None or p.l2_hit is not None:
+            out.append(f"  caches              L1 hit {_pct(p.l1_hit)}, L2 hit {_pct(p.l2_hit)}")
+        if p.conflicts_per_request is not None or p.shared_bank_conflicts:
+            out.append(f"  shared memory       {_f(p.shared_bank_conflicts, ',.0f')} bank conflicts, "
+                       f"{_f(p.conflicts_per_request)} per request")
+        if p.global_load_sectors_per_request is not None:
+            out.append(f"  global sectors/req  loads {_f(p.global_load_sectors_per_request)}, stores "
+                       f"{_f(p.global_store_sectors_per_request)} (4 is ideal for 4-byte accesses, 32 is one sector per lane)")
+        if p.local_bytes:
+            out.append(f"  local memory        {si(p.local_bytes, 'B')} of traffic (spills or local arrays)")
+        if p.flops_per_s is not None:
+            peak = f" ({_pct(p.flops_per_s / p.roofline.peak_flops)} of the {si(p.roofline.peak_flops, 'FLOP/s')} FP32 peak)" if p.roofline.peak_flops else ""
+            out.append(f"  compute             {si(p.flops or 0, 'FLOP')}, {si(p.flops_per_s, 'FLOP/s')}{peak}")
+        r = p.roofline
+        if r.bound:
+            out.append(f"  roofline            {r.intensity:.2f} FLOP/byte (ridge {r.ridge:.1f}): {r.bound}-bound, "
+                       f"at {_pct(r.fraction)} of the {si(r.attainable, 'FLOP/s')} the roofline allows")
+        if p.stalls:
+            out.append("  top stalls          " + ", ".join(f"{n} {v:.2f}" for n, v in p.stalls[:4])
+                       + " (warps stalled per issued instruction)")
+        for note in p.notes:
+            out.append(f"  note: {note}")
+        out.append("")
+    if len(profiles) > 1:
+        rows = []
+        for p in profiles:
+            rows.append((
+                p.kernel, _f(p.duration_s * 1e3 if p.duration_s else None, ".4f"),
+                f"{_pct(p.achieved_occupancy)}/{_pct(p.theoretical_occupancy)}", p.occupancy_limiter or "-",
+                si(p.dram_bytes_per_s, "B/s") if p.dram_bytes_per_s else "-", _pct(p.l2_hit),
+                si(p.flops_per_s, "FLOP/s") if p.flops_per_s else "-",
+                f"{p.roofline.bound} {_pct(p.roofline.fraction)}" if p.roofline.bound else "-",
+                _f(p.conflicts_per_request), _f(p.global_load_sectors_per_request),
+                p.stalls[0][0] if p.stalls else "-",
+            ))  # fmt: skip
+        out.append(table(["KERNEL", "TIME(ms)", "OCC ach/theo", "LIMITER", "DRAM", "L2 HIT", "FP32", "ROOFLINE",
+                          "CONFL/REQ", "LD SECT/REQ", "TOP STALL"], rows, "lrrlrrrlrrl"))
+    return "\n".join(out).rstrip()
+
+
+def occupancy_report(name, arch, usage, dynamic, chosen, table_rows, advice) -> str:
+    out = [f"{name} on {arch}: {usage.registers} registers per thread, {usage.shared_static:,} B static + "
+           f"{dynamic:,} B dynamic shared memory per block"]
+    for occ, tip in zip(chosen, advice):
+        out.append(f"  block {occ.block_size}: {occ.describe()}")
+        out.append(f"    {tip}")
+    out.append("")
+    out.append(table(["BLOCK", "BLOCKS/SM", "WARPS/SM", "OCCUPANCY", "LIMITER"],
+                     [(o.block_size, o.blocks_per_sm, o.warps_per_sm, _pct(o.occupancy), o.limiter) for o in table_rows],
+                     "rrrrl"))
+    return "\n".join(out)

@@ -67,6 +67,8 @@ def _run(job: dict[str, Any], result: _Result) -> int:
     from kprof.errors import UsageError
 
     spec = spec_mod.load(job["spec"])
+    if job.get("twin"):
+        spec = spec.twin_spec()
     resolved = spec.resolve(job.get("sizes") or {}, preset=job.get("preset", "default"))
     result.phase("init", kernel=spec.name, sizes=resolved.sizes,
                  launch={"grid": resolved.grid, "block": resolved.block, "shared_mem": resolved.shared_mem})
@@ -84,8 +86,8 @@ def _run(job: dict[str, Any], result: _Result) -> int:
 
     module = dev.load_module(Path(job["cubin"]).read_bytes())
     func = dev.function(module, spec.entry)
-    if resolved.shared_mem > 48 * 1024:
-        dev.set_max_dynamic_shared(func, resolved.shared_mem)
+    if resolved.shared_mem + dev.function_attribute(func, "SHARED_SIZE_BYTES") > 48 * 1024:
+        dev.set_max_dynamic_shared(func, resolved.shared_mem)  # opt in past the default 48 KiB
     result.phase("loaded", registers=dev.function_attribute(func, "NUM_REGS"))
 
     rng = np.random.default_rng(job.get("seed", 0))
@@ -145,7 +147,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
 
     def launch() -> None:
         if nvtx is not None:
-            nvtx.push_range(spec.name, domain="kprof")
+            nvtx.push_range(job.get("name", spec.name), domain="kprof")
         try:
             dev.launch(func, resolved.grid, resolved.block, resolved.shared_mem, packed)
         finally:

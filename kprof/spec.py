@@ -50,6 +50,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
+    "twin_defines",
 }  # fmt: skip
 
 
@@ -112,12 +113,17 @@ class KernelSpec:
     expect: Any = None  # sanitizer cases: what must be found (validated by kprof.cases)
     notes: str = ""
     twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
+    twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define
+    is_twin: bool = False
 
     def twin_spec(self) -> KernelSpec:
         """The fixed twin of a sanitizer case: same spec, the fixed source, nothing expected."""
         if self.twin is None:
             raise UsageError(f"{self.name} has no fixed twin")
-        return replace(self, name=f"{self.name}_fixed", source=self.twin, twin=None, expect=None)
+        defines = dict(self.defines)
+        defines.update(self.twin_defines)
+        return replace(self, name=f"{self.name}_fixed", source=self.twin, twin=None, expect=None,
+                       defines=tuple(defines.items()), twin_defines=(), is_twin=True)
 
     @property
     def buffers(self) -> tuple[BufferArg, ...]:
@@ -331,6 +337,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         if not isinstance(data["twin"], str) or not (path.parent / data["twin"]).is_file():
             raise fail("twin", f"{data['twin']!r} must name the fixed .cu file next to the spec")
         twin = (path.parent / data["twin"]).resolve()
+    twin_defines = _load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
 
     return KernelSpec(
         name=name,
@@ -351,6 +358,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         expect=data.get("expect"),
         notes=notes.strip(),
         twin=twin,
+        twin_defines=twin_defines,
     )
 
 

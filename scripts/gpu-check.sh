@@ -68,6 +68,14 @@ if [ "$WHAT" = all ] || [ "$WHAT" = measure ]; then
     step sanitize-neighbour_overflow-padding0 $KPROF sanitize neighbour_overflow --tool memcheck --memcheck-padding 0
     step sanitize-neighbour_overflow $KPROF sanitize neighbour_overflow --tool memcheck
     step sanitize-bad_shfl_mask $KPROF sanitize bad_shfl_mask
+    step profile-ladder $KPROF profile naive_matmul tiled_matmul regblock_matmul --size M=2048 N=2048 K=2048 --plot "$OUT/roofline.png"
+    for k in naive_matmul tiled_matmul regblock_matmul; do
+        step "plain-ncu-$k" python3 scripts/plain_ncu.py $k M=2048 N=2048 K=2048
+    done
+    step profile-perf-cases $KPROF profile transpose_bank_conflicts transpose_bank_conflicts_fixed copy_uncoalesced copy_uncoalesced_fixed register_spill register_spill_fixed too_few_blocks too_few_blocks_fixed
+    for k in naive_matmul tiled_matmul regblock_matmul vector_add reduce_sum rmsnorm softmax; do
+        step "occupancy-$k" $KPROF occupancy $k
+    done
     step cases $KPROF cases
 fi
 

@@ -60,7 +60,13 @@ def main(logs: Path) -> int:
                         ("sanitize-neighbour_overflow-padding0", "kprof sanitize neighbour_overflow --tool memcheck --memcheck-padding 0"),
                         ("sanitize-neighbour_overflow", "kprof sanitize neighbour_overflow --tool memcheck"),
                         ("sanitize-bad_shfl_mask", "kprof sanitize bad_shfl_mask (all tools)"),
-                        ("cases", "kprof cases")):
+                        ("cases", "kprof cases"),
+                        ("profile-ladder", "kprof profile naive_matmul tiled_matmul regblock_matmul --size M=2048 N=2048 K=2048 --plot roofline.png"),
+                        ("plain-ncu-naive_matmul", "plain ncu, naive_matmul 2048 (scripts/plain_ncu.py)"),
+                        ("plain-ncu-tiled_matmul", "plain ncu, tiled_matmul 2048 (scripts/plain_ncu.py)"),
+                        ("plain-ncu-regblock_matmul", "plain ncu, regblock_matmul 2048 (scripts/plain_ncu.py)"),
+                        ("profile-perf-cases", "kprof profile of the seeded performance bugs and their twins"),
+                        ("occupancy-regblock_matmul", "kprof occupancy regblock_matmul")):
         path = logs / f"{name}.txt"
         if path.exists():
             print()

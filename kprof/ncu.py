@@ -1,0 +1,162 @@
+"""The only ncu caller: argv builder, CSV parser, and the thin run around them.
+
+ncu wraps kprof's runner and profiles only the launch inside the runner's NVTX push/pop range
+``kprof@NAME`` (``--nvtx-include "kprof@NAME/"``; a start/end range or a ``/`` in the name would
+not match). ``--clock-control none`` leaves the clocks as they run, so numbers agree with kprof's
+own timings. Output is ``--page raw --csv``: one row per profiled kernel, numbers with thousands
+separators. A metric this ncu does not know is dropped and the run retried, so one renamed
+metric never costs the whole profile.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kprof.errors import KprofError, UsageError
+
+STALL_REASONS = (
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
+    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+    "short_scoreboard", "sleeping", "tex_throttle", "wait",
+)  # fmt: skip
+
+METRICS = (
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second",
+    # occupancy
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps",
+    "launch__occupancy_limit_blocks",
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic",
+    "launch__block_size",
+    "launch__grid_size",
+    "launch__waves_per_multiprocessor",
+    "launch__sm_count",
+    # memory
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__bytes.sum.peak_sustained",
+    "lts__t_sector_hit_rate.pct",
+    "l1tex__t_sector_hit_rate.pct",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    # compute: FLOPs from the SASS instruction counters (an FMA is two)
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+) + tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS)
+
+SETS = ("quick", "full")
+
+
+class NcuError(KprofError):
+    """ncu ran but could not profile (counters not permitted, nothing matched, a crash)."""
+
+    exit_code = 6
+
+    def __init__(self, message: str, log: str = "", reason: str = "") -> None:
+        self.log = log
+        self.reason = reason
+        super().__init__(message)
+
+
+def nvtx_filter(name: str) -> str:
+    """The include expression for the runner's push/pop range ``name`` in domain ``kprof``."""
+    if "/" in name:
+        raise UsageError(f"kernel name {name!r} has a '/', which ncu's NVTX filter reads as nesting")
+    return f"kprof@{name}/"
+
+
+def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: tuple[str, ...] = METRICS,
+               report: str | Path | None = None) -> list[str]:
+    """ncu's argv up to (not including) the target program."""
+    if set_name not in SETS:
+        raise UsageError(f"--set {set_name!r}: use quick or full")
+    argv = [str(ncu), "--nvtx", "--nvtx-include", nvtx_filter(name), "--clock-control", "none",
+            "--metrics", ",".join(metrics)]
+    if set_name == "full":
+        argv += ["--set", "full"]  # every section, for the GUI; adds ~2 s per kernel
+    if report is not None:  # ncu prints no table when it exports: read it back with import_argv()
+        return argv + ["--export", str(report), "--force-overwrite"]
+    return argv + ["--csv", "--page", "raw"]
+
+
+def import_argv(ncu: str | Path, report: str | Path) -> list[str]:
+    return [str(ncu), "--import", str(report), "--csv", "--page", "raw"]
+
+
+@dataclass(frozen=True)
+class Value:
+    value: float | str | None
+    unit: str
+
+
+def parse_number(text: str) -> float | str | None:
+    """``"1,073,741,824"`` -> 1073741824.0; ``"n/a"`` and empty -> None; words stay words."""
+    text = text.strip()
+    if not text or text.lower() in ("n/a", "nan", "-"):
+        return None
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return text
+
+
+def parse_csv(text: str) -> list[dict[str, Value]]:
+    """Rows of ``--page raw --csv`` output (the header row, then units, then one row per kernel)."""
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    rows = list(csv.reader(io.StringIO(text[start:])))
+    if len(rows) < 2:
+        return []
+    header, units = rows[0], rows[1]
+    out = []
+    for row in rows[2:]:
+        if len(row) != len(header):
+            continue
+        out.append({h: Value(parse_number(v), u) for h, u, v in zip(header, units, row)})
+    return out
+
+
+_UNKNOWN_METRIC = re.compile(r"Failed to find metric\s+'?([A-Za-z0-9_.]+)'?")
+
+
+def diagnose(text: str) -> tuple[str, str] | None:
+    """(reason, message) for ncu output that means nothing was measured, else None."""
+    if "ERR_NVGPUCTRPERM" in text:
+        return ("counters", "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM): run as root, "
+                "or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
+                "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+    if "No kernels were profiled" in text:
+        return ("no-match", "ncu profiled no kernel: nothing ran inside the NVTX range the filter names "
+                "(is the nvtx package installed where the runner runs?)")
+    return None
+
+
+def unknown_metrics(text: str) -> list[str]:
+    return _UNKNOWN_METRIC.findall(text)

@@ -1,0 +1,54 @@
+"""Roofline pictures (optional: ``pip install "kprof[plot]"`` brings matplotlib)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kprof.errors import UsageError
+
+
+def require() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError('--plot needs matplotlib: pip install "kprof[plot]"') from None
+
+
+def roofline(profiles: list, path: Path) -> Path:
+    """Log-log roofline: the memory roof, the FP32 roof, each kernel as a labelled point."""
+    require()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    peaks = [(p.roofline.peak_flops, p.roofline.peak_bytes) for p in profiles
+             if p.roofline.peak_flops and p.roofline.peak_bytes]
+    points = [p for p in profiles if p.roofline.intensity and p.flops_per_s]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    if peaks:
+        peak_flops, peak_bytes = peaks[0]
+        ridge = peak_flops / peak_bytes
+        xs = [min([ridge / 100] + [p.roofline.intensity / 3 for p in points]),
+              max([ridge * 100] + [p.roofline.intensity * 3 for p in points])]
+        ax.plot([xs[0], ridge], [xs[0] * peak_bytes, peak_flops], color="tab:blue",
+                label=f"DRAM {peak_bytes / 1e12:.2f} TB/s")
+        ax.plot([ridge, xs[1]], [peak_flops, peak_flops], color="tab:red", label=f"FP32 {peak_flops / 1e12:.1f} TFLOP/s")
+    for p in points:
+        ax.scatter([p.roofline.intensity], [p.flops_per_s], zorder=3)
+        ax.annotate(p.kernel, (p.roofline.intensity, p.flops_per_s), textcoords="offset points", xytext=(6, 4))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title("Roofline (ceilings from ncu's peak metrics; points measured by ncu)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        raise UsageError(f"--plot {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+    return path

@@ -1,0 +1,249 @@
+"""``kprof profile``: one ncu run per kernel, turned into the numbers that explain speed.
+
+``analyse()`` is pure: ncu's raw metrics in, a :class:`KernelProfile` out (occupancy and its
+limiter, DRAM traffic against the ceiling, cache hit rates, bank conflicts and sectors per request,
+FLOPs from the SASS counters, arithmetic intensity and the roofline verdict, the top stall
+reasons). ``profile_kernel()`` is the thin part that runs ncu over the runner. When ncu may not
+read counters, ``fallback()`` reports what needs none: event timing, theoretical occupancy, and
+effective bandwidth and FLOP rate from the spec's work formulas.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof import ncu as ncu_mod, occupancy, proc
+from kprof.ncu import METRICS, STALL_REASONS, NcuError, Value
+
+PROFILE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Roofline:
+    peak_flops: float | None  # FP32 FLOP/s (FMA = 2)
+    peak_bytes: float | None  # DRAM bytes/s
+    intensity: float | None  # FLOP per DRAM byte
+    ridge: float | None  # intensity where the two roofs meet
+    bound: str | None  # "memory" or "compute"
+    attainable: float | None  # FLOP/s the roofline allows at this intensity
+    fraction: float | None  # achieved / attainable
+
+    @classmethod
+    def of(cls, flops: float | None, seconds: float | None, dram_bytes: float | None,
+           peak_flops: float | None, peak_bytes: float | None) -> Roofline:
+        if not (flops and seconds and dram_bytes and peak_flops and peak_bytes):
+            return cls(peak_flops, peak_bytes, (flops / dram_bytes) if flops and dram_bytes else None,
+                       (peak_flops / peak_bytes) if peak_flops and peak_bytes else None, None, None, None)
+        intensity = flops / dram_bytes
+        ridge = peak_flops / peak_bytes
+        attainable = min(peak_flops, intensity * peak_bytes)
+        return cls(peak_flops, peak_bytes, intensity, ridge, "memory" if intensity < ridge else "compute",
+                   attainable, (flops / seconds) / attainable)
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    kernel: str
+    sizes: dict[str, int]
+    source: str  # "ncu" or "fallback (no counters)"
+    duration_s: float | None
+    achieved_occupancy: float | None  # 0..1
+    theoretical_occupancy: float | None
+    occupancy_limiter: str | None
+    occupancy_advice: str | None
+    registers: int | None
+    block_size: int | None
+    grid_size: int | None
+    waves: float | None
+    dram_read: float | None
+    dram_write: float | None
+    dram_bytes_per_s: float | None
+    dram_fraction: float | None  # of the peak below
+    l1_hit: float | None  # 0..1
+    l2_hit: float | None
+    shared_bank_conflicts: float | None
+    shared_requests: float | None
+    conflicts_per_request: float | None
+    global_load_sectors_per_request: float | None
+    global_store_sectors_per_request: float | None
+    local_bytes: float | None  # spill traffic (local memory loads and stores)
+    flops: float | None
+    flops_per_s: float | None
+    roofline: Roofline
+    stalls: list[tuple[str, float]]  # (reason, warps stalled per issued instruction), largest first
+    spec_flops: int | None = None
+    spec_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _num(row: dict[str, Value], key: str) -> float | None:
+    v = row.get(key)
+    return v.value if v is not None and isinstance(v.value, float) else None
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: str | None = None,
+            spec_flops: int | None = None, spec_bytes: int | None = None,
+            peak_bytes_override: float | None = None) -> KernelProfile:
+    """A typed report from one ncu raw row."""
+    g = lambda k: _num(row, k)  # noqa: E731
+    duration = _div(g("gpu__time_duration.sum"), 1e9)
+    read, write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
+    dram = (read or 0) + (write or 0) if read is not None or write is not None else None
+    sm_hz, dram_hz = g("sm__cycles_elapsed.avg.per_second"), g("dram__cycles_elapsed.avg.per_second")
+    peak_bytes = peak_bytes_override or (g("dram__bytes.sum.peak_sustained") * dram_hz
+                                         if g("dram__bytes.sum.peak_sustained") and dram_hz else None)
+    ffma_peak = g("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained")
+    peak_flops = 2 * ffma_peak * sm_hz if ffma_peak and sm_hz else None
+    parts = [g(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum") for op in ("fadd", "fmul", "dadd", "dmul")]
+    fmas = [g(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum") for op in ("ffma", "dfma")]
+    counted = [p for p in parts + fmas if p is not None]
+    flops = (sum(p for p in parts if p) + 2 * sum(f for f in fmas if f)) if counted else None
+    conflicts = None
+    if g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") is not None:
+        conflicts = (g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") or 0) + (
+            g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum") or 0)
+    shared_req = None
+    if g("smsp__sass_inst_executed_op_shared_ld.sum") is not None:
+        shared_req = (g("smsp__sass_inst_executed_op_shared_ld.sum") or 0) + (
+            g("smsp__sass_inst_executed_op_shared_st.sum") or 0)
+    local = None
+    if g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") is not None:
+        local = 32 * ((g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0)
+                      + (g("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0))
+    stalls = [(r, g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio")) for r in STALL_REASONS
+              if r != "selected"]
+    stalls = sorted(((r, v) for r, v in stalls if v), key=lambda rv: -rv[1])[:5]
+
+    limits = {
+        "registers": g("launch__occupancy_limit_registers"), "shared memory": g("launch__occupancy_limit_shared_mem"),
+        "warps": g("launch__occupancy_limit_warps"), "blocks": g("launch__occupancy_limit_blocks"),
+    }  # fmt: skip
+    known = {k: v for k, v in limits.items() if v is not None}
+    limiter = min(known, key=lambda k: known[k]) if known else None
+    theoretical = _div(g("sm__maximum_warps_per_active_cycle_pct"), 100)
+    if theoretical is not None and theoretical >= 1.0:
+        limiter = "nothing (the maximum)"
+    registers = int(g("launch__registers_per_thread")) if g("launch__registers_per_thread") else None
+    block = int(g("launch__block_size")) if g("launch__block_size") else None
+    advice = None
+    if arch and registers and block:
+        try:
+            lim = occupancy.limits_for(arch)
+            static = int(g("launch__shared_mem_per_block_static") or 0)
+            dynamic = int(g("launch__shared_mem_per_block_dynamic") or 0)
+            occ = occupancy.compute(lim, block, registers, static, dynamic)
+            advice = occupancy.advice(lim, occ, registers, static, dynamic)
+        except Exception:  # advice is a courtesy; the measured numbers stand without it
+            advice = None
+    dram_rate = _div(dram, duration)
+    return KernelProfile(
+        kernel=kernel,
+        sizes=sizes,
+        source="ncu",
+        duration_s=duration,
+        achieved_occupancy=_div(g("sm__warps_active.avg.pct_of_peak_sustained_active"), 100),
+        theoretical_occupancy=theoretical,
+        occupancy_limiter=limiter,
+        occupancy_advice=advice,
+        registers=registers,
+        block_size=block,
+        grid_size=int(g("launch__grid_size")) if g("launch__grid_size") else None,
+        waves=g("launch__waves_per_multiprocessor"),
+        dram_read=read,
+        dram_write=write,
+        dram_bytes_per_s=dram_rate,
+        dram_fraction=_div(dram_rate, peak_bytes),
+        l1_hit=_div(g("l1tex__t_sector_hit_rate.pct"), 100),
+        l2_hit=_div(g("lts__t_sector_hit_rate.pct"), 100),
+        shared_bank_conflicts=conflicts,
+        shared_requests=shared_req,
+        conflicts_per_request=_div(conflicts, shared_req),
+        global_load_sectors_per_request=_div(g("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+                                             g("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")),
+        global_store_sectors_per_request=_div(g("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+                                              g("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")),
+        local_bytes=local,
+        flops=flops,
+        flops_per_s=_div(flops, duration),
+        roofline=Roofline.of(flops, duration, dram, peak_flops, peak_bytes),
+        stalls=stalls,
+        spec_flops=spec_flops,
+        spec_bytes=spec_bytes,
+    )
+
+
+def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, registers: int | None,
+             block: int, static_smem: int, dynamic_smem: int, arch: str, spec_flops: int | None,
+             spec_bytes: int | None, reason: str) -> KernelProfile:
+    """What can be said without counters: event time, theoretical occupancy, spec-based rates."""
+    theoretical = limiter = advice = None
+    try:
+        lim = occupancy.limits_for(arch)
+        occ = occupancy.compute(lim, block, registers or 1, static_smem, dynamic_smem)
+        theoretical, limiter = occ.occupancy, occ.limiter
+        advice = occupancy.advice(lim, occ, registers or 1, static_smem, dynamic_smem)
+    except Exception:
+        pass
+    bytes_rate = _div(spec_bytes, seconds)
+    flops_rate = _div(spec_flops, seconds)
+    return KernelProfile(
+        kernel=kernel, sizes=sizes, source="fallback (no counters)", duration_s=seconds,
+        achieved_occupancy=None, theoretical_occupancy=theoretical, occupancy_limiter=limiter,
+        occupancy_advice=advice, registers=registers, block_size=block, grid_size=None, waves=None,
+        dram_read=None, dram_write=None, dram_bytes_per_s=bytes_rate, dram_fraction=None, l1_hit=None,
+        l2_hit=None, shared_bank_conflicts=None, shared_requests=None, conflicts_per_request=None,
+        global_load_sectors_per_request=None, global_store_sectors_per_request=None, local_bytes=None,
+        flops=spec_flops, flops_per_s=flops_rate, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
+        stalls=[], spec_flops=spec_flops, spec_bytes=spec_bytes,
+        notes=[reason, "throughput here comes from the spec's work formulas over one event-timed launch"],
+    )
+
+
+def profile_kernel(job: dict[str, Any], name: str, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
+                   report_dir: Path | None = None, timeout: float = 600.0) -> dict[str, Value]:
+    """Run ncu over the runner; the raw row of the one launch in the NVTX range ``kprof@name``."""
+    from kprof import launch
+
+    exe = proc.find_tool("ncu")
+    metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
+    job = dict(job, verify=False, time=False)
+    with tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
+        report = (report_dir / f"{name}.ncu-rep") if report_dir else None
+        for _attempt in range(3):
+            argv = ncu_mod.build_argv(exe, name, set_name=set_name, metrics=metrics, report=report)
+            done, data = launch.run(job, timeout=timeout, wrapper=argv)
+            text = done.stdout + "\n" + done.stderr
+            unknown = ncu_mod.unknown_metrics(text)
+            if unknown and done.returncode != 0:
+                metrics = tuple(m for m in metrics if m not in unknown)
+                continue
+            break
+        if done.timed_out:
+            raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or --set full "
+                           "replays it dozens of times)", done.tail(30), "timeout")
+        if (why := ncu_mod.diagnose(text)) is not None:
+            raise NcuError(f"{name}: {why[1]}", done.tail(30), why[0])
+        status = data.get("status")
+        if status == "error":
+            err = data.get("error", {})
+            raise NcuError(f"{name}: the kernel failed under ncu: {err.get('message', '?')}", done.tail(30), "target")
+        if done.returncode != 0:
+            how = done.signal_name or f"exit code {done.returncode}"
+            raise NcuError(f"{name}: ncu ended with {how}", done.tail(30), "tool")
+        if report is not None:
+            imported = proc.run(ncu_mod.import_argv(exe, report), timeout=120)
+            text = imported.stdout
+        rows = ncu_mod.parse_csv(text)
+    if not rows:
+        raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
+    return rows[-1]

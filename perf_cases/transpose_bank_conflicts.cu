@@ -1,0 +1,12 @@
+// Shared-memory transpose through an unpadded 32 x 32 tile: the column reads tile[x][y] hit the
+// same bank for all 32 lanes of a warp (32-way bank conflicts).
+#define TILE 32
+extern "C" __global__ void transpose_bank_conflicts(const float* in_, float* out, int n) {
+    __shared__ float tile[TILE][TILE];  // PERF: no padding column
+    int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in_[(size_t)y * n + x];
+    __syncthreads();
+    x = blockIdx.y * TILE + threadIdx.x;
+    y = blockIdx.x * TILE + threadIdx.y;
+    out[(size_t)y * n + x] = tile[threadIdx.x][threadIdx.y];
+}

@@ -1,0 +1,224 @@
+"""Profiling without a GPU: the ncu argv, the CSV parser and the analysis over real ncu output
+recorded on the H200, the occupancy calculator against the driver's recorded answers, the
+roofline arithmetic, and the seeded performance cases."""
+
+import json
+
+import pytest
+
+from kprof import ncu, occupancy, perfcases, profile
+from kprof.errors import UsageError
+
+
+@pytest.fixture(scope="module")
+def tiled_row():
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "data" / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text()
+    rows = ncu.parse_csv(text)
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_argv():
+    argv = ncu.build_argv("/x/ncu", "tiled_matmul")
+    assert argv[:6] == ["/x/ncu", "--nvtx", "--nvtx-include", "kprof@tiled_matmul/", "--clock-control", "none"]
+    assert argv[-3:] == ["--csv", "--page", "raw"]
+    metrics = argv[argv.index("--metrics") + 1].split(",")
+    assert "gpu__time_duration.sum" in metrics and "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" in metrics
+    full = ncu.build_argv("/x/ncu", "k", set_name="full", report="/r/k.ncu-rep")
+    assert "--set" in full and full[full.index("--set") + 1] == "full"
+    assert full[-3:] == ["--export", "/r/k.ncu-rep", "--force-overwrite"] and "--csv" not in full
+    assert ncu.import_argv("/x/ncu", "/r/k.ncu-rep") == ["/x/ncu", "--import", "/r/k.ncu-rep", "--csv", "--page", "raw"]
+    with pytest.raises(UsageError, match="nesting"):
+        ncu.nvtx_filter("a/b")
+    with pytest.raises(UsageError, match="--set"):
+        ncu.build_argv("/x/ncu", "k", set_name="everything")
+
+
+def test_numbers_with_thousands_separators():
+    assert ncu.parse_number("1,073,741,824") == 1073741824.0
+    assert ncu.parse_number("93.77") == 93.77
+    assert ncu.parse_number("n/a") is None and ncu.parse_number("") is None
+    assert ncu.parse_number("NVIDIA H200") == "NVIDIA H200"
+
+
+def test_parse_recorded_raw_csv(tiled_row):
+    assert tiled_row["gpu__time_duration.sum"].value == 251520.0
+    assert tiled_row["gpu__time_duration.sum"].unit == "ns"
+    assert tiled_row["dram__bytes_read.sum"].value == 8393472.0
+    assert tiled_row["Kernel Name"].value == "tiled_matmul"
+
+
+def test_analyse_recorded_tiled_matmul(tiled_row):
+    p = profile.analyse(tiled_row, "tiled_matmul", {"M": 1024, "N": 1024, "K": 1024}, arch="sm_90",
+                        spec_flops=2 * 1024**3)
+    assert p.duration_s == pytest.approx(251.52e-6)
+    assert p.achieved_occupancy == pytest.approx(0.9377) and p.theoretical_occupancy == pytest.approx(1.0)
+    assert p.occupancy_limiter == "nothing (the maximum)"
+    assert p.registers == 31 and p.block_size == 1024
+    assert p.dram_read == 8393472.0 and p.dram_write == 0
+    # peak: 1504 B/cycle x 3.199 GHz = 4.81 TB/s
+    assert p.roofline.peak_bytes == pytest.approx(1504 * 3199088210.35)
+    assert p.dram_fraction == pytest.approx(8393472 / 251.52e-6 / (1504 * 3199088210.35))
+    assert p.l2_hit == pytest.approx(0.9291)
+    assert p.shared_bank_conflicts == 39503 + 321711
+    assert p.conflicts_per_request == pytest.approx((39503 + 321711) / (41943040 + 2097152))
+    assert p.global_load_sectors_per_request == pytest.approx(8388608 / 2097152)
+    assert p.global_store_sectors_per_request == pytest.approx(4.0)
+    assert p.local_bytes == 0
+    assert p.stalls[0][0] == "mio_throttle" and p.stalls[0][1] == pytest.approx(16.51)
+    assert "selected" not in dict(p.stalls)
+    # --set full records FLOP rates, not the .sum counters kprof asks for: no FLOPs from this file
+    assert p.flops is None and p.roofline.bound is None
+
+
+def test_analyse_flops_and_roofline():
+    V = ncu.Value
+    row = {
+        "gpu__time_duration.sum": V(1e6, "ns"),  # 1 ms
+        "dram__bytes_read.sum": V(1e9, "byte"), "dram__bytes_write.sum": V(0.0, "byte"),
+        "dram__bytes.sum.peak_sustained": V(1000.0, "byte/cycle"), "dram__cycles_elapsed.avg.per_second": V(4e9, "hz"),
+        "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": V(16896.0, "inst/cycle"),
+        "sm__cycles_elapsed.avg.per_second": V(2e9, "hz"),
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": V(1e9, "inst"),
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": V(5e8, "inst"),
+        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": V(0.0, "inst"),
+    }  # fmt: skip
+    p = profile.analyse(row, "k", {})
+    assert p.flops == 2.5e9 and p.flops_per_s == pytest.approx(2.5e12)
+    r = p.roofline
+    assert r.peak_bytes == 4e12 and r.peak_flops == pytest.approx(2 * 16896 * 2e9)
+    assert r.intensity == pytest.approx(2.5) and r.ridge == pytest.approx(2 * 16896 * 2e9 / 4e12)
+    assert r.bound == "memory" and r.attainable == pytest.approx(2.5 * 4e12)
+    assert r.fraction == pytest.approx(2.5e12 / 1e13)
+
+
+def test_roofline_compute_bound():
+    r = profile.Roofline.of(flops=1e12, seconds=0.1, dram_bytes=1e9, peak_flops=60e12, peak_bytes=4e12)
+    assert r.bound == "compute" and r.attainable == 60e12 and r.fraction == pytest.approx(1e13 / 60e12)
+
+
+def test_fallback_without_counters():
+    p = profile.fallback("k", {"N": 1}, 0.002, 32, 256, 0, 0, "sm_90", 4e9, 8e9, "counters not permitted")
+    assert p.source.startswith("fallback") and p.theoretical_occupancy == 1.0
+    assert p.dram_bytes_per_s == pytest.approx(4e12) and p.flops_per_s == pytest.approx(2e12)
+    json.dumps(p.to_dict())
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", "counters"),
+        (None, "no-match"),
+    ],
+)
+def test_diagnose(data_dir, text, reason):
+    if text is None:
+        text = (data_dir / "ncu" / "nomatch.ncu.txt").read_text()
+    assert ncu.diagnose(text)[0] == reason
+    assert ncu.diagnose("==PROF== Disconnected") is None
+
+
+def test_unknown_metric_names():
+    assert ncu.unknown_metrics("==ERROR== Failed to find metric sm__bogus.sum\n") == ["sm__bogus.sum"]
+
+
+def test_occupancy_matches_every_recorded_driver_answer(data_dir):
+    data = json.loads((data_dir / "ncu" / "occupancy_sm90.json").read_text())
+    lim = occupancy.ARCHS["sm_90"]
+    dev = data["device"]
+    assert (lim.max_warps_per_sm * 32, lim.max_blocks_per_sm, lim.regs_per_sm, lim.smem_per_sm,
+            lim.max_smem_per_block, lim.reserved_smem_per_block) == (
+        dev["MAX_THREADS_PER_MULTIPROCESSOR"], dev["MAX_BLOCKS_PER_MULTIPROCESSOR"],
+        dev["MAX_REGISTERS_PER_MULTIPROCESSOR"], dev["MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"],
+        dev["MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"], dev["RESERVED_SHARED_MEMORY_PER_BLOCK"])
+    checked = 0
+    for k in data["kernels"]:
+        for a in k["answers"]:
+            got = occupancy.compute(lim, a["block"], k["registers"], k["static_smem"], a["dynamic_smem"], opt_in=False)
+            assert got.blocks_per_sm == a["blocks_per_sm"], (k["name"], a)
+            checked += 1
+    assert checked >= 500
+
+
+@pytest.mark.parametrize(
+    "arch, block, regs, smem, blocks, limiter",
+    [
+        ("sm_90", 256, 126, 8192, 2, "registers"),
+        ("sm_90", 1024, 31, 8192, 2, "nothing (the maximum)"),
+        ("sm_90", 32, 16, 0, 32, "blocks"),
+        ("sm_90", 256, 32, 100 * 1024, 2, "shared memory"),
+        ("sm_86", 1024, 38, 8192, 1, "warps"),
+        ("sm_80", 256, 64, 0, 4, "registers"),
+        ("sm_89", 128, 32, 0, 12, "nothing (the maximum)"),
+        ("sm_89", 1024, 32, 0, 1, "warps"),
+    ],
+)
+def test_occupancy_per_arch(arch, block, regs, smem, blocks, limiter):
+    occ = occupancy.compute(occupancy.limits_for(arch), block, regs, smem)
+    assert (occ.blocks_per_sm, occ.limiter) == (blocks, limiter)
+
+
+def test_occupancy_advice():
+    lim = occupancy.ARCHS["sm_90"]
+    occ = occupancy.compute(lim, 256, 126, 8192)
+    assert "at 80" in occupancy.advice(lim, occ, 126, 8192) and "38%" in occupancy.advice(lim, occ, 126, 8192)
+    occ = occupancy.compute(lim, 256, 32, 100 * 1024)
+    assert "bytes of shared memory per block" in occupancy.advice(lim, occ, 32, 100 * 1024)
+    with pytest.raises(UsageError, match="no occupancy limits for sm_75"):
+        occupancy.limits_for("sm_75")
+    with pytest.raises(UsageError, match="block size 2048"):
+        occupancy.compute(lim, 2048, 32, 0)
+
+
+def test_perf_cases_are_well_formed():
+    found = {c.name: c for c in perfcases.load_all()}
+    assert set(found) == {"transpose_bank_conflicts", "copy_uncoalesced", "register_spill", "too_few_blocks"}
+    assert found["too_few_blocks"].spec.twin_spec().resolve().grid == (1056, 1, 1)
+    assert found["too_few_blocks"].spec.resolve().grid == (4, 1, 1)
+    ok, text = found["copy_uncoalesced"].verdict(32.0, 4.0)
+    assert ok and "higher" in text
+    assert not found["copy_uncoalesced"].verdict(5.0, 4.0)[0]
+    assert found["too_few_blocks"].verdict(1e11, 3e12)[0] and not found["too_few_blocks"].verdict(1e12, 3e12)[0]
+    assert found["register_spill"].verdict(1e6, 0.0)[0]
+
+
+def test_occupancy_cli_without_gpu(capsys):
+    from kprof import cli
+
+    assert cli.main(["occupancy", "regblock_matmul", "--arch", "sm_90"]) == 0
+    out = capsys.readouterr().out
+    assert "126 registers per thread" in out and "limited by registers" in out and "BLOCKS/SM" in out
+    assert cli.main(["occupancy", "tiled_matmul", "--arch", "sm_80", "--json", "--block", "256"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["arch"] == "sm_80" and data["launch"][0]["block_size"] == 256 and len(data["sweep"]) == 32
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["occupancy", "tiled_matmul", "--arch", "sm_75"], "no occupancy limits for sm_75"),
+        (["occupancy", "tiled_matmul", "--arch", "sm_90", "--block", "2048"], "block size 2048"),
+        (["occupancy", "tiled_matmul", "--arch", "sm_90", "--dynamic-smem", "-1"], "--dynamic-smem -1"),
+        (["profile", "tiled_matmul", "--set", "all"], "invalid choice: 'all'"),
+        (["profile", "nope_kernel"], "unknown kernel 'nope_kernel'"),
+        (["profile", "tiled_matmul", "--size", "Q=1"], "unknown size 'Q'"),
+        (["profile", "tiled_matmul", "--timeout", "0"], "--timeout 0"),
+    ],
+)
+def test_profile_cli_errors(capsys, argv, message):
+    from kprof import cli
+
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_missing_ncu_says_where_to_get_it(capsys, monkeypatch):
+    from kprof import cli
+
+    monkeypatch.setenv("KPROF_NCU", "/nonexistent/ncu")
+    code = cli.main(["profile", "vector_add", "--size", "N=1000"])
+    err = capsys.readouterr().err
+    assert code == 3 and "ncu not found" in err
