@@ -52,7 +52,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
     step doctor $KPROF doctor
     step build $KPROF build --all
     XDIST=""
-    python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
+    python3 -c "import xdist" 2>/dev/null && XDIST="-n 8 --dist loadgroup"
     step pytest python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST tests
     cp "$LOGS/pytest.txt" "$OUT/pytest.txt"
 fi

@@ -7,7 +7,8 @@ import pytest
 from kprof import build, catalog, cli, launch, occupancy, perfcases, profile
 from kprof.ncu import NcuError
 
-pytestmark = pytest.mark.gpu
+# ncu profiles one process at a time: under xdist these tests share one worker (--dist loadgroup).
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]
 
 
 def _profile(spec, sizes=None):
