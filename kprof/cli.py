@@ -125,6 +125,45 @@ def _parser() -> argparse.ArgumentParser:
     _size_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = sub.add_parser(
+        "bench", help="time kernels (median and spread), against the GPU's ceilings and cuBLAS, in one run",
+        description="Verify each kernel, then time it until the noise is low (or a timeout), with the L2 flushed "
+        "before each sample (--cold, default) or as a CUDA graph of many launches (--hot, for short kernels). "
+        "Sweeps: --size M=1024,2048 and --param BLOCK=64,128 (parameters are the spec's defines). Every point "
+        "is kept in the history store (kprof history).",
+    )  # fmt: skip
+    p.add_argument("names", nargs="+", metavar="NAME|SPEC")
+    p.add_argument("--size", dest="sweep_size", action="append", default=[], metavar="K=V1,V2",
+                   help="sizes to sweep, e.g. --size M=1024,2048,4096")
+    p.add_argument("--param", action="append", default=[], metavar="P=V1,V2",
+                   help="compile-time parameters (the spec's defines) to sweep, e.g. --param BLOCK=64,128,256")
+    p.add_argument("--baseline", default="auto", help="auto (the spec's, e.g. cublas_sgemm), none, or cublas_sgemm")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--cold", dest="mode", action="store_const", const="cold", help="flush the L2 before each sample (default)")
+    mode.add_argument("--hot", dest="mode", action="store_const", const="hot", help="replay a CUDA graph of many launches")
+    p.add_argument("--rel-stdev", type=float, default=0.005, help="stop when the relative stddev is below this (default 0.005)")
+    p.add_argument("--min-time", type=float, default=0.5, help="seconds of samples before the noise rule may stop (default 0.5)")
+    p.add_argument("--max-time", type=float, default=10.0, help="seconds of samples at most per point (default 10)")
+    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per point before the run counts as hung")
+    p.add_argument("--plot", metavar="FILE.png", help="throughput against the swept size or parameter (needs matplotlib)")
+    p.add_argument("--json", action="store_true", help="print versioned JSON")
+    p.add_argument("--no-history", action="store_true", help="do not record the results")
+
+    p = sub.add_parser("peak", help="measure this GPU's copy bandwidth and FP32 FMA rate (cached per GPU and driver)")
+    p.add_argument("--refresh", action="store_true", help="measure again instead of using the cache")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("history", help="past bench results from the history store")
+    p.add_argument("name", nargs="?", metavar="NAME", help="one kernel (default: the recent runs)")
+    p.add_argument("--limit", type=int, default=20, help="rows (default 20)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("compare", help="compare two bench runs: same, faster or slower, beyond the measured noise")
+    p.add_argument("before", metavar="RUN", help="a run id from kprof history, or last~1")
+    p.add_argument("after", metavar="RUN", nargs="?", default="last", help="default: last")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries")
     p.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -174,6 +213,7 @@ def main_inner(argv: list[str]) -> int:
     handler = getattr(commands, f"cmd_{opts.command}")
     if hasattr(opts, "size"):
         opts.size = _flat(opts.size)
+
     return handler(opts)
 
 

@@ -288,6 +288,121 @@ def cmd_occupancy(opts: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_bench(opts: argparse.Namespace) -> int:
+    from kprof import bench, catalog, history, telemetry
+
+    mode = opts.mode or "cold"
+    for flag, value in (("--rel-stdev", opts.rel_stdev), ("--min-time", opts.min_time), ("--max-time", opts.max_time),
+                        ("--timeout", opts.timeout)):
+        if value <= 0:
+            raise UsageError(f"{flag} {value:g}: give a positive number")
+    if opts.baseline not in ("auto", "none", *bench.BASELINES):
+        raise UsageError(f"--baseline {opts.baseline!r}: use auto, none or {', '.join(bench.BASELINES)}")
+    if opts.plot:
+        from kprof import plot
+
+        plot.require()
+    sizes = bench.parse_sweep(opts.sweep_size, "size")
+    params = bench.parse_sweep(opts.param, "param")
+    specs = [catalog.load(n) for n in opts.names]
+    plan = []
+    for spec in specs:  # every name, size and parameter checked before anything runs
+        # With several kernels, each takes the swept names it has (a matmul's M,N,K; vector_add's N).
+        own_sizes = {k: v for k, v in sizes.items() if len(specs) == 1 or set(k.split(",")) <= set(spec.size_names)}
+        own_params = {k: v for k, v in params.items() if len(specs) == 1 or set(k.split(",")) <= set(dict(spec.defines))}
+        baseline = spec.baseline if opts.baseline == "auto" else (None if opts.baseline == "none" else opts.baseline)
+        if baseline == "cublas_sgemm" and spec.baseline != "cublas_sgemm":
+            raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
+        plan += [(spec, s, p, baseline) for s, p in bench.points(spec, own_sizes, own_params)]
+    rule = bench.rule_from(opts.rel_stdev, opts.min_time, opts.max_time, 10)
+    peak = bench.peak()
+    conn = None if opts.no_history else history.connect()
+    run_id, commit = history.new_run(), history.git_commit()
+    snap = telemetry.snapshot()
+    machine = {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None}
+    results = []
+    try:
+        for i, (spec, s, p, baseline) in enumerate(plan, 1):
+            label = " ".join([f"{k}={v}" for k, v in s.items()] + [f"{k}={v}" for k, v in p.items()])
+            if not opts.json:
+                print(f"[{i}/{len(plan)}] {spec.name} {label}".rstrip(), file=sys.stderr, flush=True)
+            point = bench.run_point(spec, s, p, mode, rule, peak, baseline=baseline, arch=opts.arch,
+                                    timeout=opts.timeout)
+            results.append(point)
+            if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
+                history.record(conn, run_id, "bench", spec.name, {"sizes": point.sizes, "params": point.params,
+                               "mode": mode}, point.to_dict(), machine, commit)
+    except KeyboardInterrupt:
+        if not opts.json:
+            print(f"interrupted: {len(results)} of {len(plan)} points measured and kept (run {run_id})", file=sys.stderr)
+        raise
+    if opts.plot and results:
+        from kprof import plot
+
+        plot.bench(results, Path(opts.plot))
+    if opts.json:
+        _emit_json({"version": bench.BENCH_VERSION, "run": run_id, "mode": mode, "rule": rule, "peak": peak,
+                    "machine": machine, "commit": commit, "points": [r.to_dict() for r in results]})
+    else:
+        print(render.bench_table(results, peak, run_id if conn is not None else None))
+    if any(r.status == "error" for r in results):
+        return EXIT_CUDA
+    return EXIT_FAILED if any(r.status != "ok" for r in results) else EXIT_OK
+
+
+def cmd_peak(opts: argparse.Namespace) -> int:
+    from kprof import bench
+
+    data = bench.peak(refresh=opts.refresh)
+    if opts.json:
+        _emit_json(data)
+    else:
+        print(render.peak_report(data))
+    return EXIT_OK
+
+
+def cmd_history(opts: argparse.Namespace) -> int:
+    from kprof import history
+
+    conn = history.connect()
+    rows = history.rows(conn, kernel=opts.name, kind="bench", limit=opts.limit)
+    if opts.json:
+        _emit_json(rows)
+    else:
+        print(render.history_table(rows, str(history.path())))
+    return EXIT_OK
+
+
+def cmd_compare(opts: argparse.Namespace) -> int:
+    from kprof import history, stats
+
+    conn = history.connect()
+    before_id, after_id = history.resolve_run(conn, opts.before), history.resolve_run(conn, opts.after)
+    key = lambda r: (r["kernel"], json.dumps(r["point"], sort_keys=True))  # noqa: E731
+    before = {key(r): r for r in history.rows(conn, run=before_id, limit=100000)}
+    after = {key(r): r for r in history.rows(conn, run=after_id, limit=100000)}
+    rows = []
+    for k in sorted(set(before) & set(after)):
+        b, a = before[k]["data"], after[k]["data"]
+        if b.get("summary") and a.get("summary"):
+            verdict, change = stats.classify(_summary(b["summary"]), _summary(a["summary"]))
+            rows.append({"kernel": k[0], "point": json.loads(k[1]), "before_s": b["summary"]["median"],
+                         "after_s": a["summary"]["median"], "change": change, "verdict": verdict})
+    if opts.json:
+        _emit_json({"before": before_id, "after": after_id, "rows": rows})
+    else:
+        print(render.compare_table(before_id, after_id, rows))
+    if not rows:
+        raise UsageError(f"runs {before_id} and {after_id} have no kernel and size in common")
+    return EXIT_OK
+
+
+def _summary(d: dict):
+    from kprof.stats import Summary
+
+    return Summary(**{k: d[k] for k in ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")})
+
+
 def cmd_doctor(opts: argparse.Namespace) -> int:
     from kprof import doctor
 

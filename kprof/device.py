@@ -223,6 +223,33 @@ class Device:
     def synchronize(self) -> None:
         check("cuCtxSynchronize", self._drv.cuCtxSynchronize())
 
+    # -- streams and graphs -------------------------------------------------------------------
+    def stream(self) -> Any:
+        flags = self._drv.CUstream_flags.CU_STREAM_NON_BLOCKING
+        return check("cuStreamCreate", self._drv.cuStreamCreate(flags))
+
+    def stream_synchronize(self, stream: Any) -> None:
+        check("cuStreamSynchronize", self._drv.cuStreamSynchronize(stream))
+
+    def memset32_async(self, ptr: int, value: int, count: int, stream: Any) -> None:
+        check("cuMemsetD32Async", self._drv.cuMemsetD32Async(ptr, value & 0xFFFFFFFF, count, stream))
+
+    def copy_async(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        check("cuMemcpyDtoDAsync", self._drv.cuMemcpyDtoDAsync(dst, src, nbytes, stream))
+
+    def capture(self, stream: Any, body: Any) -> Any:
+        """A CUDA graph of whatever ``body()`` enqueues on ``stream``, instantiated and ready to launch."""
+        mode = self._drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        check("cuStreamBeginCapture", self._drv.cuStreamBeginCapture(stream, mode))
+        try:
+            body()
+        finally:
+            graph = check("cuStreamEndCapture", self._drv.cuStreamEndCapture(stream))
+        return check("cuGraphInstantiate", self._drv.cuGraphInstantiate(graph, 0))
+
+    def graph_launch(self, graph_exec: Any, stream: Any) -> None:
+        check("cuGraphLaunch", self._drv.cuGraphLaunch(graph_exec, stream))
+
     # -- events ------------------------------------------------------------------------------
     def event(self) -> Any:
         flags = self._drv.CUevent_flags.CU_EVENT_DEFAULT

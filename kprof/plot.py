@@ -52,3 +52,58 @@ def roofline(profiles: list, path: Path) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+def bench(results: list, path: Path) -> Path:
+    """Throughput against the swept variable, one line per kernel and one per baseline."""
+    require()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results if r.status == "ok"]
+    use_flops = all(r.flops_per_s for r in ok) and any(r.flops for r in ok)
+    swept = _swept(ok)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name in dict.fromkeys(r.kernel for r in ok):
+        mine = [r for r in ok if r.kernel == name]
+        xs = [_x(r, swept) for r in mine]
+        ys = [(r.flops_per_s if use_flops else r.bytes_per_s) / 1e9 for r in mine]
+        ax.plot(xs, ys, marker="o", label=name)
+        base = [r for r in mine if r.baseline_flops_per_s]
+        if base and use_flops:
+            ax.plot([_x(r, swept) for r in base], [r.baseline_flops_per_s / 1e9 for r in base], marker="x",
+                    linestyle="--", label=f"{base[0].baseline} (same run)")
+    ax.set_xlabel(swept or "point")
+    ax.set_ylabel("GFLOP/s" if use_flops else "GB/s")
+    ax.set_title("kprof bench: median over samples")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        raise UsageError(f"--plot {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _swept(results: list) -> str | None:
+    for attr in ("params", "sizes"):
+        keys = {k for r in results for k in getattr(r, attr)}
+        for k in sorted(keys):
+            if len({str(getattr(r, attr).get(k)) for r in results}) > 1:
+                return k
+    return None
+
+
+def _x(r, swept: str | None):
+    if swept is None:
+        return 0
+    v = r.params.get(swept, r.sizes.get(swept))
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return v

@@ -217,3 +217,71 @@ def occupancy_report(name, arch, usage, dynamic, chosen, table_rows, advice) -> 
                      [(o.block_size, o.blocks_per_sm, o.warps_per_sm, _pct(o.occupancy), o.limiter) for o in table_rows],
                      "rrrrl"))
     return "\n".join(out)
+
+
+def _us(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:,.1f}"
+
+
+def bench_table(results: list, peak: dict | None, run_id: str | None) -> str:
+    rows = []
+    for r in results:
+        point = " ".join([f"{k}={v}" for k, v in r.sizes.items()] + [f"{k}={v}" for k, v in r.params.items()])
+        if r.status != "ok":
+            rows.append((r.kernel, point, r.status.upper(), "", "", "", "", "", "", "", ""))
+            continue
+        s = r.summary
+        base = "-"
+        if r.of_baseline is not None:
+            base = f"{r.of_baseline:.0%} of {r.baseline}"
+        rows.append((
+            r.kernel, point, _us(s["median"]), f"{_us(s['q1'])}-{_us(s['q3'])}", f"{s['rel_stdev']:.1%}", r.stop,
+            si(r.flops_per_s, "FLOP/s") if r.flops_per_s else "-", si(r.bytes_per_s, "B/s") if r.bytes_per_s else "-",
+            _pct(r.of_fma_peak) if r.of_fma_peak else "-", _pct(r.of_copy_peak) if r.of_copy_peak else "-", base,
+        ))  # fmt: skip
+    out = [table(["KERNEL", "POINT", "MEDIAN(us)", "IQR(us)", "RSD", "STOP", "FLOP/s", "BYTES/s", "%FMA PEAK",
+                  "%COPY PEAK", "VS BASELINE"], rows, "llrrrlrrrrl")]
+    for r in results:
+        if r.of_baseline is not None and r.baseline_summary:
+            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {r.baseline} median "
+                       f"{_us(r.baseline_summary['median'])} us ({si(r.baseline_flops_per_s or 0, 'FLOP/s')}), {r.math_mode}")
+        for w in r.warnings:
+            out.append(f"warning: {r.kernel}: {w}")
+        if r.message:
+            out.append(f"{r.kernel}: {r.message}")
+    if peak:
+        out.append(f"ceilings ({'cached ' + peak['cached'] if peak.get('cached') else 'measured now'}): copy "
+                   f"{si(peak['copy_bytes_per_s'], 'B/s')}, FP32 FMA {si(peak['fma_flops_per_s'], 'FLOP/s')}")
+    mode = results[0].mode if results else "cold"
+    out.append(f"{mode} mode; median over samples, each timed with its own CUDA events"
+               + (f"; recorded as run {run_id} (kprof history, kprof compare)" if run_id else ""))
+    return "\n".join(out)
+
+
+def peak_report(data: dict) -> str:
+    src = f"cached in {data['cached']}" if data.get("cached") else "measured now"
+    return "\n".join([
+        f"{data.get('gpu') or 'GPU'} (driver {data.get('driver')}), {src}, measured {data.get('measured')}",
+        f"  copy bandwidth  {si(data['copy_bytes_per_s'], 'B/s')} (bytes read + written, 1 GiB, 16-byte loads; "
+        f"rsd {data['copy_summary']['rel_stdev']:.2%})",
+        f"  FP32 FMA rate   {si(data['fma_flops_per_s'], 'FLOP/s')} (rsd {data['fma_summary']['rel_stdev']:.2%})",
+    ])
+
+
+def history_table(rows: list[dict], where: str) -> str:
+    if not rows:
+        return f"no bench results yet in {where}"
+    out = []
+    for r in rows:
+        d = r["data"]
+        point = " ".join(f"{k}={v}" for k, v in {**r["point"].get("sizes", {}), **r["point"].get("params", {})}.items())
+        med = _us(d["summary"]["median"]) if d.get("summary") else d.get("status", "?")
+        out.append((r["run"], r["kernel"], point, med, r["commit"] or "-", r["machine"].get("gpu") or "-"))
+    return table(["RUN", "KERNEL", "POINT", "MEDIAN(us)", "COMMIT", "GPU"], out, "lllrll") + f"\n(store: {where})"
+
+
+def compare_table(before: str, after: str, rows: list[dict]) -> str:
+    body = [(r["kernel"], " ".join(f"{k}={v}" for k, v in {**r["point"].get("sizes", {}), **r["point"].get("params", {})}.items()),
+             _us(r["before_s"]), _us(r["after_s"]), f"{r['change']:+.1%}", r["verdict"]) for r in rows]
+    return f"before: {before}\nafter:  {after}\n" + table(
+        ["KERNEL", "POINT", "BEFORE(us)", "AFTER(us)", "CHANGE", "VERDICT"], body, "llrrrl")

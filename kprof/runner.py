@@ -69,6 +69,10 @@ def _run(job: dict[str, Any], result: _Result) -> int:
     spec = spec_mod.load(job["spec"])
     if job.get("twin"):
         spec = spec.twin_spec()
+    if job.get("params"):  # kprof bench --param: compile-time defines that also shape the launch
+        from dataclasses import replace
+
+        spec = replace(spec, defines=tuple({**dict(spec.defines), **job["params"]}.items()))
     resolved = spec.resolve(job.get("sizes") or {}, preset=job.get("preset", "default"))
     result.phase("init", kernel=spec.name, sizes=resolved.sizes,
                  launch={"grid": resolved.grid, "block": resolved.block, "shared_mem": resolved.shared_mem})
@@ -174,6 +178,10 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         result.phase("done", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None)
         return 0
 
+    if job.get("bench"):
+        return _bench(job, result, dev, info, spec, resolved, func, packed, pointers, upload_all,
+                      download_outputs, expected_outputs, nvtx)
+
     upload_all()
     result.phase("launch")
     launch()
@@ -208,6 +216,103 @@ def _run(job: dict[str, Any], result: _Result) -> int:
     result.data["status"] = "ok" if ok else "failed"
     result.phase("done")
     return 0 if ok else 1
+
+
+def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, upload_all, download_outputs,
+           expected_outputs, nvtx) -> int:
+    """Verify, warm up, then time samples until the stop rule says enough (kprof bench)."""
+    import time
+
+    from kprof import stats, verify
+
+    cfg = job["bench"]
+    rule = stats.StopRule(**cfg["rule"])
+    stream = dev.stream()
+    baseline = cfg.get("baseline")
+    if baseline == "cublas_sgemm":
+        import os
+
+        from kprof.cublas import MATH_MODE, Cublas
+
+        os.environ["NVIDIA_TF32_OVERRIDE"] = "0"  # plain FP32 even if the user's environment allows TF32
+        blas = Cublas()
+        blas.set_stream(stream)
+        m, n, k = (resolved.sizes[d] for d in ("M", "N", "K"))
+        a, b, c = (pointers[x] for x in ("A", "B", "C"))
+        result.data["math_mode"] = MATH_MODE
+
+        def run_once() -> None:
+            blas.sgemm_row_major(a, b, c, m, n, k)
+    elif baseline is None:
+        def run_once() -> None:
+            dev.launch(func, resolved.grid, resolved.block, resolved.shared_mem, packed, stream=stream)
+    else:
+        raise ValueError(f"unknown baseline {baseline!r}")
+
+    # A wrong kernel is never timed.
+    upload_all()
+    run_once()
+    dev.stream_synchronize(stream)
+    got, expected = download_outputs(), expected_outputs()
+    checks = []
+    for buf in resolved.buffers:
+        if buf.arg.name in got:
+            sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
+            checks.append(verify.compare(buf.arg.name, got[buf.arg.name], expected[buf.arg.name], spec.rtol,
+                                         sentinel).to_dict())
+    result.phase("verified", checks=checks)
+    if not all(ch["ok"] for ch in checks):
+        result.data["status"] = "failed"
+        result.phase("done")
+        return 1
+
+    start_ev, end_ev = dev.event(), dev.event()
+
+    def timed(body) -> float:
+        dev.record(start_ev, stream)
+        body()
+        dev.record(end_ev, stream)
+        return dev.elapsed_ms(start_ev, end_ev) / 1e3
+
+    # Warm-up by time: clocks ramp up, caches and the instruction cache fill, lazy loading is done.
+    t0 = time.perf_counter()
+    one = timed(run_once)
+    while time.perf_counter() - t0 < cfg.get("warmup", 0.2):
+        one = timed(run_once)
+
+    batch = 1
+    if cfg["mode"] == "hot":
+        # Replay a graph of many launches so launch overhead is paid once per graph, not per launch.
+        batch = int(cfg.get("batch") or max(1, min(10_000, int(2e-3 / max(one, 1e-7)))))
+        graph = dev.capture(stream, lambda: [run_once() for _ in range(batch)])
+
+        def sample() -> float:
+            return timed(lambda: dev.graph_launch(graph, stream)) / batch
+    else:
+        # Cold: write a buffer twice the L2's size before each sample, so the kernel finds none of
+        # its data in L2 (as it would after other work), and time that sample alone.
+        words = 2 * info.l2_bytes // 4
+        flush = dev.alloc(words * 4)
+
+        def sample() -> float:
+            dev.memset32_async(flush, len(samples), words, stream)
+            return timed(run_once)
+
+    samples: list[float] = []
+    if nvtx is not None:
+        nvtx.push_range(job.get("name", spec.name), domain="kprof")
+    t0 = time.perf_counter()
+    reason = None
+    while reason is None:
+        samples.append(sample())
+        reason = rule.check(samples, time.perf_counter() - t0)
+    if nvtx is not None:
+        nvtx.pop_range(domain="kprof")
+    result.phase("timed", samples=samples, stop=reason, batch=batch, host_seconds=time.perf_counter() - t0)
+    dev.close()
+    result.data["status"] = "ok"
+    result.phase("done")
+    return 0
 
 
 def _scrubber(dev, info, cubin: str | None):

@@ -50,7 +50,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
-    "twin_defines",
+    "twin_defines", "baseline",
 }  # fmt: skip
 
 
@@ -115,6 +115,7 @@ class KernelSpec:
     twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
     twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define
     is_twin: bool = False
+    baseline: str | None = None  # kprof bench: a library routine timed in the same run (cublas_sgemm)
 
     def twin_spec(self) -> KernelSpec:
         """The fixed twin of a sanitizer case: same spec, the fixed source, nothing expected."""
@@ -359,7 +360,18 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         notes=notes.strip(),
         twin=twin,
         twin_defines=twin_defines,
+        baseline=_load_baseline(data.get("baseline"), {a.name for a in args}, {s.name for s in sizes}, fail),
     )
+
+
+def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail) -> str | None:
+    if raw is None:
+        return None
+    if raw != "cublas_sgemm":
+        raise fail("baseline", f"{raw!r} is not a known baseline (cublas_sgemm)")
+    if not {"A", "B", "C"} <= args or not {"M", "N", "K"} <= sizes:
+        raise fail("baseline", "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
+    return raw
 
 
 def _load_defines(raw: Any, fail) -> tuple[tuple[str, str], ...]:

@@ -79,6 +79,26 @@ if [ "$WHAT" = all ] || [ "$WHAT" = measure ]; then
     step cases $KPROF cases
 fi
 
+if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
+    export KPROF_HISTORY=$LOGS/history.sqlite
+    mkdir -p "$LOGS/bench"
+    step peak $KPROF peak --refresh
+    step bench-matmul sh -c "$KPROF bench naive_matmul tiled_matmul regblock_matmul --size M,N,K=1024,2048,4096 --plot $OUT/bench-matmul.png --json > $LOGS/bench/matmul.json"
+    step bench-vector_add-block sh -c "$KPROF bench vector_add --param BLOCK=32,64,128,256,512,1024 --plot $OUT/bench-vector_add-block.png --json > $LOGS/bench/vector_add-block.json"
+    for i in 1 2 3; do
+        step "bench-stability-$i" sh -c "$KPROF bench naive_matmul tiled_matmul softmax --json > $LOGS/bench/stability-$i.json"
+    done
+    step compare $KPROF compare last~1 last
+    step bench-hot-small sh -c "$KPROF bench vector_add --size N=65536 --hot --json > $LOGS/bench/hot-small.json"
+    for k in naive_matmul tiled_matmul softmax; do
+        step "ncu-time-$k" python3 scripts/plain_ncu.py $k
+    done
+    step ncu-time-vector_add-small-cold python3 scripts/plain_ncu.py vector_add N=65536
+    PLAIN_NCU_ARGS="--cache-control none" step ncu-time-vector_add-small-warm python3 scripts/plain_ncu.py vector_add N=65536
+    step launch-overhead python3 scripts/launch_overhead.py
+    python3 scripts/bench_evidence.py "$LOGS" > "$OUT/bench.md" 2>"$LOGS/bench-evidence-errors.txt" || status=1
+fi
+
 if [ "${KPROF_RECORD:-0}" = 1 ]; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"
 fi

@@ -9,6 +9,7 @@ against what ncu itself says for the same kernel and size.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -33,8 +34,9 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         jp, rp = Path(tmp) / "job.json", Path(tmp) / "result.json"
         jp.write_text(json.dumps(dict(job, verify=False, time=False)))
+        extra = os.environ.get("PLAIN_NCU_ARGS", "").split()  # e.g. "--cache-control none"
         cmd = [str(proc.find_tool("ncu")), "--nvtx", "--nvtx-include", f"kprof@{spec.name}/", "--clock-control",
-               "none", "--metrics", METRICS] + launch.runner_argv(jp, rp)
+               "none", *extra, "--metrics", METRICS] + launch.runner_argv(jp, rp)
         print("$", " ".join(cmd), flush=True)
         return subprocess.run(cmd, env=launch.child_env()).returncode
 

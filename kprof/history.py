@@ -1,0 +1,124 @@
+"""The result history: every bench, profile and sanitize result, in an embedded SQLite store.
+
+Location: ``$KPROF_HISTORY`` if set, else ``$XDG_DATA_HOME/kprof/history.sqlite`` (default
+``~/.local/share/kprof/history.sqlite``). Each row is one measured point, written as soon as it
+is finished, so an interrupted sweep keeps every point it completed. WAL mode and a busy timeout
+let several kprof processes write at once. Rows of one command share a ``run`` id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kprof import __version__
+from kprof.errors import UsageError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    created REAL NOT NULL,
+    kind TEXT NOT NULL,
+    kernel TEXT NOT NULL,
+    point TEXT NOT NULL,
+    data TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    version TEXT NOT NULL,
+    git_commit TEXT
+);
+CREATE INDEX IF NOT EXISTS results_kernel ON results (kernel, created);
+CREATE INDEX IF NOT EXISTS results_run ON results (run);
+"""
+
+
+def path() -> Path:
+    if os.environ.get("KPROF_HISTORY"):
+        return Path(os.environ["KPROF_HISTORY"]).expanduser()
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "kprof" / "history.sqlite"
+
+
+def connect(db: Path | None = None) -> sqlite3.Connection:
+    db = db or path()
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(db, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(SCHEMA)
+    except (OSError, sqlite3.Error) as exc:
+        raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to another file)") from None
+    return conn
+
+
+def new_run() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def git_commit() -> str | None:
+    from kprof.catalog import ROOT
+
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=5)
+        return done.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, Any],
+           data: dict[str, Any], machine: dict[str, Any], commit: str | None) -> int:
+    with conn:
+        cur = conn.execute(
+            "INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run, time.time(), kind, kernel, json.dumps(point, sort_keys=True), json.dumps(data, default=str),
+             json.dumps(machine, default=str), __version__, commit),
+        )
+    return int(cur.lastrowid)
+
+
+def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = None, kind: str | None = None,
+         limit: int = 50) -> list[dict[str, Any]]:
+    query, args = "SELECT id, run, created, kind, kernel, point, data, machine, version, git_commit FROM results", []
+    where = []
+    for col, val in (("kernel", kernel), ("run", run), ("kind", kind)):
+        if val is not None:
+            where.append(f"{col} = ?")
+            args.append(val)
+    if where:
+        query += " WHERE " + " AND ".join(where)
+    query += " ORDER BY id DESC LIMIT ?"
+    args.append(limit)
+    out = []
+    for r in conn.execute(query, args):
+        out.append({"id": r[0], "run": r[1], "created": r[2], "kind": r[3], "kernel": r[4],
+                    "point": json.loads(r[5]), "data": json.loads(r[6]), "machine": json.loads(r[7]),
+                    "version": r[8], "commit": r[9]})
+    return out
+
+
+def runs(conn: sqlite3.Connection, kind: str = "bench") -> list[str]:
+    """Run ids, newest first."""
+    return [r[0] for r in conn.execute(
+        "SELECT run, MAX(id) AS last FROM results WHERE kind = ? GROUP BY run ORDER BY last DESC", (kind,))]
+
+
+def resolve_run(conn: sqlite3.Connection, ref: str) -> str:
+    """A run id, or ``last``, ``last~1``, ... for the newest bench runs."""
+    known = runs(conn)
+    if ref == "last" or ref.startswith("last~"):
+        back = int(ref[5:] or 0) if ref.startswith("last~") else 0
+        if back >= len(known):
+            raise UsageError(f"there are only {len(known)} bench runs in {path()}")
+        return known[back]
+    if ref not in known:
+        hint = f"recent runs: {', '.join(known[:3])}" if known else "no bench runs yet"
+        raise UsageError(f"no bench run '{ref}' in {path()} ({hint}; `kprof history` lists them)")
+    return ref

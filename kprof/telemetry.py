@@ -1,0 +1,91 @@
+"""GPU telemetry through NVML (``pynvml``): clocks, temperature, power and throttle reasons.
+
+Read before and after each measurement; a result whose SM clock dropped, or during which a
+throttle reason other than "idle" or "applications clocks setting" was active, carries a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# nvmlClocksEventReason* / nvmlClocksThrottleReason* bits
+_REASONS = {
+    0x1: "gpu-idle",
+    0x2: "applications-clocks-setting",
+    0x4: "sw-power-cap",
+    0x8: "hw-slowdown",
+    0x10: "sync-boost",
+    0x20: "sw-thermal-slowdown",
+    0x40: "hw-thermal-slowdown",
+    0x80: "hw-power-brake-slowdown",
+    0x100: "display-clock-setting",
+}
+BENIGN = {"gpu-idle", "applications-clocks-setting"}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    gpu: str
+    driver: str
+    sm_clock_mhz: int | None
+    mem_clock_mhz: int | None
+    max_sm_clock_mhz: int | None
+    temperature_c: int | None
+    power_w: float | None
+    reasons: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def snapshot(index: int = 0) -> Snapshot | None:
+    """None when NVML is not available (no driver, no GPU)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+
+        def safe(fn, *args):
+            try:
+                return fn(h, *args)
+            except Exception:
+                return None
+
+        mask = safe(getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                    or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons) or 0
+        power = safe(pynvml.nvmlDeviceGetPowerUsage)
+        name = pynvml.nvmlDeviceGetName(h)
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        return Snapshot(
+            gpu=name.decode() if isinstance(name, bytes) else str(name),
+            driver=driver.decode() if isinstance(driver, bytes) else str(driver),
+            sm_clock_mhz=safe(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
+            mem_clock_mhz=safe(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
+            max_sm_clock_mhz=safe(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
+            temperature_c=safe(pynvml.nvmlDeviceGetTemperature, pynvml.NVML_TEMPERATURE_GPU),
+            power_w=power / 1000 if power is not None else None,
+            reasons=[name for bit, name in _REASONS.items() if mask & bit],
+        )
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def warnings(before: Snapshot | None, after: Snapshot | None) -> list[str]:
+    """What in the telemetry makes a timing less trustworthy. Pure."""
+    out = []
+    if after is None:
+        return out
+    bad = [r for r in after.reasons if r not in BENIGN]
+    if bad:
+        out.append(f"throttling during measurement: {', '.join(bad)}")
+    if before and before.sm_clock_mhz and after.sm_clock_mhz and after.sm_clock_mhz < 0.9 * before.sm_clock_mhz:
+        out.append(f"SM clock dropped from {before.sm_clock_mhz} to {after.sm_clock_mhz} MHz")
+    if after.max_sm_clock_mhz and after.sm_clock_mhz and after.sm_clock_mhz < 0.8 * after.max_sm_clock_mhz \
+            and "gpu-idle" not in after.reasons:
+        out.append(f"SM clock {after.sm_clock_mhz} MHz is well below its maximum {after.max_sm_clock_mhz} MHz")
+    return out

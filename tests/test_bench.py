@@ -1,0 +1,188 @@
+"""kprof bench without a GPU: statistics, the stopping rule, throughput and fractions, sweeps,
+the history store (a concurrent writer, an interrupted run), compare, telemetry warnings."""
+
+import json
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from kprof import bench, catalog, cli, history, stats, telemetry
+from kprof.errors import UsageError
+
+
+def test_summary_median_and_quartiles():
+    s = stats.summarize([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.n, s.median, s.q1, s.q3, s.min, s.max, s.mean) == (5, 3.0, 2.0, 4.0, 1.0, 5.0, 3.0)
+    assert s.rel_stdev == pytest.approx(s.stdev / 3.0) and s.rel_iqr == pytest.approx(2 / 3)
+    one = stats.summarize([7.0])
+    assert (one.median, one.q1, one.q3, one.stdev) == (7.0, 7.0, 7.0, 0.0)
+    with pytest.raises(ValueError):
+        stats.summarize([])
+
+
+def test_stop_rule_says_why():
+    rule = stats.StopRule(rel_stdev=0.01, min_samples=5, min_time=0.1, max_time=2.0, max_samples=1000)
+    steady = [1.0, 1.001, 0.999, 1.0, 1.0]
+    assert rule.check(steady[:4], 5.0 - 4) is None  # too few samples
+    assert rule.check(steady, 0.05) is None  # too little time
+    assert rule.check(steady, 0.2) == "noise"
+    noisy = [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
+    assert rule.check(noisy, 0.5) is None
+    assert rule.check(noisy, 2.0) == "timeout"
+    assert rule.check([1.0] * 1000, 0.01) == "max-samples"
+    assert stats.stable(stats.summarize(steady), "noise", 0.01)
+    assert not stats.stable(stats.summarize(noisy), "timeout", 0.01)
+
+
+def test_throughput_and_fractions():
+    assert stats.throughput(2e9, 1e-3) == 2e12
+    assert stats.throughput(None, 1e-3) is None and stats.throughput(5, 0) is None
+    assert stats.fraction(2e12, 4e12) == 0.5 and stats.fraction(None, 4e12) is None and stats.fraction(1, None) is None
+
+
+@pytest.mark.parametrize(
+    "before, after, verdict",
+    [
+        ([1.00, 1.01, 0.99, 1.00], [1.002, 1.0, 1.01, 0.995], "same"),
+        ([1.00, 1.01, 0.99, 1.00], [0.80, 0.81, 0.79, 0.80], "faster"),
+        ([1.00, 1.01, 0.99, 1.00], [1.20, 1.21, 1.19, 1.20], "slower"),
+        # a 10% change inside 30% noise is not a change
+        ([1.0, 1.3, 0.8, 1.1, 0.9], [1.1, 1.4, 0.9, 1.2, 1.0], "same"),
+    ],
+)
+def test_compare_classification_takes_noise_into_account(before, after, verdict):
+    assert stats.classify(stats.summarize(before), stats.summarize(after))[0] == verdict
+
+
+def test_sweeps():
+    spec = catalog.load("tiled_matmul")
+    pts = bench.points(spec, bench.parse_sweep(["M,N,K=1024,2048"], "size"), {})
+    assert pts == [({"M": 1024, "N": 1024, "K": 1024}, {}), ({"M": 2048, "N": 2048, "K": 2048}, {})]
+    pts = bench.points(spec, bench.parse_sweep(["M=1,2", "N=3"], "size"), bench.parse_sweep(["TILE=16,32"], "param"))
+    assert len(pts) == 4 and ({"M": 2, "N": 3}, {"TILE": "32"}) in pts
+    assert bench.points(catalog.load("vector_add"), {}, bench.parse_sweep(["BLOCK=64,128"], "param"))[1] == ({}, {"BLOCK": "128"})
+
+
+@pytest.mark.parametrize(
+    "sizes, params, message",
+    [
+        (["Q=1"], [], "unknown size 'Q'"),
+        (["M=abc"], [], "give a whole number"),
+        (["M=0"], [], "sizes must be positive"),
+        (["M"], [], "write NAME=V1,V2"),
+        (["M=1", "M=2"], [], "M is given twice"),
+        ([], ["BLOCK=64"], "unknown parameter 'BLOCK'"),
+        ([], ["TILE=a b"], "a number or an identifier"),
+    ],
+)
+def test_bad_sweeps(sizes, params, message):
+    spec = catalog.load("tiled_matmul")
+    with pytest.raises(UsageError, match=message):
+        bench.points(spec, bench.parse_sweep(sizes, "size"), bench.parse_sweep(params, "param"))
+
+
+def _writer(db, n, tag):
+    conn = history.connect(db)
+    for i in range(n):
+        history.record(conn, f"run-{tag}", "bench", "k", {"sizes": {"N": i}}, {"summary": None}, {}, None)
+
+
+def test_history_concurrent_writers(tmp_path):
+    db = tmp_path / "h.sqlite"
+    procs = [multiprocessing.Process(target=_writer, args=(db, 50, t)) for t in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    conn = history.connect(db)
+    assert len(history.rows(conn, limit=1000)) == 200
+    assert len(history.runs(conn)) == 4
+
+
+def _point(name, n, median, spread=0.001):
+    samples = [median * (1 + spread * d) for d in (-1, 0, 1, 0, 0)]
+    return bench.PointResult(name, {"N": n}, {}, "cold", "ok", summary=stats.summarize(samples).to_dict(), stop="noise")
+
+
+def test_interrupted_sweep_keeps_every_finished_point(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    monkeypatch.setattr(bench, "peak", lambda refresh=False, arch=None: None)
+    calls = []
+
+    def fake_run_point(spec, sizes, params, mode, rule, peak, **kw):
+        calls.append(sizes)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return _point(spec.name, sizes["N"], 1e-3)
+
+    monkeypatch.setattr(bench, "run_point", fake_run_point)
+    code = cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000,4000"])
+    assert code == 130
+    assert "2 of 4 points measured and kept" in capsys.readouterr().err
+    rows = history.rows(history.connect(), kernel="vector_add")
+    assert sorted(r["point"]["sizes"]["N"] for r in rows) == [1000, 2000]
+
+
+def test_compare_two_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    conn = history.connect()
+    for run, medians in (("r1", {1000: 1e-3, 2000: 2e-3, 3000: 3e-3}), ("r2", {1000: 1e-3, 2000: 1.5e-3, 3000: 3.6e-3})):
+        for n, med in medians.items():
+            history.record(conn, run, "bench", "k", {"sizes": {"N": n}, "params": {}, "mode": "cold"},
+                           _point("k", n, med).to_dict(), {}, None)
+    assert cli.main(["compare", "r1", "r2", "--json"]) == 0
+    rows = {r["point"]["sizes"]["N"]: r["verdict"] for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows == {1000: "same", 2000: "faster", 3000: "slower"}
+    assert cli.main(["compare", "last~1", "last"]) == 0
+    assert "faster" in capsys.readouterr().out
+    assert cli.main(["compare", "nope"]) == 2
+    assert "no bench run 'nope'" in capsys.readouterr().err
+    assert cli.main(["history", "k"]) == 0
+    assert "r2" in capsys.readouterr().out
+
+
+def test_history_store_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("KPROF_HISTORY", str(blocker / "h.sqlite"))
+    assert cli.main(["history"]) == 2
+    assert "cannot open the history store" in capsys.readouterr().err
+
+
+def test_telemetry_warnings():
+    snap = lambda clock, reasons=(): telemetry.Snapshot("H200", "580", clock, 3201, 1980, 40, 300.0, list(reasons))  # noqa: E731
+    assert telemetry.warnings(snap(1980), snap(1980)) == []
+    assert telemetry.warnings(snap(1980), snap(1980, ["applications-clocks-setting"])) == []
+    assert "sw-thermal-slowdown" in telemetry.warnings(snap(1980), snap(1980, ["sw-thermal-slowdown"]))[0]
+    assert any("dropped" in w for w in telemetry.warnings(snap(1980), snap(1400)))
+    assert telemetry.warnings(None, None) == []
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bench", "tiled_matmul", "--rel-stdev", "0"], "--rel-stdev 0"),
+        (["bench", "tiled_matmul", "--baseline", "mkl"], "--baseline 'mkl'"),
+        (["bench", "vector_add", "--baseline", "cublas_sgemm"], "needs a matmul spec"),
+        (["bench", "tiled_matmul", "--size", "Q=1"], "unknown size 'Q'"),
+        (["bench", "tiled_matmul", "--param", "TILE=1.5"], "a number or an identifier"),
+        (["bench", "tiled_matmul", "--cold", "--hot"], "not allowed with argument"),
+        (["compare"], "the following arguments are required"),
+    ],
+)
+def test_bench_cli_errors(capsys, argv, message):
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_bench_table_renders(tmp_path):
+    from kprof import render
+
+    p = _point("tiled_matmul", 1024, 1e-3)
+    p.flops_per_s, p.of_fma_peak, p.of_baseline, p.baseline = 2e12, 0.03, 0.5, "cublas_sgemm"
+    p.baseline_summary, p.baseline_flops_per_s, p.math_mode = p.summary, 4e12, "CUBLAS_DEFAULT_MATH (FP32, no TF32)"
+    text = render.bench_table([p], {"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None}, "r1")
+    assert "50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text

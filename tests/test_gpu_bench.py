@@ -1,0 +1,49 @@
+"""kprof bench and kprof peak end to end on a real GPU (no timing thresholds: benchmarks are not tests)."""
+
+import json
+
+import pytest
+
+from kprof import cli
+
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("bench")]
+
+
+@pytest.fixture(autouse=True)
+def _own_history(tmp_path, monkeypatch):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "history.sqlite"))
+
+
+def test_peak_measures_both_ceilings(capsys):
+    assert cli.main(["peak", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["copy_bytes_per_s"] > 0 and data["fma_flops_per_s"] > 0
+    assert data["copy_stop"] in ("noise", "timeout", "max-samples")
+
+
+def test_bench_matmul_against_cublas_in_the_same_run(capsys, tmp_path):
+    png = tmp_path / "b.png"
+    code = cli.main(["bench", "tiled_matmul", "--size", "M,N,K=256,512", "--max-time", "1", "--json", "--plot", str(png)])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["version"] == 1 and len(data["points"]) == 2
+    for p in data["points"]:
+        assert p["status"] == "ok" and p["summary"]["n"] >= 1 and p["stop"]
+        assert p["baseline"] == "cublas_sgemm" and p["baseline_summary"] and p["of_baseline"] > 0
+        assert "no TF32" in p["math_mode"]
+    assert png.stat().st_size > 5000
+    assert cli.main(["history", "tiled_matmul", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+def test_bench_hot_mode_and_param_sweep(capsys):
+    code = cli.main(["bench", "vector_add", "--size", "N=65536", "--param", "BLOCK=128,256", "--hot", "--max-time", "1",
+                     "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and [p["params"]["BLOCK"] for p in data["points"]] == ["128", "256"]
+    assert all(p["batch"] > 1 for p in data["points"]), "hot mode replays a graph of many launches"
+
+
+def test_wrong_kernel_is_reported_not_timed(capsys, data_dir):
+    code = cli.main(["bench", str(data_dir / "kernels" / "wrong.yaml"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["points"][0]["status"] == "failed-verification" and data["points"][0]["summary"] is None
