@@ -247,6 +247,9 @@ class Device:
             graph = check("cuStreamEndCapture", self._drv.cuStreamEndCapture(stream))
         return check("cuGraphInstantiate", self._drv.cuGraphInstantiate(graph, 0))
 
+    def graph_destroy(self, graph_exec: Any) -> None:
+        check("cuGraphExecDestroy", self._drv.cuGraphExecDestroy(graph_exec))
+
     def graph_launch(self, graph_exec: Any, stream: Any) -> None:
         check("cuGraphLaunch", self._drv.cuGraphLaunch(graph_exec, stream))
 

@@ -309,6 +309,8 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
     if nvtx is not None:
         nvtx.pop_range(domain="kprof")
     result.phase("timed", samples=samples, stop=reason, batch=batch, host_seconds=time.perf_counter() - t0)
+    if cfg["mode"] == "hot":
+        dev.graph_destroy(graph)  # before its kernel's module is unloaded
     dev.close()
     result.data["status"] = "ok"
     result.phase("done")
