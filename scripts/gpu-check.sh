@@ -11,7 +11,7 @@
 # there), and writes summary.md (date, GPU, driver, commit, exact commands) and logs.tar.gz under
 # $OUT (default ./gpu-out). Copy summary.md to docs/results/ to publish it.
 set -u
-WHAT=${1:-all}
+WHAT=${1:-all}  # all, tests, measure, bench, or several joined by '+', e.g. tests+bench
 OUT=${OUT:-$PWD/gpu-out}
 LOGS=$OUT/logs
 mkdir -p "$LOGS"
@@ -48,7 +48,7 @@ step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and w
     python3 --version
 } >"$LOGS/env.txt" 2>&1
 
-if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
+if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+tests+"* ]]; then
     step doctor $KPROF doctor
     step build $KPROF build --all
     XDIST=""
@@ -57,7 +57,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
     cp "$LOGS/pytest.txt" "$OUT/pytest.txt"
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = measure ]; then
+if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+measure+"* ]]; then
     mkdir -p "$LOGS/run"
     for name in vector_add reduce_sum naive_matmul tiled_matmul regblock_matmul rmsnorm softmax; do
         step "run-$name" $KPROF run "$name" --json
@@ -79,17 +79,17 @@ if [ "$WHAT" = all ] || [ "$WHAT" = measure ]; then
     step cases $KPROF cases
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
+if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+bench+"* ]]; then
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench"
     step peak $KPROF peak --refresh
-    step bench-matmul sh -c "$KPROF bench naive_matmul tiled_matmul regblock_matmul --size M,N,K=1024,2048,4096 --plot $OUT/bench-matmul.png --json > $LOGS/bench/matmul.json"
-    step bench-vector_add-block sh -c "$KPROF bench vector_add --param BLOCK=32,64,128,256,512,1024 --plot $OUT/bench-vector_add-block.png --json > $LOGS/bench/vector_add-block.json"
+    step bench-matmul sh -c "$KPROF bench naive_matmul tiled_matmul regblock_matmul --size M,N,K=1024,2048,4096 --max-time 3 --plot $OUT/bench-matmul.png --json > $LOGS/bench/matmul.json"
+    step bench-vector_add-block sh -c "$KPROF bench vector_add --param BLOCK=32,64,128,256,512,1024 --max-time 3 --plot $OUT/bench-vector_add-block.png --json > $LOGS/bench/vector_add-block.json"
     for i in 1 2 3; do
-        step "bench-stability-$i" sh -c "$KPROF bench naive_matmul tiled_matmul softmax --json > $LOGS/bench/stability-$i.json"
+        step "bench-stability-$i" sh -c "$KPROF bench naive_matmul tiled_matmul softmax --max-time 3 --json > $LOGS/bench/stability-$i.json"
     done
     step compare $KPROF compare last~1 last
-    step bench-hot-small sh -c "$KPROF bench vector_add --size N=65536 --hot --json > $LOGS/bench/hot-small.json"
+    step bench-hot-small sh -c "$KPROF bench vector_add --size N=65536 --hot --max-time 3 --json > $LOGS/bench/hot-small.json"
     for k in naive_matmul tiled_matmul softmax; do
         step "ncu-time-$k" python3 scripts/plain_ncu.py $k
     done
