@@ -131,7 +131,9 @@ def time_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], 
     resolved = _with_params(spec, params).resolve(sizes)
     job = launch.make_job(spec, built, resolved.sizes)
     job["params"] = params
-    job["bench"] = {"mode": mode, "rule": rule, "warmup": 0.2, "baseline": baseline}
+    job["bench"] = {"mode": mode, "rule": rule, "warmup": 0.2, "baseline": baseline,
+                    "spin_cubin": str(build.build_builtin("kprof_spin", arch).cubin),
+                    "flush_cubin": str(build.build_builtin("kprof_flush", arch).cubin)}
     done, data = launch.run(job, timeout=timeout)
     launch.raise_for_child(spec.name, done, data, timeout)
     return data
@@ -214,7 +216,7 @@ def measure_peak(arch: str | None = None, timeout: float = 300.0) -> dict[str, A
     for name, key, work in (("kprof_copy", "copy", "bytes"), ("kprof_fma", "fma", "flops")):
         spec = spec_mod.load(build.BUILTIN_DIR / f"{name}.yaml")
         resolved = spec.resolve()
-        data = time_point(spec, {}, {}, "hot" if key == "fma" else "cold", rule, arch=arch, timeout=timeout)
+        data = time_point(spec, {}, {}, "warm" if key == "fma" else "cold", rule, arch=arch, timeout=timeout)
         if data.get("status") != "ok":
             raise TargetError(f"kprof peak: {name} did not verify")
         summary = stats.summarize(data["samples"])

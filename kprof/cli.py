@@ -127,8 +127,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "bench", help="time kernels (median and spread), against the GPU's ceilings and cuBLAS, in one run",
-        description="Verify each kernel, then time it until the noise is low (or a timeout), with the L2 flushed "
-        "before each sample (--cold, default) or as a CUDA graph of many launches (--hot, for short kernels). "
+        description="Verify each kernel, then time it until the noise is low (or a timeout): one launch per sample, "
+        "held behind a blocking kernel so no host gap is timed, with the L2 flushed first (--cold, default) or "
+        "not (--warm); or the throughput per launch of a CUDA graph of many launches (--hot). "
         "Sweeps: --size M=1024,2048 and --param BLOCK=64,128 (parameters are the spec's defines). Every point "
         "is kept in the history store (kprof history).",
     )  # fmt: skip
@@ -139,8 +140,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="compile-time parameters (the spec's defines) to sweep, e.g. --param BLOCK=64,128,256")
     p.add_argument("--baseline", default="auto", help="auto (the spec's, e.g. cublas_sgemm), none, or cublas_sgemm")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--cold", dest="mode", action="store_const", const="cold", help="flush the L2 before each sample (default)")
-    mode.add_argument("--hot", dest="mode", action="store_const", const="hot", help="replay a CUDA graph of many launches")
+    mode.add_argument("--cold", dest="mode", action="store_const", const="cold",
+                      help="one launch per sample, L2 flushed before it (default)")
+    mode.add_argument("--warm", dest="mode", action="store_const", const="warm",
+                      help="one launch per sample, caches left warm")
+    mode.add_argument("--hot", dest="mode", action="store_const", const="hot",
+                      help="throughput per launch: replay a CUDA graph of many launches (for very short kernels)")
     p.add_argument("--rel-stdev", type=float, default=0.005, help="stop when the relative stddev is below this (default 0.005)")
     p.add_argument("--min-time", type=float, default=0.5, help="seconds of samples before the noise rule may stop (default 0.5)")
     p.add_argument("--max-time", type=float, default=10.0, help="seconds of samples at most per point (default 10)")

@@ -115,6 +115,7 @@ class Device:
         check("cuCtxSetCurrent", drv.cuCtxSetCurrent(self.context))
         self.ordinal = ordinal
         self._allocations: list[int] = []
+        self._host_allocs: list[int] = []
         self._modules: list[Any] = []
 
     # -- information -------------------------------------------------------------------------
@@ -223,6 +224,16 @@ class Device:
     def synchronize(self) -> None:
         check("cuCtxSynchronize", self._drv.cuCtxSynchronize())
 
+    def host_flag(self) -> tuple[Any, int]:
+        """A host int the GPU can read (mapped pinned memory): (ctypes int, device pointer)."""
+        flags = self._drv.CU_MEMHOSTALLOC_DEVICEMAP if hasattr(self._drv, "CU_MEMHOSTALLOC_DEVICEMAP") else 2
+        host = check("cuMemHostAlloc", self._drv.cuMemHostAlloc(4, flags))
+        dptr = check("cuMemHostGetDevicePointer", self._drv.cuMemHostGetDevicePointer(host, 0))
+        value = ctypes.c_int.from_address(int(host))
+        value.value = 0
+        self._host_allocs.append(int(host))
+        return value, int(dptr)
+
     # -- streams and graphs -------------------------------------------------------------------
     def stream(self) -> Any:
         flags = self._drv.CUstream_flags.CU_STREAM_NON_BLOCKING
@@ -270,6 +281,9 @@ class Device:
         """Free what this object allocated, so compute-sanitizer's leak check sees only the kernel's own leaks."""
         for ptr in list(self._allocations):
             self.free(ptr)
+        for host in self._host_allocs:
+            check("cuMemFreeHost", self._drv.cuMemFreeHost(host))
+        self._host_allocs.clear()
         for module in self._modules:
             check("cuModuleUnload", self._drv.cuModuleUnload(module))
         self._modules.clear()

@@ -282,21 +282,37 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
 
     batch = 1
     if cfg["mode"] == "hot":
-        # Replay a graph of many launches so launch overhead is paid once per graph, not per launch.
+        # Throughput per launch: replay a graph of many launches, so launch overhead is paid once
+        # per graph; back-to-back launches also overlap their ramp-up and drain.
         batch = int(cfg.get("batch") or max(1, min(10_000, int(2e-3 / max(one, 1e-7)))))
         graph = dev.capture(stream, lambda: [run_once() for _ in range(batch)])
 
         def sample() -> float:
             return timed(lambda: dev.graph_launch(graph, stream)) / batch
     else:
-        # Cold: write a buffer twice the L2's size before each sample, so the kernel finds none of
-        # its data in L2 (as it would after other work), and time that sample alone.
-        words = 2 * info.l2_bytes // 4
-        flush = dev.alloc(words * 4)
+        # One launch at a time, as ncu times it. A blocking kernel holds the stream until the
+        # start event, the kernel and the end event are all queued, so no host gap is timed.
+        # Cold: first read a buffer twice the L2's size, so the kernel finds none of its data in L2.
+        flag, flag_dev = dev.host_flag()
+        spin = dev.function(dev.load_module(Path(cfg["spin_cubin"]).read_bytes()), "kprof_spin")
+        flush_args = None
+        if cfg["mode"] == "cold":
+            flush_fn = dev.function(dev.load_module(Path(cfg["flush_cubin"]).read_bytes()), "kprof_flush")
+            words4 = 2 * info.l2_bytes // 16
+            flush_buf, sink = dev.alloc(words4 * 16), dev.alloc(4)
+            dev.memset32(flush_buf, 0, words4 * 4)
+            flush_args = [("ptr", flush_buf), ("int64", words4), ("ptr", sink)]
 
         def sample() -> float:
-            dev.memset32_async(flush, len(samples), words, stream)
-            return timed(run_once)
+            flag.value = 0
+            if flush_args is not None:
+                dev.launch(flush_fn, (info.sm_count * 4, 1, 1), (512, 1, 1), 0, flush_args, stream=stream)
+            dev.launch(spin, (1, 1, 1), (1, 1, 1), 0, [("ptr", flag_dev), ("int64", 1_000_000)], stream=stream)
+            dev.record(start_ev, stream)
+            run_once()
+            dev.record(end_ev, stream)
+            flag.value = 1
+            return dev.elapsed_ms(start_ev, end_ev) / 1e3
 
     samples: list[float] = []
     if nvtx is not None:

@@ -71,13 +71,21 @@ def main(logs: Path) -> int:
         med = p["summary"]["median"]
         diff = f"{(med - t) / t:+.2%}" if t else "?"
         print(f"| {p['kernel']} {p['sizes']} | {us(med)} us | {us(t) if t else '?'} us | {diff} |")
-    hot = load(b / "hot-small.json")["points"][0]
     cold_t = ncu_time(logs / "ncu-time-vector_add-small-cold.txt")
     warm_t = ncu_time(logs / "ncu-time-vector_add-small-warm.txt")
-    med = hot["summary"]["median"]
-    print(f"| vector_add N=65536, kprof --hot (graph of {hot['batch']} launches) | {us(med)} us | "
-          f"{us(warm_t) if warm_t else '?'} us (--cache-control none); {us(cold_t) if cold_t else '?'} us (flushed) | "
-          f"{(med - warm_t) / warm_t:+.2%} vs --cache-control none |" if warm_t else "| vector_add hot | ? | ? | ? |")
+    for name, label, ref, ref_label in (
+        ("warm-small", "kprof --warm (one launch per sample)", warm_t, "--cache-control none"),
+        ("hot-small", "kprof --hot (graph replay, per launch)", warm_t, "--cache-control none"),
+    ):
+        path = b / f"{name}.json"
+        if not path.exists():
+            continue
+        p = load(path)["points"][0]
+        med = p["summary"]["median"]
+        extra = f", graph of {p['batch']} launches" if p.get("batch", 1) > 1 else ""
+        diff = f"{(med - ref) / ref:+.2%} vs {ref_label}" if ref else "?"
+        print(f"| vector_add N=65536, {label}{extra} | {us(med)} us | {us(ref) if ref else '?'} us ({ref_label}); "
+              f"{us(cold_t) if cold_t else '?'} us (flushed) | {diff} |")
     print()
     print("## Stability: three back-to-back runs of `kprof bench naive_matmul tiled_matmul softmax`")
     print()

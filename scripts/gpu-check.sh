@@ -90,6 +90,7 @@ if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+bench+"* ]]; then
     done
     step compare $KPROF compare last~1 last
     step bench-hot-small sh -c "$KPROF bench vector_add --size N=65536 --hot --max-time 3 --json > $LOGS/bench/hot-small.json"
+    step bench-warm-small sh -c "$KPROF bench vector_add --size N=65536 --warm --max-time 3 --json > $LOGS/bench/warm-small.json"
     for k in naive_matmul tiled_matmul softmax; do
         step "ncu-time-$k" python3 scripts/plain_ncu.py $k
     done

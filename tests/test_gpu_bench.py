@@ -47,3 +47,9 @@ def test_wrong_kernel_is_reported_not_timed(capsys, data_dir):
     code = cli.main(["bench", str(data_dir / "kernels" / "wrong.yaml"), "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["points"][0]["status"] == "failed-verification" and data["points"][0]["summary"] is None
+
+
+def test_bench_warm_mode_times_single_launches(capsys):
+    code = cli.main(["bench", "vector_add", "--size", "N=65536", "--warm", "--max-time", "1", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["mode"] == "warm" and data["points"][0]["batch"] == 1
