@@ -63,23 +63,26 @@ def bench(results: list, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     ok = [r for r in results if r.status == "ok"]
-    use_flops = all(r.flops_per_s for r in ok) and any(r.flops for r in ok)
+    # FLOP/s for arithmetic-heavy kernels, bytes/s for the rest (vector_add does 1 FLOP per 12 bytes).
+    use_flops = all(r.flops_per_s for r in ok) and all(r.flops and (not r.bytes or r.flops / r.bytes >= 1) for r in ok)
     swept = _swept(ok)
     fig, ax = plt.subplots(figsize=(8, 5))
+    drawn: set[str] = set()
     for name in dict.fromkeys(r.kernel for r in ok):
         mine = [r for r in ok if r.kernel == name]
         xs = [_x(r, swept) for r in mine]
-        ys = [(r.flops_per_s if use_flops else r.bytes_per_s) / 1e9 for r in mine]
+        ys = [((r.flops_per_s if use_flops else r.bytes_per_s) or 0) / 1e9 for r in mine]
         ax.plot(xs, ys, marker="o", label=name)
         base = [r for r in mine if r.baseline_flops_per_s]
-        if base and use_flops:
+        if base and use_flops and base[0].baseline not in drawn:  # one line per baseline, not per kernel
+            drawn.add(base[0].baseline)
             ax.plot([_x(r, swept) for r in base], [r.baseline_flops_per_s / 1e9 for r in base], marker="x",
-                    linestyle="--", label=f"{base[0].baseline} (same run)")
-    ax.set_xlabel(swept or "point")
+                    linestyle="--", color="black", label=f"{base[0].baseline} (timed beside {name})")
+    ax.set_xlabel(_label(ok, swept) or "point")
     ax.set_ylabel("GFLOP/s" if use_flops else "GB/s")
     ax.set_title("kprof bench: median over samples")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(loc="best")
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=120)
@@ -97,6 +100,15 @@ def _swept(results: list) -> str | None:
             if len({str(getattr(r, attr).get(k)) for r in results}) > 1:
                 return k
     return None
+
+
+def _label(results: list, swept: str | None) -> str | None:
+    """``M=N=K`` when several sizes move together."""
+    if swept is None:
+        return None
+    together = [k for k in sorted({k for r in results for k in r.sizes})
+                if [r.sizes.get(k) for r in results] == [r.sizes.get(swept, r.params.get(swept)) for r in results]]
+    return "=".join(together) if len(together) > 1 else swept
 
 
 def _x(r, swept: str | None):

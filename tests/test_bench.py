@@ -186,3 +186,19 @@ def test_bench_table_renders(tmp_path):
     p.baseline_summary, p.baseline_flops_per_s, p.math_mode = p.summary, 4e12, "CUBLAS_DEFAULT_MATH (FP32, no TF32)"
     text = render.bench_table([p], {"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None}, "r1")
     assert "50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text
+
+
+def test_plots_from_recorded_results(tmp_path, data_dir):
+    """The bench plot redrawn from JSON recorded on the H200; the roofline from a recorded ncu row."""
+    from pathlib import Path
+
+    from kprof import ncu, plot, profile
+
+    results = Path(__file__).parent.parent / "docs" / "results" / "2026-11-29-h200-bench-vector_add-block.json"
+    pts = [bench.PointResult(**p) for p in json.loads(results.read_text())["points"]]
+    out = plot.bench(pts, tmp_path / "sweep.png")
+    assert out.stat().st_size > 5000
+    assert plot._swept(pts) == "BLOCK"
+    row = ncu.parse_csv((data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text())[0]
+    prof = profile.analyse(row, "tiled_matmul", {})
+    assert plot.roofline([prof], tmp_path / "roof.png").stat().st_size > 5000
