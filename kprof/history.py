@@ -67,9 +67,11 @@ def git_commit() -> str | None:
     try:
         done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=5)
-        return done.stdout.strip() or None
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return None
+        pass
+    return os.environ.get("KPROF_COMMIT") or None  # a checkout copied without .git (a lent GPU machine)
 
 
 def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, Any],
