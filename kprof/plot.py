@@ -44,14 +44,7 @@ def roofline(profiles: list, path: Path) -> Path:
     ax.set_title("Roofline (ceilings from ncu's peak metrics; points measured by ncu)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise UsageError(f"--plot {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def bench(results: list, path: Path) -> Path:
@@ -83,14 +76,7 @@ def bench(results: list, path: Path) -> Path:
     ax.set_title("kprof bench: median over samples")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise UsageError(f"--plot {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _swept(results: list) -> str | None:
@@ -119,3 +105,16 @@ def _x(r, swept: str | None):
         return int(v)
     except (TypeError, ValueError):
         return v
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        raise UsageError(f"--plot {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+    return path

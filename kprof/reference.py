@@ -15,6 +15,8 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kprof import safeexpr
+
 MAX_LEN = 1000
 
 
@@ -119,28 +121,17 @@ def parse(text: str) -> ast.Expression:
 
 
 def _check(node: ast.AST) -> None:
-    allowed = (
-        ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call,
-        ast.keyword, ast.Load, ast.operator, ast.unaryop, ast.Tuple, ast.Subscript, ast.Slice,
-    )  # fmt: skip
-    if not isinstance(node, allowed):
-        raise ReferenceExprError(f"'{type(node).__name__}' is not allowed in a reference expression")
-    if isinstance(node, ast.Constant) and (
-        isinstance(node.value, bool) or not isinstance(node.value, (int, float))
-    ):
-        raise ReferenceExprError(f"only numbers are allowed as constants, not {node.value!r}")
-    if isinstance(node, ast.BinOp) and not isinstance(node.op, _BINOPS):
-        raise ReferenceExprError(f"operator '{type(node.op).__name__}' is not allowed")
-    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
-        raise ReferenceExprError(f"operator '{type(node.op).__name__}' is not allowed")
+    safeexpr.check_node(
+        node,
+        allowed=safeexpr.ARITHMETIC_NODES + (ast.keyword, ast.Tuple, ast.Subscript, ast.Slice),
+        binops=_BINOPS,
+        functions=FUNCTIONS,
+        error=ReferenceExprError,
+        where="a reference expression",
+        attribute_hint="sum(x), not x.sum()",
+        unknown_call=lambda what: f"unknown function {what}: the vocabulary is {', '.join(sorted(FUNCTIONS))}",
+    )
     if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute):
-            raise ReferenceExprError("'Attribute' is not allowed: call functions by name, e.g. sum(x), not x.sum()")
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            what = node.func.id if isinstance(node.func, ast.Name) else "an expression"
-            raise ReferenceExprError(
-                f"unknown function {what}: the vocabulary is {', '.join(sorted(FUNCTIONS))}"
-            )
         _, kws, (lo, hi) = FUNCTIONS[node.func.id]
         if not lo <= len(node.args) <= hi:
             raise ReferenceExprError(

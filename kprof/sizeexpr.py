@@ -14,6 +14,8 @@ import math
 from collections.abc import Mapping
 from fractions import Fraction
 
+from kprof import safeexpr
+
 MAX_LEN = 400
 MAX_EXPONENT = 64
 MAX_MAGNITUDE = 1 << 80  # far beyond any byte count, small enough to stop runaway arithmetic
@@ -84,37 +86,17 @@ def parse(text: str | int | float) -> ast.Expression:
 
 
 def _check_node(node: ast.AST) -> None:
-    allowed = (
-        ast.Expression,
-        ast.BinOp,
-        ast.UnaryOp,
-        ast.Constant,
-        ast.Name,
-        ast.Call,
-        ast.Load,
-        ast.operator,
-        ast.unaryop,
+    safeexpr.check_node(
+        node,
+        allowed=safeexpr.ARITHMETIC_NODES,
+        binops=(ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow),
+        functions=_FUNCS,
+        error=SizeExprError,
+        where="size arithmetic",
+        attribute_hint="ceil(N / 32)",
+        unknown_call=lambda what: f"cannot call {what}: only {', '.join(FUNCTION_NAMES)} are allowed",
     )
-    if not isinstance(node, allowed):
-        raise SizeExprError(f"'{type(node).__name__}' is not allowed in size arithmetic")
-    if isinstance(node, ast.Constant) and (
-        isinstance(node.value, bool) or not isinstance(node.value, (int, float))
-    ):
-        raise SizeExprError(f"only numbers are allowed, not {node.value!r}")
-    if isinstance(node, ast.BinOp) and not isinstance(
-        node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
-    ):
-        raise SizeExprError(f"operator '{type(node.op).__name__}' is not allowed")
-    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
-        raise SizeExprError(f"operator '{type(node.op).__name__}' is not allowed")
     if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute):
-            raise SizeExprError("'Attribute' is not allowed: call functions by name, e.g. ceil(N / 32)")
-        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
-            what = node.func.id if isinstance(node.func, ast.Name) else "an expression"
-            raise SizeExprError(
-                f"cannot call {what}: only {', '.join(FUNCTION_NAMES)} are allowed"
-            )
         if node.keywords:
             raise SizeExprError(f"{node.func.id}() takes no keyword arguments")
         _, arity = _FUNCS[node.func.id]

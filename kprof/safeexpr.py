@@ -1,0 +1,41 @@
+"""The whitelist walk shared by size arithmetic and reference expressions.
+
+Both parse with :mod:`ast` and refuse every node that is not plain arithmetic over names,
+numbers and calls of named functions; each module adds its own functions and operators. Nothing
+here evaluates anything.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection
+
+ARITHMETIC_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call, ast.Load,
+                    ast.operator, ast.unaryop)
+
+
+def check_node(
+    node: ast.AST,
+    *,
+    allowed: tuple[type, ...],
+    binops: tuple[type, ...],
+    functions: Collection[str],
+    error: type[Exception],
+    where: str,
+    attribute_hint: str,
+    unknown_call: Callable[[str], str],
+) -> None:
+    """Raise ``error`` for a node outside the whitelist; function signatures are the caller's to check."""
+    if not isinstance(node, allowed):
+        raise error(f"'{type(node).__name__}' is not allowed in {where}")
+    if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, (int, float))):
+        raise error(f"only numbers are allowed, not {node.value!r}")
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, binops):
+        raise error(f"operator '{type(node.op).__name__}' is not allowed")
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
+        raise error(f"operator '{type(node.op).__name__}' is not allowed")
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            raise error(f"'Attribute' is not allowed: call functions by name, e.g. {attribute_hint}")
+        if not isinstance(node.func, ast.Name) or node.func.id not in functions:
+            raise error(unknown_call(node.func.id if isinstance(node.func, ast.Name) else "an expression"))
