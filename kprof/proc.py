@@ -1,7 +1,7 @@
 """The one process runner: find an external tool, run a list argv with a timeout, keep its output.
 
 Every external program kprof starts (nvcc, compute-sanitizer, ncu, the runner child) goes
-through :func:`run`: a list argv (never ``shell=True``), a timeout that kills the whole process
+through :func:`run`: a list argv, never a shell string, and a timeout that kills the whole process
 group, and stdout/stderr kept on the result so nothing the child printed is lost.
 """
 
