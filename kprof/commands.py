@@ -70,9 +70,9 @@ def cmd_build(opts: argparse.Namespace) -> int:
         ] + [{"name": n, "error": str(e)} for n, e in failures])  # fmt: skip
     else:
         print(render.build_table(results))
-        for name, exc in failures:
-            print(exc.log.rstrip(), file=sys.stderr)
-            print(f"kprof: error: {name}: {exc}", file=sys.stderr)
+        for name, failure in failures:
+            print(failure.log.rstrip(), file=sys.stderr)
+            print(f"kprof: error: {name}: {failure}", file=sys.stderr)
     return EXIT_BUILD if failures else EXIT_OK
 
 
@@ -249,10 +249,10 @@ def cmd_profile(opts: argparse.Namespace) -> int:
     else:
         if profiles:
             print(render.profile_report(profiles))
-        for name, exc in errors:
-            if exc.log:
-                print(exc.log.rstrip(), file=sys.stderr)
-            print(f"kprof: error: {exc}", file=sys.stderr)
+        for _name, failure in errors:
+            if failure.log:
+                print(failure.log.rstrip(), file=sys.stderr)
+            print(f"kprof: error: {failure}", file=sys.stderr)
     if errors:
         return EXIT_CUDA
     return EXIT_OK

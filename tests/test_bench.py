@@ -3,7 +3,6 @@ the history store (a concurrent writer, an interrupted run), compare, telemetry 
 
 import json
 import multiprocessing
-import sqlite3
 
 import pytest
 

@@ -63,7 +63,7 @@ def write_case(tmp_path, expect, bug_lines=1, twin=True):
     (tmp_path / "c.cu").write_text("extern \"C\" __global__ void c(float* a) {\n" + "  a[0] = 1; // BUG\n" * bug_lines + "}\n")
     (tmp_path / "c_fixed.cu").write_text("extern \"C\" __global__ void c(float* a) { a[0] = 1; }\n")
     text = ("args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: [1]}\n"
-            "reference: {a: 1}\n" + (f"twin: c_fixed.cu\n" if twin else "") + f"expect: {json.dumps(expect)}\n")
+            "reference: {a: 1}\n" + ("twin: c_fixed.cu\n" if twin else "") + f"expect: {json.dumps(expect)}\n")
     (tmp_path / "c.yaml").write_text(text)
     return spec_mod.load(tmp_path / "c.yaml")
 

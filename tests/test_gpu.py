@@ -17,7 +17,7 @@ def _cases():
         spec = spec_mod.load(entry.path)
         out.append(pytest.param(entry.name, "default", {}, id=f"{entry.name}-default"))
         out.append(pytest.param(entry.name, "sanitize", {}, id=f"{entry.name}-sanitize"))
-        for i, check in enumerate(spec.checks):
+        for check in spec.checks:
             label = "-".join(f"{k}{v}" for k, v in check)
             out.append(pytest.param(entry.name, "default", dict(check), id=f"{entry.name}-{label}"))
     return out

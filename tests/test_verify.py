@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kprof import spec as spec_mod, verify
+from kprof import verify
 from kprof.spec import BufferArg, Fill, ResolvedBuffer
 
 
