@@ -1,0 +1,72 @@
+// softmax_online: one read and one write per element. Each thread keeps its slice of the row in
+// registers (up to PER elements) and a running (max, sum of exp) pair updated online; the block
+// merges the pairs in a single reduction (m = max(m1, m2), s = s1 e^(m1-m) + s2 e^(m2-m)), then
+// each thread writes its slice from registers. Rows longer than BLOCK * PER fall back to a second
+// read of the row.
+#ifndef BLOCK
+#define BLOCK 1024
+#endif
+#ifndef PER
+#define PER 8
+#endif
+#define WARPS (BLOCK / 32)
+
+struct MS { float m, s; };
+
+__device__ __forceinline__ MS merge(MS a, MS b) {
+    float m = fmaxf(a.m, b.m);
+    if (m == -INFINITY) return {m, 0.0f};
+    return {m, a.s * __expf(a.m - m) + b.s * __expf(b.m - m)};
+}
+
+__device__ __forceinline__ MS push(MS a, float x) {
+    float m = fmaxf(a.m, x);
+    return {m, a.s * __expf(a.m - m) + __expf(x - m)};
+}
+
+__device__ MS block_merge(MS v, MS* shared) {
+    for (int o = 16; o > 0; o >>= 1) {
+        MS other = {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
+        v = merge(v, other);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < WARPS ? shared[lane] : MS{-INFINITY, 0.0f};
+    for (int o = 16; o > 0; o >>= 1) {
+        MS other = {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
+        v = merge(v, other);
+    }
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* __restrict__ x,
+                                                                  float* __restrict__ y, int rows, int cols) {
+    __shared__ MS shared[WARPS];
+    const int row = blockIdx.x;
+    if (row >= rows) return;
+    const float* xr = x + (size_t)row * cols;
+    float* yr = y + (size_t)row * cols;
+    MS acc = {-INFINITY, 0.0f};
+    if (cols <= BLOCK * PER) {
+        float v[PER];
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const int c = threadIdx.x + j * BLOCK;
+            v[j] = c < cols ? xr[c] : -INFINITY;
+            if (c < cols) acc = push(acc, v[j]);
+        }
+        acc = block_merge(acc, shared);
+        const float inv = 1.0f / acc.s;
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const int c = threadIdx.x + j * BLOCK;
+            if (c < cols) yr[c] = __expf(v[j] - acc.m) * inv;
+        }
+    } else {
+        for (int c = threadIdx.x; c < cols; c += BLOCK) acc = push(acc, xr[c]);
+        acc = block_merge(acc, shared);
+        const float inv = 1.0f / acc.s;
+        for (int c = threadIdx.x; c < cols; c += BLOCK) yr[c] = __expf(xr[c] - acc.m) * inv;
+    }
+}
