@@ -20,6 +20,7 @@ from kprof.errors import CudaError, NoGPUError
 
 _SCALAR_CTYPES = {
     "float16": ctypes.c_uint16,  # packed by the caller as raw bits
+    "bfloat16": ctypes.c_uint16,  # likewise
     "float32": ctypes.c_float,
     "float64": ctypes.c_double,
     "int8": ctypes.c_int8,

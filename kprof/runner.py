@@ -133,7 +133,8 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         used = set().union(*(reference.names(e) for e in refs.values())) if refs else set()
         env: dict[str, Any] = dict(resolved.sizes)
         env.update({a.name: v for a, v in resolved.scalars})
-        env.update({k: v.astype(np.float64) for k, v in inputs.items() if k in used})
+        dtypes = {b.arg.name: b.arg.dtype for b in resolved.buffers}
+        env.update({k: verify.decode(dtypes[k], v).astype(np.float64) for k, v in inputs.items() if k in used})
         return {name: reference.evaluate(expr, env) for name, expr in refs.items()}
 
     packed = []
@@ -144,6 +145,8 @@ def _run(job: dict[str, Any], result: _Result) -> int:
             value = dict((a.name, v) for a, v in resolved.scalars)[arg.name]
             if arg.dtype == "float16":
                 value = int(np.float16(value).view(np.uint16))
+            elif arg.dtype == "bfloat16":
+                value = int(verify.to_bf16(value))
             packed.append((arg.dtype, value))
 
     nvtx = _nvtx()
@@ -196,8 +199,8 @@ def _run(job: dict[str, Any], result: _Result) -> int:
             if buf.arg.name not in got:
                 continue
             sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
-            checks.append(verify.compare(buf.arg.name, got[buf.arg.name], expected[buf.arg.name], spec.rtol,
-                                         sentinel).to_dict())
+            checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
+                                         expected[buf.arg.name], spec.rtol, sentinel).to_dict())
         result.phase("verified", checks=checks)
 
     timing = None
@@ -258,8 +261,8 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
     for buf in resolved.buffers:
         if buf.arg.name in got:
             sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
-            checks.append(verify.compare(buf.arg.name, got[buf.arg.name], expected[buf.arg.name], spec.rtol,
-                                         sentinel).to_dict())
+            checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
+                                         expected[buf.arg.name], spec.rtol, sentinel).to_dict())
     result.phase("verified", checks=checks)
     if not all(ch["ok"] for ch in checks):
         result.data["status"] = "failed"

@@ -26,6 +26,7 @@ from kprof.errors import SpecError, UsageError
 #: dtype name -> (bytes per element, kind: f(loat) / i(nt) / u(nsigned))
 DTYPES: dict[str, tuple[int, str]] = {
     "float16": (2, "f"),
+    "bfloat16": (2, "f"),
     "float32": (4, "f"),
     "float64": (8, "f"),
     "int8": (1, "i"),

@@ -54,9 +54,10 @@ def analyse(spec, resolved, runs: list[tuple[bool, dict[str, Any]]], expected: d
         name = buf.arg.name
         if buf.arg.role not in ("out", "inout"):
             continue
-        outs_a = [o[name] for alt, o in runs if not alt]
-        outs_b = [o[name] for alt, o in runs if alt]
-        a, b = outs_a[0], outs_b[0]
+        raw_a = [o[name] for alt, o in runs if not alt]
+        raw_b = [o[name] for alt, o in runs if alt]
+        outs_a = [verify.decode(buf.arg.dtype, o) for o in raw_a]  # numbers, for the comparisons
+        a, b = outs_a[0], verify.decode(buf.arg.dtype, raw_b[0])
         ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
         scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
         tol = spec.rtol * (scale if scale > 0 else 1.0)
@@ -72,7 +73,7 @@ def analyse(spec, resolved, runs: list[tuple[bool, dict[str, Any]]], expected: d
         unwritten = np.zeros(a.shape, dtype=bool)
         if buf.arg.role == "out":
             pa, pb = verify.poison(buf), verify.poison(buf, alternate=True)
-            unwritten = _same_bits(a, pa) & _same_bits(b, pb)
+            unwritten = _same_bits(raw_a[0], pa) & _same_bits(raw_b[0], pb)
             if unwritten.any():
                 findings.append(finding("unwritten-output", unwritten, "never written (still poison in every run)"))
         # Nondeterminism first: a race also makes the A and B runs differ, but only a result that

@@ -20,10 +20,35 @@ ALT_INT_POISON = 0x2BADF00D2BADF00D
 ALT_FLOAT_POISON = 31337.0
 
 
+# NumPy has no bfloat16: such buffers are stored as their raw 16-bit patterns (uint16) and
+# converted with to_bf16() / decode() below, rounding to nearest even as the hardware does.
+STORAGE = {"bfloat16": "uint16"}
+
+
 def numpy_dtype(name: str):
+    """The NumPy dtype a buffer of spec dtype ``name`` is held in on the host."""
     import numpy as np
 
-    return np.dtype(name)
+    return np.dtype(STORAGE.get(name, name))
+
+
+def to_bf16(values: Any) -> Any:
+    """float values -> bfloat16 bit patterns (uint16), round to nearest even; NaN stays NaN."""
+    import numpy as np
+
+    f = np.array(values, dtype=np.float32)  # a contiguous copy that keeps a scalar 0-d
+    u = f.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(f), np.uint16(0x7FC0), rounded)
+
+
+def decode(dtype_name: str, array: Any) -> Any:
+    """Host storage -> numbers: bfloat16 bit patterns become float32; everything else is as stored."""
+    import numpy as np
+
+    if dtype_name == "bfloat16":
+        return (np.asarray(array, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return array
 
 
 def make_input(buf: ResolvedBuffer, rng) -> Any:
@@ -42,7 +67,9 @@ def make_input(buf: ResolvedBuffer, rng) -> Any:
     elif kind == "randint":
         data = rng.integers(int(params[0]), int(params[1]), n)
     elif kind == "zeros":  # made in the target dtype: a 2 GiB uint8 input must not become 16 GiB of float64
-        return np.zeros(buf.shape, dtype=dtype)
+        return np.zeros(buf.shape, dtype=dtype)  # all-zero bits are 0.0 in bfloat16 too
+    elif kind in ("ones", "const") and buf.arg.dtype == "bfloat16":
+        return np.full(buf.shape, to_bf16(1.0 if kind == "ones" else params[0]), dtype=dtype)
     elif kind == "ones":
         return np.ones(buf.shape, dtype=dtype)
     elif kind == "const":
@@ -51,6 +78,8 @@ def make_input(buf: ResolvedBuffer, rng) -> Any:
         data = np.arange(n)
     else:  # the spec loader admits only the kinds above
         raise ValueError(f"unknown fill {kind}")
+    if buf.arg.dtype == "bfloat16":
+        return np.ascontiguousarray(to_bf16(data).reshape(buf.shape))
     return np.ascontiguousarray(data.astype(dtype, copy=False).reshape(buf.shape))
 
 
@@ -67,6 +96,8 @@ def poison(buf: ResolvedBuffer, alternate: bool = False) -> Any:
         # A moderate value, not 1e30: 1e30 + x == 1e30 in float32, which would hide a kernel
         # that adds into an output it never zeroed behind the "never written" verdict.
         fill = ALT_FLOAT_POISON if alternate else np.nan
+        if buf.arg.dtype == "bfloat16":
+            return np.full(buf.shape, to_bf16(fill), dtype=dtype)
         return np.full(buf.shape, fill, dtype=dtype)
     bits = 8 * dtype.itemsize
     pattern = (ALT_INT_POISON if alternate else INT_POISON) & ((1 << bits) - 1)

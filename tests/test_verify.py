@@ -71,3 +71,25 @@ def test_reference_with_nan_is_reported():
 
 def test_scalar_reference_broadcasts():
     assert verify.compare("out", np.array([6.0], np.float32), np.float64(6.0), 1e-6).ok
+
+
+def test_bfloat16_round_trip_and_rounding():
+    bits = verify.to_bf16([1.0, -2.0, 3.140625, 0.0, float("nan"), 1e30])
+    assert list(bits[:4]) == [0x3F80, 0xC000, 0x4049, 0x0000] and bits[4] == 0x7FC0
+    back = verify.decode("bfloat16", bits)
+    assert back.dtype == np.float32 and list(back[:4]) == [1.0, -2.0, 3.140625, 0.0] and np.isnan(back[4])
+    assert back[5] == pytest.approx(1e30, rel=1e-2)
+    # round to nearest even: 1 + 2^-8 is halfway between two bfloat16 values and goes to the even one
+    assert verify.to_bf16(1.0 + 2.0**-8) == 0x3F80 and verify.to_bf16(1.0 + 3 * 2.0**-8) == 0x3F82
+    assert verify.decode("float32", np.ones(2, np.float32)).dtype == np.float32
+
+
+def test_bfloat16_buffers():
+    b = buf("bfloat16", shape=(3, 4))
+    x = verify.make_input(b, np.random.default_rng(0))
+    assert x.dtype == np.uint16 and x.shape == (3, 4)
+    assert np.all(np.abs(verify.decode("bfloat16", x)) <= 1.0)
+    assert (verify.poison(b) == 0x7FC0).all() and np.isnan(verify.decode("bfloat16", verify.poison(b))).all()
+    assert verify.decode("bfloat16", verify.poison(b, alternate=True))[0, 0] == 31360.0  # 31337 rounded to bfloat16 (steps of 128 there)
+    ones = verify.make_input(buf("bfloat16", fill=Fill("ones")), None)
+    assert (ones == 0x3F80).all()

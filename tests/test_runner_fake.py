@@ -1,0 +1,243 @@
+"""The runner's orchestration on a machine without a GPU.
+
+A fake device stands in for kprof.device.Device: buffers are NumPy byte arrays and a "launch"
+runs a NumPy emulation of the kernel (vector_add, reduce_sum) or does nothing (a kernel that
+writes nothing). This covers the runner's paths (verify, poison, timing, the values detector, the
+bench loop in every mode) in CI; the real device layer is covered by the GPU tests.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kprof import build, catalog, launch, runner
+from kprof.device import DeviceInfo
+
+
+class FakeDevice:
+    """Just enough of kprof.device.Device for the runner."""
+
+    emulations: dict = {}
+
+    def __init__(self, ordinal: int = 0) -> None:
+        self.memory: dict[int, bytearray] = {}
+        self.next = 0x10000
+        self.launched: list[str] = []
+        self.closed = False
+
+    # information
+    def info(self) -> DeviceInfo:
+        return DeviceInfo(0, "Fake GPU", "sm_90", 2, 1 << 30, 13000, 232448, 2048, 1 << 20)
+
+    def mem_info(self):
+        return 1 << 30, 1 << 30
+
+    def attribute(self, name):
+        return 0
+
+    # modules
+    def load_module(self, image: bytes):
+        return object()
+
+    def function(self, module, entry: str):
+        return entry
+
+    def function_attribute(self, func, name: str) -> int:
+        return {"NUM_REGS": 32, "SHARED_SIZE_BYTES": 0}.get(name, 0)
+
+    def set_max_dynamic_shared(self, func, nbytes):
+        pass
+
+    # memory
+    def alloc(self, nbytes: int) -> int:
+        ptr = self.next
+        self.memory[ptr] = bytearray(max(nbytes, 1))
+        self.next += (nbytes + 0xFFF) & ~0xFFF or 0x1000
+        return ptr
+
+    def free(self, ptr):
+        del self.memory[ptr]
+
+    def upload(self, ptr, array):
+        self.memory[ptr][: array.nbytes] = array.tobytes()
+
+    def download(self, ptr, array):
+        array.view(np.uint8).reshape(-1)[:] = np.frombuffer(bytes(self.memory[ptr][: array.nbytes]), np.uint8)
+
+    def memset32(self, ptr, value, count):
+        self.memory[ptr][: 4 * count] = struct.pack("<I", value & 0xFFFFFFFF) * count
+
+    def memset32_async(self, ptr, value, count, stream):
+        self.memset32(ptr, value, count)
+
+    def view(self, ptr, dtype):
+        return np.frombuffer(self.memory[ptr], dtype=dtype)
+
+    # launches
+    def launch(self, func, grid, block, shared_mem, args, stream=0):
+        self.launched.append(func)
+        emulate = self.emulations.get(func)
+        if emulate:
+            emulate(self, [v for _, v in args])
+
+    def synchronize(self):
+        pass
+
+    def stream(self):
+        return "stream"
+
+    def stream_synchronize(self, stream):
+        pass
+
+    def capture(self, stream, body):
+        calls = []
+        real, self.launch = self.launch, lambda *a, **k: calls.append((a, k))
+        try:
+            body()
+        finally:
+            self.launch = real
+        return calls
+
+    def graph_launch(self, graph, stream):
+        for a, k in graph:
+            self.launch(*a, **k)
+
+    def graph_destroy(self, graph):
+        pass
+
+    def host_flag(self):
+        return SimpleNamespace(value=0), self.alloc(4)
+
+    def event(self):
+        return object()
+
+    def record(self, event, stream=0):
+        pass
+
+    def elapsed_ms(self, start, end):
+        return 0.25
+
+    def close(self):
+        self.closed = True
+
+
+def _vector_add(dev, args):
+    a, b, c, n = args
+    dev.view(c, np.float32)[:n] = dev.view(a, np.float32)[:n] + dev.view(b, np.float32)[:n]
+
+
+def _reduce_sum(dev, args):
+    x, out, n = args
+    dev.view(out, np.float32)[0] += dev.view(x, np.float32)[:n].sum(dtype=np.float64)
+
+
+def _scale_bf16(dev, args):
+    from kprof import verify
+
+    x, y, factor, n = args
+    xs = verify.decode("bfloat16", dev.view(x, np.uint16)[:n])
+    dev.view(y, np.float32)[:n] = xs * verify.decode("bfloat16", np.uint16(factor))
+
+
+FakeDevice.emulations = {"vector_add": _vector_add, "reduce_sum": _reduce_sum, "vector_add_vec4": _vector_add,
+                         "scale_bf16": _scale_bf16}
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    import kprof.device
+
+    monkeypatch.setattr(kprof.device, "Device", FakeDevice)
+    monkeypatch.setattr(runner, "_nvtx", lambda: None)
+    return tmp_path
+
+
+def run_job(tmp_path, job) -> dict:
+    job_path, result_path = tmp_path / "job.json", tmp_path / "result.json"
+    job_path.write_text(json.dumps(job))
+    runner.main([str(job_path), str(result_path)])
+    return json.loads(result_path.read_text())
+
+
+def job_for(name, sizes, **extra):
+    spec = catalog.load(name)
+    cubin = build.cache_dir() / "fake.cubin"  # read by the runner, ignored by the fake device
+    cubin.parent.mkdir(parents=True, exist_ok=True)
+    cubin.write_bytes(b"not a cubin")
+    built = SimpleNamespace(cubin=cubin)
+    job = launch.make_job(spec, built, sizes)
+    job.update(extra)
+    return job
+
+
+@pytest.mark.parametrize("name, sizes", [("vector_add", {"N": 1000}), ("reduce_sum", {"N": 4097})])
+def test_run_verifies_and_times(fake, name, sizes):
+    data = run_job(fake, job_for(name, sizes, time=True))
+    assert data["status"] == "ok", data.get("error")
+    assert data["checks"][0]["ok"] and data["time_ms"] == 0.25
+    assert [a["name"] for a in data["allocations"]] == [b.arg.name for b in catalog.load(name).resolve(sizes).buffers]
+
+
+def test_a_kernel_that_writes_nothing_fails_on_poison(fake, monkeypatch):
+    monkeypatch.setitem(FakeDevice.emulations, "vector_add", None)
+    data = run_job(fake, job_for("vector_add", {"N": 100}))
+    assert data["status"] == "failed" and data["checks"][0]["nonfinite"] == 100
+
+
+def test_values_detector_runs_all_its_launches(fake, monkeypatch):
+    data = run_job(fake, job_for("vector_add", {"N": 100}, values={"repeats": 5}, verify=False))
+    assert data["status"] == "ok" and data["findings"] == []
+    monkeypatch.setitem(FakeDevice.emulations, "vector_add", None)
+    data = run_job(fake, job_for("vector_add", {"N": 100}, values={"repeats": 5}, verify=False))
+    assert [f["kind"] for f in data["findings"]] == ["unwritten-output"]
+
+
+@pytest.mark.parametrize("mode", ["cold", "warm", "hot"])
+def test_bench_loop_in_every_mode(fake, mode):
+    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
+    bench_cfg = {"mode": mode, "rule": rule, "warmup": 0.0, "baseline": None, "batch": 4 if mode == "hot" else None,
+                 "spin_cubin": job_for("vector_add", {})["cubin"], "flush_cubin": job_for("vector_add", {})["cubin"]}
+    data = run_job(fake, job_for("vector_add", {"N": 256}, bench=bench_cfg))
+    assert data["status"] == "ok", data.get("error")
+    assert data["stop"] == "noise" and len(data["samples"]) >= 3
+    assert data["batch"] == (4 if mode == "hot" else 1)
+    expected = 0.25e-3 / 4 if mode == "hot" else 0.25e-3
+    assert data["samples"][0] == pytest.approx(expected)
+
+
+def test_bench_never_times_a_wrong_kernel(fake, monkeypatch):
+    monkeypatch.setitem(FakeDevice.emulations, "vector_add", None)
+    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
+    data = run_job(fake, job_for("vector_add", {"N": 64}, bench={"mode": "cold", "rule": rule, "baseline": None,
+                                                                   "spin_cubin": "x", "flush_cubin": "x"}))
+    assert data["status"] == "failed" and "samples" not in data
+
+
+def test_params_reach_the_runner(fake):
+    data = run_job(fake, job_for("vector_add", {"N": 1000}, params={"BLOCK": "128"}))
+    assert data["launch"]["block"] == [128, 1, 1] and data["status"] == "ok"
+
+
+def test_bfloat16_inputs_and_scalars(fake, data_dir):
+    from kprof import spec as spec_mod
+
+    spec = spec_mod.load(data_dir / "kernels" / "scale_bf16.yaml")
+    cubin = build.cache_dir() / "fake.cubin"
+    cubin.parent.mkdir(parents=True, exist_ok=True)
+    cubin.write_bytes(b"x")
+    data = run_job(fake, launch.make_job(spec, SimpleNamespace(cubin=cubin), spec.preset()))
+    assert data["status"] == "ok", data.get("error") or data.get("checks")
+    assert data["checks"][0]["rel_err"] == 0.0
+
+
+@pytest.mark.nvcc
+def test_bfloat16_kernel_builds(data_dir):
+    from kprof import spec as spec_mod
+
+    spec = spec_mod.load(data_dir / "kernels" / "scale_bf16.yaml")
+    assert build.build(spec, "sm_90").usage_of("scale_bf16").registers > 0
