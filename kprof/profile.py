@@ -10,7 +10,6 @@ effective bandwidth and FLOP rate from the spec's work formulas.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,33 +216,32 @@ def profile_kernel(job: dict[str, Any], name: str, *, set_name: str = "quick", e
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
     job = dict(job, verify=False, time=False)
-    with tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
-        report = (report_dir / f"{name}.ncu-rep") if report_dir else None
-        for _attempt in range(3):
-            argv = ncu_mod.build_argv(exe, name, set_name=set_name, metrics=metrics, report=report)
-            done, data = launch.run(job, timeout=timeout, wrapper=argv)
-            text = done.stdout + "\n" + done.stderr
-            unknown = ncu_mod.unknown_metrics(text)
-            if unknown and done.returncode != 0:
-                metrics = tuple(m for m in metrics if m not in unknown)
-                continue
-            break
-        if done.timed_out:
-            raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or --set full "
-                           "replays it dozens of times)", done.tail(30), "timeout")
-        if (why := ncu_mod.diagnose(text)) is not None:
-            raise NcuError(f"{name}: {why[1]}", done.tail(30), why[0])
-        status = data.get("status")
-        if status == "error":
-            err = data.get("error", {})
-            raise NcuError(f"{name}: the kernel failed under ncu: {err.get('message', '?')}", done.tail(30), "target")
-        if done.returncode != 0:
-            how = done.signal_name or f"exit code {done.returncode}"
-            raise NcuError(f"{name}: ncu ended with {how}", done.tail(30), "tool")
-        if report is not None:
-            imported = proc.run(ncu_mod.import_argv(exe, report), timeout=120)
-            text = imported.stdout
-        rows = ncu_mod.parse_csv(text)
+    report = (report_dir / f"{name}.ncu-rep") if report_dir else None
+    for _attempt in range(3):
+        argv = ncu_mod.build_argv(exe, name, set_name=set_name, metrics=metrics, report=report)
+        done, data = launch.run(job, timeout=timeout, wrapper=argv)
+        text = done.stdout + "\n" + done.stderr
+        unknown = ncu_mod.unknown_metrics(text)
+        if unknown and done.returncode != 0:
+            metrics = tuple(m for m in metrics if m not in unknown)
+            continue
+        break
+    if done.timed_out:
+        raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or --set full "
+                       "replays it dozens of times)", done.tail(30), "timeout")
+    if (why := ncu_mod.diagnose(text)) is not None:
+        raise NcuError(f"{name}: {why[1]}", done.tail(30), why[0])
+    status = data.get("status")
+    if status == "error":
+        err = data.get("error", {})
+        raise NcuError(f"{name}: the kernel failed under ncu: {err.get('message', '?')}", done.tail(30), "target")
+    if done.returncode != 0:
+        how = done.signal_name or f"exit code {done.returncode}"
+        raise NcuError(f"{name}: ncu ended with {how}", done.tail(30), "tool")
+    if report is not None:
+        imported = proc.run(ncu_mod.import_argv(exe, report), timeout=120)
+        text = imported.stdout
+    rows = ncu_mod.parse_csv(text)
     if not rows:
         raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
     return rows[-1]

@@ -222,3 +222,45 @@ def test_missing_ncu_says_where_to_get_it(capsys, monkeypatch):
     code = cli.main(["profile", "vector_add", "--size", "N=1000"])
     err = capsys.readouterr().err
     assert code == 3 and "ncu not found" in err
+
+
+FAKE_NCU = """#!{python}
+import sys
+argv = sys.argv[1:]
+metrics = argv[argv.index("--metrics") + 1].split(",")
+mode = {mode!r}
+if mode == "unknown" and "sm__bogus.sum" in metrics:
+    print("==ERROR== Failed to find metric sm__bogus.sum")
+    sys.exit(1)
+if mode == "nomatch":
+    print(open({nomatch!r}).read())
+    sys.exit(0)
+print(open({csv!r}).read())
+"""
+
+
+@pytest.mark.parametrize("mode", ["ok", "unknown", "nomatch"])
+def test_profile_kernel_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
+    """profile_kernel without a GPU: a stand-in ncu prints output recorded on the H200."""
+    import sys
+    from types import SimpleNamespace
+
+    from kprof import catalog, launch
+    from kprof.ncu import NcuError
+
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU.format(python=sys.executable, mode=mode,
+                                   csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt"),
+                                   nomatch=str(data_dir / "ncu" / "nomatch.ncu.txt")))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(exe))
+    spec = catalog.load("tiled_matmul")
+    job = launch.make_job(spec, SimpleNamespace(cubin=tmp_path / "k.cubin"), {"M": 1024, "N": 1024, "K": 1024})
+    extra = ("sm__bogus.sum",) if mode == "unknown" else ()
+    if mode == "nomatch":
+        with pytest.raises(NcuError) as info:
+            profile.profile_kernel(job, "tiled_matmul", extra_metrics=extra)
+        assert info.value.reason == "no-match"
+        return
+    row = profile.profile_kernel(job, "tiled_matmul", extra_metrics=extra)
+    assert row["gpu__time_duration.sum"].value == 251520.0
