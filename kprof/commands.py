@@ -40,15 +40,13 @@ def cmd_list(opts: argparse.Namespace) -> int:
 
 
 def cmd_build(opts: argparse.Namespace) -> int:
-    from kprof import build, catalog
+    from kprof import build, catalog, spec as spec_mod
 
     if opts.all == bool(opts.names):
         raise UsageError("name the kernels to build, or give --all (not both)")
     targets = [e.path for e in catalog.entries()] if opts.all else [catalog.find(n) for n in opts.names]
     arch = build.check_arch(opts.arch) if opts.arch else build.detect_arch()
     results, failures = [], []
-    from kprof import spec as spec_mod
-
     specs = []
     for path in targets:
         spec = spec_mod.load(path)
@@ -209,12 +207,9 @@ def cmd_profile(opts: argparse.Namespace) -> int:
         plot.require()
     overrides = spec_mod.parse_size_overrides(opts.size)
     specs = [catalog.load(n) for n in opts.names]  # every name checked before anything runs
-    resolved_all = []
-    for spec in specs:
-        known = {k: v for k, v in overrides.items() if k in spec.size_names}
-        if len(specs) == 1 and set(overrides) - set(known):
-            spec.resolve(overrides)  # raises the unknown-size error
-        resolved_all.append(spec.resolve(known))
+    # One kernel: every --size must be one of its sizes. Several: each takes the sizes it has.
+    resolved_all = [spec.resolve(overrides if len(specs) == 1 else
+                                 {k: v for k, v in overrides.items() if k in spec.size_names}) for spec in specs]
     profiles, errors = [], []
     for spec, resolved in zip(specs, resolved_all):
         built = build.build(spec, opts.arch)

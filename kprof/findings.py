@@ -101,7 +101,7 @@ def merge(findings: list[Finding]) -> list[Finding]:
     return [merged[k] for k in order]
 
 
-def buffer_detail(address: int, size: int | None, allocations: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+def buffer_detail(address: int, allocations: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     """Name the buffer an address belongs to or lies nearest, in the user's terms."""
     if not allocations:
         return None, None
@@ -119,9 +119,8 @@ def buffer_detail(address: int, size: int | None, allocations: list[dict[str, An
             element = (address - base) // _itemsize(alloc["dtype"])
             text = f"{where} the end of {alloc['name']}: element {element:,} ({_describe(alloc)})"
         else:
-            distance = base - address - (size or 0)
-            distance = max(distance, 0)
-            text = f"{base - address:,} bytes before the start of {alloc['name']} ({_describe(alloc)})"
+            distance = base - address
+            text = f"{distance:,} bytes before the start of {alloc['name']} ({_describe(alloc)})"
         if best is None or distance < best[0]:
             best = (distance, alloc, text)
     assert best is not None

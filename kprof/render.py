@@ -80,12 +80,11 @@ def run_report(result, resolved, built) -> str:
 
 
 def doctor_table(checks: list) -> str:
-    rows = []
-    for c in checks:
-        rows.append(("ok" if c.ok else "MISSING", c.name, c.detail + (f"\n{'':>9}fix: {c.fix}" if not c.ok and c.fix else "")))
     out = []
-    for status, name, detail in rows:
-        out.append(f"{status:<8} {name:<18} {detail}")
+    for c in checks:
+        out.append(f"{'ok' if c.ok else 'MISSING':<8} {c.name:<18} {c.detail}")
+        if not c.ok and c.fix:
+            out.append(f"{'':<9}fix: {c.fix}")
     return "\n".join(out)
 
 

@@ -149,7 +149,7 @@ def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> 
     size = _int(rec.findtext("what/size"))
     buffer = detail = None
     if address is not None and space == "__global__":
-        buffer, detail = buffer_detail(address, size, allocations)
+        buffer, detail = buffer_detail(address, allocations)
     elif space:
         detail = f"in {space.strip('_')} memory"
     return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
@@ -220,7 +220,7 @@ def _initcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) ->
     func, path, line = _where(rec)
     address = _int(rec.findtext("what/address"))
     size = _int(rec.findtext("what/size"))
-    buffer, detail = buffer_detail(address, size, allocations) if address is not None else (None, None)
+    buffer, detail = buffer_detail(address, allocations) if address is not None else (None, None)
     return Finding(tool, "uninitialized-read", func, path, line, _dim3(rec.find("who/threadIdx")),
                    _dim3(rec.find("who/blockIdx")), 1, rec.findtext("what/text") or "uninitialised read",
                    buffer, detail, address, size)
@@ -231,7 +231,7 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
     text = rec.findtext("what/text") or ""
     kind_text = rec.findtext("what/type") or ""
     low = (text + " " + kind_text).lower()
-    if "divergent" in low or "barrier" in low and "warp" not in kind_text.lower():
+    if "divergent" in low or ("barrier" in low and "warp" not in kind_text.lower()):
         kind = "barrier-divergence"
     elif "mask" in low or "warp" in low or "shfl" in low:
         kind = "invalid-warp-sync"

@@ -122,11 +122,11 @@ def test_not_sanitizer_xml():
 def test_buffer_mapping_before_start_and_inside():
     allocs = [{"name": "x", "base": 0x1000, "nbytes": 400, "dtype": "float32", "shape": [100]},
               {"name": "y", "base": 0x1200, "nbytes": 400, "dtype": "float32", "shape": [100]}]
-    assert findings_mod.buffer_detail(0x1000 - 4, 4, allocs) == (
+    assert findings_mod.buffer_detail(0x1000 - 4, allocs) == (
         "x", "4 bytes before the start of x (x is 100 float32, 400 bytes)")
-    name, text = findings_mod.buffer_detail(0x1208, 4, allocs)
+    name, text = findings_mod.buffer_detail(0x1208, allocs)
     assert name == "y" and text.startswith("at byte 8 of y (element 2;")
-    name, text = findings_mod.buffer_detail(0x1000 + 400 + 12, 4, allocs)
+    name, text = findings_mod.buffer_detail(0x1000 + 400 + 12, allocs)
     assert name == "x" and text.startswith("12 bytes past the end of x: element 103")
 
 
