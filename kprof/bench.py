@@ -21,6 +21,7 @@ from kprof.spec import KernelSpec
 
 BENCH_VERSION = 1
 BASELINES = ("cublas_sgemm",)
+TIMERS = ("auto", "cupti", "events")
 
 
 def parse_sweep(items: list[str], what: str) -> dict[str, list[str]]:
@@ -110,6 +111,9 @@ class PointResult:
     baseline_flops_per_s: float | None = None
     of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
     math_mode: str | None = None
+    timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
+    timer_note: str | None = None  # why CUPTI was not used, when it was asked for by auto
+    event_summary: dict[str, Any] | None = None  # the CUDA events' reading of the same samples
     telemetry_before: dict[str, Any] | None = None
     telemetry_after: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -125,13 +129,14 @@ def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: i
 
 
 def time_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], mode: str, rule: dict[str, Any],
-               *, baseline: str | None = None, arch: str | None = None, timeout: float = 300.0) -> dict[str, Any]:
+               *, baseline: str | None = None, arch: str | None = None, timeout: float = 300.0,
+               timer: str = "auto") -> dict[str, Any]:
     """One timing in a child: the runner's result data (samples, stop reason, checks)."""
     built = build.build(spec, arch, defines=params)
     resolved = _with_params(spec, params).resolve(sizes)
     job = launch.make_job(spec, built, resolved.sizes)
     job["params"] = params
-    job["bench"] = {"mode": mode, "rule": rule, "warmup": 0.2, "baseline": baseline,
+    job["bench"] = {"mode": mode, "rule": rule, "warmup": 0.2, "baseline": baseline, "timer": timer,
                     "spin_cubin": str(build.build_builtin("kprof_spin", arch).cubin),
                     "flush_cubin": str(build.build_builtin("kprof_flush", arch).cubin)}
     done, data = launch.run(job, timeout=timeout)
@@ -150,12 +155,13 @@ def _with_params(spec: KernelSpec, params: dict[str, str]) -> KernelSpec:
 
 
 def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], mode: str, rule: dict[str, Any],
-              peak: dict[str, Any] | None, *, baseline: str | None, arch: str | None, timeout: float) -> PointResult:
+              peak: dict[str, Any] | None, *, baseline: str | None, arch: str | None, timeout: float,
+              timer: str = "auto") -> PointResult:
     resolved = _with_params(spec, params).resolve(sizes)
     point = PointResult(spec.name, resolved.sizes, params, mode, "error", flops=resolved.flops, bytes=resolved.bytes)
     before = telemetry.snapshot()
     try:
-        data = time_point(spec, sizes, params, mode, rule, arch=arch, timeout=timeout)
+        data = time_point(spec, sizes, params, mode, rule, arch=arch, timeout=timeout, timer=timer)
     except TargetError as exc:
         point.message = str(exc)
         return point
@@ -173,6 +179,10 @@ def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], m
     point.summary = summary.to_dict()
     point.stop = data["stop"]
     point.batch = data.get("batch")
+    point.timer = data.get("timer", "events")
+    point.timer_note = data.get("timer_note")
+    if data.get("event_samples"):
+        point.event_summary = stats.summarize(data["event_samples"]).to_dict()
     point.stable = stats.stable(summary, point.stop, rule["rel_stdev"])
     if not point.stable:
         point.warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped by {point.stop})")
@@ -184,10 +194,13 @@ def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], m
     if baseline:
         point.baseline = baseline
         try:
-            base = time_point(spec, sizes, params, mode, rule, baseline=baseline, arch=arch, timeout=timeout)
+            base = time_point(spec, sizes, params, mode, rule, baseline=baseline, arch=arch, timeout=timeout,
+                              timer=point.timer)
         except TargetError as exc:
             point.warnings.append(f"baseline {baseline} failed: {exc}")
             return point
+        if base.get("status") == "ok" and base.get("timer", "events") != point.timer:
+            point.warnings.append(f"baseline {baseline} was timed by {base.get('timer')}, the kernel by {point.timer}")
         if base.get("status") == "ok":
             bsum = stats.summarize(base["samples"])
             point.baseline_summary = bsum.to_dict()

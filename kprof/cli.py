@@ -129,7 +129,9 @@ def _parser() -> argparse.ArgumentParser:
         "bench", help="time kernels (median and spread), against the GPU's ceilings and cuBLAS, in one run",
         description="Verify each kernel, then time it until the noise is low (or a timeout): one launch per sample, "
         "held behind a blocking kernel so no host gap is timed, with the L2 flushed first (--cold, default) or "
-        "not (--warm); or the throughput per launch of a CUDA graph of many launches (--hot). "
+        "not (--warm); or each kernel inside a replayed CUDA graph of many launches (--hot). The time is the "
+        "kernel's own GPU start-to-end from CUPTI's activity records when cupti-python is installed, else "
+        "CUDA events around the launch (--timer). "
         "Sweeps: --size M=1024,2048 and --param BLOCK=64,128 (parameters are the spec's defines). Every point "
         "is kept in the history store (kprof history).",
     )  # fmt: skip
@@ -145,7 +147,10 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--warm", dest="mode", action="store_const", const="warm",
                       help="one launch per sample, caches left warm")
     mode.add_argument("--hot", dest="mode", action="store_const", const="hot",
-                      help="throughput per launch: replay a CUDA graph of many launches (for very short kernels)")
+                      help="replay a CUDA graph of many launches, so launch overhead is not timed (for very short kernels)")
+    p.add_argument("--timer", choices=("auto", "cupti", "events"), default="auto",
+                   help="cupti: kernel start/end timestamps (needs cupti-python); events: CUDA events; "
+                   "auto (default): cupti when it works, else events, saying why")
     p.add_argument("--rel-stdev", type=float, default=0.005, help="stop when the relative stddev is below this (default 0.005)")
     p.add_argument("--min-time", type=float, default=0.5, help="seconds of samples before the noise rule may stop (default 0.5)")
     p.add_argument("--max-time", type=float, default=10.0, help="seconds of samples at most per point (default 10)")

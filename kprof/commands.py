@@ -293,6 +293,12 @@ def cmd_bench(opts: argparse.Namespace) -> int:
             raise UsageError(f"{flag} {value:g}: give a positive number")
     if opts.baseline not in ("auto", "none", *bench.BASELINES):
         raise UsageError(f"--baseline {opts.baseline!r}: use auto, none or {', '.join(bench.BASELINES)}")
+    if opts.timer == "cupti":
+        from kprof import cupti_timer
+
+        why = cupti_timer.unavailable()
+        if why is not None:
+            raise UsageError(f"--timer cupti: {why}; or use --timer events")
     if opts.plot:
         from kprof import plot
 
@@ -322,7 +328,7 @@ def cmd_bench(opts: argparse.Namespace) -> int:
             if not opts.json:
                 print(f"[{i}/{len(plan)}] {spec.name} {label}".rstrip(), file=sys.stderr, flush=True)
             point = bench.run_point(spec, s, p, mode, rule, peak, baseline=baseline, arch=opts.arch,
-                                    timeout=opts.timeout)
+                                    timeout=opts.timeout, timer=opts.timer)
             results.append(point)
             if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
                 history.record(conn, run_id, "bench", spec.name, {"sizes": point.sizes, "params": point.params,

@@ -252,8 +252,14 @@ def bench_table(results: list, peak: dict | None, run_id: str | None) -> str:
         out.append(f"ceilings ({'cached ' + peak['cached'] if peak.get('cached') else 'measured now'}): copy "
                    f"{si(peak['copy_bytes_per_s'], 'B/s')}, FP32 FMA {si(peak['fma_flops_per_s'], 'FLOP/s')}")
     mode = results[0].mode if results else "cold"
-    out.append(f"{mode} mode; median over samples, each timed with its own CUDA events"
+    timers = sorted({r.timer for r in results if r.timer})
+    how = {"cupti": "the kernel's own GPU start and end (CUPTI activity records)",
+           "events": "its own CUDA events around the launch"}
+    timed = " and ".join(how.get(t, t) for t in timers) or "its own CUDA events around the launch"
+    out.append(f"{mode} mode; median over samples, each timed by {timed}"
                + (f"; recorded as run {run_id} (kprof history, kprof compare)" if run_id else ""))
+    for note in sorted({r.timer_note for r in results if r.timer_note}):
+        out.append(f"note: CUPTI timing not used: {note}")
     return "\n".join(out)
 
 

@@ -227,6 +227,7 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
     import time
 
     from kprof import stats, verify
+    from kprof.errors import UsageError
 
     cfg = job["bench"]
     rule = stats.StopRule(**cfg["rule"])
@@ -277,21 +278,53 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
         dev.record(end_ev, stream)
         return dev.elapsed_ms(start_ev, end_ev) / 1e3
 
+    # The timer: CUPTI's kernel timestamps where cupti-python works, else CUDA events. The
+    # events' reading is kept as a second series either way.
+    clock, timer = None, "events"
+    if cfg.get("timer", "auto") != "events":
+        from kprof import cupti_timer
+
+        why = cupti_timer.unavailable()
+        if why is None:
+            try:
+                clock, timer = cupti_timer.KernelClock(), "cupti"
+            except Exception as exc:
+                why = f"CUPTI activity tracing could not start: {exc}"
+        if why is not None:
+            if cfg.get("timer") == "cupti":
+                raise UsageError(f"--timer cupti: {why}")
+            result.data["timer_note"] = why
+
     # Warm-up by time: clocks ramp up, caches and the instruction cache fill, lazy loading is done.
     t0 = time.perf_counter()
     one = timed(run_once)
     while time.perf_counter() - t0 < cfg.get("warmup", 0.2):
         one = timed(run_once)
+    if clock is not None and cupti_timer.span_seconds(clock.take()) is None:
+        clock.close()
+        clock, timer = None, "events"
+        if cfg.get("timer") == "cupti":
+            raise UsageError("--timer cupti: CUPTI delivered no kernel record for the warm-up launches")
+        result.data["timer_note"] = "CUPTI delivered no kernel record for the warm-up launches"
 
+    event_samples: list[float] = []
     batch = 1
     if cfg["mode"] == "hot":
-        # Throughput per launch: replay a graph of many launches, so launch overhead is paid once
-        # per graph; back-to-back launches also overlap their ramp-up and drain.
+        # Replay a graph of many launches, so launch overhead is paid once per graph. CUPTI gives
+        # each kernel's own duration inside the replay; events give throughput per launch, where
+        # back-to-back kernels also overlap their ramp-up and drain.
         batch = int(cfg.get("batch") or max(1, min(10_000, int(2e-3 / max(one, 1e-7)))))
         graph = dev.capture(stream, lambda: [run_once() for _ in range(batch)])
 
         def sample() -> float:
-            return timed(lambda: dev.graph_launch(graph, stream)) / batch
+            seconds = timed(lambda: dev.graph_launch(graph, stream)) / batch
+            event_samples.append(seconds)
+            if clock is None:
+                return seconds
+            busy = cupti_timer.busy_seconds_per_launch(clock.take(), batch)
+            if busy is None:
+                raise RuntimeError("CUPTI delivered no kernel record for a graph replay")
+            return busy
     else:
         # One launch at a time, as ncu times it. A blocking kernel holds the stream until the
         # start event, the kernel and the end event are all queued, so no host gap is timed.
@@ -315,7 +348,14 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
             run_once()
             dev.record(end_ev, stream)
             flag.value = 1
-            return dev.elapsed_ms(start_ev, end_ev) / 1e3
+            seconds = dev.elapsed_ms(start_ev, end_ev) / 1e3
+            event_samples.append(seconds)
+            if clock is None:
+                return seconds
+            span = cupti_timer.span_seconds(clock.take())
+            if span is None:
+                raise RuntimeError("CUPTI delivered no kernel record for a timed launch")
+            return span
 
     samples: list[float] = []
     if nvtx is not None:
@@ -327,7 +367,10 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
         reason = rule.check(samples, time.perf_counter() - t0)
     if nvtx is not None:
         nvtx.pop_range(domain="kprof")
-    result.phase("timed", samples=samples, stop=reason, batch=batch, host_seconds=time.perf_counter() - t0)
+    if clock is not None:
+        clock.close()
+    result.phase("timed", samples=samples, event_samples=event_samples, timer=timer, stop=reason, batch=batch,
+                 host_seconds=time.perf_counter() - t0)
     if cfg["mode"] == "hot":
         dev.graph_destroy(graph)  # before its kernel's module is unloaded
     dev.close()

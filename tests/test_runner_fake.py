@@ -201,9 +201,11 @@ def test_values_detector_runs_all_its_launches(fake, monkeypatch):
 def test_bench_loop_in_every_mode(fake, mode):
     rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
     bench_cfg = {"mode": mode, "rule": rule, "warmup": 0.0, "baseline": None, "batch": 4 if mode == "hot" else None,
-                 "spin_cubin": job_for("vector_add", {})["cubin"], "flush_cubin": job_for("vector_add", {})["cubin"]}
+                 "spin_cubin": job_for("vector_add", {})["cubin"], "flush_cubin": job_for("vector_add", {})["cubin"],
+                 "timer": "events"}
     data = run_job(fake, job_for("vector_add", {"N": 256}, bench=bench_cfg))
     assert data["status"] == "ok", data.get("error")
+    assert data["timer"] == "events" and data["event_samples"] == data["samples"]
     assert data["stop"] == "noise" and len(data["samples"]) >= 3
     assert data["batch"] == (4 if mode == "hot" else 1)
     expected = 0.25e-3 / 4 if mode == "hot" else 0.25e-3
@@ -241,3 +243,73 @@ def test_bfloat16_kernel_builds(data_dir):
 
     spec = spec_mod.load(data_dir / "kernels" / "scale_bf16.yaml")
     assert build.build(spec, "sm_90").usage_of("scale_bf16").registers > 0
+
+
+class FakeClock:
+    """Stands in for cupti_timer.KernelClock: one record per kernel the fake device launched,
+    kprof's helpers 5 us long, every other kernel 2 us, back to back."""
+
+    device: FakeDevice | None = None
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.closed = False
+
+    def take(self):
+        from kprof.cupti_timer import KernelRecord
+
+        names = self.device.launched[self.seen:]
+        self.seen += len(names)
+        out, t = [], 0
+        for name in names:
+            ns = 5000 if name.startswith("kprof_") else 2000
+            out.append(KernelRecord(name, t, t + ns))
+            t += ns + 100
+        return out
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def fake_cupti(fake, monkeypatch):
+    import kprof.device
+    from kprof import cupti_timer
+
+    class Device(FakeDevice):
+        def __init__(self, ordinal=0):
+            super().__init__(ordinal)
+            FakeClock.device = self
+
+    monkeypatch.setattr(kprof.device, "Device", Device)
+    monkeypatch.setattr(cupti_timer, "unavailable", lambda: None)
+    monkeypatch.setattr(cupti_timer, "KernelClock", FakeClock)
+    return fake
+
+
+@pytest.mark.parametrize("mode", ["cold", "warm", "hot"])
+def test_bench_reads_kernel_timestamps_when_cupti_works(fake_cupti, mode):
+    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
+    cubin = job_for("vector_add", {})["cubin"]
+    bench_cfg = {"mode": mode, "rule": rule, "warmup": 0.0, "baseline": None, "batch": 4 if mode == "hot" else None,
+                 "spin_cubin": cubin, "flush_cubin": cubin}
+    data = run_job(fake_cupti, job_for("vector_add", {"N": 256}, bench=bench_cfg))
+    assert data["status"] == "ok", data.get("error")
+    assert data["timer"] == "cupti" and "timer_note" not in data
+    # The kernel's own 2 us, never the helpers' time or the events' 0.25 ms.
+    assert data["samples"] == [pytest.approx(2e-6)] * len(data["samples"])
+    assert data["event_samples"][0] == pytest.approx(0.25e-3 / (4 if mode == "hot" else 1))
+
+
+def test_bench_falls_back_to_events_and_says_why(fake, monkeypatch):
+    from kprof import cupti_timer
+
+    monkeypatch.setattr(cupti_timer, "unavailable", lambda: "cupti-python is not installed")
+    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
+    cubin = job_for("vector_add", {})["cubin"]
+    cfg = {"mode": "warm", "rule": rule, "warmup": 0.0, "baseline": None, "spin_cubin": cubin, "flush_cubin": cubin}
+    data = run_job(fake, job_for("vector_add", {"N": 256}, bench=dict(cfg, timer="auto")))
+    assert data["status"] == "ok" and data["timer"] == "events"
+    assert data["timer_note"] == "cupti-python is not installed"
+    data = run_job(fake, job_for("vector_add", {"N": 256}, bench=dict(cfg, timer="cupti")))
+    assert data["status"] == "error" and "--timer cupti: cupti-python is not installed" in data["error"]["message"]

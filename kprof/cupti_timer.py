@@ -1,0 +1,94 @@
+"""Kernel durations from CUPTI's activity API (the ``cupti-python`` package), for ``kprof bench``.
+
+CUDA events time a stretch of a stream: they add the event's own cost (about a microsecond) and,
+for a replayed graph, measure throughput, where back-to-back kernels overlap their launch and drain.
+CUPTI's kernel activity records carry the GPU's own start and end timestamps of each kernel,
+the same quantity as Nsight Systems' kernel rows and close to Nsight Compute's gpu__time_duration.
+This module is the only user of ``cupti``; it is imported only inside the runner's child, never
+under compute-sanitizer or ncu (both hold the profiling interface themselves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HELPER_PREFIX = "kprof_"  # kprof's own kernels (blocking spin, L2 flush): never part of a sample
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    name: str
+    start: int  # ns, GPU timestamps
+    end: int
+
+    @property
+    def ns(self) -> int:
+        return self.end - self.start
+
+
+def unavailable() -> str | None:
+    """Why CUPTI timing cannot be used here, or None when it can."""
+    try:
+        from cupti import cupti  # noqa: F401
+    except ImportError as exc:
+        return f"cupti-python is not installed ({exc}); pip install 'kprof[cuda]' or cupti-python"
+    except Exception as exc:  # libcupti missing or the wrong version
+        return f"CUPTI could not be loaded: {exc}"
+    return None
+
+
+class KernelClock:
+    """Collects kernel activity records from the moment it is made until ``close()``."""
+
+    def __init__(self) -> None:
+        from cupti import cupti
+
+        self._cupti = cupti
+        self._records: list[KernelRecord] = []
+
+        def requested():
+            return 8 * 1024 * 1024, 0
+
+        def completed(activities) -> None:
+            for act in activities:
+                if act.kind == cupti.ActivityKind.CONCURRENT_KERNEL:
+                    self._records.append(KernelRecord(str(act.name), int(act.start), int(act.end)))
+
+        cupti.activity_register_callbacks(requested, completed)
+        cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
+
+    def take(self) -> list[KernelRecord]:
+        """Every kernel record completed so far (the caller has synchronised), oldest first."""
+        self._cupti.activity_flush_all(1)
+        out, self._records = self._records, []
+        out.sort(key=lambda r: r.start)
+        return out
+
+    def close(self) -> None:
+        try:
+            self._cupti.activity_disable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
+            self._cupti.activity_flush_all(1)
+        except Exception:  # closing never hides the measurement already taken
+            pass
+
+
+def timed_records(records: list[KernelRecord]) -> list[KernelRecord]:
+    """The records of the timed work: kprof's helper kernels left out."""
+    return [r for r in records if not r.name.startswith(HELPER_PREFIX)]
+
+
+def span_seconds(records: list[KernelRecord]) -> float | None:
+    """From the first start to the last end of the timed kernels (a baseline may launch several)."""
+    work = timed_records(records)
+    if not work:
+        return None
+    return (max(r.end for r in work) - min(r.start for r in work)) / 1e9
+
+
+def busy_seconds_per_launch(records: list[KernelRecord], launches: int) -> float | None:
+    """Kernel time per launch in a replayed graph: the sum of the timed kernels' own durations
+    divided by the number of launches (a launch may be several kernels, as cuBLAS's can be)."""
+    work = timed_records(records)
+    if not work or launches <= 0:
+        return None
+    return sum(r.ns for r in work) / launches / 1e9
