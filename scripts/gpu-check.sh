@@ -27,6 +27,12 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 else
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 fi
+# cupti-python loads libcupti: if it cannot find it, point the loader at the toolkit's copy.
+if ! python3 -c "from cupti import cupti; cupti.get_timestamp()" >"$LOGS/cupti.txt" 2>&1; then
+    lib=$(find /usr/local/cuda*/ /opt/nvidia -name 'libcupti.so*' 2>/dev/null | head -1)
+    [ -n "$lib" ] && export LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    python3 -c "from cupti import cupti; cupti.get_timestamp(); print('cupti ok via', '$lib')" >>"$LOGS/cupti.txt" 2>&1
+fi
 KPROF="python3 -m kprof"
 status=0
 step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and wall time
@@ -55,6 +61,67 @@ if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+tests+"* ]]; then
     python3 -c "import xdist" 2>/dev/null && XDIST="-n 8 --dist loadgroup"
     step pytest python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST tests
     cp "$LOGS/pytest.txt" "$OUT/pytest.txt"
+fi
+
+if [[ "+$WHAT+" == *"+verify+"* ]]; then  # quick: every kernel verified at every size, no sanitizers
+    XDIST=""
+    python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
+    step verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST tests/test_gpu.py
+fi
+
+MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul"
+if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+matmul+"* ]]; then  # issue 6: the matmul ladder
+    export KPROF_HISTORY=$LOGS/history.sqlite
+    mkdir -p "$LOGS/bench" "$LOGS/sass"
+    step peak $KPROF peak --refresh
+    for k in $MATMULS; do  # what the compiler made of each step: registers, spills, 16-byte accesses
+        cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('$k')).cubin)")
+        cuobjdump -sass "$cubin" > "$LOGS/sass/$k.sass" 2>&1
+        printf '%s FFMA=%s LDS=%s LDS.128=%s LDG=%s LDG.128=%s STS=%s STG=%s STG.128=%s LDGSTS=%s BAR=%s\n' "$k" \
+            "$(grep -c 'FFMA' "$LOGS/sass/$k.sass")" "$(grep -cE 'LDS(\.|\s)' "$LOGS/sass/$k.sass")" \
+            "$(grep -c 'LDS.128' "$LOGS/sass/$k.sass")" "$(grep -cE 'LDG\.' "$LOGS/sass/$k.sass")" \
+            "$(grep -c 'LDG.E.128' "$LOGS/sass/$k.sass")" "$(grep -cE 'STS(\.|\s)' "$LOGS/sass/$k.sass")" \
+            "$(grep -cE 'STG\.' "$LOGS/sass/$k.sass")" "$(grep -c 'STG.E.128' "$LOGS/sass/$k.sass")" \
+            "$(grep -c 'LDGSTS' "$LOGS/sass/$k.sass")" "$(grep -c 'BAR.SYNC' "$LOGS/sass/$k.sass")" >> "$LOGS/sass/counts.txt"
+    done
+    step bench-matmul-4096 sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/matmul-4096.json"
+    # Tuning sweeps (issue 6): one parameter at a time around the defaults, no baseline.
+    # MATMUL_SWEEPS: "KERNEL:P=V1,V2[:P2=V]..." separated by spaces, replacing the default list.
+    for sweep in ${MATMUL_SWEEPS:-async_matmul:STAGES=2,3,4 async_matmul:BK=8,16 async_matmul:SWIZZLE=0,1 async_matmul:GROUP=1,8,16 async_matmul:BN=256:WN=64:RN=4:MINB=1 async_matmul:WN=64:RN=4 async_matmul:BM=256:WM=128:RM=4:MINB=1 dbuf_matmul:MINB=1,2}; do
+        IFS=: read -r kern p1 rest <<< "$sweep"
+        params="--param $p1"
+        [ -n "$rest" ] && params="$params --param ${rest//:/ --param }"
+        tag=$(echo "$sweep" | tr ':=,' '___')
+        step "sweep-$tag" sh -c "$KPROF bench $kern $params --size M,N,K=4096 --baseline none --max-time 1 --json > $LOGS/bench/sweep-$tag.json"
+    done
+fi
+
+if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+fused+"* ]]; then  # issue 7: bandwidth kernels and fused ops
+    export KPROF_HISTORY=$LOGS/history.sqlite
+    mkdir -p "$LOGS/bench"
+    step peak $KPROF peak
+    for k in ${FUSED_KERNELS:-vector_add vector_add_vec4 reduce_sum reduce_sum_vec4 rmsnorm rmsnorm_onepass softmax softmax_online}; do
+        case $k in
+            vector_add*|reduce_sum*) size="N=2**28" ;;
+            *) size="R=32768 C=8192" ;;
+        esac
+        step "fused-$k" sh -c "$KPROF bench $k $(for s in $size; do printf -- '--size %s ' "$s"; done) --max-time 1 --json > $LOGS/bench/fused-$k.json"
+    done
+fi
+
+if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+accuracy+"* ]]; then  # issue 5: kprof's median against ncu
+    export KPROF_HISTORY=$LOGS/history.sqlite
+    mkdir -p "$LOGS/bench" "$LOGS/ncu"
+    for k in naive_matmul tiled_matmul regblock_matmul softmax rmsnorm vector_add reduce_sum; do
+        step "accuracy-$k" sh -c "$KPROF bench $k --max-time 2 --json > $LOGS/bench/accuracy-$k.json"
+        step "accuracy-events-$k" sh -c "$KPROF bench $k --max-time 2 --timer events --json > $LOGS/bench/accuracy-events-$k.json"
+        step "ncu-time-$k" sh -c "python3 scripts/plain_ncu.py $k > $LOGS/ncu/$k.txt"
+    done
+    step bench-hot-small sh -c "$KPROF bench vector_add --size N=65536 --hot --max-time 2 --json > $LOGS/bench/hot-small.json"
+    step bench-hot-small-events sh -c "$KPROF bench vector_add --size N=65536 --hot --timer events --max-time 2 --json > $LOGS/bench/hot-small-events.json"
+    step bench-warm-small sh -c "$KPROF bench vector_add --size N=65536 --warm --max-time 2 --json > $LOGS/bench/warm-small.json"
+    step ncu-time-small-warm sh -c "PLAIN_NCU_ARGS='--cache-control none' python3 scripts/plain_ncu.py vector_add N=65536 > $LOGS/ncu/vector_add-small-warm.txt"
+    step ncu-time-small-cold sh -c "python3 scripts/plain_ncu.py vector_add N=65536 > $LOGS/ncu/vector_add-small-cold.txt"
 fi
 
 if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+measure+"* ]]; then
