@@ -1,8 +1,9 @@
 // softmax_online: one read and one write per element. Each thread keeps its slice of the row in
-// registers (up to PER elements) and a running (max, sum of exp) pair updated online; the block
-// merges the pairs in a single reduction (m = max(m1, m2), s = s1 e^(m1-m) + s2 e^(m2-m)), then
-// each thread writes its slice from registers. Rows longer than BLOCK * PER fall back to a second
-// read of the row.
+// registers (up to PER elements), takes its own max m and sum s of e^(x - m) (one exponential per
+// element, kept in the registers), and the block merges the (max, sum) pairs online in a single
+// reduction (m = max(m1, m2), s = s1 e^(m1-m) + s2 e^(m2-m)). Each thread then scales its stored
+// exponentials by e^(m_thread - m) / s and writes them. Rows longer than BLOCK * PER fall back to
+// a second read of the row with a running (max, sum) per thread.
 #ifndef BLOCK
 #define BLOCK 1024
 #endif
@@ -50,18 +51,25 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
     MS acc = {-INFINITY, 0.0f};
     if (cols <= BLOCK * PER) {
         float v[PER];
+        float m = -INFINITY;
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
             const int c = threadIdx.x + j * BLOCK;
             v[j] = c < cols ? xr[c] : -INFINITY;
-            if (c < cols) acc = push(acc, v[j]);
+            m = fmaxf(m, v[j]);
         }
-        acc = block_merge(acc, shared);
-        const float inv = 1.0f / acc.s;
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            v[j] = m == -INFINITY ? 0.0f : __expf(v[j] - m);  // 0 for the padding past the row
+            s += v[j];
+        }
+        acc = block_merge(MS{m, s}, shared);
+        const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
             const int c = threadIdx.x + j * BLOCK;
-            if (c < cols) yr[c] = __expf(v[j] - acc.m) * inv;
+            if (c < cols) yr[c] = v[j] * f;
         }
     } else {
         for (int c = threadIdx.x; c < cols; c += BLOCK) acc = push(acc, xr[c]);

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from kprof import build, launch, sizeexpr, stats, telemetry
+from kprof import spec as spec_mod
 from kprof.errors import TargetError, UsageError
 from kprof.spec import KernelSpec
 
 BENCH_VERSION = 1
-BASELINES = ("cublas_sgemm",)
+BASELINES = spec_mod.BASELINES  # library routines; any other baseline names a kernel spec
 TIMERS = ("auto", "cupti", "events")
 
 
@@ -109,6 +110,7 @@ class PointResult:
     baseline: str | None = None
     baseline_summary: dict[str, Any] | None = None
     baseline_flops_per_s: float | None = None
+    baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
     of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
     math_mode: str | None = None
     timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
@@ -194,8 +196,15 @@ def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], m
     if baseline:
         point.baseline = baseline
         try:
-            base = time_point(spec, sizes, params, mode, rule, baseline=baseline, arch=arch, timeout=timeout,
-                              timer=point.timer)
+            if baseline in BASELINES:  # a library routine on the kernel's own buffers
+                base = time_point(spec, sizes, params, mode, rule, baseline=baseline, arch=arch, timeout=timeout,
+                                  timer=point.timer)
+            else:  # another spec (an unfused version, say) at the same sizes
+                from kprof import catalog
+
+                other = catalog.load(baseline)
+                own = {k: v for k, v in resolved.sizes.items() if k in other.size_names}
+                base = time_point(other, own, {}, mode, rule, arch=arch, timeout=timeout, timer=point.timer)
         except TargetError as exc:
             point.warnings.append(f"baseline {baseline} failed: {exc}")
             return point
@@ -206,6 +215,7 @@ def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], m
             point.baseline_summary = bsum.to_dict()
             point.math_mode = base.get("math_mode")
             point.baseline_flops_per_s = stats.throughput(resolved.flops, bsum.median)
+            point.baseline_bytes_per_s = stats.throughput(resolved.bytes, bsum.median)
             point.of_baseline = bsum.median / summary.median
         else:
             point.warnings.append(f"baseline {baseline} failed verification")

@@ -219,10 +219,11 @@ def build(
             what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
             raise BuildError(f"nvcc failed to compile {spec.source} for {arch}: {what}", log)
         usage = parse_resource_usage(log)
-        if spec.entry not in usage:
+        missing = [e for e in spec.entries if e not in usage]
+        if missing:
             found = ", ".join(sorted(usage)) or "none"
             raise BuildError(
-                f"{spec.source.name} has no kernel named '{spec.entry}' (kernels found: {found}); "
+                f"{spec.source.name} has no kernel named '{missing[0]}' (kernels found: {found}); "
                 f"declare it extern \"C\" __global__ or set 'entry:' in the spec",
                 log,
             )

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kprof import render
-from kprof.errors import EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_OK, BuildError, UsageError
+from kprof.errors import EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_OK, BuildError, KprofError, UsageError
 
 
 def _emit_json(data: object) -> None:
@@ -217,13 +217,20 @@ def cmd_profile(opts: argparse.Namespace) -> int:
         if not opts.json:
             print(f"profiling {spec.name} {resolved.size_text()} ...", file=sys.stderr, flush=True)
         try:
-            row = profile.profile_kernel(job, spec.name, set_name=opts.set_name, extra_metrics=extra,
-                                         report_dir=report_dir, timeout=opts.timeout)
-            prof = profile.analyse(row, spec.name, resolved.sizes, arch=built.arch, spec_flops=resolved.flops,
-                                   spec_bytes=resolved.bytes)
-            if extra:
-                prof.notes.extend(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() for m in extra if m in row)
-            profiles.append(prof)
+            rows = profile.profile_rows(job, spec.name, set_name=opts.set_name, extra_metrics=extra,
+                                        report_dir=report_dir, timeout=opts.timeout)
+            if len(resolved.steps) == 1:
+                rows = rows[-1:]
+            for row in rows:  # a spec with steps: one report per kernel it launched, named spec:kernel
+                kname = row["Kernel Name"].value if "Kernel Name" in row else None
+                label = f"{spec.name}:{kname}" if len(rows) > 1 and kname else spec.name
+                one = len(rows) == 1  # the spec's work formulas describe the whole spec, not one of its kernels
+                prof = profile.analyse(row, label, resolved.sizes, arch=built.arch,
+                                       spec_flops=resolved.flops if one else None,
+                                       spec_bytes=resolved.bytes if one else None)
+                if extra:
+                    prof.notes.extend(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() for m in extra if m in row)
+                profiles.append(prof)
         except NcuError as exc:
             if exc.reason != "counters":
                 errors.append((spec.name, exc))  # the other kernels still run and report
@@ -292,7 +299,11 @@ def cmd_bench(opts: argparse.Namespace) -> int:
         if value <= 0:
             raise UsageError(f"{flag} {value:g}: give a positive number")
     if opts.baseline not in ("auto", "none", *bench.BASELINES):
-        raise UsageError(f"--baseline {opts.baseline!r}: use auto, none or {', '.join(bench.BASELINES)}")
+        try:
+            catalog.load(opts.baseline)
+        except KprofError:
+            raise UsageError(f"--baseline {opts.baseline!r}: use auto, none, {', '.join(bench.BASELINES)} "
+                             f"or the name of a kernel spec (kprof list)") from None
     if opts.timer == "cupti":
         from kprof import cupti_timer
 
@@ -314,6 +325,15 @@ def cmd_bench(opts: argparse.Namespace) -> int:
         baseline = spec.baseline if opts.baseline == "auto" else (None if opts.baseline == "none" else opts.baseline)
         if baseline == "cublas_sgemm" and spec.baseline != "cublas_sgemm":
             raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
+        if baseline and baseline not in bench.BASELINES:
+            try:
+                other = catalog.load(baseline)
+            except KprofError as exc:
+                raise UsageError(f"{spec.name}: baseline {baseline!r} is not a kernel spec kprof can find ({exc})") from None
+            missing = [k for k in spec.size_names if k not in other.size_names]
+            if missing:
+                raise UsageError(f"{spec.name}: baseline {baseline} has no size {missing[0]!r}; a baseline spec "
+                                 f"takes the kernel's sizes ({', '.join(spec.size_names)})")
         plan += [(spec, s, p, baseline) for s, p in bench.points(spec, own_sizes, own_params)]
     rule = bench.rule_from(opts.rel_stdev, opts.min_time, opts.max_time, 10)
     peak = bench.peak()

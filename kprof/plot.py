@@ -66,11 +66,12 @@ def bench(results: list, path: Path) -> Path:
         xs = [_x(r, swept) for r in mine]
         ys = [((r.flops_per_s if use_flops else r.bytes_per_s) or 0) / 1e9 for r in mine]
         ax.plot(xs, ys, marker="o", label=name)
-        base = [r for r in mine if r.baseline_flops_per_s]
-        if base and use_flops and base[0].baseline not in drawn:  # one line per baseline, not per kernel
+        rate = "baseline_flops_per_s" if use_flops else "baseline_bytes_per_s"
+        base = [r for r in mine if getattr(r, rate, None)]
+        if base and base[0].baseline not in drawn:  # one line per baseline, not per kernel
             drawn.add(base[0].baseline)
-            ax.plot([_x(r, swept) for r in base], [r.baseline_flops_per_s / 1e9 for r in base], marker="x",
-                    linestyle="--", color="black", label=f"{base[0].baseline} (timed beside {name})")
+            ax.plot([_x(r, swept) for r in base], [getattr(r, rate) / 1e9 for r in base], marker="x",
+                    linestyle="--", label=f"{base[0].baseline} (timed beside {name})")
     ax.set_xlabel(_label(ok, swept) or "point")
     ax.set_ylabel("GFLOP/s" if use_flops else "GB/s")
     ax.set_title("kprof bench: median over samples")

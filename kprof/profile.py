@@ -69,6 +69,10 @@ class KernelProfile:
     global_load_sectors_per_request: float | None
     global_store_sectors_per_request: float | None
     local_bytes: float | None  # spill traffic (local memory loads and stores)
+    shared_bytes_per_s: float | None  # shared-memory wavefronts (128 B each) per second
+    shared_fraction: float | None  # shared-memory pipe use, of its peak
+    fma_pipe: float | None  # FMA pipe busy, of its peak (while the SM is active)
+    issue_active: float | None  # cycles an instruction was issued, of all active cycles
     flops: float | None
     flops_per_s: float | None
     roofline: Roofline
@@ -172,6 +176,11 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
         global_store_sectors_per_request=_div(g("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
                                               g("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")),
         local_bytes=local,
+        shared_bytes_per_s=_div(128 * g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")
+                                if g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") is not None else None, duration),
+        shared_fraction=_div(g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"), 100),
+        fma_pipe=_div(g("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+        issue_active=_div(g("smsp__issue_active.avg.pct_of_peak_sustained_active"), 100),
         flops=flops,
         flops_per_s=_div(flops, duration),
         roofline=Roofline.of(flops, duration, dram, peak_flops, peak_bytes),
@@ -202,7 +211,7 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
         dram_read=None, dram_write=None, dram_bytes_per_s=bytes_rate, dram_fraction=None, l1_hit=None,
         l2_hit=None, shared_bank_conflicts=None, shared_requests=None, conflicts_per_request=None,
         global_load_sectors_per_request=None, global_store_sectors_per_request=None, local_bytes=None,
-        flops=spec_flops, flops_per_s=flops_rate, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
+        shared_bytes_per_s=None, shared_fraction=None, fma_pipe=None, issue_active=None, flops=spec_flops, flops_per_s=flops_rate, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
         stalls=[], spec_flops=spec_flops, spec_bytes=spec_bytes,
         notes=[reason, "throughput here comes from the spec's work formulas over one event-timed launch"],
     )
@@ -210,7 +219,15 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
 
 def profile_kernel(job: dict[str, Any], name: str, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
                    report_dir: Path | None = None, timeout: float = 600.0) -> dict[str, Value]:
-    """Run ncu over the runner; the raw row of the one launch in the NVTX range ``kprof@name``."""
+    """Run ncu over the runner; the raw row of the (last) launch in the NVTX range ``kprof@name``."""
+    return profile_rows(job, name, set_name=set_name, extra_metrics=extra_metrics, report_dir=report_dir,
+                        timeout=timeout)[-1]
+
+
+def profile_rows(job: dict[str, Any], name: str, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
+                 report_dir: Path | None = None, timeout: float = 600.0) -> list[dict[str, Value]]:
+    """Run ncu over the runner; one raw row per kernel launched in the NVTX range ``kprof@name``
+    (several for a spec with steps), in launch order."""
     from kprof import launch
 
     exe = proc.find_tool("ncu")
@@ -244,4 +261,4 @@ def profile_kernel(job: dict[str, Any], name: str, *, set_name: str = "quick", e
     rows = ncu_mod.parse_csv(text)
     if not rows:
         raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
-    return rows[-1]
+    return rows

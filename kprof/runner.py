@@ -89,10 +89,18 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         )
 
     module = dev.load_module(Path(job["cubin"]).read_bytes())
-    func = dev.function(module, spec.entry)
-    if resolved.shared_mem + dev.function_attribute(func, "SHARED_SIZE_BYTES") > 48 * 1024:
-        dev.set_max_dynamic_shared(func, resolved.shared_mem)  # opt in past the default 48 KiB
-    result.phase("loaded", registers=dev.function_attribute(func, "NUM_REGS"))
+    funcs: dict[str, Any] = {}
+    for st in resolved.steps:
+        if st.entry == "cublas_sgemm":
+            continue
+        func = funcs.get(st.entry) or dev.function(module, st.entry)
+        funcs[st.entry] = func
+        if st.shared_mem + dev.function_attribute(func, "SHARED_SIZE_BYTES") > 48 * 1024:
+            dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
+    func = funcs[resolved.steps[0].entry] if resolved.steps[0].entry in funcs else next(iter(funcs.values()))
+    result.phase("loaded", registers=dev.function_attribute(func, "NUM_REGS"),
+                 **({"steps": [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in resolved.steps]}
+                    if len(resolved.steps) > 1 else {}))
 
     rng = np.random.default_rng(job.get("seed", 0))
     inputs: dict[str, Any] = {}
@@ -137,17 +145,42 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         env.update({k: verify.decode(dtypes[k], v).astype(np.float64) for k, v in inputs.items() if k in used})
         return {name: reference.evaluate(expr, env) for name, expr in refs.items()}
 
-    packed = []
-    for arg in spec.args:
+    by_name = {a.name: a for a in spec.args}
+    scalar_values = {a.name: v for a, v in resolved.scalars}
+
+    def packed_arg(name: str) -> tuple[str, Any]:
+        arg = by_name[name]
         if isinstance(arg, spec_mod.BufferArg):
-            packed.append(("ptr", pointers[arg.name]))
+            return ("ptr", pointers[name])
+        value = scalar_values[name]
+        if arg.dtype == "float16":
+            value = int(np.float16(value).view(np.uint16))
+        elif arg.dtype == "bfloat16":
+            value = int(verify.to_bf16(value))
+        return (arg.dtype, value)
+
+    blas = None
+    if any(st.entry == "cublas_sgemm" for st in resolved.steps):
+        from kprof.cublas import MATH_MODE
+
+        result.data["math_mode"] = MATH_MODE
+    steps = []  # (callable(stream)) per launch, in order
+    for st in resolved.steps:
+        if st.entry == "cublas_sgemm":
+            if blas is None:
+                blas = _cublas()
+            a, b, c = (pointers[n] for n in st.args[:3])
+            m, n, k = (scalar_values[n] for n in st.args[3:])
+            steps.append(lambda stream, a=a, b=b, c=c, m=m, n=n, k=k: (blas.set_stream(stream), blas.sgemm_row_major(a, b, c, m, n, k)))
         else:
-            value = dict((a.name, v) for a, v in resolved.scalars)[arg.name]
-            if arg.dtype == "float16":
-                value = int(np.float16(value).view(np.uint16))
-            elif arg.dtype == "bfloat16":
-                value = int(verify.to_bf16(value))
-            packed.append((arg.dtype, value))
+            args = [packed_arg(n) for n in st.args]
+            steps.append(lambda stream, f=funcs[st.entry], st=st, args=args:
+                         dev.launch(f, st.grid, st.block, st.shared_mem, args, stream=stream))
+    packed = [packed_arg(a.name) for a in spec.args]  # the single-kernel launch, as before
+
+    def launch_all(stream: Any = 0) -> None:
+        for run_step in steps:
+            run_step(stream)
 
     nvtx = _nvtx()
     result.data["nvtx"] = nvtx is not None
@@ -156,7 +189,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         if nvtx is not None:
             nvtx.push_range(job.get("name", spec.name), domain="kprof")
         try:
-            dev.launch(func, resolved.grid, resolved.block, resolved.shared_mem, packed)
+            launch_all()
         finally:
             if nvtx is not None:
                 nvtx.pop_range(domain="kprof")
@@ -182,12 +215,13 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         return 0
 
     if job.get("bench"):
-        return _bench(job, result, dev, info, spec, resolved, func, packed, pointers, upload_all,
+        return _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_all,
                       download_outputs, expected_outputs, nvtx)
 
     upload_all()
     result.phase("launch")
-    launch()
+    for _ in range(max(1, int(job.get("repeat", 1)))):  # repeat: for a profiler that times every launch
+        launch()
     dev.synchronize()
     result.phase("launched")
 
@@ -221,7 +255,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
     return 0 if ok else 1
 
 
-def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, upload_all, download_outputs,
+def _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_all, download_outputs,
            expected_outputs, nvtx) -> int:
     """Verify, warm up, then time samples until the stop rule says enough (kprof bench)."""
     import time
@@ -234,12 +268,9 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
     stream = dev.stream()
     baseline = cfg.get("baseline")
     if baseline == "cublas_sgemm":
-        import os
+        from kprof.cublas import MATH_MODE
 
-        from kprof.cublas import MATH_MODE, Cublas
-
-        os.environ["NVIDIA_TF32_OVERRIDE"] = "0"  # plain FP32 even if the user's environment allows TF32
-        blas = Cublas()
+        blas = _cublas()
         blas.set_stream(stream)
         m, n, k = (resolved.sizes[d] for d in ("M", "N", "K"))
         a, b, c = (pointers[x] for x in ("A", "B", "C"))
@@ -249,7 +280,7 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
             blas.sgemm_row_major(a, b, c, m, n, k)
     elif baseline is None:
         def run_once() -> None:
-            dev.launch(func, resolved.grid, resolved.block, resolved.shared_mem, packed, stream=stream)
+            launch_all(stream)
     else:
         raise ValueError(f"unknown baseline {baseline!r}")
 
@@ -377,6 +408,16 @@ def _bench(job, result, dev, info, spec, resolved, func, packed, pointers, uploa
     result.data["status"] = "ok"
     result.phase("done")
     return 0
+
+
+def _cublas():
+    """cuBLAS in plain FP32: TF32 off even if the user's environment allows it."""
+    import os
+
+    from kprof.cublas import Cublas
+
+    os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+    return Cublas()
 
 
 def _scrubber(dev, info, cubin: str | None):

@@ -51,8 +51,9 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
-    "twin_defines", "baseline",
+    "twin_defines", "baseline", "steps",
 }  # fmt: skip
+BASELINES = ("cublas_sgemm",)  # library routines; a baseline may also name another kernel spec
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,25 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One launch of a multi-kernel spec: a kernel of the source with some of the spec's arguments,
+    or (``entry == "cublas_sgemm"``) cuBLAS SGEMM with ``args`` naming A, B, C, M, N, K."""
+
+    entry: str
+    args: tuple[str, ...]
+    launch: Launch | None
+
+
+@dataclass(frozen=True)
+class ResolvedStep:
+    entry: str
+    args: tuple[str, ...]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     name: str
     path: Path  # the spec file
@@ -116,7 +136,15 @@ class KernelSpec:
     twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
     twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define
     is_twin: bool = False
-    baseline: str | None = None  # kprof bench: a library routine timed in the same run (cublas_sgemm)
+    baseline: str | None = None  # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
+    steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        """The kernels of the source this spec launches (what the build reports on)."""
+        if not self.steps:
+            return (self.entry,)
+        return tuple(dict.fromkeys(st.entry for st in self.steps if st.entry != "cublas_sgemm"))
 
     def twin_spec(self) -> KernelSpec:
         """The fixed twin of a sanitizer case: same spec, the fixed source, nothing expected."""
@@ -183,9 +211,20 @@ class KernelSpec:
                 else:
                     value = ev(arg.value, f"args[{i}].value", minimum=-(1 << 63))
                 scalars.append((arg, value))
-        grid = tuple(ev(g, f"launch.grid[{j}]") for j, g in enumerate(self.launch.grid))
-        block = tuple(ev(b, f"launch.block[{j}]") for j, b in enumerate(self.launch.block))
-        smem = ev(self.launch.shared_mem, "launch.shared_mem", minimum=0)
+        steps = []
+        for k, st in enumerate(self.steps or (Step(self.entry, tuple(a.name for a in self.args), self.launch),)):
+            where_launch = f"steps[{k}].launch" if self.steps else "launch"
+            if st.launch is None:  # a library call: no launch dimensions of ours
+                steps.append(ResolvedStep(st.entry, st.args, (1, 1, 1), (1, 1, 1), 0))
+                continue
+            steps.append(ResolvedStep(
+                st.entry, st.args,
+                tuple(ev(g, f"{where_launch}.grid[{j}]") for j, g in enumerate(st.launch.grid)),  # type: ignore[arg-type]
+                tuple(ev(b, f"{where_launch}.block[{j}]") for j, b in enumerate(st.launch.block)),  # type: ignore[arg-type]
+                ev(st.launch.shared_mem, f"{where_launch}.shared_mem", minimum=0),
+            ))  # fmt: skip
+        first = next((st for st in steps if st.entry != "cublas_sgemm"), steps[0])
+        grid, block, smem = first.grid, first.block, first.shared_mem
         flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
         nbytes = ev(self.bytes, "work.bytes", minimum=0) if self.bytes else None
         return Resolved(
@@ -198,6 +237,7 @@ class KernelSpec:
             shared_mem=smem,
             flops=flops,
             bytes=nbytes,
+            steps=tuple(steps),
         )
 
 
@@ -233,6 +273,7 @@ class Resolved:
     shared_mem: int
     flops: int | None
     bytes: int | None
+    steps: tuple[ResolvedStep, ...] = ()  # every launch, in order (one for a single-kernel spec)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -320,7 +361,17 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         return str(expr)
 
     args = _load_args(data.get("args"), fail, check_expr)
-    launch = _load_launch(data.get("launch"), fail, check_expr)
+    steps = _load_steps(data.get("steps"), args, fail, check_expr)
+    if steps:
+        if "launch" in data or "entry" in data:
+            raise fail("launch" if "launch" in data else "entry",
+                       "a spec with steps gives each step its entry and launch; remove the top-level one")
+        kernels = [st for st in steps if st.launch is not None]
+        if not kernels:
+            raise fail("steps", "at least one step must launch a kernel of the source")
+        entry, launch = kernels[0].entry, kernels[0].launch
+    else:
+        launch = _load_launch(data.get("launch"), fail, check_expr)
     ref = _load_reference(data.get("reference"), args, known_sizes, fail)
     rtol = _load_tolerance(data.get("tolerance", 1e-5), fail)
 
@@ -362,14 +413,63 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         twin=twin,
         twin_defines=twin_defines,
         baseline=_load_baseline(data.get("baseline"), {a.name for a in args}, {s.name for s in sizes}, fail),
+        steps=steps,
     )
+
+
+def _load_steps(raw: Any, args, fail, check_expr) -> tuple[Step, ...]:
+    """``steps:`` a list of ``{entry: NAME, args: [ARG, ...], launch: {...}}`` or
+    ``{cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}`` (row-major C = A @ B)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise fail("steps", "must be a list of launches: {entry: NAME, args: [ARG, ...], launch: {grid, block}}")
+    by_name = {a.name: a for a in args}
+    out = []
+    for k, item in enumerate(raw):
+        fld = f"steps[{k}]"
+        if not isinstance(item, dict):
+            raise fail(fld, "must be a mapping: {entry: NAME, args: [ARG, ...], launch: {grid, block}}")
+        if "cublas_sgemm" in item:
+            if set(item) != {"cublas_sgemm"} or not isinstance(item["cublas_sgemm"], dict):
+                raise fail(fld, "a cuBLAS step is {cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}")
+            call = item["cublas_sgemm"]
+            if set(call) != {"A", "B", "C", "M", "N", "K"}:
+                raise fail(f"{fld}.cublas_sgemm", "give exactly A, B, C (buffers) and M, N, K (int32 scalars)")
+            names = tuple(str(call[key]) for key in ("A", "B", "C", "M", "N", "K"))
+            for key, name in zip("ABCMNK", names):
+                arg = by_name.get(name)
+                want_buffer = key in "ABC"
+                if arg is None or isinstance(arg, BufferArg) != want_buffer or (
+                        want_buffer and arg.dtype != "float32") or (not want_buffer and arg.dtype != "int32"):
+                    kind = "a float32 buffer" if want_buffer else "an int32 scalar"
+                    raise fail(f"{fld}.cublas_sgemm.{key}", f"{name!r} must name {kind} of args")
+            out.append(Step("cublas_sgemm", names, None))
+            continue
+        extra = set(item) - {"entry", "args", "launch"}
+        if extra:
+            raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (known: entry, args, launch; or cublas_sgemm)")
+        entry = item.get("entry")
+        if not isinstance(entry, str) or not _IDENT.match(entry):
+            raise fail(f"{fld}.entry", f"{entry!r} must be the extern \"C\" name of a kernel in the source")
+        names = item.get("args")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise fail(f"{fld}.args", "must list the spec's argument names this kernel takes, in order")
+        for j, name in enumerate(names):
+            if name not in by_name:
+                raise fail(f"{fld}.args[{j}]", f"unknown argument {name!r} (args: {', '.join(by_name)})")
+        launch = _load_launch(item.get("launch"), lambda f, p: fail(f"{fld}.{f}", p), check_expr)
+        out.append(Step(entry, tuple(names), launch))
+    return tuple(out)
 
 
 def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail) -> str | None:
     if raw is None:
         return None
+    if not isinstance(raw, str) or not _IDENT.match(raw):
+        raise fail("baseline", f"{raw!r} must be cublas_sgemm or the name of another kernel spec")
     if raw != "cublas_sgemm":
-        raise fail("baseline", f"{raw!r} is not a known baseline (cublas_sgemm)")
+        return raw  # another spec, found through the catalog when bench runs
     if not {"A", "B", "C"} <= args or not {"M", "N", "K"} <= sizes:
         raise fail("baseline", "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
     return raw

@@ -84,44 +84,55 @@ if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+matmul+"* ]]; then  # issue 6: the ma
             "$(grep -cE 'STG\.' "$LOGS/sass/$k.sass")" "$(grep -c 'STG.E.128' "$LOGS/sass/$k.sass")" \
             "$(grep -c 'LDGSTS' "$LOGS/sass/$k.sass")" "$(grep -c 'BAR.SYNC' "$LOGS/sass/$k.sass")" >> "$LOGS/sass/counts.txt"
     done
-    step bench-matmul-4096 sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/matmul-4096.json"
-    # Tuning sweeps (issue 6): one parameter at a time around the defaults, no baseline.
+    # The ladder at 4096 (every step against cuBLAS in the same run), then the best step across sizes.
+    step bench-matmul-ladder sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 2 --json --plot $OUT/bench-matmul-ladder.png > $LOGS/bench/matmul-ladder.json"
+    step bench-matmul-best sh -c "$KPROF bench ${BEST_MATMUL:-async_matmul} --size M,N,K=1024,2048,4096,8192 --max-time 2 --json --plot $OUT/bench-matmul-best.png > $LOGS/bench/matmul-best.json"
+    step bench-matmul-best-nonsquare sh -c "$KPROF bench ${BEST_MATMUL:-async_matmul} --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/matmul-best-nonsquare.json"
+    step profile-matmul-ladder sh -c "$KPROF profile $MATMULS --size M=4096 N=4096 K=4096 --json --plot $OUT/roofline-matmul-ladder.png > $LOGS/profile-matmul-ladder.json"
+fi
+
+if [[ "+$WHAT+" == *"+tune+"* ]]; then  # issue 6: tuning sweeps, one parameter set at a time, no baseline
+    export KPROF_HISTORY=$LOGS/history.sqlite
+    mkdir -p "$LOGS/bench"
     # MATMUL_SWEEPS: "KERNEL:P=V1,V2[:P2=V]..." separated by spaces, replacing the default list.
-    for sweep in ${MATMUL_SWEEPS:-async_matmul:STAGES=2,3,4 async_matmul:BK=8,16 async_matmul:SWIZZLE=0,1 async_matmul:GROUP=1,8,16 async_matmul:BN=256:WN=64:RN=4:MINB=1 async_matmul:WN=64:RN=4 async_matmul:BM=256:WM=128:RM=4:MINB=1 dbuf_matmul:MINB=1,2}; do
+    for sweep in ${MATMUL_SWEEPS:-async_matmul:STAGES=2,3,4 async_matmul:BK=8,16 dbuf_matmul:MINB=1,2}; do
         IFS=: read -r kern p1 rest <<< "$sweep"
         params="--param $p1"
         [ -n "$rest" ] && params="$params --param ${rest//:/ --param }"
         tag=$(echo "$sweep" | tr ':=,' '___')
         step "sweep-$tag" sh -c "$KPROF bench $kern $params --size M,N,K=4096 --baseline none --max-time 1 --json > $LOGS/bench/sweep-$tag.json"
     done
+    step profile-tune sh -c "$KPROF profile ${TUNE_PROFILE:-dbuf_matmul async_matmul} --size M=4096 N=4096 K=4096 > $LOGS/profile-tune.txt"
 fi
 
 if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+fused+"* ]]; then  # issue 7: bandwidth kernels and fused ops
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench"
-    step peak $KPROF peak
-    for k in ${FUSED_KERNELS:-vector_add vector_add_vec4 reduce_sum reduce_sum_vec4 rmsnorm rmsnorm_onepass softmax softmax_online}; do
-        case $k in
-            vector_add*|reduce_sum*) size="N=2**28" ;;
-            *) size="R=32768 C=8192" ;;
-        esac
-        step "fused-$k" sh -c "$KPROF bench $k $(for s in $size; do printf -- '--size %s ' "$s"; done) --max-time 1 --json > $LOGS/bench/fused-$k.json"
-    done
+    step peak-fused $KPROF peak
+    B="$KPROF bench --max-time ${FUSED_MAX_TIME:-2} --json"
+    step fused-vector_add sh -c "$B vector_add vector_add_vec4 --size N=2**20,2**24,2**26,2**28 --plot $OUT/bench-vector_add-sizes.png > $LOGS/bench/fused-vector_add.json"
+    step fused-reduce_sum sh -c "$B reduce_sum reduce_sum_vec4 --size N=2**20,2**24,2**26,2**28 --plot $OUT/bench-reduce_sum-sizes.png > $LOGS/bench/fused-reduce_sum.json"
+    # rmsnorm_onepass and softmax_online carry their unfused / multi-pass baselines in their specs.
+    step fused-rmsnorm sh -c "$B rmsnorm rmsnorm_onepass rmsnorm_bf16 --size R=32768 --size C=8192 > $LOGS/bench/fused-rmsnorm.json"
+    step fused-softmax sh -c "$B softmax softmax_online --size R=32768 --size C=8192 > $LOGS/bench/fused-softmax.json"
+    step fused-linear sh -c "$KPROF bench linear_bias_relu --size B=1,2,4,8,16,32,64 --size K,N=1024,4096 --max-time 1 --json --plot $OUT/bench-linear_bias_relu.png > $LOGS/bench/fused-linear.json"
 fi
 
-if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+accuracy+"* ]]; then  # issue 5: kprof's median against ncu
+if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+accuracy+"* ]]; then  # issue 5: kprof's median against ncu's
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench" "$LOGS/ncu"
     for k in naive_matmul tiled_matmul regblock_matmul softmax rmsnorm vector_add reduce_sum; do
         step "accuracy-$k" sh -c "$KPROF bench $k --max-time 2 --json > $LOGS/bench/accuracy-$k.json"
         step "accuracy-events-$k" sh -c "$KPROF bench $k --max-time 2 --timer events --json > $LOGS/bench/accuracy-events-$k.json"
-        step "ncu-time-$k" sh -c "python3 scripts/plain_ncu.py $k > $LOGS/ncu/$k.txt"
+        step "ncu-time-$k" sh -c "python3 scripts/ncu_time.py $k --repeat 10 > $LOGS/ncu/$k.json"
     done
-    step bench-hot-small sh -c "$KPROF bench vector_add --size N=65536 --hot --max-time 2 --json > $LOGS/bench/hot-small.json"
-    step bench-hot-small-events sh -c "$KPROF bench vector_add --size N=65536 --hot --timer events --max-time 2 --json > $LOGS/bench/hot-small-events.json"
-    step bench-warm-small sh -c "$KPROF bench vector_add --size N=65536 --warm --max-time 2 --json > $LOGS/bench/warm-small.json"
-    step ncu-time-small-warm sh -c "PLAIN_NCU_ARGS='--cache-control none' python3 scripts/plain_ncu.py vector_add N=65536 > $LOGS/ncu/vector_add-small-warm.txt"
-    step ncu-time-small-cold sh -c "python3 scripts/plain_ncu.py vector_add N=65536 > $LOGS/ncu/vector_add-small-cold.txt"
+    for n in 65536 1048576; do  # kernels under 10 us: hot mode (graph replay) against ncu's warm-cache time
+        step "bench-hot-$n" sh -c "$KPROF bench vector_add --size N=$n --hot --max-time 2 --json > $LOGS/bench/hot-$n.json"
+        step "bench-hot-events-$n" sh -c "$KPROF bench vector_add --size N=$n --hot --timer events --max-time 2 --json > $LOGS/bench/hot-events-$n.json"
+        step "bench-warm-$n" sh -c "$KPROF bench vector_add --size N=$n --warm --max-time 2 --json > $LOGS/bench/warm-$n.json"
+        step "ncu-time-small-none-$n" sh -c "python3 scripts/ncu_time.py vector_add N=$n --repeat 50 --cache-control none > $LOGS/ncu/vector_add-$n-none.json"
+        step "ncu-time-small-all-$n" sh -c "python3 scripts/ncu_time.py vector_add N=$n --repeat 50 > $LOGS/ncu/vector_add-$n-all.json"
+    done
 fi
 
 if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+measure+"* ]]; then

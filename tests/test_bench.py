@@ -7,6 +7,7 @@ import multiprocessing
 import pytest
 
 from kprof import bench, catalog, cli, history, stats, telemetry
+from kprof import spec as spec_mod
 from kprof.errors import UsageError
 
 
@@ -164,6 +165,8 @@ def test_telemetry_warnings():
     [
         (["bench", "tiled_matmul", "--rel-stdev", "0"], "--rel-stdev 0"),
         (["bench", "tiled_matmul", "--baseline", "mkl"], "--baseline 'mkl'"),
+        (["bench", "rmsnorm_onepass", "--baseline", "vector_add"], "baseline vector_add has no size 'R'"),
+        (["bench", "tiled_matmul", "--timer", "sundial"], "invalid choice: 'sundial'"),
         (["bench", "vector_add", "--baseline", "cublas_sgemm"], "needs a matmul spec"),
         (["bench", "tiled_matmul", "--size", "Q=1"], "unknown size 'Q'"),
         (["bench", "tiled_matmul", "--param", "TILE=1.5"], "a number or an identifier"),
@@ -185,6 +188,29 @@ def test_bench_table_renders(tmp_path):
     p.baseline_summary, p.baseline_flops_per_s, p.math_mode = p.summary, 4e12, "CUBLAS_DEFAULT_MATH (FP32, no TF32)"
     text = render.bench_table([p], {"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None}, "r1")
     assert "50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text
+
+
+def test_spec_baselines_read_as_speedups():
+    from kprof import render
+
+    p = _point("rmsnorm_onepass", 1024, 1e-3)
+    p.bytes_per_s, p.of_baseline, p.baseline = 4e12, 3.4, "rmsnorm_unfused"
+    p.baseline_summary, p.baseline_bytes_per_s = dict(p.summary, median=3.4e-3), 1.18e12
+    p.timer = "cupti"
+    text = render.bench_table([p], None, None)
+    assert "3.40x faster than rmsnorm_unfused" in text and "rmsnorm_unfused median 3,400.0 us" in text
+    assert "CUPTI" in text
+    p.of_baseline = 0.5
+    assert "2.00x slower than rmsnorm_unfused" in render.bench_table([p], None, None)
+
+
+def test_shipped_baselines_exist_and_share_sizes():
+    for entry in catalog.entries():
+        spec = spec_mod.load(entry.path)
+        if spec.baseline and spec.baseline not in bench.BASELINES:
+            other = catalog.load(spec.baseline)
+            assert set(spec.size_names) <= set(other.size_names), spec.name
+            assert other.reference and dict(other.reference).keys() == dict(spec.reference).keys(), spec.name
 
 
 def test_plots_from_recorded_results(tmp_path, data_dir):

@@ -144,8 +144,18 @@ def _scale_bf16(dev, args):
     dev.view(y, np.float32)[:n] = xs * verify.decode("bfloat16", np.uint16(factor))
 
 
+def _twice(dev, args):
+    x, t, n = args
+    dev.view(t, np.float32)[:n] = 2 * dev.view(x, np.float32)[:n]
+
+
+def _plus_one(dev, args):
+    t, y, n = args
+    dev.view(y, np.float32)[:n] = dev.view(t, np.float32)[:n] + 1
+
+
 FakeDevice.emulations = {"vector_add": _vector_add, "reduce_sum": _reduce_sum, "vector_add_vec4": _vector_add,
-                         "scale_bf16": _scale_bf16}
+                         "scale_bf16": _scale_bf16, "twice": _twice, "plus_one": _plus_one}
 
 
 @pytest.fixture
@@ -235,6 +245,39 @@ def test_bfloat16_inputs_and_scalars(fake, data_dir):
     data = run_job(fake, launch.make_job(spec, SimpleNamespace(cubin=cubin), spec.preset()))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
     assert data["checks"][0]["rel_err"] == 0.0
+
+
+def test_steps_launch_in_order_with_their_own_arguments(fake, data_dir, tmp_path):
+    from kprof import spec as spec_mod
+
+    spec = spec_mod.load(data_dir / "kernels" / "two_steps.yaml")
+    cubin = build.cache_dir() / "fake.cubin"
+    cubin.parent.mkdir(parents=True, exist_ok=True)
+    cubin.write_bytes(b"x")
+    data = run_job(fake, launch.make_job(spec, SimpleNamespace(cubin=cubin), spec.preset()))
+    assert data["status"] == "ok", data.get("error") or data.get("checks")
+    assert [s["entry"] for s in data["steps"]] == ["twice", "plus_one"]
+    assert data["steps"][0]["block"] == [128, 1, 1] and data["steps"][1]["block"] == [256, 1, 1]
+    # Reversed, plus_one reads the scratch buffer's poison (NaN): the output fails verification.
+    import shutil
+
+    import yaml
+
+    text = yaml.safe_load((data_dir / "kernels" / "two_steps.yaml").read_text())
+    text["steps"].reverse()
+    shutil.copy(data_dir / "kernels" / "two_steps.cu", tmp_path / "two_steps.cu")
+    (tmp_path / "two_steps.yaml").write_text(yaml.safe_dump(text))
+    reversed_spec = spec_mod.load(tmp_path / "two_steps.yaml")
+    data = run_job(fake, launch.make_job(reversed_spec, SimpleNamespace(cubin=cubin), reversed_spec.preset()))
+    assert data["status"] == "failed" and data["checks"][0]["nonfinite"] == 1000
+
+
+@pytest.mark.nvcc
+def test_steps_kernels_build(data_dir):
+    from kprof import spec as spec_mod
+
+    built = build.build(spec_mod.load(data_dir / "kernels" / "two_steps.yaml"), "sm_90")
+    assert built.usage_of("twice").registers > 0 and built.usage_of("plus_one").registers > 0
 
 
 @pytest.mark.nvcc

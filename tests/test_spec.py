@@ -204,3 +204,66 @@ def test_kprof_path_adds_user_folders(tmp_path, monkeypatch):
     entry = {e.name: e for e in catalog.entries()}["users_kernel"]
     assert entry.group == "user"
     assert catalog.load("users_kernel").name == "users_kernel"
+
+
+STEPS = {
+    "sizes": {"N": {"default": 64, "sanitize": 8}},
+    "args": [
+        {"name": "x", "buffer": "float32", "shape": ["N"], "role": "in"},
+        {"name": "t", "buffer": "float32", "shape": ["N"], "role": "scratch"},
+        {"name": "y", "buffer": "float32", "shape": ["N"], "role": "out"},
+        {"name": "n", "scalar": "int32", "value": "N"},
+    ],
+    "steps": [
+        {"entry": "k", "args": ["x", "t", "n"], "launch": {"grid": ["ceil(N / 32)"], "block": [32]}},
+        {"entry": "k2", "args": ["t", "y", "n"], "launch": {"grid": ["ceil(N / 128)"], "block": [128]}},
+    ],
+    "reference": {"y": "x"},
+}
+
+
+def test_steps_resolve_in_order(tmp_path):
+    spec = spec_mod.load(write(tmp_path, STEPS))
+    assert spec.entry == "k" and spec.entries == ("k", "k2")
+    r = spec.resolve({"N": 1000})
+    assert [(s.entry, s.args, s.grid, s.block) for s in r.steps] == [
+        ("k", ("x", "t", "n"), (32, 1, 1), (32, 1, 1)), ("k2", ("t", "y", "n"), (8, 1, 1), (128, 1, 1))]
+    assert (r.grid, r.block) == ((32, 1, 1), (32, 1, 1))  # the first kernel's, for single-launch tools
+
+
+def test_single_kernel_specs_have_one_implicit_step(tmp_path):
+    r = spec_mod.load(write(tmp_path, BASE)).resolve()
+    assert len(r.steps) == 1 and r.steps[0].entry == "k" and r.steps[0].grid == r.grid
+
+
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        (lambda d: d["steps"][1].update(args=["t", "nope"]), "steps[1].args[1]", "unknown argument 'nope'"),
+        (lambda d: d["steps"][0].pop("launch"), "steps[0].launch", "must be a mapping with grid, block"),
+        (lambda d: d["steps"][0].update(entry="not valid"), "steps[0].entry", "must be the extern"),
+        (lambda d: d["steps"][0].update(colour="red"), "steps[0].colour", "unknown field"),
+        (lambda d: d.update(launch={"grid": [1], "block": [1]}), "launch", "remove the top-level one"),
+        (lambda d: d.update(steps=[]), "steps", "must be a list of launches"),
+        (lambda d: d["steps"].insert(0, {"cublas_sgemm": {"A": "x", "B": "x", "C": "y", "M": "n", "N": "n"}}),
+         "steps[0].cublas_sgemm", "give exactly A, B, C"),
+        (lambda d: d["steps"].insert(0, {"cublas_sgemm": {"A": "x", "B": "x", "C": "n", "M": "n", "N": "n", "K": "n"}}),
+         "steps[0].cublas_sgemm.C", "'n' must name a float32 buffer"),
+        (lambda d: d.update(steps=[{"cublas_sgemm": {"A": "x", "B": "x", "C": "y", "M": "n", "N": "n", "K": "n"}}]),
+         "steps", "at least one step must launch a kernel"),
+    ],
+)
+def test_bad_steps_name_the_field(tmp_path, change, field, message):
+    data = copy.deepcopy(STEPS)
+    change(data)
+    with pytest.raises(SpecError) as err:
+        spec_mod.load(write(tmp_path, data))
+    assert f": {field}:" in str(err.value) and message in str(err.value)
+
+
+def test_a_cublas_step_resolves_without_launch_dimensions(tmp_path):
+    data = copy.deepcopy(STEPS)
+    data["steps"].insert(0, {"cublas_sgemm": {"A": "x", "B": "x", "C": "t", "M": "n", "N": "n", "K": "n"}})
+    r = spec_mod.load(write(tmp_path, data)).resolve()
+    assert r.steps[0].entry == "cublas_sgemm" and r.steps[0].args == ("x", "x", "t", "n", "n", "n")
+    assert r.grid == (2, 1, 1)  # the first kernel of the source
