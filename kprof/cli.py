@@ -113,6 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", default="", help="extra ncu metrics, comma-separated (shown under 'extra')")
     p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per kernel (default 600)")
+    p.add_argument("--param", action="append", default=[], metavar="P=V",
+                   help="a compile-time parameter (one of the spec's defines), e.g. --param BK=16, as kprof bench sweeps them")
     p.add_argument("--save-report", metavar="DIR", help="keep the .ncu-rep files in DIR for the Nsight Compute GUI")
     p.add_argument("--plot", metavar="FILE.png", help="draw the roofline with each kernel as a point (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print the typed report as JSON")

@@ -189,7 +189,7 @@ def _write_json(path: Path, data: object) -> None:
 
 
 def cmd_profile(opts: argparse.Namespace) -> int:
-    from kprof import build, catalog, launch, profile, spec as spec_mod
+    from kprof import bench, build, catalog, launch, profile, spec as spec_mod
     from kprof.ncu import NcuError
 
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
@@ -211,9 +211,25 @@ def cmd_profile(opts: argparse.Namespace) -> int:
     resolved_all = [spec.resolve(overrides if len(specs) == 1 else
                                  {k: v for k, v in overrides.items() if k in spec.size_names}) for spec in specs]
     profiles, errors = [], []
+    params: dict[str, str] = {}
+    for names, values in bench.parse_sweep(opts.param, "param").items():
+        if len(values) != 1 or "," in names:
+            raise UsageError(f"--param {names}: kprof profile takes one value per parameter, e.g. --param BK=16")
+        params[names] = values[0]
+    for spec in specs:
+        unknown = [k for k in params if k not in dict(spec.defines)]
+        if unknown:
+            raise UsageError(f"{spec.name}: unknown parameter '{unknown[0]}' (parameters are the spec's defines: "
+                             f"{', '.join(dict(spec.defines)) or 'none'})")
+    if params:
+        specs = [bench._with_params(spec, params) for spec in specs]
+        resolved_all = [spec.resolve(overrides if len(specs) == 1 else
+                                     {k: v for k, v in overrides.items() if k in spec.size_names}) for spec in specs]
     for spec, resolved in zip(specs, resolved_all):
         built = build.build(spec, opts.arch)
         job = launch.make_job(spec, built, resolved.sizes)
+        if params:
+            job["params"] = params
         if not opts.json:
             print(f"profiling {spec.name} {resolved.size_text()} ...", file=sys.stderr, flush=True)
         try:
@@ -224,6 +240,8 @@ def cmd_profile(opts: argparse.Namespace) -> int:
             for row in rows:  # a spec with steps: one report per kernel it launched, named spec:kernel
                 kname = row["Kernel Name"].value if "Kernel Name" in row else None
                 label = f"{spec.name}:{kname}" if len(rows) > 1 and kname else spec.name
+                if params:
+                    label += "[" + ",".join(f"{k}={v}" for k, v in params.items()) + "]"
                 one = len(rows) == 1  # the spec's work formulas describe the whole spec, not one of its kernels
                 prof = profile.analyse(row, label, resolved.sizes, arch=built.arch,
                                        spec_flops=resolved.flops if one else None,

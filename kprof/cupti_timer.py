@@ -40,11 +40,18 @@ def unavailable() -> str | None:
 class KernelClock:
     """Collects kernel activity records from the moment it is made until ``close()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, hw_trace: bool = False) -> None:
         from cupti import cupti
 
         self._cupti = cupti
         self._records: list[KernelRecord] = []
+        self.hw_trace = False
+        if hw_trace:  # timestamps from the GPU's hardware event system, where the GPU has one
+            try:
+                cupti.activity_enable_hw_trace(1)
+                self.hw_trace = True
+            except Exception:  # not supported here: software timestamps, as by default
+                self.hw_trace = False
 
         def requested():
             return 8 * 1024 * 1024, 0

@@ -318,7 +318,10 @@ def _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_
         why = cupti_timer.unavailable()
         if why is None:
             try:
-                clock, timer = cupti_timer.KernelClock(), "cupti"
+                import os
+
+                clock, timer = cupti_timer.KernelClock(hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1"), "cupti"
+                result.data["cupti_hw_trace"] = clock.hw_trace
             except Exception as exc:
                 why = f"CUPTI activity tracing could not start: {exc}"
         if why is not None:

@@ -35,9 +35,16 @@ if ! python3 -c "from cupti import cupti; cupti.get_timestamp()" >"$LOGS/cupti.t
 fi
 KPROF="python3 -m kprof"
 status=0
+T_START=$(date +%s)
+BUDGET_S=${BUDGET_S:-100000}  # skip the steps that would start after this many seconds (a device call has a limit)
 step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and wall time
     local name=$1; shift
     local t0 ms
+    if [ $(( $(date +%s) - T_START )) -ge "$BUDGET_S" ]; then
+        printf '%s skipped: the %ss budget was spent: %s\n' "$name" "$BUDGET_S" "$*" | tee -a "$LOGS/steps.txt"
+        status=1
+        return 1
+    fi
     t0=$(date +%s%N)
     "$@" >"$LOGS/$name.txt" 2>&1
     local rc=$?
@@ -84,25 +91,36 @@ if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+matmul+"* ]]; then  # issue 6: the ma
             "$(grep -cE 'STG\.' "$LOGS/sass/$k.sass")" "$(grep -c 'STG.E.128' "$LOGS/sass/$k.sass")" \
             "$(grep -c 'LDGSTS' "$LOGS/sass/$k.sass")" "$(grep -c 'BAR.SYNC' "$LOGS/sass/$k.sass")" >> "$LOGS/sass/counts.txt"
     done
-    # The ladder at 4096 (every step against cuBLAS in the same run), then the best step across sizes.
-    step bench-matmul-ladder sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 2 --json --plot $OUT/bench-matmul-ladder.png > $LOGS/bench/matmul-ladder.json"
-    step bench-matmul-best sh -c "$KPROF bench ${BEST_MATMUL:-async_matmul} --size M,N,K=1024,2048,4096,8192 --max-time 2 --json --plot $OUT/bench-matmul-best.png > $LOGS/bench/matmul-best.json"
-    step bench-matmul-best-nonsquare sh -c "$KPROF bench ${BEST_MATMUL:-async_matmul} --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/matmul-best-nonsquare.json"
-    step profile-matmul-ladder sh -c "$KPROF profile $MATMULS --size M=4096 N=4096 K=4096 --json --plot $OUT/roofline-matmul-ladder.png > $LOGS/profile-matmul-ladder.json"
-fi
-
-if [[ "+$WHAT+" == *"+tune+"* ]]; then  # issue 6: tuning sweeps, one parameter set at a time, no baseline
-    export KPROF_HISTORY=$LOGS/history.sqlite
-    mkdir -p "$LOGS/bench"
+    # Tuning sweeps (kprof bench --param), no baseline; the fastest point is the tuned matmul.
     # MATMUL_SWEEPS: "KERNEL:P=V1,V2[:P2=V]..." separated by spaces, replacing the default list.
-    for sweep in ${MATMUL_SWEEPS:-async_matmul:STAGES=2,3,4 async_matmul:BK=8,16 dbuf_matmul:MINB=1,2}; do
+    for sweep in ${MATMUL_SWEEPS:-dbuf_matmul:BK=8,16 dbuf_matmul:BK=16:GROUP=1,16 dbuf_matmul:BK=16:WN=64:RN=4:MINB=2 async_matmul:BK=8,16 async_matmul:BK=16:WN=64:RN=4:MINB=2 async_matmul:BK=16:BN=256:WN=64:RN=4:MINB=1}; do
         IFS=: read -r kern p1 rest <<< "$sweep"
         params="--param $p1"
         [ -n "$rest" ] && params="$params --param ${rest//:/ --param }"
         tag=$(echo "$sweep" | tr ':=,' '___')
         step "sweep-$tag" sh -c "$KPROF bench $kern $params --size M,N,K=4096 --baseline none --max-time 1 --json > $LOGS/bench/sweep-$tag.json"
     done
-    step profile-tune sh -c "$KPROF profile ${TUNE_PROFILE:-dbuf_matmul async_matmul} --size M=4096 N=4096 K=4096 > $LOGS/profile-tune.txt"
+    BEST=$(python3 scripts/pick_best.py "$LOGS"/bench/sweep-*.json)
+    echo "tuned matmul: $BEST" | tee "$LOGS/bench/best.txt"
+    # The ladder at 4096 (every step at its spec's defaults against cuBLAS in the same run), then the
+    # tuned point against cuBLAS across sizes and a non-square shape, then ncu on every step.
+    step bench-matmul-ladder sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 1 --json --plot $OUT/bench-matmul-ladder.png > $LOGS/bench/matmul-ladder.json"
+    step bench-matmul-best sh -c "$KPROF bench $BEST --size M,N,K=1024,2048,4096,8192 --max-time 2 --json --plot $OUT/bench-matmul-best.png > $LOGS/bench/matmul-best.json"
+    step bench-matmul-best-nonsquare sh -c "$KPROF bench $BEST --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/matmul-best-nonsquare.json"
+    step profile-matmul-ladder sh -c "$KPROF profile $MATMULS --size M=4096 N=4096 K=4096 --json --plot $OUT/roofline-matmul-ladder.png > $LOGS/profile-matmul-ladder.json"
+    step profile-matmul-best sh -c "$KPROF profile $BEST --size M=4096 N=4096 K=4096 --json > $LOGS/profile-matmul-best.json"
+fi
+
+if [[ "+$WHAT+" == *"+evidence5+"* ]]; then  # issue 5: stability, compare, overhead, CUPTI's hardware trace
+    export KPROF_HISTORY=$LOGS/history.sqlite
+    mkdir -p "$LOGS/bench"
+    for i in 1 2 3; do
+        step "bench-stability-$i" sh -c "$KPROF bench naive_matmul tiled_matmul regblock_matmul softmax --baseline none --max-time 1 --json > $LOGS/bench/stability-$i.json"
+    done
+    step compare $KPROF compare last~1 last
+    step launch-overhead python3 scripts/launch_overhead.py
+    step cupti-hw-trace sh -c "KPROF_CUPTI_HW_TRACE=1 $KPROF bench vector_add --max-time 1 --json > $LOGS/bench/cupti-hw-trace-vector_add.json"
+    step linear-again sh -c "$KPROF bench linear_bias_relu --size B=1,2,4,8,16,32,64 --size K,N=1024,4096 --max-time 0.5 --json --plot $OUT/bench-linear_bias_relu.png > $LOGS/bench/fused-linear.json"
 fi
 
 if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+fused+"* ]]; then  # issue 7: bandwidth kernels and fused ops

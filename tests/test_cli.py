@@ -130,3 +130,10 @@ def test_console_script_runs():
     done = subprocess.run([sys.executable, "-m", "kprof", "run", "nope"], capture_output=True, text=True)
     assert done.returncode == errors.EXIT_USAGE and "unknown kernel 'nope'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_profile_param_errors(capsys):
+    assert cli.main(["profile", "tiled_matmul", "--param", "NOPE=3"]) == 2
+    assert "unknown parameter 'NOPE'" in capsys.readouterr().err
+    assert cli.main(["profile", "tiled_matmul", "--param", "TILE=16,32"]) == 2
+    assert "one value per parameter" in capsys.readouterr().err

@@ -294,7 +294,8 @@ class FakeClock:
 
     device: FakeDevice | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, hw_trace: bool = False) -> None:
+        self.hw_trace = False
         self.seen = 0
         self.closed = False
 
