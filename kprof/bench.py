@@ -115,6 +115,7 @@ class PointResult:
     math_mode: str | None = None
     timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
     timer_note: str | None = None  # why CUPTI was not used, when it was asked for by auto
+    cupti_hw_trace: bool | None = None  # CUPTI's hardware-trace timestamps were on (KPROF_CUPTI_HW_TRACE=1)
     event_summary: dict[str, Any] | None = None  # the CUDA events' reading of the same samples
     telemetry_before: dict[str, Any] | None = None
     telemetry_after: dict[str, Any] | None = None
@@ -183,6 +184,7 @@ def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], m
     point.batch = data.get("batch")
     point.timer = data.get("timer", "events")
     point.timer_note = data.get("timer_note")
+    point.cupti_hw_trace = data.get("cupti_hw_trace")
     if data.get("event_samples"):
         point.event_summary = stats.summarize(data["event_samples"]).to_dict()
     point.stable = stats.stable(summary, point.stop, rule["rel_stdev"])

@@ -160,6 +160,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         return (arg.dtype, value)
 
     blas = None
+    closers: list[Any] = []  # run before the context goes: cuBLAS frees its workspace only when destroyed
     if any(st.entry == "cublas_sgemm" for st in resolved.steps):
         from kprof.cublas import MATH_MODE
 
@@ -169,6 +170,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         if st.entry == "cublas_sgemm":
             if blas is None:
                 blas = _cublas()
+                closers.append(blas.close)
             a, b, c = (pointers[n] for n in st.args[:3])
             m, n, k = (scalar_values[n] for n in st.args[3:])
             steps.append(lambda stream, a=a, b=b, c=c, m=m, n=n, k=k: (blas.set_stream(stream), blas.sgemm_row_major(a, b, c, m, n, k)))
@@ -209,6 +211,8 @@ def _run(job: dict[str, Any], result: _Result) -> int:
             runs.append((alternate, download_outputs()))
         result.phase("launched")
         findings = values.analyse(spec, resolved, runs, expected_outputs())
+        for close in closers:
+            close()
         dev.close()
         result.data["status"] = "ok"
         result.phase("done", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None)
@@ -216,7 +220,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
 
     if job.get("bench"):
         return _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_all,
-                      download_outputs, expected_outputs, nvtx)
+                      download_outputs, expected_outputs, nvtx, closers)
 
     upload_all()
     result.phase("launch")
@@ -248,6 +252,8 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         timing = dev.elapsed_ms(start, end)
         result.phase("timed", time_ms=timing)
 
+    for close in closers:
+        close()
     dev.close()
     ok = all(c["ok"] for c in checks)
     result.data["status"] = "ok" if ok else "failed"
@@ -256,7 +262,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
 
 
 def _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_all, download_outputs,
-           expected_outputs, nvtx) -> int:
+           expected_outputs, nvtx, closers) -> int:
     """Verify, warm up, then time samples until the stop rule says enough (kprof bench)."""
     import time
 
@@ -271,6 +277,7 @@ def _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_
         from kprof.cublas import MATH_MODE
 
         blas = _cublas()
+        closers.append(blas.close)
         blas.set_stream(stream)
         m, n, k = (resolved.sizes[d] for d in ("M", "N", "K"))
         a, b, c = (pointers[x] for x in ("A", "B", "C"))
@@ -407,6 +414,8 @@ def _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_
                  host_seconds=time.perf_counter() - t0)
     if cfg["mode"] == "hot":
         dev.graph_destroy(graph)  # before its kernel's module is unloaded
+    for close in closers:
+        close()
     dev.close()
     result.data["status"] = "ok"
     result.phase("done")

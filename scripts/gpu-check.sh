@@ -70,6 +70,11 @@ if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+tests+"* ]]; then
     cp "$LOGS/pytest.txt" "$OUT/pytest.txt"
 fi
 
+if [[ "+$WHAT+" == *"+recheck+"* ]]; then  # the GPU tests named by RECHECK (a pytest -k expression)
+    step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider -n 8 -k "${RECHECK:-unfused}" tests
+    cp "$LOGS/recheck.txt" "$OUT/pytest-recheck.txt"
+fi
+
 if [[ "+$WHAT+" == *"+verify+"* ]]; then  # quick: every kernel verified at every size, no sanitizers
     XDIST=""
     python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
