@@ -59,24 +59,67 @@ def bench(results: list, path: Path) -> Path:
     # FLOP/s for arithmetic-heavy kernels, bytes/s for the rest (vector_add does 1 FLOP per 12 bytes).
     use_flops = all(r.flops_per_s for r in ok) and all(r.flops and (not r.bytes or r.flops / r.bytes >= 1) for r in ok)
     swept = _swept(ok)
+    if swept is None and ok:  # one point per kernel (a ladder at one size): bars, not lines
+        return _bars(ok, use_flops, path, plt)
     fig, ax = plt.subplots(figsize=(8, 5))
+    # Anything else that varies (a second swept size, say) makes its own line: "K=1024 N=1024".
+    together = set((_label(ok, swept) or swept).split("="))
+    others = [k for k in sorted({k for r in ok for k in r.sizes} | {k for r in ok for k in r.params})
+              if k not in together and len({str(r.sizes.get(k, r.params.get(k))) for r in ok}) > 1]
+
+    def group(r) -> str:
+        return " ".join(f"{k}={r.sizes.get(k, r.params.get(k))}" for k in others)
+
     drawn: set[str] = set()
     for name in dict.fromkeys(r.kernel for r in ok):
-        mine = [r for r in ok if r.kernel == name]
-        xs = [_x(r, swept) for r in mine]
-        ys = [((r.flops_per_s if use_flops else r.bytes_per_s) or 0) / 1e9 for r in mine]
-        ax.plot(xs, ys, marker="o", label=name)
-        rate = "baseline_flops_per_s" if use_flops else "baseline_bytes_per_s"
-        base = [r for r in mine if getattr(r, rate, None)]
-        if base and base[0].baseline not in drawn:  # one line per baseline, not per kernel
-            drawn.add(base[0].baseline)
-            ax.plot([_x(r, swept) for r in base], [getattr(r, rate) / 1e9 for r in base], marker="x",
-                    linestyle="--", label=f"{base[0].baseline} (timed beside {name})")
+        for g in dict.fromkeys(group(r) for r in ok if r.kernel == name):
+            mine = [r for r in ok if r.kernel == name and group(r) == g]
+            xs = [_x(r, swept) for r in mine]
+            ys = [((r.flops_per_s if use_flops else r.bytes_per_s) or 0) / 1e9 for r in mine]
+            line = ax.plot(xs, ys, marker="o", label=f"{name} {g}".rstrip())[0]
+            rate = "baseline_flops_per_s" if use_flops else "baseline_bytes_per_s"
+            base = [r for r in mine if getattr(r, rate, None)]
+            key = f"{base[0].baseline} {g}" if base else ""
+            if base and key not in drawn:  # one line per baseline (and group), not per kernel
+                drawn.add(key)
+                ax.plot([_x(r, swept) for r in base], [getattr(r, rate) / 1e9 for r in base], marker="x",
+                        linestyle="--", color=line.get_color() if others else None,
+                        label=f"{base[0].baseline} {g} (timed beside {name})".replace("  ", " "))
     ax.set_xlabel(_label(ok, swept) or "point")
     ax.set_ylabel("GFLOP/s" if use_flops else "GB/s")
     ax.set_title("kprof bench: median over samples")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best")
+    return _save(fig, path)
+
+
+def _bars(ok: list, use_flops: bool, path: Path, plt) -> Path:
+    """Each kernel's throughput as a bar, its baseline (timed beside it) as a hatched bar after it."""
+    unit = "GFLOP/s" if use_flops else "GB/s"
+    labels, values, colors = [], [], []
+    base: dict[str, tuple[str, float]] = {}
+    for r in ok:
+        labels.append(r.kernel + (" [" + " ".join(f"{k}={v}" for k, v in r.params.items()) + "]" if r.params else ""))
+        values.append(((r.flops_per_s if use_flops else r.bytes_per_s) or 0) / 1e9)
+        colors.append("tab:blue")
+        rate = r.baseline_flops_per_s if use_flops else r.baseline_bytes_per_s
+        if r.baseline and rate and r.baseline not in base:  # one bar per baseline, after the kernels
+            base[r.baseline] = (f"{r.baseline} (timed beside {r.kernel})", rate / 1e9)
+    for label, value in base.values():
+        labels.append(label)
+        values.append(value)
+        colors.append("tab:gray")
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.5))
+    ax.barh(range(len(labels)), values, color=colors)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    for i, v in enumerate(values):
+        ax.text(v, i, f" {v:,.0f}", va="center")
+    ax.set_xlabel(unit)
+    point = " ".join(f"{k}={v}" for k, v in ok[0].sizes.items())
+    ax.set_title(f"kprof bench, {point} (medians)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_xlim(0, max(values) * 1.15 if values else 1)
     return _save(fig, path)
 
 

@@ -227,3 +227,18 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     row = ncu.parse_csv((data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text())[0]
     prof = profile.analyse(row, "tiled_matmul", {})
     assert plot.roofline([prof], tmp_path / "roof.png").stat().st_size > 5000
+
+
+def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
+    """vector_add's 262,144 blocks ran 7% slower with CUPTI tracing on the H200: bench says so."""
+    fake = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
+            "event_samples": [1.02e-4] * 5}
+    monkeypatch.setattr(bench, "time_point", lambda *a, **k: fake)
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    rule = bench.rule_from(0.005, 0.5, 1.0, 10)
+    spec = catalog.load("vector_add")
+    big = bench.run_point(spec, {"N": 2**26}, {}, "cold", rule, None, baseline=None, arch="sm_90", timeout=10)
+    small = bench.run_point(spec, {"N": 2**20}, {}, "cold", rule, None, baseline=None, arch="sm_90", timeout=10)
+    assert big.timer == "cupti" and big.event_summary["median"] == 1.02e-4
+    assert any("--timer events" in w for w in big.warnings)
+    assert not any("--timer events" in w for w in small.warnings)
