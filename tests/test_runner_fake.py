@@ -174,13 +174,15 @@ def run_job(tmp_path, job) -> dict:
     return json.loads(result_path.read_text())
 
 
-def job_for(name, sizes, **extra):
-    spec = catalog.load(name)
+def fake_built():
     cubin = build.cache_dir() / "fake.cubin"  # read by the runner, ignored by the fake device
     cubin.parent.mkdir(parents=True, exist_ok=True)
     cubin.write_bytes(b"not a cubin")
-    built = SimpleNamespace(cubin=cubin)
-    job = launch.make_job(spec, built, sizes)
+    return SimpleNamespace(cubin=cubin)
+
+
+def job_for(name, sizes, **extra):
+    job = launch.make_job(catalog.load(name), fake_built(), sizes)
     job.update(extra)
     return job
 
@@ -239,10 +241,7 @@ def test_bfloat16_inputs_and_scalars(fake, data_dir):
     from kprof import spec as spec_mod
 
     spec = spec_mod.load(data_dir / "kernels" / "scale_bf16.yaml")
-    cubin = build.cache_dir() / "fake.cubin"
-    cubin.parent.mkdir(parents=True, exist_ok=True)
-    cubin.write_bytes(b"x")
-    data = run_job(fake, launch.make_job(spec, SimpleNamespace(cubin=cubin), spec.preset()))
+    data = run_job(fake, launch.make_job(spec, fake_built(), spec.preset()))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
     assert data["checks"][0]["rel_err"] == 0.0
 
@@ -251,10 +250,7 @@ def test_steps_launch_in_order_with_their_own_arguments(fake, data_dir, tmp_path
     from kprof import spec as spec_mod
 
     spec = spec_mod.load(data_dir / "kernels" / "two_steps.yaml")
-    cubin = build.cache_dir() / "fake.cubin"
-    cubin.parent.mkdir(parents=True, exist_ok=True)
-    cubin.write_bytes(b"x")
-    data = run_job(fake, launch.make_job(spec, SimpleNamespace(cubin=cubin), spec.preset()))
+    data = run_job(fake, launch.make_job(spec, fake_built(), spec.preset()))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
     assert [s["entry"] for s in data["steps"]] == ["twice", "plus_one"]
     assert data["steps"][0]["block"] == [128, 1, 1] and data["steps"][1]["block"] == [256, 1, 1]
@@ -268,7 +264,7 @@ def test_steps_launch_in_order_with_their_own_arguments(fake, data_dir, tmp_path
     shutil.copy(data_dir / "kernels" / "two_steps.cu", tmp_path / "two_steps.cu")
     (tmp_path / "two_steps.yaml").write_text(yaml.safe_dump(text))
     reversed_spec = spec_mod.load(tmp_path / "two_steps.yaml")
-    data = run_job(fake, launch.make_job(reversed_spec, SimpleNamespace(cubin=cubin), reversed_spec.preset()))
+    data = run_job(fake, launch.make_job(reversed_spec, fake_built(), reversed_spec.preset()))
     assert data["status"] == "failed" and data["checks"][0]["nonfinite"] == 1000
 
 
