@@ -43,10 +43,21 @@ def run_checks() -> list[Check]:
     for tool, flag in (("nvcc", "--version"), ("compute-sanitizer", "--version"), ("ncu", "--version")):
         checks.append(_tool(tool, flag))
     checks.append(_counters())
+    checks.append(_cupti())
     from kprof.build import cache_dir
 
     checks.append(Check("build cache", True, str(cache_dir()), "set KPROF_CACHE_DIR to move it"))
     return checks
+
+
+def _cupti() -> Check:
+    from kprof import cupti_timer
+
+    why = cupti_timer.unavailable()
+    if why is None:
+        return Check("CUPTI timer", True, "cupti-python loads: kprof bench reads kernel start/end timestamps")
+    return Check("CUPTI timer", False, why, "pip install 'kprof[cuda]' (cupti-python); without it kprof bench "
+                 "times with CUDA events, about 2.4 us more per sample")
 
 
 def _library(dist: str, module: str) -> Check:

@@ -108,7 +108,8 @@ def test_run_without_gpu_says_so_in_one_line(capsys, monkeypatch):
 def test_doctor_always_reports(capsys):
     code, out, _ = run_cli(capsys, "doctor")
     assert code == 0
-    for name in ("nvcc", "compute-sanitizer", "ncu", "CUDA driver API", "GPU counters", "cuda-bindings", "nvtx"):
+    for name in ("nvcc", "compute-sanitizer", "ncu", "CUDA driver API", "GPU counters", "cuda-bindings", "nvtx",
+                 "CUPTI timer"):
         assert name in out
     code, out, _ = run_cli(capsys, "doctor", "--json")
     assert {c["name"] for c in json.loads(out)} >= {"nvcc", "ncu"}
