@@ -205,7 +205,7 @@ if [ "${KPROF_RECORD:-0}" = 1 ]; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"
 fi
 
-python3 scripts/gpu_summary.py "$LOGS" >"$OUT/summary.md" 2>"$LOGS/summary-errors.txt" || status=1
+GPU_CHECK_WHAT=$WHAT python3 scripts/gpu_summary.py "$LOGS" >"$OUT/summary.md" 2>"$LOGS/summary-errors.txt" || status=1
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs
 cat "$OUT/summary.md"
 exit $status

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +22,9 @@ def main(logs: Path) -> int:
     print(f"- date: {env[0] if env else '?'}")
     print(f"- GPU, driver, memory, max SM clock: {env[1] if len(env) > 1 else '?'}")
     print(f"- commit: {env[2] if len(env) > 2 else '?'}; {env[3] if len(env) > 3 else ''}")
-    print("- command: `KPROF_COMMIT=... OUT=$OUT bash scripts/gpu-check.sh` on the lent H200 (device tool, nvtx wheel carried in .whl/)")
+    what = os.environ.get("GPU_CHECK_WHAT", "all")
+    print(f"- command: `KPROF_COMMIT=... OUT=$OUT bash scripts/gpu-check.sh {what}` on the lent H200 "
+          "(device tool, nvtx and cupti-python wheels carried in .whl/)")
     pytest_log = logs / "pytest.txt"
     if pytest_log.exists():
         lines = [ln for ln in pytest_log.read_text().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
