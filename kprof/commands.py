@@ -207,24 +207,18 @@ def cmd_profile(opts: argparse.Namespace) -> int:
         plot.require()
     overrides = spec_mod.parse_size_overrides(opts.size)
     specs = [catalog.load(n) for n in opts.names]  # every name checked before anything runs
+    sweep = bench.parse_sweep(opts.param, "param")
+    for names, values in sweep.items():
+        if len(values) != 1 or "," in names:
+            raise UsageError(f"--param {names}: kprof profile takes one value per parameter, e.g. --param BK=16")
+    for spec in specs:
+        bench.points(spec, {}, sweep)  # every parameter name and value checked as kprof bench checks them
+    params = {names: values[0] for names, values in sweep.items()}
+    specs = [bench._with_params(spec, params) for spec in specs]
     # One kernel: every --size must be one of its sizes. Several: each takes the sizes it has.
     resolved_all = [spec.resolve(overrides if len(specs) == 1 else
                                  {k: v for k, v in overrides.items() if k in spec.size_names}) for spec in specs]
     profiles, errors = [], []
-    params: dict[str, str] = {}
-    for names, values in bench.parse_sweep(opts.param, "param").items():
-        if len(values) != 1 or "," in names:
-            raise UsageError(f"--param {names}: kprof profile takes one value per parameter, e.g. --param BK=16")
-        params[names] = values[0]
-    for spec in specs:
-        unknown = [k for k in params if k not in dict(spec.defines)]
-        if unknown:
-            raise UsageError(f"{spec.name}: unknown parameter '{unknown[0]}' (parameters are the spec's defines: "
-                             f"{', '.join(dict(spec.defines)) or 'none'})")
-    if params:
-        specs = [bench._with_params(spec, params) for spec in specs]
-        resolved_all = [spec.resolve(overrides if len(specs) == 1 else
-                                     {k: v for k, v in overrides.items() if k in spec.size_names}) for spec in specs]
     for spec, resolved in zip(specs, resolved_all):
         built = build.build(spec, opts.arch)
         job = launch.make_job(spec, built, resolved.sizes)
@@ -316,12 +310,6 @@ def cmd_bench(opts: argparse.Namespace) -> int:
                         ("--timeout", opts.timeout)):
         if value <= 0:
             raise UsageError(f"{flag} {value:g}: give a positive number")
-    if opts.baseline not in ("auto", "none", *bench.BASELINES):
-        try:
-            catalog.load(opts.baseline)
-        except KprofError:
-            raise UsageError(f"--baseline {opts.baseline!r}: use auto, none, {', '.join(bench.BASELINES)} "
-                             f"or the name of a kernel spec (kprof list)") from None
     if opts.timer == "cupti":
         from kprof import cupti_timer
 
@@ -344,10 +332,12 @@ def cmd_bench(opts: argparse.Namespace) -> int:
         if baseline == "cublas_sgemm" and spec.baseline != "cublas_sgemm":
             raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
         if baseline and baseline not in bench.BASELINES:
+            where = f"--baseline {baseline!r}" if baseline == opts.baseline else f"{spec.name}: baseline {baseline!r}"
             try:
                 other = catalog.load(baseline)
-            except KprofError as exc:
-                raise UsageError(f"{spec.name}: baseline {baseline!r} is not a kernel spec kprof can find ({exc})") from None
+            except KprofError:
+                raise UsageError(f"{where}: not a kernel spec kprof can find; use auto, none, "
+                                 f"{', '.join(bench.BASELINES)} or a name from kprof list") from None
             missing = [k for k in spec.size_names if k not in other.size_names]
             if missing:
                 raise UsageError(f"{spec.name}: baseline {baseline} has no size {missing[0]!r}; a baseline spec "

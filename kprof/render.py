@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kprof.spec import BASELINES
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:
     """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l')."""
@@ -237,8 +239,6 @@ def bench_table(results: list, peak: dict | None, run_id: str | None) -> str:
         s = r.summary
         base = "-"
         if r.of_baseline is not None:
-            from kprof.spec import BASELINES
-
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
             # replaces ("3.41x faster than rmsnorm_unfused").
             base = (f"{r.of_baseline:.0%} of {r.baseline}" if r.baseline in BASELINES

@@ -12,6 +12,7 @@ far a child got before it died.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -97,8 +98,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         funcs[st.entry] = func
         if st.shared_mem + dev.function_attribute(func, "SHARED_SIZE_BYTES") > 48 * 1024:
             dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
-    func = funcs[resolved.steps[0].entry] if resolved.steps[0].entry in funcs else next(iter(funcs.values()))
-    result.phase("loaded", registers=dev.function_attribute(func, "NUM_REGS"),
+    result.phase("loaded", registers=dev.function_attribute(funcs[spec.entry], "NUM_REGS"),
                  **({"steps": [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in resolved.steps]}
                     if len(resolved.steps) > 1 else {}))
 
@@ -160,7 +160,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         return (arg.dtype, value)
 
     blas = None
-    closers: list[Any] = []  # run before the context goes: cuBLAS frees its workspace only when destroyed
+    closers: list[Any] = []  # library handles to close before the context (_close)
     if any(st.entry == "cublas_sgemm" for st in resolved.steps):
         from kprof.cublas import MATH_MODE
 
@@ -178,7 +178,6 @@ def _run(job: dict[str, Any], result: _Result) -> int:
             args = [packed_arg(n) for n in st.args]
             steps.append(lambda stream, f=funcs[st.entry], st=st, args=args:
                          dev.launch(f, st.grid, st.block, st.shared_mem, args, stream=stream))
-    packed = [packed_arg(a.name) for a in spec.args]  # the single-kernel launch, as before
 
     def launch_all(stream: Any = 0) -> None:
         for run_step in steps:
@@ -211,9 +210,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
             runs.append((alternate, download_outputs()))
         result.phase("launched")
         findings = values.analyse(spec, resolved, runs, expected_outputs())
-        for close in closers:
-            close()
-        dev.close()
+        _close(dev, closers)
         result.data["status"] = "ok"
         result.phase("done", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None)
         return 0
@@ -252,9 +249,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
         timing = dev.elapsed_ms(start, end)
         result.phase("timed", time_ms=timing)
 
-    for close in closers:
-        close()
-    dev.close()
+    _close(dev, closers)
     ok = all(c["ok"] for c in checks)
     result.data["status"] = "ok" if ok else "failed"
     result.phase("done")
@@ -325,8 +320,6 @@ def _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_
         why = cupti_timer.unavailable()
         if why is None:
             try:
-                import os
-
                 clock, timer = cupti_timer.KernelClock(hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1"), "cupti"
                 result.data["cupti_hw_trace"] = clock.hw_trace
             except Exception as exc:
@@ -414,18 +407,22 @@ def _bench(job, result, dev, info, spec, resolved, launch_all, pointers, upload_
                  host_seconds=time.perf_counter() - t0)
     if cfg["mode"] == "hot":
         dev.graph_destroy(graph)  # before its kernel's module is unloaded
-    for close in closers:
-        close()
-    dev.close()
+    _close(dev, closers)
     result.data["status"] = "ok"
     result.phase("done")
     return 0
 
 
+def _close(dev, closers: list[Any]) -> None:
+    """Library handles first (cuBLAS frees its workspace only when destroyed; memcheck's leak check
+    counts what is still allocated when the context goes), then the context."""
+    for close in closers:
+        close()
+    dev.close()
+
+
 def _cublas():
     """cuBLAS in plain FP32: TF32 off even if the user's environment allows it."""
-    import os
-
     from kprof.cublas import Cublas
 
     os.environ["NVIDIA_TF32_OVERRIDE"] = "0"

@@ -125,7 +125,6 @@ if [[ "+$WHAT+" == *"+evidence5+"* ]]; then  # issue 5: stability, compare, over
     step compare $KPROF compare last~1 last
     step launch-overhead python3 scripts/launch_overhead.py
     step cupti-hw-trace sh -c "KPROF_CUPTI_HW_TRACE=1 $KPROF bench vector_add --max-time 1 --json > $LOGS/bench/cupti-hw-trace-vector_add.json"
-    step linear-again sh -c "$KPROF bench linear_bias_relu --size B=1,2,4,8,16,32,64 --size K,N=1024,4096 --max-time 0.5 --json --plot $OUT/bench-linear_bias_relu.png > $LOGS/bench/fused-linear.json"
 fi
 
 if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+fused+"* ]]; then  # issue 7: bandwidth kernels and fused ops
