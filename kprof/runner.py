@@ -92,7 +92,7 @@ def _run(job: dict[str, Any], result: _Result) -> int:
     module = dev.load_module(Path(job["cubin"]).read_bytes())
     funcs: dict[str, Any] = {}
     for st in resolved.steps:
-        if st.entry == "cublas_sgemm":
+        if st.entry == spec_mod.CUBLAS_SGEMM:
             continue
         func = funcs.get(st.entry) or dev.function(module, st.entry)
         funcs[st.entry] = func
@@ -161,13 +161,13 @@ def _run(job: dict[str, Any], result: _Result) -> int:
 
     blas = None
     closers: list[Any] = []  # library handles to close before the context (_close)
-    if any(st.entry == "cublas_sgemm" for st in resolved.steps):
+    if any(st.entry == spec_mod.CUBLAS_SGEMM for st in resolved.steps):
         from kprof.cublas import MATH_MODE
 
         result.data["math_mode"] = MATH_MODE
     steps = []  # (callable(stream)) per launch, in order
     for st in resolved.steps:
-        if st.entry == "cublas_sgemm":
+        if st.entry == spec_mod.CUBLAS_SGEMM:
             if blas is None:
                 blas = _cublas()
                 closers.append(blas.close)

@@ -53,7 +53,8 @@ _TOP_KEYS = {
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
     "twin_defines", "baseline", "steps",
 }  # fmt: skip
-BASELINES = ("cublas_sgemm",)  # library routines; a baseline may also name another kernel spec
+CUBLAS_SGEMM = "cublas_sgemm"  # a library step of a spec, and a baseline
+BASELINES = (CUBLAS_SGEMM,)  # library routines; a baseline may also name another kernel spec
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class KernelSpec:
         """The kernels of the source this spec launches (what the build reports on)."""
         if not self.steps:
             return (self.entry,)
-        return tuple(dict.fromkeys(st.entry for st in self.steps if st.entry != "cublas_sgemm"))
+        return tuple(dict.fromkeys(st.entry for st in self.steps if st.entry != CUBLAS_SGEMM))
 
     def twin_spec(self) -> KernelSpec:
         """The fixed twin of a sanitizer case: same spec, the fixed source, nothing expected."""
@@ -223,7 +224,7 @@ class KernelSpec:
                 tuple(ev(b, f"{where_launch}.block[{j}]") for j, b in enumerate(st.launch.block)),  # type: ignore[arg-type]
                 ev(st.launch.shared_mem, f"{where_launch}.shared_mem", minimum=0),
             ))  # fmt: skip
-        first = next((st for st in steps if st.entry != "cublas_sgemm"), steps[0])
+        first = next(st for st in steps if st.entry != CUBLAS_SGEMM)  # the loader requires one kernel step
         grid, block, smem = first.grid, first.block, first.shared_mem
         flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
         nbytes = ev(self.bytes, "work.bytes", minimum=0) if self.bytes else None
@@ -444,7 +445,7 @@ def _load_steps(raw: Any, args, fail, check_expr) -> tuple[Step, ...]:
                         want_buffer and arg.dtype != "float32") or (not want_buffer and arg.dtype != "int32"):
                     kind = "a float32 buffer" if want_buffer else "an int32 scalar"
                     raise fail(f"{fld}.cublas_sgemm.{key}", f"{name!r} must name {kind} of args")
-            out.append(Step("cublas_sgemm", names, None))
+            out.append(Step(CUBLAS_SGEMM, names, None))
             continue
         extra = set(item) - {"entry", "args", "launch"}
         if extra:
@@ -468,7 +469,7 @@ def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail) -> str | Non
         return None
     if not isinstance(raw, str) or not _IDENT.match(raw):
         raise fail("baseline", f"{raw!r} must be cublas_sgemm or the name of another kernel spec")
-    if raw != "cublas_sgemm":
+    if raw != CUBLAS_SGEMM:
         return raw  # another spec, found through the catalog when bench runs
     if not {"A", "B", "C"} <= args or not {"M", "N", "K"} <= sizes:
         raise fail("baseline", "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
