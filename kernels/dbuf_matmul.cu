@@ -33,6 +33,9 @@
 #ifndef MINB
 #define MINB 1  // blocks per SM asked of the compiler: 2 caps registers at 128, and this kernel then spills
 #endif
+#ifndef ATRANS
+#define ATRANS 0  // 1: each thread loads 4x4 blocks of A and stores them transposed as 16-byte stores
+#endif
 #define TM (4 * RM)
 #define TN (4 * RN)
 #define LM (WM / TM)
@@ -43,6 +46,8 @@
 #define B_LOADS (BK * BN / 4 / THREADS)
 static_assert(LM * LN == 32, "a warp tile is 32 lanes of TM x TN");
 static_assert(BM % WM == 0 && BN % WN == 0 && BK % 4 == 0, "warp tiles divide the block tile");
+static_assert(!ATRANS || (A_LOADS % 4 == 0 && THREADS % (8 * (BK / 4)) == 0),
+              "ATRANS: whole 4x4 blocks of A per thread");
 static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BK * BN,
               "each thread loads a whole number of float4s of each tile");
 
@@ -86,19 +91,44 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
     float a[TM], b[TN];
     float4 ra[A_LOADS], rb[B_LOADS];
 
+    // ATRANS: 4x4 block b = t + j * THREADS covers rows 4 * mq .. + 3 and columns 4 * kq .. + 3 of the
+    // slice; 8 consecutive lanes take 8 consecutive mq at one kq, so their 16-byte stores of a
+    // transposed row fill 128 contiguous bytes of As (no bank conflict), and the lanes at the
+    // BK / 4 values of kq read whole sectors of each row of A.
+    constexpr int KQ = BK / 4;
+    const int tq = (t % 8) + 8 * (t / (8 * KQ)), tk = (t / 8) % KQ;  // block b = t: mq, kq
+    const float* pa4 = A + (size_t)(bm + 4 * tq) * K + 4 * tk;
     auto load = [&](int k0) {
 #pragma unroll
-        for (int i = 0; i < A_LOADS; ++i)
-            ra[i] = load4(pa + (size_t)i * A_STEP * K, bm + ar + i * A_STEP < M, k0 + ac, K, vec_a);
+        for (int i = 0; i < A_LOADS; ++i) {
+            if (ATRANS) {  // block j = i / 4 (mq advances by THREADS / KQ per block), row 4 * mq + i % 4
+                const int j = i / 4, r = 4 * (tq + j * (THREADS / KQ)) + i % 4;
+                ra[i] = load4(pa4 + (size_t)(4 * j * (THREADS / KQ) + i % 4) * K, bm + r < M, k0 + 4 * tk, K, vec_a);
+            } else {
+                ra[i] = load4(pa + (size_t)i * A_STEP * K, bm + ar + i * A_STEP < M, k0 + ac, K, vec_a);
+            }
+        }
 #pragma unroll
         for (int i = 0; i < B_LOADS; ++i)
             rb[i] = load4(pb + (size_t)i * B_STEP * N, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
         pa += BK;
+        pa4 += BK;
         pb += (size_t)BK * N;
     };
     auto store = [&](int buf) {
+        if (ATRANS) {
 #pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
+            for (int j = 0; j < A_LOADS / 4; ++j) {
+                const int m = 4 * (tq + j * (THREADS / KQ)), k = 4 * tk;
+                const float4* v = &ra[4 * j];
+                *reinterpret_cast<float4*>(&As[buf][k][m]) = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+                *reinterpret_cast<float4*>(&As[buf][k + 1][m]) = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+                *reinterpret_cast<float4*>(&As[buf][k + 2][m]) = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+                *reinterpret_cast<float4*>(&As[buf][k + 3][m]) = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < (ATRANS ? 0 : A_LOADS); ++i) {
             const int r = ar + i * A_STEP;
             As[buf][ac][r] = ra[i].x;
             As[buf][ac + 1][r] = ra[i].y;

@@ -1,95 +1,208 @@
-// linear_bias_relu: y = relu(x @ W + b) for a small batch (B rows of x, B from 1 to 64), fused in one
-// kernel: the product never goes to DRAM and there is no second or third launch.
-// With a small batch the work is reading W (K x N floats) once, so the kernel is organised to have
-// as many bytes of W in flight as the memory system needs:
-// - a block owns 32 output columns (one per lane: each warp-wide load of a row of W is 128
-//   contiguous bytes), RB batch rows (RB accumulators per thread) and 1/KSPLIT of K;
-// - the KSPLIT blocks that share columns and rows form a thread-block cluster (sm_90): each sums
-//   its part of K, then the cluster adds the parts through distributed shared memory, and block 0
-//   of the cluster adds the bias, applies the ReLU and stores. No partial sums go to DRAM;
-// - inside a block the warps split each KT-row slice of K; x is staged through shared memory as
-//   xs[k][r], so a lane reads its RB values of x for one k as float4 broadcasts;
-// - blocks that read the same columns of W for other batch rows are neighbours in launch order
-//   (blockIdx.x is the batch-row block), so W comes from DRAM once and from L2 after that.
-// Every access is bounds-checked: any B, K, N works.
+// linear_bias_relu: y = relu(x @ W + b) for a small batch (B rows of x, 1 to 64 and more), fused in
+// one kernel: the product never goes to DRAM and there is no second or third launch.
+//
+// With a small batch the work is reading W (K x N floats) once; as the batch grows the FMAs per
+// element of W grow with it, and by 32 to 64 rows the arithmetic takes as long as the read. So:
+// - each element of W is read from DRAM once, by one block, with 16-byte loads (a lane owns 4
+//   adjacent columns), and used there for every batch row of the block (up to 64);
+// - a block owns 128 columns and all (up to 64) batch rows; the KSPLIT blocks that share them split
+//   K and form a thread-block cluster (sm_90) that adds its parts through distributed shared memory;
+//   the blocks then share the epilogue (bias, ReLU, the store). No partial sum goes to DRAM;
+// - the thread layout follows the batch (chosen at run time from B, the same in every block of a
+//   cluster): up to 16 rows, a lane keeps TR rows x 4 columns of accumulators and the 8 warps split
+//   the block's part of K; at 17 to 32 (33 to 64) rows, the lanes of a warp split into 2 (4) row
+//   groups that read the same W with one load, so a warp does 64 FMAs per 16 bytes it loads;
+// - x is staged through shared memory as xs[k][row] (row groups padded by 4 floats so that the
+//   groups' 16-byte reads fall in different banks); a lane reads 4 rows of one k per 16-byte load;
+// - each warp keeps U loads of W in flight at all times (a rolling prefetch: the load of step k + U
+//   is issued before the FMAs of step k), and the first ones go out before x is staged.
+// Every access is bounds-checked: any B, K, N works (16-byte loads where N % 4 == 0, K % 4 == 0).
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
-#ifndef BLOCK
-#define BLOCK 256
-#endif
-#ifndef RB
-#define RB 8
-#endif
-#ifndef KT
-#define KT 256
-#endif
 #ifndef KSPLIT
 #define KSPLIT 8
 #endif
-#define WARPS (BLOCK / 32)
-#define KW (KT / WARPS)  // rows of each KT-row slice a warp takes
-static_assert(KT % WARPS == 0 && RB % 4 == 0 && KSPLIT >= 1 && KSPLIT <= 8, "shape of the tiles");
+#define BN 128          // columns of a block: 32 lanes x 4 columns, or 4 warps of 8 lanes x 4 columns
+#define ROWS 64         // batch rows of a block (blockIdx.y covers more)
+#define THREADS 256
+#define WARPS (THREADS / 32)
+#define CAP 10240       // floats of shared memory: the x slices, then the partial sums (40 KiB)
+#ifndef MINB
+#define MINB 2          // blocks per SM asked of the compiler (2: at most 128 registers)
+#endif
+#ifndef U_SMALL
+#define U_SMALL 8       // loads of W in flight per lane for batches of up to 8 rows
+#endif
+#ifndef U_LARGE
+#define U_LARGE 4       // ... and for more rows (a lane then also holds 64 accumulators)
+#endif
+static_assert(KSPLIT >= 1 && KSPLIT <= 8, "a portable cluster has at most 8 blocks");
 
-extern "C" __global__ void __cluster_dims__(1, 1, KSPLIT) __launch_bounds__(BLOCK)
-linear_bias_relu(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ bias,
-                 float* __restrict__ y, int B, int K, int N) {
-    __shared__ __align__(16) float xs[KT][RB];
-    __shared__ float partial[WARPS][RB][33];  // 33: the per-lane reads of the sum are conflict-free
-    __shared__ float total[RB][32];           // this block's part of the sum, read by the cluster
-    cg::cluster_group cluster = cg::this_cluster();
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int r0 = blockIdx.x * RB;
-    const int n = blockIdx.y * 32 + lane;
-    const bool col_ok = n < N;
-    const int per = (K + KSPLIT - 1) / KSPLIT;  // this block's rows of W: [kbeg, kend)
+__host__ __device__ constexpr int pow2_floor(int v) { return v < 2 ? 1 : 2 * pow2_floor(v / 2); }
+
+// 4 columns of a row of W at p (column n0), zeros where ok is false or past column N.
+__device__ __forceinline__ float4 load_w(const float* __restrict__ p, bool ok, int n0, int N, bool vec) {
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (ok) {
+        if (vec && n0 + 3 < N) return __ldcs(reinterpret_cast<const float4*>(p));  // read once: evict first
+        if (n0 < N) v.x = p[0];
+        if (n0 + 1 < N) v.y = p[1];
+        if (n0 + 2 < N) v.z = p[2];
+        if (n0 + 3 < N) v.w = p[3];
+    }
+    return v;
+}
+
+// TR: rows per lane; RG: row groups per warp (lanes 32 / RG per group); U: loads of W in flight per lane.
+template <int TR, int RG, int U>
+__device__ __forceinline__ void body(const float* __restrict__ x, const float* __restrict__ W,
+                                     const float* __restrict__ bias, float* __restrict__ y,
+                                     int B, int K, int N, int r0, float* buf, cg::cluster_group& cluster) {
+    constexpr int P = WARPS / RG;             // warps along K (the rest are along the columns)
+    constexpr int LC = 32 / RG;               // lanes along the columns
+    constexpr int RS = TR + 4;                // floats per row group and k in xs (4 of padding)
+    constexpr int XW = RG * RS;               // floats per k in xs
+    constexpr int RE = RG * TR;               // batch rows the block computes
+    constexpr int KT = pow2_floor(CAP / XW);  // k per staged slice of x
+    static_assert(TR % 4 == 0 && KT % (P * U) == 0 && KT * XW <= CAP, "tile shapes");
+    static_assert((P / 2) * RG * TR * 128 <= CAP && RE * BN <= CAP, "partial sums fit the buffer");
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int rg = lane / LC, wc = warp % RG, p = warp / RG;
+    const int c0 = wc * (LC * 4) + (lane % LC) * 4;  // this lane's first column in the block
+    const int n0 = blockIdx.x * BN + c0;
+    const bool vec_w = (N % 4) == 0, vec_x = (K % 4) == 0;
+    const int per = ((K + KSPLIT - 1) / KSPLIT + 3) / 4 * 4;  // K rows per block, a multiple of 4
     const int kbeg = min(K, (int)cluster.block_rank() * per), kend = min(K, kbeg + per);
-    float acc[RB];
-#pragma unroll
-    for (int r = 0; r < RB; ++r) acc[r] = 0.0f;
 
-    for (int k0 = kbeg; k0 < kend; k0 += KT) {
-        for (int i = threadIdx.x; i < RB * KT; i += BLOCK) {
-            const int r = i / KT, k = i % KT;  // consecutive threads read consecutive k of a row of x
-            xs[k][r] = (r0 + r < B && k0 + k < kend) ? x[(size_t)(r0 + r) * K + k0 + k] : 0.0f;
+    float acc[TR][4];
+#pragma unroll
+    for (int r = 0; r < TR; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = 0.0f;
+
+    for (int s0 = kbeg; s0 < kend; s0 += KT) {
+        const int len = min(KT, kend - s0);
+        const int ch = ((len + P - 1) / P + U - 1) / U * U;  // this warp's run of k: [ka, kb)
+        const int ka = s0 + p * ch, kb = min(s0 + len, ka + ch);
+        float4 w[U];
+        const float* wp = W + (size_t)ka * N + n0;  // the next row of W to load: ka, ka + 1, ...
+        int kl = ka;
+#pragma unroll
+        for (int u = 0; u < U; ++u, ++kl, wp += N) w[u] = load_w(wp, kl < kb, n0, N, vec_w);  // in flight while x is staged
+
+        // Stage x[r0 .. r0 + RE)[s0 .. s0 + len) as xs[k][g * RS + r]; rows past B are zeros.
+        const int quads = (len + 3) / 4;
+        for (int i = t; i < RE * quads; i += THREADS) {
+            const int row = i % RE, kq = (i / RE) * 4, br = r0 + row;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (br < B) {
+                const float* px = x + (size_t)br * K + s0 + kq;
+                if (vec_x && kq + 3 < len) {
+                    v = *reinterpret_cast<const float4*>(px);
+                } else {
+                    v.x = px[0];
+                    if (kq + 1 < len) v.y = px[1];
+                    if (kq + 2 < len) v.z = px[2];
+                    if (kq + 3 < len) v.w = px[3];
+                }
+            }
+            float* d = buf + kq * XW + (row / TR) * RS + row % TR;
+            d[0] = v.x;
+            d[XW] = v.y;
+            d[2 * XW] = v.z;
+            d[3 * XW] = v.w;
         }
         __syncthreads();
-        const int kb = k0 + warp * KW;
-        const float* wp = W + (size_t)kb * N + n;
-#pragma unroll 8
-        for (int k = 0; k < KW; ++k) {
-            const float w = (col_ok && kb + k < kend) ? wp[(size_t)k * N] : 0.0f;
+
+        // xk: this lane's row group of xs at step k (immediate offsets u * XW inside the unrolled loop).
+        auto fma_step = [&](const float4 wv, const float* xr) {
 #pragma unroll
-            for (int r = 0; r < RB; r += 4) {
-                const float4 xv = *reinterpret_cast<const float4*>(&xs[warp * KW + k][r]);
-                acc[r] += xv.x * w;
-                acc[r + 1] += xv.y * w;
-                acc[r + 2] += xv.z * w;
-                acc[r + 3] += xv.w * w;
+            for (int q = 0; q < TR; q += 4) {
+                const float4 xv = *reinterpret_cast<const float4*>(xr + q);
+                const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    acc[q + j][0] += xs[j] * wv.x;
+                    acc[q + j][1] += xs[j] * wv.y;
+                    acc[q + j][2] += xs[j] * wv.z;
+                    acc[q + j][3] += xs[j] * wv.w;
+                }
+            }
+        };
+        const float* xk = buf + (ka - s0) * XW + rg * RS;
+        int k = ka;
+        for (; k + U <= kb; k += U, xk += U * XW) {
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const float4 cur = w[u];
+                w[u] = load_w(wp, kl < kb, n0, N, vec_w);
+                ++kl;
+                wp += N;
+                fma_step(cur, xk + u * XW);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)  // the last < U steps: w[u] holds row k + u
+            if (k + u < kb) fma_step(w[u], xk + u * XW);
+        __syncthreads();  // xs is overwritten next
+    }
+
+    // Add the P parts of each warp column inside the block (a tree through shared memory)...
+    float4* slots = reinterpret_cast<float4*>(buf);
+#pragma unroll
+    for (int h = P / 2; h >= 1; h /= 2) {
+        if (p >= h && p < 2 * h) {
+            float4* s = slots + ((p - h) * RG + wc) * TR * 32 + lane;
+#pragma unroll
+            for (int r = 0; r < TR; ++r) s[r * 32] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+        }
+        __syncthreads();
+        if (p < h) {
+            const float4* s = slots + (p * RG + wc) * TR * 32 + lane;
+#pragma unroll
+            for (int r = 0; r < TR; ++r) {
+                const float4 v = s[r * 32];
+                acc[r][0] += v.x;
+                acc[r][1] += v.y;
+                acc[r][2] += v.z;
+                acc[r][3] += v.w;
             }
         }
         __syncthreads();
     }
+    // ... then the block's sums go to total[row][col] for the cluster to read.
+    if (p == 0) {
 #pragma unroll
-    for (int r = 0; r < RB; ++r) partial[warp][r][lane] = acc[r];
-    __syncthreads();
-    if (warp == 0) {
-#pragma unroll
-        for (int r = 0; r < RB; ++r) {
-            float s = 0.0f;
-#pragma unroll
-            for (int w = 0; w < WARPS; ++w) s += partial[w][r][lane];
-            total[r][lane] = s;
-        }
+        for (int r = 0; r < TR; ++r)
+            *reinterpret_cast<float4*>(buf + (rg * TR + r) * BN + c0) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
     }
     cluster.sync();  // every block's part is in its shared memory
-    if (cluster.block_rank() == 0 && warp == 0 && col_ok) {
-        const float bn = bias[n];
+    // The blocks of the cluster share the epilogue: block q takes outputs q * THREADS + t, + THREADS * KSPLIT, ...
+    const int outputs = min(RE, B - r0) * BN;
+    for (int o = (int)cluster.block_rank() * THREADS + t; o < outputs; o += THREADS * KSPLIT) {
+        const int row = o / BN, n = blockIdx.x * BN + o % BN;
+        if (n >= N) continue;
+        float s = 0.0f;
 #pragma unroll
-        for (int r = 0; r < RB; ++r) {
-            float s = 0.0f;
-            for (int q = 0; q < KSPLIT; ++q) s += cluster.map_shared_rank(&total[0][0], q)[r * 32 + lane];
-            if (r0 + r < B) y[(size_t)(r0 + r) * N + n] = fmaxf(s + bn, 0.0f);
-        }
+        for (int q = 0; q < KSPLIT; ++q) s += cluster.map_shared_rank(buf, q)[o];
+        y[(size_t)(r0 + row) * N + n] = fmaxf(s + bias[n], 0.0f);
     }
-    cluster.sync();  // the other blocks keep their shared memory until block 0 has read it
+    cluster.sync();  // the blocks keep their shared memory until the others have read it
+}
+
+extern "C" __global__ void __cluster_dims__(1, 1, KSPLIT) __launch_bounds__(THREADS, MINB)
+linear_bias_relu(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ bias,
+                 float* __restrict__ y, int B, int K, int N) {
+    __shared__ __align__(16) float buf[CAP];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int r0 = blockIdx.y * ROWS;
+    const int rows = min(ROWS, B - r0);  // the same in every block of a cluster
+    if (rows <= 4)
+        body<4, 1, U_SMALL>(x, W, bias, y, B, K, N, r0, buf, cluster);
+    else if (rows <= 8)
+        body<8, 1, U_SMALL>(x, W, bias, y, B, K, N, r0, buf, cluster);
+    else if (rows <= 16)
+        body<16, 1, U_LARGE>(x, W, bias, y, B, K, N, r0, buf, cluster);
+    else if (rows <= 32)
+        body<16, 2, U_LARGE>(x, W, bias, y, B, K, N, r0, buf, cluster);
+    else
+        body<16, 4, U_LARGE>(x, W, bias, y, B, K, N, r0, buf, cluster);
 }
