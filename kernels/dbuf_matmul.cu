@@ -36,6 +36,9 @@
 #ifndef ATRANS
 #define ATRANS 0  // 1: each thread loads 4x4 blocks of A and stores them transposed as 16-byte stores
 #endif
+#ifndef BASYNC
+#define BASYNC 0  // 1: the B slice goes to shared memory by cp.async (no registers in between)
+#endif
 #define TM (4 * RM)
 #define TN (4 * RN)
 #define LM (WM / TM)
@@ -60,6 +63,22 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p, bool row_ok
     v.z = (row_ok && c + 2 < cols) ? p[2] : 0.0f;
     v.w = (row_ok && c + 3 < cols) ? p[3] : 0.0f;
     return v;
+}
+
+// cp.async of one float4 of a row-major matrix into shared memory, zero-filled outside the matrix
+// (safe: a valid address for the copies that read nothing).
+__device__ __forceinline__ void copy4(float* dst, const float* p, const float* safe, bool row_ok, int c, int cols, bool vec) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    if (vec) {  // cols % 4 == 0: a float4 is wholly inside or wholly outside
+        const bool in = row_ok && c < cols;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(in ? p : safe), "r"(in ? 16 : 0));
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const bool in = row_ok && c + j < cols;
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d + 4 * j), "l"(in ? p + j : safe), "r"(in ? 4 : 0));
+        }
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
@@ -89,7 +108,7 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
     const float* pb = B + (size_t)br * N + bn + bc;
     float acc[TM][TN] = {};
     float a[TM], b[TN];
-    float4 ra[A_LOADS], rb[B_LOADS];
+    float4 ra[A_LOADS], rb[BASYNC ? 1 : B_LOADS];
 
     // ATRANS: 4x4 block b = t + j * THREADS covers rows 4 * mq .. + 3 and columns 4 * kq .. + 3 of the
     // slice; 8 consecutive lanes take 8 consecutive mq at one kq, so their 16-byte stores of a
@@ -98,7 +117,7 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
     constexpr int KQ = BK / 4;
     const int tq = (t % 8) + 8 * (t / (8 * KQ)), tk = (t / 8) % KQ;  // block b = t: mq, kq
     const float* pa4 = A + (size_t)(bm + 4 * tq) * K + 4 * tk;
-    auto load = [&](int k0) {
+    auto load = [&](int k0, int nbuf) {  // nbuf: the buffer the B slice goes to when BASYNC
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
             if (ATRANS) {  // block j = i / 4 (mq advances by THREADS / KQ per block), row 4 * mq + i % 4
@@ -109,8 +128,14 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
             }
         }
 #pragma unroll
-        for (int i = 0; i < B_LOADS; ++i)
-            rb[i] = load4(pb + (size_t)i * B_STEP * N, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
+        for (int i = 0; i < B_LOADS; ++i) {
+            if (BASYNC) {
+                copy4(&Bs[nbuf][br + i * B_STEP][bc], pb + (size_t)i * B_STEP * N, B, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
+            } else {
+                rb[BASYNC ? 0 : i] = load4(pb + (size_t)i * B_STEP * N, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
+            }
+        }
+        if (BASYNC) asm volatile("cp.async.commit_group;\n" ::);
         pa += BK;
         pa4 += BK;
         pb += (size_t)BK * N;
@@ -136,17 +161,18 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
             As[buf][ac + 3][r] = ra[i].w;
         }
 #pragma unroll
-        for (int i = 0; i < B_LOADS; ++i)
+        for (int i = 0; i < (BASYNC ? 0 : B_LOADS); ++i)
             *reinterpret_cast<float4*>(&Bs[buf][br + i * B_STEP][bc]) = rb[i];
+        if (BASYNC) asm volatile("cp.async.wait_group 0;\n" ::);  // this thread's copies landed; the barrier shares them
     };
 
-    load(0);
+    load(0, 0);
     store(0);
     __syncthreads();
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool more = k0 + BK < K;
-        if (more) load(k0 + BK);  // in flight during the FMAs below
+        if (more) load(k0 + BK, buf ^ 1);  // in flight during the FMAs below
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
 #pragma unroll

@@ -14,8 +14,12 @@
 //   groups that read the same W with one load, so a warp does 64 FMAs per 16 bytes it loads;
 // - x is staged through shared memory as xs[k][row] (row groups padded by 4 floats so that the
 //   groups' 16-byte reads fall in different banks); a lane reads 4 rows of one k per 16-byte load;
-// - each warp keeps U loads of W in flight at all times (a rolling prefetch: the load of step k + U
-//   is issued before the FMAs of step k), and the first ones go out before x is staged.
+// - W goes to shared memory by cp.async (no registers held while in flight), into a ring of STAGES
+//   groups of WROWS rows private to each warp: each lane copies and later reads its own 16 bytes, so
+//   the ring needs no barrier, and STAGES * WROWS rows of W per warp are always in flight. (A first
+//   version held the prefetched rows in registers; under the 128-register cap ptxas moved the
+//   loads next to their use and every step waited for DRAM.) The first groups go out before x is
+//   staged.
 // Every access is bounds-checked: any B, K, N works (16-byte loads where N % 4 == 0, K % 4 == 0).
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
@@ -26,45 +30,58 @@ namespace cg = cooperative_groups;
 #define ROWS 64         // batch rows of a block (blockIdx.y covers more)
 #define THREADS 256
 #define WARPS (THREADS / 32)
-#define CAP 10240       // floats of shared memory: the x slices, then the partial sums (40 KiB)
+#define CAP 10240       // floats of shared memory: the x slices, then the partial sums (40 KiB),
+                        // followed by the warps' rings of W (dynamic shared memory: see the spec)
 #ifndef MINB
 #define MINB 2          // blocks per SM asked of the compiler (2: at most 128 registers)
 #endif
-#ifndef U_SMALL
-#define U_SMALL 8       // loads of W in flight per lane for batches of up to 8 rows
+#ifndef WROWS
+#define WROWS 4         // rows of W per cp.async group
 #endif
-#ifndef U_LARGE
-#define U_LARGE 4       // ... and for more rows (a lane then also holds 64 accumulators)
+#ifndef STAGES
+#define STAGES 4        // groups in each warp's ring: STAGES * WROWS rows in flight per warp
 #endif
+#ifndef UNROLL
+#define UNROLL 1        // steps of a group unrolled in the FMA loop
+#endif
+#define RING (STAGES * WROWS * 32)  // float4s of one warp's ring
 static_assert(KSPLIT >= 1 && KSPLIT <= 8, "a portable cluster has at most 8 blocks");
 
 __host__ __device__ constexpr int pow2_floor(int v) { return v < 2 ? 1 : 2 * pow2_floor(v / 2); }
 
-// 4 columns of a row of W at p (column n0), zeros where ok is false or past column N.
-__device__ __forceinline__ float4 load_w(const float* __restrict__ p, bool ok, int n0, int N, bool vec) {
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (ok) {
-        if (vec && n0 + 3 < N) return __ldcs(reinterpret_cast<const float4*>(p));  // read once: evict first
-        if (n0 < N) v.x = p[0];
-        if (n0 + 1 < N) v.y = p[1];
-        if (n0 + 2 < N) v.z = p[2];
-        if (n0 + 3 < N) v.w = p[3];
+// Copy 4 columns of a row of W (p points at column n0) to dst, zeros where ok is false or past column N.
+// safe: any valid address, given to the copies that read nothing (src-size 0).
+__device__ __forceinline__ void copy_w(float4* dst, const float* p, const float* safe, bool ok, int n0, int N, bool vec) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    if (vec) {  // rows are 16-byte aligned
+        const bool in = ok && n0 + 3 < N;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(in ? p : safe), "r"(in ? 16 : 0));
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const bool in = ok && n0 + j < N;
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d + 4 * j), "l"(in ? p + j : safe), "r"(in ? 4 : 0));
+        }
     }
-    return v;
 }
+__device__ __forceinline__ void commit_group() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int PENDING>
+__device__ __forceinline__ void wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING)); }
 
-// TR: rows per lane; RG: row groups per warp (lanes 32 / RG per group); U: loads of W in flight per lane.
-template <int TR, int RG, int U>
+// TR: rows per lane; RG: row groups per warp (lanes 32 / RG per group).
+template <int TR, int RG>
 __device__ __forceinline__ void body(const float* __restrict__ x, const float* __restrict__ W,
                                      const float* __restrict__ bias, float* __restrict__ y,
-                                     int B, int K, int N, int r0, float* buf, cg::cluster_group& cluster) {
+                                     int B, int K, int N, int r0, float* buf, float4* ring,
+                                     cg::cluster_group& cluster) {
+    constexpr int U = WROWS, UNROLL_STEPS = UNROLL;
     constexpr int P = WARPS / RG;             // warps along K (the rest are along the columns)
     constexpr int LC = 32 / RG;               // lanes along the columns
     constexpr int RS = TR + 4;                // floats per row group and k in xs (4 of padding)
     constexpr int XW = RG * RS;               // floats per k in xs
     constexpr int RE = RG * TR;               // batch rows the block computes
     constexpr int KT = pow2_floor(CAP / XW);  // k per staged slice of x
-    static_assert(TR % 4 == 0 && KT % (P * U) == 0 && KT * XW <= CAP, "tile shapes");
+    static_assert(TR % 4 == 0 && KT % (P * U) == 0 && KT * XW <= CAP && STAGES >= 2, "tile shapes");
     static_assert((P / 2) * RG * TR * 128 <= CAP && RE * BN <= CAP, "partial sums fit the buffer");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int rg = lane / LC, wc = warp % RG, p = warp / RG;
@@ -82,11 +99,18 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
         const int len = min(KT, kend - s0);
         const int ch = ((len + P - 1) / P + U - 1) / U * U;  // this warp's run of k: [ka, kb)
         const int ka = s0 + p * ch, kb = min(s0 + len, ka + ch);
-        float4 w[U];
-        const float* wp = W + (size_t)ka * N + n0;  // the next row of W to load: ka, ka + 1, ...
-        int kl = ka;
+        // This warp's rows of W, ka + g * U + u, in groups g of U rows: group g goes to stage g % STAGES.
+        const int groups = (max(kb - ka, 0) + U - 1) / U;
+        auto issue = [&](int g) {
+            float4* st = ring + (g % STAGES) * U * 32 + lane;
+            const int row = ka + g * U;
+            const float* p = W + (size_t)row * N + n0;
 #pragma unroll
-        for (int u = 0; u < U; ++u, ++kl, wp += N) w[u] = load_w(wp, kl < kb, n0, N, vec_w);  // in flight while x is staged
+            for (int u = 0; u < U; ++u) copy_w(st + u * 32, p + (size_t)u * N, W, g < groups && row + u < kb, n0, N, vec_w);
+            commit_group();  // one group per call, empty or not, so wait_group counts are exact
+        };
+#pragma unroll
+        for (int g = 0; g < STAGES - 1; ++g) issue(g);  // in flight while x is staged
 
         // Stage x[r0 .. r0 + RE)[s0 .. s0 + len) as xs[k][g * RS + r]; rows past B are zeros.
         const int quads = (len + 3) / 4;
@@ -128,20 +152,21 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
             }
         };
         const float* xk = buf + (ka - s0) * XW + rg * RS;
-        int k = ka;
-        for (; k + U <= kb; k += U, xk += U * XW) {
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const float4 cur = w[u];
-                w[u] = load_w(wp, kl < kb, n0, N, vec_w);
-                ++kl;
-                wp += N;
-                fma_step(cur, xk + u * XW);
+        for (int g = 0; g < groups; ++g, xk += U * XW) {
+            issue(g + STAGES - 1);  // into the stage read in the previous trip (its values are used)
+            wait_group<STAGES - 1>();  // group g has landed (each lane reads only its own copies)
+            const float4* st = ring + (g % STAGES) * U * 32 + lane;
+            if (ka + (g + 1) * U <= kb) {
+                // Unrolled fully, ptxas hoists every step's loads of x and passes 128 registers.
+#pragma unroll(UNROLL_STEPS)
+                for (int u = 0; u < U; ++u) fma_step(st[u * 32], xk + u * XW);
+            } else {
+#pragma unroll 1
+                for (int u = 0; u < U; ++u)
+                    if (ka + g * U + u < kb) fma_step(st[u * 32], xk + u * XW);
             }
         }
-#pragma unroll
-        for (int u = 0; u < U; ++u)  // the last < U steps: w[u] holds row k + u
-            if (k + u < kb) fma_step(w[u], xk + u * XW);
+        wait_group<0>();  // the ring is empty (the last groups were empty) before the next slice
         __syncthreads();  // xs is overwritten next
     }
 
@@ -191,18 +216,20 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
 extern "C" __global__ void __cluster_dims__(1, 1, KSPLIT) __launch_bounds__(THREADS, MINB)
 linear_bias_relu(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ bias,
                  float* __restrict__ y, int B, int K, int N) {
-    __shared__ __align__(16) float buf[CAP];
+    extern __shared__ __align__(16) float smem[];  // CAP floats, then WARPS rings (spec: launch.shared_mem)
+    float* buf = smem;
+    float4* ring = reinterpret_cast<float4*>(smem + CAP) + (threadIdx.x / 32) * RING;
     cg::cluster_group cluster = cg::this_cluster();
     const int r0 = blockIdx.y * ROWS;
     const int rows = min(ROWS, B - r0);  // the same in every block of a cluster
     if (rows <= 4)
-        body<4, 1, U_SMALL>(x, W, bias, y, B, K, N, r0, buf, cluster);
+        body<4, 1>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
     else if (rows <= 8)
-        body<8, 1, U_SMALL>(x, W, bias, y, B, K, N, r0, buf, cluster);
+        body<8, 1>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
     else if (rows <= 16)
-        body<16, 1, U_LARGE>(x, W, bias, y, B, K, N, r0, buf, cluster);
+        body<16, 1>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
     else if (rows <= 32)
-        body<16, 2, U_LARGE>(x, W, bias, y, B, K, N, r0, buf, cluster);
+        body<16, 2>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
     else
-        body<16, 4, U_LARGE>(x, W, bias, y, B, K, N, r0, buf, cluster);
+        body<16, 4>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
 }

@@ -120,7 +120,7 @@ if [[ "+$WHAT+" == *"+tune6+"* ]]; then  # issue 6: tuned_matmul's variants agai
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench"
     for i in ${TUNE6_REPEATS:-1 2}; do
-        step "tune6-$i" sh -c "$KPROF bench tuned_matmul ${TUNE6_PARAMS:---param ATRANS=0,1} --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/tune6-$i.json"
+        step "tune6-$i" sh -c "$KPROF bench tuned_matmul ${TUNE6_PARAMS:---param BASYNC=0,1} --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/tune6-$i.json"
     done
 fi
 
@@ -129,14 +129,16 @@ if [[ "+$WHAT+" == *"+linear+"* ]]; then  # issue 7: the fused linear layer, ver
     mkdir -p "$LOGS/bench"
     step linear-verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -k "linear_bias_relu" tests/test_gpu.py
     step linear-bench sh -c "$KPROF bench linear_bias_relu --size B=1,2,4,8,16,32,64 --size K,N=${LINEAR_HIDDEN:-1024,2048,4096} --max-time ${LINEAR_MAX_TIME:-0.5} --json --plot $OUT/bench-linear_bias_relu.png > $LOGS/bench/linear.json"
-    for sweep in ${LINEAR_SWEEPS:-MINB=1:U_SMALL=16:U_LARGE=8 KSPLIT=4}; do
+    for sweep in ${LINEAR_SWEEPS:-KSPLIT=4 UNROLL=2 STAGES=3 WROWS=2:STAGES=8}; do
         tag=$(echo "$sweep" | tr ':=,' '___')
         step "linear-sweep-$tag" sh -c "$KPROF bench linear_bias_relu --param ${sweep//:/ --param } --size B=1,8,16,32,64 --size K,N=4096 --baseline none --max-time 0.5 --json > $LOGS/bench/linear-sweep-$tag.json"
     done
     step linear-profile sh -c "$KPROF profile linear_bias_relu linear_bias_relu_unfused --size B=1 K=4096 N=4096 --json > $LOGS/profile-linear-b1.json"
     step linear-profile-64 sh -c "$KPROF profile linear_bias_relu linear_bias_relu_unfused --size B=64 K=4096 N=4096 --json > $LOGS/profile-linear-b64.json"
-    step profile-fused sh -c "$KPROF profile rmsnorm_onepass rmsnorm_unfused softmax_online softmax --size R=32768 C=8192 --json > $LOGS/profile-fused-rows.json"
-    step profile-bandwidth sh -c "$KPROF profile vector_add_vec4 reduce_sum_vec4 --size N=268435456 --json > $LOGS/profile-bandwidth.json"
+    if [[ "+$WHAT+" == *"+profile7+"* ]]; then  # the other kernels of issue 7
+        step profile-fused sh -c "$KPROF profile rmsnorm_onepass rmsnorm_unfused softmax_online softmax --size R=32768 C=8192 --json > $LOGS/profile-fused-rows.json"
+        step profile-bandwidth sh -c "$KPROF profile vector_add_vec4 reduce_sum_vec4 --size N=268435456 --json > $LOGS/profile-bandwidth.json"
+    fi
     for b in ${LINEAR_SANITIZE_B:-3 13 30}; do  # each thread layout of the kernel (the spec's sanitize size covers 33 to 64 rows)
         step "linear-sanitize-B$b" $KPROF sanitize linear_bias_relu --size B=$b
     done
