@@ -44,6 +44,9 @@ namespace cg = cooperative_groups;
 #ifndef UNROLL
 #define UNROLL 1        // steps of a group unrolled in the FMA loop
 #endif
+#ifndef XBATCH
+#define XBATCH 4        // loads of x in flight per thread while a slice is staged
+#endif
 #define RING (STAGES * WROWS * 32)  // float4s of one warp's ring
 static_assert(KSPLIT >= 1 && KSPLIT <= 8, "a portable cluster has at most 8 blocks");
 
@@ -81,6 +84,9 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
     constexpr int XW = RG * RS;               // floats per k in xs
     constexpr int RE = RG * TR;               // batch rows the block computes
     constexpr int KT = pow2_floor(CAP / XW);  // k per staged slice of x
+    constexpr int XI = (RE * KT / 4 + THREADS - 1) / THREADS;  // float4s of x each thread stages per slice
+    constexpr int XB = XI < XBATCH ? XI : XBATCH;
+    static_assert(XI % XB == 0, "x staged in whole batches");
     static_assert(TR % 4 == 0 && KT % (P * U) == 0 && KT * XW <= CAP && STAGES >= 2, "tile shapes");
     static_assert((P / 2) * RG * TR * 128 <= CAP && RE * BN <= CAP, "partial sums fit the buffer");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -112,12 +118,17 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
 #pragma unroll
         for (int g = 0; g < STAGES - 1; ++g) issue(g);  // in flight while x is staged
 
-        // Stage x[r0 .. r0 + RE)[s0 .. s0 + len) as xs[k][g * RS + r]; rows past B are zeros.
+        // Stage x[r0 .. r0 + RE)[s0 .. s0 + len) as xs[k][g * RS + r]; rows past B are zeros. All of a
+        // thread's loads go out XB at a time (XI / XB round trips to L2, not XI; more would spill).
         const int quads = (len + 3) / 4;
-        for (int i = t; i < RE * quads; i += THREADS) {
-            const int row = i % RE, kq = (i / RE) * 4, br = r0 + row;
+#pragma unroll
+        for (int j0 = 0; j0 < XI; j0 += XB) {
+        float4 xv4[XB];
+#pragma unroll
+        for (int j = j0; j < j0 + XB; ++j) {
+            const int i = t + j * THREADS, row = i % RE, kq = (i / RE) * 4, br = r0 + row;
             float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (br < B) {
+            if (i < RE * quads && br < B) {
                 const float* px = x + (size_t)br * K + s0 + kq;
                 if (vec_x && kq + 3 < len) {
                     v = *reinterpret_cast<const float4*>(px);
@@ -128,11 +139,19 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
                     if (kq + 3 < len) v.w = px[3];
                 }
             }
-            float* d = buf + kq * XW + (row / TR) * RS + row % TR;
-            d[0] = v.x;
-            d[XW] = v.y;
-            d[2 * XW] = v.z;
-            d[3 * XW] = v.w;
+            xv4[j - j0] = v;
+        }
+#pragma unroll
+        for (int j = j0; j < j0 + XB; ++j) {
+            const int i = t + j * THREADS, row = i % RE, kq = (i / RE) * 4;
+            if (i < RE * quads) {
+                float* d = buf + kq * XW + (row / TR) * RS + row % TR;
+                d[0] = xv4[j - j0].x;
+                d[XW] = xv4[j - j0].y;
+                d[2 * XW] = xv4[j - j0].z;
+                d[3 * XW] = xv4[j - j0].w;
+            }
+        }
         }
         __syncthreads();
 
