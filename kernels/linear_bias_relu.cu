@@ -27,7 +27,9 @@ namespace cg = cooperative_groups;
 #define KSPLIT 8
 #endif
 #define BN 128          // columns of a block: 32 lanes x 4 columns, or 4 warps of 8 lanes x 4 columns
-#define ROWS 64         // batch rows of a block (blockIdx.y covers more)
+#ifndef ROWS
+#define ROWS 64         // batch rows of a block, 32 or 64 (blockIdx.y covers more)
+#endif
 #define THREADS 256
 #define WARPS (THREADS / 32)
 #define CAP 10240       // floats of shared memory: the x slices, then the partial sums (40 KiB),
@@ -41,13 +43,11 @@ namespace cg = cooperative_groups;
 #ifndef STAGES
 #define STAGES 4        // groups in each warp's ring: STAGES * WROWS rows in flight per warp
 #endif
-#ifndef UNROLL
-#define UNROLL 1        // steps of a group unrolled in the FMA loop
-#endif
 #ifndef XBATCH
 #define XBATCH 4        // loads of x in flight per thread while a slice is staged
 #endif
 #define RING (STAGES * WROWS * 32)  // float4s of one warp's ring
+static_assert(ROWS == 32 || ROWS == 64, "a block takes 32 or 64 batch rows");
 static_assert(KSPLIT >= 1 && KSPLIT <= 8, "a portable cluster has at most 8 blocks");
 
 __host__ __device__ constexpr int pow2_floor(int v) { return v < 2 ? 1 : 2 * pow2_floor(v / 2); }
@@ -77,7 +77,7 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
                                      const float* __restrict__ bias, float* __restrict__ y,
                                      int B, int K, int N, int r0, float* buf, float4* ring,
                                      cg::cluster_group& cluster) {
-    constexpr int U = WROWS, UNROLL_STEPS = UNROLL;
+    constexpr int U = WROWS;
     constexpr int P = WARPS / RG;             // warps along K (the rest are along the columns)
     constexpr int LC = 32 / RG;               // lanes along the columns
     constexpr int RS = TR + 4;                // floats per row group and k in xs (4 of padding)
@@ -155,34 +155,56 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
         }
         __syncthreads();
 
-        // xk: this lane's row group of xs at step k (immediate offsets u * XW inside the unrolled loop).
-        auto fma_step = [&](const float4 wv, const float* xr) {
+        // A step is the FMAs of one row of W (wv: this lane's 4 columns) with the lane's TR rows of x,
+        // done as TR / HR sub-steps of HR rows (xv: HR / 4 float4s of x).
+        constexpr int HR = TR < 8 ? TR : 8, H = TR / HR;
+        auto fma_sub = [&](const float4 wv, const float4 (&xv)[HR / 4], int h) {
 #pragma unroll
-            for (int q = 0; q < TR; q += 4) {
-                const float4 xv = *reinterpret_cast<const float4*>(xr + q);
-                const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
+            for (int q = 0; q < HR / 4; ++q) {
+                const float xs[4] = {xv[q].x, xv[q].y, xv[q].z, xv[q].w};
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
-                    acc[q + j][0] += xs[j] * wv.x;
-                    acc[q + j][1] += xs[j] * wv.y;
-                    acc[q + j][2] += xs[j] * wv.z;
-                    acc[q + j][3] += xs[j] * wv.w;
+                    float* a = acc[h * HR + 4 * q + j];
+                    a[0] += xs[j] * wv.x;
+                    a[1] += xs[j] * wv.y;
+                    a[2] += xs[j] * wv.z;
+                    a[3] += xs[j] * wv.w;
                 }
             }
         };
+        auto load_x = [&](float4 (&xv)[HR / 4], const float* xr) {
+#pragma unroll
+            for (int q = 0; q < HR / 4; ++q) xv[q] = *reinterpret_cast<const float4*>(xr + 4 * q);
+        };
+        // xk: this lane's row group of xs at the group's first step.
         const float* xk = buf + (ka - s0) * XW + rg * RS;
         for (int g = 0; g < groups; ++g, xk += U * XW) {
             issue(g + STAGES - 1);  // into the stage read in the previous trip (its values are used)
             wait_group<STAGES - 1>();  // group g has landed (each lane reads only its own copies)
             const float4* st = ring + (g % STAGES) * U * 32 + lane;
-            if (ka + (g + 1) * U <= kb) {
-                // Unrolled fully, ptxas hoists every step's loads of x and passes 128 registers.
-#pragma unroll(UNROLL_STEPS)
-                for (int u = 0; u < U; ++u) fma_step(st[u * 32], xk + u * XW);
-            } else {
-#pragma unroll 1
-                for (int u = 0; u < U; ++u)
-                    if (ka + g * U + u < kb) fma_step(st[u * 32], xk + u * XW);
+            // Fragments one sub-step ahead: the shared loads of the next sub-step go out before the
+            // FMAs of this one, and the empty asm (a compiler memory fence) stops ptxas from hoisting
+            // more. Hoisting every step's loads passes 128 registers; loading each just before its
+            // FMAs, as ptxas did under the cap, left every step waiting for shared memory.
+            const int steps = min(U, kb - (ka + g * U));
+            float4 wa = st[0], xa[HR / 4];
+            load_x(xa, xk);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+#pragma unroll
+                for (int h = 0; h < H; ++h) {
+                    const int nu = h + 1 < H ? u : u + 1, nh = h + 1 < H ? h + 1 : 0;  // the next sub-step
+                    float4 wb = wa, xb[HR / 4];
+                    if (nu < U) {
+                        if (nh == 0) wb = st[nu * 32];
+                        load_x(xb, xk + nu * XW + nh * HR);
+                    }
+                    if (u < steps) fma_sub(wa, xa, h);
+                    asm volatile("" ::: "memory");
+                    wa = wb;
+#pragma unroll
+                    for (int q = 0; q < HR / 4; ++q) xa[q] = xb[q];
+                }
             }
         }
         wait_group<0>();  // the ring is empty (the last groups were empty) before the next slice

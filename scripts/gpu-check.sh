@@ -127,15 +127,16 @@ fi
 if [[ "+$WHAT+" == *"+diag7+"* ]]; then  # issue 7: where linear_bias_relu's time goes (SASS, instruction counts)
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench" "$LOGS/sass"
+    step diag7-verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -k "linear_bias_relu" tests/test_gpu.py
     cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('linear_bias_relu')).cubin)")
     cuobjdump -sass "$cubin" > "$LOGS/sass/linear_bias_relu.sass" 2>&1
     M=smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__cycles_active.avg,smsp__inst_executed_op_ldgsts.sum
-    for b in 1 64; do
+    for b in ${DIAG7_PROFILE_B:-1 64}; do
         step "diag7-profile-B$b" sh -c "$KPROF profile linear_bias_relu --size B=$b K=4096 N=4096 --metrics $M --json > $LOGS/diag7-profile-B$b.json"
     done
-    for sweep in ${DIAG7_SWEEPS:-KSPLIT=8 MINB=1:XBATCH=8 KSPLIT=4 STAGES=2}; do
+    for sweep in ${DIAG7_SWEEPS:-KSPLIT=8 ROWS=32 MINB=1 STAGES=2}; do
         tag=$(echo "$sweep" | tr ':=,' '___')
-        step "diag7-$tag" sh -c "$KPROF bench linear_bias_relu --param ${sweep//:/ --param } --size B=1,16,64 --size K,N=1024,4096 --baseline none --max-time 0.3 --json > $LOGS/bench/diag7-$tag.json"
+        step "diag7-$tag" sh -c "$KPROF bench linear_bias_relu --param ${sweep//:/ --param } --size B=${DIAG7_B:-1,16,32,64} --size K,N=${DIAG7_HIDDEN:-1024,4096} --baseline none --max-time 0.3 --json > $LOGS/bench/diag7-$tag.json"
     done
 fi
 
