@@ -3,23 +3,24 @@
 //
 // With a small batch the work is reading W (K x N floats) once; as the batch grows the FMAs per
 // element of W grow with it, and by 32 to 64 rows the arithmetic takes as long as the read. So:
-// - each element of W is read from DRAM once, by one block, with 16-byte loads (a lane owns 4
-//   adjacent columns), and used there for every batch row of the block (up to 64);
-// - a block owns 128 columns and all (up to 64) batch rows; the KSPLIT blocks that share them split
+// - a lane owns 4 adjacent columns (16-byte accesses of W) and uses each element of W it reads for
+//   every batch row of its block;
+// - a block owns 128 columns and up to ROWS batch rows (32 by default: at 64, the blocks were too
+//   few and too long, 138 against 116 us at B = 64, K = N = 4096); the KSPLIT blocks that share them split
 //   K and form a thread-block cluster (sm_90) that adds its parts through distributed shared memory;
 //   the blocks then share the epilogue (bias, ReLU, the store). No partial sum goes to DRAM;
 // - the thread layout follows the batch (chosen at run time from B, the same in every block of a
 //   cluster): up to 16 rows, a lane keeps TR rows x 4 columns of accumulators and the 8 warps split
 //   the block's part of K; at 17 to 32 (33 to 64) rows, the lanes of a warp split into 2 (4) row
-//   groups that read the same W with one load, so a warp does 64 FMAs per 16 bytes it loads;
+//   groups that read the same W with one load, so a warp does 64 FMAs per 16 bytes it loads
+//   (the 4-group layout is used only when ROWS is 64);
 // - x is staged through shared memory as xs[k][row] (row groups padded by 4 floats so that the
 //   groups' 16-byte reads fall in different banks); a lane reads 4 rows of one k per 16-byte load;
 // - W goes to shared memory by cp.async (no registers held while in flight), into a ring of STAGES
 //   groups of WROWS rows private to each warp: each lane copies and later reads its own 16 bytes, so
-//   the ring needs no barrier, and STAGES * WROWS rows of W per warp are always in flight. (A first
-//   version held the prefetched rows in registers; under the 128-register cap ptxas moved the
-//   loads next to their use and every step waited for DRAM.) The first groups go out before x is
-//   staged.
+//   the ring needs no barrier, and STAGES * WROWS rows of W per warp are always in flight. The
+//   first groups go out before x is staged. (A first version held the prefetched rows in
+//   registers: within 3% of the ring at every size measured; the ring holds no registers.)
 // Every access is bounds-checked: any B, K, N works (16-byte loads where N % 4 == 0, K % 4 == 0).
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
@@ -28,7 +29,7 @@ namespace cg = cooperative_groups;
 #endif
 #define BN 128          // columns of a block: 32 lanes x 4 columns, or 4 warps of 8 lanes x 4 columns
 #ifndef ROWS
-#define ROWS 64         // batch rows of a block, 32 or 64 (blockIdx.y covers more)
+#define ROWS 32         // batch rows of a block, 32 or 64 (blockIdx.y covers more)
 #endif
 #define THREADS 256
 #define WARPS (THREADS / 32)
@@ -41,7 +42,7 @@ namespace cg = cooperative_groups;
 #define WROWS 4         // rows of W per cp.async group
 #endif
 #ifndef STAGES
-#define STAGES 4        // groups in each warp's ring: STAGES * WROWS rows in flight per warp
+#define STAGES 2        // groups in each warp's ring: STAGES * WROWS rows in flight per warp
 #endif
 #ifndef XBATCH
 #define XBATCH 4        // loads of x in flight per thread while a slice is staged
@@ -184,8 +185,9 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
             const float4* st = ring + (g % STAGES) * U * 32 + lane;
             // Fragments one sub-step ahead: the shared loads of the next sub-step go out before the
             // FMAs of this one, and the empty asm (a compiler memory fence) stops ptxas from hoisting
-            // more. Hoisting every step's loads passes 128 registers; loading each just before its
-            // FMAs, as ptxas did under the cap, left every step waiting for shared memory.
+            // more (hoisting every step's loads passes 128 registers and spills). Left to itself under
+            // the cap, ptxas issued each load just before its FMAs; this gained only 2% (141 to 138 us
+            // at B = 64, K = N = 4096), so the x loads were not what limits that size.
             const int steps = min(U, kb - (ka + g * U));
             float4 wa = st[0], xa[HR / 4];
             load_x(xa, xk);
