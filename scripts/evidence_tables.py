@@ -1,6 +1,6 @@
 """Markdown tables from the bench, profile and ncu JSON committed under docs/results/.
 
-    python3 scripts/evidence_tables.py matmul|accuracy|fused [RAW_DIR]
+    python3 scripts/evidence_tables.py matmul|accuracy|fused|linear|profile7 [RAW_DIR]
 
 The result pages (docs/results/2026-11-29-h200-*.md) were written from this script's output, so
 anyone can regenerate every number in them from the recorded JSON.
@@ -138,7 +138,35 @@ def fused(raw: Path) -> None:
               f"| {'fused' if p['of_baseline'] > 1 else 'unfused'} |")
 
 
+def linear(raw: Path) -> None:
+    """The final linear_bias_relu against cuBLAS + bias + ReLU (session 3, call 5)."""
+    print("| B | K = N | fused us (IQR) | unfused us (IQR) | speed-up | faster |")
+    print("|---|---|---|---|---|---|")
+    for p in sorted(points(raw / "session3" / "call5" / "linear.json"), key=lambda p: (p["sizes"]["K"], p["sizes"]["B"])):
+        s, b = p["summary"], p["baseline_summary"]
+        print(f"| {p['sizes']['B']} | {p['sizes']['K']} | {us(s['median'])} ({us(s['q1'])}-{us(s['q3'])}) "
+              f"| {us(b['median'])} ({us(b['q1'])}-{us(b['q3'])}) | {p['of_baseline']:.2f}x "
+              f"| {'fused' if p['of_baseline'] > 1 else 'unfused'} |")
+
+
+def profile7(raw: Path) -> None:
+    """ncu through kprof profile on the issue-7 kernels (session 3, calls 1 and 5)."""
+    files = [raw / "session3" / "call1" / f for f in ("profile-bandwidth.json", "profile-fused-rows.json")]
+    files += [raw / "session3" / "call5" / f for f in ("profile-linear-b1.json", "profile-linear-b64.json")]
+    print("| kernel | size | ncu us | DRAM TB/s | warps occupied | regs | FMA pipe | issue | top stalls (cycles per instruction) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for f in files:
+        for k in json.loads(f.read_text())["kernels"]:
+            name = k["kernel"].split(":")[0] + (":" + k["kernel"].split(":")[1][:24] if ":" in k["kernel"] else "")
+            if "split_k" in k["kernel"]:
+                name += " (split-K reduce)"
+            stalls = ", ".join(f"{n} {v:g}" for n, v in k["stalls"][:3])
+            sz = " ".join(f"{a}={v}" for a, v in k["sizes"].items())
+            print(f"| {name} | {sz} | {k['duration_s'] * 1e6:,.1f} | {k['dram_bytes_per_s'] / 1e12:.2f} "
+                  f"| {k['achieved_occupancy']:.0%} | {k['registers']} | {k['fma_pipe']:.0%} | {k['issue_active']:.0%} | {stalls} |")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "matmul"
     raw = Path(sys.argv[2]) if len(sys.argv) > 2 else RAW
-    {"matmul": matmul, "accuracy": accuracy, "fused": fused}[what](raw)
+    {"matmul": matmul, "accuracy": accuracy, "fused": fused, "linear": linear, "profile7": profile7}[what](raw)
