@@ -39,6 +39,9 @@
 #ifndef BASYNC
 #define BASYNC 0  // 1: the B slice goes to shared memory by cp.async (no registers in between)
 #endif
+#ifndef FRAG2
+#define FRAG2 0  // 1: shared-memory fragments loaded one k step ahead, behind a compiler fence
+#endif
 #define TM (4 * RM)
 #define TN (4 * RN)
 #define LM (WM / TM)
@@ -173,6 +176,27 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool more = k0 + BK < K;
         if (more) load(k0 + BK, buf ^ 1);  // in flight during the FMAs below
+        if (FRAG2) {  // fragments of step k + 1 loaded before the FMAs of step k, behind a compiler fence
+            float fa[2][TM], fb[2][TN];
+            auto frag = [&](int k, int f) {
+#pragma unroll
+                for (int s = 0; s < RM; ++s)
+                    *reinterpret_cast<float4*>(&fa[f][4 * s]) = *reinterpret_cast<const float4*>(&As[buf][k][wm + s * LM * 4 + lm]);
+#pragma unroll
+                for (int s = 0; s < RN; ++s)
+                    *reinterpret_cast<float4*>(&fb[f][4 * s]) = *reinterpret_cast<const float4*>(&Bs[buf][k][wn + s * LN * 4 + ln]);
+            };
+            frag(0, 0);
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                if (k + 1 < BK) frag(k + 1, (k + 1) & 1);
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] += fa[k & 1][i] * fb[k & 1][j];
+                asm volatile("" ::: "memory");
+            }
+        } else {
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
 #pragma unroll
@@ -185,6 +209,7 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+        }
         }
         if (more) store(buf ^ 1);  // the other buffer: last read before the previous barrier
         __syncthreads();
