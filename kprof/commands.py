@@ -240,8 +240,9 @@ def cmd_profile(opts: argparse.Namespace) -> int:
                 prof = profile.analyse(row, label, resolved.sizes, arch=built.arch,
                                        spec_flops=resolved.flops if one else None,
                                        spec_bytes=resolved.bytes if one else None)
-                if extra:
-                    prof.notes.extend(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() for m in extra if m in row)
+                for m in extra:  # a metric ncu accepted but did not report is said, not dropped
+                    prof.notes.append(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() if m in row else
+                                      f"extra {m}: ncu reported no value for it (see `ncu --query-metrics`)")
                 profiles.append(prof)
         except NcuError as exc:
             if exc.reason != "counters":

@@ -264,3 +264,25 @@ def test_profile_kernel_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode
         return
     row = profile.profile_kernel(job, "tiled_matmul", extra_metrics=extra)
     assert row["gpu__time_duration.sum"].value == 251520.0
+
+
+@pytest.mark.nvcc
+def test_cli_profile_reports_every_extra_metric(tmp_path, monkeypatch, data_dir, capsys):
+    """--metrics: a value for each metric ncu reported, and a note for one it accepted but left out."""
+    import json
+    import sys
+
+    from kprof import cli
+
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU.format(python=sys.executable, mode="ok",
+                                   csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt"), nomatch=""))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(exe))
+    code = cli.main(["profile", "tiled_matmul", "--arch", "sm_90", "--json",
+                     "--metrics", "sm__cycles_active.avg,sm__not_in_the_recording.sum"])
+    out = capsys.readouterr().out
+    assert code == 0
+    notes = json.loads(out)["kernels"][0]["notes"]
+    assert "extra sm__cycles_active.avg = 475820.22 cycle" in notes
+    assert any(n.startswith("extra sm__not_in_the_recording.sum: ncu reported no value") for n in notes)
