@@ -124,35 +124,35 @@ __device__ __forceinline__ void body(const float* __restrict__ x, const float* _
         const int quads = (len + 3) / 4;
 #pragma unroll
         for (int j0 = 0; j0 < XI; j0 += XB) {
-        float4 xv4[XB];
+            float4 xv4[XB];
 #pragma unroll
-        for (int j = j0; j < j0 + XB; ++j) {
-            const int i = t + j * THREADS, row = i % RE, kq = (i / RE) * 4, br = r0 + row;
-            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (i < RE * quads && br < B) {
-                const float* px = x + (size_t)br * K + s0 + kq;
-                if (vec_x && kq + 3 < len) {
-                    v = *reinterpret_cast<const float4*>(px);
-                } else {
-                    v.x = px[0];
-                    if (kq + 1 < len) v.y = px[1];
-                    if (kq + 2 < len) v.z = px[2];
-                    if (kq + 3 < len) v.w = px[3];
+            for (int j = j0; j < j0 + XB; ++j) {
+                const int i = t + j * THREADS, row = i % RE, kq = (i / RE) * 4, br = r0 + row;
+                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (i < RE * quads && br < B) {
+                    const float* px = x + (size_t)br * K + s0 + kq;
+                    if (vec_x && kq + 3 < len) {
+                        v = *reinterpret_cast<const float4*>(px);
+                    } else {
+                        v.x = px[0];
+                        if (kq + 1 < len) v.y = px[1];
+                        if (kq + 2 < len) v.z = px[2];
+                        if (kq + 3 < len) v.w = px[3];
+                    }
+                }
+                xv4[j - j0] = v;
+            }
+#pragma unroll
+            for (int j = j0; j < j0 + XB; ++j) {
+                const int i = t + j * THREADS, row = i % RE, kq = (i / RE) * 4;
+                if (i < RE * quads) {
+                    float* d = buf + kq * XW + (row / TR) * RS + row % TR;
+                    d[0] = xv4[j - j0].x;
+                    d[XW] = xv4[j - j0].y;
+                    d[2 * XW] = xv4[j - j0].z;
+                    d[3 * XW] = xv4[j - j0].w;
                 }
             }
-            xv4[j - j0] = v;
-        }
-#pragma unroll
-        for (int j = j0; j < j0 + XB; ++j) {
-            const int i = t + j * THREADS, row = i % RE, kq = (i / RE) * 4;
-            if (i < RE * quads) {
-                float* d = buf + kq * XW + (row / TR) * RS + row % TR;
-                d[0] = xv4[j - j0].x;
-                d[XW] = xv4[j - j0].y;
-                d[2 * XW] = xv4[j - j0].z;
-                d[3 * XW] = xv4[j - j0].w;
-            }
-        }
         }
         __syncthreads();
 
