@@ -33,15 +33,6 @@
 #ifndef MINB
 #define MINB 1  // blocks per SM asked of the compiler: 2 caps registers at 128, and this kernel then spills
 #endif
-#ifndef ATRANS
-#define ATRANS 0  // 1: each thread loads 4x4 blocks of A and stores them transposed as 16-byte stores
-#endif
-#ifndef BASYNC
-#define BASYNC 0  // 1: the B slice goes to shared memory by cp.async (no registers in between)
-#endif
-#ifndef FRAG2
-#define FRAG2 0  // 1: shared-memory fragments loaded one k step ahead, behind a compiler fence
-#endif
 #define TM (4 * RM)
 #define TN (4 * RN)
 #define LM (WM / TM)
@@ -52,8 +43,6 @@
 #define B_LOADS (BK * BN / 4 / THREADS)
 static_assert(LM * LN == 32, "a warp tile is 32 lanes of TM x TN");
 static_assert(BM % WM == 0 && BN % WN == 0 && BK % 4 == 0, "warp tiles divide the block tile");
-static_assert(!ATRANS || (A_LOADS % 4 == 0 && THREADS % (8 * (BK / 4)) == 0),
-              "ATRANS: whole 4x4 blocks of A per thread");
 static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BK * BN,
               "each thread loads a whole number of float4s of each tile");
 
@@ -66,22 +55,6 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p, bool row_ok
     v.z = (row_ok && c + 2 < cols) ? p[2] : 0.0f;
     v.w = (row_ok && c + 3 < cols) ? p[3] : 0.0f;
     return v;
-}
-
-// cp.async of one float4 of a row-major matrix into shared memory, zero-filled outside the matrix
-// (safe: a valid address for the copies that read nothing).
-__device__ __forceinline__ void copy4(float* dst, const float* p, const float* safe, bool row_ok, int c, int cols, bool vec) {
-    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    if (vec) {  // cols % 4 == 0: a float4 is wholly inside or wholly outside
-        const bool in = row_ok && c < cols;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(in ? p : safe), "r"(in ? 16 : 0));
-    } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const bool in = row_ok && c + j < cols;
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d + 4 * j), "l"(in ? p + j : safe), "r"(in ? 4 : 0));
-        }
-    }
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
@@ -111,52 +84,21 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
     const float* pb = B + (size_t)br * N + bn + bc;
     float acc[TM][TN] = {};
     float a[TM], b[TN];
-    float4 ra[A_LOADS], rb[BASYNC ? 1 : B_LOADS];
+    float4 ra[A_LOADS], rb[B_LOADS];
 
-    // ATRANS: 4x4 block b = t + j * THREADS covers rows 4 * mq .. + 3 and columns 4 * kq .. + 3 of the
-    // slice; 8 consecutive lanes take 8 consecutive mq at one kq, so their 16-byte stores of a
-    // transposed row fill 128 contiguous bytes of As (no bank conflict), and the lanes at the
-    // BK / 4 values of kq read whole sectors of each row of A.
-    constexpr int KQ = BK / 4;
-    const int tq = (t % 8) + 8 * (t / (8 * KQ)), tk = (t / 8) % KQ;  // block b = t: mq, kq
-    const float* pa4 = A + (size_t)(bm + 4 * tq) * K + 4 * tk;
-    auto load = [&](int k0, int nbuf) {  // nbuf: the buffer the B slice goes to when BASYNC
+    auto load = [&](int k0) {
 #pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            if (ATRANS) {  // block j = i / 4 (mq advances by THREADS / KQ per block), row 4 * mq + i % 4
-                const int j = i / 4, r = 4 * (tq + j * (THREADS / KQ)) + i % 4;
-                ra[i] = load4(pa4 + (size_t)(4 * j * (THREADS / KQ) + i % 4) * K, bm + r < M, k0 + 4 * tk, K, vec_a);
-            } else {
-                ra[i] = load4(pa + (size_t)i * A_STEP * K, bm + ar + i * A_STEP < M, k0 + ac, K, vec_a);
-            }
-        }
+        for (int i = 0; i < A_LOADS; ++i)
+            ra[i] = load4(pa + (size_t)i * A_STEP * K, bm + ar + i * A_STEP < M, k0 + ac, K, vec_a);
 #pragma unroll
-        for (int i = 0; i < B_LOADS; ++i) {
-            if (BASYNC) {
-                copy4(&Bs[nbuf][br + i * B_STEP][bc], pb + (size_t)i * B_STEP * N, B, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
-            } else {
-                rb[BASYNC ? 0 : i] = load4(pb + (size_t)i * B_STEP * N, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
-            }
-        }
-        if (BASYNC) asm volatile("cp.async.commit_group;\n" ::);
+        for (int i = 0; i < B_LOADS; ++i)
+            rb[i] = load4(pb + (size_t)i * B_STEP * N, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
         pa += BK;
-        pa4 += BK;
         pb += (size_t)BK * N;
     };
     auto store = [&](int buf) {
-        if (ATRANS) {
 #pragma unroll
-            for (int j = 0; j < A_LOADS / 4; ++j) {
-                const int m = 4 * (tq + j * (THREADS / KQ)), k = 4 * tk;
-                const float4* v = &ra[4 * j];
-                *reinterpret_cast<float4*>(&As[buf][k][m]) = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-                *reinterpret_cast<float4*>(&As[buf][k + 1][m]) = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-                *reinterpret_cast<float4*>(&As[buf][k + 2][m]) = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-                *reinterpret_cast<float4*>(&As[buf][k + 3][m]) = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < (ATRANS ? 0 : A_LOADS); ++i) {
+        for (int i = 0; i < A_LOADS; ++i) {
             const int r = ar + i * A_STEP;
             As[buf][ac][r] = ra[i].x;
             As[buf][ac + 1][r] = ra[i].y;
@@ -164,39 +106,17 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
             As[buf][ac + 3][r] = ra[i].w;
         }
 #pragma unroll
-        for (int i = 0; i < (BASYNC ? 0 : B_LOADS); ++i)
+        for (int i = 0; i < B_LOADS; ++i)
             *reinterpret_cast<float4*>(&Bs[buf][br + i * B_STEP][bc]) = rb[i];
-        if (BASYNC) asm volatile("cp.async.wait_group 0;\n" ::);  // this thread's copies landed; the barrier shares them
     };
 
-    load(0, 0);
+    load(0);
     store(0);
     __syncthreads();
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool more = k0 + BK < K;
-        if (more) load(k0 + BK, buf ^ 1);  // in flight during the FMAs below
-        if (FRAG2) {  // fragments of step k + 1 loaded before the FMAs of step k, behind a compiler fence
-            float fa[2][TM], fb[2][TN];
-            auto frag = [&](int k, int f) {
-#pragma unroll
-                for (int s = 0; s < RM; ++s)
-                    *reinterpret_cast<float4*>(&fa[f][4 * s]) = *reinterpret_cast<const float4*>(&As[buf][k][wm + s * LM * 4 + lm]);
-#pragma unroll
-                for (int s = 0; s < RN; ++s)
-                    *reinterpret_cast<float4*>(&fb[f][4 * s]) = *reinterpret_cast<const float4*>(&Bs[buf][k][wn + s * LN * 4 + ln]);
-            };
-            frag(0, 0);
-#pragma unroll
-            for (int k = 0; k < BK; ++k) {
-                if (k + 1 < BK) frag(k + 1, (k + 1) & 1);
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] += fa[k & 1][i] * fb[k & 1][j];
-                asm volatile("" ::: "memory");
-            }
-        } else {
+        if (more) load(k0 + BK);  // in flight during the FMAs below
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
 #pragma unroll
@@ -209,7 +129,6 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
-        }
         }
         if (more) store(buf ^ 1);  // the other buffer: last read before the previous barrier
         __syncthreads();

@@ -120,21 +120,18 @@ if [[ "+$WHAT+" == *"+tune6+"* ]]; then  # issue 6: tuned_matmul's variants agai
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench"
     for i in ${TUNE6_REPEATS:-1 2}; do
-        step "tune6-$i" sh -c "$KPROF bench tuned_matmul ${TUNE6_PARAMS:---param BASYNC=0,1} --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/tune6-$i.json"
+        step "tune6-$i" sh -c "$KPROF bench tuned_matmul ${TUNE6_PARAMS:---param GROUP=8,16} --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/tune6-$i.json"
     done
 fi
 
-if [[ "+$WHAT+" == *"+final6+"* ]]; then  # issue 6: tuned_matmul and its FRAG2 twin verified, sanitized, timed, profiled; the ladder
+if [[ "+$WHAT+" == *"+final6+"* ]]; then  # issue 6: tuned_matmul verified, sanitized, timed across sizes, profiled; the ladder
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench"
     step final6-tests python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -n 8 -k "tuned_matmul" tests/test_gpu.py tests/test_gpu_sanitize.py
-    for i in 1 2; do
-        step "final6-4096-$i" sh -c "$KPROF bench tuned_matmul tuned_matmul_frag2 --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/final6-4096-$i.json"
-    done
-    step final6-sizes sh -c "$KPROF bench tuned_matmul_frag2 --size M,N,K=1024,2048,8192 --max-time 2 --json > $LOGS/bench/final6-sizes.json"
-    step final6-nonsquare sh -c "$KPROF bench tuned_matmul_frag2 --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/final6-nonsquare.json"
-    step final6-profile sh -c "$KPROF profile tuned_matmul tuned_matmul_frag2 --size M=4096 N=4096 K=4096 --json > $LOGS/final6-profile.json"
-    step final6-ladder sh -c "$KPROF bench $MATMULS tuned_matmul_frag2 --size M,N,K=4096 --max-time 1 --json --plot $OUT/bench-matmul-ladder.png > $LOGS/bench/final6-ladder.json"
+    step final6-sizes sh -c "$KPROF bench tuned_matmul --size M,N,K=1024,2048,4096,8192 --max-time 2 --json > $LOGS/bench/final6-sizes.json"
+    step final6-nonsquare sh -c "$KPROF bench tuned_matmul --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/final6-nonsquare.json"
+    step final6-profile sh -c "$KPROF profile tuned_matmul --size M=4096 N=4096 K=4096 --json > $LOGS/final6-profile.json"
+    step final6-ladder sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 1 --json --plot $OUT/bench-matmul-ladder.png > $LOGS/bench/final6-ladder.json"
 fi
 
 if [[ "+$WHAT+" == *"+diag7+"* ]]; then  # issue 7: where linear_bias_relu's time goes (SASS, instruction counts)
