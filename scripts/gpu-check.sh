@@ -53,6 +53,12 @@ step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and w
     [ $rc -eq 0 ] || status=1
     return $rc
 }
+sweep() {  # sweep NAME KERNEL P=V1,V2[:P2=V...] ARGS...: one kprof bench --param sweep, no baseline,
+    local name=$1 kern=$2 params=$3; shift 3  # JSON to $LOGS/bench/NAME-<params as a tag>.json
+    local tag
+    tag=$(echo "$params" | tr ':=,' '___')
+    step "$name-$tag" sh -c "$KPROF bench $kern --param ${params//:/ --param } $* --baseline none --json > $LOGS/bench/$name-$tag.json"
+}
 
 {
     date -u +"%Y-%m-%dT%H:%M:%SZ"
@@ -98,12 +104,8 @@ if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+matmul+"* ]]; then  # issue 6: the ma
     done
     # Tuning sweeps (kprof bench --param), no baseline; the fastest point is the tuned matmul.
     # MATMUL_SWEEPS: "KERNEL:P=V1,V2[:P2=V]..." separated by spaces, replacing the default list.
-    for sweep in ${MATMUL_SWEEPS:-dbuf_matmul:BK=8,16 dbuf_matmul:BK=16:GROUP=1,16 dbuf_matmul:BK=16:WN=64:RN=4:MINB=2 async_matmul:BK=8,16 async_matmul:BK=16:WN=64:RN=4:MINB=2 async_matmul:BK=16:BN=256:WN=64:RN=4:MINB=1}; do
-        IFS=: read -r kern p1 rest <<< "$sweep"
-        params="--param $p1"
-        [ -n "$rest" ] && params="$params --param ${rest//:/ --param }"
-        tag=$(echo "$sweep" | tr ':=,' '___')
-        step "sweep-$tag" sh -c "$KPROF bench $kern $params --size M,N,K=4096 --baseline none --max-time 1 --json > $LOGS/bench/sweep-$tag.json"
+    for s in ${MATMUL_SWEEPS:-dbuf_matmul:BK=8,16 dbuf_matmul:BK=16:GROUP=1,16 dbuf_matmul:BK=16:WN=64:RN=4:MINB=2 async_matmul:BK=8,16 async_matmul:BK=16:WN=64:RN=4:MINB=2 async_matmul:BK=16:BN=256:WN=64:RN=4:MINB=1}; do
+        sweep "sweep-${s%%:*}" "${s%%:*}" "${s#*:}" --size M,N,K=4096 --max-time 1
     done
     BEST=$(python3 scripts/pick_best.py "$LOGS"/bench/sweep-*.json)
     echo "tuned matmul: $BEST" | tee "$LOGS/bench/best.txt"
@@ -144,9 +146,8 @@ if [[ "+$WHAT+" == *"+diag7+"* ]]; then  # issue 7: where linear_bias_relu's tim
     for b in ${DIAG7_PROFILE_B:-1 64}; do
         step "diag7-profile-B$b" sh -c "$KPROF profile linear_bias_relu --size B=$b K=4096 N=4096 --metrics $M --json > $LOGS/diag7-profile-B$b.json"
     done
-    for sweep in ${DIAG7_SWEEPS:-KSPLIT=8 ROWS=32 MINB=1 STAGES=2}; do
-        tag=$(echo "$sweep" | tr ':=,' '___')
-        step "diag7-$tag" sh -c "$KPROF bench linear_bias_relu --param ${sweep//:/ --param } --size B=${DIAG7_B:-1,16,32,64} --size K,N=${DIAG7_HIDDEN:-1024,4096} --baseline none --max-time 0.3 --json > $LOGS/bench/diag7-$tag.json"
+    for s in ${DIAG7_SWEEPS:-KSPLIT=8 ROWS=64 MINB=1 STAGES=4}; do
+        sweep diag7 linear_bias_relu "$s" --size B=${DIAG7_B:-1,16,32,64} --size K,N=${DIAG7_HIDDEN:-1024,4096} --max-time 0.3
     done
 fi
 
@@ -155,9 +156,8 @@ if [[ "+$WHAT+" == *"+linear+"* ]]; then  # issue 7: the fused linear layer, ver
     mkdir -p "$LOGS/bench"
     step linear-verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -k "linear_bias_relu" tests/test_gpu.py
     step linear-bench sh -c "$KPROF bench linear_bias_relu --size B=1,2,4,8,16,32,64 --size K,N=${LINEAR_HIDDEN:-1024,2048,4096} --max-time ${LINEAR_MAX_TIME:-0.5} --json --plot $OUT/bench-linear_bias_relu.png > $LOGS/bench/linear.json"
-    for sweep in ${LINEAR_SWEEPS:-KSPLIT=4 UNROLL=2 STAGES=3 WROWS=2:STAGES=8}; do
-        tag=$(echo "$sweep" | tr ':=,' '___')
-        step "linear-sweep-$tag" sh -c "$KPROF bench linear_bias_relu --param ${sweep//:/ --param } --size B=1,8,16,32,64 --size K,N=4096 --baseline none --max-time 0.5 --json > $LOGS/bench/linear-sweep-$tag.json"
+    for s in ${LINEAR_SWEEPS:-KSPLIT=4 STAGES=3 WROWS=2:STAGES=4}; do
+        sweep linear-sweep linear_bias_relu "$s" --size B=1,8,16,32,64 --size K,N=4096 --max-time 0.5
     done
     step linear-profile sh -c "$KPROF profile linear_bias_relu linear_bias_relu_unfused --size B=1 K=4096 N=4096 --json > $LOGS/profile-linear-b1.json"
     step linear-profile-64 sh -c "$KPROF profile linear_bias_relu linear_bias_relu_unfused --size B=64 K=4096 N=4096 --json > $LOGS/profile-linear-b64.json"
