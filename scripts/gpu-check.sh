@@ -87,7 +87,7 @@ if [[ "+$WHAT+" == *"+verify+"* ]]; then  # quick: every kernel verified at ever
     step verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST tests/test_gpu.py
 fi
 
-MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul"
+MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul streamk_matmul"
 if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+matmul+"* ]]; then  # issue 6: the matmul ladder
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench" "$LOGS/sass"
@@ -124,6 +124,23 @@ if [[ "+$WHAT+" == *"+tune6+"* ]]; then  # issue 6: tuned_matmul's variants agai
     for i in ${TUNE6_REPEATS:-1 2}; do
         step "tune6-$i" sh -c "$KPROF bench tuned_matmul ${TUNE6_PARAMS:---param GROUP=8,16} --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/tune6-$i.json"
     done
+fi
+
+if [[ "+$WHAT+" == *"+sk6+"* ]]; then  # issue 6: streamk_matmul checked, then against tuned_matmul and cuBLAS
+    export KPROF_HISTORY=$LOGS/history.sqlite
+    mkdir -p "$LOGS/bench" "$LOGS/sass"
+    cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('streamk_matmul')).cubin)")
+    cuobjdump -sass "$cubin" > "$LOGS/sass/streamk_matmul.sass" 2>&1
+    step sk6-tests python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -n 8 -k "streamk_matmul" tests/test_gpu.py tests/test_gpu_sanitize.py
+    for i in ${SK6_REPEATS:-1 2 3}; do  # both kernels and cuBLAS in one run, repeated
+        step "sk6-4096-$i" sh -c "$KPROF bench tuned_matmul streamk_matmul --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/sk6-4096-$i.json"
+    done
+    for p in ${SK6_PARAMS:-SKWAVES=0,1 GROUP=4,16 SKMIN=2,16}; do  # against cuBLAS in the same run
+        step "sk6-param-${p%%=*}" sh -c "$KPROF bench streamk_matmul --param $p --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/sk6-param-${p%%=*}.json"
+    done
+    step sk6-sizes sh -c "$KPROF bench tuned_matmul streamk_matmul --size M,N,K=1024,2048,8192 --max-time 2 --json > $LOGS/bench/sk6-sizes.json"
+    step sk6-nonsquare sh -c "$KPROF bench tuned_matmul streamk_matmul --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/sk6-nonsquare.json"
+    step sk6-profile sh -c "$KPROF profile tuned_matmul streamk_matmul --size M=4096 N=4096 K=4096 --json > $LOGS/sk6-profile.json"
 fi
 
 if [[ "+$WHAT+" == *"+final6+"* ]]; then  # issue 6: tuned_matmul verified, sanitized, timed across sizes, profiled; the ladder
