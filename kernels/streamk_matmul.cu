@@ -1,23 +1,26 @@
 // streamk_matmul: tuned_matmul (dbuf_matmul at BK 16, 8 x 16 outputs per thread, two blocks per
-// SM) made persistent, with a stream-K schedule for the tiles that do not fill a whole wave.
+// SM) with a stream-K schedule for the tiles that do not fill a whole wave.
 //
 // Why: at 4096^3 there are 1,024 tiles of 128 x 128 and 264 block slots (132 SMs x 2), so a
 // one-block-per-tile grid runs 3 full waves and a fourth in which 32 slots sit idle: 3.88 waves of
-// work take 4 waves of time. Here the grid is exactly the slots (SLOTS blocks, the launch's grid):
-// - Data-parallel part: every block computes whole tiles, tile sk_tiles + block + j * SLOTS.
-// - Stream-K part: the k-slices of the remaining sk_tiles tiles (tiles % SLOTS, plus SKWAVES whole
-//   waves) are one iteration space cut into SLOTS equal ranges, so every block does the same amount
-//   of work. A range may start or end inside a tile: the block that computes a tile's last k-slice
-//   adds the other blocks' partial sums (from ws) and writes C; the others write partial sums.
-//   The stream-K part runs first and the data-parallel tiles after it.
+// work take 4 waves of time. Small problems are worse: at 1024^3, 64 tiles leave 200 slots idle.
+// With SLOTS the number of blocks resident at once, tiles = dp + rem, rem = tiles % SLOTS:
+// - Blocks 0 .. dp-1 each compute one whole tile, exactly as tuned_matmul does.
+// - Blocks dp .. dp+SLOTS-1 are stream-K workers. The k-slices of the last rem tiles are one
+//   iteration space cut into SLOTS equal ranges, so every worker does the same amount of work. A
+//   range may start or end inside a tile: the worker that computes a tile's last k-slice adds the
+//   others' partial sums (from ws) and writes C; the others write partial sums.
+// The grid is therefore round_up(tiles, SLOTS). Workers start as the last whole-tile blocks finish.
+// (A persistent version, SLOTS blocks looping over the whole tiles too, was 2-3% slower than
+// tuned_matmul on those tiles: 3,055 against 2,988 us at 4096^3, commit 3a24d7d.)
 //
-// The fix-up never deadlocks: a block walks its range from the end, so the one tile it does not
-// finish (where its range ends) comes first, and its partial is published (flags[block] = 1) before
-// it waits for anything. The block finishing a tile waits only on lower-numbered blocks, which are
-// dispatched first. Each waiting block resets the flags it consumed, so flags is all zeros again
-// when the kernel ends (the spec checks that) and the next launch needs no memset.
-// Partial sums are added in block order, so results are deterministic, but they differ from the
-// data-parallel order in the last bits.
+// The fix-up never deadlocks: a worker walks its range from the end, so the one tile it does not
+// finish (where its range ends) comes first, and its partial is published (flags[worker] = 1)
+// before it waits for anything. The worker finishing a tile waits only on lower-numbered workers,
+// which are dispatched first. Each waiting worker resets the flags it consumed, so flags is all
+// zeros again when the kernel ends (the spec checks that) and the next launch needs no memset.
+// Partial sums are added in worker order, so results are deterministic, but they differ from the
+// one-block order in the last bits.
 //
 // The arithmetic of a tile, its loads and bounds are dbuf_matmul's, over a k-range [kb, ke) of
 // BK-slices instead of all of K.
@@ -48,8 +51,14 @@
 #ifndef MINB
 #define MINB 2
 #endif
-#ifndef SKWAVES
-#define SKWAVES 0  // whole waves added to the stream-K part (1: every stream-K range is over a tile)
+#ifndef SLOTS
+#define SLOTS 264  // blocks resident at once: 2 per SM x 132 SMs (H200, H100 SXM); any value is correct
+#endif
+#ifndef SKFILL
+#define SKFILL 100  // a last wave at least SKFILL% full runs as whole tiles (100: never)
+#endif
+#ifndef SKFIRST
+#define SKFIRST 0  // 1: the stream-K workers are the first blocks and start together; 0: the last
 #endif
 #ifndef SKMIN
 #define SKMIN 4  // fewest k-slices in a stream-K range: small problems use fewer blocks
@@ -78,20 +87,27 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p, bool row_ok
     return v;
 }
 
-// The schedule, a function of the sizes and the grid only. The stream-K iterations (k-slices of
-// tiles 0 .. sk_tiles-1) are cut into g_sk ranges: block c takes [c * base + min(c, extra), ...),
-// the first `extra` blocks one iteration more.
+// The schedule, a function of the sizes only. dp tiles are whole-tile blocks, the k-slices of the
+// other rem tiles are cut into g_sk ranges: worker w takes [w * base + min(w, extra), ...), the
+// first `extra` workers one iteration more. SKFIRST puts the workers (and their tiles) first.
 struct Plan {
-    int tiles, ipt, sk_tiles, g_sk, base, extra;
-    __device__ __forceinline__ Plan(int M, int N, int K, int G) {
+    int tiles, ipt, dp, g_sk, base, extra;
+    int w0, sk_t0, dp_b0, dp_t0;  // first worker block, first stream-K tile, first whole-tile block and tile
+    Plan() = default;
+    __device__ __forceinline__ Plan(int M, int N, int K) {
         tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
         ipt = (K + BK - 1) / BK;  // k-slices per tile
-        const int rem = tiles % G;
-        sk_tiles = rem ? rem + min(tiles / G, SKWAVES) * G : 0;
-        const int iters = sk_tiles * ipt;
-        g_sk = iters ? min(G, max(1, iters / SKMIN)) : 0;  // blocks in the stream-K part
+        const int rem = tiles % SLOTS;
+        dp = rem * 100 >= SKFILL * SLOTS ? tiles : tiles - rem;  // a nearly full last wave runs as whole tiles
+        const int iters = (tiles - dp) * ipt;
+        g_sk = iters ? min(SLOTS, max(1, iters / SKMIN)) : 0;  // workers with a range
         base = g_sk ? iters / g_sk : 0;
         extra = g_sk ? iters % g_sk : 0;
+        const int workers = dp < tiles ? SLOTS : 0;
+        w0 = SKFIRST ? 0 : dp;
+        sk_t0 = SKFIRST ? 0 : dp;
+        dp_b0 = SKFIRST ? workers : 0;
+        dp_t0 = SKFIRST ? tiles - dp : 0;
     }
     __device__ __forceinline__ int bound(int c) const { return c * base + min(c, extra); }
     __device__ __forceinline__ int start(int c) const { return c < g_sk ? bound(c) : 0; }
@@ -102,10 +118,9 @@ struct Plan {
     }
 };
 
-// threadIdx.x and blockIdx.x read afresh (volatile asm is not hoisted out of loops), so that the
-// partial-sum addresses are computed where they are used, not held in registers through the FMAs.
+// threadIdx.x read afresh (volatile asm is not hoisted out of loops), so that the partial-sum
+// addresses are computed where they are used, not held in registers through the FMAs.
 __device__ __forceinline__ int fresh_tid() { int v; asm volatile("mov.u32 %0, %%tid.x;" : "=r"(v)); return v; }
-__device__ __forceinline__ int fresh_cta() { int v; asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(v)); return v; }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
@@ -123,29 +138,43 @@ streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* 
 
     // The schedule lives in shared memory and thread 0 steps it, so that none of it holds a
     // register through the FMA loop (at 255 registers, a few more spill).
-    __shared__ int sched[5];  // next stream-K iteration + 1 (walking down), next data-parallel tile; lin, kb, ke
+    // The schedule lives in shared memory and thread 0 steps it, so that none of it holds a
+    // register through the FMA loop (at 255 registers, a few more spill; values computed before
+    // the loop would be kept in registers by the compiler).
+    // sched: [0] next stream-K iteration + 1 (walking down), [1] next whole tile; the unit:
+    // [2] tile, [3] kb, [4] ke, [5] worker w, [6] first worker of the tile, or -1 if this unit
+    // does not end the tile (it publishes a partial sum).
+    __shared__ int sched[7];
+    __shared__ Plan plan_s;
     if (t == 0) {
-        const Plan plan(M, N, K, gridDim.x);
-        sched[0] = plan.end(blockIdx.x);
-        sched[1] = plan.sk_tiles + blockIdx.x;
+        const Plan plan(M, N, K);
+        const int w = (int)blockIdx.x - plan.w0;  // worker number, if 0 .. SLOTS-1 (end(w) is 0 if not)
+        const int d = (int)blockIdx.x - plan.dp_b0;  // whole-tile block number, if 0 .. dp-1
+        sched[0] = w >= 0 ? plan.end(w) : 0;
+        sched[1] = d >= 0 && d < plan.dp ? plan.dp_t0 + d : plan.tiles;
+        sched[5] = max(w, 0);
+        plan_s = plan;
     }
 
     while (true) {
-        __syncthreads();  // everyone is done with the previous unit's sched[2..4]
+        __syncthreads();  // everyone is done with the previous unit's sched[2..6]
         if (t == 0) {
-            const Plan plan(M, N, K, gridDim.x);
-            const int my_start = plan.start(blockIdx.x), pos = sched[0];
-            if (pos > my_start) {  // stream-K, from the end of this block's range
-                const int lin = (pos - 1) / plan.ipt, tb = lin * plan.ipt, kb = max(my_start, tb) - tb;
+            const Plan plan = plan_s;
+            const int w = (int)blockIdx.x - plan.w0;
+            const int my_start = w >= 0 ? plan.start(w) : 0, pos = sched[0];
+            if (pos > my_start) {  // a worker's range, from its end
+                const int rel = (pos - 1) / plan.ipt, tb = rel * plan.ipt, kb = max(my_start, tb) - tb;
                 sched[0] = tb + kb;
-                sched[2] = lin;
+                sched[2] = plan.sk_t0 + rel;
                 sched[3] = kb;
                 sched[4] = pos - tb;
-            } else {  // then whole tiles, G apart
+                sched[6] = pos - tb < plan.ipt ? -1 : plan.owner(tb);
+            } else {  // a whole tile, once
                 sched[2] = sched[1];
                 sched[3] = 0;
                 sched[4] = plan.ipt;
-                sched[1] += gridDim.x;
+                sched[6] = sched[5];
+                sched[1] = plan.tiles;
             }
         }
         __syncthreads();
@@ -216,9 +245,10 @@ streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* 
         }
 
         // The unit is re-read from shared memory rather than kept in registers through the loop.
-        if (sched[4] < (K + BK - 1) / BK) {
-            // Not this tile's last k-slice: publish the partial sums for the block that has it.
-            float4* part = reinterpret_cast<float4*>(ws) + (size_t)fresh_cta() * PART4 * THREADS + fresh_tid();
+        if (sched[6] < 0) {
+            // Not this tile's last k-slice: publish the partial sums for the worker that has it.
+            const int w = sched[5];
+            float4* part = reinterpret_cast<float4*>(ws) + (size_t)w * PART4 * THREADS + fresh_tid();
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -227,22 +257,21 @@ streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* 
                            make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]));
             __threadfence();
             __syncthreads();
-            if (t == 0) atomicExch(&flags[blockIdx.x], 1);
+            if (t == 0) atomicExch(&flags[w], 1);
             continue;
         }
-        if (sched[3] > 0) {
-            // This block has the last k-slice; blocks first .. blockIdx.x - 1 computed those before kb.
-            const Plan plan(M, N, K, gridDim.x);
-            const int first = plan.owner(sched[2] * plan.ipt), cta = blockIdx.x;
+        if (sched[6] < sched[5]) {
+            // This worker has the tile's last k-slice; workers first .. w-1 computed those before kb.
+            const int first = sched[6], w = sched[5];
             if (t == 0) {
-                for (int c = first; c < cta; ++c) {
+                for (int c = first; c < w; ++c) {
                     while (*reinterpret_cast<volatile int*>(&flags[c]) == 0) __nanosleep(64);
                     flags[c] = 0;  // consumed; nothing else reads it in this launch
                 }
                 __threadfence();
             }
             __syncthreads();
-            for (int c = first; c < cta; ++c) {
+            for (int c = first; c < w; ++c) {
                 const float4* part = reinterpret_cast<const float4*>(ws) + (size_t)c * PART4 * THREADS + fresh_tid();
 #pragma unroll
                 for (int i = 0; i < TM; ++i)
