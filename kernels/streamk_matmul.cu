@@ -91,11 +91,13 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p, bool row_ok
 // other rem tiles are cut into g_sk ranges: worker w takes [w * base + min(w, extra), ...), the
 // first `extra` workers one iteration more. SKFIRST puts the workers (and their tiles) first.
 struct Plan {
-    int tiles, ipt, dp, g_sk, base, extra;
+    int tiles_m, tiles_n, tiles, ipt, dp, g_sk, base, extra;
     int w0, sk_t0, dp_b0, dp_t0;  // first worker block, first stream-K tile, first whole-tile block and tile
     Plan() = default;
     __device__ __forceinline__ Plan(int M, int N, int K) {
-        tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+        tiles_m = (M + BM - 1) / BM;
+        tiles_n = (N + BN - 1) / BN;
+        tiles = tiles_m * tiles_n;
         ipt = (K + BK - 1) / BK;  // k-slices per tile
         const int rem = tiles % SLOTS;
         dp = rem * 100 >= SKFILL * SLOTS ? tiles : tiles - rem;  // a nearly full last wave runs as whole tiles
@@ -122,186 +124,216 @@ struct Plan {
 // addresses are computed where they are used, not held in registers through the FMAs.
 __device__ __forceinline__ int fresh_tid() { int v; asm volatile("mov.u32 %0, %%tid.x;" : "=r"(v)); return v; }
 
-extern "C" __global__ void __launch_bounds__(THREADS, MINB)
-streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-               float* __restrict__ ws, int* flags, int M, int N, int K) {
-    __shared__ __align__(16) float As[2][BK][BM + PAD];
-    __shared__ __align__(16) float Bs[2][BK][BN];
+struct Smem {
+    float As[2][BK][BM + PAD];  // A transposed: As[buf][k][m]
+    float Bs[2][BK][BN];
+};
+
+// Grouped order: tile ids run down GROUP tile-rows, then right (as dbuf_matmul's block ids).
+__device__ __forceinline__ void tile_origin(int lin, int tiles_m, int tiles_n, int& bm, int& bn) {
+    const int per_group = GROUP * tiles_n;
+    const int first_m = (lin / per_group) * GROUP;
+    const int group_m = min(tiles_m - first_m, GROUP);
+    bm = (first_m + (lin % per_group) % group_m) * BM;
+    bn = ((lin % per_group) / group_m) * BN;
+}
+
+// acc += A[bm.., k_begin..k_end) @ B[k_begin..k_end), bn..], k_begin a multiple of BK: dbuf_matmul's
+// loop. The shared buffer of slice k0 is (k0 / BK) % 2, a function of k0, so no register holds a
+// buffer index. A whole tile calls it with 0 and K, so k0 and its bound stay in uniform registers
+// as in tuned_matmul; a worker's range comes from shared memory, and ptxas, one register short,
+// re-derives the shared-memory base in every slice of that copy of the loop.
+__device__ __forceinline__ void mac_range(float (&acc)[TM][TN], Smem& sm, const float* __restrict__ A,
+                                          const float* __restrict__ B, int M, int N, int K, int bm,
+                                          int bn, int k_begin, int k_end) {
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
     const int lm = (lane / LN) * 4, ln = (lane % LN) * 4;
-
     const bool vec_a = (K % 4) == 0, vec_bc = (N % 4) == 0;
     constexpr int A_STEP = THREADS / (BK / 4), B_STEP = THREADS / (BN / 4);
     const int ar = t / (BK / 4), ac = (t % (BK / 4)) * 4;
     const int br = t / (BN / 4), bc = (t % (BN / 4)) * 4;
+    const float* pa = A + (size_t)(bm + ar) * K + k_begin + ac;
+    const float* pb = B + (size_t)(k_begin + br) * N + bn + bc;
+    float a[TM], b[TN];
+    float4 ra[A_LOADS], rb[B_LOADS];
 
-    // The schedule lives in shared memory and thread 0 steps it, so that none of it holds a
-    // register through the FMA loop (at 255 registers, a few more spill).
-    // The schedule lives in shared memory and thread 0 steps it, so that none of it holds a
-    // register through the FMA loop (at 255 registers, a few more spill; values computed before
-    // the loop would be kept in registers by the compiler).
-    // sched: [0] next stream-K iteration + 1 (walking down), [1] next whole tile; the unit:
-    // [2] tile, [3] kb, [4] ke, [5] worker w, [6] first worker of the tile, or -1 if this unit
-    // does not end the tile (it publishes a partial sum).
+    auto load = [&](int k0) {
+#pragma unroll
+        for (int i = 0; i < A_LOADS; ++i)
+            ra[i] = load4(pa + (size_t)i * A_STEP * K, bm + ar + i * A_STEP < M, k0 + ac, K, vec_a);
+#pragma unroll
+        for (int i = 0; i < B_LOADS; ++i)
+            rb[i] = load4(pb + (size_t)i * B_STEP * N, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
+        pa += BK;
+        pb += (size_t)BK * N;
+    };
+    auto store = [&](int buf) {
+#pragma unroll
+        for (int i = 0; i < A_LOADS; ++i) {
+            const int r = ar + i * A_STEP;
+            sm.As[buf][ac][r] = ra[i].x;
+            sm.As[buf][ac + 1][r] = ra[i].y;
+            sm.As[buf][ac + 2][r] = ra[i].z;
+            sm.As[buf][ac + 3][r] = ra[i].w;
+        }
+#pragma unroll
+        for (int i = 0; i < B_LOADS; ++i)
+            *reinterpret_cast<float4*>(&sm.Bs[buf][br + i * B_STEP][bc]) = rb[i];
+    };
+
+    load(k_begin);
+    store((k_begin / BK) % 2);
+    __syncthreads();
+    for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+        const int buf = (k0 / BK) % 2;
+        const bool more = k0 + BK < k_end;
+        if (more) load(k0 + BK);  // in flight during the FMAs below
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int s = 0; s < RM; ++s)
+                *reinterpret_cast<float4*>(&a[4 * s]) = *reinterpret_cast<const float4*>(&sm.As[buf][k][wm + s * LM * 4 + lm]);
+#pragma unroll
+            for (int s = 0; s < RN; ++s)
+                *reinterpret_cast<float4*>(&b[4 * s]) = *reinterpret_cast<const float4*>(&sm.Bs[buf][k][wn + s * LN * 4 + ln]);
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+        }
+        if (more) store(buf ^ 1);  // the other buffer: last read before the previous barrier
+        __syncthreads();           // also: the shared tiles are free for the next range's first store
+    }
+}
+
+__device__ __forceinline__ void store_tile(const float (&acc)[TM][TN], float* __restrict__ C, int M, int N,
+                                           int bm, int bn) {
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
+    const int lm = (lane / LN) * 4, ln = (lane % LN) * 4;
+    const bool vec_bc = (N % 4) == 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = bm + wm + (i / 4) * LM * 4 + lm + i % 4;
+        if (row >= M) continue;
+#pragma unroll
+        for (int s = 0; s < RN; ++s) {
+            const int col = bn + wn + s * LN * 4 + ln;
+            float* out = C + (size_t)row * N + col;
+            const float* v = &acc[i][4 * s];
+            if (vec_bc && col + 3 < N) {
+                *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (int jj = 0; jj < 4; ++jj)
+                    if (col + jj < N) out[jj] = v[jj];
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+               float* __restrict__ ws, int* flags, int M, int N, int K) {
+    __shared__ __align__(16) Smem sm;
+    {
+        const Plan plan(M, N, K);
+        const int d = (int)blockIdx.x - plan.dp_b0;  // whole-tile block number, if 0 .. dp-1
+        if (d >= 0 && d < plan.dp) {              // tuned_matmul
+            int bm, bn;
+            tile_origin(plan.dp_t0 + d, plan.tiles_m, plan.tiles_n, bm, bn);
+            float acc[TM][TN] = {};
+            mac_range(acc, sm, A, B, M, N, K, bm, bn, 0, K);
+            store_tile(acc, C, M, N, bm, bn);
+            return;
+        }
+    }
+
+    // A stream-K worker (or a spare block, which finds no work). Its schedule lives in shared memory
+    // and thread 0 steps it, so that none of it holds a register through the FMA loop (values
+    // computed before the loop would be kept in registers, and at 255 a few more spill).
+    // sched: [0] next iteration + 1 (walking down); the unit: [2] tile, [3] kb, [4] ke,
+    // [5] worker w, [6] first worker of the tile, or -1 if this unit does not end the tile (it
+    // publishes a partial sum).
     __shared__ int sched[7];
     __shared__ Plan plan_s;
+    const int t = threadIdx.x;
     if (t == 0) {
         const Plan plan(M, N, K);
-        const int w = (int)blockIdx.x - plan.w0;  // worker number, if 0 .. SLOTS-1 (end(w) is 0 if not)
-        const int d = (int)blockIdx.x - plan.dp_b0;  // whole-tile block number, if 0 .. dp-1
+        const int w = (int)blockIdx.x - plan.w0;  // worker number, 0 .. SLOTS-1 (end(w) is 0 for a spare)
         sched[0] = w >= 0 ? plan.end(w) : 0;
-        sched[1] = d >= 0 && d < plan.dp ? plan.dp_t0 + d : plan.tiles;
         sched[5] = max(w, 0);
         plan_s = plan;
     }
-
     while (true) {
         __syncthreads();  // everyone is done with the previous unit's sched[2..6]
         if (t == 0) {
             const Plan plan = plan_s;
             const int w = (int)blockIdx.x - plan.w0;
             const int my_start = w >= 0 ? plan.start(w) : 0, pos = sched[0];
-            if (pos > my_start) {  // a worker's range, from its end
+            if (pos > my_start) {  // the worker's range, from its end
                 const int rel = (pos - 1) / plan.ipt, tb = rel * plan.ipt, kb = max(my_start, tb) - tb;
                 sched[0] = tb + kb;
                 sched[2] = plan.sk_t0 + rel;
                 sched[3] = kb;
                 sched[4] = pos - tb;
                 sched[6] = pos - tb < plan.ipt ? -1 : plan.owner(tb);
-            } else {  // a whole tile, once
-                sched[2] = sched[1];
-                sched[3] = 0;
-                sched[4] = plan.ipt;
-                sched[6] = sched[5];
-                sched[1] = plan.tiles;
+            } else {
+                sched[2] = -1;  // done
             }
         }
         __syncthreads();
-        const int lin = sched[2], kb = sched[3], ke = sched[4];  // this unit: tile lin, k-slices [kb, ke)
-        const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;  // not kept through the loop
-        if (lin >= tiles_m * tiles_n) break;
-        // Grouped order: tile ids run down GROUP tile-rows, then right.
-        const int per_group = GROUP * tiles_n;
-        const int first_m = (lin / per_group) * GROUP;
-        const int group_m = min(tiles_m - first_m, GROUP);
-        const int bm = (first_m + (lin % per_group) % group_m) * BM;
-        const int bn = ((lin % per_group) / group_m) * BN;
+        if (sched[2] < 0) break;
+        {
+            int bm, bn;
+            tile_origin(sched[2], plan_s.tiles_m, plan_s.tiles_n, bm, bn);
+            float acc[TM][TN] = {};
+            mac_range(acc, sm, A, B, M, N, K, bm, bn, sched[3] * BK, sched[4] * BK);
 
-        const float* pa = A + (size_t)(bm + ar) * K + kb * BK + ac;
-        const float* pb = B + (size_t)(kb * BK + br) * N + bn + bc;
-        float acc[TM][TN] = {};
-        float a[TM], b[TN];
-        float4 ra[A_LOADS], rb[B_LOADS];
-
-        auto load = [&](int k0) {
-#pragma unroll
-            for (int i = 0; i < A_LOADS; ++i)
-                ra[i] = load4(pa + (size_t)i * A_STEP * K, bm + ar + i * A_STEP < M, k0 + ac, K, vec_a);
-#pragma unroll
-            for (int i = 0; i < B_LOADS; ++i)
-                rb[i] = load4(pb + (size_t)i * B_STEP * N, k0 + br + i * B_STEP < K, bn + bc, N, vec_bc);
-            pa += BK;
-            pb += (size_t)BK * N;
-        };
-        auto store = [&](int buf) {
-#pragma unroll
-            for (int i = 0; i < A_LOADS; ++i) {
-                const int r = ar + i * A_STEP;
-                As[buf][ac][r] = ra[i].x;
-                As[buf][ac + 1][r] = ra[i].y;
-                As[buf][ac + 2][r] = ra[i].z;
-                As[buf][ac + 3][r] = ra[i].w;
-            }
-#pragma unroll
-            for (int i = 0; i < B_LOADS; ++i)
-                *reinterpret_cast<float4*>(&Bs[buf][br + i * B_STEP][bc]) = rb[i];
-        };
-
-        const int kend = ke * BK;
-        load(kb * BK);
-        store(0);
-        __syncthreads();
-        int buf = 0;
-        for (int k0 = kb * BK; k0 < kend; k0 += BK) {
-            const bool more = k0 + BK < kend;
-            if (more) load(k0 + BK);
-#pragma unroll
-            for (int k = 0; k < BK; ++k) {
-#pragma unroll
-                for (int s = 0; s < RM; ++s)
-                    *reinterpret_cast<float4*>(&a[4 * s]) = *reinterpret_cast<const float4*>(&As[buf][k][wm + s * LM * 4 + lm]);
-#pragma unroll
-                for (int s = 0; s < RN; ++s)
-                    *reinterpret_cast<float4*>(&b[4 * s]) = *reinterpret_cast<const float4*>(&Bs[buf][k][wn + s * LN * 4 + ln]);
+            // The unit is re-read from shared memory rather than kept in registers through the loop.
+            if (sched[6] < 0) {
+                // Not this tile's last k-slice: publish the partial sums for the worker that has it.
+                const int w = sched[5];
+                float4* part = reinterpret_cast<float4*>(ws) + (size_t)w * PART4 * THREADS + fresh_tid();
 #pragma unroll
                 for (int i = 0; i < TM; ++i)
 #pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
-            }
-            if (more) store(buf ^ 1);
-            __syncthreads();  // also: the shared tiles are free for the next unit's first store
-            buf ^= 1;
-        }
-
-        // The unit is re-read from shared memory rather than kept in registers through the loop.
-        if (sched[6] < 0) {
-            // Not this tile's last k-slice: publish the partial sums for the worker that has it.
-            const int w = sched[5];
-            float4* part = reinterpret_cast<float4*>(ws) + (size_t)w * PART4 * THREADS + fresh_tid();
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int s = 0; s < RN; ++s)
-                    __stcg(part + (i * RN + s) * THREADS,
-                           make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]));
-            __threadfence();
-            __syncthreads();
-            if (t == 0) atomicExch(&flags[w], 1);
-            continue;
-        }
-        if (sched[6] < sched[5]) {
-            // This worker has the tile's last k-slice; workers first .. w-1 computed those before kb.
-            const int first = sched[6], w = sched[5];
-            if (t == 0) {
-                for (int c = first; c < w; ++c) {
-                    while (*reinterpret_cast<volatile int*>(&flags[c]) == 0) __nanosleep(64);
-                    flags[c] = 0;  // consumed; nothing else reads it in this launch
-                }
+                    for (int s = 0; s < RN; ++s)
+                        __stcg(part + (i * RN + s) * THREADS,
+                               make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]));
                 __threadfence();
+                __syncthreads();
+                if (t == 0) atomicExch(&flags[w], 1);
+                continue;
             }
-            __syncthreads();
-            for (int c = first; c < w; ++c) {
-                const float4* part = reinterpret_cast<const float4*>(ws) + (size_t)c * PART4 * THREADS + fresh_tid();
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int s = 0; s < RN; ++s) {
-                        const float4 p = __ldcg(part + (i * RN + s) * THREADS);
-                        acc[i][4 * s] += p.x;
-                        acc[i][4 * s + 1] += p.y;
-                        acc[i][4 * s + 2] += p.z;
-                        acc[i][4 * s + 3] += p.w;
+            if (sched[6] < sched[5]) {
+                // This worker has the tile's last k-slice; workers first .. w-1 computed those before kb.
+                const int first = sched[6], w = sched[5];
+                if (t == 0) {
+                    for (int c = first; c < w; ++c) {
+                        while (*reinterpret_cast<volatile int*>(&flags[c]) == 0) __nanosleep(64);
+                        flags[c] = 0;  // consumed; nothing else reads it in this launch
                     }
-            }
-        }
+                    __threadfence();
+                }
+                __syncthreads();
+                for (int c = first; c < w; ++c) {
+                    const float4* part = reinterpret_cast<const float4*>(ws) + (size_t)c * PART4 * THREADS + fresh_tid();
 #pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = bm + wm + (i / 4) * LM * 4 + lm + i % 4;
-            if (row >= M) continue;
+                    for (int i = 0; i < TM; ++i)
 #pragma unroll
-            for (int s = 0; s < RN; ++s) {
-                const int col = bn + wn + s * LN * 4 + ln;
-                float* out = C + (size_t)row * N + col;
-                const float* v = &acc[i][4 * s];
-                if (vec_bc && col + 3 < N) {
-                    *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
-                } else {
-#pragma unroll
-                    for (int jj = 0; jj < 4; ++jj)
-                        if (col + jj < N) out[jj] = v[jj];
+                        for (int s = 0; s < RN; ++s) {
+                            const float4 p = __ldcg(part + (i * RN + s) * THREADS);
+                            acc[i][4 * s] += p.x;
+                            acc[i][4 * s + 1] += p.y;
+                            acc[i][4 * s + 2] += p.z;
+                            acc[i][4 * s + 3] += p.w;
+                        }
                 }
             }
+            tile_origin(sched[2], plan_s.tiles_m, plan_s.tiles_n, bm, bn);
+            store_tile(acc, C, M, N, bm, bn);
         }
     }
 }
