@@ -182,11 +182,11 @@ __device__ __forceinline__ void mac_range(float (&acc)[TM][TN], Smem& sm, const 
             *reinterpret_cast<float4*>(&sm.Bs[buf][br + i * B_STEP][bc]) = rb[i];
     };
 
+    int buf = (k_begin / BK) % 2;
     load(k_begin);
-    store((k_begin / BK) % 2);
+    store(buf);
     __syncthreads();
     for (int k0 = k_begin; k0 < k_end; k0 += BK) {
-        const int buf = (k0 / BK) % 2;
         const bool more = k0 + BK < k_end;
         if (more) load(k0 + BK);  // in flight during the FMAs below
 #pragma unroll
@@ -204,6 +204,7 @@ __device__ __forceinline__ void mac_range(float (&acc)[TM][TN], Smem& sm, const 
         }
         if (more) store(buf ^ 1);  // the other buffer: last read before the previous barrier
         __syncthreads();           // also: the shared tiles are free for the next range's first store
+        buf ^= 1;
     }
 }
 
