@@ -10,9 +10,9 @@
 //   iteration space cut into SLOTS equal ranges, so every worker does the same amount of work. A
 //   range may start or end inside a tile: the worker that computes a tile's last k-slice adds the
 //   others' partial sums (from ws) and writes C; the others write partial sums.
-// The grid is therefore round_up(tiles, SLOTS). Workers start as the last whole-tile blocks finish.
-// (A persistent version, SLOTS blocks looping over the whole tiles too, was 2-3% slower than
-// tuned_matmul on those tiles: 3,055 against 2,988 us at 4096^3, commit 3a24d7d.)
+// - A last wave at least SKFILL% full (2048^3: 256 tiles on 264 slots) runs as whole tiles: there
+//   the split costs more than the idle slots (396.6 against 386.3 us on the H200).
+// The grid is round_up(tiles, SLOTS). Workers start as the last whole-tile blocks finish.
 //
 // The fix-up never deadlocks: a worker walks its range from the end, so the one tile it does not
 // finish (where its range ends) comes first, and its partial is published (flags[worker] = 1)
@@ -22,8 +22,13 @@
 // Partial sums are added in worker order, so results are deterministic, but they differ from the
 // one-block order in the last bits.
 //
-// The arithmetic of a tile, its loads and bounds are dbuf_matmul's, over a k-range [kb, ke) of
-// BK-slices instead of all of K.
+// Registers decide the speed here. tuned_matmul uses 255, and every value that lives through the
+// FMA loop takes a register from the loads of the next k step's fragments: ptxas then issues six
+// LDS.128 and waits on them before 128 FFMAs instead of spreading them, and the kernel is 2-4%
+// slower. Three versions measured that way on the H200 (commits 3a24d7d persistent, a604e44,
+// d1fcf8d: 3,055 to 3,095 us at 4096^3 against tuned_matmul's 2,988). So: the whole-tile blocks run
+// their own copy of the loop over 0..K (its SASS is tuned_matmul's); the workers' schedule lives in
+// shared memory, stepped by thread 0 and re-read after the loop.
 #ifndef BM
 #define BM 128
 #endif
@@ -55,10 +60,7 @@
 #define SLOTS 264  // blocks resident at once: 2 per SM x 132 SMs (H200, H100 SXM); any value is correct
 #endif
 #ifndef SKFILL
-#define SKFILL 100  // a last wave at least SKFILL% full runs as whole tiles (100: never)
-#endif
-#ifndef SKFIRST
-#define SKFIRST 0  // 1: the stream-K workers are the first blocks and start together; 0: the last
+#define SKFILL 90  // a last wave at least SKFILL% full runs as whole tiles (100: never)
 #endif
 #ifndef SKMIN
 #define SKMIN 4  // fewest k-slices in a stream-K range: small problems use fewer blocks
@@ -89,10 +91,10 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p, bool row_ok
 
 // The schedule, a function of the sizes only. dp tiles are whole-tile blocks, the k-slices of the
 // other rem tiles are cut into g_sk ranges: worker w takes [w * base + min(w, extra), ...), the
-// first `extra` workers one iteration more. SKFIRST puts the workers (and their tiles) first.
+// first `extra` workers one iteration more. Whole tiles come first, in blocks and in tile order.
+// (Workers first, so that they all start together, measured 0.1-0.4% slower.)
 struct Plan {
     int tiles_m, tiles_n, tiles, ipt, dp, g_sk, base, extra;
-    int w0, sk_t0, dp_b0, dp_t0;  // first worker block, first stream-K tile, first whole-tile block and tile
     Plan() = default;
     __device__ __forceinline__ Plan(int M, int N, int K) {
         tiles_m = (M + BM - 1) / BM;
@@ -105,11 +107,6 @@ struct Plan {
         g_sk = iters ? min(SLOTS, max(1, iters / SKMIN)) : 0;  // workers with a range
         base = g_sk ? iters / g_sk : 0;
         extra = g_sk ? iters % g_sk : 0;
-        const int workers = dp < tiles ? SLOTS : 0;
-        w0 = SKFIRST ? 0 : dp;
-        sk_t0 = SKFIRST ? 0 : dp;
-        dp_b0 = SKFIRST ? workers : 0;
-        dp_t0 = SKFIRST ? tiles - dp : 0;
     }
     __device__ __forceinline__ int bound(int c) const { return c * base + min(c, extra); }
     __device__ __forceinline__ int start(int c) const { return c < g_sk ? bound(c) : 0; }
@@ -240,10 +237,9 @@ streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* 
     __shared__ __align__(16) Smem sm;
     {
         const Plan plan(M, N, K);
-        const int d = (int)blockIdx.x - plan.dp_b0;  // whole-tile block number, if 0 .. dp-1
-        if (d >= 0 && d < plan.dp) {              // tuned_matmul
+        if ((int)blockIdx.x < plan.dp) {  // a whole tile: tuned_matmul
             int bm, bn;
-            tile_origin(plan.dp_t0 + d, plan.tiles_m, plan.tiles_n, bm, bn);
+            tile_origin(blockIdx.x, plan.tiles_m, plan.tiles_n, bm, bn);
             float acc[TM][TN] = {};
             mac_range(acc, sm, A, B, M, N, K, bm, bn, 0, K);
             store_tile(acc, C, M, N, bm, bn);
@@ -262,7 +258,7 @@ streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* 
     const int t = threadIdx.x;
     if (t == 0) {
         const Plan plan(M, N, K);
-        const int w = (int)blockIdx.x - plan.w0;  // worker number, 0 .. SLOTS-1 (end(w) is 0 for a spare)
+        const int w = (int)blockIdx.x - plan.dp;  // worker number, 0 .. SLOTS-1 (end(w) is 0 for a spare)
         sched[0] = w >= 0 ? plan.end(w) : 0;
         sched[5] = max(w, 0);
         plan_s = plan;
@@ -271,12 +267,12 @@ streamk_matmul(const float* __restrict__ A, const float* __restrict__ B, float* 
         __syncthreads();  // everyone is done with the previous unit's sched[2..6]
         if (t == 0) {
             const Plan plan = plan_s;
-            const int w = (int)blockIdx.x - plan.w0;
+            const int w = (int)blockIdx.x - plan.dp;
             const int my_start = w >= 0 ? plan.start(w) : 0, pos = sched[0];
             if (pos > my_start) {  // the worker's range, from its end
                 const int rel = (pos - 1) / plan.ipt, tb = rel * plan.ipt, kb = max(my_start, tb) - tb;
                 sched[0] = tb + kb;
-                sched[2] = plan.sk_t0 + rel;
+                sched[2] = plan.dp + rel;
                 sched[3] = kb;
                 sched[4] = pos - tb;
                 sched[6] = pos - tb < plan.ipt ? -1 : plan.owner(tb);

@@ -144,14 +144,19 @@ if [[ "+$WHAT+" == *"+sk6+"* ]]; then  # issue 6: streamk_matmul checked, then a
     step sk6-profile sh -c "$KPROF profile tuned_matmul streamk_matmul --size M=4096 N=4096 K=4096 --json > $LOGS/sk6-profile.json"
 fi
 
-if [[ "+$WHAT+" == *"+final6+"* ]]; then  # issue 6: tuned_matmul verified, sanitized, timed across sizes, profiled; the ladder
+if [[ "+$WHAT+" == *"+final6+"* ]]; then  # issue 6: the best kernel (FINAL6, streamk_matmul) verified, sanitized, timed across sizes, profiled; the ladder
     export KPROF_HISTORY=$LOGS/history.sqlite
-    mkdir -p "$LOGS/bench"
-    step final6-tests python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -n 8 -k "tuned_matmul" tests/test_gpu.py tests/test_gpu_sanitize.py
-    step final6-sizes sh -c "$KPROF bench tuned_matmul --size M,N,K=1024,2048,4096,8192 --max-time 2 --json > $LOGS/bench/final6-sizes.json"
-    step final6-nonsquare sh -c "$KPROF bench tuned_matmul --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/final6-nonsquare.json"
-    step final6-profile sh -c "$KPROF profile tuned_matmul --size M=4096 N=4096 K=4096 --json > $LOGS/final6-profile.json"
+    mkdir -p "$LOGS/bench" "$LOGS/sass"
+    F6=${FINAL6:-streamk_matmul}
+    cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('$F6')).cubin)")
+    cuobjdump -sass "$cubin" > "$LOGS/sass/$F6.sass" 2>&1
+    [[ "+$WHAT+" == *"+tests+"* ]] || step final6-tests python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -n 8 -k "$F6" tests/test_gpu.py tests/test_gpu_sanitize.py
+    step final6-sanitize $KPROF sanitize $F6
     step final6-ladder sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 1 --json --plot $OUT/bench-matmul-ladder.png > $LOGS/bench/final6-ladder.json"
+    step final6-sizes sh -c "$KPROF bench $F6 --size M,N,K=1024,2048,4096,8192 --max-time 2 --json --plot $OUT/bench-matmul-best.png > $LOGS/bench/final6-sizes.json"
+    step final6-nonsquare sh -c "$KPROF bench $F6 --size M=8192 --size N=2048 --size K=4096 --max-time 2 --json > $LOGS/bench/final6-nonsquare.json"
+    step final6-4096 sh -c "$KPROF bench tuned_matmul $F6 --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/final6-4096.json"
+    step final6-profile sh -c "$KPROF profile tuned_matmul $F6 --size M=4096 N=4096 K=4096 --json > $LOGS/final6-profile.json"
 fi
 
 if [[ "+$WHAT+" == *"+diag7+"* ]]; then  # issue 7: where linear_bias_relu's time goes (SASS, instruction counts)
