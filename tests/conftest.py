@@ -4,6 +4,7 @@ failures on the GPU machine, so a GPU run can never pass by skipping."""
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 from pathlib import Path
 
@@ -55,6 +56,34 @@ def pytest_runtest_setup(item):
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """One build cache per test session, never the user's."""
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kprof-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _gpu_share(request, tmp_path_factory):
+    """GPU tests share the GPU between pytest-xdist workers; a test marked ``gpu_alone`` has it to
+    itself. The values detector scrubs shared memory right before each launch, and a kernel that
+    another worker's process runs in between replaces the scrub: seen once on the H200, where
+    uninit_shared_read then read the same stale data under both patterns and was reported as a
+    wrong result instead of an uninitialized read.
+
+    A readers-writer lock over two lock files shared by the workers: every test passes the
+    turnstile, so a waiting ``gpu_alone`` test (which holds it) is not starved by the others."""
+    if request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    alone = request.node.get_closest_marker("gpu_alone") is not None
+    where = tmp_path_factory.getbasetemp().parent  # shared by the xdist workers of one run
+    with open(where / "kprof-gpu.turnstile", "a") as turnstile, open(where / "kprof-gpu.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
 @pytest.fixture
