@@ -1,6 +1,6 @@
 """Markdown tables from the bench, profile and ncu JSON committed under docs/results/.
 
-    python3 scripts/evidence_tables.py matmul|accuracy|fused|linear|profile7 [RAW_DIR]
+    python3 scripts/evidence_tables.py matmul|accuracy|fused|linear|profile7|streamk [RAW_DIR]
 
 The result pages (docs/results/2026-11-29-h200-*.md) were written from this script's output, so
 anyone can regenerate every number in them from the recorded JSON.
@@ -166,7 +166,56 @@ def profile7(raw: Path) -> None:
                   f"| {k['achieved_occupancy']:.0%} | {k['registers']} | {k['fma_pipe']:.0%} | {k['issue_active']:.0%} | {stalls} |")
 
 
+def streamk(raw: Path) -> None:
+    """Issue 6, session 4: streamk_matmul's versions against tuned_matmul and cuBLAS, the final ladder."""
+    s4 = raw / "session4"
+    print("| call, commit | streamk_matmul version | run | streamk us (IQR) | tuned_matmul us (IQR) | cuBLAS us | streamk of cuBLAS | tuned of cuBLAS |")
+    print("|---|---|---|---|---|---|---|---|")
+    label = {1: "persistent: 264 blocks loop over all tiles", 2: "whole-tile blocks + 264 workers, one shared loop",
+             3: "whole-tile blocks run their own loop (buffer index from k0)", 4: "that loop as dbuf_matmul's (toggled index)",
+             5: "4 + SKFILL 90, SKFIRST removed"}
+    for call in (1, 2, 3, 4, 5):
+        folder = s4 / f"call{call}"
+        commit = (folder / "commit.txt").read_text().strip()
+        files = sorted(folder.glob("sk6-4096-*.json")) or [folder / "final6-4096.json"]
+        for i, f in enumerate(files, 1):
+            by = {p["kernel"]: p for p in points(f)}
+            k, t = by["streamk_matmul"], by["tuned_matmul"]
+            ks, ts = k["summary"], t["summary"]
+            print(f"| {call}, {commit} | {label[call]} | {i} | {us(ks['median'])} ({us(ks['q1'])}-{us(ks['q3'])}) "
+                  f"| {us(ts['median'])} ({us(ts['q1'])}-{us(ts['q3'])}) | {us(k['baseline_summary']['median'])} "
+                  f"| {k['of_baseline']:.2%} | {t['of_baseline']:.2%} |")
+    print()
+    print("| kernel | M x N x K | median us (IQR) | TFLOP/s | cuBLAS us | of cuBLAS | file |")
+    print("|---|---|---|---|---|---|---|")
+    for f in ("final6-ladder.json", "final6-sizes.json", "final6-nonsquare.json"):
+        for p in points(s4 / "call5" / f):
+            st, b = p["summary"], p["baseline_summary"]
+            print(f"| {p['kernel']} | {size(p).replace('x', ' x ')} | {us(st['median'])} ({us(st['q1'])}-{us(st['q3'])}) "
+                  f"| {p['flops_per_s'] / 1e12:.2f} | {us(b['median'])} | {p['of_baseline']:.2%} | {f} |")
+    print()
+    print("| call | kernel | M x N x K | median us | cuBLAS us | of cuBLAS | file |")
+    print("|---|---|---|---|---|---|---|")
+    for call in (1, 2, 3, 4):
+        for f in sorted((s4 / f"call{call}").glob("sk6-*.json")):
+            if "4096-" in f.name or "profile" in f.name:
+                continue
+            for p in points(f):
+                print(f"| {call} | {p['kernel']}{' [' + params(p) + ']' if p['params'] else ''} | {size(p).replace('x', ' x ')} "
+                      f"| {us(p['summary']['median'])} | {us(p['baseline_summary']['median'])} | {p['of_baseline']:.2%} | {f.name} |")
+    print()
+    print("| call | kernel | ncu us | grid | regs | occupancy achieved | FMA pipe | issue | L1 hit | L2 hit | DRAM GB/s | shared-memory pipe | top stalls |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for call, f in ((1, "sk6-profile.json"), (4, "sk6-profile.json"), (5, "final6-profile.json")):
+        for k in json.loads((s4 / f"call{call}" / f).read_text())["kernels"]:
+            stalls = ", ".join(f"{n} {v:g}" for n, v in k["stalls"][:3])
+            print(f"| {call} | {k['kernel']} | {k['duration_s'] * 1e6:,.1f} | {k['grid_size']} | {k['registers']} "
+                  f"| {k['achieved_occupancy']:.1%} | {k['fma_pipe']:.1%} "
+                  f"| {k['issue_active']:.1%} | {k['l1_hit']:.1%} | {k['l2_hit']:.1%} | {k['dram_bytes_per_s'] / 1e9:,.0f} "
+                  f"| {k['shared_bytes_per_s'] / 1e12:.1f} TB/s ({k['shared_fraction']:.1%}) | {stalls} |")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "matmul"
     raw = Path(sys.argv[2]) if len(sys.argv) > 2 else RAW
-    {"matmul": matmul, "accuracy": accuracy, "fused": fused, "linear": linear, "profile7": profile7}[what](raw)
+    {"matmul": matmul, "accuracy": accuracy, "fused": fused, "linear": linear, "profile7": profile7, "streamk": streamk}[what](raw)

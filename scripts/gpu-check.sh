@@ -135,7 +135,7 @@ if [[ "+$WHAT+" == *"+sk6+"* ]]; then  # issue 6: streamk_matmul checked, then a
     for i in ${SK6_REPEATS:-1 2 3}; do  # both kernels and cuBLAS in one run, repeated
         step "sk6-4096-$i" sh -c "$KPROF bench tuned_matmul streamk_matmul --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/sk6-4096-$i.json"
     done
-    for p in ${SK6_PARAMS:-SKFIRST=0,1}; do  # against cuBLAS in the same run
+    for p in ${SK6_PARAMS:-SKMIN=2,16}; do  # against cuBLAS in the same run
         step "sk6-param-${p%%=*}" sh -c "$KPROF bench streamk_matmul --param $p --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/sk6-param-${p%%=*}.json"
     done
     step sk6-2048-fill sh -c "$KPROF bench streamk_matmul --param SKFILL=90,100 --size M,N,K=2048 --max-time 2 --json > $LOGS/bench/sk6-2048-fill.json"
