@@ -136,10 +136,11 @@ __device__ __forceinline__ void tile_origin(int lin, int tiles_m, int tiles_n, i
 }
 
 // acc += A[bm.., k_begin..k_end) @ B[k_begin..k_end), bn..], k_begin a multiple of BK: dbuf_matmul's
-// loop. The shared buffer of slice k0 is (k0 / BK) % 2, a function of k0, so no register holds a
-// buffer index. A whole tile calls it with 0 and K, so k0 and its bound stay in uniform registers
-// as in tuned_matmul; a worker's range comes from shared memory, and ptxas, one register short,
-// re-derives the shared-memory base in every slice of that copy of the loop.
+// loop, buffer index toggled as there. A whole tile calls it with 0 and K: k0 and its bound are then
+// uniform registers and the SASS is tuned_matmul's loop (scripts/sass_loops.py). A worker's range
+// comes from shared memory; in that copy of the loop ptxas, short of registers, re-derives the
+// shared-memory base every slice and issues the fragment loads in clumps (the shape that cost whole
+// tiles 2-4% in the earlier versions; the workers' loop was not timed on its own).
 __device__ __forceinline__ void mac_range(float (&acc)[TM][TN], Smem& sm, const float* __restrict__ A,
                                           const float* __restrict__ B, int M, int N, int K, int bm,
                                           int bn, int k_begin, int k_end) {
