@@ -167,14 +167,15 @@ def profile7(raw: Path) -> None:
 
 
 def streamk(raw: Path) -> None:
-    """Issue 6, session 4: streamk_matmul's versions against tuned_matmul and cuBLAS, the final ladder."""
+    """Issue 6, session 4: streamk_matmul's versions against tuned_matmul and cuBLAS, the final ladder.
+    (Call 6 ran only the test suite.)"""
     s4 = raw / "session4"
     print("| call, commit | streamk_matmul version | run | streamk us (IQR) | tuned_matmul us (IQR) | cuBLAS us | streamk of cuBLAS | tuned of cuBLAS |")
     print("|---|---|---|---|---|---|---|---|")
     label = {1: "persistent: 264 blocks loop over all tiles", 2: "whole-tile blocks + 264 workers, one shared loop",
              3: "whole-tile blocks run their own loop (buffer index from k0)", 4: "that loop as dbuf_matmul's (toggled index)",
-             5: "4 + SKFILL 90, SKFIRST removed"}
-    for call in (1, 2, 3, 4, 5):
+             5: "4 + SKFILL 90, SKFIRST removed", 7: "5, comments only (the SASS of 5)"}
+    for call in (1, 2, 3, 4, 5, 7):
         folder = s4 / f"call{call}"
         commit = (folder / "commit.txt").read_text().strip()
         files = sorted(folder.glob("sk6-4096-*.json")) or [folder / "final6-4096.json"]
@@ -196,7 +197,7 @@ def streamk(raw: Path) -> None:
     print()
     print("| call | kernel | M x N x K | median us | cuBLAS us | of cuBLAS | file |")
     print("|---|---|---|---|---|---|---|")
-    for call in (1, 2, 3, 4):
+    for call in (1, 2, 3, 4, 7):
         for f in sorted((s4 / f"call{call}").glob("sk6-*.json")):
             if "4096-" in f.name or "profile" in f.name:
                 continue
@@ -206,7 +207,7 @@ def streamk(raw: Path) -> None:
     print()
     print("| call | kernel | ncu us | grid | regs | occupancy achieved | FMA pipe | issue | L1 hit | L2 hit | DRAM GB/s | shared-memory pipe | top stalls |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for call, f in ((1, "sk6-profile.json"), (4, "sk6-profile.json"), (5, "final6-profile.json")):
+    for call, f in ((1, "sk6-profile.json"), (4, "sk6-profile.json"), (5, "final6-profile.json"), (7, "sk6-profile.json")):
         for k in json.loads((s4 / f"call{call}" / f).read_text())["kernels"]:
             stalls = ", ".join(f"{n} {v:g}" for n, v in k["stalls"][:3])
             print(f"| {call} | {k['kernel']} | {k['duration_s'] * 1e6:,.1f} | {k['grid_size']} | {k['registers']} "
