@@ -59,6 +59,13 @@ sweep() {  # sweep NAME KERNEL P=V1,V2[:P2=V...] ARGS...: one kprof bench --para
     tag=$(echo "$params" | tr ':=,' '___')
     step "$name-$tag" sh -c "$KPROF bench $kern --param ${params//:/ --param } $* --baseline none --json > $LOGS/bench/$name-$tag.json"
 }
+sass() {  # sass KERNEL: the spec's cubin disassembled to $LOGS/sass/KERNEL.sass, with its FMA loops' shape
+    local cubin
+    mkdir -p "$LOGS/sass"
+    cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('$1')).cubin)")
+    cuobjdump -sass "$cubin" > "$LOGS/sass/$1.sass" 2>&1
+    python3 scripts/sass_loops.py "$LOGS/sass/$1.sass" >> "$LOGS/sass/loops.txt" 2>&1
+}
 
 {
     date -u +"%Y-%m-%dT%H:%M:%SZ"
@@ -93,8 +100,7 @@ if [ "$WHAT" = all ] || [[ "+$WHAT+" == *"+matmul+"* ]]; then  # issue 6: the ma
     mkdir -p "$LOGS/bench" "$LOGS/sass"
     step peak $KPROF peak --refresh
     for k in $MATMULS; do  # what the compiler made of each step: registers, spills, 16-byte accesses
-        cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('$k')).cubin)")
-        cuobjdump -sass "$cubin" > "$LOGS/sass/$k.sass" 2>&1
+        sass "$k"
         printf '%s FFMA=%s LDS=%s LDS.128=%s LDG=%s LDG.128=%s STS=%s STG=%s STG.128=%s LDGSTS=%s BAR=%s\n' "$k" \
             "$(grep -c 'FFMA' "$LOGS/sass/$k.sass")" "$(grep -cE 'LDS(\.|\s)' "$LOGS/sass/$k.sass")" \
             "$(grep -c 'LDS.128' "$LOGS/sass/$k.sass")" "$(grep -cE 'LDG\.' "$LOGS/sass/$k.sass")" \
@@ -129,8 +135,7 @@ fi
 if [[ "+$WHAT+" == *"+sk6+"* ]]; then  # issue 6: streamk_matmul checked, then against tuned_matmul and cuBLAS
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench" "$LOGS/sass"
-    cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('streamk_matmul')).cubin)")
-    cuobjdump -sass "$cubin" > "$LOGS/sass/streamk_matmul.sass" 2>&1
+    sass streamk_matmul
     step sk6-tests python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -n 8 -k "streamk_matmul" tests/test_gpu.py tests/test_gpu_sanitize.py
     for i in ${SK6_REPEATS:-1 2 3}; do  # both kernels and cuBLAS in one run, repeated
         step "sk6-4096-$i" sh -c "$KPROF bench tuned_matmul streamk_matmul --size M,N,K=4096 --max-time 2 --json > $LOGS/bench/sk6-4096-$i.json"
@@ -148,8 +153,7 @@ if [[ "+$WHAT+" == *"+final6+"* ]]; then  # issue 6: the best kernel (FINAL6, st
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench" "$LOGS/sass"
     F6=${FINAL6:-streamk_matmul}
-    cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('$F6')).cubin)")
-    cuobjdump -sass "$cubin" > "$LOGS/sass/$F6.sass" 2>&1
+    sass "$F6"
     [[ "+$WHAT+" == *"+tests+"* ]] || step final6-tests python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -n 8 -k "$F6" tests/test_gpu.py tests/test_gpu_sanitize.py
     step final6-sanitize $KPROF sanitize $F6
     step final6-ladder sh -c "$KPROF bench $MATMULS --size M,N,K=4096 --max-time 1 --json --plot $OUT/bench-matmul-ladder.png > $LOGS/bench/final6-ladder.json"
@@ -163,8 +167,7 @@ if [[ "+$WHAT+" == *"+diag7+"* ]]; then  # issue 7: where linear_bias_relu's tim
     export KPROF_HISTORY=$LOGS/history.sqlite
     mkdir -p "$LOGS/bench" "$LOGS/sass"
     step diag7-verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider -k "linear_bias_relu" tests/test_gpu.py
-    cubin=$(python3 -c "from kprof import build, catalog; print(build.build(catalog.load('linear_bias_relu')).cubin)")
-    cuobjdump -sass "$cubin" > "$LOGS/sass/linear_bias_relu.sass" 2>&1
+    sass linear_bias_relu
     M=smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__cycles_active.avg,smsp__inst_executed_op_ldgsts.sum
     for b in ${DIAG7_PROFILE_B:-1 64}; do
         step "diag7-profile-B$b" sh -c "$KPROF profile linear_bias_relu --size B=$b K=4096 N=4096 --metrics $M --json > $LOGS/diag7-profile-B$b.json"
