@@ -1,94 +1,61 @@
-"""``kprof bench`` and ``kprof peak``: the orchestration around the runner's timing loop.
+"""``kprof bench`` and ``kprof peak``: points measured by the child's timing loop, turned into results.
 
-The statistics live in :mod:`kprof.stats` (pure); the timing loop lives in the runner (child
-process: a fault or hang never takes kprof down); this module expands sweeps into points, runs
-each point and its baseline in the same run, reads NVML telemetry around them, turns times into
-throughput and fractions of the measured ceilings, and stores every finished point in the history.
+The statistics live in :mod:`kprof.stats` (pure); the timing loop lives in the child
+(:mod:`kprof.timing`: a fault or hang never takes kprof down). This module takes what the command
+layer built (a :class:`PointPlan`: the kernel's timing job and its baseline's, at the same sizes),
+runs each in the same run, reads NVML telemetry around them, turns times into throughput and
+fractions of the measured ceilings, and says which baselines a spec may have. It never builds a
+kernel or looks one up.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import build, launch, sizeexpr, stats, telemetry
-from kprof import spec as spec_mod
+from kprof import launch, stats, telemetry
 from kprof.errors import TargetError, UsageError
-from kprof.spec import KernelSpec
+from kprof.job import Job, StopRuleSpec, TimingMode
+from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 
 BENCH_VERSION = 1
-BASELINES = spec_mod.BASELINES  # library routines; any other baseline names a kernel spec
-TIMERS = ("auto", "cupti", "events")
 MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)
 
 
-def parse_sweep(items: list[str], what: str) -> dict[str, list[str]]:
-    """``["M=1024,2048", "BLOCK=64"]`` -> ``{"M": ["1024", "2048"], "BLOCK": ["64"]}``.
-
-    Names joined by commas move together: ``M,N,K=1024,2048`` sweeps square sizes (two points),
-    where separate ``--size`` options give every combination.
-    """
-    out: dict[str, list[str]] = {}
-    seen: set[str] = set()
-    for item in items:
-        keys, sep, values = item.partition("=")
-        names = [k.strip() for k in keys.split(",")]
-        parts = [v.strip() for v in values.split(",") if v.strip()]
-        if not sep or not all(k.isidentifier() for k in names) or not parts:
-            example = "M,N,K=1024,2048" if what == "size" else "BLOCK=64,128"
-            raise UsageError(f"--{what} {item!r}: write NAME=V1,V2,... (or N1,N2=V1,V2 to move together), e.g. --{what} {example}")
-        twice = [k for k in names if k in seen] or [k for k in names if names.count(k) > 1]
-        if twice:
-            raise UsageError(f"--{what}: {twice[0]} is given twice")
-        seen.update(names)
-        out[",".join(names)] = parts
-    return out
+def baseline_for(spec: KernelSpec, option: str) -> str | None:
+    """The baseline a point is timed against: the spec's (``auto``), none, or the one named."""
+    baseline = spec.baseline if option == "auto" else (None if option == "none" else option)
+    if baseline == CUBLAS_SGEMM and spec.baseline != CUBLAS_SGEMM:
+        raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
+    return baseline
 
 
-def _split(sweep: dict[str, list[str]]) -> list[tuple[list[str], list[str]]]:
-    return [(key.split(","), vals) for key, vals in sweep.items()]
+def check_baseline_spec(spec: KernelSpec, baseline: KernelSpec) -> None:
+    """A baseline spec takes the kernel's sizes."""
+    missing = [k for k in spec.size_names if k not in baseline.size_names]
+    if missing:
+        raise UsageError(f"{spec.name}: baseline {baseline.name} has no size {missing[0]!r}; a baseline spec "
+                         f"takes the kernel's sizes ({', '.join(spec.size_names)})")
 
 
-def points(spec: KernelSpec, sizes: dict[str, list[str]], params: dict[str, list[str]]) -> list[tuple[dict[str, int], dict[str, str]]]:
-    """Every combination of the swept sizes and parameters, each checked against the spec."""
-    defines = dict(spec.defines)
-    axes: list[tuple[str, list[str], list]] = []  # (kind, names, values)
-    for names, vals in _split(sizes):
-        for key in names:
-            if key not in spec.size_names:
-                raise UsageError(f"{spec.name}: unknown size '{key}' (known: {', '.join(spec.size_names) or 'none'})")
-        parsed = []
-        for v in vals:
-            try:
-                n = sizeexpr.evaluate_int(v, {})
-            except sizeexpr.SizeExprError:
-                raise UsageError(f"--size {','.join(names)}={v}: give a whole number (or arithmetic like 2**20)") from None
-            if n <= 0:
-                raise UsageError(f"--size {','.join(names)}={v}: sizes must be positive")
-            parsed.append(n)
-        axes.append(("size", names, parsed))
-    for names, vals in _split(params):
-        for key in names:
-            if key not in defines:
-                raise UsageError(f"{spec.name}: unknown parameter '{key}' (parameters are the spec's defines: "
-                                 f"{', '.join(defines) or 'none'})")
-        for v in vals:
-            if not (v.lstrip("-").isdigit() or v.isidentifier()):
-                raise UsageError(f"--param {','.join(names)}={v}: a parameter value is a number or an identifier")
-        axes.append(("param", names, vals))
-    out = []
-    for combo in itertools.product(*(values for _, _, values in axes)):
-        s: dict[str, int] = {}
-        p: dict[str, str] = {}
-        for (kind, names, _), value in zip(axes, combo):
-            for name in names:
-                (s if kind == "size" else p)[name] = value
-        out.append((s, p))
-    return out or [({}, {})]
+def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: int = 10) -> StopRuleSpec:
+    stats.StopRule(rel_stdev, min_samples, min_time, max_time)  # validates the types
+    return StopRuleSpec(rel_stdev=rel_stdev, min_samples=min_samples, min_time=min_time, max_time=max_time)
+
+
+@dataclass(frozen=True)
+class PointPlan:
+    """One point of a sweep, built by the command layer: the kernel's timing job at these sizes and
+    parameters, and the baseline's (a library routine on the same buffers, or another spec)."""
+
+    resolved: Resolved
+    params: dict[str, str]
+    job: Job
+    baseline: str | None = None
+    baseline_job: Job | None = None
 
 
 @dataclass
@@ -127,45 +94,22 @@ class PointResult:
         return asdict(self)
 
 
-def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: int) -> dict[str, Any]:
-    stats.StopRule(rel_stdev, min_samples, min_time, max_time)  # validates the types
-    return {"rel_stdev": rel_stdev, "min_samples": min_samples, "min_time": min_time, "max_time": max_time}
-
-
-def time_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], mode: str, rule: dict[str, Any],
-               *, baseline: str | None = None, arch: str | None = None, timeout: float = 300.0,
-               timer: str = "auto") -> dict[str, Any]:
+def time_job(job: Job, timeout: float) -> dict[str, Any]:
     """One timing in a child: the runner's result data (samples, stop reason, checks)."""
-    built = build.build(spec, arch, defines=params)
-    resolved = _with_params(spec, params).resolve(sizes)
-    job = launch.make_job(spec, built, resolved.sizes)
-    job["params"] = params
-    job["bench"] = {"mode": mode, "rule": rule, "warmup": 0.2, "baseline": baseline, "timer": timer,
-                    "spin_cubin": str(build.build_builtin("kprof_spin", arch).cubin),
-                    "flush_cubin": str(build.build_builtin("kprof_flush", arch).cubin)}
     done, data = launch.run(job, timeout=timeout)
-    launch.raise_for_child(spec.name, done, data, timeout)
+    launch.raise_for_child(job.target.name, done, data, timeout)
     return data
 
 
-def _with_params(spec: KernelSpec, params: dict[str, str]) -> KernelSpec:
-    if not params:
-        return spec
-    from dataclasses import replace
-
-    defines = dict(spec.defines)
-    defines.update(params)
-    return replace(spec, defines=tuple(defines.items()))
-
-
-def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], mode: str, rule: dict[str, Any],
-              peak: dict[str, Any] | None, *, baseline: str | None, arch: str | None, timeout: float,
-              timer: str = "auto") -> PointResult:
-    resolved = _with_params(spec, params).resolve(sizes)
-    point = PointResult(spec.name, resolved.sizes, params, mode, "error", flops=resolved.flops, bytes=resolved.bytes)
+def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -> PointResult:
+    """Time the kernel, then its baseline in the same run; never raises for the kernel's sake."""
+    resolved, mode = plan.resolved, plan.job.mode
+    assert isinstance(mode, TimingMode)
+    point = PointResult(resolved.spec.name, resolved.sizes, plan.params, mode.mode, "error", flops=resolved.flops,
+                        bytes=resolved.bytes)
     before = telemetry.snapshot()
     try:
-        data = time_point(spec, sizes, params, mode, rule, arch=arch, timeout=timeout, timer=timer)
+        data = time_job(plan.job, timeout)
     except TargetError as exc:
         point.message = str(exc)
         return point
@@ -177,8 +121,17 @@ def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], m
         point.status = "failed-verification"
         point.message = "; ".join(c["message"] for c in data.get("checks", []) if not c["ok"])
         return point
-    samples = data["samples"]
-    summary = stats.summarize(samples)
+    summary = _timed(point, data, resolved, mode.rule.rel_stdev)
+    if peak:
+        point.of_fma_peak = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s"))
+        point.of_copy_peak = stats.fraction(point.bytes_per_s, peak.get("copy_bytes_per_s"))
+    if plan.baseline and plan.baseline_job:
+        _baseline(point, plan, summary, timeout)
+    return point
+
+
+def _timed(point: PointResult, data: dict[str, Any], resolved: Resolved, rel_stdev: float) -> stats.Summary:
+    summary = stats.summarize(data["samples"])
     point.status = "ok"
     point.summary = summary.to_dict()
     point.stop = data["stop"]
@@ -194,66 +147,58 @@ def run_point(spec: KernelSpec, sizes: dict[str, int], params: dict[str, str], m
             f"{blocks:,} blocks: with CUPTI kernel tracing on, kernels with this many short blocks ran slower on the "
             "H200 (vector_add, 262,144 blocks: 297 us against 278 us with --timer events and under ncu); "
             "check this one with --timer events")
-    point.stable = stats.stable(summary, point.stop, rule["rel_stdev"])
+    point.stable = stats.stable(summary, point.stop or "", rel_stdev)
     if not point.stable:
         point.warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped by {point.stop})")
     point.flops_per_s = stats.throughput(resolved.flops, summary.median)
     point.bytes_per_s = stats.throughput(resolved.bytes, summary.median)
-    if peak:
-        point.of_fma_peak = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s"))
-        point.of_copy_peak = stats.fraction(point.bytes_per_s, peak.get("copy_bytes_per_s"))
-    if baseline:
-        point.baseline = baseline
-        try:
-            if baseline in BASELINES:  # a library routine on the kernel's own buffers
-                base = time_point(spec, sizes, params, mode, rule, baseline=baseline, arch=arch, timeout=timeout,
-                                  timer=point.timer)
-            else:  # another spec (an unfused version, say) at the same sizes
-                from kprof import catalog
+    return summary
 
-                other = catalog.load(baseline)
-                own = {k: v for k, v in resolved.sizes.items() if k in other.size_names}
-                base = time_point(other, own, {}, mode, rule, arch=arch, timeout=timeout, timer=point.timer)
-        except TargetError as exc:
-            point.warnings.append(f"baseline {baseline} failed: {exc}")
-            return point
-        if base.get("status") == "ok" and base.get("timer", "events") != point.timer:
-            point.warnings.append(f"baseline {baseline} was timed by {base.get('timer')}, the kernel by {point.timer}")
-        if base.get("status") == "ok":
-            bsum = stats.summarize(base["samples"])
-            point.baseline_summary = bsum.to_dict()
-            point.math_mode = base.get("math_mode")
-            point.baseline_flops_per_s = stats.throughput(resolved.flops, bsum.median)
-            point.baseline_bytes_per_s = stats.throughput(resolved.bytes, bsum.median)
-            point.of_baseline = bsum.median / summary.median
-        else:
-            point.warnings.append(f"baseline {baseline} failed verification")
-    return point
+
+def _baseline(point: PointResult, plan: PointPlan, summary: stats.Summary, timeout: float) -> None:
+    """The baseline, timed by the timer the kernel ended up with."""
+    assert plan.baseline_job is not None and isinstance(plan.baseline_job.mode, TimingMode)
+    point.baseline = plan.baseline
+    job = replace(plan.baseline_job, mode=replace(plan.baseline_job.mode, timer=point.timer or "auto"))
+    try:
+        base = time_job(job, timeout)
+    except TargetError as exc:
+        point.warnings.append(f"baseline {plan.baseline} failed: {exc}")
+        return
+    if base.get("status") != "ok":
+        point.warnings.append(f"baseline {plan.baseline} failed verification")
+        return
+    if base.get("timer", "events") != point.timer:
+        point.warnings.append(f"baseline {plan.baseline} was timed by {base.get('timer')}, the kernel by {point.timer}")
+    bsum = stats.summarize(base["samples"])
+    point.baseline_summary = bsum.to_dict()
+    point.math_mode = base.get("math_mode")
+    point.baseline_flops_per_s = stats.throughput(plan.resolved.flops, bsum.median)
+    point.baseline_bytes_per_s = stats.throughput(plan.resolved.bytes, bsum.median)
+    point.of_baseline = bsum.median / summary.median
 
 
 # ------------------------------------------------------------------------------------ peak
 
 
-def peak_cache_path(snap: telemetry.Snapshot | None) -> Path:
+def peak_cache_path(snap: telemetry.Snapshot | None, folder: Path) -> Path:
     name = "unknown-gpu" if snap is None else f"{snap.gpu}-{snap.driver}".replace(" ", "_").replace("/", "_")
-    return build.cache_dir() / f"peak-{name}.json"
+    return folder / f"peak-{name}.json"
 
 
-def measure_peak(arch: str | None = None, timeout: float = 300.0) -> dict[str, Any]:
-    """The ceilings of this GPU: a 16-byte-load copy of 1 GiB, and the FP32 FMA rate."""
-    from kprof import spec as spec_mod
+PEAK_RULE = StopRuleSpec(rel_stdev=0.005, min_samples=10, min_time=0.5, max_time=5.0)
 
-    rule = rule_from(0.005, 0.5, 5.0, 10)
+
+def measure_peak(copy: tuple[Job, int], fma: tuple[Job, int], timeout: float = 300.0) -> dict[str, Any]:
+    """The ceilings of this GPU from kprof's own kernels: (timing job, bytes) of a 16-byte-load copy
+    of 1 GiB (cold), and (timing job, FLOPs) of the FP32 FMA kernel (warm)."""
     out: dict[str, Any] = {"measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    for name, key, work in (("kprof_copy", "copy", "bytes"), ("kprof_fma", "fma", "flops")):
-        spec = spec_mod.load(build.BUILTIN_DIR / f"{name}.yaml")
-        resolved = spec.resolve()
-        data = time_point(spec, {}, {}, "warm" if key == "fma" else "cold", rule, arch=arch, timeout=timeout)
+    for key, unit, (job, amount) in (("copy", "bytes", copy), ("fma", "flops", fma)):
+        data = time_job(job, timeout)
         if data.get("status") != "ok":
-            raise TargetError(f"kprof peak: {name} did not verify")
+            raise TargetError(f"kprof peak: {job.target.name} did not verify")
         summary = stats.summarize(data["samples"])
-        amount = resolved.bytes if work == "bytes" else resolved.flops
-        out[f"{key}_{'bytes' if work == 'bytes' else 'flops'}_per_s"] = amount / summary.median
+        out[f"{key}_{unit}_per_s"] = amount / summary.median
         out[f"{key}_summary"] = summary.to_dict()
         out[f"{key}_stop"] = data["stop"]
     snap = telemetry.snapshot()
@@ -262,15 +207,17 @@ def measure_peak(arch: str | None = None, timeout: float = 300.0) -> dict[str, A
     return out
 
 
-def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
-    """Cached per GPU and driver; measured again with ``refresh``."""
-    path = peak_cache_path(telemetry.snapshot())
-    if not refresh and path.is_file():
-        try:
-            return dict(json.loads(path.read_text()), cached=str(path))
-        except ValueError:
-            pass
-    data = measure_peak(arch)
+def cached_peak(path: Path) -> dict[str, Any] | None:
+    """The ceilings measured before on this GPU and driver, or None."""
+    if not path.is_file():
+        return None
+    try:
+        return dict(json.loads(path.read_text()), cached=str(path))
+    except ValueError:
+        return None
+
+
+def save_peak(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))
     return dict(data, cached=None)

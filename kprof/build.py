@@ -177,14 +177,12 @@ def build(
     spec: KernelSpec,
     arch: str | None = None,
     *,
-    defines: dict[str, str] | None = None,
     force: bool = False,
     timeout: float = 600,
 ) -> BuildResult:
     """Build ``spec``'s source into a cubin for ``arch`` (the GPU's, else sm_90)."""
     arch = check_arch(arch or detect_arch())
     merged = dict(spec.defines)
-    merged.update(defines or {})
     nvcc = str(proc.find_tool("nvcc"))
     sources = _local_sources(spec.source)
     key_argv = build_argv("nvcc", spec.source, Path("out.cubin"), arch, tuple(merged.items()), spec.nvcc_flags)
@@ -233,16 +231,6 @@ def build(
         return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv))
     finally:
         tmp.unlink(missing_ok=True)
-
-
-BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
-
-
-def build_builtin(name: str, arch: str | None = None) -> BuildResult:
-    """One of kprof's own kernels (``kprof/builtin``), e.g. the values detector's scrubber."""
-    from kprof import spec as spec_mod
-
-    return build(spec_mod.load(BUILTIN_DIR / f"{name}.yaml"), arch)
 
 
 def _atomic_write(path: Path, text: str) -> None:

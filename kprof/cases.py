@@ -13,10 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kprof import catalog, spec as spec_mod
+from kprof import sanitize
+from kprof import spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
-from kprof.sanitize import ALL_TOOLS, ToolResult
+from kprof.job import Job
+from kprof.sanitize import ALL_TOOLS
+from kprof.toolrun import ToolResult
 
 _BUG = re.compile(r"//\s*BUG\b")
 
@@ -77,17 +80,9 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
     return Case(spec.name, spec, Expect(tool, kind, line, buffer, caught, str(why)))
 
 
-def load_all(names: list[str] | None = None) -> list[Case]:
-    entries = [e for e in catalog.entries() if e.group == "case"]
-    if names:
-        known = {e.name: e for e in entries}
-        missing = [n for n in names if n not in known]
-        if missing:
-            from kprof.errors import UnknownKernelError
-
-            raise UnknownKernelError(missing[0], sorted(known))
-        entries = [known[n] for n in names]
-    return [load_case(spec_mod.load(e.path)) for e in entries]
+def load_all(specs: list[spec_mod.KernelSpec]) -> list[Case]:
+    """The cases of these specs (the catalog's ``case`` group, found by the command layer)."""
+    return [load_case(spec) for spec in specs]
 
 
 def matches(case: Case, finding: Finding) -> bool:
@@ -135,12 +130,8 @@ class CaseResult:
         }  # fmt: skip
 
 
-def run_case(case: Case, arch: str | None = None, timeout: float = 300.0) -> CaseResult:
-    from kprof import build, launch, sanitize
-
-    results = []
-    for spec in (case.spec, case.spec.twin_spec()):
-        built = build.build(spec, arch)
-        job = launch.make_job(spec, built, spec.preset("sanitize"), preset="sanitize")
-        results.append(sanitize.run_all(job, [case.expect.tool], timeout=timeout)[0])
+def run_case(case: Case, bug: Job, twin: Job, *, scrub_cubin: str | None, timeout: float = 300.0) -> CaseResult:
+    """The case's tool over the buggy kernel and over its twin (jobs built by the command layer)."""
+    results = [sanitize.run_all(job, [case.expect.tool], scrub_cubin=scrub_cubin, timeout=timeout)[0]
+               for job in (bug, twin)]
     return CaseResult(case, results[0], results[1])

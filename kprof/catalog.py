@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNELS_DIR = ROOT / "kernels"
 CASES_DIR = ROOT / "sanitizer_cases"
 PERF_DIR = ROOT / "perf_cases"
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"  # kprof's own kernels, shipped in the package
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,14 @@ def load(name: str) -> spec_mod.KernelSpec:
             if spec.twin is not None:
                 return spec.twin_spec()
     return spec_mod.load(find(name))
+
+
+def builtin(name: str) -> spec_mod.KernelSpec:
+    """One of kprof's own kernels (``kprof/builtin``): the values scrubber, the bench spin and flush
+    kernels, the peak kernels."""
+    return spec_mod.load(BUILTIN_DIR / f"{name}.yaml")
+
+
+def group(group_name: str) -> list[spec_mod.KernelSpec]:
+    """Every spec of one group (``kernel``, ``case``, ``perf``, ``user``)."""
+    return [spec_mod.load(e.path) for e in entries() if e.group == group_name]

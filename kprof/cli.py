@@ -9,13 +9,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from kprof import __version__
 from kprof.errors import (
-    EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK, EXIT_TOOL_MISSING,
-    EXIT_USAGE, BuildError, KprofError, TargetError,
+    EXIT_BUILD,
+    EXIT_CUDA,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NO_GPU,
+    EXIT_OK,
+    EXIT_TOOL_MISSING,
+    EXIT_USAGE,
+    BuildError,
+    KprofError,
+    TargetError,
 )  # fmt: skip
 
 EXIT_INTERNAL = 70
@@ -38,12 +49,47 @@ A kernel is named by its spec's file name (kprof list) or given as a path to a s
 class _Parser(argparse.ArgumentParser):
     """argparse, with its usage errors turned into KprofError so main() reports them."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
+        # "argument --timeout: 0: give a positive number" reads as "--timeout 0: give a positive number"
+        message = re.sub(r"^argument (--[\w-]+): ", r"\1 ", message)
         raise _ArgError(f"{message} (see `{self.prog} --help`)")
 
 
 class _ArgError(KprofError):
     exit_code = EXIT_USAGE
+
+
+def _positive(text: str) -> float:
+    """A positive, finite number of seconds (or a fraction): checked once, here."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text}: give a positive number")
+    return value
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text}: give {minimum} or more")
+        return value
+
+    return parse
+
+
+def _arch(text: str) -> str:
+    from kprof.build import check_arch
+
+    try:
+        return check_arch(text)
+    except KprofError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,26 +101,56 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add in (_list, _build, _run, _sanitize, _cases, _profile, _occupancy, _bench, _peak, _history, _compare,
+                _doctor):
+        add(sub)
+    return parser
 
-    p = sub.add_parser("list", help="list kernels and sanitizer cases")
-    p.add_argument("--json", action="store_true", help="print JSON")
 
+def _common(p: argparse.ArgumentParser, *, arch: str | None = None, timeout: float | None = None,
+            json_help: str = "print JSON") -> None:
+    if arch is not None:
+        p.add_argument("--arch", type=_arch, help=f"target, e.g. sm_90 (default: {arch})")
+    if timeout is not None:
+        p.add_argument("--timeout", type=_positive, default=timeout,
+                       help=f"seconds before the target counts as hung (default {timeout:g})")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
+def _size_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
+    help_text = ("sizes to sweep, e.g. --size M=1024,2048 N=512, or M,N,K=1024,2048 to move together" if sweep
+                 else "override sizes, e.g. --size M=127 N=131 K=97 (or M,N,K=127)")
+    p.add_argument("--size", action="append", nargs="+", default=[], metavar="K=V", help=help_text)
+
+
+def _param_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
+    help_text = ("compile-time parameters (the spec's defines) to sweep, e.g. --param BLOCK=64,128,256" if sweep
+                 else "a compile-time parameter (one of the spec's defines), e.g. --param BK=16")
+    p.add_argument("--param", action="append", nargs="+", default=[], metavar="P=V", help=help_text)
+
+
+def _list(sub: Any) -> None:
+    _common(sub.add_parser("list", help="list kernels and sanitizer cases"))
+
+
+def _build(sub: Any) -> None:
     p = sub.add_parser("build", help="compile kernels with nvcc and show their resource usage")
     p.add_argument("names", nargs="*", metavar="NAME|SPEC")
     p.add_argument("--all", action="store_true", help="every kernel and sanitizer case")
-    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's, else sm_90)")
     p.add_argument("--force", action="store_true", help="rebuild even if the cache is fresh")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    _common(p, arch="the GPU's, else sm_90")
 
+
+def _run(sub: Any) -> None:
     p = sub.add_parser("run", help="build, launch, verify against the reference and time one launch")
     p.add_argument("name", metavar="NAME|SPEC")
     _size_args(p)
     p.add_argument("--sanitize-sizes", action="store_true", help="start from the spec's small sanitize sizes")
-    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
     p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds before the run counts as hung (default 300)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    _common(p, arch="the GPU's", timeout=300.0)
 
+
+def _sanitize(sub: Any) -> None:
     p = sub.add_parser(
         "sanitize", help="run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) and kprof's values detector",
         description="Find memory errors, races, uninitialised reads and barrier errors, with the source line, "
@@ -84,23 +160,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", metavar="NAME|SPEC")
     p.add_argument("--tool", default="all", help="memcheck, racecheck, initcheck, synccheck, values or all (default)")
     _size_args(p)
-    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per tool before the target counts as hung (default 300)")
-    p.add_argument("--memcheck-padding", type=int, default=256, metavar="BYTES",
+    p.add_argument("--memcheck-padding", type=_count(0), default=256, metavar="BYTES",
                    help="padding after each allocation, so an overflow into a neighbour is caught (default 256; 0 is memcheck's own default)")
-    p.add_argument("--json", action="store_true", help="print one JSON object with a findings list")
     p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 to FILE")
     p.add_argument("--from-xml", metavar="FILE", help="report a compute-sanitizer --xml --save file instead of running")
     p.add_argument("--allocations", metavar="RESULT.json", help="with --from-xml: the runner's result file, to name buffers")
+    _common(p, arch="the GPU's", timeout=300.0, json_help="print one JSON object with a findings list")
 
+
+def _cases(sub: Any) -> None:
     p = sub.add_parser("cases", help="run the seeded-bug corpus and print the detection matrix")
     p.add_argument("names", nargs="*", metavar="CASE")
     p.add_argument("--list", action="store_true", help="list the cases and what each expects (no GPU)")
-    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
-    p.add_argument("--jobs", type=int, default=4, help="cases run at once (default 4)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--jobs", type=_count(1), default=4, help="cases run at once (default 4)")
+    _common(p, arch="the GPU's", timeout=300.0)
 
+
+def _profile(sub: Any) -> None:
     p = sub.add_parser(
         "profile", help="Nsight Compute: occupancy, DRAM bandwidth, caches, bank conflicts, roofline, stalls",
         description="Profile kernels with ncu through kprof's runner (selected by its NVTX range). Several names "
@@ -108,88 +184,79 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("names", nargs="+", metavar="NAME|SPEC")
     _size_args(p)
+    _param_args(p)
     p.add_argument("--set", dest="set_name", default="quick", choices=["quick", "full"],
                    help="quick: kprof's metrics only (default); full: also every ncu section, for the GUI")
     p.add_argument("--metrics", default="", help="extra ncu metrics, comma-separated (shown under 'extra')")
-    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per kernel (default 600)")
-    p.add_argument("--param", action="append", default=[], metavar="P=V",
-                   help="a compile-time parameter (one of the spec's defines), e.g. --param BK=16, as kprof bench sweeps them")
     p.add_argument("--save-report", metavar="DIR", help="keep the .ncu-rep files in DIR for the Nsight Compute GUI")
     p.add_argument("--plot", metavar="FILE.png", help="draw the roofline with each kernel as a point (needs matplotlib)")
-    p.add_argument("--json", action="store_true", help="print the typed report as JSON")
+    _common(p, arch="the GPU's", timeout=600.0, json_help="print the typed report as JSON")
 
+
+def _occupancy(sub: Any) -> None:
     p = sub.add_parser("occupancy", help="theoretical occupancy and its limiter, from the cubin (no GPU needed)")
     p.add_argument("name", metavar="NAME|SPEC")
-    p.add_argument("--block", type=int, action="append", default=[], help="block size(s) to report (default: the spec's)")
-    p.add_argument("--dynamic-smem", type=int, default=None, help="dynamic shared memory per block in bytes (default: the spec's)")
-    p.add_argument("--arch", help="sm_80, sm_86, sm_89 or sm_90 (default: the GPU's, else sm_90)")
+    p.add_argument("--block", type=_count(1), action="append", default=[], help="block size(s) to report (default: the spec's)")
+    p.add_argument("--dynamic-smem", type=_count(0), default=None, help="dynamic shared memory per block in bytes (default: the spec's)")
     _size_args(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    _common(p, arch="the GPU's, else sm_90; sm_80, sm_86, sm_89 or sm_90")
 
-    p = sub.add_parser(
-        "bench", help="time kernels (median and spread), against the GPU's ceilings and cuBLAS, in one run",
-        description="Verify each kernel, then time it until the noise is low (or a timeout): one launch per sample, "
-        "held behind a blocking kernel so no host gap is timed, with the L2 flushed first (--cold, default) or "
-        "not (--warm); or each kernel inside a replayed CUDA graph of many launches (--hot). The time is the "
-        "kernel's own GPU start-to-end from CUPTI's activity records when cupti-python is installed, else "
-        "CUDA events around the launch (--timer). "
-        "Sweeps: --size M=1024,2048 and --param BLOCK=64,128 (parameters are the spec's defines). Every point "
-        "is kept in the history store (kprof history).",
-    )  # fmt: skip
+
+BENCH_DESCRIPTION = (
+    "Verify each kernel, then time it until the noise is low (or a timeout): one launch per sample, held behind a "
+    "blocking kernel so no host gap is timed, with the L2 flushed first (--cold, default) or not (--warm); or each "
+    "kernel inside a replayed CUDA graph of many launches (--hot). The time is the kernel's own GPU start-to-end from "
+    "CUPTI's activity records when cupti-python is installed, else CUDA events around the launch (--timer). Sweeps: "
+    "--size M=1024,2048 and --param BLOCK=64,128 (parameters are the spec's defines). Every point is kept in the "
+    "history store (kprof history)."
+)
+
+
+def _bench(sub: Any) -> None:
+    p = sub.add_parser("bench", help="time kernels (median and spread), against the GPU's ceilings and cuBLAS, in one run",
+                       description=BENCH_DESCRIPTION)
     p.add_argument("names", nargs="+", metavar="NAME|SPEC")
-    p.add_argument("--size", dest="sweep_size", action="append", default=[], metavar="K=V1,V2",
-                   help="sizes to sweep, e.g. --size M=1024,2048,4096")
-    p.add_argument("--param", action="append", default=[], metavar="P=V1,V2",
-                   help="compile-time parameters (the spec's defines) to sweep, e.g. --param BLOCK=64,128,256")
+    _size_args(p, sweep=True)
+    _param_args(p, sweep=True)
     p.add_argument("--baseline", default="auto", help="auto (the spec's, e.g. cublas_sgemm), none, or cublas_sgemm")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--cold", dest="mode", action="store_const", const="cold",
-                      help="one launch per sample, L2 flushed before it (default)")
-    mode.add_argument("--warm", dest="mode", action="store_const", const="warm",
-                      help="one launch per sample, caches left warm")
-    mode.add_argument("--hot", dest="mode", action="store_const", const="hot",
-                      help="replay a CUDA graph of many launches, so launch overhead is not timed (for very short kernels)")
+    for flag, text in (("cold", "one launch per sample, L2 flushed before it (default)"),
+                       ("warm", "one launch per sample, caches left warm"),
+                       ("hot", "replay a CUDA graph of many launches, so launch overhead is not timed (for very short kernels)")):
+        mode.add_argument(f"--{flag}", dest="mode", action="store_const", const=flag, help=text)
     p.add_argument("--timer", choices=("auto", "cupti", "events"), default="auto",
                    help="cupti: kernel start/end timestamps (needs cupti-python); events: CUDA events; "
                    "auto (default): cupti when it works, else events, saying why")
-    p.add_argument("--rel-stdev", type=float, default=0.005, help="stop when the relative stddev is below this (default 0.005)")
-    p.add_argument("--min-time", type=float, default=0.5, help="seconds of samples before the noise rule may stop (default 0.5)")
-    p.add_argument("--max-time", type=float, default=10.0, help="seconds of samples at most per point (default 10)")
-    p.add_argument("--arch", help="target, e.g. sm_90 (default: the GPU's)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per point before the run counts as hung")
+    p.add_argument("--rel-stdev", type=_positive, default=0.005, help="stop when the relative stddev is below this (default 0.005)")
+    p.add_argument("--min-time", type=_positive, default=0.5, help="seconds of samples before the noise rule may stop (default 0.5)")
+    p.add_argument("--max-time", type=_positive, default=10.0, help="seconds of samples at most per point (default 10)")
     p.add_argument("--plot", metavar="FILE.png", help="throughput against the swept size or parameter (needs matplotlib)")
-    p.add_argument("--json", action="store_true", help="print versioned JSON")
     p.add_argument("--no-history", action="store_true", help="do not record the results")
+    _common(p, arch="the GPU's", timeout=300.0, json_help="print versioned JSON")
 
+
+def _peak(sub: Any) -> None:
     p = sub.add_parser("peak", help="measure this GPU's copy bandwidth and FP32 FMA rate (cached per GPU and driver)")
     p.add_argument("--refresh", action="store_true", help="measure again instead of using the cache")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    _common(p)
 
+
+def _history(sub: Any) -> None:
     p = sub.add_parser("history", help="past bench results from the history store")
     p.add_argument("name", nargs="?", metavar="NAME", help="one kernel (default: the recent runs)")
-    p.add_argument("--limit", type=int, default=20, help="rows (default 20)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--limit", type=_count(1), default=20, help="rows (default 20)")
+    _common(p)
 
+
+def _compare(sub: Any) -> None:
     p = sub.add_parser("compare", help="compare two bench runs: same, faster or slower, beyond the measured noise")
     p.add_argument("before", metavar="RUN", help="a run id from kprof history, or last~1")
     p.add_argument("after", metavar="RUN", nargs="?", default="last", help="default: last")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-    p = sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    return parser
+    _common(p)
 
 
-def _size_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--size", action="append", nargs="+", default=[], metavar="K=V",
-        help="override a size, e.g. --size M=127 N=131 K=97",
-    )  # fmt: skip
-
-
-def _flat(values: list[list[str]]) -> list[str]:
-    return [item for group in values for piece in group for item in piece.split(",") if item]
+def _doctor(sub: Any) -> None:
+    _common(sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -220,13 +287,17 @@ def main_inner(argv: list[str]) -> int:
     if opts.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from kprof import commands
+    from kprof import commands, sweep
 
     handler = getattr(commands, f"cmd_{opts.command}")
-    if hasattr(opts, "size"):
-        opts.size = _flat(opts.size)
-
-    return handler(opts)
+    for what in ("size", "param"):  # one grammar for every command: kprof.sweep
+        if hasattr(opts, what):
+            parsed = sweep.parse([item for group in getattr(opts, what) for item in group], what)
+            if parsed.deprecated:
+                print(f"kprof: warning: {parsed.deprecated}", file=sys.stderr)
+            setattr(opts, what, parsed)
+    code: int = handler(opts)
+    return code
 
 
 if __name__ == "__main__":

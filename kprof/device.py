@@ -4,7 +4,7 @@ It owns the context, modules, buffers, events, launches and argument packing, an
 driver result tuple into a value or a :class:`~kprof.errors.CudaError` that names the call and
 the ``CUresult``. It uses ``cuda.bindings.driver`` directly: cuda.core 1.2 makes a
 ``cuCtxGetDevice`` call that fails under compute-sanitizer, which counts it as an API error in
-the user's report (``../shared/GPU.md``), and the sanitized runner must not produce noise.
+the user's report (``docs/architecture.md``), and the sanitized runner must not produce noise.
 Buffers are plain ``cuMemAlloc`` allocations, one per argument, never a pool: a pool hides an
 out-of-bounds access that lands inside it.
 """
@@ -190,9 +190,6 @@ class Device:
     def memset32(self, ptr: int, value: int, count: int) -> None:
         check("cuMemsetD32", self._drv.cuMemsetD32(ptr, value & 0xFFFFFFFF, count))
 
-    def memset8(self, ptr: int, value: int, count: int) -> None:
-        check("cuMemsetD8", self._drv.cuMemsetD8(ptr, value & 0xFF, count))
-
     # -- launch ------------------------------------------------------------------------------
     def launch(
         self,
@@ -242,12 +239,6 @@ class Device:
 
     def stream_synchronize(self, stream: Any) -> None:
         check("cuStreamSynchronize", self._drv.cuStreamSynchronize(stream))
-
-    def memset32_async(self, ptr: int, value: int, count: int, stream: Any) -> None:
-        check("cuMemsetD32Async", self._drv.cuMemsetD32Async(ptr, value & 0xFFFFFFFF, count, stream))
-
-    def copy_async(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
-        check("cuMemcpyDtoDAsync", self._drv.cuMemcpyDtoDAsync(dst, src, nbytes, stream))
 
     def capture(self, stream: Any, body: Any) -> Any:
         """A CUDA graph of whatever ``body()`` enqueues on ``stream``, instantiated and ready to launch."""

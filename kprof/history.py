@@ -124,3 +124,22 @@ def resolve_run(conn: sqlite3.Connection, ref: str) -> str:
         hint = f"recent runs: {', '.join(known[:3])}" if known else "no bench runs yet"
         raise UsageError(f"no bench run '{ref}' in {path()} ({hint}; `kprof history` lists them)")
     return ref
+
+
+def compare(conn: sqlite3.Connection, before_id: str, after_id: str) -> list[dict[str, Any]]:
+    """Every kernel and point the two runs share: same, faster or slower, beyond the measured noise."""
+    from kprof import stats
+
+    def key(r: dict[str, Any]) -> tuple[str, str]:
+        return r["kernel"], json.dumps(r["point"], sort_keys=True)
+
+    before = {key(r): r for r in rows(conn, run=before_id, limit=100000)}
+    after = {key(r): r for r in rows(conn, run=after_id, limit=100000)}
+    out = []
+    for k in sorted(set(before) & set(after)):
+        b, a = before[k]["data"], after[k]["data"]
+        if b.get("summary") and a.get("summary"):
+            verdict, change = stats.classify(stats.Summary.of(b["summary"]), stats.Summary.of(a["summary"]))
+            out.append({"kernel": k[0], "point": json.loads(k[1]), "before_s": b["summary"]["median"],
+                        "after_s": a["summary"]["median"], "change": change, "verdict": verdict})
+    return out

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from kprof import proc
-from kprof.build import BuildResult
-from kprof.catalog import ROOT
 from kprof.errors import NoGPUError, TargetError, UsageError
-from kprof.spec import KernelSpec
+from kprof.job import Job
+
+ROOT = Path(__file__).resolve().parent.parent  # a source checkout: the child imports this kprof
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -52,35 +52,12 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def make_job(
-    spec: KernelSpec,
-    built: BuildResult,
-    sizes: dict[str, int],
-    *,
-    preset: str = "default",
-    verify: bool = True,
-    time: bool = False,
-    seed: int = 0,
-) -> dict[str, Any]:
-    return {
-        "spec": str(spec.path),
-        "name": spec.name,  # the NVTX range; a sanitizer case's twin is NAME_fixed
-        "twin": spec.is_twin,
-        "cubin": str(built.cubin),
-        "sizes": sizes,
-        "preset": preset,
-        "verify": verify,
-        "time": time,
-        "seed": seed,
-    }
-
-
-def run(job: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, dict[str, Any]]:
+def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, dict[str, Any]]:
     """Run the child (optionally under ``wrapper``, e.g. compute-sanitizer's argv) and read its result."""
     with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
         job_path = Path(tmp) / "job.json"
         result_path = Path(tmp) / "result.json"
-        job_path.write_text(json.dumps(job))
+        job_path.write_text(job.to_json())
         argv = (wrapper or []) + runner_argv(job_path, result_path)
         done = proc.run(argv, timeout=timeout, env=child_env())
         try:
@@ -90,21 +67,13 @@ def run(job: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[
     return done, data
 
 
-def run_kernel(
-    spec: KernelSpec,
-    built: BuildResult,
-    sizes: dict[str, int],
-    *,
-    preset: str = "default",
-    time: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    seed: int = 0,
-) -> RunResult:
-    job = make_job(spec, built, sizes, preset=preset, time=time, seed=seed)
+def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+    """Run a job in :class:`~kprof.job.RunMode` and return what the child measured; a hang, a fault
+    or a crash is a :class:`~kprof.errors.TargetError`."""
     done, data = run(job, timeout=timeout)
-    raise_for_child(spec.name, done, data, timeout)
+    raise_for_child(job.target.name, done, data, timeout)
     return RunResult(
-        kernel=spec.name,
+        kernel=job.target.name,
         sizes=data.get("sizes", {}),
         ok=data["status"] == "ok",
         checks=data.get("checks", []),
@@ -135,7 +104,7 @@ def raise_for_child(name: str, done: proc.Completed, data: dict[str, Any], timeo
         kind, message = err.get("type"), err.get("message", "")
         if kind == "NoGPUError":
             raise NoGPUError(f"{message}; `kprof build`, `kprof list` and `kprof doctor` still work")
-        if kind in ("UsageError", "SpecError"):
+        if kind in ("UsageError", "SpecError", "JobError"):
             raise UsageError(message)
         if kind == "CudaError":
             hint = ""

@@ -13,10 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kprof import launch, proc
 from kprof.errors import KprofError, UsageError
+from kprof.job import Job, RunMode
 
 STALL_REASONS = (
     "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
@@ -164,3 +166,44 @@ def diagnose(text: str) -> tuple[str, str] | None:
 
 def unknown_metrics(text: str) -> list[str]:
     return _UNKNOWN_METRIC.findall(text)
+
+
+def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
+                 report_dir: Path | None = None, timeout: float = 600.0) -> list[dict[str, Value]]:
+    """Run ncu over the runner; one raw row per kernel launched in the target's NVTX range
+    ``kprof@NAME`` (several for a spec with steps), in launch order."""
+    name = job.target.name
+    exe = proc.find_tool("ncu")
+    metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
+    job = replace(job, mode=RunMode(verify=False, time=False))
+    report = (report_dir / f"{name}.ncu-rep") if report_dir else None
+    for _attempt in range(3):
+        done, data = launch.run(job, timeout=timeout,
+                                wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics, report=report))
+        text = done.stdout + "\n" + done.stderr
+        unknown = unknown_metrics(text)
+        if not (unknown and done.returncode != 0):
+            break
+        metrics = tuple(m for m in metrics if m not in unknown)  # one renamed metric never costs the profile
+    _raise_for_run(name, done, data, text, timeout)
+    if report is not None:
+        text = proc.run(import_argv(exe, report), timeout=120).stdout
+    rows = parse_csv(text)
+    if not rows:
+        raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
+    return rows
+
+
+def _raise_for_run(name: str, done: proc.Completed, data: dict[str, object], text: str, timeout: float) -> None:
+    if done.timed_out:
+        raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or --set full "
+                       "replays it dozens of times)", done.tail(30), "timeout")
+    if (why := diagnose(text)) is not None:
+        raise NcuError(f"{name}: {why[1]}", done.tail(30), why[0])
+    if data.get("status") == "error":
+        err = data.get("error")
+        message = err.get("message", "?") if isinstance(err, dict) else "?"
+        raise NcuError(f"{name}: the kernel failed under ncu: {message}", done.tail(30), "target")
+    if done.returncode != 0:
+        how = done.signal_name or f"exit code {done.returncode}"
+        raise NcuError(f"{name}: ncu ended with {how}", done.tail(30), "tool")

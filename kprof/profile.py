@@ -3,19 +3,18 @@
 ``analyse()`` is pure: ncu's raw metrics in, a :class:`KernelProfile` out (occupancy and its
 limiter, DRAM traffic against the ceiling, cache hit rates, bank conflicts and sectors per request,
 FLOPs from the SASS counters, arithmetic intensity and the roofline verdict, the top stall
-reasons). ``profile_kernel()`` is the thin part that runs ncu over the runner. When ncu may not
-read counters, ``fallback()`` reports what needs none: event timing, theoretical occupancy, and
-effective bandwidth and FLOP rate from the spec's work formulas.
+reasons). :func:`kprof.ncu.profile_rows` runs ncu over the runner and gives the raw rows. When ncu
+may not read counters, ``fallback()`` reports what needs none: event timing, theoretical
+occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from kprof import ncu as ncu_mod, occupancy, proc
-from kprof.ncu import METRICS, STALL_REASONS, NcuError, Value
+from kprof import occupancy
+from kprof.ncu import STALL_REASONS, Value
 
 PROFILE_VERSION = 1
 
@@ -217,48 +216,26 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
     )
 
 
-def profile_kernel(job: dict[str, Any], name: str, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
-                   report_dir: Path | None = None, timeout: float = 600.0) -> dict[str, Value]:
-    """Run ncu over the runner; the raw row of the (last) launch in the NVTX range ``kprof@name``."""
-    return profile_rows(job, name, set_name=set_name, extra_metrics=extra_metrics, report_dir=report_dir,
-                        timeout=timeout)[-1]
-
-
-def profile_rows(job: dict[str, Any], name: str, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
-                 report_dir: Path | None = None, timeout: float = 600.0) -> list[dict[str, Value]]:
-    """Run ncu over the runner; one raw row per kernel launched in the NVTX range ``kprof@name``
-    (several for a spec with steps), in launch order."""
-    from kprof import launch
-
-    exe = proc.find_tool("ncu")
-    metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
-    job = dict(job, verify=False, time=False)
-    report = (report_dir / f"{name}.ncu-rep") if report_dir else None
-    for _attempt in range(3):
-        argv = ncu_mod.build_argv(exe, name, set_name=set_name, metrics=metrics, report=report)
-        done, data = launch.run(job, timeout=timeout, wrapper=argv)
-        text = done.stdout + "\n" + done.stderr
-        unknown = ncu_mod.unknown_metrics(text)
-        if unknown and done.returncode != 0:
-            metrics = tuple(m for m in metrics if m not in unknown)
-            continue
-        break
-    if done.timed_out:
-        raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or --set full "
-                       "replays it dozens of times)", done.tail(30), "timeout")
-    if (why := ncu_mod.diagnose(text)) is not None:
-        raise NcuError(f"{name}: {why[1]}", done.tail(30), why[0])
-    status = data.get("status")
-    if status == "error":
-        err = data.get("error", {})
-        raise NcuError(f"{name}: the kernel failed under ncu: {err.get('message', '?')}", done.tail(30), "target")
-    if done.returncode != 0:
-        how = done.signal_name or f"exit code {done.returncode}"
-        raise NcuError(f"{name}: ncu ended with {how}", done.tail(30), "tool")
-    if report is not None:
-        imported = proc.run(ncu_mod.import_argv(exe, report), timeout=120)
-        text = imported.stdout
-    rows = ncu_mod.parse_csv(text)
-    if not rows:
-        raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
-    return rows
+def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, arch: str, launches: int,
+            params: dict[str, str], extra_metrics: tuple[str, ...] = (), spec_flops: int | None = None,
+            spec_bytes: int | None = None) -> list[KernelProfile]:
+    """The reports for one spec's ncu rows: one per kernel it launched (named ``spec:kernel``) for a
+    spec with steps, else the last row. The spec's work formulas describe the whole spec, so they
+    are used only when it launched one kernel. An extra metric ncu accepted but did not report is
+    said, not dropped."""
+    if launches == 1:
+        rows = rows[-1:]
+    out = []
+    for row in rows:
+        kname = row["Kernel Name"].value if "Kernel Name" in row else None
+        label = f"{name}:{kname}" if len(rows) > 1 and kname else name
+        if params:
+            label += "[" + ",".join(f"{k}={v}" for k, v in params.items()) + "]"
+        one = len(rows) == 1
+        prof = analyse(row, label, sizes, arch=arch, spec_flops=spec_flops if one else None,
+                       spec_bytes=spec_bytes if one else None)
+        for m in extra_metrics:
+            prof.notes.append(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() if m in row else
+                              f"extra {m}: ncu reported no value for it (see `ncu --query-metrics`)")
+        out.append(prof)
+    return out

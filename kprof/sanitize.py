@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import proc
+from kprof import launch, proc, values
 from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, merge
+from kprof.job import Job, RunMode
+from kprof.toolrun import ERROR_EXITCODE, ToolResult, classify
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
-ALL_TOOLS = TOOLS + ("values",)
-ERROR_EXITCODE = 99
+ALL_TOOLS = (*TOOLS, "values")
 PRINT_LIMIT = 10000
 PADDING = 256
 DEFAULT_TIMEOUT = 300.0
@@ -251,31 +253,10 @@ def _api(rec: ET.Element, tool: str) -> Finding:
 # ------------------------------------------------------------------------------------ running
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    tool: str
-    status: str  # clean | findings | timeout | target-error | tool-error
-    findings: list[Finding]
-    seconds: float
-    message: str = ""
-    notes: list[str] = field(default_factory=list)
-    log: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("clean", "findings")
-
-    def summary(self) -> dict[str, Any]:
-        return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
-                "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes}
-
-
-def run_tool(job: dict[str, Any], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> ToolResult:
+def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> ToolResult:
     """Run one compute-sanitizer tool over the runner with ``job``; never raises for the target's sake."""
-    from kprof import launch
-
     exe = proc.find_tool("compute-sanitizer")
-    job = dict(job, verify=False, time=False, poison=tool != "initcheck")
+    job = replace(job, mode=RunMode(verify=False, time=False, poison=tool != "initcheck"))
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path = Path(tmp) / f"{tool}.xml"
         done, data = launch.run(job, timeout=timeout, wrapper=build_argv(exe, tool, xml_path, padding=padding))
@@ -283,37 +264,6 @@ def run_tool(job: dict[str, Any], tool: str, *, timeout: float = DEFAULT_TIMEOUT
     allocations = data.get("allocations", [])
     findings, notes = parse_xml(xml_text, tool, allocations) if xml_text.strip() else ([], [])
     return classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip()))
-
-
-def classify(tool: str, done: proc.Completed, data: dict[str, Any], findings: list[Finding], notes: list[str],
-             timeout: float, have_xml: bool) -> ToolResult:
-    """Decide what one tool run means. Pure: tested with recorded outputs."""
-    log = done.tail(40)
-    phase = data.get("phase", "start")
-    status = data.get("status")
-    if done.timed_out:
-        msg = (f"the target did not finish within {timeout:g} s under {tool} (phase: {phase}); sanitizers slow "
-               "kernels down 20x to 100,000x: use smaller --size values or a longer --timeout")
-        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
-    ran = phase not in ("start", "init", "device") or findings
-    if not ran:
-        err = data.get("error", {})
-        msg = f"the target did not run under {tool}: {err.get('message') or 'no result from the runner'}"
-        return ToolResult(tool, "tool-error", findings, done.seconds, msg, notes, log)
-    if not have_xml and done.returncode not in (0, ERROR_EXITCODE):
-        how = done.signal_name or f"exit code {done.returncode}"
-        return ToolResult(tool, "tool-error", findings, done.seconds,
-                          f"compute-sanitizer {tool} ended with {how} and wrote no report", notes, log)
-    if findings:
-        return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
-    if status == "error":
-        err = data.get("error", {})
-        return ToolResult(tool, "target-error", [], done.seconds,
-                          f"the target failed under {tool} with nothing reported: {err.get('message', '?')}", notes, log)
-    if done.returncode == ERROR_EXITCODE:
-        return ToolResult(tool, "tool-error", [], done.seconds,
-                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
-    return ToolResult(tool, "clean", [], done.seconds, "", notes, log)
 
 
 def from_xml(path: Path, tool: str, allocations: list[dict[str, Any]] | None = None) -> ToolResult:
@@ -330,17 +280,18 @@ def expand_tools(tool: str) -> list[str]:
     return list(ALL_TOOLS) if tool == "all" else [check_tool(tool)]
 
 
-def run_all(job: dict[str, Any], tools: list[str], *, timeout: float = DEFAULT_TIMEOUT,
-            padding: int = PADDING, progress=None) -> list[ToolResult]:
-    """Each tool in its own child; one tool's crash or timeout never stops the others."""
-    from kprof import values
-
+def run_all(job: Job, tools: list[str], *, scrub_cubin: str | None, scrub_note: str = "",
+            timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
+            progress: Callable[[str], None] | None = None) -> list[ToolResult]:
+    """Each tool in its own child; one tool's crash or timeout never stops the others. The values
+    detector takes the shared-memory scrubber's cubin (built by the caller; None, with the reason
+    in ``scrub_note``, where it could not be built)."""
     results = []
     for tool in tools:
         if progress:
             progress(tool)
         if tool == "values":
-            results.append(values.run(job, timeout=timeout))
+            results.append(values.run(job, scrub_cubin=scrub_cubin, scrub_note=scrub_note, timeout=timeout))
         else:
             results.append(run_tool(job, tool, timeout=timeout, padding=padding))
     return results

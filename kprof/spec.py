@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,17 @@ class KernelSpec:
         return replace(self, name=f"{self.name}_fixed", source=self.twin, twin=None, expect=None,
                        defines=tuple(defines.items()), twin_defines=(), is_twin=True)
 
+    def with_defines(self, params: dict[str, str]) -> KernelSpec:
+        """This spec with some defines replaced (``--param``): they change the build and the launch
+        alike (``grid: [ceil(N / BLOCK)]``), so the parent applies them once, before both."""
+        if not params:
+            return self
+        unknown = [k for k in params if k not in dict(self.defines)]
+        if unknown:
+            raise UsageError(f"{self.name}: unknown parameter '{unknown[0]}' (parameters are the spec's defines: "
+                             f"{', '.join(dict(self.defines)) or 'none'})")
+        return replace(self, defines=tuple({**dict(self.defines), **params}.items()))
+
     @property
     def buffers(self) -> tuple[BufferArg, ...]:
         return tuple(a for a in self.args if isinstance(a, BufferArg))
@@ -275,7 +286,6 @@ class Resolved:
     flops: int | None
     bytes: int | None
     steps: tuple[ResolvedStep, ...] = ()  # every launch, in order (one for a single-kernel spec)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -707,22 +717,6 @@ def _load_checks(raw: Any, sizes: set[str], fail) -> tuple[tuple[tuple[str, int]
                 raise fail(f"checks[{i}].{key}", f"{value!r} must be a positive whole number")
         out.append(tuple(item.items()))
     return tuple(out)
-
-
-def parse_size_overrides(items: list[str] | None) -> dict[str, int]:
-    """``["M=127", "N=2**20"]`` -> ``{"M": 127, "N": 1048576}``. Values are size arithmetic."""
-    out: dict[str, int] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not _IDENT.match(key) or not value.strip():
-            raise UsageError(f"--size {item!r}: write NAME=VALUE, e.g. --size M=127")
-        try:
-            number = sizeexpr.evaluate_int(value, {})
-        except sizeexpr.SizeExprError as exc:
-            raise UsageError(f"--size {item!r}: {exc}") from None
-        out[key] = number
-    return out
 
 
 def _display(path: Path) -> str:

@@ -8,7 +8,6 @@ results takes their measured noise into account.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import asdict, dataclass
 
@@ -32,8 +31,13 @@ class Summary:
     def rel_iqr(self) -> float:
         return (self.q3 - self.q1) / self.median if self.median else 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, float]:
         return dict(asdict(self), rel_stdev=self.rel_stdev, rel_iqr=self.rel_iqr)
+
+    @classmethod
+    def of(cls, d: dict[str, float]) -> Summary:
+        """A summary from its :meth:`to_dict` form (a stored result)."""
+        return cls(int(d["n"]), *(float(d[k]) for k in ("median", "q1", "q3", "min", "max", "mean", "stdev")))
 
 
 def summarize(samples: list[float]) -> Summary:
@@ -96,7 +100,3 @@ def classify(before: Summary, after: Summary, floor: float = 0.01) -> tuple[str,
     if abs(change) <= noise:
         return "same", change
     return ("slower" if change > 0 else "faster"), change
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else float("nan")

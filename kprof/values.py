@@ -21,9 +21,13 @@ differing indices, not a source line.
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 from typing import Any
 
-from kprof.findings import Finding
+from kprof import launch
+from kprof.findings import Access, Finding
+from kprof.job import Job, Target, ValuesMode
+from kprof.toolrun import ToolResult, classify
 
 FIRST_INDICES = 5
 
@@ -43,14 +47,14 @@ def smem_pattern(alternate: bool) -> int:
     return struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0]
 
 
-def analyse(spec, resolved, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any]) -> list[Finding]:
+def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any]) -> list[Finding]:
     import numpy as np
 
     from kprof import verify
 
     findings: list[Finding] = []
-    file = str(spec.source)
-    for buf in resolved.buffers:
+    file = target.source
+    for buf in target.buffers:
         name = buf.arg.name
         if buf.arg.role not in ("out", "inout"):
             continue
@@ -60,13 +64,13 @@ def analyse(spec, resolved, runs: list[tuple[bool, dict[str, Any]]], expected: d
         a, b = outs_a[0], verify.decode(buf.arg.dtype, raw_b[0])
         ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
         scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
-        tol = spec.rtol * (scale if scale > 0 else 1.0)
+        tol = target.rtol * (scale if scale > 0 else 1.0)
 
         def finding(kind: str, mask: Any, message: str) -> Finding:
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
             where = ", ".join(f"{name}[{', '.join(map(str, ix))}]" for ix in idx)
             count = int(mask.sum())
-            return Finding("values", kind, spec.entry, file, None, None, None, count,
+            return Finding("values", kind, target.entry, file, None, None, None, count,
                            f"{message}: {count:,} of {mask.size:,} elements of {name}, first at {where}",
                            buffer=name, detail=buf.describe(), indices=idx)
 
@@ -97,7 +101,7 @@ def analyse(spec, resolved, runs: list[tuple[bool, dict[str, Any]]], expected: d
         explained = unwritten | poison_dependent | nondeterministic
         wrong = _differs(a, ref, tol) & ~explained
         if wrong.any():
-            findings.append(finding("wrong-result", wrong, f"differs from the float64 reference by more than {spec.rtol:g} x max|ref|"))
+            findings.append(finding("wrong-result", wrong, f"differs from the float64 reference by more than {target.rtol:g} x max|ref|"))
     return findings
 
 
@@ -121,32 +125,27 @@ def _differs(x: Any, y: Any, tol: float) -> Any:
     return np.where(nan_x | nan_y, nan_x != nan_y, far)
 
 
-def run(job: dict[str, Any], *, repeats: int = 5, timeout: float = 300.0):
-    """Run the detector in a child (parent side); returns a sanitize.ToolResult."""
-    from kprof import build, launch
-    from kprof.findings import Access
-    from kprof.sanitize import ToolResult, classify
-
-    job = dict(job, values={"repeats": repeats}, verify=False, time=False, poison=True)
-    try:
-        job["scrub_cubin"] = str(build.build_builtin("kprof_scrub", job.get("arch")).cubin)
-    except Exception as exc:  # without the scrubber, shared-memory reads are seen less often
-        job["scrub_cubin"] = None
-        note = f"shared-memory scrubber unavailable ({exc}); uninitialised shared reads may go unseen"
-    else:
-        note = ""
+def run(job: Job, *, scrub_cubin: str | None, scrub_note: str = "", repeats: int = 5,
+        timeout: float = 300.0) -> ToolResult:
+    """Run the detector in a child (parent side). Without the scrubber's cubin, uninitialised
+    shared-memory reads are seen less often, and the report says so."""
+    job = replace(job, mode=ValuesMode(repeats=repeats, scrub_cubin=scrub_cubin))
     done, data = launch.run(job, timeout=timeout)
-    findings = []
-    for raw in data.get("findings", []):
-        raw = dict(raw)
-        raw["thread"] = tuple(raw["thread"]) if raw.get("thread") else None
-        raw["block"] = tuple(raw["block"]) if raw.get("block") else None
-        raw["indices"] = tuple(tuple(i) for i in raw.get("indices", []))
-        raw["other"] = Access(**raw["other"]) if raw.get("other") else None
-        findings.append(Finding(**raw))
-    result = classify("values", done, data, findings, [note] if note else [], timeout, have_xml=True)
+    findings = [_finding(raw) for raw in data.get("findings", [])]
+    notes = [] if scrub_cubin else [f"shared-memory scrubber unavailable ({scrub_note or 'not built'}); "
+                                    "uninitialised shared reads may go unseen"]
+    result = classify("values", done, data, findings, notes, timeout, have_xml=True)
     if result.status == "clean" and data.get("status") != "ok":
         return ToolResult("values", "target-error", [], done.seconds,
                           f"the values runs did not finish: {data.get('error', {}).get('message', 'no result')}",
                           result.notes, done.tail(40))
     return result
+
+
+def _finding(raw: dict[str, Any]) -> Finding:
+    raw = dict(raw)
+    raw["thread"] = tuple(raw["thread"]) if raw.get("thread") else None
+    raw["block"] = tuple(raw["block"]) if raw.get("block") else None
+    raw["indices"] = tuple(tuple(i) for i in raw.get("indices", []))
+    raw["other"] = Access(**raw["other"]) if raw.get("other") else None
+    return Finding(**raw)

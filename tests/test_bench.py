@@ -3,12 +3,16 @@ the history store (a concurrent writer, an interrupted run), compare, telemetry 
 
 import json
 import multiprocessing
+from types import SimpleNamespace
 
 import pytest
+from helpers import job_for
 
-from kprof import bench, catalog, cli, history, stats, telemetry
+from kprof import bench, catalog, cli, history, pipeline, stats, sweep, telemetry
 from kprof import spec as spec_mod
 from kprof.errors import UsageError
+from kprof.job import TimingMode
+from kprof.spec import BASELINES
 
 
 def test_summary_median_and_quartiles():
@@ -55,13 +59,28 @@ def test_compare_classification_takes_noise_into_account(before, after, verdict)
     assert stats.classify(stats.summarize(before), stats.summarize(after))[0] == verdict
 
 
+def _points(spec, sizes, params):
+    return sweep.points(sweep.parse(sizes, "size"), sweep.parse(params, "param"), spec.size_names,
+                        dict(spec.defines), spec.name)
+
+
 def test_sweeps():
     spec = catalog.load("tiled_matmul")
-    pts = bench.points(spec, bench.parse_sweep(["M,N,K=1024,2048"], "size"), {})
+    pts = _points(spec, ["M,N,K=1024,2048"], [])
     assert pts == [({"M": 1024, "N": 1024, "K": 1024}, {}), ({"M": 2048, "N": 2048, "K": 2048}, {})]
-    pts = bench.points(spec, bench.parse_sweep(["M=1,2", "N=3"], "size"), bench.parse_sweep(["TILE=16,32"], "param"))
+    pts = _points(spec, ["M=1,2", "N=3"], ["TILE=16,32"])
     assert len(pts) == 4 and ({"M": 2, "N": 3}, {"TILE": "32"}) in pts
-    assert bench.points(catalog.load("vector_add"), {}, bench.parse_sweep(["BLOCK=64,128"], "param"))[1] == ({}, {"BLOCK": "128"})
+    assert _points(catalog.load("vector_add"), [], ["BLOCK=64,128"])[1] == ({}, {"BLOCK": "128"})
+
+
+def test_one_size_grammar_for_every_command():
+    s = sweep.parse(["M=127", "N,K=131"], "size")
+    assert s.single_sizes("run") == {"M": 127, "N": 131, "K": 131}
+    with pytest.raises(UsageError, match="kprof run takes one value per name"):
+        sweep.parse(["M=1,2"], "size").single("run")
+    old = sweep.parse(["M=127,N=131"], "size")  # the old kprof run form still works, and says so
+    assert old.single_sizes("run") == {"M": 127, "N": 131} and "deprecated" in old.deprecated
+    assert sweep.parse(["M=2**10"], "size").single_sizes("run") == {"M": 1024}
 
 
 @pytest.mark.parametrize(
@@ -70,7 +89,7 @@ def test_sweeps():
         (["Q=1"], [], "unknown size 'Q'"),
         (["M=abc"], [], "give a whole number"),
         (["M=0"], [], "sizes must be positive"),
-        (["M"], [], "write NAME=V1,V2"),
+        (["M"], [], "write NAME=VALUE"),
         (["M=1", "M=2"], [], "M is given twice"),
         ([], ["BLOCK=64"], "unknown parameter 'BLOCK'"),
         ([], ["TILE=a b"], "a number or an identifier"),
@@ -79,7 +98,7 @@ def test_sweeps():
 def test_bad_sweeps(sizes, params, message):
     spec = catalog.load("tiled_matmul")
     with pytest.raises(UsageError, match=message):
-        bench.points(spec, bench.parse_sweep(sizes, "size"), bench.parse_sweep(params, "param"))
+        _points(spec, sizes, params)
 
 
 def _writer(db, n, tag):
@@ -108,14 +127,16 @@ def _point(name, n, median, spread=0.001):
 
 def test_interrupted_sweep_keeps_every_finished_point(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
-    monkeypatch.setattr(bench, "peak", lambda refresh=False, arch=None: None)
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None: None)
+    monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
+    monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)  # no build, no GPU
     calls = []
 
-    def fake_run_point(spec, sizes, params, mode, rule, peak, **kw):
-        calls.append(sizes)
+    def fake_run_point(point, peak, timeout):
+        calls.append(point.sizes)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return _point(spec.name, sizes["N"], 1e-3)
+        return _point(point.spec.name, point.sizes["N"], 1e-3)
 
     monkeypatch.setattr(bench, "run_point", fake_run_point)
     code = cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000,4000"])
@@ -207,7 +228,7 @@ def test_spec_baselines_read_as_speedups():
 def test_shipped_baselines_exist_and_share_sizes():
     for entry in catalog.entries():
         spec = spec_mod.load(entry.path)
-        if spec.baseline and spec.baseline not in bench.BASELINES:
+        if spec.baseline and spec.baseline not in BASELINES:
             other = catalog.load(spec.baseline)
             assert set(spec.size_names) <= set(other.size_names), spec.name
             assert other.reference and dict(other.reference).keys() == dict(spec.reference).keys(), spec.name
@@ -233,12 +254,17 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
     """vector_add's 262,144 blocks ran 7% slower with CUPTI tracing on the H200: bench says so."""
     fake = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
             "event_samples": [1.02e-4] * 5}
-    monkeypatch.setattr(bench, "time_point", lambda *a, **k: fake)
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: fake)
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
-    rule = bench.rule_from(0.005, 0.5, 1.0, 10)
+    mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
     spec = catalog.load("vector_add")
-    big = bench.run_point(spec, {"N": 2**26}, {}, "cold", rule, None, baseline=None, arch="sm_90", timeout=10)
-    small = bench.run_point(spec, {"N": 2**20}, {}, "cold", rule, None, baseline=None, arch="sm_90", timeout=10)
+
+    def plan(n):
+        job = job_for(spec, "k.cubin", {"N": n}, mode=mode)
+        return bench.PointPlan(pipeline.resolve(spec, {"N": n}), {}, job)
+
+    big = bench.run_point(plan(2**26), None, timeout=10)
+    small = bench.run_point(plan(2**20), None, timeout=10)
     assert big.timer == "cupti" and big.event_summary["median"] == 1.02e-4
     assert any("--timer events" in w for w in big.warnings)
     assert not any("--timer events" in w for w in small.warnings)

@@ -91,7 +91,7 @@ def test_changed_source_or_define_rebuilds(tmp_path):
     )
     spec = spec_mod.load(tmp_path / "k.yaml")
     a = build.build(spec, "sm_90")
-    b = build.build(spec, "sm_90", defines={"VALUE": "2"})
+    b = build.build(spec.with_defines({"VALUE": "2"}), "sm_90")
     assert not b.cached and a.cubin != b.cubin
     src.write_text('extern "C" __global__ void k(float* a) { a[threadIdx.x] = VALUE + 1; }\n')
     c = build.build(spec, "sm_90")

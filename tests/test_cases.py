@@ -8,7 +8,7 @@ from kprof import cases, catalog, cli, spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import Access, Finding
 
-CORPUS = cases.load_all()
+CORPUS = cases.load_all(catalog.group("case"))
 
 
 def test_at_least_twenty_cases_covering_every_tool():

@@ -52,9 +52,9 @@ def test_build_all_prints_resource_table(capsys):
     [
         (["run", "tiled_matmull"], errors.EXIT_USAGE, "unknown kernel 'tiled_matmull': did you mean tiled_matmul"),
         (["run", "tiled_matmul", "--size", "Q=3"], errors.EXIT_USAGE, "unknown size 'Q' (known: M, N, K)"),
-        (["run", "tiled_matmul", "--size", "M=0"], errors.EXIT_USAGE, "size M=0 must be a positive whole number"),
-        (["run", "tiled_matmul", "--size", "M=-5"], errors.EXIT_USAGE, "size M=-5 must be a positive"),
-        (["run", "tiled_matmul", "--size", "M=abc"], errors.EXIT_USAGE, "--size 'M=abc'"),
+        (["run", "tiled_matmul", "--size", "M=0"], errors.EXIT_USAGE, "--size M=0: sizes must be positive"),
+        (["run", "tiled_matmul", "--size", "M=-5"], errors.EXIT_USAGE, "--size M=-5: sizes must be positive"),
+        (["run", "tiled_matmul", "--size", "M=abc"], errors.EXIT_USAGE, "--size M=abc: give a whole number"),
         (["run", "tiled_matmul", "--size", "M"], errors.EXIT_USAGE, "write NAME=VALUE"),
         (["run", "tiled_matmul", "--timeout", "0"], errors.EXIT_USAGE, "--timeout 0"),
         (["run", "no/such/spec.yaml"], errors.EXIT_USAGE, "no/such/spec.yaml: no such file"),
@@ -137,4 +137,4 @@ def test_profile_param_errors(capsys):
     assert cli.main(["profile", "tiled_matmul", "--param", "NOPE=3"]) == 2
     assert "unknown parameter 'NOPE'" in capsys.readouterr().err
     assert cli.main(["profile", "tiled_matmul", "--param", "TILE=16,32"]) == 2
-    assert "one value per parameter" in capsys.readouterr().err
+    assert "kprof profile takes one value per name" in capsys.readouterr().err

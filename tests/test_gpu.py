@@ -3,7 +3,9 @@ and its awkward sizes; faults, hangs and wrong answers reported, never crashing 
 
 import pytest
 
-from kprof import build, catalog, cli, errors, launch, spec as spec_mod
+from kprof import build, catalog, cli, errors, launch, pipeline
+from kprof import spec as spec_mod
+from kprof.job import RunMode
 from kprof.errors import TargetError, UsageError
 
 pytestmark = pytest.mark.gpu
@@ -26,9 +28,9 @@ def _cases():
 @pytest.mark.parametrize("name, preset, sizes", _cases())
 def test_ladder_kernel_verifies(name, preset, sizes):
     spec = catalog.load(name)
-    resolved = spec.resolve(sizes, preset=preset)
-    built = build.build(spec)
-    result = launch.run_kernel(spec, built, resolved.sizes, preset=preset, time=True)
+    prepared = pipeline.prepare(spec, sizes, preset=preset)
+    resolved, built = prepared.resolved, prepared.built
+    result = launch.run_kernel(prepared.job(RunMode(time=True)))
     assert result.ok, [c["message"] for c in result.checks]
     assert result.checks and all(c["nonfinite"] == 0 for c in result.checks)
     assert result.time_ms and result.time_ms > 0
@@ -44,28 +46,23 @@ def test_cli_run_tiled_matmul(capsys):
     assert "C: PASS" in out and "time:" in out and "FLOP/s" in out
 
 
-def _data_spec(data_dir, name):
-    spec = spec_mod.load(data_dir / "kernels" / f"{name}.yaml")
-    return spec, build.build(spec)
+def _data_job(data_dir, name, sizes=None):
+    return pipeline.prepare(spec_mod.load(data_dir / "kernels" / f"{name}.yaml"), sizes).job(RunMode())
 
 
 def test_fault_is_reported_and_kprof_survives(data_dir):
-    spec, built = _data_spec(data_dir, "fault")
     with pytest.raises(TargetError, match="CUDA_ERROR_ILLEGAL_ADDRESS.*kprof sanitize fault"):
-        launch.run_kernel(spec, built, spec.preset(), time=False)
-    ok_spec = catalog.load("vector_add")
-    assert launch.run_kernel(ok_spec, build.build(ok_spec), {"N": 1000}, time=False).ok
+        launch.run_kernel(_data_job(data_dir, "fault"))
+    assert launch.run_kernel(pipeline.prepare(catalog.load("vector_add"), {"N": 1000}).job(RunMode())).ok
 
 
 def test_hang_is_killed_at_the_timeout(data_dir):
-    spec, built = _data_spec(data_dir, "hang")
     with pytest.raises(TargetError, match="did not finish within 8 s"):
-        launch.run_kernel(spec, built, spec.preset(), time=False, timeout=8)
+        launch.run_kernel(_data_job(data_dir, "hang"), timeout=8)
 
 
 def test_unwritten_output_fails_verification(data_dir):
-    spec, built = _data_spec(data_dir, "half_write")
-    result = launch.run_kernel(spec, built, spec.preset(), time=False)
+    result = launch.run_kernel(_data_job(data_dir, "half_write"))
     assert not result.ok
     assert result.checks[0]["nonfinite"] == 500 and "first at c[500]" in result.checks[0]["message"]
 
@@ -77,9 +74,9 @@ def test_wrong_answer_fails_with_exit_1(data_dir, capsys):
 
 
 def test_sizes_beyond_device_memory_are_refused_before_allocating():
-    spec = catalog.load("vector_add")
+    job = pipeline.prepare(catalog.load("vector_add"), {"N": 2**40}).job(RunMode())
     with pytest.raises(UsageError, match="GiB of device memory"):
-        launch.run_kernel(spec, build.build(spec), {"N": 2**40}, time=False)
+        launch.run_kernel(job)
 
 
 def test_build_targets_the_gpu_present():

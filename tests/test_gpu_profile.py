@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from kprof import build, catalog, cli, launch, occupancy, perfcases, profile
+import perfcases
+from kprof import build, catalog, cli, ncu, occupancy, pipeline, profile
+from kprof.job import RunMode
 from kprof.ncu import NcuError
 
 # ncu profiles one process at a time: under xdist these tests share one worker (--dist loadgroup).
@@ -12,9 +14,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]
 
 
 def _profile(spec, sizes=None):
-    resolved = spec.resolve(sizes or {})
-    built = build.build(spec)
-    row = profile.profile_kernel(launch.make_job(spec, built, resolved.sizes), spec.name)
+    prepared = pipeline.prepare(spec, sizes)
+    resolved, built = prepared.resolved, prepared.built
+    row = ncu.profile_rows(prepared.job(RunMode(verify=False)))[-1]
     return profile.analyse(row, spec.name, resolved.sizes, arch=built.arch, spec_flops=resolved.flops,
                            spec_bytes=resolved.bytes)
 
@@ -68,19 +70,18 @@ def test_profile_cli_compares_and_plots(tmp_path, capsys):
     assert sorted(p.name for p in reports.iterdir()) == ["naive_matmul.ncu-rep", "tiled_matmul.ncu-rep"]
 
 
-def test_no_kernel_matched_is_said(tmp_path):
-    spec = catalog.load("vector_add")
-    job = launch.make_job(spec, build.build(spec), {"N": 1000})
+def test_no_kernel_matched_is_said(monkeypatch):
+    job = pipeline.prepare(catalog.load("vector_add"), {"N": 1000}).job(RunMode(verify=False))
+    monkeypatch.setattr(ncu, "nvtx_filter", lambda name: "kprof@not_the_range/")
     with pytest.raises(NcuError) as info:
-        profile.profile_kernel(job, "not_the_range")
+        ncu.profile_rows(job)
     assert info.value.reason == "no-match" and "profiled no kernel" in str(info.value)
 
 
 def test_faulting_kernel_under_ncu(data_dir):
     from kprof import spec as spec_mod
 
-    spec = spec_mod.load(data_dir / "kernels" / "fault.yaml")
-    job = launch.make_job(spec, build.build(spec), spec.preset())
+    job = pipeline.prepare(spec_mod.load(data_dir / "kernels" / "fault.yaml")).job(RunMode(verify=False))
     with pytest.raises(NcuError) as info:
-        profile.profile_kernel(job, spec.name, timeout=120)
+        ncu.profile_rows(job, timeout=120)
     assert info.value.reason in ("target", "tool")

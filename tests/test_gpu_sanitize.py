@@ -5,11 +5,13 @@ import json
 
 import pytest
 
-from kprof import build, cases, catalog, cli, launch, sanitize
+from kprof import cases, catalog, cli, pipeline, sanitize
+from kprof.job import RunMode
 
 pytestmark = pytest.mark.gpu
 
-CORPUS = cases.load_all()
+CORPUS = cases.load_all(catalog.group("case"))
+SCRUB = pipeline.scrubber(None)[0]
 # The values detector's shared-memory scrub must not be overwritten by another worker's kernel.
 CASES = [pytest.param(c, marks=pytest.mark.gpu_alone) if c.expect.tool == "values" else c for c in CORPUS]
 
@@ -23,7 +25,8 @@ def _describe(result):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_seeded_bug_is_caught_and_twin_is_clean(case):
-    result = cases.run_case(case)
+    bug, twin = pipeline.case_jobs(case, None)
+    result = cases.run_case(case, bug, twin, scrub_cubin=SCRUB)
     detail = json.dumps(_describe(result), indent=1, default=str)
     if case.expect.caught:
         assert result.caught, f"{case.name}: expected {case.expect.tool} {case.expect.kind} at line {case.expect.line}\n{detail}"
@@ -36,9 +39,8 @@ LADDER = [e.name for e in catalog.entries() if e.group == "kernel"]
 @pytest.mark.parametrize("name", LADDER)
 @pytest.mark.parametrize("tool", sanitize.ALL_TOOLS)
 def test_ladder_kernel_is_clean(name, tool):
-    spec = catalog.load(name)
-    job = launch.make_job(spec, build.build(spec), spec.preset("sanitize"), preset="sanitize")
-    (result,) = sanitize.run_all(job, [tool])
+    job = pipeline.prepare(catalog.load(name), preset="sanitize").job(RunMode(verify=False))
+    (result,) = sanitize.run_all(job, [tool], scrub_cubin=SCRUB)
     assert result.status == "clean", json.dumps({"status": result.status, "message": result.message,
                                                  "findings": [f.to_dict() for f in result.findings],
                                                  "log": result.log[-3000:]}, indent=1, default=str)
@@ -62,10 +64,9 @@ def test_cli_names_line_and_buffer_of_missing_bounds_check(capsys):
 def test_overflow_into_neighbour_needs_padding():
     """memcheck's blind spot, and kprof's default that closes it."""
     case = next(c for c in CORPUS if c.name == "neighbour_overflow")
-    spec = case.spec
-    job = launch.make_job(spec, build.build(spec), spec.preset("sanitize"), preset="sanitize")
-    (plain,) = sanitize.run_all(job, ["memcheck"], padding=0)
-    (padded,) = sanitize.run_all(job, ["memcheck"])
+    job = pipeline.prepare(case.spec, preset="sanitize").job(RunMode(verify=False))
+    (plain,) = sanitize.run_all(job, ["memcheck"], scrub_cubin=None, padding=0)
+    (padded,) = sanitize.run_all(job, ["memcheck"], scrub_cubin=None)
     assert plain.status == "clean", "without padding the write lands in the neighbour and memcheck is silent"
     assert any(cases.matches(case, f) for f in padded.findings)
 
@@ -74,7 +75,7 @@ def test_hanging_target_times_out_and_other_tools_still_run(data_dir):
     from kprof import spec as spec_mod
 
     spec = spec_mod.load(data_dir / "kernels" / "hang.yaml")
-    job = launch.make_job(spec, build.build(spec), spec.preset(), preset="sanitize")
-    results = sanitize.run_all(job, ["memcheck", "synccheck"], timeout=15)
+    job = pipeline.prepare(spec).job(RunMode(verify=False))
+    results = sanitize.run_all(job, ["memcheck", "synccheck"], scrub_cubin=None, timeout=15)
     assert [r.status for r in results] == ["timeout", "timeout"]
     assert "did not finish within 15 s" in results[0].message

@@ -6,7 +6,10 @@ import json
 
 import pytest
 
-from kprof import ncu, occupancy, perfcases, profile
+import perfcases
+from helpers import job_for
+
+from kprof import ncu, occupancy, profile
 from kprof.errors import UsageError
 
 
@@ -240,12 +243,10 @@ print(open({csv!r}).read())
 
 
 @pytest.mark.parametrize("mode", ["ok", "unknown", "nomatch"])
-def test_profile_kernel_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
-    """profile_kernel without a GPU: a stand-in ncu prints output recorded on the H200."""
+def test_profile_rows_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
+    """ncu.profile_rows without a GPU: a stand-in ncu prints output recorded on the H200."""
     import sys
-    from types import SimpleNamespace
-
-    from kprof import catalog, launch
+    from kprof import catalog
     from kprof.ncu import NcuError
 
     exe = tmp_path / "ncu"
@@ -255,14 +256,14 @@ def test_profile_kernel_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode
     exe.chmod(0o755)
     monkeypatch.setenv("KPROF_NCU", str(exe))
     spec = catalog.load("tiled_matmul")
-    job = launch.make_job(spec, SimpleNamespace(cubin=tmp_path / "k.cubin"), {"M": 1024, "N": 1024, "K": 1024})
+    job = job_for(spec, tmp_path / "k.cubin", {"M": 1024, "N": 1024, "K": 1024})
     extra = ("sm__bogus.sum",) if mode == "unknown" else ()
     if mode == "nomatch":
         with pytest.raises(NcuError) as info:
-            profile.profile_kernel(job, "tiled_matmul", extra_metrics=extra)
+            ncu.profile_rows(job, extra_metrics=extra)
         assert info.value.reason == "no-match"
         return
-    row = profile.profile_kernel(job, "tiled_matmul", extra_metrics=extra)
+    row = ncu.profile_rows(job, extra_metrics=extra)[-1]
     assert row["gpu__time_duration.sum"].value == 251520.0
 
 

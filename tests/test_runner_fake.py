@@ -15,8 +15,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from kprof import build, catalog, launch, runner
+from helpers import job_for as typed_job
+
+from kprof import build, catalog, runner
+from kprof import job as job_mod
 from kprof.device import DeviceInfo
+from kprof.job import RunMode, StopRuleSpec, TimingMode, ValuesMode
 
 
 class FakeDevice:
@@ -162,34 +166,43 @@ FakeDevice.emulations = {"vector_add": _vector_add, "reduce_sum": _reduce_sum, "
 def fake(monkeypatch, tmp_path):
     import kprof.device
 
+    import kprof.workspace
+
     monkeypatch.setattr(kprof.device, "Device", FakeDevice)
-    monkeypatch.setattr(runner, "_nvtx", lambda: None)
+    monkeypatch.setattr(kprof.workspace, "nvtx_module", lambda: None)
     return tmp_path
 
 
 def run_job(tmp_path, job) -> dict:
     job_path, result_path = tmp_path / "job.json", tmp_path / "result.json"
-    job_path.write_text(json.dumps(job))
+    job_path.write_text(job.to_json())  # through JSON, as the parent hands it over
     runner.main([str(job_path), str(result_path)])
     return json.loads(result_path.read_text())
 
 
-def fake_built():
+def fake_cubin():
     cubin = build.cache_dir() / "fake.cubin"  # read by the runner, ignored by the fake device
     cubin.parent.mkdir(parents=True, exist_ok=True)
     cubin.write_bytes(b"not a cubin")
-    return SimpleNamespace(cubin=cubin)
+    return cubin
 
 
-def job_for(name, sizes, **extra):
-    job = launch.make_job(catalog.load(name), fake_built(), sizes)
-    job.update(extra)
-    return job
+def job_for(name_or_spec, sizes=None, mode=None, **kw):
+    spec = catalog.load(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
+    return typed_job(spec, fake_cubin(), sizes, mode=mode, **kw)
+
+
+RULE = StopRuleSpec(rel_stdev=0.5, min_samples=3, min_time=0.0, max_time=5.0)
+
+
+def timing(mode, **kw):
+    cubin = str(fake_cubin())
+    return TimingMode(mode, RULE, spin_cubin=cubin, flush_cubin=cubin, **{"warmup": 0.0, **kw})
 
 
 @pytest.mark.parametrize("name, sizes", [("vector_add", {"N": 1000}), ("reduce_sum", {"N": 4097})])
 def test_run_verifies_and_times(fake, name, sizes):
-    data = run_job(fake, job_for(name, sizes, time=True))
+    data = run_job(fake, job_for(name, sizes, RunMode(time=True)))
     assert data["status"] == "ok", data.get("error")
     assert data["checks"][0]["ok"] and data["time_ms"] == 0.25
     assert [a["name"] for a in data["allocations"]] == [b.arg.name for b in catalog.load(name).resolve(sizes).buffers]
@@ -202,20 +215,17 @@ def test_a_kernel_that_writes_nothing_fails_on_poison(fake, monkeypatch):
 
 
 def test_values_detector_runs_all_its_launches(fake, monkeypatch):
-    data = run_job(fake, job_for("vector_add", {"N": 100}, values={"repeats": 5}, verify=False))
+    data = run_job(fake, job_for("vector_add", {"N": 100}, ValuesMode(repeats=5)))
     assert data["status"] == "ok" and data["findings"] == []
     monkeypatch.setitem(FakeDevice.emulations, "vector_add", None)
-    data = run_job(fake, job_for("vector_add", {"N": 100}, values={"repeats": 5}, verify=False))
+    data = run_job(fake, job_for("vector_add", {"N": 100}, ValuesMode(repeats=5)))
     assert [f["kind"] for f in data["findings"]] == ["unwritten-output"]
 
 
 @pytest.mark.parametrize("mode", ["cold", "warm", "hot"])
 def test_bench_loop_in_every_mode(fake, mode):
-    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
-    bench_cfg = {"mode": mode, "rule": rule, "warmup": 0.0, "baseline": None, "batch": 4 if mode == "hot" else None,
-                 "spin_cubin": job_for("vector_add", {})["cubin"], "flush_cubin": job_for("vector_add", {})["cubin"],
-                 "timer": "events"}
-    data = run_job(fake, job_for("vector_add", {"N": 256}, bench=bench_cfg))
+    cfg = timing(mode, batch=4 if mode == "hot" else None, timer="events")
+    data = run_job(fake, job_for("vector_add", {"N": 256}, cfg))
     assert data["status"] == "ok", data.get("error")
     assert data["timer"] == "events" and data["event_samples"] == data["samples"]
     assert data["stop"] == "noise" and len(data["samples"]) >= 3
@@ -226,9 +236,7 @@ def test_bench_loop_in_every_mode(fake, mode):
 
 def test_bench_never_times_a_wrong_kernel(fake, monkeypatch):
     monkeypatch.setitem(FakeDevice.emulations, "vector_add", None)
-    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
-    data = run_job(fake, job_for("vector_add", {"N": 64}, bench={"mode": "cold", "rule": rule, "baseline": None,
-                                                                   "spin_cubin": "x", "flush_cubin": "x"}))
+    data = run_job(fake, job_for("vector_add", {"N": 64}, timing("cold")))
     assert data["status"] == "failed" and "samples" not in data
 
 
@@ -241,7 +249,7 @@ def test_bfloat16_inputs_and_scalars(fake, data_dir):
     from kprof import spec as spec_mod
 
     spec = spec_mod.load(data_dir / "kernels" / "scale_bf16.yaml")
-    data = run_job(fake, launch.make_job(spec, fake_built(), spec.preset()))
+    data = run_job(fake, job_for(spec))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
     assert data["checks"][0]["rel_err"] == 0.0
 
@@ -250,7 +258,7 @@ def test_steps_launch_in_order_with_their_own_arguments(fake, data_dir, tmp_path
     from kprof import spec as spec_mod
 
     spec = spec_mod.load(data_dir / "kernels" / "two_steps.yaml")
-    data = run_job(fake, launch.make_job(spec, fake_built(), spec.preset()))
+    data = run_job(fake, job_for(spec))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
     assert [s["entry"] for s in data["steps"]] == ["twice", "plus_one"]
     assert data["steps"][0]["block"] == [128, 1, 1] and data["steps"][1]["block"] == [256, 1, 1]
@@ -264,7 +272,7 @@ def test_steps_launch_in_order_with_their_own_arguments(fake, data_dir, tmp_path
     shutil.copy(data_dir / "kernels" / "two_steps.cu", tmp_path / "two_steps.cu")
     (tmp_path / "two_steps.yaml").write_text(yaml.safe_dump(text))
     reversed_spec = spec_mod.load(tmp_path / "two_steps.yaml")
-    data = run_job(fake, launch.make_job(reversed_spec, fake_built(), reversed_spec.preset()))
+    data = run_job(fake, job_for(reversed_spec))
     assert data["status"] == "failed" and data["checks"][0]["nonfinite"] == 1000
 
 
@@ -329,11 +337,7 @@ def fake_cupti(fake, monkeypatch):
 
 @pytest.mark.parametrize("mode", ["cold", "warm", "hot"])
 def test_bench_reads_kernel_timestamps_when_cupti_works(fake_cupti, mode):
-    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
-    cubin = job_for("vector_add", {})["cubin"]
-    bench_cfg = {"mode": mode, "rule": rule, "warmup": 0.0, "baseline": None, "batch": 4 if mode == "hot" else None,
-                 "spin_cubin": cubin, "flush_cubin": cubin}
-    data = run_job(fake_cupti, job_for("vector_add", {"N": 256}, bench=bench_cfg))
+    data = run_job(fake_cupti, job_for("vector_add", {"N": 256}, timing(mode, batch=4 if mode == "hot" else None)))
     assert data["status"] == "ok", data.get("error")
     assert data["timer"] == "cupti" and "timer_note" not in data
     # The kernel's own 2 us, never the helpers' time or the events' 0.25 ms.
@@ -345,11 +349,37 @@ def test_bench_falls_back_to_events_and_says_why(fake, monkeypatch):
     from kprof import cupti_timer
 
     monkeypatch.setattr(cupti_timer, "unavailable", lambda: "cupti-python is not installed")
-    rule = {"rel_stdev": 0.5, "min_samples": 3, "min_time": 0.0, "max_time": 5.0}
-    cubin = job_for("vector_add", {})["cubin"]
-    cfg = {"mode": "warm", "rule": rule, "warmup": 0.0, "baseline": None, "spin_cubin": cubin, "flush_cubin": cubin}
-    data = run_job(fake, job_for("vector_add", {"N": 256}, bench=dict(cfg, timer="auto")))
+    data = run_job(fake, job_for("vector_add", {"N": 256}, timing("warm", timer="auto")))
     assert data["status"] == "ok" and data["timer"] == "events"
     assert data["timer_note"] == "cupti-python is not installed"
-    data = run_job(fake, job_for("vector_add", {"N": 256}, bench=dict(cfg, timer="cupti")))
+    data = run_job(fake, job_for("vector_add", {"N": 256}, timing("warm", timer="cupti")))
     assert data["status"] == "error" and "--timer cupti: cupti-python is not installed" in data["error"]["message"]
+
+
+def test_job_round_trips_through_json():
+    job = job_for("rmsnorm_onepass", {"R": 3}, timing("hot", batch=7), params={"PER": "4"}, seed=5)
+    again = job_mod.from_json(job.to_json())
+    assert again == job and again.kind == "timing" and again.target.seed == 5
+
+
+@pytest.mark.parametrize("text, message", [
+    ("not json", "not JSON"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 2"),
+    ('{"version": 2, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 2, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+])
+def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
+    (tmp_path / "job.json").write_text(text)
+    assert runner.main([str(tmp_path / "job.json"), str(tmp_path / "result.json")]) == 3
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["status"] == "error" and data["error"]["type"] == "JobError" and message in data["error"]["message"]
+    assert "traceback" not in data["error"]
+
+
+def test_the_child_never_reads_the_spec(fake, tmp_path, monkeypatch):
+    """The job carries everything the child needs: it never loads a spec."""
+    from kprof import spec as spec_mod
+
+    job = job_for("vector_add", {"N": 100}, RunMode())
+    monkeypatch.setattr(spec_mod, "load", lambda *a, **k: pytest.fail("the runner loaded a spec"))
+    assert run_job(fake, job)["status"] == "ok"

@@ -4,7 +4,7 @@ import copy
 import pytest
 import yaml
 
-from kprof import catalog, spec as spec_mod
+from kprof import catalog, sweep, spec as spec_mod
 from kprof.errors import SpecError, UsageError
 
 BASE = {
@@ -180,13 +180,13 @@ def test_derived_dimension_below_one_is_refused(tmp_path):
     [(["M=127"], {"M": 127}), (["M=2**10", "N=3"], {"M": 1024, "N": 3})],
 )
 def test_parse_size_overrides(items, expected):
-    assert spec_mod.parse_size_overrides(items) == expected
+    assert sweep.parse(items, "size").single_sizes("run") == expected
 
 
 @pytest.mark.parametrize("item", ["M", "=3", "M=", "M=abc", "M=1.5", "M=__import__('os')"])
 def test_parse_size_overrides_refuses(item):
     with pytest.raises(UsageError, match="--size"):
-        spec_mod.parse_size_overrides([item])
+        sweep.parse([item], "size").single_sizes("run")
 
 
 def test_catalog_find_by_path_and_unknown(tmp_path):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from kprof import spec as spec_mod, values, verify
+from kprof.job import target_of
 
 
 @pytest.fixture
@@ -32,7 +33,8 @@ def runs_for(kernel, outputs):
 def analyse(kernel, outputs):
     spec, resolved = kernel
     x = np.arange(8, dtype=np.float64)
-    return values.analyse(spec, resolved, runs_for(kernel, outputs), {"y": 2 * x})
+    target = target_of(resolved, "k.cubin")
+    return values.analyse(target, runs_for(kernel, outputs), {"y": 2 * x})
 
 
 def good(y, alt):

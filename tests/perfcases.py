@@ -1,4 +1,4 @@
-"""Seeded performance bugs (``perf_cases/``): each kernel beside a twin without the problem, and
+"""The test suite's reader of the seeded performance bugs (``perf_cases/``): each kernel beside a twin without the problem, and
 the profiler metric that must show it. ``expect: {metric: FIELD, higher_than_twin: F}`` (or
 ``lower_than_twin``) says the bug's value of a :class:`~kprof.profile.KernelProfile` field must be
 at least F times the twin's (or at most 1/F of it).
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from kprof import catalog, spec as spec_mod
+from kprof import catalog
+from kprof import spec as spec_mod
 from kprof.errors import SpecError
+from kprof.profile import KernelProfile
 
-_FIELDS = {f.name for f in fields(__import__("kprof.profile", fromlist=["KernelProfile"]).KernelProfile)}
+_FIELDS = {f.name for f in fields(KernelProfile)}
 
 
 @dataclass(frozen=True)
@@ -55,4 +57,4 @@ def load_perf_case(spec: spec_mod.KernelSpec) -> PerfCase:
 
 
 def load_all() -> list[PerfCase]:
-    return [load_perf_case(spec_mod.load(e.path)) for e in catalog.entries() if e.group == "perf"]
+    return [load_perf_case(spec) for spec in catalog.group("perf")]

@@ -1,0 +1,191 @@
+"""The typed handoff from the parent to the child runner: a :class:`Job` is what the child must do.
+
+The parent builds a job once, from the resolved spec (:class:`~kprof.spec.Resolved`, every size,
+shape, launch dimension and scalar already a number) and the build result (the cubin). The child
+(``python -m kprof.runner JOB.json RESULT.json``) reads nothing else: it never loads the spec,
+never applies ``--param`` and never builds. A job is one :class:`Target` (what to load, allocate
+and launch, and how to check it) and one mode:
+
+- :class:`RunMode`: launch (optionally several times), verify, optionally time one launch; what
+  ``kprof run``, compute-sanitizer and ncu wrap;
+- :class:`ValuesMode`: kprof's values detector (repeated runs under two poison patterns);
+- :class:`TimingMode`: ``kprof bench``'s timing loop, of the kernel or of a library routine on the
+  kernel's buffers.
+
+Jobs travel as JSON with a version the child checks, so a parent and a child from different kprof
+versions fail with one clear line instead of a ``KeyError`` deep in the child.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Union
+
+from kprof.errors import KprofError
+from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
+
+JOB_VERSION = 2
+TIMING_MODES = ("cold", "warm", "hot")
+TIMERS = ("auto", "cupti", "events")
+
+
+class JobError(KprofError):
+    """A job file the child cannot take: unreadable, or written by another kprof version."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A built kernel at concrete sizes: what the child loads, allocates, launches and checks."""
+
+    name: str  # the report's name and the NVTX range (a sanitizer case's twin is NAME_fixed)
+    entry: str  # the spec's main kernel: its registers are reported, values findings name it
+    source: str  # the .cu file (values findings point at it)
+    cubin: str
+    sizes: dict[str, int]
+    buffers: tuple[ResolvedBuffer, ...]
+    scalars: tuple[tuple[ScalarArg, int | float], ...]
+    steps: tuple[ResolvedStep, ...]  # every launch in order; entry "cublas_sgemm" is a library step
+    reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
+    rtol: float
+    seed: int = 0
+    device: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(b.nbytes for b in self.buffers)
+
+    def size_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.sizes.items())
+
+
+@dataclass(frozen=True)
+class RunMode:
+    """Upload, launch ``repeat`` times inside the NVTX range, synchronise, verify, time one launch.
+
+    ``poison`` False leaves out and scratch buffers as ``cuMemAlloc`` gave them, so initcheck can
+    see a read of memory nothing wrote (poison would count as initialised)."""
+
+    verify: bool = True
+    time: bool = False
+    repeat: int = 1
+    poison: bool = True
+
+
+@dataclass(frozen=True)
+class ValuesMode:
+    """The values detector: ``repeats`` runs (at least 3) under poison patterns A, B, A, ...; the
+    scrubber fills shared memory before each run (None: not available, said in the report)."""
+
+    repeats: int = 5
+    scrub_cubin: str | None = None
+
+
+@dataclass(frozen=True)
+class StopRuleSpec:
+    rel_stdev: float
+    min_samples: int
+    min_time: float
+    max_time: float
+
+
+@dataclass(frozen=True)
+class TimingMode:
+    """``kprof bench``'s loop: verify once, warm up, then sample until the stop rule says enough."""
+
+    mode: str  # cold (L2 flushed before each launch), warm, or hot (a replayed CUDA graph)
+    rule: StopRuleSpec
+    spin_cubin: str  # kprof_spin: holds the stream until the timed launch is queued
+    flush_cubin: str  # kprof_flush: evicts L2 before a cold launch
+    timer: str = "auto"  # auto, cupti or events
+    warmup: float = 0.2  # seconds
+    batch: int | None = None  # hot mode: launches per graph (None: about 2 ms worth)
+    library: str | None = None  # time this library routine (cublas_sgemm) on the target's buffers instead
+    cupti_hw_trace: bool = False
+
+
+def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0) -> Target:
+    """The target for a resolved spec (parameters and twin already applied) and its built cubin."""
+    spec = resolved.spec
+    return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
+                  sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
+                  steps=resolved.steps, reference=spec.reference, rtol=spec.rtol, seed=seed, device=device)
+
+
+Mode = Union[RunMode, ValuesMode, TimingMode]
+_MODES: dict[str, type[RunMode] | type[ValuesMode] | type[TimingMode]] = {
+    "run": RunMode, "values": ValuesMode, "timing": TimingMode,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Job:
+    target: Target
+    mode: Mode
+
+    @property
+    def kind(self) -> str:
+        return next(k for k, cls in _MODES.items() if isinstance(self.mode, cls))
+
+    def to_json(self) -> str:
+        return json.dumps({"version": JOB_VERSION, "kind": self.kind, "target": _target_dict(self.target),
+                           "mode": asdict(self.mode)}, default=str)
+
+
+def from_json(text: str) -> Job:
+    """The job in ``text``, or a :class:`JobError` that says what is wrong with it."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise JobError(f"the job file is not JSON ({exc})") from None
+    version = data.get("version") if isinstance(data, dict) else None
+    if version != JOB_VERSION:
+        raise JobError(f"the job file has version {version!r} but this runner reads version {JOB_VERSION}: "
+                       "the parent and the child come from different kprof versions")
+    try:
+        mode_cls = _MODES[data["kind"]]
+        raw_mode = dict(data["mode"])
+        if mode_cls is TimingMode:
+            raw_mode["rule"] = StopRuleSpec(**raw_mode["rule"])
+        return Job(_target_from(data["target"]), mode_cls(**raw_mode))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise JobError(f"the job file is malformed: {type(exc).__name__}: {exc}") from None
+
+
+def _target_dict(t: Target) -> dict[str, Any]:
+    return {
+        "name": t.name, "entry": t.entry, "source": t.source, "cubin": t.cubin, "sizes": t.sizes,
+        "buffers": [{"name": b.arg.name, "dtype": b.arg.dtype, "shape": list(b.shape), "exprs": list(b.arg.shape),
+                     "role": b.arg.role, "fill": b.arg.fill.kind, "fill_params": list(b.arg.fill.params)}
+                    for b in t.buffers],
+        "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v} for a, v in t.scalars],
+        "steps": [asdict(s) for s in t.steps],
+        "reference": [list(r) for r in t.reference],
+        "rtol": t.rtol, "seed": t.seed, "device": t.device,
+    }  # fmt: skip
+
+
+def _target_from(d: dict[str, Any]) -> Target:
+    buffers = tuple(
+        ResolvedBuffer(BufferArg(b["name"], b["dtype"], tuple(b["exprs"]), b["role"],
+                                 Fill(b["fill"], tuple(float(p) for p in b["fill_params"]))),
+                       tuple(int(n) for n in b["shape"]))
+        for b in d["buffers"]
+    )  # fmt: skip
+    scalars = tuple((ScalarArg(s["name"], s["dtype"], s["expr"]), s["value"]) for s in d["scalars"])
+    steps = tuple(
+        ResolvedStep(s["entry"], tuple(s["args"]), _dim3(s["grid"]), _dim3(s["block"]), int(s["shared_mem"]))
+        for s in d["steps"]
+    )  # fmt: skip
+    return Target(
+        name=d["name"], entry=d["entry"], source=d["source"], cubin=d["cubin"],
+        sizes={str(k): int(v) for k, v in d["sizes"].items()}, buffers=buffers, scalars=scalars, steps=steps,
+        reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=float(d["rtol"]),
+        seed=int(d["seed"]), device=int(d["device"]),
+    )  # fmt: skip
+
+
+def _dim3(values: list[int]) -> tuple[int, int, int]:
+    x, y, z = (int(v) for v in values)
+    return (x, y, z)

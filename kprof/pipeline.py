@@ -1,0 +1,150 @@
+"""The command layer's shared steps: names -> specs -> resolved -> built -> typed jobs.
+
+Only the command layer (:mod:`kprof.commands` and this module) looks kernels up in the catalog and
+builds them. Everything below it (sanitize, values, cases, ncu, bench) receives what is made here:
+a :class:`Prepared` (the resolved spec and its build result) and :class:`~kprof.job.Job` objects,
+so no stage calls back upstream. ``--param`` is applied once, to the spec, before it is built and
+resolved, so the cubin and the launch always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kprof import bench, build, catalog, telemetry
+from kprof.build import BuildResult
+from kprof.cases import Case
+from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
+from kprof.job import Job, RunMode, StopRuleSpec, TimingMode, target_of
+from kprof.spec import BASELINES, KernelSpec, Resolved
+from kprof.sweep import Sweep
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A spec at concrete sizes (and parameters), with its cubin."""
+
+    resolved: Resolved
+    built: BuildResult
+
+    @property
+    def spec(self) -> KernelSpec:
+        return self.resolved.spec
+
+    def job(self, mode: RunMode | TimingMode, *, seed: int = 0) -> Job:
+        return Job(target_of(self.resolved, self.built.cubin, seed=seed), mode)
+
+
+def resolve(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
+            preset: str = "default") -> Resolved:
+    """Parameters applied to the spec, then every size concrete: bad sizes are refused before any build."""
+    return spec.with_defines(params or {}).resolve(sizes or {}, preset=preset)
+
+
+def built(resolved: Resolved, arch: str | None = None) -> Prepared:
+    """The resolved spec with its cubin (built, or from the cache)."""
+    return Prepared(resolved, build.build(resolved.spec, arch))
+
+
+def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
+            preset: str = "default", arch: str | None = None) -> Prepared:
+    return built(resolve(spec, sizes, params=params, preset=preset), arch)
+
+
+def builtin(name: str, arch: str | None = None) -> BuildResult:
+    """One of kprof's own kernels (``kprof/builtin``): the scrubber, the spin and flush kernels, the peaks."""
+    return build.build(catalog.builtin(name), arch)
+
+
+def scrubber(arch: str | None) -> tuple[str | None, str]:
+    """The values detector's shared-memory scrubber: (cubin, "") or (None, why it could not be built)."""
+    try:
+        return str(builtin("kprof_scrub", arch).cubin), ""
+    except (BuildError, ToolNotFoundError) as exc:
+        return None, str(exc)
+
+
+def timing_mode(mode: str, rule: StopRuleSpec, timer: str, arch: str | None, *,
+                library: str | None = None, cupti_hw_trace: bool = False) -> TimingMode:
+    """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for ``arch``."""
+    return TimingMode(mode=mode, rule=rule, timer=timer, library=library, cupti_hw_trace=cupti_hw_trace,
+                      spin_cubin=str(builtin("kprof_spin", arch).cubin),
+                      flush_cubin=str(builtin("kprof_flush", arch).cubin))
+
+
+def baseline_spec(spec: KernelSpec, baseline: str | None, option: str) -> KernelSpec | None:
+    """The spec a baseline names (None for a library routine or no baseline), checked against ``spec``."""
+    if not baseline or baseline in BASELINES:
+        return None
+    where = f"--baseline {baseline!r}" if baseline == option else f"{spec.name}: baseline {baseline!r}"
+    try:
+        other = catalog.load(baseline)
+    except KprofError:
+        raise UsageError(f"{where}: not a kernel spec kprof can find; use auto, none, "
+                         f"{', '.join(BASELINES)} or a name from kprof list") from None
+    bench.check_baseline_spec(spec, other)
+    return other
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One point of a sweep before it is built: the spec, its sizes and parameters, its baseline."""
+
+    spec: KernelSpec
+    sizes: dict[str, int]
+    params: dict[str, str]
+    baseline: str | None
+    baseline_spec: KernelSpec | None
+
+
+def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: str) -> list[BenchPoint]:
+    """Every point of every kernel, every name, size, parameter and baseline checked before anything runs.
+    With several kernels, each takes the swept names it has (a matmul's M,N,K; vector_add's N)."""
+    from kprof import sweep
+
+    out = []
+    for spec in specs:
+        own_sizes = sizes if len(specs) == 1 else sizes.only(spec.size_names)
+        own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
+        baseline = bench.baseline_for(spec, option)
+        other = baseline_spec(spec, baseline, option)
+        for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
+            resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
+            out.append(BenchPoint(spec, s, p, baseline, other))
+    return out
+
+
+def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
+    """Build the point's kernel (and baseline spec) and make their timing jobs."""
+    kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)
+    baseline_job = None
+    if point.baseline in BASELINES:  # a library routine on the kernel's own buffers
+        baseline_job = kernel.job(replace(mode, library=point.baseline))
+    elif point.baseline_spec is not None:  # another spec (an unfused version, say) at the same sizes
+        own = {k: v for k, v in kernel.resolved.sizes.items() if k in point.baseline_spec.size_names}
+        baseline_job = prepare(point.baseline_spec, own, arch=arch).job(mode)
+    return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), point.baseline, baseline_job)
+
+
+def case_jobs(case: Case, arch: str | None) -> tuple[Job, Job]:
+    """The sanitize jobs of a case and of its fixed twin, at the case's sanitize sizes."""
+    jobs = []
+    for spec in (case.spec, case.spec.twin_spec()):
+        jobs.append(prepare(spec, preset="sanitize", arch=arch).job(RunMode(verify=False)))
+    return jobs[0], jobs[1]
+
+
+def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
+    """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``."""
+    path = bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
+    if not refresh and (cached := bench.cached_peak(path)) is not None:
+        return cached
+    jobs = []
+    for name, mode, work in (("kprof_copy", "cold", "bytes"), ("kprof_fma", "warm", "flops")):
+        built = builtin(name, arch)
+        resolved = catalog.builtin(name).resolve()
+        amount = resolved.bytes if work == "bytes" else resolved.flops
+        job = Job(target_of(resolved, built.cubin), timing_mode(mode, bench.PEAK_RULE, "auto", arch))
+        jobs.append((job, int(amount or 0)))
+    return bench.save_peak(path, bench.measure_peak(jobs[0], jobs[1]))

@@ -1,0 +1,225 @@
+"""``kprof bench``'s timing loop, in the child: verify once, warm up, then sample until the stop rule.
+
+A sample is one launch held behind a blocking kernel (cold: after an L2 flush; warm: caches as they
+are), or a replayed CUDA graph of many launches (hot). The time of a sample is the kernel's own
+GPU start-to-end from CUPTI's activity records where cupti-python works, else CUDA events around
+the launch; the events' reading is kept as a second series either way. The statistics and the
+stop rule are :mod:`kprof.stats` (pure); this module only measures.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kprof import stats
+from kprof.errors import UsageError
+from kprof.job import TimingMode
+
+if TYPE_CHECKING:
+    from kprof.runner import Result
+    from kprof.workspace import Workspace
+
+
+def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
+    stream = ws.dev.stream()
+    run_once = _routine(ws, mode, stream)
+    # A wrong kernel is never timed.
+    ws.upload()
+    run_once()
+    ws.dev.stream_synchronize(stream)
+    checks = ws.verify(ws.download())
+    result.phase("verified", checks=checks)
+    if not all(ch["ok"] for ch in checks):
+        result.finish("failed")
+        return 1
+    clock = _clock(mode, result)
+    events = _Events(ws, stream)
+    one = _warm_up(run_once, events, mode.warmup)
+    clock = _check_clock(clock, mode, result)
+    sampler = _HotSampler(ws, stream, run_once, events, clock, mode.batch, one) if mode.mode == "hot" else \
+        _SingleSampler(ws, stream, run_once, events, clock, mode)
+    samples = _loop(sampler, mode, ws.target.name)
+    if clock is not None:
+        clock.close()
+    result.phase("timed", samples=samples, event_samples=events.samples, timer="cupti" if clock else "events",
+                 stop=samples.stop, batch=sampler.batch, host_seconds=samples.host_seconds)
+    sampler.close()  # before its kernel's module is unloaded
+    result.finish("ok")
+    return 0
+
+
+def _routine(ws: Workspace, mode: TimingMode, stream: Any) -> Callable[[], None]:
+    """What one launch is: the target's steps, or the library routine on the target's buffers."""
+    if mode.library is None:
+        return lambda: ws.launch(stream)
+    if mode.library != "cublas_sgemm":
+        raise UsageError(f"unknown library routine {mode.library!r}")
+    blas = ws.cublas()
+    blas.set_stream(stream)
+    m, n, k = (ws.target.sizes[d] for d in ("M", "N", "K"))
+    a, b, c = (ws.pointers[x] for x in ("A", "B", "C"))
+    return lambda: blas.sgemm_row_major(a, b, c, m, n, k)
+
+
+def _clock(mode: TimingMode, result: Result) -> Any:
+    """CUPTI's kernel clock, or None (events), saying why when auto falls back."""
+    if mode.timer == "events":
+        return None
+    from kprof import cupti_timer
+
+    why = cupti_timer.unavailable()
+    if why is None:
+        try:
+            clock = cupti_timer.KernelClock(hw_trace=mode.cupti_hw_trace)
+            result.data["cupti_hw_trace"] = clock.hw_trace
+            return clock
+        except Exception as exc:  # noqa: BLE001 - any failure to start tracing means: use events, say why
+            why = f"CUPTI activity tracing could not start: {exc}"
+    if mode.timer == "cupti":
+        raise UsageError(f"--timer cupti: {why}")
+    result.data["timer_note"] = why
+    return None
+
+
+def _check_clock(clock: Any, mode: TimingMode, result: Result) -> Any:
+    """After the warm-up: a clock that saw no kernel record is dropped for events."""
+    from kprof import cupti_timer
+
+    if clock is None or cupti_timer.span_seconds(clock.take()) is not None:
+        return clock
+    clock.close()
+    why = "CUPTI delivered no kernel record for the warm-up launches"
+    if mode.timer == "cupti":
+        raise UsageError(f"--timer cupti: {why}")
+    result.data["timer_note"] = why
+    return None
+
+
+class _Events:
+    """A start and an end event on the stream; every reading is kept as the events' series."""
+
+    def __init__(self, ws: Workspace, stream: Any) -> None:
+        self.dev, self.stream = ws.dev, stream
+        self.start, self.end = ws.dev.event(), ws.dev.event()
+        self.samples: list[float] = []
+
+    def around(self, body: Callable[[], None]) -> float:
+        self.dev.record(self.start, self.stream)
+        body()
+        self.dev.record(self.end, self.stream)
+        return self.seconds()
+
+    def seconds(self) -> float:
+        return self.dev.elapsed_ms(self.start, self.end) / 1e3
+
+
+def _warm_up(run_once: Callable[[], None], events: _Events, seconds: float) -> float:
+    """Warm-up by time: clocks ramp up, caches and the instruction cache fill, lazy loading is done."""
+    t0 = time.perf_counter()
+    one = events.around(run_once)
+    while time.perf_counter() - t0 < seconds:
+        one = events.around(run_once)
+    return one
+
+
+class _HotSampler:
+    """A graph of ``batch`` launches replayed, so launch overhead is paid once per graph. CUPTI gives
+    each kernel's own duration inside the replay; events give throughput per launch, where
+    back-to-back kernels also overlap their ramp-up and drain."""
+
+    def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events, clock: Any,
+                 batch: int | None, one: float) -> None:
+        self.ws, self.stream, self.events, self.clock = ws, stream, events, clock
+        self.batch = int(batch or max(1, min(10_000, int(2e-3 / max(one, 1e-7)))))
+        self.graph = ws.dev.capture(stream, lambda: [run_once() for _ in range(self.batch)])
+
+    def sample(self) -> float:
+        from kprof import cupti_timer
+
+        seconds = self.events.around(lambda: self.ws.dev.graph_launch(self.graph, self.stream)) / self.batch
+        self.events.samples.append(seconds)
+        if self.clock is None:
+            return seconds
+        busy = cupti_timer.busy_seconds_per_launch(self.clock.take(), self.batch)
+        if busy is None:
+            raise RuntimeError("CUPTI delivered no kernel record for a graph replay")
+        return busy
+
+    def close(self) -> None:
+        self.ws.dev.graph_destroy(self.graph)
+
+
+class _SingleSampler:
+    """One launch at a time, as ncu times it. A blocking kernel holds the stream until the start
+    event, the kernel and the end event are all queued, so no host gap is timed. Cold: first read a
+    buffer twice the L2's size, so the kernel finds none of its data in L2."""
+
+    batch = 1
+
+    def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events, clock: Any,
+                 mode: TimingMode) -> None:
+        dev, info = ws.dev, ws.info
+        self.dev, self.stream, self.run_once, self.events, self.clock = dev, stream, run_once, events, clock
+        self.flag, self.flag_dev = dev.host_flag()
+        self.spin = dev.function(dev.load_module(Path(mode.spin_cubin).read_bytes()), "kprof_spin")
+        self.flush: tuple[Any, tuple[int, int, int], list[tuple[str, int]]] | None = None
+        if mode.mode == "cold":
+            flush_fn = dev.function(dev.load_module(Path(mode.flush_cubin).read_bytes()), "kprof_flush")
+            words4 = 2 * info.l2_bytes // 16
+            flush_buf, sink = dev.alloc(words4 * 16), dev.alloc(4)
+            dev.memset32(flush_buf, 0, words4 * 4)
+            self.flush = (flush_fn, (info.sm_count * 4, 1, 1), [("ptr", flush_buf), ("int64", words4), ("ptr", sink)])
+
+    def sample(self) -> float:
+        from kprof import cupti_timer
+
+        self.flag.value = 0
+        if self.flush is not None:
+            fn, grid, args = self.flush
+            self.dev.launch(fn, grid, (512, 1, 1), 0, args, stream=self.stream)
+        self.dev.launch(self.spin, (1, 1, 1), (1, 1, 1), 0, [("ptr", self.flag_dev), ("int64", 1_000_000)],
+                        stream=self.stream)
+        self.dev.record(self.events.start, self.stream)
+        self.run_once()
+        self.dev.record(self.events.end, self.stream)
+        self.flag.value = 1
+        seconds = self.events.seconds()
+        self.events.samples.append(seconds)
+        if self.clock is None:
+            return seconds
+        span = cupti_timer.span_seconds(self.clock.take())
+        if span is None:
+            raise RuntimeError("CUPTI delivered no kernel record for a timed launch")
+        return span
+
+    def close(self) -> None:
+        pass
+
+
+class Samples(list[float]):
+    """The samples, with the rule that stopped them and the host time they took."""
+
+    stop: str = ""
+    host_seconds: float = 0.0
+
+
+def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) -> Samples:
+    from kprof.workspace import nvtx_module
+
+    rule = stats.StopRule(mode.rule.rel_stdev, mode.rule.min_samples, mode.rule.min_time, mode.rule.max_time)
+    nvtx = nvtx_module()
+    samples = Samples()
+    if nvtx is not None:
+        nvtx.push_range(name, domain="kprof")
+    t0 = time.perf_counter()
+    reason = None
+    while reason is None:
+        samples.append(sampler.sample())
+        reason = rule.check(samples, time.perf_counter() - t0)
+    if nvtx is not None:
+        nvtx.pop_range(domain="kprof")
+    samples.stop, samples.host_seconds = reason, time.perf_counter() - t0
+    return samples

@@ -1,0 +1,67 @@
+"""One tool run's outcome (:class:`ToolResult`) and how a finished child is classified: pure.
+
+Shared by the compute-sanitizer tools (:mod:`kprof.sanitize`) and kprof's own values detector
+(:mod:`kprof.values`), so neither imports the other. :func:`classify` decides what a run means
+from the child's exit, its result file and the findings: clean, findings, a timeout, a target
+that failed with nothing found, or a tool that failed; it is tested on recorded outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kprof import proc
+from kprof.findings import Finding
+
+ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool: str
+    status: str  # clean | findings | timeout | target-error | tool-error
+    findings: list[Finding]
+    seconds: float
+    message: str = ""
+    notes: list[str] = field(default_factory=list)
+    log: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("clean", "findings")
+
+    def summary(self) -> dict[str, Any]:
+        return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
+                "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes}
+
+
+def classify(tool: str, done: proc.Completed, data: dict[str, Any], findings: list[Finding], notes: list[str],
+             timeout: float, have_xml: bool) -> ToolResult:
+    """Decide what one tool run means. Pure: tested with recorded outputs."""
+    log = done.tail(40)
+    phase = data.get("phase", "start")
+    status = data.get("status")
+    if done.timed_out:
+        msg = (f"the target did not finish within {timeout:g} s under {tool} (phase: {phase}); sanitizers slow "
+               "kernels down 20x to 100,000x: use smaller --size values or a longer --timeout")
+        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
+    ran = phase not in ("start", "init", "device") or findings
+    if not ran:
+        err = data.get("error", {})
+        msg = f"the target did not run under {tool}: {err.get('message') or 'no result from the runner'}"
+        return ToolResult(tool, "tool-error", findings, done.seconds, msg, notes, log)
+    if not have_xml and done.returncode not in (0, ERROR_EXITCODE):
+        how = done.signal_name or f"exit code {done.returncode}"
+        return ToolResult(tool, "tool-error", findings, done.seconds,
+                          f"compute-sanitizer {tool} ended with {how} and wrote no report", notes, log)
+    if findings:
+        return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
+    if status == "error":
+        err = data.get("error", {})
+        return ToolResult(tool, "target-error", [], done.seconds,
+                          f"the target failed under {tool} with nothing reported: {err.get('message', '?')}", notes, log)
+    if done.returncode == ERROR_EXITCODE:
+        return ToolResult(tool, "tool-error", [], done.seconds,
+                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
+    return ToolResult(tool, "clean", [], done.seconds, "", notes, log)

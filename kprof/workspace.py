@@ -1,0 +1,201 @@
+"""The child's one object for a target: load, allocate, upload, launch, download and verify.
+
+:class:`Workspace` owns everything the runner's modes share. It makes one plain allocation per
+buffer and records its name, base address and size (a sanitizer report names buffers from that
+record), fills the inputs from the job's seed, poisons the outputs, launches every step of the
+target on a stream, and compares the outputs with the float64 reference. It runs only in the child
+(:mod:`kprof.runner`); the modes (run, values, timing) are small functions over it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kprof import reference, verify
+from kprof.errors import UsageError
+from kprof.job import Target
+from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kprof.device import Device, DeviceInfo
+
+Arrays = dict[str, "np.ndarray[Any, Any]"]
+Phase = Callable[..., None]  # the runner's result.phase(name, **fields)
+
+
+class Workspace:
+    """A loaded target on one device: functions, buffers, inputs, and its launches in order."""
+
+    def __init__(self, target: Target, phase: Phase) -> None:
+        from kprof.device import Device
+
+        self.target = target
+        self.dev: Device = Device(target.device)
+        self.info: DeviceInfo = self.dev.info()
+        phase("device", device=self.info.__dict__)
+        self._closers: list[Callable[[], None]] = []  # library handles, closed before the context
+        self._blas: Any = None
+        self.math_mode: str | None = None  # cuBLAS's math mode, when a step or the timed routine is cuBLAS
+        self._check_memory()
+        self.functions = self._load(phase)
+        self.pointers: dict[str, int] = {}
+        self.inputs: Arrays = {}
+        self._allocate(phase)
+        self.steps = self._plan_steps()
+
+    # -- setup -------------------------------------------------------------------------------
+    def _check_memory(self) -> None:
+        free, _ = self.dev.mem_info()
+        need = self.target.total_bytes
+        if need > free:
+            raise UsageError(f"{self.target.name} at {self.target.size_text()} needs {need / 2**30:.2f} GiB of "
+                             f"device memory but {free / 2**30:.2f} GiB is free: use smaller --size values")
+
+    def _load(self, phase: Phase) -> dict[str, Any]:
+        module = self.dev.load_module(Path(self.target.cubin).read_bytes())
+        funcs: dict[str, Any] = {}
+        for st in self.target.steps:
+            if st.entry == CUBLAS_SGEMM or st.entry in funcs:
+                continue
+            func = funcs[st.entry] = self.dev.function(module, st.entry)
+            if st.shared_mem + self.dev.function_attribute(func, "SHARED_SIZE_BYTES") > 48 * 1024:
+                self.dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
+        steps = self.target.steps
+        extra = {"steps": [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in steps]} if len(steps) > 1 else {}
+        phase("loaded", registers=self.dev.function_attribute(funcs[self.target.entry], "NUM_REGS"), **extra)
+        return funcs
+
+    def _allocate(self, phase: Phase) -> None:
+        import numpy as np
+
+        rng = np.random.default_rng(self.target.seed)
+        allocations = []
+        for buf in self.target.buffers:
+            ptr = self.pointers[buf.arg.name] = self.dev.alloc(buf.nbytes)
+            allocations.append({"name": buf.arg.name, "base": ptr, "nbytes": buf.nbytes, "dtype": buf.arg.dtype,
+                                "shape": list(buf.shape), "role": buf.arg.role})
+            if buf.arg.role in ("in", "inout"):
+                self.inputs[buf.arg.name] = verify.make_input(buf, rng)
+        phase("allocated", allocations=allocations)
+
+    def _plan_steps(self) -> list[Callable[[Any], None]]:
+        """One callable(stream) per launch, in order; arguments packed once."""
+        out: list[Callable[[Any], None]] = []
+        for st in self.target.steps:
+            if st.entry == CUBLAS_SGEMM:
+                out.append(self._sgemm_step(st.args))
+                continue
+            args = [self._packed(name) for name in st.args]
+            func, grid, block, smem = self.functions[st.entry], st.grid, st.block, st.shared_mem
+            out.append(lambda stream, f=func, g=grid, b=block, s=smem, a=args:
+                       self.dev.launch(f, g, b, s, a, stream=stream))
+        return out
+
+    def _packed(self, name: str) -> tuple[str, Any]:
+        if name in self.pointers:
+            return ("ptr", self.pointers[name])
+        arg, value = next((a, v) for a, v in self.target.scalars if a.name == name)
+        if arg.dtype == "float16":
+            import numpy as np
+
+            return (arg.dtype, int(np.float16(value).view(np.uint16)))
+        if arg.dtype == "bfloat16":
+            return (arg.dtype, int(verify.to_bf16(value)))
+        return (arg.dtype, value)
+
+    def scalar(self, name: str) -> int | float:
+        return next(v for a, v in self.target.scalars if a.name == name)
+
+    def cublas(self) -> Any:
+        """cuBLAS in plain FP32 (TF32 off even if the user's environment allows it), closed with the workspace."""
+        from kprof.cublas import MATH_MODE, Cublas
+
+        if self._blas is None:
+            os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+            self._blas = Cublas()
+            self._closers.append(self._blas.close)
+            self.math_mode = MATH_MODE
+        return self._blas
+
+    def _sgemm_step(self, names: tuple[str, ...]) -> Callable[[Any], None]:
+        blas = self.cublas()
+        a, b, c = (self.pointers[n] for n in names[:3])
+        m, n, k = (int(self.scalar(x)) for x in names[3:])
+
+        def step(stream: Any) -> None:
+            blas.set_stream(stream)
+            blas.sgemm_row_major(a, b, c, m, n, k)
+
+        return step
+
+    # -- data --------------------------------------------------------------------------------
+    def upload(self, *, alternate: bool = False, poison: bool = True) -> None:
+        """Inputs as generated; out and scratch buffers poisoned (pattern A, or B with ``alternate``)."""
+        for buf in self.target.buffers:
+            if buf.arg.role in ("in", "inout"):
+                self.dev.upload(self.pointers[buf.arg.name], self.inputs[buf.arg.name])
+            elif poison:
+                self.dev.upload(self.pointers[buf.arg.name], verify.poison(buf, alternate))
+
+    def outputs(self) -> tuple[ResolvedBuffer, ...]:
+        return tuple(b for b in self.target.buffers if b.arg.role in ("out", "inout"))
+
+    def download(self) -> Arrays:
+        import numpy as np
+
+        out: Arrays = {}
+        for buf in self.outputs():
+            got = np.empty(buf.shape, dtype=verify.numpy_dtype(buf.arg.dtype))
+            self.dev.download(self.pointers[buf.arg.name], got)
+            out[buf.arg.name] = got
+        return out
+
+    def expected(self) -> Arrays:
+        """The float64 reference of every output. Only the inputs a reference names are widened."""
+        import numpy as np
+
+        refs = dict(self.target.reference)
+        used = set().union(*(reference.names(e) for e in refs.values())) if refs else set()
+        env: dict[str, Any] = dict(self.target.sizes)
+        env.update({a.name: v for a, v in self.target.scalars})
+        dtypes = {b.arg.name: b.arg.dtype for b in self.target.buffers}
+        env.update({k: verify.decode(dtypes[k], v).astype(np.float64) for k, v in self.inputs.items() if k in used})
+        return {name: reference.evaluate(expr, env) for name, expr in refs.items()}
+
+    def verify(self, got: Arrays) -> list[dict[str, Any]]:
+        """One check per output against the reference (the verdict is :func:`kprof.verify.compare`)."""
+        expected = self.expected()
+        checks = []
+        for buf in self.outputs():
+            sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
+            checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
+                                         expected[buf.arg.name], self.target.rtol, sentinel).to_dict())
+        return checks
+
+    # -- launches ----------------------------------------------------------------------------
+    def launch(self, stream: Any = 0) -> None:
+        for step in self.steps:
+            step(stream)
+
+    def close(self) -> None:
+        """Library handles first (cuBLAS frees its workspace only when destroyed; memcheck's leak
+        check counts what is still allocated when the context goes), then the context."""
+        for close in self._closers:
+            close()
+        self._closers.clear()
+        self.dev.close()
+
+
+def nvtx_module() -> Any:
+    """The nvtx package, or None (reported as ``nvtx: false``; ncu's NVTX filter then matches nothing)."""
+    try:
+        import nvtx
+
+        return nvtx
+    except ImportError:
+        return None

@@ -1,0 +1,16 @@
+"""Helpers the tests share: a typed job for a spec without building it (the cubin is named, not made)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kprof import pipeline
+from kprof.job import Job, RunMode, TimingMode, ValuesMode, target_of
+from kprof.spec import KernelSpec
+
+
+def job_for(spec: KernelSpec, cubin: str | Path, sizes: dict[str, int] | None = None, *,
+            mode: RunMode | ValuesMode | TimingMode | None = None, preset: str = "default",
+            params: dict[str, str] | None = None, seed: int = 0) -> Job:
+    resolved = pipeline.resolve(spec, sizes, params=params, preset=preset)
+    return Job(target_of(resolved, cubin, seed=seed), mode or RunMode())
