@@ -79,7 +79,7 @@ def detect_arch() -> str:
         finally:
             pynvml.nvmlShutdown()
         return f"sm_{major}{minor}"
-    except Exception:  # no NVML, no driver, no GPU: build for the default target
+    except Exception:  # noqa: BLE001 - no NVML, no driver, no GPU: build for the default target
         return DEFAULT_ARCH
 
 

@@ -161,7 +161,8 @@ def _sanitize(sub: Any) -> None:
     p.add_argument("--tool", default="all", help="memcheck, racecheck, initcheck, synccheck, values or all (default)")
     _size_args(p)
     p.add_argument("--memcheck-padding", type=_count(0), default=256, metavar="BYTES",
-                   help="padding after each allocation, so an overflow into a neighbour is caught (default 256; 0 is memcheck's own default)")
+                   help="padding after each allocation, so an overflow into a neighbour is caught "
+                   "(default 256; 0 is memcheck's own default)")
     p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 to FILE")
     p.add_argument("--from-xml", metavar="FILE", help="report a compute-sanitizer --xml --save file instead of running")
     p.add_argument("--allocations", metavar="RESULT.json", help="with --from-xml: the runner's result file, to name buffers")
@@ -197,7 +198,8 @@ def _occupancy(sub: Any) -> None:
     p = sub.add_parser("occupancy", help="theoretical occupancy and its limiter, from the cubin (no GPU needed)")
     p.add_argument("name", metavar="NAME|SPEC")
     p.add_argument("--block", type=_count(1), action="append", default=[], help="block size(s) to report (default: the spec's)")
-    p.add_argument("--dynamic-smem", type=_count(0), default=None, help="dynamic shared memory per block in bytes (default: the spec's)")
+    p.add_argument("--dynamic-smem", type=_count(0), default=None,
+                   help="dynamic shared memory per block in bytes (default: the spec's)")
     _size_args(p)
     _common(p, arch="the GPU's, else sm_90; sm_80, sm_86, sm_89 or sm_90")
 
@@ -227,8 +229,10 @@ def _bench(sub: Any) -> None:
     p.add_argument("--timer", choices=("auto", "cupti", "events"), default="auto",
                    help="cupti: kernel start/end timestamps (needs cupti-python); events: CUDA events; "
                    "auto (default): cupti when it works, else events, saying why")
-    p.add_argument("--rel-stdev", type=_positive, default=0.005, help="stop when the relative stddev is below this (default 0.005)")
-    p.add_argument("--min-time", type=_positive, default=0.5, help="seconds of samples before the noise rule may stop (default 0.5)")
+    p.add_argument("--rel-stdev", type=_positive, default=0.005,
+                   help="stop when the relative stddev is below this (default 0.005)")
+    p.add_argument("--min-time", type=_positive, default=0.5,
+                   help="seconds of samples before the noise rule may stop (default 0.5)")
     p.add_argument("--max-time", type=_positive, default=10.0, help="seconds of samples at most per point (default 10)")
     p.add_argument("--plot", metavar="FILE.png", help="throughput against the swept size or parameter (needs matplotlib)")
     p.add_argument("--no-history", action="store_true", help="do not record the results")

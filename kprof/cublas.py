@@ -24,7 +24,7 @@ class Cublas:
 
             loaded = load_nvidia_dynamic_lib("cublas")
             self.lib = ctypes.CDLL(loaded.abs_path)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to load libcublas is reported as cuBLAS missing
             raise ToolNotFoundError("cuBLAS", f"pip install nvidia-cublas (or install the CUDA toolkit): {exc}") from None
         self.handle = ctypes.c_void_p()
         self._check("cublasCreate_v2", self.lib.cublasCreate_v2(ctypes.byref(self.handle)))

@@ -11,6 +11,7 @@ under compute-sanitizer or ncu (both hold the profiling interface themselves).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 HELPER_PREFIX = "kprof_"  # kprof's own kernels (blocking spin, L2 flush): never part of a sample
 
@@ -32,7 +33,7 @@ def unavailable() -> str | None:
         from cupti import cupti  # noqa: F401
     except ImportError as exc:
         return f"cupti-python is not installed ({exc}); pip install 'kprof[cuda]' or cupti-python"
-    except Exception as exc:  # libcupti missing or the wrong version
+    except Exception as exc:  # noqa: BLE001 - libcupti missing or the wrong version
         return f"CUPTI could not be loaded: {exc}"
     return None
 
@@ -50,13 +51,13 @@ class KernelClock:
             try:
                 cupti.activity_enable_hw_trace(1)
                 self.hw_trace = True
-            except Exception:  # not supported here: software timestamps, as by default
+            except Exception:  # noqa: BLE001 - not supported here: software timestamps, as by default
                 self.hw_trace = False
 
-        def requested():
+        def requested() -> tuple[int, int]:
             return 8 * 1024 * 1024, 0
 
-        def completed(activities) -> None:
+        def completed(activities: Any) -> None:
             for act in activities:
                 if act.kind == cupti.ActivityKind.CONCURRENT_KERNEL:
                     self._records.append(KernelRecord(str(act.name), int(act.start), int(act.end)))
@@ -75,7 +76,7 @@ class KernelClock:
         try:
             self._cupti.activity_disable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
             self._cupti.activity_flush_all(1)
-        except Exception:  # closing never hides the measurement already taken
+        except Exception:  # noqa: BLE001 - closing never hides the measurement already taken
             pass
 
 

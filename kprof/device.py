@@ -18,7 +18,7 @@ from typing import Any
 
 from kprof.errors import CudaError, NoGPUError
 
-_SCALAR_CTYPES = {
+_SCALAR_CTYPES: dict[str, Any] = {
     "float16": ctypes.c_uint16,  # packed by the caller as raw bits
     "bfloat16": ctypes.c_uint16,  # likewise
     "float32": ctypes.c_float,
@@ -32,7 +32,7 @@ _SCALAR_CTYPES = {
 }
 
 
-def _driver():
+def _driver() -> Any:
     from cuda.bindings import driver
 
     return driver
@@ -57,7 +57,7 @@ def _error_string(err: Any) -> str:
         res, text = _driver().cuGetErrorString(err)
         if int(res) == 0 and text:
             return text.decode() if isinstance(text, bytes) else str(text)
-    except Exception:  # the error string is a courtesy; the name is what matters
+    except Exception:  # noqa: BLE001 - the error string is a courtesy; the name is what matters
         pass
     return ""
 
@@ -70,7 +70,7 @@ def init() -> None:
         raise NoGPUError(f"cuda-python is not installed ({exc}): pip install cuda-bindings") from None
     try:
         result = driver.cuInit(0)
-    except Exception as exc:  # cuda-pathfinder's DynamicLibNotFoundError: no libcuda at all
+    except Exception as exc:  # noqa: BLE001 - cuda-pathfinder's DynamicLibNotFoundError: no libcuda at all
         raise NoGPUError(f"no CUDA driver: cuInit -> libcuda not found ({type(exc).__name__})") from None
     err = result[0] if isinstance(result, tuple) else result
     if int(err) != 0:
@@ -205,7 +205,7 @@ class Device:
         Arguments are packed by hand into a ``void*[]`` (ctypes storage kept alive for the
         call), which is what ``cuLaunchKernel`` reads; the driver copies them at launch.
         """
-        storage = [
+        storage: list[Any] = [
             ctypes.c_uint64(value) if dtype == "ptr" else _SCALAR_CTYPES[dtype](value)
             for dtype, value in args
         ]

@@ -77,7 +77,7 @@ def _nvml() -> Check:
         return Check("NVIDIA driver", False, "nvidia-ml-py is not installed", "pip install nvidia-ml-py")
     try:
         pynvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - doctor reports any NVML failure instead of crashing
         return Check(
             "NVIDIA driver", False, f"NVML did not start ({exc})",
             "install the NVIDIA driver on a machine with a GPU; build, list and doctor work without one",

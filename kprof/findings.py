@@ -62,7 +62,7 @@ class Finding:
     indices: tuple[tuple[int, ...], ...] = ()  # values: the first differing indices
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         """What makes two records the same finding."""
         other = (self.other.file, self.other.line, self.other.access) if self.other else None
         return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other)
@@ -89,8 +89,8 @@ class Finding:
 
 def merge(findings: list[Finding]) -> list[Finding]:
     """Fold identical findings into one, keeping the first record's thread and block."""
-    order: list[tuple] = []
-    merged: dict[tuple, Finding] = {}
+    order: list[tuple[Any, ...]] = []
+    merged: dict[tuple[Any, ...], Finding] = {}
     for f in findings:
         k = f.key()
         if k in merged:

@@ -62,10 +62,9 @@ def new_run() -> str:
 
 
 def git_commit() -> str | None:
-    from kprof.catalog import ROOT
-
+    root = Path(__file__).resolve().parent.parent
     try:
-        done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=5)
         if done.returncode == 0 and done.stdout.strip():
             return done.stdout.strip()
@@ -83,12 +82,13 @@ def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: di
             (run, time.time(), kind, kernel, json.dumps(point, sort_keys=True), json.dumps(data, default=str),
              json.dumps(machine, default=str), __version__, commit),
         )
-    return int(cur.lastrowid)
+    return int(cur.lastrowid or 0)
 
 
 def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = None, kind: str | None = None,
          limit: int = 50) -> list[dict[str, Any]]:
-    query, args = "SELECT id, run, created, kind, kernel, point, data, machine, version, git_commit FROM results", []
+    query = "SELECT id, run, created, kind, kernel, point, data, machine, version, git_commit FROM results"
+    args: list[str | int] = []
     where = []
     for col, val in (("kernel", kernel), ("run", run), ("kind", kind)):
         if val is not None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from kprof.errors import KprofError
 from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
@@ -113,7 +113,7 @@ def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: i
                   steps=resolved.steps, reference=spec.reference, rtol=spec.rtol, seed=seed, device=device)
 
 
-Mode = Union[RunMode, ValuesMode, TimingMode]
+Mode = RunMode | ValuesMode | TimingMode
 _MODES: dict[str, type[RunMode] | type[ValuesMode] | type[TimingMode]] = {
     "run": RunMode, "values": ValuesMode, "timing": TimingMode,
 }  # fmt: skip

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kprof.errors import UsageError
+
+if TYPE_CHECKING:
+    from kprof.bench import PointResult
+    from kprof.profile import KernelProfile
 
 
 def require() -> None:
@@ -14,7 +19,7 @@ def require() -> None:
         raise UsageError('--plot needs matplotlib: pip install "kprof[plot]"') from None
 
 
-def roofline(profiles: list, path: Path) -> Path:
+def roofline(profiles: list[KernelProfile], path: Path) -> Path:
     """Log-log roofline: the memory roof, the FP32 roof, each kernel as a labelled point."""
     require()
     import matplotlib
@@ -24,19 +29,19 @@ def roofline(profiles: list, path: Path) -> Path:
 
     peaks = [(p.roofline.peak_flops, p.roofline.peak_bytes) for p in profiles
              if p.roofline.peak_flops and p.roofline.peak_bytes]
-    points = [p for p in profiles if p.roofline.intensity and p.flops_per_s]
+    points = [(p.kernel, p.roofline.intensity, p.flops_per_s) for p in profiles
+              if p.roofline.intensity and p.flops_per_s]
     fig, ax = plt.subplots(figsize=(8, 5.5))
     if peaks:
         peak_flops, peak_bytes = peaks[0]
         ridge = peak_flops / peak_bytes
-        xs = [min([ridge / 100] + [p.roofline.intensity / 3 for p in points]),
-              max([ridge * 100] + [p.roofline.intensity * 3 for p in points])]
+        xs = [min([ridge / 100] + [x / 3 for _, x, _ in points]), max([ridge * 100] + [x * 3 for _, x, _ in points])]
         ax.plot([xs[0], ridge], [xs[0] * peak_bytes, peak_flops], color="tab:blue",
                 label=f"DRAM {peak_bytes / 1e12:.2f} TB/s")
         ax.plot([ridge, xs[1]], [peak_flops, peak_flops], color="tab:red", label=f"FP32 {peak_flops / 1e12:.1f} TFLOP/s")
-    for p in points:
-        ax.scatter([p.roofline.intensity], [p.flops_per_s], zorder=3)
-        ax.annotate(p.kernel, (p.roofline.intensity, p.flops_per_s), textcoords="offset points", xytext=(6, 4))
+    for name, x, y in points:
+        ax.scatter([x], [y], zorder=3)
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=(6, 4))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
@@ -47,7 +52,7 @@ def roofline(profiles: list, path: Path) -> Path:
     return _save(fig, path)
 
 
-def bench(results: list, path: Path) -> Path:
+def bench(results: list[PointResult], path: Path) -> Path:
     """Throughput against the swept variable, one line per kernel and one per baseline."""
     require()
     import matplotlib
@@ -63,11 +68,11 @@ def bench(results: list, path: Path) -> Path:
         return _bars(ok, use_flops, path, plt)
     fig, ax = plt.subplots(figsize=(8, 5))
     # Anything else that varies (a second swept size, say) makes its own line: "K=1024 N=1024".
-    together = set((_label(ok, swept) or swept).split("="))
+    together = set((_label(ok, swept) or swept or "").split("="))
     others = [k for k in sorted({k for r in ok for k in r.sizes} | {k for r in ok for k in r.params})
               if k not in together and len({str(r.sizes.get(k, r.params.get(k))) for r in ok}) > 1]
 
-    def group(r) -> str:
+    def group(r: PointResult) -> str:
         return " ".join(f"{k}={r.sizes.get(k, r.params.get(k))}" for k in others)
 
     drawn: set[str] = set()
@@ -93,7 +98,7 @@ def bench(results: list, path: Path) -> Path:
     return _save(fig, path)
 
 
-def _bars(ok: list, use_flops: bool, path: Path, plt) -> Path:
+def _bars(ok: list[PointResult], use_flops: bool, path: Path, plt: Any) -> Path:
     """Each kernel's throughput as a bar, its baseline (timed beside it) as a hatched bar after it."""
     unit = "GFLOP/s" if use_flops else "GB/s"
     labels, values, colors = [], [], []
@@ -123,16 +128,16 @@ def _bars(ok: list, use_flops: bool, path: Path, plt) -> Path:
     return _save(fig, path)
 
 
-def _swept(results: list) -> str | None:
+def _swept(results: list[PointResult]) -> str | None:
     for attr in ("params", "sizes"):
         keys = {k for r in results for k in getattr(r, attr)}
         for k in sorted(keys):
             if len({str(getattr(r, attr).get(k)) for r in results}) > 1:
-                return k
+                return str(k)
     return None
 
 
-def _label(results: list, swept: str | None) -> str | None:
+def _label(results: list[PointResult], swept: str | None) -> str | None:
     """``M=N=K`` when several sizes move together."""
     if swept is None:
         return None
@@ -141,17 +146,17 @@ def _label(results: list, swept: str | None) -> str | None:
     return "=".join(together) if len(together) > 1 else swept
 
 
-def _x(r, swept: str | None):
+def _x(r: PointResult, swept: str | None) -> int | str:
     if swept is None:
         return 0
     v = r.params.get(swept, r.sizes.get(swept))
     try:
-        return int(v)
+        return int(str(v))
     except (TypeError, ValueError):
-        return v
+        return str(v)
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Any, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()

@@ -70,7 +70,7 @@ def find_tool(name: str) -> Path:
         from cuda.pathfinder import find_nvidia_binary_utility
 
         found = find_nvidia_binary_utility(name)
-    except Exception:  # an old cuda-pathfinder, or one that does not know this tool
+    except Exception:  # noqa: BLE001 - an old cuda-pathfinder, or one that does not know this tool
         found = None
     if not found:
         found = shutil.which(name)
@@ -124,7 +124,7 @@ def run(
         raise
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

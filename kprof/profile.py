@@ -10,10 +10,12 @@ occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kprof import occupancy
+from kprof.errors import KprofError
 from kprof.ncu import STALL_REASONS, Value
 
 PROFILE_VERSION = 1
@@ -93,39 +95,45 @@ def _div(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: str | None = None,
-            spec_flops: int | None = None, spec_bytes: int | None = None,
-            peak_bytes_override: float | None = None) -> KernelProfile:
-    """A typed report from one ncu raw row."""
-    g = lambda k: _num(row, k)  # noqa: E731
-    duration = _div(g("gpu__time_duration.sum"), 1e9)
-    read, write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
-    dram = (read or 0) + (write or 0) if read is not None or write is not None else None
-    sm_hz, dram_hz = g("sm__cycles_elapsed.avg.per_second"), g("dram__cycles_elapsed.avg.per_second")
-    peak_bytes = peak_bytes_override or (g("dram__bytes.sum.peak_sustained") * dram_hz
-                                         if g("dram__bytes.sum.peak_sustained") and dram_hz else None)
-    ffma_peak = g("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained")
-    peak_flops = 2 * ffma_peak * sm_hz if ffma_peak and sm_hz else None
+Getter = Callable[[str], "float | None"]
+
+
+def _times(k: float, x: float | None) -> float | None:
+    return k * x if x is not None else None
+
+
+def _stalls(g: Getter) -> list[tuple[str, float]]:
+    """The five largest stall reasons (warps stalled per issued instruction), "selected" left out."""
+    found = [(r, g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio")) for r in STALL_REASONS
+             if r != "selected"]
+    return sorted(((r, v) for r, v in found if v), key=lambda rv: -rv[1])[:5]
+
+
+def _flops(g: Getter) -> float | None:
+    """FLOPs from the SASS instruction counters (an FMA is two)."""
     parts = [g(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum") for op in ("fadd", "fmul", "dadd", "dmul")]
     fmas = [g(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum") for op in ("ffma", "dfma")]
     counted = [p for p in parts + fmas if p is not None]
-    flops = (sum(p for p in parts if p) + 2 * sum(f for f in fmas if f)) if counted else None
-    conflicts = None
+    return (sum(p for p in parts if p) + 2 * sum(f for f in fmas if f)) if counted else None
+
+
+def _shared_and_local(g: Getter) -> tuple[float | None, float | None, float | None]:
+    """Shared-memory bank conflicts and requests, and spill traffic (local memory bytes)."""
+    conflicts = shared_req = local = None
     if g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") is not None:
         conflicts = (g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") or 0) + (
             g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum") or 0)
-    shared_req = None
     if g("smsp__sass_inst_executed_op_shared_ld.sum") is not None:
         shared_req = (g("smsp__sass_inst_executed_op_shared_ld.sum") or 0) + (
             g("smsp__sass_inst_executed_op_shared_st.sum") or 0)
-    local = None
     if g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") is not None:
         local = 32 * ((g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0)
                       + (g("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0))
-    stalls = [(r, g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio")) for r in STALL_REASONS
-              if r != "selected"]
-    stalls = sorted(((r, v) for r, v in stalls if v), key=lambda rv: -rv[1])[:5]
+    return conflicts, shared_req, local
 
+
+def _occupancy(g: Getter, arch: str | None) -> tuple[float | None, str | None, int | None, int | None, str | None]:
+    """Theoretical occupancy, its limiter, registers, block size, and kprof's advice."""
     limits = {
         "registers": g("launch__occupancy_limit_registers"), "shared memory": g("launch__occupancy_limit_shared_mem"),
         "warps": g("launch__occupancy_limit_warps"), "blocks": g("launch__occupancy_limit_blocks"),
@@ -135,8 +143,8 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
     theoretical = _div(g("sm__maximum_warps_per_active_cycle_pct"), 100)
     if theoretical is not None and theoretical >= 1.0:
         limiter = "nothing (the maximum)"
-    registers = int(g("launch__registers_per_thread")) if g("launch__registers_per_thread") else None
-    block = int(g("launch__block_size")) if g("launch__block_size") else None
+    registers = int(g("launch__registers_per_thread") or 0) or None
+    block = int(g("launch__block_size") or 0) or None
     advice = None
     if arch and registers and block:
         try:
@@ -145,8 +153,30 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
             dynamic = int(g("launch__shared_mem_per_block_dynamic") or 0)
             occ = occupancy.compute(lim, block, registers, static, dynamic)
             advice = occupancy.advice(lim, occ, registers, static, dynamic)
-        except Exception:  # advice is a courtesy; the measured numbers stand without it
+        except KprofError:  # advice is a courtesy; the measured numbers stand without it
             advice = None
+    return theoretical, limiter, registers, block, advice
+
+
+def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: str | None = None,
+            spec_flops: int | None = None, spec_bytes: int | None = None,
+            peak_bytes_override: float | None = None) -> KernelProfile:
+    """A typed report from one ncu raw row."""
+    def g(key: str) -> float | None:
+        return _num(row, key)
+
+    duration = _div(g("gpu__time_duration.sum"), 1e9)
+    read, write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
+    dram = (read or 0) + (write or 0) if read is not None or write is not None else None
+    sm_hz, dram_hz = g("sm__cycles_elapsed.avg.per_second"), g("dram__cycles_elapsed.avg.per_second")
+    per_cycle = g("dram__bytes.sum.peak_sustained")
+    peak_bytes = peak_bytes_override or (per_cycle * dram_hz if per_cycle and dram_hz else None)
+    ffma_peak = g("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained")
+    peak_flops = 2 * ffma_peak * sm_hz if ffma_peak and sm_hz else None
+    flops = _flops(g)
+    conflicts, shared_req, local = _shared_and_local(g)
+    stalls = _stalls(g)
+    theoretical, limiter, registers, block, advice = _occupancy(g, arch)
     dram_rate = _div(dram, duration)
     return KernelProfile(
         kernel=kernel,
@@ -159,7 +189,7 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
         occupancy_advice=advice,
         registers=registers,
         block_size=block,
-        grid_size=int(g("launch__grid_size")) if g("launch__grid_size") else None,
+        grid_size=int(g("launch__grid_size") or 0) or None,
         waves=g("launch__waves_per_multiprocessor"),
         dram_read=read,
         dram_write=write,
@@ -175,8 +205,7 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
         global_store_sectors_per_request=_div(g("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
                                               g("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")),
         local_bytes=local,
-        shared_bytes_per_s=_div(128 * g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")
-                                if g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") is not None else None, duration),
+        shared_bytes_per_s=_div(_times(128, g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")), duration),
         shared_fraction=_div(g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"), 100),
         fma_pipe=_div(g("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"), 100),
         issue_active=_div(g("smsp__issue_active.avg.pct_of_peak_sustained_active"), 100),
@@ -199,7 +228,7 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
         occ = occupancy.compute(lim, block, registers or 1, static_smem, dynamic_smem)
         theoretical, limiter = occ.occupancy, occ.limiter
         advice = occupancy.advice(lim, occ, registers or 1, static_smem, dynamic_smem)
-    except Exception:
+    except Exception:  # noqa: BLE001 - occupancy is a courtesy; the measured numbers stand without it
         pass
     bytes_rate = _div(spec_bytes, seconds)
     flops_rate = _div(spec_flops, seconds)
@@ -210,7 +239,8 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
         dram_read=None, dram_write=None, dram_bytes_per_s=bytes_rate, dram_fraction=None, l1_hit=None,
         l2_hit=None, shared_bank_conflicts=None, shared_requests=None, conflicts_per_request=None,
         global_load_sectors_per_request=None, global_store_sectors_per_request=None, local_bytes=None,
-        shared_bytes_per_s=None, shared_fraction=None, fma_pipe=None, issue_active=None, flops=spec_flops, flops_per_s=flops_rate, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
+        shared_bytes_per_s=None, shared_fraction=None, fma_pipe=None, issue_active=None, flops=spec_flops,
+        flops_per_s=flops_rate, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
         stalls=[], spec_flops=spec_flops, spec_bytes=spec_bytes,
         notes=[reason, "throughput here comes from the spec's work formulas over one event-timed launch"],
     )

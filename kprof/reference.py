@@ -24,25 +24,25 @@ class ReferenceExprError(ValueError):
     """The expression uses something outside the vocabulary."""
 
 
-def _np():
+def _np() -> Any:
     import numpy
 
     return numpy
 
 
-def _softmax(x, axis=-1):
+def _softmax(x: Any, axis: int = -1) -> Any:
     np = _np()
     shifted = x - np.max(x, axis=axis, keepdims=True)
     e = np.exp(shifted)
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def _rmsnorm(x, w, eps, axis=-1):
+def _rmsnorm(x: Any, w: Any, eps: Any, axis: int = -1) -> Any:
     np = _np()
     return x / np.sqrt(np.mean(x * x, axis=axis, keepdims=True) + eps) * w
 
 
-def _shift(x, k):
+def _shift(x: Any, k: Any) -> Any:
     """y[..., i] = x[..., clip(i + k, 0, n - 1)]: a neighbour along the last axis, edges clamped."""
     np = _np()
     n = x.shape[-1]
@@ -50,7 +50,7 @@ def _shift(x, k):
     return x[..., idx]
 
 
-def _pad(x, before, after):
+def _pad(x: Any, before: Any, after: Any) -> Any:
     """Zeros added before and after along the last axis."""
     np = _np()
     width = [(0, 0)] * (x.ndim - 1) + [(int(before), int(after))]
@@ -58,7 +58,7 @@ def _pad(x, before, after):
 
 
 def _reduction(name: str) -> Callable[..., Any]:
-    def fn(x, axis=None, keepdims=False):
+    def fn(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         return getattr(_np(), name)(x, axis=axis, keepdims=keepdims)
 
     fn.__name__ = name
@@ -66,7 +66,7 @@ def _reduction(name: str) -> Callable[..., Any]:
 
 
 def _elementwise(name: str) -> Callable[..., Any]:
-    def fn(*args):
+    def fn(*args: Any) -> Any:
         return getattr(_np(), name)(*args)
 
     fn.__name__ = name
@@ -100,7 +100,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], frozenset[str], tuple[int, int]]]
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
 
 
-def parse(text: str) -> ast.Expression:
+def parse(text: str | int | float) -> ast.Expression:
     """Parse and check a reference expression against the vocabulary."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         text = repr(text)
@@ -132,14 +132,19 @@ def _check(node: ast.AST) -> None:
         unknown_call=lambda what: f"unknown function {what}: the vocabulary is {', '.join(sorted(FUNCTIONS))}",
     )
     if isinstance(node, ast.Call):
-        _, kws, (lo, hi) = FUNCTIONS[node.func.id]
+        name = _func_name(node)
+        _, kws, (lo, hi) = FUNCTIONS[name]
         if not lo <= len(node.args) <= hi:
-            raise ReferenceExprError(
-                f"{node.func.id}() takes {lo} positional argument(s), got {len(node.args)}"
-            )
+            raise ReferenceExprError(f"{name}() takes {lo} positional argument(s), got {len(node.args)}")
         for kw in node.keywords:
             if kw.arg not in kws:
-                raise ReferenceExprError(f"{node.func.id}() takes no keyword '{kw.arg}'")
+                raise ReferenceExprError(f"{name}() takes no keyword '{kw.arg}'")
+
+
+def _func_name(node: ast.Call) -> str:
+    if not isinstance(node.func, ast.Name):
+        raise ReferenceExprError("only the vocabulary's functions can be called, by name")
+    return node.func.id
 
 
 def names(text: str) -> set[str]:
@@ -199,8 +204,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
             return a**b
         return a @ b
     if isinstance(node, ast.Call):
-        fn, _, _ = FUNCTIONS[node.func.id]  # type: ignore[union-attr]
+        fn, _, _ = FUNCTIONS[_func_name(node)]
         args = [_eval(a, env) for a in node.args]
-        kwargs = {kw.arg: _eval(kw.value, env) for kw in node.keywords}
+        kwargs = {str(kw.arg): _eval(kw.value, env) for kw in node.keywords}
         return fn(*args, **kwargs)
     raise ReferenceExprError(f"'{type(node).__name__}' is not allowed in a reference expression")

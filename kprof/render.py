@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof.spec import BASELINES
+
+if TYPE_CHECKING:
+    from kprof.bench import PointResult
+    from kprof.build import BuildResult, ResourceUsage
+    from kprof.cases import CaseResult
+    from kprof.doctor import Check
+    from kprof.launch import RunResult
+    from kprof.occupancy import Occupancy
+    from kprof.profile import KernelProfile
+    from kprof.spec import KernelSpec, Resolved
+    from kprof.toolrun import ToolResult
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:
@@ -29,7 +40,7 @@ def list_table(rows: list[dict[str, str]]) -> str:
     return table(["NAME", "GROUP", "DESCRIPTION"], [(r["name"], r["group"], r["description"]) for r in rows])
 
 
-def build_table(results: list) -> str:
+def build_table(results: list[tuple[KernelSpec, BuildResult]]) -> str:
     rows = []
     for spec, built in results:
         u = built.usage_of(spec.entry)
@@ -51,7 +62,7 @@ def si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def run_report(result, resolved, built) -> str:
+def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str:
     dev = result.device
     lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.get('name', '?')} ({dev.get('arch', built.arch)})"]
     usage = built.usage_of(resolved.spec.entry)
@@ -81,7 +92,7 @@ def run_report(result, resolved, built) -> str:
     return "\n".join(lines)
 
 
-def doctor_table(checks: list) -> str:
+def doctor_table(checks: list[Check]) -> str:
     out = []
     for c in checks:
         out.append(f"{'ok' if c.ok else 'MISSING':<8} {c.name:<18} {c.detail}")
@@ -90,11 +101,11 @@ def doctor_table(checks: list) -> str:
     return "\n".join(out)
 
 
-def _dim(t) -> str:
+def _dim(t: tuple[int, ...] | None) -> str:
     return "(" + ",".join(str(v) for v in t) + ")" if t else "-"
 
 
-def sanitize_report(results: list) -> str:
+def sanitize_report(results: list[ToolResult]) -> str:
     lines = []
     for r in results:
         state = {"clean": "clean", "findings": f"{len(r.findings)} finding(s)"}.get(r.status, r.status.upper())
@@ -121,7 +132,7 @@ def sanitize_report(results: list) -> str:
     return "\n".join(lines)
 
 
-def cases_list(rows: list[dict]) -> str:
+def cases_list(rows: list[dict[str, Any]]) -> str:
     return table(
         ["CASE", "TOOL", "KIND", "LINE", "BUFFER", "CAUGHT"],
         [(r["name"], r["tool"], r["kind"], r["line"], r["buffer"] or "-", "yes" if r["caught"] else "no: " + r["why"])
@@ -129,7 +140,7 @@ def cases_list(rows: list[dict]) -> str:
     )  # fmt: skip
 
 
-def cases_matrix(results: list) -> str:
+def cases_matrix(results: list[CaseResult]) -> str:
     rows = []
     for r in results:
         e = r.case.expect
@@ -142,15 +153,15 @@ def cases_matrix(results: list) -> str:
     )
 
 
-def _pct(x) -> str:
+def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
-def _f(x, fmt: str = ".2f") -> str:
+def _f(x: float | None, fmt: str = ".2f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def profile_report(profiles: list) -> str:
+def profile_report(profiles: list[KernelProfile]) -> str:
     out = []
     for p in profiles:
         out.append(f"{p.kernel}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}  [{p.source}]")
@@ -180,13 +191,14 @@ def profile_report(profiles: list) -> str:
         if p.local_bytes:
             out.append(f"  local memory        {si(p.local_bytes, 'B')} of traffic (spills or local arrays)")
         if p.flops_per_s is not None:
-            peak = f" ({_pct(p.flops_per_s / p.roofline.peak_flops)} of the {si(p.roofline.peak_flops, 'FLOP/s')} FP32 peak)" if p.roofline.peak_flops else ""
+            top = p.roofline.peak_flops
+            peak = f" ({_pct(p.flops_per_s / top)} of the {si(top, 'FLOP/s')} FP32 peak)" if top else ""
             out.append(f"  compute             {si(p.flops or 0, 'FLOP')}, {si(p.flops_per_s, 'FLOP/s')}{peak}")
         if p.fma_pipe is not None or p.issue_active is not None:
             out.append(f"  issue               FMA pipe busy {_pct(p.fma_pipe)}, an instruction issued in "
                        f"{_pct(p.issue_active)} of active cycles")
         r = p.roofline
-        if r.bound:
+        if r.bound and r.attainable is not None:
             out.append(f"  roofline            {r.intensity:.2f} FLOP/byte (ridge {r.ridge:.1f}): {r.bound}-bound, "
                        f"at {_pct(r.fraction)} of the {si(r.attainable, 'FLOP/s')} the roofline allows")
         if p.stalls:
@@ -212,7 +224,8 @@ def profile_report(profiles: list) -> str:
     return "\n".join(out).rstrip()
 
 
-def occupancy_report(name, arch, usage, dynamic, chosen, table_rows, advice) -> str:
+def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, chosen: list[Occupancy],
+                     table_rows: list[Occupancy], advice: list[str]) -> str:
     out = [f"{name} on {arch}: {usage.registers} registers per thread, {usage.shared_static:,} B static + "
            f"{dynamic:,} B dynamic shared memory per block"]
     for occ, tip in zip(chosen, advice):
@@ -225,18 +238,18 @@ def occupancy_report(name, arch, usage, dynamic, chosen, table_rows, advice) -> 
     return "\n".join(out)
 
 
-def _us(seconds) -> str:
+def _us(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f}"
 
 
-def bench_table(results: list, peak: dict | None, run_id: str | None) -> str:
+def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id: str | None) -> str:
     rows = []
     for r in results:
         point = " ".join([f"{k}={v}" for k, v in r.sizes.items()] + [f"{k}={v}" for k, v in r.params.items()])
         if r.status != "ok":
             rows.append((r.kernel, point, r.status.upper(), "", "", "", "", "", "", "", ""))
             continue
-        s = r.summary
+        s = r.summary or {}
         base = "-"
         if r.of_baseline is not None:
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
@@ -245,7 +258,7 @@ def bench_table(results: list, peak: dict | None, run_id: str | None) -> str:
                     else f"{r.of_baseline:.2f}x faster than {r.baseline}" if r.of_baseline >= 1
                     else f"{1 / r.of_baseline:.2f}x slower than {r.baseline}")
         rows.append((
-            r.kernel, point, _us(s["median"]), f"{_us(s['q1'])}-{_us(s['q3'])}", f"{s['rel_stdev']:.1%}", r.stop,
+            r.kernel, point, _us(s["median"]), f"{_us(s['q1'])}-{_us(s['q3'])}", f"{s['rel_stdev']:.1%}", r.stop or "",
             si(r.flops_per_s, "FLOP/s") if r.flops_per_s else "-", si(r.bytes_per_s, "B/s") if r.bytes_per_s else "-",
             _pct(r.of_fma_peak) if r.of_fma_peak else "-", _pct(r.of_copy_peak) if r.of_copy_peak else "-", base,
         ))  # fmt: skip
@@ -276,7 +289,7 @@ def bench_table(results: list, peak: dict | None, run_id: str | None) -> str:
     return "\n".join(out)
 
 
-def peak_report(data: dict) -> str:
+def peak_report(data: dict[str, Any]) -> str:
     src = f"cached in {data['cached']}" if data.get("cached") else "measured now"
     return "\n".join([
         f"{data.get('gpu') or 'GPU'} (driver {data.get('driver')}), {src}, measured {data.get('measured')}",
@@ -286,7 +299,7 @@ def peak_report(data: dict) -> str:
     ])
 
 
-def history_table(rows: list[dict], where: str) -> str:
+def history_table(rows: list[dict[str, Any]], where: str) -> str:
     if not rows:
         return f"no bench results yet in {where}"
     out = []
@@ -298,8 +311,11 @@ def history_table(rows: list[dict], where: str) -> str:
     return table(["RUN", "KERNEL", "POINT", "MEDIAN(us)", "COMMIT", "GPU"], out, "lllrll") + f"\n(store: {where})"
 
 
-def compare_table(before: str, after: str, rows: list[dict]) -> str:
-    body = [(r["kernel"], " ".join(f"{k}={v}" for k, v in {**r["point"].get("sizes", {}), **r["point"].get("params", {})}.items()),
+def compare_table(before: str, after: str, rows: list[dict[str, Any]]) -> str:
+    def point(r: dict[str, Any]) -> str:
+        return " ".join(f"{k}={v}" for k, v in {**r["point"].get("sizes", {}), **r["point"].get("params", {})}.items())
+
+    body = [(r["kernel"], point(r),
              _us(r["before_s"]), _us(r["after_s"]), f"{r['change']:+.1%}", r["verdict"]) for r in rows]
     return f"before: {before}\nafter:  {after}\n" + table(
         ["KERNEL", "POINT", "BEFORE(us)", "AFTER(us)", "CHANGE", "VERDICT"], body, "llrrrl")

@@ -12,37 +12,13 @@ how far a child got before it died.
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from kprof.job import Job, RunMode, TimingMode, ValuesMode
-
-RESULT_VERSION = 1
-
-
-class Result:
-    """The result file, rewritten atomically at every phase."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.data: dict[str, Any] = {"version": RESULT_VERSION, "status": "started", "phase": "start"}
-
-    def phase(self, name: str, **fields: Any) -> None:
-        self.data["phase"] = name
-        self.data.update(fields)
-        self.write()
-
-    def finish(self, status: str, **fields: Any) -> None:
-        self.data["status"] = status
-        self.phase("done", **fields)
-
-    def write(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, default=str))
-        tmp.replace(self.path)
+from kprof.workspace import Result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         from kprof import job as job_mod
 
         return execute(job_mod.from_json(Path(args[0]).read_text()), result)
-    except Exception as exc:  # reported to the parent in the result file, never lost
+    except Exception as exc:  # noqa: BLE001 - reported to the parent in the result file, never lost
         from kprof.errors import CudaError, KprofError
 
         error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}

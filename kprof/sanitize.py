@@ -91,7 +91,8 @@ def parse_xml(text: str, tool: str, allocations: list[dict[str, Any]] | None = N
         elif kind == "Leak":
             address = _int(rec.findtext("what/address"))
             if address in own:
-                notes.append(f"kprof's own buffer at {address:#x} was not freed because the target stopped early; not the kernel's leak")
+                notes.append(f"kprof's own buffer at {address:#x} was not freed because the target stopped early; "
+                             "not the kernel's leak")
                 continue
             findings.append(_leak(rec, tool))
         elif kind == "Hazard":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from kprof import safeexpr
@@ -45,7 +45,7 @@ def _round_up(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.ceil(a / b)) * b
 
 
-_FUNCS = {
+_FUNCS: dict[str, tuple[Callable[..., Fraction], int | None]] = {
     "ceil": (_ceil, 1),
     "floor": (_floor, 1),
     "cdiv": (_cdiv, 2),
@@ -54,7 +54,7 @@ _FUNCS = {
     "max": (max, None),
 }
 
-_BINOPS = {
+_BINOPS: dict[type[ast.operator], Callable[[Fraction, Fraction], Fraction]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
@@ -97,13 +97,21 @@ def _check_node(node: ast.AST) -> None:
         unknown_call=lambda what: f"cannot call {what}: only {', '.join(FUNCTION_NAMES)} are allowed",
     )
     if isinstance(node, ast.Call):
+        name = _func_name(node)
         if node.keywords:
-            raise SizeExprError(f"{node.func.id}() takes no keyword arguments")
-        _, arity = _FUNCS[node.func.id]
+            raise SizeExprError(f"{name}() takes no keyword arguments")
+        _, arity = _FUNCS[name]
         if arity is not None and len(node.args) != arity:
-            raise SizeExprError(f"{node.func.id}() takes {arity} argument(s), got {len(node.args)}")
+            raise SizeExprError(f"{name}() takes {arity} argument(s), got {len(node.args)}")
         if arity is None and len(node.args) < 2:
-            raise SizeExprError(f"{node.func.id}() needs at least 2 arguments")
+            raise SizeExprError(f"{name}() needs at least 2 arguments")
+
+
+def _func_name(node: ast.Call) -> str:
+    """The called name (the whitelist walk admits only plain names of known functions)."""
+    if not isinstance(node.func, ast.Name):
+        raise SizeExprError("only plain function names can be called in size arithmetic")
+    return node.func.id
 
 
 def names(text: str | int | float) -> set[str]:
@@ -139,8 +147,8 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
             raise SizeExprError(f"unknown size '{node.id}' (known: {known})")
         return Fraction(env[node.id])
     if isinstance(node, ast.UnaryOp):
-        value = _eval(node.operand, env)
-        return -value if isinstance(node.op, ast.USub) else value
+        operand = _eval(node.operand, env)
+        return -operand if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.BinOp):
         left = _eval(node.left, env)
         right = _eval(node.right, env)
@@ -149,9 +157,9 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
             raise SizeExprError("value too large for size arithmetic")
         return result
     if isinstance(node, ast.Call):
-        fn, _ = _FUNCS[node.func.id]  # type: ignore[union-attr]
+        fn, _ = _FUNCS[_func_name(node)]
         args = [_eval(a, env) for a in node.args]
-        return Fraction(fn(*args))
+        return Fraction(fn(*args))  # min and max of Fractions are Fractions
     raise SizeExprError(f"'{type(node).__name__}' is not allowed in size arithmetic")
 
 

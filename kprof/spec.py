@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -183,13 +184,13 @@ class KernelSpec:
     def resolve(self, overrides: dict[str, int] | None = None, preset: str = "default") -> Resolved:
         """Every size, shape, launch dimension and scalar as a concrete number."""
         sizes = self.preset(preset)
-        for key, value in (overrides or {}).items():
+        for key, given in (overrides or {}).items():
             if key not in sizes:
                 known = ", ".join(self.size_names) or "none"
                 raise UsageError(f"{self.name}: unknown size '{key}' (known: {known})")
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise UsageError(f"{self.name}: size {key}={value} must be a positive whole number")
-            sizes[key] = value
+            if isinstance(given, bool) or not isinstance(given, int) or given <= 0:
+                raise UsageError(f"{self.name}: size {key}={given} must be a positive whole number")
+            sizes[key] = given
         env: dict[str, int | Fraction] = {**_define_env(self.defines), **sizes}
         where = str(self.path)
 
@@ -244,8 +245,8 @@ class KernelSpec:
             sizes=dict(sizes),
             buffers=tuple(buffers),
             scalars=tuple(scalars),
-            grid=grid,  # type: ignore[arg-type]
-            block=block,  # type: ignore[arg-type]
+            grid=grid,
+            block=block,
             shared_mem=smem,
             flops=flops,
             bytes=nbytes,
@@ -324,6 +325,10 @@ def load(path: str | Path) -> KernelSpec:
     return from_dict(data, path)
 
 
+Fail = Callable[[str, str], SpecError]
+CheckExpr = Callable[[Any, str], str]
+
+
 def from_dict(data: Any, path: Path) -> KernelSpec:
     where = _display(path)
 
@@ -335,28 +340,11 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise fail(unknown[0], f"unknown field (known fields: {', '.join(sorted(_TOP_KEYS))})")
-
-    name = data.get("name", path.stem)
-    if not isinstance(name, str) or not _IDENT.match(name):
-        raise fail("name", f"{name!r} must be an identifier (letters, digits, _)")
-    source_text = data.get("source", f"{path.stem}.cu")
-    if not isinstance(source_text, str) or not source_text:
-        raise fail("source", "must be the path of the .cu file, relative to the spec")
-    source = (path.parent / source_text).resolve()
-    if not source.is_file():
-        raise fail("source", f"{source_text} does not exist next to the spec ({source})")
-    entry = data.get("entry", name)
-    if not isinstance(entry, str) or not _IDENT.match(entry):
-        raise fail("entry", f"{entry!r} must be the extern \"C\" name of the kernel")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        raise fail("description", "must be a string")
-
+    name, source, entry, description = _load_identity(data, path, fail)
     defines = _load_defines(data.get("defines"), fail)
     flags = data.get("nvcc_flags", [])
     if not isinstance(flags, list) or not all(isinstance(f, str) and f.startswith("-") for f in flags):
         raise fail("nvcc_flags", "must be a list of nvcc options, each starting with '-'")
-
     sizes = _load_sizes(data.get("sizes"), fail)
     known_sizes = {s.name for s in sizes} | {k for k, _ in defines}
 
@@ -372,63 +360,76 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         return str(expr)
 
     args = _load_args(data.get("args"), fail, check_expr)
-    steps = _load_steps(data.get("steps"), args, fail, check_expr)
-    if steps:
-        if "launch" in data or "entry" in data:
-            raise fail("launch" if "launch" in data else "entry",
-                       "a spec with steps gives each step its entry and launch; remove the top-level one")
-        kernels = [st for st in steps if st.launch is not None]
-        if not kernels:
-            raise fail("steps", "at least one step must launch a kernel of the source")
-        entry, launch = kernels[0].entry, kernels[0].launch
-    else:
-        launch = _load_launch(data.get("launch"), fail, check_expr)
-    ref = _load_reference(data.get("reference"), args, known_sizes, fail)
-    rtol = _load_tolerance(data.get("tolerance", 1e-5), fail)
-
+    steps, first_entry, launch = _load_launches(data, args, fail, check_expr)
     work = data.get("work", {}) or {}
     if not isinstance(work, dict) or set(work) - {"flops", "bytes"}:
         raise fail("work", "must be a mapping with 'flops' and/or 'bytes' size expressions")
-    flops = check_expr(work["flops"], "work.flops") if "flops" in work else None
-    nbytes = check_expr(work["bytes"], "work.bytes") if "bytes" in work else None
-
-    checks = _load_checks(data.get("checks", []), {s.name for s in sizes}, fail)
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         raise fail("notes", "must be a string")
+    twin, twin_defines = _load_twin(data, path, fail)
+    return KernelSpec(
+        name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
+        sizes=sizes, args=args, launch=launch,
+        reference=_load_reference(data.get("reference"), args, known_sizes, fail),
+        rtol=_load_tolerance(data.get("tolerance", 1e-5), fail),
+        flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
+        bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None,
+        defines=defines, nvcc_flags=tuple(flags),
+        checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, fail),
+        expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
+        baseline=_load_baseline(data.get("baseline"), {a.name for a in args}, {s.name for s in sizes}, fail),
+        steps=steps,
+    )  # fmt: skip
+
+
+def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, Path, str, str]:
+    """name, source file, entry and description."""
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise fail("name", f"{name!r} must be an identifier (letters, digits, _)")
+    source_text = data.get("source", f"{path.stem}.cu")
+    if not isinstance(source_text, str) or not source_text:
+        raise fail("source", "must be the path of the .cu file, relative to the spec")
+    source = (path.parent / source_text).resolve()
+    if not source.is_file():
+        raise fail("source", f"{source_text} does not exist next to the spec ({source})")
+    entry = data.get("entry", name)
+    if not isinstance(entry, str) or not _IDENT.match(entry):
+        raise fail("entry", f"{entry!r} must be the extern \"C\" name of the kernel")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise fail("description", "must be a string")
+    return name, source, entry, description
+
+
+def _load_launches(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], fail: Fail,
+                   check_expr: CheckExpr) -> tuple[tuple[Step, ...], str | None, Launch]:
+    """The steps of a multi-kernel spec (with its first kernel's entry and launch), or the one launch."""
+    steps = _load_steps(data.get("steps"), args, fail, check_expr)
+    if not steps:
+        return steps, None, _load_launch(data.get("launch"), fail, check_expr)
+    if "launch" in data or "entry" in data:
+        raise fail("launch" if "launch" in data else "entry",
+                   "a spec with steps gives each step its entry and launch; remove the top-level one")
+    kernels = [st for st in steps if st.launch is not None]
+    if not kernels:
+        raise fail("steps", "at least one step must launch a kernel of the source")
+    assert kernels[0].launch is not None
+    return steps, kernels[0].entry, kernels[0].launch
+
+
+def _load_twin(data: dict[str, Any], path: Path, fail: Fail) -> tuple[Path | None, tuple[tuple[str, str], ...]]:
     twin = None
     if "twin" in data:
         if not isinstance(data["twin"], str) or not (path.parent / data["twin"]).is_file():
             raise fail("twin", f"{data['twin']!r} must name the fixed .cu file next to the spec")
         twin = (path.parent / data["twin"]).resolve()
     twin_defines = _load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
-
-    return KernelSpec(
-        name=name,
-        path=path.resolve(),
-        source=source,
-        entry=entry,
-        description=description.strip(),
-        sizes=sizes,
-        args=args,
-        launch=launch,
-        reference=ref,
-        rtol=rtol,
-        flops=flops,
-        bytes=nbytes,
-        defines=defines,
-        nvcc_flags=tuple(flags),
-        checks=checks,
-        expect=data.get("expect"),
-        notes=notes.strip(),
-        twin=twin,
-        twin_defines=twin_defines,
-        baseline=_load_baseline(data.get("baseline"), {a.name for a in args}, {s.name for s in sizes}, fail),
-        steps=steps,
-    )
+    return twin, twin_defines
 
 
-def _load_steps(raw: Any, args, fail, check_expr) -> tuple[Step, ...]:
+def _load_steps(raw: Any, args: tuple[BufferArg | ScalarArg, ...], fail: Fail, check_expr: CheckExpr) -> tuple[Step, ...]:
     """``steps:`` a list of ``{entry: NAME, args: [ARG, ...], launch: {...}}`` or
     ``{cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}`` (row-major C = A @ B)."""
     if raw is None:
@@ -463,18 +464,27 @@ def _load_steps(raw: Any, args, fail, check_expr) -> tuple[Step, ...]:
         entry = item.get("entry")
         if not isinstance(entry, str) or not _IDENT.match(entry):
             raise fail(f"{fld}.entry", f"{entry!r} must be the extern \"C\" name of a kernel in the source")
-        names = item.get("args")
-        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        arg_names = item.get("args")
+        if not isinstance(arg_names, list) or not arg_names or not all(isinstance(n, str) for n in arg_names):
             raise fail(f"{fld}.args", "must list the spec's argument names this kernel takes, in order")
-        for j, name in enumerate(names):
+        for j, name in enumerate(arg_names):
             if name not in by_name:
                 raise fail(f"{fld}.args[{j}]", f"unknown argument {name!r} (args: {', '.join(by_name)})")
-        launch = _load_launch(item.get("launch"), lambda f, p: fail(f"{fld}.{f}", p), check_expr)
-        out.append(Step(entry, tuple(names), launch))
+        launch = _load_launch(item.get("launch"), _within(fld, fail), check_expr)
+        out.append(Step(entry, tuple(arg_names), launch))
     return tuple(out)
 
 
-def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail) -> str | None:
+def _within(prefix: str, fail: Fail) -> Fail:
+    """``fail`` for the fields of one part of the spec (``steps[1].launch.grid``)."""
+
+    def inner(fld: str, problem: str) -> SpecError:
+        return fail(f"{prefix}.{fld}", problem)
+
+    return inner
+
+
+def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail: Fail) -> str | None:
     if raw is None:
         return None
     if not isinstance(raw, str) or not _IDENT.match(raw):
@@ -486,7 +496,7 @@ def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail) -> str | Non
     return raw
 
 
-def _load_defines(raw: Any, fail) -> tuple[tuple[str, str], ...]:
+def _load_defines(raw: Any, fail: Fail) -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
     if not isinstance(raw, dict):
@@ -514,7 +524,7 @@ def _define_env(defines: tuple[tuple[str, str], ...]) -> dict[str, int | Fractio
     return env
 
 
-def _load_sizes(raw: Any, fail) -> tuple[SizeDef, ...]:
+def _load_sizes(raw: Any, fail: Fail) -> tuple[SizeDef, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, dict):
@@ -530,8 +540,8 @@ def _load_sizes(raw: Any, fail) -> tuple[SizeDef, ...]:
             value = {"default": value}
         if not isinstance(value, dict) or "default" not in value or set(value) - {"default", "sanitize"}:
             raise fail(fld, "must be a number or {default: N, sanitize: n}")
-        default = value["default"]
-        sanitize = value.get("sanitize", default)
+        default: Any = value["default"]
+        sanitize: Any = value.get("sanitize", default)
         for label, v in (("default", default), ("sanitize", sanitize)):
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise fail(f"{fld}.{label}", f"{v!r} must be a positive whole number")
@@ -539,7 +549,7 @@ def _load_sizes(raw: Any, fail) -> tuple[SizeDef, ...]:
     return tuple(out)
 
 
-def _load_args(raw: Any, fail, check_expr) -> tuple[BufferArg | ScalarArg, ...]:
+def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg | ScalarArg, ...]:
     if not isinstance(raw, list) or not raw:
         raise fail("args", "must be a non-empty list of the kernel's arguments, in order")
     out: list[BufferArg | ScalarArg] = []
@@ -552,7 +562,8 @@ def _load_args(raw: Any, fail, check_expr) -> tuple[BufferArg | ScalarArg, ...]:
         if not isinstance(name, str) or not _IDENT.match(name):
             raise fail(f"{fld}.name", f"{name!r} must be an identifier")
         if keyword.iskeyword(name):
-            raise fail(f"{fld}.name", f"'{name}' is a Python keyword and cannot appear in a reference; rename it (e.g. '{name}_')")
+            raise fail(f"{fld}.name",
+                       f"'{name}' is a Python keyword and cannot appear in a reference; rename it (e.g. '{name}_')")
         if name in seen:
             raise fail(f"{fld}.name", f"duplicate argument name '{name}'")
         seen.add(name)
@@ -591,21 +602,22 @@ def _load_args(raw: Any, fail, check_expr) -> tuple[BufferArg | ScalarArg, ...]:
     return tuple(out)
 
 
-def _dtype(value: Any, fld: str, fail) -> str:
-    if value not in DTYPES:
+def _dtype(value: Any, fld: str, fail: Fail) -> str:
+    if not isinstance(value, str) or value not in DTYPES:
         raise fail(fld, f"{value!r} is not a supported dtype ({', '.join(DTYPES)})")
     return value
 
 
-def _fill(raw: Any, fld: str, dtype: str, fail) -> Fill:
+def _fill(raw: Any, fld: str, dtype: str, fail: Fail) -> Fill:
     if not isinstance(raw, str):
         raise fail(fld, "must be a fill rule such as uniform(-1, 1), normal, zeros, randint(0, 10)")
     try:
         node = ast.parse(raw.strip(), mode="eval").body
     except SyntaxError:
         raise fail(fld, f"cannot parse fill rule {raw!r}") from None
+    params: tuple[float, ...] = ()
     if isinstance(node, ast.Name):
-        kind, params = node.id, ()
+        kind = node.id
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         kind = node.func.id
         try:
@@ -638,7 +650,7 @@ def _number(node: ast.AST) -> float:
     raise ValueError("not a number")
 
 
-def _load_launch(raw: Any, fail, check_expr) -> Launch:
+def _load_launch(raw: Any, fail: Fail, check_expr: CheckExpr) -> Launch:
     if not isinstance(raw, dict):
         raise fail("launch", "must be a mapping with grid, block and optionally shared_mem")
     extra = set(raw) - {"grid", "block", "shared_mem"}
@@ -661,7 +673,8 @@ def _load_launch(raw: Any, fail, check_expr) -> Launch:
     return Launch(grid, block, smem)
 
 
-def _load_reference(raw: Any, args, known_sizes: set[str], fail) -> tuple[tuple[str, str], ...]:
+def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: set[str],
+                    fail: Fail) -> tuple[tuple[str, str], ...]:
     outputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
     inputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("in", "inout")}
     scalars = {a.name for a in args if isinstance(a, ScalarArg)}
@@ -688,7 +701,7 @@ def _load_reference(raw: Any, args, known_sizes: set[str], fail) -> tuple[tuple[
     return tuple(out)
 
 
-def _load_tolerance(raw: Any, fail) -> float:
+def _load_tolerance(raw: Any, fail: Fail) -> float:
     if isinstance(raw, dict):
         if set(raw) != {"rtol"}:
             raise fail("tolerance", "must be a number or {rtol: number}")
@@ -703,7 +716,7 @@ def _load_tolerance(raw: Any, fail) -> float:
     return float(raw)
 
 
-def _load_checks(raw: Any, sizes: set[str], fail) -> tuple[tuple[tuple[str, int], ...], ...]:
+def _load_checks(raw: Any, sizes: set[str], fail: Fail) -> tuple[tuple[tuple[str, int], ...], ...]:
     if not isinstance(raw, list):
         raise fail("checks", "must be a list of size sets to verify, e.g. [{M: 127, N: 131, K: 97}]")
     out = []

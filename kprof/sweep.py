@@ -49,7 +49,7 @@ class Sweep:
                 example = "--size M=127 N=131" if self.what == "size" else "--param BK=16"
                 raise UsageError(f"--{self.what} {','.join(axis.names)}={','.join(axis.values)}: kprof {command} "
                                  f"takes one value per name (kprof bench sweeps), e.g. {example}")
-            out.update({name: axis.values[0] for name in axis.names})
+            out.update(dict.fromkeys(axis.names, axis.values[0]))
         return out
 
     def single_sizes(self, command: str) -> dict[str, int]:
@@ -129,7 +129,7 @@ def points(sizes: Sweep, params: Sweep, size_names: tuple[str, ...], defines: di
         for (kind, axis, _), value in zip(axes, combo):
             for name in axis.names:
                 if kind == "size":
-                    s[name] = int(value)
+                    s[name] = int(str(value))
                 else:
                     p[name] = str(value)
         out.append((s, p))

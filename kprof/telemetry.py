@@ -45,15 +45,15 @@ def snapshot(index: int = 0) -> Snapshot | None:
         import pynvml
 
         pynvml.nvmlInit()
-    except Exception:
+    except Exception:  # noqa: BLE001 - no NVML, no telemetry: the timing stands without it
         return None
     try:
         h = pynvml.nvmlDeviceGetHandleByIndex(index)
 
-        def safe(fn, *args):
+        def safe(fn: Any, *args: Any) -> Any:
             try:
                 return fn(h, *args)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a reading this GPU or driver lacks is None, not an error
                 return None
 
         mask = safe(getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
@@ -77,7 +77,7 @@ def snapshot(index: int = 0) -> Snapshot | None:
 
 def warnings(before: Snapshot | None, after: Snapshot | None) -> list[str]:
     """What in the telemetry makes a timing less trustworthy. Pure."""
-    out = []
+    out: list[str] = []
     if after is None:
         return out
     bad = [r for r in after.reasons if r not in BENIGN]

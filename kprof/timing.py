@@ -19,8 +19,7 @@ from kprof.errors import UsageError
 from kprof.job import TimingMode
 
 if TYPE_CHECKING:
-    from kprof.runner import Result
-    from kprof.workspace import Workspace
+    from kprof.workspace import Result, Workspace
 
 
 def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
@@ -134,7 +133,11 @@ class _HotSampler:
                  batch: int | None, one: float) -> None:
         self.ws, self.stream, self.events, self.clock = ws, stream, events, clock
         self.batch = int(batch or max(1, min(10_000, int(2e-3 / max(one, 1e-7)))))
-        self.graph = ws.dev.capture(stream, lambda: [run_once() for _ in range(self.batch)])
+        def body() -> None:
+            for _ in range(self.batch):
+                run_once()
+
+        self.graph = ws.dev.capture(stream, body)
 
     def sample(self) -> float:
         from kprof import cupti_timer

@@ -44,7 +44,7 @@ def smem_pattern(alternate: bool) -> int:
 
     if not alternate:
         return 0x7FC00000
-    return struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0]
+    return int(struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0])
 
 
 def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any]) -> list[Finding]:
@@ -66,7 +66,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
         scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
         tol = target.rtol * (scale if scale > 0 else 1.0)
 
-        def finding(kind: str, mask: Any, message: str) -> Finding:
+        def finding(kind: str, mask: Any, message: str, name: str = name, buf: Any = buf) -> Finding:
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
             where = ", ".join(f"{name}[{', '.join(map(str, ix))}]" for ix in idx)
             count = int(mask.sum())
@@ -101,7 +101,8 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
         explained = unwritten | poison_dependent | nondeterministic
         wrong = _differs(a, ref, tol) & ~explained
         if wrong.any():
-            findings.append(finding("wrong-result", wrong, f"differs from the float64 reference by more than {target.rtol:g} x max|ref|"))
+            findings.append(finding("wrong-result", wrong,
+                                    f"differs from the float64 reference by more than {target.rtol:g} x max|ref|"))
     return findings
 
 

@@ -25,7 +25,7 @@ ALT_FLOAT_POISON = 31337.0
 STORAGE = {"bfloat16": "uint16"}
 
 
-def numpy_dtype(name: str):
+def numpy_dtype(name: str) -> Any:
     """The NumPy dtype a buffer of spec dtype ``name`` is held in on the host."""
     import numpy as np
 
@@ -51,7 +51,7 @@ def decode(dtype_name: str, array: Any) -> Any:
     return array
 
 
-def make_input(buf: ResolvedBuffer, rng) -> Any:
+def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
     """An input array filled by the spec's rule, from ``rng`` (a seeded ``numpy.random.Generator``)."""
     import numpy as np
 

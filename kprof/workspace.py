@@ -9,6 +9,7 @@ target on a stream, and compares the outputs with the float64 reference. It runs
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -17,15 +18,38 @@ from typing import TYPE_CHECKING, Any
 from kprof import reference, verify
 from kprof.errors import UsageError
 from kprof.job import Target
-from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer
+from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep
 
 if TYPE_CHECKING:
     import numpy as np
 
     from kprof.device import Device, DeviceInfo
 
+RESULT_VERSION = 1
 Arrays = dict[str, "np.ndarray[Any, Any]"]
 Phase = Callable[..., None]  # the runner's result.phase(name, **fields)
+
+
+class Result:
+    """The result file, rewritten atomically at every phase."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {"version": RESULT_VERSION, "status": "started", "phase": "start"}
+
+    def phase(self, name: str, **fields: Any) -> None:
+        self.data["phase"] = name
+        self.data.update(fields)
+        self.write()
+
+    def finish(self, status: str, **fields: Any) -> None:
+        self.data["status"] = status
+        self.phase("done", **fields)
+
+    def write(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, default=str))
+        tmp.replace(self.path)
 
 
 class Workspace:
@@ -90,11 +114,14 @@ class Workspace:
             if st.entry == CUBLAS_SGEMM:
                 out.append(self._sgemm_step(st.args))
                 continue
-            args = [self._packed(name) for name in st.args]
-            func, grid, block, smem = self.functions[st.entry], st.grid, st.block, st.shared_mem
-            out.append(lambda stream, f=func, g=grid, b=block, s=smem, a=args:
-                       self.dev.launch(f, g, b, s, a, stream=stream))
+            out.append(self._kernel_step(self.functions[st.entry], st, [self._packed(name) for name in st.args]))
         return out
+
+    def _kernel_step(self, func: Any, st: ResolvedStep, args: list[tuple[str, Any]]) -> Callable[[Any], None]:
+        def step(stream: Any) -> None:
+            self.dev.launch(func, st.grid, st.block, st.shared_mem, args, stream=stream)
+
+        return step
 
     def _packed(self, name: str) -> tuple[str, Any]:
         if name in self.pointers:

@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kprof import build, catalog, launch, ncu, proc, spec as spec_mod  # noqa: E402
+from kprof import build, catalog, launch, ncu, proc  # noqa: E402
+from kprof import spec as spec_mod
 
 
 def main(argv: list[str]) -> int:

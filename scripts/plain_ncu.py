@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kprof import build, catalog, launch, proc, spec as spec_mod  # noqa: E402
+from kprof import build, catalog, launch, proc  # noqa: E402
+from kprof import spec as spec_mod
 
 METRICS = ("gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
            "sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct,"

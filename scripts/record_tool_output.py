@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kprof import build, catalog, launch, proc, spec as spec_mod  # noqa: E402
+from kprof import build, catalog, launch, proc  # noqa: E402
+from kprof import spec as spec_mod
 
 DATA = ROOT / "tests" / "data" / "kernels"
 

@@ -1,6 +1,7 @@
 import pytest
 
-from kprof import build, catalog, proc, spec as spec_mod
+from kprof import build, catalog, proc
+from kprof import spec as spec_mod
 from kprof.build import ResourceUsage
 from kprof.errors import BuildError, ToolNotFoundError, UsageError
 

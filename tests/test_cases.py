@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from kprof import cases, catalog, cli, spec as spec_mod
+from kprof import cases, catalog, cli
+from kprof import spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import Access, Finding
 

@@ -5,8 +5,8 @@ import pytest
 
 from kprof import build, catalog, cli, errors, launch, pipeline
 from kprof import spec as spec_mod
-from kprof.job import RunMode
 from kprof.errors import TargetError, UsageError
+from kprof.job import RunMode
 
 pytestmark = pytest.mark.gpu
 

@@ -2,9 +2,9 @@
 
 import json
 
+import perfcases
 import pytest
 
-import perfcases
 from kprof import build, catalog, cli, ncu, occupancy, pipeline, profile
 from kprof.job import RunMode
 from kprof.ncu import NcuError

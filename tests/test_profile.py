@@ -4,9 +4,8 @@ roofline arithmetic, and the seeded performance cases."""
 
 import json
 
-import pytest
-
 import perfcases
+import pytest
 from helpers import job_for
 
 from kprof import ncu, occupancy, profile
@@ -246,6 +245,7 @@ print(open({csv!r}).read())
 def test_profile_rows_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
     """ncu.profile_rows without a GPU: a stand-in ncu prints output recorded on the H200."""
     import sys
+
     from kprof import catalog
     from kprof.ncu import NcuError
 

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
 from helpers import job_for as typed_job
 
 from kprof import build, catalog, runner
@@ -165,7 +164,6 @@ FakeDevice.emulations = {"vector_add": _vector_add, "reduce_sum": _reduce_sum, "
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     import kprof.device
-
     import kprof.workspace
 
     monkeypatch.setattr(kprof.device, "Device", FakeDevice)

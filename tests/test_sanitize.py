@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from kprof import findings as findings_mod, sanitize
+from kprof import findings as findings_mod
+from kprof import sanitize
 from kprof.errors import UsageError
 from kprof.proc import Completed
 

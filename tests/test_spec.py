@@ -1,10 +1,11 @@
-import re
 import copy
+import re
 
 import pytest
 import yaml
 
-from kprof import catalog, sweep, spec as spec_mod
+from kprof import catalog, sweep
+from kprof import spec as spec_mod
 from kprof.errors import SpecError, UsageError
 
 BASE = {

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from kprof import spec as spec_mod, values, verify
+from kprof import spec as spec_mod
+from kprof import values, verify
 from kprof.job import target_of
 
 

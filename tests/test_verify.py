@@ -14,13 +14,13 @@ def test_inputs_are_seeded_and_follow_the_fill():
     b = verify.make_input(buf(), np.random.default_rng(0))
     assert a.dtype == np.float32 and a.shape == (4, 5)
     np.testing.assert_array_equal(a, b)
-    assert -1 <= a.min() and a.max() <= 1
+    assert a.min() >= -1 and a.max() <= 1
     u = verify.make_input(buf(fill=Fill("uniform", (0.0, 1.0))), np.random.default_rng(0))
     assert u.min() >= 0
     z = verify.make_input(buf(fill=Fill("zeros")), np.random.default_rng(0))
     assert not z.any()
     r = verify.make_input(buf("int32", fill=Fill("randint", (3, 7))), np.random.default_rng(0))
-    assert r.dtype == np.int32 and 3 <= r.min() and r.max() < 7
+    assert r.dtype == np.int32 and r.min() >= 3 and r.max() < 7
     assert verify.make_input(buf(fill=Fill("arange")), None).ravel()[7] == 7
 
 

@@ -1,0 +1,110 @@
+"""The house rules, checked on the source: no import cycle in kprof/, no function longer than about
+80 lines, only the command layer looks kernels up or builds them, one owner module per external
+tool, and the child runner reads a typed job (no ``job.get`` with a default)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "kprof"
+MODULES = {p.stem: p for p in PKG.glob("*.py") if p.stem != "__init__"}
+MAX_LINES = 80
+COMMAND_LAYER = {"cli", "commands", "pipeline"}
+
+
+def _nodes(tree: ast.AST):
+    """Every node, leaving out ``if TYPE_CHECKING:`` blocks (imports for annotations only)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            continue
+        yield node
+        yield from _nodes(node)
+
+
+def _imports(path: Path) -> set[str]:
+    """The kprof modules a file imports, at module level or inside functions."""
+    out: set[str] = set()
+    for node in _nodes(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "kprof":
+                out.update(a.name for a in node.names if a.name in MODULES)
+            elif node.module.startswith("kprof."):
+                out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            out.update(a.name.split(".")[1] for a in node.names if a.name.startswith("kprof."))
+    return out & set(MODULES)
+
+
+GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
+
+
+def test_no_import_cycle():
+    """Tarjan's strongly connected components: every component has one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles in kprof/: {cycles}"
+
+
+def test_no_long_function():
+    long = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_LINES:
+                    long.append(f"kprof/{name}.py:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "functions over 80 lines: " + ", ".join(long)
+
+
+@pytest.mark.parametrize("upstream", ["catalog", "build"])
+def test_only_the_command_layer_looks_up_or_builds_kernels(upstream):
+    allowed = COMMAND_LAYER | {upstream, "doctor"}  # doctor reports on nvcc itself
+    callers = sorted(name for name, deps in GRAPH.items() if upstream in deps and name not in allowed)
+    assert not callers, f"{upstream} is imported below the command layer by: {callers}"
+
+
+@pytest.mark.parametrize("tool, owner", [("compute-sanitizer", "sanitize"), ("ncu", "ncu"), ("nvcc", "build")])
+def test_one_owner_module_per_external_tool(tool, owner):
+    finders = sorted(name for name, path in MODULES.items()
+                     if f'find_tool("{tool}")' in path.read_text() and name != owner)
+    assert not finders, f"{tool} is found and run outside kprof/{owner}.py: {finders}"
+
+
+def test_only_the_device_layer_imports_cuda_bindings():
+    users = sorted(name for name, path in MODULES.items() if "cuda.bindings" in path.read_text()
+                   and name not in ("device", "doctor"))
+    assert not users, f"cuda.bindings imported outside kprof/device.py: {users}"
+
+
+@pytest.mark.parametrize("child", ["runner", "workspace", "timing"])
+def test_the_child_reads_a_typed_job(child):
+    text = MODULES[child].read_text()
+    assert "job.get(" not in text and 'job["' not in text and "spec_mod.load" not in text
