@@ -19,24 +19,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kprof import build, catalog, launch, proc  # noqa: E402
-from kprof import spec as spec_mod
+from kprof import build, catalog, launch, pipeline, proc  # noqa: E402
+from kprof import spec as spec_mod  # noqa: E402
+from kprof.job import Job, RunMode  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "kernels"
 
 
-def job_for(spec_path: Path, poison: bool = True) -> dict:
-    spec = spec_mod.load(spec_path)
-    built = build.build(spec)
-    job = launch.make_job(spec, built, spec.preset("sanitize"), preset="sanitize")
-    job["poison"] = poison
-    return job
+def job_for(spec_path: Path, poison: bool = True) -> Job:
+    prepared = pipeline.prepare(spec_mod.load(spec_path), preset="sanitize")
+    return prepared.job(RunMode(verify=False, poison=poison))
 
 
-def wrap(out: Path, name: str, tool_argv: list[str], job: dict, timeout: float = 300) -> None:
+def wrap(out: Path, name: str, tool_argv: list[str], job: Job, timeout: float = 300) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         jp, rp = Path(tmp) / "job.json", Path(tmp) / "result.json"
-        jp.write_text(json.dumps(job))
+        jp.write_text(job.to_json())
         argv = tool_argv + launch.runner_argv(jp, rp)
         done = proc.run(argv, timeout=timeout, env=launch.child_env())
         (out / f"{name}.txt").write_text(
@@ -105,7 +103,7 @@ def main(out: Path) -> int:
     record_occupancy(out)
     # ncu: the runner filtered by its NVTX range, as kprof profile will run it.
     nc = [ncu, "--nvtx", "--nvtx-include", "kprof@tiled_matmul/", "--clock-control", "none"]
-    tjob = launch.make_job(catalog.load("tiled_matmul"), build.build(catalog.load("tiled_matmul")), {"M": 1024, "N": 1024, "K": 1024})
+    tjob = pipeline.prepare(catalog.load("tiled_matmul"), {"M": 1024, "N": 1024, "K": 1024}).job(RunMode(verify=False))
     wrap(out, "tiled_matmul.ncu_full_raw", nc + ["--set", "full", "--page", "raw", "--csv"], tjob)
     wrap(out, "tiled_matmul.ncu_details", nc + ["--set", "full", "--page", "details", "--csv"], tjob)
     wrap(out, "tiled_matmul.ncu_report", nc + ["--set", "full", "-f", "-o", str(out / "tiled_matmul")], tjob)
