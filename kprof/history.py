@@ -62,6 +62,10 @@ def new_run() -> str:
 
 
 def git_commit() -> str | None:
+    """The commit a result was measured at: ``KPROF_COMMIT`` when set (a source tree copied to a GPU
+    machine may carry a stale ``.git``, or none), else ``git rev-parse`` of this checkout."""
+    if os.environ.get("KPROF_COMMIT"):
+        return os.environ["KPROF_COMMIT"]
     root = Path(__file__).resolve().parent.parent
     try:
         done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -70,7 +74,7 @@ def git_commit() -> str | None:
             return done.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("KPROF_COMMIT") or None  # a checkout copied without .git (a lent GPU machine)
+    return None
 
 
 def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, Any],

@@ -268,3 +268,11 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
     assert big.timer == "cupti" and big.event_summary["median"] == 1.02e-4
     assert any("--timer events" in w for w in big.warnings)
     assert not any("--timer events" in w for w in small.warnings)
+
+
+def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
+    """A tree copied to a GPU machine can carry a stale .git: the commit the caller names is the one measured."""
+    monkeypatch.setenv("KPROF_COMMIT", "abc1234")
+    assert history.git_commit() == "abc1234"
+    monkeypatch.delenv("KPROF_COMMIT")
+    assert history.git_commit() != "abc1234"
