@@ -1,7 +1,26 @@
 """kprof: build, launch, verify, sanitize, profile and benchmark CUDA kernels.
 
 Importing kprof loads no CUDA, nvtx or NumPy module: those are imported where a command needs
-them, so ``import kprof`` and ``kprof --help`` work on any machine.
+them, so ``import kprof`` and ``kprof --help`` work on any machine. The Python API is
+``kprof.sanitize()``, ``kprof.profile()`` and ``kprof.range()`` (:mod:`kprof.api`,
+:mod:`kprof.annotate`), loaded on first use.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["SanitizeReport", "__version__", "profile", "range", "sanitize"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "range":
+        from kprof.annotate import range as range_
+
+        return range_
+    if name in ("sanitize", "profile", "SanitizeReport"):
+        from kprof import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'kprof' has no attribute {name!r}")

@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kprof import sanitize
+from kprof import compute_sanitizer as sanitize
 from kprof import spec as spec_mod
+from kprof.compute_sanitizer import ALL_TOOLS
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
 from kprof.job import Job
-from kprof.sanitize import ALL_TOOLS
 from kprof.toolrun import ToolResult
 
 _BUG = re.compile(r"//\s*BUG\b")

@@ -153,9 +153,11 @@ def _run(sub: Any) -> None:
 def _sanitize(sub: Any) -> None:
     p = sub.add_parser(
         "sanitize", help="run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) and kprof's values detector",
+        usage="kprof sanitize [options] NAME|SPEC\n       kprof sanitize [options] -- CMD [ARG...]",
         description="Find memory errors, races, uninitialised reads and barrier errors, with the source line, "
-        "thread, block and buffer. Sizes default to the spec's small sanitize sizes. Exit 0 when clean, "
-        "1 when anything was found, 6 when a tool or the target failed with nothing found.",
+        "thread, block and buffer. A spec runs at its small sanitize sizes. After --, any program runs under each "
+        "tool with framework memory pools off (PyTorch, CuPy, JAX), and each finding names the launch site in your "
+        "files. Exit 0 when clean, 1 when anything was found, 6 when a tool or the target failed with nothing found.",
     )  # fmt: skip
     p.add_argument("name", nargs="?", metavar="NAME|SPEC")
     p.add_argument("--tool", default="all", help="memcheck, racecheck, initcheck, synccheck, values or all (default)")
@@ -166,6 +168,8 @@ def _sanitize(sub: Any) -> None:
     p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 to FILE")
     p.add_argument("--from-xml", metavar="FILE", help="report a compute-sanitizer --xml --save file instead of running")
     p.add_argument("--allocations", metavar="RESULT.json", help="with --from-xml: the runner's result file, to name buffers")
+    p.add_argument("--keep-pools", action="store_true",
+                   help="with -- CMD: leave framework memory pools on (accesses inside a pool then go unseen)")
     _common(p, arch="the GPU's", timeout=300.0, json_help="print one JSON object with a findings list")
 
 
@@ -180,10 +184,18 @@ def _cases(sub: Any) -> None:
 def _profile(sub: Any) -> None:
     p = sub.add_parser(
         "profile", help="Nsight Compute: occupancy, DRAM bandwidth, caches, bank conflicts, roofline, stalls",
+        usage="kprof profile [options] NAME|SPEC [NAME|SPEC ...]\n       kprof profile [options] -- CMD [ARG...]",
         description="Profile kernels with ncu through kprof's runner (selected by its NVTX range). Several names "
-        "are profiled one after another and compared in one table.",
+        "are profiled one after another and compared in one table. After --, any program: kernels picked by "
+        "--kernel and/or --range, at most --launch-count of them.",
     )  # fmt: skip
-    p.add_argument("names", nargs="+", metavar="NAME|SPEC")
+    p.add_argument("names", nargs="*", metavar="NAME|SPEC")
+    p.add_argument("--kernel", metavar="REGEX", help="with -- CMD: profile kernels whose name matches")
+    p.add_argument("--range", dest="nvtx_range", metavar="NAME",
+                   help="with -- CMD: only kernels inside this NVTX range (the program's, torch's, or kprof.range)")
+    p.add_argument("--launch-skip", type=_count(0), default=0, help="with -- CMD: matching launches to skip first")
+    p.add_argument("--launch-count", type=_count(1), default=10,
+                   help="with -- CMD: matching launches to profile (default 10), then the program is stopped")
     _size_args(p)
     _param_args(p)
     p.add_argument("--set", dest="set_name", default="quick", choices=["quick", "full"],
@@ -287,7 +299,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def main_inner(argv: list[str]) -> int:
     parser = _parser()
+    program = None
+    if "--" in argv:  # kprof sanitize [options] -- CMD [ARG...]: everything after -- is the user's program
+        cut = argv.index("--")
+        argv, program = argv[:cut], argv[cut + 1:]
     opts = parser.parse_args(argv)
+    if program is not None and opts.command not in ("sanitize", "profile"):
+        raise _ArgError(f"`-- CMD` is for kprof sanitize and kprof profile, not kprof {opts.command}")
+    if program is not None and not program:
+        raise _ArgError(f"name the program after --, e.g. kprof {opts.command} -- python train.py")
+    opts.program = program
     if opts.command is None:
         parser.print_help()
         return EXIT_USAGE

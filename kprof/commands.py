@@ -94,45 +94,48 @@ def cmd_run(opts: Options) -> int:
 
 
 def cmd_sanitize(opts: Options) -> int:
-    from kprof import __version__, findings, sanitize
+    from kprof import api
 
     if opts.from_xml:
-        results, kernel = _from_xml(opts), None
-    else:
-        from kprof import catalog, pipeline
-        from kprof.job import RunMode
-
-        if not opts.name:
-            raise UsageError("name a kernel or spec to sanitize, or give --from-xml FILE --tool TOOL")
-        tools = sanitize.expand_tools(opts.tool)
-        prepared = pipeline.prepare(catalog.load(opts.name), opts.size.single_sizes("sanitize"), preset="sanitize",
-                                    arch=opts.arch)
+        report = api.SanitizeReport(opts.from_xml, _from_xml(opts))
+    elif opts.program:
+        if opts.name:
+            raise UsageError(f"give a kernel ({opts.name}) or a program after --, not both")
         if not opts.json:
-            print(f"{prepared.spec.name}  {prepared.resolved.size_text()}  tools: {', '.join(tools)}", flush=True)
-        scrub, why = pipeline.scrubber(opts.arch) if "values" in tools else (None, "")
-        results = sanitize.run_all(prepared.job(RunMode(verify=False)), tools, scrub_cubin=scrub, scrub_note=why,
-                                   timeout=opts.timeout, padding=opts.memcheck_padding)
-        kernel = prepared.spec.name
-    if opts.sarif:
-        _write_json(Path(opts.sarif), findings.to_sarif(results, __version__, root=str(Path.cwd())))
-    if opts.json:
-        _emit_json(findings.to_json(results, kernel))
+            print(f"{' '.join(opts.program)}  tools: {opts.tool}", flush=True)
+        report = api.sanitize(opts.program, opts.tool, timeout=opts.timeout, padding=opts.memcheck_padding,
+                              keep_pools=opts.keep_pools, progress=None if opts.json else _progress)
     else:
-        print(render.sanitize_report(results))
-    if any(r.findings for r in results):
+        if not opts.name:
+            raise UsageError("name a kernel or spec to sanitize, give a program after --, or --from-xml FILE")
+        report = api.sanitize(opts.name, opts.tool, sizes=opts.size.single_sizes("sanitize") or None, arch=opts.arch,
+                              timeout=opts.timeout, padding=opts.memcheck_padding,
+                              progress=None if opts.json else _progress)
+    if opts.sarif:
+        _write_json(Path(opts.sarif), report.to_sarif())
+    if opts.json:
+        _emit_json(report.to_json())
+    else:
+        print(render.sanitize_report(report.results, report.notes))
+    if report.findings:
         return EXIT_FAILED
-    return EXIT_OK if all(r.ok for r in results) else EXIT_CUDA
+    return EXIT_OK if report.clean else EXIT_CUDA
+
+
+def _progress(tool: str) -> None:
+    print(f"  running {tool} ...", file=sys.stderr, flush=True)
 
 
 def _from_xml(opts: Options) -> list[Any]:
-    from kprof import sanitize
+    from kprof import compute_sanitizer as sanitize
 
     if opts.name:
         raise UsageError("--from-xml reads a saved report: give the file, not a kernel name")
-    if opts.tool not in sanitize.TOOLS:
-        raise UsageError(f"--from-xml needs --tool with the tool that wrote it ({', '.join(sanitize.TOOLS)})")
+    if opts.tool != "all" and opts.tool not in sanitize.TOOLS:
+        raise UsageError(f"--from-xml: --tool {opts.tool} did not write it; the tools that write XML are "
+                         f"{', '.join(sanitize.TOOLS)} (or leave --tool out: kprof works it out from the records)")
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
-    return [sanitize.from_xml(Path(opts.from_xml), opts.tool, allocations)]
+    return [sanitize.from_xml(Path(opts.from_xml), None if opts.tool == "all" else opts.tool, allocations)]
 
 
 def _read_allocations(path: str) -> list[dict[str, Any]]:
@@ -183,6 +186,10 @@ def cmd_profile(opts: Options) -> int:
     from kprof import catalog, pipeline
 
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
+    if opts.program:
+        return _profile_program(opts, extra)
+    if not opts.names:
+        raise UsageError("name the kernels to profile, or give a program after --, e.g. kprof profile -- python train.py")
     report_dir = _report_dir(opts.save_report)
     if opts.plot:
         from kprof import plot
@@ -211,6 +218,28 @@ def cmd_profile(opts: Options) -> int:
     return EXIT_CUDA if errors else EXIT_OK
 
 
+def _profile_program(opts: Options, extra: tuple[str, ...]) -> int:
+    from kprof import api, ncu
+
+    if opts.names:
+        raise UsageError(f"give kernels ({' '.join(opts.names)}) or a program after --, not both")
+    if not opts.json:
+        print(f"profiling {' '.join(opts.program)} ...", file=sys.stderr, flush=True)
+    try:
+        profiles = api.profile(opts.program, kernel=opts.kernel, range=opts.nvtx_range, launch_skip=opts.launch_skip,
+                               launch_count=opts.launch_count, set_name=opts.set_name, metrics=extra, arch=opts.arch,
+                               timeout=opts.timeout)
+    except ncu.NcuError as exc:
+        _profile_output([], [(" ".join(opts.program), exc)], opts.json)
+        return EXIT_CUDA
+    if opts.plot and profiles:
+        from kprof import plot
+
+        plot.roofline(profiles, Path(opts.plot))
+    _profile_output(profiles, [], opts.json)
+    return EXIT_OK
+
+
 def _report_dir(path: str | None) -> Path | None:
     if not path:
         return None
@@ -225,7 +254,8 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
                  opts: Options) -> tuple[list[Any], Any]:
     """The reports for one spec, or the ncu error that stopped it (the other kernels still run).
     Where ncu may not read counters, the counter-less fallback from one timed launch."""
-    from kprof import launch, ncu, profile
+    from kprof import launch, ncu
+    from kprof import profiling as profile
     from kprof.job import RunMode
 
     r, built = prepared.resolved, prepared.built
@@ -245,7 +275,7 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
 
 
 def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> None:
-    from kprof import profile
+    from kprof import profiling as profile
 
     if as_json:
         _emit_json({"version": profile.PROFILE_VERSION, "kernels": [p.to_dict() for p in profiles],

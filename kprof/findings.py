@@ -61,11 +61,12 @@ class Finding:
     other: Access | None = None  # races: the second access
     indices: tuple[tuple[int, ...], ...] = ()  # values: the first differing indices
     extra: dict[str, Any] = field(default_factory=dict)
+    launch: str | None = None  # a program's launch site: the innermost host frame in the user's files
 
     def key(self) -> tuple[Any, ...]:
         """What makes two records the same finding."""
         other = (self.other.file, self.other.line, self.other.access) if self.other else None
-        return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other)
+        return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other, self.launch)
 
     def lines(self) -> set[int]:
         out = {self.line} if self.line is not None else set()

@@ -207,3 +207,52 @@ def _raise_for_run(name: str, done: proc.Completed, data: dict[str, object], tex
     if done.returncode != 0:
         how = done.signal_name or f"exit code {done.returncode}"
         raise NcuError(f"{name}: ncu ended with {how}", done.tail(30), "tool")
+
+
+def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str | None = None, launch_skip: int = 0,
+                 launch_count: int = 10, set_name: str = "quick", metrics: tuple[str, ...] = METRICS) -> list[str]:
+    """ncu's argv for the user's program (up to, not including, the command). Kernels are picked by
+    name (a regular expression) and/or NVTX range: ``NAME`` in the default domain (the program's own
+    push/pop ranges, torch's ``record_function``) or in kprof's (``kprof.range``). At most
+    ``launch_count`` launches are profiled, and then ncu stops the program, so a long one is not
+    profiled end to end."""
+    if set_name not in SETS:
+        raise UsageError(f"--set {set_name!r}: use quick or full")
+    argv = [str(ncu), "--target-processes", "all", "--clock-control", "none", "--metrics", ",".join(metrics),
+            "--launch-skip", str(launch_skip), "--launch-count", str(launch_count), "--kill", "1"]
+    if kernel:
+        argv += ["--kernel-name", f"regex:{kernel}"]
+    if nvtx_range:
+        argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
+    if set_name == "full":
+        argv += ["--set", "full"]
+    return argv + ["--csv", "--page", "raw"]
+
+
+def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,
+                    launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick",
+                    extra_metrics: tuple[str, ...] = (), timeout: float = 600.0) -> list[dict[str, Value]]:
+    """ncu over the user's program: one raw row per profiled kernel launch, in order."""
+    exe = proc.find_tool("ncu")
+    metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
+    for _attempt in range(3):
+        argv = program_argv(exe, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
+                            launch_count=launch_count, set_name=set_name, metrics=metrics)
+        done = proc.run(argv + cmd, timeout=timeout)
+        text = done.stdout + "\n" + done.stderr
+        unknown = unknown_metrics(text)
+        if not (unknown and done.returncode != 0):
+            break
+        metrics = tuple(m for m in metrics if m not in unknown)
+    name = " ".join(cmd)
+    if done.timed_out:
+        raise NcuError(f"{name}: ncu did not finish within {timeout:g} s; lower --launch-count or raise --timeout",
+                       done.tail(30), "timeout")
+    if (why := diagnose(text)) is not None:
+        hint = " (check --kernel and --range against the kernels the program launches)" if why[0] == "no-match" else ""
+        raise NcuError(f"{name}: {why[1]}{hint}", done.tail(30), why[0])
+    rows = parse_csv(done.stdout)
+    if not rows:
+        how = done.signal_name or f"exit code {done.returncode}"
+        raise NcuError(f"{name}: ncu printed no metrics (the program ended with {how})", done.tail(30), "tool")
+    return rows

@@ -9,7 +9,7 @@ from kprof.errors import UsageError
 
 if TYPE_CHECKING:
     from kprof.bench import PointResult
-    from kprof.profile import KernelProfile
+    from kprof.profiling import KernelProfile
 
 
 def require() -> None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kprof.doctor import Check
     from kprof.launch import RunResult
     from kprof.occupancy import Occupancy
-    from kprof.profile import KernelProfile
+    from kprof.profiling import KernelProfile
     from kprof.spec import KernelSpec, Resolved
     from kprof.toolrun import ToolResult
 
@@ -105,7 +105,8 @@ def _dim(t: tuple[int, ...] | None) -> str:
     return "(" + ",".join(str(v) for v in t) + ")" if t else "-"
 
 
-def sanitize_report(results: list[ToolResult]) -> str:
+def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -> str:
+    """One line per tool, the findings table, then each finding with its detail and launch site."""
     lines = []
     for r in results:
         state = {"clean": "clean", "findings": f"{len(r.findings)} finding(s)"}.get(r.status, r.status.upper())
@@ -114,22 +115,32 @@ def sanitize_report(results: list[ToolResult]) -> str:
             lines.append(f"{'':<10} note: {note}")
         if r.status in ("timeout", "target-error", "tool-error") and r.log:
             lines += [f"{'':<10} | {ln}" for ln in r.log.splitlines()[-8:]]
+    lines += [f"set for the program: {n}" for n in notes or []]
     found = [f for r in results for f in r.findings]
     if not found:
         lines.append("no findings" if all(r.ok for r in results) else "no findings, but not every tool finished")
         return "\n".join(lines)
+    launched = any(f.launch for f in found)
     lines.append("")
     lines.append(table(
-        ["TOOL", "KIND", "WHERE", "THREAD", "BLOCK", "BUFFER", "COUNT"],
-        [(f.tool, f.kind, f.location(), _dim(f.thread), _dim(f.block), f.buffer or "-", f.count) for f in found],
-        "llllllr",
+        ["TOOL", "KIND", "WHERE", "THREAD", "BLOCK", "BUFFER", "COUNT"] + (["LAUNCHED AT"] if launched else []),
+        [(f.tool, f.kind, f.location(), _dim(f.thread), _dim(f.block), f.buffer or "-", f.count)
+         + ((_short(f.launch),) if launched else ()) for f in found],
+        "llllllr" + ("l" if launched else ""),
     ))  # fmt: skip
     lines.append("")
     for f in found:
-        lines.append(f"- {f.tool} {f.kind} at {f.location()}: {f.message}")
+        where = f" in {f.kernel}" if f.kernel else ""
+        lines.append(f"- {f.tool} {f.kind} at {f.location()}{where}: {f.message}")
         if f.detail:
             lines.append(f"    {f.detail}")
+        if f.launch:
+            lines.append(f"    launched at {f.launch}")
     return "\n".join(lines)
+
+
+def _short(path: str | None) -> str:
+    return path.rsplit("/", 1)[-1] if path else "-"
 
 
 def cases_list(rows: list[dict[str, Any]]) -> str:

@@ -65,3 +65,29 @@ def classify(tool: str, done: proc.Completed, data: dict[str, Any], findings: li
         return ToolResult(tool, "tool-error", [], done.seconds,
                           f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
     return ToolResult(tool, "clean", [], done.seconds, "", notes, log)
+
+
+def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | None, findings: list[Finding],
+                     notes: list[str], timeout: float, have_xml: bool) -> ToolResult:
+    """What one tool run over the user's program means. ``status`` is the exit-code shim's record
+    (None when the program never started). Pure: tested with recorded outputs."""
+    log = done.tail(40)
+    if done.timed_out:
+        msg = (f"the program did not finish within {timeout:g} s under {tool}; the whole process group was stopped "
+               "(sanitizers slow kernels down 20x to 100,000x: use a smaller problem or a longer --timeout)")
+        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
+    if findings:
+        return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
+    if status is None:
+        how = done.signal_name or f"exit code {done.returncode}"
+        return ToolResult(tool, "tool-error", [], done.seconds,
+                          f"compute-sanitizer {tool} ended with {how} before the program ran", notes, log)
+    code = status.get("returncode")
+    if code != 0:
+        how = status.get("error") or (f"was killed by {status['signal']}" if status.get("signal") else f"exited with code {code}")
+        return ToolResult(tool, "target-error", [], done.seconds,
+                          f"the program {how} under {tool} with nothing found; its last lines are below", notes, log)
+    if done.returncode == ERROR_EXITCODE or (not have_xml and done.returncode != 0):
+        return ToolResult(tool, "tool-error", [], done.seconds,
+                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
+    return ToolResult(tool, "clean", [], done.seconds, "", notes, log)

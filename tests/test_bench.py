@@ -238,7 +238,8 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     """The bench plot redrawn from JSON recorded on the H200; the roofline from a recorded ncu row."""
     from pathlib import Path
 
-    from kprof import ncu, plot, profile
+    from kprof import ncu, plot
+    from kprof import profiling as profile
 
     results = Path(__file__).parent.parent / "docs" / "results" / "2026-11-29-h200-bench-vector_add-block.json"
     pts = [bench.PointResult(**p) for p in json.loads(results.read_text())["points"]]

@@ -5,7 +5,8 @@ import json
 import perfcases
 import pytest
 
-from kprof import build, catalog, cli, ncu, occupancy, pipeline, profile
+from kprof import build, catalog, cli, ncu, occupancy, pipeline
+from kprof import profiling as profile
 from kprof.job import RunMode
 from kprof.ncu import NcuError
 

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from kprof import cases, catalog, cli, pipeline, sanitize
+from kprof import cases, catalog, cli, pipeline
+from kprof import compute_sanitizer as sanitize
 from kprof.job import RunMode
 
 pytestmark = pytest.mark.gpu

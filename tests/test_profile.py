@@ -8,7 +8,8 @@ import perfcases
 import pytest
 from helpers import job_for
 
-from kprof import ncu, occupancy, profile
+from kprof import ncu, occupancy
+from kprof import profiling as profile
 from kprof.errors import UsageError
 
 

@@ -1,0 +1,157 @@
+"""kprof from Python: ``kprof.sanitize()``, ``kprof.profile()`` and ``kprof.range()``.
+
+The same pipeline as the CLI, returning typed reports instead of printing, so scripts, notebooks and
+test suites do not shell out. A target is a spec (a name from ``kprof list`` or a path to a spec
+file) or a program (an argv list: ``["python", "train.py"]``). Errors are
+:class:`~kprof.errors.KprofError` subclasses with the same one-line messages as the CLI.
+
+``kprof.range`` lives in :mod:`kprof.annotate` and costs no import of CUDA or nvtx until used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof.errors import UsageError
+from kprof.findings import Finding
+from kprof.toolrun import ToolResult
+
+SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
+@dataclass(frozen=True)
+class SanitizeReport:
+    """What the tools found in one target: one :class:`~kprof.toolrun.ToolResult` per tool."""
+
+    target: str
+    results: list[ToolResult]
+    notes: list[str] = field(default_factory=list)  # the allocator switches set for a program
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for r in self.results for f in r.findings]
+
+    @property
+    def clean(self) -> bool:
+        return not self.findings and all(r.ok for r in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        from kprof import findings
+
+        data = findings.to_json(self.results, self.target)
+        data["notes"] = self.notes
+        return data
+
+    def to_sarif(self, root: str | None = None) -> dict[str, Any]:
+        from kprof import __version__, findings
+
+        return findings.to_sarif(self.results, __version__, root=root or str(Path.cwd()))
+
+
+def _require_gpu(tool: str) -> None:
+    """A program is run as it is: say a missing tool (exit 3) or GPU (exit 5) before starting it."""
+    from kprof import device, proc
+    from kprof.errors import NoGPUError
+
+    proc.find_tool(tool)
+    why = device.probe()
+    if why is not None:
+        raise NoGPUError(f"{why}; kprof sanitize and kprof profile of a program need a GPU")
+
+
+def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
+    from kprof import compute_sanitizer as san
+
+    names = [tools] if isinstance(tools, str) else list(tools)
+    if names == ["all"]:
+        return list(SANITIZERS) if program else list(san.ALL_TOOLS)
+    for name in names:
+        san.check_tool(name)
+        if program and name == "values":
+            raise UsageError("the values detector runs kprof's own launches of a spec; for a program use "
+                             f"{', '.join(SANITIZERS)}")
+    return names
+
+
+def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,
+             sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 300.0,
+             padding: int = 256, keep_pools: bool = False, progress: Any = None) -> SanitizeReport:
+    """Run compute-sanitizer's tools (and, for a spec, kprof's values detector) over ``target``.
+
+    A program runs under each tool in its own process group with kprof's defaults: framework memory
+    pools off (PyTorch, CuPy, JAX; ``keep_pools`` leaves them), ``--padding`` after each allocation,
+    racecheck's full report, no leak check. A spec runs at its sanitize sizes (or ``sizes``)."""
+    if timeout <= 0 or timeout != timeout:
+        raise UsageError(f"timeout {timeout}: give a positive number of seconds")
+    if isinstance(target, (str, Path)):
+        return _sanitize_spec(str(target), _tools(tools, False), sizes, arch, timeout, padding, progress)
+    cmd = [str(a) for a in target]
+    if not cmd:
+        raise UsageError("name the program to sanitize after --, e.g. kprof sanitize -- python train.py")
+    from kprof import allocators
+    from kprof import compute_sanitizer as san
+
+    _require_gpu("compute-sanitizer")
+    env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
+    results = []
+    for tool in _tools(tools, True):
+        if progress:
+            progress(tool)
+        results.append(san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env))
+    return SanitizeReport(" ".join(cmd), results, notes)
+
+
+def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,
+                   padding: int, progress: Any) -> SanitizeReport:
+    from kprof import catalog, pipeline
+    from kprof import compute_sanitizer as san
+    from kprof.job import RunMode
+
+    prepared = pipeline.prepare(catalog.load(name), sizes, preset="sanitize", arch=arch)
+    scrub, why = pipeline.scrubber(arch) if "values" in tools else (None, "")
+    results = san.run_all(prepared.job(RunMode(verify=False)), tools, scrub_cubin=scrub, scrub_note=why,
+                          timeout=timeout, padding=padding, progress=progress)
+    return SanitizeReport(prepared.spec.name, results)
+
+
+def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
+            launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
+            sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[Any]:
+    """Nsight Compute over ``target``: a list of :class:`~kprof.profiling.KernelProfile`, one per kernel
+    launch profiled. For a program, kernels are picked by name (``kernel``, a regular expression)
+    and/or NVTX range (``range``: the program's own, torch's, or a ``kprof.range``), at most
+    ``launch_count`` of them after skipping ``launch_skip``."""
+    from kprof import ncu
+    from kprof import profiling as prof
+
+    if isinstance(target, (str, Path)):
+        from kprof import catalog, pipeline
+        from kprof.job import RunMode
+
+        prepared = pipeline.prepare(catalog.load(str(target)), sizes, arch=arch)
+        r = prepared.resolved
+        rows = ncu.profile_rows(prepared.job(RunMode(verify=False)), set_name=set_name, extra_metrics=tuple(metrics),
+                                timeout=timeout)
+        return prof.reports(rows, r.spec.name, r.sizes, arch=prepared.built.arch, launches=len(r.steps), params={},
+                            extra_metrics=tuple(metrics), spec_flops=r.flops, spec_bytes=r.bytes)
+    cmd = [str(a) for a in target]
+    if not cmd:
+        raise UsageError("name the program to profile after --, e.g. kprof profile --kernel NAME -- python train.py")
+    if launch_count < 1 or launch_skip < 0:
+        raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
+    _require_gpu("ncu")
+    rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
+                               launch_count=launch_count, set_name=set_name, extra_metrics=tuple(metrics),
+                               timeout=timeout)
+    from kprof.build import detect_arch
+
+    out = []
+    for i, row in enumerate(rows):
+        name = row["Kernel Name"].value if "Kernel Name" in row else f"kernel{i}"
+        out += prof.reports([row], f"{name}#{i + launch_skip}", {}, arch=arch or detect_arch(), launches=1, params={},
+                            extra_metrics=tuple(metrics))
+    return out

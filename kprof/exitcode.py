@@ -1,0 +1,39 @@
+"""The shim a sanitized program runs under: ``python -m kprof.exitcode STATUS.json -- CMD [ARG...]``.
+
+compute-sanitizer's own exit code mixes its findings with the program's; this shim runs the program,
+writes the program's exit code (or the signal that killed it) to STATUS.json, and exits the same way.
+kprof then tells a clean run from a program that failed with nothing found.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 3 or args[1] != "--":
+        print("usage: python -m kprof.exitcode STATUS.json -- CMD [ARG...]", file=sys.stderr)
+        return 2
+    status, cmd = Path(args[0]), args[2:]
+    try:
+        code = subprocess.call(cmd)
+    except OSError as exc:
+        status.write_text(json.dumps({"returncode": None, "error": f"{cmd[0]}: {exc.strerror or exc}"}))
+        return 127
+    record: dict[str, object] = {"returncode": code}
+    if code < 0:
+        try:
+            record["signal"] = signal.Signals(-code).name
+        except ValueError:
+            record["signal"] = f"signal {-code}"
+    status.write_text(json.dumps(record))
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

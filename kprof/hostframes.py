@@ -1,0 +1,59 @@
+"""Where the user's code launched a kernel, from a sanitizer record's saved host stack: pure.
+
+compute-sanitizer saves the host stack of every launch (``<hostStack>``): native frames (a module,
+sometimes a function) and, for Python programs, Python frames (function, path, line), innermost
+first. The launch site is the innermost frame in the user's own files: frames of the interpreter,
+of the standard library, of installed packages (site-packages, dist-packages) and of kprof itself
+are skipped, so a Triton kernel launched through torch and triton's launcher is reported at the
+user's line (``prog.py:15``), not inside triton.
+"""
+
+from __future__ import annotations
+
+import sysconfig
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+_KPROF = str(Path(__file__).resolve().parent)
+_LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/usr/lib/", "/usr/local/cuda", "/lib64/")
+
+
+@dataclass(frozen=True)
+class Frame:
+    func: str | None
+    path: str | None
+    line: int | None
+    module: str | None
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.path and self.line else (self.path or self.module or "?")
+
+
+def frames(record: ET.Element) -> list[Frame]:
+    """The saved host frames of one record, innermost first (empty when none were saved)."""
+    out = []
+    for node in record.findall("hostStack/frame"):
+        line = (node.findtext("line") or "").strip()
+        out.append(Frame(node.findtext("func"), node.findtext("path"), int(line) if line.isdigit() else None,
+                         node.findtext("module")))
+    return out
+
+
+def _library_dirs() -> tuple[str, ...]:
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted(d for d in dirs if d))
+
+
+def is_user_file(path: str) -> bool:
+    """A file of the user's own, not of Python, an installed package, the CUDA toolkit or kprof."""
+    if not path or path.startswith("<"):
+        return False
+    if path.startswith(_KPROF) or any(part in path for part in _LIBRARY_PARTS):
+        return False
+    return not any(path.startswith(d) for d in _library_dirs())
+
+
+def launch_site(stack: list[Frame]) -> Frame | None:
+    """The innermost frame in the user's own files that has a line, or None."""
+    return next((f for f in stack if f.path and f.line and is_user_file(f.path)), None)

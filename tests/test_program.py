@@ -1,0 +1,333 @@
+"""kprof on the user's own program, without a GPU: the allocator switches, the exit-code shim, the
+launch site and allocation from a record, the classification of a run, tool inference for --from-xml,
+kprof sanitize -- CMD and kprof profile -- CMD through stand-in tools, and kprof.range."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import kprof
+from kprof import allocators, cli, hostframes, proc, toolrun
+from kprof import compute_sanitizer as sanitize
+from kprof.errors import UsageError
+
+DATA = "sanitizer"
+
+
+# ---------------------------------------------------------------------------- allocator switches
+
+def test_every_switch_is_set_and_said():
+    env, notes = allocators.environment({"PATH": "/bin"})
+    assert env["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1" and env["KPROF_CUPY_NO_POOL"] == "1"
+    assert env["XLA_PYTHON_CLIENT_ALLOCATOR"] == "platform"
+    assert env["PYTHONPATH"].split(":")[0] == str(allocators.HOOKS)
+    assert len(notes) == len(allocators.SWITCHES) and any("PyTorch" in n for n in notes)
+
+
+def test_a_switch_the_user_set_is_kept_and_pools_can_stay():
+    env, notes = allocators.environment({"PYTORCH_NO_CUDA_MEMORY_CACHING": "0", "PYTHONPATH": "/mine"})
+    assert env["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "0" and env["PYTHONPATH"].endswith(":/mine")
+    assert "kept as you set it" in notes[0]
+    env, notes = allocators.environment({"PATH": "/bin"}, pools=True)
+    assert "PYTORCH_NO_CUDA_MEMORY_CACHING" not in env and "left on" in notes[0]
+
+
+def test_the_cupy_pools_go_off_when_cupy_is_imported(tmp_path):
+    pkg = tmp_path / "cupy" / "cuda"
+    pkg.mkdir(parents=True)
+    (tmp_path / "cupy" / "__init__.py").write_text("from . import cuda\n")
+    (pkg / "__init__.py").write_text("calls = []\ndef set_allocator(a): calls.append(('device', a))\n"
+                                     "def set_pinned_memory_allocator(a): calls.append(('pinned', a))\n")
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['NEXT_SITECUSTOMIZE_RAN'] = '1'\n")
+    code = "import cupy, os; print(cupy.cuda.calls, os.environ.get('NEXT_SITECUSTOMIZE_RAN'))"
+    env, _ = allocators.environment({"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[('device', None), ('pinned', None)] 1", "pools off, and the user's sitecustomize still ran"
+
+
+# ---------------------------------------------------------------------------- the exit-code shim
+
+@pytest.mark.parametrize("code, expected", [("raise SystemExit(3)", {"returncode": 3}), ("pass", {"returncode": 0}),
+                                            ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+                                             {"returncode": -9, "signal": "SIGKILL"})])
+def test_the_shim_records_the_programs_exit(tmp_path, code, expected):
+    status = tmp_path / "s.json"
+    done = proc.run([sys.executable, "-m", "kprof.exitcode", str(status), "--", sys.executable, "-c", code], timeout=60)
+    assert json.loads(status.read_text()) == expected
+    assert done.returncode == (expected["returncode"] if expected["returncode"] >= 0 else 128 + 9)
+
+
+def test_the_shim_says_a_missing_program(tmp_path):
+    status = tmp_path / "s.json"
+    proc.run([sys.executable, "-m", "kprof.exitcode", str(status), "--", "no-such-program-kprof"], timeout=60)
+    assert "no-such-program-kprof" in json.loads(status.read_text())["error"]
+
+
+# ---------------------------------------------------------------------------- records of a program
+
+STACK = """<record><kind>Precise</kind><hostStack>
+  <frame><pc>0x1</pc><module>/usr/lib/x86_64-linux-gnu/libcuda.so.1</module></frame>
+  <frame><func>_PyEval_EvalFrameDefault</func><module>/usr/bin/python3</module></frame>
+  <frame><func>run</func><path>/venv/lib/python3.12/site-packages/triton/backends/nvidia/driver.py</path><line>444</line></frame>
+  <frame><func>&lt;lambda&gt;</func><path>/venv/lib/python3.12/site-packages/triton/runtime/jit.py</path><line>390</line></frame>
+  <frame><func>main</func><path>/home/me/proj/prog.py</path><line>33</line></frame>
+  <frame><func>&lt;module&gt;</func><path>/home/me/proj/prog.py</path><line>38</line></frame>
+  <frame><func>_run_code</func><path>&lt;frozen runpy&gt;</path><line>88</line></frame>
+</hostStack></record>"""
+
+
+def test_the_launch_site_is_the_innermost_frame_in_the_users_files():
+    site = hostframes.launch_site(hostframes.frames(ET.fromstring(STACK)))
+    assert site is not None and site.where() == "/home/me/proj/prog.py:33" and site.func == "main"
+
+
+def test_kprofs_own_frames_are_never_the_launch_site(data_dir):
+    """Recorded on the H200: kprof's runner launched it, so there is no user frame."""
+    root = ET.parse(data_dir / DATA / "rec_oob.memcheck.xml").getroot()
+    stack = hostframes.frames(root.find("record"))
+    assert any(f.path and f.path.endswith("kprof/runner.py") for f in stack)
+    assert all(not hostframes.is_user_file(f.path or "") for f in stack if f.path and "kprof" in f.path)
+
+
+TEXT = """========= Invalid __global__ write of size 4 bytes
+=========     at scale+0x1b0 in /home/me/proj/prog.py:25
+=========     by thread (104,0,0) in block (3,0,0)
+=========     Address 0x7f3a5c000fa0 is out of bounds
+=========     and is 0 bytes after the nearest allocation at 0x7f3a5c000000 of size 4,000 bytes
+=========     Address 0x7f3a5c000000 is out of bounds
+=========     and is 16 bytes before the nearest allocation at 0x7f3a5c000010 of size 512 bytes
+"""
+
+
+def test_the_allocation_an_access_missed_comes_from_the_text_report():
+    found = sanitize.nearest_allocations(TEXT)
+    assert found[0x7F3A5C000FA0] == "immediately past the end of a 4,000-byte allocation at 0x7f3a5c000000 (the nearest one)"
+    assert found[0x7F3A5C000000].startswith("16 bytes before the start of a 512-byte allocation")
+
+
+def test_a_program_record_gets_launch_site_allocation_and_demangled_kernel(data_dir):
+    xml = (data_dir / DATA / "rec_oob.memcheck.xml").read_text()
+    rec = ET.fromstring(xml).find("record")
+    address = int(rec.findtext("what/address"), 0)
+    text = TEXT.replace("0x7f3a5c000fa0", hex(address))
+    findings, _ = sanitize.parse_xml(xml, "memcheck", tool_text=text)
+    f = findings[0]
+    assert f.kind == "out-of-bounds-write" and f.buffer is None
+    assert f.detail.startswith("immediately past the end of a 4,000-byte allocation")
+    assert f.launch is None  # kprof's runner, not a user file
+
+
+def test_a_trap_gets_a_message_a_person_can_act_on():
+    xml = ("<ComputeSanitizerOutput><record><kind>Imprecise</kind><what><text></text>"
+           "<error>Warp Illegal Instruction</error></what></record></ComputeSanitizerOutput>")
+    (f,), _ = sanitize.parse_xml(xml, "memcheck")
+    assert f.kind == "hardware-exception" and "__trap()" in f.message and "Warp Illegal Instruction" in f.message
+
+
+@pytest.mark.parametrize("name, tool", [("rec_oob.memcheck.xml", "memcheck"), ("rec_race.racecheck_default.xml", "racecheck"),
+                                        ("rec_uninit.initcheck.xml", "initcheck"), ("rec_sync.synccheck.xml", "synccheck")])
+def test_from_xml_works_out_the_tool(data_dir, name, tool):
+    assert sanitize.infer_tool((data_dir / DATA / name).read_text()) == tool
+    assert sanitize.from_xml(data_dir / DATA / name, None).tool == tool
+
+
+def test_from_xml_refuses_a_tool_its_records_contradict_and_asks_when_it_cannot_tell(data_dir, tmp_path):
+    with pytest.raises(UsageError, match="--tool racecheck, but its records were written by memcheck"):
+        sanitize.from_xml(data_dir / DATA / "rec_oob.memcheck.xml", "racecheck")
+    clean = tmp_path / "clean.xml"
+    clean.write_text("<ComputeSanitizerOutput/>")
+    with pytest.raises(UsageError, match="give --tool"):
+        sanitize.from_xml(clean, None)
+
+
+# ---------------------------------------------------------------------------- classification
+
+def _done(rc=0, out="", err="", timed_out=False):
+    return proc.Completed(("cs",), None if timed_out else rc, out, err, 1.0, timed_out)
+
+
+def test_a_program_that_fails_with_nothing_found_is_told_apart():
+    r = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), {"returncode": 3}, [], [], 60, True)
+    assert r.status == "target-error" and "exited with code 3" in r.message and "ValueError" in r.log
+    r = toolrun.classify_program("memcheck", _done(137), {"returncode": -9, "signal": "SIGKILL"}, [], [], 60, True)
+    assert r.status == "target-error" and "killed by SIGKILL" in r.message
+    assert toolrun.classify_program("memcheck", _done(0), {"returncode": 0}, [], [], 60, True).status == "clean"
+    r = toolrun.classify_program("memcheck", _done(1, err="no driver"), None, [], [], 60, False)
+    assert r.status == "tool-error" and "before the program ran" in r.message
+    r = toolrun.classify_program("memcheck", _done(timed_out=True), None, [], [], 5, False)
+    assert r.status == "timeout" and "whole process group" in r.message
+
+
+# ---------------------------------------------------------------------------- end to end, stand-in tools
+
+FAKE_SANITIZER = """#!{python}
+import shutil, subprocess, sys
+args = sys.argv[1:]
+save = args[args.index("--save") + 1]
+start = args.index({python!r})  # the program part: python -m kprof.exitcode STATUS -- CMD
+xml = {xml!r}
+if xml:
+    shutil.copy(xml, save)
+else:
+    open(save, "w").write("<ComputeSanitizerOutput/>")
+print({text!r})
+code = subprocess.call(args[start:])
+sys.exit(99 if xml else code)
+"""
+
+
+@pytest.fixture
+def fake_sanitizer(tmp_path, monkeypatch):
+    import kprof.device
+
+    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+
+    def make(xml="", text=""):
+        exe = tmp_path / "compute-sanitizer"
+        exe.write_text(FAKE_SANITIZER.format(python=sys.executable, xml=str(xml), text=text))
+        exe.chmod(0o755)
+        monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
+
+    return make
+
+
+def test_sanitize_a_program_through_a_stand_in_tool(fake_sanitizer, data_dir, capsys):
+    fake_sanitizer(xml=data_dir / DATA / "rec_race.racecheck_default.xml")
+    code = cli.main(["sanitize", "--tool", "racecheck", "--json", "--", sys.executable, "-c", "print('hello')"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["findings"] and data["findings"][0]["kind"].startswith("race")
+    assert any("PYTORCH_NO_CUDA_MEMORY_CACHING=1" in n for n in data["notes"])
+
+
+def test_a_clean_program_and_a_failing_one(fake_sanitizer, capsys):
+    fake_sanitizer()
+    assert cli.main(["sanitize", "--tool", "memcheck", "--", sys.executable, "-c", "pass"]) == 0
+    assert "no findings" in capsys.readouterr().out
+    code = cli.main(["sanitize", "--tool", "memcheck", "--", sys.executable, "-c", "import sys; sys.exit('boom')"])
+    out = capsys.readouterr().out
+    assert code == 6 and "TARGET-ERROR" in out and "exited with code 1" in out and "boom" in out
+
+
+def test_the_python_api_returns_the_typed_report(fake_sanitizer):
+    fake_sanitizer()
+    report = kprof.sanitize([sys.executable, "-c", "pass"], tools=["memcheck", "initcheck"])
+    assert report.clean and [r.tool for r in report.results] == ["memcheck", "initcheck"]
+    assert report.to_json()["clean"] and report.to_sarif()["version"] == "2.1.0"
+    with pytest.raises(UsageError, match="values detector"):
+        kprof.sanitize([sys.executable, "-c", "pass"], tools=["values"])
+
+
+FAKE_NCU = """#!{python}
+import sys
+args = sys.argv[1:]
+assert "--launch-count" in args and args[args.index("--kernel-name") + 1] == "regex:scale"
+print(open({csv!r}).read())
+"""
+
+
+def test_profile_a_program_through_a_stand_in_ncu(tmp_path, monkeypatch, data_dir, capsys):
+    import kprof.device
+
+    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU.format(python=sys.executable, csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(exe))
+    code = cli.main(["profile", "--kernel", "scale", "--arch", "sm_90", "--json", "--", "python", "prog.py"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["kernels"][0]["kernel"].startswith("tiled_matmul#0")
+    assert data["kernels"][0]["duration_s"] == pytest.approx(251.52e-6)
+
+
+def test_program_argv_for_ncu_picks_kernels_and_ranges():
+    from kprof import ncu
+
+    argv = ncu.program_argv("ncu", kernel="add.*", nvtx_range="step", launch_skip=2, launch_count=3)
+    assert argv[argv.index("--kernel-name") + 1] == "regex:add.*"
+    assert "step/" in argv and "kprof@step/" in argv and argv[argv.index("--launch-count") + 1] == "3"
+
+
+# ---------------------------------------------------------------------------- the CLI without a GPU
+
+def test_help_shows_the_program_form(capsys):
+    for command in ("sanitize", "profile"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        assert f"kprof {command} [options] -- CMD [ARG...]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["run", "tiled_matmul", "--", "python", "x.py"], 2, "`-- CMD` is for kprof sanitize and kprof profile"),
+    (["sanitize", "--"], 2, "name the program after --"),
+    (["sanitize", "tiled_matmul", "--", "python", "x.py"], 2, "not both"),
+])
+def test_program_form_errors(capsys, argv, code, message):
+    assert cli.main(argv) == code
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_no_tool_or_no_gpu_is_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tmp_path / "missing"))
+    assert cli.main(["sanitize", "--", "python", "x.py"]) == 3
+    assert capsys.readouterr().err.count("\n") == 1
+    exe = tmp_path / "cs"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
+    import kprof.device
+
+    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    assert cli.main(["sanitize", "--", "python", "x.py"]) == 5
+    err = capsys.readouterr().err
+    assert "no CUDA driver" in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------------- kprof.range
+
+def test_range_without_nvtx_is_a_cheap_no_op(monkeypatch):
+    import kprof.annotate as annotate
+
+    monkeypatch.setattr(annotate, "_nvtx", False)
+
+    @kprof.range("step")
+    def step(x):
+        return x + 1
+
+    with kprof.range("outer"):
+        assert step(1) == 2
+    with pytest.raises(ValueError, match="without '/'"):
+        kprof.range("a/b")
+
+
+def test_range_pushes_and_pops_in_domain_kprof(monkeypatch):
+    import kprof.annotate as annotate
+
+    calls = []
+
+    class FakeNvtx:
+        def push_range(self, name, domain):
+            calls.append(("push", name, domain))
+
+        def pop_range(self, domain):
+            calls.append(("pop", domain))
+
+    monkeypatch.setattr(annotate, "_nvtx", FakeNvtx())
+    with kprof.range("attention"):
+        pass
+    assert calls == [("push", "attention", "kprof"), ("pop", "kprof")]
+
+
+def test_import_kprof_range_is_light():
+    code = textwrap.dedent("""
+        import sys, kprof
+        kprof.range
+        print(sorted(m for m in sys.modules if m.split('.')[0] in ('cuda', 'nvtx', 'numpy')))
+    """)
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
