@@ -79,7 +79,8 @@ def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
 
 def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,
              sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 300.0,
-             padding: int = 256, keep_pools: bool = False, progress: Any = None) -> SanitizeReport:
+             padding: int = 256, keep_pools: bool = False, progress: Any = None,
+             cwd: str | Path | None = None) -> SanitizeReport:
     """Run compute-sanitizer's tools (and, for a spec, kprof's values detector) over ``target``.
 
     A program runs under each tool in its own process group with kprof's defaults: framework memory
@@ -101,7 +102,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     for tool in _tools(tools, True):
         if progress:
             progress(tool)
-        results.append(san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env))
+        results.append(san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd))
     return SanitizeReport(" ".join(cmd), results, notes)
 
 

@@ -330,7 +330,7 @@ def program_argv(cmd: list[str], status: Path) -> list[str]:
 
 
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
-                env: dict[str, str] | None = None) -> ToolResult:
+                env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake."""
     import json
 
@@ -338,7 +338,7 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True) + program_argv(cmd, status_path)
-        done = proc.run(argv, timeout=timeout, env=env)
+        done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         try:
             status = json.loads(status_path.read_text())

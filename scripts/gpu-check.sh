@@ -12,6 +12,9 @@
 #            cuBLAS and the fused kernels against their unfused baselines (kprof bench, same run);
 #            kprof sanitize tiled_matmul; kprof cases; kprof profile of the matmul ladder
 #   record   real compute-sanitizer and ncu output for the parser tests (scripts/record_tool_output.py)
+#   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
+#            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
+#            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
 #
 # It installs what the machine lacks from wheels carried in .whl/ (docs/gpu.md), and writes
 # summary.md (date, GPU, driver, commit, every command with its exit code and wall time, the pytest
@@ -99,6 +102,37 @@ if has measure; then
     step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
     step cases $KPROF cases
     json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
+fi
+if has programs; then
+    P=$LOGS/programs
+    mkdir -p "$P"
+    CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
+    hand() {  # hand NAME TOOL ENV... -- CMD...: compute-sanitizer as a user runs it, XML and text kept
+        local name=$1 tool=$2; shift 2
+        local envs=()
+        while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+        shift
+        step "hand-$name" env "${envs[@]}" "$CS" --tool "$tool" --xml --save "$P/$name.xml" --print-limit 100 \
+            $( [ "$tool" = memcheck ] && echo --padding 256 ) $( [ "$tool" = racecheck ] && echo --racecheck-report all ) "$@"
+        cp "$LOGS/hand-$name.txt" "$P/$name.txt"
+    }
+    hand triton_scale.pool memcheck X=1 -- python3 examples/triton_scale.py
+    hand triton_scale.memcheck memcheck PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 examples/triton_scale.py
+    hand cuda_python_sum.racecheck racecheck X=1 -- python3 examples/cuda_python_sum.py
+    hand cupy_shift.pool memcheck X=1 -- python3 examples/cupy_shift.py
+    hand cupy_shift.memcheck memcheck KPROF_CUPY_NO_POOL=1 PYTHONPATH=$ROOT/kprof/hooks:$PYTHONPATH -- python3 examples/cupy_shift.py
+    step sanitize-triton $KPROF sanitize -- python3 examples/triton_scale.py
+    step sanitize-triton-fixed $KPROF sanitize -- python3 examples/triton_scale.py --fixed
+    step sanitize-cuda-python $KPROF sanitize --tool racecheck -- python3 examples/cuda_python_sum.py
+    step sanitize-cuda-python-fixed $KPROF sanitize --tool racecheck -- python3 examples/cuda_python_sum.py --fixed
+    step sanitize-cupy $KPROF sanitize --tool memcheck -- python3 examples/cupy_shift.py
+    step sanitize-cupy-fixed $KPROF sanitize --tool memcheck -- python3 examples/cupy_shift.py --fixed
+    step profile-triton $KPROF profile --kernel scale -- python3 examples/triton_scale.py --fixed
+    step pytest-plain python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider
+    step pytest-kprof-sanitize python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider --kprof-sanitize=memcheck
+    # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
+    step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
+    step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/test_gpu_programs.py
 fi
 if has record; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"

@@ -1,0 +1,87 @@
+"""kprof on users' programs, on a real GPU: each example (buggy and its clean control) under
+``kprof sanitize --``, under ``kprof.sanitize([...])``, and as a test file under
+``pytest --kprof-sanitize``; a hanging program stopped at the timeout; a failing one reported as such."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kprof
+from kprof import cli
+
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("programs")]
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PY = sys.executable
+
+
+def _needs(module: str) -> None:
+    pytest.importorskip(module, reason=f"the example needs {module}")
+
+
+def test_triton_store_without_mask_is_found_at_its_line_with_launch_site_and_allocation(capsys):
+    _needs("triton")
+    code = cli.main(["sanitize", "--tool", "memcheck", "--json", "--", PY, str(EXAMPLES / "triton_scale.py")])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1, data
+    f = data["findings"][0]
+    assert f["kind"] == "out-of-bounds-write" and f["file"].endswith("triton_scale.py") and f["line"] == 27, f
+    assert f["launch"].endswith("triton_scale.py:34"), f
+    assert "past the end of a 4,000-byte allocation" in (f["detail"] or ""), f
+
+
+def test_triton_clean_control_is_clean_under_every_tool():
+    _needs("triton")
+    report = kprof.sanitize([PY, str(EXAMPLES / "triton_scale.py"), "--fixed"])
+    assert report.clean, report.to_json()
+    assert [r.tool for r in report.results] == ["memcheck", "racecheck", "initcheck", "synccheck"]
+
+
+def test_cuda_python_race_is_found_at_its_cu_lines_with_launch_site():
+    _needs("cuda.bindings")
+    report = kprof.sanitize([PY, str(EXAMPLES / "cuda_python_sum.py")], tools=["racecheck"])
+    races = [f for f in report.findings if f.kind.startswith("race")]
+    assert races, report.to_json()
+    assert races[0].file.endswith("block_sum.cu") and races[0].lines() & {10}, races[0]
+    assert races[0].launch and races[0].launch.endswith("cuda_python_sum.py:54"), races[0]
+    assert kprof.sanitize([PY, str(EXAMPLES / "cuda_python_sum.py"), "--fixed"], tools=["racecheck"]).clean
+
+
+def test_cupy_read_past_the_end_is_found_only_with_the_pool_off():
+    _needs("cupy")
+    cmd = [PY, str(EXAMPLES / "cupy_shift.py")]
+    found = kprof.sanitize(cmd, tools=["memcheck"])
+    assert [f.kind for f in found.findings][:1] == ["out-of-bounds-read"], found.to_json()
+    assert kprof.sanitize(cmd, tools=["memcheck"], keep_pools=True).clean, "inside CuPy's pool memcheck sees nothing"
+    assert kprof.sanitize(cmd + ["--fixed"], tools=["memcheck"]).clean
+
+
+def test_a_hanging_program_is_stopped_at_the_timeout():
+    report = kprof.sanitize([PY, "-c", "import time; time.sleep(600)"], tools=["memcheck"], timeout=10)
+    assert report.results[0].status == "timeout" and "did not finish within 10 s" in report.results[0].message
+
+
+def test_a_program_that_fails_without_a_finding_is_said():
+    report = kprof.sanitize([PY, "-c", "raise SystemExit('no such model file: weights.pt')"], tools=["memcheck"])
+    r = report.results[0]
+    assert r.status == "target-error" and "exited with code 1" in r.message and "weights.pt" in r.log
+
+
+def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
+    _needs("triton")
+    done = subprocess.run([PY, "-m", "pytest", str(EXAMPLES / "test_gpu_ops.py"), "-p", "no:cacheprovider", "-q",
+                           "--kprof-sanitize=memcheck"], capture_output=True, text=True, timeout=900)
+    assert "1 failed, 9 passed" in done.stdout, done.stdout[-3000:]
+    assert "FAILED examples/test_gpu_ops.py::test_scale_unmasked" in done.stdout
+
+
+def test_profile_a_triton_kernel_in_a_program(capsys):
+    _needs("triton")
+    code = cli.main(["profile", "--kernel", "scale", "--json", "--", PY, str(EXAMPLES / "triton_scale.py"), "--fixed"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["kernels"] and data["kernels"][0]["kernel"].startswith("scale"), data
+    assert data["kernels"][0]["duration_s"] > 0

@@ -1,0 +1,84 @@
+"""The pytest plugin without a GPU: option handling, selection, the per-worker GPU, and the report of
+a failing test, with a stand-in compute-sanitizer that reports a race for one test only."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from kprof import pytest_plugin
+
+pytest_plugins = ["pytester"]
+
+FAKE = """#!{python}
+import shutil, subprocess, sys
+args = sys.argv[1:]
+save = args[args.index("--save") + 1]
+start = args.index({python!r})
+if any("test_racy" in a for a in args):
+    shutil.copy({xml!r}, save)
+else:
+    open(save, "w").write("<ComputeSanitizerOutput/>")
+code = subprocess.call(args[start:])
+sys.exit(99 if any("test_racy" in a for a in args) else code)
+"""
+
+TESTS = """
+import pytest
+
+def test_fine():
+    assert 1 + 1 == 2
+
+def test_racy():
+    assert True
+
+def test_plain_failure():
+    assert 1 == 2
+
+@pytest.mark.kprof_sanitize
+def test_marked():
+    pass
+"""
+
+
+@pytest.fixture
+def sandbox(pytester, monkeypatch, tmp_path, data_dir):
+    import kprof.device
+
+    exe = tmp_path / "compute-sanitizer"
+    exe.write_text(FAKE.format(python=sys.executable, xml=str(data_dir / "sanitizer" / "rec_race.racecheck_default.xml")))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
+    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    return pytester
+
+
+def test_inert_unless_asked(sandbox):
+    sandbox.makepyfile(test_suite=TESTS)
+    result = sandbox.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=1)
+
+
+def test_findings_fail_exactly_the_buggy_test(sandbox):
+    sandbox.makepyfile(test_suite=TESTS.replace("@pytest.mark.kprof_sanitize\n", ""))
+    result = sandbox.runpytest_inprocess("-p", "no:cacheprovider", "--kprof-sanitize=racecheck")
+    result.assert_outcomes(passed=2, failed=2)
+    out = result.stdout.str()
+    assert "test_racy" in out and "race-" in out and "kprof sanitize (racecheck)" in out
+    assert "the program exited with code 1 under racecheck" in out  # test_plain_failure fails as itself
+
+
+def test_marked_tests_only_when_any_is_marked(sandbox):
+    sandbox.makepyfile(test_suite=TESTS)
+    result = sandbox.runpytest_inprocess("-p", "no:cacheprovider", "--kprof-sanitize=memcheck", "-v")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=3, failed=1)  # test_plain_failure ran as usual, unsanitized
+    assert "test_marked PASSED" in out
+
+
+@pytest.mark.parametrize("worker, visible, count, gpu", [
+    ("gw0", None, 2, "0"), ("gw3", None, 2, "1"), ("gw1", "4,5,6", 8, "5"), ("gw0", None, 0, None), ("master", None, 2, None),
+])
+def test_each_worker_takes_its_own_gpu(worker, visible, count, gpu):
+    assert pytest_plugin.gpu_for_worker(worker, visible, count) == gpu
