@@ -31,13 +31,14 @@ from typing import Any
 from kprof import hostframes, launch, proc, values
 from kprof.demangle import demangle
 from kprof.errors import UsageError
-from kprof.findings import Access, Finding, buffer_detail, merge
+from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.job import Job, RunMode
 from kprof.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ALL_TOOLS = (*TOOLS, "values")
 PRINT_LIMIT = 10000
+PROGRAM_PRINT_LIMIT = 1000  # a racy program prints thousands of records: the text alone took 14 s of 17 on an H200
 PADDING = 256
 DEFAULT_TIMEOUT = 300.0
 
@@ -107,7 +108,7 @@ def parse_xml(text: str, tool: str, allocations: list[dict[str, Any]] | None = N
             analyses.append(_decorate(_analysis(rec, tool), rec, nearest))
         elif kind == "Api":
             error = rec.findtext("what/error") or ""
-            if precise_errors and error in ("CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_ADDRESS"):
+            if precise_errors and error in _AFTER_A_FAULT:
                 notes.append(f"{rec.findtext('what/api')} -> {error}: the sanitizer stopped the kernel at its first error")
                 continue
             found = _api(rec, tool)
@@ -118,7 +119,13 @@ def parse_xml(text: str, tool: str, allocations: list[dict[str, Any]] | None = N
     findings = merge(findings)
     if analyses:
         findings = _join_races(findings, merge(analyses))
-    return findings, notes
+    return fold_same_place(findings), notes
+
+
+# The errors every later CUDA call returns once memcheck has stopped a kernel at its first error
+# (driver and runtime names): consequences of that finding, not findings of their own.
+_AFTER_A_FAULT = ("CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorLaunchFailure",
+                  "cudaErrorIllegalAddress")
 
 
 def _records(text: str) -> list[ET.Element]:
@@ -154,7 +161,7 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
 
 
 _NEAREST = re.compile(
-    r"Address (0x[0-9a-fA-F]+) is out of bounds\s*\n[=\s]*and is ([\d,]+) bytes (after|before) the nearest "
+    r"(?:Address|Access to) (0x[0-9a-fA-F]+) is out of bounds\s*\n[=\s]*and is ([\d,]+) bytes (after|before) the nearest "
     r"allocation at (0x[0-9a-fA-F]+) of size ([\d,]+) bytes")
 
 
@@ -337,7 +344,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
-        argv = build_argv(exe, tool, xml_path, padding=padding, program=True) + program_argv(cmd, status_path)
+        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT)
+        argv += program_argv(cmd, status_path)
         done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         try:

@@ -102,6 +102,35 @@ def merge(findings: list[Finding]) -> list[Finding]:
     return [merged[k] for k in order]
 
 
+def fold_same_place(findings: list[Finding]) -> list[Finding]:
+    """One headline per place: races the tool reported at the same lines of the same kernel, from the
+    same launch site, under several kinds or wordings ("Race condition", "Potential WAR hazard
+    detected"; a RAW and a WAW of one unsynchronised increment) become one finding, the most-reported
+    first, with the others named in its detail and their records counted."""
+    out: list[Finding] = []
+    groups: dict[tuple[Any, ...], list[Finding]] = {}
+    for f in findings:
+        if not f.kind.startswith("race-") or not f.lines():
+            out.append(f)
+            continue
+        key = (f.tool, f.kernel, frozenset(f.lines()), f.launch)
+        if key not in groups:
+            groups[key] = []
+            out.append(f)
+        groups[key].append(f)
+    folded = []
+    for f in out:
+        group = groups.get((f.tool, f.kernel, frozenset(f.lines()), f.launch)) if f.kind.startswith("race-") else None
+        if not group or len(group) == 1:
+            folded.append(f)
+            continue
+        head = max(group, key=lambda g: g.count)
+        also = ", ".join(f"{g.kind} ({g.count:,} records: {g.message})" for g in group if g is not head)
+        folded.append(replace(head, count=sum(g.count for g in group),
+                              detail=(head.detail + "; " if head.detail else "") + f"also reported as {also}"))
+    return folded
+
+
 def buffer_detail(address: int, allocations: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     """Name the buffer an address belongs to or lies nearest, in the user's terms."""
     if not allocations:

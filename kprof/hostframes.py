@@ -47,7 +47,7 @@ def _library_dirs() -> tuple[str, ...]:
 
 def is_user_file(path: str) -> bool:
     """A file of the user's own, not of Python, an installed package, the CUDA toolkit or kprof."""
-    if not path or path.startswith("<"):
+    if not path or not path.startswith("/"):  # "<frozen runpy>"; Cython's build-tree paths (cupy/cuda/function.cpp)
         return False
     if path.startswith(_KPROF) or any(part in path for part in _LIBRARY_PARTS):
         return False

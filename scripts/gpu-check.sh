@@ -106,6 +106,8 @@ fi
 if has programs; then
     P=$LOGS/programs
     mkdir -p "$P"
+    # Installed as a user installs it, so pytest finds kprof's plugin through its entry point.
+    step install python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
     CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
     hand() {  # hand NAME TOOL ENV... -- CMD...: compute-sanitizer as a user runs it, XML and text kept
         local name=$1 tool=$2; shift 2
@@ -129,7 +131,8 @@ if has programs; then
     step sanitize-cupy-fixed $KPROF sanitize --tool memcheck -- python3 examples/cupy_shift.py --fixed
     step profile-triton $KPROF profile --kernel scale -- python3 examples/triton_scale.py --fixed
     step pytest-plain python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider
-    step pytest-kprof-sanitize python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider --kprof-sanitize=memcheck
+    PLUGIN=$(python3 -c "from importlib.metadata import entry_points as e; print('' if any(p.value == 'kprof.pytest_plugin' for p in e(group='pytest11')) else '-p kprof.pytest_plugin')")
+    step pytest-kprof-sanitize python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider $PLUGIN --kprof-sanitize=memcheck
     # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
     step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
     step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/test_gpu_programs.py

@@ -73,8 +73,13 @@ def test_a_program_that_fails_without_a_finding_is_said():
 
 def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
     _needs("triton")
+    from importlib.metadata import entry_points
+
+    # Installed, kprof's plugin comes through its pytest11 entry point; from a source tree, name it.
+    installed = any(ep.value == "kprof.pytest_plugin" for ep in entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "kprof.pytest_plugin"]
     done = subprocess.run([PY, "-m", "pytest", str(EXAMPLES / "test_gpu_ops.py"), "-p", "no:cacheprovider", "-q",
-                           "--kprof-sanitize=memcheck"], capture_output=True, text=True, timeout=900)
+                           *plugin, "--kprof-sanitize=memcheck"], capture_output=True, text=True, timeout=900)
     assert "1 failed, 9 passed" in done.stdout, done.stdout[-3000:]
     assert "FAILED examples/test_gpu_ops.py::test_scale_unmasked" in done.stdout
 

@@ -331,3 +331,52 @@ def test_import_kprof_range_is_light():
         print(sorted(m for m in sys.modules if m.split('.')[0] in ('cuda', 'nvtx', 'numpy')))
     """)
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------- recorded on an H200
+
+PROGRAMS = "programs"
+
+
+def test_recorded_triton_missing_mask(data_dir):
+    """compute-sanitizer memcheck over examples/triton_scale.py with PyTorch's pool off (text beside the XML)."""
+    r = sanitize.from_xml(data_dir / PROGRAMS / "triton_scale.memcheck.xml", None)
+    assert r.tool == "memcheck" and len(r.findings) == 1, [f.to_dict() for f in r.findings]
+    f = r.findings[0]
+    assert (f.kind, f.kernel, f.location()) == ("out-of-bounds-write", "scale", "triton_scale.py:27")
+    assert f.launch.endswith("examples/triton_scale.py:34"), "the user's line, past torch's and triton's frames"
+    assert f.detail.endswith("bytes past the end of a 4,000-byte allocation at 0x7f5612801200 (the nearest one)")
+    assert f.count == 12 and any("stopped the kernel at its first error" in n for n in r.notes)
+
+
+def test_recorded_pool_hides_the_same_bug(data_dir):
+    """The same program with PyTorch's caching allocator on: memcheck reports nothing."""
+    assert sanitize.from_xml(data_dir / PROGRAMS / "triton_scale.pool.xml", "memcheck").status == "clean"
+    assert sanitize.from_xml(data_dir / PROGRAMS / "cupy_shift.pool.xml", "memcheck").status == "clean"
+
+
+def test_recorded_cupy_read_past_the_end(data_dir):
+    r = sanitize.from_xml(data_dir / PROGRAMS / "cupy_shift.memcheck.xml", None)
+    (f,) = r.findings
+    assert (f.kind, f.kernel, f.line) == ("out-of-bounds-read", "forward_diff", 5)
+    assert f.launch.endswith("examples/cupy_shift.py:30"), "past CuPy's Cython frames (cupy/cuda/function.cpp)"
+    assert "past the end of a 4,000-byte allocation" in f.detail
+
+
+def test_recorded_cuda_python_race_is_one_headline(data_dir):
+    r = sanitize.from_xml(data_dir / PROGRAMS / "cuda_python_sum.racecheck.xml", None)
+    (f,) = r.findings
+    assert f.kind.startswith("race-") and f.location() == "block_sum.cu:10" and f.kernel == "block_sum"
+    assert f.launch.endswith("examples/cuda_python_sum.py:54")
+
+
+def test_folding_keeps_one_headline_per_place():
+    from kprof.findings import Access, Finding, fold_same_place
+
+    def race(kind, count, message):
+        return Finding("racecheck", kind, "hist", "h.cu", 7, None, None, count, message, other=Access("h.cu", 7, "write"))
+
+    folded = fold_same_place([race("race-raw", 5, "Race condition"), race("race-raw", 3, "Potential RAW hazard detected"),
+                              race("race-waw", 2, "Potential WAW hazard detected")])
+    assert len(folded) == 1 and folded[0].count == 10 and folded[0].kind == "race-raw"
+    assert "race-waw (2 records" in folded[0].detail
