@@ -116,7 +116,9 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     scrub, why = pipeline.scrubber(arch) if "values" in tools else (None, "")
     results = san.run_all(prepared.job(RunMode(verify=False)), tools, scrub_cubin=scrub, scrub_note=why,
                           timeout=timeout, padding=padding, progress=progress)
-    return SanitizeReport(prepared.spec.name, results)
+    from kprof.findings import explain
+
+    return SanitizeReport(prepared.spec.name, explain(results))
 
 
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,

@@ -120,6 +120,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
     if not found:
         lines.append("no findings" if all(r.ok for r in results) else "no findings, but not every tool finished")
         return "\n".join(lines)
+    consequences = [f for f in found if f.extra.get("explained_by")]
+    found = [f for f in found if not f.extra.get("explained_by")]
     launched = any(f.launch for f in found)
     lines.append("")
     lines.append(table(
@@ -136,6 +138,9 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
             lines.append(f"    {f.detail}")
         if f.launch:
             lines.append(f"    launched at {f.launch}")
+        for c in consequences:
+            if c.extra["explained_by"].endswith(f"{f.kind} at {f.location()}") and c.buffer == f.buffer:
+                lines.append(f"    consequence ({c.tool}): {c.kind}: {c.message}")
     return "\n".join(lines)
 
 

@@ -380,3 +380,25 @@ def test_folding_keeps_one_headline_per_place():
                               race("race-waw", 2, "Potential WAW hazard detected")])
     assert len(folded) == 1 and folded[0].count == 10 and folded[0].kind == "race-raw"
     assert "race-waw (2 records" in folded[0].detail
+
+
+def test_consequences_are_grouped_under_the_bug_that_explains_them():
+    """tiled_matmul without its bounds check, as seen on an H200: one memcheck write past C, and the
+    values detector's race, uninitialized-read and wrong-result on C that follow from it."""
+    from kprof import render
+    from kprof.findings import Finding, explain
+    from kprof.toolrun import ToolResult
+
+    oob = Finding("memcheck", "out-of-bounds-write", "tiled_matmul_no_bounds", "/k/t.cu", 15, (3, 0, 0), (1, 2, 0), 9,
+                  "Invalid __global__ write", buffer="C", detail="4 bytes past the end of C")
+    vals = [Finding("values", k, "tiled_matmul_no_bounds", "/k/t.cu", None, None, None, 5, f"{k} on C", buffer="C")
+            for k in ("race", "uninitialized-read", "wrong-result")]
+    other = Finding("values", "wrong-result", "tiled_matmul_no_bounds", "/k/t.cu", None, None, None, 1, "D", buffer="D")
+    results = explain([ToolResult("memcheck", "findings", [oob], 1.0), ToolResult("values", "findings", vals + [other], 1.0)])
+    marked = results[1].findings
+    assert all(f.extra["explained_by"] == "memcheck out-of-bounds-write at t.cu:15" for f in marked[:3])
+    assert "explained_by" not in marked[3].extra
+    text = render.sanitize_report(results)
+    assert text.count("consequence (values)") == 3
+    headlines = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    assert len(headlines) == 2 and headlines[1].endswith(": D"), "the cause, and the wrong result on D it does not explain"
