@@ -303,19 +303,39 @@ class Resolved:
 # ----------------------------------------------------------------------------------- loading
 
 
+MAX_SPEC_BYTES = 256 * 1024  # the largest shipped spec is under 4 KB
+
+
+def _first_alias(text: str) -> int | None:
+    """The line of the first alias (``*name``), or None. Aliases can expand exponentially (a spec of
+    under 1 KB once held kprof for minutes and gigabytes) and a spec never needs one, so they are
+    refused before ``yaml.safe_load`` builds anything."""
+    import yaml
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            return int(event.start_mark.line) + 1 if event.start_mark is not None else 0
+    return None
+
+
 def load(path: str | Path) -> KernelSpec:
-    """Read and validate one spec file."""
+    """Read and validate one spec file: at most 256 KiB, plain YAML (no aliases), ``yaml.safe_load`` rules."""
     import yaml
 
     path = Path(path)
     where = _display(path)
     try:
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(where, "", f"{path.stat().st_size:,} bytes; a spec may have at most {MAX_SPEC_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(where, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(where, "", f"cannot read: {exc}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise SpecError(where, "", f"cannot read: {_cut(str(exc))}") from None
     try:
+        alias = _first_alias(text)
+        if alias is not None:
+            raise SpecError(where, "", f"line {alias}: YAML aliases (*name) are not allowed in a spec; write the value out")
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -342,9 +362,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         raise fail(unknown[0], f"unknown field (known fields: {', '.join(sorted(_TOP_KEYS))})")
     name, source, entry, description = _load_identity(data, path, fail)
     defines = _load_defines(data.get("defines"), fail)
-    flags = data.get("nvcc_flags", [])
-    if not isinstance(flags, list) or not all(isinstance(f, str) and f.startswith("-") for f in flags):
-        raise fail("nvcc_flags", "must be a list of nvcc options, each starting with '-'")
+    flags = _load_nvcc_flags(data.get("nvcc_flags", []), path.parent, fail)
     sizes = _load_sizes(data.get("sizes"), fail)
     known_sizes = {s.name for s in sizes} | {k for k, _ in defines}
 
@@ -387,7 +405,7 @@ def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, P
     """name, source file, entry and description."""
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not _IDENT.match(name):
-        raise fail("name", f"{name!r} must be an identifier (letters, digits, _)")
+        raise fail("name", f"{_show(name)} must be an identifier (letters, digits, _)")
     source_text = data.get("source", f"{path.stem}.cu")
     if not isinstance(source_text, str) or not source_text:
         raise fail("source", "must be the path of the .cu file, relative to the spec")
@@ -396,7 +414,7 @@ def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, P
         raise fail("source", f"{source_text} does not exist next to the spec ({source})")
     entry = data.get("entry", name)
     if not isinstance(entry, str) or not _IDENT.match(entry):
-        raise fail("entry", f"{entry!r} must be the extern \"C\" name of the kernel")
+        raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")
     description = data.get("description", "")
     if not isinstance(description, str):
         raise fail("description", "must be a string")
@@ -423,7 +441,7 @@ def _load_twin(data: dict[str, Any], path: Path, fail: Fail) -> tuple[Path | Non
     twin = None
     if "twin" in data:
         if not isinstance(data["twin"], str) or not (path.parent / data["twin"]).is_file():
-            raise fail("twin", f"{data['twin']!r} must name the fixed .cu file next to the spec")
+            raise fail("twin", f"{_show(data['twin'])} must name the fixed .cu file next to the spec")
         twin = (path.parent / data["twin"]).resolve()
     twin_defines = _load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
     return twin, twin_defines
@@ -455,7 +473,7 @@ def _load_steps(raw: Any, args: tuple[BufferArg | ScalarArg, ...], fail: Fail, c
                 if arg is None or isinstance(arg, BufferArg) != want_buffer or (
                         want_buffer and arg.dtype != "float32") or (not want_buffer and arg.dtype != "int32"):
                     kind = "a float32 buffer" if want_buffer else "an int32 scalar"
-                    raise fail(f"{fld}.cublas_sgemm.{key}", f"{name!r} must name {kind} of args")
+                    raise fail(f"{fld}.cublas_sgemm.{key}", f"{_show(name)} must name {kind} of args")
             out.append(Step(CUBLAS_SGEMM, names, None))
             continue
         extra = set(item) - {"entry", "args", "launch"}
@@ -463,16 +481,55 @@ def _load_steps(raw: Any, args: tuple[BufferArg | ScalarArg, ...], fail: Fail, c
             raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (known: entry, args, launch; or cublas_sgemm)")
         entry = item.get("entry")
         if not isinstance(entry, str) or not _IDENT.match(entry):
-            raise fail(f"{fld}.entry", f"{entry!r} must be the extern \"C\" name of a kernel in the source")
+            raise fail(f"{fld}.entry", f"{_show(entry)} must be the extern \"C\" name of a kernel in the source")
         arg_names = item.get("args")
         if not isinstance(arg_names, list) or not arg_names or not all(isinstance(n, str) for n in arg_names):
             raise fail(f"{fld}.args", "must list the spec's argument names this kernel takes, in order")
         for j, name in enumerate(arg_names):
             if name not in by_name:
-                raise fail(f"{fld}.args[{j}]", f"unknown argument {name!r} (args: {', '.join(by_name)})")
+                raise fail(f"{fld}.args[{j}]", f"unknown argument {_show(name)} (args: {', '.join(by_name)})")
         launch = _load_launch(item.get("launch"), _within(fld, fail), check_expr)
         out.append(Step(entry, tuple(arg_names), launch))
     return tuple(out)
+
+
+# A spec is data: nvcc options that change code generation only. Anything that runs a program
+# (-ccbin), writes files (-MF, --keep-dir, -o) or reads files outside the spec's folder
+# (--pre-include, -I elsewhere) is refused.
+_FLAG_EXACT = frozenset({
+    "-lineinfo", "-G", "--use_fast_math", "-use_fast_math", "--extra-device-vectorization", "-restrict", "--restrict",
+    "--expt-relaxed-constexpr", "--expt-extended-lambda", "-Xptxas=-v", "--ptxas-options=-v", "-w",
+})  # fmt: skip
+_FLAG_PATTERNS = (
+    re.compile(r"^-O[0-3]$"),
+    re.compile(r"^--?maxrregcount=\d{1,3}$"),
+    re.compile(r"^--?std=c\+\+(11|14|17|20)$"),
+    re.compile(r"^-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]{0,64})?$"),
+    re.compile(r"^-U[A-Za-z_][A-Za-z0-9_]*$"),
+    re.compile(r"^--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)$"),
+    re.compile(r"^(-Xptxas=|--ptxas-options=)(-O[0-3]|-dlcm=(ca|cg|cs)|--warn-on-spills|-warn-spills)$"),
+)
+ALLOWED_FLAGS = ("-O0..-O3, -maxrregcount=N, -std=c++17, -DNAME[=VALUE], -UNAME, -I<dir inside the spec's folder>, "
+                 "--include-path=<dir inside the spec's folder>, -lineinfo, -G, --use_fast_math, --ftz/--prec-div/"
+                 "--prec-sqrt/--fmad=true|false, -restrict, --extra-device-vectorization, --expt-relaxed-constexpr, "
+                 "--expt-extended-lambda, -Xptxas=-v|-O3|-dlcm=ca|--warn-on-spills, -w")
+
+
+def _load_nvcc_flags(raw: Any, folder: Path, fail: Fail) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
+        raise fail("nvcc_flags", "must be a list of nvcc options, e.g. [-maxrregcount=128, --use_fast_math]")
+    for i, flag in enumerate(raw):
+        if flag in _FLAG_EXACT or any(p.match(flag) for p in _FLAG_PATTERNS):
+            continue
+        include = re.match(r"^(-I|--include-path=)(.+)$", flag)
+        if include:
+            target = (folder / include.group(2)).resolve()
+            if target == folder.resolve() or folder.resolve() in target.parents:
+                continue
+            raise fail(f"nvcc_flags[{i}]", f"{_show(flag)}: an include directory must be inside the spec's folder")
+        raise fail(f"nvcc_flags[{i}]", f"{_show(flag)} is not allowed (a spec may change code generation only); "
+                                       f"allowed: {ALLOWED_FLAGS}")
+    return tuple(raw)
 
 
 def _within(prefix: str, fail: Fail) -> Fail:
@@ -488,7 +545,7 @@ def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail: Fail) -> str
     if raw is None:
         return None
     if not isinstance(raw, str) or not _IDENT.match(raw):
-        raise fail("baseline", f"{raw!r} must be cublas_sgemm or the name of another kernel spec")
+        raise fail("baseline", f"{_show(raw)} must be cublas_sgemm or the name of another kernel spec")
     if raw != CUBLAS_SGEMM:
         return raw  # another spec, found through the catalog when bench runs
     if not {"A", "B", "C"} <= args or not {"M", "N", "K"} <= sizes:
@@ -508,7 +565,7 @@ def _load_defines(raw: Any, fail: Fail) -> tuple[tuple[str, str], ...]:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise fail(f"defines.{key}", "must be a number or an identifier")
         if isinstance(value, str) and not _IDENT.match(value):
-            raise fail(f"defines.{key}", f"{value!r} must be a number or an identifier")
+            raise fail(f"defines.{key}", f"{_show(value)} must be a number or an identifier")
         out.append((key, str(value)))
     return tuple(out)
 
@@ -544,7 +601,7 @@ def _load_sizes(raw: Any, fail: Fail) -> tuple[SizeDef, ...]:
         sanitize: Any = value.get("sanitize", default)
         for label, v in (("default", default), ("sanitize", sanitize)):
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise fail(f"{fld}.{label}", f"{v!r} must be a positive whole number")
+                raise fail(f"{fld}.{label}", f"{_show(v)} must be a positive whole number")
         out.append(SizeDef(key, default, sanitize))
     return tuple(out)
 
@@ -560,7 +617,7 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
             raise fail(fld, "must be a mapping with 'name' and 'buffer' or 'scalar'")
         name = item.get("name")
         if not isinstance(name, str) or not _IDENT.match(name):
-            raise fail(f"{fld}.name", f"{name!r} must be an identifier")
+            raise fail(f"{fld}.name", f"{_show(name)} must be an identifier")
         if keyword.iskeyword(name):
             raise fail(f"{fld}.name",
                        f"'{name}' is a Python keyword and cannot appear in a reference; rename it (e.g. '{name}_')")
@@ -582,7 +639,7 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
             shape_t = tuple(check_expr(d, f"{fld}.shape[{j}]") for j, d in enumerate(shape))
             role = item.get("role", "in")
             if role not in ROLES:
-                raise fail(f"{fld}.role", f"{role!r} must be one of {', '.join(ROLES)}")
+                raise fail(f"{fld}.role", f"{_show(role)} must be one of {', '.join(ROLES)}")
             if role in ("out", "scratch") and "fill" in item:
                 raise fail(
                     f"{fld}.fill",
@@ -604,7 +661,7 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
 
 def _dtype(value: Any, fld: str, fail: Fail) -> str:
     if not isinstance(value, str) or value not in DTYPES:
-        raise fail(fld, f"{value!r} is not a supported dtype ({', '.join(DTYPES)})")
+        raise fail(fld, f"{_show(value)} is not a supported dtype ({', '.join(DTYPES)})")
     return value
 
 
@@ -614,7 +671,7 @@ def _fill(raw: Any, fld: str, dtype: str, fail: Fail) -> Fill:
     try:
         node = ast.parse(raw.strip(), mode="eval").body
     except SyntaxError:
-        raise fail(fld, f"cannot parse fill rule {raw!r}") from None
+        raise fail(fld, f"cannot parse fill rule {_show(raw)}") from None
     params: tuple[float, ...] = ()
     if isinstance(node, ast.Name):
         kind = node.id
@@ -623,9 +680,9 @@ def _fill(raw: Any, fld: str, dtype: str, fail: Fail) -> Fill:
         try:
             params = tuple(float(_number(a)) for a in node.args)
         except ValueError:
-            raise fail(fld, f"fill parameters must be numbers: {raw!r}") from None
+            raise fail(fld, f"fill parameters must be numbers: {_show(raw)}") from None
     else:
-        raise fail(fld, f"{raw!r} is not a fill rule ({', '.join(FILLS)})")
+        raise fail(fld, f"{_show(raw)} is not a fill rule ({', '.join(FILLS)})")
     if kind not in FILLS:
         raise fail(fld, f"unknown fill rule '{kind}' (known: {', '.join(FILLS)})")
     lo, hi = FILLS[kind]
@@ -712,7 +769,7 @@ def _load_tolerance(raw: Any, fail: Fail) -> float:
         except ValueError:
             pass
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < 1:
-        raise fail("tolerance", f"{raw!r} must be a relative error between 0 and 1, e.g. 1e-5")
+        raise fail("tolerance", f"{_show(raw)} must be a relative error between 0 and 1, e.g. 1e-5")
     return float(raw)
 
 
@@ -727,9 +784,19 @@ def _load_checks(raw: Any, sizes: set[str], fail: Fail) -> tuple[tuple[tuple[str
             if key not in sizes:
                 raise fail(f"checks[{i}].{key}", f"unknown size (known: {', '.join(sorted(sizes))})")
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise fail(f"checks[{i}].{key}", f"{value!r} must be a positive whole number")
+                raise fail(f"checks[{i}].{key}", f"{_show(value)} must be a positive whole number")
         out.append(tuple(item.items()))
     return tuple(out)
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A value quoted in an error message, cut short: a spec's value can be huge."""
+    return _cut(repr(value) if not isinstance(value, str) or len(value) < limit else repr(value[:limit]) + "...",
+                limit + 5)
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _display(path: Path) -> str:

@@ -114,7 +114,16 @@ INVALID = [
     (("entry",), "not-an-ident", "entry: 'not-an-ident' must be the extern"),
     (("source",), "missing.cu", "source: missing.cu does not exist"),
     (("defines",), {"TILE": "3 + 4"}, "defines.TILE: '3 + 4' must be a number or an identifier"),
-    (("nvcc_flags",), ["O3"], "nvcc_flags: must be a list of nvcc options"),
+    (("nvcc_flags",), "-O3", "nvcc_flags: must be a list of nvcc options"),
+    (("nvcc_flags",), ["O3"], "nvcc_flags[0]: 'O3' is not allowed"),
+    # A spec is data: nothing that runs a program, writes a file or reads one outside its folder.
+    (("nvcc_flags",), ["-ccbin=/tmp/evil.sh"], "nvcc_flags[0]: '-ccbin=/tmp/evil.sh' is not allowed"),
+    (("nvcc_flags",), ["-O3", "-MF"], "nvcc_flags[1]: '-MF' is not allowed"),
+    (("nvcc_flags",), ["--keep-dir=/tmp"], "is not allowed (a spec may change code generation only)"),
+    (("nvcc_flags",), ["--pre-include=/etc/passwd"], "nvcc_flags[0]: '--pre-include=/etc/passwd' is not allowed"),
+    (("nvcc_flags",), ["-I/usr/include"], "an include directory must be inside the spec's folder"),
+    (("nvcc_flags",), ["-I../.."], "an include directory must be inside the spec's folder"),
+    (("nvcc_flags",), ["-DX=$(rm -rf ~)"], "is not allowed"),
     (("colour",), "red", "colour: unknown field"),
 ]
 
@@ -268,3 +277,35 @@ def test_a_cublas_step_resolves_without_launch_dimensions(tmp_path):
     r = spec_mod.load(write(tmp_path, data)).resolve()
     assert r.steps[0].entry == "cublas_sgemm" and r.steps[0].args == ("x", "x", "t", "n", "n", "n")
     assert r.grid == (2, 1, 1)  # the first kernel of the source
+
+
+def test_code_generation_flags_are_allowed(tmp_path):
+    flags = ["-O3", "-maxrregcount=128", "--use_fast_math", "-lineinfo", "-DTILE=32", "-UX", "-I.", "-Iinclude",
+             "-Xptxas=-v", "--ftz=true", "-std=c++17"]
+    (tmp_path / "include").mkdir()
+    assert spec_mod.load(write(tmp_path, mutate(("nvcc_flags",), flags))).nvcc_flags == tuple(flags)
+
+
+def test_aliases_and_huge_specs_are_refused_fast(tmp_path):
+    """The "billion laughs" shape: nine levels of nine aliases, under 1 KB."""
+    import time
+
+    lol = 'x: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text(lol)
+    start = time.monotonic()
+    with pytest.raises(SpecError, match="line 2: YAML aliases"):
+        spec_mod.load(tmp_path / "k.yaml")
+    assert time.monotonic() - start < 2
+    (tmp_path / "big.yaml").write_text("description: " + "x" * 300_000 + "\n")
+    with pytest.raises(SpecError, match="a spec may have at most 262,144"):
+        spec_mod.load(tmp_path / "big.yaml")
+
+
+def test_error_messages_quote_a_cut_value(tmp_path):
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text("name: " + "n-" * 5000 + "\n")
+    with pytest.raises(SpecError) as info:
+        spec_mod.load(tmp_path / "k.yaml")
+    assert len(str(info.value)) < 300 and "..." in str(info.value)
