@@ -52,15 +52,16 @@ class SanitizeReport:
         return findings.to_sarif(self.results, __version__, root=root or str(Path.cwd()))
 
 
-def _require_gpu(tool: str) -> None:
-    """A program is run as it is: say a missing tool (exit 3) or GPU (exit 5) before starting it."""
+def require_gpu(tool: str | None) -> None:
+    """Say a missing tool (exit 3) or GPU (exit 5) in one line before anything runs."""
     from kprof import device, proc
     from kprof.errors import NoGPUError
 
-    proc.find_tool(tool)
+    if tool is not None:
+        proc.find_tool(tool)
     why = device.probe()
     if why is not None:
-        raise NoGPUError(f"{why}; kprof sanitize and kprof profile of a program need a GPU")
+        raise NoGPUError(f"{why}; `kprof build`, `kprof list` and `kprof doctor` still work")
 
 
 def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
@@ -96,7 +97,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     from kprof import allocators
     from kprof import compute_sanitizer as san
 
-    _require_gpu("compute-sanitizer")
+    require_gpu("compute-sanitizer")
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
     results = []
     for tool in _tools(tools, True):
@@ -112,7 +113,9 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     from kprof import compute_sanitizer as san
     from kprof.job import RunMode
 
-    prepared = pipeline.prepare(catalog.load(name), sizes, preset="sanitize", arch=arch)
+    spec = catalog.load(name)
+    require_gpu("compute-sanitizer" if any(t != "values" for t in tools) else None)
+    prepared = pipeline.prepare(spec, sizes, preset="sanitize", arch=arch)
     scrub, why = pipeline.scrubber(arch) if "values" in tools else (None, "")
     results = san.run_all(prepared.job(RunMode(verify=False)), tools, scrub_cubin=scrub, scrub_note=why,
                           timeout=timeout, padding=padding, progress=progress)
@@ -146,7 +149,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
         raise UsageError("name the program to profile after --, e.g. kprof profile --kernel NAME -- python train.py")
     if launch_count < 1 or launch_skip < 0:
         raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
-    _require_gpu("ncu")
+    require_gpu("ncu")
     rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
                                launch_count=launch_count, set_name=set_name, extra_metrics=tuple(metrics),
                                timeout=timeout)

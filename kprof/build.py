@@ -193,17 +193,22 @@ def build(
         digest.update(str(path).encode() + b"\0" + path.read_bytes())
     key = digest.hexdigest()[:20]
     folder = cache_dir()
-    cubin = folder / f"{spec.name}-{arch}-{key}.cubin"
+    cubin = folder / f"{spec.name[:64]}-{arch}-{key}.cubin"  # the key tells long names apart
     meta = cubin.with_suffix(".json")
     if not force and cubin.is_file() and meta.is_file():
         try:
             info = json.loads(meta.read_text())
             usage = {k: ResourceUsage(**v) for k, v in info["usage"].items()}
-            return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]))
-        except (ValueError, KeyError, TypeError):
+            # The cubin must be the one this entry recorded: an empty or damaged file is rebuilt, not used.
+            if info["sha256"] == hashlib.sha256(cubin.read_bytes()).hexdigest():
+                return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]))
+        except (ValueError, KeyError, TypeError, AttributeError, OSError):
             pass  # a damaged cache entry is rebuilt
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name}-", suffix=".cubin", dir=folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name[:64]}-", suffix=".cubin", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"build cache {folder}: {exc.strerror or exc}; set KPROF_CACHE_DIR to a writable folder") from None
     os.close(fd)
     tmp = Path(tmp_name)
     argv = build_argv(nvcc, spec.source, tmp, arch, tuple(merged.items()), spec.nvcc_flags)
@@ -225,8 +230,9 @@ def build(
                 f"declare it extern \"C\" __global__ or set 'entry:' in the spec",
                 log,
             )
+        digest_of_cubin = hashlib.sha256(tmp.read_bytes()).hexdigest()
         os.replace(tmp, cubin)
-        info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv}
+        info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv, "sha256": digest_of_cubin}
         _atomic_write(meta, json.dumps(info, indent=1))
         return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv))
     finally:

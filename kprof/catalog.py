@@ -54,7 +54,11 @@ def entries() -> list[Entry]:
 def find(name: str) -> Path:
     """The spec file for a name or a path."""
     as_path = Path(name).expanduser()
-    if name.endswith((".yaml", ".yml")) or os.sep in name or as_path.is_file():
+    try:
+        is_file = as_path.is_file()
+    except (OSError, ValueError):  # a name longer than the file system allows, or with a NUL
+        is_file = False
+    if name.endswith((".yaml", ".yml")) or os.sep in name or is_file:
         return as_path  # spec.load() reports a missing file with its name
     known = entries()
     for entry in known:

@@ -166,6 +166,9 @@ def cmd_cases(opts: Options) -> int:
         rows = [c.to_dict() for c in corpus]
         _emit_json(rows) if opts.json else print(render.cases_list(rows))
         return EXIT_OK
+    from kprof.api import require_gpu
+
+    require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
     scrub, _ = pipeline.scrubber(opts.arch)
 
     def one(case: cases.Case) -> cases.CaseResult:
@@ -369,8 +372,8 @@ def cmd_peak(opts: Options) -> int:
 def cmd_history(opts: Options) -> int:
     from kprof import history
 
-    conn = history.connect()
-    rows = history.rows(conn, kernel=opts.name, kind="bench", limit=opts.limit)
+    conn = history.connect_read()
+    rows = history.rows(conn, kernel=opts.name, kind="bench", limit=opts.limit) if conn else []
     _emit_json(rows) if opts.json else print(render.history_table(rows, str(history.path())))
     return EXIT_OK
 
@@ -378,7 +381,9 @@ def cmd_history(opts: Options) -> int:
 def cmd_compare(opts: Options) -> int:
     from kprof import history
 
-    conn = history.connect()
+    conn = history.connect_read()
+    if conn is None:
+        raise UsageError(f"no bench runs yet in {history.path()}: run kprof bench first")
     before_id, after_id = history.resolve_run(conn, opts.before), history.resolve_run(conn, opts.after)
     rows = history.compare(conn, before_id, after_id)
     if opts.json:

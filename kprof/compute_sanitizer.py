@@ -180,9 +180,14 @@ def nearest_allocations(text: str) -> dict[int, str]:
 
 
 def _int(text: str | None) -> int | None:
+    """A number from the XML, or None when it is missing or not a number (a damaged report loses a
+    field, not the whole report)."""
     if text is None or not text.strip():
         return None
-    return int(text.strip(), 0)
+    try:
+        return int(text.strip(), 0)
+    except ValueError:
+        return None
 
 
 def _dim3(node: ET.Element | None) -> tuple[int, int, int] | None:

@@ -57,6 +57,20 @@ def connect(db: Path | None = None) -> sqlite3.Connection:
     return conn
 
 
+def connect_read(db: Path | None = None) -> sqlite3.Connection | None:
+    """The store opened read-only, for history and compare (None when it does not exist yet): reading
+    needs no write access and never turns a file into a database."""
+    db = db or path()
+    if not db.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        conn.execute("SELECT 1 FROM results LIMIT 1")
+    except sqlite3.Error as exc:
+        raise UsageError(f"cannot read the history store {db}: {exc} (is it a kprof history file?)") from None
+    return conn
+
+
 def new_run() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
@@ -103,10 +117,17 @@ def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = 
     query += " ORDER BY id DESC LIMIT ?"
     args.append(limit)
     out = []
-    for r in conn.execute(query, args):
+    try:
+        found = conn.execute(query, args).fetchall()
+    except sqlite3.Error as exc:
+        raise UsageError(f"cannot read the history store {path()}: {exc}") from None
+    for r in found:
+        try:
+            point, data, machine = json.loads(r[5]), json.loads(r[6]), json.loads(r[7])
+        except ValueError:
+            continue  # a damaged row is skipped, the others still shown
         out.append({"id": r[0], "run": r[1], "created": r[2], "kind": r[3], "kernel": r[4],
-                    "point": json.loads(r[5]), "data": json.loads(r[6]), "machine": json.loads(r[7]),
-                    "version": r[8], "commit": r[9]})
+                    "point": point, "data": data, "machine": machine, "version": r[8], "commit": r[9]})
     return out
 
 
@@ -119,10 +140,15 @@ def runs(conn: sqlite3.Connection, kind: str = "bench") -> list[str]:
 def resolve_run(conn: sqlite3.Connection, ref: str) -> str:
     """A run id, or ``last``, ``last~1``, ... for the newest bench runs."""
     known = runs(conn)
+    if not known:
+        raise UsageError(f"no bench runs yet in {path()}: run kprof bench first")
     if ref == "last" or ref.startswith("last~"):
-        back = int(ref[5:] or 0) if ref.startswith("last~") else 0
+        back_text = ref[5:] if ref.startswith("last~") else "0"
+        if not back_text.isdigit():
+            raise UsageError(f"{ref!r}: write last, or last~N with N a whole number (last~1 is the run before the last)")
+        back = int(back_text)
         if back >= len(known):
-            raise UsageError(f"there are only {len(known)} bench runs in {path()}")
+            raise UsageError(f"{ref}: there are only {len(known)} bench runs in {path()}")
         return known[back]
     if ref not in known:
         hint = f"recent runs: {', '.join(known[:3])}" if known else "no bench runs yet"

@@ -147,6 +147,18 @@ def _func_name(node: ast.Call) -> str:
     return node.func.id
 
 
+MAX_EXPONENT = 64
+
+
+def _check_exponent(b: Any) -> None:
+    """A scalar exponent at most 64, as in size arithmetic: ``2**2**2**2**2**2`` must not hang the runner."""
+    import numpy as np
+
+    exponent = np.asarray(b)
+    if exponent.size and np.issubdtype(exponent.dtype, np.number) and float(np.max(np.abs(exponent))) > MAX_EXPONENT:
+        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference expression")
+
+
 def names(text: str) -> set[str]:
     """The buffer, scalar and size names an expression uses."""
     tree = parse(text)
@@ -201,6 +213,7 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         if isinstance(op, ast.Div):
             return a / b
         if isinstance(op, ast.Pow):
+            _check_exponent(b)
             return a**b
         return a @ b
     if isinstance(node, ast.Call):

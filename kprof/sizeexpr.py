@@ -140,7 +140,12 @@ def evaluate_int(text: str | int | float, env: Mapping[str, int | Fraction]) -> 
 def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
     if isinstance(node, ast.Constant):
         value = node.value
-        return Fraction(value) if isinstance(value, int) else Fraction(str(value))
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SizeExprError(f"{value!r} is not a finite number (a literal like 1e9999 overflows)")
+        number = Fraction(value) if isinstance(value, int) else Fraction(str(value))
+        if abs(number) > MAX_MAGNITUDE:
+            raise SizeExprError("value too large for size arithmetic")
+        return number
     if isinstance(node, ast.Name):
         if node.id not in env:
             known = ", ".join(sorted(env)) or "none"

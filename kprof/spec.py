@@ -223,6 +223,7 @@ class KernelSpec:
                         raise SpecError(where, f"args[{i}].value", str(exc)) from None
                 else:
                     value = ev(arg.value, f"args[{i}].value", minimum=-(1 << 63))
+                _check_scalar(self.name, arg, value, sizes)
                 scalars.append((arg, value))
         steps = []
         for k, st in enumerate(self.steps or (Step(self.entry, tuple(a.name for a in self.args), self.launch),)):
@@ -230,12 +231,14 @@ class KernelSpec:
             if st.launch is None:  # a library call: no launch dimensions of ours
                 steps.append(ResolvedStep(st.entry, st.args, (1, 1, 1), (1, 1, 1), 0))
                 continue
-            steps.append(ResolvedStep(
+            step = ResolvedStep(
                 st.entry, st.args,
                 tuple(ev(g, f"{where_launch}.grid[{j}]") for j, g in enumerate(st.launch.grid)),  # type: ignore[arg-type]
                 tuple(ev(b, f"{where_launch}.block[{j}]") for j, b in enumerate(st.launch.block)),  # type: ignore[arg-type]
                 ev(st.launch.shared_mem, f"{where_launch}.shared_mem", minimum=0),
-            ))  # fmt: skip
+            )  # fmt: skip
+            _check_launch(self.name, where_launch, step, sizes)
+            steps.append(step)
         first = next(st for st in steps if st.entry != CUBLAS_SGEMM)  # the loader requires one kernel step
         grid, block, smem = first.grid, first.block, first.shared_mem
         flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
@@ -252,6 +255,44 @@ class KernelSpec:
             bytes=nbytes,
             steps=tuple(steps),
         )
+
+
+# CUDA's limits on every architecture kprof builds for (sm_80 and later): what cuLaunchKernel takes.
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+BLOCK_LIMITS = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.39e38, "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+
+
+def _sized(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its sizes"
+
+
+def _check_scalar(name: str, arg: ScalarArg, value: int | float, sizes: dict[str, int]) -> None:
+    """A scalar fits its type before it is packed: 2**31 is not an int32 (it would wrap to -2**31)."""
+    nbytes, kind = DTYPES[arg.dtype]
+    if kind == "f":
+        top = _FLOAT_MAX[arg.dtype]
+        if value != value or abs(value) > top:
+            raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value:g} at {_sized(sizes)} does not fit "
+                             f"{arg.dtype} (finite, at most {top:g} in magnitude)")
+        return
+    lo, hi = (-(1 << (8 * nbytes - 1)), (1 << (8 * nbytes - 1)) - 1) if kind == "i" else (0, (1 << (8 * nbytes)) - 1)
+    if not lo <= value <= hi:
+        raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value} at {_sized(sizes)} does not fit "
+                         f"{arg.dtype} ({lo} to {hi}); use a wider type or smaller sizes")
+
+
+def _check_launch(name: str, where: str, step: ResolvedStep, sizes: dict[str, int]) -> None:
+    for axis, (g, top) in enumerate(zip(step.grid, GRID_LIMITS)):
+        if g > top:
+            raise UsageError(f"{name}: {where}.grid[{axis}] = {g} at {_sized(sizes)}; CUDA allows at most {top:,}")
+    for axis, (b, top) in enumerate(zip(step.block, BLOCK_LIMITS)):
+        if b > top:
+            raise UsageError(f"{name}: {where}.block[{axis}] = {b}; CUDA allows at most {top}")
+    threads = step.block[0] * step.block[1] * step.block[2]
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise UsageError(f"{name}: {where}.block has {threads} threads; CUDA allows at most {MAX_THREADS_PER_BLOCK}")
 
 
 @dataclass(frozen=True)

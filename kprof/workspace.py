@@ -87,7 +87,12 @@ class Workspace:
             if st.entry == CUBLAS_SGEMM or st.entry in funcs:
                 continue
             func = funcs[st.entry] = self.dev.function(module, st.entry)
-            if st.shared_mem + self.dev.function_attribute(func, "SHARED_SIZE_BYTES") > 48 * 1024:
+            static = self.dev.function_attribute(func, "SHARED_SIZE_BYTES")
+            if st.shared_mem + static > self.info.max_shared_per_block_optin:
+                raise UsageError(f"{self.target.name}: {st.entry} asks for {st.shared_mem:,} B of dynamic shared memory "
+                                 f"(+ {static:,} B static) but {self.info.name} allows "
+                                 f"{self.info.max_shared_per_block_optin:,} B per block")
+            if st.shared_mem + static > 48 * 1024:
                 self.dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
         steps = self.target.steps
         extra = {"steps": [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in steps]} if len(steps) > 1 else {}

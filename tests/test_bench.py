@@ -168,8 +168,12 @@ def test_history_store_errors_are_one_line(tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("KPROF_HISTORY", str(blocker / "h.sqlite"))
-    assert cli.main(["history"]) == 2
-    assert "cannot open the history store" in capsys.readouterr().err
+    assert cli.main(["history"]) == 0, "reading a store that does not exist: nothing yet, nothing created"
+    assert "no bench results yet" in capsys.readouterr().out
+    from kprof import history
+
+    with pytest.raises(UsageError, match="cannot open the history store"):
+        history.connect()
 
 
 def test_telemetry_warnings():

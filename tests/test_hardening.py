@@ -1,0 +1,150 @@
+"""Broken and hostile inputs: each ends in its one-line error and exit code, never an internal error,
+and nothing is silently wrong (a scalar that does not fit, a grid CUDA refuses, a damaged cache)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from kprof import build, catalog, cli, history, reference
+from kprof import compute_sanitizer as sanitize
+from kprof import spec as spec_mod
+from kprof.errors import UsageError
+
+BASE = """\
+sizes: {N: 64}
+args:
+  - {name: x, buffer: float32, shape: [N], role: out}
+  - {name: n, scalar: SCALAR, value: VALUE}
+launch: {grid: [GRID], block: [BLOCK]}
+reference: {x: 1}
+"""
+
+
+def _spec(tmp_path, scalar="int32", value="N", grid="1", block="64"):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k(float* x, int n) {}\n')
+    text = BASE.replace("SCALAR", scalar).replace("VALUE", value).replace("GRID", grid).replace("BLOCK", block)
+    (tmp_path / "k.yaml").write_text(text)
+    return spec_mod.load(tmp_path / "k.yaml")
+
+
+@pytest.mark.parametrize("scalar, value, message", [
+    ("int32", "2**31", r"does not fit int32 \(-2147483648 to 2147483647\)"),
+    ("int32", "-2**31 - 1", "does not fit int32"),
+    ("uint32", "-1", r"does not fit uint32 \(0 to 4294967295\)"),
+    ("int8", "128", "does not fit int8"),
+    ("float16", "70000", "does not fit float16"),
+])
+def test_a_scalar_that_does_not_fit_its_type_is_refused(tmp_path, scalar, value, message):
+    with pytest.raises(UsageError, match=message):
+        _spec(tmp_path, scalar, value).resolve()
+
+
+@pytest.mark.parametrize("grid, block, message", [
+    ("2**32", "64", "grid\\[0\\] = 4294967296 at N=64; CUDA allows at most 2,147,483,647"),
+    ("1", "2048", "block\\[0\\] = 2048; CUDA allows at most 1024"),
+    ("1", "32, 64", "block has 2048 threads"),
+])
+def test_a_launch_cuda_would_refuse_is_refused_at_resolve(tmp_path, grid, block, message):
+    with pytest.raises(UsageError, match=message):
+        _spec(tmp_path, grid=grid, block=block).resolve()
+
+
+def test_scalars_at_the_edge_of_their_type_pass(tmp_path):
+    assert _spec(tmp_path, "int32", "2**31 - 1").resolve().scalars[0][1] == 2**31 - 1
+
+
+@pytest.mark.parametrize("value", ["1e9999", "-1e9999", "2**200"])
+def test_sizes_beyond_any_machine_are_one_line(capsys, value):
+    assert cli.main(["run", "tiled_matmul", "--size", f"M={value}"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_reference_exponent_tower_is_refused():
+    with pytest.raises(reference.ReferenceExprError, match="exponent above 64"):
+        reference.evaluate("2**2**2**2**2**2", {})
+    assert reference.evaluate("x**2", {"x": 3.0}) == 9.0
+
+
+def test_a_damaged_xml_field_loses_the_field_not_the_report(data_dir):
+    text = (data_dir / "sanitizer" / "rec_oob.memcheck.xml").read_text()
+    broken = text.replace("<line>", "<line>not-a-number", 1)
+    findings, _ = sanitize.parse_xml(broken, "memcheck")
+    assert findings and findings[0].line is None
+
+
+@pytest.mark.nvcc
+def test_a_damaged_cached_cubin_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    spec = catalog.load("vector_add")
+    first = build.build(spec, "sm_90")
+    good = first.cubin.read_bytes()
+    for damage in (b"", good[:100], b"x" * len(good)):
+        first.cubin.write_bytes(damage)
+        again = build.build(spec, "sm_90")
+        assert not again.cached and again.cubin.read_bytes() == good
+    assert build.build(spec, "sm_90").cached
+
+
+def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(blocker))
+    monkeypatch.setattr(build, "nvcc_version", lambda nvcc: "nvcc 13.0")
+    monkeypatch.setattr(build.proc, "find_tool", lambda name: "nvcc")
+    assert cli.main(["build", "vector_add", "--arch", "sm_90"]) == 2
+    err = capsys.readouterr().err
+    assert "build cache" in err and "KPROF_CACHE_DIR" in err and err.count("\n") == 1
+
+
+def test_a_name_longer_than_the_file_system_allows(capsys):
+    assert cli.main(["run", "x" * 300]) == 2
+    assert "unknown kernel" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ref, message", [("last~abc", "write last, or last~N"), ("last~-1", "write last, or last~N"),
+                                          ("last~5", "there are only 1 bench runs")])
+def test_compare_refs_are_checked(tmp_path, monkeypatch, capsys, ref, message):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    conn = history.connect()
+    history.record(conn, "r1", "bench", "k", {"sizes": {}}, {"summary": None}, {}, None)
+    assert cli.main(["compare", ref]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_compare_and_history_read_without_writing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "none.sqlite"))
+    assert cli.main(["compare", "last~1"]) == 2
+    assert "no bench runs yet" in capsys.readouterr().err and not (tmp_path / "none.sqlite").exists()
+    empty = tmp_path / "empty.sqlite"
+    empty.write_text("")
+    monkeypatch.setenv("KPROF_HISTORY", str(empty))
+    assert cli.main(["history"]) == 2 and empty.read_text() == "", "an empty file is not turned into a database"
+    assert "cannot read the history store" in capsys.readouterr().err
+
+
+def test_a_history_row_with_broken_json_is_skipped(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    conn = history.connect()
+    history.record(conn, "r1", "bench", "k", {"sizes": {"N": 1}}, {"summary": None}, {}, None)
+    with sqlite3.connect(tmp_path / "h.sqlite") as raw:
+        raw.execute("INSERT INTO results (run, created, kind, kernel, point, data, machine, version) "
+                    "VALUES ('r1', 0, 'bench', 'k', '{broken', '{}', '{}', '0')")
+    assert cli.main(["history", "--json"]) == 0
+    capsys.readouterr()
+
+
+def test_sanitize_and_cases_without_a_gpu_exit_5(monkeypatch, tmp_path, capsys):
+    import kprof.device
+
+    exe = tmp_path / "cs"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
+    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("nothing is built before the GPU check"))
+    for argv in (["cases", "--arch", "sm_90"], ["sanitize", "vector_add", "--arch", "sm_90", "--tool", "values"]):
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code == 5 and "no CUDA driver" in err and err.count("\n") == 1, (argv, err)
