@@ -146,6 +146,12 @@ def _read_allocations(path: str) -> list[dict[str, Any]]:
     allocations = data.get("allocations") if isinstance(data, dict) else None
     if not isinstance(allocations, list):
         raise UsageError(f"--allocations {path}: no 'allocations' list in it (use the runner's result.json)")
+    for i, a in enumerate(allocations):
+        ok = isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("dtype"), str) and all(
+            isinstance(a.get(k), int) and not isinstance(a.get(k), bool) and a[k] >= 0 for k in ("base", "nbytes"))
+        if not ok:
+            raise UsageError(f"--allocations {path}: allocations[{i}] needs name, dtype, base and nbytes "
+                             "(use the runner's result.json)")
     return allocations
 
 

@@ -9,7 +9,9 @@ merged into one finding with a ``count``. JSON and SARIF 2.1.0 writers live here
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 KINDS = {
     "out-of-bounds-read": "a read outside every allocation (or outside a shared/local array)",
@@ -215,52 +217,49 @@ def to_json(results: list[Any], kernel: str | None) -> dict[str, Any]:
 
 
 def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> dict[str, Any]:
-    """SARIF 2.1.0: one run, one rule per finding kind, one result per finding."""
+    """SARIF 2.1.0: one run, one rule per finding kind, one result per finding. Files under ``root``
+    are relative to the ``SRCROOT`` base (``root`` as a file URI), others are absolute file URIs, all
+    percent-encoded; a finding with no file has no location, and no line below 1 is written."""
     findings = [f for r in results for f in r.findings]
     kinds = sorted({f.kind for f in findings})
-    rules = [
-        {"id": k, "name": k, "shortDescription": {"text": KINDS.get(k, k)}, "helpUri": "docs/sanitize.md"}
-        for k in kinds
-    ]
+    rules = [{"id": k, "name": k, "shortDescription": {"text": KINDS.get(k, k)},
+              "help": {"text": f"{k}: {KINDS.get(k, k)} (kprof's findings vocabulary, docs/sanitize.md)"}}
+             for k in kinds]
     sarif_results = []
     for f in findings:
         text = f.message + (f" ({f.detail})" if f.detail else "")
         if f.count > 1:
             text += f" [{f.count} records]"
-        location: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": _uri(f.file, root)}}}
-        if f.line:
-            location["physicalLocation"]["region"] = {"startLine": f.line}
         result: dict[str, Any] = {
             "ruleId": f.kind,
             "ruleIndex": kinds.index(f.kind),
             "level": "error",
             "message": {"text": f"{f.tool}: {text}"},
-            "locations": [location],
+            "locations": [loc] if (loc := _location(f.file, f.line, root)) else [],
             "properties": {"kernel": f.kernel, "thread": f.thread, "block": f.block, "buffer": f.buffer,
-                           "count": f.count},
+                           "count": f.count, "launch": f.launch},
         }  # fmt: skip
-        if f.other and f.other.line:
-            result["relatedLocations"] = [{
-                "id": 1,
-                "physicalLocation": {"artifactLocation": {"uri": _uri(f.other.file, root)},
-                                     "region": {"startLine": f.other.line}},
-                "message": {"text": f"the other access ({f.other.access})"},
-            }]  # fmt: skip
+        if f.other and (other := _location(f.other.file, f.other.line, root)):
+            result["relatedLocations"] = [dict(other, id=1, message={"text": f"the other access ({f.other.access})"})]
         sarif_results.append(result)
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "kprof", "version": tool_version, "informationUri": "docs/sanitize.md",
-                                "rules": rules}},
-            "results": sarif_results,
-        }],
-    }  # fmt: skip
+    run: dict[str, Any] = {"tool": {"driver": {"name": "kprof", "version": tool_version, "rules": rules}},
+                           "results": sarif_results}
+    if root:
+        run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
 
 
-def _uri(path: str | None, root: str | None) -> str:
+def _location(path: str | None, line: int | None, root: str | None) -> dict[str, Any] | None:
     if not path:
-        return "unknown"
-    if root and path.startswith(root.rstrip("/") + "/"):
-        return path[len(root.rstrip("/")) + 1 :]
-    return path
+        return None
+    base = root.rstrip("/") + "/" if root else None
+    if base and path.startswith(base):
+        artifact: dict[str, Any] = {"uri": quote(path[len(base):]), "uriBaseId": "SRCROOT"}
+    elif path.startswith("/"):
+        artifact = {"uri": Path(path).as_uri()}
+    else:
+        artifact = {"uri": quote(path)}
+    physical: dict[str, Any] = {"artifactLocation": artifact}
+    if line is not None and line >= 1:
+        physical["region"] = {"startLine": line}
+    return {"physicalLocation": physical}

@@ -47,14 +47,22 @@ def path() -> Path:
 
 def connect(db: Path | None = None) -> sqlite3.Connection:
     db = db or path()
-    try:
-        db.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(db, timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(SCHEMA)
-    except (OSError, sqlite3.Error) as exc:
-        raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to another file)") from None
-    return conn
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(db, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(SCHEMA)
+            return conn
+        except sqlite3.OperationalError as exc:
+            # Switching to WAL while another process creates the store can answer "locked" at once,
+            # without the busy timeout: wait and try again.
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to another file)") from None
+            time.sleep(0.05)
+        except (OSError, sqlite3.Error) as exc:
+            raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to another file)") from None
 
 
 def connect_read(db: Path | None = None) -> sqlite3.Connection | None:

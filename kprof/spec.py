@@ -450,9 +450,13 @@ def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, P
     source_text = data.get("source", f"{path.stem}.cu")
     if not isinstance(source_text, str) or not source_text:
         raise fail("source", "must be the path of the .cu file, relative to the spec")
-    source = (path.parent / source_text).resolve()
-    if not source.is_file():
-        raise fail("source", f"{source_text} does not exist next to the spec ({source})")
+    try:
+        source = (path.parent / source_text).resolve()
+        found = source.is_file()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL in the name
+        raise fail("source", f"{_show(source_text)} cannot be read ({_cut(str(exc), 80)})") from None
+    if not found:
+        raise fail("source", f"{_cut(source_text, 60)} does not exist next to the spec ({_cut(str(source), 120)})")
     entry = data.get("entry", name)
     if not isinstance(entry, str) or not _IDENT.match(entry):
         raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")

@@ -148,3 +148,44 @@ def test_sanitize_and_cases_without_a_gpu_exit_5(monkeypatch, tmp_path, capsys):
         code = cli.main(argv)
         err = capsys.readouterr().err
         assert code == 5 and "no CUDA driver" in err and err.count("\n") == 1, (argv, err)
+
+
+def test_sarif_uris_are_absolute_or_based_and_encoded():
+    from kprof.findings import Finding, to_sarif
+    from kprof.toolrun import ToolResult
+
+    fs = [Finding("memcheck", "out-of-bounds-write", "k", "/work/my proj/k.cu", 0, None, None, 1, "m"),
+          Finding("memcheck", "api-error", None, None, None, None, None, 1, "api"),
+          Finding("memcheck", "out-of-bounds-read", "k", "/elsewhere/a#b.cu", 7, None, None, 1, "m")]
+    sarif = to_sarif([ToolResult("memcheck", "findings", fs, 1.0)], "0.1.0", root="/work/my proj")
+    run = sarif["runs"][0]
+    assert "informationUri" not in run["tool"]["driver"] and all("helpUri" not in r for r in run["tool"]["driver"]["rules"])
+    first, second, third = run["results"]
+    assert first["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "k.cu", "uriBaseId": "SRCROOT"}}
+    assert second["locations"] == []
+    assert third["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "file:///elsewhere/a%23b.cu"
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == "file:///work/my%20proj/"
+
+
+def test_bad_allocations_file_is_one_line(tmp_path, data_dir, capsys):
+    bad = tmp_path / "r.json"
+    bad.write_text('{"allocations": [{"name": "C"}]}')
+    xml = data_dir / "sanitizer" / "rec_oob.memcheck.xml"
+    assert cli.main(["sanitize", "--from-xml", str(xml), "--allocations", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "allocations[0]" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("source", ["loop.cu", "bad\\u0000.cu"])
+def test_odd_source_paths_are_one_line(tmp_path, source):
+    (tmp_path / "loop.cu").symlink_to(tmp_path / "loop.cu")
+    (tmp_path / "k.yaml").write_text(f'source: "{source}"\nargs: [{{name: a, buffer: float32, shape: [1], role: out}}]\n'
+                                     "launch: {grid: [1], block: [1]}\nreference: {a: 1}\n")
+    with pytest.raises(spec_mod.SpecError if hasattr(spec_mod, "SpecError") else Exception, match="source"):
+        spec_mod.load(tmp_path / "k.yaml")
+
+
+@pytest.mark.nvcc
+def test_build_accepts_a_twin_by_name(capsys):
+    assert cli.main(["build", "tiled_matmul_no_bounds_fixed", "--arch", "sm_90"]) == 0
+    assert "tiled_matmul_no_bounds_fixed" in capsys.readouterr().out
