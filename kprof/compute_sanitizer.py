@@ -193,7 +193,8 @@ def _int(text: str | None) -> int | None:
 def _dim3(node: ET.Element | None) -> tuple[int, int, int] | None:
     if node is None:
         return None
-    return tuple(int(node.findtext(a) or 0) for a in ("x", "y", "z"))  # type: ignore[return-value]
+    x, y, z = (_int(node.findtext(a)) or 0 for a in ("x", "y", "z"))
+    return (x, y, z)
 
 
 def _where(rec: ET.Element, path: str = "where") -> tuple[str | None, str | None, int | None]:

@@ -1,0 +1,117 @@
+"""Generated broken and hostile inputs through the spec loader, the command line and the XML parser:
+never an internal error (exit 70), never a traceback, always quickly. Hypothesis picks the inputs."""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kprof import build, cli  # noqa: E402
+from kprof import compute_sanitizer as sanitize  # noqa: E402
+from kprof import spec as spec_mod  # noqa: E402
+from kprof.errors import KprofError  # noqa: E402
+
+FAST = settings(max_examples=120, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+BASE = yaml.safe_load((Path(__file__).resolve().parent.parent / "kernels" / "tiled_matmul.yaml").read_text())
+FIELDS = [("sizes", "M"), ("sizes", "M", "default"), ("args", 0, "shape"), ("args", 0, "buffer"), ("args", 3, "value"),
+          ("launch", "grid"), ("launch", "block"), ("launch", "shared_mem"), ("reference", "C"), ("tolerance",),
+          ("work", "flops"), ("defines", "TILE"), ("nvcc_flags",), ("name",), ("source",), ("checks",), ("args", 0, "fill")]
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+        ["M", "1e9999", "2**2**2**2**2**2", "__import__('os')", "x" * 500, "ceil(M / 0)", "float32", "-ccbin=/bin/sh",
+         "uniform(-inf, inf)", "M; rm -rf /", "N / 0", "", "\x00", "../../etc/passwd", "9 ** 999"]) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+
+
+def _mutate(path: tuple, value: object) -> dict:
+    import copy
+
+    data = copy.deepcopy(BASE)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return data
+
+
+class _Reached(KprofError):
+    exit_code = 77  # the command got as far as building: the inputs were accepted
+
+
+@pytest.fixture
+def no_builds(monkeypatch):
+    def stop(*a, **k):
+        raise _Reached("reached the build")
+
+    monkeypatch.setattr(build, "build", stop)
+
+
+@FAST
+@given(field=st.sampled_from(FIELDS), value=values)
+def test_generated_specs_load_or_fail_in_one_line(tmp_path_factory, field, value):
+    folder = tmp_path_factory.mktemp("spec")
+    (folder / "tiled_matmul.cu").write_text("")
+    path = folder / "k.yaml"
+    try:
+        path.write_text(yaml.safe_dump(_mutate(field, value)))
+    except (ValueError, yaml.YAMLError):
+        return
+    start = time.monotonic()
+    try:
+        spec_mod.load(path).resolve()
+    except KprofError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 2000
+    assert time.monotonic() - start < 2
+
+
+SIZE_VALUES = st.sampled_from(["1", "0", "-5", "abc", "1e9999", "2**40", "nan", "M", "1,2", "=", "3.5", "2**2**2**2**2"])
+OPTIONS = st.sampled_from(["--size", "--timeout", "--param", "--arch", "--seed", "--tool", "--jobs", "--limit",
+                           "--rel-stdev", "--memcheck-padding", "--dynamic-smem", "--block", "--launch-count"])
+
+
+@FAST
+@given(command=st.sampled_from(["run", "sanitize", "occupancy", "profile", "bench", "cases", "history", "compare", "build"]),
+       name=st.sampled_from(["tiled_matmul", "vector_add", "nope", "x" * 300, "a/b.yaml", "tiled_matmul_no_bounds_fixed",
+                             "last~abc", "--"]),
+       extra=st.lists(st.tuples(OPTIONS, st.sampled_from(["M", "N", "BLOCK", "TILE", "sm_90", "smx", "inf", "-1"]),
+                                SIZE_VALUES), max_size=3))
+def test_generated_command_lines_never_end_in_an_internal_error(no_builds, capsys, tmp_path_factory, monkeypatch,
+                                                               command, name, extra):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
+    argv = [command, name]
+    for option, key, value in extra:
+        argv += [option, f"{key}={value}" if option in ("--size", "--param") else value]
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code != 70, (argv, err)
+    assert "Traceback" not in out + err
+    if code not in (0, 77):
+        assert err.strip().count("\n") <= 1 or code == 1, (argv, err)
+
+
+XML = sorted((Path(__file__).resolve().parent / "data").glob("*/*.xml"))
+
+
+@FAST
+@given(source=st.sampled_from(XML), cut=st.integers(min_value=0, max_value=20000),
+       junk=st.sampled_from(["", "<line>abc</line>", "<address>0xZZ</address>", "<x>", "&lt;", "9" * 400, "\x00"]))
+def test_damaged_xml_is_a_report_or_one_line(source, cut, junk):
+    text = source.read_text()
+    broken = text[:cut] + junk + text[cut:]
+    try:
+        findings, _ = sanitize.parse_xml(broken, "memcheck")
+    except KprofError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert all(f.line is None or (isinstance(f.line, int) and not math.isnan(f.line)) for f in findings)
