@@ -244,3 +244,30 @@ def _atomic_write(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
     os.replace(tmp, path)
+
+
+PROBE_SOURCE = """#include <nv/target>
+#include <cuda/std/cstdint>
+#include <cuda_bf16.h>
+extern "C" __global__ void kprof_probe(cuda::std::uint32_t* out) {
+    NV_IF_TARGET(NV_PROVIDES_SM_80, (out[threadIdx.x] = threadIdx.x;))
+}
+"""
+_MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
+
+
+def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
+    """Compile a tiny kernel that includes CCCL and CUDA headers, as the shipped kernels do: None when
+    it builds, else what is missing (the header's name, or nvcc's first error line)."""
+    nvcc = str(proc.find_tool("nvcc"))
+    with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
+        source, out = Path(tmp) / "probe.cu", Path(tmp) / "probe.cubin"
+        source.write_text(PROBE_SOURCE)
+        done = proc.run(build_argv(nvcc, source, out, check_arch(arch)), timeout=timeout)
+    if done.returncode == 0 and not done.timed_out:
+        return None
+    text = done.stdout + done.stderr
+    if m := _MISSING_HEADER.search(text):
+        return f"the header {m.group(1)} is missing from {nvcc}'s include path"
+    first = next((ln for ln in text.splitlines() if "error" in ln), text.strip().splitlines()[-1] if text.strip() else "")
+    return f"nvcc could not compile a CUDA kernel: {first.strip()}"

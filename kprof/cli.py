@@ -39,7 +39,7 @@ exit codes:
   {EXIT_TOOL_MISSING}    nvcc, compute-sanitizer or ncu not found
   {EXIT_BUILD}    nvcc could not compile the kernel (its messages are shown)
   {EXIT_NO_GPU}    no CUDA driver or no GPU
-  {EXIT_CUDA}    a CUDA call failed, or the kernel faulted, hung or crashed its process
+  {EXIT_CUDA}    a CUDA call failed, or the kernel faulted, hung or crashed its process, or a tool failed
   {EXIT_INTERNAL}   a bug in kprof (set KPROF_DEBUG=1 for the traceback)
 
 A kernel is named by its spec's file name (kprof list) or given as a path to a spec file.

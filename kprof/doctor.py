@@ -18,7 +18,6 @@ from kprof.errors import ToolNotFoundError
 
 LIBRARIES = (
     ("cuda-bindings", "cuda.bindings"),
-    ("cuda-core", "cuda.core"),
     ("cuda-pathfinder", "cuda.pathfinder"),
     ("nvtx", "nvtx"),
     ("nvidia-ml-py", "pynvml"),
@@ -42,6 +41,7 @@ def run_checks() -> list[Check]:
     checks.append(_cuda_driver())
     for tool, flag in (("nvcc", "--version"), ("compute-sanitizer", "--version"), ("ncu", "--version")):
         checks.append(_tool(tool, flag))
+    checks.append(_compile())
     checks.append(_counters())
     checks.append(_cupti())
     from kprof.build import cache_dir
@@ -115,6 +115,21 @@ def _tool(name: str, flag: str) -> Check:
     text = (done.stdout + done.stderr).strip()
     version = _version_line(text)
     return Check(name, done.returncode == 0, f"{version} ({path})")
+
+
+def _compile() -> Check:
+    """nvcc builds a kernel that includes CCCL (<nv/target>, <cuda/std/...>) and cuda_bf16.h, as the
+    shipped kernels do: a toolchain without its CCCL headers is named here, not at the first build."""
+    from kprof import build
+
+    try:
+        missing = build.probe_compile()
+    except ToolNotFoundError as exc:
+        return Check("CUDA headers", False, "nvcc not found", str(exc).split(": ", 1)[1])
+    if missing is None:
+        return Check("CUDA headers", True, "a kernel with CCCL and cuda_bf16.h compiles for sm_90")
+    return Check("CUDA headers", False, missing,
+                 'pip install "kprof[cuda]" (it pins nvcc and the matching nvidia-cuda-cccl), or a full CUDA toolkit')
 
 
 def _version_line(text: str) -> str:

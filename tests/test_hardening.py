@@ -189,3 +189,22 @@ def test_odd_source_paths_are_one_line(tmp_path, source):
 def test_build_accepts_a_twin_by_name(capsys):
     assert cli.main(["build", "tiled_matmul_no_bounds_fixed", "--arch", "sm_90"]) == 0
     assert "tiled_matmul_no_bounds_fixed" in capsys.readouterr().out
+
+
+def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
+    """The [cuda] extra once came without CCCL: nvcc ran, and every kernel including <nv/target> failed."""
+    from kprof import doctor
+
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\necho 'probe.cu:1:10: fatal error: nv/target: No such file or directory' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KPROF_NVCC", str(fake))
+    check = doctor._compile()
+    assert not check.ok and "nv/target is missing" in check.detail and "nvidia-cuda-cccl" in check.fix
+
+
+@pytest.mark.nvcc
+def test_doctor_compiles_a_cccl_kernel():
+    from kprof import build
+
+    assert build.probe_compile() is None
