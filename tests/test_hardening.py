@@ -208,3 +208,44 @@ def test_doctor_compiles_a_cccl_kernel():
     from kprof import build
 
     assert build.probe_compile() is None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "vector_add", "--timeout", "nan"], "--timeout nan: give a positive number"),
+    (["run", "vector_add", "--timeout", "inf"], "--timeout inf: give a positive number"),
+    (["bench", "vector_add", "--rel-stdev", "nan"], "--rel-stdev nan: give a positive number"),
+    (["history", "--limit", "0"], "--limit 0: give 1 or more"),
+    (["history", "--limit", "-1"], "--limit -1: give 1 or more"),
+    (["run", "vector_add", "--size", "N=5", "N=7"], "N is given twice"),
+    (["run", "vector_add", "--size", "N=abc"], "--size N=abc: give a whole number"),
+])
+def test_bad_options_are_one_line(capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_dtype_given_as_a_list_is_one_line(tmp_path, capsys):
+    text = (catalog.find("vector_add")).read_text().replace("buffer: float32", "buffer: [float32]", 1)
+    (tmp_path / "vector_add.cu").write_text("")
+    (tmp_path / "vector_add.yaml").write_text(text)
+    assert cli.main(["run", str(tmp_path / "vector_add.yaml")]) == 2
+    assert "is not a supported dtype" in capsys.readouterr().err
+
+
+def test_a_corrupted_history_file_is_one_line(tmp_path, monkeypatch, capsys):
+    bad = tmp_path / "h.sqlite"
+    bad.write_bytes(bytes(range(256)) * 16)
+    monkeypatch.setenv("KPROF_HISTORY", str(bad))
+    for argv in (["history"], ["compare", "last"]):
+        assert cli.main(argv) == 2
+        assert "cannot read the history store" in capsys.readouterr().err
+
+
+def test_a_hostile_spec_on_kprof_path_does_not_hang_list(tmp_path, monkeypatch, capsys):
+    lol = 'x: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    (tmp_path / "lol.yaml").write_text(lol)
+    monkeypatch.setenv("KPROF_PATH", str(tmp_path))
+    assert cli.main(["list"]) == 0
+    assert "INVALID SPEC" in capsys.readouterr().out
