@@ -381,3 +381,18 @@ def test_the_child_never_reads_the_spec(fake, tmp_path, monkeypatch):
     job = job_for("vector_add", {"N": 100}, RunMode())
     monkeypatch.setattr(spec_mod, "load", lambda *a, **k: pytest.fail("the runner loaded a spec"))
     assert run_job(fake, job)["status"] == "ok"
+
+
+def test_shared_memory_beyond_the_devices_limit_is_refused(fake, tmp_path):
+    """The fake device allows 232,448 B per block (an H200's opt-in limit)."""
+    from kprof.job import Job, target_of
+
+    spec = catalog.load("vector_add")
+    resolved = spec.resolve({"N": 100})
+    step = resolved.steps[0]
+    from dataclasses import replace
+
+    big = replace(resolved, steps=(replace(step, shared_mem=300_000),))
+    data = run_job(fake, Job(target_of(big, fake_cubin()), RunMode()))
+    assert data["status"] == "error" and data["error"]["type"] == "UsageError"
+    assert "300,000 B of dynamic shared memory" in data["error"]["message"] and "232,448 B per block" in data["error"]["message"]
