@@ -16,9 +16,19 @@ from kprof import spec as spec_mod
 from kprof.errors import UnknownKernelError
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS_DIR = ROOT / "kernels"
-CASES_DIR = ROOT / "sanitizer_cases"
-PERF_DIR = ROOT / "perf_cases"
+PACKAGE = Path(__file__).resolve().parent
+
+
+def _shipped(name: str) -> Path:
+    """An installed wheel carries the folder inside the package (kprof/kernels); a source checkout
+    (and an editable install) keeps it at the top of the repository."""
+    inside = PACKAGE / name
+    return inside if inside.is_dir() else ROOT / name
+
+
+KERNELS_DIR = _shipped("kernels")
+CASES_DIR = _shipped("sanitizer_cases")
+PERF_DIR = _shipped("perf_cases")
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"  # kprof's own kernels, shipped in the package
 
 

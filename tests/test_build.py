@@ -130,3 +130,12 @@ def test_entry_not_found_is_explained(tmp_path):
     )
     with pytest.raises(BuildError, match="no kernel named 'k'.*extern"):
         build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")
+
+
+def test_an_installed_wheel_finds_the_kernels_inside_the_package(tmp_path, monkeypatch):
+    from kprof import catalog
+
+    monkeypatch.setattr(catalog, "PACKAGE", tmp_path)
+    assert catalog._shipped("kernels") == catalog.ROOT / "kernels", "a source checkout: the top of the repository"
+    (tmp_path / "kernels").mkdir()
+    assert catalog._shipped("kernels") == tmp_path / "kernels", "a wheel: kprof/kernels"
