@@ -101,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in (_list, _build, _run, _sanitize, _cases, _profile, _occupancy, _bench, _peak, _history, _compare,
+    for add in (_list, _new, _build, _run, _sanitize, _cases, _profile, _occupancy, _bench, _peak, _history, _compare,
                 _doctor):
         add(sub)
     return parser
@@ -131,6 +131,14 @@ def _param_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
 
 def _list(sub: Any) -> None:
     _common(sub.add_parser("list", help="list kernels and sanitizer cases"))
+
+
+def _new(sub: Any) -> None:
+    p = sub.add_parser("new", help="write NAME.cu and NAME.yaml to start a kernel (a template, or a copy of a kernel)")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--dir", default=".", help="where to write them (default: here)")
+    p.add_argument("--like", metavar="KERNEL", help="start from this kernel of `kprof list`, renamed to NAME")
+    _common(p)
 
 
 def _build(sub: Any) -> None:

@@ -47,6 +47,17 @@ def cmd_list(opts: Options) -> int:
     return EXIT_OK
 
 
+def cmd_new(opts: Options) -> int:
+    from kprof import scaffold
+
+    cu, spec = scaffold.new(opts.name, Path(opts.dir), opts.like)
+    if opts.json:
+        _emit_json({"source": str(cu), "spec": str(spec)})
+    else:
+        print(f"wrote {cu} and {spec}\nnext: kprof run {spec}   (then kprof sanitize, bench, profile)")
+    return EXIT_OK
+
+
 def cmd_build(opts: Options) -> int:
     from kprof import build, catalog
 

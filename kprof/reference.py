@@ -130,6 +130,7 @@ def _check(node: ast.AST) -> None:
         where="a reference expression",
         attribute_hint="sum(x), not x.sum()",
         unknown_call=lambda what: f"unknown function {what}: the vocabulary is {', '.join(sorted(FUNCTIONS))}",
+        booleans=True,  # keepdims=True
     )
     if isinstance(node, ast.Call):
         name = _func_name(node)

@@ -24,12 +24,15 @@ def check_node(
     where: str,
     attribute_hint: str,
     unknown_call: Callable[[str], str],
+    booleans: bool = False,
 ) -> None:
     """Raise ``error`` for a node outside the whitelist; function signatures are the caller's to check."""
     if not isinstance(node, allowed):
         raise error(f"'{type(node).__name__}' is not allowed in {where}")
-    if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, (int, float))):
-        raise error(f"only numbers are allowed, not {node.value!r}")
+    if isinstance(node, ast.Constant) and (
+            (isinstance(node.value, bool) and not booleans) or not isinstance(node.value, (int, float))):
+        what = "numbers and True or False are" if booleans else "numbers are"
+        raise error(f"only {what} allowed, not {node.value!r}")
     if isinstance(node, ast.BinOp) and not isinstance(node.op, binops):
         raise error(f"operator '{type(node.op).__name__}' is not allowed")
     if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):

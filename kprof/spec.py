@@ -688,10 +688,14 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
             if role in ("out", "scratch") and "fill" in item:
                 raise fail(
                     f"{fld}.fill",
-                    f"an {role} buffer is poisoned before each launch, not filled; use role: inout "
+                    f"{'an' if role == 'out' else 'a'} {role} buffer is poisoned before each launch, not filled; "
+                    "use role: inout "
                     "with fill: zeros if the kernel accumulates into it",
                 )
-            fill = _fill(item.get("fill", "uniform"), f"{fld}.fill", dtype, fail)
+            # Out and scratch buffers are poisoned, never filled; an integer input defaults to randint(0, 100).
+            default = "uniform" if DTYPES[dtype][1] == "f" or role in ("out", "scratch") else "randint(0, 100)"
+            fill = Fill("zeros") if role in ("out", "scratch") and "fill" not in item else \
+                _fill(item.get("fill", default), f"{fld}.fill", dtype, fail)
             out.append(BufferArg(name, dtype, shape_t, role, fill))
         else:
             extra = set(item) - {"name", "scalar", "value"}

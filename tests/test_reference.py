@@ -68,3 +68,34 @@ def test_slices_and_indices():
     np.testing.assert_array_equal(reference.evaluate("shift(x, 1)", {"x": x}), x[:, [1, 2, 3, 3]])
     with pytest.raises(ReferenceExprError, match="whole number or a slice"):
         reference.evaluate("x[y]", {"x": x, "y": x})
+
+
+def test_keepdims_true_is_allowed():
+    import numpy as np
+
+    x = np.arange(6.0).reshape(2, 3)
+    assert reference.evaluate("x / sum(x, axis=1, keepdims=True)", {"x": x}).shape == (2, 3)
+
+
+def test_an_integer_input_defaults_to_randint_and_scratch_needs_no_fill(tmp_path):
+    from kprof import spec as spec_mod
+
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text(
+        "sizes: {N: 8}\nargs:\n  - {name: idx, buffer: int32, shape: [N]}\n"
+        "  - {name: tmp, buffer: int32, shape: [N], role: scratch}\n  - {name: y, buffer: float32, shape: [N], role: out}\n"
+        "launch: {grid: [1], block: [8]}\nreference: {y: idx}\n")
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    assert spec.args[0].fill.kind == "randint" and spec.args[1].fill.kind == "zeros"
+
+
+def test_a_scratch_buffer_with_a_fill_reads_right(tmp_path):
+    from kprof import spec as spec_mod
+    from kprof.errors import SpecError
+
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text(
+        "sizes: {N: 8}\nargs:\n  - {name: tmp, buffer: float32, shape: [N], role: scratch, fill: zeros}\n"
+        "  - {name: y, buffer: float32, shape: [N], role: out}\nlaunch: {grid: [1], block: [8]}\nreference: {y: 1}\n")
+    with pytest.raises(SpecError, match="a scratch buffer is poisoned"):
+        spec_mod.load(tmp_path / "k.yaml")

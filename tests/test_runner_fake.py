@@ -396,3 +396,32 @@ def test_shared_memory_beyond_the_devices_limit_is_refused(fake, tmp_path):
     data = run_job(fake, Job(target_of(big, fake_cubin()), RunMode()))
     assert data["status"] == "error" and data["error"]["type"] == "UsageError"
     assert "300,000 B of dynamic shared memory" in data["error"]["message"] and "232,448 B per block" in data["error"]["message"]
+
+
+def test_kprof_new_writes_a_kernel_that_verifies_as_written(fake, tmp_path, monkeypatch, capsys):
+    """The template's reference is what its kernel computes (the kernel emulated here; its build is
+    checked with nvcc in test_new_kernels_build)."""
+    from kprof import cli
+    from kprof import spec as spec_mod
+
+    assert cli.main(["new", "my_saxpy", "--dir", str(tmp_path / "k")]) == 0
+
+    def saxpy(dev, args):
+        x, y, alpha, n = args
+        dev.view(y, np.float32)[:n] = alpha * dev.view(x, np.float32)[:n] + dev.view(y, np.float32)[:n]
+
+    monkeypatch.setitem(FakeDevice.emulations, "my_saxpy", saxpy)
+    spec = spec_mod.load(tmp_path / "k" / "my_saxpy.yaml")
+    for sizes in [{}] + [dict(c) for c in spec.checks]:
+        data = run_job(fake, job_for(spec, sizes or {"N": 4096}))
+        assert data["status"] == "ok", (sizes, data.get("checks"))
+
+
+@pytest.mark.nvcc
+def test_new_kernels_build(tmp_path):
+    from kprof import cli
+
+    assert cli.main(["new", "mine", "--dir", str(tmp_path)]) == 0
+    assert cli.main(["new", "mm", "--dir", str(tmp_path), "--like", "tiled_matmul"]) == 0
+    assert cli.main(["build", str(tmp_path / "mine.yaml"), str(tmp_path / "mm.yaml"), "--arch", "sm_90"]) == 0
+    assert cli.main(["new", "mine", "--dir", str(tmp_path)]) == 2, "never overwrites"
