@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _KPROF = str(Path(__file__).resolve().parent)
+# kprof's own modules, wherever that kprof was installed (a report recorded on another machine).
+_KPROF_MODULES = frozenset(p.name for p in Path(__file__).resolve().parent.glob("*.py"))
 _LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/usr/lib/", "/usr/local/cuda", "/lib64/")
 
 
@@ -50,6 +52,8 @@ def is_user_file(path: str) -> bool:
     if not path or not path.startswith("/"):  # "<frozen runpy>"; Cython's build-tree paths (cupy/cuda/function.cpp)
         return False
     if path.startswith(_KPROF) or any(part in path for part in _LIBRARY_PARTS):
+        return False
+    if Path(path).parent.name == "kprof" and Path(path).name in _KPROF_MODULES:
         return False
     return not any(path.startswith(d) for d in _library_dirs())
 
