@@ -24,9 +24,7 @@ from kprof.errors import (
     EXIT_OK,
     EXIT_TOOL_MISSING,
     EXIT_USAGE,
-    BuildError,
     KprofError,
-    TargetError,
 )  # fmt: skip
 
 EXIT_INTERNAL = 70
@@ -291,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except KprofError as exc:
         log = getattr(exc, "log", "")
-        if log and isinstance(exc, (BuildError, TargetError)):
+        if log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
             print(log.rstrip(), file=sys.stderr)
         print(f"kprof: error: {exc}", file=sys.stderr)
         return exc.exit_code

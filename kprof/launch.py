@@ -106,6 +106,10 @@ def raise_for_child(name: str, done: proc.Completed, data: dict[str, Any], timeo
             raise NoGPUError(f"{message}; `kprof build`, `kprof list` and `kprof doctor` still work")
         if kind in ("UsageError", "SpecError", "JobError"):
             raise UsageError(message)
+        if kind == "UserCodeError":
+            from kprof.pyref import UserCodeError
+
+            raise UserCodeError(f"{name}: {message}", err.get("log", ""))
         if kind == "CudaError":
             hint = ""
             if err.get("result") in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS",

@@ -70,6 +70,11 @@ def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str
         f"  grid {tuple(resolved.grid)} x block {tuple(resolved.block)}, {resolved.shared_mem} B dynamic shared, "
         f"{usage.registers} registers, {usage.shared_static} B static shared"
     )
+    from kprof import pyref
+
+    for _, ref in resolved.spec.reference:
+        if pyref.is_stored(ref):
+            lines.append(f"  reference: {pyref.Ref.from_stored(ref).label()}, your Python, run in kprof's runner process")
     for check in result.checks:
         verdict = "PASS" if check["ok"] else "FAIL"
         lines.append(f"  {check['name']}: {verdict}  {check['message']}")

@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
             error.update(call=exc.call, result=exc.result)
         if not isinstance(exc, KprofError):
             error["traceback"] = traceback.format_exc()
+        elif log := getattr(exc, "log", ""):
+            error["log"] = log  # the user's own traceback, for an error in their reference
         result.data["status"] = "error"
         result.data["error"] = error
         result.write()

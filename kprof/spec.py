@@ -430,7 +430,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     return KernelSpec(
         name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
         sizes=sizes, args=args, launch=launch,
-        reference=_load_reference(data.get("reference"), args, known_sizes, fail),
+        reference=_load_reference(data.get("reference"), args, known_sizes, fail, path.parent),
         rtol=_load_tolerance(data.get("tolerance", 1e-5), fail),
         flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
         bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None,
@@ -779,31 +779,54 @@ def _load_launch(raw: Any, fail: Fail, check_expr: CheckExpr) -> Launch:
     return Launch(grid, block, smem)
 
 
-def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: set[str],
-                    fail: Fail) -> tuple[tuple[str, str], ...]:
+SPEC_WIDE = "*"  # the output key of a spec-wide Python reference (it returns every output)
+
+
+def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: set[str], fail: Fail,
+                    folder: Path) -> tuple[tuple[str, str], ...]:
+    """Each output's reference: an expression of the vocabulary, or a Python function (``FILE.py:FN``,
+    ``package.module:FN``; stored resolved as ``python:/abs/FILE.py:FN``). A spec-wide ``reference:
+    FILE.py:FN`` returns a dict of every output."""
+    from kprof import pyref
+
     outputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
     inputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("in", "inout")}
     scalars = {a.name for a in args if isinstance(a, ScalarArg)}
+    known = inputs | scalars | known_sizes
+
+    def python(text: str, fld: str) -> str:
+        try:
+            return pyref.check(text, folder, known).stored()
+        except ValueError as exc:
+            raise fail(fld, _cut(str(exc), 300)) from None
+
+    if isinstance(raw, str) and pyref.looks_like(raw):
+        return ((SPEC_WIDE, python(raw, "reference")),)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise fail("reference", "must map each output buffer to an expression, e.g. C: A @ B")
+        raise fail("reference", "must map each output buffer to an expression (C: A @ B), or name a Python "
+                                "function (refs.py:expected)")
     out = []
     for key, expr in raw.items():
         fld = f"reference.{key}"
         if key not in outputs:
             raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: {', '.join(sorted(outputs)) or 'none'})")
+        if pyref.looks_like(expr):
+            out.append((key, python(str(expr), fld)))
+            continue
         try:
             used = reference.names(expr)
         except reference.ReferenceExprError as exc:
             raise fail(fld, str(exc)) from None
-        unknown = sorted(used - inputs - scalars - known_sizes)
+        unknown = sorted(used - known)
         if unknown:
-            raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(inputs | scalars | known_sizes))})")
+            raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(known))})")
         out.append((key, str(expr)))
     missing = sorted(outputs - {k for k, _ in out})
     if missing:
-        raise fail("reference", f"output '{missing[0]}' has no reference expression; add '{missing[0]}: <expression>'")
+        raise fail("reference", f"output '{missing[0]}' has no reference; add '{missing[0]}: <expression>' "
+                                "(or name a Python function: refs.py:expected)")
     return tuple(out)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kprof import reference, verify
+from kprof import pyref, reference, verify
 from kprof.errors import UsageError
 from kprof.job import Target
 from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep
@@ -188,16 +188,48 @@ class Workspace:
         return out
 
     def expected(self) -> Arrays:
-        """The float64 reference of every output. Only the inputs a reference names are widened."""
+        """The reference of every output, in float64 (int64 for integer inputs). An expression widens
+        only the inputs it names; a Python reference (the user's code) gets every input."""
+        refs = dict(self.target.reference)
+        expressions = {k: e for k, e in refs.items() if not pyref.is_stored(e)}
+        used = set().union(*(reference.names(e) for e in expressions.values())) if expressions else set()
+        if len(expressions) < len(refs):
+            used |= set(self.inputs)
+        env = self._reference_env(used)
+        out: Arrays = {}
+        for name, expr in refs.items():
+            if not pyref.is_stored(expr):
+                out[name] = reference.evaluate(expr, env)
+                continue
+            got = pyref.call(pyref.Ref.from_stored(expr), env)
+            out.update(self._python_outputs(name, expr, got))
+        return out
+
+    def _reference_env(self, used: set[str]) -> dict[str, Any]:
         import numpy as np
 
-        refs = dict(self.target.reference)
-        used = set().union(*(reference.names(e) for e in refs.values())) if refs else set()
         env: dict[str, Any] = dict(self.target.sizes)
         env.update({a.name: v for a, v in self.target.scalars})
         dtypes = {b.arg.name: b.arg.dtype for b in self.target.buffers}
-        env.update({k: verify.decode(dtypes[k], v).astype(np.float64) for k, v in self.inputs.items() if k in used})
-        return {name: reference.evaluate(expr, env) for name, expr in refs.items()}
+        for k, v in self.inputs.items():
+            if k in used:
+                decoded = verify.decode(dtypes[k], v)
+                env[k] = decoded.astype(np.int64 if decoded.dtype.kind in "iu" else np.float64)
+        return env
+
+    def _python_outputs(self, name: str, stored: str, got: Any) -> Arrays:
+        """A Python reference's answer: one array for its output, or a dict of every output."""
+        label = pyref.Ref.from_stored(stored).label()
+        outputs = [b.arg.name for b in self.outputs()]
+        if name != "*":
+            return {name: got}
+        if len(outputs) == 1 and not isinstance(got, dict):
+            return {outputs[0]: got}
+        if not isinstance(got, dict) or set(got) != set(outputs):
+            have = sorted(got) if isinstance(got, dict) else type(got).__name__
+            raise pyref.UserCodeError(f"your reference {label} must return a dict with the outputs "
+                                      f"{', '.join(outputs)}; it returned {have}")
+        return dict(got)
 
     def verify(self, got: Arrays) -> list[dict[str, Any]]:
         """One check per output against the reference (the verdict is :func:`kprof.verify.compare`)."""

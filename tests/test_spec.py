@@ -104,7 +104,7 @@ INVALID = [
     (("reference", "C"), "A @ Z", "reference.C: unknown name 'Z'"),
     (("reference", "C"), "A.sum()", "reference.C: 'Attribute' is not allowed"),
     (("reference",), {"A": "A"}, "reference.A: 'A' is not an out or inout buffer"),
-    (("reference",), {}, "reference: output 'C' has no reference expression"),
+    (("reference",), {}, "reference: output 'C' has no reference;"),
     (("tolerance",), 5, "tolerance: 5 must be a relative error between 0 and 1"),
     (("tolerance",), "tight", "tolerance: 'tight' must be a relative error"),
     (("work",), {"flops": "M * N", "time": 3}, "work: must be a mapping"),
