@@ -19,7 +19,7 @@ versions fail with one clear line instead of a ``KeyError`` deep in the child.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ class Target:
     rtol: float
     seed: int = 0
     device: int = 0
+    constants: dict[str, int | float] = field(default_factory=dict)  # numeric defines a reference may name
 
     @property
     def total_bytes(self) -> int:
@@ -108,9 +109,17 @@ class TimingMode:
 def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0) -> Target:
     """The target for a resolved spec (parameters and twin already applied) and its built cubin."""
     spec = resolved.spec
+    constants: dict[str, int | float] = {}
+    for key, value in spec.defines:
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        constants[key] = int(number) if number.is_integer() and "." not in value else number
     return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
-                  steps=resolved.steps, reference=spec.reference, rtol=spec.rtol, seed=seed, device=device)
+                  steps=resolved.steps, reference=spec.reference, rtol=spec.rtol, seed=seed, device=device,
+                  constants=constants)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -162,7 +171,7 @@ def _target_dict(t: Target) -> dict[str, Any]:
         "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v} for a, v in t.scalars],
         "steps": [asdict(s) for s in t.steps],
         "reference": [list(r) for r in t.reference],
-        "rtol": t.rtol, "seed": t.seed, "device": t.device,
+        "rtol": t.rtol, "seed": t.seed, "device": t.device, "constants": t.constants,
     }  # fmt: skip
 
 
@@ -182,7 +191,7 @@ def _target_from(d: dict[str, Any]) -> Target:
         name=d["name"], entry=d["entry"], source=d["source"], cubin=d["cubin"],
         sizes={str(k): int(v) for k, v in d["sizes"].items()}, buffers=buffers, scalars=scalars, steps=steps,
         reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=float(d["rtol"]),
-        seed=int(d["seed"]), device=int(d["device"]),
+        seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
     )  # fmt: skip
 
 

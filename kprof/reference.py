@@ -57,6 +57,43 @@ def _pad(x: Any, before: Any, after: Any) -> Any:
     return np.pad(x, width)
 
 
+def _cumsum(x: Any, axis: int = -1, exclusive: bool = False) -> Any:
+    """Inclusive prefix sums along ``axis``; ``exclusive=True``: each element's sum of those before it."""
+    inclusive = _np().cumsum(x, axis=axis)
+    return inclusive - x if exclusive else inclusive
+
+
+def _bincount(x: Any, minlength: int = 0) -> Any:
+    """Counts of each value 0, 1, ... in ``x`` (non-negative integers), at least ``minlength`` of them."""
+    np = _np()
+    return np.bincount(np.asarray(x).astype(np.int64).ravel(), minlength=int(minlength))
+
+
+def _histogram(x: Any, bins: Any, lo: Any, hi: Any) -> Any:
+    """Counts in ``bins`` equal bins over [lo, hi) (numpy.histogram: the last bin also takes hi)."""
+    return _np().histogram(_np().asarray(x).ravel(), bins=int(bins), range=(float(lo), float(hi)))[0]
+
+
+def _take(x: Any, idx: Any, axis: int = 0) -> Any:
+    """A gather: ``x``'s entries at ``idx`` along ``axis`` (numpy.take)."""
+    np = _np()
+    return np.take(x, np.asarray(idx).astype(np.int64), axis=int(axis))
+
+
+def _arg(name: str) -> Callable[..., Any]:
+    def fn(x: Any, axis: Any = None) -> Any:
+        return getattr(_np(), name)(x, axis=axis)
+
+    fn.__name__ = name
+    return fn
+
+
+def _topk(x: Any, k: Any, axis: int = -1) -> Any:
+    """The ``k`` largest values along ``axis``, largest first."""
+    np = _np()
+    return np.flip(np.sort(x, axis=axis), axis=axis).take(np.arange(int(k)), axis=axis)
+
+
 def _reduction(name: str) -> Callable[..., Any]:
     def fn(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         return getattr(_np(), name)(x, axis=axis, keepdims=keepdims)
@@ -95,6 +132,16 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], frozenset[str], tuple[int, int]]]
     "rmsnorm": (_rmsnorm, frozenset({"axis"}), (3, 3)),
     "shift": (_shift, frozenset(), (2, 2)),
     "pad": (_pad, frozenset(), (3, 3)),
+    # scans, counts, gathers, selections: exact on integers (integer inputs arrive as int64)
+    "cumsum": (_cumsum, frozenset({"axis", "exclusive"}), (1, 1)),
+    "bincount": (_bincount, frozenset({"minlength"}), (1, 1)),
+    "histogram": (_histogram, frozenset(), (4, 4)),
+    "take": (_take, frozenset({"axis"}), (2, 2)),
+    "where": (_elementwise("where"), frozenset(), (3, 3)),
+    "clip": (_elementwise("clip"), frozenset(), (3, 3)),
+    "argmax": (_arg("argmax"), frozenset({"axis"}), (1, 1)),
+    "argmin": (_arg("argmin"), frozenset({"axis"}), (1, 1)),
+    "topk": (_topk, frozenset({"axis"}), (2, 2)),
 }
 
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
@@ -123,7 +170,8 @@ def parse(text: str | int | float) -> ast.Expression:
 def _check(node: ast.AST) -> None:
     safeexpr.check_node(
         node,
-        allowed=safeexpr.ARITHMETIC_NODES + (ast.keyword, ast.Tuple, ast.Subscript, ast.Slice),
+        allowed=safeexpr.ARITHMETIC_NODES + (ast.keyword, ast.Tuple, ast.Subscript, ast.Slice, ast.Compare,
+                                             ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq),
         binops=_BINOPS,
         functions=FUNCTIONS,
         error=ReferenceExprError,
@@ -149,6 +197,10 @@ def _func_name(node: ast.Call) -> str:
 
 
 MAX_EXPONENT = 64
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+}
 
 
 def _check_exponent(b: Any) -> None:
@@ -192,6 +244,13 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         return env[node.id]
     if isinstance(node, ast.Tuple):
         return tuple(_eval(e, env) for e in node.elts)
+    if isinstance(node, ast.Compare):  # x > 0 (for where); a < b < c compares pairwise
+        left, result = _eval(node.left, env), True
+        for cmp, right_node in zip(node.ops, node.comparators):
+            right = _eval(right_node, env)
+            result = result & _COMPARE[type(cmp)](left, right)
+            left = right
+        return result
     if isinstance(node, ast.Slice):
         parts = [None if p is None else _index(_eval(p, env)) for p in (node.lower, node.upper, node.step)]
         return slice(*parts)

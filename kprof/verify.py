@@ -155,9 +155,16 @@ def compare(name: str, got: Any, expected: Any, rtol: float, poison_value: Any =
     max_abs = float(diff.max()) if diff.size else 0.0
     scale = float(np.abs(exp64).max()) if exp64.size else 0.0
     rel = max_abs / scale if scale > 0 else max_abs
-    ok = rel <= rtol and poisoned == 0
+    exact = np.asarray(got).dtype.kind in "iu"  # integer outputs: counts, indices, sums of integers
+    wrong = int((diff != 0).sum()) if exact else 0
+    ok = (wrong == 0 if exact else rel <= rtol) and poisoned == 0
     if poisoned:
         message = f"{poisoned:,} elements of {name} were never written (still poison)"
+    elif exact and wrong:
+        message = (f"{wrong:,} of {got64.size:,} integer elements differ (integers must match exactly); worst at "
+                   f"{name}{_index_text(idx)}: got {got64[tuple(idx)]:.0f}, expected {exp64[tuple(idx)]:.0f}")
+    elif exact:
+        message = "every integer element matches exactly"
     elif ok:
         message = f"max relative error {rel:.2e} <= {rtol:.0e}"
     else:

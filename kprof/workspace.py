@@ -208,7 +208,8 @@ class Workspace:
     def _reference_env(self, used: set[str]) -> dict[str, Any]:
         import numpy as np
 
-        env: dict[str, Any] = dict(self.target.sizes)
+        env: dict[str, Any] = dict(self.target.constants)  # numeric defines (BINS), then sizes and scalars
+        env.update(self.target.sizes)
         env.update({a.name: v for a, v in self.target.scalars})
         dtypes = {b.arg.name: b.arg.dtype for b in self.target.buffers}
         for k, v in self.inputs.items():

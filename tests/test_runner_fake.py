@@ -425,3 +425,47 @@ def test_new_kernels_build(tmp_path):
     assert cli.main(["new", "mm", "--dir", str(tmp_path), "--like", "tiled_matmul"]) == 0
     assert cli.main(["build", str(tmp_path / "mine.yaml"), str(tmp_path / "mm.yaml"), "--arch", "sm_90"]) == 0
     assert cli.main(["new", "mine", "--dir", str(tmp_path)]) == 2, "never overwrites"
+
+
+def _histogram(dev, args):
+    x, hist, n = args
+    np.add.at(dev.view(hist, np.int32), dev.view(x, np.int32)[:n], 1)
+
+
+def _exclusive_scan(dev, args):
+    x, y, rows, cols = args
+    xs = dev.view(x, np.int32)[: rows * cols].reshape(rows, cols)
+    dev.view(y, np.int32)[: rows * cols] = (np.cumsum(xs, axis=1) - xs).ravel()
+
+
+def _gather_rows(dev, args):
+    table, idx, y, rows, vocab, dim = args
+    t = dev.view(table, np.float32)[: vocab * dim].reshape(vocab, dim)
+    i = np.clip(dev.view(idx, np.int32)[:rows], 0, vocab - 1)
+    dev.view(y, np.float32)[: rows * dim] = t[i].ravel()
+
+
+def _prefix_max(dev, args):
+    x, y, rows, cols = args
+    xs = dev.view(x, np.float32)[: rows * cols].reshape(rows, cols)
+    dev.view(y, np.float32)[: rows * cols] = np.maximum.accumulate(xs, axis=1).ravel()
+
+
+@pytest.mark.parametrize("name, emulate", [("histogram", _histogram), ("exclusive_scan", _exclusive_scan),
+                                           ("gather_rows", _gather_rows), ("prefix_max", _prefix_max)])
+def test_vocabulary_and_python_reference_kernels_verify(fake, monkeypatch, name, emulate):
+    """The histogram (bincount), exclusive scan (cumsum exclusive), gather (take) and running maximum
+    (a Python reference) specs agree with what their kernels compute, at every checked size."""
+    monkeypatch.setitem(FakeDevice.emulations, name, emulate)
+    spec = catalog.load(name)
+    for sizes in [dict(c) for c in spec.checks] + [spec.preset("sanitize")]:
+        data = run_job(fake, job_for(name, sizes))
+        assert data["status"] == "ok", (name, sizes, data.get("error") or data.get("checks"))
+    # and a wrong answer fails, exactly: one count or one element off
+    def off_by_one(dev, args):
+        emulate(dev, args)
+        out = dev.memory[args[1] if name in ("histogram", "exclusive_scan", "prefix_max") else args[2]]
+        out[0] ^= 1  # flip the lowest bit of the first element
+
+    monkeypatch.setitem(FakeDevice.emulations, name, off_by_one)
+    assert run_job(fake, job_for(name, spec.preset("sanitize")))["status"] == "failed"

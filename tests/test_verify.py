@@ -93,3 +93,15 @@ def test_bfloat16_buffers():
     assert verify.decode("bfloat16", verify.poison(b, alternate=True))[0, 0] == 31360.0  # 31337 rounded to bfloat16 (steps of 128 there)
     ones = verify.make_input(buf("bfloat16", fill=Fill("ones")), None)
     assert (ones == 0x3F80).all()
+
+
+def test_integer_outputs_must_match_exactly():
+    """A count off by one in a million passes a 1e-5 relative tolerance; an integer verdict is exact."""
+    import numpy as np
+
+    expected = np.full(10, 1_000_000, dtype=np.int64)
+    got = expected.astype(np.int32).copy()
+    assert verify.compare("hist", got, expected, 1e-5).ok
+    got[3] += 1
+    check = verify.compare("hist", got, expected, 1e-5)
+    assert not check.ok and "1 of 10 integer elements differ" in check.message and check.first_bad == [3]
