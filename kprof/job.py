@@ -52,6 +52,7 @@ class Target:
     seed: int = 0
     device: int = 0
     constants: dict[str, int | float] = field(default_factory=dict)  # numeric defines a reference may name
+    atol: float | None = None  # given: the elementwise verdict (kprof.verify.compare)
 
     @property
     def total_bytes(self) -> int:
@@ -119,7 +120,7 @@ def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: i
     return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
                   steps=resolved.steps, reference=spec.reference, rtol=spec.rtol, seed=seed, device=device,
-                  constants=constants)
+                  constants=constants, atol=spec.atol)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -171,7 +172,7 @@ def _target_dict(t: Target) -> dict[str, Any]:
         "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v} for a, v in t.scalars],
         "steps": [asdict(s) for s in t.steps],
         "reference": [list(r) for r in t.reference],
-        "rtol": t.rtol, "seed": t.seed, "device": t.device, "constants": t.constants,
+        "rtol": t.rtol, "atol": t.atol, "seed": t.seed, "device": t.device, "constants": t.constants,
     }  # fmt: skip
 
 
@@ -192,6 +193,7 @@ def _target_from(d: dict[str, Any]) -> Target:
         sizes={str(k): int(v) for k, v in d["sizes"].items()}, buffers=buffers, scalars=scalars, steps=steps,
         reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=float(d["rtol"]),
         seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
+        atol=None if d["atol"] is None else float(d["atol"]),
     )  # fmt: skip
 
 

@@ -140,6 +140,7 @@ class KernelSpec:
     is_twin: bool = False
     baseline: str | None = None  # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
     steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
+    atol: float | None = None  # given: the elementwise verdict, |out - ref| <= atol + rtol * |ref|
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -427,11 +428,12 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     if not isinstance(notes, str):
         raise fail("notes", "must be a string")
     twin, twin_defines = _load_twin(data, path, fail)
+    tolerance = _load_tolerance(data.get("tolerance", 1e-5), fail)
     return KernelSpec(
         name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
         sizes=sizes, args=args, launch=launch,
         reference=_load_reference(data.get("reference"), args, known_sizes, fail, path.parent),
-        rtol=_load_tolerance(data.get("tolerance", 1e-5), fail),
+        rtol=tolerance[0], atol=tolerance[1],
         flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
         bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None,
         defines=defines, nvcc_flags=tuple(flags),
@@ -830,18 +832,28 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
     return tuple(out)
 
 
-def _load_tolerance(raw: Any, fail: Fail) -> float:
+def _load_tolerance(raw: Any, fail: Fail) -> tuple[float, float | None]:
+    """``1e-5`` or ``{rtol: 1e-5}``: the normwise verdict (max|out - ref| <= rtol * max|ref|).
+    ``{rtol: 1e-5, atol: 1e-7}``: the elementwise verdict, |out - ref| <= atol + rtol * |ref| for
+    every element (numpy.isclose, torch.testing.assert_close)."""
+    atol: float | None = None
     if isinstance(raw, dict):
-        if set(raw) != {"rtol"}:
-            raise fail("tolerance", "must be a number or {rtol: number}")
+        if not set(raw) <= {"rtol", "atol"} or "rtol" not in raw:
+            raise fail("tolerance", "must be a number, {rtol: number}, or {rtol: number, atol: number} (elementwise)")
+        if "atol" in raw:
+            atol = _number_in(raw["atol"], "tolerance.atol", fail, "an absolute error of 0 or more, e.g. 1e-7")
         raw = raw["rtol"]
+    return _number_in(raw, "tolerance", fail, "a relative error between 0 and 1, e.g. 1e-5"), atol
+
+
+def _number_in(raw: Any, fld: str, fail: Fail, what: str) -> float:
     if isinstance(raw, str):
         try:
             raw = float(raw)
         except ValueError:
             pass
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < 1:
-        raise fail("tolerance", f"{_show(raw)} must be a relative error between 0 and 1, e.g. 1e-5")
+        raise fail(fld, f"{_show(raw)} must be {what}")
     return float(raw)
 
 

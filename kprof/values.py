@@ -64,7 +64,9 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
         a, b = outs_a[0], verify.decode(buf.arg.dtype, raw_b[0])
         ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
         scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
-        tol = target.rtol * (scale if scale > 0 else 1.0)
+        # The same verdict as kprof run: elementwise when the spec gives atol, else normwise.
+        tol: Any = target.atol + target.rtol * np.abs(ref) if target.atol is not None else \
+            target.rtol * (scale if scale > 0 else 1.0)
 
         def finding(kind: str, mask: Any, message: str, name: str = name, buf: Any = buf) -> Finding:
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
@@ -102,7 +104,9 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
         wrong = _differs(a, ref, tol) & ~explained
         if wrong.any():
             findings.append(finding("wrong-result", wrong,
-                                    f"differs from the float64 reference by more than {target.rtol:g} x max|ref|"))
+                                    "differs from the float64 reference by more than "
+                                    + (f"{target.atol:g} + {target.rtol:g} x |ref|" if target.atol is not None
+                                       else f"{target.rtol:g} x max|ref|")))
     return findings
 
 

@@ -125,8 +125,10 @@ class Check:
         return asdict(self)
 
 
-def compare(name: str, got: Any, expected: Any, rtol: float, poison_value: Any = None) -> Check:
-    """Compare one output with its float64 reference."""
+def compare(name: str, got: Any, expected: Any, rtol: float, poison_value: Any = None,
+            atol: float | None = None) -> Check:
+    """Compare one output with its float64 reference: exactly for integers; for floats the normwise
+    error against ``rtol``, or with ``atol`` every element against ``atol + rtol * |ref|``."""
     import numpy as np
 
     got64 = np.asarray(got).astype(np.float64)
@@ -160,6 +162,8 @@ def compare(name: str, got: Any, expected: Any, rtol: float, poison_value: Any =
     ok = (wrong == 0 if exact else rel <= rtol) and poisoned == 0
     if poisoned:
         message = f"{poisoned:,} elements of {name} were never written (still poison)"
+    elif atol is not None and not exact:
+        ok, message = _elementwise(name, got64, exp64, rtol, atol, poisoned)
     elif exact and wrong:
         message = (f"{wrong:,} of {got64.size:,} integer elements differ (integers must match exactly); worst at "
                    f"{name}{_index_text(idx)}: got {got64[tuple(idx)]:.0f}, expected {exp64[tuple(idx)]:.0f}")
@@ -175,6 +179,22 @@ def compare(name: str, got: Any, expected: Any, rtol: float, poison_value: Any =
     got_v = float(got64[tuple(idx)]) if diff.size else None
     exp_v = float(exp64[tuple(idx)]) if diff.size else None
     return Check(name, ok, rel, max_abs, 0, poisoned, idx, got_v, exp_v, rtol, message)
+
+
+def _elementwise(name: str, got64: Any, exp64: Any, rtol: float, atol: float, poisoned: int) -> tuple[bool, str]:
+    """|out - ref| <= atol + rtol * |ref| for every element: how many fail, and the worst of them."""
+    import numpy as np
+
+    bound = atol + rtol * np.abs(exp64)
+    excess = np.abs(got64 - exp64) - bound
+    bad = excess > 0
+    count = int(bad.sum())
+    if count == 0:
+        return poisoned == 0, f"every element within {atol:.0e} + {rtol:.0e} x |ref|"
+    worst = np.argsort(-excess, axis=None)[:3]
+    shown = "; ".join(f"{name}{_index_text([int(i) for i in np.unravel_index(int(w), got64.shape)])}: got "
+                      f"{got64.flat[w]:.6g}, expected {exp64.flat[w]:.6g}" for w in worst)
+    return False, f"{count:,} of {got64.size:,} elements exceed {atol:.0e} + {rtol:.0e} x |ref|; worst {shown}"
 
 
 def _index_text(idx: list[int]) -> str:

@@ -239,7 +239,8 @@ class Workspace:
         for buf in self.outputs():
             sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
             checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
-                                         expected[buf.arg.name], self.target.rtol, sentinel).to_dict())
+                                         expected[buf.arg.name], self.target.rtol, sentinel,
+                                         atol=self.target.atol).to_dict())
         return checks
 
     # -- launches ----------------------------------------------------------------------------

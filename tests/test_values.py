@@ -99,3 +99,23 @@ def test_wrong_result(kernel):
 
     found = analyse(kernel, [wrong] * 4)
     assert [f.kind for f in found] == ["wrong-result"] and found[0].count == 7  # element 0 is 0 either way
+
+
+def test_the_values_detector_uses_the_specs_elementwise_verdict(kernel):
+    """y = 2x with x = 0..7: an error of 1e-4 on y[1] (= 2) hides under a normwise 1e-4 x max|ref|
+    (14), not under an elementwise 1e-6 + 1e-5 x |ref|."""
+    from dataclasses import replace
+
+    def slightly_off(y, alt):
+        y[:] = 2 * np.arange(8)
+        y[1] += 1e-4
+        return y
+
+    spec, resolved = kernel
+    runs = runs_for(kernel, [slightly_off] * 4)
+    expected = {"y": 2 * np.arange(8, dtype=np.float64)}
+    normwise = replace(target_of(resolved, "k.cubin"), rtol=1e-4)
+    assert values.analyse(normwise, runs, expected) == []
+    elementwise = replace(normwise, rtol=1e-5, atol=1e-6)
+    (f,) = values.analyse(elementwise, runs, expected)
+    assert f.kind == "wrong-result" and f.indices == ((1,),) and "1e-06 + 1e-05 x |ref|" in f.message

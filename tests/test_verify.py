@@ -105,3 +105,55 @@ def test_integer_outputs_must_match_exactly():
     got[3] += 1
     check = verify.compare("hist", got, expected, 1e-5)
     assert not check.ok and "1 of 10 integer elements differ" in check.message and check.first_bad == [3]
+
+
+def _softmax(x):
+    import numpy as np
+
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_a_softmax_that_flushes_small_probabilities_fails_the_elementwise_verdict():
+    """8192 columns of normal(0, 3): most probabilities are below 1e-5 of the largest, so the normwise
+    verdict passes a kernel that writes 0 for every one below 1e-6; the elementwise one does not."""
+    import numpy as np
+
+    x = np.random.default_rng(0).normal(0, 3, (4, 8192))
+    ref = _softmax(x)
+    flushed = np.where(ref < 1e-6, 0.0, ref).astype(np.float32)
+    assert verify.compare("y", flushed, ref, 1e-5).ok, "the normwise blind spot"
+    check = verify.compare("y", flushed, ref, 1e-5, atol=1e-9)
+    assert not check.ok and "elements exceed" in check.message
+    assert verify.compare("y", ref.astype(np.float32), ref, 1e-5, atol=1e-9).ok, "float32 rounding passes"
+
+
+def test_a_matmul_within_rounding_passes_and_one_wrong_element_in_a_million_fails():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(-1, 1, (256, 512)), rng.uniform(-1, 1, (512, 256))
+    ref = a @ b
+    got = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float32)
+    # K = 512 float32 products: a per-element bound of 1e-5 relative plus an absolute 1e-4 (about K * eps)
+    assert verify.compare("C", got, ref, 1e-5, atol=1e-4).ok
+    big = rng.uniform(-1, 1, 1_000_000)
+    wrong = big.astype(np.float32).copy()
+    wrong[123_456] += 1e-3
+    assert verify.compare("y", wrong, big, 1e-3).ok, "normwise: one element off by 1e-3 hides under 1e-3 x max|ref|"
+    check = verify.compare("y", wrong, big, 1e-6, atol=1e-7)
+    assert not check.ok and check.message.startswith("1 of 1,000,000 elements exceed") and "y[123456]" in check.message
+
+
+def test_an_elementwise_tolerance_in_a_spec(tmp_path):
+    from kprof import spec as spec_mod
+    from kprof.errors import SpecError
+
+    (tmp_path / "k.cu").write_text("")
+    base = "args: [{name: a, buffer: float32, shape: [4], role: out}]\nlaunch: {grid: [1], block: [4]}\nreference: {a: 1}\n"
+    (tmp_path / "k.yaml").write_text(base + "tolerance: {rtol: 1e-5, atol: 1e-7}\n")
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    assert (spec.rtol, spec.atol) == (1e-5, 1e-7)
+    (tmp_path / "k.yaml").write_text(base + "tolerance: {atol: 1e-7}\n")
+    with pytest.raises(SpecError, match="tolerance: must be a number"):
+        spec_mod.load(tmp_path / "k.yaml")
