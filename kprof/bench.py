@@ -18,7 +18,7 @@ from typing import Any
 
 from kprof import launch, stats, telemetry
 from kprof.errors import TargetError, UsageError
-from kprof.job import Job, StopRuleSpec, TimingMode
+from kprof.job import Job, TimingMode
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 
 BENCH_VERSION = 1
@@ -41,9 +41,8 @@ def check_baseline_spec(spec: KernelSpec, baseline: KernelSpec) -> None:
                          f"takes the kernel's sizes ({', '.join(spec.size_names)})")
 
 
-def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: int = 10) -> StopRuleSpec:
-    stats.StopRule(rel_stdev, min_samples, min_time, max_time)  # validates the types
-    return StopRuleSpec(rel_stdev=rel_stdev, min_samples=min_samples, min_time=min_time, max_time=max_time)
+def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: int = 10) -> stats.StopRule:
+    return stats.StopRule(rel_stdev=rel_stdev, min_samples=min_samples, min_time=min_time, max_time=max_time)
 
 
 @dataclass(frozen=True)
@@ -186,7 +185,7 @@ def peak_cache_path(snap: telemetry.Snapshot | None, folder: Path) -> Path:
     return folder / f"peak-{name}.json"
 
 
-PEAK_RULE = StopRuleSpec(rel_stdev=0.005, min_samples=10, min_time=0.5, max_time=5.0)
+PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.5, max_time=5.0)
 
 
 def measure_peak(copy: tuple[Job, int], fma: tuple[Job, int], timeout: float = 300.0) -> dict[str, Any]:

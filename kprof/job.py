@@ -25,6 +25,7 @@ from typing import Any
 
 from kprof.errors import KprofError
 from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
+from kprof.stats import StopRule
 
 JOB_VERSION = 2
 TIMING_MODES = ("cold", "warm", "hot")
@@ -85,19 +86,11 @@ class ValuesMode:
 
 
 @dataclass(frozen=True)
-class StopRuleSpec:
-    rel_stdev: float
-    min_samples: int
-    min_time: float
-    max_time: float
-
-
-@dataclass(frozen=True)
 class TimingMode:
     """``kprof bench``'s loop: verify once, warm up, then sample until the stop rule says enough."""
 
     mode: str  # cold (L2 flushed before each launch), warm, or hot (a replayed CUDA graph)
-    rule: StopRuleSpec
+    rule: StopRule
     spin_cubin: str  # kprof_spin: holds the stream until the timed launch is queued
     flush_cubin: str  # kprof_flush: evicts L2 before a cold launch
     timer: str = "auto"  # auto, cupti or events
@@ -157,7 +150,7 @@ def from_json(text: str) -> Job:
         mode_cls = _MODES[data["kind"]]
         raw_mode = dict(data["mode"])
         if mode_cls is TimingMode:
-            raw_mode["rule"] = StopRuleSpec(**raw_mode["rule"])
+            raw_mode["rule"] = StopRule(**raw_mode["rule"])
         return Job(_target_from(data["target"]), mode_cls(**raw_mode))
     except (KeyError, TypeError, ValueError) as exc:
         raise JobError(f"the job file is malformed: {type(exc).__name__}: {exc}") from None

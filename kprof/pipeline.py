@@ -16,8 +16,9 @@ from kprof import bench, build, catalog, telemetry
 from kprof.build import BuildResult
 from kprof.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
-from kprof.job import Job, RunMode, StopRuleSpec, TimingMode, target_of
+from kprof.job import Job, RunMode, TimingMode, target_of
 from kprof.spec import BASELINES, KernelSpec, Resolved
+from kprof.stats import StopRule
 from kprof.sweep import Sweep
 
 
@@ -65,7 +66,7 @@ def scrubber(arch: str | None) -> tuple[str | None, str]:
         return None, str(exc)
 
 
-def timing_mode(mode: str, rule: StopRuleSpec, timer: str, arch: str | None, *,
+def timing_mode(mode: str, rule: StopRule, timer: str, arch: str | None, *,
                 library: str | None = None, cupti_hw_trace: bool = False) -> TimingMode:
     """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for ``arch``."""
     return TimingMode(mode=mode, rule=rule, timer=timer, library=library, cupti_hw_trace=cupti_hw_trace,

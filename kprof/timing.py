@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kprof import stats
 from kprof.errors import UsageError
 from kprof.job import TimingMode
 
@@ -212,7 +211,7 @@ class Samples(list[float]):
 def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) -> Samples:
     from kprof.workspace import nvtx_module
 
-    rule = stats.StopRule(mode.rule.rel_stdev, mode.rule.min_samples, mode.rule.min_time, mode.rule.max_time)
+    rule = mode.rule
     nvtx = nvtx_module()
     samples = Samples()
     if nvtx is not None:

@@ -19,7 +19,8 @@ from helpers import job_for as typed_job
 from kprof import build, catalog, runner
 from kprof import job as job_mod
 from kprof.device import DeviceInfo
-from kprof.job import RunMode, StopRuleSpec, TimingMode, ValuesMode
+from kprof.job import RunMode, TimingMode, ValuesMode
+from kprof.stats import StopRule
 
 
 class FakeDevice:
@@ -190,7 +191,7 @@ def job_for(name_or_spec, sizes=None, mode=None, **kw):
     return typed_job(spec, fake_cubin(), sizes, mode=mode, **kw)
 
 
-RULE = StopRuleSpec(rel_stdev=0.5, min_samples=3, min_time=0.0, max_time=5.0)
+RULE = StopRule(rel_stdev=0.5, min_samples=3, min_time=0.0, max_time=5.0)
 
 
 def timing(mode, **kw):
