@@ -103,17 +103,10 @@ class TimingMode:
 def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0) -> Target:
     """The target for a resolved spec (parameters and twin already applied) and its built cubin."""
     spec = resolved.spec
-    constants: dict[str, int | float] = {}
-    for key, value in spec.defines:
-        try:
-            number = float(value)
-        except ValueError:
-            continue
-        constants[key] = int(number) if number.is_integer() and "." not in value else number
     return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
                   steps=resolved.steps, reference=spec.reference, rtol=spec.rtol, seed=seed, device=device,
-                  constants=constants, atol=spec.atol)
+                  constants=spec.numeric_defines(), atol=spec.atol)
 
 
 Mode = RunMode | ValuesMode | TimingMode

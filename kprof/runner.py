@@ -56,8 +56,6 @@ def execute(job: Job, result: Result) -> int:
     result.phase("init", kernel=target.name, sizes=target.sizes,
                  launch={"grid": first.grid, "block": first.block, "shared_mem": first.shared_mem} if first else {})
     ws = Workspace(target, result.phase)
-    if ws.math_mode:
-        result.data["math_mode"] = ws.math_mode
     if isinstance(job.mode, ValuesMode):
         code = values_mode(ws, job.mode, result)
     elif isinstance(job.mode, TimingMode):
@@ -66,7 +64,7 @@ def execute(job: Job, result: Result) -> int:
         code = timing_mode(ws, job.mode, result)
     else:
         code = run_mode(ws, job.mode, result)
-    if ws.math_mode:
+    if ws.math_mode:  # a cuBLAS step, or the timed library routine
         result.data["math_mode"] = ws.math_mode
     ws.close()
     result.write()

@@ -169,6 +169,10 @@ class KernelSpec:
                              f"{', '.join(dict(self.defines)) or 'none'})")
         return replace(self, defines=tuple({**dict(self.defines), **params}.items()))
 
+    def numeric_defines(self) -> dict[str, int | float]:
+        """The defines that are numbers (BINS: 256), as size arithmetic and references see them."""
+        return {k: int(v) if v.denominator == 1 else float(v) for k, v in _define_env(self.defines).items()}
+
     @property
     def buffers(self) -> tuple[BufferArg, ...]:
         return tuple(a for a in self.args if isinstance(a, BufferArg))
