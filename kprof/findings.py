@@ -109,28 +109,24 @@ def fold_same_place(findings: list[Finding]) -> list[Finding]:
     same launch site, under several kinds or wordings ("Race condition", "Potential WAR hazard
     detected"; a RAW and a WAW of one unsynchronised increment) become one finding, the most-reported
     first, with the others named in its detail and their records counted."""
-    out: list[Finding] = []
-    groups: dict[tuple[Any, ...], list[Finding]] = {}
-    for f in findings:
-        if not f.kind.startswith("race-") or not f.lines():
-            out.append(f)
-            continue
-        key = (f.tool, f.kernel, frozenset(f.lines()), f.launch)
-        if key not in groups:
-            groups[key] = []
-            out.append(f)
-        groups[key].append(f)
+    groups: dict[Any, list[Finding]] = {}  # place -> its records, in the order places were first seen
+    for i, f in enumerate(findings):
+        place = (f.tool, f.kernel, frozenset(f.lines()), f.launch) if f.kind.startswith("race-") and f.lines() else i
+        groups.setdefault(place, []).append(f)
     folded = []
-    for f in out:
-        group = groups.get((f.tool, f.kernel, frozenset(f.lines()), f.launch)) if f.kind.startswith("race-") else None
-        if not group or len(group) == 1:
-            folded.append(f)
-            continue
+    for group in groups.values():
         head = max(group, key=lambda g: g.count)
-        also = ", ".join(f"{g.kind} ({g.count:,} records: {g.message})" for g in group if g is not head)
-        folded.append(replace(head, count=sum(g.count for g in group),
-                              detail=(head.detail + "; " if head.detail else "") + f"also reported as {also}"))
+        if len(group) > 1:
+            also = ", ".join(f"{g.kind} ({g.count:,} records: {g.message})" for g in group if g is not head)
+            head = replace(head, count=sum(g.count for g in group),
+                           detail=(head.detail + "; " if head.detail else "") + f"also reported as {also}")
+        folded.append(head)
     return folded
+
+
+def label(f: Finding) -> str:
+    """How a finding is named when another points at it: "memcheck out-of-bounds-write at t.cu:15"."""
+    return f"{f.tool} {f.kind} at {f.location()}"
 
 
 _CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")
@@ -149,8 +145,7 @@ def explain(results: list[Any]) -> list[Any]:
         if r.tool != "values":
             out.append(r)
             continue
-        marked = [replace(f, extra={**f.extra, "explained_by": f"{causes[f.buffer].tool} {causes[f.buffer].kind} at "
-                                    f"{causes[f.buffer].location()}"}) if f.buffer in causes else f
+        marked = [replace(f, extra={**f.extra, "explained_by": label(causes[f.buffer])}) if f.buffer in causes else f
                   for f in r.findings]
         out.append(replace(r, findings=marked))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kprof.findings import label
 from kprof.spec import BASELINES
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
         if f.launch:
             lines.append(f"    launched at {f.launch}")
         for c in consequences:
-            if c.extra["explained_by"].endswith(f"{f.kind} at {f.location()}") and c.buffer == f.buffer:
+            if c.extra["explained_by"] == label(f):
                 lines.append(f"    consequence ({c.tool}): {c.kind}: {c.message}")
     return "\n".join(lines)
 
