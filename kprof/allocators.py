@@ -10,6 +10,7 @@ and the invalid write at the ``tl.store`` line with it off.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,5 +50,5 @@ def environment(base: dict[str, str], *, pools: bool = False) -> tuple[dict[str,
         env[s.variable] = s.value
         notes.append(f"{s.framework}: {s.variable}={s.value} ({s.effect})")
     path = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = str(HOOKS) + (":" + path if path else "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOKS), path) if p)
     return env, notes

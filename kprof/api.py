@@ -155,9 +155,10 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
                                timeout=timeout)
     from kprof.build import detect_arch
 
+    arch = arch or detect_arch()  # once, not per profiled launch (NVML each time)
     out = []
     for i, row in enumerate(rows):
         name = row["Kernel Name"].value if "Kernel Name" in row else f"kernel{i}"
-        out += prof.reports([row], f"{name}#{i + launch_skip}", {}, arch=arch or detect_arch(), launches=1, params={},
+        out += prof.reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={},
                             extra_metrics=tuple(metrics))
     return out

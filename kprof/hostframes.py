@@ -13,6 +13,7 @@ from __future__ import annotations
 import sysconfig
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 _KPROF = str(Path(__file__).resolve().parent)
@@ -42,6 +43,7 @@ def frames(record: ET.Element) -> list[Frame]:
     return out
 
 
+@lru_cache(maxsize=1)
 def _library_dirs() -> tuple[str, ...]:
     dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     return tuple(sorted(d for d in dirs if d))

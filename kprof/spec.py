@@ -698,10 +698,13 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
                     "use role: inout "
                     "with fill: zeros if the kernel accumulates into it",
                 )
-            # Out and scratch buffers are poisoned, never filled; an integer input defaults to randint(0, 100).
-            default = "uniform" if DTYPES[dtype][1] == "f" or role in ("out", "scratch") else "randint(0, 100)"
-            fill = Fill("zeros") if role in ("out", "scratch") and "fill" not in item else \
-                _fill(item.get("fill", default), f"{fld}.fill", dtype, fail)
+            # Out and scratch buffers are poisoned, never filled (a fill was refused above); an integer
+            # input defaults to randint(0, 100), a floating-point one to uniform(-1, 1).
+            if role in ("out", "scratch"):
+                fill = Fill("zeros")
+            else:
+                default = "uniform" if DTYPES[dtype][1] == "f" else "randint(0, 100)"
+                fill = _fill(item.get("fill", default), f"{fld}.fill", dtype, fail)
             out.append(BufferArg(name, dtype, shape_t, role, fill))
         else:
             extra = set(item) - {"name", "scalar", "value"}

@@ -39,11 +39,11 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     clock = _check_clock(clock, mode, result)
     sampler = _HotSampler(ws, stream, run_once, events, clock, mode.batch, one) if mode.mode == "hot" else \
         _SingleSampler(ws, stream, run_once, events, clock, mode)
-    samples = _loop(sampler, mode, ws.target.name)
+    samples, stop, host_seconds = _loop(sampler, mode, ws.target.name)
     if clock is not None:
         clock.close()
     result.phase("timed", samples=samples, event_samples=events.samples, timer="cupti" if clock else "events",
-                 stop=samples.stop, batch=sampler.batch, host_seconds=samples.host_seconds)
+                 stop=stop, batch=sampler.batch, host_seconds=host_seconds)
     sampler.close()  # before its kernel's module is unloaded
     result.finish("ok")
     return 0
@@ -201,19 +201,13 @@ class _SingleSampler:
         pass
 
 
-class Samples(list[float]):
-    """The samples, with the rule that stopped them and the host time they took."""
-
-    stop: str = ""
-    host_seconds: float = 0.0
-
-
-def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) -> Samples:
+def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) -> tuple[list[float], str, float]:
+    """Sample until the stop rule says enough: the samples, the rule that stopped them, the host seconds."""
     from kprof.workspace import nvtx_module
 
     rule = mode.rule
     nvtx = nvtx_module()
-    samples = Samples()
+    samples: list[float] = []
     if nvtx is not None:
         nvtx.push_range(name, domain="kprof")
     t0 = time.perf_counter()
@@ -223,5 +217,4 @@ def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) ->
         reason = rule.check(samples, time.perf_counter() - t0)
     if nvtx is not None:
         nvtx.pop_range(domain="kprof")
-    samples.stop, samples.host_seconds = reason, time.perf_counter() - t0
-    return samples
+    return samples, reason, time.perf_counter() - t0
