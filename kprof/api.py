@@ -124,6 +124,30 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     return SanitizeReport(prepared.spec.name, explain(results))
 
 
+def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "quick", metrics: Sequence[str] = (),
+                     report_dir: Path | None = None, timeout: float = 600.0) -> list[Any]:
+    """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may not
+    read counters, the counter-less fallback from one timed launch; any other ncu failure raises."""
+    from kprof import launch, ncu
+    from kprof import profiling as prof
+    from kprof.job import RunMode
+
+    r, built, extra = prepared.resolved, prepared.built, tuple(metrics)
+    try:
+        rows = ncu.profile_rows(prepared.job(RunMode(verify=False)), set_name=set_name, extra_metrics=extra,
+                                report_dir=report_dir, timeout=timeout)
+    except ncu.NcuError as exc:
+        if exc.reason != "counters":
+            raise
+        result = launch.run_kernel(prepared.job(RunMode(time=True)), timeout=timeout)
+        usage = built.usage_of(r.spec.entry)
+        return [prof.fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
+                              r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
+                              str(exc))]
+    return prof.reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=len(r.steps), params=params,
+                        extra_metrics=extra, spec_flops=r.flops, spec_bytes=r.bytes)
+
+
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
             launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
             sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[Any]:
@@ -136,14 +160,9 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
 
     if isinstance(target, (str, Path)):
         from kprof import catalog, pipeline
-        from kprof.job import RunMode
 
         prepared = pipeline.prepare(catalog.load(str(target)), sizes, arch=arch)
-        r = prepared.resolved
-        rows = ncu.profile_rows(prepared.job(RunMode(verify=False)), set_name=set_name, extra_metrics=tuple(metrics),
-                                timeout=timeout)
-        return prof.reports(rows, r.spec.name, r.sizes, arch=prepared.built.arch, launches=len(r.steps), params={},
-                            extra_metrics=tuple(metrics), spec_flops=r.flops, spec_bytes=r.bytes)
+        return profile_prepared(prepared, params={}, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
     cmd = [str(a) for a in target]
     if not cmd:
         raise UsageError("name the program to profile after --, e.g. kprof profile --kernel NAME -- python train.py")

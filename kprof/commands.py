@@ -272,26 +272,14 @@ def _report_dir(path: str | None) -> Path | None:
 
 def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], report_dir: Path | None,
                  opts: Options) -> tuple[list[Any], Any]:
-    """The reports for one spec, or the ncu error that stopped it (the other kernels still run).
-    Where ncu may not read counters, the counter-less fallback from one timed launch."""
-    from kprof import launch, ncu
-    from kprof import profiling as profile
-    from kprof.job import RunMode
+    """The reports for one spec, or the ncu error that stopped it (the other kernels still run)."""
+    from kprof import api, ncu
 
-    r, built = prepared.resolved, prepared.built
     try:
-        rows = ncu.profile_rows(prepared.job(RunMode(verify=False)), set_name=opts.set_name, extra_metrics=extra,
-                                report_dir=report_dir, timeout=opts.timeout)
+        return api.profile_prepared(prepared, params=params, set_name=opts.set_name, metrics=extra,
+                                    report_dir=report_dir, timeout=opts.timeout), None
     except ncu.NcuError as exc:
-        if exc.reason != "counters":
-            return [], (r.spec.name, exc)
-        result = launch.run_kernel(prepared.job(RunMode(time=True)), timeout=opts.timeout)
-        usage = built.usage_of(r.spec.entry)
-        return [profile.fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
-                                 r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
-                                 str(exc))], None
-    return profile.reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=len(r.steps), params=params,
-                           extra_metrics=extra, spec_flops=r.flops, spec_bytes=r.bytes), None
+        return [], (prepared.spec.name, exc)
 
 
 def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> None:
