@@ -2,6 +2,7 @@
 
     kprof sanitize --tool racecheck -- python examples/cuda_python_sum.py           # the race
     kprof sanitize --tool racecheck -- python examples/cuda_python_sum.py --fixed   # the clean control
+    kprof sanitize --tool racecheck -- python examples/cuda_python_sum.py --launches 3   # one finding, 3 launches
 """
 
 import ctypes
@@ -13,6 +14,7 @@ from cuda.bindings import driver, nvrtc
 
 SOURCE = Path(__file__).with_name("block_sum.cu")
 FIXED = "--fixed" in sys.argv
+LAUNCHES = int(sys.argv[sys.argv.index("--launches") + 1]) if "--launches" in sys.argv else 1
 
 
 def check(result):
@@ -48,10 +50,11 @@ def main() -> None:
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     d_x, d_out = check(driver.cuMemAlloc(x.nbytes)), check(driver.cuMemAlloc(4))
     check(driver.cuMemcpyHtoD(d_x, x.ctypes.data, x.nbytes))
-    check(driver.cuMemsetD32(d_out, 0, 1))
     args = [ctypes.c_uint64(int(d_x)), ctypes.c_uint64(int(d_out)), ctypes.c_int(n)]
     ptrs = (ctypes.c_void_p * 3)(*[ctypes.addressof(a) for a in args])
-    check(driver.cuLaunchKernel(kernel, n // 256, 1, 1, 256, 1, 1, 0, 0, ctypes.addressof(ptrs), 0))
+    for _ in range(LAUNCHES):  # the same launch site each time: sanitizer records that differ only in their launch
+        check(driver.cuMemsetD32(d_out, 0, 1))
+        check(driver.cuLaunchKernel(kernel, n // 256, 1, 1, 256, 1, 1, 0, 0, ctypes.addressof(ptrs), 0))
     out = np.zeros(1, np.float32)
     check(driver.cuMemcpyDtoH(out.ctypes.data, d_out, 4))
     print(f"sum {out[0]:.4f}, expected {x.sum():.4f}")

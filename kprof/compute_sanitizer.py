@@ -156,8 +156,10 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     detail = f.detail
     if f.buffer is None and f.address is not None and f.address in nearest:
         detail = nearest[f.address]
+    grid = rec.findtext(".//gridid")  # racecheck's hazards carry it; memcheck stops at its first faulting launch
+    grids = frozenset({int(grid)}) if grid and grid.strip().isdigit() else frozenset()
     return replace(f, kernel=demangle(f.kernel) if f.kernel else None, launch=site.where() if site else None,
-                   detail=detail)
+                   detail=detail, grids=grids)
 
 
 _NEAREST = re.compile(
@@ -281,6 +283,7 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
             used.add(match)
             h = hazards[match]
             out.append(replace(a, thread=h.thread, block=h.block, address=h.address, launch=h.launch or a.launch,
+                               grids=a.grids | h.grids,
                                other=replace(a.other, thread=h.other.thread) if a.other and h.other else a.other,
                                extra={"hazard_records": h.count}))
         else:

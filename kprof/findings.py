@@ -64,6 +64,12 @@ class Finding:
     indices: tuple[tuple[int, ...], ...] = ()  # values: the first differing indices
     extra: dict[str, Any] = field(default_factory=dict)
     launch: str | None = None  # a program's launch site: the innermost host frame in the user's files
+    grids: frozenset[int] = frozenset()  # the tool's grid ids of the launches these records came from
+
+    @property
+    def launches(self) -> int | None:
+        """How many launches the merged records came from (None: the tool gave no grid ids)."""
+        return len(self.grids) or None
 
     def key(self) -> tuple[Any, ...]:
         """What makes two records the same finding."""
@@ -87,6 +93,8 @@ class Finding:
         data["thread"] = list(self.thread) if self.thread else None
         data["block"] = list(self.block) if self.block else None
         data["indices"] = [list(i) for i in self.indices]
+        data["grids"] = sorted(self.grids)
+        data["launches"] = self.launches
         return data
 
 
@@ -97,7 +105,7 @@ def merge(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         k = f.key()
         if k in merged:
-            merged[k] = replace(merged[k], count=merged[k].count + f.count)
+            merged[k] = replace(merged[k], count=merged[k].count + f.count, grids=merged[k].grids | f.grids)
         else:
             merged[k] = f
             order.append(k)
@@ -118,7 +126,7 @@ def fold_same_place(findings: list[Finding]) -> list[Finding]:
         head = max(group, key=lambda g: g.count)
         if len(group) > 1:
             also = ", ".join(f"{g.kind} ({g.count:,} records: {g.message})" for g in group if g is not head)
-            head = replace(head, count=sum(g.count for g in group),
+            head = replace(head, count=sum(g.count for g in group), grids=frozenset().union(*(g.grids for g in group)),
                            detail=(head.detail + "; " if head.detail else "") + f"also reported as {also}")
         folded.append(head)
     return folded
@@ -224,7 +232,7 @@ def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> 
     for f in findings:
         text = f.message + (f" ({f.detail})" if f.detail else "")
         if f.count > 1:
-            text += f" [{f.count} records]"
+            text += f" [{f.count} records" + (f" from {f.launches} launches]" if (f.launches or 0) > 1 else "]")
         result: dict[str, Any] = {
             "ruleId": f.kind,
             "ruleIndex": kinds.index(f.kind),
@@ -232,7 +240,7 @@ def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> 
             "message": {"text": f"{f.tool}: {text}"},
             "locations": [loc] if (loc := _location(f.file, f.line, root)) else [],
             "properties": {"kernel": f.kernel, "thread": f.thread, "block": f.block, "buffer": f.buffer,
-                           "count": f.count, "launch": f.launch},
+                           "count": f.count, "launch": f.launch, "launches": f.launches},
         }  # fmt: skip
         if f.other and (other := _location(f.other.file, f.other.line, root)):
             result["relatedLocations"] = [dict(other, id=1, message={"text": f"the other access ({f.other.access})"})]

@@ -27,7 +27,7 @@ from kprof.errors import KprofError
 from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
 from kprof.stats import StopRule
 
-JOB_VERSION = 2
+JOB_VERSION = 3
 TIMING_MODES = ("cold", "warm", "hot")
 TIMERS = ("auto", "cupti", "events")
 
@@ -49,11 +49,12 @@ class Target:
     scalars: tuple[tuple[ScalarArg, int | float], ...]
     steps: tuple[ResolvedStep, ...]  # every launch in order; entry "cublas_sgemm" is a library step
     reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
-    rtol: float
+    rtol: float | None  # the tolerance at these sizes (kprof.verify.compare); None: the dtype's default
     seed: int = 0
     device: int = 0
     constants: dict[str, int | float] = field(default_factory=dict)  # numeric defines a reference may name
-    atol: float | None = None  # given: the elementwise verdict (kprof.verify.compare)
+    atol: float | None = None
+    metric: str = "elementwise"  # or "normwise"
 
     @property
     def total_bytes(self) -> int:
@@ -105,8 +106,8 @@ def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: i
     spec = resolved.spec
     return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
-                  steps=resolved.steps, reference=spec.reference, rtol=spec.rtol, seed=seed, device=device,
-                  constants=spec.numeric_defines(), atol=spec.atol)
+                  steps=resolved.steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
+                  device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -158,7 +159,7 @@ def _target_dict(t: Target) -> dict[str, Any]:
         "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v} for a, v in t.scalars],
         "steps": [asdict(s) for s in t.steps],
         "reference": [list(r) for r in t.reference],
-        "rtol": t.rtol, "atol": t.atol, "seed": t.seed, "device": t.device, "constants": t.constants,
+        "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "seed": t.seed, "device": t.device, "constants": t.constants,
     }  # fmt: skip
 
 
@@ -177,10 +178,14 @@ def _target_from(d: dict[str, Any]) -> Target:
     return Target(
         name=d["name"], entry=d["entry"], source=d["source"], cubin=d["cubin"],
         sizes={str(k): int(v) for k, v in d["sizes"].items()}, buffers=buffers, scalars=scalars, steps=steps,
-        reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=float(d["rtol"]),
+        reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=_float_or_none(d["rtol"]),
         seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
-        atol=None if d["atol"] is None else float(d["atol"]),
+        atol=_float_or_none(d["atol"]), metric=str(d["metric"]),
     )  # fmt: skip
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _dim3(values: list[int]) -> tuple[int, int, int]:

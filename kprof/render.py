@@ -79,6 +79,8 @@ def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str
     for check in result.checks:
         verdict = "PASS" if check["ok"] else "FAIL"
         lines.append(f"  {check['name']}: {verdict}  {check['message']}")
+        if check.get("note"):
+            lines.append(f"    note: {check['note']}")
     if not result.nvtx:
         lines.append("  warning: the nvtx package is missing; launches carry no NVTX range (pip install nvtx)")
     if result.time_ms is not None:
@@ -131,10 +133,11 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
     launched = any(f.launch for f in found)
     lines.append("")
     lines.append(table(
-        ["TOOL", "KIND", "WHERE", "THREAD", "BLOCK", "BUFFER", "COUNT"] + (["LAUNCHED AT"] if launched else []),
-        [(f.tool, f.kind, f.location(), _dim(f.thread), _dim(f.block), f.buffer or "-", f.count)
+        ["TOOL", "KIND", "WHERE", "THREAD", "BLOCK", "BUFFER", "RECORDS", "LAUNCHES"]
+        + (["LAUNCHED AT"] if launched else []),
+        [(f.tool, f.kind, f.location(), _dim(f.thread), _dim(f.block), f.buffer or "-", f.count, f.launches or "-")
          + ((_short(f.launch),) if launched else ()) for f in found],
-        "llllllr" + ("l" if launched else ""),
+        "llllllrr" + ("l" if launched else ""),
     ))  # fmt: skip
     lines.append("")
     for f in found:

@@ -2,9 +2,11 @@
 
 Expressions are parsed with :mod:`ast` and walked against a whitelist: numbers, size names,
 ``+ - * / // % **``, unary minus, and the functions ``ceil``, ``floor``, ``min``, ``max``,
-``cdiv`` and ``round_up``. Nothing else is evaluated: no attribute access, no subscripts, no
-calls to anything outside the list, no keywords. Arithmetic is exact (:class:`fractions.Fraction`)
-so ``ceil(N / 32)`` never suffers float rounding, and large products stay exact.
+``cdiv``, ``round_up`` and ``sqrt``. Nothing else is evaluated: no attribute access, no
+subscripts, no calls to anything outside the list, no keywords. Arithmetic is exact
+(:class:`fractions.Fraction`) so ``ceil(N / 32)`` never suffers float rounding, and large products
+stay exact; ``sqrt`` alone is not (float precision), and is meant for tolerances that grow like
+``sqrt(K)``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ def _cdiv(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.ceil(a / b))
 
 
+def _sqrt(x: Fraction) -> Fraction:
+    """The one inexact function (float precision): for tolerances that grow like sqrt(K)."""
+    if x < 0:
+        raise SizeExprError("sqrt() of a negative number")
+    return Fraction(math.sqrt(x))
+
+
 def _round_up(a: Fraction, b: Fraction) -> Fraction:
     if b == 0:
         raise SizeExprError("round_up() to a multiple of zero")
@@ -50,6 +59,7 @@ _FUNCS: dict[str, tuple[Callable[..., Fraction], int | None]] = {
     "floor": (_floor, 1),
     "cdiv": (_cdiv, 2),
     "round_up": (_round_up, 2),
+    "sqrt": (_sqrt, 1),
     "min": (min, None),
     "max": (max, None),
 }

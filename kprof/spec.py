@@ -117,6 +117,18 @@ class ResolvedStep:
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """The spec's ``tolerance:``. ``rtol`` and ``atol`` are numbers or size expressions
+    (``"2e-7 * sqrt(K)"``), worked out at each size; None takes the output dtype's default
+    (:data:`kprof.verify.DEFAULT_TOLERANCE`). The metric is ``elementwise`` (every element within
+    ``atol + rtol * |ref|``) or ``normwise`` (``max|out - ref| <= rtol * max|ref|``, atol unused)."""
+
+    rtol: str | None = None
+    atol: str | None = None
+    metric: str = "elementwise"
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     name: str
     path: Path  # the spec file
@@ -127,7 +139,6 @@ class KernelSpec:
     args: tuple[BufferArg | ScalarArg, ...]
     launch: Launch
     reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
-    rtol: float
     flops: str | None
     bytes: str | None
     defines: tuple[tuple[str, str], ...] = ()
@@ -140,7 +151,7 @@ class KernelSpec:
     is_twin: bool = False
     baseline: str | None = None  # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
     steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
-    atol: float | None = None  # given: the elementwise verdict, |out - ref| <= atol + rtol * |ref|
+    tolerance: Tolerance = Tolerance()
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -248,6 +259,8 @@ class KernelSpec:
         grid, block, smem = first.grid, first.block, first.shared_mem
         flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
         nbytes = ev(self.bytes, "work.bytes", minimum=0) if self.bytes else None
+        rtol, atol = (_tolerance_at(self.name, where, fld, expr, env, sizes)
+                      for fld, expr in (("rtol", self.tolerance.rtol), ("atol", self.tolerance.atol)))
         return Resolved(
             spec=self,
             sizes=dict(sizes),
@@ -259,7 +272,26 @@ class KernelSpec:
             flops=flops,
             bytes=nbytes,
             steps=tuple(steps),
+            rtol=rtol,
+            atol=atol,
+            metric=self.tolerance.metric,
         )
+
+
+def _tolerance_at(name: str, where: str, fld: str, expr: str | None, env: dict[str, int | Fraction],
+                  sizes: dict[str, int]) -> float | None:
+    """tolerance.rtol or tolerance.atol at these sizes: rtol in [0, 1), atol 0 or more."""
+    if expr is None:
+        return None
+    try:
+        value = float(sizeexpr.evaluate(expr, env))
+    except sizeexpr.SizeExprError as exc:
+        raise SpecError(where, f"tolerance.{fld}", str(exc)) from None
+    top = 1.0 if fld == "rtol" else float("inf")
+    if not 0 <= value < top:
+        raise UsageError(f"{name}: tolerance.{fld} = {expr} = {value:g} at {_sized(sizes)}; it must be "
+                         + ("between 0 and 1" if fld == "rtol" else "0 or more"))
+    return value
 
 
 # CUDA's limits on every architecture kprof builds for (sm_80 and later): what cuLaunchKernel takes.
@@ -333,6 +365,9 @@ class Resolved:
     flops: int | None
     bytes: int | None
     steps: tuple[ResolvedStep, ...] = ()  # every launch, in order (one for a single-kernel spec)
+    rtol: float | None = None  # the tolerance at these sizes; None: the output dtype's default
+    atol: float | None = None
+    metric: str = "elementwise"
 
     @property
     def total_bytes(self) -> int:
@@ -432,12 +467,12 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     if not isinstance(notes, str):
         raise fail("notes", "must be a string")
     twin, twin_defines = _load_twin(data, path, fail)
-    tolerance = _load_tolerance(data.get("tolerance", 1e-5), fail)
+    tolerance = _load_tolerance(data.get("tolerance"), fail, check_expr)
     return KernelSpec(
         name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
         sizes=sizes, args=args, launch=launch,
         reference=_load_reference(data.get("reference"), args, known_sizes, fail, path.parent),
-        rtol=tolerance[0], atol=tolerance[1],
+        tolerance=tolerance,
         flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
         bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None,
         defines=defines, nvcc_flags=tuple(flags),
@@ -839,29 +874,44 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
     return tuple(out)
 
 
-def _load_tolerance(raw: Any, fail: Fail) -> tuple[float, float | None]:
-    """``1e-5`` or ``{rtol: 1e-5}``: the normwise verdict (max|out - ref| <= rtol * max|ref|).
-    ``{rtol: 1e-5, atol: 1e-7}``: the elementwise verdict, |out - ref| <= atol + rtol * |ref| for
-    every element (numpy.isclose, torch.testing.assert_close)."""
-    atol: float | None = None
-    if isinstance(raw, dict):
-        if not set(raw) <= {"rtol", "atol"} or "rtol" not in raw:
-            raise fail("tolerance", "must be a number, {rtol: number}, or {rtol: number, atol: number} (elementwise)")
-        if "atol" in raw:
-            atol = _number_in(raw["atol"], "tolerance.atol", fail, "an absolute error of 0 or more, e.g. 1e-7")
-        raw = raw["rtol"]
-    return _number_in(raw, "tolerance", fail, "a relative error between 0 and 1, e.g. 1e-5"), atol
+def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr) -> Tolerance:
+    """Absent: the output dtype's default. ``1e-5``: that rtol with the dtype's atol.
+    ``{rtol: 1e-6, atol: "2e-7 * sqrt(K)"}``: numbers or size expressions, either may be left out.
+    ``{metric: normwise, rtol: 1e-5}``: the normwise verdict, ``max|out - ref| <= rtol * max|ref|``."""
+    if raw is None:
+        return Tolerance()
+    if not isinstance(raw, dict):
+        return Tolerance(rtol=_tolerance_value(raw, "tolerance", fail, check_expr))
+    unknown = sorted(set(raw) - {"rtol", "atol", "metric"})
+    if unknown or not raw:
+        raise fail(f"tolerance.{unknown[0]}" if unknown else "tolerance",
+                   "a tolerance is a number (rtol) or a mapping of rtol, atol and metric, "
+                   "e.g. {rtol: 1e-6, atol: 1e-7}")
+    metric = raw.get("metric", "elementwise")
+    if metric not in ("elementwise", "normwise"):
+        raise fail("tolerance.metric", f"{_show(metric)} must be elementwise (every element within "
+                                       "atol + rtol * |ref|) or normwise (max|out - ref| <= rtol * max|ref|)")
+    if metric == "normwise" and "atol" in raw:
+        raise fail("tolerance.atol", "the normwise metric has no atol; leave it out or use metric: elementwise")
+    if metric == "normwise" and "rtol" not in raw:
+        raise fail("tolerance.rtol", "the normwise metric needs an rtol, e.g. {metric: normwise, rtol: 1e-5}")
+    return Tolerance(rtol=_tolerance_value(raw["rtol"], "tolerance.rtol", fail, check_expr) if "rtol" in raw else None,
+                     atol=_tolerance_value(raw["atol"], "tolerance.atol", fail, check_expr) if "atol" in raw else None,
+                     metric=metric)
 
 
-def _number_in(raw: Any, fld: str, fail: Fail, what: str) -> float:
+def _tolerance_value(raw: Any, fld: str, fail: Fail, check_expr: CheckExpr) -> str:
+    """A number, or a size expression checked now and worked out at each size."""
+    is_atol = fld.endswith("atol")
+    what = "an absolute error of 0 or more, e.g. 1e-7" if is_atol else "a relative error between 0 and 1, e.g. 1e-5"
     if isinstance(raw, str):
         try:
             raw = float(raw)
         except ValueError:
-            pass
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < 1:
-        raise fail(fld, f"{_show(raw)} must be {what}")
-    return float(raw)
+            return check_expr(raw, fld)
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < (float("inf") if is_atol else 1):
+        raise fail(fld, f"{_show(raw)} must be {what}, or a size expression such as 1e-7 * sqrt(K)")
+    return repr(float(raw))
 
 
 def _load_checks(raw: Any, sizes: set[str], fail: Fail) -> tuple[tuple[tuple[str, int], ...], ...]:

@@ -13,7 +13,7 @@ finite value): A, B, A, A, ... Then, per output buffer:
   global memory, which racecheck never sees (``race``);
 - the first A run disagreeing with the float64 reference is a ``wrong-result``.
 
-Differences smaller than the spec's tolerance (times the reference's scale) are not counted:
+Differences within the spec's tolerance (the same as kprof run's verdict) are not counted:
 float atomics legitimately reorder additions. This detector names the buffer and the first
 differing indices, not a source line.
 """
@@ -63,10 +63,14 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
         outs_a = [verify.decode(buf.arg.dtype, o) for o in raw_a]  # numbers, for the comparisons
         a, b = outs_a[0], verify.decode(buf.arg.dtype, raw_b[0])
         ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
-        scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
-        # The same verdict as kprof run: elementwise when the spec gives atol, else normwise.
-        tol: Any = target.atol + target.rtol * np.abs(ref) if target.atol is not None else \
-            target.rtol * (scale if scale > 0 else 1.0)
+        # The same verdict as kprof run (kprof.verify.compare): the spec's tolerance or the dtype's.
+        rtol, atol = verify.tolerance_for(buf.arg.dtype, target.rtol, target.atol)
+        if target.metric == "normwise":
+            scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
+            tol: Any = rtol * (scale if scale > 0 else 1.0)
+            bound = f"{rtol:g} x max|ref| (normwise)"
+        else:
+            tol, bound = atol + rtol * np.abs(ref), f"{atol:g} + {rtol:g} x |ref|"
 
         def finding(kind: str, mask: Any, message: str, name: str = name, buf: Any = buf) -> Finding:
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
@@ -104,9 +108,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
         wrong = _differs(a, ref, tol) & ~explained
         if wrong.any():
             findings.append(finding("wrong-result", wrong,
-                                    "differs from the float64 reference by more than "
-                                    + (f"{target.atol:g} + {target.rtol:g} x |ref|" if target.atol is not None
-                                       else f"{target.rtol:g} x max|ref|")))
+                                    f"differs from the float64 reference by more than {bound}"))
     return findings
 
 
@@ -153,4 +155,6 @@ def _finding(raw: dict[str, Any]) -> Finding:
     raw["block"] = tuple(raw["block"]) if raw.get("block") else None
     raw["indices"] = tuple(tuple(i) for i in raw.get("indices", []))
     raw["other"] = Access(**raw["other"]) if raw.get("other") else None
+    raw["grids"] = frozenset(raw.get("grids", ()))
+    raw.pop("launches", None)
     return Finding(**raw)

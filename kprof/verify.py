@@ -2,14 +2,17 @@
 
 Inputs are random with a fixed seed (same spec, same sizes, same seed: same bytes). Outputs are
 poisoned before every launch (NaN for floats, a sentinel for integers) so an element the kernel
-never wrote cannot pass. The metric is the normwise relative error in float64,
-``max|out - ref| / max|ref|``; any NaN or Inf in an output fails whatever the metric says,
-because a harness that lets NaN through is how a broken kernel reports a record speed.
+never wrote cannot pass. The verdict is elementwise, in float64: every element within
+``atol + rtol * |ref|`` (the semantics of ``numpy.isclose`` and ``torch.testing.assert_close``), so
+one wrong element in a million fails; integers must match exactly; the normwise metric
+``max|out - ref| <= rtol * max|ref|`` is kept as an explicit option. Any NaN or Inf in an output fails
+whatever the metric says, because a harness that lets NaN through is how a broken kernel reports a
+record speed.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kprof.spec import DTYPES, ResolvedBuffer
@@ -105,13 +108,32 @@ def poison(buf: ResolvedBuffer, alternate: bool = False) -> Any:
     return raw.view(dtype)
 
 
+# Per-dtype defaults (rtol, atol), as torch.testing.assert_close has them. They suit outputs of
+# order one; an output with many small values (probabilities) needs its own atol, and the check
+# says so when more than SMALL_SHARE of the reference lies below the default atol.
+DEFAULT_TOLERANCE = {
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7),
+}  # fmt: skip
+SMALL_SHARE = 0.01
+WORST_SHOWN = 5
+# The rtols at which a check also reports the smallest atol that passes (Check.frontier): what
+# `kprof run --json` gives a spec author choosing the tightest tolerance (docs/spec.md).
+FRONTIER_RTOLS = (0.0, 1e-7, 2e-7, 5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2)
+
+
+def tolerance_for(dtype_name: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """The (rtol, atol) a check of a ``dtype_name`` output uses: the spec's, else the default."""
+    d_rtol, d_atol = DEFAULT_TOLERANCE.get(dtype_name, DEFAULT_TOLERANCE["float32"])
+    return (d_rtol if rtol is None else rtol), (d_atol if atol is None else atol)
+
+
 @dataclass(frozen=True)
 class Check:
     """The verdict for one output buffer."""
 
     name: str
     ok: bool
-    rel_err: float | None  # normwise relative error; None when it cannot be computed
+    rel_err: float | None  # normwise relative error max|out - ref| / max|ref|; None when it cannot be computed
     max_abs_err: float | None
     nonfinite: int  # NaN or Inf elements in the output
     poisoned: int  # elements still holding the poison (never written), integer outputs
@@ -120,81 +142,148 @@ class Check:
     expected: float | None
     rtol: float
     message: str
+    atol: float = 0.0
+    metric: str = "elementwise"  # or normwise, or exact (integer outputs)
+    failing: int = 0  # elements outside the tolerance (elementwise), or that differ (exact)
+    worst: list[dict[str, Any]] = field(default_factory=list)  # the worst elements: index, got, expected
+    needed_atol: float | None = None  # the smallest atol at which this output passes, at this rtol
+    needed_rtol: float | None = None  # the smallest rtol at which it passes, at this atol (None: none does)
+    note: str = ""
+    frontier: list[list[float]] = field(default_factory=list)  # [rtol, the smallest atol that passes at it]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def compare(name: str, got: Any, expected: Any, rtol: float, poison_value: Any = None,
-            atol: float | None = None) -> Check:
-    """Compare one output with its float64 reference: exactly for integers; for floats the normwise
-    error against ``rtol``, or with ``atol`` every element against ``atol + rtol * |ref|``."""
+def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poison_value: Any = None,
+            atol: float | None = None, metric: str = "elementwise", dtype: str | None = None) -> Check:
+    """Compare one output with its float64 reference. Integers must match exactly. Floats:
+    elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose); or normwise,
+    ``max|out - ref| <= rtol * max|ref|``. A None tolerance takes ``dtype``'s default."""
     import numpy as np
 
-    got64 = np.asarray(got).astype(np.float64)
+    raw = np.asarray(got)
+    got64 = raw.astype(np.float64)
     exp64 = np.broadcast_to(np.asarray(expected, dtype=np.float64), got64.shape)
-    if exp64.shape != got64.shape:  # broadcast_to raises first; kept for clarity
-        raise ValueError("shape mismatch")
+    dtype = dtype or raw.dtype.name
+    defaulted = rtol is None and atol is None
+    rtol_v, atol_v = tolerance_for(dtype, rtol, atol)
+    exact = raw.dtype.kind in "iu"  # integer outputs: counts, indices, sums of integers
+    used_atol, used_metric = (0.0, "exact") if exact else (atol_v, metric)
+    poisoned = int((raw == poison_value).sum()) if poison_value is not None and exact else 0
     nonfinite_mask = ~np.isfinite(got64)
     nonfinite = int(nonfinite_mask.sum())
-    poisoned = 0
-    if poison_value is not None and np.asarray(got).dtype.kind in "iu":
-        poisoned = int((np.asarray(got) == poison_value).sum())
     if not np.all(np.isfinite(exp64)):
-        return Check(name, False, None, None, nonfinite, poisoned, None, None, None, rtol,
-                     "the reference itself has NaN or Inf: check the spec's fill and reference")
+        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=nonfinite, poisoned=poisoned, first_bad=None,
+                     got=None, expected=None, failing=nonfinite, name=name, rtol=rtol_v, atol=used_atol,
+                     metric=used_metric,
+                     message="the reference itself has NaN or Inf: check the spec's fill and reference")
     if nonfinite:
         idx = [int(i) for i in np.unravel_index(int(np.argmax(nonfinite_mask)), got64.shape)]
-        where = _index_text(idx)
-        return Check(
-            name, False, None, None, nonfinite, poisoned, idx, float(got64[tuple(idx)]),
-            float(exp64[tuple(idx)]), rtol,
-            f"{nonfinite:,} of {got64.size:,} elements are NaN or Inf (unwritten or produced), first at {name}{where}",
-        )
+        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=nonfinite, poisoned=poisoned, first_bad=idx,
+                     got=float(got64[tuple(idx)]), expected=float(exp64[tuple(idx)]), failing=nonfinite,
+                     name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
+                     message=f"{nonfinite:,} of {got64.size:,} elements are NaN or Inf (unwritten or produced), "
+                             f"first at {name}{_index_text(idx)}")
     diff = np.abs(got64 - exp64)
-    worst = int(np.argmax(diff)) if diff.size else 0
-    idx = [int(i) for i in np.unravel_index(worst, got64.shape)] if diff.size else []
     max_abs = float(diff.max()) if diff.size else 0.0
     scale = float(np.abs(exp64).max()) if exp64.size else 0.0
     rel = max_abs / scale if scale > 0 else max_abs
-    exact = np.asarray(got).dtype.kind in "iu"  # integer outputs: counts, indices, sums of integers
-    wrong = int((diff != 0).sum()) if exact else 0
-    ok = (wrong == 0 if exact else rel <= rtol) and poisoned == 0
-    if poisoned:
-        message = f"{poisoned:,} elements of {name} were never written (still poison)"
-    elif atol is not None and not exact:
-        ok, message = _elementwise(name, got64, exp64, rtol, atol, poisoned)
-    elif exact and wrong:
-        message = (f"{wrong:,} of {got64.size:,} integer elements differ (integers must match exactly); worst at "
-                   f"{name}{_index_text(idx)}: got {got64[tuple(idx)]:.0f}, expected {exp64[tuple(idx)]:.0f}")
-    elif exact:
-        message = "every integer element matches exactly"
-    elif ok:
-        message = f"max relative error {rel:.2e} <= {rtol:.0e}"
+    if exact:
+        ok, failing, excess, message, needed = _exact(name, diff, poisoned)
+    elif metric == "normwise":
+        ok, failing, excess = rel <= rtol_v, int(rel > rtol_v), diff
+        message = f"max relative error {rel:.2e} {'<=' if ok else '>'} {rtol_v:.1e} (normwise)"
+        needed = (None, rel)
     else:
-        message = (
-            f"max relative error {rel:.2e} > {rtol:.0e}; worst at {name}{_index_text(idx)}: "
-            f"got {got64[tuple(idx)]:.6g}, expected {exp64[tuple(idx)]:.6g}"
-        )
-    got_v = float(got64[tuple(idx)]) if diff.size else None
-    exp_v = float(exp64[tuple(idx)]) if diff.size else None
-    return Check(name, ok, rel, max_abs, 0, poisoned, idx, got_v, exp_v, rtol, message)
+        excess = diff - (atol_v + rtol_v * np.abs(exp64))
+        failing = int((excess > 0).sum())
+        ok, message, needed = failing == 0, "", _needed(diff, exp64, rtol_v, atol_v)
+    worst = _worst(name, got64, exp64, excess)
+    if exact and failing and not poisoned:
+        message += "; worst " + _shown(name, worst)
+    if not message:
+        message = _elementwise_message(name, got64.size, failing, rtol_v, atol_v, max_abs, needed[0], worst)
+    note = ""
+    if defaulted and not exact and metric == "elementwise" and exp64.size:
+        small = float((np.abs(exp64) < atol_v).mean())
+        if small > SMALL_SHARE:
+            note = (f"{small:.0%} of {name}'s reference values are below the default atol {atol_v:g}, so they "
+                    f"are barely checked: give the spec a tolerance.atol (this run passes at {needed[0]:.1e})")
+    first = worst[0]["index"] if worst else None
+    return Check(ok=ok and poisoned == 0, rel_err=rel, max_abs_err=max_abs, nonfinite=0, poisoned=poisoned,
+                 first_bad=first, got=worst[0]["got"] if worst else None,
+                 expected=worst[0]["expected"] if worst else None, failing=failing, worst=worst,
+                 needed_atol=needed[0], needed_rtol=needed[1], note=note, message=message,
+                 frontier=[] if exact else _frontier(diff, exp64), name=name, rtol=rtol_v, atol=used_atol,
+                 metric=used_metric)
 
 
-def _elementwise(name: str, got64: Any, exp64: Any, rtol: float, atol: float, poisoned: int) -> tuple[bool, str]:
-    """|out - ref| <= atol + rtol * |ref| for every element: how many fail, and the worst of them."""
+def _frontier(diff: Any, exp64: Any) -> list[list[float]]:
     import numpy as np
 
-    bound = atol + rtol * np.abs(exp64)
-    excess = np.abs(got64 - exp64) - bound
-    bad = excess > 0
-    count = int(bad.sum())
-    if count == 0:
-        return poisoned == 0, f"every element within {atol:.0e} + {rtol:.0e} x |ref|"
-    worst = np.argsort(-excess, axis=None)[:3]
-    shown = "; ".join(f"{name}{_index_text([int(i) for i in np.unravel_index(int(w), got64.shape)])}: got "
-                      f"{got64.flat[w]:.6g}, expected {exp64.flat[w]:.6g}" for w in worst)
-    return False, f"{count:,} of {got64.size:,} elements exceed {atol:.0e} + {rtol:.0e} x |ref|; worst {shown}"
+    if not diff.size:
+        return []
+    mag = np.abs(exp64)
+    return [[r, max(0.0, float((diff - r * mag).max()))] for r in FRONTIER_RTOLS]
+
+
+def _exact(name: str, diff: Any, poisoned: int) -> tuple[bool, int, Any, str, tuple[float | None, float | None]]:
+    wrong = int((diff != 0).sum())
+    if poisoned:
+        message = f"{poisoned:,} elements of {name} were never written (still poison)"
+    elif wrong:
+        message = f"{wrong:,} of {diff.size:,} integer elements differ (integers must match exactly)"
+    else:
+        message = "every integer element matches exactly"
+    return wrong == 0, wrong, diff, message, (None, None)
+
+
+def _needed(diff: Any, exp64: Any, rtol: float, atol: float) -> tuple[float, float | None]:
+    """The smallest atol that passes at this rtol, and the smallest rtol at this atol (None: no rtol
+    does, an element with a zero reference is off by more than atol)."""
+    import numpy as np
+
+    if not diff.size:
+        return 0.0, 0.0
+    mag = np.abs(exp64)
+    needed_atol = max(0.0, float((diff - rtol * mag).max()))
+    over = diff > atol
+    if not over.any():
+        return needed_atol, 0.0
+    if (mag[over] == 0).any():
+        return needed_atol, None
+    return needed_atol, float(((diff[over] - atol) / mag[over]).max())
+
+
+def _worst(name: str, got64: Any, exp64: Any, excess: Any) -> list[dict[str, Any]]:
+    """The elements furthest outside the tolerance (or, when all pass, closest to its edge)."""
+    import numpy as np
+
+    if not excess.size:
+        return []
+    k = min(WORST_SHOWN, excess.size)
+    flat = excess.ravel()
+    top = np.argpartition(-flat, k - 1)[:k] if flat.size > k else np.arange(flat.size)
+    top = top[np.argsort(-flat[top], kind="stable")]
+    out = []
+    for w in top:
+        idx = [int(i) for i in np.unravel_index(int(w), got64.shape)]
+        out.append({"index": idx, "got": float(got64.flat[w]), "expected": float(exp64.flat[w])})
+    return out
+
+
+def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: float, max_abs: float,
+                         needed_atol: float | None, worst: list[dict[str, Any]]) -> str:
+    bound = f"{atol:.1e} + {rtol:.1e} x |ref|"
+    if failing == 0:
+        return f"every element within {bound} (max |out - ref| {max_abs:.2e}; passes down to atol {needed_atol:.1e})"
+    return f"{failing:,} of {size:,} elements exceed {bound}; worst {_shown(name, worst)}"
+
+
+def _shown(name: str, worst: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{name}{_index_text(w['index'])}: got {w['got']:.6g}, expected {w['expected']:.6g}"
+                     for w in worst[:3])
 
 
 def _index_text(idx: list[int]) -> str:

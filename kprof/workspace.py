@@ -238,9 +238,10 @@ class Workspace:
         checks = []
         for buf in self.outputs():
             sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
+            t = self.target
             checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
-                                         expected[buf.arg.name], self.target.rtol, sentinel,
-                                         atol=self.target.atol).to_dict())
+                                         expected[buf.arg.name], t.rtol, sentinel, atol=t.atol, metric=t.metric,
+                                         dtype=buf.arg.dtype).to_dict())
         return checks
 
     # -- launches ----------------------------------------------------------------------------

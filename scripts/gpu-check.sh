@@ -11,6 +11,8 @@
 #   measure  kprof peak; kprof run of every kernel at its default size; the matmul ladder against
 #            cuBLAS and the fused kernels against their unfused baselines (kprof bench, same run);
 #            kprof sanitize tiled_matmul; kprof cases; kprof profile of the matmul ladder
+#   tolerances  scripts/tolerances.py measure: every shipped spec's frontier at every checked size
+#            (docs/spec.md); kprof run and the values detector on the softmax that flushes small values
 #   record   real compute-sanitizer and ncu output for the parser tests (scripts/record_tool_output.py)
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
@@ -121,11 +123,13 @@ if has programs; then
     hand triton_scale.pool memcheck X=1 -- python3 examples/triton_scale.py
     hand triton_scale.memcheck memcheck PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 examples/triton_scale.py
     hand cuda_python_sum.racecheck racecheck X=1 -- python3 examples/cuda_python_sum.py
+    hand cuda_python_sum.launches3 racecheck X=1 -- python3 examples/cuda_python_sum.py --launches 3
     hand cupy_shift.pool memcheck X=1 -- python3 examples/cupy_shift.py
     hand cupy_shift.memcheck memcheck KPROF_CUPY_NO_POOL=1 PYTHONPATH=$ROOT/kprof/hooks:$PYTHONPATH -- python3 examples/cupy_shift.py
     step sanitize-triton $KPROF sanitize -- python3 examples/triton_scale.py
     step sanitize-triton-fixed $KPROF sanitize -- python3 examples/triton_scale.py --fixed
     step sanitize-cuda-python $KPROF sanitize --tool racecheck -- python3 examples/cuda_python_sum.py
+    step sanitize-cuda-python-launches3 $KPROF sanitize --tool racecheck -- python3 examples/cuda_python_sum.py --launches 3
     step sanitize-cuda-python-fixed $KPROF sanitize --tool racecheck -- python3 examples/cuda_python_sum.py --fixed
     step sanitize-cupy $KPROF sanitize --tool memcheck -- python3 examples/cupy_shift.py
     step sanitize-cupy-fixed $KPROF sanitize --tool memcheck -- python3 examples/cupy_shift.py --fixed
@@ -136,6 +140,12 @@ if has programs; then
     # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
     step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
     step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/test_gpu_programs.py
+fi
+if has tolerances; then
+    step tolerances python3 scripts/tolerances.py measure "$LOGS/tolerances.json" --jobs 6
+    step run-softmax_flush sh -c "! $KPROF run softmax_flush"
+    step values-softmax_flush sh -c "! $KPROF sanitize --tool values softmax_flush"
+    step run-softmax_flush_fixed $KPROF run softmax_flush_fixed
 fi
 if has record; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"

@@ -15,6 +15,7 @@ import pytest
 import kprof
 from kprof import allocators, cli, hostframes, proc, toolrun
 from kprof import compute_sanitizer as sanitize
+from kprof import findings as findings_mod
 from kprof.errors import UsageError
 
 DATA = "sanitizer"
@@ -368,6 +369,23 @@ def test_recorded_cuda_python_race_is_one_headline(data_dir):
     (f,) = r.findings
     assert f.kind.startswith("race-") and f.location() == "block_sum.cu:10" and f.kernel == "block_sum"
     assert f.launch.endswith("examples/cuda_python_sum.py:54")
+    assert f.launches == 1 and f.to_dict()["grids"] == [1]
+
+
+def test_records_from_several_launches_merge_and_count_the_launches(data_dir, tmp_path):
+    """The recorded race, as if the same launch site had run it twice more (grid ids 2 and 3)."""
+    import re
+
+    text = (data_dir / PROGRAMS / "cuda_python_sum.racecheck.xml").read_text()
+    records = re.findall(r"<record>.*?</record>", text, flags=re.S)
+    more = "".join(r.replace("<gridid>1</gridid>", f"<gridid>{g}</gridid>") for g in (2, 3) for r in records)
+    path = tmp_path / "three.xml"
+    path.write_text(text.replace("</ComputeSanitizerOutput>", more + "</ComputeSanitizerOutput>"))
+    once = sanitize.from_xml(data_dir / PROGRAMS / "cuda_python_sum.racecheck.xml", None).findings[0]
+    (f,) = sanitize.from_xml(path, None).findings
+    assert f.launches == 3 and f.count == 3 * once.count
+    sarif = findings_mod.to_sarif([sanitize.from_xml(path, None)], "test")
+    assert f"[{f.count} records from 3 launches]" in json.dumps(sarif)
 
 
 def test_folding_keeps_one_headline_per_place():

@@ -363,9 +363,9 @@ def test_job_round_trips_through_json():
 
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
-    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 2"),
-    ('{"version": 2, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
-    ('{"version": 2, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 3"),
+    ('{"version": 3, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 3, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
 def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "job.json").write_text(text)

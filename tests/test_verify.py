@@ -34,13 +34,38 @@ def test_poison_is_nan_or_sentinel():
 
 def test_compare_pass_and_fail():
     ref = np.linspace(-1, 1, 100)
-    ok = verify.compare("C", ref.astype(np.float32), ref, 1e-6)
-    assert ok.ok and ok.rel_err < 1e-7
+    ok = verify.compare("C", ref.astype(np.float32), ref, 1e-6, atol=0.0)
+    assert ok.ok and ok.rel_err < 1e-7 and ok.metric == "elementwise" and ok.failing == 0
+    assert ok.needed_atol == 0.0, "float32 rounding of values within [-1, 1] is within 1e-6 relative"
     bad = ref.copy()
     bad[42] += 0.5
     check = verify.compare("C", bad.astype(np.float32), ref, 1e-6)
-    assert not check.ok and check.first_bad == [42]
-    assert "worst at C[42]" in check.message and check.rel_err == pytest.approx(0.5, rel=1e-6)
+    assert not check.ok and check.first_bad == [42] and check.failing == 1
+    assert "worst C[42]" in check.message and check.rel_err == pytest.approx(0.5, rel=1e-6)
+    assert check.worst[0] == {"index": [42], "got": pytest.approx(bad[42], rel=1e-6), "expected": ref[42]}
+    assert check.needed_atol == pytest.approx(0.5, rel=1e-5)
+
+
+def test_the_defaults_are_per_dtype_and_a_default_atol_that_hides_small_values_is_flagged():
+    ref = np.linspace(1, 2, 100)
+    check = verify.compare("y", ref.astype(np.float32), ref)
+    assert check.ok and (check.rtol, check.atol) == verify.DEFAULT_TOLERANCE["float32"] and not check.note
+    bf = verify.compare("y", ref.astype(np.float32), ref, dtype="bfloat16")
+    assert (bf.rtol, bf.atol) == verify.DEFAULT_TOLERANCE["bfloat16"]
+    tiny = np.full(100, 1e-7)
+    assert "below the default atol" in verify.compare("p", np.zeros(100, np.float32), tiny).note
+    assert not verify.compare("p", np.zeros(100, np.float32), tiny, 1e-6, atol=1e-9).ok
+
+
+def test_the_normwise_metric_is_an_explicit_option():
+    big = np.random.default_rng(2).uniform(-1, 1, 10_000)
+    big[7] = 0.01
+    wrong = big.astype(np.float32)
+    wrong[7] += 1e-4  # 1% of that element, 1e-4 of the largest
+    normwise = verify.compare("y", wrong, big, 1e-3, metric="normwise")
+    assert normwise.ok and normwise.metric == "normwise" and "(normwise)" in normwise.message
+    elementwise = verify.compare("y", wrong, big, 1e-3, atol=0.0)
+    assert not elementwise.ok and elementwise.failing == 1 and elementwise.first_bad == [7]
 
 
 def test_nan_anywhere_fails_even_within_tolerance():
@@ -122,10 +147,12 @@ def test_a_softmax_that_flushes_small_probabilities_fails_the_elementwise_verdic
     x = np.random.default_rng(0).normal(0, 3, (4, 8192))
     ref = _softmax(x)
     flushed = np.where(ref < 1e-6, 0.0, ref).astype(np.float32)
-    assert verify.compare("y", flushed, ref, 1e-5).ok, "the normwise blind spot"
+    assert verify.compare("y", flushed, ref, 1e-5, metric="normwise").ok, "the normwise blind spot"
     check = verify.compare("y", flushed, ref, 1e-5, atol=1e-9)
-    assert not check.ok and "elements exceed" in check.message
+    assert not check.ok and "elements exceed" in check.message and check.failing > 10_000
     assert verify.compare("y", ref.astype(np.float32), ref, 1e-5, atol=1e-9).ok, "float32 rounding passes"
+    defaulted = verify.compare("y", flushed, ref)
+    assert "below the default atol" in defaulted.note, "the default atol would pass it: the check says so"
 
 
 def test_a_matmul_within_rounding_passes_and_one_wrong_element_in_a_million_fails():
@@ -140,20 +167,30 @@ def test_a_matmul_within_rounding_passes_and_one_wrong_element_in_a_million_fail
     big = rng.uniform(-1, 1, 1_000_000)
     wrong = big.astype(np.float32).copy()
     wrong[123_456] += 1e-3
-    assert verify.compare("y", wrong, big, 1e-3).ok, "normwise: one element off by 1e-3 hides under 1e-3 x max|ref|"
+    assert verify.compare("y", wrong, big, 1e-3, metric="normwise").ok, \
+        "normwise: one element off by 1e-3 hides under 1e-3 x max|ref|"
     check = verify.compare("y", wrong, big, 1e-6, atol=1e-7)
     assert not check.ok and check.message.startswith("1 of 1,000,000 elements exceed") and "y[123456]" in check.message
 
 
 def test_an_elementwise_tolerance_in_a_spec(tmp_path):
     from kprof import spec as spec_mod
-    from kprof.errors import SpecError
+    from kprof.spec import Tolerance
 
     (tmp_path / "k.cu").write_text("")
-    base = "args: [{name: a, buffer: float32, shape: [4], role: out}]\nlaunch: {grid: [1], block: [4]}\nreference: {a: 1}\n"
-    (tmp_path / "k.yaml").write_text(base + "tolerance: {rtol: 1e-5, atol: 1e-7}\n")
-    spec = spec_mod.load(tmp_path / "k.yaml")
-    assert (spec.rtol, spec.atol) == (1e-5, 1e-7)
-    (tmp_path / "k.yaml").write_text(base + "tolerance: {atol: 1e-7}\n")
-    with pytest.raises(SpecError, match="tolerance: must be a number"):
-        spec_mod.load(tmp_path / "k.yaml")
+    base = ("sizes: {K: 400}\nargs: [{name: a, buffer: float32, shape: [4], role: out}]\n"
+            "launch: {grid: [1], block: [4]}\nreference: {a: 1}\n")
+
+    def load(tolerance):
+        (tmp_path / "k.yaml").write_text(base + (f"tolerance: {tolerance}\n" if tolerance else ""))
+        spec = spec_mod.load(tmp_path / "k.yaml")
+        r = spec.resolve()
+        return spec.tolerance, (r.rtol, r.atol, r.metric)
+
+    assert load("") == (Tolerance(), (None, None, "elementwise")), "absent: the output dtype's defaults"
+    assert load("1e-5")[1] == (1e-5, None, "elementwise"), "a number is rtol, with the dtype's atol"
+    assert load("{rtol: 1e-5, atol: 1e-7}")[1] == (1e-5, 1e-7, "elementwise")
+    assert load("{atol: 1e-7}")[1] == (None, 1e-7, "elementwise")
+    assert load("{metric: normwise, rtol: 1e-5}")[1] == (1e-5, None, "normwise")
+    rtol, atol, _ = load('{rtol: 2e-6, atol: "1e-7 * sqrt(K)"}')[1]
+    assert rtol == 2e-6 and atol == pytest.approx(2e-6), "grows with the reduction: 1e-7 * sqrt(400)"

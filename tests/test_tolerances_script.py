@@ -1,0 +1,43 @@
+"""scripts/tolerances.py: the rule that turns measured frontiers into a spec's tolerance."""
+
+import importlib.util
+from pathlib import Path
+
+from kprof import verify
+
+_PATH = Path(__file__).resolve().parent.parent / "scripts" / "tolerances.py"
+_spec = importlib.util.spec_from_file_location("tolerances_script", _PATH)
+tolerances = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tolerances)
+
+
+def _row(spec, sizes, frontier, dtype="float32", ok=True):
+    return {"spec": spec, "preset": "check", "sizes": sizes, "dtypes": {"y": dtype}, "ok": ok,
+            "checks": [{"name": "y", "frontier": [[r, frontier(r)] for r in verify.FRONTIER_RTOLS]}]}
+
+
+def test_round_up_keeps_two_significant_digits_and_never_rounds_down():
+    assert tolerances._round_up(3.21e-6) == 3.3e-6
+    assert tolerances._round_up(3.2e-6) == 3.2e-6
+    assert tolerances._round_up(0.0) == 0.0
+    assert tolerances._round_up(9.91e-8) == 1e-7
+
+
+def test_an_elementwise_kernel_gets_the_smallest_rtol_with_no_atol():
+    # within 2e-7 relative everywhere: atol needed 0 from rtol 2e-7 up
+    rows = [_row("add", {"N": n}, lambda r: 0.0 if r >= 2e-7 else 1e-8) for n in (1, 1000)]
+    assert tolerances.propose(rows)["add"] == {"rtol": 2e-7, "atol": 0.0, "sizes": 2, "failed_before": 0}
+
+
+def test_a_reduction_over_k_gets_an_atol_growing_like_sqrt_k():
+    rows = [_row("mm", {"M": 8, "K": k}, lambda r, k=k: 1e-7 * k**0.5 if r < 1 else 0.0, ok=(k < 1000))
+            for k in (16, 4096)]
+    t = tolerances.propose(rows)["mm"]
+    assert t["rtol"] == 2e-6 and t["atol"] == "1e-07 * sqrt(K)" and t["failed_before"] == 1
+    assert tolerances._yaml(t) == 'tolerance: {rtol: 2e-06, atol: "1e-07 * sqrt(K)"}'
+
+
+def test_integer_outputs_need_no_tolerance():
+    rows = [{"spec": "hist", "preset": "default", "sizes": {"N": 5}, "dtypes": {"h": "int32"}, "ok": True,
+             "checks": [{"name": "h", "frontier": []}]}]
+    assert tolerances.propose(rows)["hist"] == {"exact": True}
