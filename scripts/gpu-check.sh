@@ -12,7 +12,10 @@
 #            cuBLAS and the fused kernels against their unfused baselines (kprof bench, same run);
 #            kprof sanitize tiled_matmul; kprof cases; kprof profile of the matmul ladder
 #   tolerances  scripts/tolerances.py measure: every shipped spec's frontier at every checked size
-#            (docs/spec.md); kprof run and the values detector on the softmax that flushes small values
+#            (docs/spec.md); kprof run and the values detector on the softmax that flushes small values.
+#            TOLERANCES_ONLY="SPEC ..." measures only those, keeping the rest from TOLERANCES_MERGE (a
+#            JSON file of an earlier measurement); TOLERANCES_APPLY=1 then writes the tolerances into
+#            the specs of this tree, so a later section (tests) checks them
 #   record   real compute-sanitizer and ncu output for the parser tests (scripts/record_tool_output.py)
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
@@ -81,6 +84,17 @@ has() { [[ "+$WHAT+" == *"+$1+"* ]]; }
     python3 --version
 } >"$LOGS/env.txt" 2>&1
 
+# First, so that the tests and measurements below check the tolerances it applies.
+if has tolerances; then
+    step tolerances python3 scripts/tolerances.py measure "$LOGS/tolerances.json" --jobs 6 \
+        ${TOLERANCES_ONLY:+--only $TOLERANCES_ONLY} ${TOLERANCES_MERGE:+--merge "$TOLERANCES_MERGE"}
+    if [ "${TOLERANCES_APPLY:-0}" = 1 ]; then
+        step tolerances-apply python3 scripts/tolerances.py propose "$LOGS/tolerances.json" --apply
+    fi
+    step run-softmax_flush sh -c "! $KPROF run softmax_flush"
+    step values-softmax_flush sh -c "! $KPROF sanitize --tool values softmax_flush"
+    step run-softmax_flush_fixed $KPROF run softmax_flush_fixed
+fi
 if has tests; then
     step doctor $KPROF doctor
     step build $KPROF build --all
@@ -140,12 +154,6 @@ if has programs; then
     # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
     step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
     step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/test_gpu_programs.py
-fi
-if has tolerances; then
-    step tolerances python3 scripts/tolerances.py measure "$LOGS/tolerances.json" --jobs 6
-    step run-softmax_flush sh -c "! $KPROF run softmax_flush"
-    step values-softmax_flush sh -c "! $KPROF sanitize --tool values softmax_flush"
-    step run-softmax_flush_fixed $KPROF run softmax_flush_fixed
 fi
 if has record; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"

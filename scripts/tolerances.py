@@ -3,14 +3,15 @@
     python scripts/tolerances.py measure OUT.json     # on a GPU: every kernel, perf case and fixed twin,
                                                       # at every checked size, its default and sanitize sizes
     python scripts/tolerances.py propose OUT.json [--apply]   # anywhere: the rule below, per spec
+    python scripts/tolerances.py measure NEW.json --only SPEC... --merge OUT.json   # re-measure some
 
 Each run is ``kprof run``'s verdict (kprof.verify.compare) with its frontier: for each rtol in
 kprof.verify.FRONTIER_RTOLS, the smallest atol at which that output passes. The rule, per float
 output, over every measured size:
 - the smallest rtol, up to RTOL_CAP for its dtype, at which every size passes with atol 0; else
 - the dtype's default rtol and the largest atol needed at it; a spec with a reduction size K gets
-  ``c * sqrt(K)`` (rounding error of a length-K sum grows like sqrt(K)), with c the largest
-  needed atol / sqrt(K) over the sizes;
+  ``c * K`` or ``c * sqrt(K)``, whichever fits the sizes more closely, with c the largest needed
+  atol / K (or / sqrt(K)) over the sizes;
 rounded up to two significant digits. Integer outputs are exact and need no tolerance. A spec whose
 source uses atomicAdd runs three times at each size (float atomics add in a different order every
 run, and the values detector compares runs with the same tolerance).
@@ -42,13 +43,15 @@ def _size_sets(spec: Any) -> list[tuple[str, dict[str, int]]]:
     return sets
 
 
-def measure(out: Path, jobs: int) -> int:
+def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
     from kprof import catalog, launch, pipeline
     from kprof.errors import KprofError
     from kprof.job import RunMode
 
     specs = catalog.group("kernel") + catalog.group("perf")
     specs += [s.twin_spec() for s in catalog.group("case") if s.twin is not None]
+    if only:
+        specs = [s for s in specs if s.name in only]
 
     def one(item: tuple[Any, str, dict[str, int]]) -> dict[str, Any]:
         spec, preset, sizes = item
@@ -68,6 +71,9 @@ def measure(out: Path, jobs: int) -> int:
              for _ in range(3 if "atomicAdd" in spec.source.read_text() else 1)]
     with ThreadPoolExecutor(jobs) as pool:
         rows = list(pool.map(one, items))
+    if merge is not None:  # an earlier measurement, with the specs measured now replaced
+        measured = {s.name for s in specs}
+        rows = [r for r in json.loads(merge.read_text()) if r["spec"] not in measured] + rows
     out.write_text(json.dumps(rows, indent=1))
     return 0 if all(r.get("ok") is not None and "error" not in r for r in rows) else 1
 
@@ -103,13 +109,27 @@ def propose(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             rtol = min((r for r in verify.FRONTIER_RTOLS if r >= rtol), default=rtol)
             needed = [(r, {f[0]: f[1] for f in c["frontier"]}[rtol]) for r, c in checks]
             if all(REDUCTION_SIZE in r["sizes"] for r, _ in needed):
-                c = max(a / math.sqrt(r["sizes"][REDUCTION_SIZE]) for r, a in needed)
-                out[name] = {"rtol": rtol, "atol": f"{_round_up(c):g} * sqrt({REDUCTION_SIZE})"}
+                out[name] = {"rtol": rtol, "atol": _growing(needed)}
             else:
                 out[name] = {"rtol": rtol, "atol": _round_up(max(a for _, a in needed))}
         out[name]["sizes"] = len(runs)
         out[name]["failed_before"] = sum(1 for r in runs if not r.get("ok"))
     return out
+
+
+def _growing(needed: list[tuple[dict[str, Any], float]]) -> str:
+    """``c * K`` or ``c * sqrt(K)``, whichever lies closer above the needed atols (geometric mean of
+    tolerance / needed over the sizes that need one): the error of a float32 dot product grows
+    between the two, with the length and with the size of the partial sums."""
+    best: tuple[float, str] | None = None
+    for text, grow in ((REDUCTION_SIZE, float), (f"sqrt({REDUCTION_SIZE})", math.sqrt)):
+        c = _round_up(max(a / grow(r["sizes"][REDUCTION_SIZE]) for r, a in needed))
+        ratios = [math.log(c * grow(r["sizes"][REDUCTION_SIZE]) / a) for r, a in needed if a > 0]
+        score = sum(ratios) / len(ratios) if ratios else 0.0
+        if best is None or score < best[0]:
+            best = (score, f"{c:g} * {text}")
+    assert best is not None
+    return best[1]
 
 
 def _yaml(t: dict[str, Any]) -> str:
@@ -141,12 +161,14 @@ def main(argv: list[str]) -> int:
     m = sub.add_parser("measure")
     m.add_argument("out", type=Path)
     m.add_argument("--jobs", type=int, default=4)
+    m.add_argument("--only", nargs="*", default=[], help="measure only these specs")
+    m.add_argument("--merge", type=Path, help="an earlier measurement to keep the other specs from")
     p = sub.add_parser("propose")
     p.add_argument("raw", type=Path)
     p.add_argument("--apply", action="store_true")
     args = parser.parse_args(argv)
     if args.what == "measure":
-        return measure(args.out, args.jobs)
+        return measure(args.out, args.jobs, args.only, args.merge)
     proposals = propose(json.loads(args.raw.read_text()))
     for name, t in sorted(proposals.items()):
         print(f"{name:32} " + ("exact (integers)" if t.get("exact") else _yaml(t))

@@ -29,12 +29,14 @@ def test_an_elementwise_kernel_gets_the_smallest_rtol_with_no_atol():
     assert tolerances.propose(rows)["add"] == {"rtol": 2e-7, "atol": 0.0, "sizes": 2, "failed_before": 0}
 
 
-def test_a_reduction_over_k_gets_an_atol_growing_like_sqrt_k():
+def test_a_reduction_over_k_gets_an_atol_growing_like_k_or_sqrt_k_whichever_fits():
     rows = [_row("mm", {"M": 8, "K": k}, lambda r, k=k: 1e-7 * k**0.5 if r < 1 else 0.0, ok=(k < 1000))
             for k in (16, 4096)]
     t = tolerances.propose(rows)["mm"]
     assert t["rtol"] == 2e-6 and t["atol"] == "1e-07 * sqrt(K)" and t["failed_before"] == 1
     assert tolerances._yaml(t) == 'tolerance: {rtol: 2e-06, atol: "1e-07 * sqrt(K)"}'
+    linear = [_row("mm", {"M": 8, "K": k}, lambda r, k=k: 3e-8 * k) for k in (16, 100, 4096)]
+    assert tolerances.propose(linear)["mm"]["atol"] == "3e-08 * K"
 
 
 def test_integer_outputs_need_no_tolerance():
