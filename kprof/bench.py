@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import launch, stats, telemetry
+from kprof import ceilings, launch, stats, telemetry
 from kprof.errors import TargetError, UsageError
 from kprof.job import Job, TimingMode
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
@@ -72,8 +72,12 @@ class PointResult:
     bytes: int | None = None
     flops_per_s: float | None = None
     bytes_per_s: float | None = None
-    of_fma_peak: float | None = None
-    of_copy_peak: float | None = None
+    of_fma_peak: float | None = None  # of the measured FP32 FMA ceiling (kprof peak)
+    mix: str | None = None  # read, write or copy: which measured bandwidth ceiling applies (kprof.ceilings)
+    of_ceiling: float | None = None  # bytes/s of the measured ceiling for its mix
+    of_dram_peak: float | None = None  # bytes/s of the theoretical DRAM bandwidth
+    of_fp32_peak: float | None = None  # FLOP/s of the theoretical FP32 rate
+    plausible: bool = True  # False: the notes in warnings say why the rate cannot be what it claims
     baseline: str | None = None
     baseline_summary: dict[str, Any] | None = None
     baseline_flops_per_s: float | None = None
@@ -91,6 +95,16 @@ class PointResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PointResult:
+        """A point from a results JSON, also one written by an older kprof (fields it no longer has
+        are dropped; its copy-peak fraction becomes the copy-mix ceiling's)."""
+        known = {f.name for f in fields(cls)}
+        out = {k: v for k, v in data.items() if k in known}
+        if "of_copy_peak" in data and "of_ceiling" not in data:
+            out.update(of_ceiling=data["of_copy_peak"], mix="copy")
+        return cls(**out)
 
 
 def time_job(job: Job, timeout: float) -> dict[str, Any]:
@@ -121,12 +135,34 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
         point.message = "; ".join(c["message"] for c in data.get("checks", []) if not c["ok"])
         return point
     summary = _timed(point, data, resolved, mode.rule.rel_stdev)
-    if peak:
-        point.of_fma_peak = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s"))
-        point.of_copy_peak = stats.fraction(point.bytes_per_s, peak.get("copy_bytes_per_s"))
+    _against_ceilings(point, peak, resolved, mode.mode, (data.get("device") or {}).get("l2_bytes"))
     if plan.baseline and plan.baseline_job:
         _baseline(point, plan, summary, timeout)
     return point
+
+
+def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved: Resolved, mode: str,
+                      l2_bytes: int | None) -> None:
+    """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether they
+    are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
+    from kprof.render import si
+
+    point.mix = ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers)
+    theoretical = (peak or {}).get("theoretical") or {}
+    if peak:
+        point.of_fma_peak = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s"))
+        point.of_ceiling = stats.fraction(point.bytes_per_s, ceilings.ceiling(peak, point.mix))
+    point.of_dram_peak = stats.fraction(point.bytes_per_s, theoretical.get("dram_bytes_per_s"))
+    point.of_fp32_peak = stats.fraction(point.flops_per_s, theoretical.get("fp32_flops_per_s"))
+    notes = ceilings.implausible(bytes_per_s=point.bytes_per_s, flops_per_s=point.flops_per_s, peak=peak, mode=mode,
+                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"),
+                                 si=si)
+    point.plausible = not notes
+    point.warnings.extend(notes)
+    if point.plausible and point.of_ceiling and point.of_ceiling > 1:
+        point.warnings.append(f"{point.of_ceiling:.0%} of the measured {point.mix} ceiling: faster than kprof peak's "
+                              "own stream kernels for this mix (re-run kprof peak --refresh; the ceiling is the "
+                              "best of the widths and grids it tries, not a hard limit)")
 
 
 def _timed(point: PointResult, data: dict[str, Any], resolved: Resolved, rel_stdev: float) -> stats.Summary:
@@ -185,25 +221,69 @@ def peak_cache_path(snap: telemetry.Snapshot | None, folder: Path) -> Path:
     return folder / f"peak-{name}.json"
 
 
-PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.5, max_time=5.0)
+PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.3, max_time=3.0)
+PEAK_WIDTHS = (4, 8, 16)  # bytes per access
+PEAK_GRIDS = (2048, 8192, 0)  # blocks of 256 threads, grid-stride; 0: one access per thread
 
 
-def measure_peak(copy: tuple[Job, int], fma: tuple[Job, int], timeout: float = 300.0) -> dict[str, Any]:
-    """The ceilings of this GPU from kprof's own kernels: (timing job, bytes) of a 16-byte-load copy
-    of 1 GiB (cold), and (timing job, FLOPs) of the FP32 FMA kernel (warm)."""
+@dataclass(frozen=True)
+class StreamJob:
+    """One of kprof peak's stream kernels at one access width and grid size."""
+
+    kind: str  # read, write or copy (kprof.ceilings.MIXES)
+    width: int
+    blocks: int
+    job: Job
+    bytes: int
+
+
+def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[Job, int],
+                 timeout: float = 300.0) -> dict[str, Any]:
+    """The ceilings of this GPU: for each access mix the best rate of kprof's stream kernels (1 GiB
+    each way, cold) over the widths and grids tried, the copy's raised to the device-to-device memcpy
+    where that is faster; the FP32 FMA rate (warm); and the theoretical peaks from the device's
+    attributes (kprof.ceilings.theoretical)."""
     out: dict[str, Any] = {"measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    for key, unit, (job, amount) in (("copy", "bytes", copy), ("fma", "flops", fma)):
-        data = time_job(job, timeout)
-        if data.get("status") != "ok":
-            raise TargetError(f"kprof peak: {job.target.name} did not verify")
-        summary = stats.summarize(data["samples"])
-        out[f"{key}_{unit}_per_s"] = amount / summary.median
-        out[f"{key}_summary"] = summary.to_dict()
-        out[f"{key}_stop"] = data["stop"]
+    tried: dict[str, list[dict[str, Any]]] = {k: [] for k in ceilings.MIXES}
+    device: dict[str, Any] = {}
+    for s in streams:
+        data = _timed_ceiling(s.job, timeout)
+        device = data.get("device") or device
+        median = stats.summarize(data["samples"]).median
+        tried[s.kind].append({"width": s.width, "blocks": s.blocks, "bytes_per_s": s.bytes / median,
+                              "median_s": median, "timer": data.get("timer"), "stop": data["stop"]})
+    job, amount = memcpy
+    data = _timed_ceiling(job, timeout)
+    median = stats.summarize(data["samples"]).median
+    out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": data.get("timer"),
+                     "stop": data["stop"]}
+    best = {k: max(v, key=lambda r: r["bytes_per_s"]) for k, v in tried.items() if v}
+    out["ceilings"] = {k: dict(b, by=f"kprof_{k}, {b['width']}-byte accesses, {b['blocks']:,} blocks")
+                       for k, b in best.items()}
+    if out["memcpy"]["bytes_per_s"] > out["ceilings"].get("copy", {}).get("bytes_per_s", 0):
+        out["ceilings"]["copy"] = dict(out["memcpy"], by="cuMemcpyDtoDAsync (device to device)")
+    out["tried"] = tried
+    out["copy_bytes_per_s"] = out["ceilings"]["copy"]["bytes_per_s"]
+    job, amount = fma
+    data = _timed_ceiling(job, timeout)
+    summary = stats.summarize(data["samples"])
+    out["fma_flops_per_s"] = amount / summary.median
+    out["fma_summary"] = summary.to_dict()
+    out["fma_stop"] = data["stop"]
+    device = data.get("device") or device
+    out["theoretical"] = ceilings.theoretical(device)
+    out["l2_bytes"] = device.get("l2_bytes")
     snap = telemetry.snapshot()
-    out["gpu"] = snap.gpu if snap else None
+    out["gpu"] = snap.gpu if snap else device.get("name")
     out["driver"] = snap.driver if snap else None
     return out
+
+
+def _timed_ceiling(job: Job, timeout: float) -> dict[str, Any]:
+    data = time_job(job, timeout)
+    if data.get("status") != "ok":
+        raise TargetError(f"kprof peak: {job.target.name} did not verify")
+    return data
 
 
 def cached_peak(path: Path) -> dict[str, Any] | None:

@@ -283,7 +283,11 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
 
 
 def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> None:
+    from kprof import pipeline
     from kprof import profiling as profile
+
+    peak = pipeline.cached_peak()  # the ceilings kprof peak measured on this GPU, if it has
+    profiles = [profile.against_ceilings(p, peak) for p in profiles]
 
     if as_json:
         _emit_json({"version": profile.PROFILE_VERSION, "kernels": [p.to_dict() for p in profiles],

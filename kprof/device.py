@@ -99,6 +99,10 @@ class DeviceInfo:
     max_shared_per_block_optin: int
     max_threads_per_sm: int
     l2_bytes: int
+    # what kprof peak's theoretical ceilings are worked out from (0: the driver does not say)
+    memory_clock_khz: int = 0  # CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (peak memory clock)
+    bus_width_bits: int = 0  # CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH
+    clock_khz: int = 0  # CU_DEVICE_ATTRIBUTE_CLOCK_RATE (peak SM clock)
 
 
 class Device:
@@ -139,7 +143,17 @@ class Device:
             max_shared_per_block_optin=self.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
             max_threads_per_sm=self.attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
             l2_bytes=self.attribute("L2_CACHE_SIZE"),
+            memory_clock_khz=self._attribute_or_zero("MEMORY_CLOCK_RATE"),
+            bus_width_bits=self._attribute_or_zero("GLOBAL_MEMORY_BUS_WIDTH"),
+            clock_khz=self._attribute_or_zero("CLOCK_RATE"),
         )
+
+    def _attribute_or_zero(self, name: str) -> int:
+        """An attribute a driver may have retired (the clocks are deprecated in CUDA 13): 0 then."""
+        try:
+            return self.attribute(name)
+        except (AttributeError, CudaError):
+            return 0
 
     def mem_info(self) -> tuple[int, int]:
         """(free, total) bytes."""
@@ -186,6 +200,10 @@ class Device:
 
     def download(self, ptr: int, array: Any) -> None:
         check("cuMemcpyDtoH", self._drv.cuMemcpyDtoH(array.ctypes.data, ptr, array.nbytes))
+
+    def copy_async(self, dst: int, src: int, nbytes: int, stream: Any = 0) -> None:
+        """Device to device, on ``stream`` (kprof peak's memcpy ceiling)."""
+        check("cuMemcpyDtoDAsync", self._drv.cuMemcpyDtoDAsync(dst, src, nbytes, stream))
 
     def memset32(self, ptr: int, value: int, count: int) -> None:
         check("cuMemsetD32", self._drv.cuMemsetD32(ptr, value & 0xFFFFFFFF, count))

@@ -136,16 +136,35 @@ def case_jobs(case: Case, arch: str | None) -> tuple[Job, Job]:
     return jobs[0], jobs[1]
 
 
+def cached_peak() -> dict[str, Any] | None:
+    """The ceilings kprof peak measured before on this GPU and driver, without measuring."""
+    return bench.cached_peak(bench.peak_cache_path(telemetry.snapshot(), build.cache_dir()))
+
+
 def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
-    """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``."""
+    """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the read,
+    write and copy stream kernels at each access width and grid size, the device-to-device memcpy,
+    and the FP32 FMA kernel (:func:`kprof.bench.measure_peak`)."""
+    from kprof.timing import MEMCPY
+
     path = bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
-    jobs = []
-    for name, mode, work in (("kprof_copy", "cold", "bytes"), ("kprof_fma", "warm", "flops")):
-        built = builtin(name, arch)
-        resolved = catalog.builtin(name).resolve()
-        amount = resolved.bytes if work == "bytes" else resolved.flops
-        job = Job(target_of(resolved, built.cubin), timing_mode(mode, bench.PEAK_RULE, "auto", arch))
-        jobs.append((job, int(amount or 0)))
-    return bench.save_peak(path, bench.measure_peak(jobs[0], jobs[1]))
+    streams = []
+    for kind in ("read", "write", "copy"):
+        spec = catalog.builtin(f"kprof_{kind}")
+        for width in bench.PEAK_WIDTHS:
+            for blocks in bench.PEAK_GRIDS:
+                sizes = {"BLOCKS": blocks} if blocks else {}
+                resolved = resolve(spec, sizes, params={"WIDTH": str(width)})
+                if not blocks:  # one access per thread: as many blocks as 256-thread groups of accesses
+                    n = resolved.spec.preset()["BYTES"] // width
+                    resolved = resolve(spec, {"BLOCKS": -(-n // 256)}, params={"WIDTH": str(width)})
+                job = built(resolved, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch))
+                streams.append(bench.StreamJob(kind, width, resolved.sizes["BLOCKS"], job, int(resolved.bytes or 0)))
+    copy = built(resolve(catalog.builtin("kprof_copy")), arch)
+    memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY))
+    fma_resolved = catalog.builtin("kprof_fma").resolve()
+    fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch))
+    return bench.save_peak(path, bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)),
+                                                    (fma, int(fma_resolved.flops or 0))))

@@ -81,6 +81,9 @@ class KernelProfile:
     spec_flops: int | None = None
     spec_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
+    mix: str | None = None  # read, write or copy, from the DRAM bytes read and written (kprof.ceilings)
+    ceiling_bytes_per_s: float | None = None  # kprof peak's measured ceiling for that mix
+    of_ceiling: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -269,3 +272,17 @@ def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, a
                               f"extra {m}: ncu reported no value for it (see `ncu --query-metrics`)")
         out.append(prof)
     return out
+
+
+def against_ceilings(p: KernelProfile, peak: dict[str, Any] | None) -> KernelProfile:
+    """The profile with its DRAM rate as a fraction of kprof peak's measured ceiling for its mix
+    (the mix from the bytes ncu saw read and written). ``peak`` None: unchanged."""
+    from dataclasses import replace
+
+    from kprof import ceilings
+
+    if not peak or p.dram_bytes_per_s is None or p.dram_read is None:
+        return p
+    mix = ceilings.mix_of([("in", int(p.dram_read)), ("out", int(p.dram_write or 0))])
+    top = ceilings.ceiling(peak, mix)
+    return replace(p, mix=mix, ceiling_bytes_per_s=top, of_ceiling=_div(p.dram_bytes_per_s, top))

@@ -198,7 +198,11 @@ def profile_report(profiles: list[KernelProfile]) -> str:
         if p.occupancy_advice:
             out.append(f"                      {p.occupancy_advice}")
         if p.dram_read is not None:
-            frac = f" ({_pct(p.dram_fraction)} of the {si(p.roofline.peak_bytes, 'B/s')} peak)" if p.roofline.peak_bytes else ""
+            parts = [f"{_pct(p.dram_fraction)} of the {si(p.roofline.peak_bytes, 'B/s')} theoretical peak"
+                     if p.roofline.peak_bytes else ""]
+            parts.append(f"{_pct(p.of_ceiling)} of the measured {p.mix} ceiling {si(p.ceiling_bytes_per_s, 'B/s')}"
+                         if p.of_ceiling is not None and p.ceiling_bytes_per_s else "no measured ceiling yet: kprof peak")
+            frac = " (" + "; ".join(x for x in parts if x) + ")"
             out.append(f"  DRAM                read {si(p.dram_read, 'B')}, written {si(p.dram_write or 0, 'B')}, "
                        f"{si(p.dram_bytes_per_s or 0, 'B/s')}{frac}")
         elif p.dram_bytes_per_s is not None:
@@ -272,7 +276,7 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
     for r in results:
         point = " ".join([f"{k}={v}" for k, v in r.sizes.items()] + [f"{k}={v}" for k, v in r.params.items()])
         if r.status != "ok":
-            rows.append((r.kernel, point, r.status.upper(), "", "", "", "", "", "", "", ""))
+            rows.append((r.kernel, point, r.status.upper(), "", "", "", "", "", "", "", "", ""))
             continue
         s = r.summary or {}
         base = "-"
@@ -285,10 +289,12 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         rows.append((
             r.kernel, point, _us(s["median"]), f"{_us(s['q1'])}-{_us(s['q3'])}", f"{s['rel_stdev']:.1%}", r.stop or "",
             si(r.flops_per_s, "FLOP/s") if r.flops_per_s else "-", si(r.bytes_per_s, "B/s") if r.bytes_per_s else "-",
-            _pct(r.of_fma_peak) if r.of_fma_peak else "-", _pct(r.of_copy_peak) if r.of_copy_peak else "-", base,
+            _pct(r.of_fma_peak) if r.of_fma_peak else "-",
+            f"{_pct(r.of_ceiling)} {r.mix}" if r.of_ceiling and r.bytes_per_s else "-",
+            _pct(r.of_dram_peak) if r.of_dram_peak else "-", base,
         ))  # fmt: skip
-    out = [table(["KERNEL", "POINT", "MEDIAN(us)", "IQR(us)", "RSD", "STOP", "FLOP/s", "BYTES/s", "%FMA PEAK",
-                  "%COPY PEAK", "VS BASELINE"], rows, "llrrrlrrrrl")]
+    out = [table(["KERNEL", "POINT", "MEDIAN(us)", "IQR(us)", "RSD", "STOP", "FLOP/s", "BYTES/s", "%FMA CEIL",
+                  "%BW CEIL (MIX)", "%DRAM PEAK", "VS BASELINE"], rows, "llrrrlrrrrrl")]
     for r in results:
         if r.of_baseline is not None and r.baseline_summary:
             rate = (si(r.baseline_flops_per_s, "FLOP/s") if r.baseline_flops_per_s and r.flops_per_s and r.bytes_per_s
@@ -300,8 +306,7 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         if r.message:
             out.append(f"{r.kernel}: {r.message}")
     if peak:
-        out.append(f"ceilings ({'cached ' + peak['cached'] if peak.get('cached') else 'measured now'}): copy "
-                   f"{si(peak['copy_bytes_per_s'], 'B/s')}, FP32 FMA {si(peak['fma_flops_per_s'], 'FLOP/s')}")
+        out.append(ceilings_line(peak))
     mode = results[0].mode if results else "cold"
     timers = sorted({r.timer for r in results if r.timer})
     how = {"cupti": "the kernel's own GPU start and end (CUPTI activity records)",
@@ -314,14 +319,43 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
     return "\n".join(out)
 
 
+def ceilings_line(peak: dict[str, Any]) -> str:
+    """One line naming every denominator the table's fractions use."""
+    measured = ", ".join(f"{k} {si(v['bytes_per_s'], 'B/s')}" for k, v in (peak.get("ceilings") or {}).items())
+    if not measured and peak.get("copy_bytes_per_s"):
+        measured = f"copy {si(peak['copy_bytes_per_s'], 'B/s')}"
+    th = peak.get("theoretical") or {}
+    theory = ", ".join(x for x in (
+        f"DRAM {si(th['dram_bytes_per_s'], 'B/s')}" if th.get("dram_bytes_per_s") else "",
+        f"FP32 {si(th['fp32_flops_per_s'], 'FLOP/s')}" if th.get("fp32_flops_per_s") else "") if x)
+    src = "cached " + peak["cached"] if peak.get("cached") else "measured now"
+    return (f"measured ceilings ({src}): {measured}, FP32 FMA {si(peak['fma_flops_per_s'], 'FLOP/s')}"
+            + (f"; theoretical peaks: {theory}" if theory else ""))
+
+
 def peak_report(data: dict[str, Any]) -> str:
     src = f"cached in {data['cached']}" if data.get("cached") else "measured now"
-    return "\n".join([
-        f"{data.get('gpu') or 'GPU'} (driver {data.get('driver')}), {src}, measured {data.get('measured')}",
-        f"  copy bandwidth  {si(data['copy_bytes_per_s'], 'B/s')} (bytes read + written, 1 GiB, 16-byte loads; "
-        f"rsd {data['copy_summary']['rel_stdev']:.2%})",
-        f"  FP32 FMA rate   {si(data['fma_flops_per_s'], 'FLOP/s')} (rsd {data['fma_summary']['rel_stdev']:.2%})",
-    ])
+    lines = [f"{data.get('gpu') or 'GPU'} (driver {data.get('driver')}), {src}, measured {data.get('measured')}"]
+    th = data.get("theoretical") or {}
+    dram, fp32 = th.get("dram_bytes_per_s"), th.get("fp32_flops_per_s")
+    lines.append("theoretical peaks, from the device's attributes:")
+    lines.append(f"  DRAM bandwidth  {si(dram, 'B/s') if dram else 'unknown'}  ({th.get('formulas', {}).get('dram', '')})")
+    lines.append(f"  FP32 rate       {si(fp32, 'FLOP/s') if fp32 else 'unknown'}  ({th.get('formulas', {}).get('fp32', '')})")
+    attrs = "; ".join(f"{k} = {v}" for k, v in (th.get("attributes") or {}).items() if v is not None)
+    if attrs:
+        lines.append(f"  from {attrs}")
+    lines += [f"  note: {n}" for n in th.get("notes", [])]
+    lines.append("measured ceilings (cold, 1 GiB each way; the best over the access widths and grids tried):")
+    for kind, c in (data.get("ceilings") or {}).items():
+        frac = f", {c['bytes_per_s'] / dram:.0%} of the DRAM peak" if dram else ""
+        lines.append(f"  {kind:<6} {si(c['bytes_per_s'], 'B/s'):>12}  by {c['by']}{frac}")
+    if not data.get("ceilings") and data.get("copy_bytes_per_s"):
+        lines.append(f"  copy   {si(data['copy_bytes_per_s'], 'B/s'):>12}  (a peak file from an older kprof: --refresh)")
+    if data.get("memcpy"):
+        lines.append(f"  device-to-device memcpy {si(data['memcpy']['bytes_per_s'], 'B/s')} (timed by CUDA events)")
+    frac = f", {data['fma_flops_per_s'] / fp32:.0%} of the FP32 peak" if fp32 else ""
+    lines.append(f"  FP32 FMA {si(data['fma_flops_per_s'], 'FLOP/s'):>12}  by kprof_fma (warm){frac}")
+    return "\n".join(lines)
 
 
 def history_table(rows: list[dict[str, Any]], where: str) -> str:

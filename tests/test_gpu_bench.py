@@ -14,11 +14,17 @@ def _own_history(tmp_path, monkeypatch):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "history.sqlite"))
 
 
-def test_peak_measures_both_ceilings(capsys):
-    assert cli.main(["peak", "--json"]) == 0
+def test_peak_measures_every_ceiling_and_the_theoretical_peaks(capsys):
+    assert cli.main(["peak", "--refresh", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["copy_bytes_per_s"] > 0 and data["fma_flops_per_s"] > 0
-    assert data["copy_stop"] in ("noise", "timeout", "max-samples")
+    assert set(data["ceilings"]) == {"read", "write", "copy"} and data["fma_flops_per_s"] > 0
+    assert data["ceilings"]["copy"]["bytes_per_s"] >= data["memcpy"]["bytes_per_s"], "copy is at least the memcpy"
+    assert all(len(tried) == 9 for tried in data["tried"].values()), "3 widths x 3 grids per mix"
+    th = data["theoretical"]
+    assert th["dram_bytes_per_s"] and th["fp32_flops_per_s"], th["notes"]
+    for c in data["ceilings"].values():
+        assert c["bytes_per_s"] <= th["dram_bytes_per_s"], "a measured ceiling above the theoretical peak"
+    assert data["fma_flops_per_s"] <= th["fp32_flops_per_s"]
 
 
 def test_bench_matmul_against_cublas_in_the_same_run(capsys, tmp_path):

@@ -1,0 +1,95 @@
+"""What a measured rate is a fraction of, and whether it is plausible. Pure: no GPU.
+
+Two kinds of ceiling, never mixed up:
+
+- **theoretical peaks**, worked out from the device's own attributes: DRAM bandwidth
+  ``2 x memory clock x bus width / 8`` (HBM and GDDR move data on both clock edges) and FP32 rate
+  ``2 x SMs x FP32 lanes per SM x SM clock`` (an FMA is two operations);
+- **measured ceilings**, the best rate kprof's own stream kernels reach on this GPU for each access
+  mix: ``read`` (only loads), ``write`` (only stores), ``copy`` (one byte stored per byte loaded, and
+  the device-to-device memcpy when that is faster), the best of a few access widths and grid sizes.
+
+A kernel's bandwidth is reported against the measured ceiling for its own mix and against the
+theoretical peak. A rate above the theoretical peak cannot come from DRAM; a cold-mode working set
+that fits in L2 may be served from it; both are flagged as not plausible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+# FP32 lanes per SM by architecture (CUDA C++ Programming Guide, "Arithmetic Instructions").
+FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_87": 128, "sm_89": 128, "sm_90": 128, "sm_100": 128, "sm_103": 128,
+              "sm_110": 128, "sm_120": 128, "sm_121": 128}
+MIXES = ("read", "write", "copy")
+MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's result) does not change the mix
+
+
+def theoretical(device: dict[str, Any]) -> dict[str, Any]:
+    """The theoretical DRAM bandwidth and FP32 rate from a device's attributes (kprof.device.DeviceInfo
+    as a dict), with what they came from; a value the attributes cannot give is None, with why."""
+    mem_khz, bus, clock_khz = (int(device.get(k) or 0) for k in ("memory_clock_khz", "bus_width_bits", "clock_khz"))
+    sms, arch = int(device.get("sm_count") or 0), str(device.get("arch") or "")
+    lanes = FP32_LANES.get(arch)
+    out: dict[str, Any] = {
+        "dram_bytes_per_s": 2 * mem_khz * 1e3 * bus / 8 if mem_khz and bus else None,
+        "fp32_flops_per_s": 2 * sms * lanes * clock_khz * 1e3 if sms and lanes and clock_khz else None,
+        "attributes": {"CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz)": mem_khz or None,
+                       "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)": bus or None,
+                       "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": sms or None,
+                       "CU_DEVICE_ATTRIBUTE_CLOCK_RATE (kHz)": clock_khz or None,
+                       f"FP32 lanes per SM ({arch or '?'})": lanes},
+        "formulas": {"dram": "2 x memory clock x bus width / 8", "fp32": "2 x SMs x FP32 lanes per SM x SM clock"},
+        "notes": [],
+    }  # fmt: skip
+    if out["dram_bytes_per_s"] is None:
+        out["notes"].append("the driver gives no memory clock or bus width: no theoretical DRAM bandwidth")
+    if out["fp32_flops_per_s"] is None:
+        out["notes"].append(f"no FP32 lane count known for {arch or 'this GPU'}, or no SM clock: no theoretical FP32 rate"
+                            if not lanes else "the driver gives no SM clock: no theoretical FP32 rate")
+    return out
+
+
+def mix_of(buffers: Iterable[tuple[str, int]]) -> str:
+    """``read``, ``write`` or ``copy`` from (role, bytes) of a kernel's buffers: inputs are read,
+    outputs written, in-out buffers both; scratch is left out."""
+    buffers = list(buffers)
+    read = sum(n for role, n in buffers if role in ("in", "inout"))
+    write = sum(n for role, n in buffers if role in ("out", "inout"))
+    total = read + write
+    if total == 0 or write <= MINOR_SHARE * total:
+        return "read"
+    if read <= MINOR_SHARE * total:
+        return "write"
+    return "copy"
+
+
+def ceiling(peak: dict[str, Any] | None, mix: str) -> float | None:
+    """The measured ceiling (bytes/s) for a mix; the copy ceiling of an older peak file for any mix."""
+    if not peak:
+        return None
+    found = (peak.get("ceilings") or {}).get(mix)
+    if found and found.get("bytes_per_s"):
+        return float(found["bytes_per_s"])
+    return float(peak["copy_bytes_per_s"]) if peak.get("copy_bytes_per_s") else None
+
+
+def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: dict[str, Any] | None, mode: str,
+                working_set: int, l2_bytes: int | None, si: Any) -> list[str]:
+    """Why a result cannot be what it claims, one sentence each (empty: nothing found)."""
+    notes: list[str] = []
+    th = (peak or {}).get("theoretical") or {}
+    dram, fp32 = th.get("dram_bytes_per_s"), th.get("fp32_flops_per_s")
+    if bytes_per_s and dram and bytes_per_s > dram:
+        notes.append(f"not plausible: {si(bytes_per_s, 'B/s')} is above the theoretical DRAM bandwidth "
+                     f"{si(dram, 'B/s')}; the work formula counts bytes the kernel does not move from DRAM, or "
+                     "they came from L2")
+    if flops_per_s and fp32 and flops_per_s > fp32:
+        notes.append(f"not plausible: {si(flops_per_s, 'FLOP/s')} is above the theoretical FP32 rate "
+                     f"{si(fp32, 'FLOP/s')}; the work formula counts operations the kernel does not do in FP32")
+    if mode == "cold" and l2_bytes and 0 < working_set <= l2_bytes:
+        notes.append(f"not plausible as a DRAM rate: the working set ({working_set / 2**20:.1f} MiB) fits in the "
+                     f"{l2_bytes / 2**20:.0f} MiB L2, so data read more than once in a launch can come from L2 "
+                     "even in cold mode; use a larger size for a bandwidth figure")
+    return notes

@@ -1,0 +1,129 @@
+"""kprof.ceilings and kprof peak's bookkeeping, without a GPU."""
+
+import pytest
+
+from kprof import bench, ceilings, render
+from kprof.render import si
+
+# What an H200's driver reports (CU_DEVICE_ATTRIBUTE_*): the numbers are the kind the driver gives.
+H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "memory_clock_khz": 3_201_000,
+        "bus_width_bits": 6144, "clock_khz": 1_980_000, "l2_bytes": 50 * 2**20}
+
+
+def test_theoretical_peaks_come_from_the_attributes_and_say_which():
+    th = ceilings.theoretical(H200)
+    assert th["dram_bytes_per_s"] == pytest.approx(2 * 3.201e9 * 6144 / 8)  # 4.92 TB/s
+    assert th["fp32_flops_per_s"] == pytest.approx(2 * 132 * 128 * 1.98e9)  # 66.9 TFLOP/s
+    assert th["attributes"]["CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)"] == 6144 and not th["notes"]
+    retired = ceilings.theoretical(dict(H200, memory_clock_khz=0, arch="sm_75"))
+    assert retired["dram_bytes_per_s"] is None and retired["fp32_flops_per_s"] is None
+    assert any("memory clock" in n for n in retired["notes"]) and any("sm_75" in n for n in retired["notes"])
+
+
+@pytest.mark.parametrize("buffers, mix", [
+    ([("in", 100), ("out", 100)], "copy"),
+    ([("in", 100), ("in", 100), ("out", 100)], "copy"),
+    ([("in", 4 << 20), ("out", 4)], "read"),  # a reduction: its 4-byte result does not make it a copy
+    ([("out", 100), ("in", 0)], "write"),
+    ([("inout", 100)], "copy"),
+    ([("scratch", 100), ("in", 100)], "read"),
+])
+def test_a_kernels_mix_comes_from_its_buffers(buffers, mix):
+    assert ceilings.mix_of(buffers) == mix
+
+
+def test_the_ceiling_for_a_mix_falls_back_to_an_older_peak_files_copy():
+    peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "copy": {"bytes_per_s": 4.3e12}}, "copy_bytes_per_s": 4.3e12}
+    assert ceilings.ceiling(peak, "read") == 4.5e12 and ceilings.ceiling(peak, "write") == 4.3e12
+    assert ceilings.ceiling({"copy_bytes_per_s": 3.97e12}, "read") == 3.97e12 and ceilings.ceiling(None, "read") is None
+
+
+def test_implausible_rates_and_working_sets_are_named():
+    peak = {"theoretical": ceilings.theoretical(H200)}
+    ok = ceilings.implausible(bytes_per_s=4.3e12, flops_per_s=None, peak=peak, mode="cold", working_set=2 << 30,
+                              l2_bytes=H200["l2_bytes"], si=si)
+    assert ok == []
+    over = ceilings.implausible(bytes_per_s=5.2e12, flops_per_s=70e12, peak=peak, mode="cold", working_set=2 << 30,
+                                l2_bytes=H200["l2_bytes"], si=si)
+    assert len(over) == 2 and "above the theoretical DRAM bandwidth" in over[0] and "FP32" in over[1]
+    small = ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="cold", working_set=8 << 20,
+                                 l2_bytes=H200["l2_bytes"], si=si)
+    assert len(small) == 1 and "fits in the 50 MiB L2" in small[0]
+    assert ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="hot", working_set=8 << 20,
+                                l2_bytes=H200["l2_bytes"], si=si) == [], "hot mode means to measure from L2"
+
+
+def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monkeypatch):
+    """Fake timings: the copy kernels reach 4.0 TB/s at best, the memcpy 4.25: the copy ceiling is the memcpy's."""
+    rates = {("read", 16, 2048): 4.4e12, ("read", 4, 2048): 3.0e12, ("write", 16, 8192): 4.1e12,
+             ("copy", 16, 2048): 4.0e12, ("copy", 8, 2048): 3.9e12}
+    jobs = {}
+
+    class FakeJob:
+        def __init__(self, key):
+            self.key = key
+            self.target = type("T", (), {"name": str(key)})()
+
+    def fake_time(job, timeout):
+        seconds = jobs[job.key]
+        return {"status": "ok", "samples": [seconds] * 5, "stop": "noise", "timer": "cupti", "device": H200}
+
+    monkeypatch.setattr(bench, "time_job", fake_time)
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    streams = []
+    for (kind, width, blocks), rate in rates.items():
+        nbytes = (2 << 30) if kind == "copy" else (1 << 30)
+        jobs[(kind, width, blocks)] = nbytes / rate
+        streams.append(bench.StreamJob(kind, width, blocks, FakeJob((kind, width, blocks)), nbytes))
+    jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
+    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)))
+    c = data["ceilings"]
+    assert c["read"]["bytes_per_s"] == pytest.approx(4.4e12) and c["read"]["width"] == 16
+    assert c["write"]["bytes_per_s"] == pytest.approx(4.1e12)
+    assert c["copy"]["bytes_per_s"] == pytest.approx(4.25e12) and c["copy"]["by"].startswith("cuMemcpyDtoDAsync")
+    assert data["copy_bytes_per_s"] == pytest.approx(4.25e12) and data["fma_flops_per_s"] == pytest.approx(64.8e12)
+    assert data["theoretical"]["dram_bytes_per_s"] == pytest.approx(4.917e12, rel=1e-3)
+    text = render.peak_report(dict(data, cached=None))
+    assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
+    assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
+    assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(data)
+
+
+def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible():
+    from kprof import catalog
+
+    peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "write": {"bytes_per_s": 4.2e12},
+                         "copy": {"bytes_per_s": 4.25e12}}, "fma_flops_per_s": 64.8e12,
+            "theoretical": ceilings.theoretical(H200), "l2_bytes": H200["l2_bytes"]}
+
+    def point(name, sizes, bytes_per_s):
+        resolved = catalog.load(name).resolve(sizes)
+        p = bench.PointResult(name, resolved.sizes, {}, "cold", "ok", bytes_per_s=bytes_per_s)
+        bench._against_ceilings(p, peak, resolved, "cold", H200["l2_bytes"])
+        return p
+
+    add = point("vector_add", {"N": 1 << 28}, 4.0e12)
+    assert add.mix == "copy" and add.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
+    assert add.of_dram_peak == pytest.approx(4.0e12 / 4.917e12, rel=1e-3)
+    total = point("reduce_sum", {"N": 1 << 28}, 4.4e12)
+    assert total.mix == "read" and total.of_ceiling == pytest.approx(4.4 / 4.5)
+    small = point("vector_add", {"N": 1 << 20}, 3.0e12)
+    assert not small.plausible and "fits in the 50 MiB L2" in small.warnings[0]
+    fast = point("vector_add", {"N": 1 << 28}, 4.4e12)
+    assert fast.plausible and "104% of the measured copy ceiling" in fast.warnings[0]
+    assert not point("vector_add", {"N": 1 << 28}, 5.0e12).plausible
+
+
+def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir):
+    from kprof import ncu
+    from kprof import profiling as profile
+
+    row = ncu.parse_csv((data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text())[0]
+    p = profile.analyse(row, "tiled_matmul", {})
+    assert profile.against_ceilings(p, None) is p
+    peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "write": {"bytes_per_s": 4.2e12},
+                         "copy": {"bytes_per_s": 4.25e12}}}
+    q = profile.against_ceilings(p, peak)
+    assert q.mix in ceilings.MIXES and q.of_ceiling == pytest.approx(p.dram_bytes_per_s / q.ceiling_bytes_per_s)
+    text = render.profile_report([q])
+    assert f"of the measured {q.mix} ceiling" in text and "theoretical peak" in text
