@@ -87,7 +87,7 @@ def cmd_build(opts: Options) -> int:
 
 
 def cmd_run(opts: Options) -> int:
-    from kprof import catalog, launch, pipeline
+    from kprof import catalog, history, launch, pipeline
     from kprof.job import RunMode
 
     spec = catalog.load(opts.name)
@@ -98,6 +98,7 @@ def cmd_run(opts: Options) -> int:
         data = {k: v for k, v in asdict(result).items() if k != "raw"}
         data["usage"] = asdict(prepared.built.usage_of(spec.entry))
         data["flops"], data["bytes"] = prepared.resolved.flops, prepared.resolved.bytes
+        data["provenance"] = history.provenance()
         _emit_json(data)
     else:
         print(render.run_report(result, prepared.resolved, prepared.built))
@@ -290,7 +291,10 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> No
     profiles = [profile.against_ceilings(p, peak) for p in profiles]
 
     if as_json:
-        _emit_json({"version": profile.PROFILE_VERSION, "kernels": [p.to_dict() for p in profiles],
+        from kprof import history
+
+        _emit_json({"version": profile.PROFILE_VERSION, "provenance": history.provenance(),
+                    "kernels": [p.to_dict() for p in profiles],
                     "errors": [{"kernel": n, "error": str(e), "reason": e.reason} for n, e in errors]})
         return
     if profiles:
@@ -362,7 +366,8 @@ def cmd_bench(opts: Options) -> int:
         plot.bench(results, Path(opts.plot))
     if opts.json:
         _emit_json({"version": bench.BENCH_VERSION, "run": run_id, "mode": mode.mode, "rule": asdict(rule),
-                    "peak": peak, "machine": machine, "commit": commit, "points": [r.to_dict() for r in results]})
+                    "peak": peak, "machine": machine, "commit": commit,
+                    "provenance": history.provenance(), "points": [r.to_dict() for r in results]})
     else:
         print(render.bench_table(results, peak, run_id if conn is not None else None))
     if any(r.status == "error" for r in results):

@@ -83,20 +83,37 @@ def new_run() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
-def git_commit() -> str | None:
-    """The commit a result was measured at: ``KPROF_COMMIT`` when set (a source tree copied to a GPU
-    machine may carry a stale ``.git``, or none), else ``git rev-parse`` of this checkout."""
+def provenance(root: Path | None = None) -> dict[str, Any]:
+    """What a result was measured at: the commit from ``KPROF_COMMIT`` when set (a source tree copied
+    to a GPU machine may carry a stale ``.git``, or none; ``KPROF_DIRTY=1`` or ``0`` says whether it
+    had uncommitted changes), else ``git rev-parse`` and ``git status`` of the checkout."""
     if os.environ.get("KPROF_COMMIT"):
-        return os.environ["KPROF_COMMIT"]
-    root = Path(__file__).resolve().parent.parent
+        flag = os.environ.get("KPROF_DIRTY", "")
+        return {"commit": os.environ["KPROF_COMMIT"], "source": "KPROF_COMMIT",
+                "dirty": {"1": True, "0": False}.get(flag)}
+    root = root or Path(__file__).resolve().parent.parent
+    head = _git(root, "rev-parse", "--short", "HEAD")
+    if not head:
+        return {"commit": None, "source": None, "dirty": None}
+    status = _git(root, "status", "--porcelain", "--untracked-files=no")
+    return {"commit": head, "source": "git", "dirty": None if status is None else bool(status)}
+
+
+def _git(root: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=5)
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
-        pass
-    return None
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_commit() -> str | None:
+    """The commit as history stores and shows it: ``abc1234``, or ``abc1234-dirty`` when the tree
+    had uncommitted changes (git describe's convention)."""
+    p = provenance()
+    if p["commit"] is None:
+        return None
+    return f"{p['commit']}-dirty" if p["dirty"] else str(p["commit"])
 
 
 def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, Any],

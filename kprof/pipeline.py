@@ -166,5 +166,7 @@ def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
     memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY))
     fma_resolved = catalog.builtin("kprof_fma").resolve()
     fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch))
-    return bench.save_peak(path, bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)),
-                                                    (fma, int(fma_resolved.flops or 0))))
+    from kprof import history
+
+    data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)))
+    return bench.save_peak(path, dict(data, provenance=history.provenance()))

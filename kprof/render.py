@@ -166,16 +166,17 @@ def cases_list(rows: list[dict[str, Any]]) -> str:
 
 
 def cases_matrix(results: list[CaseResult]) -> str:
+    from kprof.cases import tally
+
     rows = []
     for r in results:
         e = r.case.expect
-        found = "yes" if r.caught else ("n/a" if not e.caught else f"NO ({r.bug.status})")
-        rows.append((r.case.name, e.tool, e.kind, e.line, found, "yes" if r.twin_clean else f"NO ({r.twin.status})",
-                     f"{r.bug.seconds + r.twin.seconds:.1f}"))
-    ok = sum(r.ok for r in results)
-    return table(["CASE", "TOOL", "EXPECTED KIND", "LINE", "FOUND", "TWIN CLEAN", "SECONDS"], rows, "llllllr") + (
-        f"\n{ok} of {len(results)} cases as expected"
-    )
+        found = "yes" if r.caught else ("known miss" if not e.caught else f"NO ({r.bug.status})")
+        twin = "yes" if r.twin_clean else "NO (" + ", ".join(r.twin_not_clean) + ")"
+        rows.append((r.case.name, e.tool, e.kind, e.line, found, twin,
+                     f"{r.bug.seconds + sum(t.seconds for t in r.twins):.1f}"))
+    return table(["CASE", "TOOL", "EXPECTED KIND", "LINE", "FOUND", "TWIN CLEAN (ALL TOOLS)", "SECONDS"], rows,
+                 "llllllr") + "\n" + tally(results)
 
 
 def _pct(x: float | None) -> str:

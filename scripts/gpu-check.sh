@@ -80,7 +80,7 @@ has() { [[ "+$WHAT+" == *"+$1+"* ]]; }
 {
     date -u +"%Y-%m-%dT%H:%M:%SZ"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-    echo "${KPROF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+    echo "${KPROF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}${KPROF_DIRTY:+ (uncommitted changes: $KPROF_DIRTY)}"
     python3 --version
 } >"$LOGS/env.txt" 2>&1
 

@@ -44,6 +44,33 @@ def test_matcher_is_strict():
     assert not cases.matches(case, finding(case, kernel="other"))
 
 
+def test_a_finding_without_a_line_matches_on_kind_tool_and_buffer_and_one_with_a_line_must_have_the_bugs():
+    case = next(c for c in CORPUS if c.name == "unwritten_output")  # values: no source line
+    assert cases.matches(case, finding(case, line=None))
+    assert not cases.matches(case, finding(case, line=case.expect.line + 3)), "a values finding with a line must match it"
+
+
+def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every_tool():
+    from kprof import render
+    from kprof.toolrun import ToolResult
+
+    def result(case, caught, twin_statuses):
+        bug = ToolResult(case.expect.tool, "findings" if caught else "clean", [finding(case)] if caught else [], 1.0)
+        twins = tuple(ToolResult(t, s, [], 0.5) for t, s in twin_statuses.items())
+        return cases.CaseResult(case, bug, twins)
+
+    clean = dict.fromkeys(("memcheck", "racecheck", "initcheck", "synccheck", "values"), "clean")
+    known = next(c for c in CORPUS if not c.expect.caught)
+    others = [c for c in CORPUS if c.expect.caught][:3]
+    results = [result(others[0], True, clean), result(others[1], True, clean), result(known, False, clean),
+               result(others[2], False, dict(clean, racecheck="findings"))]
+    assert cases.tally(results) == ("2 caught, 1 known miss, 3 of 4 twins clean under all 5 tools; "
+                                    f"MISSED: {others[2].name}")
+    text = render.cases_matrix(results)
+    assert "known miss" in text and "NO (racecheck: findings)" in text
+    assert results[2].ok and not results[3].ok and results[3].to_dict()["twin_status"]["racecheck"] == "findings"
+
+
 def test_race_matches_either_access_line():
     case = next(c for c in CORPUS if c.name == "missing_sync_war")
     other = Access(str(case.spec.source), case.expect.line, "write")
