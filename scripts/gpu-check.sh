@@ -17,6 +17,8 @@
 #            JSON file of an earlier measurement); TOLERANCES_APPLY=1 then writes the tolerances into
 #            the specs of this tree, so a later section (tests) checks them
 #   record   real compute-sanitizer and ncu output for the parser tests (scripts/record_tool_output.py)
+#   spread   pytest-xdist with --kprof-sanitize on every GPU of the host: each worker's GPU
+#            (examples/test_gpu_spread.py), and the example suite's wall time on one worker and on one per GPU
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
@@ -154,6 +156,15 @@ if has programs; then
     # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
     step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
     step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/test_gpu_programs.py
+fi
+if has spread; then
+    step install-spread python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
+    NGPU=$(nvidia-smi -L | wc -l)
+    export KPROF_SPREAD_LOG=$LOGS/spread.txt
+    step spread-workers python3 -m pytest examples/test_gpu_spread.py -q -p no:cacheprovider -n "$NGPU" --kprof-sanitize=memcheck
+    unset KPROF_SPREAD_LOG
+    step spread-suite-1 python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 1 --kprof-sanitize=memcheck
+    step spread-suite-n python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n "$NGPU" --kprof-sanitize=memcheck
 fi
 if has record; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"
