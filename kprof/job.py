@@ -75,6 +75,7 @@ class RunMode:
     time: bool = False
     repeat: int = 1
     poison: bool = True
+    frontier: bool = False  # each check also gives the smallest passing atol per rtol (scripts/tolerances.py)
 
 
 @dataclass(frozen=True)

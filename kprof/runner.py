@@ -100,7 +100,7 @@ def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
     result.phase("launched")
     checks: list[dict[str, Any]] = []
     if mode.verify:
-        checks = ws.verify(ws.download())
+        checks = ws.verify(ws.download(), frontier=mode.frontier)
         result.phase("verified", checks=checks)
     if mode.time:
         start, end = ws.dev.event(), ws.dev.event()

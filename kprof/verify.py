@@ -156,10 +156,13 @@ class Check:
 
 
 def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poison_value: Any = None,
-            atol: float | None = None, metric: str = "elementwise", dtype: str | None = None) -> Check:
+            atol: float | None = None, metric: str = "elementwise", dtype: str | None = None,
+            frontier: bool = False) -> Check:
     """Compare one output with its float64 reference. Integers must match exactly. Floats:
     elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose); or normwise,
-    ``max|out - ref| <= rtol * max|ref|``. A None tolerance takes ``dtype``'s default."""
+    ``max|out - ref| <= rtol * max|ref|``. A None tolerance takes ``dtype``'s default.
+    ``frontier`` adds the smallest passing atol at each of FRONTIER_RTOLS (a pass over the
+    output per rtol: for choosing a tolerance, not for every run)."""
     import numpy as np
 
     raw = np.asarray(got)
@@ -186,8 +189,10 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
                      message=f"{nonfinite:,} of {got64.size:,} elements are NaN or Inf (unwritten or produced), "
                              f"first at {name}{_index_text(idx)}")
     diff = np.abs(got64 - exp64)
+    del got64  # large outputs: keep at most three full-size float64 arrays alive
+    mag = np.abs(exp64)
     max_abs = float(diff.max()) if diff.size else 0.0
-    scale = float(np.abs(exp64).max()) if exp64.size else 0.0
+    scale = float(mag.max()) if exp64.size else 0.0
     rel = max_abs / scale if scale > 0 else max_abs
     if exact:
         ok, failing, excess, message, needed = _exact(name, diff, poisoned)
@@ -196,17 +201,18 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
         message = f"max relative error {rel:.2e} {'<=' if ok else '>'} {rtol_v:.1e} (normwise)"
         needed = (None, rel)
     else:
-        excess = diff - (atol_v + rtol_v * np.abs(exp64))
+        excess = diff - rtol_v * mag
+        excess -= atol_v
         failing = int((excess > 0).sum())
-        ok, message, needed = failing == 0, "", _needed(diff, exp64, rtol_v, atol_v)
-    worst = _worst(name, got64, exp64, excess)
+        ok, message, needed = failing == 0, "", _needed(diff, mag, excess, atol_v)
+    worst = _worst(name, raw, exp64, excess)
     if exact and failing and not poisoned:
         message += "; worst " + _shown(name, worst)
     if not message:
-        message = _elementwise_message(name, got64.size, failing, rtol_v, atol_v, max_abs, needed[0], worst)
+        message = _elementwise_message(name, diff.size, failing, rtol_v, atol_v, max_abs, needed[0], worst)
     note = ""
     if defaulted and not exact and metric == "elementwise" and exp64.size:
-        small = float((np.abs(exp64) < atol_v).mean())
+        small = float((mag < atol_v).mean())
         if small > SMALL_SHARE:
             note = (f"{small:.0%} of {name}'s reference values are below the default atol {atol_v:g}, so they "
                     f"are barely checked: give the spec a tolerance.atol (this run passes at {needed[0]:.1e})")
@@ -215,16 +221,14 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
                  first_bad=first, got=worst[0]["got"] if worst else None,
                  expected=worst[0]["expected"] if worst else None, failing=failing, worst=worst,
                  needed_atol=needed[0], needed_rtol=needed[1], note=note, message=message,
-                 frontier=[] if exact else _frontier(diff, exp64), name=name, rtol=rtol_v, atol=used_atol,
+                 frontier=_frontier(diff, mag) if frontier and not exact else [], name=name, rtol=rtol_v,
+                 atol=used_atol,
                  metric=used_metric)
 
 
-def _frontier(diff: Any, exp64: Any) -> list[list[float]]:
-    import numpy as np
-
+def _frontier(diff: Any, mag: Any) -> list[list[float]]:
     if not diff.size:
         return []
-    mag = np.abs(exp64)
     return [[r, max(0.0, float((diff - r * mag).max()))] for r in FRONTIER_RTOLS]
 
 
@@ -239,15 +243,13 @@ def _exact(name: str, diff: Any, poisoned: int) -> tuple[bool, int, Any, str, tu
     return wrong == 0, wrong, diff, message, (None, None)
 
 
-def _needed(diff: Any, exp64: Any, rtol: float, atol: float) -> tuple[float, float | None]:
-    """The smallest atol that passes at this rtol, and the smallest rtol at this atol (None: no rtol
-    does, an element with a zero reference is off by more than atol)."""
-    import numpy as np
-
+def _needed(diff: Any, mag: Any, excess: Any, atol: float) -> tuple[float, float | None]:
+    """The smallest atol that passes at this rtol (``excess`` is |out - ref| - atol - rtol |ref|), and
+    the smallest rtol at this atol (None: no rtol does, an element with a zero reference is off by
+    more than atol)."""
     if not diff.size:
         return 0.0, 0.0
-    mag = np.abs(exp64)
-    needed_atol = max(0.0, float((diff - rtol * mag).max()))
+    needed_atol = max(0.0, float(excess.max()) + atol)
     over = diff > atol
     if not over.any():
         return needed_atol, 0.0
@@ -256,7 +258,7 @@ def _needed(diff: Any, exp64: Any, rtol: float, atol: float) -> tuple[float, flo
     return needed_atol, float(((diff[over] - atol) / mag[over]).max())
 
 
-def _worst(name: str, got64: Any, exp64: Any, excess: Any) -> list[dict[str, Any]]:
+def _worst(name: str, got: Any, exp64: Any, excess: Any) -> list[dict[str, Any]]:
     """The elements furthest outside the tolerance (or, when all pass, closest to its edge)."""
     import numpy as np
 
@@ -268,8 +270,8 @@ def _worst(name: str, got64: Any, exp64: Any, excess: Any) -> list[dict[str, Any
     top = top[np.argsort(-flat[top], kind="stable")]
     out = []
     for w in top:
-        idx = [int(i) for i in np.unravel_index(int(w), got64.shape)]
-        out.append({"index": idx, "got": float(got64.flat[w]), "expected": float(exp64.flat[w])})
+        idx = [int(i) for i in np.unravel_index(int(w), excess.shape)]
+        out.append({"index": idx, "got": float(got.flat[w]), "expected": float(exp64.flat[w])})
     return out
 
 

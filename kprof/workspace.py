@@ -232,7 +232,7 @@ class Workspace:
                                       f"{', '.join(outputs)}; it returned {have}")
         return dict(got)
 
-    def verify(self, got: Arrays) -> list[dict[str, Any]]:
+    def verify(self, got: Arrays, frontier: bool = False) -> list[dict[str, Any]]:
         """One check per output against the reference (the verdict is :func:`kprof.verify.compare`)."""
         expected = self.expected()
         checks = []
@@ -241,7 +241,7 @@ class Workspace:
             t = self.target
             checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
                                          expected[buf.arg.name], t.rtol, sentinel, atol=t.atol, metric=t.metric,
-                                         dtype=buf.arg.dtype).to_dict())
+                                         dtype=buf.arg.dtype, frontier=frontier).to_dict())
         return checks
 
     # -- launches ----------------------------------------------------------------------------

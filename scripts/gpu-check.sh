@@ -109,17 +109,23 @@ if has recheck; then
     step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST -k "${RECHECK:?set RECHECK}" tests
 fi
 if has measure; then
+    # MEASURE_STEPS picks some of: peak run bench-ladder bench-fused sanitize cases profile (default all)
+    MS=" ${MEASURE_STEPS:-peak run bench-ladder bench-fused sanitize cases profile} "
+    on() { [[ "$MS" == *" $1 "* ]]; }
     MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul streamk_matmul"
-    json peak $KPROF peak --refresh
-    mkdir -p "$LOGS/run"
-    for k in $($KPROF list --json | python3 -c "import json,sys; print(' '.join(r['name'] for r in json.load(sys.stdin) if r['group'] == 'kernel'))"); do
-        json "run/$k" $KPROF run "$k"
-    done
-    json bench-matmul-ladder $KPROF bench $MATMULS --size M,N,K=4096
-    json bench-fused $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online linear_bias_relu
-    step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
-    step cases $KPROF cases
-    json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
+    on peak && json peak $KPROF peak --refresh
+    on peak && step peak-text $KPROF peak
+    if on run; then
+        mkdir -p "$LOGS/run"
+        for k in $($KPROF list --json | python3 -c "import json,sys; print(' '.join(r['name'] for r in json.load(sys.stdin) if r['group'] == 'kernel'))"); do
+            json "run/$k" $KPROF run "$k"
+        done
+    fi
+    on bench-ladder && json bench-matmul-ladder $KPROF bench $MATMULS --size M,N,K=4096
+    on bench-fused && json bench-fused $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online linear_bias_relu
+    on sanitize && step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
+    on cases && step cases $KPROF cases --jobs "${JOBS:-8}"
+    on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
 fi
 if has programs; then
     P=$LOGS/programs
@@ -163,8 +169,8 @@ if has spread; then
     export KPROF_SPREAD_LOG=$LOGS/spread.txt
     step spread-workers python3 -m pytest examples/test_gpu_spread.py -q -p no:cacheprovider -n "$NGPU" --kprof-sanitize=memcheck
     unset KPROF_SPREAD_LOG
-    step spread-suite-1 python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 1 --kprof-sanitize=memcheck
     step spread-suite-n python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n "$NGPU" --kprof-sanitize=memcheck
+    step spread-suite-1 python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 1 --kprof-sanitize=memcheck
 fi
 if has record; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"

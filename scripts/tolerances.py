@@ -59,7 +59,7 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
                                "dtypes": {b.name: b.dtype for b in spec.buffers}}
         try:
             prepared = pipeline.prepare(spec, sizes, preset="sanitize" if preset == "sanitize" else "default")
-            result = launch.run_kernel(prepared.job(RunMode(time=False)), timeout=600)
+            result = launch.run_kernel(prepared.job(RunMode(time=False, frontier=True)), timeout=600)
             row.update(sizes=prepared.resolved.sizes, ok=result.ok, checks=result.checks)
         except KprofError as exc:
             row.update(ok=False, error=str(exc))

@@ -194,3 +194,13 @@ def test_an_elementwise_tolerance_in_a_spec(tmp_path):
     assert load("{metric: normwise, rtol: 1e-5}")[1] == (1e-5, None, "normwise")
     rtol, atol, _ = load('{rtol: 2e-6, atol: "1e-7 * sqrt(K)"}')[1]
     assert rtol == 2e-6 and atol == pytest.approx(2e-6), "grows with the reduction: 1e-7 * sqrt(400)"
+
+
+def test_the_frontier_is_computed_only_when_asked_and_agrees_with_the_needed_atol():
+    ref = np.random.default_rng(3).normal(0, 1, 1000)
+    got = (ref * (1 + 1e-6)).astype(np.float32)
+    plain = verify.compare("y", got, ref, 1e-6, atol=0.0)
+    assert plain.frontier == []
+    full = verify.compare("y", got, ref, 1e-6, atol=0.0, frontier=True)
+    at = dict((r, a) for r, a in full.frontier)
+    assert at[1e-6] == pytest.approx(full.needed_atol, abs=1e-15) and at[0.0] >= at[1e-5] == 0.0
