@@ -91,9 +91,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
     if isinstance(target, (str, Path)):
         return _sanitize_spec(str(target), _tools(tools, False), sizes, arch, timeout, padding, progress)
-    cmd = [str(a) for a in target]
-    if not cmd:
-        raise UsageError("name the program to sanitize after --, e.g. kprof sanitize -- python train.py")
+    cmd = _program([str(a) for a in target], "sanitize", cwd)
     from kprof import allocators
     from kprof import compute_sanitizer as san
 
@@ -105,6 +103,29 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
             progress(tool)
         results.append(san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd))
     return SanitizeReport(" ".join(cmd), results, notes)
+
+
+def _program(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]:
+    """The command to run, checked before any tool starts: it names a program that exists."""
+    import shutil
+
+    example = f"kprof {verb} -- python train.py"
+    if not cmd:
+        raise UsageError(f"name the program to {verb} after --, e.g. {example}")
+    first = cmd[0]
+    if first.startswith("-"):
+        raise UsageError(f"kprof {verb} -- {first}: that is an option, not a program; put kprof's options before "
+                         f"-- and the command after it, e.g. {example}")
+    if os.sep in first:
+        path = Path(cwd or ".") / first
+        if not path.is_file():
+            raise UsageError(f"kprof {verb} -- {first}: no such file")
+        if not os.access(path, os.X_OK):
+            raise UsageError(f"kprof {verb} -- {first}: not executable; run it with its interpreter, e.g. "
+                             f"kprof {verb} -- python {first}")
+    elif shutil.which(first) is None:
+        raise UsageError(f"kprof {verb} -- {first}: no such program on PATH (e.g. {example})")
+    return cmd
 
 
 def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,
@@ -163,9 +184,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
 
         prepared = pipeline.prepare(catalog.load(str(target)), sizes, arch=arch)
         return profile_prepared(prepared, params={}, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
-    cmd = [str(a) for a in target]
-    if not cmd:
-        raise UsageError("name the program to profile after --, e.g. kprof profile --kernel NAME -- python train.py")
+    cmd = _program([str(a) for a in target], "profile", None)
     if launch_count < 1 or launch_skip < 0:
         raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
     require_gpu("ncu")

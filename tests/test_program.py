@@ -420,3 +420,24 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     assert text.count("consequence (values)") == 3
     headlines = [ln for ln in text.splitlines() if ln.startswith("- ")]
     assert len(headlines) == 2 and headlines[1].endswith(": D"), "the cause, and the wrong result on D it does not explain"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--size", "M=1"], "kprof sanitize -- --size: that is an option, not a program"),
+    (["no-such-program-kprof"], "no such program on PATH"),
+    (["./no/such/file.py"], "no/such/file.py: no such file"),
+])
+def test_a_program_that_cannot_run_is_one_line_before_any_tool(argv, message, capsys):
+    """Found on the GPU by the fuzz test: `kprof sanitize -- --size M=1` ran four tools on '--size'."""
+    assert cli.main(["sanitize", "--", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.count("\n") == 0, err
+    assert cli.main(["profile", "--", *argv]) == 2
+    assert "kprof profile -- " in capsys.readouterr().err
+
+
+def test_a_script_that_is_not_executable_is_told_to_use_its_interpreter(tmp_path, capsys):
+    script = tmp_path / "prog.py"
+    script.write_text("print(1)\n")
+    assert cli.main(["sanitize", "--", str(script)]) == 2
+    assert f"kprof sanitize -- python {script}" in capsys.readouterr().err
