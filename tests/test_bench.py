@@ -245,7 +245,7 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     from kprof import ncu, plot
     from kprof import profiling as profile
 
-    results = Path(__file__).parent.parent / "docs" / "results" / "2026-11-29-h200-bench-vector_add-block.json"
+    results = Path(__file__).parent.parent / "tests" / "data" / "bench-vector_add-block.json"
     pts = [bench.PointResult.from_dict(p) for p in json.loads(results.read_text())["points"]]
     out = plot.bench(pts, tmp_path / "sweep.png")
     assert out.stat().st_size > 5000
