@@ -200,3 +200,17 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
         out += prof.reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={},
                             extra_metrics=tuple(metrics))
     return out
+
+
+def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Any:
+    """A spec's kernels as one operation on GPU arrays (:class:`kprof.op.Op`): ``kprof.load("rmsnorm_onepass")``
+    then ``y = op(x, w)`` on PyTorch tensors or CuPy arrays, on their current stream, no copy, no
+    synchronisation. ``defines`` replace the spec's defines (``BLOCK=128``); ``sizes`` fixes sizes the
+    arrays' shapes do not give. The cubin comes from kprof's build cache, built for the GPU present
+    (or ``arch``) on first use."""
+    from kprof import build, catalog
+    from kprof.op import Op
+
+    spec = catalog.load(str(name)).with_defines({k: str(v) for k, v in defines.items()})
+    built = build.build(spec, arch)
+    return Op(spec, built.cubin, sizes=sizes)

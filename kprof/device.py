@@ -105,6 +105,37 @@ class DeviceInfo:
     clock_khz: int = 0  # CU_DEVICE_ATTRIBUTE_CLOCK_RATE (peak SM clock)
 
 
+# -- launching in someone else's context (kprof.op: a kernel called on a framework's arrays) ---------
+def foreign_function(image: bytes, entry: str, ordinal: int) -> Any:
+    """``entry`` of a cubin, loaded into the context current on this thread (the framework's); GPU
+    ``ordinal``'s primary context is made current first if none is (as PyTorch and CuPy use it)."""
+    init()
+    drv = _driver()
+    ctx = check("cuCtxGetCurrent", drv.cuCtxGetCurrent())
+    if ctx is None or int(ctx) == 0:
+        dev = check("cuDeviceGet", drv.cuDeviceGet(ordinal))
+        check("cuCtxSetCurrent", drv.cuCtxSetCurrent(check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(dev))))
+    module = check("cuModuleLoadData", drv.cuModuleLoadData(image))
+    return check("cuModuleGetFunction", drv.cuModuleGetFunction(module, entry.encode()))
+
+
+def allow_dynamic_shared(func: Any, nbytes: int) -> None:
+    drv = _driver()
+    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check("cuFuncSetAttribute", drv.cuFuncSetAttribute(func, attr, nbytes))
+
+
+def launch(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int, args: Sequence[tuple[str, Any]],
+           stream: Any = 0) -> None:
+    """cuLaunchKernel with ``args`` as ``(dtype, value)`` pairs ("ptr" for device pointers), packed
+    into a ``void*[]`` kept alive for the call; the driver copies the values at launch."""
+    storage: list[Any] = [ctypes.c_uint64(value) if dtype == "ptr" else _SCALAR_CTYPES[dtype](value)
+                          for dtype, value in args]
+    pointers = (ctypes.c_void_p * max(len(storage), 1))(*[ctypes.addressof(s) for s in storage])
+    check("cuLaunchKernel", _driver().cuLaunchKernel(func, *grid, *block, shared_mem, stream,
+                                                     ctypes.addressof(pointers), 0))
+
+
 class Device:
     """A primary context on one GPU, with every allocation it made recorded."""
 
@@ -218,24 +249,8 @@ class Device:
         args: Sequence[tuple[str, Any]],
         stream: Any = 0,
     ) -> None:
-        """Launch with ``args`` as ``(dtype, value)`` pairs; ``dtype`` "ptr" for device pointers.
-
-        Arguments are packed by hand into a ``void*[]`` (ctypes storage kept alive for the
-        call), which is what ``cuLaunchKernel`` reads; the driver copies them at launch.
-        """
-        storage: list[Any] = [
-            ctypes.c_uint64(value) if dtype == "ptr" else _SCALAR_CTYPES[dtype](value)
-            for dtype, value in args
-        ]
-        pointers = (ctypes.c_void_p * max(len(storage), 1))(
-            *[ctypes.addressof(s) for s in storage]
-        )
-        check(
-            "cuLaunchKernel",
-            self._drv.cuLaunchKernel(
-                func, *grid, *block, shared_mem, stream, ctypes.addressof(pointers), 0
-            ),
-        )
+        """Launch with ``args`` as ``(dtype, value)`` pairs; ``dtype`` "ptr" for device pointers."""
+        launch(func, grid, block, shared_mem, args, stream)
 
     def synchronize(self) -> None:
         check("cuCtxSynchronize", self._drv.cuCtxSynchronize())

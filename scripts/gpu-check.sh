@@ -16,6 +16,8 @@
 #            TOLERANCES_ONLY="SPEC ..." measures only those, keeping the rest from TOLERANCES_MERGE (a
 #            JSON file of an earlier measurement); TOLERANCES_APPLY=1 then writes the tolerances into
 #            the specs of this tree, so a later section (tests) checks them
+#   op       kprof.load: every kernel from PyTorch and CuPy (tests/test_gpu_op.py), and the host time a
+#            call adds over a bare cuLaunchKernel (scripts/op_overhead.py)
 #   record   real compute-sanitizer and ncu output for the parser tests (scripts/record_tool_output.py)
 #   spread   pytest-xdist with --kprof-sanitize on every GPU of the host: each worker's GPU
 #            (examples/test_gpu_spread.py), and the example suite's wall time on one worker and on one per GPU
@@ -171,6 +173,10 @@ if has spread; then
     unset KPROF_SPREAD_LOG
     step spread-suite-n python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n "$NGPU" --kprof-sanitize=memcheck
     step spread-suite-1 python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 1 --kprof-sanitize=memcheck
+fi
+if has op; then
+    step op-tests python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST tests/test_gpu_op.py
+    step op-overhead python3 scripts/op_overhead.py "$LOGS/op-overhead.json"
 fi
 if has record; then
     step record python3 scripts/record_tool_output.py "$LOGS/record"

@@ -1,0 +1,365 @@
+"""A verified kprof kernel called on a framework's arrays: ``kprof.load("rmsnorm_onepass")(x, w)``.
+
+:func:`kprof.load` (in :mod:`kprof.api`) builds the spec's cubin for the GPU present, from kprof's
+build cache, and returns an :class:`Op`. Calling it:
+
+1. takes the spec's inputs (``in`` and ``inout`` buffers, in the spec's order, or by name) as GPU
+   arrays: PyTorch tensors, CuPy arrays, or anything with ``__cuda_array_interface__`` (or only
+   DLPack, through PyTorch or CuPy without a copy);
+2. works the sizes out from their shapes (a dimension written as a bare size name binds it),
+   then checks every array's dtype, shape, contiguity and device against the spec: a mismatch is
+   one :class:`~kprof.errors.UsageError` naming the argument;
+3. allocates the outputs and scratch buffers with the inputs' framework (or writes into ``out=``);
+4. launches every step of the spec, with its grid, block, dynamic shared memory and scalars worked
+   out at those sizes, on the framework's current stream (or ``stream=``): no copy, no
+   synchronisation. The launch plan is cached per input shape, so a repeated call only reads the
+   pointers and launches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kprof.errors import UsageError
+from kprof.spec import CUBLAS_SGEMM, DTYPES, KernelSpec, Resolved
+
+Launch = Callable[[Any, Sequence[int], Sequence[int], int, Sequence[tuple[str, Any]], Any], None]
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What kprof needs of one GPU array."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: str | None  # a kprof dtype name (float32, bfloat16, ...), None when it has none
+    contiguous: bool
+    device: int | None  # the GPU ordinal; None when the array does not say (a bare interface)
+    framework: str
+
+
+class Adapter:
+    """One framework: how to read an array, allocate one like it and find its current stream."""
+
+    name = "?"
+
+    def matches(self, obj: Any) -> bool:
+        raise NotImplementedError
+
+    def info(self, obj: Any) -> ArrayInfo:
+        raise NotImplementedError
+
+    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        raise UsageError(f"kprof.load allocates outputs and scratch buffers with PyTorch or CuPy, not like a "
+                         f"{type(like).__name__}: pass out= (and use PyTorch or CuPy for a spec with scratch)")
+
+    def stream(self, like: Any) -> int:
+        return 0
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+
+    def matches(self, obj: Any) -> bool:
+        return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
+
+    def info(self, obj: Any) -> ArrayInfo:
+        dtype = str(obj.dtype).removeprefix("torch.")
+        device = int(obj.device.index or 0) if obj.device.type == "cuda" else -1  # -1: not on a GPU
+        return ArrayInfo(int(obj.data_ptr()), tuple(int(d) for d in obj.shape), dtype if dtype in DTYPES else None,
+                         bool(obj.is_contiguous()), device, "torch")
+
+    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+
+    def stream(self, like: Any) -> int:
+        import torch
+
+        return int(torch.cuda.current_stream(like.device).cuda_stream)
+
+
+class CupyAdapter(Adapter):
+    name = "cupy"
+
+    def matches(self, obj: Any) -> bool:
+        return type(obj).__module__.startswith("cupy") and hasattr(obj, "data") and hasattr(obj, "device")
+
+    def info(self, obj: Any) -> ArrayInfo:
+        name = str(obj.dtype)
+        return ArrayInfo(int(obj.data.ptr), tuple(int(d) for d in obj.shape), name if name in DTYPES else None,
+                         bool(obj.flags.c_contiguous), int(obj.device.id), "cupy")
+
+    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        import cupy
+
+        with like.device:
+            return cupy.empty(shape, dtype=dtype)
+
+    def stream(self, like: Any) -> int:
+        import cupy
+
+        return int(cupy.cuda.get_current_stream().ptr)
+
+
+class InterfaceAdapter(Adapter):
+    """Anything with ``__cuda_array_interface__`` (Numba, JAX's exports, ...): read only; pass ``out=``."""
+
+    name = "__cuda_array_interface__"
+
+    def matches(self, obj: Any) -> bool:
+        return hasattr(obj, "__cuda_array_interface__")
+
+    def info(self, obj: Any) -> ArrayInfo:
+        import numpy as np
+
+        cai = obj.__cuda_array_interface__
+        shape = tuple(int(d) for d in cai["shape"])
+        dt = np.dtype(cai["typestr"])
+        strides = cai.get("strides")
+        contiguous = strides is None or tuple(strides) == _c_strides(shape, dt.itemsize)
+        return ArrayInfo(int(cai["data"][0]), shape, dt.name if dt.name in DTYPES else None, contiguous, None,
+                         self.name)
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    out, step = [], itemsize
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
+ADAPTERS: list[Adapter] = [TorchAdapter(), CupyAdapter(), InterfaceAdapter()]
+
+
+def adapter_for(obj: Any, what: str) -> Adapter:
+    for a in ADAPTERS:
+        if a.matches(obj):
+            return a
+    raise UsageError(f"{what}: a {type(obj).__name__} is not a GPU array kprof can read (PyTorch tensor, CuPy "
+                     "array, or anything with __cuda_array_interface__)")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A spec at one set of sizes: what to allocate and how to launch each step."""
+
+    resolved: Resolved
+    steps: tuple[tuple[Any, tuple[int, int, int], tuple[int, int, int], int, tuple[tuple[str, Any], ...]], ...]
+
+
+class Op:
+    """A spec's kernels as one callable operation on GPU arrays (see the module's docstring)."""
+
+    def __init__(self, spec: KernelSpec, cubin: Path, *, sizes: dict[str, int] | None = None,
+                 functions: Callable[[bytes, str, int], Any] | None = None, launch: Launch | None = None) -> None:
+        if any(st.entry == CUBLAS_SGEMM for st in spec.steps):
+            raise UsageError(f"{spec.name}: a cuBLAS step (cublas_sgemm) cannot run through kprof.load; "
+                             "call the framework's matmul for that part")
+        self.spec = spec
+        self.cubin = Path(cubin)
+        self.fixed_sizes = dict(sizes or {})
+        self.inputs = [b for b in spec.buffers if b.role in ("in", "inout")]
+        self.outputs = [b for b in spec.buffers if b.role == "out"] or [b for b in spec.buffers if b.role == "inout"]
+        self._image: bytes | None = None
+        self._functions: dict[tuple[str, int], Any] = {}
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        if functions is None or launch is None:
+            from kprof import device
+
+            functions, launch = functions or device.foreign_function, launch or device.launch
+        self._load, self._launch = functions, launch
+
+    def __repr__(self) -> str:
+        names = ", ".join(b.name for b in self.inputs)
+        return f"<kprof op {self.spec.name}({names}) -> {', '.join(b.name for b in self.outputs)}>"
+
+    # -- the call ------------------------------------------------------------------------------
+    def __call__(self, *args: Any, out: Any = None, stream: Any = None, sizes: dict[str, int] | None = None,
+                 **named: Any) -> Any:
+        given = self._bind(args, named)
+        infos = {name: adapter_for(obj, f"{self.spec.name}: argument {name}").info(obj) for name, obj in given.items()}
+        first_name = self.inputs[0].name if self.inputs else next(iter(given))
+        like, frame = given[first_name], adapter_for(given[first_name], first_name)
+        plan = self._plan(infos, {**self.fixed_sizes, **(sizes or {})})
+        device = next((i.device for i in infos.values() if i.device is not None and i.device >= 0), 0)
+        arrays = dict(given)
+        arrays.update(self._outputs(plan, out, frame, like, infos))
+        for buf in plan.resolved.buffers:
+            if buf.arg.role == "scratch":
+                arrays[buf.arg.name] = frame.empty(buf.shape, buf.arg.dtype, like)
+        pointers = {name: (infos[name].ptr if name in infos else frame.info(arrays[name]).ptr) for name in arrays}
+        handle = _stream_handle(stream) if stream is not None else frame.stream(like)
+        for entry, grid, block, smem, template in plan.steps:
+            func = self._function(entry, device, smem)
+            self._launch(func, grid, block, smem, [("ptr", pointers[v]) if k == "buf" else (k, v) for k, v in template],
+                         handle)
+        result = tuple(arrays[b.name] for b in self.outputs)
+        return result[0] if len(result) == 1 else result
+
+    def _bind(self, args: tuple[Any, ...], named: dict[str, Any]) -> dict[str, Any]:
+        names = [b.name for b in self.inputs]
+        if len(args) > len(names):
+            raise UsageError(f"{self.spec.name} takes {len(names)} input(s) ({', '.join(names)}), got {len(args)}")
+        given = dict(zip(names, args))
+        for key, value in named.items():
+            if key not in {b.name for b in self.spec.buffers}:
+                raise UsageError(f"{self.spec.name}: no argument named {key!r} (inputs: {', '.join(names)})")
+            if key in given:
+                raise UsageError(f"{self.spec.name}: {key} given twice")
+            given[key] = value
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: {', '.join(names)})")
+        return given
+
+    def _outputs(self, plan: _Plan, out: Any, frame: Adapter, like: Any, infos: dict[str, ArrayInfo]) -> dict[str, Any]:
+        """The output arrays: from ``out=`` (one array, a sequence, or a dict by name), else allocated."""
+        wanted = [b for b in plan.resolved.buffers if b.arg.role == "out"]
+        if out is None:
+            return {b.arg.name: frame.empty(b.shape, b.arg.dtype, like) for b in wanted}
+        if isinstance(out, dict):
+            chosen = dict(out)
+        elif isinstance(out, (list, tuple)):
+            chosen = dict(zip([b.arg.name for b in wanted], out))
+        else:
+            chosen = {wanted[0].arg.name: out} if len(wanted) == 1 else {}
+        if set(chosen) != {b.arg.name for b in wanted}:
+            raise UsageError(f"{self.spec.name}: out= must give every output ({', '.join(b.arg.name for b in wanted)})")
+        for b in wanted:
+            info = adapter_for(chosen[b.arg.name], f"{self.spec.name}: out {b.arg.name}").info(chosen[b.arg.name])
+            _check_array(self.spec.name, f"out {b.arg.name}", info, b.arg.dtype, b.shape)
+            infos[b.arg.name] = info
+        return chosen
+
+    # -- PyTorch ---------------------------------------------------------------------------------
+    def torch_op(self, name: str | None = None) -> Any:
+        """This op registered with ``torch.library`` as ``kprof::NAME`` (or ``name``): usable inside
+        ``torch.compile`` graphs (its fake implementation gives the outputs' shapes from the spec) and
+        named in the torch profiler. Inputs are tensors in the spec's order; outputs are new tensors."""
+        import inspect
+
+        import torch
+
+        outs = [b for b in self.spec.buffers if b.role == "out"]
+        if not outs:
+            raise UsageError(f"{self.spec.name}: only a spec with out buffers can be a torch op (this one writes in place)")
+        tensor = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params = [inspect.Parameter(b.name, tensor, annotation=torch.Tensor) for b in self.inputs]
+        returns: Any = torch.Tensor if len(outs) == 1 else tuple.__class_getitem__((torch.Tensor,) * len(outs))
+
+        def impl(*args: Any) -> Any:
+            return self(*args)
+
+        def fake(*args: Any) -> Any:
+            infos = {b.name: ArrayInfo(0, tuple(int(d) for d in a.shape), str(a.dtype).removeprefix("torch."), True, 0,
+                                       "torch") for b, a in zip(self.inputs, args)}
+            plan = self._make_plan(infos, self.fixed_sizes)
+            made = tuple(torch.empty(b.shape, dtype=getattr(torch, b.arg.dtype), device=args[0].device)
+                         for b in plan.resolved.buffers if b.arg.role == "out")
+            return made[0] if len(made) == 1 else made
+
+        for fn in (impl, fake):
+            fn.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+        custom = torch.library.custom_op(name or f"kprof::{self.spec.name}", mutates_args=(), device_types="cuda")(impl)
+        custom.register_fake(fake)
+        return custom
+
+    # -- planning ------------------------------------------------------------------------------
+    def _plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> _Plan:
+        key = (tuple((n, i.shape, i.dtype, i.contiguous) for n, i in sorted(infos.items())), tuple(sorted(fixed.items())))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._make_plan(infos, fixed)
+        devices = {i.device for i in infos.values() if i.device is not None}
+        if -1 in devices:
+            name = next(n for n, i in infos.items() if i.device == -1)
+            raise UsageError(f"{self.spec.name}: argument {name} is not on a GPU; move it there first (.cuda())")
+        if len(devices) > 1:
+            raise UsageError(f"{self.spec.name}: the arguments are on different GPUs ({sorted(devices)})")
+        return plan
+
+    def _make_plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> _Plan:
+        sizes = infer_sizes(self.spec, {n: i.shape for n, i in infos.items()})
+        sizes.update(fixed)
+        resolved = self.spec.resolve(sizes)
+        for buf in resolved.buffers:
+            if buf.arg.name in infos:
+                _check_array(self.spec.name, buf.arg.name, infos[buf.arg.name], buf.arg.dtype, buf.shape)
+        scalars = {a.name: (a.dtype, _packed(a.dtype, v)) for a, v in resolved.scalars}
+        buffers = {b.arg.name for b in resolved.buffers}
+        steps = tuple((st.entry, st.grid, st.block, st.shared_mem,
+                       tuple(("buf", name) if name in buffers else scalars[name] for name in st.args))
+                      for st in resolved.steps)
+        return _Plan(resolved, steps)
+
+    def _function(self, entry: str, device: int, smem: int) -> Any:
+        func = self._functions.get((entry, device))
+        if func is None:
+            if self._image is None:
+                self._image = self.cubin.read_bytes()
+            func = self._functions[(entry, device)] = self._load(self._image, entry, device)
+            if smem > 48 * 1024:
+                from kprof import device as dev
+
+                dev.allow_dynamic_shared(func, smem)
+        return func
+
+
+def infer_sizes(spec: KernelSpec, shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
+    """Sizes bound by the arrays' shapes: a dimension written as a bare size name (``[R, C]``) binds
+    it; two arrays that disagree on one size are an error naming both. Pure."""
+    names = set(spec.size_names)
+    sizes: dict[str, int] = {}
+    source: dict[str, str] = {}
+    for buf in spec.buffers:
+        if buf.name not in shapes:
+            continue
+        shape = shapes[buf.name]
+        if len(shape) != len(buf.shape):
+            raise UsageError(f"{spec.name}: {buf.name} has {len(shape)} dimension(s) {list(shape)}; the spec gives "
+                             f"{len(buf.shape)}: [{', '.join(buf.shape)}]")
+        for axis, (expr, dim) in enumerate(zip(buf.shape, shape)):
+            e = str(expr).strip()
+            if e not in names:
+                continue
+            where = f"{buf.name}.shape[{axis}]"
+            if e in sizes and sizes[e] != dim:
+                raise UsageError(f"{spec.name}: {where} = {dim} but {source[e]} = {sizes[e]}, and both are {e}")
+            sizes[e], source[e] = int(dim), where
+    return sizes
+
+
+def _check_array(op: str, name: str, info: ArrayInfo, dtype: str, shape: tuple[int, ...]) -> None:
+    if info.dtype != dtype:
+        raise UsageError(f"{op}: {name} is {info.dtype or 'of a type kprof has no name for'}; the spec wants {dtype}")
+    if info.shape != tuple(shape):
+        raise UsageError(f"{op}: {name} has shape {list(info.shape)}; at these sizes the spec wants {list(shape)}")
+    if not info.contiguous:
+        raise UsageError(f"{op}: {name} is not contiguous (row-major); pass .contiguous() or a copy")
+
+
+def _packed(dtype: str, value: int | float) -> int | float:
+    """A scalar as the launch packs it: half-precision types as their raw 16 bits."""
+    if dtype == "float16":
+        import numpy as np
+
+        return int(np.float16(value).view(np.uint16))
+    if dtype == "bfloat16":
+        from kprof import verify
+
+        return int(verify.to_bf16(value))
+    return value
+
+
+def _stream_handle(stream: Any) -> int:
+    """``stream=``: a raw handle, or a framework's stream object (PyTorch's ``cuda_stream``, CuPy's ``ptr``)."""
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    return int(stream)

@@ -1,0 +1,108 @@
+"""kprof.load on a real GPU: every kernel called from PyTorch and from CuPy on the spec's own random
+inputs, compared with the spec's reference by the spec's verdict; streams, refusals, torch.compile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kprof
+from kprof import catalog, pyref, reference, verify
+from kprof.errors import UsageError
+from kprof.spec import CUBLAS_SGEMM
+
+pytestmark = [pytest.mark.gpu]
+
+KERNELS = [e.name for e in catalog.entries() if e.group == "kernel"
+           and not any(st.entry == CUBLAS_SGEMM for st in catalog.load(e.name).steps)]
+
+
+def _inputs_and_expected(name):
+    """The spec's inputs at its sanitize sizes (its fills, seed 0) and the float64 reference."""
+    spec = catalog.load(name)
+    resolved = spec.resolve(spec.preset("sanitize"))
+    rng = np.random.default_rng(0)
+    inputs = {b.arg.name: verify.make_input(b, rng) for b in resolved.buffers if b.arg.role in ("in", "inout")}
+    env = {**spec.numeric_defines(), **resolved.sizes, **{a.name: v for a, v in resolved.scalars}}
+    for b in resolved.buffers:
+        if b.arg.name in inputs:
+            values = verify.decode(b.arg.dtype, inputs[b.arg.name])
+            env[b.arg.name] = values.astype(np.int64 if values.dtype.kind in "iu" else np.float64)
+    expected = {k: reference.evaluate(e, env) for k, e in spec.reference if not pyref.is_stored(e)}
+    return spec, resolved, inputs, expected
+
+
+def _check(spec, resolved, outputs, expected):
+    for b in resolved.buffers:
+        if b.arg.name in expected:
+            got = verify.decode(b.arg.dtype, outputs[b.arg.name])
+            check = verify.compare(b.arg.name, got, expected[b.arg.name], resolved.rtol, atol=resolved.atol,
+                                   metric=resolved.metric, dtype=b.arg.dtype)
+            assert check.ok, (spec.name, check.message)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_kernel_from_pytorch_matches_its_reference(name):
+    torch = pytest.importorskip("torch")
+    spec, resolved, inputs, expected = _inputs_and_expected(name)
+    if not expected:
+        pytest.skip(f"{name}: a Python reference")
+    op = kprof.load(name)
+    tensors = [torch.from_numpy(inputs[b.name]).cuda() for b in op.inputs]
+    result = op(*tensors)
+    torch.cuda.synchronize()
+    results = result if isinstance(result, tuple) else (result,)
+    outputs = {b.name: r.cpu().numpy() for b, r in zip(op.outputs, results)}
+    _check(spec, resolved, outputs, expected)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_kernel_from_cupy_matches_its_reference(name):
+    cupy = pytest.importorskip("cupy")
+    spec, resolved, inputs, expected = _inputs_and_expected(name)
+    if not expected:
+        pytest.skip(f"{name}: a Python reference")
+    op = kprof.load(name)
+    result = op(*[cupy.asarray(inputs[b.name]) for b in op.inputs])
+    cupy.cuda.get_current_stream().synchronize()
+    results = result if isinstance(result, tuple) else (result,)
+    _check(spec, resolved, {b.name: cupy.asnumpy(r) for b, r in zip(op.outputs, results)}, expected)
+
+
+def test_a_call_on_a_side_stream_is_ordered_with_the_work_around_it():
+    torch = pytest.importorskip("torch")
+    rms = kprof.load("rmsnorm_onepass")
+    side = torch.cuda.Stream()
+    x = torch.randn(4096, 8192, device="cuda")
+    w = torch.rand(8192, device="cuda") + 0.5
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        x.mul_(3.0)  # queued on the side stream before the op: the op must see it
+        y = rms(x, w)
+    torch.cuda.current_stream().wait_stream(side)
+    ref = torch.nn.functional.rms_norm(x, (8192,), w, eps=1e-6)
+    torch.testing.assert_close(y, ref, rtol=5e-6, atol=1e-6)
+
+
+def test_a_wrong_dtype_or_shape_is_refused_in_one_line():
+    torch = pytest.importorskip("torch")
+    rms = kprof.load("rmsnorm_onepass")
+    with pytest.raises(UsageError, match="x is float16; the spec wants float32"):
+        rms(torch.zeros(4, 64, device="cuda", dtype=torch.float16), torch.zeros(64, device="cuda"))
+    with pytest.raises(UsageError, match="both are C"):
+        rms(torch.zeros(4, 64, device="cuda"), torch.zeros(65, device="cuda"))
+    with pytest.raises(UsageError, match="not on a GPU"):
+        rms(torch.zeros(4, 64), torch.zeros(64))
+
+
+def test_the_torch_custom_op_runs_under_torch_compile():
+    torch = pytest.importorskip("torch")
+    rms = kprof.load("rmsnorm_onepass").torch_op("kprof_test::rmsnorm_onepass")
+
+    def block(x, w):
+        return rms(x * 2.0, w) + 1.0
+
+    compiled = torch.compile(block, fullgraph=True)
+    x, w = torch.randn(64, 1024, device="cuda"), torch.rand(1024, device="cuda") + 0.5
+    expected = torch.nn.functional.rms_norm(x * 2.0, (1024,), w, eps=1e-6) + 1.0
+    torch.testing.assert_close(compiled(x, w), expected, rtol=5e-6, atol=1e-6)

@@ -1,0 +1,182 @@
+"""kprof.load without a GPU: argument binding, size inference, checks, output allocation and the
+launches an Op makes, with a fake framework and arrays that expose __cuda_array_interface__."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from kprof import api, catalog, op
+from kprof.errors import UsageError
+
+DATA = Path(__file__).parent / "data" / "kernels"
+_ptrs = itertools.count(0x7F0000000000, 0x100000)
+
+
+class FakeTensor:
+    """A framework tensor: shape, dtype name, a device pointer, a device, contiguity."""
+
+    def __init__(self, shape, dtype="float32", device=0, contiguous=True):
+        self.shape, self.dtype, self.device, self.contiguous = tuple(shape), dtype, device, contiguous
+        self.ptr = next(_ptrs)
+
+
+class FakeFramework(op.Adapter):
+    name = "fake"
+
+    def __init__(self):
+        self.allocated = []
+
+    def matches(self, obj):
+        return isinstance(obj, FakeTensor)
+
+    def info(self, obj):
+        return op.ArrayInfo(obj.ptr, obj.shape, obj.dtype, obj.contiguous, obj.device, self.name)
+
+    def empty(self, shape, dtype, like):
+        t = FakeTensor(shape, dtype, like.device)
+        self.allocated.append(t)
+        return t
+
+    def stream(self, like):
+        return 7
+
+
+class Interface:
+    """Only __cuda_array_interface__, as Numba's device arrays have it."""
+
+    def __init__(self, shape, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (next(_ptrs), False),
+                                         "strides": strides, "version": 3}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    framework = FakeFramework()
+    monkeypatch.setattr(op, "ADAPTERS", [framework, *op.ADAPTERS])
+    return framework
+
+
+def make(name, **kw):
+    launches, loaded = [], []
+
+    def functions(image, entry, device):
+        loaded.append((entry, device))
+        return f"func:{entry}"
+
+    def launch(func, grid, block, smem, args, stream):
+        launches.append((func, tuple(grid), tuple(block), smem, list(args), stream))
+
+    spec = catalog.load(name)
+    cubin = Path(__file__)  # any readable file: the fake loader never parses it
+    return op.Op(spec, cubin, functions=functions, launch=launch, **kw), launches, loaded
+
+
+def test_sizes_come_from_shapes_outputs_are_allocated_and_the_launch_is_the_specs(fake):
+    rms, launches, loaded = make("rmsnorm_onepass")
+    x, w = FakeTensor((6, 300)), FakeTensor((300,))
+    y = rms(x, w)
+    assert isinstance(y, FakeTensor) and y.shape == (6, 300) and y.dtype == "float32" and fake.allocated == [y]
+    ((func, grid, block, smem, args, stream),) = launches
+    assert (func, grid, block, smem, stream) == ("func:rmsnorm_onepass", (6, 1, 1), (1024, 1, 1), 0, 7)
+    assert args[:3] == [("ptr", x.ptr), ("ptr", w.ptr), ("ptr", y.ptr)]
+    assert args[3:5] == [("int32", 6), ("int32", 300)] and args[5][0] == "float32"
+    rms(FakeTensor((6, 300)), FakeTensor((300,)))
+    assert len(rms._plans) == 1 and loaded == [("rmsnorm_onepass", 0)], "plan and function cached per shape"
+    rms(w=FakeTensor((9,)), x=FakeTensor((2, 9)))
+    assert len(rms._plans) == 2 and launches[-1][1] == (2, 1, 1)
+
+
+@pytest.mark.parametrize("x, w, message", [
+    (FakeTensor((6, 300), "float16"), FakeTensor((300,)), "rmsnorm_onepass: x is float16; the spec wants float32"),
+    (FakeTensor((6, 300)), FakeTensor((128,)), "w.shape[0] = 128 but x.shape[1] = 300, and both are C"),
+    (FakeTensor((6, 300, 1)), FakeTensor((300,)), "x has 3 dimension(s) [6, 300, 1]; the spec gives 2: [R, C]"),
+    (FakeTensor((6, 300), contiguous=False), FakeTensor((300,)), "x is not contiguous"),
+    (FakeTensor((6, 300), device=-1), FakeTensor((300,), device=-1), "argument x is not on a GPU"),
+    (FakeTensor((6, 300), device=0), FakeTensor((300,), device=1), "on different GPUs ([0, 1])"),
+    ([1.0, 2.0], FakeTensor((300,)), "argument x: a list is not a GPU array"),
+])
+def test_a_wrong_argument_is_one_line_naming_it(fake, x, w, message):
+    rms, launches, _ = make("rmsnorm_onepass")
+    with pytest.raises(UsageError) as info:
+        rms(x, w)
+    assert message in str(info.value) and "\n" not in str(info.value) and not launches
+
+
+def test_binding_errors(fake):
+    rms, _, _ = make("rmsnorm_onepass")
+    with pytest.raises(UsageError, match="missing input w"):
+        rms(FakeTensor((6, 300)))
+    with pytest.raises(UsageError, match="takes 2 input"):
+        rms(FakeTensor((6, 300)), FakeTensor((300,)), FakeTensor((1,)))
+    with pytest.raises(UsageError, match="no argument named 'z'"):
+        rms(FakeTensor((6, 300)), FakeTensor((300,)), z=1)
+    with pytest.raises(UsageError, match="x given twice"):
+        rms(FakeTensor((6, 300)), FakeTensor((300,)), x=FakeTensor((6, 300)))
+
+
+def test_out_is_written_into_and_checked(fake):
+    rms, launches, _ = make("rmsnorm_onepass")
+    x, w, y = FakeTensor((4, 64)), FakeTensor((64,)), FakeTensor((4, 64))
+    assert rms(x, w, out=y) is y and launches[0][4][2] == ("ptr", y.ptr) and not fake.allocated
+    with pytest.raises(UsageError, match="out y has shape \\[4, 65\\]; at these sizes the spec wants \\[4, 64\\]"):
+        rms(x, w, out=FakeTensor((4, 65)))
+
+
+def test_bare_interface_arrays_need_out_and_are_read_from_the_interface():
+    rms, launches, _ = make("rmsnorm_onepass")
+    x, w, y = Interface((3, 32)), Interface((32,)), Interface((3, 32))
+    assert rms(x, w, out=y, stream=5) is y
+    assert launches[0][5] == 5 and launches[0][4][0] == ("ptr", x.__cuda_array_interface__["data"][0])
+    with pytest.raises(UsageError, match="pass out="):
+        rms(x, w)
+    with pytest.raises(UsageError, match="x is not contiguous"):
+        rms(Interface((3, 32), strides=(4, 12)), w, out=y)
+    with pytest.raises(UsageError, match="x is float64"):
+        rms(Interface((3, 32), "<f8"), w, out=y)
+
+
+def test_a_multi_kernel_spec_launches_every_step_with_framework_scratch(fake, monkeypatch):
+    monkeypatch.setenv("KPROF_PATH", str(DATA))
+    two, launches, _ = make("two_steps")
+    y = two(FakeTensor((1000,)))
+    t = next(a for a in fake.allocated if a is not y)
+    assert [(f, g) for f, g, *_ in launches] == [("func:twice", (8, 1, 1)), ("func:plus_one", (4, 1, 1))]
+    assert launches[0][4][1] == ("ptr", t.ptr) and launches[1][4][0] == ("ptr", t.ptr), "the scratch joins the steps"
+
+
+def test_a_framework_stream_object_and_fixed_sizes(fake):
+    class Stream:
+        cuda_stream = 0xABC
+
+    rms, launches, _ = make("rmsnorm_onepass")
+    rms(FakeTensor((2, 8)), FakeTensor((8,)), stream=Stream())
+    assert launches[0][5] == 0xABC
+
+
+def test_a_cublas_step_is_refused_at_load(fake):
+    spec = catalog.load("linear_bias_relu_unfused")
+    with pytest.raises(UsageError, match="cuBLAS step"):
+        op.Op(spec, Path(__file__), functions=lambda *a: None, launch=lambda *a: None)
+
+
+def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
+    from kprof import build
+
+    seen = {}
+
+    class Built:
+        cubin = Path(__file__)
+
+    def fake_build(spec, arch=None, **kw):
+        seen["defines"], seen["arch"] = dict(spec.defines), arch
+        return Built()
+
+    monkeypatch.setattr(build, "build", fake_build)
+    rms = api.load("rmsnorm_onepass", arch="sm_90", BLOCK=256)
+    assert seen == {"defines": {"BLOCK": "256", "PER": "8"}, "arch": "sm_90"}
+    assert repr(rms) == "<kprof op rmsnorm_onepass(x, w) -> y>"
+    with pytest.raises(UsageError, match="unknown parameter 'TILE'"):
+        api.load("rmsnorm_onepass", TILE=4)
