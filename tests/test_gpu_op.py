@@ -41,32 +41,27 @@ def _check(spec, resolved, outputs, expected):
             assert check.ok, (spec.name, check.message)
 
 
-@pytest.mark.parametrize("name", KERNELS)
-def test_every_kernel_from_pytorch_matches_its_reference(name):
-    torch = pytest.importorskip("torch")
-    spec, resolved, inputs, expected = _inputs_and_expected(name)
-    if not expected:
-        pytest.skip(f"{name}: a Python reference")
-    op = kprof.load(name)
-    tensors = [torch.from_numpy(inputs[b.name]).cuda() for b in op.inputs]
-    result = op(*tensors)
-    torch.cuda.synchronize()
-    results = result if isinstance(result, tuple) else (result,)
-    outputs = {b.name: r.cpu().numpy() for b, r in zip(op.outputs, results)}
-    _check(spec, resolved, outputs, expected)
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_every_kernel_from_cupy_matches_its_reference(name):
+def _framework(name):
+    """(to_gpu, to_host, synchronize) for one framework, or a skip when it is not installed."""
+    if name == "torch":
+        torch = pytest.importorskip("torch")
+        return (lambda a: torch.from_numpy(a).cuda()), (lambda t: t.cpu().numpy()), torch.cuda.synchronize
     cupy = pytest.importorskip("cupy")
+    return cupy.asarray, cupy.asnumpy, (lambda: cupy.cuda.get_current_stream().synchronize())
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_kernel_from_a_framework_matches_its_reference(name, framework):
+    to_gpu, to_host, synchronize = _framework(framework)
     spec, resolved, inputs, expected = _inputs_and_expected(name)
     if not expected:
         pytest.skip(f"{name}: a Python reference")
     op = kprof.load(name)
-    result = op(*[cupy.asarray(inputs[b.name]) for b in op.inputs])
-    cupy.cuda.get_current_stream().synchronize()
+    result = op(*[to_gpu(inputs[b.name]) for b in op.inputs])
+    synchronize()
     results = result if isinstance(result, tuple) else (result,)
-    _check(spec, resolved, {b.name: cupy.asnumpy(r) for b, r in zip(op.outputs, results)}, expected)
+    _check(spec, resolved, {b.name: to_host(r) for b, r in zip(op.outputs, results)}, expected)
 
 
 def test_a_call_on_a_side_stream_is_ordered_with_the_work_around_it():
