@@ -158,7 +158,27 @@ def _plus_one(dev, args):
     dev.view(y, np.float32)[:n] = dev.view(t, np.float32)[:n] + 1
 
 
-FakeDevice.emulations = {"vector_add": _vector_add, "reduce_sum": _reduce_sum, "vector_add_vec4": _vector_add,
+def _stream(kind):
+    """kprof peak's stream kernels: args (in, out, n words) / (in, flag, n) / (out, n); WIDTH from the word count."""
+    def emulate(dev, args):
+        if kind == "copy":
+            src, dst, n = args
+            nbytes = len(dev.memory[src])
+            dev.memory[dst][:nbytes] = dev.memory[src][:nbytes]
+        elif kind == "write":
+            dst, n = args
+            dev.view(dst, np.float32)[:] = 1.0
+        # read: every value is 1, so the flag is never written
+    return emulate
+
+
+def _copy_async(self, dst, src, nbytes, stream=0):
+    self.memory[dst][:nbytes] = self.memory[src][:nbytes]
+
+
+FakeDevice.copy_async = _copy_async
+FakeDevice.emulations = {"kprof_copy": _stream("copy"), "kprof_read": _stream("read"), "kprof_write": _stream("write"),
+                         "vector_add": _vector_add, "reduce_sum": _reduce_sum, "vector_add_vec4": _vector_add,
                          "scale_bf16": _scale_bf16, "twice": _twice, "plus_one": _plus_one}
 
 
@@ -470,3 +490,23 @@ def test_vocabulary_and_python_reference_kernels_verify(fake, monkeypatch, name,
 
     monkeypatch.setitem(FakeDevice.emulations, name, off_by_one)
     assert run_job(fake, job_for(name, spec.preset("sanitize")))["status"] == "failed"
+
+
+@pytest.mark.parametrize("kind", ["read", "write", "copy"])
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_peak_stream_kernels_verify_and_time_at_every_width(fake, kind, width):
+    """What kprof peak hands the child for each ceiling: the builtin specs load, resolve (n = BYTES / WIDTH),
+    verify (the read kernel's flag stays 0, the write kernel's output is all ones) and time."""
+    job = job_for(catalog.builtin(f"kprof_{kind}"), {"BYTES": 8192, "BLOCKS": 2}, timing("cold"),
+                  params={"WIDTH": str(width)})
+    assert job.target.scalars[0][0].name == "n" and job.target.scalars[0][1] == 8192 // width
+    data = run_job(fake, job)
+    assert data["status"] == "ok", data.get("error") or data.get("checks")
+    assert data["samples"] and all(c["ok"] for c in data["checks"])
+
+
+def test_peak_memcpy_ceiling_times_the_driver_copy(fake):
+    job = job_for(catalog.builtin("kprof_copy"), {"BYTES": 8192},
+                  timing("cold", library="memcpy_dtod", timer="events"))
+    data = run_job(fake, job)
+    assert data["status"] == "ok" and data["timer"] == "events", data.get("error")
