@@ -127,3 +127,30 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
     assert q.mix in ceilings.MIXES and q.of_ceiling == pytest.approx(p.dram_bytes_per_s / q.ceiling_bytes_per_s)
     text = render.profile_report([q])
     assert f"of the measured {q.mix} ceiling" in text and "theoretical peak" in text
+
+
+@pytest.mark.nvcc
+def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_path):
+    """pipeline.peak builds the stream kernels at each width and hands measure_peak 27 jobs (3 mixes x
+    3 widths x 3 grids, the last one access per thread), the memcpy job and the FMA job."""
+    from kprof import pipeline
+
+    seen = {}
+
+    def fake_measure(streams, memcpy, fma):
+        seen.update(streams=streams, memcpy=memcpy, fma=fma)
+        return {"copy_bytes_per_s": 1.0, "fma_flops_per_s": 1.0}
+
+    monkeypatch.setattr(bench, "measure_peak", fake_measure)
+    monkeypatch.setattr(bench, "peak_cache_path", lambda snap, folder: tmp_path / "peak.json")
+    data = pipeline.peak(refresh=True, arch="sm_90")
+    assert data["provenance"]["source"] in ("git", "KPROF_COMMIT", None)
+    streams = seen["streams"]
+    assert len(streams) == 27 and {s.kind for s in streams} == set(ceilings.MIXES)
+    full = [s for s in streams if s.blocks not in bench.PEAK_GRIDS]
+    assert sorted((s.kind, s.width, s.blocks) for s in full if s.kind == "copy") == [
+        ("copy", 4, (1 << 30) // 4 // 256), ("copy", 8, (1 << 30) // 8 // 256), ("copy", 16, (1 << 30) // 16 // 256)]
+    copy16 = next(s for s in streams if (s.kind, s.width, s.blocks) == ("copy", 16, 2048))
+    assert copy16.bytes == 2 << 30 and copy16.job.target.scalars[0][1] == (1 << 30) // 16
+    job, amount = seen["memcpy"]
+    assert job.mode.library == "memcpy_dtod" and job.mode.timer == "events" and amount == 2 << 30
