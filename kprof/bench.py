@@ -83,6 +83,9 @@ class PointResult:
     baseline_flops_per_s: float | None = None
     baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
     of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
+    baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
+    baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
+    baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
     math_mode: str | None = None
     timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
     timer_note: str | None = None  # why CUPTI was not used, when it was asked for by auto
@@ -207,6 +210,9 @@ def _baseline(point: PointResult, plan: PointPlan, summary: stats.Summary, timeo
         point.warnings.append(f"baseline {plan.baseline} was timed by {base.get('timer')}, the kernel by {point.timer}")
     bsum = stats.summarize(base["samples"])
     point.baseline_summary = bsum.to_dict()
+    point.baseline_kernels = base.get("kernels_per_call")
+    point.baseline_prepare_s = base.get("baseline_prepare_s")
+    point.baseline_framework = base.get("baseline_framework")
     point.math_mode = base.get("math_mode")
     point.baseline_flops_per_s = stats.throughput(plan.resolved.flops, bsum.median)
     point.baseline_bytes_per_s = stats.throughput(plan.resolved.bytes, bsum.median)

@@ -76,7 +76,9 @@ def timing_mode(mode: str, rule: StopRule, timer: str, arch: str | None, *,
 
 def baseline_spec(spec: KernelSpec, baseline: str | None, option: str) -> KernelSpec | None:
     """The spec a baseline names (None for a library routine or no baseline), checked against ``spec``."""
-    if not baseline or baseline in BASELINES:
+    from kprof import pyref
+
+    if not baseline or baseline in BASELINES or pyref.is_stored(baseline):
         return None
     where = f"--baseline {baseline!r}" if baseline == option else f"{spec.name}: baseline {baseline!r}"
     try:
@@ -108,7 +110,7 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
     for spec in specs:
         own_sizes = sizes if len(specs) == 1 else sizes.only(spec.size_names)
         own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
-        baseline = bench.baseline_for(spec, option)
+        baseline = _python_baseline(spec, bench.baseline_for(spec, option))
         other = baseline_spec(spec, baseline, option)
         for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
             resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
@@ -116,11 +118,41 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
     return out
 
 
+def _python_baseline(spec: KernelSpec, baseline: str | None) -> str | None:
+    """``--baseline FILE.py:FUNCTION`` (relative to here) or ``package.module:FUNCTION``, read without
+    running it, as the spec's own ``baseline:`` is at load; anything else unchanged."""
+    from kprof import pyref
+
+    if not baseline or pyref.is_stored(baseline) or not pyref.looks_like(baseline):
+        return baseline
+    from pathlib import Path
+
+    from kprof.spec import ScalarArg
+
+    known = {a.name for a in spec.args if isinstance(a, ScalarArg) or a.role in ("in", "inout")} | set(spec.size_names)
+    try:
+        stored = pyref.check(baseline, Path.cwd(), known).stored()
+    except ValueError as exc:
+        raise UsageError(f"--baseline {baseline}: {exc}") from None
+    import importlib.util
+
+    if baseline.startswith("kprof.baselines.torch_ops:") and importlib.util.find_spec("torch") is None:
+        raise UsageError(f"--baseline {baseline}: PyTorch is not installed here (pip install 'kprof[torch]')")
+    return stored
+
+
 def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
     """Build the point's kernel (and baseline spec) and make their timing jobs."""
     kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)
     baseline_job = None
+    from kprof import pyref
+
     if point.baseline in BASELINES:  # a library routine on the kernel's own buffers
+        baseline_job = kernel.job(replace(mode, library=point.baseline))
+    elif point.baseline and pyref.is_stored(point.baseline):  # a Python callable on the kernel's own buffers
+        if mode.mode == "hot":
+            raise UsageError(f"{point.spec.name}: a Python baseline is timed in cold or warm mode, not hot (a CUDA "
+                             "graph cannot capture what a framework does on the host between kernels)")
         baseline_job = kernel.job(replace(mode, library=point.baseline))
     elif point.baseline_spec is not None:  # another spec (an unfused version, say) at the same sizes
         own = {k: v for k, v in kernel.resolved.sizes.items() if k in point.baseline_spec.size_names}

@@ -114,27 +114,39 @@ def _check_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, path: Path, 
 
 def call(ref: Ref, env: dict[str, Any]) -> Any:
     """Import the user's file and call the function with the names it takes (in the runner child)."""
-    import inspect
-
+    fn = load(ref)
     try:
-        spec = importlib.util.spec_from_file_location(f"kprof_reference_{abs(hash(str(ref.path)))}", ref.path)
+        return fn(**select(fn, env))
+    except Exception as exc:  # noqa: BLE001 - the user's code: any exception is theirs, reported as such
+        raise UserCodeError(f"your reference {ref.label()} raised {type(exc).__name__}: {exc}",
+                            user_traceback(exc, ref.path)) from None
+
+
+def load(ref: Ref, what: str = "reference") -> Any:
+    """The user's function, its file imported (an import error is the user's, with their traceback)."""
+    try:
+        spec = importlib.util.spec_from_file_location(f"kprof_user_{abs(hash(str(ref.path)))}", ref.path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot import {ref.path}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        fn = getattr(module, ref.func)
-        params = inspect.signature(fn).parameters
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            kwargs = dict(env)
-        else:
-            kwargs = {k: v for k, v in env.items() if k in params}
-        return fn(**kwargs)
+        return getattr(module, ref.func)
     except Exception as exc:  # noqa: BLE001 - the user's code: any exception is theirs, reported as such
-        raise UserCodeError(f"your reference {ref.label()} raised {type(exc).__name__}: {exc}",
-                            _user_traceback(exc, ref.path)) from None
+        raise UserCodeError(f"your {what} {ref.label()} raised {type(exc).__name__}: {exc}",
+                            user_traceback(exc, ref.path)) from None
 
 
-def _user_traceback(exc: BaseException, path: Path) -> str:
+def select(fn: Any, env: dict[str, Any]) -> dict[str, Any]:
+    """The names of ``env`` that ``fn`` takes (all of them with ``**kwargs``)."""
+    import inspect
+
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(env)
+    return {k: v for k, v in env.items() if k in params}
+
+
+def user_traceback(exc: BaseException, path: Path) -> str:
     """The traceback from the user's file down, without kprof's frames above it."""
     frames = traceback.extract_tb(exc.__traceback__)
     start = next((i for i, f in enumerate(frames) if Path(f.filename).resolve() == path), 0)

@@ -268,6 +268,15 @@ def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, c
     return "\n".join(out)
 
 
+def baseline_label(baseline: str | None) -> str:
+    """How a report names a baseline: cublas_sgemm, a spec's name, or a Python callable's FILE.py:FUNCTION."""
+    from kprof import pyref
+
+    if baseline and pyref.is_stored(baseline):
+        return pyref.Ref.from_stored(baseline).label()
+    return baseline or "-"
+
+
 def _us(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f}"
 
@@ -284,9 +293,10 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         if r.of_baseline is not None:
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
             # replaces ("3.41x faster than rmsnorm_unfused").
-            base = (f"{r.of_baseline:.0%} of {r.baseline}" if r.baseline in BASELINES
-                    else f"{r.of_baseline:.2f}x faster than {r.baseline}" if r.of_baseline >= 1
-                    else f"{1 / r.of_baseline:.2f}x slower than {r.baseline}")
+            label = baseline_label(r.baseline)
+            base = (f"{r.of_baseline:.0%} of {label}" if r.baseline in BASELINES
+                    else f"{r.of_baseline:.2f}x faster than {label}" if r.of_baseline >= 1
+                    else f"{1 / r.of_baseline:.2f}x slower than {label}")
         rows.append((
             r.kernel, point, _us(s["median"]), f"{_us(s['q1'])}-{_us(s['q3'])}", f"{s['rel_stdev']:.1%}", r.stop or "",
             si(r.flops_per_s, "FLOP/s") if r.flops_per_s else "-", si(r.bytes_per_s, "B/s") if r.bytes_per_s else "-",
@@ -300,8 +310,13 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         if r.of_baseline is not None and r.baseline_summary:
             rate = (si(r.baseline_flops_per_s, "FLOP/s") if r.baseline_flops_per_s and r.flops_per_s and r.bytes_per_s
                     and r.flops and r.bytes and r.flops >= r.bytes else si(r.baseline_bytes_per_s or 0, "B/s"))
-            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {r.baseline} median "
-                       f"{_us(r.baseline_summary['median'])} us ({rate})" + (f", {r.math_mode}" if r.math_mode else ""))
+            extra = [r.math_mode or "",
+                     f"{r.baseline_kernels} kernel(s) per call" if r.baseline_kernels is not None else "",
+                     f"{r.baseline_framework} inputs" if r.baseline_framework else "",
+                     f"prepared (compiled) in {r.baseline_prepare_s:.1f} s" if r.baseline_prepare_s is not None else ""]
+            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {baseline_label(r.baseline)} "
+                       f"median {_us(r.baseline_summary['median'])} us ({rate})"
+                       + "".join(f", {e}" for e in extra if e))
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")
         if r.message:

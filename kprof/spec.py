@@ -478,7 +478,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         defines=defines, nvcc_flags=tuple(flags),
         checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
-        baseline=_load_baseline(data.get("baseline"), {a.name for a in args}, {s.name for s in sizes}, fail),
+        baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, path.parent, fail),
         steps=steps,
     )  # fmt: skip
 
@@ -627,14 +627,27 @@ def _within(prefix: str, fail: Fail) -> Fail:
     return inner
 
 
-def _load_baseline(raw: Any, args: set[str], sizes: set[str], fail: Fail) -> str | None:
+def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], folder: Path,
+                   fail: Fail) -> str | None:
+    """cublas_sgemm, another spec's name, or a Python callable (FILE.py:FUNCTION or
+    package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors."""
     if raw is None:
         return None
+    from kprof import pyref
+
+    if isinstance(raw, str) and pyref.looks_like(raw):
+        known = {a.name for a in args if isinstance(a, ScalarArg) or a.role in ("in", "inout")} | sizes
+        try:
+            return pyref.check(raw, folder, known).stored()
+        except ValueError as exc:
+            raise fail("baseline", _cut(str(exc), 300)) from None
     if not isinstance(raw, str) or not _IDENT.match(raw):
-        raise fail("baseline", f"{_show(raw)} must be cublas_sgemm or the name of another kernel spec")
+        raise fail("baseline", f"{_show(raw)} must be cublas_sgemm, the name of another kernel spec, or a Python "
+                               "callable (baselines.py:torch_add, or package.module:function)")
     if raw != CUBLAS_SGEMM:
         return raw  # another spec, found through the catalog when bench runs
-    if not {"A", "B", "C"} <= args or not {"M", "N", "K"} <= sizes:
+    names = {a.name for a in args}
+    if not {"A", "B", "C"} <= names or not {"M", "N", "K"} <= sizes:
         raise fail("baseline", "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
     return raw
 

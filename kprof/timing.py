@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 
 def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     stream = ws.dev.stream()
-    run_once = _routine(ws, mode, stream)
-    # A wrong kernel is never timed.
     ws.upload()
-    run_once()
+    run_once, first = _routine(ws, mode, stream, result.data)
+    # A wrong kernel is never timed.
+    first()
     ws.dev.stream_synchronize(stream)
     checks = ws.verify(ws.download())
     result.phase("verified", checks=checks)
@@ -42,8 +42,10 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     samples, stop, host_seconds = _loop(sampler, mode, ws.target.name)
     if clock is not None:
         clock.close()
+    counts = sorted(getattr(sampler, "kernels", []))
     result.phase("timed", samples=samples, event_samples=events.samples, timer="cupti" if clock else "events",
-                 stop=stop, batch=sampler.batch, host_seconds=host_seconds)
+                 stop=stop, batch=sampler.batch, host_seconds=host_seconds,
+                 kernels_per_call=counts[len(counts) // 2] if counts else None)
     sampler.close()  # before its kernel's module is unloaded
     result.finish("ok")
     return 0
@@ -52,8 +54,21 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
 MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, timed by events (no kernel record)
 
 
-def _routine(ws: Workspace, mode: TimingMode, stream: Any) -> Callable[[], None]:
-    """What one launch is: the target's steps, or the library routine on the target's buffers."""
+def _routine(ws: Workspace, mode: TimingMode, stream: Any,
+             data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(one launch, the first launch): the target's steps, a library routine on the target's
+    buffers, or a Python baseline (whose first call also copies its result into the output buffers)."""
+    from kprof import pyref
+
+    if mode.library is not None and pyref.is_stored(mode.library):
+        from kprof import framework
+
+        return framework.routine(ws, mode.library, stream, data)
+    once = _library(ws, mode, stream)
+    return once, once
+
+
+def _library(ws: Workspace, mode: TimingMode, stream: Any) -> Callable[[], None]:
     if mode.library is None:
         return lambda: ws.launch(stream)
     if mode.library == MEMCPY:  # the first input copied onto the first output, by the driver
@@ -176,6 +191,7 @@ class _SingleSampler:
         self.flag, self.flag_dev = dev.host_flag()
         self.spin = dev.function(dev.load_module(Path(mode.spin_cubin).read_bytes()), "kprof_spin")
         self.flush: tuple[Any, tuple[int, int, int], list[tuple[str, int]]] | None = None
+        self.kernels: list[int] = []  # kernels each timed call launched (CUPTI)
         if mode.mode == "cold":
             flush_fn = dev.function(dev.load_module(Path(mode.flush_cubin).read_bytes()), "kprof_flush")
             words4 = 2 * info.l2_bytes // 16
@@ -200,7 +216,9 @@ class _SingleSampler:
         self.events.samples.append(seconds)
         if self.clock is None:
             return seconds
-        span = cupti_timer.span_seconds(self.clock.take())
+        records = self.clock.take()
+        self.kernels.append(len(cupti_timer.timed_records(records)))
+        span = cupti_timer.span_seconds(records)
         if span is None:
             raise RuntimeError("CUPTI delivered no kernel record for a timed launch")
         return span

@@ -510,3 +510,83 @@ def test_peak_memcpy_ceiling_times_the_driver_copy(fake):
                   timing("cold", library="memcpy_dtod", timer="events"))
     data = run_job(fake, job)
     assert data["status"] == "ok" and data["timer"] == "events", data.get("error")
+
+
+# ------------------------------------------------------------------------------ Python baselines
+
+
+class _NumpyFramework:
+    """A framework over the fake device's memory: kprof's buffers as NumPy views, as PyTorch wraps them."""
+
+    name = "fake"
+    device = None
+    streams: list = []
+
+    def wrap(self, view):
+        cai = view.__cuda_array_interface__
+        base = self.device.memory[cai["data"][0]]
+        return np.frombuffer(base, dtype=np.dtype(cai["typestr"]), count=int(np.prod(cai["shape"]))).reshape(cai["shape"])
+
+    from contextlib import contextmanager
+
+    @contextmanager
+    def on_stream(self, handle):
+        self.streams.append(handle)
+        yield
+
+    def copy_into(self, dst, src):
+        dst[...] = np.asarray(src).reshape(dst.shape)
+
+
+@pytest.fixture
+def numpy_framework(fake, monkeypatch):
+    import kprof.device
+    from kprof import framework
+
+    class Recording(FakeDevice):
+        def __init__(self, ordinal=0):
+            super().__init__(ordinal)
+            _NumpyFramework.device = self
+
+        def stream(self):
+            return 42
+
+    monkeypatch.setattr(kprof.device, "Device", Recording)
+    monkeypatch.setattr(framework, "choose", _NumpyFramework)
+    _NumpyFramework.streams = []
+    return fake
+
+
+def _baseline_job(tmp_path, body, name="vector_add", sizes=None):
+    from kprof import pyref
+
+    (tmp_path / "base.py").write_text(body)
+    stored = pyref.Ref(tmp_path / "base.py", "op").stored()
+    return job_for(name, sizes or {"N": 1000}, timing("cold", library=stored))
+
+
+def test_a_python_baseline_is_verified_then_timed_on_kprofs_stream(numpy_framework):
+    body = "calls = []\ndef op(a, b, N):\n    calls.append(N)\n    return a + b\n" \
+           "def _prep(a, b, N):\n    calls.append('prepared')\nop.prepare = _prep\n"
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, body))
+    assert data["status"] == "ok", data.get("error")
+    assert data["checks"][0]["ok"] and data["samples"] and data["baseline_framework"] == "fake"
+    assert data["baseline_callable"] == "base.py:op" and data["baseline_prepare_s"] >= 0
+    assert set(_NumpyFramework.streams) == {42}, "every call ran on kprof's timing stream"
+
+
+def test_a_wrong_python_baseline_fails_verification_and_is_not_timed(numpy_framework):
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return a - b\n"))
+    assert data["status"] == "failed" and not data["checks"][0]["ok"] and "samples" not in data
+
+
+def test_an_exception_in_a_python_baseline_is_the_users_with_their_traceback(numpy_framework):
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return a / undefined_name\n"))
+    assert data["status"] == "error" and data["error"]["type"] == "UserCodeError"
+    assert "your baseline base.py:op raised NameError" in data["error"]["message"]
+    assert "base.py" in data["error"].get("log", "") or "base.py" in json.dumps(data["error"])
+
+
+def test_a_python_baseline_returning_the_wrong_number_of_outputs_is_named(numpy_framework):
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return a + b, a\n"))
+    assert data["status"] == "error" and "returned 2 result(s); the spec has 1 output(s) (c)" in data["error"]["message"]

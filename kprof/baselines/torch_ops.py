@@ -1,0 +1,89 @@
+"""PyTorch baselines for the ladder, for ``kprof bench KERNEL --baseline kprof.baselines.torch_ops:NAME``.
+
+Each takes the spec's inputs by name as PyTorch tensors over kprof's own buffers and returns the
+output; kprof verifies it against the spec's reference and times it as it times the kernel. The
+``*_compiled`` ones are ``torch.compile`` of the eager ones: compiled in ``prepare`` (before timing;
+the compile time is reported). Matrix products run with TF32 off (plain FP32, as the kernels).
+
+| kernel spec | baselines |
+|---|---|
+| vector_add, vector_add_vec4 | add, add_compiled |
+| reduce_sum, reduce_sum_vec4 | total, total_compiled |
+| rmsnorm, rmsnorm_onepass | rms_norm, rms_norm_compiled |
+| softmax, softmax_online | softmax, softmax_compiled |
+| the matmuls | mm |
+| linear_bias_relu | linear_bias_relu (addmm, whose bias goes to cuBLASLt's epilogue, then relu), linear_bias_relu_compiled |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+_COMPILED: dict[str, Any] = {}
+
+
+def add(a: Any, b: Any) -> Any:
+    return torch.add(a, b)
+
+
+def total(x: Any) -> Any:
+    return torch.sum(x)
+
+
+def rms_norm(x: Any, w: Any, eps: float) -> Any:
+    return F.rms_norm(x, (x.shape[-1],), w, eps=eps)
+
+
+def softmax(x: Any) -> Any:
+    return torch.softmax(x, dim=-1)
+
+
+def mm(A: Any, B: Any) -> Any:
+    return A @ B
+
+
+def linear_bias_relu(x: Any, W: Any, b: Any) -> Any:
+    return torch.relu(torch.addmm(b, x, W))
+
+
+def _prepare(fn: Any) -> Any:
+    """``prepare`` of a compiled baseline: torch.compile the eager one and run it once at these shapes."""
+
+    def prepare(**kwargs: Any) -> None:
+        _COMPILED[fn.__name__] = torch.compile(fn)
+        _COMPILED[fn.__name__](**kwargs)
+
+    return prepare
+
+
+def add_compiled(a: Any, b: Any) -> Any:
+    return _COMPILED["add"](a=a, b=b)
+
+
+def total_compiled(x: Any) -> Any:
+    return _COMPILED["total"](x=x)
+
+
+def rms_norm_compiled(x: Any, w: Any, eps: float) -> Any:
+    return _COMPILED["rms_norm"](x=x, w=w, eps=eps)
+
+
+def softmax_compiled(x: Any) -> Any:
+    return _COMPILED["softmax"](x=x)
+
+
+def linear_bias_relu_compiled(x: Any, W: Any, b: Any) -> Any:
+    return _COMPILED["linear_bias_relu"](x=x, W=W, b=b)
+
+
+add_compiled.prepare = _prepare(add)  # type: ignore[attr-defined]
+total_compiled.prepare = _prepare(total)  # type: ignore[attr-defined]
+rms_norm_compiled.prepare = _prepare(rms_norm)  # type: ignore[attr-defined]
+softmax_compiled.prepare = _prepare(softmax)  # type: ignore[attr-defined]
+linear_bias_relu_compiled.prepare = _prepare(linear_bias_relu)  # type: ignore[attr-defined]

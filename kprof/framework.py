@@ -1,0 +1,170 @@
+"""A Python baseline in the timing child: the user's (or a shipped) callable timed like a kernel.
+
+``baseline: baselines.py:torch_add`` (or ``--baseline kprof.baselines.torch_ops:rms_norm``) names a
+function that runs the spec's operation with a framework. In the child:
+
+- kprof's own input buffers are handed to it as framework tensors, without a copy: PyTorch tensors
+  when PyTorch is installed, else CuPy arrays, through ``__cuda_array_interface__`` (so its inputs
+  are the same bytes the kernel read); it takes them, and the sizes and scalars, by name;
+- it runs on kprof's timing stream (the framework's external-stream context), so the same L2 flush,
+  blocking kernel and timer apply: with CUPTI, the time from the first kernel start to the last
+  kernel end of whatever it launched, and the number of kernels it launched is reported;
+- before timing, its ``prepare(**inputs)`` runs if it has one (``torch.compile``: the compile time
+  is reported), then one call whose result is copied into kprof's output buffer and verified
+  against the spec's reference like the kernel's. An exception in it is the user's error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from kprof import pyref
+from kprof.errors import UsageError
+
+if TYPE_CHECKING:
+    from kprof.spec import ResolvedBuffer
+    from kprof.workspace import Workspace
+
+_TYPESTR = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "|i1", "uint8": "|u1", "int32": "<i4",
+            "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
+
+
+class DeviceView:
+    """kprof's buffer as ``__cuda_array_interface__`` (version 3): what frameworks wrap without a copy."""
+
+    def __init__(self, ptr: int, buf: ResolvedBuffer) -> None:
+        if buf.arg.dtype not in _TYPESTR:
+            raise UsageError(f"a Python baseline cannot take {buf.arg.name}: {buf.arg.dtype} has no "
+                             "__cuda_array_interface__ type")
+        self.__cuda_array_interface__ = {"shape": tuple(buf.shape), "typestr": _TYPESTR[buf.arg.dtype],
+                                         "data": (int(ptr), False), "strides": None, "version": 3, "stream": None}
+
+
+class Framework:
+    """How one framework wraps kprof's buffers, runs on kprof's stream and reads a result back."""
+
+    name = "?"
+
+    def wrap(self, view: DeviceView) -> Any:
+        raise NotImplementedError
+
+    @contextmanager
+    def on_stream(self, handle: Any) -> Iterator[None]:
+        yield
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        raise NotImplementedError
+
+
+class Torch(Framework):
+    name = "torch"
+
+    def wrap(self, view: DeviceView) -> Any:
+        import torch
+
+        return torch.as_tensor(view, device="cuda")
+
+    @contextmanager
+    def on_stream(self, handle: Any) -> Iterator[None]:
+        import torch
+
+        with torch.cuda.stream(torch.cuda.ExternalStream(int(handle))):
+            yield
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        dst.copy_(src.reshape(dst.shape))
+
+
+class Cupy(Framework):
+    name = "cupy"
+
+    def wrap(self, view: DeviceView) -> Any:
+        import cupy
+
+        return cupy.asarray(view)
+
+    @contextmanager
+    def on_stream(self, handle: Any) -> Iterator[None]:
+        import cupy
+
+        with cupy.cuda.ExternalStream(int(handle)):
+            yield
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        dst[...] = src.reshape(dst.shape)
+
+
+FRAMEWORKS: dict[str, Callable[[], Framework]] = {"torch": Torch, "cupy": Cupy}
+
+
+def choose() -> Framework:
+    """PyTorch if it imports, else CuPy: the framework a baseline's inputs come as."""
+    import importlib
+
+    for name, make in FRAMEWORKS.items():
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - not installed, or broken: try the next one
+            continue
+        return make()
+    raise UsageError("a Python baseline needs PyTorch or CuPy in the environment kprof runs in "
+                     "(pip install torch, or cupy-cuda13x)")
+
+
+def pointer_of(stream: Any) -> int:
+    """kprof's CUstream object as the integer handle frameworks take."""
+    try:
+        return int(stream)
+    except TypeError:
+        return int(stream.getPtr())
+
+
+def routine(ws: Workspace, stored: str, stream: Any, data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(call, first): ``call`` runs the baseline once on kprof's stream; ``first`` does the same and
+    copies its result into kprof's output buffers, for the verification. ``data`` gets the framework,
+    the prepare time, and later the number of kernels per call."""
+    ref = pyref.Ref.from_stored(stored)
+    fn = pyref.load(ref, "baseline")
+    fw = choose()
+    handle = pointer_of(stream)
+    tensors = {b.arg.name: fw.wrap(DeviceView(ws.pointers[b.arg.name], b)) for b in ws.target.buffers}
+    env: dict[str, Any] = {**ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
+    env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("in", "inout")})
+    kwargs = pyref.select(fn, env)
+    outputs = [b.arg.name for b in ws.target.buffers if b.arg.role == "out"] or \
+        [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"]
+    data.update(baseline_framework=fw.name, baseline_callable=ref.label())
+
+    def guarded(body: Callable[[], Any]) -> Any:
+        try:
+            with fw.on_stream(handle):
+                return body()
+        except UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's code: any exception is theirs
+            raise pyref.UserCodeError(f"your baseline {ref.label()} raised {type(exc).__name__}: {exc}",
+                                      pyref.user_traceback(exc, ref.path)) from None
+
+    prepare = getattr(fn, "prepare", None)
+    if callable(prepare):
+        t0 = time.perf_counter()
+        guarded(lambda: prepare(**kwargs))
+        ws.dev.stream_synchronize(stream)
+        data["baseline_prepare_s"] = time.perf_counter() - t0
+
+    def first() -> None:
+        result = guarded(lambda: fn(**kwargs))
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        if len(results) != len(outputs):
+            raise pyref.UserCodeError(f"your baseline {ref.label()} returned {len(results)} result(s); the spec has "
+                                      f"{len(outputs)} output(s) ({', '.join(outputs)})")
+        def copy() -> None:
+            for name, r in zip(outputs, results):
+                fw.copy_into(tensors[name], r)
+
+        guarded(copy)
+
+    return (lambda: guarded(lambda: fn(**kwargs))), first

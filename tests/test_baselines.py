@@ -1,0 +1,81 @@
+"""Python baselines for kprof bench, without a GPU: where they may be named, how they are checked
+before anything runs, how a report names them. (The child's side: tests/test_runner_fake.py.)"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from kprof import bench, catalog, pipeline, pyref, render, sweep
+from kprof import spec as spec_mod
+from kprof.errors import SpecError, UsageError
+
+SPEC = ("sizes: {N: 64}\nargs:\n  - {name: a, buffer: float32, shape: [N], role: in}\n"
+        "  - {name: c, buffer: float32, shape: [N], role: out}\n  - {name: n, scalar: int32, value: N}\n"
+        "launch: {grid: [1], block: [64]}\nreference: {c: a}\n")
+
+
+def _points(spec, option):
+    return pipeline.bench_points([spec], sweep.parse([], "--size"), sweep.parse([], "--param"), option)
+
+
+def test_a_spec_may_name_a_python_baseline_next_to_it(tmp_path):
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "base.py").write_text("def copy(a, N):\n    return a.clone()\n")
+    (tmp_path / "k.yaml").write_text(SPEC + "baseline: base.py:copy\n")
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    assert pyref.is_stored(spec.baseline) and spec.baseline.endswith("base.py:copy")
+    assert render.baseline_label(spec.baseline) == "base.py:copy"
+    (tmp_path / "k.yaml").write_text(SPEC + "baseline: base.py:absent\n")
+    with pytest.raises(SpecError, match="baseline: base.py defines no top-level function absent"):
+        spec_mod.load(tmp_path / "k.yaml")
+    (tmp_path / "base.py").write_text("def copy(a, out):\n    return a\n")
+    (tmp_path / "k.yaml").write_text(SPEC + "baseline: base.py:copy\n")
+    with pytest.raises(SpecError, match="asks for 'out', which is not an input, size or scalar"):
+        spec_mod.load(tmp_path / "k.yaml")
+
+
+def test_baseline_option_takes_a_file_here_or_a_module(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("def add(a, b):\n    return a + b\n")
+    spec = catalog.load("vector_add")
+    (point,) = _points(spec, "mine.py:add")
+    assert pyref.is_stored(point.baseline) and point.baseline.endswith("mine.py:add") and point.baseline_spec is None
+    with pytest.raises(UsageError, match="--baseline nope.py:add: nope.py does not exist"):
+        _points(spec, "nope.py:add")
+    with pytest.raises(UsageError, match="asks for 'z'"):
+        (tmp_path / "bad.py").write_text("def add(a, z):\n    return a\n")
+        _points(spec, "bad.py:add")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed here")
+def test_the_shipped_torch_baselines_need_pytorch_and_say_so():
+    with pytest.raises(UsageError, match=r"PyTorch is not installed here \(pip install 'kprof\[torch\]'\)"):
+        _points(catalog.load("vector_add"), "kprof.baselines.torch_ops:add")
+
+
+def test_every_shipped_torch_baseline_fits_its_specs_arguments():
+    """Read without importing torch: each baseline's parameters are names its spec has."""
+    pairs = {"vector_add_vec4": ["add", "add_compiled"], "reduce_sum_vec4": ["total", "total_compiled"],
+             "rmsnorm_onepass": ["rms_norm", "rms_norm_compiled"], "softmax_online": ["softmax", "softmax_compiled"],
+             "streamk_matmul": ["mm"], "linear_bias_relu": ["linear_bias_relu", "linear_bias_relu_compiled"]}
+    for name, funcs in pairs.items():
+        spec = catalog.load(name)
+        known = {a.name for a in spec.args if getattr(a, "role", "in") in ("in", "inout")} | set(spec.size_names)
+        for fn in funcs:
+            ref = pyref.check(f"kprof.baselines.torch_ops:{fn}", spec.path.parent, known)
+            assert ref.path.name == "torch_ops.py" and ref.func == fn
+
+
+def test_a_python_baseline_is_not_timed_in_hot_mode(tmp_path, monkeypatch):
+    from kprof import build
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("def add(a, b):\n    return a + b\n")
+    (point,) = _points(catalog.load("vector_add"), "mine.py:add")
+    monkeypatch.setattr(pipeline, "prepare", lambda *a, **k: pipeline.Prepared(
+        catalog.load("vector_add").resolve(), build.BuildResult.__new__(build.BuildResult)))
+    mode = pipeline.TimingMode("hot", bench.rule_from(0.01, 0.1, 1.0), "spin.cubin", "flush.cubin")
+    with pytest.raises(UsageError, match="a Python baseline is timed in cold or warm mode"):
+        pipeline.bench_plan(point, mode, "sm_90")
