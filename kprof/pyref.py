@@ -90,10 +90,22 @@ def check(text: str, spec_folder: Path, known: set[str]) -> Ref:
 
 
 def _module_file(module: str) -> Path:
-    """Where ``module`` lives, found on sys.path without importing it."""
+    """Where ``module`` lives, found without importing it: on sys.path, or through the top-level
+    package's import finder (an editable install finds its packages by a hook, not a path)."""
+    import importlib.util
+
     parts = module.split(".")
-    for entry in sys.path:
-        base = Path(entry or ".").joinpath(*parts)
+    roots = [Path(entry or ".") for entry in sys.path]
+    try:
+        top = importlib.util.find_spec(parts[0])  # a top-level name: located, not imported
+    except (ImportError, ValueError):
+        top = None
+    if top is not None and top.submodule_search_locations:
+        roots += [Path(loc).parent for loc in top.submodule_search_locations]
+    elif top is not None and top.origin:
+        roots.append(Path(top.origin).parent)
+    for root in roots:
+        base = root.joinpath(*parts)
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
             if candidate.is_file():
                 return candidate.resolve()
