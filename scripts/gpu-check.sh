@@ -10,6 +10,7 @@
 #   recheck  the GPU tests matching RECHECK (a pytest -k expression)
 #   measure  kprof peak; kprof run of every kernel at its default size; the matmul ladder against
 #            cuBLAS and the fused kernels against their unfused baselines (kprof bench, same run);
+#            the ladder's kernels against PyTorch's ops, eager and torch.compile (frameworks);
 #            kprof sanitize tiled_matmul; kprof cases; kprof profile of the matmul ladder
 #   tolerances  scripts/tolerances.py measure: every shipped spec's frontier at every checked size
 #            (docs/spec.md); kprof run and the values detector on the softmax that flushes small values.
@@ -111,8 +112,8 @@ if has recheck; then
     step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST -k "${RECHECK:?set RECHECK}" tests
 fi
 if has measure; then
-    # MEASURE_STEPS picks some of: peak run bench-ladder bench-fused sanitize cases profile (default all)
-    MS=" ${MEASURE_STEPS:-peak run bench-ladder bench-fused sanitize cases profile} "
+    # MEASURE_STEPS picks some of: peak run bench-ladder bench-fused frameworks sanitize cases profile (default all)
+    MS=" ${MEASURE_STEPS:-peak run bench-ladder bench-fused frameworks sanitize cases profile} "
     on() { [[ "$MS" == *" $1 "* ]]; }
     MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul streamk_matmul"
     on peak && json peak $KPROF peak --refresh
@@ -125,6 +126,15 @@ if has measure; then
     fi
     on bench-ladder && json bench-matmul-ladder $KPROF bench $MATMULS --size M,N,K=4096
     on bench-fused && json bench-fused $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online linear_bias_relu
+    if on frameworks; then  # each kernel against PyTorch's op, eager and compiled, in the same run (docs/bench.md)
+        T=kprof.baselines.torch_ops
+        for pair in vector_add_vec4:add vector_add_vec4:add_compiled reduce_sum_vec4:total reduce_sum_vec4:total_compiled \
+                    rmsnorm_onepass:rms_norm rmsnorm_onepass:rms_norm_compiled softmax_online:softmax \
+                    softmax_online:softmax_compiled streamk_matmul:mm linear_bias_relu:linear_bias_relu \
+                    linear_bias_relu:linear_bias_relu_compiled; do
+            json "frameworks-${pair%%:*}-${pair##*:}" $KPROF bench "${pair%%:*}" --baseline "$T:${pair##*:}"
+        done
+    fi
     on sanitize && step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
     on cases && step cases $KPROF cases --jobs "${JOBS:-8}"
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
