@@ -50,7 +50,8 @@ class BuildResult:
     argv: tuple[str, ...]
 
     def usage_of(self, entry: str) -> ResourceUsage:
-        return self.usage[entry]
+        """ptxas's report for ``entry`` (all zeros for a Python operation, which has no cubin)."""
+        return self.usage.get(entry, ResourceUsage())
 
 
 def cache_dir() -> Path:
@@ -180,8 +181,11 @@ def build(
     force: bool = False,
     timeout: float = 600,
 ) -> BuildResult:
-    """Build ``spec``'s source into a cubin for ``arch`` (the GPU's, else sm_90)."""
+    """Build ``spec``'s source into a cubin for ``arch`` (the GPU's, else sm_90). A Python operation
+    (``python:``) has nothing to build: its result names the .py file and no kernels."""
     arch = check_arch(arch or detect_arch())
+    if spec.python:
+        return BuildResult(spec.name, spec.source, arch, {}, True, "", ())
     merged = dict(spec.defines)
     nvcc = str(proc.find_tool("nvcc"))
     sources = _local_sources(spec.source)

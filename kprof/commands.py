@@ -309,6 +309,9 @@ def cmd_occupancy(opts: Options) -> int:
     from kprof import build, catalog, occupancy, pipeline
 
     spec = catalog.load(opts.name)
+    if spec.python:
+        raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to compute occupancy for "
+                         "(kprof profile reports the occupancy of the kernels it launches)")
     arch = opts.arch or build.detect_arch()
     prepared = pipeline.prepare(spec, opts.size.single_sizes("occupancy"), arch=arch)
     lim = occupancy.limits_for(arch)

@@ -122,21 +122,25 @@ def pointer_of(stream: Any) -> int:
         return int(stream.getPtr())
 
 
-def routine(ws: Workspace, stored: str, stream: Any, data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None]]:
-    """(call, first): ``call`` runs the baseline once on kprof's stream; ``first`` does the same and
-    copies its result into kprof's output buffers, for the verification. ``data`` gets the framework,
-    the prepare time, and later the number of kernels per call."""
+def routine(ws: Workspace, stored: str, stream: Any, data: dict[str, Any],
+            what: str = "baseline") -> tuple[Callable[[], None], Callable[[], None]]:
+    """(call, first): ``call`` runs the callable once on kprof's stream; ``first`` does the same and
+    copies its result into kprof's output buffers, for the verification. A callable that takes an
+    output buffer by name writes it in place, and its return value is not used. ``data`` gets the
+    framework and the prepare time. ``what``: a baseline, or a spec's Python operation."""
     ref = pyref.Ref.from_stored(stored)
-    fn = pyref.load(ref, "baseline")
+    fn = pyref.load(ref, what)
     fw = choose()
     handle = pointer_of(stream)
     tensors = {b.arg.name: fw.wrap(DeviceView(ws.pointers[b.arg.name], b)) for b in ws.target.buffers}
     env: dict[str, Any] = {**ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
     env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("in", "inout")})
-    kwargs = pyref.select(fn, env)
     outputs = [b.arg.name for b in ws.target.buffers if b.arg.role == "out"] or \
         [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"]
-    data.update(baseline_framework=fw.name, baseline_callable=ref.label())
+    env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("out", "scratch")})
+    kwargs = pyref.select(fn, env)
+    in_place = any(name in kwargs for name in outputs)  # it writes its outputs itself (a Triton kernel's y)
+    data.update({f"{what}_framework": fw.name, f"{what}_callable": ref.label()})
 
     def guarded(body: Callable[[], Any]) -> Any:
         try:
@@ -145,7 +149,7 @@ def routine(ws: Workspace, stored: str, stream: Any, data: dict[str, Any]) -> tu
         except UsageError:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's code: any exception is theirs
-            raise pyref.UserCodeError(f"your baseline {ref.label()} raised {type(exc).__name__}: {exc}",
+            raise pyref.UserCodeError(f"your {what} {ref.label()} raised {type(exc).__name__}: {exc}",
                                       pyref.user_traceback(exc, ref.path)) from None
 
     prepare = getattr(fn, "prepare", None)
@@ -153,13 +157,15 @@ def routine(ws: Workspace, stored: str, stream: Any, data: dict[str, Any]) -> tu
         t0 = time.perf_counter()
         guarded(lambda: prepare(**kwargs))
         ws.dev.stream_synchronize(stream)
-        data["baseline_prepare_s"] = time.perf_counter() - t0
+        data[f"{what}_prepare_s"] = time.perf_counter() - t0
 
     def first() -> None:
         result = guarded(lambda: fn(**kwargs))
+        if in_place:
+            return
         results = result if isinstance(result, (tuple, list)) else (result,)
         if len(results) != len(outputs):
-            raise pyref.UserCodeError(f"your baseline {ref.label()} returned {len(results)} result(s); the spec has "
+            raise pyref.UserCodeError(f"your {what} {ref.label()} returned {len(results)} result(s); the spec has "
                                       f"{len(outputs)} output(s) ({', '.join(outputs)})")
         def copy() -> None:
             for name, r in zip(outputs, results):

@@ -55,6 +55,7 @@ class Target:
     constants: dict[str, int | float] = field(default_factory=dict)  # numeric defines a reference may name
     atol: float | None = None
     metric: str = "elementwise"  # or "normwise"
+    python: str | None = None  # a Python operation (pyref stored form) in place of the cubin's kernels
 
     @property
     def total_bytes(self) -> int:
@@ -108,7 +109,8 @@ def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: i
     return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
                   steps=resolved.steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
-                  device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric)
+                  device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric,
+                  python=spec.python)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -160,7 +162,8 @@ def _target_dict(t: Target) -> dict[str, Any]:
         "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v} for a, v in t.scalars],
         "steps": [asdict(s) for s in t.steps],
         "reference": [list(r) for r in t.reference],
-        "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "seed": t.seed, "device": t.device, "constants": t.constants,
+        "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "python": t.python, "seed": t.seed, "device": t.device,
+        "constants": t.constants,
     }  # fmt: skip
 
 
@@ -181,7 +184,7 @@ def _target_from(d: dict[str, Any]) -> Target:
         sizes={str(k): int(v) for k, v in d["sizes"].items()}, buffers=buffers, scalars=scalars, steps=steps,
         reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=_float_or_none(d["rtol"]),
         seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
-        atol=_float_or_none(d["atol"]), metric=str(d["metric"]),
+        atol=_float_or_none(d["atol"]), metric=str(d["metric"]), python=d.get("python"),
     )  # fmt: skip
 
 

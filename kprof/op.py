@@ -158,6 +158,8 @@ class Op:
 
     def __init__(self, spec: KernelSpec, cubin: Path, *, sizes: dict[str, int] | None = None,
                  functions: Callable[[bytes, str, int], Any] | None = None, launch: Launch | None = None) -> None:
+        if spec.python:
+            raise UsageError(f"{spec.name} is a Python operation already: call its function directly")
         if any(st.entry == CUBLAS_SGEMM for st in spec.steps):
             raise UsageError(f"{spec.name}: a cuBLAS step (cublas_sgemm) cannot run through kprof.load; "
                              "call the framework's matmul for that part")

@@ -42,9 +42,12 @@ def list_table(rows: list[dict[str, str]]) -> str:
 
 
 def build_table(results: list[tuple[KernelSpec, BuildResult]]) -> str:
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for spec, built in results:
         u = built.usage_of(spec.entry)
+        if spec.python:
+            rows.append((spec.name, built.arch, "-", "-", "-", "-", "-", "python (nothing to build)"))
+            continue
         rows.append((
             spec.name, built.arch, u.registers, u.shared_static, u.stack_frame,
             f"{u.spill_stores}/{u.spill_loads}", u.barriers, "cached" if built.cached else "built",
@@ -66,12 +69,18 @@ def si(value: float, unit: str) -> str:
 def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str:
     dev = result.device
     lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.get('name', '?')} ({dev.get('arch', built.arch)})"]
-    usage = built.usage_of(resolved.spec.entry)
-    lines.append(
-        f"  grid {tuple(resolved.grid)} x block {tuple(resolved.block)}, {resolved.shared_mem} B dynamic shared, "
-        f"{usage.registers} registers, {usage.shared_static} B static shared"
-    )
     from kprof import pyref
+
+    usage = built.usage_of(resolved.spec.entry)
+    if resolved.spec.python:
+        fw = result.raw.get("operation_framework", "?")
+        lines.append(f"  a Python operation: {pyref.Ref.from_stored(resolved.spec.python).label()}, your code, run in "
+                     f"kprof's runner on its buffers as {fw} tensors")
+    else:
+        lines.append(
+            f"  grid {tuple(resolved.grid)} x block {tuple(resolved.block)}, {resolved.shared_mem} B dynamic shared, "
+            f"{usage.registers} registers, {usage.shared_static} B static shared"
+        )
 
     for _, ref in resolved.spec.reference:
         if pyref.is_stored(ref):

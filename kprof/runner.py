@@ -97,7 +97,7 @@ def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
     for _ in range(max(1, mode.repeat)):  # repeat: for a profiler that times every launch
         launch()
     ws.dev.synchronize()
-    result.phase("launched")
+    result.phase("launched", **ws.python_data)
     checks: list[dict[str, Any]] = []
     if mode.verify:
         checks = ws.verify(ws.download(), frontier=mode.frontier)

@@ -52,8 +52,10 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
-    "twin_defines", "baseline", "steps",
+    "twin_defines", "baseline", "steps", "python",
 }  # fmt: skip
+# What a Python operation (``python: ops.py:scale``) cannot have: it is the function, not a kernel.
+_NOT_FOR_PYTHON = ("source", "entry", "launch", "steps", "nvcc_flags", "twin", "twin_defines")
 CUBLAS_SGEMM = "cublas_sgemm"  # a library step of a spec, and a baseline
 BASELINES = (CUBLAS_SGEMM,)  # library routines; a baseline may also name another kernel spec
 
@@ -152,10 +154,13 @@ class KernelSpec:
     baseline: str | None = None  # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
     steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
     tolerance: Tolerance = Tolerance()
+    python: str | None = None  # a Python operation (pyref stored form): run on the spec's buffers, no cubin
 
     @property
     def entries(self) -> tuple[str, ...]:
         """The kernels of the source this spec launches (what the build reports on)."""
+        if self.python:
+            return ()
         if not self.steps:
             return (self.entry,)
         return tuple(dict.fromkeys(st.entry for st in self.steps if st.entry != CUBLAS_SGEMM))
@@ -441,7 +446,15 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise fail(unknown[0], f"unknown field (known fields: {', '.join(sorted(_TOP_KEYS))})")
-    name, source, entry, description = _load_identity(data, path, fail)
+    python_text = data.get("python")
+    if python_text is not None:
+        extra = [k for k in _NOT_FOR_PYTHON if k in data]
+        if extra:
+            raise fail(extra[0], "a Python operation (python: FILE.py:FUNCTION) has no source, entry, launch or steps: "
+                                 "the function is the operation; remove it")
+        name, source, entry, description = _load_identity(dict(data, source=Path(path).name, entry="op"), path, fail)
+    else:
+        name, source, entry, description = _load_identity(data, path, fail)
     defines = _load_defines(data.get("defines"), fail)
     flags = _load_nvcc_flags(data.get("nvcc_flags", []), path.parent, fail)
     sizes = _load_sizes(data.get("sizes"), fail)
@@ -459,7 +472,13 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         return str(expr)
 
     args = _load_args(data.get("args"), fail, check_expr)
-    steps, first_entry, launch = _load_launches(data, args, fail, check_expr)
+    python: str | None = None
+    first_entry: str | None
+    if python_text is not None:
+        python, source, steps, launch = _load_python_op(python_text, args, {s.name for s in sizes}, path.parent, fail)
+        entry = first_entry = steps[0].entry
+    else:
+        steps, first_entry, launch = _load_launches(data, args, fail, check_expr)
     work = data.get("work", {}) or {}
     if not isinstance(work, dict) or set(work) - {"flops", "bytes"}:
         raise fail("work", "must be a mapping with 'flops' and/or 'bytes' size expressions")
@@ -479,7 +498,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
         baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, path.parent, fail),
-        steps=steps,
+        steps=steps, python=python,
     )  # fmt: skip
 
 
@@ -505,6 +524,24 @@ def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, P
     if not isinstance(description, str):
         raise fail("description", "must be a string")
     return name, source, entry, description
+
+
+def _load_python_op(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], folder: Path,
+                    fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
+    """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as
+    framework tensors), sizes and scalars by name, read now without running it. Its one step is the
+    function over every argument, with no launch of kprof's own."""
+    from kprof import pyref
+
+    if not isinstance(raw, str) or not pyref.looks_like(raw):
+        raise fail("python", f"{_show(raw)} must name a function: FILE.py:FUNCTION (relative to the spec) or "
+                             "package.module:FUNCTION")
+    try:
+        ref = pyref.check(raw, folder, {a.name for a in args} | sizes)
+    except ValueError as exc:
+        raise fail("python", _cut(str(exc), 300)) from None
+    step = Step(ref.func, tuple(a.name for a in args), None)
+    return ref.stored(), ref.path, (step,), Launch(("1", "1", "1"), ("1", "1", "1"))
 
 
 def _load_launches(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], fail: Fail,

@@ -64,6 +64,10 @@ def _routine(ws: Workspace, mode: TimingMode, stream: Any,
         from kprof import framework
 
         return framework.routine(ws, mode.library, stream, data)
+    if mode.library is None and ws.target.python:  # a Python operation: its result is copied only to verify
+        from kprof import framework
+
+        return framework.routine(ws, ws.target.python, stream, data, what="operation")
     once = _library(ws, mode, stream)
     return once, once
 

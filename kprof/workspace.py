@@ -66,6 +66,7 @@ class Workspace:
         self._blas: Any = None
         self.math_mode: str | None = None  # cuBLAS's math mode, when a step or the timed routine is cuBLAS
         self._check_memory()
+        self.python_data: dict[str, Any] = {}  # a Python operation: its framework and prepare time
         self.functions = self._load(phase)
         self.pointers: dict[str, int] = {}
         self.inputs: Arrays = {}
@@ -81,6 +82,9 @@ class Workspace:
                              f"device memory but {free / 2**30:.2f} GiB is free: use smaller --size values")
 
     def _load(self, phase: Phase) -> dict[str, Any]:
+        if self.target.python:  # a Python operation: no module of kprof's own
+            phase("loaded", registers=None)
+            return {}
         module = self.dev.load_module(Path(self.target.cubin).read_bytes())
         funcs: dict[str, Any] = {}
         for st in self.target.steps:
@@ -115,12 +119,29 @@ class Workspace:
     def _plan_steps(self) -> list[Callable[[Any], None]]:
         """One callable(stream) per launch, in order; arguments packed once."""
         out: list[Callable[[Any], None]] = []
+        if self.target.python:
+            return [self._python_step(self.target.python)]
         for st in self.target.steps:
             if st.entry == CUBLAS_SGEMM:
                 out.append(self._sgemm_step(st.args))
                 continue
             out.append(self._kernel_step(self.functions[st.entry], st, [self._packed(name) for name in st.args]))
         return out
+
+    def _python_step(self, stored: str) -> Callable[[Any], None]:
+        """The operation on this workspace's buffers, its results in the output buffers (the call made
+        on each stream is prepared once, on first use)."""
+        from kprof import framework
+
+        made: dict[int, Callable[[], None]] = {}
+
+        def step(stream: Any) -> None:
+            key = framework.pointer_of(stream)
+            if key not in made:
+                made[key] = framework.routine(self, stored, stream, self.python_data, what="operation")[1]
+            made[key]()
+
+        return step
 
     def _kernel_step(self, func: Any, st: ResolvedStep, args: list[tuple[str, Any]]) -> Callable[[Any], None]:
         def step(stream: Any) -> None:

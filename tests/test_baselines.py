@@ -79,3 +79,48 @@ def test_a_python_baseline_is_not_timed_in_hot_mode(tmp_path, monkeypatch):
     mode = pipeline.TimingMode("hot", bench.rule_from(0.01, 0.1, 1.0), "spin.cubin", "flush.cubin")
     with pytest.raises(UsageError, match="a Python baseline is timed in cold or warm mode"):
         pipeline.bench_plan(point, mode, "sm_90")
+
+
+OP = ("python: ops.py:add\nsizes: {N: 64}\nargs:\n  - {name: a, buffer: float32, shape: [N], role: in}\n"
+      "  - {name: c, buffer: float32, shape: [N], role: out}\nreference: {c: a}\n")
+
+
+def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
+    from kprof import build, op
+    from kprof.launch import RunResult
+
+    (tmp_path / "ops.py").write_text("def add(a, N):\n    return a\n")
+    (tmp_path / "k.yaml").write_text(OP)
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    assert spec.python.endswith("ops.py:add") and spec.source == (tmp_path / "ops.py").resolve()
+    built = build.build(spec, "sm_90")
+    assert built.cubin == spec.source and built.usage_of("add").registers == 0 and built.cached
+    assert "python (nothing to build)" in render.build_table([(spec, built)])
+    result = RunResult("k", {"N": 64}, True, [{"name": "c", "ok": True, "message": "ok"}], None, {"name": "GPU"}, {},
+                       None, [], True, {"operation_framework": "torch"})
+    text = render.run_report(result, spec.resolve(), built)
+    assert "a Python operation: ops.py:add, your code, run in kprof's runner on its buffers as torch tensors" in text
+    with pytest.raises(UsageError, match="is a Python operation already"):
+        op.Op(spec, built.cubin, functions=lambda *a: None, launch=lambda *a: None)
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("source: k.cu\n", r"source: a Python operation \(python: FILE.py:FUNCTION\) has no source, entry, launch or steps"),
+    ("launch: {grid: [1], block: [1]}\n", "launch: a Python operation"),
+])
+def test_a_python_operation_refuses_kernel_fields(tmp_path, extra, message):
+    (tmp_path / "ops.py").write_text("def add(a):\n    return a\n")
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text(OP + extra)
+    with pytest.raises(SpecError, match=message):
+        spec_mod.load(tmp_path / "k.yaml")
+
+
+def test_a_python_operation_must_name_a_function_it_can_find(tmp_path):
+    (tmp_path / "ops.py").write_text("def other(a):\n    return a\n")
+    (tmp_path / "k.yaml").write_text(OP)
+    with pytest.raises(SpecError, match="python: ops.py defines no top-level function add"):
+        spec_mod.load(tmp_path / "k.yaml")
+    (tmp_path / "k.yaml").write_text(OP.replace("ops.py:add", "not a function"))
+    with pytest.raises(SpecError, match="python: 'not a function' must name a function"):
+        spec_mod.load(tmp_path / "k.yaml")

@@ -590,3 +590,38 @@ def test_an_exception_in_a_python_baseline_is_the_users_with_their_traceback(num
 def test_a_python_baseline_returning_the_wrong_number_of_outputs_is_named(numpy_framework):
     data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return a + b, a\n"))
     assert data["status"] == "error" and "returned 2 result(s); the spec has 1 output(s) (c)" in data["error"]["message"]
+
+
+# ------------------------------------------------------------------------------ Python operations
+
+_OP_SPEC = ("python: ops.py:{func}\nsizes: {{N: 1000}}\nargs:\n"
+            "  - {{name: a, buffer: float32, shape: [N], role: in}}\n  - {{name: b, buffer: float32, shape: [N], role: in}}\n"
+            "  - {{name: c, buffer: float32, shape: [N], role: out}}\nreference: {{c: a + b}}\n")
+
+
+def _op_spec(tmp_path, func, body):
+    from kprof import spec as spec_mod
+
+    (tmp_path / "ops.py").write_text(body)
+    (tmp_path / "op.yaml").write_text(_OP_SPEC.format(func=func))
+    return spec_mod.load(tmp_path / "op.yaml")
+
+
+@pytest.mark.parametrize("func, body", [
+    ("add", "def add(a, b):\n    return a + b\n"),  # returns its output
+    ("add_into", "def add_into(a, b, c, N):\n    c[:N] = a + b\n"),  # writes it in place, as a Triton kernel does
+])
+def test_a_python_operation_runs_verifies_and_times_like_a_kernel(numpy_framework, func, body):
+    spec = _op_spec(numpy_framework, func, body)
+    assert spec.python and spec.entry == func and spec.entries == ()
+    data = run_job(numpy_framework, job_for(spec, None, RunMode(time=True)))
+    assert data["status"] == "ok" and data["checks"][0]["ok"], data.get("error") or data["checks"]
+    assert data["operation_framework"] == "fake" and data["registers"] is None
+    timed = run_job(numpy_framework, job_for(spec, None, timing("cold")))
+    assert timed["status"] == "ok" and timed["samples"], timed.get("error")
+
+
+def test_a_wrong_python_operation_fails_verification(numpy_framework):
+    spec = _op_spec(numpy_framework, "add", "def add(a, b):\n    return a * b\n")
+    data = run_job(numpy_framework, job_for(spec, None, RunMode()))
+    assert data["status"] == "failed" and "elements exceed" in data["checks"][0]["message"]
