@@ -130,7 +130,7 @@ if has measure; then
         T=kprof.baselines.torch_ops
         for pair in vector_add_vec4:add vector_add_vec4:add_compiled reduce_sum_vec4:total reduce_sum_vec4:total_compiled \
                     rmsnorm_onepass:rms_norm rmsnorm_onepass:rms_norm_compiled softmax_online:softmax \
-                    softmax_online:softmax_compiled streamk_matmul:mm linear_bias_relu:linear_bias_relu \
+                    softmax_online:softmax_compiled streamk_matmul:mm linear_bias_relu:linear_bias_relu linear_bias_relu:linear_bias_relu_lt \
                     linear_bias_relu:linear_bias_relu_compiled; do
             json "frameworks-${pair%%:*}-${pair##*:}" $KPROF bench "${pair%%:*}" --baseline "$T:${pair##*:}"
         done

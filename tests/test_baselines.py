@@ -59,7 +59,7 @@ def test_every_shipped_torch_baseline_fits_its_specs_arguments():
     """Read without importing torch: each baseline's parameters are names its spec has."""
     pairs = {"vector_add_vec4": ["add", "add_compiled"], "reduce_sum_vec4": ["total", "total_compiled"],
              "rmsnorm_onepass": ["rms_norm", "rms_norm_compiled"], "softmax_online": ["softmax", "softmax_compiled"],
-             "streamk_matmul": ["mm"], "linear_bias_relu": ["linear_bias_relu", "linear_bias_relu_compiled"]}
+             "streamk_matmul": ["mm"], "linear_bias_relu": ["linear_bias_relu", "linear_bias_relu_lt", "linear_bias_relu_compiled"]}
     for name, funcs in pairs.items():
         spec = catalog.load(name)
         known = {a.name for a in spec.args if getattr(a, "role", "in") in ("in", "inout")} | set(spec.size_names)

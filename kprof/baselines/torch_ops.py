@@ -12,7 +12,8 @@ the compile time is reported). Matrix products run with TF32 off (plain FP32, as
 | rmsnorm, rmsnorm_onepass | rms_norm, rms_norm_compiled |
 | softmax, softmax_online | softmax, softmax_compiled |
 | the matmuls | mm |
-| linear_bias_relu | linear_bias_relu (addmm, whose bias goes to cuBLASLt's epilogue, then relu), linear_bias_relu_compiled |
+| linear_bias_relu | linear_bias_relu (addmm, then relu), linear_bias_relu_lt (one cuBLASLt call, |
+| | bias and ReLU in its epilogue), linear_bias_relu_compiled |
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def mm(A: Any, B: Any) -> Any:
 
 def linear_bias_relu(x: Any, W: Any, b: Any) -> Any:
     return torch.relu(torch.addmm(b, x, W))
+
+
+def linear_bias_relu_lt(x: Any, W: Any, b: Any) -> Any:
+    """One cuBLASLt call with the bias and ReLU in its epilogue (CUBLASLT_EPILOGUE_RELU_BIAS), through
+    PyTorch's ``torch._addmm_activation``, the path it dispatches for a fused linear + ReLU."""
+    return torch._addmm_activation(b, x, W, use_gelu=False)
 
 
 def _prepare(fn: Any) -> Any:
