@@ -165,7 +165,9 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
         return [prof.fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
                               r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
                               str(exc))]
-    return prof.reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=len(r.steps), params=params,
+    # A Python operation launches kernels kprof does not count in advance: report every one in its range.
+    launches = 0 if r.spec.python else len(r.steps)
+    return prof.reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
                         extra_metrics=extra, spec_flops=r.flops, spec_bytes=r.bytes)
 
 

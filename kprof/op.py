@@ -56,6 +56,10 @@ class Adapter:
         raise UsageError(f"kprof.load allocates outputs and scratch buffers with PyTorch or CuPy, not like a "
                          f"{type(like).__name__}: pass out= (and use PyTorch or CuPy for a spec with scratch)")
 
+    def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        raise UsageError(f"kprof.load allocates buffers with PyTorch or CuPy, not like a {type(like).__name__}: "
+                         "pass every in-out buffer")
+
     def stream(self, like: Any) -> int:
         return 0
 
@@ -76,6 +80,11 @@ class TorchAdapter(Adapter):
         import torch
 
         return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+
+    def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        import torch
+
+        return torch.zeros(shape, dtype=getattr(torch, dtype), device=like.device)
 
     def stream(self, like: Any) -> int:
         import torch
@@ -99,6 +108,12 @@ class CupyAdapter(Adapter):
 
         with like.device:
             return cupy.empty(shape, dtype=dtype)
+
+    def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        import cupy
+
+        with like.device:
+            return cupy.zeros(shape, dtype=dtype)
 
     def stream(self, like: Any) -> int:
         import cupy
@@ -168,6 +183,8 @@ class Op:
         self.fixed_sizes = dict(sizes or {})
         self.inputs = [b for b in spec.buffers if b.role in ("in", "inout")]
         self.outputs = [b for b in spec.buffers if b.role == "out"] or [b for b in spec.buffers if b.role == "inout"]
+        # an in-out buffer the spec fills with zeros (an accumulator) is allocated zeroed when not given
+        self.zeroed = {b.name for b in spec.buffers if b.role == "inout" and b.fill.kind == "zeros"}
         self._image: bytes | None = None
         self._functions: dict[tuple[str, int], Any] = {}
         self._plans: dict[tuple[Any, ...], _Plan] = {}
@@ -186,12 +203,15 @@ class Op:
                  **named: Any) -> Any:
         given = self._bind(args, named)
         infos = {name: adapter_for(obj, f"{self.spec.name}: argument {name}").info(obj) for name, obj in given.items()}
-        first_name = self.inputs[0].name if self.inputs else next(iter(given))
+        first_name = next((b.name for b in self.inputs if b.name in given), next(iter(given)))
         like, frame = given[first_name], adapter_for(given[first_name], first_name)
         plan = self._plan(infos, {**self.fixed_sizes, **(sizes or {})})
         device = next((i.device for i in infos.values() if i.device is not None and i.device >= 0), 0)
         arrays = dict(given)
         arrays.update(self._outputs(plan, out, frame, like, infos))
+        for buf in plan.resolved.buffers:
+            if buf.arg.name in self.zeroed and buf.arg.name not in arrays:
+                arrays[buf.arg.name] = frame.zeros(buf.shape, buf.arg.dtype, like)
         for buf in plan.resolved.buffers:
             if buf.arg.role == "scratch":
                 arrays[buf.arg.name] = frame.empty(buf.shape, buf.arg.dtype, like)
@@ -215,7 +235,7 @@ class Op:
             if key in given:
                 raise UsageError(f"{self.spec.name}: {key} given twice")
             given[key] = value
-        missing = [n for n in names if n not in given]
+        missing = [n for n in names if n not in given and n not in self.zeroed]
         if missing:
             raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: {', '.join(names)})")
         return given

@@ -40,6 +40,11 @@ class FakeFramework(op.Adapter):
         self.allocated.append(t)
         return t
 
+    def zeros(self, shape, dtype, like):
+        t = self.empty(shape, dtype, like)
+        t.zeroed = True
+        return t
+
     def stream(self, like):
         return 7
 
@@ -103,6 +108,15 @@ def test_a_wrong_argument_is_one_line_naming_it(fake, x, w, message):
     with pytest.raises(UsageError) as info:
         rms(x, w)
     assert message in str(info.value) and "\n" not in str(info.value) and not launches
+
+
+def test_an_accumulator_the_spec_zeroes_is_allocated_zeroed_when_not_given(fake):
+    total, launches, _ = make("reduce_sum")
+    x = FakeTensor((4096,))
+    out = total(x)
+    assert out.shape == (1,) and getattr(out, "zeroed", False) and launches[0][4][:2] == [("ptr", x.ptr), ("ptr", out.ptr)]
+    mine = FakeTensor((1,))
+    assert total(x, mine) is mine, "given, it is used (and accumulated into) as it is"
 
 
 def test_binding_errors(fake):
