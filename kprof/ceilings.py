@@ -77,7 +77,9 @@ def ceiling(peak: dict[str, Any] | None, mix: str) -> float | None:
 
 def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: dict[str, Any] | None, mode: str,
                 working_set: int, l2_bytes: int | None, si: Any) -> list[str]:
-    """Why a result cannot be what it claims, one sentence each (empty: nothing found)."""
+    """Why a result cannot be what it claims, one sentence each (empty: nothing found). The L2 note
+    is for bandwidth kernels only: a kernel whose arithmetic intensity is past the ridge point is
+    judged by its FLOP/s, which L2 does not inflate."""
     notes: list[str] = []
     th = (peak or {}).get("theoretical") or {}
     dram, fp32 = th.get("dram_bytes_per_s"), th.get("fp32_flops_per_s")
@@ -88,7 +90,9 @@ def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: d
     if flops_per_s and fp32 and flops_per_s > fp32:
         notes.append(f"not plausible: {si(flops_per_s, 'FLOP/s')} is above the theoretical FP32 rate "
                      f"{si(fp32, 'FLOP/s')}; the work formula counts operations the kernel does not do in FP32")
-    if mode == "cold" and l2_bytes and 0 < working_set <= l2_bytes:
+    ridge = fp32 / dram if fp32 and dram else None
+    compute_bound = bool(flops_per_s and bytes_per_s and ridge and flops_per_s / bytes_per_s >= ridge)
+    if mode == "cold" and l2_bytes and 0 < working_set <= l2_bytes and not compute_bound:
         notes.append(f"not plausible as a DRAM rate: the working set ({working_set / 2**20:.1f} MiB) fits in the "
                      f"{l2_bytes / 2**20:.0f} MiB L2, so data read more than once in a launch can come from L2 "
                      "even in cold mode; use a larger size for a bandwidth figure")

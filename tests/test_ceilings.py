@@ -51,6 +51,9 @@ def test_implausible_rates_and_working_sets_are_named():
     assert len(small) == 1 and "fits in the 50 MiB L2" in small[0]
     assert ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="hot", working_set=8 << 20,
                                 l2_bytes=H200["l2_bytes"], si=si) == [], "hot mode means to measure from L2"
+    matmul = ceilings.implausible(bytes_per_s=0.5e12, flops_per_s=40e12, peak=peak, mode="cold", working_set=12 << 20,
+                                  l2_bytes=H200["l2_bytes"], si=si)
+    assert matmul == [], "a compute-bound kernel (80 FLOP/byte, past the ridge) is judged by its FLOP/s"
 
 
 def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monkeypatch):
