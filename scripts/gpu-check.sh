@@ -134,6 +134,10 @@ if has measure; then
                     linear_bias_relu:linear_bias_relu_compiled; do
             json "frameworks-${pair%%:*}-${pair##*:}" $KPROF bench "${pair%%:*}" --baseline "$T:${pair##*:}"
         done
+        # the bandwidth kernels' parameters against torch.add and torch.sum at 2^28 and 2^30 elements
+        json frameworks-vector_add_vec4-sweep $KPROF bench vector_add_vec4 --size N=268435456,1073741824 \
+            --param UNROLL=1,2,4 --param CACHE=0,1 --baseline "$T:add"
+        json frameworks-reduce_sum_vec4-sizes $KPROF bench reduce_sum_vec4 --size N=268435456,1073741824 --baseline "$T:total"
     fi
     on sanitize && step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
     on cases && step cases $KPROF cases --jobs "${JOBS:-8}"

@@ -139,3 +139,13 @@ def test_an_installed_wheel_finds_the_kernels_inside_the_package(tmp_path, monke
     assert catalog._shipped("kernels") == catalog.ROOT / "kernels", "a source checkout: the top of the repository"
     (tmp_path / "kernels").mkdir()
     assert catalog._shipped("kernels") == tmp_path / "kernels", "a wheel: kprof/kernels"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("params", [{"UNROLL": "2", "CACHE": "1"}, {"UNROLL": "4", "CACHE": "0"}])
+def test_vector_add_vec4_parameters_build(params):
+    """The unrolled and streaming variants kprof bench --param sweeps (UNROLL 1, CACHE 0 is the plain loop)."""
+    from kprof import build, catalog
+
+    built = build.build(catalog.load("vector_add_vec4").with_defines(params), "sm_90")
+    assert built.cubin.is_file() and built.usage_of("vector_add_vec4").spill_stores == 0
