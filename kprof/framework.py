@@ -133,7 +133,8 @@ def routine(ws: Workspace, stored: str, stream: Any, data: dict[str, Any],
     fw = choose()
     handle = pointer_of(stream)
     tensors = {b.arg.name: fw.wrap(DeviceView(ws.pointers[b.arg.name], b)) for b in ws.target.buffers}
-    env: dict[str, Any] = {**ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
+    # numeric defines too: a Python operation's parameters sweep with --param like a kernel's (BLOCK=128,256)
+    env: dict[str, Any] = {**ws.target.constants, **ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
     env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("in", "inout")})
     outputs = [b.arg.name for b in ws.target.buffers if b.arg.role == "out"] or \
         [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"]

@@ -475,7 +475,8 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     python: str | None = None
     first_entry: str | None
     if python_text is not None:
-        python, source, steps, launch = _load_python_op(python_text, args, {s.name for s in sizes}, path.parent, fail)
+        python, source, steps, launch = _load_python_op(python_text, args, {s.name for s in sizes},
+                                                        {k for k, _ in defines}, path.parent, fail)
         entry = first_entry = steps[0].entry
     else:
         steps, first_entry, launch = _load_launches(data, args, fail, check_expr)
@@ -526,8 +527,8 @@ def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, P
     return name, source, entry, description
 
 
-def _load_python_op(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], folder: Path,
-                    fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
+def _load_python_op(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], defines: set[str],
+                    folder: Path, fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
     """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as
     framework tensors), sizes and scalars by name, read now without running it. Its one step is the
     function over every argument, with no launch of kprof's own."""
@@ -537,7 +538,7 @@ def _load_python_op(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: se
         raise fail("python", f"{_show(raw)} must name a function: FILE.py:FUNCTION (relative to the spec) or "
                              "package.module:FUNCTION")
     try:
-        ref = pyref.check(raw, folder, {a.name for a in args} | sizes)
+        ref = pyref.check(raw, folder, {a.name for a in args} | sizes | defines)
     except ValueError as exc:
         raise fail("python", _cut(str(exc), 300)) from None
     step = Step(ref.func, tuple(a.name for a in args), None)

@@ -625,3 +625,14 @@ def test_a_wrong_python_operation_fails_verification(numpy_framework):
     spec = _op_spec(numpy_framework, "add", "def add(a, b):\n    return a * b\n")
     data = run_job(numpy_framework, job_for(spec, None, RunMode()))
     assert data["status"] == "failed" and "elements exceed" in data["checks"][0]["message"]
+
+
+def test_a_python_operations_defines_reach_it_so_param_sweeps_work(numpy_framework):
+    from kprof import spec as spec_mod
+
+    (numpy_framework / "ops.py").write_text("def add(a, b, SCALE):\n    return (a + b) * SCALE\n")
+    (numpy_framework / "op.yaml").write_text(_OP_SPEC.format(func="add").replace("reference: {c: a + b}",
+                                             "defines: {SCALE: 1}\nreference: {c: (a + b) * SCALE}"))
+    spec = spec_mod.load(numpy_framework / "op.yaml")
+    data = run_job(numpy_framework, job_for(spec, None, RunMode(), params={"SCALE": "3"}))
+    assert data["status"] == "ok" and data["checks"][0]["ok"], data.get("error") or data["checks"]
