@@ -55,6 +55,7 @@ class PointPlan:
     job: Job
     baseline: str | None = None
     baseline_job: Job | None = None
+    more: tuple[tuple[str, Job], ...] = ()  # further baselines, timed after the first
 
 
 @dataclass
@@ -86,6 +87,7 @@ class PointResult:
     baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
     baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
     baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
+    more_baselines: list[dict[str, Any]] = field(default_factory=list)  # --baseline a,b: each one after the first
     math_mode: str | None = None
     timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
     timer_note: str | None = None  # why CUPTI was not used, when it was asked for by auto
@@ -141,6 +143,13 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
     _against_ceilings(point, peak, resolved, mode.mode, (data.get("device") or {}).get("l2_bytes"))
     if plan.baseline and plan.baseline_job:
         _baseline(point, plan, summary, timeout)
+    for name, job in plan.more:
+        extra = PointResult(point.kernel, point.sizes, point.params, point.mode, "ok", timer=point.timer)
+        _baseline(extra, replace(plan, baseline=name, baseline_job=job), summary, timeout)
+        point.more_baselines.append({k: getattr(extra, k) for k in (
+            "baseline", "baseline_summary", "of_baseline", "baseline_kernels", "baseline_prepare_s",
+            "baseline_framework", "baseline_flops_per_s", "baseline_bytes_per_s", "math_mode")})
+        point.warnings.extend(extra.warnings)
     return point
 
 

@@ -238,7 +238,9 @@ def _bench(sub: Any) -> None:
     p.add_argument("names", nargs="+", metavar="NAME|SPEC")
     _size_args(p, sweep=True)
     _param_args(p, sweep=True)
-    p.add_argument("--baseline", default="auto", help="auto (the spec's, e.g. cublas_sgemm), none, or cublas_sgemm")
+    p.add_argument("--baseline", default="auto",
+                   help="auto (the spec's, e.g. cublas_sgemm), none, cublas_sgemm, another spec's name, or a Python "
+                        "callable (FILE.py:FUNCTION, package.module:FUNCTION); several, comma-separated, in the same run")
     mode = p.add_mutually_exclusive_group()
     for flag, text in (("cold", "one launch per sample, L2 flushed before it (default)"),
                        ("warm", "one launch per sample, caches left warm"),

@@ -99,6 +99,7 @@ class BenchPoint:
     params: dict[str, str]
     baseline: str | None
     baseline_spec: KernelSpec | None
+    more: tuple[tuple[str, KernelSpec | None], ...] = ()  # further baselines (--baseline a,b), timed in the same run
 
 
 def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: str) -> list[BenchPoint]:
@@ -110,11 +111,12 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
     for spec in specs:
         own_sizes = sizes if len(specs) == 1 else sizes.only(spec.size_names)
         own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
-        baseline = _python_baseline(spec, bench.baseline_for(spec, option))
-        other = baseline_spec(spec, baseline, option)
+        named = [_python_baseline(spec, bench.baseline_for(spec, o.strip())) for o in option.split(",") if o.strip()]
+        baselines = [(b, baseline_spec(spec, b, option)) for b in dict.fromkeys(n for n in named if n)]
+        first, other = baselines[0] if baselines else (None, None)
         for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
             resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
-            out.append(BenchPoint(spec, s, p, baseline, other))
+            out.append(BenchPoint(spec, s, p, first, other, tuple(baselines[1:])))
     return out
 
 
@@ -142,22 +144,29 @@ def _python_baseline(spec: KernelSpec, baseline: str | None) -> str | None:
 
 
 def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
-    """Build the point's kernel (and baseline spec) and make their timing jobs."""
+    """Build the point's kernel (and baseline specs) and make their timing jobs."""
     kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)
-    baseline_job = None
+    first = _baseline_job(point.spec, kernel, point.baseline, point.baseline_spec, mode, arch)
+    more = tuple((name, job) for name, other in point.more
+                 if (job := _baseline_job(point.spec, kernel, name, other, mode, arch)) is not None)
+    return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), point.baseline, first, more)
+
+
+def _baseline_job(spec: KernelSpec, kernel: Prepared, baseline: str | None, other: KernelSpec | None,
+                  mode: TimingMode, arch: str | None) -> Job | None:
     from kprof import pyref
 
-    if point.baseline in BASELINES:  # a library routine on the kernel's own buffers
-        baseline_job = kernel.job(replace(mode, library=point.baseline))
-    elif point.baseline and pyref.is_stored(point.baseline):  # a Python callable on the kernel's own buffers
+    if baseline in BASELINES:  # a library routine on the kernel's own buffers
+        return kernel.job(replace(mode, library=baseline))
+    if baseline and pyref.is_stored(baseline):  # a Python callable on the kernel's own buffers
         if mode.mode == "hot":
-            raise UsageError(f"{point.spec.name}: a Python baseline is timed in cold or warm mode, not hot (a CUDA "
+            raise UsageError(f"{spec.name}: a Python baseline is timed in cold or warm mode, not hot (a CUDA "
                              "graph cannot capture what a framework does on the host between kernels)")
-        baseline_job = kernel.job(replace(mode, library=point.baseline))
-    elif point.baseline_spec is not None:  # another spec (an unfused version, say) at the same sizes
-        own = {k: v for k, v in kernel.resolved.sizes.items() if k in point.baseline_spec.size_names}
-        baseline_job = prepare(point.baseline_spec, own, arch=arch).job(mode)
-    return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), point.baseline, baseline_job)
+        return kernel.job(replace(mode, library=baseline))
+    if other is not None:  # another spec (an unfused version, say) at the same sizes
+        own = {k: v for k, v in kernel.resolved.sizes.items() if k in other.size_names}
+        return prepare(other, own, arch=arch).job(mode)
+    return None
 
 
 def case_jobs(case: Case, arch: str | None) -> tuple[Job, Job]:

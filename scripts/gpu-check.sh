@@ -128,16 +128,15 @@ if has measure; then
     on bench-fused && json bench-fused $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online linear_bias_relu
     if on frameworks; then  # each kernel against PyTorch's op, eager and compiled, in the same run (docs/bench.md)
         T=kprof.baselines.torch_ops
-        for pair in vector_add_vec4:add vector_add_vec4:add_compiled reduce_sum_vec4:total reduce_sum_vec4:total_compiled \
-                    rmsnorm_onepass:rms_norm rmsnorm_onepass:rms_norm_compiled softmax_online:softmax \
-                    softmax_online:softmax_compiled streamk_matmul:mm linear_bias_relu:linear_bias_relu linear_bias_relu:linear_bias_relu_lt \
-                    linear_bias_relu:linear_bias_relu_compiled; do
-            json "frameworks-${pair%%:*}-${pair##*:}" $KPROF bench "${pair%%:*}" --baseline "$T:${pair##*:}"
-        done
-        # the bandwidth kernels' parameters against torch.add and torch.sum at 2^28 and 2^30 elements
-        json frameworks-vector_add_vec4-sweep $KPROF bench vector_add_vec4 --size N=268435456,1073741824 \
+        json frameworks-vector_add_vec4 $KPROF bench vector_add_vec4 --size N=268435456,1073741824 --baseline "$T:add,$T:add_compiled"
+        json frameworks-vector_add_vec4-sweep $KPROF bench vector_add_vec4 --size N=268435456 \
             --param UNROLL=1,2,4 --param CACHE=0,1 --baseline "$T:add"
-        json frameworks-reduce_sum_vec4-sizes $KPROF bench reduce_sum_vec4 --size N=268435456,1073741824 --baseline "$T:total"
+        json frameworks-reduce_sum_vec4 $KPROF bench reduce_sum_vec4 --size N=268435456,1073741824 --baseline "$T:total,$T:total_compiled"
+        json frameworks-rmsnorm_onepass $KPROF bench rmsnorm_onepass --baseline "auto,$T:rms_norm,$T:rms_norm_compiled"
+        json frameworks-softmax_online $KPROF bench softmax_online --baseline "auto,$T:softmax,$T:softmax_compiled"
+        json frameworks-streamk_matmul $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "auto,$T:mm"
+        json frameworks-linear_bias_relu $KPROF bench linear_bias_relu --size B=1,16,64 --size K,N=1024,4096 \
+            --baseline "auto,$T:linear_bias_relu,$T:linear_bias_relu_lt,$T:linear_bias_relu_compiled"
     fi
     on sanitize && step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
     on cases && step cases $KPROF cases --jobs "${JOBS:-8}"

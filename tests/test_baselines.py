@@ -124,3 +124,45 @@ def test_a_python_operation_must_name_a_function_it_can_find(tmp_path):
     (tmp_path / "k.yaml").write_text(OP.replace("ops.py:add", "not a function"))
     with pytest.raises(SpecError, match="python: 'not a function' must name a function"):
         spec_mod.load(tmp_path / "k.yaml")
+
+
+def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monkeypatch):
+    """--baseline auto,mine.py:norm: the spec's own baseline first, then the Python one, each against
+    the same kernel timing (fake timings: kernel 1 ms, rmsnorm_unfused 6 ms, the callable 2 ms)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("def norm(x, w, eps):\n    return x\n")
+    spec = catalog.load("rmsnorm_onepass")
+    (point,) = pipeline.bench_points([spec], sweep.parse(["R=64", "C=256"], "--size"), sweep.parse([], "--param"),
+                                     "auto,mine.py:norm")
+    assert point.baseline == "rmsnorm_unfused" and point.baseline_spec.name == "rmsnorm_unfused"
+    assert [pyref.Ref.from_stored(n).label() for n, _ in point.more] == ["mine.py:norm"]
+
+    from dataclasses import dataclass, field
+    from types import SimpleNamespace
+
+    @dataclass(frozen=True)
+    class FakeJob:
+        name: str
+        mode: object = field(default_factory=lambda: pipeline.TimingMode("cold", bench.rule_from(0.01, 0.1, 1.0),
+                                                                          "s", "f"))
+
+        @property
+        def target(self):
+            return SimpleNamespace(name=self.name)
+
+    def fake_time(job, timeout):
+        seconds = {"kernel": 1e-3, "unfused": 6e-3, "python": 2e-3}[job.name]
+        return {"status": "ok", "samples": [seconds] * 5, "stop": "noise", "timer": "cupti",
+                "kernels_per_call": 3 if job.name == "python" else 1, "baseline_framework": "torch"}
+
+    monkeypatch.setattr(bench, "time_job", fake_time)
+    resolved = spec.resolve({"R": 64, "C": 256})
+    plan = bench.PointPlan(resolved, {}, FakeJob("kernel"), "rmsnorm_unfused", FakeJob("unfused"),
+                           (("python:" + str(tmp_path / "mine.py") + ":norm", FakeJob("python")),))
+    result = bench.run_point(plan, None, timeout=10)
+    assert result.of_baseline == pytest.approx(6.0) and len(result.more_baselines) == 1
+    more = result.more_baselines[0]
+    assert more["of_baseline"] == pytest.approx(2.0) and more["baseline_kernels"] == 3
+    text = render.bench_table([result], None, None)
+    assert "6.00x faster than rmsnorm_unfused" in text
+    assert "2.00x faster than mine.py:norm (median 2,000.0 us, 3 kernel(s) per call)" in text
