@@ -329,11 +329,11 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         for more in r.more_baselines:
             if more.get("of_baseline") and more.get("baseline_summary"):
                 ratio = more["of_baseline"]
-                how = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
+                faster = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
                 notes = [f"{more['baseline_kernels']} kernel(s) per call" if more.get("baseline_kernels") is not None else "",
                          f"prepared in {more['baseline_prepare_s']:.1f} s" if more.get("baseline_prepare_s") is not None
                          else ""]
-                out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {how} "
+                out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {faster} "
                            f"{baseline_label(more['baseline'])} (median {_us(more['baseline_summary']['median'])} us"
                            + "".join(f", {n}" for n in notes if n) + ")")
         for w in r.warnings:
