@@ -36,10 +36,13 @@ class DeviceView:
     """kprof's buffer as ``__cuda_array_interface__`` (version 3): what frameworks wrap without a copy."""
 
     def __init__(self, ptr: int, buf: ResolvedBuffer) -> None:
-        if buf.arg.dtype not in _TYPESTR:
+        # bfloat16 has no interface type: it travels as its 16-bit patterns, and Torch.wrap views it back
+        self.dtype = buf.arg.dtype
+        typestr = "<i2" if buf.arg.dtype == "bfloat16" else _TYPESTR.get(buf.arg.dtype)
+        if typestr is None:
             raise UsageError(f"a Python baseline cannot take {buf.arg.name}: {buf.arg.dtype} has no "
                              "__cuda_array_interface__ type")
-        self.__cuda_array_interface__ = {"shape": tuple(buf.shape), "typestr": _TYPESTR[buf.arg.dtype],
+        self.__cuda_array_interface__ = {"shape": tuple(buf.shape), "typestr": typestr,
                                          "data": (int(ptr), False), "strides": None, "version": 3, "stream": None}
 
 
@@ -65,7 +68,8 @@ class Torch(Framework):
     def wrap(self, view: DeviceView) -> Any:
         import torch
 
-        return torch.as_tensor(view, device="cuda")
+        tensor = torch.as_tensor(view, device="cuda")
+        return tensor.view(torch.bfloat16) if view.dtype == "bfloat16" else tensor
 
     @contextmanager
     def on_stream(self, handle: Any) -> Iterator[None]:
@@ -84,6 +88,8 @@ class Cupy(Framework):
     def wrap(self, view: DeviceView) -> Any:
         import cupy
 
+        if view.dtype == "bfloat16":
+            raise UsageError("CuPy has no bfloat16: a Python baseline of a bfloat16 spec needs PyTorch")
         return cupy.asarray(view)
 
     @contextmanager
