@@ -157,8 +157,6 @@ def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved:
                       l2_bytes: int | None) -> None:
     """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether they
     are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
-    from kprof.render import si
-
     point.mix = ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers)
     theoretical = (peak or {}).get("theoretical") or {}
     if peak:
@@ -167,8 +165,7 @@ def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved:
     point.of_dram_peak = stats.fraction(point.bytes_per_s, theoretical.get("dram_bytes_per_s"))
     point.of_fp32_peak = stats.fraction(point.flops_per_s, theoretical.get("fp32_flops_per_s"))
     notes = ceilings.implausible(bytes_per_s=point.bytes_per_s, flops_per_s=point.flops_per_s, peak=peak, mode=mode,
-                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"),
-                                 si=si)
+                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"))
     point.plausible = not notes
     point.warnings.extend(notes)
     if point.plausible and point.of_ceiling and point.of_ceiling > 1:

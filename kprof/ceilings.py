@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kprof.units import si
+
 # FP32 lanes per SM by architecture (CUDA C++ Programming Guide, "Arithmetic Instructions").
 FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_87": 128, "sm_89": 128, "sm_90": 128, "sm_100": 128, "sm_103": 128,
               "sm_110": 128, "sm_120": 128, "sm_121": 128}
@@ -76,7 +78,7 @@ def ceiling(peak: dict[str, Any] | None, mix: str) -> float | None:
 
 
 def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: dict[str, Any] | None, mode: str,
-                working_set: int, l2_bytes: int | None, si: Any) -> list[str]:
+                working_set: int, l2_bytes: int | None) -> list[str]:
     """Why a result cannot be what it claims, one sentence each (empty: nothing found). The L2 note
     is for bandwidth kernels only: a kernel whose arithmetic intensity is past the ridge point is
     judged by its FLOP/s, which L2 does not inflate."""

@@ -26,7 +26,6 @@ from kprof.errors import UsageError
 
 if TYPE_CHECKING:
     from kprof.spec import ResolvedBuffer
-    from kprof.workspace import Workspace
 
 _TYPESTR = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "|i1", "uint8": "|u1", "int32": "<i4",
             "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
@@ -128,12 +127,13 @@ def pointer_of(stream: Any) -> int:
         return int(stream.getPtr())
 
 
-def routine(ws: Workspace, stored: str, stream: Any, data: dict[str, Any],
+def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
             what: str = "baseline") -> tuple[Callable[[], None], Callable[[], None]]:
-    """(call, first): ``call`` runs the callable once on kprof's stream; ``first`` does the same and
-    copies its result into kprof's output buffers, for the verification. A callable that takes an
-    output buffer by name writes it in place, and its return value is not used. ``data`` gets the
-    framework and the prepare time. ``what``: a baseline, or a spec's Python operation."""
+    """(call, first) over ``ws``, the child's workspace: ``call`` runs the callable once on kprof's
+    stream; ``first`` does the same and copies its result into kprof's output buffers, for the
+    verification. A callable that takes an output buffer by name writes it in place, and its return
+    value is not used. ``data`` gets the framework and the prepare time. ``what``: a baseline, or a
+    spec's Python operation."""
     ref = pyref.Ref.from_stored(stored)
     fn = pyref.load(ref, what)
     fw = choose()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kprof.findings import label
 from kprof.spec import BASELINES
+from kprof.units import si
 
 if TYPE_CHECKING:
     from kprof.bench import PointResult
@@ -57,13 +58,6 @@ def build_table(results: list[tuple[KernelSpec, BuildResult]]) -> str:
         rows,
         "llrrrrrl",
     )
-
-
-def si(value: float, unit: str) -> str:
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
 
 
 def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str:

@@ -3,7 +3,6 @@
 import pytest
 
 from kprof import bench, ceilings, render
-from kprof.render import si
 
 # What an H200's driver reports (CU_DEVICE_ATTRIBUTE_*): the numbers are the kind the driver gives.
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "memory_clock_khz": 3_201_000,
@@ -41,18 +40,18 @@ def test_the_ceiling_for_a_mix_falls_back_to_an_older_peak_files_copy():
 def test_implausible_rates_and_working_sets_are_named():
     peak = {"theoretical": ceilings.theoretical(H200)}
     ok = ceilings.implausible(bytes_per_s=4.3e12, flops_per_s=None, peak=peak, mode="cold", working_set=2 << 30,
-                              l2_bytes=H200["l2_bytes"], si=si)
+                              l2_bytes=H200["l2_bytes"])
     assert ok == []
     over = ceilings.implausible(bytes_per_s=5.2e12, flops_per_s=70e12, peak=peak, mode="cold", working_set=2 << 30,
-                                l2_bytes=H200["l2_bytes"], si=si)
+                                l2_bytes=H200["l2_bytes"])
     assert len(over) == 2 and "above the theoretical DRAM bandwidth" in over[0] and "FP32" in over[1]
     small = ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="cold", working_set=8 << 20,
-                                 l2_bytes=H200["l2_bytes"], si=si)
+                                 l2_bytes=H200["l2_bytes"])
     assert len(small) == 1 and "fits in the 50 MiB L2" in small[0]
     assert ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="hot", working_set=8 << 20,
-                                l2_bytes=H200["l2_bytes"], si=si) == [], "hot mode means to measure from L2"
+                                l2_bytes=H200["l2_bytes"]) == [], "hot mode means to measure from L2"
     matmul = ceilings.implausible(bytes_per_s=0.5e12, flops_per_s=40e12, peak=peak, mode="cold", working_set=12 << 20,
-                                  l2_bytes=H200["l2_bytes"], si=si)
+                                  l2_bytes=H200["l2_bytes"])
     assert matmul == [], "a compute-bound kernel (80 FLOP/byte, past the ridge) is judged by its FLOP/s"
 
 
