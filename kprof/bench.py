@@ -282,8 +282,14 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     out["fma_flops_per_s"] = amount / summary.median
     out["fma_summary"] = summary.to_dict()
     out["fma_stop"] = data["stop"]
-    device = data.get("device") or device
+    device = dict(data.get("device") or device)
+    missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not device.get(k)]
+    if missing:  # a driver that no longer gives a clock attribute: NVML's reading, said in the report
+        nvml = telemetry.clock_limits()
+        device.update({k: nvml[k] for k in missing if nvml.get(k)})
     out["theoretical"] = ceilings.theoretical(device)
+    if missing:
+        out["theoretical"]["notes"].append(f"from NVML, the driver giving none: {', '.join(missing)}")
     out["l2_bytes"] = device.get("l2_bytes")
     snap = telemetry.snapshot()
     out["gpu"] = snap.gpu if snap else device.get("name")

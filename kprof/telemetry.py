@@ -75,6 +75,33 @@ def snapshot(index: int = 0) -> Snapshot | None:
         pynvml.nvmlShutdown()
 
 
+def clock_limits(index: int = 0) -> dict[str, int]:
+    """NVML's peak memory clock, memory bus width and peak SM clock, in the units of the CUDA device
+    attributes they stand in for where a driver no longer gives those (kHz, bits, kHz); {} without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML: the device attributes are all there is
+        return {}
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+
+        def read(fn: Any, *args: Any) -> int | None:
+            try:
+                return int(fn(h, *args))
+            except Exception:  # noqa: BLE001 - a reading this GPU or driver lacks is left out
+                return None
+
+        mem, bus = read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_MEM), read(pynvml.nvmlDeviceGetMemoryBusWidth)
+        sm = read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM)
+        found = {"memory_clock_khz": mem * 1000 if mem else None, "bus_width_bits": bus,
+                 "clock_khz": sm * 1000 if sm else None}
+        return {k: v for k, v in found.items() if v}
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def warnings(before: Snapshot | None, after: Snapshot | None) -> list[str]:
     """What in the telemetry makes a timing less trustworthy. Pure."""
     out: list[str] = []

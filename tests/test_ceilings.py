@@ -156,3 +156,19 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     assert copy16.bytes == 2 << 30 and copy16.job.target.scalars[0][1] == (1 << 30) // 16
     job, amount = seen["memcpy"]
     assert job.mode.library == "memcpy_dtod" and job.mode.timer == "events" and amount == 2 << 30
+
+
+def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
+    """CUDA 13 deprecates the clock attributes: where the driver gives 0, NVML's readings stand in, said in a note."""
+    def fake_time(job, timeout):
+        return {"status": "ok", "samples": [1e-3] * 5, "stop": "noise", "timer": "cupti",
+                "device": dict(H200, memory_clock_khz=0, clock_khz=0)}
+
+    monkeypatch.setattr(bench, "time_job", fake_time)
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    monkeypatch.setattr(bench.telemetry, "clock_limits", lambda: {"memory_clock_khz": 3_201_000, "clock_khz": 1_980_000})
+    job = type("J", (), {"target": type("T", (), {"name": "j"})()})()
+    data = bench.measure_peak([], (job, 1 << 30), (job, 10**12))
+    th = data["theoretical"]
+    assert th["dram_bytes_per_s"] == pytest.approx(4.917e12, rel=1e-3) and th["fp32_flops_per_s"]
+    assert any("from NVML" in n and "memory_clock_khz" in n for n in th["notes"])
