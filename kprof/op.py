@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kprof import verify
 from kprof.errors import UsageError
 from kprof.spec import CUBLAS_SGEMM, DTYPES, KernelSpec, Resolved
 
@@ -313,7 +314,7 @@ class Op:
         for buf in resolved.buffers:
             if buf.arg.name in infos:
                 _check_array(self.spec.name, buf.arg.name, infos[buf.arg.name], buf.arg.dtype, buf.shape)
-        scalars = {a.name: (a.dtype, _packed(a.dtype, v)) for a, v in resolved.scalars}
+        scalars = {a.name: (a.dtype, verify.pack_scalar(a.dtype, v)) for a, v in resolved.scalars}
         buffers = {b.arg.name for b in resolved.buffers}
         steps = tuple((st.entry, st.grid, st.block, st.shared_mem,
                        tuple(("buf", name) if name in buffers else scalars[name] for name in st.args))
@@ -364,19 +365,6 @@ def _check_array(op: str, name: str, info: ArrayInfo, dtype: str, shape: tuple[i
         raise UsageError(f"{op}: {name} has shape {list(info.shape)}; at these sizes the spec wants {list(shape)}")
     if not info.contiguous:
         raise UsageError(f"{op}: {name} is not contiguous (row-major); pass .contiguous() or a copy")
-
-
-def _packed(dtype: str, value: int | float) -> int | float:
-    """A scalar as the launch packs it: half-precision types as their raw 16 bits."""
-    if dtype == "float16":
-        import numpy as np
-
-        return int(np.float16(value).view(np.uint16))
-    if dtype == "bfloat16":
-        from kprof import verify
-
-        return int(verify.to_bf16(value))
-    return value
 
 
 def _stream_handle(stream: Any) -> int:

@@ -45,6 +45,17 @@ def to_bf16(values: Any) -> Any:
     return np.where(np.isnan(f), np.uint16(0x7FC0), rounded)
 
 
+def pack_scalar(dtype_name: str, value: int | float) -> int | float:
+    """A scalar as a launch passes it: half-precision types as their raw 16 bits, the rest as they are."""
+    if dtype_name == "float16":
+        import numpy as np
+
+        return int(np.float16(value).view(np.uint16))
+    if dtype_name == "bfloat16":
+        return int(to_bf16(value))
+    return value
+
+
 def decode(dtype_name: str, array: Any) -> Any:
     """Host storage -> numbers: bfloat16 bit patterns become float32; everything else is as stored."""
     import numpy as np

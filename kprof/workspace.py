@@ -153,13 +153,7 @@ class Workspace:
         if name in self.pointers:
             return ("ptr", self.pointers[name])
         arg, value = next((a, v) for a, v in self.target.scalars if a.name == name)
-        if arg.dtype == "float16":
-            import numpy as np
-
-            return (arg.dtype, int(np.float16(value).view(np.uint16)))
-        if arg.dtype == "bfloat16":
-            return (arg.dtype, int(verify.to_bf16(value)))
-        return (arg.dtype, value)
+        return (arg.dtype, verify.pack_scalar(arg.dtype, value))
 
     def scalar(self, name: str) -> int | float:
         return next(v for a, v in self.target.scalars if a.name == name)
