@@ -129,9 +129,9 @@ def _python_baseline(spec: KernelSpec, baseline: str | None) -> str | None:
         return baseline
     from pathlib import Path
 
-    from kprof.spec import ScalarArg
+    from kprof.spec import input_names
 
-    known = {a.name for a in spec.args if isinstance(a, ScalarArg) or a.role in ("in", "inout")} | set(spec.size_names)
+    known = input_names(spec.args) | set(spec.size_names)
     try:
         stored = pyref.check(baseline, Path.cwd(), known).stored()
     except ValueError as exc:

@@ -446,15 +446,10 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise fail(unknown[0], f"unknown field (known fields: {', '.join(sorted(_TOP_KEYS))})")
+    name, description = _load_name(data, path, fail)
     python_text = data.get("python")
-    if python_text is not None:
-        extra = [k for k in _NOT_FOR_PYTHON if k in data]
-        if extra:
-            raise fail(extra[0], "a Python operation (python: FILE.py:FUNCTION) has no source, entry, launch or steps: "
-                                 "the function is the operation; remove it")
-        name, source, entry, description = _load_identity(dict(data, source=Path(path).name, entry="op"), path, fail)
-    else:
-        name, source, entry, description = _load_identity(data, path, fail)
+    if python_text is None:
+        source, entry = _load_source(data, path, name, fail)
     defines = _load_defines(data.get("defines"), fail)
     flags = _load_nvcc_flags(data.get("nvcc_flags", []), path.parent, fail)
     sizes = _load_sizes(data.get("sizes"), fail)
@@ -475,8 +470,8 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     python: str | None = None
     first_entry: str | None
     if python_text is not None:
-        python, source, steps, launch = _load_python_op(python_text, args, {s.name for s in sizes},
-                                                        {k for k, _ in defines}, path.parent, fail)
+        python, source, steps, launch = _load_python_op(data, args, {s.name for s in sizes} | {k for k, _ in defines},
+                                                        path.parent, fail)
         entry = first_entry = steps[0].entry
     else:
         steps, first_entry, launch = _load_launches(data, args, fail, check_expr)
@@ -503,11 +498,19 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     )  # fmt: skip
 
 
-def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, Path, str, str]:
-    """name, source file, entry and description."""
+def _load_name(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, str]:
+    """name and description."""
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not _IDENT.match(name):
         raise fail("name", f"{_show(name)} must be an identifier (letters, digits, _)")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise fail("description", "must be a string")
+    return name, description
+
+
+def _load_source(data: dict[str, Any], path: Path, name: str, fail: Fail) -> tuple[Path, str]:
+    """The .cu file and the kernel's entry."""
     source_text = data.get("source", f"{path.stem}.cu")
     if not isinstance(source_text, str) or not source_text:
         raise fail("source", "must be the path of the .cu file, relative to the spec")
@@ -521,24 +524,31 @@ def _load_identity(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, P
     entry = data.get("entry", name)
     if not isinstance(entry, str) or not _IDENT.match(entry):
         raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        raise fail("description", "must be a string")
-    return name, source, entry, description
+    return source, entry
 
 
-def _load_python_op(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], defines: set[str],
-                    folder: Path, fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
+def input_names(args: tuple[BufferArg | ScalarArg, ...]) -> set[str]:
+    """What a Python baseline may take by name besides the sizes: the scalars and the input buffers."""
+    return {a.name for a in args if isinstance(a, ScalarArg) or a.role in ("in", "inout")}
+
+
+def _load_python_op(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], names: set[str], folder: Path,
+                    fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
     """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as
-    framework tensors), sizes and scalars by name, read now without running it. Its one step is the
-    function over every argument, with no launch of kprof's own."""
+    framework tensors), sizes, defines (``names``) and scalars by name, read now without running it.
+    Its one step is the function over every argument, with no launch of kprof's own."""
     from kprof import pyref
 
+    extra = [k for k in _NOT_FOR_PYTHON if k in data]
+    if extra:
+        raise fail(extra[0], "a Python operation (python: FILE.py:FUNCTION) has no source, entry, launch or steps: "
+                             "the function is the operation; remove it")
+    raw = data["python"]
     if not isinstance(raw, str) or not pyref.looks_like(raw):
         raise fail("python", f"{_show(raw)} must name a function: FILE.py:FUNCTION (relative to the spec) or "
                              "package.module:FUNCTION")
     try:
-        ref = pyref.check(raw, folder, {a.name for a in args} | sizes | defines)
+        ref = pyref.check(raw, folder, {a.name for a in args} | names)
     except ValueError as exc:
         raise fail("python", _cut(str(exc), 300)) from None
     step = Step(ref.func, tuple(a.name for a in args), None)
@@ -674,7 +684,7 @@ def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set
     from kprof import pyref
 
     if isinstance(raw, str) and pyref.looks_like(raw):
-        known = {a.name for a in args if isinstance(a, ScalarArg) or a.role in ("in", "inout")} | sizes
+        known = input_names(args) | sizes
         try:
             return pyref.check(raw, folder, known).stored()
         except ValueError as exc:

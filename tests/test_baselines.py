@@ -62,7 +62,7 @@ def test_every_shipped_torch_baseline_fits_its_specs_arguments():
              "streamk_matmul": ["mm"], "linear_bias_relu": ["linear_bias_relu", "linear_bias_relu_lt", "linear_bias_relu_compiled"]}
     for name, funcs in pairs.items():
         spec = catalog.load(name)
-        known = {a.name for a in spec.args if getattr(a, "role", "in") in ("in", "inout")} | set(spec.size_names)
+        known = spec_mod.input_names(spec.args) | set(spec.size_names)
         for fn in funcs:
             ref = pyref.check(f"kprof.baselines.torch_ops:{fn}", spec.path.parent, known)
             assert ref.path.name == "torch_ops.py" and ref.func == fn
