@@ -6,6 +6,8 @@ throttle reason other than "idle" or "applications clocks setting" was active, c
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -39,30 +41,44 @@ class Snapshot:
         return asdict(self)
 
 
-def snapshot(index: int = 0) -> Snapshot | None:
-    """None when NVML is not available (no driver, no GPU)."""
+@contextmanager
+def _device(index: int) -> Iterator[tuple[Any, Callable[..., Any]] | None]:
+    """(pynvml, read) for GPU ``index``, or None without NVML; ``read(fn, *args)`` is ``fn(handle,
+    *args)``, None where this GPU or driver lacks the reading."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no NVML, no telemetry: the timing stands without it
-        return None
+    except Exception:  # noqa: BLE001 - no NVML, no telemetry: the measurement stands without it
+        yield None
+        return
     try:
         h = pynvml.nvmlDeviceGetHandleByIndex(index)
 
-        def safe(fn: Any, *args: Any) -> Any:
+        def read(fn: Any, *args: Any) -> Any:
             try:
                 return fn(h, *args)
             except Exception:  # noqa: BLE001 - a reading this GPU or driver lacks is None, not an error
                 return None
 
+        yield pynvml, read
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def snapshot(index: int = 0) -> Snapshot | None:
+    """None when NVML is not available (no driver, no GPU)."""
+    with _device(index) as nvml:
+        if nvml is None:
+            return None
+        pynvml, safe = nvml
         mask = safe(getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
                     or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons) or 0
         power = safe(pynvml.nvmlDeviceGetPowerUsage)
-        name = pynvml.nvmlDeviceGetName(h)
+        name = safe(pynvml.nvmlDeviceGetName)
         driver = pynvml.nvmlSystemGetDriverVersion()
         return Snapshot(
-            gpu=name.decode() if isinstance(name, bytes) else str(name),
+            gpu=name.decode() if isinstance(name, bytes) else str(name or "unknown GPU"),
             driver=driver.decode() if isinstance(driver, bytes) else str(driver),
             sm_clock_mhz=safe(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
             mem_clock_mhz=safe(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
@@ -71,35 +87,19 @@ def snapshot(index: int = 0) -> Snapshot | None:
             power_w=power / 1000 if power is not None else None,
             reasons=[name for bit, name in _REASONS.items() if mask & bit],
         )
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def clock_limits(index: int = 0) -> dict[str, int]:
     """NVML's peak memory clock, memory bus width and peak SM clock, in the units of the CUDA device
     attributes they stand in for where a driver no longer gives those (kHz, bits, kHz); {} without NVML."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no NVML: the device attributes are all there is
-        return {}
-    try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(index)
-
-        def read(fn: Any, *args: Any) -> int | None:
-            try:
-                return int(fn(h, *args))
-            except Exception:  # noqa: BLE001 - a reading this GPU or driver lacks is left out
-                return None
-
-        mem, bus = read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_MEM), read(pynvml.nvmlDeviceGetMemoryBusWidth)
-        sm = read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM)
-        found = {"memory_clock_khz": mem * 1000 if mem else None, "bus_width_bits": bus,
-                 "clock_khz": sm * 1000 if sm else None}
-        return {k: v for k, v in found.items() if v}
-    finally:
-        pynvml.nvmlShutdown()
+    with _device(index) as nvml:
+        if nvml is None:
+            return {}
+        pynvml, read = nvml
+        mem, sm = (read(pynvml.nvmlDeviceGetMaxClockInfo, clock) for clock in (pynvml.NVML_CLOCK_MEM, pynvml.NVML_CLOCK_SM))
+        found = {"memory_clock_khz": mem and int(mem) * 1000, "bus_width_bits": read(pynvml.nvmlDeviceGetMemoryBusWidth),
+                 "clock_khz": sm and int(sm) * 1000}
+        return {k: int(v) for k, v in found.items() if v}
 
 
 def warnings(before: Snapshot | None, after: Snapshot | None) -> list[str]:

@@ -172,3 +172,31 @@ def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
     th = data["theoretical"]
     assert th["dram_bytes_per_s"] == pytest.approx(4.917e12, rel=1e-3) and th["fp32_flops_per_s"]
     assert any("from NVML" in n and "memory_clock_khz" in n for n in th["notes"])
+
+
+def test_nvml_readings_through_a_fake_pynvml(monkeypatch):
+    """telemetry's one NVML session: a snapshot and the clock limits, a reading the GPU lacks left out."""
+    import sys
+    from types import SimpleNamespace
+
+    from kprof import telemetry
+
+    calls = []
+
+    def lacking(h):
+        raise RuntimeError("not supported")
+
+    fake = SimpleNamespace(
+        NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1, NVML_TEMPERATURE_GPU=0,
+        nvmlInit=lambda: calls.append("init"), nvmlShutdown=lambda: calls.append("shutdown"),
+        nvmlDeviceGetHandleByIndex=lambda i: "h", nvmlDeviceGetName=lambda h: b"NVIDIA H200",
+        nvmlSystemGetDriverVersion=lambda: "580.159.04", nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x4,
+        nvmlDeviceGetPowerUsage=lacking, nvmlDeviceGetClockInfo=lambda h, c: 1980 if c == 0 else 3201,
+        nvmlDeviceGetMaxClockInfo=lambda h, c: 1980 if c == 0 else 3201, nvmlDeviceGetTemperature=lambda h, t: 40,
+        nvmlDeviceGetMemoryBusWidth=lacking)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    snap = telemetry.snapshot()
+    assert (snap.gpu, snap.driver, snap.sm_clock_mhz, snap.power_w, snap.reasons) == (
+        "NVIDIA H200", "580.159.04", 1980, None, ["sw-power-cap"])
+    assert telemetry.clock_limits() == {"memory_clock_khz": 3_201_000, "clock_khz": 1_980_000}
+    assert calls == ["init", "shutdown"] * 2
