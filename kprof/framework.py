@@ -1,4 +1,8 @@
-"""A Python baseline in the timing child: the user's (or a shipped) callable timed like a kernel.
+"""The frameworks kprof meets (PyTorch, CuPy, anything with ``__cuda_array_interface__``), in one place:
+how to read an array of theirs, allocate one like it, find their current stream (``kprof.load``,
+:mod:`kprof.op`), wrap kprof's own buffers, run on kprof's stream and copy a result back (below).
+
+A Python baseline in the timing child: the user's (or a shipped) callable timed like a kernel.
 
 ``baseline: baselines.py:torch_add`` (or ``--baseline kprof.baselines.torch_ops:rms_norm``) names a
 function that runs the spec's operation with a framework. In the child:
@@ -19,10 +23,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kprof import pyref
 from kprof.errors import UsageError
+from kprof.spec import DTYPES
 
 if TYPE_CHECKING:
     from kprof.spec import ResolvedBuffer
@@ -45,10 +51,36 @@ class DeviceView:
                                          "data": (int(ptr), False), "strides": None, "version": 3, "stream": None}
 
 
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What kprof needs of one GPU array."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: str | None  # a kprof dtype name (float32, bfloat16, ...), None when it has none
+    contiguous: bool
+    device: int | None  # the GPU ordinal (-1: not on a GPU); None when the array does not say (a bare interface)
+    framework: str
+
+
 class Framework:
-    """How one framework wraps kprof's buffers, runs on kprof's stream and reads a result back."""
+    """One framework: read an array of its, allocate one like it, its current stream (kprof.load);
+    wrap kprof's buffer, run on kprof's stream, copy a result into kprof's buffer (the child)."""
 
     name = "?"
+
+    def matches(self, obj: Any) -> bool:
+        return False
+
+    def info(self, obj: Any) -> ArrayInfo:
+        raise NotImplementedError
+
+    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
+        raise UsageError(f"kprof.load allocates outputs, scratch and zeroed in-out buffers with PyTorch or CuPy, "
+                         f"not for a {type(like).__name__}: pass out= (and every in-out buffer)")
+
+    def stream(self, like: Any) -> int:
+        return 0
 
     def wrap(self, view: DeviceView) -> Any:
         raise NotImplementedError
@@ -63,6 +95,25 @@ class Framework:
 
 class Torch(Framework):
     name = "torch"
+
+    def matches(self, obj: Any) -> bool:
+        return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
+
+    def info(self, obj: Any) -> ArrayInfo:
+        dtype = str(obj.dtype).removeprefix("torch.")
+        device = int(obj.device.index or 0) if obj.device.type == "cuda" else -1
+        return ArrayInfo(int(obj.data_ptr()), tuple(int(d) for d in obj.shape), dtype if dtype in DTYPES else None,
+                         bool(obj.is_contiguous()), device, self.name)
+
+    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
+        import torch
+
+        return (torch.zeros if zero else torch.empty)(shape, dtype=getattr(torch, dtype), device=like.device)
+
+    def stream(self, like: Any) -> int:
+        import torch
+
+        return int(torch.cuda.current_stream(like.device).cuda_stream)
 
     def wrap(self, view: DeviceView) -> Any:
         import torch
@@ -84,6 +135,25 @@ class Torch(Framework):
 class Cupy(Framework):
     name = "cupy"
 
+    def matches(self, obj: Any) -> bool:
+        return type(obj).__module__.startswith("cupy") and hasattr(obj, "data") and hasattr(obj, "device")
+
+    def info(self, obj: Any) -> ArrayInfo:
+        name = str(obj.dtype)
+        return ArrayInfo(int(obj.data.ptr), tuple(int(d) for d in obj.shape), name if name in DTYPES else None,
+                         bool(obj.flags.c_contiguous), int(obj.device.id), self.name)
+
+    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
+        import cupy
+
+        with like.device:
+            return (cupy.zeros if zero else cupy.empty)(shape, dtype=dtype)
+
+    def stream(self, like: Any) -> int:
+        import cupy
+
+        return int(cupy.cuda.get_current_stream().ptr)
+
     def wrap(self, view: DeviceView) -> Any:
         import cupy
 
@@ -102,7 +172,44 @@ class Cupy(Framework):
         dst[...] = src.reshape(dst.shape)
 
 
+class Interface(Framework):
+    """Anything with ``__cuda_array_interface__`` (Numba, JAX's exports, ...): read only."""
+
+    name = "__cuda_array_interface__"
+
+    def matches(self, obj: Any) -> bool:
+        return hasattr(obj, "__cuda_array_interface__")
+
+    def info(self, obj: Any) -> ArrayInfo:
+        import numpy as np
+
+        cai = obj.__cuda_array_interface__
+        shape = tuple(int(d) for d in cai["shape"])
+        dt = np.dtype(cai["typestr"])
+        strides = cai.get("strides")
+        contiguous = strides is None or tuple(strides) == _c_strides(shape, dt.itemsize)
+        return ArrayInfo(int(cai["data"][0]), shape, dt.name if dt.name in DTYPES else None, contiguous, None,
+                         self.name)
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    out, step = [], itemsize
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
 FRAMEWORKS: dict[str, Callable[[], Framework]] = {"torch": Torch, "cupy": Cupy}
+ADAPTERS: list[Framework] = [Torch(), Cupy(), Interface()]  # how kprof.load reads an argument, first match
+
+
+def adapter_for(obj: Any, what: str) -> Framework:
+    for a in ADAPTERS:
+        if a.matches(obj):
+            return a
+    raise UsageError(f"{what}: a {type(obj).__name__} is not a GPU array kprof can read (PyTorch tensor, CuPy "
+                     "array, or anything with __cuda_array_interface__)")
 
 
 def choose() -> Framework:

@@ -25,140 +25,10 @@ from typing import Any
 
 from kprof import verify
 from kprof.errors import UsageError
-from kprof.spec import CUBLAS_SGEMM, DTYPES, KernelSpec, Resolved
+from kprof.framework import ArrayInfo, Framework, adapter_for
+from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 
 Launch = Callable[[Any, Sequence[int], Sequence[int], int, Sequence[tuple[str, Any]], Any], None]
-
-
-@dataclass(frozen=True)
-class ArrayInfo:
-    """What kprof needs of one GPU array."""
-
-    ptr: int
-    shape: tuple[int, ...]
-    dtype: str | None  # a kprof dtype name (float32, bfloat16, ...), None when it has none
-    contiguous: bool
-    device: int | None  # the GPU ordinal; None when the array does not say (a bare interface)
-    framework: str
-
-
-class Adapter:
-    """One framework: how to read an array, allocate one like it and find its current stream."""
-
-    name = "?"
-
-    def matches(self, obj: Any) -> bool:
-        raise NotImplementedError
-
-    def info(self, obj: Any) -> ArrayInfo:
-        raise NotImplementedError
-
-    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        raise UsageError(f"kprof.load allocates outputs and scratch buffers with PyTorch or CuPy, not like a "
-                         f"{type(like).__name__}: pass out= (and use PyTorch or CuPy for a spec with scratch)")
-
-    def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        raise UsageError(f"kprof.load allocates buffers with PyTorch or CuPy, not like a {type(like).__name__}: "
-                         "pass every in-out buffer")
-
-    def stream(self, like: Any) -> int:
-        return 0
-
-
-class TorchAdapter(Adapter):
-    name = "torch"
-
-    def matches(self, obj: Any) -> bool:
-        return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
-
-    def info(self, obj: Any) -> ArrayInfo:
-        dtype = str(obj.dtype).removeprefix("torch.")
-        device = int(obj.device.index or 0) if obj.device.type == "cuda" else -1  # -1: not on a GPU
-        return ArrayInfo(int(obj.data_ptr()), tuple(int(d) for d in obj.shape), dtype if dtype in DTYPES else None,
-                         bool(obj.is_contiguous()), device, "torch")
-
-    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        import torch
-
-        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
-
-    def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        import torch
-
-        return torch.zeros(shape, dtype=getattr(torch, dtype), device=like.device)
-
-    def stream(self, like: Any) -> int:
-        import torch
-
-        return int(torch.cuda.current_stream(like.device).cuda_stream)
-
-
-class CupyAdapter(Adapter):
-    name = "cupy"
-
-    def matches(self, obj: Any) -> bool:
-        return type(obj).__module__.startswith("cupy") and hasattr(obj, "data") and hasattr(obj, "device")
-
-    def info(self, obj: Any) -> ArrayInfo:
-        name = str(obj.dtype)
-        return ArrayInfo(int(obj.data.ptr), tuple(int(d) for d in obj.shape), name if name in DTYPES else None,
-                         bool(obj.flags.c_contiguous), int(obj.device.id), "cupy")
-
-    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        import cupy
-
-        with like.device:
-            return cupy.empty(shape, dtype=dtype)
-
-    def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        import cupy
-
-        with like.device:
-            return cupy.zeros(shape, dtype=dtype)
-
-    def stream(self, like: Any) -> int:
-        import cupy
-
-        return int(cupy.cuda.get_current_stream().ptr)
-
-
-class InterfaceAdapter(Adapter):
-    """Anything with ``__cuda_array_interface__`` (Numba, JAX's exports, ...): read only; pass ``out=``."""
-
-    name = "__cuda_array_interface__"
-
-    def matches(self, obj: Any) -> bool:
-        return hasattr(obj, "__cuda_array_interface__")
-
-    def info(self, obj: Any) -> ArrayInfo:
-        import numpy as np
-
-        cai = obj.__cuda_array_interface__
-        shape = tuple(int(d) for d in cai["shape"])
-        dt = np.dtype(cai["typestr"])
-        strides = cai.get("strides")
-        contiguous = strides is None or tuple(strides) == _c_strides(shape, dt.itemsize)
-        return ArrayInfo(int(cai["data"][0]), shape, dt.name if dt.name in DTYPES else None, contiguous, None,
-                         self.name)
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    out, step = [], itemsize
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
-
-
-ADAPTERS: list[Adapter] = [TorchAdapter(), CupyAdapter(), InterfaceAdapter()]
-
-
-def adapter_for(obj: Any, what: str) -> Adapter:
-    for a in ADAPTERS:
-        if a.matches(obj):
-            return a
-    raise UsageError(f"{what}: a {type(obj).__name__} is not a GPU array kprof can read (PyTorch tensor, CuPy "
-                     "array, or anything with __cuda_array_interface__)")
 
 
 @dataclass(frozen=True)
@@ -203,19 +73,20 @@ class Op:
     def __call__(self, *args: Any, out: Any = None, stream: Any = None, sizes: dict[str, int] | None = None,
                  **named: Any) -> Any:
         given = self._bind(args, named)
-        infos = {name: adapter_for(obj, f"{self.spec.name}: argument {name}").info(obj) for name, obj in given.items()}
+        adapters = {name: adapter_for(obj, f"{self.spec.name}: argument {name}") for name, obj in given.items()}
+        infos = {name: adapters[name].info(obj) for name, obj in given.items()}
         first_name = next((b.name for b in self.inputs if b.name in given), next(iter(given)))
-        like, frame = given[first_name], adapter_for(given[first_name], first_name)
+        like, frame = given[first_name], adapters[first_name]
         plan = self._plan(infos, {**self.fixed_sizes, **(sizes or {})})
         device = next((i.device for i in infos.values() if i.device is not None and i.device >= 0), 0)
         arrays = dict(given)
         arrays.update(self._outputs(plan, out, frame, like, infos))
         for buf in plan.resolved.buffers:
             if buf.arg.name in self.zeroed and buf.arg.name not in arrays:
-                arrays[buf.arg.name] = frame.zeros(buf.shape, buf.arg.dtype, like)
+                arrays[buf.arg.name] = frame.alloc(buf.shape, buf.arg.dtype, like, zero=True)
         for buf in plan.resolved.buffers:
             if buf.arg.role == "scratch":
-                arrays[buf.arg.name] = frame.empty(buf.shape, buf.arg.dtype, like)
+                arrays[buf.arg.name] = frame.alloc(buf.shape, buf.arg.dtype, like)
         pointers = {name: (infos[name].ptr if name in infos else frame.info(arrays[name]).ptr) for name in arrays}
         handle = _stream_handle(stream) if stream is not None else frame.stream(like)
         for entry, grid, block, smem, template in plan.steps:
@@ -241,11 +112,11 @@ class Op:
             raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: {', '.join(names)})")
         return given
 
-    def _outputs(self, plan: _Plan, out: Any, frame: Adapter, like: Any, infos: dict[str, ArrayInfo]) -> dict[str, Any]:
+    def _outputs(self, plan: _Plan, out: Any, frame: Framework, like: Any, infos: dict[str, ArrayInfo]) -> dict[str, Any]:
         """The output arrays: from ``out=`` (one array, a sequence, or a dict by name), else allocated."""
         wanted = [b for b in plan.resolved.buffers if b.arg.role == "out"]
         if out is None:
-            return {b.arg.name: frame.empty(b.shape, b.arg.dtype, like) for b in wanted}
+            return {b.arg.name: frame.alloc(b.shape, b.arg.dtype, like) for b in wanted}
         if isinstance(out, dict):
             chosen = dict(out)
         elif isinstance(out, (list, tuple)):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof import api, catalog, op
+from kprof import api, catalog, framework, op
 from kprof.errors import UsageError
 
 DATA = Path(__file__).parent / "data" / "kernels"
@@ -23,7 +23,7 @@ class FakeTensor:
         self.ptr = next(_ptrs)
 
 
-class FakeFramework(op.Adapter):
+class FakeFramework(framework.Framework):
     name = "fake"
 
     def __init__(self):
@@ -33,16 +33,12 @@ class FakeFramework(op.Adapter):
         return isinstance(obj, FakeTensor)
 
     def info(self, obj):
-        return op.ArrayInfo(obj.ptr, obj.shape, obj.dtype, obj.contiguous, obj.device, self.name)
+        return framework.ArrayInfo(obj.ptr, obj.shape, obj.dtype, obj.contiguous, obj.device, self.name)
 
-    def empty(self, shape, dtype, like):
+    def alloc(self, shape, dtype, like, zero=False):
         t = FakeTensor(shape, dtype, like.device)
+        t.zeroed = zero
         self.allocated.append(t)
-        return t
-
-    def zeros(self, shape, dtype, like):
-        t = self.empty(shape, dtype, like)
-        t.zeroed = True
         return t
 
     def stream(self, like):
@@ -59,9 +55,9 @@ class Interface:
 
 @pytest.fixture
 def fake(monkeypatch):
-    framework = FakeFramework()
-    monkeypatch.setattr(op, "ADAPTERS", [framework, *op.ADAPTERS])
-    return framework
+    fake_framework = FakeFramework()
+    monkeypatch.setattr(framework, "ADAPTERS", [fake_framework, *framework.ADAPTERS])
+    return fake_framework
 
 
 def make(name, **kw):
