@@ -196,11 +196,9 @@ def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
         spec = catalog.builtin(f"kprof_{kind}")
         for width in bench.PEAK_WIDTHS:
             for blocks in bench.PEAK_GRIDS:
-                sizes = {"BLOCKS": blocks} if blocks else {}
-                resolved = resolve(spec, sizes, params={"WIDTH": str(width)})
-                if not blocks:  # one access per thread: as many blocks as 256-thread groups of accesses
-                    n = resolved.spec.preset()["BYTES"] // width
-                    resolved = resolve(spec, {"BLOCKS": -(-n // 256)}, params={"WIDTH": str(width)})
+                # 0: one access per thread, as many blocks as 256-thread groups of accesses
+                grid = blocks or -(-spec.preset()["BYTES"] // width // 256)
+                resolved = resolve(spec, {"BLOCKS": grid}, params={"WIDTH": str(width)})
                 job = built(resolved, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch))
                 streams.append(bench.StreamJob(kind, width, resolved.sizes["BLOCKS"], job, int(resolved.bytes or 0)))
     copy = built(resolve(catalog.builtin("kprof_copy")), arch)
