@@ -36,5 +36,15 @@ def main() -> None:
     assert torch.allclose(y, 2 * x)
 
 
+# The same kernel as Python operations for a kprof spec (python: triton_scale.py:scale_op): kprof run,
+# bench and sanitize them on kprof's own buffers (tests/data/kernels/triton_scale.yaml).
+def scale_op(x, y, N):
+    scale[(triton.cdiv(N, 256),)](x, y, N, BLOCK=256, MASK_STORE=True)
+
+
+def scale_op_unmasked(x, y, N):
+    scale[(triton.cdiv(N, 256),)](x, y, N, BLOCK=256, MASK_STORE=False)
+
+
 if __name__ == "__main__":
     main()
