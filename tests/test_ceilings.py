@@ -175,7 +175,7 @@ def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
 
 
 def test_nvml_readings_through_a_fake_pynvml(monkeypatch):
-    """telemetry's one NVML session: a snapshot and the clock limits, a reading the GPU lacks left out."""
+    """telemetry's one NVML helper: a snapshot and the clock limits, a reading the GPU lacks left out."""
     import sys
     from types import SimpleNamespace
 
