@@ -101,13 +101,13 @@ def propose(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         dtype = runs[0]["dtypes"][checks[0][1]["name"]]
         cap = RTOL_CAP.get(dtype, 1e-5)
         exact_at = [r for r in verify.FRONTIER_RTOLS if r <= cap
-                    and all({f[0]: f[1] for f in c["frontier"]}[r] == 0 for _, c in checks)]
+                    and all(_atol_at(c, r) == 0 for _, c in checks)]
         if exact_at:
             out[name] = {"rtol": exact_at[0], "atol": 0.0}
         else:
             rtol = verify.tolerance_for(dtype, None, None)[0]
             rtol = min((r for r in verify.FRONTIER_RTOLS if r >= rtol), default=rtol)
-            needed = [(r, {f[0]: f[1] for f in c["frontier"]}[rtol]) for r, c in checks]
+            needed = [(r, _atol_at(c, rtol)) for r, c in checks]
             if all(REDUCTION_SIZE in r["sizes"] for r, _ in needed):
                 out[name] = {"rtol": rtol, "atol": _growing(needed)}
             else:
@@ -115,6 +115,11 @@ def propose(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out[name]["sizes"] = len(runs)
         out[name]["failed_before"] = sum(1 for r in runs if not r.get("ok"))
     return out
+
+
+def _atol_at(check: dict[str, Any], rtol: float) -> float:
+    """The smallest atol at which a measured check passes at ``rtol`` (from its frontier)."""
+    return float(dict(check["frontier"])[rtol])
 
 
 def _growing(needed: list[tuple[dict[str, Any], float]]) -> str:
