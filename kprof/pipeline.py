@@ -10,6 +10,7 @@ resolved, so the cubin and the launch always agree.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from kprof import bench, build, catalog, telemetry
@@ -179,7 +180,12 @@ def case_jobs(case: Case, arch: str | None) -> tuple[Job, Job]:
 
 def cached_peak() -> dict[str, Any] | None:
     """The ceilings kprof peak measured before on this GPU and driver, without measuring."""
-    return bench.cached_peak(bench.peak_cache_path(telemetry.snapshot(), build.cache_dir()))
+    return bench.cached_peak(_peak_path())
+
+
+def _peak_path() -> Path:
+    """Where this GPU and driver's ceilings are kept (under the build cache)."""
+    return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
 
 
 def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
@@ -188,7 +194,7 @@ def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
     and the FP32 FMA kernel (:func:`kprof.bench.measure_peak`)."""
     from kprof.timing import MEMCPY
 
-    path = bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
+    path = _peak_path()
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
     streams = []
