@@ -128,8 +128,6 @@ def _python_baseline(spec: KernelSpec, baseline: str | None) -> str | None:
 
     if not baseline or pyref.is_stored(baseline) or not pyref.looks_like(baseline):
         return baseline
-    from pathlib import Path
-
     from kprof.spec import input_names
 
     known = input_names(spec.args) | set(spec.size_names)
