@@ -26,6 +26,9 @@
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
 #
+# PYTEST_ARGS is added to every pytest step of tests, verify, recheck and op (e.g. --durations=20
+# --timeout=300).
+#
 # It installs what the machine lacks from wheels carried in .whl/ (docs/gpu.md), and writes
 # summary.md (date, GPU, driver, commit, every command with its exit code and wall time, the pytest
 # totals) and the raw logs and JSON under $OUT (default ./gpu-out). BUDGET_S=N skips any step that
@@ -103,13 +106,13 @@ fi
 if has tests; then
     step doctor $KPROF doctor
     step build $KPROF build --all
-    step pytest python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST tests
+    step pytest python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests
 fi
 if has verify; then
-    step verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST tests/test_gpu.py
+    step verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests/test_gpu.py
 fi
 if has recheck; then
-    step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST -k "${RECHECK:?set RECHECK}" tests
+    step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} -k "${RECHECK:?set RECHECK}" tests
 fi
 if has measure; then
     # MEASURE_STEPS picks some of: peak run bench-ladder bench-fused frameworks sanitize cases profile (default all)
@@ -188,7 +191,7 @@ if has spread; then
     step spread-suite-1 python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 1 --kprof-sanitize=memcheck
 fi
 if has op; then
-    step op-tests python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST tests/test_gpu_op.py
+    step op-tests python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests/test_gpu_op.py
     step op-overhead python3 scripts/op_overhead.py "$LOGS/op-overhead.json"
 fi
 if has record; then

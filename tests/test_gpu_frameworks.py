@@ -35,6 +35,7 @@ def test_a_triton_operation_is_benched_like_a_kernel(capsys):
     assert code == 0 and p["status"] == "ok" and p["summary"]["n"] >= 1 and p["bytes_per_s"] > 0
 
 
+@pytest.mark.xdist_group("sanitize-triton")  # times nothing: beside the timing tests, not after them
 def test_the_missing_mask_of_a_triton_operation_is_found_by_memcheck(capsys):
     pytest.importorskip("triton")
     code, data = _json(capsys, ["sanitize", "triton_scale_unmasked", "--tool", "memcheck"])
