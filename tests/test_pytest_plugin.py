@@ -42,6 +42,15 @@ def test_marked():
 """
 
 
+def _plugin_args() -> list[str]:
+    """Installed, pytest finds the plugin through its entry point; from a source tree on PYTHONPATH
+    (no entry point), it is named with -p, as a user of such a tree would."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "kprof.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return ["-p", "no:cacheprovider"] + ([] if installed else ["-p", "kprof.pytest_plugin"])
+
+
 @pytest.fixture
 def sandbox(pytester, monkeypatch, tmp_path, data_dir):
     import kprof.device
@@ -56,13 +65,13 @@ def sandbox(pytester, monkeypatch, tmp_path, data_dir):
 
 def test_inert_unless_asked(sandbox):
     sandbox.makepyfile(test_suite=TESTS)
-    result = sandbox.runpytest_inprocess("-p", "no:cacheprovider")
+    result = sandbox.runpytest_inprocess(*_plugin_args())
     result.assert_outcomes(passed=3, failed=1)
 
 
 def test_findings_fail_exactly_the_buggy_test(sandbox):
     sandbox.makepyfile(test_suite=TESTS.replace("@pytest.mark.kprof_sanitize\n", ""))
-    result = sandbox.runpytest_inprocess("-p", "no:cacheprovider", "--kprof-sanitize=racecheck")
+    result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck")
     result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
     assert "test_racy" in out and "race-" in out and "kprof sanitize (racecheck)" in out
@@ -71,7 +80,7 @@ def test_findings_fail_exactly_the_buggy_test(sandbox):
 
 def test_marked_tests_only_when_any_is_marked(sandbox):
     sandbox.makepyfile(test_suite=TESTS)
-    result = sandbox.runpytest_inprocess("-p", "no:cacheprovider", "--kprof-sanitize=memcheck", "-v")
+    result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "-v")
     out = result.stdout.str()
     result.assert_outcomes(passed=3, failed=1)  # test_plain_failure ran as usual, unsanitized
     assert "test_marked PASSED" in out
