@@ -115,8 +115,8 @@ if has recheck; then
     step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} -k "${RECHECK:?set RECHECK}" tests
 fi
 if has measure; then
-    # MEASURE_STEPS picks some of: peak run bench-ladder bench-fused frameworks sanitize cases profile (default all)
-    MS=" ${MEASURE_STEPS:-peak run bench-ladder bench-fused frameworks sanitize cases profile} "
+    # MEASURE_STEPS picks some of: peak run sanitize cases bench-ladder bench-fused frameworks profile (default all)
+    MS=" ${MEASURE_STEPS:-peak run sanitize cases bench-ladder bench-fused frameworks profile} "
     on() { [[ "$MS" == *" $1 "* ]]; }
     MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul streamk_matmul"
     on peak && json peak $KPROF peak --refresh
@@ -127,6 +127,9 @@ if has measure; then
             json "run/$k" $KPROF run "$k"
         done
     fi
+    # the checks first, then the measurements that take longest
+    on sanitize && step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
+    on cases && step cases $KPROF cases --jobs "${JOBS:-8}"
     on bench-ladder && json bench-matmul-ladder $KPROF bench $MATMULS --size M,N,K=4096
     on bench-fused && json bench-fused $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online linear_bias_relu
     if on frameworks; then  # each kernel against PyTorch's op, eager and compiled, in the same run (docs/bench.md)
@@ -141,8 +144,6 @@ if has measure; then
         json frameworks-linear_bias_relu $KPROF bench linear_bias_relu --size B=1,16,64 --size K,N=1024,4096 \
             --baseline "auto,$T:linear_bias_relu,$T:linear_bias_relu_lt,$T:linear_bias_relu_compiled"
     fi
-    on sanitize && step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
-    on cases && step cases $KPROF cases --jobs "${JOBS:-8}"
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
 fi
 if has programs; then
