@@ -14,7 +14,10 @@ output, over every measured size:
   atol / K (or / sqrt(K)) over the sizes;
 rounded up to two significant digits. Integer outputs are exact and need no tolerance. A spec whose
 source uses atomicAdd runs three times at each size (float atomics add in a different order every
-run, and the values detector compares runs with the same tolerance).
+run, and the values detector compares runs with the same tolerance), and its tolerance is
+ATOMIC_MARGIN times what those runs needed: an idle GPU runs the blocks in nearly the same order
+every time, a busy one does not (on an H200 shared by twelve sanitizer jobs, global_race_fixed's
+atomic total moved beyond the 5e-7 its idle runs had needed).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 RTOL_CAP = {"float32": 1e-5, "float64": 1e-7, "float16": 4e-3, "bfloat16": 1.6e-2}
 REDUCTION_SIZE = "K"
+ATOMIC_MARGIN = 10.0
 
 
 def _size_sets(spec: Any) -> list[tuple[str, dict[str, int]]]:
@@ -56,7 +60,7 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
     def one(item: tuple[Any, str, dict[str, int]]) -> dict[str, Any]:
         spec, preset, sizes = item
         row: dict[str, Any] = {"spec": spec.name, "preset": preset, "sizes": sizes,
-                               "dtypes": {b.name: b.dtype for b in spec.buffers}}
+                               "dtypes": {b.name: b.dtype for b in spec.buffers}, "atomic": _atomic(spec)}
         try:
             prepared = pipeline.prepare(spec, sizes, preset="sanitize" if preset == "sanitize" else "default")
             result = launch.run_kernel(prepared.job(RunMode(time=False, frontier=True)), timeout=600)
@@ -68,7 +72,7 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
 
     # Float atomics add in a different order every run: those specs run three times at each size.
     items = [(spec, preset, sizes) for spec in specs for preset, sizes in _size_sets(spec)
-             for _ in range(3 if "atomicAdd" in spec.source.read_text() else 1)]
+             for _ in range(3 if _atomic(spec) else 1)]
     with ThreadPoolExecutor(jobs) as pool:
         rows = list(pool.map(one, items))
     if merge is not None:  # an earlier measurement, with the specs measured now replaced
@@ -76,6 +80,25 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
         rows = [r for r in json.loads(merge.read_text()) if r["spec"] not in measured] + rows
     out.write_text(json.dumps(rows, indent=1))
     return 0 if all(r.get("ok") is not None and "error" not in r for r in rows) else 1
+
+
+def _atomic(spec: Any) -> bool:
+    return "atomicAdd" in spec.source.read_text()
+
+
+def _is_atomic(name: str, runs: list[dict[str, Any]]) -> bool:
+    """From the measurement, or (a file measured before it recorded this) from the spec's source."""
+    if "atomic" in runs[0]:
+        return bool(runs[0]["atomic"])
+    from kprof import catalog
+    from kprof.errors import KprofError
+
+    base = name[: -len("_fixed")] if name.endswith("_fixed") else name
+    try:
+        spec = catalog.load(base)
+        return _atomic(spec.twin_spec() if base != name else spec)
+    except (KprofError, OSError):
+        return False
 
 
 def _round_up(x: float) -> float:
@@ -100,18 +123,22 @@ def propose(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             continue
         dtype = runs[0]["dtypes"][checks[0][1]["name"]]
         cap = RTOL_CAP.get(dtype, 1e-5)
+        margin = ATOMIC_MARGIN if _is_atomic(name, runs) else 1.0
         exact_at = [r for r in verify.FRONTIER_RTOLS if r <= cap
                     and all(_atol_at(c, r) == 0 for _, c in checks)]
-        if exact_at:
-            out[name] = {"rtol": exact_at[0], "atol": 0.0}
+        if exact_at:  # with a margin: the first listed rtol that is margin times the needed one, at most the cap
+            out[name] = {"rtol": min((r for r in exact_at if r >= margin * exact_at[0]), default=exact_at[-1]),
+                         "atol": 0.0}
         else:
             rtol = verify.tolerance_for(dtype, None, None)[0]
             rtol = min((r for r in verify.FRONTIER_RTOLS if r >= rtol), default=rtol)
-            needed = [(r, _atol_at(c, rtol)) for r, c in checks]
+            needed = [(r, margin * _atol_at(c, rtol)) for r, c in checks]
             if all(REDUCTION_SIZE in r["sizes"] for r, _ in needed):
                 out[name] = {"rtol": rtol, "atol": _growing(needed)}
             else:
                 out[name] = {"rtol": rtol, "atol": _round_up(max(a for _, a in needed))}
+        if margin != 1.0:
+            out[name].update(margin=margin, cap=cap)
         out[name]["sizes"] = len(runs)
         out[name]["failed_before"] = sum(1 for r in runs if not r.get("ok"))
     return out
@@ -152,7 +179,10 @@ def apply(proposals: dict[str, dict[str, Any]]) -> None:
         base = name[: -len("_fixed")] if name.endswith("_fixed") else name
         path = catalog.find(base)
         text = path.read_text()
-        line = _yaml(t) + "  # the tightest that passes on the H200 (scripts/tolerances.py)"
+        why = (f"{t['margin']:g} x the tightest that passes on the H200, at most {t['cap']:g}: float atomics"
+               if t.get("margin")
+               else "the tightest that passes on the H200")
+        line = _yaml(t) + f"  # {why} (scripts/tolerances.py)"
         if re.search(r"^tolerance:.*$", text, flags=re.M):
             text = re.sub(r"^tolerance:.*$", line, text, count=1, flags=re.M)
         else:
