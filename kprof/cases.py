@@ -9,6 +9,11 @@ must name, optional), and ``caught: false`` with ``why`` where no detector hones
 The buggy kernel runs under its case's tool; the twin under every tool (the four sanitizers and
 ``values``), and must be clean under all of them: a detector that cries wolf on correct code is as
 useless as one that misses the bug.
+
+``kprof cases`` runs the cases side by side, but the ``values`` runs one at a time once the rest are
+done (:data:`ALONE`): the detector scrubs every SM's shared memory before each run, and another
+process's kernels in between overwrite the pattern. Measured on an H200 with twelve cases at once:
+``uninit_shared_read`` came out a race, not an uninitialized read.
 """
 
 from __future__ import annotations
@@ -139,11 +144,33 @@ class CaseResult:
         }  # fmt: skip
 
 
+ALONE = ("values",)  # the tools whose runs need the GPU to themselves
+
+Runs = dict[tuple[str, str], ToolResult]  # ("bug" or "twin", tool) -> what the tool said
+
+
+def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str], *, scrub_cubin: str | None,
+              timeout: float = 300.0) -> Runs:
+    """Those of a case's runs whose tool is in ``tools``: its tool over the buggy kernel, each tool
+    over its twin (jobs built by the command layer)."""
+    runs: Runs = {}
+    if case.expect.tool in tools:
+        runs["bug", case.expect.tool] = sanitize.run_all(bug, [case.expect.tool], scrub_cubin=scrub_cubin,
+                                                         timeout=timeout)[0]
+    on_twin = [t for t in ALL_TOOLS if t in tools]
+    for tool, result in zip(on_twin, sanitize.run_all(twin, on_twin, scrub_cubin=scrub_cubin, timeout=timeout)):
+        runs["twin", tool] = result
+    return runs
+
+
+def assemble(case: Case, runs: Runs) -> CaseResult:
+    """The case's result from all its runs."""
+    return CaseResult(case, runs["bug", case.expect.tool], tuple(runs["twin", t] for t in ALL_TOOLS))
+
+
 def run_case(case: Case, bug: Job, twin: Job, *, scrub_cubin: str | None, timeout: float = 300.0) -> CaseResult:
-    """The case's tool over the buggy kernel, every tool over its twin (jobs built by the command layer)."""
-    found = sanitize.run_all(bug, [case.expect.tool], scrub_cubin=scrub_cubin, timeout=timeout)[0]
-    twins = sanitize.run_all(twin, list(ALL_TOOLS), scrub_cubin=scrub_cubin, timeout=timeout)
-    return CaseResult(case, found, tuple(twins))
+    """Every run of one case, one after the other."""
+    return assemble(case, run_tools(case, bug, twin, ALL_TOOLS, scrub_cubin=scrub_cubin, timeout=timeout))
 
 
 def tally(results: list[CaseResult]) -> str:

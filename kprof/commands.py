@@ -178,6 +178,7 @@ def cmd_cases(opts: Options) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from kprof import cases, catalog, pipeline
+    from kprof.compute_sanitizer import ALL_TOOLS
 
     corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
     if opts.list:
@@ -189,16 +190,23 @@ def cmd_cases(opts: Options) -> int:
     require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
     scrub, _ = pipeline.scrubber(opts.arch)
 
-    def one(case: cases.Case) -> cases.CaseResult:
-        bug, twin = pipeline.case_jobs(case, opts.arch)
-        result = cases.run_case(case, bug, twin, scrub_cubin=scrub, timeout=opts.timeout)
+    jobs = {case.name: pipeline.case_jobs(case, opts.arch) for case in corpus}
+    shared = [t for t in ALL_TOOLS if t not in cases.ALONE]
+
+    def runs(case: cases.Case, tools: list[str] | tuple[str, ...]) -> cases.Runs:
+        bug, twin = jobs[case.name]
+        return cases.run_tools(case, bug, twin, tools, scrub_cubin=scrub, timeout=opts.timeout)
+
+    # Each run is a child process, so threads only wait: the sanitizers' runs share the GPU, then the
+    # values detector's run alone (kprof.cases.ALONE).
+    with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+        done = list(pool.map(lambda c: runs(c, shared), corpus))
+    results = []
+    for case, part in zip(corpus, done):
+        result = cases.assemble(case, {**part, **runs(case, cases.ALONE)})
         if not opts.json:
             print(f"  {case.name} ({case.expect.tool}): {'ok' if result.ok else 'MISS'}", file=sys.stderr, flush=True)
-        return result
-
-    # Each case runs in child processes, so threads only wait; several cases share the GPU.
-    with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
-        results = list(pool.map(one, corpus))
+        results.append(result)
     _emit_json([r.to_dict() for r in results]) if opts.json else print(render.cases_matrix(results))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 

@@ -111,3 +111,43 @@ def write_case(tmp_path, expect, bug_lines=1, twin=True):
 def test_invalid_cases(tmp_path, expect, kwargs, message):
     with pytest.raises(SpecError, match=message):
         cases.load_case(write_case(tmp_path, expect, **kwargs))
+
+
+def test_the_values_runs_wait_for_the_sanitizers_and_run_one_at_a_time(monkeypatch, capsys):
+    """kprof cases shares the GPU between cases under the sanitizers, but the values detector's runs
+    (it scrubs shared memory before each) run alone, after everything else."""
+    import threading
+    import time
+
+    from kprof import api, pipeline
+    from kprof import compute_sanitizer as san
+    from kprof.toolrun import ToolResult
+
+    lock = threading.Lock()
+    running: list[str] = []
+    log: list[tuple[str, tuple[str, ...]]] = []  # (tool, what else was running when it started)
+
+    def fake_run_all(job, tools, **kw):
+        out = []
+        for tool in tools:
+            with lock:
+                log.append((tool, tuple(running)))
+                running.append(tool)
+            time.sleep(0.002)
+            with lock:
+                running.remove(tool)
+            out.append(ToolResult(tool, "clean", [], 0.0))
+        return out
+
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    monkeypatch.setattr(pipeline, "scrubber", lambda arch: (None, ""))
+    monkeypatch.setattr(pipeline, "case_jobs", lambda case, arch: (case.name, case.name))
+    monkeypatch.setattr(san, "run_all", fake_run_all)
+    names = ["off_by_one", "missing_sync_raw", "global_race", "uninit_shared_read"]
+    code = cli.main(["cases", *names, "--jobs", "4", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == names and code == 1  # nothing found: the bugs count as missed
+    tools = [t for t, _ in log]
+    first_values = tools.index("values")
+    assert all(t == "values" for t in tools[first_values:]) and tools.count("values") == 4 + 2  # 4 twins, 2 bugs
+    assert all(not others for t, others in log if t == "values")
