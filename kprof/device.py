@@ -12,7 +12,7 @@ out-of-bounds access that lands inside it.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +134,44 @@ def launch(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int
     pointers = (ctypes.c_void_p * max(len(storage), 1))(*[ctypes.addressof(s) for s in storage])
     check("cuLaunchKernel", _driver().cuLaunchKernel(func, *grid, *block, shared_mem, stream,
                                                      ctypes.addressof(pointers), 0))
+
+
+class ArgPack:
+    """A kernel's arguments packed once into the ``void*[]`` cuLaunchKernel takes: scalars written at
+    construction, device pointers per launch (:meth:`fill`). ``template`` items are ``("buf", NAME)``
+    for a buffer and ``(dtype, value)`` for a scalar (``value`` as :func:`kprof.verify.pack_scalar`
+    gives it). Iterating gives ``(dtype, value)`` pairs, "ptr" for pointers, as :func:`launch` takes
+    them. Not thread-safe: fill and launch under one lock."""
+
+    def __init__(self, template: Sequence[tuple[str, Any]]) -> None:
+        self.kinds = tuple("ptr" if kind == "buf" else kind for kind, _ in template)
+        self._values: list[Any] = [ctypes.c_uint64(0) if kind == "buf" else _SCALAR_CTYPES[kind](value)
+                                   for kind, value in template]
+        self.slots = tuple((self._values[i], name) for i, (kind, name) in enumerate(template) if kind == "buf")
+        self._array = (ctypes.c_void_p * max(len(self._values), 1))(*[ctypes.addressof(v) for v in self._values])
+        self.address = ctypes.addressof(self._array)
+
+    def fill(self, pointers: dict[str, int]) -> None:
+        for value, name in self.slots:
+            value.value = pointers[name]
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        return iter([(kind, v.value) for kind, v in zip(self.kinds, self._values)])
+
+
+def launch_packed(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int, pack: ArgPack,
+                  stream: Any = 0) -> None:
+    """cuLaunchKernel with arguments packed beforehand (:class:`ArgPack`): the host path kprof.load
+    takes on every call."""
+    global _LAUNCH
+    if _LAUNCH is None:
+        _LAUNCH = _driver().cuLaunchKernel
+    result = _LAUNCH(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, pack.address, 0)
+    if int(result[0]) != 0:
+        check("cuLaunchKernel", result)
+
+
+_LAUNCH: Any = None  # cuda.bindings' cuLaunchKernel, looked up once
 
 
 class Device:

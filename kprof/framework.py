@@ -23,8 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kprof import pyref
 from kprof.errors import UsageError
@@ -51,9 +50,8 @@ class DeviceView:
                                          "data": (int(ptr), False), "strides": None, "version": 3, "stream": None}
 
 
-@dataclass(frozen=True)
-class ArrayInfo:
-    """What kprof needs of one GPU array."""
+class ArrayInfo(NamedTuple):
+    """What kprof needs of one GPU array (a named tuple: read on every kprof.load call)."""
 
     ptr: int
     shape: tuple[int, ...]
@@ -74,6 +72,10 @@ class Framework:
 
     def info(self, obj: Any) -> ArrayInfo:
         raise NotImplementedError
+
+    def pointer(self, obj: Any) -> int:
+        """Only the device address (of an array this framework allocated)."""
+        return self.info(obj).ptr
 
     def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
         raise UsageError(f"kprof.load allocates outputs, scratch and zeroed in-out buffers with PyTorch or CuPy, "
@@ -96,24 +98,38 @@ class Framework:
 class Torch(Framework):
     name = "torch"
 
+    def __init__(self) -> None:
+        self._dtypes: dict[Any, str | None] = {}  # torch.float32 -> "float32"
+        self._raw_stream: Any = None  # torch._C._cuda_getCurrentRawStream, where this torch has it
+
     def matches(self, obj: Any) -> bool:
         return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
 
     def info(self, obj: Any) -> ArrayInfo:
-        dtype = str(obj.dtype).removeprefix("torch.")
-        device = int(obj.device.index or 0) if obj.device.type == "cuda" else -1
-        return ArrayInfo(int(obj.data_ptr()), tuple(int(d) for d in obj.shape), dtype if dtype in DTYPES else None,
-                         bool(obj.is_contiguous()), device, self.name)
+        dtype = obj.dtype
+        name = self._dtypes.get(dtype, "?")
+        if name == "?":
+            text = str(dtype).removeprefix("torch.")
+            name = self._dtypes[dtype] = text if text in DTYPES else None
+        return ArrayInfo(obj.data_ptr(), tuple(obj.shape), name, obj.is_contiguous(), obj.get_device(), self.name)
+
+    def pointer(self, obj: Any) -> int:
+        return int(obj.data_ptr())
 
     def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
         import torch
 
-        return (torch.zeros if zero else torch.empty)(shape, dtype=getattr(torch, dtype), device=like.device)
+        kind = getattr(torch, dtype)
+        return like.new_zeros(shape, dtype=kind) if zero else like.new_empty(shape, dtype=kind)
 
     def stream(self, like: Any) -> int:
-        import torch
+        if self._raw_stream is None:
+            import torch
 
-        return int(torch.cuda.current_stream(like.device).cuda_stream)
+            # the handle itself, without building a torch.cuda.Stream (as Triton reads it)
+            self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+                (lambda index: torch.cuda.current_stream(index).cuda_stream)
+        return int(self._raw_stream(like.get_device()))
 
     def wrap(self, view: DeviceView) -> Any:
         import torch
@@ -142,6 +158,9 @@ class Cupy(Framework):
         name = str(obj.dtype)
         return ArrayInfo(int(obj.data.ptr), tuple(int(d) for d in obj.shape), name if name in DTYPES else None,
                          bool(obj.flags.c_contiguous), int(obj.device.id), self.name)
+
+    def pointer(self, obj: Any) -> int:
+        return int(obj.data.ptr)
 
     def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
         import cupy

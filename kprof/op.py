@@ -18,25 +18,31 @@ build cache, and returns an :class:`Op`. Calling it:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kprof import verify
+from kprof.device import ArgPack
 from kprof.errors import UsageError
 from kprof.framework import ArrayInfo, Framework, adapter_for
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 
-Launch = Callable[[Any, Sequence[int], Sequence[int], int, Sequence[tuple[str, Any]], Any], None]
+Launch = Callable[[Any, Sequence[int], Sequence[int], int, ArgPack, Any], None]
 
 
 @dataclass(frozen=True)
 class _Plan:
-    """A spec at one set of sizes: what to allocate and how to launch each step."""
+    """A spec at one set of sizes: what to allocate and how to launch each step (arguments packed
+    once; each call writes only the pointers)."""
 
     resolved: Resolved
-    steps: tuple[tuple[Any, tuple[int, int, int], tuple[int, int, int], int, tuple[tuple[str, Any], ...]], ...]
+    steps: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int], int, ArgPack], ...]
+    allocs: tuple[tuple[str, tuple[int, ...], str, bool], ...]  # (name, shape, dtype, zeroed): outputs come first
+    outputs: tuple[str, ...]
+    like: str  # the argument whose framework allocates the rest and whose stream is used
 
 
 class Op:
@@ -59,10 +65,14 @@ class Op:
         self._image: bytes | None = None
         self._functions: dict[tuple[str, int], Any] = {}
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._adapters: dict[type, Framework] = {}
+        self._input_names = [b.name for b in self.inputs]
+        self._out_names = [b.name for b in spec.buffers if b.role == "out"]
+        self._lock = threading.Lock()
         if functions is None or launch is None:
             from kprof import device
 
-            functions, launch = functions or device.foreign_function, launch or device.launch
+            functions, launch = functions or device.foreign_function, launch or device.launch_packed
         self._load, self._launch = functions, launch
 
     def __repr__(self) -> str:
@@ -72,29 +82,42 @@ class Op:
     # -- the call ------------------------------------------------------------------------------
     def __call__(self, *args: Any, out: Any = None, stream: Any = None, sizes: dict[str, int] | None = None,
                  **named: Any) -> Any:
-        given = self._bind(args, named)
-        adapters = {name: adapter_for(obj, f"{self.spec.name}: argument {name}") for name, obj in given.items()}
-        infos = {name: adapters[name].info(obj) for name, obj in given.items()}
-        first_name = next((b.name for b in self.inputs if b.name in given), next(iter(given)))
-        like, frame = given[first_name], adapters[first_name]
-        plan = self._plan(infos, {**self.fixed_sizes, **(sizes or {})})
-        device = next((i.device for i in infos.values() if i.device is not None and i.device >= 0), 0)
-        arrays = dict(given)
-        arrays.update(self._outputs(plan, out, frame, like, infos))
-        for buf in plan.resolved.buffers:
-            if buf.arg.name in self.zeroed and buf.arg.name not in arrays:
-                arrays[buf.arg.name] = frame.alloc(buf.shape, buf.arg.dtype, like, zero=True)
-        for buf in plan.resolved.buffers:
-            if buf.arg.role == "scratch":
-                arrays[buf.arg.name] = frame.alloc(buf.shape, buf.arg.dtype, like)
-        pointers = {name: (infos[name].ptr if name in infos else frame.info(arrays[name]).ptr) for name in arrays}
+        # Every call reads each array's pointer, shape, dtype, contiguity and device; the checks of
+        # those against the spec run once per plan (a new shape, dtype or layout), not per call.
+        given = dict(zip(self._input_names, args)) if not named and len(args) == len(self._input_names) \
+            else self._bind(args, named)
+        if out is not None:
+            self._bind_out(given, out)
+        infos = {}
+        adapters = self._adapters
+        for name, obj in given.items():
+            infos[name] = (adapters.get(type(obj)) or self._adapter(obj, name)).info(obj)
+        plan, device = self._plan(infos, self.fixed_sizes if sizes is None else {**self.fixed_sizes, **sizes})
+        like = given[plan.like]
+        frame = adapters[type(like)]
+        pointers = {name: info.ptr for name, info in infos.items()}
+        for name, shape, dtype, zero in plan.allocs:  # outputs, zeroed accumulators and scratch not given
+            if name not in given:
+                made = given[name] = frame.alloc(shape, dtype, like, zero=zero)
+                pointers[name] = frame.pointer(made)
         handle = _stream_handle(stream) if stream is not None else frame.stream(like)
-        for entry, grid, block, smem, template in plan.steps:
-            func = self._function(entry, device, smem)
-            self._launch(func, grid, block, smem, [("ptr", pointers[v]) if k == "buf" else (k, v) for k, v in template],
-                         handle)
-        result = tuple(arrays[b.name] for b in self.outputs)
-        return result[0] if len(result) == 1 else result
+        with self._lock:  # the packed arguments are shared by every call of this plan
+            for entry, grid, block, smem, pack in plan.steps:
+                func = self._functions.get((entry, device)) or self._function(entry, device, smem)
+                pack.fill(pointers)
+                self._launch(func, grid, block, smem, pack, handle)
+        if len(plan.outputs) == 1:
+            return given[plan.outputs[0]]
+        return tuple(given[name] for name in plan.outputs)
+
+    def _adapter(self, obj: Any, name: str) -> Framework:
+        """The framework that reads ``obj``, remembered per type (a call reads several arrays)."""
+        kind = type(obj)
+        frame = self._adapters.get(kind)
+        if frame is None:
+            frame = adapter_for(obj, f"{self.spec.name}: argument {name}")
+            self._adapters[kind] = frame
+        return frame
 
     def _bind(self, args: tuple[Any, ...], named: dict[str, Any]) -> dict[str, Any]:
         names = [b.name for b in self.inputs]
@@ -112,24 +135,22 @@ class Op:
             raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: {', '.join(names)})")
         return given
 
-    def _outputs(self, plan: _Plan, out: Any, frame: Framework, like: Any, infos: dict[str, ArrayInfo]) -> dict[str, Any]:
-        """The output arrays: from ``out=`` (one array, a sequence, or a dict by name), else allocated."""
-        wanted = [b for b in plan.resolved.buffers if b.arg.role == "out"]
-        if out is None:
-            return {b.arg.name: frame.alloc(b.shape, b.arg.dtype, like) for b in wanted}
+    def _bind_out(self, given: dict[str, Any], out: Any) -> None:
+        """``out=``: one array, a sequence, or a dict by name, joined to the arguments (its checks run
+        with theirs, naming it ``out NAME``)."""
+        wanted = self._out_names
+        if len(wanted) == 1 and not isinstance(out, (dict, list, tuple)):
+            given[wanted[0]] = out
+            return
         if isinstance(out, dict):
             chosen = dict(out)
         elif isinstance(out, (list, tuple)):
-            chosen = dict(zip([b.arg.name for b in wanted], out))
+            chosen = dict(zip(wanted, out))
         else:
-            chosen = {wanted[0].arg.name: out} if len(wanted) == 1 else {}
-        if set(chosen) != {b.arg.name for b in wanted}:
-            raise UsageError(f"{self.spec.name}: out= must give every output ({', '.join(b.arg.name for b in wanted)})")
-        for b in wanted:
-            info = adapter_for(chosen[b.arg.name], f"{self.spec.name}: out {b.arg.name}").info(chosen[b.arg.name])
-            _check_array(self.spec.name, f"out {b.arg.name}", info, b.arg.dtype, b.shape)
-            infos[b.arg.name] = info
-        return chosen
+            chosen = {wanted[0]: out} if len(wanted) == 1 else {}
+        if not wanted or set(chosen) != set(wanted):
+            raise UsageError(f"{self.spec.name}: out= must give every output ({', '.join(wanted) or 'it has none'})")
+        given.update(chosen)
 
     # -- PyTorch ---------------------------------------------------------------------------------
     def torch_op(self, name: str | None = None) -> Any:
@@ -165,32 +186,44 @@ class Op:
         return custom
 
     # -- planning ------------------------------------------------------------------------------
-    def _plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> _Plan:
-        key = (tuple((n, i.shape, i.dtype, i.contiguous) for n, i in sorted(infos.items())), tuple(sorted(fixed.items())))
+    def _plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> tuple[_Plan, int]:
+        """The plan for these arrays (cached per names, shapes, dtypes and contiguity) and their GPU."""
+        key = (tuple([(n, i.shape, i.dtype, i.contiguous) for n, i in infos.items()]), tuple(fixed.items()) if fixed else ())
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make_plan(infos, fixed)
-        devices = {i.device for i in infos.values() if i.device is not None}
-        if -1 in devices:
-            name = next(n for n, i in infos.items() if i.device == -1)
-            raise UsageError(f"{self.spec.name}: argument {name} is not on a GPU; move it there first (.cuda())")
-        if len(devices) > 1:
-            raise UsageError(f"{self.spec.name}: the arguments are on different GPUs ({sorted(devices)})")
-        return plan
+        device = None
+        for name, info in infos.items():
+            d = info.device
+            if d is None or d == device:
+                continue
+            if d == -1:
+                raise UsageError(f"{self.spec.name}: argument {name} is not on a GPU; move it there first (.cuda())")
+            if device is not None:
+                found = sorted({i.device for i in infos.values() if i.device is not None})
+                raise UsageError(f"{self.spec.name}: the arguments are on different GPUs ({found})")
+            device = d
+        return plan, device or 0
 
     def _make_plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> _Plan:
-        sizes = infer_sizes(self.spec, {n: i.shape for n, i in infos.items()})
+        outs = {b.name for b in self.spec.buffers if b.role == "out"}
+        sizes = infer_sizes(self.spec, {n: i.shape for n, i in infos.items() if n not in outs})  # inputs say the sizes
         sizes.update(fixed)
         resolved = self.spec.resolve(sizes)
         for buf in resolved.buffers:
             if buf.arg.name in infos:
-                _check_array(self.spec.name, buf.arg.name, infos[buf.arg.name], buf.arg.dtype, buf.shape)
+                label = f"out {buf.arg.name}" if buf.arg.name in outs else buf.arg.name
+                _check_array(self.spec.name, label, infos[buf.arg.name], buf.arg.dtype, buf.shape)
         scalars = {a.name: (a.dtype, verify.pack_scalar(a.dtype, v)) for a, v in resolved.scalars}
         buffers = {b.arg.name for b in resolved.buffers}
         steps = tuple((st.entry, st.grid, st.block, st.shared_mem,
-                       tuple(("buf", name) if name in buffers else scalars[name] for name in st.args))
+                       ArgPack([("buf", name) if name in buffers else scalars[name] for name in st.args]))
                       for st in resolved.steps)
-        return _Plan(resolved, steps)
+        allocs = [(b.arg.name, tuple(b.shape), b.arg.dtype, False) for b in resolved.buffers if b.arg.role == "out"]
+        allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, True) for b in resolved.buffers if b.arg.name in self.zeroed]
+        allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, False) for b in resolved.buffers if b.arg.role == "scratch"]
+        like = next((b.name for b in self.inputs if b.name in infos), next(iter(infos)))
+        return _Plan(resolved, steps, tuple(allocs), tuple(b.name for b in self.outputs), like)
 
     def _function(self, entry: str, device: int, smem: int) -> Any:
         func = self._functions.get((entry, device))

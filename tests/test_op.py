@@ -190,3 +190,32 @@ def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
     assert repr(rms) == "<kprof op rmsnorm_onepass(x, w) -> y>"
     with pytest.raises(UsageError, match="unknown parameter 'TILE'"):
         api.load("rmsnorm_onepass", TILE=4)
+
+
+def test_the_arguments_are_packed_once_and_each_call_writes_only_the_pointers():
+    import ctypes
+
+    from kprof.device import ArgPack
+
+    pack = ArgPack([("buf", "x"), ("int32", 7), ("float32", 0.5), ("buf", "y"), ("float16", 0x3C00)])
+    pack.fill({"x": 0x7F0000001000, "y": 0x7F0000002000})
+    assert list(pack) == [("ptr", 0x7F0000001000), ("int32", 7), ("float32", 0.5), ("ptr", 0x7F0000002000),
+                          ("float16", 0x3C00)]
+    slots = (ctypes.c_void_p * 5).from_address(pack.address)  # what cuLaunchKernel reads: void*[5]
+    assert ctypes.c_uint64.from_address(slots[0]).value == 0x7F0000001000
+    assert ctypes.c_int32.from_address(slots[1]).value == 7 and ctypes.c_float.from_address(slots[2]).value == 0.5
+    pack.fill({"x": 1, "y": 2})
+    assert ctypes.c_uint64.from_address(slots[3]).value == 2 and next(iter(pack)) == ("ptr", 1)
+
+
+def test_a_plan_is_checked_once_and_reused_while_the_arrays_keep_their_shape(fake):
+    rms, launches, _ = make("rmsnorm_onepass")
+    x, w, y = FakeTensor((4, 64)), FakeTensor((64,)), FakeTensor((4, 64))
+    for _ in range(3):
+        rms(x, w, out=y)
+    x2, y2 = FakeTensor((4, 64)), FakeTensor((4, 64))
+    rms(x2, w, out=y2)
+    assert len(rms._plans) == 1 and [a[4][0] for a in launches] == [("ptr", x.ptr)] * 3 + [("ptr", x2.ptr)]
+    assert launches[-1][4][2] == ("ptr", y2.ptr)
+    with pytest.raises(UsageError, match="out y is float16; the spec wants float32"):
+        rms(x, w, out=FakeTensor((4, 64), "float16"))
