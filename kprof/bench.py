@@ -234,8 +234,9 @@ def peak_cache_path(snap: telemetry.Snapshot | None, folder: Path) -> Path:
 
 
 PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.3, max_time=3.0)
-# Each configuration is a child that moves 1 GiB each way (about 9 s on an H200, most of it the
-# buffers' upload and check): two widths and two grids keep kprof peak near two minutes.
+# Each configuration is a child that moves 1 GiB each way. On an H200 (4421901) a read one took about
+# 2 s and a write or copy one 11 to 20 s, most of it the check of the 1 GiB output, since read in
+# chunks (kprof.verify.CHUNK); two widths and two grids kept kprof peak at 150 s.
 PEAK_WIDTHS = (4, 16)  # bytes per access
 PEAK_GRIDS = (2048, 0)  # blocks of 256 threads, grid-stride; 0: one access per thread
 

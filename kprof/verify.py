@@ -177,53 +177,57 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
     import numpy as np
 
     raw = np.asarray(got)
-    got64 = raw.astype(np.float64)
-    exp64 = np.broadcast_to(np.asarray(expected, dtype=np.float64), got64.shape)
+    ref = np.asarray(expected)
+    if ref.shape != raw.shape:
+        ref = np.broadcast_to(ref, raw.shape)
     dtype = dtype or raw.dtype.name
     defaulted = rtol is None and atol is None
     rtol_v, atol_v = tolerance_for(dtype, rtol, atol)
     exact = raw.dtype.kind in "iu"  # integer outputs: counts, indices, sums of integers
     used_atol, used_metric = (0.0, "exact") if exact else (atol_v, metric)
-    poisoned = int((raw == poison_value).sum()) if poison_value is not None and exact else 0
-    nonfinite_mask = ~np.isfinite(got64)
-    nonfinite = int(nonfinite_mask.sum())
-    if not np.all(np.isfinite(exp64)):
-        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=nonfinite, poisoned=poisoned, first_bad=None,
-                     got=None, expected=None, failing=nonfinite, name=name, rtol=rtol_v, atol=used_atol,
-                     metric=used_metric,
+    scan = _Scan(raw, ref, rtol_v, 0.0 if exact else atol_v, poison_value if exact else None,
+                 by_diff=exact or metric == "normwise", frontier=frontier and not exact)
+    poisoned = scan.poisoned
+    if scan.ref_nonfinite:
+        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=scan.nonfinite, poisoned=poisoned,
+                     first_bad=None, got=None, expected=None, failing=scan.nonfinite, name=name, rtol=rtol_v,
+                     atol=used_atol, metric=used_metric,
                      message="the reference itself has NaN or Inf: check the spec's fill and reference")
-    if nonfinite:
-        idx = [int(i) for i in np.unravel_index(int(np.argmax(nonfinite_mask)), got64.shape)]
-        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=nonfinite, poisoned=poisoned, first_bad=idx,
-                     got=float(got64[tuple(idx)]), expected=float(exp64[tuple(idx)]), failing=nonfinite,
-                     name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
-                     message=f"{nonfinite:,} of {got64.size:,} elements are NaN or Inf (unwritten or produced), "
+    if scan.nonfinite:
+        idx = _unravel(scan.first_nonfinite, raw.shape)
+        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=scan.nonfinite, poisoned=poisoned,
+                     first_bad=idx, got=float(raw[tuple(idx)]), expected=float(ref[tuple(idx)]),
+                     failing=scan.nonfinite, name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
+                     message=f"{scan.nonfinite:,} of {raw.size:,} elements are NaN or Inf (unwritten or produced), "
                              f"first at {name}{_index_text(idx)}")
-    diff = np.abs(got64 - exp64)
-    del got64  # large outputs: keep at most three full-size float64 arrays alive
-    mag = np.abs(exp64)
-    max_abs = float(diff.max()) if diff.size else 0.0
-    scale = float(mag.max()) if exp64.size else 0.0
+    max_abs, scale = scan.max_abs, scan.scale
     rel = max_abs / scale if scale > 0 else max_abs
+    needed: tuple[float | None, float | None]
     if exact:
-        ok, failing, excess, message, needed = _exact(name, diff, poisoned)
+        ok, failing = scan.differ == 0, scan.differ
+        if poisoned:
+            message = f"{poisoned:,} elements of {name} were never written (still poison)"
+        elif failing:
+            message = f"{failing:,} of {raw.size:,} integer elements differ (integers must match exactly)"
+        else:
+            message = "every integer element matches exactly"
+        needed = (None, None)
     elif metric == "normwise":
-        ok, failing, excess = rel <= rtol_v, int(rel > rtol_v), diff
+        ok, failing = rel <= rtol_v, int(rel > rtol_v)
         message = f"max relative error {rel:.2e} {'<=' if ok else '>'} {rtol_v:.1e} (normwise)"
         needed = (None, rel)
     else:
-        excess = diff - rtol_v * mag
-        excess -= atol_v
-        failing = int((excess > 0).sum())
-        ok, message, needed = failing == 0, "", _needed(diff, mag, excess, atol_v)
-    worst = _worst(name, raw, exp64, excess)
+        failing = scan.failing
+        ok, message = failing == 0, ""
+        needed = scan.needed(atol_v)
+    worst = scan.worst(raw, ref)
     if exact and failing and not poisoned:
         message += "; worst " + _shown(name, worst)
     if not message:
-        message = _elementwise_message(name, diff.size, failing, rtol_v, atol_v, max_abs, needed[0], worst)
+        message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed[0], worst)
     note = ""
-    if defaulted and not exact and metric == "elementwise" and exp64.size:
-        small = float((mag < atol_v).mean())
+    if defaulted and not exact and metric == "elementwise" and raw.size:
+        small = scan.small / raw.size
         if small > SMALL_SHARE:
             note = (f"{small:.0%} of {name}'s reference values are below the default atol {atol_v:g}, so they "
                     f"are barely checked: give the spec a tolerance.atol (this run passes at {needed[0]:.1e})")
@@ -232,58 +236,116 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
                  first_bad=first, got=worst[0]["got"] if worst else None,
                  expected=worst[0]["expected"] if worst else None, failing=failing, worst=worst,
                  needed_atol=needed[0], needed_rtol=needed[1], note=note, message=message,
-                 frontier=_frontier(diff, mag) if frontier and not exact else [], name=name, rtol=rtol_v,
-                 atol=used_atol,
-                 metric=used_metric)
+                 frontier=scan.frontier_rows() if frontier and not exact else [], name=name, rtol=rtol_v,
+                 atol=used_atol, metric=used_metric)
 
 
-def _frontier(diff: Any, mag: Any) -> list[list[float]]:
-    if not diff.size:
-        return []
-    return [[r, max(0.0, float((diff - r * mag).max()))] for r in FRONTIER_RTOLS]
+CHUNK = 1 << 22  # elements per pass of the verdict: float64 temporaries of 32 MiB, not of the whole output
 
 
-def _exact(name: str, diff: Any, poisoned: int) -> tuple[bool, int, Any, str, tuple[float | None, float | None]]:
-    wrong = int((diff != 0).sum())
-    if poisoned:
-        message = f"{poisoned:,} elements of {name} were never written (still poison)"
-    elif wrong:
-        message = f"{wrong:,} of {diff.size:,} integer elements differ (integers must match exactly)"
-    else:
-        message = "every integer element matches exactly"
-    return wrong == 0, wrong, diff, message, (None, None)
+class _Scan:
+    """One pass over an output and its reference, a chunk at a time, gathering everything the
+    verdict needs: non-finite values, the largest errors, the elements outside the tolerance, the
+    worst few, the frontier. A 1 GiB output needs no 8 GiB float64 copies."""
+
+    def __init__(self, raw: Any, ref: Any, rtol: float, atol: float, poison: Any, *, by_diff: bool,
+                 frontier: bool) -> None:
+        import numpy as np
+
+        self.rtol, self.atol = rtol, atol
+        self.nonfinite = self.poisoned = self.differ = self.failing = self.small = 0
+        self.first_nonfinite = -1
+        self.ref_nonfinite = False
+        self.max_abs = self.scale = 0.0
+        self.max_excess = -np.inf
+        self.zero_ref_over = False  # an element with |ref| = 0 is off by more than atol: no rtol passes
+        self.max_ratio = 0.0  # max (|out - ref| - atol) / |ref| over the elements off by more than atol
+        self.frontier = [-np.inf] * len(FRONTIER_RTOLS) if frontier else []
+        self.candidates: list[tuple[float, int]] = []  # (-excess, flat index): the worst of each chunk
+        flat_raw = raw.reshape(-1)
+        flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else None  # a broadcast reference is read through .flat
+        for start in range(0, raw.size, CHUNK):
+            stop = min(start + CHUNK, raw.size)
+            r = flat_raw[start:stop]
+            e = (flat_ref[start:stop] if flat_ref is not None else ref.flat[start:stop]).astype(np.float64)
+            if not np.isfinite(e).all():
+                self.ref_nonfinite = True
+                return
+            g = r.astype(np.float64)
+            if poison is not None:
+                self.poisoned += int((r == poison).sum())
+            bad = ~np.isfinite(g)
+            count = int(bad.sum())
+            if count:
+                if self.nonfinite == 0:
+                    self.first_nonfinite = start + int(np.argmax(bad))
+                self.nonfinite += count
+            if self.nonfinite:
+                continue  # the verdict is the non-finite values: only count them from here on
+            diff = np.abs(g - e)
+            mag = np.abs(e)
+            if diff.size:
+                self.max_abs = max(self.max_abs, float(diff.max()))
+                self.scale = max(self.scale, float(mag.max()))
+            self.differ += int((diff != 0).sum())
+            self.small += int((mag < atol).sum())
+            excess = diff if by_diff else diff - rtol * mag - atol
+            if not by_diff and excess.size:
+                self.failing += int((excess > 0).sum())
+                self.max_excess = max(self.max_excess, float(excess.max()))
+                over = diff > atol
+                if over.any():
+                    if (mag[over] == 0).any():
+                        self.zero_ref_over = True
+                    else:
+                        self.max_ratio = max(self.max_ratio, float(((diff[over] - atol) / mag[over]).max()))
+            for i, r_ in enumerate(FRONTIER_RTOLS if self.frontier else ()):
+                self.frontier[i] = max(self.frontier[i], float((diff - r_ * mag).max()))
+            self._keep_worst(excess, start)
+
+    def _keep_worst(self, excess: Any, start: int) -> None:
+        """The chunk's WORST_SHOWN largest excesses (ties: the lowest indices), merged with the rest."""
+        import numpy as np
+
+        k = min(WORST_SHOWN, excess.size)
+        if k == 0:
+            return
+        if excess.size > k:
+            kth = np.partition(excess, excess.size - k)[excess.size - k]
+            above = np.flatnonzero(excess > kth)
+            ties = np.flatnonzero(excess == kth)[: k - above.size]
+            top = np.concatenate([above, ties])
+        else:
+            top = np.arange(excess.size)
+        self.candidates.extend((-float(excess[i]), start + int(i)) for i in top)
+        self.candidates = sorted(self.candidates)[:WORST_SHOWN]
+
+    def needed(self, atol: float) -> tuple[float, float | None]:
+        """The smallest atol that passes at this rtol, and the smallest rtol at this atol (None: none does)."""
+        if self.max_excess == float("-inf"):
+            return 0.0, 0.0
+        needed_atol = max(0.0, self.max_excess + atol)
+        if self.zero_ref_over:
+            return needed_atol, None
+        return needed_atol, self.max_ratio
+
+    def worst(self, raw: Any, ref: Any) -> list[dict[str, Any]]:
+        out = []
+        for _, flat in self.candidates:
+            idx = _unravel(flat, raw.shape)
+            out.append({"index": idx, "got": float(raw[tuple(idx)]), "expected": float(ref[tuple(idx)])})
+        return out
+
+    def frontier_rows(self) -> list[list[float]]:
+        if not self.frontier or self.frontier[0] == float("-inf"):
+            return []
+        return [[r, max(0.0, f)] for r, f in zip(FRONTIER_RTOLS, self.frontier)]
 
 
-def _needed(diff: Any, mag: Any, excess: Any, atol: float) -> tuple[float, float | None]:
-    """The smallest atol that passes at this rtol (``excess`` is |out - ref| - atol - rtol |ref|), and
-    the smallest rtol at this atol (None: no rtol does, an element with a zero reference is off by
-    more than atol)."""
-    if not diff.size:
-        return 0.0, 0.0
-    needed_atol = max(0.0, float(excess.max()) + atol)
-    over = diff > atol
-    if not over.any():
-        return needed_atol, 0.0
-    if (mag[over] == 0).any():
-        return needed_atol, None
-    return needed_atol, float(((diff[over] - atol) / mag[over]).max())
-
-
-def _worst(name: str, got: Any, exp64: Any, excess: Any) -> list[dict[str, Any]]:
-    """The elements furthest outside the tolerance (or, when all pass, closest to its edge)."""
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
     import numpy as np
 
-    if not excess.size:
-        return []
-    k = min(WORST_SHOWN, excess.size)
-    flat = excess.ravel()
-    top = np.argpartition(-flat, k - 1)[:k] if flat.size > k else np.arange(flat.size)
-    top = top[np.argsort(-flat[top], kind="stable")]
-    out = []
-    for w in top:
-        idx = [int(i) for i in np.unravel_index(int(w), excess.shape)]
-        out.append({"index": idx, "got": float(got.flat[w]), "expected": float(exp64.flat[w])})
-    return out
+    return [int(i) for i in np.unravel_index(int(flat), shape)] if shape else []
 
 
 def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: float, max_abs: float,

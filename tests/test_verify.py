@@ -204,3 +204,34 @@ def test_the_frontier_is_computed_only_when_asked_and_agrees_with_the_needed_ato
     full = verify.compare("y", got, ref, 1e-6, atol=0.0, frontier=True)
     at = dict((r, a) for r, a in full.frontier)
     assert at[1e-6] == pytest.approx(full.needed_atol, abs=1e-15) and at[0.0] >= at[1e-5] == 0.0
+
+
+@pytest.mark.parametrize("shape", [(1000,), (37, 53), (3, 4, 129)])
+def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
+    """compare() reads the output a chunk at a time (float64 temporaries of CHUNK elements, not of the
+    whole output): every field of the verdict is the same whatever the chunk size."""
+    rng = np.random.default_rng(1)
+    ref = rng.normal(0, 3, shape)
+    got = (ref * (1 + rng.normal(0, 1e-6, shape))).astype(np.float32)
+    bad = got.copy()
+    bad.flat[rng.integers(0, bad.size, 20)] += 1
+    nan = got.copy()
+    nan.flat[[5, 77]] = np.nan
+    ints = rng.integers(0, 10, shape).astype(np.int32)
+    poisoned, wrong = ints.copy(), ints.copy()
+    poisoned.flat[[1, 2]] = -7
+    wrong.flat[[4, 9]] += 3
+    zero = np.zeros(shape)
+    off = zero.astype(np.float32)
+    off.flat[0] = 1e-3
+    cases = [(got, ref, {}), (bad, ref, {"rtol": 1e-5, "atol": 1e-6}), (bad, ref, {"rtol": 1e-5, "frontier": True}),
+             (bad, ref, {"rtol": 1e-5, "metric": "normwise"}), (nan, ref, {}), (poisoned, ints, {"poison_value": -7}),
+             (wrong, ints, {}), (got, np.float64(0.5), {"rtol": 1e-3}), (off, zero, {"rtol": 1e-5, "atol": 1e-6}),
+             ((ref * 1e-7).astype(np.float32), ref * 1e-7, {})]
+    whole = [repr(verify.compare("y", g, e, **kw)) for g, e, kw in cases]
+    for chunk in (7, 1000):
+        monkeypatch.setattr(verify, "CHUNK", chunk)
+        assert [repr(verify.compare("y", g, e, **kw)) for g, e, kw in cases] == whole
+    # ties (all the exact zeros) are shown from the lowest index: the same elements in every run
+    worst = verify.compare("y", off, zero, rtol=1e-5, atol=1e-6).worst
+    assert [w["index"] for w in worst] == [[int(i) for i in np.unravel_index(f, shape)] for f in range(5)]
