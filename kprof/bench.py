@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import ceilings, launch, stats, telemetry
-from kprof.errors import TargetError, UsageError
+from kprof.errors import KprofError, TargetError, UsageError
 from kprof.job import Job, TimingMode
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 
@@ -74,7 +74,7 @@ class PointResult:
     flops_per_s: float | None = None
     bytes_per_s: float | None = None
     of_fma_peak: float | None = None  # of the measured FP32 FMA ceiling (kprof peak)
-    mix: str | None = None  # read, write or copy: which measured bandwidth ceiling applies (kprof.ceilings)
+    mix: str | None = None  # read, write, copy or add: which measured bandwidth ceiling applies (kprof.ceilings)
     of_ceiling: float | None = None  # bytes/s of the measured ceiling for its mix
     of_dram_peak: float | None = None  # bytes/s of the theoretical DRAM bandwidth
     of_fp32_peak: float | None = None  # FLOP/s of the theoretical FP32 rate
@@ -157,7 +157,7 @@ def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved:
                       l2_bytes: int | None) -> None:
     """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether they
     are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
-    point.mix = ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers)
+    point.mix = ceilings.measured_mix(peak, ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
     theoretical = (peak or {}).get("theoretical") or {}
     if peak:
         point.of_fma_peak = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s"))
@@ -236,7 +236,8 @@ def peak_cache_path(snap: telemetry.Snapshot | None, folder: Path) -> Path:
 PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.3, max_time=3.0)
 # Each configuration is a child that moves 1 GiB each way. On an H200 (4421901) a read one took about
 # 2 s and a write or copy one 11 to 20 s, most of it the check of the 1 GiB output, since read in
-# chunks (kprof.verify.CHUNK); two widths and two grids kept kprof peak at 150 s.
+# chunks (kprof.verify.CHUNK); two widths and two grids kept kprof peak at 150 s for the three mixes
+# then measured (read, write, copy; add came after).
 PEAK_WIDTHS = (4, 16)  # bytes per access
 PEAK_GRIDS = (2048, 0)  # blocks of 256 threads, grid-stride; 0: one access per thread
 
@@ -245,7 +246,7 @@ PEAK_GRIDS = (2048, 0)  # blocks of 256 threads, grid-stride; 0: one access per 
 class StreamJob:
     """One of kprof peak's stream kernels at one access width and grid size."""
 
-    kind: str  # read, write or copy (kprof.ceilings.MIXES)
+    kind: str  # read, write, copy or add (kprof.ceilings.MIXES)
     width: int
     blocks: int
     job: Job
@@ -263,7 +264,12 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     device: dict[str, Any] = {}
     for s in streams:
         t0 = time.perf_counter()
-        data = _timed_ceiling(s.job, timeout)
+        try:
+            data = _timed_ceiling(s.job, timeout)
+        except KprofError as exc:  # one configuration that fails (or does not verify) leaves the others
+            tried[s.kind].append({"width": s.width, "blocks": s.blocks, "error": str(exc),
+                                  "wall_s": round(time.perf_counter() - t0, 2)})
+            continue
         device = data.get("device") or device
         median = stats.summarize(data["samples"]).median
         tried[s.kind].append({"width": s.width, "blocks": s.blocks, "bytes_per_s": s.bytes / median,
@@ -274,7 +280,8 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     median = stats.summarize(data["samples"]).median
     out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": data.get("timer"),
                      "stop": data["stop"]}
-    best = {k: max(v, key=lambda r: r["bytes_per_s"]) for k, v in tried.items() if v}
+    best = {k: max(ok, key=lambda r: r["bytes_per_s"]) for k, v in tried.items()
+            if (ok := [r for r in v if "bytes_per_s" in r])}
     out["ceilings"] = {k: dict(b, by=f"kprof_{k}, {b['width']}-byte accesses, {b['blocks']:,} blocks")
                        for k, b in best.items()}
     if out["memcpy"]["bytes_per_s"] > out["ceilings"].get("copy", {}).get("bytes_per_s", 0):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import bench, build, catalog, telemetry
+from kprof import bench, build, catalog, ceilings, telemetry
 from kprof.build import BuildResult
 from kprof.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
@@ -196,7 +196,7 @@ def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
     streams = []
-    for kind in ("read", "write", "copy"):
+    for kind in ceilings.MIXES:
         spec = catalog.builtin(f"kprof_{kind}")
         for width in bench.PEAK_WIDTHS:
             for blocks in bench.PEAK_GRIDS:

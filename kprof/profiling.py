@@ -81,7 +81,7 @@ class KernelProfile:
     spec_flops: int | None = None
     spec_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
-    mix: str | None = None  # read, write or copy, from the DRAM bytes read and written (kprof.ceilings)
+    mix: str | None = None  # read, write, copy or add, from the DRAM bytes read and written (kprof.ceilings)
     ceiling_bytes_per_s: float | None = None  # kprof peak's measured ceiling for that mix
     of_ceiling: float | None = None
 
@@ -283,6 +283,6 @@ def against_ceilings(p: KernelProfile, peak: dict[str, Any] | None) -> KernelPro
 
     if not peak or p.dram_bytes_per_s is None or p.dram_read is None:
         return p
-    mix = ceilings.mix_of([("in", int(p.dram_read)), ("out", int(p.dram_write or 0))])
+    mix = ceilings.measured_mix(peak, ceilings.mix_of([("in", int(p.dram_read)), ("out", int(p.dram_write or 0))]))
     top = ceilings.ceiling(peak, mix)
     return replace(p, mix=mix, ceiling_bytes_per_s=top, of_ceiling=_div(p.dram_bytes_per_s, top))

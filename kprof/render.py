@@ -378,6 +378,9 @@ def peak_report(data: dict[str, Any]) -> str:
     for kind, c in (data.get("ceilings") or {}).items():
         frac = f", {c['bytes_per_s'] / dram:.0%} of the DRAM peak" if dram else ""
         lines.append(f"  {kind:<6} {si(c['bytes_per_s'], 'B/s'):>12}  by {c['by']}{frac}")
+    for kind, rows in (data.get("tried") or {}).items():
+        lines += [f"  not measured: kprof_{kind}, {r['width']}-byte accesses, {r['blocks']:,} blocks: {r['error']}"
+                  for r in rows if r.get("error")]
     if not data.get("ceilings") and data.get("copy_bytes_per_s"):
         lines.append(f"  copy   {si(data['copy_bytes_per_s'], 'B/s'):>12}  (a peak file from an older kprof: --refresh)")
     if data.get("memcpy"):

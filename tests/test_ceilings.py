@@ -21,7 +21,9 @@ def test_theoretical_peaks_come_from_the_attributes_and_say_which():
 
 @pytest.mark.parametrize("buffers, mix", [
     ([("in", 100), ("out", 100)], "copy"),
-    ([("in", 100), ("in", 100), ("out", 100)], "copy"),
+    ([("in", 100), ("in", 100), ("out", 100)], "add"),  # c = a + b
+    ([("in", 300), ("out", 100)], "add"),  # a quarter written: nearer a third than a half
+    ([("in", 100), ("out", 300)], "copy"),  # three quarters: as near copy as write, and copy comes first
     ([("in", 4 << 20), ("out", 4)], "read"),  # a reduction: its 4-byte result does not make it a copy
     ([("out", 100), ("in", 0)], "write"),
     ([("inout", 100)], "copy"),
@@ -34,6 +36,7 @@ def test_a_kernels_mix_comes_from_its_buffers(buffers, mix):
 def test_the_ceiling_for_a_mix_falls_back_to_an_older_peak_files_copy():
     peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "copy": {"bytes_per_s": 4.3e12}}, "copy_bytes_per_s": 4.3e12}
     assert ceilings.ceiling(peak, "read") == 4.5e12 and ceilings.ceiling(peak, "write") == 4.3e12
+    assert ceilings.measured_mix(peak, "add") == "copy" and ceilings.measured_mix(peak, "read") == "read"
     assert ceilings.ceiling({"copy_bytes_per_s": 3.97e12}, "read") == 3.97e12 and ceilings.ceiling(None, "read") is None
 
 
@@ -58,7 +61,7 @@ def test_implausible_rates_and_working_sets_are_named():
 def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monkeypatch):
     """Fake timings: the copy kernels reach 4.0 TB/s at best, the memcpy 4.25: the copy ceiling is the memcpy's."""
     rates = {("read", 16, 2048): 4.4e12, ("read", 4, 2048): 3.0e12, ("write", 16, 8192): 4.1e12,
-             ("copy", 16, 2048): 4.0e12, ("copy", 8, 2048): 3.9e12}
+             ("copy", 16, 2048): 4.0e12, ("copy", 8, 2048): 3.9e12, ("add", 16, 2048): 4.2e12, ("add", 4, 2048): None}
     jobs = {}
 
     class FakeJob:
@@ -68,14 +71,16 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
 
     def fake_time(job, timeout):
         seconds = jobs[job.key]
+        if seconds is None:  # a configuration that does not verify: kprof peak goes on without it
+            return {"status": "failed"}
         return {"status": "ok", "samples": [seconds] * 5, "stop": "noise", "timer": "cupti", "device": H200}
 
     monkeypatch.setattr(bench, "time_job", fake_time)
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
     streams = []
     for (kind, width, blocks), rate in rates.items():
-        nbytes = (2 << 30) if kind == "copy" else (1 << 30)
-        jobs[(kind, width, blocks)] = nbytes / rate
+        nbytes = {"copy": 2 << 30, "add": 3 << 30}.get(kind, 1 << 30)
+        jobs[(kind, width, blocks)] = nbytes / rate if rate else None
         streams.append(bench.StreamJob(kind, width, blocks, FakeJob((kind, width, blocks)), nbytes))
     jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
     data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)))
@@ -89,6 +94,10 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
     assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
     assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(data)
+    assert c["add"]["bytes_per_s"] == pytest.approx(4.2e12) and c["add"]["width"] == 16
+    (failed,) = [r for r in data["tried"]["add"] if "error" in r]
+    assert failed["width"] == 4 and "did not verify" in failed["error"]
+    assert "not measured: kprof_add, 4-byte accesses, 2,048 blocks: kprof peak: " in text
 
 
 def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible():
@@ -104,8 +113,12 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
         bench._against_ceilings(p, peak, resolved, "cold", H200["l2_bytes"])
         return p
 
-    add = point("vector_add", {"N": 1 << 28}, 4.0e12)
+    add = point("vector_add", {"N": 1 << 28}, 4.0e12)  # this peak has no add ceiling: against copy's, named so
     assert add.mix == "copy" and add.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
+    peak["ceilings"]["add"] = {"bytes_per_s": 4.4e12}
+    add = point("vector_add", {"N": 1 << 28}, 4.0e12)
+    assert add.mix == "add" and add.of_ceiling == pytest.approx(4.0 / 4.4)
+    del peak["ceilings"]["add"]
     assert add.of_dram_peak == pytest.approx(4.0e12 / 4.917e12, rel=1e-3)
     total = point("reduce_sum", {"N": 1 << 28}, 4.4e12)
     assert total.mix == "read" and total.of_ceiling == pytest.approx(4.4 / 4.5)
@@ -133,7 +146,7 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
 
 @pytest.mark.nvcc
 def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_path):
-    """pipeline.peak builds the stream kernels at each width and hands measure_peak 12 jobs (3 mixes x
+    """pipeline.peak builds the stream kernels at each width and hands measure_peak 16 jobs (4 mixes x
     2 widths x 2 grids, the last one access per thread), the memcpy job and the FMA job."""
     from kprof import pipeline
 
@@ -148,7 +161,7 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     data = pipeline.peak(refresh=True, arch="sm_90")
     assert data["provenance"]["source"] in ("git", "KPROF_COMMIT", None)
     streams = seen["streams"]
-    assert len(streams) == 12 and {s.kind for s in streams} == set(ceilings.MIXES)
+    assert len(streams) == 16 and {s.kind for s in streams} == set(ceilings.MIXES)
     full = [s for s in streams if s.blocks not in bench.PEAK_GRIDS]
     assert sorted((s.kind, s.width, s.blocks) for s in full if s.kind == "copy") == [
         ("copy", 4, (1 << 30) // 4 // 256), ("copy", 16, (1 << 30) // 16 // 256)]

@@ -168,6 +168,9 @@ def _stream(kind):
         elif kind == "write":
             dst, n = args
             dev.view(dst, np.float32)[:] = 1.0
+        elif kind == "add":
+            a, b, dst, n = args
+            dev.view(dst, np.float32)[:] = dev.view(a, np.float32) + dev.view(b, np.float32)
         # read: every value is 1, so the flag is never written
     return emulate
 
@@ -178,6 +181,7 @@ def _copy_async(self, dst, src, nbytes, stream=0):
 
 FakeDevice.copy_async = _copy_async
 FakeDevice.emulations = {"kprof_copy": _stream("copy"), "kprof_read": _stream("read"), "kprof_write": _stream("write"),
+                         "kprof_add": _stream("add"),
                          "vector_add": _vector_add, "reduce_sum": _reduce_sum, "vector_add_vec4": _vector_add,
                          "scale_bf16": _scale_bf16, "twice": _twice, "plus_one": _plus_one}
 
@@ -492,7 +496,7 @@ def test_vocabulary_and_python_reference_kernels_verify(fake, monkeypatch, name,
     assert run_job(fake, job_for(name, spec.preset("sanitize")))["status"] == "failed"
 
 
-@pytest.mark.parametrize("kind", ["read", "write", "copy"])
+@pytest.mark.parametrize("kind", ["read", "write", "copy", "add"])
 @pytest.mark.parametrize("width", [4, 8, 16])
 def test_peak_stream_kernels_verify_and_time_at_every_width(fake, kind, width):
     """What kprof peak hands the child for each ceiling: the builtin specs load, resolve (n = BYTES / WIDTH),
