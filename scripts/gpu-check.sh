@@ -136,7 +136,7 @@ if has measure; then
         T=kprof.baselines.torch_ops
         json frameworks-vector_add_vec4 $KPROF bench vector_add_vec4 --size N=268435456,1073741824 --baseline "$T:add,$T:add_compiled"
         json frameworks-vector_add_vec4-sweep $KPROF bench vector_add_vec4 --size N=268435456 \
-            --param UNROLL=1,2,4 --param CACHE=0,1 --baseline "$T:add"
+            --param UNROLL=1,4 --param CACHE=0,1 --param BLOCKS=2112,1048576 --baseline "$T:add"
         json frameworks-reduce_sum_vec4 $KPROF bench reduce_sum_vec4 --size N=268435456,1073741824 --baseline "$T:total,$T:total_compiled"
         json frameworks-rmsnorm_onepass $KPROF bench rmsnorm_onepass --baseline "auto,$T:rms_norm,$T:rms_norm_compiled"
         json frameworks-softmax_online $KPROF bench softmax_online --baseline "auto,$T:softmax,$T:softmax_compiled"
