@@ -1,6 +1,12 @@
 // rmsnorm_onepass: y = x / sqrt(mean(x^2) + eps) * w, reading each x once: the row stays in
 // registers (up to BLOCK * PER elements) between the sum of squares and the scaling. Longer rows
 // fall back to a second read.
+// VEC 1: 16-byte loads and stores of x, w and y (each thread's slice is PER / 4 float4s) where the
+// row length is a multiple of 4 and the pointers are 16-byte aligned; the scalar path otherwise.
+// For kprof bench --param sweeps; VEC 0 is the plain kernel.
+#ifndef VEC
+#define VEC 0
+#endif
 #ifndef BLOCK
 #define BLOCK 1024
 #endif
@@ -29,6 +35,33 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
     const float* xr = x + (size_t)row * cols;
     float* yr = y + (size_t)row * cols;
     float ss = 0.0f;
+#if VEC
+    static_assert(PER % 4 == 0, "VEC 1 needs PER to be a multiple of 4");
+    if (cols <= BLOCK * PER && (cols & 3) == 0 &&
+        ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0) {
+        const int cols4 = cols >> 2;
+        const float4* x4 = reinterpret_cast<const float4*>(xr);
+        const float4* w4 = reinterpret_cast<const float4*>(w);
+        float4* y4 = reinterpret_cast<float4*>(yr);
+        float4 v[PER / 4];
+#pragma unroll
+        for (int j = 0; j < PER / 4; ++j) {
+            const int c = threadIdx.x + j * BLOCK;
+            v[j] = c < cols4 ? x4[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
+        }
+        const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
+#pragma unroll
+        for (int j = 0; j < PER / 4; ++j) {
+            const int c = threadIdx.x + j * BLOCK;
+            if (c < cols4) {
+                const float4 g = w4[c];
+                y4[c] = make_float4(v[j].x * scale * g.x, v[j].y * scale * g.y, v[j].z * scale * g.z, v[j].w * scale * g.w);
+            }
+        }
+        return;
+    }
+#endif
     if (cols <= BLOCK * PER) {
         float v[PER];
 #pragma unroll

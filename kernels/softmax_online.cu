@@ -4,6 +4,12 @@
 // reduction (m = max(m1, m2), s = s1 e^(m1-m) + s2 e^(m2-m)). Each thread then scales its stored
 // exponentials by e^(m_thread - m) / s and writes them. Rows longer than BLOCK * PER fall back to
 // a second read of the row with a running (max, sum) per thread.
+// VEC 1: 16-byte loads and stores (each thread's slice is PER / 4 float4s) where the row length is a
+// multiple of 4 and the pointers are 16-byte aligned, a quarter of the load and store instructions;
+// the scalar path otherwise. For kprof bench --param sweeps; VEC 0 is the plain kernel.
+#ifndef VEC
+#define VEC 0
+#endif
 #ifndef BLOCK
 #define BLOCK 1024
 #endif
@@ -49,6 +55,40 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
     const float* xr = x + (size_t)row * cols;
     float* yr = y + (size_t)row * cols;
     MS acc = {-INFINITY, 0.0f};
+#if VEC
+    static_assert(PER % 4 == 0, "VEC 1 needs PER to be a multiple of 4");
+    if (cols <= BLOCK * PER && (cols & 3) == 0 && ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(y)) & 15) == 0) {
+        const int cols4 = cols >> 2;
+        const float4* x4 = reinterpret_cast<const float4*>(xr);
+        float4* y4 = reinterpret_cast<float4*>(yr);
+        float4 v[PER / 4];
+        float m = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < PER / 4; ++j) {
+            const int c = threadIdx.x + j * BLOCK;
+            v[j] = c < cols4 ? x4[c] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+            m = fmaxf(m, fmaxf(fmaxf(v[j].x, v[j].y), fmaxf(v[j].z, v[j].w)));
+        }
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PER / 4; ++j) {
+            if (m == -INFINITY) {
+                v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            } else {  // 0 for the padding past the row
+                v[j] = make_float4(__expf(v[j].x - m), __expf(v[j].y - m), __expf(v[j].z - m), __expf(v[j].w - m));
+            }
+            s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+        }
+        acc = block_merge(MS{m, s}, shared);
+        const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
+#pragma unroll
+        for (int j = 0; j < PER / 4; ++j) {
+            const int c = threadIdx.x + j * BLOCK;
+            if (c < cols4) y4[c] = make_float4(v[j].x * f, v[j].y * f, v[j].z * f, v[j].w * f);
+        }
+        return;
+    }
+#endif
     if (cols <= BLOCK * PER) {
         float v[PER];
         float m = -INFINITY;

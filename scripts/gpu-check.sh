@@ -138,8 +138,15 @@ if has measure; then
         json frameworks-vector_add_vec4-sweep $KPROF bench vector_add_vec4 --size N=268435456 \
             --param UNROLL=1,4 --param CACHE=0,1 --param BLOCKS=2112,1048576 --baseline "$T:add"
         json frameworks-reduce_sum_vec4 $KPROF bench reduce_sum_vec4 --size N=268435456,1073741824 --baseline "$T:total,$T:total_compiled"
-        json frameworks-rmsnorm_onepass $KPROF bench rmsnorm_onepass --baseline "auto,$T:rms_norm,$T:rms_norm_compiled"
-        json frameworks-softmax_online $KPROF bench softmax_online --baseline "auto,$T:softmax,$T:softmax_compiled"
+        json frameworks-rmsnorm_onepass $KPROF bench rmsnorm_onepass --param VEC=0,1 \
+            --baseline "auto,$T:rms_norm,$T:rms_norm_compiled"
+        json frameworks-softmax_online $KPROF bench softmax_online --param VEC=0,1 \
+            --baseline "auto,$T:softmax,$T:softmax_compiled"
+        # the other shapes the comparison asks for (4096 x 1024 to 4096 x 65536), against torch.compile
+        json frameworks-rmsnorm_onepass-shapes $KPROF bench rmsnorm_onepass --size R=4096 --size C=1024,4096,16384,65536 \
+            --param VEC=0,1 --baseline "$T:rms_norm_compiled"
+        json frameworks-softmax_online-shapes $KPROF bench softmax_online --size R=4096 --size C=1024,4096,16384,65536 \
+            --param VEC=0,1 --baseline "$T:softmax_compiled"
         json frameworks-streamk_matmul $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "auto,$T:mm"
         json frameworks-linear_bias_relu $KPROF bench linear_bias_relu --size B=1,16,64 --size K,N=1024,4096 \
             --baseline "auto,$T:linear_bias_relu,$T:linear_bias_relu_lt,$T:linear_bias_relu_compiled"
