@@ -182,14 +182,15 @@ def nearest_allocations(text: str) -> dict[int, str]:
 
 
 def _int(text: str | None) -> int | None:
-    """A number from the XML, or None when it is missing or not a number (a damaged report loses a
-    field, not the whole report)."""
+    """A number from the XML, or None when it is missing, not a number, or outside 64 bits unsigned (a
+    damaged report loses a field, not the whole report)."""
     if text is None or not text.strip():
         return None
     try:
-        return int(text.strip(), 0)
+        value = int(text.strip(), 0)
     except ValueError:
         return None
+    return value if 0 <= value < 1 << 64 else None  # addresses, sizes, lines, indices: none is negative or wider
 
 
 def _dim3(node: ET.Element | None) -> tuple[int, int, int] | None:

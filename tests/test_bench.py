@@ -281,3 +281,13 @@ def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
     assert history.git_commit() == "abc1234"
     monkeypatch.delenv("KPROF_COMMIT")
     assert history.git_commit() != "abc1234"
+
+
+@pytest.mark.parametrize("name, params", [("rmsnorm_onepass", {"VEC": "1"}), ("softmax_online", {"VEC": "1"}),
+                                          ("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "1048576"})])
+def test_the_swept_variants_resolve_without_a_gpu(name, params):
+    """The parameters scripts/gpu-check.sh sweeps against the frameworks are the specs' own defines."""
+    from kprof import catalog, pipeline
+
+    resolved = pipeline.resolve(catalog.load(name), None, params=params)
+    assert {k: dict(resolved.spec.defines)[k] for k in params} == params

@@ -39,6 +39,30 @@ def test_ladder_kernel_verifies(name, preset, sizes):
     assert result.registers == built.usage_of(spec.entry).registers
 
 
+# The variants the frameworks comparison sweeps (scripts/gpu-check.sh, docs/fused.md): each verified
+# at every size its spec checks, so a sweep never times a variant that is wrong at an awkward size.
+VARIANTS = {"rmsnorm_onepass": {"VEC": "1"}, "softmax_online": {"VEC": "1"},
+            "vector_add_vec4": {"UNROLL": "4", "CACHE": "1", "BLOCKS": "1048576"}}
+
+
+def _variant_cases():
+    out = []
+    for name, params in VARIANTS.items():
+        spec = catalog.load(name)
+        label = ",".join(f"{k}{v}" for k, v in params.items())
+        for sizes in [{}, *[dict(c) for c in spec.checks]]:
+            tag = "-".join(f"{k}{v}" for k, v in sizes.items()) or "default"
+            out.append(pytest.param(name, params, sizes, id=f"{name}[{label}]-{tag}"))
+    return out
+
+
+@pytest.mark.parametrize("name, params, sizes", _variant_cases())
+def test_swept_variants_verify_at_every_checked_size(name, params, sizes):
+    prepared = pipeline.prepare(catalog.load(name), sizes, params=params)
+    result = launch.run_kernel(prepared.job(RunMode()))
+    assert result.ok, [c["message"] for c in result.checks]
+
+
 def test_cli_run_tiled_matmul(capsys):
     code = cli.main(["run", "tiled_matmul", "--size", "M=127", "N=131", "K=97"])
     out, err = capsys.readouterr()
