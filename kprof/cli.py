@@ -11,7 +11,8 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from kprof import __version__
@@ -284,6 +285,33 @@ def _doctor(sub: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with _terminate_as_interrupt():
+        return _main(argv)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job's time limit, ``timeout``, ``kill``) stops kprof as Ctrl-C does: the running
+    child's process group is killed, and what was measured is printed and kept. Only from the main
+    thread, and the previous handler is put back."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         return main_inner(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import render
-from kprof.errors import EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_OK, BuildError, UsageError
+from kprof.errors import EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BuildError, UsageError
 
 Options = argparse.Namespace  # checked and typed by kprof.cli
 
@@ -360,6 +360,7 @@ def cmd_bench(opts: Options) -> int:
     snap = telemetry.snapshot()
     machine = {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None}
     results: list[bench.PointResult] = []
+    interrupted = False
     try:
         for i, point in enumerate(plan, 1):
             label = " ".join(f"{k}={v}" for k, v in {**point.sizes, **point.params}.items())
@@ -370,20 +371,21 @@ def cmd_bench(opts: Options) -> int:
             if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
                 history.record(conn, run_id, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
                                "mode": mode.mode}, result.to_dict(), machine, commit)
-    except KeyboardInterrupt:
-        if not opts.json:
-            print(f"interrupted: {len(results)} of {len(plan)} points measured and kept (run {run_id})", file=sys.stderr)
-        raise
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.cli): what was measured is still printed below
+        interrupted = True
+        print(f"interrupted: {len(results)} of {len(plan)} points measured and kept (run {run_id})", file=sys.stderr)
     if opts.plot and results:
         from kprof import plot
 
         plot.bench(results, Path(opts.plot))
     if opts.json:
         _emit_json({"version": bench.BENCH_VERSION, "run": run_id, "mode": mode.mode, "rule": asdict(rule),
-                    "peak": peak, "machine": machine, "commit": commit,
+                    "peak": peak, "machine": machine, "commit": commit, "interrupted": interrupted,
                     "provenance": history.provenance(), "points": [r.to_dict() for r in results]})
-    else:
+    elif results:
         print(render.bench_table(results, peak, run_id if conn is not None else None))
+    if interrupted:
+        return EXIT_INTERRUPTED
     if any(r.status == "error" for r in results):
         return EXIT_CUDA
     return EXIT_FAILED if any(r.status != "ok" for r in results) else EXIT_OK

@@ -26,8 +26,9 @@
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
 #
-# PYTEST_ARGS is added to every pytest step of tests, verify, recheck and op (e.g. --durations=20
-# --timeout=300).
+# DEADLINE_S=N stops a step still running N seconds after the start with SIGTERM (a kprof bench then
+# writes the points it finished into its JSON, marked interrupted). PYTEST_ARGS is added to every
+# pytest step of tests, verify, recheck and op (e.g. --durations=20 --timeout=300).
 #
 # It installs what the machine lacks from wheels carried in .whl/ (docs/gpu.md), and writes
 # summary.md (date, GPU, driver, commit, every command with its exit code and wall time, the pytest
@@ -72,7 +73,13 @@ step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and w
         return 1
     fi
     t0=$(date +%s%N)
-    "$@" >"$LOGS/$name.txt" 2>&1
+    if [ -n "${DEADLINE_S:-}" ]; then  # stopped with SIGTERM at the deadline: kprof then prints what it measured
+        local left=$(( DEADLINE_S - ($(date +%s) - T_START) ))
+        [ "$left" -lt 1 ] && left=1
+        timeout -s TERM -k 15 "$left" "$@" >"$LOGS/$name.txt" 2>&1
+    else
+        "$@" >"$LOGS/$name.txt" 2>&1
+    fi
     rc=$?
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     printf '%s rc=%s %d.%03ds: %s\n' "$name" "$rc" $((ms / 1000)) $((ms % 1000)) "$*" | tee -a "$LOGS/steps.txt"
@@ -81,7 +88,7 @@ step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and w
 }
 json() {  # json NAME CMD...: a kprof command whose --json output is kept as $LOGS/NAME.json
     local name=$1; shift
-    step "$name" sh -c "$* --json > $LOGS/$name.json"
+    step "$name" sh -c "exec $* --json > $LOGS/$name.json"  # exec: a SIGTERM at the deadline reaches kprof
 }
 has() { [[ "+$WHAT+" == *"+$1+"* ]]; }
 

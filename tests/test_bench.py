@@ -141,9 +141,39 @@ def test_interrupted_sweep_keeps_every_finished_point(tmp_path, monkeypatch, cap
     monkeypatch.setattr(bench, "run_point", fake_run_point)
     code = cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000,4000"])
     assert code == 130
-    assert "2 of 4 points measured and kept" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "2 of 4 points measured and kept" in err and "1000" in out and "2000" in out  # the table of the two
     rows = history.rows(history.connect(), kernel="vector_add")
     assert sorted(r["point"]["sizes"]["N"] for r in rows) == [1000, 2000]
+    calls.clear()
+    assert cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000,4000", "--json"]) == 130
+    data = json.loads(capsys.readouterr().out)
+    assert data["interrupted"] is True and [p["sizes"]["N"] for p in data["points"]] == [1000, 2000]
+
+
+def test_sigterm_stops_a_bench_like_ctrl_c_and_prints_what_was_measured(tmp_path, monkeypatch, capsys):
+    """A time limit (``timeout``, a batch system) sends SIGTERM: the finished points still come out."""
+    import os
+    import signal
+
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None: None)
+    monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
+    monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
+    calls = []
+
+    def fake_run_point(point, peak, timeout):
+        calls.append(point.sizes)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered while the second point is measured
+        return _point(point.spec.name, point.sizes["N"], 1e-3)
+
+    monkeypatch.setattr(bench, "run_point", fake_run_point)
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000", "--json"]) == 130
+    data = json.loads(capsys.readouterr().out)
+    assert data["interrupted"] and [p["sizes"]["N"] for p in data["points"]] == [1000]
+    assert signal.getsignal(signal.SIGTERM) is before, "kprof puts the previous handler back"
 
 
 def test_compare_two_runs(tmp_path, monkeypatch, capsys):
