@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from kprof import ceilings, launch, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.job import Job, TimingMode
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
+from kprof.units import si
 
 BENCH_VERSION = 1
 MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)
@@ -254,7 +256,7 @@ class StreamJob:
 
 
 def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[Job, int],
-                 timeout: float = 300.0) -> dict[str, Any]:
+                 timeout: float = 300.0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The ceilings of this GPU: for each access mix the best rate of kprof's stream kernels (1 GiB
     each way, cold) over the widths and grids tried, the copy's raised to the device-to-device memcpy
     where that is faster; the FP32 FMA rate (warm); and the theoretical peaks from the device's
@@ -275,6 +277,8 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
         tried[s.kind].append({"width": s.width, "blocks": s.blocks, "bytes_per_s": s.bytes / median,
                               "median_s": median, "timer": data.get("timer"), "stop": data["stop"],
                               "wall_s": round(time.perf_counter() - t0, 2)})
+        if progress:
+            progress(f"{s.kind:<5} {s.width:>2}-byte accesses, {s.blocks:>9,} blocks: {si(s.bytes / median, 'B/s')}")
     job, amount = memcpy
     data = _timed_ceiling(job, timeout)
     median = stats.summarize(data["samples"]).median

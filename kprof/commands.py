@@ -134,6 +134,10 @@ def cmd_sanitize(opts: Options) -> int:
     return EXIT_OK if report.clean else EXIT_CUDA
 
 
+def _progress_line(text: str) -> None:
+    print(f"  {text}", file=sys.stderr, flush=True)
+
+
 def _progress(tool: str) -> None:
     print(f"  running {tool} ...", file=sys.stderr, flush=True)
 
@@ -354,7 +358,7 @@ def cmd_bench(opts: Options) -> int:
     if pipeline.cached_peak() is None:  # once per GPU and driver, then cached: say why the first bench waits
         print("measuring this GPU's bandwidth and FMA ceilings first (kprof peak, a minute or "
               "two; cached for later runs)", file=sys.stderr, flush=True)
-    peak = pipeline.peak(arch=opts.arch)
+    peak = pipeline.peak(arch=opts.arch, progress=None if opts.json else _progress_line)
     conn = None if opts.no_history else history.connect()
     run_id, commit = history.new_run(), history.git_commit()
     snap = telemetry.snapshot()
@@ -394,7 +398,7 @@ def cmd_bench(opts: Options) -> int:
 def cmd_peak(opts: Options) -> int:
     from kprof import pipeline
 
-    data = pipeline.peak(refresh=opts.refresh)
+    data = pipeline.peak(refresh=opts.refresh, progress=_progress_line)
     _emit_json(data) if opts.json else print(render.peak_report(data))
     return EXIT_OK
 

@@ -186,7 +186,7 @@ def _peak_path() -> Path:
     return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
 
 
-def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
+def peak(refresh: bool = False, arch: str | None = None, progress: Any = None) -> dict[str, Any]:
     """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the read,
     write and copy stream kernels at each access width and grid size, the device-to-device memcpy,
     and the FP32 FMA kernel (:func:`kprof.bench.measure_peak`)."""
@@ -211,5 +211,6 @@ def peak(refresh: bool = False, arch: str | None = None) -> dict[str, Any]:
     fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch))
     from kprof import history
 
-    data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)))
+    data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)),
+                              progress=progress)
     return bench.save_peak(path, dict(data, provenance=history.provenance()))

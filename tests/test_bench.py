@@ -127,7 +127,7 @@ def _point(name, n, median, spread=0.001):
 
 def test_interrupted_sweep_keeps_every_finished_point(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
-    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None: None)
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: None)
     monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
     monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)  # no build, no GPU
     calls = []
@@ -157,7 +157,7 @@ def test_sigterm_stops_a_bench_like_ctrl_c_and_prints_what_was_measured(tmp_path
     import signal
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
-    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None: None)
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: None)
     monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
     monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
     calls = []

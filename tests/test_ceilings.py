@@ -83,7 +83,9 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
         jobs[(kind, width, blocks)] = nbytes / rate if rate else None
         streams.append(bench.StreamJob(kind, width, blocks, FakeJob((kind, width, blocks)), nbytes))
     jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
-    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)))
+    lines = []
+    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), progress=lines.append)
+    assert len(lines) == len(rates) - 1 and "read  16-byte accesses,     2,048 blocks: 4.4 TB/s" in lines  # one per configuration measured
     c = data["ceilings"]
     assert c["read"]["bytes_per_s"] == pytest.approx(4.4e12) and c["read"]["width"] == 16
     assert c["write"]["bytes_per_s"] == pytest.approx(4.1e12)
@@ -152,7 +154,7 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
 
     seen = {}
 
-    def fake_measure(streams, memcpy, fma):
+    def fake_measure(streams, memcpy, fma, progress=None):
         seen.update(streams=streams, memcpy=memcpy, fma=fma)
         return {"copy_bytes_per_s": 1.0, "fma_flops_per_s": 1.0}
 
