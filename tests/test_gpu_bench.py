@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kprof import cli
+from kprof import bench, ceilings, cli
 
 pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("bench")]
 
@@ -17,9 +17,10 @@ def _own_history(tmp_path, monkeypatch):
 def test_peak_measures_every_ceiling_and_the_theoretical_peaks(capsys):
     assert cli.main(["peak", "--refresh", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data["ceilings"]) == {"read", "write", "copy"} and data["fma_flops_per_s"] > 0
+    assert set(data["ceilings"]) == set(ceilings.MIXES) and data["fma_flops_per_s"] > 0
     assert data["ceilings"]["copy"]["bytes_per_s"] >= data["memcpy"]["bytes_per_s"], "copy is at least the memcpy"
-    assert all(len(tried) == 9 for tried in data["tried"].values()), "3 widths x 3 grids per mix"
+    per_mix = len(bench.PEAK_WIDTHS) * len(bench.PEAK_GRIDS)
+    assert all(len(tried) == per_mix and not any("error" in r for r in tried) for tried in data["tried"].values())
     th = data["theoretical"]
     assert th["dram_bytes_per_s"] and th["fp32_flops_per_s"], th["notes"]
     for c in data["ceilings"].values():
