@@ -331,6 +331,12 @@ def cached_peak(path: Path) -> dict[str, Any] | None:
 
 
 def save_peak(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Written whole or not at all (a temporary file renamed over it): two processes measuring at once
+    never leave a reader half a file."""
+    import os
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
     return dict(data, cached=None)
