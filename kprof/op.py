@@ -103,7 +103,7 @@ class Op:
         handle = _stream_handle(stream) if stream is not None else frame.stream(like)
         with self._lock:  # the packed arguments are shared by every call of this plan
             for entry, grid, block, smem, pack in plan.steps:
-                func = self._functions.get((entry, device)) or self._function(entry, device, smem)
+                func = self._function(entry, device, smem)
                 pack.fill(pointers)
                 self._launch(func, grid, block, smem, pack, handle)
         if len(plan.outputs) == 1:
