@@ -27,8 +27,9 @@
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
 #
 # DEADLINE_S=N stops a step still running N seconds after the start with SIGTERM (a kprof bench then
-# writes the points it finished into its JSON, marked interrupted). PYTEST_ARGS is added to every
-# pytest step of tests, verify, recheck and op (e.g. --durations=20 --timeout=300).
+# writes the points it finished into its JSON, marked interrupted). Every pytest step (tests, verify,
+# recheck, op) names its 30 slowest tests and, with pytest-timeout, fails a test still running after
+# TEST_TIMEOUT_S (300) seconds; PYTEST_ARGS adds more options.
 #
 # It installs what the machine lacks from wheels carried in .whl/ (docs/gpu.md), and writes
 # summary.md (date, GPU, driver, commit, every command with its exit code and wall time, the pytest
@@ -60,6 +61,9 @@ fi
 KPROF="python3 -m kprof"
 XDIST=""
 python3 -c "import xdist" 2>/dev/null && XDIST="-n ${JOBS:-8} --dist loadgroup"
+# every pytest step: the slowest tests named, and (with pytest-timeout) no test that hangs past 300 s
+PYTEST_ARGS="--durations=30 ${PYTEST_ARGS:-}"
+python3 -c "import pytest_timeout" 2>/dev/null && PYTEST_ARGS="--timeout=${TEST_TIMEOUT_S:-300} $PYTEST_ARGS"
 status=0
 T_START=$(date +%s)
 BUDGET_S=${BUDGET_S:-100000}
