@@ -575,7 +575,7 @@ def _load_twin(data: dict[str, Any], path: Path, fail: Fail) -> tuple[Path | Non
     twin = None
     if "twin" in data:
         if not isinstance(data["twin"], str) or not (path.parent / data["twin"]).is_file():
-            raise fail("twin", f"{_show(data['twin'])} must name the fixed .cu file next to the spec")
+            raise fail("twin", f"{_show(data['twin'])} must name the fixed .cu file (a path relative to the spec)")
         twin = (path.parent / data["twin"]).resolve()
     twin_defines = _load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
     return twin, twin_defines
