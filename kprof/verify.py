@@ -185,8 +185,8 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
     rtol_v, atol_v = tolerance_for(dtype, rtol, atol)
     exact = raw.dtype.kind in "iu"  # integer outputs: counts, indices, sums of integers
     used_atol, used_metric = (0.0, "exact") if exact else (atol_v, metric)
-    scan = _Scan(raw, ref, rtol_v, 0.0 if exact else atol_v, poison_value if exact else None,
-                 by_diff=exact or metric == "normwise", frontier=frontier and not exact)
+    scan = _Scan(raw, ref, rtol_v, 0.0 if exact else atol_v, poison_value if exact else None, used_metric,
+                 frontier=frontier and not exact)
     poisoned = scan.poisoned
     if scan.ref_nonfinite:
         return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=scan.nonfinite, poisoned=poisoned,
@@ -248,11 +248,10 @@ class _Scan:
     verdict needs: non-finite values, the largest errors, the elements outside the tolerance, the
     worst few, the frontier. A 1 GiB output needs no 8 GiB float64 copies."""
 
-    def __init__(self, raw: Any, ref: Any, rtol: float, atol: float, poison: Any, *, by_diff: bool,
+    def __init__(self, raw: Any, ref: Any, rtol: float, atol: float, poison: Any, metric: str, *,
                  frontier: bool) -> None:
         import numpy as np
 
-        self.rtol, self.atol = rtol, atol
         self.nonfinite = self.poisoned = self.differ = self.failing = self.small = 0
         self.first_nonfinite = -1
         self.ref_nonfinite = False
@@ -287,10 +286,12 @@ class _Scan:
             if diff.size:
                 self.max_abs = max(self.max_abs, float(diff.max()))
                 self.scale = max(self.scale, float(mag.max()))
-            self.differ += int((diff != 0).sum())
-            self.small += int((mag < atol).sum())
-            excess = diff if by_diff else diff - rtol * mag - atol
-            if not by_diff and excess.size:
+            if metric == "exact":
+                self.differ += int((diff != 0).sum())
+            elementwise = metric == "elementwise"
+            excess = diff - rtol * mag - atol if elementwise else diff  # the worst: beyond the bound, or largest
+            if elementwise and excess.size:
+                self.small += int((mag < atol).sum())
                 self.failing += int((excess > 0).sum())
                 self.max_excess = max(self.max_excess, float(excess.max()))
                 over = diff > atol
