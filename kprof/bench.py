@@ -11,6 +11,7 @@ kernel or looks one up.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -333,8 +334,6 @@ def cached_peak(path: Path) -> dict[str, Any] | None:
 def save_peak(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Written whole or not at all (a temporary file renamed over it): two processes measuring at once
     never leave a reader half a file."""
-    import os
-
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1))

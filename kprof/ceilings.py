@@ -81,10 +81,11 @@ def measured_mix(peak: dict[str, Any] | None, mix: str) -> str:
 
 
 def ceiling(peak: dict[str, Any] | None, mix: str) -> float | None:
-    """The measured ceiling (bytes/s) for a mix (see :func:`measured_mix` for a peak file without it)."""
+    """The measured ceiling (bytes/s) for a mix (:func:`measured_mix` says which one a peak file has);
+    the copy rate of a peak file from before the mixes."""
     if not peak:
         return None
-    found = (peak.get("ceilings") or {}).get(measured_mix(peak, mix))
+    found = (peak.get("ceilings") or {}).get(mix)
     if found and found.get("bytes_per_s"):
         return float(found["bytes_per_s"])
     return float(peak["copy_bytes_per_s"]) if peak.get("copy_bytes_per_s") else None

@@ -355,9 +355,6 @@ def cmd_bench(opts: Options) -> int:
     rule = bench.rule_from(opts.rel_stdev, opts.min_time, opts.max_time)
     mode = pipeline.timing_mode(opts.mode or "cold", rule, opts.timer, opts.arch,
                                 cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
-    if pipeline.cached_peak() is None:  # once per GPU and driver, then cached: say why the first bench waits
-        print("measuring this GPU's bandwidth and FMA ceilings first (kprof peak, a minute or "
-              "two; cached for later runs)", file=sys.stderr, flush=True)
     peak = pipeline.peak(arch=opts.arch, progress=None if opts.json else _progress_line)
     conn = None if opts.no_history else history.connect()
     run_id, commit = history.new_run(), history.git_commit()

@@ -9,6 +9,7 @@ resolved, so the cubin and the launch always agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -186,15 +187,18 @@ def _peak_path() -> Path:
     return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
 
 
-def peak(refresh: bool = False, arch: str | None = None, progress: Any = None) -> dict[str, Any]:
-    """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the read,
-    write and copy stream kernels at each access width and grid size, the device-to-device memcpy,
-    and the FP32 FMA kernel (:func:`kprof.bench.measure_peak`)."""
+def peak(refresh: bool = False, arch: str | None = None,
+         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the stream
+    kernels of every mix at each access width and grid size, the device-to-device memcpy, and the
+    FP32 FMA kernel (:func:`kprof.bench.measure_peak`). ``progress`` hears each configuration."""
     from kprof.timing import MEMCPY
 
     path = _peak_path()
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
+    if progress:  # the first bench on a GPU waits for this: say why
+        progress("measuring this GPU's bandwidth and FMA ceilings (kprof peak, a minute or two; cached for later runs)")
     streams = []
     for kind in ceilings.MIXES:
         spec = catalog.builtin(f"kprof_{kind}")
