@@ -41,7 +41,6 @@ class _Plan:
     resolved: Resolved
     steps: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int], int, ArgPack], ...]
     allocs: tuple[tuple[str, tuple[int, ...], str, bool], ...]  # (name, shape, dtype, zeroed): outputs come first
-    outputs: tuple[str, ...]
     like: str  # the argument whose framework allocates the rest and whose stream is used
 
 
@@ -68,6 +67,7 @@ class Op:
         self._adapters: dict[type, Framework] = {}
         self._input_names = [b.name for b in self.inputs]
         self._out_names = [b.name for b in spec.buffers if b.role == "out"]
+        self._returned = [b.name for b in self.outputs]
         self._lock = threading.Lock()
         if functions is None or launch is None:
             from kprof import device
@@ -106,9 +106,9 @@ class Op:
                 func = self._function(entry, device, smem)
                 pack.fill(pointers)
                 self._launch(func, grid, block, smem, pack, handle)
-        if len(plan.outputs) == 1:
-            return given[plan.outputs[0]]
-        return tuple(given[name] for name in plan.outputs)
+        if len(self._returned) == 1:
+            return given[self._returned[0]]
+        return tuple(given[name] for name in self._returned)
 
     def _adapter(self, obj: Any, name: str) -> Framework:
         """The framework that reads ``obj``, remembered per type (a call reads several arrays)."""
@@ -223,7 +223,7 @@ class Op:
         allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, True) for b in resolved.buffers if b.arg.name in self.zeroed]
         allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, False) for b in resolved.buffers if b.arg.role == "scratch"]
         like = next((b.name for b in self.inputs if b.name in infos), next(iter(infos)))
-        return _Plan(resolved, steps, tuple(allocs), tuple(b.name for b in self.outputs), like)
+        return _Plan(resolved, steps, tuple(allocs), like)
 
     def _function(self, entry: str, device: int, smem: int) -> Any:
         func = self._functions.get((entry, device))
