@@ -128,24 +128,22 @@ def allow_dynamic_shared(func: Any, nbytes: int) -> None:
 def launch(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int, args: Sequence[tuple[str, Any]],
            stream: Any = 0) -> None:
     """cuLaunchKernel with ``args`` as ``(dtype, value)`` pairs ("ptr" for device pointers), packed
-    into a ``void*[]`` kept alive for the call; the driver copies the values at launch."""
-    storage: list[Any] = [ctypes.c_uint64(value) if dtype == "ptr" else _SCALAR_CTYPES[dtype](value)
-                          for dtype, value in args]
-    pointers = (ctypes.c_void_p * max(len(storage), 1))(*[ctypes.addressof(s) for s in storage])
-    check("cuLaunchKernel", _driver().cuLaunchKernel(func, *grid, *block, shared_mem, stream,
-                                                     ctypes.addressof(pointers), 0))
+    for this one launch; the driver copies the values at launch."""
+    launch_packed(func, grid, block, shared_mem, ArgPack(args), stream)
 
 
 class ArgPack:
     """A kernel's arguments packed once into the ``void*[]`` cuLaunchKernel takes: scalars written at
     construction, device pointers per launch (:meth:`fill`). ``template`` items are ``("buf", NAME)``
-    for a buffer and ``(dtype, value)`` for a scalar (``value`` as :func:`kprof.verify.pack_scalar`
-    gives it). Iterating gives ``(dtype, value)`` pairs, "ptr" for pointers, as :func:`launch` takes
-    them. Not thread-safe: fill and launch under one lock."""
+    for a buffer filled per launch, ``("ptr", ADDRESS)`` for a fixed pointer, and ``(dtype, value)``
+    for a scalar (``value`` as :func:`kprof.verify.pack_scalar` gives it). Iterating gives
+    ``(dtype, value)`` pairs, "ptr" for pointers, as :func:`launch` takes them. Not thread-safe:
+    fill and launch under one lock."""
 
     def __init__(self, template: Sequence[tuple[str, Any]]) -> None:
         self.kinds = tuple("ptr" if kind == "buf" else kind for kind, _ in template)
-        self._values: list[Any] = [ctypes.c_uint64(0) if kind == "buf" else _SCALAR_CTYPES[kind](value)
+        self._values: list[Any] = [ctypes.c_uint64(0) if kind == "buf" else
+                                   ctypes.c_uint64(value) if kind == "ptr" else _SCALAR_CTYPES[kind](value)
                                    for kind, value in template]
         self.slots = tuple((self._values[i], name) for i, (kind, name) in enumerate(template) if kind == "buf")
         self._array = (ctypes.c_void_p * max(len(self._values), 1))(*[ctypes.addressof(v) for v in self._values])

@@ -219,3 +219,9 @@ def test_a_plan_is_checked_once_and_reused_while_the_arrays_keep_their_shape(fak
     assert launches[-1][4][2] == ("ptr", y2.ptr)
     with pytest.raises(UsageError, match="out y is float16; the spec wants float32"):
         rms(x, w, out=FakeTensor((4, 64), "float16"))
+
+
+def test_a_one_off_launch_packs_fixed_pointers_the_same_way():
+    from kprof.device import ArgPack
+
+    assert list(ArgPack([("ptr", 0x7F0000003000), ("int64", 9)])) == [("ptr", 0x7F0000003000), ("int64", 9)]
