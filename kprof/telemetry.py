@@ -6,6 +6,7 @@ throttle reason other than "idle" or "applications clocks setting" was active, c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -53,7 +54,9 @@ def _device(index: int) -> Iterator[tuple[Any, Callable[..., Any]] | None]:
         yield None
         return
     try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        target = nvml_target(index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        h = (pynvml.nvmlDeviceGetHandleByUUID(target) if isinstance(target, str)
+             else pynvml.nvmlDeviceGetHandleByIndex(target))
 
         def read(fn: Any, *args: Any) -> Any:
             try:
@@ -64,6 +67,21 @@ def _device(index: int) -> Iterator[tuple[Any, Callable[..., Any]] | None]:
         yield pynvml, read
     finally:
         pynvml.nvmlShutdown()
+
+
+def nvml_target(index: int, visible: str | None) -> int | str:
+    """The NVML index (or UUID) of CUDA's device ``index`` under ``CUDA_VISIBLE_DEVICES``: NVML counts
+    every GPU of the host, CUDA only the visible ones (``"1"`` -> NVML 1; ``"GPU-8f..."`` -> that UUID).
+    CUDA orders devices fastest first and NVML by PCI bus, which agree on a host of identical GPUs. Pure."""
+    if visible is None or not visible.strip():
+        return index
+    entries = [e.strip() for e in visible.split(",")]
+    if index >= len(entries):
+        return index
+    entry = entries[index]
+    if entry.isdigit():
+        return int(entry)
+    return entry  # a GPU- or MIG- UUID
 
 
 def snapshot(index: int = 0) -> Snapshot | None:

@@ -11,7 +11,8 @@
 #   measure  kprof peak; kprof run of every kernel at its default size; the matmul ladder against
 #            cuBLAS and the fused kernels against their unfused baselines (kprof bench, same run);
 #            the ladder's kernels against PyTorch's ops, eager and torch.compile (frameworks);
-#            kprof sanitize tiled_matmul; kprof cases; kprof profile of the matmul ladder
+#            kprof sanitize tiled_matmul; kprof cases; kprof profile of the matmul ladder; on request (table),
+#            the comparison table against PyTorch TABLE_RUNS times
 #   tolerances  scripts/tolerances.py measure: every shipped spec's frontier at every checked size
 #            (docs/spec.md); kprof run and the values detector on the softmax that flushes small values.
 #            TOLERANCES_ONLY="SPEC ..." measures only those, keeping the rest from TOLERANCES_MERGE (a
@@ -25,6 +26,8 @@
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
+#
+# Two at once, one per GPU: give each its own CUDA_VISIBLE_DEVICES, OUT, KPROF_CACHE_DIR and KPROF_SITE.
 #
 # DEADLINE_S=N stops a step still running N seconds after the start with SIGTERM (a kprof bench then
 # writes the points it finished into its JSON, marked interrupted). Every pytest step (tests, verify,
@@ -46,10 +49,11 @@ export PYTHONUNBUFFERED=1
 export KPROF_CACHE_DIR=${KPROF_CACHE_DIR:-/tmp/kprof-cache}
 export KPROF_HISTORY=$LOGS/history.sqlite
 
+SITE=${KPROF_SITE:-/tmp/site}  # where the wheels go: one per gpu-check running at the same time
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl >"$LOGS/pip.txt" 2>&1 || { echo "wheel install failed"; cat "$LOGS/pip.txt"; }
-    export PYTHONPATH=/tmp/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}
+        --target "$SITE" .whl/*.whl >"$LOGS/pip.txt" 2>&1 || { echo "wheel install failed"; cat "$LOGS/pip.txt"; }
+    export PYTHONPATH=$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}
 else
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 fi
@@ -128,7 +132,8 @@ if has recheck; then
     step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} -k "${RECHECK:?set RECHECK}" tests
 fi
 if has measure; then
-    # MEASURE_STEPS picks some of: peak run sanitize cases bench-ladder bench-fused frameworks profile (default all)
+    # MEASURE_STEPS picks some of: peak run sanitize cases bench-ladder bench-fused frameworks table profile
+    # (default all but table)
     MS=" ${MEASURE_STEPS:-peak run sanitize cases bench-ladder bench-fused frameworks profile} "
     on() { [[ "$MS" == *" $1 "* ]]; }
     MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul streamk_matmul"
@@ -163,6 +168,17 @@ if has measure; then
         json frameworks-streamk_matmul $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "auto,$T:mm"
         json frameworks-linear_bias_relu $KPROF bench linear_bias_relu --size B=1,16,64 --size K,N=1024,4096 \
             --baseline "auto,$T:linear_bias_relu,$T:linear_bias_relu_lt,$T:linear_bias_relu_compiled"
+    fi
+    if on table; then  # the comparison table of docs/bench.md, TABLE_RUNS times (default 3): both sides of each row in one kprof bench
+        T=kprof.baselines.torch_ops
+        mkdir -p "$LOGS/table"
+        for r in $(seq 1 "${TABLE_RUNS:-3}"); do
+            json "table/$r-vector_add_vec4" $KPROF bench vector_add_vec4 --size N=268435456 --baseline "$T:add"
+            json "table/$r-reduce_sum_vec4" $KPROF bench reduce_sum_vec4 --size N=268435456 --baseline "$T:total"
+            json "table/$r-rmsnorm_onepass" $KPROF bench rmsnorm_onepass --baseline "$T:rms_norm,$T:rms_norm_compiled"
+            json "table/$r-softmax_online" $KPROF bench softmax_online --baseline "$T:softmax,$T:softmax_compiled"
+            json "table/$r-streamk_matmul" $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "$T:mm"
+        done
     fi
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
 fi

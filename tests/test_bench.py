@@ -206,6 +206,14 @@ def test_history_store_errors_are_one_line(tmp_path, monkeypatch, capsys):
         history.connect()
 
 
+@pytest.mark.parametrize("index, visible, want", [
+    (0, None, 0), (0, "", 0), (0, "1", 1), (1, "3,1", 1), (0, " 2 , 0", 2), (2, "1", 2),
+    (0, "GPU-8f2c0f1e-aaaa", "GPU-8f2c0f1e-aaaa"),
+])
+def test_telemetry_reads_the_gpu_cuda_sees(index, visible, want):
+    assert telemetry.nvml_target(index, visible) == want
+
+
 def test_telemetry_warnings():
     snap = lambda clock, reasons=(): telemetry.Snapshot("H200", "580", clock, 3201, 1980, 40, 300.0, list(reasons))  # noqa: E731
     assert telemetry.warnings(snap(1980), snap(1980)) == []
