@@ -86,3 +86,14 @@ def test_faulting_kernel_under_ncu(data_dir):
     with pytest.raises(NcuError) as info:
         ncu.profile_rows(job, timeout=120)
     assert info.value.reason in ("target", "tool")
+
+
+def test_a_triton_operation_is_profiled_like_a_kernel(capsys, data_dir, monkeypatch):
+    """A spec that names a Python operation: ncu profiles what it launches inside kprof's NVTX range."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("KPROF_PATH", str(data_dir / "kernels"))
+    code = cli.main(["profile", "triton_scale", "--size", "N=16777216", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    (k,) = data["kernels"]
+    assert code == 0 and k["kernel"] == "triton_scale", data
+    assert k["duration_s"] > 0 and k["dram_read"] > 0, k
