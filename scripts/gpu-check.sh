@@ -23,6 +23,8 @@
 #   record   real compute-sanitizer and ncu output for the parser tests (scripts/record_tool_output.py)
 #   spread   pytest-xdist with --kprof-sanitize on every GPU of the host: each worker's GPU
 #            (examples/test_gpu_spread.py), and the example suite's wall time on one worker and on one per GPU
+#   benches  every line of the file BENCHES ("NAME ARG...": kprof bench ARG..., its JSON kept as NAME.json;
+#            scripts/benches/ has the lists used for docs/results)
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
@@ -181,6 +183,12 @@ if has measure; then
         done
     fi
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
+fi
+if has benches; then  # each line of the file BENCHES, "NAME ARG...": kprof bench ARG... --json, kept as NAME.json
+    while read -r -u 3 name args; do
+        [ -z "$name" ] || [[ "$name" == \#* ]] && continue
+        json "$name" $KPROF bench $args
+    done 3< "${BENCHES:?set BENCHES to a file of kprof bench lines}"
 fi
 if has programs; then
     P=$LOGS/programs
