@@ -213,7 +213,8 @@ def _baseline(point: PointResult, plan: PointPlan, summary: stats.Summary, timeo
         point.warnings.append(f"baseline {plan.baseline} failed: {exc}")
         return
     if base.get("status") != "ok":
-        point.warnings.append(f"baseline {plan.baseline} failed verification")
+        why = "; ".join(c["message"] for c in base.get("checks", []) if not c.get("ok"))
+        point.warnings.append(f"baseline {plan.baseline} failed verification" + (f": {why}" if why else ""))
         return
     if base.get("timer", "events") != point.timer:
         point.warnings.append(f"baseline {plan.baseline} was timed by {base.get('timer')}, the kernel by {point.timer}")

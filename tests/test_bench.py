@@ -313,6 +313,23 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
     assert not any("--timer events" in w for w in small.warnings)
 
 
+def test_a_baseline_that_fails_verification_says_why(monkeypatch):
+    """A baseline whose output is wrong is not timed, and the warning carries the verdict's message."""
+    ok = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "events"}
+    bad = {"status": "failed-verification", "checks": [
+        {"ok": True, "message": "fine"}, {"ok": False, "message": "3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|"}]}
+    answers = iter([ok, bad])
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: next(answers))
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
+    spec = catalog.load("vector_add")
+    job = job_for(spec, "k.cubin", {"N": 1024}, mode=mode)
+    plan = bench.PointPlan(pipeline.resolve(spec, {"N": 1024}), {}, job, "other", job)
+    point = bench.run_point(plan, None, timeout=10)
+    assert point.status == "ok" and point.of_baseline is None
+    assert "baseline other failed verification: 3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|" in point.warnings
+
+
 def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
     """A tree copied to a GPU machine can carry a stale .git: the commit the caller names is the one measured."""
     monkeypatch.setenv("KPROF_COMMIT", "abc1234")
