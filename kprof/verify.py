@@ -222,7 +222,7 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
         needed = scan.needed(atol_v)
     worst = scan.worst(raw, ref)
     if exact and failing and not poisoned:
-        message += "; worst " + _shown(name, worst)
+        message += "; worst " + _shown(name, [w for w in worst if w["got"] != w["expected"]] or worst)
     if not message:
         message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed[0], worst)
     note = ""
@@ -354,11 +354,16 @@ def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: 
     bound = f"{atol:.1e} + {rtol:.1e} x |ref|"
     if failing == 0:
         return f"every element within {bound} (max |out - ref| {max_abs:.2e}; passes down to atol {needed_atol:.1e})"
-    return f"{failing:,} of {size:,} elements exceed {bound}; worst {_shown(name, worst)}"
+    passes = f"; this rtol passes at atol {needed_atol:.1e}" if needed_atol is not None else ""
+    outside = [w for w in worst if abs(w["got"] - w["expected"]) > atol + rtol * abs(w["expected"])]
+    return (f"{failing:,} of {size:,} elements exceed {bound} (max |out - ref| {max_abs:.2e}{passes}); "
+            f"worst {_shown(name, outside or worst)}")
 
 
 def _shown(name: str, worst: list[dict[str, Any]]) -> str:
-    return "; ".join(f"{name}{_index_text(w['index'])}: got {w['got']:.6g}, expected {w['expected']:.6g}"
+    """The worst elements, with enough digits to tell got from expected, and how far apart they are."""
+    return "; ".join(f"{name}{_index_text(w['index'])}: got {w['got']:.9g}, expected {w['expected']:.9g}"
+                     + (f" (off by {abs(w['got'] - w['expected']):.2e})" if w['got'] != w['expected'] else "")
                      for w in worst[:3])
 
 

@@ -235,3 +235,15 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
     # ties (all the exact zeros) are shown from the lowest index: the same elements in every run
     worst = verify.compare("y", off, zero, rtol=1e-5, atol=1e-6).worst
     assert [w["index"] for w in worst] == [[int(i) for i in np.unravel_index(f, shape)] for f in range(5)]
+
+
+def test_a_failing_verdict_says_how_far_off_and_names_only_failing_elements():
+    """Seen on the H200 at 8192^3: "got 129.14, expected 129.14" told the user nothing. The message now
+    gives the digits that differ, the distance, and the atol at which this rtol would pass."""
+    expected = np.array([129.14, -43.107, 1.0])
+    got = (expected + np.array([8e-4, 0, 0])).astype(np.float32)
+    check = verify.compare("C", got, expected, rtol=2e-6, atol=4e-4)
+    assert not check.ok and check.failing == 1
+    assert "this rtol passes at atol 5.3e-04" in check.message
+    assert "C[0]: got 129.140793, expected 129.14 (off by 7.93e-04)" in check.message
+    assert "C[1]" not in check.message and "C[2]" not in check.message
