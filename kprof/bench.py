@@ -86,6 +86,7 @@ class PointResult:
     baseline_summary: dict[str, Any] | None = None
     baseline_flops_per_s: float | None = None
     baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
+    baseline_of_ceiling: float | None = None  # baseline_bytes_per_s of the measured ceiling for the kernel's mix
     of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
     baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
     baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
@@ -146,14 +147,36 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
     _against_ceilings(point, peak, resolved, mode.mode, (data.get("device") or {}).get("l2_bytes"))
     if plan.baseline and plan.baseline_job:
         _baseline(point, plan, summary, timeout)
+        _baseline_against_ceiling(point, peak)
     for name, job in plan.more:
-        extra = PointResult(point.kernel, point.sizes, point.params, point.mode, "ok", timer=point.timer)
+        extra = PointResult(point.kernel, point.sizes, point.params, point.mode, "ok", timer=point.timer, mix=point.mix)
         _baseline(extra, replace(plan, baseline=name, baseline_job=job), summary, timeout)
+        _baseline_against_ceiling(extra, peak)
         point.more_baselines.append({k: getattr(extra, k) for k in (
             "baseline", "baseline_summary", "of_baseline", "baseline_kernels", "baseline_prepare_s",
-            "baseline_framework", "baseline_flops_per_s", "baseline_bytes_per_s", "math_mode")})
+            "baseline_framework", "baseline_flops_per_s", "baseline_bytes_per_s", "baseline_of_ceiling",
+            "math_mode")})
         point.warnings.extend(extra.warnings)
     return point
+
+
+def _baseline_against_ceiling(point: PointResult, peak: dict[str, Any] | None) -> None:
+    """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling as the
+    kernel's. Above it, the warning says so: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
+    (128 MiB moved, about twice the L2) at 107% of the copy ceiling."""
+    if not peak or not point.baseline_bytes_per_s or not point.mix:
+        return
+    point.baseline_of_ceiling = stats.fraction(point.baseline_bytes_per_s, ceilings.ceiling(peak, point.mix))
+    dram = ((peak.get("theoretical") or {}).get("dram_bytes_per_s"))
+    if dram and point.baseline_bytes_per_s > dram:
+        point.warnings.append(f"baseline {point.baseline}: {point.baseline_bytes_per_s / 1e12:.2f} TB/s is above the "
+                              f"theoretical DRAM bandwidth ({dram / 1e12:.2f} TB/s): not plausible as a DRAM rate "
+                              "(its data came partly from L2)")
+    elif point.baseline_of_ceiling and point.baseline_of_ceiling > 1:
+        point.warnings.append(f"baseline {point.baseline}: {point.baseline_of_ceiling:.0%} of the measured {point.mix} "
+                              "ceiling: faster than kprof peak's own stream kernels for this mix (the ceiling is "
+                              "the best of the widths and grids kprof peak tries, not a hard limit; a working set "
+                              "a few times the L2's size can be partly served by the L2)")
 
 
 def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved: Resolved, mode: str,

@@ -330,6 +330,32 @@ def test_a_baseline_that_fails_verification_says_why(monkeypatch):
     assert "baseline other failed verification: 3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|" in point.warnings
 
 
+def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
+    """Both sides of a comparison get the same fraction of the same ceiling, and one above it is said."""
+    kernel = {"status": "ok", "samples": [1e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
+    fast = {"status": "ok", "samples": [0.5e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
+    slow = {"status": "ok", "samples": [2e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
+    answers = iter([kernel, slow, fast])
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: next(answers))
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
+    spec = catalog.load("vector_add")
+    n = 2**28
+    job = job_for(spec, "k.cubin", {"N": n}, mode=mode)
+    resolved = pipeline.resolve(spec, {"N": n})
+    rate = resolved.bytes / 1e-3  # the kernel's bytes per second
+    peak = {"ceilings": {m: {"bytes_per_s": 1.5 * rate} for m in ("read", "write", "copy", "add")},
+            "theoretical": {"dram_bytes_per_s": 10 * rate}}
+    point = bench.run_point(bench.PointPlan(resolved, {}, job, "slow", job, (("fast", job),)), peak, timeout=10)
+    assert point.of_ceiling == pytest.approx(1 / 1.5)
+    assert point.baseline_of_ceiling == pytest.approx(0.5 / 1.5)
+    assert point.more_baselines[0]["baseline_of_ceiling"] == pytest.approx(2 / 1.5)
+    assert [w for w in point.warnings if "ceiling" in w] == [
+        "baseline fast: 133% of the measured add ceiling: faster than kprof peak's own stream kernels for this mix "
+        "(the ceiling is the best of the widths and grids kprof peak tries, not a hard limit; a working set a few "
+        "times the L2's size can be partly served by the L2)"]
+
+
 def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
     """A tree copied to a GPU machine can carry a stale .git: the commit the caller names is the one measured."""
     monkeypatch.setenv("KPROF_COMMIT", "abc1234")
