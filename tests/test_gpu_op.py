@@ -113,3 +113,32 @@ def test_the_torch_custom_op_runs_under_torch_compile():
     x, w = torch.randn(64, 1024, device="cuda"), torch.rand(1024, device="cuda") + 0.5
     expected = torch.nn.functional.rms_norm(x * 2.0, (1024,), w, eps=1e-6) + 1.0
     torch.testing.assert_close(compiled(x, w), expected, rtol=5e-6, atol=1e-6)
+
+
+def test_rmsnorm_and_softmax_in_a_torch_module_match_torch_nn_functional():
+    """examples/kprof_in_torch.py: kprof's RMSNorm and softmax inside a torch module, each checked
+    against torch.nn.functional in float64 within the spec's own tolerance, and the module as a whole
+    against its all-PyTorch twin."""
+    import importlib.util
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    path = Path(__file__).resolve().parent.parent / "examples" / "kprof_in_torch.py"
+    loader = importlib.util.spec_from_file_location("kprof_in_torch", path)
+    example = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(example)
+    example.main()  # the module against its all-PyTorch twin (asserts)
+    block = example.Block(4096).cuda()
+    x = torch.randn(512, 4096, device="cuda")
+    with torch.no_grad():
+        normed = example.rms_norm(x, block.weight)
+        logits = block.proj(normed)
+        probs = example.softmax(logits)
+        want_normed = F.rms_norm(x.double(), (4096,), block.weight.double(), eps=1e-6)
+        want_probs = F.softmax(logits.double(), dim=-1)
+    for name, got, want in (("rmsnorm_onepass", normed, want_normed), ("softmax_online", probs, want_probs)):
+        spec = catalog.load(name)
+        resolved = spec.resolve(spec.preset("sanitize"))
+        check = verify.compare("y", got.cpu().numpy(), want.cpu().numpy(), resolved.rtol, atol=resolved.atol)
+        assert check.ok, (name, check.message)
