@@ -163,7 +163,7 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
 def _baseline_against_ceiling(point: PointResult, peak: dict[str, Any] | None) -> None:
     """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling as the
     kernel's. Above it, the warning says so: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
-    (128 MiB moved, about twice the L2) at 107% of the copy ceiling."""
+    (128 MiB moved, about twice the L2) at 106% of the copy ceiling."""
     if not peak or not point.baseline_bytes_per_s or not point.mix:
         return
     point.baseline_of_ceiling = stats.fraction(point.baseline_bytes_per_s, ceilings.ceiling(peak, point.mix))
