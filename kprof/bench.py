@@ -30,7 +30,8 @@ MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kerne
 
 def baseline_for(spec: KernelSpec, option: str) -> str | None:
     """The baseline a point is timed against: the spec's (``auto``), none, or the one named."""
-    baseline = spec.baseline if option == "auto" else (None if option == "none" else option)
+    named = dict(spec.baselines)
+    baseline = spec.baseline if option == "auto" else (None if option == "none" else named.get(option, option))
     if baseline == CUBLAS_SGEMM and spec.baseline != CUBLAS_SGEMM:
         raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
     return baseline

@@ -240,7 +240,8 @@ def _bench(sub: Any) -> None:
     _size_args(p, sweep=True)
     _param_args(p, sweep=True)
     p.add_argument("--baseline", default="auto",
-                   help="auto (the spec's, e.g. cublas_sgemm), none, cublas_sgemm, another spec's name, or a Python "
+                   help="auto (the spec's, e.g. cublas_sgemm), none, cublas_sgemm, a name from the spec's baselines: "
+                        "(torch, torch.compile, cublaslt for the shipped kernels), another spec's name, or a Python "
                         "callable (FILE.py:FUNCTION, package.module:FUNCTION); several, comma-separated, in the same run")
     mode = p.add_mutually_exclusive_group()
     for flag, text in (("cold", "one launch per sample, L2 flushed before it (default)"),

@@ -86,8 +86,10 @@ def baseline_spec(spec: KernelSpec, baseline: str | None, option: str) -> Kernel
     try:
         other = catalog.load(baseline)
     except KprofError:
+        own = f", {spec.name}'s own ({', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
         raise UsageError(f"{where}: not a kernel spec kprof can find; use auto, none, "
-                         f"{', '.join(BASELINES)} or a name from kprof list") from None
+                         f"{', '.join(BASELINES)}{own}, a name from kprof list, or a Python callable "
+                         "(FILE.py:FUNCTION)") from None
     bench.check_baseline_spec(spec, other)
     return other
 
@@ -127,19 +129,23 @@ def _python_baseline(spec: KernelSpec, baseline: str | None) -> str | None:
     running it, as the spec's own ``baseline:`` is at load; anything else unchanged."""
     from kprof import pyref
 
-    if not baseline or pyref.is_stored(baseline) or not pyref.looks_like(baseline):
+    if not baseline or (not pyref.is_stored(baseline) and not pyref.looks_like(baseline)):
         return baseline
-    from kprof.spec import input_names
+    stored = baseline
+    if not pyref.is_stored(baseline):
+        from kprof.spec import input_names
 
-    known = input_names(spec.args) | set(spec.size_names)
-    try:
-        stored = pyref.check(baseline, Path.cwd(), known).stored()
-    except ValueError as exc:
-        raise UsageError(f"--baseline {baseline}: {exc}") from None
+        known = input_names(spec.args) | set(spec.size_names)
+        try:
+            stored = pyref.check(baseline, Path.cwd(), known).stored()
+        except ValueError as exc:
+            raise UsageError(f"--baseline {baseline}: {exc}") from None
     import importlib.util
 
-    if baseline.startswith("kprof.baselines.torch_ops:") and importlib.util.find_spec("torch") is None:
-        raise UsageError(f"--baseline {baseline}: PyTorch is not installed here (pip install 'kprof[torch]')")
+    ref = pyref.Ref.from_stored(stored)
+    if ref.path == Path(__file__).resolve().parent / "baselines" / "torch_ops.py" and importlib.util.find_spec("torch") is None:
+        raise UsageError(f"{spec.name}: baseline torch_ops.py:{ref.func} needs PyTorch, which is not installed here "
+                         "(pip install 'kprof[torch]')")
     return stored
 
 

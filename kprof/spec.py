@@ -52,8 +52,9 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
-    "twin_defines", "baseline", "steps", "python",
+    "twin_defines", "baseline", "baselines", "steps", "python",
 }  # fmt: skip
+_BASELINE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")  # a name in baselines: (torch, torch.compile)
 # What a Python operation (``python: ops.py:scale``) cannot have: it is the function, not a kernel.
 _NOT_FOR_PYTHON = ("source", "entry", "launch", "steps", "nvcc_flags", "twin", "twin_defines")
 CUBLAS_SGEMM = "cublas_sgemm"  # a library step of a spec, and a baseline
@@ -152,6 +153,7 @@ class KernelSpec:
     twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define
     is_twin: bool = False
     baseline: str | None = None  # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
+    baselines: tuple[tuple[str, str], ...] = ()  # named baselines for --baseline NAME (torch, torch.compile)
     steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
     tolerance: Tolerance = Tolerance()
     python: str | None = None  # a Python operation (pyref stored form): run on the spec's buffers, no cubin
@@ -494,6 +496,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
         baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, path.parent, fail),
+        baselines=_load_named_baselines(data.get("baselines"), args, {s.name for s in sizes}, path.parent, fail),
         steps=steps, python=python,
     )  # fmt: skip
 
@@ -676,7 +679,7 @@ def _within(prefix: str, fail: Fail) -> Fail:
 
 
 def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], folder: Path,
-                   fail: Fail) -> str | None:
+                   fail: Fail, field: str = "baseline") -> str | None:
     """cublas_sgemm, another spec's name, or a Python callable (FILE.py:FUNCTION or
     package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors."""
     if raw is None:
@@ -688,16 +691,36 @@ def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set
         try:
             return pyref.check(raw, folder, known).stored()
         except ValueError as exc:
-            raise fail("baseline", _cut(str(exc), 300)) from None
+            raise fail(field, _cut(str(exc), 300)) from None
     if not isinstance(raw, str) or not _IDENT.match(raw):
-        raise fail("baseline", f"{_show(raw)} must be cublas_sgemm, the name of another kernel spec, or a Python "
-                               "callable (baselines.py:torch_add, or package.module:function)")
+        raise fail(field, f"{_show(raw)} must be cublas_sgemm, the name of another kernel spec, or a Python "
+                          "callable (baselines.py:torch_add, or package.module:function)")
     if raw != CUBLAS_SGEMM:
         return raw  # another spec, found through the catalog when bench runs
     names = {a.name for a in args}
     if not {"A", "B", "C"} <= names or not {"M", "N", "K"} <= sizes:
-        raise fail("baseline", "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
+        raise fail(field, "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
     return raw
+
+
+def _load_named_baselines(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], folder: Path,
+                          fail: Fail) -> tuple[tuple[str, str], ...]:
+    """``baselines: {torch: kprof.baselines.torch_ops:rms_norm, torch.compile: ...}``: names that
+    ``kprof bench --baseline NAME`` takes for this spec, each a baseline as ``baseline:`` takes one."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise fail("baselines", "must be a mapping NAME: baseline, e.g. {torch: kprof.baselines.torch_ops:add}")
+    out = []
+    for name, value in raw.items():
+        if not isinstance(name, str) or not _BASELINE_NAME.match(name) or name in ("auto", "none", CUBLAS_SGEMM):
+            raise fail(f"baselines.{name}", "a name is lowercase letters, digits, '_', '.' or '-', up to 40, and "
+                                            "not auto, none or cublas_sgemm")
+        stored = _load_baseline(value, args, sizes, folder, fail, field=f"baselines.{name}")
+        if stored is None:
+            raise fail(f"baselines.{name}", "is empty: name cublas_sgemm, another kernel spec, or a Python callable")
+        out.append((name, stored))
+    return tuple(out)
 
 
 def _load_defines(raw: Any, fail: Fail) -> tuple[tuple[str, str], ...]:

@@ -4,6 +4,7 @@ before anything runs, how a report names them. (The child's side: tests/test_run
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import pytest
 
@@ -50,9 +51,58 @@ def test_baseline_option_takes_a_file_here_or_a_module(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed here")
-def test_the_shipped_torch_baselines_need_pytorch_and_say_so():
-    with pytest.raises(UsageError, match=r"PyTorch is not installed here \(pip install 'kprof\[torch\]'\)"):
-        _points(catalog.load("vector_add"), "kprof.baselines.torch_ops:add")
+@pytest.mark.parametrize("option", ["kprof.baselines.torch_ops:add", "torch", "torch.compile"])
+def test_the_shipped_torch_baselines_need_pytorch_and_say_so(option):
+    with pytest.raises(UsageError, match=r"vector_add: baseline torch_ops.py:add(_compiled)? needs PyTorch, which is "
+                                         r"not installed here \(pip install 'kprof\[torch\]'\)"):
+        _points(catalog.load("vector_add"), option)
+
+
+def test_a_spec_names_its_framework_baselines(tmp_path, monkeypatch):
+    """``baselines:`` gives short names for --baseline; each spec of a run takes its own."""
+    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)  # no PyTorch needed to resolve
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "base.py").write_text("def copy(a):\n    return a.clone()\n\n\ndef copy2(a):\n    return a + 0\n")
+    (tmp_path / "k.yaml").write_text(SPEC + "baselines:\n  mine: base.py:copy\n  lib.v2: base.py:copy2\n")
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    assert [n for n, _ in spec.baselines] == ["mine", "lib.v2"]
+    (point,) = _points(spec, "mine")
+    assert pyref.is_stored(point.baseline) and point.baseline.endswith("base.py:copy")
+    (point,) = _points(spec, "mine,lib.v2")
+    assert point.baseline.endswith("base.py:copy") and point.more[0][0].endswith("base.py:copy2")
+    with pytest.raises(UsageError, match=r"'other': not a kernel spec kprof can find; use auto, none, cublas_sgemm, "
+                                         r"k's own \(mine, lib.v2\)"):
+        _points(spec, "other")
+    points = pipeline.bench_points([catalog.load("vector_add_vec4"), catalog.load("reduce_sum_vec4")],
+                                   sweep.parse([], "--size"), sweep.parse([], "--param"), "torch")
+    assert [render.baseline_label(p.baseline) for p in points] == ["torch_ops.py:add", "torch_ops.py:total"]
+
+
+@pytest.mark.parametrize("yaml_text, problem", [
+    ("baselines: [torch]\n", "baselines: must be a mapping NAME: baseline"),
+    ("baselines: {Torch: base.py:copy}\n", "baselines.Torch: a name is lowercase letters"),
+    ("baselines: {auto: base.py:copy}\n", "baselines.auto: a name is lowercase letters"),
+    ("baselines:\n  mine: base.py:absent\n", "baselines.mine: base.py defines no top-level function absent"),
+    ("baselines:\n  mine:\n", "baselines.mine: is empty"),
+    ("baselines:\n  mine: 3\n", "baselines.mine: 3 must be cublas_sgemm"),
+])
+def test_a_bad_named_baseline_is_refused_at_load(tmp_path, yaml_text, problem):
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "base.py").write_text("def copy(a):\n    return a.clone()\n")
+    (tmp_path / "k.yaml").write_text(SPEC + yaml_text)
+    with pytest.raises(SpecError, match=re.escape(problem)):
+        spec_mod.load(tmp_path / "k.yaml")
+
+
+def test_every_shipped_spec_with_a_pytorch_op_names_it():
+    """The ladder's specs carry their PyTorch baselines by name: kprof bench KERNEL --baseline torch."""
+    for entry in catalog.entries():
+        if entry.group != "kernel" or entry.name.endswith(("_unfused", "_ref")) or entry.name in (
+                "histogram", "exclusive_scan", "gather_rows", "prefix_max"):
+            continue
+        spec = catalog.load(entry.name)
+        names = dict(spec.baselines)
+        assert "torch" in names and pyref.Ref.from_stored(names["torch"]).path.name == "torch_ops.py", entry.name
 
 
 def test_every_shipped_torch_baseline_fits_its_specs_arguments():
