@@ -13,14 +13,25 @@
 #ifndef PER
 #define PER 8
 #endif
+#ifndef FIT
+#define FIT 0
+#endif
 #define WARPS (BLOCK / 32)
+// NT: the threads that share a row. FIT 1: the launch sizes the block to the row (a multiple of 32 up
+// to BLOCK, PER elements per thread), so a short row does not leave most of a 1,024-thread block idle;
+// FIT 0: BLOCK, the same code as before FIT existed.
+#if FIT
+#define NT ((int)blockDim.x)
+#else
+#define NT BLOCK
+#endif
 
 __device__ float block_sum(float v, float* shared) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
-    v = lane < WARPS ? shared[lane] : 0.0f;
+    v = lane < (NT >> 5) ? shared[lane] : 0.0f;
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -37,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
     float ss = 0.0f;
 #if VEC
     static_assert(PER % 4 == 0, "VEC 1 needs PER to be a multiple of 4");
-    if (cols <= BLOCK * PER && (cols & 3) == 0 &&
+    if (cols <= NT * PER && (cols & 3) == 0 &&
         ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0) {
         const int cols4 = cols >> 2;
         const float4* x4 = reinterpret_cast<const float4*>(xr);
@@ -46,14 +57,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
         float4 v[PER / 4];
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             v[j] = c < cols4 ? x4[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
         }
         const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             if (c < cols4) {
                 const float4 g = w4[c];
                 y4[c] = make_float4(v[j].x * scale * g.x, v[j].y * scale * g.y, v[j].z * scale * g.z, v[j].w * scale * g.w);
@@ -62,23 +73,23 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
         return;
     }
 #endif
-    if (cols <= BLOCK * PER) {
+    if (cols <= NT * PER) {
         float v[PER];
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             v[j] = c < cols ? xr[c] : 0.0f;
             ss += v[j] * v[j];
         }
         const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             if (c < cols) yr[c] = v[j] * scale * w[c];
         }
     } else {
-        for (int c = threadIdx.x; c < cols; c += BLOCK) ss += xr[c] * xr[c];
+        for (int c = threadIdx.x; c < cols; c += NT) ss += xr[c] * xr[c];
         const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
-        for (int c = threadIdx.x; c < cols; c += BLOCK) yr[c] = xr[c] * scale * w[c];
+        for (int c = threadIdx.x; c < cols; c += NT) yr[c] = xr[c] * scale * w[c];
     }
 }

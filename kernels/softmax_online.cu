@@ -16,7 +16,18 @@
 #ifndef PER
 #define PER 8
 #endif
+#ifndef FIT
+#define FIT 0
+#endif
 #define WARPS (BLOCK / 32)
+// NT: the threads that share a row. FIT 1: the launch sizes the block to the row (a multiple of 32 up
+// to BLOCK, PER elements per thread), so a short row does not leave most of a 1,024-thread block idle;
+// FIT 0: BLOCK, the same code as before FIT existed.
+#if FIT
+#define NT ((int)blockDim.x)
+#else
+#define NT BLOCK
+#endif
 
 struct MS { float m, s; };
 
@@ -39,7 +50,7 @@ __device__ MS block_merge(MS v, MS* shared) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
-    v = lane < WARPS ? shared[lane] : MS{-INFINITY, 0.0f};
+    v = lane < (NT >> 5) ? shared[lane] : MS{-INFINITY, 0.0f};
     for (int o = 16; o > 0; o >>= 1) {
         MS other = {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
         v = merge(v, other);
@@ -57,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
     MS acc = {-INFINITY, 0.0f};
 #if VEC
     static_assert(PER % 4 == 0, "VEC 1 needs PER to be a multiple of 4");
-    if (cols <= BLOCK * PER && (cols & 3) == 0 && ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(y)) & 15) == 0) {
+    if (cols <= NT * PER && (cols & 3) == 0 && ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(y)) & 15) == 0) {
         const int cols4 = cols >> 2;
         const float4* x4 = reinterpret_cast<const float4*>(xr);
         float4* y4 = reinterpret_cast<float4*>(yr);
@@ -65,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
         float m = -INFINITY;
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             v[j] = c < cols4 ? x4[c] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
             m = fmaxf(m, fmaxf(fmaxf(v[j].x, v[j].y), fmaxf(v[j].z, v[j].w)));
         }
@@ -83,18 +94,18 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
         const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             if (c < cols4) y4[c] = make_float4(v[j].x * f, v[j].y * f, v[j].z * f, v[j].w * f);
         }
         return;
     }
 #endif
-    if (cols <= BLOCK * PER) {
+    if (cols <= NT * PER) {
         float v[PER];
         float m = -INFINITY;
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             v[j] = c < cols ? xr[c] : -INFINITY;
             m = fmaxf(m, v[j]);
         }
@@ -108,13 +119,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
         const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * BLOCK;
+            const int c = threadIdx.x + j * NT;
             if (c < cols) yr[c] = v[j] * f;
         }
     } else {
-        for (int c = threadIdx.x; c < cols; c += BLOCK) acc = push(acc, xr[c]);
+        for (int c = threadIdx.x; c < cols; c += NT) acc = push(acc, xr[c]);
         acc = block_merge(acc, shared);
         const float inv = 1.0f / acc.s;
-        for (int c = threadIdx.x; c < cols; c += BLOCK) yr[c] = __expf(xr[c] - acc.m) * inv;
+        for (int c = threadIdx.x; c < cols; c += NT) yr[c] = __expf(xr[c] - acc.m) * inv;
     }
 }

@@ -41,13 +41,14 @@ def test_ladder_kernel_verifies(name, preset, sizes):
 
 # The variants the frameworks comparison sweeps (scripts/gpu-check.sh, docs/fused.md): each verified
 # at every size its spec checks, so a sweep never times a variant that is wrong at an awkward size.
-VARIANTS = {"rmsnorm_onepass": {"VEC": "1"}, "softmax_online": {"VEC": "1"},
-            "vector_add_vec4": {"UNROLL": "4", "CACHE": "1", "BLOCKS": "1048576"}}
+VARIANTS = [(name, params) for name in ("rmsnorm_onepass", "softmax_online")
+            for params in ({"VEC": "1"}, {"FIT": "1"}, {"FIT": "1", "VEC": "1"})]
+VARIANTS += [("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "2112"})]
 
 
 def _variant_cases():
     out = []
-    for name, params in VARIANTS.items():
+    for name, params in VARIANTS:
         spec = catalog.load(name)
         label = ",".join(f"{k}{v}" for k, v in params.items())
         for sizes in [{}, *[dict(c) for c in spec.checks]]:
