@@ -205,6 +205,10 @@ def _profile(sub: Any) -> None:
                    help="with -- CMD: matching launches to profile (default 10), then the program is stopped")
     _size_args(p)
     _param_args(p)
+    p.add_argument("--baseline", default=None, metavar="NAME[,NAME]",
+                   help="also profile what these baselines launch, at the same sizes, beside each kernel: a name "
+                        "from the spec's baselines: (torch, torch.compile, cublaslt for the shipped kernels) or a "
+                        "Python callable (FILE.py:FUNCTION, package.module:FUNCTION)")
     p.add_argument("--set", dest="set_name", default="quick", choices=["quick", "full"],
                    help="quick: kprof's metrics only (default); full: also every ncu section, for the GUI")
     p.add_argument("--metrics", default="", help="extra ncu metrics, comma-separated (shown under 'extra')")

@@ -220,6 +220,9 @@ def cmd_profile(opts: Options) -> int:
 
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
     if opts.program:
+        if getattr(opts, "baseline", None):
+            raise UsageError("--baseline profiles a spec's baselines beside it: name the spec (kprof profile "
+                             "rmsnorm_onepass --baseline torch.compile); with -- CMD, pick kernels by --kernel or --range")
         return _profile_program(opts, extra)
     if not opts.names:
         raise UsageError("name the kernels to profile, or give a program after --, e.g. kprof profile -- python train.py")
@@ -235,6 +238,8 @@ def cmd_profile(opts: Options) -> int:
     resolved = [pipeline.resolve(spec, sizes if len(specs) == 1 else {k: v for k, v in sizes.items()
                                                                        if k in spec.size_names}, params=params)
                 for spec in specs]
+    if getattr(opts, "baseline", None):
+        resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, opts.baseline))]
     profiles, errors = [], []
     for r in resolved:
         prepared = pipeline.built(r, opts.arch)

@@ -149,6 +149,27 @@ def _python_baseline(spec: KernelSpec, baseline: str | None) -> str | None:
     return stored
 
 
+def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
+    """``kprof profile KERNEL --baseline torch.compile``: each named (or given) Python baseline as a Python
+    operation on the kernel's buffers at the kernel's sizes, so ncu reports what it launches beside the
+    kernel. Only Python callables: another spec is profiled by naming it (kprof profile A B)."""
+    from kprof import pyref
+    from kprof.spec import as_python_operation
+
+    spec, out = resolved.spec, []
+    for name in (o.strip() for o in option.split(",") if o.strip()):
+        baseline = _python_baseline(spec, bench.baseline_for(spec, name))
+        if not baseline or not pyref.is_stored(baseline):
+            own = f" ({spec.name} names {', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
+            raise UsageError(f"kprof profile --baseline {name}: give a name from the spec's baselines{own} or a Python "
+                             f"callable (FILE.py:FUNCTION); to profile another spec beside it, name both: "
+                             f"kprof profile {spec.name} OTHER")
+        label = name if name in dict(spec.baselines) else pyref.Ref.from_stored(baseline).label()
+        op = as_python_operation(spec, baseline, label)
+        out.append(resolve(op, dict(resolved.sizes)))
+    return out
+
+
 def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
     """Build the point's kernel (and baseline specs) and make their timing jobs."""
     kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)

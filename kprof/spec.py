@@ -535,6 +535,21 @@ def input_names(args: tuple[BufferArg | ScalarArg, ...]) -> set[str]:
     return {a.name for a in args if isinstance(a, ScalarArg) or a.role in ("in", "inout")}
 
 
+def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec:
+    """``spec`` with a Python callable (pyref stored form, e.g. a framework baseline) as its operation:
+    the same buffers, sizes, reference and work, so kprof profile reports what the callable launches
+    (inside kprof's NVTX range) beside the kernel, named ``SPEC__LABEL`` (``rmsnorm_onepass__torch_compile``:
+    letters, digits and ``_`` only, which ncu's NVTX filter reads literally)."""
+    from kprof import pyref
+
+    ref = pyref.Ref.from_stored(stored)
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", label)
+    return replace(spec, name=f"{spec.name}__{safe}", python=stored, source=ref.path, entry=ref.func,
+                   steps=(Step(ref.func, tuple(a.name for a in spec.args), None),),
+                   launch=Launch(("1", "1", "1"), ("1", "1", "1")), nvcc_flags=(), twin=None, twin_defines=(),
+                   baseline=None, baselines=())
+
+
 def _load_python_op(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], names: set[str], folder: Path,
                     fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
     """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as

@@ -134,8 +134,8 @@ if has recheck; then
     step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} -k "${RECHECK:?set RECHECK}" tests
 fi
 if has measure; then
-    # MEASURE_STEPS picks some of: peak run sanitize cases bench-ladder bench-fused frameworks table profile
-    # (default all but table)
+    # MEASURE_STEPS picks some of: peak run sanitize cases bench-ladder bench-fused frameworks table
+    # profile-frameworks profile (default all but table and profile-frameworks)
     MS=" ${MEASURE_STEPS:-peak run sanitize cases bench-ladder bench-fused frameworks profile} "
     on() { [[ "$MS" == *" $1 "* ]]; }
     MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul streamk_matmul"
@@ -181,6 +181,11 @@ if has measure; then
             json "table/$r-softmax_online" $KPROF bench softmax_online --baseline "$T:softmax,$T:softmax_compiled"
             json "table/$r-streamk_matmul" $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "$T:mm"
         done
+    fi
+    if on profile-frameworks; then  # ncu on the fused row kernels and on what torch.compile launches for them (docs/fused.md)
+        json profile-frameworks-8192 $KPROF profile rmsnorm_onepass softmax_online --baseline torch.compile
+        json profile-frameworks-1024 $KPROF profile rmsnorm_onepass softmax_online --size R=4096 C=1024 \
+            --param FIT=1 VEC=1 --baseline torch.compile
     fi
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
 fi

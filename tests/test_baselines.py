@@ -216,3 +216,30 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
     text = render.bench_table([result], None, None)
     assert "6.00x faster than rmsnorm_unfused" in text
     assert "2.00x faster than mine.py:norm (median 2,000.0 us, 3 kernel(s) per call)" in text
+
+
+def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
+    """kprof profile KERNEL --baseline torch.compile: the baseline runs as a Python operation on the
+    kernel's buffers at its sizes (what it launches is profiled in kprof's NVTX range beside the kernel)."""
+    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)  # no PyTorch needed to resolve
+    kernel = pipeline.resolve(catalog.load("rmsnorm_onepass"), {"R": 64, "C": 1024}, params={"VEC": "1"})
+    ops = pipeline.profiled_baselines(kernel, "torch,torch.compile")
+    assert [o.spec.name for o in ops] == ["rmsnorm_onepass__torch", "rmsnorm_onepass__torch_compile"]
+    for op in ops:
+        assert op.spec.python and pyref.Ref.from_stored(op.spec.python).path.name == "torch_ops.py"
+        assert op.sizes == kernel.sizes and op.bytes == kernel.bytes and op.flops == kernel.flops
+        assert [b.arg.name for b in op.buffers] == [b.arg.name for b in kernel.buffers]
+    with pytest.raises(UsageError, match=r"--baseline auto: give a name from the spec's baselines \(rmsnorm_onepass "
+                                         r"names torch, torch.compile\)"):
+        pipeline.profiled_baselines(kernel, "auto")
+
+
+def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsys):
+    from kprof import api, cli
+
+    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)
+    monkeypatch.setattr(pipeline, "built", lambda r, arch=None: pipeline.Prepared(r, None))
+    seen = []
+    monkeypatch.setattr(api, "profile_prepared", lambda prepared, **kw: seen.append(prepared.resolved.spec.name) or [])
+    assert cli.main(["profile", "softmax_online", "--size", "R=64", "C=1024", "--baseline", "torch.compile", "--json"]) == 0
+    assert seen == ["softmax_online", "softmax_online__torch_compile"]

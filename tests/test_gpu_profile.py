@@ -97,3 +97,13 @@ def test_a_triton_operation_is_profiled_like_a_kernel(capsys, data_dir, monkeypa
     (k,) = data["kernels"]
     assert code == 0 and k["kernel"] == "triton_scale", data
     assert k["duration_s"] > 0 and k["dram_read"] > 0, k
+
+
+def test_a_kernel_is_profiled_beside_its_torch_compile_baseline(capsys):
+    """What torch.compile launches for the same operation, at the same sizes, in the same report."""
+    pytest.importorskip("torch")
+    code = cli.main(["profile", "rmsnorm_onepass", "--size", "R=4096", "C=4096", "--baseline", "torch.compile", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    names = [k["kernel"] for k in data["kernels"]]
+    assert code == 0 and names[0] == "rmsnorm_onepass" and "rmsnorm_onepass__torch_compile" in names, data
+    assert all(k["duration_s"] > 0 and k["dram_read"] > 0 for k in data["kernels"]), data
