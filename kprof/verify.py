@@ -261,6 +261,8 @@ class _Scan:
         self.max_ratio = 0.0  # max (|out - ref| - atol) / |ref| over the elements off by more than atol
         self.frontier = [-np.inf] * len(FRONTIER_RTOLS) if frontier else []
         self.candidates: list[tuple[float, int]] = []  # (-excess, flat index): the worst of each chunk
+        # rtol = atol = 0 on floats: a chunk equal to its reference passes with nothing to find
+        exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and poison is None and not frontier
         flat_raw = raw.reshape(-1)
         flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else None  # a broadcast reference is read through .flat
         for start in range(0, raw.size, CHUNK):
@@ -270,6 +272,9 @@ class _Scan:
             if not np.isfinite(e).all():
                 self.ref_nonfinite = True
                 return
+            if exact_bound and not self.nonfinite and e.size and np.array_equal(r, e):
+                self._all_equal(e, start)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
+                continue
             g = r.astype(np.float64)
             if poison is not None:
                 self.poisoned += int((r == poison).sum())
@@ -303,6 +308,15 @@ class _Scan:
             for i, r_ in enumerate(FRONTIER_RTOLS if self.frontier else ()):
                 self.frontier[i] = max(self.frontier[i], float((diff - r_ * mag).max()))
             self._keep_worst(excess, start)
+
+    def _all_equal(self, e: Any, start: int) -> None:
+        """What the full scan gathers from a chunk equal to its (finite) reference at rtol = atol = 0: no
+        error, every excess 0 (so the worst are its first elements), the reference's largest magnitude."""
+        self.scale = max(self.scale, float(max(e.max(), -e.min())))
+        self.max_excess = max(self.max_excess, 0.0)
+        k = min(WORST_SHOWN, e.size)
+        self.candidates.extend((-0.0, start + i) for i in range(k))
+        self.candidates = sorted(self.candidates)[:WORST_SHOWN]
 
     def _keep_worst(self, excess: Any, start: int) -> None:
         """The chunk's WORST_SHOWN largest excesses (ties: the lowest indices), merged with the rest."""
