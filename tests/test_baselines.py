@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 
@@ -243,3 +244,28 @@ def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsy
     monkeypatch.setattr(api, "profile_prepared", lambda prepared, **kw: seen.append(prepared.resolved.spec.name) or [])
     assert cli.main(["profile", "softmax_online", "--size", "R=64", "C=1024", "--baseline", "torch.compile", "--json"]) == 0
     assert seen == ["softmax_online", "softmax_online__torch_compile"]
+
+
+def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_path, monkeypatch):
+    """The spec's tolerance is the tightest kprof's kernel passes; a library summing in another order gets
+    BASELINE_SLACK times it (a baseline computing something else is still off by the size of the values)."""
+    from kprof import build
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("def f(x, W, b):\n    return x @ W + b\n")
+
+    def fake_prepare(spec, sizes=None, **kw):
+        return pipeline.Prepared(pipeline.resolve(spec, sizes), build.BuildResult.__new__(build.BuildResult))
+
+    monkeypatch.setattr(pipeline, "prepare", fake_prepare)
+    monkeypatch.setattr(build.BuildResult, "cubin", Path("k.cubin"), raising=False)
+    mode = pipeline.TimingMode("cold", bench.rule_from(0.01, 0.1, 1.0), "spin.cubin", "flush.cubin")
+    spec = catalog.load("linear_bias_relu")
+    (point,) = pipeline.bench_points([spec], sweep.parse(["B=64", "K=4096", "N=4096"], "--size"),
+                                     sweep.parse([], "--param"), "auto,mine.py:f")
+    plan = pipeline.bench_plan(point, mode, "sm_90")
+    kernel, unfused, mine = plan.job.target, plan.baseline_job.target, plan.more[0][1].target
+    assert kernel.rtol == 2e-6 and kernel.atol == pytest.approx(8.9e-9 * 4096)
+    assert mine.rtol == pipeline.BASELINE_SLACK * kernel.rtol and mine.atol == pytest.approx(10 * kernel.atol)
+    other = catalog.load("linear_bias_relu_unfused").resolve({"B": 64, "K": 4096, "N": 4096})
+    assert unfused.rtol == pytest.approx(10 * other.rtol)
