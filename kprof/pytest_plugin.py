@@ -46,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Sanitizer(config, names), "kprof-sanitizer")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
-        gpu = gpu_for_worker(worker, os.environ.get("CUDA_VISIBLE_DEVICES"), _gpu_count())
+        gpu = gpu_for_worker(worker, os.environ.get("CUDA_VISIBLE_DEVICES"), gpu_count())
         if gpu is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = gpu
 
@@ -60,7 +60,7 @@ def gpu_for_worker(worker: str, visible: str | None, count: int) -> str | None:
     return ids[int(digits) % len(ids)]
 
 
-def _gpu_count() -> int:
+def gpu_count() -> int:
     try:
         import pynvml
 
