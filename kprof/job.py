@@ -56,6 +56,7 @@ class Target:
     atol: float | None = None
     metric: str = "elementwise"  # or "normwise"
     python: str | None = None  # a Python operation (pyref stored form) in place of the cubin's kernels
+    scale: tuple[tuple[str, str], ...] = ()  # OUTPUT -> what rtol multiplies in place of |ref| (tolerance.scale)
 
     @property
     def total_bytes(self) -> int:
@@ -110,7 +111,7 @@ def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: i
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
                   steps=resolved.steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
                   device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric,
-                  python=spec.python)
+                  python=spec.python, scale=spec.tolerance.scale)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -163,7 +164,7 @@ def _target_dict(t: Target) -> dict[str, Any]:
         "steps": [asdict(s) for s in t.steps],
         "reference": [list(r) for r in t.reference],
         "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "python": t.python, "seed": t.seed, "device": t.device,
-        "constants": t.constants,
+        "constants": t.constants, "scale": [list(x) for x in t.scale],
     }  # fmt: skip
 
 
@@ -185,6 +186,7 @@ def _target_from(d: dict[str, Any]) -> Target:
         reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=_float_or_none(d["rtol"]),
         seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
         atol=_float_or_none(d["atol"]), metric=str(d["metric"]), python=d.get("python"),
+        scale=tuple((str(k), str(v)) for k, v in d.get("scale", ())),
     )  # fmt: skip
 
 

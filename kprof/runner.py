@@ -131,7 +131,7 @@ def values_mode(ws: Any, mode: ValuesMode, result: Result) -> int:
         ws.dev.synchronize()
         runs.append((alternate, ws.download()))
     result.phase("launched")
-    findings = values.analyse(ws.target, runs, ws.expected())
+    findings = values.analyse(ws.target, runs, ws.expected(), ws.scales())
     result.finish("ok", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None)
     return 0
 

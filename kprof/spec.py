@@ -129,6 +129,9 @@ class Tolerance:
     rtol: str | None = None
     atol: str | None = None
     metric: str = "elementwise"
+    # OUTPUT -> an expression of the inputs (reference vocabulary) that rtol multiplies in place of |ref|:
+    # "abs(A) @ abs(B)" for a matmul, the size of the terms a sum adds, which rounding errors scale with
+    scale: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -484,7 +487,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     if not isinstance(notes, str):
         raise fail("notes", "must be a string")
     twin, twin_defines = _load_twin(data, path, fail)
-    tolerance = _load_tolerance(data.get("tolerance"), fail, check_expr)
+    tolerance = _load_tolerance(data.get("tolerance"), fail, check_expr, args, known_sizes)
     return KernelSpec(
         name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
         sizes=sizes, args=args, launch=launch,
@@ -973,18 +976,20 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
     return tuple(out)
 
 
-def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr) -> Tolerance:
+def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[BufferArg | ScalarArg, ...] = (),
+                    known_sizes: set[str] | None = None) -> Tolerance:
     """Absent: the output dtype's default. ``1e-5``: that rtol with the dtype's atol.
     ``{rtol: 1e-6, atol: "2e-7 * sqrt(K)"}``: numbers or size expressions, either may be left out.
-    ``{metric: normwise, rtol: 1e-5}``: the normwise verdict, ``max|out - ref| <= rtol * max|ref|``."""
+    ``{metric: normwise, rtol: 1e-5}``: the normwise verdict, ``max|out - ref| <= rtol * max|ref|``.
+    ``{rtol: 1e-6, scale: {C: "abs(A) @ abs(B)"}}``: rtol times that, element by element, not |ref|."""
     if raw is None:
         return Tolerance()
     if not isinstance(raw, dict):
         return Tolerance(rtol=_tolerance_value(raw, "tolerance", fail, check_expr))
-    unknown = sorted(set(raw) - {"rtol", "atol", "metric"})
+    unknown = sorted(set(raw) - {"rtol", "atol", "metric", "scale"})
     if unknown or not raw:
         raise fail(f"tolerance.{unknown[0]}" if unknown else "tolerance",
-                   "a tolerance is a number (rtol) or a mapping of rtol, atol and metric, "
+                   "a tolerance is a number (rtol) or a mapping of rtol, atol, metric and scale, "
                    "e.g. {rtol: 1e-6, atol: 1e-7}")
     metric = raw.get("metric", "elementwise")
     if metric not in ("elementwise", "normwise"):
@@ -994,9 +999,41 @@ def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr) -> Tolerance:
         raise fail("tolerance.atol", "the normwise metric has no atol; leave it out or use metric: elementwise")
     if metric == "normwise" and "rtol" not in raw:
         raise fail("tolerance.rtol", "the normwise metric needs an rtol, e.g. {metric: normwise, rtol: 1e-5}")
+    if "scale" in raw and metric == "normwise":
+        raise fail("tolerance.scale", "the normwise metric has no scale; leave it out or use metric: elementwise")
     return Tolerance(rtol=_tolerance_value(raw["rtol"], "tolerance.rtol", fail, check_expr) if "rtol" in raw else None,
                      atol=_tolerance_value(raw["atol"], "tolerance.atol", fail, check_expr) if "atol" in raw else None,
-                     metric=metric)
+                     metric=metric, scale=_load_scale(raw.get("scale"), args, known_sizes or set(), fail))
+
+
+def _load_scale(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: set[str],
+                fail: Fail) -> tuple[tuple[str, str], ...]:
+    """``scale: {C: "abs(A) @ abs(B)"}``: per output, an expression of the inputs, sizes and scalars in the
+    reference vocabulary, with the output's shape (or one that broadcasts to it)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise fail("tolerance.scale", "must map outputs to expressions, e.g. {C: \"abs(A) @ abs(B)\"}: the size of "
+                                      "the terms each element sums, which rtol multiplies in place of |ref|")
+    outputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
+    known = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("in", "inout")}
+    known |= {a.name for a in args if isinstance(a, ScalarArg)} | known_sizes
+    out = []
+    for key, expr in raw.items():
+        fld = f"tolerance.scale.{key}"
+        if key not in outputs:
+            raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: {', '.join(sorted(outputs)) or 'none'})")
+        if not isinstance(expr, str):
+            raise fail(fld, f"{_show(expr)} must be an expression of the inputs, e.g. \"abs(A) @ abs(B)\"")
+        try:
+            used = reference.names(expr)
+        except reference.ReferenceExprError as exc:
+            raise fail(fld, str(exc)) from None
+        unknown = sorted(used - known)
+        if unknown:
+            raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(known))})")
+        out.append((str(key), expr))
+    return tuple(out)
 
 
 def _tolerance_value(raw: Any, fld: str, fail: Fail, check_expr: CheckExpr) -> str:

@@ -47,7 +47,8 @@ def smem_pattern(alternate: bool) -> int:
     return int(struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0])
 
 
-def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any]) -> list[Finding]:
+def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any],
+            scales: dict[str, Any] | None = None) -> list[Finding]:
     import numpy as np
 
     from kprof import verify
@@ -69,6 +70,9 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
             scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
             tol: Any = rtol * (scale if scale > 0 else 1.0)
             bound = f"{rtol:g} x max|ref| (normwise)"
+        elif scales and name in scales:  # tolerance.scale: rtol times the size of the terms, as in kprof run
+            scaled = np.broadcast_to(np.abs(np.asarray(scales[name], dtype=np.float64)), a.shape)
+            tol, bound = atol + rtol * scaled, f"{atol:g} + {rtol:g} x ({dict(target.scale)[name]})"
         else:
             tol, bound = atol + rtol * np.abs(ref), f"{atol:g} + {rtol:g} x |ref|"
 

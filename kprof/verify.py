@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kprof.errors import UsageError
 from kprof.spec import DTYPES, ResolvedBuffer
 
 # Integer poison: a recognisable pattern, cut to the width of the type.
@@ -168,25 +169,28 @@ class Check:
 
 def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poison_value: Any = None,
             atol: float | None = None, metric: str = "elementwise", dtype: str | None = None,
-            frontier: bool = False) -> Check:
+            frontier: bool = False, scale: Any = None, scale_text: str | None = None) -> Check:
     """Compare one output with its float64 reference. Integers must match exactly. Floats:
-    elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose); or normwise,
-    ``max|out - ref| <= rtol * max|ref|``. A None tolerance takes ``dtype``'s default.
-    ``frontier`` adds the smallest passing atol at each of FRONTIER_RTOLS (a pass over the
-    output per rtol: for choosing a tolerance, not for every run)."""
+    elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose), or ``atol + rtol *
+    |scale|`` where the spec gives a scale (``scale_text``, e.g. ``abs(A) @ abs(B)``: the size of
+    the terms a sum adds, which its rounding errors grow with, where |ref| can be small by
+    cancellation); or normwise, ``max|out - ref| <= rtol * max|ref|``. A None tolerance takes
+    ``dtype``'s default. ``frontier`` adds the smallest passing atol at each of FRONTIER_RTOLS (a
+    pass over the output per rtol: for choosing a tolerance, not for every run)."""
     import numpy as np
 
     raw = np.asarray(got)
     ref = np.asarray(expected)
     if ref.shape != raw.shape:
         ref = np.broadcast_to(ref, raw.shape)
+    sized = _scale_for(name, scale, raw) if metric == "elementwise" and raw.dtype.kind not in "iu" else None
     dtype = dtype or raw.dtype.name
     defaulted = rtol is None and atol is None
     rtol_v, atol_v = tolerance_for(dtype, rtol, atol)
     exact = raw.dtype.kind in "iu"  # integer outputs: counts, indices, sums of integers
     used_atol, used_metric = (0.0, "exact") if exact else (atol_v, metric)
     scan = _Scan(raw, ref, rtol_v, 0.0 if exact else atol_v, poison_value if exact else None, used_metric,
-                 frontier=frontier and not exact)
+                 frontier=frontier and not exact, scale=sized)
     poisoned = scan.poisoned
     if scan.ref_nonfinite:
         return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=scan.nonfinite, poisoned=poisoned,
@@ -224,7 +228,8 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
     if exact and failing and not poisoned:
         message += "; worst " + _shown(name, [w for w in worst if w["got"] != w["expected"]] or worst)
     if not message:
-        message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed[0], worst)
+        message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed[0], worst,
+                                       scale_text if sized is not None else None, sized)
     note = ""
     if defaulted and not exact and metric == "elementwise" and raw.size:
         small = scan.small / raw.size
@@ -240,6 +245,22 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
                  atol=used_atol, metric=used_metric)
 
 
+def _scale_for(name: str, scale: Any, raw: Any) -> Any:
+    """``tolerance.scale`` as float64 with the output's shape (broadcast), or None without one."""
+    import numpy as np
+
+    if scale is None:
+        return None
+    sized = np.asarray(scale, dtype=np.float64)
+    if sized.shape == raw.shape:
+        return sized
+    try:
+        return np.broadcast_to(sized, raw.shape)
+    except ValueError:
+        raise UsageError(f"tolerance.scale of {name}: shape {sized.shape} does not broadcast to the output's "
+                         f"{raw.shape}") from None
+
+
 CHUNK = 1 << 22  # elements per pass of the verdict: float64 temporaries of 32 MiB, not of the whole output
 
 
@@ -249,7 +270,7 @@ class _Scan:
     worst few, the frontier. A 1 GiB output needs no 8 GiB float64 copies."""
 
     def __init__(self, raw: Any, ref: Any, rtol: float, atol: float, poison: Any, metric: str, *,
-                 frontier: bool) -> None:
+                 frontier: bool, scale: Any = None) -> None:
         import numpy as np
 
         self.nonfinite = self.poisoned = self.differ = self.failing = self.small = 0
@@ -265,6 +286,7 @@ class _Scan:
         exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and poison is None and not frontier
         flat_raw = raw.reshape(-1)
         flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else None  # a broadcast reference is read through .flat
+        flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale)
         for start in range(0, raw.size, CHUNK):
             stop = min(start + CHUNK, raw.size)
             r = flat_raw[start:stop]
@@ -287,10 +309,14 @@ class _Scan:
             if self.nonfinite:
                 continue  # the verdict is the non-finite values: only count them from here on
             diff = np.abs(g - e)
-            mag = np.abs(e)
+            mag = np.abs(e) if flat_scale is None else np.abs(
+                flat_scale[start:stop] if flat_scale.ndim == 1 else flat_scale.flat[start:stop])
+            if flat_scale is not None and diff.size:
+                self.scale = max(self.scale, float(np.abs(e).max()))  # rel_err stays of |ref|
             if diff.size:
                 self.max_abs = max(self.max_abs, float(diff.max()))
-                self.scale = max(self.scale, float(mag.max()))
+                if flat_scale is None:
+                    self.scale = max(self.scale, float(mag.max()))
             if metric == "exact":
                 self.differ += int((diff != 0).sum())
             elementwise = metric == "elementwise"
@@ -364,12 +390,16 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
 
 
 def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: float, max_abs: float,
-                         needed_atol: float | None, worst: list[dict[str, Any]]) -> str:
-    bound = f"{atol:.1e} + {rtol:.1e} x |ref|"
+                         needed_atol: float | None, worst: list[dict[str, Any]], scale_text: str | None = None,
+                         scale: Any = None) -> str:
+    bound = f"{atol:.1e} + {rtol:.1e} x {'(' + scale_text + ')' if scale_text else '|ref|'}"
     if failing == 0:
         return f"every element within {bound} (max |out - ref| {max_abs:.2e}; passes down to atol {needed_atol:.1e})"
     passes = f"; this rtol passes at atol {needed_atol:.1e}" if needed_atol is not None else ""
-    outside = [w for w in worst if abs(w["got"] - w["expected"]) > atol + rtol * abs(w["expected"])]
+    def bound_at(w: dict[str, Any]) -> float:
+        return atol + rtol * (abs(float(scale[tuple(w["index"])])) if scale is not None else abs(w["expected"]))
+
+    outside = [w for w in worst if abs(w["got"] - w["expected"]) > bound_at(w)]
     return (f"{failing:,} of {size:,} elements exceed {bound} (max |out - ref| {max_abs:.2e}{passes}); "
             f"worst {_shown(name, outside or worst)}")
 

@@ -247,16 +247,27 @@ class Workspace:
                                       f"{', '.join(outputs)}; it returned {have}")
         return dict(got)
 
+    def scales(self) -> Arrays:
+        """``tolerance.scale``: per output, what rtol multiplies in place of |ref| (float64, like the reference)."""
+        exprs = dict(self.target.scale)
+        if not exprs:
+            return {}
+        env = self._reference_env(set().union(*(reference.names(e) for e in exprs.values())))
+        return {name: reference.evaluate(expr, env) for name, expr in exprs.items()}
+
     def verify(self, got: Arrays, frontier: bool = False) -> list[dict[str, Any]]:
         """One check per output against the reference (the verdict is :func:`kprof.verify.compare`)."""
         expected = self.expected()
+        scales = self.scales()
+        exprs = dict(self.target.scale)
         checks = []
         for buf in self.outputs():
             sentinel = verify.poison(buf).flat[0] if buf.arg.role == "out" else None
             t = self.target
             checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
                                          expected[buf.arg.name], t.rtol, sentinel, atol=t.atol, metric=t.metric,
-                                         dtype=buf.arg.dtype, frontier=frontier).to_dict())
+                                         dtype=buf.arg.dtype, frontier=frontier, scale=scales.get(buf.arg.name),
+                                         scale_text=exprs.get(buf.arg.name)).to_dict())
         return checks
 
     # -- launches ----------------------------------------------------------------------------

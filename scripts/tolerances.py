@@ -164,10 +164,12 @@ def _growing(needed: list[tuple[dict[str, Any], float]]) -> str:
     return best[1]
 
 
-def _yaml(t: dict[str, Any]) -> str:
+def _yaml(t: dict[str, Any], scale: tuple[tuple[str, str], ...] = ()) -> str:
+    """The spec's tolerance line; a ``scale`` it has is kept (the frontier was measured against it)."""
     atol = t["atol"]
     atol_text = f'"{atol}"' if isinstance(atol, str) else f"{atol:g}"
-    return f"tolerance: {{rtol: {t['rtol']:g}, atol: {atol_text}}}"
+    kept = (", scale: {" + ", ".join(f'{k}: "{v}"' for k, v in scale) + "}") if scale else ""
+    return f"tolerance: {{rtol: {t['rtol']:g}, atol: {atol_text}{kept}}}"
 
 
 def apply(proposals: dict[str, dict[str, Any]]) -> None:
@@ -182,7 +184,7 @@ def apply(proposals: dict[str, dict[str, Any]]) -> None:
         why = (f"{t['margin']:g} x the tightest that passes on the H200, at most {t['cap']:g}: float atomics"
                if t.get("margin")
                else "the tightest that passes on the H200")
-        line = _yaml(t) + f"  # {why} (scripts/tolerances.py)"
+        line = _yaml(t, catalog.load(base).tolerance.scale) + f"  # {why} (scripts/tolerances.py)"
         if re.search(r"^tolerance:.*$", text, flags=re.M):
             text = re.sub(r"^tolerance:.*$", line, text, count=1, flags=re.M)
         else:

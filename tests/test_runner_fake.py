@@ -18,6 +18,7 @@ from helpers import job_for as typed_job
 
 from kprof import build, catalog, runner
 from kprof import job as job_mod
+from kprof import spec as spec_mod
 from kprof.device import DeviceInfo
 from kprof.job import RunMode, TimingMode, ValuesMode
 from kprof.stats import StopRule
@@ -640,3 +641,56 @@ def test_a_python_operations_defines_reach_it_so_param_sweeps_work(numpy_framewo
     spec = spec_mod.load(numpy_framework / "op.yaml")
     data = run_job(numpy_framework, job_for(spec, None, RunMode(), params={"SCALE": "3"}))
     assert data["status"] == "ok" and data["checks"][0]["ok"], data.get("error") or data["checks"]
+
+
+MM_SPEC = """source: k.cu
+entry: mm_fake
+sizes: {M: 16, N: 16, K: 4096}
+args:
+  - {name: A, buffer: float32, shape: [M, K], role: in}
+  - {name: B, buffer: float32, shape: [K, N], role: in}
+  - {name: C, buffer: float32, shape: [M, N], role: out}
+  - {name: M, scalar: int32, value: M}
+  - {name: N, scalar: int32, value: N}
+  - {name: K, scalar: int32, value: K}
+launch: {grid: [1], block: [32]}
+reference: {C: A @ B}
+"""
+
+
+def _mm_fake(extra_term):
+    def emulate(dev, args):
+        a, b, c, m, n, k = args
+        A = dev.view(a, np.float32)[: m * k].reshape(m, k)
+        B = dev.view(b, np.float32)[: k * n].reshape(k, n)
+        C = np.zeros((m, n), np.float32)
+        for i in range(k):  # one float32 product at a time, in order: rounding like a simple kernel's
+            C += np.outer(A[:, i], B[i, :])
+        if extra_term:
+            C[3, 5] += A[3, 100] * B[100, 5]  # a term counted twice: a real bug, small beside the row's sum
+        dev.view(c, np.float32)[: m * n] = C.ravel()
+    return emulate
+
+
+def test_a_scale_tolerance_judges_a_sum_by_the_size_of_its_terms(fake, monkeypatch, tmp_path):
+    """``tolerance.scale: {C: "abs(A) @ abs(B)"}``: rtol times the size of what each element sums, not
+    |C| (small where the terms cancel), so a correct float32 matmul passes at rtol 1e-6 where the plain
+    bound fails it, and a term counted twice still fails."""
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "plain.yaml").write_text(MM_SPEC + "tolerance: {rtol: 1e-6, atol: 0}\n")
+    (tmp_path / "scaled.yaml").write_text(MM_SPEC + 'tolerance: {rtol: 1e-6, atol: 0, scale: {C: "abs(A) @ abs(B)"}}\n')
+    plain, scaled = spec_mod.load(tmp_path / "plain.yaml"), spec_mod.load(tmp_path / "scaled.yaml")
+    assert scaled.tolerance.scale == (("C", "abs(A) @ abs(B)"),)
+    job = job_for(scaled)
+    assert job_mod.from_json(job.to_json()) == job and job.target.scale == scaled.tolerance.scale
+    monkeypatch.setitem(FakeDevice.emulations, "mm_fake", _mm_fake(False))
+    assert run_job(fake, job_for(plain))["status"] == "failed"
+    data = run_job(fake, job)
+    assert data["status"] == "ok" and "0.0e+00 + 1.0e-06 x (abs(A) @ abs(B))" in data["checks"][0]["message"]
+    values = run_job(fake, job_for(scaled, mode=ValuesMode(repeats=2)))
+    assert values["status"] == "ok" and values["findings"] == [], "the values detector judges with the same scale"
+    monkeypatch.setitem(FakeDevice.emulations, "mm_fake", _mm_fake(True))
+    data = run_job(fake, job)
+    assert data["status"] == "failed" and data["checks"][0]["failing"] == 1 and "C[3, 5]" in data["checks"][0]["message"]
+    values = run_job(fake, job_for(scaled, mode=ValuesMode(repeats=2)))
+    assert [f["kind"] for f in values["findings"]] == ["wrong-result"]

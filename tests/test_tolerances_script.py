@@ -35,6 +35,8 @@ def test_a_reduction_over_k_gets_an_atol_growing_like_k_or_sqrt_k_whichever_fits
     t = tolerances.propose(rows)["mm"]
     assert t["rtol"] == 2e-6 and t["atol"] == "1e-07 * sqrt(K)" and t["failed_before"] == 1
     assert tolerances._yaml(t) == 'tolerance: {rtol: 2e-06, atol: "1e-07 * sqrt(K)"}'
+    assert tolerances._yaml(t, (("C", "abs(A) @ abs(B)"),)) == \
+        'tolerance: {rtol: 2e-06, atol: "1e-07 * sqrt(K)", scale: {C: "abs(A) @ abs(B)"}}', "a spec's scale is kept"
     linear = [_row("mm", {"M": 8, "K": k}, lambda r, k=k: 3e-8 * k) for k in (16, 100, 4096)]
     assert tolerances.propose(linear)["mm"]["atol"] == "3e-08 * K"
 

@@ -266,3 +266,44 @@ def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chun
     fast = [repr(verify.compare("y", g, e, rtol=0, atol=0)) for g, e in cases]
     monkeypatch.setattr(np, "array_equal", lambda *a, **k: False)  # the full scan everywhere
     assert [repr(verify.compare("y", g, e, rtol=0, atol=0)) for g, e in cases] == fast
+
+
+@pytest.mark.parametrize("tolerance, problem", [
+    ('{rtol: 1e-6, scale: {D: "abs(A)"}}', "tolerance.scale.D: 'D' is not an out or inout buffer"),
+    ('{rtol: 1e-6, scale: {C: "abs(Z) @ abs(B)"}}', "tolerance.scale.C: unknown name 'Z'"),
+    ('{rtol: 1e-6, scale: {C: 3}}', "tolerance.scale.C: 3 must be an expression of the inputs"),
+    ('{rtol: 1e-6, scale: [abs(A)]}', "tolerance.scale: must map outputs to expressions"),
+    ('{metric: normwise, rtol: 1e-5, scale: {C: "abs(A) @ abs(B)"}}', "tolerance.scale: the normwise metric has no scale"),
+])
+def test_a_bad_scale_is_refused_at_load(tmp_path, tolerance, problem):
+    import re
+
+    from kprof import spec as spec_mod
+    from kprof.errors import SpecError
+
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text(
+        "sizes: {M: 4, K: 8}\nargs:\n  - {name: A, buffer: float32, shape: [M, K], role: in}\n"
+        "  - {name: B, buffer: float32, shape: [K, M], role: in}\n  - {name: C, buffer: float32, shape: [M, M], role: out}\n"
+        f"launch: {{grid: [1], block: [4]}}\nreference: {{C: A @ B}}\ntolerance: {tolerance}\n")
+    with pytest.raises(SpecError, match=re.escape(problem)):
+        spec_mod.load(tmp_path / "k.yaml")
+
+
+def test_a_scale_bound_is_the_same_in_chunks_and_refuses_a_shape_that_does_not_fit(monkeypatch):
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(0, 1, (40, 300)), rng.normal(0, 1, (300, 30))
+    ref, scale = a @ b, np.abs(a) @ np.abs(b)
+    got = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float32)
+    got[7, 7] += 0.05
+    whole = repr(verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)", frontier=True))
+    monkeypatch.setattr(verify, "CHUNK", 11)
+    assert repr(verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)",
+                               frontier=True)) == whole
+    check = verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)")
+    assert check.failing == 1 and check.first_bad == [7, 7] and check.rel_err == pytest.approx(
+        np.abs(got - ref).max() / np.abs(ref).max()), "rel_err stays of |ref|"
+    from kprof.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"tolerance.scale of C: shape \(3,\) does not broadcast"):
+        verify.compare("C", got, ref, 1e-6, scale=np.ones(3))
