@@ -30,11 +30,21 @@ MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kerne
 
 def baseline_for(spec: KernelSpec, option: str) -> str | None:
     """The baseline a point is timed against: the spec's (``auto``), none, or the one named."""
-    named = dict(spec.baselines)
-    baseline = spec.baseline if option == "auto" else (None if option == "none" else named.get(option, option))
+    named = {_spelling(n): b for n, b in spec.baselines}  # torch_compile, torch-compile: torch.compile
+    baseline = spec.baseline if option == "auto" else (None if option == "none" else named.get(_spelling(option), option))
     if baseline == CUBLAS_SGEMM and spec.baseline != CUBLAS_SGEMM:
         raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
     return baseline
+
+
+def named_baseline(spec: KernelSpec, option: str) -> str | None:
+    """The name in the spec's ``baselines:`` that ``option`` spells (torch_compile: torch.compile), or None."""
+    return next((n for n, _ in spec.baselines if _spelling(n) == _spelling(option)), None)
+
+
+def _spelling(name: str) -> str:
+    """A baseline name with '_' and '-' read as '.': torch_compile finds torch.compile."""
+    return name.replace("_", ".").replace("-", ".")
 
 
 def check_baseline_spec(spec: KernelSpec, baseline: KernelSpec) -> None:

@@ -164,7 +164,7 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
             raise UsageError(f"kprof profile --baseline {name}: give a name from the spec's baselines{own} or a Python "
                              f"callable (FILE.py:FUNCTION); to profile another spec beside it, name both: "
                              f"kprof profile {spec.name} OTHER")
-        label = name if name in dict(spec.baselines) else pyref.Ref.from_stored(baseline).label()
+        label = bench.named_baseline(spec, name) or pyref.Ref.from_stored(baseline).label()
         op = as_python_operation(spec, baseline, label)
         out.append(resolve(op, dict(resolved.sizes)))
     return out

@@ -69,7 +69,7 @@ def test_a_spec_names_its_framework_baselines(tmp_path, monkeypatch):
     assert [n for n, _ in spec.baselines] == ["mine", "lib.v2"]
     (point,) = _points(spec, "mine")
     assert pyref.is_stored(point.baseline) and point.baseline.endswith("base.py:copy")
-    (point,) = _points(spec, "mine,lib.v2")
+    (point,) = _points(spec, "mine,lib_v2")  # '_' and '-' spell '.'
     assert point.baseline.endswith("base.py:copy") and point.more[0][0].endswith("base.py:copy2")
     with pytest.raises(UsageError, match=r"'other': not a kernel spec kprof can find; use auto, none, cublas_sgemm, "
                                          r"k's own \(mine, lib.v2\)"):
@@ -224,7 +224,7 @@ def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
     kernel's buffers at its sizes (what it launches is profiled in kprof's NVTX range beside the kernel)."""
     monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)  # no PyTorch needed to resolve
     kernel = pipeline.resolve(catalog.load("rmsnorm_onepass"), {"R": 64, "C": 1024}, params={"VEC": "1"})
-    ops = pipeline.profiled_baselines(kernel, "torch,torch.compile")
+    ops = pipeline.profiled_baselines(kernel, "torch,torch_compile")  # torch_compile spells torch.compile
     assert [o.spec.name for o in ops] == ["rmsnorm_onepass__torch", "rmsnorm_onepass__torch_compile"]
     for op in ops:
         assert op.spec.python and pyref.Ref.from_stored(op.spec.python).path.name == "torch_ops.py"
