@@ -70,6 +70,7 @@ class PointPlan:
     baseline: str | None = None
     baseline_job: Job | None = None
     more: tuple[tuple[str, Job], ...] = ()  # further baselines, timed after the first
+    names: tuple[tuple[str, str], ...] = ()  # baseline -> the name it was asked by (torch.compile), for reports
 
 
 @dataclass
@@ -94,6 +95,7 @@ class PointResult:
     of_fp32_peak: float | None = None  # FLOP/s of the theoretical FP32 rate
     plausible: bool = True  # False: the notes in warnings say why the rate cannot be what it claims
     baseline: str | None = None
+    baseline_name: str | None = None  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
     baseline_summary: dict[str, Any] | None = None
     baseline_flops_per_s: float | None = None
     baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
@@ -164,7 +166,7 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
         _baseline(extra, replace(plan, baseline=name, baseline_job=job), summary, timeout)
         _baseline_against_ceiling(extra, peak)
         point.more_baselines.append({k: getattr(extra, k) for k in (
-            "baseline", "baseline_summary", "of_baseline", "baseline_kernels", "baseline_prepare_s",
+            "baseline", "baseline_name", "baseline_summary", "of_baseline", "baseline_kernels", "baseline_prepare_s",
             "baseline_framework", "baseline_flops_per_s", "baseline_bytes_per_s", "baseline_of_ceiling",
             "math_mode")})
         point.warnings.extend(extra.warnings)
@@ -180,11 +182,11 @@ def _baseline_against_ceiling(point: PointResult, peak: dict[str, Any] | None) -
     point.baseline_of_ceiling = stats.fraction(point.baseline_bytes_per_s, ceilings.ceiling(peak, point.mix))
     dram = ((peak.get("theoretical") or {}).get("dram_bytes_per_s"))
     if dram and point.baseline_bytes_per_s > dram:
-        point.warnings.append(f"baseline {point.baseline}: {point.baseline_bytes_per_s / 1e12:.2f} TB/s is above the "
+        point.warnings.append(f"baseline {point.baseline_name}: {point.baseline_bytes_per_s / 1e12:.2f} TB/s is above the "
                               f"theoretical DRAM bandwidth ({dram / 1e12:.2f} TB/s): not plausible as a DRAM rate "
                               "(its data came partly from L2)")
     elif point.baseline_of_ceiling and point.baseline_of_ceiling > 1:
-        point.warnings.append(f"baseline {point.baseline}: {point.baseline_of_ceiling:.0%} of the measured {point.mix} "
+        point.warnings.append(f"baseline {point.baseline_name}: {point.baseline_of_ceiling:.0%} of the measured {point.mix} "
                               "ceiling: faster than kprof peak's own stream kernels for this mix (the ceiling is "
                               "the best of the widths and grids kprof peak tries, not a hard limit; a working set "
                               "a few times the L2's size can be partly served by the L2)")
@@ -236,22 +238,35 @@ def _timed(point: PointResult, data: dict[str, Any], resolved: Resolved, rel_std
     return summary
 
 
+def baseline_name(baseline: str | None, names: dict[str, str] | None = None) -> str:
+    """How a report names a baseline: the name it was asked by, else cublas_sgemm, a spec's name, or a
+    Python callable's FILE.py:FUNCTION (never the stored absolute path)."""
+    from kprof import pyref
+
+    if names and baseline in names:
+        return names[baseline]
+    if baseline and pyref.is_stored(baseline):
+        return pyref.Ref.from_stored(baseline).label()
+    return baseline or "-"
+
+
 def _baseline(point: PointResult, plan: PointPlan, summary: stats.Summary, timeout: float) -> None:
     """The baseline, timed by the timer the kernel ended up with."""
     assert plan.baseline_job is not None and isinstance(plan.baseline_job.mode, TimingMode)
     point.baseline = plan.baseline
+    point.baseline_name = baseline_name(plan.baseline, dict(plan.names))
     job = replace(plan.baseline_job, mode=replace(plan.baseline_job.mode, timer=point.timer or "auto"))
     try:
         base = time_job(job, timeout)
     except TargetError as exc:
-        point.warnings.append(f"baseline {plan.baseline} failed: {exc}")
+        point.warnings.append(f"baseline {point.baseline_name} failed: {exc}")
         return
     if base.get("status") != "ok":
         why = "; ".join(c["message"] for c in base.get("checks", []) if not c.get("ok"))
-        point.warnings.append(f"baseline {plan.baseline} failed verification" + (f": {why}" if why else ""))
+        point.warnings.append(f"baseline {point.baseline_name} failed verification" + (f": {why}" if why else ""))
         return
     if base.get("timer", "events") != point.timer:
-        point.warnings.append(f"baseline {plan.baseline} was timed by {base.get('timer')}, the kernel by {point.timer}")
+        point.warnings.append(f"baseline {point.baseline_name} was timed by {base.get('timer')}, the kernel by {point.timer}")
     bsum = stats.summarize(base["samples"])
     point.baseline_summary = bsum.to_dict()
     point.baseline_kernels = base.get("kernels_per_call")

@@ -104,6 +104,7 @@ class BenchPoint:
     baseline: str | None
     baseline_spec: KernelSpec | None
     more: tuple[tuple[str, KernelSpec | None], ...] = ()  # further baselines (--baseline a,b), timed in the same run
+    names: tuple[tuple[str, str], ...] = ()  # baseline -> the name it was asked by (torch.compile), for reports
 
 
 def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: str) -> list[BenchPoint]:
@@ -115,12 +116,14 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
     for spec in specs:
         own_sizes = sizes if len(specs) == 1 else sizes.only(spec.size_names)
         own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
-        named = [_python_baseline(spec, bench.baseline_for(spec, o.strip())) for o in option.split(",") if o.strip()]
+        asked = [o.strip() for o in option.split(",") if o.strip()]
+        named = [_python_baseline(spec, bench.baseline_for(spec, o)) for o in asked]
         baselines = [(b, baseline_spec(spec, b, option)) for b in dict.fromkeys(n for n in named if n)]
+        names = tuple((b, bench.named_baseline(spec, o) or bench.baseline_name(b)) for o, b in zip(asked, named) if b)
         first, other = baselines[0] if baselines else (None, None)
         for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
             resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
-            out.append(BenchPoint(spec, s, p, first, other, tuple(baselines[1:])))
+            out.append(BenchPoint(spec, s, p, first, other, tuple(baselines[1:]), names))
     return out
 
 
@@ -176,7 +179,7 @@ def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.P
     first = _baseline_job(point.spec, kernel, point.baseline, point.baseline_spec, mode, arch)
     more = tuple((name, job) for name, other in point.more
                  if (job := _baseline_job(point.spec, kernel, name, other, mode, arch)) is not None)
-    return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), point.baseline, first, more)
+    return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), point.baseline, first, more, point.names)
 
 
 # A baseline's output is checked at this many times the tolerance its spec gives. A shipped spec's

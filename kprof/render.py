@@ -271,13 +271,12 @@ def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, c
     return "\n".join(out)
 
 
-def baseline_label(baseline: str | None) -> str:
-    """How a report names a baseline: cublas_sgemm, a spec's name, or a Python callable's FILE.py:FUNCTION."""
-    from kprof import pyref
+def baseline_label(baseline: str | None, asked: str | None = None) -> str:
+    """How a report names a baseline: the name it was asked by (torch.compile), else cublas_sgemm, a
+    spec's name, or a Python callable's FILE.py:FUNCTION."""
+    from kprof import bench
 
-    if baseline and pyref.is_stored(baseline):
-        return pyref.Ref.from_stored(baseline).label()
-    return baseline or "-"
+    return asked or bench.baseline_name(baseline)
 
 
 def _us(seconds: float | None) -> str:
@@ -296,7 +295,7 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         if r.of_baseline is not None:
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
             # replaces ("3.41x faster than rmsnorm_unfused").
-            label = baseline_label(r.baseline)
+            label = baseline_label(r.baseline, r.baseline_name)
             base = (f"{r.of_baseline:.0%} of {label}" if r.baseline in BASELINES
                     else f"{r.of_baseline:.2f}x faster than {label}" if r.of_baseline >= 1
                     else f"{1 / r.of_baseline:.2f}x slower than {label}")
@@ -317,7 +316,8 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
                      f"{r.baseline_kernels} kernel(s) per call" if r.baseline_kernels is not None else "",
                      f"{r.baseline_framework} inputs" if r.baseline_framework else "",
                      f"prepared (compiled) in {r.baseline_prepare_s:.1f} s" if r.baseline_prepare_s is not None else ""]
-            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {baseline_label(r.baseline)} "
+            label = baseline_label(r.baseline, r.baseline_name)
+            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {label} "
                        f"median {_us(r.baseline_summary['median'])} us ({rate})"
                        + "".join(f", {e}" for e in extra if e))
         for more in r.more_baselines:
@@ -327,8 +327,9 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
                 notes = [f"{more['baseline_kernels']} kernel(s) per call" if more.get("baseline_kernels") is not None else "",
                          f"prepared in {more['baseline_prepare_s']:.1f} s" if more.get("baseline_prepare_s") is not None
                          else ""]
+                label = baseline_label(more["baseline"], more.get("baseline_name"))
                 out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {faster} "
-                           f"{baseline_label(more['baseline'])} (median {_us(more['baseline_summary']['median'])} us"
+                           f"{label} (median {_us(more['baseline_summary']['median'])} us"
                            + "".join(f", {n}" for n in notes if n) + ")")
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")

@@ -269,3 +269,19 @@ def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_p
     assert mine.rtol == pipeline.BASELINE_SLACK * kernel.rtol and mine.atol == pytest.approx(10 * kernel.atol)
     other = catalog.load("linear_bias_relu_unfused").resolve({"B": 64, "K": 4096, "N": 4096})
     assert unfused.rtol == pytest.approx(10 * other.rtol)
+
+
+def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
+    """--baseline torch_compile: the table says torch.compile, not the stored path of the callable."""
+    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)
+    (point,) = _points(catalog.load("rmsnorm_onepass"), "auto,torch_compile")
+    names = dict(point.names)
+    assert names[point.more[0][0]] == "torch.compile" and names["rmsnorm_unfused"] == "rmsnorm_unfused"
+    result = bench.PointResult("rmsnorm_onepass", {"R": 8}, {}, "cold", "ok", summary={
+        "median": 2e-6, "q1": 2e-6, "q3": 2e-6, "rel_stdev": 0.0}, baseline="rmsnorm_unfused", of_baseline=3.0,
+        baseline_name="rmsnorm_unfused", more_baselines=[{
+            "baseline": point.more[0][0], "baseline_name": "torch.compile", "of_baseline": 0.5,
+            "baseline_summary": {"median": 1e-6}}])
+    text = render.bench_table([result], None, None)
+    assert "3.00x faster than rmsnorm_unfused" in text and "2.00x slower than torch.compile (median 1.0 us" in text
+    assert "torch_ops.py" not in text and bench.baseline_name(point.more[0][0]) == "torch_ops.py:rms_norm_compiled"
