@@ -229,7 +229,7 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
         message += "; worst " + _shown(name, [w for w in worst if w["got"] != w["expected"]] or worst)
     if not message:
         message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed[0], worst,
-                                       scale_text if sized is not None else None, sized)
+                                       (scale_text or "scale") if sized is not None else None, sized)
     note = ""
     if defaulted and not exact and metric == "elementwise" and raw.size:
         small = scan.small / raw.size
