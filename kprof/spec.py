@@ -961,14 +961,7 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
         if pyref.looks_like(expr):
             out.append((key, python(str(expr), fld)))
             continue
-        try:
-            used = reference.names(expr)
-        except reference.ReferenceExprError as exc:
-            raise fail(fld, str(exc)) from None
-        unknown = sorted(used - known)
-        if unknown:
-            raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(known))})")
-        out.append((key, str(expr)))
+        out.append((key, _vocabulary_expr(expr, known, fld, fail)))
     missing = sorted(outputs - {k for k, _ in out})
     if missing:
         raise fail("reference", f"output '{missing[0]}' has no reference; add '{missing[0]}: <expression>' "
@@ -1025,15 +1018,20 @@ def _load_scale(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: 
             raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: {', '.join(sorted(outputs)) or 'none'})")
         if not isinstance(expr, str):
             raise fail(fld, f"{_show(expr)} must be an expression of the inputs, e.g. \"abs(A) @ abs(B)\"")
-        try:
-            used = reference.names(expr)
-        except reference.ReferenceExprError as exc:
-            raise fail(fld, str(exc)) from None
-        unknown = sorted(used - known)
-        if unknown:
-            raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(known))})")
-        out.append((str(key), expr))
+        out.append((str(key), _vocabulary_expr(expr, known, fld, fail)))
     return tuple(out)
+
+
+def _vocabulary_expr(expr: Any, known: set[str], fld: str, fail: Fail) -> str:
+    """An expression of the reference vocabulary over ``known`` names, checked now (not evaluated)."""
+    try:
+        used = reference.names(expr)
+    except reference.ReferenceExprError as exc:
+        raise fail(fld, str(exc)) from None
+    unknown = sorted(used - known)
+    if unknown:
+        raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(known))})")
+    return str(expr)
 
 
 def _tolerance_value(raw: Any, fld: str, fail: Fail, check_expr: CheckExpr) -> str:
