@@ -30,8 +30,9 @@ MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kerne
 
 def baseline_for(spec: KernelSpec, option: str) -> str | None:
     """The baseline a point is timed against: the spec's (``auto``), none, or the one named."""
-    named = {_spelling(n): b for n, b in spec.baselines}  # torch_compile, torch-compile: torch.compile
-    baseline = spec.baseline if option == "auto" else (None if option == "none" else named.get(_spelling(option), option))
+    name = named_baseline(spec, option)
+    baseline = spec.baseline if option == "auto" else None if option == "none" else \
+        dict(spec.baselines)[name] if name else option
     if baseline == CUBLAS_SGEMM and spec.baseline != CUBLAS_SGEMM:
         raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
     return baseline
@@ -165,31 +166,36 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
         extra = PointResult(point.kernel, point.sizes, point.params, point.mode, "ok", timer=point.timer, mix=point.mix)
         _baseline(extra, replace(plan, baseline=name, baseline_job=job), summary, timeout)
         _baseline_against_ceiling(extra, peak)
-        point.more_baselines.append({k: getattr(extra, k) for k in (
-            "baseline", "baseline_name", "baseline_summary", "of_baseline", "baseline_kernels", "baseline_prepare_s",
-            "baseline_framework", "baseline_flops_per_s", "baseline_bytes_per_s", "baseline_of_ceiling",
-            "math_mode")})
+        point.more_baselines.append({k: getattr(extra, k) for k in MORE_BASELINE_FIELDS})
         point.warnings.extend(extra.warnings)
     return point
 
 
+# What each further baseline (--baseline a,b) keeps: the fields a point has of its first one.
+MORE_BASELINE_FIELDS = tuple(f.name for f in fields(PointResult) if "baseline" in f.name
+                             and f.name != "more_baselines") + ("math_mode",)
+
+
 def _baseline_against_ceiling(point: PointResult, peak: dict[str, Any] | None) -> None:
-    """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling as the
-    kernel's. Above it, the warning says so: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
-    (128 MiB moved, about twice the L2) at 106% of the copy ceiling."""
+    """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling, and the
+    same plausibility notes, as the kernel's: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
+    (128 MiB moved, about twice the L2) at 106% of the copy ceiling. The L2 note is the kernel's own."""
     if not peak or not point.baseline_bytes_per_s or not point.mix:
         return
     point.baseline_of_ceiling = stats.fraction(point.baseline_bytes_per_s, ceilings.ceiling(peak, point.mix))
-    dram = ((peak.get("theoretical") or {}).get("dram_bytes_per_s"))
-    if dram and point.baseline_bytes_per_s > dram:
-        point.warnings.append(f"baseline {point.baseline_name}: {point.baseline_bytes_per_s / 1e12:.2f} TB/s is above the "
-                              f"theoretical DRAM bandwidth ({dram / 1e12:.2f} TB/s): not plausible as a DRAM rate "
-                              "(its data came partly from L2)")
-    elif point.baseline_of_ceiling and point.baseline_of_ceiling > 1:
-        point.warnings.append(f"baseline {point.baseline_name}: {point.baseline_of_ceiling:.0%} of the measured {point.mix} "
-                              "ceiling: faster than kprof peak's own stream kernels for this mix (the ceiling is "
-                              "the best of the widths and grids kprof peak tries, not a hard limit; a working set "
-                              "a few times the L2's size can be partly served by the L2)")
+    notes = ceilings.implausible(bytes_per_s=point.baseline_bytes_per_s, flops_per_s=None, peak=peak,
+                                 mode=point.mode, working_set=0, l2_bytes=None)
+    notes = notes or _above_ceiling(point.baseline_of_ceiling, point.mix)
+    point.warnings.extend(f"baseline {point.baseline_name}: {n}" for n in notes)
+
+
+def _above_ceiling(fraction: float | None, mix: str | None) -> list[str]:
+    """The note for a plausible rate above the measured ceiling of its mix (kernel or baseline)."""
+    if not fraction or fraction <= 1:
+        return []
+    return [f"{fraction:.0%} of the measured {mix} ceiling: faster than kprof peak's own stream kernels for this "
+            "mix (the ceiling is the best of the widths and grids kprof peak tries, not a hard limit: re-run kprof "
+            "peak --refresh; a working set a few times the L2's size can be partly served by the L2)"]
 
 
 def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved: Resolved, mode: str,
@@ -206,11 +212,7 @@ def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved:
     notes = ceilings.implausible(bytes_per_s=point.bytes_per_s, flops_per_s=point.flops_per_s, peak=peak, mode=mode,
                                  working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"))
     point.plausible = not notes
-    point.warnings.extend(notes)
-    if point.plausible and point.of_ceiling and point.of_ceiling > 1:
-        point.warnings.append(f"{point.of_ceiling:.0%} of the measured {point.mix} ceiling: faster than kprof peak's "
-                              "own stream kernels for this mix (re-run kprof peak --refresh; the ceiling is the "
-                              "best of the widths and grids it tries, not a hard limit)")
+    point.warnings.extend(notes or _above_ceiling(point.of_ceiling, point.mix))
 
 
 def _timed(point: PointResult, data: dict[str, Any], resolved: Resolved, rel_stdev: float) -> stats.Summary:

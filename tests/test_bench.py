@@ -352,8 +352,13 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
     assert point.more_baselines[0]["baseline_of_ceiling"] == pytest.approx(2 / 1.5)
     assert [w for w in point.warnings if "ceiling" in w] == [
         "baseline fast: 133% of the measured add ceiling: faster than kprof peak's own stream kernels for this mix "
-        "(the ceiling is the best of the widths and grids kprof peak tries, not a hard limit; a working set a few "
-        "times the L2's size can be partly served by the L2)"]
+        "(the ceiling is the best of the widths and grids kprof peak tries, not a hard limit: re-run kprof peak "
+        "--refresh; a working set a few times the L2's size can be partly served by the L2)"]
+    answers = iter([kernel, fast])  # the same baseline against a theoretical DRAM peak below its rate
+    dram = dict(peak, theoretical={"dram_bytes_per_s": 1.8 * rate})
+    point = bench.run_point(bench.PointPlan(resolved, {}, job, "fast", job), dram, timeout=10)
+    assert [w.split(" is above")[0] for w in point.warnings if "ceiling" in w or "plausible" in w] == [
+        "baseline fast: not plausible: 6.44 TB/s"]
 
 
 def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
