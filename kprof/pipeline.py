@@ -176,9 +176,9 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
 def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
     """Build the point's kernel (and baseline specs) and make their timing jobs."""
     kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)
-    first = _baseline_job(point.spec, kernel, point.baseline, point.baseline_spec, mode, arch)
+    first = _slack(_baseline_job(point.spec, kernel, point.baseline, point.baseline_spec, mode, arch))
     more = tuple((name, job) for name, other in point.more
-                 if (job := _baseline_job(point.spec, kernel, name, other, mode, arch)) is not None)
+                 if (job := _slack(_baseline_job(point.spec, kernel, name, other, mode, arch))) is not None)
     return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), point.baseline, first, more, point.names)
 
 
@@ -195,20 +195,22 @@ def _baseline_job(spec: KernelSpec, kernel: Prepared, baseline: str | None, othe
     from kprof import pyref
 
     if baseline in BASELINES:  # a library routine on the kernel's own buffers
-        return _slack(kernel.job(replace(mode, library=baseline)))
+        return kernel.job(replace(mode, library=baseline))
     if baseline and pyref.is_stored(baseline):  # a Python callable on the kernel's own buffers
         if mode.mode == "hot":
             raise UsageError(f"{spec.name}: a Python baseline is timed in cold or warm mode, not hot (a CUDA "
                              "graph cannot capture what a framework does on the host between kernels)")
-        return _slack(kernel.job(replace(mode, library=baseline)))
+        return kernel.job(replace(mode, library=baseline))
     if other is not None:  # another spec (an unfused version, say) at the same sizes
         own = {k: v for k, v in kernel.resolved.sizes.items() if k in other.size_names}
-        return _slack(prepare(other, own, arch=arch).job(mode))
+        return prepare(other, own, arch=arch).job(mode)
     return None
 
 
-def _slack(job: Job) -> Job:
-    """The job with its verdict at BASELINE_SLACK times the spec's tolerance (a dtype's default stays)."""
+def _slack(job: Job | None) -> Job | None:
+    """The baseline's job with its verdict at BASELINE_SLACK times the spec's tolerance (a dtype's default stays)."""
+    if job is None:
+        return None
     t = job.target
     return replace(job, target=replace(t, rtol=None if t.rtol is None else t.rtol * BASELINE_SLACK,
                                        atol=None if t.atol is None else t.atol * BASELINE_SLACK))

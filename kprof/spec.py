@@ -534,8 +534,13 @@ def _load_source(data: dict[str, Any], path: Path, name: str, fail: Fail) -> tup
 
 
 def input_names(args: tuple[BufferArg | ScalarArg, ...]) -> set[str]:
-    """What a Python baseline may take by name besides the sizes: the scalars and the input buffers."""
+    """What a reference, a scale or a Python baseline may name besides the sizes: the scalars and the
+    input buffers."""
     return {a.name for a in args if isinstance(a, ScalarArg) or a.role in ("in", "inout")}
+
+
+def _output_names(args: tuple[BufferArg | ScalarArg, ...]) -> set[str]:
+    return {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
 
 
 def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec:
@@ -546,11 +551,15 @@ def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec
     from kprof import pyref
 
     ref = pyref.Ref.from_stored(stored)
+    steps, launch = _python_launch(ref.func, spec.args)
     safe = re.sub(r"[^A-Za-z0-9_]", "_", label)
-    return replace(spec, name=f"{spec.name}__{safe}", python=stored, source=ref.path, entry=ref.func,
-                   steps=(Step(ref.func, tuple(a.name for a in spec.args), None),),
-                   launch=Launch(("1", "1", "1"), ("1", "1", "1")), nvcc_flags=(), twin=None, twin_defines=(),
-                   baseline=None, baselines=())
+    return replace(spec, name=f"{spec.name}__{safe}", python=stored, source=ref.path, entry=ref.func, steps=steps,
+                   launch=launch, nvcc_flags=(), twin=None, twin_defines=(), baseline=None, baselines=())
+
+
+def _python_launch(func: str, args: tuple[BufferArg | ScalarArg, ...]) -> tuple[tuple[Step, ...], Launch]:
+    """A Python operation's one step (the function over every argument), with no launch of kprof's own."""
+    return (Step(func, tuple(a.name for a in args), None),), Launch(("1", "1", "1"), ("1", "1", "1"))
 
 
 def _load_python_op(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], names: set[str], folder: Path,
@@ -572,8 +581,7 @@ def _load_python_op(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...
         ref = pyref.check(raw, folder, {a.name for a in args} | names)
     except ValueError as exc:
         raise fail("python", _cut(str(exc), 300)) from None
-    step = Step(ref.func, tuple(a.name for a in args), None)
-    return ref.stored(), ref.path, (step,), Launch(("1", "1", "1"), ("1", "1", "1"))
+    return (ref.stored(), ref.path, *_python_launch(ref.func, args))
 
 
 def _load_launches(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], fail: Fail,
@@ -935,10 +943,8 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
     FILE.py:FN`` returns a dict of every output."""
     from kprof import pyref
 
-    outputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
-    inputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("in", "inout")}
-    scalars = {a.name for a in args if isinstance(a, ScalarArg)}
-    known = inputs | scalars | known_sizes
+    outputs = _output_names(args)
+    known = input_names(args) | known_sizes
 
     def python(text: str, fld: str) -> str:
         try:
@@ -969,8 +975,8 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
     return tuple(out)
 
 
-def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[BufferArg | ScalarArg, ...] = (),
-                    known_sizes: set[str] | None = None) -> Tolerance:
+def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[BufferArg | ScalarArg, ...],
+                    known_sizes: set[str]) -> Tolerance:
     """Absent: the output dtype's default. ``1e-5``: that rtol with the dtype's atol.
     ``{rtol: 1e-6, atol: "2e-7 * sqrt(K)"}``: numbers or size expressions, either may be left out.
     ``{metric: normwise, rtol: 1e-5}``: the normwise verdict, ``max|out - ref| <= rtol * max|ref|``.
@@ -996,7 +1002,7 @@ def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[Buf
         raise fail("tolerance.scale", "the normwise metric has no scale; leave it out or use metric: elementwise")
     return Tolerance(rtol=_tolerance_value(raw["rtol"], "tolerance.rtol", fail, check_expr) if "rtol" in raw else None,
                      atol=_tolerance_value(raw["atol"], "tolerance.atol", fail, check_expr) if "atol" in raw else None,
-                     metric=metric, scale=_load_scale(raw.get("scale"), args, known_sizes or set(), fail))
+                     metric=metric, scale=_load_scale(raw.get("scale"), args, known_sizes, fail))
 
 
 def _load_scale(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: set[str],
@@ -1008,9 +1014,8 @@ def _load_scale(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: 
     if not isinstance(raw, dict) or not raw:
         raise fail("tolerance.scale", "must map outputs to expressions, e.g. {C: \"abs(A) @ abs(B)\"}: the size of "
                                       "the terms each element sums, which rtol multiplies in place of |ref|")
-    outputs = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
-    known = {a.name for a in args if isinstance(a, BufferArg) and a.role in ("in", "inout")}
-    known |= {a.name for a in args if isinstance(a, ScalarArg)} | known_sizes
+    outputs = _output_names(args)
+    known = input_names(args) | known_sizes
     out = []
     for key, expr in raw.items():
         fld = f"tolerance.scale.{key}"
