@@ -279,6 +279,16 @@ def baseline_label(baseline: str | None, asked: str | None = None) -> str:
     return asked or bench.baseline_name(baseline)
 
 
+def _baseline_notes(b: dict[str, Any]) -> list[str]:
+    """What a report says beside a baseline's time: cuBLAS's math mode, the kernels one call launched,
+    the framework its inputs came as, its compile time."""
+    notes = [b.get("math_mode") or "",
+             f"{b['baseline_kernels']} kernel(s) per call" if b.get("baseline_kernels") is not None else "",
+             f"{b['baseline_framework']} inputs" if b.get("baseline_framework") else "",
+             f"prepared (compiled) in {b['baseline_prepare_s']:.1f} s" if b.get("baseline_prepare_s") is not None else ""]
+    return [n for n in notes if n]
+
+
 def _us(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f}"
 
@@ -312,25 +322,18 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         if r.of_baseline is not None and r.baseline_summary:
             rate = (si(r.baseline_flops_per_s, "FLOP/s") if r.baseline_flops_per_s and r.flops_per_s and r.bytes_per_s
                     and r.flops and r.bytes and r.flops >= r.bytes else si(r.baseline_bytes_per_s or 0, "B/s"))
-            extra = [r.math_mode or "",
-                     f"{r.baseline_kernels} kernel(s) per call" if r.baseline_kernels is not None else "",
-                     f"{r.baseline_framework} inputs" if r.baseline_framework else "",
-                     f"prepared (compiled) in {r.baseline_prepare_s:.1f} s" if r.baseline_prepare_s is not None else ""]
             label = baseline_label(r.baseline, r.baseline_name)
             out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {label} "
                        f"median {_us(r.baseline_summary['median'])} us ({rate})"
-                       + "".join(f", {e}" for e in extra if e))
+                       + "".join(f", {e}" for e in _baseline_notes(vars(r))))
         for more in r.more_baselines:
             if more.get("of_baseline") and more.get("baseline_summary"):
                 ratio = more["of_baseline"]
                 faster = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
-                notes = [f"{more['baseline_kernels']} kernel(s) per call" if more.get("baseline_kernels") is not None else "",
-                         f"prepared in {more['baseline_prepare_s']:.1f} s" if more.get("baseline_prepare_s") is not None
-                         else ""]
                 label = baseline_label(more["baseline"], more.get("baseline_name"))
                 out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {faster} "
                            f"{label} (median {_us(more['baseline_summary']['median'])} us"
-                           + "".join(f", {n}" for n in notes if n) + ")")
+                           + "".join(f", {n}" for n in _baseline_notes(more)) + ")")
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")
         if r.message:

@@ -216,7 +216,7 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
     assert more["of_baseline"] == pytest.approx(2.0) and more["baseline_kernels"] == 3
     text = render.bench_table([result], None, None)
     assert "6.00x faster than rmsnorm_unfused" in text
-    assert "2.00x faster than mine.py:norm (median 2,000.0 us, 3 kernel(s) per call)" in text
+    assert "2.00x faster than mine.py:norm (median 2,000.0 us, 3 kernel(s) per call, torch inputs)" in text
 
 
 def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
