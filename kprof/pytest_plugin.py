@@ -44,6 +44,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     names = [t.strip() for t in tools.split(",") if t.strip()]
     config.pluginmanager.register(_Sanitizer(config, names), "kprof-sanitizer")
+    assign_worker_gpu()
+
+
+def assign_worker_gpu() -> None:
+    """In a pytest-xdist worker, give this process (and the children it starts) one GPU of the host:
+    ``CUDA_VISIBLE_DEVICES`` set from the worker's number. Nothing outside a worker."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         gpu = gpu_for_worker(worker, os.environ.get("CUDA_VISIBLE_DEVICES"), gpu_count())

@@ -19,17 +19,10 @@ def pytest_configure(config):
     use one GPU of it (gw0 the first, gw1 the second, ...), as ``--kprof-sanitize`` does for a user's
     suite: the GPU suite spreads over the host. ``KPROF_TEST_ONE_GPU=1`` keeps every worker on the
     GPUs ``CUDA_VISIBLE_DEVICES`` gives."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker or os.environ.get("KPROF_TEST_ONE_GPU") == "1":
-        return
-    from kprof.pytest_plugin import gpu_count, gpu_for_worker
+    if os.environ.get("KPROF_TEST_ONE_GPU") != "1":
+        from kprof.pytest_plugin import assign_worker_gpu
 
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    listed = [v for v in (visible or "").split(",") if v.strip()]
-    if len(listed) > 1 or (visible is None and gpu_count() > 1):
-        gpu = gpu_for_worker(worker, visible, gpu_count())
-        if gpu is not None:
-            os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+        assign_worker_gpu()
 
 
 def pytest_addoption(parser):
