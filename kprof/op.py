@@ -120,7 +120,7 @@ class Op:
         return frame
 
     def _bind(self, args: tuple[Any, ...], named: dict[str, Any]) -> dict[str, Any]:
-        names = [b.name for b in self.inputs]
+        names = self._input_names
         if len(args) > len(names):
             raise UsageError(f"{self.spec.name} takes {len(names)} input(s) ({', '.join(names)}), got {len(args)}")
         given = dict(zip(names, args))
@@ -206,7 +206,7 @@ class Op:
         return plan, device or 0
 
     def _make_plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> _Plan:
-        outs = {b.name for b in self.spec.buffers if b.role == "out"}
+        outs = set(self._out_names)
         sizes = infer_sizes(self.spec, {n: i.shape for n, i in infos.items() if n not in outs})  # inputs say the sizes
         sizes.update(fixed)
         resolved = self.spec.resolve(sizes)
