@@ -61,3 +61,17 @@ def test_an_atomic_spec_gets_ten_times_what_its_runs_needed_up_to_the_cap():
 def test_whether_a_spec_is_atomic_comes_from_its_source():
     rows = [_row("global_race_fixed", {"N": 9}, lambda r: 0.0 if r >= 5e-7 else 1e-3)]
     assert tolerances.propose(rows)["global_race_fixed"]["rtol"] == 5e-6
+
+
+def test_a_spec_judged_against_a_scale_gets_four_times_what_its_sizes_needed():
+    needs = lambda need: (lambda r: 0.0 if r >= need else 1e-3)  # noqa: E731
+    scaled = lambda name: True  # noqa: E731 - in place of the spec lookup: these names have a tolerance.scale
+    t = tolerances.propose([_row("mm", {"K": 4096}, needs(2e-7))], scaled=scaled)["mm"]
+    assert t == {"rtol": 1e-6, "atol": 0.0, "margin": 4.0, "cap": 1e-5, "sizes": 1, "failed_before": 0}
+    assert tolerances.propose([_row("mm", {"K": 4096}, needs(2e-7))])["mm"]["rtol"] == 2e-7  # no scale
+    assert tolerances.propose([_row("mm", {"K": 9}, needs(5e-6))], scaled=scaled)["mm"]["rtol"] == 1e-5  # the cap
+
+
+def test_whether_a_spec_has_a_scale_comes_from_the_spec():
+    assert tolerances.spec_has_scale("streamk_matmul") and tolerances.spec_has_scale("naive_matmul")
+    assert not tolerances.spec_has_scale("vector_add") and not tolerances.spec_has_scale("no_such_spec")
