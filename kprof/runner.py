@@ -89,10 +89,20 @@ def in_range(ws: Any, name: str) -> Any:
     return nvtx is not None, launch
 
 
+def upload_ready(ws: Any, **how: Any) -> None:
+    """The inputs uploaded (outputs poisoned) and a Python operation prepared, outside the NVTX range,
+    so that a profiler sees the launches of one call, not a compile's or an autotuner's. A ``prepare``
+    runs the operation on these buffers: they are uploaded again after it, so its results can hide
+    neither an unwritten output nor an in-place update."""
+    ws.upload(**how)
+    if ws.ready():
+        ws.upload(**how)
+
+
 def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
     has_nvtx, launch = in_range(ws, ws.target.name)
     result.data["nvtx"] = has_nvtx
-    ws.upload(poison=mode.poison)
+    upload_ready(ws, poison=mode.poison)
     result.phase("launch")
     for _ in range(max(1, mode.repeat)):  # repeat: for a profiler that times every launch
         launch()
@@ -123,7 +133,7 @@ def values_mode(ws: Any, mode: ValuesMode, result: Result) -> int:
     scrub = _scrubber(ws, mode.scrub_cubin)
     runs = []
     for alternate in values.run_plan(mode.repeats):
-        ws.upload(alternate=alternate)
+        upload_ready(ws, alternate=alternate)
         if scrub is not None:
             scrub(values.smem_pattern(alternate))
         result.phase("launch")

@@ -71,6 +71,7 @@ class Workspace:
         self.pointers: dict[str, int] = {}
         self.inputs: Arrays = {}
         self._allocate(phase)
+        self._python_calls: dict[int, Callable[[], None]] = {}  # a Python operation's call, per stream
         self.steps = self._plan_steps()
 
     # -- setup -------------------------------------------------------------------------------
@@ -130,10 +131,10 @@ class Workspace:
 
     def _python_step(self, stored: str) -> Callable[[Any], None]:
         """The operation on this workspace's buffers, its results in the output buffers (the call made
-        on each stream is prepared once, on first use)."""
+        on each stream is prepared once: by ``ready``, or on first use)."""
         from kprof import framework
 
-        made: dict[int, Callable[[], None]] = {}
+        made = self._python_calls
 
         def step(stream: Any) -> None:
             key = framework.pointer_of(stream)
@@ -142,6 +143,19 @@ class Workspace:
             made[key]()
 
         return step
+
+    def ready(self, stream: Any = 0) -> bool:
+        """A Python operation prepared for ``stream`` now (its ``prepare``: a compile, an autotuner's
+        trial launches), outside the NVTX range that a profiler selects launches by. True when a
+        ``prepare`` ran: it ran the operation on the buffers, which must then be uploaded again. A
+        kernel spec has nothing to prepare."""
+        from kprof import framework
+
+        if not self.target.python or framework.pointer_of(stream) in self._python_calls:
+            return False
+        self._python_calls[framework.pointer_of(stream)] = framework.routine(
+            self, self.target.python, stream, self.python_data, what="operation")[1]
+        return "operation_prepare_s" in self.python_data
 
     def _kernel_step(self, func: Any, st: ResolvedStep, args: list[tuple[str, Any]]) -> Callable[[Any], None]:
         def step(stream: Any) -> None:

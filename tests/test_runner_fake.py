@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -694,3 +695,48 @@ def test_a_scale_tolerance_judges_a_sum_by_the_size_of_its_terms(fake, monkeypat
     assert data["status"] == "failed" and data["checks"][0]["failing"] == 1 and "C[3, 5]" in data["checks"][0]["message"]
     values = run_job(fake, job_for(scaled, mode=ValuesMode(repeats=2)))
     assert [f["kind"] for f in values["findings"]] == ["wrong-result"]
+
+
+class _Ranges:
+    """A stand-in for the nvtx package: ranges pushed and popped, into the log the operation writes too."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def push_range(self, name, domain):
+        self.log.append(("push", name))
+
+    def pop_range(self, domain):
+        self.log.append(("pop",))
+
+
+_PREPARED_OP = ("import _kprof_log\n"
+                "def add_into(a, b, c, N):\n    _kprof_log.log.append('call')\n    {body}\n"
+                "def _prep(a, b, c, N):\n    _kprof_log.log.append('prepare')\n    c[:N] = a + b\n"
+                "add_into.prepare = _prep\n")
+
+
+def _prepared_run(numpy_framework, monkeypatch, body):
+    import types
+
+    import kprof.workspace
+
+    log = []
+    monkeypatch.setitem(sys.modules, "_kprof_log", types.SimpleNamespace(log=log))
+    monkeypatch.setattr(kprof.workspace, "nvtx_module", lambda: _Ranges(log))
+    spec = _op_spec(numpy_framework, "add_into", _PREPARED_OP.format(body=body))
+    return run_job(numpy_framework, job_for(spec, None, RunMode())), log
+
+
+def test_a_python_operation_is_prepared_outside_the_range_a_profiler_selects(numpy_framework, monkeypatch):
+    """kprof profile --baseline torch.compile: ncu profiled the compile's and the autotuner's launches (690
+    kernels for two operations) when prepare ran inside the range; one call is inside it now."""
+    data, log = _prepared_run(numpy_framework, monkeypatch, "c[:N] = a + b")
+    assert data["status"] == "ok" and data["checks"][0]["ok"], data.get("error") or data["checks"]
+    assert log == ["prepare", ("push", "op"), "call", ("pop",)]
+
+
+def test_what_a_prepare_wrote_cannot_hide_an_output_the_call_leaves_unwritten(numpy_framework, monkeypatch):
+    data, log = _prepared_run(numpy_framework, monkeypatch, "pass")
+    assert data["status"] == "failed" and not data["checks"][0]["ok"], "the buffers were uploaded again after prepare"
+    assert log[0] == "prepare"
