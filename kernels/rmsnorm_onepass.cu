@@ -14,18 +14,18 @@
 #define PER 8
 #endif
 #ifndef FIT
-#define FIT 0
+#define FIT 1
 #endif
 #define WARPS (BLOCK / 32)
 // NT: the threads that share a row. FIT 1: the launch sizes the block to the row (a multiple of 32 up
 // to BLOCK, PER elements per thread), so a short row does not leave most of a 1,024-thread block idle;
 // FIT 0: BLOCK, the same code as before FIT existed.
-#if FIT
-#define NT ((int)blockDim.x)
-#else
-#define NT BLOCK
-#endif
+// The row's code is a template on the block: NTT = BLOCK, a constant the loops are unrolled and
+// strided with; NTT = 0, the launched block (FIT 1 and a block smaller than BLOCK). A FIT 1 launch
+// with a full block runs the same code as FIT 0.
+#define NT (NTT ? NTT : (int)blockDim.x)
 
+template <int NTT>
 __device__ float block_sum(float v, float* shared) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -36,13 +36,9 @@ __device__ float block_sum(float v, float* shared) {
     return v;
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float* __restrict__ x,
-                                                                   const float* __restrict__ w,
-                                                                   float* __restrict__ y, int rows,
-                                                                   int cols, float eps) {
-    __shared__ float shared[WARPS];
-    const int row = blockIdx.x;
-    if (row >= rows) return;
+template <int NTT>
+__device__ __forceinline__ void rmsnorm_row(const float* __restrict__ x, const float* __restrict__ w,
+                                            float* __restrict__ y, int row, int cols, float eps, float* shared) {
     const float* xr = x + (size_t)row * cols;
     float* yr = y + (size_t)row * cols;
     float ss = 0.0f;
@@ -61,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
             v[j] = c < cols4 ? x4[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
         }
-        const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
+        const float scale = rsqrtf(block_sum<NTT>(ss, shared) / cols + eps);
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
             const int c = threadIdx.x + j * NT;
@@ -81,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
             v[j] = c < cols ? xr[c] : 0.0f;
             ss += v[j] * v[j];
         }
-        const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
+        const float scale = rsqrtf(block_sum<NTT>(ss, shared) / cols + eps);
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
             const int c = threadIdx.x + j * NT;
@@ -89,7 +85,23 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
         }
     } else {
         for (int c = threadIdx.x; c < cols; c += NT) ss += xr[c] * xr[c];
-        const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
+        const float scale = rsqrtf(block_sum<NTT>(ss, shared) / cols + eps);
         for (int c = threadIdx.x; c < cols; c += NT) yr[c] = xr[c] * scale * w[c];
     }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float* __restrict__ x,
+                                                                   const float* __restrict__ w,
+                                                                   float* __restrict__ y, int rows,
+                                                                   int cols, float eps) {
+    __shared__ float shared[WARPS];
+    const int row = blockIdx.x;
+    if (row >= rows) return;
+#if FIT
+    if (blockDim.x != BLOCK) {
+        rmsnorm_row<0>(x, w, y, row, cols, eps, shared);
+        return;
+    }
+#endif
+    rmsnorm_row<BLOCK>(x, w, y, row, cols, eps, shared);
 }

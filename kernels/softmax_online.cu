@@ -17,17 +17,16 @@
 #define PER 8
 #endif
 #ifndef FIT
-#define FIT 0
+#define FIT 1
 #endif
 #define WARPS (BLOCK / 32)
 // NT: the threads that share a row. FIT 1: the launch sizes the block to the row (a multiple of 32 up
 // to BLOCK, PER elements per thread), so a short row does not leave most of a 1,024-thread block idle;
 // FIT 0: BLOCK, the same code as before FIT existed.
-#if FIT
-#define NT ((int)blockDim.x)
-#else
-#define NT BLOCK
-#endif
+// The row's code is a template on the block: NTT = BLOCK, a constant the loops are unrolled and
+// strided with; NTT = 0, the launched block (FIT 1 and a block smaller than BLOCK). A FIT 1 launch
+// with a full block runs the same code as FIT 0.
+#define NT (NTT ? NTT : (int)blockDim.x)
 
 struct MS { float m, s; };
 
@@ -42,6 +41,7 @@ __device__ __forceinline__ MS push(MS a, float x) {
     return {m, a.s * __expf(a.m - m) + __expf(x - m)};
 }
 
+template <int NTT>
 __device__ MS block_merge(MS v, MS* shared) {
     for (int o = 16; o > 0; o >>= 1) {
         MS other = {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
@@ -58,11 +58,9 @@ __device__ MS block_merge(MS v, MS* shared) {
     return v;
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* __restrict__ x,
-                                                                  float* __restrict__ y, int rows, int cols) {
-    __shared__ MS shared[WARPS];
-    const int row = blockIdx.x;
-    if (row >= rows) return;
+template <int NTT>
+__device__ __forceinline__ void softmax_row(const float* __restrict__ x, float* __restrict__ y, int row, int cols,
+                                            MS* shared) {
     const float* xr = x + (size_t)row * cols;
     float* yr = y + (size_t)row * cols;
     MS acc = {-INFINITY, 0.0f};
@@ -90,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
             }
             s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
         }
-        acc = block_merge(MS{m, s}, shared);
+        acc = block_merge<NTT>(MS{m, s}, shared);
         const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
@@ -115,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
             v[j] = m == -INFINITY ? 0.0f : __expf(v[j] - m);  // 0 for the padding past the row
             s += v[j];
         }
-        acc = block_merge(MS{m, s}, shared);
+        acc = block_merge<NTT>(MS{m, s}, shared);
         const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
@@ -124,8 +122,22 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* 
         }
     } else {
         for (int c = threadIdx.x; c < cols; c += NT) acc = push(acc, xr[c]);
-        acc = block_merge(acc, shared);
+        acc = block_merge<NTT>(acc, shared);
         const float inv = 1.0f / acc.s;
         for (int c = threadIdx.x; c < cols; c += NT) yr[c] = __expf(xr[c] - acc.m) * inv;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* __restrict__ x,
+                                                                  float* __restrict__ y, int rows, int cols) {
+    __shared__ MS shared[WARPS];
+    const int row = blockIdx.x;
+    if (row >= rows) return;
+#if FIT
+    if (blockDim.x != BLOCK) {
+        softmax_row<0>(x, y, row, cols, shared);
+        return;
+    }
+#endif
+    softmax_row<BLOCK>(x, y, row, cols, shared);
 }

@@ -382,11 +382,11 @@ def test_the_swept_variants_resolve_without_a_gpu(name, params):
 
 @pytest.mark.parametrize("name", ["rmsnorm_onepass", "softmax_online"])
 def test_fit_sizes_the_block_to_the_row(name):
-    """FIT 1: a multiple of 32 threads up to BLOCK, PER elements each, enough for the row (the one-read
-    path); FIT 0, the default: BLOCK threads at every row length, as before FIT existed."""
+    """FIT 1, the default: a multiple of 32 threads up to BLOCK, PER elements each, enough for the row
+    (the one-read path); FIT 0: BLOCK threads at every row length, as before FIT existed."""
     from kprof import catalog, pipeline
 
     spec = catalog.load(name)
     for cols, fitted in [(1, 32), (31, 32), (300, 64), (1024, 128), (4096, 512), (4099, 544), (8192, 1024), (65536, 1024)]:
-        assert pipeline.resolve(spec, {"R": 3, "C": cols}, params={"FIT": "1"}).block == (fitted, 1, 1)
-        assert pipeline.resolve(spec, {"R": 3, "C": cols}).block == (1024, 1, 1)
+        assert pipeline.resolve(spec, {"R": 3, "C": cols}).block == (fitted, 1, 1)
+        assert pipeline.resolve(spec, {"R": 3, "C": cols}, params={"FIT": "0"}).block == (1024, 1, 1)

@@ -29,15 +29,19 @@ def _inputs_and_expected(name):
             values = verify.decode(b.arg.dtype, inputs[b.arg.name])
             env[b.arg.name] = values.astype(np.int64 if values.dtype.kind in "iu" else np.float64)
     expected = {k: reference.evaluate(e, env) for k, e in spec.reference if not pyref.is_stored(e)}
-    return spec, resolved, inputs, expected
+    scales = {k: (e, reference.evaluate(e, env)) for k, e in spec.tolerance.scale}  # a matmul's abs(A) @ abs(B)
+    return spec, resolved, inputs, (expected, scales)
 
 
-def _check(spec, resolved, outputs, expected):
+def _check(spec, resolved, outputs, reference_and_scales):
+    """The spec's verdict, its tolerance.scale included: kprof run's, on what the framework got back."""
+    expected, scales = reference_and_scales
     for b in resolved.buffers:
         if b.arg.name in expected and b.arg.name in outputs:
             got = verify.decode(b.arg.dtype, outputs[b.arg.name])
+            text, scale = scales.get(b.arg.name, (None, None))
             check = verify.compare(b.arg.name, got, expected[b.arg.name], resolved.rtol, atol=resolved.atol,
-                                   metric=resolved.metric, dtype=b.arg.dtype)
+                                   metric=resolved.metric, dtype=b.arg.dtype, scale=scale, scale_text=text)
             assert check.ok, (spec.name, check.message)
 
 
@@ -67,7 +71,7 @@ def _framework(name, spec):
 def test_every_kernel_from_a_framework_matches_its_reference(name, framework):
     spec, resolved, inputs, expected = _inputs_and_expected(name)
     to_gpu, to_host, synchronize = _framework(framework, spec)
-    if not expected:
+    if not expected[0]:
         pytest.skip(f"{name}: a Python reference")
     op = kprof.load(name)
     result = op(*[to_gpu(inputs[b.name], b.dtype) for b in op.inputs])

@@ -81,7 +81,8 @@ def test_sizes_come_from_shapes_outputs_are_allocated_and_the_launch_is_the_spec
     y = rms(x, w)
     assert isinstance(y, FakeTensor) and y.shape == (6, 300) and y.dtype == "float32" and fake.allocated == [y]
     ((func, grid, block, smem, args, stream),) = launches
-    assert (func, grid, block, smem, stream) == ("func:rmsnorm_onepass", (6, 1, 1), (1024, 1, 1), 0, 7)
+    # the block sized to the 300-element row (FIT 1): 64 threads of 8 elements
+    assert (func, grid, block, smem, stream) == ("func:rmsnorm_onepass", (6, 1, 1), (64, 1, 1), 0, 7)
     assert args[:3] == [("ptr", x.ptr), ("ptr", w.ptr), ("ptr", y.ptr)]
     assert args[3:5] == [("int32", 6), ("int32", 300)] and args[5][0] == "float32"
     rms(FakeTensor((6, 300)), FakeTensor((300,)))
@@ -186,7 +187,7 @@ def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
 
     monkeypatch.setattr(build, "build", fake_build)
     rms = api.load("rmsnorm_onepass", arch="sm_90", BLOCK=256)
-    assert seen == {"defines": {"BLOCK": "256", "PER": "8", "VEC": "0", "FIT": "0"}, "arch": "sm_90"}
+    assert seen == {"defines": {"BLOCK": "256", "PER": "8", "VEC": "0", "FIT": "1"}, "arch": "sm_90"}
     assert repr(rms) == "<kprof op rmsnorm_onepass(x, w) -> y>"
     with pytest.raises(UsageError, match="unknown parameter 'TILE'"):
         api.load("rmsnorm_onepass", TILE=4)
