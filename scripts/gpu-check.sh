@@ -104,7 +104,8 @@ has() { [[ "+$WHAT+" == *"+$1+"* ]]; }
 
 {
     date -u +"%Y-%m-%dT%H:%M:%SZ"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+    # the GPUs this run may use: CUDA_VISIBLE_DEVICES's indices or UUIDs, every GPU without it
+    nvidia-smi ${CUDA_VISIBLE_DEVICES:+-i "$CUDA_VISIBLE_DEVICES"} --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
     echo "${KPROF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}${KPROF_DIRTY:+ (uncommitted changes: $KPROF_DIRTY)}"
     python3 --version
 } >"$LOGS/env.txt" 2>&1

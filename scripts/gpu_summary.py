@@ -18,9 +18,11 @@ def main(logs: Path) -> int:
     what = os.environ.get("GPU_CHECK_WHAT", "tests")
     print("# GPU check")
     print()
+    # env.txt: the date, one line per GPU (nvidia-smi), the commit, the Python version
+    gpus = "; ".join(env[1:-2]) if len(env) > 3 else "?"
     print(f"- date: {env[0] if env else '?'}")
-    print(f"- GPU, driver, memory, max SM clock: {env[1] if len(env) > 1 else '?'}")
-    print(f"- commit: {env[2] if len(env) > 2 else '?'}; {env[3] if len(env) > 3 else ''}")
+    print(f"- GPU, driver, memory, max SM clock: {gpus}")
+    print(f"- commit: {env[-2] if len(env) > 3 else '?'}; {env[-1] if len(env) > 3 else ''}")
     print(f"- command: `KPROF_COMMIT=... OUT=$OUT bash scripts/gpu-check.sh {what}`")
     for name in ("pytest", "verify", "recheck"):
         log = logs / f"{name}.txt"
