@@ -262,15 +262,50 @@ def _scale_for(name: str, scale: Any, raw: Any) -> Any:
 
 
 CHUNK = 1 << 22  # elements per pass of the verdict: float64 temporaries of 32 MiB, not of the whole output
+SCAN_THREADS = 8  # chunks judged at once (NumPy releases the GIL): a 1 GiB output in seconds, not a minute
+
+
+def scan_threads(chunks: int) -> int:
+    """Threads for a verdict over ``chunks`` chunks: up to SCAN_THREADS and the CPUs this process may
+    use (``KPROF_VERDICT_THREADS`` overrides; 1 judges one chunk at a time)."""
+    import os
+
+    wanted = os.environ.get("KPROF_VERDICT_THREADS", "")
+    cap = int(wanted) if wanted.isdigit() and int(wanted) > 0 else SCAN_THREADS
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cap, cpus, chunks))
 
 
 class _Scan:
     """One pass over an output and its reference, a chunk at a time, gathering everything the
     verdict needs: non-finite values, the largest errors, the elements outside the tolerance, the
-    worst few, the frontier. A 1 GiB output needs no 8 GiB float64 copies."""
+    worst few, the frontier. A 1 GiB output needs no 8 GiB float64 copies. Chunks are judged on
+    several threads, each into its own partial scan, and merged in order: the result is the same
+    whatever the number of threads (tests/test_verify.py)."""
 
     def __init__(self, raw: Any, ref: Any, rtol: float, atol: float, poison: Any, metric: str, *,
                  frontier: bool, scale: Any = None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._reset(frontier)
+        self.rtol, self.atol, self.poison, self.metric = rtol, atol, poison, metric
+        # rtol = atol = 0 on floats: a chunk equal to its reference passes with nothing to find
+        self.exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and poison is None and not frontier
+        self.flat_raw = raw.reshape(-1)
+        self.flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else None  # a broadcast reference: read through .flat
+        self.ref = ref
+        self.flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale)
+        chunks = [(start, min(start + CHUNK, raw.size)) for start in range(0, raw.size, CHUNK)]
+        threads = scan_threads(len(chunks))
+        if threads == 1:
+            parts: Any = (self._chunk(start, stop) for start, stop in chunks)
+            self._merge_all(parts)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                self._merge_all(pool.map(lambda c: self._chunk(*c), chunks))
+        del self.flat_raw, self.flat_ref, self.ref, self.flat_scale  # the arrays stay the caller's
+
+    def _reset(self, frontier: bool) -> None:
         import numpy as np
 
         self.nonfinite = self.poisoned = self.differ = self.failing = self.small = 0
@@ -282,58 +317,87 @@ class _Scan:
         self.max_ratio = 0.0  # max (|out - ref| - atol) / |ref| over the elements off by more than atol
         self.frontier = [-np.inf] * len(FRONTIER_RTOLS) if frontier else []
         self.candidates: list[tuple[float, int]] = []  # (-excess, flat index): the worst of each chunk
-        # rtol = atol = 0 on floats: a chunk equal to its reference passes with nothing to find
-        exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and poison is None and not frontier
-        flat_raw = raw.reshape(-1)
-        flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else None  # a broadcast reference is read through .flat
-        flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale)
-        for start in range(0, raw.size, CHUNK):
-            stop = min(start + CHUNK, raw.size)
-            r = flat_raw[start:stop]
-            e = (flat_ref[start:stop] if flat_ref is not None else ref.flat[start:stop]).astype(np.float64)
-            if not np.isfinite(e).all():
+
+    def _merge_all(self, parts: Any) -> None:
+        """The partial scans, in chunk order, into this one, as one pass over the chunks would have
+        gathered them: after a non-finite reference nothing counts; after the first non-finite output
+        element only the non-finite values are counted."""
+        for part in parts:
+            if self.ref_nonfinite:
+                continue  # drain the rest: the verdict is the reference's own NaN or Inf
+            if part.ref_nonfinite:
                 self.ref_nonfinite = True
-                return
-            if exact_bound and not self.nonfinite and e.size and np.array_equal(r, e):
-                self._all_equal(e, start)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
                 continue
-            g = r.astype(np.float64)
-            if poison is not None:
-                self.poisoned += int((r == poison).sum())
-            bad = ~np.isfinite(g)
-            count = int(bad.sum())
-            if count:
+            self.poisoned += part.poisoned
+            if part.nonfinite:
                 if self.nonfinite == 0:
-                    self.first_nonfinite = start + int(np.argmax(bad))
-                self.nonfinite += count
+                    self.first_nonfinite = part.first_nonfinite
+                self.nonfinite += part.nonfinite
             if self.nonfinite:
                 continue  # the verdict is the non-finite values: only count them from here on
-            diff = np.abs(g - e)
-            mag = np.abs(e) if flat_scale is None else np.abs(
-                flat_scale[start:stop] if flat_scale.ndim == 1 else flat_scale.flat[start:stop])
-            if flat_scale is not None and diff.size:
-                self.scale = max(self.scale, float(np.abs(e).max()))  # rel_err stays of |ref|
-            if diff.size:
-                self.max_abs = max(self.max_abs, float(diff.max()))
-                if flat_scale is None:
-                    self.scale = max(self.scale, float(mag.max()))
-            if metric == "exact":
-                self.differ += int((diff != 0).sum())
-            elementwise = metric == "elementwise"
-            excess = diff - rtol * mag - atol if elementwise else diff  # the worst: beyond the bound, or largest
-            if elementwise and excess.size:
-                self.small += int((mag < atol).sum())
-                self.failing += int((excess > 0).sum())
-                self.max_excess = max(self.max_excess, float(excess.max()))
-                over = diff > atol
-                if over.any():
-                    if (mag[over] == 0).any():
-                        self.zero_ref_over = True
-                    else:
-                        self.max_ratio = max(self.max_ratio, float(((diff[over] - atol) / mag[over]).max()))
-            for i, r_ in enumerate(FRONTIER_RTOLS if self.frontier else ()):
-                self.frontier[i] = max(self.frontier[i], float((diff - r_ * mag).max()))
-            self._keep_worst(excess, start)
+            self.max_abs = max(self.max_abs, part.max_abs)
+            self.scale = max(self.scale, part.scale)
+            self.differ += part.differ
+            self.small += part.small
+            self.failing += part.failing
+            self.max_excess = max(self.max_excess, part.max_excess)
+            self.zero_ref_over = self.zero_ref_over or part.zero_ref_over
+            self.max_ratio = max(self.max_ratio, part.max_ratio)
+            self.frontier = [max(a, b) for a, b in zip(self.frontier, part.frontier)]
+            self.candidates = sorted(self.candidates + part.candidates)[:WORST_SHOWN]
+
+    def _chunk(self, start: int, stop: int) -> _Scan:
+        """Elements ``start`` to ``stop``, judged into a partial scan of their own."""
+        import numpy as np
+
+        part = _Scan.__new__(_Scan)
+        part._reset(bool(self.frontier))
+        rtol, atol, metric = self.rtol, self.atol, self.metric
+        r = self.flat_raw[start:stop]
+        e = (self.flat_ref[start:stop] if self.flat_ref is not None else self.ref.flat[start:stop]).astype(np.float64)
+        if not np.isfinite(e).all():
+            part.ref_nonfinite = True
+            return part
+        if self.exact_bound and e.size and np.array_equal(r, e):
+            part._all_equal(e, start)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
+            return part
+        g = r.astype(np.float64)
+        if self.poison is not None:
+            part.poisoned += int((r == self.poison).sum())
+        bad = ~np.isfinite(g)
+        count = int(bad.sum())
+        if count:
+            part.first_nonfinite = start + int(np.argmax(bad))
+            part.nonfinite = count
+            return part  # the verdict is the non-finite values: nothing else of this chunk counts
+        flat_scale = self.flat_scale
+        diff = np.abs(g - e)
+        mag = np.abs(e) if flat_scale is None else np.abs(
+            flat_scale[start:stop] if flat_scale.ndim == 1 else flat_scale.flat[start:stop])
+        if flat_scale is not None and diff.size:
+            part.scale = float(np.abs(e).max())  # rel_err stays of |ref|
+        if diff.size:
+            part.max_abs = float(diff.max())
+            if flat_scale is None:
+                part.scale = float(mag.max())
+        if metric == "exact":
+            part.differ = int((diff != 0).sum())
+        elementwise = metric == "elementwise"
+        excess = diff - rtol * mag - atol if elementwise else diff  # the worst: beyond the bound, or largest
+        if elementwise and excess.size:
+            part.small = int((mag < atol).sum())
+            part.failing = int((excess > 0).sum())
+            part.max_excess = float(excess.max())
+            over = diff > atol
+            if over.any():
+                if (mag[over] == 0).any():
+                    part.zero_ref_over = True
+                else:
+                    part.max_ratio = float(((diff[over] - atol) / mag[over]).max())
+        for i, r_ in enumerate(FRONTIER_RTOLS if part.frontier else ()):
+            part.frontier[i] = float((diff - r_ * mag).max())
+        part._keep_worst(excess, start)
+        return part
 
     def _all_equal(self, e: Any, start: int) -> None:
         """What the full scan gathers from a chunk equal to its (finite) reference at rtol = atol = 0: no

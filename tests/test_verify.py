@@ -228,10 +228,18 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
              (bad, ref, {"rtol": 1e-5, "metric": "normwise"}), (nan, ref, {}), (poisoned, ints, {"poison_value": -7}),
              (wrong, ints, {}), (got, np.float64(0.5), {"rtol": 1e-3}), (off, zero, {"rtol": 1e-5, "atol": 1e-6}),
              ((ref * 1e-7).astype(np.float32), ref * 1e-7, {})]
+    inf_ref = ref.copy()
+    inf_ref.flat[-3] = np.inf
+    late_nan = bad.copy()
+    late_nan.flat[-2] = np.nan  # a non-finite value in a late chunk, failing elements in the earlier ones
+    cases += [(got, inf_ref, {}), (late_nan, ref, {"rtol": 1e-5, "poison_value": np.float32(np.nan)})]
+    monkeypatch.setenv("KPROF_VERDICT_THREADS", "1")
     whole = [repr(verify.compare("y", g, e, **kw)) for g, e, kw in cases]
     for chunk in (7, 1000):
-        monkeypatch.setattr(verify, "CHUNK", chunk)
-        assert [repr(verify.compare("y", g, e, **kw)) for g, e, kw in cases] == whole
+        for threads in ("1", "4"):  # chunks judged on several threads, merged in order: the same verdict
+            monkeypatch.setattr(verify, "CHUNK", chunk)
+            monkeypatch.setenv("KPROF_VERDICT_THREADS", threads)
+            assert [repr(verify.compare("y", g, e, **kw)) for g, e, kw in cases] == whole, (chunk, threads)
     # ties (all the exact zeros) are shown from the lowest index: the same elements in every run
     worst = verify.compare("y", off, zero, rtol=1e-5, atol=1e-6).worst
     assert [w["index"] for w in worst] == [[int(i) for i in np.unravel_index(f, shape)] for f in range(5)]
@@ -249,11 +257,13 @@ def test_a_failing_verdict_says_how_far_off_and_names_only_failing_elements():
     assert "C[1]" not in check.message and "C[2]" not in check.message
 
 
+@pytest.mark.parametrize("threads", ["1", "3"])
 @pytest.mark.parametrize("chunk", [7, 64, 1 << 22])
-def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chunk):
+def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chunk, threads):
     """At rtol = atol = 0 a chunk equal to its reference is taken in one comparison (kprof peak checks
     1 GiB outputs this way); every field of the verdict is what the full scan gives."""
     monkeypatch.setattr(verify, "CHUNK", chunk)
+    monkeypatch.setenv("KPROF_VERDICT_THREADS", threads)
     rng = np.random.default_rng(2)
     ref = rng.normal(0, 3, 1000).astype(np.float32).astype(np.float64)
     same = ref.astype(np.float32)
@@ -298,6 +308,7 @@ def test_a_scale_bound_is_the_same_in_chunks_and_refuses_a_shape_that_does_not_f
     got[7, 7] += 0.05
     whole = repr(verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)", frontier=True))
     monkeypatch.setattr(verify, "CHUNK", 11)
+    monkeypatch.setenv("KPROF_VERDICT_THREADS", "4")
     assert repr(verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)",
                                frontier=True)) == whole
     check = verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)")
@@ -307,3 +318,13 @@ def test_a_scale_bound_is_the_same_in_chunks_and_refuses_a_shape_that_does_not_f
 
     with pytest.raises(UsageError, match=r"tolerance.scale of C: shape \(3,\) does not broadcast"):
         verify.compare("C", got, ref, 1e-6, scale=np.ones(3))
+
+
+def test_the_verdicts_threads_are_capped_by_the_cpus_and_the_chunks(monkeypatch):
+    monkeypatch.delenv("KPROF_VERDICT_THREADS", raising=False)
+    assert verify.scan_threads(1) == 1, "one chunk: no pool"
+    assert 1 <= verify.scan_threads(1000) <= verify.SCAN_THREADS
+    monkeypatch.setenv("KPROF_VERDICT_THREADS", "1")
+    assert verify.scan_threads(1000) == 1
+    monkeypatch.setenv("KPROF_VERDICT_THREADS", "zero")
+    assert verify.scan_threads(1000) == verify.scan_threads(1000 * 1000), "an unreadable value: the default"
