@@ -100,6 +100,7 @@ class Torch(Framework):
 
     def __init__(self) -> None:
         self._dtypes: dict[Any, str | None] = {}  # torch.float32 -> "float32"
+        self._torch_dtypes: dict[str, Any] = {}  # "float32" -> torch.float32
         self._raw_stream: Any = None  # torch._C._cuda_getCurrentRawStream, where this torch has it
 
     def matches(self, obj: Any) -> bool:
@@ -117,9 +118,11 @@ class Torch(Framework):
         return int(obj.data_ptr())
 
     def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
-        import torch
+        kind = self._torch_dtypes.get(dtype)
+        if kind is None:  # once per dtype: a call allocating its output pays only for new_empty
+            import torch
 
-        kind = getattr(torch, dtype)
+            kind = self._torch_dtypes[dtype] = getattr(torch, dtype)
         return like.new_zeros(shape, dtype=kind) if zero else like.new_empty(shape, dtype=kind)
 
     def stream(self, like: Any) -> int:
