@@ -183,10 +183,12 @@ if has measure; then
             json "table/$r-streamk_matmul" $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "$T:mm"
         done
     fi
-    if on profile-frameworks; then  # ncu on the fused row kernels and on what torch.compile launches for them (docs/fused.md)
-        json profile-frameworks-8192 $KPROF profile rmsnorm_onepass softmax_online --baseline torch.compile
+    if on profile-frameworks; then  # ncu on the fused kernels and on what the framework launches for them (docs/fused.md)
+        json profile-frameworks-8192 $KPROF profile rmsnorm_onepass softmax_online rmsnorm_bf16 --baseline torch.compile
         json profile-frameworks-1024 $KPROF profile rmsnorm_onepass softmax_online --size R=4096 C=1024 \
             --param FIT=1 VEC=1 --baseline torch.compile
+        # the fused linear layer where cuBLAS is faster (batch 64, hidden 4096), beside cuBLASLt's epilogue
+        json profile-frameworks-linear $KPROF profile linear_bias_relu --size B=64 K=4096 N=4096 --baseline cublaslt
     fi
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
 fi
