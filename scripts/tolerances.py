@@ -92,18 +92,28 @@ def _atomic(spec: Any) -> bool:
     return "atomicAdd" in spec.source.read_text()
 
 
-def spec_is_atomic(name: str) -> bool:
-    """Whether the shipped spec ``name`` (a case's ``NAME_fixed`` too) adds with atomicAdd, from its
-    source; False for a name kprof does not ship."""
+def _base(name: str) -> str:
+    """The shipped spec a measured name belongs to: a case's fixed twin (``NAME_fixed``) is NAME's."""
+    return name[: -len("_fixed")] if name.endswith("_fixed") else name
+
+
+def _shipped(name: str) -> Any:
+    """The shipped spec ``name`` (a case's ``NAME_fixed``: its twin), or None for a name kprof does not ship."""
     from kprof import catalog
     from kprof.errors import KprofError
 
-    base = name[: -len("_fixed")] if name.endswith("_fixed") else name
+    base = _base(name)
     try:
         spec = catalog.load(base)
-        return _atomic(spec.twin_spec() if base != name else spec)
+        return spec.twin_spec() if base != name else spec
     except (KprofError, OSError):
-        return False
+        return None
+
+
+def spec_is_atomic(name: str) -> bool:
+    """Whether the shipped spec ``name`` adds with atomicAdd, from its source."""
+    spec = _shipped(name)
+    return spec is not None and _atomic(spec)
 
 
 def _round_up(x: float) -> float:
@@ -115,16 +125,9 @@ def _round_up(x: float) -> float:
 
 
 def spec_has_scale(name: str) -> bool:
-    """Whether the shipped spec ``name`` (a case's ``NAME_fixed`` too) judges an output against a
-    ``tolerance.scale``; False for a name kprof does not ship."""
-    from kprof import catalog
-    from kprof.errors import KprofError
-
-    base = name[: -len("_fixed")] if name.endswith("_fixed") else name
-    try:
-        return bool(catalog.load(base).tolerance.scale)
-    except (KprofError, OSError):
-        return False
+    """Whether the shipped spec ``name`` judges an output against a ``tolerance.scale``."""
+    spec = _shipped(name)
+    return spec is not None and bool(spec.tolerance.scale)
 
 
 def _margin(name: str, atomic: Callable[[str], bool], scaled: Callable[[str], bool]) -> float:
@@ -201,7 +204,7 @@ def apply(proposals: dict[str, dict[str, Any]]) -> None:
     for name, t in proposals.items():
         if t.get("exact"):
             continue
-        base = name[: -len("_fixed")] if name.endswith("_fixed") else name
+        base = _base(name)
         path = catalog.find(base)
         text = path.read_text()
         why = ("the tightest that passes on the H200" if not t.get("margin")
