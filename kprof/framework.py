@@ -256,6 +256,12 @@ def pointer_of(stream: Any) -> int:
         return int(stream.getPtr())
 
 
+def prepared(data: dict[str, Any]) -> bool:
+    """Whether ``routine`` ran a callable's ``prepare`` (into ``data``, which then holds its time): it
+    ran the operation on the workspace's buffers, which must be uploaded again before a verdict."""
+    return any(key.endswith("_prepare_s") for key in data)
+
+
 def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
             what: str = "baseline") -> tuple[Callable[[], None], Callable[[], None]]:
     """(call, first) over ``ws``, the child's workspace: ``call`` runs the callable once on kprof's

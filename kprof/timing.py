@@ -22,11 +22,13 @@ if TYPE_CHECKING:
 
 
 def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
+    from kprof import framework
+
     stream = ws.dev.stream()
     ws.upload()
     run_once, first = _routine(ws, mode, stream, result.data)
-    if any(key.endswith("_prepare_s") for key in result.data):  # a prepare ran the operation on the buffers:
-        ws.upload()  # uploaded again, so its results hide neither an unwritten output nor an in-place update
+    if framework.prepared(result.data):  # uploaded again, so what its prepare wrote hides neither an
+        ws.upload()  # unwritten output nor an in-place update
     # A wrong kernel is never timed.
     first()
     ws.dev.stream_synchronize(stream)

@@ -121,7 +121,7 @@ class Workspace:
         """One callable(stream) per launch, in order; arguments packed once."""
         out: list[Callable[[Any], None]] = []
         if self.target.python:
-            return [self._python_step(self.target.python)]
+            return [self._python_step()]
         for st in self.target.steps:
             if st.entry == CUBLAS_SGEMM:
                 out.append(self._sgemm_step(st.args))
@@ -129,18 +129,14 @@ class Workspace:
             out.append(self._kernel_step(self.functions[st.entry], st, [self._packed(name) for name in st.args]))
         return out
 
-    def _python_step(self, stored: str) -> Callable[[Any], None]:
+    def _python_step(self) -> Callable[[Any], None]:
         """The operation on this workspace's buffers, its results in the output buffers (the call made
         on each stream is prepared once: by ``ready``, or on first use)."""
         from kprof import framework
 
-        made = self._python_calls
-
         def step(stream: Any) -> None:
-            key = framework.pointer_of(stream)
-            if key not in made:
-                made[key] = framework.routine(self, stored, stream, self.python_data, what="operation")[1]
-            made[key]()
+            self.ready(stream)
+            self._python_calls[framework.pointer_of(stream)]()
 
         return step
 
@@ -151,11 +147,13 @@ class Workspace:
         kernel spec has nothing to prepare."""
         from kprof import framework
 
-        if not self.target.python or framework.pointer_of(stream) in self._python_calls:
+        key = framework.pointer_of(stream)
+        if not self.target.python or key in self._python_calls:
             return False
-        self._python_calls[framework.pointer_of(stream)] = framework.routine(
-            self, self.target.python, stream, self.python_data, what="operation")[1]
-        return "operation_prepare_s" in self.python_data
+        data: dict[str, Any] = {}
+        self._python_calls[key] = framework.routine(self, self.target.python, stream, data, what="operation")[1]
+        self.python_data.update(data)
+        return framework.prepared(data)
 
     def _kernel_step(self, func: Any, st: ResolvedStep, args: list[tuple[str, Any]]) -> Callable[[Any], None]:
         def step(stream: Any) -> None:
