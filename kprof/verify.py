@@ -291,19 +291,25 @@ class _Scan:
         self.rtol, self.atol, self.poison, self.metric = rtol, atol, poison, metric
         # rtol = atol = 0 on floats: a chunk equal to its reference passes with nothing to find
         self.exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and poison is None and not frontier
-        self.flat_raw = raw.reshape(-1)
-        self.flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else None  # a broadcast reference: read through .flat
-        self.ref = ref
-        self.flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale)
+        flat_raw = raw.reshape(-1)
+        flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else ref.flat  # a broadcast reference: through .flat
+        flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale.flat)
+
+        def chunk(bounds: tuple[int, int]) -> _Scan:
+            start, stop = bounds
+            part = _Scan.__new__(_Scan)
+            part._reset(frontier)
+            part._judge(self, flat_raw[start:stop], flat_ref[start:stop],
+                        None if flat_scale is None else flat_scale[start:stop], start)
+            return part
+
         chunks = [(start, min(start + CHUNK, raw.size)) for start in range(0, raw.size, CHUNK)]
         threads = scan_threads(len(chunks))
         if threads == 1:
-            parts: Any = (self._chunk(start, stop) for start, stop in chunks)
-            self._merge_all(parts)
+            self._merge_all(map(chunk, chunks))
         else:
             with ThreadPoolExecutor(threads) as pool:
-                self._merge_all(pool.map(lambda c: self._chunk(*c), chunks))
-        del self.flat_raw, self.flat_ref, self.ref, self.flat_scale  # the arrays stay the caller's
+                self._merge_all(pool.map(chunk, chunks))
 
     def _reset(self, frontier: bool) -> None:
         import numpy as np
@@ -346,70 +352,60 @@ class _Scan:
             self.frontier = [max(a, b) for a, b in zip(self.frontier, part.frontier)]
             self.candidates = sorted(self.candidates + part.candidates)[:WORST_SHOWN]
 
-    def _chunk(self, start: int, stop: int) -> _Scan:
-        """Elements ``start`` to ``stop``, judged into a partial scan of their own."""
+    def _judge(self, how: _Scan, r: Any, ref: Any, scale: Any, start: int) -> None:
+        """One chunk of the output (``r``, from flat index ``start``), its reference and its scale (or
+        None), judged into this partial scan with ``how``'s tolerance."""
         import numpy as np
 
-        part = _Scan.__new__(_Scan)
-        part._reset(bool(self.frontier))
-        rtol, atol, metric = self.rtol, self.atol, self.metric
-        r = self.flat_raw[start:stop]
-        e = (self.flat_ref[start:stop] if self.flat_ref is not None else self.ref.flat[start:stop]).astype(np.float64)
+        rtol, atol, metric = how.rtol, how.atol, how.metric
+        e = np.asarray(ref, dtype=np.float64)
         if not np.isfinite(e).all():
-            part.ref_nonfinite = True
-            return part
-        if self.exact_bound and e.size and np.array_equal(r, e):
-            part._all_equal(e, start)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
-            return part
+            self.ref_nonfinite = True
+            return
+        if how.exact_bound and e.size and np.array_equal(r, e):
+            self._all_equal(e, start)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
+            return
         g = r.astype(np.float64)
-        if self.poison is not None:
-            part.poisoned += int((r == self.poison).sum())
+        if how.poison is not None:
+            self.poisoned = int((r == how.poison).sum())
         bad = ~np.isfinite(g)
         count = int(bad.sum())
         if count:
-            part.first_nonfinite = start + int(np.argmax(bad))
-            part.nonfinite = count
-            return part  # the verdict is the non-finite values: nothing else of this chunk counts
-        flat_scale = self.flat_scale
+            self.first_nonfinite = start + int(np.argmax(bad))
+            self.nonfinite = count
+            return  # the verdict is the non-finite values: nothing else of this chunk counts
         diff = np.abs(g - e)
-        mag = np.abs(e) if flat_scale is None else np.abs(
-            flat_scale[start:stop] if flat_scale.ndim == 1 else flat_scale.flat[start:stop])
-        if flat_scale is not None and diff.size:
-            part.scale = float(np.abs(e).max())  # rel_err stays of |ref|
+        mag = np.abs(e) if scale is None else np.abs(np.asarray(scale, dtype=np.float64))
         if diff.size:
-            part.max_abs = float(diff.max())
-            if flat_scale is None:
-                part.scale = float(mag.max())
+            self.max_abs = float(diff.max())
+            self.scale = float(mag.max() if scale is None else np.abs(e).max())  # rel_err stays of |ref|
         if metric == "exact":
-            part.differ = int((diff != 0).sum())
+            self.differ = int((diff != 0).sum())
         elementwise = metric == "elementwise"
         excess = diff - rtol * mag - atol if elementwise else diff  # the worst: beyond the bound, or largest
         if elementwise and excess.size:
-            part.small = int((mag < atol).sum())
-            part.failing = int((excess > 0).sum())
-            part.max_excess = float(excess.max())
+            self.small = int((mag < atol).sum())
+            self.failing = int((excess > 0).sum())
+            self.max_excess = float(excess.max())
             over = diff > atol
             if over.any():
                 if (mag[over] == 0).any():
-                    part.zero_ref_over = True
+                    self.zero_ref_over = True
                 else:
-                    part.max_ratio = float(((diff[over] - atol) / mag[over]).max())
-        for i, r_ in enumerate(FRONTIER_RTOLS if part.frontier else ()):
-            part.frontier[i] = float((diff - r_ * mag).max())
-        part._keep_worst(excess, start)
-        return part
+                    self.max_ratio = float(((diff[over] - atol) / mag[over]).max())
+        self.frontier = [float((diff - r_ * mag).max()) for r_ in FRONTIER_RTOLS] if self.frontier else []
+        self._keep_worst(excess, start)
 
     def _all_equal(self, e: Any, start: int) -> None:
         """What the full scan gathers from a chunk equal to its (finite) reference at rtol = atol = 0: no
         error, every excess 0 (so the worst are its first elements), the reference's largest magnitude."""
-        self.scale = max(self.scale, float(max(e.max(), -e.min())))
-        self.max_excess = max(self.max_excess, 0.0)
-        k = min(WORST_SHOWN, e.size)
-        self.candidates.extend((-0.0, start + i) for i in range(k))
-        self.candidates = sorted(self.candidates)[:WORST_SHOWN]
+        self.scale = float(max(e.max(), -e.min()))
+        self.max_excess = 0.0
+        self.candidates = [(-0.0, start + i) for i in range(min(WORST_SHOWN, e.size))]
 
     def _keep_worst(self, excess: Any, start: int) -> None:
-        """The chunk's WORST_SHOWN largest excesses (ties: the lowest indices), merged with the rest."""
+        """The chunk's WORST_SHOWN largest excesses (ties: the lowest indices); the merge keeps the
+        WORST_SHOWN largest of all chunks."""
         import numpy as np
 
         k = min(WORST_SHOWN, excess.size)
@@ -422,8 +418,7 @@ class _Scan:
             top = np.concatenate([above, ties])
         else:
             top = np.arange(excess.size)
-        self.candidates.extend((-float(excess[i]), start + int(i)) for i in top)
-        self.candidates = sorted(self.candidates)[:WORST_SHOWN]
+        self.candidates = [(-float(excess[i]), start + int(i)) for i in top]
 
     def needed(self, atol: float) -> tuple[float, float | None]:
         """The smallest atol that passes at this rtol, and the smallest rtol at this atol (None: none does)."""
