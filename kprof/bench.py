@@ -43,6 +43,12 @@ def named_baseline(spec: KernelSpec, option: str) -> str | None:
     return next((n for n, _ in spec.baselines if _spelling(n) == _spelling(option)), None)
 
 
+def asked_name(spec: KernelSpec, option: str, baseline: str) -> str:
+    """How reports name ``baseline``, asked for as ``option``: the spec's name for it (torch.compile, also
+    when spelled torch_compile), else what baseline_name gives."""
+    return named_baseline(spec, option) or baseline_name(baseline)
+
+
 def _spelling(name: str) -> str:
     """A baseline name with '_' and '-' read as '.': torch_compile finds torch.compile."""
     return name.replace("_", ".").replace("-", ".")

@@ -119,7 +119,7 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
         asked = [o.strip() for o in option.split(",") if o.strip()]
         named = [_python_baseline(spec, bench.baseline_for(spec, o)) for o in asked]
         baselines = [(b, baseline_spec(spec, b, option)) for b in dict.fromkeys(n for n in named if n)]
-        names = tuple((b, bench.named_baseline(spec, o) or bench.baseline_name(b)) for o, b in zip(asked, named) if b)
+        names = tuple((b, bench.asked_name(spec, o, b)) for o, b in zip(asked, named) if b)
         first, other = baselines[0] if baselines else (None, None)
         for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
             resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
@@ -167,8 +167,7 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
             raise UsageError(f"kprof profile --baseline {name}: give a name from the spec's baselines{own} or a Python "
                              f"callable (FILE.py:FUNCTION); to profile another spec beside it, name both: "
                              f"kprof profile {spec.name} OTHER")
-        label = bench.named_baseline(spec, name) or pyref.Ref.from_stored(baseline).label()
-        op = as_python_operation(spec, baseline, label)
+        op = as_python_operation(spec, baseline, bench.asked_name(spec, name, baseline))
         out.append(resolve(op, dict(resolved.sizes)))
     return out
 
