@@ -226,3 +226,68 @@ def test_a_one_off_launch_packs_fixed_pointers_the_same_way():
     from kprof.device import ArgPack
 
     assert list(ArgPack([("ptr", 0x7F0000003000), ("int64", 9)])) == [("ptr", 0x7F0000003000), ("int64", 9)]
+
+
+def _replay(call, fresh, launches):
+    """The launches of a call with new arrays, each pointer written as which array it is."""
+    del launches[:]
+    arrays, result = call(fresh)
+    results = result if isinstance(result, tuple) else (result,)
+    named = {a.ptr: f"array{i}" for i, a in enumerate(arrays)} | {r.ptr: f"result{i}" for i, r in enumerate(results)}
+    return [(f, g, b, s, [(k, named.get(v, "scratch") if k == "ptr" else v) for k, v in args], st)
+            for f, g, b, s, args, st in launches]
+
+
+@pytest.mark.parametrize("name, shapes, with_out", [
+    ("rmsnorm_onepass", [(6, 300), (300,)], False),
+    ("rmsnorm_onepass", [(6, 300), (300,)], True),
+    ("reduce_sum", [(4096,)], False),  # a zeroed accumulator allocated
+    ("two_steps", [(1000,)], False),  # two steps and a scratch buffer
+])
+def test_a_repeated_call_launches_exactly_what_the_checked_call_launched(fake, monkeypatch, name, shapes, with_out):
+    monkeypatch.setenv("KPROF_PATH", str(DATA))
+    fn, launches, _ = make(name)
+
+    def call(_):
+        arrays = [FakeTensor(s) for s in shapes]
+        if with_out:
+            out = FakeTensor(shapes[0])
+            return [*arrays, out], fn(*arrays, out=out)
+        return arrays, fn(*arrays)
+
+    checked = _replay(call, True, launches)
+    assert len(fn._fast) == 1, "the checked call is remembered"
+    repeated = _replay(call, True, launches)
+    assert repeated == checked and _replay(call, True, launches) == checked and len(fn._plans) == 1
+    assert any(a.startswith("array") for *_, args, _ in checked for _, a in args), "the pointers are the new arrays'"
+
+
+@pytest.mark.parametrize("x, w, message", [
+    (FakeTensor((6, 300), "float16"), FakeTensor((300,)), "x is float16"),
+    (FakeTensor((6, 300)), FakeTensor((128,)), "w.shape[0] = 128 but x.shape[1] = 300"),
+    (FakeTensor((6, 300), contiguous=False), FakeTensor((300,)), "x is not contiguous"),
+    (FakeTensor((6, 300), device=-1), FakeTensor((300,), device=-1), "argument x is not on a GPU"),
+    (FakeTensor((6, 300), device=0), FakeTensor((300,), device=1), "on different GPUs ([0, 1])"),
+    (FakeTensor((6, 300)), FakeTensor((300,), "int32"), "w is int32"),
+])
+def test_after_a_call_that_passed_a_wrong_argument_is_still_refused(fake, x, w, message):
+    rms, launches, _ = make("rmsnorm_onepass")
+    rms(FakeTensor((6, 300)), FakeTensor((300,)))
+    rms(FakeTensor((6, 300)), FakeTensor((300,)), out=FakeTensor((6, 300)))
+    assert len(rms._fast) == 2
+    del launches[:]
+    with pytest.raises(UsageError) as info:
+        rms(x, w)
+    assert message in str(info.value) and not launches
+    with pytest.raises(UsageError, match="out y is float16"):
+        rms(FakeTensor((6, 300)), FakeTensor((300,)), out=FakeTensor((6, 300), "float16"))
+
+
+def test_only_a_call_of_positional_arrays_of_one_framework_is_remembered(fake):
+    rms, launches, _ = make("rmsnorm_onepass")
+    rms(w=FakeTensor((300,)), x=FakeTensor((6, 300)))
+    rms(FakeTensor((6, 300)), FakeTensor((300,)), sizes={"R": 6})
+    rms(FakeTensor((6, 300)), Interface((300,)))  # two frameworks: the first allocates, nothing is remembered
+    assert not rms._fast and len(launches) == 3
+    rms(Interface((6, 300)), Interface((300,)), out=Interface((6, 300)))
+    assert len(rms._fast) == 1, "bare interface arrays have a key too (read from the interface)"
