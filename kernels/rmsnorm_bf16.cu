@@ -6,10 +6,10 @@
 // multiple of 8, or longer than BLOCK * 8 * VPT, take a scalar path with a second read.
 #include <cuda_bf16.h>
 #ifndef BLOCK
-#define BLOCK 1024
+#define BLOCK 256
 #endif
 #ifndef VPT
-#define VPT 1  // 16-byte vectors per thread in the fast path
+#define VPT 4  // 16-byte vectors per thread in the fast path (4 loads in flight: 1 left the DRAM two-thirds busy)
 #endif
 #define WARPS (BLOCK / 32)
 

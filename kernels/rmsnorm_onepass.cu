@@ -3,9 +3,9 @@
 // fall back to a second read.
 // VEC 1: 16-byte loads and stores of x, w and y (each thread's slice is PER / 4 float4s) where the
 // row length is a multiple of 4 and the pointers are 16-byte aligned; the scalar path otherwise.
-// For kprof bench --param sweeps; VEC 0 is the plain kernel.
+// The default; VEC 0 is the plain kernel.
 #ifndef VEC
-#define VEC 0
+#define VEC 1
 #endif
 #ifndef BLOCK
 #define BLOCK 1024

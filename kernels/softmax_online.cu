@@ -6,9 +6,9 @@
 // a second read of the row with a running (max, sum) per thread.
 // VEC 1: 16-byte loads and stores (each thread's slice is PER / 4 float4s) where the row length is a
 // multiple of 4 and the pointers are 16-byte aligned, a quarter of the load and store instructions;
-// the scalar path otherwise. For kprof bench --param sweeps; VEC 0 is the plain kernel.
+// the scalar path otherwise. The default; VEC 0 is the plain kernel.
 #ifndef VEC
-#define VEC 0
+#define VEC 1
 #endif
 #ifndef BLOCK
 #define BLOCK 1024
