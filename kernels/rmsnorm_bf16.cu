@@ -3,7 +3,7 @@
 // Each thread loads its part of the row as 16-byte vectors (8 bfloat16 values, one LDG.128),
 // keeps them in registers as float32 through the reduction, and stores 16-byte vectors of the
 // rounded results. Half the bytes of the float32 kernel for the same row. Rows whose length is not a
-// multiple of 8, or longer than BLOCK * 8 * VPT, take a scalar path with a second read.
+// multiple of 8, or longer than BLOCK * 8 * VPT, and buffers not 16-byte aligned take a scalar path with a second read.
 #include <cuda_bf16.h>
 #ifndef BLOCK
 #define BLOCK 256
@@ -33,7 +33,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_bf16(const __nv_bflo
     const __nv_bfloat16* xr = x + (size_t)row * cols;
     __nv_bfloat16* yr = y + (size_t)row * cols;
     float ss = 0.0f;
-    if (cols % 8 == 0 && cols <= BLOCK * 8 * VPT) {
+    if (cols % 8 == 0 && cols <= BLOCK * 8 * VPT &&
+        ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0) {
         float v[VPT][8];
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {

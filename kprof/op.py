@@ -53,6 +53,7 @@ class _Fast:
     allocs: tuple[tuple[tuple[int, ...], str, bool], ...]  # (shape, dtype, zeroed) of each array the call makes
     like: int  # the array whose framework allocates and whose stream is used
     returned: tuple[int, ...]
+    given: int  # how many of the arrays are positional inputs (an out= array follows them)
 
 
 class Op:
@@ -123,6 +124,9 @@ class Op:
         like = given[plan.like]
         frame = adapters[type(like)]
         pointers = {name: info.ptr for name, info in infos.items()}
+        for name, ptr in pointers.items():
+            if ptr & ALIGN_MASK:
+                raise _misaligned(self.spec.name, name if name in self._input_names else f"out {name}")
         for name, shape, dtype, zero in plan.allocs:  # outputs, zeroed accumulators and scratch not given
             if name not in given:
                 made = given[name] = frame.alloc(shape, dtype, like, zero=zero)
@@ -157,12 +161,17 @@ class Op:
         steps = tuple((self._function(entry, device, smem), grid, block, smem, pack,
                        tuple((value, where[name]) for value, name in pack.slots))
                       for entry, grid, block, smem, pack in plan.steps)
-        self._fast[key] = _Fast(steps, allocs, names.index(plan.like), tuple(where[n] for n in self._returned))
+        self._fast[key] = _Fast(steps, allocs, names.index(plan.like), tuple(where[n] for n in self._returned), len(args))
 
     def _run(self, fast: _Fast, frame: Framework, arrays: tuple[Any, ...], stream: Any) -> Any:
         """A remembered call: the pointers read, the outputs allocated, every step launched."""
         pointer = frame.pointer
         pointers = list(map(pointer, arrays))
+        seen = 0
+        for ptr in pointers:
+            seen |= ptr
+        if seen & ALIGN_MASK:  # the checked path names the array
+            return self._call(arrays[:fast.given], arrays[fast.given] if len(arrays) > fast.given else None, stream, None, {})
         if fast.allocs:
             like = arrays[fast.like]
             made = [frame.alloc(shape, dtype, like, zero=zero) for shape, dtype, zero in fast.allocs]
@@ -327,6 +336,14 @@ def infer_sizes(spec: KernelSpec, shapes: dict[str, tuple[int, ...]]) -> dict[st
                 raise UsageError(f"{spec.name}: {where} = {dim} but {source[e]} = {sizes[e]}, and both are {e}")
             sizes[e], source[e] = int(dim), where
     return sizes
+
+
+ALIGN_MASK = 15  # kprof's kernels may read and write 16 bytes at a time (float4, 8 bfloat16, cp.async)
+
+
+def _misaligned(op: str, name: str) -> UsageError:
+    return UsageError(f"{op}: {name} starts at an address that is not a multiple of 16 bytes (a view at an offset?); "
+                      "kprof's kernels may access 16 bytes at a time: pass a copy (.clone() or .copy())")
 
 
 def _check_array(op: str, name: str, info: ArrayInfo, dtype: str, shape: tuple[int, ...]) -> None:

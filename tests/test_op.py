@@ -291,3 +291,19 @@ def test_only_a_call_of_positional_arrays_of_one_framework_is_remembered(fake):
     assert not rms._fast and len(launches) == 3
     rms(Interface((6, 300)), Interface((300,)), out=Interface((6, 300)))
     assert len(rms._fast) == 1, "bare interface arrays have a key too (read from the interface)"
+
+
+def test_an_array_not_16_byte_aligned_is_refused_in_one_line_on_every_path(fake):
+    rms, launches, _ = make("rmsnorm_onepass")
+    x, w, y = FakeTensor((4, 64)), FakeTensor((64,)), FakeTensor((4, 64))
+    rms(x, w, out=y)
+    rms(x, w)
+    assert len(rms._fast) == 2
+    n = len(launches)
+    shifted = FakeTensor((4, 64))
+    shifted.ptr += 4  # a float32 view one element in
+    for call, name in [(lambda: rms(shifted, w), "x"), (lambda: rms(x, w, out=shifted), "out y")]:
+        with pytest.raises(UsageError) as info:
+            call()
+        assert f"rmsnorm_onepass: {name} starts at an address that is not a multiple of 16 bytes" in str(info.value)
+    assert len(launches) == n, "nothing launched"
