@@ -189,6 +189,9 @@ if has measure; then
             --param FIT=1 VEC=1 --baseline torch.compile
         # the fused linear layer where cuBLAS is faster (batch 64, hidden 4096), beside cuBLASLt's epilogue
         json profile-frameworks-linear $KPROF profile linear_bias_relu --size B=64 K=4096 N=4096 --baseline cublaslt
+        # the two matmul shapes below 0.90x cuBLAS (docs/matmul.md), beside torch.mm's cuBLAS kernel
+        json profile-frameworks-matmul $KPROF profile streamk_matmul --size M=2048 N=8192 K=1024 --baseline torch
+        json profile-frameworks-matmul-2048 $KPROF profile streamk_matmul --size M=2048 N=2048 K=2048 --baseline torch
     fi
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
 fi
