@@ -93,13 +93,16 @@ def _gpu_share(request, tmp_path_factory):
     wrong result instead of an uninitialized read.
 
     A readers-writer lock over two lock files shared by the workers: every test passes the
-    turnstile, so a waiting ``gpu_alone`` test (which holds it) is not starved by the others."""
+    turnstile, so a waiting ``gpu_alone`` test (which holds it) is not starved by the others. One pair
+    per GPU a worker uses (:func:`gpu_lock_names`): with the suite spread over a host's GPUs, a
+    ``gpu_alone`` test waits only for the tests on its own GPU, not for a long one on another."""
     if request.node.get_closest_marker("gpu") is None:
         yield
         return
     alone = request.node.get_closest_marker("gpu_alone") is not None
     where = tmp_path_factory.getbasetemp().parent  # shared by the xdist workers of one run
-    with open(where / "kprof-gpu.turnstile", "a") as turnstile, open(where / "kprof-gpu.lock", "a") as lock:
+    turnstile_name, lock_name = gpu_lock_names(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    with open(where / turnstile_name, "a") as turnstile, open(where / lock_name, "a") as lock:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         if not alone:
@@ -110,6 +113,13 @@ def _gpu_share(request, tmp_path_factory):
             fcntl.flock(lock, fcntl.LOCK_UN)
             if alone:
                 fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+def gpu_lock_names(visible: str | None) -> tuple[str, str]:
+    """The turnstile and lock files of the GPUs a worker sees: one pair per ``CUDA_VISIBLE_DEVICES``
+    value (workers that see the same GPUs share it; no value, every GPU: one pair for all). Pure."""
+    key = "".join(c if c.isalnum() else "_" for c in visible.strip()) if visible and visible.strip() else "all"
+    return f"kprof-gpu-{key}.turnstile", f"kprof-gpu-{key}.lock"
 
 
 @pytest.fixture

@@ -91,3 +91,16 @@ def test_marked_tests_only_when_any_is_marked(sandbox):
 ])
 def test_each_worker_takes_its_own_gpu(worker, visible, count, gpu):
     assert pytest_plugin.gpu_for_worker(worker, visible, count) == gpu
+
+
+def test_the_gpu_tests_lock_is_per_gpu_a_worker_sees():
+    """kprof's own suite (tests/conftest.py): spread over a host's GPUs, a ``gpu_alone`` test waits
+    only for the tests on its GPU; workers that see the same GPUs share one lock."""
+    from conftest import gpu_lock_names
+
+    workers = {w: pytest_plugin.gpu_for_worker(w, None, 2) for w in ("gw0", "gw1", "gw2", "gw3")}
+    names = {w: gpu_lock_names(gpu) for w, gpu in workers.items()}
+    assert names["gw0"] == names["gw2"] != names["gw1"] == names["gw3"]
+    assert gpu_lock_names(None) == gpu_lock_names(" ") == ("kprof-gpu-all.turnstile", "kprof-gpu-all.lock")
+    assert gpu_lock_names("0,1") == ("kprof-gpu-0_1.turnstile", "kprof-gpu-0_1.lock")
+    assert gpu_lock_names("GPU-8f3a/../x")[1] == "kprof-gpu-GPU_8f3a____x.lock", "a UUID or odd value stays one file name"
