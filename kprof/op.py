@@ -76,7 +76,7 @@ class Op:
         self._image: bytes | None = None
         self._functions: dict[tuple[str, int], Any] = {}
         self._plans: dict[tuple[Any, ...], _Plan] = {}
-        self._fast: dict[tuple[Any, ...], _Fast] = {}  # (array types, framework keys) -> a checked call's launches
+        self._fast: dict[tuple[Any, ...] | None, _Fast] = {}  # _call_key -> a checked call's launches (never None)
         self._adapters: dict[type, Framework] = {}
         self._input_names = [b.name for b in self.inputs]
         self._out_names = [b.name for b in spec.buffers if b.role == "out"]
@@ -101,10 +101,7 @@ class Op:
             frame = self._adapters.get(type(args[0]))
             if frame is not None:
                 arrays = args if out is None else (*args, out)
-                try:
-                    fast = self._fast.get((tuple(map(type, arrays)), tuple(map(frame.key, arrays))))
-                except Exception:  # noqa: BLE001 - an array the framework cannot read: the checks say why
-                    fast = None
+                fast = self._fast.get(_call_key(frame, arrays))
                 if fast is not None:
                     return self._run(fast, frame, arrays, stream)
         return self._call(args, out, stream, sizes, named)
@@ -150,9 +147,8 @@ class Op:
         if not args or (out is not None and len(self._out_names) != 1) \
                 or any(self._adapters.get(type(a)) is not frame for a in arrays):
             return
-        try:
-            key = (tuple(map(type, arrays)), tuple(map(frame.key, arrays)))
-        except Exception:  # noqa: BLE001 - no cheap key for these arrays: every call takes the checked path
+        key = _call_key(frame, arrays)
+        if key is None:  # no key for these arrays: every such call takes the checked path
             return
         names = [*self._input_names[:len(args)], *([self._out_names[0]] if out is not None else [])]
         allocs = tuple((shape, dtype, zero) for name, shape, dtype, zero in plan.allocs if name not in names)
@@ -336,6 +332,15 @@ def infer_sizes(spec: KernelSpec, shapes: dict[str, tuple[int, ...]]) -> dict[st
                 raise UsageError(f"{spec.name}: {where} = {dim} but {source[e]} = {sizes[e]}, and both are {e}")
             sizes[e], source[e] = int(dim), where
     return sizes
+
+
+def _call_key(frame: Framework, arrays: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """What a repeated call is recognised by: each array's type and its framework's key (shape, dtype,
+    contiguity, device); None for an array the framework cannot read (the checks then say why)."""
+    try:
+        return tuple(map(type, arrays)), tuple(map(frame.key, arrays))
+    except Exception:  # noqa: BLE001 - any failure to read it sends the call down the checked path
+        return None
 
 
 ALIGN_MASK = 15  # kprof's kernels may read and write 16 bytes at a time (float4, 8 bfloat16, cp.async)
