@@ -228,10 +228,10 @@ def test_a_one_off_launch_packs_fixed_pointers_the_same_way():
     assert list(ArgPack([("ptr", 0x7F0000003000), ("int64", 9)])) == [("ptr", 0x7F0000003000), ("int64", 9)]
 
 
-def _replay(call, fresh, launches):
+def _replay(call, launches):
     """The launches of a call with new arrays, each pointer written as which array it is."""
     del launches[:]
-    arrays, result = call(fresh)
+    arrays, result = call()
     results = result if isinstance(result, tuple) else (result,)
     named = {a.ptr: f"array{i}" for i, a in enumerate(arrays)} | {r.ptr: f"result{i}" for i, r in enumerate(results)}
     return [(f, g, b, s, [(k, named.get(v, "scratch") if k == "ptr" else v) for k, v in args], st)
@@ -248,17 +248,17 @@ def test_a_repeated_call_launches_exactly_what_the_checked_call_launched(fake, m
     monkeypatch.setenv("KPROF_PATH", str(DATA))
     fn, launches, _ = make(name)
 
-    def call(_):
+    def call():
         arrays = [FakeTensor(s) for s in shapes]
         if with_out:
             out = FakeTensor(shapes[0])
             return [*arrays, out], fn(*arrays, out=out)
         return arrays, fn(*arrays)
 
-    checked = _replay(call, True, launches)
+    checked = _replay(call, launches)
     assert len(fn._fast) == 1, "the checked call is remembered"
-    repeated = _replay(call, True, launches)
-    assert repeated == checked and _replay(call, True, launches) == checked and len(fn._plans) == 1
+    repeated = _replay(call, launches)
+    assert repeated == checked and _replay(call, launches) == checked and len(fn._plans) == 1
     assert any(a.startswith("array") for *_, args, _ in checked for _, a in args), "the pointers are the new arrays'"
 
 
