@@ -1,9 +1,14 @@
 // rmsnorm_bf16: rmsnorm_onepass for bfloat16 activations and weights, with float32 arithmetic:
 // y = bf16(x / sqrt(mean(x^2) + eps) * w), the sum of squares accumulated in float32.
-// Each thread loads its part of the row as 16-byte vectors (8 bfloat16 values, one LDG.128),
-// keeps them in registers as float32 through the reduction, and stores 16-byte vectors of the
-// rounded results. Half the bytes of the float32 kernel for the same row. Rows whose length is not a
-// multiple of 8, or longer than BLOCK * 8 * VPT, and buffers not 16-byte aligned take a scalar path with a second read.
+// Each thread loads its part of the row as 16-byte vectors (8 bfloat16 values, one LDG.128), up to
+// VPT of them in flight, keeps them in registers as loaded (bfloat16: half the registers of float32)
+// through the reduction, and stores 16-byte vectors of the rounded results. Half the bytes of the float32 kernel for the same row.
+// WROWS 1 (default): a row of at most 32 * 8 * VPT columns (1,024 at VPT 4) is one warp's, BLOCK / 32
+// rows per block, its sum reduced with shuffles alone (no barrier, no shared memory); the launch then
+// makes ceil(R / (BLOCK / 32)) blocks. A longer row, or WROWS 0, takes the whole block.
+// A row longer than what the threads hold (8 * VPT columns each) is read twice, with 16-byte vectors.
+// Rows whose length is not a multiple of 8 and buffers not 16-byte aligned take a scalar path, also
+// reading the row twice.
 #include <cuda_bf16.h>
 #ifndef BLOCK
 #define BLOCK 256
@@ -11,10 +16,19 @@
 #ifndef VPT
 #define VPT 4  // 16-byte vectors per thread in the fast path (4 loads in flight: 1 left the DRAM two-thirds busy)
 #endif
+#ifndef WROWS
+#define WROWS 1
+#endif
+#ifndef MINB
+#define MINB 1  // blocks per SM ptxas must fit (__launch_bounds__); 8 at BLOCK 256 (32 registers) spills
+#endif
 #define WARPS (BLOCK / 32)
 
-__device__ float block_sum(float v, float* shared) {
+// The sum over the NT threads of a row: NT == 32 is one warp (shuffles only); NT == BLOCK, the block.
+template <int NT>
+__device__ __forceinline__ float row_sum(float v, float* shared) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (NT == 32) return v;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
@@ -23,61 +37,98 @@ __device__ float block_sum(float v, float* shared) {
     return v;
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_bf16(const __nv_bfloat16* __restrict__ x,
+__device__ __forceinline__ void unpack(const uint4& raw, float* f) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const float2 p = __bfloat1622float2(h[q]);
+        f[2 * q] = p.x;
+        f[2 * q + 1] = p.y;
+    }
+}
+
+__device__ __forceinline__ uint4 scaled(const float* v, float scale, const uint4& wraw) {
+    float g[8];
+    unpack(wraw, g);
+    uint4 out;
+    __nv_bfloat162* oh = reinterpret_cast<__nv_bfloat162*>(&out);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) oh[q] = __floats2bfloat162_rn(v[2 * q] * scale * g[2 * q], v[2 * q + 1] * scale * g[2 * q + 1]);
+    return out;
+}
+
+// One row, by NT threads of which this is thread t.
+template <int NT>
+__device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr, const __nv_bfloat16* __restrict__ w,
+                                            __nv_bfloat16* __restrict__ yr, int cols, float eps, int t,
+                                            bool vec, float* shared) {
+    float ss = 0.0f;
+    if (vec && cols <= NT * 8 * VPT) {  // the row in registers, as loaded (bfloat16): x read once
+        uint4 raw[VPT];
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+            const int c = (t + j * NT) * 8;
+            raw[j] = c < cols ? *reinterpret_cast<const uint4*>(xr + c) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+            float v[8];
+            unpack(raw[j], v);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) ss += v[q] * v[q];
+        }
+        const float scale = rsqrtf(row_sum<NT>(ss, shared) / cols + eps);
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+            const int c = (t + j * NT) * 8;
+            if (c < cols) {
+                float v[8];
+                unpack(raw[j], v);
+                *reinterpret_cast<uint4*>(yr + c) = scaled(v, scale, *reinterpret_cast<const uint4*>(w + c));
+            }
+        }
+    } else if (vec) {  // a long row: read twice, 16 bytes at a time
+#pragma unroll 4
+        for (int c = t * 8; c < cols; c += NT * 8) {
+            float v[8];
+            unpack(*reinterpret_cast<const uint4*>(xr + c), v);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) ss += v[q] * v[q];
+        }
+        const float scale = rsqrtf(row_sum<NT>(ss, shared) / cols + eps);
+#pragma unroll 4
+        for (int c = t * 8; c < cols; c += NT * 8) {
+            float v[8];
+            unpack(*reinterpret_cast<const uint4*>(xr + c), v);
+            *reinterpret_cast<uint4*>(yr + c) = scaled(v, scale, *reinterpret_cast<const uint4*>(w + c));
+        }
+    } else {
+        for (int c = t; c < cols; c += NT) {
+            const float f = __bfloat162float(xr[c]);
+            ss += f * f;
+        }
+        const float scale = rsqrtf(row_sum<NT>(ss, shared) / cols + eps);
+        for (int c = t; c < cols; c += NT)
+            yr[c] = __float2bfloat16_rn(__bfloat162float(xr[c]) * scale * __bfloat162float(w[c]));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, MINB) rmsnorm_bf16(const __nv_bfloat16* __restrict__ x,
                                                                 const __nv_bfloat16* __restrict__ w,
                                                                 __nv_bfloat16* __restrict__ y, int rows,
                                                                 int cols, float eps) {
     __shared__ float shared[WARPS];
+    const bool vec = cols % 8 == 0 &&
+        ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0;
+#if WROWS
+    if (cols <= 32 * 8 * VPT) {  // one warp per row; the launch made ceil(rows / WARPS) blocks
+        const int row = blockIdx.x * WARPS + (threadIdx.x >> 5);
+        if (row >= rows) return;
+        rmsnorm_row<32>(x + (size_t)row * cols, w, y + (size_t)row * cols, cols, eps, threadIdx.x & 31, vec, shared);
+        return;
+    }
+#endif
     const int row = blockIdx.x;
     if (row >= rows) return;
-    const __nv_bfloat16* xr = x + (size_t)row * cols;
-    __nv_bfloat16* yr = y + (size_t)row * cols;
-    float ss = 0.0f;
-    if (cols % 8 == 0 && cols <= BLOCK * 8 * VPT &&
-        ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0) {
-        float v[VPT][8];
-#pragma unroll
-        for (int j = 0; j < VPT; ++j) {
-            const int c = (threadIdx.x + j * BLOCK) * 8;
-            if (c < cols) {
-                const uint4 raw = *reinterpret_cast<const uint4*>(xr + c);
-                const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const float2 f = __bfloat1622float2(h[q]);
-                    v[j][2 * q] = f.x;
-                    v[j][2 * q + 1] = f.y;
-                }
-            } else {
-#pragma unroll
-                for (int q = 0; q < 8; ++q) v[j][q] = 0.0f;
-            }
-#pragma unroll
-            for (int q = 0; q < 8; ++q) ss += v[j][q] * v[j][q];
-        }
-        const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
-#pragma unroll
-        for (int j = 0; j < VPT; ++j) {
-            const int c = (threadIdx.x + j * BLOCK) * 8;
-            if (c >= cols) continue;
-            const uint4 wraw = *reinterpret_cast<const uint4*>(w + c);
-            const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&wraw);
-            uint4 out;
-            __nv_bfloat162* oh = reinterpret_cast<__nv_bfloat162*>(&out);
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const float2 wf = __bfloat1622float2(wh[q]);
-                oh[q] = __floats2bfloat162_rn(v[j][2 * q] * scale * wf.x, v[j][2 * q + 1] * scale * wf.y);
-            }
-            *reinterpret_cast<uint4*>(yr + c) = out;
-        }
-    } else {
-        for (int c = threadIdx.x; c < cols; c += BLOCK) {
-            const float f = __bfloat162float(xr[c]);
-            ss += f * f;
-        }
-        const float scale = rsqrtf(block_sum(ss, shared) / cols + eps);
-        for (int c = threadIdx.x; c < cols; c += BLOCK)
-            yr[c] = __float2bfloat16_rn(__bfloat162float(xr[c]) * scale * __bfloat162float(w[c]));
-    }
+    rmsnorm_row<BLOCK>(x + (size_t)row * cols, w, y + (size_t)row * cols, cols, eps, threadIdx.x, vec, shared);
 }

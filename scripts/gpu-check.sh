@@ -173,14 +173,19 @@ if has measure; then
             --baseline "auto,$T:linear_bias_relu,$T:linear_bias_relu_lt,$T:linear_bias_relu_compiled"
     fi
     if on table; then  # the comparison table of docs/bench.md, TABLE_RUNS times (default 3): both sides of each row in one kprof bench
+        # TABLE_ROWS picks rows (default all), TABLE_FIRST numbers the first run (default 1: runs 1 to TABLE_RUNS)
         T=kprof.baselines.torch_ops
+        TR=" ${TABLE_ROWS:-vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online rmsnorm_bf16 streamk_matmul} "
+        row() { [[ "$TR" == *" $1 "* ]]; }
         mkdir -p "$LOGS/table"
-        for r in $(seq 1 "${TABLE_RUNS:-3}"); do
-            json "table/$r-vector_add_vec4" $KPROF bench vector_add_vec4 --size N=268435456 --baseline "$T:add"
-            json "table/$r-reduce_sum_vec4" $KPROF bench reduce_sum_vec4 --size N=268435456 --baseline "$T:total"
-            json "table/$r-rmsnorm_onepass" $KPROF bench rmsnorm_onepass --baseline "$T:rms_norm,$T:rms_norm_compiled"
-            json "table/$r-softmax_online" $KPROF bench softmax_online --baseline "$T:softmax,$T:softmax_compiled"
-            json "table/$r-streamk_matmul" $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "$T:mm"
+        first=${TABLE_FIRST:-1}
+        for r in $(seq "$first" $(( first + ${TABLE_RUNS:-3} - 1 ))); do
+            row vector_add_vec4 && json "table/$r-vector_add_vec4" $KPROF bench vector_add_vec4 --size N=268435456 --baseline "$T:add"
+            row reduce_sum_vec4 && json "table/$r-reduce_sum_vec4" $KPROF bench reduce_sum_vec4 --size N=268435456 --baseline "$T:total"
+            row rmsnorm_onepass && json "table/$r-rmsnorm_onepass" $KPROF bench rmsnorm_onepass --baseline "$T:rms_norm,$T:rms_norm_compiled"
+            row softmax_online && json "table/$r-softmax_online" $KPROF bench softmax_online --baseline "$T:softmax,$T:softmax_compiled"
+            row rmsnorm_bf16 && json "table/$r-rmsnorm_bf16" $KPROF bench rmsnorm_bf16 --baseline "$T:rms_norm,$T:rms_norm_compiled"
+            row streamk_matmul && json "table/$r-streamk_matmul" $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "$T:mm"
         done
     fi
     if on profile-frameworks; then  # ncu on the fused kernels and on what the framework launches for them (docs/fused.md)

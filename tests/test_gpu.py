@@ -47,6 +47,7 @@ VARIANTS = [(name, params) for name in ("rmsnorm_onepass", "softmax_online")
                            {"PER": "16", "BLOCK": "512", "VEC": "1"})]
 VARIANTS += [("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "2112"})]
 VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v}) for b, v in (("1024", "1"), ("512", "2"), ("128", "8"))]
+VARIANTS += [("rmsnorm_bf16", {"WROWS": "0"}), ("rmsnorm_bf16", {"MINB": "6"})]  # a block per short row; 40 registers
 
 
 def _variant_cases():
