@@ -1,30 +1,37 @@
 // rmsnorm_bf16: rmsnorm_onepass for bfloat16 activations and weights, with float32 arithmetic:
 // y = bf16(x / sqrt(mean(x^2) + eps) * w), the sum of squares accumulated in float32.
-// Each thread loads its part of the row as 16-byte vectors (8 bfloat16 values, one LDG.128), up to
-// VPT of them in flight, keeps them in registers as loaded (bfloat16: half the registers of float32)
-// through the reduction, and stores 16-byte vectors of the rounded results. Half the bytes of the float32 kernel for the same row.
-// WROWS 1 (default): a row of at most 32 * 8 * VPT columns (1,024 at VPT 4) is one warp's, BLOCK / 32
-// rows per block, its sum reduced with shuffles alone (no barrier, no shared memory); the launch then
-// makes ceil(R / (BLOCK / 32)) blocks. A longer row, or WROWS 0, takes the whole block.
-// A row longer than what the threads hold (8 * VPT columns each) is read twice, with 16-byte vectors.
+// Each thread loads its part of the row as 16-byte vectors (8 bfloat16 values, one LDG.128), VPT of
+// them in flight, keeps them in registers as loaded (bfloat16: half the registers of float32) through
+// the reduction, and stores 16-byte vectors of the rounded results. Half the bytes of the float32
+// kernel for the same row.
+// Who takes a row (the launch in rmsnorm_bf16.yaml sizes the block and grid to match):
+// - WROWS > 0 (default 8): a row of at most 32 * 8 * VPT columns (1,024 at VPT 4) is one warp's,
+//   WROWS rows to a block of 32 * WROWS threads, its sum reduced with shuffles alone (no barrier);
+// - a longer row (or every row with WROWS 0) is one block's. FIT 1 (default): the block is sized to the
+//   row, 8 * VPT columns per thread, a multiple of 32 up to BLOCK threads, so every thread has VPT
+//   loads in flight; FIT 0: BLOCK threads at every length.
+// A row longer than the block holds (BLOCK * 8 * VPT columns) is read twice, with 16-byte vectors.
 // Rows whose length is not a multiple of 8 and buffers not 16-byte aligned take a scalar path, also
 // reading the row twice.
+// The row code is a template on its thread count, so the loops stride by a constant: 32 (a warp), the
+// power-of-two blocks up to BLOCK, and 0 for any other block (the count read at run time).
 #include <cuda_bf16.h>
 #ifndef BLOCK
-#define BLOCK 256
+#define BLOCK 1024
 #endif
 #ifndef VPT
 #define VPT 4  // 16-byte vectors per thread in the fast path (4 loads in flight: 1 left the DRAM two-thirds busy)
 #endif
 #ifndef WROWS
-#define WROWS 1
+#define WROWS 8
 #endif
-#ifndef MINB
-#define MINB 1  // blocks per SM ptxas must fit (__launch_bounds__); 8 at BLOCK 256 (32 registers) spills
+#ifndef FIT
+#define FIT 1
 #endif
-#define WARPS (BLOCK / 32)
+static_assert(WROWS * 32 <= BLOCK, "WROWS rows of one warp each must fit in BLOCK threads");
+#define NTR (NT ? NT : (int)blockDim.x)
 
-// The sum over the NT threads of a row: NT == 32 is one warp (shuffles only); NT == BLOCK, the block.
+// The sum over the threads of a row: NT == 32 is one warp (shuffles only); otherwise the block.
 template <int NT>
 __device__ __forceinline__ float row_sum(float v, float* shared) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -32,7 +39,7 @@ __device__ __forceinline__ float row_sum(float v, float* shared) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
-    v = lane < WARPS ? shared[lane] : 0.0f;
+    v = lane < (NTR >> 5) ? shared[lane] : 0.0f;
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -57,17 +64,17 @@ __device__ __forceinline__ uint4 scaled(const float* v, float scale, const uint4
     return out;
 }
 
-// One row, by NT threads of which this is thread t.
+// One row, by NTR threads of which this is thread t.
 template <int NT>
 __device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr, const __nv_bfloat16* __restrict__ w,
                                             __nv_bfloat16* __restrict__ yr, int cols, float eps, int t,
                                             bool vec, float* shared) {
     float ss = 0.0f;
-    if (vec && cols <= NT * 8 * VPT) {  // the row in registers, as loaded (bfloat16): x read once
+    if (vec && cols <= NTR * 8 * VPT) {  // the row in registers, as loaded (bfloat16): x read once
         uint4 raw[VPT];
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
-            const int c = (t + j * NT) * 8;
+            const int c = (t + j * NTR) * 8;
             raw[j] = c < cols ? *reinterpret_cast<const uint4*>(xr + c) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
@@ -80,7 +87,7 @@ __device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr
         const float scale = rsqrtf(row_sum<NT>(ss, shared) / cols + eps);
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
-            const int c = (t + j * NT) * 8;
+            const int c = (t + j * NTR) * 8;
             if (c < cols) {
                 float v[8];
                 unpack(raw[j], v);
@@ -89,7 +96,7 @@ __device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr
         }
     } else if (vec) {  // a long row: read twice, 16 bytes at a time
 #pragma unroll 4
-        for (int c = t * 8; c < cols; c += NT * 8) {
+        for (int c = t * 8; c < cols; c += NTR * 8) {
             float v[8];
             unpack(*reinterpret_cast<const uint4*>(xr + c), v);
 #pragma unroll
@@ -97,32 +104,32 @@ __device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr
         }
         const float scale = rsqrtf(row_sum<NT>(ss, shared) / cols + eps);
 #pragma unroll 4
-        for (int c = t * 8; c < cols; c += NT * 8) {
+        for (int c = t * 8; c < cols; c += NTR * 8) {
             float v[8];
             unpack(*reinterpret_cast<const uint4*>(xr + c), v);
             *reinterpret_cast<uint4*>(yr + c) = scaled(v, scale, *reinterpret_cast<const uint4*>(w + c));
         }
     } else {
-        for (int c = t; c < cols; c += NT) {
+        for (int c = t; c < cols; c += NTR) {
             const float f = __bfloat162float(xr[c]);
             ss += f * f;
         }
         const float scale = rsqrtf(row_sum<NT>(ss, shared) / cols + eps);
-        for (int c = t; c < cols; c += NT)
+        for (int c = t; c < cols; c += NTR)
             yr[c] = __float2bfloat16_rn(__bfloat162float(xr[c]) * scale * __bfloat162float(w[c]));
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, MINB) rmsnorm_bf16(const __nv_bfloat16* __restrict__ x,
+extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_bf16(const __nv_bfloat16* __restrict__ x,
                                                                 const __nv_bfloat16* __restrict__ w,
                                                                 __nv_bfloat16* __restrict__ y, int rows,
                                                                 int cols, float eps) {
-    __shared__ float shared[WARPS];
+    __shared__ float shared[BLOCK / 32];
     const bool vec = cols % 8 == 0 &&
         ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0;
 #if WROWS
-    if (cols <= 32 * 8 * VPT) {  // one warp per row; the launch made ceil(rows / WARPS) blocks
-        const int row = blockIdx.x * WARPS + (threadIdx.x >> 5);
+    if (cols <= 32 * 8 * VPT) {  // one warp per row: WROWS rows to a block
+        const int row = blockIdx.x * WROWS + (threadIdx.x >> 5);
         if (row >= rows) return;
         rmsnorm_row<32>(x + (size_t)row * cols, w, y + (size_t)row * cols, cols, eps, threadIdx.x & 31, vec, shared);
         return;
@@ -130,5 +137,22 @@ extern "C" __global__ void __launch_bounds__(BLOCK, MINB) rmsnorm_bf16(const __n
 #endif
     const int row = blockIdx.x;
     if (row >= rows) return;
-    rmsnorm_row<BLOCK>(x + (size_t)row * cols, w, y + (size_t)row * cols, cols, eps, threadIdx.x, vec, shared);
+    const __nv_bfloat16* xr = x + (size_t)row * cols;
+    __nv_bfloat16* yr = y + (size_t)row * cols;
+#define ROW(N) rmsnorm_row<N>(xr, w, yr, cols, eps, threadIdx.x, vec, shared)
+    if (blockDim.x == BLOCK) {
+        ROW(BLOCK);
+    }
+#if FIT
+    else if (BLOCK > 128 && blockDim.x == 128) {
+        ROW(128);
+    } else if (BLOCK > 256 && blockDim.x == 256) {
+        ROW(256);
+    } else if (BLOCK > 512 && blockDim.x == 512) {
+        ROW(512);
+    } else {
+        ROW(0);
+    }
+#endif
+#undef ROW
 }

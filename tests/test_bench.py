@@ -390,3 +390,27 @@ def test_fit_sizes_the_block_to_the_row(name):
     for cols, fitted in [(1, 32), (31, 32), (300, 64), (1024, 128), (4096, 512), (4099, 544), (8192, 1024), (65536, 1024)]:
         assert pipeline.resolve(spec, {"R": 3, "C": cols}).block == (fitted, 1, 1)
         assert pipeline.resolve(spec, {"R": 3, "C": cols}, params={"FIT": "0"}).block == (1024, 1, 1)
+
+
+@pytest.mark.parametrize("params", [{}, {"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"}, {"BLOCK": "128", "VPT": "8", "WROWS": "4"},
+                                    {"BLOCK": "1024", "VPT": "1"}])
+def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(params):
+    """rmsnorm_bf16.cu gives a row of at most 32 * 8 * VPT columns to one warp, WROWS rows to a block
+    (WROWS > 0), and any other row to one block; its launch expressions must agree, at every length."""
+    from kprof import catalog, pipeline
+
+    spec = catalog.load("rmsnorm_bf16")
+    d = {k: int(v) for k, v in spec.with_defines(params).defines}
+    for rows in (1, 7, 37, 4096):
+        for cols in (1, 8, 31, 304, 1000, 1024, 1032, 2056, 4096, 8192, 8200, 16384, 20000, 65536):
+            r = pipeline.resolve(spec, {"R": rows, "C": cols}, params=params)
+            (block, _, _), (grid, _, _) = r.block, r.grid
+            assert block <= d["BLOCK"] and block % 32 == 0, (rows, cols, block)
+            if d["WROWS"] and cols <= 32 * 8 * d["VPT"]:  # one warp per row: every row has a warp, no block is empty
+                assert block == 32 * d["WROWS"] and grid * d["WROWS"] >= rows > (grid - 1) * d["WROWS"], (rows, cols)
+            else:  # one block per row, holding the row in registers where BLOCK can
+                assert grid == rows, (rows, cols)
+                if d["FIT"]:
+                    assert block * 8 * d["VPT"] >= min(cols, d["BLOCK"] * 8 * d["VPT"]) > (block - 32) * 8 * d["VPT"]
+                else:
+                    assert block == d["BLOCK"]

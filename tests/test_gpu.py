@@ -46,8 +46,8 @@ VARIANTS = [(name, params) for name in ("rmsnorm_onepass", "softmax_online")
                            {"PER": "32", "BLOCK": "256", "VEC": "1"},  # one warp per row of 1,024 columns
                            {"PER": "16", "BLOCK": "512", "VEC": "1"})]
 VARIANTS += [("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "2112"})]
-VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v}) for b, v in (("1024", "1"), ("512", "2"), ("128", "8"))]
-VARIANTS += [("rmsnorm_bf16", {"WROWS": "0"}), ("rmsnorm_bf16", {"MINB": "6"})]  # a block per short row; 40 registers
+VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v, "WROWS": r}) for b, v, r in (("1024", "1", "8"), ("512", "2", "8"), ("128", "8", "4"))]
+VARIANTS += [("rmsnorm_bf16", p) for p in ({"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"})]  # a block per short row; e1ca086
 
 
 def _variant_cases():

@@ -48,6 +48,19 @@ def test_ladder_kernel_is_clean(name, tool):
                                                  "log": result.log[-3000:]}, indent=1, default=str)
 
 
+# Kernels whose sanitize size takes one of several paths: the others, each under every tool.
+OTHER_PATHS = [("rmsnorm_bf16", {"R": 5, "C": 2056})]  # one block per row (the sanitize size is a warp's)
+
+
+@pytest.mark.parametrize("name, sizes", OTHER_PATHS, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in s.items())}" for n, s in OTHER_PATHS])
+@pytest.mark.parametrize("tool", sanitize.ALL_TOOLS)
+def test_other_row_paths_are_clean(name, sizes, tool):
+    job = pipeline.prepare(catalog.load(name), sizes).job(RunMode(verify=False))
+    (result,) = sanitize.run_all(job, [tool], scrub_cubin=SCRUB)
+    assert result.status == "clean", json.dumps({"status": result.status, "message": result.message,
+                                                 "findings": [f.to_dict() for f in result.findings]}, indent=1, default=str)
+
+
 def test_cli_sanitize_tiled_matmul_is_clean(capsys):
     code = cli.main(["sanitize", "tiled_matmul", "--json"])
     data = json.loads(capsys.readouterr().out)
