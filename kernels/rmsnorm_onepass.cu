@@ -16,6 +16,9 @@
 #ifndef FIT
 #define FIT 1
 #endif
+#ifndef WROWS
+#define WROWS 0
+#endif
 #define WARPS (BLOCK / 32)
 // NT: the threads that share a row. FIT 1: the launch sizes the block to the row (a multiple of 32 up
 // to BLOCK, PER elements per thread), so a short row does not leave most of a 1,024-thread block idle;
@@ -23,11 +26,16 @@
 // The row's code is a template on the block: NTT = BLOCK, a constant the loops are unrolled and
 // strided with; NTT = 0, the launched block (FIT 1 and a block smaller than BLOCK). A FIT 1 launch
 // with a full block runs the same code as FIT 0.
+// WROWS > 0 (with FIT 1): a row of at most 32 * PER columns is one warp's, WROWS rows to a block of
+// 32 * WROWS threads, reduced by shuffles alone (no barrier, no shared memory): NTT = 32. A block of
+// one warp per row holds at most half an SM (32 blocks of 32 threads); this fills it. 0: off (the default).
 #define NT (NTT ? NTT : (int)blockDim.x)
+#define TID (NTT == 32 ? (threadIdx.x & 31) : threadIdx.x)  // this thread in the row
 
 template <int NTT>
 __device__ float block_sum(float v, float* shared) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (NTT == 32) return v;  // one warp's row (WROWS): the shuffles are the whole sum
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
@@ -53,14 +61,14 @@ __device__ __forceinline__ void rmsnorm_row(const float* __restrict__ x, const f
         float4 v[PER / 4];
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             v[j] = c < cols4 ? x4[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
         }
         const float scale = rsqrtf(block_sum<NTT>(ss, shared) / cols + eps);
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             if (c < cols4) {
                 const float4 g = w4[c];
                 y4[c] = make_float4(v[j].x * scale * g.x, v[j].y * scale * g.y, v[j].z * scale * g.z, v[j].w * scale * g.w);
@@ -73,20 +81,20 @@ __device__ __forceinline__ void rmsnorm_row(const float* __restrict__ x, const f
         float v[PER];
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             v[j] = c < cols ? xr[c] : 0.0f;
             ss += v[j] * v[j];
         }
         const float scale = rsqrtf(block_sum<NTT>(ss, shared) / cols + eps);
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             if (c < cols) yr[c] = v[j] * scale * w[c];
         }
     } else {
-        for (int c = threadIdx.x; c < cols; c += NT) ss += xr[c] * xr[c];
+        for (int c = TID; c < cols; c += NT) ss += xr[c] * xr[c];
         const float scale = rsqrtf(block_sum<NTT>(ss, shared) / cols + eps);
-        for (int c = threadIdx.x; c < cols; c += NT) yr[c] = xr[c] * scale * w[c];
+        for (int c = TID; c < cols; c += NT) yr[c] = xr[c] * scale * w[c];
     }
 }
 
@@ -95,6 +103,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_onepass(const float*
                                                                    float* __restrict__ y, int rows,
                                                                    int cols, float eps) {
     __shared__ float shared[WARPS];
+#if WROWS && FIT
+    static_assert(WROWS * 32 <= BLOCK, "WROWS rows of one warp each must fit in BLOCK threads");
+    if (cols <= 32 * PER) {  // one warp per row, WROWS rows to a block (the launch made ceil(rows / WROWS) blocks)
+        const int wrow = blockIdx.x * WROWS + (threadIdx.x >> 5);
+        if (wrow < rows) rmsnorm_row<32>(x, w, y, wrow, cols, eps, shared);
+        return;
+    }
+#endif
     const int row = blockIdx.x;
     if (row >= rows) return;
 #if FIT

@@ -19,6 +19,9 @@
 #ifndef FIT
 #define FIT 1
 #endif
+#ifndef WROWS
+#define WROWS 0
+#endif
 #define WARPS (BLOCK / 32)
 // NT: the threads that share a row. FIT 1: the launch sizes the block to the row (a multiple of 32 up
 // to BLOCK, PER elements per thread), so a short row does not leave most of a 1,024-thread block idle;
@@ -26,7 +29,11 @@
 // The row's code is a template on the block: NTT = BLOCK, a constant the loops are unrolled and
 // strided with; NTT = 0, the launched block (FIT 1 and a block smaller than BLOCK). A FIT 1 launch
 // with a full block runs the same code as FIT 0.
+// WROWS > 0 (with FIT 1): a row of at most 32 * PER columns is one warp's, WROWS rows to a block of
+// 32 * WROWS threads, reduced by shuffles alone (no barrier, no shared memory): NTT = 32. A block of
+// one warp per row holds at most half an SM (32 blocks of 32 threads); this fills it. 0: off (the default).
 #define NT (NTT ? NTT : (int)blockDim.x)
+#define TID (NTT == 32 ? (threadIdx.x & 31) : threadIdx.x)  // this thread in the row
 
 struct MS { float m, s; };
 
@@ -47,6 +54,7 @@ __device__ MS block_merge(MS v, MS* shared) {
         MS other = {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
         v = merge(v, other);
     }
+    if (NTT == 32) return v;  // one warp's row (WROWS): the shuffles are the whole merge
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
@@ -74,7 +82,7 @@ __device__ __forceinline__ void softmax_row(const float* __restrict__ x, float* 
         float m = -INFINITY;
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             v[j] = c < cols4 ? x4[c] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
             m = fmaxf(m, fmaxf(fmaxf(v[j].x, v[j].y), fmaxf(v[j].z, v[j].w)));
         }
@@ -92,7 +100,7 @@ __device__ __forceinline__ void softmax_row(const float* __restrict__ x, float* 
         const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             if (c < cols4) y4[c] = make_float4(v[j].x * f, v[j].y * f, v[j].z * f, v[j].w * f);
         }
         return;
@@ -103,7 +111,7 @@ __device__ __forceinline__ void softmax_row(const float* __restrict__ x, float* 
         float m = -INFINITY;
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             v[j] = c < cols ? xr[c] : -INFINITY;
             m = fmaxf(m, v[j]);
         }
@@ -117,20 +125,28 @@ __device__ __forceinline__ void softmax_row(const float* __restrict__ x, float* 
         const float f = m == -INFINITY ? 0.0f : __expf(m - acc.m) / acc.s;
 #pragma unroll
         for (int j = 0; j < PER; ++j) {
-            const int c = threadIdx.x + j * NT;
+            const int c = TID + j * NT;
             if (c < cols) yr[c] = v[j] * f;
         }
     } else {
-        for (int c = threadIdx.x; c < cols; c += NT) acc = push(acc, xr[c]);
+        for (int c = TID; c < cols; c += NT) acc = push(acc, xr[c]);
         acc = block_merge<NTT>(acc, shared);
         const float inv = 1.0f / acc.s;
-        for (int c = threadIdx.x; c < cols; c += NT) yr[c] = __expf(xr[c] - acc.m) * inv;
+        for (int c = TID; c < cols; c += NT) yr[c] = __expf(xr[c] - acc.m) * inv;
     }
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK) softmax_online(const float* __restrict__ x,
                                                                   float* __restrict__ y, int rows, int cols) {
     __shared__ MS shared[WARPS];
+#if WROWS && FIT
+    static_assert(WROWS * 32 <= BLOCK, "WROWS rows of one warp each must fit in BLOCK threads");
+    if (cols <= 32 * PER) {  // one warp per row, WROWS rows to a block (the launch made ceil(rows / WROWS) blocks)
+        const int wrow = blockIdx.x * WROWS + (threadIdx.x >> 5);
+        if (wrow < rows) softmax_row<32>(x, y, wrow, cols, shared);
+        return;
+    }
+#endif
     const int row = blockIdx.x;
     if (row >= rows) return;
 #if FIT

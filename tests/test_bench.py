@@ -414,3 +414,23 @@ def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(para
                     assert block * 8 * d["VPT"] >= min(cols, d["BLOCK"] * 8 * d["VPT"]) > (block - 32) * 8 * d["VPT"]
                 else:
                     assert block == d["BLOCK"]
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_onepass", "softmax_online"])
+@pytest.mark.parametrize("params", [{"WROWS": "8"}, {"WROWS": "8", "PER": "32", "BLOCK": "256"}, {"WROWS": "4", "FIT": "0"}])
+def test_float32_row_kernels_warp_rows_launch_agrees_with_the_kernel(name, params):
+    """WROWS > 0 with FIT 1: a row of at most 32 * PER columns is one warp's, WROWS rows to a block of
+    32 * WROWS threads (the kernel's `#if WROWS && FIT`); longer rows, or FIT 0, launch as without it."""
+    from kprof import catalog, pipeline
+
+    spec = catalog.load(name)
+    d = {k: int(v) for k, v in spec.with_defines(params).defines}
+    for rows in (1, 7, 37, 4096):
+        for cols in (1, 31, 256, 257, 300, 512, 1024, 1025, 4096, 8192, 65536):
+            r = pipeline.resolve(spec, {"R": rows, "C": cols}, params=params)
+            plain = pipeline.resolve(spec, {"R": rows, "C": cols}, params={**params, "WROWS": "0"})
+            (block, _, _), (grid, _, _) = r.block, r.grid
+            if d["FIT"] and cols <= 32 * d["PER"]:
+                assert block == 32 * d["WROWS"] and grid * d["WROWS"] >= rows > (grid - 1) * d["WROWS"], (rows, cols)
+            else:
+                assert (r.block, r.grid) == (plain.block, plain.grid) and grid == rows, (rows, cols)

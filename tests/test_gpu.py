@@ -44,7 +44,9 @@ def test_ladder_kernel_verifies(name, preset, sizes):
 VARIANTS = [(name, params) for name in ("rmsnorm_onepass", "softmax_online")
             for params in ({"VEC": "0"}, {"FIT": "0"}, {"FIT": "0", "VEC": "0"},  # the default is VEC 1, FIT 1
                            {"PER": "32", "BLOCK": "256", "VEC": "1"},  # one warp per row of 1,024 columns
-                           {"PER": "16", "BLOCK": "512", "VEC": "1"})]
+                           {"PER": "16", "BLOCK": "512", "VEC": "1"},
+                           {"PER": "32", "BLOCK": "256", "WROWS": "8"},  # a warp per row, 8 rows to a block
+                           {"WROWS": "8", "VEC": "0"})]
 VARIANTS += [("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "2112"})]
 VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v, "WROWS": r}) for b, v, r in (("1024", "1", "8"), ("512", "2", "8"), ("128", "8", "4"))]
 VARIANTS += [("rmsnorm_bf16", p) for p in ({"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"})]  # a block per short row; e1ca086

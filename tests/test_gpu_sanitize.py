@@ -49,13 +49,19 @@ def test_ladder_kernel_is_clean(name, tool):
 
 
 # Kernels whose sanitize size takes one of several paths: the others, each under every tool.
-OTHER_PATHS = [("rmsnorm_bf16", {"R": 5, "C": 2056})]  # one block per row (the sanitize size is a warp's)
+OTHER_PATHS = [("rmsnorm_bf16", {"R": 5, "C": 2056}, {}),  # one block per row (the sanitize size is a warp's)
+               ("rmsnorm_onepass", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"}),  # a warp per row
+               ("softmax_online", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"})]
 
 
-@pytest.mark.parametrize("name, sizes", OTHER_PATHS, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in s.items())}" for n, s in OTHER_PATHS])
+def _path_id(name, sizes, params):
+    return "-".join([name, *(f"{k}{v}" for k, v in {**sizes, **params}.items())])
+
+
+@pytest.mark.parametrize("name, sizes, params", OTHER_PATHS, ids=[_path_id(*p) for p in OTHER_PATHS])
 @pytest.mark.parametrize("tool", sanitize.ALL_TOOLS)
-def test_other_row_paths_are_clean(name, sizes, tool):
-    job = pipeline.prepare(catalog.load(name), sizes).job(RunMode(verify=False))
+def test_other_row_paths_are_clean(name, sizes, params, tool):
+    job = pipeline.prepare(catalog.load(name), sizes, params=params).job(RunMode(verify=False))
     (result,) = sanitize.run_all(job, [tool], scrub_cubin=SCRUB)
     assert result.status == "clean", json.dumps({"status": result.status, "message": result.message,
                                                  "findings": [f.to_dict() for f in result.findings]}, indent=1, default=str)

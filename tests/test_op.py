@@ -187,7 +187,7 @@ def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
 
     monkeypatch.setattr(build, "build", fake_build)
     rms = api.load("rmsnorm_onepass", arch="sm_90", BLOCK=256)
-    assert seen == {"defines": {"BLOCK": "256", "PER": "8", "VEC": "1", "FIT": "1"}, "arch": "sm_90"}
+    assert seen == {"defines": {"BLOCK": "256", "PER": "8", "VEC": "1", "FIT": "1", "WROWS": "0"}, "arch": "sm_90"}
     assert repr(rms) == "<kprof op rmsnorm_onepass(x, w) -> y>"
     with pytest.raises(UsageError, match="unknown parameter 'TILE'"):
         api.load("rmsnorm_onepass", TILE=4)
