@@ -2,7 +2,8 @@
 
 Expressions are parsed with :mod:`ast` and walked against a whitelist: numbers, size names,
 ``+ - * / // % **``, unary minus, and the functions ``ceil``, ``floor``, ``min``, ``max``,
-``cdiv``, ``round_up`` and ``sqrt``. Nothing else is evaluated: no attribute access, no
+``cdiv``, ``round_up``, ``sqrt``, ``le`` and ``where`` (``where(le(C, 1024), 256, C)``: a launch
+that depends on a size, without comparison syntax). Nothing else is evaluated: no attribute access, no
 subscripts, no calls to anything outside the list, no keywords. Arithmetic is exact
 (:class:`fractions.Fraction`) so ``ceil(N / 32)`` never suffers float rounding, and large products
 stay exact; ``sqrt`` alone is not (float precision), and is meant for tolerances that grow like
@@ -54,12 +55,24 @@ def _round_up(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.ceil(a / b)) * b
 
 
+def _le(a: Fraction, b: Fraction) -> Fraction:
+    """1 where a <= b, else 0: a condition for where(), or a factor."""
+    return Fraction(1 if a <= b else 0)
+
+
+def _where(cond: Fraction, a: Fraction, b: Fraction) -> Fraction:
+    """a where cond is not 0, else b. _eval evaluates only the branch taken."""
+    return a if cond != 0 else b
+
+
 _FUNCS: dict[str, tuple[Callable[..., Fraction], int | None]] = {
     "ceil": (_ceil, 1),
     "floor": (_floor, 1),
     "cdiv": (_cdiv, 2),
     "round_up": (_round_up, 2),
     "sqrt": (_sqrt, 1),
+    "le": (_le, 2),
+    "where": (_where, 3),
     "min": (min, None),
     "max": (max, None),
 }
@@ -172,7 +185,11 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
             raise SizeExprError("value too large for size arithmetic")
         return result
     if isinstance(node, ast.Call):
-        fn, _ = _FUNCS[_func_name(node)]
+        name = _func_name(node)
+        if name == "where":  # only the branch taken: where(le(C, 0), 1, N / C) divides by no zero
+            cond, if_true, if_false = node.args
+            return _eval(if_true if _eval(cond, env) != 0 else if_false, env)
+        fn, _ = _FUNCS[name]
         args = [_eval(a, env) for a in node.args]
         return Fraction(fn(*args))  # min and max of Fractions are Fractions
     raise SizeExprError(f"'{type(node).__name__}' is not allowed in size arithmetic")

@@ -25,6 +25,12 @@ from kprof.sizeexpr import SizeExprError
         ("-N + 2 * N", {"N": 7}, 7),
         (64, {}, 64),
         ("(BM / TM) * (BN / TN)", {"BM": 128, "TM": 8, "BN": 128, "TN": 8}, 256),
+        ("le(C, 1024)", {"C": 1024}, 1),
+        ("le(C, 1024)", {"C": 1025}, 0),
+        ("where(le(C, 1024), 256, cdiv(C, 32))", {"C": 300}, 256),
+        ("where(le(C, 1024), 256, cdiv(C, 32))", {"C": 4096}, 128),
+        ("where(W * le(C, 1024), cdiv(R, W), R)", {"W": 0, "C": 8, "R": 37}, 37),
+        ("where(C - C, R / (C - C), R)", {"C": 3, "R": 5}, 5),  # the branch not taken is not evaluated
     ],
 )
 def test_evaluates(expr, env, expected):
@@ -57,6 +63,8 @@ def test_float_literals_for_scalars():
         ("ceil(N / 2, 3)", "takes 1 argument"),
         ("ceil(x=N)", "no keyword"),
         ("min(N)", "at least 2"),
+        ("where(N, 1)", "takes 3 argument"),
+        ("le(N)", "takes 2 argument"),
         ("N if N else 1", "'IfExp' is not allowed"),
         ("N << 2", "'LShift' is not allowed"),
         ("N == 2", "'Compare' is not allowed"),
