@@ -145,6 +145,8 @@ def _build(sub: Any) -> None:
     p.add_argument("names", nargs="*", metavar="NAME|SPEC")
     p.add_argument("--all", action="store_true", help="every kernel and sanitizer case")
     p.add_argument("--force", action="store_true", help="rebuild even if the cache is fresh")
+    p.add_argument("--param", action="append", nargs="+", default=[], metavar="P=V",
+                   help="build with other defines, each combination a row: --param VPT=2,4,8 (no GPU needed)")
     _common(p, arch="the GPU's, else sm_90")
 
 

@@ -59,12 +59,18 @@ def cmd_new(opts: Options) -> int:
 
 
 def cmd_build(opts: Options) -> int:
-    from kprof import build, catalog
+    from kprof import build, catalog, sweep
 
     if opts.all == bool(opts.names):
         raise UsageError("name the kernels to build, or give --all (not both)")
+    if opts.all and opts.param.axes:
+        raise UsageError("--param builds the kernels you name with other defines: name them instead of --all")
     specs = [catalog.load(e.name) for e in catalog.entries()] if opts.all else [catalog.load(n) for n in opts.names]
     specs = [s for spec in specs for s in ((spec, spec.twin_spec()) if spec.twin is not None else (spec,))]
+    if opts.param.axes:  # each combination of the parameters, a build of its own (and a row)
+        specs = [spec.with_defines(params) for spec in specs
+                 for _, params in sweep.points(sweep.Sweep("size"), opts.param, spec.size_names,
+                                               dict(spec.defines), spec.name)]
     arch = opts.arch or build.detect_arch()
     results, failures = [], []
     for spec in specs:  # a sanitizer case's fixed twin builds with it
@@ -75,11 +81,11 @@ def cmd_build(opts: Options) -> int:
                 raise
             failures.append((spec.name, exc))  # keep going: the other kernels still build
     if opts.json:
-        _emit_json([{"name": s.name, "entry": s.entry, "arch": b.arch, "cubin": str(b.cubin), "cached": b.cached,
-                     "usage": asdict(b.usage_of(s.entry))} for s, b in results]
+        _emit_json([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
+                     "cached": b.cached, "usage": asdict(b.usage_of(s.entry))} for s, b in results]
                    + [{"name": n, "error": str(e)} for n, e in failures])
     else:
-        print(render.build_table(results))
+        print(render.build_table(results, opts.param.names))
         for name, failure in failures:
             print(failure.log.rstrip(), file=sys.stderr)
             print(f"kprof: error: {name}: {failure}", file=sys.stderr)

@@ -42,15 +42,18 @@ def list_table(rows: list[dict[str, str]]) -> str:
     return table(["NAME", "GROUP", "DESCRIPTION"], [(r["name"], r["group"], r["description"]) for r in rows])
 
 
-def build_table(results: list[tuple[KernelSpec, BuildResult]]) -> str:
+def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:
+    """One row per build; ``params``, the defines given by --param, are shown beside each name."""
     rows: list[tuple[Any, ...]] = []
     for spec, built in results:
         u = built.usage_of(spec.entry)
+        defines = dict(spec.defines)
+        name = " ".join([spec.name, *(f"{k}={defines[k]}" for k in params if k in defines)])
         if spec.python:
-            rows.append((spec.name, built.arch, "-", "-", "-", "-", "-", "python (nothing to build)"))
+            rows.append((name, built.arch, "-", "-", "-", "-", "-", "python (nothing to build)"))
             continue
         rows.append((
-            spec.name, built.arch, u.registers, u.shared_static, u.stack_frame,
+            name, built.arch, u.registers, u.shared_static, u.stack_frame,
             f"{u.spill_stores}/{u.spill_loads}", u.barriers, "cached" if built.cached else "built",
         ))  # fmt: skip
     return table(

@@ -47,9 +47,29 @@ def test_build_all_prints_resource_table(capsys):
     assert row["cached"] is True and row["usage"]["shared_static"] == 8192
 
 
+@pytest.mark.nvcc
+def test_build_with_params_builds_each_combination(capsys):
+    """kprof build --param shows what a parameter does to registers and spills, with no GPU."""
+    code, out, _ = run_cli(capsys, "build", "rmsnorm_bf16", "--param", "VPT=2,4", "--json")
+    rows = json.loads(out)
+    assert code == 0 and [r["defines"]["VPT"] for r in rows] == ["2", "4"]
+    assert rows[0]["cubin"] != rows[1]["cubin"] and all(r["usage"]["registers"] > 0 for r in rows)
+    code, out, _ = run_cli(capsys, "build", "rmsnorm_onepass", "softmax_online", "--param", "WROWS=0,8")
+    assert code == 0 and "rmsnorm_onepass WROWS=8" in out and "softmax_online WROWS=0" in out
+
+
+@pytest.mark.nvcc
+def test_build_with_a_param_that_breaks_the_source_shows_nvcc_and_exit_4(capsys):
+    code, _, err = run_cli(capsys, "build", "rmsnorm_bf16", "--param", "BLOCK=128")
+    assert code == errors.EXIT_BUILD and "WROWS rows of one warp each must fit in BLOCK threads" in err
+    assert err.strip().splitlines()[-1].startswith("kprof: error: nvcc failed to compile")
+
+
 @pytest.mark.parametrize(
     "argv, code, message",
     [
+        (["build", "--all", "--param", "BLOCK=64"], errors.EXIT_USAGE, "--param builds the kernels you name"),
+        (["build", "rmsnorm_bf16", "--param", "TILE=2"], errors.EXIT_USAGE, "unknown parameter 'TILE'"),
         (["run", "tiled_matmull"], errors.EXIT_USAGE, "unknown kernel 'tiled_matmull': did you mean tiled_matmul"),
         (["run", "tiled_matmul", "--size", "Q=3"], errors.EXIT_USAGE, "unknown size 'Q' (known: M, N, K)"),
         (["run", "tiled_matmul", "--size", "M=0"], errors.EXIT_USAGE, "--size M=0: sizes must be positive"),
