@@ -60,9 +60,10 @@ def _le(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(1 if a <= b else 0)
 
 
-def _where(cond: Fraction, a: Fraction, b: Fraction) -> Fraction:
-    """a where cond is not 0, else b. _eval evaluates only the branch taken."""
-    return a if cond != 0 else b
+def _where(cond: Fraction, a: Callable[[], Fraction], b: Callable[[], Fraction]) -> Fraction:
+    """a where cond is not 0, else b; the branches come unevaluated, and only the one taken is:
+    where(le(C, 0), 1, N / C) divides by no zero."""
+    return a() if cond != 0 else b()
 
 
 _FUNCS: dict[str, tuple[Callable[..., Fraction], int | None]] = {
@@ -186,9 +187,9 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
         return result
     if isinstance(node, ast.Call):
         name = _func_name(node)
-        if name == "where":  # only the branch taken: where(le(C, 0), 1, N / C) divides by no zero
+        if name == "where":
             cond, if_true, if_false = node.args
-            return _eval(if_true if _eval(cond, env) != 0 else if_false, env)
+            return _where(_eval(cond, env), lambda: _eval(if_true, env), lambda: _eval(if_false, env))
         fn, _ = _FUNCS[name]
         args = [_eval(a, env) for a in node.args]
         return Fraction(fn(*args))  # min and max of Fractions are Fractions
