@@ -71,7 +71,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
             tol: Any = rtol * (scale if scale > 0 else 1.0)
             bound = f"{rtol:g} x max|ref| (normwise)"
         elif scales and name in scales:  # tolerance.scale: rtol times the size of the terms, as in kprof run
-            scaled = np.broadcast_to(np.abs(np.asarray(scales[name], dtype=np.float64)), a.shape)
+            scaled = np.abs(verify.scale_for(name, scales[name], a))
             tol, bound = atol + rtol * scaled, f"{atol:g} + {rtol:g} x ({dict(target.scale)[name]})"
         else:
             tol, bound = atol + rtol * np.abs(ref), f"{atol:g} + {rtol:g} x |ref|"

@@ -183,7 +183,7 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
     ref = np.asarray(expected)
     if ref.shape != raw.shape:
         ref = np.broadcast_to(ref, raw.shape)
-    sized = _scale_for(name, scale, raw) if metric == "elementwise" and raw.dtype.kind not in "iu" else None
+    sized = scale_for(name, scale, raw) if metric == "elementwise" and raw.dtype.kind not in "iu" else None
     dtype = dtype or raw.dtype.name
     defaulted = rtol is None and atol is None
     rtol_v, atol_v = tolerance_for(dtype, rtol, atol)
@@ -245,8 +245,9 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
                  atol=used_atol, metric=used_metric)
 
 
-def _scale_for(name: str, scale: Any, raw: Any) -> Any:
-    """``tolerance.scale`` as float64 with the output's shape (broadcast), or None without one."""
+def scale_for(name: str, scale: Any, raw: Any) -> Any:
+    """``tolerance.scale`` as float64 with the output's shape (broadcast), or None without one: for
+    kprof run's verdict and the values detector alike."""
     import numpy as np
 
     if scale is None:

@@ -119,3 +119,27 @@ def test_the_values_detector_uses_the_specs_elementwise_verdict(kernel):
     elementwise = replace(normwise, rtol=1e-5, atol=1e-6)
     (f,) = values.analyse(elementwise, runs, expected)
     assert f.kind == "wrong-result" and f.indices == ((1,),) and "1e-06 + 1e-05 x |ref|" in f.message
+
+
+def test_the_values_detector_takes_the_specs_scale_as_kprof_run_does(kernel):
+    """tolerance.scale: rtol times the scale, not |ref|. An error of 1e-4 on y[1] (= 2) is outside
+    1e-5 x |ref| but inside 1e-5 x 100; a scale that cannot take the output's shape is refused."""
+    from dataclasses import replace
+
+    from kprof.errors import UsageError
+
+    def slightly_off(y, alt):
+        y[:] = 2 * np.arange(8)
+        y[1] += 1e-4
+        return y
+
+    spec, resolved = kernel
+    runs = runs_for(kernel, [slightly_off] * 4)
+    expected = {"y": 2 * np.arange(8, dtype=np.float64)}
+    target = replace(target_of(resolved, "k.cubin"), rtol=1e-5, atol=0.0, scale=(("y", "100"),))
+    assert [f.kind for f in values.analyse(target, runs, expected)] == ["wrong-result"]
+    assert values.analyse(target, runs, expected, {"y": np.full(8, 100.0)}) == []
+    (f,) = values.analyse(target, runs, expected, {"y": np.full(8, 1.0)})
+    assert f.indices == ((1,),) and "0 + 1e-05 x (100)" in f.message
+    with pytest.raises(UsageError, match=r"tolerance.scale of y: shape \(3,\)"):
+        values.analyse(target, runs, expected, {"y": np.ones(3)})
