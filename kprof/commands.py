@@ -226,7 +226,7 @@ def cmd_profile(opts: Options) -> int:
 
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
     if opts.program:
-        if getattr(opts, "baseline", None):
+        if opts.baseline:
             raise UsageError("--baseline profiles a spec's baselines beside it: name the spec (kprof profile "
                              "rmsnorm_onepass --baseline torch.compile); with -- CMD, pick kernels by --kernel or --range")
         return _profile_program(opts, extra)
@@ -244,7 +244,7 @@ def cmd_profile(opts: Options) -> int:
     resolved = [pipeline.resolve(spec, sizes if len(specs) == 1 else {k: v for k, v in sizes.items()
                                                                        if k in spec.size_names}, params=params)
                 for spec in specs]
-    if getattr(opts, "baseline", None):
+    if opts.baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, opts.baseline))]
     profiles, errors = [], []
     for r in resolved:
