@@ -101,15 +101,17 @@ def test_wrong_result(kernel):
     assert [f.kind for f in found] == ["wrong-result"] and found[0].count == 7  # element 0 is 0 either way
 
 
+def slightly_off(y, alt):
+    """y = 2x, but y[1] (= 2) off by 1e-4."""
+    y[:] = 2 * np.arange(8)
+    y[1] += 1e-4
+    return y
+
+
 def test_the_values_detector_uses_the_specs_elementwise_verdict(kernel):
     """y = 2x with x = 0..7: an error of 1e-4 on y[1] (= 2) hides under a normwise 1e-4 x max|ref|
     (14), not under an elementwise 1e-6 + 1e-5 x |ref|."""
     from dataclasses import replace
-
-    def slightly_off(y, alt):
-        y[:] = 2 * np.arange(8)
-        y[1] += 1e-4
-        return y
 
     spec, resolved = kernel
     runs = runs_for(kernel, [slightly_off] * 4)
@@ -127,11 +129,6 @@ def test_the_values_detector_takes_the_specs_scale_as_kprof_run_does(kernel):
     from dataclasses import replace
 
     from kprof.errors import UsageError
-
-    def slightly_off(y, alt):
-        y[:] = 2 * np.arange(8)
-        y[1] += 1e-4
-        return y
 
     spec, resolved = kernel
     runs = runs_for(kernel, [slightly_off] * 4)
