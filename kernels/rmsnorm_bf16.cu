@@ -28,6 +28,15 @@
 #ifndef FIT
 #define FIT 1
 #endif
+#ifndef MAXREG
+#define MAXREG 0  // > 0: at most MAXREG registers per thread (__maxnreg__), in place of __launch_bounds__(BLOCK)
+#endif
+#if MAXREG
+static_assert(MAXREG * BLOCK <= 65536, "MAXREG registers for each of BLOCK threads must fit in an SM's 65,536");
+#define BOUNDS __maxnreg__(MAXREG)
+#else
+#define BOUNDS __launch_bounds__(BLOCK)
+#endif
 static_assert(WROWS * 32 <= BLOCK, "WROWS rows of one warp each must fit in BLOCK threads");
 #define NTR (NT ? NT : (int)blockDim.x)
 
@@ -120,7 +129,7 @@ __device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_bf16(const __nv_bfloat16* __restrict__ x,
+extern "C" __global__ void BOUNDS rmsnorm_bf16(const __nv_bfloat16* __restrict__ x,
                                                                 const __nv_bfloat16* __restrict__ w,
                                                                 __nv_bfloat16* __restrict__ y, int rows,
                                                                 int cols, float eps) {

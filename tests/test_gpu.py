@@ -50,6 +50,7 @@ VARIANTS = [(name, params) for name in ("rmsnorm_onepass", "softmax_online")
 VARIANTS += [("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "2112"})]
 VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v, "WROWS": r}) for b, v, r in (("1024", "1", "8"), ("512", "2", "8"), ("128", "8", "4"))]
 VARIANTS += [("rmsnorm_bf16", p) for p in ({"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"})]  # a block per short row; e1ca086
+VARIANTS += [("rmsnorm_bf16", {"MAXREG": r}) for r in ("40", "48")]  # registers capped: 40 spills (kprof build --param)
 
 
 def _variant_cases():
