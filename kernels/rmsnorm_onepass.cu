@@ -2,7 +2,8 @@
 // registers (up to BLOCK * PER elements) between the sum of squares and the scaling. Longer rows
 // fall back to a second read.
 // VEC 1: 16-byte loads and stores of x, w and y (each thread's slice is PER / 4 float4s) where the
-// row length is a multiple of 4 and the pointers are 16-byte aligned; the scalar path otherwise.
+// row length is a multiple of 4 and the pointers are 16-byte aligned, for the row in registers and for
+// the long row read twice; the scalar paths otherwise.
 // The default; VEC 0 is the plain kernel.
 #ifndef VEC
 #define VEC 1
@@ -52,12 +53,13 @@ __device__ __forceinline__ void rmsnorm_row(const float* __restrict__ x, const f
     float ss = 0.0f;
 #if VEC
     static_assert(PER % 4 == 0, "VEC 1 needs PER to be a multiple of 4");
-    if (cols <= NT * PER && (cols & 3) == 0 &&
-        ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0) {
-        const int cols4 = cols >> 2;
-        const float4* x4 = reinterpret_cast<const float4*>(xr);
-        const float4* w4 = reinterpret_cast<const float4*>(w);
-        float4* y4 = reinterpret_cast<float4*>(yr);
+    const bool vec4 = (cols & 3) == 0 &&
+        ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(w) | reinterpret_cast<size_t>(y)) & 15) == 0;
+    const int cols4 = cols >> 2;
+    const float4* x4 = reinterpret_cast<const float4*>(xr);
+    const float4* w4 = reinterpret_cast<const float4*>(w);
+    float4* y4 = reinterpret_cast<float4*>(yr);
+    if (vec4 && cols <= NT * PER) {
         float4 v[PER / 4];
 #pragma unroll
         for (int j = 0; j < PER / 4; ++j) {
@@ -73,6 +75,20 @@ __device__ __forceinline__ void rmsnorm_row(const float* __restrict__ x, const f
                 const float4 g = w4[c];
                 y4[c] = make_float4(v[j].x * scale * g.x, v[j].y * scale * g.y, v[j].z * scale * g.z, v[j].w * scale * g.w);
             }
+        }
+        return;
+    }
+    if (vec4) {  // a long row, read twice, 16 bytes at a time (4-byte loads issued four times the instructions: ncu)
+#pragma unroll 2
+        for (int c = TID; c < cols4; c += NT) {
+            const float4 v = x4[c];
+            ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+        }
+        const float scale = rsqrtf(block_sum<NTT>(ss, shared) / cols + eps);
+#pragma unroll 2
+        for (int c = TID; c < cols4; c += NT) {
+            const float4 v = x4[c], g = w4[c];
+            y4[c] = make_float4(v.x * scale * g.x, v.y * scale * g.y, v.z * scale * g.z, v.w * scale * g.w);
         }
         return;
     }

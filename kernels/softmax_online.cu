@@ -5,8 +5,8 @@
 // exponentials by e^(m_thread - m) / s and writes them. Rows longer than BLOCK * PER fall back to
 // a second read of the row with a running (max, sum) per thread.
 // VEC 1: 16-byte loads and stores (each thread's slice is PER / 4 float4s) where the row length is a
-// multiple of 4 and the pointers are 16-byte aligned, a quarter of the load and store instructions;
-// the scalar path otherwise. The default; VEC 0 is the plain kernel.
+// multiple of 4 and the pointers are 16-byte aligned, a quarter of the load and store instructions,
+// for the row in registers and for the long row read twice; the scalar paths otherwise. The default; VEC 0 is the plain kernel.
 #ifndef VEC
 #define VEC 1
 #endif
@@ -74,10 +74,11 @@ __device__ __forceinline__ void softmax_row(const float* __restrict__ x, float* 
     MS acc = {-INFINITY, 0.0f};
 #if VEC
     static_assert(PER % 4 == 0, "VEC 1 needs PER to be a multiple of 4");
-    if (cols <= NT * PER && (cols & 3) == 0 && ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(y)) & 15) == 0) {
-        const int cols4 = cols >> 2;
-        const float4* x4 = reinterpret_cast<const float4*>(xr);
-        float4* y4 = reinterpret_cast<float4*>(yr);
+    const bool vec4 = (cols & 3) == 0 && ((reinterpret_cast<size_t>(x) | reinterpret_cast<size_t>(y)) & 15) == 0;
+    const int cols4 = cols >> 2;
+    const float4* x4 = reinterpret_cast<const float4*>(xr);
+    float4* y4 = reinterpret_cast<float4*>(yr);
+    if (vec4 && cols <= NT * PER) {
         float4 v[PER / 4];
         float m = -INFINITY;
 #pragma unroll
@@ -102,6 +103,26 @@ __device__ __forceinline__ void softmax_row(const float* __restrict__ x, float* 
         for (int j = 0; j < PER / 4; ++j) {
             const int c = TID + j * NT;
             if (c < cols4) y4[c] = make_float4(v[j].x * f, v[j].y * f, v[j].z * f, v[j].w * f);
+        }
+        return;
+    }
+    if (vec4) {  // a long row, read twice, 16 bytes at a time: one rescale of the running sum per 4 elements
+#pragma unroll 2
+        for (int c = TID; c < cols4; c += NT) {
+            const float4 v = x4[c];
+            const float m = fmaxf(acc.m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+            if (m != -INFINITY) {  // else all -inf so far: the sum stays 0
+                acc.s = acc.s * __expf(acc.m - m) + ((__expf(v.x - m) + __expf(v.y - m)) + (__expf(v.z - m) + __expf(v.w - m)));
+                acc.m = m;
+            }
+        }
+        acc = block_merge<NTT>(acc, shared);
+        const float inv = 1.0f / acc.s;
+#pragma unroll 2
+        for (int c = TID; c < cols4; c += NT) {
+            const float4 v = x4[c];
+            y4[c] = make_float4(__expf(v.x - acc.m) * inv, __expf(v.y - acc.m) * inv, __expf(v.z - acc.m) * inv,
+                                __expf(v.w - acc.m) * inv);
         }
         return;
     }

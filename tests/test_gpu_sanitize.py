@@ -51,7 +51,9 @@ def test_ladder_kernel_is_clean(name, tool):
 # Kernels whose sanitize size takes one of several paths: the others, each under every tool.
 OTHER_PATHS = [("rmsnorm_bf16", {"R": 5, "C": 2056}, {}),  # one block per row (the sanitize size is a warp's)
                ("rmsnorm_onepass", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"}),  # a warp per row
-               ("softmax_online", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"})]
+               ("softmax_online", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"}),
+               ("rmsnorm_onepass", {"R": 3, "C": 9000}, {}),  # a long row read twice, 16 bytes at a time
+               ("softmax_online", {"R": 3, "C": 9000}, {})]
 
 
 def _path_id(name, sizes, params):
