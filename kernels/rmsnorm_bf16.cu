@@ -30,6 +30,7 @@
 #endif
 #ifndef MAXREG
 #define MAXREG 0  // > 0: at most MAXREG registers per thread (__maxnreg__), in place of __launch_bounds__(BLOCK)
+// (40: 0.983x torch.compile at 4096 x 16384 but 0.868x at 32768 x 8192, where its spills cost more; docs/fused.md)
 #endif
 #if MAXREG
 static_assert(MAXREG * BLOCK <= 65536, "MAXREG registers for each of BLOCK threads must fit in an SM's 65,536");
