@@ -192,7 +192,7 @@ if has measure; then
         json profile-frameworks-8192 $KPROF profile rmsnorm_onepass softmax_online rmsnorm_bf16 --baseline torch.compile
         json profile-frameworks-1024 $KPROF profile rmsnorm_onepass softmax_online --size R=4096 C=1024 \
             --param FIT=1 VEC=1 --baseline torch.compile
-        # the float32 rows of 16,384 (0.936x and 0.944x torch.compile), read twice at the default PER=8
+        # the float32 rows of 16,384, read twice at the default PER=8 (in 16-byte vectors since c26d281)
         json profile-frameworks-16384 $KPROF profile rmsnorm_onepass softmax_online --size R=4096 C=16384 --baseline torch.compile
         # the fused linear layer where cuBLAS is faster (batch 64, hidden 4096), beside cuBLASLt's epilogue
         json profile-frameworks-linear $KPROF profile linear_bias_relu --size B=64 K=4096 N=4096 --baseline cublaslt

@@ -43,9 +43,13 @@ LADDER = [e.name for e in catalog.entries() if e.group == "kernel"]
 def test_ladder_kernel_is_clean(name, tool):
     job = pipeline.prepare(catalog.load(name), preset="sanitize").job(RunMode(verify=False))
     (result,) = sanitize.run_all(job, [tool], scrub_cubin=SCRUB)
-    assert result.status == "clean", json.dumps({"status": result.status, "message": result.message,
-                                                 "findings": [f.to_dict() for f in result.findings],
-                                                 "log": result.log[-3000:]}, indent=1, default=str)
+    assert result.status == "clean", _unclean(result)
+
+
+def _unclean(result):
+    """What a tool said of a run that should have been clean: its status, message, findings and log's end."""
+    return json.dumps({"status": result.status, "message": result.message,
+                       "findings": [f.to_dict() for f in result.findings], "log": result.log[-3000:]}, indent=1, default=str)
 
 
 # Kernels whose sanitize size takes one of several paths: the others, each under every tool.
@@ -65,8 +69,7 @@ def _path_id(name, sizes, params):
 def test_other_row_paths_are_clean(name, sizes, params, tool):
     job = pipeline.prepare(catalog.load(name), sizes, params=params).job(RunMode(verify=False))
     (result,) = sanitize.run_all(job, [tool], scrub_cubin=SCRUB)
-    assert result.status == "clean", json.dumps({"status": result.status, "message": result.message,
-                                                 "findings": [f.to_dict() for f in result.findings]}, indent=1, default=str)
+    assert result.status == "clean", _unclean(result)
 
 
 def test_cli_sanitize_tiled_matmul_is_clean(capsys):
