@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from kprof import proc
+from kprof import inputs, proc
 from kprof.errors import BuildError, UsageError
 from kprof.spec import KernelSpec
 
 DEFAULT_ARCH = "sm_90"
+MAX_META_BYTES = 16 * 1024 * 1024  # a cache entry's JSON: ptxas's log and usage, kilobytes in practice
 _ARCH = re.compile(r"^sm_\d{2,3}[af]?$")
 
 
@@ -57,9 +58,25 @@ class BuildResult:
 def cache_dir() -> Path:
     """``$KPROF_CACHE_DIR``, else ``$XDG_CACHE_HOME/kprof``, else ``~/.cache/kprof``."""
     if os.environ.get("KPROF_CACHE_DIR"):
-        return Path(os.environ["KPROF_CACHE_DIR"]).expanduser()
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "kprof"
+        return inputs.user_path(os.environ["KPROF_CACHE_DIR"], "KPROF_CACHE_DIR")
+    if os.environ.get("XDG_CACHE_HOME"):
+        return inputs.user_path(os.environ["XDG_CACHE_HOME"], "XDG_CACHE_HOME") / "kprof"
+    return inputs.user_path("~/.cache", "the build cache (HOME)") / "kprof"
+
+
+def _shell_safe_argv(argv: list[str]) -> None:
+    """The last guard before nvcc: it runs its sub-steps through ``sh`` with every path and flag inside
+    double quotes, where a backtick or ``$(...)`` still runs a command. The spec loader refuses such a
+    source, flag or include folder by its field; this names whatever else would reach the shell."""
+    for i, arg in enumerate(argv):
+        if (ch := inputs.shell_character(arg)) is not None:
+            what = "nvcc's path" if i == 0 else f"nvcc argument {arg[:60]!r}"
+            raise UsageError(f"{what} holds {inputs.describe_character(ch)}, which a shell would act on "
+                             "(nvcc runs its steps through one): refused")
+    tmp = os.environ.get("TMPDIR", "")
+    if (ch := inputs.shell_character(tmp)) is not None:  # nvcc writes its intermediate files there
+        raise UsageError(f"TMPDIR {tmp[:60]!r} holds {inputs.describe_character(ch)}, which a shell would act on "
+                         "(nvcc puts its temporary files there): set TMPDIR to a plain folder")
 
 
 def check_arch(arch: str) -> str:
@@ -150,19 +167,28 @@ def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
     return {name: ResourceUsage(**fields) for name, fields in result.items()}
 
 
-def _local_sources(source: Path) -> list[Path]:
-    """The source and every local header it includes with ``#include "..."``, recursively."""
-    seen: list[Path] = []
+MAX_SOURCE_BYTES = 64 * 1024 * 1024  # one .cu or header; the largest shipped one is under 20 KB
+
+
+def _local_sources(source: Path) -> list[tuple[Path, bytes]]:
+    """The source and every local header it includes with ``#include "..."``, recursively, each read
+    once (regular files only, capped): what the cache key hashes."""
+    seen: dict[Path, bytes] = {}
     todo = [source]
-    include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    include = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"', re.M)
     while todo:
         path = todo.pop()
-        if path in seen or not path.is_file():
+        if path in seen or inputs.regular_file_error(path) is not None:
             continue
-        seen.append(path)
-        text = path.read_text(encoding="utf-8", errors="replace")
-        todo.extend((path.parent / inc).resolve() for inc in include.findall(text))
-    return seen
+        data = inputs.read_bytes(path, "source", limit=MAX_SOURCE_BYTES)
+        seen[path] = data
+        text = data.decode("utf-8", errors="replace")
+        for inc in include.findall(text):
+            try:
+                todo.append((path.parent / inc).resolve())
+            except (OSError, RuntimeError, ValueError):  # a loop of symlinks, a NUL: nvcc reports the include
+                continue
+    return list(seen.items())
 
 
 @lru_cache(maxsize=4)
@@ -193,21 +219,22 @@ def build(
     digest = hashlib.sha256()
     digest.update(nvcc_version(nvcc).encode())
     digest.update("\0".join(key_argv).encode())
-    for path in sources:
-        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    for path, data in sources:
+        digest.update(str(path).encode() + b"\0" + data)
     key = digest.hexdigest()[:20]
     folder = cache_dir()
+    inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     cubin = folder / f"{spec.name[:64]}-{arch}-{key}.cubin"  # the key tells long names apart
     meta = cubin.with_suffix(".json")
     if not force and cubin.is_file() and meta.is_file():
         try:
-            info = json.loads(meta.read_text())
+            info = json.loads(inputs.read_text(meta, "cache entry", limit=MAX_META_BYTES))
             usage = {k: ResourceUsage(**v) for k, v in info["usage"].items()}
             # The cubin must be the one this entry recorded: an empty or damaged file is rebuilt, not used.
             if info["sha256"] == hashlib.sha256(cubin.read_bytes()).hexdigest():
                 return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]))
-        except (ValueError, KeyError, TypeError, AttributeError, OSError):
-            pass  # a damaged cache entry is rebuilt
+        except (ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError):
+            pass  # a damaged cache entry is rebuilt (an InputError is a ValueError: a FIFO, an oversized file)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name[:64]}-", suffix=".cubin", dir=folder)
@@ -217,6 +244,10 @@ def build(
     tmp = Path(tmp_name)
     argv = build_argv(nvcc, spec.source, tmp, arch, tuple(merged.items()), spec.nvcc_flags)
     try:
+        _shell_safe_argv(argv)
+        for path in (cubin, meta):
+            if path.is_dir() and not path.is_symlink():
+                raise UsageError(f"the build cache has a folder at {path} where a file goes: remove it")
         done = proc.run(argv, timeout=timeout)
         log = (done.stdout + done.stderr).strip()
         if done.timed_out:
@@ -235,19 +266,15 @@ def build(
                 log,
             )
         digest_of_cubin = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        os.replace(tmp, cubin)
+        try:
+            os.replace(tmp, cubin)
+        except OSError as exc:
+            raise inputs.write_error(cubin, exc) from None
         info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv, "sha256": digest_of_cubin}
-        _atomic_write(meta, json.dumps(info, indent=1))
+        inputs.replace_file(meta, json.dumps(info, indent=1))
         return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv))
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 PROBE_SOURCE = """#include <nv/target>

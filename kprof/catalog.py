@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from kprof import inputs
 from kprof import spec as spec_mod
 from kprof.errors import UnknownKernelError
 
@@ -43,7 +44,7 @@ def search_dirs() -> list[tuple[Path, str]]:
     dirs = [(KERNELS_DIR, "kernel"), (CASES_DIR, "case"), (PERF_DIR, "perf")]
     for extra in os.environ.get("KPROF_PATH", "").split(os.pathsep):
         if extra.strip():
-            dirs.append((Path(extra).expanduser(), "user"))
+            dirs.append((inputs.user_path(extra, "KPROF_PATH"), "user"))
     return dirs
 
 
@@ -63,7 +64,7 @@ def entries() -> list[Entry]:
 
 def find(name: str) -> Path:
     """The spec file for a name or a path."""
-    as_path = Path(name).expanduser()
+    as_path = inputs.user_path(name, "spec")
     try:
         is_file = as_path.is_file()
     except (OSError, ValueError):  # a name longer than the file system allows, or with a NUL

@@ -8,6 +8,7 @@ starts fast and loads no CUDA, nvtx or NumPy.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -23,6 +24,7 @@ from kprof.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_GPU,
     EXIT_OK,
+    EXIT_OUTPUT,
     EXIT_TOOL_MISSING,
     EXIT_USAGE,
     KprofError,
@@ -39,6 +41,7 @@ exit codes:
   {EXIT_BUILD}    nvcc could not compile the kernel (its messages are shown)
   {EXIT_NO_GPU}    no CUDA driver or no GPU
   {EXIT_CUDA}    a CUDA call failed, or the kernel faulted, hung or crashed its process, or a tool failed
+  {EXIT_OUTPUT}    an output could not be written (a full disk, standard output full); what was measured is kept
   {EXIT_INTERNAL}   a bug in kprof (set KPROF_DEBUG=1 for the traceback)
 
 A kernel is named by its spec's file name (kprof list) or given as a path to a spec file.
@@ -53,19 +56,35 @@ class _Parser(argparse.ArgumentParser):
         message = re.sub(r"^argument (--[\w-]+): ", r"\1 ", message)
         raise _ArgError(f"{message} (see `{self.prog} --help`)")
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops a failed write of --help silently; a full disk must say so (exit 7)
+        if message:
+            (file or sys.stderr).write(message)
+
 
 class _ArgError(KprofError):
     exit_code = EXIT_USAGE
 
 
+MAX_SECONDS = 7 * 24 * 3600.0  # a timeout above a week is a typo; the OS timers overflow near 1e10 s
+
+
 def _positive(text: str) -> float:
-    """A positive, finite number of seconds (or a fraction): checked once, here."""
+    """A positive, finite number (a fraction, a count of seconds): checked once, here."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not (value > 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"{text}: give a positive number")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A positive number of seconds, at most a week."""
+    value = _positive(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text}: give at most {MAX_SECONDS:.0f} seconds (a week)")
     return value
 
 
@@ -111,7 +130,7 @@ def _common(p: argparse.ArgumentParser, *, arch: str | None = None, timeout: flo
     if arch is not None:
         p.add_argument("--arch", type=_arch, help=f"target, e.g. sm_90 (default: {arch})")
     if timeout is not None:
-        p.add_argument("--timeout", type=_positive, default=timeout,
+        p.add_argument("--timeout", type=_seconds, default=timeout,
                        help=f"seconds before the target counts as hung (default {timeout:g})")
     p.add_argument("--json", action="store_true", help=json_help)
 
@@ -259,9 +278,9 @@ def _bench(sub: Any) -> None:
                    "auto (default): cupti when it works, else events, saying why")
     p.add_argument("--rel-stdev", type=_positive, default=0.005,
                    help="stop when the relative stddev is below this (default 0.005)")
-    p.add_argument("--min-time", type=_positive, default=0.5,
+    p.add_argument("--min-time", type=_seconds, default=0.5,
                    help="seconds of samples before the noise rule may stop (default 0.5)")
-    p.add_argument("--max-time", type=_positive, default=10.0, help="seconds of samples at most per point (default 10)")
+    p.add_argument("--max-time", type=_seconds, default=10.0, help="seconds of samples at most per point (default 10)")
     p.add_argument("--plot", metavar="FILE.png", help="throughput against the swept size or parameter (needs matplotlib)")
     p.add_argument("--no-history", action="store_true", help="do not record the results")
     _common(p, arch="the GPU's", timeout=300.0, json_help="print versioned JSON")
@@ -292,8 +311,49 @@ def _doctor(sub: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    with _terminate_as_interrupt():
-        return _main(argv)
+    _tolerant_streams()
+    try:
+        with _terminate_as_interrupt():
+            code = _main(argv)
+    except SystemExit as exc:  # --help and --version print, then exit through argparse
+        code = exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
+    return _flushed(code)
+
+
+def _tolerant_streams() -> None:
+    """A terminal or a pipe whose encoding cannot show a character (an ASCII-only locale) gets an
+    escape for it, never a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot be reconfigured keeps its own rule
+                pass
+
+
+def _flushed(code: int) -> int:
+    """Standard output flushed before the exit code is final: output to a full disk (``>/dev/full``)
+    is one line and exit 7, not an exception at interpreter exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+    except OSError as exc:
+        _quiet_stdout()
+        print(f"kprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_OUTPUT if code == EXIT_OK else code
+    return code
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null so the interpreter's own flush at exit has nothing to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 @contextmanager
@@ -331,13 +391,28 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"kprof: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
+        _quiet_stdout()
         return EXIT_OK
-    except Exception as exc:  # a bug in kprof: one line, traceback on request
-        if os.environ.get("KPROF_DEBUG"):
-            raise
-        print(f"kprof: internal error: {type(exc).__name__}: {exc} (set KPROF_DEBUG=1 for the traceback)",
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            return _internal(exc)
+        _quiet_stdout()
+        print(f"kprof: error: cannot write the output: {exc.strerror or exc}",
               file=sys.stderr)
-        return EXIT_INTERNAL
+        return EXIT_OUTPUT
+    except Exception as exc:  # noqa: BLE001 - a bug in kprof: one line, traceback on request
+        return _internal(exc)
+
+
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("KPROF_DEBUG"):
+        raise exc
+    print(f"kprof: internal error: {type(exc).__name__}: {exc} (set KPROF_DEBUG=1 for the traceback)",
+          file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def main_inner(argv: list[str]) -> int:
@@ -355,8 +430,11 @@ def main_inner(argv: list[str]) -> int:
     if opts.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from kprof import commands, sweep
+    from kprof import commands, inputs, sweep
 
+    for attr, flag in (("plot", "--plot"), ("sarif", "--sarif")):  # checked before anything runs, not after
+        if getattr(opts, attr, None):
+            setattr(opts, attr, str(inputs.output_file(getattr(opts, attr), flag)))
     handler = getattr(commands, f"cmd_{opts.command}")
     for what in ("size", "param"):  # one grammar for every command: kprof.sweep
         if hasattr(opts, what):

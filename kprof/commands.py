@@ -148,8 +148,12 @@ def _progress(tool: str) -> None:
     print(f"  running {tool} ...", file=sys.stderr, flush=True)
 
 
+MAX_RESULT_BYTES = 64 * 1024 * 1024  # a runner's result file: its allocations and checks, kilobytes in practice
+
+
 def _from_xml(opts: Options) -> list[Any]:
     from kprof import compute_sanitizer as sanitize
+    from kprof import inputs
 
     if opts.name:
         raise UsageError("--from-xml reads a saved report: give the file, not a kernel name")
@@ -157,14 +161,14 @@ def _from_xml(opts: Options) -> list[Any]:
         raise UsageError(f"--from-xml: --tool {opts.tool} did not write it; the tools that write XML are "
                          f"{', '.join(sanitize.TOOLS)} (or leave --tool out: kprof works it out from the records)")
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
-    return [sanitize.from_xml(Path(opts.from_xml), None if opts.tool == "all" else opts.tool, allocations)]
+    source = inputs.user_path(opts.from_xml, "--from-xml")
+    return [sanitize.from_xml(source, None if opts.tool == "all" else opts.tool, allocations)]
 
 
 def _read_allocations(path: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--allocations {path}: cannot read the runner's result file ({exc})") from None
+    from kprof import inputs
+
+    data = inputs.read_json(inputs.user_path(path, "--allocations"), "--allocations", limit=MAX_RESULT_BYTES)
     allocations = data.get("allocations") if isinstance(data, dict) else None
     if not isinstance(allocations, list):
         raise UsageError(f"--allocations {path}: no 'allocations' list in it (use the runner's result.json)")
@@ -178,10 +182,9 @@ def _read_allocations(path: str) -> list[dict[str, Any]]:
 
 
 def _write_json(path: Path, data: object) -> None:
-    try:
-        path.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    from kprof import inputs
+
+    inputs.replace_file(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def cmd_cases(opts: Options) -> int:
@@ -285,13 +288,9 @@ def _profile_program(opts: Options, extra: tuple[str, ...]) -> int:
 
 
 def _report_dir(path: str | None) -> Path | None:
-    if not path:
-        return None
-    try:
-        Path(path).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--save-report {path}: {exc.strerror or exc}") from None
-    return Path(path)
+    from kprof import inputs
+
+    return inputs.output_dir(path, "--save-report") if path else None
 
 
 def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], report_dir: Path | None,

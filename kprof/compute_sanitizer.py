@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import hostframes, launch, proc, values
+from kprof import hostframes, inputs, launch, proc, values
 from kprof.demangle import demangle
 from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
@@ -41,6 +41,7 @@ PRINT_LIMIT = 10000
 PROGRAM_PRINT_LIMIT = 1000  # a racy program prints thousands of records: the text alone took 14 s of 17 on an H200
 PADDING = 256
 DEFAULT_TIMEOUT = 300.0
+MAX_REPORT_BYTES = 256 * 1024 * 1024  # a saved report: racecheck's largest seen on an H200 was a few MB
 
 
 def check_tool(tool: str) -> str:
@@ -156,41 +157,44 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     detail = f.detail
     if f.buffer is None and f.address is not None and f.address in nearest:
         detail = nearest[f.address]
-    grid = rec.findtext(".//gridid")  # racecheck's hazards carry it; memcheck stops at its first faulting launch
-    grids = frozenset({int(grid)}) if grid and grid.strip().isdigit() else frozenset()
+    grid = _int(rec.findtext(".//gridid"))  # racecheck's hazards carry it; memcheck stops at its first faulting launch
+    grids = frozenset({grid}) if grid is not None else frozenset()
     return replace(f, kernel=demangle(f.kernel) if f.kernel else None, launch=site.where() if site else None,
                    detail=detail, grids=grids)
 
 
-_NEAREST = re.compile(
-    r"(?:Address|Access to) (0x[0-9a-fA-F]+) is out of bounds\s*\n[=\s]*and is ([\d,]+) bytes (after|before) the nearest "
-    r"allocation at (0x[0-9a-fA-F]+) of size ([\d,]+) bytes")
+_OUT_OF_BOUNDS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is out of bounds[ \t]*$")
+_NEAREST = re.compile(r"^[= \t]*and is ([0-9,]{1,26}) bytes (after|before) the nearest allocation at "
+                      r"(0x[0-9a-fA-F]{1,16}) of size ([0-9,]{1,26}) bytes")
 
 
 def nearest_allocations(text: str) -> dict[int, str]:
-    """address -> "4 bytes past the end of a 4,000-byte allocation at 0x...", from memcheck's text output."""
-    out = {}
-    for m in _NEAREST.finditer(text):
-        address, distance, side, base, size = m.groups()
-        n, nbytes = int(distance.replace(",", "")), int(size.replace(",", ""))
-        if side == "after":
-            where = "immediately past the end" if n == 0 else f"{n:,} bytes past the end"
-        else:
-            where = f"{n:,} bytes before the start"
-        out[int(address, 16)] = f"{where} of a {nbytes:,}-byte allocation at {base} (the nearest one)"
+    """address -> "4 bytes past the end of a 4,000-byte allocation at 0x...", from memcheck's text output
+    (the two lines of each such record, read line by line: linear in the text, whatever it holds)."""
+    out: dict[int, str] = {}
+    address: str | None = None
+    for line in text.splitlines():
+        if address is not None and (m := _NEAREST.match(line)):
+            distance, side, base, size = m.groups()
+            _nearest(out, address, distance, side, base, size)
+        oob = _OUT_OF_BOUNDS.search(line)
+        address = oob.group(1) if oob else None
     return out
+
+
+def _nearest(out: dict[int, str], address: str, distance: str, side: str, base: str, size: str) -> None:
+    n, nbytes = int(distance.replace(",", "")), int(size.replace(",", ""))
+    if side == "after":
+        where = "immediately past the end" if n == 0 else f"{n:,} bytes past the end"
+    else:
+        where = f"{n:,} bytes before the start"
+    out[int(address, 16)] = f"{where} of a {nbytes:,}-byte allocation at {base} (the nearest one)"
 
 
 def _int(text: str | None) -> int | None:
     """A number from the XML, or None when it is missing, not a number, or outside 64 bits unsigned (a
     damaged report loses a field, not the whole report)."""
-    if text is None or not text.strip():
-        return None
-    try:
-        value = int(text.strip(), 0)
-    except ValueError:
-        return None
-    return value if 0 <= value < 1 << 64 else None  # addresses, sizes, lines, indices: none is negative or wider
+    return inputs.report_uint(text)
 
 
 def _dim3(node: ET.Element | None) -> tuple[int, int, int] | None:
@@ -380,10 +384,7 @@ def from_xml(path: Path, tool: str | None, allocations: list[dict[str, Any]] | N
     """Report a saved XML file (from another machine) the same way, without a GPU. ``tool`` None: worked
     out from the records; a ``tool`` that contradicts them is refused. A text report saved beside it
     (``FILE.txt`` for ``FILE.xml``) adds the allocations an access missed."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise UsageError(f"--from-xml {path}: {exc.strerror or exc}") from None
+    text = inputs.read_text(path, "--from-xml", limit=MAX_REPORT_BYTES, errors="replace")
     found = infer_tool(text)
     if tool is None:
         if found is None:
@@ -393,7 +394,8 @@ def from_xml(path: Path, tool: str | None, allocations: list[dict[str, Any]] | N
     elif found is not None and found != tool:
         raise UsageError(f"--from-xml {path}: --tool {tool}, but its records were written by {found}")
     side = path.with_suffix(".txt")
-    tool_text = side.read_text(errors="replace") if side.is_file() else ""
+    tool_text = inputs.read_text(side, "the text report", limit=MAX_REPORT_BYTES, errors="replace") if (
+        inputs.regular_file_error(side) is None) else ""
     findings, notes = parse_xml(text, tool, allocations, tool_text=tool_text)
     return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path} ({tool})", notes)
 

@@ -14,6 +14,7 @@ EXIT_TOOL_MISSING = 3  # nvcc, compute-sanitizer or ncu not found
 EXIT_BUILD = 4  # nvcc rejected the source
 EXIT_NO_GPU = 5  # no CUDA driver or no GPU
 EXIT_CUDA = 6  # a CUDA call failed, or the target crashed or hung
+EXIT_OUTPUT = 7  # an output could not be written (a full disk, standard output closed or full)
 EXIT_INTERRUPTED = 130
 
 
@@ -69,6 +70,13 @@ class BuildError(KprofError):
     def __init__(self, message: str, log: str = "") -> None:
         self.log = log
         super().__init__(message)
+
+
+class OutputError(KprofError):
+    """An output could not be written: a full disk, a quota, an I/O error, a full standard output.
+    What was measured before it is kept (the history store commits each point as it is measured)."""
+
+    exit_code = EXIT_OUTPUT
 
 
 class NoGPUError(KprofError):

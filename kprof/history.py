@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kprof import __version__
+from kprof import __version__, inputs
 from kprof.errors import UsageError
 
 SCHEMA = """
@@ -40,9 +40,10 @@ CREATE INDEX IF NOT EXISTS results_run ON results (run);
 
 def path() -> Path:
     if os.environ.get("KPROF_HISTORY"):
-        return Path(os.environ["KPROF_HISTORY"]).expanduser()
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "kprof" / "history.sqlite"
+        return inputs.user_path(os.environ["KPROF_HISTORY"], "KPROF_HISTORY")
+    if os.environ.get("XDG_DATA_HOME"):
+        return inputs.user_path(os.environ["XDG_DATA_HOME"], "XDG_DATA_HOME") / "kprof" / "history.sqlite"
+    return inputs.user_path("~/.local/share", "the history store (HOME)") / "kprof" / "history.sqlite"
 
 
 def connect(db: Path | None = None) -> sqlite3.Connection:
@@ -147,19 +148,55 @@ def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = 
     except sqlite3.Error as exc:
         raise UsageError(f"cannot read the history store {path()}: {exc}") from None
     for r in found:
-        try:
-            point, data, machine = json.loads(r[5]), json.loads(r[6]), json.loads(r[7])
-        except ValueError:
-            continue  # a damaged row is skipped, the others still shown
-        out.append({"id": r[0], "run": r[1], "created": r[2], "kind": r[3], "kernel": r[4],
-                    "point": point, "data": data, "machine": machine, "version": r[8], "commit": r[9]})
+        row = _row(r)
+        if row is not None:  # a damaged row, or one of another shape, is skipped; the others still shown
+            out.append(row)
     return out
+
+
+_SUMMARY = ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")
+MAX_ROW_TEXT = 4 * 1024 * 1024  # one stored point's JSON: a few KB in practice
+
+
+def _row(r: tuple[Any, ...]) -> dict[str, Any] | None:
+    """One stored result, or None when it is not of the shape kprof writes (damaged JSON, a list where
+    a mapping goes, a summary without numbers, a text where a number goes)."""
+    from kprof import stats
+
+    if not all(isinstance(r[i], str) for i in (1, 4, 5, 6, 7)) or not isinstance(r[2], (int, float)):
+        return None
+    if any(len(r[i]) > MAX_ROW_TEXT for i in (5, 6, 7)):
+        return None
+    try:
+        point, data, machine = (inputs.parse_json(r[i], "history row") for i in (5, 6, 7))
+    except UsageError:
+        return None
+    if not (isinstance(point, dict) and isinstance(data, dict) and isinstance(machine, dict)):
+        return None
+    if not all(isinstance(point.get(k, {}), dict) for k in ("sizes", "params")):
+        return None
+    summary = data.get("summary")
+    if summary is not None:
+        if not isinstance(summary, dict) or not all(
+                isinstance(summary.get(k), (int, float)) and not isinstance(summary.get(k), bool) for k in _SUMMARY):
+            return None
+        try:
+            stats.Summary.of(summary)
+        except (TypeError, ValueError, OverflowError):
+            return None
+    commit = r[9] if isinstance(r[9], str) else None
+    return {"id": r[0], "run": r[1], "created": r[2], "kind": r[3], "kernel": r[4], "point": point, "data": data,
+            "machine": machine, "version": r[8], "commit": commit}
 
 
 def runs(conn: sqlite3.Connection, kind: str = "bench") -> list[str]:
     """Run ids, newest first."""
-    return [r[0] for r in conn.execute(
-        "SELECT run, MAX(id) AS last FROM results WHERE kind = ? GROUP BY run ORDER BY last DESC", (kind,))]
+    try:
+        found = conn.execute(
+            "SELECT run, MAX(id) AS last FROM results WHERE kind = ? GROUP BY run ORDER BY last DESC", (kind,)).fetchall()
+    except sqlite3.Error as exc:
+        raise UsageError(f"cannot read the history store {path()}: {exc}") from None
+    return [str(r[0]) for r in found]
 
 
 def resolve_run(conn: sqlite3.Connection, ref: str) -> str:

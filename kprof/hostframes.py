@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from kprof import inputs
+
 _KPROF = str(Path(__file__).resolve().parent)
 # kprof's own modules, wherever that kprof was installed (a report recorded on another machine).
 _KPROF_MODULES = frozenset(p.name for p in Path(__file__).resolve().parent.glob("*.py"))
@@ -37,8 +39,7 @@ def frames(record: ET.Element) -> list[Frame]:
     """The saved host frames of one record, innermost first (empty when none were saved)."""
     out = []
     for node in record.findall("hostStack/frame"):
-        line = (node.findtext("line") or "").strip()
-        out.append(Frame(node.findtext("func"), node.findtext("path"), int(line) if line.isdigit() else None,
+        out.append(Frame(node.findtext("func"), node.findtext("path"), inputs.report_uint(node.findtext("line")),
                          node.findtext("module")))
     return out
 

@@ -164,7 +164,46 @@ def parse(text: str | int | float) -> ast.Expression:
         raise ReferenceExprError(f"cannot parse {text!r}: {exc.msg}{hint}") from None
     for node in ast.walk(tree):
         _check(node)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            _check_constant_exponent(node.right)
     return tree
+
+
+def _check_constant_exponent(node: ast.AST) -> None:
+    """An exponent made of numbers alone is worked out when the spec is loaded, under the runner's
+    rule (at most 64), so ``2**2**2**2**2**2`` is refused by every command, not in the child."""
+    value = _fold(node)
+    if value is not None and abs(value) > MAX_EXPONENT:
+        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference expression")
+
+
+def _fold(node: ast.AST) -> float | None:
+    """The value of a subtree of numbers and + - * / ** (each power's exponent at most 64), or None when
+    it names anything or calls a function."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _fold(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+        return None
+    a, b = _fold(node.left), _fold(node.right)
+    if a is None or b is None:
+        return None
+    if isinstance(node.op, ast.Pow) and abs(b) > MAX_EXPONENT:
+        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference expression")
+    try:
+        value = _FOLD[type(node.op)](a, b)
+    except (ZeroDivisionError, OverflowError):
+        return None  # the runner reports it with the inputs in hand (inf, nan), as NumPy would
+    return None if isinstance(value, complex) else float(value)
+
+
+_FOLD: dict[type[ast.operator], Callable[[float, float], Any]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b,
+}
 
 
 def _check(node: ast.AST) -> None:

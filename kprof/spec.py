@@ -21,7 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from kprof import reference, sizeexpr
+from kprof import inputs, reference, sizeexpr
 from kprof.errors import SpecError, UsageError
 
 #: dtype name -> (bytes per element, kind: f(loat) / i(nt) / u(nsigned))
@@ -397,36 +397,44 @@ class Resolved:
 MAX_SPEC_BYTES = 256 * 1024  # the largest shipped spec is under 4 KB
 
 
-def _first_alias(text: str) -> int | None:
-    """The line of the first alias (``*name``), or None. Aliases can expand exponentially (a spec of
-    under 1 KB once held kprof for minutes and gigabytes) and a spec never needs one, so they are
-    refused before ``yaml.safe_load`` builds anything."""
+MAX_DEPTH = 32  # the deepest shipped spec nests 4 levels; PyYAML's composer recurses once a level
+
+
+def _yaml_problem(text: str) -> str | None:
+    """What makes ``text`` unfit to build, found from the event stream before anything is built: an
+    alias (``*name``; aliases can expand exponentially: a spec of under 1 KB once held kprof for
+    minutes and gigabytes, and a spec never needs one), or nesting deeper than :data:`MAX_DEPTH`."""
     import yaml
 
+    depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = int(event.start_mark.line) + 1 if event.start_mark is not None else 0
         if isinstance(event, yaml.AliasEvent):
-            return int(event.start_mark.line) + 1 if event.start_mark is not None else 0
+            return f"line {line}: YAML aliases (*name) are not allowed in a spec; write the value out"
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"line {line}: nested deeper than {MAX_DEPTH} levels; a spec needs a few"
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
     return None
 
 
 def load(path: str | Path) -> KernelSpec:
-    """Read and validate one spec file: at most 256 KiB, plain YAML (no aliases), ``yaml.safe_load`` rules."""
+    """Read and validate one spec file: a regular file of at most 256 KiB, plain YAML (no aliases, at
+    most 32 levels deep), ``yaml.safe_load`` rules."""
     import yaml
 
-    path = Path(path)
+    path = inputs.user_path(path, "spec")
     where = _display(path)
     try:
-        if path.stat().st_size > MAX_SPEC_BYTES:
-            raise SpecError(where, "", f"{path.stat().st_size:,} bytes; a spec may have at most {MAX_SPEC_BYTES:,}")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(where, "", "no such file") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise SpecError(where, "", f"cannot read: {_cut(str(exc))}") from None
+        text = inputs.read_text(path, "spec", limit=MAX_SPEC_BYTES)
+    except inputs.InputError as exc:
+        raise SpecError(where, "", exc.reason) from None
     try:
-        alias = _first_alias(text)
-        if alias is not None:
-            raise SpecError(where, "", f"line {alias}: YAML aliases (*name) are not allowed in a spec; write the value out")
+        problem = _yaml_problem(text)
+        if problem is not None:
+            raise SpecError(where, "", problem)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -527,6 +535,9 @@ def _load_source(data: dict[str, Any], path: Path, name: str, fail: Fail) -> tup
         raise fail("source", f"{_show(source_text)} cannot be read ({_cut(str(exc), 80)})") from None
     if not found:
         raise fail("source", f"{_cut(source_text, 60)} does not exist next to the spec ({_cut(str(source), 120)})")
+    if (ch := inputs.shell_character(str(source))) is not None:  # nvcc hands the path to a shell
+        raise fail("source", f"the path {_show(str(source), 100)} holds {inputs.describe_character(ch)}, which a shell "
+                             "would act on (nvcc runs its steps through one): rename the file or its folder")
     entry = data.get("entry", name)
     if not isinstance(entry, str) or not _IDENT.match(entry):
         raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")
@@ -681,18 +692,28 @@ ALLOWED_FLAGS = ("-O0..-O3, -maxrregcount=N, -std=c++17, -DNAME[=VALUE], -UNAME,
 def _load_nvcc_flags(raw: Any, folder: Path, fail: Fail) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
         raise fail("nvcc_flags", "must be a list of nvcc options, e.g. [-maxrregcount=128, --use_fast_math]")
+    flags = []
     for i, flag in enumerate(raw):
+        if (ch := inputs.shell_character(flag)) is not None:  # nvcc hands its flags to a shell
+            raise fail(f"nvcc_flags[{i}]", f"{_show(flag)} holds {inputs.describe_character(ch)}, which a shell would "
+                                           "act on (nvcc runs its steps through one): remove it")
         if flag in _FLAG_EXACT or any(p.match(flag) for p in _FLAG_PATTERNS):
+            flags.append(flag)
             continue
         include = re.match(r"^(-I|--include-path=)(.+)$", flag)
         if include:
             target = (folder / include.group(2)).resolve()
             if target == folder.resolve() or folder.resolve() in target.parents:
+                if (ch := inputs.shell_character(str(target))) is not None:
+                    raise fail(f"nvcc_flags[{i}]", f"the include folder {_show(str(target), 100)} holds "
+                                                   f"{inputs.describe_character(ch)}, which a shell would act on "
+                                                   "(nvcc runs its steps through one): rename it")
+                flags.append(f"{include.group(1)}{target}")  # nvcc runs from anywhere: the folder, absolute
                 continue
             raise fail(f"nvcc_flags[{i}]", f"{_show(flag)}: an include directory must be inside the spec's folder")
         raise fail(f"nvcc_flags[{i}]", f"{_show(flag)} is not allowed (a spec may change code generation only); "
                                        f"allowed: {ALLOWED_FLAGS}")
-    return tuple(raw)
+    return tuple(flags)
 
 
 def _within(prefix: str, fail: Fail) -> Fail:

@@ -17,9 +17,7 @@ def run_cli(capsys, *argv):
 
 
 def test_help_lists_exit_codes(capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.main(["--help"])
-    assert info.value.code == 0
+    assert cli.main(["--help"]) == 0  # main returns the code (the flush of the help is part of it)
     out = capsys.readouterr().out
     assert "exit codes" in out and "no CUDA driver or no GPU" in out
 

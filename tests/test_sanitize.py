@@ -188,7 +188,7 @@ def test_cli_from_xml(capsys, data_dir, tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["sanitize", "--from-xml", "x.xml"], "--from-xml x.xml: No such file"),
+        (["sanitize", "--from-xml", "x.xml"], "--from-xml x.xml: no such file"),
         (["sanitize", "--from-xml", "nope.xml", "--tool", "memcheck"], "--from-xml nope.xml"),
         (["sanitize"], "name a kernel or spec to sanitize"),
         (["sanitize", "tiled_matmul", "--tool", "helgrind"], "unknown tool 'helgrind'"),

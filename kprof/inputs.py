@@ -1,0 +1,284 @@
+"""Inputs are hostile until checked: the one place kprof opens a file it did not write, expands a
+path a user or an environment variable gave, writes a file a user named, and vets text before it
+reaches a program that runs its steps through a shell.
+
+- **Reads** open only regular files (a FIFO or a device is refused before anything blocks on it:
+  the open is non-blocking and the type is checked on the open descriptor), read at most a cap of
+  bytes, and decode once. JSON is parsed with its depth checked, so ``[[[[...`` is one line, not
+  a ``RecursionError``.
+- **Paths** are expanded once (``~`` and ``~user``; an unknown user is one line, not a
+  ``RuntimeError``), and a NUL is refused.
+- **Shell text**: nvcc hands its sub-steps to ``sh`` inside double quotes, where a backtick or
+  ``$(...)`` still runs a command. Every path and flag kprof passes to a tool is checked against
+  :data:`SHELL_CHARACTERS` (and control characters) and refused in one line that names the field
+  and the character.
+- **Writes** never follow a symlink: a new file is created exclusively (``O_EXCL`` fails on any
+  link, dangling or not), a replaced file is written beside it and renamed over it, which replaces
+  a link rather than writing through it. A full disk is one line (:class:`OutputError`).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kprof.errors import OutputError, UsageError
+
+# The characters the issue tracker's hostile battery used and that a POSIX shell gives meaning to:
+# command substitution (` and $), separators and pipes, redirections, subshells, escapes and quotes.
+SHELL_CHARACTERS = "`$;|&<>()\\'\""
+MAX_JSON_DEPTH = 64
+MiB = 1024 * 1024
+
+
+def shell_character(text: str) -> str | None:
+    """The first character of ``text`` a shell could act on (or a control character), else None."""
+    for ch in text:
+        if ch in SHELL_CHARACTERS or ord(ch) < 0x20 or ord(ch) == 0x7F:
+            return ch
+    return None
+
+
+def describe_character(ch: str) -> str:
+    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\0": "a NUL", "'": "a quote (')",
+             '"': 'a quote (")', "\\": "a backslash"}
+    if ch in names:
+        return names[ch]
+    if ord(ch) < 0x20 or ord(ch) == 0x7F:
+        return f"the control character {ord(ch):#04x}"
+    return f"'{ch}'"
+
+
+def shell_safe(text: str, what: str, fix: str = "rename it") -> str:
+    """``text`` unchanged, or a :class:`UsageError` naming ``what`` and the character: nvcc (and the
+    shell it starts) must never see a character that could run a command."""
+    ch = shell_character(text)
+    if ch is not None:
+        raise UsageError(f"{what}: {_cut(text)} holds {describe_character(ch)}, which a shell would act on "
+                         f"(nvcc runs its steps through one): {fix}")
+    return text
+
+
+def user_path(text: str | Path, what: str) -> Path:
+    """A path from an option, an environment variable or a spec, with ``~`` expanded once."""
+    raw = str(text)
+    if "\0" in raw:
+        raise UsageError(f"{what}: the path holds a NUL character")
+    if raw.startswith("~"):
+        user = raw[1:].split("/", 1)[0]
+        try:
+            return Path(raw).expanduser()
+        except RuntimeError:
+            who = f"no user '{user}'" if user else "no home directory (HOME is not set)"
+            raise UsageError(f"{what}: {_cut(raw)}: {who} to expand '~' for; write the path out") from None
+    return Path(raw)
+
+
+def output_file(text: str | Path, what: str) -> Path:
+    """A file kprof will write (``--sarif FILE``, ``--plot FILE``), checked before anything runs: its
+    folder exists and it is not a folder itself, so a bad path never costs a finished run."""
+    path = user_path(text, what)
+    if path.is_dir():
+        raise UsageError(f"{what} {_cut(str(path))}: is a folder; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{what} {_cut(str(path))}: the folder {_cut(str(parent))} does not exist; create it first")
+    return path
+
+
+def output_dir(text: str | Path, what: str) -> Path:
+    """A folder kprof will write into, created if need be, checked before anything runs."""
+    path = user_path(text, what)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(f"{what} {_cut(str(path))}: is a file, not a folder") from None
+    except OSError as exc:
+        raise UsageError(f"{what} {_cut(str(path))}: {_reason(exc)}") from None
+    return path
+
+
+def regular_file_error(path: Path) -> str | None:
+    """Why ``path`` cannot be read as an input (not there, a folder, a FIFO, a device), or None."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except (OSError, ValueError) as exc:
+        return _reason(exc)
+    return None if stat.S_ISREG(mode) else f"{_kind(mode)}, not a regular file"
+
+
+class InputError(UsageError):
+    """An input file that cannot be read as one: ``reason`` says why, for a caller that words the line
+    itself (a spec's error names the spec file)."""
+
+    def __init__(self, what: str, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{what} {_cut(str(path))}: {reason}")
+
+
+def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file, or one line that says why not. The open does not
+    block (a FIFO with no writer would hold kprof forever) and the type is checked on the descriptor."""
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(what, path, "no such file") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(what, path, _reason(exc)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(what, path, f"{_kind(info.st_mode)}, not a regular file: give a file")
+        if info.st_size > limit:
+            raise InputError(what, path, f"{info.st_size:,} bytes; kprof reads at most {limit:,}")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(limit + 1 - total, MiB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:  # it grew while being read
+            raise InputError(what, path, f"more than {limit:,} bytes; kprof reads at most {limit:,}")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(what, path, _reason(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | Path, what: str, *, limit: int, errors: str = "strict") -> str:
+    data = read_bytes(path, what, limit=limit)
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise InputError(what, Path(path), f"not UTF-8 text (byte {exc.start})") from None
+
+
+_UINT = re.compile(r"[0-9]{1,20}|0[xX][0-9a-fA-F]{1,16}")
+
+
+def report_uint(text: str | None) -> int | None:
+    """A whole number a tool wrote in a report (a line, an address, a size), or None when the field is
+    missing, not a number, or outside 64 bits unsigned. ASCII digits only (``int()`` takes ``'٣'`` and
+    chokes on ``'²'``), and at most 20 of them (``int()`` refuses 5,000 with a ``ValueError``)."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not _UINT.fullmatch(text):
+        return None
+    value = int(text, 0) if text[:2].lower() == "0x" else int(text)
+    return value if value < 1 << 64 else None
+
+
+def json_depth_error(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
+    """The offset where JSON text nests deeper than ``limit``, else None (one linear pass)."""
+    depth, in_string, escaped = 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+def parse_json(text: str, what: str) -> Any:
+    """JSON with its nesting depth checked first; every failure is one line."""
+    at = json_depth_error(text)
+    if at is not None:
+        raise UsageError(f"{what}: nested deeper than {MAX_JSON_DEPTH} levels (at character {at:,})")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{what}: not valid JSON ({_cut(str(exc))})") from None
+
+
+def read_json(path: str | Path, what: str, *, limit: int = 64 * MiB) -> Any:
+    return parse_json(read_text(path, what, limit=limit), f"{what} {_cut(str(path))}")
+
+
+def create_new(path: Path, text: str, what: str) -> None:
+    """Write a file that must not exist yet, never through a symlink (``O_EXCL`` refuses any)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        link = " (a symlink: kprof never writes through one)" if path.is_symlink() else ""
+        raise UsageError(f"{what}: {path} exists{link}: pick another name or folder, or remove it") from None
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise _write_error(path, exc) from None
+
+
+def replace_file(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole, atomically: a temporary file beside it renamed over it. A symlink at
+    ``path`` is replaced, not written through; a folder there is one line."""
+    if path.is_dir() and not path.is_symlink():
+        raise UsageError(f"{path} is a folder where kprof writes a file: remove it")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}-", dir=path.parent)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _write_error(path, exc) from None
+
+
+def write_error(path: str | Path, exc: OSError) -> OutputError | UsageError:
+    return _write_error(Path(path), exc)
+
+
+def _write_error(path: Path, exc: OSError) -> OutputError | UsageError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG):
+        return OutputError(f"cannot write {_cut(str(path))}: {_reason(exc)}; free some space or write elsewhere")
+    return UsageError(f"cannot write {_cut(str(path))}: {_reason(exc)}")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return _cut(str(exc)) or type(exc).__name__
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    text = text.encode("unicode_escape").decode("ascii") if any(ord(c) < 0x20 for c in text) else text
+    return text if len(text) <= limit else text[: limit - 3] + "..."
