@@ -53,15 +53,16 @@ class SanitizeReport:
 
 
 def require_gpu(tool: str | None) -> None:
-    """Say a missing tool (exit 3) or GPU (exit 5) in one line before anything runs."""
+    """Say a missing GPU (exit 5), else a missing tool (exit 3), in one line before anything is built or
+    runs: with no GPU the tool is not the thing to install first."""
     from kprof import device, proc
     from kprof.errors import NoGPUError
 
-    if tool is not None:
-        proc.find_tool(tool)
     why = device.probe()
     if why is not None:
         raise NoGPUError(f"{why}; `kprof build`, `kprof list` and `kprof doctor` still work")
+    if tool is not None:
+        proc.find_tool(tool)
 
 
 def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
@@ -76,6 +77,14 @@ def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
             raise UsageError("the values detector runs kprof's own launches of a spec; for a program use "
                              f"{', '.join(SANITIZERS)}")
     return names
+
+
+def program_tools(tools: str | Sequence[str]) -> list[str]:
+    """The compute-sanitizer tools named for a program (``all``, or names): checked, in one line."""
+    names = [tools] if isinstance(tools, str) else list(tools)
+    if not names:
+        raise UsageError(f"name at least one tool: {', '.join(SANITIZERS)} or all")
+    return _tools(names, True)
 
 
 def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,

@@ -213,6 +213,8 @@ def build(
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, "", ())
     merged = dict(spec.defines)
+    folder = cache_dir()  # checked before nvcc runs at all
+    inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     nvcc = str(proc.find_tool("nvcc"))
     sources = _local_sources(spec.source)
     key_argv = build_argv("nvcc", spec.source, Path("out.cubin"), arch, tuple(merged.items()), spec.nvcc_flags)
@@ -222,8 +224,6 @@ def build(
     for path, data in sources:
         digest.update(str(path).encode() + b"\0" + data)
     key = digest.hexdigest()[:20]
-    folder = cache_dir()
-    inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     cubin = folder / f"{spec.name[:64]}-{arch}-{key}.cubin"  # the key tells long names apart
     meta = cubin.with_suffix(".json")
     if not force and cubin.is_file() and meta.is_file():

@@ -388,7 +388,7 @@ def _main(argv: Sequence[str] | None) -> int:
         log = getattr(exc, "log", "")
         if log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
             print(log.rstrip(), file=sys.stderr)
-        print(f"kprof: error: {exc}", file=sys.stderr)
+        print(f"kprof: error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         _quiet_stdout()
@@ -402,6 +402,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OUTPUT
     except Exception as exc:  # noqa: BLE001 - a bug in kprof: one line, traceback on request
         return _internal(exc)
+
+
+def _one_line(text: str) -> str:
+    """An error is one line whatever a user's input held: a newline in a name is shown escaped."""
+    if not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii") if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
 
 
 _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)

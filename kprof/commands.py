@@ -43,14 +43,16 @@ def cmd_list(opts: Options) -> int:
     if opts.json:
         _emit_json(rows)
     else:
-        print(render.list_table(rows))
+        import shutil
+
+        print(render.list_table(rows, shutil.get_terminal_size((120, 24)).columns))
     return EXIT_OK
 
 
 def cmd_new(opts: Options) -> int:
     from kprof import scaffold
 
-    cu, spec = scaffold.new(opts.name, Path(opts.dir), opts.like)
+    cu, spec = scaffold.new(opts.name, opts.dir, opts.like)
     if opts.json:
         _emit_json({"source": str(cu), "spec": str(spec)})
     else:
@@ -73,13 +75,19 @@ def cmd_build(opts: Options) -> int:
                                                dict(spec.defines), spec.name)]
     arch = opts.arch or build.detect_arch()
     results, failures = [], []
+    progress = render.Progress(len(specs), sys.stderr, enabled=len(specs) > 1 and not opts.json)
     for spec in specs:  # a sanitizer case's fixed twin builds with it
+        progress.start(spec.name)
         try:
-            results.append((spec, build.build(spec, arch, force=opts.force)))
+            built = build.build(spec, arch, force=opts.force)
+            results.append((spec, built))
+            progress.done("cached" if built.cached else "built")
         except BuildError as exc:
             if not opts.all:
                 raise
+            progress.done("FAILED")
             failures.append((spec.name, exc))  # keep going: the other kernels still build
+    progress.close()
     if opts.json:
         _emit_json([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
                      "cached": b.cached, "usage": asdict(b.usage_of(s.entry))} for s, b in results]
@@ -226,6 +234,7 @@ def cmd_cases(opts: Options) -> int:
 
 def cmd_profile(opts: Options) -> int:
     from kprof import catalog, pipeline
+    from kprof.api import require_gpu
 
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
     if opts.program:
@@ -249,6 +258,7 @@ def cmd_profile(opts: Options) -> int:
                 for spec in specs]
     if opts.baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, opts.baseline))]
+    require_gpu("ncu")  # every input checked first; then the GPU, then the tool, before anything is built
     profiles, errors = [], []
     for r in resolved:
         prepared = pipeline.built(r, opts.arch)
@@ -355,6 +365,8 @@ def cmd_occupancy(opts: Options) -> int:
 
 def cmd_bench(opts: Options) -> int:
     from kprof import bench, catalog, history, pipeline, telemetry
+    from kprof.api import require_gpu
+    from kprof.errors import OutputError
 
     if opts.plot:
         from kprof import plot
@@ -363,6 +375,7 @@ def cmd_bench(opts: Options) -> int:
     specs = [catalog.load(n) for n in opts.names]
     plan = pipeline.bench_points(specs, opts.size, opts.param, opts.baseline)
     rule = bench.rule_from(opts.rel_stdev, opts.min_time, opts.max_time)
+    require_gpu(None)  # before the timing kernels are built and the ceilings measured
     mode = pipeline.timing_mode(opts.mode or "cold", rule, opts.timer, opts.arch,
                                 cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
     peak = pipeline.peak(arch=opts.arch, progress=None if opts.json else _progress_line)
@@ -371,7 +384,7 @@ def cmd_bench(opts: Options) -> int:
     snap = telemetry.snapshot()
     machine = {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None}
     results: list[bench.PointResult] = []
-    interrupted = False
+    interrupted, lost = False, None
     try:
         for i, point in enumerate(plan, 1):
             label = " ".join(f"{k}={v}" for k, v in {**point.sizes, **point.params}.items())
@@ -385,6 +398,10 @@ def cmd_bench(opts: Options) -> int:
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.cli): what was measured is still printed below
         interrupted = True
         print(f"interrupted: {len(results)} of {len(plan)} points measured and kept (run {run_id})", file=sys.stderr)
+    except OutputError as exc:  # the history store could not take a point (a full disk): stop, keep the rest
+        lost = exc
+        print(f"kprof: error: {exc}; {max(len(results) - 1, 0)} of {len(plan)} points are kept in the history store "
+              f"(run {run_id})", file=sys.stderr)
     if opts.plot and results:
         from kprof import plot
 
@@ -397,6 +414,8 @@ def cmd_bench(opts: Options) -> int:
         print(render.bench_table(results, peak, run_id if conn is not None else None))
     if interrupted:
         return EXIT_INTERRUPTED
+    if lost is not None:
+        return lost.exit_code
     if any(r.status == "error" for r in results):
         return EXIT_CUDA
     return EXIT_FAILED if any(r.status != "ok" for r in results) else EXIT_OK

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import __version__, inputs
-from kprof.errors import UsageError
+from kprof.errors import OutputError, UsageError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -119,13 +119,17 @@ def git_commit() -> str | None:
 
 def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, Any],
            data: dict[str, Any], machine: dict[str, Any], commit: str | None) -> int:
-    with conn:
-        cur = conn.execute(
-            "INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run, time.time(), kind, kernel, json.dumps(point, sort_keys=True), json.dumps(data, default=str),
-             json.dumps(machine, default=str), __version__, commit),
-        )
+    """One measured point, committed at once: a run stopped later (Ctrl-C, a full disk) keeps it."""
+    try:
+        with conn:
+            cur = conn.execute(
+                "INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run, time.time(), kind, kernel, json.dumps(point, sort_keys=True), json.dumps(data, default=str),
+                 json.dumps(machine, default=str), __version__, commit),
+            )
+    except sqlite3.Error as exc:  # "database or disk is full", a read-only store, a damaged file
+        raise OutputError(f"cannot record {kernel} in the history store {path()}: {exc}") from None
     return int(cur.lastrowid or 0)
 
 

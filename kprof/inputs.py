@@ -60,7 +60,7 @@ def shell_safe(text: str, what: str, fix: str = "rename it") -> str:
     shell it starts) must never see a character that could run a command."""
     ch = shell_character(text)
     if ch is not None:
-        raise UsageError(f"{what}: {_cut(text)} holds {describe_character(ch)}, which a shell would act on "
+        raise UsageError(f"{what}: {_cut(text, 120)} holds {describe_character(ch)}, which a shell would act on "
                          f"(nvcc runs its steps through one): {fix}")
     return text
 
@@ -85,10 +85,10 @@ def output_file(text: str | Path, what: str) -> Path:
     folder exists and it is not a folder itself, so a bad path never costs a finished run."""
     path = user_path(text, what)
     if path.is_dir():
-        raise UsageError(f"{what} {_cut(str(path))}: is a folder; give a file name")
+        raise UsageError(f"{what} {_show_path(path)}: is a folder; give a file name")
     parent = path.parent
     if not parent.is_dir():
-        raise UsageError(f"{what} {_cut(str(path))}: the folder {_cut(str(parent))} does not exist; create it first")
+        raise UsageError(f"{what} {_show_path(path)}: the folder {_show_path(parent)} does not exist; create it first")
     return path
 
 
@@ -98,9 +98,9 @@ def output_dir(text: str | Path, what: str) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise UsageError(f"{what} {_cut(str(path))}: is a file, not a folder") from None
+        raise UsageError(f"{what} {_show_path(path)}: is a file, not a folder") from None
     except OSError as exc:
-        raise UsageError(f"{what} {_cut(str(path))}: {_reason(exc)}") from None
+        raise UsageError(f"{what} {_show_path(path)}: {_reason(exc)}") from None
     return path
 
 
@@ -122,7 +122,7 @@ class InputError(UsageError):
     def __init__(self, what: str, path: Path, reason: str) -> None:
         self.path = path
         self.reason = reason
-        super().__init__(f"{what} {_cut(str(path))}: {reason}")
+        super().__init__(f"{what} {_show_path(path)}: {reason}")
 
 
 def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
@@ -216,7 +216,7 @@ def parse_json(text: str, what: str) -> Any:
 
 
 def read_json(path: str | Path, what: str, *, limit: int = 64 * MiB) -> Any:
-    return parse_json(read_text(path, what, limit=limit), f"{what} {_cut(str(path))}")
+    return parse_json(read_text(path, what, limit=limit), f"{what} {_show_path(Path(path))}")
 
 
 def create_new(path: Path, text: str, what: str) -> None:
@@ -261,8 +261,8 @@ def write_error(path: str | Path, exc: OSError) -> OutputError | UsageError:
 
 def _write_error(path: Path, exc: OSError) -> OutputError | UsageError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG):
-        return OutputError(f"cannot write {_cut(str(path))}: {_reason(exc)}; free some space or write elsewhere")
-    return UsageError(f"cannot write {_cut(str(path))}: {_reason(exc)}")
+        return OutputError(f"cannot write {_show_path(path)}: {_reason(exc)}; free some space or write elsewhere")
+    return UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}")
 
 
 def _kind(mode: int) -> str:
@@ -277,6 +277,12 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return _cut(str(exc)) or type(exc).__name__
+
+
+def _show_path(path: Path, limit: int = 100) -> str:
+    """A path in a message: its end is what tells files apart, so a long one loses its start."""
+    text = _cut(str(path), 10**9)
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
 
 
 def _cut(text: str, limit: int = 60) -> str:

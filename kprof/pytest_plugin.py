@@ -31,7 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kprof-sanitize", nargs="?", const=DEFAULT_TOOLS, default=None, metavar="TOOLS",
                     help=f"run each selected test in its own process under these compute-sanitizer tools "
                     f"(default {DEFAULT_TOOLS}) and fail it with their findings")
-    group.addoption("--kprof-timeout", type=float, default=600.0, metavar="S",
+    group.addoption("--kprof-timeout", default="600", metavar="S",
                     help="seconds per test and tool before it counts as hung (default 600)")
     group.addoption("--kprof-keep-pools", action="store_true",
                     help="leave framework memory pools on (accesses inside a pool then go unseen)")
@@ -42,9 +42,49 @@ def pytest_configure(config: pytest.Config) -> None:
     tools = config.getoption("--kprof-sanitize")
     if tools is None:
         return
-    names = [t.strip() for t in tools.split(",") if t.strip()]
-    config.pluginmanager.register(_Sanitizer(config, names), "kprof-sanitizer")
+    names, timeout = check_options(tools, config.getoption("--kprof-timeout"))
+    if not hasattr(config, "workerinput"):  # once, in the process the user started (not per xdist worker)
+        _check_machine()
+    config.pluginmanager.register(_Sanitizer(config, names, timeout), "kprof-sanitizer")
     assign_worker_gpu()
+
+
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
+    """The plugin's options, checked once before any test runs: a typo is one usage error (pytest's exit
+    4), not the same failure in every test. Raises :class:`pytest.UsageError`."""
+    from kprof import api
+    from kprof.errors import KprofError
+
+    if os.sep in tools or tools.endswith(".py") or os.path.exists(tools):
+        raise pytest.UsageError(
+            f"--kprof-sanitize read {tools!r} as its list of tools: write --kprof-sanitize=all {tools} "
+            f"(or name the tools: --kprof-sanitize=memcheck,racecheck {tools})")
+    names = [t.strip() for t in tools.split(",") if t.strip()]
+    try:
+        names = api.program_tools(names)
+    except KprofError as exc:
+        raise pytest.UsageError(f"--kprof-sanitize={tools}: {exc}") from None
+    try:
+        timeout = float(timeout_text)
+    except ValueError:
+        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds") from None
+    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan
+        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a positive number of seconds, at most a week")
+    return names, timeout
+
+
+def _check_machine() -> None:
+    """No GPU or no compute-sanitizer: said once, before the first test, as a usage error."""
+    from kprof import api
+    from kprof.errors import KprofError
+
+    try:
+        api.require_gpu("compute-sanitizer")
+    except KprofError as exc:
+        raise pytest.UsageError(f"--kprof-sanitize: {exc}") from None
 
 
 def assign_worker_gpu() -> None:
@@ -80,9 +120,10 @@ def gpu_count() -> int:
 
 
 class _Sanitizer:
-    def __init__(self, config: pytest.Config, tools: list[str]) -> None:
+    def __init__(self, config: pytest.Config, tools: list[str], timeout: float) -> None:
         self.config = config
         self.tools = tools
+        self.timeout = timeout
         self.marked_only = False
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -114,7 +155,7 @@ class _Sanitizer:
 
         cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
         try:
-            report = kprof.sanitize(cmd, self.tools, timeout=self.config.getoption("--kprof-timeout"),
+            report = kprof.sanitize(cmd, self.tools, timeout=self.timeout,
                                     keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath)
         except KprofError as exc:
             return "failed", f"kprof: {exc}"

@@ -36,10 +36,57 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = ""
     return "\n".join(lines)
 
 
-def list_table(rows: list[dict[str, str]]) -> str:
+class Progress:
+    """``[3/12] name`` while a step runs, and how it ended: on a terminal one line rewritten in place,
+    elsewhere (a CI log) a line per step, with the seconds it took and, once known, an ETA."""
+
+    def __init__(self, total: int, stream: Any, *, enabled: bool = True) -> None:
+        import time
+
+        self.total, self.stream, self.enabled = total, stream, enabled
+        self.tty = enabled and bool(getattr(stream, "isatty", lambda: False)())
+        self.count, self.name, self.begun, self.first = 0, "", 0.0, time.monotonic()
+
+    def start(self, name: str) -> None:
+        import time
+
+        self.count, self.name, self.begun = self.count + 1, name, time.monotonic()
+        if self.tty:
+            self.stream.write(f"\r\x1b[K[{self.count}/{self.total}] {name} ...")
+            self.stream.flush()
+
+    def done(self, outcome: str) -> None:
+        import time
+
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        left = (now - self.first) / self.count * (self.total - self.count)
+        eta = f", about {left:.0f} s left" if self.count < self.total and now - self.first > 2 else ""
+        line = f"[{self.count}/{self.total}] {self.name}: {outcome} in {now - self.begun:.1f} s{eta}"
+        self.stream.write(f"\r\x1b[K{line}" if self.tty else line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self.count:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def list_table(rows: list[dict[str, str]], width: int = 120) -> str:
+    """Names, groups and descriptions, each line at most ``width`` characters (the terminal's): a long
+    description is cut with "..." (``kprof list --json`` has it whole)."""
     if not rows:
         return "no kernels found (kernels/, sanitizer_cases/, KPROF_PATH)"
-    return table(["NAME", "GROUP", "DESCRIPTION"], [(r["name"], r["group"], r["description"]) for r in rows])
+    name_w = max(len("NAME"), *(len(r["name"]) for r in rows))
+    group_w = max(len("GROUP"), *(len(r["group"]) for r in rows))
+    room = max(width - name_w - group_w - 4, 20)
+    return table(["NAME", "GROUP", "DESCRIPTION"], [(r["name"], r["group"], _fit(r["description"], room)) for r in rows])
+
+
+def _fit(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
 
 
 def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:

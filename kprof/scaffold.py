@@ -10,38 +10,48 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kprof import catalog
+from kprof import catalog, inputs
 from kprof.errors import UsageError
+from kprof.spec import KernelSpec
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def new(name: str, folder: Path, like: str | None = None) -> tuple[Path, Path]:
-    """Write NAME.cu and NAME.yaml into ``folder``; never overwrite."""
+def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, Path]:
+    """Write NAME.cu and NAME.yaml into ``folder`` (and, with ``like``, the Python files its spec names
+    beside it); never overwrite, never write through a symlink."""
     if not _IDENT.match(name) or len(name) > 100:
         raise UsageError(f"kprof new {name[:60]!r}: a kernel name is an identifier (letters, digits, _), "
                          "e.g. kprof new my_scale")
+    folder = inputs.user_path(folder, "--dir")
     cu, yaml_path = folder / f"{name}.cu", folder / f"{name}.yaml"
-    for path in (cu, yaml_path):
-        if path.exists():
-            raise UsageError(f"{path} exists: pick another name or --dir, or remove it")
     if like is None:
-        source = (TEMPLATES / "kernel.cu").read_text().replace("NAME", name)
-        spec = (TEMPLATES / "kernel.yaml").read_text().replace("NAME", name)
+        files = {cu: (TEMPLATES / "kernel.cu").read_text().replace("NAME", name),
+                 yaml_path: (TEMPLATES / "kernel.yaml").read_text().replace("NAME", name)}
     else:
-        source, spec = _renamed(like, name)
+        source, spec, helpers = _renamed(like, name)
+        files = {cu: source, yaml_path: spec, **{folder / helper.name: helper.read_text() for helper in helpers}}
+    for path in files:
+        if path.exists() or path.is_symlink():
+            link = " (a symlink: kprof never writes through one)" if path.is_symlink() else ""
+            raise UsageError(f"{path} exists{link}: pick another name or --dir, or remove it")
+    inputs.output_dir(folder, "--dir")
+    written: list[Path] = []
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        cu.write_text(source)
-        yaml_path.write_text(spec)
-    except OSError as exc:
-        raise UsageError(f"kprof new: cannot write into {folder}: {exc.strerror or exc}") from None
+        for path, text in files.items():
+            inputs.create_new(path, text, "kprof new")
+            written.append(path)
+    except UsageError:
+        for path in written:  # all or nothing: a half-written kernel does not build
+            path.unlink(missing_ok=True)
+        raise
     return cu, yaml_path
 
 
-def _renamed(like: str, name: str) -> tuple[str, str]:
-    """A shipped kernel's source and spec with its kernel renamed to ``name``."""
+def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
+    """A shipped kernel's source and spec with its kernel renamed to ``name``, and the Python files
+    beside the spec that it names (a reference, a baseline), which the copy needs to build and verify."""
     spec = catalog.load(like)
     if spec.twin is not None or spec.expect is not None:
         raise UsageError(f"--like {like}: a sanitizer or performance case; start from a kernel of `kprof list`")
@@ -54,4 +64,20 @@ def _renamed(like: str, name: str) -> tuple[str, str]:
     if spec.baseline and spec.baseline not in ("cublas_sgemm",):
         text = re.sub(r"^baseline:.*$", f"baseline: {spec.baseline}  # the shipped kernel it was compared with",
                       text, flags=re.M)
-    return source, text
+    return source, text, _python_files(spec)
+
+
+def _python_files(spec: KernelSpec) -> list[Path]:
+    """The ``FILE.py`` of every Python reference, baseline or operation of ``spec`` that lies in its own
+    folder (a ``package.module:FN`` is imported, not copied)."""
+    from kprof import pyref
+
+    stored = [expr for _, expr in spec.reference] + [expr for _, expr in spec.baselines]
+    stored += [s for s in (spec.python, spec.baseline) if s]
+    out: list[Path] = []
+    for text in stored:
+        if text.startswith(pyref.PREFIX):
+            path = pyref.Ref.from_stored(text).path
+            if path.parent == spec.path.resolve().parent and path.suffix == ".py" and path not in out:
+                out.append(path)
+    return out

@@ -1101,7 +1101,10 @@ def _cut(text: str, limit: int = 200) -> str:
 
 
 def _display(path: Path) -> str:
+    """The spec's path as messages show it: relative to here when it is below, control characters escaped
+    (a message is one line, whatever the file is called)."""
     try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+        text = str(path.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError, RuntimeError):
+        text = str(path)
+    return text.encode("unicode_escape").decode("ascii") if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text) else text

@@ -32,8 +32,11 @@ class ToolResult:
         return self.status in ("clean", "findings")
 
     def summary(self) -> dict[str, Any]:
+        """What JSON says of the run: the last lines the target and the tool printed travel with any run
+        that was not clean (the text report shows them too), so a failed program is explained there."""
         return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
-                "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes}
+                "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes,
+                "log": "" if self.status == "clean" else self.log}
 
 
 def classify(tool: str, done: proc.Completed, data: dict[str, Any], findings: list[Finding], notes: list[str],

@@ -129,3 +129,12 @@ def data_dir() -> Path:
 
 def has(tool: str) -> bool:
     return shutil.which(tool) is not None
+
+
+@pytest.fixture
+def as_if_a_gpu(monkeypatch):
+    """For tests of what comes after the GPU check (a missing tool, a stand-in runner or ncu): kprof
+    asks for the GPU first, so here the probe finds one."""
+    import kprof.device
+
+    monkeypatch.setattr(kprof.device, "probe", lambda: None)

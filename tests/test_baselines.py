@@ -238,6 +238,7 @@ def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
 def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsys):
     from kprof import api, cli
 
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)  # no GPU and no ncu here: the profile is a stand-in
     monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)
     monkeypatch.setattr(pipeline, "built", lambda r, arch=None: pipeline.Prepared(r, None))
     seen = []

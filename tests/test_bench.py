@@ -125,7 +125,7 @@ def _point(name, n, median, spread=0.001):
     return bench.PointResult(name, {"N": n}, {}, "cold", "ok", summary=stats.summarize(samples).to_dict(), stop="noise")
 
 
-def test_interrupted_sweep_keeps_every_finished_point(tmp_path, monkeypatch, capsys):
+def test_interrupted_sweep_keeps_every_finished_point(as_if_a_gpu, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: None)
     monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
@@ -151,7 +151,7 @@ def test_interrupted_sweep_keeps_every_finished_point(tmp_path, monkeypatch, cap
     assert data["interrupted"] is True and [p["sizes"]["N"] for p in data["points"]] == [1000, 2000]
 
 
-def test_sigterm_stops_a_bench_like_ctrl_c_and_prints_what_was_measured(tmp_path, monkeypatch, capsys):
+def test_sigterm_stops_a_bench_like_ctrl_c_and_prints_what_was_measured(as_if_a_gpu, tmp_path, monkeypatch, capsys):
     """A time limit (``timeout``, a batch system) sends SIGTERM: the finished points still come out."""
     import os
     import signal

@@ -29,7 +29,9 @@ values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
         ["M", "1e9999", "2**2**2**2**2**2", "__import__('os')", "x" * 500, "ceil(M / 0)", "float32", "-ccbin=/bin/sh",
-         "uniform(-inf, inf)", "M; rm -rf /", "N / 0", "", "\x00", "../../etc/passwd", "9 ** 999"]) | st.text(max_size=30),
+         "uniform(-inf, inf)", "M; rm -rf /", "N / 0", "", "\x00", "../../etc/passwd", "9 ** 999", "-I./`touch x`",
+         "--include-path=$(id)", "-DX=`id`", "a`b`.cu", "((((((((((((((((((((1))))))))))))))))))))", "~nosuchuser/x",
+         "/dev/zero", "2 ** 2 ** 2 ** 2 ** 2"]) | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
 
 
@@ -123,3 +125,110 @@ def test_a_number_no_field_can_hold_is_dropped_not_kept():
     findings, _ = sanitize.parse_xml(broken, "memcheck")
     assert findings and all(f.line is None or f.line < 1 << 64 for f in findings)
     assert sanitize._int("-3") is None and sanitize._int("0x10") == 16
+
+
+SHELLISH = st.text(alphabet=st.sampled_from(list("ab/._-~`$;|&<>()\\'\" \n\t*?[]{}!#0") + ["\x00", "\u00b2", "\u0663"]),
+                   max_size=24)
+
+
+@pytest.fixture
+def no_process(monkeypatch):
+    """Any external program started is a failure: loaders and parsers run none."""
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+@FAST
+@given(name=SHELLISH, source=SHELLISH, flag=SHELLISH)
+def test_no_generated_path_or_flag_reaches_nvcc_with_a_shell_character(tmp_path_factory, monkeypatch, name, source,
+                                                                      flag):
+    """Folder and file names and flags drawn from the characters a shell acts on: the spec loads and the
+    build's argv has none of them, or it is one line (a KprofError) and nvcc never runs."""
+    from kprof import inputs, proc
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(build.proc, "find_tool", lambda tool: Path("/usr/bin/nvcc"))
+    monkeypatch.setattr(build, "nvcc_version", lambda nvcc: "nvcc 13.0")
+    monkeypatch.setattr(build.proc, "run", lambda argv, **k: seen.append(argv) or proc.Completed(
+        tuple(argv), 1, "", "stand-in nvcc", 0.0))
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    root = tmp_path_factory.mktemp("spec")
+    try:
+        folder = root / (name.replace("/", "_").replace("\x00", "") or "d")
+        folder.mkdir()
+        (folder / "inc").mkdir()
+        src = source.replace("/", "_").replace("\x00", "") or "s"
+        (folder / f"{src}.cu").write_text("")
+    except (OSError, ValueError):
+        return
+    data = _mutate(("source",), f"{src}.cu")
+    data["nvcc_flags"] = [flag, "-Iinc"]
+    data["name"] = "k"
+    try:
+        (folder / "k.yaml").write_text(yaml.safe_dump(data))
+        build.build(spec_mod.load(folder / "k.yaml"), "sm_90")
+    except KprofError as exc:
+        assert "\n" not in str(exc)
+    for argv in seen:
+        assert all(inputs.shell_character(a) is None for a in argv), argv
+
+
+@FAST
+@given(path=SHELLISH, option=st.sampled_from(["spec", "--from-xml", "--allocations", "--sarif", "--dir", "KPROF_PATH",
+                                               "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
+def test_generated_paths_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory, monkeypatch, path,
+                                                 option):
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
+    xml = str(XML[0])
+    argv = {"spec": ["run", path or "x.yaml", "--arch", "sm_90"], "--from-xml": ["sanitize", "--from-xml", path],
+            "--allocations": ["sanitize", "--from-xml", xml, "--allocations", path],
+            "--sarif": ["sanitize", "--from-xml", xml, "--sarif", path], "--dir": ["new", "k", "--dir", path]}.get(
+        option, ["build", "vector_add", "--arch", "sm_90"] if option == "KPROF_CACHE_DIR" else ["history"])
+    if option.startswith("KPROF_"):
+        if "\x00" in path:
+            return  # no environment can hold a NUL
+        monkeypatch.setenv(option, path)
+    start = time.monotonic()
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code != 70 and "Traceback" not in out + err, (argv, err)
+    assert time.monotonic() - start < 10, (argv, err)
+    if code not in (0, 1, 77):
+        assert err.strip().count("\n") == 0, (argv, err)
+
+
+NUMBERS = st.one_of(st.integers(min_value=-(2**70), max_value=2**70).map(str), st.text(max_size=8),
+                    st.sampled_from(["\u00b2", "\u0663", "9" * 5000, "0x" + "f" * 40, "-0", " 7 ", "1e9", "0x1g"]))
+
+
+@FAST
+@given(field=st.sampled_from(["line", "address", "size", "x", "gridid", "count"]), value=NUMBERS)
+def test_generated_report_numbers_are_a_number_or_dropped(field, value):
+    from kprof import inputs
+
+    got = inputs.report_uint(value)
+    assert got is None or (isinstance(got, int) and 0 <= got < 1 << 64)
+    text = XML[0].read_text().replace(f"<{field}>", f"<{field}>{value.replace('<', '').replace('&', '')}", 1)
+    try:
+        sanitize.parse_xml(text, "memcheck")
+    except KprofError as exc:
+        assert "\n" not in str(exc)
+
+
+@FAST
+@given(depth=st.integers(min_value=0, max_value=20000), opener=st.sampled_from(["[", "{\"a\":"]))
+def test_generated_json_nesting_is_parsed_or_one_line(depth, opener):
+    from kprof import inputs
+
+    closer = "]" if opener == "[" else "}"
+    try:
+        inputs.parse_json(opener * depth + "1" + closer * depth, "a result file")
+    except KprofError as exc:
+        assert "nested deeper than 64" in str(exc) and depth > 64
+    else:
+        assert depth <= 64

@@ -218,7 +218,7 @@ def test_profile_cli_errors(capsys, argv, message):
     assert code == 2 and message in err and err.count("\n") == 1
 
 
-def test_missing_ncu_says_where_to_get_it(capsys, monkeypatch):
+def test_missing_ncu_says_where_to_get_it(as_if_a_gpu, capsys, monkeypatch):
     from kprof import cli
 
     monkeypatch.setenv("KPROF_NCU", "/nonexistent/ncu")
@@ -269,7 +269,7 @@ def test_profile_rows_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
 
 
 @pytest.mark.nvcc
-def test_cli_profile_reports_every_extra_metric(tmp_path, monkeypatch, data_dir, capsys):
+def test_cli_profile_reports_every_extra_metric(as_if_a_gpu, tmp_path, monkeypatch, data_dir, capsys):
     """--metrics: a value for each metric ncu reported, and a note for one it accepted but left out."""
     import json
     import sys

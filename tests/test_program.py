@@ -165,6 +165,16 @@ def test_a_program_that_fails_with_nothing_found_is_told_apart():
     assert r.status == "timeout" and "whole process group" in r.message
 
 
+def test_the_json_report_keeps_a_failed_programs_last_lines():
+    from kprof import findings
+
+    failed = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), {"returncode": 3},
+                                      [], [], 60, True)
+    clean = toolrun.classify_program("racecheck", _done(0, out="noise"), {"returncode": 0}, [], [], 60, True)
+    tools = findings.to_json([failed, clean], "prog.py")["tools"]
+    assert "ValueError: bad" in tools[0]["log"] and tools[1]["log"] == ""
+
+
 # ---------------------------------------------------------------------------- end to end, stand-in tools
 
 FAKE_SANITIZER = """#!{python}
@@ -273,7 +283,7 @@ def test_program_form_errors(capsys, argv, code, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_no_tool_or_no_gpu_is_one_line(capsys, monkeypatch, tmp_path):
+def test_no_tool_or_no_gpu_is_one_line(as_if_a_gpu, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tmp_path / "missing"))
     assert cli.main(["sanitize", "--", "python", "x.py"]) == 3
     assert capsys.readouterr().err.count("\n") == 1

@@ -104,3 +104,39 @@ def test_the_gpu_tests_lock_is_per_gpu_a_worker_sees():
     assert gpu_lock_names(None) == gpu_lock_names(" ") == ("kprof-gpu-all.turnstile", "kprof-gpu-all.lock")
     assert gpu_lock_names("0,1") == ("kprof-gpu-0_1.turnstile", "kprof-gpu-0_1.lock")
     assert gpu_lock_names("GPU-8f3a/../x")[1] == "kprof-gpu-GPU_8f3a____x.lock", "a UUID or odd value stays one file name"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--kprof-sanitize=bogus"], "--kprof-sanitize=bogus: unknown tool 'bogus'"),
+    (["--kprof-sanitize=,"], "name at least one tool"),
+    (["--kprof-sanitize=values"], "the values detector runs kprof's own launches of a spec"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=-1"], "--kprof-timeout=-1: give a positive number of seconds"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"], "--kprof-timeout=nan: give a positive number"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=abc"], "--kprof-timeout=abc: give a number of seconds"),
+    (["--kprof-sanitize", "tests/"], "--kprof-sanitize read 'tests/' as its list of tools: write --kprof-sanitize=all tests/"),
+])
+def test_a_bad_option_stops_the_run_once(sandbox, args, words):
+    """One usage error (pytest's exit 4) before any test runs, not the same failure in every test."""
+    sandbox.makepyfile(test_suite=TESTS)
+    (sandbox.path / "tests").mkdir()
+    result = sandbox.runpytest_inprocess(*_plugin_args(), *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert words in result.stderr.str() and "passed" not in result.stdout.str()
+
+
+def test_no_gpu_stops_the_run_once(sandbox, monkeypatch):
+    import kprof.device
+
+    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    sandbox.makepyfile(test_suite=TESTS)
+    result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=all")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "--kprof-sanitize: no CUDA driver: cuInit -> libcuda not found" in err and err.count("no CUDA driver") == 1
+
+
+def test_no_compute_sanitizer_stops_the_run_once(sandbox, monkeypatch, tmp_path):
+    monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tmp_path / "missing"))
+    sandbox.makepyfile(test_suite=TESTS)
+    result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "compute-sanitizer not found" in result.stderr.str()

@@ -1,0 +1,289 @@
+"""The hostile battery: one line per input a careless or hostile user (or a cloned repository's spec, or
+an environment variable) can give kprof, with the exit code and the words of its one-line answer. None
+may run a command nobody named, hang, follow a symlink when writing, or end in an internal error
+(exit 70). No external program is started by any of them: ``subprocess.Popen`` fails the test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kprof import cli
+
+KERNEL = 'extern "C" __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 1; }\n'
+SPEC = ("sizes: {N: 64}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: out}\n"
+        "  - {name: n, scalar: int32, value: N}\nlaunch: {grid: [1], block: [64]}\nreference: {x: 1}\n")
+XML = Path(__file__).resolve().parent / "data" / "sanitizer" / "rec_oob.memcheck.xml"
+BT = "`touch PWNED`"
+
+
+def _kernel(folder: Path, name: str = "k", extra: str = "", source: str | None = None, spec: str = SPEC) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / (source or f"{name}.cu")).write_text(KERNEL)
+    (folder / f"{name}.yaml").write_text((f"source: '{source}'\n" if source else "") + spec + extra)
+    return folder / f"{name}.yaml"
+
+
+def _world(w: Path) -> None:
+    """Every file the battery names, made once per test in ``w``."""
+    (w / ("inc" + "/z" + BT)).mkdir(parents=True)
+    _kernel(w / "inc", extra=f"nvcc_flags: ['-I./z{BT}']\n")
+    (w / ("inc2" + "/z" + BT)).mkdir(parents=True)
+    _kernel(w / "inc2", extra=f"nvcc_flags: ['--include-path=z{BT}']\n")
+    _kernel(w / ("dir" + BT))
+    _kernel(w / "src", source=f"a{BT}.cu")
+    _kernel(w / ("kp" + BT), name="kpk")
+    _kernel(w / "plain")
+    _kernel(w / "def", extra="defines: {X: '$(touch PWNED)'}\n")
+    _kernel(w / "flagdollar", extra="nvcc_flags: ['-DX=$(touch PWNED)']\n")
+    _kernel(w / "ref", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '2**2**2**2**2**2'}"))
+    for name in ("fifo.yaml", "fifo.xml", "fifo.json"):
+        os.mkfifo(w / name)
+    (w / "kpf").mkdir()
+    os.mkfifo(w / "kpf" / "f.yaml")
+    (w / "zero.yaml").symlink_to("/dev/zero")
+    (w / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    (w / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (w / "big.xml").write_text(XML.read_text())
+    (w / "big.txt").write_text("Address 0x1 is out of bounds" + " \n" * 60_000 + "and is")
+    text = XML.read_text()
+    (w / "digit.xml").write_text(text.replace("<line>4</line>", "<line>\u00b2</line>"))
+    (w / "arabic.xml").write_text(text.replace("<line>4</line>", "<line>\u0663</line>"))
+    (w / "long.xml").write_text(text.replace("<line>4</line>", "<line>" + "9" * 5000 + "</line>"))
+    (w / "nd").mkdir()
+    (w / "nd" / "x.cu").symlink_to(w / "outside.cu")
+    (w / "sarifdir").mkdir()
+
+
+OOB = str(XML)
+# id, argv, environment, exit code, words of the one line
+CASES = [
+    # a command nobody named: every path and flag nvcc (and the shell it starts) would see
+    ("flag -I with a backtick", ["build", "{w}/inc/k.yaml"], {}, 2, "nvcc_flags[0]: '-I./z`touch PWNED`' holds '`'"),
+    ("--include-path with a backtick", ["build", "{w}/inc2/k.yaml"], {}, 2, "nvcc_flags[0]: '--include-path=z`touch"),
+    ("-D with $(...)", ["build", "{w}/flagdollar/k.yaml"], {}, 2, "holds '$', which a shell would act on"),
+    ("the spec's folder", ["build", "{w}/dir`touch PWNED`/k.yaml"], {}, 2, "source: the path"),
+    ("the source file's name", ["build", "{w}/src/k.yaml"], {}, 2, "a`touch PWNED`.cu' holds '`'"),
+    ("a spec found on KPROF_PATH", ["build", "kpk"], {"KPROF_PATH": "{w}/kp`touch PWNED`"}, 2, "source: the path"),
+    ("KPROF_CACHE_DIR", ["build", "{w}/plain/k.yaml"], {"KPROF_CACHE_DIR": "{w}/c`touch PWNED`"}, 2,
+     "the build cache: "),
+    ("a define", ["build", "{w}/def/k.yaml"], {}, 2, "defines.X: '$(touch PWNED)' must be a number or an identifier"),
+    ("--param", ["build", "vector_add", "--param", "BLOCK=$(touch PWNED)"], {}, 2,
+     "a parameter value is a number or an identifier"),
+    # hangs: FIFOs and devices are refused before anything blocks on them; parsers are linear
+    ("a FIFO as the spec", ["run", "{w}/fifo.yaml"], {}, 2, "fifo.yaml: a FIFO, not a regular file"),
+    ("a FIFO as --from-xml", ["sanitize", "--from-xml", "{w}/fifo.xml"], {}, 2, "a FIFO, not a regular file"),
+    ("a FIFO as --allocations", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/fifo.json"], {}, 2,
+     "--allocations {w}/fifo.json: a FIFO"),
+    ("a FIFO on KPROF_PATH", ["list"], {"KPROF_PATH": "{w}/kpf"}, 0, ""),
+    ("120 KB of text beside a report", ["sanitize", "--from-xml", "{w}/big.xml"], {}, 1, ""),
+    # internal errors no more
+    ("/dev/zero as the spec", ["run", "/dev/zero"], {}, 2, "a character device, not a regular file"),
+    ("a spec linked to /dev/zero", ["run", "{w}/zero.yaml"], {}, 2, "a character device, not a regular file"),
+    ("/dev/zero as --from-xml", ["sanitize", "--from-xml", "/dev/zero"], {}, 2, "a character device"),
+    ("/dev/zero as --allocations", ["sanitize", "--from-xml", OOB, "--allocations", "/dev/zero"], {}, 2,
+     "a character device"),
+    ("YAML nested 5,000 deep", ["run", "{w}/deep.yaml"], {}, 2, "nested deeper than 32 levels"),
+    ("JSON nested 100,000 deep", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/deep.json"], {}, 2,
+     "nested deeper than 64 levels"),
+    ("a size nested 5,000 deep", ["run", "vector_add", "--size", "N=" + "(" * 5000 + "1" + ")" * 5000], {}, 2,
+     "--size N="),
+    ("~nosuchuser as the spec", ["run", "~nosuchuser/k.yaml"], {}, 2, "no user 'nosuchuser'"),
+    ("~nosuchuser as KPROF_CACHE_DIR", ["build", "vector_add"], {"KPROF_CACHE_DIR": "~nosuchuser/c"}, 2,
+     "KPROF_CACHE_DIR: ~nosuchuser/c: no user 'nosuchuser'"),
+    ("~nosuchuser on KPROF_PATH", ["list"], {"KPROF_PATH": "~nosuchuser/x"}, 2, "KPROF_PATH: ~nosuchuser/x"),
+    ("~nosuchuser as KPROF_HISTORY", ["history"], {"KPROF_HISTORY": "~nosuchuser/h"}, 2, "KPROF_HISTORY"),
+    ("~nosuchuser as --dir", ["new", "abc", "--dir", "~nosuchuser/d"], {}, 2, "--dir: ~nosuchuser/d: no user"),
+    ("~nosuchuser as --sarif", ["sanitize", "--from-xml", OOB, "--sarif", "~nosuchuser/s.sarif"], {}, 2,
+     "--sarif: ~nosuchuser/s.sarif: no user"),
+    ("--sarif into a missing folder", ["sanitize", "--from-xml", OOB, "--sarif", "{w}/none/s.sarif"], {}, 2,
+     "does not exist; create it first"),
+    ("--sarif naming a folder", ["sanitize", "--from-xml", OOB, "--sarif", "{w}/sarifdir"], {}, 2, "is a folder"),
+    ("--plot into a missing folder", ["bench", "vector_add", "--plot", "{w}/none/p.png"], {}, 2, "create it first"),
+    ("a superscript digit in a report", ["sanitize", "--from-xml", "{w}/digit.xml"], {}, 1, ""),
+    ("an Arabic-Indic digit in a report", ["sanitize", "--from-xml", "{w}/arabic.xml"], {}, 1, ""),
+    ("a 5,000-digit line in a report", ["sanitize", "--from-xml", "{w}/long.xml"], {}, 1, ""),
+    ("--timeout 1e300", ["run", "vector_add", "--timeout", "1e300"], {}, 2, "give at most 604800 seconds"),
+    ("--max-time 1e300", ["bench", "vector_add", "--max-time", "1e300"], {}, 2, "give at most 604800 seconds"),
+    # writes never follow a symlink
+    ("kprof new over a dangling symlink", ["new", "x", "--dir", "{w}/nd"], {}, 2,
+     "(a symlink: kprof never writes through one)"),
+    # errors reported where the input is read
+    ("a reference exponent tower", ["build", "{w}/ref/k.yaml"], {}, 2, "reference.x: an exponent above 64"),
+]
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    w = tmp_path / "w"
+    w.mkdir()
+    _world(w)
+    monkeypatch.chdir(w)
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(w / "cache"))
+    monkeypatch.setenv("KPROF_HISTORY", str(w / "history.sqlite"))
+    monkeypatch.delenv("KPROF_PATH", raising=False)
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a hostile input started a process: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    return w
+
+
+@pytest.mark.parametrize("argv, env, code, words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_hostile_input_is_one_line(world, monkeypatch, capsys, argv, env, code, words):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value.format(w=world))
+    argv = [a.format(w=world) for a in argv]
+    if argv[0] in ("build", "run", "sanitize", "bench") and "--from-xml" not in argv:
+        argv += ["--arch", "sm_90"]
+    start = time.monotonic()
+    got = cli.main(argv)
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 10, "no hostile input may take long"
+    assert not (world / "PWNED").exists(), "a command ran"
+    assert not (world / "outside.cu").exists(), "a write followed a symlink"
+    assert got == code, (argv, err)
+    lines = [ln for ln in err.splitlines() if ln.startswith("kprof: error")]
+    if code == 2:
+        assert len(lines) == 1 and err.count("\n") == 1 and words.format(w=world) in lines[0], err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def test_the_saved_text_beside_a_report_is_read_in_linear_time():
+    """A 120 KB text report once cost 35 s in one regular expression."""
+    from kprof.compute_sanitizer import nearest_allocations
+
+    start = time.monotonic()
+    assert nearest_allocations("Address 0x1 is out of bounds" + " \n\t=" * 60_000 + "and is 4 bytes") == {}
+    assert time.monotonic() - start < 1
+    text = ("=========     Address 0x7f0000000010 is out of bounds\n"
+            "=========     and is 4 bytes after the nearest allocation at 0x7f0000000000 of size 12 bytes\n")
+    assert nearest_allocations(text) == {
+        0x7F0000000010: "4 bytes past the end of a 12-byte allocation at 0x7f0000000000 (the nearest one)"}
+
+
+@pytest.mark.parametrize("argv", [["list"], ["--help"], ["--version"], ["cases", "--list"],
+                                  ["occupancy", "tiled_matmul", "--arch", "sm_90"]])
+def test_output_to_a_full_disk_is_one_line_and_exit_7(argv, tmp_path):
+    """``kprof list > /dev/full``: the write fails at the flush, after main's work is done."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "kprof", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120, env=dict(os.environ, KPROF_CACHE_DIR=str(tmp_path)))
+    assert done.returncode == 7, done.stderr
+    assert done.stderr.strip() == "kprof: error: cannot write the output: No space left on device"
+
+
+@pytest.mark.parametrize("argv", [["list"], ["cases", "--list"], ["occupancy", "tiled_matmul", "--arch", "sm_90"],
+                                  ["run", "vector_add", "--timeout", "0"], ["--help"]])
+def test_an_ascii_only_output_encoding_is_never_an_error(argv, tmp_path):
+    env = dict(os.environ, PYTHONIOENCODING="ascii", LC_ALL="C", KPROF_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "kprof", *argv], capture_output=True, timeout=120, env=env)
+    assert done.returncode in (0, 2) and b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+
+
+FAKE_NVCC = """#!{python}
+import sys
+args = sys.argv[1:]
+if "--version" in args:
+    print("Cuda compilation tools, release 13.0 (a stand-in)")
+    sys.exit(0)
+open(args[args.index("-o") + 1], "wb").write(b"cubin")
+print("ptxas info    : Compiling entry function 'vector_add' for 'sm_90'")
+print("ptxas info    : Used 10 registers, used 0 barriers")
+"""
+
+
+def test_a_folder_where_a_cache_file_goes_is_one_line(tmp_path, monkeypatch, capsys):
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(FAKE_NVCC.format(python=sys.executable))
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("KPROF_NVCC", str(nvcc))
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    assert cli.main(["build", "vector_add", "--arch", "sm_90"]) == 0
+    cubin = next((tmp_path / "cache").glob("vector_add-*.cubin"))
+    cubin.unlink()
+    cubin.mkdir()
+    capsys.readouterr()
+    assert cli.main(["build", "vector_add", "--arch", "sm_90"]) == 2
+    err = capsys.readouterr().err
+    assert f"has a folder at {cubin} where a file goes: remove it" in err and err.count("\n") == 1
+
+
+def test_kprof_new_like_copies_the_python_reference(tmp_path):
+    from kprof import scaffold, spec
+
+    cu, yaml_path = scaffold.new("pm", tmp_path / "d", "prefix_max")
+    assert (tmp_path / "d" / "prefix_max_ref.py").is_file()
+    loaded = spec.load(yaml_path)
+    assert loaded.reference[0][1].startswith("python:" + str((tmp_path / "d" / "prefix_max_ref.py").resolve()))
+
+
+def test_kprof_new_is_all_or_nothing(tmp_path, capsys):
+    (tmp_path / "pm.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    assert cli.main(["new", "pm", "--dir", str(tmp_path)]) == 2
+    assert not (tmp_path / "pm.cu").exists() and not (tmp_path / "elsewhere.yaml").exists()
+    assert "a symlink" in capsys.readouterr().err
+
+
+def test_list_fits_the_terminal(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100 and "..." in out
+
+
+def test_build_says_where_it_is(tmp_path, monkeypatch, capsys):
+    from kprof import build
+
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "build", lambda spec, arch, force=False: build.BuildResult(
+        spec.name, tmp_path / "x.cubin", arch, {}, True, "", ()))
+    assert cli.main(["build", "vector_add", "tiled_matmul", "--arch", "sm_90"]) == 0
+    err = capsys.readouterr().err
+    assert "[1/2] vector_add: cached in" in err and "[2/2] tiled_matmul: cached in" in err
+
+
+def test_a_bench_stopped_by_a_full_disk_keeps_what_history_holds(tmp_path, monkeypatch, capsys):
+    """The second point cannot be recorded: the first stays in the store, the run says so in one line."""
+    import sqlite3
+
+    import kprof.api
+    from kprof import bench, history, pipeline
+
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    monkeypatch.setattr(kprof.api, "require_gpu", lambda tool: None)
+    monkeypatch.setattr(pipeline, "timing_mode", lambda *a, **k: type("M", (), {"mode": "cold"})())
+    monkeypatch.setattr(pipeline, "peak", lambda **k: {})
+    monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
+    monkeypatch.setattr(bench, "run_point", lambda plan, peak, timeout: _FakePoint(plan.sizes))
+    real_record = history.record
+    calls = []
+
+    def record(conn, *args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise history.OutputError("cannot record vector_add in the history store: database or disk is full")
+        return real_record(conn, *args)
+
+    monkeypatch.setattr(history, "record", record)
+    code = cli.main(["bench", "vector_add", "--size", "N=1024,2048,4096", "--baseline", "none", "--arch", "sm_90", "--json"])
+    err = capsys.readouterr().err
+    assert code == 7 and "database or disk is full; 1 of 3 points are kept in the history store" in err
+    with sqlite3.connect(tmp_path / "h.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 1
+
+
+class _FakePoint:
+    """What bench.run_point returns, as far as the command and the store read it."""
+
+    def __init__(self, sizes):
+        self.kernel, self.sizes, self.params, self.status = "vector_add", dict(sizes), {}, "ok"
+
+    def to_dict(self):
+        return {"kernel": self.kernel, "sizes": self.sizes, "status": self.status, "summary": None}
