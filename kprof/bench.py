@@ -11,14 +11,13 @@ kernel or looks one up.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import ceilings, launch, stats, telemetry
+from kprof import ceilings, inputs, launch, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.job import Job, TimingMode
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
@@ -384,16 +383,18 @@ def cached_peak(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        return dict(json.loads(path.read_text()), cached=str(path))
-    except ValueError:
+        data = inputs.read_json(path, "the ceilings cache", limit=16 * 1024 * 1024)
+    except UsageError:  # damaged, oversized, nested too deep: measured again
         return None
+    return dict(data, cached=str(path)) if isinstance(data, dict) else None
 
 
 def save_peak(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Written whole or not at all (a temporary file renamed over it): two processes measuring at once
     never leave a reader half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise inputs.write_error(path.parent, exc) from None
+    inputs.replace_file(path, json.dumps(data, indent=1))
     return dict(data, cached=None)

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kprof import inputs
 from kprof.errors import EXIT_USAGE, KprofError
 
+MAX_PY_BYTES = 16 * 1024 * 1024  # a reference or baseline file, read to check its function's parameters
 PREFIX = "python:"  # how a resolved Python reference is stored in a spec: python:/abs/refs.py:fn
 _FILE_REF = re.compile(r"^(?P<file>[^\s:\[\]()]+\.py):(?P<func>[A-Za-z_]\w*)$")
 _MODULE_REF = re.compile(r"^(?P<module>[A-Za-z_]\w*(\.[A-Za-z_]\w*)*):(?P<func>[A-Za-z_]\w*)$")
@@ -79,8 +81,8 @@ def check(text: str, spec_folder: Path, known: set[str]) -> Ref:
         raise ValueError(f"{text!r}: write FILE.py:FUNCTION (relative to the spec) or package.module:FUNCTION")
     func = m.group("func")
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        tree = ast.parse(inputs.read_text(path, "Python file", limit=MAX_PY_BYTES), str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError, inputs.InputError) as exc:
         raise ValueError(f"{path.name} cannot be read as Python: {exc}") from None
     node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func), None)
     if node is None:

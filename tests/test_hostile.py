@@ -287,3 +287,38 @@ class _FakePoint:
 
     def to_dict(self):
         return {"kernel": self.kernel, "sizes": self.sizes, "status": self.status, "summary": None}
+
+
+# A history row of another shape is skipped (docs/limits.md); the good row beside it is still shown.
+BAD_ROWS = [
+    ("a list where the data goes", {"data": "[]"}),
+    ("a point that is a string", {"point": '"N=5"'}),
+    ("sizes that are a list", {"point": '{"sizes": [1, 2]}'}),
+    ("a summary without numbers", {"data": '{"summary": {"median": "fast"}}'}),
+    ("a summary missing fields", {"data": '{"summary": {"median": 1.0}}'}),
+    ("a machine that is a number", {"machine": "7"}),
+    ("JSON nested 10,000 deep", {"data": "[" * 10_000 + "]" * 10_000}),
+    ("a created time that is text", {"created": "yesterday"}),
+    ("a kernel that is a number", {"kernel": 7}),
+    ("broken JSON", {"point": "{broken"}),
+]
+
+
+@pytest.mark.parametrize("columns", [c[1] for c in BAD_ROWS], ids=[c[0] for c in BAD_ROWS])
+def test_a_history_row_of_another_shape_is_skipped(tmp_path, monkeypatch, capsys, columns):
+    import sqlite3
+
+    from kprof import history
+
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    summary = {"n": 3, "median": 1e-3, "q1": 1e-3, "q3": 1e-3, "min": 1e-3, "max": 1e-3, "mean": 1e-3, "stdev": 0.0}
+    for run in ("r1", "r2"):
+        history.record(history.connect(), run, "bench", "k", {"sizes": {"N": 1}}, {"summary": summary}, {}, None)
+    row = {"run": "r2", "created": 0, "kind": "bench", "kernel": "k", "point": '{"sizes": {"N": 2}}',
+           "data": '{"summary": null}', "machine": "{}", "version": "0"} | columns
+    with sqlite3.connect(tmp_path / "h.sqlite") as raw:
+        raw.execute(f"INSERT INTO results ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+    for argv in (["history"], ["history", "--json"], ["compare", "r1", "r2"], ["compare", "r1", "r2", "--json"]):
+        assert cli.main(argv) == 0, (argv, capsys.readouterr().err)
+        out = capsys.readouterr().out
+        assert "k" in out
