@@ -156,7 +156,7 @@ def parse(text: str | int | float) -> ast.Expression:
     if len(text) > MAX_LEN:
         raise ReferenceExprError(f"expression longer than {MAX_LEN} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = safeexpr.parse_bounded(text.strip(), ReferenceExprError)
     except SyntaxError as exc:
         hint = ""
         if text.count("(") != text.count(")") or text.count("[") != text.count("]"):

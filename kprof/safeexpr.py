@@ -42,3 +42,23 @@ def check_node(
             raise error(f"'Attribute' is not allowed: call functions by name, e.g. {attribute_hint}")
         if not isinstance(node.func, ast.Name) or node.func.id not in functions:
             raise error(unknown_call(node.func.id if isinstance(node.func, ast.Name) else "an expression"))
+
+
+MAX_DEPTH = 100  # the deepest shipped expression nests under 10; the evaluators recurse once a level
+
+
+def parse_bounded(text: str, error: type[Exception]) -> ast.Expression:
+    """``ast.parse`` in eval mode, with the nesting depth of the tree checked (iteratively) before any
+    recursive walk: ``-`` repeated 999 times parses into 999 nested nodes, and the evaluators and
+    CPython's own compiler recurse once a level. SyntaxError is the caller's to word."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (RecursionError, MemoryError):
+        raise error(f"nested deeper than {MAX_DEPTH} levels") from None
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise error(f"nested deeper than {MAX_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree

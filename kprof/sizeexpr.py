@@ -98,7 +98,7 @@ def parse(text: str | int | float) -> ast.Expression:
     if len(text) > MAX_LEN:
         raise SizeExprError(f"expression longer than {MAX_LEN} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = safeexpr.parse_bounded(text.strip(), SizeExprError)
     except SyntaxError as exc:
         hint = ""
         if text.count("(") != text.count(")"):

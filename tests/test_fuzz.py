@@ -31,7 +31,8 @@ values = st.recursive(
         ["M", "1e9999", "2**2**2**2**2**2", "__import__('os')", "x" * 500, "ceil(M / 0)", "float32", "-ccbin=/bin/sh",
          "uniform(-inf, inf)", "M; rm -rf /", "N / 0", "", "\x00", "../../etc/passwd", "9 ** 999", "-I./`touch x`",
          "--include-path=$(id)", "-DX=`id`", "a`b`.cu", "((((((((((((((((((((1))))))))))))))))))))", "~nosuchuser/x",
-         "/dev/zero", "2 ** 2 ** 2 ** 2 ** 2"]) | st.text(max_size=30),
+         "/dev/zero", "2 ** 2 ** 2 ** 2 ** 2", "-" * 999 + "1", "sqrt(" * 120 + "M" + ")" * 120, "M" + "**1" * 300,
+         "[" * 50 + "M" + "]" * 50]) | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
 
 
@@ -232,3 +233,29 @@ def test_generated_json_nesting_is_parsed_or_one_line(depth, opener):
         assert "nested deeper than 64" in str(exc) and depth > 64
     else:
         assert depth <= 64
+
+
+EXPRESSIONS = st.recursive(st.sampled_from(["1", "M", "x", "0.5", "2"]),
+                           lambda inner: st.one_of(inner.map(lambda e: f"-{e}"), inner.map(lambda e: f"({e})"),
+                                                   st.tuples(inner, st.sampled_from(["+", "*", "**", "/", "@"]), inner).map(
+                                                       lambda t: f"{t[0]} {t[1]} {t[2]}"),
+                                                   inner.map(lambda e: f"sqrt({e})"), inner.map(lambda e: f"max({e}, 1)")),
+                           max_leaves=40)
+
+
+@FAST
+@given(expr=EXPRESSIONS, prefix=st.sampled_from(["", "-" * 150, "+" * 300]))
+def test_generated_expressions_are_a_value_or_one_line(expr, prefix):
+    """Size arithmetic and reference expressions, deep and long: a value, or a one-line error."""
+    import numpy as np
+
+    from kprof import reference, sizeexpr
+
+    text = prefix + expr
+    for check in (lambda: sizeexpr.names(text), lambda: reference.evaluate(text, {"x": np.ones(3), "M": 3.0})):
+        try:
+            check()
+        except (sizeexpr.SizeExprError, reference.ReferenceExprError) as exc:
+            assert "\n" not in str(exc)
+        except (ValueError, FloatingPointError, ZeroDivisionError, OverflowError, TypeError):
+            pass  # NumPy's own answer to a valid expression (a shape mismatch): the runner reports it

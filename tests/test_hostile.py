@@ -42,6 +42,7 @@ def _world(w: Path) -> None:
     _kernel(w / "def", extra="defines: {X: '$(touch PWNED)'}\n")
     _kernel(w / "flagdollar", extra="nvcc_flags: ['-DX=$(touch PWNED)']\n")
     _kernel(w / "ref", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '2**2**2**2**2**2'}"))
+    _kernel(w / "unary", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '" + "-" * 999 + "1'}"))
     for name in ("fifo.yaml", "fifo.xml", "fifo.json"):
         os.mkfifo(w / name)
     (w / "kpf").mkdir()
@@ -115,6 +116,9 @@ CASES = [
      "(a symlink: kprof never writes through one)"),
     # errors reported where the input is read
     ("a reference exponent tower", ["build", "{w}/ref/k.yaml"], {}, 2, "reference.x: an exponent above 64"),
+    ("a reference of 999 minus signs", ["build", "{w}/unary/k.yaml"], {}, 2, "reference.x: nested deeper than 100 levels"),
+    ("a size of 399 minus signs", ["run", "vector_add", "--size", "N=" + "-" * 399 + "1"], {}, 2,
+     "give a whole number (or arithmetic like 2**20)"),
 ]
 
 
