@@ -52,6 +52,17 @@ class _Reached(KprofError):
 
 
 @pytest.fixture
+def no_process(monkeypatch):
+    """Any external program started is a failure: loaders and parsers run none."""
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+@pytest.fixture
 def no_builds(monkeypatch):
     def stop(*a, **k):
         raise _Reached("reached the build")
@@ -61,7 +72,7 @@ def no_builds(monkeypatch):
 
 @FAST
 @given(field=st.sampled_from(FIELDS), value=values)
-def test_generated_specs_load_or_fail_in_one_line(tmp_path_factory, field, value):
+def test_generated_specs_load_or_fail_in_one_line(no_process, tmp_path_factory, field, value):
     folder = tmp_path_factory.mktemp("spec")
     (folder / "tiled_matmul.cu").write_text("")
     path = folder / "k.yaml"
@@ -88,8 +99,11 @@ OPTIONS = st.sampled_from(["--size", "--timeout", "--param", "--arch", "--seed",
                              "last~abc", "--"]),
        extra=st.lists(st.tuples(OPTIONS, st.sampled_from(["M", "N", "BLOCK", "TILE", "sm_90", "smx", "inf", "-1"]),
                                 SIZE_VALUES), max_size=3))
-def test_generated_command_lines_never_end_in_an_internal_error(no_builds, capsys, tmp_path_factory, monkeypatch,
+def test_generated_command_lines_never_end_in_an_internal_error(no_process, no_builds, capsys, tmp_path_factory, monkeypatch,
                                                                command, name, extra):
+    import kprof.device
+
+    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: a stand-in")  # finding libcuda runs ldconfig
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
     argv = [command, name]
     for option, key, value in extra:
@@ -108,7 +122,7 @@ XML = sorted((Path(__file__).resolve().parent / "data").glob("*/*.xml"))
 @FAST
 @given(source=st.sampled_from(XML), cut=st.integers(min_value=0, max_value=20000),
        junk=st.sampled_from(["", "<line>abc</line>", "<address>0xZZ</address>", "<x>", "&lt;", "9" * 400, "\x00"]))
-def test_damaged_xml_is_a_report_or_one_line(source, cut, junk):
+def test_damaged_xml_is_a_report_or_one_line(no_process, source, cut, junk):
     text = source.read_text()
     broken = text[:cut] + junk + text[cut:]
     try:
@@ -130,17 +144,6 @@ def test_a_number_no_field_can_hold_is_dropped_not_kept():
 
 SHELLISH = st.text(alphabet=st.sampled_from(list("ab/._-~`$;|&<>()\\'\" \n\t*?[]{}!#0") + ["\x00", "\u00b2", "\u0663"]),
                    max_size=24)
-
-
-@pytest.fixture
-def no_process(monkeypatch):
-    """Any external program started is a failure: loaders and parsers run none."""
-    import subprocess
-
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"a process was started: {args[0] if args else kwargs}")
-
-    monkeypatch.setattr(subprocess, "Popen", refuse)
 
 
 @FAST
