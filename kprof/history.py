@@ -48,6 +48,8 @@ def path() -> Path:
 
 def connect(db: Path | None = None) -> sqlite3.Connection:
     db = db or path()
+    if db.exists() and (why := inputs.regular_file_error(db)) is not None:  # a FIFO would block SQLite's reads
+        raise UsageError(f"the history store {db}: {why} (set KPROF_HISTORY to a file)")
     deadline = time.monotonic() + 30
     while True:
         try:

@@ -326,3 +326,12 @@ def test_a_history_row_of_another_shape_is_skipped(tmp_path, monkeypatch, capsys
         assert cli.main(argv) == 0, (argv, capsys.readouterr().err)
         out = capsys.readouterr().out
         assert "k" in out
+
+
+def test_a_history_store_that_is_a_fifo_is_one_line(tmp_path):
+    from kprof import history
+    from kprof.errors import UsageError
+
+    os.mkfifo(tmp_path / "h.sqlite")
+    with pytest.raises(UsageError, match="a FIFO, not a regular file"):
+        history.connect(tmp_path / "h.sqlite")
