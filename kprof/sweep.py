@@ -100,8 +100,9 @@ def _legacy_pairs(items: list[str], what: str) -> list[str | tuple[str, str]]:
 def size_value(name: str, text: str) -> int:
     try:
         n = sizeexpr.evaluate_int(text, {})
-    except sizeexpr.SizeExprError:
-        raise UsageError(f"--size {name}={text}: give a whole number (or arithmetic like 2**20)") from None
+    except sizeexpr.SizeExprError as exc:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise UsageError(f"--size {name}={shown}: give a whole number (or arithmetic like 2**20): {exc}") from None
     if n <= 0:
         raise UsageError(f"--size {name}={text}: sizes must be positive")
     return n
