@@ -69,14 +69,9 @@ def _shell_safe_argv(argv: list[str]) -> None:
     double quotes, where a backtick or ``$(...)`` still runs a command. The spec loader refuses such a
     source, flag or include folder by its field; this names whatever else would reach the shell."""
     for i, arg in enumerate(argv):
-        if (ch := inputs.shell_character(arg)) is not None:
-            what = "nvcc's path" if i == 0 else f"nvcc argument {arg[:60]!r}"
-            raise UsageError(f"{what} holds {inputs.describe_character(ch)}, which a shell would act on "
-                             "(nvcc runs its steps through one): refused")
-    tmp = os.environ.get("TMPDIR", "")
-    if (ch := inputs.shell_character(tmp)) is not None:  # nvcc writes its intermediate files there
-        raise UsageError(f"TMPDIR {tmp[:60]!r} holds {inputs.describe_character(ch)}, which a shell would act on "
-                         "(nvcc puts its temporary files there): set TMPDIR to a plain folder")
+        inputs.shell_safe(arg, "nvcc's path" if i == 0 else "an nvcc argument", "refused")
+    # nvcc writes its intermediate files there, and names them to the shell
+    inputs.shell_safe(os.environ.get("TMPDIR", ""), "TMPDIR", "set TMPDIR to a plain folder")
 
 
 def check_arch(arch: str) -> str:
@@ -228,13 +223,13 @@ def build(
     meta = cubin.with_suffix(".json")
     if not force and cubin.is_file() and meta.is_file():
         try:
-            info = json.loads(inputs.read_text(meta, "cache entry", limit=MAX_META_BYTES))
+            info = inputs.read_json(meta, "cache entry", limit=MAX_META_BYTES)
             usage = {k: ResourceUsage(**v) for k, v in info["usage"].items()}
             # The cubin must be the one this entry recorded: an empty or damaged file is rebuilt, not used.
             if info["sha256"] == hashlib.sha256(cubin.read_bytes()).hexdigest():
                 return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]))
-        except (ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError):
-            pass  # a damaged cache entry is rebuilt (an InputError is a ValueError: a FIFO, an oversized file)
+        except (UsageError, KeyError, TypeError, AttributeError, OSError):
+            pass  # a damaged cache entry is rebuilt (unreadable, oversized, not JSON, of another shape)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name[:64]}-", suffix=".cubin", dir=folder)

@@ -8,7 +8,6 @@ starts fast and loads no CUDA, nvtx or NumPy.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import re
 import sys
@@ -66,9 +65,6 @@ class _ArgError(KprofError):
     exit_code = EXIT_USAGE
 
 
-MAX_SECONDS = 7 * 24 * 3600.0  # a timeout above a week is a typo; the OS timers overflow near 1e10 s
-
-
 def _positive(text: str) -> float:
     """A positive, finite number (a fraction, a count of seconds): checked once, here."""
     try:
@@ -82,6 +78,8 @@ def _positive(text: str) -> float:
 
 def _seconds(text: str) -> float:
     """A positive number of seconds, at most a week."""
+    from kprof.inputs import MAX_SECONDS
+
     value = _positive(text)
     if value > MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text}: give at most {MAX_SECONDS:.0f} seconds (a week)")
@@ -340,10 +338,16 @@ def _flushed(code: int) -> int:
     except BrokenPipeError:
         _quiet_stdout()
     except OSError as exc:
-        _quiet_stdout()
-        print(f"kprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_OUTPUT if code == EXIT_OK else code
+        failed = _output_failed(exc)
+        return failed if code == EXIT_OK else code
     return code
+
+
+def _output_failed(exc: OSError) -> int:
+    """Standard output could not be written (a full disk): one line on stderr, exit 7."""
+    _quiet_stdout()
+    print(f"kprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+    return EXIT_OUTPUT
 
 
 def _quiet_stdout() -> None:
@@ -388,30 +392,19 @@ def _main(argv: Sequence[str] | None) -> int:
         log = getattr(exc, "log", "")
         if log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
             print(log.rstrip(), file=sys.stderr)
-        print(f"kprof: error: {_one_line(str(exc))}", file=sys.stderr)
+        from kprof.inputs import one_line
+
+        print(f"kprof: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         _quiet_stdout()
         return EXIT_OK
     except OSError as exc:
-        if exc.errno not in _OUTPUT_ERRNOS:
-            return _internal(exc)
-        _quiet_stdout()
-        print(f"kprof: error: cannot write the output: {exc.strerror or exc}",
-              file=sys.stderr)
-        return EXIT_OUTPUT
+        from kprof.inputs import OUTPUT_ERRNOS
+
+        return _output_failed(exc) if exc.errno in OUTPUT_ERRNOS else _internal(exc)
     except Exception as exc:  # noqa: BLE001 - a bug in kprof: one line, traceback on request
         return _internal(exc)
-
-
-def _one_line(text: str) -> str:
-    """An error is one line whatever a user's input held: a newline in a name is shown escaped."""
-    if not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-        return text
-    return "".join(c.encode("unicode_escape").decode("ascii") if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
-
-
-_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
 
 
 def _internal(exc: BaseException) -> int:

@@ -191,10 +191,9 @@ def _nearest(out: dict[int, str], address: str, distance: str, side: str, base: 
     out[int(address, 16)] = f"{where} of a {nbytes:,}-byte allocation at {base} (the nearest one)"
 
 
-def _int(text: str | None) -> int | None:
-    """A number from the XML, or None when it is missing, not a number, or outside 64 bits unsigned (a
-    damaged report loses a field, not the whole report)."""
-    return inputs.report_uint(text)
+# A number from the XML, or None when it is missing, not a number, or outside 64 bits unsigned (a damaged
+# report loses a field, not the whole report).
+_int = inputs.report_uint
 
 
 def _dim3(node: ET.Element | None) -> tuple[int, int, int] | None:

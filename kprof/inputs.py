@@ -34,6 +34,7 @@ from kprof.errors import OutputError, UsageError
 # command substitution (` and $), separators and pipes, redirections, subshells, escapes and quotes.
 SHELL_CHARACTERS = "`$;|&<>()\\'\""
 MAX_JSON_DEPTH = 64
+MAX_SECONDS = 7 * 24 * 3600.0  # a timeout above a week is a typo; the OS timers overflow near 1e10 s
 MiB = 1024 * 1024
 
 
@@ -55,13 +56,20 @@ def describe_character(ch: str) -> str:
     return f"'{ch}'"
 
 
-def shell_safe(text: str, what: str, fix: str = "rename it") -> str:
-    """``text`` unchanged, or a :class:`UsageError` naming ``what`` and the character: nvcc (and the
-    shell it starts) must never see a character that could run a command."""
+def shell_problem(text: str) -> str | None:
+    """"holds '`', which a shell would act on (...)" for text nvcc must never see, else None: the words
+    every refusal of a path or flag ends with, whoever names the field."""
     ch = shell_character(text)
-    if ch is not None:
-        raise UsageError(f"{what}: {_cut(text, 120)} holds {describe_character(ch)}, which a shell would act on "
-                         f"(nvcc runs its steps through one): {fix}")
+    if ch is None:
+        return None
+    return f"holds {describe_character(ch)}, which a shell would act on (nvcc runs its steps through one)"
+
+
+def shell_safe(text: str, what: str, fix: str = "rename it") -> str:
+    """``text`` unchanged, or a :class:`UsageError` naming ``what`` and the character."""
+    problem = shell_problem(text)
+    if problem is not None:
+        raise UsageError(f"{what}: {_cut(text, 120)} {problem}: {fix}")
     return text
 
 
@@ -219,22 +227,29 @@ def read_json(path: str | Path, what: str, *, limit: int = 64 * MiB) -> Any:
     return parse_json(read_text(path, what, limit=limit), f"{what} {_show_path(Path(path))}")
 
 
+def exists_error(path: Path, what: str) -> UsageError | None:
+    """The refusal for a new file whose name is taken (by a file, a folder or a symlink, dangling or not)."""
+    if not (path.exists() or path.is_symlink()):
+        return None
+    link = " (a symlink: kprof never writes through one)" if path.is_symlink() else ""
+    return UsageError(f"{what}: {path} exists{link}: pick another name or folder, or remove it")
+
+
 def create_new(path: Path, text: str, what: str) -> None:
     """Write a file that must not exist yet, never through a symlink (``O_EXCL`` refuses any)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags, 0o644)
     except FileExistsError:
-        link = " (a symlink: kprof never writes through one)" if path.is_symlink() else ""
-        raise UsageError(f"{what}: {path} exists{link}: pick another name or folder, or remove it") from None
+        raise exists_error(path, what) or UsageError(f"{what}: {path} exists") from None
     except OSError as exc:
-        raise _write_error(path, exc) from None
+        raise write_error(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
         path.unlink(missing_ok=True)
-        raise _write_error(path, exc) from None
+        raise write_error(path, exc) from None
 
 
 def replace_file(path: Path, data: str | bytes) -> None:
@@ -245,22 +260,22 @@ def replace_file(path: Path, data: str | bytes) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}-", dir=path.parent)
     except OSError as exc:
-        raise _write_error(path, exc) from None
+        raise write_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise _write_error(path, exc) from None
+        raise write_error(path, exc) from None
 
 
-def write_error(path: str | Path, exc: OSError) -> OutputError | UsageError:
-    return _write_error(Path(path), exc)
+OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)  # the disk, not the path, is the trouble
 
 
-def _write_error(path: Path, exc: OSError) -> OutputError | UsageError:
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG):
+def write_error(path: Path, exc: OSError) -> OutputError | UsageError:
+    """A failed write in one line: a full disk (exit 7) told apart from a path that cannot be written (2)."""
+    if exc.errno in OUTPUT_ERRNOS:
         return OutputError(f"cannot write {_show_path(path)}: {_reason(exc)}; free some space or write elsewhere")
     return UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}")
 
@@ -279,12 +294,19 @@ def _reason(exc: BaseException) -> str:
     return _cut(str(exc)) or type(exc).__name__
 
 
+def one_line(text: str) -> str:
+    """``text`` with its control characters escaped: a message is one line whatever an input held."""
+    if not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii") if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
+
+
 def _show_path(path: Path, limit: int = 100) -> str:
     """A path in a message: its end is what tells files apart, so a long one loses its start."""
-    text = _cut(str(path), 10**9)
+    text = one_line(str(path))
     return text if len(text) <= limit else "..." + text[-(limit - 3):]
 
 
 def _cut(text: str, limit: int = 60) -> str:
-    text = text.encode("unicode_escape").decode("ascii") if any(ord(c) < 0x20 for c in text) else text
+    text = one_line(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."

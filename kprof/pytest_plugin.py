@@ -49,14 +49,12 @@ def pytest_configure(config: pytest.Config) -> None:
     assign_worker_gpu()
 
 
-MAX_TIMEOUT = 7 * 24 * 3600.0
-
-
 def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
     """The plugin's options, checked once before any test runs: a typo is one usage error (pytest's exit
     4), not the same failure in every test. Raises :class:`pytest.UsageError`."""
     from kprof import api
     from kprof.errors import KprofError
+    from kprof.inputs import MAX_SECONDS
 
     if os.sep in tools or tools.endswith(".py") or os.path.exists(tools):
         raise pytest.UsageError(
@@ -71,7 +69,7 @@ def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
         timeout = float(timeout_text)
     except ValueError:
         raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds") from None
-    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan
+    if not 0 < timeout <= MAX_SECONDS:  # also refuses nan
         raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a positive number of seconds, at most a week")
     return names, timeout
 

@@ -32,10 +32,9 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
     else:
         source, spec, helpers = _renamed(like, name)
         files = {cu: source, yaml_path: spec, **{folder / helper.name: helper.read_text() for helper in helpers}}
-    for path in files:
-        if path.exists() or path.is_symlink():
-            link = " (a symlink: kprof never writes through one)" if path.is_symlink() else ""
-            raise UsageError(f"{path} exists{link}: pick another name or --dir, or remove it")
+    for path in files:  # every name checked before any is written: all or nothing
+        if (taken := inputs.exists_error(path, "kprof new")) is not None:
+            raise taken
     inputs.output_dir(folder, "--dir")
     written: list[Path] = []
     try:

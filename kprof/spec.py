@@ -535,9 +535,8 @@ def _load_source(data: dict[str, Any], path: Path, name: str, fail: Fail) -> tup
         raise fail("source", f"{_show(source_text)} cannot be read ({_cut(str(exc), 80)})") from None
     if not found:
         raise fail("source", f"{_cut(source_text, 60)} does not exist next to the spec ({_cut(str(source), 120)})")
-    if (ch := inputs.shell_character(str(source))) is not None:  # nvcc hands the path to a shell
-        raise fail("source", f"the path {_show(str(source), 100)} holds {inputs.describe_character(ch)}, which a shell "
-                             "would act on (nvcc runs its steps through one): rename the file or its folder")
+    if problem := inputs.shell_problem(str(source)):  # nvcc hands the path to a shell
+        raise fail("source", f"the path {_show(str(source), 100)} {problem}: rename the file or its folder")
     entry = data.get("entry", name)
     if not isinstance(entry, str) or not _IDENT.match(entry):
         raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")
@@ -694,9 +693,8 @@ def _load_nvcc_flags(raw: Any, folder: Path, fail: Fail) -> tuple[str, ...]:
         raise fail("nvcc_flags", "must be a list of nvcc options, e.g. [-maxrregcount=128, --use_fast_math]")
     flags = []
     for i, flag in enumerate(raw):
-        if (ch := inputs.shell_character(flag)) is not None:  # nvcc hands its flags to a shell
-            raise fail(f"nvcc_flags[{i}]", f"{_show(flag)} holds {inputs.describe_character(ch)}, which a shell would "
-                                           "act on (nvcc runs its steps through one): remove it")
+        if problem := inputs.shell_problem(flag):  # nvcc hands its flags to a shell
+            raise fail(f"nvcc_flags[{i}]", f"{_show(flag)} {problem}: remove it")
         if flag in _FLAG_EXACT or any(p.match(flag) for p in _FLAG_PATTERNS):
             flags.append(flag)
             continue
@@ -704,10 +702,8 @@ def _load_nvcc_flags(raw: Any, folder: Path, fail: Fail) -> tuple[str, ...]:
         if include:
             target = (folder / include.group(2)).resolve()
             if target == folder.resolve() or folder.resolve() in target.parents:
-                if (ch := inputs.shell_character(str(target))) is not None:
-                    raise fail(f"nvcc_flags[{i}]", f"the include folder {_show(str(target), 100)} holds "
-                                                   f"{inputs.describe_character(ch)}, which a shell would act on "
-                                                   "(nvcc runs its steps through one): rename it")
+                if problem := inputs.shell_problem(str(target)):
+                    raise fail(f"nvcc_flags[{i}]", f"the include folder {_show(str(target), 100)} {problem}: rename it")
                 flags.append(f"{include.group(1)}{target}")  # nvcc runs from anywhere: the folder, absolute
                 continue
             raise fail(f"nvcc_flags[{i}]", f"{_show(flag)}: an include directory must be inside the spec's folder")
@@ -1107,4 +1103,4 @@ def _display(path: Path) -> str:
         text = str(path.resolve().relative_to(Path.cwd()))
     except (ValueError, OSError, RuntimeError):
         text = str(path)
-    return text.encode("unicode_escape").decode("ascii") if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text) else text
+    return inputs.one_line(text)
