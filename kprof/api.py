@@ -163,17 +163,24 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
     from kprof.job import RunMode
 
     r, built, extra = prepared.resolved, prepared.built, tuple(metrics)
+
+    def without_ncu(reason: str, source: str) -> list[Any]:
+        result = launch.run_kernel(prepared.job(RunMode(time=True)), timeout=timeout)
+        usage = built.usage_of(r.spec.entry)
+        return [prof.fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
+                              r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
+                              reason, source=source, driver_blocks=result.driver_blocks_per_sm,
+                              spills=(usage.spill_stores, usage.spill_loads, usage.stack_frame))]
+
+    if why := ncu.unsupported(built.arch):  # Pascal: no ncu at all, but what kprof measures itself
+        return without_ncu(f"{why}: kprof measured without it", f"no Nsight Compute on {built.arch}")
     try:
         rows = ncu.profile_rows(prepared.job(RunMode(verify=False)), set_name=set_name, extra_metrics=extra,
                                 report_dir=report_dir, timeout=timeout)
     except ncu.NcuError as exc:
         if exc.reason != "counters":
             raise
-        result = launch.run_kernel(prepared.job(RunMode(time=True)), timeout=timeout)
-        usage = built.usage_of(r.spec.entry)
-        return [prof.fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
-                              r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
-                              str(exc))]
+        return without_ncu(str(exc), "fallback (no counters)")
     # A Python operation launches kernels kprof does not count in advance: report every one in its range.
     launches = 0 if r.spec.python else len(r.steps)
     return prof.reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,

@@ -1,10 +1,16 @@
-"""The only nvcc caller: spec -> cubin, cached by content, with every kernel's resource usage.
+"""The only compiler caller: spec -> cubin, cached by content, with every kernel's resource usage.
 
-``build_argv()`` and ``parse_resource_usage()`` are pure and tested on recorded nvcc output;
-``build()`` is the thin part that runs nvcc through :mod:`kprof.proc`. Cubins are built with
+Two compilers, one build: nvcc where one is found (a system toolkit, ``KPROF_NVCC``, CUDA 13's pip
+wheel), else NVRTC (:mod:`kprof.nvrtc`, which pip's CUDA 12 line has and its nvcc wheel lacks).
+:func:`compiler_for` picks the one that builds for the architecture and whose cubins the driver
+loads; ``KPROF_COMPILER=nvcc|nvrtc`` chooses. Both get the same argv (NVRTC's child translates it), so
+the defines, ``-lineinfo``, the spec's flags and ptxas's resource report are the same.
+
+``build_argv()`` and ``parse_resource_usage()`` are pure and tested on recorded compiler output;
+``build()`` is the thin part that runs the compiler through :mod:`kprof.proc`. Cubins are built with
 ``-lineinfo`` so compute-sanitizer and ncu can name source lines. The cache key is a hash of the
-source (and the local headers it includes), the full argv and nvcc's version, so a rebuild of
-unchanged sources runs nothing.
+source (and the local headers it includes), the full argv and the compiler's version, so a rebuild
+of unchanged sources runs nothing.
 """
 
 from __future__ import annotations
@@ -13,13 +19,15 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from kprof import inputs, proc
-from kprof.errors import BuildError, UsageError
+from kprof.errors import BuildError, ToolNotFoundError, UnsupportedArchError, UsageError
 from kprof.spec import KernelSpec
 
 DEFAULT_ARCH = "sm_90"
@@ -49,6 +57,7 @@ class BuildResult:
     cached: bool
     log: str
     argv: tuple[str, ...]
+    compiler: str = ""  # "nvcc 13.0.88", "NVRTC 12.9"; empty for a Python operation
 
     def usage_of(self, entry: str) -> ResourceUsage:
         """ptxas's report for ``entry`` (all zeros for a Python operation, which has no cubin)."""
@@ -96,16 +105,108 @@ def detect_arch() -> str:
         return DEFAULT_ARCH
 
 
+@dataclass(frozen=True)
+class Compiler:
+    """The compiler a build runs: nvcc, or NVRTC in a child that takes nvcc's argv."""
+
+    kind: str  # "nvcc" or "nvrtc"
+    program: tuple[str, ...]  # what the argv starts with
+    version: str  # "nvcc 13.0", "NVRTC 12.9"
+    major: int  # its CUDA line (12, 13)
+    archs: tuple[int, ...]  # the real architectures it builds cubins for (75 for sm_75); empty: not known
+    key: str = ""  # what the cache key holds of it: nvcc's build line, NVRTC's version
+
+    def builds(self, arch: str) -> bool:
+        number = int(re.sub(r"\D", "", arch.rstrip("af")) or 0)
+        return not self.archs or number in self.archs
+
+
+COMPILERS = ("nvcc", "nvrtc")
+_RELEASE = re.compile(r"(?:release |V|cuda_)(\d+)\.(\d+)")
+
+
+def _nvcc_compiler() -> Compiler:
+    nvcc = str(proc.find_tool("nvcc"))
+    text = nvcc_version(nvcc)
+    m = _RELEASE.search(text)
+    major = int(m.group(1)) if m else 0
+    return Compiler("nvcc", (nvcc,), f"nvcc {m.group(1)}.{m.group(2)}" if m else f"nvcc ({text})", major,
+                    _nvcc_archs(nvcc), text)
+
+
+@lru_cache(maxsize=4)
+def _nvcc_archs(nvcc: str) -> tuple[int, ...]:
+    """``nvcc --list-gpu-code``: sm_75 sm_80 ... (empty when this nvcc cannot say)."""
+    done = proc.run([nvcc, "--list-gpu-code"], timeout=60)
+    if done.returncode != 0:
+        return ()
+    return tuple(sorted({int(n) for n in re.findall(r"\bsm_(\d+)", done.stdout)}))
+
+
+def _nvrtc_compiler() -> Compiler:
+    from kprof import nvrtc
+
+    major, minor = nvrtc.version()
+    return Compiler("nvrtc", (sys.executable, "-m", "kprof.nvrtc"), f"NVRTC {major}.{minor}", major,
+                    nvrtc.supported_archs(), f"NVRTC {major}.{minor}")
+
+
+@lru_cache(maxsize=1)
+def driver_cuda_major() -> int | None:
+    """The CUDA line of the installed driver (13 for 580.x), from NVML; None with no driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlSystemGetCudaDriverVersion()) // 1000
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML or no driver: building for another machine is allowed
+        return None
+
+
+def compiler_for(arch: str) -> Compiler:
+    """The compiler for ``arch``: ``KPROF_COMPILER`` when set, else nvcc when it builds for ``arch``
+    and the driver (if any) loads its cubins, else NVRTC. A ToolNotFoundError says why neither fits."""
+    choice = os.environ.get("KPROF_COMPILER", "").strip().lower()
+    if choice not in ("", "auto", *COMPILERS):
+        raise UsageError(f"KPROF_COMPILER={inputs.one_line(choice)[:40]}: write nvcc, nvrtc or auto")
+    driver = driver_cuda_major()
+    why: list[str] = []
+    for kind in (choice,) if choice in COMPILERS else COMPILERS:
+        try:
+            found = _nvcc_compiler() if kind == "nvcc" else _nvrtc_compiler()
+        except BuildError as exc:  # a compiler that cannot say its version
+            why.append(f"{kind}: {exc}")
+            continue
+        except ToolNotFoundError as exc:
+            why.append(f"{kind}: {str(exc).split(': ', 1)[-1].split('; pip install')[0]}")
+            continue
+        if not found.builds(arch):
+            low = min(found.archs)
+            why.append(f"{found.version} does not build {arch} (it builds sm_{low} to sm_{max(found.archs)}"
+                       + ("; CUDA 13 dropped Maxwell, Pascal and Volta" if found.major >= 13 and low >= 75 else "") + ")")
+            continue
+        if driver is not None and found.major > driver:
+            why.append(f"{found.version} makes cubins the CUDA {driver} driver does not load")
+            continue
+        return found
+    hint = ("pip install 'kprof[cuda12]' (NVRTC 12.9: sm_50 to sm_121, any CUDA 12 or 13 driver) or 'kprof[cuda13]' "
+            "(nvcc 13.0: sm_75 and newer, driver 580 or newer)")
+    raise ToolNotFoundError("a CUDA compiler", f"none builds {arch} here: {'; '.join(why)}; {hint}")
+
+
 def build_argv(
-    nvcc: str | Path,
+    nvcc: str | Path | Sequence[str],
     source: Path,
     output: Path,
     arch: str,
     defines: tuple[tuple[str, str], ...] = (),
     flags: tuple[str, ...] = (),
 ) -> list[str]:
-    argv = [
-        str(nvcc),
+    program = [str(nvcc)] if isinstance(nvcc, (str, Path)) else list(nvcc)
+    argv = program + [
         "-cubin",
         f"-arch={arch}",
         "-lineinfo",  # source lines in sanitizer and profiler reports
@@ -205,16 +306,18 @@ def build(
     """Build ``spec``'s source into a cubin for ``arch`` (the GPU's, else sm_90). A Python operation
     (``python:``) has nothing to build: its result names the .py file and no kernels."""
     arch = check_arch(arch or detect_arch())
+    if why := spec.unsupported_on(arch):
+        raise UnsupportedArchError(why)
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, "", ())
     merged = dict(spec.defines)
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
-    nvcc = str(proc.find_tool("nvcc"))
+    compiler = compiler_for(arch)
     sources = _local_sources(spec.source)
-    key_argv = build_argv("nvcc", spec.source, Path("out.cubin"), arch, tuple(merged.items()), spec.nvcc_flags)
+    key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, tuple(merged.items()), spec.nvcc_flags)
     digest = hashlib.sha256()
-    digest.update(nvcc_version(nvcc).encode())
+    digest.update(compiler.key.encode())
     digest.update("\0".join(key_argv).encode())
     for path, data in sources:
         digest.update(str(path).encode() + b"\0" + data)
@@ -227,7 +330,8 @@ def build(
             usage = {k: ResourceUsage(**v) for k, v in info["usage"].items()}
             # The cubin must be the one this entry recorded: an empty or damaged file is rebuilt, not used.
             if info["sha256"] == hashlib.sha256(cubin.read_bytes()).hexdigest():
-                return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]))
+                return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]),
+                                   compiler.version)
         except (UsageError, KeyError, TypeError, AttributeError, OSError):
             pass  # a damaged cache entry is rebuilt (unreadable, oversized, not JSON, of another shape)
     try:
@@ -237,20 +341,21 @@ def build(
         raise UsageError(f"build cache {folder}: {exc.strerror or exc}; set KPROF_CACHE_DIR to a writable folder") from None
     os.close(fd)
     tmp = Path(tmp_name)
-    argv = build_argv(nvcc, spec.source, tmp, arch, tuple(merged.items()), spec.nvcc_flags)
+    argv = build_argv(compiler.program, spec.source, tmp, arch, tuple(merged.items()), spec.nvcc_flags)
     try:
-        _shell_safe_argv(argv)
+        if compiler.kind == "nvcc":  # NVRTC's child is no shell
+            _shell_safe_argv(argv)
         for path in (cubin, meta):
             if path.is_dir() and not path.is_symlink():
                 raise UsageError(f"the build cache has a folder at {path} where a file goes: remove it")
         done = proc.run(argv, timeout=timeout)
         log = (done.stdout + done.stderr).strip()
         if done.timed_out:
-            raise BuildError(f"nvcc did not finish compiling {spec.source.name} in {timeout:g} s", log)
+            raise BuildError(f"{compiler.kind} did not finish compiling {spec.source.name} in {timeout:g} s", log)
         if done.returncode != 0:
             errors = sum(1 for ln in log.splitlines() if ": error" in ln)
             what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
-            raise BuildError(f"nvcc failed to compile {spec.source} for {arch}: {what}", log)
+            raise BuildError(f"{compiler.version} failed to compile {spec.source} for {arch}: {what}", log)
         usage = parse_resource_usage(log)
         missing = [e for e in spec.entries if e not in usage]
         if missing:
@@ -267,7 +372,7 @@ def build(
             raise inputs.write_error(cubin, exc) from None
         info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv, "sha256": digest_of_cubin}
         inputs.replace_file(meta, json.dumps(info, indent=1))
-        return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv))
+        return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv), compiler.version)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -280,20 +385,21 @@ extern "C" __global__ void kprof_probe(cuda::std::uint32_t* out) {
 }
 """
 _MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
+_NVRTC_MISSING_HEADER = re.compile(r'catastrophic error: cannot open source file "([^"]+)"')
 
 
 def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
     """Compile a tiny kernel that includes CCCL and CUDA headers, as the shipped kernels do: None when
     it builds, else what is missing (the header's name, or nvcc's first error line)."""
-    nvcc = str(proc.find_tool("nvcc"))
+    compiler = compiler_for(check_arch(arch))
     with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
         source, out = Path(tmp) / "probe.cu", Path(tmp) / "probe.cubin"
         source.write_text(PROBE_SOURCE)
-        done = proc.run(build_argv(nvcc, source, out, check_arch(arch)), timeout=timeout)
+        done = proc.run(build_argv(compiler.program, source, out, arch), timeout=timeout)
     if done.returncode == 0 and not done.timed_out:
         return None
     text = done.stdout + done.stderr
-    if m := _MISSING_HEADER.search(text):
-        return f"the header {m.group(1)} is missing from {nvcc}'s include path"
+    if m := _MISSING_HEADER.search(text) or _NVRTC_MISSING_HEADER.search(text):
+        return f"the header {m.group(1)} is missing from {compiler.version}'s include path"
     first = next((ln for ln in text.splitlines() if "error" in ln), text.strip().splitlines()[-1] if text.strip() else "")
-    return f"nvcc could not compile a CUDA kernel: {first.strip()}"
+    return f"{compiler.version} could not compile a CUDA kernel: {first.strip()}"

@@ -22,11 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kprof.occupancy import ARCHS
 from kprof.units import si
 
-# FP32 lanes per SM by architecture (CUDA C++ Programming Guide, "Arithmetic Instructions").
-FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_87": 128, "sm_89": 128, "sm_90": 128, "sm_100": 128, "sm_103": 128,
-              "sm_110": 128, "sm_120": 128, "sm_121": 128}
+# FP32 lanes per SM by architecture (CUDA C++ Programming Guide, "Arithmetic Instructions"): the GPU
+# model's, and Thor's (sm_110), whose other limits kprof does not model.
+FP32_LANES = {arch: lim.fp32_lanes for arch, lim in ARCHS.items()} | {"sm_110": 128}
 MIXES = ("read", "write", "copy", "add")
 WRITE_SHARE = {"read": 0.0, "add": 1 / 3, "copy": 0.5, "write": 1.0}  # of each mix's bytes, the written ones
 MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's result) does not change the mix

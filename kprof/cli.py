@@ -146,7 +146,8 @@ def _param_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
 
 
 def _list(sub: Any) -> None:
-    _common(sub.add_parser("list", help="list kernels and sanitizer cases"))
+    _common(sub.add_parser("list", help="list kernels and sanitizer cases"),
+            arch="none; with it, the kernels that need a newer architecture are marked")
 
 
 def _new(sub: Any) -> None:
@@ -243,7 +244,8 @@ def _occupancy(sub: Any) -> None:
     p.add_argument("--dynamic-smem", type=_count(0), default=None,
                    help="dynamic shared memory per block in bytes (default: the spec's)")
     _size_args(p)
-    _common(p, arch="the GPU's, else sm_90; sm_80, sm_86, sm_89 or sm_90")
+    _common(p, arch="the GPU's, else sm_90; any of sm_61, sm_70, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, "
+                    "sm_103, sm_120, sm_121")
 
 
 BENCH_DESCRIPTION = (

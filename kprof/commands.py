@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from kprof import render
-from kprof.errors import EXIT_BUILD, EXIT_CUDA, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BuildError, UsageError
+from kprof.errors import (
+    EXIT_BUILD,
+    EXIT_CUDA,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    BuildError,
+    UnsupportedArchError,
+    UsageError,
+)
 
 Options = argparse.Namespace  # checked and typed by kprof.cli
 
@@ -35,11 +44,21 @@ def cmd_list(opts: Options) -> int:
 
     rows = []
     for entry in catalog.entries():
+        requires, unsupported = None, None
         try:
-            description = spec_mod.load(entry.path).description
+            loaded = spec_mod.load(entry.path)
+            description = loaded.description
+            if loaded.requires is not None:
+                requires = {"arch": loaded.requires.arch, "why": loaded.requires.why}
+            if opts.arch and loaded.unsupported_on(opts.arch):
+                unsupported = f"needs {loaded.requires.arch}: {loaded.requires.why}"  # type: ignore[union-attr]
         except SpecError as exc:
             description = f"INVALID SPEC: {exc}"
-        rows.append({"name": entry.name, "group": entry.group, "path": str(entry.path), "description": description})
+        row: dict[str, Any] = {"name": entry.name, "group": entry.group, "path": str(entry.path), "description": description,
+               "requires": requires}
+        if opts.arch:
+            row["arch"], row["unsupported"] = opts.arch, unsupported
+        rows.append(row)
     if opts.json:
         _emit_json(rows)
     else:
@@ -74,7 +93,7 @@ def cmd_build(opts: Options) -> int:
                  for _, params in sweep.points(sweep.Sweep("size"), opts.param, spec.size_names,
                                                dict(spec.defines), spec.name)]
     arch = opts.arch or build.detect_arch()
-    results, failures = [], []
+    results, failures, skipped = [], [], []
     progress = render.Progress(len(specs), sys.stderr, enabled=len(specs) > 1 and not opts.json)
     for spec in specs:  # a sanitizer case's fixed twin builds with it
         progress.start(spec.name)
@@ -82,6 +101,11 @@ def cmd_build(opts: Options) -> int:
             built = build.build(spec, arch, force=opts.force)
             results.append((spec, built))
             progress.done("cached" if built.cached else "built")
+        except UnsupportedArchError as exc:
+            if not opts.all:
+                raise
+            progress.done("skipped")
+            skipped.append((spec.name, str(exc)))  # named with its reason: not a failure
         except BuildError as exc:
             if not opts.all:
                 raise
@@ -90,10 +114,13 @@ def cmd_build(opts: Options) -> int:
     progress.close()
     if opts.json:
         _emit_json([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
-                     "cached": b.cached, "usage": asdict(b.usage_of(s.entry))} for s, b in results]
+                     "cached": b.cached, "compiler": b.compiler, "usage": asdict(b.usage_of(s.entry))} for s, b in results]
+                   + [{"name": n, "arch": arch, "skipped": why} for n, why in skipped]
                    + [{"name": n, "error": str(e)} for n, e in failures])
     else:
         print(render.build_table(results, opts.param.names))
+        for _, why in skipped:
+            print(f"skipped: {why}")
         for name, failure in failures:
             print(failure.log.rstrip(), file=sys.stderr)
             print(f"kprof: error: {name}: {failure}", file=sys.stderr)
@@ -258,7 +285,15 @@ def cmd_profile(opts: Options) -> int:
                 for spec in specs]
     if opts.baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, opts.baseline))]
-    require_gpu("ncu")  # every input checked first; then the GPU, then the tool, before anything is built
+    require_gpu(None)  # every input checked first; then the GPU, then the tool, before anything is built
+    from kprof import build, ncu
+
+    gpu_arch = opts.arch or build.detect_arch()
+    if ncu.unsupported(gpu_arch) is None:
+        require_gpu("ncu")
+    elif not opts.json:  # one line; the profile that follows holds what kprof measures without ncu
+        print(f"kprof: {ncu.unsupported(gpu_arch)}: kprof profile reports event timing, the driver's "
+              "occupancy, registers and spills instead", file=sys.stderr)
     profiles, errors = [], []
     for r in resolved:
         prepared = pipeline.built(r, opts.arch)
@@ -345,8 +380,8 @@ def cmd_occupancy(opts: Options) -> int:
         raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to compute occupancy for "
                          "(kprof profile reports the occupancy of the kernels it launches)")
     arch = opts.arch or build.detect_arch()
+    lim = occupancy.limits_for(arch)  # an architecture kprof has no model of is said before any build
     prepared = pipeline.prepare(spec, opts.size.single_sizes("occupancy"), arch=arch)
-    lim = occupancy.limits_for(arch)
     usage = prepared.built.usage_of(spec.entry)
     dynamic = prepared.resolved.shared_mem if opts.dynamic_smem is None else opts.dynamic_smem
     blocks = opts.block or [prepared.resolved.threads_per_block]

@@ -28,6 +28,11 @@ class UsageError(KprofError):
     exit_code = EXIT_USAGE
 
 
+class UnsupportedArchError(UsageError):
+    """A kernel needs a newer architecture than the one it is built for (its spec's ``requires``):
+    ``kprof build --all`` skips it with this reason; every other command stops on it."""
+
+
 class SpecError(KprofError):
     """A spec file is malformed or invalid. The message names the file and the field."""
 

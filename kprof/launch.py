@@ -38,6 +38,7 @@ class RunResult:
     allocations: list[dict[str, Any]]
     nvtx: bool
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    driver_blocks_per_sm: int | None = None  # cuOccupancyMaxActiveBlocksPerMultiprocessor for the first kernel
 
 
 def runner_argv(job_path: Path, result_path: Path) -> list[str]:
@@ -84,6 +85,7 @@ def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
         allocations=data.get("allocations", []),
         nvtx=bool(data.get("nvtx")),
         raw=data,
+        driver_blocks_per_sm=data.get("driver_blocks_per_sm"),
     )
 
 

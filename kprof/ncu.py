@@ -77,6 +77,17 @@ METRICS = (
 ) + tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS)
 
 SETS = ("quick", "full")
+MIN_ARCH = 70  # Nsight Compute profiles Volta and newer; Pascal and older it does not support
+
+
+def unsupported(arch: str) -> str | None:
+    """Why ncu cannot profile a GPU of ``arch`` (Pascal: sm_60, sm_61, sm_62), else None. Pure."""
+    from kprof.spec import arch_number
+
+    number = arch_number(arch)
+    if not number or number >= MIN_ARCH:
+        return None
+    return f"Nsight Compute does not support {arch} GPUs (it profiles sm_70 and newer)"
 
 
 class NcuError(KprofError):

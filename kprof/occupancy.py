@@ -2,8 +2,9 @@
 
 The same arithmetic as CUDA's occupancy calculator (``cuda_occupancy.h``): warps per block,
 registers allocated per warp in units of 256 and per SM sub-partition, shared memory per block
-including the 1 KiB the system reserves, rounded to 128 bytes, against the largest shared-memory
-carveout, and the hardware caps on blocks and warps per SM. It is tested against
+including the 1 KiB the system reserves from sm_80 on, rounded to 128 bytes (256 before sm_80),
+against the largest shared-memory carveout, and the hardware caps on blocks and warps per SM, for
+every architecture from sm_61 (Pascal) to sm_121 (Blackwell). It is tested against
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` answers recorded on the H200
 (``tests/data/ncu/occupancy_sm90.json``) and checked against the driver on the GPU.
 """
@@ -33,15 +34,44 @@ class ArchLimits:
     warp_size: int = 32
     max_threads_per_block: int = 1024
     default_smem_per_block: int = 49152  # without the opt-in attribute
+    fp32_lanes: int = 128  # FP32 FMA lanes per SM
+
+    @property
+    def max_threads_per_sm(self) -> int:
+        return self.max_warps_per_sm * self.warp_size
 
 
-# From the CUDA C++ Programming Guide's table of compute-capability limits.
-ARCHS: dict[str, ArchLimits] = {
-    "sm_80": ArchLimits("sm_80", 64, 32, 65536, 65536, 255, 167936, 166912, 1024, 108),
-    "sm_86": ArchLimits("sm_86", 48, 16, 65536, 65536, 255, 102400, 101376, 1024),
-    "sm_89": ArchLimits("sm_89", 48, 24, 65536, 65536, 255, 102400, 101376, 1024),
-    "sm_90": ArchLimits("sm_90", 64, 32, 65536, 65536, 255, 233472, 232448, 1024, 132),
-}
+KB = 1024
+
+
+def _arch(arch: str, warps: int, blocks: int, smem_sm_kb: int, smem_block_kb: int, fp32_lanes: int,
+          sm_count: int | None = None, reserved: int = KB, smem_unit: int = 128) -> ArchLimits:
+    return ArchLimits(arch, warps, blocks, 65536, 65536, 255, smem_sm_kb * KB, smem_block_kb * KB, reserved, sm_count,
+                      smem_alloc_unit=smem_unit, default_smem_per_block=min(48 * KB, smem_block_kb * KB),
+                      fp32_lanes=fp32_lanes)
+
+
+# From the CUDA C++ Programming Guide's tables of compute capabilities ("Technical Specifications per
+# Compute Capability": resident warps and blocks per SM, shared memory per SM and per block, 64 K
+# registers per SM and per block, 255 per thread; "Arithmetic Instructions": FP32 lanes per SM) and
+# CUDA 13.0's cuda_occupancy.h (allocation units: shared memory in 256 bytes before sm_80 and 128
+# after; no reserved shared memory per block before sm_80; 24 blocks per SM on sm_120 and sm_121).
+# tests/test_archs.py holds the guide's numbers apart and checks every row. The SM count is the
+# flagship part's (V100, A100, H100/H200, B200), for waves; None where the parts differ.
+ARCHS: dict[str, ArchLimits] = {a.arch: a for a in (
+    _arch("sm_61", 64, 32, 96, 48, 128, reserved=0, smem_unit=256),  # GTX 1080, P40
+    _arch("sm_70", 64, 32, 96, 96, 64, 80, reserved=0, smem_unit=256),  # V100
+    _arch("sm_75", 32, 16, 64, 64, 64, reserved=0, smem_unit=256),  # T4, RTX 20
+    _arch("sm_80", 64, 32, 164, 163, 64, 108),  # A100
+    _arch("sm_86", 48, 16, 100, 99, 128),  # RTX 30, A10, A40
+    _arch("sm_87", 48, 16, 164, 163, 128),  # Jetson Orin
+    _arch("sm_89", 48, 24, 100, 99, 128),  # RTX 40, L4, L40
+    _arch("sm_90", 64, 32, 228, 227, 128, 132),  # H100, H200
+    _arch("sm_100", 64, 32, 228, 227, 128, 148),  # B200
+    _arch("sm_103", 64, 32, 228, 227, 128),  # B300
+    _arch("sm_120", 48, 24, 100, 99, 128),  # RTX 50, RTX PRO 6000 Blackwell
+    _arch("sm_121", 48, 24, 100, 99, 128),  # DGX Spark
+)}  # fmt: skip
 
 
 def limits_for(arch: str) -> ArchLimits:
@@ -98,7 +128,8 @@ def compute(lim: ArchLimits, block_size: int, registers: int, static_smem: int, 
         limits["shared memory"] = 0
     else:
         per_block = _ceil_to(smem + lim.reserved_smem_per_block, lim.smem_alloc_unit)
-        limits["shared memory"] = lim.smem_per_sm // per_block
+        # no shared memory at all (possible before sm_80, which reserves none): no limit from it
+        limits["shared memory"] = lim.smem_per_sm // per_block if per_block else lim.max_blocks_per_sm
     blocks = min(limits.values())
     # Hardware caps first: when they bind, fewer registers or less shared memory would not help.
     order = ("warps", "blocks", "registers", "shared memory")

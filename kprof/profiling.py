@@ -223,20 +223,32 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
 
 def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, registers: int | None,
              block: int, static_smem: int, dynamic_smem: int, arch: str, spec_flops: int | None,
-             spec_bytes: int | None, reason: str) -> KernelProfile:
-    """What can be said without counters: event time, theoretical occupancy, spec-based rates."""
+             spec_bytes: int | None, reason: str, *, source: str = "fallback (no counters)",
+             driver_blocks: int | None = None, spills: tuple[int, int, int] | None = None) -> KernelProfile:
+    """What can be said without counters: event time, theoretical occupancy (the driver's answer when
+    given: ``cuOccupancyMaxActiveBlocksPerMultiprocessor``), registers and spills, spec-based rates."""
     theoretical = limiter = advice = None
+    notes = [reason]
     try:
         lim = occupancy.limits_for(arch)
         occ = occupancy.compute(lim, block, registers or 1, static_smem, dynamic_smem)
         theoretical, limiter = occ.occupancy, occ.limiter
         advice = occupancy.advice(lim, occ, registers or 1, static_smem, dynamic_smem)
+        if driver_blocks is not None:
+            warps = driver_blocks * -(-block // lim.warp_size)
+            theoretical = warps / lim.max_warps_per_sm
+            agree = "" if driver_blocks == occ.blocks_per_sm else f"; kprof's model says {occ.blocks_per_sm}"
+            notes.append(f"the driver's occupancy: {driver_blocks} blocks of {block} threads per SM, {theoretical:.0%}"
+                         f"{agree}")
     except Exception:  # noqa: BLE001 - occupancy is a courtesy; the measured numbers stand without it
         pass
+    if spills is not None:
+        notes.append(f"ptxas: {registers} registers, {spills[0]} B spill stores, {spills[1]} B spill loads, "
+                     f"{spills[2]} B stack frame")
     bytes_rate = _div(spec_bytes, seconds)
     flops_rate = _div(spec_flops, seconds)
     return KernelProfile(
-        kernel=kernel, sizes=sizes, source="fallback (no counters)", duration_s=seconds,
+        kernel=kernel, sizes=sizes, source=source, duration_s=seconds,
         achieved_occupancy=None, theoretical_occupancy=theoretical, occupancy_limiter=limiter,
         occupancy_advice=advice, registers=registers, block_size=block, grid_size=None, waves=None,
         dram_read=None, dram_write=None, dram_bytes_per_s=bytes_rate, dram_fraction=None, l1_hit=None,
@@ -245,7 +257,7 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
         shared_bytes_per_s=None, shared_fraction=None, fma_pipe=None, issue_active=None, flops=spec_flops,
         flops_per_s=flops_rate, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
         stalls=[], spec_flops=spec_flops, spec_bytes=spec_bytes,
-        notes=[reason, "throughput here comes from the spec's work formulas over one event-timed launch"],
+        notes=[*notes, "throughput here comes from the spec's work formulas over one event-timed launch"],
     )
 
 

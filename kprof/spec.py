@@ -52,7 +52,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
-    "twin_defines", "baseline", "baselines", "steps", "python",
+    "twin_defines", "baseline", "baselines", "steps", "python", "requires",
 }  # fmt: skip
 _BASELINE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")  # a name in baselines: (torch, torch.compile)
 # What a Python operation (``python: ops.py:scale``) cannot have: it is the function, not a kernel.
@@ -135,6 +135,24 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """``requires: {arch: sm_80, why: cp.async}``: the oldest architecture a kernel needs, and the
+    feature that needs it. kprof names it on an older target instead of failing to build."""
+
+    arch: str
+    why: str
+
+
+_ARCH_NAME = re.compile(r"^sm_(\d{2,3})[af]?$")
+
+
+def arch_number(arch: str) -> int:
+    """sm_86 -> 86, sm_100a -> 100 (0 for a name that is not sm_XY)."""
+    m = _ARCH_NAME.match(arch)
+    return int(m.group(1)) if m else 0
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     name: str
     path: Path  # the spec file
@@ -160,6 +178,13 @@ class KernelSpec:
     steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
     tolerance: Tolerance = Tolerance()
     python: str | None = None  # a Python operation (pyref stored form): run on the spec's buffers, no cubin
+    requires: Requirement | None = None  # the oldest architecture it builds and runs on, and why
+
+    def unsupported_on(self, arch: str) -> str | None:
+        """Why this spec does not build for ``arch`` (older than its ``requires.arch``), else None."""
+        if self.requires is None or arch_number(arch) >= arch_number(self.requires.arch):
+            return None
+        return f"{self.name} needs {self.requires.arch} or newer ({self.requires.why}); {arch} is older"
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -508,8 +533,22 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
         baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, path.parent, fail),
         baselines=_load_named_baselines(data.get("baselines"), args, {s.name for s in sizes}, path.parent, fail),
-        steps=steps, python=python,
+        steps=steps, python=python, requires=_load_requires(data.get("requires"), fail),
     )  # fmt: skip
+
+
+def _load_requires(raw: Any, fail: Fail) -> Requirement | None:
+    if raw is None:
+        return None
+    shape = "must be a mapping {arch: sm_XY, why: the feature that needs it}, e.g. {arch: sm_80, why: cp.async}"
+    if not isinstance(raw, dict) or set(map(str, raw)) != {"arch", "why"}:
+        raise fail("requires", shape)
+    arch, why = raw["arch"], raw["why"]
+    if not isinstance(arch, str) or not _ARCH_NAME.match(arch):
+        raise fail("requires.arch", f"{_show(arch)}: write it as sm_XY, e.g. sm_80")
+    if not isinstance(why, str) or not why.strip() or len(why) > 200:
+        raise fail("requires.why", "must name the feature that needs this architecture, in at most 200 characters")
+    return Requirement(arch, " ".join(why.split()))
 
 
 def _load_name(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, str]:

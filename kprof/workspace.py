@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof import pyref, reference, verify
-from kprof.errors import UsageError
+from kprof.errors import CudaError, UsageError
 from kprof.job import Target
 from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep
 
@@ -100,7 +100,15 @@ class Workspace:
             if st.shared_mem + static > 48 * 1024:
                 self.dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
         steps = self.target.steps
-        extra = {"steps": [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in steps]} if len(steps) > 1 else {}
+        extra: dict[str, Any] = {}
+        if len(steps) > 1:
+            extra["steps"] = [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in steps]
+        first = next(st for st in steps if st.entry == self.target.entry)
+        threads = first.block[0] * first.block[1] * first.block[2]
+        try:  # the driver's own occupancy answer: what kprof profile reports where ncu cannot run
+            extra["driver_blocks_per_sm"] = self.dev.occupancy(funcs[first.entry], threads, first.shared_mem)
+        except CudaError:
+            extra["driver_blocks_per_sm"] = None
         phase("loaded", registers=self.dev.function_attribute(funcs[self.target.entry], "NUM_REGS"), **extra)
         return funcs
 

@@ -99,9 +99,13 @@ def test_one_owner_module_per_external_tool(tool, owner):
 
 
 def test_only_the_device_layer_imports_cuda_bindings():
+    """The driver through kprof/device.py only; NVRTC (a compiler, no context) through kprof/nvrtc.py only."""
     users = sorted(name for name, path in MODULES.items() if "cuda.bindings" in path.read_text()
-                   and name not in ("device", "doctor"))
+                   and name not in ("device", "doctor", "nvrtc"))
     assert not users, f"cuda.bindings imported outside kprof/device.py: {users}"
+    nvrtc_imports = {line.strip() for line in MODULES["nvrtc"].read_text().splitlines()
+                     if line.strip().startswith(("from ", "import ")) and "cuda.bindings" in line}
+    assert nvrtc_imports == {"from cuda.bindings import nvrtc"}
 
 
 @pytest.mark.parametrize("child", ["runner", "workspace", "timing"])

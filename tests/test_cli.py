@@ -1,5 +1,6 @@
 """CLI errors: one line, the right exit code, never a traceback."""
 
+import re
 import json
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def test_build_with_params_builds_each_combination(capsys):
 def test_build_with_a_param_that_breaks_the_source_shows_nvcc_and_exit_4(capsys):
     code, _, err = run_cli(capsys, "build", "rmsnorm_bf16", "--param", "BLOCK=128")
     assert code == errors.EXIT_BUILD and "WROWS rows of one warp each must fit in BLOCK threads" in err
-    assert err.strip().splitlines()[-1].startswith("kprof: error: nvcc failed to compile")
+    assert re.match(r"kprof: error: (nvcc|NVRTC) 1\d\.\d failed to compile", err.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize(
@@ -103,13 +104,15 @@ def test_compile_error_shows_nvcc_lines_and_exit_4(capsys, data_dir):
     code, _, err = run_cli(capsys, "build", str(data_dir / "kernels" / "broken_syntax.yaml"))
     assert code == errors.EXIT_BUILD
     assert "broken_syntax.cu(2): error" in err
-    assert err.strip().splitlines()[-1].startswith("kprof: error: nvcc failed to compile")
+    assert re.match(r"kprof: error: (nvcc|NVRTC) 1\d\.\d failed to compile", err.strip().splitlines()[-1])
 
 
 def test_missing_nvcc_exit_3(capsys, monkeypatch):
     monkeypatch.setenv("KPROF_NVCC", "/nonexistent/nvcc")
+    monkeypatch.setenv("KPROF_COMPILER", "nvcc")  # no NVRTC to fall back on
     code, _, err = run_cli(capsys, "build", "vector_add")
-    assert code == errors.EXIT_TOOL_MISSING and "nvcc not found" in err
+    assert code == errors.EXIT_TOOL_MISSING and "KPROF_NVCC=/nonexistent/nvcc is not an executable" in err
+    assert err.count("\n") == 1 and "kprof[cuda12]" in err
 
 
 @pytest.mark.nvcc

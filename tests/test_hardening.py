@@ -196,9 +196,12 @@ def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
     from kprof import doctor
 
     fake = tmp_path / "nvcc"
-    fake.write_text("#!/bin/sh\necho 'probe.cu:1:10: fatal error: nv/target: No such file or directory' >&2\nexit 1\n")
+    fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
+                    "--list-gpu-code) echo sm_90;;\n"
+                    "*) echo 'probe.cu:1:10: fatal error: nv/target: No such file or directory' >&2; exit 1;; esac\n")
     fake.chmod(0o755)
     monkeypatch.setenv("KPROF_NVCC", str(fake))
+    monkeypatch.setenv("KPROF_COMPILER", "nvcc")
     check = doctor._compile()
     assert not check.ok and "nv/target is missing" in check.detail and "nvidia-cuda-cccl" in check.fix
 

@@ -169,8 +169,8 @@ def test_occupancy_advice():
     assert "at 80" in occupancy.advice(lim, occ, 126, 8192) and "38%" in occupancy.advice(lim, occ, 126, 8192)
     occ = occupancy.compute(lim, 256, 32, 100 * 1024)
     assert "bytes of shared memory per block" in occupancy.advice(lim, occ, 32, 100 * 1024)
-    with pytest.raises(UsageError, match="no occupancy limits for sm_75"):
-        occupancy.limits_for("sm_75")
+    with pytest.raises(UsageError, match="no occupancy limits for sm_50"):
+        occupancy.limits_for("sm_50")
     with pytest.raises(UsageError, match="block size 2048"):
         occupancy.compute(lim, 2048, 32, 0)
 
@@ -201,7 +201,7 @@ def test_occupancy_cli_without_gpu(capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["occupancy", "tiled_matmul", "--arch", "sm_75"], "no occupancy limits for sm_75"),
+        (["occupancy", "tiled_matmul", "--arch", "sm_50"], "no occupancy limits for sm_50"),
         (["occupancy", "tiled_matmul", "--arch", "sm_90", "--block", "2048"], "block size 2048"),
         (["occupancy", "tiled_matmul", "--arch", "sm_90", "--dynamic-smem", "-1"], "--dynamic-smem -1"),
         (["profile", "tiled_matmul", "--set", "all"], "invalid choice: 'all'"),

@@ -29,6 +29,8 @@ class FakeDevice:
     """Just enough of kprof.device.Device for the runner."""
 
     emulations: dict = {}
+    arch = "sm_90"  # a test of an older GPU sets sm_61 or sm_75 (monkeypatch.setattr(FakeDevice, "arch", ...))
+    occupancies: list = []  # (block threads, dynamic shared memory) of every occupancy question
 
     def __init__(self, ordinal: int = 0) -> None:
         self.memory: dict[int, bytearray] = {}
@@ -38,7 +40,11 @@ class FakeDevice:
 
     # information
     def info(self) -> DeviceInfo:
-        return DeviceInfo(0, "Fake GPU", "sm_90", 2, 1 << 30, 13000, 232448, 2048, 1 << 20)
+        from kprof import occupancy
+
+        lim = occupancy.limits_for(self.arch)
+        return DeviceInfo(0, f"Fake {self.arch} GPU", self.arch, 2, 1 << 30, 13000 if self.arch == "sm_90" else 12040,
+                          lim.max_smem_per_block, lim.max_threads_per_sm, 1 << 20)
 
     def mem_info(self):
         return 1 << 30, 1 << 30
@@ -58,6 +64,13 @@ class FakeDevice:
 
     def set_max_dynamic_shared(self, func, nbytes):
         pass
+
+    def occupancy(self, func, block_threads, dynamic_smem):
+        """The driver's answer, as kprof's model of this architecture gives it for 32 registers."""
+        from kprof import occupancy
+
+        self.occupancies.append((block_threads, dynamic_smem))
+        return occupancy.compute(occupancy.limits_for(self.arch), block_threads, 32, 0, dynamic_smem).blocks_per_sm
 
     # memory
     def alloc(self, nbytes: int) -> int:

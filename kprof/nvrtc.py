@@ -1,0 +1,203 @@
+"""The only NVRTC caller: the compiler kprof builds with where no nvcc is found.
+
+pip's CUDA 12 compiler wheel ships ptxas and NVVM but no ``nvcc`` driver, and CUDA 13's nvcc cannot
+build for Maxwell, Pascal or Volta at all; NVRTC (``nvidia-cuda-nvrtc-cu12``, through
+``cuda.bindings.nvrtc``) compiles CUDA C++ to a cubin for sm_50 and up. kprof drives it with the
+same options it gives nvcc, so a build is the same whichever compiler makes it: the same defines,
+``-lineinfo``, the spec's flags, and ptxas's resource report (``--ptxas-options=-v`` prints the
+lines ``nvcc --resource-usage`` prints, which :func:`kprof.build.parse_resource_usage` reads).
+
+A compile runs in a child (``python -m kprof.nvrtc`` with nvcc's argv), as nvcc does: a compiler
+that hangs or crashes on a source is stopped by the build's timeout and never takes kprof down.
+:func:`translate` (nvcc options to NVRTC's) is pure; :func:`version` and :func:`supported_archs`
+load the library in the parent, which compiles nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from kprof.errors import BuildError, ToolNotFoundError, UsageError
+
+# nvcc option -> NVRTC option, for every option kprof's build or a spec's nvcc_flags may pass
+_SAME = ("--use_fast_math", "--extra-device-vectorization", "--restrict")
+_RENAMED = {"-lineinfo": "--generate-line-info", "-G": "--device-debug", "-w": "--disable-warnings",
+            "-restrict": "--restrict", "-use_fast_math": "--use_fast_math"}  # fmt: skip
+# -cubin: NVRTC makes a cubin whenever the target is a real architecture (sm_XY). -O0..-O3: nvcc's -O
+# sets the host compiler's level only, and NVRTC compiles no host code. The two lambda and constexpr
+# options let host code and device code call each other; NVRTC's code is all device code.
+_DROPPED = ("-cubin", "-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda")
+PRELUDE = Path(__file__).parent / "templates" / "nvrtc_prelude.h"  # nvcc's implicit INFINITY and NAN
+INSTALL = "pip install 'kprof[cuda12]' (NVRTC 12 for sm_50 to sm_121) or 'kprof[cuda13]' (nvcc 13 for sm_75 and newer)"
+
+
+def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
+    """nvcc's argv as :func:`kprof.build.build_argv` writes it (without the program) -> (NVRTC
+    options, source, output). Pure. An option NVRTC has no equivalent for is a UsageError that names it."""
+    options: list[str] = []
+    output: Path | None = None
+    source: Path | None = None
+    it = iter(argv)
+    for arg in it:
+        if arg == "-o":
+            output = Path(next(it, ""))
+        elif arg in _DROPPED:
+            continue
+        elif arg.startswith("-arch="):
+            options.append(f"--gpu-architecture={arg.split('=', 1)[1]}")
+        elif arg == "--resource-usage":
+            options.append("--ptxas-options=-v")
+        elif arg in _RENAMED:
+            options.append(_RENAMED[arg])
+        elif arg in _SAME:
+            options.append(arg)
+        elif arg.startswith(("-std=", "--std=")):
+            options.append(f"--std={arg.split('=', 1)[1]}")
+        elif arg.startswith(("-D", "-U", "-I")):
+            options.append(arg)
+        elif arg.startswith("--include-path="):
+            options.append(f"-I{arg.split('=', 1)[1]}")
+        elif arg.startswith(("-maxrregcount=", "--maxrregcount=")):
+            options.append(f"--maxrregcount={arg.split('=', 1)[1]}")
+        elif arg.startswith(("--ftz=", "--prec-div=", "--prec-sqrt=", "--fmad=", "-ftz=", "-prec-div=", "-prec-sqrt=", "-fmad=")):
+            options.append("-" + arg.lstrip("-"))
+        elif arg.startswith(("-Xptxas=", "--ptxas-options=")):
+            options.append(f"--ptxas-options={arg.split('=', 1)[1]}")
+        elif arg.startswith("-"):
+            raise UsageError(f"NVRTC has no equivalent of the nvcc option {arg}: remove it from nvcc_flags, or build with nvcc")
+        elif source is None:
+            source = Path(arg)
+        else:
+            raise UsageError(f"two sources given to NVRTC: {source} and {arg}")
+    if source is None or output is None:
+        raise UsageError("NVRTC needs one source and -o OUTPUT")
+    return options, source, output
+
+
+def _load() -> object:
+    """``cuda.bindings.nvrtc`` with libnvrtc loaded (cuda-pathfinder finds the pip wheel's copy,
+    which a plain dlopen by name would not). ToolNotFoundError names what to install."""
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        load_nvidia_dynamic_lib("nvrtc")
+    except ImportError:
+        pass  # an old cuda-pathfinder: cuda.bindings looks by name
+    except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and kin: said as one line
+        why = "no libnvrtc.so.12 or .13" if "libnvrtc" in str(exc) else str(exc).splitlines()[0][:120]
+        raise ToolNotFoundError("NVRTC", f"{why}; {INSTALL}") from None
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise ToolNotFoundError("NVRTC", f"cuda.bindings.nvrtc does not import ({exc}); {INSTALL}") from None
+    return nvrtc
+
+
+def _check(result: object, what: str) -> None:
+    code = getattr(result, "value", result)
+    if code != 0:
+        raise BuildError(f"NVRTC: {what} failed ({getattr(result, 'name', code)})")
+
+
+@lru_cache(maxsize=1)
+def version() -> tuple[int, int]:
+    """NVRTC's (major, minor). ToolNotFoundError where there is none."""
+    nvrtc = _load()
+    try:
+        err, major, minor = nvrtc.nvrtcVersion()  # type: ignore[attr-defined]
+    except RuntimeError as exc:  # the bindings raise this when the library cannot be loaded
+        raise ToolNotFoundError("NVRTC", f"libnvrtc could not be loaded ({exc}); {INSTALL}") from None
+    _check(err, "nvrtcVersion")
+    return int(major), int(minor)
+
+
+@lru_cache(maxsize=1)
+def supported_archs() -> tuple[int, ...]:
+    """The real architectures this NVRTC builds cubins for: (50, 52, ..., 90, 100, 120, ...)."""
+    nvrtc = _load()
+    err, archs = nvrtc.nvrtcGetSupportedArchs()  # type: ignore[attr-defined]
+    _check(err, "nvrtcGetSupportedArchs")
+    return tuple(int(a) for a in archs)
+
+
+def include_dirs() -> list[str]:
+    """The CUDA headers a kernel includes (cuda_bf16.h, cooperative_groups.h, <cuda/std/...>): NVRTC
+    brings only its built-ins. The pip wheels' folders through cuda-pathfinder, else a toolkit's."""
+    found: list[str] = []
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        for lib in ("cudart", "cccl"):
+            try:
+                where = find_nvidia_header_directory(lib)
+            except Exception:  # noqa: BLE001 - an old cuda-pathfinder that does not know this library
+                where = None
+            if where and where not in found:
+                found.append(str(where))
+    except ImportError:
+        pass
+    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if base and (Path(base) / "include" / "cuda_runtime.h").is_file():
+            for sub in (Path(base) / "include", Path(base) / "include" / "cccl"):
+                if sub.is_dir() and str(sub) not in found:
+                    found.append(str(sub))
+            break
+    return found
+
+
+def compile_to_cubin(options: list[str], source: Path, output: Path) -> tuple[bool, str]:
+    """Compile ``source`` with NVRTC; write the cubin to ``output`` when it builds. (built, log)."""
+    nvrtc = _load()
+    text = source.read_bytes()
+    err, prog = nvrtc.nvrtcCreateProgram(text, str(source).encode(), 0, [], [])  # type: ignore[attr-defined]
+    _check(err, "nvrtcCreateProgram")
+    try:
+        opts = [o.encode() for o in options] + [f"-I{d}".encode() for d in include_dirs()]
+        opts.append(f"--pre-include={PRELUDE}".encode())
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)  # type: ignore[attr-defined]
+        err, size = nvrtc.nvrtcGetProgramLogSize(prog)  # type: ignore[attr-defined]
+        buf = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buf)  # type: ignore[attr-defined]
+        log = buf.rstrip(b"\0 ").decode(errors="replace")
+        if getattr(result, "value", result) != 0:
+            return False, log
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)  # type: ignore[attr-defined]
+        _check(err, "nvrtcGetCUBINSize")
+        if size == 0:
+            return False, log + "\nNVRTC made no cubin: the target must be a real architecture (sm_XY)"
+        cubin = b" " * size
+        (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)  # type: ignore[attr-defined]
+        _check(err, "nvrtcGetCUBIN")
+        output.write_bytes(cubin)
+        return True, log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)  # type: ignore[attr-defined]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child: ``python -m kprof.nvrtc [nvcc options] -o OUT SOURCE``; the log on stderr, exit 0
+    when the cubin was written, 1 when the source does not compile, 2 on a bad option."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
+        major, minor = version()
+        print(f"NVRTC {major}.{minor}, architectures {', '.join(f'sm_{a}' for a in supported_archs())}")
+        return 0
+    try:
+        options, source, output = translate(args)
+        built, log = compile_to_cubin(options, source, output)
+    except (UsageError, ToolNotFoundError) as exc:
+        print(f"kprof.nvrtc: {exc}", file=sys.stderr)
+        return 2
+    except (BuildError, OSError) as exc:
+        print(f"kprof.nvrtc: {exc}", file=sys.stderr)
+        return 1
+    if log:
+        print(log, file=sys.stderr)
+    return 0 if built else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
