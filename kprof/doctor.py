@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kprof import __version__, proc
-from kprof.errors import ToolNotFoundError
+from kprof.errors import KprofError, ToolNotFoundError
 
 LIBRARIES = (
     ("cuda-bindings", "cuda.bindings"),
@@ -41,7 +41,9 @@ def run_checks() -> list[Check]:
     checks.append(_cuda_driver())
     for tool, flag in (("nvcc", "--version"), ("compute-sanitizer", "--version"), ("ncu", "--version")):
         checks.append(_tool(tool, flag))
+    checks.append(_compiler())
     checks.append(_compile())
+    checks += _platform()
     checks.append(_counters())
     checks.append(_cupti())
     from kprof.build import cache_dir
@@ -130,6 +132,83 @@ def _compile() -> Check:
         return Check("CUDA headers", True, "a kernel with CCCL and cuda_bf16.h compiles for sm_90")
     return Check("CUDA headers", False, missing,
                  'pip install "kprof[cuda]" (it pins nvcc and the matching nvidia-cuda-cccl), or a full CUDA toolkit')
+
+
+def _compiler() -> Check:
+    """Which compiler builds for this GPU (or sm_90 with none), and why: nvcc, else NVRTC."""
+    from kprof import build
+
+    arch = build.detect_arch()
+    try:
+        found = build.compiler_for(arch)
+    except (ToolNotFoundError, KprofError) as exc:
+        return Check(f"compiler for {arch}", False, str(exc).split(": ", 1)[-1][:300],
+                     "pip install 'kprof[cuda12]' or 'kprof[cuda13]'")
+    where = " ".join(found.program[-1:]) if found.kind == "nvcc" else "cuda.bindings.nvrtc, in a child"
+    return Check(f"compiler for {arch}", True, f"{found.version} ({where}); KPROF_COMPILER=nvcc|nvrtc chooses")
+
+
+def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None) -> list[Check]:
+    """What works on a GPU of ``arch`` with a driver of CUDA version ``driver_cuda`` (12040 for 12.4),
+    with cuda-bindings ``bindings`` installed. Pure: the fake-device tests call it for sm_61 and sm_75."""
+    from kprof import ncu
+    from kprof.spec import arch_number
+
+    number = arch_number(arch)
+    out: list[Check] = []
+    if driver_cuda:
+        major, minor = driver_cuda // 1000, driver_cuda % 1000 // 10
+        lines = ["12", "13"] if major >= 13 else ["12"]
+        line_ok = bindings is not None and bindings.split(".")[0] in lines
+        out.append(Check("CUDA line", line_ok,
+                         f"the driver is CUDA {major}.{minor}: it runs the CUDA {' and '.join(lines)} line"
+                         + (f"; cuda-bindings {bindings} is installed" if bindings else "; cuda-bindings is missing"),
+                         "" if line_ok else ("pip install 'kprof[cuda12]'" if major < 13 else
+                                             "pip install 'kprof[cuda13]'")))
+    cuda13 = number >= 75
+    features = [f"build: {'CUDA 12 or 13' if cuda13 else 'CUDA 12 only (CUDA 13 builds sm_75 and newer)'}",
+                "run, bench, sanitize (compute-sanitizer supports it)"]
+    features.append("profile: " + ("Nsight Compute" if ncu.unsupported(arch) is None else
+                                   "no Nsight Compute (it profiles sm_70 and newer): event timing, the driver's "
+                                   "occupancy, registers and spills instead"))
+    from kprof import catalog
+    from kprof.errors import SpecError
+
+    needs = []
+    for entry in catalog.entries():
+        try:
+            spec = catalog.load(entry.name)
+        except (SpecError, KprofError):
+            continue
+        if spec.requires is not None and spec.unsupported_on(arch):
+            needs.append(f"{spec.name} ({spec.requires.arch})")
+    if needs:
+        features.append(f"not on {arch}: {', '.join(needs)}")
+    out.append(Check(f"features on {arch}", True, "; ".join(features)))
+    return out
+
+
+def _platform() -> list[Check]:
+    from importlib import metadata
+
+    from kprof import build
+
+    try:
+        bindings: str | None = metadata.version("cuda-bindings")
+    except metadata.PackageNotFoundError:
+        bindings = None
+    driver = None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            driver = int(pynvml.nvmlSystemGetCudaDriverVersion())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver: the features of the default target are still said
+        driver = None
+    return platform_lines(build.detect_arch(), driver, bindings)
 
 
 def _version_line(text: str) -> str:

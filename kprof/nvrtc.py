@@ -63,7 +63,7 @@ def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
         elif arg.startswith(("-maxrregcount=", "--maxrregcount=")):
             options.append(f"--maxrregcount={arg.split('=', 1)[1]}")
         elif arg.startswith(("--ftz=", "--prec-div=", "--prec-sqrt=", "--fmad=", "-ftz=", "-prec-div=", "-prec-sqrt=", "-fmad=")):
-            options.append("-" + arg.lstrip("-"))
+            options.append("--" + arg.lstrip("-"))
         elif arg.startswith(("-Xptxas=", "--ptxas-options=")):
             options.append(f"--ptxas-options={arg.split('=', 1)[1]}")
         elif arg.startswith("-"):
@@ -139,8 +139,8 @@ def include_dirs() -> list[str]:
                 found.append(str(where))
     except ImportError:
         pass
-    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if base and (Path(base) / "include" / "cuda_runtime.h").is_file():
+    for base in () if found else (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if base and (Path(base) / "include" / "cuda_runtime.h").is_file():  # one toolkit's, never mixed
             for sub in (Path(base) / "include", Path(base) / "include" / "cccl"):
                 if sub.is_dir() and str(sub) not in found:
                     found.append(str(sub))

@@ -40,15 +40,21 @@ def gpu_reason() -> str | None:
     return _gpu_reason[0]
 
 
-def _nvcc_reason() -> str | None:
-    from kprof import proc
-    from kprof.errors import ToolNotFoundError
+_compiler_reason: list[str | None] = []
 
-    try:
-        proc.find_tool("nvcc")
-    except ToolNotFoundError as exc:
-        return str(exc)
-    return None
+
+def _nvcc_reason() -> str | None:
+    """Why no CUDA compiler builds sm_90 here (the ``nvcc`` marker: nvcc, or NVRTC where nvcc is not)."""
+    if not _compiler_reason:
+        from kprof import build
+        from kprof.errors import KprofError
+
+        try:
+            build.compiler_for("sm_90")
+            _compiler_reason.append(None)
+        except KprofError as exc:
+            _compiler_reason.append(str(exc))
+    return _compiler_reason[0]
 
 
 def pytest_runtest_setup(item):

@@ -1,7 +1,7 @@
 """CLI errors: one line, the right exit code, never a traceback."""
 
-import re
 import json
+import re
 import subprocess
 import sys
 

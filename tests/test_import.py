@@ -5,10 +5,13 @@ import sys
 
 HEAVY = ("cuda", "nvtx", "numpy", "pynvml")
 
+# What Python loads before kprof is imported is not kprof's: cuda-bindings 12.x installs a .pth file
+# (_cuda_bindings_redirector) that imports the bare `cuda` namespace package at every start.
 PROBE = """
 import sys
+before = set(sys.modules)
 {body}
-heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})
+heavy = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in {heavy!r})
 print('HEAVY:' + ','.join(heavy))
 """
 
