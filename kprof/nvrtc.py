@@ -16,6 +16,7 @@ load the library in the parent, which compiles nothing.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -77,9 +78,37 @@ def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
     return options, source, output
 
 
+# Where pip's wheels put NVRTC and the headers, under a folder of sys.path: the CUDA 12 wheels one
+# folder each, the CUDA 13 wheels one cu13 folder.
+_WHEEL_LIBS = {12: "nvidia/cuda_nvrtc/lib/libnvrtc.so.12", 13: "nvidia/cu13/lib/libnvrtc.so.13"}
+_WHEEL_HEADERS = {12: ("nvidia/cuda_runtime/include", "nvidia/cuda_cccl/include"), 13: ("nvidia/cu13/include",
+                                                                                          "nvidia/cu13/include/cccl")}
+
+
+def _bindings_major() -> int:
+    try:
+        from cuda.bindings import __version__ as bindings_version
+
+        return int(str(bindings_version).split(".")[0])
+    except (ImportError, ValueError):
+        return 0
+
+
+def _in_sys_path(relative: str) -> Path | None:
+    """A wheel's file under a folder of sys.path: a ``pip install --target`` folder on PYTHONPATH is
+    one cuda-pathfinder does not search."""
+    for entry in sys.path:
+        candidate = Path(entry or ".") / relative
+        if candidate.exists():
+            return candidate
+    return None
+
+
 def _load() -> object:
-    """``cuda.bindings.nvrtc`` with libnvrtc loaded (cuda-pathfinder finds the pip wheel's copy,
-    which a plain dlopen by name would not). ToolNotFoundError names what to install."""
+    """``cuda.bindings.nvrtc`` with libnvrtc of the bindings' CUDA line loaded (cuda-pathfinder finds
+    a pip wheel's copy in site-packages, which a plain dlopen by name would not; a ``--target`` folder
+    on sys.path is searched after it). ToolNotFoundError names what to install."""
+    why = ""
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
@@ -88,7 +117,17 @@ def _load() -> object:
         pass  # an old cuda-pathfinder: cuda.bindings looks by name
     except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and kin: said as one line
         why = "no libnvrtc.so.12 or .13" if "libnvrtc" in str(exc) else str(exc).splitlines()[0][:120]
-        raise ToolNotFoundError("NVRTC", f"{why}; {INSTALL}") from None
+        found = _in_sys_path(_WHEEL_LIBS.get(_bindings_major(), _WHEEL_LIBS[13]))
+        if found is not None:
+            import ctypes
+
+            try:
+                ctypes.CDLL(str(found), mode=ctypes.RTLD_GLOBAL)
+                why = ""
+            except OSError as err:
+                why = f"{found} does not load ({err})"
+    if why:
+        raise ToolNotFoundError("NVRTC", f"{why}; {INSTALL}")
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:
@@ -123,29 +162,56 @@ def supported_archs() -> tuple[int, ...]:
     return tuple(int(a) for a in archs)
 
 
-def include_dirs() -> list[str]:
+_CUDART_VERSION = re.compile(rb"#define\s+CUDART_VERSION\s+(\d+)")
+
+
+def _cudart_major(include: Path) -> int | None:
+    """The CUDA line of a folder of runtime headers (CUDART_VERSION in cuda_runtime_api.h), else None."""
+    try:
+        with open(include / "cuda_runtime_api.h", "rb") as f:
+            m = _CUDART_VERSION.search(f.read(256 * 1024))
+    except OSError:
+        return None
+    return int(m.group(1)) // 1000 if m else None
+
+
+def include_dirs(major: int | None = None) -> list[str]:
     """The CUDA headers a kernel includes (cuda_bf16.h, cooperative_groups.h, <cuda/std/...>): NVRTC
-    brings only its built-ins. The pip wheels' folders through cuda-pathfinder, else a toolkit's."""
-    found: list[str] = []
+    brings only its built-ins. Only headers of NVRTC's own CUDA line (``major``; its version when
+    None): CUDA 13's cuda_bf16.h does not compile under NVRTC 12. Looked for in the wheels on sys.path,
+    then where cuda-pathfinder finds them, then a toolkit's (CUDA_HOME, CUDA_PATH, /usr/local/cuda)."""
+    major = version()[0] if major is None else major
+    runtime: list[Path] = []
+    cccl: list[Path] = []
+    for relative in _WHEEL_HEADERS.get(major, ()):
+        if (where := _in_sys_path(relative)) is not None:
+            (cccl if "cccl" in relative else runtime).append(where)
     try:
         from cuda.pathfinder import find_nvidia_header_directory
 
-        for lib in ("cudart", "cccl"):
+        for lib, into in (("cudart", runtime), ("cccl", cccl)):
             try:
                 where = find_nvidia_header_directory(lib)
             except Exception:  # noqa: BLE001 - an old cuda-pathfinder that does not know this library
                 where = None
-            if where and where not in found:
-                found.append(str(where))
+            if where:
+                into.append(Path(where))
     except ImportError:
         pass
-    for base in () if found else (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if base and (Path(base) / "include" / "cuda_runtime.h").is_file():  # one toolkit's, never mixed
-            for sub in (Path(base) / "include", Path(base) / "include" / "cccl"):
-                if sub.is_dir() and str(sub) not in found:
-                    found.append(str(sub))
-            break
-    return found
+    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if base:
+            runtime.append(Path(base) / "include")
+            cccl.append(Path(base) / "include" / "cccl")
+    chosen = next((d for d in runtime if _cudart_major(d) == major), None)
+    if chosen is None:
+        return []
+    # CCCL beside the chosen runtime headers (a toolkit's include/cccl), else the first CCCL folder found
+    same_place = [d for d in cccl if d.is_dir() and (d.parent == chosen or d.parent.parent == chosen.parent.parent)]
+    out = [str(chosen)]
+    for d in same_place[:1] or [d for d in cccl if d.is_dir()][:1]:
+        if str(d) not in out:
+            out.append(str(d))
+    return out
 
 
 def compile_to_cubin(options: list[str], source: Path, output: Path) -> tuple[bool, str]:

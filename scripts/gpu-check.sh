@@ -31,6 +31,10 @@
 #
 # Two at once, one per GPU: give each its own CUDA_VISIBLE_DEVICES, OUT, KPROF_CACHE_DIR and KPROF_SITE.
 #
+# CUDA_LINE=12 runs it all on the CUDA 12 line (cuda-bindings 12, NVRTC 12, compute-sanitizer 12 from the
+# wheels in .whl12/; docs/gpu.md) on a machine whose own toolkit and bindings are CUDA 13's.
+# PEAK_SEED=FILE seeds the ceilings cache with an earlier kprof peak of the same GPU and driver.
+#
 # DEADLINE_S=N stops a step still running N seconds after the start with SIGTERM (a kprof bench then
 # writes the points it finished into its JSON, marked interrupted). Every pytest step (tests, verify,
 # recheck, op) names its 30 slowest tests and, with pytest-timeout, fails a test still running after
@@ -52,12 +56,29 @@ export KPROF_CACHE_DIR=${KPROF_CACHE_DIR:-/tmp/kprof-cache}
 export KPROF_HISTORY=$LOGS/history.sqlite
 
 SITE=${KPROF_SITE:-/tmp/site}  # where the wheels go: one per gpu-check running at the same time
-if ls .whl/*.whl >/dev/null 2>&1; then
+WHEELS=$(ls .whl/*.whl 2>/dev/null)
+if [ "${CUDA_LINE:-}" = 12 ]; then
+    # The CUDA 12 line on a machine whose own is 13, as the [cuda12] extra gives it: the wheels of
+    # .whl12/ (cuda-bindings 12, NVRTC 12 with the runtime and CCCL headers of its release, the CUDA 12
+    # compute-sanitizer) first on PYTHONPATH, NVRTC as the compiler (the machine's nvcc is CUDA 13's),
+    # and no cupti-python (the extra has none: kprof bench times with CUDA events).
+    WHEELS="$(ls .whl/*.whl | grep -v cupti_python) $(ls .whl12/*.whl)"
+    export KPROF_COMPILER=nvrtc
+    export KPROF_COMPUTE_SANITIZER=$SITE/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer
+fi
+if [ -n "$WHEELS" ]; then
+    # shellcheck disable=SC2086
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target "$SITE" .whl/*.whl >"$LOGS/pip.txt" 2>&1 || { echo "wheel install failed"; cat "$LOGS/pip.txt"; }
+        --target "$SITE" $WHEELS >"$LOGS/pip.txt" 2>&1 || { echo "wheel install failed"; cat "$LOGS/pip.txt"; }
     export PYTHONPATH=$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}
 else
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+fi
+# PEAK_SEED=FILE: this GPU's ceilings as kprof peak measured them before (same GPU and driver), put
+# where the suite looks for them, so its first timing test does not measure them again
+if [ -n "${PEAK_SEED:-}" ]; then
+    target=$(python3 -c "from kprof import bench, build, telemetry; print(bench.peak_cache_path(telemetry.snapshot(), build.cache_dir()))")
+    mkdir -p "$(dirname "$target")" && { [ -f "$target" ] || cp "$PEAK_SEED" "$target"; }
 fi
 # cupti-python loads libcupti: if it cannot find it, point the loader at the toolkit's copy.
 if ! python3 -c "from cupti import cupti; cupti.get_timestamp()" >"$LOGS/cupti.txt" 2>&1; then
@@ -108,6 +129,10 @@ has() { [[ "+$WHAT+" == *"+$1+"* ]]; }
     nvidia-smi ${CUDA_VISIBLE_DEVICES:+-i "$CUDA_VISIBLE_DEVICES"} --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
     echo "${KPROF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}${KPROF_DIRTY:+ (uncommitted changes: $KPROF_DIRTY)}"
     python3 --version
+    python3 -c "import cuda.bindings; print('cuda-bindings', cuda.bindings.__version__)"
+    python3 -c "from kprof import build; c = build.compiler_for(build.detect_arch()); print('compiler', c.version, c.program[0])"
+    "${KPROF_COMPUTE_SANITIZER:-compute-sanitizer}" --version | tail -1
+    echo "CUDA_LINE=${CUDA_LINE:-machine}"
 } >"$LOGS/env.txt" 2>&1
 
 # First, so that the tests and measurements below check the tolerances it applies.
