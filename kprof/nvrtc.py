@@ -105,27 +105,29 @@ def _in_sys_path(relative: str) -> Path | None:
 
 
 def _load() -> object:
-    """``cuda.bindings.nvrtc`` with libnvrtc of the bindings' CUDA line loaded (cuda-pathfinder finds
-    a pip wheel's copy in site-packages, which a plain dlopen by name would not; a ``--target`` folder
-    on sys.path is searched after it). ToolNotFoundError names what to install."""
+    """``cuda.bindings.nvrtc`` with libnvrtc of the bindings' CUDA line loaded: a pip wheel's copy on
+    sys.path first (a ``pip install --target`` folder on PYTHONPATH is one cuda-pathfinder does not
+    search), then what cuda-pathfinder finds (site-packages, conda, CUDA_HOME, the system; a plain
+    dlopen by name would not see a wheel's). ToolNotFoundError names what to install."""
+    import ctypes
+
+    major = _bindings_major()
     why = ""
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
+    found = _in_sys_path(_WHEEL_LIBS[major]) if major in _WHEEL_LIBS else None
+    if found is not None:
+        try:
+            ctypes.CDLL(str(found), mode=ctypes.RTLD_GLOBAL)
+        except OSError as err:
+            why = f"{found} does not load ({err})"
+    else:
+        try:
+            from cuda.pathfinder import load_nvidia_dynamic_lib
 
-        load_nvidia_dynamic_lib("nvrtc")
-    except ImportError:
-        pass  # an old cuda-pathfinder: cuda.bindings looks by name
-    except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and kin: said as one line
-        why = "no libnvrtc.so.12 or .13" if "libnvrtc" in str(exc) else str(exc).splitlines()[0][:120]
-        found = _in_sys_path(_WHEEL_LIBS.get(_bindings_major(), _WHEEL_LIBS[13]))
-        if found is not None:
-            import ctypes
-
-            try:
-                ctypes.CDLL(str(found), mode=ctypes.RTLD_GLOBAL)
-                why = ""
-            except OSError as err:
-                why = f"{found} does not load ({err})"
+            load_nvidia_dynamic_lib("nvrtc")
+        except ImportError:
+            pass  # an old cuda-pathfinder: cuda.bindings looks by name
+        except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and kin: said as one line
+            why = "no libnvrtc.so.12 or .13" if "libnvrtc" in str(exc) else str(exc).splitlines()[0][:120]
     if why:
         raise ToolNotFoundError("NVRTC", f"{why}; {INSTALL}")
     try:
@@ -150,6 +152,10 @@ def version() -> tuple[int, int]:
     except RuntimeError as exc:  # the bindings raise this when the library cannot be loaded
         raise ToolNotFoundError("NVRTC", f"libnvrtc could not be loaded ({exc}); {INSTALL}") from None
     _check(err, "nvrtcVersion")
+    bindings = _bindings_major()
+    if bindings and int(major) != bindings:  # seen: pathfinder found a toolkit's NVRTC 13 for cuda-bindings 12
+        raise ToolNotFoundError("NVRTC", f"the NVRTC found is {major}.{minor} but cuda-bindings is {bindings}.x; "
+                                         f"install NVRTC of the bindings' line: {INSTALL}")
     return int(major), int(minor)
 
 
