@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,9 @@ class Completed:
         return "\n".join(text.splitlines()[-lines:])
 
 
+_WHEEL_BINARIES = {"compute-sanitizer": "nvidia/cuda_sanitizer_api/bin/compute-sanitizer"}
+
+
 def find_tool(name: str) -> Path:
     """Locate an NVIDIA command-line tool: cuda-pathfinder first (pip wheels, CUDA_HOME), then PATH."""
     env_override = os.environ.get(f"KPROF_{name.upper().replace('-', '_')}")
@@ -64,7 +68,8 @@ def find_tool(name: str) -> Path:
         path = Path(env_override)
         if path.is_file() and os.access(path, os.X_OK):
             return path
-        raise ToolNotFoundError(name, f"KPROF_{name.upper().replace('-', '_')}={env_override} is not an executable")
+        raise ToolNotFoundError(name, f"KPROF_{name.upper().replace('-', '_')}={env_override} is not an executable"
+                                + (f" (it is a file: chmod +x {env_override})" if path.is_file() else ""))
     found: str | None = None
     try:
         from cuda.pathfinder import find_nvidia_binary_utility
@@ -72,6 +77,16 @@ def find_tool(name: str) -> Path:
         found = find_nvidia_binary_utility(name)
     except Exception:  # noqa: BLE001 - an old cuda-pathfinder, or one that does not know this tool
         found = None
+    if not found and name in _WHEEL_BINARIES:  # a CUDA 12 wheel cuda-pathfinder did not find (a --target folder)
+        for entry in sys.path:
+            candidate = Path(entry or ".") / _WHEEL_BINARIES[name]
+            if candidate.is_file():
+                if not os.access(candidate, os.X_OK):
+                    # seen: nvidia-cuda-sanitizer-api-cu12 12.9.79 installs it without the executable bit
+                    raise ToolNotFoundError(name, f"{candidate} is not executable (its wheel ships it so): "
+                                                  f"chmod +x {candidate}")
+                found = str(candidate)
+                break
     if not found:
         found = shutil.which(name)
     if not found:

@@ -71,6 +71,8 @@ if [ -n "$WHEELS" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$SITE" $WHEELS >"$LOGS/pip.txt" 2>&1 || { echo "wheel install failed"; cat "$LOGS/pip.txt"; }
     export PYTHONPATH=$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}
+    # the CUDA 12 sanitizer wheel ships compute-sanitizer without the executable bit
+    [ -f "$SITE/nvidia/cuda_sanitizer_api/bin/compute-sanitizer" ] && chmod +x "$SITE"/nvidia/cuda_sanitizer_api/bin/*
 else
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 fi
