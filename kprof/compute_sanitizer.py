@@ -50,6 +50,20 @@ def check_tool(tool: str) -> str:
     return tool
 
 
+INJECTION = "libsanitizer-collection.so"
+
+
+def injection_args(exe: Path) -> list[str]:
+    """``--injection-path`` where the tool's libraries are not beside it. A toolkit (and CUDA 13's
+    wheel) keeps them in the tool's folder; pip's CUDA 12 wheel has ``bin/compute-sanitizer`` and
+    ``lib/libsanitizer-collection.so``, where the tool alone says "Unable to find injection library"
+    (seen on an H200 with nvidia-cuda-sanitizer-api-cu12 12.9.79)."""
+    if (exe.parent / INJECTION).is_file():
+        return []
+    beside = exe.parent.parent / "lib"
+    return ["--injection-path", str(beside)] if (beside / INJECTION).is_file() else []
+
+
 def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int = PADDING,
                print_limit: int = PRINT_LIMIT, program: bool = False) -> list[str]:
     """compute-sanitizer's argv for ``tool``, up to (not including) the target program.
@@ -67,6 +81,7 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
         "--print-limit", str(print_limit),
         "--check-exit-code", "no",
     ]  # fmt: skip
+    argv += injection_args(Path(str(exe)))
     argv += ["--target-processes", "all"] if program else ["--show-backtrace", "no"]
     if tool == "memcheck":
         argv += ["--padding", str(padding)] + ([] if program else ["--leak-check", "full"])

@@ -394,3 +394,20 @@ def test_doctor_on_a_t4_with_cuda_13_bindings_and_a_cuda_12_driver_says_what_to_
     features = checks["features on sm_75"].detail
     assert "build: CUDA 12 or 13" in features and "profile: Nsight Compute" in features
     assert "streamk_matmul" not in features and "async_matmul (sm_80)" in features
+
+
+def test_the_cuda_12_sanitizer_wheel_gets_its_injection_path(tmp_path):
+    """pip's CUDA 12 wheel: bin/compute-sanitizer, its libraries in lib/; a toolkit keeps them beside it."""
+    from kprof import compute_sanitizer as san
+
+    wheel = tmp_path / "nvidia" / "cuda_sanitizer_api"
+    (wheel / "bin").mkdir(parents=True)
+    (wheel / "lib").mkdir()
+    (wheel / "lib" / san.INJECTION).write_bytes(b"")
+    exe = wheel / "bin" / "compute-sanitizer"
+    argv = san.build_argv(exe, "memcheck", "/t/x.xml")
+    assert argv[argv.index("--injection-path") + 1] == str(wheel / "lib")
+    toolkit = tmp_path / "cuda" / "compute-sanitizer"
+    toolkit.mkdir(parents=True)
+    (toolkit / san.INJECTION).write_bytes(b"")
+    assert "--injection-path" not in san.build_argv(toolkit / "compute-sanitizer", "memcheck", "/t/x.xml")
