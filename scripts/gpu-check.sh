@@ -64,7 +64,7 @@ if [ "${CUDA_LINE:-}" = 12 ]; then
     # and no cupti-python (the extra has none: kprof bench times with CUDA events).
     WHEELS="$(ls .whl/*.whl | grep -v cupti_python) $(ls .whl12/*.whl)"
     export KPROF_COMPILER=nvrtc
-    export KPROF_COMPUTE_SANITIZER=$SITE/nvidia/cuda_sanitizer_api/bin/compute-sanitizer
+    export KPROF_COMPUTE_SANITIZER=${KPROF_COMPUTE_SANITIZER:-$SITE/nvidia/cuda_sanitizer_api/bin/compute-sanitizer}
 fi
 if [ -n "$WHEELS" ]; then
     # shellcheck disable=SC2086
