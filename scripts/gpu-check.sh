@@ -131,11 +131,13 @@ has() { [[ "+$WHAT+" == *"+$1+"* ]]; }
     nvidia-smi ${CUDA_VISIBLE_DEVICES:+-i "$CUDA_VISIBLE_DEVICES"} --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
     echo "${KPROF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}${KPROF_DIRTY:+ (uncommitted changes: $KPROF_DIRTY)}"
     python3 --version
+} >"$LOGS/env.txt" 2>&1
+{  # the CUDA line this run is on: the bindings, the compiler kprof picks, the sanitizer
     python3 -c "import cuda.bindings; print('cuda-bindings', cuda.bindings.__version__)"
     python3 -c "from kprof import build; c = build.compiler_for(build.detect_arch()); print('compiler', c.version, c.program[0])"
     "${KPROF_COMPUTE_SANITIZER:-compute-sanitizer}" --version | tail -1
     echo "CUDA_LINE=${CUDA_LINE:-machine}"
-} >"$LOGS/env.txt" 2>&1
+} >"$LOGS/toolchain.txt" 2>&1
 
 # First, so that the tests and measurements below check the tolerances it applies.
 if has tolerances; then

@@ -23,6 +23,8 @@ def main(logs: Path) -> int:
     print(f"- date: {env[0] if env else '?'}")
     print(f"- GPU, driver, memory, max SM clock: {gpus}")
     print(f"- commit: {env[-2] if len(env) > 3 else '?'}; {env[-1] if len(env) > 3 else ''}")
+    if (logs / "toolchain.txt").exists():
+        print(f"- toolchain: {'; '.join((logs / 'toolchain.txt').read_text().splitlines())}")
     print(f"- command: `KPROF_COMMIT=... OUT=$OUT bash scripts/gpu-check.sh {what}`")
     for name in ("pytest", "verify", "recheck"):
         log = logs / f"{name}.txt"
