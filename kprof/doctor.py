@@ -58,8 +58,13 @@ def _cupti() -> Check:
     why = cupti_timer.unavailable()
     if why is None:
         return Check("CUPTI timer", True, "cupti-python loads: kprof bench reads kernel start/end timestamps")
-    return Check("CUPTI timer", False, why, "pip install 'kprof[cuda]' (cupti-python); without it kprof bench "
-                 "times with CUDA events, about 2.4 us more per sample")
+    from kprof.nvrtc import _bindings_major
+
+    get = ("pip install 'kprof[cuda13]' (cupti-python)" if _bindings_major() != 12 else
+           "on the CUDA 12 line, cupti-python 12.8.0 pins cuda-bindings 12.8.0 (kprof's CUDA 12 runs used 12.9), "
+           "so the [cuda12] extra leaves it out")
+    return Check("CUPTI timer", False, why, f"{get}; without it kprof bench times with CUDA events, about 2.4 us "
+                 "more per sample")
 
 
 def _library(dist: str, module: str) -> Check:
@@ -124,12 +129,13 @@ def _compile() -> Check:
     shipped kernels do: a toolchain without its CCCL headers is named here, not at the first build."""
     from kprof import build
 
+    arch = build.detect_arch()
     try:
-        missing = build.probe_compile()
+        missing = build.probe_compile(arch)
     except ToolNotFoundError as exc:
-        return Check("CUDA headers", False, "nvcc not found", str(exc).split(": ", 1)[1])
+        return Check("CUDA headers", False, "no compiler", str(exc).split(": ", 1)[1])
     if missing is None:
-        return Check("CUDA headers", True, "a kernel with CCCL and cuda_bf16.h compiles for sm_90")
+        return Check("CUDA headers", True, f"a kernel with CCCL and cuda_bf16.h compiles for {arch}")
     return Check("CUDA headers", False, missing,
                  'pip install "kprof[cuda]" (it pins nvcc and the matching nvidia-cuda-cccl), or a full CUDA toolkit')
 
