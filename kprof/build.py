@@ -197,6 +197,17 @@ def compiler_for(arch: str) -> Compiler:
     raise ToolNotFoundError("a CUDA compiler", f"none builds {arch} here: {'; '.join(why)}; {hint}")
 
 
+def _child_env(compiler: Compiler) -> dict[str, str] | None:
+    """NVRTC's child imports this kprof, and the folders on sys.path that its libraries were found in,
+    even when kprof runs from a source checkout or a ``--target`` folder the environment does not name."""
+    if compiler.kind != "nvrtc":
+        return None
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([here, *sys.path[1:], *filter(None, [env.get("PYTHONPATH")])]))
+    return env
+
+
 def build_argv(
     nvcc: str | Path | Sequence[str],
     source: Path,
@@ -348,7 +359,7 @@ def build(
         for path in (cubin, meta):
             if path.is_dir() and not path.is_symlink():
                 raise UsageError(f"the build cache has a folder at {path} where a file goes: remove it")
-        done = proc.run(argv, timeout=timeout)
+        done = proc.run(argv, timeout=timeout, env=_child_env(compiler))
         log = (done.stdout + done.stderr).strip()
         if done.timed_out:
             raise BuildError(f"{compiler.kind} did not finish compiling {spec.source.name} in {timeout:g} s", log)
@@ -395,7 +406,7 @@ def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
         source, out = Path(tmp) / "probe.cu", Path(tmp) / "probe.cubin"
         source.write_text(PROBE_SOURCE)
-        done = proc.run(build_argv(compiler.program, source, out, arch), timeout=timeout)
+        done = proc.run(build_argv(compiler.program, source, out, arch), timeout=timeout, env=_child_env(compiler))
     if done.returncode == 0 and not done.timed_out:
         return None
     text = done.stdout + done.stderr
