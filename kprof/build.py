@@ -28,11 +28,10 @@ from pathlib import Path
 
 from kprof import inputs, proc
 from kprof.errors import BuildError, ToolNotFoundError, UnsupportedArchError, UsageError
-from kprof.spec import KernelSpec
+from kprof.spec import KernelSpec, arch_number
 
 DEFAULT_ARCH = "sm_90"
 MAX_META_BYTES = 16 * 1024 * 1024  # a cache entry's JSON: ptxas's log and usage, kilobytes in practice
-_ARCH = re.compile(r"^sm_\d{2,3}[af]?$")
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,7 @@ def _shell_safe_argv(argv: list[str]) -> None:
 
 
 def check_arch(arch: str) -> str:
-    if not _ARCH.match(arch):
+    if not arch_number(arch):
         raise UsageError(f"--arch {arch!r}: write it as sm_XY, e.g. sm_90, sm_80, sm_89")
     return arch
 
@@ -116,12 +115,17 @@ class Compiler:
     archs: tuple[int, ...]  # the real architectures it builds cubins for (75 for sm_75); empty: not known
     key: str = ""  # what the cache key holds of it: nvcc's build line, NVRTC's version
 
+    def env(self) -> dict[str, str] | None:
+        """NVRTC's child imports this kprof (:func:`kprof.proc.child_env`); nvcc gets the caller's."""
+        return proc.child_env() if self.kind == "nvrtc" else None
+
     def builds(self, arch: str) -> bool:
-        number = int(re.sub(r"\D", "", arch.rstrip("af")) or 0)
-        return not self.archs or number in self.archs
+        return not self.archs or arch_number(arch) in self.archs
 
 
 COMPILERS = ("nvcc", "nvrtc")
+COMPILER_HINT = ("pip install 'kprof[cuda12]' (NVRTC 12.9: sm_50 to sm_121, any CUDA 12 or 13 driver) or "
+                 "'kprof[cuda13]' (nvcc 13.0: sm_75 and newer, driver 580 or newer)")
 _RELEASE = re.compile(r"(?:release |V|cuda_)(\d+)\.(\d+)")
 
 
@@ -152,18 +156,24 @@ def _nvrtc_compiler() -> Compiler:
 
 
 @lru_cache(maxsize=1)
-def driver_cuda_major() -> int | None:
-    """The CUDA line of the installed driver (13 for 580.x), from NVML; None with no driver."""
+def driver_cuda_version() -> int | None:
+    """The CUDA version of the installed driver (13000 for 580.x), from NVML; None with no driver."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
         try:
-            return int(pynvml.nvmlSystemGetCudaDriverVersion()) // 1000
+            return int(pynvml.nvmlSystemGetCudaDriverVersion())
         finally:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - no NVML or no driver: building for another machine is allowed
         return None
+
+
+def driver_cuda_major() -> int | None:
+    """The CUDA line of the installed driver (13 for 580.x); None with no driver."""
+    version = driver_cuda_version()
+    return None if version is None else version // 1000
 
 
 def compiler_for(arch: str) -> Compiler:
@@ -181,7 +191,8 @@ def compiler_for(arch: str) -> Compiler:
             why.append(f"{kind}: {exc}")
             continue
         except ToolNotFoundError as exc:
-            why.append(f"{kind}: {str(exc).split(': ', 1)[-1].split('; pip install')[0]}")
+            detail = str(exc).split(": ", 1)[-1]
+            why.append(f"{kind}: {'not found' if detail == proc.INSTALL_HINTS.get(kind) else detail}")
             continue
         if not found.builds(arch):
             low = min(found.archs)
@@ -192,20 +203,7 @@ def compiler_for(arch: str) -> Compiler:
             why.append(f"{found.version} makes cubins the CUDA {driver} driver does not load")
             continue
         return found
-    hint = ("pip install 'kprof[cuda12]' (NVRTC 12.9: sm_50 to sm_121, any CUDA 12 or 13 driver) or 'kprof[cuda13]' "
-            "(nvcc 13.0: sm_75 and newer, driver 580 or newer)")
-    raise ToolNotFoundError("a CUDA compiler", f"none builds {arch} here: {'; '.join(why)}; {hint}")
-
-
-def _child_env(compiler: Compiler) -> dict[str, str] | None:
-    """NVRTC's child imports this kprof, and the folders on sys.path that its libraries were found in,
-    even when kprof runs from a source checkout or a ``--target`` folder the environment does not name."""
-    if compiler.kind != "nvrtc":
-        return None
-    env = dict(os.environ)
-    here = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([here, *sys.path[1:], *filter(None, [env.get("PYTHONPATH")])]))
-    return env
+    raise ToolNotFoundError("a CUDA compiler", f"none builds {arch} here: {'; '.join(why)}; {COMPILER_HINT}")
 
 
 def build_argv(
@@ -359,7 +357,7 @@ def build(
         for path in (cubin, meta):
             if path.is_dir() and not path.is_symlink():
                 raise UsageError(f"the build cache has a folder at {path} where a file goes: remove it")
-        done = proc.run(argv, timeout=timeout, env=_child_env(compiler))
+        done = proc.run(argv, timeout=timeout, env=compiler.env())
         log = (done.stdout + done.stderr).strip()
         if done.timed_out:
             raise BuildError(f"{compiler.kind} did not finish compiling {spec.source.name} in {timeout:g} s", log)
@@ -406,7 +404,7 @@ def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
         source, out = Path(tmp) / "probe.cu", Path(tmp) / "probe.cubin"
         source.write_text(PROBE_SOURCE)
-        done = proc.run(build_argv(compiler.program, source, out, arch), timeout=timeout, env=_child_env(compiler))
+        done = proc.run(build_argv(compiler.program, source, out, arch), timeout=timeout, env=compiler.env())
     if done.returncode == 0 and not done.timed_out:
         return None
     text = done.stdout + done.stderr

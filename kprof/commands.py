@@ -48,10 +48,10 @@ def cmd_list(opts: Options) -> int:
         try:
             loaded = spec_mod.load(entry.path)
             description = loaded.description
-            if loaded.requires is not None:
-                requires = {"arch": loaded.requires.arch, "why": loaded.requires.why}
-            if opts.arch and loaded.unsupported_on(opts.arch):
-                unsupported = f"needs {loaded.requires.arch}: {loaded.requires.why}"  # type: ignore[union-attr]
+            if (req := loaded.requires) is not None:
+                requires = {"arch": req.arch, "why": req.why}
+                if opts.arch and loaded.unsupported_on(opts.arch):
+                    unsupported = f"needs {req.arch}: {req.why}"
         except SpecError as exc:
             description = f"INVALID SPEC: {exc}"
         row: dict[str, Any] = {"name": entry.name, "group": entry.group, "path": str(entry.path), "description": description,
@@ -288,12 +288,12 @@ def cmd_profile(opts: Options) -> int:
     require_gpu(None)  # every input checked first; then the GPU, then the tool, before anything is built
     from kprof import build, ncu
 
-    gpu_arch = opts.arch or build.detect_arch()
-    if ncu.unsupported(gpu_arch) is None:
+    no_ncu = ncu.unsupported(opts.arch or build.detect_arch())
+    if no_ncu is None:
         require_gpu("ncu")
     elif not opts.json:  # one line; the profile that follows holds what kprof measures without ncu
-        print(f"kprof: {ncu.unsupported(gpu_arch)}: kprof profile reports event timing, the driver's "
-              "occupancy, registers and spills instead", file=sys.stderr)
+        print(f"kprof: {no_ncu}: kprof profile reports event timing, the driver's occupancy, registers and "
+              "spills instead", file=sys.stderr)
     profiles, errors = [], []
     for r in resolved:
         prepared = pipeline.built(r, opts.arch)

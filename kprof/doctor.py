@@ -58,9 +58,9 @@ def _cupti() -> Check:
     why = cupti_timer.unavailable()
     if why is None:
         return Check("CUPTI timer", True, "cupti-python loads: kprof bench reads kernel start/end timestamps")
-    from kprof.nvrtc import _bindings_major
+    from kprof.nvrtc import bindings_major
 
-    get = ("pip install 'kprof[cuda13]' (cupti-python)" if _bindings_major() != 12 else
+    get = ("pip install 'kprof[cuda13]' (cupti-python)" if bindings_major() != 12 else
            "on the CUDA 12 line, cupti-python 12.8.0 pins cuda-bindings 12.8.0 (kprof's CUDA 12 runs used 12.9), "
            "so the [cuda12] extra leaves it out")
     return Check("CUPTI timer", False, why, f"{get}; without it kprof bench times with CUDA events, about 2.4 us "
@@ -148,8 +148,8 @@ def _compiler() -> Check:
     try:
         found = build.compiler_for(arch)
     except (ToolNotFoundError, KprofError) as exc:
-        return Check(f"compiler for {arch}", False, str(exc).split(": ", 1)[-1][:300],
-                     "pip install 'kprof[cuda12]' or 'kprof[cuda13]'")
+        return Check(f"compiler for {arch}", False, str(exc).split(": ", 1)[-1].removesuffix(f"; {build.COMPILER_HINT}"),
+                     build.COMPILER_HINT)
     where = " ".join(found.program[-1:]) if found.kind == "nvcc" else "cuda.bindings.nvrtc, in a child"
     return Check(f"compiler for {arch}", True, f"{found.version} ({where}); KPROF_COMPILER=nvcc|nvrtc chooses")
 
@@ -203,17 +203,7 @@ def _platform() -> list[Check]:
         bindings: str | None = metadata.version("cuda-bindings")
     except metadata.PackageNotFoundError:
         bindings = None
-    driver = None
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            driver = int(pynvml.nvmlSystemGetCudaDriverVersion())
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no driver: the features of the default target are still said
-        driver = None
+    driver = build.driver_cuda_version()
     return platform_lines(build.detect_arch(), driver, bindings)
 
 

@@ -9,7 +9,6 @@ takes down the child only; the parent reports what happened, with the child's ou
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -19,8 +18,6 @@ from typing import Any
 from kprof import proc
 from kprof.errors import NoGPUError, TargetError, UsageError
 from kprof.job import Job
-
-ROOT = Path(__file__).resolve().parent.parent  # a source checkout: the child imports this kprof
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -45,14 +42,6 @@ def runner_argv(job_path: Path, result_path: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.runner", str(job_path), str(result_path)]
 
 
-def child_env() -> dict[str, str]:
-    """The child finds this kprof even when it is run from a source checkout."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
 def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, dict[str, Any]]:
     """Run the child (optionally under ``wrapper``, e.g. compute-sanitizer's argv) and read its result."""
     with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
@@ -60,7 +49,7 @@ def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None
         result_path = Path(tmp) / "result.json"
         job_path.write_text(job.to_json())
         argv = (wrapper or []) + runner_argv(job_path, result_path)
-        done = proc.run(argv, timeout=timeout, env=child_env())
+        done = proc.run(argv, timeout=timeout, env=proc.child_env())
         try:
             data = json.loads(result_path.read_text())
         except (OSError, ValueError):

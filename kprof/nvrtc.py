@@ -24,15 +24,21 @@ from pathlib import Path
 from kprof.errors import BuildError, ToolNotFoundError, UsageError
 
 # nvcc option -> NVRTC option, for every option kprof's build or a spec's nvcc_flags may pass
-_SAME = ("--use_fast_math", "--extra-device-vectorization", "--restrict")
 _RENAMED = {"-lineinfo": "--generate-line-info", "-G": "--device-debug", "-w": "--disable-warnings",
-            "-restrict": "--restrict", "-use_fast_math": "--use_fast_math"}  # fmt: skip
+            "-restrict": "--restrict", "-use_fast_math": "--use_fast_math", "--resource-usage": "--ptxas-options=-v",
+            "--use_fast_math": "--use_fast_math", "--extra-device-vectorization": "--extra-device-vectorization",
+            "--restrict": "--restrict"}  # fmt: skip
+# nvcc prefix -> NVRTC prefix, the value after it kept (-D, -U and -I are the same in both)
+_PREFIXES = {"-arch=": "--gpu-architecture=", "-std=": "--std=", "--std=": "--std=", "--include-path=": "-I",
+             "-maxrregcount=": "--maxrregcount=", "--maxrregcount=": "--maxrregcount=",
+             "-Xptxas=": "--ptxas-options=", "--ptxas-options=": "--ptxas-options=",
+             **{f"{dash}{flag}=": f"--{flag}=" for dash in ("-", "--") for flag in ("ftz", "prec-div", "prec-sqrt", "fmad")},
+             "-D": "-D", "-U": "-U", "-I": "-I"}  # fmt: skip
 # -cubin: NVRTC makes a cubin whenever the target is a real architecture (sm_XY). -O0..-O3: nvcc's -O
 # sets the host compiler's level only, and NVRTC compiles no host code. The two lambda and constexpr
 # options let host code and device code call each other; NVRTC's code is all device code.
 _DROPPED = ("-cubin", "-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda")
 PRELUDE = Path(__file__).parent / "templates" / "nvrtc_prelude.h"  # nvcc's implicit INFINITY and NAN
-INSTALL = "pip install 'kprof[cuda12]' (NVRTC 12 for sm_50 to sm_121) or 'kprof[cuda13]' (nvcc 13 for sm_75 and newer)"
 
 
 def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
@@ -43,30 +49,15 @@ def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
     source: Path | None = None
     it = iter(argv)
     for arg in it:
+        prefix = next((p for p in _PREFIXES if arg.startswith(p)), None)
         if arg == "-o":
             output = Path(next(it, ""))
         elif arg in _DROPPED:
             continue
-        elif arg.startswith("-arch="):
-            options.append(f"--gpu-architecture={arg.split('=', 1)[1]}")
-        elif arg == "--resource-usage":
-            options.append("--ptxas-options=-v")
         elif arg in _RENAMED:
             options.append(_RENAMED[arg])
-        elif arg in _SAME:
-            options.append(arg)
-        elif arg.startswith(("-std=", "--std=")):
-            options.append(f"--std={arg.split('=', 1)[1]}")
-        elif arg.startswith(("-D", "-U", "-I")):
-            options.append(arg)
-        elif arg.startswith("--include-path="):
-            options.append(f"-I{arg.split('=', 1)[1]}")
-        elif arg.startswith(("-maxrregcount=", "--maxrregcount=")):
-            options.append(f"--maxrregcount={arg.split('=', 1)[1]}")
-        elif arg.startswith(("--ftz=", "--prec-div=", "--prec-sqrt=", "--fmad=", "-ftz=", "-prec-div=", "-prec-sqrt=", "-fmad=")):
-            options.append("--" + arg.lstrip("-"))
-        elif arg.startswith(("-Xptxas=", "--ptxas-options=")):
-            options.append(f"--ptxas-options={arg.split('=', 1)[1]}")
+        elif prefix is not None:
+            options.append(_PREFIXES[prefix] + arg[len(prefix):])
         elif arg.startswith("-"):
             raise UsageError(f"NVRTC has no equivalent of the nvcc option {arg}: remove it from nvcc_flags, or build with nvcc")
         elif source is None:
@@ -81,11 +72,10 @@ def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
 # Where pip's wheels put NVRTC and the headers, under a folder of sys.path: the CUDA 12 wheels one
 # folder each, the CUDA 13 wheels one cu13 folder.
 _WHEEL_LIBS = {12: "nvidia/cuda_nvrtc/lib/libnvrtc.so.12", 13: "nvidia/cu13/lib/libnvrtc.so.13"}
-_WHEEL_HEADERS = {12: ("nvidia/cuda_runtime/include", "nvidia/cuda_cccl/include"), 13: ("nvidia/cu13/include",
-                                                                                          "nvidia/cu13/include/cccl")}
+_WHEEL_HEADERS = {12: ("nvidia/cuda_runtime/include", "nvidia/cuda_cccl/include"), 13: ("nvidia/cu13/include", None)}
 
 
-def _bindings_major() -> int:
+def bindings_major() -> int:
     try:
         from cuda.bindings import __version__ as bindings_version
 
@@ -111,7 +101,7 @@ def _load() -> object:
     dlopen by name would not see a wheel's). ToolNotFoundError names what to install."""
     import ctypes
 
-    major = _bindings_major()
+    major = bindings_major()
     why = ""
     found = _in_sys_path(_WHEEL_LIBS[major]) if major in _WHEEL_LIBS else None
     if found is not None:
@@ -129,11 +119,11 @@ def _load() -> object:
         except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and kin: said as one line
             why = "no libnvrtc.so.12 or .13" if "libnvrtc" in str(exc) else str(exc).splitlines()[0][:120]
     if why:
-        raise ToolNotFoundError("NVRTC", f"{why}; {INSTALL}")
+        raise ToolNotFoundError("NVRTC", why)
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:
-        raise ToolNotFoundError("NVRTC", f"cuda.bindings.nvrtc does not import ({exc}); {INSTALL}") from None
+        raise ToolNotFoundError("NVRTC", f"cuda.bindings.nvrtc does not import ({exc})") from None
     return nvrtc
 
 
@@ -150,12 +140,12 @@ def version() -> tuple[int, int]:
     try:
         err, major, minor = nvrtc.nvrtcVersion()  # type: ignore[attr-defined]
     except RuntimeError as exc:  # the bindings raise this when the library cannot be loaded
-        raise ToolNotFoundError("NVRTC", f"libnvrtc could not be loaded ({exc}); {INSTALL}") from None
+        raise ToolNotFoundError("NVRTC", f"libnvrtc could not be loaded ({exc})") from None
     _check(err, "nvrtcVersion")
-    bindings = _bindings_major()
+    bindings = bindings_major()
     if bindings and int(major) != bindings:  # seen: pathfinder found a toolkit's NVRTC 13 for cuda-bindings 12
         raise ToolNotFoundError("NVRTC", f"the NVRTC found is {major}.{minor} but cuda-bindings is {bindings}.x; "
-                                         f"install NVRTC of the bindings' line: {INSTALL}")
+                                         "install NVRTC of the bindings' line")
     return int(major), int(minor)
 
 
@@ -183,41 +173,33 @@ def _cudart_major(include: Path) -> int | None:
 
 def include_dirs(major: int | None = None) -> list[str]:
     """The CUDA headers a kernel includes (cuda_bf16.h, cooperative_groups.h, <cuda/std/...>): NVRTC
-    brings only its built-ins. Only headers of NVRTC's own CUDA line (``major``; its version when
-    None): CUDA 13's cuda_bf16.h does not compile under NVRTC 12. Looked for in the wheels on sys.path,
-    then where cuda-pathfinder finds them, then a toolkit's (CUDA_HOME, CUDA_PATH, /usr/local/cuda)."""
+    brings only its built-ins. Only runtime headers of NVRTC's own CUDA line (``major``; its version
+    when None): CUDA 13's cuda_bf16.h does not compile under NVRTC 12. Looked for in the wheels on
+    sys.path, then where cuda-pathfinder finds them, then a toolkit's (CUDA_HOME, CUDA_PATH,
+    /usr/local/cuda); CCCL from the same place (a toolkit's and CUDA 13's wheel's ``include/cccl``,
+    CUDA 12's ``nvidia-cuda-cccl-cu12``)."""
     major = version()[0] if major is None else major
-    runtime: list[Path] = []
-    cccl: list[Path] = []
-    for relative in _WHEEL_HEADERS.get(major, ()):
-        if (where := _in_sys_path(relative)) is not None:
-            (cccl if "cccl" in relative else runtime).append(where)
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-
-        for lib, into in (("cudart", runtime), ("cccl", cccl)):
-            try:
-                where = find_nvidia_header_directory(lib)
-            except Exception:  # noqa: BLE001 - an old cuda-pathfinder that does not know this library
-                where = None
-            if where:
-                into.append(Path(where))
-    except ImportError:
-        pass
-    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if base:
-            runtime.append(Path(base) / "include")
-            cccl.append(Path(base) / "include" / "cccl")
+    runtime_wheel, cccl_wheel = _WHEEL_HEADERS.get(major, (None, None))
+    runtime = [d for d in (_in_sys_path(runtime_wheel) if runtime_wheel else None,
+                           _pathfinder_headers("cudart")) if d is not None]
+    runtime += [Path(b) / "include" for b in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+                if b]
     chosen = next((d for d in runtime if _cudart_major(d) == major), None)
     if chosen is None:
         return []
-    # CCCL beside the chosen runtime headers (a toolkit's include/cccl), else the first CCCL folder found
-    same_place = [d for d in cccl if d.is_dir() and (d.parent == chosen or d.parent.parent == chosen.parent.parent)]
-    out = [str(chosen)]
-    for d in same_place[:1] or [d for d in cccl if d.is_dir()][:1]:
-        if str(d) not in out:
-            out.append(str(d))
-    return out
+    cccl = chosen / "cccl" if (chosen / "cccl").is_dir() else \
+        (_in_sys_path(cccl_wheel) if cccl_wheel else None) or _pathfinder_headers("cccl")
+    return [str(chosen)] + ([str(cccl)] if cccl is not None and cccl.is_dir() else [])
+
+
+def _pathfinder_headers(lib: str) -> Path | None:
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        where = find_nvidia_header_directory(lib)
+    except Exception:  # noqa: BLE001 - no cuda-pathfinder, or an old one that does not know this library
+        return None
+    return Path(where) if where else None
 
 
 def compile_to_cubin(options: list[str], source: Path, output: Path) -> tuple[bool, str]:

@@ -61,6 +61,18 @@ class Completed:
 _WHEEL_BINARIES = {"compute-sanitizer": "nvidia/cuda_sanitizer_api/bin/compute-sanitizer"}
 
 
+ROOT = Path(__file__).resolve().parent.parent  # a source checkout: a child imports this kprof
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a kprof child (the runner, NVRTC's compiler): it finds this kprof even when
+    kprof is run from a source checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
 def find_tool(name: str) -> Path:
     """Locate an NVIDIA command-line tool: cuda-pathfinder first (pip wheels, CUDA_HOME), then PATH."""
     env_override = os.environ.get(f"KPROF_{name.upper().replace('-', '_')}")
