@@ -21,6 +21,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from kprof import proc
 from kprof.errors import BuildError, ToolNotFoundError, UsageError
 
 # nvcc option -> NVRTC option, for every option kprof's build or a spec's nvcc_flags may pass
@@ -84,16 +85,6 @@ def bindings_major() -> int:
         return 0
 
 
-def _in_sys_path(relative: str) -> Path | None:
-    """A wheel's file under a folder of sys.path: a ``pip install --target`` folder on PYTHONPATH is
-    one cuda-pathfinder does not search."""
-    for entry in sys.path:
-        candidate = Path(entry or ".") / relative
-        if candidate.exists():
-            return candidate
-    return None
-
-
 def _load() -> object:
     """``cuda.bindings.nvrtc`` with libnvrtc of the bindings' CUDA line loaded: a pip wheel's copy on
     sys.path first (a ``pip install --target`` folder on PYTHONPATH is one cuda-pathfinder does not
@@ -103,7 +94,7 @@ def _load() -> object:
 
     major = bindings_major()
     why = ""
-    found = _in_sys_path(_WHEEL_LIBS[major]) if major in _WHEEL_LIBS else None
+    found = proc.in_sys_path(_WHEEL_LIBS[major]) if major in _WHEEL_LIBS else None
     if found is not None:
         try:
             ctypes.CDLL(str(found), mode=ctypes.RTLD_GLOBAL)
@@ -180,7 +171,7 @@ def include_dirs(major: int | None = None) -> list[str]:
     CUDA 12's ``nvidia-cuda-cccl-cu12``)."""
     major = version()[0] if major is None else major
     runtime_wheel, cccl_wheel = _WHEEL_HEADERS.get(major, (None, None))
-    runtime = [d for d in (_in_sys_path(runtime_wheel) if runtime_wheel else None,
+    runtime = [d for d in (proc.in_sys_path(runtime_wheel) if runtime_wheel else None,
                            _pathfinder_headers("cudart")) if d is not None]
     runtime += [Path(b) / "include" for b in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
                 if b]
@@ -188,7 +179,7 @@ def include_dirs(major: int | None = None) -> list[str]:
     if chosen is None:
         return []
     cccl = chosen / "cccl" if (chosen / "cccl").is_dir() else \
-        (_in_sys_path(cccl_wheel) if cccl_wheel else None) or _pathfinder_headers("cccl")
+        (proc.in_sys_path(cccl_wheel) if cccl_wheel else None) or _pathfinder_headers("cccl")
     return [str(chosen)] + ([str(cccl)] if cccl is not None and cccl.is_dir() else [])
 
 

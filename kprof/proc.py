@@ -64,6 +64,16 @@ _WHEEL_BINARIES = {"compute-sanitizer": "nvidia/cuda_sanitizer_api/bin/compute-s
 ROOT = Path(__file__).resolve().parent.parent  # a source checkout: a child imports this kprof
 
 
+def in_sys_path(relative: str) -> Path | None:
+    """A pip wheel's file under a folder of sys.path: a ``pip install --target`` folder on PYTHONPATH
+    is one cuda-pathfinder does not search."""
+    for entry in sys.path:
+        candidate = Path(entry or ".") / relative
+        if candidate.exists():
+            return candidate
+    return None
+
+
 def child_env() -> dict[str, str]:
     """The environment of a kprof child (the runner, NVRTC's compiler): it finds this kprof even when
     kprof is run from a source checkout."""
@@ -90,15 +100,13 @@ def find_tool(name: str) -> Path:
     except Exception:  # noqa: BLE001 - an old cuda-pathfinder, or one that does not know this tool
         found = None
     if not found and name in _WHEEL_BINARIES:  # a CUDA 12 wheel cuda-pathfinder did not find (a --target folder)
-        for entry in sys.path:
-            candidate = Path(entry or ".") / _WHEEL_BINARIES[name]
-            if candidate.is_file():
-                if not os.access(candidate, os.X_OK):
-                    # seen: nvidia-cuda-sanitizer-api-cu12 12.9.79 installs it without the executable bit
-                    raise ToolNotFoundError(name, f"{candidate} is not executable (its wheel ships it so): "
-                                                  f"chmod +x {candidate}")
-                found = str(candidate)
-                break
+        candidate = in_sys_path(_WHEEL_BINARIES[name])
+        if candidate is not None and candidate.is_file():
+            if not os.access(candidate, os.X_OK):
+                # seen: nvidia-cuda-sanitizer-api-cu12 12.9.79 installs it without the executable bit
+                raise ToolNotFoundError(name, f"{candidate} is not executable (its wheel ships it so): "
+                                              f"chmod +x {candidate}")
+            found = str(candidate)
     if not found:
         found = shutil.which(name)
     if not found:
