@@ -2,9 +2,9 @@
 
 Importing kprof loads no CUDA, nvtx or NumPy module: those are imported where a command needs
 them, so ``import kprof`` and ``kprof --help`` work on any machine. The Python API is
-``kprof.sanitize()``, ``kprof.profile()``, ``kprof.load()`` (a kernel as an operation on PyTorch or
-CuPy arrays) and ``kprof.range()`` (:mod:`kprof.api`, :mod:`kprof.op`, :mod:`kprof.annotate`),
-loaded on first use.
+``kprof.sanitize()``, ``kprof.sanitize_tests()`` (a pytest suite), ``kprof.profile()``,
+``kprof.load()`` (a kernel as an operation on PyTorch or CuPy arrays) and ``kprof.range()``
+(:mod:`kprof.api`, :mod:`kprof.op`, :mod:`kprof.annotate`), loaded on first use.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["SanitizeReport", "__version__", "load", "profile", "range", "sanitize"]
+__all__ = ["SanitizeReport", "__version__", "load", "profile", "range", "sanitize", "sanitize_tests"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,7 +20,7 @@ def __getattr__(name: str) -> Any:
         from kprof.annotate import range as range_
 
         return range_
-    if name in ("sanitize", "profile", "load", "SanitizeReport"):
+    if name in ("sanitize", "sanitize_tests", "profile", "load", "SanitizeReport"):
         from kprof import api
 
         return getattr(api, name)

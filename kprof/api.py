@@ -90,28 +90,59 @@ def program_tools(tools: str | Sequence[str]) -> list[str]:
 def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,
              sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 300.0,
              padding: int = 256, keep_pools: bool = False, progress: Any = None,
-             cwd: str | Path | None = None) -> SanitizeReport:
+             cwd: str | Path | None = None, jobs: int | None = 1) -> SanitizeReport:
     """Run compute-sanitizer's tools (and, for a spec, kprof's values detector) over ``target``.
 
     A program runs under each tool in its own process group with kprof's defaults: framework memory
     pools off (PyTorch, CuPy, JAX; ``keep_pools`` leaves them), ``--padding`` after each allocation,
-    racecheck's full report, no leak check. A spec runs at its sanitize sizes (or ``sizes``)."""
+    racecheck's full report, no leak check; ``jobs`` tools at once (None: as many as the GPU's free
+    memory and the CPUs allow, :func:`kprof.parallel.default_jobs`). ``progress(tool)`` is called as
+    each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``)."""
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
     if isinstance(target, (str, Path)):
         return _sanitize_spec(str(target), _tools(tools, False), sizes, arch, timeout, padding, progress)
     cmd = _program([str(a) for a in target], "sanitize", cwd)
-    from kprof import allocators
+    from kprof import allocators, parallel
     from kprof import compute_sanitizer as san
 
     require_gpu("compute-sanitizer")
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
-    results = []
-    for tool in _tools(tools, True):
+    names = _tools(tools, True)
+
+    def one(tool: str) -> ToolResult:
         if progress:
             progress(tool)
-        results.append(san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd))
+        result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd)
+        if progress:
+            progress(tool, result)
+        return result
+
+    results = parallel.map_jobs(one, names, parallel.jobs_for(len(names), jobs))
     return SanitizeReport(" ".join(cmd), results, notes)
+
+
+def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
+                   padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
+                   jobs: int | None = None, progress: Any = None) -> dict[str, Any]:
+    """Pytest tests (:class:`kprof.suite.Test`) under compute-sanitizer's tools, one child per tool for
+    them all: a :class:`kprof.suite.TestVerdict` per node id, findings on the test that launched the
+    kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
+    machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool."""
+    from kprof import allocators, parallel, proc, suite
+
+    if timeout <= 0 or timeout != timeout:
+        raise UsageError(f"timeout {timeout}: give a positive number of seconds")
+    names = program_tools(tools)
+    require_gpu("compute-sanitizer")
+    env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
+    where = cwd or Path.cwd()
+
+    def one(tool: str) -> dict[str, Any]:
+        return suite.run_tool(tests, tool, timeout=timeout, env=env, cwd=where, padding=padding, progress=progress)
+
+    per_tool = parallel.map_jobs(one, names, parallel.jobs_for(len(names), jobs))
+    return suite.combine([t.nodeid for t in tests], names, per_tool)
 
 
 def _program(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]:

@@ -197,6 +197,9 @@ def _sanitize(sub: Any) -> None:
     p.add_argument("--allocations", metavar="RESULT.json", help="with --from-xml: the runner's result file, to name buffers")
     p.add_argument("--keep-pools", action="store_true",
                    help="with -- CMD: leave framework memory pools on (accesses inside a pool then go unseen)")
+    p.add_argument("--jobs", type=_count(1), default=None,
+                   help="with -- CMD: tools run side by side (default: what the GPU's free memory and the CPUs "
+                   "allow; 1 runs them one after another)")
     _common(p, arch="the GPU's", timeout=300.0, json_help="print one JSON object with a findings list")
 
 
@@ -204,7 +207,8 @@ def _cases(sub: Any) -> None:
     p = sub.add_parser("cases", help="run the seeded-bug corpus and print the detection matrix")
     p.add_argument("names", nargs="*", metavar="CASE")
     p.add_argument("--list", action="store_true", help="list the cases and what each expects (no GPU)")
-    p.add_argument("--jobs", type=_count(1), default=4, help="cases run at once (default 4)")
+    p.add_argument("--jobs", type=_count(1), default=None,
+                   help="tool runs at once (default: what the GPU's free memory and the CPUs allow)")
     _common(p, arch="the GPU's", timeout=300.0)
 
 

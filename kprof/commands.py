@@ -157,7 +157,7 @@ def cmd_sanitize(opts: Options) -> int:
         if not opts.json:
             print(f"{' '.join(opts.program)}  tools: {opts.tool}", flush=True)
         report = api.sanitize(opts.program, opts.tool, timeout=opts.timeout, padding=opts.memcheck_padding,
-                              keep_pools=opts.keep_pools, progress=None if opts.json else _progress)
+                              keep_pools=opts.keep_pools, progress=None if opts.json else _progress, jobs=opts.jobs)
     else:
         if not opts.name:
             raise UsageError("name a kernel or spec to sanitize, give a program after --, or --from-xml FILE")
@@ -179,8 +179,12 @@ def _progress_line(text: str) -> None:
     print(f"  {text}", file=sys.stderr, flush=True)
 
 
-def _progress(tool: str) -> None:
-    print(f"  running {tool} ...", file=sys.stderr, flush=True)
+def _progress(tool: str, result: Any = None) -> None:
+    if result is None:
+        print(f"  running {tool} ...", file=sys.stderr, flush=True)
+    else:
+        state = f"{len(result.findings)} finding(s)" if result.findings else result.status
+        print(f"  {tool}: {state} in {result.seconds:.1f} s", file=sys.stderr, flush=True)
 
 
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # a runner's result file: its allocations and checks, kilobytes in practice
@@ -223,9 +227,7 @@ def _write_json(path: Path, data: object) -> None:
 
 
 def cmd_cases(opts: Options) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from kprof import cases, catalog, pipeline
+    from kprof import cases, catalog, parallel, pipeline
     from kprof.compute_sanitizer import ALL_TOOLS
 
     corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
@@ -240,21 +242,33 @@ def cmd_cases(opts: Options) -> int:
 
     jobs = {case.name: pipeline.case_jobs(case, opts.arch) for case in corpus}
     shared = [t for t in ALL_TOOLS if t not in cases.ALONE]
+    tasks = [(case, tool) for case in corpus for tool in shared]
+    steps = None if opts.json else parallel.Progress(len(tasks) + len(corpus))
 
-    def runs(case: cases.Case, tools: list[str] | tuple[str, ...]) -> cases.Runs:
+    def runs(task: tuple[cases.Case, str]) -> cases.Runs:
+        case, tool = task
         bug, twin = jobs[case.name]
-        return cases.run_tools(case, bug, twin, tools, scrub_cubin=scrub, timeout=opts.timeout)
+        out = cases.run_tools(case, bug, twin, [tool], scrub_cubin=scrub, timeout=opts.timeout)
+        if steps:
+            steps.step(f"{case.name} {tool}")
+        return out
 
-    # Each run is a child process, so threads only wait: the sanitizers' runs share the GPU, then the
-    # values detector's run alone (kprof.cases.ALONE).
-    with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
-        done = list(pool.map(lambda c: runs(c, shared), corpus))
+    # Each run is a child process, so threads only wait: the sanitizers' runs (one tool over one case's
+    # kernels each) share the GPU, then the values detector's runs alone (kprof.cases.ALONE).
+    width = parallel.jobs_for(len(tasks), opts.jobs, parallel.RUNNER_GPU_BYTES)
+    by_case: dict[str, cases.Runs] = {case.name: {} for case in corpus}
+    for (case, _), part in zip(tasks, parallel.map_jobs(runs, tasks, width)):
+        by_case[case.name].update(part)
     results = []
-    for case, part in zip(corpus, done):
-        result = cases.assemble(case, {**part, **runs(case, cases.ALONE)})
-        if not opts.json:
-            print(f"  {case.name} ({case.expect.tool}): {'ok' if result.ok else 'MISS'}", file=sys.stderr, flush=True)
-        results.append(result)
+    for case in corpus:
+        for tool in cases.ALONE:
+            by_case[case.name].update(runs((case, tool)))
+        results.append(cases.assemble(case, by_case[case.name]))
+    if steps:
+        steps.close()
+        for result in results:
+            print(f"  {result.case.name} ({result.case.expect.tool}): {'ok' if result.ok else 'MISS'}",
+                  file=sys.stderr, flush=True)
     _emit_json([r.to_dict() for r in results]) if opts.json else print(render.cases_matrix(results))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 

@@ -100,6 +100,22 @@ def parse_xml(text: str, tool: str, allocations: list[dict[str, Any]] | None = N
     ``allocations`` is kprof's own record of a spec's buffers (it names the buffer an address hit);
     ``tool_text`` is what the tool printed beside the XML, whose "N bytes after the nearest
     allocation" lines (absent from the XML) describe the allocation a program's access missed."""
+    return parse_records(_records(text), tool, allocations, tool_text)
+
+
+def records(text: str) -> list[ET.Element]:
+    """The records of one report, in the order the tool wrote them (a UsageError for a file that is
+    not compute-sanitizer XML)."""
+    return _records(text)
+
+
+# Record kinds after which memcheck has stopped the kernel and the CUDA context is unusable.
+STOPS_THE_CONTEXT = ("Precise", "Imprecise")
+
+
+def parse_records(recs: list[ET.Element], tool: str, allocations: list[dict[str, Any]] | None = None,
+                  tool_text: str = "") -> tuple[list[Finding], list[str]]:
+    """:func:`parse_xml` over some of a report's records (one test's, in a suite run)."""
     allocations = allocations or []
     nearest = nearest_allocations(tool_text)
     own = {int(a["base"]) for a in allocations}
@@ -107,7 +123,7 @@ def parse_xml(text: str, tool: str, allocations: list[dict[str, Any]] | None = N
     analyses: list[Finding] = []
     notes: list[str] = []
     precise_errors = 0
-    for rec in _records(text):
+    for rec in recs:
         kind = rec.findtext("kind") or ""
         found: Finding | None = None
         if kind in ("Precise", "Imprecise"):
@@ -382,6 +398,21 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
             status = None
     findings, notes = parse_xml(xml_text, tool, tool_text=done.stdout) if xml_text.strip() else ([], [])
     return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+
+
+def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,
+                watch: Callable[[], bool] | None = None, padding: int = PADDING) -> tuple[proc.Completed, str]:
+    """Run ``cmd`` (kprof's own child of a user's program: a pytest batch) under one tool with a
+    program's defaults; the finished process and the XML text (empty when none was written). The
+    caller reads the records: its child says what ran."""
+    exe = proc.find_tool("compute-sanitizer")
+    with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
+        xml_path = Path(tmp) / f"{tool}.xml"
+        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT)
+        done = proc.run(argv + cmd, timeout=timeout, env=env, cwd=cwd, watch=watch)
+        xml_text = inputs.read_text(xml_path, "the tool's report", limit=MAX_REPORT_BYTES, errors="replace") if (
+            xml_path.is_file()) else ""
+    return done, xml_text
 
 
 _TOOL_OF_KIND = {"Precise": "memcheck", "Imprecise": "memcheck", "Leak": "memcheck", "Hazard": "racecheck",

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,8 +130,13 @@ def run(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
+    watch: Callable[[], bool] | None = None,
+    poll: float = 0.5,
 ) -> Completed:
-    """Run ``argv``; on timeout kill its whole process group and return what it printed."""
+    """Run ``argv``; on timeout kill its whole process group and return what it printed.
+
+    ``watch`` is asked every ``poll`` seconds while the child runs (it may print progress); when it
+    returns True the child's group is stopped as on a timeout (a test past its own time limit)."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -147,16 +153,42 @@ def run(
     except FileNotFoundError:
         raise ToolNotFoundError(str(argv[0]), INSTALL_HINTS.get(Path(str(argv[0])).name, "not found")) from None
     try:
-        out, err = proc.communicate(timeout=timeout)
-        return Completed(tuple(map(str, argv)), proc.returncode, out, err, time.monotonic() - start)
+        if watch is None:
+            out, err = proc.communicate(timeout=timeout)
+            return Completed(tuple(map(str, argv)), proc.returncode, out, err, time.monotonic() - start)
+        while True:
+            left = None if timeout is None else timeout - (time.monotonic() - start)
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+            try:
+                out, err = proc.communicate(timeout=poll if left is None else min(poll, left))
+            except subprocess.TimeoutExpired:
+                if watch():
+                    raise
+                continue
+            watch()  # the last events the child wrote
+            return Completed(tuple(map(str, argv)), proc.returncode, out, err, time.monotonic() - start)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        out, err = proc.communicate()
+        out, err = _drain(proc)
         return Completed(tuple(map(str, argv)), None, out, err, time.monotonic() - start, timed_out=True)
     except KeyboardInterrupt:
         _kill_group(proc)
         proc.communicate()
         raise
+
+
+def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """What a stopped child printed. A process it started in a session of its own outlives the group's
+    kill and keeps the pipes open: then kprof waits a few seconds, not for ever, and keeps what came."""
+    try:
+        return proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
+        return "", "(the output after the stop was lost: a process the child started kept its pipes open)"
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -1,16 +1,20 @@
-"""pytest glue: ``pytest --kprof-sanitize[=TOOLS]`` runs each selected test under compute-sanitizer.
+"""pytest glue: ``pytest --kprof-sanitize[=TOOLS]`` runs the selected tests under compute-sanitizer.
 
-Inert unless asked for. With ``--kprof-sanitize``, each selected test runs in its own child process
-(``python -m pytest NODEID``) under each tool through :func:`kprof.sanitize` (framework pools off,
-padding, racecheck's full report, a timeout that stops the whole process group), and fails with the
-findings: kind, ``file:line``, the launch site in your files, the allocation an access missed. A test
-that crashes the GPU context fails alone; the run goes on. Selected tests are those marked
-``@pytest.mark.kprof_sanitize`` when any collected test carries the mark, else every collected test.
+Inert unless asked for. With ``--kprof-sanitize``, the selected tests of this process run in one
+``python -m pytest`` child per tool (:func:`kprof.sanitize_tests`, :mod:`kprof.suite`), the tools
+side by side (``--kprof-jobs``), framework pools off, padding, racecheck's full report, each test
+under its own time limit. Each finding lands on the test that launched the kernel, from the host
+stack the tool saves; that test fails with the findings (kind, ``file:line``, the launch site in your
+files, the allocation an access missed), and the others pass. When a tool stops the CUDA context, the
+tests the child had not finished run again in a new child; a test that crashes a child is run alone.
+``--kprof-per-test`` keeps one child per test and tool, for suites whose tests cannot share a process.
+Selected tests are those marked ``@pytest.mark.kprof_sanitize`` when any collected test carries the
+mark, else every collected test.
 
 Under pytest-xdist each worker gives its children one GPU of the host (``CUDA_VISIBLE_DEVICES``,
-round robin over the GPUs NVML sees, or over the ones already listed there), so a suite spreads over
-every GPU. This module is glue only: running and classifying is :mod:`kprof.api`, printing is
-:mod:`kprof.render`.
+round robin over the GPUs NVML sees, or over the ones already listed there), and batches the tests
+queued to it. This module is glue only: running and classifying is :mod:`kprof.api` and
+:mod:`kprof.suite`, printing is :mod:`kprof.render`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 import pytest
 
@@ -32,9 +37,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"run each selected test in its own process under these compute-sanitizer tools "
                     f"(default {DEFAULT_TOOLS}) and fail it with their findings")
     group.addoption("--kprof-timeout", default="600", metavar="S",
-                    help="seconds per test and tool before it counts as hung (default 600)")
+                    help="seconds one test may take under one tool before it counts as hung (default 600)")
     group.addoption("--kprof-keep-pools", action="store_true",
                     help="leave framework memory pools on (accesses inside a pool then go unseen)")
+    group.addoption("--kprof-per-test", action="store_true",
+                    help="one child per test and tool (slower: for tests that cannot share a process)")
+    group.addoption("--kprof-jobs", default=None, metavar="N",
+                    help="tools run side by side (default: what the GPU's free memory and the CPUs allow; "
+                    "1 runs them one after another)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,9 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if tools is None:
         return
     names, timeout = check_options(tools, config.getoption("--kprof-timeout"))
+    jobs = check_jobs(config.getoption("--kprof-jobs"))
     if not hasattr(config, "workerinput"):  # once, in the process the user started (not per xdist worker)
         _check_machine()
-    config.pluginmanager.register(_Sanitizer(config, names, timeout), "kprof-sanitizer")
+    config.pluginmanager.register(_Sanitizer(config, names, timeout, jobs), "kprof-sanitizer")
     assign_worker_gpu()
 
 
@@ -72,6 +83,15 @@ def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
     if not 0 < timeout <= MAX_SECONDS:  # also refuses nan
         raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a positive number of seconds, at most a week")
     return names, timeout
+
+
+def check_jobs(text: str | None) -> int | None:
+    """``--kprof-jobs``: a whole number from 1, or None (the machine's default)."""
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise pytest.UsageError(f"--kprof-jobs={text}: give a whole number of tools to run at once, 1 or more")
+    return int(text)
 
 
 def _check_machine() -> None:
@@ -117,27 +137,60 @@ def gpu_count() -> int:
         return 0
 
 
+def as_test(item: pytest.Item) -> Any:
+    """The suite's view of a collected test: node id, file, function (without its parameters)."""
+    from kprof.suite import Test
+
+    func = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+    return Test(item.nodeid, str(getattr(item, "path", item.fspath)), func)
+
+
+def queued(session: pytest.Session, item: pytest.Item, plugins: Iterable[object]) -> list[pytest.Item]:
+    """The tests this process will run from ``item`` on: under pytest-xdist, those its controller has
+    queued to this worker so far (a test taken back later for another worker then runs twice, with the
+    same verdict); else every collected test from ``item`` on."""
+    worker: Any = next((p for p in plugins if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
+    if worker is None:
+        items = session.items
+        return items[items.index(item):] if item in items else [item]
+    items = session.items
+    with worker.torun.lock() as pending:
+        indices = [worker.nextitem_index, *pending]
+    return [item] + [items[i] for i in indices if isinstance(i, int) and 0 <= i < len(items)]
+
+
 class _Sanitizer:
-    def __init__(self, config: pytest.Config, tools: list[str], timeout: float) -> None:
+    def __init__(self, config: pytest.Config, tools: list[str], timeout: float, jobs: int | None) -> None:
         self.config = config
         self.tools = tools
         self.timeout = timeout
+        self.jobs = jobs
         self.marked_only = False
+        self.verdicts: dict[str, Any] = {}
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         self.marked_only = any(item.get_closest_marker(MARK) for item in items)
 
+    def selected(self, item: pytest.Item) -> bool:
+        return not self.marked_only or item.get_closest_marker(MARK) is not None
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-        if self.marked_only and not item.get_closest_marker(MARK):
+        if not self.selected(item):
             return None
         ihook = item.ihook
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         start = time.time()
-        outcome, longrepr = self._run(item)
+        if self.config.getoption("--kprof-per-test"):
+            outcome, longrepr = self._run_alone(item)
+        else:
+            outcome, longrepr = self._from_batch(item)
         stop = time.time()
-        phases: list[tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed"], str | None]] = [
-            ("setup", "passed", None), ("call", outcome, longrepr), ("teardown", "passed", None)]
+        phases: list[tuple[Literal["setup", "call", "teardown"], Any, Any]] = [
+            ("setup", "skipped" if outcome == "skipped" else "passed", longrepr if outcome == "skipped" else None),
+            ("call", outcome, longrepr), ("teardown", "passed", None)]
+        if outcome == "skipped":
+            phases = phases[:1] + phases[2:]  # as pytest reports a skip: no call phase
         for when, result, text in phases:
             report = pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), result, text, when,
                                        sections=[], duration=stop - start if when == "call" else 0.0,
@@ -146,14 +199,59 @@ class _Sanitizer:
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
 
-    def _run(self, item: pytest.Item) -> tuple[Literal["passed", "failed"], str | None]:
+    def _from_batch(self, item: pytest.Item) -> tuple[str, Any]:
+        import kprof
+        from kprof import render
+        from kprof.errors import KprofError
+
+        if item.nodeid not in self.verdicts:
+            batch = [i for i in queued(item.session, item, self.config.pluginmanager.get_plugins())
+                     if self.selected(i) and i.nodeid not in self.verdicts]
+            batch = list({i.nodeid: i for i in batch}.values())
+            progress = self._progress(len(batch) * len(self.tools))
+            try:
+                self.verdicts.update(kprof.sanitize_tests(
+                    [as_test(i) for i in batch], self.tools, timeout=self.timeout,
+                    keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath,
+                    jobs=self.jobs, progress=progress))
+            except KprofError as exc:
+                return "failed", f"kprof: {exc}"
+        verdict = self.verdicts.pop(item.nodeid, None)
+        if verdict is None:
+            return "failed", "kprof: no verdict for this test (it was not in the batch its tools ran)"
+        if verdict.skipped is not None and verdict.clean:
+            return "skipped", (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {verdict.skipped}")
+        if verdict.clean:
+            return "passed", None
+        return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render.sanitize_report(verdict.results)
+
+    def _progress(self, total: int) -> Any:
+        """``[3/12] test_x memcheck 4.1 s`` on the terminal, past pytest's output capture."""
+        from kprof.parallel import Progress
+
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+
+        def write(line: str) -> None:
+            if reporter is None:
+                return  # an xdist worker: its controller prints the reports
+            if capman is not None:
+                with capman.global_and_fixture_disabled():
+                    reporter.write_line(line)
+            else:
+                reporter.write_line(line)
+
+        steps = Progress(total, write=write)
+        return lambda tool, nodeid, done: steps.step(f"{nodeid} {tool} {done.outcome} {done.seconds:.1f} s")
+
+    def _run_alone(self, item: pytest.Item) -> tuple[str, Any]:
         import kprof
         from kprof import render
         from kprof.errors import KprofError
 
         cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
         try:
-            report = kprof.sanitize(cmd, self.tools, timeout=self.timeout,
+            report = kprof.sanitize(cmd, self.tools, timeout=self.timeout, jobs=self.jobs,
                                     keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath)
         except KprofError as exc:
             return "failed", f"kprof: {exc}"

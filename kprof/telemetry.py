@@ -120,6 +120,16 @@ def clock_limits(index: int = 0) -> dict[str, int]:
         return {k: int(v) for k, v in found.items() if v}
 
 
+def free_memory(index: int = 0) -> int | None:
+    """The GPU's free memory in bytes (NVML), or None without NVML."""
+    with _device(index) as nvml:
+        if nvml is None:
+            return None
+        pynvml, read = nvml
+        info = read(pynvml.nvmlDeviceGetMemoryInfo)
+        return int(info.free) if info is not None else None
+
+
 def warnings(before: Snapshot | None, after: Snapshot | None) -> list[str]:
     """What in the telemetry makes a timing less trustworthy. Pure."""
     out: list[str] = []

@@ -1,0 +1,110 @@
+"""Tool children side by side, and what a long run says while it runs.
+
+Each tool's run is its own process, so the tools of one run (and the cases of ``kprof cases``) need
+no more than threads waiting on children: :func:`map_jobs`. How many at once (:func:`default_jobs`)
+comes from the GPU's free memory and the host's CPUs; ``--jobs 1`` keeps the one-after-another order.
+
+:class:`Progress` prints ``[3/12] test_x memcheck 4.1 s, about 30 s left``: plain lines (CI logs, a
+pipe), or one tqdm bar on a terminal where tqdm is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# What one sanitized child may hold on the GPU: its context, the tool's own state and its padding,
+# and a framework's tensors (a sanitized PyTorch test took under 2 GiB on an H200).
+CHILD_GPU_BYTES = 4 * 2**30
+RUNNER_GPU_BYTES = 2**30  # kprof's runner over a spec at its sanitize sizes: a context and a few MB
+MAX_JOBS = 8
+
+
+def default_jobs(count: int, free_bytes: int | None, cpus: int | None, child_bytes: int = CHILD_GPU_BYTES) -> int:
+    """How many of ``count`` children run at once: what the GPU's free memory holds at ``child_bytes``
+    each and half the CPUs keep busy (a child under a tool spends a core), at least 1. No reading of
+    the GPU (no NVML): 1. Pure."""
+    if count < 1 or free_bytes is None:
+        return 1
+    by_memory = free_bytes // child_bytes
+    by_cpu = max(1, (cpus or 1) // 2)
+    return max(1, min(count, by_memory, by_cpu, MAX_JOBS))
+
+
+def jobs_for(count: int, jobs: int | None, child_bytes: int = CHILD_GPU_BYTES) -> int:
+    """``jobs`` as given, else the default for this machine's GPU and CPUs."""
+    if jobs is not None:
+        return max(1, jobs)
+    from kprof import telemetry
+
+    return default_jobs(count, telemetry.free_memory(), os.cpu_count(), child_bytes)
+
+
+def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
+    """``[fn(x) for x in items]``, ``jobs`` at a time, in order."""
+    items = list(items)
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(fn, items))
+
+
+class Progress:
+    """``[done/total] what  4.1 s, about 30 s left``, one line per step, safe from several threads."""
+
+    def __init__(self, total: int, *, stream: IO[str] | None = None, write: Callable[[str], None] | None = None,
+                 bar: bool | None = None) -> None:
+        self.total, self.done = total, 0
+        self.stream = stream or sys.stderr
+        self.write = write
+        self.start = time.monotonic()
+        self.lock = threading.Lock()
+        self.bar: Any = None
+        if bar is None:
+            bar = write is None and _isatty(self.stream)
+        if bar:
+            try:
+                from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+                self.bar = tqdm(total=total, file=self.stream, unit="run", dynamic_ncols=True, leave=False)
+            except ImportError:
+                self.bar = None
+
+    def line(self, text: str) -> str:
+        """The line for one more step done (and counts it)."""
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        left = ""
+        if 0 < self.done < self.total:
+            left = f", about {elapsed / self.done * (self.total - self.done):.0f} s left"
+        return f"[{self.done}/{self.total}] {text}{left}"
+
+    def step(self, text: str) -> None:
+        with self.lock:
+            line = self.line(text)
+            if self.bar is not None:
+                self.bar.set_postfix_str(text[:60], refresh=False)
+                self.bar.update(1)
+            elif self.write is not None:
+                self.write(line)
+            else:
+                print(line, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

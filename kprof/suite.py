@@ -1,0 +1,336 @@
+"""A pytest suite under compute-sanitizer: one child per tool for a whole batch of tests, each finding
+attributed to the test that launched the kernel.
+
+The plugin (:mod:`kprof.pytest_plugin`) hands this module its selected tests; :func:`run` returns a
+:class:`TestVerdict` per test. For each tool, one ``python -m pytest NODEID...`` child runs them all
+under the tool with :mod:`kprof.pytest_child` loaded: it runs test ``i`` inside a frame named
+``kprof_test_<i>`` and writes an event per test. A record's saved host stack names that frame, so its
+finding lands on its test (:func:`attribute`); the test's function in its file is the fallback.
+
+When a child stops early (memcheck stopped a kernel and the context is broken, a test hung past its
+time, the process crashed), the tests it had not finished run again in a new child, and a test that
+crashed a child alone is run alone: one bug never fails the rest. Paying the interpreter's, the
+framework's and the GPU's start once per tool instead of once per test and tool is the point: measured
+in ``docs/results/README.md``.
+
+Pure: :func:`read_events`, :func:`attribute`, :func:`settle`. The run itself is :func:`run_tool`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof import hostframes
+from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX
+from kprof.toolrun import ToolResult
+
+MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
+_FRAME = re.compile(re.escape(FRAME_PREFIX) + r"([0-9]{1,9})\Z")
+
+
+@dataclass(frozen=True)
+class Test:
+    """One selected test: its node id, and the file and function its frames show."""
+
+    nodeid: str
+    path: str  # the test module, absolute
+    func: str  # the test function's name, without parameters
+
+
+@dataclass(frozen=True)
+class Finished:
+    outcome: str  # passed | failed | skipped
+    message: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """What one child's events say: the tests in the order they started, those that finished, and the
+    test after which the context broke."""
+
+    order: list[str]
+    finished: dict[str, Finished]
+    dead: str | None = None
+    dead_error: str = ""
+    collect_errors: list[str] = field(default_factory=list)
+
+    @property
+    def running(self) -> str | None:
+        """The test that started and did not finish: where the child was when it stopped."""
+        return next((n for n in reversed(self.order) if n not in self.finished), None)
+
+
+@dataclass(frozen=True)
+class TestVerdict:
+    """One test's results, one :class:`~kprof.toolrun.ToolResult` per tool, and its skip reason when
+    every tool's child skipped it."""
+
+    nodeid: str
+    results: list[ToolResult]
+    skipped: str | None = None
+
+    @property
+    def clean(self) -> bool:
+        return all(r.status == "clean" for r in self.results)
+
+
+def read_events(text: str) -> ChildRun:
+    """A child's event lines (a torn last line, from a child stopped mid-write, is ignored). Pure."""
+    order: list[str] = []
+    finished: dict[str, Finished] = {}
+    dead, dead_error, errors = None, "", []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or not isinstance(event.get("nodeid"), str):
+            continue
+        nodeid, kind = event["nodeid"], event.get("event")
+        if kind == "start" and nodeid not in order:
+            order.append(nodeid)
+        elif kind == "finish":
+            seconds = event.get("seconds")
+            finished[nodeid] = Finished(str(event.get("outcome", "passed")), str(event.get("message", "")),
+                                        float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+        elif kind == "dead":
+            dead, dead_error = nodeid, str(event.get("error", ""))
+        elif kind == "collect-error":
+            errors.append(f"{nodeid}: {event.get('message', '')}")
+    return ChildRun(order, finished, dead, dead_error, errors)
+
+
+def attribute(records: list[ET.Element], run: ChildRun, tests: Sequence[Test]) -> tuple[dict[str, list[ET.Element]],
+                                                                                         list[ET.Element]]:
+    """Each record to the test that launched its kernel; and the records no test could be given.
+
+    A record's host stack (innermost first) names the test by kprof's ``kprof_test_<i>`` frame, ``i``
+    the test's place in ``run.order``; without that frame, by a frame in a test's file and function,
+    where only one test of the run has them (a parametrized test's cases share both). A record with no
+    host stack (racecheck's summary of the hazards before it) goes with the record before it. Pure."""
+    by_place: dict[tuple[str, str], list[str]] = {}
+    started = set(run.order)
+    for t in tests:
+        if t.nodeid in started:
+            by_place.setdefault((t.path, t.func), []).append(t.nodeid)
+    out: dict[str, list[ET.Element]] = {}
+    lost: list[ET.Element] = []
+    previous: str | None = None
+    for rec in records:
+        stack = hostframes.frames(rec)
+        owner = _owner(stack, run.order, by_place) if stack else previous
+        if owner is None:
+            lost.append(rec)
+        else:
+            out.setdefault(owner, []).append(rec)
+        previous = owner
+    return out, lost
+
+
+def _owner(stack: list[hostframes.Frame], order: list[str], by_place: dict[tuple[str, str], list[str]]) -> str | None:
+    for frame in stack:
+        m = _FRAME.match(frame.func or "")
+        if m and int(m.group(1)) < len(order):
+            return order[int(m.group(1))]
+    for frame in stack:
+        owners = by_place.get((frame.path or "", frame.func or ""))
+        if owners:
+            return owners[0] if len(owners) == 1 else None
+    return None
+
+
+@dataclass(frozen=True)
+class Settled:
+    """One child's outcome: the tests it decided and the tests to run again (``alone``: in a child of
+    its own, the test a crash or hang stopped)."""
+
+    decided: dict[str, ToolResult]
+    again: list[str]
+    alone: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tuple[list[Any], list[str], bool]],
+           stopped: str | None, log: str, timeout: float) -> Settled:
+    """What one child's run decides. ``found``: nodeid -> (findings, notes, stops_the_context) from its
+    records; ``stopped``: why the child ended early ("timeout" of the running test, "crash", or None
+    when pytest finished). Tests after the one that broke the context (or after the first whose
+    findings stop it) run again; a child that stopped in a test with no findings runs that test alone,
+    unless it was alone already, and then that is its verdict. Pure."""
+    decided: dict[str, ToolResult] = {}
+    skipped: dict[str, str] = {}
+    cut = run.dead
+    if cut is None:
+        cut = next((n for n in run.order if n in found and found[n][2]), None)
+    running = run.running if stopped else None
+    ran = run.order[: run.order.index(cut) + 1] if cut is not None else list(run.order)
+    for nodeid in ran:
+        if nodeid == running and nodeid not in found:
+            continue
+        findings, notes, _ = found.get(nodeid, ([], [], False))
+        done = run.finished.get(nodeid)
+        seconds = done.seconds if done else 0.0
+        if findings:
+            decided[nodeid] = ToolResult(tool, "findings", findings, seconds, "", notes, log)
+        elif done is None:
+            continue  # stopped before it finished with nothing found: it runs again
+        elif done.outcome == "failed":
+            decided[nodeid] = ToolResult(tool, "target-error", [], seconds,
+                                         f"the test failed under {tool} with nothing found", notes, done.message)
+        else:
+            if done.outcome == "skipped":
+                skipped[nodeid] = done.message
+            decided[nodeid] = ToolResult(tool, "clean", [], seconds, "", notes)
+    again = [n for n in batch if n not in decided]
+    alone = None
+    if running is not None and running not in decided:
+        if len(batch) == 1:
+            status = "timeout" if stopped == "timeout" else "tool-error"
+            why = (f"the test did not finish within {timeout:g} s under {tool}; its process group was stopped "
+                   "(sanitizers slow kernels down 20x to 100,000x: a smaller problem or a longer --kprof-timeout)"
+                   if stopped == "timeout" else f"the test's process ended under {tool} before the test finished")
+            decided[running] = ToolResult(tool, status, [], 0.0, why, [], log)
+            again = [n for n in again if n != running]
+        else:
+            alone = running
+    if not run.order and again and len(again) == len(batch):  # the child ran none of them: say so, once
+        why = f"pytest under {tool} ran none of the tests" + (f": {run.collect_errors[0][:300]}"
+                                                             if run.collect_errors else "; its last lines are below")
+        for nodeid in again:
+            decided[nodeid] = ToolResult(tool, "tool-error", [], 0.0, why, [], log)
+        again = []
+    return Settled(decided, again, alone, skipped)
+
+
+def child_argv(nodeids: Sequence[str]) -> list[str]:
+    """The child: this interpreter's pytest over the batch, kprof's recorder loaded, no xdist, no cache."""
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+            "-p", "kprof.pytest_child", *nodeids]
+
+
+Progress = Callable[[str, str, "Finished"], None]
+
+
+def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
+             padding: int = 256, progress: Progress | None = None) -> dict[str, TestVerdict]:
+    """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
+    test's sake. ``timeout``: seconds one test may take before its child is stopped."""
+    from kprof import compute_sanitizer as san
+
+    by_id = {t.nodeid: t for t in tests}
+    results: dict[str, TestVerdict] = {}
+    queue: list[list[str]] = [[t.nodeid for t in tests]] if tests else []
+    while queue:
+        batch = queue.pop(0)
+        settled, lost = _one_child(batch, tool, by_id, timeout, env, cwd, padding, progress, san)
+        if lost and len(batch) > 1:
+            # Records no test could be given (no host stack at all): halve the batch until each such
+            # record can only be its child's one test's. Rare: every launch of a Python program has a stack.
+            half = len(batch) // 2
+            queue[:0] = [batch[:half], batch[half:]]
+            continue
+        for nodeid, result in settled.decided.items():
+            results[nodeid] = TestVerdict(nodeid, [result], settled.skipped.get(nodeid))
+        rest = [n for n in settled.again if n != settled.alone]
+        if rest:
+            queue.insert(0, rest)
+        if settled.alone:
+            queue.insert(0, [settled.alone])
+    return results
+
+
+def _one_child(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float, env: dict[str, str],
+               cwd: str | Path, padding: int, progress: Progress | None, san: Any) -> tuple[Settled, bool]:
+    from kprof import inputs
+
+    with tempfile.TemporaryDirectory(prefix="kprof-suite-") as tmp:
+        events = Path(tmp) / "events.jsonl"
+        events.touch()
+        watch = _Watch(events, tool, timeout, progress)
+        done, xml_text = san.run_wrapped(child_argv(batch), tool, timeout=None, env={**env, EVENTS_ENV: str(events)},
+                                         cwd=cwd, watch=watch, padding=padding)
+        run = read_events(inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace"))
+    recs = san.records(xml_text) if xml_text.strip() else []
+    per_test, lost = attribute(recs, run, [by_id[n] for n in batch])
+    if lost and len(run.order) == 1:
+        per_test.setdefault(run.order[0], []).extend(lost)  # one test ran: they can only be its
+        lost = []
+    found: dict[str, tuple[list[Any], list[str], bool]] = {}
+    for nodeid, mine in per_test.items():
+        findings, notes = san.parse_records(mine, tool, tool_text=done.stdout)
+        stops = any((r.findtext("kind") or "") in san.STOPS_THE_CONTEXT for r in mine)
+        if findings or stops:
+            found[nodeid] = (findings, notes, stops)
+    stopped = "timeout" if watch.expired else ("crash" if run.running and run.dead is None else None)
+    return settle(tool, batch, run, found, stopped, done.tail(40), timeout), bool(lost)
+
+
+class _Watch:
+    """Reads the child's new events every poll: progress for each finished test, and the verdict on a
+    test running past its time."""
+
+    def __init__(self, path: Path, tool: str, timeout: float, progress: Progress | None) -> None:
+        self.path, self.tool, self.timeout, self.progress = path, tool, timeout, progress
+        self.offset = 0
+        self.current: tuple[str, float] | None = None
+        self.started = time.monotonic()
+        self.expired = False
+
+    def __call__(self) -> bool:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read(MAX_EVENTS_BYTES)
+        except OSError:
+            chunk = b""
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line the child is still writing waits for the next poll
+        self.offset += len(complete)
+        for line in complete.decode("utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "start":
+                self.current = (str(event.get("nodeid")), time.monotonic())
+            elif event.get("event") == "finish":
+                self.current = None
+                if self.progress:
+                    seconds = event.get("seconds")
+                    self.progress(self.tool, str(event.get("nodeid")), Finished(
+                        str(event.get("outcome", "passed")), "", float(seconds) if isinstance(seconds, (int, float))
+                        else 0.0))
+        since = self.current[1] if self.current else self.started
+        # Before the first test: the interpreter's start, imports and collection under the tool.
+        self.expired = time.monotonic() - since > self.timeout
+        return self.expired
+
+
+def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dict[str, TestVerdict]]
+            ) -> dict[str, TestVerdict]:
+    """One verdict per test over every tool's run, in the tools' order; skipped only where every tool's
+    child skipped it. Pure."""
+    out = {}
+    for nodeid in nodeids:
+        results: list[ToolResult] = []
+        skips: list[str | None] = []
+        for tool, verdicts in zip(tools, per_tool):
+            v = verdicts.get(nodeid)
+            if v is None:
+                results.append(ToolResult(tool, "tool-error", [], 0.0, f"no verdict from {tool}'s run for this test"))
+                skips.append(None)
+            else:
+                results += v.results
+                skips.append(v.skipped)
+        skipped = skips[0] if skips and all(s is not None for s in skips) else None
+        out[nodeid] = TestVerdict(nodeid, results, skipped)
+    return out

@@ -1,0 +1,84 @@
+# A stand-in compute-sanitizer for the plugin's tests on a machine with no GPU (tests/test_suite.py):
+# it runs the target as the real tool does and writes XML records with host stacks, as the real tool
+# saves them, for the tests whose names ask for it:
+#   *racy*    racecheck: a hazard launched from the test (the kprof_test_<i> frame and the test's own)
+#   *noframe* racecheck: a hazard whose stack has the test's frame only (no kprof_test_<i> frame)
+#   *fault*   memcheck: an invalid write; the tool stops the target in that test, as a fault can
+# Each start appends {"tool", "nodeids"} to $KPROF_FAKE_CALLS, so a test counts the children.
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+args = sys.argv[1:]
+save = args[args.index("--save") + 1]
+tool = args[args.index("--tool") + 1]
+start = args.index(sys.executable)  # the target: kprof starts it with the interpreter this script runs on
+cmd = args[start:]
+events = os.environ.get("KPROF_SUITE_EVENTS")
+with open(os.environ["KPROF_FAKE_CALLS"], "a") as log:
+    log.write(json.dumps({"tool": tool, "nodeids": [a for a in cmd if "::" in a], "batch": bool(events)}) + "\n")
+
+HAZARD = """<record><kind>Hazard</kind><what><text>Potential RAW hazard detected</text>
+<common><gridid>{grid}</gridid><type>RAW</type><address>0x580</address><blockIdx><x>0</x><y>0</y><z>0</z></blockIdx></common>
+<thread0><access>Write</access><threadIdx><x>1</x><y>0</y><z>0</z></threadIdx>
+<where><func>block_sum</func><path>/src/block_sum.cu</path><line>10</line></where></thread0>
+<thread1><access>Read</access><threadIdx><x>2</x><y>0</y><z>0</z></threadIdx>
+<where><func>block_sum</func><path>/src/block_sum.cu</path><line>11</line></where></thread1>
+</what><hostStack>{frames}</hostStack></record>"""
+PRECISE = """<record><kind>Precise</kind><who><threadIdx><x>7</x><y>0</y><z>0</z></threadIdx>
+<blockIdx><x>3</x><y>0</y><z>0</z></blockIdx></who><what><text>Invalid __global__ write of size 4 bytes</text>
+<space>__global__</space><size>4</size><direction>write</direction><error>out of bounds</error>
+<address>0x7f0000001000</address></what><where><func>scale</func><path>/src/scale.cu</path><line>27</line></where>
+<hostStack>{frames}</hostStack></record>"""
+FRAME = "<frame><func>{func}</func><path>{path}</path><line>{line}</line></frame>"
+
+
+def frames(i, nodeid, kprof_frame=True):
+    path = str(Path.cwd() / nodeid.split("::")[0])
+    func = nodeid.split("::")[-1].split("[")[0]
+    out = FRAME.format(func=func, path=path, line=5)
+    if kprof_frame:
+        out += FRAME.format(func=f"kprof_test_{i}", path="/site/kprof/pytest_child.py", line=40)
+    return out
+
+
+def started(offset):
+    if not events or not os.path.exists(events):
+        return [], offset
+    with open(events, "rb") as f:
+        f.seek(offset)
+        chunk = f.read()
+    complete = chunk[: chunk.rfind(b"\n") + 1]
+    out = [json.loads(line) for line in complete.decode().splitlines()]
+    return [e for e in out if e.get("event") == "start"], offset + len(complete)
+
+
+records, order, offset = [], [], 0
+child = subprocess.Popen(cmd)
+stopped = False
+while child.poll() is None:
+    new, offset = started(offset)
+    for e in new:
+        order.append(e["nodeid"])
+        if tool == "memcheck" and "fault" in e["nodeid"]:
+            records.append(PRECISE.format(frames=frames(e["i"], e["nodeid"])))
+            child.kill()
+            stopped = True
+    time.sleep(0.02)
+new, offset = started(offset)
+order += [e["nodeid"] for e in new]
+if not events:  # one child per test (--kprof-per-test): the test named on its command line
+    order = [a for a in cmd if "::" in a]
+    if tool == "memcheck" and any("fault" in n for n in order):
+        records.append(PRECISE.format(frames=frames(0, order[0])))
+if tool == "racecheck":
+    for i, nodeid in enumerate(order):
+        if "racy" in nodeid:
+            records.append(HAZARD.format(grid=i + 1, frames=frames(i, nodeid)))
+        if "noframe" in nodeid:
+            records.append(HAZARD.format(grid=i + 1, frames=frames(i, nodeid, kprof_frame=False)))
+Path(save).write_text("<ComputeSanitizerOutput>" + "".join(records) + "</ComputeSanitizerOutput>")
+sys.exit(99 if records else (child.returncode if child.returncode >= 0 else 1))

@@ -1,0 +1,300 @@
+"""``pytest --kprof-sanitize`` in one child per tool, with no GPU: the pure halves (events, attribution,
+what a stopped child decides, the default number of jobs, progress lines), then whole suites under a
+stand-in compute-sanitizer (tests/data/fake_compute_sanitizer.py) that saves host stacks as the real
+tool does and stops the target in a faulting test."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from kprof import parallel, suite
+from kprof.pytest_child import named_call
+from kprof.toolrun import ToolResult
+
+pytest_plugins = ["pytester"]
+
+
+def _events(*lines: dict) -> str:
+    return "".join(json.dumps(e) + "\n" for e in lines)
+
+
+def _start(i: int, nodeid: str) -> dict:
+    return {"event": "start", "i": i, "nodeid": nodeid}
+
+
+def _finish(i: int, nodeid: str, outcome: str = "passed", message: str = "") -> dict:
+    return {"event": "finish", "i": i, "nodeid": nodeid, "outcome": outcome, "message": message, "seconds": 0.5}
+
+
+def test_events_keep_order_outcomes_and_a_torn_last_line():
+    text = _events(_start(0, "t.py::a"), _finish(0, "t.py::a"), _start(1, "t.py::b"),
+                   _finish(1, "t.py::b", "failed", "call: assert 1 == 2"), _start(2, "t.py::c")) + '{"event": "fin'
+    run = suite.read_events(text)
+    assert run.order == ["t.py::a", "t.py::b", "t.py::c"]
+    assert run.finished["t.py::b"].outcome == "failed" and run.running == "t.py::c" and run.dead is None
+
+
+def _record(*frames: tuple[str, str]) -> ET.Element:
+    stack = "".join(f"<frame><func>{f}</func><path>{p}</path><line>3</line></frame>" for f, p in frames)
+    return ET.fromstring(f"<record><kind>Hazard</kind>{'<hostStack>' + stack + '</hostStack>' if frames else ''}</record>")
+
+
+TESTS = [suite.Test("t.py::test_a", "/r/t.py", "test_a"), suite.Test("t.py::test_p[1]", "/r/t.py", "test_p"),
+         suite.Test("t.py::test_p[2]", "/r/t.py", "test_p")]
+RUN = suite.ChildRun(["t.py::test_a", "t.py::test_p[1]", "t.py::test_p[2]"], {})
+
+
+def test_a_record_lands_on_the_test_its_kprof_frame_names_parametrized_or_not():
+    recs = [_record(("launch", "/r/helpers.py"), ("test_p", "/r/t.py"), ("kprof_test_2", "/k/pytest_child.py")),
+            _record(),  # racecheck's summary after its hazards: no stack, goes with the record before
+            _record(("test_a", "/r/t.py")),  # no kprof frame: the test's own function, one test has it
+            _record(("test_p", "/r/t.py")),  # shared by two parametrized tests: nobody's
+            _record(("kprof_test_9", "/k/pytest_child.py"))]  # an index this child never ran
+    owned, lost = suite.attribute(recs, RUN, TESTS)
+    assert owned == {"t.py::test_p[2]": recs[:2], "t.py::test_a": [recs[2]]}
+    assert lost == recs[3:]
+
+
+def test_a_named_frame_is_what_a_saved_host_stack_shows():
+    import traceback
+
+    def inner():
+        return traceback.extract_stack()[-2].name
+
+    assert named_call(7)(inner) == "kprof_test_7"
+
+
+def _found(*nodeids: str, stops: bool = False) -> dict:
+    return {n: (["finding"], [], stops) for n in nodeids}
+
+
+def test_after_a_fault_only_the_unfinished_tests_run_again():
+    batch = ["a", "b", "c", "d"]
+    run = suite.ChildRun(["a", "b"], {"a": suite.Finished("passed", "", 1.0)})
+    s = suite.settle("memcheck", batch, run, _found("b", stops=True), "crash", "log", 60)
+    assert set(s.decided) == {"a", "b"} and s.decided["b"].status == "findings" and s.again == ["c", "d"]
+    assert s.alone is None
+
+
+def test_a_broken_context_cuts_the_batch_after_its_test():
+    run = suite.ChildRun(["a", "b", "c"], {n: suite.Finished("passed" if n != "c" else "failed", "", 0.1)
+                                           for n in "abc"}, dead="b", dead_error="CUDA_ERROR_LAUNCH_FAILED")
+    s = suite.settle("racecheck", list("abcd"), run, {}, None, "", 60)
+    assert set(s.decided) == {"a", "b"} and s.again == ["c", "d"]  # c failed only because b broke the context
+
+
+def test_a_crash_with_nothing_found_runs_that_test_alone_then_says_so():
+    run = suite.ChildRun(["a", "b"], {"a": suite.Finished("passed", "", 0.1)})
+    s = suite.settle("initcheck", ["a", "b", "c"], run, {}, "crash", "Segmentation fault", 60)
+    assert set(s.decided) == {"a"} and s.alone == "b" and s.again == ["b", "c"]
+    alone = suite.settle("initcheck", ["b"], suite.ChildRun(["b"], {}), {}, "crash", "Segmentation fault", 60)
+    assert alone.decided["b"].status == "tool-error" and alone.again == []
+    hung = suite.settle("initcheck", ["b"], suite.ChildRun(["b"], {}), {}, "timeout", "", 60)
+    assert hung.decided["b"].status == "timeout" and "within 60 s" in hung.decided["b"].message
+
+
+def test_a_child_that_ran_nothing_says_why_once():
+    run = suite.ChildRun([], {}, collect_errors=["t.py: ImportError: no module named torch"])
+    s = suite.settle("memcheck", ["a", "b"], run, {}, None, "log", 60)
+    assert {r.status for r in s.decided.values()} == {"tool-error"} and s.again == []
+    assert "ran none of the tests: t.py: ImportError" in s.decided["a"].message
+
+
+def test_a_test_is_skipped_only_where_every_tool_skipped_it():
+    clean = ToolResult("memcheck", "clean", [], 0.1)
+    per_tool = [{"a": suite.TestVerdict("a", [clean], "no GPU"), "b": suite.TestVerdict("b", [clean], "x")},
+                {"a": suite.TestVerdict("a", [clean], "no GPU"), "b": suite.TestVerdict("b", [clean])}]
+    out = suite.combine(["a", "b", "c"], ["memcheck", "racecheck"], per_tool)
+    assert out["a"].skipped == "no GPU" and out["b"].skipped is None and out["b"].clean
+    assert not out["c"].clean and "no verdict from memcheck" in out["c"].results[0].message
+
+
+@pytest.mark.parametrize("count, free, cpus, jobs", [
+    (4, 140 * 2**30, 16, 4),   # an H200 host: every tool at once
+    (4, 15 * 2**30, 2, 1),     # a Colab T4: two CPUs
+    (4, 6 * 2**30, 16, 1),     # a laptop GPU with 6 GiB free
+    (4, None, 16, 1),          # no NVML
+    (100, 140 * 2**30, 128, parallel.MAX_JOBS),
+])
+def test_default_jobs_follow_the_gpus_memory_and_the_cpus(count, free, cpus, jobs):
+    assert parallel.default_jobs(count, free, cpus) == jobs
+
+
+def test_progress_lines_count_and_estimate():
+    lines: list[str] = []
+    steps = parallel.Progress(3, write=lines.append)
+    for name in ("a", "b", "c"):
+        steps.step(f"{name} memcheck 1.0 s")
+    assert lines[0].startswith("[1/3] a memcheck 1.0 s, about ") and lines[0].endswith(" s left")
+    assert lines[2] == "[3/3] c memcheck 1.0 s"
+
+
+# ------------------------------------------------------------------ whole suites, stand-in tool
+
+SUITE = '''
+import time
+import pytest
+
+@pytest.mark.parametrize("n", range(12))
+def test_clean(n):
+    assert n >= 0
+
+def test_racy():
+    pass
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_racy_param(n):
+    pass
+
+def test_noframe():
+    pass
+
+def test_plain_failure():
+    assert 1 == 2
+
+def test_skipped():
+    pytest.skip("needs two GPUs")
+
+def test_fault():
+    pass
+
+@pytest.mark.parametrize("n", range(3))
+def test_after(n):
+    pass
+'''
+HANG = '''
+import time
+
+def test_first():
+    pass
+
+def test_hang():
+    time.sleep(600)
+
+def test_last():
+    pass
+'''
+
+
+def _plugin_args() -> list[str]:
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "kprof.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return ["-p", "no:cacheprovider"] + ([] if installed else ["-p", "kprof.pytest_plugin"])
+
+
+@pytest.fixture
+def fake(pytester, monkeypatch, tmp_path, data_dir):
+    import kprof.device
+
+    exe = tmp_path / "compute-sanitizer"
+    exe.write_text(f"#!{sys.executable}\n" + (data_dir / "fake_compute_sanitizer.py").read_text())
+    exe.chmod(0o755)
+    calls = tmp_path / "calls.jsonl"
+    calls.touch()
+    monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
+    monkeypatch.setenv("KPROF_FAKE_CALLS", str(calls))
+    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    pytester.calls = lambda: [json.loads(line) for line in calls.read_text().splitlines()]
+    return pytester
+
+
+def _outcomes(result) -> dict[str, str]:
+    """nodeid -> outcome, from -rA's short summary."""
+    out = {}
+    for line in result.stdout.lines:
+        for word in ("PASSED", "FAILED", "SKIPPED"):
+            if line.startswith(word + " "):
+                out[line.split()[1]] = word
+    return out
+
+
+def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
+    fake.makepyfile(test_kernels=SUITE.replace("def test_fault", "def _not_a_fault"))
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=2", "-rA")
+    calls = fake.calls()
+    assert sorted(c["tool"] for c in calls) == ["memcheck", "racecheck"] and all(c["batch"] for c in calls)
+    assert len(calls[0]["nodeids"]) == 21
+    outcomes = _outcomes(result)
+    failed = {n for n, o in outcomes.items() if o == "FAILED"}
+    assert failed == {"test_kernels.py::test_racy", "test_kernels.py::test_racy_param[1]", "test_kernels.py::test_racy_param[2]",
+                      "test_kernels.py::test_noframe", "test_kernels.py::test_plain_failure"}
+    assert "SKIPPED [1] test_kernels.py:21: Skipped: needs two GPUs" in result.stdout.lines
+    out = result.stdout.str()
+    assert "launched at" in out and "race-raw" in out and "the test failed under memcheck with nothing found" in out
+    assert "[42/42] " in out  # progress: every test under both tools
+
+
+def test_after_a_fault_exactly_the_unfinished_tests_run_again(fake):
+    fake.makepyfile(test_kernels=SUITE)
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=1", "-rA")
+    memcheck = [c["nodeids"] for c in fake.calls() if c["tool"] == "memcheck"]
+    assert len(memcheck) == 2 and len([c for c in fake.calls() if c["tool"] == "racecheck"]) == 1
+    assert memcheck[1] == [f"test_kernels.py::test_after[{n}]" for n in range(3)]  # after test_fault, nothing else
+    outcomes = _outcomes(result)
+    assert outcomes["test_kernels.py::test_fault"] == "FAILED"
+    assert all(outcomes[f"test_kernels.py::test_after[{n}]"] == "PASSED" for n in range(3))
+    assert "out-of-bounds-write" in result.stdout.str()
+
+
+SMALL = '''
+import pytest
+
+def test_clean():
+    pass
+
+def test_racy():
+    pass
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_racy_param(n):
+    pass
+
+def test_plain_failure():
+    assert 1 == 2
+
+def test_fault():
+    pass
+
+def test_after():
+    pass
+'''
+
+
+def test_the_same_tests_fail_with_the_same_findings_in_the_per_test_mode(fake):
+    fake.makepyfile(test_kernels=SMALL)
+    batch = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "-rA")
+    before = len(fake.calls())
+    alone = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-per-test", "-rA")
+    assert len(fake.calls()) - before == 2 * 7  # one child per test and tool
+    b, a = _outcomes(batch), _outcomes(alone)
+    assert {n for n, o in b.items() if o == "FAILED"} == {n for n, o in a.items() if o == "FAILED"}
+
+    def kinds(result, test):
+        text = result.stdout.str().split(f"_ {test} _", 1)[1].split("\n_", 1)[0]
+        return sorted(w for w in text.split() if w in ("race-raw", "out-of-bounds-write"))
+
+    for test in ("test_racy", "test_fault"):
+        assert kinds(batch, test) == kinds(alone, test) and kinds(batch, test)
+
+
+def test_a_hung_test_fails_alone_and_the_rest_still_run(fake):
+    fake.makepyfile(test_hang=HANG)
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-timeout=3", "-rA")
+    outcomes = _outcomes(result)
+    assert outcomes == {"test_hang.py::test_first": "PASSED", "test_hang.py::test_hang": "FAILED",
+                        "test_hang.py::test_last": "PASSED"}
+    assert "did not finish within 3 s under memcheck" in result.stdout.str()
+    batches = [c["nodeids"] for c in fake.calls()]
+    assert batches == [["test_hang.py::test_first", "test_hang.py::test_hang", "test_hang.py::test_last"],
+                       ["test_hang.py::test_hang"], ["test_hang.py::test_last"]]
+
+
+def test_a_bad_jobs_option_is_one_usage_error(fake):
+    fake.makepyfile(test_kernels="def test_a():\n    pass\n")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-jobs=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "--kprof-jobs=0: give a whole number" in result.stderr.str()
