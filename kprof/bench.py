@@ -298,7 +298,10 @@ PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.3, max_ti
 # 2 s and a write or copy one 11 to 20 s, most of it the check of the 1 GiB output, since read in
 # chunks (kprof.verify.CHUNK); two widths and two grids kept kprof peak at 150 s for the three mixes
 # then measured (read, write, copy; add came after).
-PEAK_WIDTHS = (4, 16)  # bytes per access
+PEAK_WIDTHS = (16,)  # bytes per access
+# --thorough adds 4-byte accesses. On an H200 they lost every mix, by 2% to 17% (0ae23d4, every
+# configuration in docs/results), and cost half of kprof peak's time.
+PEAK_WIDTHS_THOROUGH = (4, 16)
 PEAK_GRIDS = (2048, 0)  # blocks of 256 threads, grid-stride; 0: one access per thread
 
 
@@ -319,6 +322,7 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     each way, cold) over the widths and grids tried, the copy's raised to the device-to-device memcpy
     where that is faster; the FP32 FMA rate (warm); and the theoretical peaks from the device's
     attributes (kprof.ceilings.theoretical)."""
+    start = time.perf_counter()
     out: dict[str, Any] = {"measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tried: dict[str, list[dict[str, Any]]] = {k: [] for k in ceilings.MIXES}
     device: dict[str, Any] = {}
@@ -368,6 +372,7 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     snap = telemetry.snapshot()
     out["gpu"] = snap.gpu if snap else device.get("name")
     out["driver"] = snap.driver if snap else None
+    out["seconds"] = round(time.perf_counter() - start, 1)  # the measurement's own time (builds before it not counted)
     return out
 
 

@@ -293,6 +293,8 @@ def _bench(sub: Any) -> None:
 def _peak(sub: Any) -> None:
     p = sub.add_parser("peak", help="measure this GPU's copy bandwidth and FP32 FMA rate (cached per GPU and driver)")
     p.add_argument("--refresh", action="store_true", help="measure again instead of using the cache")
+    p.add_argument("--thorough", action="store_true",
+                   help="with --refresh: also try 4-byte accesses (twice the time; they lost every mix on an H200)")
     _common(p)
 
 

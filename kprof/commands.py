@@ -473,7 +473,9 @@ def cmd_bench(opts: Options) -> int:
 def cmd_peak(opts: Options) -> int:
     from kprof import pipeline
 
-    data = pipeline.peak(refresh=opts.refresh, progress=_progress_line)
+    if opts.thorough and not opts.refresh:
+        raise UsageError("--thorough measures again: give --refresh with it")
+    data = pipeline.peak(refresh=opts.refresh, progress=_progress_line, thorough=opts.thorough)
     _emit_json(data) if opts.json else print(render.peak_report(data))
     return EXIT_OK
 

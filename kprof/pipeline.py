@@ -234,30 +234,39 @@ def _peak_path() -> Path:
 
 
 def peak(refresh: bool = False, arch: str | None = None,
-         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+         progress: Callable[[str], None] | None = None, thorough: bool = False) -> dict[str, Any]:
     """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the stream
-    kernels of every mix at each access width and grid size, the device-to-device memcpy, and the
-    FP32 FMA kernel (:func:`kprof.bench.measure_peak`). ``progress`` hears each configuration."""
+    kernels of every mix at each access width and grid size (``thorough``: 4-byte accesses too), the
+    device-to-device memcpy, and the FP32 FMA kernel (:func:`kprof.bench.measure_peak`).
+    ``progress`` hears each configuration."""
     from kprof.timing import MEMCPY
 
     path = _peak_path()
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
     if progress:  # the first bench on a GPU waits for this: say why
-        progress("measuring this GPU's bandwidth and FMA ceilings (kprof peak, a minute or two; cached for later runs)")
-    streams = []
+        progress("measuring this GPU's bandwidth and FMA ceilings (kprof peak, well under a minute; cached for later runs)")
+    configs = []
     for kind in ceilings.MIXES:
         spec = catalog.builtin(f"kprof_{kind}")
-        for width in bench.PEAK_WIDTHS:
+        for width in bench.PEAK_WIDTHS_THOROUGH if thorough else bench.PEAK_WIDTHS:
             for blocks in bench.PEAK_GRIDS:
                 # 0: one access per thread, as many blocks as 256-thread groups of accesses
                 grid = blocks or -(-spec.preset()["BYTES"] // width // 256)
-                resolved = resolve(spec, {"BLOCKS": grid}, params={"WIDTH": str(width)})
-                job = built(resolved, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch))
-                streams.append(bench.StreamJob(kind, width, resolved.sizes["BLOCKS"], job, int(resolved.bytes or 0)))
-    copy = built(resolve(catalog.builtin("kprof_copy")), arch)
-    memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY))
+                configs.append((kind, width, resolve(spec, {"BLOCKS": grid}, params={"WIDTH": str(width)})))
     fma_resolved = catalog.builtin("kprof_fma").resolve()
+    # Cold, the builds took a quarter of kprof peak: each kernel once, side by side (nvcc is a process).
+    wanted = {(c[2].spec.name, c[1]): c[2] for c in configs}
+    wanted.update({("kprof_copy", 0): resolve(catalog.builtin("kprof_copy")), ("kprof_fma", 0): fma_resolved})
+    from kprof import parallel
+
+    parallel.map_jobs(lambda r: built(r, arch), list(wanted.values()), min(8, len(wanted)))
+    parallel.map_jobs(lambda n: builtin(n, arch), ["kprof_spin", "kprof_flush"], 2)
+    streams = [bench.StreamJob(kind, width, r.sizes["BLOCKS"],
+                               built(r, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch)), int(r.bytes or 0))
+               for kind, width, r in configs]
+    copy = built(wanted["kprof_copy", 0], arch)
+    memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY))
     fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch))
     from kprof import history
 

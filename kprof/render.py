@@ -420,7 +420,8 @@ def ceilings_line(peak: dict[str, Any]) -> str:
 
 
 def peak_report(data: dict[str, Any]) -> str:
-    src = f"cached in {data['cached']}" if data.get("cached") else "measured now"
+    took = f" in {data['seconds']:.0f} s" if isinstance(data.get("seconds"), (int, float)) else ""
+    src = f"cached in {data['cached']}" if data.get("cached") else f"measured now{took}"
     lines = [f"{data.get('gpu') or 'GPU'} (driver {data.get('driver')}), {src}, measured {data.get('measured')}"]
     th = data.get("theoretical") or {}
     dram, fp32 = th.get("dram_bytes_per_s"), th.get("fp32_flops_per_s")

@@ -25,6 +25,10 @@
 #            (examples/test_gpu_spread.py), and the example suite's wall time on one worker and on one per GPU
 #   benches  every line of the file BENCHES ("NAME ARG...": kprof bench ARG..., its JSON kept as NAME.json;
 #            scripts/benches/ has the lists used for docs/results)
+#   speed    time to a verdict beside the plain run: examples/test_kernel_suite.py plain and under
+#            pytest --kprof-sanitize (all four tools; SPEED_PER_TEST=1 adds the per-test mode), a
+#            program under kprof sanitize -- (tools side by side, --jobs 1) and the four tools by hand,
+#            kprof peak on an empty cache (and --thorough), kprof cases
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
@@ -281,6 +285,27 @@ if has spread; then
     unset KPROF_SPREAD_LOG
     step spread-suite-n python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n "$NGPU" --kprof-sanitize=memcheck
     step spread-suite-1 python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 1 --kprof-sanitize=memcheck
+fi
+if has speed; then
+    # Time to a verdict, each beside the plain run in the same run (docs/results/README.md).
+    step install-speed python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
+    CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
+    PLUGIN=$(python3 -c "from importlib.metadata import entry_points as e; print('' if any(p.value == 'kprof.pytest_plugin' for p in e(group='pytest11')) else '-p kprof.pytest_plugin')")
+    SUITE="python3 -m pytest examples/test_kernel_suite.py -p no:cacheprovider -rA"
+    step suite-warm $SUITE -q  # the first run compiles the Triton kernels into Triton's cache
+    step suite-plain $SUITE -q
+    step suite-kprof $SUITE $PLUGIN --kprof-sanitize
+    step suite-kprof-jobs1 $SUITE $PLUGIN --kprof-sanitize --kprof-jobs=1
+    [ -n "${SPEED_PER_TEST:-}" ] && step suite-per-test $SUITE $PLUGIN --kprof-sanitize --kprof-per-test
+    step prog-plain python3 examples/triton_scale.py
+    step prog-kprof $KPROF sanitize -- python3 examples/triton_scale.py
+    step prog-kprof-jobs1 $KPROF sanitize --jobs 1 -- python3 examples/triton_scale.py
+    step prog-by-hand sh -c "for t in memcheck racecheck initcheck synccheck; do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool \$t --error-exitcode 99 python3 examples/triton_scale.py > /dev/null 2>&1; echo \"\$t \$?\"; done"
+    # kprof peak cold: a cache with no cubins and no ceilings; then the thorough sweep, same run.
+    step peak-cold env KPROF_CACHE_DIR=$OUT/cold-cache $KPROF peak --refresh
+    step peak-thorough env KPROF_CACHE_DIR=$OUT/cold-cache $KPROF peak --refresh --thorough
+    cp $OUT/cold-cache/peak-*.json "$LOGS/peak-thorough.json" 2>/dev/null; rm -rf "$OUT/cold-cache"
+    step cases $KPROF cases
 fi
 if has op; then
     step op-tests python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests/test_gpu_op.py
