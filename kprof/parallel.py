@@ -81,6 +81,7 @@ class Progress:
     def line(self, text: str) -> str:
         """The line for one more step done (and counts it)."""
         self.done += 1
+        self.total = max(self.total, self.done)  # a test run again after a stopped child is one more step
         elapsed = time.monotonic() - self.start
         left = ""
         if 0 < self.done < self.total:

@@ -265,6 +265,8 @@ def _one_child(batch: list[str], tool: str, by_id: dict[str, Test], timeout: flo
     if lost and len(run.order) == 1:
         per_test.setdefault(run.order[0], []).extend(lost)  # one test ran: they can only be its
         lost = []
+    if lost and not san.parse_records(lost, tool, tool_text=done.stdout)[0]:
+        lost = []  # records that are no finding (the API errors after a stopped kernel): nobody's to fail
     found: dict[str, tuple[list[Any], list[str], bool]] = {}
     for nodeid, mine in per_test.items():
         findings, notes = san.parse_records(mine, tool, tool_text=done.stdout)
