@@ -184,11 +184,10 @@ def _block_sum(fixed: bool) -> float:
     assert int(nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]) == 0
     ptx = b" " * cps.check(nvrtc.nvrtcGetPTXSize(prog))
     cps.check(nvrtc.nvrtcGetPTX(prog, ptx))
-    torch.cuda.init()
+    x = torch.ones(4096, device="cuda")  # torch's first tensor makes its context current on this thread
+    out = torch.zeros(1, device="cuda")
     module = cps.check(driver.cuModuleLoadData(ptx))
     kernel = cps.check(driver.cuModuleGetFunction(module, b"block_sum"))
-    x = torch.ones(4096, device="cuda")
-    out = torch.zeros(1, device="cuda")
     args = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(out.data_ptr()), ctypes.c_int(x.numel())]
     ptrs = (ctypes.c_void_p * 3)(*[ctypes.addressof(a) for a in args])
     stream = torch.cuda.current_stream().cuda_stream

@@ -84,22 +84,28 @@ class Recorder:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
-        from _pytest.runner import runtestprotocol
-
         i = self.index.setdefault(item.nodeid, len(self.index))
         self.started[item.nodeid] = time.monotonic()
         self.emit(event="start", i=i, nodeid=item.nodeid)
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        named_call(i)(runtestprotocol, item, nextitem=nextitem)
+        # The driver is asked inside the test's frame too: the tool's record of that call (an API error
+        # once the context is broken) is then the test's, a consequence of its finding, not nobody's.
+        error = named_call(i)(self._run, item, nextitem)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         self.emit(event="finish", i=i, nodeid=item.nodeid, outcome=self.outcome.get(item.nodeid, "passed"),
                   message=self.message.get(item.nodeid, ""),
                   seconds=round(time.monotonic() - self.started[item.nodeid], 3))
-        error = context_error()
         if error is not None:
             self.emit(event="dead", i=i, nodeid=item.nodeid, error=error)
             item.session.shouldstop = f"kprof: {item.nodeid} left the CUDA context broken ({error})"
         return True
+
+    @staticmethod
+    def _run(item: pytest.Item, nextitem: pytest.Item | None) -> str | None:
+        from _pytest.runner import runtestprotocol
+
+        runtestprotocol(item, nextitem=nextitem)
+        return context_error()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         now = self.outcome.get(report.nodeid, "passed")

@@ -265,8 +265,13 @@ def _one_child(batch: list[str], tool: str, by_id: dict[str, Test], timeout: flo
     if lost and len(run.order) == 1:
         per_test.setdefault(run.order[0], []).extend(lost)  # one test ran: they can only be its
         lost = []
-    if lost and not san.parse_records(lost, tool, tool_text=done.stdout)[0]:
-        lost = []  # records that are no finding (the API errors after a stopped kernel): nobody's to fail
+    if lost:
+        # Records that add no finding (the API errors after a stopped kernel, read beside the record that
+        # stopped it): nobody's to fail, and no reason to split the batch.
+        stopper = [r for r in recs if (r.findtext("kind") or "") in san.STOPS_THE_CONTEXT][:1]
+        alone = len(san.parse_records(stopper, tool)[0]) if stopper else 0
+        if len(san.parse_records(stopper + lost, tool, tool_text=done.stdout)[0]) <= alone:
+            lost = []
     found: dict[str, tuple[list[Any], list[str], bool]] = {}
     for nodeid, mine in per_test.items():
         findings, notes = san.parse_records(mine, tool, tool_text=done.stdout)
