@@ -147,9 +147,11 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
 
 
 @pytest.mark.nvcc
-def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_path):
-    """pipeline.peak builds the stream kernels at each width and hands measure_peak 16 jobs (4 mixes x
-    2 widths x 2 grids, the last one access per thread), the memcpy job and the FMA job."""
+@pytest.mark.parametrize("thorough", [False, True])
+def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_path, thorough):
+    """pipeline.peak builds the stream kernels at each width and hands measure_peak 8 jobs (4 mixes x
+    16-byte accesses x 2 grids, the last one access per thread; 16 with --thorough's 4-byte
+    accesses), the memcpy job and the FMA job."""
     from kprof import pipeline
 
     seen = {}
@@ -160,13 +162,13 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
 
     monkeypatch.setattr(bench, "measure_peak", fake_measure)
     monkeypatch.setattr(bench, "peak_cache_path", lambda snap, folder: tmp_path / "peak.json")
-    data = pipeline.peak(refresh=True, arch="sm_90")
+    data = pipeline.peak(refresh=True, arch="sm_90", thorough=thorough)
     assert data["provenance"]["source"] in ("git", "KPROF_COMMIT", None)
     streams = seen["streams"]
-    assert len(streams) == 16 and {s.kind for s in streams} == set(ceilings.MIXES)
+    assert len(streams) == (16 if thorough else 8) and {s.kind for s in streams} == set(ceilings.MIXES)
     full = [s for s in streams if s.blocks not in bench.PEAK_GRIDS]
-    assert sorted((s.kind, s.width, s.blocks) for s in full if s.kind == "copy") == [
-        ("copy", 4, (1 << 30) // 4 // 256), ("copy", 16, (1 << 30) // 16 // 256)]
+    assert sorted((s.kind, s.width, s.blocks) for s in full if s.kind == "copy") == (
+        [("copy", 4, (1 << 30) // 4 // 256)] if thorough else []) + [("copy", 16, (1 << 30) // 16 // 256)]
     copy16 = next(s for s in streams if (s.kind, s.width, s.blocks) == ("copy", 16, 2048))
     assert copy16.bytes == 2 << 30 and copy16.job.target.scalars[0][1] == (1 << 30) // 16
     job, amount = seen["memcpy"]
