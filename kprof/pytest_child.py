@@ -8,6 +8,8 @@ Inert unless ``KPROF_SUITE_EVENTS`` names a file. Then it
   included, so each record says which test launched the kernel, parametrized tests and fixtures too;
 - writes one JSON line per event to that file (``start``, ``finish`` with the outcome, ``dead``),
   flushed at once, so the parent shows progress and knows what finished if the child is stopped;
+- in a spare child (``KPROF_SUITE_GO``), waits after collection until the parent names the tests to
+  run: the interpreter, the imports and the collection are paid before they are needed;
 - after each test, asks the driver whether the test left the CUDA context broken (a sticky error:
   memcheck stopped a kernel, a fault). A broken context fails every later test of the process, so the
   child says ``dead`` and stops; the parent runs the tests after it again in a new child.
@@ -28,6 +30,8 @@ from typing import IO, Any
 import pytest
 
 EVENTS_ENV = "KPROF_SUITE_EVENTS"
+GO_ENV = "KPROF_SUITE_GO"  # a spare child: wait after collection until this file names the tests to run
+GO_WAIT_S = 24 * 3600  # a parent gone for good: give up waiting
 FRAME_PREFIX = "kprof_test_"
 MESSAGE_CHARS = 4000  # a failed test's report, as the parent shows it: its last lines
 
@@ -119,9 +123,35 @@ class Recorder:
             reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
             self.message[report.nodeid] = str(reason)[:MESSAGE_CHARS]
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        path = os.environ.get(GO_ENV)
+        if not path:
+            return
+        wanted = wait_for_tests(path)
+        order = {n: k for k, n in enumerate(wanted)}
+        kept = sorted((i for i in items if i.nodeid in order), key=lambda i: order[i.nodeid])
+        dropped = [i for i in items if i.nodeid not in order]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.emit(event="collect-error", nodeid=report.nodeid, message=report.longreprtext[-MESSAGE_CHARS:])
+
+
+def wait_for_tests(path: str) -> list[str]:
+    """The node ids the parent writes to ``path`` (a JSON list) once it knows them; [] when it never does."""
+    folder = os.path.dirname(path)
+    deadline = time.monotonic() + GO_WAIT_S
+    while time.monotonic() < deadline and os.path.isdir(folder):
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            return [n for n in data if isinstance(n, str)] if isinstance(data, list) else []
+        time.sleep(0.02)
+    return []
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -13,6 +13,9 @@ crashed a child alone is run alone: one bug never fails the rest. Paying the int
 framework's and the GPU's start once per tool instead of once per test and tool is the point: measured
 in ``docs/results/README.md``.
 
+Under memcheck, whose first finding stops the child, a spare child starts beside each batch and
+waits after collection for the tests after the stop (:data:`SPARE_TOOLS`).
+
 Pure: :func:`read_events`, :func:`attribute`, :func:`settle`. The run itself is :func:`run_tool`.
 """
 
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import hostframes
-from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX
+from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.toolrun import ToolResult
 
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
@@ -221,6 +224,12 @@ def child_argv(nodeids: Sequence[str]) -> list[str]:
 Progress = Callable[[str, str, "Finished"], None]
 
 
+# The tools that stop a child at a test's first bug: memcheck stops the kernel at its first invalid
+# access and the context is broken. For these a spare child starts beside each batch and waits, its
+# interpreter, imports and collection done, for the tests after the stop: the rerun skips that start.
+SPARE_TOOLS = ("memcheck",)
+
+
 def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
              padding: int = 256, progress: Progress | None = None) -> dict[str, TestVerdict]:
     """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
@@ -230,36 +239,99 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     by_id = {t.nodeid: t for t in tests}
     results: dict[str, TestVerdict] = {}
     queue: list[list[str]] = [[t.nodeid for t in tests]] if tests else []
-    while queue:
-        batch = queue.pop(0)
-        settled, lost = _one_child(batch, tool, by_id, timeout, env, cwd, padding, progress, san)
-        if lost and len(batch) > 1:
-            # Records no test could be given (no host stack at all): halve the batch until each such
-            # record can only be its child's one test's. Rare: every launch of a Python program has a stack.
-            half = len(batch) // 2
-            queue[:0] = [batch[:half], batch[half:]]
-            continue
-        for nodeid, result in settled.decided.items():
-            results[nodeid] = TestVerdict(nodeid, [result], settled.skipped.get(nodeid))
-        rest = [n for n in settled.again if n != settled.alone]
-        if rest:
-            queue.insert(0, rest)
-        if settled.alone:
-            queue.insert(0, [settled.alone])
+
+    def start(collect: list[str], spare: bool) -> _Child:
+        return _Child(collect, spare, tool, by_id, timeout, env, cwd, padding, progress, san)
+
+    spare: _Child | None = None
+    try:
+        while queue:
+            batch = queue.pop(0)
+            if spare is not None and set(batch) <= set(spare.collect):
+                child, spare = spare, None
+                child.go(batch)
+            else:
+                child = start(batch, spare=False)
+            if tool in SPARE_TOOLS and spare is None and len(batch) > 1:
+                spare = start(batch, spare=True)
+            settled, lost = child.wait()
+            if lost and len(batch) > 1:
+                # Records no test could be given (no host stack at all): halve the batch until each such
+                # record can only be its child's one test's. Rare: every launch of a Python program has a stack.
+                half = len(batch) // 2
+                queue[:0] = [batch[:half], batch[half:]]
+                continue
+            for nodeid, result in settled.decided.items():
+                results[nodeid] = TestVerdict(nodeid, [result], settled.skipped.get(nodeid))
+            rest = [n for n in settled.again if n != settled.alone]
+            if rest:
+                queue.insert(0, rest)
+            if settled.alone:
+                queue.insert(0, [settled.alone])
+    finally:
+        if spare is not None:  # no stop left a rest for it: it runs nothing and ends
+            spare.go([])
+            spare.wait()
     return results
 
 
-def _one_child(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float, env: dict[str, str],
-               cwd: str | Path, padding: int, progress: Progress | None, san: Any) -> tuple[Settled, bool]:
+class _Child:
+    """One child under the tool, run in a thread from the start. A spare one collects ``collect`` and
+    waits for :meth:`go` to name the tests (a subset) it is to run."""
+
+    def __init__(self, collect: list[str], spare: bool, tool: str, by_id: dict[str, Test], timeout: float,
+                 env: dict[str, str], cwd: str | Path, padding: int, progress: Progress | None, san: Any) -> None:
+        import threading
+
+        self.collect, self.tool, self.by_id, self.timeout = list(collect), tool, by_id, timeout
+        self.batch: list[str] = [] if spare else list(collect)
+        self.folder = Path(tempfile.mkdtemp(prefix="kprof-suite-"))
+        self.events = self.folder / "events.jsonl"
+        self.events.touch()
+        self.go_path = self.folder / "go.json" if spare else None
+        self.watch = _Watch(self.events, tool, timeout, progress, armed=not spare)
+        self.env = {**env, EVENTS_ENV: str(self.events)} | ({GO_ENV: str(self.go_path)} if self.go_path else {})
+        self.cwd, self.padding, self.san = cwd, padding, san
+        self.outcome: tuple[Settled, bool] | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"kprof-{tool}", daemon=True)
+        self.thread.start()
+
+    def go(self, batch: Sequence[str]) -> None:
+        self.batch = list(batch)
+        assert self.go_path is not None
+        part = self.go_path.with_suffix(".part")
+        part.write_text(json.dumps(self.batch))
+        part.replace(self.go_path)  # whole or not at all: the child reads it once it exists
+        self.watch.arm()
+
+    def wait(self) -> tuple[Settled, bool]:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        return self.outcome
+
+    def _run(self) -> None:
+        import shutil
+
+        try:
+            done, xml_text = self.san.run_wrapped(child_argv(self.collect), self.tool, timeout=None, env=self.env,
+                                                  cwd=self.cwd, watch=self.watch, padding=self.padding)
+            self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text,
+                                   self.events, self.watch.expired)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread by wait()
+            self.error = exc
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float, san: Any, done: Any,
+            xml_text: str, events: Path, expired: bool) -> tuple[Settled, bool]:
+    """What one finished child decided, from its events and the tool's report."""
     from kprof import inputs
 
-    with tempfile.TemporaryDirectory(prefix="kprof-suite-") as tmp:
-        events = Path(tmp) / "events.jsonl"
-        events.touch()
-        watch = _Watch(events, tool, timeout, progress)
-        done, xml_text = san.run_wrapped(child_argv(batch), tool, timeout=None, env={**env, EVENTS_ENV: str(events)},
-                                         cwd=cwd, watch=watch, padding=padding)
-        run = read_events(inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace"))
+    run = read_events(inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace"))
     recs = san.records(xml_text) if xml_text.strip() else []
     per_test, lost = attribute(recs, run, [by_id[n] for n in batch])
     if lost and len(run.order) == 1:
@@ -278,7 +350,7 @@ def _one_child(batch: list[str], tool: str, by_id: dict[str, Test], timeout: flo
         stops = any((r.findtext("kind") or "") in san.STOPS_THE_CONTEXT for r in mine)
         if findings or stops:
             found[nodeid] = (findings, notes, stops)
-    stopped = "timeout" if watch.expired else ("crash" if run.running and run.dead is None else None)
+    stopped = "timeout" if expired else ("crash" if run.running and run.dead is None else None)
     return settle(tool, batch, run, found, stopped, done.tail(40), timeout), bool(lost)
 
 
@@ -286,12 +358,16 @@ class _Watch:
     """Reads the child's new events every poll: progress for each finished test, and the verdict on a
     test running past its time."""
 
-    def __init__(self, path: Path, tool: str, timeout: float, progress: Progress | None) -> None:
+    def __init__(self, path: Path, tool: str, timeout: float, progress: Progress | None, armed: bool = True) -> None:
         self.path, self.tool, self.timeout, self.progress = path, tool, timeout, progress
         self.offset = 0
         self.current: tuple[str, float] | None = None
         self.started = time.monotonic()
+        self.armed = armed  # a spare child's wait for its tests is no test's time
         self.expired = False
+
+    def arm(self) -> None:
+        self.started, self.armed = time.monotonic(), True
 
     def __call__(self) -> bool:
         try:
@@ -311,13 +387,17 @@ class _Watch:
                 self.current = (str(event.get("nodeid")), time.monotonic())
             elif event.get("event") == "finish":
                 self.current = None
+                self.started = time.monotonic()  # between tests (and after the last): the next one's clock
                 if self.progress:
                     seconds = event.get("seconds")
                     self.progress(self.tool, str(event.get("nodeid")), Finished(
                         str(event.get("outcome", "passed")), "", float(seconds) if isinstance(seconds, (int, float))
                         else 0.0))
+        if not self.armed:
+            return False
         since = self.current[1] if self.current else self.started
-        # Before the first test: the interpreter's start, imports and collection under the tool.
+        # Before the first test: the interpreter's start, imports and collection under the tool; after
+        # a test: the next one's setup, or the child's end (the tool writing its report).
         self.expired = time.monotonic() - since > self.timeout
         return self.expired
 

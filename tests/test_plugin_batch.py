@@ -199,7 +199,9 @@ def fake(pytester, monkeypatch, tmp_path, data_dir):
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
     monkeypatch.setenv("KPROF_FAKE_CALLS", str(calls))
     monkeypatch.setattr(kprof.device, "probe", lambda: None)
-    pytester.calls = lambda: [json.loads(line) for line in calls.read_text().splitlines()]
+    lines = lambda: [json.loads(line) for line in calls.read_text().splitlines()]  # noqa: E731
+    pytester.calls = lambda: [e for e in lines() if e["event"] == "start"]
+    pytester.ends = lambda: [e for e in lines() if e["event"] == "end"]
     return pytester
 
 
@@ -216,9 +218,10 @@ def _outcomes(result) -> dict[str, str]:
 def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
     fake.makepyfile(test_kernels=SUITE.replace("def test_fault", "def _not_a_fault"))
     result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=2", "-rA")
-    calls = fake.calls()
-    assert sorted(c["tool"] for c in calls) == ["memcheck", "racecheck"] and all(c["batch"] for c in calls)
-    assert len(calls[0]["nodeids"]) == 21
+    ran = [e for e in fake.ends() if e["ran"]]  # memcheck's spare child, never needed, ran nothing
+    assert sorted(e["tool"] for e in ran) == ["memcheck", "racecheck"] and all(c["batch"] for c in fake.calls())
+    assert all(len(e["ran"]) == 21 for e in ran)
+    assert sorted(c["tool"] for c in fake.calls()) == ["memcheck", "memcheck", "racecheck"]
     outcomes = _outcomes(result)
     failed = {n for n, o in outcomes.items() if o == "FAILED"}
     assert failed == {"test_kernels.py::test_racy", "test_kernels.py::test_racy_param[1]", "test_kernels.py::test_racy_param[2]",
@@ -232,9 +235,14 @@ def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
 def test_after_a_fault_exactly_the_unfinished_tests_run_again(fake):
     fake.makepyfile(test_kernels=SUITE)
     result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=1", "-rA")
-    memcheck = [c["nodeids"] for c in fake.calls() if c["tool"] == "memcheck"]
+    memcheck = [e["ran"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"]]
     assert len(memcheck) == 2 and len([c for c in fake.calls() if c["tool"] == "racecheck"]) == 1
+    assert memcheck[0][-1] == "test_kernels.py::test_fault"
     assert memcheck[1] == [f"test_kernels.py::test_after[{n}]" for n in range(3)]  # after test_fault, nothing else
+    # the rerun is the spare child, started with the first: its start was paid before the stop
+    starts = sorted(c["t"] for c in fake.calls() if c["tool"] == "memcheck")
+    first_end = min(e["t"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"])
+    assert starts[1] < first_end
     outcomes = _outcomes(result)
     assert outcomes["test_kernels.py::test_fault"] == "FAILED"
     assert all(outcomes[f"test_kernels.py::test_after[{n}]"] == "PASSED" for n in range(3))
@@ -271,7 +279,7 @@ def test_the_same_tests_fail_with_the_same_findings_in_the_per_test_mode(fake):
     batch = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "-rA")
     before = len(fake.calls())
     alone = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-per-test", "-rA")
-    assert len(fake.calls()) - before == 2 * 7  # one child per test and tool
+    assert len(fake.calls()) - before == 2 * 7  # one child per test and tool (no spare: one test each)
     b, a = _outcomes(batch), _outcomes(alone)
     assert {n for n, o in b.items() if o == "FAILED"} == {n for n, o in a.items() if o == "FAILED"}
 
@@ -290,9 +298,9 @@ def test_a_hung_test_fails_alone_and_the_rest_still_run(fake):
     assert outcomes == {"test_hang.py::test_first": "PASSED", "test_hang.py::test_hang": "FAILED",
                         "test_hang.py::test_last": "PASSED"}
     assert "did not finish within 3 s under memcheck" in result.stdout.str()
-    batches = [c["nodeids"] for c in fake.calls()]
-    assert batches == [["test_hang.py::test_first", "test_hang.py::test_hang", "test_hang.py::test_last"],
-                       ["test_hang.py::test_hang"], ["test_hang.py::test_last"]]
+    ran = [e["ran"] for e in fake.ends()]  # the stopped children wrote no end: the last one did
+    assert ran == [["test_hang.py::test_last"]]
+    assert len(fake.calls()) == 3  # the batch, its spare (then test_hang alone), test_last
 
 
 def test_a_bad_jobs_option_is_one_usage_error(fake):
@@ -315,3 +323,28 @@ def test_the_drivers_entry_point_lookups_are_no_finding():
     findings, notes = san.parse_xml(text, "memcheck")
     assert [f.detail for f in findings] == ["cuLaunchKernel -> CUDA_ERROR_INVALID_VALUE"]
     assert len(notes) == 1 and "entry point it lacks" in notes[0]
+
+
+def test_the_time_limit_is_each_tests_not_the_childs(tmp_path):
+    """A child of many short tests runs past the limit of one test; only a test (or the gap before the
+    next) running past it stops the child."""
+    import time
+
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    watch = suite._Watch(events, "memcheck", 0.3, None)
+    for i in range(4):
+        with open(events, "a") as f:
+            f.write(json.dumps(_start(i, f"t.py::t{i}")) + "\n")
+        assert not watch()
+        time.sleep(0.2)
+        with open(events, "a") as f:
+            f.write(json.dumps(_finish(i, f"t.py::t{i}")) + "\n")
+        assert not watch()  # 0.8 s in all, past the 0.3 s limit, and no test over it
+    time.sleep(0.4)
+    assert watch() and watch.expired  # nothing for 0.4 s: the child is stuck between tests
+    spare = suite._Watch(events, "memcheck", 0.1, None, armed=False)
+    time.sleep(0.2)
+    assert not spare()  # a spare child waiting for its tests is not late
+    spare.arm()
+    assert not spare()

@@ -4,7 +4,8 @@
 #   *racy*    racecheck: a hazard launched from the test (the kprof_test_<i> frame and the test's own)
 #   *noframe* racecheck: a hazard whose stack has the test's frame only (no kprof_test_<i> frame)
 #   *fault*   memcheck: an invalid write; the tool stops the target in that test, as a fault can
-# Each start appends {"tool", "nodeids"} to $KPROF_FAKE_CALLS, so a test counts the children.
+# Each start and end appends a line to $KPROF_FAKE_CALLS (the node ids on its command line; the tests
+# that started in it), so a test counts the children and what each ran.
 import json
 import os
 import subprocess
@@ -18,8 +19,13 @@ tool = args[args.index("--tool") + 1]
 start = args.index(sys.executable)  # the target: kprof starts it with the interpreter this script runs on
 cmd = args[start:]
 events = os.environ.get("KPROF_SUITE_EVENTS")
-with open(os.environ["KPROF_FAKE_CALLS"], "a") as log:
-    log.write(json.dumps({"tool": tool, "nodeids": [a for a in cmd if "::" in a], "batch": bool(events)}) + "\n")
+
+def log(**entry):
+    with open(os.environ["KPROF_FAKE_CALLS"], "a") as f:
+        f.write(json.dumps(dict(entry, tool=tool, t=time.time())) + "\n")
+
+
+log(event="start", nodeids=[a for a in cmd if "::" in a], batch=bool(events))
 
 HAZARD = """<record><kind>Hazard</kind><what><text>Potential RAW hazard detected</text>
 <common><gridid>{grid}</gridid><type>RAW</type><address>0x580</address><blockIdx><x>0</x><y>0</y><z>0</z></blockIdx></common>
@@ -81,4 +87,5 @@ if tool == "racecheck":
         if "noframe" in nodeid:
             records.append(HAZARD.format(grid=i + 1, frames=frames(i, nodeid, kprof_frame=False)))
 Path(save).write_text("<ComputeSanitizerOutput>" + "".join(records) + "</ComputeSanitizerOutput>")
+log(event="end", ran=order)
 sys.exit(99 if records else (child.returncode if child.returncode >= 0 else 1))
