@@ -348,3 +348,30 @@ def test_the_time_limit_is_each_tests_not_the_childs(tmp_path):
     assert not spare()  # a spare child waiting for its tests is not late
     spare.arm()
     assert not spare()
+
+
+def test_an_xdist_worker_batches_the_tests_queued_to_it():
+    """Under pytest-xdist a worker's batch is the test at hand, the next one and those still queued to
+    it (their indices into the session's items), not every collected test."""
+    import collections
+    import contextlib
+
+    from kprof.pytest_plugin import queued
+
+    class TestQueue:
+        def __init__(self, items):
+            self._items = collections.deque(items)
+
+        @contextlib.contextmanager
+        def lock(self):
+            yield self._items
+
+    class WorkerInteractor:  # the name xdist's worker plugin has
+        def __init__(self):
+            self.torun, self.nextitem_index = TestQueue([5, 6, "SHUTDOWN"]), 3
+
+    class Session:
+        items = [f"item{i}" for i in range(8)]
+
+    assert queued(Session(), "item1", [object(), WorkerInteractor()]) == ["item1", "item3", "item5", "item6"]
+    assert queued(Session(), "item6", [object()]) == ["item6", "item7"]  # no xdist: from this test on
