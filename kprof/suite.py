@@ -247,10 +247,12 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     try:
         while queue:
             batch = queue.pop(0)
-            if spare is not None and set(batch) <= set(spare.collect):
+            if spare is not None and set(batch) <= set(spare.collect) and spare.go(batch):
                 child, spare = spare, None
-                child.go(batch)
             else:
+                if spare is not None and not spare.thread.is_alive():
+                    spare.wait()  # it ended before it was needed (its collection failed): a fresh child
+                    spare = None
                 child = start(batch, spare=False)
             if tool in SPARE_TOOLS and spare is None and len(batch) > 1:
                 spare = start(batch, spare=True)
@@ -294,16 +296,23 @@ class _Child:
         self.cwd, self.padding, self.san = cwd, padding, san
         self.outcome: tuple[Settled, bool] | None = None
         self.error: BaseException | None = None
+        self.lock = threading.Lock()
+        self.finished = False
         self.thread = threading.Thread(target=self._run, name=f"kprof-{tool}", daemon=True)
         self.thread.start()
 
-    def go(self, batch: Sequence[str]) -> None:
-        self.batch = list(batch)
-        assert self.go_path is not None
-        part = self.go_path.with_suffix(".part")
-        part.write_text(json.dumps(self.batch))
-        part.replace(self.go_path)  # whole or not at all: the child reads it once it exists
-        self.watch.arm()
+    def go(self, batch: Sequence[str]) -> bool:
+        """Hand a spare child its tests; False when it already ended (it then runs nothing)."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.batch = list(batch)
+            assert self.go_path is not None
+            part = self.go_path.with_suffix(".part")
+            part.write_text(json.dumps(self.batch))
+            part.replace(self.go_path)  # whole or not at all: the child reads it once it exists
+            self.watch.arm()
+            return True
 
     def wait(self) -> tuple[Settled, bool]:
         self.thread.join()
@@ -318,11 +327,15 @@ class _Child:
         try:
             done, xml_text = self.san.run_wrapped(child_argv(self.collect), self.tool, timeout=None, env=self.env,
                                                   cwd=self.cwd, watch=self.watch, padding=self.padding)
+            with self.lock:
+                self.finished = True
             self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text,
                                    self.events, self.watch.expired)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread by wait()
             self.error = exc
         finally:
+            with self.lock:
+                self.finished = True
             shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -375,3 +375,32 @@ def test_an_xdist_worker_batches_the_tests_queued_to_it():
 
     assert queued(Session(), "item1", [object(), WorkerInteractor()]) == ["item1", "item3", "item5", "item6"]
     assert queued(Session(), "item6", [object()]) == ["item6", "item7"]  # no xdist: from this test on
+
+
+def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypatch):
+    """memcheck's spare child dies in its collection; the tests after a stop still run, in a new child."""
+    from kprof import compute_sanitizer as real
+    from kprof import proc
+    from kprof.pytest_child import EVENTS_ENV, GO_ENV
+
+    children = []
+
+    def run_wrapped(cmd, tool, *, timeout, env, cwd, watch=None, padding=256):
+        nodeids = [a for a in cmd if "::" in a]
+        children.append("spare" if GO_ENV in env else nodeids)
+        done = proc.Completed(tuple(cmd), 0, "", "", 0.1)
+        if GO_ENV in env:
+            return done, ""  # ended at once, before it was handed any test
+        with open(env[EVENTS_ENV], "a") as f:
+            for i, n in enumerate(nodeids):
+                f.write(json.dumps(_start(i, n)) + "\n" + json.dumps(_finish(i, n)) + "\n")
+                if n.endswith("b"):
+                    f.write(json.dumps({"event": "dead", "i": i, "nodeid": n, "error": "CUDA_ERROR_LAUNCH_FAILED"}) + "\n")
+                    break
+        return done, ""
+
+    monkeypatch.setattr(real, "run_wrapped", run_wrapped)
+    tests = [suite.Test(f"t.py::{n}", "/r/t.py", n) for n in "abcd"]
+    out = suite.run_tool(tests, "memcheck", timeout=60, env={}, cwd=".")
+    assert sorted(out) == [t.nodeid for t in tests] and all(v.clean for v in out.values())
+    assert [c for c in children if c != "spare"] == [[t.nodeid for t in tests], ["t.py::c", "t.py::d"]]
