@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kprof.demangle import short
 from kprof.findings import label
 from kprof.spec import BASELINES
 from kprof.units import si
@@ -197,7 +198,7 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
     ))  # fmt: skip
     lines.append("")
     for f in found:
-        where = f" in {f.kernel}" if f.kernel else ""
+        where = f" in {short(f.kernel)}" if f.kernel else ""
         lines.append(f"- {f.tool} {f.kind} at {f.location()}{where}: {f.message}")
         if f.detail:
             lines.append(f"    {f.detail}")
@@ -246,7 +247,7 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
 def profile_report(profiles: list[KernelProfile]) -> str:
     out = []
     for p in profiles:
-        out.append(f"{p.kernel}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}  [{p.source}]")
+        out.append(f"{short(p.kernel)}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}  [{p.source}]")
         if p.duration_s is not None:
             out.append(f"  duration            {p.duration_s * 1e3:.4f} ms")
         out.append(f"  occupancy           achieved {_pct(p.achieved_occupancy)}, theoretical {_pct(p.theoretical_occupancy)}"
@@ -297,7 +298,7 @@ def profile_report(profiles: list[KernelProfile]) -> str:
         rows = []
         for p in profiles:
             rows.append((
-                p.kernel, _f(p.duration_s * 1e3 if p.duration_s else None, ".4f"),
+                short(p.kernel, 48), _f(p.duration_s * 1e3 if p.duration_s else None, ".4f"),
                 f"{_pct(p.achieved_occupancy)}/{_pct(p.theoretical_occupancy)}", p.occupancy_limiter or "-",
                 si(p.dram_bytes_per_s, "B/s") if p.dram_bytes_per_s else "-", _pct(p.l2_hit),
                 si(p.flops_per_s, "FLOP/s") if p.flops_per_s else "-",

@@ -452,3 +452,22 @@ def test_a_script_that_is_not_executable_is_told_to_use_its_interpreter(tmp_path
     script.write_text("print(1)\n")
     assert cli.main(["sanitize", "--", str(script)]) == 2
     assert f"kprof sanitize -- python {script}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, limit, cut", [
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
+     "(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)", 100,
+     "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<…>, std::array<…> >"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
+     "(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)#3", 80, "at::native::vectorized_elementwise_kernel<…>#3"),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, const float*, int)", 80,
+     "at::native::(anonymous namespace)::cunn_SoftMaxForward<…>"),
+    ("block_sum", 80, "block_sum"),
+    ("add_kernel(float*, float*, int)", 80, "add_kernel"),
+    ("k" * 120, 80, "k" * 79 + "…"),
+])
+def test_a_kernel_name_is_cut_to_a_report_line(name, limit, cut):
+    from kprof.demangle import short
+
+    assert short(name, limit) == cut and len(cut) <= limit + 2
