@@ -23,6 +23,7 @@ from kprof.errors import (
     EXIT_CUDA,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_NOT_CHECKED,
     EXIT_OK,
     BuildError,
     UnsupportedArchError,
@@ -172,7 +173,10 @@ def cmd_sanitize(opts: Options) -> int:
         print(render.sanitize_report(report.results, report.notes))
     if report.findings:
         return EXIT_FAILED
-    return EXIT_OK if report.clean else EXIT_CUDA
+    if report.clean:
+        return EXIT_OK
+    unchecked = {r.status for r in report.results} <= {"clean", "not-checked"}
+    return EXIT_NOT_CHECKED if unchecked else EXIT_CUDA
 
 
 def _progress_line(text: str) -> None:

@@ -15,6 +15,7 @@ EXIT_BUILD = 4  # nvcc rejected the source
 EXIT_NO_GPU = 5  # no CUDA driver or no GPU
 EXIT_CUDA = 6  # a CUDA call failed, or the target crashed or hung
 EXIT_OUTPUT = 7  # an output could not be written (a full disk, standard output closed or full)
+EXIT_NOT_CHECKED = 8  # a sanitizer saw no CUDA call of the program: nothing was checked
 EXIT_INTERRUPTED = 130
 
 

@@ -174,7 +174,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
     """One line per tool, the findings table, then each finding with its detail and launch site."""
     lines = []
     for r in results:
-        state = {"clean": "clean", "findings": f"{len(r.findings)} finding(s)"}.get(r.status, r.status.upper())
+        state = {"clean": "clean", "findings": f"{len(r.findings)} finding(s)",
+                 "not-checked": "NOT CHECKED"}.get(r.status, r.status.upper())
         lines.append(f"{r.tool:<10} {state:<14} {r.seconds:6.1f} s  {r.message}".rstrip())
         for note in r.notes[:3]:
             lines.append(f"{'':<10} note: {note}")
@@ -183,7 +184,12 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
     lines += [f"set for the program: {n}" for n in notes or []]
     found = [f for r in results for f in r.findings]
     if not found:
-        lines.append("no findings" if all(r.ok for r in results) else "no findings, but not every tool finished")
+        if all(r.ok for r in results):
+            lines.append("no findings")
+        elif all(r.ok or r.status == "not-checked" for r in results):
+            lines.append("no findings, but not everything was checked")
+        else:
+            lines.append("no findings, but not every tool finished")
         return "\n".join(lines)
     consequences = [f for f in found if f.extra.get("explained_by")]
     found = [f for f in found if not f.extra.get("explained_by")]

@@ -36,6 +36,7 @@ from kprof import hostframes
 from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.toolrun import ToolResult
 
+START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
 _FRAME = re.compile(re.escape(FRAME_PREFIX) + r"([0-9]{1,9})\Z")
 
@@ -408,10 +409,11 @@ class _Watch:
                         else 0.0))
         if not self.armed:
             return False
-        since = self.current[1] if self.current else self.started
-        # Before the first test: the interpreter's start, imports and collection under the tool; after
-        # a test: the next one's setup, or the child's end (the tool writing its report).
-        self.expired = time.monotonic() - since > self.timeout
+        # A test has its own limit. With none running, the child is starting (the interpreter, the imports
+        # and the collection under the tool) or ending (the tool writing its report): no test's time,
+        # and never less than a generous START_S.
+        since, limit = (self.current[1], self.timeout) if self.current else (self.started, max(self.timeout, START_S))
+        self.expired = time.monotonic() - since > limit
         return self.expired
 
 

@@ -15,12 +15,15 @@ from kprof import proc
 from kprof.findings import Finding
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
+# What compute-sanitizer prints when the program ended before any CUDA call it could instrument (a
+# program with no kernel; a tool that cannot attach, as the CUDA 12 wheel's on a CUDA 13.0 driver).
+NOTHING_INSTRUMENTED = "Target application terminated before first instrumented API call"
 
 
 @dataclass(frozen=True)
 class ToolResult:
     tool: str
-    status: str  # clean | findings | timeout | target-error | tool-error
+    status: str  # clean | findings | timeout | target-error | tool-error | not-checked
     findings: list[Finding]
     seconds: float
     message: str = ""
@@ -81,6 +84,10 @@ def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | N
         return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
     if findings:
         return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
+    if NOTHING_INSTRUMENTED in done.stdout or NOTHING_INSTRUMENTED in done.stderr:
+        return ToolResult(tool, "not-checked", [], done.seconds,
+                          f"{tool} saw no CUDA call of the program, so it checked nothing (the program launched no "
+                          "kernel, or the tool could not attach to it)", notes, log)
     if status is None:
         how = done.signal_name or f"exit code {done.returncode}"
         return ToolResult(tool, "tool-error", [], done.seconds,

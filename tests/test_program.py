@@ -471,3 +471,19 @@ def test_a_kernel_name_is_cut_to_a_report_line(name, limit, cut):
     from kprof.demangle import short
 
     assert short(name, limit) == cut and len(cut) <= limit + 2
+
+
+def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
+    """compute-sanitizer's words when the program made no CUDA call it could instrument (recorded on an
+    H200: the CUDA 12 wheel's tool on the 13.0 driver, and a program with no kernel): NOT CHECKED, not
+    clean and not a parse failure, with its own exit code."""
+    from kprof import render
+    from kprof.errors import EXIT_NOT_CHECKED
+
+    out = ("========= COMPUTE-SANITIZER\n========= Error: Target application terminated before first instrumented "
+           "API call\n========= Error: couldn't find exit code.")
+    r = toolrun.classify_program("memcheck", _done(99, out=out), {"returncode": 0}, [], [], 60, False)
+    assert r.status == "not-checked" and not r.ok and "checked nothing" in r.message
+    text = render.sanitize_report([r])
+    assert "NOT CHECKED" in text and "not everything was checked" in text
+    assert EXIT_NOT_CHECKED == 8
