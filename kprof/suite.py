@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,25 +93,34 @@ def read_events(text: str) -> ChildRun:
     order: list[str] = []
     finished: dict[str, Finished] = {}
     dead, dead_error, errors = None, "", []
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or not isinstance(event.get("nodeid"), str):
-            continue
+    for event in _events(text):
         nodeid, kind = event["nodeid"], event.get("event")
         if kind == "start" and nodeid not in order:
             order.append(nodeid)
         elif kind == "finish":
-            seconds = event.get("seconds")
-            finished[nodeid] = Finished(str(event.get("outcome", "passed")), str(event.get("message", "")),
-                                        float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+            finished[nodeid] = _finished(event)
         elif kind == "dead":
             dead, dead_error = nodeid, str(event.get("error", ""))
         elif kind == "collect-error":
             errors.append(f"{nodeid}: {event.get('message', '')}")
     return ChildRun(order, finished, dead, dead_error, errors)
+
+
+def _events(text: str) -> Iterator[dict[str, Any]]:
+    """The well-formed events of ``text``, one JSON object with a node id per line; others are skipped."""
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("nodeid"), str):
+            yield event
+
+
+def _finished(event: dict[str, Any]) -> Finished:
+    seconds = event.get("seconds")
+    return Finished(str(event.get("outcome", "passed")), str(event.get("message", "")),
+                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
 
 
 def attribute(records: list[ET.Element], run: ChildRun, tests: Sequence[Test]) -> tuple[dict[str, list[ET.Element]],
@@ -392,21 +401,14 @@ class _Watch:
             chunk = b""
         complete = chunk[: chunk.rfind(b"\n") + 1]  # a line the child is still writing waits for the next poll
         self.offset += len(complete)
-        for line in complete.decode("utf-8", errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
+        for event in _events(complete.decode("utf-8", errors="replace")):
             if event.get("event") == "start":
-                self.current = (str(event.get("nodeid")), time.monotonic())
+                self.current = (event["nodeid"], time.monotonic())
             elif event.get("event") == "finish":
                 self.current = None
                 self.started = time.monotonic()  # between tests (and after the last): the next one's clock
                 if self.progress:
-                    seconds = event.get("seconds")
-                    self.progress(self.tool, str(event.get("nodeid")), Finished(
-                        str(event.get("outcome", "passed")), "", float(seconds) if isinstance(seconds, (int, float))
-                        else 0.0))
+                    self.progress(self.tool, event["nodeid"], _finished(event))
         if not self.armed:
             return False
         # A test has its own limit. With none running, the child is starting (the interpreter, the imports
