@@ -173,6 +173,43 @@ def run_case(case: Case, bug: Job, twin: Job, *, scrub_cubin: str | None, timeou
     return assemble(case, run_tools(case, bug, twin, ALL_TOOLS, scrub_cubin=scrub_cubin, timeout=timeout))
 
 
+@dataclass(frozen=True)
+class Task:
+    """Runs of one tool in one child: one buggy kernel (``bug``), or every case's twin (``twins``),
+    or, for the values detector, every values bug and every twin."""
+
+    what: str  # "bug", "twins" or "values"
+    tool: str
+    cases: tuple[Case, ...]
+
+    def label(self) -> str:
+        return f"{self.cases[0].name} {self.tool}" if self.what == "bug" else f"{self.what} {self.tool} ({len(self.cases)})"
+
+
+def plan(corpus: list[Case]) -> tuple[list[Task], Task]:
+    """The corpus's runs in the fewest children: (the sanitizers' tasks, which share the GPU, the
+    twins' first since they are the longest; the values detector's one task, which runs alone)."""
+    shared = [t for t in ALL_TOOLS if t not in ALONE]
+    twins = [Task("twins", tool, tuple(corpus)) for tool in shared]
+    bugs = [Task("bug", c.expect.tool, (c,)) for c in corpus if c.expect.tool not in ALONE]
+    return twins + bugs, Task("values", "values", tuple(corpus))
+
+
+def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None,
+             timeout: float = 300.0) -> dict[tuple[str, str, str], ToolResult]:
+    """One task's runs (:func:`kprof.compute_sanitizer.run_many`: in one child, each job alone only where
+    that child could not clear it), keyed (case name, "bug" or "twin", tool)."""
+    wanted: list[tuple[str, str, Job]] = []  # (case, "bug" or "twin", job)
+    for case in task.cases:
+        bug, twin = jobs[case.name]
+        if task.what in ("bug", "values") and case.expect.tool == task.tool:
+            wanted.append((case.name, "bug", bug))
+        if task.what in ("twins", "values"):
+            wanted.append((case.name, "twin", twin))
+    results = sanitize.run_many([j for _, _, j in wanted], task.tool, scrub_cubin=scrub_cubin, timeout=timeout)
+    return {(name, role, task.tool): r for (name, role, _), r in zip(wanted, results)}
+
+
 def tally(results: list[CaseResult]) -> str:
     """"21 caught, 1 known miss, 22 twins clean under all 5 tools" (and what went wrong, if anything)."""
     caught = sum(r.caught for r in results if r.case.expect.caught)

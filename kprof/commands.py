@@ -232,7 +232,6 @@ def _write_json(path: Path, data: object) -> None:
 
 def cmd_cases(opts: Options) -> int:
     from kprof import cases, catalog, parallel, pipeline
-    from kprof.compute_sanitizer import ALL_TOOLS
 
     corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
     if opts.list:
@@ -245,29 +244,23 @@ def cmd_cases(opts: Options) -> int:
     scrub, _ = pipeline.scrubber(opts.arch)
 
     jobs = {case.name: pipeline.case_jobs(case, opts.arch) for case in corpus}
-    shared = [t for t in ALL_TOOLS if t not in cases.ALONE]
-    tasks = [(case, tool) for case in corpus for tool in shared]
-    steps = None if opts.json else parallel.Progress(len(tasks) + len(corpus))
+    shared, alone = cases.plan(corpus)
+    steps = None if opts.json else parallel.Progress(len(shared) + 1)
 
-    def runs(task: tuple[cases.Case, str]) -> cases.Runs:
-        case, tool = task
-        bug, twin = jobs[case.name]
-        out = cases.run_tools(case, bug, twin, [tool], scrub_cubin=scrub, timeout=opts.timeout)
+    def runs(task: cases.Task) -> dict[tuple[str, str, str], Any]:
+        out = cases.run_task(task, jobs, scrub_cubin=scrub, timeout=opts.timeout)
         if steps:
-            steps.step(f"{case.name} {tool}")
+            steps.step(task.label())
         return out
 
-    # Each run is a child process, so threads only wait: the sanitizers' runs (one tool over one case's
-    # kernels each) share the GPU, then the values detector's runs alone (kprof.cases.ALONE).
-    width = parallel.jobs_for(len(tasks), opts.jobs, parallel.RUNNER_GPU_BYTES)
+    # Each task is a child process, so threads only wait: the sanitizers' tasks share the GPU, then
+    # the values detector's runs alone (kprof.cases.ALONE).
+    width = parallel.jobs_for(len(shared), opts.jobs, parallel.RUNNER_GPU_BYTES)
     by_case: dict[str, cases.Runs] = {case.name: {} for case in corpus}
-    for (case, _), part in zip(tasks, parallel.map_jobs(runs, tasks, width)):
-        by_case[case.name].update(part)
-    results = []
-    for case in corpus:
-        for tool in cases.ALONE:
-            by_case[case.name].update(runs((case, tool)))
-        results.append(cases.assemble(case, by_case[case.name]))
+    for part in [*parallel.map_jobs(runs, shared, width), runs(alone)]:
+        for (name, role, tool), result in part.items():
+            by_case[name][role, tool] = result
+    results = [cases.assemble(case, by_case[case.name]) for case in corpus]
     if steps:
         steps.close()
         for result in results:

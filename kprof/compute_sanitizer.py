@@ -388,6 +388,47 @@ def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: 
     return classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip()))
 
 
+def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
+              padding: int = PADDING) -> list[ToolResult] | None:
+    """One tool over several jobs in one child (kprof.launch.run_batch), for jobs expected to be
+    clean (kprof cases' twins): one start of the tool and of CUDA instead of one per job. A report
+    with no record, every job finished, is every job clean. Anything else (a record, a job that
+    did not finish, the tool's error) is None: the records of one process cannot be told apart by
+    job, so the caller runs each job alone (:func:`run_many`)."""
+    exe = proc.find_tool("compute-sanitizer")
+    mode = RunMode(verify=False, time=False, poison=tool != "initcheck")
+    with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
+        xml_path = Path(tmp) / f"{tool}.xml"
+        done, datas = launch.run_batch([replace(j, mode=mode) for j in jobs], timeout=timeout,
+                                       wrapper=build_argv(exe, tool, xml_path, padding=padding))
+        xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
+    if done.timed_out or done.returncode != 0 or not xml_text.strip():
+        return None
+    findings, notes = parse_xml(xml_text, tool, [])
+    if findings or any(d.get("status") != "ok" or "job_seconds" not in d for d in datas):
+        return None
+    start = max(0.0, done.seconds - sum(float(d["job_seconds"]) for d in datas)) / len(datas)  # the tool's start, shared
+    results = [classify(tool, replace(done, seconds=float(d["job_seconds"]) + start), d, [], notes, timeout, True)
+               for d in datas]
+    return results if all(r.status == "clean" for r in results) else None
+
+
+def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note: str = "",
+             timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> list[ToolResult]:
+    """One tool over several jobs, each result its job's own, as :func:`run_all` gives them one by
+    one: first all in one child (:func:`run_batch`, :func:`kprof.values.run_batch`), then alone
+    each job the batch could not clear."""
+    if not jobs:
+        return []
+    got: list[ToolResult | None] = [None] * len(jobs)
+    if tool == "values":
+        got = values.run_batch(jobs, scrub_cubin=scrub_cubin, scrub_note=scrub_note, timeout=timeout)
+    elif len(jobs) > 1 and (cleared := run_batch(jobs, tool, timeout=timeout, padding=padding)) is not None:
+        got = list(cleared)
+    return [r if r is not None else run_all(j, [tool], scrub_cubin=scrub_cubin, scrub_note=scrub_note,
+                                            timeout=timeout, padding=padding)[0] for j, r in zip(jobs, got)]
+
+
 def program_argv(cmd: list[str], status: Path) -> list[str]:
     """The user's command behind kprof's exit-code shim (:mod:`kprof.exitcode`)."""
     return [sys.executable, "-m", "kprof.exitcode", str(status), "--", *cmd]

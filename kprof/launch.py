@@ -57,6 +57,47 @@ def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None
     return done, data
 
 
+def batch_argv(manifest: Path) -> list[str]:
+    return [sys.executable, "-m", "kprof.runner", "--batch", str(manifest)]
+
+
+def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT,
+              wrapper: list[str] | None = None) -> tuple[proc.Completed, list[dict[str, Any]]]:
+    """Run several jobs in one child, one after the other (kprof.runner.batch), each held to
+    ``timeout`` of its own: the child, its start and every job that came back. A job the child
+    never reached, or did not finish, has an empty or unfinished result; the caller runs it again
+    alone."""
+    import time
+
+    with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
+        folder = Path(tmp)
+        pairs = [(folder / f"job-{i}.json", folder / f"result-{i}.json") for i in range(len(jobs))]
+        for (job_path, _), job in zip(pairs, jobs):
+            job_path.write_text(job.to_json())
+        progress = folder / "progress.txt"
+        progress.write_text("")
+        manifest = folder / "batch.json"
+        manifest.write_text(json.dumps({"jobs": [[str(a), str(b)] for a, b in pairs], "progress": str(progress)}))
+
+        def too_long() -> bool:
+            """The job now running started more than ``timeout`` ago (the child's start counts as
+            the first job's)."""
+            lines = progress.read_text(errors="replace").split("\n")[-2:] if progress.stat().st_size < 1 << 20 else []
+            started = next((float(line.split()[1]) for line in reversed(lines) if len(line.split()) == 2), None)
+            return started is not None and time.monotonic() - started > timeout
+
+        # The whole batch: every job's limit, plus one for the child's start before the first job.
+        done = proc.run((wrapper or []) + batch_argv(manifest), timeout=timeout * (len(jobs) + 1),
+                        env=proc.child_env(), watch=too_long)
+        datas = []
+        for _, result_path in pairs:
+            try:
+                datas.append(json.loads(result_path.read_text()))
+            except (OSError, ValueError):
+                datas.append({})
+    return done, datas
+
+
 def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
     """Run a job in :class:`~kprof.job.RunMode` and return what the child measured; a hang, a fault
     or a crash is a :class:`~kprof.errors.TargetError`."""

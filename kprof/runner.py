@@ -23,14 +23,25 @@ from kprof.workspace import Result
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "--batch":
+        return batch(Path(args[1]))
     if len(args) != 2:
-        print("usage: python -m kprof.runner JOB.json RESULT.json", file=sys.stderr)
+        print("usage: python -m kprof.runner JOB.json RESULT.json | --batch MANIFEST.json", file=sys.stderr)
         return 2
-    result = Result(Path(args[1]))
+    return run_one(Path(args[0]), Path(args[1]))
+
+
+def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
+    """One job: 0 done, 1 a wrong result, 3 an error (in the result file, with its type). ``timed``:
+    the job's own wall time goes into its result as ``job_seconds`` (a batch's jobs share one process)."""
+    import time
+
+    result = Result(result_path)
+    t0 = time.perf_counter()
     try:
         from kprof import job as job_mod
 
-        return execute(job_mod.from_json(Path(args[0]).read_text()), result)
+        code = execute(job_mod.from_json(job_path.read_text()), result)
     except Exception as exc:  # noqa: BLE001 - reported to the parent in the result file, never lost
         from kprof.errors import CudaError, KprofError
 
@@ -43,8 +54,30 @@ def main(argv: list[str] | None = None) -> int:
             error["log"] = log  # the user's own traceback, for an error in their reference
         result.data["status"] = "error"
         result.data["error"] = error
-        result.write()
-        return 3
+        code = 3
+    if timed:
+        result.data["job_seconds"] = round(time.perf_counter() - t0, 4)
+    result.write()
+    return code
+
+
+def batch(manifest: Path) -> int:
+    """Several jobs one after the other in this one process (kprof.launch.run_batch): the manifest is
+    ``{"jobs": [[JOB.json, RESULT.json], ...], "progress": FILE}``. Before each job a line ``INDEX
+    MONOTONIC-SECONDS`` goes to the progress file, so the parent can hold each job to its own time
+    limit. The batch stops after a job that ends in an error (a broken context fails every job
+    after it): the parent runs the rest alone."""
+    import json
+    import time
+
+    plan = json.loads(manifest.read_text())
+    progress = Path(plan["progress"])
+    for i, (job_path, result_path) in enumerate(plan["jobs"]):
+        with progress.open("a") as out:
+            out.write(f"{i} {time.monotonic():.3f}\n")
+        if run_one(Path(job_path), Path(result_path), timed=True) == 3:
+            return 3
+    return 0
 
 
 def execute(job: Job, result: Result) -> int:

@@ -153,6 +153,26 @@ def run(job: Job, *, scrub_cubin: str | None, scrub_note: str = "", repeats: int
     return result
 
 
+def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "", repeats: int = 5,
+              timeout: float = 300.0) -> list[ToolResult | None]:
+    """The detector over several jobs in one child, one after the other (the runs still have the GPU
+    to themselves: one process, one job at a time). Each job that finished has its own result, as
+    :func:`run` gives it; None for one the child never finished, to run again alone."""
+    done, datas = launch.run_batch([replace(j, mode=ValuesMode(repeats=repeats, scrub_cubin=scrub_cubin))
+                                    for j in jobs], timeout=timeout)
+    notes = [] if scrub_cubin else [f"shared-memory scrubber unavailable ({scrub_note or 'not built'}); "
+                                    "uninitialised shared reads may go unseen"]
+    out: list[ToolResult | None] = []
+    for data in datas:
+        if data.get("status") != "ok" or "job_seconds" not in data:
+            out.append(None)
+            continue
+        own = replace(done, returncode=0, seconds=float(data["job_seconds"]), timed_out=False)
+        out.append(classify("values", own, data, [_finding(raw) for raw in data.get("findings", [])], notes,
+                            timeout, have_xml=True))
+    return out
+
+
 def _finding(raw: dict[str, Any]) -> Finding:
     raw = dict(raw)
     raw["thread"] = tuple(raw["thread"]) if raw.get("thread") else None

@@ -83,12 +83,8 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
         data = rng.integers(int(params[0]), int(params[1]), n)
     elif kind == "zeros":  # made in the target dtype: a 2 GiB uint8 input must not become 16 GiB of float64
         return np.zeros(buf.shape, dtype=dtype)  # all-zero bits are 0.0 in bfloat16 too
-    elif kind in ("ones", "const") and buf.arg.dtype == "bfloat16":
-        return np.full(buf.shape, to_bf16(1.0 if kind == "ones" else params[0]), dtype=dtype)
-    elif kind == "ones":
-        return np.ones(buf.shape, dtype=dtype)
-    elif kind == "const":
-        return np.full(buf.shape, params[0], dtype=dtype)
+    elif kind in ("ones", "const"):
+        return np.full(buf.shape, fill_value(buf), dtype=dtype)
     elif kind == "arange":
         data = np.arange(n)
     else:  # the spec loader admits only the kinds above
@@ -96,6 +92,21 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
     if buf.arg.dtype == "bfloat16":
         return np.ascontiguousarray(to_bf16(data).reshape(buf.shape))
     return np.ascontiguousarray(data.astype(dtype, copy=False).reshape(buf.shape))
+
+
+def poison_value(buf: ResolvedBuffer, alternate: bool = False) -> Any:
+    """One element of :func:`poison`, as stored (a NumPy scalar of the buffer's host dtype)."""
+    import numpy as np
+
+    dtype = numpy_dtype(buf.arg.dtype)
+    if DTYPES[buf.arg.dtype][1] == "f":
+        # A moderate value, not 1e30: 1e30 + x == 1e30 in float32, which would hide a kernel
+        # that adds into an output it never zeroed behind the "never written" verdict.
+        fill = ALT_FLOAT_POISON if alternate else np.nan
+        return np.asarray(to_bf16(fill) if buf.arg.dtype == "bfloat16" else fill, dtype=dtype)[()]
+    bits = 8 * dtype.itemsize
+    pattern = (ALT_INT_POISON if alternate else INT_POISON) & ((1 << bits) - 1)
+    return np.asarray(pattern, dtype=np.dtype(f"u{dtype.itemsize}")).view(dtype)[()]
 
 
 def poison(buf: ResolvedBuffer, alternate: bool = False) -> Any:
@@ -106,18 +117,36 @@ def poison(buf: ResolvedBuffer, alternate: bool = False) -> Any:
     """
     import numpy as np
 
+    value = poison_value(buf, alternate)
+    return np.full(buf.shape, value, dtype=value.dtype)
+
+
+def word_of(value: Any) -> int | None:
+    """The 32-bit word whose repetition fills memory with ``value`` (a NumPy scalar of 1, 2 or 4
+    bytes), as ``cuMemsetD32`` writes it; None for 8-byte values."""
+    import numpy as np
+
+    raw = np.asarray(value).tobytes()
+    if len(raw) not in (1, 2, 4):
+        return None
+    return int(np.frombuffer(raw * (4 // len(raw)), dtype="<u4")[0])
+
+
+def fill_value(buf: ResolvedBuffer) -> Any:
+    """The one value every element of an input takes (fill zeros, ones or const), as stored; None
+    for a fill that varies (uniform, normal, randint, arange)."""
+    import numpy as np
+
+    kind, params = buf.arg.fill.kind, buf.arg.fill.params
+    if kind not in ("zeros", "ones", "const"):
+        return None
+    number = 0.0 if kind == "zeros" else 1.0 if kind == "ones" else params[0]
     dtype = numpy_dtype(buf.arg.dtype)
-    if DTYPES[buf.arg.dtype][1] == "f":
-        # A moderate value, not 1e30: 1e30 + x == 1e30 in float32, which would hide a kernel
-        # that adds into an output it never zeroed behind the "never written" verdict.
-        fill = ALT_FLOAT_POISON if alternate else np.nan
-        if buf.arg.dtype == "bfloat16":
-            return np.full(buf.shape, to_bf16(fill), dtype=dtype)
-        return np.full(buf.shape, fill, dtype=dtype)
-    bits = 8 * dtype.itemsize
-    pattern = (ALT_INT_POISON if alternate else INT_POISON) & ((1 << bits) - 1)
-    raw = np.full(buf.shape, pattern, dtype=np.dtype(f"u{dtype.itemsize}"))
-    return raw.view(dtype)
+    if buf.arg.dtype == "bfloat16":
+        return np.asarray(to_bf16(number), dtype=dtype)[()]
+    if kind == "zeros":
+        return np.zeros((), dtype=dtype)[()]
+    return np.asarray(number).astype(dtype)[()]
 
 
 # Per-dtype defaults (rtol, atol), as torch.testing.assert_close has them. They suit outputs of
@@ -288,10 +317,17 @@ class _Scan:
                  frontier: bool, scale: Any = None) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
+        import numpy as np
+
         self._reset(frontier)
         self.rtol, self.atol, self.poison, self.metric = rtol, atol, poison, metric
         # rtol = atol = 0 on floats: a chunk equal to its reference passes with nothing to find
-        self.exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and poison is None and not frontier
+        self.exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and not frontier
+        # A reference of one value (a fill, kprof peak's 1 GiB outputs), read once, not widened per chunk
+        self.constant = ref.flat[0] if self.exact_bound and ref.size and not any(ref.strides) else None
+        if self.constant is not None and (not np.isfinite(self.constant) or
+                                          (poison is not None and self.constant == poison)):
+            self.constant = None  # the full scan says what a non-finite reference (or one equal to the poison) means
         flat_raw = raw.reshape(-1)
         flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else ref.flat  # a broadcast reference: through .flat
         flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale.flat)
@@ -300,7 +336,11 @@ class _Scan:
             start, stop = bounds
             part = _Scan.__new__(_Scan)
             part._reset(frontier)
-            part._judge(self, flat_raw[start:stop], flat_ref[start:stop],
+            r = flat_raw[start:stop]
+            if self.constant is not None and r.size and bool((r == self.constant).all()):  # no NaN, no poison either
+                part._all_equal(np.asarray(self.constant, dtype=np.float64).reshape(1), start, r.size)
+                return part
+            part._judge(self, r, flat_ref[start:stop],
                         None if flat_scale is None else flat_scale[start:stop], start)
             return part
 
@@ -364,7 +404,9 @@ class _Scan:
             self.ref_nonfinite = True
             return
         if how.exact_bound and e.size and np.array_equal(r, e):
-            self._all_equal(e, start)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
+            self._all_equal(e, start, e.size)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
+            if how.poison is not None and not np.isnan(how.poison):  # a NaN poison cannot equal a finite reference
+                self.poisoned = int((r == how.poison).sum())
             return
         g = r.astype(np.float64)
         if how.poison is not None:
@@ -397,12 +439,13 @@ class _Scan:
         self.frontier = [float((diff - r_ * mag).max()) for r_ in FRONTIER_RTOLS] if self.frontier else []
         self._keep_worst(excess, start)
 
-    def _all_equal(self, e: Any, start: int) -> None:
-        """What the full scan gathers from a chunk equal to its (finite) reference at rtol = atol = 0: no
-        error, every excess 0 (so the worst are its first elements), the reference's largest magnitude."""
+    def _all_equal(self, e: Any, start: int, size: int) -> None:
+        """What the full scan gathers from a chunk of ``size`` elements equal to its (finite) reference
+        ``e`` at rtol = atol = 0: no error, every excess 0 (so the worst are its first elements), the
+        reference's largest magnitude."""
         self.scale = float(max(e.max(), -e.min()))
         self.max_excess = 0.0
-        self.candidates = [(-0.0, start + i) for i in range(min(WORST_SHOWN, e.size))]
+        self.candidates = [(-0.0, start + i) for i in range(min(WORST_SHOWN, size))]
 
     def _keep_worst(self, excess: Any, start: int) -> None:
         """The chunk's WORST_SHOWN largest excesses (ties: the lowest indices); the merge keeps the

@@ -27,7 +27,8 @@
 #            scripts/benches/ has the lists used for docs/results)
 #   speed    time to a verdict beside the plain run: examples/test_kernel_suite.py plain and under
 #            pytest --kprof-sanitize (all four tools; SPEED_PER_TEST=1 adds the per-test mode), a
-#            program under kprof sanitize -- (tools side by side, --jobs 1) and the four tools by hand,
+#            program under kprof sanitize -- (tools side by side; SPEED_SERIAL=1 adds --jobs 1 for it and
+#            the suite) and the four tools by hand,
 #            kprof peak on an empty cache (and --thorough), kprof cases
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
@@ -295,11 +296,11 @@ if has speed; then
     step suite-warm $SUITE -q  # the first run compiles the Triton kernels into Triton's cache
     step suite-plain $SUITE -q
     step suite-kprof $SUITE $PLUGIN --kprof-sanitize
-    step suite-kprof-jobs1 $SUITE $PLUGIN --kprof-sanitize --kprof-jobs=1
+    [ -n "${SPEED_SERIAL:-}" ] && step suite-kprof-jobs1 $SUITE $PLUGIN --kprof-sanitize --kprof-jobs=1
     [ -n "${SPEED_PER_TEST:-}" ] && step suite-per-test $SUITE $PLUGIN --kprof-sanitize --kprof-per-test
     step prog-plain python3 examples/triton_scale.py
     step prog-kprof $KPROF sanitize -- python3 examples/triton_scale.py
-    step prog-kprof-jobs1 $KPROF sanitize --jobs 1 -- python3 examples/triton_scale.py
+    [ -n "${SPEED_SERIAL:-}" ] && step prog-kprof-jobs1 $KPROF sanitize --jobs 1 -- python3 examples/triton_scale.py
     step prog-by-hand sh -c "for t in memcheck racecheck initcheck synccheck; do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool \$t --error-exitcode 99 python3 examples/triton_scale.py > /dev/null 2>&1; echo \"\$t \$?\"; done"
     # kprof peak cold: a cache with no cubins and no ceilings; then the thorough sweep, same run.
     step peak-cold env KPROF_CACHE_DIR=$OUT/cold-cache $KPROF peak --refresh

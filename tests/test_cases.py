@@ -113,9 +113,10 @@ def test_invalid_cases(tmp_path, expect, kwargs, message):
         cases.load_case(write_case(tmp_path, expect, **kwargs))
 
 
-def test_the_values_runs_wait_for_the_sanitizers_and_run_one_at_a_time(monkeypatch, capsys):
-    """kprof cases shares the GPU between cases under the sanitizers, but the values detector's runs
-    (it scrubs shared memory before each) run alone, after everything else."""
+def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeypatch, capsys):
+    """kprof cases runs each tool over every twin in one child, each buggy kernel under its tool alone,
+    side by side; then the values detector's runs (it scrubs shared memory before each; every values
+    bug and every twin) in one child, after everything else and alone."""
     import threading
     import time
 
@@ -125,29 +126,30 @@ def test_the_values_runs_wait_for_the_sanitizers_and_run_one_at_a_time(monkeypat
 
     lock = threading.Lock()
     running: list[str] = []
-    log: list[tuple[str, tuple[str, ...]]] = []  # (tool, what else was running when it started)
+    log: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []  # (tool, its jobs, what else was running)
 
-    def fake_run_all(job, tools, **kw):
-        out = []
-        for tool in tools:
-            with lock:
-                log.append((tool, tuple(running)))
-                running.append(tool)
-            time.sleep(0.002)
-            with lock:
-                running.remove(tool)
-            out.append(ToolResult(tool, "clean", [], 0.0))
-        return out
+    def fake_run_many(jobs, tool, **kw):
+        with lock:
+            log.append((tool, tuple(jobs), tuple(running)))
+            running.append(tool)
+        time.sleep(0.002)
+        with lock:
+            running.remove(tool)
+        return [ToolResult(tool, "clean", [], 0.0) for _ in jobs]
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(pipeline, "scrubber", lambda arch: (None, ""))
-    monkeypatch.setattr(pipeline, "case_jobs", lambda case, arch: (case.name, case.name))
-    monkeypatch.setattr(san, "run_all", fake_run_all)
+    monkeypatch.setattr(pipeline, "case_jobs", lambda case, arch: (f"{case.name}:bug", f"{case.name}:twin"))
+    monkeypatch.setattr(san, "run_many", fake_run_many)
     names = ["off_by_one", "missing_sync_raw", "global_race", "uninit_shared_read"]
     code = cli.main(["cases", *names, "--jobs", "4", "--json"])
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == names and code == 1  # nothing found: the bugs count as missed
-    tools = [t for t, _ in log]
-    first_values = tools.index("values")
-    assert all(t == "values" for t in tools[first_values:]) and tools.count("values") == 4 + 2  # 4 twins, 2 bugs
-    assert all(not others for t, others in log if t == "values")
+    assert all(set(r["twin_status"].values()) == {"clean"} and len(r["twin_status"]) == 5 for r in rows)
+    twins = tuple(f"{n}:twin" for n in names)
+    values = ("off_by_one:twin", "missing_sync_raw:twin", "global_race:bug", "global_race:twin",
+              "uninit_shared_read:bug", "uninit_shared_read:twin")
+    assert sorted((tool, jobs) for tool, jobs, _ in log) == sorted(
+        [(t, twins) for t in ("memcheck", "racecheck", "initcheck", "synccheck")] +
+        [("memcheck", ("off_by_one:bug",)), ("racecheck", ("missing_sync_raw:bug",)), ("values", values)])
+    assert log[-1][:1] == ("values",) and log[-1][2] == ()  # last, and alone

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from helpers import job_for as typed_job
 
-from kprof import build, catalog, runner
+from kprof import build, catalog, runner, verify
 from kprof import job as job_mod
 from kprof import spec as spec_mod
 from kprof.device import DeviceInfo
@@ -753,3 +753,59 @@ def test_what_a_prepare_wrote_cannot_hide_an_output_the_call_leaves_unwritten(nu
     data, log = _prepared_run(numpy_framework, monkeypatch, "pass")
     assert data["status"] == "failed" and not data["checks"][0]["ok"], "the buffers were uploaded again after prepare"
     assert log[0] == "prepare"
+
+
+@pytest.mark.parametrize("dtype, fill, value", [("float32", "const(3.5)", 3.5), ("bfloat16", "ones", 1.0),
+                                                ("int32", "zeros", 0), ("float64", "const(2.0)", 2.0)])
+def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp_path, dtype, fill, value):
+    """An input of one value and an output's poison are cuMemsetD32 words (kprof peak's 1 GiB buffers
+    need no host array and no copy); a reference that names the input still reads it; 8-byte values
+    are copied as before."""
+    sets, copies = [], []
+    real_set, real_copy = FakeDevice.memset32, FakeDevice.upload
+    monkeypatch.setattr(FakeDevice, "memset32", lambda self, p, v, n: (sets.append((p, v, n)), real_set(self, p, v, n)))
+    monkeypatch.setattr(FakeDevice, "upload", lambda self, p, a: (copies.append(p), real_copy(self, p, a)))
+
+    def copy_in(dev, args):
+        x, y, n = args
+        dev.memory[y][:] = dev.memory[x][: len(dev.memory[y])]
+
+    monkeypatch.setitem(FakeDevice.emulations, "copy_in", copy_in)
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text(
+        f"entry: copy_in\nsizes: {{N: 1000}}\nargs:\n  - {{name: x, buffer: {dtype}, shape: [N], role: in, fill: '{fill}'}}\n"
+        f"  - {{name: y, buffer: {dtype}, shape: [N], role: out}}\n  - {{name: n, scalar: int64, value: N}}\n"
+        f"launch: {{grid: [1], block: [256]}}\nreference: {{y: x}}\ntolerance: {{rtol: 0, atol: 0}}\n")
+    data = run_job(fake, job_for(spec_mod.load(tmp_path / "k.yaml")))
+    assert data["status"] == "ok", data.get("error") or data.get("checks")
+    x, y = (next(a["base"] for a in data["allocations"] if a["name"] == n) for n in "xy")
+    if dtype == "float64":
+        assert [p for p, _, _ in sets] == [] and sorted(copies) == sorted([x, y])
+    else:
+        assert {p for p, _, _ in sets} == {x, y} and copies == []
+        word = next(v for p, v, _ in sets if p == x)
+        expected = np.full(4 // np.dtype(verify.numpy_dtype(dtype)).itemsize,
+                           verify.to_bf16(value) if dtype == "bfloat16" else value, verify.numpy_dtype(dtype))
+        assert word == int(expected.view("<u4")[0])
+
+
+def test_a_batch_runs_its_jobs_in_one_process_and_stops_after_an_error(fake, monkeypatch):
+    """kprof.runner --batch: each job's own result and wall time, a progress line before each; after a
+    job that ends in an error (here: more memory than the device has) the rest are left to the parent."""
+    import json as json_mod
+
+    from kprof.job import RunMode
+
+    jobs = [job_for("vector_add", {"N": 100}), job_for("vector_add", {"N": 1 << 29}), job_for("vector_add", {"N": 7})]
+    pairs = [(fake / f"job-{i}.json", fake / f"result-{i}.json") for i in range(3)]
+    for (path, _), job in zip(pairs, jobs):
+        path.write_text(job.to_json())
+    manifest = fake / "batch.json"
+    manifest.write_text(json_mod.dumps({"jobs": [[str(a), str(b)] for a, b in pairs], "progress": str(fake / "p.txt")}))
+    assert runner.main(["--batch", str(manifest)]) == 3
+    first, second = (json_mod.loads(b.read_text()) for _, b in pairs[:2])
+    assert first["status"] == "ok" and first["checks"][0]["ok"] and first["job_seconds"] > 0
+    assert second["status"] == "error" and "GiB of device memory" in second["error"]["message"]
+    assert not pairs[2][1].exists()
+    assert [line.split()[0] for line in (fake / "p.txt").read_text().splitlines()] == ["0", "1"]
+    assert isinstance(jobs[0].mode, RunMode)

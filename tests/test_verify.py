@@ -271,11 +271,21 @@ def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chun
     some[[3, 500, 999]] += 1
     nan = same.copy()
     nan[700] = np.nan
-    cases = [(same, ref), (some, ref), (nan, ref), (np.ones(1000, np.float32), np.float64(1.0)),
-             (same.reshape(10, 100), ref.reshape(10, 100)), (np.zeros(0, np.float32), np.zeros(0))]
-    fast = [repr(verify.compare("y", g, e, rtol=0, atol=0)) for g, e in cases]
-    monkeypatch.setattr(np, "array_equal", lambda *a, **k: False)  # the full scan everywhere
-    assert [repr(verify.compare("y", g, e, rtol=0, atol=0)) for g, e in cases] == fast
+    ones, twos = np.ones(1000, np.float32), np.full(1000, 2, np.int32)
+    holes, unwritten = ones.copy(), twos.copy()
+    holes[[0, 999]] = np.nan
+    unwritten[[10, 11]] = -7
+    nan32, seven = np.float32(np.nan), np.int32(-7)
+    # (output, reference, poison): a reference of one value (kprof peak's) is judged by one comparison
+    cases = [(same, ref, None), (some, ref, nan32), (nan, ref, nan32), (ones, np.float64(1.0), None),
+             (ones, np.broadcast_to(np.float64(1.0), (1000,)), nan32), (holes, np.float64(1.0), nan32),
+             (ones, np.float64(1.0 + 2**-30), nan32), (twos, np.broadcast_to(np.int64(2), (1000,)), seven),
+             (unwritten, np.int64(2), seven), (np.full(1000, -7, np.int32), np.int64(-7), seven),
+             (same.reshape(10, 100), ref.reshape(10, 100), None), (np.zeros(0, np.float32), np.zeros(0), None)]
+    fast = [repr(verify.compare("y", g, e, rtol=0, atol=0, poison_value=p)) for g, e, p in cases]
+    monkeypatch.setattr(np, "array_equal", lambda *a, **k: False)  # the full scan everywhere, on a whole reference
+    assert [repr(verify.compare("y", g, np.array(np.broadcast_to(e, g.shape)), rtol=0, atol=0, poison_value=p))
+            for g, e, p in cases] == fast
 
 
 @pytest.mark.parametrize("tolerance, problem", [

@@ -1,0 +1,129 @@
+"""Several jobs in one child (kprof.launch.run_batch, kprof.compute_sanitizer.run_batch and run_many,
+kprof.values.run_batch), on CPU: a clean report clears every job, anything else sends each job the
+batch could not clear to a child of its own; each job is held to its own time limit."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kprof import compute_sanitizer as san
+from kprof import launch, proc, values
+from kprof.toolrun import ERROR_EXITCODE, ToolResult
+
+DATA = Path(__file__).parent / "data" / "sanitizer"
+CLEAN = (DATA / "tiled_matmul.memcheck.xml").read_text()
+WITH_RECORD = (DATA / "rec_oob.memcheck.xml").read_text()
+
+
+def _done(code=0, seconds=3.0, timed_out=False):
+    return proc.Completed(("compute-sanitizer",), None if timed_out else code, "", "", seconds, timed_out)
+
+
+def _ok(seconds=0.5):
+    return {"status": "ok", "phase": "done", "job_seconds": seconds}
+
+
+@pytest.fixture
+def batch_with(monkeypatch):
+    """compute_sanitizer.run_batch over a stand-in child: writes ``xml`` where the tool would save it
+    and returns ``(done, datas)``; records the jobs it was handed."""
+    handed = []
+
+    def use(xml, done, datas):
+        def fake(jobs, *, timeout, wrapper):
+            handed.append(list(jobs))
+            if xml is not None:
+                Path(wrapper[wrapper.index("--save") + 1]).write_text(xml)
+            return done, datas
+
+        monkeypatch.setattr(launch, "run_batch", fake)
+        return handed
+
+    monkeypatch.setattr(proc, "find_tool", lambda name: "/usr/bin/compute-sanitizer")
+    return use
+
+
+def _jobs(n, tmp_path):
+    from helpers import job_for
+
+    from kprof import catalog
+
+    cubin = tmp_path / "k.cubin"
+    cubin.write_bytes(b"")
+    return [job_for(catalog.load("vector_add"), cubin, {"N": 100 + i}) for i in range(n)]
+
+
+def test_a_clean_report_clears_every_job_and_shares_the_tools_start(batch_with, tmp_path):
+    handed = batch_with(CLEAN, _done(0, seconds=4.0), [_ok(0.5), _ok(1.5)])
+    results = san.run_batch(_jobs(2, tmp_path), "memcheck")
+    assert [r.status for r in results] == ["clean", "clean"]
+    assert [round(r.seconds, 3) for r in results] == [1.5, 2.5]  # each job's own time + half of the 2 s start
+    assert all(not j.mode.verify and j.mode.poison for j in handed[0])  # the sanitizer's run mode
+
+
+@pytest.mark.parametrize("xml, done, datas, why", [
+    (WITH_RECORD, _done(ERROR_EXITCODE), [_ok(), _ok()], "a record: whose job is it?"),
+    (CLEAN, _done(0), [_ok(), {"status": "error", "phase": "loaded", "job_seconds": 0.1}], "a job that failed"),
+    (CLEAN, _done(3), [_ok(), {}], "a job the child never reached"),
+    (CLEAN, _done(0), [_ok(), {"status": "started", "phase": "launch"}], "a job that did not finish"),
+    (None, _done(0), [_ok(), _ok()], "no report"),
+    (CLEAN, _done(ERROR_EXITCODE), [_ok(), _ok()], "the tool's error exit with nothing parsed"),
+    (CLEAN, _done(timed_out=True), [_ok(), _ok()], "a time limit"),
+    (CLEAN, _done(-9), [_ok(), _ok()], "a crash after the last job"),
+])  # fmt: skip
+def test_anything_but_a_clean_report_clears_no_job(batch_with, tmp_path, xml, done, datas, why):
+    batch_with(xml, done, datas)
+    assert san.run_batch(_jobs(2, tmp_path), "memcheck") is None, why
+
+
+def test_run_many_runs_alone_each_job_the_batch_could_not_clear(monkeypatch, tmp_path):
+    alone = []
+    monkeypatch.setattr(san, "run_all", lambda job, tools, **kw: alone.append(job.target.sizes["N"]) or
+                        [ToolResult(tools[0], "findings", [], 1.0)])
+    monkeypatch.setattr(san, "run_batch", lambda jobs, tool, **kw: None)
+    jobs = _jobs(3, tmp_path)
+    assert [r.status for r in san.run_many(jobs, "racecheck", scrub_cubin=None)] == ["findings"] * 3
+    assert alone == [100, 101, 102]
+    alone.clear()
+    monkeypatch.setattr(san, "run_batch", lambda jobs, tool, **kw: [ToolResult(tool, "clean", [], 1.0)] * len(jobs))
+    assert [r.status for r in san.run_many(jobs, "racecheck", scrub_cubin=None)] == ["clean"] * 3 and alone == []
+    # one job: its own child straight away, as before
+    assert [r.status for r in san.run_many(jobs[:1], "racecheck", scrub_cubin=None)] == ["findings"] and alone == [100]
+    # the values detector: each finished job's own result; only the others alone
+    alone.clear()
+    monkeypatch.setattr(values, "run_batch", lambda jobs, **kw: [ToolResult("values", "clean", [], 1.0), None, None])
+    assert [r.status for r in san.run_many(jobs, "values", scrub_cubin=None)] == ["clean", "findings", "findings"]
+    assert alone == [101, 102]
+
+
+def test_values_batch_gives_each_finished_job_its_own_findings(monkeypatch, tmp_path):
+    race = {"tool": "values", "kind": "race", "kernel": "vector_add", "file": None, "line": None, "thread": None,
+            "block": None, "count": 3, "message": "differs between runs", "buffer": "c"}
+    datas = [dict(_ok(0.2), findings=[race]), dict(_ok(0.3), findings=[]), {"status": "error", "phase": "device"}]
+    monkeypatch.setattr(launch, "run_batch", lambda jobs, **kw: (_done(3, seconds=2.0), datas))
+    got = values.run_batch(_jobs(3, tmp_path), scrub_cubin="scrub.cubin")
+    assert [r and r.status for r in got] == ["findings", "clean", None]
+    assert got[0].findings[0].kind == "race" and got[1].seconds == 0.3
+
+
+def test_the_batch_child_runs_its_jobs_and_reports_each(tmp_path):
+    """The real child, on a machine without a GPU: the first job ends in an error (no device), so
+    the batch stops there; the second was never reached."""
+    done, datas = launch.run_batch(_jobs(2, tmp_path), timeout=60)
+    assert done.returncode == 3 and not done.timed_out, done.tail()
+    assert datas[0]["status"] == "error" and "job_seconds" in datas[0] and datas[1] == {}
+
+
+def test_each_job_of_a_batch_is_held_to_its_own_time_limit(monkeypatch, tmp_path):
+    """A job that hangs is stopped at its own limit, not the whole batch's (jobs x limit)."""
+    script = tmp_path / "hang.py"
+    script.write_text("import json, sys, time\nplan = json.load(open(sys.argv[1]))\n"
+                      "open(plan['progress'], 'a').write(f'0 {time.monotonic():.3f}\\n')\ntime.sleep(60)\n")
+    monkeypatch.setattr(launch, "batch_argv", lambda manifest: [sys.executable, str(script), str(manifest)])
+    t0 = time.monotonic()
+    done, datas = launch.run_batch(_jobs(20, tmp_path), timeout=1.0)
+    assert done.timed_out and time.monotonic() - t0 < 15 and datas == [{}] * 20
