@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,7 @@ def _write_json(path: Path, data: object) -> None:
 
 def cmd_cases(opts: Options) -> int:
     from kprof import cases, catalog, parallel, pipeline
+    from kprof.compute_sanitizer import ALL_TOOLS
 
     corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
     if opts.list:
@@ -244,18 +246,19 @@ def cmd_cases(opts: Options) -> int:
     scrub, _ = pipeline.scrubber(opts.arch)
 
     jobs = {case.name: pipeline.case_jobs(case, opts.arch) for case in corpus}
-    shared, alone = cases.plan(corpus)
+    width = parallel.jobs_for(len(corpus) * len(ALL_TOOLS), opts.jobs, parallel.RUNNER_GPU_BYTES)
+    shared, alone = cases.plan(corpus, width)
     steps = None if opts.json else parallel.Progress(len(shared) + 1)
 
     def runs(task: cases.Task) -> dict[tuple[str, str, str], Any]:
+        t0 = time.monotonic()
         out = cases.run_task(task, jobs, scrub_cubin=scrub, timeout=opts.timeout)
         if steps:
-            steps.step(task.label())
+            steps.step(f"{task.label()} {time.monotonic() - t0:.1f} s")
         return out
 
     # Each task is a child process, so threads only wait: the sanitizers' tasks share the GPU, then
     # the values detector's runs alone (kprof.cases.ALONE).
-    width = parallel.jobs_for(len(shared), opts.jobs, parallel.RUNNER_GPU_BYTES)
     by_case: dict[str, cases.Runs] = {case.name: {} for case in corpus}
     for part in [*parallel.map_jobs(runs, shared, width), runs(alone)]:
         for (name, role, tool), result in part.items():

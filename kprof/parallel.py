@@ -58,7 +58,8 @@ def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
 
 
 class Progress:
-    """``[done/total] what  4.1 s, about 30 s left``, one line per step, safe from several threads."""
+    """``[done/total] what  4.1 s, at 12 s, about 30 s left``, one line per step (``at``: since the
+    start), safe from several threads."""
 
     def __init__(self, total: int, *, stream: IO[str] | None = None, write: Callable[[str], None] | None = None,
                  bar: bool | None = None) -> None:
@@ -83,9 +84,9 @@ class Progress:
         self.done += 1
         self.total = max(self.total, self.done)  # a test run again after a stopped child is one more step
         elapsed = time.monotonic() - self.start
-        left = ""
+        left = f", at {elapsed:.0f} s"
         if 0 < self.done < self.total:
-            left = f", about {elapsed / self.done * (self.total - self.done):.0f} s left"
+            left += f", about {elapsed / self.done * (self.total - self.done):.0f} s left"
         return f"[{self.done}/{self.total}] {text}{left}"
 
     def step(self, text: str) -> None:

@@ -235,9 +235,12 @@ Progress = Callable[[str, str, "Finished"], None]
 
 
 # The tools that stop a child at a test's first bug: memcheck stops the kernel at its first invalid
-# access and the context is broken. For these a spare child starts beside each batch and waits, its
-# interpreter, imports and collection done, for the tests after the stop: the rerun skips that start.
+# access and the context is broken. For these SPARES spare children start beside each batch and wait,
+# their interpreter, imports and collection done, for the tests after a stop: a rerun skips that start.
+# Two, so the rerun after a second stop soon after the first need not wait for a new spare's start
+# (measured on an H200, ea69f0c: a suite with two memcheck findings waited for the second).
 SPARE_TOOLS = ("memcheck",)
+SPARES = 2
 
 
 def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
@@ -253,19 +256,29 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     def start(collect: list[str], spare: bool) -> _Child:
         return _Child(collect, spare, tool, by_id, timeout, env, cwd, padding, progress, san)
 
-    spare: _Child | None = None
+    spares: list[_Child] = []
+
+    def ready_spare(batch: list[str]) -> _Child | None:
+        """A waiting spare that collected every test of ``batch``, handed them; spares that ended
+        before they were needed (their collection failed) are put away."""
+        for spare in list(spares):
+            if not spare.thread.is_alive():
+                spares.remove(spare)
+                spare.wait()
+        for spare in list(spares):
+            if set(batch) <= set(spare.collect):
+                spares.remove(spare)
+                if spare.go(batch):
+                    return spare
+                spare.wait()
+        return None
+
     try:
         while queue:
             batch = queue.pop(0)
-            if spare is not None and set(batch) <= set(spare.collect) and spare.go(batch):
-                child, spare = spare, None
-            else:
-                if spare is not None and not spare.thread.is_alive():
-                    spare.wait()  # it ended before it was needed (its collection failed): a fresh child
-                    spare = None
-                child = start(batch, spare=False)
-            if tool in SPARE_TOOLS and spare is None and len(batch) > 1:
-                spare = start(batch, spare=True)
+            child = ready_spare(batch) or start(batch, spare=False)
+            if tool in SPARE_TOOLS and len(batch) > 1:
+                spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
             settled, lost = child.wait()
             if lost and len(batch) > 1:
                 # Records no test could be given (no host stack at all): halve the batch until each such
@@ -281,7 +294,7 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             if settled.alone:
                 queue.insert(0, [settled.alone])
     finally:
-        if spare is not None:  # no stop left a rest for it: it runs nothing and ends
+        for spare in spares:  # no stop left a rest for it: it runs nothing and ends
             spare.go([])
             spare.wait()
     return results

@@ -153,3 +153,18 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
         [(t, twins) for t in ("memcheck", "racecheck", "initcheck", "synccheck")] +
         [("memcheck", ("off_by_one:bug",)), ("racecheck", ("missing_sync_raw:bug",)), ("values", values)])
     assert log[-1][:1] == ("values",) and log[-1][2] == ()  # last, and alone
+
+
+@pytest.mark.parametrize("width, parts", [(1, 1), (4, 1), (8, 2), (12, 3), (1000, 23)])
+def test_the_plan_splits_each_tools_twins_to_fill_the_gpus_slots(width, parts):
+    corpus = cases.load_all(catalog.group("case"))
+    shared, alone = cases.plan(corpus, width)
+    sanitizers = ("memcheck", "racecheck", "initcheck", "synccheck")
+    twins = [t for t in shared if t.what == "twins"]
+    assert shared[:len(twins)] == twins  # the longest first
+    for tool in sanitizers:  # every twin exactly once under every sanitizer, in `parts` children
+        mine = [t for t in twins if t.tool == tool]
+        assert len(mine) == parts and [c.name for t in mine for c in t.cases] == [c.name for c in corpus]
+    bugs = [t for t in shared if t.what == "bug"]
+    assert sorted(t.cases[0].name for t in bugs) == sorted(c.name for c in corpus if c.expect.tool != "values")
+    assert alone.what == "values" and alone.cases == tuple(corpus)

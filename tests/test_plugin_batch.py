@@ -6,6 +6,7 @@ tool does and stops the target in a faulting test."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -129,8 +130,8 @@ def test_progress_lines_count_and_estimate():
     steps = parallel.Progress(3, write=lines.append)
     for name in ("a", "b", "c"):
         steps.step(f"{name} memcheck 1.0 s")
-    assert lines[0].startswith("[1/3] a memcheck 1.0 s, about ") and lines[0].endswith(" s left")
-    assert lines[2] == "[3/3] c memcheck 1.0 s"
+    assert re.fullmatch(r"\[1/3\] a memcheck 1\.0 s, at \d+ s, about \d+ s left", lines[0]), lines[0]
+    assert re.fullmatch(r"\[3/3\] c memcheck 1\.0 s, at \d+ s", lines[2]), lines[2]
 
 
 # ------------------------------------------------------------------ whole suites, stand-in tool
@@ -221,7 +222,7 @@ def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
     ran = [e for e in fake.ends() if e["ran"]]  # memcheck's spare child, never needed, ran nothing
     assert sorted(e["tool"] for e in ran) == ["memcheck", "racecheck"] and all(c["batch"] for c in fake.calls())
     assert all(len(e["ran"]) == 21 for e in ran)
-    assert sorted(c["tool"] for c in fake.calls()) == ["memcheck", "memcheck", "racecheck"]
+    assert sorted(c["tool"] for c in fake.calls()) == ["memcheck"] * (1 + suite.SPARES) + ["racecheck"]
     outcomes = _outcomes(result)
     failed = {n for n, o in outcomes.items() if o == "FAILED"}
     assert failed == {"test_kernels.py::test_racy", "test_kernels.py::test_racy_param[1]", "test_kernels.py::test_racy_param[2]",
@@ -380,6 +381,24 @@ def test_an_xdist_worker_batches_the_tests_queued_to_it():
 
     assert queued(Session(), "item1", [object(), WorkerInteractor()]) == ["item1", "item3", "item5", "item6"]
     assert queued(Session(), "item6", [object()]) == ["item6", "item7"]  # no xdist: from this test on
+
+
+def test_after_two_faults_both_reruns_are_spares_started_with_the_first_child(fake):
+    """Two tests that stop memcheck's child: each rerun is a spare whose start was paid before the
+    first stop, so neither waits for an interpreter, imports and collection."""
+    fake.makepyfile(test_kernels=SUITE.replace("def test_after(n):\n    pass",
+                                               "def test_after(n):\n    pass\n\ndef test_fault_again():\n"
+                                               "    time.sleep(3)\n\ndef test_last():\n    pass"))
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-jobs=1", "-rA")
+    ran = [e["ran"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"]]
+    assert [r[-1] for r in ran] == ["test_kernels.py::test_fault", "test_kernels.py::test_fault_again",
+                                    "test_kernels.py::test_last"]
+    starts = sorted(c["t"] for c in fake.calls() if c["tool"] == "memcheck")
+    first_end = min(e["t"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"])
+    assert len([t for t in starts if t < first_end]) == 1 + suite.SPARES
+    outcomes = _outcomes(result)
+    assert outcomes["test_kernels.py::test_fault"] == outcomes["test_kernels.py::test_fault_again"] == "FAILED"
+    assert outcomes["test_kernels.py::test_last"] == "PASSED"
 
 
 def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypatch):
