@@ -84,7 +84,14 @@ def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | N
         return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
     if findings:
         return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
-    if NOTHING_INSTRUMENTED in done.stdout or NOTHING_INSTRUMENTED in done.stderr:
+    unseen = NOTHING_INSTRUMENTED in done.stdout or NOTHING_INSTRUMENTED in done.stderr
+    code = None if status is None else status.get("returncode")
+    if status is not None and code != 0:  # the program's own failure comes first: it is what the user must fix
+        how = status.get("error") or (f"was killed by {status['signal']}" if status.get("signal") else f"exited with code {code}")
+        before = " before any CUDA call" if unseen else ""
+        return ToolResult(tool, "target-error", [], done.seconds,
+                          f"the program {how}{before} under {tool} with nothing found; its last lines are below", notes, log)
+    if unseen:
         return ToolResult(tool, "not-checked", [], done.seconds,
                           f"{tool} saw no CUDA call of the program, so it checked nothing (the program launched no "
                           "kernel, or the tool could not attach to it)", notes, log)
@@ -92,11 +99,6 @@ def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | N
         how = done.signal_name or f"exit code {done.returncode}"
         return ToolResult(tool, "tool-error", [], done.seconds,
                           f"compute-sanitizer {tool} ended with {how} before the program ran", notes, log)
-    code = status.get("returncode")
-    if code != 0:
-        how = status.get("error") or (f"was killed by {status['signal']}" if status.get("signal") else f"exited with code {code}")
-        return ToolResult(tool, "target-error", [], done.seconds,
-                          f"the program {how} under {tool} with nothing found; its last lines are below", notes, log)
     if done.returncode == ERROR_EXITCODE or (not have_xml and done.returncode != 0):
         return ToolResult(tool, "tool-error", [], done.seconds,
                           f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)

@@ -487,3 +487,7 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
     text = render.sanitize_report([r])
     assert "NOT CHECKED" in text and "not everything was checked" in text
     assert EXIT_NOT_CHECKED == 8
+    # A program that failed before its first CUDA call: its failure is what to fix (seen on an H200,
+    # 31266b6: `python -c "raise SystemExit(...)"` under memcheck)
+    failed = toolrun.classify_program("memcheck", _done(99, out=out), {"returncode": 1}, [], [], 60, False)
+    assert failed.status == "target-error" and "exited with code 1 before any CUDA call" in failed.message
