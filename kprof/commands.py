@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -95,24 +96,37 @@ def cmd_build(opts: Options) -> int:
                  for _, params in sweep.points(sweep.Sweep("size"), opts.param, spec.size_names,
                                                dict(spec.defines), spec.name)]
     arch = opts.arch or build.detect_arch()
-    results, failures, skipped = [], [], []
     progress = render.Progress(len(specs), sys.stderr, enabled=len(specs) > 1 and not opts.json)
-    for spec in specs:  # a sanitizer case's fixed twin builds with it
-        progress.start(spec.name)
+    lock = threading.Lock()
+
+    def one(spec: Any) -> tuple[str, Any]:
+        """(how it ended, the build or the error); with --all a kernel that fails leaves the others."""
+        t0 = time.monotonic()
         try:
             built = build.build(spec, arch, force=opts.force)
-            results.append((spec, built))
-            progress.done("cached" if built.cached else "built")
+            out: tuple[str, Any] = ("cached" if built.cached else "built", built)
         except UnsupportedArchError as exc:
             if not opts.all:
                 raise
-            progress.done("skipped")
-            skipped.append((spec.name, str(exc)))  # named with its reason: not a failure
+            out = ("skipped", exc)  # named with its reason: not a failure
         except BuildError as exc:
             if not opts.all:
                 raise
-            progress.done("FAILED")
-            failures.append((spec.name, exc))  # keep going: the other kernels still build
+            out = ("FAILED", exc)  # keep going: the other kernels still build
+        with lock:
+            progress.finished(spec.name, out[0], time.monotonic() - t0)
+        return out
+
+    from kprof import parallel
+
+    results, failures, skipped = [], [], []
+    for spec, (how, what) in zip(specs, parallel.map_jobs(one, specs, parallel.build_jobs(len(specs)))):
+        if how == "skipped":
+            skipped.append((spec.name, str(what)))
+        elif how == "FAILED":
+            failures.append((spec.name, what))
+        else:  # a sanitizer case's fixed twin builds with it
+            results.append((spec, what))
     progress.close()
     if opts.json:
         _emit_json([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
@@ -245,7 +259,8 @@ def cmd_cases(opts: Options) -> int:
     require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
     scrub, _ = pipeline.scrubber(opts.arch)
 
-    jobs = {case.name: pipeline.case_jobs(case, opts.arch) for case in corpus}
+    built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, opts.arch), corpus, parallel.build_jobs(len(corpus)))
+    jobs = {case.name: pair for case, pair in zip(corpus, built)}  # built side by side: a cold cache took 15 s one by one
     width = parallel.jobs_for(len(corpus) * len(ALL_TOOLS), opts.jobs, parallel.RUNNER_GPU_BYTES)
     shared, alone = cases.plan(corpus, width)
     steps = None if opts.json else parallel.Progress(len(shared) + 1)

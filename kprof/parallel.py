@@ -48,6 +48,14 @@ def jobs_for(count: int, jobs: int | None, child_bytes: int = CHILD_GPU_BYTES) -
     return default_jobs(count, telemetry.free_memory(), os.cpu_count(), child_bytes)
 
 
+BUILD_JOBS = 8  # compiler processes at once (kprof build --all, kprof cases, kprof peak)
+
+
+def build_jobs(count: int) -> int:
+    """How many builds to run side by side: each is an nvcc process of one CPU."""
+    return max(1, min(count, BUILD_JOBS, os.cpu_count() or 1))
+
+
 def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
     """``[fn(x) for x in items]``, ``jobs`` at a time, in order."""
     items = list(items)

@@ -260,7 +260,7 @@ def peak(refresh: bool = False, arch: str | None = None,
     wanted.update({("kprof_copy", 0): resolve(catalog.builtin("kprof_copy")), ("kprof_fma", 0): fma_resolved})
     from kprof import parallel
 
-    parallel.map_jobs(lambda r: built(r, arch), list(wanted.values()), min(8, len(wanted)))
+    parallel.map_jobs(lambda r: built(r, arch), list(wanted.values()), parallel.build_jobs(len(wanted)))
     parallel.map_jobs(lambda n: builtin(n, arch), ["kprof_spin", "kprof_flush"], 2)
     streams = [bench.StreamJob(kind, width, r.sizes["BLOCKS"],
                                built(r, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch)), int(r.bytes or 0))

@@ -68,6 +68,14 @@ class Progress:
         self.stream.write(f"\r\x1b[K{line}" if self.tty else line + "\n")
         self.stream.flush()
 
+    def finished(self, name: str, outcome: str, seconds: float) -> None:
+        """A step that ran beside others: counted and said when it ends (``start`` and ``done`` in one)."""
+        import time
+
+        self.start(name)
+        self.begun = time.monotonic() - seconds
+        self.done(outcome)
+
     def close(self) -> None:
         if self.tty and self.count:
             self.stream.write("\r\x1b[K")

@@ -294,9 +294,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             if settled.alone:
                 queue.insert(0, [settled.alone])
     finally:
-        for spare in spares:  # no stop left a rest for it: it runs nothing and ends
-            spare.go([])
-            spare.wait()
+        for spare in spares:  # no stop left a rest for it: stopped where it is
+            spare.cancel()
     return results
 
 
@@ -336,6 +335,15 @@ class _Child:
             part.replace(self.go_path)  # whole or not at all: the child reads it once it exists
             self.watch.arm()
             return True
+
+    def cancel(self) -> None:
+        """Stop a spare that was never handed tests (its process group at the next poll) and wait for
+        it: one started late would otherwise keep the run waiting for its interpreter, imports and
+        collection (on an H200, 3234126: a spare started at the last rerun)."""
+        with self.lock:
+            if not self.batch:
+                self.watch.cancelled = True
+        self.thread.join()
 
     def wait(self) -> tuple[Settled, bool]:
         self.thread.join()
@@ -401,6 +409,7 @@ class _Watch:
         self.started = time.monotonic()
         self.armed = armed  # a spare child's wait for its tests is no test's time
         self.expired = False
+        self.cancelled = False  # a spare no stop needed: stopped, not waited for
 
     def arm(self) -> None:
         self.started, self.armed = time.monotonic(), True
@@ -422,6 +431,8 @@ class _Watch:
                 self.started = time.monotonic()  # between tests (and after the last): the next one's clock
                 if self.progress:
                     self.progress(self.tool, event["nodeid"], _finished(event))
+        if self.cancelled:
+            return True
         if not self.armed:
             return False
         # A test has its own limit. With none running, the child is starting (the interpreter, the imports

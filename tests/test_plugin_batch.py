@@ -428,3 +428,25 @@ def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypa
     out = suite.run_tool(tests, "memcheck", timeout=60, env={}, cwd=".")
     assert sorted(out) == [t.nodeid for t in tests] and all(v.clean for v in out.values())
     assert [c for c in children if c != "spare"] == [[t.nodeid for t in tests], ["t.py::c", "t.py::d"]]
+
+
+def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path):
+    """A spare still starting when the run ends (its interpreter, imports and collection under the
+    tool) is stopped at the next poll, not waited for."""
+    import time
+
+    from kprof import proc
+
+    seen = {}
+
+    class Slow:  # a child that would take a minute to reach its tests
+        @staticmethod
+        def run_wrapped(argv, tool, *, timeout, env, cwd, watch, padding):
+            seen["done"] = proc.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=timeout, watch=watch)
+            return seen["done"], ""
+
+    by_id = {"t.py::a": suite.Test("t.py::a", "t.py", "a")}
+    spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, tmp_path, 256, None, Slow)
+    t0 = time.monotonic()
+    spare.cancel()
+    assert not spare.thread.is_alive() and seen["done"].timed_out and time.monotonic() - t0 < 30
