@@ -197,14 +197,34 @@ def _other(rec: ET.Element, tool: str, kind: str, allocations: list[dict[str, An
 def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     """The kernel's name demangled, the launch site in the user's files, and the allocation an access
     missed (from the tool's text) where kprof's own allocation record does not name a buffer."""
-    site = hostframes.launch_site(hostframes.frames(rec))
+    stack = hostframes.frames(rec)
+    site = hostframes.launch_site(stack)
     detail = f.detail
     if f.buffer is None and f.address is not None and f.address in nearest:
         detail = nearest[f.address]
     grid = _int(rec.findtext(".//gridid"))  # racecheck's hazards carry it; memcheck stops at its first faulting launch
     grids = frozenset({grid}) if grid is not None else frozenset()
-    return replace(f, kernel=demangle(f.kernel) if f.kernel else None, launch=site.where() if site else None,
-                   detail=detail, grids=grids)
+    kernel = demangle(f.kernel) if f.kernel else None
+    f = replace(f, kernel=kernel, launch=site.where() if site else None, detail=detail, grids=grids)
+    return _in_user_source(f, [fr.path for fr in stack if fr.path and hostframes.is_user_file(fr.path)])
+
+
+def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
+    """A finding in a file that is not there (CuPy's deleted temporary file, NVRTC's program name) moved
+    to the string in the user's Python file that holds the kernel's source (:mod:`kprof.embedded`), the
+    tool's own place kept in ``extra``."""
+    from kprof import embedded
+
+    found = embedded.locate(f.file, f.line, f.kernel, stack_files)
+    if found is None:
+        return f
+    extra = dict(f.extra, reported_at=f"{f.file}:{f.line}" if f.line else f.file, source=found.note)
+    other = f.other
+    if other is not None and other.file == f.file:  # the race's other side is in the same string
+        moved = embedded.locate(other.file, other.line, f.kernel, stack_files)
+        if moved is not None:
+            other = replace(other, file=moved.path, line=moved.line)
+    return replace(f, file=found.path, line=found.line, other=other, extra=extra)
 
 
 _OUT_OF_BOUNDS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is out of bounds[ \t]*$")
@@ -228,10 +248,11 @@ def nearest_allocations(text: str) -> dict[int, str]:
 
 def _nearest(out: dict[int, str], address: str, distance: str, side: str, base: str, size: str) -> None:
     n, nbytes = int(distance.replace(",", "")), int(size.replace(",", ""))
+    unit = "byte" if n == 1 else "bytes"
     if side == "after":
-        where = "immediately past the end" if n == 0 else f"{n:,} bytes past the end"
+        where = "immediately past the end" if n == 0 else f"{n:,} {unit} past the end"
     else:
-        where = f"{n:,} bytes before the start"
+        where = f"{n:,} {unit} before the start"
     out[int(address, 16)] = f"{where} of a {nbytes:,}-byte allocation at {base} (the nearest one)"
 
 

@@ -216,6 +216,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
         lines.append(f"- {f.tool} {f.kind} at {f.location()}{where}: {f.message}")
         if f.detail:
             lines.append(f"    {f.detail}")
+        if f.extra.get("source"):
+            lines.append(f"    {f.extra['source']}")
         if f.launch:
             lines.append(f"    launched at {f.launch}")
         for c in consequences:

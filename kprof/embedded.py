@@ -1,0 +1,124 @@
+"""Kernels whose CUDA source is a string in the user's Python file: the line a tool reports is a line
+of that string, in a file that is gone or never was. Pure but for reading the user's files (capped,
+regular files only, parsed with :mod:`ast`, never run).
+
+- CuPy's ``RawKernel`` and ``RawModule`` write the string to ``<temporary dir>/<hash>.cubin.cu``,
+  compile it and delete the folder: a finding at ``/tmp/tmpw770smz0/d964...cubin.cu:5`` (recorded on
+  an H200, ``tests/data/programs/cupy_shift.memcheck.xml``) is line 5 of the string ``SOURCE`` in
+  ``cupy_shift.py``, which is that file's line 18.
+- NVRTC (through cuda-python) names the source after the program's name: a bare ``block_sum.cu``
+  comes back as ``<working directory>/block_sum.cu``, a path that need not exist.
+
+:func:`locate` finds the string literal that defines the kernel (``__global__`` and the kernel's
+name in it) among the Python files of the launch's host stack, then their folders' other Python
+files, and maps the line: a triple-quoted literal keeps the source's lines, so line ``n`` of the
+source is the literal's first line plus ``n - 1``. A literal whose lines do not match its text (escaped
+newlines, implicit concatenation) is named without a line inside it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from kprof import inputs
+
+MAX_SOURCE_BYTES = 1 << 20  # a Python file larger than this is not searched
+MAX_SIBLINGS = 64  # other Python files of a stack file's folder searched, at most
+
+
+@dataclass(frozen=True)
+class Located:
+    path: str
+    line: int | None  # None: the literal is known, not the line inside it
+    note: str  # what was reported and why it was moved: for the report and JSON
+
+
+def locate(reported: str | None, line: int | None, kernel: str | None, stack_files: Iterable[str]) -> Located | None:
+    """Where in the user's Python files the kernel's source is, when the tool reported a file that is
+    not there; None when the reported file exists, or no single string literal defines the kernel."""
+    if not reported or not kernel or inputs.regular_file_error(Path(reported)) is None:
+        return None
+    name = _bare_name(kernel)
+    if not name:
+        return None
+    stack = list(dict.fromkeys(f for f in stack_files if f.endswith(".py")))
+    for group in (stack, _siblings(stack)):
+        hits = [(path, node) for path in group for node in _literals(path, name)]
+        if len({(p, n.lineno) for p, n in hits}) == 1:  # one definition: never a guess between two
+            return _mapped(reported, line, *hits[0])
+    return None
+
+
+def _mapped(reported: str, line: int | None, path: str, node: ast.Constant) -> Located:
+    text = str(node.value)
+    exact = node.end_lineno is not None and node.end_lineno - node.lineno == text.count("\n")
+    where = f"{reported}:{line}" if line else reported
+    if exact and line and line <= text.count("\n") + 1:
+        return Located(path, node.lineno + line - 1,
+                       f"the kernel's source is the string at {Path(path).name}:{node.lineno}; the tool named {where}, "
+                       "a file that no longer exists (or never did)")
+    return Located(path, node.lineno,
+                   f"the kernel's source is the string at {Path(path).name}:{node.lineno} (line {line} of it); the "
+                   f"tool named {where}, a file that no longer exists (or never did)")
+
+
+def _bare_name(kernel: str) -> str:
+    """``void ns::scale<float>(float*, int)`` -> ``scale``; ``forward_diff`` stays."""
+    from kprof.demangle import short
+
+    text = short(kernel, 10_000)
+    text = text.split("<", 1)[0].strip()
+    text = text.rsplit("::", 1)[-1]
+    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) else ""
+
+
+def _literals(path: str, name: str) -> list[ast.Constant]:
+    """The string literals of ``path`` that define a kernel called ``name``."""
+    pattern = re.compile(r"__global__[^;{]*\b" + re.escape(name) + r"\s*\(")
+    return [n for n in _strings(path) if pattern.search(str(n.value))]
+
+
+def _strings(path: str) -> tuple[ast.Constant, ...]:
+    """Every string literal of a Python file holding ``__global__``; none when it cannot be read or parsed."""
+    try:
+        info = Path(path).stat()
+    except (OSError, ValueError):
+        return ()
+    return _parsed(path, info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=256)
+def _parsed(path: str, mtime_ns: int, size: int) -> tuple[ast.Constant, ...]:
+    """:func:`_strings` of one version of the file (its time and size are the key)."""
+    try:
+        text = inputs.read_text(path, "a Python file of the launch", limit=MAX_SOURCE_BYTES, errors="replace")
+    except inputs.InputError:
+        return ()
+    if "__global__" not in text:
+        return ()
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple(n for n in ast.walk(tree)
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value)
+
+
+def _siblings(stack: list[str]) -> list[str]:
+    """The other Python files of the stack files' folders (a kernel string defined in a module the
+    launching one imported), at most MAX_SIBLINGS, in name order."""
+    out: list[str] = []
+    for folder in dict.fromkeys(str(Path(f).parent) for f in stack):
+        try:
+            names = sorted(p for p in Path(folder).glob("*.py") if str(p) not in stack)
+        except OSError:
+            continue
+        out += [str(p) for p in names[: MAX_SIBLINGS - len(out)]]
+        if len(out) >= MAX_SIBLINGS:
+            break
+    return out
