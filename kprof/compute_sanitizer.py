@@ -198,15 +198,33 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     """The kernel's name demangled, the launch site in the user's files, and the allocation an access
     missed (from the tool's text) where kprof's own allocation record does not name a buffer."""
     stack = hostframes.frames(rec)
+    kernel = demangle(f.kernel) if f.kernel else None
     site = hostframes.launch_site(stack)
+    launch = site.where() if site else _native_launch(stack, kernel)
     detail = f.detail
     if f.buffer is None and f.address is not None and f.address in nearest:
         detail = nearest[f.address]
     grid = _int(rec.findtext(".//gridid"))  # racecheck's hazards carry it; memcheck stops at its first faulting launch
     grids = frozenset({grid}) if grid is not None else frozenset()
-    kernel = demangle(f.kernel) if f.kernel else None
-    f = replace(f, kernel=kernel, launch=site.where() if site else None, detail=detail, grids=grids)
+    f = replace(f, kernel=kernel, launch=launch, detail=detail, grids=grids)
     return _in_user_source(f, [fr.path for fr in stack if fr.path and hostframes.is_user_file(fr.path)])
+
+
+def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | None:
+    """A C++ program's launch site: ``/src/vecadd.cu:7 (launch in vecadd)`` where the binary has host
+    line information (``-g``, through addr2line), else ``launch in vecadd``; None without a frame of
+    the user's own module."""
+    from kprof import addr2line
+
+    frame = hostframes.native_site(stack, kernel)
+    if frame is None:
+        return None
+    found = addr2line.line_of(frame.module, frame.pc)
+    if found is None or found[1] is None:
+        return frame.where()
+    func, path, line = found
+    named = replace(frame, func=func or frame.func)
+    return f"{path}:{line} ({named.where()})"
 
 
 def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:

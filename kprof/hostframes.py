@@ -30,9 +30,17 @@ class Frame:
     path: str | None
     line: int | None
     module: str | None
+    pc: int | None = None  # a native frame's offset in its module (a return address)
 
     def where(self) -> str:
-        return f"{self.path}:{self.line}" if self.path and self.line else (self.path or self.module or "?")
+        if self.path and self.line:
+            return f"{self.path}:{self.line}"
+        if self.module and not self.path:  # a native frame: "launch in vecadd"
+            from kprof.demangle import short
+
+            name = short(self.func, 60) if self.func else f"{self.pc:#x}" if self.pc is not None else "?"
+            return f"{name} in {Path(self.module).name}"
+        return self.path or self.module or "?"
 
 
 def frames(record: ET.Element) -> list[Frame]:
@@ -40,7 +48,7 @@ def frames(record: ET.Element) -> list[Frame]:
     out = []
     for node in record.findall("hostStack/frame"):
         out.append(Frame(node.findtext("func"), node.findtext("path"), inputs.report_uint(node.findtext("line")),
-                         node.findtext("module")))
+                         node.findtext("module"), inputs.report_uint(node.findtext("pc"))))
     return out
 
 
@@ -64,3 +72,45 @@ def is_user_file(path: str) -> bool:
 def launch_site(stack: list[Frame]) -> Frame | None:
     """The innermost frame in the user's own files that has a line, or None."""
     return next((f for f in stack if f.path and f.line and is_user_file(f.path)), None)
+
+
+# Native modules that are never the user's program: the system's and the CUDA toolkit's libraries, the
+# Python interpreter and installed packages (by folder or by name).
+_SYSTEM_DIRS = ("/usr/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/opt/nvidia/", "/etc/")
+_LIBRARY_NAMES = ("libcuda", "libcudart", "libnv", "libcublas", "libcufft", "libcurand", "libcusparse", "libcusolver",
+                  "libcudnn", "libnccl", "libtorch", "libc10", "libc.so", "libstdc++", "libgcc", "ld-linux", "libpthread",
+                  "libpython", "python")
+# Functions of the CUDA runtime (linked into the program by nvcc) and of nvcc's generated launch stubs.
+_RUNTIME_FUNCS = ("cuda", "__cuda", "__device_stub", "cudart::", "__nv", "_GLOBAL__", "dim3::")
+
+
+def is_user_module(module: str) -> bool:
+    """A native module of the user's own: not a system, CUDA, Python or installed package's library."""
+    name = Path(module).name
+    if not module.startswith("/") or module.startswith(_SYSTEM_DIRS) or any(p in module for p in _LIBRARY_PARTS):
+        return False
+    return not name.startswith(_LIBRARY_NAMES)
+
+
+def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
+    """A C++ program's launch site: the innermost native frame in the user's own module that is not
+    the CUDA runtime nvcc linked in, nor the kernel's own host stub (the function nvcc generates with
+    the kernel's name), or None. ``main in vecadd``; the line comes from :mod:`kprof.addr2line`."""
+    from kprof.demangle import demangle, short
+
+    stub = _base(short(kernel, 10_000)) if kernel else None
+    for f in stack:
+        if f.path or not f.module or not is_user_module(f.module):
+            continue
+        name = demangle(f.func) if f.func else None
+        if name is not None:
+            bare = short(name, 10_000)
+            if bare.startswith(_RUNTIME_FUNCS) or (stub is not None and _base(bare) == stub):
+                continue
+        return Frame(name, None, None, f.module, f.pc)
+    return None
+
+
+def _base(name: str) -> str:
+    """``ns::scale<float>`` -> ``scale``."""
+    return name.split("<", 1)[0].rsplit("::", 1)[-1].strip()

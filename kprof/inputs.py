@@ -166,6 +166,28 @@ def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
         os.close(fd)
 
 
+def read_head(path: str | Path, what: str, nbytes: int) -> bytes:
+    """The first ``nbytes`` of a regular file of any size (an executable's header), opened as
+    :func:`read_bytes` opens it."""
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(what, path, "no such file") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(what, path, _reason(exc)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(what, path, f"{_kind(info.st_mode)}, not a regular file: give a file")
+        return os.read(fd, nbytes)
+    except OSError as exc:
+        raise InputError(what, path, _reason(exc)) from None
+    finally:
+        os.close(fd)
+
+
 def read_text(path: str | Path, what: str, *, limit: int, errors: str = "strict") -> str:
     data = read_bytes(path, what, limit=limit)
     try:
