@@ -24,8 +24,8 @@ def check(result):
     return values[0] if len(values) == 1 else values
 
 
-def compile_ptx(arch: str) -> bytes:
-    prog = check(nvrtc.nvrtcCreateProgram(SOURCE.read_bytes(), str(SOURCE).encode(), 0, [], []))
+def compile_ptx(arch: str, source: bytes, name: bytes) -> bytes:
+    prog = check(nvrtc.nvrtcCreateProgram(source, name, 0, [], []))
     opts = [f"--gpu-architecture={arch}".encode(), b"-lineinfo", f"-DBARRIER={int(FIXED)}".encode()]
     err = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
     if int(err) != 0:
@@ -37,14 +37,17 @@ def compile_ptx(arch: str) -> bytes:
     return ptx
 
 
-def main() -> None:
+def main(source: bytes | None = None, name: bytes | None = None) -> None:
+    """Compile ``source`` (default: block_sum.cu's text) as the NVRTC program ``name`` (default: its path)
+    and run it; the kernel is block_sum(x, out, n), one block of 256 threads per 256 elements."""
     check(driver.cuInit(0))
     dev = check(driver.cuDeviceGet(0))
     major = check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
     minor = check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
     ctx = check(driver.cuDevicePrimaryCtxRetain(dev))
     check(driver.cuCtxSetCurrent(ctx))
-    module = check(driver.cuModuleLoadData(compile_ptx(f"compute_{major}{minor}")))
+    ptx = compile_ptx(f"compute_{major}{minor}", source or SOURCE.read_bytes(), name or str(SOURCE).encode())
+    module = check(driver.cuModuleLoadData(ptx))
     kernel = check(driver.cuModuleGetFunction(module, b"block_sum"))
     n = 4096
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)

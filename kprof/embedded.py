@@ -10,10 +10,11 @@ regular files only, parsed with :mod:`ast`, never run).
   comes back as ``<working directory>/block_sum.cu``, a path that need not exist.
 
 :func:`locate` finds the string literal that defines the kernel (``__global__`` and the kernel's
-name in it) among the Python files of the launch's host stack, then their folders' other Python
-files, and maps the line: a triple-quoted literal keeps the source's lines, so line ``n`` of the
-source is the literal's first line plus ``n - 1``. A literal whose lines do not match its text (escaped
-newlines, implicit concatenation) is named without a line inside it.
+name in it) among the Python files of the launch's host stack (not their neighbours: a file beside
+them may define another kernel of the same name), and maps the line: a triple-quoted literal keeps
+the source's lines, so line ``n`` of the source is the literal's first line plus ``n - 1``. A literal
+whose lines do not match its text (escaped newlines, implicit concatenation) is named without a line
+inside it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from pathlib import Path
 from kprof import inputs
 
 MAX_SOURCE_BYTES = 1 << 20  # a Python file larger than this is not searched
-MAX_SIBLINGS = 64  # other Python files of a stack file's folder searched, at most
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,9 @@ def locate(reported: str | None, line: int | None, kernel: str | None, stack_fil
     if not name:
         return None
     stack = list(dict.fromkeys(f for f in stack_files if f.endswith(".py")))
-    for group in (stack, _siblings(stack)):
-        hits = [(path, node) for path in group for node in _literals(path, name)]
-        if len({(p, n.lineno) for p, n in hits}) == 1:  # one definition: never a guess between two
-            return _mapped(reported, line, *hits[0])
+    hits = [(path, node) for path in stack for node in _literals(path, name)]
+    if len({(p, n.lineno) for p, n in hits}) == 1:  # one definition: never a guess between two
+        return _mapped(reported, line, *hits[0])
     return None
 
 
@@ -107,18 +106,3 @@ def _parsed(path: str, mtime_ns: int, size: int) -> tuple[ast.Constant, ...]:
         return ()
     return tuple(n for n in ast.walk(tree)
                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value)
-
-
-def _siblings(stack: list[str]) -> list[str]:
-    """The other Python files of the stack files' folders (a kernel string defined in a module the
-    launching one imported), at most MAX_SIBLINGS, in name order."""
-    out: list[str] = []
-    for folder in dict.fromkeys(str(Path(f).parent) for f in stack):
-        try:
-            names = sorted(p for p in Path(folder).glob("*.py") if str(p) not in stack)
-        except OSError:
-            continue
-        out += [str(p) for p in names[: MAX_SIBLINGS - len(out)]]
-        if len(out) >= MAX_SIBLINGS:
-            break
-    return out

@@ -75,9 +75,10 @@ def test_two_definitions_of_the_kernel_are_no_guess(tmp_path):
         (tmp_path / name).write_text(f'K = r"""{KERNEL}"""\n')
     missing = str(tmp_path / "gone" / "k.cubin.cu")
     assert embedded.locate(missing, 2, "scale", [str(tmp_path / "a.py"), str(tmp_path / "b.py")]) is None
-    # one on the stack, the other only beside it: the stack's wins
+    # one on the stack, the other only beside it: only the stack's files are searched
     found = embedded.locate(missing, 2, "scale", [str(tmp_path / "a.py")])
     assert found is not None and (found.path, found.line) == (str(tmp_path / "a.py"), 2)
+    assert embedded.locate(missing, 2, "scale", [str(tmp_path / "c.py")]) is None  # on no stack file: not moved
 
 
 def test_a_literal_whose_lines_are_not_the_sources_is_named_without_a_line_inside(tmp_path):

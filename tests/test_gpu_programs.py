@@ -58,8 +58,49 @@ def test_cupy_read_past_the_end_is_found_only_with_the_pool_off():
     cmd = [PY, str(EXAMPLES / "cupy_shift.py")]
     found = kprof.sanitize(cmd, tools=["memcheck"])
     assert [f.kind for f in found.findings][:1] == ["out-of-bounds-read"], found.to_json()
+    f = found.findings[0]  # the line of cupy_shift.py in the kernel's string, not CuPy's deleted copy
+    assert (f.file, f.line) == (str(EXAMPLES / "cupy_shift.py"), _marked(EXAMPLES / "cupy_shift.py", "// BUG")), f
+    assert f.extra["reported_at"].endswith(".cubin.cu:5"), f
     assert kprof.sanitize(cmd, tools=["memcheck"], keep_pools=True).clean, "inside CuPy's pool memcheck sees nothing"
     assert kprof.sanitize(cmd + ["--fixed"], tools=["memcheck"]).clean
+
+
+def _marked(path: Path, mark: str) -> int:
+    return next(i for i, text in enumerate(path.read_text().splitlines(), 1) if mark in text)
+
+
+def test_an_nvrtc_program_with_a_bare_name_is_reported_at_its_python_line(tmp_path):
+    """The program names its source ``block_sum.cu``; the tool reports ``<cwd>/block_sum.cu``, which is
+    not there; kprof reports the line of the string in nvrtc_inline.py."""
+    _needs("cuda.bindings")
+    program = EXAMPLES / "nvrtc_inline.py"
+    report = kprof.sanitize([PY, str(program)], tools=["racecheck"], cwd=tmp_path)
+    races = [f for f in report.findings if f.kind.startswith("race")]
+    assert races, report.to_json()
+    assert races[0].file == str(program) and races[0].lines() & {_marked(program, "// BUG")}, races[0]
+    assert races[0].extra["reported_at"].startswith(f"{tmp_path}/block_sum.cu:"), races[0]
+    assert kprof.sanitize([PY, str(program), "--fixed"], tools=["racecheck"], cwd=tmp_path).clean
+
+
+def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
+    """A plain C++ program built with -g -lineinfo: the kernel's line, and the host line that launched it."""
+    import shutil
+
+    from kprof import build
+
+    compiler = build.compiler_for("sm_90")
+    if compiler.kind != "nvcc" or not shutil.which("addr2line"):
+        pytest.skip("needs nvcc (a host program) and binutils' addr2line")
+    source = EXAMPLES / "vecadd.cu"
+    arch = build.detect_arch()
+    for name, flags in (("vecadd", []), ("vecadd_fixed", ["-DFIXED"])):
+        subprocess.run([*compiler.program, f"-arch={arch}", "-g", "-lineinfo", *flags, "-o", str(tmp_path / name),
+                        str(source)], check=True, capture_output=True)
+    report = kprof.sanitize([str(tmp_path / "vecadd")], tools=["memcheck"])
+    (f,) = [f for f in report.findings if f.kind == "out-of-bounds-write"]
+    assert f.file.endswith("vecadd.cu") and f.line == _marked(source, "// BUG"), f
+    assert f.launch == f"{source}:{_marked(source, '// LAUNCH')} (launch in vecadd)", f
+    assert kprof.sanitize([str(tmp_path / "vecadd_fixed")], tools=["memcheck"]).clean
 
 
 def test_a_hanging_program_is_stopped_at_the_timeout():
