@@ -235,7 +235,8 @@ def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
 
     found = embedded.locate(f.file, f.line, f.kernel, stack_files)
     if found is None:
-        return f
+        note = embedded.generated_by_torch(f.file)
+        return replace(f, extra=dict(f.extra, source=note)) if note else f
     extra = dict(f.extra, reported_at=f"{f.file}:{f.line}" if f.line else f.file, source=found.note)
     other = f.other
     if other is not None and other.file == f.file:  # the race's other side is in the same string

@@ -106,3 +106,16 @@ def _parsed(path: str, mtime_ns: int, size: int) -> tuple[ast.Constant, ...]:
         return ()
     return tuple(n for n in ast.walk(tree)
                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value)
+
+
+def generated_by_torch(reported: str | None) -> str | None:
+    """A note for a finding in the file torch's ``cpp_extension.load_inline`` wrote from its
+    ``cuda_sources`` (``<build dir>/cuda.cu``, beside the ``build.ninja`` it builds with); None for any
+    other file. The file exists, so the line stays; the user's source is the string they passed."""
+    if not reported:
+        return None
+    path = Path(reported)
+    if path.name != "cuda.cu" or inputs.regular_file_error(path.parent / "build.ninja") is not None:
+        return None
+    return (f"{path.name} is the file torch.utils.cpp_extension.load_inline wrote from your cuda_sources "
+            f"(build folder {path.parent}): the line is of that file")

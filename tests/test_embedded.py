@@ -98,3 +98,19 @@ def test_what_cannot_be_read_or_parsed_is_passed_over(tmp_path):
     files = [str(bad), str(big), str(fifo), str(tmp_path / "missing.py")]
     assert embedded.locate(str(tmp_path / "gone.cu"), 2, "scale", files) is None
     assert embedded.locate(None, 2, "scale", files) is None and embedded.locate("x.cu", 2, None, files) is None
+
+
+def test_a_finding_in_torchs_generated_extension_file_says_so(tmp_path):
+    build = tmp_path / "torch_extensions" / "py312_cu130" / "my_ext"
+    build.mkdir(parents=True)
+    (build / "cuda.cu").write_text("#include <torch/types.h>\n__global__ void k() {}\n")
+    (build / "build.ninja").write_text("ninja_required_version = 1.3\n")
+    note = embedded.generated_by_torch(str(build / "cuda.cu"))
+    assert note is not None and "load_inline" in note and str(build) in note
+    assert embedded.generated_by_torch(str(tmp_path / "cuda.cu")) is None  # no build.ninja beside it
+    (build / "kernel.cu").write_text("")
+    assert embedded.generated_by_torch(str(build / "kernel.cu")) is None and embedded.generated_by_torch(None) is None
+    text = _recorded("cupy_shift.memcheck.xml").replace(
+        "/tmp/tmpw770smz0/d96490bbf61b7b0007299d10beac35c52d47c9d0.cubin.cu", str(build / "cuda.cu"))
+    (f,), _ = cs.parse_xml(text, "memcheck")  # the file exists: the line stays, the note says whose file it is
+    assert (f.file, f.line) == (str(build / "cuda.cu"), 5) and "load_inline" in f.extra["source"]
