@@ -241,6 +241,7 @@ Progress = Callable[[str, str, "Finished"], None]
 # (measured on an H200, ea69f0c: a suite with two memcheck findings waited for the second).
 SPARE_TOOLS = ("memcheck",)
 SPARES = 2
+HANDOFF_POLL_S = 0.1  # how often the parent looks for a child's word that its context broke
 
 
 def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
@@ -273,13 +274,29 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
                 spare.wait()
         return None
 
+    pending: list[_Child] = []  # a child handed the tests after a stop while the stopped one still ended
+
+    def wait(child: _Child) -> tuple[Settled, bool]:
+        """The child's outcome. When it says the context broke, the tests it will never start go to a
+        spare (or a new child) at once: the stopped child's end under the tool (seconds under memcheck
+        with torch loaded) is no longer waited for before the rerun starts."""
+        while child.thread.is_alive():
+            child.thread.join(HANDOFF_POLL_S)
+            if not pending and (rest := child.rest_after_stop()):
+                pending.append(ready_spare(rest) or start(rest, spare=False))
+        return child.wait()
+
     try:
         while queue:
             batch = queue.pop(0)
-            child = ready_spare(batch) or start(batch, spare=False)
+            early = pending.pop() if pending else None
+            if early is not None and early.batch != batch:  # decided otherwise (records of no test): dropped
+                early.stop()
+                early = None
+            child = early or ready_spare(batch) or start(batch, spare=False)
             if tool in SPARE_TOOLS and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
-            settled, lost = child.wait()
+            settled, lost = wait(child)
             if lost and len(batch) > 1:
                 # Records no test could be given (no host stack at all): halve the batch until each such
                 # record can only be its child's one test's. Rare: every launch of a Python program has a stack.
@@ -296,6 +313,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     finally:
         for spare in spares:  # no stop left a rest for it: stopped where it is
             spare.cancel()
+        for early in pending:
+            early.stop()
     return results
 
 
@@ -344,6 +363,19 @@ class _Child:
             if not self.batch:
                 self.watch.cancelled = True
         self.thread.join()
+
+    def stop(self) -> None:
+        """Stop this child whatever it is doing (its process group at the next poll) and wait for it;
+        what it found is dropped (a child handed tests early whose predecessor decided otherwise)."""
+        self.watch.cancelled = True
+        self.thread.join()
+
+    def rest_after_stop(self) -> list[str] | None:
+        """Once the child said the context broke: the tests of its batch it never started (what
+        :func:`settle` will run again), before the child has ended; else None."""
+        if self.watch.dead is None:
+            return None
+        return [n for n in self.batch if n not in self.watch.started_tests]
 
     def wait(self) -> tuple[Settled, bool]:
         self.thread.join()
@@ -410,6 +442,8 @@ class _Watch:
         self.armed = armed  # a spare child's wait for its tests is no test's time
         self.expired = False
         self.cancelled = False  # a spare no stop needed: stopped, not waited for
+        self.started_tests: set[str] = set()
+        self.dead: str | None = None  # the test after which the child said the context broke
 
     def arm(self) -> None:
         self.started, self.armed = time.monotonic(), True
@@ -426,6 +460,9 @@ class _Watch:
         for event in _events(complete.decode("utf-8", errors="replace")):
             if event.get("event") == "start":
                 self.current = (event["nodeid"], time.monotonic())
+                self.started_tests.add(event["nodeid"])
+            elif event.get("event") == "dead":
+                self.dead = event["nodeid"]
             elif event.get("event") == "finish":
                 self.current = None
                 self.started = time.monotonic()  # between tests (and after the last): the next one's clock

@@ -450,3 +450,35 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path):
     t0 = time.monotonic()
     spare.cancel()
     assert not spare.thread.is_alive() and seen["done"].timed_out and time.monotonic() - t0 < 30
+
+
+BREAKS_CONFTEST = '''
+import os
+
+if os.environ.get("KPROF_SUITE_EVENTS"):  # in kprof's child only: its driver check fails after test_breaks
+    import kprof.pytest_child as child
+
+    _run = child.Recorder._run
+
+    def _run_and_break(item, nextitem):
+        error = _run(item, nextitem)
+        return "CUDA_ERROR_LAUNCH_FAILED" if "breaks" in item.nodeid else error
+
+    child.Recorder._run = staticmethod(_run_and_break)
+'''
+
+
+def test_after_a_broken_context_the_rerun_starts_before_the_stopped_child_has_ended(fake):
+    """The child says its context broke after a test; the tests after it go to a spare at once, not
+    once the stopped child has ended (the stand-in tool takes 3 s to end, as memcheck does)."""
+    fake.makepyfile(test_kernels=SUITE.replace("def test_fault():\n    time.sleep(3)",
+                                               "def test_breaks():\n    pass"))
+    fake.makeconftest(BREAKS_CONFTEST)
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-jobs=1", "-rA")
+    ends = [e for e in fake.ends() if e["tool"] == "memcheck" and e["ran"]]
+    assert [e["ran"][-1] for e in ends] == ["test_kernels.py::test_after[2]", "test_kernels.py::test_breaks"]
+    rerun, stopped = ends  # the rerun ended first: it did not wait for the stopped child's end
+    assert rerun["ran"] == [f"test_kernels.py::test_after[{n}]" for n in range(3)]
+    outcomes = _outcomes(result)
+    assert outcomes["test_kernels.py::test_breaks"] == "FAILED" and "out-of-bounds-write" in result.stdout.str()
+    assert all(outcomes[f"test_kernels.py::test_after[{n}]"] == "PASSED" for n in range(3))

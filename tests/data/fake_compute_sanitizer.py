@@ -4,6 +4,9 @@
 #   *racy*    racecheck: a hazard launched from the test (the kprof_test_<i> frame and the test's own)
 #   *noframe* racecheck: a hazard whose stack has the test's frame only (no kprof_test_<i> frame)
 #   *fault*   memcheck: an invalid write; the tool stops the target in that test, as a fault can
+#   *breaks*  memcheck: an invalid write in a test after which kprof's child says its context broke
+#             (the suite's conftest makes the child's driver check say so for such a test); the tool then
+#             takes 3 s to end, as memcheck takes seconds to end a process with torch loaded
 # Each start and end appends a line to $KPROF_FAKE_CALLS (the node ids on its command line; the tests
 # that started in it), so a test counts the children and what each ran.
 import json
@@ -51,20 +54,28 @@ def frames(i, nodeid, kprof_frame=True):
     return out
 
 
-def started(offset):
+def read(offset):
     if not events or not os.path.exists(events):
         return [], offset
     with open(events, "rb") as f:
         f.seek(offset)
         chunk = f.read()
     complete = chunk[: chunk.rfind(b"\n") + 1]
-    out = [json.loads(line) for line in complete.decode().splitlines()]
-    return [e for e in out if e.get("event") == "start"], offset + len(complete)
+    return [json.loads(line) for line in complete.decode().splitlines()], offset + len(complete)
+
+
+def started(offset):
+    out, offset = read(offset)
+    dead.extend(e for e in out if e.get("event") == "dead")
+    return [e for e in out if e.get("event") == "start"], offset
+
+
+dead = []
 
 
 records, order, offset = [], [], 0
 child = subprocess.Popen(cmd)
-stopped = False
+stopped = slow = False
 while child.poll() is None:
     new, offset = started(offset)
     for e in new:
@@ -73,7 +84,13 @@ while child.poll() is None:
             records.append(PRECISE.format(frames=frames(e["i"], e["nodeid"])))
             child.kill()
             stopped = True
+    for e in [e for e in dead if tool == "memcheck" and "breaks" in e["nodeid"]]:
+        records.append(PRECISE.format(frames=frames(e["i"], e["nodeid"])))
+        slow = True
+    dead.clear()
     time.sleep(0.02)
+if slow:
+    time.sleep(3)
 new, offset = started(offset)
 order += [e["nodeid"] for e in new]
 if not events:  # one child per test (--kprof-per-test): the test named on its command line
