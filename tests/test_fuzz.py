@@ -201,7 +201,8 @@ def test_generated_paths_are_a_result_or_one_line(no_process, no_builds, capsys,
     code = cli.main(argv)
     out, err = capsys.readouterr()
     assert code != 70 and "Traceback" not in out + err, (argv, err)
-    assert time.monotonic() - start < 10, (argv, err)
+    # never a hang: a bound far above a loaded CI machine's slowest example (10 s flaked there once)
+    assert time.monotonic() - start < 60, (argv, err)
     if code not in (0, 1, 77):
         assert err.strip().count("\n") == 0, (argv, err)
 
