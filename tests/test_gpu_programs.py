@@ -14,7 +14,9 @@ import pytest
 import kprof
 from kprof import cli
 
-pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("programs")]
+# No xdist group: each test is its own programs under the tools, timing nothing, so they spread over the
+# workers (one group ran them one after another on one worker: 9 tests of up to 40 s each).
+pytestmark = pytest.mark.gpu
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PY = sys.executable
 
