@@ -38,7 +38,7 @@ def test_triton_store_without_mask_is_found_at_its_line_with_launch_site_and_all
 
 def test_triton_clean_control_is_clean_under_every_tool():
     _needs("triton")
-    report = kprof.sanitize([PY, str(EXAMPLES / "triton_scale.py"), "--fixed"])
+    report = kprof.sanitize([PY, str(EXAMPLES / "triton_scale.py"), "--fixed"], jobs=None)  # the tools side by side
     assert report.clean, report.to_json()
     assert [r.tool for r in report.results] == ["memcheck", "racecheck", "initcheck", "synccheck"]
 
