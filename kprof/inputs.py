@@ -133,10 +133,9 @@ class InputError(UsageError):
         super().__init__(f"{what} {_show_path(path)}: {reason}")
 
 
-def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
-    """At most ``limit`` bytes of a regular file, or one line that says why not. The open does not
-    block (a FIFO with no writer would hold kprof forever) and the type is checked on the descriptor."""
-    path = Path(path)
+def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
+    """A descriptor of a regular file and its status. The open does not block (a FIFO with no writer
+    would hold kprof forever) and the type is checked on the descriptor."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -146,8 +145,20 @@ def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
         raise InputError(what, path, _reason(exc)) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(what, path, f"{_kind(info.st_mode)}, not a regular file: give a file")
+    except OSError as exc:
+        os.close(fd)
+        raise InputError(what, path, _reason(exc)) from None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InputError(what, path, f"{_kind(info.st_mode)}, not a regular file: give a file")
+    return fd, info
+
+
+def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file, or one line that says why not (:func:`_open_regular`)."""
+    path = Path(path)
+    fd, info = _open_regular(path, what)
+    try:
         if info.st_size > limit:
             raise InputError(what, path, f"{info.st_size:,} bytes; kprof reads at most {limit:,}")
         chunks, total = [], 0
@@ -167,20 +178,10 @@ def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
 
 
 def read_head(path: str | Path, what: str, nbytes: int) -> bytes:
-    """The first ``nbytes`` of a regular file of any size (an executable's header), opened as
-    :func:`read_bytes` opens it."""
+    """The first ``nbytes`` of a regular file of any size (an executable's header)."""
     path = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd, _ = _open_regular(path, what)
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise InputError(what, path, "no such file") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(what, path, _reason(exc)) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(what, path, f"{_kind(info.st_mode)}, not a regular file: give a file")
         return os.read(fd, nbytes)
     except OSError as exc:
         raise InputError(what, path, _reason(exc)) from None
