@@ -246,10 +246,21 @@ def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> 
             result["relatedLocations"] = [dict(other, id=1, message={"text": f"the other access ({f.other.access})"})]
         sarif_results.append(result)
     run: dict[str, Any] = {"tool": {"driver": {"name": "kprof", "version": tool_version, "rules": rules}},
-                           "results": sarif_results}
+                           "results": sarif_results, "invocations": [_invocation(results)]}
     if root:
         run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
+
+
+def _invocation(results: list[Any]) -> dict[str, Any]:
+    """Whether every tool ran to a verdict: a tool that checked nothing (NOT CHECKED), timed out or
+    failed is a notification, and the run is not successful, so a viewer that shows no result does
+    not read as clean."""
+    notes = [{"level": "warning" if r.status == "not-checked" else "error",
+              "message": {"text": f"{r.tool}: {r.status}" + (f": {r.message}" if r.message else "")},
+              "descriptor": {"id": r.status}, "properties": {"tool": r.tool}}
+             for r in results if not r.ok]
+    return {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
 
 
 def _location(path: str | None, line: int | None, root: str | None) -> dict[str, Any] | None:

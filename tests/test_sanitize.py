@@ -168,6 +168,20 @@ def test_json_and_sarif(data_dir):
     assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "tests/data/kernels/rec_race.cu"
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
     assert res["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 6
+    assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
+
+
+def test_sarif_says_which_tools_checked_nothing_or_failed():
+    """No results in SARIF must not read as clean when a tool saw no CUDA call or did not finish."""
+    unseen = sanitize.ToolResult("memcheck", "not-checked", [], 1.0, "memcheck saw no CUDA call of the program")
+    hung = sanitize.ToolResult("racecheck", "timeout", [], 60.0, "did not finish within 60 s")
+    clean = sanitize.ToolResult("initcheck", "clean", [], 1.0)
+    (invocation,) = findings_mod.to_sarif([unseen, hung, clean], "0.1.0")["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    notes = invocation["toolExecutionNotifications"]
+    assert [(n["level"], n["descriptor"]["id"], n["properties"]["tool"]) for n in notes] == [
+        ("warning", "not-checked", "memcheck"), ("error", "timeout", "racecheck")]
+    assert notes[0]["message"]["text"] == "memcheck: not-checked: memcheck saw no CUDA call of the program"
 
 
 def test_cli_from_xml(capsys, data_dir, tmp_path):
