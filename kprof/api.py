@@ -73,17 +73,19 @@ def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
         return list(SANITIZERS) if program else list(san.ALL_TOOLS)
     for name in names:
         san.check_tool(name)
-        if program and name == "values":
-            raise UsageError("the values detector runs kprof's own launches of a spec; for a program use "
-                             f"{', '.join(SANITIZERS)}")
     return names
 
 
 def program_tools(tools: str | Sequence[str]) -> list[str]:
-    """The compute-sanitizer tools named for a program (``all``, or names): checked, in one line."""
+    """The compute-sanitizer tools named for a pytest suite's tests (``all``, or names): checked, in one
+    line. The values detector is not among them: it runs a whole program again and again."""
     names = [tools] if isinstance(tools, str) else list(tools)
     if not names:
         raise UsageError(f"name at least one tool: {', '.join(SANITIZERS)} or all")
+    if "values" in names:
+        raise UsageError("the values detector runs kprof's own launches of a spec, or a whole program again and "
+                         "again (kprof sanitize --tool values -- python -m pytest FILE); for tests use "
+                         f"{', '.join(SANITIZERS)}")
     return _tools(names, True)
 
 
@@ -106,14 +108,19 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     from kprof import allocators, parallel
     from kprof import compute_sanitizer as san
 
-    require_gpu("compute-sanitizer")
-    env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
     names = _tools(tools, True)
+    require_gpu("compute-sanitizer" if any(t != "values" for t in names) else None)
+    env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
 
     def one(tool: str) -> ToolResult:
         if progress:
             progress(tool)
-        result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd)
+        if tool == "values":  # the program run again and again, each launch's outputs compared (no sanitizer)
+            from kprof import values
+
+            result = values.run_program(cmd, timeout=timeout, env=env, cwd=cwd)
+        else:
+            result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd)
         if progress:
             progress(tool, result)
         return result

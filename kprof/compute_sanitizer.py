@@ -20,7 +20,6 @@ Defaults chosen to beat running the tools by hand:
 from __future__ import annotations
 
 import re
-import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import hostframes, inputs, launch, proc, values
+from kprof import exitcode, hostframes, inputs, launch, proc, values
 from kprof.demangle import demangle
 from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
@@ -469,11 +468,6 @@ def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note:
                                             timeout=timeout, padding=padding)[0] for j, r in zip(jobs, got)]
 
 
-def program_argv(cmd: list[str], status: Path) -> list[str]:
-    """The user's command behind kprof's exit-code shim (:mod:`kprof.exitcode`)."""
-    return [sys.executable, "-m", "kprof.exitcode", str(status), "--", *cmd]
-
-
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
                 env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake."""
@@ -483,7 +477,7 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT)
-        argv += program_argv(cmd, status_path)
+        argv += exitcode.wrap(cmd, status_path)
         done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         try:

@@ -14,6 +14,11 @@ import sys
 from pathlib import Path
 
 
+def wrap(cmd: list[str], status: Path) -> list[str]:
+    """The user's command behind this shim, its exit code to ``status``."""
+    return [sys.executable, "-m", "kprof.exitcode", str(status), "--", *cmd]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3 or args[1] != "--":

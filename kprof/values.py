@@ -21,7 +21,9 @@ differing indices, not a source line.
 from __future__ import annotations
 
 import struct
+import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from kprof import launch
@@ -171,6 +173,96 @@ def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "",
         out.append(classify("values", own, data, [_finding(raw) for raw in data.get("findings", [])], notes,
                             timeout, have_xml=True))
     return out
+
+
+RUNS = 2  # runs of a program whose launches are compared (then two more to capture what differed)
+
+
+def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path | None = None) -> ToolResult:
+    """The values detector for any program: the program run :data:`RUNS` times with kprof's launch
+    recorder loaded (:mod:`kprof.hooks.launch_recorder`), each launch's device allocations hashed after
+    the kernel; the first launch whose outputs differ between the runs is a ``race`` finding with its
+    kernel and launch site, unless two more runs that copy that allocation show a float sum added up in
+    another order (every difference within :data:`kprof.launchlog.ROUNDING`), which is said in a note:
+    nondeterministic on purpose. Races in global memory, which no sanitizer sees, are found this way."""
+    import tempfile
+
+    from kprof import launchlog
+
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kprof-values-") as tmp:
+        runs = []
+        for k in range(RUNS):
+            got = _run_logged(cmd, Path(tmp), f"run-{k}", {}, timeout=timeout, env=env, cwd=cwd)
+            if isinstance(got, ToolResult):
+                return got
+            runs.append(got)
+
+        def seconds() -> float:
+            return time.monotonic() - start
+
+        if not runs[0].launches:
+            return ToolResult("values", "not-checked", [], seconds(),
+                              "kprof's launch recorder saw no kernel launched through the driver API (cuLaunchKernel): "
+                              "launches through the runtime API (PyTorch's own kernels, C++ programs) are not seen")
+        compared = f"{len(runs[0].launches):,} launches compared over {RUNS} runs" + (
+            f" (the first {launchlog.MAX_LAUNCHES:,})" if runs[0].cut else "")
+        where = launchlog.compare(runs[0], runs[1])
+        if where is None:
+            return ToolResult("values", "clean", [], seconds(), "", [compared])
+        detail = where.detail
+        if where.what == "output" and where.arg is not None:
+            copies = []
+            for k in range(2):  # the same two runs again, that allocation's bytes kept
+                got = _run_logged(cmd, Path(tmp), f"capture-{k}", {"KPROF_LAUNCH_CAPTURE": f"{where.seq}:{where.arg}",
+                                                                   "KPROF_LAUNCH_CAPTURE_DIR": tmp},
+                                  timeout=timeout, env=env, cwd=cwd)
+                path = got.captures.get((where.seq, where.arg)) if not isinstance(got, ToolResult) else None
+                if path:
+                    copies.append(Path(path).read_bytes())
+                    Path(path).unlink()
+            if len(copies) == 2:
+                diff = launchlog.difference(copies[0], copies[1])
+                if diff.rounding:
+                    return ToolResult("values", "clean", [], seconds(), "", [compared, (
+                        f"launch {where.seq} of {where.kernel} ({where.site or 'launch site unknown'}) writes results that "
+                        f"differ between runs by at most {diff.max_rel:.2g} relative ({diff.differing:,} of {diff.words:,} "
+                        "words): a float sum added up in another order each run (atomics), nondeterministic on "
+                        "purpose; not reported as a race")])
+                detail += "; in two more runs " + diff.text()
+        finding = Finding("values", "race", where.kernel, None, None, None, None, 1,
+                          "results differ between two runs of the same program", detail=detail, launch=where.site)
+        return ToolResult("values", "findings", [finding], seconds(), "", [compared])
+
+
+def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], *, timeout: float,
+                env: dict[str, str], cwd: str | Path | None) -> Any:
+    """One run of the program with the recorder: its log (:class:`kprof.launchlog.Run`), or the
+    ToolResult that says why there is none (it failed, hung, or the recorder could not start)."""
+    import json
+
+    from kprof import exitcode, launchlog, proc
+
+    log, status_path = folder / f"{name}.jsonl", folder / f"{name}.status.json"
+    done = proc.run(exitcode.wrap(cmd, status_path), timeout=timeout, cwd=cwd,
+                    env={**env, **extra, "KPROF_LAUNCH_LOG": str(log)})
+    if done.timed_out:
+        return ToolResult("values", "timeout", [], done.seconds,
+                          f"the program did not finish within {timeout:g} s (values: it runs {RUNS} times or more)",
+                          [], done.tail(40))
+    try:
+        status = json.loads(status_path.read_text())
+    except (OSError, ValueError):
+        status = None
+    code = None if status is None else status.get("returncode")
+    if code != 0:
+        how = "did not start" if status is None else status.get("error") or f"exited with code {code}"
+        return ToolResult("values", "target-error", [], done.seconds,
+                          f"the program {how} (values: each launch's outputs compared over {RUNS} runs)", [], done.tail(40))
+    run = launchlog.read_file(str(log))
+    if not run.ok:
+        return ToolResult("values", "not-checked", [], done.seconds, run.why, [], done.tail(40))
+    return run
 
 
 def _finding(raw: dict[str, Any]) -> Finding:

@@ -105,6 +105,24 @@ def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
     assert kprof.sanitize([str(tmp_path / "vecadd_fixed")], tools=["memcheck"]).clean
 
 
+def test_a_race_in_global_memory_is_found_by_the_values_detector_and_missed_by_every_sanitizer():
+    """51,200 threads doing counter[0] = counter[0] + 1: the four tools see nothing; two runs differ."""
+    _needs("cupy")
+    program = EXAMPLES / "cupy_counter.py"
+    assert kprof.sanitize([PY, str(program)], jobs=None).clean, "a race in global memory: no sanitizer sees it"
+    report = kprof.sanitize([PY, str(program)], tools=["values"])
+    (f,) = report.findings
+    assert (f.kind, f.kernel) == ("race", "count") and f.launch == f"{program}:{_marked(program, '# LAUNCH')}", f
+    assert kprof.sanitize([PY, str(program), "--fixed"], tools=["values"]).clean
+    summed = kprof.sanitize([PY, str(program), "--float-sum"], tools=["values"])
+    assert summed.clean, summed.to_json()  # a float sum in another order is said in a note, not a finding
+
+
+def test_a_program_that_launches_no_kernel_is_not_checked():
+    report = kprof.sanitize([PY, "-c", "print(1)"], tools=["memcheck", "values"])
+    assert [r.status for r in report.results] == ["not-checked", "not-checked"], report.to_json()
+
+
 def test_a_hanging_program_is_stopped_at_the_timeout():
     report = kprof.sanitize([PY, "-c", "import time; time.sleep(600)"], tools=["memcheck"], timeout=10)
     assert report.results[0].status == "timeout" and "did not finish within 10 s" in report.results[0].message

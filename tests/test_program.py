@@ -230,8 +230,8 @@ def test_the_python_api_returns_the_typed_report(fake_sanitizer):
     report = kprof.sanitize([sys.executable, "-c", "pass"], tools=["memcheck", "initcheck"])
     assert report.clean and [r.tool for r in report.results] == ["memcheck", "initcheck"]
     assert report.to_json()["clean"] and report.to_sarif()["version"] == "2.1.0"
-    with pytest.raises(UsageError, match="values detector"):
-        kprof.sanitize([sys.executable, "-c", "pass"], tools=["values"])
+    with pytest.raises(UsageError, match="unknown tool"):
+        kprof.sanitize([sys.executable, "-c", "pass"], tools=["valuez"])
 
 
 FAKE_NCU = """#!{python}

@@ -54,6 +54,21 @@ def _chain() -> None:
             return
 
 
+def _record_launches() -> None:
+    """kprof's launch recorder (``KPROF_LAUNCH_LOG``: ``kprof sanitize --tool values -- CMD``), loaded
+    from this folder so that it needs no importable kprof."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("_kprof_launch_recorder", os.path.join(here, "launch_recorder.py"))
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_kprof_launch_recorder"] = module  # kept: its subscriber lives as long as the program
+    spec.loader.exec_module(module)
+    module.install()
+
+
 if os.environ.get("KPROF_CUPY_NO_POOL") == "1":
     sys.meta_path.insert(0, _AfterCupy())
+if os.environ.get("KPROF_LAUNCH_LOG"):
+    _record_launches()
 _chain()

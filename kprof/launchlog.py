@@ -1,0 +1,164 @@
+"""What a program's kernel launches wrote, run after run: the values detector for any program (the
+races in global memory no sanitizer sees). Pure: the log format, the comparison of runs, and the
+verdict on the two copies of the first output that differs.
+
+kprof's launch recorder (:mod:`kprof.hooks.launch_recorder`, loaded into the program) writes one JSON
+line per event to ``$KPROF_LAUNCH_LOG``:
+
+- ``{"event": "recorder", "ok": true}`` first, or ``"ok": false`` with ``"why"`` when it could not start;
+- ``{"event": "launch", "seq": N, "kernel": NAME, "site": "file:line" | null, "args": [[INDEX, BYTES,
+  HASH], ...]}`` after each launch, once the kernel has finished: for every argument that points into
+  device memory, the size of that allocation and a hash of all of it;
+- ``{"event": "capture", "seq": N, "arg": INDEX, "path": FILE}`` where ``$KPROF_LAUNCH_CAPTURE`` asked
+  for one allocation's bytes (``"N:INDEX"``);
+- ``{"event": "cut", "after": N}`` when the recorder stopped hashing (:data:`MAX_LAUNCHES`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kprof import inputs
+
+MAX_LAUNCHES = 20_000  # launches hashed per run; the rest are counted, not compared
+MAX_LOG_BYTES = 64 * 1024 * 1024
+ROUNDING = 1e-3  # relative differences at most this are a float sum in another order, not a race
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's log: whether the recorder started (and why not), its launches in order, its captures."""
+
+    ok: bool
+    why: str
+    launches: list[dict[str, Any]]
+    captures: dict[tuple[int, int], str]
+    cut: bool
+
+
+def read(text: str) -> Run:
+    """A run's log lines; a line that is not a JSON object of a known event is skipped."""
+    ok, why, launches, captures, cut = False, NEVER_STARTED, [], {}, False
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("event")
+        if kind == "recorder":
+            ok, why = bool(event.get("ok")), str(event.get("why", ""))
+        elif kind == "launch" and isinstance(event.get("seq"), int) and isinstance(event.get("args"), list):
+            launches.append(event)
+        elif kind == "capture" and isinstance(event.get("seq"), int) and isinstance(event.get("arg"), int):
+            captures[event["seq"], event["arg"]] = str(event.get("path", ""))
+        elif kind == "cut":
+            cut = True
+    return Run(ok, why, launches, captures, cut)
+
+
+NEVER_STARTED = ("kprof's launch recorder never started in the program: it is loaded by Python's site hooks "
+                 "(kprof's sitecustomize on PYTHONPATH), so it needs a Python program that runs them")
+
+
+def read_file(path: str) -> Run:
+    """A run's log; one the recorder never wrote says so."""
+    try:
+        return read(inputs.read_text(path, "the launch log", limit=MAX_LOG_BYTES, errors="replace"))
+    except inputs.InputError as exc:
+        return Run(False, NEVER_STARTED if exc.reason == "no such file" else str(exc), [], {}, False)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first place two runs of the same program part: a launch whose output differs (``arg``), or
+    where they launched different kernels or a different number of them (``arg`` None)."""
+
+    seq: int
+    kernel: str
+    site: str | None
+    arg: int | None
+    what: str  # "output", "kernel" or "count"
+    detail: str
+
+
+def compare(first: Run, second: Run) -> Divergence | None:
+    """The first launch at which ``second`` parts from ``first``, or None when they agree throughout."""
+    for a, b in zip(first.launches, second.launches):
+        seq, kernel, site = a["seq"], str(a.get("kernel")), a.get("site")
+        if a.get("kernel") != b.get("kernel"):
+            return Divergence(seq, kernel, site, None, "kernel",
+                              f"launch {seq} was {kernel} in one run and {b.get('kernel')} in the other")
+        hashes = {int(i): (n, h) for i, n, h in _args(b)}
+        for index, nbytes, digest in _args(a):
+            if hashes.get(index, (nbytes, digest))[1] != digest:
+                return Divergence(seq, kernel, site, index, "output",
+                                  f"argument {index} of launch {seq} ({nbytes:,} bytes) differs after the kernel")
+    if len(first.launches) != len(second.launches) and not (first.cut or second.cut):
+        n = min(len(first.launches), len(second.launches))
+        last = (first.launches or second.launches)[max(n - 1, 0)] if (first.launches or second.launches) else {}
+        return Divergence(n, str(last.get("kernel", "?")), last.get("site"), None, "count",
+                          f"one run launched {len(first.launches):,} kernels and the other {len(second.launches):,}")
+    return None
+
+
+def _args(launch: dict[str, Any]) -> list[tuple[int, int, str]]:
+    out = []
+    for item in launch.get("args", []):
+        if isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[1], int):
+            out.append((item[0], item[1], str(item[2])))
+    return out
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Two copies of one allocation after the same launch in two runs, compared."""
+
+    words: int  # 4-byte words compared
+    differing: int
+    first: int | None  # index of the first differing word
+    as_float: tuple[float, float] | None  # that word in each copy, as float32
+    as_int: tuple[int, int] | None  # and as int32
+    max_rel: float | None  # the largest relative difference of the differing words as float32 (None: not
+    # floats: a non-finite value, or one below float32's normal range, as integers are when read as floats)
+
+    @property
+    def rounding(self) -> bool:
+        """Every difference a float32 one within ROUNDING of its value: a float sum added up in another
+        order (atomics), nondeterministic on purpose, not a race."""
+        return self.differing > 0 and self.max_rel is not None and self.max_rel <= ROUNDING
+
+    def text(self) -> str:
+        if not self.differing:
+            return "the two copies agree (the difference did not happen again)"
+        out = f"{self.differing:,} of {self.words:,} 4-byte words differ, the first at word {self.first}"
+        if self.as_int and self.as_float:
+            (i, j), (x, y) = self.as_int, self.as_float
+            out += f" ({i} vs {j} as int32, {x:.9g} vs {y:.9g} as float32)"
+        if self.max_rel is not None:
+            out += f"; the largest relative difference as float32 is {self.max_rel:.2g}"
+        return out
+
+
+def difference(a: bytes, b: bytes) -> Difference:
+    """The two copies' 4-byte words compared (a tail of fewer than 4 bytes is left out)."""
+    import numpy as np
+
+    n = min(len(a), len(b)) // 4
+    x, y = np.frombuffer(a[: 4 * n], dtype="<u4"), np.frombuffer(b[: 4 * n], dtype="<u4")
+    where = np.flatnonzero(x != y)
+    if where.size == 0:
+        return Difference(n, 0, None, None, None, None)
+    i = int(where[0])
+    fx, fy = x.view("<f4")[where].astype(np.float64), y.view("<f4")[where].astype(np.float64)
+    max_rel = None
+    normal = 2.0**-126  # the smallest normal float32: integers read as float32 are far below it
+    if np.isfinite(fx).all() and np.isfinite(fy).all() and all(
+            ((v == 0) | (np.abs(v) >= normal)).all() for v in (fx, fy)):
+        scale = np.maximum(np.abs(fx), np.abs(fy))
+        max_rel = float(np.max(np.abs(fx - fy) / np.where(scale > 0, scale, 1.0)))
+    return Difference(n, int(where.size), i, (float(x.view("<f4")[i]), float(y.view("<f4")[i])),
+                      (int(x.view("<i4")[i]), int(y.view("<i4")[i])), max_rel)

@@ -1,0 +1,87 @@
+"""The values detector for any program (kprof sanitize --tool values -- CMD), on CPU: the comparison of
+two runs' launch logs (kprof.launchlog), the verdict on the first output that differs (a race, or a
+float sum added up in another order), and the runs themselves with a stand-in program that writes the
+launch recorder's log lines (tests/data/fake_launch_program.py)."""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+from kprof import cli, launchlog, proc, values
+
+FAKE = Path(__file__).parent / "data" / "fake_launch_program.py"
+
+
+def _log(*launches, ok=True, cut=False) -> launchlog.Run:
+    lines = [{"event": "recorder", "ok": ok}] + [
+        {"event": "launch", "seq": i, "kernel": k, "site": f"p.py:{10 + i}", "args": a} for i, (k, a) in enumerate(launches)]
+    if cut:
+        lines.append({"event": "cut", "after": len(launches)})
+    return launchlog.read("\n".join(json.dumps(x) for x in lines) + "\nnot json\n[1]\n")
+
+
+def test_two_runs_agree_or_part_at_their_first_difference():
+    a = _log(("fill", [[0, 400, "aa"]]), ("count", [[0, 400, "aa"], [2, 4, "bb"]]))
+    assert launchlog.compare(a, a) is None
+    b = _log(("fill", [[0, 400, "aa"]]), ("count", [[0, 400, "aa"], [2, 4, "cc"]]))
+    d = launchlog.compare(a, b)
+    assert d is not None and (d.seq, d.kernel, d.site, d.arg, d.what) == (1, "count", "p.py:11", 2, "output")
+    c = _log(("fill", [[0, 400, "aa"]]), ("scale", []))
+    assert launchlog.compare(a, c).what == "kernel"
+    short = _log(("fill", [[0, 400, "aa"]]))
+    assert launchlog.compare(a, short).what == "count"
+    assert launchlog.compare(_log(("fill", []), cut=True), _log(("fill", []), ("fill", []))) is None  # past a cut: not compared
+
+
+def test_a_race_is_far_apart_and_a_float_sum_in_another_order_is_not():
+    race = launchlog.difference(struct.pack("<ii", 7, 37), struct.pack("<ii", 7, 51200))
+    assert not race.rounding and race.first == 1 and "37 vs 51200 as int32" in race.text()
+    near = launchlog.difference(struct.pack("<f", 1000.0), struct.pack("<f", 1000.0 + 6.103515625e-05))
+    assert near.rounding and near.max_rel < 1e-6
+    counts = launchlog.difference(struct.pack("<i", 51200), struct.pack("<i", 51199))  # close integers: no floats
+    assert not counts.rounding and counts.max_rel is None
+    nan = launchlog.difference(struct.pack("<f", 1.0), struct.pack("<f", float("nan")))
+    assert not nan.rounding
+    assert launchlog.difference(b"abcd", b"abcd").differing == 0
+
+
+def _run(mode: str):
+    return values.run_program([sys.executable, str(FAKE), mode], timeout=60, env=proc.child_env())
+
+
+def test_a_program_whose_launch_differs_between_runs_is_a_race_at_that_launch():
+    r = _run("race")
+    assert r.status == "findings", (r.message, r.log)
+    (f,) = r.findings
+    assert (f.tool, f.kind, f.kernel, f.launch) == ("values", "race", "count", f"{FAKE}:41")
+    assert "argument 2 of launch 1" in f.detail and "37 vs 51200 as int32" in f.detail
+    assert r.notes == ["2 launches compared over 2 runs"]
+
+
+def test_a_float_sum_in_another_order_is_said_not_reported():
+    r = _run("atomics")
+    assert r.status == "clean" and not r.findings
+    assert "nondeterministic on purpose" in r.notes[1] and "launch 1 of count" in r.notes[1]
+
+
+@pytest.mark.parametrize("mode, status, words", [
+    ("same", "clean", ""), ("nokernel", "not-checked", "saw no kernel launched through the driver API"),
+    ("norecorder", "not-checked", "never started in the program"), ("fails", "target-error", "exited with code 3")])
+def test_what_each_program_gets(mode, status, words):
+    r = _run(mode)
+    assert r.status == status and words in r.message, (r.status, r.message)
+
+
+def test_kprof_sanitize_tool_values_on_a_program(monkeypatch, capsys):
+    from kprof import api
+
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    code = cli.main(["sanitize", "--tool", "values", "--json", "--", sys.executable, str(FAKE), "race"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and [f["kind"] for f in data["findings"]] == ["race"], data
+    assert [t["tool"] for t in data["tools"]] == ["values"]
