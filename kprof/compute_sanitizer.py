@@ -235,7 +235,13 @@ def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
     found = embedded.locate(f.file, f.line, f.kernel, stack_files)
     if found is None:
         note = embedded.generated_by_torch(f.file)
-        return replace(f, extra=dict(f.extra, source=note)) if note else f
+        if note:
+            return replace(f, extra=dict(f.extra, source=note))
+        gone = embedded.missing(f.file, f.line, f.launch)
+        if gone is None:
+            return f
+        extra = dict(f.extra, source=gone.note, reported_at=f"{f.file}:{f.line}" if f.line else f.file)
+        return replace(f, file=gone.path, line=gone.line, extra=extra)
     extra = dict(f.extra, reported_at=f"{f.file}:{f.line}" if f.line else f.file, source=found.note)
     other = f.other
     if other is not None and other.file == f.file:  # the race's other side is in the same string

@@ -119,3 +119,20 @@ def generated_by_torch(reported: str | None) -> str | None:
         return None
     return (f"{path.name} is the file torch.utils.cpp_extension.load_inline wrote from your cuda_sources "
             f"(build folder {path.parent}): the line is of that file")
+
+
+def missing(reported: str | None, line: int | None, launch: str | None) -> Located | None:
+    """A finding in a file that is not there and holds no string of the user's: CuPy's temporary copy
+    of a kernel it generated (``ElementwiseKernel``, ``ReductionKernel``: ``<tmp>/<hash>.cubin.cu``) is
+    moved to the user's call that launched it; another file (an NVRTC program's name) stays, said not to
+    be a file here. None where the file exists."""
+    if not reported or inputs.regular_file_error(Path(reported)) is None:
+        return None
+    where = f"{reported}:{line}" if line else reported
+    path, _, number = (launch or "").rpartition(":")
+    if reported.endswith(".cubin.cu") and path and number.isdigit() and inputs.regular_file_error(Path(path)) is None:
+        return Located(path, int(number), f"CuPy generated this kernel's source (its copy, {where}, is deleted): "
+                                          f"the line is your call that launched it")
+    return Located(reported, line, f"{where} is not a file here: the name the program gave its kernel's "
+                                   "source (an NVRTC program's name, a library's temporary copy), or a report "
+                                   "read on another machine")

@@ -114,3 +114,18 @@ def test_a_finding_in_torchs_generated_extension_file_says_so(tmp_path):
         "/tmp/tmpw770smz0/d96490bbf61b7b0007299d10beac35c52d47c9d0.cubin.cu", str(build / "cuda.cu"))
     (f,), _ = cs.parse_xml(text, "memcheck")  # the file exists: the line stays, the note says whose file it is
     assert (f.file, f.line) == (str(build / "cuda.cu"), 5) and "load_inline" in f.extra["source"]
+
+
+def test_a_kernel_cupy_generated_is_at_the_users_call_and_another_missing_file_is_said(tmp_path):
+    """No string of the user's holds the kernel (CuPy generated it from an ElementwiseKernel's pieces):
+    the finding goes to the call that launched it; an NVRTC name that is not a file stays, said so."""
+    program = tmp_path / "examples" / "cupy_shift.py"
+    program.parent.mkdir()
+    program.write_text((ROOT / "examples" / "cupy_shift.py").read_text().replace("__global__", "__device__"))
+    (f,), _ = cs.parse_xml(_recorded("cupy_shift.memcheck.xml", tmp_path), "memcheck")
+    assert (f.file, f.line) == (str(program), 30) and f.launch == f"{program}:30"
+    assert f.extra["source"].startswith("CuPy generated this kernel's source") and f.extra["reported_at"].endswith(":5")
+    text = _recorded("cuda_python_sum.racecheck.xml", tmp_path / "elsewhere")
+    (g,), _ = cs.parse_xml(text, "racecheck")
+    assert g.file == f"{tmp_path}/elsewhere/examples/block_sum.cu" and g.line == 10
+    assert "is not a file here: the name the program gave its kernel's source" in g.extra["source"]
