@@ -30,7 +30,8 @@
 #            program under kprof sanitize -- (tools side by side; SPEED_SERIAL=1 adds --jobs 1 for it and
 #            the suite) and the four tools by hand,
 #            kprof peak on an empty cache (and --thorough), kprof cases
-#   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize --,
+#   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize -- (the
+#            values detector on a program too; a C++ program built with -g),
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
 #            pytest --kprof-sanitize against the tools run by hand over each test, with both wall times
 #
@@ -263,6 +264,23 @@ if has programs; then
     hand cuda_python_sum.launches3 racecheck X=1 -- python3 examples/cuda_python_sum.py --launches 3
     hand cupy_shift.pool memcheck X=1 -- python3 examples/cupy_shift.py
     hand cupy_shift.memcheck memcheck KPROF_CUPY_NO_POOL=1 PYTHONPATH=$ROOT/kprof/hooks:$PYTHONPATH -- python3 examples/cupy_shift.py
+    # issue 32's programs: each kernel's source a string, a generated kernel, a C++ program, a bad warp
+    # mask, a freed device-heap write, a race in global memory (the four tools miss it; values does not)
+    NOPOOL="KPROF_CUPY_NO_POOL=1 PYTHONPATH=$ROOT/kprof/hooks:${PYTHONPATH:-}"
+    BARE=$(mktemp -d)  # the NVRTC program named bare block_sum.cu, run from a folder with no such file
+    hand nvrtc_inline.racecheck racecheck X=1 -- python3 -c "import os, runpy, sys; os.chdir(sys.argv[1]); sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')" "$BARE" "$ROOT/examples/nvrtc_inline.py"
+    hand cupy_elementwise.memcheck memcheck $NOPOOL -- python3 examples/cupy_elementwise.py
+    hand cupy_syncwarp.synccheck synccheck $NOPOOL -- python3 examples/cupy_syncwarp.py
+    hand cupy_syncwarp.memcheck memcheck $NOPOOL -- python3 examples/cupy_syncwarp.py
+    hand cupy_heap.memcheck memcheck $NOPOOL -- python3 examples/cupy_heap.py
+    hand cupy_counter.racecheck racecheck $NOPOOL -- python3 examples/cupy_counter.py
+    step build-vecadd nvcc -g -lineinfo -o "$P/vecadd" examples/vecadd.cu
+    hand vecadd.memcheck memcheck X=1 -- "$P/vecadd"
+    step sanitize-counter $KPROF sanitize --json -- python3 examples/cupy_counter.py  # the four tools: clean
+    step sanitize-values-counter $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py
+    step sanitize-values-counter-fixed $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py --fixed
+    step sanitize-values-float-sum $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py --float-sum
+    step sanitize-no-kernel $KPROF sanitize --tool all --json -- python3 -c "print(1)"
     step sanitize-triton $KPROF sanitize -- python3 examples/triton_scale.py
     step sanitize-triton-fixed $KPROF sanitize -- python3 examples/triton_scale.py --fixed
     step sanitize-cuda-python $KPROF sanitize --tool racecheck -- python3 examples/cuda_python_sum.py

@@ -71,19 +71,9 @@ def _marked(path: Path, mark: str) -> int:
     return next(i for i, text in enumerate(path.read_text().splitlines(), 1) if mark in text)
 
 
-ELEMENTWISE = """import cupy as cp
-shift = cp.ElementwiseKernel("raw float32 x", "float32 y", "y = x[i + 1]", "shift_next", options=("-lineinfo",))
-x = cp.arange(1000, dtype=cp.float32)
-y = cp.empty(1000, dtype=cp.float32)
-shift(x, y)  # LAUNCH: y[999] reads x[1000], past the end
-cp.cuda.Device().synchronize()
-"""
-
-
-def test_a_kernel_cupy_generated_is_reported_at_the_call_that_launched_it(tmp_path):
+def test_a_kernel_cupy_generated_is_reported_at_the_call_that_launched_it():
     _needs("cupy")
-    program = tmp_path / "elementwise.py"
-    program.write_text(ELEMENTWISE)
+    program = EXAMPLES / "cupy_elementwise.py"
     found = kprof.sanitize([PY, str(program)], tools=["memcheck"])
     (f,) = [f for f in found.findings if f.kind == "out-of-bounds-read"]
     assert (f.file, f.line) == (str(program), _marked(program, "# LAUNCH")), f
