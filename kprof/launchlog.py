@@ -11,7 +11,8 @@ line per event to ``$KPROF_LAUNCH_LOG``:
   device memory, the size of that allocation and a hash of all of it;
 - ``{"event": "capture", "seq": N, "arg": INDEX, "path": FILE}`` where ``$KPROF_LAUNCH_CAPTURE`` asked
   for one allocation's bytes (``"N:INDEX"``);
-- ``{"event": "cut", "after": N}`` when the recorder stopped hashing (:data:`MAX_LAUNCHES`).
+- ``{"event": "cut", "after": N}`` when the recorder stopped hashing (:data:`MAX_LAUNCHES`);
+- ``{"event": "error", "seq": N, "why": TEXT}`` for a launch it could not read.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ class Run:
     launches: list[dict[str, Any]]
     captures: dict[tuple[int, int], str]
     cut: bool
+    errors: tuple[str, ...] = ()  # launches the recorder could not read, the first few
 
 
 def read(text: str) -> Run:
     """A run's log lines; a line that is not a JSON object of a known event is skipped."""
     ok, why, launches, captures, cut = False, NEVER_STARTED, [], {}, False
+    errors: list[str] = []
     for line in text.splitlines():
         try:
             event = json.loads(line)
@@ -57,7 +60,9 @@ def read(text: str) -> Run:
             captures[event["seq"], event["arg"]] = str(event.get("path", ""))
         elif kind == "cut":
             cut = True
-    return Run(ok, why, launches, captures, cut)
+        elif kind == "error" and len(errors) < 3:
+            errors.append(str(event.get("why", "")))
+    return Run(ok, why, launches, captures, cut, tuple(errors))
 
 
 NEVER_STARTED = ("kprof's launch recorder never started in the program: it is loaded by Python's site hooks "

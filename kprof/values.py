@@ -202,11 +202,13 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
             return time.monotonic() - start
 
         if not runs[0].launches:
-            return ToolResult("values", "not-checked", [], seconds(),
-                              "kprof's launch recorder saw no kernel launched through the driver API (cuLaunchKernel): "
-                              "launches through the runtime API (PyTorch's own kernels, C++ programs) are not seen")
+            why = (f"kprof's launch recorder could not read the program's launches: {runs[0].errors[0]}" if runs[0].errors
+                   else "kprof's launch recorder saw no kernel launched through the driver API (cuLaunchKernel): "
+                        "launches through the runtime API (PyTorch's own kernels, C++ programs) are not seen")
+            return ToolResult("values", "not-checked", [], seconds(), why)
         compared = f"{len(runs[0].launches):,} launches compared over {RUNS} runs" + (
-            f" (the first {launchlog.MAX_LAUNCHES:,})" if runs[0].cut else "")
+            f" (the first {launchlog.MAX_LAUNCHES:,})" if runs[0].cut else "") + (
+            f"; {len(runs[0].errors)}+ could not be read: {runs[0].errors[0]}" if runs[0].errors else "")
         where = launchlog.compare(runs[0], runs[1])
         if where is None:
             return ToolResult("values", "clean", [], seconds(), "", [compared])

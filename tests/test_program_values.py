@@ -71,7 +71,8 @@ def test_a_float_sum_in_another_order_is_said_not_reported():
 
 @pytest.mark.parametrize("mode, status, words", [
     ("same", "clean", ""), ("nokernel", "not-checked", "saw no kernel launched through the driver API"),
-    ("norecorder", "not-checked", "never started in the program"), ("fails", "target-error", "exited with code 3")])
+    ("norecorder", "not-checked", "never started in the program"), ("fails", "target-error", "exited with code 3"),
+    ("unreadable", "not-checked", "could not read the program's launches: TypeError")])
 def test_what_each_program_gets(mode, status, words):
     r = _run(mode)
     assert r.status == status and words in r.message, (r.status, r.message)

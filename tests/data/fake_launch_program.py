@@ -5,6 +5,7 @@
 #   race        another hash each run; captured, an int32 counter far apart (counter[0]++ by many threads)
 #   atomics     another hash each run; captured, a float32 sum one unit in the last place apart
 #   nokernel    the recorder started and saw no launch;   norecorder  no recorder line at all
+#   unreadable  the recorder started and could read no launch (an error line for each)
 #   fails       exits with code 3 before any launch
 import json
 import os
@@ -26,6 +27,9 @@ if mode == "fails":
 if mode != "norecorder":
     emit(event="recorder", ok=True)
 if mode in ("nokernel", "norecorder"):
+    sys.exit(0)
+if mode == "unreadable":
+    emit(event="error", seq=0, why="TypeError: the callback data has no address")
     sys.exit(0)
 emit(event="launch", seq=0, kernel="fill", site=f"{__file__}:40", args=[[0, 400, "aa"]])
 emit(event="launch", seq=1, kernel="count", site=f"{__file__}:41",
