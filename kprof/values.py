@@ -187,7 +187,7 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
     nondeterministic on purpose. Races in global memory, which no sanitizer sees, are found this way."""
     import tempfile
 
-    from kprof import launchlog
+    from kprof import inputs, launchlog
 
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kprof-values-") as tmp:
@@ -220,8 +220,8 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
                                                                    "KPROF_LAUNCH_CAPTURE_DIR": tmp},
                                   timeout=timeout, env=env, cwd=cwd)
                 path = got.captures.get((where.seq, where.arg)) if not isinstance(got, ToolResult) else None
-                if path:
-                    copies.append(Path(path).read_bytes())
+                if path and Path(path).resolve().parent == Path(tmp).resolve():  # only the copies asked for, here
+                    copies.append(inputs.read_bytes(path, "a launch's copy", limit=1 << 31))
                     Path(path).unlink()
             if len(copies) == 2:
                 diff = launchlog.difference(copies[0], copies[1])
