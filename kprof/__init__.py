@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["SanitizeReport", "__version__", "load", "profile", "range", "sanitize", "sanitize_tests"]
+__all__ = ["SanitizeReport", "__version__", "load", "prestart_tests", "profile", "range", "sanitize", "sanitize_tests"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,7 +20,7 @@ def __getattr__(name: str) -> Any:
         from kprof.annotate import range as range_
 
         return range_
-    if name in ("sanitize", "sanitize_tests", "profile", "load", "SanitizeReport"):
+    if name in ("sanitize", "sanitize_tests", "prestart_tests", "profile", "load", "SanitizeReport"):
         from kprof import api
 
         return getattr(api, name)

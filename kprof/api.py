@@ -129,13 +129,28 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     return SanitizeReport(" ".join(cmd), results, notes)
 
 
+def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
+                   padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
+                   jobs: int | None = None) -> Any:
+    """Children for :func:`sanitize_tests`, started before the tests are known (while pytest collects
+    them): one per tool that will start at once, each collecting the paths ``collect`` under its tool
+    and waiting for its tests (:class:`kprof.suite.Early`; pass it as ``early``, then ``cancel()``)."""
+    from kprof import allocators, parallel, proc, suite
+
+    names = program_tools(tools)
+    env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
+    width = parallel.jobs_for(len(names), jobs)
+    return suite.Early(list(collect), names[:width], timeout=timeout, env=env, cwd=cwd or Path.cwd(), padding=padding)
+
+
 def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
-                   jobs: int | None = None, progress: Any = None) -> dict[str, Any]:
+                   jobs: int | None = None, progress: Any = None, early: Any = None) -> dict[str, Any]:
     """Pytest tests (:class:`kprof.suite.Test`) under compute-sanitizer's tools, one child per tool for
     them all: a :class:`kprof.suite.TestVerdict` per node id, findings on the test that launched the
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
-    machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool."""
+    machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
+    ``early``: children :func:`prestart_tests` started, each given its tool's first batch."""
     from kprof import allocators, parallel, proc, suite
 
     if timeout <= 0 or timeout != timeout:
@@ -146,7 +161,8 @@ def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, 
     where = cwd or Path.cwd()
 
     def one(tool: str) -> dict[str, Any]:
-        return suite.run_tool(tests, tool, timeout=timeout, env=env, cwd=where, padding=padding, progress=progress)
+        return suite.run_tool(tests, tool, timeout=timeout, env=env, cwd=where, padding=padding, progress=progress,
+                              early=early.take(tool) if early is not None else None)
 
     per_tool = parallel.map_jobs(one, names, parallel.jobs_for(len(names), jobs))
     return suite.combine([t.nodeid for t in tests], names, per_tool)

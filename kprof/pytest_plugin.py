@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -56,8 +57,16 @@ def pytest_configure(config: pytest.Config) -> None:
     jobs = check_jobs(config.getoption("--kprof-jobs"))
     if not hasattr(config, "workerinput"):  # once, in the process the user started (not per xdist worker)
         _check_machine()
-    config.pluginmanager.register(_Sanitizer(config, names, timeout, jobs), "kprof-sanitizer")
+    sanitizer = _Sanitizer(config, names, timeout, jobs)
+    config.pluginmanager.register(sanitizer, "kprof-sanitizer")
     assign_worker_gpu()
+    sanitizer.prestart()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    sanitizer = config.pluginmanager.get_plugin("kprof-sanitizer")
+    if isinstance(sanitizer, _Sanitizer) and sanitizer.early is not None:
+        sanitizer.early.cancel()  # children no batch took (nothing was selected, or the session stopped)
 
 
 def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
@@ -167,6 +176,26 @@ class _Sanitizer:
         self.jobs = jobs
         self.marked_only = False
         self.verdicts: dict[str, Any] = {}
+        self.early: Any = None  # kprof.suite.Early: each tool's child, started during the collection
+
+    def prestart(self) -> None:
+        """One child per tool, started now so that its start under the tool overlaps this process's
+        collection; not in the per-test mode, not under pytest-xdist (a worker's tests come from its
+        controller), not for --collect-only."""
+        import kprof
+        from kprof.errors import KprofError
+
+        config = self.config
+        if (config.getoption("--kprof-per-test") or hasattr(config, "workerinput") or config.option.collectonly
+                or getattr(config.option, "numprocesses", None)):
+            return
+        here = Path(config.invocation_params.dir)
+        collect = [str(here / a) for a in config.args] or [str(here)]
+        try:
+            self.early = kprof.prestart_tests(collect, self.tools, timeout=self.timeout, jobs=self.jobs,
+                                              keep_pools=config.getoption("--kprof-keep-pools"), cwd=config.rootpath)
+        except KprofError:
+            self.early = None  # the batch starts its own children, as without this
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         self.marked_only = any(item.get_closest_marker(MARK) for item in items)
@@ -210,10 +239,13 @@ class _Sanitizer:
             batch = list({i.nodeid: i for i in batch}.values())
             progress = self._progress(len(batch) * len(self.tools))
             try:
+                early, self.early = self.early, None  # the first batch only
                 self.verdicts.update(kprof.sanitize_tests(
                     [as_test(i) for i in batch], self.tools, timeout=self.timeout,
                     keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath,
-                    jobs=self.jobs, progress=progress))
+                    jobs=self.jobs, progress=progress, early=early))
+                if early is not None:
+                    early.cancel()  # a tool the run had no child for at the start
             except KprofError as exc:
                 return "failed", f"kprof: {exc}"
         verdict = self.verdicts.pop(item.nodeid, None)

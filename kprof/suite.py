@@ -244,10 +244,33 @@ SPARES = 2
 HANDOFF_POLL_S = 0.1  # how often the parent looks for a child's word that its context broke
 
 
+class Early:
+    """Children started before the tests are known, one per tool, each collecting ``collect`` (the
+    paths pytest was given) and then waiting: started while the user's pytest still collects, so the
+    interpreter, the imports and the collection under each tool overlap with it. :func:`run_tool` hands
+    its tool's child the first batch; what no batch took is stopped (:meth:`cancel`)."""
+
+    def __init__(self, collect: list[str], tools: Sequence[str], *, timeout: float, env: dict[str, str],
+                 cwd: str | Path, padding: int = 256) -> None:
+        from kprof import compute_sanitizer as san
+
+        self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd, padding, None, san)
+                         for tool in tools}
+
+    def take(self, tool: str) -> _Child | None:
+        return self.children.pop(tool, None)
+
+    def cancel(self) -> None:
+        for child in self.children.values():
+            child.cancel()
+        self.children.clear()
+
+
 def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
-             padding: int = 256, progress: Progress | None = None) -> dict[str, TestVerdict]:
+             padding: int = 256, progress: Progress | None = None, early: _Child | None = None) -> dict[str, TestVerdict]:
     """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
-    test's sake. ``timeout``: seconds one test may take before its child is stopped."""
+    test's sake. ``timeout``: seconds one test may take before its child is stopped. ``early``: this
+    tool's child from :class:`Early`, handed the first batch."""
     from kprof import compute_sanitizer as san
 
     by_id = {t.nodeid: t for t in tests}
@@ -258,22 +281,6 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
         return _Child(collect, spare, tool, by_id, timeout, env, cwd, padding, progress, san)
 
     spares: list[_Child] = []
-
-    def ready_spare(batch: list[str]) -> _Child | None:
-        """A waiting spare that collected every test of ``batch``, handed them; spares that ended
-        before they were needed (their collection failed) are put away."""
-        for spare in list(spares):
-            if not spare.thread.is_alive():
-                spares.remove(spare)
-                spare.wait()
-        for spare in list(spares):
-            if set(batch) <= set(spare.collect):
-                spares.remove(spare)
-                if spare.go(batch):
-                    return spare
-                spare.wait()
-        return None
-
     pending: list[_Child] = []  # a child handed the tests after a stop while the stopped one still ended
 
     def wait(child: _Child) -> tuple[Settled, bool]:
@@ -283,9 +290,17 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
         while child.thread.is_alive():
             child.thread.join(HANDOFF_POLL_S)
             if not pending and (rest := child.rest_after_stop()):
-                pending.append(ready_spare(rest) or start(rest, spare=False))
+                pending.append(_ready_spare(spares, rest) or start(rest, spare=False))
         return child.wait()
 
+    first: _Child | None = None  # the early child, if it took the first batch
+    if early is not None:  # it collected the paths pytest was given: what it lacks of the batch runs again
+        early.by_id, early.watch.progress = by_id, progress
+        if queue and early.go(queue[0]):
+            pending.append(early)
+            first = early
+        else:
+            early.cancel()
     try:
         while queue:
             batch = queue.pop(0)
@@ -293,10 +308,14 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             if early is not None and early.batch != batch:  # decided otherwise (records of no test): dropped
                 early.stop()
                 early = None
-            child = early or ready_spare(batch) or start(batch, spare=False)
+            child = early or _ready_spare(spares, batch) or start(batch, spare=False)
             if tool in SPARE_TOOLS and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
             settled, lost = wait(child)
+            if child is first and not child.watch.started_tests:
+                first = None  # its collection had none of them (or failed): the batch in a child of its own
+                queue.insert(0, batch)
+                continue
             if lost and len(batch) > 1:
                 # Records no test could be given (no host stack at all): halve the batch until each such
                 # record can only be its child's one test's. Rare: every launch of a Python program has a stack.
@@ -313,9 +332,25 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     finally:
         for spare in spares:  # no stop left a rest for it: stopped where it is
             spare.cancel()
-        for early in pending:
-            early.stop()
+        for left in pending:
+            left.stop()
     return results
+
+
+def _ready_spare(spares: list[_Child], batch: list[str]) -> _Child | None:
+    """A waiting spare that collected every test of ``batch``, taken from ``spares`` and handed them;
+    spares that ended before they were needed (their collection failed) are put away."""
+    for spare in list(spares):
+        if not spare.thread.is_alive():
+            spares.remove(spare)
+            spare.wait()
+    for spare in list(spares):
+        if set(batch) <= set(spare.collect):
+            spares.remove(spare)
+            if spare.go(batch):
+                return spare
+            spare.wait()
+    return None
 
 
 class _Child:

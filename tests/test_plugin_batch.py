@@ -482,3 +482,33 @@ def test_after_a_broken_context_the_rerun_starts_before_the_stopped_child_has_en
     outcomes = _outcomes(result)
     assert outcomes["test_kernels.py::test_breaks"] == "FAILED" and "out-of-bounds-write" in result.stdout.str()
     assert all(outcomes[f"test_kernels.py::test_after[{n}]"] == "PASSED" for n in range(3))
+
+
+SLOW_COLLECTION_CONFTEST = '''
+import os
+import time
+
+def pytest_collection_finish(session):
+    if not os.environ.get("KPROF_SUITE_EVENTS"):  # the user's pytest, not kprof's child
+        with open(os.environ["KPROF_TEST_COLLECTED"], "w") as f:
+            f.write(str(time.time()))
+'''
+
+
+def test_each_tools_child_starts_while_pytest_still_collects(fake, monkeypatch, tmp_path):
+    """The user's pytest takes 3 s to collect (a slow import); each tool's child starts at once and
+    collects beside it, then takes its tests: the children's starts come before the collection's end."""
+    collected = tmp_path / "collected.txt"
+    monkeypatch.setenv("KPROF_TEST_COLLECTED", str(collected))
+    fake.makeconftest(SLOW_COLLECTION_CONFTEST)
+    fake.makepyfile(test_kernels="import time\ntime.sleep(3)\n" + SUITE.replace("def test_fault", "def _not_a_fault"))
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=2", "-rA")
+    end_of_collection = float(collected.read_text())
+    firsts = {tool: min(c["t"] for c in fake.calls() if c["tool"] == tool) for tool in ("memcheck", "racecheck")}
+    assert all(t < end_of_collection for t in firsts.values()), (firsts, end_of_collection)
+    ran = [e for e in fake.ends() if e["ran"]]
+    assert sorted(e["tool"] for e in ran) == ["memcheck", "racecheck"] and all(len(e["ran"]) == 21 for e in ran)
+    failed = {n for n, o in _outcomes(result).items() if o == "FAILED"}
+    assert failed == {"test_kernels.py::test_racy", "test_kernels.py::test_racy_param[1]",
+                      "test_kernels.py::test_racy_param[2]", "test_kernels.py::test_noframe",
+                      "test_kernels.py::test_plain_failure"}
