@@ -194,7 +194,7 @@ class _Sanitizer:
         try:
             self.early = kprof.prestart_tests(collect, self.tools, timeout=self.timeout, jobs=self.jobs,
                                               keep_pools=config.getoption("--kprof-keep-pools"), cwd=config.rootpath)
-        except KprofError:
+        except (KprofError, OSError):
             self.early = None  # the batch starts its own children, as without this
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
