@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kprof import inputs
 from kprof import spec as spec_mod
-from kprof.errors import UnknownKernelError
+from kprof.errors import UnknownKernelError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = Path(__file__).resolve().parent
@@ -55,11 +55,27 @@ def entries() -> list[Entry]:
     for folder, group in search_dirs():
         if not folder.is_dir():
             continue
-        for path in sorted(folder.rglob("*.yaml")):
+        for path in _spec_files(folder):
             if path.stem not in seen:
                 seen.add(path.stem)
                 out.append(Entry(path.stem, path, group))
     return out
+
+
+MAX_FOLDERS = 10_000  # folders walked under one search folder: KPROF_PATH=/ is an error, not a walk of the disk
+
+
+def _spec_files(folder: Path) -> list[Path]:
+    """The ``*.yaml`` files under ``folder``, sorted. A folder that vanishes or cannot be read while it
+    is walked (``/proc``) is passed over; more than MAX_FOLDERS folders is one line."""
+    found: list[Path] = []
+    for count, (top, dirs, files) in enumerate(os.walk(folder)):
+        if count >= MAX_FOLDERS:
+            raise UsageError(f"KPROF_PATH: {folder} holds more than {MAX_FOLDERS:,} folders; name the folder of "
+                             "your specs instead")
+        dirs.sort()
+        found += [Path(top) / f for f in files if f.endswith(".yaml")]
+    return sorted(found)
 
 
 def find(name: str) -> Path:

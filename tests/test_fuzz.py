@@ -186,8 +186,15 @@ def test_no_generated_path_or_flag_reaches_nvcc_with_a_shell_character(tmp_path_
                                                "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
 def test_generated_paths_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory, monkeypatch, path,
                                                  option):
-    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
-    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
+    # Each example's environment is its own: a KPROF_PATH an earlier example set (/, /proc) once leaked
+    # into the next ones, which then walked the disk.
+    with monkeypatch.context() as m:
+        _one_generated_path(m, capsys, tmp_path_factory, path, option)
+
+
+def _one_generated_path(m, capsys, tmp_path_factory, path, option):
+    m.chdir(tmp_path_factory.mktemp("cwd"))
+    m.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
     xml = str(XML[0])
     argv = {"spec": ["run", path or "x.yaml", "--arch", "sm_90"], "--from-xml": ["sanitize", "--from-xml", path],
             "--allocations": ["sanitize", "--from-xml", xml, "--allocations", path],
@@ -196,12 +203,12 @@ def test_generated_paths_are_a_result_or_one_line(no_process, no_builds, capsys,
     if option.startswith("KPROF_"):
         if "\x00" in path:
             return  # no environment can hold a NUL
-        monkeypatch.setenv(option, path)
+        m.setenv(option, path)
     start = time.monotonic()
     code = cli.main(argv)
     out, err = capsys.readouterr()
     assert code != 70 and "Traceback" not in out + err, (argv, err)
-    # never a hang: a bound far above a loaded CI machine's slowest example (10 s flaked there once)
+    # never a hang: a bound far above a loaded CI machine's slowest example
     assert time.monotonic() - start < 60, (argv, err)
     if code not in (0, 1, 77):
         assert err.strip().count("\n") == 0, (argv, err)

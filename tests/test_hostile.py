@@ -335,3 +335,21 @@ def test_a_history_store_that_is_a_fifo_is_one_line(tmp_path):
     os.mkfifo(tmp_path / "h.sqlite")
     with pytest.raises(UsageError, match="a FIFO, not a regular file"):
         history.connect(tmp_path / "h.sqlite")
+
+
+def test_a_search_folder_that_is_the_whole_disk_is_one_line(monkeypatch, tmp_path, capsys):
+    """KPROF_PATH=/ (or /proc, whose folders vanish while they are walked: seen once as an internal
+    error under fuzzing) is one line, never an exception or a walk of the whole disk."""
+    from kprof import catalog, cli
+
+    monkeypatch.setattr(catalog, "MAX_FOLDERS", 50)
+    for i in range(60):
+        (tmp_path / "many" / f"d{i}").mkdir(parents=True)
+    monkeypatch.setenv("KPROF_PATH", str(tmp_path / "many"))
+    assert cli.main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds more than 50 folders" in err
+    monkeypatch.setenv("KPROF_PATH", "/proc")
+    monkeypatch.setattr(catalog, "MAX_FOLDERS", 10_000_000)
+    code = cli.main(["run", "no_such_kernel", "--arch", "sm_90"])
+    assert code == 2 and "unknown kernel 'no_such_kernel'" in capsys.readouterr().err
