@@ -227,27 +227,22 @@ def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | N
 
 
 def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
-    """A finding in a file that is not there (CuPy's deleted temporary file, NVRTC's program name) moved
-    to the string in the user's Python file that holds the kernel's source (:mod:`kprof.embedded`), the
-    tool's own place kept in ``extra``."""
+    """A finding in a file that is not there (CuPy's deleted temporary file, NVRTC's program name) or
+    that a library generated, placed where the user's source is (:func:`kprof.embedded.place`), with a
+    note; where it moved, the tool's own place is kept in ``extra.reported_at``."""
     from kprof import embedded
 
-    found = embedded.locate(f.file, f.line, f.kernel, stack_files)
+    found = embedded.place(f.file, f.line, f.kernel, stack_files, f.launch)
     if found is None:
-        note = embedded.generated_by_torch(f.file)
-        if note:
-            return replace(f, extra=dict(f.extra, source=note))
-        gone = embedded.missing(f.file, f.line, f.launch)
-        if gone is None:
-            return f
-        extra = dict(f.extra, source=gone.note, reported_at=f"{f.file}:{f.line}" if f.line else f.file)
-        return replace(f, file=gone.path, line=gone.line, extra=extra)
-    extra = dict(f.extra, reported_at=f"{f.file}:{f.line}" if f.line else f.file, source=found.note)
+        return f
+    extra = dict(f.extra, source=found.note)
     other = f.other
-    if other is not None and other.file == f.file:  # the race's other side is in the same string
-        moved = embedded.locate(other.file, other.line, f.kernel, stack_files)
-        if moved is not None:
-            other = replace(other, file=moved.path, line=moved.line)
+    if (found.path, found.line) != (f.file, f.line):
+        extra["reported_at"] = f"{f.file}:{f.line}" if f.line else str(f.file)
+        if other is not None and other.file == f.file:  # the race's other side is in the same string
+            moved = embedded.locate(other.file, other.line, f.kernel, stack_files)
+            if moved is not None:
+                other = replace(other, file=moved.path, line=moved.line)
     return replace(f, file=found.path, line=found.line, other=other, extra=extra)
 
 
@@ -450,7 +445,7 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
     if done.timed_out or done.returncode != 0 or not xml_text.strip():
         return None
     findings, notes = parse_xml(xml_text, tool, [])
-    if findings or any(d.get("status") != "ok" or "job_seconds" not in d for d in datas):
+    if findings or not all(launch.finished(d) for d in datas):
         return None
     start = max(0.0, done.seconds - sum(float(d["job_seconds"]) for d in datas)) / len(datas)  # the tool's start, shared
     results = [classify(tool, replace(done, seconds=float(d["job_seconds"]) + start), d, [], notes, timeout, True)
@@ -477,7 +472,6 @@ def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note:
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
                 env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake."""
-    import json
 
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
@@ -486,10 +480,7 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
         argv += exitcode.wrap(cmd, status_path)
         done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
-        try:
-            status = json.loads(status_path.read_text())
-        except (OSError, ValueError):
-            status = None
+        status = exitcode.read_status(status_path)
     findings, notes = parse_xml(xml_text, tool, tool_text=done.stdout) if xml_text.strip() else ([], [])
     return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
 

@@ -75,6 +75,11 @@ def short(name: str, limit: int = SHORT) -> str:
     return text + hash_ + suffix
 
 
+def base_name(name: str) -> str:
+    """A kernel's bare function name: ``void ns::scale<float>(float*, int)`` -> ``scale``. Pure."""
+    return short(name, 10_000).split("<", 1)[0].rsplit("::", 1)[-1].strip()
+
+
 def _without_parameters(text: str) -> str:
     """``name<...>(int, float*)`` -> ``name<...>``: the last parenthesised group at depth 0, when it ends the name."""
     if not text.endswith(")"):

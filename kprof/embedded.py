@@ -67,12 +67,10 @@ def _mapped(reported: str, line: int | None, path: str, node: ast.Constant) -> L
 
 
 def _bare_name(kernel: str) -> str:
-    """``void ns::scale<float>(float*, int)`` -> ``scale``; ``forward_diff`` stays."""
-    from kprof.demangle import short
+    """The kernel's function name, when it is one a string's ``__global__`` can define."""
+    from kprof.demangle import base_name
 
-    text = short(kernel, 10_000)
-    text = text.split("<", 1)[0].strip()
-    text = text.rsplit("::", 1)[-1]
+    text = base_name(kernel)
     return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) else ""
 
 
@@ -136,3 +134,18 @@ def missing(reported: str | None, line: int | None, launch: str | None) -> Locat
     return Located(reported, line, f"{where} is not a file here: the name the program gave its kernel's "
                                    "source (an NVRTC program's name, a library's temporary copy), or a report "
                                    "read on another machine")
+
+
+def place(reported: str | None, line: int | None, kernel: str | None, stack_files: Iterable[str],
+          launch: str | None) -> Located | None:
+    """Where a finding in ``reported:line`` belongs, with the note that says why, or None where the
+    tool's place stands as it is: the string in the user's file that holds the kernel (:func:`locate`),
+    else torch's generated extension file (:func:`generated_by_torch`), else a file that is not there
+    (:func:`missing`)."""
+    found = locate(reported, line, kernel, stack_files)
+    if found is not None:
+        return found
+    note = generated_by_torch(reported)
+    if note is not None and reported is not None:
+        return Located(reported, line, note)
+    return missing(reported, line, launch)

@@ -19,6 +19,15 @@ def wrap(cmd: list[str], status: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.exitcode", str(status), "--", *cmd]
 
 
+def read_status(status: Path) -> dict[str, object] | None:
+    """What the shim wrote (``returncode``, and ``signal`` or ``error``), or None: the program never ran."""
+    try:
+        data = json.loads(status.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3 or args[1] != "--":

@@ -96,21 +96,14 @@ def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
     """A C++ program's launch site: the innermost native frame in the user's own module that is not
     the CUDA runtime nvcc linked in, nor the kernel's own host stub (the function nvcc generates with
     the kernel's name), or None. ``main in vecadd``; the line comes from :mod:`kprof.addr2line`."""
-    from kprof.demangle import demangle, short
+    from kprof.demangle import base_name, demangle, short
 
-    stub = _base(short(kernel, 10_000)) if kernel else None
+    stub = base_name(kernel) if kernel else None
     for f in stack:
         if f.path or not f.module or not is_user_module(f.module):
             continue
         name = demangle(f.func) if f.func else None
-        if name is not None:
-            bare = short(name, 10_000)
-            if bare.startswith(_RUNTIME_FUNCS) or (stub is not None and _base(bare) == stub):
-                continue
+        if name is not None and (short(name, 10_000).startswith(_RUNTIME_FUNCS) or base_name(name) == stub):
+            continue
         return Frame(name, None, None, f.module, f.pc)
     return None
-
-
-def _base(name: str) -> str:
-    """``ns::scale<float>`` -> ``scale``."""
-    return name.split("<", 1)[0].rsplit("::", 1)[-1].strip()

@@ -57,6 +57,11 @@ def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None
     return done, data
 
 
+def finished(data: dict[str, Any]) -> bool:
+    """A batch job that ran to its end (:func:`run_batch`): done, and timed by the child."""
+    return data.get("status") == "ok" and "job_seconds" in data
+
+
 def batch_argv(manifest: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.runner", "--batch", str(manifest)]
 

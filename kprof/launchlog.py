@@ -11,7 +11,7 @@ line per event to ``$KPROF_LAUNCH_LOG``:
   device memory, the size of that allocation and a hash of all of it;
 - ``{"event": "capture", "seq": N, "arg": INDEX, "path": FILE}`` where ``$KPROF_LAUNCH_CAPTURE`` asked
   for one allocation's bytes (``"N:INDEX"``);
-- ``{"event": "cut", "after": N}`` when the recorder stopped hashing (:data:`MAX_LAUNCHES`);
+- ``{"event": "cut", "after": N}`` when the recorder stopped hashing after its first N launches;
 - ``{"event": "error", "seq": N, "why": TEXT}`` for a launch it could not read.
 """
 
@@ -23,7 +23,6 @@ from typing import Any
 
 from kprof import inputs
 
-MAX_LAUNCHES = 20_000  # launches hashed per run; the rest are counted, not compared
 MAX_LOG_BYTES = 64 * 1024 * 1024
 ROUNDING = 1e-3  # relative differences at most this are a float sum in another order, not a race
 
@@ -36,13 +35,14 @@ class Run:
     why: str
     launches: list[dict[str, Any]]
     captures: dict[tuple[int, int], str]
-    cut: bool
+    cut: int | None  # the launches hashed, where the recorder stopped there (the rest are not compared)
     errors: tuple[str, ...] = ()  # launches the recorder could not read, the first few
 
 
 def read(text: str) -> Run:
     """A run's log lines; a line that is not a JSON object of a known event is skipped."""
-    ok, why, launches, captures, cut = False, NEVER_STARTED, [], {}, False
+    ok, why, launches, captures = False, NEVER_STARTED, [], {}
+    cut: int | None = None
     errors: list[str] = []
     for line in text.splitlines():
         try:
@@ -58,8 +58,8 @@ def read(text: str) -> Run:
             launches.append(event)
         elif kind == "capture" and isinstance(event.get("seq"), int) and isinstance(event.get("arg"), int):
             captures[event["seq"], event["arg"]] = str(event.get("path", ""))
-        elif kind == "cut":
-            cut = True
+        elif kind == "cut" and isinstance(event.get("after"), int):
+            cut = event["after"]
         elif kind == "error" and len(errors) < 3:
             errors.append(str(event.get("why", "")))
     return Run(ok, why, launches, captures, cut, tuple(errors))
@@ -74,7 +74,7 @@ def read_file(path: str) -> Run:
     try:
         return read(inputs.read_text(path, "the launch log", limit=MAX_LOG_BYTES, errors="replace"))
     except inputs.InputError as exc:
-        return Run(False, NEVER_STARTED if exc.reason == "no such file" else str(exc), [], {}, False)
+        return Run(False, NEVER_STARTED if exc.reason == "no such file" else str(exc), [], {}, None)
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def compare(first: Run, second: Run) -> Divergence | None:
             if hashes.get(index, (nbytes, digest))[1] != digest:
                 return Divergence(seq, kernel, site, index, "output",
                                   f"argument {index} of launch {seq} ({nbytes:,} bytes) differs after the kernel")
-    if len(first.launches) != len(second.launches) and not (first.cut or second.cut):
+    if len(first.launches) != len(second.launches) and first.cut is None and second.cut is None:
         n = min(len(first.launches), len(second.launches))
         last = (first.launches or second.launches)[max(n - 1, 0)] if (first.launches or second.launches) else {}
         return Divergence(n, str(last.get("kernel", "?")), last.get("site"), None, "count",

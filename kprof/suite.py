@@ -304,11 +304,11 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     try:
         while queue:
             batch = queue.pop(0)
-            early = pending.pop() if pending else None
-            if early is not None and early.batch != batch:  # decided otherwise (records of no test): dropped
-                early.stop()
-                early = None
-            child = early or _ready_spare(spares, batch) or start(batch, spare=False)
+            handed = pending.pop() if pending else None  # a child given this batch before it was due
+            if handed is not None and handed.batch != batch:  # decided otherwise (records of no test): dropped
+                handed.stop()
+                handed = None
+            child = handed or _ready_spare(spares, batch) or start(batch, spare=False)
             if tool in SPARE_TOOLS and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
             settled, lost = wait(child)

@@ -166,7 +166,7 @@ def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "",
                                     "uninitialised shared reads may go unseen"]
     out: list[ToolResult | None] = []
     for data in datas:
-        if data.get("status") != "ok" or "job_seconds" not in data:
+        if not launch.finished(data):
             out.append(None)
             continue
         own = replace(done, returncode=0, seconds=float(data["job_seconds"]), timed_out=False)
@@ -207,7 +207,7 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
                         "launches through the runtime API (PyTorch's own kernels, C++ programs) are not seen")
             return ToolResult("values", "not-checked", [], seconds(), why)
         compared = f"{len(runs[0].launches):,} launches compared over {RUNS} runs" + (
-            f" (the first {launchlog.MAX_LAUNCHES:,})" if runs[0].cut else "") + (
+            f" (the first {runs[0].cut:,})" if runs[0].cut is not None else "") + (
             f"; {len(runs[0].errors)}+ could not be read: {runs[0].errors[0]}" if runs[0].errors else "")
         where = launchlog.compare(runs[0], runs[1])
         if where is None:
@@ -241,7 +241,6 @@ def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], 
                 env: dict[str, str], cwd: str | Path | None) -> Any:
     """One run of the program with the recorder: its log (:class:`kprof.launchlog.Run`), or the
     ToolResult that says why there is none (it failed, hung, or the recorder could not start)."""
-    import json
 
     from kprof import exitcode, launchlog, proc
 
@@ -252,10 +251,7 @@ def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], 
         return ToolResult("values", "timeout", [], done.seconds,
                           f"the program did not finish within {timeout:g} s (values: it runs {RUNS} times or more)",
                           [], done.tail(40))
-    try:
-        status = json.loads(status_path.read_text())
-    except (OSError, ValueError):
-        status = None
+    status = exitcode.read_status(status_path)
     code = None if status is None else status.get("returncode")
     if code != 0:
         how = "did not start" if status is None else status.get("error") or f"exited with code {code}"

@@ -20,7 +20,7 @@ import os
 import traceback
 from typing import Any
 
-MAX_LAUNCHES = 20_000  # as kprof.launchlog.MAX_LAUNCHES
+MAX_LAUNCHES = 20_000  # launches hashed per run; the log's "cut" line says where it stopped
 MAX_HASHED = 1 << 30  # bytes of one allocation hashed, at most
 _CB_FUNCTION_PARAMS = 16  # offsetof(CUpti_CallbackData, functionParams)
 _KERNEL_PARAMS = {"cuLaunchKernel": (0, 48), "cuLaunchKernel_ptsz": (0, 48),  # (offset of f, of kernelParams)
@@ -35,6 +35,7 @@ class Recorder:
         self.capture_dir = os.environ.get("KPROF_LAUNCH_CAPTURE_DIR", "")
         self.driver: Any = None
         self.subscriber: Any = None
+        self.exit_site: Any = None  # CUPTI's API_EXIT, looked up once: the callback runs at every launch
 
     def emit(self, **event: object) -> None:
         self.out.write(json.dumps(event) + "\n")
@@ -44,7 +45,7 @@ class Recorder:
             from cuda.bindings import driver
             from cupti import cupti
 
-            self.driver = driver
+            self.driver, self.exit_site = driver, cupti.ApiCallbackSite.API_EXIT
             self.subscriber = cupti.subscribe(self._callback, None)
             ids = cupti.driver_api_trace_cbid
             for name in _KERNEL_PARAMS:
@@ -56,9 +57,7 @@ class Recorder:
 
     def _callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
         try:
-            from cupti import cupti
-
-            if getattr(cbdata, "callback_site", None) != cupti.ApiCallbackSite.API_EXIT:
+            if getattr(cbdata, "callback_site", None) != self.exit_site:
                 return
             name = str(getattr(cbdata, "function_name", ""))
             if name not in _KERNEL_PARAMS:
