@@ -1,7 +1,7 @@
-// A plain C++ program with a kernel that writes one element past the end of c (i <= n):
+// A plain C++ program whose kernel reads a and b and writes c one element past their end (i <= n):
 //
 //   nvcc -g -lineinfo -o vecadd examples/vecadd.cu          # -g: host line information, for the launch site
-//   kprof sanitize --tool memcheck -- ./vecadd               # the write, and where launch() launched it
+//   kprof sanitize --tool memcheck -- ./vecadd               # the read, and where launch() launched it
 //   nvcc -g -lineinfo -DFIXED -o vecadd examples/vecadd.cu   # the clean control
 #include <cstdio>
 
@@ -10,7 +10,7 @@ __global__ void vecadd(const float* a, const float* b, float* c, int n) {
 #ifdef FIXED
     if (i < n) c[i] = a[i] + b[i];
 #else
-    if (i <= n) c[i] = a[i] + b[i];  // BUG: i == n writes past the end of c
+    if (i <= n) c[i] = a[i] + b[i];  // BUG: i == n reads a[n] (memcheck stops there) and writes c[n]
 #endif
 }
 

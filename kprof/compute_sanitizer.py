@@ -200,12 +200,14 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     kernel = demangle(f.kernel) if f.kernel else None
     site = hostframes.launch_site(stack)
     launch = site.where() if site else _native_launch(stack, kernel)
-    detail = f.detail
-    if f.buffer is None and f.address is not None and f.address in nearest:
+    detail, kind = f.detail, f.kind
+    if f.address is not None and f.address in nearest and (f.buffer is None or _PERMISSION.match(nearest[f.address])):
         detail = nearest[f.address]
+        if _PERMISSION.match(detail):  # the XML's record reads as any invalid write; the text says why
+            kind = "invalid-access"
     grid = _int(rec.findtext(".//gridid"))  # racecheck's hazards carry it; memcheck stops at its first faulting launch
     grids = frozenset({grid}) if grid is not None else frozenset()
-    f = replace(f, kernel=kernel, launch=launch, detail=detail, grids=grids)
+    f = replace(f, kind=kind, kernel=kernel, launch=launch, detail=detail, grids=grids)
     return _in_user_source(f, [fr.path for fr in stack if fr.path and hostframes.is_user_file(fr.path)])
 
 
@@ -218,6 +220,10 @@ def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | N
     frame = hostframes.native_site(stack, kernel)
     if frame is None:
         return None
+    if frame.path and frame.line:  # compute-sanitizer read the binary's line information itself
+        given = Path(frame.path)
+        shown = given.resolve() if not given.is_absolute() and given.is_file() else given
+        return f"{shown}:{frame.line} ({replace(frame, path=None).where()})"
     found = addr2line.line_of(frame.module, frame.pc)
     if found is None or found[1] is None:
         return frame.where()
@@ -246,20 +252,40 @@ def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
     return replace(f, file=found.path, line=found.line, other=other, extra=extra)
 
 
+# memcheck under NVTX memory permissions: "Address 0x... is not writable", "... is not readable/writable
+# with atomic operations"
+_PERMISSION = re.compile(r"not (?:readable/writable with atomic operations|readable|writable)")
 _OUT_OF_BOUNDS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is out of bounds[ \t]*$")
 _NEAREST = re.compile(r"^[= \t]*and is ([0-9,]{1,26}) bytes (after|before) the nearest allocation at "
                       r"(0x[0-9a-fA-F]{1,16}) of size ([0-9,]{1,26}) bytes")
 
 
+_HEAP = re.compile(r"^[= \t]*and is located in (?:the |a )?(freed )?device heap")
+_NOT_ALLOWED = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is (not (?:readable/writable with atomic "
+                          r"operations|readable|writable))[ \t]*$")
+HEAP_DETAIL = ("in the device heap (memory a kernel took with malloc or new): past the end of a block, or in one "
+               "already freed (the tool does not say which)")
+FREED_HEAP_DETAIL = "in device-heap memory already freed (free or delete in a kernel)"
+
+
+def permission_detail(what: str) -> str:
+    return f"{what}: the program's NVTX memory permissions (nvtxMemPermissionsAssign) forbid this access"
+
+
 def nearest_allocations(text: str) -> dict[int, str]:
-    """address -> "4 bytes past the end of a 4,000-byte allocation at 0x...", from memcheck's text output
-    (the two lines of each such record, read line by line: linear in the text, whatever it holds)."""
+    """address -> what memcheck's text output says of it and its XML does not: "4 bytes past the end of a
+    4,000-byte allocation at 0x...", in the device heap (freed, where it says so), or not writable under
+    the program's NVTX permissions (read line by line: linear in the text, whatever it holds)."""
     out: dict[int, str] = {}
     address: str | None = None
     for line in text.splitlines():
         if address is not None and (m := _NEAREST.match(line)):
             distance, side, base, size = m.groups()
             _nearest(out, address, distance, side, base, size)
+        elif address is not None and (h := _HEAP.match(line)):
+            out[int(address, 16)] = FREED_HEAP_DETAIL if h.group(1) or "freed" in line else HEAP_DETAIL
+        if (n := _NOT_ALLOWED.search(line)):
+            out[int(n.group(1), 16)] = permission_detail(n.group(2))
         oob = _OUT_OF_BOUNDS.search(line)
         address = oob.group(1) if oob else None
     return out
@@ -304,6 +330,8 @@ def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> 
                     "a failed device assert or an illegal instruction")
     elif "misaligned" in error:
         kind = f"misaligned-{direction or 'read'}"
+    elif _PERMISSION.search(error) or _PERMISSION.search(text):  # NVTX memory permissions the program set
+        kind = "invalid-access"
     elif "out of bounds" in error or "out-of-range" in error or "invalid" in error:
         kind = f"out-of-bounds-{direction}" if direction in ("read", "write") else "invalid-access"
     else:
@@ -311,7 +339,12 @@ def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> 
     address = _int(rec.findtext("what/address"))
     size = _int(rec.findtext("what/size"))
     buffer = detail = None
-    if address is not None and space == "__global__":
+    permission = _PERMISSION.search(error) or _PERMISSION.search(text)
+    if permission:
+        detail = permission_detail(permission.group(0))
+        if address is not None and space == "__global__":
+            buffer = buffer_detail(address, allocations)[0]
+    elif address is not None and space == "__global__":
         buffer, detail = buffer_detail(address, allocations)
     elif space:
         detail = f"in {space.strip('_')} memory"
@@ -395,15 +428,19 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
     text = rec.findtext("what/text") or ""
     kind_text = rec.findtext("what/type") or ""
     low = (text + " " + kind_text).lower()
-    if "divergent" in low or ("barrier" in low and "warp" not in kind_text.lower()):
+    if "invalid argument" in low:  # __syncwarp(mask) or a *_sync intrinsic whose mask leaves out a calling lane
+        kind = "invalid-warp-sync"
+    elif "divergent" in low or ("barrier" in low and "warp" not in kind_text.lower()):
         kind = "barrier-divergence"
     elif "mask" in low or "warp" in low or "shfl" in low:
         kind = "invalid-warp-sync"
     else:
         kind = "sync-error"
     message = f"{text}: {kind_text}" if kind_text else text
+    detail = ("a warp-synchronous call (__syncwarp, __shfl_*_sync, __ballot_sync, ...) whose mask leaves out a lane "
+              "that calls it: the mask must name every lane that reaches the call" if kind == "invalid-warp-sync" else None)
     return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
-                   1, message)
+                   1, message, detail=detail)
 
 
 def _api(rec: ET.Element, tool: str) -> Finding:

@@ -70,8 +70,9 @@ def is_user_file(path: str) -> bool:
 
 
 def launch_site(stack: list[Frame]) -> Frame | None:
-    """The innermost frame in the user's own files that has a line, or None."""
-    return next((f for f in stack if f.path and f.line and is_user_file(f.path)), None)
+    """The innermost Python frame in the user's own files that has a line, or None (a native frame, one
+    with a module, is :func:`native_site`'s, even where the binary's line information gave it a path)."""
+    return next((f for f in stack if f.path and f.line and not f.module and is_user_file(f.path)), None)
 
 
 # Native modules that are never the user's program: the system's and the CUDA toolkit's libraries, the
@@ -81,7 +82,7 @@ _LIBRARY_NAMES = ("libcuda", "libcudart", "libnv", "libcublas", "libcufft", "lib
                   "libcudnn", "libnccl", "libtorch", "libc10", "libc.so", "libstdc++", "libgcc", "ld-linux", "libpthread",
                   "libpython", "python")
 # Functions of the CUDA runtime (linked into the program by nvcc) and of nvcc's generated launch stubs.
-_RUNTIME_FUNCS = ("cuda", "__cuda", "__device_stub", "cudart::", "__nv", "_GLOBAL__", "dim3::")
+_RUNTIME_FUNCS = ("cuda", "__cuda", "__device_stub", "cudart::", "libcudart", "__nv", "_GLOBAL__", "dim3::")
 
 
 def is_user_module(module: str) -> bool:
@@ -100,10 +101,20 @@ def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
 
     stub = base_name(kernel) if kernel else None
     for f in stack:
-        if f.path or not f.module or not is_user_module(f.module):
+        if not f.module or not is_user_module(f.module) or (f.path and not _user_source(f.path)):
             continue
         name = demangle(f.func) if f.func else None
         if name is not None and (short(name, 10_000).startswith(_RUNTIME_FUNCS) or base_name(name) == stub):
             continue
-        return Frame(name, None, None, f.module, f.pc)
+        return Frame(name, f.path, f.line if f.path else None, f.module, f.pc)
     return None
+
+
+def _user_source(path: str) -> bool:
+    """A host source file the user wrote: not a CUDA header (``crt/device_functions.h``) nor the stub file
+    nvcc generates and deletes (``/tmp/tmpxft_..._vecadd.cudafe1.stub.c``). A relative path (as nvcc was
+    given it) counts."""
+    name = Path(path).name
+    if name.startswith("tmpxft_") or ".cudafe1." in name or "/targets/" in path or "/include/crt/" in path:
+        return False
+    return not any(part in path for part in _LIBRARY_PARTS)

@@ -176,15 +176,20 @@ def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "",
 
 
 RUNS = 2  # runs of a program whose launches are compared (then two more to capture what differed)
+CROWD = {"KPROF_LAUNCH_CROWD": "1"}  # the second run of each pair: every launch starts on a crowded GPU
 
 
 def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path | None = None) -> ToolResult:
     """The values detector for any program: the program run :data:`RUNS` times with kprof's launch
     recorder loaded (:mod:`kprof.hooks.launch_recorder`), each launch's device allocations hashed after
-    the kernel; the first launch whose outputs differ between the runs is a ``race`` finding with its
-    kernel and launch site, unless two more runs that copy that allocation show a float sum added up in
-    another order (every difference within :data:`kprof.launchlog.ROUNDING`), which is said in a note:
-    nondeterministic on purpose. Races in global memory, which no sanitizer sees, are found this way."""
+    the kernel, the second run with each kernel started on a crowded GPU (every SM but one busy with the
+    recorder's own spinning kernel for a moment: the blocks run in another order, fewer at a time). A
+    race in global memory, whose lost updates on an idle GPU often come out the same every run, comes
+    out otherwise there. The first launch whose outputs differ between the runs is a ``race`` finding with
+    its kernel and launch site, unless two more runs (idle, crowded) that copy that allocation show a
+    float sum added up in another order (every difference within :data:`kprof.launchlog.ROUNDING`),
+    which is said in a note: nondeterministic on purpose. Races in global memory, which no sanitizer
+    sees, are found this way."""
     import tempfile
 
     from kprof import inputs, launchlog
@@ -193,7 +198,7 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
     with tempfile.TemporaryDirectory(prefix="kprof-values-") as tmp:
         runs = []
         for k in range(RUNS):
-            got = _run_logged(cmd, Path(tmp), f"run-{k}", {}, timeout=timeout, env=env, cwd=cwd)
+            got = _run_logged(cmd, Path(tmp), f"run-{k}", CROWD if k % 2 else {}, timeout=timeout, env=env, cwd=cwd)
             if isinstance(got, ToolResult):
                 return got
             runs.append(got)
@@ -206,7 +211,7 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
                    else "kprof's launch recorder saw no kernel launched through the driver API (cuLaunchKernel): "
                         "launches through the runtime API (PyTorch's own kernels, C++ programs) are not seen")
             return ToolResult("values", "not-checked", [], seconds(), why)
-        compared = f"{len(runs[0].launches):,} launches compared over {RUNS} runs" + (
+        compared = f"{len(runs[0].launches):,} launches compared over {RUNS} runs, one on a crowded GPU" + (
             f" (the first {runs[0].cut:,})" if runs[0].cut is not None else "") + (
             f"; {len(runs[0].errors)}+ could not be read: {runs[0].errors[0]}" if runs[0].errors else "")
         where = launchlog.compare(runs[0], runs[1])
@@ -216,8 +221,8 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
         if where.what == "output" and where.arg is not None:
             copies = []
             for k in range(2):  # the same two runs again, that allocation's bytes kept
-                got = _run_logged(cmd, Path(tmp), f"capture-{k}", {"KPROF_LAUNCH_CAPTURE": f"{where.seq}:{where.arg}",
-                                                                   "KPROF_LAUNCH_CAPTURE_DIR": tmp},
+                capture = {"KPROF_LAUNCH_CAPTURE": f"{where.seq}:{where.arg}", "KPROF_LAUNCH_CAPTURE_DIR": tmp}
+                got = _run_logged(cmd, Path(tmp), f"capture-{k}", {**capture, **(CROWD if k % 2 else {})},
                                   timeout=timeout, env=env, cwd=cwd)
                 path = got.captures.get((where.seq, where.arg)) if not isinstance(got, ToolResult) else None
                 if path and Path(path).resolve().parent == Path(tmp).resolve():  # only the copies asked for, here
@@ -233,7 +238,8 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
                         "purpose; not reported as a race")])
                 detail += "; in two more runs " + diff.text()
         finding = Finding("values", "race", where.kernel, None, None, None, None, 1,
-                          "results differ between two runs of the same program", detail=detail, launch=where.site)
+                          "results differ between two runs of the same program (one of them on a crowded GPU)",
+                          detail=detail, launch=where.site)
         return ToolResult("values", "findings", [finding], seconds(), "", [compared])
 
 

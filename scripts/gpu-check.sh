@@ -30,6 +30,8 @@
 #            program under kprof sanitize -- (tools side by side; SPEED_SERIAL=1 adds --jobs 1 for it and
 #            the suite) and the four tools by hand,
 #            kprof peak on an empty cache (and --thorough), kprof cases
+#   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
+#            (XML and text for tests/data/programs) and the values detector on a program
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize -- (the
 #            values detector on a program too; a C++ program built with -g),
 #            their XML and text kept for the parser tests; kprof profile -- CMD; the example test file under
@@ -77,6 +79,8 @@ if [ -n "$WHEELS" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$SITE" $WHEELS >"$LOGS/pip.txt" 2>&1 || { echo "wheel install failed"; cat "$LOGS/pip.txt"; }
     export PYTHONPATH=$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}
+    # a wheel's programs (ninja, which torch builds its extensions with) land in $SITE/bin
+    [ -d "$SITE/bin" ] && export PATH=$SITE/bin:$PATH
     # the CUDA 12 sanitizer wheel ships compute-sanitizer without the executable bit
     [ -f "$SITE/nvidia/cuda_sanitizer_api/bin/compute-sanitizer" ] && chmod +x "$SITE"/nvidia/cuda_sanitizer_api/bin/*
 else
@@ -243,7 +247,7 @@ if has benches; then  # each line of the file BENCHES, "NAME ARG...": kprof benc
         json "$name" $KPROF bench $args
     done 3< "${BENCHES:?set BENCHES to a file of kprof bench lines}"
 fi
-if has programs; then
+if has programs || has record-programs; then
     P=$LOGS/programs
     mkdir -p "$P"
     # Installed as a user installs it, so pytest finds kprof's plugin through its entry point.
@@ -276,10 +280,15 @@ if has programs; then
     hand cupy_counter.racecheck racecheck $NOPOOL -- python3 examples/cupy_counter.py
     step build-vecadd nvcc -g -lineinfo -o "$P/vecadd" examples/vecadd.cu
     hand vecadd.memcheck memcheck X=1 -- "$P/vecadd"
-    step sanitize-counter $KPROF sanitize --json -- python3 examples/cupy_counter.py  # the four tools: clean
+    step build-nvtx nvcc -g -lineinfo -o "$P/nvtx_readonly" examples/nvtx_readonly.cu
+    hand nvtx_readonly.memcheck memcheck X=1 -- "$P/nvtx_readonly"
+    # the values detector on a program: the race the four tools miss, its atomic twin, a float sum
     step sanitize-values-counter $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py
     step sanitize-values-counter-fixed $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py --fixed
     step sanitize-values-float-sum $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py --float-sum
+fi
+if has programs; then
+    step sanitize-counter $KPROF sanitize --json -- python3 examples/cupy_counter.py  # the four tools: clean
     step sanitize-no-kernel $KPROF sanitize --tool all --json -- python3 -c "print(1)"
     step sanitize-triton $KPROF sanitize -- python3 examples/triton_scale.py
     step sanitize-triton-fixed $KPROF sanitize -- python3 examples/triton_scale.py --fixed

@@ -38,6 +38,11 @@ def pytest_collection_modifyitems(config, items):
         return next((i for i, m in enumerate(("gpu_alone", "gpu", "nvcc")) if item.get_closest_marker(m)), 3)
 
     items.sort(key=rank)  # stable: the collection's order within each rank
+    config.stash[_ALONE] = sum(1 for item in items if item.get_closest_marker("gpu_alone"))
+
+
+_ALONE = pytest.StashKey[int]()  # the session's gpu_alone tests (every xdist worker collects them all)
+ALONE_GATE_S = 120.0  # how long another GPU test waits, at most, for them to have run first
 
 
 _gpu_reason: list[str | None] = []
@@ -119,6 +124,9 @@ def _gpu_share(request, tmp_path_factory):
     alone = request.node.get_closest_marker("gpu_alone") is not None
     where = tmp_path_factory.getbasetemp().parent  # shared by the xdist workers of one run
     turnstile_name, lock_name = gpu_lock_names(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    done = where / (lock_name + ".alone-done")
+    if not alone:
+        _wait_for_alone(done, request.config.stash.get(_ALONE, 0))
     with open(where / turnstile_name, "a") as turnstile, open(where / lock_name, "a") as lock:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
@@ -130,6 +138,25 @@ def _gpu_share(request, tmp_path_factory):
             fcntl.flock(lock, fcntl.LOCK_UN)
             if alone:
                 fcntl.flock(turnstile, fcntl.LOCK_UN)
+                with open(done, "a") as f:
+                    f.write(request.node.nodeid + "\n")
+
+
+def _wait_for_alone(done: Path, expected: int) -> None:
+    """A GPU test waits for the session's gpu_alone tests to have run (they come first, on whichever
+    workers took them), for at most ALONE_GATE_S: otherwise a worker that starts with a long GPU test
+    (an ncu group's first profile, 49 s) holds the GPU shared while a gpu_alone test waits behind it, and
+    every other worker waits behind that (on an H200, 4e75d3f: GPU tests 28 to 32 s in setup)."""
+    import time
+
+    deadline = time.monotonic() + ALONE_GATE_S
+    while expected and time.monotonic() < deadline:
+        try:
+            if len(done.read_text().splitlines()) >= expected:
+                return
+        except FileNotFoundError:
+            pass
+        time.sleep(0.2)
 
 
 def gpu_lock_names(visible: str | None) -> tuple[str, str]:

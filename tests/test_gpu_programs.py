@@ -108,7 +108,7 @@ def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
         subprocess.run([*compiler.program, f"-arch={arch}", "-g", "-lineinfo", *flags, "-o", str(tmp_path / name),
                         str(source)], check=True, capture_output=True)
     report = kprof.sanitize([str(tmp_path / "vecadd")], tools=["memcheck"])
-    (f,) = [f for f in report.findings if f.kind == "out-of-bounds-write"]
+    (f,) = [f for f in report.findings if f.kind.startswith("out-of-bounds")]  # the read of a[n], first
     assert f.file.endswith("vecadd.cu") and f.line == _marked(source, "// BUG"), f
     assert f.launch == f"{source}:{_marked(source, '// LAUNCH')} (launch in vecadd)", f
     assert kprof.sanitize([str(tmp_path / "vecadd_fixed")], tools=["memcheck"]).clean
@@ -135,6 +135,60 @@ def test_a_program_that_launches_no_kernel_is_not_checked():
 def test_a_hanging_program_is_stopped_at_the_timeout():
     report = kprof.sanitize([PY, "-c", "import time; time.sleep(600)"], tools=["memcheck"], timeout=10)
     assert report.results[0].status == "timeout" and "did not finish within 10 s" in report.results[0].message
+
+
+def test_a_torch_extension_is_reported_in_the_file_torch_generated_and_said_so():
+    """load_inline writes the kernel's string to <build folder>/cuda.cu: the line stays there (the file
+    exists), the note says torch generated it, the launch is the user's call."""
+    _needs("torch")
+    from torch.utils.cpp_extension import is_ninja_available
+
+    if not is_ninja_available():
+        pytest.skip("torch builds an extension with ninja, which is not installed")
+    program = EXAMPLES / "torch_extension.py"
+    report = kprof.sanitize([PY, str(program)], tools=["memcheck"], timeout=600)
+    found = [f for f in report.findings if f.kind == "out-of-bounds-read"]
+    assert len(found) == 1, report.to_json()
+    f = found[0]
+    assert f.file.endswith("/cuda.cu") and "load_inline" in f.extra.get("source", ""), f
+    assert "// BUG" in Path(f.file).read_text().splitlines()[f.line - 1], f
+    assert f.launch == f"{program}:{_marked(program, '# LAUNCH')}", f
+    assert kprof.sanitize([PY, str(program), "--fixed"], tools=["memcheck"], timeout=600).clean
+
+
+def test_a_bad_warp_mask_is_an_invalid_warp_sync_at_the_users_line():
+    _needs("cupy")
+    program = EXAMPLES / "cupy_syncwarp.py"
+    report = kprof.sanitize([PY, str(program)], tools=["synccheck"])
+    (f,) = report.findings
+    assert (f.kind, f.file, f.line) == ("invalid-warp-sync", str(program), _marked(program, "// BUG")), f
+    assert f.launch == f"{program}:{_marked(program, '# LAUNCH')}", f
+
+
+def test_a_write_to_freed_device_heap_memory_says_device_heap():
+    _needs("cupy")
+    program = EXAMPLES / "cupy_heap.py"
+    report = kprof.sanitize([PY, str(program)], tools=["memcheck"])
+    (f,) = [f for f in report.findings if f.kind == "out-of-bounds-write"]
+    assert (f.file, f.line) == (str(program), _marked(program, "// BUG")) and "device heap" in (f.detail or ""), f
+
+
+def test_a_write_the_programs_nvtx_permissions_forbid_is_not_writable(tmp_path):
+    from kprof import build
+
+    compiler = build.compiler_for("sm_90")
+    if compiler.kind != "nvcc":
+        pytest.skip("needs nvcc (a host program)")
+    source = EXAMPLES / "nvtx_readonly.cu"
+    for name, flags in (("nvtx_readonly", []), ("nvtx_fixed", ["-DFIXED"])):
+        subprocess.run([*compiler.program, f"-arch={build.detect_arch()}", "-g", "-lineinfo", *flags, "-o",
+                        str(tmp_path / name), str(source)], check=True, capture_output=True)
+    report = kprof.sanitize([str(tmp_path / "nvtx_readonly")], tools=["memcheck"])
+    found = [f for f in report.findings if f.file and f.file.endswith("nvtx_readonly.cu")]
+    assert len(found) == 1, report.to_json()
+    f = found[0]
+    assert f.kind == "invalid-access" and "not writable" in (f.detail or "") and f.line == _marked(source, "// BUG"), f
+    assert kprof.sanitize([str(tmp_path / "nvtx_fixed")], tools=["memcheck"]).clean
 
 
 def test_a_program_that_fails_without_a_finding_is_said():

@@ -60,7 +60,31 @@ def test_a_program_whose_launch_differs_between_runs_is_a_race_at_that_launch():
     (f,) = r.findings
     assert (f.tool, f.kind, f.kernel, f.launch) == ("values", "race", "count", f"{FAKE}:41")
     assert "argument 2 of launch 1" in f.detail and "37 vs 51200 as int32" in f.detail
-    assert r.notes == ["2 launches compared over 2 runs"]
+    assert r.notes == ["2 launches compared over 2 runs, one on a crowded GPU"]
+
+
+def test_a_race_that_ends_the_same_on_an_idle_gpu_is_found_on_a_crowded_one(monkeypatch):
+    """counter[0]++ by 51,200 threads ends at 1 every run on an idle H200: two idle runs agree. The
+    detector's second run (and second copy) starts each kernel on a crowded GPU, where it ends otherwise."""
+    r = _run("quiet-race")
+    assert r.status == "findings", (r.message, r.log)
+    (f,) = r.findings
+    assert (f.kind, f.kernel, f.launch) == ("race", "count", f"{FAKE}:41") and "1 vs 25 as int32" in f.detail, f.detail
+    assert "crowded GPU" in f.message
+    monkeypatch.setattr(values, "CROWD", {})  # both runs idle: the race is not seen, which is why one is crowded
+    assert _run("quiet-race").status == "clean"
+
+
+def test_the_recorders_crowd_is_asked_for_and_bounded():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent / "hooks" / "launch_recorder.py")
+    rec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rec)
+    assert rec._crowd_ns("", "") == 0 and rec._crowd_ns("0", "500") == 0  # no crowd unless asked
+    assert rec._crowd_ns("1", "") == rec.CROWD_US * 1000 and rec._crowd_ns("1", "250") == 250_000
+    assert rec._crowd_ns("1", "-5") == rec._crowd_ns("1", "9" * 30) == rec.CROWD_US * 1000  # out of range: default
+    assert rec.CROWD_PTX.endswith(b"\0") and b".entry kprof_crowd" in rec.CROWD_PTX and b"%globaltimer" in rec.CROWD_PTX
 
 
 def test_a_float_sum_in_another_order_is_said_not_reported():
@@ -86,3 +110,30 @@ def test_kprof_sanitize_tool_values_on_a_program(monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and [f["kind"] for f in data["findings"]] == ["race"], data
     assert [t["tool"] for t in data["tools"]] == ["values"]
+
+
+def test_the_crowd_kernels_ptx_assembles_for_old_and_new_gpus(tmp_path):
+    """The driver compiles the crowd's PTX in the program; ptxas (where the toolkit is here) checks it
+    for the oldest GPU CUDA 13 builds for and for the H200."""
+    import shutil
+    import subprocess
+
+    from kprof import proc
+
+    try:
+        ptxas = str(Path(str(proc.find_tool("nvcc"))).with_name("ptxas"))
+    except Exception:  # no toolkit here
+        ptxas = shutil.which("ptxas")
+    if ptxas is None or not Path(ptxas).exists():
+        pytest.skip("no ptxas here (the CUDA toolkit's assembler)")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent / "hooks" / "launch_recorder.py")
+    rec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rec)
+    ptx = tmp_path / "crowd.ptx"
+    ptx.write_bytes(rec.CROWD_PTX.rstrip(b"\0"))
+    for arch in ("sm_75", "sm_90"):
+        done = subprocess.run([ptxas, f"-arch={arch}", str(ptx), "-o", str(tmp_path / f"{arch}.cubin")],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr

@@ -111,6 +111,27 @@ def test_the_gpu_tests_lock_is_per_gpu_a_worker_sees():
     assert gpu_lock_names("GPU-8f3a/../x")[1] == "kprof-gpu-GPU_8f3a____x.lock", "a UUID or odd value stays one file name"
 
 
+def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, monkeypatch):
+    """tests/conftest.py: a GPU test waits (at most ALONE_GATE_S) until the session's gpu_alone tests have
+    written that they ran, so none of them queues behind a long GPU test another worker started."""
+    import threading
+    import time
+
+    import conftest
+
+    done = tmp_path / "kprof-gpu-all.lock.alone-done"
+    t0 = time.monotonic()
+    conftest._wait_for_alone(done, 0)  # none in the session: no wait
+    assert time.monotonic() - t0 < 0.5
+    threading.Timer(0.5, lambda: done.write_text("tests/test_gpu_sanitize.py::test_alone\n")).start()
+    conftest._wait_for_alone(done, 1)
+    assert 0.4 < time.monotonic() - t0 < 5
+    monkeypatch.setattr(conftest, "ALONE_GATE_S", 0.5)
+    t1 = time.monotonic()
+    conftest._wait_for_alone(done, 2)  # the second never ran (deselected by a worker's order): bounded
+    assert 0.4 < time.monotonic() - t1 < 5
+
+
 @pytest.mark.parametrize("args, words", [
     (["--kprof-sanitize=bogus"], "--kprof-sanitize=bogus: unknown tool 'bogus'"),
     (["--kprof-sanitize=,"], "name at least one tool"),

@@ -2,7 +2,14 @@
 set (``kprof sanitize --tool values -- CMD``): after every kernel launched through the driver API
 (``cuLaunchKernel``, ``cuLaunchKernelEx``: Triton, CuPy, cuda-python, numba-cuda) it waits for the
 kernel, and hashes every device allocation an argument points into. The log format and what is made
-of it are :mod:`kprof.launchlog` (the parent, after the runs). Launches through the runtime API
+of it are :mod:`kprof.launchlog` (the parent, after the runs).
+
+With ``KPROF_LAUNCH_CROWD`` set (one of the runs), just before each of the first :data:`CROWDED` launches it
+starts a kernel of its own on a stream of its own that fills every SM but one with spinning threads for
+``KPROF_LAUNCH_CROWD_US`` microseconds (default :data:`CROWD_US`): the program's kernel starts on a
+crowded GPU, its blocks run in another order and fewer at a time. A kernel whose result depends on that
+order (a race in global memory, which on an idle GPU often ends the same way every run) writes
+something else than in the run on an idle GPU; a correct kernel writes the same. Launches through the runtime API
 (``cudaLaunchKernel``: PyTorch's own kernels, C++ programs) are not seen: the report says how many
 launches were compared.
 
@@ -22,6 +29,29 @@ from typing import Any
 
 MAX_LAUNCHES = 20_000  # launches hashed per run; the log's "cut" line says where it stopped
 MAX_HASHED = 1 << 30  # bytes of one allocation hashed, at most
+CROWDED = 2_000  # launches started on a crowded GPU in the crowded run (each waits up to CROWD_US more)
+CROWD_US = 1_000
+CROWD_THREADS = 256  # threads per block of the crowd kernel
+# The crowd: every thread spins on the global timer until its deadline. PTX, compiled by the driver:
+# no compiler needed in the program's environment, and any GPU the driver runs.
+CROWD_PTX = b"""
+.version 6.0
+.target sm_50
+.address_size 64
+.visible .entry kprof_crowd(.param .u64 kprof_crowd_ns)
+{
+    .reg .pred %p;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [kprof_crowd_ns];
+    mov.u64 %rd2, %globaltimer;
+    add.u64 %rd1, %rd1, %rd2;
+SPIN:
+    mov.u64 %rd3, %globaltimer;
+    setp.lt.u64 %p, %rd3, %rd1;
+    @%p bra SPIN;
+    ret;
+}
+\0"""
 _CB_FUNCTION_PARAMS = 16  # offsetof(CUpti_CallbackData, functionParams)
 _KERNEL_PARAMS = {"cuLaunchKernel": (0, 48), "cuLaunchKernel_ptsz": (0, 48),  # (offset of f, of kernelParams)
                   "cuLaunchKernelEx": (8, 16), "cuLaunchKernelEx_ptsz": (8, 16)}
@@ -36,6 +66,11 @@ class Recorder:
         self.driver: Any = None
         self.subscriber: Any = None
         self.exit_site: Any = None  # CUPTI's API_EXIT, looked up once: the callback runs at every launch
+        self.enter_site: Any = None
+        self.crowd_ns = _crowd_ns(os.environ.get("KPROF_LAUNCH_CROWD", ""), os.environ.get("KPROF_LAUNCH_CROWD_US", ""))
+        self.crowds: dict[int, tuple[Any, ...]] = {}  # context -> (crowd function, its stream, its grid)
+        self.crowded = 0
+        self.inside = False  # the crowd's own launch, seen by this same callback
 
     def emit(self, **event: object) -> None:
         self.out.write(json.dumps(event) + "\n")
@@ -46,6 +81,7 @@ class Recorder:
             from cupti import cupti
 
             self.driver, self.exit_site = driver, cupti.ApiCallbackSite.API_EXIT
+            self.enter_site = cupti.ApiCallbackSite.API_ENTER
             self.subscriber = cupti.subscribe(self._callback, None)
             ids = cupti.driver_api_trace_cbid
             for name in _KERNEL_PARAMS:
@@ -53,18 +89,41 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 - the program runs on; the parent says what was not checked
             self.emit(event="recorder", ok=False, why=f"kprof's launch recorder could not start: {exc}")
             return
-        self.emit(event="recorder", ok=True)
+        self.emit(event="recorder", ok=True, crowd_us=self.crowd_ns // 1000 if self.crowd_ns else None)
 
     def _callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+        if self.inside:
+            return
         try:
-            if getattr(cbdata, "callback_site", None) != self.exit_site:
-                return
+            site = getattr(cbdata, "callback_site", None)
             name = str(getattr(cbdata, "function_name", ""))
             if name not in _KERNEL_PARAMS:
                 return
-            self._launched(cbdata, name)
+            if site == self.exit_site:
+                self._launched(cbdata, name)
+            elif site == self.enter_site and self.crowd_ns and self.crowded < CROWDED and self.seq < MAX_LAUNCHES:
+                self.crowded += 1
+                self.inside = True
+                try:
+                    self._crowd()
+                finally:
+                    self.inside = False
         except Exception as exc:  # noqa: BLE001 - a launch it cannot read is said, the program goes on
             self.emit(event="error", seq=self.seq, why=f"{type(exc).__name__}: {exc}")
+
+    def _crowd(self) -> None:
+        """The crowd kernel on every SM but one, started before the program's launch goes in."""
+        drv = self.driver
+        err, ctx = drv.cuCtxGetCurrent()
+        if int(err) != 0 or not int(ctx):
+            return
+        if int(ctx) not in self.crowds:
+            self.crowds[int(ctx)] = _crowd_kernel(drv)
+        func, stream, blocks = self.crowds[int(ctx)]
+        ns = ctypes.c_uint64(self.crowd_ns)
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(ns))
+        _check(drv.cuLaunchKernel(func, blocks, 1, 1, CROWD_THREADS, 1, 1, 0, stream, ctypes.addressof(params), 0),
+               "the crowd kernel's launch")
 
     def _launched(self, cbdata: Any, name: str) -> None:
         seq, self.seq = self.seq, self.seq + 1
@@ -96,6 +155,34 @@ class Recorder:
                 self.emit(event="capture", seq=seq, arg=index, path=path)
         self.emit(event="launch", seq=seq, kernel=str(getattr(cbdata, "symbol_name", "") or "?"),
                   site=_site(), args=args)
+
+
+def _crowd_kernel(drv: Any) -> tuple[Any, ...]:
+    """The crowd kernel in the current context, its own non-blocking stream, and a grid that fills every
+    SM but one (as many blocks of CROWD_THREADS as an SM holds threads, times SMs - 1)."""
+    module = _check(drv.cuModuleLoadData(CROWD_PTX), "the crowd kernel's PTX")
+    func = _check(drv.cuModuleGetFunction(module, b"kprof_crowd"), "the crowd kernel")
+    stream = _check(drv.cuStreamCreate(1), "the crowd's stream")  # CU_STREAM_NON_BLOCKING: beside stream 0
+    device = _check(drv.cuCtxGetDevice(), "the context's device")
+    attr = drv.CUdevice_attribute
+    sms = int(_check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "SMs"))
+    threads = int(_check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device),
+                         "threads per SM"))
+    return func, stream, max(threads // CROWD_THREADS, 1) * max(sms - 1, 1)
+
+
+def _check(result: Any, what: str) -> Any:
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise RuntimeError(f"{what}: {err}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _crowd_ns(wanted: str, micros: str) -> int:
+    """The crowd kernel's spin in nanoseconds, 0 for no crowd."""
+    if wanted not in ("1", "yes", "true"):
+        return 0
+    return (int(micros) if micros.isdigit() and 0 < int(micros) <= 1_000_000 else CROWD_US) * 1000
 
 
 def _pointer_arguments(drv: Any, func: int, kernel_params: int) -> list[tuple[int, int]]:
