@@ -5,11 +5,15 @@ kernel, and hashes every device allocation an argument points into. The log form
 of it are :mod:`kprof.launchlog` (the parent, after the runs).
 
 With ``KPROF_LAUNCH_CROWD`` set (one of the runs), just before each of the first :data:`CROWDED` launches it
-starts a kernel of its own on a stream of its own that fills every SM but one with spinning threads for
-``KPROF_LAUNCH_CROWD_US`` microseconds (default :data:`CROWD_US`): the program's kernel starts on a
-crowded GPU, its blocks run in another order and fewer at a time. A kernel whose result depends on that
-order (a race in global memory, which on an idle GPU often ends the same way every run) writes
-something else than in the run on an idle GPU; a correct kernel writes the same. Launches through the runtime API
+starts a kernel of its own on a stream of its own that fills every SM but one with waiting threads, until
+the program's kernel has finished (a flag in mapped host memory the recorder sets then) or at most
+``KPROF_LAUNCH_CROWD_US`` microseconds (default :data:`CROWD_US`, for a kernel that cannot start beside
+it): the program's kernel runs on a crowded GPU, its blocks in another order and fewer at a time. A kernel
+whose result depends on that order (a race in global memory, which on an idle GPU often ends the same
+way every run) writes something else than in the run on an idle GPU; a correct kernel writes the same.
+The flag, not a time alone, ends the crowd: on a GPU other processes share, the program's context can
+be switched out for longer than any fixed spin (seen on an H200 under 16 pytest workers: a 1 ms crowd
+had ended before the kernel ran). Launches through the runtime API
 (``cudaLaunchKernel``: PyTorch's own kernels, C++ programs) are not seen: the report says how many
 launches were compared.
 
@@ -29,32 +33,45 @@ from typing import Any
 
 MAX_LAUNCHES = 20_000  # launches hashed per run; the log's "cut" line says where it stopped
 MAX_HASHED = 1 << 30  # bytes of one allocation hashed, at most
-CROWDED = 2_000  # launches started on a crowded GPU in the crowded run (each waits up to CROWD_US more)
-CROWD_US = 1_000
+CROWDED = 2_000  # launches started on a crowded GPU in the crowded run
+CROWD_US = 50_000  # the crowd's deadline where the flag never comes: a kernel that cannot start beside it
 CROWD_THREADS = 256  # threads per block of the crowd kernel
-# The crowd: every thread spins on the global timer until its deadline. PTX, compiled by the driver:
-# no compiler needed in the program's environment, and any GPU the driver runs.
+# The crowd: thread 0 of each block polls the flag (mapped host memory) until it is set or the global
+# timer passes the deadline; the block's other threads wait at the barrier, holding their SM's slots.
+# PTX, compiled by the driver: no compiler needed in the program's environment, and any GPU it runs.
 CROWD_PTX = b"""
 .version 6.0
 .target sm_50
 .address_size 64
-.visible .entry kprof_crowd(.param .u64 kprof_crowd_ns)
+.visible .entry kprof_crowd(.param .u64 kprof_crowd_flag, .param .u64 kprof_crowd_ns)
 {
     .reg .pred %p;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [kprof_crowd_ns];
-    mov.u64 %rd2, %globaltimer;
-    add.u64 %rd1, %rd1, %rd2;
-SPIN:
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<5>;
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p, %r1, 0;
+    @%p bra WAIT;
+    ld.param.u64 %rd1, [kprof_crowd_flag];
+    ld.param.u64 %rd2, [kprof_crowd_ns];
     mov.u64 %rd3, %globaltimer;
-    setp.lt.u64 %p, %rd3, %rd1;
-    @%p bra SPIN;
+    add.u64 %rd2, %rd2, %rd3;
+POLL:
+    ld.volatile.global.u32 %r2, [%rd1];
+    setp.ne.u32 %p, %r2, 0;
+    @%p bra WAIT;
+    mov.u64 %rd4, %globaltimer;
+    setp.lt.u64 %p, %rd4, %rd2;
+    @%p bra POLL;
+WAIT:
+    bar.sync 0;
     ret;
 }
 \0"""
 _CB_FUNCTION_PARAMS = 16  # offsetof(CUpti_CallbackData, functionParams)
 _KERNEL_PARAMS = {"cuLaunchKernel": (0, 48), "cuLaunchKernel_ptsz": (0, 48),  # (offset of f, of kernelParams)
                   "cuLaunchKernelEx": (8, 16), "cuLaunchKernelEx_ptsz": (8, 16)}
+# offsetof(cuLaunchKernel_params, hStream); for the Ex calls, offsetof(CUlaunchConfig, hStream) (config at 0)
+_STREAM_AT = {"cuLaunchKernel": 40, "cuLaunchKernel_ptsz": 40, "cuLaunchKernelEx": 32, "cuLaunchKernelEx_ptsz": 32}
 
 
 class Recorder:
@@ -68,8 +85,9 @@ class Recorder:
         self.exit_site: Any = None  # CUPTI's API_EXIT, looked up once: the callback runs at every launch
         self.enter_site: Any = None
         self.crowd_ns = _crowd_ns(os.environ.get("KPROF_LAUNCH_CROWD", ""), os.environ.get("KPROF_LAUNCH_CROWD_US", ""))
-        self.crowds: dict[int, tuple[Any, ...]] = {}  # context -> (crowd function, its stream, its grid)
+        self.crowds: dict[int, tuple[Any, ...]] = {}  # context -> (function, stream, grid, flag host, flag device)
         self.crowded = 0
+        self.flag: Any = None  # the host side of the flag of the crowd running now, None when none is
         self.inside = False  # the crowd's own launch, seen by this same callback
 
     def emit(self, **event: object) -> None:
@@ -119,11 +137,29 @@ class Recorder:
             return
         if int(ctx) not in self.crowds:
             self.crowds[int(ctx)] = _crowd_kernel(drv)
-        func, stream, blocks = self.crowds[int(ctx)]
-        ns = ctypes.c_uint64(self.crowd_ns)
-        params = (ctypes.c_void_p * 1)(ctypes.addressof(ns))
+        func, stream, blocks, flag, flag_device = self.crowds[int(ctx)]
+        flag.value = 0
+        args = (ctypes.c_uint64(flag_device), ctypes.c_uint64(self.crowd_ns))
+        params = (ctypes.c_void_p * 2)(*(ctypes.addressof(a) for a in args))
         _check(drv.cuLaunchKernel(func, blocks, 1, 1, CROWD_THREADS, 1, 1, 0, stream, ctypes.addressof(params), 0),
                "the crowd kernel's launch")
+        self.flag = flag
+
+    def _release(self, params: int, name: str) -> None:
+        """The crowd ends once the program's kernel has: its stream synchronized, then the flag set."""
+        flag, self.flag = self.flag, None
+        try:
+            at = _STREAM_AT[name]
+            if name.startswith("cuLaunchKernelEx"):  # the stream is in the launch's CUlaunchConfig
+                config = ctypes.c_void_p.from_address(params).value or 0
+                stream = ctypes.c_void_p.from_address(config + at).value or 0 if config else 0
+            else:
+                stream = ctypes.c_void_p.from_address(params + at).value or 0
+            if not stream and name.endswith("_ptsz"):
+                stream = 2  # CU_STREAM_PER_THREAD
+            _check(self.driver.cuStreamSynchronize(self.driver.CUstream(stream)), "the launch's stream")
+        finally:
+            flag.value = 1
 
     def _launched(self, cbdata: Any, name: str) -> None:
         seq, self.seq = self.seq, self.seq + 1
@@ -138,6 +174,8 @@ class Recorder:
         f_at, kp_at = _KERNEL_PARAMS[name]
         func = ctypes.c_void_p.from_address(params + f_at).value or 0
         kernel_params = ctypes.c_void_p.from_address(params + kp_at).value or 0
+        if self.flag is not None:
+            self._release(params, name)
         drv.cuCtxSynchronize()  # the kernel's writes are done before they are read
         args: list[list[object]] = []
         seen: set[int] = set()
@@ -168,7 +206,10 @@ def _crowd_kernel(drv: Any) -> tuple[Any, ...]:
     sms = int(_check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "SMs"))
     threads = int(_check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device),
                          "threads per SM"))
-    return func, stream, max(threads // CROWD_THREADS, 1) * max(sms - 1, 1)
+    host = _check(drv.cuMemHostAlloc(4, 0x3), "the crowd's flag")  # CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP
+    device_ptr = _check(drv.cuMemHostGetDevicePointer(host, 0), "the flag's device address")
+    flag = ctypes.c_uint32.from_address(int(host))
+    return func, stream, max(threads // CROWD_THREADS, 1) * max(sms - 1, 1), flag, int(device_ptr)
 
 
 def _check(result: Any, what: str) -> Any:
@@ -182,7 +223,7 @@ def _crowd_ns(wanted: str, micros: str) -> int:
     """The crowd kernel's spin in nanoseconds, 0 for no crowd."""
     if wanted not in ("1", "yes", "true"):
         return 0
-    return (int(micros) if micros.isdigit() and 0 < int(micros) <= 1_000_000 else CROWD_US) * 1000
+    return (int(micros) if micros.isdigit() and 0 < int(micros) <= 10_000_000 else CROWD_US) * 1000
 
 
 def _pointer_arguments(drv: Any, func: int, kernel_params: int) -> list[tuple[int, int]]:
