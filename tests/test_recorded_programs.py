@@ -100,6 +100,17 @@ def test_an_nvtx_permission_is_an_invalid_access_not_an_out_of_bounds_write():
     assert g.kind == "invalid-access" and g.detail.startswith("not writable"), g
 
 
+def test_a_recorded_nvtx_permission_is_an_invalid_access_at_the_kernels_line(monkeypatch):
+    """examples/nvtx_readonly.cu on the H200: the XML's error says "not writable" (the text adds "inside
+    the nearest allocation", which is no out-of-bounds); the launch is main's line."""
+    monkeypatch.chdir(ROOT)
+    (f,), _ = _parse("nvtx_readonly.memcheck", "memcheck")
+    source = EXAMPLES / "nvtx_readonly.cu"
+    assert (f.kind, f.file, f.line) == ("invalid-access", str(source), _marked(source, "// BUG")), f
+    assert f.detail == cs.permission_detail("not writable"), f.detail
+    assert f.launch == f"{source}:{_marked(source, '// LAUNCH')} (main in nvtx_readonly)", f
+
+
 def test_a_kernel_cupy_generated_is_at_the_call_that_launched_it():
     (f,), _ = _parse("cupy_elementwise.memcheck", "memcheck")
     program = EXAMPLES / "cupy_elementwise.py"
