@@ -108,6 +108,26 @@ def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
     or a crash is a :class:`~kprof.errors.TargetError`."""
     done, data = run(job, timeout=timeout)
     raise_for_child(job.target.name, done, data, timeout)
+    return _run_result(job, data)
+
+
+def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[RunResult]:
+    """Several :class:`~kprof.job.RunMode` jobs in one child (:func:`run_batch`: one interpreter, one
+    CUDA context, each job held to its own ``timeout``), each with what the child measured for it, in
+    order: the same as :func:`run_kernel` of each, without a child start per job. A job the child did
+    not finish (a fault broke its context, it hung, the child died) runs again alone, so its error is
+    :func:`run_kernel`'s; the jobs after it too."""
+    _, datas = run_batch(jobs, timeout=timeout)
+    out = []
+    for job, data in zip(jobs, datas):
+        if data.get("status") in ("ok", "failed") and "job_seconds" in data:
+            out.append(_run_result(job, data))
+        else:
+            out.append(run_kernel(job, timeout=timeout))
+    return out
+
+
+def _run_result(job: Job, data: dict[str, Any]) -> RunResult:
     return RunResult(
         kernel=job.target.name,
         sizes=data.get("sizes", {}),

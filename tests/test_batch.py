@@ -127,3 +127,23 @@ def test_each_job_of_a_batch_is_held_to_its_own_time_limit(monkeypatch, tmp_path
     t0 = time.monotonic()
     done, datas = launch.run_batch(_jobs(20, tmp_path), timeout=1.0)
     assert done.timed_out and time.monotonic() - t0 < 15 and datas == [{}] * 20
+
+
+def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did_not_finish(monkeypatch, tmp_path):
+    """Several verifications in one child (kprof.launch.run_kernels, the GPU suite's per-kernel sizes): a
+    job that passed or failed its verdict is read from the batch; one the child never finished (its
+    context broken by the job before, or it hung) runs again alone, and only that one."""
+    jobs = _jobs(3, tmp_path)
+    datas = [{**_ok(), "sizes": {"N": 100}, "checks": [{"name": "C", "ok": True}]}, {},
+             {"status": "failed", "phase": "done", "job_seconds": 0.2, "sizes": {"N": 102}, "checks": [{"ok": False}]}]
+    monkeypatch.setattr(launch, "run_batch", lambda js, timeout: (_done(), datas))
+    alone = []
+
+    def run_alone(job, *, timeout):
+        alone.append(job.target.sizes)
+        return launch._run_result(job, {**_ok(), "sizes": dict(job.target.sizes)})
+
+    monkeypatch.setattr(launch, "run_kernel", run_alone)
+    results = launch.run_kernels(jobs, timeout=30)
+    assert [r.ok for r in results] == [True, True, False] and alone == [jobs[1].target.sizes]
+    assert [r.sizes for r in results] == [{"N": 100}, dict(jobs[1].target.sizes), {"N": 102}]

@@ -5,7 +5,7 @@ import json
 import perfcases
 import pytest
 
-from kprof import build, catalog, cli, ncu, occupancy, pipeline
+from kprof import catalog, cli, ncu, pipeline
 from kprof import profiling as profile
 from kprof.job import RunMode
 from kprof.ncu import NcuError
@@ -38,27 +38,6 @@ def test_seeded_performance_bug_shows_in_its_metric(case):
     twin = _profile(case.spec.twin_spec())
     ok, text = case.verdict(getattr(bug, case.metric), getattr(twin, case.metric))
     assert ok, text
-
-
-@pytest.mark.parametrize("name", [e.name for e in catalog.entries() if e.group == "kernel"])
-def test_occupancy_agrees_with_the_driver(name):
-    from kprof.device import Device
-
-    spec = catalog.load(name)
-    resolved = spec.resolve()
-    built = build.build(spec)
-    usage = built.usage_of(spec.entry)
-    dev = Device()
-    try:
-        func = dev.function(dev.load_module(built.cubin.read_bytes()), spec.entry)
-        lim = occupancy.limits_for(dev.info().arch)
-        for block in sorted({resolved.threads_per_block, 64, 128, 256, 512}):
-            if block > dev.function_attribute(func, "MAX_THREADS_PER_BLOCK"):
-                continue
-            ours = occupancy.compute(lim, block, usage.registers, usage.shared_static, resolved.shared_mem, opt_in=False)
-            assert ours.blocks_per_sm == dev.occupancy(func, block, resolved.shared_mem), (name, block)
-    finally:
-        dev.close()
 
 
 def test_profile_cli_compares_and_plots(tmp_path, capsys):
