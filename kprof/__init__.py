@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from kprof.version import __version__
+
 __all__ = ["SanitizeReport", "__version__", "load", "prestart_tests", "profile", "range", "sanitize", "sanitize_tests"]
 
 

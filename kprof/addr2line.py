@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kprof import inputs, proc
-from kprof.errors import ToolNotFoundError
+from kprof.errors import InputError, ToolNotFoundError
 
 TIMEOUT_S = 10.0
 MAX_LOOKUPS = 64  # addr2line processes one kprof process may start (each launch site is one)
@@ -90,7 +90,7 @@ def _lookup(module: str, pc: int, mtime_ns: int, size: int) -> tuple[str | None,
         return None
     try:
         head = inputs.read_head(module, "a module of the launch", 1 << 16)
-    except inputs.InputError:
+    except InputError:
         return None
     base = elf_base(head)
     if base is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof.errors import UsageError
+from kprof.errors import NcuError, UsageError
 from kprof.findings import Finding
 from kprof.toolrun import ToolResult
 
@@ -47,7 +47,8 @@ class SanitizeReport:
         return data
 
     def to_sarif(self, root: str | None = None) -> dict[str, Any]:
-        from kprof import __version__, findings
+        from kprof import findings
+        from kprof.version import __version__
 
         return findings.to_sarif(self.results, __version__, root=root or str(Path.cwd()))
 
@@ -231,7 +232,7 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
     try:
         rows = ncu.profile_rows(prepared.job(RunMode(verify=False)), set_name=set_name, extra_metrics=extra,
                                 report_dir=report_dir, timeout=timeout)
-    except ncu.NcuError as exc:
+    except NcuError as exc:
         if exc.reason != "counters":
             raise
         return without_ncu(str(exc), "fallback (no counters)")

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from kprof import __version__
 from kprof.errors import (
     EXIT_BUILD,
     EXIT_CUDA,
@@ -27,8 +26,10 @@ from kprof.errors import (
     EXIT_OUTPUT,
     EXIT_TOOL_MISSING,
     EXIT_USAGE,
+    ArgError,
     KprofError,
 )  # fmt: skip
+from kprof.version import __version__
 
 EXIT_INTERNAL = 70
 
@@ -55,16 +56,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # "argument --timeout: 0: give a positive number" reads as "--timeout 0: give a positive number"
         message = re.sub(r"^argument (--[\w-]+): ", r"\1 ", message)
-        raise _ArgError(f"{message} (see `{self.prog} --help`)")
+        raise ArgError(f"{message} (see `{self.prog} --help`)")
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse drops a failed write of --help silently; a full disk must say so (exit 7)
         if message:
             (file or sys.stderr).write(message)
-
-
-class _ArgError(KprofError):
-    exit_code = EXIT_USAGE
 
 
 def _positive(text: str) -> float:
@@ -399,8 +396,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print("kprof: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except KprofError as exc:
-        log = getattr(exc, "log", "")
-        if log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
+        if log := exc.log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
             print(log.rstrip(), file=sys.stderr)
         from kprof.inputs import one_line
 
@@ -433,9 +429,9 @@ def main_inner(argv: list[str]) -> int:
         argv, program = argv[:cut], argv[cut + 1:]
     opts = parser.parse_args(argv)
     if program is not None and opts.command not in ("sanitize", "profile"):
-        raise _ArgError(f"`-- CMD` is for kprof sanitize and kprof profile, not kprof {opts.command}")
+        raise ArgError(f"`-- CMD` is for kprof sanitize and kprof profile, not kprof {opts.command}")
     if program is not None and not program:
-        raise _ArgError(f"name the program after --, e.g. kprof {opts.command} -- python train.py")
+        raise ArgError(f"name the program after --, e.g. kprof {opts.command} -- python train.py")
     opts.program = program
     if opts.command is None:
         parser.print_help()

@@ -28,6 +28,7 @@ from kprof.errors import (
     EXIT_NOT_CHECKED,
     EXIT_OK,
     BuildError,
+    NcuError,
     UnsupportedArchError,
     UsageError,
 )
@@ -340,7 +341,7 @@ def cmd_profile(opts: Options) -> int:
 
 
 def _profile_program(opts: Options, extra: tuple[str, ...]) -> int:
-    from kprof import api, ncu
+    from kprof import api
 
     if opts.names:
         raise UsageError(f"give kernels ({' '.join(opts.names)}) or a program after --, not both")
@@ -350,7 +351,7 @@ def _profile_program(opts: Options, extra: tuple[str, ...]) -> int:
         profiles = api.profile(opts.program, kernel=opts.kernel, range=opts.nvtx_range, launch_skip=opts.launch_skip,
                                launch_count=opts.launch_count, set_name=opts.set_name, metrics=extra, arch=opts.arch,
                                timeout=opts.timeout)
-    except ncu.NcuError as exc:
+    except NcuError as exc:
         _profile_output([], [(" ".join(opts.program), exc)], opts.json)
         return EXIT_CUDA
     if opts.plot and profiles:
@@ -370,12 +371,12 @@ def _report_dir(path: str | None) -> Path | None:
 def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], report_dir: Path | None,
                  opts: Options) -> tuple[list[Any], Any]:
     """The reports for one spec, or the ncu error that stopped it (the other kernels still run)."""
-    from kprof import api, ncu
+    from kprof import api
 
     try:
         return api.profile_prepared(prepared, params=params, set_name=opts.set_name, metrics=extra,
                                     report_dir=report_dir, timeout=opts.timeout), None
-    except ncu.NcuError as exc:
+    except NcuError as exc:
         return [], (prepared.spec.name, exc)
 
 

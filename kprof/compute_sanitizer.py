@@ -567,10 +567,6 @@ def from_xml(path: Path, tool: str | None, allocations: list[dict[str, Any]] | N
     return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path} ({tool})", notes)
 
 
-def expand_tools(tool: str) -> list[str]:
-    return list(ALL_TOOLS) if tool == "all" else [check_tool(tool)]
-
-
 def run_all(job: Job, tools: list[str], *, scrub_cubin: str | None, scrub_note: str = "",
             timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
             progress: Callable[[str], None] | None = None) -> list[ToolResult]:

@@ -13,8 +13,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kprof import __version__, proc
+from kprof import proc
 from kprof.errors import KprofError, ToolNotFoundError
+from kprof.version import __version__
 
 LIBRARIES = (
     ("cuda-bindings", "cuda.bindings"),

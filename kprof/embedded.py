@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kprof import inputs
+from kprof.errors import InputError
 
 MAX_SOURCE_BYTES = 1 << 20  # a Python file larger than this is not searched
 
@@ -94,7 +95,7 @@ def _parsed(path: str, mtime_ns: int, size: int) -> tuple[ast.Constant, ...]:
     """:func:`_strings` of one version of the file (its time and size are the key)."""
     try:
         text = inputs.read_text(path, "a Python file of the launch", limit=MAX_SOURCE_BYTES, errors="replace")
-    except inputs.InputError:
+    except InputError:
         return ()
     if "__global__" not in text:
         return ()

@@ -6,6 +6,8 @@ failed verifications are results with a status, not exceptions: they never appea
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # Exit codes, documented in ``kprof --help``.
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command ran and found a problem (a verification failed, a bug found)
@@ -20,18 +22,49 @@ EXIT_INTERRUPTED = 130
 
 
 class KprofError(Exception):
-    """Base class. ``str(err)`` is the one-line message shown to the user."""
+    """Base class. ``str(err)`` is the one-line message shown to the user; ``log``, where an error has
+    one, the output behind it that ``kprof`` prints above that line (nvcc's messages, a target's last
+    lines, the traceback of the user's own reference)."""
 
     exit_code = EXIT_USAGE
+    log = ""
 
 
 class UsageError(KprofError):
     exit_code = EXIT_USAGE
 
 
+class ArgError(UsageError):
+    """A command line kprof's argument parser refused: the message says what to write instead."""
+
+
 class UnsupportedArchError(UsageError):
     """A kernel needs a newer architecture than the one it is built for (its spec's ``requires``):
     ``kprof build --all`` skips it with this reason; every other command stops on it."""
+
+
+class InputError(UsageError):
+    """An input file that cannot be read as one: ``reason`` says why, for a caller that words the line
+    itself (a spec's error names the spec file). Raised by :mod:`kprof.inputs`."""
+
+    def __init__(self, message: str, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(message)
+
+
+class JobError(KprofError):
+    """A job file the child cannot take: unreadable, or written by another kprof version."""
+
+
+class UserCodeError(KprofError):
+    """The user's reference raised: their error, with their traceback in ``log``."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, log: str = "") -> None:
+        self.log = log
+        super().__init__(message)
 
 
 class SpecError(KprofError):
@@ -111,4 +144,15 @@ class TargetError(KprofError):
 
     def __init__(self, message: str, log: str = "") -> None:
         self.log = log
+        super().__init__(message)
+
+
+class NcuError(KprofError):
+    """ncu ran but could not profile (counters not permitted, nothing matched, a crash)."""
+
+    exit_code = EXIT_CUDA
+
+    def __init__(self, message: str, log: str = "", reason: str = "") -> None:
+        self.log = log
+        self.reason = reason
         super().__init__(message)

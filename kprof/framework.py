@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kprof import pyref
-from kprof.errors import UsageError
+from kprof.errors import UsageError, UserCodeError
 from kprof.spec import DTYPES
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
         except UsageError:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's code: any exception is theirs
-            raise pyref.UserCodeError(f"your {what} {ref.label()} raised {type(exc).__name__}: {exc}",
+            raise UserCodeError(f"your {what} {ref.label()} raised {type(exc).__name__}: {exc}",
                                       pyref.user_traceback(exc, ref.path)) from None
 
     prepare = getattr(fn, "prepare", None)
@@ -319,7 +319,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
             return
         results = result if isinstance(result, (tuple, list)) else (result,)
         if len(results) != len(outputs):
-            raise pyref.UserCodeError(f"your {what} {ref.label()} returned {len(results)} result(s); the spec has "
+            raise UserCodeError(f"your {what} {ref.label()} returned {len(results)} result(s); the spec has "
                                       f"{len(outputs)} output(s) ({', '.join(outputs)})")
         def copy() -> None:
             for name, r in zip(outputs, results):

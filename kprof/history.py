@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from kprof import __version__, inputs
-from kprof.errors import OutputError, UsageError
+from kprof import inputs, proc
+from kprof.errors import KprofError, OutputError, UsageError
+from kprof.version import __version__
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -103,11 +103,16 @@ def provenance(root: Path | None = None) -> dict[str, Any]:
 
 
 def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
+    import shutil
+
+    git = shutil.which("git")
+    if git is None:
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    try:
+        done = proc.run([git, "-C", str(root), *args], timeout=5)
+    except (KprofError, OSError):  # git that cannot start: no commit, as without git
+        return None
+    return done.stdout.strip() if done.returncode == 0 and not done.timed_out else None
 
 
 def git_commit() -> str | None:

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kprof.errors import OutputError, UsageError
+from kprof.errors import InputError, OutputError, UsageError
 
 # The characters the issue tracker's hostile battery used and that a POSIX shell gives meaning to:
 # command substitution (` and $), separators and pipes, redirections, subshells, escapes and quotes.
@@ -123,14 +123,8 @@ def regular_file_error(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else f"{_kind(mode)}, not a regular file"
 
 
-class InputError(UsageError):
-    """An input file that cannot be read as one: ``reason`` says why, for a caller that words the line
-    itself (a spec's error names the spec file)."""
-
-    def __init__(self, what: str, path: Path, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(f"{what} {_show_path(path)}: {reason}")
+def _error(what: str, path: Path, reason: str) -> InputError:
+    return InputError(f"{what} {_show_path(path)}: {reason}", path, reason)
 
 
 def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
@@ -140,17 +134,17 @@ def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise InputError(what, path, "no such file") from None
+        raise _error(what, path, "no such file") from None
     except (OSError, ValueError) as exc:
-        raise InputError(what, path, _reason(exc)) from None
+        raise _error(what, path, _reason(exc)) from None
     try:
         info = os.fstat(fd)
     except OSError as exc:
         os.close(fd)
-        raise InputError(what, path, _reason(exc)) from None
+        raise _error(what, path, _reason(exc)) from None
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise InputError(what, path, f"{_kind(info.st_mode)}, not a regular file: give a file")
+        raise _error(what, path, f"{_kind(info.st_mode)}, not a regular file: give a file")
     return fd, info
 
 
@@ -160,7 +154,7 @@ def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
     fd, info = _open_regular(path, what)
     try:
         if info.st_size > limit:
-            raise InputError(what, path, f"{info.st_size:,} bytes; kprof reads at most {limit:,}")
+            raise _error(what, path, f"{info.st_size:,} bytes; kprof reads at most {limit:,}")
         chunks, total = [], 0
         while total <= limit:
             chunk = os.read(fd, min(limit + 1 - total, MiB))
@@ -169,10 +163,10 @@ def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
         if total > limit:  # it grew while being read
-            raise InputError(what, path, f"more than {limit:,} bytes; kprof reads at most {limit:,}")
+            raise _error(what, path, f"more than {limit:,} bytes; kprof reads at most {limit:,}")
         return b"".join(chunks)
     except OSError as exc:
-        raise InputError(what, path, _reason(exc)) from None
+        raise _error(what, path, _reason(exc)) from None
     finally:
         os.close(fd)
 
@@ -184,7 +178,7 @@ def read_head(path: str | Path, what: str, nbytes: int) -> bytes:
     try:
         return os.read(fd, nbytes)
     except OSError as exc:
-        raise InputError(what, path, _reason(exc)) from None
+        raise _error(what, path, _reason(exc)) from None
     finally:
         os.close(fd)
 
@@ -194,7 +188,7 @@ def read_text(path: str | Path, what: str, *, limit: int, errors: str = "strict"
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:
-        raise InputError(what, Path(path), f"not UTF-8 text (byte {exc.start})") from None
+        raise _error(what, Path(path), f"not UTF-8 text (byte {exc.start})") from None
 
 
 _UINT = re.compile(r"[0-9]{1,20}|0[xX][0-9a-fA-F]{1,16}")

@@ -23,17 +23,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof.errors import KprofError
+from kprof.errors import JobError
 from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
 from kprof.stats import StopRule
 
 JOB_VERSION = 3
 TIMING_MODES = ("cold", "warm", "hot")
 TIMERS = ("auto", "cupti", "events")
-
-
-class JobError(KprofError):
-    """A job file the child cannot take: unreadable, or written by another kprof version."""
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,7 @@ def raise_for_child(name: str, done: proc.Completed, data: dict[str, Any], timeo
         if kind in ("UsageError", "SpecError", "JobError"):
             raise UsageError(message)
         if kind == "UserCodeError":
-            from kprof.pyref import UserCodeError
+            from kprof.errors import UserCodeError
 
             raise UserCodeError(f"{name}: {message}", err.get("log", ""))
         if kind == "CudaError":

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kprof import inputs
+from kprof.errors import InputError
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 ROUNDING = 1e-3  # relative differences at most this are a float sum in another order, not a race
@@ -73,7 +74,7 @@ def read_file(path: str) -> Run:
     """A run's log; one the recorder never wrote says so."""
     try:
         return read(inputs.read_text(path, "the launch log", limit=MAX_LOG_BYTES, errors="replace"))
-    except inputs.InputError as exc:
+    except InputError as exc:
         return Run(False, NEVER_STARTED if exc.reason == "no such file" else str(exc), [], {}, None)
 
 

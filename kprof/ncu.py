@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kprof import launch, proc
-from kprof.errors import KprofError, UsageError
+from kprof.errors import NcuError, UsageError
 from kprof.job import Job, RunMode
 
 STALL_REASONS = (
@@ -88,17 +88,6 @@ def unsupported(arch: str) -> str | None:
     if not number or number >= MIN_ARCH:
         return None
     return f"Nsight Compute does not support {arch} GPUs (it profiles sm_70 and newer)"
-
-
-class NcuError(KprofError):
-    """ncu ran but could not profile (counters not permitted, nothing matched, a crash)."""
-
-    exit_code = 6
-
-    def __init__(self, message: str, log: str = "", reason: str = "") -> None:
-        self.log = log
-        self.reason = reason
-        super().__init__(message)
 
 
 def nvtx_filter(name: str) -> str:

@@ -24,22 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs
-from kprof.errors import EXIT_USAGE, KprofError
+from kprof.errors import InputError, UserCodeError
 
 MAX_PY_BYTES = 16 * 1024 * 1024  # a reference or baseline file, read to check its function's parameters
 PREFIX = "python:"  # how a resolved Python reference is stored in a spec: python:/abs/refs.py:fn
 _FILE_REF = re.compile(r"^(?P<file>[^\s:\[\]()]+\.py):(?P<func>[A-Za-z_]\w*)$")
 _MODULE_REF = re.compile(r"^(?P<module>[A-Za-z_]\w*(\.[A-Za-z_]\w*)*):(?P<func>[A-Za-z_]\w*)$")
-
-
-class UserCodeError(KprofError):
-    """The user's reference raised: their error, with their traceback in ``log``."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, message: str, log: str = "") -> None:
-        self.log = log
-        super().__init__(message)
 
 
 def looks_like(text: object) -> bool:
@@ -82,7 +72,7 @@ def check(text: str, spec_folder: Path, known: set[str]) -> Ref:
     func = m.group("func")
     try:
         tree = ast.parse(inputs.read_text(path, "Python file", limit=MAX_PY_BYTES), str(path))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError, inputs.InputError) as exc:
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError, InputError) as exc:
         raise ValueError(f"{path.name} cannot be read as Python: {exc}") from None
     node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func), None)
     if node is None:

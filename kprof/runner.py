@@ -50,7 +50,7 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
             error.update(call=exc.call, result=exc.result)
         if not isinstance(exc, KprofError):
             error["traceback"] = traceback.format_exc()
-        elif log := getattr(exc, "log", ""):
+        elif log := exc.log:
             error["log"] = log  # the user's own traceback, for an error in their reference
         result.data["status"] = "error"
         result.data["error"] = error

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs, reference, sizeexpr
-from kprof.errors import SpecError, UsageError
+from kprof.errors import InputError, SpecError, UsageError
 
 #: dtype name -> (bytes per element, kind: f(loat) / i(nt) / u(nsigned))
 DTYPES: dict[str, tuple[int, str]] = {
@@ -454,7 +454,7 @@ def load(path: str | Path) -> KernelSpec:
     where = _display(path)
     try:
         text = inputs.read_text(path, "spec", limit=MAX_SPEC_BYTES)
-    except inputs.InputError as exc:
+    except InputError as exc:
         raise SpecError(where, "", exc.reason) from None
     try:
         problem = _yaml_problem(text)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof import pyref, reference, verify
-from kprof.errors import CudaError, UsageError
+from kprof.errors import CudaError, UsageError, UserCodeError
 from kprof.job import Target
 from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep
 
@@ -290,7 +290,7 @@ class Workspace:
             return {outputs[0]: got}
         if not isinstance(got, dict) or set(got) != set(outputs):
             have = sorted(got) if isinstance(got, dict) else type(got).__name__
-            raise pyref.UserCodeError(f"your reference {label} must return a dict with the outputs "
+            raise UserCodeError(f"your reference {label} must return a dict with the outputs "
                                       f"{', '.join(outputs)}; it returned {have}")
         return dict(got)
 

@@ -1,6 +1,8 @@
 """The house rules, checked on the source: no import cycle in kprof/, no function longer than about
 80 lines, only the command layer looks kernels up or builds them, one owner module per external
-tool, and the child runner reads a typed job (no ``job.get`` with a default)."""
+tool, the child runner reads a typed job (no ``job.get`` with a default), every error class is in
+errors.py, and no module below the package's front door imports from it (``from kprof import
+__version__``)."""
 
 from __future__ import annotations
 
@@ -112,3 +114,25 @@ def test_only_the_device_layer_imports_cuda_bindings():
 def test_the_child_reads_a_typed_job(child):
     text = MODULES[child].read_text()
     assert "job.get(" not in text and 'job["' not in text and "spec_mod.load" not in text
+
+
+def test_every_error_class_is_in_errors_py():
+    """One place for every error kprof raises (kprof/errors.py), each with its exit code."""
+    from kprof import errors
+
+    kinds = {name for name, obj in vars(errors).items() if isinstance(obj, type) and issubclass(obj, errors.KprofError)}
+    elsewhere = [f"{name}.py: {node.name}" for name, path in MODULES.items() if name != "errors"
+                 for node in _nodes(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)
+                 and any((isinstance(b, ast.Name) and b.id in kinds) or (isinstance(b, ast.Attribute) and b.attr in kinds)
+                         for b in node.bases)]
+    assert not elsewhere, elsewhere
+
+
+def test_no_module_imports_the_package_front_door():
+    """``kprof/__init__.py`` is the public front door; a module below it that imports from it
+    (``from kprof import __version__``) climbs back up (the version lives in kprof/version.py)."""
+    upward = [f"{name}.py" for name, path in MODULES.items()
+              for node in _nodes(ast.parse(path.read_text()))
+              if isinstance(node, ast.ImportFrom) and node.module == "kprof"
+              and any(a.name in ("__version__", "sanitize", "profile", "load", "range") for a in node.names)]
+    assert not upward, upward

@@ -248,7 +248,7 @@ def test_profile_rows_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
     import sys
 
     from kprof import catalog
-    from kprof.ncu import NcuError
+    from kprof.errors import NcuError
 
     exe = tmp_path / "ncu"
     exe.write_text(FAKE_NCU.format(python=sys.executable, mode=mode,

@@ -9,7 +9,7 @@ from helpers import job_for
 
 from kprof import launch, proc, pyref
 from kprof import spec as spec_mod
-from kprof.errors import SpecError
+from kprof.errors import SpecError, UserCodeError
 
 SPEC = """\
 sizes: {N: 64}
@@ -97,7 +97,7 @@ def test_the_users_exception_is_theirs_with_their_traceback(tmp_path, fake_devic
     err = data["error"]
     assert err["type"] == "UserCodeError" and "your reference refs.py:broken raised NameError" in err["message"]
     assert "refs.py" in err["log"] and "undefined_name" in err["log"] and "kprof/workspace.py" not in err["log"]
-    with pytest.raises(pyref.UserCodeError) as info:
+    with pytest.raises(UserCodeError) as info:
         launch.raise_for_child("k", proc.Completed(("x",), 3, "", "", 0.1), data, 10)
     assert info.value.exit_code == 2 and "undefined_name" in info.value.log
 
