@@ -137,3 +137,45 @@ def test_the_crowd_kernels_ptx_assembles_for_old_and_new_gpus(tmp_path):
         done = subprocess.run([ptxas, f"-arch={arch}", str(ptx), "-o", str(tmp_path / f"{arch}.cubin")],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
+
+
+def test_the_recorders_struct_offsets_are_the_headers(tmp_path):
+    """The launch recorder reads CUPTI's callback data and the launches' parameters at fixed offsets
+    (kprof/hooks/launch_recorder.py); the C compiler reads them from the toolkit's own headers."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    from kprof import proc
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    try:
+        root = Path(str(proc.find_tool("nvcc"))).resolve().parent.parent
+    except Exception:  # no toolkit here
+        root = None
+    include = next((d for d in ([root / "include", root / "targets" / "x86_64-linux" / "include"] if root else [])
+                    if (d / "generated_cuda_meta.h").exists() and (d / "cupti_callbacks.h").exists()), None)
+    if cc is None or include is None:
+        pytest.skip("needs a C compiler and the CUDA toolkit's headers (generated_cuda_meta.h, cupti_callbacks.h)")
+    source = tmp_path / "offsets.c"
+    # __CUDA_API_VERSION_INTERNAL: cuda.h then declares the _v1 types generated_cuda_meta.h's older calls use
+    source.write_text("#include <stdio.h>\n#include <stddef.h>\n#define __CUDA_API_VERSION_INTERNAL 1\n"
+                      "#include <cuda.h>\n#include <cupti_callbacks.h>\n"
+                      "#include <generated_cuda_meta.h>\nint main(void) {\n"
+                      "  printf(\"%zu %zu %zu %zu %zu %zu %zu\\n\", offsetof(CUpti_CallbackData, functionParams),\n"
+                      "    offsetof(cuLaunchKernel_params, f), offsetof(cuLaunchKernel_params, kernelParams),\n"
+                      "    offsetof(cuLaunchKernel_params, hStream), offsetof(cuLaunchKernelEx_params, f),\n"
+                      "    offsetof(cuLaunchKernelEx_params, kernelParams), offsetof(CUlaunchConfig, hStream));\n"
+                      "  return 0;\n}\n")
+    binary = tmp_path / "offsets"
+    built = subprocess.run([cc, f"-I{include}", str(source), "-o", str(binary)], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    cb, f, kp, stream, ex_f, ex_kp, ex_stream = map(int, subprocess.run([str(binary)], capture_output=True, text=True,
+                                                                       timeout=30, check=True).stdout.split())
+    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent / "hooks" / "launch_recorder.py")
+    rec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rec)
+    assert cb == rec._CB_FUNCTION_PARAMS
+    assert rec._KERNEL_PARAMS["cuLaunchKernel"] == rec._KERNEL_PARAMS["cuLaunchKernel_ptsz"] == (f, kp)
+    assert rec._KERNEL_PARAMS["cuLaunchKernelEx"] == rec._KERNEL_PARAMS["cuLaunchKernelEx_ptsz"] == (ex_f, ex_kp)
+    assert rec._STREAM_AT["cuLaunchKernel"] == stream and rec._STREAM_AT["cuLaunchKernelEx"] == ex_stream
