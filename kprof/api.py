@@ -1,4 +1,5 @@
-"""kprof from Python: ``kprof.sanitize()``, ``kprof.profile()`` and ``kprof.range()``.
+"""kprof from Python: ``kprof.run()``, ``kprof.sanitize()``, ``kprof.run_cases()``, ``kprof.profile()`` and
+``kprof.range()``.
 
 The same pipeline as the CLI, returning typed reports instead of printing, so scripts, notebooks and
 test suites do not shell out. A target is a spec (a name from ``kprof list`` or a path to a spec
@@ -11,7 +12,7 @@ file) or a program (an argv list: ``["python", "train.py"]``). Errors are
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,93 @@ class SanitizeReport:
         from kprof.version import __version__
 
         return findings.to_sarif(self.results, __version__, root=root or str(Path.cwd()))
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One run of a spec's kernel (``kprof run``): what the child measured and verified, the sizes it
+    resolved and the build it ran. ``ok`` is the verdict on every output."""
+
+    result: Any  # kprof.launch.RunResult
+    resolved: Any  # kprof.spec.ResolvedSpec
+    built: Any  # kprof.build.Built
+    entry: str  # the kernel's entry point, whose resource usage the report gives
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.result.ok)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``kprof run --json`` prints."""
+        from dataclasses import asdict
+
+        from kprof import history
+
+        data = {k: v for k, v in asdict(self.result).items() if k != "raw"}
+        data["usage"] = asdict(self.built.usage_of(self.entry))
+        data["flops"], data["bytes"] = self.resolved.flops, self.resolved.bytes
+        data["provenance"] = history.provenance()
+        return data
+
+
+def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
+        preset: str = "default", seed: int = 0, arch: str | None = None, timeout: float | None = None) -> RunReport:
+    """Build ``kernel`` (a name from ``kprof list`` or a spec file), run it once in a child at ``sizes``
+    (the spec's ``preset``, ``default`` or ``sanitize``, where a size is not given), time it and verify
+    every output against the float64 reference: what ``kprof run`` prints."""
+    from kprof import catalog, launch, pipeline
+    from kprof.job import RunMode
+
+    if preset not in ("default", "sanitize"):
+        raise UsageError(f"preset {preset!r}: give 'default' or 'sanitize'")
+    spec = catalog.load(str(kernel))
+    prepared = pipeline.prepare(spec, dict(sizes or {}), params=dict(params or {}), preset=preset, arch=arch)
+    job = prepared.job(RunMode(time=True), seed=seed)
+    result = launch.run_kernel(job) if timeout is None else launch.run_kernel(job, timeout=timeout)
+    return RunReport(result, prepared.resolved, prepared.built, spec.entry)
+
+
+def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
+          timeout: float | None = None, progress: Callable[[int], Any] | None = None) -> list[Any]:
+    """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its fixed
+    twin under every tool, the sanitizers side by side (``jobs``), then the values detector alone on
+    the GPU. A :class:`~kprof.cases.CaseResult` per case, in order. ``progress``, given the number of
+    children, returns what is stepped as each ends and closed at the end (``kprof.parallel.Progress``:
+    the CLI's ``[3/27] twins memcheck (11) 16.0 s`` lines)."""
+    from kprof import cases as cases_mod
+    from kprof import catalog, parallel, pipeline
+    from kprof.compute_sanitizer import ALL_TOOLS
+
+    corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
+    require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
+    scrub, _ = pipeline.scrubber(arch)
+    built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus, parallel.build_jobs(len(corpus)))
+    pairs = {case.name: pair for case, pair in zip(corpus, built)}  # built side by side: a cold cache took 15 s one by one
+    width = parallel.jobs_for(len(corpus) * len(ALL_TOOLS), jobs, parallel.RUNNER_GPU_BYTES)
+    shared, alone = cases_mod.plan(corpus, width)
+    steps = progress(len(shared) + 1) if progress is not None else None
+    limit = {} if timeout is None else {"timeout": timeout}
+
+    def runs(task: Any) -> dict[tuple[str, str, str], Any]:
+        import time
+
+        t0 = time.monotonic()
+        out = cases_mod.run_task(task, pairs, scrub_cubin=scrub, **limit)
+        if steps is not None:
+            steps.step(f"{task.label()} {time.monotonic() - t0:.1f} s")
+        return out
+
+    # Each task is a child process, so threads only wait: the sanitizers' tasks share the GPU, then
+    # the values detector's runs alone (kprof.cases.ALONE).
+    by_case: dict[str, Any] = {case.name: {} for case in corpus}
+    try:
+        for part in [*parallel.map_jobs(runs, shared, width), runs(alone)]:
+            for (name, role, tool), result in part.items():
+                by_case[name][role, tool] = result
+    finally:
+        if steps is not None:
+            steps.close()
+    return [cases_mod.assemble(case, by_case[case.name]) for case in corpus]
 
 
 def require_gpu(tool: str | None) -> None:

@@ -145,22 +145,15 @@ def cmd_build(opts: Options) -> int:
 
 
 def cmd_run(opts: Options) -> int:
-    from kprof import catalog, history, launch, pipeline
-    from kprof.job import RunMode
+    from kprof import api
 
-    spec = catalog.load(opts.name)
-    preset = "sanitize" if opts.sanitize_sizes else "default"
-    prepared = pipeline.prepare(spec, opts.size.single_sizes("run"), preset=preset, arch=opts.arch)
-    result = launch.run_kernel(prepared.job(RunMode(time=True), seed=opts.seed), timeout=opts.timeout)
+    report = api.run(opts.name, sizes=opts.size.single_sizes("run"), preset="sanitize" if opts.sanitize_sizes else "default",
+                     seed=opts.seed, arch=opts.arch, timeout=opts.timeout)
     if opts.json:
-        data = {k: v for k, v in asdict(result).items() if k != "raw"}
-        data["usage"] = asdict(prepared.built.usage_of(spec.entry))
-        data["flops"], data["bytes"] = prepared.resolved.flops, prepared.resolved.bytes
-        data["provenance"] = history.provenance()
-        _emit_json(data)
+        _emit_json(report.to_json())
     else:
-        print(render.run_report(result, prepared.resolved, prepared.built))
-    return EXIT_OK if result.ok else EXIT_FAILED
+        print(render.run_report(report.result, report.resolved, report.built))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def cmd_sanitize(opts: Options) -> int:
@@ -247,41 +240,16 @@ def _write_json(path: Path, data: object) -> None:
 
 
 def cmd_cases(opts: Options) -> int:
-    from kprof import cases, catalog, parallel, pipeline
-    from kprof.compute_sanitizer import ALL_TOOLS
+    from kprof import api, cases, catalog, parallel
 
-    corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
     if opts.list:
+        corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
         rows = [c.to_dict() for c in corpus]
         _emit_json(rows) if opts.json else print(render.cases_list(rows))
         return EXIT_OK
-    from kprof.api import require_gpu
-
-    require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
-    scrub, _ = pipeline.scrubber(opts.arch)
-
-    built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, opts.arch), corpus, parallel.build_jobs(len(corpus)))
-    jobs = {case.name: pair for case, pair in zip(corpus, built)}  # built side by side: a cold cache took 15 s one by one
-    width = parallel.jobs_for(len(corpus) * len(ALL_TOOLS), opts.jobs, parallel.RUNNER_GPU_BYTES)
-    shared, alone = cases.plan(corpus, width)
-    steps = None if opts.json else parallel.Progress(len(shared) + 1)
-
-    def runs(task: cases.Task) -> dict[tuple[str, str, str], Any]:
-        t0 = time.monotonic()
-        out = cases.run_task(task, jobs, scrub_cubin=scrub, timeout=opts.timeout)
-        if steps:
-            steps.step(f"{task.label()} {time.monotonic() - t0:.1f} s")
-        return out
-
-    # Each task is a child process, so threads only wait: the sanitizers' tasks share the GPU, then
-    # the values detector's runs alone (kprof.cases.ALONE).
-    by_case: dict[str, cases.Runs] = {case.name: {} for case in corpus}
-    for part in [*parallel.map_jobs(runs, shared, width), runs(alone)]:
-        for (name, role, tool), result in part.items():
-            by_case[name][role, tool] = result
-    results = [cases.assemble(case, by_case[case.name]) for case in corpus]
-    if steps:
-        steps.close()
+    results = api.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch, timeout=opts.timeout,
+                            progress=None if opts.json else parallel.Progress)
+    if not opts.json:
         for result in results:
             print(f"  {result.case.name} ({result.case.expect.tool}): {'ok' if result.ok else 'MISS'}",
                   file=sys.stderr, flush=True)

@@ -168,3 +168,34 @@ def test_the_plan_splits_each_tools_twins_to_fill_the_gpus_slots(width, parts):
     bugs = [t for t in shared if t.what == "bug"]
     assert sorted(t.cases[0].name for t in bugs) == sorted(c.name for c in corpus if c.expect.tool != "values")
     assert alone.what == "values" and alone.cases == tuple(corpus)
+
+
+def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
+    """kprof.run_cases() from Python: one CaseResult per case, the progress made from the number of
+    children, stepped as each ends and closed; the CLI prints the same results."""
+    import kprof
+    from kprof import api, pipeline
+    from kprof import compute_sanitizer as san
+    from kprof.toolrun import ToolResult
+
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    monkeypatch.setattr(pipeline, "scrubber", lambda arch: (None, ""))
+    monkeypatch.setattr(pipeline, "case_jobs", lambda case, arch: (f"{case.name}:bug", f"{case.name}:twin"))
+    monkeypatch.setattr(san, "run_many", lambda jobs, tool, **kw: [ToolResult(tool, "clean", [], 0.0) for _ in jobs])
+    made = []
+
+    class Steps:
+        def __init__(self, total):
+            self.total, self.lines, self.closed = total, [], False
+            made.append(self)
+
+        def step(self, text):
+            self.lines.append(text)
+
+        def close(self):
+            self.closed = True
+
+    results = kprof.run_cases(["off_by_one", "global_race"], jobs=2, progress=Steps)
+    assert [r.case.name for r in results] == ["off_by_one", "global_race"] and not any(r.ok for r in results)
+    (steps,) = made
+    assert steps.closed and len(steps.lines) == steps.total and steps.lines[-1].startswith("values values (2)")

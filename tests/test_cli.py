@@ -159,3 +159,27 @@ def test_profile_param_errors(capsys):
     assert "unknown parameter 'NOPE'" in capsys.readouterr().err
     assert cli.main(["profile", "tiled_matmul", "--param", "TILE=16,32"]) == 2
     assert "kprof profile takes one value per name" in capsys.readouterr().err
+
+
+@pytest.mark.nvcc
+def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys):
+    """kprof.run() from Python builds the spec and runs it in a child (here a stand-in for the child):
+    the report the CLI prints, with --json its to_json()."""
+    import kprof
+    from kprof import launch
+
+    seen = []
+
+    def fake_run_kernel(job, **kw):
+        seen.append(job)
+        return launch._run_result(job, {"status": "ok", "sizes": dict(job.target.sizes), "checks": [], "time_ms": 0.01})
+
+    monkeypatch.setattr(launch, "run_kernel", fake_run_kernel)
+    report = kprof.run("vector_add", sizes={"N": 1000}, seed=3)
+    assert report.ok and report.result.sizes == {"N": 1000} and seen[0].target.seed == 3
+    data = report.to_json()
+    assert data["usage"]["registers"] > 0 and data["bytes"] == 3 * 4 * 1000 and "raw" not in data
+    assert cli.main(["run", "vector_add", "--size", "N=1000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"] == {"N": 1000}
+    with pytest.raises(kprof.api.UsageError, match="preset 'fast'"):
+        kprof.run("vector_add", preset="fast")
