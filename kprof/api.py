@@ -1,5 +1,5 @@
-"""kprof from Python: ``kprof.run()``, ``kprof.sanitize()``, ``kprof.run_cases()``, ``kprof.profile()`` and
-``kprof.range()``.
+"""kprof from Python: ``kprof.run()``, ``kprof.run_bench()``, ``kprof.sanitize()``, ``kprof.run_cases()``,
+``kprof.profile()`` and ``kprof.range()``.
 
 The same pipeline as the CLI, returning typed reports instead of printing, so scripts, notebooks and
 test suites do not shell out. A target is a spec (a name from ``kprof list`` or a path to a spec
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof.errors import NcuError, UsageError
+from kprof.errors import NcuError, OutputError, UsageError
 from kprof.findings import Finding
 from kprof.toolrun import ToolResult
 
@@ -96,6 +96,82 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
     job = prepared.job(RunMode(time=True), seed=seed)
     result = launch.run_kernel(job) if timeout is None else launch.run_kernel(job, timeout=timeout)
     return RunReport(result, prepared.resolved, prepared.built, spec.entry)
+
+
+@dataclass
+class BenchReport:
+    """A ``kprof bench`` run: every point measured, in order, with the ceilings it was judged against.
+    ``interrupted`` (Ctrl-C, SIGTERM) and ``lost`` (the history store could not take a point: a full
+    disk) say why it stopped early; what was measured before is kept either way."""
+
+    points: list[Any]  # kprof.bench.PointResult
+    planned: int
+    run: str
+    mode: str
+    rule: Any  # kprof.stats.StopRule
+    peak: dict[str, Any] | None
+    machine: dict[str, Any]
+    commit: str | None
+    recorded: bool  # written to the history store, point by point
+    interrupted: bool = False
+    lost: OutputError | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``kprof bench --json`` prints."""
+        from dataclasses import asdict
+
+        from kprof import bench as bench_mod
+        from kprof import history
+
+        return {"version": bench_mod.BENCH_VERSION, "run": self.run, "mode": self.mode, "rule": asdict(self.rule),
+                "peak": self.peak, "machine": self.machine, "commit": self.commit, "interrupted": self.interrupted,
+                "provenance": history.provenance(), "points": [r.to_dict() for r in self.points]}
+
+
+def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), params: Sequence[str] | Any = (),
+          baseline: str = "auto", mode: str = "cold", timer: str = "auto", rel_stdev: float = 0.005, min_time: float = 0.5,
+          max_time: float = 10.0, arch: str | None = None, timeout: float | None = None, history: bool = True,
+          progress: Callable[[int, int, Any], None] | None = None, peak_progress: Callable[[str], None] | None = None,
+          ) -> BenchReport:
+    """Time each kernel (``names``: names from ``kprof list`` or spec files) over the sweep of ``sizes``
+    and ``params`` (as ``kprof bench --size``/``--param`` write them: ``["M,N,K=1024,2048"]``), each point
+    against its ``baseline`` in the same run, verified, judged against this GPU's measured ceilings,
+    and written to the history store as it is measured (``history=False``: not). ``progress(i, n,
+    point)`` is called before each point. A Ctrl-C ends the run with what was measured. (The name
+    ``kprof.bench`` is the module's.)"""
+    from kprof import bench as bench_mod
+    from kprof import catalog, pipeline, sweep, telemetry
+    from kprof import history as history_mod
+
+    specs = [catalog.load(str(n)) for n in ([names] if isinstance(names, str) else names)]
+    def swept(given: Any, what: str) -> Any:  # the CLI's parsed sweep, or the option's words
+        return given if isinstance(given, sweep.Sweep) else sweep.parse([given] if isinstance(given, str) else list(given), what)
+
+    plan = pipeline.bench_points(specs, swept(sizes, "size"), swept(params, "param"), baseline)
+    rule = bench_mod.rule_from(rel_stdev, min_time, max_time)
+    require_gpu(None)  # before the timing kernels are built and the ceilings measured
+    timing = pipeline.timing_mode(mode, rule, timer, arch, cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
+    peak = pipeline.peak(arch=arch, progress=peak_progress)
+    conn = history_mod.connect() if history else None
+    snap = telemetry.snapshot()
+    report = BenchReport([], len(plan), history_mod.new_run(), timing.mode, rule, peak,
+                         {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None},
+                         history_mod.git_commit(), conn is not None)
+    limit = {} if timeout is None else {"timeout": timeout}
+    try:
+        for i, point in enumerate(plan, 1):
+            if progress is not None:
+                progress(i, len(plan), point)
+            result = bench_mod.run_point(pipeline.bench_plan(point, timing, arch), peak, **limit)
+            report.points.append(result)
+            if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
+                history_mod.record(conn, report.run, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
+                                   "mode": timing.mode}, result.to_dict(), report.machine, report.commit)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.cli): what was measured is still returned
+        report.interrupted = True
+    except OutputError as exc:  # the history store could not take a point (a full disk): stop, keep the rest
+        report.lost = exc
+    return report
 
 
 def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 import time
@@ -397,58 +396,40 @@ def cmd_occupancy(opts: Options) -> int:
 
 
 def cmd_bench(opts: Options) -> int:
-    from kprof import bench, catalog, history, pipeline, telemetry
-    from kprof.api import require_gpu
-    from kprof.errors import OutputError
+    from kprof import api
 
     if opts.plot:
         from kprof import plot
 
         plot.require()
-    specs = [catalog.load(n) for n in opts.names]
-    plan = pipeline.bench_points(specs, opts.size, opts.param, opts.baseline)
-    rule = bench.rule_from(opts.rel_stdev, opts.min_time, opts.max_time)
-    require_gpu(None)  # before the timing kernels are built and the ceilings measured
-    mode = pipeline.timing_mode(opts.mode or "cold", rule, opts.timer, opts.arch,
-                                cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
-    peak = pipeline.peak(arch=opts.arch, progress=None if opts.json else _progress_line)
-    conn = None if opts.no_history else history.connect()
-    run_id, commit = history.new_run(), history.git_commit()
-    snap = telemetry.snapshot()
-    machine = {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None}
-    results: list[bench.PointResult] = []
-    interrupted, lost = False, None
-    try:
-        for i, point in enumerate(plan, 1):
-            label = " ".join(f"{k}={v}" for k, v in {**point.sizes, **point.params}.items())
-            if not opts.json:
-                print(f"[{i}/{len(plan)}] {point.spec.name} {label}".rstrip(), file=sys.stderr, flush=True)
-            result = bench.run_point(pipeline.bench_plan(point, mode, opts.arch), peak, timeout=opts.timeout)
-            results.append(result)
-            if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
-                history.record(conn, run_id, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
-                               "mode": mode.mode}, result.to_dict(), machine, commit)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.cli): what was measured is still printed below
-        interrupted = True
-        print(f"interrupted: {len(results)} of {len(plan)} points measured and kept (run {run_id})", file=sys.stderr)
-    except OutputError as exc:  # the history store could not take a point (a full disk): stop, keep the rest
-        lost = exc
-        print(f"kprof: error: {exc}; {max(len(results) - 1, 0)} of {len(plan)} points are kept in the history store "
-              f"(run {run_id})", file=sys.stderr)
+
+    def say(i: int, n: int, point: Any) -> None:
+        label = " ".join(f"{k}={v}" for k, v in {**point.sizes, **point.params}.items())
+        print(f"[{i}/{n}] {point.spec.name} {label}".rstrip(), file=sys.stderr, flush=True)
+
+    report = api.run_bench(opts.names, sizes=opts.size, params=opts.param, baseline=opts.baseline, mode=opts.mode or "cold",
+                           timer=opts.timer, rel_stdev=opts.rel_stdev, min_time=opts.min_time, max_time=opts.max_time,
+                           arch=opts.arch, timeout=opts.timeout, history=not opts.no_history,
+                           progress=None if opts.json else say, peak_progress=None if opts.json else _progress_line)
+    results = report.points
+    if report.interrupted:
+        print(f"interrupted: {len(results)} of {report.planned} points measured and kept (run {report.run})",
+              file=sys.stderr)
+    if report.lost is not None:
+        print(f"kprof: error: {report.lost}; {max(len(results) - 1, 0)} of {report.planned} points are kept in the "
+              f"history store (run {report.run})", file=sys.stderr)
     if opts.plot and results:
         from kprof import plot
 
         plot.bench(results, Path(opts.plot))
     if opts.json:
-        _emit_json({"version": bench.BENCH_VERSION, "run": run_id, "mode": mode.mode, "rule": asdict(rule),
-                    "peak": peak, "machine": machine, "commit": commit, "interrupted": interrupted,
-                    "provenance": history.provenance(), "points": [r.to_dict() for r in results]})
+        _emit_json(report.to_json())
     elif results:
-        print(render.bench_table(results, peak, run_id if conn is not None else None))
-    if interrupted:
+        print(render.bench_table(results, report.peak, report.run if report.recorded else None))
+    if report.interrupted:
         return EXIT_INTERRUPTED
-    if lost is not None:
-        return lost.exit_code
+    if report.lost is not None:
+        return report.lost.exit_code
     if any(r.status == "error" for r in results):
         return EXIT_CUDA
     return EXIT_FAILED if any(r.status != "ok" for r in results) else EXIT_OK

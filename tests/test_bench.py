@@ -434,3 +434,34 @@ def test_float32_row_kernels_warp_rows_launch_agrees_with_the_kernel(name, param
                 assert block == 32 * d["WROWS"] and grid * d["WROWS"] >= rows > (grid - 1) * d["WROWS"], (rows, cols)
             else:
                 assert (r.block, r.grid) == (plain.block, plain.grid) and grid == rows, (rows, cols)
+
+
+def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, monkeypatch):
+    """kprof.run_bench() from Python: the sweep written as the CLI's options, a BenchReport with every point,
+    the progress called before each, nothing written to the history store with history=False, and a
+    Ctrl-C that keeps what was measured."""
+    import kprof
+
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: {"ceilings": {}})
+    monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
+    monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
+    monkeypatch.setattr(history, "connect", lambda *a, **k: pytest.fail("history=False writes nothing"))
+    calls = []
+
+    def fake_run_point(point, peak, timeout=None):
+        calls.append(point.sizes["N"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return _point(point.spec.name, point.sizes["N"], 1e-3)
+
+    monkeypatch.setattr(bench, "run_point", fake_run_point)
+    seen = []
+    report = kprof.run_bench("vector_add", sizes=["N=1000,2000"], mode="warm", history=False,
+                         progress=lambda i, n, point: seen.append((i, n, point.sizes["N"])))
+    assert [p.sizes for p in report.points] == [{"N": 1000}, {"N": 2000}] and seen == [(1, 2, 1000), (2, 2, 2000)]
+    assert report.mode == "warm" and not report.recorded and not report.interrupted and report.lost is None
+    data = report.to_json()
+    assert data["version"] == bench.BENCH_VERSION and [p["sizes"]["N"] for p in data["points"]] == [1000, 2000]
+    calls.clear()
+    cut = kprof.run_bench(["vector_add"], sizes="N=1,2,3,4", history=False)
+    assert cut.interrupted and [p.sizes["N"] for p in cut.points] == [1, 2] and cut.planned == 4
