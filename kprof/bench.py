@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kprof import ceilings, inputs, launch, stats, telemetry
+from kprof.childresult import ChildResult, Timing
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.job import Job, TimingMode
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
@@ -135,8 +136,8 @@ class PointResult:
         return cls(**out)
 
 
-def time_job(job: Job, timeout: float) -> dict[str, Any]:
-    """One timing in a child: the runner's result data (samples, stop reason, checks)."""
+def time_job(job: Job, timeout: float) -> ChildResult:
+    """One timing in a child: the runner's result (its timing, its checks)."""
     done, data = launch.run(job, timeout=timeout)
     launch.raise_for_child(job.target.name, done, data, timeout)
     return data
@@ -158,12 +159,13 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
     point.telemetry_before = before.to_dict() if before else None
     point.telemetry_after = after.to_dict() if after else None
     point.warnings = telemetry.warnings(before, after)
-    if data.get("status") == "failed":
-        point.status = "failed-verification"
-        point.message = "; ".join(c["message"] for c in data.get("checks", []) if not c["ok"])
+    if data.status == "failed" or data.timing is None:
+        point.status = "failed-verification" if data.status == "failed" else "error"
+        point.message = "; ".join(data.failed_checks()) if data.status == "failed" else \
+            f"{point.kernel}: the child gave no timing (status {data.status or 'none'}, phase {data.phase})"
         return point
-    summary = _timed(point, data, resolved, mode.rule.rel_stdev)
-    _against_ceilings(point, peak, resolved, mode.mode, (data.get("device") or {}).get("l2_bytes"))
+    summary = _timed(point, data.timing, resolved, mode.rule.rel_stdev)
+    _against_ceilings(point, peak, resolved, mode.mode, data.device.get("l2_bytes"))
     if plan.baseline and plan.baseline_job:
         _baseline(point, plan, summary, timeout)
         _baseline_against_ceiling(point, peak)
@@ -220,17 +222,17 @@ def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved:
     point.warnings.extend(notes or _above_ceiling(point.of_ceiling, point.mix))
 
 
-def _timed(point: PointResult, data: dict[str, Any], resolved: Resolved, rel_stdev: float) -> stats.Summary:
-    summary = stats.summarize(data["samples"])
+def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: float) -> stats.Summary:
+    summary = stats.summarize(list(timing.samples))
     point.status = "ok"
     point.summary = summary.to_dict()
-    point.stop = data["stop"]
-    point.batch = data.get("batch")
-    point.timer = data.get("timer", "events")
-    point.timer_note = data.get("timer_note")
-    point.cupti_hw_trace = data.get("cupti_hw_trace")
-    if data.get("event_samples"):
-        point.event_summary = stats.summarize(data["event_samples"]).to_dict()
+    point.stop = timing.stop
+    point.batch = timing.batch
+    point.timer = timing.timer
+    point.timer_note = timing.timer_note
+    point.cupti_hw_trace = timing.cupti_hw_trace
+    if timing.event_samples:
+        point.event_summary = stats.summarize(list(timing.event_samples)).to_dict()
     blocks = resolved.grid[0] * resolved.grid[1] * resolved.grid[2]
     if point.timer == "cupti" and blocks >= MANY_BLOCKS:
         point.warnings.append(
@@ -268,18 +270,18 @@ def _baseline(point: PointResult, plan: PointPlan, summary: stats.Summary, timeo
     except TargetError as exc:
         point.warnings.append(f"baseline {point.baseline_name} failed: {exc}")
         return
-    if base.get("status") != "ok":
-        why = "; ".join(c["message"] for c in base.get("checks", []) if not c.get("ok"))
+    if base.status != "ok" or base.timing is None:
+        why = "; ".join(base.failed_checks())
         point.warnings.append(f"baseline {point.baseline_name} failed verification" + (f": {why}" if why else ""))
         return
-    if base.get("timer", "events") != point.timer:
-        point.warnings.append(f"baseline {point.baseline_name} was timed by {base.get('timer')}, the kernel by {point.timer}")
-    bsum = stats.summarize(base["samples"])
+    if base.timing.timer != point.timer:
+        point.warnings.append(f"baseline {point.baseline_name} was timed by {base.timing.timer}, the kernel by {point.timer}")
+    bsum = stats.summarize(list(base.timing.samples))
     point.baseline_summary = bsum.to_dict()
-    point.baseline_kernels = base.get("kernels_per_call")
-    point.baseline_prepare_s = base.get("baseline_prepare_s")
-    point.baseline_framework = base.get("baseline_framework")
-    point.math_mode = base.get("math_mode")
+    point.baseline_kernels = base.timing.kernels_per_call
+    point.baseline_prepare_s = base.baseline.prepare_s if base.baseline else None
+    point.baseline_framework = base.baseline.framework if base.baseline else None
+    point.math_mode = base.math_mode
     point.baseline_flops_per_s = stats.throughput(plan.resolved.flops, bsum.median)
     point.baseline_bytes_per_s = stats.throughput(plan.resolved.bytes, bsum.median)
     point.of_baseline = bsum.median / summary.median
@@ -334,18 +336,17 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
             tried[s.kind].append({"width": s.width, "blocks": s.blocks, "error": str(exc),
                                   "wall_s": round(time.perf_counter() - t0, 2)})
             continue
-        device = data.get("device") or device
-        median = stats.summarize(data["samples"]).median
+        device = data.device or device
+        median = stats.summarize(list(data.samples)).median
         tried[s.kind].append({"width": s.width, "blocks": s.blocks, "bytes_per_s": s.bytes / median,
-                              "median_s": median, "timer": data.get("timer"), "stop": data["stop"],
+                              "median_s": median, "timer": data.timer, "stop": data.stop,
                               "wall_s": round(time.perf_counter() - t0, 2)})
         if progress:
             progress(f"{s.kind:<5} {s.width:>2}-byte accesses, {s.blocks:>9,} blocks: {si(s.bytes / median, 'B/s')}")
     job, amount = memcpy
     data = _timed_ceiling(job, timeout)
-    median = stats.summarize(data["samples"]).median
-    out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": data.get("timer"),
-                     "stop": data["stop"]}
+    median = stats.summarize(list(data.samples)).median
+    out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": data.timer, "stop": data.stop}
     best = {k: max(ok, key=lambda r: r["bytes_per_s"]) for k, v in tried.items()
             if (ok := [r for r in v if "bytes_per_s" in r])}
     out["ceilings"] = {k: dict(b, by=f"kprof_{k}, {b['width']}-byte accesses, {b['blocks']:,} blocks")
@@ -356,11 +357,11 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     out["copy_bytes_per_s"] = out["ceilings"]["copy"]["bytes_per_s"]
     job, amount = fma
     data = _timed_ceiling(job, timeout)
-    summary = stats.summarize(data["samples"])
+    summary = stats.summarize(list(data.samples))
     out["fma_flops_per_s"] = amount / summary.median
     out["fma_summary"] = summary.to_dict()
-    out["fma_stop"] = data["stop"]
-    device = dict(data.get("device") or device)
+    out["fma_stop"] = data.stop
+    device = dict(data.device or device)
     missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not device.get(k)]
     if missing:  # a driver that no longer gives a clock attribute: NVML's reading, said in the report
         nvml = telemetry.clock_limits()
@@ -376,11 +377,20 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     return out
 
 
-def _timed_ceiling(job: Job, timeout: float) -> dict[str, Any]:
+class _Ceiling(NamedTuple):
+    """One of kprof peak's timings: its samples, how they stopped, its timer, the device it ran on."""
+
+    samples: tuple[float, ...]
+    stop: str
+    timer: str
+    device: dict[str, Any]
+
+
+def _timed_ceiling(job: Job, timeout: float) -> _Ceiling:
     data = time_job(job, timeout)
-    if data.get("status") != "ok":
+    if data.status != "ok" or data.timing is None:
         raise TargetError(f"kprof peak: {job.target.name} did not verify")
-    return data
+    return _Ceiling(data.timing.samples, data.timing.stop, data.timing.timer, data.device)
 
 
 def cached_peak(path: Path) -> dict[str, Any] | None:

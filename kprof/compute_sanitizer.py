@@ -460,7 +460,7 @@ def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: 
         xml_path = Path(tmp) / f"{tool}.xml"
         done, data = launch.run(job, timeout=timeout, wrapper=build_argv(exe, tool, xml_path, padding=padding))
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
-    allocations = data.get("allocations", [])
+    allocations = list(data.allocations)
     findings, notes = parse_xml(xml_text, tool, allocations) if xml_text.strip() else ([], [])
     return classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip()))
 
@@ -482,11 +482,12 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
     if done.timed_out or done.returncode != 0 or not xml_text.strip():
         return None
     findings, notes = parse_xml(xml_text, tool, [])
-    if findings or not all(launch.finished(d) for d in datas):
+    seconds = [d.job_seconds for d in datas if d.finished]
+    if findings or len(seconds) != len(datas):
         return None
-    start = max(0.0, done.seconds - sum(float(d["job_seconds"]) for d in datas)) / len(datas)  # the tool's start, shared
-    results = [classify(tool, replace(done, seconds=float(d["job_seconds"]) + start), d, [], notes, timeout, True)
-               for d in datas]
+    start = max(0.0, done.seconds - sum(s or 0.0 for s in seconds)) / len(datas)  # the tool's start, shared
+    results = [classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, True)
+               for s, d in zip(seconds, datas)]
     return results if all(r.status == "clean" for r in results) else None
 
 

@@ -147,6 +147,10 @@ class TargetError(KprofError):
         super().__init__(message)
 
 
+class ResultError(TargetError):
+    """The child's result cannot be read as this kprof's: written by another version of it."""
+
+
 class NcuError(KprofError):
     """ncu ran but could not profile (counters not permitted, nothing matched, a crash)."""
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof import proc
+from kprof import childresult, proc
+from kprof.childresult import ChildError, ChildResult, Operation
 from kprof.errors import NoGPUError, TargetError, UsageError
 from kprof.job import Job
 
@@ -36,13 +37,14 @@ class RunResult:
     nvtx: bool
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     driver_blocks_per_sm: int | None = None  # cuOccupancyMaxActiveBlocksPerMultiprocessor for the first kernel
+    operation: Operation | None = None  # a spec's Python operation: the framework it ran as
 
 
 def runner_argv(job_path: Path, result_path: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.runner", str(job_path), str(result_path)]
 
 
-def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, dict[str, Any]]:
+def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, ChildResult]:
     """Run the child (optionally under ``wrapper``, e.g. compute-sanitizer's argv) and read its result."""
     with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
         job_path = Path(tmp) / "job.json"
@@ -50,16 +52,8 @@ def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None
         job_path.write_text(job.to_json())
         argv = (wrapper or []) + runner_argv(job_path, result_path)
         done = proc.run(argv, timeout=timeout, env=proc.child_env())
-        try:
-            data = json.loads(result_path.read_text())
-        except (OSError, ValueError):
-            data = {}
+        data = childresult.read(result_path)
     return done, data
-
-
-def finished(data: dict[str, Any]) -> bool:
-    """A batch job that ran to its end (:func:`run_batch`): done, and timed by the child."""
-    return data.get("status") == "ok" and "job_seconds" in data
 
 
 def batch_argv(manifest: Path) -> list[str]:
@@ -67,7 +61,7 @@ def batch_argv(manifest: Path) -> list[str]:
 
 
 def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT,
-              wrapper: list[str] | None = None) -> tuple[proc.Completed, list[dict[str, Any]]]:
+              wrapper: list[str] | None = None) -> tuple[proc.Completed, list[ChildResult]]:
     """Run several jobs in one child, one after the other (kprof.runner.batch), each held to
     ``timeout`` of its own: the child, its start and every job that came back. A job the child
     never reached, or did not finish, has an empty or unfinished result; the caller runs it again
@@ -94,12 +88,7 @@ def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT,
         # The whole batch: every job's limit, plus one for the child's start before the first job.
         done = proc.run((wrapper or []) + batch_argv(manifest), timeout=timeout * (len(jobs) + 1),
                         env=proc.child_env(), watch=too_long)
-        datas = []
-        for _, result_path in pairs:
-            try:
-                datas.append(json.loads(result_path.read_text()))
-            except (OSError, ValueError):
-                datas.append({})
+        datas = [childresult.read(result_path) for _, result_path in pairs]
     return done, datas
 
 
@@ -120,45 +109,34 @@ def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[Ru
     _, datas = run_batch(jobs, timeout=timeout)
     out = []
     for job, data in zip(jobs, datas):
-        if data.get("status") in ("ok", "failed") and "job_seconds" in data:
+        if data.judged:
             out.append(_run_result(job, data))
         else:
             out.append(run_kernel(job, timeout=timeout))
     return out
 
 
-def _run_result(job: Job, data: dict[str, Any]) -> RunResult:
-    return RunResult(
-        kernel=job.target.name,
-        sizes=data.get("sizes", {}),
-        ok=data["status"] == "ok",
-        checks=data.get("checks", []),
-        time_ms=data.get("time_ms"),
-        device=data.get("device", {}),
-        launch=data.get("launch", {}),
-        registers=data.get("registers"),
-        allocations=data.get("allocations", []),
-        nvtx=bool(data.get("nvtx")),
-        raw=data,
-        driver_blocks_per_sm=data.get("driver_blocks_per_sm"),
-    )
+def _run_result(job: Job, data: ChildResult) -> RunResult:
+    return RunResult(kernel=job.target.name, sizes=data.sizes, ok=data.status == "ok", checks=list(data.checks),
+                     time_ms=data.time_ms, device=data.device, launch=data.launch, registers=data.registers,
+                     allocations=list(data.allocations), nvtx=data.nvtx, raw=data.raw,
+                     driver_blocks_per_sm=data.driver_blocks_per_sm, operation=data.operation)
 
 
-def raise_for_child(name: str, done: proc.Completed, data: dict[str, Any], timeout: float) -> None:
+def raise_for_child(name: str, done: proc.Completed, data: ChildResult, timeout: float) -> None:
     """Turn a child that hung, crashed or hit a CUDA error into one clear error."""
-    phase = data.get("phase", "start")
+    phase = data.phase
     if done.timed_out:
         raise TargetError(
             f"{name} did not finish within {timeout:g} s (last phase: {phase}); the kernel may hang: "
             "check its loop bounds, or raise --timeout",
             done.tail(),
         )
-    status = data.get("status")
-    if status in ("ok", "failed"):
+    if data.status in ("ok", "failed"):
         return
-    if status == "error":
-        err = data.get("error", {})
-        kind, message = err.get("type"), err.get("message", "")
+    if data.status == "error":
+        err = data.error or ChildError("", "")
+        kind, message = err.kind, err.message
         if kind == "NoGPUError":
             raise NoGPUError(f"{message}; `kprof build`, `kprof list` and `kprof doctor` still work")
         if kind in ("UsageError", "SpecError", "JobError"):
@@ -166,14 +144,13 @@ def raise_for_child(name: str, done: proc.Completed, data: dict[str, Any], timeo
         if kind == "UserCodeError":
             from kprof.errors import UserCodeError
 
-            raise UserCodeError(f"{name}: {message}", err.get("log", ""))
+            raise UserCodeError(f"{name}: {message}", err.log)
         if kind == "CudaError":
             hint = ""
-            if err.get("result") in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS",
-                                     "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_LAUNCH_FAILED"):
+            if err.result in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                              "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_LAUNCH_FAILED"):
                 hint = f"; the kernel faulted: `kprof sanitize {name} --tool memcheck` shows where"
             raise TargetError(f"{name}: {message} (phase: {phase}){hint}", done.tail())
-        raise TargetError(f"{name}: runner failed in phase {phase}: {kind}: {message}",
-                          err.get("traceback", "") or done.tail())
+        raise TargetError(f"{name}: runner failed in phase {phase}: {kind}: {message}", err.traceback or done.tail())
     how = f"was killed by {done.signal_name}" if done.signal_name else f"exited with code {done.returncode}"
     raise TargetError(f"{name}: the runner {how} during phase {phase} without a result", done.tail())

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kprof import launch, proc
+from kprof.childresult import ChildResult
 from kprof.errors import NcuError, UsageError
 from kprof.job import Job, RunMode
 
@@ -194,15 +195,14 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
     return rows
 
 
-def _raise_for_run(name: str, done: proc.Completed, data: dict[str, object], text: str, timeout: float) -> None:
+def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str, timeout: float) -> None:
     if done.timed_out:
         raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or --set full "
                        "replays it dozens of times)", done.tail(30), "timeout")
     if (why := diagnose(text)) is not None:
         raise NcuError(f"{name}: {why[1]}", done.tail(30), why[0])
-    if data.get("status") == "error":
-        err = data.get("error")
-        message = err.get("message", "?") if isinstance(err, dict) else "?"
+    if data.status == "error":
+        message = data.error.message if data.error else "?"
         raise NcuError(f"{name}: the kernel failed under ncu: {message}", done.tail(30), "target")
     if done.returncode != 0:
         how = done.signal_name or f"exit code {done.returncode}"

@@ -129,7 +129,7 @@ def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str
 
     usage = built.usage_of(resolved.spec.entry)
     if resolved.spec.python:
-        fw = result.raw.get("operation_framework", "?")
+        fw = (result.operation.framework if result.operation else None) or "?"
         lines.append(f"  a Python operation: {pyref.Ref.from_stored(resolved.spec.python).label()}, your code, run in "
                      f"kprof's runner on its buffers as {fw} tensors")
     else:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kprof import proc
+from kprof.childresult import ChildResult
 from kprof.findings import Finding
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
@@ -42,20 +43,18 @@ class ToolResult:
                 "log": "" if self.status == "clean" else self.log}
 
 
-def classify(tool: str, done: proc.Completed, data: dict[str, Any], findings: list[Finding], notes: list[str],
+def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[Finding], notes: list[str],
              timeout: float, have_xml: bool) -> ToolResult:
     """Decide what one tool run means. Pure: tested with recorded outputs."""
     log = done.tail(40)
-    phase = data.get("phase", "start")
-    status = data.get("status")
+    phase, status = data.phase, data.status
     if done.timed_out:
         msg = (f"the target did not finish within {timeout:g} s under {tool} (phase: {phase}); sanitizers slow "
                "kernels down 20x to 100,000x: use smaller --size values or a longer --timeout")
         return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
     ran = phase not in ("start", "init", "device") or findings
     if not ran:
-        err = data.get("error", {})
-        msg = f"the target did not run under {tool}: {err.get('message') or 'no result from the runner'}"
+        msg = f"the target did not run under {tool}: {(data.error and data.error.message) or 'no result from the runner'}"
         return ToolResult(tool, "tool-error", findings, done.seconds, msg, notes, log)
     if not have_xml and done.returncode not in (0, ERROR_EXITCODE):
         how = done.signal_name or f"exit code {done.returncode}"
@@ -64,9 +63,9 @@ def classify(tool: str, done: proc.Completed, data: dict[str, Any], findings: li
     if findings:
         return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
     if status == "error":
-        err = data.get("error", {})
         return ToolResult(tool, "target-error", [], done.seconds,
-                          f"the target failed under {tool} with nothing reported: {err.get('message', '?')}", notes, log)
+                          f"the target failed under {tool} with nothing reported: {data.error.message if data.error else '?'}",
+                          notes, log)
     if done.returncode == ERROR_EXITCODE:
         return ToolResult(tool, "tool-error", [], done.seconds,
                           f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)

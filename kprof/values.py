@@ -144,13 +144,13 @@ def run(job: Job, *, scrub_cubin: str | None, scrub_note: str = "", repeats: int
     shared-memory reads are seen less often, and the report says so."""
     job = replace(job, mode=ValuesMode(repeats=repeats, scrub_cubin=scrub_cubin))
     done, data = launch.run(job, timeout=timeout)
-    findings = [_finding(raw) for raw in data.get("findings", [])]
+    findings = [_finding(raw) for raw in data.findings]
     notes = [] if scrub_cubin else [f"shared-memory scrubber unavailable ({scrub_note or 'not built'}); "
                                     "uninitialised shared reads may go unseen"]
     result = classify("values", done, data, findings, notes, timeout, have_xml=True)
-    if result.status == "clean" and data.get("status") != "ok":
+    if result.status == "clean" and data.status != "ok":
         return ToolResult("values", "target-error", [], done.seconds,
-                          f"the values runs did not finish: {data.get('error', {}).get('message', 'no result')}",
+                          f"the values runs did not finish: {data.error.message if data.error else 'no result'}",
                           result.notes, done.tail(40))
     return result
 
@@ -166,11 +166,11 @@ def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "",
                                     "uninitialised shared reads may go unseen"]
     out: list[ToolResult | None] = []
     for data in datas:
-        if not launch.finished(data):
+        if not data.finished or data.job_seconds is None:
             out.append(None)
             continue
-        own = replace(done, returncode=0, seconds=float(data["job_seconds"]), timed_out=False)
-        out.append(classify("values", own, data, [_finding(raw) for raw in data.get("findings", [])], notes,
+        own = replace(done, returncode=0, seconds=data.job_seconds, timed_out=False)
+        out.append(classify("values", own, data, [_finding(raw) for raw in data.findings], notes,
                             timeout, have_xml=True))
     return out
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof import pyref, reference, verify
+from kprof.childresult import RESULT_VERSION
 from kprof.errors import CudaError, UsageError, UserCodeError
 from kprof.job import Target
 from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
     from kprof.device import Device, DeviceInfo
 
-RESULT_VERSION = 1
 Arrays = dict[str, "np.ndarray[Any, Any]"]
 Phase = Callable[..., None]  # the runner's result.phase(name, **fields)
 

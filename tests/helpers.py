@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kprof import pipeline
+from kprof import childresult, pipeline
+from kprof.childresult import ChildResult
 from kprof.job import Job, RunMode, TimingMode, ValuesMode, target_of
 from kprof.spec import KernelSpec
 
@@ -14,3 +15,8 @@ def job_for(spec: KernelSpec, cubin: str | Path, sizes: dict[str, int] | None = 
             params: dict[str, str] | None = None, seed: int = 0) -> Job:
     resolved = pipeline.resolve(spec, sizes, params=params, preset=preset)
     return Job(target_of(resolved, cubin, seed=seed), mode or RunMode())
+
+
+def child(data: dict | None = None, **fields: object) -> ChildResult:
+    """A child's result as the runner writes it (its version added), read as the parent reads it."""
+    return childresult.from_data({"version": childresult.RESULT_VERSION, **(data or {}), **fields})

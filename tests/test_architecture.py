@@ -136,3 +136,16 @@ def test_no_module_imports_the_package_front_door():
               if isinstance(node, ast.ImportFrom) and node.module == "kprof"
               and any(a.name in ("__version__", "sanitize", "profile", "load", "range") for a in node.names)]
     assert not upward, upward
+
+
+def test_the_childs_result_is_read_in_one_typed_place():
+    """kprof/childresult.py reads the child's result file (its version checked) into typed fields; no other
+    module of the parent opens the file or looks up the record's keys."""
+    child_side = {"childresult", "runner", "workspace", "timing", "framework"}  # what writes the record
+    patterns = ('.get("status")', '.get("phase"', '"job_seconds" in', "result_path.read_text", '["samples"]',
+                '.get("samples")')
+    found = [f"{name}.py: {p}" for name, path in MODULES.items() if name not in child_side
+             for p in patterns if p in path.read_text()]
+    assert not found, found
+    text = (PKG / "launch.py").read_text()
+    assert "-> tuple[proc.Completed, ChildResult]" in text and "-> tuple[proc.Completed, list[ChildResult]]" in text

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import child
 
 from kprof import bench, catalog, pipeline, pyref, render, sweep
 from kprof import spec as spec_mod
@@ -138,6 +139,7 @@ OP = ("python: ops.py:add\nsizes: {N: 64}\nargs:\n  - {name: a, buffer: float32,
 
 def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
     from kprof import build, op
+    from kprof.childresult import Operation
     from kprof.launch import RunResult
 
     (tmp_path / "ops.py").write_text("def add(a, N):\n    return a\n")
@@ -148,7 +150,7 @@ def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
     assert built.cubin == spec.source and built.usage_of("add").registers == 0 and built.cached
     assert "python (nothing to build)" in render.build_table([(spec, built)])
     result = RunResult("k", {"N": 64}, True, [{"name": "c", "ok": True, "message": "ok"}], None, {"name": "GPU"}, {},
-                       None, [], True, {"operation_framework": "torch"})
+                       None, [], True, operation=Operation("torch", "ops.py:add", None))
     text = render.run_report(result, spec.resolve(), built)
     assert "a Python operation: ops.py:add, your code, run in kprof's runner on its buffers as torch tensors" in text
     with pytest.raises(UsageError, match="is a Python operation already"):
@@ -203,8 +205,8 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
 
     def fake_time(job, timeout):
         seconds = {"kernel": 1e-3, "unfused": 6e-3, "python": 2e-3}[job.name]
-        return {"status": "ok", "samples": [seconds] * 5, "stop": "noise", "timer": "cupti",
-                "kernels_per_call": 3 if job.name == "python" else 1, "baseline_framework": "torch"}
+        return child(status="ok", samples=[seconds] * 5, stop="noise", timer="cupti",
+                     kernels_per_call=3 if job.name == "python" else 1, baseline_framework="torch")
 
     monkeypatch.setattr(bench, "time_job", fake_time)
     resolved = spec.resolve({"R": 64, "C": 256})

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import child
 
 from kprof import compute_sanitizer as san
 from kprof import launch, proc, values
@@ -38,7 +39,7 @@ def batch_with(monkeypatch):
             handed.append(list(jobs))
             if xml is not None:
                 Path(wrapper[wrapper.index("--save") + 1]).write_text(xml)
-            return done, datas
+            return done, [child(d) for d in datas]
 
         monkeypatch.setattr(launch, "run_batch", fake)
         return handed
@@ -104,7 +105,7 @@ def test_values_batch_gives_each_finished_job_its_own_findings(monkeypatch, tmp_
     race = {"tool": "values", "kind": "race", "kernel": "vector_add", "file": None, "line": None, "thread": None,
             "block": None, "count": 3, "message": "differs between runs", "buffer": "c"}
     datas = [dict(_ok(0.2), findings=[race]), dict(_ok(0.3), findings=[]), {"status": "error", "phase": "device"}]
-    monkeypatch.setattr(launch, "run_batch", lambda jobs, **kw: (_done(3, seconds=2.0), datas))
+    monkeypatch.setattr(launch, "run_batch", lambda jobs, **kw: (_done(3, seconds=2.0), [child(d) for d in datas]))
     got = values.run_batch(_jobs(3, tmp_path), scrub_cubin="scrub.cubin")
     assert [r and r.status for r in got] == ["findings", "clean", None]
     assert got[0].findings[0].kind == "race" and got[1].seconds == 0.3
@@ -115,7 +116,7 @@ def test_the_batch_child_runs_its_jobs_and_reports_each(tmp_path):
     the batch stops there; the second was never reached."""
     done, datas = launch.run_batch(_jobs(2, tmp_path), timeout=60)
     assert done.returncode == 3 and not done.timed_out, done.tail()
-    assert datas[0]["status"] == "error" and "job_seconds" in datas[0] and datas[1] == {}
+    assert datas[0].status == "error" and datas[0].job_seconds is not None and not datas[1].wrote
 
 
 def test_each_job_of_a_batch_is_held_to_its_own_time_limit(monkeypatch, tmp_path):
@@ -126,7 +127,7 @@ def test_each_job_of_a_batch_is_held_to_its_own_time_limit(monkeypatch, tmp_path
     monkeypatch.setattr(launch, "batch_argv", lambda manifest: [sys.executable, str(script), str(manifest)])
     t0 = time.monotonic()
     done, datas = launch.run_batch(_jobs(20, tmp_path), timeout=1.0)
-    assert done.timed_out and time.monotonic() - t0 < 15 and datas == [{}] * 20
+    assert done.timed_out and time.monotonic() - t0 < 15 and not any(d.wrote for d in datas) and len(datas) == 20
 
 
 def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did_not_finish(monkeypatch, tmp_path):
@@ -136,12 +137,12 @@ def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did
     jobs = _jobs(3, tmp_path)
     datas = [{**_ok(), "sizes": {"N": 100}, "checks": [{"name": "C", "ok": True}]}, {},
              {"status": "failed", "phase": "done", "job_seconds": 0.2, "sizes": {"N": 102}, "checks": [{"ok": False}]}]
-    monkeypatch.setattr(launch, "run_batch", lambda js, timeout: (_done(), datas))
+    monkeypatch.setattr(launch, "run_batch", lambda js, timeout: (_done(), [child(d) for d in datas]))
     alone = []
 
     def run_alone(job, *, timeout):
         alone.append(job.target.sizes)
-        return launch._run_result(job, {**_ok(), "sizes": dict(job.target.sizes)})
+        return launch._run_result(job, child(_ok(), sizes=dict(job.target.sizes)))
 
     monkeypatch.setattr(launch, "run_kernel", run_alone)
     results = launch.run_kernels(jobs, timeout=30)

@@ -6,7 +6,7 @@ import multiprocessing
 from types import SimpleNamespace
 
 import pytest
-from helpers import job_for
+from helpers import child, job_for
 
 from kprof import bench, catalog, cli, history, pipeline, stats, sweep, telemetry
 from kprof import spec as spec_mod
@@ -297,7 +297,7 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
     """vector_add's 262,144 blocks ran 7% slower with CUPTI tracing on the H200: bench says so."""
     fake = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
             "event_samples": [1.02e-4] * 5}
-    monkeypatch.setattr(bench, "time_job", lambda *a, **k: fake)
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(fake))
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
     mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
     spec = catalog.load("vector_add")
@@ -319,7 +319,7 @@ def test_a_baseline_that_fails_verification_says_why(monkeypatch):
     bad = {"status": "failed-verification", "checks": [
         {"ok": True, "message": "fine"}, {"ok": False, "message": "3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|"}]}
     answers = iter([ok, bad])
-    monkeypatch.setattr(bench, "time_job", lambda *a, **k: next(answers))
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(next(answers)))
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
     mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
     spec = catalog.load("vector_add")
@@ -336,7 +336,7 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
     fast = {"status": "ok", "samples": [0.5e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
     slow = {"status": "ok", "samples": [2e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
     answers = iter([kernel, slow, fast])
-    monkeypatch.setattr(bench, "time_job", lambda *a, **k: next(answers))
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(next(answers)))
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
     mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
     spec = catalog.load("vector_add")

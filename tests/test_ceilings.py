@@ -1,6 +1,7 @@
 """kprof.ceilings and kprof peak's bookkeeping, without a GPU."""
 
 import pytest
+from helpers import child
 
 from kprof import bench, ceilings, render
 
@@ -72,8 +73,8 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     def fake_time(job, timeout):
         seconds = jobs[job.key]
         if seconds is None:  # a configuration that does not verify: kprof peak goes on without it
-            return {"status": "failed"}
-        return {"status": "ok", "samples": [seconds] * 5, "stop": "noise", "timer": "cupti", "device": H200}
+            return child(status="failed")
+        return child(status="ok", samples=[seconds] * 5, stop="noise", timer="cupti", device=H200)
 
     monkeypatch.setattr(bench, "time_job", fake_time)
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
@@ -178,8 +179,8 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
 def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
     """CUDA 13 deprecates the clock attributes: where the driver gives 0, NVML's readings stand in, said in a note."""
     def fake_time(job, timeout):
-        return {"status": "ok", "samples": [1e-3] * 5, "stop": "noise", "timer": "cupti",
-                "device": dict(H200, memory_clock_khz=0, clock_khz=0)}
+        return child(status="ok", samples=[1e-3] * 5, stop="noise", timer="cupti",
+                     device=dict(H200, memory_clock_khz=0, clock_khz=0))
 
     monkeypatch.setattr(bench, "time_job", fake_time)
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)

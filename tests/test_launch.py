@@ -1,6 +1,7 @@
 """How a child that hung, crashed or faulted is reported, without a GPU."""
 
 import pytest
+from helpers import child
 
 from kprof import launch
 from kprof.errors import NoGPUError, TargetError, UsageError
@@ -12,13 +13,13 @@ def done(rc=0, timed_out=False, out="", err=""):
 
 
 def test_ok_and_failed_pass_through():
-    launch.raise_for_child("k", done(0), {"status": "ok"}, 10)
-    launch.raise_for_child("k", done(1), {"status": "failed"}, 10)
+    launch.raise_for_child("k", done(0), child(status="ok"), 10)
+    launch.raise_for_child("k", done(1), child(status="failed"), 10)
 
 
 def test_timeout_names_the_phase():
     with pytest.raises(TargetError, match="did not finish within 5 s .last phase: launch.") as info:
-        launch.raise_for_child("k", done(timed_out=True, out="partial"), {"phase": "launch"}, 5)
+        launch.raise_for_child("k", done(timed_out=True, out="partial"), child(phase="launch"), 5)
     assert "partial" in info.value.log
 
 
@@ -27,23 +28,23 @@ def test_fault_points_to_sanitize():
             "error": {"type": "CudaError", "call": "cuCtxSynchronize", "result": "CUDA_ERROR_ILLEGAL_ADDRESS",
                       "message": "cuCtxSynchronize -> CUDA_ERROR_ILLEGAL_ADDRESS"}}
     with pytest.raises(TargetError, match="kprof sanitize k --tool memcheck"):
-        launch.raise_for_child("k", done(3), data, 10)
+        launch.raise_for_child("k", done(3), child(data), 10)
 
 
 def test_crash_without_result():
     with pytest.raises(TargetError, match="killed by SIGSEGV during phase start"):
-        launch.raise_for_child("k", done(-11), {}, 10)
+        launch.raise_for_child("k", done(-11), child(), 10)
 
 
 def test_no_gpu_and_usage_errors_keep_their_kind():
     with pytest.raises(NoGPUError, match="still work"):
-        launch.raise_for_child("k", done(3), {"status": "error", "error": {"type": "NoGPUError", "message": "no CUDA driver"}}, 10)
+        launch.raise_for_child("k", done(3), child(status="error", error={"type": "NoGPUError", "message": "no CUDA driver"}), 10)
     with pytest.raises(UsageError, match="GiB"):
-        launch.raise_for_child("k", done(3), {"status": "error", "error": {"type": "UsageError", "message": "needs 2 GiB"}}, 10)
+        launch.raise_for_child("k", done(3), child(status="error", error={"type": "UsageError", "message": "needs 2 GiB"}), 10)
 
 
 def test_unexpected_child_error_keeps_its_traceback():
     data = {"status": "error", "phase": "verified", "error": {"type": "ValueError", "message": "x", "traceback": "TB"}}
     with pytest.raises(TargetError) as info:
-        launch.raise_for_child("k", done(3), data, 10)
+        launch.raise_for_child("k", done(3), child(data), 10)
     assert info.value.log == "TB"

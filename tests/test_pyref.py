@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import job_for
+from helpers import child, job_for
 
 from kprof import launch, proc, pyref
 from kprof import spec as spec_mod
@@ -98,7 +98,7 @@ def test_the_users_exception_is_theirs_with_their_traceback(tmp_path, fake_devic
     assert err["type"] == "UserCodeError" and "your reference refs.py:broken raised NameError" in err["message"]
     assert "refs.py" in err["log"] and "undefined_name" in err["log"] and "kprof/workspace.py" not in err["log"]
     with pytest.raises(UserCodeError) as info:
-        launch.raise_for_child("k", proc.Completed(("x",), 3, "", "", 0.1), data, 10)
+        launch.raise_for_child("k", proc.Completed(("x",), 3, "", "", 0.1), child(data), 10)
     assert info.value.exit_code == 2 and "undefined_name" in info.value.log
 
 

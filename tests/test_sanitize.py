@@ -4,6 +4,7 @@ the H200 (tests/data/sanitizer, recorded by scripts/record_tool_output.py)."""
 import json
 
 import pytest
+from helpers import child
 
 from kprof import compute_sanitizer as sanitize
 from kprof import findings as findings_mod
@@ -136,17 +137,17 @@ def completed(rc=0, timed_out=False):
 
 
 def test_classify_outcomes():
-    ran = {"phase": "launched", "status": "ok"}
+    ran = child(phase="launched", status="ok")
     assert sanitize.classify("memcheck", completed(0), ran, [], [], 10, True).status == "clean"
     # A target that never started leaves an empty XML: never call that clean.
-    never = {"phase": "start", "status": "error", "error": {"message": "ModuleNotFoundError: kprof"}}
+    never = child(phase="start", status="error", error={"message": "ModuleNotFoundError: kprof"})
     r = sanitize.classify("memcheck", completed(1), never, [], [], 10, True)
     assert r.status == "tool-error" and "did not run" in r.message
-    r = sanitize.classify("racecheck", completed(timed_out=True), {"phase": "launch"}, [], [], 10, False)
+    r = sanitize.classify("racecheck", completed(timed_out=True), child(phase="launch"), [], [], 10, False)
     assert r.status == "timeout" and "smaller --size" in r.message
-    r = sanitize.classify("memcheck", completed(-11), {"phase": "launch"}, [], [], 10, False)
+    r = sanitize.classify("memcheck", completed(-11), child(phase="launch"), [], [], 10, False)
     assert r.status == "tool-error" and "SIGSEGV" in r.message
-    crashed = {"phase": "launch", "status": "error", "error": {"message": "CUDA_ERROR_ILLEGAL_ADDRESS"}}
+    crashed = child(phase="launch", status="error", error={"message": "CUDA_ERROR_ILLEGAL_ADDRESS"})
     assert sanitize.classify("initcheck", completed(0), crashed, [], [], 10, True).status == "target-error"
     assert sanitize.classify("memcheck", completed(99), ran, [], [], 10, True).status == "tool-error"
 

@@ -1,0 +1,189 @@
+"""What the child answers for one job: the mirror of :mod:`kprof.job`, read in one place.
+
+The runner (:mod:`kprof.runner`, :class:`kprof.workspace.Result`) writes one JSON object per job,
+rewritten at every phase, so a child that dies leaves the last phase it reached. The parent reads it
+here, once, into a :class:`ChildResult`: its version checked, every field typed, an error in the child
+as a :class:`ChildError`, a timing as :class:`Timing`, a Python callable the child ran as
+:class:`Operation`. Nothing above this module reads the record with ``.get``. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof.errors import ResultError
+
+RESULT_VERSION = 1
+MAX_RESULT_BYTES = 256 * 1024 * 1024  # a values run's findings, a long timing's samples
+
+
+@dataclass(frozen=True)
+class ChildError:
+    """An exception in the child: its class name, its message, and what came with it."""
+
+    kind: str  # the exception's class name (CudaError, UsageError, UserCodeError, ...)
+    message: str
+    call: str | None = None  # a CudaError's driver call
+    result: str | None = None  # and its CUresult name
+    log: str = ""  # the user's own traceback, for an error in their reference
+    traceback: str = ""  # an error that is not kprof's own: the child's traceback
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A timing mode's samples (seconds per call) and how they were taken."""
+
+    samples: tuple[float, ...]
+    stop: str  # why sampling stopped: noise, time, ...
+    timer: str = "events"  # cupti or events
+    event_samples: tuple[float, ...] = ()  # the CUDA events' own samples, beside CUPTI's
+    batch: int | None = None
+    host_seconds: float | None = None
+    kernels_per_call: int | None = None  # what one call launched (CUPTI)
+    timer_note: str | None = None  # why the timer is not the one asked for
+    cupti_hw_trace: bool | None = None
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A Python callable the child ran: a baseline, or a spec's Python operation."""
+
+    framework: str | None  # the framework its inputs came as (torch, cupy)
+    callable: str | None  # its label (FILE.py:FUNCTION, package.module:FUNCTION)
+    prepare_s: float | None  # its prepare() (torch.compile), seconds
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    """One job's answer. ``status`` is ``ok``, ``failed`` (a verdict failed), ``error`` (see
+    ``error``), ``started`` (the child stopped before the end: ``phase`` says where), or empty when
+    the child wrote nothing."""
+
+    status: str = ""
+    phase: str = "start"
+    error: ChildError | None = None
+    kernel: str | None = None
+    sizes: dict[str, int] = field(default_factory=dict)
+    launch: dict[str, Any] = field(default_factory=dict)
+    device: dict[str, Any] = field(default_factory=dict)
+    registers: int | None = None
+    driver_blocks_per_sm: int | None = None
+    allocations: tuple[dict[str, Any], ...] = ()
+    checks: tuple[dict[str, Any], ...] = ()
+    nvtx: bool = False
+    time_ms: float | None = None
+    math_mode: str | None = None
+    job_seconds: float | None = None  # a batch job's own time (kprof.launch.run_batch)
+    findings: tuple[dict[str, Any], ...] = ()  # the values detector's
+    scrubbed: bool | None = None  # the values detector's shared-memory scrubber ran
+    timing: Timing | None = None
+    baseline: Operation | None = None
+    operation: Operation | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the record as written (kprof run --json)
+
+    @property
+    def wrote(self) -> bool:
+        """The child wrote a result at all."""
+        return bool(self.status)
+
+    @property
+    def finished(self) -> bool:
+        """A batch job that ran to its end and passed: done, and timed by the child."""
+        return self.status == "ok" and self.job_seconds is not None
+
+    @property
+    def judged(self) -> bool:
+        """A batch job that reached its verdict, passed or failed."""
+        return self.status in ("ok", "failed") and self.job_seconds is not None
+
+    def failed_checks(self) -> list[str]:
+        return [str(c.get("message", "")) for c in self.checks if not c.get("ok")]
+
+
+NOTHING = ChildResult()
+
+
+def read(path: Path) -> ChildResult:
+    """The result file the child left; :data:`NOTHING` where it left none, or one cut off mid-write."""
+    try:
+        if path.stat().st_size > MAX_RESULT_BYTES:
+            raise ResultError(f"the child's result {path} is over {MAX_RESULT_BYTES:,} bytes")
+        data = json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return NOTHING
+    return from_data(data)
+
+
+def from_data(data: object) -> ChildResult:
+    """A result record, its version checked: one written by another kprof is an error that says so."""
+    if not isinstance(data, dict):
+        return NOTHING
+    if data.get("version") != RESULT_VERSION:
+        raise ResultError(f"the child wrote a result of version {data.get('version')!r}; this kprof reads version "
+                          f"{RESULT_VERSION}: the child ran another kprof (its Python finds kprof elsewhere: check "
+                          "PYTHONPATH and the environment the child starts in)")
+    return ChildResult(
+        status=_str(data.get("status")), phase=_str(data.get("phase")) or "start", error=_error(data.get("error")),
+        kernel=_opt_str(data.get("kernel")), sizes=_dict(data.get("sizes")), launch=_dict(data.get("launch")),
+        device=_dict(data.get("device")), registers=_int(data.get("registers")),
+        driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=_dicts(data.get("allocations")),
+        checks=_dicts(data.get("checks")), nvtx=bool(data.get("nvtx")), time_ms=_float(data.get("time_ms")),
+        math_mode=_opt_str(data.get("math_mode")), job_seconds=_float(data.get("job_seconds")),
+        findings=_dicts(data.get("findings")), scrubbed=data.get("scrubbed") if isinstance(data.get("scrubbed"), bool) else None,
+        timing=_timing(data), baseline=_operation(data, "baseline"), operation=_operation(data, "operation"), raw=data)
+
+
+def _timing(data: dict[str, Any]) -> Timing | None:
+    samples = data.get("samples")
+    if not isinstance(samples, list):
+        return None
+    hw = data.get("cupti_hw_trace")
+    return Timing(samples=_floats(samples), stop=_str(data.get("stop")), timer=_str(data.get("timer")) or "events",
+                  event_samples=_floats(data.get("event_samples")), batch=_int(data.get("batch")),
+                  host_seconds=_float(data.get("host_seconds")), kernels_per_call=_int(data.get("kernels_per_call")),
+                  timer_note=_opt_str(data.get("timer_note")), cupti_hw_trace=hw if isinstance(hw, bool) else None)
+
+
+def _operation(data: dict[str, Any], role: str) -> Operation | None:
+    keys = (f"{role}_framework", f"{role}_callable", f"{role}_prepare_s")
+    if not any(k in data for k in keys):
+        return None
+    return Operation(_opt_str(data.get(keys[0])), _opt_str(data.get(keys[1])), _float(data.get(keys[2])))
+
+
+def _error(raw: object) -> ChildError | None:
+    if not isinstance(raw, dict):
+        return None
+    return ChildError(kind=_str(raw.get("type")), message=_str(raw.get("message")), call=_opt_str(raw.get("call")),
+                      result=_opt_str(raw.get("result")), log=_str(raw.get("log")), traceback=_str(raw.get("traceback")))
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _floats(value: object) -> tuple[float, ...]:
+    return tuple(float(v) for v in value if isinstance(v, (int, float))) if isinstance(value, list) else ()
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _dicts(value: object) -> tuple[dict[str, Any], ...]:
+    return tuple(dict(v) for v in value if isinstance(v, dict)) if isinstance(value, list) else ()

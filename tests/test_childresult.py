@@ -1,0 +1,64 @@
+"""The child's answer read in one typed place (kprof.childresult), its version checked: on CPU, on
+records as the runner writes them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kprof import childresult
+from kprof.errors import ResultError
+
+
+def _write(tmp_path, data):
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_a_timing_record_is_read_into_its_types(tmp_path):
+    data = {"version": childresult.RESULT_VERSION, "status": "ok", "phase": "done", "kernel": "vector_add",
+            "sizes": {"N": 1024}, "device": {"name": "NVIDIA H200", "l2_bytes": 62914560}, "registers": 16,
+            "checks": [{"name": "c", "ok": True, "message": "ok"}], "samples": [1e-4, 1.1e-4], "stop": "noise",
+            "timer": "cupti", "event_samples": [1.2e-4], "batch": 1, "kernels_per_call": 2, "math_mode": "default",
+            "baseline_framework": "torch", "baseline_callable": "ops.py:add", "baseline_prepare_s": 7.5, "job_seconds": 0.4}
+    got = childresult.read(_write(tmp_path, data))
+    assert (got.status, got.phase, got.kernel, got.sizes, got.registers) == ("ok", "done", "vector_add", {"N": 1024}, 16)
+    assert got.timing == childresult.Timing((1e-4, 1.1e-4), "noise", "cupti", (1.2e-4,), 1, None, 2, None, None)
+    assert got.baseline == childresult.Operation("torch", "ops.py:add", 7.5) and got.operation is None
+    assert got.finished and got.judged and got.failed_checks() == [] and got.raw == data
+
+
+def test_an_error_is_typed_and_a_failed_verdict_says_its_checks():
+    err = childresult.from_data({"version": 1, "status": "error", "phase": "launched", "error": {
+        "type": "CudaError", "message": "cuCtxSynchronize -> CUDA_ERROR_ILLEGAL_ADDRESS", "call": "cuCtxSynchronize",
+        "result": "CUDA_ERROR_ILLEGAL_ADDRESS"}})
+    assert err.error == childresult.ChildError("CudaError", "cuCtxSynchronize -> CUDA_ERROR_ILLEGAL_ADDRESS",
+                                               "cuCtxSynchronize", "CUDA_ERROR_ILLEGAL_ADDRESS")
+    assert not err.finished and err.timing is None
+    failed = childresult.from_data({"version": 1, "status": "failed", "job_seconds": 0.1,
+                                    "checks": [{"ok": True, "message": "a"}, {"ok": False, "message": "3 of 8 wrong"}]})
+    assert failed.judged and not failed.finished and failed.failed_checks() == ["3 of 8 wrong"]
+
+
+@pytest.mark.parametrize("text", [None, "", '{"version": 1, "status": "ok", "phase"', "[1, 2]"])
+def test_no_result_or_one_cut_off_mid_write_is_nothing(tmp_path, text):
+    path = tmp_path / "result.json" if text is None else _write(tmp_path, text)
+    got = childresult.read(path)
+    assert got == childresult.NOTHING and not got.wrote and got.phase == "start"
+
+
+@pytest.mark.parametrize("version", [None, 0, 2, "1"])
+def test_a_result_of_another_version_is_one_clear_error(version):
+    data = {"status": "ok"} if version is None else {"version": version, "status": "ok"}
+    with pytest.raises(ResultError, match="the child ran another kprof .* check PYTHONPATH"):
+        childresult.from_data(data)
+
+
+def test_fields_of_the_wrong_type_are_left_out_not_trusted():
+    got = childresult.from_data({"version": 1, "status": 3, "registers": "16", "sizes": [1], "checks": [1, {"ok": True}],
+                                 "samples": ["x", 1e-3], "stop": None, "nvtx": 1, "job_seconds": True})
+    assert got.status == "" and got.registers is None and got.sizes == {} and got.checks == ({"ok": True},)
+    assert got.timing is not None and got.timing.samples == (1e-3,) and got.timing.stop == ""
+    assert got.nvtx and got.job_seconds is None
