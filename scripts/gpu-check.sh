@@ -24,7 +24,7 @@
 #   spread   pytest-xdist with --kprof-sanitize on every GPU of the host: each worker's GPU
 #            (examples/test_gpu_spread.py), and the example suite's wall time on one worker and on one per GPU
 #   benches  every line of the file BENCHES ("NAME ARG...": kprof bench ARG..., its JSON kept as NAME.json;
-#            scripts/benches/ has the lists used for docs/results)
+#            scripts/benches/ has the lists, named for what each measures: scripts/benches/README.md)
 #   speed    time to a verdict beside the plain run: examples/test_kernel_suite.py plain and under
 #            pytest --kprof-sanitize (all four tools; SPEED_PER_TEST=1 adds the per-test mode), a
 #            program under kprof sanitize -- (tools side by side; SPEED_SERIAL=1 adds --jobs 1 for it and
@@ -43,6 +43,7 @@
 # wheels in .whl12/; docs/gpu.md) on a machine whose own toolkit and bindings are CUDA 13's.
 # PEAK_SEED=FILE seeds the ceilings cache with an earlier kprof peak of the same GPU and driver.
 #
+# DRY_RUN=1 writes every step's command to steps.txt and runs none of them (tests/test_gpu_check.py).
 # DEADLINE_S=N stops a step still running N seconds after the start with SIGTERM (a kprof bench then
 # writes the points it finished into its JSON, marked interrupted). Every pytest step (tests, verify,
 # recheck, op) names its 30 slowest tests and, with pytest-timeout, fails a test still running after
@@ -115,6 +116,10 @@ step() {  # step NAME CMD...: run, log to $LOGS/NAME.txt, record exit code and w
         status=1
         return 1
     fi
+    if [ "${DRY_RUN:-0}" = 1 ]; then  # the commands a run would make, in order, none of them run
+        printf '%s dry-run: %s\n' "$name" "$*" | tee -a "$LOGS/steps.txt"
+        return 0
+    fi
     t0=$(date +%s%N)
     if [ -n "${DEADLINE_S:-}" ]; then  # stopped with SIGTERM at the deadline: kprof then prints what it measured
         local left=$(( DEADLINE_S - ($(date +%s) - T_START) ))
@@ -134,6 +139,15 @@ json() {  # json NAME CMD...: a kprof command whose --json output is kept as $LO
     step "$name" sh -c "exec $* --json > $LOGS/$name.json"  # exec: a SIGTERM at the deadline reaches kprof
 }
 has() { [[ "+$WHAT+" == *"+$1+"* ]]; }
+bench_list() {  # bench_list FILE [PREFIX] [NAMES]: each line "NAME ARG..." of FILE (scripts/benches/README.md),
+    # kprof bench ARG... --json kept as PREFIXNAME.json; NAMES, a space-separated list, picks lines
+    local file=$1 prefix=${2:-} only=${3:-} name args
+    while read -r -u 3 name args; do
+        [ -z "$name" ] || [[ "$name" == \#* ]] && continue
+        [ -n "$only" ] && [[ " $only " != *" $name "* ]] && continue
+        json "$prefix$name" $KPROF bench $args
+    done 3< "$file"
+}
 
 {
     date -u +"%Y-%m-%dT%H:%M:%SZ"
@@ -178,7 +192,7 @@ if has measure; then
     # profile-frameworks profile (default all but table and profile-frameworks)
     MS=" ${MEASURE_STEPS:-peak run sanitize cases bench-ladder bench-fused frameworks profile} "
     on() { [[ "$MS" == *" $1 "* ]]; }
-    MATMULS="naive_matmul tiled_matmul regblock_matmul vec_matmul warptile_matmul dbuf_matmul async_matmul tuned_matmul streamk_matmul"
+    MATMULS=$(awk '$1 == "bench-matmul-ladder" {for (i = 2; i <= NF && $i !~ /^--/; i++) printf "%s ", $i}' scripts/benches/ladder.txt)
     on peak && json peak $KPROF peak --refresh
     on peak && step peak-text $KPROF peak
     if on run; then
@@ -190,41 +204,16 @@ if has measure; then
     # the checks first, then the measurements that take longest
     on sanitize && step sanitize-tiled_matmul $KPROF sanitize tiled_matmul
     on cases && step cases $KPROF cases --jobs "${JOBS:-8}"
-    on bench-ladder && json bench-matmul-ladder $KPROF bench $MATMULS --size M,N,K=4096
-    on bench-fused && json bench-fused $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online linear_bias_relu
-    if on frameworks; then  # each kernel against PyTorch's op, eager and compiled, in the same run (docs/bench.md)
-        T=kprof.baselines.torch_ops
-        json frameworks-vector_add_vec4 $KPROF bench vector_add_vec4 --size N=268435456,1073741824 --baseline "$T:add,$T:add_compiled"
-        json frameworks-vector_add_vec4-sweep $KPROF bench vector_add_vec4 --size N=268435456 \
-            --param UNROLL=1,4 --param CACHE=0,1 --param BLOCKS=2112,1048576 --baseline "$T:add"
-        json frameworks-reduce_sum_vec4 $KPROF bench reduce_sum_vec4 --size N=268435456,1073741824 --baseline "$T:total,$T:total_compiled"
-        json frameworks-rmsnorm_onepass $KPROF bench rmsnorm_onepass --param VEC=0,1 \
-            --baseline "auto,$T:rms_norm,$T:rms_norm_compiled"
-        json frameworks-softmax_online $KPROF bench softmax_online --param VEC=0,1 \
-            --baseline "auto,$T:softmax,$T:softmax_compiled"
-        # the other shapes the comparison asks for (4096 x 1024 to 4096 x 65536), against torch.compile
-        json frameworks-rmsnorm_onepass-shapes $KPROF bench rmsnorm_onepass --size R=4096 --size C=1024,4096,16384,65536 \
-            --param VEC=0,1 --baseline "$T:rms_norm_compiled"
-        json frameworks-softmax_online-shapes $KPROF bench softmax_online --size R=4096 --size C=1024,4096,16384,65536 \
-            --param VEC=0,1 --baseline "$T:softmax_compiled"
-        json frameworks-streamk_matmul $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "auto,$T:mm"
-        json frameworks-linear_bias_relu $KPROF bench linear_bias_relu --size B=1,16,64 --size K,N=1024,4096 \
-            --baseline "auto,$T:linear_bias_relu,$T:linear_bias_relu_lt,$T:linear_bias_relu_compiled"
-    fi
+    L=scripts/benches
+    on bench-ladder && bench_list "$L/ladder.txt" "" "bench-matmul-ladder"
+    on bench-fused && bench_list "$L/ladder.txt" "" "bench-fused"
+    on frameworks && bench_list "$L/frameworks.txt"  # each kernel against PyTorch's op, eager and compiled (docs/bench.md)
     if on table; then  # the comparison table of docs/bench.md, TABLE_RUNS times (default 3): both sides of each row in one kprof bench
         # TABLE_ROWS picks rows (default all), TABLE_FIRST numbers the first run (default 1: runs 1 to TABLE_RUNS)
-        T=kprof.baselines.torch_ops
-        TR=" ${TABLE_ROWS:-vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online rmsnorm_bf16 streamk_matmul} "
-        row() { [[ "$TR" == *" $1 "* ]]; }
         mkdir -p "$LOGS/table"
         first=${TABLE_FIRST:-1}
         for r in $(seq "$first" $(( first + ${TABLE_RUNS:-3} - 1 ))); do
-            row vector_add_vec4 && json "table/$r-vector_add_vec4" $KPROF bench vector_add_vec4 --size N=268435456 --baseline "$T:add"
-            row reduce_sum_vec4 && json "table/$r-reduce_sum_vec4" $KPROF bench reduce_sum_vec4 --size N=268435456 --baseline "$T:total"
-            row rmsnorm_onepass && json "table/$r-rmsnorm_onepass" $KPROF bench rmsnorm_onepass --baseline "$T:rms_norm,$T:rms_norm_compiled"
-            row softmax_online && json "table/$r-softmax_online" $KPROF bench softmax_online --baseline "$T:softmax,$T:softmax_compiled"
-            row rmsnorm_bf16 && json "table/$r-rmsnorm_bf16" $KPROF bench rmsnorm_bf16 --baseline "$T:rms_norm,$T:rms_norm_compiled"
-            row streamk_matmul && json "table/$r-streamk_matmul" $KPROF bench streamk_matmul --size M,N,K=2048,4096 --baseline "$T:mm"
+            bench_list "$L/table.txt" "table/$r-" "${TABLE_ROWS:-}"
         done
     fi
     if on profile-frameworks; then  # ncu on the fused kernels and on what the framework launches for them (docs/fused.md)
@@ -242,10 +231,7 @@ if has measure; then
     on profile && json profile-matmul-ladder $KPROF profile $MATMULS --size M=4096 N=4096 K=4096
 fi
 if has benches; then  # each line of the file BENCHES, "NAME ARG...": kprof bench ARG... --json, kept as NAME.json
-    while read -r -u 3 name args; do
-        [ -z "$name" ] || [[ "$name" == \#* ]] && continue
-        json "$name" $KPROF bench $args
-    done 3< "${BENCHES:?set BENCHES to a file of kprof bench lines}"
+    bench_list "${BENCHES:?set BENCHES to a file of kprof bench lines}"
 fi
 if has programs || has record-programs; then
     P=$LOGS/programs

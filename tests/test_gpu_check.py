@@ -1,0 +1,60 @@
+"""scripts/gpu-check.sh on a machine with no GPU, as a dry run (DRY_RUN=1: every step's command written,
+none run): measure runs the bench lists of scripts/benches/, one line one kprof bench, and every list
+names kernels kprof has and baselines that exist, so a list never goes stale before a GPU run."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kprof import catalog
+
+ROOT = Path(__file__).resolve().parent.parent
+LISTS = ROOT / "scripts" / "benches"
+
+
+def _lines(path: Path) -> list[tuple[str, list[str]]]:
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, *args = shlex.split(line)
+            out.append((name, args))
+    return out
+
+
+def test_measure_runs_each_line_of_its_lists_once(tmp_path):
+    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), MEASURE_STEPS="bench-ladder bench-fused frameworks table",
+               TABLE_RUNS="2", KPROF_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "measure"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    steps = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
+    assert steps, done.stdout + done.stderr
+    got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in steps}
+    want = {name: args for name, args in _lines(LISTS / "ladder.txt") + _lines(LISTS / "frameworks.txt")}
+    want.update({f"table/{r}-{name}": args for r in (1, 2) for name, args in _lines(LISTS / "table.txt")})
+    assert sorted(got) == sorted(want)
+    for name, args in want.items():
+        assert f"-m kprof bench {' '.join(args)} --json > " in got[name], (name, got[name])
+
+
+def _baselines() -> set[str]:
+    tree = ast.parse((ROOT / "kprof" / "baselines" / "torch_ops.py").read_text())
+    return {f"kprof.baselines.torch_ops:{n.name}" for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("path", sorted(LISTS.glob("*.txt")), ids=lambda p: p.name)
+def test_every_list_names_kernels_and_baselines_that_exist(path):
+    known, functions = {e.name for e in catalog.entries()}, _baselines()
+    for name, args in _lines(path):
+        kernels = [a for a in args[:next((i for i, a in enumerate(args) if a.startswith("--")), len(args))]]
+        assert kernels and all(k in known for k in kernels), (path.name, name, kernels)
+        for i, a in enumerate(args):
+            if a == "--baseline":
+                for b in args[i + 1].split(","):
+                    assert b in functions or b in known or b in ("auto", "torch", "torch.compile", "cublaslt", "cublas_sgemm"), (
+                        path.name, name, b)
