@@ -35,7 +35,7 @@ def test_measure_runs_each_line_of_its_lists_once(tmp_path):
     steps = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
     assert steps, done.stdout + done.stderr
     got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in steps}
-    want = {name: args for name, args in _lines(LISTS / "ladder.txt") + _lines(LISTS / "frameworks.txt")}
+    want = dict(_lines(LISTS / "ladder.txt") + _lines(LISTS / "frameworks.txt"))
     want.update({f"table/{r}-{name}": args for r in (1, 2) for name, args in _lines(LISTS / "table.txt")})
     assert sorted(got) == sorted(want)
     for name, args in want.items():
@@ -51,7 +51,7 @@ def _baselines() -> set[str]:
 def test_every_list_names_kernels_and_baselines_that_exist(path):
     known, functions = {e.name for e in catalog.entries()}, _baselines()
     for name, args in _lines(path):
-        kernels = [a for a in args[:next((i for i, a in enumerate(args) if a.startswith("--")), len(args))]]
+        kernels = args[:next((i for i, a in enumerate(args) if a.startswith("--")), len(args))]
         assert kernels and all(k in known for k in kernels), (path.name, name, kernels)
         for i, a in enumerate(args):
             if a == "--baseline":
