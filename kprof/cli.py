@@ -436,7 +436,7 @@ def main_inner(argv: list[str]) -> int:
     if opts.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from kprof import commands, inputs, sweep
+    from kprof import commands, inputs, options, sweep
 
     for attr, flag in (("plot", "--plot"), ("sarif", "--sarif")):  # checked before anything runs, not after
         if getattr(opts, attr, None):
@@ -448,7 +448,7 @@ def main_inner(argv: list[str]) -> int:
             if parsed.deprecated:
                 print(f"kprof: warning: {parsed.deprecated}", file=sys.stderr)
             setattr(opts, what, parsed)
-    code: int = handler(opts)
+    code: int = handler(options.from_namespace(opts.command, opts))
     return code
 
 

@@ -9,7 +9,6 @@ These functions decide what to run and which exit code it earns.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import threading
@@ -31,8 +30,21 @@ from kprof.errors import (
     UnsupportedArchError,
     UsageError,
 )
-
-Options = argparse.Namespace  # checked and typed by kprof.cli
+from kprof.options import (
+    BenchOptions,
+    BuildOptions,
+    CasesOptions,
+    CompareOptions,
+    DoctorOptions,
+    HistoryOptions,
+    ListOptions,
+    NewOptions,
+    OccupancyOptions,
+    PeakOptions,
+    ProfileOptions,
+    RunOptions,
+    SanitizeOptions,
+)
 
 
 def _emit_json(data: object) -> None:
@@ -40,7 +52,7 @@ def _emit_json(data: object) -> None:
     sys.stdout.write("\n")
 
 
-def cmd_list(opts: Options) -> int:
+def cmd_list(opts: ListOptions) -> int:
     from kprof import catalog
     from kprof import spec as spec_mod
     from kprof.errors import SpecError
@@ -71,7 +83,7 @@ def cmd_list(opts: Options) -> int:
     return EXIT_OK
 
 
-def cmd_new(opts: Options) -> int:
+def cmd_new(opts: NewOptions) -> int:
     from kprof import scaffold
 
     cu, spec = scaffold.new(opts.name, opts.dir, opts.like)
@@ -82,7 +94,7 @@ def cmd_new(opts: Options) -> int:
     return EXIT_OK
 
 
-def cmd_build(opts: Options) -> int:
+def cmd_build(opts: BuildOptions) -> int:
     from kprof import build, catalog, sweep
 
     if opts.all == bool(opts.names):
@@ -143,7 +155,7 @@ def cmd_build(opts: Options) -> int:
     return EXIT_BUILD if failures else EXIT_OK
 
 
-def cmd_run(opts: Options) -> int:
+def cmd_run(opts: RunOptions) -> int:
     from kprof import api
 
     report = api.run(opts.name, sizes=opts.size.single_sizes("run"), preset="sanitize" if opts.sanitize_sizes else "default",
@@ -155,7 +167,7 @@ def cmd_run(opts: Options) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def cmd_sanitize(opts: Options) -> int:
+def cmd_sanitize(opts: SanitizeOptions) -> int:
     from kprof import api
 
     if opts.from_xml:
@@ -202,7 +214,7 @@ def _progress(tool: str, result: Any = None) -> None:
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # a runner's result file: its allocations and checks, kilobytes in practice
 
 
-def _from_xml(opts: Options) -> list[Any]:
+def _from_xml(opts: SanitizeOptions) -> list[Any]:
     from kprof import compute_sanitizer as sanitize
     from kprof import inputs
 
@@ -212,6 +224,7 @@ def _from_xml(opts: Options) -> list[Any]:
         raise UsageError(f"--from-xml: --tool {opts.tool} did not write it; the tools that write XML are "
                          f"{', '.join(sanitize.TOOLS)} (or leave --tool out: kprof works it out from the records)")
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
+    assert opts.from_xml is not None  # cmd_sanitize comes here only with it
     source = inputs.user_path(opts.from_xml, "--from-xml")
     return [sanitize.from_xml(source, None if opts.tool == "all" else opts.tool, allocations)]
 
@@ -238,7 +251,7 @@ def _write_json(path: Path, data: object) -> None:
     inputs.replace_file(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
-def cmd_cases(opts: Options) -> int:
+def cmd_cases(opts: CasesOptions) -> int:
     from kprof import api, cases, catalog, parallel
 
     if opts.list:
@@ -256,7 +269,7 @@ def cmd_cases(opts: Options) -> int:
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
-def cmd_profile(opts: Options) -> int:
+def cmd_profile(opts: ProfileOptions) -> int:
     from kprof import catalog, pipeline
     from kprof.api import require_gpu
 
@@ -307,9 +320,10 @@ def cmd_profile(opts: Options) -> int:
     return EXIT_CUDA if errors else EXIT_OK
 
 
-def _profile_program(opts: Options, extra: tuple[str, ...]) -> int:
+def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     from kprof import api
 
+    assert opts.program is not None  # cmd_profile comes here only with -- CMD
     if opts.names:
         raise UsageError(f"give kernels ({' '.join(opts.names)}) or a program after --, not both")
     if not opts.json:
@@ -336,7 +350,7 @@ def _report_dir(path: str | None) -> Path | None:
 
 
 def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], report_dir: Path | None,
-                 opts: Options) -> tuple[list[Any], Any]:
+                 opts: ProfileOptions) -> tuple[list[Any], Any]:
     """The reports for one spec, or the ncu error that stopped it (the other kernels still run)."""
     from kprof import api
 
@@ -369,7 +383,7 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> No
         print(f"kprof: error: {failure}", file=sys.stderr)
 
 
-def cmd_occupancy(opts: Options) -> int:
+def cmd_occupancy(opts: OccupancyOptions) -> int:
     from kprof import build, catalog, occupancy, pipeline
 
     spec = catalog.load(opts.name)
@@ -395,7 +409,7 @@ def cmd_occupancy(opts: Options) -> int:
     return EXIT_OK
 
 
-def cmd_bench(opts: Options) -> int:
+def cmd_bench(opts: BenchOptions) -> int:
     from kprof import api
 
     if opts.plot:
@@ -435,7 +449,7 @@ def cmd_bench(opts: Options) -> int:
     return EXIT_FAILED if any(r.status != "ok" for r in results) else EXIT_OK
 
 
-def cmd_peak(opts: Options) -> int:
+def cmd_peak(opts: PeakOptions) -> int:
     from kprof import pipeline
 
     if opts.thorough and not opts.refresh:
@@ -445,7 +459,7 @@ def cmd_peak(opts: Options) -> int:
     return EXIT_OK
 
 
-def cmd_history(opts: Options) -> int:
+def cmd_history(opts: HistoryOptions) -> int:
     from kprof import history
 
     conn = history.connect_read()
@@ -454,7 +468,7 @@ def cmd_history(opts: Options) -> int:
     return EXIT_OK
 
 
-def cmd_compare(opts: Options) -> int:
+def cmd_compare(opts: CompareOptions) -> int:
     from kprof import history
 
     conn = history.connect_read()
@@ -471,7 +485,7 @@ def cmd_compare(opts: Options) -> int:
     return EXIT_OK
 
 
-def cmd_doctor(opts: Options) -> int:
+def cmd_doctor(opts: DoctorOptions) -> int:
     from kprof import doctor
 
     checks = doctor.run_checks()

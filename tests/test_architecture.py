@@ -149,3 +149,28 @@ def test_the_childs_result_is_read_in_one_typed_place():
     assert not found, found
     text = (PKG / "launch.py").read_text()
     assert "-> tuple[proc.Completed, ChildResult]" in text and "-> tuple[proc.Completed, list[ChildResult]]" in text
+
+
+def test_every_command_takes_its_own_typed_options():
+    """kprof/options.py has one frozen options class per command; every cmd_* takes its class, every
+    attribute a command reads of it is one of its fields, and every field is one the CLI's parser sets."""
+    from dataclasses import fields
+
+    from kprof import cli, options
+
+    tree = ast.parse((PKG / "commands.py").read_text())
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for command, cls in options.BY_COMMAND.items():
+        fn = funcs[f"cmd_{command}"]
+        assert ast.unparse(fn.args.args[0].annotation) == cls.__name__, command
+        names = {f.name for f in fields(cls)}
+        helpers = [funcs[c.func.id] for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                   and c.func.id in funcs and any(isinstance(a, ast.Name) and a.id == "opts" for a in c.args)]
+        read = {n.attr for f in [fn, *helpers] for n in ast.walk(f)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "opts"}
+        assert read <= names, (command, read - names)
+        parser = cli._parser()
+        first = {"new": ["x"], "run": ["k"], "occupancy": ["k"], "bench": ["k"], "compare": ["r1"]}.get(command, [])
+        given = vars(parser.parse_args([command, *first]))
+        assert names <= set(given) | {"program"}, (command, names - set(given))
+    assert "argparse.Namespace" not in (PKG / "commands.py").read_text()
