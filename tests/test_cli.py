@@ -165,6 +165,8 @@ def test_profile_param_errors(capsys):
 def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys):
     """kprof.run() from Python builds the spec and runs it in a child (here a stand-in for the child):
     the report the CLI prints, with --json its to_json()."""
+    from helpers import child
+
     import kprof
     from kprof import launch
 
@@ -172,7 +174,7 @@ def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys):
 
     def fake_run_kernel(job, **kw):
         seen.append(job)
-        return launch._run_result(job, {"status": "ok", "sizes": dict(job.target.sizes), "checks": [], "time_ms": 0.01})
+        return launch._run_result(job, child(status="ok", sizes=dict(job.target.sizes), time_ms=0.01))
 
     monkeypatch.setattr(launch, "run_kernel", fake_run_kernel)
     report = kprof.run("vector_add", sizes={"N": 1000}, seed=3)
