@@ -268,6 +268,14 @@ if has programs || has record-programs; then
     hand vecadd.memcheck memcheck X=1 -- "$P/vecadd"
     step build-nvtx nvcc -g -lineinfo -o "$P/nvtx_readonly" examples/nvtx_readonly.cu
     hand nvtx_readonly.memcheck memcheck X=1 -- "$P/nvtx_readonly"
+    # What a tool could say it checked (issue 32: launches seen, kernels with line information): the
+    # session details and info-level lines compute-sanitizer prints, and kprof's launch recorder loaded
+    # in the program under the tool (does CUPTI's callback run beside compute-sanitizer?)
+    step session-details env $NOPOOL "$CS" --tool memcheck --print-session-details --print-level info \
+        --xml --save "$P/session.memcheck.xml" --save-session-details python3 examples/cupy_counter.py
+    cp "$LOGS/session-details.txt" "$P/session.memcheck.txt"
+    step recorder-under-tool env $NOPOOL KPROF_LAUNCH_LOG="$P/recorder-under-memcheck.jsonl" "$CS" --tool memcheck \
+        python3 examples/cupy_counter.py
     # the values detector on a program: the race the four tools miss, its atomic twin, a float sum
     step sanitize-values-counter $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py
     step sanitize-values-counter-fixed $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py --fixed
