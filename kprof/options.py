@@ -18,43 +18,52 @@ def _sweep() -> Sweep:
     return sweep.parse([], "size")
 
 
-@dataclass(frozen=True)
-class ListOptions:
-    arch: str | None = None
+@dataclass(frozen=True, kw_only=True)
+class _Output:
+    """What every command has: --json."""
+
     json: bool = False
 
 
-@dataclass(frozen=True)
-class NewOptions:
+@dataclass(frozen=True, kw_only=True)
+class _OnGpu(_Output):
+    """A command that builds for a GPU and runs a child: --arch, --timeout."""
+
+    arch: str | None = None
+    timeout: float = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListOptions(_Output):
+    arch: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewOptions(_Output):
     name: str
     dir: str = "."
     like: str | None = None
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class BuildOptions:
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions(_Output):
     names: list[str] = field(default_factory=list)
     all: bool = False
     force: bool = False
     param: Sweep = field(default_factory=_sweep)
     arch: str | None = None
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class RunOptions:
+@dataclass(frozen=True, kw_only=True)
+class RunOptions(_OnGpu):
     name: str
     size: Sweep = field(default_factory=_sweep)
     sanitize_sizes: bool = False
     seed: int = 0
-    arch: str | None = None
-    timeout: float = 300.0
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class SanitizeOptions:
+@dataclass(frozen=True, kw_only=True)
+class SanitizeOptions(_OnGpu):
     name: str | None = None
     program: list[str] | None = None
     tool: str = "all"
@@ -65,23 +74,18 @@ class SanitizeOptions:
     allocations: str | None = None
     keep_pools: bool = False
     jobs: int | None = None
-    arch: str | None = None
     timeout: float = 600.0
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class CasesOptions:
+@dataclass(frozen=True, kw_only=True)
+class CasesOptions(_OnGpu):
     names: list[str] = field(default_factory=list)
     list: bool = False
     jobs: int | None = None
-    arch: str | None = None
-    timeout: float = 300.0
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class ProfileOptions:
+@dataclass(frozen=True, kw_only=True)
+class ProfileOptions(_OnGpu):
     names: list[str] = field(default_factory=list)
     program: list[str] | None = None
     kernel: str | None = None
@@ -95,23 +99,20 @@ class ProfileOptions:
     plot: str | None = None
     size: Sweep = field(default_factory=_sweep)
     param: Sweep = field(default_factory=_sweep)
-    arch: str | None = None
     timeout: float = 600.0
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class OccupancyOptions:
+@dataclass(frozen=True, kw_only=True)
+class OccupancyOptions(_Output):
     name: str
     block: list[int] = field(default_factory=list)
     dynamic_smem: int | None = None
     size: Sweep = field(default_factory=_sweep)
     arch: str | None = None
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class BenchOptions:
+@dataclass(frozen=True, kw_only=True)
+class BenchOptions(_OnGpu):
     names: list[str]
     size: Sweep = field(default_factory=_sweep)
     param: Sweep = field(default_factory=_sweep)
@@ -123,35 +124,29 @@ class BenchOptions:
     max_time: float = 10.0
     plot: str | None = None
     no_history: bool = False
-    arch: str | None = None
-    timeout: float = 300.0
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class PeakOptions:
+@dataclass(frozen=True, kw_only=True)
+class PeakOptions(_Output):
     refresh: bool = False
     thorough: bool = False
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class HistoryOptions:
+@dataclass(frozen=True, kw_only=True)
+class HistoryOptions(_Output):
     name: str | None = None
     limit: int = 20
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class CompareOptions:
+@dataclass(frozen=True, kw_only=True)
+class CompareOptions(_Output):
     before: str
     after: str = "last"
-    json: bool = False
 
 
-@dataclass(frozen=True)
-class DoctorOptions:
-    json: bool = False
+@dataclass(frozen=True, kw_only=True)
+class DoctorOptions(_Output):
+    """kprof doctor asks nothing more."""
 
 
 BY_COMMAND: dict[str, type] = {
