@@ -15,11 +15,18 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof.errors import NcuError, OutputError, UsageError
 from kprof.findings import Finding
 from kprof.toolrun import ToolResult
+
+if TYPE_CHECKING:
+    from kprof.bench import PointResult
+    from kprof.build import BuildResult
+    from kprof.launch import RunResult
+    from kprof.spec import Resolved
+    from kprof.stats import StopRule
 
 SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
@@ -59,9 +66,9 @@ class RunReport:
     """One run of a spec's kernel (``kprof run``): what the child measured and verified, the sizes it
     resolved and the build it ran. ``ok`` is the verdict on every output."""
 
-    result: Any  # kprof.launch.RunResult
-    resolved: Any  # kprof.spec.ResolvedSpec
-    built: Any  # kprof.build.Built
+    result: RunResult
+    resolved: Resolved
+    built: BuildResult
     entry: str  # the kernel's entry point, whose resource usage the report gives
 
     @property
@@ -82,7 +89,7 @@ class RunReport:
 
 
 def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
-        preset: str = "default", seed: int = 0, arch: str | None = None, timeout: float | None = None) -> RunReport:
+        preset: str = "default", seed: int = 0, arch: str | None = None, timeout: float = 300.0) -> RunReport:
     """Build ``kernel`` (a name from ``kprof list`` or a spec file), run it once in a child at ``sizes``
     (the spec's ``preset``, ``default`` or ``sanitize``, where a size is not given), time it and verify
     every output against the float64 reference: what ``kprof run`` prints."""
@@ -94,8 +101,7 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
     spec = catalog.load(str(kernel))
     prepared = pipeline.prepare(spec, dict(sizes or {}), params=dict(params or {}), preset=preset, arch=arch)
     job = prepared.job(RunMode(time=True), seed=seed)
-    result = launch.run_kernel(job) if timeout is None else launch.run_kernel(job, timeout=timeout)
-    return RunReport(result, prepared.resolved, prepared.built, spec.entry)
+    return RunReport(launch.run_kernel(job, timeout=timeout), prepared.resolved, prepared.built, spec.entry)
 
 
 @dataclass
@@ -104,11 +110,11 @@ class BenchReport:
     ``interrupted`` (Ctrl-C, SIGTERM) and ``lost`` (the history store could not take a point: a full
     disk) say why it stopped early; what was measured before is kept either way."""
 
-    points: list[Any]  # kprof.bench.PointResult
+    points: list[PointResult]
     planned: int
     run: str
     mode: str
-    rule: Any  # kprof.stats.StopRule
+    rule: StopRule
     peak: dict[str, Any] | None
     machine: dict[str, Any]
     commit: str | None
@@ -130,7 +136,7 @@ class BenchReport:
 
 def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), params: Sequence[str] | Any = (),
           baseline: str = "auto", mode: str = "cold", timer: str = "auto", rel_stdev: float = 0.005, min_time: float = 0.5,
-          max_time: float = 10.0, arch: str | None = None, timeout: float | None = None, history: bool = True,
+          max_time: float = 10.0, arch: str | None = None, timeout: float = 300.0, history: bool = True,
           progress: Callable[[int, int, Any], None] | None = None, peak_progress: Callable[[str], None] | None = None,
           ) -> BenchReport:
     """Time each kernel (``names``: names from ``kprof list`` or spec files) over the sweep of ``sizes``
@@ -144,6 +150,7 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     from kprof import history as history_mod
 
     specs = [catalog.load(str(n)) for n in ([names] if isinstance(names, str) else names)]
+
     def swept(given: Any, what: str) -> Any:  # the CLI's parsed sweep, or the option's words
         return given if isinstance(given, sweep.Sweep) else sweep.parse([given] if isinstance(given, str) else list(given), what)
 
@@ -157,12 +164,11 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     report = BenchReport([], len(plan), history_mod.new_run(), timing.mode, rule, peak,
                          {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None},
                          history_mod.git_commit(), conn is not None)
-    limit = {} if timeout is None else {"timeout": timeout}
     try:
         for i, point in enumerate(plan, 1):
             if progress is not None:
                 progress(i, len(plan), point)
-            result = bench_mod.run_point(pipeline.bench_plan(point, timing, arch), peak, **limit)
+            result = bench_mod.run_point(pipeline.bench_plan(point, timing, arch), peak, timeout=timeout)
             report.points.append(result)
             if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
                 history_mod.record(conn, report.run, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
@@ -175,7 +181,7 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
 
 
 def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
-          timeout: float | None = None, progress: Callable[[int], Any] | None = None) -> list[Any]:
+          timeout: float = 300.0, progress: Callable[[int], Any] | None = None) -> list[Any]:
     """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its fixed
     twin under every tool, the sanitizers side by side (``jobs``), then the values detector alone on
     the GPU. A :class:`~kprof.cases.CaseResult` per case, in order. ``progress``, given the number of
@@ -193,13 +199,12 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
     width = parallel.jobs_for(len(corpus) * len(ALL_TOOLS), jobs, parallel.RUNNER_GPU_BYTES)
     shared, alone = cases_mod.plan(corpus, width)
     steps = progress(len(shared) + 1) if progress is not None else None
-    limit = {} if timeout is None else {"timeout": timeout}
 
     def runs(task: Any) -> dict[tuple[str, str, str], Any]:
         import time
 
         t0 = time.monotonic()
-        out = cases_mod.run_task(task, pairs, scrub_cubin=scrub, **limit)
+        out = cases_mod.run_task(task, pairs, scrub_cubin=scrub, timeout=timeout)
         if steps is not None:
             steps.step(f"{task.label()} {time.monotonic() - t0:.1f} s")
         return out

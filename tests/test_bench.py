@@ -448,7 +448,7 @@ def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, mon
     monkeypatch.setattr(history, "connect", lambda *a, **k: pytest.fail("history=False writes nothing"))
     calls = []
 
-    def fake_run_point(point, peak, timeout=None):
+    def fake_run_point(point, peak, *, timeout):  # run_point's own signature: the timeout always given
         calls.append(point.sizes["N"])
         if len(calls) == 3:
             raise KeyboardInterrupt
