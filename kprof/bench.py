@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from kprof import ceilings, inputs, launch, stats, telemetry
 from kprof.childresult import ChildResult, Timing
@@ -331,22 +331,22 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     for s in streams:
         t0 = time.perf_counter()
         try:
-            data = _timed_ceiling(s.job, timeout)
+            timing, dev = _timed_ceiling(s.job, timeout)
         except KprofError as exc:  # one configuration that fails (or does not verify) leaves the others
             tried[s.kind].append({"width": s.width, "blocks": s.blocks, "error": str(exc),
                                   "wall_s": round(time.perf_counter() - t0, 2)})
             continue
-        device = data.device or device
-        median = stats.summarize(list(data.samples)).median
+        device = dev or device
+        median = stats.summarize(list(timing.samples)).median
         tried[s.kind].append({"width": s.width, "blocks": s.blocks, "bytes_per_s": s.bytes / median,
-                              "median_s": median, "timer": data.timer, "stop": data.stop,
+                              "median_s": median, "timer": timing.timer, "stop": timing.stop,
                               "wall_s": round(time.perf_counter() - t0, 2)})
         if progress:
             progress(f"{s.kind:<5} {s.width:>2}-byte accesses, {s.blocks:>9,} blocks: {si(s.bytes / median, 'B/s')}")
     job, amount = memcpy
-    data = _timed_ceiling(job, timeout)
-    median = stats.summarize(list(data.samples)).median
-    out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": data.timer, "stop": data.stop}
+    timing, _ = _timed_ceiling(job, timeout)
+    median = stats.summarize(list(timing.samples)).median
+    out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": timing.timer, "stop": timing.stop}
     best = {k: max(ok, key=lambda r: r["bytes_per_s"]) for k, v in tried.items()
             if (ok := [r for r in v if "bytes_per_s" in r])}
     out["ceilings"] = {k: dict(b, by=f"kprof_{k}, {b['width']}-byte accesses, {b['blocks']:,} blocks")
@@ -356,12 +356,12 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     out["tried"] = tried
     out["copy_bytes_per_s"] = out["ceilings"]["copy"]["bytes_per_s"]
     job, amount = fma
-    data = _timed_ceiling(job, timeout)
-    summary = stats.summarize(list(data.samples))
+    timing, dev = _timed_ceiling(job, timeout)
+    summary = stats.summarize(list(timing.samples))
     out["fma_flops_per_s"] = amount / summary.median
     out["fma_summary"] = summary.to_dict()
-    out["fma_stop"] = data.stop
-    device = dict(data.device or device)
+    out["fma_stop"] = timing.stop
+    device = dict(dev or device)
     missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not device.get(k)]
     if missing:  # a driver that no longer gives a clock attribute: NVML's reading, said in the report
         nvml = telemetry.clock_limits()
@@ -377,20 +377,12 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     return out
 
 
-class _Ceiling(NamedTuple):
-    """One of kprof peak's timings: its samples, how they stopped, its timer, the device it ran on."""
-
-    samples: tuple[float, ...]
-    stop: str
-    timer: str
-    device: dict[str, Any]
-
-
-def _timed_ceiling(job: Job, timeout: float) -> _Ceiling:
+def _timed_ceiling(job: Job, timeout: float) -> tuple[Timing, dict[str, Any]]:
+    """One of kprof peak's timings, and the device it ran on."""
     data = time_job(job, timeout)
     if data.status != "ok" or data.timing is None:
         raise TargetError(f"kprof peak: {job.target.name} did not verify")
-    return _Ceiling(data.timing.samples, data.timing.stop, data.timing.timer, data.device)
+    return data.timing, data.device
 
 
 def cached_peak(path: Path) -> dict[str, Any] | None:

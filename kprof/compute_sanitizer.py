@@ -255,14 +255,13 @@ def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
 # memcheck under NVTX memory permissions: "Address 0x... is not writable", "... is not readable/writable
 # with atomic operations"
 _PERMISSION = re.compile(r"not (?:readable/writable with atomic operations|readable|writable)")
+_NOT_ALLOWED = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is (" + _PERMISSION.pattern + r")[ \t]*$")
 _OUT_OF_BOUNDS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is out of bounds[ \t]*$")
 _NEAREST = re.compile(r"^[= \t]*and is ([0-9,]{1,26}) bytes (after|before) the nearest allocation at "
                       r"(0x[0-9a-fA-F]{1,16}) of size ([0-9,]{1,26}) bytes")
 
 
-_HEAP = re.compile(r"^[= \t]*and is located in (?:the |a )?(freed )?device heap")
-_NOT_ALLOWED = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is (not (?:readable/writable with atomic "
-                          r"operations|readable|writable))[ \t]*$")
+_HEAP = re.compile(r"^[= \t]*and is located in (?:the |a )?(?:freed )?device heap")
 HEAP_DETAIL = ("in the device heap (memory a kernel took with malloc or new): past the end of a block, or in one "
                "already freed (the tool does not say which)")
 FREED_HEAP_DETAIL = "in device-heap memory already freed (free or delete in a kernel)"
@@ -282,8 +281,8 @@ def nearest_allocations(text: str) -> dict[int, str]:
         if address is not None and (m := _NEAREST.match(line)):
             distance, side, base, size = m.groups()
             _nearest(out, address, distance, side, base, size)
-        elif address is not None and (h := _HEAP.match(line)):
-            out[int(address, 16)] = FREED_HEAP_DETAIL if h.group(1) or "freed" in line else HEAP_DETAIL
+        elif address is not None and _HEAP.match(line):
+            out[int(address, 16)] = FREED_HEAP_DETAIL if "freed" in line else HEAP_DETAIL
         if (n := _NOT_ALLOWED.search(line)):
             out[int(n.group(1), 16)] = permission_detail(n.group(2))
         oob = _OUT_OF_BOUNDS.search(line)
@@ -323,6 +322,7 @@ def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> 
     error = (rec.findtext("what/error") or text).lower()
     direction = (rec.findtext("what/direction") or "").lower()
     space = rec.findtext("what/space") or ""
+    permission = _PERMISSION.search(error) or _PERMISSION.search(text)  # NVTX memory permissions the program set
     if rec.findtext("kind") == "Imprecise" or "exception" in error:
         kind = "hardware-exception"
         if not text.strip():  # a __trap() leaves the record's text empty
@@ -330,7 +330,7 @@ def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> 
                     "a failed device assert or an illegal instruction")
     elif "misaligned" in error:
         kind = f"misaligned-{direction or 'read'}"
-    elif _PERMISSION.search(error) or _PERMISSION.search(text):  # NVTX memory permissions the program set
+    elif permission:
         kind = "invalid-access"
     elif "out of bounds" in error or "out-of-range" in error or "invalid" in error:
         kind = f"out-of-bounds-{direction}" if direction in ("read", "write") else "invalid-access"
@@ -339,7 +339,6 @@ def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> 
     address = _int(rec.findtext("what/address"))
     size = _int(rec.findtext("what/size"))
     buffer = detail = None
-    permission = _PERMISSION.search(error) or _PERMISSION.search(text)
     if permission:
         detail = permission_detail(permission.group(0))
         if address is not None and space == "__global__":
