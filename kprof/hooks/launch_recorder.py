@@ -162,6 +162,10 @@ class Recorder:
             flag.value = 1
 
     def _launched(self, cbdata: Any, name: str) -> None:
+        data = int(getattr(cbdata, "ptr", 0) or int(cbdata))
+        params = ctypes.c_void_p.from_address(data + _CB_FUNCTION_PARAMS).value or 0
+        if self.flag is not None:  # a crowd runs for this launch: ended whatever else happens to it
+            self._release(params, name)
         seq, self.seq = self.seq, self.seq + 1
         if seq >= MAX_LAUNCHES:
             if seq == MAX_LAUNCHES:
@@ -169,13 +173,9 @@ class Recorder:
             return
         drv = self.driver
         assert drv is not None
-        data = int(getattr(cbdata, "ptr", 0) or int(cbdata))
-        params = ctypes.c_void_p.from_address(data + _CB_FUNCTION_PARAMS).value or 0
         f_at, kp_at = _KERNEL_PARAMS[name]
         func = ctypes.c_void_p.from_address(params + f_at).value or 0
         kernel_params = ctypes.c_void_p.from_address(params + kp_at).value or 0
-        if self.flag is not None:
-            self._release(params, name)
         drv.cuCtxSynchronize()  # the kernel's writes are done before they are read
         args: list[list[object]] = []
         seen: set[int] = set()
