@@ -288,9 +288,10 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
         if tool == "values":  # the program run again and again, each launch's outputs compared (no sanitizer)
             from kprof import values
 
-            result = values.run_program(cmd, timeout=timeout, env=env, cwd=cwd)
+            result = values.run_program(cmd, timeout=timeout, env=env, cwd=cwd, pools_off=not keep_pools)
         else:
-            result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd)
+            result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd,
+                                     pools_off=not keep_pools)
         if progress:
             progress(tool, result)
         return result

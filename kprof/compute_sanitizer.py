@@ -19,6 +19,7 @@ Defaults chosen to beat running the tools by hand:
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import xml.etree.ElementTree as ET
@@ -27,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import exitcode, hostframes, inputs, launch, proc, values
+from kprof import allocators, coverage, exitcode, hostframes, inputs, launch, proc, values
 from kprof.demangle import demangle
 from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
@@ -461,7 +462,18 @@ def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: 
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
     allocations = list(data.allocations)
     findings, notes = parse_xml(xml_text, tool, allocations) if xml_text.strip() else ([], [])
-    return classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip()))
+    return replace(classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip())),
+                   checked=spec_coverage(job, data))
+
+
+def spec_coverage(job: Job, data: Any) -> coverage.Coverage | None:
+    """What a spec's run under a tool covered: its job's launches once the child reached them (None
+    for a Python operation, whose launches are the framework's)."""
+    if job.target.python is not None:
+        return None
+    kernels = {s.entry for s in job.target.steps if s.entry != "cublas_sgemm"}
+    launched = data.phase not in ("start", "init", "device", "loaded", "allocated")  # "launch" on: the tool saw it
+    return coverage.of_spec(len(job.target.steps) if launched else 0, len(kernels))
 
 
 def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
@@ -485,8 +497,8 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
     if findings or len(seconds) != len(datas):
         return None
     start = max(0.0, done.seconds - sum(s or 0.0 for s in seconds)) / len(datas)  # the tool's start, shared
-    results = [classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, True)
-               for s, d in zip(seconds, datas)]
+    results = [replace(classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, True),
+                       checked=spec_coverage(j, d)) for s, d, j in zip(seconds, datas, jobs)]
     return results if all(r.status == "clean" for r in results) else None
 
 
@@ -507,19 +519,34 @@ def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note:
 
 
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
-                env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
-    """Run the user's program under one tool, in its own process group; never raises for its sake."""
+                env: dict[str, str] | None = None, cwd: str | Path | None = None,
+                pools_off: bool | None = None) -> ToolResult:
+    """Run the user's program under one tool, in its own process group; never raises for its sake.
+    kprof's launch tally counts what the program launched (:mod:`kprof.coverage`)."""
 
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
-        xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
+        xml_path, status_path, tally = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json", Path(tmp) / "tally.jsonl"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT)
-        argv += exitcode.wrap(cmd, status_path)
-        done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
+        argv += exitcode.wrap(cmd, status_path, tally)
+        done = proc.run(argv, timeout=timeout, env=with_hooks(env), cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         status = exitcode.read_status(status_path)
+        tally_text = inputs.read_text(tally, "the launch tally", limit=MAX_REPORT_BYTES, errors="replace") if (
+            tally.is_file()) else ""
     findings, notes = parse_xml(xml_text, tool, tool_text=done.stdout) if xml_text.strip() else ([], [])
-    return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+    checked = coverage.from_tally(tally_text, pools_off=pools_off)
+    return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()), checked)
+
+
+def with_hooks(env: dict[str, str] | None) -> dict[str, str]:
+    """``env`` (None: kprof's own) with kprof's site hooks first on PYTHONPATH, where the program's
+    Python finds them (the launch tally; CuPy's pool switch)."""
+    out = dict(env if env is not None else proc.child_env())
+    path = out.get("PYTHONPATH", "")
+    if str(allocators.HOOKS) not in path.split(os.pathsep):
+        out["PYTHONPATH"] = os.pathsep.join(p for p in (str(allocators.HOOKS), path) if p)
+    return out
 
 
 def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,
@@ -578,7 +605,10 @@ def run_all(job: Job, tools: list[str], *, scrub_cubin: str | None, scrub_note: 
         if progress:
             progress(tool)
         if tool == "values":
-            results.append(values.run(job, scrub_cubin=scrub_cubin, scrub_note=scrub_note, timeout=timeout))
+            found = values.run(job, scrub_cubin=scrub_cubin, scrub_note=scrub_note, timeout=timeout)
+            kernels = {s.entry for s in job.target.steps if s.entry != "cublas_sgemm"}
+            results.append(replace(found, checked=coverage.of_spec(len(job.target.steps), len(kernels)))
+                           if found.ok and job.target.python is None else found)
         else:
             results.append(run_tool(job, tool, timeout=timeout, padding=padding))
     return results

@@ -260,7 +260,11 @@ def _invocation(results: list[Any]) -> dict[str, Any]:
               "message": {"text": f"{r.tool}: {r.status}" + (f": {r.message}" if r.message else "")},
               "descriptor": {"id": r.status}, "properties": {"tool": r.tool}}
              for r in results if not r.ok]
-    return {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
+    checked = {r.tool: r.checked.to_dict() for r in results if getattr(r, "checked", None) is not None}
+    out: dict[str, Any] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
+    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.coverage)
+        out["properties"] = {"checked": checked}
+    return out
 
 
 def _location(path: str | None, line: int | None, root: str | None) -> dict[str, Any] | None:

@@ -185,6 +185,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
         state = {"clean": "clean", "findings": f"{len(r.findings)} finding(s)",
                  "not-checked": "NOT CHECKED"}.get(r.status, r.status.upper())
         lines.append(f"{r.tool:<10} {state:<14} {r.seconds:6.1f} s  {r.message}".rstrip())
+        if r.checked is not None:
+            lines.append(f"{'':<10} checked: {r.checked.text()}")
         for note in r.notes[:3]:
             lines.append(f"{'':<10} note: {note}")
         if r.status in ("timeout", "target-error", "tool-error") and r.log:

@@ -8,11 +8,12 @@ that failed with nothing found, or a tool that failed; it is tested on recorded 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kprof import proc
 from kprof.childresult import ChildResult
+from kprof.coverage import Coverage
 from kprof.findings import Finding
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
@@ -30,6 +31,7 @@ class ToolResult:
     message: str = ""
     notes: list[str] = field(default_factory=list)
     log: str = ""
+    checked: Coverage | None = None  # what the run covered: launches, kernels with line information, pools
 
     @property
     def ok(self) -> bool:
@@ -40,6 +42,7 @@ class ToolResult:
         that was not clean (the text report shows them too), so a failed program is explained there."""
         return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
                 "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes,
+                "checked": self.checked.to_dict() if self.checked else None,
                 "log": "" if self.status == "clean" else self.log}
 
 
@@ -73,9 +76,15 @@ def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[
 
 
 def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | None, findings: list[Finding],
-                     notes: list[str], timeout: float, have_xml: bool) -> ToolResult:
+                     notes: list[str], timeout: float, have_xml: bool, checked: Coverage | None = None) -> ToolResult:
     """What one tool run over the user's program means. ``status`` is the exit-code shim's record
-    (None when the program never started). Pure: tested with recorded outputs."""
+    (None when the program never started); ``checked``, what kprof's launch tally counted. A run that
+    would be clean but launched no kernel is NOT CHECKED. Pure: tested with recorded outputs."""
+    return replace(_classify_program(tool, done, status, findings, notes, timeout, have_xml, checked), checked=checked)
+
+
+def _classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | None, findings: list[Finding],
+                      notes: list[str], timeout: float, have_xml: bool, checked: Coverage | None) -> ToolResult:
     log = done.tail(40)
     if done.timed_out:
         msg = (f"the program did not finish within {timeout:g} s under {tool}; the whole process group was stopped "
@@ -101,4 +110,8 @@ def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | N
     if done.returncode == ERROR_EXITCODE or (not have_xml and done.returncode != 0):
         return ToolResult(tool, "tool-error", [], done.seconds,
                           f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
+    if checked is not None and checked.saw_nothing:
+        return ToolResult(tool, "not-checked", [], done.seconds,
+                          f"{tool} saw no kernel launch of the program, so it checked nothing (the program ran to its "
+                          "end and launched no kernel)", notes, log)
     return ToolResult(tool, "clean", [], done.seconds, "", notes, log)

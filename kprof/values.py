@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import launch
+from kprof import coverage, launch
 from kprof.findings import Access, Finding
 from kprof.job import Job, Target, ValuesMode
 from kprof.toolrun import ToolResult, classify
@@ -179,7 +179,8 @@ RUNS = 2  # runs of a program whose launches are compared (then two more to capt
 CROWD = {"KPROF_LAUNCH_CROWD": "1"}  # the second run of each pair: every launch starts on a crowded GPU
 
 
-def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path | None = None) -> ToolResult:
+def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path | None = None,
+                pools_off: bool | None = None) -> ToolResult:
     """The values detector for any program: the program run :data:`RUNS` times with kprof's launch
     recorder loaded (:mod:`kprof.hooks.launch_recorder`), each launch's device allocations hashed after
     the kernel, the second run with each kernel started on a crowded GPU (every SM but one busy with the
@@ -211,12 +212,13 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
                    else "kprof's launch recorder saw no kernel launched through the driver API (cuLaunchKernel): "
                         "launches through the runtime API (PyTorch's own kernels, C++ programs) are not seen")
             return ToolResult("values", "not-checked", [], seconds(), why)
+        checked = coverage.of_launches(runs[0].launches, cut=runs[0].cut, pools_off=pools_off)
         compared = f"{len(runs[0].launches):,} launches compared over {RUNS} runs, one on a crowded GPU" + (
             f" (the first {runs[0].cut:,})" if runs[0].cut is not None else "") + (
             f"; {len(runs[0].errors)}+ could not be read: {runs[0].errors[0]}" if runs[0].errors else "")
         where = launchlog.compare(runs[0], runs[1])
         if where is None:
-            return ToolResult("values", "clean", [], seconds(), "", [compared])
+            return ToolResult("values", "clean", [], seconds(), "", [compared], checked=checked)
         detail = where.detail
         if where.what == "output" and where.arg is not None:
             copies = []
@@ -235,12 +237,12 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
                         f"launch {where.seq} of {where.kernel} ({where.site or 'launch site unknown'}) writes results that "
                         f"differ between runs by at most {diff.max_rel:.2g} relative ({diff.differing:,} of {diff.words:,} "
                         "words): a float sum added up in another order each run (atomics), nondeterministic on "
-                        "purpose; not reported as a race")])
+                        "purpose; not reported as a race")], checked=checked)
                 detail += "; in two more runs " + diff.text()
         finding = Finding("values", "race", where.kernel, None, None, None, None, 1,
                           "results differ between two runs of the same program (one of them on a crowded GPU)",
                           detail=detail, launch=where.site)
-        return ToolResult("values", "findings", [finding], seconds(), "", [compared])
+        return ToolResult("values", "findings", [finding], seconds(), "", [compared], checked=checked)
 
 
 def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], *, timeout: float,

@@ -66,6 +66,29 @@ def decode(dtype_name: str, array: Any) -> Any:
     return array
 
 
+def widened(dtype_name: str, stored: Any) -> Any:
+    """Host storage -> the reference's numbers: :func:`decode`, then float64 (int64 for integers),
+    a chunk at a time on several threads for a large array (one pass, no float32 copy of a
+    bfloat16 input on the way)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    stored = np.asarray(stored)
+    wide = np.int64 if stored.dtype.kind in "iu" and dtype_name != "bfloat16" else np.float64
+    if stored.size < 2 * CHUNK or not stored.flags.c_contiguous:
+        return decode(dtype_name, stored).astype(wide)
+    flat, out = stored.reshape(-1), np.empty(stored.size, dtype=wide)
+
+    def fill(start: int) -> None:
+        out[start:start + CHUNK] = decode(dtype_name, flat[start:start + CHUNK])
+
+    starts = range(0, stored.size, CHUNK)
+    with ThreadPoolExecutor(scan_threads(len(starts))) as pool:
+        list(pool.map(fill, starts))
+    return out.reshape(stored.shape)
+
+
 def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
     """An input array filled by the spec's rule, from ``rng`` (a seeded ``numpy.random.Generator``)."""
     import numpy as np
@@ -75,6 +98,8 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
     n = buf.count
     if kind == "uniform":
         lo, hi = params if params else (-1.0, 1.0)
+        if n >= 2 * CHUNK and isinstance(rng.bit_generator, np.random.PCG64):
+            return _uniform_in_chunks(buf, rng, float(lo), float(hi))
         data = rng.uniform(lo, hi, n)
     elif kind == "normal":
         mean, std = params if params else (0.0, 1.0)
@@ -92,6 +117,35 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
     if buf.arg.dtype == "bfloat16":
         return np.ascontiguousarray(to_bf16(data).reshape(buf.shape))
     return np.ascontiguousarray(data.astype(dtype, copy=False).reshape(buf.shape))
+
+
+def _uniform_in_chunks(buf: ResolvedBuffer, rng: Any, lo: float, hi: float) -> Any:
+    """``rng.uniform(lo, hi, n)`` cast to the buffer's dtype, the same values to the bit, made a
+    chunk at a time on several threads and never as one float64 array (a 268M-element input: 2 GiB
+    of float64 and seconds on one core). Each of NumPy's uniform doubles takes one 64-bit draw of
+    PCG64, so the chunk from element ``s`` is a copy of the generator advanced by ``s``; ``rng`` is
+    left advanced by ``n``, as one call would leave it (tests/test_verify.py)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    bits = rng.bit_generator
+    state, n = bits.state, buf.count
+    bf16 = buf.arg.dtype == "bfloat16"
+    out = np.empty(n, dtype=np.uint16 if bf16 else numpy_dtype(buf.arg.dtype))
+
+    def fill(start: int) -> None:
+        part = np.random.PCG64()
+        part.state = state
+        part.advance(start)
+        values = np.random.Generator(part).uniform(lo, hi, min(CHUNK, n - start))
+        out[start:start + values.size] = to_bf16(values) if bf16 else values
+
+    starts = range(0, n, CHUNK)
+    with ThreadPoolExecutor(scan_threads(len(starts))) as pool:
+        list(pool.map(fill, starts))
+    bits.advance(n)
+    return out.reshape(buf.shape)
 
 
 def poison_value(buf: ResolvedBuffer, alternate: bool = False) -> Any:

@@ -268,16 +268,13 @@ class Workspace:
         return out
 
     def _reference_env(self, used: set[str]) -> dict[str, Any]:
-        import numpy as np
-
         env: dict[str, Any] = dict(self.target.constants)  # numeric defines (BINS), then sizes and scalars
         env.update(self.target.sizes)
         env.update({a.name: v for a, v in self.target.scalars})
         dtypes = {b.arg.name: b.arg.dtype for b in self.target.buffers}
         for b in self.target.buffers:
             if (k := b.arg.name) in used and b.arg.role in ("in", "inout"):
-                decoded = verify.decode(dtypes[k], self.input(k))
-                env[k] = decoded.astype(np.int64 if decoded.dtype.kind in "iu" else np.float64)
+                env[k] = verify.widened(dtypes[k], self.input(k))
         return env
 
     def _python_outputs(self, name: str, stored: str, got: Any) -> Arrays:

@@ -179,7 +179,14 @@ if has tests; then
     step build $KPROF build --all
     # the ceilings once, on an idle GPU, before the suite: every timing test then finds them cached
     step peak $KPROF peak
+    # what bounds the suite: the CPUs' busy share (vmstat) and the GPU's (nvidia-smi), once a second
+    if [ "${DRY_RUN:-0}" != 1 ]; then
+        vmstat -n 1 > "$LOGS/suite-cpu.txt" 2>&1 & CPU_SAMPLER=$!
+        nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 1 \
+            > "$LOGS/suite-gpu.txt" 2>&1 & GPU_SAMPLER=$!
+    fi
     step pytest python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests
+    [ "${DRY_RUN:-0}" != 1 ] && kill "$CPU_SAMPLER" "$GPU_SAMPLER" 2>/dev/null
 fi
 if has verify; then
     step verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests/test_gpu.py
@@ -268,14 +275,20 @@ if has programs || has record-programs; then
     hand vecadd.memcheck memcheck X=1 -- "$P/vecadd"
     step build-nvtx nvcc -g -lineinfo -o "$P/nvtx_readonly" examples/nvtx_readonly.cu
     hand nvtx_readonly.memcheck memcheck X=1 -- "$P/nvtx_readonly"
-    # What a tool could say it checked (issue 32: launches seen, kernels with line information): the
-    # session details and info-level lines compute-sanitizer prints, and kprof's launch recorder loaded
-    # in the program under the tool (does CUPTI's callback run beside compute-sanitizer?)
+    # What a tool checked (launches seen, kernels with line information): compute-sanitizer's session
+    # details say neither; kprof's launch tally, loaded in the program under each tool, counts them
     step session-details env $NOPOOL "$CS" --tool memcheck --print-session-details --print-level info \
         --xml --save "$P/session.memcheck.xml" --save-session-details python3 examples/cupy_counter.py
     cp "$LOGS/session-details.txt" "$P/session.memcheck.txt"
-    step recorder-under-tool env $NOPOOL KPROF_LAUNCH_LOG="$P/recorder-under-memcheck.jsonl" "$CS" --tool memcheck \
-        python3 examples/cupy_counter.py
+    for t in memcheck racecheck; do
+        step "tally-under-$t" env $NOPOOL PYTHONPATH="$ROOT/kprof/hooks:$SITE:$ROOT" KPROF_LAUNCH_TALLY="$P/tally.$t.jsonl" \
+            "$CS" --tool "$t" python3 examples/cupy_counter.py --fixed
+    done
+    step tally-torch env PYTORCH_NO_CUDA_MEMORY_CACHING=1 PYTHONPATH="$ROOT/kprof/hooks:$SITE:$ROOT" \
+        KPROF_LAUNCH_TALLY="$P/tally.torch.jsonl" "$CS" --tool memcheck python3 examples/triton_scale.py
+    step sanitize-checked-counter $KPROF sanitize --json -- python3 examples/cupy_counter.py --fixed
+    step sanitize-checked-nokernel $KPROF sanitize --tool memcheck --json -- python3 -c "import cupy; cupy.empty(4)"
+    step sanitize-checked-vecadd $KPROF sanitize --tool memcheck --json -- "$P/vecadd"
     # the values detector on a program: the race the four tools miss, its atomic twin, a float sum
     step sanitize-values-counter $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py
     step sanitize-values-counter-fixed $KPROF sanitize --tool values --json -- python3 examples/cupy_counter.py --fixed

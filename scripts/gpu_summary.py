@@ -31,6 +31,9 @@ def main(logs: Path) -> int:
         if log.exists():
             totals = [ln for ln in log.read_text().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
             print(f"- {name}: {totals[-1].strip('= ') if totals else '?'}")
+    busy = utilization(logs)
+    if busy:
+        print(f"- during the suite: {busy}")
     print()
     print("## Steps (exit code, wall time, command)")
     print()
@@ -44,6 +47,27 @@ def main(logs: Path) -> int:
             print(path.read_text().rstrip())
             print("```")
     return 0
+
+
+def utilization(logs: Path) -> str:
+    """The CPUs' and the GPU's mean busy share over the suite's pytest step, from the samplers'
+    logs (vmstat: 100 - idle - wait; nvidia-smi: utilization.gpu), and the share of seconds each
+    was above 90%: which of the two bounds the suite's wall time."""
+    parts = []
+    cpu = [100 - int(f[14]) - int(f[15]) for f in (ln.split() for ln in _lines(logs / "suite-cpu.txt"))
+           if len(f) >= 17 and f[14].isdigit() and f[15].isdigit()][1:]  # the first line is since boot
+    if cpu:
+        parts.append(f"CPUs {sum(cpu) / len(cpu):.0f}% busy on average, above 90% in "
+                     f"{sum(c > 90 for c in cpu) / len(cpu):.0%} of {len(cpu)} s")
+    gpu = [int(m.group(1)) for m in (re.search(r", (\d+) %", ln) for ln in _lines(logs / "suite-gpu.txt")) if m]
+    if gpu:
+        parts.append(f"GPU {sum(gpu) / len(gpu):.0f}% busy on average, above 90% in "
+                     f"{sum(g > 90 for g in gpu) / len(gpu):.0%} of {len(gpu)} s")
+    return "; ".join(parts)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines() if path.exists() else []
 
 
 def _runs(logs: Path) -> None:

@@ -18,3 +18,18 @@ def test_the_commit_is_read_after_every_gpu_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "- commit: 8572066; Python 3.12.3" in out
     assert "- GPU, driver, memory, max SM clock: NVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz; NVIDIA H200" in out
+
+
+def test_the_suites_cpu_and_gpu_busy_shares_are_read_from_the_samplers(tmp_path):
+    """vmstat's busy share (100 - idle - wait, the first line since boot left out) and nvidia-smi's
+    utilization: which of the two bounds the suite."""
+    (tmp_path / "suite-cpu.txt").write_text(
+        "procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu-----\n"
+        " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st\n"
+        " 1  0      0 100000 1000 1000    0    0     0     0    0    0  5  1 94  0  0\n"
+        " 9  0      0 100000 1000 1000    0    0     0     0    0    0 80 15  5  0  0\n"
+        " 9  0      0 100000 1000 1000    0    0     0     0    0    0 50 10 38  2  0\n")
+    (tmp_path / "suite-gpu.txt").write_text("2026/12/02 00:30:01.000, 87 %, 1000 MiB\n2026/12/02 00:30:02.000, 95 %, 1000 MiB\n")
+    assert gpu_summary.utilization(tmp_path) == ("CPUs 78% busy on average, above 90% in 50% of 2 s; "
+                                                 "GPU 91% busy on average, above 90% in 50% of 2 s")
+    assert gpu_summary.utilization(tmp_path / "none") == ""

@@ -24,6 +24,32 @@ def test_inputs_are_seeded_and_follow_the_fill():
     assert verify.make_input(buf(fill=Fill("arange")), None).ravel()[7] == 7
 
 
+@pytest.mark.parametrize("dtype, fill", [("float32", Fill()), ("bfloat16", Fill("uniform", (0.5, 1.5))),
+                                         ("float64", Fill("uniform", (-3.0, 7.0))), ("int32", Fill("uniform", (0.0, 9.0)))])
+def test_a_large_uniform_input_made_in_chunks_is_the_one_calls_to_the_bit(monkeypatch, dtype, fill):
+    """In chunks on threads (a 268M-element input) and in one call: the same values, and the same
+    generator state after, so the next input is the same too."""
+    shape = (37, 1001)  # 37,037 elements: nine chunks of 4,096 and a ragged tail
+    one_rng, chunk_rng = np.random.default_rng(5), np.random.default_rng(5)
+    whole = verify.make_input(buf(dtype, shape, fill=fill), one_rng)
+    monkeypatch.setattr(verify, "CHUNK", 4096)
+    chunked = verify.make_input(buf(dtype, shape, fill=fill), chunk_rng)
+    assert chunked.dtype == whole.dtype and chunked.shape == whole.shape
+    np.testing.assert_array_equal(chunked, whole)
+    np.testing.assert_array_equal(chunk_rng.normal(size=5), one_rng.normal(size=5))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "uint8", "float64"])
+def test_a_large_input_widened_in_chunks_is_decode_then_astype(monkeypatch, dtype):
+    stored = verify.make_input(buf(dtype, (37, 1001), fill=Fill("uniform", (0.0, 100.0))), np.random.default_rng(2))
+    decoded = verify.decode(dtype, stored)
+    expected = decoded.astype(np.int64 if decoded.dtype.kind in "iu" else np.float64)
+    monkeypatch.setattr(verify, "CHUNK", 4096)
+    wide = verify.widened(dtype, stored)
+    assert wide.dtype == expected.dtype and wide.shape == expected.shape
+    np.testing.assert_array_equal(wide, expected)
+
+
 def test_poison_is_nan_or_sentinel():
     assert np.isnan(verify.poison(buf())).all()
     p = verify.poison(buf("int32"))

@@ -54,15 +54,17 @@ def _chain() -> None:
             return
 
 
-def _record_launches() -> None:
-    """kprof's launch recorder (``KPROF_LAUNCH_LOG``: ``kprof sanitize --tool values -- CMD``), loaded
-    from this folder so that it needs no importable kprof."""
+def _load(name: str) -> None:
+    """One of kprof's hooks in this folder, installed: the launch recorder (``KPROF_LAUNCH_LOG``:
+    ``kprof sanitize --tool values -- CMD``) or the launch tally (``KPROF_LAUNCH_TALLY``: every
+    compute-sanitizer tool's run of a program), loaded from here so that it needs no importable kprof.
+    One at most: CUPTI takes one subscriber per process."""
     here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location("_kprof_launch_recorder", os.path.join(here, "launch_recorder.py"))
+    spec = importlib.util.spec_from_file_location(f"_kprof_{name}", os.path.join(here, f"{name}.py"))
     if spec is None or spec.loader is None:
         return
     module = importlib.util.module_from_spec(spec)
-    sys.modules["_kprof_launch_recorder"] = module  # kept: its subscriber lives as long as the program
+    sys.modules[f"_kprof_{name}"] = module  # kept: its subscriber lives as long as the program
     spec.loader.exec_module(module)
     module.install()
 
@@ -70,5 +72,7 @@ def _record_launches() -> None:
 if os.environ.get("KPROF_CUPY_NO_POOL") == "1":
     sys.meta_path.insert(0, _AfterCupy())
 if os.environ.get("KPROF_LAUNCH_LOG"):
-    _record_launches()
+    _load("launch_recorder")
+elif os.environ.get("KPROF_LAUNCH_TALLY"):
+    _load("launch_tally")
 _chain()

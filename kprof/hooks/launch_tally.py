@@ -1,0 +1,170 @@
+"""kprof's launch tally, loaded into a program by kprof's sitecustomize when ``KPROF_LAUNCH_TALLY`` is
+set (every compute-sanitizer tool's run of ``kprof sanitize -- CMD``): it counts the kernels the program
+launches, through the driver API (``cuLaunchKernel``, ``cuLaunchKernelEx``, cooperative launches: Triton,
+CuPy, cuda-python) and the runtime API (``cudaLaunchKernel``: PyTorch's own kernels), a CUDA graph's
+launch counted as one, and says of each kernel whether its module has line information (a
+``.debug_line`` or ``.nv_debug_line_sass`` section in the cubin the driver loaded: ``-lineinfo``), so
+that a clean verdict says what it covered, and a run that launched nothing is not called clean. It does
+nothing else: no synchronisation, no copy (the launch recorder, :mod:`launch_recorder`, is the values
+detector's).
+
+One JSON object per line, appended to ``$KPROF_LAUNCH_TALLY`` (every Python process of the program
+writes its own lines, each with its ``pid``; :mod:`kprof.coverage` reads them):
+
+- ``{"event": "tally", "pid": P, "ok": true}`` once started, or ``"ok": false, "why": ...``;
+- ``{"event": "kernel", "pid": P, "name": N, "lineinfo": true|false|null, "launches": K}`` at the first
+  launch of each kernel (``K``: the process's launches so far, this one included; null: no module of the
+  name was read);
+- ``{"event": "total", "pid": P, "launches": K}`` when the process exits normally.
+
+A process that dies before its exit (a tool that stops it at a fault) leaves its kernel lines: at least
+that many launches.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import json
+import os
+from typing import Any
+
+MAX_KERNELS = 10_000  # kernel lines written per process, at most
+_DRIVER = ("cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+           "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz")
+_RUNTIME = ("cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernelExC_v11060",
+            "cudaLaunchKernelExC_ptsz_v11060", "cudaLaunchCooperativeKernel_v9000",
+            "cudaLaunchCooperativeKernel_ptsz_v9000", "cudaGraphLaunch_v10000", "cudaGraphLaunch_ptsz_v10000")
+_LINE_SECTIONS = (".debug_line", ".nv_debug_line_sass")
+_MODULE_CUBIN = (8, 16)  # offsetof(CUpti_ModuleResourceData, cubinSize), offsetof(..., pCubin)
+
+
+def cubin_facts(image: bytes) -> tuple[set[str], bool] | None:
+    """The kernels of a cubin (its ``.text.NAME`` sections) and whether it has line information; None
+    for an image that is not a 64-bit ELF kprof can read. A fatbin's embedded, uncompressed ELF images
+    are read one by one: the names of all, line information if any has it."""
+    if image[:4] != b"\x7fELF":
+        found = [f for f in (_elf_facts(image[at:]) for at in _elf_starts(image)) if f is not None]
+        if not found:
+            return None
+        return set().union(*(k for k, _ in found)), any(lines for _, lines in found)
+    return _elf_facts(image)
+
+
+def _elf_starts(image: bytes) -> list[int]:
+    out: list[int] = []
+    at = image.find(b"\x7fELF")
+    while at >= 0 and len(out) < 256:
+        out.append(at)
+        at = image.find(b"\x7fELF", at + 4)
+    return out
+
+
+def _elf_facts(image: bytes) -> tuple[set[str], bool] | None:
+    if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:  # ELF64, little-endian
+        return None
+
+    def u(at: int, size: int) -> int:
+        return int.from_bytes(image[at:at + size], "little")
+
+    shoff, shentsize, shnum, shstrndx = u(0x28, 8), u(0x3A, 2), u(0x3C, 2), u(0x3E, 2)
+    if shentsize < 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * shentsize > len(image):
+        return None
+    names_at, names_size = u(shoff + shstrndx * shentsize + 0x18, 8), u(shoff + shstrndx * shentsize + 0x20, 8)
+    if names_at + names_size > len(image):
+        return None
+    table = image[names_at:names_at + names_size]
+    names = []
+    for i in range(shnum):
+        start = u(shoff + i * shentsize, 4)
+        end = table.find(b"\0", start)
+        if start < len(table):
+            names.append(table[start:end if end >= 0 else len(table)].decode("utf-8", "replace"))
+    return {n[len(".text."):] for n in names if n.startswith(".text.")}, any(n in _LINE_SECTIONS for n in names)
+
+
+class Tally:
+    def __init__(self, log_path: str) -> None:
+        self.out = open(log_path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - the program's lifetime
+        self.pid = os.getpid()
+        self.launches = 0
+        self.kernels: set[str] = set()
+        self.lineinfo: dict[str, bool] = {}  # kernel name -> its module has line information
+        self.runtime_depth = 0  # inside a runtime launch: the driver calls it makes are not counted again
+        self.subscriber: Any = None
+        self.sites: Any = None
+        self.resource_domain: Any = None
+        self.runtime_domain: Any = None
+
+    def emit(self, **event: object) -> None:
+        self.out.write(json.dumps({"pid": self.pid, **event}) + "\n")
+
+    def start(self) -> None:
+        try:
+            from cupti import cupti
+
+            self.sites = (cupti.ApiCallbackSite.API_ENTER, cupti.ApiCallbackSite.API_EXIT)
+            self.resource_domain, self.runtime_domain = cupti.CallbackDomain.RESOURCE, cupti.CallbackDomain.RUNTIME_API
+            self.subscriber = cupti.subscribe(self._callback, None)
+            for name in _DRIVER:
+                cupti.enable_callback(1, self.subscriber, cupti.CallbackDomain.DRIVER_API,
+                                      getattr(cupti.driver_api_trace_cbid, name))
+            for name in _RUNTIME:
+                cupti.enable_callback(1, self.subscriber, self.runtime_domain, getattr(cupti.runtime_api_trace_cbid, name))
+            cupti.enable_callback(1, self.subscriber, self.resource_domain, cupti.CallbackIdResource.MODULE_LOADED)
+        except Exception as exc:  # noqa: BLE001 - the program runs on; the parent says the launches were not counted
+            self.emit(event="tally", ok=False, why=f"kprof's launch tally could not start: {type(exc).__name__}: {exc}")
+            return
+        self.emit(event="tally", ok=True)
+        atexit.register(self.finish)
+
+    def finish(self) -> None:
+        self.emit(event="total", launches=self.launches)
+
+    def _callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+        try:
+            if domain == self.resource_domain:
+                self._module(cbdata)
+                return
+            site = getattr(cbdata, "callback_site", None)
+            if domain == self.runtime_domain:
+                if site == self.sites[0]:
+                    self.runtime_depth += 1
+                    return
+                self.runtime_depth = max(0, self.runtime_depth - 1)
+            elif site != self.sites[1] or self.runtime_depth:
+                return
+            self._launched(str(getattr(cbdata, "symbol_name", "") or "") or str(getattr(cbdata, "function_name", "")))
+        except Exception as exc:  # noqa: BLE001 - a launch it cannot read is said, the program goes on
+            self.emit(event="error", why=f"{type(exc).__name__}: {exc}")
+
+    def _module(self, cbdata: Any) -> None:
+        descriptor = int(getattr(cbdata, "resource_descriptor", 0) or 0)
+        if not descriptor:
+            return
+        size = ctypes.c_size_t.from_address(descriptor + _MODULE_CUBIN[0]).value
+        at = ctypes.c_void_p.from_address(descriptor + _MODULE_CUBIN[1]).value
+        if not at or not size:
+            return
+        facts = cubin_facts(ctypes.string_at(at, size))
+        if facts is not None:
+            kernels, lines = facts
+            for name in kernels:
+                self.lineinfo[name] = self.lineinfo.get(name, False) or lines
+
+    def _launched(self, name: str) -> None:
+        self.launches += 1
+        if name in self.kernels or len(self.kernels) >= MAX_KERNELS:
+            return
+        self.kernels.add(name)
+        self.emit(event="kernel", name=name, lineinfo=self.lineinfo.get(name), launches=self.launches)
+
+
+_TALLY: list[Tally] = []  # the program's one tally, kept alive with its CUPTI subscriber
+
+
+def install() -> None:
+    path = os.environ.get("KPROF_LAUNCH_TALLY")
+    if path and not _TALLY:
+        _TALLY.append(Tally(path))
+        _TALLY[0].start()
