@@ -247,3 +247,39 @@ def test_the_tallys_struct_offsets_are_the_headers(tmp_path):
     size_at, cubin_at = map(int, subprocess.run([str(binary)], capture_output=True, text=True, timeout=30,
                                                 check=True).stdout.split())
     assert (size_at, cubin_at) == _tally_module()._MODULE_CUBIN
+
+
+def test_a_tests_finish_event_says_what_it_launched_and_a_test_that_launched_nothing_is_not_checked():
+    from kprof import suite
+
+    events = "\n".join(json.dumps(e) for e in (
+        {"event": "start", "i": 0, "nodeid": "t::gpu"},
+        {"event": "finish", "i": 0, "nodeid": "t::gpu", "outcome": "passed", "seconds": 0.5,
+         "checked": {"launches": 4, "kernels": 2, "with_lines": 2, "unknown_lines": 0}},
+        {"event": "start", "i": 1, "nodeid": "t::host"},
+        {"event": "finish", "i": 1, "nodeid": "t::host", "outcome": "passed", "seconds": 0.1,
+         "checked": {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0}},
+        {"event": "start", "i": 2, "nodeid": "t::old"},
+        {"event": "finish", "i": 2, "nodeid": "t::old", "outcome": "passed", "seconds": 0.1}))  # no tally in the child
+    run = suite.read_events(events)
+    assert run.finished["t::gpu"].checked == coverage.Coverage(4, kernels=2, with_lines=2)
+    settled = suite.settle("memcheck", ["t::gpu", "t::host", "t::old"], run, {}, None, "", 60)
+    gpu, host, old = (settled.decided[n] for n in ("t::gpu", "t::host", "t::old"))
+    assert gpu.status == "clean" and gpu.checked.launches == 4
+    assert host.status == "not-checked" and "launched no kernel" in host.message
+    assert old.status == "clean" and old.checked is None
+    assert suite.TestVerdict("t::host", [host]).passes and not suite.TestVerdict("t::host", [host]).clean
+    assert not suite.TestVerdict("t::gpu", [gpu, ToolResult("racecheck", "findings", [], 1.0)]).passes
+
+
+def test_the_tally_says_what_was_launched_since_a_mark(tmp_path):
+    tally = _tally_module()
+    t = _fake_tally(tmp_path, tally)
+    launch = SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="a")
+    t._callback(None, "driver", 0, launch)
+    mark = t.mark()
+    t._callback(None, "driver", 0, launch)
+    t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="b"))
+    assert t.since(mark) == {"launches": 2, "kernels": 2, "with_lines": 0, "unknown_lines": 2}
+    assert t.since(t.mark()) == {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0}
+    t.out.close()
