@@ -30,15 +30,65 @@ def _np() -> Any:
     return numpy
 
 
+ROWS_AT_ONCE = 1 << 22  # elements of a row-wise function's block of rows (float64 temporaries of 32 MiB)
+
+
+def _by_rows(fn: Callable[..., Any], x: Any, axis: int, *rest: Any) -> Any:
+    """``fn(x, *rest)`` for a function of each row along the last axis alone (a softmax, an RMSNorm):
+    on a large ``x``, blocks of rows on several threads (NumPy releases the GIL), each with the rows of
+    any argument of ``x``'s shape and the rest as given (a weight broadcast over rows). Each row is
+    computed as in the whole array (its reduction along the contiguous last axis is the same), so the
+    result is the same to the bit; the float64 temporaries are a block's, not the whole array's."""
+    np = _np()
+    x = np.asarray(x)
+    if x.ndim < 2 or axis not in (-1, x.ndim - 1) or x.size < 2 * ROWS_AT_ONCE or not x.shape[-1]:
+        return fn(x, *rest)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kprof.verify import scan_threads
+
+    rows = x.reshape(-1, x.shape[-1])
+    others = [np.asarray(r).reshape(-1, x.shape[-1]) if np.shape(r) == x.shape else r for r in rest]
+    if any(np.ndim(r) == x.ndim and np.shape(r)[0] not in (1,) and np.shape(r) != x.shape for r in rest):
+        return fn(x, *rest)  # an argument that is neither x's shape nor broadcast over its rows
+    out = np.empty(rows.shape, dtype=np.result_type(rows, *[np.asarray(r) for r in rest], np.float64))
+    step = max(1, ROWS_AT_ONCE // x.shape[-1])
+
+    def block(start: int) -> None:
+        part = [r[start:start + step] if isinstance(r, np.ndarray) and r.shape == rows.shape else r for r in others]
+        out[start:start + step] = fn(rows[start:start + step], *part)
+
+    starts = range(0, rows.shape[0], step)
+    with ThreadPoolExecutor(scan_threads(len(starts))) as pool:
+        list(pool.map(block, starts))
+    return out.reshape(x.shape)
+
+
+def _softmax_rows(x: Any) -> Any:
+    np = _np()
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    e = np.exp(shifted)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
 def _softmax(x: Any, axis: int = -1) -> Any:
     np = _np()
+    if axis in (-1, np.ndim(x) - 1):
+        return _by_rows(_softmax_rows, x, -1)
     shifted = x - np.max(x, axis=axis, keepdims=True)
     e = np.exp(shifted)
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def _rmsnorm_rows(x: Any, w: Any, eps: Any) -> Any:
+    np = _np()
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
 def _rmsnorm(x: Any, w: Any, eps: Any, axis: int = -1) -> Any:
     np = _np()
+    if axis in (-1, np.ndim(x) - 1):
+        return _by_rows(_rmsnorm_rows, x, -1, w, eps)
     return x / np.sqrt(np.mean(x * x, axis=axis, keepdims=True) + eps) * w
 
 

@@ -41,8 +41,10 @@ def to_bf16(values: Any) -> Any:
     import numpy as np
 
     f = np.array(values, dtype=np.float32)  # a contiguous copy that keeps a scalar 0-d
-    u = f.view(np.uint32).astype(np.uint64)
-    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    u = f.view(np.uint32)
+    # In 32 bits: the largest finite or infinite pattern (0xFF800000) plus 0x8000 stays below 2**32;
+    # a NaN, whose sum could wrap, is replaced below.
+    rounded = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
     return np.where(np.isnan(f), np.uint16(0x7FC0), rounded)
 
 
@@ -114,9 +116,30 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
         data = np.arange(n)
     else:  # the spec loader admits only the kinds above
         raise ValueError(f"unknown fill {kind}")
+    if data.size >= 2 * CHUNK:  # cast a chunk at a time on several threads: the same values
+        return _cast_in_chunks(data, buf).reshape(buf.shape)
     if buf.arg.dtype == "bfloat16":
         return np.ascontiguousarray(to_bf16(data).reshape(buf.shape))
     return np.ascontiguousarray(data.astype(dtype, copy=False).reshape(buf.shape))
+
+
+def _cast_in_chunks(data: Any, buf: ResolvedBuffer) -> Any:
+    """``data`` (float64 or int64, flat) stored as the buffer's dtype, chunks cast on several threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    bf16 = buf.arg.dtype == "bfloat16"
+    out = np.empty(data.size, dtype=np.uint16 if bf16 else numpy_dtype(buf.arg.dtype))
+
+    def cast(start: int) -> None:
+        part = data[start:start + CHUNK]
+        out[start:start + part.size] = to_bf16(part) if bf16 else part
+
+    starts = range(0, data.size, CHUNK)
+    with ThreadPoolExecutor(scan_threads(len(starts))) as pool:
+        list(pool.map(cast, starts))
+    return out
 
 
 def _uniform_in_chunks(buf: ResolvedBuffer, rng: Any, lo: float, hi: float) -> Any:

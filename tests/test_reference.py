@@ -99,3 +99,20 @@ def test_a_scratch_buffer_with_a_fill_reads_right(tmp_path):
         "  - {name: y, buffer: float32, shape: [N], role: out}\nlaunch: {grid: [1], block: [8]}\nreference: {y: 1}\n")
     with pytest.raises(SpecError, match="a scratch buffer is poisoned"):
         spec_mod.load(tmp_path / "k.yaml")
+
+
+@pytest.mark.parametrize("shape", [(300, 301), (2, 50, 4000), (5000, 3)])
+def test_a_row_wise_reference_in_blocks_of_rows_is_the_whole_arrays_to_the_bit(monkeypatch, shape):
+    """softmax and rmsnorm over blocks of rows on threads (a 268M-element default size): the same
+    float64 values as over the whole array, a weight broadcast over the rows or of x's own shape."""
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=shape)
+    w, full = rng.uniform(0.5, 1.5, shape[-1]), rng.uniform(0.5, 1.5, shape)
+    whole = [reference.evaluate(e, {"x": x, "w": w, "f": full}) for e in ("softmax(x)", "rmsnorm(x, w, 1e-6)", "rmsnorm(x, f, 1e-6)")]
+    monkeypatch.setattr(reference, "ROWS_AT_ONCE", 512)
+    blocks = [reference.evaluate(e, {"x": x, "w": w, "f": full}) for e in ("softmax(x)", "rmsnorm(x, w, 1e-6)", "rmsnorm(x, f, 1e-6)")]
+    for a, b in zip(whole, blocks):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)

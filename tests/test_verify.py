@@ -39,6 +39,28 @@ def test_a_large_uniform_input_made_in_chunks_is_the_one_calls_to_the_bit(monkey
     np.testing.assert_array_equal(chunk_rng.normal(size=5), one_rng.normal(size=5))
 
 
+@pytest.mark.parametrize("dtype, fill", [("bfloat16", Fill("normal", (0.0, 1.0))), ("float32", Fill("normal", (2.0, 3.0))),
+                                         ("int32", Fill("randint", (-5, 9))), ("float16", Fill("arange"))])
+def test_a_large_input_cast_in_chunks_is_the_one_calls(monkeypatch, dtype, fill):
+    shape = (37, 1001)
+    whole = verify.make_input(buf(dtype, shape, fill=fill), np.random.default_rng(3))
+    monkeypatch.setattr(verify, "CHUNK", 4096)
+    chunked = verify.make_input(buf(dtype, shape, fill=fill), np.random.default_rng(3))
+    assert chunked.dtype == whole.dtype and chunked.shape == whole.shape
+    np.testing.assert_array_equal(chunked, whole)
+
+
+def test_bfloat16_rounding_in_32_bits_is_the_64_bit_formulas_on_every_pattern_class():
+    rng = np.random.default_rng(1)
+    u = np.concatenate([rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32),
+                        np.array([0, 0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7FC00000, 0xFFFFFFFF,
+                                  0x00008000, 0x3F80FFFF, 0x3F808000, 0x3F818000], np.uint32)])
+    f = u.view(np.float32)
+    w = u.astype(np.uint64)
+    wide = np.where(np.isnan(f), np.uint16(0x7FC0), ((w + 0x7FFF + ((w >> 16) & 1)) >> 16).astype(np.uint16))
+    np.testing.assert_array_equal(verify.to_bf16(f), wide)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "uint8", "float64"])
 def test_a_large_input_widened_in_chunks_is_decode_then_astype(monkeypatch, dtype):
     stored = verify.make_input(buf(dtype, (37, 1001), fill=Fill("uniform", (0.0, 100.0))), np.random.default_rng(2))
