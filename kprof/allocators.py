@@ -49,6 +49,14 @@ def environment(base: dict[str, str], *, pools: bool = False) -> tuple[dict[str,
             continue
         env[s.variable] = s.value
         notes.append(f"{s.framework}: {s.variable}={s.value} ({s.effect})")
-    path = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOKS), path) if p)
-    return env, notes
+    return with_hooks(env), notes
+
+
+def with_hooks(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with kprof's site hooks (``kprof/hooks``) first on PYTHONPATH, once: where a program's
+    Python finds them (CuPy's pool switch, the launch tally, the launch recorder)."""
+    out = dict(env)
+    path = out.get("PYTHONPATH", "")
+    if str(HOOKS) not in path.split(os.pathsep):
+        out["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOKS), path) if p)
+    return out

@@ -275,14 +275,16 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     if isinstance(target, (str, Path)):
         return _sanitize_spec(str(target), _tools(tools, False), sizes, arch, timeout, padding, progress)
     cmd = _program([str(a) for a in target], "sanitize", cwd)
-    from kprof import allocators, parallel
+    from kprof import allocators, launchcount, parallel, toolrun
     from kprof import compute_sanitizer as san
 
     names = _tools(tools, True)
     require_gpu("compute-sanitizer" if any(t != "values" for t in names) else None)
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
 
-    def one(tool: str) -> ToolResult:
+    def one(tool: str) -> Any:
+        if tool == _COUNT:  # what the program launches, in a run of its own: CUPTI cannot run under a tool
+            return launchcount.count(cmd, timeout=timeout, env=env, cwd=cwd, pools_off=not keep_pools)
         if progress:
             progress(tool)
         if tool == "values":  # the program run again and again, each launch's outputs compared (no sanitizer)
@@ -290,14 +292,19 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
 
             result = values.run_program(cmd, timeout=timeout, env=env, cwd=cwd, pools_off=not keep_pools)
         else:
-            result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd,
-                                     pools_off=not keep_pools)
+            result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd)
         if progress:
             progress(tool, result)
         return result
 
-    results = parallel.map_jobs(one, names, parallel.jobs_for(len(names), jobs))
+    runs = names + ([_COUNT] if any(t != "values" for t in names) else [])
+    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
+    checked = done[-1] if runs[-1] == _COUNT else None
+    results = [r if r.tool == "values" else toolrun.with_coverage(r, checked) for r in done[:len(names)]]
     return SanitizeReport(" ".join(cmd), results, notes)
+
+
+_COUNT = "launch count"  # the run beside the tools' that counts the program's launches (kprof.launchcount)
 
 
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,

@@ -19,7 +19,6 @@ Defaults chosen to beat running the tools by hand:
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 import xml.etree.ElementTree as ET
@@ -28,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import allocators, coverage, exitcode, hostframes, inputs, launch, proc, values
+from kprof import coverage, exitcode, hostframes, inputs, launch, proc, values
 from kprof.demangle import demangle
 from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
@@ -519,34 +518,21 @@ def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note:
 
 
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
-                env: dict[str, str] | None = None, cwd: str | Path | None = None,
-                pools_off: bool | None = None) -> ToolResult:
+                env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake.
-    kprof's launch tally counts what the program launched (:mod:`kprof.coverage`)."""
+    What it launched is counted in another run (:mod:`kprof.launchcount`): CUPTI cannot run beside
+    compute-sanitizer."""
 
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
-        xml_path, status_path, tally = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json", Path(tmp) / "tally.jsonl"
+        xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT)
-        argv += exitcode.wrap(cmd, status_path, tally)
-        done = proc.run(argv, timeout=timeout, env=with_hooks(env), cwd=cwd)
+        argv += exitcode.wrap(cmd, status_path)
+        done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         status = exitcode.read_status(status_path)
-        tally_text = inputs.read_text(tally, "the launch tally", limit=MAX_REPORT_BYTES, errors="replace") if (
-            tally.is_file()) else ""
     findings, notes = parse_xml(xml_text, tool, tool_text=done.stdout) if xml_text.strip() else ([], [])
-    checked = coverage.from_tally(tally_text, pools_off=pools_off)
-    return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()), checked)
-
-
-def with_hooks(env: dict[str, str] | None) -> dict[str, str]:
-    """``env`` (None: kprof's own) with kprof's site hooks first on PYTHONPATH, where the program's
-    Python finds them (the launch tally; CuPy's pool switch)."""
-    out = dict(env if env is not None else proc.child_env())
-    path = out.get("PYTHONPATH", "")
-    if str(allocators.HOOKS) not in path.split(os.pathsep):
-        out["PYTHONPATH"] = os.pathsep.join(p for p in (str(allocators.HOOKS), path) if p)
-    return out
+    return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
 
 
 def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,

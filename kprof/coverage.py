@@ -29,6 +29,7 @@ class Coverage:
     pools_off: bool | None = None  # the frameworks' memory pools were off (None: not a program)
     why: str = ""  # why the launches were not counted
     lines_read: bool = True  # False: the run did not look for line information (the values detector)
+    alongside: bool = False  # counted in a run of the program beside the tool's (kprof.launchcount)
 
     @property
     def counted(self) -> bool:
@@ -48,8 +49,9 @@ class Coverage:
         lines = f", {self.with_lines} with line information" if self.lines_read else ""
         if self.unknown_lines and self.lines_read:
             lines += f", {self.unknown_lines} unknown"
+        where = " (counted in a run beside the tool's)" if self.alongside else ""
         return (f"{at_least}{self.launches:,} launch{'es' if self.launches != 1 else ''} of {self.kernels:,} "
-                f"kernel{'s' if self.kernels != 1 else ''}{lines}{pools}")
+                f"kernel{'s' if self.kernels != 1 else ''}{where}{lines}{pools}")
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

@@ -48,6 +48,19 @@ def jobs_for(count: int, jobs: int | None, child_bytes: int = CHILD_GPU_BYTES) -
     return default_jobs(count, telemetry.free_memory(), os.cpu_count(), child_bytes)
 
 
+SCAN_THREADS = 8  # chunks of host work at once (NumPy releases the GIL): a 1 GiB output judged in seconds, not a minute
+
+
+def scan_threads(chunks: int) -> int:
+    """Threads for host work over ``chunks`` chunks (the verdict, making and widening inputs, a
+    row-wise reference): up to SCAN_THREADS and the CPUs this process may use
+    (``KPROF_VERDICT_THREADS`` overrides; 1 does one chunk at a time)."""
+    wanted = os.environ.get("KPROF_VERDICT_THREADS", "")
+    cap = int(wanted) if wanted.isdigit() and int(wanted) > 0 else SCAN_THREADS
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cap, cpus, chunks))
+
+
 BUILD_JOBS = 8  # compiler processes at once (kprof build --all, kprof cases, kprof peak)
 
 

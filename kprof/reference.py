@@ -45,7 +45,7 @@ def _by_rows(fn: Callable[..., Any], x: Any, axis: int, *rest: Any) -> Any:
         return fn(x, *rest)
     from concurrent.futures import ThreadPoolExecutor
 
-    from kprof.verify import scan_threads
+    from kprof.parallel import scan_threads
 
     rows = x.reshape(-1, x.shape[-1])
     others = [np.asarray(r).reshape(-1, x.shape[-1]) if np.shape(r) == x.shape else r for r in rest]

@@ -22,7 +22,6 @@ Pure: :func:`read_events`, :func:`attribute`, :func:`settle`. The run itself is 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import tempfile
@@ -33,8 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof import allocators, hostframes
-from kprof.coverage import Coverage
+from kprof import hostframes
 from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.toolrun import ToolResult
 
@@ -57,7 +55,6 @@ class Finished:
     outcome: str  # passed | failed | skipped
     message: str
     seconds: float
-    checked: Coverage | None = None  # what the test launched (kprof's launch tally in the child)
 
 
 @dataclass(frozen=True)
@@ -129,15 +126,7 @@ def _events(text: str) -> Iterator[dict[str, Any]]:
 def _finished(event: dict[str, Any]) -> Finished:
     seconds = event.get("seconds")
     return Finished(str(event.get("outcome", "passed")), str(event.get("message", "")),
-                    float(seconds) if isinstance(seconds, (int, float)) else 0.0, _checked(event.get("checked")))
-
-
-def _checked(raw: Any) -> Coverage | None:
-    """A finish event's ``checked`` (the test's launches, kernels, line information) as a Coverage."""
-    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) for k in ("launches", "kernels")):
-        return None
-    return Coverage(raw["launches"], kernels=raw["kernels"], with_lines=int(raw.get("with_lines") or 0),
-                    unknown_lines=int(raw.get("unknown_lines") or 0))
+                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
 
 
 def attribute(records: list[ET.Element], run: ChildRun, tests: Sequence[Test]) -> tuple[dict[str, list[ET.Element]],
@@ -220,12 +209,7 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
         else:
             if done.outcome == "skipped":
                 skipped[nodeid] = done.message
-            checked = done.checked
-            if checked is not None and checked.saw_nothing and done.outcome != "skipped":
-                decided[nodeid] = ToolResult(tool, "not-checked", [], seconds, f"the test launched no kernel, so {tool} "
-                                             "checked nothing in it", notes, checked=checked)
-            else:
-                decided[nodeid] = ToolResult(tool, "clean", [], seconds, "", notes, checked=checked)
+            decided[nodeid] = ToolResult(tool, "clean", [], seconds, "", notes)
     again = [n for n in batch if n not in decided]
     alone = None
     if running is not None and running not in decided:
@@ -391,10 +375,6 @@ class _Child:
         self.go_path = self.folder / "go.json" if spare else None
         self.watch = _Watch(self.events, tool, timeout, progress, armed=not spare)
         self.env = {**env, EVENTS_ENV: str(self.events)} | ({GO_ENV: str(self.go_path)} if self.go_path else {})
-        self.env["KPROF_LAUNCH_TALLY"] = str(self.folder / "tally.jsonl")  # each test's launches, in its finish event
-        path = self.env.get("PYTHONPATH", "")
-        if str(allocators.HOOKS) not in path.split(os.pathsep):
-            self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(allocators.HOOKS), path) if p)
         self.cwd, self.padding, self.san = cwd, padding, san
         self.outcome: tuple[Settled, bool] | None = None
         self.error: BaseException | None = None

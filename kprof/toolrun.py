@@ -76,15 +76,9 @@ def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[
 
 
 def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | None, findings: list[Finding],
-                     notes: list[str], timeout: float, have_xml: bool, checked: Coverage | None = None) -> ToolResult:
+                     notes: list[str], timeout: float, have_xml: bool) -> ToolResult:
     """What one tool run over the user's program means. ``status`` is the exit-code shim's record
-    (None when the program never started); ``checked``, what kprof's launch tally counted. A run that
-    would be clean but launched no kernel is NOT CHECKED. Pure: tested with recorded outputs."""
-    return replace(_classify_program(tool, done, status, findings, notes, timeout, have_xml, checked), checked=checked)
-
-
-def _classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | None, findings: list[Finding],
-                      notes: list[str], timeout: float, have_xml: bool, checked: Coverage | None) -> ToolResult:
+    (None when the program never started). Pure: tested with recorded outputs."""
     log = done.tail(40)
     if done.timed_out:
         msg = (f"the program did not finish within {timeout:g} s under {tool}; the whole process group was stopped "
@@ -110,8 +104,16 @@ def _classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | 
     if done.returncode == ERROR_EXITCODE or (not have_xml and done.returncode != 0):
         return ToolResult(tool, "tool-error", [], done.seconds,
                           f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
-    if checked is not None and checked.saw_nothing:
-        return ToolResult(tool, "not-checked", [], done.seconds,
-                          f"{tool} saw no kernel launch of the program, so it checked nothing (the program ran to its "
-                          "end and launched no kernel)", notes, log)
     return ToolResult(tool, "clean", [], done.seconds, "", notes, log)
+
+
+def with_coverage(result: ToolResult, checked: Coverage | None) -> ToolResult:
+    """A tool's run of a program with what the program launched beside it (:mod:`kprof.coverage`): a
+    run that would be clean while the program launched no kernel is NOT CHECKED, never clean. Pure."""
+    if checked is None:
+        return result
+    if result.status == "clean" and checked.saw_nothing:
+        return replace(result, status="not-checked", checked=checked,
+                       message=f"the program launched no kernel, so {result.tool} checked nothing (kprof's launch count, "
+                               "in a run of the program beside the tool's)")
+    return replace(result, checked=checked)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kprof.errors import UsageError
+from kprof.parallel import SCAN_THREADS, scan_threads  # noqa: F401 - SCAN_THREADS: the verdict's cap
 from kprof.spec import DTYPES, ResolvedBuffer
 
 # Integer poison: a recognisable pattern, cut to the width of the type.
@@ -369,18 +370,6 @@ def scale_for(name: str, scale: Any, raw: Any) -> Any:
 
 
 CHUNK = 1 << 22  # elements per pass of the verdict: float64 temporaries of 32 MiB, not of the whole output
-SCAN_THREADS = 8  # chunks judged at once (NumPy releases the GIL): a 1 GiB output in seconds, not a minute
-
-
-def scan_threads(chunks: int) -> int:
-    """Threads for a verdict over ``chunks`` chunks: up to SCAN_THREADS and the CPUs this process may
-    use (``KPROF_VERDICT_THREADS`` overrides; 1 judges one chunk at a time)."""
-    import os
-
-    wanted = os.environ.get("KPROF_VERDICT_THREADS", "")
-    cap = int(wanted) if wanted.isdigit() and int(wanted) > 0 else SCAN_THREADS
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cap, cpus, chunks))
 
 
 class _Scan:

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -194,17 +195,36 @@ def _done(code=0):
     return proc.Completed(["x"], code, "", "", 1.0, False)
 
 
-def test_a_run_that_launched_nothing_is_not_checked_and_one_that_did_is_clean_with_what_it_saw():
+def test_a_run_that_would_be_clean_while_the_program_launched_nothing_is_not_checked():
     nothing = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": True}, {"pid": 1, "event": "total", "launches": 0}))
-    r = toolrun.classify_program("memcheck", _done(), {"returncode": 0}, [], [], 60, True, nothing)
-    assert r.status == "not-checked" and "saw no kernel launch" in r.message and r.checked == nothing
-    some = coverage.Coverage(3, kernels=1, with_lines=1, pools_off=True)
-    clean = toolrun.classify_program("racecheck", _done(), {"returncode": 0}, [], [], 60, True, some)
-    assert clean.status == "clean" and clean.checked == some
-    uncounted = toolrun.classify_program("memcheck", _done(), {"returncode": 0}, [], [], 60, True, coverage.from_tally(""))
+    clean = toolrun.classify_program("memcheck", _done(), {"returncode": 0}, [], [], 60, True)
+    r = toolrun.with_coverage(clean, nothing)
+    assert r.status == "not-checked" and "launched no kernel" in r.message and r.checked == nothing
+    some = coverage.Coverage(3, kernels=1, with_lines=1, pools_off=True, alongside=True)
+    assert toolrun.with_coverage(clean, some) == replace(clean, checked=some)
+    uncounted = toolrun.with_coverage(clean, coverage.from_tally(""))
     assert uncounted.status == "clean" and not uncounted.checked.counted  # a C++ program: clean, launches not counted
     killed = coverage.Coverage(0, complete=False)  # stopped before its end with nothing counted: not "nothing launched"
-    assert toolrun.classify_program("memcheck", _done(), {"returncode": 0}, [], [], 60, True, killed).status == "clean"
+    assert toolrun.with_coverage(clean, killed).status == "clean"
+    found = ToolResult("memcheck", "findings", ["f"], 1.0)
+    assert toolrun.with_coverage(found, nothing).status == "findings"  # a finding is never hidden by the count
+    assert toolrun.with_coverage(clean, None) is clean
+
+
+def test_the_count_runs_the_program_once_with_the_tally_and_reads_it(tmp_path, monkeypatch):
+    """kprof.launchcount: the program behind the exit-code shim, the tally's path handed to it, its
+    lines read back; here a stand-in program writes what the tally would."""
+    from kprof import launchcount
+
+    program = tmp_path / "prog.py"
+    program.write_text("import json, os\n"
+                       "with open(os.environ['KPROF_LAUNCH_TALLY'], 'a') as f:\n"
+                       "    for e in ({'event': 'tally', 'ok': True}, {'event': 'kernel', 'name': 'k', 'lineinfo': True, 'launches': 1},\n"
+                       "              {'event': 'total', 'launches': 2}):\n"
+                       "        f.write(json.dumps({'pid': os.getpid(), **e}) + '\\n')\n")
+    c = launchcount.count([sys.executable, str(program)], timeout=60, env=proc.child_env(), pools_off=True)
+    assert (c.launches, c.kernels, c.with_lines, c.complete, c.alongside, c.pools_off) == (2, 1, 1, True, True, True)
+    assert c.text() == "2 launches of 1 kernel (counted in a run beside the tool's), 1 with line information, pools off"
 
 
 def test_the_report_json_and_sarif_say_what_each_tool_checked():
@@ -247,39 +267,3 @@ def test_the_tallys_struct_offsets_are_the_headers(tmp_path):
     size_at, cubin_at = map(int, subprocess.run([str(binary)], capture_output=True, text=True, timeout=30,
                                                 check=True).stdout.split())
     assert (size_at, cubin_at) == _tally_module()._MODULE_CUBIN
-
-
-def test_a_tests_finish_event_says_what_it_launched_and_a_test_that_launched_nothing_is_not_checked():
-    from kprof import suite
-
-    events = "\n".join(json.dumps(e) for e in (
-        {"event": "start", "i": 0, "nodeid": "t::gpu"},
-        {"event": "finish", "i": 0, "nodeid": "t::gpu", "outcome": "passed", "seconds": 0.5,
-         "checked": {"launches": 4, "kernels": 2, "with_lines": 2, "unknown_lines": 0}},
-        {"event": "start", "i": 1, "nodeid": "t::host"},
-        {"event": "finish", "i": 1, "nodeid": "t::host", "outcome": "passed", "seconds": 0.1,
-         "checked": {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0}},
-        {"event": "start", "i": 2, "nodeid": "t::old"},
-        {"event": "finish", "i": 2, "nodeid": "t::old", "outcome": "passed", "seconds": 0.1}))  # no tally in the child
-    run = suite.read_events(events)
-    assert run.finished["t::gpu"].checked == coverage.Coverage(4, kernels=2, with_lines=2)
-    settled = suite.settle("memcheck", ["t::gpu", "t::host", "t::old"], run, {}, None, "", 60)
-    gpu, host, old = (settled.decided[n] for n in ("t::gpu", "t::host", "t::old"))
-    assert gpu.status == "clean" and gpu.checked.launches == 4
-    assert host.status == "not-checked" and "launched no kernel" in host.message
-    assert old.status == "clean" and old.checked is None
-    assert suite.TestVerdict("t::host", [host]).passes and not suite.TestVerdict("t::host", [host]).clean
-    assert not suite.TestVerdict("t::gpu", [gpu, ToolResult("racecheck", "findings", [], 1.0)]).passes
-
-
-def test_the_tally_says_what_was_launched_since_a_mark(tmp_path):
-    tally = _tally_module()
-    t = _fake_tally(tmp_path, tally)
-    launch = SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="a")
-    t._callback(None, "driver", 0, launch)
-    mark = t.mark()
-    t._callback(None, "driver", 0, launch)
-    t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="b"))
-    assert t.since(mark) == {"launches": 2, "kernels": 2, "with_lines": 0, "unknown_lines": 2}
-    assert t.since(t.mark()) == {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0}
-    t.out.close()

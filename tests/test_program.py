@@ -198,6 +198,11 @@ def fake_sanitizer(tmp_path, monkeypatch):
     import kprof.device
 
     monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    # the run beside the tool's that counts the launches (kprof.launchcount): a stand-in too, as if the
+    # program launched one kernel (the programs here launch none, and cupti counts where it is installed)
+    from kprof import coverage, launchcount
+
+    monkeypatch.setattr(launchcount, "count", lambda *a, **k: coverage.Coverage(1, kernels=1, with_lines=1, alongside=True))
 
     def make(xml="", text=""):
         exe = tmp_path / "compute-sanitizer"
@@ -223,6 +228,26 @@ def test_a_clean_program_and_a_failing_one(fake_sanitizer, capsys):
     code = cli.main(["sanitize", "--tool", "memcheck", "--", sys.executable, "-c", "import sys; sys.exit('boom')"])
     out = capsys.readouterr().out
     assert code == 6 and "TARGET-ERROR" in out and "exited with code 1" in out and "boom" in out
+
+
+def test_a_program_that_launched_no_kernel_is_not_checked_under_every_tool(fake_sanitizer, monkeypatch, capsys):
+    from kprof import coverage, launchcount
+
+    fake_sanitizer()
+    counted: list[list[str]] = []
+
+    def count(cmd, **kw):
+        counted.append(cmd)
+        return coverage.Coverage(0, alongside=True, pools_off=kw.get("pools_off"))
+
+    monkeypatch.setattr(launchcount, "count", count)
+    code = cli.main(["sanitize", "--json", "--", sys.executable, "-c", "pass"])  # the four tools
+    out, err = capsys.readouterr()
+    assert out, err
+    data = json.loads(out)
+    assert code == 8 and [t["status"] for t in data["tools"]] == ["not-checked"] * 4
+    assert data["tools"][0]["checked"]["launches"] == 0 and data["tools"][0]["checked"]["pools_off"] is True
+    assert counted == [[sys.executable, "-c", "pass"]], "one count for all the tools"
 
 
 def test_the_python_api_returns_the_typed_report(fake_sanitizer):
