@@ -267,3 +267,10 @@ def test_the_tallys_struct_offsets_are_the_headers(tmp_path):
     size_at, cubin_at = map(int, subprocess.run([str(binary)], capture_output=True, text=True, timeout=30,
                                                 check=True).stdout.split())
     assert (size_at, cubin_at) == _tally_module()._MODULE_CUBIN
+
+
+def test_under_compute_sanitizer_the_tally_cannot_start_as_recorded_on_the_h200(data_dir):
+    """Recorded: the tally loaded in a program under memcheck (scripts/gpu-check.sh record-programs):
+    compute-sanitizer holds CUPTI's one subscriber, so kprof counts in a run of its own."""
+    c = coverage.from_tally((data_dir / "programs" / "tally.under-memcheck.jsonl").read_text())
+    assert not c.counted and "MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" in c.why
