@@ -222,7 +222,8 @@ def test_the_count_runs_the_program_once_with_the_tally_and_reads_it(tmp_path, m
                        "    for e in ({'event': 'tally', 'ok': True}, {'event': 'kernel', 'name': 'k', 'lineinfo': True, 'launches': 1},\n"
                        "              {'event': 'total', 'launches': 2}):\n"
                        "        f.write(json.dumps({'pid': os.getpid(), **e}) + '\\n')\n")
-    c = launchcount.count([sys.executable, str(program)], timeout=60, env=proc.child_env(), pools_off=True)
+    # -S: no site hooks, so a real tally (where cupti is installed) does not write beside the stand-in
+    c = launchcount.count([sys.executable, "-S", str(program)], timeout=60, env=proc.child_env(), pools_off=True)
     assert (c.launches, c.kernels, c.with_lines, c.complete, c.alongside, c.pools_off) == (2, 1, 1, True, True, True)
     assert c.text() == "2 launches of 1 kernel (counted in a run beside the tool's), 1 with line information, pools off"
 
@@ -274,3 +275,14 @@ def test_under_compute_sanitizer_the_tally_cannot_start_as_recorded_on_the_h200(
     compute-sanitizer holds CUPTI's one subscriber, so kprof counts in a run of its own."""
     c = coverage.from_tally((data_dir / "programs" / "tally.under-memcheck.jsonl").read_text())
     assert not c.counted and "MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" in c.why
+
+
+@pytest.mark.parametrize("name, text", [
+    ("cupy", "3 launches of 3 kernels, 1 with line information, pools off"),  # curand's two kernels, then the RawKernel
+    ("triton", "17 launches of 13 kernels, 1 with line information, pools off"),  # PyTorch's kernels, then Triton's scale
+])
+def test_the_tallys_lines_as_recorded_on_the_h200(data_dir, name, text):
+    """The tally in a CuPy and a Triton program on the H200 (no tool): driver-API launches (CuPy's
+    RawKernel, Triton's kernel, with -lineinfo) and runtime-API ones (curand's, PyTorch's, without)."""
+    c = coverage.from_tally((data_dir / "programs" / f"tally.{name}.jsonl").read_text(), pools_off=True)
+    assert c.text() == text and c.complete
