@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import ceilings, inputs, launch, stats, telemetry
+from kprof.baseline import Baseline
 from kprof.childresult import ChildResult, Timing
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.job import Job, TimingMode
@@ -41,12 +42,6 @@ def baseline_for(spec: KernelSpec, option: str) -> str | None:
 def named_baseline(spec: KernelSpec, option: str) -> str | None:
     """The name in the spec's ``baselines:`` that ``option`` spells (torch_compile: torch.compile), or None."""
     return next((n for n, _ in spec.baselines if _spelling(n) == _spelling(option)), None)
-
-
-def asked_name(spec: KernelSpec, option: str, baseline: str) -> str:
-    """How reports name ``baseline``, asked for as ``option``: the spec's name for it (torch.compile, also
-    when spelled torch_compile), else what baseline_name gives."""
-    return named_baseline(spec, option) or baseline_name(baseline)
 
 
 def _spelling(name: str) -> str:
@@ -74,10 +69,7 @@ class PointPlan:
     resolved: Resolved
     params: dict[str, str]
     job: Job
-    baseline: str | None = None
-    baseline_job: Job | None = None
-    more: tuple[tuple[str, Job], ...] = ()  # further baselines, timed after the first
-    names: tuple[tuple[str, str], ...] = ()  # baseline -> the name it was asked by (torch.compile), for reports
+    baselines: tuple[tuple[Baseline, Job], ...] = ()  # each baseline and its timing job; the first is the point's
 
 
 @dataclass
@@ -166,12 +158,13 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
         return point
     summary = _timed(point, data.timing, resolved, mode.rule.rel_stdev)
     _against_ceilings(point, peak, resolved, mode.mode, data.device.get("l2_bytes"))
-    if plan.baseline and plan.baseline_job:
-        _baseline(point, plan, summary, timeout)
-        _baseline_against_ceiling(point, peak)
-    for name, job in plan.more:
+    for k, (base, job) in enumerate(plan.baselines):
+        if k == 0:
+            _baseline(point, plan, base, job, summary, timeout)
+            _baseline_against_ceiling(point, peak)
+            continue
         extra = PointResult(point.kernel, point.sizes, point.params, point.mode, "ok", timer=point.timer, mix=point.mix)
-        _baseline(extra, replace(plan, baseline=name, baseline_job=job), summary, timeout)
+        _baseline(extra, plan, base, job, summary, timeout)
         _baseline_against_ceiling(extra, peak)
         point.more_baselines.append({k: getattr(extra, k) for k in MORE_BASELINE_FIELDS})
         point.warnings.extend(extra.warnings)
@@ -247,41 +240,30 @@ def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: fl
     return summary
 
 
-def baseline_name(baseline: str | None, names: dict[str, str] | None = None) -> str:
-    """How a report names a baseline: the name it was asked by, else cublas_sgemm, a spec's name, or a
-    Python callable's FILE.py:FUNCTION (never the stored absolute path)."""
-    from kprof import pyref
-
-    if names and baseline in names:
-        return names[baseline]
-    if baseline and pyref.is_stored(baseline):
-        return pyref.Ref.from_stored(baseline).label()
-    return baseline or "-"
-
-
-def _baseline(point: PointResult, plan: PointPlan, summary: stats.Summary, timeout: float) -> None:
+def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, summary: stats.Summary,
+              timeout: float) -> None:
     """The baseline, timed by the timer the kernel ended up with."""
-    assert plan.baseline_job is not None and isinstance(plan.baseline_job.mode, TimingMode)
-    point.baseline = plan.baseline
-    point.baseline_name = baseline_name(plan.baseline, dict(plan.names))
-    job = replace(plan.baseline_job, mode=replace(plan.baseline_job.mode, timer=point.timer or "auto"))
+    assert isinstance(job.mode, TimingMode)
+    point.baseline = base.stored()
+    point.baseline_name = base.label
+    job = replace(job, mode=replace(job.mode, timer=point.timer or "auto"))
     try:
-        base = time_job(job, timeout)
+        got = time_job(job, timeout)
     except TargetError as exc:
         point.warnings.append(f"baseline {point.baseline_name} failed: {exc}")
         return
-    if base.status != "ok" or base.timing is None:
-        why = "; ".join(base.failed_checks())
+    if got.status != "ok" or got.timing is None:
+        why = "; ".join(got.failed_checks())
         point.warnings.append(f"baseline {point.baseline_name} failed verification" + (f": {why}" if why else ""))
         return
-    if base.timing.timer != point.timer:
-        point.warnings.append(f"baseline {point.baseline_name} was timed by {base.timing.timer}, the kernel by {point.timer}")
-    bsum = stats.summarize(list(base.timing.samples))
+    if got.timing.timer != point.timer:
+        point.warnings.append(f"baseline {point.baseline_name} was timed by {got.timing.timer}, the kernel by {point.timer}")
+    bsum = stats.summarize(list(got.timing.samples))
     point.baseline_summary = bsum.to_dict()
-    point.baseline_kernels = base.timing.kernels_per_call
-    point.baseline_prepare_s = base.baseline.prepare_s if base.baseline else None
-    point.baseline_framework = base.baseline.framework if base.baseline else None
-    point.math_mode = base.math_mode
+    point.baseline_kernels = got.timing.kernels_per_call
+    point.baseline_prepare_s = got.baseline.prepare_s if got.baseline else None
+    point.baseline_framework = got.baseline.framework if got.baseline else None
+    point.math_mode = got.math_mode
     point.baseline_flops_per_s = stats.throughput(plan.resolved.flops, bsum.median)
     point.baseline_bytes_per_s = stats.throughput(plan.resolved.bytes, bsum.median)
     point.of_baseline = bsum.median / summary.median

@@ -27,7 +27,7 @@ from kprof.errors import JobError
 from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
 from kprof.stats import StopRule
 
-JOB_VERSION = 3
+JOB_VERSION = 4
 TIMING_MODES = ("cold", "warm", "hot")
 TIMERS = ("auto", "cupti", "events")
 
@@ -96,8 +96,13 @@ class TimingMode:
     timer: str = "auto"  # auto, cupti or events
     warmup: float = 0.2  # seconds
     batch: int | None = None  # hot mode: launches per graph (None: about 2 ms worth)
-    library: str | None = None  # time this library routine (cublas_sgemm) on the target's buffers instead
+    library: str | None = None  # time this library routine (cublas_sgemm, memcpy_dtod) on the target's buffers instead
+    python: str | None = None  # or this Python baseline (pyref's stored form) on the target's buffers
     cupti_hw_trace: bool = False
+
+    def __post_init__(self) -> None:
+        if self.library is not None and self.python is not None:
+            raise ValueError("a timing job times a library routine or a Python baseline, not both")
 
 
 def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0) -> Target:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import bench, build, catalog, ceilings, telemetry
+from kprof import baseline, bench, build, catalog, ceilings, telemetry
+from kprof.baseline import Baseline
 from kprof.build import BuildResult
 from kprof.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
@@ -76,15 +77,31 @@ def timing_mode(mode: str, rule: StopRule, timer: str, arch: str | None, *,
                       flush_cubin=str(builtin("kprof_flush", arch).cubin))
 
 
-def baseline_spec(spec: KernelSpec, baseline: str | None, option: str) -> KernelSpec | None:
-    """The spec a baseline names (None for a library routine or no baseline), checked against ``spec``."""
-    from kprof import pyref
+def baselines_of(spec: KernelSpec, option: str) -> list[Baseline]:
+    """``--baseline`` (``auto``, ``none``, names joined by commas: the spec's own, ``cublas_sgemm``, another
+    spec, ``FILE.py:FUNCTION``) as typed baselines, parsed once: every name checked, Python callables
+    read without running them, other specs loaded and checked against ``spec``; duplicates dropped."""
+    out: dict[str, Baseline] = {}
+    for asked in (o.strip() for o in option.split(",") if o.strip()):
+        text = _python_baseline(spec, bench.baseline_for(spec, asked))
+        if not text or text in out:
+            continue
+        label = bench.named_baseline(spec, asked)
+        kind = baseline.kind_of(text)
+        if kind == "library":
+            out[text] = baseline.library(text, label)
+        elif kind == "python":
+            out[text] = baseline.python(text, label)
+        else:
+            out[text] = baseline.of_spec(_baseline_spec(spec, text, option), label)
+    return list(out.values())
 
-    if not baseline or baseline in BASELINES or pyref.is_stored(baseline):
-        return None
-    where = f"--baseline {baseline!r}" if baseline == option else f"{spec.name}: baseline {baseline!r}"
+
+def _baseline_spec(spec: KernelSpec, name: str, option: str) -> KernelSpec:
+    """The spec a baseline names, checked against ``spec``."""
+    where = f"--baseline {name!r}" if name == option else f"{spec.name}: baseline {name!r}"
     try:
-        other = catalog.load(baseline)
+        other = catalog.load(name)
     except KprofError:
         own = f", {spec.name}'s own ({', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
         raise UsageError(f"{where}: not a kernel spec kprof can find; use auto, none, "
@@ -96,15 +113,17 @@ def baseline_spec(spec: KernelSpec, baseline: str | None, option: str) -> Kernel
 
 @dataclass(frozen=True)
 class BenchPoint:
-    """One point of a sweep before it is built: the spec, its sizes and parameters, its baseline."""
+    """One point of a sweep before it is built: the spec, its sizes and parameters, its baselines
+    (the first is the point's baseline; the others, --baseline a,b, are timed after it in the same run)."""
 
     spec: KernelSpec
     sizes: dict[str, int]
     params: dict[str, str]
-    baseline: str | None
-    baseline_spec: KernelSpec | None
-    more: tuple[tuple[str, KernelSpec | None], ...] = ()  # further baselines (--baseline a,b), timed in the same run
-    names: tuple[tuple[str, str], ...] = ()  # baseline -> the name it was asked by (torch.compile), for reports
+    baselines: tuple[Baseline, ...] = ()
+
+    @property
+    def baseline(self) -> Baseline | None:
+        return self.baselines[0] if self.baselines else None
 
 
 def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: str) -> list[BenchPoint]:
@@ -116,33 +135,29 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
     for spec in specs:
         own_sizes = sizes if len(specs) == 1 else sizes.only(spec.size_names)
         own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
-        asked = [o.strip() for o in option.split(",") if o.strip()]
-        named = [_python_baseline(spec, bench.baseline_for(spec, o)) for o in asked]
-        baselines = [(b, baseline_spec(spec, b, option)) for b in dict.fromkeys(n for n in named if n)]
-        names = tuple((b, bench.asked_name(spec, o, b)) for o, b in zip(asked, named) if b)
-        first, other = baselines[0] if baselines else (None, None)
+        baselines = tuple(baselines_of(spec, option))
         for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
             resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
-            out.append(BenchPoint(spec, s, p, first, other, tuple(baselines[1:]), names))
+            out.append(BenchPoint(spec, s, p, baselines))
     return out
 
 
-def _python_baseline(spec: KernelSpec, baseline: str | None) -> str | None:
+def _python_baseline(spec: KernelSpec, text: str | None) -> str | None:
     """``--baseline FILE.py:FUNCTION`` (relative to here) or ``package.module:FUNCTION``, read without
     running it, as the spec's own ``baseline:`` is at load; anything else unchanged."""
     from kprof import pyref
 
-    if not baseline or (not pyref.is_stored(baseline) and not pyref.looks_like(baseline)):
-        return baseline
-    stored = baseline
-    if not pyref.is_stored(baseline):
+    if not text or (not pyref.is_stored(text) and not pyref.looks_like(text)):
+        return text
+    stored = text
+    if not pyref.is_stored(text):
         from kprof.spec import input_names
 
         known = input_names(spec.args) | set(spec.size_names)
         try:
-            stored = pyref.check(baseline, Path.cwd(), known).stored()
+            stored = pyref.check(text, Path.cwd(), known).stored()
         except ValueError as exc:
-            raise UsageError(f"--baseline {baseline}: {exc}") from None
+            raise UsageError(f"--baseline {text}: {exc}") from None
     import importlib.util
 
     ref = pyref.Ref.from_stored(stored)
@@ -156,18 +171,17 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
     """``kprof profile KERNEL --baseline torch.compile``: each named (or given) Python baseline as a Python
     operation on the kernel's buffers at the kernel's sizes, so ncu reports what it launches beside the
     kernel. Only Python callables: another spec is profiled by naming it (kprof profile A B)."""
-    from kprof import pyref
     from kprof.spec import as_python_operation
 
     spec, out = resolved.spec, []
     for name in (o.strip() for o in option.split(",") if o.strip()):
-        baseline = _python_baseline(spec, bench.baseline_for(spec, name))
-        if not baseline or not pyref.is_stored(baseline):
+        found = baselines_of(spec, name)
+        if len(found) != 1 or found[0].kind != "python":
             own = f" ({spec.name} names {', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
             raise UsageError(f"kprof profile --baseline {name}: give a name from the spec's baselines{own} or a Python "
                              f"callable (FILE.py:FUNCTION); to profile another spec beside it, name both: "
                              f"kprof profile {spec.name} OTHER")
-        op = as_python_operation(spec, baseline, bench.asked_name(spec, name, baseline))
+        op = as_python_operation(spec, found[0].stored(), found[0].label)
         out.append(resolve(op, dict(resolved.sizes)))
     return out
 
@@ -175,10 +189,9 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
 def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
     """Build the point's kernel (and baseline specs) and make their timing jobs."""
     kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)
-    first = _slack(_baseline_job(point.spec, kernel, point.baseline, point.baseline_spec, mode, arch))
-    more = tuple((name, job) for name, other in point.more
-                 if (job := _slack(_baseline_job(point.spec, kernel, name, other, mode, arch))) is not None)
-    return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), point.baseline, first, more, point.names)
+    timed = tuple((b, job) for b in point.baselines
+                  if (job := _slack(_baseline_job(point.spec, kernel, b, mode, arch))) is not None)
+    return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), timed)
 
 
 # A baseline's output is checked at this many times the tolerance its spec gives. A shipped spec's
@@ -189,20 +202,17 @@ def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.P
 BASELINE_SLACK = 10
 
 
-def _baseline_job(spec: KernelSpec, kernel: Prepared, baseline: str | None, other: KernelSpec | None,
-                  mode: TimingMode, arch: str | None) -> Job | None:
-    from kprof import pyref
-
-    if baseline in BASELINES:  # a library routine on the kernel's own buffers
-        return kernel.job(replace(mode, library=baseline))
-    if baseline and pyref.is_stored(baseline):  # a Python callable on the kernel's own buffers
+def _baseline_job(spec: KernelSpec, kernel: Prepared, base: Baseline, mode: TimingMode, arch: str | None) -> Job | None:
+    if base.kind == "library":  # a library routine on the kernel's own buffers
+        return kernel.job(replace(mode, library=base.name))
+    if base.kind == "python":  # a Python callable on the kernel's own buffers
         if mode.mode == "hot":
             raise UsageError(f"{spec.name}: a Python baseline is timed in cold or warm mode, not hot (a CUDA "
                              "graph cannot capture what a framework does on the host between kernels)")
-        return kernel.job(replace(mode, library=baseline))
-    if other is not None:  # another spec (an unfused version, say) at the same sizes
-        own = {k: v for k, v in kernel.resolved.sizes.items() if k in other.size_names}
-        return prepare(other, own, arch=arch).job(mode)
+        return kernel.job(replace(mode, python=base.stored()))
+    if base.spec is not None:  # another spec (an unfused version, say) at the same sizes
+        own = {k: v for k, v in kernel.resolved.sizes.items() if k in base.spec.size_names}
+        return prepare(base.spec, own, arch=arch).job(mode)
     return None
 
 

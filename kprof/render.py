@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kprof.baseline import kind_of
 from kprof.demangle import short
 from kprof.findings import label
-from kprof.spec import BASELINES
 from kprof.units import si
 
 if TYPE_CHECKING:
@@ -346,9 +346,9 @@ def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, c
 def baseline_label(baseline: str | None, asked: str | None = None) -> str:
     """How a report names a baseline: the name it was asked by (torch.compile), else cublas_sgemm, a
     spec's name, or a Python callable's FILE.py:FUNCTION."""
-    from kprof import bench
+    from kprof.baseline import label_of
 
-    return asked or bench.baseline_name(baseline)
+    return label_of(baseline, asked)
 
 
 def _baseline_notes(b: dict[str, Any]) -> list[str]:
@@ -378,7 +378,7 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
             # replaces ("3.41x faster than rmsnorm_unfused").
             label = baseline_label(r.baseline, r.baseline_name)
-            base = (f"{r.of_baseline:.0%} of {label}" if r.baseline in BASELINES
+            base = (f"{r.of_baseline:.0%} of {label}" if r.baseline and kind_of(r.baseline) == "library"
                     else f"{r.of_baseline:.2f}x faster than {label}" if r.of_baseline >= 1
                     else f"{1 / r.of_baseline:.2f}x slower than {label}")
         rows.append((

@@ -61,13 +61,12 @@ MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, t
 def _routine(ws: Workspace, mode: TimingMode, stream: Any,
              data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None]]:
     """(one launch, the first launch): the target's steps, a library routine on the target's
-    buffers, or a Python baseline (whose first call also copies its result into the output buffers)."""
-    from kprof import pyref
-
-    if mode.library is not None and pyref.is_stored(mode.library):
+    buffers (``mode.library``), or a Python baseline (``mode.python``, whose first call also copies its
+    result into the output buffers)."""
+    if mode.python is not None:
         from kprof import framework
 
-        return framework.routine(ws, mode.library, stream, data)
+        return framework.routine(ws, mode.python, stream, data)
     if mode.library is None and ws.target.python:  # a Python operation: its result is copied only to verify
         from kprof import framework
 

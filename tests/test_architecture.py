@@ -174,3 +174,24 @@ def test_every_command_takes_its_own_typed_options():
         given = vars(parser.parse_args([command, *first]))
         assert names <= set(given) | {"program"}, (command, names - set(given))
     assert "argparse.Namespace" not in (PKG / "commands.py").read_text()
+
+
+def test_a_baseline_is_one_typed_value_parsed_once():
+    """kprof/baseline.py's Baseline (a library, a spec, a Python callable) is what the bench plan carries;
+    no module but pyref.py spells the stored Python reference's prefix, and the only module that decodes a
+    baseline string into its kind is baseline.py (the CLI's --baseline is parsed in pipeline.baselines_of)."""
+    constants = [f"{name}.py" for name, path in MODULES.items() if name != "pyref"
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("python:")]
+    assert not constants, constants
+    from dataclasses import fields
+
+    from kprof import bench, pipeline
+    from kprof.baseline import Baseline
+
+    plan = {f.name: f.type for f in fields(bench.PointPlan)}
+    assert plan["baselines"] == "tuple[tuple[Baseline, Job], ...]" and not {"baseline", "more", "names"} & set(plan)
+    assert {f.name: f.type for f in fields(pipeline.BenchPoint)}["baselines"] == "tuple[Baseline, ...]"
+    decoders = [name for name, path in MODULES.items() if name not in ("baseline", "pyref", "spec")
+                and "def baseline_name" in path.read_text()]
+    assert not decoders and Baseline.__dataclass_params__.frozen

@@ -44,7 +44,8 @@ def test_baseline_option_takes_a_file_here_or_a_module(tmp_path, monkeypatch):
     (tmp_path / "mine.py").write_text("def add(a, b):\n    return a + b\n")
     spec = catalog.load("vector_add")
     (point,) = _points(spec, "mine.py:add")
-    assert pyref.is_stored(point.baseline) and point.baseline.endswith("mine.py:add") and point.baseline_spec is None
+    b = point.baseline
+    assert b.kind == "python" and b.stored().endswith("mine.py:add") and b.spec is None and b.label == "mine.py:add"
     with pytest.raises(UsageError, match="--baseline nope.py:add: nope.py does not exist"):
         _points(spec, "nope.py:add")
     with pytest.raises(UsageError, match="asks for 'z'"):
@@ -69,15 +70,18 @@ def test_a_spec_names_its_framework_baselines(tmp_path, monkeypatch):
     spec = spec_mod.load(tmp_path / "k.yaml")
     assert [n for n, _ in spec.baselines] == ["mine", "lib.v2"]
     (point,) = _points(spec, "mine")
-    assert pyref.is_stored(point.baseline) and point.baseline.endswith("base.py:copy")
+    assert point.baseline.kind == "python" and point.baseline.stored().endswith("base.py:copy")
+    assert point.baseline.label == "mine"  # the spec's name for it, labelled once
     (point,) = _points(spec, "mine,lib_v2")  # '_' and '-' spell '.'
-    assert point.baseline.endswith("base.py:copy") and point.more[0][0].endswith("base.py:copy2")
+    assert [b.stored().rsplit("/", 1)[-1] for b in point.baselines] == ["base.py:copy", "base.py:copy2"]
+    assert [b.label for b in point.baselines] == ["mine", "lib.v2"]
     with pytest.raises(UsageError, match=r"'other': not a kernel spec kprof can find; use auto, none, cublas_sgemm, "
                                          r"k's own \(mine, lib.v2\)"):
         _points(spec, "other")
     points = pipeline.bench_points([catalog.load("vector_add_vec4"), catalog.load("reduce_sum_vec4")],
                                    sweep.parse([], "--size"), sweep.parse([], "--param"), "torch")
-    assert [render.baseline_label(p.baseline) for p in points] == ["torch_ops.py:add", "torch_ops.py:total"]
+    assert [p.baseline.label for p in points] == ["torch", "torch"]  # each spec's own "torch"
+    assert [p.baseline.ref.label() for p in points] == ["torch_ops.py:add", "torch_ops.py:total"]
 
 
 @pytest.mark.parametrize("yaml_text, problem", [
@@ -187,8 +191,9 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
     spec = catalog.load("rmsnorm_onepass")
     (point,) = pipeline.bench_points([spec], sweep.parse(["R=64", "C=256"], "--size"), sweep.parse([], "--param"),
                                      "auto,mine.py:norm")
-    assert point.baseline == "rmsnorm_unfused" and point.baseline_spec.name == "rmsnorm_unfused"
-    assert [pyref.Ref.from_stored(n).label() for n, _ in point.more] == ["mine.py:norm"]
+    first, mine = point.baselines
+    assert (first.kind, first.name, first.spec.name) == ("spec", "rmsnorm_unfused", "rmsnorm_unfused")
+    assert (mine.kind, mine.label) == ("python", "mine.py:norm")
 
     from dataclasses import dataclass, field
     from types import SimpleNamespace
@@ -210,8 +215,7 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
 
     monkeypatch.setattr(bench, "time_job", fake_time)
     resolved = spec.resolve({"R": 64, "C": 256})
-    plan = bench.PointPlan(resolved, {}, FakeJob("kernel"), "rmsnorm_unfused", FakeJob("unfused"),
-                           (("python:" + str(tmp_path / "mine.py") + ":norm", FakeJob("python")),))
+    plan = bench.PointPlan(resolved, {}, FakeJob("kernel"), ((first, FakeJob("unfused")), (mine, FakeJob("python"))))
     result = bench.run_point(plan, None, timeout=10)
     assert result.of_baseline == pytest.approx(6.0) and len(result.more_baselines) == 1
     more = result.more_baselines[0]
@@ -267,7 +271,7 @@ def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_p
     (point,) = pipeline.bench_points([spec], sweep.parse(["B=64", "K=4096", "N=4096"], "--size"),
                                      sweep.parse([], "--param"), "auto,mine.py:f")
     plan = pipeline.bench_plan(point, mode, "sm_90")
-    kernel, unfused, mine = plan.job.target, plan.baseline_job.target, plan.more[0][1].target
+    kernel, unfused, mine = plan.job.target, plan.baselines[0][1].target, plan.baselines[1][1].target
     own = spec.resolve({"B": 64, "K": 4096, "N": 4096})
     assert kernel.rtol == own.rtol and kernel.atol == pytest.approx(own.atol)
     assert mine.rtol == pipeline.BASELINE_SLACK * kernel.rtol and mine.atol == pytest.approx(10 * kernel.atol)
@@ -279,13 +283,41 @@ def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
     """--baseline torch_compile: the table says torch.compile, not the stored path of the callable."""
     monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)
     (point,) = _points(catalog.load("rmsnorm_onepass"), "auto,torch_compile")
-    names = dict(point.names)
-    assert names[point.more[0][0]] == "torch.compile" and names["rmsnorm_unfused"] == "rmsnorm_unfused"
+    unfused, compiled = point.baselines
+    assert (compiled.label, unfused.label) == ("torch.compile", "rmsnorm_unfused")
     result = bench.PointResult("rmsnorm_onepass", {"R": 8}, {}, "cold", "ok", summary={
         "median": 2e-6, "q1": 2e-6, "q3": 2e-6, "rel_stdev": 0.0}, baseline="rmsnorm_unfused", of_baseline=3.0,
         baseline_name="rmsnorm_unfused", more_baselines=[{
-            "baseline": point.more[0][0], "baseline_name": "torch.compile", "of_baseline": 0.5,
+            "baseline": compiled.stored(), "baseline_name": "torch.compile", "of_baseline": 0.5,
             "baseline_summary": {"median": 1e-6}}])
     text = render.bench_table([result], None, None)
     assert "3.00x faster than rmsnorm_unfused" in text and "2.00x slower than torch.compile (median 1.0 us" in text
-    assert "torch_ops.py" not in text and bench.baseline_name(point.more[0][0]) == "torch_ops.py:rms_norm_compiled"
+    assert "torch_ops.py" not in text and compiled.ref.label() == "torch_ops.py:rms_norm_compiled"
+    assert render.baseline_label(compiled.stored()) == "torch_ops.py:rms_norm_compiled"  # a JSON point without its name
+
+
+def test_a_baseline_knows_its_kind_its_label_and_what_the_json_keeps(tmp_path):
+    from kprof import baseline
+
+    lib = baseline.library("cublas_sgemm")
+    assert (lib.kind, lib.label, lib.stored()) == ("library", "cublas_sgemm", "cublas_sgemm")
+    stored = pyref.PREFIX + str(tmp_path / "mine.py") + ":norm"
+    py = baseline.python(stored, "torch.compile")
+    assert (py.kind, py.label, py.stored(), py.ref.label()) == ("python", "torch.compile", stored, "mine.py:norm")
+    assert baseline.python(stored).label == "mine.py:norm"
+    spec = baseline.of_spec(catalog.load("rmsnorm_unfused"))
+    assert (spec.kind, spec.label, spec.stored()) == ("spec", "rmsnorm_unfused", "rmsnorm_unfused")
+    assert [baseline.kind_of(t) for t in ("cublas_sgemm", stored, "rmsnorm_unfused")] == ["library", "python", "spec"]
+    assert (baseline.label_of(stored), baseline.label_of(stored, "torch"), baseline.label_of(None)) == ("mine.py:norm", "torch", "-")
+    with pytest.raises(ValueError, match="not a Python callable"):
+        _ = lib.ref
+    with pytest.raises(ValueError, match="not a library routine"):
+        baseline.library("cublas_hgemm")
+    with pytest.raises(ValueError, match="baseline kind"):
+        baseline.Baseline("module", "x", "x")
+
+
+def test_a_timing_job_times_a_library_routine_or_a_python_baseline_not_both():
+    rule = bench.rule_from(0.01, 0.1, 1.0)
+    with pytest.raises(ValueError, match="not both"):
+        pipeline.TimingMode("cold", rule, "s", "f", library="cublas_sgemm", python=pyref.PREFIX + "/x.py:f")

@@ -10,6 +10,7 @@ from helpers import child, job_for
 
 from kprof import bench, catalog, cli, history, pipeline, stats, sweep, telemetry
 from kprof import spec as spec_mod
+from kprof.baseline import Baseline
 from kprof.errors import UsageError
 from kprof.job import TimingMode
 from kprof.spec import BASELINES
@@ -324,7 +325,7 @@ def test_a_baseline_that_fails_verification_says_why(monkeypatch):
     mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
     spec = catalog.load("vector_add")
     job = job_for(spec, "k.cubin", {"N": 1024}, mode=mode)
-    plan = bench.PointPlan(pipeline.resolve(spec, {"N": 1024}), {}, job, "other", job)
+    plan = bench.PointPlan(pipeline.resolve(spec, {"N": 1024}), {}, job, ((Baseline("spec", "other", "other"), job),))
     point = bench.run_point(plan, None, timeout=10)
     assert point.status == "ok" and point.of_baseline is None
     assert "baseline other failed verification: 3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|" in point.warnings
@@ -346,7 +347,8 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
     rate = resolved.bytes / 1e-3  # the kernel's bytes per second
     peak = {"ceilings": {m: {"bytes_per_s": 1.5 * rate} for m in ("read", "write", "copy", "add")},
             "theoretical": {"dram_bytes_per_s": 10 * rate}}
-    point = bench.run_point(bench.PointPlan(resolved, {}, job, "slow", job, (("fast", job),)), peak, timeout=10)
+    slow_b, fast_b = Baseline("spec", "slow", "slow"), Baseline("spec", "fast", "fast")
+    point = bench.run_point(bench.PointPlan(resolved, {}, job, ((slow_b, job), (fast_b, job))), peak, timeout=10)
     assert point.of_ceiling == pytest.approx(1 / 1.5)
     assert point.baseline_of_ceiling == pytest.approx(0.5 / 1.5)
     assert point.more_baselines[0]["baseline_of_ceiling"] == pytest.approx(2 / 1.5)
@@ -356,7 +358,7 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
         "--refresh; a working set a few times the L2's size can be partly served by the L2)"]
     answers = iter([kernel, fast])  # the same baseline against a theoretical DRAM peak below its rate
     dram = dict(peak, theoretical={"dram_bytes_per_s": 1.8 * rate})
-    point = bench.run_point(bench.PointPlan(resolved, {}, job, "fast", job), dram, timeout=10)
+    point = bench.run_point(bench.PointPlan(resolved, {}, job, ((fast_b, job),)), dram, timeout=10)
     assert [w.split(" is above")[0] for w in point.warnings if "ceiling" in w or "plausible" in w] == [
         "baseline fast: not plausible: 6.44 TB/s"]
 

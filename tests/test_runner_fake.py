@@ -402,9 +402,9 @@ def test_job_round_trips_through_json():
 
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
-    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 3"),
-    ('{"version": 3, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
-    ('{"version": 3, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 4"),
+    ('{"version": 4, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 4, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
 def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "job.json").write_text(text)
@@ -581,7 +581,7 @@ def _baseline_job(tmp_path, body, name="vector_add", sizes=None):
 
     (tmp_path / "base.py").write_text(body)
     stored = pyref.Ref(tmp_path / "base.py", "op").stored()
-    return job_for(name, sizes or {"N": 1000}, timing("cold", library=stored))
+    return job_for(name, sizes or {"N": 1000}, timing("cold", python=stored))
 
 
 def test_a_python_baseline_is_verified_then_timed_on_kprofs_stream(numpy_framework):
