@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +72,41 @@ class PointPlan:
     baselines: tuple[tuple[Baseline, Job], ...] = ()  # each baseline and its timing job; the first is the point's
 
 
-@dataclass
+@dataclass(frozen=True)
+class BaselineResult:
+    """One baseline timed beside a point's kernel, in the same run. Its fields are named as a point's
+    JSON names its first baseline's (``baseline``, ``of_baseline``, ...)."""
+
+    baseline: str  # what the JSON keeps (kprof.baseline.Baseline.stored)
+    baseline_name: str  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
+    baseline_summary: dict[str, Any] | None = None
+    baseline_flops_per_s: float | None = None
+    baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
+    baseline_of_ceiling: float | None = None  # baseline_bytes_per_s of the measured ceiling for the kernel's mix
+    of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
+    baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
+    baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
+    baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
+    math_mode: str | None = None  # a cuBLAS baseline's math mode
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BaselineResult:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+BASELINE_FIELDS = tuple(f.name for f in fields(BaselineResult))
+
+
+@dataclass(frozen=True)
 class PointResult:
+    """One point of ``kprof bench``: the kernel's timing and, in the same run, each baseline's
+    (``baselines``; the first is the point's baseline). Its JSON is flat, as it always was: the first
+    baseline's fields beside the kernel's, the others in ``more_baselines``."""
+
     kernel: str
     sizes: dict[str, int]
     params: dict[str, str]
@@ -93,39 +126,90 @@ class PointResult:
     of_dram_peak: float | None = None  # bytes/s of the theoretical DRAM bandwidth
     of_fp32_peak: float | None = None  # FLOP/s of the theoretical FP32 rate
     plausible: bool = True  # False: the notes in warnings say why the rate cannot be what it claims
-    baseline: str | None = None
-    baseline_name: str | None = None  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
-    baseline_summary: dict[str, Any] | None = None
-    baseline_flops_per_s: float | None = None
-    baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
-    baseline_of_ceiling: float | None = None  # baseline_bytes_per_s of the measured ceiling for the kernel's mix
-    of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
-    baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
-    baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
-    baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
-    more_baselines: list[dict[str, Any]] = field(default_factory=list)  # --baseline a,b: each one after the first
-    math_mode: str | None = None
+    baselines: tuple[BaselineResult, ...] = ()
     timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
     timer_note: str | None = None  # why CUPTI was not used, when it was asked for by auto
     cupti_hw_trace: bool | None = None  # CUPTI's hardware-trace timestamps were on (KPROF_CUPTI_HW_TRACE=1)
     event_summary: dict[str, Any] | None = None  # the CUDA events' reading of the same samples
     telemetry_before: dict[str, Any] | None = None
     telemetry_after: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     message: str = ""
 
+    # The first baseline's fields, as the flat JSON names them (``point.of_baseline``); None without one.
+    @property
+    def first(self) -> BaselineResult | None:
+        return self.baselines[0] if self.baselines else None
+
+    @property
+    def baseline(self) -> str | None:
+        return self.first.baseline if self.first else None
+
+    @property
+    def baseline_name(self) -> str | None:
+        return self.first.baseline_name if self.first else None
+
+    @property
+    def baseline_summary(self) -> dict[str, Any] | None:
+        return self.first.baseline_summary if self.first else None
+
+    @property
+    def baseline_flops_per_s(self) -> float | None:
+        return self.first.baseline_flops_per_s if self.first else None
+
+    @property
+    def baseline_bytes_per_s(self) -> float | None:
+        return self.first.baseline_bytes_per_s if self.first else None
+
+    @property
+    def baseline_of_ceiling(self) -> float | None:
+        return self.first.baseline_of_ceiling if self.first else None
+
+    @property
+    def of_baseline(self) -> float | None:
+        return self.first.of_baseline if self.first else None
+
+    @property
+    def baseline_kernels(self) -> int | None:
+        return self.first.baseline_kernels if self.first else None
+
+    @property
+    def baseline_prepare_s(self) -> float | None:
+        return self.first.baseline_prepare_s if self.first else None
+
+    @property
+    def baseline_framework(self) -> str | None:
+        return self.first.baseline_framework if self.first else None
+
+    @property
+    def math_mode(self) -> str | None:
+        return self.first.math_mode if self.first else None
+
+    @property
+    def more_baselines(self) -> list[dict[str, Any]]:
+        return [b.to_dict() for b in self.baselines[1:]]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("baselines")
+        out["warnings"] = list(self.warnings)
+        out.update(self.first.to_dict() if self.first else dict.fromkeys(BASELINE_FIELDS))
+        out["more_baselines"] = self.more_baselines
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PointResult:
         """A point from a results JSON, also one written by an older kprof (fields it no longer has
         are dropped; its copy-peak fraction becomes the copy-mix ceiling's)."""
-        known = {f.name for f in fields(cls)}
-        out = {k: v for k, v in data.items() if k in known}
+        known = {f.name for f in fields(cls)} - {"baselines"}
+        out: dict[str, Any] = {k: v for k, v in data.items() if k in known}
         if "of_copy_peak" in data and "of_ceiling" not in data:
             out.update(of_ceiling=data["of_copy_peak"], mix="copy")
-        return cls(**out)
+        out["warnings"] = tuple(data.get("warnings") or ())
+        first = [BaselineResult.from_dict(data)] if data.get("baseline") else []
+        more = [BaselineResult.from_dict(m) for m in data.get("more_baselines") or ()
+                if isinstance(m, dict) and m.get("baseline")]
+        return cls(**out, baselines=tuple(first + more))
 
 
 def time_job(job: Job, timeout: float) -> ChildResult:
@@ -136,7 +220,7 @@ def time_job(job: Job, timeout: float) -> ChildResult:
 
 
 def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -> PointResult:
-    """Time the kernel, then its baseline in the same run; never raises for the kernel's sake."""
+    """Time the kernel, then its baselines in the same run; never raises for the kernel's sake."""
     resolved, mode = plan.resolved, plan.job.mode
     assert isinstance(mode, TimingMode)
     point = PointResult(resolved.spec.name, resolved.sizes, plan.params, mode.mode, "error", flops=resolved.flops,
@@ -145,48 +229,38 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
     try:
         data = time_job(plan.job, timeout)
     except TargetError as exc:
-        point.message = str(exc)
-        return point
+        return replace(point, message=str(exc))
     after = telemetry.snapshot()
-    point.telemetry_before = before.to_dict() if before else None
-    point.telemetry_after = after.to_dict() if after else None
-    point.warnings = telemetry.warnings(before, after)
+    point = replace(point, telemetry_before=before.to_dict() if before else None,
+                    telemetry_after=after.to_dict() if after else None,
+                    warnings=tuple(telemetry.warnings(before, after)))
     if data.status == "failed" or data.timing is None:
-        point.status = "failed-verification" if data.status == "failed" else "error"
-        point.message = "; ".join(data.failed_checks()) if data.status == "failed" else \
-            f"{point.kernel}: the child gave no timing (status {data.status or 'none'}, phase {data.phase})"
-        return point
-    summary = _timed(point, data.timing, resolved, mode.rule.rel_stdev)
-    _against_ceilings(point, peak, resolved, mode.mode, data.device.get("l2_bytes"))
-    for k, (base, job) in enumerate(plan.baselines):
-        if k == 0:
-            _baseline(point, plan, base, job, summary, timeout)
-            _baseline_against_ceiling(point, peak)
-            continue
-        extra = PointResult(point.kernel, point.sizes, point.params, point.mode, "ok", timer=point.timer, mix=point.mix)
-        _baseline(extra, plan, base, job, summary, timeout)
-        _baseline_against_ceiling(extra, peak)
-        point.more_baselines.append({k: getattr(extra, k) for k in MORE_BASELINE_FIELDS})
-        point.warnings.extend(extra.warnings)
-    return point
+        return replace(point, status="failed-verification" if data.status == "failed" else "error",
+                       message="; ".join(data.failed_checks()) if data.status == "failed" else
+                       f"{point.kernel}: the child gave no timing (status {data.status or 'none'}, phase {data.phase})")
+    point, summary = _timed(point, data.timing, resolved, mode.rule.rel_stdev)
+    point = _against_ceilings(point, peak, resolved, mode.mode, data.device.get("l2_bytes"))
+    timed, warnings = [], list(point.warnings)
+    for base, job in plan.baselines:
+        got, notes = _baseline(point, plan, base, job, summary, timeout)
+        got, more = _baseline_against_ceiling(got, point, peak)
+        timed.append(got)
+        warnings += notes + more
+    return replace(point, baselines=tuple(timed), warnings=tuple(warnings))
 
 
-# What each further baseline (--baseline a,b) keeps: the fields a point has of its first one.
-MORE_BASELINE_FIELDS = tuple(f.name for f in fields(PointResult) if "baseline" in f.name
-                             and f.name != "more_baselines") + ("math_mode",)
-
-
-def _baseline_against_ceiling(point: PointResult, peak: dict[str, Any] | None) -> None:
+def _baseline_against_ceiling(b: BaselineResult, point: PointResult,
+                              peak: dict[str, Any] | None) -> tuple[BaselineResult, list[str]]:
     """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling, and the
     same plausibility notes, as the kernel's: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
     (128 MiB moved, about twice the L2) at 106% of the copy ceiling. The L2 note is the kernel's own."""
-    if not peak or not point.baseline_bytes_per_s or not point.mix:
-        return
-    point.baseline_of_ceiling = stats.fraction(point.baseline_bytes_per_s, ceilings.ceiling(peak, point.mix))
-    notes = ceilings.implausible(bytes_per_s=point.baseline_bytes_per_s, flops_per_s=None, peak=peak,
+    if not peak or not b.baseline_bytes_per_s or not point.mix:
+        return b, []
+    b = replace(b, baseline_of_ceiling=stats.fraction(b.baseline_bytes_per_s, ceilings.ceiling(peak, point.mix)))
+    notes = ceilings.implausible(bytes_per_s=b.baseline_bytes_per_s, flops_per_s=None, peak=peak,
                                  mode=point.mode, working_set=0, l2_bytes=None)
-    notes = notes or _above_ceiling(point.baseline_of_ceiling, point.mix)
-    point.warnings.extend(f"baseline {point.baseline_name}: {n}" for n in notes)
+    notes = notes or _above_ceiling(b.baseline_of_ceiling, point.mix)
+    return b, [f"baseline {b.baseline_name}: {n}" for n in notes]
 
 
 def _above_ceiling(fraction: float | None, mix: str | None) -> list[str]:
@@ -199,74 +273,65 @@ def _above_ceiling(fraction: float | None, mix: str | None) -> list[str]:
 
 
 def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved: Resolved, mode: str,
-                      l2_bytes: int | None) -> None:
+                      l2_bytes: int | None) -> PointResult:
     """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether they
     are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
-    point.mix = ceilings.measured_mix(peak, ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
+    mix = ceilings.measured_mix(peak, ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
     theoretical = (peak or {}).get("theoretical") or {}
-    if peak:
-        point.of_fma_peak = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s"))
-        point.of_ceiling = stats.fraction(point.bytes_per_s, ceilings.ceiling(peak, point.mix))
-    point.of_dram_peak = stats.fraction(point.bytes_per_s, theoretical.get("dram_bytes_per_s"))
-    point.of_fp32_peak = stats.fraction(point.flops_per_s, theoretical.get("fp32_flops_per_s"))
+    of_fma = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s")) if peak else None
+    of_ceiling = stats.fraction(point.bytes_per_s, ceilings.ceiling(peak, mix)) if peak else None
     notes = ceilings.implausible(bytes_per_s=point.bytes_per_s, flops_per_s=point.flops_per_s, peak=peak, mode=mode,
                                  working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"))
-    point.plausible = not notes
-    point.warnings.extend(notes or _above_ceiling(point.of_ceiling, point.mix))
+    return replace(point, mix=mix, of_fma_peak=of_fma, of_ceiling=of_ceiling,
+                   of_dram_peak=stats.fraction(point.bytes_per_s, theoretical.get("dram_bytes_per_s")),
+                   of_fp32_peak=stats.fraction(point.flops_per_s, theoretical.get("fp32_flops_per_s")),
+                   plausible=not notes, warnings=(*point.warnings, *(notes or _above_ceiling(of_ceiling, mix))))
 
 
-def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: float) -> stats.Summary:
+def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: float) -> tuple[PointResult, stats.Summary]:
     summary = stats.summarize(list(timing.samples))
-    point.status = "ok"
-    point.summary = summary.to_dict()
-    point.stop = timing.stop
-    point.batch = timing.batch
-    point.timer = timing.timer
-    point.timer_note = timing.timer_note
-    point.cupti_hw_trace = timing.cupti_hw_trace
-    if timing.event_samples:
-        point.event_summary = stats.summarize(list(timing.event_samples)).to_dict()
+    warnings = list(point.warnings)
     blocks = resolved.grid[0] * resolved.grid[1] * resolved.grid[2]
-    if point.timer == "cupti" and blocks >= MANY_BLOCKS:
-        point.warnings.append(
+    if timing.timer == "cupti" and blocks >= MANY_BLOCKS:
+        warnings.append(
             f"{blocks:,} blocks: with CUPTI kernel tracing on, kernels with this many short blocks ran slower on the "
             "H200 (vector_add, 262,144 blocks: 297 us against 278 us with --timer events and under ncu); "
             "check this one with --timer events")
-    point.stable = stats.stable(summary, point.stop or "", rel_stdev)
-    if not point.stable:
-        point.warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped by {point.stop})")
-    point.flops_per_s = stats.throughput(resolved.flops, summary.median)
-    point.bytes_per_s = stats.throughput(resolved.bytes, summary.median)
-    return summary
+    stable = stats.stable(summary, timing.stop or "", rel_stdev)
+    if not stable:
+        warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped by {timing.stop})")
+    return replace(point, status="ok", summary=summary.to_dict(), stop=timing.stop, batch=timing.batch,
+                   timer=timing.timer, timer_note=timing.timer_note, cupti_hw_trace=timing.cupti_hw_trace,
+                   event_summary=stats.summarize(list(timing.event_samples)).to_dict() if timing.event_samples else None,
+                   stable=stable, flops_per_s=stats.throughput(resolved.flops, summary.median),
+                   bytes_per_s=stats.throughput(resolved.bytes, summary.median), warnings=tuple(warnings)), summary
 
 
 def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, summary: stats.Summary,
-              timeout: float) -> None:
-    """The baseline, timed by the timer the kernel ended up with."""
+              timeout: float) -> tuple[BaselineResult, list[str]]:
+    """The baseline, timed by the timer the kernel ended up with: its result (its name only, when it
+    failed) and the warnings it adds to the point."""
     assert isinstance(job.mode, TimingMode)
-    point.baseline = base.stored()
-    point.baseline_name = base.label
+    name = base.label
     job = replace(job, mode=replace(job.mode, timer=point.timer or "auto"))
     try:
         got = time_job(job, timeout)
     except TargetError as exc:
-        point.warnings.append(f"baseline {point.baseline_name} failed: {exc}")
-        return
+        return BaselineResult(base.stored(), name), [f"baseline {name} failed: {exc}"]
     if got.status != "ok" or got.timing is None:
         why = "; ".join(got.failed_checks())
-        point.warnings.append(f"baseline {point.baseline_name} failed verification" + (f": {why}" if why else ""))
-        return
+        return BaselineResult(base.stored(), name), [f"baseline {name} failed verification" + (f": {why}" if why else "")]
+    notes = []
     if got.timing.timer != point.timer:
-        point.warnings.append(f"baseline {point.baseline_name} was timed by {got.timing.timer}, the kernel by {point.timer}")
+        notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by {point.timer}")
     bsum = stats.summarize(list(got.timing.samples))
-    point.baseline_summary = bsum.to_dict()
-    point.baseline_kernels = got.timing.kernels_per_call
-    point.baseline_prepare_s = got.baseline.prepare_s if got.baseline else None
-    point.baseline_framework = got.baseline.framework if got.baseline else None
-    point.math_mode = got.math_mode
-    point.baseline_flops_per_s = stats.throughput(plan.resolved.flops, bsum.median)
-    point.baseline_bytes_per_s = stats.throughput(plan.resolved.bytes, bsum.median)
-    point.of_baseline = bsum.median / summary.median
+    return BaselineResult(
+        base.stored(), name, baseline_summary=bsum.to_dict(), baseline_kernels=got.timing.kernels_per_call,
+        baseline_prepare_s=got.baseline.prepare_s if got.baseline else None,
+        baseline_framework=got.baseline.framework if got.baseline else None, math_mode=got.math_mode,
+        baseline_flops_per_s=stats.throughput(plan.resolved.flops, bsum.median),
+        baseline_bytes_per_s=stats.throughput(plan.resolved.bytes, bsum.median),
+        of_baseline=bsum.median / summary.median), notes
 
 
 # ------------------------------------------------------------------------------------ peak

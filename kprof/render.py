@@ -397,7 +397,7 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
             label = baseline_label(r.baseline, r.baseline_name)
             out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {label} "
                        f"median {_us(r.baseline_summary['median'])} us ({rate})"
-                       + "".join(f", {e}" for e in _baseline_notes(vars(r))))
+                       + "".join(f", {e}" for e in _baseline_notes(r.to_dict())))
         for more in r.more_baselines:
             if more.get("of_baseline") and more.get("baseline_summary"):
                 ratio = more["of_baseline"]

@@ -193,5 +193,8 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     assert plan["baselines"] == "tuple[tuple[Baseline, Job], ...]" and not {"baseline", "more", "names"} & set(plan)
     assert {f.name: f.type for f in fields(pipeline.BenchPoint)}["baselines"] == "tuple[Baseline, ...]"
     decoders = [name for name, path in MODULES.items() if name not in ("baseline", "pyref", "spec")
-                and "def baseline_name" in path.read_text()]
+                and "def baseline_name(baseline" in path.read_text()]
     assert not decoders and Baseline.__dataclass_params__.frozen
+    assert bench.PointResult.__dataclass_params__.frozen and bench.BaselineResult.__dataclass_params__.frozen
+    assert {f.name: f.type for f in fields(bench.PointResult)}["baselines"] == "tuple[BaselineResult, ...]"
+    assert not [f.name for f in fields(bench.PointResult) if "baseline" in f.name and f.name != "baselines"]

@@ -3,6 +3,7 @@ the history store (a concurrent writer, an interrupted run), compare, telemetry 
 
 import json
 import multiprocessing
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -248,8 +249,9 @@ def test_bench_table_renders(tmp_path):
     from kprof import render
 
     p = _point("tiled_matmul", 1024, 1e-3)
-    p.flops_per_s, p.of_fma_peak, p.of_baseline, p.baseline = 2e12, 0.03, 0.5, "cublas_sgemm"
-    p.baseline_summary, p.baseline_flops_per_s, p.math_mode = p.summary, 4e12, "CUBLAS_DEFAULT_MATH (FP32, no TF32)"
+    p = replace(p, flops_per_s=2e12, of_fma_peak=0.03, baselines=(bench.BaselineResult(
+        "cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary, baseline_flops_per_s=4e12, of_baseline=0.5,
+        math_mode="CUBLAS_DEFAULT_MATH (FP32, no TF32)"),))
     text = render.bench_table([p], {"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None}, "r1")
     assert "50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text
 
@@ -258,13 +260,13 @@ def test_spec_baselines_read_as_speedups():
     from kprof import render
 
     p = _point("rmsnorm_onepass", 1024, 1e-3)
-    p.bytes_per_s, p.of_baseline, p.baseline = 4e12, 3.4, "rmsnorm_unfused"
-    p.baseline_summary, p.baseline_bytes_per_s = dict(p.summary, median=3.4e-3), 1.18e12
-    p.timer = "cupti"
+    unfused = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=dict(p.summary, median=3.4e-3),
+                                   baseline_bytes_per_s=1.18e12, of_baseline=3.4)
+    p = replace(p, bytes_per_s=4e12, timer="cupti", baselines=(unfused,))
     text = render.bench_table([p], None, None)
     assert "3.40x faster than rmsnorm_unfused" in text and "rmsnorm_unfused median 3,400.0 us" in text
     assert "CUPTI" in text
-    p.of_baseline = 0.5
+    p = replace(p, baselines=(replace(unfused, of_baseline=0.5),))
     assert "2.00x slower than rmsnorm_unfused" in render.bench_table([p], None, None)
 
 
@@ -467,3 +469,24 @@ def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, mon
     calls.clear()
     cut = kprof.run_bench(["vector_add"], sizes="N=1,2,3,4", history=False)
     assert cut.interrupted and [p.sizes["N"] for p in cut.points] == [1, 2] and cut.planned == 4
+
+
+def test_a_point_is_frozen_and_its_json_is_flat_as_before():
+    """PointResult is the kernel's timing and a tuple of BaselineResult; its JSON keeps the flat fields
+    (the first baseline's beside the kernel's, the others in more_baselines), and reads back the same."""
+    import dataclasses
+
+    p = _point("rmsnorm_onepass", 1024, 1e-3)
+    first = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", of_baseline=3.4, baseline_kernels=2)
+    more = bench.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch", of_baseline=0.9, baseline_framework="torch")
+    p = replace(p, baselines=(first, more), warnings=("w",))
+    data = p.to_dict()
+    assert data["baseline"] == "rmsnorm_unfused" and data["of_baseline"] == 3.4 and data["baseline_kernels"] == 2
+    assert data["more_baselines"] == [more.to_dict()] and "baselines" not in data and data["warnings"] == ["w"]
+    assert json.loads(json.dumps(data)) == data
+    assert bench.PointResult.from_dict(data) == p
+    bare = _point("vector_add", 1024, 1e-3)
+    assert bare.to_dict()["baseline"] is None and bare.to_dict()["more_baselines"] == [] and bare.of_baseline is None
+    assert bench.PointResult.from_dict(bare.to_dict()) == bare
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.status = "error"  # type: ignore[misc]

@@ -113,8 +113,7 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
     def point(name, sizes, bytes_per_s):
         resolved = catalog.load(name).resolve(sizes)
         p = bench.PointResult(name, resolved.sizes, {}, "cold", "ok", bytes_per_s=bytes_per_s)
-        bench._against_ceilings(p, peak, resolved, "cold", H200["l2_bytes"])
-        return p
+        return bench._against_ceilings(p, peak, resolved, "cold", H200["l2_bytes"])
 
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)  # this peak has no add ceiling: against copy's, named so
     assert add.mix == "copy" and add.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
