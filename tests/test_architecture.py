@@ -12,7 +12,26 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "kprof"
-MODULES = {p.stem: p for p in PKG.glob("*.py") if p.stem != "__init__"}
+
+
+class _Package:
+    """A stage's folder (``kprof/spec/``), one node of the import graph: its modules read together."""
+
+    def __init__(self, folder: Path) -> None:
+        self.files = sorted(folder.glob("*.py"))
+
+    def read_text(self) -> str:
+        return "\n".join(f.read_text() for f in self.files)
+
+
+NOT_STAGES = {"hooks", "baselines", "builtin", "templates"}  # loaded into programs, or data
+MODULES: dict[str, Path | _Package] = {p.stem: p for p in PKG.glob("*.py") if p.stem != "__init__"}
+MODULES.update({d.name: _Package(d) for d in PKG.iterdir()
+                if d.is_dir() and (d / "__init__.py").exists() and d.name not in NOT_STAGES})
+
+
+def _trees(path: Path | _Package) -> list[ast.Module]:
+    return [ast.parse(f.read_text()) for f in (path.files if isinstance(path, _Package) else [path])]
 MAX_LINES = 80
 COMMAND_LAYER = {"cli", "commands", "pipeline", "api", "scaffold"}  # api: the same front door, from Python
 
@@ -26,10 +45,10 @@ def _nodes(tree: ast.AST):
         yield from _nodes(node)
 
 
-def _imports(path: Path) -> set[str]:
-    """The kprof modules a file imports, at module level or inside functions."""
+def _imports(path: Path | _Package) -> set[str]:
+    """The kprof modules (or stage folders) a file imports, at module level or inside functions."""
     out: set[str] = set()
-    for node in _nodes(ast.parse(path.read_text())):
+    for node in (n for tree in _trees(path) for n in _nodes(tree)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "kprof":
                 out.update(a.name for a in node.names if a.name in MODULES)
@@ -78,7 +97,7 @@ def test_no_import_cycle():
 def test_no_long_function():
     long = []
     for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in (n for tree in _trees(path) for n in ast.walk(tree)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_LINES:
@@ -122,7 +141,7 @@ def test_every_error_class_is_in_errors_py():
 
     kinds = {name for name, obj in vars(errors).items() if isinstance(obj, type) and issubclass(obj, errors.KprofError)}
     elsewhere = [f"{name}.py: {node.name}" for name, path in MODULES.items() if name != "errors"
-                 for node in _nodes(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)
+                 for tree in _trees(path) for node in _nodes(tree) if isinstance(node, ast.ClassDef)
                  and any((isinstance(b, ast.Name) and b.id in kinds) or (isinstance(b, ast.Attribute) and b.attr in kinds)
                          for b in node.bases)]
     assert not elsewhere, elsewhere
@@ -132,7 +151,7 @@ def test_no_module_imports_the_package_front_door():
     """``kprof/__init__.py`` is the public front door; a module below it that imports from it
     (``from kprof import __version__``) climbs back up (the version lives in kprof/version.py)."""
     upward = [f"{name}.py" for name, path in MODULES.items()
-              for node in _nodes(ast.parse(path.read_text()))
+              for tree in _trees(path) for node in _nodes(tree)
               if isinstance(node, ast.ImportFrom) and node.module == "kprof"
               and any(a.name in ("__version__", "sanitize", "profile", "load", "range") for a in node.names)]
     assert not upward, upward
@@ -181,7 +200,7 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     no module but pyref.py spells the stored Python reference's prefix, and the only module that decodes a
     baseline string into its kind is baseline.py (the CLI's --baseline is parsed in pipeline.baselines_of)."""
     constants = [f"{name}.py" for name, path in MODULES.items() if name != "pyref"
-                 for node in ast.walk(ast.parse(path.read_text()))
+                 for tree in _trees(path) for node in ast.walk(tree)
                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("python:")]
     assert not constants, constants
     from dataclasses import fields
@@ -198,3 +217,13 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     assert bench.PointResult.__dataclass_params__.frozen and bench.BaselineResult.__dataclass_params__.frozen
     assert {f.name: f.type for f in fields(bench.PointResult)}["baselines"] == "tuple[BaselineResult, ...]"
     assert not [f.name for f in fields(bench.PointResult) if "baseline" in f.name and f.name != "baselines"]
+
+
+def test_the_spec_stage_is_a_folder_of_schema_and_loader():
+    """kprof/spec/: the schema (dataclasses, resolve) and the loader (YAML, validation), one way: the
+    loader builds the schema's classes, the schema never imports the loader; the folder is one node of
+    the graph above, with the edges of both."""
+    assert isinstance(MODULES["spec"], _Package) and {"sizeexpr", "reference", "inputs"} <= GRAPH["spec"]
+    schema = (PKG / "spec" / "schema.py").read_text()
+    assert "from kprof.spec.loader" not in schema and "import yaml" not in schema
+    assert "from kprof.spec.schema import" in (PKG / "spec" / "loader.py").read_text()

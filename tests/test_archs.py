@@ -14,6 +14,7 @@ from kprof import build, catalog, cli, doctor, ncu, nvrtc, occupancy, profiling
 from kprof import spec as spec_mod
 from kprof.errors import EXIT_OK, EXIT_USAGE, SpecError, ToolNotFoundError, UnsupportedArchError, UsageError
 from kprof.job import RunMode
+from kprof.spec import loader as spec_load
 
 KB = 1024
 
@@ -193,7 +194,7 @@ def test_every_flag_a_spec_may_give_translates():
              "-Xptxas=-O3", "-Xptxas=-dlcm=ca", "--ptxas-options=--warn-on-spills", "-w", "-I/x"]
     folder = Path("/tmp")
     for flag in flags:  # each is one the spec loader accepts
-        spec_mod._load_nvcc_flags([flag.replace("/x", ".") if flag.startswith("-I") else flag], folder,
+        spec_load._load_nvcc_flags([flag.replace("/x", ".") if flag.startswith("-I") else flag], folder,
                                   lambda f, p: SpecError("k.yaml", f, p))
     nvrtc.translate([*flags, "-o", "o", "s.cu"])
 

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from kprof import build, catalog, proc
@@ -24,7 +26,7 @@ def test_parse_recorded_sm80_output_with_cmem(data_dir):
 
 
 def test_argv():
-    argv = build.build_argv("/x/nvcc", spec_mod.Path("/k/a.cu"), spec_mod.Path("/c/a.cubin"), "sm_90",
+    argv = build.build_argv("/x/nvcc", Path("/k/a.cu"), Path("/c/a.cubin"), "sm_90",
                             (("TILE", "32"),), ("-Xptxas=-O3",))
     assert argv == ["/x/nvcc", "-cubin", "-arch=sm_90", "-lineinfo", "--resource-usage", "-std=c++17",
                     "-DTILE=32", "-Xptxas=-O3", "-o", "/c/a.cubin", "/k/a.cu"]

@@ -1,13 +1,8 @@
-"""Kernel specs: one YAML file beside each ``.cu``, loaded into frozen dataclasses.
-
-A spec is data. It is read with ``yaml.safe_load``, every field is validated here, and every
-error names the file and the field (``kernels/tiled_matmul.yaml: launch.grid[0]: unknown size
-'Q'``). Size arithmetic goes through :mod:`kprof.sizeexpr`, references through
-:mod:`kprof.reference`; neither ever calls ``eval``. ``docs/spec.md`` documents the format.
-
-The first stage of the pipeline: ``load()`` gives a :class:`KernelSpec`, ``KernelSpec.resolve()``
-gives a :class:`Resolved` (every size, shape, launch dimension and scalar a concrete number) that
-the build, launch, sanitize, profile and bench stages take as it is.
+"""Loading a spec: one YAML file beside each ``.cu``, read with ``yaml.safe_load`` (capped, no alias,
+no deep nesting), every field validated, every error naming the file and the field
+(``kernels/tiled_matmul.yaml: launch.grid[0]: unknown size 'Q'``), into :mod:`kprof.spec.schema`'s
+:class:`KernelSpec`. References go through :mod:`kprof.reference` and :mod:`kprof.pyref`; nothing
+from a spec ever reaches ``eval``. ``docs/spec.md`` documents the format.
 """
 
 from __future__ import annotations
@@ -16,39 +11,30 @@ import ast
 import keyword
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from fractions import Fraction
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kprof import inputs, reference, sizeexpr
-from kprof.errors import InputError, SpecError, UsageError
+from kprof.errors import InputError, SpecError
+from kprof.spec.schema import (
+    ARCH_NAME,
+    CUBLAS_SGEMM,
+    DTYPES,
+    FILLS,
+    IDENT,
+    ROLES,
+    BufferArg,
+    Fill,
+    KernelSpec,
+    Launch,
+    Requirement,
+    ScalarArg,
+    SizeDef,
+    Step,
+    Tolerance,
+)
 
-#: dtype name -> (bytes per element, kind: f(loat) / i(nt) / u(nsigned))
-DTYPES: dict[str, tuple[int, str]] = {
-    "float16": (2, "f"),
-    "bfloat16": (2, "f"),
-    "float32": (4, "f"),
-    "float64": (8, "f"),
-    "int8": (1, "i"),
-    "uint8": (1, "u"),
-    "int32": (4, "i"),
-    "uint32": (4, "u"),
-    "int64": (8, "i"),
-    "uint64": (8, "u"),
-}
-ROLES = ("in", "out", "inout", "scratch")
-FILLS = {  # name -> (min args, max args)
-    "uniform": (0, 2),
-    "normal": (0, 2),
-    "randint": (2, 2),
-    "zeros": (0, 0),
-    "ones": (0, 0),
-    "const": (1, 1),
-    "arange": (0, 0),
-}
-PRESETS = ("default", "sanitize")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {
     "name", "description", "source", "entry", "defines", "nvcc_flags", "sizes", "args",
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
@@ -57,366 +43,6 @@ _TOP_KEYS = {
 _BASELINE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")  # a name in baselines: (torch, torch.compile)
 # What a Python operation (``python: ops.py:scale``) cannot have: it is the function, not a kernel.
 _NOT_FOR_PYTHON = ("source", "entry", "launch", "steps", "nvcc_flags", "twin", "twin_defines")
-CUBLAS_SGEMM = "cublas_sgemm"  # a library step of a spec, and a baseline
-BASELINES = (CUBLAS_SGEMM,)  # library routines; a baseline may also name another kernel spec
-
-
-@dataclass(frozen=True)
-class Fill:
-    kind: str = "uniform"
-    params: tuple[float, ...] = ()
-
-    def __str__(self) -> str:
-        return f"{self.kind}({', '.join(f'{p:g}' for p in self.params)})" if self.params else self.kind
-
-
-@dataclass(frozen=True)
-class SizeDef:
-    name: str
-    default: int
-    sanitize: int
-
-
-@dataclass(frozen=True)
-class BufferArg:
-    name: str
-    dtype: str
-    shape: tuple[str, ...]
-    role: str
-    fill: Fill
-
-
-@dataclass(frozen=True)
-class ScalarArg:
-    name: str
-    dtype: str
-    value: str  # a size expression, or a number literal for float scalars
-
-
-@dataclass(frozen=True)
-class Launch:
-    grid: tuple[str, str, str]
-    block: tuple[str, str, str]
-    shared_mem: str = "0"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One launch of a multi-kernel spec: a kernel of the source with some of the spec's arguments,
-    or (``entry == "cublas_sgemm"``) cuBLAS SGEMM with ``args`` naming A, B, C, M, N, K."""
-
-    entry: str
-    args: tuple[str, ...]
-    launch: Launch | None
-
-
-@dataclass(frozen=True)
-class ResolvedStep:
-    entry: str
-    args: tuple[str, ...]
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_mem: int
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """The spec's ``tolerance:``. ``rtol`` and ``atol`` are numbers or size expressions
-    (``"2e-7 * sqrt(K)"``), worked out at each size; None takes the output dtype's default
-    (:data:`kprof.verify.DEFAULT_TOLERANCE`). The metric is ``elementwise`` (every element within
-    ``atol + rtol * |ref|``) or ``normwise`` (``max|out - ref| <= rtol * max|ref|``, atol unused)."""
-
-    rtol: str | None = None
-    atol: str | None = None
-    metric: str = "elementwise"
-    # OUTPUT -> an expression of the inputs (reference vocabulary) that rtol multiplies in place of |ref|:
-    # "abs(A) @ abs(B)" for a matmul, the size of the terms a sum adds, which rounding errors scale with
-    scale: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """``requires: {arch: sm_80, why: cp.async}``: the oldest architecture a kernel needs, and the
-    feature that needs it. kprof names it on an older target instead of failing to build."""
-
-    arch: str
-    why: str
-
-
-_ARCH_NAME = re.compile(r"^sm_(\d{2,3})[af]?$")
-
-
-def arch_number(arch: str) -> int:
-    """sm_86 -> 86, sm_100a -> 100 (0 for a name that is not sm_XY)."""
-    m = _ARCH_NAME.match(arch)
-    return int(m.group(1)) if m else 0
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    name: str
-    path: Path  # the spec file
-    source: Path
-    entry: str
-    description: str
-    sizes: tuple[SizeDef, ...]
-    args: tuple[BufferArg | ScalarArg, ...]
-    launch: Launch
-    reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
-    flops: str | None
-    bytes: str | None
-    defines: tuple[tuple[str, str], ...] = ()
-    nvcc_flags: tuple[str, ...] = ()
-    checks: tuple[tuple[tuple[str, int], ...], ...] = ()
-    expect: Any = None  # sanitizer cases: what must be found (validated by kprof.cases)
-    notes: str = ""
-    twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
-    twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define
-    is_twin: bool = False
-    baseline: str | None = None  # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
-    baselines: tuple[tuple[str, str], ...] = ()  # named baselines for --baseline NAME (torch, torch.compile)
-    steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
-    tolerance: Tolerance = Tolerance()
-    python: str | None = None  # a Python operation (pyref stored form): run on the spec's buffers, no cubin
-    requires: Requirement | None = None  # the oldest architecture it builds and runs on, and why
-
-    def unsupported_on(self, arch: str) -> str | None:
-        """Why this spec does not build for ``arch`` (older than its ``requires.arch``), else None."""
-        if self.requires is None or arch_number(arch) >= arch_number(self.requires.arch):
-            return None
-        return f"{self.name} needs {self.requires.arch} or newer ({self.requires.why}); {arch} is older"
-
-    @property
-    def entries(self) -> tuple[str, ...]:
-        """The kernels of the source this spec launches (what the build reports on)."""
-        if self.python:
-            return ()
-        if not self.steps:
-            return (self.entry,)
-        return tuple(dict.fromkeys(st.entry for st in self.steps if st.entry != CUBLAS_SGEMM))
-
-    def twin_spec(self) -> KernelSpec:
-        """The fixed twin of a sanitizer case: same spec, the fixed source, nothing expected."""
-        if self.twin is None:
-            raise UsageError(f"{self.name} has no fixed twin")
-        defines = dict(self.defines)
-        defines.update(self.twin_defines)
-        return replace(self, name=f"{self.name}_fixed", source=self.twin, twin=None, expect=None,
-                       defines=tuple(defines.items()), twin_defines=(), is_twin=True)
-
-    def with_defines(self, params: dict[str, str]) -> KernelSpec:
-        """This spec with some defines replaced (``--param``): they change the build and the launch
-        alike (``grid: [ceil(N / BLOCK)]``), so the parent applies them once, before both."""
-        if not params:
-            return self
-        unknown = [k for k in params if k not in dict(self.defines)]
-        if unknown:
-            raise UsageError(f"{self.name}: unknown parameter '{unknown[0]}' (parameters are the spec's defines: "
-                             f"{', '.join(dict(self.defines)) or 'none'})")
-        return replace(self, defines=tuple({**dict(self.defines), **params}.items()))
-
-    def numeric_defines(self) -> dict[str, int | float]:
-        """The defines that are numbers (BINS: 256), as size arithmetic and references see them."""
-        return {k: int(v) if v.denominator == 1 else float(v) for k, v in _define_env(self.defines).items()}
-
-    @property
-    def buffers(self) -> tuple[BufferArg, ...]:
-        return tuple(a for a in self.args if isinstance(a, BufferArg))
-
-    @property
-    def size_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.sizes)
-
-    def preset(self, which: str = "default") -> dict[str, int]:
-        if which not in PRESETS:
-            raise UsageError(f"unknown size preset '{which}': use one of {', '.join(PRESETS)}")
-        return {s.name: (s.default if which == "default" else s.sanitize) for s in self.sizes}
-
-    def resolve(self, overrides: dict[str, int] | None = None, preset: str = "default") -> Resolved:
-        """Every size, shape, launch dimension and scalar as a concrete number."""
-        sizes = self.preset(preset)
-        for key, given in (overrides or {}).items():
-            if key not in sizes:
-                known = ", ".join(self.size_names) or "none"
-                raise UsageError(f"{self.name}: unknown size '{key}' (known: {known})")
-            if isinstance(given, bool) or not isinstance(given, int) or given <= 0:
-                raise UsageError(f"{self.name}: size {key}={given} must be a positive whole number")
-            sizes[key] = given
-        env: dict[str, int | Fraction] = {**_define_env(self.defines), **sizes}
-        where = str(self.path)
-
-        def ev(expr: str, fld: str, minimum: int = 1) -> int:
-            try:
-                value = sizeexpr.evaluate_int(expr, env)
-            except sizeexpr.SizeExprError as exc:
-                raise SpecError(where, fld, str(exc)) from None
-            if value < minimum:
-                sized = ", ".join(f"{k}={v}" for k, v in sizes.items())
-                raise UsageError(
-                    f"{self.name}: {fld} = {expr} = {value} at {sized}; it must be at least {minimum}"
-                )
-            return value
-
-        buffers = []
-        for i, arg in enumerate(self.args):
-            if isinstance(arg, BufferArg):
-                shape = tuple(
-                    ev(d, f"args[{i}].shape[{j}]") for j, d in enumerate(arg.shape)
-                )
-                buffers.append(ResolvedBuffer(arg, shape))
-        scalars = []
-        for i, arg in enumerate(self.args):
-            if isinstance(arg, ScalarArg):
-                if DTYPES[arg.dtype][1] == "f":
-                    try:
-                        value: int | float = float(sizeexpr.evaluate(arg.value, env))
-                    except sizeexpr.SizeExprError as exc:
-                        raise SpecError(where, f"args[{i}].value", str(exc)) from None
-                else:
-                    value = ev(arg.value, f"args[{i}].value", minimum=-(1 << 63))
-                _check_scalar(self.name, arg, value, sizes)
-                scalars.append((arg, value))
-        steps = []
-        for k, st in enumerate(self.steps or (Step(self.entry, tuple(a.name for a in self.args), self.launch),)):
-            where_launch = f"steps[{k}].launch" if self.steps else "launch"
-            if st.launch is None:  # a library call: no launch dimensions of ours
-                steps.append(ResolvedStep(st.entry, st.args, (1, 1, 1), (1, 1, 1), 0))
-                continue
-            step = ResolvedStep(
-                st.entry, st.args,
-                tuple(ev(g, f"{where_launch}.grid[{j}]") for j, g in enumerate(st.launch.grid)),  # type: ignore[arg-type]
-                tuple(ev(b, f"{where_launch}.block[{j}]") for j, b in enumerate(st.launch.block)),  # type: ignore[arg-type]
-                ev(st.launch.shared_mem, f"{where_launch}.shared_mem", minimum=0),
-            )  # fmt: skip
-            _check_launch(self.name, where_launch, step, sizes)
-            steps.append(step)
-        first = next(st for st in steps if st.entry != CUBLAS_SGEMM)  # the loader requires one kernel step
-        grid, block, smem = first.grid, first.block, first.shared_mem
-        flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
-        nbytes = ev(self.bytes, "work.bytes", minimum=0) if self.bytes else None
-        rtol, atol = (_tolerance_at(self.name, where, fld, expr, env, sizes)
-                      for fld, expr in (("rtol", self.tolerance.rtol), ("atol", self.tolerance.atol)))
-        return Resolved(
-            spec=self,
-            sizes=dict(sizes),
-            buffers=tuple(buffers),
-            scalars=tuple(scalars),
-            grid=grid,
-            block=block,
-            shared_mem=smem,
-            flops=flops,
-            bytes=nbytes,
-            steps=tuple(steps),
-            rtol=rtol,
-            atol=atol,
-            metric=self.tolerance.metric,
-        )
-
-
-def _tolerance_at(name: str, where: str, fld: str, expr: str | None, env: dict[str, int | Fraction],
-                  sizes: dict[str, int]) -> float | None:
-    """tolerance.rtol or tolerance.atol at these sizes: rtol in [0, 1), atol 0 or more."""
-    if expr is None:
-        return None
-    try:
-        value = float(sizeexpr.evaluate(expr, env))
-    except sizeexpr.SizeExprError as exc:
-        raise SpecError(where, f"tolerance.{fld}", str(exc)) from None
-    top = 1.0 if fld == "rtol" else float("inf")
-    if not 0 <= value < top:
-        raise UsageError(f"{name}: tolerance.{fld} = {expr} = {value:g} at {_sized(sizes)}; it must be "
-                         + ("between 0 and 1" if fld == "rtol" else "0 or more"))
-    return value
-
-
-# CUDA's limits on every architecture kprof builds for (sm_80 and later): what cuLaunchKernel takes.
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
-BLOCK_LIMITS = (1024, 1024, 64)
-MAX_THREADS_PER_BLOCK = 1024
-_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.39e38, "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
-
-
-def _sized(sizes: dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its sizes"
-
-
-def _check_scalar(name: str, arg: ScalarArg, value: int | float, sizes: dict[str, int]) -> None:
-    """A scalar fits its type before it is packed: 2**31 is not an int32 (it would wrap to -2**31)."""
-    nbytes, kind = DTYPES[arg.dtype]
-    if kind == "f":
-        top = _FLOAT_MAX[arg.dtype]
-        if value != value or abs(value) > top:
-            raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value:g} at {_sized(sizes)} does not fit "
-                             f"{arg.dtype} (finite, at most {top:g} in magnitude)")
-        return
-    lo, hi = (-(1 << (8 * nbytes - 1)), (1 << (8 * nbytes - 1)) - 1) if kind == "i" else (0, (1 << (8 * nbytes)) - 1)
-    if not lo <= value <= hi:
-        raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value} at {_sized(sizes)} does not fit "
-                         f"{arg.dtype} ({lo} to {hi}); use a wider type or smaller sizes")
-
-
-def _check_launch(name: str, where: str, step: ResolvedStep, sizes: dict[str, int]) -> None:
-    for axis, (g, top) in enumerate(zip(step.grid, GRID_LIMITS)):
-        if g > top:
-            raise UsageError(f"{name}: {where}.grid[{axis}] = {g} at {_sized(sizes)}; CUDA allows at most {top:,}")
-    for axis, (b, top) in enumerate(zip(step.block, BLOCK_LIMITS)):
-        if b > top:
-            raise UsageError(f"{name}: {where}.block[{axis}] = {b}; CUDA allows at most {top}")
-    threads = step.block[0] * step.block[1] * step.block[2]
-    if threads > MAX_THREADS_PER_BLOCK:
-        raise UsageError(f"{name}: {where}.block has {threads} threads; CUDA allows at most {MAX_THREADS_PER_BLOCK}")
-
-
-@dataclass(frozen=True)
-class ResolvedBuffer:
-    arg: BufferArg
-    shape: tuple[int, ...]
-
-    @property
-    def count(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return self.count * DTYPES[self.arg.dtype][0]
-
-    def describe(self) -> str:
-        dims = " x ".join(str(d) for d in self.shape)
-        return f"{self.arg.name} is {dims} {self.arg.dtype}, {self.nbytes:,} bytes"
-
-
-@dataclass(frozen=True)
-class Resolved:
-    spec: KernelSpec
-    sizes: dict[str, int]
-    buffers: tuple[ResolvedBuffer, ...]
-    scalars: tuple[tuple[ScalarArg, int | float], ...]
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_mem: int
-    flops: int | None
-    bytes: int | None
-    steps: tuple[ResolvedStep, ...] = ()  # every launch, in order (one for a single-kernel spec)
-    rtol: float | None = None  # the tolerance at these sizes; None: the output dtype's default
-    atol: float | None = None
-    metric: str = "elementwise"
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(b.nbytes for b in self.buffers)
-
-    @property
-    def threads_per_block(self) -> int:
-        return self.block[0] * self.block[1] * self.block[2]
-
-    def size_text(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.sizes.items())
-
-
-# ----------------------------------------------------------------------------------- loading
 
 
 MAX_SPEC_BYTES = 256 * 1024  # the largest shipped spec is under 4 KB
@@ -544,7 +170,7 @@ def _load_requires(raw: Any, fail: Fail) -> Requirement | None:
     if not isinstance(raw, dict) or set(map(str, raw)) != {"arch", "why"}:
         raise fail("requires", shape)
     arch, why = raw["arch"], raw["why"]
-    if not isinstance(arch, str) or not _ARCH_NAME.match(arch):
+    if not isinstance(arch, str) or not ARCH_NAME.match(arch):
         raise fail("requires.arch", f"{_show(arch)}: write it as sm_XY, e.g. sm_80")
     if not isinstance(why, str) or not why.strip() or len(why) > 200:
         raise fail("requires.why", "must name the feature that needs this architecture, in at most 200 characters")
@@ -554,7 +180,7 @@ def _load_requires(raw: Any, fail: Fail) -> Requirement | None:
 def _load_name(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, str]:
     """name and description."""
     name = data.get("name", path.stem)
-    if not isinstance(name, str) or not _IDENT.match(name):
+    if not isinstance(name, str) or not IDENT.match(name):
         raise fail("name", f"{_show(name)} must be an identifier (letters, digits, _)")
     description = data.get("description", "")
     if not isinstance(description, str):
@@ -577,7 +203,7 @@ def _load_source(data: dict[str, Any], path: Path, name: str, fail: Fail) -> tup
     if problem := inputs.shell_problem(str(source)):  # nvcc hands the path to a shell
         raise fail("source", f"the path {_show(str(source), 100)} {problem}: rename the file or its folder")
     entry = data.get("entry", name)
-    if not isinstance(entry, str) or not _IDENT.match(entry):
+    if not isinstance(entry, str) or not IDENT.match(entry):
         raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")
     return source, entry
 
@@ -692,7 +318,7 @@ def _load_steps(raw: Any, args: tuple[BufferArg | ScalarArg, ...], fail: Fail, c
         if extra:
             raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (known: entry, args, launch; or cublas_sgemm)")
         entry = item.get("entry")
-        if not isinstance(entry, str) or not _IDENT.match(entry):
+        if not isinstance(entry, str) or not IDENT.match(entry):
             raise fail(f"{fld}.entry", f"{_show(entry)} must be the extern \"C\" name of a kernel in the source")
         arg_names = item.get("args")
         if not isinstance(arg_names, list) or not arg_names or not all(isinstance(n, str) for n in arg_names):
@@ -774,7 +400,7 @@ def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set
             return pyref.check(raw, folder, known).stored()
         except ValueError as exc:
             raise fail(field, _cut(str(exc), 300)) from None
-    if not isinstance(raw, str) or not _IDENT.match(raw):
+    if not isinstance(raw, str) or not IDENT.match(raw):
         raise fail(field, f"{_show(raw)} must be cublas_sgemm, the name of another kernel spec, or a Python "
                           "callable (baselines.py:torch_add, or package.module:function)")
     if raw != CUBLAS_SGEMM:
@@ -812,25 +438,14 @@ def _load_defines(raw: Any, fail: Fail) -> tuple[tuple[str, str], ...]:
         raise fail("defines", "must be a mapping NAME: value (passed to nvcc as -DNAME=value)")
     out = []
     for key, value in raw.items():
-        if not isinstance(key, str) or not _IDENT.match(key):
+        if not isinstance(key, str) or not IDENT.match(key):
             raise fail(f"defines.{key}", "must be an identifier")
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise fail(f"defines.{key}", "must be a number or an identifier")
-        if isinstance(value, str) and not _IDENT.match(value):
+        if isinstance(value, str) and not IDENT.match(value):
             raise fail(f"defines.{key}", f"{_show(value)} must be a number or an identifier")
         out.append((key, str(value)))
     return tuple(out)
-
-
-def _define_env(defines: tuple[tuple[str, str], ...]) -> dict[str, int | Fraction]:
-    """Numeric defines can appear in size arithmetic (``grid: [ceil(N / TILE)]``)."""
-    env: dict[str, int | Fraction] = {}
-    for key, value in defines:
-        try:
-            env[key] = Fraction(value)
-        except ValueError:
-            pass
-    return env
 
 
 def _load_sizes(raw: Any, fail: Fail) -> tuple[SizeDef, ...]:
@@ -841,7 +456,7 @@ def _load_sizes(raw: Any, fail: Fail) -> tuple[SizeDef, ...]:
     out = []
     for key, value in raw.items():
         fld = f"sizes.{key}"
-        if not isinstance(key, str) or not _IDENT.match(key):
+        if not isinstance(key, str) or not IDENT.match(key):
             raise fail(fld, "a size name must be an identifier")
         if key in sizeexpr.FUNCTION_NAMES:
             raise fail(fld, f"'{key}' is a function name in size arithmetic; pick another name")
@@ -868,7 +483,7 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
         if not isinstance(item, dict):
             raise fail(fld, "must be a mapping with 'name' and 'buffer' or 'scalar'")
         name = item.get("name")
-        if not isinstance(name, str) or not _IDENT.match(name):
+        if not isinstance(name, str) or not IDENT.match(name):
             raise fail(f"{fld}.name", f"{_show(name)} must be an identifier")
         if keyword.iskeyword(name):
             raise fail(f"{fld}.name",
