@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kprof import verify
+from kprof import hostdata
 from kprof.device import ArgPack
 from kprof.errors import UsageError
 from kprof.framework import ArrayInfo, Framework, adapter_for
@@ -286,7 +286,7 @@ class Op:
             if buf.arg.name in infos:
                 label = f"out {buf.arg.name}" if buf.arg.name in outs else buf.arg.name
                 _check_array(self.spec.name, label, infos[buf.arg.name], buf.arg.dtype, buf.shape)
-        scalars = {a.name: (a.dtype, verify.pack_scalar(a.dtype, v)) for a, v in resolved.scalars}
+        scalars = {a.name: (a.dtype, hostdata.pack_scalar(a.dtype, v)) for a, v in resolved.scalars}
         buffers = {b.arg.name for b in resolved.buffers}
         steps = tuple((st.entry, st.grid, st.block, st.shared_mem,
                        ArgPack([("buf", name) if name in buffers else scalars[name] for name in st.args]))

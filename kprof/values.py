@@ -42,7 +42,7 @@ def run_plan(repeats: int) -> list[bool]:
 
 def smem_pattern(alternate: bool) -> int:
     """The 32-bit word the scrubber writes: a quiet NaN, or the alternate float poison."""
-    from kprof.verify import ALT_FLOAT_POISON
+    from kprof.hostdata import ALT_FLOAT_POISON
 
     if not alternate:
         return 0x7FC00000
@@ -53,7 +53,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
             scales: dict[str, Any] | None = None) -> list[Finding]:
     import numpy as np
 
-    from kprof import verify
+    from kprof import hostdata, verify
 
     findings: list[Finding] = []
     file = target.source
@@ -63,8 +63,8 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
             continue
         raw_a = [o[name] for alt, o in runs if not alt]
         raw_b = [o[name] for alt, o in runs if alt]
-        outs_a = [verify.decode(buf.arg.dtype, o) for o in raw_a]  # numbers, for the comparisons
-        a, b = outs_a[0], verify.decode(buf.arg.dtype, raw_b[0])
+        outs_a = [hostdata.decode(buf.arg.dtype, o) for o in raw_a]  # numbers, for the comparisons
+        a, b = outs_a[0], hostdata.decode(buf.arg.dtype, raw_b[0])
         ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
         # The same verdict as kprof run (kprof.verify.compare): the spec's tolerance or the dtype's.
         rtol, atol = verify.tolerance_for(buf.arg.dtype, target.rtol, target.atol)
@@ -88,7 +88,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
 
         unwritten = np.zeros(a.shape, dtype=bool)
         if buf.arg.role == "out":
-            pa, pb = verify.poison(buf), verify.poison(buf, alternate=True)
+            pa, pb = hostdata.poison(buf), hostdata.poison(buf, alternate=True)
             unwritten = _same_bits(raw_a[0], pa) & _same_bits(raw_b[0], pb)
             if unwritten.any():
                 findings.append(finding("unwritten-output", unwritten, "never written (still poison in every run)"))

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kprof import pyref, reference, verify
+from kprof import hostdata, pyref, reference, verify
 from kprof.childresult import RESULT_VERSION
 from kprof.errors import CudaError, UsageError, UserCodeError
 from kprof.job import Target
@@ -124,18 +124,18 @@ class Workspace:
                                 "shape": list(buf.shape), "role": buf.arg.role})
             if buf.arg.role not in ("in", "inout"):
                 continue
-            word = verify.word_of(value) if (value := verify.fill_value(buf)) is not None else None
+            word = hostdata.word_of(value) if (value := hostdata.fill_value(buf)) is not None else None
             if word is not None and buf.nbytes % 4 == 0:  # set on the device; on the host only if the reference reads it
                 self._words[buf.arg.name] = word
             else:
-                self.inputs[buf.arg.name] = verify.make_input(buf, rng)
+                self.inputs[buf.arg.name] = hostdata.make_input(buf, rng)
         phase("allocated", allocations=allocations)
 
     def input(self, name: str) -> Any:
         """An input's host array (one of a constant fill is made on the first ask)."""
         if name not in self.inputs:
             buf = next(b for b in self.target.buffers if b.arg.name == name)
-            self.inputs[name] = verify.make_input(buf, None)
+            self.inputs[name] = hostdata.make_input(buf, None)
         return self.inputs[name]
 
     def _plan_steps(self) -> list[Callable[[Any], None]]:
@@ -186,7 +186,7 @@ class Workspace:
         if name in self.pointers:
             return ("ptr", self.pointers[name])
         arg, value = next((a, v) for a, v in self.target.scalars if a.name == name)
-        return (arg.dtype, verify.pack_scalar(arg.dtype, value))
+        return (arg.dtype, hostdata.pack_scalar(arg.dtype, value))
 
     def scalar(self, name: str) -> int | float:
         return next(v for a, v in self.target.scalars if a.name == name)
@@ -224,7 +224,7 @@ class Workspace:
             if buf.arg.role in ("in", "inout"):
                 word = self._words.get(name)
             elif poison:
-                word = verify.word_of(verify.poison_value(buf, alternate)) if buf.nbytes % 4 == 0 else None
+                word = hostdata.word_of(hostdata.poison_value(buf, alternate)) if buf.nbytes % 4 == 0 else None
             else:
                 continue
             if word is not None:
@@ -232,7 +232,7 @@ class Workspace:
                 memset = True
             else:
                 self.dev.upload(ptr, self.input(name) if buf.arg.role in ("in", "inout") else
-                                verify.poison(buf, alternate))
+                                hostdata.poison(buf, alternate))
         if memset:  # cuMemsetD32 may return before it is done, and kprof's streams do not wait for it
             self.dev.synchronize()
 
@@ -244,7 +244,7 @@ class Workspace:
 
         out: Arrays = {}
         for buf in self.outputs():
-            got = np.empty(buf.shape, dtype=verify.numpy_dtype(buf.arg.dtype))
+            got = np.empty(buf.shape, dtype=hostdata.numpy_dtype(buf.arg.dtype))
             self.dev.download(self.pointers[buf.arg.name], got)
             out[buf.arg.name] = got
         return out
@@ -274,7 +274,7 @@ class Workspace:
         dtypes = {b.arg.name: b.arg.dtype for b in self.target.buffers}
         for b in self.target.buffers:
             if (k := b.arg.name) in used and b.arg.role in ("in", "inout"):
-                env[k] = verify.widened(dtypes[k], self.input(k))
+                env[k] = hostdata.widened(dtypes[k], self.input(k))
         return env
 
     def _python_outputs(self, name: str, stored: str, got: Any) -> Arrays:
@@ -306,9 +306,9 @@ class Workspace:
         exprs = dict(self.target.scale)
         checks = []
         for buf in self.outputs():
-            sentinel = verify.poison_value(buf) if buf.arg.role == "out" else None
+            sentinel = hostdata.poison_value(buf) if buf.arg.role == "out" else None
             t = self.target
-            checks.append(verify.compare(buf.arg.name, verify.decode(buf.arg.dtype, got[buf.arg.name]),
+            checks.append(verify.compare(buf.arg.name, hostdata.decode(buf.arg.dtype, got[buf.arg.name]),
                                          expected[buf.arg.name], t.rtol, sentinel, atol=t.atol, metric=t.metric,
                                          dtype=buf.arg.dtype, frontier=frontier, scale=scales.get(buf.arg.name),
                                          scale_text=exprs.get(buf.arg.name)).to_dict())

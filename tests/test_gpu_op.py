@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kprof
-from kprof import catalog, pyref, reference, verify
+from kprof import catalog, hostdata, pyref, reference, verify
 from kprof.errors import UsageError
 from kprof.spec import CUBLAS_SGEMM
 
@@ -22,11 +22,11 @@ def _inputs_and_expected(name):
     spec = catalog.load(name)
     resolved = spec.resolve(spec.preset("sanitize"))
     rng = np.random.default_rng(0)
-    inputs = {b.arg.name: verify.make_input(b, rng) for b in resolved.buffers if b.arg.role in ("in", "inout")}
+    inputs = {b.arg.name: hostdata.make_input(b, rng) for b in resolved.buffers if b.arg.role in ("in", "inout")}
     env = {**spec.numeric_defines(), **resolved.sizes, **{a.name: v for a, v in resolved.scalars}}
     for b in resolved.buffers:
         if b.arg.name in inputs:
-            values = verify.decode(b.arg.dtype, inputs[b.arg.name])
+            values = hostdata.decode(b.arg.dtype, inputs[b.arg.name])
             env[b.arg.name] = values.astype(np.int64 if values.dtype.kind in "iu" else np.float64)
     expected = {k: reference.evaluate(e, env) for k, e in spec.reference if not pyref.is_stored(e)}
     scales = {k: (e, reference.evaluate(e, env)) for k, e in spec.tolerance.scale}  # a matmul's abs(A) @ abs(B)
@@ -37,7 +37,7 @@ def _check(spec, resolved, outputs, expected, scales):
     """The spec's verdict, its tolerance.scale included: kprof run's, on what the framework got back."""
     for b in resolved.buffers:
         if b.arg.name in expected and b.arg.name in outputs:
-            got = verify.decode(b.arg.dtype, outputs[b.arg.name])
+            got = hostdata.decode(b.arg.dtype, outputs[b.arg.name])
             text, scale = scales.get(b.arg.name, (None, None))
             check = verify.compare(b.arg.name, got, expected[b.arg.name], resolved.rtol, atol=resolved.atol,
                                    metric=resolved.metric, dtype=b.arg.dtype, scale=scale, scale_text=text)

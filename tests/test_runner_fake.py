@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from helpers import job_for as typed_job
 
-from kprof import build, catalog, runner, verify
+from kprof import build, catalog, hostdata, runner
 from kprof import job as job_mod
 from kprof import spec as spec_mod
 from kprof.device import DeviceInfo
@@ -156,11 +156,10 @@ def _reduce_sum(dev, args):
 
 
 def _scale_bf16(dev, args):
-    from kprof import verify
 
     x, y, factor, n = args
-    xs = verify.decode("bfloat16", dev.view(x, np.uint16)[:n])
-    dev.view(y, np.float32)[:n] = xs * verify.decode("bfloat16", np.uint16(factor))
+    xs = hostdata.decode("bfloat16", dev.view(x, np.uint16)[:n])
+    dev.view(y, np.float32)[:n] = xs * hostdata.decode("bfloat16", np.uint16(factor))
 
 
 def _twice(dev, args):
@@ -784,8 +783,8 @@ def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp
     else:
         assert {p for p, _, _ in sets} == {x, y} and copies == []
         word = next(v for p, v, _ in sets if p == x)
-        expected = np.full(4 // np.dtype(verify.numpy_dtype(dtype)).itemsize,
-                           verify.to_bf16(value) if dtype == "bfloat16" else value, verify.numpy_dtype(dtype))
+        expected = np.full(4 // np.dtype(hostdata.numpy_dtype(dtype)).itemsize,
+                           hostdata.to_bf16(value) if dtype == "bfloat16" else value, hostdata.numpy_dtype(dtype))
         assert word == int(expected.view("<u4")[0])
 
 

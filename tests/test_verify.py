@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kprof import verify
+from kprof import hostdata, verify
 from kprof.spec import BufferArg, Fill, ResolvedBuffer
 
 
@@ -10,18 +10,18 @@ def buf(dtype="float32", shape=(4, 5), role="in", fill=Fill()):
 
 
 def test_inputs_are_seeded_and_follow_the_fill():
-    a = verify.make_input(buf(), np.random.default_rng(0))
-    b = verify.make_input(buf(), np.random.default_rng(0))
+    a = hostdata.make_input(buf(), np.random.default_rng(0))
+    b = hostdata.make_input(buf(), np.random.default_rng(0))
     assert a.dtype == np.float32 and a.shape == (4, 5)
     np.testing.assert_array_equal(a, b)
     assert a.min() >= -1 and a.max() <= 1
-    u = verify.make_input(buf(fill=Fill("uniform", (0.0, 1.0))), np.random.default_rng(0))
+    u = hostdata.make_input(buf(fill=Fill("uniform", (0.0, 1.0))), np.random.default_rng(0))
     assert u.min() >= 0
-    z = verify.make_input(buf(fill=Fill("zeros")), np.random.default_rng(0))
+    z = hostdata.make_input(buf(fill=Fill("zeros")), np.random.default_rng(0))
     assert not z.any()
-    r = verify.make_input(buf("int32", fill=Fill("randint", (3, 7))), np.random.default_rng(0))
+    r = hostdata.make_input(buf("int32", fill=Fill("randint", (3, 7))), np.random.default_rng(0))
     assert r.dtype == np.int32 and r.min() >= 3 and r.max() < 7
-    assert verify.make_input(buf(fill=Fill("arange")), None).ravel()[7] == 7
+    assert hostdata.make_input(buf(fill=Fill("arange")), None).ravel()[7] == 7
 
 
 @pytest.mark.parametrize("dtype, fill", [("float32", Fill()), ("bfloat16", Fill("uniform", (0.5, 1.5))),
@@ -31,9 +31,9 @@ def test_a_large_uniform_input_made_in_chunks_is_the_one_calls_to_the_bit(monkey
     generator state after, so the next input is the same too."""
     shape = (37, 1001)  # 37,037 elements: nine chunks of 4,096 and a ragged tail
     one_rng, chunk_rng = np.random.default_rng(5), np.random.default_rng(5)
-    whole = verify.make_input(buf(dtype, shape, fill=fill), one_rng)
-    monkeypatch.setattr(verify, "CHUNK", 4096)
-    chunked = verify.make_input(buf(dtype, shape, fill=fill), chunk_rng)
+    whole = hostdata.make_input(buf(dtype, shape, fill=fill), one_rng)
+    monkeypatch.setattr(hostdata, "CHUNK", 4096)
+    chunked = hostdata.make_input(buf(dtype, shape, fill=fill), chunk_rng)
     assert chunked.dtype == whole.dtype and chunked.shape == whole.shape
     np.testing.assert_array_equal(chunked, whole)
     np.testing.assert_array_equal(chunk_rng.normal(size=5), one_rng.normal(size=5))
@@ -43,9 +43,9 @@ def test_a_large_uniform_input_made_in_chunks_is_the_one_calls_to_the_bit(monkey
                                          ("int32", Fill("randint", (-5, 9))), ("float16", Fill("arange"))])
 def test_a_large_input_cast_in_chunks_is_the_one_calls(monkeypatch, dtype, fill):
     shape = (37, 1001)
-    whole = verify.make_input(buf(dtype, shape, fill=fill), np.random.default_rng(3))
-    monkeypatch.setattr(verify, "CHUNK", 4096)
-    chunked = verify.make_input(buf(dtype, shape, fill=fill), np.random.default_rng(3))
+    whole = hostdata.make_input(buf(dtype, shape, fill=fill), np.random.default_rng(3))
+    monkeypatch.setattr(hostdata, "CHUNK", 4096)
+    chunked = hostdata.make_input(buf(dtype, shape, fill=fill), np.random.default_rng(3))
     assert chunked.dtype == whole.dtype and chunked.shape == whole.shape
     np.testing.assert_array_equal(chunked, whole)
 
@@ -58,26 +58,26 @@ def test_bfloat16_rounding_in_32_bits_is_the_64_bit_formulas_on_every_pattern_cl
     f = u.view(np.float32)
     w = u.astype(np.uint64)
     wide = np.where(np.isnan(f), np.uint16(0x7FC0), ((w + 0x7FFF + ((w >> 16) & 1)) >> 16).astype(np.uint16))
-    np.testing.assert_array_equal(verify.to_bf16(f), wide)
+    np.testing.assert_array_equal(hostdata.to_bf16(f), wide)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "uint8", "float64"])
 def test_a_large_input_widened_in_chunks_is_decode_then_astype(monkeypatch, dtype):
-    stored = verify.make_input(buf(dtype, (37, 1001), fill=Fill("uniform", (0.0, 100.0))), np.random.default_rng(2))
-    decoded = verify.decode(dtype, stored)
+    stored = hostdata.make_input(buf(dtype, (37, 1001), fill=Fill("uniform", (0.0, 100.0))), np.random.default_rng(2))
+    decoded = hostdata.decode(dtype, stored)
     expected = decoded.astype(np.int64 if decoded.dtype.kind in "iu" else np.float64)
-    monkeypatch.setattr(verify, "CHUNK", 4096)
-    wide = verify.widened(dtype, stored)
+    monkeypatch.setattr(hostdata, "CHUNK", 4096)
+    wide = hostdata.widened(dtype, stored)
     assert wide.dtype == expected.dtype and wide.shape == expected.shape
     np.testing.assert_array_equal(wide, expected)
 
 
 def test_poison_is_nan_or_sentinel():
-    assert np.isnan(verify.poison(buf())).all()
-    p = verify.poison(buf("int32"))
+    assert np.isnan(hostdata.poison(buf())).all()
+    p = hostdata.poison(buf("int32"))
     assert (p.view(np.uint32) == 0xDEADBEEF).all()
-    assert (verify.poison(buf("uint8")) == 0xEF).all()
-    assert not np.array_equal(verify.poison(buf("int32")), verify.poison(buf("int32"), alternate=True))
+    assert (hostdata.poison(buf("uint8")) == 0xEF).all()
+    assert not np.array_equal(hostdata.poison(buf("int32")), hostdata.poison(buf("int32"), alternate=True))
 
 
 def test_compare_pass_and_fail():
@@ -130,9 +130,9 @@ def test_nan_anywhere_fails_even_within_tolerance():
 
 def test_unwritten_integer_output_is_caught():
     b = buf("int32", shape=(10,), role="out")
-    got = verify.poison(b)
+    got = hostdata.poison(b)
     got[:5] = 1
-    sentinel = verify.poison(b).flat[0]
+    sentinel = hostdata.poison(b).flat[0]
     check = verify.compare("idx", got, np.ones(10), 1e9, sentinel)
     assert not check.ok and check.poisoned == 5
 
@@ -147,24 +147,24 @@ def test_scalar_reference_broadcasts():
 
 
 def test_bfloat16_round_trip_and_rounding():
-    bits = verify.to_bf16([1.0, -2.0, 3.140625, 0.0, float("nan"), 1e30])
+    bits = hostdata.to_bf16([1.0, -2.0, 3.140625, 0.0, float("nan"), 1e30])
     assert list(bits[:4]) == [0x3F80, 0xC000, 0x4049, 0x0000] and bits[4] == 0x7FC0
-    back = verify.decode("bfloat16", bits)
+    back = hostdata.decode("bfloat16", bits)
     assert back.dtype == np.float32 and list(back[:4]) == [1.0, -2.0, 3.140625, 0.0] and np.isnan(back[4])
     assert back[5] == pytest.approx(1e30, rel=1e-2)
     # round to nearest even: 1 + 2^-8 is halfway between two bfloat16 values and goes to the even one
-    assert verify.to_bf16(1.0 + 2.0**-8) == 0x3F80 and verify.to_bf16(1.0 + 3 * 2.0**-8) == 0x3F82
-    assert verify.decode("float32", np.ones(2, np.float32)).dtype == np.float32
+    assert hostdata.to_bf16(1.0 + 2.0**-8) == 0x3F80 and hostdata.to_bf16(1.0 + 3 * 2.0**-8) == 0x3F82
+    assert hostdata.decode("float32", np.ones(2, np.float32)).dtype == np.float32
 
 
 def test_bfloat16_buffers():
     b = buf("bfloat16", shape=(3, 4))
-    x = verify.make_input(b, np.random.default_rng(0))
+    x = hostdata.make_input(b, np.random.default_rng(0))
     assert x.dtype == np.uint16 and x.shape == (3, 4)
-    assert np.all(np.abs(verify.decode("bfloat16", x)) <= 1.0)
-    assert (verify.poison(b) == 0x7FC0).all() and np.isnan(verify.decode("bfloat16", verify.poison(b))).all()
-    assert verify.decode("bfloat16", verify.poison(b, alternate=True))[0, 0] == 31360.0  # 31337 rounded to bfloat16 (steps of 128 there)
-    ones = verify.make_input(buf("bfloat16", fill=Fill("ones")), None)
+    assert np.all(np.abs(hostdata.decode("bfloat16", x)) <= 1.0)
+    assert (hostdata.poison(b) == 0x7FC0).all() and np.isnan(hostdata.decode("bfloat16", hostdata.poison(b))).all()
+    assert hostdata.decode("bfloat16", hostdata.poison(b, alternate=True))[0, 0] == 31360.0  # 31337 rounded to bfloat16 (steps of 128 there)
+    ones = hostdata.make_input(buf("bfloat16", fill=Fill("ones")), None)
     assert (ones == 0x3F80).all()
 
 
