@@ -63,9 +63,20 @@ class Check:
         return asdict(self)
 
 
-def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poison_value: Any = None,
-            atol: float | None = None, metric: str = "elementwise", dtype: str | None = None,
-            frontier: bool = False, scale: Any = None, scale_text: str | None = None) -> Check:
+@dataclass(frozen=True)
+class Criterion:
+    """How one output is judged: its rtol and atol (None: ``dtype``'s defaults), the metric
+    (``elementwise`` or ``normwise``), and the text of its ``tolerance.scale``, for the message."""
+
+    rtol: float | None = None
+    atol: float | None = None
+    metric: str = "elementwise"
+    dtype: str | None = None
+    scale_text: str | None = None
+
+
+def compare(name: str, got: Any, expected: Any, rule: Criterion = Criterion(), *, poison_value: Any = None,
+            scale: Any = None, frontier: bool = False) -> Check:
     """Compare one output with its float64 reference. Integers must match exactly. Floats:
     elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose), or ``atol + rtol *
     |scale|`` where the spec gives a scale (``scale_text``, e.g. ``abs(A) @ abs(B)``: the size of
@@ -74,6 +85,8 @@ def compare(name: str, got: Any, expected: Any, rtol: float | None = None, poiso
     ``dtype``'s default. ``frontier`` adds the smallest passing atol at each of FRONTIER_RTOLS (a
     pass over the output per rtol: for choosing a tolerance, not for every run)."""
     import numpy as np
+
+    rtol, atol, metric, dtype, scale_text = rule.rtol, rule.atol, rule.metric, rule.dtype, rule.scale_text
 
     raw = np.asarray(got)
     ref = np.asarray(expected)

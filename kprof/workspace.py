@@ -308,10 +308,11 @@ class Workspace:
         for buf in self.outputs():
             sentinel = hostdata.poison_value(buf) if buf.arg.role == "out" else None
             t = self.target
+            rule = verify.Criterion(rtol=t.rtol, atol=t.atol, metric=t.metric, dtype=buf.arg.dtype,
+                                    scale_text=exprs.get(buf.arg.name))
             checks.append(verify.compare(buf.arg.name, hostdata.decode(buf.arg.dtype, got[buf.arg.name]),
-                                         expected[buf.arg.name], t.rtol, sentinel, atol=t.atol, metric=t.metric,
-                                         dtype=buf.arg.dtype, frontier=frontier, scale=scales.get(buf.arg.name),
-                                         scale_text=exprs.get(buf.arg.name)).to_dict())
+                                         expected[buf.arg.name], rule, poison_value=sentinel, frontier=frontier,
+                                         scale=scales.get(buf.arg.name)).to_dict())
         return checks
 
     # -- launches ----------------------------------------------------------------------------

@@ -227,3 +227,16 @@ def test_the_spec_stage_is_a_folder_of_schema_and_loader():
     schema = (PKG / "spec" / "schema.py").read_text()
     assert "from kprof.spec.loader" not in schema and "import yaml" not in schema
     assert "from kprof.spec.schema import" in (PKG / "spec" / "loader.py").read_text()
+
+
+def test_the_verdict_takes_its_rule_as_one_value():
+    """verify.compare: the output's name, what the kernel wrote, the reference, one Criterion (rtol,
+    atol, metric, dtype, the scale's text), and three keywords; host data is kprof/hostdata.py's."""
+    import inspect
+
+    from kprof import verify
+
+    params = list(inspect.signature(verify.compare).parameters)
+    assert params == ["name", "got", "expected", "rule", "poison_value", "scale", "frontier"]
+    verdict = (PKG / "verify.py").read_text()
+    assert "def make_input" not in verdict and "def poison(" not in verdict and "def make_input" in (PKG / "hostdata.py").read_text()

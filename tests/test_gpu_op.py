@@ -39,8 +39,9 @@ def _check(spec, resolved, outputs, expected, scales):
         if b.arg.name in expected and b.arg.name in outputs:
             got = hostdata.decode(b.arg.dtype, outputs[b.arg.name])
             text, scale = scales.get(b.arg.name, (None, None))
-            check = verify.compare(b.arg.name, got, expected[b.arg.name], resolved.rtol, atol=resolved.atol,
-                                   metric=resolved.metric, dtype=b.arg.dtype, scale=scale, scale_text=text)
+            rule = verify.Criterion(rtol=resolved.rtol, atol=resolved.atol, metric=resolved.metric, dtype=b.arg.dtype,
+                                    scale_text=text)
+            check = verify.compare(b.arg.name, got, expected[b.arg.name], rule, scale=scale)
             assert check.ok, (spec.name, check.message)
 
 
@@ -143,5 +144,6 @@ def test_rmsnorm_and_softmax_in_a_torch_module_match_torch_nn_functional():
     for name, got, want in (("rmsnorm_onepass", normed, want_normed), ("softmax_online", probs, want_probs)):
         spec = catalog.load(name)
         resolved = spec.resolve(spec.preset("sanitize"))
-        check = verify.compare("y", got.cpu().numpy(), want.cpu().numpy(), resolved.rtol, atol=resolved.atol)
+        check = verify.compare("y", got.cpu().numpy(), want.cpu().numpy(),
+                               verify.Criterion(rtol=resolved.rtol, atol=resolved.atol))
         assert check.ok, (name, check.message)

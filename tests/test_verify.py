@@ -82,12 +82,12 @@ def test_poison_is_nan_or_sentinel():
 
 def test_compare_pass_and_fail():
     ref = np.linspace(-1, 1, 100)
-    ok = verify.compare("C", ref.astype(np.float32), ref, 1e-6, atol=0.0)
+    ok = verify.compare("C", ref.astype(np.float32), ref, verify.Criterion(rtol=1e-6, atol=0.0))
     assert ok.ok and ok.rel_err < 1e-7 and ok.metric == "elementwise" and ok.failing == 0
     assert ok.needed_atol == 0.0, "float32 rounding of values within [-1, 1] is within 1e-6 relative"
     bad = ref.copy()
     bad[42] += 0.5
-    check = verify.compare("C", bad.astype(np.float32), ref, 1e-6)
+    check = verify.compare("C", bad.astype(np.float32), ref, verify.Criterion(rtol=1e-6))
     assert not check.ok and check.first_bad == [42] and check.failing == 1
     assert "worst C[42]" in check.message and check.rel_err == pytest.approx(0.5, rel=1e-6)
     assert check.worst[0] == {"index": [42], "got": pytest.approx(bad[42], rel=1e-6), "expected": ref[42]}
@@ -98,11 +98,11 @@ def test_the_defaults_are_per_dtype_and_a_default_atol_that_hides_small_values_i
     ref = np.linspace(1, 2, 100)
     check = verify.compare("y", ref.astype(np.float32), ref)
     assert check.ok and (check.rtol, check.atol) == verify.DEFAULT_TOLERANCE["float32"] and not check.note
-    bf = verify.compare("y", ref.astype(np.float32), ref, dtype="bfloat16")
+    bf = verify.compare("y", ref.astype(np.float32), ref, verify.Criterion(dtype="bfloat16"))
     assert (bf.rtol, bf.atol) == verify.DEFAULT_TOLERANCE["bfloat16"]
     tiny = np.full(100, 1e-7)
     assert "below the default atol" in verify.compare("p", np.zeros(100, np.float32), tiny).note
-    assert not verify.compare("p", np.zeros(100, np.float32), tiny, 1e-6, atol=1e-9).ok
+    assert not verify.compare("p", np.zeros(100, np.float32), tiny, verify.Criterion(rtol=1e-6, atol=1e-9)).ok
 
 
 def test_the_normwise_metric_is_an_explicit_option():
@@ -110,9 +110,9 @@ def test_the_normwise_metric_is_an_explicit_option():
     big[7] = 0.01
     wrong = big.astype(np.float32)
     wrong[7] += 1e-4  # 1% of that element, 1e-4 of the largest
-    normwise = verify.compare("y", wrong, big, 1e-3, metric="normwise")
+    normwise = verify.compare("y", wrong, big, verify.Criterion(rtol=1e-3, metric="normwise"))
     assert normwise.ok and normwise.metric == "normwise" and "(normwise)" in normwise.message
-    elementwise = verify.compare("y", wrong, big, 1e-3, atol=0.0)
+    elementwise = verify.compare("y", wrong, big, verify.Criterion(rtol=1e-3, atol=0.0))
     assert not elementwise.ok and elementwise.failing == 1 and elementwise.first_bad == [7]
 
 
@@ -120,12 +120,12 @@ def test_nan_anywhere_fails_even_within_tolerance():
     ref = np.ones((3, 3))
     got = ref.astype(np.float32)
     got[2, 1] = np.nan
-    check = verify.compare("y", got, ref, 0.99)
+    check = verify.compare("y", got, ref, verify.Criterion(rtol=0.99))
     assert not check.ok and check.nonfinite == 1 and check.first_bad == [2, 1]
     assert "NaN or Inf" in check.message
     inf = ref.astype(np.float32)
     inf[0, 0] = np.inf
-    assert not verify.compare("y", inf, ref, 0.99).ok
+    assert not verify.compare("y", inf, ref, verify.Criterion(rtol=0.99)).ok
 
 
 def test_unwritten_integer_output_is_caught():
@@ -133,17 +133,17 @@ def test_unwritten_integer_output_is_caught():
     got = hostdata.poison(b)
     got[:5] = 1
     sentinel = hostdata.poison(b).flat[0]
-    check = verify.compare("idx", got, np.ones(10), 1e9, sentinel)
+    check = verify.compare("idx", got, np.ones(10), verify.Criterion(rtol=1e9), poison_value=sentinel)
     assert not check.ok and check.poisoned == 5
 
 
 def test_reference_with_nan_is_reported():
-    check = verify.compare("y", np.ones(3, np.float32), np.array([1, np.nan, 1]), 1e-3)
+    check = verify.compare("y", np.ones(3, np.float32), np.array([1, np.nan, 1]), verify.Criterion(rtol=1e-3))
     assert not check.ok and "reference itself" in check.message
 
 
 def test_scalar_reference_broadcasts():
-    assert verify.compare("out", np.array([6.0], np.float32), np.float64(6.0), 1e-6).ok
+    assert verify.compare("out", np.array([6.0], np.float32), np.float64(6.0), verify.Criterion(rtol=1e-6)).ok
 
 
 def test_bfloat16_round_trip_and_rounding():
@@ -174,9 +174,9 @@ def test_integer_outputs_must_match_exactly():
 
     expected = np.full(10, 1_000_000, dtype=np.int64)
     got = expected.astype(np.int32).copy()
-    assert verify.compare("hist", got, expected, 1e-5).ok
+    assert verify.compare("hist", got, expected, verify.Criterion(rtol=1e-5)).ok
     got[3] += 1
-    check = verify.compare("hist", got, expected, 1e-5)
+    check = verify.compare("hist", got, expected, verify.Criterion(rtol=1e-5))
     assert not check.ok and "1 of 10 integer elements differ" in check.message and check.first_bad == [3]
 
 
@@ -195,10 +195,10 @@ def test_a_softmax_that_flushes_small_probabilities_fails_the_elementwise_verdic
     x = np.random.default_rng(0).normal(0, 3, (4, 8192))
     ref = _softmax(x)
     flushed = np.where(ref < 1e-6, 0.0, ref).astype(np.float32)
-    assert verify.compare("y", flushed, ref, 1e-5, metric="normwise").ok, "the normwise blind spot"
-    check = verify.compare("y", flushed, ref, 1e-5, atol=1e-9)
+    assert verify.compare("y", flushed, ref, verify.Criterion(rtol=1e-5, metric="normwise")).ok, "the normwise blind spot"
+    check = verify.compare("y", flushed, ref, verify.Criterion(rtol=1e-5, atol=1e-9))
     assert not check.ok and "elements exceed" in check.message and check.failing > 10_000
-    assert verify.compare("y", ref.astype(np.float32), ref, 1e-5, atol=1e-9).ok, "float32 rounding passes"
+    assert verify.compare("y", ref.astype(np.float32), ref, verify.Criterion(rtol=1e-5, atol=1e-9)).ok, "float32 rounding passes"
     defaulted = verify.compare("y", flushed, ref)
     assert "below the default atol" in defaulted.note, "the default atol would pass it: the check says so"
 
@@ -211,13 +211,13 @@ def test_a_matmul_within_rounding_passes_and_one_wrong_element_in_a_million_fail
     ref = a @ b
     got = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float32)
     # K = 512 float32 products: a per-element bound of 1e-5 relative plus an absolute 1e-4 (about K * eps)
-    assert verify.compare("C", got, ref, 1e-5, atol=1e-4).ok
+    assert verify.compare("C", got, ref, verify.Criterion(rtol=1e-5, atol=1e-4)).ok
     big = rng.uniform(-1, 1, 1_000_000)
     wrong = big.astype(np.float32).copy()
     wrong[123_456] += 1e-3
-    assert verify.compare("y", wrong, big, 1e-3, metric="normwise").ok, \
+    assert verify.compare("y", wrong, big, verify.Criterion(rtol=1e-3, metric="normwise")).ok, \
         "normwise: one element off by 1e-3 hides under 1e-3 x max|ref|"
-    check = verify.compare("y", wrong, big, 1e-6, atol=1e-7)
+    check = verify.compare("y", wrong, big, verify.Criterion(rtol=1e-6, atol=1e-7))
     assert not check.ok and check.message.startswith("1 of 1,000,000 elements exceed") and "y[123456]" in check.message
 
 
@@ -247,9 +247,9 @@ def test_an_elementwise_tolerance_in_a_spec(tmp_path):
 def test_the_frontier_is_computed_only_when_asked_and_agrees_with_the_needed_atol():
     ref = np.random.default_rng(3).normal(0, 1, 1000)
     got = (ref * (1 + 1e-6)).astype(np.float32)
-    plain = verify.compare("y", got, ref, 1e-6, atol=0.0)
+    plain = verify.compare("y", got, ref, verify.Criterion(rtol=1e-6, atol=0.0))
     assert plain.frontier == []
-    full = verify.compare("y", got, ref, 1e-6, atol=0.0, frontier=True)
+    full = verify.compare("y", got, ref, verify.Criterion(rtol=1e-6, atol=0.0), frontier=True)
     at = dict((r, a) for r, a in full.frontier)
     assert at[1e-6] == pytest.approx(full.needed_atol, abs=1e-15) and at[0.0] >= at[1e-5] == 0.0
 
@@ -282,14 +282,18 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
     late_nan.flat[-2] = np.nan  # a non-finite value in a late chunk, failing elements in the earlier ones
     cases += [(got, inf_ref, {}), (late_nan, ref, {"rtol": 1e-5, "poison_value": np.float32(np.nan)})]
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "1")
-    whole = [repr(verify.compare("y", g, e, **kw)) for g, e, kw in cases]
+    def judge(g, e, kw):  # the case's tolerance as a Criterion, the rest as compare's own keywords
+        rule = verify.Criterion(**{k: v for k, v in kw.items() if k in ("rtol", "atol", "metric")})
+        return repr(verify.compare("y", g, e, rule, **{k: v for k, v in kw.items() if k in ("frontier", "poison_value")}))
+
+    whole = [judge(g, e, kw) for g, e, kw in cases]
     for chunk in (7, 1000):
         for threads in ("1", "4"):  # chunks judged on several threads, merged in order: the same verdict
             monkeypatch.setattr(verify, "CHUNK", chunk)
             monkeypatch.setenv("KPROF_VERDICT_THREADS", threads)
-            assert [repr(verify.compare("y", g, e, **kw)) for g, e, kw in cases] == whole, (chunk, threads)
+            assert [judge(g, e, kw) for g, e, kw in cases] == whole, (chunk, threads)
     # ties (all the exact zeros) are shown from the lowest index: the same elements in every run
-    worst = verify.compare("y", off, zero, rtol=1e-5, atol=1e-6).worst
+    worst = verify.compare("y", off, zero, verify.Criterion(rtol=1e-5, atol=1e-6)).worst
     assert [w["index"] for w in worst] == [[int(i) for i in np.unravel_index(f, shape)] for f in range(5)]
 
 
@@ -298,7 +302,7 @@ def test_a_failing_verdict_says_how_far_off_and_names_only_failing_elements():
     gives the digits that differ, the distance, and the atol at which this rtol would pass."""
     expected = np.array([129.14, -43.107, 1.0])
     got = (expected + np.array([8e-4, 0, 0])).astype(np.float32)
-    check = verify.compare("C", got, expected, rtol=2e-6, atol=4e-4)
+    check = verify.compare("C", got, expected, verify.Criterion(rtol=2e-6, atol=4e-4))
     assert not check.ok and check.failing == 1
     assert "this rtol passes at atol 5.3e-04" in check.message
     assert "C[0]: got 129.140793, expected 129.14 (off by 7.93e-04)" in check.message
@@ -330,9 +334,9 @@ def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chun
              (ones, np.float64(1.0 + 2**-30), nan32), (twos, np.broadcast_to(np.int64(2), (1000,)), seven),
              (unwritten, np.int64(2), seven), (np.full(1000, -7, np.int32), np.int64(-7), seven),
              (same.reshape(10, 100), ref.reshape(10, 100), None), (np.zeros(0, np.float32), np.zeros(0), None)]
-    fast = [repr(verify.compare("y", g, e, rtol=0, atol=0, poison_value=p)) for g, e, p in cases]
+    fast = [repr(verify.compare("y", g, e, verify.Criterion(rtol=0, atol=0), poison_value=p)) for g, e, p in cases]
     monkeypatch.setattr(np, "array_equal", lambda *a, **k: False)  # the full scan everywhere, on a whole reference
-    assert [repr(verify.compare("y", g, np.array(np.broadcast_to(e, g.shape)), rtol=0, atol=0, poison_value=p))
+    assert [repr(verify.compare("y", g, np.array(np.broadcast_to(e, g.shape)), verify.Criterion(rtol=0, atol=0), poison_value=p))
             for g, e, p in cases] == fast
 
 
@@ -364,18 +368,18 @@ def test_a_scale_bound_is_the_same_in_chunks_and_refuses_a_shape_that_does_not_f
     ref, scale = a @ b, np.abs(a) @ np.abs(b)
     got = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float32)
     got[7, 7] += 0.05
-    whole = repr(verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)", frontier=True))
+    rule = verify.Criterion(rtol=1e-6, atol=0.0, scale_text="abs(A) @ abs(B)")
+    whole = repr(verify.compare("C", got, ref, rule, scale=scale, frontier=True))
     monkeypatch.setattr(verify, "CHUNK", 11)
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "4")
-    assert repr(verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)",
-                               frontier=True)) == whole
-    check = verify.compare("C", got, ref, 1e-6, atol=0.0, scale=scale, scale_text="abs(A) @ abs(B)")
+    assert repr(verify.compare("C", got, ref, rule, scale=scale, frontier=True)) == whole
+    check = verify.compare("C", got, ref, rule, scale=scale)
     assert check.failing == 1 and check.first_bad == [7, 7] and check.rel_err == pytest.approx(
         np.abs(got - ref).max() / np.abs(ref).max()), "rel_err stays of |ref|"
     from kprof.errors import UsageError
 
     with pytest.raises(UsageError, match=r"tolerance.scale of C: shape \(3,\) does not broadcast"):
-        verify.compare("C", got, ref, 1e-6, scale=np.ones(3))
+        verify.compare("C", got, ref, verify.Criterion(rtol=1e-6), scale=np.ones(3))
 
 
 def test_the_verdicts_threads_are_capped_by_the_cpus_and_the_chunks(monkeypatch):
