@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kprof.errors import NcuError, OutputError, UsageError
 from kprof.findings import Finding
-from kprof.toolrun import ToolResult
+from kprof.tools.toolrun import ToolResult
 
 if TYPE_CHECKING:
     from kprof.bench import PointResult
@@ -33,7 +33,7 @@ SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 @dataclass(frozen=True)
 class SanitizeReport:
-    """What the tools found in one target: one :class:`~kprof.toolrun.ToolResult` per tool."""
+    """What the tools found in one target: one :class:`~kprof.tools.toolrun.ToolResult` per tool."""
 
     target: str
     results: list[ToolResult]
@@ -189,7 +189,7 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
     the CLI's ``[3/27] twins memcheck (11) 16.0 s`` lines)."""
     from kprof import cases as cases_mod
     from kprof import catalog, parallel, pipeline
-    from kprof.compute_sanitizer import ALL_TOOLS
+    from kprof.tools.compute_sanitizer import ALL_TOOLS
 
     corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
     require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
@@ -236,7 +236,7 @@ def require_gpu(tool: str | None) -> None:
 
 
 def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
-    from kprof import compute_sanitizer as san
+    from kprof.tools import compute_sanitizer as san
 
     names = [tools] if isinstance(tools, str) else list(tools)
     if names == ["all"]:
@@ -275,8 +275,9 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     if isinstance(target, (str, Path)):
         return _sanitize_spec(str(target), _tools(tools, False), sizes, arch, timeout, padding, progress)
     cmd = _program([str(a) for a in target], "sanitize", cwd)
-    from kprof import allocators, launchcount, parallel, toolrun
-    from kprof import compute_sanitizer as san
+    from kprof import parallel
+    from kprof.tools import allocators, launchcount, toolrun
+    from kprof.tools import compute_sanitizer as san
 
     names = _tools(tools, True)
     require_gpu("compute-sanitizer" if any(t != "values" for t in names) else None)
@@ -288,7 +289,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
         if progress:
             progress(tool)
         if tool == "values":  # the program run again and again, each launch's outputs compared (no sanitizer)
-            from kprof import values
+            from kprof.tools import values
 
             result = values.run_program(cmd, timeout=timeout, env=env, cwd=cwd, pools_off=not keep_pools)
         else:
@@ -304,7 +305,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     return SanitizeReport(" ".join(cmd), results, notes)
 
 
-_COUNT = "launch count"  # the run beside the tools' that counts the program's launches (kprof.launchcount)
+_COUNT = "launch count"  # the run beside the tools' that counts the program's launches (kprof.tools.launchcount)
 
 
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
@@ -313,7 +314,8 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
     """Children for :func:`sanitize_tests`, started before the tests are known (while pytest collects
     them): one per tool that will start at once, each collecting the paths ``collect`` under its tool
     and waiting for its tests (:class:`kprof.suite.Early`; pass it as ``early``, then ``cancel()``)."""
-    from kprof import allocators, parallel, proc, suite
+    from kprof import parallel, proc, suite
+    from kprof.tools import allocators
 
     names = program_tools(tools)
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
@@ -329,7 +331,8 @@ def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, 
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
     machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
     ``early``: children :func:`prestart_tests` started, each given its tool's first batch."""
-    from kprof import allocators, parallel, proc, suite
+    from kprof import parallel, proc, suite
+    from kprof.tools import allocators
 
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
@@ -372,8 +375,8 @@ def _program(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]:
 def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,
                    padding: int, progress: Any) -> SanitizeReport:
     from kprof import catalog, pipeline
-    from kprof import compute_sanitizer as san
     from kprof.job import RunMode
+    from kprof.tools import compute_sanitizer as san
 
     spec = catalog.load(name)
     require_gpu("compute-sanitizer" if any(t != "values" for t in tools) else None)
@@ -390,9 +393,10 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
                      report_dir: Path | None = None, timeout: float = 600.0) -> list[Any]:
     """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may not
     read counters, the counter-less fallback from one timed launch; any other ncu failure raises."""
-    from kprof import launch, ncu
+    from kprof import launch
     from kprof import profiling as prof
     from kprof.job import RunMode
+    from kprof.tools import ncu
 
     r, built, extra = prepared.resolved, prepared.built, tuple(metrics)
 
@@ -426,8 +430,8 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
     launch profiled. For a program, kernels are picked by name (``kernel``, a regular expression)
     and/or NVTX range (``range``: the program's own, torch's, or a ``kprof.range``), at most
     ``launch_count`` of them after skipping ``launch_skip``."""
-    from kprof import ncu
     from kprof import profiling as prof
+    from kprof.tools import ncu
 
     if isinstance(target, (str, Path)):
         from kprof import catalog, pipeline

@@ -22,13 +22,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kprof import compute_sanitizer as sanitize
 from kprof import spec as spec_mod
-from kprof.compute_sanitizer import ALL_TOOLS
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
 from kprof.job import Job
-from kprof.toolrun import ToolResult
+from kprof.tools import compute_sanitizer as sanitize
+from kprof.tools.compute_sanitizer import ALL_TOOLS
+from kprof.tools.toolrun import ToolResult
 
 _BUG = re.compile(r"//\s*BUG\b")
 
@@ -203,7 +203,7 @@ def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], Task]:
 
 def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None,
              timeout: float = 300.0) -> dict[tuple[str, str, str], ToolResult]:
-    """One task's runs (:func:`kprof.compute_sanitizer.run_many`: in one child, each job alone only where
+    """One task's runs (:func:`kprof.tools.compute_sanitizer.run_many`: in one child, each job alone only where
     that child could not clear it), keyed (case name, "bug" or "twin", tool)."""
     wanted: list[tuple[str, str, Job]] = []  # (case, "bug" or "twin", job)
     for case in task.cases:

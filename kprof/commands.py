@@ -215,8 +215,8 @@ MAX_RESULT_BYTES = 64 * 1024 * 1024  # a runner's result file: its allocations a
 
 
 def _from_xml(opts: SanitizeOptions) -> list[Any]:
-    from kprof import compute_sanitizer as sanitize
     from kprof import inputs
+    from kprof.tools import compute_sanitizer as sanitize
 
     if opts.name:
         raise UsageError("--from-xml reads a saved report: give the file, not a kernel name")
@@ -296,7 +296,8 @@ def cmd_profile(opts: ProfileOptions) -> int:
     if opts.baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, opts.baseline))]
     require_gpu(None)  # every input checked first; then the GPU, then the tool, before anything is built
-    from kprof import build, ncu
+    from kprof import build
+    from kprof.tools import ncu
 
     no_ncu = ncu.unsupported(opts.arch or build.detect_arch())
     if no_ncu is None:

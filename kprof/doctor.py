@@ -54,7 +54,7 @@ def run_checks() -> list[Check]:
 
 
 def _cupti() -> Check:
-    from kprof import cupti_timer
+    from kprof.tools import cupti_timer
 
     why = cupti_timer.unavailable()
     if why is None:
@@ -158,8 +158,8 @@ def _compiler() -> Check:
 def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None) -> list[Check]:
     """What works on a GPU of ``arch`` with a driver of CUDA version ``driver_cuda`` (12040 for 12.4),
     with cuda-bindings ``bindings`` installed. Pure: the fake-device tests call it for sm_61 and sm_75."""
-    from kprof import ncu
     from kprof.spec import arch_number
+    from kprof.tools import ncu
 
     number = arch_number(arch)
     out: list[Check] = []

@@ -262,7 +262,7 @@ def _invocation(results: list[Any]) -> dict[str, Any]:
              for r in results if not r.ok]
     checked = {r.tool: r.checked.to_dict() for r in results if getattr(r, "checked", None) is not None}
     out: dict[str, Any] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
-    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.coverage)
+    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.tools.coverage)
         out["properties"] = {"checked": checked}
     return out
 

@@ -3,7 +3,7 @@
 ``analyse()`` is pure: ncu's raw metrics in, a :class:`KernelProfile` out (occupancy and its
 limiter, DRAM traffic against the ceiling, cache hit rates, bank conflicts and sectors per request,
 FLOPs from the SASS counters, arithmetic intensity and the roofline verdict, the top stall
-reasons). :func:`kprof.ncu.profile_rows` runs ncu over the runner and gives the raw rows. When ncu
+reasons). :func:`kprof.tools.ncu.profile_rows` runs ncu over the runner and gives the raw rows. When ncu
 may not read counters, ``fallback()`` reports what needs none: event timing, theoretical
 occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from kprof import occupancy
 from kprof.errors import KprofError
-from kprof.ncu import STALL_REASONS, Value
+from kprof.tools.ncu import STALL_REASONS, Value
 
 PROFILE_VERSION = 1
 

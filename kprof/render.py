@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kprof.occupancy import Occupancy
     from kprof.profiling import KernelProfile
     from kprof.spec import KernelSpec, Resolved
-    from kprof.toolrun import ToolResult
+    from kprof.tools.toolrun import ToolResult
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:

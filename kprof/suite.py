@@ -34,7 +34,7 @@ from typing import Any
 
 from kprof import hostframes
 from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
-from kprof.toolrun import ToolResult
+from kprof.tools.toolrun import ToolResult
 
 START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
@@ -76,7 +76,7 @@ class ChildRun:
 
 @dataclass(frozen=True)
 class TestVerdict:
-    """One test's results, one :class:`~kprof.toolrun.ToolResult` per tool, and its skip reason when
+    """One test's results, one :class:`~kprof.tools.toolrun.ToolResult` per tool, and its skip reason when
     every tool's child skipped it."""
 
     nodeid: str
@@ -258,7 +258,7 @@ class Early:
 
     def __init__(self, collect: list[str], tools: Sequence[str], *, timeout: float, env: dict[str, str],
                  cwd: str | Path, padding: int = 256) -> None:
-        from kprof import compute_sanitizer as san
+        from kprof.tools import compute_sanitizer as san
 
         self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd, padding, None, san)
                          for tool in tools}
@@ -277,7 +277,7 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
     test's sake. ``timeout``: seconds one test may take before its child is stopped. ``early``: this
     tool's child from :class:`Early`, handed the first batch."""
-    from kprof import compute_sanitizer as san
+    from kprof.tools import compute_sanitizer as san
 
     by_id = {t.nodeid: t for t in tests}
     results: dict[str, TestVerdict] = {}

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from test_runner_fake import FakeDevice, job_for, run_job
 
-from kprof import build, catalog, cli, doctor, ncu, nvrtc, occupancy, profiling
+from kprof import build, catalog, cli, doctor, nvrtc, occupancy, profiling
 from kprof import spec as spec_mod
 from kprof.errors import EXIT_OK, EXIT_USAGE, SpecError, ToolNotFoundError, UnsupportedArchError, UsageError
 from kprof.job import RunMode
 from kprof.spec import loader as spec_load
+from kprof.tools import ncu
 
 KB = 1024
 
@@ -399,7 +400,7 @@ def test_doctor_on_a_t4_with_cuda_13_bindings_and_a_cuda_12_driver_says_what_to_
 
 def test_the_cuda_12_sanitizer_wheel_gets_its_injection_path(tmp_path):
     """pip's CUDA 12 wheel: bin/compute-sanitizer, its libraries in lib/; a toolkit keeps them beside it."""
-    from kprof import compute_sanitizer as san
+    from kprof.tools import compute_sanitizer as san
 
     wheel = tmp_path / "nvidia" / "cuda_sanitizer_api"
     (wheel / "bin").mkdir(parents=True)

@@ -1,5 +1,5 @@
-"""Several jobs in one child (kprof.launch.run_batch, kprof.compute_sanitizer.run_batch and run_many,
-kprof.values.run_batch), on CPU: a clean report clears every job, anything else sends each job the
+"""Several jobs in one child (kprof.launch.run_batch, kprof.tools.compute_sanitizer.run_batch and run_many,
+kprof.tools.values.run_batch), on CPU: a clean report clears every job, anything else sends each job the
 batch could not clear to a child of its own; each job is held to its own time limit."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from helpers import child
 
-from kprof import compute_sanitizer as san
-from kprof import launch, proc, values
-from kprof.toolrun import ERROR_EXITCODE, ToolResult
+from kprof import launch, proc
+from kprof.tools import compute_sanitizer as san
+from kprof.tools import values
+from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult
 
 DATA = Path(__file__).parent / "data" / "sanitizer"
 CLEAN = (DATA / "tiled_matmul.memcheck.xml").read_text()

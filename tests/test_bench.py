@@ -283,8 +283,9 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     """The bench plot redrawn from JSON recorded on the H200; the roofline from a recorded ncu row."""
     from pathlib import Path
 
-    from kprof import ncu, plot
+    from kprof import plot
     from kprof import profiling as profile
+    from kprof.tools import ncu
 
     results = Path(__file__).parent.parent / "tests" / "data" / "bench-vector_add-block.json"
     pts = [bench.PointResult.from_dict(p) for p in json.loads(results.read_text())["points"]]

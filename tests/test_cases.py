@@ -52,7 +52,7 @@ def test_a_finding_without_a_line_matches_on_kind_tool_and_buffer_and_one_with_a
 
 def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every_tool():
     from kprof import render
-    from kprof.toolrun import ToolResult
+    from kprof.tools.toolrun import ToolResult
 
     def result(case, caught, twin_statuses):
         bug = ToolResult(case.expect.tool, "findings" if caught else "clean", [finding(case)] if caught else [], 1.0)
@@ -121,8 +121,8 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     import time
 
     from kprof import api, pipeline
-    from kprof import compute_sanitizer as san
-    from kprof.toolrun import ToolResult
+    from kprof.tools import compute_sanitizer as san
+    from kprof.tools.toolrun import ToolResult
 
     lock = threading.Lock()
     running: list[str] = []
@@ -175,8 +175,8 @@ def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
     children, stepped as each ends and closed; the CLI prints the same results."""
     import kprof
     from kprof import api, pipeline
-    from kprof import compute_sanitizer as san
-    from kprof.toolrun import ToolResult
+    from kprof.tools import compute_sanitizer as san
+    from kprof.tools.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(pipeline, "scrubber", lambda arch: (None, ""))

@@ -1,4 +1,4 @@
-"""What each tool's run checked (kprof.coverage) and kprof's launch tally (kprof/hooks/launch_tally.py),
+"""What each tool's run checked (kprof.tools.coverage) and kprof's launch tally (kprof/hooks/launch_tally.py),
 without a GPU: real cubins from nvcc, the tally's log as its processes write it, its callbacks on fake
 CUPTI data, the exit-code shim that hands the tally to the program only, and the verdict, text, JSON
 and SARIF that carry it."""
@@ -17,8 +17,9 @@ from types import SimpleNamespace
 import pytest
 
 import kprof
-from kprof import coverage, exitcode, findings, proc, render, toolrun
-from kprof.toolrun import ToolResult
+from kprof import exitcode, findings, proc, render
+from kprof.tools import coverage, toolrun
+from kprof.tools.toolrun import ToolResult
 
 HOOKS = Path(kprof.__file__).parent / "hooks"
 
@@ -212,9 +213,9 @@ def test_a_run_that_would_be_clean_while_the_program_launched_nothing_is_not_che
 
 
 def test_the_count_runs_the_program_once_with_the_tally_and_reads_it(tmp_path, monkeypatch):
-    """kprof.launchcount: the program behind the exit-code shim, the tally's path handed to it, its
+    """kprof.tools.launchcount: the program behind the exit-code shim, the tally's path handed to it, its
     lines read back; here a stand-in program writes what the tally would."""
-    from kprof import launchcount
+    from kprof.tools import launchcount
 
     program = tmp_path / "prog.py"
     program.write_text("import json, os\n"

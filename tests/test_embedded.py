@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kprof import compute_sanitizer as cs
 from kprof import embedded, render
-from kprof.toolrun import ToolResult
+from kprof.tools import compute_sanitizer as cs
+from kprof.tools.toolrun import ToolResult
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = Path(__file__).parent / "data" / "programs"

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from kprof import build, cli  # noqa: E402
-from kprof import compute_sanitizer as sanitize  # noqa: E402
 from kprof import spec as spec_mod  # noqa: E402
 from kprof.errors import KprofError  # noqa: E402
+from kprof.tools import compute_sanitizer as sanitize  # noqa: E402
 
 FAST = settings(max_examples=120, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.function_scoped_fixture])
 BASE = yaml.safe_load((Path(__file__).resolve().parent.parent / "kernels" / "tiled_matmul.yaml").read_text())

@@ -5,10 +5,11 @@ import json
 import perfcases
 import pytest
 
-from kprof import catalog, cli, ncu, pipeline
+from kprof import catalog, cli, pipeline
 from kprof import profiling as profile
 from kprof.errors import NcuError
 from kprof.job import RunMode
+from kprof.tools import ncu
 
 # ncu profiles one process at a time: under xdist these tests share one worker (--dist loadgroup).
 pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]

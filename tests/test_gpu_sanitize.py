@@ -6,8 +6,8 @@ import json
 import pytest
 
 from kprof import cases, catalog, cli, pipeline
-from kprof import compute_sanitizer as sanitize
 from kprof.job import RunMode
+from kprof.tools import compute_sanitizer as sanitize
 
 pytestmark = pytest.mark.gpu
 
@@ -43,7 +43,7 @@ def test_the_values_detectors_seeded_bugs_are_caught():
 
 
 def _all_clean(named_jobs, tool):
-    """Every job under ``tool``, in as few children as the tool allows (kprof.compute_sanitizer.run_many:
+    """Every job under ``tool``, in as few children as the tool allows (kprof.tools.compute_sanitizer.run_many:
     one child for all, each job alone only where that child reported something): each job's own
     result, and the unclean ones named."""
     results = sanitize.run_many([j for _, j in named_jobs], tool, scrub_cubin=SCRUB)

@@ -8,9 +8,9 @@ import sqlite3
 import pytest
 
 from kprof import build, catalog, cli, history, reference
-from kprof import compute_sanitizer as sanitize
 from kprof import spec as spec_mod
 from kprof.errors import UsageError
+from kprof.tools import compute_sanitizer as sanitize
 
 BASE = """\
 sizes: {N: 64}
@@ -152,7 +152,7 @@ def test_sanitize_and_cases_without_a_gpu_exit_5(monkeypatch, tmp_path, capsys):
 
 def test_sarif_uris_are_absolute_or_based_and_encoded():
     from kprof.findings import Finding, to_sarif
-    from kprof.toolrun import ToolResult
+    from kprof.tools.toolrun import ToolResult
 
     fs = [Finding("memcheck", "out-of-bounds-write", "k", "/work/my proj/k.cu", 0, None, None, 1, "m"),
           Finding("memcheck", "api-error", None, None, None, None, None, 1, "api"),

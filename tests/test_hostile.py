@@ -161,7 +161,7 @@ def test_hostile_input_is_one_line(world, monkeypatch, capsys, argv, env, code, 
 
 def test_the_saved_text_beside_a_report_is_read_in_linear_time():
     """A 120 KB text report once cost 35 s in one regular expression."""
-    from kprof.compute_sanitizer import nearest_allocations
+    from kprof.tools.compute_sanitizer import nearest_allocations
 
     start = time.monotonic()
     assert nearest_allocations("Address 0x1 is out of bounds" + " \n\t=" * 60_000 + "and is 4 bytes") == {}

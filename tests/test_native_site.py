@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kprof import addr2line, hostframes
-from kprof import compute_sanitizer as cs
+from kprof.tools import compute_sanitizer as cs
 
 VECADD = r"""#include <cstdio>
 __global__ void vecadd(const float* a, float* c, int n) {

@@ -14,7 +14,7 @@ import pytest
 
 from kprof import parallel, suite
 from kprof.pytest_child import named_call
-from kprof.toolrun import ToolResult
+from kprof.tools.toolrun import ToolResult
 
 pytest_plugins = ["pytester"]
 
@@ -313,7 +313,7 @@ def test_a_bad_jobs_option_is_one_usage_error(fake):
 def test_the_drivers_entry_point_lookups_are_no_finding():
     """cuda-bindings asks cuGetProcAddress for symbols the driver lacks: 34 records under memcheck from a
     correct cuda-python launch on an H200 (driver 580.159.04); a failed launch stays a finding."""
-    from kprof import compute_sanitizer as san
+    from kprof.tools import compute_sanitizer as san
 
     def api(name: str, error: str) -> str:
         return (f"<record><kind>Api</kind><what><text>Program hit {error}</text><api>{name}</api>"
@@ -403,9 +403,9 @@ def test_after_two_faults_both_reruns_are_spares_started_with_the_first_child(fa
 
 def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypatch):
     """memcheck's spare child dies in its collection; the tests after a stop still run, in a new child."""
-    from kprof import compute_sanitizer as real
     from kprof import proc
     from kprof.pytest_child import EVENTS_ENV, GO_ENV
+    from kprof.tools import compute_sanitizer as real
 
     children = []
 

@@ -8,9 +8,10 @@ import perfcases
 import pytest
 from helpers import job_for
 
-from kprof import ncu, occupancy
+from kprof import occupancy
 from kprof import profiling as profile
 from kprof.errors import UsageError
+from kprof.tools import ncu
 
 
 @pytest.fixture(scope="module")

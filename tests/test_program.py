@@ -13,10 +13,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import kprof
-from kprof import allocators, cli, hostframes, proc, toolrun
-from kprof import compute_sanitizer as sanitize
+from kprof import cli, hostframes, proc
 from kprof import findings as findings_mod
 from kprof.errors import UsageError
+from kprof.tools import allocators, toolrun
+from kprof.tools import compute_sanitizer as sanitize
 
 DATA = "sanitizer"
 
@@ -198,9 +199,9 @@ def fake_sanitizer(tmp_path, monkeypatch):
     import kprof.device
 
     monkeypatch.setattr(kprof.device, "probe", lambda: None)
-    # the run beside the tool's that counts the launches (kprof.launchcount): a stand-in too, as if the
+    # the run beside the tool's that counts the launches (kprof.tools.launchcount): a stand-in too, as if the
     # program launched one kernel (the programs here launch none, and cupti counts where it is installed)
-    from kprof import coverage, launchcount
+    from kprof.tools import coverage, launchcount
 
     monkeypatch.setattr(launchcount, "count", lambda *a, **k: coverage.Coverage(1, kernels=1, with_lines=1, alongside=True))
 
@@ -231,7 +232,7 @@ def test_a_clean_program_and_a_failing_one(fake_sanitizer, capsys):
 
 
 def test_a_program_that_launched_no_kernel_is_not_checked_under_every_tool(fake_sanitizer, monkeypatch, capsys):
-    from kprof import coverage, launchcount
+    from kprof.tools import coverage, launchcount
 
     fake_sanitizer()
     counted: list[list[str]] = []
@@ -282,7 +283,7 @@ def test_profile_a_program_through_a_stand_in_ncu(tmp_path, monkeypatch, data_di
 
 
 def test_program_argv_for_ncu_picks_kernels_and_ranges():
-    from kprof import ncu
+    from kprof.tools import ncu
 
     argv = ncu.program_argv("ncu", kernel="add.*", nvtx_range="step", launch_skip=2, launch_count=3)
     assert argv[argv.index("--kernel-name") + 1] == "regex:add.*"
@@ -446,7 +447,7 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     values detector's race, uninitialized-read and wrong-result on C that follow from it."""
     from kprof import render
     from kprof.findings import Finding, explain
-    from kprof.toolrun import ToolResult
+    from kprof.tools.toolrun import ToolResult
 
     oob = Finding("memcheck", "out-of-bounds-write", "tiled_matmul_no_bounds", "/k/t.cu", 15, (3, 0, 0), (1, 2, 0), 9,
                   "Invalid __global__ write", buffer="C", detail="4 bytes past the end of C")

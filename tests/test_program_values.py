@@ -1,5 +1,5 @@
 """The values detector for any program (kprof sanitize --tool values -- CMD), on CPU: the comparison of
-two runs' launch logs (kprof.launchlog), the verdict on the first output that differs (a race, or a
+two runs' launch logs (kprof.tools.launchlog), the verdict on the first output that differs (a race, or a
 float sum added up in another order), and the runs themselves with a stand-in program that writes the
 launch recorder's log lines (tests/data/fake_launch_program.py)."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kprof import cli, launchlog, proc, values
+from kprof import cli, proc
+from kprof.tools import launchlog, values
 
 FAKE = Path(__file__).parent / "data" / "fake_launch_program.py"
 
@@ -78,7 +79,7 @@ def test_a_race_that_ends_the_same_on_an_idle_gpu_is_found_on_a_crowded_one(monk
 def test_the_recorders_crowd_is_asked_for_and_bounded():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent / "hooks" / "launch_recorder.py")
+    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent.parent / "hooks" / "launch_recorder.py")
     rec = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rec)
     assert rec._crowd_ns("", "") == 0 and rec._crowd_ns("0", "500") == 0  # no crowd unless asked
@@ -128,7 +129,7 @@ def test_the_crowd_kernels_ptx_assembles_for_old_and_new_gpus(tmp_path):
         pytest.skip("no ptxas here (the CUDA toolkit's assembler)")
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent / "hooks" / "launch_recorder.py")
+    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent.parent / "hooks" / "launch_recorder.py")
     rec = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rec)
     ptx = tmp_path / "crowd.ptx"
@@ -172,7 +173,7 @@ def test_the_recorders_struct_offsets_are_the_headers(tmp_path):
     assert built.returncode == 0, built.stderr
     cb, f, kp, stream, ex_f, ex_kp, ex_stream = map(int, subprocess.run([str(binary)], capture_output=True, text=True,
                                                                        timeout=30, check=True).stdout.split())
-    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent / "hooks" / "launch_recorder.py")
+    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parent.parent / "hooks" / "launch_recorder.py")
     rec = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rec)
     assert cb == rec._CB_FUNCTION_PARAMS

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kprof import compute_sanitizer as cs
 from kprof import render
-from kprof.toolrun import ToolResult
+from kprof.tools import compute_sanitizer as cs
+from kprof.tools.toolrun import ToolResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -6,10 +6,10 @@ import json
 import pytest
 from helpers import child
 
-from kprof import compute_sanitizer as sanitize
 from kprof import findings as findings_mod
 from kprof.errors import UsageError
 from kprof.proc import Completed
+from kprof.tools import compute_sanitizer as sanitize
 
 DATA = "sanitizer"
 

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from kprof import hostdata, values
+from kprof import hostdata
 from kprof import spec as spec_mod
 from kprof.job import target_of
+from kprof.tools import values
 
 
 @pytest.fixture

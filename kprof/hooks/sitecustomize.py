@@ -57,7 +57,7 @@ def _chain() -> None:
 def _load(name: str) -> None:
     """One of kprof's hooks in this folder, installed: the launch recorder (``KPROF_LAUNCH_LOG``:
     ``kprof sanitize --tool values -- CMD``) or the launch tally (``KPROF_LAUNCH_TALLY``: the run of
-    a program beside the tools' runs, kprof.launchcount), loaded from here so that it needs no importable kprof.
+    a program beside the tools' runs, kprof.tools.launchcount), loaded from here so that it needs no importable kprof.
     One at most: CUPTI takes one subscriber per process."""
     here = os.path.dirname(os.path.abspath(__file__))
     spec = importlib.util.spec_from_file_location(f"_kprof_{name}", os.path.join(here, f"{name}.py"))

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-HOOKS = Path(__file__).resolve().parent / "hooks"  # sitecustomize.py: CuPy's pool off at import
+HOOKS = Path(__file__).resolve().parent.parent / "hooks"  # sitecustomize.py: CuPy's pool off at import
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import coverage, exitcode, hostframes, inputs, launch, proc, values
+from kprof import exitcode, hostframes, inputs, launch, proc
 from kprof.demangle import demangle
 from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.job import Job, RunMode
-from kprof.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
+from kprof.tools import coverage, values
+from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ALL_TOOLS = (*TOOLS, "values")
@@ -504,7 +505,7 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
 def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note: str = "",
              timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> list[ToolResult]:
     """One tool over several jobs, each result its job's own, as :func:`run_all` gives them one by
-    one: first all in one child (:func:`run_batch`, :func:`kprof.values.run_batch`), then alone
+    one: first all in one child (:func:`run_batch`, :func:`kprof.tools.values.run_batch`), then alone
     each job the batch could not clear."""
     if not jobs:
         return []
@@ -520,7 +521,7 @@ def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note:
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
                 env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake.
-    What it launched is counted in another run (:mod:`kprof.launchcount`): CUPTI cannot run beside
+    What it launched is counted in another run (:mod:`kprof.tools.launchcount`): CUPTI cannot run beside
     compute-sanitizer."""
 
     exe = proc.find_tool("compute-sanitizer")

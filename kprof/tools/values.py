@@ -26,10 +26,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import coverage, launch
+from kprof import launch
 from kprof.findings import Access, Finding
 from kprof.job import Job, Target, ValuesMode
-from kprof.toolrun import ToolResult, classify
+from kprof.tools import coverage
+from kprof.tools.toolrun import ToolResult, classify
 
 FIRST_INDICES = 5
 
@@ -188,12 +189,13 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
     race in global memory, whose lost updates on an idle GPU often come out the same every run, comes
     out otherwise there. The first launch whose outputs differ between the runs is a ``race`` finding with
     its kernel and launch site, unless two more runs (idle, crowded) that copy that allocation show a
-    float sum added up in another order (every difference within :data:`kprof.launchlog.ROUNDING`),
+    float sum added up in another order (every difference within :data:`kprof.tools.launchlog.ROUNDING`),
     which is said in a note: nondeterministic on purpose. Races in global memory, which no sanitizer
     sees, are found this way."""
     import tempfile
 
-    from kprof import inputs, launchlog
+    from kprof import inputs
+    from kprof.tools import launchlog
 
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kprof-values-") as tmp:
@@ -247,10 +249,11 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
 
 def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], *, timeout: float,
                 env: dict[str, str], cwd: str | Path | None) -> Any:
-    """One run of the program with the recorder: its log (:class:`kprof.launchlog.Run`), or the
+    """One run of the program with the recorder: its log (:class:`kprof.tools.launchlog.Run`), or the
     ToolResult that says why there is none (it failed, hung, or the recorder could not start)."""
 
-    from kprof import exitcode, launchlog, proc
+    from kprof import exitcode, proc
+    from kprof.tools import launchlog
 
     log, status_path = folder / f"{name}.jsonl", folder / f"{name}.status.json"
     done = proc.run(exitcode.wrap(cmd, status_path), timeout=timeout, cwd=cwd,

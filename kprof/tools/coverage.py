@@ -29,7 +29,7 @@ class Coverage:
     pools_off: bool | None = None  # the frameworks' memory pools were off (None: not a program)
     why: str = ""  # why the launches were not counted
     lines_read: bool = True  # False: the run did not look for line information (the values detector)
-    alongside: bool = False  # counted in a run of the program beside the tool's (kprof.launchcount)
+    alongside: bool = False  # counted in a run of the program beside the tool's (kprof.tools.launchcount)
 
     @property
     def counted(self) -> bool:

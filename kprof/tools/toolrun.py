@@ -1,7 +1,7 @@
 """One tool run's outcome (:class:`ToolResult`) and how a finished child is classified: pure.
 
 Shared by the compute-sanitizer tools (:mod:`kprof.sanitize`) and kprof's own values detector
-(:mod:`kprof.values`), so neither imports the other. :func:`classify` decides what a run means
+(:mod:`kprof.tools.values`), so neither imports the other. :func:`classify` decides what a run means
 from the child's exit, its result file and the findings: clean, findings, a timeout, a target
 that failed with nothing found, or a tool that failed; it is tested on recorded outputs.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 from kprof import proc
 from kprof.childresult import ChildResult
-from kprof.coverage import Coverage
 from kprof.findings import Finding
+from kprof.tools.coverage import Coverage
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
 # What compute-sanitizer prints when the program ended before any CUDA call it could instrument (a
@@ -108,7 +108,7 @@ def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | N
 
 
 def with_coverage(result: ToolResult, checked: Coverage | None) -> ToolResult:
-    """A tool's run of a program with what the program launched beside it (:mod:`kprof.coverage`): a
+    """A tool's run of a program with what the program launched beside it (:mod:`kprof.tools.coverage`): a
     run that would be clean while the program launched no kernel is NOT CHECKED, never clean. Pure."""
     if checked is None:
         return result
