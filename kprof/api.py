@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof.errors import NcuError, OutputError, UsageError
-from kprof.findings import Finding
+from kprof.results.findings import Finding
 from kprof.tools.toolrun import ToolResult
 
 if TYPE_CHECKING:
@@ -48,14 +48,14 @@ class SanitizeReport:
         return not self.findings and all(r.ok for r in self.results)
 
     def to_json(self) -> dict[str, Any]:
-        from kprof import findings
+        from kprof.results import findings
 
         data = findings.to_json(self.results, self.target)
         data["notes"] = self.notes
         return data
 
     def to_sarif(self, root: str | None = None) -> dict[str, Any]:
-        from kprof import findings
+        from kprof.results import findings
         from kprof.version import __version__
 
         return findings.to_sarif(self.results, __version__, root=root or str(Path.cwd()))
@@ -79,7 +79,7 @@ class RunReport:
         """What ``kprof run --json`` prints."""
         from dataclasses import asdict
 
-        from kprof import history
+        from kprof.results import history
 
         data = {k: v for k, v in asdict(self.result).items() if k != "raw"}
         data["usage"] = asdict(self.built.usage_of(self.entry))
@@ -127,7 +127,7 @@ class BenchReport:
         from dataclasses import asdict
 
         from kprof import bench as bench_mod
-        from kprof import history
+        from kprof.results import history
 
         return {"version": bench_mod.BENCH_VERSION, "run": self.run, "mode": self.mode, "rule": asdict(self.rule),
                 "peak": self.peak, "machine": self.machine, "commit": self.commit, "interrupted": self.interrupted,
@@ -147,7 +147,7 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     ``kprof.bench`` is the module's.)"""
     from kprof import bench as bench_mod
     from kprof import catalog, pipeline, sweep, telemetry
-    from kprof import history as history_mod
+    from kprof.results import history as history_mod
 
     specs = [catalog.load(str(n)) for n in ([names] if isinstance(names, str) else names)]
 
@@ -225,7 +225,8 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
 def require_gpu(tool: str | None) -> None:
     """Say a missing GPU (exit 5), else a missing tool (exit 3), in one line before anything is built or
     runs: with no GPU the tool is not the thing to install first."""
-    from kprof import device, proc
+    from kprof import proc
+    from kprof.child import device
     from kprof.errors import NoGPUError
 
     why = device.probe()
@@ -384,7 +385,7 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     scrub, why = pipeline.scrubber(arch) if "values" in tools else (None, "")
     results = san.run_all(prepared.job(RunMode(verify=False)), tools, scrub_cubin=scrub, scrub_note=why,
                           timeout=timeout, padding=padding, progress=progress)
-    from kprof.findings import explain
+    from kprof.results.findings import explain
 
     return SanitizeReport(prepared.spec.name, explain(results))
 

@@ -1,7 +1,7 @@
 """``kprof bench`` and ``kprof peak``: points measured by the child's timing loop, turned into results.
 
 The statistics live in :mod:`kprof.stats` (pure); the timing loop lives in the child
-(:mod:`kprof.timing`: a fault or hang never takes kprof down). This module takes what the command
+(:mod:`kprof.child.timing`: a fault or hang never takes kprof down). This module takes what the command
 layer built (a :class:`PointPlan`: the kernel's timing job and its baseline's, at the same sizes),
 runs each in the same run, reads NVML telemetry around them, turns times into throughput and
 fractions of the measured ceilings, and says which baselines a spec may have. It never builds a
@@ -345,7 +345,7 @@ def peak_cache_path(snap: telemetry.Snapshot | None, folder: Path) -> Path:
 PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.3, max_time=3.0)
 # Each configuration is a child that moves 1 GiB each way. On an H200 (4421901) a read one took about
 # 2 s and a write or copy one 11 to 20 s, most of it the check of the 1 GiB output, since read in
-# chunks (kprof.verify.CHUNK); two widths and two grids kept kprof peak at 150 s for the three mixes
+# chunks (kprof.child.verify.CHUNK); two widths and two grids kept kprof peak at 150 s for the three mixes
 # then measured (read, write, copy; add came after).
 PEAK_WIDTHS = (16,)  # bytes per access
 # --thorough adds 4-byte accesses. On an H200 they lost every mix, by 2% to 17% (0ae23d4, every

@@ -34,7 +34,7 @@ MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's 
 
 
 def theoretical(device: dict[str, Any]) -> dict[str, Any]:
-    """The theoretical DRAM bandwidth and FP32 rate from a device's attributes (kprof.device.DeviceInfo
+    """The theoretical DRAM bandwidth and FP32 rate from a device's attributes (kprof.child.device.DeviceInfo
     as a dict), with what they came from; a value the attributes cannot give is None, with why."""
     mem_khz, bus, clock_khz = (int(device.get(k) or 0) for k in ("memory_clock_khz", "bus_width_bits", "clock_khz"))
     sms, arch = int(device.get("sm_count") or 0), str(device.get("arch") or "")

@@ -1,6 +1,6 @@
 """What the child answers for one job: the mirror of :mod:`kprof.job`, read in one place.
 
-The runner (:mod:`kprof.runner`, :class:`kprof.workspace.Result`) writes one JSON object per job,
+The runner (:mod:`kprof.child.runner`, :class:`kprof.child.workspace.Result`) writes one JSON object per job,
 rewritten at every phase, so a child that dies leaves the last phase it reached. The parent reads it
 here, once, into a :class:`ChildResult`: its version checked, every field typed, an error in the child
 as a :class:`ChildError`, a timing as :class:`Timing`, a Python callable the child ran as

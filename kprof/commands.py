@@ -3,7 +3,7 @@
 spec -> build -> launch -> (sanitize | profile | bench) -> results -> render; each command reads
 top to bottom. The options arrive parsed and checked once (:mod:`kprof.cli`: positive timeouts,
 ``--size`` and ``--param`` as :class:`~kprof.sweep.Sweep`). Lookups and builds go through
-:mod:`kprof.pipeline`; policy lives in the stage modules; printing is in :mod:`kprof.render`.
+:mod:`kprof.pipeline`; policy lives in the stage modules; printing is in :mod:`kprof.results.render`.
 These functions decide what to run and which exit code it earns.
 """
 
@@ -17,7 +17,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from kprof import render
 from kprof.errors import (
     EXIT_BUILD,
     EXIT_CUDA,
@@ -45,6 +44,7 @@ from kprof.options import (
     RunOptions,
     SanitizeOptions,
 )
+from kprof.results import render
 
 
 def _emit_json(data: object) -> None:
@@ -283,7 +283,7 @@ def cmd_profile(opts: ProfileOptions) -> int:
         raise UsageError("name the kernels to profile, or give a program after --, e.g. kprof profile -- python train.py")
     report_dir = _report_dir(opts.save_report)
     if opts.plot:
-        from kprof import plot
+        from kprof.results import plot
 
         plot.require()
     specs = [catalog.load(n) for n in opts.names]  # every name checked before anything runs
@@ -314,7 +314,7 @@ def cmd_profile(opts: ProfileOptions) -> int:
         profiles += got
         errors += [error] if error else []
     if opts.plot and profiles:
-        from kprof import plot
+        from kprof.results import plot
 
         plot.roofline(profiles, Path(opts.plot))
     _profile_output(profiles, errors, opts.json)
@@ -337,7 +337,7 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
         _profile_output([], [(" ".join(opts.program), exc)], opts.json)
         return EXIT_CUDA
     if opts.plot and profiles:
-        from kprof import plot
+        from kprof.results import plot
 
         plot.roofline(profiles, Path(opts.plot))
     _profile_output(profiles, [], opts.json)
@@ -370,7 +370,7 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> No
     profiles = [profile.against_ceilings(p, peak) for p in profiles]
 
     if as_json:
-        from kprof import history
+        from kprof.results import history
 
         _emit_json({"version": profile.PROFILE_VERSION, "provenance": history.provenance(),
                     "kernels": [p.to_dict() for p in profiles],
@@ -414,7 +414,7 @@ def cmd_bench(opts: BenchOptions) -> int:
     from kprof import api
 
     if opts.plot:
-        from kprof import plot
+        from kprof.results import plot
 
         plot.require()
 
@@ -434,7 +434,7 @@ def cmd_bench(opts: BenchOptions) -> int:
         print(f"kprof: error: {report.lost}; {max(len(results) - 1, 0)} of {report.planned} points are kept in the "
               f"history store (run {report.run})", file=sys.stderr)
     if opts.plot and results:
-        from kprof import plot
+        from kprof.results import plot
 
         plot.bench(results, Path(opts.plot))
     if opts.json:
@@ -461,7 +461,7 @@ def cmd_peak(opts: PeakOptions) -> int:
 
 
 def cmd_history(opts: HistoryOptions) -> int:
-    from kprof import history
+    from kprof.results import history
 
     conn = history.connect_read()
     rows = history.rows(conn, kernel=opts.name, kind="bench", limit=opts.limit) if conn else []
@@ -470,7 +470,7 @@ def cmd_history(opts: HistoryOptions) -> int:
 
 
 def cmd_compare(opts: CompareOptions) -> int:
-    from kprof import history
+    from kprof.results import history
 
     conn = history.connect_read()
     if conn is None:

@@ -106,7 +106,7 @@ def _nvml() -> Check:
 
 
 def _cuda_driver() -> Check:
-    from kprof import device
+    from kprof.child import device
 
     reason = device.probe()
     if reason:

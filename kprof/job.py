@@ -2,7 +2,7 @@
 
 The parent builds a job once, from the resolved spec (:class:`~kprof.spec.Resolved`, every size,
 shape, launch dimension and scalar already a number) and the build result (the cubin). The child
-(``python -m kprof.runner JOB.json RESULT.json``) reads nothing else: it never loads the spec,
+(``python -m kprof.child.runner JOB.json RESULT.json``) reads nothing else: it never loads the spec,
 never applies ``--param`` and never builds. A job is one :class:`Target` (what to load, allocate
 and launch, and how to check it) and one mode:
 
@@ -45,7 +45,7 @@ class Target:
     scalars: tuple[tuple[ScalarArg, int | float], ...]
     steps: tuple[ResolvedStep, ...]  # every launch in order; entry "cublas_sgemm" is a library step
     reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
-    rtol: float | None  # the tolerance at these sizes (kprof.verify.compare); None: the dtype's default
+    rtol: float | None  # the tolerance at these sizes (kprof.child.verify.compare); None: the dtype's default
     seed: int = 0
     device: int = 0
     constants: dict[str, int | float] = field(default_factory=dict)  # numeric defines a reference may name

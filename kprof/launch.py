@@ -1,7 +1,7 @@
 """Run a built kernel in a child process and bring back what it measured.
 
 The parent never touches the GPU for a launch: it writes a job file, starts
-``python -m kprof.runner`` through :mod:`kprof.proc` with a timeout, and reads the result file.
+``python -m kprof.child.runner`` through :mod:`kprof.proc` with a timeout, and reads the result file.
 A kernel that faults (illegal address kills the CUDA context), hangs or crashes the interpreter
 takes down the child only; the parent reports what happened, with the child's output.
 """
@@ -41,7 +41,7 @@ class RunResult:
 
 
 def runner_argv(job_path: Path, result_path: Path) -> list[str]:
-    return [sys.executable, "-m", "kprof.runner", str(job_path), str(result_path)]
+    return [sys.executable, "-m", "kprof.child.runner", str(job_path), str(result_path)]
 
 
 def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, ChildResult]:
@@ -57,12 +57,12 @@ def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None
 
 
 def batch_argv(manifest: Path) -> list[str]:
-    return [sys.executable, "-m", "kprof.runner", "--batch", str(manifest)]
+    return [sys.executable, "-m", "kprof.child.runner", "--batch", str(manifest)]
 
 
 def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT,
               wrapper: list[str] | None = None) -> tuple[proc.Completed, list[ChildResult]]:
-    """Run several jobs in one child, one after the other (kprof.runner.batch), each held to
+    """Run several jobs in one child, one after the other (kprof.child.runner.batch), each held to
     ``timeout`` of its own: the child, its start and every job that came back. A job the child
     never reached, or did not finish, has an empty or unfinished result; the caller runs it again
     alone."""

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kprof import hostdata
-from kprof.device import ArgPack
+from kprof.child import hostdata
+from kprof.child.device import ArgPack
+from kprof.child.framework import ArrayInfo, Framework, adapter_for
 from kprof.errors import UsageError
-from kprof.framework import ArrayInfo, Framework, adapter_for
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 
 Launch = Callable[[Any, Sequence[int], Sequence[int], int, ArgPack, Any], None]
@@ -83,7 +83,7 @@ class Op:
         self._returned = [b.name for b in self.outputs]
         self._lock = threading.Lock()
         if functions is None or launch is None:
-            from kprof import device
+            from kprof.child import device
 
             functions, launch = functions or device.foreign_function, launch or device.launch_packed
         self._load, self._launch = functions, launch
@@ -304,7 +304,7 @@ class Op:
                 self._image = self.cubin.read_bytes()
             func = self._functions[(entry, device)] = self._load(self._image, entry, device)
             if smem > 48 * 1024:
-                from kprof import device as dev
+                from kprof.child import device as dev
 
                 dev.allow_dynamic_shared(func, smem)
         return func

@@ -249,7 +249,7 @@ def peak(refresh: bool = False, arch: str | None = None,
     kernels of every mix at each access width and grid size (``thorough``: 4-byte accesses too), the
     device-to-device memcpy, and the FP32 FMA kernel (:func:`kprof.bench.measure_peak`).
     ``progress`` hears each configuration."""
-    from kprof.timing import MEMCPY
+    from kprof.child.timing import MEMCPY
 
     path = _peak_path()
     if not refresh and (cached := bench.cached_peak(path)) is not None:
@@ -278,7 +278,7 @@ def peak(refresh: bool = False, arch: str | None = None,
     copy = built(wanted["kprof_copy", 0], arch)
     memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY))
     fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch))
-    from kprof import history
+    from kprof.results import history
 
     data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)),
                               progress=progress)

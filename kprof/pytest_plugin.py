@@ -14,7 +14,7 @@ mark, else every collected test.
 Under pytest-xdist each worker gives its children one GPU of the host (``CUDA_VISIBLE_DEVICES``,
 round robin over the GPUs NVML sees, or over the ones already listed there), and batches the tests
 queued to it. This module is glue only: running and classifying is :mod:`kprof.api` and
-:mod:`kprof.suite`, printing is :mod:`kprof.render`.
+:mod:`kprof.suite`, printing is :mod:`kprof.results.render`.
 """
 
 from __future__ import annotations
@@ -237,8 +237,8 @@ class _Sanitizer:
 
     def _from_batch(self, item: pytest.Item) -> tuple[str, Any]:
         import kprof
-        from kprof import render
         from kprof.errors import KprofError
+        from kprof.results import render
 
         if item.nodeid not in self.verdicts:
             batch = [i for i in queued(item.session, item, self.config.pluginmanager.get_plugins())
@@ -287,8 +287,8 @@ class _Sanitizer:
 
     def _run_alone(self, item: pytest.Item) -> tuple[str, Any]:
         import kprof
-        from kprof import render
         from kprof.errors import KprofError
+        from kprof.results import render
 
         cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
         try:

@@ -48,7 +48,7 @@ def wrap(out: Path, name: str, tool_argv: list[str], job: Job, timeout: float = 
 
 def record_occupancy(out: Path) -> None:
     """The driver's occupancy answers for every ladder kernel, to test kprof's own calculator."""
-    from kprof.device import Device
+    from kprof.child.device import Device
 
     dev = Device()
     attrs = {name: dev.attribute(name) for name in (

@@ -5,8 +5,8 @@
     python scripts/tolerances.py propose OUT.json [--apply]   # anywhere: the rule below, per spec
     python scripts/tolerances.py measure NEW.json --only SPEC... --merge OUT.json   # re-measure some
 
-Each run is ``kprof run``'s verdict (kprof.verify.compare) with its frontier: for each rtol in
-kprof.verify.FRONTIER_RTOLS, the smallest atol at which that output passes. The rule, per float
+Each run is ``kprof run``'s verdict (kprof.child.verify.compare) with its frontier: for each rtol in
+kprof.child.verify.FRONTIER_RTOLS, the smallest atol at which that output passes. The rule, per float
 output, over every measured size:
 - the smallest rtol, up to RTOL_CAP for its dtype, at which every size passes with atol 0; else
 - the dtype's default rtol and the largest atol needed at it; a spec with a reduction size K gets
@@ -136,7 +136,7 @@ def _margin(name: str, atomic: Callable[[str], bool], scaled: Callable[[str], bo
 
 def propose(rows: list[dict[str, Any]], atomic: Callable[[str], bool] = spec_is_atomic,
             scaled: Callable[[str], bool] = spec_has_scale) -> dict[str, dict[str, Any]]:
-    from kprof import verify
+    from kprof.child import verify
 
     by_spec: dict[str, list[dict[str, Any]]] = {}
     for r in rows:

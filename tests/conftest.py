@@ -50,7 +50,7 @@ _gpu_reason: list[str | None] = []
 
 def gpu_reason() -> str | None:
     if not _gpu_reason:
-        from kprof import device
+        from kprof.child import device
 
         _gpu_reason.append(device.probe())
     return _gpu_reason[0]
@@ -179,6 +179,6 @@ def has(tool: str) -> bool:
 def as_if_a_gpu(monkeypatch):
     """For tests of what comes after the GPU check (a missing tool, a stand-in runner or ncu): kprof
     asks for the GPU first, so here the probe finds one."""
-    import kprof.device
+    import kprof.child.device
 
-    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)

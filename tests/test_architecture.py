@@ -14,24 +14,24 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "kprof"
 
 
-class _Package:
-    """A stage's folder (``kprof/spec/``), one node of the import graph: its modules read together."""
-
-    def __init__(self, folder: Path) -> None:
-        self.files = sorted(folder.glob("*.py"))
-
-    def read_text(self) -> str:
-        return "\n".join(f.read_text() for f in self.files)
-
-
 NOT_STAGES = {"hooks", "baselines", "builtin", "templates"}  # loaded into programs, or data
-MODULES: dict[str, Path | _Package] = {p.stem: p for p in PKG.glob("*.py") if p.stem != "__init__"}
-MODULES.update({d.name: _Package(d) for d in PKG.iterdir()
-                if d.is_dir() and (d / "__init__.py").exists() and d.name not in NOT_STAGES})
 
 
-def _trees(path: Path | _Package) -> list[ast.Module]:
-    return [ast.parse(f.read_text()) for f in (path.files if isinstance(path, _Package) else [path])]
+def _dotted(path: Path) -> str:
+    """kprof/child/runner.py -> child.runner; a stage folder's __init__.py is the folder (spec)."""
+    parts = path.relative_to(PKG).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+# Every module is a node, in whichever stage folder it lives (kprof/spec/, kprof/tools/, kprof/child/, ...)
+MODULES: dict[str, Path] = {_dotted(p): p for p in sorted(PKG.rglob("*.py"))
+                            if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in NOT_STAGES}
+
+
+def _trees(path: Path) -> list[ast.Module]:
+    return [ast.parse(path.read_text())]
+
+
 MAX_LINES = 80
 COMMAND_LAYER = {"cli", "commands", "pipeline", "api", "scaffold"}  # api: the same front door, from Python
 
@@ -45,17 +45,19 @@ def _nodes(tree: ast.AST):
         yield from _nodes(node)
 
 
-def _imports(path: Path | _Package) -> set[str]:
-    """The kprof modules (or stage folders) a file imports, at module level or inside functions."""
+def _imports(path: Path) -> set[str]:
+    """The kprof modules a file imports, at module level or inside functions: ``from kprof.child import
+    runner`` is child.runner, ``from kprof.spec import KernelSpec`` the spec folder's front (spec)."""
     out: set[str] = set()
-    for node in (n for tree in _trees(path) for n in _nodes(tree)):
+    for node in _nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "kprof":
                 out.update(a.name for a in node.names if a.name in MODULES)
             elif node.module.startswith("kprof."):
-                out.add(node.module.split(".")[1])
+                rest = node.module[len("kprof."):]
+                out.update(f"{rest}.{a.name}" if f"{rest}.{a.name}" in MODULES else rest for a in node.names)
         elif isinstance(node, ast.Import):
-            out.update(a.name.split(".")[1] for a in node.names if a.name.startswith("kprof."))
+            out.update(a.name[len("kprof."):] for a in node.names if a.name.startswith("kprof."))
     return out & set(MODULES)
 
 
@@ -101,7 +103,7 @@ def test_no_long_function():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_LINES:
-                    long.append(f"kprof/{name}.py:{node.lineno} {node.name} ({lines} lines)")
+                    long.append(f"kprof/{path.relative_to(PKG)}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, "functions over 80 lines: " + ", ".join(long)
 
 
@@ -123,16 +125,16 @@ def test_one_owner_module_per_external_tool(tool, owner):
 
 
 def test_only_the_device_layer_imports_cuda_bindings():
-    """The driver through kprof/device.py only; NVRTC (a compiler, no context) through kprof/nvrtc.py only."""
+    """The driver through kprof/child/device.py only; NVRTC (a compiler, no context) through kprof/nvrtc.py only."""
     users = sorted(name for name, path in MODULES.items() if "cuda.bindings" in path.read_text()
-                   and name not in ("device", "doctor", "nvrtc"))
-    assert not users, f"cuda.bindings imported outside kprof/device.py: {users}"
+                   and name not in ("child.device", "doctor", "nvrtc"))
+    assert not users, f"cuda.bindings imported outside kprof/child/device.py: {users}"
     nvrtc_imports = {line.strip() for line in MODULES["nvrtc"].read_text().splitlines()
                      if line.strip().startswith(("from ", "import ")) and "cuda.bindings" in line}
     assert nvrtc_imports == {"from cuda.bindings import nvrtc", "from cuda.bindings import __version__ as bindings_version"}
 
 
-@pytest.mark.parametrize("child", ["runner", "workspace", "timing"])
+@pytest.mark.parametrize("child", ["child.runner", "child.workspace", "child.timing"])
 def test_the_child_reads_a_typed_job(child):
     text = MODULES[child].read_text()
     assert "job.get(" not in text and 'job["' not in text and "spec_mod.load" not in text
@@ -163,7 +165,7 @@ def test_no_module_imports_the_package_front_door():
 def test_the_childs_result_is_read_in_one_typed_place():
     """kprof/childresult.py reads the child's result file (its version checked) into typed fields; no other
     module of the parent opens the file or looks up the record's keys."""
-    child_side = {"childresult", "runner", "workspace", "timing", "framework"}  # what writes the record
+    child_side = {"childresult", "child.runner", "child.workspace", "child.timing", "child.framework"}  # what writes it
     patterns = ('.get("status")', '.get("phase"', '"job_seconds" in', "result_path.read_text", '["samples"]',
                 '.get("samples")')
     found = [f"{name}.py: {p}" for name, path in MODULES.items() if name not in child_side
@@ -214,7 +216,7 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     plan = {f.name: f.type for f in fields(bench.PointPlan)}
     assert plan["baselines"] == "tuple[tuple[Baseline, Job], ...]" and not {"baseline", "more", "names"} & set(plan)
     assert {f.name: f.type for f in fields(pipeline.BenchPoint)}["baselines"] == "tuple[Baseline, ...]"
-    decoders = [name for name, path in MODULES.items() if name not in ("baseline", "pyref", "spec")
+    decoders = [name for name, path in MODULES.items() if name not in ("baseline", "pyref", "spec.loader", "spec.schema")
                 and "def baseline_name(baseline" in path.read_text()]
     assert not decoders and Baseline.__dataclass_params__.frozen
     assert bench.PointResult.__dataclass_params__.frozen and bench.BaselineResult.__dataclass_params__.frozen
@@ -226,7 +228,8 @@ def test_the_spec_stage_is_a_folder_of_schema_and_loader():
     """kprof/spec/: the schema (dataclasses, resolve) and the loader (YAML, validation), one way: the
     loader builds the schema's classes, the schema never imports the loader; the folder is one node of
     the graph above, with the edges of both."""
-    assert isinstance(MODULES["spec"], _Package) and {"sizeexpr", "reference", "inputs"} <= GRAPH["spec"]
+    assert {"spec.loader", "spec.schema"} <= GRAPH["spec"] and GRAPH["spec.schema"] <= {"sizeexpr", "errors", "inputs"}
+    assert {"sizeexpr", "reference", "inputs", "spec.schema"} <= GRAPH["spec.loader"]
     schema = (PKG / "spec" / "schema.py").read_text()
     assert "from kprof.spec.loader" not in schema and "import yaml" not in schema
     assert "from kprof.spec.schema import" in (PKG / "spec" / "loader.py").read_text()
@@ -237,9 +240,10 @@ def test_the_verdict_takes_its_rule_as_one_value():
     atol, metric, dtype, the scale's text), and three keywords; host data is kprof/hostdata.py's."""
     import inspect
 
-    from kprof import verify
+    from kprof.child import verify
 
     params = list(inspect.signature(verify.compare).parameters)
     assert params == ["name", "got", "expected", "rule", "poison_value", "scale", "frontier"]
-    verdict = (PKG / "verify.py").read_text()
-    assert "def make_input" not in verdict and "def poison(" not in verdict and "def make_input" in (PKG / "hostdata.py").read_text()
+    verdict = (PKG / "child" / "verify.py").read_text()
+    assert "def make_input" not in verdict and "def poison(" not in verdict
+    assert "def make_input" in (PKG / "child" / "hostdata.py").read_text()

@@ -295,7 +295,7 @@ def test_build_all_for_pascal_skips_them_with_the_reason_and_exits_0(capsys, mon
 
 
 def test_run_of_a_kernel_too_new_for_the_target_exits_2_with_the_reason(capsys, monkeypatch):
-    monkeypatch.setattr("kprof.device.probe", lambda: None)
+    monkeypatch.setattr("kprof.child.device.probe", lambda: None)
     code = cli.main(["run", "async_matmul", "--arch", "sm_75"])
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and err.count("\n") == 1
@@ -317,13 +317,13 @@ def test_list_arch_marks_what_needs_a_newer_gpu(capsys):
 
 @pytest.fixture(params=["sm_61", "sm_75"])
 def old_gpu(request, monkeypatch, tmp_path):
-    import kprof.device
-    import kprof.workspace
+    import kprof.child.device
+    import kprof.child.workspace
 
     monkeypatch.setattr(FakeDevice, "arch", request.param)
     monkeypatch.setattr(FakeDevice, "occupancies", [])
-    monkeypatch.setattr(kprof.device, "Device", FakeDevice)
-    monkeypatch.setattr(kprof.workspace, "nvtx_module", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "Device", FakeDevice)
+    monkeypatch.setattr(kprof.child.workspace, "nvtx_module", lambda: None)
     return request.param
 
 
@@ -341,7 +341,7 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
     the driver's occupancy, registers and spills; exit 0."""
     from kprof import launch
 
-    monkeypatch.setattr("kprof.device.probe", lambda: None)
+    monkeypatch.setattr("kprof.child.device.probe", lambda: None)
     monkeypatch.setattr(build, "detect_arch", lambda: "sm_61")
     usage = {"tiled_matmul": build.ResourceUsage(registers=40, shared_static=8192, spill_stores=8, spill_loads=4,
                                                  stack_frame=16)}

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from helpers import child
 
-from kprof import bench, catalog, pipeline, pyref, render, sweep
+from kprof import bench, catalog, pipeline, pyref, sweep
 from kprof import spec as spec_mod
 from kprof.errors import SpecError, UsageError
+from kprof.results import render
 
 SPEC = ("sizes: {N: 64}\nargs:\n  - {name: a, buffer: float32, shape: [N], role: in}\n"
         "  - {name: c, buffer: float32, shape: [N], role: out}\n  - {name: n, scalar: int32, value: N}\n"

@@ -9,11 +9,12 @@ from types import SimpleNamespace
 import pytest
 from helpers import child, job_for
 
-from kprof import bench, catalog, cli, history, pipeline, stats, sweep, telemetry
+from kprof import bench, catalog, cli, pipeline, stats, sweep, telemetry
 from kprof import spec as spec_mod
 from kprof.baseline import Baseline
 from kprof.errors import UsageError
 from kprof.job import TimingMode
+from kprof.results import history
 from kprof.spec import BASELINES
 
 
@@ -202,7 +203,7 @@ def test_history_store_errors_are_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KPROF_HISTORY", str(blocker / "h.sqlite"))
     assert cli.main(["history"]) == 0, "reading a store that does not exist: nothing yet, nothing created"
     assert "no bench results yet" in capsys.readouterr().out
-    from kprof import history
+    from kprof.results import history
 
     with pytest.raises(UsageError, match="cannot open the history store"):
         history.connect()
@@ -246,7 +247,7 @@ def test_bench_cli_errors(capsys, argv, message):
 
 
 def test_bench_table_renders(tmp_path):
-    from kprof import render
+    from kprof.results import render
 
     p = _point("tiled_matmul", 1024, 1e-3)
     p = replace(p, flops_per_s=2e12, of_fma_peak=0.03, baselines=(bench.BaselineResult(
@@ -257,7 +258,7 @@ def test_bench_table_renders(tmp_path):
 
 
 def test_spec_baselines_read_as_speedups():
-    from kprof import render
+    from kprof.results import render
 
     p = _point("rmsnorm_onepass", 1024, 1e-3)
     unfused = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=dict(p.summary, median=3.4e-3),
@@ -283,8 +284,8 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     """The bench plot redrawn from JSON recorded on the H200; the roofline from a recorded ncu row."""
     from pathlib import Path
 
-    from kprof import plot
     from kprof import profiling as profile
+    from kprof.results import plot
     from kprof.tools import ncu
 
     results = Path(__file__).parent.parent / "tests" / "data" / "bench-vector_add-block.json"

@@ -7,7 +7,7 @@ import pytest
 from kprof import cases, catalog, cli
 from kprof import spec as spec_mod
 from kprof.errors import SpecError
-from kprof.findings import Access, Finding
+from kprof.results.findings import Access, Finding
 
 CORPUS = cases.load_all(catalog.group("case"))
 
@@ -51,7 +51,7 @@ def test_a_finding_without_a_line_matches_on_kind_tool_and_buffer_and_one_with_a
 
 
 def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every_tool():
-    from kprof import render
+    from kprof.results import render
     from kprof.tools.toolrun import ToolResult
 
     def result(case, caught, twin_statuses):

@@ -3,7 +3,8 @@
 import pytest
 from helpers import child
 
-from kprof import bench, ceilings, render
+from kprof import bench, ceilings
+from kprof.results import render
 
 # What an H200's driver reports (CU_DEVICE_ATTRIBUTE_*): the numbers are the kind the driver gives.
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "memory_clock_khz": 3_201_000,

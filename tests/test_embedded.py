@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kprof import embedded, render
+from kprof import embedded
+from kprof.results import render
 from kprof.tools import compute_sanitizer as cs
 from kprof.tools.toolrun import ToolResult
 

@@ -101,9 +101,9 @@ OPTIONS = st.sampled_from(["--size", "--timeout", "--param", "--arch", "--seed",
                                 SIZE_VALUES), max_size=3))
 def test_generated_command_lines_never_end_in_an_internal_error(no_process, no_builds, capsys, tmp_path_factory, monkeypatch,
                                                                command, name, extra):
-    import kprof.device
+    import kprof.child.device
 
-    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: a stand-in")  # finding libcuda runs ldconfig
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: a stand-in")  # finding libcuda runs ldconfig
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
     argv = [command, name]
     for option, key, value in extra:

@@ -124,7 +124,7 @@ def test_sizes_beyond_device_memory_are_refused_before_allocating():
 
 def test_build_targets_the_gpu_present():
     assert build.detect_arch().startswith("sm_")
-    from kprof import device
+    from kprof.child import device
 
     dev = device.Device()
     try:

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.mark.parametrize("name", [e.name for e in catalog.entries() if e.group == "kernel"])
 def test_occupancy_agrees_with_the_driver(name):
-    from kprof.device import Device
+    from kprof.child.device import Device
 
     spec = catalog.load(name)
     resolved = spec.resolve()

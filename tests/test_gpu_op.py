@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import kprof
-from kprof import catalog, hostdata, pyref, reference, verify
+from kprof import catalog, pyref, reference
+from kprof.child import hostdata, verify
 from kprof.errors import UsageError
 from kprof.spec import CUBLAS_SGEMM
 

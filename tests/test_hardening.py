@@ -7,9 +7,10 @@ import sqlite3
 
 import pytest
 
-from kprof import build, catalog, cli, history, reference
+from kprof import build, catalog, cli, reference
 from kprof import spec as spec_mod
 from kprof.errors import UsageError
+from kprof.results import history
 from kprof.tools import compute_sanitizer as sanitize
 
 BASE = """\
@@ -136,13 +137,13 @@ def test_a_history_row_with_broken_json_is_skipped(tmp_path, monkeypatch, capsys
 
 
 def test_sanitize_and_cases_without_a_gpu_exit_5(monkeypatch, tmp_path, capsys):
-    import kprof.device
+    import kprof.child.device
 
     exe = tmp_path / "cs"
     exe.write_text("#!/bin/sh\nexit 0\n")
     exe.chmod(0o755)
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
-    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
     monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("nothing is built before the GPU check"))
     for argv in (["cases", "--arch", "sm_90"], ["sanitize", "vector_add", "--arch", "sm_90", "--tool", "values"]):
         code = cli.main(argv)
@@ -151,7 +152,7 @@ def test_sanitize_and_cases_without_a_gpu_exit_5(monkeypatch, tmp_path, capsys):
 
 
 def test_sarif_uris_are_absolute_or_based_and_encoded():
-    from kprof.findings import Finding, to_sarif
+    from kprof.results.findings import Finding, to_sarif
     from kprof.tools.toolrun import ToolResult
 
     fs = [Finding("memcheck", "out-of-bounds-write", "k", "/work/my proj/k.cu", 0, None, None, 1, "m"),

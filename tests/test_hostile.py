@@ -258,7 +258,8 @@ def test_a_bench_stopped_by_a_full_disk_keeps_what_history_holds(tmp_path, monke
     import sqlite3
 
     import kprof.api
-    from kprof import bench, history, pipeline
+    from kprof import bench, pipeline
+    from kprof.results import history
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     monkeypatch.setattr(kprof.api, "require_gpu", lambda tool: None)
@@ -312,7 +313,7 @@ BAD_ROWS = [
 def test_a_history_row_of_another_shape_is_skipped(tmp_path, monkeypatch, capsys, columns):
     import sqlite3
 
-    from kprof import history
+    from kprof.results import history
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     summary = {"n": 3, "median": 1e-3, "q1": 1e-3, "q3": 1e-3, "min": 1e-3, "max": 1e-3, "mean": 1e-3, "stdev": 0.0}
@@ -329,8 +330,8 @@ def test_a_history_row_of_another_shape_is_skipped(tmp_path, monkeypatch, capsys
 
 
 def test_a_history_store_that_is_a_fifo_is_one_line(tmp_path):
-    from kprof import history
     from kprof.errors import UsageError
+    from kprof.results import history
 
     os.mkfifo(tmp_path / "h.sqlite")
     with pytest.raises(UsageError, match="a FIFO, not a regular file"):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kprof import api, catalog, framework, op
+from kprof import api, catalog, op
+from kprof.child import framework
 from kprof.errors import UsageError
 
 DATA = Path(__file__).parent / "data" / "kernels"
@@ -196,7 +197,7 @@ def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
 def test_the_arguments_are_packed_once_and_each_call_writes_only_the_pointers():
     import ctypes
 
-    from kprof.device import ArgPack
+    from kprof.child.device import ArgPack
 
     pack = ArgPack([("buf", "x"), ("int32", 7), ("float32", 0.5), ("buf", "y"), ("float16", 0x3C00)])
     pack.fill({"x": 0x7F0000001000, "y": 0x7F0000002000})
@@ -223,7 +224,7 @@ def test_a_plan_is_checked_once_and_reused_while_the_arrays_keep_their_shape(fak
 
 
 def test_a_one_off_launch_packs_fixed_pointers_the_same_way():
-    from kprof.device import ArgPack
+    from kprof.child.device import ArgPack
 
     assert list(ArgPack([("ptr", 0x7F0000003000), ("int64", 9)])) == [("ptr", 0x7F0000003000), ("int64", 9)]
 

@@ -190,7 +190,7 @@ def _plugin_args() -> list[str]:
 
 @pytest.fixture
 def fake(pytester, monkeypatch, tmp_path, data_dir):
-    import kprof.device
+    import kprof.child.device
 
     exe = tmp_path / "compute-sanitizer"
     exe.write_text(f"#!{sys.executable}\n" + (data_dir / "fake_compute_sanitizer.py").read_text())
@@ -199,7 +199,7 @@ def fake(pytester, monkeypatch, tmp_path, data_dir):
     calls.touch()
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
     monkeypatch.setenv("KPROF_FAKE_CALLS", str(calls))
-    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
     lines = lambda: [json.loads(line) for line in calls.read_text().splitlines()]  # noqa: E731
     pytester.calls = lambda: [e for e in lines() if e["event"] == "start"]
     pytester.ends = lambda: [e for e in lines() if e["event"] == "end"]

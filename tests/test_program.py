@@ -14,8 +14,8 @@ import pytest
 
 import kprof
 from kprof import cli, hostframes, proc
-from kprof import findings as findings_mod
 from kprof.errors import UsageError
+from kprof.results import findings as findings_mod
 from kprof.tools import allocators, toolrun
 from kprof.tools import compute_sanitizer as sanitize
 
@@ -167,7 +167,7 @@ def test_a_program_that_fails_with_nothing_found_is_told_apart():
 
 
 def test_the_json_report_keeps_a_failed_programs_last_lines():
-    from kprof import findings
+    from kprof.results import findings
 
     failed = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), {"returncode": 3},
                                       [], [], 60, True)
@@ -196,9 +196,9 @@ sys.exit(99 if xml else code)
 
 @pytest.fixture
 def fake_sanitizer(tmp_path, monkeypatch):
-    import kprof.device
+    import kprof.child.device
 
-    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
     # the run beside the tool's that counts the launches (kprof.tools.launchcount): a stand-in too, as if the
     # program launched one kernel (the programs here launch none, and cupti counts where it is installed)
     from kprof.tools import coverage, launchcount
@@ -269,9 +269,9 @@ print(open({csv!r}).read())
 
 
 def test_profile_a_program_through_a_stand_in_ncu(tmp_path, monkeypatch, data_dir, capsys):
-    import kprof.device
+    import kprof.child.device
 
-    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
     exe = tmp_path / "ncu"
     exe.write_text(FAKE_NCU.format(python=sys.executable, csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
     exe.chmod(0o755)
@@ -317,9 +317,9 @@ def test_no_tool_or_no_gpu_is_one_line(as_if_a_gpu, capsys, monkeypatch, tmp_pat
     exe.write_text("#!/bin/sh\nexit 0\n")
     exe.chmod(0o755)
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
-    import kprof.device
+    import kprof.child.device
 
-    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
     assert cli.main(["sanitize", "--", "python", "x.py"]) == 5
     err = capsys.readouterr().err
     assert "no CUDA driver" in err and err.count("\n") == 1
@@ -431,7 +431,7 @@ def test_records_from_several_launches_merge_and_count_the_launches(data_dir, tm
 
 
 def test_folding_keeps_one_headline_per_place():
-    from kprof.findings import Access, Finding, fold_same_place
+    from kprof.results.findings import Access, Finding, fold_same_place
 
     def race(kind, count, message):
         return Finding("racecheck", kind, "hist", "h.cu", 7, None, None, count, message, other=Access("h.cu", 7, "write"))
@@ -445,8 +445,8 @@ def test_folding_keeps_one_headline_per_place():
 def test_consequences_are_grouped_under_the_bug_that_explains_them():
     """tiled_matmul without its bounds check, as seen on an H200: one memcheck write past C, and the
     values detector's race, uninitialized-read and wrong-result on C that follow from it."""
-    from kprof import render
-    from kprof.findings import Finding, explain
+    from kprof.results import render
+    from kprof.results.findings import Finding, explain
     from kprof.tools.toolrun import ToolResult
 
     oob = Finding("memcheck", "out-of-bounds-write", "tiled_matmul_no_bounds", "/k/t.cu", 15, (3, 0, 0), (1, 2, 0), 9,
@@ -508,8 +508,8 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
     """compute-sanitizer's words when the program made no CUDA call it could instrument (recorded on an
     H200: the CUDA 12 wheel's tool on the 13.0 driver, and a program with no kernel): NOT CHECKED, not
     clean and not a parse failure, with its own exit code."""
-    from kprof import render
     from kprof.errors import EXIT_NOT_CHECKED
+    from kprof.results import render
 
     out = ("========= COMPUTE-SANITIZER\n========= Error: Target application terminated before first instrumented "
            "API call\n========= Error: couldn't find exit code.")

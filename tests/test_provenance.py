@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from kprof import history
+from kprof.results import history
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

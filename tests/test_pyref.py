@@ -70,15 +70,15 @@ def test_a_bad_python_reference_is_refused_at_load_without_running_it(tmp_path, 
 def fake_device(monkeypatch):
     from test_runner_fake import FakeDevice
 
-    import kprof.device
-    import kprof.workspace
+    import kprof.child.device
+    import kprof.child.workspace
 
     def doubled(dev, args):
         x, idx, y, n = args
         dev.view(y, np.float32)[:n] = 2 * dev.view(x, np.float32)[:n]
 
-    monkeypatch.setattr(kprof.device, "Device", FakeDevice)
-    monkeypatch.setattr(kprof.workspace, "nvtx_module", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "Device", FakeDevice)
+    monkeypatch.setattr(kprof.child.workspace, "nvtx_module", lambda: None)
     monkeypatch.setitem(FakeDevice.emulations, "k", doubled)
 
 

@@ -58,13 +58,13 @@ def _plugin_args() -> list[str]:
 
 @pytest.fixture
 def sandbox(pytester, monkeypatch, tmp_path, data_dir):
-    import kprof.device
+    import kprof.child.device
 
     exe = tmp_path / "compute-sanitizer"
     exe.write_text(FAKE.format(python=sys.executable, xml=str(data_dir / "sanitizer" / "rec_race.racecheck_default.xml")))
     exe.chmod(0o755)
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
-    monkeypatch.setattr(kprof.device, "probe", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
     return pytester
 
 
@@ -151,9 +151,9 @@ def test_a_bad_option_stops_the_run_once(sandbox, args, words):
 
 
 def test_no_gpu_stops_the_run_once(sandbox, monkeypatch):
-    import kprof.device
+    import kprof.child.device
 
-    monkeypatch.setattr(kprof.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
     sandbox.makepyfile(test_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=all")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

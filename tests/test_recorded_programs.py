@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof import render
+from kprof.results import render
 from kprof.tools import compute_sanitizer as cs
 from kprof.tools.toolrun import ToolResult
 

@@ -1,6 +1,6 @@
 """The runner's orchestration on a machine without a GPU.
 
-A fake device stands in for kprof.device.Device: buffers are NumPy byte arrays and a "launch"
+A fake device stands in for kprof.child.device.Device: buffers are NumPy byte arrays and a "launch"
 runs a NumPy emulation of the kernel (vector_add, reduce_sum) or does nothing (a kernel that
 writes nothing). This covers the runner's paths (verify, poison, timing, the values detector, the
 bench loop in every mode) in CI; the real device layer is covered by the GPU tests.
@@ -17,16 +17,17 @@ import numpy as np
 import pytest
 from helpers import job_for as typed_job
 
-from kprof import build, catalog, hostdata, runner
+from kprof import build, catalog
 from kprof import job as job_mod
 from kprof import spec as spec_mod
-from kprof.device import DeviceInfo
+from kprof.child import hostdata, runner
+from kprof.child.device import DeviceInfo
 from kprof.job import RunMode, TimingMode, ValuesMode
 from kprof.stats import StopRule
 
 
 class FakeDevice:
-    """Just enough of kprof.device.Device for the runner."""
+    """Just enough of kprof.child.device.Device for the runner."""
 
     emulations: dict = {}
     arch = "sm_90"  # a test of an older GPU sets sm_61 or sm_75 (monkeypatch.setattr(FakeDevice, "arch", ...))
@@ -202,11 +203,11 @@ FakeDevice.emulations = {"kprof_copy": _stream("copy"), "kprof_read": _stream("r
 
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
-    import kprof.device
-    import kprof.workspace
+    import kprof.child.device
+    import kprof.child.workspace
 
-    monkeypatch.setattr(kprof.device, "Device", FakeDevice)
-    monkeypatch.setattr(kprof.workspace, "nvtx_module", lambda: None)
+    monkeypatch.setattr(kprof.child.device, "Device", FakeDevice)
+    monkeypatch.setattr(kprof.child.workspace, "nvtx_module", lambda: None)
     return tmp_path
 
 
@@ -358,7 +359,7 @@ class FakeClock:
 
 @pytest.fixture
 def fake_cupti(fake, monkeypatch):
-    import kprof.device
+    import kprof.child.device
     from kprof.tools import cupti_timer
 
     class Device(FakeDevice):
@@ -366,7 +367,7 @@ def fake_cupti(fake, monkeypatch):
             super().__init__(ordinal)
             FakeClock.device = self
 
-    monkeypatch.setattr(kprof.device, "Device", Device)
+    monkeypatch.setattr(kprof.child.device, "Device", Device)
     monkeypatch.setattr(cupti_timer, "unavailable", lambda: None)
     monkeypatch.setattr(cupti_timer, "KernelClock", FakeClock)
     return fake
@@ -558,8 +559,8 @@ class _NumpyFramework:
 
 @pytest.fixture
 def numpy_framework(fake, monkeypatch):
-    import kprof.device
-    from kprof import framework
+    import kprof.child.device
+    from kprof.child import framework
 
     class Recording(FakeDevice):
         def __init__(self, ordinal=0):
@@ -569,7 +570,7 @@ def numpy_framework(fake, monkeypatch):
         def stream(self):
             return 42
 
-    monkeypatch.setattr(kprof.device, "Device", Recording)
+    monkeypatch.setattr(kprof.child.device, "Device", Recording)
     monkeypatch.setattr(framework, "choose", _NumpyFramework)
     _NumpyFramework.streams = []
     return fake
@@ -731,11 +732,11 @@ _PREPARED_OP = ("import _kprof_log\n"
 def _prepared_run(numpy_framework, monkeypatch, body):
     import types
 
-    import kprof.workspace
+    import kprof.child.workspace
 
     log = []
     monkeypatch.setitem(sys.modules, "_kprof_log", types.SimpleNamespace(log=log))
-    monkeypatch.setattr(kprof.workspace, "nvtx_module", lambda: _Ranges(log))
+    monkeypatch.setattr(kprof.child.workspace, "nvtx_module", lambda: _Ranges(log))
     spec = _op_spec(numpy_framework, "add_into", _PREPARED_OP.format(body=body))
     return run_job(numpy_framework, job_for(spec, None, RunMode())), log
 
@@ -789,7 +790,7 @@ def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp
 
 
 def test_a_batch_runs_its_jobs_in_one_process_and_stops_after_an_error(fake, monkeypatch):
-    """kprof.runner --batch: each job's own result and wall time, a progress line before each; after a
+    """kprof.child.runner --batch: each job's own result and wall time, a progress line before each; after a
     job that ends in an error (here: more memory than the device has) the rest are left to the parent."""
     import json as json_mod
 

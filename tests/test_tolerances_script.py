@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-from kprof import verify
+from kprof.child import verify
 
 _PATH = Path(__file__).resolve().parent.parent / "scripts" / "tolerances.py"
 _spec = importlib.util.spec_from_file_location("tolerances_script", _PATH)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from kprof import hostdata
 from kprof import spec as spec_mod
+from kprof.child import hostdata
 from kprof.job import target_of
 from kprof.tools import values
 

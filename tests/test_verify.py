@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kprof import hostdata, verify
+from kprof.child import hostdata, verify
 from kprof.spec import BufferArg, Fill, ResolvedBuffer
 
 

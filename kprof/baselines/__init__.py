@@ -1,2 +1,2 @@
 """Framework baselines for ``kprof bench --baseline``: callables that run a spec's operation the way a
-framework user would, timed in the same run as the kernel (``kprof/framework.py``)."""
+framework user would, timed in the same run as the kernel (``kprof/child/framework.py``)."""

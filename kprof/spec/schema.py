@@ -107,7 +107,7 @@ class ResolvedStep:
 class Tolerance:
     """The spec's ``tolerance:``. ``rtol`` and ``atol`` are numbers or size expressions
     (``"2e-7 * sqrt(K)"``), worked out at each size; None takes the output dtype's default
-    (:data:`kprof.verify.DEFAULT_TOLERANCE`). The metric is ``elementwise`` (every element within
+    (:data:`kprof.child.verify.DEFAULT_TOLERANCE`). The metric is ``elementwise`` (every element within
     ``atol + rtol * |ref|``) or ``normwise`` (``max|out - ref| <= rtol * max|ref|``, atol unused)."""
 
     rtol: str | None = None

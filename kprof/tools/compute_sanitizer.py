@@ -1,6 +1,6 @@
 """The only compute-sanitizer caller: argv builder, XML parser, and the thin run around them.
 
-Each tool runs in its own child process: compute-sanitizer wrapping ``python -m kprof.runner``,
+Each tool runs in its own child process: compute-sanitizer wrapping ``python -m kprof.child.runner``,
 with ``--xml --save`` (the parser reads the XML, never the text), ``--error-exitcode`` (the tool's
 default exit code is 0 even with errors), and a timeout. The runner's own result file says whether
 the target really ran: a target that fails to start leaves the same empty XML as a clean run, so
@@ -30,8 +30,8 @@ from typing import Any
 from kprof import exitcode, hostframes, inputs, launch, proc
 from kprof.demangle import demangle
 from kprof.errors import UsageError
-from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.job import Job, RunMode
+from kprof.results.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.tools import coverage, values
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from kprof import launch
-from kprof.findings import Access, Finding
 from kprof.job import Job, Target, ValuesMode
+from kprof.results.findings import Access, Finding
 from kprof.tools import coverage
 from kprof.tools.toolrun import ToolResult, classify
 
@@ -43,7 +43,7 @@ def run_plan(repeats: int) -> list[bool]:
 
 def smem_pattern(alternate: bool) -> int:
     """The 32-bit word the scrubber writes: a quiet NaN, or the alternate float poison."""
-    from kprof.hostdata import ALT_FLOAT_POISON
+    from kprof.child.hostdata import ALT_FLOAT_POISON
 
     if not alternate:
         return 0x7FC00000
@@ -54,7 +54,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
             scales: dict[str, Any] | None = None) -> list[Finding]:
     import numpy as np
 
-    from kprof import hostdata, verify
+    from kprof.child import hostdata, verify
 
     findings: list[Finding] = []
     file = target.source
@@ -67,7 +67,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
         outs_a = [hostdata.decode(buf.arg.dtype, o) for o in raw_a]  # numbers, for the comparisons
         a, b = outs_a[0], hostdata.decode(buf.arg.dtype, raw_b[0])
         ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
-        # The same verdict as kprof run (kprof.verify.compare): the spec's tolerance or the dtype's.
+        # The same verdict as kprof run (kprof.child.verify.compare): the spec's tolerance or the dtype's.
         rtol, atol = verify.tolerance_for(buf.arg.dtype, target.rtol, target.atol)
         if target.metric == "normwise":
             scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0

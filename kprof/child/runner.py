@@ -1,9 +1,9 @@
-"""The small child program that every tool wraps: ``python -m kprof.runner JOB.json RESULT.json``.
+"""The small child program that every tool wraps: ``python -m kprof.child.runner JOB.json RESULT.json``.
 
 It reads one typed :class:`~kprof.job.Job` (never the spec), loads the target into a
-:class:`~kprof.workspace.Workspace`, and runs the job's mode: :func:`run_mode` (launch inside an
+:class:`~kprof.child.workspace.Workspace`, and runs the job's mode: :func:`run_mode` (launch inside an
 NVTX push/pop range in domain ``kprof`` named after the target, verify, time one launch),
-:func:`values_mode` (the values detector) or :func:`kprof.timing.timing_mode` (``kprof bench``'s
+:func:`values_mode` (the values detector) or :func:`kprof.child.timing.timing_mode` (``kprof bench``'s
 loop). It never is the CLI: compute-sanitizer and ncu wrap this process, so a fault or a hang
 takes down this child only. The result file is rewritten at each phase (``device``, ``loaded``,
 ``allocated``, ``launch``, ``launched``, ``verified``, ``timed``, ``done``), so the parent knows
@@ -17,8 +17,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kprof.child.workspace import Result
 from kprof.job import Job, RunMode, TimingMode, ValuesMode
-from kprof.workspace import Result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) == 2 and args[0] == "--batch":
         return batch(Path(args[1]))
     if len(args) != 2:
-        print("usage: python -m kprof.runner JOB.json RESULT.json | --batch MANIFEST.json", file=sys.stderr)
+        print("usage: python -m kprof.child.runner JOB.json RESULT.json | --batch MANIFEST.json", file=sys.stderr)
         return 2
     return run_one(Path(args[0]), Path(args[1]))
 
@@ -82,7 +82,7 @@ def batch(manifest: Path) -> int:
 
 def execute(job: Job, result: Result) -> int:
     """Load the target and run the job's mode; the workspace is closed on every path that returns."""
-    from kprof.workspace import Workspace
+    from kprof.child.workspace import Workspace
 
     target = job.target
     first = target.steps[0] if target.steps else None
@@ -92,7 +92,7 @@ def execute(job: Job, result: Result) -> int:
     if isinstance(job.mode, ValuesMode):
         code = values_mode(ws, job.mode, result)
     elif isinstance(job.mode, TimingMode):
-        from kprof.timing import timing_mode
+        from kprof.child.timing import timing_mode
 
         code = timing_mode(ws, job.mode, result)
     else:
@@ -106,7 +106,7 @@ def execute(job: Job, result: Result) -> int:
 
 def in_range(ws: Any, name: str) -> Any:
     """A callable that launches every step of the target inside the NVTX range ``kprof@name``."""
-    from kprof.workspace import nvtx_module
+    from kprof.child.workspace import nvtx_module
 
     nvtx = nvtx_module()
 

@@ -18,11 +18,11 @@ from kprof.errors import UsageError
 from kprof.job import TimingMode
 
 if TYPE_CHECKING:
-    from kprof.workspace import Result, Workspace
+    from kprof.child.workspace import Result, Workspace
 
 
 def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
-    from kprof import framework
+    from kprof.child import framework
 
     stream = ws.dev.stream()
     ws.upload()
@@ -64,11 +64,11 @@ def _routine(ws: Workspace, mode: TimingMode, stream: Any,
     buffers (``mode.library``), or a Python baseline (``mode.python``, whose first call also copies its
     result into the output buffers)."""
     if mode.python is not None:
-        from kprof import framework
+        from kprof.child import framework
 
         return framework.routine(ws, mode.python, stream, data)
     if mode.library is None and ws.target.python:  # a Python operation: its result is copied only to verify
-        from kprof import framework
+        from kprof.child import framework
 
         return framework.routine(ws, ws.target.python, stream, data, what="operation")
     once = _library(ws, mode, stream)
@@ -236,7 +236,7 @@ class _SingleSampler:
 
 def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) -> tuple[list[float], str, float]:
     """Sample until the stop rule says enough: the samples, the rule that stopped them, the host seconds."""
-    from kprof.workspace import nvtx_module
+    from kprof.child.workspace import nvtx_module
 
     rule = mode.rule
     nvtx = nvtx_module()

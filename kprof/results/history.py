@@ -94,7 +94,7 @@ def provenance(root: Path | None = None) -> dict[str, Any]:
         flag = os.environ.get("KPROF_DIRTY", "")
         return {"commit": os.environ["KPROF_COMMIT"], "source": "KPROF_COMMIT",
                 "dirty": {"1": True, "0": False}.get(flag)}
-    root = root or Path(__file__).resolve().parent.parent
+    root = root or Path(__file__).resolve().parent.parent.parent
     head = _git(root, "rev-parse", "--short", "HEAD")
     if not head:
         return {"commit": None, "source": None, "dirty": None}

@@ -136,7 +136,7 @@ class ArgPack:
     """A kernel's arguments packed once into the ``void*[]`` cuLaunchKernel takes: scalars written at
     construction, device pointers per launch (:meth:`fill`). ``template`` items are ``("buf", NAME)``
     for a buffer filled per launch, ``("ptr", ADDRESS)`` for a fixed pointer, and ``(dtype, value)``
-    for a scalar (``value`` as :func:`kprof.hostdata.pack_scalar` gives it). Iterating gives
+    for a scalar (``value`` as :func:`kprof.child.hostdata.pack_scalar` gives it). Iterating gives
     ``(dtype, value)`` pairs, "ptr" for pointers, as :func:`launch` takes them. Not thread-safe:
     fill and launch under one lock."""
 

@@ -5,7 +5,7 @@ Elementwise, in float64: every element within ``atol + rtol * |ref|`` (the seman
 integers must match exactly; the normwise metric ``max|out - ref| <= rtol * max|ref|`` is kept as an
 explicit option. Any NaN or Inf in an output fails whatever the metric says, because a harness that
 lets NaN through is how a broken kernel reports a record speed; an element still holding the poison
-(:mod:`kprof.hostdata`) was never written.
+(:mod:`kprof.child.hostdata`) was never written.
 """
 
 from __future__ import annotations

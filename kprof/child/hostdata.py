@@ -5,7 +5,7 @@ with a fixed seed (same spec, same sizes, same seed: same bytes; a large one mad
 threads, the same values to the bit), the poison every output gets before a launch (NaN for floats,
 a sentinel for integers, so an element the kernel never wrote cannot pass), scalars packed as a
 launch passes them, and stored values widened to the float64 (int64) a reference computes in. The
-verdict on what a kernel wrote is :mod:`kprof.verify`.
+verdict on what a kernel wrote is :mod:`kprof.child.verify`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 buffer and records its name, base address and size (a sanitizer report names buffers from that
 record), fills the inputs from the job's seed, poisons the outputs, launches every step of the
 target on a stream, and compares the outputs with the float64 reference. It runs only in the child
-(:mod:`kprof.runner`); the modes (run, values, timing) are small functions over it.
+(:mod:`kprof.child.runner`); the modes (run, values, timing) are small functions over it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kprof import hostdata, pyref, reference, verify
+from kprof import pyref, reference
+from kprof.child import hostdata, verify
 from kprof.childresult import RESULT_VERSION
 from kprof.errors import CudaError, UsageError, UserCodeError
 from kprof.job import Target
@@ -24,7 +25,7 @@ from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep
 if TYPE_CHECKING:
     import numpy as np
 
-    from kprof.device import Device, DeviceInfo
+    from kprof.child.device import Device, DeviceInfo
 
 Arrays = dict[str, "np.ndarray[Any, Any]"]
 Phase = Callable[..., None]  # the runner's result.phase(name, **fields)
@@ -56,7 +57,7 @@ class Workspace:
     """A loaded target on one device: functions, buffers, inputs, and its launches in order."""
 
     def __init__(self, target: Target, phase: Phase) -> None:
-        from kprof.device import Device
+        from kprof.child.device import Device
 
         self.target = target
         self.dev: Device = Device(target.device)
@@ -153,7 +154,7 @@ class Workspace:
     def _python_step(self) -> Callable[[Any], None]:
         """The operation on this workspace's buffers, its results in the output buffers (the call made
         on each stream is prepared once: by ``ready``, or on first use)."""
-        from kprof import framework
+        from kprof.child import framework
 
         def step(stream: Any) -> None:
             self.ready(stream)
@@ -166,7 +167,7 @@ class Workspace:
         trial launches), outside the NVTX range that a profiler selects launches by. True when a
         ``prepare`` ran: it ran the operation on the buffers, which must then be uploaded again. A
         kernel spec has nothing to prepare."""
-        from kprof import framework
+        from kprof.child import framework
 
         key = framework.pointer_of(stream)
         if not self.target.python or key in self._python_calls:
@@ -193,7 +194,7 @@ class Workspace:
 
     def cublas(self) -> Any:
         """cuBLAS in plain FP32 (TF32 off even if the user's environment allows it), closed with the workspace."""
-        from kprof.cublas import MATH_MODE, Cublas
+        from kprof.child.cublas import MATH_MODE, Cublas
 
         if self._blas is None:
             os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
@@ -300,7 +301,7 @@ class Workspace:
         return {name: reference.evaluate(expr, env) for name, expr in exprs.items()}
 
     def verify(self, got: Arrays, frontier: bool = False) -> list[dict[str, Any]]:
-        """One check per output against the reference (the verdict is :func:`kprof.verify.compare`)."""
+        """One check per output against the reference (the verdict is :func:`kprof.child.verify.compare`)."""
         expected = self.expected()
         scales = self.scales()
         exprs = dict(self.target.scale)
