@@ -342,12 +342,15 @@ def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, 
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
     where = cwd or Path.cwd()
 
-    def one(tool: str) -> dict[str, Any]:
+    def one(tool: str) -> Any:
+        if tool == _COUNT:  # what each test launches, in a run beside the tools' (CUPTI cannot run under one)
+            return suite.count_tests(tests, timeout=timeout, env=env, cwd=where)
         return suite.run_tool(tests, tool, timeout=timeout, env=env, cwd=where, padding=padding, progress=progress,
                               early=early.take(tool) if early is not None else None)
 
-    per_tool = parallel.map_jobs(one, names, parallel.jobs_for(len(names), jobs))
-    return suite.combine([t.nodeid for t in tests], names, per_tool)
+    runs = [*names, _COUNT]
+    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
+    return suite.combine([t.nodeid for t in tests], names, done[:-1], done[-1])
 
 
 def _program(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import sys
 import time
 import types
 from collections.abc import Callable
@@ -91,6 +92,8 @@ class Recorder:
         i = self.index.setdefault(item.nodeid, len(self.index))
         self.started[item.nodeid] = time.monotonic()
         self.emit(event="start", i=i, nodeid=item.nodeid)
+        tally = _tally()
+        mark = tally.mark() if tally is not None else None
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         # The driver is asked inside the test's frame too: the tool's record of that call (an API error
         # once the context is broken) is then the test's, a consequence of its finding, not nobody's.
@@ -98,7 +101,8 @@ class Recorder:
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         self.emit(event="finish", i=i, nodeid=item.nodeid, outcome=self.outcome.get(item.nodeid, "passed"),
                   message=self.message.get(item.nodeid, ""),
-                  seconds=round(time.monotonic() - self.started[item.nodeid], 3))
+                  seconds=round(time.monotonic() - self.started[item.nodeid], 3),
+                  checked=tally.since(mark) if tally is not None and mark is not None else None)
         if error is not None:
             self.emit(event="dead", i=i, nodeid=item.nodeid, error=error)
             item.session.shouldstop = f"kprof: {item.nodeid} left the CUDA context broken ({error})"
@@ -139,6 +143,13 @@ class Recorder:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.emit(event="collect-error", nodeid=report.nodeid, message=report.longreprtext[-MESSAGE_CHARS:])
+
+
+def _tally() -> Any:
+    """kprof's launch tally in this process (loaded by kprof's site hook under ``KPROF_LAUNCH_TALLY``: the
+    count run beside the tools', kprof.suite.count_tests), or None: a test's finish then says what it launched."""
+    module = sys.modules.get("_kprof_launch_tally")
+    return module.running() if module is not None else None
 
 
 def wait_for_tests(path: str) -> list[str]:

@@ -34,7 +34,9 @@ from typing import Any
 
 from kprof import hostframes
 from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
-from kprof.tools.toolrun import ToolResult
+from kprof.tools import allocators
+from kprof.tools.coverage import Coverage
+from kprof.tools.toolrun import ToolResult, with_coverage
 
 START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
@@ -55,6 +57,7 @@ class Finished:
     outcome: str  # passed | failed | skipped
     message: str
     seconds: float
+    checked: Coverage | None = None  # what the test launched (the count run's launch tally)
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,32 @@ def _events(text: str) -> Iterator[dict[str, Any]]:
 def _finished(event: dict[str, Any]) -> Finished:
     seconds = event.get("seconds")
     return Finished(str(event.get("outcome", "passed")), str(event.get("message", "")),
-                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+                    float(seconds) if isinstance(seconds, (int, float)) else 0.0, _checked(event.get("checked")))
+
+
+def _checked(raw: Any) -> Coverage | None:
+    """A finish event's ``checked`` (the test's launches, kernels, line information) as a Coverage."""
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) for k in ("launches", "kernels")):
+        return None
+    return Coverage(raw["launches"], kernels=raw["kernels"], with_lines=int(raw.get("with_lines") or 0),
+                    unknown_lines=int(raw.get("unknown_lines") or 0), alongside=True)
+
+
+def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], cwd: str | Path) -> dict[str, Coverage]:
+    """What each test launches, counted in one run of them all beside the tools' (CUPTI cannot run under
+    compute-sanitizer): kprof's pytest child with the launch tally, each test's count in its finish event.
+    A test that run did not finish (a fault broke its context, it hung) has none."""
+    from kprof import inputs, proc
+
+    nodeids = [t.nodeid for t in tests]
+    with tempfile.TemporaryDirectory(prefix="kprof-count-") as tmp:
+        events = Path(tmp) / "events.jsonl"
+        run_env = allocators.with_hooks({**env, EVENTS_ENV: str(events), "KPROF_LAUNCH_TALLY": str(Path(tmp) / "tally.jsonl")})
+        proc.run(child_argv(nodeids), timeout=timeout * max(1, len(nodeids)), env=run_env, cwd=cwd)
+        text = inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace") if (
+            events.is_file()) else ""
+    run = read_events(text)
+    return {n: f.checked for n, f in run.finished.items() if f.checked is not None}
 
 
 def attribute(records: list[ET.Element], run: ChildRun, tests: Sequence[Test]) -> tuple[dict[str, list[ET.Element]],
@@ -521,10 +549,11 @@ class _Watch:
         return self.expired
 
 
-def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dict[str, TestVerdict]]
-            ) -> dict[str, TestVerdict]:
+def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dict[str, TestVerdict]],
+            counts: dict[str, Coverage] | None = None) -> dict[str, TestVerdict]:
     """One verdict per test over every tool's run, in the tools' order; skipped only where every tool's
-    child skipped it. Pure."""
+    child skipped it; with ``counts`` (:func:`count_tests`), each tool's result says what the test
+    launched, and a test that launched none is NOT CHECKED (toolrun.with_coverage). Pure."""
     out = {}
     for nodeid in nodeids:
         results: list[ToolResult] = []
@@ -535,7 +564,8 @@ def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dic
                 results.append(ToolResult(tool, "tool-error", [], 0.0, f"no verdict from {tool}'s run for this test"))
                 skips.append(None)
             else:
-                results += v.results
+                checked = (counts or {}).get(nodeid)
+                results += [with_coverage(r, checked) if v.skipped is None else r for r in v.results]
                 skips.append(v.skipped)
         skipped = skips[0] if skips and all(s is not None for s in skips) else None
         out[nodeid] = TestVerdict(nodeid, results, skipped)

@@ -90,6 +90,7 @@ class Tally:
         self.pid = os.getpid()
         self.launches = 0
         self.kernels: set[str] = set()
+        self.counts: dict[str, int] = {}  # launches per kernel name (kprof's pytest child: each test's, by since())
         self.lineinfo: dict[str, bool] = {}  # kernel name -> its module has line information
         self.runtime_depth = 0  # inside a runtime launch: the driver calls it makes are not counted again
         self.subscriber: Any = None
@@ -153,8 +154,22 @@ class Tally:
             for name in kernels:
                 self.lineinfo[name] = self.lineinfo.get(name, False) or lines
 
+    def mark(self) -> tuple[int, dict[str, int]]:
+        """Where the counts stand now, for :meth:`since`."""
+        return self.launches, dict(self.counts)
+
+    def since(self, mark: tuple[int, dict[str, int]]) -> dict[str, int]:
+        """What was launched since ``mark``: launches, kernels, and of them with line information and in
+        no module read (kprof's pytest child writes it in each test's finish event)."""
+        names = [n for n, c in self.counts.items() if c != mark[1].get(n, 0)]
+        return {"launches": self.launches - mark[0], "kernels": len(names),
+                "with_lines": sum(self.lineinfo.get(n) is True for n in names),
+                "unknown_lines": sum(n not in self.lineinfo for n in names)}
+
     def _launched(self, name: str) -> None:
         self.launches += 1
+        if len(self.counts) < MAX_KERNELS or name in self.counts:
+            self.counts[name] = self.counts.get(name, 0) + 1
         if name in self.kernels or len(self.kernels) >= MAX_KERNELS:
             return
         self.kernels.add(name)
@@ -162,6 +177,11 @@ class Tally:
 
 
 _TALLY: list[Tally] = []  # the program's one tally, kept alive with its CUPTI subscriber
+
+
+def running() -> Tally | None:
+    """This process's tally, once it counts (None: not loaded here, or it could not start)."""
+    return _TALLY[0] if _TALLY and _TALLY[0].subscriber is not None else None
 
 
 def install() -> None:
