@@ -19,8 +19,10 @@ from pathlib import Path
 from kprof import inputs
 
 _KPROF = str(Path(__file__).resolve().parent)
-# kprof's own modules, wherever that kprof was installed (a report recorded on another machine).
-_KPROF_MODULES = frozenset(p.name for p in Path(__file__).resolve().parent.glob("*.py"))
+# kprof's own modules, wherever that kprof was installed (a report recorded on another machine), in its
+# stage folders or at its top, as an older kprof had them all (kprof/device.py, now kprof/child/device.py)
+_KPROF_MODULES = frozenset(p.name for p in Path(__file__).resolve().parent.rglob("*.py"))
+_KPROF_FOLDERS = frozenset(d.name for d in Path(__file__).resolve().parent.iterdir() if (d / "__init__.py").is_file())
 _LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/usr/lib/", "/usr/local/cuda", "/lib64/")
 
 
@@ -64,9 +66,18 @@ def is_user_file(path: str) -> bool:
         return False
     if path.startswith(_KPROF) or any(part in path for part in _LIBRARY_PARTS):
         return False
-    if Path(path).parent.name == "kprof" and Path(path).name in _KPROF_MODULES:
+    if _is_kprof_module(path):
         return False
     return not any(path.startswith(d) for d in _library_dirs())
+
+
+def _is_kprof_module(path: str) -> bool:
+    """``.../kprof/NAME.py`` or ``.../kprof/FOLDER/NAME.py`` for one of kprof's modules and folders."""
+    parts = Path(path).parts
+    if "kprof" not in parts[:-1] or parts[-1] not in _KPROF_MODULES:
+        return False
+    rest = parts[len(parts) - parts[::-1].index("kprof"):]
+    return len(rest) == 1 or (len(rest) == 2 and rest[0] in _KPROF_FOLDERS)
 
 
 def launch_site(stack: list[Frame]) -> Frame | None:

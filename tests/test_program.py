@@ -522,3 +522,15 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
     # 31266b6: `python -c "raise SystemExit(...)"` under memcheck)
     failed = toolrun.classify_program("memcheck", _done(99, out=out), {"returncode": 1}, [], [], 60, False)
     assert failed.status == "target-error" and "exited with code 1 before any CUDA call" in failed.message
+
+
+def test_kprofs_modules_are_known_in_either_layout_wherever_kprof_was_installed():
+    """A report recorded on another machine names kprof's frames by that machine's paths, flat (an older
+    kprof: kprof/device.py) or in the stage folders (kprof/child/device.py): neither is the user's."""
+    from kprof import hostframes
+
+    for path in ("/elsewhere/kprof/device.py", "/elsewhere/kprof/child/device.py", "/elsewhere/kprof/runner.py",
+                 "/elsewhere/kprof/tools/values.py"):
+        assert not hostframes.is_user_file(path), path
+    for path in ("/home/u/kprof/mytest.py", "/home/u/proj/kprof/child/mine.py", "/home/u/kprof/data/device.py"):
+        assert hostframes.is_user_file(path), path
