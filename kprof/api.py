@@ -472,3 +472,94 @@ def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | N
     spec = catalog.load(str(name)).with_defines({k: str(v) for k, v in defines.items()})
     built = build.build(spec, arch)
     return Op(spec, built.cubin, sizes=sizes)
+
+
+@dataclass(frozen=True)
+class MutantsReport:
+    """``kprof mutants NAME``: each mutant of the spec's kernel and what the spec's verdict made of it
+    (:mod:`kprof.mutants`); ``dry_run``: built and decided equivalent or not, none run."""
+
+    spec: str
+    source: str
+    results: list[Any]  # kprof.mutants.MutantResult
+    dry_run: bool
+    sizes: list[str]  # the sizes each mutant ran at (the sanitize size and every checked size)
+
+    @property
+    def score(self) -> tuple[int, int, float | None]:
+        from kprof import mutants
+
+        return mutants.score(self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        killed, counted, share = self.score
+        return {"version": 1, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
+                "killed": killed, "counted": counted, "score": share, "mutants": [r.to_dict() for r in self.results]}
+
+
+def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float = 300.0,
+                limit: int | None = None) -> MutantsReport:
+    """Mutants of a spec's kernel (:mod:`kprof.mutants`): each built (one with the original's machine
+    code is equivalent); unless ``dry_run``, each other one run through the spec's verdict at its
+    sanitize size and at every size it checks, in one child: killed or survived."""
+    import tempfile
+    from dataclasses import replace
+
+    from kprof import build, catalog, inputs, launch, mutants, pipeline
+    from kprof.errors import KprofError
+    from kprof.job import RunMode
+
+    spec = catalog.load(name)
+    if spec.python:
+        raise UsageError(f"kprof mutants {name}: a Python operation has no kernel source to mutate")
+    text = inputs.read_text(spec.source, "the kernel's source", limit=build.MAX_SOURCE_BYTES)
+    made = mutants.generate(text, limit or mutants.MAX_MUTANTS)
+    sizes = [("sanitize", {}), *[("default", dict(c)) for c in spec.checks]]
+    labels = ["sanitize"] + ["-".join(f"{k}{v}" for k, v in c) for c in spec.checks]
+    if not dry_run:
+        require_gpu(None)
+    original = build.build(spec, arch)
+    if not dry_run:  # the spec's own kernel must pass, or no mutant's verdict means anything
+        ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
+                                timeout=timeout)
+        if not all(r.ok for r in ok):
+            raise UsageError(f"kprof mutants {name}: the spec's own kernel fails its verdict; fix it first (kprof run {name})")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="kprof-mutants-") as tmp:
+        for m in made:
+            path = Path(tmp) / m.id / spec.source.name
+            path.parent.mkdir()
+            path.write_text(m.source)
+            other = replace(spec, name=f"{spec.name}__{m.id.lower()}", source=path,
+                            nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
+            try:
+                built = build.build(other, arch)
+            except KprofError as exc:
+                results.append(mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300]))
+                continue
+            if mutants.equivalent(original.cubin.read_bytes(), built.cubin.read_bytes()):
+                results.append(mutants.MutantResult(m, "equivalent", "the same machine code as the original "
+                                                    "(every .text section of the cubin, byte for byte)"))
+            elif dry_run:
+                results.append(mutants.MutantResult(m, "built", "built; not run (--dry-run)"))
+            else:
+                results.append(_judge_mutant(m, other, sizes, labels, arch, timeout))
+    return MutantsReport(spec.name, str(spec.source), results, dry_run, labels)
+
+
+def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], labels: list[str], arch: str | None,
+                  timeout: float) -> Any:
+    """One built mutant through the spec's verdict at every size, in one child: killed at the first
+    failing verdict, or by a run that faults or hangs (a wrong kernel too); else survived."""
+    from kprof import launch, mutants, pipeline
+    from kprof.errors import TargetError
+    from kprof.job import RunMode
+
+    try:
+        runs = launch.run_kernels([pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
+                                  timeout=timeout)
+    except TargetError as exc:
+        return mutants.MutantResult(m, "killed", f"its run failed: {str(exc).splitlines()[0][:300]}")
+    verdict, why = mutants.judge([(label, r.ok, "; ".join(c["message"] for c in r.checks if not c["ok"]))
+                                  for label, r in zip(labels, runs)])
+    return mutants.MutantResult(m, verdict, why)

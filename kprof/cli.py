@@ -116,8 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in (_list, _new, _build, _run, _sanitize, _cases, _profile, _occupancy, _bench, _peak, _history, _compare,
-                _doctor):
+    for add in (_list, _new, _build, _run, _sanitize, _cases, _mutants, _profile, _occupancy, _bench, _peak, _history,
+                _compare, _doctor):
         add(sub)
     return parser
 
@@ -209,6 +209,18 @@ def _cases(sub: Any) -> None:
     p.add_argument("--jobs", type=_count(1), default=None,
                    help="tool runs at once (default: what the GPU's free memory and the CPUs allow)")
     _common(p, arch="the GPU's", timeout=300.0)
+
+
+def _mutants(sub: Any) -> None:
+    p = sub.add_parser("mutants", help="how strong a spec's verdict is: mutants of its kernel, killed or survived",
+                       description="Make mutants of the kernel's source (a bound off by one, a missing barrier, an "
+                       "overwritten accumulator, swapped indices, ...), build each (one with the original's machine "
+                       "code is equivalent), and run each other one through the spec's verdict at its sanitize size "
+                       "and every size it checks. Prints the score and each survivor's diff.")
+    p.add_argument("name", metavar="NAME", help="a kernel spec (kprof list)")
+    p.add_argument("--dry-run", action="store_true", help="list and build the mutants, run none (no GPU needed)")
+    p.add_argument("--limit", type=_count(1), default=None, help="at most this many mutants (default 60)")
+    _common(p, arch="the GPU's, else sm_90", timeout=300.0)
 
 
 def _profile(sub: Any) -> None:

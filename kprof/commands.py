@@ -37,6 +37,7 @@ from kprof.options import (
     DoctorOptions,
     HistoryOptions,
     ListOptions,
+    MutantsOptions,
     NewOptions,
     OccupancyOptions,
     PeakOptions,
@@ -249,6 +250,15 @@ def _write_json(path: Path, data: object) -> None:
     from kprof import inputs
 
     inputs.replace_file(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def cmd_mutants(opts: MutantsOptions) -> int:
+    """``kprof mutants NAME``: the score of the spec's verdict; 0 when no mutant survived, 1 otherwise."""
+    from kprof import api
+
+    report = api.run_mutants(opts.name, dry_run=opts.dry_run, arch=opts.arch, timeout=opts.timeout, limit=opts.limit)
+    _emit_json(report.to_json()) if opts.json else print(render.mutants_report(report))
+    return EXIT_FAILED if any(r.verdict in ("survived", "not-built") for r in report.results) else EXIT_OK
 
 
 def cmd_cases(opts: CasesOptions) -> int:

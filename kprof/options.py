@@ -79,6 +79,13 @@ class CasesOptions(_OnGpu):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MutantsOptions(_OnGpu):
+    name: str
+    dry_run: bool
+    limit: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProfileOptions(_OnGpu):
     names: list[str]
     program: list[str] | None
@@ -144,8 +151,8 @@ class DoctorOptions(_Output):
 
 BY_COMMAND: dict[str, type] = {
     "list": ListOptions, "new": NewOptions, "build": BuildOptions, "run": RunOptions, "sanitize": SanitizeOptions,
-    "cases": CasesOptions, "profile": ProfileOptions, "occupancy": OccupancyOptions, "bench": BenchOptions,
-    "peak": PeakOptions, "history": HistoryOptions, "compare": CompareOptions, "doctor": DoctorOptions,
+    "cases": CasesOptions, "mutants": MutantsOptions, "profile": ProfileOptions, "occupancy": OccupancyOptions,
+    "bench": BenchOptions, "peak": PeakOptions, "history": HistoryOptions, "compare": CompareOptions, "doctor": DoctorOptions,
 }
 
 

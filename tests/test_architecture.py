@@ -194,7 +194,7 @@ def test_every_command_takes_its_own_typed_options():
                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "opts"}
         assert read <= names, (command, read - names)
         parser = cli._parser()
-        first = {"new": ["x"], "run": ["k"], "occupancy": ["k"], "bench": ["k"], "compare": ["r1"]}.get(command, [])
+        first = {"new": ["x"], "run": ["k"], "occupancy": ["k"], "bench": ["k"], "compare": ["r1"], "mutants": ["k"]}.get(command, [])
         given = vars(parser.parse_args([command, *first]))
         assert names <= set(given) | {"program"}, (command, names - set(given))
     assert "argparse.Namespace" not in (PKG / "commands.py").read_text()

@@ -487,3 +487,29 @@ def compare_table(before: str, after: str, rows: list[dict[str, Any]]) -> str:
              _us(r["before_s"]), _us(r["after_s"]), f"{r['change']:+.1%}", r["verdict"]) for r in rows]
     return f"before: {before}\nafter:  {after}\n" + table(
         ["KERNEL", "POINT", "BEFORE(us)", "AFTER(us)", "CHANGE", "VERDICT"], body, "llrrrl")
+
+
+def mutants_report(report: Any) -> str:
+    """``kprof mutants``: one row per mutant, the score, and each survivor's diff."""
+    rows = [(r.mutant.id, r.mutant.operator, r.mutant.line, r.verdict.upper() if r.verdict == "survived" else r.verdict,
+             _cut(r.why, 90)) for r in report.results]
+    out = [f"{report.spec}: {len(report.results)} mutants of {report.source}"
+           + (" (built, not run: --dry-run)" if report.dry_run else f", each run at {', '.join(report.sizes)}"), "",
+           table(["ID", "OPERATOR", "LINE", "VERDICT", "WHY"], rows, "llrll"), ""]
+    killed, counted, share = report.score
+    if report.dry_run:
+        built = sum(r.verdict == "built" for r in report.results)
+        out.append(f"{built} built, {sum(r.verdict == 'equivalent' for r in report.results)} equivalent, "
+                   f"{sum(r.verdict == 'not-built' for r in report.results)} did not build")
+    else:
+        out.append(f"score: {killed} of {counted} non-equivalent mutants killed"
+                   + (f" ({share:.0%})" if share is not None else ""))
+    for r in report.results:
+        if r.verdict == "survived":
+            out += ["", f"survived {r.mutant.id}: the verdict passed a wrong kernel (the tolerance, the reference or "
+                    "the sizes are too weak here)", r.mutant.diff()]
+    return "\n".join(out)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,183 @@
+"""How strong a spec's verdict is: mutants of its kernel, each run through the verdict. Generation and
+scoring are pure; building and running go through the command layer (:func:`kprof.api.run_mutants`).
+
+A mutant is the kernel's source with one classic mistake put in (the operators below: a bound off by
+one, a missing barrier, an accumulation that overwrites, swapped indices, a wrong initial value, a
+skipped reduction level, a flushed small value). Each is built; one whose cubin is the original's
+byte for byte computes the same and is **equivalent** (decided by the compiler's output, not by a
+guess). Every other mutant runs at the spec's sanitize size and at every size it checks: **killed** when
+a verdict fails (or the run faults or hangs), **survived** when every verdict passes: the spec let a
+wrong kernel through there, and its tolerance, reference or sizes are too weak. The score is the share
+of non-equivalent mutants killed.
+
+Lines are mutated in their code only (not comments, not preprocessor lines), one change per mutant,
+the line count kept, so a report's line is the source's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+
+MAX_MUTANTS = 60  # per kernel: the first of each operator's places first, so every operator is tried
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str  # M1, M2, ... in source order within each operator's round
+    operator: str
+    line: int  # 1-based
+    before: str
+    after: str
+    source: str  # the whole mutated source
+
+    def diff(self) -> str:
+        return f"@@ line {self.line} ({self.operator})\n-{self.before.rstrip()}\n+{self.after.rstrip()}"
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    mutant: Mutant
+    verdict: str  # killed | survived | equivalent | not-built
+    why: str = ""  # the failing check, the fault, or how equivalence was decided
+
+    def to_dict(self) -> dict[str, object]:
+        out = asdict(self.mutant)
+        out.pop("source")
+        return {**out, "verdict": self.verdict, "why": self.why, "diff": self.mutant.diff()}
+
+
+def _code_part(line: str) -> tuple[str, str]:
+    """(code, trailing comment) of a C++ line; a ``//`` inside a string literal is rare in kernels and
+    not looked for."""
+    at = line.find("//")
+    return (line, "") if at < 0 else (line[:at], line[at:])
+
+
+def _sub_each(pattern: str, repl: str | Callable[[re.Match[str]], str], code: str) -> Iterator[str]:
+    """``code`` with one match of ``pattern`` replaced, for each match in turn."""
+    for m in re.finditer(pattern, code):
+        new = repl(m) if callable(repl) else m.expand(repl)
+        if new != m.group(0):
+            yield code[: m.start()] + new + code[m.end():]
+
+
+def _flushed(code: str) -> Iterator[str]:
+    """``expf(E)`` -> ``(expf(E) < 1e-6f ? 0.0f : expf(E))``: small probabilities written as zero."""
+    for m in re.finditer(r"\b(__expf|expf)\(", code):
+        depth, end = 0, None
+        for i in range(m.end() - 1, len(code)):
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        if end is None:
+            continue
+        call = code[m.start():end]
+        yield code[: m.start()] + f"({call} < 1e-6f ? 0.0f : {call})" + code[end:]
+
+
+def _outside_for_header(mutated: Iterator[str], code: str) -> Iterator[str]:
+    """The mutants whose change is not inside a ``for (...)`` header (``k0 = TILE`` there would hang)."""
+    for new in mutated:
+        at = next(i for i, (a, b) in enumerate(zip(new, code)) if a != b)
+        head = code[:at]
+        if head.rfind("for (") < 0 or head.count("(") - head.count(")") <= head[:head.rfind("for (")].count("(") - \
+                head[:head.rfind("for (")].count(")"):
+            yield new
+
+
+# name -> what a mutant of this operator does to one line's code (each result one mutant)
+OPERATORS: dict[str, Callable[[str], Iterator[str]]] = {
+    "< for <=": lambda c: _sub_each(r" <= ", " < ", c),
+    "<= for <": lambda c: _sub_each(r"(?<=[\w)\]]) < (?=[\w(])", " <= ", c),
+    "> for >=": lambda c: _sub_each(r" >= ", " > ", c),
+    ">= for >": lambda c: _sub_each(r"(?<=[\w)\]]) > (?=[\w(])", " >= ", c),
+    "missing tail (bound - 1)": lambda c: _sub_each(r"(\bfor \([^;]*; *\w+ < )(\w+)(;)", r"\1\2 - 1\3", c),
+    "missing barrier": lambda c: _sub_each(r"__syncthreads\(\);", "", c),
+    "overwrite for accumulate (= for +=)": lambda c: _outside_for_header(
+        _sub_each(r"(\b\w+(?:\[[^\]]*\])*) \+= ", r"\1 = ", c), c),
+    "dropped term (+ 1 removed)": lambda c: _sub_each(r" \+ 1\b", "", c),
+    "swapped indices": lambda c: _sub_each(r"\[(\w+)\]\[(\w+)\]", lambda m: f"[{m.group(2)}][{m.group(1)}]"
+                                           if m.group(1) != m.group(2) else m.group(0), c),
+    "wrong initial value (0 -> 1)": lambda c: _sub_each(r"(\b\w+ = )0\.0f;", r"\g<1>1.0f;", c),
+    "skipped reduction level (>>= 2)": lambda c: _sub_each(r">>= 1\b", ">>= 2", c),
+    "flushed small value": _flushed,
+}
+
+
+def generate(text: str, limit: int = MAX_MUTANTS) -> list[Mutant]:
+    """Every mutant of ``text`` the operators make, one change each, at most ``limit``: taken round by
+    round (each operator's first place, then each one's second, ...) so a long kernel tries every operator."""
+    lines = text.splitlines(keepends=True)
+    per_op: dict[str, list[tuple[int, str]]] = {name: [] for name in OPERATORS}
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith(("#", "//", "*", "/*")):
+            continue
+        code, comment = _code_part(line)
+        for name, op in OPERATORS.items():
+            for new in op(code):
+                per_op[name].append((i, new + comment))
+    chosen: list[tuple[str, int, str]] = []
+    depth = 0
+    while len(chosen) < limit and any(len(v) > depth for v in per_op.values()):
+        for name, places in per_op.items():
+            if len(places) > depth and len(chosen) < limit:
+                chosen.append((name, *places[depth]))
+        depth += 1
+    chosen.sort(key=lambda c: (c[1], list(OPERATORS).index(c[0])))
+    out = []
+    for k, (name, i, new) in enumerate(chosen, 1):
+        mutated = lines[:i] + [new if new.endswith("\n") or not lines[i].endswith("\n") else new + "\n"] + lines[i + 1:]
+        out.append(Mutant(f"M{k}", name, i + 1, lines[i], new, "".join(mutated)))
+    return out
+
+
+def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[str, str]:
+    """A built, non-equivalent mutant's verdict from its runs: (size label, passed, why) each. Killed at
+    the first size whose verdict failed (or whose run failed); survived when every one passed."""
+    for label, ok, why in checks_by_size:
+        if not ok:
+            return "killed", f"{label}: {why}" if why else label
+    return "survived", "every verdict passed: " + ", ".join(label for label, _, _ in checks_by_size)
+
+
+def score(results: list[MutantResult]) -> tuple[int, int, float | None]:
+    """(killed, non-equivalent built mutants, killed / non-equivalent); None when there is none."""
+    counted = [r for r in results if r.verdict in ("killed", "survived")]
+    killed = sum(r.verdict == "killed" for r in counted)
+    return killed, len(counted), (killed / len(counted) if counted else None)
+
+
+def text_sections(cubin: bytes) -> dict[str, bytes] | None:
+    """The machine code of a cubin: each ``.text.KERNEL`` section's bytes (a 64-bit little-endian ELF);
+    None for anything else. Two builds whose sections are equal run the same instructions, whatever
+    their line information says (a mutant's cubin names another source path)."""
+    if len(cubin) < 64 or cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
+        return None
+
+    def u(at: int, size: int) -> int:
+        return int.from_bytes(cubin[at:at + size], "little")
+
+    shoff, shentsize, shnum, shstrndx = u(0x28, 8), u(0x3A, 2), u(0x3C, 2), u(0x3E, 2)
+    if shentsize < 64 or not shnum or shstrndx >= shnum or shoff + shnum * shentsize > len(cubin):
+        return None
+    header = [(u(shoff + i * shentsize, 4), u(shoff + i * shentsize + 0x18, 8), u(shoff + i * shentsize + 0x20, 8))
+              for i in range(shnum)]
+    _, names_at, names_size = header[shstrndx]
+    names = cubin[names_at:names_at + names_size]
+    out = {}
+    for name_at, offset, size in header:
+        end = names.find(b"\0", name_at)
+        name = names[name_at:end if end >= 0 else len(names)].decode("utf-8", "replace")
+        if name.startswith(".text."):
+            out[name] = cubin[offset:offset + size]
+    return out
+
+
+def equivalent(original: bytes, mutant: bytes) -> bool:
+    """The mutant runs the same machine code as the original (how a mutant is decided equivalent)."""
+    a, b = text_sections(original), text_sections(mutant)
+    return a is not None and a == b
