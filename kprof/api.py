@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof.errors import NcuError, OutputError, UsageError
-from kprof.results.findings import Finding
+from kprof.findings import Finding
 from kprof.tools.toolrun import ToolResult
 
 if TYPE_CHECKING:
@@ -48,14 +48,14 @@ class SanitizeReport:
         return not self.findings and all(r.ok for r in self.results)
 
     def to_json(self) -> dict[str, Any]:
-        from kprof.results import findings
+        from kprof import findings
 
         data = findings.to_json(self.results, self.target)
         data["notes"] = self.notes
         return data
 
     def to_sarif(self, root: str | None = None) -> dict[str, Any]:
-        from kprof.results import findings
+        from kprof import findings
         from kprof.version import __version__
 
         return findings.to_sarif(self.results, __version__, root=root or str(Path.cwd()))
@@ -388,7 +388,7 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     scrub, why = pipeline.scrubber(arch) if "values" in tools else (None, "")
     results = san.run_all(prepared.job(RunMode(verify=False)), tools, scrub_cubin=scrub, scrub_note=why,
                           timeout=timeout, padding=padding, progress=progress)
-    from kprof.results.findings import explain
+    from kprof.findings import explain
 
     return SanitizeReport(prepared.spec.name, explain(results))
 

@@ -54,7 +54,7 @@ def run_checks() -> list[Check]:
 
 
 def _cupti() -> Check:
-    from kprof.tools import cupti_timer
+    from kprof.child import cupti_timer
 
     why = cupti_timer.unavailable()
     if why is None:

@@ -247,3 +247,14 @@ def test_the_verdict_takes_its_rule_as_one_value():
     verdict = (PKG / "child" / "verify.py").read_text()
     assert "def make_input" not in verdict and "def poison(" not in verdict
     assert "def make_input" in (PKG / "child" / "hostdata.py").read_text()
+
+
+def test_no_two_stage_folders_import_each_other():
+    """Between the stage folders (kprof/child/, kprof/tools/, kprof/results/, kprof/spec/) and the modules
+    beside them, imports go one way: no folder imports a module that imports back into it."""
+    def group(name: str) -> str:
+        return name.split(".")[0]
+
+    ties = {(group(a), group(b)) for a, deps in GRAPH.items() for b in deps if group(a) != group(b)}
+    both = sorted((a, b) for a, b in ties if (b, a) in ties and a < b)
+    assert not both, both

@@ -7,7 +7,7 @@ import pytest
 from kprof import cases, catalog, cli
 from kprof import spec as spec_mod
 from kprof.errors import SpecError
-from kprof.results.findings import Access, Finding
+from kprof.findings import Access, Finding
 
 CORPUS = cases.load_all(catalog.group("case"))
 

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 import pytest
 
 import kprof
-from kprof import exitcode, proc
-from kprof.results import findings, render
+from kprof import exitcode, findings, proc
+from kprof.results import render
 from kprof.tools import coverage, toolrun
 from kprof.tools.toolrun import ToolResult
 

@@ -1,6 +1,6 @@
 """The CUPTI timer's arithmetic over kernel records (no GPU, no CUPTI needed)."""
 
-from kprof.tools.cupti_timer import KernelRecord, busy_seconds_per_launch, span_seconds, timed_records
+from kprof.child.cupti_timer import KernelRecord, busy_seconds_per_launch, span_seconds, timed_records
 
 
 def rec(name, start, end):

@@ -152,7 +152,7 @@ def test_sanitize_and_cases_without_a_gpu_exit_5(monkeypatch, tmp_path, capsys):
 
 
 def test_sarif_uris_are_absolute_or_based_and_encoded():
-    from kprof.results.findings import Finding, to_sarif
+    from kprof.findings import Finding, to_sarif
     from kprof.tools.toolrun import ToolResult
 
     fs = [Finding("memcheck", "out-of-bounds-write", "k", "/work/my proj/k.cu", 0, None, None, 1, "m"),

@@ -14,8 +14,8 @@ import pytest
 
 import kprof
 from kprof import cli, hostframes, proc
+from kprof import findings as findings_mod
 from kprof.errors import UsageError
-from kprof.results import findings as findings_mod
 from kprof.tools import allocators, toolrun
 from kprof.tools import compute_sanitizer as sanitize
 
@@ -167,7 +167,7 @@ def test_a_program_that_fails_with_nothing_found_is_told_apart():
 
 
 def test_the_json_report_keeps_a_failed_programs_last_lines():
-    from kprof.results import findings
+    from kprof import findings
 
     failed = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), {"returncode": 3},
                                       [], [], 60, True)
@@ -431,7 +431,7 @@ def test_records_from_several_launches_merge_and_count_the_launches(data_dir, tm
 
 
 def test_folding_keeps_one_headline_per_place():
-    from kprof.results.findings import Access, Finding, fold_same_place
+    from kprof.findings import Access, Finding, fold_same_place
 
     def race(kind, count, message):
         return Finding("racecheck", kind, "hist", "h.cu", 7, None, None, count, message, other=Access("h.cu", 7, "write"))
@@ -445,8 +445,8 @@ def test_folding_keeps_one_headline_per_place():
 def test_consequences_are_grouped_under_the_bug_that_explains_them():
     """tiled_matmul without its bounds check, as seen on an H200: one memcheck write past C, and the
     values detector's race, uninitialized-read and wrong-result on C that follow from it."""
+    from kprof.findings import Finding, explain
     from kprof.results import render
-    from kprof.results.findings import Finding, explain
     from kprof.tools.toolrun import ToolResult
 
     oob = Finding("memcheck", "out-of-bounds-write", "tiled_matmul_no_bounds", "/k/t.cu", 15, (3, 0, 0), (1, 2, 0), 9,

@@ -342,7 +342,7 @@ class FakeClock:
         self.closed = False
 
     def take(self):
-        from kprof.tools.cupti_timer import KernelRecord
+        from kprof.child.cupti_timer import KernelRecord
 
         names = self.device.launched[self.seen:]
         self.seen += len(names)
@@ -360,7 +360,7 @@ class FakeClock:
 @pytest.fixture
 def fake_cupti(fake, monkeypatch):
     import kprof.child.device
-    from kprof.tools import cupti_timer
+    from kprof.child import cupti_timer
 
     class Device(FakeDevice):
         def __init__(self, ordinal=0):
@@ -384,7 +384,7 @@ def test_bench_reads_kernel_timestamps_when_cupti_works(fake_cupti, mode):
 
 
 def test_bench_falls_back_to_events_and_says_why(fake, monkeypatch):
-    from kprof.tools import cupti_timer
+    from kprof.child import cupti_timer
 
     monkeypatch.setattr(cupti_timer, "unavailable", lambda: "cupti-python is not installed")
     data = run_job(fake, job_for("vector_add", {"N": 256}, timing("warm", timer="auto")))

@@ -6,9 +6,9 @@ import json
 import pytest
 from helpers import child
 
+from kprof import findings as findings_mod
 from kprof.errors import UsageError
 from kprof.proc import Completed
-from kprof.results import findings as findings_mod
 from kprof.tools import compute_sanitizer as sanitize
 
 DATA = "sanitizer"

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 from kprof import spec as spec_mod
-from kprof.child import hostdata
+from kprof.child import hostdata, valuescheck
 from kprof.job import target_of
-from kprof.tools import values
 
 
 @pytest.fixture
@@ -24,7 +23,7 @@ def kernel(tmp_path):
 def runs_for(kernel, outputs):
     spec, resolved = kernel
     buf = resolved.buffers[1]
-    plan = values.run_plan(len(outputs))
+    plan = valuescheck.run_plan(len(outputs))
     out = []
     for alternate, fn in zip(plan, outputs):
         y = fn(hostdata.poison(buf, alternate).copy(), alternate)
@@ -36,7 +35,7 @@ def analyse(kernel, outputs):
     spec, resolved = kernel
     x = np.arange(8, dtype=np.float64)
     target = target_of(resolved, "k.cubin")
-    return values.analyse(target, runs_for(kernel, outputs), {"y": 2 * x})
+    return valuescheck.analyse(target, runs_for(kernel, outputs), {"y": 2 * x})
 
 
 def good(y, alt):
@@ -45,9 +44,9 @@ def good(y, alt):
 
 
 def test_plan_and_patterns():
-    assert values.run_plan(1) == [False, True, False]
-    assert values.run_plan(5) == [False, True, False, False, False]
-    assert values.smem_pattern(False) == 0x7FC00000 and values.smem_pattern(True) != values.smem_pattern(False)
+    assert valuescheck.run_plan(1) == [False, True, False]
+    assert valuescheck.run_plan(5) == [False, True, False, False, False]
+    assert valuescheck.smem_pattern(False) == 0x7FC00000 and valuescheck.smem_pattern(True) != valuescheck.smem_pattern(False)
 
 
 def test_clean_kernel_has_no_findings(kernel):
@@ -118,9 +117,9 @@ def test_the_values_detector_uses_the_specs_elementwise_verdict(kernel):
     runs = runs_for(kernel, [slightly_off] * 4)
     expected = {"y": 2 * np.arange(8, dtype=np.float64)}
     normwise = replace(target_of(resolved, "k.cubin"), rtol=1e-4)
-    assert values.analyse(normwise, runs, expected) == []
+    assert valuescheck.analyse(normwise, runs, expected) == []
     elementwise = replace(normwise, rtol=1e-5, atol=1e-6)
-    (f,) = values.analyse(elementwise, runs, expected)
+    (f,) = valuescheck.analyse(elementwise, runs, expected)
     assert f.kind == "wrong-result" and f.indices == ((1,),) and "1e-06 + 1e-05 x |ref|" in f.message
 
 
@@ -135,9 +134,9 @@ def test_the_values_detector_takes_the_specs_scale_as_kprof_run_does(kernel):
     runs = runs_for(kernel, [slightly_off] * 4)
     expected = {"y": 2 * np.arange(8, dtype=np.float64)}
     target = replace(target_of(resolved, "k.cubin"), rtol=1e-5, atol=0.0, scale=(("y", "100"),))
-    assert [f.kind for f in values.analyse(target, runs, expected)] == ["wrong-result"]
-    assert values.analyse(target, runs, expected, {"y": np.full(8, 100.0)}) == []
-    (f,) = values.analyse(target, runs, expected, {"y": np.full(8, 1.0)})
+    assert [f.kind for f in valuescheck.analyse(target, runs, expected)] == ["wrong-result"]
+    assert valuescheck.analyse(target, runs, expected, {"y": np.full(8, 100.0)}) == []
+    (f,) = valuescheck.analyse(target, runs, expected, {"y": np.full(8, 1.0)})
     assert f.indices == ((1,),) and "0 + 1e-05 x (100)" in f.message
     with pytest.raises(UsageError, match=r"tolerance.scale of y: shape \(3,\)"):
-        values.analyse(target, runs, expected, {"y": np.ones(3)})
+        valuescheck.analyse(target, runs, expected, {"y": np.ones(3)})

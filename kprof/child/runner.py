@@ -159,7 +159,7 @@ def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
 
 
 def values_mode(ws: Any, mode: ValuesMode, result: Result) -> int:
-    from kprof.tools import values
+    from kprof.child import valuescheck as values
 
     has_nvtx, launch = in_range(ws, ws.target.name)
     result.data["nvtx"] = has_nvtx

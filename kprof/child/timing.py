@@ -96,7 +96,7 @@ def _clock(mode: TimingMode, result: Result) -> Any:
     """CUPTI's kernel clock, or None (events), saying why when auto falls back."""
     if mode.timer == "events":
         return None
-    from kprof.tools import cupti_timer
+    from kprof.child import cupti_timer
 
     why = cupti_timer.unavailable()
     if why is None:
@@ -114,7 +114,7 @@ def _clock(mode: TimingMode, result: Result) -> Any:
 
 def _check_clock(clock: Any, mode: TimingMode, result: Result) -> Any:
     """After the warm-up: a clock that saw no kernel record is dropped for events."""
-    from kprof.tools import cupti_timer
+    from kprof.child import cupti_timer
 
     if clock is None or cupti_timer.span_seconds(clock.take()) is not None:
         return clock
@@ -169,7 +169,7 @@ class _HotSampler:
         self.graph = ws.dev.capture(stream, body)
 
     def sample(self) -> float:
-        from kprof.tools import cupti_timer
+        from kprof.child import cupti_timer
 
         seconds = self.events.around(lambda: self.ws.dev.graph_launch(self.graph, self.stream)) / self.batch
         self.events.samples.append(seconds)
@@ -207,7 +207,7 @@ class _SingleSampler:
             self.flush = (flush_fn, (info.sm_count * 4, 1, 1), [("ptr", flush_buf), ("int64", words4), ("ptr", sink)])
 
     def sample(self) -> float:
-        from kprof.tools import cupti_timer
+        from kprof.child import cupti_timer
 
         self.flag.value = 0
         if self.flush is not None:

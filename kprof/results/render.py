@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kprof.baseline import kind_of
 from kprof.demangle import short
-from kprof.results.findings import label
+from kprof.findings import label
 from kprof.units import si
 
 if TYPE_CHECKING:

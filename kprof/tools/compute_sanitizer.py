@@ -30,8 +30,8 @@ from typing import Any
 from kprof import exitcode, hostframes, inputs, launch, proc
 from kprof.demangle import demangle
 from kprof.errors import UsageError
+from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.job import Job, RunMode
-from kprof.results.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.tools import coverage, values
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from kprof import proc
 from kprof.childresult import ChildResult
-from kprof.results.findings import Finding
+from kprof.findings import Finding
 from kprof.tools.coverage import Coverage
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
