@@ -152,29 +152,14 @@ def score(results: list[MutantResult]) -> tuple[int, int, float | None]:
 
 
 def text_sections(cubin: bytes) -> dict[str, bytes] | None:
-    """The machine code of a cubin: each ``.text.KERNEL`` section's bytes (a 64-bit little-endian ELF);
-    None for anything else. Two builds whose sections are equal run the same instructions, whatever
-    their line information says (a mutant's cubin names another source path)."""
-    if len(cubin) < 64 or cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
-        return None
+    """The machine code of a cubin: each ``.text.KERNEL`` section's bytes; None for an image that is not
+    a 64-bit ELF. Two builds whose sections are equal run the same instructions, whatever their line
+    information says (a mutant's cubin names another source path). The ELF reader is the launch tally's
+    (kprof/hooks/launch_tally.py, which must stand alone in a user's program)."""
+    from kprof.hooks.launch_tally import elf_sections
 
-    def u(at: int, size: int) -> int:
-        return int.from_bytes(cubin[at:at + size], "little")
-
-    shoff, shentsize, shnum, shstrndx = u(0x28, 8), u(0x3A, 2), u(0x3C, 2), u(0x3E, 2)
-    if shentsize < 64 or not shnum or shstrndx >= shnum or shoff + shnum * shentsize > len(cubin):
-        return None
-    header = [(u(shoff + i * shentsize, 4), u(shoff + i * shentsize + 0x18, 8), u(shoff + i * shentsize + 0x20, 8))
-              for i in range(shnum)]
-    _, names_at, names_size = header[shstrndx]
-    names = cubin[names_at:names_at + names_size]
-    out = {}
-    for name_at, offset, size in header:
-        end = names.find(b"\0", name_at)
-        name = names[name_at:end if end >= 0 else len(names)].decode("utf-8", "replace")
-        if name.startswith(".text."):
-            out[name] = cubin[offset:offset + size]
-    return out
+    sections = elf_sections(cubin)
+    return None if sections is None else {n: b for n, b in sections.items() if n.startswith(".text.")}
 
 
 def equivalent(original: bytes, mutant: bytes) -> bool:

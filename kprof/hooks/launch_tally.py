@@ -61,8 +61,10 @@ def _elf_starts(image: bytes) -> list[int]:
     return out
 
 
-def _elf_facts(image: bytes) -> tuple[set[str], bool] | None:
-    if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:  # ELF64, little-endian
+def elf_sections(image: bytes) -> dict[str, bytes] | None:
+    """Every section of a 64-bit little-endian ELF image (a cubin), by name; None for anything else
+    (kprof's mutants compare two cubins' ``.text`` sections with it too: kprof.mutants)."""
+    if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
         return None
 
     def u(at: int, size: int) -> int:
@@ -71,17 +73,25 @@ def _elf_facts(image: bytes) -> tuple[set[str], bool] | None:
     shoff, shentsize, shnum, shstrndx = u(0x28, 8), u(0x3A, 2), u(0x3C, 2), u(0x3E, 2)
     if shentsize < 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * shentsize > len(image):
         return None
-    names_at, names_size = u(shoff + shstrndx * shentsize + 0x18, 8), u(shoff + shstrndx * shentsize + 0x20, 8)
+    heads = [(u(shoff + i * shentsize, 4), u(shoff + i * shentsize + 0x18, 8), u(shoff + i * shentsize + 0x20, 8))
+             for i in range(shnum)]
+    _, names_at, names_size = heads[shstrndx]
     if names_at + names_size > len(image):
         return None
     table = image[names_at:names_at + names_size]
-    names = []
-    for i in range(shnum):
-        start = u(shoff + i * shentsize, 4)
-        end = table.find(b"\0", start)
+    out = {}
+    for start, offset, size in heads:
         if start < len(table):
-            names.append(table[start:end if end >= 0 else len(table)].decode("utf-8", "replace"))
-    return {n[len(".text."):] for n in names if n.startswith(".text.")}, any(n in _LINE_SECTIONS for n in names)
+            end = table.find(b"\0", start)
+            out[table[start:end if end >= 0 else len(table)].decode("utf-8", "replace")] = image[offset:offset + size]
+    return out
+
+
+def _elf_facts(image: bytes) -> tuple[set[str], bool] | None:
+    sections = elf_sections(image)
+    if sections is None:
+        return None
+    return {n[len(".text."):] for n in sections if n.startswith(".text.")}, any(n in _LINE_SECTIONS for n in sections)
 
 
 class Tally:
