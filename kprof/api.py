@@ -497,15 +497,20 @@ class MutantsReport:
                 "killed": killed, "counted": counted, "score": share, "mutants": [r.to_dict() for r in self.results]}
 
 
-def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float = 300.0,
-                limit: int | None = None) -> MutantsReport:
+def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
+                limit: int | None = None, jobs: int | None = None,
+                progress: Callable[[int], Any] | None = None) -> MutantsReport:
     """Mutants of a spec's kernel (:mod:`kprof.mutants`): each built (one with the original's machine
     code is equivalent); unless ``dry_run``, each other one run through the spec's verdict at its
-    sanitize size and at every size it checks, in one child: killed or survived."""
+    sanitize size and at every size it checks, in one child: killed or survived. Mutants are built and
+    run ``jobs`` at a time (default: what the GPU's memory and the CPUs allow). A mutant's child may run
+    ``timeout`` seconds, by default ten times the original's run and at least 30 s: a mutant that loops
+    for ever is killed by the clock, not waited on for minutes. ``progress`` as for :func:`run_cases`."""
     import tempfile
+    import time
     from dataclasses import replace
 
-    from kprof import build, catalog, inputs, launch, mutants, pipeline
+    from kprof import build, catalog, inputs, launch, mutants, parallel, pipeline
     from kprof.errors import KprofError
     from kprof.job import RunMode
 
@@ -519,14 +524,22 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     if not dry_run:
         require_gpu(None)
     original = build.build(spec, arch)
+    per_mutant = timeout if timeout is not None else 300.0
     if not dry_run:  # the spec's own kernel must pass, or no mutant's verdict means anything
+        t0 = time.monotonic()
         ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
-                                timeout=timeout)
+                                timeout=per_mutant)
         if not all(r.ok for r in ok):
             raise UsageError(f"kprof mutants {name}: the spec's own kernel fails its verdict; fix it first (kprof run {name})")
-    results = []
+        if timeout is None:
+            per_mutant = max(30.0, 10 * (time.monotonic() - t0))
+    width = parallel.jobs_for(len(made), jobs, parallel.RUNNER_GPU_BYTES)
+    steps = progress(len(made)) if progress is not None else None
+    original_cubin = original.cubin.read_bytes()
+
     with tempfile.TemporaryDirectory(prefix="kprof-mutants-") as tmp:
-        for m in made:
+        def one(m: Any) -> Any:
+            t0 = time.monotonic()
             path = Path(tmp) / m.id / spec.source.name
             path.parent.mkdir()
             path.write_text(m.source)
@@ -535,15 +548,24 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
             try:
                 built = build.build(other, arch)
             except KprofError as exc:
-                results.append(mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300]))
-                continue
-            if mutants.equivalent(original.cubin.read_bytes(), built.cubin.read_bytes()):
-                results.append(mutants.MutantResult(m, "equivalent", "the same machine code as the original "
-                                                    "(every .text section of the cubin, byte for byte)"))
-            elif dry_run:
-                results.append(mutants.MutantResult(m, "built", "built; not run (--dry-run)"))
+                out = mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300])
             else:
-                results.append(_judge_mutant(m, other, sizes, labels, arch, timeout))
+                if mutants.equivalent(original_cubin, built.cubin.read_bytes()):
+                    out = mutants.MutantResult(m, "equivalent", "the same machine code as the original "
+                                               "(every .text section of the cubin, byte for byte)")
+                elif dry_run:
+                    out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
+                else:
+                    out = _judge_mutant(m, other, sizes, labels, arch, per_mutant)
+            if steps is not None:
+                steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {time.monotonic() - t0:.1f} s")
+            return out
+
+        try:
+            results = parallel.map_jobs(one, made, width)
+        finally:
+            if steps is not None:
+                steps.close()
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels)
 
 

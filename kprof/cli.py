@@ -220,7 +220,12 @@ def _mutants(sub: Any) -> None:
     p.add_argument("name", metavar="NAME", help="a kernel spec (kprof list)")
     p.add_argument("--dry-run", action="store_true", help="list and build the mutants, run none (no GPU needed)")
     p.add_argument("--limit", type=_count(1), default=None, help="at most this many mutants (default 60)")
-    _common(p, arch="the GPU's, else sm_90", timeout=300.0)
+    p.add_argument("--jobs", type=_count(1), default=None,
+                   help="mutants built and run at once (default: what the GPU's free memory and the CPUs allow)")
+    p.add_argument("--timeout", type=_seconds, default=None,
+                   help="seconds a mutant's run may take before it counts as hung, and killed (default: ten "
+                   "times the original's run, at least 30)")
+    _common(p, arch="the GPU's, else sm_90")
 
 
 def _profile(sub: Any) -> None:

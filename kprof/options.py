@@ -79,10 +79,13 @@ class CasesOptions(_OnGpu):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MutantsOptions(_OnGpu):
+class MutantsOptions(_Output):
     name: str
     dry_run: bool
     limit: int | None
+    jobs: int | None
+    arch: str | None
+    timeout: float | None  # None: ten times the original's run, at least 30 s
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,6 +30,8 @@
 #            program under kprof sanitize -- (tools side by side; SPEED_SERIAL=1 adds --jobs 1 for it and
 #            the suite) and the four tools by hand,
 #            kprof peak on an empty cache (and --thorough), kprof cases
+#   mutants  kprof mutants over every kernel spec of kprof list (MUTANTS="NAME ..." for some): each spec's
+#            score and survivors as mutants-NAME.json (MUTANT_JOBS mutants at once, default 8)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
 #            (XML and text for tests/data/programs) and the values detector on a program
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize -- (the
@@ -343,6 +345,13 @@ if has speed; then
     step peak-thorough env KPROF_CACHE_DIR=$OUT/cold-cache $KPROF peak --refresh --thorough
     cp $OUT/cold-cache/peak-*.json "$LOGS/peak-thorough.json" 2>/dev/null; rm -rf "$OUT/cold-cache"
     step cases $KPROF cases
+fi
+if has mutants; then
+    # How strong each spec's verdict is (issue 34): every mutant of each kernel, its score and survivors.
+    step install-mutants python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
+    for name in ${MUTANTS:-$($KPROF list --json | python3 -c "import json, sys; print(' '.join(d['name'] for d in json.load(sys.stdin) if d['group'] == 'kernel'))")}; do
+        json "mutants-$name" $KPROF mutants "$name" --jobs "${MUTANT_JOBS:-8}"
+    done
 fi
 if has op; then
     step op-tests python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests/test_gpu_op.py
