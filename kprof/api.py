@@ -484,6 +484,7 @@ class MutantsReport:
     results: list[Any]  # kprof.mutants.MutantResult
     dry_run: bool
     sizes: list[str]  # the sizes each mutant ran at (the sanitize size and every checked size)
+    tools: tuple[str, ...] = ()  # the tools a mutant the verdict passed went under (those clean on the original)
 
     @property
     def score(self) -> tuple[int, int, float | None]:
@@ -493,8 +494,10 @@ class MutantsReport:
 
     def to_json(self) -> dict[str, Any]:
         killed, counted, share = self.score
-        return {"version": 1, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
-                "killed": killed, "counted": counted, "score": share, "mutants": [r.to_dict() for r in self.results]}
+        by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in self.results)
+        return {"version": 2, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
+                "tools": list(self.tools), "killed": killed, "killed_by_verdict": by_verdict, "counted": counted,
+                "score": share, "mutants": [r.to_dict() for r in self.results]}
 
 
 def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
@@ -502,9 +505,10 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
                 progress: Callable[[int], Any] | None = None) -> MutantsReport:
     """Mutants of a spec's kernel (:mod:`kprof.mutants`): each built (one with the original's machine
     code is equivalent); unless ``dry_run``, each other one run through the spec's verdict at its
-    sanitize size and at every size it checks, in one child: killed or survived. Mutants are built and
+    sanitize size and at every size it checks, in one child, then (where the verdict passed it) under the
+    tools: killed, survived or equivalent by its results (:func:`_judge_mutant`). Mutants are built and
     run ``jobs`` at a time (default: what the GPU's memory and the CPUs allow). A mutant's child may run
-    ``timeout`` seconds, by default ten times the original's run and at least 30 s: a mutant that loops
+    ``timeout`` seconds, by default four times the original's run and at least 20 s: a mutant that loops
     for ever is killed by the clock, not waited on for minutes. ``progress`` as for :func:`run_cases`."""
     import tempfile
     import time
@@ -532,7 +536,11 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
         if not all(r.ok for r in ok):
             raise UsageError(f"kprof mutants {name}: the spec's own kernel fails its verdict; fix it first (kprof run {name})")
         if timeout is None:
-            per_mutant = max(30.0, 10 * (time.monotonic() - t0))
+            per_mutant = max(20.0, 4 * (time.monotonic() - t0))
+        fingerprints = [mutants.fingerprint(r.checks) for r in ok]
+        tools = _tools_clean_on(spec, arch, per_mutant)
+    else:
+        fingerprints, tools = [], ()
     width = parallel.jobs_for(len(made), jobs, parallel.RUNNER_GPU_BYTES)
     steps = progress(len(made)) if progress is not None else None
     original_cubin = original.cubin.read_bytes()
@@ -552,11 +560,11 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
             else:
                 if mutants.equivalent(original_cubin, built.cubin.read_bytes()):
                     out = mutants.MutantResult(m, "equivalent", "the same machine code as the original "
-                                               "(every .text section of the cubin, byte for byte)")
+                                               "(every .text section of the cubin, byte for byte)", "machine code")
                 elif dry_run:
                     out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
                 else:
-                    out = _judge_mutant(m, other, sizes, labels, arch, per_mutant)
+                    out = _judge_mutant(m, other, sizes, labels, arch, per_mutant, fingerprints, tools)
             if steps is not None:
                 steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {time.monotonic() - t0:.1f} s")
             return out
@@ -566,22 +574,62 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
         finally:
             if steps is not None:
                 steps.close()
-    return MutantsReport(spec.name, str(spec.source), results, dry_run, labels)
+    return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, tools)
+
+
+def _tools_clean_on(spec: Any, arch: str | None, timeout: float) -> tuple[str, ...]:
+    """The tools of :data:`kprof.mutants.TOOLS` under which the spec's own kernel is clean at its
+    sanitize size, side by side: only a tool that passes the original may kill a mutant."""
+    from kprof import mutants, parallel, pipeline
+    from kprof.job import RunMode
+    from kprof.tools import compute_sanitizer as san
+
+    job = pipeline.prepare(spec, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
+    scrub = pipeline.scrubber(arch)[0]
+
+    def one(tool: str) -> Any:
+        return san.run_all(job, [tool], scrub_cubin=scrub if tool == "values" else None, timeout=timeout)[0]
+
+    found = parallel.map_jobs(one, list(mutants.TOOLS), len(mutants.TOOLS))
+    return tuple(t for t, r in zip(mutants.TOOLS, found) if r.status == "clean")
 
 
 def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], labels: list[str], arch: str | None,
-                  timeout: float) -> Any:
+                  timeout: float, original: list[tuple[object, ...]], tools: tuple[str, ...]) -> Any:
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
-    failing verdict, or by a run that faults or hangs (a wrong kernel too); else survived."""
+    failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
+    passed then goes under kprof's tools at the sanitize size (``tools``: those of :data:`kprof.mutants.TOOLS`
+    clean on the original), which it meets on any kernel too: killed by the first that finds something. One they all pass with the
+    original's results to the last bit at every size (``original``: the fingerprints) is equivalent
+    by its results, said so; any other survived."""
     from kprof import launch, mutants, pipeline
     from kprof.errors import TargetError
     from kprof.job import RunMode
+    from kprof.tools import compute_sanitizer as san
 
     try:
         runs = launch.run_kernels([pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
                                   timeout=timeout)
     except TargetError as exc:
-        return mutants.MutantResult(m, "killed", f"its run failed: {str(exc).splitlines()[0][:300]}")
+        return mutants.MutantResult(m, "killed", f"its run failed: {str(exc).splitlines()[0][:300]}", "verdict")
     verdict, why = mutants.judge([(label, r.ok, "; ".join(c["message"] for c in r.checks if not c["ok"]))
                                   for label, r in zip(labels, runs)])
-    return mutants.MutantResult(m, verdict, why)
+    if verdict == "killed":
+        return mutants.MutantResult(m, verdict, why, "verdict")
+    job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
+    clean = []
+    for tool in tools:
+        scrub = pipeline.scrubber(arch)[0] if tool == "values" else None
+        (found,) = san.run_all(job, [tool], scrub_cubin=scrub, timeout=timeout)
+        if found.findings:
+            f = found.findings[0]
+            return mutants.MutantResult(m, "killed", f"the verdict passed it; {tool}: {f.kind} at line {f.line} "
+                                        f"({len(found.findings)} finding{'s' * (len(found.findings) > 1)})", tool)
+        if found.status == "timeout":
+            return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool)
+        if found.status == "clean":
+            clean.append(tool)
+    if len(clean) == len(tools) and tools and mutants.same_results(original, [mutants.fingerprint(r.checks) for r in runs]):
+        return mutants.MutantResult(m, "equivalent", "likely: the original's results to the last bit at every size "
+                                    f"({', '.join(labels)}) and clean under {', '.join(clean)}", "results")
+    return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")

@@ -216,15 +216,17 @@ def _mutants(sub: Any) -> None:
                        description="Make mutants of the kernel's source (a bound off by one, a missing barrier, an "
                        "overwritten accumulator, swapped indices, ...), build each (one with the original's machine "
                        "code is equivalent), and run each other one through the spec's verdict at its sanitize size "
-                       "and every size it checks. Prints the score and each survivor's diff.")
+                       "and every size it checks; one the verdict passes goes under memcheck, racecheck, the values "
+                       "detector, synccheck and initcheck at the sanitize size. Prints the score (what killed each "
+                       "mutant: the verdict or a tool) and each survivor's diff.")
     p.add_argument("name", metavar="NAME", help="a kernel spec (kprof list)")
     p.add_argument("--dry-run", action="store_true", help="list and build the mutants, run none (no GPU needed)")
     p.add_argument("--limit", type=_count(1), default=None, help="at most this many mutants (default 60)")
     p.add_argument("--jobs", type=_count(1), default=None,
                    help="mutants built and run at once (default: what the GPU's free memory and the CPUs allow)")
     p.add_argument("--timeout", type=_seconds, default=None,
-                   help="seconds a mutant's run may take before it counts as hung, and killed (default: ten "
-                   "times the original's run, at least 30)")
+                   help="seconds a mutant's run may take before it counts as hung, and killed (default: four "
+                   "times the original's run, at least 20)")
     _common(p, arch="the GPU's, else sm_90")
 
 

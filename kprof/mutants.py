@@ -41,11 +41,12 @@ class MutantResult:
     mutant: Mutant
     verdict: str  # killed | survived | equivalent | not-built
     why: str = ""  # the failing check, the fault, or how equivalence was decided
+    by: str = ""  # killed: verdict, or the tool (memcheck, racecheck, ...); equivalent: machine code or results
 
     def to_dict(self) -> dict[str, object]:
         out = asdict(self.mutant)
         out.pop("source")
-        return {**out, "verdict": self.verdict, "why": self.why, "diff": self.mutant.diff()}
+        return {**out, "verdict": self.verdict, "by": self.by, "why": self.why, "diff": self.mutant.diff()}
 
 
 def _code_part(line: str) -> tuple[str, str]:
@@ -142,6 +143,25 @@ def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[str, str]:
         if not ok:
             return "killed", f"{label}: {why}" if why else label
     return "survived", "every verdict passed: " + ", ".join(label for label, _, _ in checks_by_size)
+
+
+# Where the verdict passes a mutant, the tools that kprof runs on a kernel beside its verdict, at the
+# sanitize size, first to last until one finds something: a bound off by one that writes or reads just
+# outside a buffer (memcheck), a barrier taken out (racecheck, synccheck), a read of shared memory
+# nothing wrote (the values detector), a read of global memory nothing wrote (initcheck).
+TOOLS = ("memcheck", "racecheck", "values", "synccheck", "initcheck")
+
+
+def fingerprint(checks: list[dict[str, object]]) -> tuple[object, ...]:
+    """What a verified run says of its outputs, to the last bit: each output's worst error, normwise
+    error, worst element and its value. Two runs with the same fingerprint at every size computed the
+    same there, as far as the verdict can see."""
+    keys = ("name", "rel_err", "max_abs_err", "nonfinite", "poisoned", "first_bad", "got", "expected", "failing")
+    return tuple(tuple(repr(c.get(k)) for k in keys) for c in checks)
+
+
+def same_results(original: list[tuple[object, ...]], mutant: list[tuple[object, ...]]) -> bool:
+    return len(original) == len(mutant) and all(a == b for a, b in zip(original, mutant))
 
 
 def score(results: list[MutantResult]) -> tuple[int, int, float | None]:

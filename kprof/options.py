@@ -85,7 +85,7 @@ class MutantsOptions(_Output):
     limit: int | None
     jobs: int | None
     arch: str | None
-    timeout: float | None  # None: ten times the original's run, at least 30 s
+    timeout: float | None  # None: four times the original's run, at least 20 s
 
 
 @dataclass(frozen=True, kw_only=True)

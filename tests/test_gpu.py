@@ -110,6 +110,14 @@ def test_unwritten_output_fails_verification(data_dir):
     assert result.checks[0]["nonfinite"] == 500 and "first at c[500]" in result.checks[0]["message"]
 
 
+def test_a_write_past_the_end_fails_the_verdict_without_a_tool(data_dir):
+    """c[n] written (the bound off by one), every real element right: the guard zone after c sees it."""
+    result = launch.run_kernel(_data_job(data_dir, "one_past"))
+    assert not result.ok
+    c, bounds = result.checks
+    assert c["ok"] and not bounds["ok"] and "4 bytes past its end (c[1000])" in bounds["message"], result.checks
+
+
 def test_wrong_answer_fails_with_exit_1(data_dir, capsys):
     code = cli.main(["run", str(data_dir / "kernels" / "wrong.yaml")])
     out, _ = capsys.readouterr()

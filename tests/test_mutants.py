@@ -81,35 +81,74 @@ def test_kprof_mutants_dry_run_lists_and_builds_every_mutant(capsys):
     assert data["sizes"][0] == "sanitize" and len(data["sizes"]) == 1 + len(catalog.load("tiled_matmul").checks)
 
 
-def _fake_result(job, ok: bool) -> RunResult:
-    checks = [{"ok": ok, "message": "fine" if ok else "12 of 16,637 elements exceed 1e-05 x |ref|"}]
+def _fake_result(job, ok: bool, rel_err: float = 1e-7) -> RunResult:
+    checks = [{"name": "C", "ok": ok, "rel_err": rel_err, "max_abs_err": rel_err,
+               "message": "fine" if ok else "12 of 16,637 elements exceed 1e-05 x |ref|"}]
     return RunResult(job.target.name, job.target.sizes, ok, checks, None, {}, {}, None, [], True)
 
 
 @pytest.mark.nvcc
-def test_each_mutant_is_killed_or_survives_by_the_verdict_and_survivors_are_shown(monkeypatch, capsys):
-    """The GPU's verdict stood in for: the spec's own kernel passes, a mutant missing a barrier passes
-    (a survivor), one whose run faults is killed, every other fails its verdict."""
+def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivors_are_shown(monkeypatch, capsys):
+    """The GPU's verdict and tools stood in for. The spec's own kernel passes (initcheck reports
+    something on it, so initcheck kills no mutant); a mutant that faults is killed; one missing a
+    barrier passes the verdict and racecheck kills it; the k-loop run once more over a zero tile passes
+    with the original's results and every tool clean (equivalent by its results); a bound off by one on
+    the write passes with other results and every tool clean (a survivor); every other fails its verdict."""
     from kprof.errors import TargetError
+    from kprof.findings import Finding
+    from kprof.tools import compute_sanitizer as san
+    from kprof.tools.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
 
+    def kind(job):
+        source = Path(job.target.source).read_text()
+        if job.target.name == "tiled_matmul":
+            return "original"
+        if "__syncthreads();  // everyone is done" not in source:
+            return "barrier"
+        if "k0 <= K" in source:
+            return "same"
+        if "if (row <= M && col < N)" in source:
+            return "survivor"
+        return "wrong"
+
     def run_kernels(jobs, timeout):
-        name = jobs[0].target.name
-        source = Path(jobs[0].target.source).read_text()
-        if name.endswith("__m1"):
-            raise TargetError(f"{name}: CUDA_ERROR_ILLEGAL_ADDRESS")
-        passes = name == "tiled_matmul" or "__syncthreads();  // everyone is done" not in source
-        return [_fake_result(job, passes) for job in jobs]
+        if jobs[0].target.name.endswith("__m1"):
+            raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_ILLEGAL_ADDRESS")
+        k = kind(jobs[0])
+        return [_fake_result(job, k != "wrong", 2e-7 if k == "survivor" else 1e-7) for job in jobs]
+
+    tool_runs = []
+
+    def run_all(job, tools, scrub_cubin, timeout):
+        (tool,) = tools
+        tool_runs.append((kind(job), tool))
+        found = ((kind(job), tool) in (("original", "initcheck"), ("barrier", "racecheck")))
+        f = Finding(tool, "race" if tool == "racecheck" else "uninitialized", "tiled_matmul", "tiled_matmul.cu", 21,
+                    None, None, 1, "a hazard")
+        return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
     monkeypatch.setattr(launch, "run_kernels", run_kernels)
-    report = api.run_mutants("tiled_matmul", limit=12)
-    verdicts = {r.mutant.id: r.verdict for r in report.results}
-    assert verdicts["M1"] == "killed" and "ILLEGAL_ADDRESS" in report.results[0].why
-    survivors = [r for r in report.results if r.verdict == "survived"]
-    assert [r.mutant.operator for r in survivors] == ["missing barrier"]
+    monkeypatch.setattr(san, "run_all", run_all)
+    report = api.run_mutants("tiled_matmul", jobs=3)
+    assert report.tools == ("memcheck", "racecheck", "values", "synccheck")  # initcheck is not clean on the original
+    got = {r.mutant.id: (r.verdict, r.by) for r in report.results}
+    assert got["M1"] == ("killed", "verdict") and "ILLEGAL_ADDRESS" in report.results[0].why
+    by_kind = {}
+    for r in report.results:
+        by_kind.setdefault(r.verdict + "/" + r.by, []).append(r.mutant.operator)
+    assert by_kind["killed/racecheck"] == ["missing barrier"]
+    assert by_kind["equivalent/results"] == ["<= for <"] and by_kind["survived/"] == ["<= for <"]
+    assert ("barrier", "memcheck") in tool_runs and ("barrier", "values") not in tool_runs  # the first finding stops
+    assert not any(t == "initcheck" for k, t in tool_runs if k != "original")
     killed, counted, share = report.score
-    assert counted == 12 and killed == 11 and share == pytest.approx(11 / 12)
-    assert cli.main(["mutants", "tiled_matmul", "--limit", "12"]) == 1  # a survivor: exit 1
+    assert counted == len(report.results) - 1 and killed == counted - 1
+    data = report.to_json()
+    assert data["version"] == 2 and data["killed"] == killed and data["killed_by_verdict"] == killed - 1
+    code = cli.main(["mutants", "tiled_matmul", "--jobs", "2"])
     out = capsys.readouterr().out
-    assert "score: 11 of 12 non-equivalent mutants killed (92%)" in out and "survived M" in out and "-        __syncthreads" in out
+    assert code == 1  # a survivor: exit 1
+    assert f"score: {killed} of {counted} non-equivalent mutants killed" in out and f"{killed - 1} by the verdict, 1 by a tool" in out
+    assert "killed (racecheck)" in out and "equivalent (results)" in out and "SURVIVED" in out
+    assert "survived M" in out and "+    if (row <= M && col < N)" in out

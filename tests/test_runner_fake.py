@@ -26,6 +26,19 @@ from kprof.job import RunMode, TimingMode, ValuesMode
 from kprof.stats import StopRule
 
 
+class _Memory(dict):
+    """The fake device's allocations by base address; a pointer inside one (past a verified run's guard
+    zone) gives a view from there to the allocation's end, as the device's memory would."""
+
+    def __getitem__(self, ptr):
+        if dict.__contains__(self, ptr):
+            return dict.__getitem__(self, ptr)
+        for base, data in self.items():
+            if base <= ptr < base + len(data):
+                return memoryview(data)[ptr - base:]
+        raise KeyError(ptr)
+
+
 class FakeDevice:
     """Just enough of kprof.child.device.Device for the runner."""
 
@@ -34,7 +47,7 @@ class FakeDevice:
     occupancies: list = []  # (block threads, dynamic shared memory) of every occupancy question
 
     def __init__(self, ordinal: int = 0) -> None:
-        self.memory: dict[int, bytearray] = {}
+        self.memory: dict[int, bytearray] = _Memory()
         self.next = 0x10000
         self.launched: list[str] = []
         self.closed = False
@@ -250,6 +263,46 @@ def test_a_kernel_that_writes_nothing_fails_on_poison(fake, monkeypatch):
     monkeypatch.setitem(FakeDevice.emulations, "vector_add", None)
     data = run_job(fake, job_for("vector_add", {"N": 100}))
     assert data["status"] == "failed" and data["checks"][0]["nonfinite"] == 100
+
+
+def _vector_add_one_too_far(dev, args):
+    """``i <= n``: c[n] written, a[n] and b[n] read (the guard's NaN), the n real elements right."""
+    a, b, c, n = args
+    dev.view(c, np.float32)[: n + 1] = dev.view(a, np.float32)[: n + 1] + dev.view(b, np.float32)[: n + 1]
+
+
+def _vector_add_from_minus_one(dev, args):
+    """A write one element before the start: a shift back that the verdict of the n elements misses."""
+    a, b, c, n = args
+    base = dev.view(c - 4, np.float32)
+    base[: n + 1] = 0.0
+    dev.view(c, np.float32)[:n] = dev.view(a, np.float32)[:n] + dev.view(b, np.float32)[:n]
+
+
+@pytest.mark.parametrize("emulate, where", [(_vector_add_one_too_far, "4 bytes past its end (c[100])"),
+                                            (_vector_add_from_minus_one, "4 bytes before its start (c[-1])")])
+def test_a_write_outside_a_buffer_fails_the_verdict_by_itself(fake, monkeypatch, emulate, where):
+    """Every element right, one written outside: the guard zones of a verified run see it, no
+    sanitizer needed; under a tool (no verdict) the buffer is allocated bare, so memcheck sees its
+    real bounds."""
+    monkeypatch.setitem(FakeDevice.emulations, "vector_add", emulate)
+    data = run_job(fake, job_for("vector_add", {"N": 100}))
+    assert data["status"] == "failed", data["checks"]
+    c, bounds = data["checks"]
+    assert c["ok"] and c["name"] == "c"  # the n elements are right
+    assert not bounds["ok"] and bounds["metric"] == "bounds" and where in bounds["message"], bounds
+    assert "kprof sanitize --tool memcheck" in bounds["message"]
+    sizes = []
+    real = FakeDevice.alloc
+    monkeypatch.setattr(FakeDevice, "alloc", lambda self, n: (sizes.append(n), real(self, n))[1])
+    monkeypatch.setitem(FakeDevice.emulations, "vector_add", _vector_add)
+    assert run_job(fake, job_for("vector_add", {"N": 100}, RunMode(verify=False)))["status"] == "ok"
+    assert sizes == [400, 400, 400]  # bare: a, b, c
+
+
+def test_a_right_kernel_leaves_the_guards_as_they_were(fake):
+    data = run_job(fake, job_for("vector_add", {"N": 1000003}))
+    assert data["status"] == "ok" and [c["name"] for c in data["checks"]] == ["c"], data["checks"]
 
 
 def test_values_detector_runs_all_its_launches(fake, monkeypatch):
@@ -768,7 +821,8 @@ def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp
 
     def copy_in(dev, args):
         x, y, n = args
-        dev.memory[y][:] = dev.memory[x][: len(dev.memory[y])]
+        nbytes = n * np.dtype(hostdata.numpy_dtype(dtype)).itemsize
+        dev.memory[y][:nbytes] = dev.memory[x][:nbytes]
 
     monkeypatch.setitem(FakeDevice.emulations, "copy_in", copy_in)
     (tmp_path / "k.cu").write_text("")
@@ -779,6 +833,7 @@ def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp
     data = run_job(fake, job_for(spec_mod.load(tmp_path / "k.yaml")))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
     x, y = (next(a["base"] for a in data["allocations"] if a["name"] == n) for n in "xy")
+    copies = [p for p in copies if p in (x, y)]  # not the guard zones around them (bytes of one value)
     if dtype == "float64":
         assert [p for p, _, _ in sets] == [] and sorted(copies) == sorted([x, y])
     else:

@@ -88,7 +88,8 @@ def execute(job: Job, result: Result) -> int:
     first = target.steps[0] if target.steps else None
     result.phase("init", kernel=target.name, sizes=target.sizes,
                  launch={"grid": first.grid, "block": first.block, "shared_mem": first.shared_mem} if first else {})
-    ws = Workspace(target, result.phase)
+    # Guard zones around every buffer where the run is verified and no tool watches the bounds itself.
+    ws = Workspace(target, result.phase, guard=isinstance(job.mode, RunMode) and job.mode.verify)
     if isinstance(job.mode, ValuesMode):
         code = values_mode(ws, job.mode, result)
     elif isinstance(job.mode, TimingMode):

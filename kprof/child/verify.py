@@ -154,6 +154,14 @@ def compare(name: str, got: Any, expected: Any, rule: Criterion = Criterion(), *
                  atol=used_atol, metric=used_metric)
 
 
+def out_of_bounds(name: str, damage: str) -> Check:
+    """The failed check of a buffer whose guard zones were written (:meth:`Workspace.guard_damage`):
+    an out-of-bounds write, found by the verdict alone."""
+    return Check(name, False, None, None, 0, 0, None, None, None, 0.0,
+                 f"{name}: written outside its bounds: {damage}; kprof sanitize --tool memcheck names the thread "
+                 "and the line", metric="bounds")
+
+
 def scale_for(name: str, scale: Any, raw: Any) -> Any:
     """``tolerance.scale`` as float64 with the output's shape (broadcast), or None without one: for
     kprof run's verdict and the values detector alike."""

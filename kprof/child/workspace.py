@@ -56,7 +56,7 @@ class Result:
 class Workspace:
     """A loaded target on one device: functions, buffers, inputs, and its launches in order."""
 
-    def __init__(self, target: Target, phase: Phase) -> None:
+    def __init__(self, target: Target, phase: Phase, *, guard: bool = False) -> None:
         from kprof.child.device import Device
 
         self.target = target
@@ -72,7 +72,8 @@ class Workspace:
         self.pointers: dict[str, int] = {}
         self.inputs: Arrays = {}  # host arrays of the inputs (see input())
         self._words: dict[str, int] = {}  # inputs of one constant value: the 32-bit word cuMemsetD32 repeats
-        self._allocate(phase)
+        self._guards: dict[str, tuple[int, int, int, int, int]] = {}  # name: before, its bytes, after, its bytes, byte
+        self._allocate(phase, guard)
         self._python_calls: dict[int, Callable[[], None]] = {}  # a Python operation's call, per stream
         self.steps = self._plan_steps()
 
@@ -114,13 +115,23 @@ class Workspace:
         phase("loaded", registers=self.dev.function_attribute(funcs[self.target.entry], "NUM_REGS"), **extra)
         return funcs
 
-    def _allocate(self, phase: Phase) -> None:
+    def _allocate(self, phase: Phase, guard: bool) -> None:
+        """One plain allocation per buffer. With ``guard`` (a verified run, never under a sanitizer,
+        which must see the buffer's own bounds), the buffer sits between two guard zones of GUARD_BYTES
+        or more, which :meth:`verify` checks: a write past either end fails the verdict by itself."""
         import numpy as np
 
         rng = np.random.default_rng(self.target.seed)
         allocations = []
         for buf in self.target.buffers:
-            ptr = self.pointers[buf.arg.name] = self.dev.alloc(buf.nbytes)
+            if guard:
+                after = GUARD_BYTES + (-buf.nbytes) % GUARD_BYTES
+                base = self.dev.alloc(GUARD_BYTES + buf.nbytes + after)
+                ptr = self.pointers[buf.arg.name] = base + GUARD_BYTES
+                byte = GUARD_BYTE - len(self._guards) % 8  # each buffer its own: a copy from one guard to another shows
+                self._guards[buf.arg.name] = (base, GUARD_BYTES, ptr + buf.nbytes, after, byte)
+            else:
+                ptr = self.pointers[buf.arg.name] = self.dev.alloc(buf.nbytes)
             allocations.append({"name": buf.arg.name, "base": ptr, "nbytes": buf.nbytes, "dtype": buf.arg.dtype,
                                 "shape": list(buf.shape), "role": buf.arg.role})
             if buf.arg.role not in ("in", "inout"):
@@ -234,8 +245,36 @@ class Workspace:
             else:
                 self.dev.upload(ptr, self.input(name) if buf.arg.role in ("in", "inout") else
                                 hostdata.poison(buf, alternate))
+        for before, n_before, after, n_after, byte in self._guards.values():
+            self.dev.upload(before, _guard_bytes(n_before, byte))
+            self.dev.upload(after, _guard_bytes(n_after, byte))
         if memset:  # cuMemsetD32 may return before it is done, and kprof's streams do not wait for it
             self.dev.synchronize()
+
+    def guard_damage(self) -> dict[str, str]:
+        """Per buffer whose guard zones changed, where: ``4 bytes past its end (c[1000003])``. Empty
+        when nothing was written outside a buffer, or with no guards."""
+        import numpy as np
+
+        out: dict[str, str] = {}
+        for buf in self.target.buffers:
+            if (name := buf.arg.name) not in self._guards:
+                continue
+            before, n_before, after, n_after, byte = self._guards[name]
+            size = max(1, np.dtype(hostdata.numpy_dtype(buf.arg.dtype)).itemsize)
+            count = buf.nbytes // size
+            said = []
+            got = np.empty(n_before, dtype=np.uint8)
+            self.dev.download(before, got)
+            if (changed := np.flatnonzero(got != byte)).size:
+                said.append(f"{changed.size} bytes before its start ({name}[-{(n_before - int(changed[-1]) - 1) // size + 1}])")
+            got = np.empty(n_after, dtype=np.uint8)
+            self.dev.download(after, got)
+            if (changed := np.flatnonzero(got != byte)).size:
+                said.append(f"{changed.size} bytes past its end ({name}[{count + int(changed[0]) // size}])")
+            if said:
+                out[name] = " and ".join(said)
+        return out
 
     def outputs(self) -> tuple[ResolvedBuffer, ...]:
         return tuple(b for b in self.target.buffers if b.arg.role in ("out", "inout"))
@@ -314,7 +353,7 @@ class Workspace:
             checks.append(verify.compare(buf.arg.name, hostdata.decode(buf.arg.dtype, got[buf.arg.name]),
                                          expected[buf.arg.name], rule, poison_value=sentinel, frontier=frontier,
                                          scale=scales.get(buf.arg.name)).to_dict())
-        return checks
+        return checks + [verify.out_of_bounds(name, damage).to_dict() for name, damage in self.guard_damage().items()]
 
     # -- launches ----------------------------------------------------------------------------
     def launch(self, stream: Any = 0) -> None:
@@ -328,6 +367,19 @@ class Workspace:
             close()
         self._closers.clear()
         self.dev.close()
+
+
+GUARD_BYTES = 256  # each side of a buffer in a verified run; a multiple of 256 keeps the buffer 256-byte aligned
+# The first buffer's guard byte; the next ones count down (0xFE, ...): NaN or a float of magnitude 1e37
+# or more in every float type, a negative number in every signed integer, so a read of a guard spoils a
+# result too, and a copy of one guard into another is a change.
+GUARD_BYTE = 0xFF
+
+
+def _guard_bytes(n: int, byte: int) -> Any:
+    import numpy as np
+
+    return np.full(n, byte, dtype=np.uint8)
 
 
 def nvtx_module() -> Any:

@@ -490,11 +490,17 @@ def compare_table(before: str, after: str, rows: list[dict[str, Any]]) -> str:
 
 
 def mutants_report(report: Any) -> str:
-    """``kprof mutants``: one row per mutant, the score, and each survivor's diff."""
-    rows = [(r.mutant.id, r.mutant.operator, r.mutant.line, r.verdict.upper() if r.verdict == "survived" else r.verdict,
-             _cut(r.why, 90)) for r in report.results]
+    """``kprof mutants``: one row per mutant (what killed it, or how it was found equivalent), the
+    score, and each survivor's diff."""
+    def verdict(r: Any) -> str:
+        shown = r.verdict.upper() if r.verdict == "survived" else r.verdict
+        return f"{shown} ({r.by})" if r.by else shown
+
+    rows = [(r.mutant.id, r.mutant.operator, r.mutant.line, verdict(r), _cut(r.why, 90)) for r in report.results]
     out = [f"{report.spec}: {len(report.results)} mutants of {report.source}"
-           + (" (built, not run: --dry-run)" if report.dry_run else f", each run at {', '.join(report.sizes)}"), "",
+           + (" (built, not run: --dry-run)" if report.dry_run else f", each run at {', '.join(report.sizes)}"
+              + (f"; where the verdict passed one, under {', '.join(report.tools)} at the sanitize size" if report.tools
+                 else "")), "",
            table(["ID", "OPERATOR", "LINE", "VERDICT", "WHY"], rows, "llrll"), ""]
     killed, counted, share = report.score
     if report.dry_run:
@@ -502,8 +508,13 @@ def mutants_report(report: Any) -> str:
         out.append(f"{built} built, {sum(r.verdict == 'equivalent' for r in report.results)} equivalent, "
                    f"{sum(r.verdict == 'not-built' for r in report.results)} did not build")
     else:
+        by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in report.results)
+        same_code = sum(r.verdict == "equivalent" and r.by == "machine code" for r in report.results)
+        same_results = sum(r.verdict == "equivalent" and r.by == "results" for r in report.results)
         out.append(f"score: {killed} of {counted} non-equivalent mutants killed"
-                   + (f" ({share:.0%})" if share is not None else ""))
+                   + (f" ({share:.0%})" if share is not None else "")
+                   + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; equivalent: {same_code} by "
+                   f"machine code, {same_results} by results (the original's to the last bit, every tool clean)")
     for r in report.results:
         if r.verdict == "survived":
             out += ["", f"survived {r.mutant.id}: the verdict passed a wrong kernel (the tolerance, the reference or "
