@@ -629,7 +629,8 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
             return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool)
         if found.status == "clean":
             clean.append(tool)
-    if len(clean) == len(tools) and tools and mutants.same_results(original, [mutants.fingerprint(r.checks) for r in runs]):
+    same = mutants.same_results(original, [mutants.fingerprint(r.checks) for r in runs])
+    if len(clean) == len(tools) and tools and m.operator not in mutants.NEVER_EQUIVALENT and same:
         return mutants.MutantResult(m, "equivalent", "likely: the original's results to the last bit at every size "
                                     f"({', '.join(labels)}) and clean under {', '.join(clean)}", "results")
     return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")
