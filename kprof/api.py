@@ -506,7 +506,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     """Mutants of a spec's kernel (:mod:`kprof.mutants`): each built (one with the original's machine
     code is equivalent); unless ``dry_run``, each other one run through the spec's verdict at its
     sanitize size and at every size it checks, in one child, then (where the verdict passed it) under the
-    tools: killed, survived or equivalent by its results (:func:`_judge_mutant`). Mutants are built and
+    tools: killed or survived (:func:`_judge_mutant`). Mutants are built and
     run ``jobs`` at a time (default: what the GPU's memory and the CPUs allow). A mutant's child may run
     ``timeout`` seconds, by default four times the original's run and at least 20 s: a mutant that loops
     for ever is killed by the clock, not waited on for minutes. ``progress`` as for :func:`run_cases`."""
@@ -599,9 +599,9 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
     failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
     passed then goes under kprof's tools at the sanitize size (``tools``: those of :data:`kprof.mutants.TOOLS`
-    clean on the original), which it meets on any kernel too: killed by the first that finds something. One they all pass with the
-    original's results to the last bit at every size (``original``: the fingerprints) is equivalent
-    by its results, said so; any other survived."""
+    clean on the original), which it meets on any kernel too: killed by the first that finds something. One they all pass
+    survived; where it gave the original's results to the last bit at every size (``original``: the
+    fingerprints), it says so: its line may not run there, or it is equivalent (not decided here)."""
     from kprof import launch, mutants, pipeline
     from kprof.errors import TargetError
     from kprof.job import RunMode
@@ -629,8 +629,8 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
             return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool)
         if found.status == "clean":
             clean.append(tool)
-    same = mutants.same_results(original, [mutants.fingerprint(r.checks) for r in runs])
-    if len(clean) == len(tools) and tools and m.operator not in mutants.NEVER_EQUIVALENT and same:
-        return mutants.MutantResult(m, "equivalent", "likely: the original's results to the last bit at every size "
-                                    f"({', '.join(labels)}) and clean under {', '.join(clean)}", "results")
+    if tools and len(clean) == len(tools) and mutants.same_results(original, [mutants.fingerprint(r.checks) for r in runs]):
+        return mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
+                                    f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
+                                    "defines that reach it), or the mutant is equivalent (read its diff)", "same results")
     return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")

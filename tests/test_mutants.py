@@ -94,9 +94,9 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     """The GPU's verdict and tools stood in for. The spec's own kernel passes (initcheck reports
     something on it, so initcheck kills no mutant); a mutant that faults is killed; one missing a
     barrier passes the verdict and racecheck kills it; the k-loop run once more over a zero tile passes
-    with the original's results and every tool clean (equivalent by its results); a bound off by one on
-    the write passes with other results and every tool clean (a survivor); every other fails its verdict.
-    Where no tool sees the missing barrier, it survives: a race is never equivalent by its results."""
+    with the original's results and every tool clean (a survivor, said to have the original's results);
+    a bound off by one on the write passes with other results and every tool clean (a survivor); every
+    other fails its verdict. Where no tool sees the missing barrier, it survives too."""
     from kprof.errors import TargetError
     from kprof.findings import Finding
     from kprof.tools import compute_sanitizer as san
@@ -141,20 +141,46 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     by_kind = {}
     for r in report.results:
         by_kind.setdefault(r.verdict + "/" + r.by, []).append(r.mutant.operator)
-    assert by_kind["equivalent/results"] == ["<= for <"]
+    assert by_kind["survived/"] == ["<= for <"]  # the write's bound: other results
     if not racecheck_sees_it:
-        assert by_kind["survived/"] == ["missing barrier", "<= for <"] and "killed/racecheck" not in by_kind
+        assert by_kind["survived/same results"] == ["<= for <", "missing barrier"] and "killed/racecheck" not in by_kind
         return
-    assert by_kind["killed/racecheck"] == ["missing barrier"] and by_kind["survived/"] == ["<= for <"]
+    assert by_kind["killed/racecheck"] == ["missing barrier"] and by_kind["survived/same results"] == ["<= for <"]
     assert ("barrier", "memcheck") in tool_runs and ("barrier", "values") not in tool_runs  # the first finding stops
     assert not any(t == "initcheck" for k, t in tool_runs if k != "original")
     killed, counted, share = report.score
-    assert counted == len(report.results) - 1 and killed == counted - 1
+    assert counted == len(report.results) and killed == counted - 2
     data = report.to_json()
     assert data["version"] == 2 and data["killed"] == killed and data["killed_by_verdict"] == killed - 1
+    assert sum(m["by"] == "same results" for m in data["mutants"]) == 1
     code = cli.main(["mutants", "tiled_matmul", "--jobs", "2"])
     out = capsys.readouterr().out
     assert code == 1  # a survivor: exit 1
     assert f"score: {killed} of {counted} non-equivalent mutants killed" in out and f"{killed - 1} by the verdict, 1 by a tool" in out
-    assert "killed (racecheck)" in out and "equivalent (results)" in out and "SURVIVED" in out
+    assert "killed (racecheck)" in out and "SURVIVED (same results)" in out and "of the survivors, 1 gave" in out
     assert "survived M" in out and "+    if (row <= M && col < N)" in out
+
+
+def test_the_scores_table_counts_a_same_results_survivor_against_the_score(tmp_path, capsys):
+    """scripts/mutant_scores.py over two folders: the later file of a spec wins, a mutant with the
+    original's machine code is left out, a survivor with the original's results counts against the
+    score (also in the JSON written before that rule, as ``equivalent`` ``by: results``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mutant_scores", ROOT / "scripts" / "mutant_scores.py")
+    scores = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scores)
+
+    def mutant(i, verdict, by=""):
+        return {"id": f"M{i}", "line": i, "operator": "<= for <", "verdict": verdict, "by": by}
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    (old / "mutants-k.json").write_text(json.dumps({"spec": "k", "mutants": [mutant(1, "survived")]}))
+    (new / "mutants-k.json").write_text(json.dumps({"spec": "k", "mutants": [
+        mutant(1, "killed", "verdict"), mutant(2, "killed", "memcheck"), mutant(3, "equivalent", "machine code"),
+        mutant(4, "equivalent", "results"), mutant(5, "survived", "same results"), mutant(6, "not-built")]}))
+    (new / "mutants-stopped.json").write_text("")  # a run stopped at its deadline
+    assert scores.main([str(old), str(new)]) == 0
+    row = capsys.readouterr().out.splitlines()[-1]
+    assert row.startswith("| k | 6 | 1 | 1 | 1 | 2 | 2 | 2 of 4 (50%) | M4 line 4"), row

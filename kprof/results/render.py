@@ -509,16 +509,18 @@ def mutants_report(report: Any) -> str:
                    f"{sum(r.verdict == 'not-built' for r in report.results)} did not build")
     else:
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in report.results)
-        same_code = sum(r.verdict == "equivalent" and r.by == "machine code" for r in report.results)
-        same_results = sum(r.verdict == "equivalent" and r.by == "results" for r in report.results)
+        same_code = sum(r.verdict == "equivalent" for r in report.results)
+        same_results = sum(r.verdict == "survived" and r.by == "same results" for r in report.results)
         out.append(f"score: {killed} of {counted} non-equivalent mutants killed"
                    + (f" ({share:.0%})" if share is not None else "")
-                   + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; equivalent: {same_code} by "
-                   f"machine code, {same_results} by results (the original's to the last bit, every tool clean)")
+                   + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; {same_code} equivalent (the "
+                   f"same machine code); of the survivors, {same_results} gave the original's results to the last bit")
     for r in report.results:
         if r.verdict == "survived":
-            out += ["", f"survived {r.mutant.id}: the verdict passed a wrong kernel (the tolerance, the reference or "
-                    "the sizes are too weak here)", r.mutant.diff()]
+            why = ("the original's results to the last bit: its line may not run at these sizes, or it is equivalent"
+                   if r.by == "same results" else
+                   "the verdict passed a wrong kernel (the tolerance, the reference or the sizes are too weak here)")
+            out += ["", f"survived {r.mutant.id}: {why}", r.mutant.diff()]
     return "\n".join(out)
 
 
