@@ -88,14 +88,20 @@ class BaselineResult:
     baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
     baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
     math_mode: str | None = None  # a cuBLAS baseline's math mode
+    baseline_integrity: tuple[str, ...] = ()  # its benchmark-integrity flags (kprof.child.integrity)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["baseline_integrity"] = list(self.baseline_integrity)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BaselineResult:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        got = {k: v for k, v in data.items() if k in known}
+        if "baseline_integrity" in got:
+            got["baseline_integrity"] = tuple(got["baseline_integrity"] or ())
+        return cls(**got)
 
 
 BASELINE_FIELDS = tuple(f.name for f in fields(BaselineResult))
@@ -135,6 +141,9 @@ class PointResult:
     telemetry_after: dict[str, Any] | None = None
     warnings: tuple[str, ...] = ()
     message: str = ""
+    integrity: tuple[str, ...] = ()  # benchmark-integrity flags, "kind: what was seen" (kprof.child.integrity)
+    integrity_checked: tuple[str, ...] = ()  # the checks that ran
+    integrity_seconds: float | None = None  # their cost in the child, beside the point's wall time
 
     # The first baseline's fields, as the flat JSON names them (``point.of_baseline``); None without one.
     @property
@@ -193,6 +202,7 @@ class PointResult:
         out = asdict(self)
         out.pop("baselines")
         out["warnings"] = list(self.warnings)
+        out["integrity"], out["integrity_checked"] = list(self.integrity), list(self.integrity_checked)
         out.update(self.first.to_dict() if self.first else dict.fromkeys(BASELINE_FIELDS))
         out["more_baselines"] = self.more_baselines
         return out
@@ -206,6 +216,8 @@ class PointResult:
         if "of_copy_peak" in data and "of_ceiling" not in data:
             out.update(of_ceiling=data["of_copy_peak"], mix="copy")
         out["warnings"] = tuple(data.get("warnings") or ())
+        out["integrity"] = tuple(data.get("integrity") or ())
+        out["integrity_checked"] = tuple(data.get("integrity_checked") or ())
         first = [BaselineResult.from_dict(data)] if data.get("baseline") else []
         more = [BaselineResult.from_dict(m) for m in data.get("more_baselines") or ()
                 if isinstance(m, dict) and m.get("baseline")]
@@ -300,7 +312,10 @@ def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: fl
     stable = stats.stable(summary, timing.stop or "", rel_stdev)
     if not stable:
         warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped by {timing.stop})")
+    warnings += [f"integrity: {flag}" for flag in timing.integrity]
     return replace(point, status="ok", summary=summary.to_dict(), stop=timing.stop, batch=timing.batch,
+                   integrity=timing.integrity, integrity_checked=timing.integrity_checked,
+                   integrity_seconds=timing.integrity_seconds,
                    timer=timing.timer, timer_note=timing.timer_note, cupti_hw_trace=timing.cupti_hw_trace,
                    event_summary=stats.summarize(list(timing.event_samples)).to_dict() if timing.event_samples else None,
                    stable=stable, flops_per_s=stats.throughput(resolved.flops, summary.median),
@@ -321,7 +336,7 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
     if got.status != "ok" or got.timing is None:
         why = "; ".join(got.failed_checks())
         return BaselineResult(base.stored(), name), [f"baseline {name} failed verification" + (f": {why}" if why else "")]
-    notes = []
+    notes = [f"baseline {name}: integrity: {flag}" for flag in got.timing.integrity]
     if got.timing.timer != point.timer:
         notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by {point.timer}")
     bsum = stats.summarize(list(got.timing.samples))
@@ -331,7 +346,7 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
         baseline_framework=got.baseline.framework if got.baseline else None, math_mode=got.math_mode,
         baseline_flops_per_s=stats.throughput(plan.resolved.flops, bsum.median),
         baseline_bytes_per_s=stats.throughput(plan.resolved.bytes, bsum.median),
-        of_baseline=bsum.median / summary.median), notes
+        of_baseline=bsum.median / summary.median, baseline_integrity=got.timing.integrity), notes
 
 
 # ------------------------------------------------------------------------------------ peak

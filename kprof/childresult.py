@@ -45,6 +45,9 @@ class Timing:
     kernels_per_call: int | None = None  # what one call launched (CUPTI)
     timer_note: str | None = None  # why the timer is not the one asked for
     cupti_hw_trace: bool | None = None
+    integrity: tuple[str, ...] = ()  # the benchmark-integrity flags (kprof.child.integrity), "kind: what was seen"
+    integrity_checked: tuple[str, ...] = ()  # the checks that ran (none: they were off)
+    integrity_seconds: float | None = None  # what they cost, in the child
 
 
 @dataclass(frozen=True)
@@ -141,10 +144,13 @@ def _timing(data: dict[str, Any]) -> Timing | None:
     if not isinstance(samples, list):
         return None
     hw = data.get("cupti_hw_trace")
+    integ = _dict(data.get("integrity"))
     return Timing(samples=_floats(samples), stop=_str(data.get("stop")), timer=_str(data.get("timer")) or "events",
                   event_samples=_floats(data.get("event_samples")), batch=_int(data.get("batch")),
                   host_seconds=_float(data.get("host_seconds")), kernels_per_call=_int(data.get("kernels_per_call")),
-                  timer_note=_opt_str(data.get("timer_note")), cupti_hw_trace=hw if isinstance(hw, bool) else None)
+                  timer_note=_opt_str(data.get("timer_note")), cupti_hw_trace=hw if isinstance(hw, bool) else None,
+                  integrity=_strs(integ.get("flags")), integrity_checked=_strs(integ.get("checked")),
+                  integrity_seconds=_float(data.get("integrity_seconds")))
 
 
 def _operation(data: dict[str, Any], role: str) -> Operation | None:
@@ -179,6 +185,10 @@ def _float(value: object) -> float | None:
 
 def _floats(value: object) -> tuple[float, ...]:
     return tuple(float(v) for v in value if isinstance(v, (int, float))) if isinstance(value, list) else ()
+
+
+def _strs(value: object) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
 def _dict(value: object) -> dict[str, Any]:

@@ -305,6 +305,9 @@ def _bench(sub: Any) -> None:
     p.add_argument("--max-time", type=_seconds, default=10.0, help="seconds of samples at most per point (default 10)")
     p.add_argument("--plot", metavar="FILE.png", help="throughput against the swept size or parameter (needs matplotlib)")
     p.add_argument("--no-history", action="store_true", help="do not record the results")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (exit 1) when a benchmark-integrity check flags the kernel or a baseline: work outside "
+                   "the timed window or on another stream, a result that does not follow its input, ... (docs/bench.md)")
     _common(p, arch="the GPU's", timeout=300.0, json_help="print versioned JSON")
 
 

@@ -459,6 +459,11 @@ def cmd_bench(opts: BenchOptions) -> int:
         return report.lost.exit_code
     if any(r.status == "error" for r in results):
         return EXIT_CUDA
+    flagged = [r for r in results if r.integrity or any(b.baseline_integrity for b in r.baselines)]
+    if opts.strict and flagged:
+        print(f"kprof: --strict: {len(flagged)} of {len(results)} points raised a benchmark-integrity flag (the "
+              "'integrity:' warnings above)", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_FAILED if any(r.status != "ok" for r in results) else EXIT_OK
 
 

@@ -127,6 +127,7 @@ class BenchOptions(_OnGpu):
     max_time: float
     plot: str | None
     no_history: bool
+    strict: bool  # a benchmark-integrity flag fails the command (exit 1), not only a warning
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -70,9 +70,10 @@ def scrubber(arch: str | None) -> tuple[str | None, str]:
 
 
 def timing_mode(mode: str, rule: StopRule, timer: str, arch: str | None, *,
-                library: str | None = None, cupti_hw_trace: bool = False) -> TimingMode:
+                library: str | None = None, cupti_hw_trace: bool = False, integrity: bool = True) -> TimingMode:
     """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for ``arch``."""
     return TimingMode(mode=mode, rule=rule, timer=timer, library=library, cupti_hw_trace=cupti_hw_trace,
+                      integrity=integrity,
                       spin_cubin=str(builtin("kprof_spin", arch).cubin),
                       flush_cubin=str(builtin("kprof_flush", arch).cubin))
 
@@ -273,11 +274,12 @@ def peak(refresh: bool = False, arch: str | None = None,
     parallel.map_jobs(lambda r: built(r, arch), list(wanted.values()), parallel.build_jobs(len(wanted)))
     parallel.map_jobs(lambda n: builtin(n, arch), ["kprof_spin", "kprof_flush"], 2)
     streams = [bench.StreamJob(kind, width, r.sizes["BLOCKS"],
-                               built(r, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch)), int(r.bytes or 0))
+                               built(r, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch,
+                                                                              integrity=False)), int(r.bytes or 0))
                for kind, width, r in configs]
     copy = built(wanted["kprof_copy", 0], arch)
-    memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY))
-    fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch))
+    memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY, integrity=False))
+    fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False))
     from kprof.results import history
 
     data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)),

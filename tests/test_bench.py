@@ -492,3 +492,42 @@ def test_a_point_is_frozen_and_its_json_is_flat_as_before():
     assert bench.PointResult.from_dict(bare.to_dict()) == bare
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.status = "error"  # type: ignore[misc]
+
+
+def test_integrity_flags_of_the_kernel_and_a_baseline_are_warnings_and_fields(monkeypatch):
+    """The child's flags: a warning line each (the baseline's named), the point's and the baseline's
+    JSON fields, read back equal; what was checked and what it cost travel with them."""
+    flagged = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
+               "integrity": {"flags": ["other-stream: 5 of 5 timed calls launched kernels on a stream other than ..."],
+                             "checked": ["kernels per call", "timer"]}, "integrity_seconds": 0.012}
+    cached = {"status": "ok", "samples": [1e-6] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
+              "integrity": {"flags": ["ignores-input: with new input values ..."], "checked": ["new inputs"]}}
+    answers = iter([flagged, cached])
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(next(answers)))
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
+    spec = catalog.load("vector_add")
+    job = job_for(spec, "k.cubin", {"N": 1024}, mode=mode)
+    plan = bench.PointPlan(pipeline.resolve(spec, {"N": 1024}), {}, job, ((Baseline("spec", "cheat", "cheat"), job),))
+    point = bench.run_point(plan, None, timeout=10)
+    assert point.integrity == ("other-stream: 5 of 5 timed calls launched kernels on a stream other than ...",)
+    assert point.integrity_checked == ("kernels per call", "timer") and point.integrity_seconds == 0.012
+    assert "integrity: other-stream: 5 of 5 timed calls launched kernels on a stream other than ..." in point.warnings
+    assert "baseline cheat: integrity: ignores-input: with new input values ..." in point.warnings
+    data = point.to_dict()
+    assert data["integrity"][0].startswith("other-stream") and data["baseline_integrity"][0].startswith("ignores-input")
+    assert bench.PointResult.from_dict(json.loads(json.dumps(data))) == point
+
+
+def test_bench_strict_fails_on_an_integrity_flag(monkeypatch, capsys):
+    """Without --strict a flag is a warning (exit 0); with it, exit 1 and one line that says why."""
+    from kprof import api, cli
+
+    point = bench.PointResult("vector_add", {"N": 1024}, {}, "cold", "ok", integrity=("timer: ...",))
+    report = api.BenchReport(points=[point], planned=1, run="r1", mode="cold", rule=bench.rule_from(0.005, 0.5, 1.0, 10),
+                             peak=None, machine={}, commit=None, recorded=False)
+    monkeypatch.setattr(api, "run_bench", lambda *a, **k: report)
+    assert cli.main(["bench", "vector_add", "--json"]) == 0
+    capsys.readouterr()
+    assert cli.main(["bench", "vector_add", "--json", "--strict"]) == 1
+    assert "--strict: 1 of 1 points raised a benchmark-integrity flag" in capsys.readouterr().err

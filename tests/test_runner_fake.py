@@ -455,9 +455,9 @@ def test_job_round_trips_through_json():
 
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
-    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 4"),
-    ('{"version": 4, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
-    ('{"version": 4, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 5"),
+    ('{"version": 5, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 5, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
 def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "job.json").write_text(text)
@@ -608,6 +608,13 @@ class _NumpyFramework:
 
     def copy_into(self, dst, src):
         dst[...] = np.asarray(src).reshape(dst.shape)
+
+    allocated: list = []  # every block alloc gave (the pool kprof poisons before a verified call)
+
+    def alloc(self, shape, dtype, like, zero=False):
+        block = (np.zeros if zero else np.empty)(shape, dtype=like.dtype)
+        self.allocated.append(block)
+        return block
 
 
 @pytest.fixture
@@ -864,3 +871,67 @@ def test_a_batch_runs_its_jobs_in_one_process_and_stops_after_an_error(fake, mon
     assert not pairs[2][1].exists()
     assert [line.split()[0] for line in (fake / "p.txt").read_text().splitlines()] == ["0", "1"]
     assert isinstance(jobs[0].mode, RunMode)
+
+
+# --------------------------------------------------------------------------- benchmark integrity
+
+_CHEATS = {
+    # a result replayed from a cache keyed on the input's address: right for the first inputs only
+    "ignores-input": "cache = {}\ndef op(a, b, N):\n    key = a.__array_interface__['data'][0]\n"
+                     "    if key not in cache:\n        cache[key] = a + b\n    return cache[key]\n",
+    # the input changed so that the next call has less to do
+    "changed-input": "def op(a, b, N):\n    out = a + b\n    b[:] = 0\n    return out\n",
+    # the output written once, by the first call, and left as it is after
+    "stale-output": "done = []\ndef op(a, b, c, N):\n    if not done:\n        c[:N] = a + b\n        done.append(1)\n",
+}
+
+
+@pytest.fixture
+def honest_clock(monkeypatch):
+    """Events that read 1 ns a call: the fake device's 0.25 ms would add up to more than the loop's
+    wall time, which the timer check flags (next test)."""
+    monkeypatch.setattr(FakeDevice, "elapsed_ms", lambda self, start, end: 1e-6)
+
+
+def test_a_timer_that_reads_more_than_the_host_clock_is_flagged(fake, monkeypatch):
+    """The fake device's events say 50 ms a call, in a loop that takes far less by the host's clock."""
+    monkeypatch.setattr(FakeDevice, "elapsed_ms", lambda self, start, end: 50.0)
+    data = run_job(fake, job_for("vector_add", {"N": 1000}, timing("cold")))
+    assert [f.split(":")[0] for f in data["integrity"]["flags"]] == ["timer"], data["integrity"]
+
+
+@pytest.mark.parametrize("kind", sorted(_CHEATS))
+def test_a_cheating_python_baseline_raises_its_integrity_flag(numpy_framework, honest_clock, kind):
+    """Each cheat passes the verdict of its first call, is timed, and raises the flag of what it does
+    in the two verified calls after the loop (or in the inputs it left); the honest one raises none."""
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, _CHEATS[kind]))
+    assert data["status"] == "ok" and data["checks"][0]["ok"], data.get("error") or data["checks"]
+    flags = data["integrity"]["flags"]
+    # a call that writes nothing ignores new inputs too
+    assert [f.split(":")[0] for f in flags] == ([kind, "ignores-input"] if kind == "stale-output" else [kind]), flags
+    assert "new inputs" in data["integrity"]["checked"] and data["integrity_seconds"] >= 0
+
+
+def test_an_honest_python_baseline_and_kernel_raise_no_flag(numpy_framework, fake, honest_clock):
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b, N):\n    return a + b\n"))
+    assert data["status"] == "ok" and data["integrity"]["flags"] == [], data["integrity"]
+    kernel = run_job(fake, job_for("vector_add", {"N": 1000}, timing("cold")))
+    assert kernel["status"] == "ok" and kernel["integrity"]["flags"] == [], kernel["integrity"]
+
+
+def test_a_kernel_that_changes_its_input_is_flagged(fake, monkeypatch, honest_clock):
+    def add_and_spoil(dev, args):
+        a, b, c, n = args
+        dev.view(c, np.float32)[:n] = dev.view(a, np.float32)[:n] + dev.view(b, np.float32)[:n]
+        dev.view(a, np.float32)[:n] = 0.0  # a is an input (role in)
+
+    monkeypatch.setitem(FakeDevice.emulations, "vector_add", add_and_spoil)
+    data = run_job(fake, job_for("vector_add", {"N": 1000}, timing("cold")))
+    flags = data["integrity"]["flags"]
+    assert any(f.startswith("changed-input: the timed calls changed a ") for f in flags), flags
+
+
+def test_kprof_peak_s_own_kernels_go_without_the_checks(fake):
+    job = job_for("vector_add", {"N": 1000}, timing("cold", integrity=False))
+    data = run_job(fake, job)
+    assert data["status"] == "ok" and "integrity" not in data

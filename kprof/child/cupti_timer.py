@@ -23,6 +23,7 @@ class KernelRecord:
     name: str
     start: int  # ns, GPU timestamps
     end: int
+    stream: int = 0  # CUPTI's stream id (benchmark integrity: work on another stream than the timed one)
 
     @property
     def ns(self) -> int:
@@ -62,7 +63,8 @@ class KernelClock:
         def completed(activities: Any) -> None:
             for act in activities:
                 if act.kind == cupti.ActivityKind.CONCURRENT_KERNEL:
-                    self._records.append(KernelRecord(str(act.name), int(act.start), int(act.end)))
+                    self._records.append(KernelRecord(str(act.name), int(act.start), int(act.end),
+                                                      int(getattr(act, "stream_id", 0) or 0)))
 
         cupti.activity_register_callbacks(requested, completed)
         cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)

@@ -275,12 +275,15 @@ def prepared(data: dict[str, Any]) -> bool:
 
 
 def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
-            what: str = "baseline") -> tuple[Callable[[], None], Callable[[], None]]:
+            what: str = "baseline") -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """(call, first) over ``ws``, the child's workspace: ``call`` runs the callable once on kprof's
     stream; ``first`` does the same and copies its result into kprof's output buffers, for the
     verification. A callable that takes an output buffer by name writes it in place, and its return
     value is not used. ``data`` gets the framework and the prepare time. ``what``: a baseline, or a
-    spec's Python operation."""
+    spec's Python operation. The third, ``poison_pool``, fills the framework's free memory of each
+    output's size with the poison just uploaded into kprof's outputs (benchmark integrity): a callable
+    that returns new, unwritten memory (``torch.empty``) still holding an earlier call's result then
+    returns the poison instead."""
     ref = pyref.Ref.from_stored(stored)
     fn = pyref.load(ref, what)
     fw = choose()
@@ -327,4 +330,27 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
 
         guarded(copy)
 
-    return (lambda: guarded(lambda: fn(**kwargs))), first
+    def poison_pool() -> None:
+        # A caching allocator hands out the block of the right size freed last: blocks poisoned and
+        # freed here are the ones a torch.empty in the next call gets.
+        def fill() -> None:
+            held: list[Any] = []
+            for name in outputs:
+                buf = next(b for b in ws.target.buffers if b.arg.name == name)
+                for _ in range(POISONED_BLOCKS):
+                    block = fw.alloc(tuple(buf.shape), buf.arg.dtype, tensors[name])
+                    fw.copy_into(block, tensors[name])
+                    held.append(block)
+            del held[:]
+
+        try:
+            with fw.on_stream(handle):  # kprof's own adapter code, not the user's: not guarded
+                fill()
+        except (UsageError, NotImplementedError):  # a framework kprof cannot allocate with: nothing to poison
+            return
+        ws.dev.stream_synchronize(stream)
+
+    return (lambda: guarded(lambda: fn(**kwargs))), first, poison_pool
+
+
+POISONED_BLOCKS = 4  # per output: more than a callable's few results of one size

@@ -26,13 +26,14 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
 
     stream = ws.dev.stream()
     ws.upload()
-    run_once, first = _routine(ws, mode, stream, result.data)
+    run_once, first, poison_pool = _routine(ws, mode, stream, result.data)
     if framework.prepared(result.data):  # uploaded again, so what its prepare wrote hides neither an
         ws.upload()  # unwritten output nor an in-place update
     # A wrong kernel is never timed.
     first()
     ws.dev.stream_synchronize(stream)
-    checks = ws.verify(ws.download())
+    expected = ws.expected() if mode.integrity else None  # kept for the stale-output check after the loop
+    checks = ws.verify(ws.download(), expected=expected)
     result.phase("verified", checks=checks)
     if not all(ch["ok"] for ch in checks):
         result.finish("failed")
@@ -51,18 +52,55 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
                  stop=stop, batch=sampler.batch, host_seconds=host_seconds,
                  kernels_per_call=counts[len(counts) // 2] if counts else None)
     sampler.close()  # before its kernel's module is unloaded
+    if mode.integrity:
+        _integrity(ws, stream, first, poison_pool, expected, sampler, samples, events.samples, host_seconds,
+                   clock is not None, result)
     result.finish("ok")
     return 0
+
+
+def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
+               sampler: Any,
+               samples: list[float], event_samples: list[float], host_seconds: float, cupti: bool,
+               result: Result) -> None:
+    """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then two
+    verified calls: outputs poisoned first, then new input values. Their flags and cost go in the result."""
+    from kprof.child import integrity
+
+    t0 = time.perf_counter()
+    flags = integrity.timer_flags(samples, host_seconds, sampler.batch)
+    calls = getattr(sampler, "calls", [])
+    if calls:
+        flags += integrity.kernel_flags(calls)
+        flags += integrity.window_flags(samples, event_samples)
+    flags += integrity.input_flags(ws.changed_inputs())
+    ws.upload()  # inputs as they were, outputs poisoned: the call must write its result itself
+    poison_pool()  # and a framework's free memory of the outputs' sizes too
+    first()
+    ws.dev.stream_synchronize(stream)
+    stale = [c["message"] for c in ws.verify(ws.download(), expected=expected) if not c["ok"]]
+    changed = ws.change_inputs()
+    ignores: list[str] = []
+    if changed:
+        ws.upload()
+        first()
+        ws.dev.stream_synchronize(stream)
+        ignores = [c["message"] for c in ws.verify(ws.download()) if not c["ok"]]
+    flags += integrity.reverify_flags(stale, ignores)
+    checked = {"kernels per call": bool(calls), "window": bool(calls), "timer": True, "inputs": True,
+               "poisoned outputs": True, "new inputs": bool(changed)}
+    result.phase("integrity", integrity=integrity.summary(flags, checked),
+                 integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=cupti)
 
 
 MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, timed by events (no kernel record)
 
 
 def _routine(ws: Workspace, mode: TimingMode, stream: Any,
-             data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None]]:
-    """(one launch, the first launch): the target's steps, a library routine on the target's
-    buffers (``mode.library``), or a Python baseline (``mode.python``, whose first call also copies its
-    result into the output buffers)."""
+             data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """(one launch, the first launch, what poisons a framework's free memory before a verified call):
+    the target's steps, a library routine on the target's buffers (``mode.library``), or a Python
+    baseline (``mode.python``, whose first call also copies its result into the output buffers)."""
     if mode.python is not None:
         from kprof.child import framework
 
@@ -72,7 +110,7 @@ def _routine(ws: Workspace, mode: TimingMode, stream: Any,
 
         return framework.routine(ws, ws.target.python, stream, data, what="operation")
     once = _library(ws, mode, stream)
-    return once, once
+    return once, once, lambda: None
 
 
 def _library(ws: Workspace, mode: TimingMode, stream: Any) -> Callable[[], None]:
@@ -202,6 +240,7 @@ class _SingleSampler:
         self.spin = dev.function(dev.load_module(Path(mode.spin_cubin).read_bytes()), "kprof_spin")
         self.flush: tuple[Any, tuple[int, int, int], list[tuple[str, int]]] | None = None
         self.kernels: list[int] = []  # kernels each timed call launched (CUPTI)
+        self.calls: list[list[Any]] = []  # each timed call's CUPTI records, kprof's spin and flush with them
         if mode.mode == "cold":
             flush_fn = dev.function(dev.load_module(Path(mode.flush_cubin).read_bytes()), "kprof_flush")
             words4 = 2 * info.l2_bytes // 16
@@ -228,6 +267,7 @@ class _SingleSampler:
             return seconds
         records = self.clock.take()
         self.kernels.append(len(cupti_timer.timed_records(records)))
+        self.calls.append(records)
         span = cupti_timer.span_seconds(records)
         if span is None:
             raise RuntimeError("CUPTI delivered no kernel record for a timed launch")

@@ -339,9 +339,42 @@ class Workspace:
         env = self._reference_env(set().union(*(reference.names(e) for e in exprs.values())))
         return {name: reference.evaluate(expr, env) for name, expr in exprs.items()}
 
-    def verify(self, got: Arrays, frontier: bool = False) -> list[dict[str, Any]]:
-        """One check per output against the reference (the verdict is :func:`kprof.child.verify.compare`)."""
-        expected = self.expected()
+    def changed_inputs(self) -> list[str]:
+        """The inputs (role ``in``) whose device contents differ from what was uploaded: a call that
+        changed what it should only read (benchmark integrity)."""
+        import numpy as np
+
+        changed = []
+        for buf in self.target.buffers:
+            if buf.arg.role != "in":
+                continue
+            got = np.empty(buf.shape, dtype=hostdata.numpy_dtype(buf.arg.dtype))
+            self.dev.download(self.pointers[buf.arg.name], got)
+            if (word := self._words.get(buf.arg.name)) is not None:
+                same = bool((got.reshape(-1).view(np.uint32) == np.uint32(word)).all())
+            else:
+                same = got.tobytes() == np.ascontiguousarray(self.input(buf.arg.name)).tobytes()
+            if not same:
+                changed.append(buf.arg.name)
+        return changed
+
+    def change_inputs(self) -> list[str]:
+        """New values for every generated input (another seed; an input of one value stays as it is),
+        uploaded by the next :meth:`upload`: the inputs of a call whose result must follow them."""
+        import numpy as np
+
+        rng = np.random.default_rng(self.target.seed + 1_000_003)
+        names = []
+        for buf in self.target.buffers:
+            if buf.arg.role in ("in", "inout") and buf.arg.name not in self._words:
+                self.inputs[buf.arg.name] = hostdata.make_input(buf, rng)
+                names.append(buf.arg.name)
+        return names
+
+    def verify(self, got: Arrays, frontier: bool = False, expected: Arrays | None = None) -> list[dict[str, Any]]:
+        """One check per output against the reference (the verdict is :func:`kprof.child.verify.compare`);
+        ``expected``: the reference already computed for these inputs."""
+        expected = self.expected() if expected is None else expected
         scales = self.scales()
         exprs = dict(self.target.scale)
         checks = []

@@ -1,0 +1,63 @@
+"""Benchmark integrity (kprof.child.integrity): the flags from the kernel records of timed calls, the
+events' and the host clock's readings, on records shaped as CUPTI's (kprof's spin kernel before each
+call, on the timed stream; stream ids as CUPTI numbers them)."""
+
+from __future__ import annotations
+
+from kprof.child import integrity
+from kprof.child.cupti_timer import KernelRecord
+
+TIMED = 13  # the stream kprof times on, as CUPTI numbers it
+
+
+def _call(*kernels: tuple[str, int], start: int = 0) -> list[KernelRecord]:
+    """kprof's flush and spin kernels, then the call's kernels (name, stream), 10 us each."""
+    out = [KernelRecord("kprof_flush", start, start + 5_000, TIMED), KernelRecord("kprof_spin", start + 5_000, start + 9_000, TIMED)]
+    t = start + 9_000
+    for name, stream in kernels:
+        out.append(KernelRecord(name, t, t + 10_000, stream))
+        t += 10_000
+    return out
+
+
+def test_honest_calls_raise_no_flag():
+    calls = [_call(("void at::native::vectorized_elementwise_kernel<4>", TIMED)) for _ in range(20)]
+    assert integrity.kernel_flags(calls) == []
+    assert integrity.window_flags([10e-6] * 20, [11e-6] * 20) == []
+    assert integrity.timer_flags([10e-6] * 20, host_seconds=0.05) == []
+
+
+def test_a_replayed_result_launches_no_kernel_on_most_calls():
+    calls = [_call(("add", TIMED))] + [_call() for _ in range(9)]
+    (flag,) = integrity.kernel_flags(calls)
+    assert flag.startswith("no-kernel: 9 of 10 timed calls launched no kernel while the others launched 1")
+
+
+def test_work_done_once_for_several_calls_varies_the_kernel_count():
+    calls = [_call(*[("add", TIMED)] * (8 if i % 8 == 0 else 1)) for i in range(16)]
+    (flag,) = integrity.kernel_flags(calls)
+    assert flag.startswith("varying-kernels: the timed calls launched 1 to 8 kernels each")
+
+
+def test_a_side_stream_launch_is_flagged_and_runs_outside_the_window():
+    calls = [_call(("add", 7)) for _ in range(5)]  # the callable's own stream, not kprof's
+    (flag,) = integrity.kernel_flags(calls)
+    assert flag.startswith("other-stream: 5 of 5 timed calls launched kernels on a stream other than the one kprof times")
+    # the events on kprof's stream read the launch only; CUPTI saw the kernel take 30 us
+    (window,) = integrity.window_flags([30e-6] * 5, [2e-6] * 5)
+    assert window.startswith("outside-window: in 5 of 5 timed calls")
+
+
+def test_a_timer_that_reads_more_than_the_loop_took_is_flagged():
+    (flag,) = integrity.timer_flags([1e-3] * 100, host_seconds=0.02)
+    assert flag.startswith("timer: the timed calls add up to 0.1 s in a loop of 0.02 s")
+    assert integrity.timer_flags([1e-5] * 100, host_seconds=0.02, batch=10) == []  # 10 launches a replayed graph: 0.01 s
+    assert integrity.timer_flags([1e-4] * 100, host_seconds=0.02, batch=10)  # 0.1 s of graphs in 0.02 s
+
+
+def test_the_verdict_flags_and_the_inputs():
+    assert integrity.input_flags(["b"])[0].startswith("changed-input: the timed calls changed b")
+    stale, ignores = integrity.reverify_flags(["c: 1,000 elements are NaN"], ["c: 12 of 1,000 elements exceed"])
+    assert stale.startswith("stale-output:") and "c: 1,000 elements are NaN" in stale
+    assert ignores.startswith("ignores-input:") and integrity.kinds([stale, ignores]) == ["stale-output", "ignores-input"]
+    assert integrity.reverify_flags([], []) == [] and integrity.input_flags([]) == []
