@@ -475,6 +475,37 @@ def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | N
 
 
 @dataclass(frozen=True)
+class BenchCasesReport:
+    """``kprof cases --bench``: the honest operation's integrity flags (none, or it is a false alarm) and
+    each cheat's (:mod:`kprof.benchcases`), all from one ``kprof bench`` run."""
+
+    honest: tuple[str, ...]
+    results: list[Any]  # kprof.benchcases.CheatResult
+    point: Any  # the bench point that timed them (kprof.bench.PointResult)
+
+    @property
+    def ok(self) -> bool:
+        return not self.honest and all(r.caught for r in self.results) and self.point.status == "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, "ok": self.ok, "honest_flags": list(self.honest), "status": self.point.status,
+                "cheats": [r.to_dict() for r in self.results], "point": self.point.to_dict()}
+
+
+def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time: float = 2.0) -> BenchCasesReport:
+    """The cheat corpus (``bench_cases/``): the honest operation timed with every cheat as its baseline in
+    one ``kprof bench`` run (not recorded in the history), each cheat caught or missed by its flags."""
+    from kprof import benchcases, catalog
+
+    corpus = benchcases.load(catalog.BENCH_CASES_DIR)
+    report = run_bench([str(corpus.spec)], baseline=",".join(c.name for c in corpus.cheats), timer="auto",
+                       max_time=max_time, arch=arch, timeout=timeout, history=False)
+    (point,) = report.points
+    honest, results = benchcases.judge(corpus, point)
+    return BenchCasesReport(honest, results, point)
+
+
+@dataclass(frozen=True)
 class MutantsReport:
     """``kprof mutants NAME``: each mutant of the spec's kernel and what the spec's verdict made of it
     (:mod:`kprof.mutants`); ``dry_run``: built and decided equivalent or not, none run."""

@@ -30,6 +30,7 @@ def _shipped(name: str) -> Path:
 KERNELS_DIR = _shipped("kernels")
 CASES_DIR = _shipped("sanitizer_cases")
 PERF_DIR = _shipped("perf_cases")
+BENCH_CASES_DIR = _shipped("bench_cases")  # the cheat corpus of kprof bench (kprof cases --bench)
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"  # kprof's own kernels, shipped in the package
 
 

@@ -208,6 +208,9 @@ def _cases(sub: Any) -> None:
     p.add_argument("--list", action="store_true", help="list the cases and what each expects (no GPU)")
     p.add_argument("--jobs", type=_count(1), default=None,
                    help="tool runs at once (default: what the GPU's free memory and the CPUs allow)")
+    p.add_argument("--bench", action="store_true",
+                   help="the cheat corpus of kprof bench (bench_cases/): each cheat timed beside the honest "
+                   "operation, caught or missed by the integrity checks (PyTorch and a GPU)")
     _common(p, arch="the GPU's", timeout=300.0)
 
 

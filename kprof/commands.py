@@ -266,6 +266,19 @@ def cmd_mutants(opts: MutantsOptions) -> int:
 def cmd_cases(opts: CasesOptions) -> int:
     from kprof import api, cases, catalog, parallel
 
+    if opts.bench:
+        if opts.names:
+            raise UsageError("kprof cases --bench runs the whole cheat corpus: name no case")
+        if opts.list:
+            from kprof import benchcases
+
+            rows = [{"name": c.name, "exploit": c.exploit, "catch": list(c.catch)}
+                    for c in benchcases.load(catalog.BENCH_CASES_DIR).cheats]
+            _emit_json(rows) if opts.json else print(render.bench_cases_list(rows))
+            return EXIT_OK
+        report = api.run_bench_cases(arch=opts.arch, timeout=opts.timeout)
+        _emit_json(report.to_json()) if opts.json else print(render.bench_cases_report(report))
+        return EXIT_OK if report.ok else EXIT_FAILED
     if opts.list:
         corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
         rows = [c.to_dict() for c in corpus]

@@ -76,6 +76,7 @@ class CasesOptions(_OnGpu):
     names: list[str]
     list: bool
     jobs: int | None
+    bench: bool  # the cheat corpus of kprof bench instead of the seeded bugs
 
 
 @dataclass(frozen=True, kw_only=True)

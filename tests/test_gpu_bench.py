@@ -60,3 +60,23 @@ def test_bench_warm_mode_times_single_launches(capsys):
     code = cli.main(["bench", "vector_add", "--size", "N=65536", "--warm", "--max-time", "1", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["mode"] == "warm" and data["points"][0]["batch"] == 1
+
+
+def test_every_cheat_of_the_bench_corpus_is_caught_and_the_honest_operation_is_not_flagged():
+    """kprof cases --bench: the seven cheats of bench_cases/ timed beside y = 2 x in one run."""
+    pytest.importorskip("torch")
+    from kprof import api
+
+    report = api.run_bench_cases(max_time=1.0)
+    missed = [(r.cheat.name, r.kinds) for r in report.results if not r.caught]
+    assert report.point.status == "ok", report.point.message
+    assert not report.honest and not missed, (report.honest, missed, report.point.warnings)
+
+
+def test_the_ladder_s_kernels_and_baselines_raise_no_integrity_flag(capsys):
+    """A spec's kernel against cuBLAS and against a PyTorch baseline: no flag, and the checks' cost said."""
+    code = cli.main(["bench", "tiled_matmul", "--size", "M,N,K=512", "--baseline", "cublas_sgemm", "--max-time", "0.5",
+                     "--json", "--strict"])
+    point = json.loads(capsys.readouterr().out)["points"][0]
+    assert code == 0 and point["integrity"] == [] and point["baseline_integrity"] == [], point["warnings"]
+    assert "poisoned outputs" in point["integrity_checked"] and point["integrity_seconds"] is not None

@@ -524,5 +524,22 @@ def mutants_report(report: Any) -> str:
     return "\n".join(out)
 
 
+def bench_cases_list(rows: list[dict[str, Any]]) -> str:
+    """``kprof cases --bench --list``: each cheat, its exploit, the flags that catch it."""
+    return table(["CHEAT", "EXPLOIT", "CAUGHT BY"], [(r["name"], _cut(r["exploit"], 70), ", ".join(r["catch"]))
+                                                      for r in rows], "lll")
+
+
+def bench_cases_report(report: Any) -> str:
+    """``kprof cases --bench``: caught or missed per cheat, by which flag, and the honest operation's flags."""
+    rows = [(r.cheat.name, "caught" if r.caught else "MISSED", ", ".join(r.kinds) or "none", _cut(r.cheat.exploit, 60))
+            for r in report.results]
+    caught = sum(r.caught for r in report.results)
+    honest = ("the honest operation: no flag" if not report.honest else
+              "the honest operation: FLAGGED (a false alarm): " + "; ".join(report.honest))
+    return "\n".join([table(["CHEAT", "RESULT", "FLAGS", "EXPLOIT"], rows, "llll"), "",
+                      f"{caught} of {len(report.results)} cheats caught; {honest}"])
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
