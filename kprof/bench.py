@@ -144,6 +144,7 @@ class PointResult:
     integrity: tuple[str, ...] = ()  # benchmark-integrity flags, "kind: what was seen" (kprof.child.integrity)
     integrity_checked: tuple[str, ...] = ()  # the checks that ran
     integrity_seconds: float | None = None  # their cost in the child, beside the point's wall time
+    wall_seconds: float | None = None  # the kernel's child from start to end, as the parent saw it (the checks' denominator)
 
     # The first baseline's fields, as the flat JSON names them (``point.of_baseline``); None without one.
     @property
@@ -238,12 +239,13 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
     point = PointResult(resolved.spec.name, resolved.sizes, plan.params, mode.mode, "error", flops=resolved.flops,
                         bytes=resolved.bytes)
     before = telemetry.snapshot()
+    t0 = time.perf_counter()
     try:
         data = time_job(plan.job, timeout)
     except TargetError as exc:
         return replace(point, message=str(exc))
     after = telemetry.snapshot()
-    point = replace(point, telemetry_before=before.to_dict() if before else None,
+    point = replace(point, wall_seconds=round(time.perf_counter() - t0, 4), telemetry_before=before.to_dict() if before else None,
                     telemetry_after=after.to_dict() if after else None,
                     warnings=tuple(telemetry.warnings(before, after)))
     if data.status == "failed" or data.timing is None:

@@ -32,6 +32,8 @@
 #            kprof peak on an empty cache (and --thorough), kprof cases
 #   mutants  kprof mutants over every kernel spec of kprof list (MUTANTS="NAME ..." for some): each spec's
 #            score and survivors as mutants-NAME.json (MUTANT_JOBS mutants at once, default 8)
+#   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
+#            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
 #            (XML and text for tests/data/programs) and the values detector on a program
 #   programs the example programs (examples/) under compute-sanitizer by hand and under kprof sanitize -- (the
@@ -345,6 +347,13 @@ if has speed; then
     step peak-thorough env KPROF_CACHE_DIR=$OUT/cold-cache $KPROF peak --refresh --thorough
     cp $OUT/cold-cache/peak-*.json "$LOGS/peak-thorough.json" 2>/dev/null; rm -rf "$OUT/cold-cache"
     step cases $KPROF cases
+fi
+if has integrity; then
+    step install-integrity python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
+    json integrity-corpus $KPROF cases --bench
+    json integrity-ladder $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online tiled_matmul --baseline auto --strict --no-history
+    json integrity-torch $KPROF bench rmsnorm_onepass softmax_online --baseline torch,torch.compile --strict --no-history
+    python3 scripts/integrity_cost.py "$LOGS/integrity-ladder.json" "$LOGS/integrity-torch.json" > "$LOGS/integrity-cost.md" 2>&1
 fi
 if has mutants; then
     # How strong each spec's verdict is (issue 34): every mutant of each kernel, its score and survivors.

@@ -531,3 +531,18 @@ def test_bench_strict_fails_on_an_integrity_flag(monkeypatch, capsys):
     capsys.readouterr()
     assert cli.main(["bench", "vector_add", "--json", "--strict"]) == 1
     assert "--strict: 1 of 1 points raised a benchmark-integrity flag" in capsys.readouterr().err
+
+
+def test_the_integrity_cost_table_is_the_checks_share_of_the_childs_wall_time(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "integrity_cost.py"
+    spec = importlib.util.spec_from_file_location("integrity_cost", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    point = bench.PointResult("vector_add", {"N": 1024}, {}, "cold", "ok", integrity_seconds=0.05, wall_seconds=2.0,
+                              integrity=("timer: ...",))
+    (tmp_path / "b.json").write_text(json.dumps({"points": [point.to_dict()]}))
+    assert mod.main([str(tmp_path / "b.json")]) == 0
+    assert "| vector_add N=1024 | ok | 0.05 | 2.0 | 2.5% | timer: ... |" in capsys.readouterr().out
