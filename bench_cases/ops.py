@@ -26,30 +26,30 @@ def _side():
     return _state["stream"]
 
 
-def side_stream(x):
-    """The work on a stream of its own, not waited for (but the first, verified call waits)."""
+def _off_the_timed_stream(x, name, spin_cycles=0):
+    """y = 2 x on a stream of its own, after ``spin_cycles`` of a GPU spin, not waited for; the first
+    call (the one kprof verifies) waits, so the cheat passes its verdict."""
     s = _side()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
+        if spin_cycles:
+            torch.cuda._sleep(spin_cycles)
         y = x * 2
-    _state["side_calls"] = _state.get("side_calls", 0) + 1
-    if _state["side_calls"] == 1:
+    _state[name] = _state.get(name, 0) + 1
+    if _state[name] == 1:
         torch.cuda.current_stream().wait_stream(s)
     return y
+
+
+def side_stream(x):
+    """The work on a stream of its own, not waited for."""
+    return _off_the_timed_stream(x, "side_calls")
 
 
 def deferred(x):
     """The work held back on a side stream behind a spin of about 50 us, so it runs after the timed
-    window closes (the first, verified call waits for it)."""
-    s = _side()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        torch.cuda._sleep(100_000)
-        y = x * 2
-    _state["deferred_calls"] = _state.get("deferred_calls", 0) + 1
-    if _state["deferred_calls"] == 1:
-        torch.cuda.current_stream().wait_stream(s)
-    return y
+    window closes."""
+    return _off_the_timed_stream(x, "deferred_calls", spin_cycles=100_000)
 
 
 def shrink_input(x):

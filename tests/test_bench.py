@@ -318,19 +318,24 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
     assert not any("--timer events" in w for w in small.warnings)
 
 
+def _point_with_one_baseline(monkeypatch, answers, name):
+    """vector_add at N=1024 against one baseline spec ``name``, the children's answers given in order."""
+    given = iter(answers)
+    monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(next(given)))
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
+    spec = catalog.load("vector_add")
+    job = job_for(spec, "k.cubin", {"N": 1024}, mode=mode)
+    plan = bench.PointPlan(pipeline.resolve(spec, {"N": 1024}), {}, job, ((Baseline("spec", name, name), job),))
+    return bench.run_point(plan, None, timeout=10)
+
+
 def test_a_baseline_that_fails_verification_says_why(monkeypatch):
     """A baseline whose output is wrong is not timed, and the warning carries the verdict's message."""
     ok = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "events"}
     bad = {"status": "failed-verification", "checks": [
         {"ok": True, "message": "fine"}, {"ok": False, "message": "3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|"}]}
-    answers = iter([ok, bad])
-    monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(next(answers)))
-    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
-    mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
-    spec = catalog.load("vector_add")
-    job = job_for(spec, "k.cubin", {"N": 1024}, mode=mode)
-    plan = bench.PointPlan(pipeline.resolve(spec, {"N": 1024}), {}, job, ((Baseline("spec", "other", "other"), job),))
-    point = bench.run_point(plan, None, timeout=10)
+    point = _point_with_one_baseline(monkeypatch, [ok, bad], "other")
     assert point.status == "ok" and point.of_baseline is None
     assert "baseline other failed verification: 3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|" in point.warnings
 
@@ -502,14 +507,7 @@ def test_integrity_flags_of_the_kernel_and_a_baseline_are_warnings_and_fields(mo
                              "checked": ["kernels per call", "timer"]}, "integrity_seconds": 0.012}
     cached = {"status": "ok", "samples": [1e-6] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
               "integrity": {"flags": ["ignores-input: with new input values ..."], "checked": ["new inputs"]}}
-    answers = iter([flagged, cached])
-    monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(next(answers)))
-    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
-    mode = TimingMode("cold", bench.rule_from(0.005, 0.5, 1.0, 10), "spin.cubin", "flush.cubin")
-    spec = catalog.load("vector_add")
-    job = job_for(spec, "k.cubin", {"N": 1024}, mode=mode)
-    plan = bench.PointPlan(pipeline.resolve(spec, {"N": 1024}), {}, job, ((Baseline("spec", "cheat", "cheat"), job),))
-    point = bench.run_point(plan, None, timeout=10)
+    point = _point_with_one_baseline(monkeypatch, [flagged, cached], "cheat")
     assert point.integrity == ("other-stream: 5 of 5 timed calls launched kernels on a stream other than ...",)
     assert point.integrity_checked == ("kernels per call", "timer") and point.integrity_seconds == 0.012
     assert "integrity: other-stream: 5 of 5 timed calls launched kernels on a stream other than ..." in point.warnings
