@@ -14,8 +14,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
@@ -70,12 +71,38 @@ def build_jobs(count: int) -> int:
 
 
 def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
-    """``[fn(x) for x in items]``, ``jobs`` at a time, in order."""
+    """``[fn(x) for x in items]``, ``jobs`` at a time, in order. The children started meanwhile share
+    the host's threads (:func:`shared_threads`)."""
     items = list(items)
     if jobs <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with shared_threads(min(jobs, len(items))), ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(fn, items))
+
+
+# What a child's host work may thread over: NumPy's BLAS (a float64 reference) and kprof's verdict.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "KPROF_VERDICT_THREADS")
+_env_lock = threading.Lock()
+
+
+@contextmanager
+def shared_threads(children: int) -> Iterator[None]:
+    """While ``children`` children run at once, each may use the host's CPUs over ``children``
+    threads: the variables of THREAD_VARIABLES the user did not set are set for the children started
+    meanwhile, and unset after. Otherwise each child of ``kprof mutants --jobs 12`` would start a BLAS
+    thread per core."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = str(max(1, cpus // max(1, children)))
+    with _env_lock:
+        added = [name for name in THREAD_VARIABLES if name not in os.environ]
+        for name in added:
+            os.environ[name] = share
+    try:
+        yield
+    finally:
+        with _env_lock:
+            for name in added:
+                os.environ.pop(name, None)
 
 
 class Progress:

@@ -199,3 +199,20 @@ def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
     assert [r.case.name for r in results] == ["off_by_one", "global_race"] and not any(r.ok for r in results)
     (steps,) = made
     assert steps.closed and len(steps.lines) == steps.total and steps.lines[-1].startswith("values values (2)")
+
+
+def test_children_run_side_by_side_share_the_hosts_threads(monkeypatch):
+    """kprof's children at once (mutants, cases, the tools of one run) each get the CPUs over their
+    number for BLAS and the verdict, unless the user set it; the variables go after."""
+    import os
+
+    from kprof import parallel
+
+    for name in parallel.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    seen = parallel.map_jobs(lambda i: (os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS")),
+                             range(8), 4)
+    assert seen == [("4", "3")] * 8
+    assert "OPENBLAS_NUM_THREADS" not in os.environ and os.environ["OMP_NUM_THREADS"] == "3"
