@@ -60,12 +60,12 @@ def batch_argv(manifest: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.child.runner", "--batch", str(manifest)]
 
 
-def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT,
-              wrapper: list[str] | None = None) -> tuple[proc.Completed, list[ChildResult]]:
+def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None,
+              keep_context: bool = False) -> tuple[proc.Completed, list[ChildResult]]:
     """Run several jobs in one child, one after the other (kprof.child.runner.batch), each held to
     ``timeout`` of its own: the child, its start and every job that came back. A job the child
     never reached, or did not finish, has an empty or unfinished result; the caller runs it again
-    alone."""
+    alone. ``keep_context``: one CUDA context for the batch (only where no tool wraps the child)."""
     import time
 
     with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
@@ -76,7 +76,10 @@ def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT,
         progress = folder / "progress.txt"
         progress.write_text("")
         manifest = folder / "batch.json"
-        manifest.write_text(json.dumps({"jobs": [[str(a), str(b)] for a, b in pairs], "progress": str(progress)}))
+        plan: dict[str, object] = {"jobs": [[str(a), str(b)] for a, b in pairs], "progress": str(progress)}
+        if keep_context and not wrapper and jobs:
+            plan["keep_context"] = jobs[0].target.device
+        manifest.write_text(json.dumps(plan))
 
         def too_long() -> bool:
             """The job now running started more than ``timeout`` ago (the child's start counts as
@@ -106,7 +109,7 @@ def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[Ru
     order: the same as :func:`run_kernel` of each, without a child start per job. A job the child did
     not finish (a fault broke its context, it hung, the child died) runs again alone, so its error is
     :func:`run_kernel`'s; the jobs after it too."""
-    _, datas = run_batch(jobs, timeout=timeout)
+    _, datas = run_batch(jobs, timeout=timeout, keep_context=True)
     out = []
     for job, data in zip(jobs, datas):
         if data.judged:

@@ -138,7 +138,7 @@ def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did
     jobs = _jobs(3, tmp_path)
     datas = [{**_ok(), "sizes": {"N": 100}, "checks": [{"name": "C", "ok": True}]}, {},
              {"status": "failed", "phase": "done", "job_seconds": 0.2, "sizes": {"N": 102}, "checks": [{"ok": False}]}]
-    monkeypatch.setattr(launch, "run_batch", lambda js, timeout: (_done(), [child(d) for d in datas]))
+    monkeypatch.setattr(launch, "run_batch", lambda js, timeout, keep_context=False: (_done(), [child(d) for d in datas]))
     alone = []
 
     def run_alone(job, *, timeout):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import struct
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -871,6 +872,56 @@ def test_a_batch_runs_its_jobs_in_one_process_and_stops_after_an_error(fake, mon
     assert not pairs[2][1].exists()
     assert [line.split()[0] for line in (fake / "p.txt").read_text().splitlines()] == ["0", "1"]
     assert isinstance(jobs[0].mode, RunMode)
+
+
+@pytest.mark.parametrize("keep", [0, None])
+def test_a_verification_batch_holds_one_context_for_all_its_jobs(fake, monkeypatch, keep):
+    """"keep_context": the GPU's primary context held once around every job (each job's Device retains
+    and releases it; without the hold the last release would destroy it, and the next job make it
+    again); a batch without it (a tool's) holds nothing."""
+    import json as json_mod
+    from contextlib import contextmanager
+
+    import kprof.child.device
+
+    events = []
+
+    @contextmanager
+    def held(ordinal):
+        events.append(("hold", ordinal))
+        yield
+        events.append(("release", ordinal))
+
+    monkeypatch.setattr(kprof.child.device, "primary_context_held", held)
+    real_close = FakeDevice.close
+    monkeypatch.setattr(FakeDevice, "close", lambda self: (events.append(("job",)), real_close(self)))
+    pairs = [(fake / f"job-{i}.json", fake / f"result-{i}.json") for i in range(3)]
+    for path, _ in pairs:
+        path.write_text(job_for("vector_add", {"N": 100}).to_json())
+    plan = {"jobs": [[str(a), str(b)] for a, b in pairs], "progress": str(fake / "p.txt")}
+    if keep is not None:
+        plan["keep_context"] = keep
+    (fake / "batch.json").write_text(json_mod.dumps(plan))
+    assert runner.main(["--batch", str(fake / "batch.json")]) == 0
+    jobs = [("job",)] * 3
+    assert events == ([("hold", 0), *jobs, ("release", 0)] if keep is not None else jobs)
+
+
+def test_run_kernels_asks_for_one_context_and_a_tool_s_batch_does_not(monkeypatch):
+    from kprof import launch
+
+    plans = []
+
+    def fake_run(argv, **kw):
+        plans.append(json.loads(Path(argv[-1]).read_text()))
+        return SimpleNamespace(code=0, stdout="", stderr="", timed_out=False, seconds=0.1)
+
+    monkeypatch.setattr(launch.proc, "run", fake_run)
+    job = job_for("vector_add", {"N": 100})
+    launch.run_batch([job, job], keep_context=True)
+    launch.run_batch([job, job], keep_context=True, wrapper=["compute-sanitizer"])
+    launch.run_batch([job, job])
+    assert [p.get("keep_context") for p in plans] == [0, None, None]
 
 
 # --------------------------------------------------------------------------- benchmark integrity

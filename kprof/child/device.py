@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +171,27 @@ def launch_packed(func: Any, grid: Sequence[int], block: Sequence[int], shared_m
 
 
 _LAUNCH: Any = None  # cuda.bindings' cuLaunchKernel, looked up once
+
+
+@contextmanager
+def primary_context_held(ordinal: int) -> Iterator[None]:
+    """The GPU's primary context kept alive for the block: a batch of jobs in one child (each job's
+    :class:`Device` retains and releases it) then creates it once, not once a job, which the last
+    release would destroy. Where there is no GPU the block runs as it is (each job says why)."""
+    held: tuple[Any, Any] | None = None
+    try:
+        init()
+        drv = _driver()
+        handle = check("cuDeviceGet", drv.cuDeviceGet(ordinal))
+        check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(handle))
+        held = (drv, handle)
+    except (CudaError, NoGPUError):
+        held = None
+    try:
+        yield
+    finally:
+        if held is not None:
+            held[0].cuDevicePrimaryCtxRelease(held[1])
 
 
 class Device:

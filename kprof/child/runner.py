@@ -66,17 +66,24 @@ def batch(manifest: Path) -> int:
     ``{"jobs": [[JOB.json, RESULT.json], ...], "progress": FILE}``. Before each job a line ``INDEX
     MONOTONIC-SECONDS`` goes to the progress file, so the parent can hold each job to its own time
     limit. The batch stops after a job that ends in an error (a broken context fails every job
-    after it): the parent runs the rest alone."""
+    after it): the parent runs the rest alone. ``"keep_context": DEVICE`` holds that GPU's primary
+    context for the whole batch (a verification's sizes: one context, not one a size); no tool's batch
+    asks for it, so a sanitizer still sees each job's context end."""
     import json
     import time
+    from contextlib import nullcontext
+
+    from kprof.child.device import primary_context_held
 
     plan = json.loads(manifest.read_text())
     progress = Path(plan["progress"])
-    for i, (job_path, result_path) in enumerate(plan["jobs"]):
-        with progress.open("a") as out:
-            out.write(f"{i} {time.monotonic():.3f}\n")
-        if run_one(Path(job_path), Path(result_path), timed=True) == 3:
-            return 3
+    keep = plan.get("keep_context")
+    with primary_context_held(keep) if isinstance(keep, int) and not isinstance(keep, bool) else nullcontext():
+        for i, (job_path, result_path) in enumerate(plan["jobs"]):
+            with progress.open("a") as out:
+                out.write(f"{i} {time.monotonic():.3f}\n")
+            if run_one(Path(job_path), Path(result_path), timed=True) == 3:
+                return 3
     return 0
 
 
