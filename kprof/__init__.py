@@ -3,7 +3,8 @@
 Importing kprof loads no CUDA, nvtx or NumPy module: those are imported where a command needs
 them, so ``import kprof`` and ``kprof --help`` work on any machine. The Python API is
 ``kprof.run()``, ``kprof.run_bench()``, ``kprof.sanitize()``, ``kprof.sanitize_tests()`` (a pytest suite), ``kprof.run_cases()``
-(the seeded-bug corpus), ``kprof.profile()``,
+(the seeded-bug corpus), ``kprof.run_bench_cases()`` (the cheat corpus), ``kprof.run_mutants()`` (a spec's mutation
+score), ``kprof.profile()``,
 ``kprof.load()`` (a kernel as an operation on PyTorch or CuPy arrays) and ``kprof.range()``
 (:mod:`kprof.api`, :mod:`kprof.op`, :mod:`kprof.annotate`), loaded on first use.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from kprof.version import __version__
 
 __all__ = ["BenchReport", "RunReport", "SanitizeReport", "__version__", "load", "prestart_tests", "profile", "range", "run",
-           "run_bench", "run_cases", "sanitize", "sanitize_tests"]
+           "run_bench", "run_bench_cases", "run_cases", "run_mutants", "sanitize", "sanitize_tests"]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,8 +24,8 @@ def __getattr__(name: str) -> Any:
         from kprof.annotate import range as range_
 
         return range_
-    if name in ("run", "run_bench", "run_cases", "sanitize", "sanitize_tests", "prestart_tests", "profile", "load",
-                "BenchReport", "RunReport", "SanitizeReport"):
+    if name in ("run", "run_bench", "run_bench_cases", "run_cases", "run_mutants", "sanitize", "sanitize_tests",
+                "prestart_tests", "profile", "load", "BenchReport", "RunReport", "SanitizeReport"):
         from kprof import api
 
         return getattr(api, name)
