@@ -638,13 +638,21 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
     from kprof.job import RunMode
     from kprof.tools import compute_sanitizer as san
 
+    jobs = [pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes]
+    # The small sizes first, in one child: most mutants die there, and a 4096^3 matmul's float64
+    # reference (seconds of host time each) is then computed only for those that pass them.
+    small = [i for i, j in enumerate(jobs) if j.target.total_bytes <= mutants.SMALL_BYTES] or list(range(len(jobs)))
+    runs: dict[int, Any] = {}
     try:
-        runs = launch.run_kernels([pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
-                                  timeout=timeout)
+        for part in (small, [i for i in range(len(jobs)) if i not in small]):
+            if part:
+                runs.update(zip(part, launch.run_kernels([jobs[i] for i in part], timeout=timeout)))
+                if not all(runs[i].ok for i in part):
+                    break
     except TargetError as exc:
         return mutants.MutantResult(m, "killed", f"its run failed: {str(exc).splitlines()[0][:300]}", "verdict")
-    verdict, why = mutants.judge([(label, r.ok, "; ".join(c["message"] for c in r.checks if not c["ok"]))
-                                  for label, r in zip(labels, runs)])
+    verdict, why = mutants.judge([(labels[i], runs[i].ok, "; ".join(c["message"] for c in runs[i].checks if not c["ok"]))
+                                  for i in sorted(runs)])
     if verdict == "killed":
         return mutants.MutantResult(m, verdict, why, "verdict")
     job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
@@ -660,7 +668,8 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
             return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool)
         if found.status == "clean":
             clean.append(tool)
-    if tools and len(clean) == len(tools) and mutants.same_results(original, [mutants.fingerprint(r.checks) for r in runs]):
+    if tools and len(clean) == len(tools) and mutants.same_results(original, [mutants.fingerprint(runs[i].checks)
+                                                                              for i in sorted(runs)]):
         return mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
                                     f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
                                     "defines that reach it), or the mutant is equivalent (read its diff)", "same results")

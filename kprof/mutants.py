@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
+SMALL_BYTES = 64 * 2**20  # a mutant's sizes of at most this many bytes of buffers run first, the others only if it passes them
 MAX_MUTANTS = 60  # per kernel: the first of each operator's places first, so every operator is tried
 
 

@@ -116,10 +116,13 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
             return "survivor"
         return "wrong"
 
+    big = []  # the kinds that ran the 4096^3 check
+
     def run_kernels(jobs, timeout):
         if jobs[0].target.name.endswith("__m1"):
             raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_ILLEGAL_ADDRESS")
         k = kind(jobs[0])
+        big.extend(k for job in jobs if job.target.sizes.get("M") == 4096)
         return [_fake_result(job, k != "wrong", 2e-7 if k == "survivor" else 1e-7) for job in jobs]
 
     tool_runs = []
@@ -136,6 +139,7 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     monkeypatch.setattr(san, "run_all", run_all)
     report = api.run_mutants("tiled_matmul", jobs=3)
     assert report.tools == ("memcheck", "racecheck", "values", "synccheck")  # initcheck is not clean on the original
+    assert "wrong" not in big and {"original", "same", "survivor"} <= set(big)  # killed at the small sizes, never run large
     got = {r.mutant.id: (r.verdict, r.by) for r in report.results}
     assert got["M1"] == ("killed", "verdict") and "ILLEGAL_ADDRESS" in report.results[0].why
     by_kind = {}
