@@ -52,40 +52,33 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-// One slice (kt) of A (BM x BK) and of B (BK x BN) into stage buffers As, Bs.
+// A ROWS x COLS tile at (r0, c0) of a row-major rows x cols matrix into dst (rows LD elements apart):
+// 16-byte chunks, each a cp.async (zero-filled past the matrix) with ``vec``, else 8 elements one by one.
+template <int ROWS, int COLS, int LD>
+__device__ __forceinline__ void load_tile(unsigned short* dst, const unsigned short* src, int rows, int cols, int r0,
+                                          int c0, bool vec) {
+#pragma unroll
+    for (int c = threadIdx.x; c < ROWS * COLS / 8; c += THREADS) {
+        const int r = c / (COLS / 8), cc = (c % (COLS / 8)) * 8;
+        const int row = r0 + r, col = c0 + cc;
+        unsigned short* d = dst + r * LD + cc;
+        if (vec) {
+            const bool in = row < rows && col < cols;
+            cp_async16(d, in ? src + (size_t)row * cols + col : src, in);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                d[e] = (row < rows && col + e < cols) ? src[(size_t)row * cols + col + e] : (unsigned short)0;
+        }
+    }
+}
+
+// Slice kt of A (BM x BK) and of B (BK x BN) into the stage buffers As, Bs.
 __device__ __forceinline__ void load_slice(unsigned short* As, unsigned short* Bs, const unsigned short* A,
                                            const unsigned short* B, int M, int N, int K, int bm, int bn, int kt,
                                            bool vec) {
-    const int tid = threadIdx.x;
-    const int k0 = kt * BK;
-#pragma unroll
-    for (int c = tid; c < BM * BK / 8; c += THREADS) {  // A: BK / 8 chunks a row
-        const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
-        const int row = bm + r, k = k0 + kc;
-        unsigned short* dst = As + r * APAD + kc;
-        if (vec) {
-            const bool in = row < M && k < K;
-            cp_async16(dst, in ? A + (size_t)row * K + k : A, in);
-        } else {
-#pragma unroll
-            for (int e = 0; e < 8; ++e)
-                dst[e] = (row < M && k + e < K) ? A[(size_t)row * K + k + e] : (unsigned short)0;
-        }
-    }
-#pragma unroll
-    for (int c = tid; c < BK * BN / 8; c += THREADS) {  // B: BN / 8 chunks a row
-        const int r = c / (BN / 8), nc = (c % (BN / 8)) * 8;
-        const int k = k0 + r, col = bn + nc;
-        unsigned short* dst = Bs + r * BPAD + nc;
-        if (vec) {
-            const bool in = k < K && col < N;
-            cp_async16(dst, in ? B + (size_t)k * N + col : B, in);
-        } else {
-#pragma unroll
-            for (int e = 0; e < 8; ++e)
-                dst[e] = (k < K && col + e < N) ? B[(size_t)k * N + col + e] : (unsigned short)0;
-        }
-    }
+    load_tile<BM, BK, APAD>(As, A, M, K, bm, kt * BK, vec);
+    load_tile<BK, BN, BPAD>(Bs, B, K, N, kt * BK, bn, vec);
 }
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const unsigned short* p) {

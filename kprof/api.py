@@ -569,9 +569,10 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
         if timeout is None:
             per_mutant = max(20.0, 4 * (time.monotonic() - t0))
         fingerprints = [mutants.fingerprint(r.checks) for r in ok]
-        tools = _tools_clean_on(spec, arch, per_mutant)
+        scrub = pipeline.scrubber(arch)[0]  # the values detector's, built once for the original and every mutant
+        tools = _tools_clean_on(spec, arch, per_mutant, scrub)
     else:
-        fingerprints, tools = [], ()
+        fingerprints, tools, scrub = [], (), None
     width = parallel.jobs_for(len(made), jobs, parallel.RUNNER_GPU_BYTES)
     steps = progress(len(made)) if progress is not None else None
     original_cubin = original.cubin.read_bytes()
@@ -595,7 +596,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
                 elif dry_run:
                     out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
                 else:
-                    out = _judge_mutant(m, other, sizes, labels, arch, per_mutant, fingerprints, tools)
+                    out = _judge_mutant(m, other, sizes, labels, arch, per_mutant, fingerprints, tools, scrub)
             if steps is not None:
                 steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {time.monotonic() - t0:.1f} s")
             return out
@@ -608,7 +609,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, tools)
 
 
-def _tools_clean_on(spec: Any, arch: str | None, timeout: float) -> tuple[str, ...]:
+def _tools_clean_on(spec: Any, arch: str | None, timeout: float, scrub: str | None) -> tuple[str, ...]:
     """The tools of :data:`kprof.mutants.TOOLS` under which the spec's own kernel is clean at its
     sanitize size, side by side: only a tool that passes the original may kill a mutant."""
     from kprof import mutants, parallel, pipeline
@@ -616,7 +617,6 @@ def _tools_clean_on(spec: Any, arch: str | None, timeout: float) -> tuple[str, .
     from kprof.tools import compute_sanitizer as san
 
     job = pipeline.prepare(spec, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
-    scrub = pipeline.scrubber(arch)[0]
 
     def one(tool: str) -> Any:
         return san.run_all(job, [tool], scrub_cubin=scrub if tool == "values" else None, timeout=timeout)[0]
@@ -626,7 +626,7 @@ def _tools_clean_on(spec: Any, arch: str | None, timeout: float) -> tuple[str, .
 
 
 def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], labels: list[str], arch: str | None,
-                  timeout: float, original: list[tuple[object, ...]], tools: tuple[str, ...]) -> Any:
+                  timeout: float, original: list[tuple[object, ...]], tools: tuple[str, ...], scrub: str | None) -> Any:
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
     failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
     passed then goes under kprof's tools at the sanitize size (``tools``: those of :data:`kprof.mutants.TOOLS`
@@ -658,8 +658,7 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
     job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
     clean = []
     for tool in tools:
-        scrub = pipeline.scrubber(arch)[0] if tool == "values" else None
-        (found,) = san.run_all(job, [tool], scrub_cubin=scrub, timeout=timeout)
+        (found,) = san.run_all(job, [tool], scrub_cubin=scrub if tool == "values" else None, timeout=timeout)
         if found.findings:
             f = found.findings[0]
             return mutants.MutantResult(m, "killed", f"the verdict passed it; {tool}: {f.kind} at line {f.line} "

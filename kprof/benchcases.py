@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs
+from kprof.child import integrity
 from kprof.errors import SpecError
 
 MAX_BYTES = 64 * 1024
@@ -42,7 +43,7 @@ class CheatResult:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        return tuple(f.split(":", 1)[0] for f in self.flags) + (("verdict",) if self.failed_verdict else ())
+        return tuple(integrity.kinds(self.flags)) + (("verdict",) if self.failed_verdict else ())
 
     @property
     def caught(self) -> bool:

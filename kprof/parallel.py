@@ -58,7 +58,7 @@ def scan_threads(chunks: int) -> int:
     (``KPROF_VERDICT_THREADS`` overrides; 1 does one chunk at a time)."""
     wanted = os.environ.get("KPROF_VERDICT_THREADS", "")
     cap = int(wanted) if wanted.isdigit() and int(wanted) > 0 else SCAN_THREADS
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = host_cpus()
     return max(1, min(cap, cpus, chunks))
 
 
@@ -80,6 +80,16 @@ def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
         return list(pool.map(fn, items))
 
 
+def host_cpus() -> int:
+    """The CPUs this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def threads_each(children: int) -> int:
+    """Host threads for each of ``children`` processes at once: the CPUs over their number, at least 1."""
+    return max(1, host_cpus() // max(1, children))
+
+
 # What a child's host work may thread over: NumPy's BLAS (a float64 reference) and kprof's verdict.
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "KPROF_VERDICT_THREADS")
 _env_lock = threading.Lock()
@@ -91,8 +101,7 @@ def shared_threads(children: int) -> Iterator[None]:
     threads: the variables of THREAD_VARIABLES the user did not set are set for the children started
     meanwhile, and unset after. Otherwise each child of ``kprof mutants --jobs 12`` would start a BLAS
     thread per core."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    share = str(max(1, cpus // max(1, children)))
+    share = str(threads_each(children))
     with _env_lock:
         added = [name for name in THREAD_VARIABLES if name not in os.environ]
         for name in added:

@@ -26,22 +26,20 @@ def pytest_configure(config):
     _share_the_cpus()
 
 
-# Host threads each pytest-xdist worker and its children may use: the float64 references (NumPy's BLAS,
-# a 4096^3 matmul's) and kprof's verdict threads. Unset, each child of each of 12 workers may start a
-# thread per core of the host (16 on the H200's): at 7384478 the verifications at the default sizes
-# took 20 to 48 s each with the CPUs 57% busy on average; whether sharing them shortens that is not
-# yet measured. What a user or CI sets wins.
-THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "KPROF_VERDICT_THREADS")
-
-
 def _share_the_cpus() -> None:
+    """Host threads each pytest-xdist worker and its children may use (the variables of
+    kprof.parallel.THREAD_VARIABLES: NumPy's BLAS for the float64 references, kprof's verdict), as
+    kprof itself shares them between children it runs at once: unset, each child of each of 12 workers
+    may start a thread per core of the host (16 on the H200's; at 7384478 the verifications at the
+    default sizes took 20 to 48 s each with the CPUs 57% busy on average; whether sharing them
+    shortens that is not yet measured). What a user or CI sets wins."""
+    from kprof import parallel
+
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
     if workers <= 1:
         return
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    share = str(max(1, cpus // workers))
-    for name in THREAD_VARIABLES:
-        os.environ.setdefault(name, share)
+    for name in parallel.THREAD_VARIABLES:
+        os.environ.setdefault(name, str(parallel.threads_each(workers)))
 
 
 def pytest_addoption(parser):

@@ -334,14 +334,13 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
         # A caching allocator hands out the block of the right size freed last: blocks poisoned and
         # freed here are the ones a torch.empty in the next call gets.
         def fill() -> None:
-            held: list[Any] = []
+            held: list[Any] = []  # all held at once, so each is its own block; freed on return
             for name in outputs:
                 buf = next(b for b in ws.target.buffers if b.arg.name == name)
                 for _ in range(POISONED_BLOCKS):
                     block = fw.alloc(tuple(buf.shape), buf.arg.dtype, tensors[name])
                     fw.copy_into(block, tensors[name])
                     held.append(block)
-            del held[:]
 
         try:
             with fw.on_stream(handle):  # kprof's own adapter code, not the user's: not guarded
