@@ -27,7 +27,7 @@ from kprof.errors import JobError
 from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
 from kprof.stats import StopRule
 
-JOB_VERSION = 5
+JOB_VERSION = 6
 TIMING_MODES = ("cold", "warm", "hot")
 TIMERS = ("auto", "cupti", "events")
 
@@ -100,6 +100,7 @@ class TimingMode:
     python: str | None = None  # or this Python baseline (pyref's stored form) on the target's buffers
     cupti_hw_trace: bool = False
     integrity: bool = True  # the integrity checks (kprof.child.integrity); kprof peak's own kernels go without
+    integrity_cubin: str | None = None  # kprof_fingerprint: the checks' fingerprints and doubled inputs, on the GPU
 
     def __post_init__(self) -> None:
         if self.library is not None and self.python is not None:

@@ -74,6 +74,7 @@ def timing_mode(mode: str, rule: StopRule, timer: str, arch: str | None, *,
     """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for ``arch``."""
     return TimingMode(mode=mode, rule=rule, timer=timer, library=library, cupti_hw_trace=cupti_hw_trace,
                       integrity=integrity,
+                      integrity_cubin=str(builtin("kprof_fingerprint", arch).cubin) if integrity else None,
                       spin_cubin=str(builtin("kprof_spin", arch).cubin),
                       flush_cubin=str(builtin("kprof_flush", arch).cubin))
 

@@ -78,6 +78,7 @@ def test_compute_sanitizer_runs_no_command_from_its_arguments(tmp_path):
     assert "`touch PWNED3`" in done.stdout, "the argument reached the program as written"
 
 
+@pytest.mark.xdist_group("ncu")  # one ncu at a time on the GPU: a second beside it once failed one (exit code 9)
 def test_ncu_runs_no_command_from_its_arguments(tmp_path):
     exe = _tool("ncu")
     folder = _folder_with_a_backtick(tmp_path)

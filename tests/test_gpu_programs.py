@@ -239,6 +239,7 @@ def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
     assert "FAILED examples/test_gpu_ops.py::test_scale_unmasked" in done.stdout
 
 
+@pytest.mark.xdist_group("ncu")  # one ncu at a time on the GPU: a second beside it once failed one (exit code 9)
 def test_profile_a_triton_kernel_in_a_program(capsys):
     _needs("triton")
     code = cli.main(["profile", "--kernel", "scale", "--json", "--", PY, str(EXAMPLES / "triton_scale.py"), "--fixed"])

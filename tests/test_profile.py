@@ -289,3 +289,12 @@ def test_cli_profile_reports_every_extra_metric(as_if_a_gpu, tmp_path, monkeypat
     notes = json.loads(out)["kernels"][0]["notes"]
     assert "extra sm__cycles_active.avg = 475820.22 cycle" in notes
     assert any(n.startswith("extra sm__not_in_the_recording.sum: ncu reported no value") for n in notes)
+
+
+def test_an_ncu_that_fails_says_its_own_error_lines():
+    text = ("==PROF== Connected to process 3872\n==ERROR== Failed to profile \"too_few_blocks\" in process 3872\n"
+            "==PROF== Trying to shutdown target application\n==ERROR== The application returned an error code (9).\n"
+            "==ERROR== The application returned an error code (9).\n")
+    assert ncu.ncu_errors(text) == ('Failed to profile "too_few_blocks" in process 3872; '
+                                    "The application returned an error code (9).")
+    assert ncu.ncu_errors("==PROF== Disconnected") == ""

@@ -8,6 +8,7 @@ bench loop in every mode) in CI; the real device layer is covered by the GPU tes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 import sys
@@ -204,6 +205,28 @@ def _stream(kind):
     return emulate
 
 
+def _fingerprint(dev, args):
+    """kprof_fingerprint: any function of the buffer's bytes will do for the checks (equal or not)."""
+    import hashlib
+
+    ptr, nbytes, out = args
+    digest = hashlib.blake2b(bytes(dev.memory[ptr][:nbytes]), digest_size=8).digest()
+    dev.view(out, np.uint64)[0] += np.frombuffer(digest, np.uint64)[0]
+
+
+_DOUBLED = {0: (np.uint16, 10, 5), 1: (np.uint16, 7, 8), 2: (np.uint32, 23, 8), 3: (np.uint64, 52, 11)}
+
+
+def _double(dev, args):
+    """kprof_double, bit for bit: one more in the exponent of every normal value that stays finite."""
+    ptr, count, kind = args
+    word, mant, bits = _DOUBLED[kind]
+    w = dev.view(ptr, word)[:count]
+    mask = (1 << bits) - 1
+    e = (w >> word(mant)) & word(mask)
+    w[:] = np.where((e == 0) | (e >= mask - 1), w, w + (word(1) << word(mant)))
+
+
 def _copy_async(self, dst, src, nbytes, stream=0):
     self.memory[dst][:nbytes] = self.memory[src][:nbytes]
 
@@ -212,7 +235,8 @@ FakeDevice.copy_async = _copy_async
 FakeDevice.emulations = {"kprof_copy": _stream("copy"), "kprof_read": _stream("read"), "kprof_write": _stream("write"),
                          "kprof_add": _stream("add"),
                          "vector_add": _vector_add, "reduce_sum": _reduce_sum, "vector_add_vec4": _vector_add,
-                         "scale_bf16": _scale_bf16, "twice": _twice, "plus_one": _plus_one}
+                         "scale_bf16": _scale_bf16, "twice": _twice, "plus_one": _plus_one,
+                         "kprof_fingerprint": _fingerprint, "kprof_double": _double}
 
 
 @pytest.fixture
@@ -249,7 +273,7 @@ RULE = StopRule(rel_stdev=0.5, min_samples=3, min_time=0.0, max_time=5.0)
 
 def timing(mode, **kw):
     cubin = str(fake_cubin())
-    return TimingMode(mode, RULE, spin_cubin=cubin, flush_cubin=cubin, **{"warmup": 0.0, **kw})
+    return TimingMode(mode, RULE, spin_cubin=cubin, flush_cubin=cubin, integrity_cubin=cubin, **{"warmup": 0.0, **kw})
 
 
 @pytest.mark.parametrize("name, sizes", [("vector_add", {"N": 1000}), ("reduce_sum", {"N": 4097})])
@@ -456,9 +480,9 @@ def test_job_round_trips_through_json():
 
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
-    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 5"),
-    ('{"version": 5, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
-    ('{"version": 5, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 6"),
+    ('{"version": 6, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 6, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
 def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "job.json").write_text(text)
@@ -986,3 +1010,41 @@ def test_kprof_peak_s_own_kernels_go_without_the_checks(fake):
     job = job_for("vector_add", {"N": 1000}, timing("cold", integrity=False))
     data = run_job(fake, job)
     assert data["status"] == "ok" and "integrity" not in data
+
+
+def test_a_call_that_launches_no_kernel_is_flagged_not_an_error_under_cupti(numpy_framework, monkeypatch, honest_clock):
+    """A Python operation whose calls launch nothing (a replayed result: the fake device sees no
+    kernel of a NumPy call) is timed by events and flagged no-kernel, even with --timer cupti; without
+    the checks, --timer cupti stays an error that says why."""
+    from kprof.child import cupti_timer
+
+    monkeypatch.setattr(cupti_timer, "unavailable", lambda: None)
+    monkeypatch.setattr(cupti_timer, "KernelClock", lambda hw_trace=False: SimpleNamespace(
+        hw_trace=False, take=lambda: [], close=lambda: None))
+    body = "def op(a, b, N):\n    return a + b\n"
+    job = _baseline_job(numpy_framework, body)
+    job = job_mod.Job(job.target, dataclasses.replace(job.mode, timer="cupti"))
+    data = run_job(numpy_framework, job)
+    assert data["status"] == "ok" and data["timer"] == "events", data.get("error")
+    assert [f.split(":")[0] for f in data["integrity"]["flags"]] == ["no-kernel"], data["integrity"]
+    job = job_mod.Job(job.target, dataclasses.replace(job.mode, integrity=False))
+    data = run_job(numpy_framework, job)
+    assert data["status"] == "error" and "CUPTI delivered no kernel record" in data["error"]["message"]
+
+
+def test_the_doubled_inputs_are_exact_and_keep_signs_zeros_and_specials():
+    """kprof_double's rule (emulated bit for bit here, built for the GPU in test_build): every normal
+    value doubled exactly; zeros, subnormals, infinities, NaNs and values that would overflow kept."""
+    values = np.array([1.5, -3.25, 0.0, -0.0, 1e-45, np.inf, -np.inf, np.nan, 3e38, 1e-30], dtype=np.float32)
+    dev = FakeDevice()
+    ptr = dev.alloc(values.nbytes)
+    dev.upload(ptr, values)
+    _double(dev, [ptr, values.size, 2])
+    got = dev.view(ptr, np.float32)[: values.size]
+    want = np.array([3.0, -6.5, 0.0, -0.0, 1e-45, np.inf, -np.inf, np.nan, 3e38, 2e-30], dtype=np.float32)
+    assert np.array_equal(got, want, equal_nan=True) and np.signbit(got[3])
+    bf = hostdata.to_bf16(np.array([0.75, -2.0, 0.0], dtype=np.float32))
+    p2 = dev.alloc(bf.nbytes)
+    dev.upload(p2, bf)
+    _double(dev, [p2, bf.size, 1])
+    assert list(hostdata.decode("bfloat16", dev.view(p2, np.uint16)[: bf.size])) == [1.5, -4.0, 0.0]

@@ -15,7 +15,7 @@ from typing import Any
 
 # kprof's helper kernels (blocking spin, L2 flush, shared-memory scrub): never part of a sample.
 # (kprof peak's own stream and FMA kernels are timed like any kernel.)
-HELPERS = ("kprof_spin", "kprof_flush", "kprof_scrub")
+HELPERS = ("kprof_spin", "kprof_flush", "kprof_scrub", "kprof_fingerprint", "kprof_double")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     run_once, first, poison_pool = _routine(ws, mode, stream, result.data)
     if framework.prepared(result.data):  # uploaded again, so what its prepare wrote hides neither an
         ws.upload()  # unwritten output nor an in-place update
+    checks_gpu = _DeviceChecks(ws, mode.integrity_cubin, stream) if mode.integrity and mode.integrity_cubin else None
+    inputs_before = checks_gpu.inputs() if checks_gpu else None
     # A wrong kernel is never timed.
     first()
     ws.dev.stream_synchronize(stream)
@@ -38,10 +40,11 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     if not all(ch["ok"] for ch in checks):
         result.finish("failed")
         return 1
+    verified = checks_gpu.outputs() if checks_gpu else None
     clock = _clock(mode, result)
     events = _Events(ws, stream)
     one = _warm_up(run_once, events, mode.warmup)
-    clock = _check_clock(clock, mode, result)
+    clock, warm_flags = _check_clock(clock, mode, result)
     sampler = _HotSampler(ws, stream, run_once, events, clock, mode.batch, one) if mode.mode == "hot" else \
         _SingleSampler(ws, stream, run_once, events, clock, mode)
     samples, stop, host_seconds = _loop(sampler, mode, ws.target.name)
@@ -53,44 +56,131 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
                  kernels_per_call=counts[len(counts) // 2] if counts else None)
     sampler.close()  # before its kernel's module is unloaded
     if mode.integrity:
-        _integrity(ws, stream, first, poison_pool, expected, sampler, samples, events.samples, host_seconds,
-                   clock is not None, result)
+        seen = _Seen(sampler, samples, events.samples, host_seconds, clock is not None, warm_flags)
+        _integrity(ws, stream, first, poison_pool, expected, seen, checks_gpu, inputs_before, verified, result)
     result.finish("ok")
     return 0
 
 
+class _Seen:
+    """What the timing loop recorded that the integrity checks read."""
+
+    def __init__(self, sampler: Any, samples: list[float], event_samples: list[float], host_seconds: float,
+                 cupti: bool, warm_flags: list[str]) -> None:
+        self.batch, self.calls = sampler.batch, getattr(sampler, "calls", [])
+        self.samples, self.event_samples, self.host_seconds = samples, event_samples, host_seconds
+        self.cupti, self.warm_flags = cupti, warm_flags
+
+
+DOUBLED_KINDS = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}  # kprof_double's kind argument
+
+
+class _DeviceChecks:
+    """The integrity checks' work on the GPU (kprof_fingerprint.cu): a fingerprint of every input and
+    output, so "unchanged" and "the same result" cost a kernel over the buffer, not a copy to the host
+    and a float64 comparison; and the generated floating-point inputs doubled in place (exactly, in
+    their exponent), new values in the same buffers at the cost of a kernel."""
+
+    def __init__(self, ws: Workspace, cubin: str, stream: Any) -> None:
+        dev = ws.dev
+        module = dev.load_module(Path(cubin).read_bytes())
+        self.ws, self.dev, self.stream = ws, dev, stream
+        self.fingerprint_fn, self.double_fn = dev.function(module, "kprof_fingerprint"), dev.function(module, "kprof_double")
+        self.sum = dev.alloc(8)
+        self.grid = (ws.info.sm_count * 4, 1, 1)
+
+    def of(self, name: str) -> int:
+        import numpy as np
+
+        buf = next(b for b in self.ws.target.buffers if b.arg.name == name)
+        self.dev.memset32(self.sum, 0, 2)
+        self.dev.synchronize()
+        self.dev.launch(self.fingerprint_fn, self.grid, (256, 1, 1), 0,
+                        [("ptr", self.ws.pointers[name]), ("int64", buf.nbytes), ("ptr", self.sum)], stream=self.stream)
+        self.dev.stream_synchronize(self.stream)
+        got = np.zeros(1, dtype=np.uint64)
+        self.dev.download(self.sum, got)
+        return int(got[0])
+
+    def inputs(self) -> dict[str, int]:
+        return {b.arg.name: self.of(b.arg.name) for b in self.ws.target.buffers if b.arg.role == "in"}
+
+    def outputs(self) -> dict[str, int]:
+        return {b.arg.name: self.of(b.arg.name) for b in self.ws.outputs()}
+
+    def changed(self, before: dict[str, int]) -> list[str]:
+        return [name for name, value in self.inputs().items() if before.get(name) != value]
+
+    def double_inputs(self) -> list[str]:
+        """Every generated floating-point input (role in or inout) doubled on the device; integer inputs
+        (indices, bins) keep their values, which a doubling could take out of range."""
+        import numpy as np
+
+        from kprof.child import hostdata
+
+        names = []
+        for buf in self.ws.generated():
+            kind = DOUBLED_KINDS.get(buf.arg.dtype)
+            if kind is None:
+                continue
+            count = buf.nbytes // np.dtype(hostdata.numpy_dtype(buf.arg.dtype)).itemsize
+            self.dev.launch(self.double_fn, self.grid, (256, 1, 1), 0,
+                            [("ptr", self.ws.pointers[buf.arg.name]), ("int64", count), ("int32", kind)], stream=self.stream)
+            names.append(buf.arg.name)
+        self.dev.stream_synchronize(self.stream)
+        return names
+
+    def close(self) -> None:
+        self.dev.free(self.sum)
+
+
 def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
-               sampler: Any,
-               samples: list[float], event_samples: list[float], host_seconds: float, cupti: bool,
-               result: Result) -> None:
+               seen: _Seen, gpu: _DeviceChecks | None, inputs_before: dict[str, int] | None,
+               verified: dict[str, int] | None, result: Result) -> None:
     """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then two
-    verified calls: outputs poisoned first, then new input values. Their flags and cost go in the result."""
+    verified calls: outputs poisoned first, then the inputs doubled. The results of both are compared
+    with the verified call's on the GPU (fingerprints); only a result that differs where it should not,
+    or stays where it should change, is compared on the host, against the reference. The flags and the
+    checks' cost go in the result."""
     from kprof.child import integrity
 
     t0 = time.perf_counter()
-    flags = integrity.timer_flags(samples, host_seconds, sampler.batch)
-    calls = getattr(sampler, "calls", [])
-    if calls:
-        flags += integrity.kernel_flags(calls)
-        flags += integrity.window_flags(samples, event_samples)
-    flags += integrity.input_flags(ws.changed_inputs())
-    ws.upload()  # inputs as they were, outputs poisoned: the call must write its result itself
+    flags = integrity.timer_flags(seen.samples, seen.host_seconds, seen.batch) + seen.warm_flags
+    if seen.calls:
+        flags += integrity.kernel_flags(seen.calls)
+        flags += integrity.window_flags(seen.samples, seen.event_samples)
+    checked = {"kernels per call": bool(seen.calls), "window": bool(seen.calls), "timer": True}
+    if gpu is None or inputs_before is None or verified is None:  # no integrity kernels: the loop's checks only
+        result.phase("integrity", integrity=integrity.summary(flags, checked),
+                     integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=seen.cupti)
+        return
+    changed = gpu.changed(inputs_before)
+    flags += integrity.input_flags(changed)
+    # inputs as they were (inout buffers and any a call changed), outputs poisoned: the call must write its result
+    ws.restore(changed + [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"])
+    ws.poison_outputs()
     poison_pool()  # and a framework's free memory of the outputs' sizes too
     first()
     ws.dev.stream_synchronize(stream)
-    stale = [c["message"] for c in ws.verify(ws.download(), expected=expected) if not c["ok"]]
-    changed = ws.change_inputs()
+    again = gpu.outputs()
+    stale = [] if again == verified else [c["message"] for c in ws.verify(ws.download(), expected=expected) if not c["ok"]]
+    doubled = gpu.double_inputs()
     ignores: list[str] = []
-    if changed:
-        ws.upload()
+    if doubled:
+        inout = [b.arg.name for b in ws.target.buffers if b.arg.role == "inout" and b.arg.name in doubled]
+        ws.reload(inout)  # now: the call overwrites them, and the reference must see what it read
+        ws.poison_outputs()
+        poison_pool()
         first()
         ws.dev.stream_synchronize(stream)
-        ignores = [c["message"] for c in ws.verify(ws.download()) if not c["ok"]]
+        if gpu.outputs() == again:  # the result did not change with its inputs: right only if the reference agrees
+            ws.reload([n for n in doubled if n not in inout])
+            ignores = [c["message"] for c in ws.verify(ws.download()) if not c["ok"]]
+    gpu.close()
     flags += integrity.reverify_flags(stale, ignores)
-    checked = {"kernels per call": bool(calls), "window": bool(calls), "timer": True, "inputs": True,
-               "poisoned outputs": True, "new inputs": bool(changed)}
+    checked.update({"inputs": True, "poisoned outputs": True, "new inputs": bool(doubled)})
     result.phase("integrity", integrity=integrity.summary(flags, checked),
-                 integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=cupti)
+                 integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=seen.cupti)
 
 
 MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, timed by events (no kernel record)
@@ -150,18 +240,22 @@ def _clock(mode: TimingMode, result: Result) -> Any:
     return None
 
 
-def _check_clock(clock: Any, mode: TimingMode, result: Result) -> Any:
-    """After the warm-up: a clock that saw no kernel record is dropped for events."""
+def _check_clock(clock: Any, mode: TimingMode, result: Result) -> tuple[Any, list[str]]:
+    """After the warm-up: a clock that saw no kernel record is dropped for events. With the integrity
+    checks on, a call that launched no kernel is their finding (a result replayed, not computed), timed
+    by events and flagged, even under --timer cupti."""
     from kprof.child import cupti_timer
 
     if clock is None or cupti_timer.span_seconds(clock.take()) is not None:
-        return clock
+        return clock, []
     clock.close()
     why = "CUPTI delivered no kernel record for the warm-up launches"
-    if mode.timer == "cupti":
+    if mode.timer == "cupti" and not mode.integrity:
         raise UsageError(f"--timer cupti: {why}")
     result.data["timer_note"] = why
-    return None
+    flags = ["no-kernel: the warm-up calls launched no kernel that CUPTI saw (a result replayed, not computed?)"] \
+        if mode.integrity else []
+    return None, flags
 
 
 class _Events:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,7 @@ class Workspace:
         self.pointers: dict[str, int] = {}
         self.inputs: Arrays = {}  # host arrays of the inputs (see input())
         self._words: dict[str, int] = {}  # inputs of one constant value: the 32-bit word cuMemsetD32 repeats
+        self._scales: Arrays | None = None  # tolerance.scale's arrays for the current inputs
         self._guards: dict[str, tuple[int, int, int, int, int]] = {}  # name: before, its bytes, after, its bytes, byte
         self._allocate(phase, guard)
         self._python_calls: dict[int, Callable[[], None]] = {}  # a Python operation's call, per stream
@@ -336,8 +337,10 @@ class Workspace:
         exprs = dict(self.target.scale)
         if not exprs:
             return {}
-        env = self._reference_env(set().union(*(reference.names(e) for e in exprs.values())))
-        return {name: reference.evaluate(expr, env) for name, expr in exprs.items()}
+        if self._scales is None:  # computed once for these inputs (a matmul's is a float64 matmul of its own)
+            env = self._reference_env(set().union(*(reference.names(e) for e in exprs.values())))
+            self._scales = {name: reference.evaluate(expr, env) for name, expr in exprs.items()}
+        return self._scales
 
     def changed_inputs(self) -> list[str]:
         """The inputs (role ``in``) whose device contents differ from what was uploaded: a call that
@@ -358,12 +361,56 @@ class Workspace:
                 changed.append(buf.arg.name)
         return changed
 
+    def poison_outputs(self) -> None:
+        """Only the out buffers poisoned again (pattern A), on the device where the poison is one word:
+        what a call after the timed ones must overwrite itself (benchmark integrity)."""
+        memset = False
+        for buf in self.target.buffers:
+            if buf.arg.role != "out":
+                continue
+            word = hostdata.word_of(hostdata.poison_value(buf)) if buf.nbytes % 4 == 0 else None
+            if word is not None:
+                self.dev.memset32(self.pointers[buf.arg.name], word, buf.nbytes // 4)
+                memset = True
+            else:
+                self.dev.upload(self.pointers[buf.arg.name], hostdata.poison(buf))
+        if memset:
+            self.dev.synchronize()
+
+    def restore(self, names: Sequence[str]) -> None:
+        """The named inputs (role in or inout) uploaded again as generated."""
+        for buf in self.target.buffers:
+            if (name := buf.arg.name) not in names:
+                continue
+            if (word := self._words.get(name)) is not None:
+                self.dev.memset32(self.pointers[name], word, buf.nbytes // 4)
+                self.dev.synchronize()
+            else:
+                self.dev.upload(self.pointers[name], self.input(name))
+
+    def generated(self) -> tuple[ResolvedBuffer, ...]:
+        """The inputs (role in or inout) of generated values, not of one constant."""
+        return tuple(b for b in self.target.buffers if b.arg.role in ("in", "inout") and b.arg.name not in self._words)
+
+    def reload(self, names: Sequence[str]) -> None:
+        """The named generated inputs read back from the device into their host arrays (after the device
+        changed them: benchmark integrity's doubled values), so the reference sees what the call saw."""
+        import numpy as np
+
+        for buf in self.generated():
+            if buf.arg.name in names:
+                got = np.empty(buf.shape, dtype=hostdata.numpy_dtype(buf.arg.dtype))
+                self.dev.download(self.pointers[buf.arg.name], got)
+                self.inputs[buf.arg.name] = got
+        self._scales = None
+
     def change_inputs(self) -> list[str]:
         """New values for every generated input (another seed; an input of one value stays as it is),
         uploaded by the next :meth:`upload`: the inputs of a call whose result must follow them."""
         import numpy as np
 
         rng = np.random.default_rng(self.target.seed + 1_000_003)
+        self._scales = None
         names = []
         for buf in self.target.buffers:
             if buf.arg.role in ("in", "inout") and buf.arg.name not in self._words:

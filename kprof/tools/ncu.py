@@ -206,7 +206,15 @@ def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str
         raise NcuError(f"{name}: the kernel failed under ncu: {message}", done.tail(30), "target")
     if done.returncode != 0:
         how = done.signal_name or f"exit code {done.returncode}"
-        raise NcuError(f"{name}: ncu ended with {how}", done.tail(30), "tool")
+        said = ncu_errors(text)
+        raise NcuError(f"{name}: ncu ended with {how}" + (f" ({said})" if said else ""), done.tail(30), "tool")
+
+
+def ncu_errors(text: str) -> str:
+    """ncu's own ``==ERROR==`` lines (the last two, distinct), so the one-line error says what ncu said."""
+    lines = list(dict.fromkeys(line.removeprefix("==ERROR==").strip() for line in text.splitlines()
+                               if line.startswith("==ERROR==")))
+    return "; ".join(lines[-2:])
 
 
 def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str | None = None, launch_skip: int = 0,
