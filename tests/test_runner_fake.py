@@ -244,8 +244,12 @@ def fake(monkeypatch, tmp_path):
     import kprof.child.device
     import kprof.child.workspace
 
+    from kprof.child import cupti_timer
+
     monkeypatch.setattr(kprof.child.device, "Device", FakeDevice)
     monkeypatch.setattr(kprof.child.workspace, "nvtx_module", lambda: None)
+    # events, as on a machine without CUPTI: a real CUPTI beside the fake device sees no kernel
+    monkeypatch.setattr(cupti_timer, "unavailable", lambda: "the fake device has no CUPTI")
     return tmp_path
 
 
@@ -1048,3 +1052,22 @@ def test_the_doubled_inputs_are_exact_and_keep_signs_zeros_and_specials():
     dev.upload(p2, bf)
     _double(dev, [p2, bf.size, 1])
     assert list(hostdata.decode("bfloat16", dev.view(p2, np.uint16)[: bf.size])) == [1.5, -4.0, 0.0]
+
+
+def test_timed_calls_of_which_some_launch_no_kernel_are_flagged_not_an_error(fake_cupti, monkeypatch, honest_clock):
+    """Work done once for several calls (a CUDA graph of many calls replayed every few): the calls
+    that launch nothing are timed by events and counted, and the check flags them."""
+    real = FakeDevice.launch
+    seen = {"n": 0}
+
+    def some_launch_nothing(self, func, *args, **kw):
+        if func == "vector_add":
+            seen["n"] += 1
+            if seen["n"] > 2 and seen["n"] % 2:
+                return None
+        return real(self, func, *args, **kw)
+
+    monkeypatch.setattr(FakeDevice, "launch", some_launch_nothing)
+    data = run_job(fake_cupti, job_for("vector_add", {"N": 1000}, timing("cold")))
+    assert data["status"] == "ok", data.get("error")
+    assert "no-kernel" in [f.split(":")[0] for f in data["integrity"]["flags"]], data["integrity"]
