@@ -243,7 +243,6 @@ FakeDevice.emulations = {"kprof_copy": _stream("copy"), "kprof_read": _stream("r
 def fake(monkeypatch, tmp_path):
     import kprof.child.device
     import kprof.child.workspace
-
     from kprof.child import cupti_timer
 
     monkeypatch.setattr(kprof.child.device, "Device", FakeDevice)
