@@ -63,6 +63,11 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
     return flags
 
 
+def warmup_flags() -> list[str]:
+    """The warm-up's calls launched no kernel that CUPTI saw: the loop is timed by events, and this says why."""
+    return ["no-kernel: the warm-up calls launched no kernel that CUPTI saw (a result replayed, not computed?)"]
+
+
 def window_flags(cupti_spans: Sequence[float], event_samples: Sequence[float]) -> list[str]:
     """The events around a call against CUPTI's span of its kernels, call by call: events that read
     much less than the kernels took mean kernels ran outside the window (on another stream, or after

@@ -19,6 +19,7 @@ from kprof.job import TimingMode
 
 if TYPE_CHECKING:
     from kprof.child.workspace import Result, Workspace
+    from kprof.spec import ResolvedBuffer
 
 
 def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
@@ -29,8 +30,7 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     run_once, first, poison_pool = _routine(ws, mode, stream, result.data)
     if framework.prepared(result.data):  # uploaded again, so what its prepare wrote hides neither an
         ws.upload()  # unwritten output nor an in-place update
-    checks_gpu = _DeviceChecks(ws, mode.integrity_cubin, stream) if mode.integrity and mode.integrity_cubin else None
-    inputs_before = checks_gpu.inputs() if checks_gpu else None
+    gpu = _DeviceChecks(ws, mode.integrity_cubin, stream) if mode.integrity and mode.integrity_cubin else None
     # A wrong kernel is never timed.
     first()
     ws.dev.stream_synchronize(stream)
@@ -40,7 +40,8 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     if not all(ch["ok"] for ch in checks):
         result.finish("failed")
         return 1
-    verified = checks_gpu.outputs() if checks_gpu else None
+    if gpu is not None:
+        gpu.verified = gpu.outputs()
     clock = _clock(mode, result)
     events = _Events(ws, stream)
     one = _warm_up(run_once, events, mode.warmup)
@@ -57,7 +58,7 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     sampler.close()  # before its kernel's module is unloaded
     if mode.integrity:
         seen = _Seen(sampler, samples, events.samples, host_seconds, clock is not None, warm_flags)
-        _integrity(ws, stream, first, poison_pool, expected, seen, checks_gpu, inputs_before, verified, result)
+        _integrity(ws, stream, first, poison_pool, expected, seen, gpu, result)
     result.finish("ok")
     return 0
 
@@ -88,28 +89,31 @@ class _DeviceChecks:
         self.fingerprint_fn, self.double_fn = dev.function(module, "kprof_fingerprint"), dev.function(module, "kprof_double")
         self.sum = dev.alloc(8)
         self.grid = (ws.info.sm_count * 4, 1, 1)
+        self.uploaded = self.inputs()  # the inputs as uploaded, before any call
+        self.verified: dict[str, int] = {}  # the outputs of the verified call
 
-    def of(self, name: str) -> int:
+    def of(self, buf: ResolvedBuffer) -> int:
         import numpy as np
 
-        buf = next(b for b in self.ws.target.buffers if b.arg.name == name)
         self.dev.memset32(self.sum, 0, 2)
         self.dev.synchronize()
         self.dev.launch(self.fingerprint_fn, self.grid, (256, 1, 1), 0,
-                        [("ptr", self.ws.pointers[name]), ("int64", buf.nbytes), ("ptr", self.sum)], stream=self.stream)
+                        [("ptr", self.ws.pointers[buf.arg.name]), ("int64", buf.nbytes), ("ptr", self.sum)],
+                        stream=self.stream)
         self.dev.stream_synchronize(self.stream)
         got = np.zeros(1, dtype=np.uint64)
         self.dev.download(self.sum, got)
         return int(got[0])
 
     def inputs(self) -> dict[str, int]:
-        return {b.arg.name: self.of(b.arg.name) for b in self.ws.target.buffers if b.arg.role == "in"}
+        return {b.arg.name: self.of(b) for b in self.ws.target.buffers if b.arg.role == "in"}
 
     def outputs(self) -> dict[str, int]:
-        return {b.arg.name: self.of(b.arg.name) for b in self.ws.outputs()}
+        return {b.arg.name: self.of(b) for b in self.ws.outputs()}
 
-    def changed(self, before: dict[str, int]) -> list[str]:
-        return [name for name, value in self.inputs().items() if before.get(name) != value]
+    def changed(self) -> list[str]:
+        """The inputs whose contents differ from what was uploaded."""
+        return [name for name, value in self.inputs().items() if self.uploaded.get(name) != value]
 
     def double_inputs(self) -> list[str]:
         """Every generated floating-point input (role in or inout) doubled on the device; integer inputs
@@ -135,8 +139,7 @@ class _DeviceChecks:
 
 
 def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
-               seen: _Seen, gpu: _DeviceChecks | None, inputs_before: dict[str, int] | None,
-               verified: dict[str, int] | None, result: Result) -> None:
+               seen: _Seen, gpu: _DeviceChecks | None, result: Result) -> None:
     """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then two
     verified calls: outputs poisoned first, then the inputs doubled. The results of both are compared
     with the verified call's on the GPU (fingerprints); only a result that differs where it should not,
@@ -150,11 +153,11 @@ def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_poo
         flags += integrity.kernel_flags(seen.calls)
         flags += integrity.window_flags(seen.samples, seen.event_samples)
     checked = {"kernels per call": bool(seen.calls), "window": bool(seen.calls), "timer": True}
-    if gpu is None or inputs_before is None or verified is None:  # no integrity kernels: the loop's checks only
+    if gpu is None:  # no integrity kernels: the loop's checks only
         result.phase("integrity", integrity=integrity.summary(flags, checked),
                      integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=seen.cupti)
         return
-    changed = gpu.changed(inputs_before)
+    changed = gpu.changed()
     flags += integrity.input_flags(changed)
     # inputs as they were (inout buffers and any a call changed), outputs poisoned: the call must write its result
     ws.restore(changed + [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"])
@@ -163,7 +166,7 @@ def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_poo
     first()
     ws.dev.stream_synchronize(stream)
     again = gpu.outputs()
-    stale = [] if again == verified else [c["message"] for c in ws.verify(ws.download(), expected=expected) if not c["ok"]]
+    stale = [] if again == gpu.verified else [c["message"] for c in ws.verify(ws.download(), expected=expected) if not c["ok"]]
     doubled = gpu.double_inputs()
     ignores: list[str] = []
     if doubled:
@@ -253,9 +256,9 @@ def _check_clock(clock: Any, mode: TimingMode, result: Result) -> tuple[Any, lis
     if mode.timer == "cupti" and not mode.integrity:
         raise UsageError(f"--timer cupti: {why}")
     result.data["timer_note"] = why
-    flags = ["no-kernel: the warm-up calls launched no kernel that CUPTI saw (a result replayed, not computed?)"] \
-        if mode.integrity else []
-    return None, flags
+    from kprof.child import integrity
+
+    return None, integrity.warmup_flags() if mode.integrity else []
 
 
 class _Events:

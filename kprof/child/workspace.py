@@ -231,24 +231,36 @@ class Workspace:
         """Inputs as generated; out and scratch buffers poisoned (pattern A, or B with ``alternate``).
         A constant (an input of one value, the poison) is set on the device, not copied from a host
         array: kprof peak's 1 GiB buffers cost no host memory and no copy."""
+        self._write([b for b in self.target.buffers if poison or b.arg.role in ("in", "inout")], alternate)
+        for before, n_before, after, n_after, byte in self._guards.values():
+            self.dev.upload(before, _guard_bytes(n_before, byte))
+            self.dev.upload(after, _guard_bytes(n_after, byte))
+
+    def restore(self, names: Sequence[str]) -> None:
+        """The named inputs (role in or inout) written again as generated (benchmark integrity)."""
+        self._write([b for b in self.target.buffers if b.arg.name in names])
+
+    def poison_outputs(self) -> None:
+        """Only the out buffers poisoned again (pattern A): what a call after the timed ones must
+        overwrite itself (benchmark integrity)."""
+        self._write([b for b in self.target.buffers if b.arg.role == "out"])
+
+    def _write(self, buffers: Sequence[ResolvedBuffer], alternate: bool = False) -> None:
+        """Each buffer as :meth:`upload` writes it: an input its generated values, any other its poison;
+        one 32-bit word repeated is set on the device."""
         memset = False
-        for buf in self.target.buffers:
+        for buf in buffers:
             ptr, name = self.pointers[buf.arg.name], buf.arg.name
             if buf.arg.role in ("in", "inout"):
                 word = self._words.get(name)
-            elif poison:
-                word = hostdata.word_of(hostdata.poison_value(buf, alternate)) if buf.nbytes % 4 == 0 else None
             else:
-                continue
+                word = hostdata.word_of(hostdata.poison_value(buf, alternate)) if buf.nbytes % 4 == 0 else None
             if word is not None:
                 self.dev.memset32(ptr, word, buf.nbytes // 4)
                 memset = True
             else:
                 self.dev.upload(ptr, self.input(name) if buf.arg.role in ("in", "inout") else
                                 hostdata.poison(buf, alternate))
-        for before, n_before, after, n_after, byte in self._guards.values():
-            self.dev.upload(before, _guard_bytes(n_before, byte))
-            self.dev.upload(after, _guard_bytes(n_after, byte))
         if memset:  # cuMemsetD32 may return before it is done, and kprof's streams do not wait for it
             self.dev.synchronize()
 
@@ -342,52 +354,6 @@ class Workspace:
             self._scales = {name: reference.evaluate(expr, env) for name, expr in exprs.items()}
         return self._scales
 
-    def changed_inputs(self) -> list[str]:
-        """The inputs (role ``in``) whose device contents differ from what was uploaded: a call that
-        changed what it should only read (benchmark integrity)."""
-        import numpy as np
-
-        changed = []
-        for buf in self.target.buffers:
-            if buf.arg.role != "in":
-                continue
-            got = np.empty(buf.shape, dtype=hostdata.numpy_dtype(buf.arg.dtype))
-            self.dev.download(self.pointers[buf.arg.name], got)
-            if (word := self._words.get(buf.arg.name)) is not None:
-                same = bool((got.reshape(-1).view(np.uint32) == np.uint32(word)).all())
-            else:
-                same = got.tobytes() == np.ascontiguousarray(self.input(buf.arg.name)).tobytes()
-            if not same:
-                changed.append(buf.arg.name)
-        return changed
-
-    def poison_outputs(self) -> None:
-        """Only the out buffers poisoned again (pattern A), on the device where the poison is one word:
-        what a call after the timed ones must overwrite itself (benchmark integrity)."""
-        memset = False
-        for buf in self.target.buffers:
-            if buf.arg.role != "out":
-                continue
-            word = hostdata.word_of(hostdata.poison_value(buf)) if buf.nbytes % 4 == 0 else None
-            if word is not None:
-                self.dev.memset32(self.pointers[buf.arg.name], word, buf.nbytes // 4)
-                memset = True
-            else:
-                self.dev.upload(self.pointers[buf.arg.name], hostdata.poison(buf))
-        if memset:
-            self.dev.synchronize()
-
-    def restore(self, names: Sequence[str]) -> None:
-        """The named inputs (role in or inout) uploaded again as generated."""
-        for buf in self.target.buffers:
-            if (name := buf.arg.name) not in names:
-                continue
-            if (word := self._words.get(name)) is not None:
-                self.dev.memset32(self.pointers[name], word, buf.nbytes // 4)
-                self.dev.synchronize()
-            else:
-                self.dev.upload(self.pointers[name], self.input(name))
-
     def generated(self) -> tuple[ResolvedBuffer, ...]:
         """The inputs (role in or inout) of generated values, not of one constant."""
         return tuple(b for b in self.target.buffers if b.arg.role in ("in", "inout") and b.arg.name not in self._words)
@@ -403,20 +369,6 @@ class Workspace:
                 self.dev.download(self.pointers[buf.arg.name], got)
                 self.inputs[buf.arg.name] = got
         self._scales = None
-
-    def change_inputs(self) -> list[str]:
-        """New values for every generated input (another seed; an input of one value stays as it is),
-        uploaded by the next :meth:`upload`: the inputs of a call whose result must follow them."""
-        import numpy as np
-
-        rng = np.random.default_rng(self.target.seed + 1_000_003)
-        self._scales = None
-        names = []
-        for buf in self.target.buffers:
-            if buf.arg.role in ("in", "inout") and buf.arg.name not in self._words:
-                self.inputs[buf.arg.name] = hostdata.make_input(buf, rng)
-                names.append(buf.arg.name)
-        return names
 
     def verify(self, got: Arrays, frontier: bool = False, expected: Arrays | None = None) -> list[dict[str, Any]]:
         """One check per output against the reference (the verdict is :func:`kprof.child.verify.compare`);
