@@ -20,7 +20,7 @@ def test_span_covers_every_kernel_of_a_baseline():
 
 
 def test_busy_time_per_launch_in_a_graph():
-    records = [rec("vector_add", i * 3000, i * 3000 + 2000) for i in range(8)]
+    records = [rec("vector_add", 1000 + i * 3000, 1000 + i * 3000 + 2000) for i in range(8)]
     assert busy_seconds_per_launch(records, 8) == 2000 / 1e9
     assert busy_seconds_per_launch(records, 4) == 4000 / 1e9  # two kernels per launch
 
@@ -29,3 +29,9 @@ def test_no_record_means_no_number():
     assert span_seconds([rec("kprof_spin", 0, 10)]) is None
     assert busy_seconds_per_launch([], 4) is None
     assert busy_seconds_per_launch([rec("k", 0, 1)], 0) is None
+
+
+def test_a_record_of_a_kernel_still_running_has_no_time():
+    # a forced flush hands over a kernel that has not finished with zero timestamps
+    assert span_seconds([rec("k", 0, 0)]) is None
+    assert busy_seconds_per_launch([rec("k", 0, 0), rec("k", 5000, 7000)], 1) == 2000 / 1e9

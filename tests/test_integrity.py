@@ -61,3 +61,17 @@ def test_the_verdict_flags_and_the_inputs():
     assert stale.startswith("stale-output:") and "c: 1,000 elements are NaN" in stale
     assert ignores.startswith("ignores-input:") and integrity.kinds([stale, ignores]) == ["stale-output", "ignores-input"]
     assert integrity.reverify_flags([], []) == [] and integrity.input_flags([]) == []
+
+
+def test_a_kernel_still_running_when_the_records_are_taken_is_outside_the_window_and_in_no_span():
+    """The deferred cheat on an H200: a side stream sleeps, then works; CUPTI's forced flush hands over
+    the still-running kernel's record with zero timestamps. It made one call 1.8e9 s long, and the
+    timer flag read 8.4e11 s."""
+    from kprof.child import cupti_timer
+
+    calls = [_call(("spin_then_double", 7), start=1_000_000 * (i + 1)) for i in range(4)]
+    calls[1][-1] = KernelRecord("spin_then_double", 0, 0, 7)
+    flags = integrity.kernel_flags(calls)
+    assert any(f.startswith("outside-window: in 1 of 4 timed calls a kernel was still running") for f in flags)
+    assert cupti_timer.span_seconds(calls[1]) is None  # the events' reading stands for that call
+    assert cupti_timer.span_seconds(calls[0]) == 10e-6

@@ -427,7 +427,7 @@ class FakeClock:
 
         names = self.device.launched[self.seen:]
         self.seen += len(names)
-        out, t = [], 0
+        out, t = [], 1_000_000  # GPU timestamps: never 0 for a kernel that finished
         for name in names:
             ns = 5000 if name.startswith("kprof_") else 2000
             out.append(KernelRecord(name, t, t + ns))

@@ -42,12 +42,14 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
     stream other than the one kprof times (work the window does not hold)."""
     if not calls:
         return []
-    counts, other = [], 0
+    counts, other, running = [], 0, 0
     for records in calls:
         count, streams, spin = per_call(records)
         counts.append(count)
         if spin is not None and streams - {spin}:
             other += 1
+        if any(not r.complete for r in records if not r.name.startswith(HELPERS)):
+            running += 1
     flags = []
     if max(counts) > 0 and min(counts) == 0:
         flags.append(f"no-kernel: {counts.count(0)} of {len(counts)} timed calls launched no kernel while the others "
@@ -60,6 +62,9 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
     if other:
         flags.append(f"other-stream: {other} of {len(calls)} timed calls launched kernels on a stream other than the "
                      "one kprof times (the window does not wait for them)")
+    if running:
+        flags.append(f"outside-window: in {running} of {len(calls)} timed calls a kernel was still running after the "
+                     "call's window had closed and been read (work deferred past the timed window)")
     return flags
 
 
