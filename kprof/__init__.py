@@ -6,7 +6,7 @@ them, so ``import kprof`` and ``kprof --help`` work on any machine. The Python A
 (the seeded-bug corpus), ``kprof.run_bench_cases()`` (the cheat corpus), ``kprof.run_mutants()`` (a spec's mutation
 score), ``kprof.profile()``,
 ``kprof.load()`` (a kernel as an operation on PyTorch or CuPy arrays) and ``kprof.range()``
-(:mod:`kprof.api`, :mod:`kprof.op`, :mod:`kprof.annotate`), loaded on first use.
+(:mod:`kprof.commands.api`, :mod:`kprof.op`, :mod:`kprof.annotate`), loaded on first use.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:
         return range_
     if name in ("run", "run_bench", "run_bench_cases", "run_cases", "run_mutants", "sanitize", "sanitize_tests",
                 "prestart_tests", "profile", "load", "BenchReport", "RunReport", "SanitizeReport"):
-        from kprof import api
+        from kprof.commands import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'kprof' has no attribute {name!r}")

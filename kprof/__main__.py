@@ -1,5 +1,5 @@
 import sys
 
-from kprof.cli import main
+from kprof.commands.cli import main
 
 sys.exit(main())

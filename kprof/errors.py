@@ -1,6 +1,6 @@
 """Every error kprof raises, each with its exit code and a message that says how to fix it.
 
-Only ``kprof.cli.main`` turns these into exit codes; everything below it raises. Findings and
+Only ``kprof.commands.cli.main`` turns these into exit codes; everything below it raises. Findings and
 failed verifications are results with a status, not exceptions: they never appear here.
 """
 

@@ -1,6 +1,6 @@
 """A verified kprof kernel called on a framework's arrays: ``kprof.load("rmsnorm_onepass")(x, w)``.
 
-:func:`kprof.load` (in :mod:`kprof.api`) builds the spec's cubin for the GPU present, from kprof's
+:func:`kprof.load` (in :mod:`kprof.commands.api`) builds the spec's cubin for the GPU present, from kprof's
 build cache, and returns an :class:`Op`. Calling it:
 
 1. takes the spec's inputs (``in`` and ``inout`` buffers, in the spec's order, or by name) as GPU

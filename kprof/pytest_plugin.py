@@ -1,7 +1,7 @@
 """pytest glue: ``pytest --kprof-sanitize[=TOOLS]`` runs the selected tests under compute-sanitizer.
 
 Inert unless asked for. With ``--kprof-sanitize``, the selected tests of this process run in one
-``python -m pytest`` child per tool (:func:`kprof.sanitize_tests`, :mod:`kprof.suite`), the tools
+``python -m pytest`` child per tool (:func:`kprof.sanitize_tests`, :mod:`kprof.tools.suite`), the tools
 side by side (``--kprof-jobs``), framework pools off, padding, racecheck's full report, each test
 under its own time limit. Each finding lands on the test that launched the kernel, from the host
 stack the tool saves; that test fails with the findings (kind, ``file:line``, the launch site in your
@@ -13,8 +13,8 @@ mark, else every collected test.
 
 Under pytest-xdist each worker gives its children one GPU of the host (``CUDA_VISIBLE_DEVICES``,
 round robin over the GPUs NVML sees, or over the ones already listed there), and batches the tests
-queued to it. This module is glue only: running and classifying is :mod:`kprof.api` and
-:mod:`kprof.suite`, printing is :mod:`kprof.results.render`.
+queued to it. This module is glue only: running and classifying is :mod:`kprof.commands.api` and
+:mod:`kprof.tools.suite`, printing is :mod:`kprof.results.render`.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
     """The plugin's options, checked once before any test runs: a typo is one usage error (pytest's exit
     4), not the same failure in every test. Raises :class:`pytest.UsageError`."""
-    from kprof import api
+    from kprof.commands import api
     from kprof.errors import KprofError
     from kprof.inputs import MAX_SECONDS
 
@@ -105,7 +105,7 @@ def check_jobs(text: str | None) -> int | None:
 
 def _check_machine() -> None:
     """No GPU or no compute-sanitizer: said once, before the first test, as a usage error."""
-    from kprof import api
+    from kprof.commands import api
     from kprof.errors import KprofError
 
     try:
@@ -148,7 +148,7 @@ def gpu_count() -> int:
 
 def as_test(item: pytest.Item) -> Any:
     """The suite's view of a collected test: node id, file, function (without its parameters)."""
-    from kprof.suite import Test
+    from kprof.tools.suite import Test
 
     func = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
     return Test(item.nodeid, str(getattr(item, "path", item.fspath)), func)
@@ -176,7 +176,7 @@ class _Sanitizer:
         self.jobs = jobs
         self.marked_only = False
         self.verdicts: dict[str, Any] = {}
-        self.early: Any = None  # kprof.suite.Early: each tool's child, started during the collection
+        self.early: Any = None  # kprof.tools.suite.Early: each tool's child, started during the collection
         self.unchecked: list[str] = []  # tests that launched no kernel: passed, NOT CHECKED, named at the end
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -94,7 +94,7 @@ fi
 # PEAK_SEED=FILE: this GPU's ceilings as kprof peak measured them before (same GPU and driver), put
 # where the suite looks for them, so its first timing test does not measure them again
 if [ -n "${PEAK_SEED:-}" ]; then
-    target=$(python3 -c "from kprof import bench, build, telemetry; print(bench.peak_cache_path(telemetry.snapshot(), build.cache_dir()))")
+    target=$(python3 -c "from kprof import telemetry; from kprof.build import build; from kprof.measure import bench; print(bench.peak_cache_path(telemetry.snapshot(), build.cache_dir()))")
     mkdir -p "$(dirname "$target")" && { [ -f "$target" ] || cp "$PEAK_SEED" "$target"; }
 fi
 # cupti-python loads libcupti: if it cannot find it, point the loader at the toolkit's copy.
@@ -162,7 +162,7 @@ bench_list() {  # bench_list FILE [PREFIX] [NAMES]: each line "NAME ARG..." of F
 } >"$LOGS/env.txt" 2>&1
 {  # the CUDA line this run is on: the bindings, the compiler kprof picks, the sanitizer
     python3 -c "import cuda.bindings; print('cuda-bindings', cuda.bindings.__version__)"
-    python3 -c "from kprof import build; c = build.compiler_for(build.detect_arch()); print('compiler', c.version, c.program[0])"
+    python3 -c "from kprof.build import build; c = build.compiler_for(build.detect_arch()); print('compiler', c.version, c.program[0])"
     "${KPROF_COMPUTE_SANITIZER:-compute-sanitizer}" --version | tail -1
     echo "CUDA_LINE=${CUDA_LINE:-machine}"
 } >"$LOGS/toolchain.txt" 2>&1

@@ -19,9 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kprof import build, catalog, launch, pipeline, proc  # noqa: E402
+from kprof import proc  # noqa: E402
 from kprof import spec as spec_mod  # noqa: E402
-from kprof.job import Job, RunMode  # noqa: E402
+from kprof.build import build  # noqa: E402
+from kprof.commands import pipeline  # noqa: E402
+from kprof.launch import launch  # noqa: E402
+from kprof.launch.job import Job, RunMode  # noqa: E402
+from kprof.spec import catalog  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "kernels"
 

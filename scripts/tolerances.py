@@ -54,9 +54,11 @@ def _size_sets(spec: Any) -> list[tuple[str, dict[str, int]]]:
 
 
 def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
-    from kprof import catalog, launch, pipeline
+    from kprof.commands import pipeline
     from kprof.errors import KprofError
-    from kprof.job import RunMode
+    from kprof.launch import launch
+    from kprof.launch.job import RunMode
+    from kprof.spec import catalog
 
     specs = catalog.group("kernel") + catalog.group("perf")
     specs += [s.twin_spec() for s in catalog.group("case") if s.twin is not None]
@@ -99,8 +101,8 @@ def _base(name: str) -> str:
 
 def _shipped(name: str) -> Any:
     """The shipped spec ``name`` (a case's ``NAME_fixed``: its twin), or None for a name kprof does not ship."""
-    from kprof import catalog
     from kprof.errors import KprofError
+    from kprof.spec import catalog
 
     base = _base(name)
     try:
@@ -199,7 +201,7 @@ def _yaml(t: dict[str, Any], scale: tuple[tuple[str, str], ...] = ()) -> str:
 
 
 def apply(proposals: dict[str, dict[str, Any]]) -> None:
-    from kprof import catalog
+    from kprof.spec import catalog
 
     for name, t in proposals.items():
         if t.get("exact"):

@@ -79,7 +79,7 @@ _compiler_reason: list[str | None] = []
 def _nvcc_reason() -> str | None:
     """Why no CUDA compiler builds sm_90 here (the ``nvcc`` marker: nvcc, or NVRTC where nvcc is not)."""
     if not _compiler_reason:
-        from kprof import build
+        from kprof.build import build
         from kprof.errors import KprofError
 
         try:
@@ -108,7 +108,7 @@ def _session_cache(tmp_path_factory) -> Path:
     """One build cache per test session, never the user's; but the GPU's ceilings that ``kprof peak``
     measured before the suite (scripts/gpu-check.sh) are copied in, so the first timing test does not
     spend minutes measuring them again (seen on the H200: a Triton bench test past its 200 s limit)."""
-    from kprof import build
+    from kprof.build import build
 
     folder = tmp_path_factory.getbasetemp() / "kprof-cache"
     folder.mkdir(parents=True, exist_ok=True)

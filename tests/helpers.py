@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kprof import childresult, pipeline
-from kprof.childresult import ChildResult
-from kprof.job import Job, RunMode, TimingMode, ValuesMode, target_of
+from kprof.commands import pipeline
+from kprof.launch import childresult
+from kprof.launch.childresult import ChildResult
+from kprof.launch.job import Job, RunMode, TimingMode, ValuesMode, target_of
 from kprof.spec import KernelSpec
 
 

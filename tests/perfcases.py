@@ -1,6 +1,6 @@
 """The test suite's reader of the seeded performance bugs (``perf_cases/``): each kernel beside a twin without the problem, and
 the profiler metric that must show it. ``expect: {metric: FIELD, higher_than_twin: F}`` (or
-``lower_than_twin``) says the bug's value of a :class:`~kprof.profiling.KernelProfile` field must be
+``lower_than_twin``) says the bug's value of a :class:`~kprof.measure.profiling.KernelProfile` field must be
 at least F times the twin's (or at most 1/F of it).
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from kprof import catalog
 from kprof import spec as spec_mod
 from kprof.errors import SpecError
-from kprof.profiling import KernelProfile
+from kprof.measure.profiling import KernelProfile
+from kprof.spec import catalog
 
 _FIELDS = {f.name for f in fields(KernelProfile)}
 

@@ -33,7 +33,7 @@ def _trees(path: Path) -> list[ast.Module]:
 
 
 MAX_LINES = 80
-COMMAND_LAYER = {"cli", "commands", "pipeline", "api", "scaffold"}  # api: the same front door, from Python
+COMMAND_LAYER = {"commands.cli", "commands.commands", "commands.pipeline", "commands.api", "commands.scaffold"}  # api: the same front door, from Python
 
 
 def _nodes(tree: ast.AST):
@@ -107,9 +107,9 @@ def test_no_long_function():
     assert not long, "functions over 80 lines: " + ", ".join(long)
 
 
-@pytest.mark.parametrize("upstream", ["catalog", "build"])
+@pytest.mark.parametrize("upstream", ["spec.catalog", "build.build"])
 def test_only_the_command_layer_looks_up_or_builds_kernels(upstream):
-    allowed = COMMAND_LAYER | {upstream, "doctor"}  # doctor reports on nvcc itself
+    allowed = COMMAND_LAYER | {upstream, "commands.doctor"}  # doctor reports on nvcc itself
     callers = sorted(name for name, deps in GRAPH.items() if upstream in deps and name not in allowed)
     assert not callers, f"{upstream} is imported below the command layer by: {callers}"
 
@@ -125,11 +125,11 @@ def test_one_owner_module_per_external_tool(tool, owner):
 
 
 def test_only_the_device_layer_imports_cuda_bindings():
-    """The driver through kprof/child/device.py only; NVRTC (a compiler, no context) through kprof/nvrtc.py only."""
+    """The driver through kprof/child/device.py only; NVRTC (a compiler, no context) through kprof/build/nvrtc.py only."""
     users = sorted(name for name, path in MODULES.items() if "cuda.bindings" in path.read_text()
-                   and name not in ("child.device", "doctor", "nvrtc"))
+                   and name not in ("child.device", "commands.doctor", "build.nvrtc"))
     assert not users, f"cuda.bindings imported outside kprof/child/device.py: {users}"
-    nvrtc_imports = {line.strip() for line in MODULES["nvrtc"].read_text().splitlines()
+    nvrtc_imports = {line.strip() for line in MODULES["build.nvrtc"].read_text().splitlines()
                      if line.strip().startswith(("from ", "import ")) and "cuda.bindings" in line}
     assert nvrtc_imports == {"from cuda.bindings import nvrtc", "from cuda.bindings import __version__ as bindings_version"}
 
@@ -163,26 +163,26 @@ def test_no_module_imports_the_package_front_door():
 
 
 def test_the_childs_result_is_read_in_one_typed_place():
-    """kprof/childresult.py reads the child's result file (its version checked) into typed fields; no other
+    """kprof/launch/childresult.py reads the child's result file (its version checked) into typed fields; no other
     module of the parent opens the file or looks up the record's keys."""
-    child_side = {"childresult", "child.runner", "child.workspace", "child.timing", "child.framework"}  # what writes it
+    child_side = {"launch.childresult", "child.runner", "child.workspace", "child.timing", "child.framework"}  # what writes it
     patterns = ('.get("status")', '.get("phase"', '"job_seconds" in', "result_path.read_text", '["samples"]',
                 '.get("samples")')
     found = [f"{name}.py: {p}" for name, path in MODULES.items() if name not in child_side
              for p in patterns if p in path.read_text()]
     assert not found, found
-    text = (PKG / "launch.py").read_text()
+    text = (PKG / "launch" / "launch.py").read_text()
     assert "-> tuple[proc.Completed, ChildResult]" in text and "-> tuple[proc.Completed, list[ChildResult]]" in text
 
 
 def test_every_command_takes_its_own_typed_options():
-    """kprof/options.py has one frozen options class per command; every cmd_* takes its class, every
+    """kprof/commands/options.py has one frozen options class per command; every cmd_* takes its class, every
     attribute a command reads of it is one of its fields, and every field is one the CLI's parser sets."""
     from dataclasses import fields
 
-    from kprof import cli, options
+    from kprof.commands import cli, options
 
-    tree = ast.parse((PKG / "commands.py").read_text())
+    tree = ast.parse((PKG / "commands" / "commands.py").read_text())
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     for command, cls in options.BY_COMMAND.items():
         fn = funcs[f"cmd_{command}"]
@@ -197,26 +197,27 @@ def test_every_command_takes_its_own_typed_options():
         first = {"new": ["x"], "run": ["k"], "occupancy": ["k"], "bench": ["k"], "compare": ["r1"], "mutants": ["k"]}.get(command, [])
         given = vars(parser.parse_args([command, *first]))
         assert names <= set(given) | {"program"}, (command, names - set(given))
-    assert "argparse.Namespace" not in (PKG / "commands.py").read_text()
+    assert "argparse.Namespace" not in (PKG / "commands" / "commands.py").read_text()
 
 
 def test_a_baseline_is_one_typed_value_parsed_once():
-    """kprof/baseline.py's Baseline (a library, a spec, a Python callable) is what the bench plan carries;
+    """kprof/spec/baseline.py's Baseline (a library, a spec, a Python callable) is what the bench plan carries;
     no module but pyref.py spells the stored Python reference's prefix, and the only module that decodes a
     baseline string into its kind is baseline.py (the CLI's --baseline is parsed in pipeline.baselines_of)."""
-    constants = [f"{name}.py" for name, path in MODULES.items() if name != "pyref"
+    constants = [f"{name}.py" for name, path in MODULES.items() if name != "spec.pyref"
                  for tree in _trees(path) for node in ast.walk(tree)
                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("python:")]
     assert not constants, constants
     from dataclasses import fields
 
-    from kprof import bench, pipeline
-    from kprof.baseline import Baseline
+    from kprof.commands import pipeline
+    from kprof.measure import bench
+    from kprof.spec.baseline import Baseline
 
     plan = {f.name: f.type for f in fields(bench.PointPlan)}
     assert plan["baselines"] == "tuple[tuple[Baseline, Job], ...]" and not {"baseline", "more", "names"} & set(plan)
     assert {f.name: f.type for f in fields(pipeline.BenchPoint)}["baselines"] == "tuple[Baseline, ...]"
-    decoders = [name for name, path in MODULES.items() if name not in ("baseline", "pyref", "spec.loader", "spec.schema")
+    decoders = [name for name, path in MODULES.items() if name not in ("spec.baseline", "spec.pyref", "spec.loader", "spec.schema")
                 and "def baseline_name(baseline" in path.read_text()]
     assert not decoders and Baseline.__dataclass_params__.frozen
     assert bench.PointResult.__dataclass_params__.frozen and bench.BaselineResult.__dataclass_params__.frozen
@@ -228,8 +229,8 @@ def test_the_spec_stage_is_a_folder_of_schema_and_loader():
     """kprof/spec/: the schema (dataclasses, resolve) and the loader (YAML, validation), one way: the
     loader builds the schema's classes, the schema never imports the loader; the folder is one node of
     the graph above, with the edges of both."""
-    assert {"spec.loader", "spec.schema"} <= GRAPH["spec"] and GRAPH["spec.schema"] <= {"sizeexpr", "errors", "inputs"}
-    assert {"sizeexpr", "reference", "inputs", "spec.schema"} <= GRAPH["spec.loader"]
+    assert {"spec.loader", "spec.schema"} <= GRAPH["spec"] and GRAPH["spec.schema"] <= {"spec.sizeexpr", "errors", "inputs"}
+    assert {"spec.sizeexpr", "spec.reference", "inputs", "spec.schema"} <= GRAPH["spec.loader"]
     schema = (PKG / "spec" / "schema.py").read_text()
     assert "from kprof.spec.loader" not in schema and "import yaml" not in schema
     assert "from kprof.spec.schema import" in (PKG / "spec" / "loader.py").read_text()
@@ -258,3 +259,28 @@ def test_no_two_stage_folders_import_each_other():
     ties = {(group(a), group(b)) for a, deps in GRAPH.items() for b in deps if group(a) != group(b)}
     both = sorted((a, b) for a, b in ties if (b, a) in ties and a < b)
     assert not both, both
+
+
+# The stage folders, bottom to top: a folder imports only the folders before it (and the modules at the
+# top of kprof/). spec -> build -> launch (the parent's side of the child) -> child -> tools (sanitize) and
+# measure (bench, profile) -> corpus (the checks of the checks) -> results -> commands (the front doors).
+STAGES = ["spec", "build", "launch", "child", "tools", "measure", "corpus", "results", "commands"]
+# What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m kprof, the
+# pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
+TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc", "parallel", "telemetry",
+       "units", "findings", "stats"}
+
+
+def test_the_tree_shows_the_pipeline():
+    """Every module of kprof/ is in its stage's folder but the front doors and the shared leaves; each
+    folder says what it owns (a module docstring); the folders import one way, down the pipeline."""
+    folders = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()} - NOT_STAGES
+    assert folders == set(STAGES), folders ^ set(STAGES)
+    top = {p.stem for p in PKG.glob("*.py")} - {"__init__"}
+    assert top == TOP, f"modules at the top of kprof/ that belong in a stage folder: {sorted(top - TOP)}"
+    for folder in STAGES:
+        assert ast.get_docstring(ast.parse((PKG / folder / "__init__.py").read_text())), folder
+    upward = sorted(f"{a} -> {b}" for a, deps in GRAPH.items() for b in deps
+                    if a.split(".")[0] in STAGES and b.split(".")[0] in STAGES
+                    and STAGES.index(b.split(".")[0]) > STAGES.index(a.split(".")[0]))
+    assert not upward, f"imports that climb back up the pipeline: {upward}"

@@ -10,17 +10,20 @@ from pathlib import Path
 import pytest
 from test_runner_fake import FakeDevice, job_for, run_job
 
-from kprof import build, catalog, cli, doctor, nvrtc, occupancy, profiling
 from kprof import spec as spec_mod
+from kprof.build import build, nvrtc, occupancy
+from kprof.commands import cli, doctor
 from kprof.errors import EXIT_OK, EXIT_USAGE, SpecError, ToolNotFoundError, UnsupportedArchError, UsageError
-from kprof.job import RunMode
+from kprof.launch.job import RunMode
+from kprof.measure import profiling
+from kprof.spec import catalog
 from kprof.spec import loader as spec_load
 from kprof.tools import ncu
 
 KB = 1024
 
 # The CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (held apart from
-# kprof/occupancy.py on purpose: a row typed twice in two shapes): resident threads, blocks and warps
+# kprof/build/occupancy.py on purpose: a row typed twice in two shapes): resident threads, blocks and warps
 # per SM, shared memory per SM and the most one block may have (KB), and, from "Arithmetic
 # Instructions", 32-bit floating-point add, multiply and FMA results per clock per SM.
 GUIDE = {
@@ -50,7 +53,7 @@ def test_the_model_of_each_architecture_is_the_guides(arch):
     assert lim.fp32_lanes == fp32
     # 1 KB of shared memory per block is the system's from sm_80 on (the guide's footnote); none before
     assert lim.reserved_smem_per_block == (KB if spec_mod.arch_number(arch) >= 80 else 0)
-    from kprof import ceilings
+    from kprof.measure import ceilings
 
     assert ceilings.FP32_LANES[arch] == fp32
 
@@ -95,7 +98,7 @@ def test_kprof_occupancy_knows_each_architecture_offline(arch, capsys, monkeypat
 
 
 def _compiler(kind, major, archs):
-    program = ("/usr/bin/nvcc",) if kind == "nvcc" else ("python", "-m", "kprof.nvrtc")
+    program = ("/usr/bin/nvcc",) if kind == "nvcc" else ("python", "-m", "kprof.build.nvrtc")
     name = f"nvcc {major}.0" if kind == "nvcc" else f"NVRTC {major}.9"
     return build.Compiler(kind, program, name, major, tuple(archs), name)
 
@@ -169,7 +172,7 @@ def test_the_cache_key_holds_the_compiler(compilers, monkeypatch, tmp_path):
     second = build.build(spec, "sm_86")
     assert first.cubin != second.cubin and not second.cached
     assert first.compiler == "nvcc 13.0" and second.compiler == "NVRTC 12.9"
-    assert seen[0][0] == "/usr/bin/nvcc" and seen[1][:3] == ["python", "-m", "kprof.nvrtc"]
+    assert seen[0][0] == "/usr/bin/nvcc" and seen[1][:3] == ["python", "-m", "kprof.build.nvrtc"]
     assert seen[0][1:] [:-2] == seen[1][3:][:-2]  # the same options, output and source apart
 
 
@@ -223,7 +226,7 @@ def test_nvrtc_builds_a_shipped_kernel_with_the_same_report(arch, monkeypatch):
     usage = result.usage_of("tiled_matmul")
     assert result.compiler.startswith("NVRTC") and usage.registers > 0 and usage.shared_static == 8192
     assert result.cubin.read_bytes()[:4] == b"\x7fELF"
-    assert "-lineinfo" in result.argv and "kprof.nvrtc" in result.argv
+    assert "-lineinfo" in result.argv and "kprof.build.nvrtc" in result.argv
 
 
 @pytest.mark.skipif(_nvrtc_missing() is not None, reason=f"no NVRTC here: {_nvrtc_missing()}")
@@ -339,7 +342,7 @@ def test_a_kernel_runs_and_verifies_on_an_older_gpu_and_says_the_drivers_occupan
 def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measures(monkeypatch, capsys):
     """On sm_61 no ncu runs (it would not start): one line says so, and the report holds event timing,
     the driver's occupancy, registers and spills; exit 0."""
-    from kprof import launch
+    from kprof.launch import launch
 
     monkeypatch.setattr("kprof.child.device.probe", lambda: None)
     monkeypatch.setattr(build, "detect_arch", lambda: "sm_61")

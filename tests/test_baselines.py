@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from helpers import child
 
-from kprof import bench, catalog, pipeline, pyref, sweep
 from kprof import spec as spec_mod
+from kprof.commands import pipeline
 from kprof.errors import SpecError, UsageError
+from kprof.measure import bench
 from kprof.results import render
+from kprof.spec import catalog, pyref, sweep
 
 SPEC = ("sizes: {N: 64}\nargs:\n  - {name: a, buffer: float32, shape: [N], role: in}\n"
         "  - {name: c, buffer: float32, shape: [N], role: out}\n  - {name: n, scalar: int32, value: N}\n"
@@ -126,7 +128,7 @@ def test_every_shipped_torch_baseline_fits_its_specs_arguments():
 
 
 def test_a_python_baseline_is_not_timed_in_hot_mode(tmp_path, monkeypatch):
-    from kprof import build
+    from kprof.build import build
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.py").write_text("def add(a, b):\n    return a + b\n")
@@ -143,9 +145,10 @@ OP = ("python: ops.py:add\nsizes: {N: 64}\nargs:\n  - {name: a, buffer: float32,
 
 
 def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
-    from kprof import build, op
-    from kprof.childresult import Operation
-    from kprof.launch import RunResult
+    from kprof import op
+    from kprof.build import build
+    from kprof.launch.childresult import Operation
+    from kprof.launch.launch import RunResult
 
     (tmp_path / "ops.py").write_text("def add(a, N):\n    return a\n")
     (tmp_path / "k.yaml").write_text(OP)
@@ -243,7 +246,7 @@ def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
 
 
 def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsys):
-    from kprof import api, cli
+    from kprof.commands import api, cli
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)  # no GPU and no ncu here: the profile is a stand-in
     monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)
@@ -257,7 +260,7 @@ def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsy
 def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_path, monkeypatch):
     """The spec's tolerance is the tightest kprof's kernel passes; a library summing in another order gets
     BASELINE_SLACK times it (a baseline computing something else is still off by the size of the values)."""
-    from kprof import build
+    from kprof.build import build
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.py").write_text("def f(x, W, b):\n    return x @ W + b\n")
@@ -298,7 +301,7 @@ def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
 
 
 def test_a_baseline_knows_its_kind_its_label_and_what_the_json_keeps(tmp_path):
-    from kprof import baseline
+    from kprof.spec import baseline
 
     lib = baseline.library("cublas_sgemm")
     assert (lib.kind, lib.label, lib.stored()) == ("library", "cublas_sgemm", "cublas_sgemm")

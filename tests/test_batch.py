@@ -1,4 +1,4 @@
-"""Several jobs in one child (kprof.launch.run_batch, kprof.tools.compute_sanitizer.run_batch and run_many,
+"""Several jobs in one child (kprof.launch.launch.run_batch, kprof.tools.compute_sanitizer.run_batch and run_many,
 kprof.tools.values.run_batch), on CPU: a clean report clears every job, anything else sends each job the
 batch could not clear to a child of its own; each job is held to its own time limit."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import child
 
-from kprof import launch, proc
+from kprof import proc
+from kprof.launch import launch
 from kprof.tools import compute_sanitizer as san
 from kprof.tools import values
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult
@@ -52,7 +53,7 @@ def batch_with(monkeypatch):
 def _jobs(n, tmp_path):
     from helpers import job_for
 
-    from kprof import catalog
+    from kprof.spec import catalog
 
     cubin = tmp_path / "k.cubin"
     cubin.write_bytes(b"")
@@ -132,7 +133,7 @@ def test_each_job_of_a_batch_is_held_to_its_own_time_limit(monkeypatch, tmp_path
 
 
 def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did_not_finish(monkeypatch, tmp_path):
-    """Several verifications in one child (kprof.launch.run_kernels, the GPU suite's per-kernel sizes): a
+    """Several verifications in one child (kprof.launch.launch.run_kernels, the GPU suite's per-kernel sizes): a
     job that passed or failed its verdict is read from the batch; one the child never finished (its
     context broken by the job before, or it hung) runs again alone, and only that one."""
     jobs = _jobs(3, tmp_path)

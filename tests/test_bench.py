@@ -9,13 +9,15 @@ from types import SimpleNamespace
 import pytest
 from helpers import child, job_for
 
-from kprof import bench, catalog, cli, pipeline, stats, sweep, telemetry
 from kprof import spec as spec_mod
-from kprof.baseline import Baseline
+from kprof import stats, telemetry
+from kprof.commands import cli, pipeline
 from kprof.errors import UsageError
-from kprof.job import TimingMode
+from kprof.launch.job import TimingMode
+from kprof.measure import bench
 from kprof.results import history
-from kprof.spec import BASELINES
+from kprof.spec import BASELINES, catalog, sweep
+from kprof.spec.baseline import Baseline
 
 
 def test_summary_median_and_quartiles():
@@ -284,7 +286,7 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     """The bench plot redrawn from JSON recorded on the H200; the roofline from a recorded ncu row."""
     from pathlib import Path
 
-    from kprof import profiling as profile
+    from kprof.measure import profiling as profile
     from kprof.results import plot
     from kprof.tools import ncu
 
@@ -385,7 +387,8 @@ def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
                                           ("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "1048576"})])
 def test_the_swept_variants_resolve_without_a_gpu(name, params):
     """The parameters scripts/gpu-check.sh sweeps against the frameworks are the specs' own defines."""
-    from kprof import catalog, pipeline
+    from kprof.commands import pipeline
+    from kprof.spec import catalog
 
     resolved = pipeline.resolve(catalog.load(name), None, params=params)
     assert {k: dict(resolved.spec.defines)[k] for k in params} == params
@@ -395,7 +398,8 @@ def test_the_swept_variants_resolve_without_a_gpu(name, params):
 def test_fit_sizes_the_block_to_the_row(name):
     """FIT 1, the default: a multiple of 32 threads up to BLOCK, PER elements each, enough for the row
     (the one-read path); FIT 0: BLOCK threads at every row length, as before FIT existed."""
-    from kprof import catalog, pipeline
+    from kprof.commands import pipeline
+    from kprof.spec import catalog
 
     spec = catalog.load(name)
     for cols, fitted in [(1, 32), (31, 32), (300, 64), (1024, 128), (4096, 512), (4099, 544), (8192, 1024), (65536, 1024)]:
@@ -408,7 +412,8 @@ def test_fit_sizes_the_block_to_the_row(name):
 def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(params):
     """rmsnorm_bf16.cu gives a row of at most 32 * 8 * VPT columns to one warp, WROWS rows to a block
     (WROWS > 0), and any other row to one block; its launch expressions must agree, at every length."""
-    from kprof import catalog, pipeline
+    from kprof.commands import pipeline
+    from kprof.spec import catalog
 
     spec = catalog.load("rmsnorm_bf16")
     d = {k: int(v) for k, v in spec.with_defines(params).defines}
@@ -432,7 +437,8 @@ def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(para
 def test_float32_row_kernels_warp_rows_launch_agrees_with_the_kernel(name, params):
     """WROWS > 0 with FIT 1: a row of at most 32 * PER columns is one warp's, WROWS rows to a block of
     32 * WROWS threads (the kernel's `#if WROWS && FIT`); longer rows, or FIT 0, launch as without it."""
-    from kprof import catalog, pipeline
+    from kprof.commands import pipeline
+    from kprof.spec import catalog
 
     spec = catalog.load(name)
     d = {k: int(v) for k, v in spec.with_defines(params).defines}
@@ -519,7 +525,7 @@ def test_integrity_flags_of_the_kernel_and_a_baseline_are_warnings_and_fields(mo
 
 def test_bench_strict_fails_on_an_integrity_flag(monkeypatch, capsys):
     """Without --strict a flag is a warning (exit 0); with it, exit 1 and one line that says why."""
-    from kprof import api, cli
+    from kprof.commands import api, cli
 
     point = bench.PointResult("vector_add", {"N": 1024}, {}, "cold", "ok", integrity=("timer: ...",))
     report = api.BenchReport(points=[point], planned=1, run="r1", mode="cold", rule=bench.rule_from(0.005, 0.5, 1.0, 10),

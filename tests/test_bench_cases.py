@@ -9,9 +9,12 @@ import json
 
 import pytest
 
-from kprof import api, bench, benchcases, catalog, cli
 from kprof import spec as spec_mod
+from kprof.commands import api, cli
+from kprof.corpus import benchcases
 from kprof.errors import SpecError
+from kprof.measure import bench
+from kprof.spec import catalog
 
 
 def test_the_corpus_has_seven_cheats_each_a_baseline_with_its_function_and_flags():

@@ -2,10 +2,12 @@ from pathlib import Path
 
 import pytest
 
-from kprof import build, catalog, proc
+from kprof import proc
 from kprof import spec as spec_mod
-from kprof.build import ResourceUsage
+from kprof.build import build
+from kprof.build.build import ResourceUsage
 from kprof.errors import BuildError, ToolNotFoundError, UsageError
+from kprof.spec import catalog
 
 
 def test_parse_recorded_sm90_output(data_dir):
@@ -139,7 +141,7 @@ def test_entry_not_found_is_explained(tmp_path):
 
 
 def test_an_installed_wheel_finds_the_kernels_inside_the_package(tmp_path, monkeypatch):
-    from kprof import catalog
+    from kprof.spec import catalog
 
     monkeypatch.setattr(catalog, "PACKAGE", tmp_path)
     assert catalog._shipped("kernels") == catalog.ROOT / "kernels", "a source checkout: the top of the repository"
@@ -151,7 +153,8 @@ def test_an_installed_wheel_finds_the_kernels_inside_the_package(tmp_path, monke
 @pytest.mark.parametrize("params", [{"UNROLL": "2", "CACHE": "1"}, {"UNROLL": "4", "CACHE": "0"}])
 def test_vector_add_vec4_parameters_build(params):
     """The unrolled and streaming variants kprof bench --param sweeps (UNROLL 1, CACHE 0 is the plain loop)."""
-    from kprof import build, catalog
+    from kprof.build import build
+    from kprof.spec import catalog
 
     built = build.build(catalog.load("vector_add_vec4").with_defines(params), "sm_90")
     assert built.cubin.is_file() and built.usage_of("vector_add_vec4").spill_stores == 0

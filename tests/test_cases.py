@@ -4,10 +4,12 @@ import json
 
 import pytest
 
-from kprof import cases, catalog, cli
 from kprof import spec as spec_mod
+from kprof.commands import cli
+from kprof.corpus import cases
 from kprof.errors import SpecError
 from kprof.findings import Access, Finding
+from kprof.spec import catalog
 
 CORPUS = cases.load_all(catalog.group("case"))
 
@@ -120,7 +122,7 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     import threading
     import time
 
-    from kprof import api, pipeline
+    from kprof.commands import api, pipeline
     from kprof.tools import compute_sanitizer as san
     from kprof.tools.toolrun import ToolResult
 
@@ -174,7 +176,7 @@ def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
     """kprof.run_cases() from Python: one CaseResult per case, the progress made from the number of
     children, stepped as each ends and closed; the CLI prints the same results."""
     import kprof
-    from kprof import api, pipeline
+    from kprof.commands import api, pipeline
     from kprof.tools import compute_sanitizer as san
     from kprof.tools.toolrun import ToolResult
 

@@ -1,9 +1,9 @@
-"""kprof.ceilings and kprof peak's bookkeeping, without a GPU."""
+"""kprof.measure.ceilings and kprof peak's bookkeeping, without a GPU."""
 
 import pytest
 from helpers import child
 
-from kprof import bench, ceilings
+from kprof.measure import bench, ceilings
 from kprof.results import render
 
 # What an H200's driver reports (CU_DEVICE_ATTRIBUTE_*): the numbers are the kind the driver gives.
@@ -105,7 +105,7 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
 
 
 def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible():
-    from kprof import catalog
+    from kprof.spec import catalog
 
     peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "write": {"bytes_per_s": 4.2e12},
                          "copy": {"bytes_per_s": 4.25e12}}, "fma_flops_per_s": 64.8e12,
@@ -133,7 +133,7 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
 
 
 def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir):
-    from kprof import profiling as profile
+    from kprof.measure import profiling as profile
     from kprof.tools import ncu
 
     row = ncu.parse_csv((data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text())[0]
@@ -153,7 +153,7 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     """pipeline.peak builds the stream kernels at each width and hands measure_peak 8 jobs (4 mixes x
     16-byte accesses x 2 grids, the last one access per thread; 16 with --thorough's 4-byte
     accesses), the memcpy job and the FMA job."""
-    from kprof import pipeline
+    from kprof.commands import pipeline
 
     seen = {}
 

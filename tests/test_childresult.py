@@ -1,4 +1,4 @@
-"""The child's answer read in one typed place (kprof.childresult), its version checked: on CPU, on
+"""The child's answer read in one typed place (kprof.launch.childresult), its version checked: on CPU, on
 records as the runner writes them."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from kprof import childresult
 from kprof.errors import ResultError
+from kprof.launch import childresult
 
 
 def _write(tmp_path, data):

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from kprof import cli, errors
+from kprof import errors
+from kprof.commands import cli
 
 
 def run_cli(capsys, *argv):
@@ -137,7 +138,7 @@ def test_doctor_always_reports(capsys):
 
 
 def test_internal_errors_are_one_line(capsys, monkeypatch):
-    from kprof import commands
+    from kprof.commands import commands
 
     def boom(opts):
         raise ZeroDivisionError("bug")
@@ -168,7 +169,7 @@ def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys):
     from helpers import child
 
     import kprof
-    from kprof import launch
+    from kprof.launch import launch
 
     seen = []
 
@@ -183,5 +184,5 @@ def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys):
     assert data["usage"]["registers"] > 0 and data["bytes"] == 3 * 4 * 1000 and "raw" not in data
     assert cli.main(["run", "vector_add", "--size", "N=1000", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["sizes"] == {"N": 1000}
-    with pytest.raises(kprof.api.UsageError, match="preset 'fast'"):
+    with pytest.raises(kprof.commands.api.UsageError, match="preset 'fast'"):
         kprof.run("vector_add", preset="fast")

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import pytest
 
 import kprof
-from kprof import exitcode, findings, proc
+from kprof import findings, proc
 from kprof.results import render
-from kprof.tools import coverage, toolrun
+from kprof.tools import coverage, exitcode, toolrun
 from kprof.tools.toolrun import ToolResult
 
 HOOKS = Path(kprof.__file__).parent / "hooks"
@@ -293,7 +293,7 @@ def test_the_tallys_lines_as_recorded_on_the_h200(data_dir, name, text):
 def test_each_tests_count_is_in_its_finish_event_and_a_test_that_launched_nothing_is_not_checked():
     """The batch plugin: the count run's pytest child says what each test launched (its finish event);
     combine gives it to every tool's result, and a test that launched no kernel is NOT CHECKED."""
-    from kprof import suite
+    from kprof.tools import suite
 
     events = "\n".join(json.dumps(e) for e in (
         {"event": "start", "i": 0, "nodeid": "t::gpu"},
@@ -332,9 +332,9 @@ def test_the_tally_says_what_was_launched_since_a_mark(tmp_path):
 
 
 def test_the_count_run_of_a_suite_reads_each_tests_finish_event(tmp_path):
-    """kprof.suite.count_tests: the tests once more in kprof's pytest child, no tool; where no tally can
+    """kprof.tools.suite.count_tests: the tests once more in kprof's pytest child, no tool; where no tally can
     count (cupti-python missing, no GPU), no test has a count and every tool's verdict stays as it is."""
-    from kprof import suite
+    from kprof.tools import suite
 
     (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
     tests = [suite.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in "ab"]

@@ -1,5 +1,5 @@
 """A kernel whose source is a string in the user's Python file is reported at that file's line
-(kprof.embedded), on compute-sanitizer output recorded on an H200: CuPy's RawKernel, whose temporary
+(kprof.tools.embedded), on compute-sanitizer output recorded on an H200: CuPy's RawKernel, whose temporary
 file is gone by the time the report is read, and an NVRTC program named by a bare file name."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kprof import embedded
 from kprof.results import render
 from kprof.tools import compute_sanitizer as cs
+from kprof.tools import embedded
 from kprof.tools.toolrun import ToolResult
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,9 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from kprof import build, cli  # noqa: E402
 from kprof import spec as spec_mod  # noqa: E402
+from kprof.build import build  # noqa: E402
+from kprof.commands import cli  # noqa: E402
 from kprof.errors import KprofError  # noqa: E402
 from kprof.tools import compute_sanitizer as sanitize  # noqa: E402
 
@@ -260,7 +261,7 @@ def test_generated_expressions_are_a_value_or_one_line(expr, prefix):
     """Size arithmetic and reference expressions, deep and long: a value, or a one-line error."""
     import numpy as np
 
-    from kprof import reference, sizeexpr
+    from kprof.spec import reference, sizeexpr
 
     text = prefix + expr
     for check in (lambda: sizeexpr.names(text), lambda: reference.evaluate(text, {"x": np.ones(3), "M": 3.0})):

@@ -3,10 +3,14 @@ and its awkward sizes; faults, hangs and wrong answers reported, never crashing 
 
 import pytest
 
-from kprof import build, catalog, cli, errors, launch, pipeline
+from kprof import errors
 from kprof import spec as spec_mod
+from kprof.build import build
+from kprof.commands import cli, pipeline
 from kprof.errors import TargetError, UsageError
-from kprof.job import RunMode
+from kprof.launch import launch
+from kprof.launch.job import RunMode
+from kprof.spec import catalog
 
 pytestmark = pytest.mark.gpu
 
@@ -20,7 +24,7 @@ def _sizes_of(spec):
     return out
 
 
-# One test per kernel, its sizes verified one after another in one child (kprof.launch.run_kernels): the
+# One test per kernel, its sizes verified one after another in one child (kprof.launch.launch.run_kernels): the
 # same verdicts as one child per size, without a child's start (interpreter, CUDA context, module) per
 # size; on an H200 at 405e353 the 355 tests of this file, one child each, took 1,925 s of test time.
 @pytest.mark.parametrize("name", [e.name for e in catalog.entries() if e.group == "kernel"])

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from kprof import bench, ceilings, cli
+from kprof.commands import cli
+from kprof.measure import bench, ceilings
 
 pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("bench")]
 
@@ -65,7 +66,7 @@ def test_bench_warm_mode_times_single_launches(capsys):
 def test_every_cheat_of_the_bench_corpus_is_caught_and_the_honest_operation_is_not_flagged():
     """kprof cases --bench: the seven cheats of bench_cases/ timed beside y = 2 x in one run."""
     pytest.importorskip("torch")
-    from kprof import api
+    from kprof.commands import api
 
     report = api.run_bench_cases(max_time=1.0)
     missed = [(r.cheat.name, r.kinds) for r in report.results if not r.caught]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof import catalog
+from kprof.spec import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 LISTS = ROOT / "scripts" / "benches"

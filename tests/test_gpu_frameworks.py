@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof import cli
+from kprof.commands import cli
 
 # Beside the bench group, not after it: these time things but assert no timing, and the ceilings
 # every bench reads are measured once before the suite (gpu-check.sh tests) or by the first bench.

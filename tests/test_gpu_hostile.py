@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kprof import cli, proc
+from kprof import proc
+from kprof.commands import cli
 from kprof.errors import ToolNotFoundError
 
 pytestmark = pytest.mark.gpu
@@ -89,7 +90,8 @@ def test_ncu_runs_no_command_from_its_arguments(tmp_path):
 
 
 def test_cuobjdump_runs_no_command_from_its_arguments(tmp_path):
-    from kprof import build, catalog
+    from kprof.build import build
+    from kprof.spec import catalog
 
     exe = _tool("cuobjdump")
     folder = _folder_with_a_backtick(tmp_path)

@@ -4,7 +4,8 @@ in the profiler tests' one worker (on an H200 at 405e353 they were 145 s of that
 
 import pytest
 
-from kprof import build, catalog, occupancy
+from kprof.build import build, occupancy
+from kprof.spec import catalog
 
 pytestmark = pytest.mark.gpu
 

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 import kprof
-from kprof import catalog, pyref, reference
 from kprof.child import hostdata, verify
 from kprof.errors import UsageError
-from kprof.spec import CUBLAS_SGEMM
+from kprof.spec import CUBLAS_SGEMM, catalog, pyref, reference
 
 pytestmark = [pytest.mark.gpu]
 

@@ -5,10 +5,11 @@ import json
 import perfcases
 import pytest
 
-from kprof import catalog, cli, pipeline
-from kprof import profiling as profile
+from kprof.commands import cli, pipeline
 from kprof.errors import NcuError
-from kprof.job import RunMode
+from kprof.launch.job import RunMode
+from kprof.measure import profiling as profile
+from kprof.spec import catalog
 from kprof.tools import ncu
 
 # ncu profiles one process at a time: under xdist these tests share one worker (--dist loadgroup).

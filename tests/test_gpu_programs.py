@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import kprof
-from kprof import cli
+from kprof.commands import cli
 
 # No xdist group: each test is its own programs under the tools, timing nothing, so they spread over the
 # workers (one group ran them one after another on one worker: 9 tests of up to 40 s each).
@@ -97,7 +97,7 @@ def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
     """A plain C++ program built with -g -lineinfo: the kernel's line, and the host line that launched it."""
     import shutil
 
-    from kprof import build
+    from kprof.build import build
 
     compiler = build.compiler_for("sm_90")
     if compiler.kind != "nvcc" or not shutil.which("addr2line"):
@@ -203,7 +203,7 @@ def test_a_write_to_freed_device_heap_memory_says_device_heap():
 
 
 def test_a_write_the_programs_nvtx_permissions_forbid_is_not_writable(tmp_path):
-    from kprof import build
+    from kprof.build import build
 
     compiler = build.compiler_for("sm_90")
     if compiler.kind != "nvcc":

@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from kprof import cases, catalog, cli, pipeline
-from kprof.job import RunMode
+from kprof.commands import cli, pipeline
+from kprof.corpus import cases
+from kprof.launch.job import RunMode
+from kprof.spec import catalog
 from kprof.tools import compute_sanitizer as sanitize
 
 pytestmark = pytest.mark.gpu

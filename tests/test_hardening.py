@@ -7,10 +7,12 @@ import sqlite3
 
 import pytest
 
-from kprof import build, catalog, cli, reference
 from kprof import spec as spec_mod
+from kprof.build import build
+from kprof.commands import cli
 from kprof.errors import UsageError
 from kprof.results import history
+from kprof.spec import catalog, reference
 from kprof.tools import compute_sanitizer as sanitize
 
 BASE = """\
@@ -194,7 +196,7 @@ def test_build_accepts_a_twin_by_name(capsys):
 
 def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
     """The [cuda] extra once came without CCCL: nvcc ran, and every kernel including <nv/target> failed."""
-    from kprof import doctor
+    from kprof.commands import doctor
 
     fake = tmp_path / "nvcc"
     fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
@@ -209,7 +211,7 @@ def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
 
 @pytest.mark.nvcc
 def test_doctor_compiles_a_cccl_kernel():
-    from kprof import build
+    from kprof.build import build
 
     assert build.probe_compile() is None
 

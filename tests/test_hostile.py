@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof import cli
+from kprof.commands import cli
 
 KERNEL = 'extern "C" __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 1; }\n'
 SPEC = ("sizes: {N: 64}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: out}\n"
@@ -220,7 +220,8 @@ def test_a_folder_where_a_cache_file_goes_is_one_line(tmp_path, monkeypatch, cap
 
 
 def test_kprof_new_like_copies_the_python_reference(tmp_path):
-    from kprof import scaffold, spec
+    from kprof import spec
+    from kprof.commands import scaffold
 
     cu, yaml_path = scaffold.new("pm", tmp_path / "d", "prefix_max")
     assert (tmp_path / "d" / "prefix_max_ref.py").is_file()
@@ -243,7 +244,7 @@ def test_list_fits_the_terminal(monkeypatch, capsys):
 
 
 def test_build_says_where_it_is(tmp_path, monkeypatch, capsys):
-    from kprof import build
+    from kprof.build import build
 
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(build, "build", lambda spec, arch, force=False: build.BuildResult(
@@ -257,12 +258,13 @@ def test_a_bench_stopped_by_a_full_disk_keeps_what_history_holds(tmp_path, monke
     """The second point cannot be recorded: the first stays in the store, the run says so in one line."""
     import sqlite3
 
-    import kprof.api
-    from kprof import bench, pipeline
+    import kprof.commands.api
+    from kprof.commands import pipeline
+    from kprof.measure import bench
     from kprof.results import history
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
-    monkeypatch.setattr(kprof.api, "require_gpu", lambda tool: None)
+    monkeypatch.setattr(kprof.commands.api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(pipeline, "timing_mode", lambda *a, **k: type("M", (), {"mode": "cold"})())
     monkeypatch.setattr(pipeline, "peak", lambda **k: {})
     monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
@@ -341,7 +343,8 @@ def test_a_history_store_that_is_a_fifo_is_one_line(tmp_path):
 def test_a_search_folder_that_is_the_whole_disk_is_one_line(monkeypatch, tmp_path, capsys):
     """KPROF_PATH=/ (or /proc, whose folders vanish while they are walked: seen once as an internal
     error under fuzzing) is one line, never an exception or a walk of the whole disk."""
-    from kprof import catalog, cli
+    from kprof.commands import cli
+    from kprof.spec import catalog
 
     monkeypatch.setattr(catalog, "MAX_FOLDERS", 50)
     for i in range(60):

@@ -23,13 +23,13 @@ def loaded_after(body: str) -> str:
 
 
 def test_import_kprof_is_light():
-    assert loaded_after("import kprof, kprof.cli, kprof.errors, kprof.spec, kprof.sizeexpr, kprof.reference") == ""
+    assert loaded_after("import kprof, kprof.commands.cli, kprof.errors, kprof.spec, kprof.spec.sizeexpr, kprof.spec.reference") == ""
 
 
 def test_help_is_light():
-    body = "from kprof import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass"
+    body = "from kprof.commands import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass"
     assert loaded_after(body) == ""
 
 
 def test_list_is_light():
-    assert loaded_after("from kprof import cli\ncli.main(['list'])") == ""
+    assert loaded_after("from kprof.commands import cli\ncli.main(['list'])") == ""

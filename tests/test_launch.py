@@ -3,8 +3,8 @@
 import pytest
 from helpers import child
 
-from kprof import launch
 from kprof.errors import NoGPUError, TargetError, UsageError
+from kprof.launch import launch
 from kprof.proc import Completed
 
 

@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from kprof import api, catalog, cli, launch, mutants, proc
-from kprof.launch import RunResult
+from kprof import proc
+from kprof.commands import api, cli
+from kprof.corpus import mutants
+from kprof.launch import launch
+from kprof.launch.launch import RunResult
+from kprof.spec import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 

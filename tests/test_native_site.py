@@ -1,5 +1,5 @@
-"""A plain C++ program's launch site from the native frames compute-sanitizer saves (kprof.hostframes
-.native_site, kprof.addr2line): the function and module always, the line where the binary has host
+"""A plain C++ program's launch site from the native frames compute-sanitizer saves (kprof.tools.hostframes
+.native_site, kprof.tools.addr2line): the function and module always, the line where the binary has host
 line information. The report is shaped as the tool writes one (the Python frames of the recorded
 reports in tests/data/programs are native frames of the same form); the binary is built here."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof import addr2line, hostframes
+from kprof.tools import addr2line, hostframes
 from kprof.tools import compute_sanitizer as cs
 
 VECADD = r"""#include <cstdio>
@@ -76,7 +76,7 @@ needs_binutils = pytest.mark.skipif(not (shutil.which("addr2line") and shutil.wh
 
 
 def _build(tmp_path, *flags):
-    from kprof import build
+    from kprof.build import build
 
     compiler = build.compiler_for("sm_90")
     if compiler.kind != "nvcc":

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kprof import api, catalog, op
+from kprof import op
 from kprof.child import framework
+from kprof.commands import api
 from kprof.errors import UsageError
+from kprof.spec import catalog
 
 DATA = Path(__file__).parent / "data" / "kernels"
 _ptrs = itertools.count(0x7F0000000000, 0x100000)
@@ -175,7 +177,7 @@ def test_a_cublas_step_is_refused_at_load(fake):
 
 
 def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
-    from kprof import build
+    from kprof.build import build
 
     seen = {}
 

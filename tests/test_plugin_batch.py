@@ -12,8 +12,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from kprof import parallel, suite
-from kprof.pytest_child import named_call
+from kprof import parallel
+from kprof.tools import suite
+from kprof.tools.pytest_child import named_call
 from kprof.tools.toolrun import ToolResult
 
 pytest_plugins = ["pytester"]
@@ -404,8 +405,8 @@ def test_after_two_faults_both_reruns_are_spares_started_with_the_first_child(fa
 def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypatch):
     """memcheck's spare child dies in its collection; the tests after a stop still run, in a new child."""
     from kprof import proc
-    from kprof.pytest_child import EVENTS_ENV, GO_ENV
     from kprof.tools import compute_sanitizer as real
+    from kprof.tools.pytest_child import EVENTS_ENV, GO_ENV
 
     children = []
 
@@ -456,7 +457,7 @@ BREAKS_CONFTEST = '''
 import os
 
 if os.environ.get("KPROF_SUITE_EVENTS"):  # in kprof's child only: its driver check fails after test_breaks
-    import kprof.pytest_child as child
+    import kprof.tools.pytest_child as child
 
     _run = child.Recorder._run
 

@@ -8,9 +8,9 @@ import perfcases
 import pytest
 from helpers import job_for
 
-from kprof import occupancy
-from kprof import profiling as profile
+from kprof.build import occupancy
 from kprof.errors import UsageError
+from kprof.measure import profiling as profile
 from kprof.tools import ncu
 
 
@@ -189,7 +189,7 @@ def test_perf_cases_are_well_formed():
 
 
 def test_occupancy_cli_without_gpu(capsys):
-    from kprof import cli
+    from kprof.commands import cli
 
     assert cli.main(["occupancy", "regblock_matmul", "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out
@@ -212,7 +212,7 @@ def test_occupancy_cli_without_gpu(capsys):
     ],
 )
 def test_profile_cli_errors(capsys, argv, message):
-    from kprof import cli
+    from kprof.commands import cli
 
     code = cli.main(argv)
     err = capsys.readouterr().err
@@ -220,7 +220,7 @@ def test_profile_cli_errors(capsys, argv, message):
 
 
 def test_missing_ncu_says_where_to_get_it(as_if_a_gpu, capsys, monkeypatch):
-    from kprof import cli
+    from kprof.commands import cli
 
     monkeypatch.setenv("KPROF_NCU", "/nonexistent/ncu")
     code = cli.main(["profile", "vector_add", "--size", "N=1000"])
@@ -248,8 +248,8 @@ def test_profile_rows_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
     """ncu.profile_rows without a GPU: a stand-in ncu prints output recorded on the H200."""
     import sys
 
-    from kprof import catalog
     from kprof.errors import NcuError
+    from kprof.spec import catalog
 
     exe = tmp_path / "ncu"
     exe.write_text(FAKE_NCU.format(python=sys.executable, mode=mode,
@@ -275,7 +275,7 @@ def test_cli_profile_reports_every_extra_metric(as_if_a_gpu, tmp_path, monkeypat
     import json
     import sys
 
-    from kprof import cli
+    from kprof.commands import cli
 
     exe = tmp_path / "ncu"
     exe.write_text(FAKE_NCU.format(python=sys.executable, mode="ok",

@@ -13,10 +13,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import kprof
-from kprof import cli, hostframes, proc
 from kprof import findings as findings_mod
+from kprof import proc
+from kprof.commands import cli
 from kprof.errors import UsageError
-from kprof.tools import allocators, toolrun
+from kprof.tools import allocators, hostframes, toolrun
 from kprof.tools import compute_sanitizer as sanitize
 
 DATA = "sanitizer"
@@ -60,14 +61,14 @@ def test_the_cupy_pools_go_off_when_cupy_is_imported(tmp_path):
                                              {"returncode": -9, "signal": "SIGKILL"})])
 def test_the_shim_records_the_programs_exit(tmp_path, code, expected):
     status = tmp_path / "s.json"
-    done = proc.run([sys.executable, "-m", "kprof.exitcode", str(status), "--", sys.executable, "-c", code], timeout=60)
+    done = proc.run([sys.executable, "-m", "kprof.tools.exitcode", str(status), "--", sys.executable, "-c", code], timeout=60)
     assert json.loads(status.read_text()) == expected
     assert done.returncode == (expected["returncode"] if expected["returncode"] >= 0 else 128 + 9)
 
 
 def test_the_shim_says_a_missing_program(tmp_path):
     status = tmp_path / "s.json"
-    proc.run([sys.executable, "-m", "kprof.exitcode", str(status), "--", "no-such-program-kprof"], timeout=60)
+    proc.run([sys.executable, "-m", "kprof.tools.exitcode", str(status), "--", "no-such-program-kprof"], timeout=60)
     assert "no-such-program-kprof" in json.loads(status.read_text())["error"]
 
 
@@ -182,7 +183,7 @@ FAKE_SANITIZER = """#!{python}
 import shutil, subprocess, sys
 args = sys.argv[1:]
 save = args[args.index("--save") + 1]
-start = args.index({python!r})  # the program part: python -m kprof.exitcode STATUS -- CMD
+start = args.index({python!r})  # the program part: python -m kprof.tools.exitcode STATUS -- CMD
 xml = {xml!r}
 if xml:
     shutil.copy(xml, save)
@@ -499,7 +500,7 @@ def test_a_script_that_is_not_executable_is_told_to_use_its_interpreter(tmp_path
     ("k" * 120, 80, "k" * 79 + "…"),
 ])
 def test_a_kernel_name_is_cut_to_a_report_line(name, limit, cut):
-    from kprof.demangle import short
+    from kprof.tools.demangle import short
 
     assert short(name, limit) == cut and len(cut) <= limit + 2
 
@@ -527,7 +528,7 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
 def test_kprofs_modules_are_known_in_either_layout_wherever_kprof_was_installed():
     """A report recorded on another machine names kprof's frames by that machine's paths, flat (an older
     kprof: kprof/device.py) or in the stage folders (kprof/child/device.py): neither is the user's."""
-    from kprof import hostframes
+    from kprof.tools import hostframes
 
     for path in ("/elsewhere/kprof/device.py", "/elsewhere/kprof/child/device.py", "/elsewhere/kprof/runner.py",
                  "/elsewhere/kprof/tools/values.py"):

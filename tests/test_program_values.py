@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kprof import cli, proc
+from kprof import proc
+from kprof.commands import cli
 from kprof.tools import launchlog, values
 
 FAKE = Path(__file__).parent / "data" / "fake_launch_program.py"
@@ -104,7 +105,7 @@ def test_what_each_program_gets(mode, status, words):
 
 
 def test_kprof_sanitize_tool_values_on_a_program(monkeypatch, capsys):
-    from kprof import api
+    from kprof.commands import api
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     code = cli.main(["sanitize", "--tool", "values", "--json", "--", sys.executable, str(FAKE), "race"])

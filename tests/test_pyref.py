@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from helpers import child, job_for
 
-from kprof import launch, proc, pyref
+from kprof import proc
 from kprof import spec as spec_mod
 from kprof.errors import SpecError, UserCodeError
+from kprof.launch import launch
+from kprof.spec import pyref
 
 SPEC = """\
 sizes: {N: 64}

@@ -3,8 +3,8 @@ import re
 import numpy as np
 import pytest
 
-from kprof import reference
-from kprof.reference import ReferenceExprError
+from kprof.spec import reference
+from kprof.spec.reference import ReferenceExprError
 
 
 def test_matmul_and_arithmetic():

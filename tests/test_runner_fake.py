@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 from helpers import job_for as typed_job
 
-from kprof import build, catalog
-from kprof import job as job_mod
 from kprof import spec as spec_mod
+from kprof.build import build
 from kprof.child import hostdata, runner
 from kprof.child.device import DeviceInfo
-from kprof.job import RunMode, TimingMode, ValuesMode
+from kprof.launch import job as job_mod
+from kprof.launch.job import RunMode, TimingMode, ValuesMode
+from kprof.spec import catalog
 from kprof.stats import StopRule
 
 
@@ -56,7 +57,7 @@ class FakeDevice:
 
     # information
     def info(self) -> DeviceInfo:
-        from kprof import occupancy
+        from kprof.build import occupancy
 
         lim = occupancy.limits_for(self.arch)
         return DeviceInfo(0, f"Fake {self.arch} GPU", self.arch, 2, 1 << 30, 13000 if self.arch == "sm_90" else 12040,
@@ -83,7 +84,7 @@ class FakeDevice:
 
     def occupancy(self, func, block_threads, dynamic_smem):
         """The driver's answer, as kprof's model of this architecture gives it for 32 registers."""
-        from kprof import occupancy
+        from kprof.build import occupancy
 
         self.occupancies.append((block_threads, dynamic_smem))
         return occupancy.compute(occupancy.limits_for(self.arch), block_threads, 32, 0, dynamic_smem).blocks_per_sm
@@ -506,7 +507,7 @@ def test_the_child_never_reads_the_spec(fake, tmp_path, monkeypatch):
 
 def test_shared_memory_beyond_the_devices_limit_is_refused(fake, tmp_path):
     """The fake device allows 232,448 B per block (an H200's opt-in limit)."""
-    from kprof.job import Job, target_of
+    from kprof.launch.job import Job, target_of
 
     spec = catalog.load("vector_add")
     resolved = spec.resolve({"N": 100})
@@ -522,8 +523,8 @@ def test_shared_memory_beyond_the_devices_limit_is_refused(fake, tmp_path):
 def test_kprof_new_writes_a_kernel_that_verifies_as_written(fake, tmp_path, monkeypatch, capsys):
     """The template's reference is what its kernel computes (the kernel emulated here; its build is
     checked with nvcc in test_new_kernels_build)."""
-    from kprof import cli
     from kprof import spec as spec_mod
+    from kprof.commands import cli
 
     assert cli.main(["new", "my_saxpy", "--dir", str(tmp_path / "k")]) == 0
 
@@ -540,7 +541,7 @@ def test_kprof_new_writes_a_kernel_that_verifies_as_written(fake, tmp_path, monk
 
 @pytest.mark.nvcc
 def test_new_kernels_build(tmp_path):
-    from kprof import cli
+    from kprof.commands import cli
 
     assert cli.main(["new", "mine", "--dir", str(tmp_path)]) == 0
     assert cli.main(["new", "mm", "--dir", str(tmp_path), "--like", "tiled_matmul"]) == 0
@@ -665,7 +666,7 @@ def numpy_framework(fake, monkeypatch):
 
 
 def _baseline_job(tmp_path, body, name="vector_add", sizes=None):
-    from kprof import pyref
+    from kprof.spec import pyref
 
     (tmp_path / "base.py").write_text(body)
     stored = pyref.Ref(tmp_path / "base.py", "op").stored()
@@ -884,7 +885,7 @@ def test_a_batch_runs_its_jobs_in_one_process_and_stops_after_an_error(fake, mon
     job that ends in an error (here: more memory than the device has) the rest are left to the parent."""
     import json as json_mod
 
-    from kprof.job import RunMode
+    from kprof.launch.job import RunMode
 
     jobs = [job_for("vector_add", {"N": 100}), job_for("vector_add", {"N": 1 << 29}), job_for("vector_add", {"N": 7})]
     pairs = [(fake / f"job-{i}.json", fake / f"result-{i}.json") for i in range(3)]
@@ -935,7 +936,7 @@ def test_a_verification_batch_holds_one_context_for_all_its_jobs(fake, monkeypat
 
 
 def test_run_kernels_asks_for_one_context_and_a_tool_s_batch_does_not(monkeypatch):
-    from kprof import launch
+    from kprof.launch import launch
 
     plans = []
 

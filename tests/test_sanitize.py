@@ -186,7 +186,7 @@ def test_sarif_says_which_tools_checked_nothing_or_failed():
 
 
 def test_cli_from_xml(capsys, data_dir, tmp_path):
-    from kprof import cli
+    from kprof.commands import cli
 
     sarif = tmp_path / "out.sarif"
     code = cli.main(["sanitize", "--from-xml", str(data_dir / DATA / "rec_oob.memcheck.xml"), "--tool", "memcheck",
@@ -213,7 +213,7 @@ def test_cli_from_xml(capsys, data_dir, tmp_path):
     ],
 )
 def test_sanitize_cli_errors(capsys, argv, message):
-    from kprof import cli
+    from kprof.commands import cli
 
     code = cli.main(argv)
     err = capsys.readouterr().err

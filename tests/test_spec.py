@@ -4,9 +4,9 @@ import re
 import pytest
 import yaml
 
-from kprof import catalog, sweep
 from kprof import spec as spec_mod
 from kprof.errors import SpecError, UsageError
+from kprof.spec import catalog, sweep
 
 BASE = {
     "description": "test",

@@ -5,7 +5,7 @@ import pytest
 
 from kprof import spec as spec_mod
 from kprof.child import hostdata, valuescheck
-from kprof.job import target_of
+from kprof.launch.job import target_of
 
 
 @pytest.fixture

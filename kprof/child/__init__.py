@@ -4,5 +4,5 @@ modules, launches, :mod:`kprof.child.workspace`), the device layer, the only cal
 (:mod:`kprof.child.device`), the timing loop (:mod:`kprof.child.timing`), cuBLAS
 (:mod:`kprof.child.cublas`), the frameworks' arrays and Python baselines (:mod:`kprof.child.framework`),
 the host data (:mod:`kprof.child.hostdata`) and the verdict (:mod:`kprof.child.verify`). The parent
-hands it a :class:`kprof.job.Job` and reads its answer as a :class:`kprof.childresult.ChildResult`.
+hands it a :class:`kprof.launch.job.Job` and reads its answer as a :class:`kprof.launch.childresult.ChildResult`.
 """

@@ -25,9 +25,8 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kprof import pyref
 from kprof.errors import UsageError, UserCodeError
-from kprof.spec import DTYPES
+from kprof.spec import DTYPES, pyref
 
 if TYPE_CHECKING:
     from kprof.spec import ResolvedBuffer

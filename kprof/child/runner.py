@@ -1,6 +1,6 @@
 """The small child program that every tool wraps: ``python -m kprof.child.runner JOB.json RESULT.json``.
 
-It reads one typed :class:`~kprof.job.Job` (never the spec), loads the target into a
+It reads one typed :class:`~kprof.launch.job.Job` (never the spec), loads the target into a
 :class:`~kprof.child.workspace.Workspace`, and runs the job's mode: :func:`run_mode` (launch inside an
 NVTX push/pop range in domain ``kprof`` named after the target, verify, time one launch),
 :func:`values_mode` (the values detector) or :func:`kprof.child.timing.timing_mode` (``kprof bench``'s
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof.child.workspace import Result
-from kprof.job import Job, RunMode, TimingMode, ValuesMode
+from kprof.launch.job import Job, RunMode, TimingMode, ValuesMode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +39,7 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
     result = Result(result_path)
     t0 = time.perf_counter()
     try:
-        from kprof import job as job_mod
+        from kprof.launch import job as job_mod
 
         code = execute(job_mod.from_json(job_path.read_text()), result)
     except Exception as exc:  # noqa: BLE001 - reported to the parent in the result file, never lost
@@ -62,7 +62,7 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
 
 
 def batch(manifest: Path) -> int:
-    """Several jobs one after the other in this one process (kprof.launch.run_batch): the manifest is
+    """Several jobs one after the other in this one process (kprof.launch.launch.run_batch): the manifest is
     ``{"jobs": [[JOB.json, RESULT.json], ...], "progress": FILE}``. Before each job a line ``INDEX
     MONOTONIC-SECONDS`` goes to the progress file, so the parent can hold each job to its own time
     limit. The batch stops after a job that ends in an error (a broken context fails every job

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof.errors import UsageError
-from kprof.job import TimingMode
+from kprof.launch.job import TimingMode
 
 if TYPE_CHECKING:
     from kprof.child.workspace import Result, Workspace

@@ -10,7 +10,7 @@ import struct
 from typing import Any
 
 from kprof.findings import Finding
-from kprof.job import Target
+from kprof.launch.job import Target
 
 FIRST_INDICES = 5
 

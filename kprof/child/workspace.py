@@ -15,12 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kprof import pyref, reference
 from kprof.child import hostdata, verify
-from kprof.childresult import RESULT_VERSION
 from kprof.errors import CudaError, UsageError, UserCodeError
-from kprof.job import Target
-from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep
+from kprof.launch.childresult import RESULT_VERSION
+from kprof.launch.job import Target
+from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep, pyref, reference
 
 if TYPE_CHECKING:
     import numpy as np

@@ -261,7 +261,7 @@ def _site() -> str | None:
     """The innermost Python frame of the user's own files (past this file, kprof, the standard library
     and installed packages)."""
     try:
-        from kprof.hostframes import is_user_file
+        from kprof.tools.hostframes import is_user_file
     except ImportError:
         return None
     for frame in reversed(traceback.extract_stack()[:-1]):

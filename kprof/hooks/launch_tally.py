@@ -63,7 +63,7 @@ def _elf_starts(image: bytes) -> list[int]:
 
 def elf_sections(image: bytes) -> dict[str, bytes] | None:
     """Every section of a 64-bit little-endian ELF image (a cubin), by name; None for anything else
-    (kprof's mutants compare two cubins' ``.text`` sections with it too: kprof.mutants)."""
+    (kprof's mutants compare two cubins' ``.text`` sections with it too: kprof.corpus.mutants)."""
     if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
         return None
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from kprof.errors import UsageError
 
 if TYPE_CHECKING:
-    from kprof.bench import PointResult
-    from kprof.profiling import KernelProfile
+    from kprof.measure.bench import PointResult
+    from kprof.measure.profiling import KernelProfile
 
 
 def require() -> None:

@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kprof.baseline import kind_of
-from kprof.demangle import short
 from kprof.findings import label
+from kprof.spec.baseline import kind_of
+from kprof.tools.demangle import short
 from kprof.units import si
 
 if TYPE_CHECKING:
-    from kprof.bench import PointResult
-    from kprof.build import BuildResult, ResourceUsage
-    from kprof.cases import CaseResult
-    from kprof.doctor import Check
-    from kprof.launch import RunResult
-    from kprof.occupancy import Occupancy
-    from kprof.profiling import KernelProfile
+    from kprof.build.build import BuildResult, ResourceUsage
+    from kprof.build.occupancy import Occupancy
+    from kprof.commands.doctor import Check
+    from kprof.corpus.cases import CaseResult
+    from kprof.launch.launch import RunResult
+    from kprof.measure.bench import PointResult
+    from kprof.measure.profiling import KernelProfile
     from kprof.spec import KernelSpec, Resolved
     from kprof.tools.toolrun import ToolResult
 
@@ -125,7 +125,7 @@ def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str
 def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str:
     dev = result.device
     lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.get('name', '?')} ({dev.get('arch', built.arch)})"]
-    from kprof import pyref
+    from kprof.spec import pyref
 
     usage = built.usage_of(resolved.spec.entry)
     if resolved.spec.python:
@@ -241,7 +241,7 @@ def cases_list(rows: list[dict[str, Any]]) -> str:
 
 
 def cases_matrix(results: list[CaseResult]) -> str:
-    from kprof.cases import tally
+    from kprof.corpus.cases import tally
 
     rows = []
     for r in results:
@@ -346,7 +346,7 @@ def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, c
 def baseline_label(baseline: str | None, asked: str | None = None) -> str:
     """How a report names a baseline: the name it was asked by (torch.compile), else cublas_sgemm, a
     spec's name, or a Python callable's FILE.py:FUNCTION."""
-    from kprof.baseline import label_of
+    from kprof.spec.baseline import label_of
 
     return label_of(baseline, asked)
 

@@ -1,7 +1,7 @@
 """Loading a spec: one YAML file beside each ``.cu``, read with ``yaml.safe_load`` (capped, no alias,
 no deep nesting), every field validated, every error naming the file and the field
 (``kernels/tiled_matmul.yaml: launch.grid[0]: unknown size 'Q'``), into :mod:`kprof.spec.schema`'s
-:class:`KernelSpec`. References go through :mod:`kprof.reference` and :mod:`kprof.pyref`; nothing
+:class:`KernelSpec`. References go through :mod:`kprof.spec.reference` and :mod:`kprof.spec.pyref`; nothing
 from a spec ever reaches ``eval``. ``docs/spec.md`` documents the format.
 """
 
@@ -15,8 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import inputs, reference, sizeexpr
+from kprof import inputs
 from kprof.errors import InputError, SpecError
+from kprof.spec import reference, sizeexpr
 from kprof.spec.schema import (
     ARCH_NAME,
     CUBLAS_SGEMM,
@@ -223,7 +224,7 @@ def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec
     the same buffers, sizes, reference and work, so kprof profile reports what the callable launches
     (inside kprof's NVTX range) beside the kernel, named ``SPEC__LABEL`` (``rmsnorm_onepass__torch_compile``:
     letters, digits and ``_`` only, which ncu's NVTX filter reads literally)."""
-    from kprof import pyref
+    from kprof.spec import pyref
 
     ref = pyref.Ref.from_stored(stored)
     steps, launch = _python_launch(ref.func, spec.args)
@@ -242,7 +243,7 @@ def _load_python_op(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...
     """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as
     framework tensors), sizes, defines (``names``) and scalars by name, read now without running it.
     Its one step is the function over every argument, with no launch of kprof's own."""
-    from kprof import pyref
+    from kprof.spec import pyref
 
     extra = [k for k in _NOT_FOR_PYTHON if k in data]
     if extra:
@@ -392,7 +393,7 @@ def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set
     package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors."""
     if raw is None:
         return None
-    from kprof import pyref
+    from kprof.spec import pyref
 
     if isinstance(raw, str) and pyref.looks_like(raw):
         known = input_names(args) | sizes
@@ -612,7 +613,7 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
     """Each output's reference: an expression of the vocabulary, or a Python function (``FILE.py:FN``,
     ``package.module:FN``; stored resolved as ``python:/abs/FILE.py:FN``). A spec-wide ``reference:
     FILE.py:FN`` returns a dict of every output."""
-    from kprof import pyref
+    from kprof.spec import pyref
 
     outputs = _output_names(args)
     known = input_names(args) | known_sizes

@@ -2,7 +2,7 @@
 vocabulary of dtypes, roles, fills and presets, and ``KernelSpec.resolve()``, which gives a
 :class:`Resolved` (every size, shape, launch dimension and scalar a concrete number) that the build,
 launch, sanitize, profile and bench stages take as it is. Loading a YAML file into it is
-:mod:`kprof.spec.loader`. Size arithmetic goes through :mod:`kprof.sizeexpr`; nothing calls ``eval``.
+:mod:`kprof.spec.loader`. Size arithmetic goes through :mod:`kprof.spec.sizeexpr`; nothing calls ``eval``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from kprof import sizeexpr
 from kprof.errors import SpecError, UsageError
+from kprof.spec import sizeexpr
 
 #: dtype name -> (bytes per element, kind: f(loat) / i(nt) / u(nsigned))
 DTYPES: dict[str, tuple[int, str]] = {
@@ -152,7 +152,7 @@ class KernelSpec:
     defines: tuple[tuple[str, str], ...] = ()
     nvcc_flags: tuple[str, ...] = ()
     checks: tuple[tuple[tuple[str, int], ...], ...] = ()
-    expect: Any = None  # sanitizer cases: what must be found (validated by kprof.cases)
+    expect: Any = None  # sanitizer cases: what must be found (validated by kprof.corpus.cases)
     notes: str = ""
     twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
     twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define

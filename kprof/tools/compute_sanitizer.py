@@ -27,12 +27,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import exitcode, hostframes, inputs, launch, proc
-from kprof.demangle import demangle
+from kprof import inputs, proc
 from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
-from kprof.job import Job, RunMode
-from kprof.tools import coverage, values
+from kprof.launch import launch
+from kprof.launch.job import Job, RunMode
+from kprof.tools import coverage, exitcode, hostframes, values
+from kprof.tools.demangle import demangle
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -216,7 +217,7 @@ def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | N
     """A C++ program's launch site: ``/src/vecadd.cu:7 (launch in vecadd)`` where the binary has host
     line information (``-g``, through addr2line), else ``launch in vecadd``; None without a frame of
     the user's own module."""
-    from kprof import addr2line
+    from kprof.tools import addr2line
 
     frame = hostframes.native_site(stack, kernel)
     if frame is None:
@@ -235,9 +236,9 @@ def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | N
 
 def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
     """A finding in a file that is not there (CuPy's deleted temporary file, NVRTC's program name) or
-    that a library generated, placed where the user's source is (:func:`kprof.embedded.place`), with a
+    that a library generated, placed where the user's source is (:func:`kprof.tools.embedded.place`), with a
     note; where it moved, the tool's own place is kept in ``extra.reported_at``."""
-    from kprof import embedded
+    from kprof.tools import embedded
 
     found = embedded.place(f.file, f.line, f.kernel, stack_files, f.launch)
     if found is None:
@@ -478,7 +479,7 @@ def spec_coverage(job: Job, data: Any) -> coverage.Coverage | None:
 
 def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
               padding: int = PADDING) -> list[ToolResult] | None:
-    """One tool over several jobs in one child (kprof.launch.run_batch), for jobs expected to be
+    """One tool over several jobs in one child (kprof.launch.launch.run_batch), for jobs expected to be
     clean (kprof cases' twins): one start of the tool and of CUDA instead of one per job. A report
     with no record, every job finished, is every job clean. Anything else (a record, a job that
     did not finish, the tool's error) is None: the records of one process cannot be told apart by

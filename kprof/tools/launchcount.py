@@ -15,8 +15,8 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from kprof import exitcode, inputs, proc
-from kprof.tools import allocators, coverage
+from kprof import inputs, proc
+from kprof.tools import allocators, coverage, exitcode
 
 MAX_TALLY_BYTES = 8 << 20  # the tally writes a line per kernel: 10,000 kernels at most per process
 

@@ -16,10 +16,11 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kprof import launch, proc
-from kprof.childresult import ChildResult
+from kprof import proc
 from kprof.errors import NcuError, UsageError
-from kprof.job import Job, RunMode
+from kprof.launch import launch
+from kprof.launch.childresult import ChildResult
+from kprof.launch.job import Job, RunMode
 
 STALL_REASONS = (
     "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kprof import proc
-from kprof.childresult import ChildResult
 from kprof.findings import Finding
+from kprof.launch.childresult import ChildResult
 from kprof.tools.coverage import Coverage
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors

@@ -25,9 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof import launch
 from kprof.findings import Access, Finding
-from kprof.job import Job, ValuesMode
+from kprof.launch import launch
+from kprof.launch.job import Job, ValuesMode
 from kprof.tools import coverage
 from kprof.tools.toolrun import ToolResult, classify
 
@@ -145,8 +145,8 @@ def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], 
     """One run of the program with the recorder: its log (:class:`kprof.tools.launchlog.Run`), or the
     ToolResult that says why there is none (it failed, hung, or the recorder could not start)."""
 
-    from kprof import exitcode, proc
-    from kprof.tools import launchlog
+    from kprof import proc
+    from kprof.tools import exitcode, launchlog
 
     log, status_path = folder / f"{name}.jsonl", folder / f"{name}.status.json"
     done = proc.run(exitcode.wrap(cmd, status_path), timeout=timeout, cwd=cwd,

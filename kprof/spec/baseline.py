@@ -1,5 +1,5 @@
 """What a benchmark point is timed against (:class:`Baseline`): one typed value, parsed once where
-``--baseline`` or a spec's ``baseline:`` is read (:func:`kprof.pipeline.baselines_of`), labelled once
+``--baseline`` or a spec's ``baseline:`` is read (:func:`kprof.commands.pipeline.baselines_of`), labelled once
 for reports. Pure.
 
 Three kinds: a library routine on the kernel's own buffers (``cublas_sgemm``), another kernel spec at
@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kprof import pyref
-from kprof.spec import BASELINES
+from kprof.spec import BASELINES, pyref
 
 if TYPE_CHECKING:
     from kprof.spec import KernelSpec

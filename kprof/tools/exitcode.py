@@ -1,4 +1,4 @@
-"""The shim a sanitized program runs under: ``python -m kprof.exitcode STATUS.json [--tally TALLY.jsonl] -- CMD [ARG...]``.
+"""The shim a sanitized program runs under: ``python -m kprof.tools.exitcode STATUS.json [--tally TALLY.jsonl] -- CMD [ARG...]``.
 
 compute-sanitizer's own exit code mixes its findings with the program's; this shim runs the program,
 writes the program's exit code (or the signal that killed it) to STATUS.json, and exits the same way.
@@ -19,7 +19,7 @@ def wrap(cmd: list[str], status: Path, tally: Path | None = None) -> list[str]:
     """The user's command behind this shim, its exit code to ``status``; with ``tally``, the program's
     launches counted there (``KPROF_LAUNCH_TALLY``, set for the program only: the shim, a Python process
     itself, is not counted)."""
-    return [sys.executable, "-m", "kprof.exitcode", str(status), *(["--tally", str(tally)] if tally else []), "--", *cmd]
+    return [sys.executable, "-m", "kprof.tools.exitcode", str(status), *(["--tally", str(tally)] if tally else []), "--", *cmd]
 
 
 def read_status(status: Path) -> dict[str, object] | None:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "KPROF_LAUNCH_TALLY": args[2]}
         args = [args[0], *args[3:]]
     if len(args) < 3 or args[1] != "--":
-        print("usage: python -m kprof.exitcode STATUS.json [--tally TALLY.jsonl] -- CMD [ARG...]", file=sys.stderr)
+        print("usage: python -m kprof.tools.exitcode STATUS.json [--tally TALLY.jsonl] -- CMD [ARG...]", file=sys.stderr)
         return 2
     status, cmd = Path(args[0]), args[2:]
     try:

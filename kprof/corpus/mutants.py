@@ -1,5 +1,5 @@
 """How strong a spec's verdict is: mutants of its kernel, each run through the verdict. Generation and
-scoring are pure; building and running go through the command layer (:func:`kprof.api.run_mutants`).
+scoring are pure; building and running go through the command layer (:func:`kprof.commands.api.run_mutants`).
 
 A mutant is the kernel's source with one classic mistake put in (the operators below: a bound off by
 one, a missing barrier, an accumulation that overwrites, swapped indices, a wrong initial value, a

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof import childresult, proc
-from kprof.childresult import ChildError, ChildResult, Operation
+from kprof import proc
 from kprof.errors import NoGPUError, TargetError, UsageError
-from kprof.job import Job
+from kprof.launch import childresult
+from kprof.launch.childresult import ChildError, ChildResult, Operation
+from kprof.launch.job import Job
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -96,7 +97,7 @@ def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT, wrapper: lis
 
 
 def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
-    """Run a job in :class:`~kprof.job.RunMode` and return what the child measured; a hang, a fault
+    """Run a job in :class:`~kprof.launch.job.RunMode` and return what the child measured; a hang, a fault
     or a crash is a :class:`~kprof.errors.TargetError`."""
     done, data = run(job, timeout=timeout)
     raise_for_child(job.target.name, done, data, timeout)
@@ -104,7 +105,7 @@ def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
 
 
 def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[RunResult]:
-    """Several :class:`~kprof.job.RunMode` jobs in one child (:func:`run_batch`: one interpreter, one
+    """Several :class:`~kprof.launch.job.RunMode` jobs in one child (:func:`run_batch`: one interpreter, one
     CUDA context, each job held to its own ``timeout``), each with what the child measured for it, in
     order: the same as :func:`run_kernel` of each, without a child start per job. A job the child did
     not finish (a fault broke its context, it hung, the child died) runs again alone, so its error is

@@ -1,4 +1,4 @@
-"""The child side of ``pytest --kprof-sanitize``: loaded with ``-p kprof.pytest_child`` in the one
+"""The child side of ``pytest --kprof-sanitize``: loaded with ``-p kprof.tools.pytest_child`` in the one
 ``python -m pytest`` child a compute-sanitizer tool wraps for a whole batch of tests.
 
 Inert unless ``KPROF_SUITE_EVENTS`` names a file. Then it
@@ -147,7 +147,7 @@ class Recorder:
 
 def _tally() -> Any:
     """kprof's launch tally in this process (loaded by kprof's site hook under ``KPROF_LAUNCH_TALLY``: the
-    count run beside the tools', kprof.suite.count_tests), or None: a test's finish then says what it launched."""
+    count run beside the tools', kprof.tools.suite.count_tests), or None: a test's finish then says what it launched."""
     module = sys.modules.get("_kprof_launch_tally")
     return module.running() if module is not None else None
 

@@ -3,7 +3,7 @@ attributed to the test that launched the kernel.
 
 The plugin (:mod:`kprof.pytest_plugin`) hands this module its selected tests; :func:`run` returns a
 :class:`TestVerdict` per test. For each tool, one ``python -m pytest NODEID...`` child runs them all
-under the tool with :mod:`kprof.pytest_child` loaded: it runs test ``i`` inside a frame named
+under the tool with :mod:`kprof.tools.pytest_child` loaded: it runs test ``i`` inside a frame named
 ``kprof_test_<i>`` and writes an event per test. A record's saved host stack names that frame, so its
 finding lands on its test (:func:`attribute`); the test's function in its file is the fallback.
 
@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof import hostframes
-from kprof.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
-from kprof.tools import allocators
+from kprof.tools import allocators, hostframes
 from kprof.tools.coverage import Coverage
+from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.tools.toolrun import ToolResult, with_coverage
 
 START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
@@ -262,7 +261,7 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
 def child_argv(nodeids: Sequence[str]) -> list[str]:
     """The child: this interpreter's pytest over the batch, kprof's recorder loaded, no xdist, no cache."""
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-            "-p", "kprof.pytest_child", *nodeids]
+            "-p", "kprof.tools.pytest_child", *nodeids]
 
 
 Progress = Callable[[str, str, "Finished"], None]

@@ -1,9 +1,9 @@
 """One function per CLI command: typed options in, one pass down the pipeline, text or JSON out.
 
 spec -> build -> launch -> (sanitize | profile | bench) -> results -> render; each command reads
-top to bottom. The options arrive parsed and checked once (:mod:`kprof.cli`: positive timeouts,
-``--size`` and ``--param`` as :class:`~kprof.sweep.Sweep`). Lookups and builds go through
-:mod:`kprof.pipeline`; policy lives in the stage modules; printing is in :mod:`kprof.results.render`.
+top to bottom. The options arrive parsed and checked once (:mod:`kprof.commands.cli`: positive timeouts,
+``--size`` and ``--param`` as :class:`~kprof.spec.sweep.Sweep`). Lookups and builds go through
+:mod:`kprof.commands.pipeline`; policy lives in the stage modules; printing is in :mod:`kprof.results.render`.
 These functions decide what to run and which exit code it earns.
 """
 
@@ -17,19 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from kprof.errors import (
-    EXIT_BUILD,
-    EXIT_CUDA,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_NOT_CHECKED,
-    EXIT_OK,
-    BuildError,
-    NcuError,
-    UnsupportedArchError,
-    UsageError,
-)
-from kprof.options import (
+from kprof.commands.options import (
     BenchOptions,
     BuildOptions,
     CasesOptions,
@@ -45,6 +33,18 @@ from kprof.options import (
     RunOptions,
     SanitizeOptions,
 )
+from kprof.errors import (
+    EXIT_BUILD,
+    EXIT_CUDA,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_CHECKED,
+    EXIT_OK,
+    BuildError,
+    NcuError,
+    UnsupportedArchError,
+    UsageError,
+)
 from kprof.results import render
 
 
@@ -54,9 +54,9 @@ def _emit_json(data: object) -> None:
 
 
 def cmd_list(opts: ListOptions) -> int:
-    from kprof import catalog
     from kprof import spec as spec_mod
     from kprof.errors import SpecError
+    from kprof.spec import catalog
 
     rows = []
     for entry in catalog.entries():
@@ -85,7 +85,7 @@ def cmd_list(opts: ListOptions) -> int:
 
 
 def cmd_new(opts: NewOptions) -> int:
-    from kprof import scaffold
+    from kprof.commands import scaffold
 
     cu, spec = scaffold.new(opts.name, opts.dir, opts.like)
     if opts.json:
@@ -96,7 +96,8 @@ def cmd_new(opts: NewOptions) -> int:
 
 
 def cmd_build(opts: BuildOptions) -> int:
-    from kprof import build, catalog, sweep
+    from kprof.build import build
+    from kprof.spec import catalog, sweep
 
     if opts.all == bool(opts.names):
         raise UsageError("name the kernels to build, or give --all (not both)")
@@ -157,7 +158,7 @@ def cmd_build(opts: BuildOptions) -> int:
 
 
 def cmd_run(opts: RunOptions) -> int:
-    from kprof import api
+    from kprof.commands import api
 
     report = api.run(opts.name, sizes=opts.size.single_sizes("run"), preset="sanitize" if opts.sanitize_sizes else "default",
                      seed=opts.seed, arch=opts.arch, timeout=opts.timeout)
@@ -169,7 +170,7 @@ def cmd_run(opts: RunOptions) -> int:
 
 
 def cmd_sanitize(opts: SanitizeOptions) -> int:
-    from kprof import api
+    from kprof.commands import api
 
     if opts.from_xml:
         report = api.SanitizeReport(opts.from_xml, _from_xml(opts))
@@ -255,7 +256,8 @@ def _write_json(path: Path, data: object) -> None:
 def cmd_mutants(opts: MutantsOptions) -> int:
     """``kprof mutants NAME``: the score of the spec's verdict; 0 when no mutant survived, 1 otherwise (a
     mutant that does not build is the generator's, not the spec's: listed, not counted)."""
-    from kprof import api, parallel
+    from kprof import parallel
+    from kprof.commands import api
 
     report = api.run_mutants(opts.name, dry_run=opts.dry_run, arch=opts.arch, timeout=opts.timeout, limit=opts.limit,
                              jobs=opts.jobs, progress=parallel.Progress)  # on stderr, --json or not
@@ -264,13 +266,16 @@ def cmd_mutants(opts: MutantsOptions) -> int:
 
 
 def cmd_cases(opts: CasesOptions) -> int:
-    from kprof import api, cases, catalog, parallel
+    from kprof import parallel
+    from kprof.commands import api
+    from kprof.corpus import cases
+    from kprof.spec import catalog
 
     if opts.bench:
         if opts.names:
             raise UsageError("kprof cases --bench runs the whole cheat corpus: name no case")
         if opts.list:
-            from kprof import benchcases
+            from kprof.corpus import benchcases
 
             rows = [{"name": c.name, "exploit": c.exploit, "catch": list(c.catch)}
                     for c in benchcases.load(catalog.BENCH_CASES_DIR).cheats]
@@ -295,8 +300,9 @@ def cmd_cases(opts: CasesOptions) -> int:
 
 
 def cmd_profile(opts: ProfileOptions) -> int:
-    from kprof import catalog, pipeline
-    from kprof.api import require_gpu
+    from kprof.commands import pipeline
+    from kprof.commands.api import require_gpu
+    from kprof.spec import catalog
 
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
     if opts.program:
@@ -321,7 +327,7 @@ def cmd_profile(opts: ProfileOptions) -> int:
     if opts.baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, opts.baseline))]
     require_gpu(None)  # every input checked first; then the GPU, then the tool, before anything is built
-    from kprof import build
+    from kprof.build import build
     from kprof.tools import ncu
 
     no_ncu = ncu.unsupported(opts.arch or build.detect_arch())
@@ -347,7 +353,7 @@ def cmd_profile(opts: ProfileOptions) -> int:
 
 
 def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
-    from kprof import api
+    from kprof.commands import api
 
     assert opts.program is not None  # cmd_profile comes here only with -- CMD
     if opts.names:
@@ -378,7 +384,7 @@ def _report_dir(path: str | None) -> Path | None:
 def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], report_dir: Path | None,
                  opts: ProfileOptions) -> tuple[list[Any], Any]:
     """The reports for one spec, or the ncu error that stopped it (the other kernels still run)."""
-    from kprof import api
+    from kprof.commands import api
 
     try:
         return api.profile_prepared(prepared, params=params, set_name=opts.set_name, metrics=extra,
@@ -388,8 +394,8 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
 
 
 def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> None:
-    from kprof import pipeline
-    from kprof import profiling as profile
+    from kprof.commands import pipeline
+    from kprof.measure import profiling as profile
 
     peak = pipeline.cached_peak()  # the ceilings kprof peak measured on this GPU, if it has
     profiles = [profile.against_ceilings(p, peak) for p in profiles]
@@ -410,7 +416,9 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> No
 
 
 def cmd_occupancy(opts: OccupancyOptions) -> int:
-    from kprof import build, catalog, occupancy, pipeline
+    from kprof.build import build, occupancy
+    from kprof.commands import pipeline
+    from kprof.spec import catalog
 
     spec = catalog.load(opts.name)
     if spec.python:
@@ -436,7 +444,7 @@ def cmd_occupancy(opts: OccupancyOptions) -> int:
 
 
 def cmd_bench(opts: BenchOptions) -> int:
-    from kprof import api
+    from kprof.commands import api
 
     if opts.plot:
         from kprof.results import plot
@@ -481,7 +489,7 @@ def cmd_bench(opts: BenchOptions) -> int:
 
 
 def cmd_peak(opts: PeakOptions) -> int:
-    from kprof import pipeline
+    from kprof.commands import pipeline
 
     if opts.thorough and not opts.refresh:
         raise UsageError("--thorough measures again: give --refresh with it")
@@ -517,7 +525,7 @@ def cmd_compare(opts: CompareOptions) -> int:
 
 
 def cmd_doctor(opts: DoctorOptions) -> int:
-    from kprof import doctor
+    from kprof.commands import doctor
 
     checks = doctor.run_checks()
     _emit_json([asdict(c) for c in checks]) if opts.json else print(render.doctor_table(checks))

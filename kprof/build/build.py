@@ -1,7 +1,7 @@
 """The only compiler caller: spec -> cubin, cached by content, with every kernel's resource usage.
 
 Two compilers, one build: nvcc where one is found (a system toolkit, ``KPROF_NVCC``, CUDA 13's pip
-wheel), else NVRTC (:mod:`kprof.nvrtc`, which pip's CUDA 12 line has and its nvcc wheel lacks).
+wheel), else NVRTC (:mod:`kprof.build.nvrtc`, which pip's CUDA 12 line has and its nvcc wheel lacks).
 :func:`compiler_for` picks the one that builds for the architecture and whose cubins the driver
 loads; ``KPROF_COMPILER=nvcc|nvrtc`` chooses. Both get the same argv (NVRTC's child translates it), so
 the defines, ``-lineinfo``, the spec's flags and ptxas's resource report are the same.
@@ -148,10 +148,10 @@ def _nvcc_archs(nvcc: str) -> tuple[int, ...]:
 
 
 def _nvrtc_compiler() -> Compiler:
-    from kprof import nvrtc
+    from kprof.build import nvrtc
 
     major, minor = nvrtc.version()
-    return Compiler("nvrtc", (sys.executable, "-m", "kprof.nvrtc"), f"NVRTC {major}.{minor}", major,
+    return Compiler("nvrtc", (sys.executable, "-m", "kprof.build.nvrtc"), f"NVRTC {major}.{minor}", major,
                     nvrtc.supported_archs(), f"NVRTC {major}.{minor}")
 
 

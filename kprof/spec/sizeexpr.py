@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from kprof import safeexpr
+from kprof.spec import safeexpr
 
 MAX_LEN = 400
 MAX_EXPONENT = 64

@@ -5,9 +5,9 @@ build for Maxwell, Pascal or Volta at all; NVRTC (``nvidia-cuda-nvrtc-cu12``, th
 ``cuda.bindings.nvrtc``) compiles CUDA C++ to a cubin for sm_50 and up. kprof drives it with the
 same options it gives nvcc, so a build is the same whichever compiler makes it: the same defines,
 ``-lineinfo``, the spec's flags, and ptxas's resource report (``--ptxas-options=-v`` prints the
-lines ``nvcc --resource-usage`` prints, which :func:`kprof.build.parse_resource_usage` reads).
+lines ``nvcc --resource-usage`` prints, which :func:`kprof.build.build.parse_resource_usage` reads).
 
-A compile runs in a child (``python -m kprof.nvrtc`` with nvcc's argv), as nvcc does: a compiler
+A compile runs in a child (``python -m kprof.build.nvrtc`` with nvcc's argv), as nvcc does: a compiler
 that hangs or crashes on a source is stopped by the build's timeout and never takes kprof down.
 :func:`translate` (nvcc options to NVRTC's) is pure; :func:`version` and :func:`supported_archs`
 load the library in the parent, which compiles nothing.
@@ -39,11 +39,11 @@ _PREFIXES = {"-arch=": "--gpu-architecture=", "-std=": "--std=", "--std=": "--st
 # sets the host compiler's level only, and NVRTC compiles no host code. The two lambda and constexpr
 # options let host code and device code call each other; NVRTC's code is all device code.
 _DROPPED = ("-cubin", "-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda")
-PRELUDE = Path(__file__).parent / "templates" / "nvrtc_prelude.h"  # nvcc's implicit INFINITY and NAN
+PRELUDE = Path(__file__).parent.parent / "templates" / "nvrtc_prelude.h"  # nvcc's implicit INFINITY and NAN
 
 
 def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
-    """nvcc's argv as :func:`kprof.build.build_argv` writes it (without the program) -> (NVRTC
+    """nvcc's argv as :func:`kprof.build.build.build_argv` writes it (without the program) -> (NVRTC
     options, source, output). Pure. An option NVRTC has no equivalent for is a UsageError that names it."""
     options: list[str] = []
     output: Path | None = None
@@ -223,7 +223,7 @@ def compile_to_cubin(options: list[str], source: Path, output: Path) -> tuple[bo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: ``python -m kprof.nvrtc [nvcc options] -o OUT SOURCE``; the log on stderr, exit 0
+    """The child: ``python -m kprof.build.nvrtc [nvcc options] -o OUT SOURCE``; the log on stderr, exit 0
     when the cubin was written, 1 when the source does not compile, 2 on a bad option."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
@@ -234,10 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         options, source, output = translate(args)
         built, log = compile_to_cubin(options, source, output)
     except (UsageError, ToolNotFoundError) as exc:
-        print(f"kprof.nvrtc: {exc}", file=sys.stderr)
+        print(f"kprof.build.nvrtc: {exc}", file=sys.stderr)
         return 2
     except (BuildError, OSError) as exc:
-        print(f"kprof.nvrtc: {exc}", file=sys.stderr)
+        print(f"kprof.build.nvrtc: {exc}", file=sys.stderr)
         return 1
     if log:
         print(log, file=sys.stderr)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kprof import occupancy
+from kprof.build import occupancy
 from kprof.errors import KprofError
 from kprof.tools.ncu import STALL_REASONS, Value
 
@@ -81,7 +81,7 @@ class KernelProfile:
     spec_flops: int | None = None
     spec_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
-    mix: str | None = None  # read, write, copy or add, from the DRAM bytes read and written (kprof.ceilings)
+    mix: str | None = None  # read, write, copy or add, from the DRAM bytes read and written (kprof.measure.ceilings)
     ceiling_bytes_per_s: float | None = None  # kprof peak's measured ceiling for that mix
     of_ceiling: float | None = None
 
@@ -291,7 +291,7 @@ def against_ceilings(p: KernelProfile, peak: dict[str, Any] | None) -> KernelPro
     (the mix from the bytes ncu saw read and written). ``peak`` None: unchanged."""
     from dataclasses import replace
 
-    from kprof import ceilings
+    from kprof.measure import ceilings
 
     if not peak or p.dram_bytes_per_s is None or p.dram_read is None:
         return p

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kprof import catalog, inputs
+from kprof import inputs
 from kprof.errors import UsageError
-from kprof.spec import KernelSpec
+from kprof.spec import KernelSpec, catalog
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -69,7 +69,7 @@ def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
 def _python_files(spec: KernelSpec) -> list[Path]:
     """The ``FILE.py`` of every Python reference, baseline or operation of ``spec`` that lies in its own
     folder (a ``package.module:FN`` is imported, not copied)."""
-    from kprof import pyref
+    from kprof.spec import pyref
 
     stored = [expr for _, expr in spec.reference] + [expr for _, expr in spec.baselines]
     stored += [s for s in (spec.python, spec.baseline) if s]

@@ -99,7 +99,7 @@ def _count(minimum: int) -> Callable[[str], int]:
 
 
 def _arch(text: str) -> str:
-    from kprof.build import check_arch
+    from kprof.build.build import check_arch
 
     try:
         return check_arch(text)
@@ -461,13 +461,15 @@ def main_inner(argv: list[str]) -> int:
     if opts.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from kprof import commands, inputs, options, sweep
+    from kprof import inputs
+    from kprof.commands import commands, options
+    from kprof.spec import sweep
 
     for attr, flag in (("plot", "--plot"), ("sarif", "--sarif")):  # checked before anything runs, not after
         if getattr(opts, attr, None):
             setattr(opts, attr, str(inputs.output_file(getattr(opts, attr), flag)))
     handler = getattr(commands, f"cmd_{opts.command}")
-    for what in ("size", "param"):  # one grammar for every command: kprof.sweep
+    for what in ("size", "param"):  # one grammar for every command: kprof.spec.sweep
         if hasattr(opts, what):
             parsed = sweep.parse([item for group in getattr(opts, what) for item in group], what)
             if parsed.deprecated:

@@ -47,7 +47,7 @@ def run_checks() -> list[Check]:
     checks += _platform()
     checks.append(_counters())
     checks.append(_cupti())
-    from kprof.build import cache_dir
+    from kprof.build.build import cache_dir
 
     checks.append(Check("build cache", True, str(cache_dir()), "set KPROF_CACHE_DIR to move it"))
     return checks
@@ -59,7 +59,7 @@ def _cupti() -> Check:
     why = cupti_timer.unavailable()
     if why is None:
         return Check("CUPTI timer", True, "cupti-python loads: kprof bench reads kernel start/end timestamps")
-    from kprof.nvrtc import bindings_major
+    from kprof.build.nvrtc import bindings_major
 
     get = ("pip install 'kprof[cuda13]' (cupti-python)" if bindings_major() != 12 else
            "on the CUDA 12 line, cupti-python 12.8.0 pins cuda-bindings 12.8.0 (kprof's CUDA 12 runs used 12.9), "
@@ -128,7 +128,7 @@ def _tool(name: str, flag: str) -> Check:
 def _compile() -> Check:
     """nvcc builds a kernel that includes CCCL (<nv/target>, <cuda/std/...>) and cuda_bf16.h, as the
     shipped kernels do: a toolchain without its CCCL headers is named here, not at the first build."""
-    from kprof import build
+    from kprof.build import build
 
     arch = build.detect_arch()
     try:
@@ -143,7 +143,7 @@ def _compile() -> Check:
 
 def _compiler() -> Check:
     """Which compiler builds for this GPU (or sm_90 with none), and why: nvcc, else NVRTC."""
-    from kprof import build
+    from kprof.build import build
 
     arch = build.detect_arch()
     try:
@@ -178,8 +178,8 @@ def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None) -> 
     features.append("profile: " + ("Nsight Compute" if ncu.unsupported(arch) is None else
                                    "no Nsight Compute (it profiles sm_70 and newer): event timing, the driver's "
                                    "occupancy, registers and spills instead"))
-    from kprof import catalog
     from kprof.errors import SpecError
+    from kprof.spec import catalog
 
     needs = []
     for entry in catalog.entries():
@@ -198,7 +198,7 @@ def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None) -> 
 def _platform() -> list[Check]:
     from importlib import metadata
 
-    from kprof import build
+    from kprof.build import build
 
     try:
         bindings: str | None = metadata.version("cuda-bindings")

@@ -1,8 +1,8 @@
 """The command layer's shared steps: names -> specs -> resolved -> built -> typed jobs.
 
-Only the command layer (:mod:`kprof.commands` and this module) looks kernels up in the catalog and
+Only the command layer (:mod:`kprof.commands.commands` and this module) looks kernels up in the catalog and
 builds them. Everything below it (sanitize, values, cases, ncu, bench) receives what is made here:
-a :class:`Prepared` (the resolved spec and its build result) and :class:`~kprof.job.Job` objects,
+a :class:`Prepared` (the resolved spec and its build result) and :class:`~kprof.launch.job.Job` objects,
 so no stage calls back upstream. ``--param`` is applied once, to the spec, before it is built and
 resolved, so the cubin and the launch always agree.
 """
@@ -14,15 +14,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import baseline, bench, build, catalog, ceilings, telemetry
-from kprof.baseline import Baseline
-from kprof.build import BuildResult
-from kprof.cases import Case
+from kprof import telemetry
+from kprof.build import build
+from kprof.build.build import BuildResult
+from kprof.corpus.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
-from kprof.job import Job, RunMode, TimingMode, target_of
-from kprof.spec import BASELINES, KernelSpec, Resolved
+from kprof.launch.job import Job, RunMode, TimingMode, target_of
+from kprof.measure import bench, ceilings
+from kprof.spec import BASELINES, KernelSpec, Resolved, baseline, catalog
+from kprof.spec.baseline import Baseline
+from kprof.spec.sweep import Sweep
 from kprof.stats import StopRule
-from kprof.sweep import Sweep
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ class BenchPoint:
 def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: str) -> list[BenchPoint]:
     """Every point of every kernel, every name, size, parameter and baseline checked before anything runs.
     With several kernels, each takes the swept names it has (a matmul's M,N,K; vector_add's N)."""
-    from kprof import sweep
+    from kprof.spec import sweep
 
     out = []
     for spec in specs:
@@ -147,7 +149,7 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
 def _python_baseline(spec: KernelSpec, text: str | None) -> str | None:
     """``--baseline FILE.py:FUNCTION`` (relative to here) or ``package.module:FUNCTION``, read without
     running it, as the spec's own ``baseline:`` is at load; anything else unchanged."""
-    from kprof import pyref
+    from kprof.spec import pyref
 
     if not text or (not pyref.is_stored(text) and not pyref.looks_like(text)):
         return text
@@ -163,7 +165,8 @@ def _python_baseline(spec: KernelSpec, text: str | None) -> str | None:
     import importlib.util
 
     ref = pyref.Ref.from_stored(stored)
-    if ref.path == Path(__file__).resolve().parent / "baselines" / "torch_ops.py" and importlib.util.find_spec("torch") is None:
+    shipped = Path(__file__).resolve().parent.parent / "baselines" / "torch_ops.py"
+    if ref.path == shipped and importlib.util.find_spec("torch") is None:
         raise UsageError(f"{spec.name}: baseline torch_ops.py:{ref.func} needs PyTorch, which is not installed here "
                          "(pip install 'kprof[torch]')")
     return stored
@@ -249,7 +252,7 @@ def peak(refresh: bool = False, arch: str | None = None,
          progress: Callable[[str], None] | None = None, thorough: bool = False) -> dict[str, Any]:
     """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the stream
     kernels of every mix at each access width and grid size (``thorough``: 4-byte accesses too), the
-    device-to-device memcpy, and the FP32 FMA kernel (:func:`kprof.bench.measure_peak`).
+    device-to-device memcpy, and the FP32 FMA kernel (:func:`kprof.measure.bench.measure_peak`).
     ``progress`` hears each configuration."""
     from kprof.child.timing import MEMCPY
 

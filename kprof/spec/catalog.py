@@ -16,8 +16,8 @@ from kprof import inputs
 from kprof import spec as spec_mod
 from kprof.errors import UnknownKernelError, UsageError
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent.parent.parent
+PACKAGE = Path(__file__).resolve().parent.parent
 
 
 def _shipped(name: str) -> Path:
@@ -31,7 +31,7 @@ KERNELS_DIR = _shipped("kernels")
 CASES_DIR = _shipped("sanitizer_cases")
 PERF_DIR = _shipped("perf_cases")
 BENCH_CASES_DIR = _shipped("bench_cases")  # the cheat corpus of kprof bench (kprof cases --bench)
-BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"  # kprof's own kernels, shipped in the package
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"  # kprof's own kernels, shipped in the package
 
 
 @dataclass(frozen=True)

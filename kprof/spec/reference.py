@@ -15,7 +15,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kprof import safeexpr
+from kprof.spec import safeexpr
 
 MAX_LEN = 1000
 

@@ -25,7 +25,7 @@ from typing import Any
 from kprof import spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
-from kprof.job import Job
+from kprof.launch.job import Job
 from kprof.tools import compute_sanitizer as sanitize
 from kprof.tools.compute_sanitizer import ALL_TOOLS
 from kprof.tools.toolrun import ToolResult

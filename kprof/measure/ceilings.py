@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kprof.occupancy import ARCHS
+from kprof.build.occupancy import ARCHS
 from kprof.units import si
 
 # FP32 lanes per SM by architecture (CUDA C++ Programming Guide, "Arithmetic Instructions"): the GPU

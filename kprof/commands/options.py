@@ -1,6 +1,6 @@
-"""What each command was asked: one frozen options class per command, built once by :mod:`kprof.cli`
+"""What each command was asked: one frozen options class per command, built once by :mod:`kprof.commands.cli`
 from the checked command line (every value already of its type: sizes and parameters parsed into a
-:class:`~kprof.sweep.Sweep`, output paths checked, seconds positive). :mod:`kprof.commands` takes
+:class:`~kprof.spec.sweep.Sweep`, output paths checked, seconds positive). :mod:`kprof.commands.commands` takes
 these, never argparse's namespace. No field has a default: the parser's are the only ones, and every
 field is one the parser sets (tests/test_architecture.py). Pure.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from kprof.sweep import Sweep
+from kprof.spec.sweep import Sweep
 
 
 @dataclass(frozen=True, kw_only=True)

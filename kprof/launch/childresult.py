@@ -1,4 +1,4 @@
-"""What the child answers for one job: the mirror of :mod:`kprof.job`, read in one place.
+"""What the child answers for one job: the mirror of :mod:`kprof.launch.job`, read in one place.
 
 The runner (:mod:`kprof.child.runner`, :class:`kprof.child.workspace.Result`) writes one JSON object per job,
 rewritten at every phase, so a child that dies leaves the last phase it reached. The parent reads it
@@ -79,7 +79,7 @@ class ChildResult:
     nvtx: bool = False
     time_ms: float | None = None
     math_mode: str | None = None
-    job_seconds: float | None = None  # a batch job's own time (kprof.launch.run_batch)
+    job_seconds: float | None = None  # a batch job's own time (kprof.launch.launch.run_batch)
     findings: tuple[dict[str, Any], ...] = ()  # the values detector's
     scrubbed: bool | None = None  # the values detector's shared-memory scrubber ran
     timing: Timing | None = None

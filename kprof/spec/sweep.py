@@ -15,8 +15,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from kprof import sizeexpr
 from kprof.errors import UsageError
+from kprof.spec import sizeexpr
 
 
 @dataclass(frozen=True)

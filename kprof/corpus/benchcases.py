@@ -2,7 +2,7 @@
 corpus is the sanitizers': an honest operation and cheating twins of it, each playing one exploit that
 benchmark leaderboards have seen, each with the integrity flags (:mod:`kprof.child.integrity`) of which
 one must be raised. All are timed in one ``kprof bench`` run, the cheats as the honest operation's
-baselines. Loading and judging are pure; the run is :func:`kprof.api.run_bench_cases`.
+baselines. Loading and judging are pure; the run is :func:`kprof.commands.api.run_bench_cases`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def load(folder: Path) -> Corpus:
 
 def judge(corpus: Corpus, point: Any) -> tuple[tuple[str, ...], list[CheatResult]]:
     """(the honest operation's flags, each cheat's result) from the bench point that timed them all
-    (``kprof.bench.PointResult``: the cheats are its baselines, by name)."""
+    (``kprof.measure.bench.PointResult``: the cheats are its baselines, by name)."""
     by_name = {b.baseline_name: b for b in point.baselines}
     results = []
     for cheat in corpus.cheats:

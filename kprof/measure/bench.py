@@ -17,12 +17,14 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import ceilings, inputs, launch, stats, telemetry
-from kprof.baseline import Baseline
-from kprof.childresult import ChildResult, Timing
+from kprof import inputs, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
-from kprof.job import Job, TimingMode
+from kprof.launch import launch
+from kprof.launch.childresult import ChildResult, Timing
+from kprof.launch.job import Job, TimingMode
+from kprof.measure import ceilings
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
+from kprof.spec.baseline import Baseline
 from kprof.units import si
 
 BENCH_VERSION = 1
@@ -77,7 +79,7 @@ class BaselineResult:
     """One baseline timed beside a point's kernel, in the same run. Its fields are named as a point's
     JSON names its first baseline's (``baseline``, ``of_baseline``, ...)."""
 
-    baseline: str  # what the JSON keeps (kprof.baseline.Baseline.stored)
+    baseline: str  # what the JSON keeps (kprof.spec.baseline.Baseline.stored)
     baseline_name: str  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
     baseline_summary: dict[str, Any] | None = None
     baseline_flops_per_s: float | None = None
@@ -127,7 +129,7 @@ class PointResult:
     flops_per_s: float | None = None
     bytes_per_s: float | None = None
     of_fma_peak: float | None = None  # of the measured FP32 FMA ceiling (kprof peak)
-    mix: str | None = None  # read, write, copy or add: which measured bandwidth ceiling applies (kprof.ceilings)
+    mix: str | None = None  # read, write, copy or add: which measured bandwidth ceiling applies (kprof.measure.ceilings)
     of_ceiling: float | None = None  # bytes/s of the measured ceiling for its mix
     of_dram_peak: float | None = None  # bytes/s of the theoretical DRAM bandwidth
     of_fp32_peak: float | None = None  # FLOP/s of the theoretical FP32 rate
@@ -375,7 +377,7 @@ PEAK_GRIDS = (2048, 0)  # blocks of 256 threads, grid-stride; 0: one access per 
 class StreamJob:
     """One of kprof peak's stream kernels at one access width and grid size."""
 
-    kind: str  # read, write, copy or add (kprof.ceilings.MIXES)
+    kind: str  # read, write, copy or add (kprof.measure.ceilings.MIXES)
     width: int
     blocks: int
     job: Job
@@ -387,7 +389,7 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     """The ceilings of this GPU: for each access mix the best rate of kprof's stream kernels (1 GiB
     each way, cold) over the widths and grids tried, the copy's raised to the device-to-device memcpy
     where that is faster; the FP32 FMA rate (warm); and the theoretical peaks from the device's
-    attributes (kprof.ceilings.theoretical)."""
+    attributes (kprof.measure.ceilings.theoretical)."""
     start = time.perf_counter()
     out: dict[str, Any] = {"measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tried: dict[str, list[dict[str, Any]]] = {k: [] for k in ceilings.MIXES}

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from kprof import inputs
 
-_KPROF = str(Path(__file__).resolve().parent)
+_PACKAGE = Path(__file__).resolve().parent.parent  # kprof/, this file being kprof/tools/hostframes.py
+_KPROF = str(_PACKAGE)
 # kprof's own modules, wherever that kprof was installed (a report recorded on another machine), in its
 # stage folders or at its top, as an older kprof had them all (kprof/device.py, now kprof/child/device.py)
-_KPROF_MODULES = frozenset(p.name for p in Path(__file__).resolve().parent.rglob("*.py"))
-_KPROF_FOLDERS = frozenset(d.name for d in Path(__file__).resolve().parent.iterdir() if (d / "__init__.py").is_file())
+_KPROF_MODULES = frozenset(p.name for p in _PACKAGE.rglob("*.py"))
+_KPROF_FOLDERS = frozenset(d.name for d in _PACKAGE.iterdir() if (d / "__init__.py").is_file())
 _LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/usr/lib/", "/usr/local/cuda", "/lib64/")
 
 
@@ -38,7 +39,7 @@ class Frame:
         if self.path and self.line:
             return f"{self.path}:{self.line}"
         if self.module and not self.path:  # a native frame: "launch in vecadd"
-            from kprof.demangle import short
+            from kprof.tools.demangle import short
 
             name = short(self.func, 60) if self.func else f"{self.pc:#x}" if self.pc is not None else "?"
             return f"{name} in {Path(self.module).name}"
@@ -107,8 +108,8 @@ def is_user_module(module: str) -> bool:
 def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
     """A C++ program's launch site: the innermost native frame in the user's own module that is not
     the CUDA runtime nvcc linked in, nor the kernel's own host stub (the function nvcc generates with
-    the kernel's name), or None. ``main in vecadd``; the line comes from :mod:`kprof.addr2line`."""
-    from kprof.demangle import base_name, demangle, short
+    the kernel's name), or None. ``main in vecadd``; the line comes from :mod:`kprof.tools.addr2line`."""
+    from kprof.tools.demangle import base_name, demangle, short
 
     stub = base_name(kernel) if kernel else None
     for f in stack:

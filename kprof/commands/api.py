@@ -22,9 +22,9 @@ from kprof.findings import Finding
 from kprof.tools.toolrun import ToolResult
 
 if TYPE_CHECKING:
-    from kprof.bench import PointResult
-    from kprof.build import BuildResult
-    from kprof.launch import RunResult
+    from kprof.build.build import BuildResult
+    from kprof.launch.launch import RunResult
+    from kprof.measure.bench import PointResult
     from kprof.spec import Resolved
     from kprof.stats import StopRule
 
@@ -93,8 +93,10 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
     """Build ``kernel`` (a name from ``kprof list`` or a spec file), run it once in a child at ``sizes``
     (the spec's ``preset``, ``default`` or ``sanitize``, where a size is not given), time it and verify
     every output against the float64 reference: what ``kprof run`` prints."""
-    from kprof import catalog, launch, pipeline
-    from kprof.job import RunMode
+    from kprof.commands import pipeline
+    from kprof.launch import launch
+    from kprof.launch.job import RunMode
+    from kprof.spec import catalog
 
     if preset not in ("default", "sanitize"):
         raise UsageError(f"preset {preset!r}: give 'default' or 'sanitize'")
@@ -126,7 +128,7 @@ class BenchReport:
         """What ``kprof bench --json`` prints."""
         from dataclasses import asdict
 
-        from kprof import bench as bench_mod
+        from kprof.measure import bench as bench_mod
         from kprof.results import history
 
         return {"version": bench_mod.BENCH_VERSION, "run": self.run, "mode": self.mode, "rule": asdict(self.rule),
@@ -144,10 +146,12 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     against its ``baseline`` in the same run, verified, judged against this GPU's measured ceilings,
     and written to the history store as it is measured (``history=False``: not). ``progress(i, n,
     point)`` is called before each point. A Ctrl-C ends the run with what was measured. (The name
-    ``kprof.bench`` is the module's.)"""
-    from kprof import bench as bench_mod
-    from kprof import catalog, pipeline, sweep, telemetry
+    ``kprof.measure.bench`` is the module's.)"""
+    from kprof import telemetry
+    from kprof.commands import pipeline
+    from kprof.measure import bench as bench_mod
     from kprof.results import history as history_mod
+    from kprof.spec import catalog, sweep
 
     specs = [catalog.load(str(n)) for n in ([names] if isinstance(names, str) else names)]
 
@@ -173,7 +177,7 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
             if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
                 history_mod.record(conn, report.run, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
                                    "mode": timing.mode}, result.to_dict(), report.machine, report.commit)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.cli): what was measured is still returned
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.commands.cli): what was measured is still returned
         report.interrupted = True
     except OutputError as exc:  # the history store could not take a point (a full disk): stop, keep the rest
         report.lost = exc
@@ -184,11 +188,13 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
           timeout: float = 300.0, progress: Callable[[int], Any] | None = None) -> list[Any]:
     """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its fixed
     twin under every tool, the sanitizers side by side (``jobs``), then the values detector alone on
-    the GPU. A :class:`~kprof.cases.CaseResult` per case, in order. ``progress``, given the number of
+    the GPU. A :class:`~kprof.corpus.cases.CaseResult` per case, in order. ``progress``, given the number of
     children, returns what is stepped as each ends and closed at the end (``kprof.parallel.Progress``:
     the CLI's ``[3/27] twins memcheck (11) 16.0 s`` lines)."""
-    from kprof import cases as cases_mod
-    from kprof import catalog, parallel, pipeline
+    from kprof import parallel
+    from kprof.commands import pipeline
+    from kprof.corpus import cases as cases_mod
+    from kprof.spec import catalog
     from kprof.tools.compute_sanitizer import ALL_TOOLS
 
     corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
@@ -210,7 +216,7 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
         return out
 
     # Each task is a child process, so threads only wait: the sanitizers' tasks share the GPU, then
-    # the values detector's runs alone (kprof.cases.ALONE).
+    # the values detector's runs alone (kprof.corpus.cases.ALONE).
     by_case: dict[str, Any] = {case.name: {} for case in corpus}
     try:
         for part in [*parallel.map_jobs(runs, shared, width), runs(alone)]:
@@ -314,9 +320,9 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
                    jobs: int | None = None) -> Any:
     """Children for :func:`sanitize_tests`, started before the tests are known (while pytest collects
     them): one per tool that will start at once, each collecting the paths ``collect`` under its tool
-    and waiting for its tests (:class:`kprof.suite.Early`; pass it as ``early``, then ``cancel()``)."""
-    from kprof import parallel, proc, suite
-    from kprof.tools import allocators
+    and waiting for its tests (:class:`kprof.tools.suite.Early`; pass it as ``early``, then ``cancel()``)."""
+    from kprof import parallel, proc
+    from kprof.tools import allocators, suite
 
     names = program_tools(tools)
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
@@ -327,13 +333,13 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
 def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, progress: Any = None, early: Any = None) -> dict[str, Any]:
-    """Pytest tests (:class:`kprof.suite.Test`) under compute-sanitizer's tools, one child per tool for
-    them all: a :class:`kprof.suite.TestVerdict` per node id, findings on the test that launched the
+    """Pytest tests (:class:`kprof.tools.suite.Test`) under compute-sanitizer's tools, one child per tool for
+    them all: a :class:`kprof.tools.suite.TestVerdict` per node id, findings on the test that launched the
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
     machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
     ``early``: children :func:`prestart_tests` started, each given its tool's first batch."""
-    from kprof import parallel, proc, suite
-    from kprof.tools import allocators
+    from kprof import parallel, proc
+    from kprof.tools import allocators, suite
 
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
@@ -378,8 +384,9 @@ def _program(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]:
 
 def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,
                    padding: int, progress: Any) -> SanitizeReport:
-    from kprof import catalog, pipeline
-    from kprof.job import RunMode
+    from kprof.commands import pipeline
+    from kprof.launch.job import RunMode
+    from kprof.spec import catalog
     from kprof.tools import compute_sanitizer as san
 
     spec = catalog.load(name)
@@ -397,9 +404,9 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
                      report_dir: Path | None = None, timeout: float = 600.0) -> list[Any]:
     """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may not
     read counters, the counter-less fallback from one timed launch; any other ncu failure raises."""
-    from kprof import launch
-    from kprof import profiling as prof
-    from kprof.job import RunMode
+    from kprof.launch import launch
+    from kprof.launch.job import RunMode
+    from kprof.measure import profiling as prof
     from kprof.tools import ncu
 
     r, built, extra = prepared.resolved, prepared.built, tuple(metrics)
@@ -430,15 +437,16 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
             launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
             sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[Any]:
-    """Nsight Compute over ``target``: a list of :class:`~kprof.profiling.KernelProfile`, one per kernel
+    """Nsight Compute over ``target``: a list of :class:`~kprof.measure.profiling.KernelProfile`, one per kernel
     launch profiled. For a program, kernels are picked by name (``kernel``, a regular expression)
     and/or NVTX range (``range``: the program's own, torch's, or a ``kprof.range``), at most
     ``launch_count`` of them after skipping ``launch_skip``."""
-    from kprof import profiling as prof
+    from kprof.measure import profiling as prof
     from kprof.tools import ncu
 
     if isinstance(target, (str, Path)):
-        from kprof import catalog, pipeline
+        from kprof.commands import pipeline
+        from kprof.spec import catalog
 
         prepared = pipeline.prepare(catalog.load(str(target)), sizes, arch=arch)
         return profile_prepared(prepared, params={}, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
@@ -449,7 +457,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
     rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
                                launch_count=launch_count, set_name=set_name, extra_metrics=tuple(metrics),
                                timeout=timeout)
-    from kprof.build import detect_arch
+    from kprof.build.build import detect_arch
 
     arch = arch or detect_arch()  # once, not per profiled launch (NVML each time)
     out = []
@@ -466,8 +474,9 @@ def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | N
     synchronisation. ``defines`` replace the spec's defines (``BLOCK=128``); ``sizes`` fixes sizes the
     arrays' shapes do not give. The cubin comes from kprof's build cache, built for the GPU present
     (or ``arch``) on first use."""
-    from kprof import build, catalog
+    from kprof.build import build
     from kprof.op import Op
+    from kprof.spec import catalog
 
     spec = catalog.load(str(name)).with_defines({k: str(v) for k, v in defines.items()})
     built = build.build(spec, arch)
@@ -477,11 +486,11 @@ def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | N
 @dataclass(frozen=True)
 class BenchCasesReport:
     """``kprof cases --bench``: the honest operation's integrity flags (none, or it is a false alarm) and
-    each cheat's (:mod:`kprof.benchcases`), all from one ``kprof bench`` run."""
+    each cheat's (:mod:`kprof.corpus.benchcases`), all from one ``kprof bench`` run."""
 
     honest: tuple[str, ...]
-    results: list[Any]  # kprof.benchcases.CheatResult
-    point: Any  # the bench point that timed them (kprof.bench.PointResult)
+    results: list[Any]  # kprof.corpus.benchcases.CheatResult
+    point: Any  # the bench point that timed them (kprof.measure.bench.PointResult)
 
     @property
     def ok(self) -> bool:
@@ -495,7 +504,8 @@ class BenchCasesReport:
 def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time: float = 2.0) -> BenchCasesReport:
     """The cheat corpus (``bench_cases/``): the honest operation timed with every cheat as its baseline in
     one ``kprof bench`` run (not recorded in the history), each cheat caught or missed by its flags."""
-    from kprof import benchcases, catalog
+    from kprof.corpus import benchcases
+    from kprof.spec import catalog
 
     corpus = benchcases.load(catalog.BENCH_CASES_DIR)
     report = run_bench([str(corpus.spec)], baseline=",".join(c.name for c in corpus.cheats), timer="auto",
@@ -508,18 +518,18 @@ def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time
 @dataclass(frozen=True)
 class MutantsReport:
     """``kprof mutants NAME``: each mutant of the spec's kernel and what the spec's verdict made of it
-    (:mod:`kprof.mutants`); ``dry_run``: built and decided equivalent or not, none run."""
+    (:mod:`kprof.corpus.mutants`); ``dry_run``: built and decided equivalent or not, none run."""
 
     spec: str
     source: str
-    results: list[Any]  # kprof.mutants.MutantResult
+    results: list[Any]  # kprof.corpus.mutants.MutantResult
     dry_run: bool
     sizes: list[str]  # the sizes each mutant ran at (the sanitize size and every checked size)
     tools: tuple[str, ...] = ()  # the tools a mutant the verdict passed went under (those clean on the original)
 
     @property
     def score(self) -> tuple[int, int, float | None]:
-        from kprof import mutants
+        from kprof.corpus import mutants
 
         return mutants.score(self.results)
 
@@ -534,7 +544,7 @@ class MutantsReport:
 def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
                 limit: int | None = None, jobs: int | None = None,
                 progress: Callable[[int], Any] | None = None) -> MutantsReport:
-    """Mutants of a spec's kernel (:mod:`kprof.mutants`): each built (one with the original's machine
+    """Mutants of a spec's kernel (:mod:`kprof.corpus.mutants`): each built (one with the original's machine
     code is equivalent); unless ``dry_run``, each other one run through the spec's verdict at its
     sanitize size and at every size it checks, in one child, then (where the verdict passed it) under the
     tools: killed or survived (:func:`_judge_mutant`). Mutants are built and
@@ -545,9 +555,11 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     import time
     from dataclasses import replace
 
-    from kprof import build, catalog, inputs, launch, mutants, parallel, pipeline
+    from kprof import inputs, parallel
+    from kprof.build import build
+    from kprof.corpus import mutants
     from kprof.errors import KprofError
-    from kprof.job import RunMode
+    from kprof.spec import catalog
 
     spec = catalog.load(name)
     if spec.python:
@@ -560,17 +572,8 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
         require_gpu(None)
     original = build.build(spec, arch)
     per_mutant = timeout if timeout is not None else 300.0
-    if not dry_run:  # the spec's own kernel must pass, or no mutant's verdict means anything
-        t0 = time.monotonic()
-        ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
-                                timeout=per_mutant)
-        if not all(r.ok for r in ok):
-            raise UsageError(f"kprof mutants {name}: the spec's own kernel fails its verdict; fix it first (kprof run {name})")
-        if timeout is None:
-            per_mutant = max(20.0, 4 * (time.monotonic() - t0))
-        fingerprints = [mutants.fingerprint(r.checks) for r in ok]
-        scrub = pipeline.scrubber(arch)[0]  # the values detector's, built once for the original and every mutant
-        tools = _tools_clean_on(spec, arch, per_mutant, scrub)
+    if not dry_run:
+        fingerprints, tools, scrub, per_mutant = _original_run(spec, sizes, arch, timeout)
     else:
         fingerprints, tools, scrub = [], (), None
     width = parallel.jobs_for(len(made), jobs, parallel.RUNNER_GPU_BYTES)
@@ -609,11 +612,36 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, tools)
 
 
+def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch: str | None,
+                  timeout: float | None) -> tuple[list[Any], tuple[str, ...], str | None, float]:
+    """The spec's own kernel at every size (it must pass, or no mutant's verdict means anything):
+    its results' fingerprints, the tools clean on it, the values detector's scrubber (built once for
+    the original and every mutant), and a mutant's time limit (four times this run, at least 20 s)."""
+    import time
+
+    from kprof.commands import pipeline
+    from kprof.corpus import mutants
+    from kprof.launch import launch
+    from kprof.launch.job import RunMode
+
+    t0 = time.monotonic()
+    ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
+                            timeout=timeout if timeout is not None else 300.0)
+    if not all(r.ok for r in ok):
+        raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix it first "
+                         f"(kprof run {spec.name})")
+    per_mutant = timeout if timeout is not None else max(20.0, 4 * (time.monotonic() - t0))
+    scrub = pipeline.scrubber(arch)[0]
+    return [mutants.fingerprint(r.checks) for r in ok], _tools_clean_on(spec, arch, per_mutant, scrub), scrub, per_mutant
+
+
 def _tools_clean_on(spec: Any, arch: str | None, timeout: float, scrub: str | None) -> tuple[str, ...]:
-    """The tools of :data:`kprof.mutants.TOOLS` under which the spec's own kernel is clean at its
+    """The tools of :data:`kprof.corpus.mutants.TOOLS` under which the spec's own kernel is clean at its
     sanitize size, side by side: only a tool that passes the original may kill a mutant."""
-    from kprof import mutants, parallel, pipeline
-    from kprof.job import RunMode
+    from kprof import parallel
+    from kprof.commands import pipeline
+    from kprof.corpus import mutants
+    from kprof.launch.job import RunMode
     from kprof.tools import compute_sanitizer as san
 
     job = pipeline.prepare(spec, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
@@ -629,13 +657,15 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
                   timeout: float, original: list[tuple[object, ...]], tools: tuple[str, ...], scrub: str | None) -> Any:
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
     failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
-    passed then goes under kprof's tools at the sanitize size (``tools``: those of :data:`kprof.mutants.TOOLS`
+    passed then goes under kprof's tools at the sanitize size (``tools``: those of :data:`kprof.corpus.mutants.TOOLS`
     clean on the original), which it meets on any kernel too: killed by the first that finds something. One they all pass
     survived; where it gave the original's results to the last bit at every size (``original``: the
     fingerprints), it says so: its line may not run there, or it is equivalent (not decided here)."""
-    from kprof import launch, mutants, pipeline
+    from kprof.commands import pipeline
+    from kprof.corpus import mutants
     from kprof.errors import TargetError
-    from kprof.job import RunMode
+    from kprof.launch import launch
+    from kprof.launch.job import RunMode
     from kprof.tools import compute_sanitizer as san
 
     jobs = [pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes]
