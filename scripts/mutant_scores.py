@@ -5,8 +5,11 @@
 
 A later folder's file for a spec replaces an earlier one's. A mutant the verdict and every tool passed
 with the original's results to the last bit counts as a survivor (``same results``: its line may not
-run at the checked sizes, or it is equivalent; only the same machine code decides equivalence). The
-JSON of kprof before that rule (version 2 with ``by: results`` under ``equivalent``) is read the same way.
+run at the checked sizes, or it is equivalent), unless it moved a bound whose probe showed the checked
+sizes meet it (``equivalent``, ``by: results at its boundary``, from kprof mutants' JSON version 3): those
+are a column of their own, left out of the score and counted as survivors in the strict score beside it.
+The JSON of kprof before the same-results rule (version 2 with ``by: results`` under ``equivalent``) is
+read as a same-results survivor.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from pathlib import Path
 def tally(data: dict) -> dict:
     """Counts of one spec's mutants: equivalent (machine code), killed by the verdict, by a tool,
     survived with other results, survived with the same results, not built; and the score."""
-    out = {"spec": data["spec"], "mutants": len(data["mutants"]), "equivalent": 0, "verdict": 0, "tool": 0,
-           "survived": 0, "same": 0, "not-built": 0, "survivors": []}
+    out = {"spec": data["spec"], "mutants": len(data["mutants"]), "equivalent": 0, "boundary": 0, "verdict": 0,
+           "tool": 0, "survived": 0, "same": 0, "not-built": 0, "survivors": []}
     for m in data["mutants"]:
         verdict, by = m["verdict"], m.get("by", "")
-        if (verdict == "equivalent" and by == "results") or (verdict == "survived" and by == "same results"):
+        if verdict == "equivalent" and by == "results at its boundary":
+            out["boundary"] += 1
+        elif (verdict == "equivalent" and by == "results") or (verdict == "survived" and by == "same results"):
             out["same"] += 1
             out["survivors"].append(f"{m['id']} line {m['line']} ({m['operator']}), same results")
         elif verdict == "equivalent":
@@ -32,24 +37,29 @@ def tally(data: dict) -> dict:
             out["verdict" if by in ("", "verdict") else "tool"] += 1
         elif verdict == "survived":
             out["survived"] += 1
-            out["survivors"].append(f"{m['id']} line {m['line']} ({m['operator']})")
+            out["survivors"].append(f"{m['id']} line {m['line']} ({m['operator']})"
+                                    + (", boundary not met" if by == "boundary not met" else ""))
         else:
             out["not-built"] += 1
     killed = out["verdict"] + out["tool"]
     counted = killed + out["survived"] + out["same"]
     out["score"] = killed / counted if counted else None
+    out["strict"] = killed / (counted + out["boundary"]) if counted + out["boundary"] else None
     return out
 
 
 def table(rows: list[dict]) -> str:
-    head = ["spec", "mutants", "equivalent (machine code)", "killed by the verdict", "killed by a tool", "survived",
-            "of them, the original's results", "score", "survivors"]
+    head = ["spec", "mutants", "equivalent (machine code)", "equivalent (results at a met boundary)",
+            "killed by the verdict", "killed by a tool", "survived", "of them, the original's results", "score",
+            "strict score", "survivors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         killed = r["verdict"] + r["tool"]
-        score = "n/a" if r["score"] is None else f"{killed} of {killed + r['survived'] + r['same']} ({r['score']:.0%})"
-        lines.append(f"| {r['spec']} | {r['mutants']} | {r['equivalent']} | {r['verdict']} | {r['tool']} | "
-                     f"{r['survived'] + r['same']} | {r['same']} | {score} | {'; '.join(r['survivors']) or 'none'} |")
+        counted = killed + r["survived"] + r["same"]
+        score = "n/a" if r["score"] is None else f"{killed} of {counted} ({r['score']:.0%})"
+        strict = "n/a" if r["strict"] is None else f"{killed} of {counted + r['boundary']} ({r['strict']:.0%})"
+        lines.append(f"| {r['spec']} | {r['mutants']} | {r['equivalent']} | {r['boundary']} | {r['verdict']} | {r['tool']} | "
+                     f"{r['survived'] + r['same']} | {r['same']} | {score} | {strict} | {'; '.join(r['survivors']) or 'none'} |")
     return "\n".join(lines)
 
 

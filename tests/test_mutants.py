@@ -123,6 +123,9 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     big = []  # the kinds that ran the 4096^3 check
 
     def run_kernels(jobs, timeout):
+        if "KPROF_BOUNDARY" in Path(jobs[0].target.source).read_text():  # a probe: the k-loop's bound is met
+            assert "(KPROF_BOUNDARY((k0) == (K)), k0 < K)" in Path(jobs[0].target.source).read_text()
+            raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_LAUNCH_FAILED (an illegal instruction: the trap)")
         if jobs[0].target.name.endswith("__m1"):
             raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_ILLEGAL_ADDRESS")
         k = kind(jobs[0])
@@ -150,22 +153,30 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     for r in report.results:
         by_kind.setdefault(r.verdict + "/" + r.by, []).append(r.mutant.operator)
     assert by_kind["survived/"] == ["<= for <"]  # the write's bound: other results
+    # the zero tile more: its probe stopped, so the checked sizes meet k0 == K, where it computed the same
+    assert by_kind["equivalent/results at its boundary"] == ["<= for <"]
+    (eq,) = [r for r in report.results if r.by == "results at its boundary"]
+    assert "its boundary ((k0) == (K)) is met at the checked sizes" in eq.why
     if not racecheck_sees_it:
-        assert by_kind["survived/same results"] == ["<= for <", "missing barrier"] and "killed/racecheck" not in by_kind
+        assert by_kind["survived/same results"] == ["missing barrier"] and "killed/racecheck" not in by_kind
         return
-    assert by_kind["killed/racecheck"] == ["missing barrier"] and by_kind["survived/same results"] == ["<= for <"]
+    assert by_kind["killed/racecheck"] == ["missing barrier"] and "survived/same results" not in by_kind
     assert ("barrier", "memcheck") in tool_runs and ("barrier", "values") not in tool_runs  # the first finding stops
     assert not any(t == "initcheck" for k, t in tool_runs if k != "original")
     killed, counted, share = report.score
-    assert counted == len(report.results) and killed == counted - 2
+    assert counted == len(report.results) - 1 and killed == counted - 1
+    assert report.strict_score == (killed, counted + 1, killed / (counted + 1))
     data = report.to_json()
-    assert data["version"] == 2 and data["killed"] == killed and data["killed_by_verdict"] == killed - 1
-    assert sum(m["by"] == "same results" for m in data["mutants"]) == 1
+    assert data["version"] == 3 and data["killed"] == killed and data["killed_by_verdict"] == killed - 1
+    assert data["score_strict"] == killed / (counted + 1)
+    assert sum(m["by"] == "results at its boundary" for m in data["mutants"]) == 1
     code = cli.main(["mutants", "tiled_matmul", "--jobs", "2"])
     out = capsys.readouterr().out
     assert code == 1  # a survivor: exit 1
     assert f"score: {killed} of {counted} non-equivalent mutants killed" in out and f"{killed - 1} by the verdict, 1 by a tool" in out
-    assert "killed (racecheck)" in out and "SURVIVED (same results)" in out and "of the survivors, 1 gave" in out
+    assert "1 equivalent by their results at a boundary the checked sizes meet" in out
+    assert f"({killed} of {counted + 1}, " in out and "counting those as survivors" in out
+    assert "killed (racecheck)" in out and "equivalent (results at its boundary)" in out
     assert "survived M" in out and "+    if (row <= M && col < N)" in out
 
 
@@ -187,8 +198,60 @@ def test_the_scores_table_counts_a_same_results_survivor_against_the_score(tmp_p
     (old / "mutants-k.json").write_text(json.dumps({"spec": "k", "mutants": [mutant(1, "survived")]}))
     (new / "mutants-k.json").write_text(json.dumps({"spec": "k", "mutants": [
         mutant(1, "killed", "verdict"), mutant(2, "killed", "memcheck"), mutant(3, "equivalent", "machine code"),
-        mutant(4, "equivalent", "results"), mutant(5, "survived", "same results"), mutant(6, "not-built")]}))
+        mutant(4, "equivalent", "results"), mutant(5, "survived", "same results"), mutant(6, "not-built"),
+        mutant(7, "equivalent", "results at its boundary"), mutant(8, "survived", "boundary not met")]}))
     (new / "mutants-stopped.json").write_text("")  # a run stopped at its deadline
     assert scores.main([str(old), str(new)]) == 0
     row = capsys.readouterr().out.splitlines()[-1]
-    assert row.startswith("| k | 6 | 1 | 1 | 1 | 2 | 2 | 2 of 4 (50%) | M4 line 4"), row
+    assert row.startswith("| k | 8 | 1 | 1 | 1 | 1 | 3 | 2 | 2 of 5 (40%) | 2 of 6 (33%) | M4 line 4"), row
+    assert "M8 line 8 (<= for <), boundary not met" in row
+
+
+def _mutant_of(source: str, operator: str, line: int) -> mutants.Mutant:
+    return next(m for m in mutants.generate(source) if m.operator == operator and m.line == line)  # the line's first
+
+
+SCAN = (ROOT / "kernels" / "exclusive_scan.cu").read_text()
+
+
+@pytest.mark.parametrize("operator, line, met, guarded", [
+    ("> for >=", 7, "(r) == (rows)", "if ((KPROF_BOUNDARY((r) == (rows)), r >= rows)) {"),
+    ("<= for <", 14, "(base) == (cols)", "for (int base = 0; (KPROF_BOUNDARY((base) == (cols)), base < cols); base += blockDim.x) {"),
+    ("missing tail (bound - 1)", 14, "(base) == (cols) - 1",
+     "for (int base = 0; (KPROF_BOUNDARY((base) == (cols) - 1), base < cols); base += blockDim.x) {"),
+    ("<= for <", 16, "(c) == (cols)", "int v = (KPROF_BOUNDARY((c) == (cols)), c < cols) ? xr[c] : 0;"),
+    ("> for >=", 20, "(t) == (off)", "int add = (KPROF_BOUNDARY((t) == (off)), t >= off) ? s[t - off] : 0;"),
+])
+def test_a_moved_bound_gets_a_probe_that_traps_where_the_mutant_and_the_original_part(operator, line, met, guarded):
+    """The probe is the original (not the mutant) with the comparison's two operands compared first, on a
+    line of its own macro; every other line as it was."""
+    m = _mutant_of(SCAN, operator, line)
+    probe, got = mutants.boundary_probe(m)
+    assert got == met
+    lines = probe.splitlines()
+    assert lines[0] == mutants.PROBE_MACRO.strip() and "__trap()" in lines[0]
+    assert lines[line].strip() == guarded  # shifted by the macro's line
+    assert lines[1:line] + lines[line + 1:] == SCAN.splitlines()[:line - 1] + SCAN.splitlines()[line:]
+
+
+@pytest.mark.parametrize("code, operator, met", [
+    ("    if (row < M && k0 + tx < K) x = 1;", "<= for <", "(row) == (M)"),
+    ("    y = (a + b * 2 < n - 1) ? 1 : 0;", "<= for <", "(a + b * 2) == (n - 1)"),
+    ("    return idx[i] >= (count << 2);", "> for >=", "(idx[i]) == ((count << 2))"),
+    ("    while (p->len > lim) p = p->next;", ">= for >", "(p->len) == (lim)"),
+    ("    if (!done && i <= last) go();", "< for <=", "(i) == (last)"),
+])
+def test_the_operands_of_a_comparison_end_at_what_binds_looser(code, operator, met):
+    source = "__global__ void k() {\n" + code + "\n}\n"
+    m = _mutant_of(source, operator, 2)
+    assert mutants.boundary_probe(m)[1] == met
+
+
+def test_only_a_moved_bound_has_a_probe():
+    assert all(mutants.boundary_probe(m) is None for m in mutants.generate(SCAN)
+               if m.operator not in mutants.BOUNDARY_OPERATORS)
+    assert mutants.score([mutants.MutantResult(_mutant_of(SCAN, "<= for <", 14), "equivalent", "", mutants.BY_BOUNDARY),
+                          mutants.MutantResult(_mutant_of(SCAN, "<= for <", 16), "killed", "", "verdict")]) == (1, 1, 1.0)
+    assert mutants.score([mutants.MutantResult(_mutant_of(SCAN, "<= for <", 14), "equivalent", "", mutants.BY_BOUNDARY),
+                          mutants.MutantResult(_mutant_of(SCAN, "<= for <", 16), "killed", "", "verdict")],
+                         strict=True) == (1, 2, 0.5)

@@ -533,12 +533,20 @@ class MutantsReport:
 
         return mutants.score(self.results)
 
+    @property
+    def strict_score(self) -> tuple[int, int, float | None]:
+        """The score with the mutants equivalent by their results counted as survivors."""
+        from kprof.corpus import mutants
+
+        return mutants.score(self.results, strict=True)
+
     def to_json(self) -> dict[str, Any]:
         killed, counted, share = self.score
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in self.results)
-        return {"version": 2, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
+        # version 3: equivalent by its results at a boundary the checked sizes meet (by), and the strict score
+        return {"version": 3, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
                 "tools": list(self.tools), "killed": killed, "killed_by_verdict": by_verdict, "counted": counted,
-                "score": share, "mutants": [r.to_dict() for r in self.results]}
+                "score": share, "score_strict": self.strict_score[2], "mutants": [r.to_dict() for r in self.results]}
 
 
 def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
@@ -699,7 +707,51 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
             clean.append(tool)
     if tools and len(clean) == len(tools) and mutants.same_results(original, [mutants.fingerprint(runs[i].checks)
                                                                               for i in sorted(runs)]):
-        return mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
-                                    f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
-                                    "defines that reach it), or the mutant is equivalent (read its diff)", "same results")
+        return _same_results(m, other, sizes, arch, timeout, clean)
     return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")
+
+
+def _same_results(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], arch: str | None, timeout: float,
+                  clean: list[str]) -> Any:
+    """A mutant with the original's results to the last bit at every size, clean under every tool. Where
+    it moves a bound (:data:`kprof.corpus.mutants.BOUNDARY_OPERATORS`), a probe decides what that means:
+    the original with a trap where the two part (:func:`kprof.corpus.mutants.boundary_probe`), run at the
+    same sizes. Stopped: the checked sizes meet the boundary, the mutant ran otherwise there and computed
+    the same, to the last bit: equivalent by its results there. Never stopped: no checked size tests the
+    bound, a survivor that says which. Anything else stays "same results", undecided."""
+    from dataclasses import replace
+
+    from kprof.build import build
+    from kprof.commands import pipeline
+    from kprof.corpus import mutants
+    from kprof.errors import KprofError, TargetError
+    from kprof.launch import launch
+    from kprof.launch.job import RunMode
+
+    undecided = mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
+                                     f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
+                                     "defines that reach it), or the mutant is equivalent (read its diff)", "same results")
+    probe = mutants.boundary_probe(m)
+    if probe is None:
+        return undecided
+    text, met = probe
+    path = other.source.parent / "probe" / other.source.name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    spec = replace(other, name=f"{other.name}_probe", source=path)
+    try:
+        build.build(spec, arch)
+        jobs = [pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes]
+    except KprofError:
+        return undecided  # a probe that does not build (a comparison in a constant expression) decides nothing
+    try:
+        runs = launch.run_kernels(jobs, timeout=timeout)
+    except TargetError as exc:
+        return mutants.MutantResult(m, "equivalent", f"its boundary ({met}) is met at the checked sizes (the probe that "
+                                    f"stops there stopped: {str(exc).splitlines()[0][:120]}), and there it gave the "
+                                    f"original's results to the last bit, clean under {', '.join(clean)}",
+                                    mutants.BY_BOUNDARY)
+    if all(r.ok for r in runs):
+        return mutants.MutantResult(m, "survived", f"no checked size meets its boundary ({met}): the bound is not "
+                                    "tested; add a size where it is met (or the launch never meets it)", "boundary not met")
+    return undecided

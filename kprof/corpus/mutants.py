@@ -7,8 +7,13 @@ skipped reduction level, a flushed small value). Each is built; one whose cubin 
 byte for byte computes the same and is **equivalent** (decided by the compiler's output, not by a
 guess). Every other mutant runs at the spec's sanitize size and at every size it checks: **killed** when
 a verdict fails (or the run faults or hangs), **survived** when every verdict passes: the spec let a
-wrong kernel through there, and its tolerance, reference or sizes are too weak. The score is the share
-of non-equivalent mutants killed.
+wrong kernel through there, and its tolerance, reference or sizes are too weak. A survivor that moved a
+bound and gave the original's results to the last bit is decided by a probe (:func:`boundary_probe`):
+the original with a trap where the two differ, run at the same sizes. If it stops, the checked sizes
+meet the boundary, the mutant ran otherwise there and computed the same: **equivalent by its results**
+there (said so, apart from the machine code's equivalents, and counted both ways in the report). If
+it never stops, no checked size tests the bound: a survivor that says so. The score is the share of
+non-equivalent mutants killed.
 
 Lines are mutated in their code only (not comments, not preprocessor lines), one change per mutant,
 the line count kept, so a report's line is the source's.
@@ -138,6 +143,95 @@ def generate(text: str, limit: int = MAX_MUTANTS) -> list[Mutant]:
     return out
 
 
+# The operators whose mutant differs from the original only where two values meet: a comparison moved
+# by one (``<`` and ``<=`` differ only where both sides are equal) and a loop that stops one early (it
+# differs only where the loop variable reaches the bound less one).
+RELATIONAL = {"< for <=": "<=", "<= for <": "<", "> for >=": ">=", ">= for >": ">"}
+BOUNDARY_OPERATORS = (*RELATIONAL, "missing tail (bound - 1)")
+# Stops the kernel where the boundary is met: the probe's run faults exactly when some thread of a checked
+# size reaches it. Defined on a line of its own before the source (the probe's lines are never reported).
+PROBE_MACRO = "#define KPROF_BOUNDARY(met) ((met) ? (__trap(), 0) : 0)\n"
+# What ends a comparison's operand at bracket depth zero: every operator of lower precedence (logical,
+# equality, bitwise, conditional, assignment, comma), a statement's end, a brace, and another comparison.
+_ENDS = ("&&", "||", "==", "!=", "<=", ">=", "?", ":", ";", ",", "{", "}", "&", "|", "^", "<", ">", "=")
+
+
+def _ends_here(code: str, i: int) -> bool:
+    """Whether ``code[i]`` is part of an operator that ends an operand (``<<``, ``>>``, ``->`` and the
+    compound assignments' first characters are not)."""
+    ch = code[i]
+    if ch not in "&|=!<>?:;,{}^":
+        return False
+    pair = code[max(0, i - 1):i + 2]
+    if ch in "<>" and ("<<" in pair or ">>" in pair or code[max(0, i - 1):i + 1] == "->"):
+        return False
+    if ch == "!" and code[i + 1:i + 2] != "=":
+        return False  # logical not binds tighter than a comparison
+    return True
+
+
+def _operand(code: str, start: int, step: int) -> tuple[int, int]:
+    """The extent [begin, end) of a comparison's operand, from ``start`` (next to the operator's space)
+    going ``step`` (-1 left, 1 right): it ends at an unmatched bracket or, at depth zero, at an operator
+    of lower precedence than a comparison or another comparison; a leading ``return`` is not part of it."""
+    depth, i = 0, start
+    opening, closing = ("([", ")]") if step > 0 else (")]", "([")
+    while 0 <= i < len(code):
+        ch = code[i]
+        if ch in opening:
+            depth += 1
+        elif ch in closing:
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and _ends_here(code, i):
+            break
+        i += step
+    lo, hi = (i + 1, start + 1) if step < 0 else (start, i)
+    text = code[lo:hi]
+    if step < 0 and re.match(r"\s*return\b", text):
+        lo += re.match(r"\s*return\b", text).end()  # type: ignore[union-attr]
+        text = code[lo:hi]
+    lo += len(text) - len(text.lstrip())
+    hi -= len(text) - len(text.rstrip())
+    return lo, max(lo, hi)
+
+
+def boundary_probe(mutant: Mutant) -> tuple[str, str] | None:
+    """The original source with the mutated comparison guarded by a trap where the mutant and the original
+    part (``KPROF_BOUNDARY((L) == (R))``, or ``(L) == (R) - 1`` for a loop that stops early), and that
+    condition as text; None for another operator, or a comparison whose operands are not found on its line.
+    The probe's run at the checked sizes says whether they reach the boundary at all: one that is
+    reached and changed nothing is equivalent by its results there; one that is never reached is a bound
+    no checked size tests."""
+    if mutant.operator not in BOUNDARY_OPERATORS:
+        return None
+    before, after = _code_part(mutant.before)[0], _code_part(mutant.after)[0]
+    at = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), None)
+    if at is None:
+        return None
+    ops = list(re.finditer(r" (<=|>=|<|>) ", before))
+    if mutant.operator in RELATIONAL:  # the comparison the change is in
+        found = next((m for m in ops if m.start() <= at < m.end()), None)
+        shift = ""
+    else:  # "for (...; i < n;" -> "n - 1": the last comparison before the changed bound
+        found = next((m for m in reversed(ops) if m.end() <= at), None)
+        shift = " - 1"
+    if found is None or (shift and found.group(1) != "<"):
+        return None
+    op, op_start, op_end = found.group(1), found.start() + 1, found.end() - 1
+    left, right = _operand(before, op_start - 2, -1), _operand(before, op_end + 1, 1)
+    lhs, rhs = before[left[0]:left[1]], before[right[0]:right[1]]
+    if not lhs or not rhs:
+        return None
+    met = f"({lhs}) == ({rhs}){shift}"
+    guarded = f"(KPROF_BOUNDARY({met}), {lhs} {op} {rhs})"
+    line = before[:left[0]] + guarded + before[right[1]:] + _code_part(mutant.before)[1]
+    lines = mutant.source.splitlines(keepends=True)
+    lines[mutant.line - 1] = line if line.endswith("\n") or not mutant.before.endswith("\n") else line + "\n"
+    return PROBE_MACRO + "".join(lines), met
+
+
 def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[str, str]:
     """A built, non-equivalent mutant's verdict from its runs: (size label, passed, why) each. Killed at
     the first size whose verdict failed (or whose run failed); survived when every one passed."""
@@ -167,9 +261,15 @@ def same_results(original: list[tuple[object, ...]], mutant: list[tuple[object, 
     return len(original) == len(mutant) and all(a == b for a, b in zip(original, mutant))
 
 
-def score(results: list[MutantResult]) -> tuple[int, int, float | None]:
-    """(killed, non-equivalent built mutants, killed / non-equivalent); None when there is none."""
-    counted = [r for r in results if r.verdict in ("killed", "survived")]
+BY_BOUNDARY = "results at its boundary"  # how a mutant that moves a bound is found equivalent (the probe)
+
+
+def score(results: list[MutantResult], strict: bool = False) -> tuple[int, int, float | None]:
+    """(killed, non-equivalent built mutants, killed / non-equivalent); None when there is none.
+    ``strict``: only the same machine code makes a mutant equivalent (one equivalent by its results at a
+    met boundary counts as a survivor)."""
+    counted = [r for r in results if r.verdict in ("killed", "survived")
+               or (strict and r.verdict == "equivalent" and r.by == BY_BOUNDARY)]
     killed = sum(r.verdict == "killed" for r in counted)
     return killed, len(counted), (killed / len(counted) if counted else None)
 
