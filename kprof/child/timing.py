@@ -291,6 +291,12 @@ def _warm_up(run_once: Callable[[], None], events: _Events, seconds: float) -> f
     return one
 
 
+# A hot sample is a graph of this many launches at least: a warm-up that another process's time slices
+# slowed throughout (on an H200 shared by twelve test workers: every launch of a 65,536-element add over
+# 2 ms) must not shrink it to one launch, which is a warm sample, not a hot one.
+HOT_MIN_BATCH = 10
+
+
 class _HotSampler:
     """A graph of ``batch`` launches replayed, so launch overhead is paid once per graph. CUPTI gives
     each kernel's own duration inside the replay; events give throughput per launch, where
@@ -299,7 +305,7 @@ class _HotSampler:
     def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events, clock: Any,
                  batch: int | None, one: float) -> None:
         self.ws, self.stream, self.events, self.clock = ws, stream, events, clock
-        self.batch = int(batch or max(1, min(10_000, int(2e-3 / max(one, 1e-7)))))
+        self.batch = int(batch or min(10_000, max(HOT_MIN_BATCH, int(2e-3 / max(one, 1e-7)))))
         def body() -> None:
             for _ in range(self.batch):
                 run_once()
