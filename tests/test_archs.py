@@ -12,13 +12,13 @@ from test_runner_fake import FakeDevice, job_for, run_job
 
 from kprof import spec as spec_mod
 from kprof.build import build, nvrtc, occupancy
-from kprof.commands import cli, doctor
+from kprof.commands import cli
 from kprof.errors import EXIT_OK, EXIT_USAGE, SpecError, ToolNotFoundError, UnsupportedArchError, UsageError
 from kprof.launch.job import RunMode
 from kprof.measure import profiling
 from kprof.spec import catalog
 from kprof.spec import loader as spec_load
-from kprof.tools import ncu
+from kprof.tools import doctor, ncu
 
 KB = 1024
 

@@ -196,7 +196,7 @@ def test_build_accepts_a_twin_by_name(capsys):
 
 def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
     """The [cuda] extra once came without CCCL: nvcc ran, and every kernel including <nv/target> failed."""
-    from kprof.commands import doctor
+    from kprof.tools import doctor
 
     fake = tmp_path / "nvcc"
     fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"

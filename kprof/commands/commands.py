@@ -525,7 +525,7 @@ def cmd_compare(opts: CompareOptions) -> int:
 
 
 def cmd_doctor(opts: DoctorOptions) -> int:
-    from kprof.commands import doctor
+    from kprof.tools import doctor
 
     checks = doctor.run_checks()
     _emit_json([asdict(c) for c in checks]) if opts.json else print(render.doctor_table(checks))

@@ -13,12 +13,12 @@ from kprof.units import si
 if TYPE_CHECKING:
     from kprof.build.build import BuildResult, ResourceUsage
     from kprof.build.occupancy import Occupancy
-    from kprof.commands.doctor import Check
     from kprof.corpus.cases import CaseResult
     from kprof.launch.launch import RunResult
     from kprof.measure.bench import PointResult
     from kprof.measure.profiling import KernelProfile
     from kprof.spec import KernelSpec, Resolved
+    from kprof.tools.doctor import Check
     from kprof.tools.toolrun import ToolResult
 
 
