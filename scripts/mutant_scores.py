@@ -49,7 +49,8 @@ def tally(data: dict) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = ["spec", "mutants", "equivalent (machine code)", "equivalent (results at a met boundary)",
+    head = ["spec", "mutants", "equivalent (machine code, or a bound the launch never meets)",
+            "equivalent (results at a met boundary)",
             "killed by the verdict", "killed by a tool", "survived", "of them, the original's results", "score",
             "strict score", "survivors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

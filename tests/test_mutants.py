@@ -255,3 +255,39 @@ def test_only_a_moved_bound_has_a_probe():
     assert mutants.score([mutants.MutantResult(_mutant_of(SCAN, "<= for <", 14), "equivalent", "", mutants.BY_BOUNDARY),
                           mutants.MutantResult(_mutant_of(SCAN, "<= for <", 16), "killed", "", "verdict")],
                          strict=True) == (1, 2, 0.5)
+
+
+@pytest.mark.parametrize("name, mutant", [("softmax", "M9"), ("rmsnorm", "M1"), ("exclusive_scan", "M1"),
+                                          ("prefix_max", "M1"), ("rmsnorm_unfused", "M2")])
+def test_a_row_guard_no_launch_of_its_spec_meets_is_equivalent_under_the_spec(name, mutant):
+    """`row > rows` for `row >= rows`, where row is the block index and the grid has rows blocks (one of
+    rmsnorm_unfused's five steps): on an H200 no checked size met it (the probe never stopped); the
+    launch says none can."""
+    spec = catalog.load(name)
+    m = {m.id: m for m in mutants.generate(spec.source.read_text())}[mutant]
+    why = mutants.unreachable_by_launch(m, spec)
+    assert why is not None and "is never met" in why and "below the grid's R blocks" in why
+    # these are the only mutants of the five specs it decides
+    assert [x.id for x in mutants.generate(spec.source.read_text()) if mutants.unreachable_by_launch(x, spec)] == [mutant]
+
+
+def test_the_launch_decides_nothing_it_cannot_prove(tmp_path):
+    """Another grid, a row index that changes, a bound that is not the grid's: no decision."""
+    from dataclasses import replace
+
+    spec = catalog.load("softmax")
+    source = spec.source.read_text()
+    m9 = {m.id: m for m in mutants.generate(source)}["M9"]
+    assert mutants.unreachable_by_launch(m9, replace(spec, launch=replace(spec.launch, grid=("ceil(R / 2)", "1", "1")))) is None
+    moved = source.replace("if (row >= rows) return;", "if (row >= rows) return;\n    row += 1;") \
+        .replace("const int row = blockIdx.x;", "int row = blockIdx.x;")
+    m = next(m for m in mutants.generate(moved) if m.operator == "> for >=" and "row >= rows" in m.before)
+    assert mutants.unreachable_by_launch(m, spec) is None
+    tiled = catalog.load("tiled_matmul")
+    assert not [m for m in mutants.generate(tiled.source.read_text()) if mutants.unreachable_by_launch(m, tiled)]
+
+
+def test_the_dry_run_names_the_launchs_equivalents(capsys):
+    assert cli.main(["mutants", "softmax", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "equivalent (the launch)" in out and "its boundary (row == rows) is never met" in out

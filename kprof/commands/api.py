@@ -601,9 +601,12 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
             except KprofError as exc:
                 out = mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300])
             else:
+                unreachable = mutants.unreachable_by_launch(m, spec)
                 if mutants.equivalent(original_cubin, built.cubin.read_bytes()):
                     out = mutants.MutantResult(m, "equivalent", "the same machine code as the original "
                                                "(every .text section of the cubin, byte for byte)", "machine code")
+                elif unreachable is not None:
+                    out = mutants.MutantResult(m, "equivalent", unreachable, mutants.BY_LAUNCH)
                 elif dry_run:
                     out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
                 else:

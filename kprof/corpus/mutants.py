@@ -24,6 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kprof.spec import KernelSpec
 
 SMALL_BYTES = 64 * 2**20  # a mutant's sizes of at most this many bytes of buffers run first, the others only if it passes them
 MAX_MUTANTS = 60  # per kernel: the first of each operator's places first, so every operator is tried
@@ -230,6 +234,80 @@ def boundary_probe(mutant: Mutant) -> tuple[str, str] | None:
     lines = mutant.source.splitlines(keepends=True)
     lines[mutant.line - 1] = line if line.endswith("\n") or not mutant.before.endswith("\n") else line + "\n"
     return PROBE_MACRO + "".join(lines), met
+
+
+BY_LAUNCH = "the launch"  # how a mutant whose boundary no launch of its spec can meet is found equivalent
+_KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
+
+
+def _comparison(mutant: Mutant) -> tuple[str, str, str] | None:
+    """(left operand, operator, right operand) of the original comparison a relational mutant moved."""
+    probe = boundary_probe(mutant) if mutant.operator in RELATIONAL else None
+    if probe is None:
+        return None
+    line = probe[0].splitlines()[mutant.line]  # the probe's macro line shifts the source by one
+    m = re.search(r"KPROF_BOUNDARY\(\((.*)\) == \((.*)\)\), (.*?) (<=|>=|<|>) ", line)
+    return (m.group(1), m.group(4), m.group(2)) if m else None
+
+
+def _kernel_at(source: str, line: int) -> tuple[str, list[str], str] | None:
+    """(name, parameter names, body) of the ``__global__`` function that holds the 1-based ``line``
+    (its body: to the next kernel or the end of the file, which holds at least the whole function);
+    None outside one."""
+    offset = sum(len(x) for x in source.splitlines(keepends=True)[:line - 1])
+    kernels = list(_KERNEL.finditer(source))
+    found = [m for m in kernels if m.start() < offset]
+    if not found:
+        return None
+    m, depth, end = found[-1], 0, None
+    for i in range(m.end() - 1, len(source)):
+        depth += {"(": 1, ")": -1}.get(source[i], 0)
+        if depth == 0:
+            end = i
+            break
+    if end is None or end > offset:
+        return None
+    params = [re.findall(r"\w+", p)[-1] for p in source[m.end():end].split(",") if re.findall(r"\w+", p)]
+    stop = next((k.start() for k in kernels if k.start() > m.start()), len(source))
+    return m.group(1), params, source[end:stop]
+
+
+def unreachable_by_launch(mutant: Mutant, spec: KernelSpec) -> str | None:
+    """Why a relational mutant's boundary can never be met under the spec's launches, or None. Decided
+    for one shape, the guard of a kernel launched with one block per item: the comparison's one side is
+    ``blockIdx.x`` (or a variable given it once and never changed), the other a kernel parameter whose
+    spec value is the very expression of every grid's x that launches this kernel. Then the block index
+    stays below that value at every size, the two sides are never equal, and ``r > rows`` does what
+    ``r >= rows`` does: the mutant is equivalent under the spec, by its launch."""
+    cmp = _comparison(mutant)
+    kernel = _kernel_at(mutant.source, mutant.line)
+    if cmp is None or kernel is None:
+        return None
+    name, params, body = kernel
+    left, op, right = cmp
+    index, bound = (left, right) if op in (">=", "<") else (right, left)  # r >= rows, r < rows; rows > r, rows <= r
+    if index != "blockIdx.x":  # a variable given the block index once, and never anything else
+        name_ = re.escape(index)
+        given = re.findall(rf"(?<![\w.]){name_}\s*=(?!=)\s*([^;]+);", body)
+        changed = re.search(rf"(?<![\w.]){name_}\s*(?:[-+*/%&|^]|<<|>>)=|(?:\+\+|--)\s*{name_}\b"
+                            rf"|\b{name_}\s*(?:\+\+|--)|&\s*{name_}\b", body)  # compound, ++/--, its address taken
+        if [g.strip() for g in given] != ["blockIdx.x"] or changed:
+            return None
+    if bound not in params:
+        return None
+    position = params.index(bound)
+    launches = [(st.args, st.launch or spec.launch) for st in spec.steps if st.entry == name] if spec.steps else \
+        ([(tuple(a.name for a in spec.args), spec.launch)] if name == spec.entry else [])
+    values = {a.name: getattr(a, "value", None) for a in spec.args}
+    if not launches or any(position >= len(args) for args, _ in launches):
+        return None
+    def same(a: str | None, b: str) -> bool:
+        return a is not None and a.replace(" ", "") == b.replace(" ", "")
+    if all(same(values.get(args[position]), launch.grid[0]) for args, launch in launches):
+        grid = launches[0][1].grid[0]
+        return (f"its boundary ({left} == {right}) is never met: {index} is the block index, below the grid's "
+                f"{grid} blocks, and {bound} is {grid} at every size (the spec's launch); equivalent under the spec")
+    return None
 
 
 def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[str, str]:

@@ -510,14 +510,16 @@ def mutants_report(report: Any) -> str:
     else:
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in report.results)
         same_code = sum(r.verdict == "equivalent" and r.by == "machine code" for r in report.results)
-        at_boundary = sum(r.verdict == "equivalent" and r.by != "machine code" for r in report.results)
+        by_launch = sum(r.verdict == "equivalent" and r.by == "the launch" for r in report.results)
+        at_boundary = sum(r.verdict == "equivalent" and r.by not in ("machine code", "the launch") for r in report.results)
         same_results = sum(r.verdict == "survived" and r.by == "same results" for r in report.results)
         not_met = sum(r.verdict == "survived" and r.by == "boundary not met" for r in report.results)
         strict_killed, strict_counted, strict = report.strict_score
         out.append(f"score: {killed} of {counted} non-equivalent mutants killed"
                    + (f" ({share:.0%})" if share is not None else "")
                    + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; {same_code} equivalent (the "
-                   f"same machine code), {at_boundary} equivalent by their results at a boundary the checked sizes meet"
+                   f"same machine code), {by_launch} by the spec's launch (a bound it never meets), {at_boundary} "
+                   "equivalent by their results at a boundary the checked sizes meet"
                    + (f" ({strict_killed} of {strict_counted}, {strict:.0%}, counting those as survivors)"
                       if at_boundary and strict is not None else "")
                    + f"; of the survivors, {not_met} move a bound no checked size meets, {same_results} gave the "
