@@ -365,6 +365,23 @@ def test_hot_mode_replays_many_launches_even_when_the_warm_up_was_slowed(fake, m
     assert data["batch"] == timing_mod.HOT_MIN_BATCH > 1
 
 
+def test_a_run_asked_for_digests_gives_each_output_s_and_the_mutants_compare_by_them(fake):
+    """RunMode(digest=True): each check carries a BLAKE2b digest of the output's bytes, the same for the
+    same output and seed; kprof mutants' fingerprint is then the digests, not the verdict's numbers."""
+    from kprof.corpus import mutants
+
+    first = run_job(fake, job_for("vector_add", {"N": 1000}, RunMode(digest=True)))
+    again = run_job(fake, job_for("vector_add", {"N": 1000}, RunMode(digest=True)))
+    assert first["status"] == "ok" and len(first["checks"][0]["digest"]) == 32
+    assert first["checks"][0]["digest"] == again["checks"][0]["digest"]
+    other = run_job(fake, job_for("vector_add", {"N": 1000}, RunMode(digest=True), seed=5))
+    assert other["checks"][0]["digest"] != first["checks"][0]["digest"]
+    assert "digest" not in run_job(fake, job_for("vector_add", {"N": 1000}, RunMode()))["checks"][0]
+    moved = [{**first["checks"][0], "rel_err": 1e-17}]  # the same bytes, a reference summed in another order
+    assert mutants.fingerprint(first["checks"]) == mutants.fingerprint(moved)
+    assert mutants.fingerprint(first["checks"]) != mutants.fingerprint(other["checks"])
+
+
 def test_bench_never_times_a_wrong_kernel(fake, monkeypatch):
     monkeypatch.setitem(FakeDevice.emulations, "vector_add", None)
     data = run_job(fake, job_for("vector_add", {"N": 64}, timing("cold")))
@@ -495,9 +512,9 @@ def test_job_round_trips_through_json():
 
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
-    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 6"),
-    ('{"version": 6, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
-    ('{"version": 6, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 7"),
+    ('{"version": 7, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 7, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
 def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "job.json").write_text(text)

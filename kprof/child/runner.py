@@ -151,7 +151,7 @@ def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
     result.phase("launched", **ws.python_data)
     checks: list[dict[str, Any]] = []
     if mode.verify:
-        checks = ws.verify(ws.download(), frontier=mode.frontier)
+        checks = ws.verify(ws.download(), frontier=mode.frontier, digest=mode.digest)
         result.phase("verified", checks=checks)
     if mode.time:
         start, end = ws.dev.event(), ws.dev.event()

@@ -369,9 +369,11 @@ class Workspace:
                 self.inputs[buf.arg.name] = got
         self._scales = None
 
-    def verify(self, got: Arrays, frontier: bool = False, expected: Arrays | None = None) -> list[dict[str, Any]]:
+    def verify(self, got: Arrays, frontier: bool = False, expected: Arrays | None = None,
+               digest: bool = False) -> list[dict[str, Any]]:
         """One check per output against the reference (the verdict is :func:`kprof.child.verify.compare`);
-        ``expected``: the reference already computed for these inputs."""
+        ``expected``: the reference already computed for these inputs; ``digest``: each check also carries
+        a BLAKE2b digest of the output's bytes as the kernel wrote them."""
         expected = self.expected() if expected is None else expected
         scales = self.scales()
         exprs = dict(self.target.scale)
@@ -381,9 +383,17 @@ class Workspace:
             t = self.target
             rule = verify.Criterion(rtol=t.rtol, atol=t.atol, metric=t.metric, dtype=buf.arg.dtype,
                                     scale_text=exprs.get(buf.arg.name))
-            checks.append(verify.compare(buf.arg.name, hostdata.decode(buf.arg.dtype, got[buf.arg.name]),
-                                         expected[buf.arg.name], rule, poison_value=sentinel, frontier=frontier,
-                                         scale=scales.get(buf.arg.name)).to_dict())
+            check = verify.compare(buf.arg.name, hostdata.decode(buf.arg.dtype, got[buf.arg.name]),
+                                   expected[buf.arg.name], rule, poison_value=sentinel, frontier=frontier,
+                                   scale=scales.get(buf.arg.name)).to_dict()
+            if digest:
+                import hashlib
+
+                import numpy as np
+
+                raw = np.ascontiguousarray(got[buf.arg.name])
+                check["digest"] = hashlib.blake2b(raw.view(np.uint8).reshape(-1).data, digest_size=16).hexdigest()
+            checks.append(check)
         return checks + [verify.out_of_bounds(name, damage).to_dict() for name, damage in self.guard_damage().items()]
 
     # -- launches ----------------------------------------------------------------------------

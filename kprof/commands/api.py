@@ -636,7 +636,7 @@ def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch: str 
     from kprof.launch.job import RunMode
 
     t0 = time.monotonic()
-    ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes],
+    ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes],
                             timeout=timeout if timeout is not None else 300.0)
     if not all(r.ok for r in ok):
         raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix it first "
@@ -679,7 +679,7 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
     from kprof.launch.job import RunMode
     from kprof.tools import compute_sanitizer as san
 
-    jobs = [pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes]
+    jobs = [pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes]
     # The small sizes first, in one child: most mutants die there, and a 4096^3 matmul's float64
     # reference (seconds of host time each) is then computed only for those that pass them.
     small = [i for i, j in enumerate(jobs) if j.target.total_bytes <= mutants.SMALL_BYTES] or list(range(len(jobs)))
