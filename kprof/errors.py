@@ -160,3 +160,13 @@ class NcuError(KprofError):
         self.log = log
         self.reason = reason
         super().__init__(message)
+
+
+# Not KprofErrors: the pure expression checkers raise these, and the spec loader turns each into a
+# SpecError that names the file and the field (the checkers know neither).
+class SizeExprError(ValueError):
+    """The expression is not valid size arithmetic (:mod:`kprof.spec.sizeexpr`). The message says what to change."""
+
+
+class ReferenceExprError(ValueError):
+    """The expression uses something outside the reference vocabulary (:mod:`kprof.spec.reference`)."""

@@ -10,7 +10,7 @@ import pytest
 from kprof import spec as spec_mod
 from kprof.build import build
 from kprof.commands import cli
-from kprof.errors import UsageError
+from kprof.errors import ReferenceExprError, UsageError
 from kprof.results import history
 from kprof.spec import catalog, reference
 from kprof.tools import compute_sanitizer as sanitize
@@ -65,7 +65,7 @@ def test_sizes_beyond_any_machine_are_one_line(capsys, value):
 
 
 def test_a_reference_exponent_tower_is_refused():
-    with pytest.raises(reference.ReferenceExprError, match="exponent above 64"):
+    with pytest.raises(ReferenceExprError, match="exponent above 64"):
         reference.evaluate("2**2**2**2**2**2", {})
     assert reference.evaluate("x**2", {"x": 3.0}) == 9.0
 

@@ -3,8 +3,8 @@ from fractions import Fraction
 
 import pytest
 
+from kprof.errors import SizeExprError
 from kprof.spec import sizeexpr
-from kprof.spec.sizeexpr import SizeExprError
 
 
 @pytest.mark.parametrize(

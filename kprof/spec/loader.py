@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs
-from kprof.errors import InputError, SpecError
+from kprof.errors import InputError, ReferenceExprError, SizeExprError, SpecError
 from kprof.spec import reference, sizeexpr
 from kprof.spec.schema import (
     ARCH_NAME,
@@ -123,7 +123,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     def check_expr(expr: Any, fld: str) -> str:
         try:
             used = sizeexpr.names(expr)
-        except sizeexpr.SizeExprError as exc:
+        except SizeExprError as exc:
             raise fail(fld, str(exc)) from None
         missing = sorted(used - known_sizes)
         if missing:
@@ -703,7 +703,7 @@ def _vocabulary_expr(expr: Any, known: set[str], fld: str, fail: Fail) -> str:
     """An expression of the reference vocabulary over ``known`` names, checked now (not evaluated)."""
     try:
         used = reference.names(expr)
-    except reference.ReferenceExprError as exc:
+    except ReferenceExprError as exc:
         raise fail(fld, str(exc)) from None
     unknown = sorted(used - known)
     if unknown:

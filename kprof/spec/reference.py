@@ -15,13 +15,10 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kprof.errors import ReferenceExprError
 from kprof.spec import safeexpr
 
 MAX_LEN = 1000
-
-
-class ReferenceExprError(ValueError):
-    """The expression uses something outside the vocabulary."""
 
 
 def _np() -> Any:

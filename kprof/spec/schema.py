@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from kprof.errors import SpecError, UsageError
+from kprof.errors import SizeExprError, SpecError, UsageError
 from kprof.spec import sizeexpr
 
 #: dtype name -> (bytes per element, kind: f(loat) / i(nt) / u(nsigned))
@@ -232,7 +232,7 @@ class KernelSpec:
         def ev(expr: str, fld: str, minimum: int = 1) -> int:
             try:
                 value = sizeexpr.evaluate_int(expr, env)
-            except sizeexpr.SizeExprError as exc:
+            except SizeExprError as exc:
                 raise SpecError(where, fld, str(exc)) from None
             if value < minimum:
                 sized = ", ".join(f"{k}={v}" for k, v in sizes.items())
@@ -254,7 +254,7 @@ class KernelSpec:
                 if DTYPES[arg.dtype][1] == "f":
                     try:
                         value: int | float = float(sizeexpr.evaluate(arg.value, env))
-                    except sizeexpr.SizeExprError as exc:
+                    except SizeExprError as exc:
                         raise SpecError(where, f"args[{i}].value", str(exc)) from None
                 else:
                     value = ev(arg.value, f"args[{i}].value", minimum=-(1 << 63))
@@ -304,7 +304,7 @@ def _tolerance_at(name: str, where: str, fld: str, expr: str | None, env: dict[s
         return None
     try:
         value = float(sizeexpr.evaluate(expr, env))
-    except sizeexpr.SizeExprError as exc:
+    except SizeExprError as exc:
         raise SpecError(where, f"tolerance.{fld}", str(exc)) from None
     top = 1.0 if fld == "rtol" else float("inf")
     if not 0 <= value < top:

@@ -17,15 +17,12 @@ import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
+from kprof.errors import SizeExprError
 from kprof.spec import safeexpr
 
 MAX_LEN = 400
 MAX_EXPONENT = 64
 MAX_MAGNITUDE = 1 << 80  # far beyond any byte count, small enough to stop runaway arithmetic
-
-
-class SizeExprError(ValueError):
-    """The expression is not valid size arithmetic. The message says what to change."""
 
 
 def _ceil(x: Fraction) -> Fraction:

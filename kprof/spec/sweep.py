@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from kprof.errors import UsageError
+from kprof.errors import SizeExprError, UsageError
 from kprof.spec import sizeexpr
 
 
@@ -100,7 +100,7 @@ def _legacy_pairs(items: list[str], what: str) -> list[str | tuple[str, str]]:
 def size_value(name: str, text: str) -> int:
     try:
         n = sizeexpr.evaluate_int(text, {})
-    except sizeexpr.SizeExprError as exc:
+    except SizeExprError as exc:
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise UsageError(f"--size {name}={shown}: give a whole number (or arithmetic like 2**20): {exc}") from None
     if n <= 0:
