@@ -6,5 +6,6 @@ from __future__ import annotations
 def si(value: float, unit: str) -> str:
     for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
+            x = value / factor  # past 1000 of the largest prefix (a tensor peak of 1070 TFLOP/s): whole units, no exponent
+            return f"{x:.3g} {prefix}{unit}" if abs(x) < 1000 else f"{x:.0f} {prefix}{unit}"
     return f"{value:.3g} {unit}"

@@ -42,6 +42,38 @@ def test_the_ceiling_for_a_mix_falls_back_to_an_older_peak_files_copy():
     assert ceilings.ceiling({"copy_bytes_per_s": 3.97e12}, "read") == 3.97e12 and ceilings.ceiling(None, "read") is None
 
 
+def test_the_tensor_peak_is_the_fastest_part_of_each_architecture_and_judges_a_tensor_kernel():
+    """Dense 16-bit tensor math: an H100 SXM's 989.4 TFLOP/s at 1830 MHz (NVIDIA's figure: 132 SMs of 4,096
+    FLOP a clock), 1,071 at the H200's 1980 MHz; A100 312 TFLOP/s at 1410 MHz. A bfloat16 mma.sync matmul at
+    243 TFLOP/s (mma_matmul on an H200) is not judged against FP32's 66.9, and a tensor rate above the tensor
+    peak is flagged."""
+    assert ceilings.theoretical(dict(H200, clock_khz=1_830_000))["tensor_flops_per_s"] == pytest.approx(989.4e12, rel=1e-3)
+    assert ceilings.theoretical(H200)["tensor_flops_per_s"] == pytest.approx(132 * 4096 * 1.98e9)
+    a100 = dict(H200, arch="sm_80", sm_count=108, clock_khz=1_410_000)
+    assert ceilings.theoretical(a100)["tensor_flops_per_s"] == pytest.approx(312e12, rel=2e-3)
+    assert ceilings.theoretical(dict(H200, arch="sm_61"))["tensor_flops_per_s"] is None  # Pascal: no tensor cores
+    peak = {"theoretical": ceilings.theoretical(H200)}
+    args = dict(bytes_per_s=2.4e12 * 0.02, peak=peak, mode="cold", working_set=256 << 20, l2_bytes=H200["l2_bytes"])
+    assert ceilings.implausible(flops_per_s=243e12, math="tensor", **args) == []
+    (fp32,) = ceilings.implausible(flops_per_s=243e12, **args)
+    assert "above the theoretical FP32 rate" in fp32 and "work.math: tensor" in fp32
+    (over,) = ceilings.implausible(flops_per_s=1.2e15, math="tensor", **args)
+    assert "above the theoretical dense 16-bit tensor rate" in over
+    text = render.peak_report({"gpu": "NVIDIA H200", "theoretical": peak["theoretical"], "ceilings": {}, "fma_flops_per_s": 64.8e12})
+    assert "tensor, 16-bit  1071 TFLOP/s" in text
+
+
+def test_a_spec_says_what_its_flops_run_on():
+    from kprof.errors import SpecError
+    from kprof.spec import catalog, loader
+
+    assert catalog.load("mma_matmul").math == "tensor" and catalog.load("tiled_matmul").math == "fp32"
+    data = dict(__import__("yaml").safe_load(catalog.load("tiled_matmul").path.read_text()))
+    data["work"] = {**data["work"], "math": "fp8"}
+    with pytest.raises(SpecError, match=r"work.math: must be fp32 or tensor"):
+        loader.from_dict(data, catalog.load("tiled_matmul").path)
+
+
 def test_implausible_rates_and_working_sets_are_named():
     peak = {"theoretical": ceilings.theoretical(H200)}
     ok = ceilings.implausible(bytes_per_s=4.3e12, flops_per_s=None, peak=peak, mode="cold", working_set=2 << 30,

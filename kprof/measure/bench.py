@@ -297,10 +297,12 @@ def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved:
     of_fma = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s")) if peak else None
     of_ceiling = stats.fraction(point.bytes_per_s, ceilings.ceiling(peak, mix)) if peak else None
     notes = ceilings.implausible(bytes_per_s=point.bytes_per_s, flops_per_s=point.flops_per_s, peak=peak, mode=mode,
-                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"))
+                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"),
+                                 math=resolved.spec.math)
     return replace(point, mix=mix, of_fma_peak=of_fma, of_ceiling=of_ceiling,
                    of_dram_peak=stats.fraction(point.bytes_per_s, theoretical.get("dram_bytes_per_s")),
-                   of_fp32_peak=stats.fraction(point.flops_per_s, theoretical.get("fp32_flops_per_s")),
+                   of_fp32_peak=stats.fraction(point.flops_per_s, theoretical.get("fp32_flops_per_s"))
+                   if resolved.spec.math == "fp32" else None,
                    plausible=not notes, warnings=(*point.warnings, *(notes or _above_ceiling(of_ceiling, mix))))
 
 

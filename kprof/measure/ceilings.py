@@ -28,6 +28,14 @@ from kprof.units import si
 # FP32 lanes per SM by architecture (CUDA C++ Programming Guide, "Arithmetic Instructions"): the GPU
 # model's, and Thor's (sm_110), whose other limits kprof does not model.
 FP32_LANES = {arch: lim.fp32_lanes for arch, lim in ARCHS.items()} | {"sm_110": 128}
+# Dense 16-bit tensor-core math (FP16 or BF16 inputs, FP32 accumulation), FLOP per clock per SM: the
+# fastest part of each architecture, so that a rate above it is not plausible on any (a GeForce part of
+# sm_86, sm_89 or sm_120 accumulates in FP32 at half this). From NVIDIA's architecture whitepapers and data
+# sheets: V100 125 TFLOP/s (80 SMs, 1530 MHz), T4 65 (40, 1590), A100 312 (108, 1410), A40 150 (84, 1740),
+# L40S 362 (142, 2520), H100 SXM 989 (132, 1830 MHz: 4 tensor cores of 512 FMA a clock), B200 2,250 (148),
+# RTX PRO 6000 Blackwell 504 (188, 2617). None: no tensor cores (sm_61), or a part kprof has no figure for.
+TENSOR_FLOPS_PER_SM_CLOCK = {"sm_70": 1024, "sm_75": 1024, "sm_80": 2048, "sm_86": 1024, "sm_89": 1024,
+                             "sm_90": 4096, "sm_100": 8192, "sm_103": 8192, "sm_120": 1024}
 MIXES = ("read", "write", "copy", "add")
 WRITE_SHARE = {"read": 0.0, "add": 1 / 3, "copy": 0.5, "write": 1.0}  # of each mix's bytes, the written ones
 MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's result) does not change the mix
@@ -38,16 +46,19 @@ def theoretical(device: dict[str, Any]) -> dict[str, Any]:
     as a dict), with what they came from; a value the attributes cannot give is None, with why."""
     mem_khz, bus, clock_khz = (int(device.get(k) or 0) for k in ("memory_clock_khz", "bus_width_bits", "clock_khz"))
     sms, arch = int(device.get("sm_count") or 0), str(device.get("arch") or "")
-    lanes = FP32_LANES.get(arch)
+    lanes, tensor = FP32_LANES.get(arch), TENSOR_FLOPS_PER_SM_CLOCK.get(arch.rstrip("af"))
     out: dict[str, Any] = {
         "dram_bytes_per_s": 2 * mem_khz * 1e3 * bus / 8 if mem_khz and bus else None,
         "fp32_flops_per_s": 2 * sms * lanes * clock_khz * 1e3 if sms and lanes and clock_khz else None,
+        "tensor_flops_per_s": sms * tensor * clock_khz * 1e3 if sms and tensor and clock_khz else None,
         "attributes": {"CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz)": mem_khz or None,
                        "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)": bus or None,
                        "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": sms or None,
                        "CU_DEVICE_ATTRIBUTE_CLOCK_RATE (kHz)": clock_khz or None,
-                       f"FP32 lanes per SM ({arch or '?'})": lanes},
-        "formulas": {"dram": "2 x memory clock x bus width / 8", "fp32": "2 x SMs x FP32 lanes per SM x SM clock"},
+                       f"FP32 lanes per SM ({arch or '?'})": lanes,
+                       f"dense 16-bit tensor FLOP per clock per SM ({arch or '?'}, the fastest part)": tensor},
+        "formulas": {"dram": "2 x memory clock x bus width / 8", "fp32": "2 x SMs x FP32 lanes per SM x SM clock",
+                     "tensor": "SMs x dense 16-bit tensor FLOP per clock per SM x SM clock"},
         "notes": [],
     }  # fmt: skip
     if out["dram_bytes_per_s"] is None:
@@ -93,21 +104,25 @@ def ceiling(peak: dict[str, Any] | None, mix: str) -> float | None:
 
 
 def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: dict[str, Any] | None, mode: str,
-                working_set: int, l2_bytes: int | None) -> list[str]:
-    """Why a result cannot be what it claims, one sentence each (empty: nothing found). The L2 note
-    is for bandwidth kernels only: a kernel whose arithmetic intensity is past the ridge point is
-    judged by its FLOP/s, which L2 does not inflate."""
+                working_set: int, l2_bytes: int | None, math: str = "fp32") -> list[str]:
+    """Why a result cannot be what it claims, one sentence each (empty: nothing found). ``math``: what
+    the spec says its FLOPs run on (``work.math``): FP32 FMA, or dense 16-bit tensor-core math, judged
+    against that peak. The L2 note is for bandwidth kernels only: a kernel whose arithmetic intensity
+    is past the ridge point is judged by its FLOP/s, which L2 does not inflate."""
     notes: list[str] = []
     th = (peak or {}).get("theoretical") or {}
-    dram, fp32 = th.get("dram_bytes_per_s"), th.get("fp32_flops_per_s")
+    dram = th.get("dram_bytes_per_s")
+    compute = th.get("tensor_flops_per_s") if math == "tensor" else th.get("fp32_flops_per_s")
+    what = "dense 16-bit tensor rate (the fastest part of this architecture)" if math == "tensor" else "FP32 rate"
     if bytes_per_s and dram and bytes_per_s > dram:
         notes.append(f"not plausible: {si(bytes_per_s, 'B/s')} is above the theoretical DRAM bandwidth "
                      f"{si(dram, 'B/s')}; the work formula counts bytes the kernel does not move from DRAM, or "
                      "they came from L2")
-    if flops_per_s and fp32 and flops_per_s > fp32:
-        notes.append(f"not plausible: {si(flops_per_s, 'FLOP/s')} is above the theoretical FP32 rate "
-                     f"{si(fp32, 'FLOP/s')}; the work formula counts operations the kernel does not do in FP32")
-    ridge = fp32 / dram if fp32 and dram else None
+    if flops_per_s and compute and flops_per_s > compute:
+        notes.append(f"not plausible: {si(flops_per_s, 'FLOP/s')} is above the theoretical {what} "
+                     f"{si(compute, 'FLOP/s')}; the work formula counts operations the kernel does not do"
+                     + (" on tensor cores" if math == "tensor" else " in FP32 (on tensor cores: work.math: tensor)"))
+    ridge = compute / dram if compute and dram else None
     compute_bound = bool(flops_per_s and bytes_per_s and ridge and flops_per_s / bytes_per_s >= ridge)
     if mode == "cold" and l2_bytes and 0 < working_set <= l2_bytes and not compute_bound:
         notes.append(f"not plausible as a DRAM rate: the working set ({working_set / 2**20:.1f} MiB) fits in the "

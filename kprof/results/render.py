@@ -447,6 +447,9 @@ def peak_report(data: dict[str, Any]) -> str:
     lines.append("theoretical peaks, from the device's attributes:")
     lines.append(f"  DRAM bandwidth  {si(dram, 'B/s') if dram else 'unknown'}  ({th.get('formulas', {}).get('dram', '')})")
     lines.append(f"  FP32 rate       {si(fp32, 'FLOP/s') if fp32 else 'unknown'}  ({th.get('formulas', {}).get('fp32', '')})")
+    if th.get("tensor_flops_per_s"):  # a peak file of an older kprof has none
+        lines.append(f"  tensor, 16-bit  {si(th['tensor_flops_per_s'], 'FLOP/s')}  (dense, FP32 accumulation, the fastest "
+                     f"part of this architecture: {th.get('formulas', {}).get('tensor', '')})")
     attrs = "; ".join(f"{k} = {v}" for k, v in (th.get("attributes") or {}).items() if v is not None)
     if attrs:
         lines.append(f"  from {attrs}")

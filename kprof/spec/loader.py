@@ -24,6 +24,7 @@ from kprof.spec.schema import (
     DTYPES,
     FILLS,
     IDENT,
+    MATHS,
     ROLES,
     BufferArg,
     Fill,
@@ -141,8 +142,11 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     else:
         steps, first_entry, launch = _load_launches(data, args, fail, check_expr)
     work = data.get("work", {}) or {}
-    if not isinstance(work, dict) or set(work) - {"flops", "bytes"}:
-        raise fail("work", "must be a mapping with 'flops' and/or 'bytes' size expressions")
+    if not isinstance(work, dict) or set(work) - {"flops", "bytes", "math"}:
+        raise fail("work", "must be a mapping with 'flops' and/or 'bytes' size expressions (and 'math')")
+    if work.get("math", "fp32") not in MATHS:
+        raise fail("work.math", f"must be {' or '.join(MATHS)} (what the FLOPs run on: FP32 FMA, or dense 16-bit "
+                                f"tensor-core math), not {work.get('math')!r}")
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         raise fail("notes", "must be a string")
@@ -154,7 +158,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         reference=_load_reference(data.get("reference"), args, known_sizes, fail, path.parent),
         tolerance=tolerance,
         flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
-        bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None,
+        bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None, math=str(work.get("math", "fp32")),
         defines=defines, nvcc_flags=tuple(flags),
         checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,

@@ -29,6 +29,7 @@ DTYPES: dict[str, tuple[int, str]] = {
     "int64": (8, "i"),
     "uint64": (8, "u"),
 }
+MATHS = ("fp32", "tensor")  # a spec's work.math: what its FLOPs run on (FP32 FMA, dense 16-bit tensor cores)
 ROLES = ("in", "out", "inout", "scratch")
 FILLS = {  # name -> (min args, max args)
     "uniform": (0, 2),
@@ -163,6 +164,7 @@ class KernelSpec:
     tolerance: Tolerance = Tolerance()
     python: str | None = None  # a Python operation (pyref stored form): run on the spec's buffers, no cubin
     requires: Requirement | None = None  # the oldest architecture it builds and runs on, and why
+    math: str = "fp32"  # work.math: what its FLOPs run on, fp32 (FMA) or tensor (dense 16-bit tensor cores)
 
     def unsupported_on(self, arch: str) -> str | None:
         """Why this spec does not build for ``arch`` (older than its ``requires.arch``), else None."""
