@@ -95,11 +95,16 @@ def timed_records(records: list[KernelRecord]) -> list[KernelRecord]:
     return [r for r in records if not r.name.startswith(HELPERS)]
 
 
+def _finished(records: list[KernelRecord]) -> list[KernelRecord]:
+    """The timed work's records of kernels that had finished when the records were taken."""
+    return [r for r in timed_records(records) if r.complete]
+
+
 def span_seconds(records: list[KernelRecord]) -> float | None:
     """From the first start to the last end of the timed kernels (a baseline may launch several).
     A kernel still running when the records were taken has no timestamps yet and no place in a span
     (one counted with its zero start made a call of 1.8e9 s); benchmark integrity flags it."""
-    work = [r for r in timed_records(records) if r.complete]
+    work = _finished(records)
     if not work:
         return None
     return (max(r.end for r in work) - min(r.start for r in work)) / 1e9
@@ -108,7 +113,7 @@ def span_seconds(records: list[KernelRecord]) -> float | None:
 def busy_seconds_per_launch(records: list[KernelRecord], launches: int) -> float | None:
     """Kernel time per launch in a replayed graph: the sum of the timed kernels' own durations
     divided by the number of launches (a launch may be several kernels, as cuBLAS's can be)."""
-    work = [r for r in timed_records(records) if r.complete]
+    work = _finished(records)
     if not work or launches <= 0:
         return None
     return sum(r.ns for r in work) / launches / 1e9

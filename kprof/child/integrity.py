@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kprof.child.cupti_timer import HELPERS, KernelRecord
+from kprof.child.cupti_timer import KernelRecord, timed_records
 
 # The CUDA events around a call enclose its kernels: an event reading this much shorter than CUPTI's
 # span of the call's kernels means some ran outside the window (measured noise between the two on an
@@ -28,27 +28,27 @@ WINDOW_SLACK = 0.8
 WINDOW_SLACK_S = 5e-6
 
 
-def per_call(records: Sequence[KernelRecord]) -> tuple[int, set[int], int | None]:
-    """(kernels of the timed work, their streams, the stream of kprof's spin kernel) for one call's records."""
+def per_call(records: Sequence[KernelRecord]) -> tuple[list[KernelRecord], int | None]:
+    """(the timed work's records, the stream of kprof's spin kernel) for one call's records."""
     spin = next((r.stream for r in records if r.name.startswith("kprof_spin")), None)
-    work = [r for r in records if not r.name.startswith(HELPERS)]
-    return len(work), {r.stream for r in work}, spin
+    return timed_records(list(records)), spin
 
 
 def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
     """Flags from the kernel records of each timed call (one launch behind kprof's spin kernel each):
     a call that launched no kernel while others did (a replayed result), calls that launched different
     numbers of kernels (work done once for several calls, or deferred into the next), kernels on a
-    stream other than the one kprof times (work the window does not hold)."""
+    stream other than the one kprof times (work the window does not hold), a kernel still running when
+    the call's records were taken (work deferred past the window)."""
     if not calls:
         return []
     counts, other, running = [], 0, 0
     for records in calls:
-        count, streams, spin = per_call(records)
-        counts.append(count)
-        if spin is not None and streams - {spin}:
+        work, spin = per_call(records)
+        counts.append(len(work))
+        if spin is not None and {r.stream for r in work} - {spin}:
             other += 1
-        if any(not r.complete for r in records if not r.name.startswith(HELPERS)):
+        if not all(r.complete for r in work):
             running += 1
     flags = []
     if max(counts) > 0 and min(counts) == 0:

@@ -387,12 +387,7 @@ class Workspace:
                                    expected[buf.arg.name], rule, poison_value=sentinel, frontier=frontier,
                                    scale=scales.get(buf.arg.name)).to_dict()
             if digest:
-                import hashlib
-
-                import numpy as np
-
-                raw = np.ascontiguousarray(got[buf.arg.name])
-                check["digest"] = hashlib.blake2b(raw.view(np.uint8).reshape(-1).data, digest_size=16).hexdigest()
+                check["digest"] = hostdata.digest(got[buf.arg.name])
             checks.append(check)
         return checks + [verify.out_of_bounds(name, damage).to_dict() for name, damage in self.guard_damage().items()]
 

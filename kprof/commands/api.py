@@ -579,11 +579,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     if not dry_run:
         require_gpu(None)
     original = build.build(spec, arch)
-    per_mutant = timeout if timeout is not None else 300.0
-    if not dry_run:
-        fingerprints, tools, scrub, per_mutant = _original_run(spec, sizes, arch, timeout)
-    else:
-        fingerprints, tools, scrub = [], (), None
+    fingerprints, tools, scrub, per_mutant = ([], (), None, 0.0) if dry_run else _original_run(spec, sizes, arch, timeout)
     width = parallel.jobs_for(len(made), jobs, parallel.RUNNER_GPU_BYTES)
     steps = progress(len(made)) if progress is not None else None
     original_cubin = original.cubin.read_bytes()
@@ -601,11 +597,10 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
             except KprofError as exc:
                 out = mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300])
             else:
-                unreachable = mutants.unreachable_by_launch(m, spec)
                 if mutants.equivalent(original_cubin, built.cubin.read_bytes()):
                     out = mutants.MutantResult(m, "equivalent", "the same machine code as the original "
-                                               "(every .text section of the cubin, byte for byte)", "machine code")
-                elif unreachable is not None:
+                                               "(every .text section of the cubin, byte for byte)", mutants.BY_MACHINE_CODE)
+                elif (unreachable := mutants.unreachable_by_launch(m, spec)) is not None:
                     out = mutants.MutantResult(m, "equivalent", unreachable, mutants.BY_LAUNCH)
                 elif dry_run:
                     out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
@@ -637,7 +632,7 @@ def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch: str 
 
     t0 = time.monotonic()
     ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes],
-                            timeout=timeout if timeout is not None else 300.0)
+                            timeout=timeout if timeout is not None else launch.DEFAULT_TIMEOUT)
     if not all(r.ok for r in ok):
         raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix it first "
                          f"(kprof run {spec.name})")
@@ -733,7 +728,8 @@ def _same_results(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], a
 
     undecided = mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
                                      f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
-                                     "defines that reach it), or the mutant is equivalent (read its diff)", "same results")
+                                     "defines that reach it), or the mutant is equivalent (read its diff)",
+                                     mutants.BY_SAME_RESULTS)
     probe = mutants.boundary_probe(m)
     if probe is None:
         return undecided
@@ -756,5 +752,5 @@ def _same_results(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], a
                                     mutants.BY_BOUNDARY)
     if all(r.ok for r in runs):
         return mutants.MutantResult(m, "survived", f"no checked size meets its boundary ({met}): the bound is not "
-                                    "tested; add a size where it is met (or the launch never meets it)", "boundary not met")
+                                    "tested; add a size where it is met (or the launch never meets it)", mutants.BY_NOT_MET)
     return undecided

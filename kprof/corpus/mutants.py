@@ -46,13 +46,20 @@ class Mutant:
         return f"@@ line {self.line} ({self.operator})\n-{self.before.rstrip()}\n+{self.after.rstrip()}"
 
 
+# How a mutant was decided (MutantResult.by), besides the verdict or the tool that killed it:
+BY_MACHINE_CODE = "machine code"  # equivalent: every .text section the original's, byte for byte
+BY_LAUNCH = "the launch"  # equivalent: a bound no launch of its spec can meet
+BY_BOUNDARY = "results at its boundary"  # equivalent: the probe stopped, and the results were the original's
+BY_SAME_RESULTS = "same results"  # survived with the original's results, undecided
+BY_NOT_MET = "boundary not met"  # survived: no checked size meets the bound it moved
+
+
 @dataclass(frozen=True)
 class MutantResult:
     mutant: Mutant
     verdict: str  # killed | survived | equivalent | not-built
     why: str = ""  # the failing check, the fault, or how equivalence was decided
-    by: str = ""  # killed: verdict, or the tool (memcheck, racecheck, ...); equivalent: machine code;
-    # survived: "same results" where every run gave the original's results to the last bit
+    by: str = ""  # killed: verdict, or the tool (memcheck, racecheck, ...); else one of the BY_ values above
 
     def to_dict(self) -> dict[str, object]:
         out = asdict(self.mutant)
@@ -75,19 +82,24 @@ def _sub_each(pattern: str, repl: str | Callable[[re.Match[str]], str], code: st
             yield code[: m.start()] + new + code[m.end():]
 
 
+def _closing(text: str, opening: int) -> int | None:
+    """The index of the ``)`` that closes the ``(`` at ``opening``; None when the text ends first."""
+    depth = 0
+    for i in range(opening, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return None
+
+
 def _flushed(code: str) -> Iterator[str]:
     """``expf(E)`` -> ``(expf(E) < 1e-6f ? 0.0f : expf(E))``: small probabilities written as zero."""
     for m in re.finditer(r"\b(__expf|expf)\(", code):
-        depth, end = 0, None
-        for i in range(m.end() - 1, len(code)):
-            depth += {"(": 1, ")": -1}.get(code[i], 0)
-            if depth == 0:
-                end = i + 1
-                break
-        if end is None:
+        close = _closing(code, m.end() - 1)
+        if close is None:
             continue
-        call = code[m.start():end]
-        yield code[: m.start()] + f"({call} < 1e-6f ? 0.0f : {call})" + code[end:]
+        call = code[m.start():close + 1]
+        yield code[: m.start()] + f"({call} < 1e-6f ? 0.0f : {call})" + code[close + 1:]
 
 
 def _outside_for_header(mutated: Iterator[str], code: str) -> Iterator[str]:
@@ -155,14 +167,10 @@ BOUNDARY_OPERATORS = (*RELATIONAL, "missing tail (bound - 1)")
 # Stops the kernel where the boundary is met: the probe's run faults exactly when some thread of a checked
 # size reaches it. Defined on a line of its own before the source (the probe's lines are never reported).
 PROBE_MACRO = "#define KPROF_BOUNDARY(met) ((met) ? (__trap(), 0) : 0)\n"
-# What ends a comparison's operand at bracket depth zero: every operator of lower precedence (logical,
-# equality, bitwise, conditional, assignment, comma), a statement's end, a brace, and another comparison.
-_ENDS = ("&&", "||", "==", "!=", "<=", ">=", "?", ":", ";", ",", "{", "}", "&", "|", "^", "<", ">", "=")
-
-
 def _ends_here(code: str, i: int) -> bool:
-    """Whether ``code[i]`` is part of an operator that ends an operand (``<<``, ``>>``, ``->`` and the
-    compound assignments' first characters are not)."""
+    """Whether ``code[i]`` is part of what ends a comparison's operand at bracket depth zero: an operator
+    of lower precedence (logical, equality, bitwise, conditional, assignment, comma), a statement's end,
+    a brace, another comparison (``<<``, ``>>``, ``->`` and a logical not are not)."""
     ch = code[i]
     if ch not in "&|=!<>?:;,{}^":
         return False
@@ -201,13 +209,27 @@ def _operand(code: str, start: int, step: int) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
-def boundary_probe(mutant: Mutant) -> tuple[str, str] | None:
-    """The original source with the mutated comparison guarded by a trap where the mutant and the original
-    part (``KPROF_BOUNDARY((L) == (R))``, or ``(L) == (R) - 1`` for a loop that stops early), and that
-    condition as text; None for another operator, or a comparison whose operands are not found on its line.
-    The probe's run at the checked sizes says whether they reach the boundary at all: one that is
-    reached and changed nothing is equivalent by its results there; one that is never reached is a bound
-    no checked size tests."""
+@dataclass(frozen=True)
+class _Moved:
+    """The original comparison a boundary mutant moved, on its line: the operands, the operator, where the
+    comparison stands in the line's code, and ``shift`` (`` - 1`` for a loop one short: the two part where
+    the left side meets the bound less one)."""
+
+    lhs: str
+    op: str
+    rhs: str
+    begin: int
+    end: int
+    shift: str
+
+    @property
+    def met(self) -> str:
+        return f"({self.lhs}) == ({self.rhs}){self.shift}"
+
+
+def _moved(mutant: Mutant) -> _Moved | None:
+    """The comparison a boundary mutant moved, found by precedence on its line; None for another operator,
+    or a comparison whose operands are not on the line."""
     if mutant.operator not in BOUNDARY_OPERATORS:
         return None
     before, after = _code_part(mutant.before)[0], _code_part(mutant.after)[0]
@@ -223,31 +245,32 @@ def boundary_probe(mutant: Mutant) -> tuple[str, str] | None:
         shift = " - 1"
     if found is None or (shift and found.group(1) != "<"):
         return None
-    op, op_start, op_end = found.group(1), found.start() + 1, found.end() - 1
-    left, right = _operand(before, op_start - 2, -1), _operand(before, op_end + 1, 1)
+    left, right = _operand(before, found.start() - 1, -1), _operand(before, found.end(), 1)
     lhs, rhs = before[left[0]:left[1]], before[right[0]:right[1]]
     if not lhs or not rhs:
         return None
-    met = f"({lhs}) == ({rhs}){shift}"
-    guarded = f"(KPROF_BOUNDARY({met}), {lhs} {op} {rhs})"
-    line = before[:left[0]] + guarded + before[right[1]:] + _code_part(mutant.before)[1]
+    return _Moved(lhs, found.group(1), rhs, left[0], right[1], shift)
+
+
+def boundary_probe(mutant: Mutant) -> tuple[str, str] | None:
+    """The original source with the mutated comparison guarded by a trap where the mutant and the original
+    part (``KPROF_BOUNDARY((L) == (R))``, or ``(L) == (R) - 1`` for a loop that stops early), and that
+    condition as text; None for another operator, or a comparison whose operands are not found on its line.
+    The probe's run at the checked sizes says whether they reach the boundary at all: one that is
+    reached and changed nothing is equivalent by its results there; one that is never reached is a bound
+    no checked size tests."""
+    moved = _moved(mutant)
+    if moved is None:
+        return None
+    code, comment = _code_part(mutant.before)
+    line = (code[:moved.begin] + f"(KPROF_BOUNDARY({moved.met}), {moved.lhs} {moved.op} {moved.rhs})"
+            + code[moved.end:] + comment)
     lines = mutant.source.splitlines(keepends=True)
     lines[mutant.line - 1] = line if line.endswith("\n") or not mutant.before.endswith("\n") else line + "\n"
-    return PROBE_MACRO + "".join(lines), met
+    return PROBE_MACRO + "".join(lines), moved.met
 
 
-BY_LAUNCH = "the launch"  # how a mutant whose boundary no launch of its spec can meet is found equivalent
 _KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
-
-
-def _comparison(mutant: Mutant) -> tuple[str, str, str] | None:
-    """(left operand, operator, right operand) of the original comparison a relational mutant moved."""
-    probe = boundary_probe(mutant) if mutant.operator in RELATIONAL else None
-    if probe is None:
-        return None
-    line = probe[0].splitlines()[mutant.line]  # the probe's macro line shifts the source by one
-    m = re.search(r"KPROF_BOUNDARY\(\((.*)\) == \((.*)\)\), (.*?) (<=|>=|<|>) ", line)
-    return (m.group(1), m.group(4), m.group(2)) if m else None
 
 
 def _kernel_at(source: str, line: int) -> tuple[str, list[str], str] | None:
@@ -259,12 +282,8 @@ def _kernel_at(source: str, line: int) -> tuple[str, list[str], str] | None:
     found = [m for m in kernels if m.start() < offset]
     if not found:
         return None
-    m, depth, end = found[-1], 0, None
-    for i in range(m.end() - 1, len(source)):
-        depth += {"(": 1, ")": -1}.get(source[i], 0)
-        if depth == 0:
-            end = i
-            break
+    m = found[-1]
+    end = _closing(source, m.end() - 1)
     if end is None or end > offset:
         return None
     params = [re.findall(r"\w+", p)[-1] for p in source[m.end():end].split(",") if re.findall(r"\w+", p)]
@@ -279,12 +298,12 @@ def unreachable_by_launch(mutant: Mutant, spec: KernelSpec) -> str | None:
     spec value is the very expression of every grid's x that launches this kernel. Then the block index
     stays below that value at every size, the two sides are never equal, and ``r > rows`` does what
     ``r >= rows`` does: the mutant is equivalent under the spec, by its launch."""
-    cmp = _comparison(mutant)
+    moved = _moved(mutant) if mutant.operator in RELATIONAL else None
     kernel = _kernel_at(mutant.source, mutant.line)
-    if cmp is None or kernel is None:
+    if moved is None or kernel is None:
         return None
     name, params, body = kernel
-    left, op, right = cmp
+    left, op, right = moved.lhs, moved.op, moved.rhs
     index, bound = (left, right) if op in (">=", "<") else (right, left)  # r >= rows, r < rows; rows > r, rows <= r
     if index != "blockIdx.x":  # a variable given the block index once, and never anything else
         name_ = re.escape(index)
@@ -327,24 +346,17 @@ TOOLS = ("memcheck", "racecheck", "values", "synccheck", "initcheck")
 
 
 def fingerprint(checks: list[dict[str, object]]) -> tuple[object, ...]:
-    """What a verified run says of its outputs, to the last bit: the digest of each output's bytes where
-    the run was asked for them (``RunMode(digest=True)``, as kprof mutants asks), else each output's worst
-    error, normwise error, worst element and its value. A survivor with the original's fingerprint at every size is
-    not called equivalent: on an H200 most such mutants of rmsnorm_bf16 were lines that no checked size
-    runs (the long-row path), so the report says that the line may not run there."""
-    if any("digest" in c for c in checks):
-        # the outputs' bytes (kprof mutants asks for their digests): the verdict's numbers below also move with
-        # the float64 reference, which another number of threads sums in another order
-        return tuple((repr(c.get("name")), repr(c.get("digest")), repr(c.get("ok"))) for c in checks)
-    keys = ("name", "rel_err", "max_abs_err", "nonfinite", "poisoned", "first_bad", "got", "expected", "failing")
-    return tuple(tuple(repr(c.get(k)) for k in keys) for c in checks)
+    """What a verified run says of its outputs, to the last bit: each output's digest (kprof mutants runs
+    with ``RunMode(digest=True)``: the outputs' bytes, where the verdict's numbers also move with the float64
+    reference, which another number of threads sums in another order) and verdict. A survivor with the
+    original's fingerprint at every size is not called equivalent by that alone: on an H200 most such
+    mutants of rmsnorm_bf16 were lines that no checked size runs (the long-row path); the boundary probe
+    decides the ones that moved a bound."""
+    return tuple((repr(c.get("name")), repr(c.get("digest")), repr(c.get("ok"))) for c in checks)
 
 
 def same_results(original: list[tuple[object, ...]], mutant: list[tuple[object, ...]]) -> bool:
     return len(original) == len(mutant) and all(a == b for a, b in zip(original, mutant))
-
-
-BY_BOUNDARY = "results at its boundary"  # how a mutant that moves a bound is found equivalent (the probe)
 
 
 def score(results: list[MutantResult], strict: bool = False) -> tuple[int, int, float | None]:

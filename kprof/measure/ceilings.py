@@ -34,8 +34,7 @@ FP32_LANES = {arch: lim.fp32_lanes for arch, lim in ARCHS.items()} | {"sm_110": 
 # sheets: V100 125 TFLOP/s (80 SMs, 1530 MHz), T4 65 (40, 1590), A100 312 (108, 1410), A40 150 (84, 1740),
 # L40S 362 (142, 2520), H100 SXM 989 (132, 1830 MHz: 4 tensor cores of 512 FMA a clock), B200 2,250 (148),
 # RTX PRO 6000 Blackwell 504 (188, 2617). None: no tensor cores (sm_61), or a part kprof has no figure for.
-TENSOR_FLOPS_PER_SM_CLOCK = {"sm_70": 1024, "sm_75": 1024, "sm_80": 2048, "sm_86": 1024, "sm_89": 1024,
-                             "sm_90": 4096, "sm_100": 8192, "sm_103": 8192, "sm_120": 1024}
+TENSOR_FLOPS_PER_SM_CLOCK = {arch: lim.tensor_flops for arch, lim in ARCHS.items() if lim.tensor_flops}
 MIXES = ("read", "write", "copy", "add")
 WRITE_SHARE = {"read": 0.0, "add": 1 / 3, "copy": 0.5, "write": 1.0}  # of each mix's bytes, the written ones
 MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's result) does not change the mix
@@ -46,7 +45,7 @@ def theoretical(device: dict[str, Any]) -> dict[str, Any]:
     as a dict), with what they came from; a value the attributes cannot give is None, with why."""
     mem_khz, bus, clock_khz = (int(device.get(k) or 0) for k in ("memory_clock_khz", "bus_width_bits", "clock_khz"))
     sms, arch = int(device.get("sm_count") or 0), str(device.get("arch") or "")
-    lanes, tensor = FP32_LANES.get(arch), TENSOR_FLOPS_PER_SM_CLOCK.get(arch.rstrip("af"))
+    lanes, tensor = FP32_LANES.get(arch), TENSOR_FLOPS_PER_SM_CLOCK.get(arch)
     out: dict[str, Any] = {
         "dram_bytes_per_s": 2 * mem_khz * 1e3 * bus / 8 if mem_khz and bus else None,
         "fp32_flops_per_s": 2 * sms * lanes * clock_khz * 1e3 if sms and lanes and clock_khz else None,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kprof.corpus import mutants
 from kprof.findings import label
 from kprof.spec.baseline import kind_of
 from kprof.tools.demangle import short
@@ -512,11 +514,9 @@ def mutants_report(report: Any) -> str:
                    f"{sum(r.verdict == 'not-built' for r in report.results)} did not build")
     else:
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in report.results)
-        same_code = sum(r.verdict == "equivalent" and r.by == "machine code" for r in report.results)
-        by_launch = sum(r.verdict == "equivalent" and r.by == "the launch" for r in report.results)
-        at_boundary = sum(r.verdict == "equivalent" and r.by not in ("machine code", "the launch") for r in report.results)
-        same_results = sum(r.verdict == "survived" and r.by == "same results" for r in report.results)
-        not_met = sum(r.verdict == "survived" and r.by == "boundary not met" for r in report.results)
+        by = Counter(r.by for r in report.results if r.verdict in ("equivalent", "survived"))
+        same_code, by_launch, at_boundary = by[mutants.BY_MACHINE_CODE], by[mutants.BY_LAUNCH], by[mutants.BY_BOUNDARY]
+        same_results, not_met = by[mutants.BY_SAME_RESULTS], by[mutants.BY_NOT_MET]
         strict_killed, strict_counted, strict = report.strict_score
         out.append(f"score: {killed} of {counted} non-equivalent mutants killed"
                    + (f" ({share:.0%})" if share is not None else "")
@@ -529,9 +529,9 @@ def mutants_report(report: Any) -> str:
                      "original's results to the last bit")
     for r in report.results:
         if r.verdict == "survived":
-            why = {"same results": "the original's results to the last bit: its line may not run at these sizes, or it "
-                                   "is equivalent",
-                   "boundary not met": r.why}.get(
+            why = {mutants.BY_SAME_RESULTS: "the original's results to the last bit: its line may not run at these sizes, "
+                                            "or it is equivalent",
+                   mutants.BY_NOT_MET: r.why}.get(
                 r.by, "the verdict passed a wrong kernel (the tolerance, the reference or the sizes are too weak here)")
             out += ["", f"survived {r.mutant.id}: {why}", r.mutant.diff()]
     return "\n".join(out)
