@@ -45,11 +45,13 @@ def _nodes(tree: ast.AST):
         yield from _nodes(node)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, typed: bool = False) -> set[str]:
     """The kprof modules a file imports, at module level or inside functions: ``from kprof.child import
-    runner`` is child.runner, ``from kprof.spec import KernelSpec`` the spec folder's front (spec)."""
+    runner`` is child.runner, ``from kprof.spec import KernelSpec`` the spec folder's front (spec);
+    ``typed``: the imports for annotations only too."""
     out: set[str] = set()
-    for node in _nodes(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if typed else _nodes(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "kprof":
                 out.update(a.name for a in node.names if a.name in MODULES)
@@ -282,15 +284,7 @@ def test_the_tree_shows_the_pipeline():
     assert top == TOP, f"modules at the top of kprof/ that belong in a stage folder: {sorted(top - TOP)}"
     for folder in STAGES:
         assert ast.get_docstring(ast.parse((PKG / folder / "__init__.py").read_text())), folder
-    def typed_too(path: Path) -> set[str]:  # the imports for annotations only count here: a reader follows them too
-        out = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kprof."):
-                rest = node.module[len("kprof."):]
-                out.update(f"{rest}.{a.name}" if f"{rest}.{a.name}" in MODULES else rest for a in node.names)
-        return out & set(MODULES)
-
-    upward = sorted(f"{a} -> {b}" for a, path in MODULES.items() for b in GRAPH[a] | typed_too(path)
+    upward = sorted(f"{a} -> {b}" for a, path in MODULES.items() for b in _imports(path, typed=True) - {a}  # a reader follows annotations too
                     if a.split(".")[0] in STAGES and b.split(".")[0] in STAGES
                     and STAGES.index(b.split(".")[0]) > STAGES.index(a.split(".")[0]))
     assert not upward, f"imports that climb back up the pipeline: {upward}"
