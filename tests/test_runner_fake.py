@@ -512,7 +512,7 @@ def test_job_round_trips_through_json():
 
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
-    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 7"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 8"),
     ('{"version": 7, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
     ('{"version": 7, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
@@ -579,7 +579,8 @@ def test_new_kernels_build(tmp_path):
 
 def _histogram(dev, args):
     x, hist, n = args
-    np.add.at(dev.view(hist, np.int32), dev.view(x, np.int32)[:n], 1)
+    v = dev.view(x, np.int32)[:n]
+    np.add.at(dev.view(hist, np.int32), v[(v >= 0) & (v < 256)], 1)  # the kernel leaves values outside the bins out
 
 
 def _exclusive_scan(dev, args):

@@ -140,3 +140,20 @@ def test_the_values_detector_takes_the_specs_scale_as_kprof_run_does(kernel):
     assert f.indices == ((1,),) and "0 + 1e-05 x (100)" in f.message
     with pytest.raises(UsageError, match=r"tolerance.scale of y: shape \(3,\)"):
         valuescheck.analyse(target, runs, expected, {"y": np.ones(3)})
+
+
+def test_a_result_that_changes_when_warps_are_delayed_is_a_race(kernel):
+    """The warp-delay build's runs are held against the first A run: an element that moved there is a
+    race even where every run of the kernel itself agreed (a missing barrier whose warps keep step)."""
+    spec, resolved = kernel
+    target = target_of(resolved, "k.cubin", shaken_cubin="k-shaken.cubin")
+    expected = {"y": 2 * np.arange(8, dtype=np.float64)}
+    lost = (2 * np.arange(8)).astype(np.float32)
+    lost[5] = 0  # a count zeroed by a late warp after another added to it
+    same = (2 * np.arange(8)).astype(np.float32)
+    found = valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected, shaken=[{"y": same}, {"y": lost}])
+    assert [(f.kind, f.indices) for f in found] == [("race", ((5,),))]
+    assert "delays some warps" in found[0].message and "__syncthreads()" in found[0].message
+    # the same runs without the delayed ones: clean; delayed runs that agree: clean
+    assert valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected) == []
+    assert valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected, shaken=[{"y": same}] * 3) == []

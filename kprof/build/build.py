@@ -22,11 +22,12 @@ import re
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from kprof import inputs, proc
+from kprof.build import shake
 from kprof.errors import BuildError, ToolNotFoundError, UnsupportedArchError, UsageError
 from kprof.spec import KernelSpec, arch_number
 
@@ -311,9 +312,11 @@ def build(
     *,
     force: bool = False,
     timeout: float = 600,
+    shaken: bool = False,
 ) -> BuildResult:
     """Build ``spec``'s source into a cubin for ``arch`` (the GPU's, else sm_90). A Python operation
-    (``python:``) has nothing to build: its result names the .py file and no kernels."""
+    (``python:``) has nothing to build: its result names the .py file and no kernels. ``shaken``: the
+    warp-delay build of the values detector (:mod:`kprof.build.shake`), named NAME__shaken."""
     arch = check_arch(arch or detect_arch())
     if why := spec.unsupported_on(arch):
         raise UnsupportedArchError(why)
@@ -323,14 +326,9 @@ def build(
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     compiler = compiler_for(arch)
-    sources = _local_sources(spec.source)
-    key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, tuple(merged.items()), spec.nvcc_flags)
-    digest = hashlib.sha256()
-    digest.update(compiler.key.encode())
-    digest.update("\0".join(key_argv).encode())
-    for path, data in sources:
-        digest.update(str(path).encode() + b"\0" + data)
-    key = digest.hexdigest()[:20]
+    key = _cache_key(spec, compiler, arch, tuple(merged.items()))
+    if shaken:
+        return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
     cubin = folder / f"{spec.name[:64]}-{arch}-{key}.cubin"  # the key tells long names apart
     meta = cubin.with_suffix(".json")
     if not force and cubin.is_file() and meta.is_file():
@@ -384,6 +382,35 @@ def build(
         return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv), compiler.version)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[tuple[str, str], ...]) -> str:
+    """What names a build in the cache: the compiler, its arguments, the source and its local headers."""
+    key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, defines, spec.nvcc_flags)
+    digest = hashlib.sha256()
+    digest.update(compiler.key.encode())
+    digest.update("\0".join(key_argv).encode())
+    for path, data in _local_sources(spec.source):
+        digest.update(str(path).encode() + b"\0" + data)
+    return digest.hexdigest()[:20]
+
+
+def _shaken_spec(spec: KernelSpec, folder: Path) -> KernelSpec:
+    """The spec of ``spec``'s warp-delay build, its source written once into ``folder`` (named by the
+    original's cache key, so an edit of the source or a header makes a new one)."""
+    path = folder / spec.source.name
+    if not path.is_file():
+        text = inputs.read_text(spec.source, "the kernel's source", limit=MAX_SOURCE_BYTES)
+        out = shake.shaken(text, str(spec.source))
+        if out is None:
+            raise BuildError(f"{spec.source.name} has no kernel body kprof can put its warp delays in")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise inputs.write_error(folder, exc) from None
+        inputs.replace_file(path, out)
+    return replace(spec, name=f"{spec.name[:56]}{shake.SUFFIX}", source=path,
+                   nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
 
 
 PROBE_SOURCE = """#include <nv/target>

@@ -31,7 +31,10 @@ def smem_pattern(alternate: bool) -> int:
 
 
 def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any],
-            scales: dict[str, Any] | None = None) -> list[Finding]:
+            scales: dict[str, Any] | None = None, shaken: list[dict[str, Any]] | None = None) -> list[Finding]:
+    """The findings of the runs (pattern B where the flag is set), and of ``shaken``: runs of the
+    warp-delay build under pattern A, each held against the first A run (``race`` where one differs:
+    the order of the warps changed the result)."""
     import numpy as np
 
     from kprof.child import hostdata, verify
@@ -75,15 +78,21 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
                 findings.append(finding("unwritten-output", unwritten, "never written (still poison in every run)"))
         # Nondeterminism first: a race also makes the A and B runs differ, but only a result that
         # is stable across the A runs and still moves with the pattern really follows the poison.
-        nondeterministic = np.zeros(a.shape, dtype=bool)
-        for other in outs_a[1:]:
-            nondeterministic |= _differs(a, other, tol)
-        nondeterministic &= ~unwritten
+        nondeterministic = _any_differs(a, outs_a[1:], tol) & ~unwritten
         if nondeterministic.any():
             findings.append(finding(
                 "race", nondeterministic,
                 f"results differ between {len(outs_a)} identical runs beyond the tolerance: a race",
             ))  # fmt: skip
+        delayed = _any_differs(a, [hostdata.decode(buf.arg.dtype, out[name]) for out in shaken or ()], tol)
+        delayed &= ~unwritten & ~nondeterministic
+        if delayed.any():
+            findings.append(finding(
+                "race", delayed,
+                "results change when kprof delays some warps (its warp-delay build): the kernel depends "
+                "on the order its warps run in, a missing __syncthreads() or a race",
+            ))  # fmt: skip
+        nondeterministic |= delayed
         poison_dependent = _differs(a, b, tol) & ~unwritten & ~nondeterministic
         if poison_dependent.any():
             findings.append(finding(
@@ -97,6 +106,16 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
             findings.append(finding("wrong-result", wrong,
                                     f"differs from the float64 reference by more than {bound}"))
     return findings
+
+
+def _any_differs(a: Any, others: list[Any], tol: Any) -> Any:
+    """Elementwise: some run of ``others`` differs from ``a`` beyond ``tol``."""
+    import numpy as np
+
+    out = np.zeros(a.shape, dtype=bool)
+    for other in others:
+        out |= _differs(a, other, tol)
+    return out
 
 
 def _same_bits(x: Any, y: Any) -> Any:

@@ -89,19 +89,7 @@ class Workspace:
         if self.target.python:  # a Python operation: no module of kprof's own
             phase("loaded", registers=None)
             return {}
-        module = self.dev.load_module(Path(self.target.cubin).read_bytes())
-        funcs: dict[str, Any] = {}
-        for st in self.target.steps:
-            if st.entry == CUBLAS_SGEMM or st.entry in funcs:
-                continue
-            func = funcs[st.entry] = self.dev.function(module, st.entry)
-            static = self.dev.function_attribute(func, "SHARED_SIZE_BYTES")
-            if st.shared_mem + static > self.info.max_shared_per_block_optin:
-                raise UsageError(f"{self.target.name}: {st.entry} asks for {st.shared_mem:,} B of dynamic shared memory "
-                                 f"(+ {static:,} B static) but {self.info.name} allows "
-                                 f"{self.info.max_shared_per_block_optin:,} B per block")
-            if st.shared_mem + static > 48 * 1024:
-                self.dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
+        funcs = self._functions(self.target.cubin)
         steps = self.target.steps
         extra: dict[str, Any] = {}
         if len(steps) > 1:
@@ -114,6 +102,29 @@ class Workspace:
             extra["driver_blocks_per_sm"] = None
         phase("loaded", registers=self.dev.function_attribute(funcs[self.target.entry], "NUM_REGS"), **extra)
         return funcs
+
+    def _functions(self, cubin: str) -> dict[str, Any]:
+        """Each kernel the steps launch, from ``cubin``, with the dynamic shared memory it asks for."""
+        module = self.dev.load_module(Path(cubin).read_bytes())
+        funcs: dict[str, Any] = {}
+        for st in self.target.steps:
+            if st.entry == CUBLAS_SGEMM or st.entry in funcs:
+                continue
+            func = funcs[st.entry] = self.dev.function(module, st.entry)
+            static = self.dev.function_attribute(func, "SHARED_SIZE_BYTES")
+            if st.shared_mem + static > self.info.max_shared_per_block_optin:
+                raise UsageError(f"{self.target.name}: {st.entry} asks for {st.shared_mem:,} B of dynamic shared memory "
+                                 f"(+ {static:,} B static) but {self.info.name} allows "
+                                 f"{self.info.max_shared_per_block_optin:,} B per block")
+            if st.shared_mem + static > 48 * 1024:
+                self.dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
+        return funcs
+
+    def use_cubin(self, cubin: str) -> None:
+        """Launch the same steps, on the same buffers, with the kernels of another build of the source
+        (the values detector's warp-delay build)."""
+        self.functions = self._functions(cubin)
+        self.steps = self._plan_steps()
 
     def _allocate(self, phase: Phase, guard: bool) -> None:
         """One plain allocation per buffer. With ``guard`` (a verified run, never under a sanitizer,

@@ -393,7 +393,7 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     require_gpu("compute-sanitizer" if any(t != "values" for t in tools) else None)
     prepared = pipeline.prepare(spec, sizes, preset="sanitize", arch=arch)
     scrub, why = pipeline.scrubber(arch) if "values" in tools else (None, "")
-    results = san.run_all(prepared.job(RunMode(verify=False)), tools, scrub_cubin=scrub, scrub_note=why,
+    results = san.run_all(prepared.job(RunMode(verify=False), shaken="values" in tools), tools, scrub_cubin=scrub, scrub_note=why,
                           timeout=timeout, padding=padding, progress=progress)
     from kprof.findings import explain
 
@@ -650,7 +650,7 @@ def _tools_clean_on(spec: Any, arch: str | None, timeout: float, scrub: str | No
     from kprof.launch.job import RunMode
     from kprof.tools import compute_sanitizer as san
 
-    job = pipeline.prepare(spec, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
+    job = pipeline.prepare(spec, None, preset="sanitize", arch=arch).job(RunMode(verify=False), shaken=True)
 
     def one(tool: str) -> Any:
         return san.run_all(job, [tool], scrub_cubin=scrub if tool == "values" else None, timeout=timeout)[0]
@@ -691,7 +691,7 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
                                   for i in sorted(runs)])
     if verdict == "killed":
         return mutants.MutantResult(m, verdict, why, "verdict")
-    job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False))
+    job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False), shaken="values" in tools)
     clean = []
     for tool in tools:
         (found,) = san.run_all(job, [tool], scrub_cubin=scrub if tool == "values" else None, timeout=timeout)

@@ -38,8 +38,22 @@ class Prepared:
     def spec(self) -> KernelSpec:
         return self.resolved.spec
 
-    def job(self, mode: RunMode | TimingMode, *, seed: int = 0) -> Job:
-        return Job(target_of(self.resolved, self.built.cubin, seed=seed), mode)
+    def job(self, mode: RunMode | TimingMode, *, seed: int = 0, shaken: bool = False) -> Job:
+        """The job of ``mode``; ``shaken``: with the warp-delay build too, which the values detector runs
+        beside the kernel's own (:func:`shaken_cubin`)."""
+        return Job(target_of(self.resolved, self.built.cubin, seed=seed,
+                             shaken_cubin=shaken_cubin(self.spec, self.built.arch) if shaken else None), mode)
+
+
+def shaken_cubin(spec: KernelSpec, arch: str | None) -> Path | None:
+    """The warp-delay build of ``spec`` (:mod:`kprof.build.shake`), or None where there is none to make (a
+    Python operation) or it does not build: the values detector then runs without it."""
+    if spec.python:
+        return None
+    try:
+        return build.build(spec, arch, shaken=True).cubin
+    except (BuildError, ToolNotFoundError):
+        return None
 
 
 def resolve(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
@@ -234,7 +248,7 @@ def case_jobs(case: Case, arch: str | None) -> tuple[Job, Job]:
     """The sanitize jobs of a case and of its fixed twin, at the case's sanitize sizes."""
     jobs = []
     for spec in (case.spec, case.spec.twin_spec()):
-        jobs.append(prepare(spec, preset="sanitize", arch=arch).job(RunMode(verify=False)))
+        jobs.append(prepare(spec, preset="sanitize", arch=arch).job(RunMode(verify=False), shaken=True))
     return jobs[0], jobs[1]
 
 

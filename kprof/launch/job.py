@@ -27,7 +27,7 @@ from kprof.errors import JobError
 from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
 from kprof.stats import StopRule
 
-JOB_VERSION = 7
+JOB_VERSION = 8
 TIMING_MODES = ("cold", "warm", "hot")
 TIMERS = ("auto", "cupti", "events")
 
@@ -53,6 +53,8 @@ class Target:
     metric: str = "elementwise"  # or "normwise"
     python: str | None = None  # a Python operation (pyref stored form) in place of the cubin's kernels
     scale: tuple[tuple[str, str], ...] = ()  # OUTPUT -> what rtol multiplies in place of |ref| (tolerance.scale)
+    # the same kernels with kprof's warp delays (kprof.build.shake): the values detector's extra runs (version 8)
+    shaken_cubin: str | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -87,6 +89,7 @@ class ValuesMode:
 
     repeats: int = 5
     scrub_cubin: str | None = None
+    shaken_runs: int = 3  # runs of the target's warp-delay build (Target.shaken_cubin), each against the first
 
 
 @dataclass(frozen=True)
@@ -111,14 +114,17 @@ class TimingMode:
             raise ValueError("a timing job times a library routine or a Python baseline, not both")
 
 
-def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0) -> Target:
-    """The target for a resolved spec (parameters and twin already applied) and its built cubin."""
+def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0,
+              shaken_cubin: str | Path | None = None) -> Target:
+    """The target for a resolved spec (parameters and twin already applied) and its built cubin (and
+    its warp-delay build, for the values detector)."""
     spec = resolved.spec
     return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
                   steps=resolved.steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
                   device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric,
-                  python=spec.python, scale=spec.tolerance.scale)
+                  python=spec.python, scale=spec.tolerance.scale,
+                  shaken_cubin=str(shaken_cubin) if shaken_cubin else None)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -171,7 +177,7 @@ def _target_dict(t: Target) -> dict[str, Any]:
         "steps": [asdict(s) for s in t.steps],
         "reference": [list(r) for r in t.reference],
         "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "python": t.python, "seed": t.seed, "device": t.device,
-        "constants": t.constants, "scale": [list(x) for x in t.scale],
+        "constants": t.constants, "scale": [list(x) for x in t.scale], "shaken_cubin": t.shaken_cubin,
     }  # fmt: skip
 
 
@@ -193,7 +199,7 @@ def _target_from(d: dict[str, Any]) -> Target:
         reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=_float_or_none(d["rtol"]),
         seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
         atol=_float_or_none(d["atol"]), metric=str(d["metric"]), python=d.get("python"),
-        scale=tuple((str(k), str(v)) for k, v in d.get("scale", ())),
+        scale=tuple((str(k), str(v)) for k, v in d.get("scale", ())), shaken_cubin=d.get("shaken_cubin"),
     )  # fmt: skip
 
 

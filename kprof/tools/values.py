@@ -11,7 +11,11 @@ finite value): A, B, A, A, ... Then, per output buffer:
   initcheck on this toolkit sees only global memory);
 - elements that differ between runs with the same pattern are nondeterministic: a race, also in
   global memory, which racecheck never sees (``race``);
-- the first A run disagreeing with the float64 reference is a ``wrong-result``.
+- the first A run disagreeing with the float64 reference is a ``wrong-result``;
+- then the same kernels built with a pause of a pseudo-random length per warp at the start of each
+  kernel and after each ``__syncthreads()`` (:mod:`kprof.build.shake`) run three times under pattern
+  A: an element that differs from the first A run depends on the order the warps run in (a missing
+  barrier whose warps keep step on an idle GPU, which no sanitizer reports), a ``race``.
 
 Differences within the spec's tolerance (the same as kprof run's verdict) are not counted:
 float atomics legitimately reorder additions. This detector names the buffer and the first
@@ -39,8 +43,7 @@ def run(job: Job, *, scrub_cubin: str | None, scrub_note: str = "", repeats: int
     job = replace(job, mode=ValuesMode(repeats=repeats, scrub_cubin=scrub_cubin))
     done, data = launch.run(job, timeout=timeout)
     findings = [_finding(raw) for raw in data.findings]
-    notes = [] if scrub_cubin else [f"shared-memory scrubber unavailable ({scrub_note or 'not built'}); "
-                                    "uninitialised shared reads may go unseen"]
+    notes = _notes(job, scrub_cubin, scrub_note)
     result = classify("values", done, data, findings, notes, timeout, have_xml=True)
     if result.status == "clean" and data.status != "ok":
         return ToolResult("values", "target-error", [], done.seconds,
@@ -56,17 +59,24 @@ def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "",
     :func:`run` gives it; None for one the child never finished, to run again alone."""
     done, datas = launch.run_batch([replace(j, mode=ValuesMode(repeats=repeats, scrub_cubin=scrub_cubin))
                                     for j in jobs], timeout=timeout)
-    notes = [] if scrub_cubin else [f"shared-memory scrubber unavailable ({scrub_note or 'not built'}); "
-                                    "uninitialised shared reads may go unseen"]
     out: list[ToolResult | None] = []
-    for data in datas:
+    for job, data in zip(jobs, datas):
         if not data.finished or data.job_seconds is None:
             out.append(None)
             continue
         own = replace(done, returncode=0, seconds=data.job_seconds, timed_out=False)
-        out.append(classify("values", own, data, [_finding(raw) for raw in data.findings], notes,
-                            timeout, have_xml=True))
+        out.append(classify("values", own, data, [_finding(raw) for raw in data.findings],
+                            _notes(job, scrub_cubin, scrub_note), timeout, have_xml=True))
     return out
+
+
+def _notes(job: Job, scrub_cubin: str | None, scrub_note: str) -> list[str]:
+    """What the detector could not do on ``job``: scrub shared memory, or run the warp-delay build."""
+    notes = [] if scrub_cubin else [f"shared-memory scrubber unavailable ({scrub_note or 'not built'}); "
+                                    "uninitialised shared reads may go unseen"]
+    if not job.target.shaken_cubin and not job.target.python:
+        notes.append("no warp-delay build: a missing barrier whose warps keep step may go unseen")
+    return notes
 
 
 RUNS = 2  # runs of a program whose launches are compared (then two more to capture what differed)
