@@ -165,7 +165,7 @@ async_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __
             const int col = bn + wn + s * LN * 4 + ln;
             float* out = C + (size_t)row * N + col;
             const float* v = &acc[i][4 * s];
-            if (vec_bc && col + 3 < N) {
+            if (vec_bc && col < N) {  // N and col multiples of 4: the whole float4 is in the row
                 *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
             } else {
 #pragma unroll

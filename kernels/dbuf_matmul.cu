@@ -48,7 +48,7 @@ static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BK * 
 
 // One float4 of a row-major matrix, or its in-bounds part padded with zeros.
 __device__ __forceinline__ float4 load4(const float* __restrict__ p, bool row_ok, int c, int cols, bool vec) {
-    if (vec && row_ok && c + 3 < cols) return *reinterpret_cast<const float4*>(p);
+    if (vec && row_ok && c < cols) return *reinterpret_cast<const float4*>(p);  // vec: cols, c multiples of 4
     float4 v;
     v.x = (row_ok && c < cols) ? p[0] : 0.0f;
     v.y = (row_ok && c + 1 < cols) ? p[1] : 0.0f;
@@ -143,7 +143,7 @@ dbuf_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __r
             const int col = bn + wn + s * LN * 4 + ln;
             float* out = C + (size_t)row * N + col;
             const float* v = &acc[i][4 * s];
-            if (vec_bc && col + 3 < N) {
+            if (vec_bc && col < N) {  // N and col multiples of 4: the whole float4 is in the row
                 *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
             } else {
 #pragma unroll

@@ -106,7 +106,7 @@ __device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr
         }
     } else if (vec) {  // a long row: read twice, 16 bytes at a time
 #pragma unroll 4
-        for (int c = t * 8; c < cols; c += NTR * 8) {
+        for (int c = t * 8; c + 8 <= cols; c += NTR * 8) {  // vec: c and cols multiples of 8
             float v[8];
             unpack(*reinterpret_cast<const uint4*>(xr + c), v);
 #pragma unroll
@@ -114,7 +114,7 @@ __device__ __forceinline__ void rmsnorm_row(const __nv_bfloat16* __restrict__ xr
         }
         const float scale = rsqrtf(row_sum<NT>(ss, shared) / cols + eps);
 #pragma unroll 4
-        for (int c = t * 8; c < cols; c += NTR * 8) {
+        for (int c = t * 8; c + 8 <= cols; c += NTR * 8) {  // vec: c and cols multiples of 8
             float v[8];
             unpack(*reinterpret_cast<const uint4*>(xr + c), v);
             *reinterpret_cast<uint4*>(yr + c) = scaled(v, scale, *reinterpret_cast<const uint4*>(w + c));

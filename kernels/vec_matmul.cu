@@ -50,7 +50,7 @@ vec_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __re
             const int r = idx / (BK / 4), c = (idx % (BK / 4)) * 4;
             const int gr = bm + r, gc = k0 + c;
             float4 v;
-            if (vec_a && gr < M && gc + 3 < K) {
+            if (vec_a && gr < M && gc < K) {  // K and gc multiples of 4: the whole float4 is in the row
                 v = *reinterpret_cast<const float4*>(&A[(size_t)gr * K + gc]);
             } else {
                 const float* row = A + (size_t)gr * K;
@@ -70,7 +70,7 @@ vec_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __re
             const int r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
             const int gr = k0 + r, gc = bn + c;
             float4 v;
-            if (vec_bc && gr < K && gc + 3 < N) {
+            if (vec_bc && gr < K && gc < N) {  // N and gc multiples of 4: the whole float4 is in the row
                 v = *reinterpret_cast<const float4*>(&B[(size_t)gr * N + gc]);
             } else {
                 const float* row = B + (size_t)gr * N;
@@ -105,7 +105,7 @@ vec_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __re
         for (int j = 0; j < TN; j += 4) {
             const int col = bn + tx * TN + j;
             float* out = C + (size_t)row * N + col;
-            if (vec_bc && col + 3 < N) {
+            if (vec_bc && col < N) {  // N and col multiples of 4: the whole float4 is in the row
                 *reinterpret_cast<float4*>(out) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
             } else {
 #pragma unroll

@@ -62,7 +62,7 @@ warptile_matmul(const float* __restrict__ A, const float* __restrict__ B, float*
             const int r = idx / (BK / 4), c = (idx % (BK / 4)) * 4;
             const int gr = bm + r, gc = k0 + c;
             float4 v;
-            if (vec_a && gr < M && gc + 3 < K) {
+            if (vec_a && gr < M && gc < K) {  // K and gc multiples of 4: the whole float4 is in the row
                 v = *reinterpret_cast<const float4*>(&A[(size_t)gr * K + gc]);
             } else {
                 const float* row = A + (size_t)gr * K;
@@ -82,7 +82,7 @@ warptile_matmul(const float* __restrict__ A, const float* __restrict__ B, float*
             const int r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
             const int gr = k0 + r, gc = bn + c;
             float4 v;
-            if (vec_bc && gr < K && gc + 3 < N) {
+            if (vec_bc && gr < K && gc < N) {  // N and gc multiples of 4: the whole float4 is in the row
                 v = *reinterpret_cast<const float4*>(&B[(size_t)gr * N + gc]);
             } else {
                 const float* row = B + (size_t)gr * N;
@@ -118,7 +118,7 @@ warptile_matmul(const float* __restrict__ A, const float* __restrict__ B, float*
             const int col = bn + wn + s * LN * 4 + ln;
             float* out = C + (size_t)row * N + col;
             const float* v = &acc[i][4 * s];
-            if (vec_bc && col + 3 < N) {
+            if (vec_bc && col < N) {  // N and col multiples of 4: the whole float4 is in the row
                 *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
             } else {
 #pragma unroll

@@ -291,3 +291,53 @@ def test_the_dry_run_names_the_launchs_equivalents(capsys):
     assert cli.main(["mutants", "softmax", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "equivalent (the launch)" in out and "its boundary (row == rows) is never met" in out
+
+
+@pytest.mark.nvcc
+def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(monkeypatch):
+    """A bound that reads one element too far changes no result (the element meets a padded zero, or
+    its output is never stored) and the sanitize size may not meet it: memcheck at every checked size of
+    at most MEMCHECK_BYTES where the original is clean kills it there. A size where memcheck finds
+    something on the original is left out; the 4096^3 check is too big to be one."""
+    from kprof.findings import Finding
+    from kprof.tools import compute_sanitizer as san
+    from kprof.tools.toolrun import ToolResult
+
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    monkeypatch.setattr(launch, "run_kernels", lambda jobs, timeout: [_fake_result(j, True) for j in jobs])
+    memchecked = []
+
+    def run_all(job, tools, scrub_cubin, timeout):
+        (tool,) = tools
+        mutant = "if (row <= M && col < N)" in Path(job.target.source).read_text()
+        if tool == "memcheck":
+            memchecked.append((job.target.name, dict(job.target.sizes)))
+        found = tool == "memcheck" and (job.target.sizes.get("K") == 257 or (mutant and job.target.sizes.get("M") == 127))
+        f = Finding(tool, "out-of-bounds-read", job.target.entry, "tiled_matmul.cu", 18, None, None, 1, "read")
+        return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
+
+    monkeypatch.setattr(san, "run_all", run_all)
+    report = api.run_mutants("tiled_matmul", jobs=2)
+    original = [s for n, s in memchecked if n == "tiled_matmul"]
+    assert {"M": 4096, "N": 4096, "K": 4096} not in original and {"M": 127, "N": 131, "K": 97} in original
+    (write,) = [r for r in report.results if "if (row <= M && col < N)" in r.mutant.source]
+    assert (write.verdict, write.by) == ("killed", "memcheck") and "memcheck at M127-N131-K97" in write.why
+    # K=257 finds something on the original: no mutant is memchecked there
+    assert not [s for n, s in memchecked if n != "tiled_matmul" and s.get("K") == 257]
+    others = [r for r in report.results if r is not write and r.verdict != "equivalent"]
+    assert others and all(r.verdict == "survived" for r in others)  # every verdict passed, memcheck clean on them
+
+
+@pytest.mark.parametrize("name, mutant", [("rmsnorm_onepass", "M37"), ("softmax_online", "M58")])
+def test_a_grid_that_is_the_row_count_under_the_defines_decides_the_row_guard(name, mutant):
+    """`where(FIT * WROWS * le(C, 32 * PER), cdiv(R, WROWS), R)` is R when WROWS is 0: the guard's
+    boundary is never met, as where the grid is written R; with WROWS 8 it is not decided."""
+    from dataclasses import replace
+
+    spec = catalog.load(name)
+    m = {m.id: m for m in mutants.generate(spec.source.read_text())}[mutant]
+    why = mutants.unreachable_by_launch(m, spec)
+    assert why is not None and "which with the spec's defines is rows's R" in why and "400 sizes tried" in why
+    assert mutants.unreachable_by_launch(m, spec.with_defines({"WROWS": "8"})) is None
+    assert mutants.unreachable_by_launch(m, replace(spec, launch=replace(spec.launch, grid=("R + 1", "1", "1")))) is None
+    assert not mutants._same_function("cdiv(R, 2)", "R", spec) and mutants._same_function("max(R, 1)", "R", spec)

@@ -513,8 +513,8 @@ def test_job_round_trips_through_json():
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
     ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 8"),
-    ('{"version": 7, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
-    ('{"version": 7, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 8, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 8, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
 def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "job.json").write_text(text)

@@ -579,7 +579,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     if not dry_run:
         require_gpu(None)
     original = build.build(spec, arch)
-    fingerprints, tools, scrub, per_mutant = ([], (), None, 0.0) if dry_run else _original_run(spec, sizes, arch, timeout)
+    orig = _Original([], (), None, 0.0, ()) if dry_run else _original_run(spec, sizes, labels, arch, timeout)
     width = parallel.jobs_for(len(made), jobs, parallel.RUNNER_GPU_BYTES)
     steps = progress(len(made)) if progress is not None else None
     original_cubin = original.cubin.read_bytes()
@@ -605,7 +605,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
                 elif dry_run:
                     out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
                 else:
-                    out = _judge_mutant(m, other, sizes, labels, arch, per_mutant, fingerprints, tools, scrub)
+                    out = _judge_mutant(m, other, sizes, labels, arch, orig)
             if steps is not None:
                 steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {time.monotonic() - t0:.1f} s")
             return out
@@ -615,14 +615,26 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
         finally:
             if steps is not None:
                 steps.close()
-    return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, tools)
+    return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, orig.tools)
 
 
-def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch: str | None,
-                  timeout: float | None) -> tuple[list[Any], tuple[str, ...], str | None, float]:
-    """The spec's own kernel at every size (it must pass, or no mutant's verdict means anything):
-    its results' fingerprints, the tools clean on it, the values detector's scrubber (built once for
-    the original and every mutant), and a mutant's time limit (four times this run, at least 20 s)."""
+@dataclass(frozen=True)
+class _Original:
+    """What kprof mutants learns from the spec's own kernel, once, for every mutant."""
+
+    fingerprints: list[Any]  # its results at every size (kprof.corpus.mutants.fingerprint)
+    tools: tuple[str, ...]  # the tools clean on it at the sanitize size: only these may kill a mutant
+    scrub: str | None  # the values detector's scrubber
+    per_mutant: float  # a mutant's time limit: four times this run, at least 20 s
+    memcheck_at: tuple[tuple[str, dict[str, int]], ...]  # checked sizes past sanitize where memcheck is clean on it
+
+
+def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], labels: list[str], arch: str | None,
+                  timeout: float | None) -> _Original:
+    """The spec's own kernel at every size (it must pass, or no mutant's verdict means anything), the
+    tools clean on it at its sanitize size, and memcheck at every small checked size: a bound that
+    reads one element too far changes no result (the element is multiplied by a padded zero, or
+    never stored), and only memcheck, at a size that meets the bound, sees the read."""
     import time
 
     from kprof.commands import pipeline
@@ -631,14 +643,36 @@ def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch: str 
     from kprof.launch.job import RunMode
 
     t0 = time.monotonic()
-    ok = launch.run_kernels([pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes],
-                            timeout=timeout if timeout is not None else launch.DEFAULT_TIMEOUT)
+    jobs = [pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes]
+    ok = launch.run_kernels(jobs, timeout=timeout if timeout is not None else launch.DEFAULT_TIMEOUT)
     if not all(r.ok for r in ok):
         raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix it first "
                          f"(kprof run {spec.name})")
     per_mutant = timeout if timeout is not None else max(20.0, 4 * (time.monotonic() - t0))
     scrub = pipeline.scrubber(arch)[0]
-    return [mutants.fingerprint(r.checks) for r in ok], _tools_clean_on(spec, arch, per_mutant, scrub), scrub, per_mutant
+    tools = _tools_clean_on(spec, arch, per_mutant, scrub)
+    small = [(label, s) for (p, s), label, j in zip(sizes, labels, jobs)
+             if p != "sanitize" and j.target.total_bytes <= mutants.MEMCHECK_BYTES]
+    clean = [] if "memcheck" not in tools else _memcheck_findings(spec, small, arch, per_mutant)
+    return _Original([mutants.fingerprint(r.checks) for r in ok], tools, scrub, per_mutant,
+                     tuple(size for size, found in zip(small, clean) if not found))
+
+
+def _memcheck_findings(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch: str | None,
+                       timeout: float) -> list[Any]:
+    """memcheck's findings on ``spec`` at each of ``sizes``, side by side (empty: clean; a run that did
+    not finish counts as a finding)."""
+    from kprof import parallel
+    from kprof.commands import pipeline
+    from kprof.launch.job import RunMode
+    from kprof.tools import compute_sanitizer as san
+
+    def one(size: tuple[str, dict[str, int]]) -> Any:
+        job = pipeline.prepare(spec, size[1], preset="default", arch=arch).job(RunMode(verify=False))
+        (found,) = san.run_all(job, ["memcheck"], scrub_cubin=None, timeout=timeout)
+        return found.findings or ([] if found.status == "clean" else [found.status])
+
+    return parallel.map_jobs(one, sizes, max(1, len(sizes)))
 
 
 def _tools_clean_on(spec: Any, arch: str | None, timeout: float, scrub: str | None) -> tuple[str, ...]:
@@ -660,20 +694,21 @@ def _tools_clean_on(spec: Any, arch: str | None, timeout: float, scrub: str | No
 
 
 def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], labels: list[str], arch: str | None,
-                  timeout: float, original: list[tuple[object, ...]], tools: tuple[str, ...], scrub: str | None) -> Any:
+                  orig: _Original) -> Any:
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
     failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
-    passed then goes under kprof's tools at the sanitize size (``tools``: those of :data:`kprof.corpus.mutants.TOOLS`
-    clean on the original), which it meets on any kernel too: killed by the first that finds something. One they all pass
-    survived; where it gave the original's results to the last bit at every size (``original``: the
-    fingerprints), it says so: its line may not run there, or it is equivalent (not decided here)."""
+    passed then goes under kprof's tools at the sanitize size (those of :data:`kprof.corpus.mutants.TOOLS`
+    clean on the original), which it meets on any kernel too, and memcheck at the small checked sizes
+    clean on the original: killed by the first that finds something. One they all pass survived;
+    where it gave the original's results to the last bit at every size, it says so: its line may
+    not run there, or it is equivalent (:func:`_same_results` decides some)."""
     from kprof.commands import pipeline
     from kprof.corpus import mutants
     from kprof.errors import TargetError
     from kprof.launch import launch
     from kprof.launch.job import RunMode
-    from kprof.tools import compute_sanitizer as san
 
+    timeout = orig.per_mutant
     jobs = [pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes]
     # The small sizes first, in one child: most mutants die there, and a 4096^3 matmul's float64
     # reference (seconds of host time each) is then computed only for those that pass them.
@@ -691,22 +726,45 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
                                   for i in sorted(runs)])
     if verdict == "killed":
         return mutants.MutantResult(m, verdict, why, "verdict")
-    job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False), shaken="values" in tools)
-    clean = []
-    for tool in tools:
-        (found,) = san.run_all(job, [tool], scrub_cubin=scrub if tool == "values" else None, timeout=timeout)
+    killed, clean = _under_tools(m, other, arch, orig)
+    if killed is not None:
+        return killed
+    if orig.tools and len(clean) == len(orig.tools) and mutants.same_results(
+            orig.fingerprints, [mutants.fingerprint(runs[i].checks) for i in sorted(runs)]):
+        return _same_results(m, other, sizes, arch, timeout, clean)
+    return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")
+
+
+def _under_tools(m: Any, other: Any, arch: str | None, orig: _Original) -> tuple[Any, list[str]]:
+    """A mutant the verdict passed under the tools: (its result, killed by the first that finds
+    something, or None; the tools clean on it)."""
+    from kprof.commands import pipeline
+    from kprof.corpus import mutants
+    from kprof.launch.job import RunMode
+    from kprof.tools import compute_sanitizer as san
+
+    job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False),
+                                                                        shaken="values" in orig.tools)
+    clean: list[str] = []
+    for tool in orig.tools:
+        (found,) = san.run_all(job, [tool], scrub_cubin=orig.scrub if tool == "values" else None,
+                               timeout=orig.per_mutant)
         if found.findings:
             f = found.findings[0]
             return mutants.MutantResult(m, "killed", f"the verdict passed it; {tool}: {f.kind} at line {f.line} "
-                                        f"({len(found.findings)} finding{'s' * (len(found.findings) > 1)})", tool)
+                                        f"({len(found.findings)} finding{'s' * (len(found.findings) > 1)})", tool), clean
         if found.status == "timeout":
-            return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool)
+            return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool), clean
         if found.status == "clean":
             clean.append(tool)
-    if tools and len(clean) == len(tools) and mutants.same_results(original, [mutants.fingerprint(runs[i].checks)
-                                                                              for i in sorted(runs)]):
-        return _same_results(m, other, sizes, arch, timeout, clean)
-    return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")
+    for label, size in orig.memcheck_at:
+        job = pipeline.prepare(other, size, preset="default", arch=arch).job(RunMode(verify=False))
+        (found,) = san.run_all(job, ["memcheck"], scrub_cubin=None, timeout=orig.per_mutant)
+        if found.findings:
+            f = found.findings[0]
+            return mutants.MutantResult(m, "killed", f"the verdict and the tools at the sanitize size passed it; "
+                                        f"memcheck at {label}: {f.kind} at line {f.line}", "memcheck"), clean
+    return None, clean
 
 
 def _same_results(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], arch: str | None, timeout: float,

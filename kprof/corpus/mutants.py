@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from kprof.spec import KernelSpec
 
 SMALL_BYTES = 64 * 2**20  # a mutant's sizes of at most this many bytes of buffers run first, the others only if it passes them
+MEMCHECK_BYTES = 16 * 2**20  # checked sizes of at most this many bytes of buffers also run under memcheck
 MAX_MUTANTS = 60  # per kernel: the first of each operator's places first, so every operator is tried
 
 
@@ -320,13 +321,46 @@ def unreachable_by_launch(mutant: Mutant, spec: KernelSpec) -> str | None:
     values = {a.name: getattr(a, "value", None) for a in spec.args}
     if not launches or any(position >= len(args) for args, _ in launches):
         return None
-    def same(a: str | None, b: str) -> bool:
-        return a is not None and a.replace(" ", "") == b.replace(" ", "")
-    if all(same(values.get(args[position]), launch.grid[0]) for args, launch in launches):
+    grids = [(values.get(args[position]), launch.grid[0]) for args, launch in launches]
+    if all(value is not None and value.replace(" ", "") == str(grid).replace(" ", "") for value, grid in grids):
         grid = launches[0][1].grid[0]
         return (f"its boundary ({left} == {right}) is never met: {index} is the block index, below the grid's "
                 f"{grid} blocks, and {bound} is {grid} at every size (the spec's launch); equivalent under the spec")
+    if all(value is not None and _same_function(value, str(grid), spec) for value, grid in grids):
+        grid, value = launches[0][1].grid[0], grids[0][0]
+        return (f"its boundary ({left} == {right}) is never met: {index} is the block index, below the grid's "
+                f"blocks ({grid}), which with the spec's defines is {bound}'s {value} at each of {len(SAMPLES) ** 2} "
+                "sizes tried (every pair of 1 to 65,537 around the powers of two); equivalent under the spec")
     return None
+
+
+# Sizes at which two launch expressions are held side by side: around every power of two a kernel's
+# tile or block size may be, where expressions of where(), cdiv() and le() change branch.
+SAMPLES = (1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097, 65535, 65537)
+
+
+def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
+    """Whether two size expressions take the same value, with the spec's defines, at every pair of
+    :data:`SAMPLES` for the sizes they name (each size in turn the first of the pair, the others the
+    second): ``where(FIT * WROWS * le(C, 256), cdiv(R, WROWS), R)`` is ``R`` when WROWS is 0."""
+    from kprof.spec import sizeexpr
+
+    defines = spec.numeric_defines()
+    try:
+        names = sorted((sizeexpr.names(a) | sizeexpr.names(b)) - set(defines))
+    except (ValueError, SyntaxError):
+        return False
+    if not names:
+        return False
+    for first in SAMPLES:
+        for second in SAMPLES:
+            env = {**defines, **{n: (first if i == 0 else second) for i, n in enumerate(names)}}
+            try:
+                if sizeexpr.evaluate(a, env) != sizeexpr.evaluate(b, env):
+                    return False
+            except (ValueError, ZeroDivisionError, KeyError, TypeError, ArithmeticError):
+                return False
+    return True
 
 
 def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[str, str]:
