@@ -345,7 +345,9 @@ def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
     second): ``where(FIT * WROWS * le(C, 256), cdiv(R, WROWS), R)`` is ``R`` when WROWS is 0."""
     from kprof.spec import sizeexpr
 
-    defines = spec.numeric_defines()
+    from fractions import Fraction
+
+    defines = {k: Fraction(v) for k, v in spec.numeric_defines().items()}
     try:
         names = sorted((sizeexpr.names(a) | sizeexpr.names(b)) - set(defines))
     except (ValueError, SyntaxError):
@@ -354,7 +356,7 @@ def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
         return False
     for first in SAMPLES:
         for second in SAMPLES:
-            env = {**defines, **{n: (first if i == 0 else second) for i, n in enumerate(names)}}
+            env = {**defines, **{n: Fraction(first if i == 0 else second) for i, n in enumerate(names)}}
             try:
                 if sizeexpr.evaluate(a, env) != sizeexpr.evaluate(b, env):
                     return False
