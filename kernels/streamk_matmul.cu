@@ -102,7 +102,7 @@ struct Plan {
         tiles = tiles_m * tiles_n;
         ipt = (K + BK - 1) / BK;  // k-slices per tile
         const int rem = tiles % SLOTS;
-        dp = rem * 100 >= SKFILL * SLOTS ? tiles : tiles - rem;  // a nearly full last wave runs as whole tiles
+        dp = rem * 100 >= SKFILL * SLOTS ? tiles : tiles - rem;  // a nearly full last wave runs as whole tiles; kprof-mutants: equivalent: either schedule computes every tile
         const int iters = (tiles - dp) * ipt;
         g_sk = iters ? min(SLOTS, max(1, iters / SKMIN)) : 0;  // workers with a range
         base = g_sk ? iters / g_sk : 0;

@@ -1,7 +1,7 @@
 """The mutation score of every spec from the JSON of ``kprof mutants NAME --json`` (one file per spec,
 ``mutants-NAME.json``, as ``scripts/gpu-check.sh mutants`` writes them), as one Markdown table:
 
-    python3 scripts/mutant_scores.py FOLDER [FOLDER ...]
+    python3 scripts/mutant_scores.py [--decide-launch] FOLDER [FOLDER ...]
 
 A later folder's file for a spec replaces an earlier one's. A mutant the verdict and every tool passed
 with the original's results to the last bit counts as a survivor (``same results``: its line may not
@@ -19,14 +19,41 @@ import sys
 from pathlib import Path
 
 
-def tally(data: dict) -> dict:
+def launch_decided(data: dict) -> dict[str, str]:
+    """The survivors of ``data`` that today's kprof decides without a run: from the spec's launch
+    (kprof.corpus.mutants.unreachable_by_launch, "launch: ...") or by the source's note on their line
+    (kprof.corpus.mutants.note_of, "note: ..."): id -> why. A mutant counts only where today's source
+    gives the same id on the same line with the same operator, the line otherwise as it was."""
+    from kprof.corpus import mutants
+    from kprof.spec import catalog
+
+    spec = catalog.load(data["spec"])
+    now = {m.id: m for m in mutants.generate(spec.source.read_text(), mutants.MAX_MUTANTS)}
+    out = {}
+    for m in data["mutants"]:
+        same = now.get(m["id"])
+        if m["verdict"] != "survived" or same is None or (same.line, same.operator) != (m["line"], m["operator"]):
+            continue
+        if why := mutants.unreachable_by_launch(same, spec):
+            out[m["id"]] = "launch: " + why
+        elif (note := mutants.note_of(same)) and mutants.NOTE.sub("", same.before).rstrip() in m.get("diff", ""):
+            out[m["id"]] = "note: " + note
+    return out
+
+
+def tally(data: dict, decide: bool = False) -> dict:
     """Counts of one spec's mutants: equivalent (machine code), killed by the verdict, by a tool,
-    survived with other results, survived with the same results, not built; and the score."""
+    survived with other results, survived with the same results, not built; and the score. ``decide``:
+    survivors today's kprof decides from the launch count as equivalent (listed under ``decided``)."""
+    decided = launch_decided(data) if decide else {}
     out = {"spec": data["spec"], "mutants": len(data["mutants"]), "equivalent": 0, "boundary": 0, "verdict": 0,
-           "tool": 0, "survived": 0, "same": 0, "not-built": 0, "survivors": []}
+           "tool": 0, "survived": 0, "same": 0, "not-built": 0, "survivors": [],
+           "decided": [f"{i} line {next(m['line'] for m in data['mutants'] if m['id'] == i)}" for i in decided]}
     for m in data["mutants"]:
         verdict, by = m["verdict"], m.get("by", "")
-        if verdict == "equivalent" and by == "results at its boundary":
+        if m["id"] in decided:
+            verdict, by = "equivalent", "the launch" if decided[m["id"]].startswith("launch") else "the source's note"
+        if verdict == "equivalent" and by in ("results at its boundary", "the source's note"):
             out["boundary"] += 1
         elif (verdict == "equivalent" and by == "results") or (verdict == "survived" and by == "same results"):
             out["same"] += 1
@@ -50,7 +77,7 @@ def tally(data: dict) -> dict:
 
 def table(rows: list[dict]) -> str:
     head = ["spec", "mutants", "equivalent (machine code, or a bound the launch never meets)",
-            "equivalent (results at a met boundary)",
+            "equivalent (results at a met boundary, or the source's note)",
             "killed by the verdict", "killed by a tool", "survived", "of them, the original's results", "score",
             "strict score", "survivors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -68,6 +95,8 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
+    decide = "--decide-launch" in argv
+    argv = [a for a in argv if a != "--decide-launch"]
     latest: dict[str, dict] = {}
     for folder in argv:
         for path in sorted(Path(folder).glob("mutants-*.json")):
@@ -75,8 +104,11 @@ def main(argv: list[str]) -> int:
                 data = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue  # a run stopped at its deadline leaves an empty file
-            latest[data["spec"]] = tally(data)
+            latest[data["spec"]] = tally(data, decide)
     print(table([latest[k] for k in sorted(latest)]))
+    if decided := [f"{k} {', '.join(r['decided'])}" for k, r in sorted(latest.items()) if r["decided"]]:
+        print("\nSurvivors of these runs that kprof now decides without a run (from the spec's launch, or by the "
+              "note on their line, which the strict score counts as survivors): " + "; ".join(decided) + ".")
     return 0
 
 

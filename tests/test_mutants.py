@@ -341,3 +341,23 @@ def test_a_grid_that_is_the_row_count_under_the_defines_decides_the_row_guard(na
     assert mutants.unreachable_by_launch(m, spec.with_defines({"WROWS": "8"})) is None
     assert mutants.unreachable_by_launch(m, replace(spec, launch=replace(spec.launch, grid=("R + 1", "1", "1")))) is None
     assert not mutants._same_function("cdiv(R, 2)", "R", spec) and mutants._same_function("max(R, 1)", "R", spec)
+
+
+def test_a_line_the_source_notes_as_equivalent_covers_only_its_moved_bounds():
+    """`// kprof-mutants: equivalent: WHY` on a line: its bounds moved by one are equivalent, by the source's
+    note, with the reason; a note without a reason is none, and no other operator's mutant is covered.
+    The strict score counts them as survivors."""
+    src = ("extern \"C\" __global__ void k(float* y, int rows, int n) {\n"
+           "    if (rows <= 4) y[0] = 1.0f;  // kprof-mutants: equivalent: the larger body computes these rows too\n"
+           "    if (n <= 8) y[1] = 2.0f + 1.0f;  // kprof-mutants: equivalent\n"
+           "}\n")
+    made = mutants.generate(src)
+    noted = {m.id: mutants.note_of(m) for m in made if mutants.note_of(m)}
+    assert [m.line for m in made if m.id in noted] == [2] and set(noted.values()) == {"the larger body computes these rows too"}
+    assert all(mutants.note_of(m) is None for m in made if m.line == 3)  # no reason: no note
+    r = [mutants.MutantResult(m, "equivalent", "", mutants.BY_NOTE) for m in made if m.id in noted]
+    r.append(mutants.MutantResult(made[-1], "killed", "", "verdict"))
+    assert mutants.score(r) == (1, 1, 1.0) and mutants.score(r, strict=True) == (1, 1 + len(noted), 1 / (1 + len(noted)))
+    shipped = catalog.load("linear_bias_relu")
+    assert [m.id for m in mutants.generate(shipped.source.read_text(), mutants.MAX_MUTANTS) if mutants.note_of(m)] == \
+        ["M57", "M58", "M59", "M60"]  # the four dispatch thresholds, each one mutant

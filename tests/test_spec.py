@@ -90,6 +90,8 @@ INVALID = [
     (("args", 0, "fill"), "gaussian", "args[0].fill: unknown fill rule 'gaussian'"),
     (("args", 0, "fill"), "uniform(lo, 1)", "args[0].fill: fill parameters must be numbers"),
     (("args", 0, "fill"), "randint(0, 5)", "args[0].fill: randint(low, high) needs an integer buffer"),
+    (("args", 0, "fill"), "peaked(14.5, 0)", "args[0].fill: peaked(height, share) needs a share of the elements in (0, 1]"),
+    (("args", 0, "fill"), "peaked(14.5)", "args[0].fill: peaked takes 2..2 parameters, got 1"),
     (("args", 1, "fill"), "zeros", "args[1].fill: an out buffer is poisoned"),
     (("args", 1, "name"), "A", "args[1].name: duplicate argument name 'A'"),
     (("args", 1, "name"), "in", "args[1].name: 'in' is a Python keyword"),

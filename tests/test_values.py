@@ -157,3 +157,16 @@ def test_a_result_that_changes_when_warps_are_delayed_is_a_race(kernel):
     # the same runs without the delayed ones: clean; delayed runs that agree: clean
     assert valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected) == []
     assert valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected, shaken=[{"y": same}] * 3) == []
+
+
+def test_a_peaked_fill_puts_its_share_at_its_height():
+    """peaked(height, share): normal(0, 1), about that share of the elements at height (softmax_online's
+    input: the rest of a row just below a 1e-6 flush of its sum's terms)."""
+    from kprof.spec import catalog
+
+    spec = catalog.load("softmax_online")
+    (x,) = [b for b in spec.resolve({"R": 50, "C": 20000}).buffers if b.arg.name == "x"]
+    assert (x.arg.fill.kind, x.arg.fill.params) == ("peaked", (14.5, 0.001))
+    data = hostdata.make_input(x, np.random.default_rng(0))
+    at = np.isclose(data, 14.5)
+    assert 0.0008 < at.mean() < 0.0012 and abs(float(data[~at].mean())) < 0.01 and 0.99 < float(data[~at].std()) < 1.01

@@ -53,6 +53,19 @@ BY_LAUNCH = "the launch"  # equivalent: a bound no launch of its spec can meet
 BY_BOUNDARY = "results at its boundary"  # equivalent: the probe stopped, and the results were the original's
 BY_SAME_RESULTS = "same results"  # survived with the original's results, undecided
 BY_NOT_MET = "boundary not met"  # survived: no checked size meets the bound it moved
+BY_NOTE = "the source's note"  # equivalent: its line says so, with why (NOTE); a survivor in the strict score
+
+# A line whose every mutant computes what the original does, in the author's words: the choice between two
+# correct paths (a dispatch threshold, a tile size), not a bound of what is read or written. Like a
+# mutation tester's "disable" comment, but each is listed with its reason and the strict score counts it.
+NOTE = re.compile(r"//.*?\bkprof-mutants:\s*equivalent\b[\s:,.-]*(?P<why>\S.*?)\s*$")
+
+
+def note_of(mutant: Mutant) -> str | None:
+    """The reason the mutated line's note gives, or None: a note with no reason is no note, and it
+    covers only a bound moved by one (:data:`BOUNDARY_OPERATORS`), never a dropped term or a swapped index."""
+    m = NOTE.search(mutant.before) if mutant.operator in BOUNDARY_OPERATORS else None
+    return m.group("why") if m else None
 
 
 @dataclass(frozen=True)
@@ -343,9 +356,9 @@ def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
     """Whether two size expressions take the same value, with the spec's defines, at every pair of
     :data:`SAMPLES` for the sizes they name (each size in turn the first of the pair, the others the
     second): ``where(FIT * WROWS * le(C, 256), cdiv(R, WROWS), R)`` is ``R`` when WROWS is 0."""
-    from kprof.spec import sizeexpr
-
     from fractions import Fraction
+
+    from kprof.spec import sizeexpr
 
     defines = {k: Fraction(v) for k, v in spec.numeric_defines().items()}
     try:
@@ -397,10 +410,10 @@ def same_results(original: list[tuple[object, ...]], mutant: list[tuple[object, 
 
 def score(results: list[MutantResult], strict: bool = False) -> tuple[int, int, float | None]:
     """(killed, non-equivalent built mutants, killed / non-equivalent); None when there is none.
-    ``strict``: only the same machine code makes a mutant equivalent (one equivalent by its results at a
-    met boundary counts as a survivor)."""
+    ``strict``: only the same machine code or the launch makes a mutant equivalent (one equivalent by its
+    results at a met boundary, or by the source's note, counts as a survivor)."""
     counted = [r for r in results if r.verdict in ("killed", "survived")
-               or (strict and r.verdict == "equivalent" and r.by == BY_BOUNDARY)]
+               or (strict and r.verdict == "equivalent" and r.by in (BY_BOUNDARY, BY_NOTE))]
     killed = sum(r.verdict == "killed" for r in counted)
     return killed, len(counted), (killed / len(counted) if counted else None)
 

@@ -516,15 +516,16 @@ def mutants_report(report: Any) -> str:
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in report.results)
         by = Counter(r.by for r in report.results if r.verdict in ("equivalent", "survived"))
         same_code, by_launch, at_boundary = by[mutants.BY_MACHINE_CODE], by[mutants.BY_LAUNCH], by[mutants.BY_BOUNDARY]
-        same_results, not_met = by[mutants.BY_SAME_RESULTS], by[mutants.BY_NOT_MET]
+        same_results, not_met, noted = by[mutants.BY_SAME_RESULTS], by[mutants.BY_NOT_MET], by[mutants.BY_NOTE]
         strict_killed, strict_counted, strict = report.strict_score
         out.append(f"score: {killed} of {counted} non-equivalent mutants killed"
                    + (f" ({share:.0%})" if share is not None else "")
                    + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; {same_code} equivalent (the "
                    f"same machine code), {by_launch} by the spec's launch (a bound it never meets), {at_boundary} "
                    "equivalent by their results at a boundary the checked sizes meet"
+                   + (f", {noted} by the source's note" if noted else "")
                    + (f" ({strict_killed} of {strict_counted}, {strict:.0%}, counting those as survivors)"
-                      if at_boundary and strict is not None else "")
+                      if (at_boundary or noted) and strict is not None else "")
                    + f"; of the survivors, {not_met} move a bound no checked size meets, {same_results} gave the "
                      "original's results to the last bit")
     for r in report.results:

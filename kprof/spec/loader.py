@@ -573,7 +573,9 @@ def _fill(raw: Any, fld: str, dtype: str, fail: Fail) -> Fill:
         raise fail(fld, "normal takes (mean, std)")
     if kind == "randint" and (DTYPES[dtype][1] == "f" or params[0] >= params[1]):
         raise fail(fld, "randint(low, high) needs an integer buffer and low < high")
-    if kind in ("uniform", "normal") and DTYPES[dtype][1] != "f":
+    if kind == "peaked" and not 0 < params[1] <= 1:
+        raise fail(fld, "peaked(height, share) needs a share of the elements in (0, 1]")
+    if kind in ("uniform", "normal", "peaked") and DTYPES[dtype][1] != "f":
         raise fail(fld, f"{kind} fills floating-point buffers; use randint(low, high) for {dtype}")
     return Fill(kind, params)
 

@@ -39,6 +39,7 @@ FILLS = {  # name -> (min args, max args)
     "ones": (0, 0),
     "const": (1, 1),
     "arange": (0, 0),
+    "peaked": (2, 2),  # peaked(height, share): normal(0, 1), a share of the elements at height (a dominant logit)
 }
 PRESETS = ("default", "sanitize")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
