@@ -118,7 +118,9 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
         streams.append(bench.StreamJob(kind, width, blocks, FakeJob((kind, width, blocks)), nbytes))
     jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
     lines = []
-    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), progress=lines.append)
+    jobs["mma"] = 1e12 / 660e12
+    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), progress=lines.append,
+                              tensor=(FakeJob("mma"), int(1e12)))
     assert len(lines) == len(rates) - 1 and "read  16-byte accesses,     2,048 blocks: 4.4 TB/s" in lines  # one per configuration measured
     c = data["ceilings"]
     assert c["read"]["bytes_per_s"] == pytest.approx(4.4e12) and c["read"]["width"] == 16
@@ -130,6 +132,10 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
     assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
     assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(data)
+    assert data["tensor_flops_per_s"] == pytest.approx(660e12)
+    assert "tensor    660 TFLOP/s  by kprof_mma (mma.sync m16n8k16" in text and "62% of the dense 16-bit tensor peak" in text
+    none = bench.measure_peak([], (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), tensor="kprof_mma: needs sm_80")
+    assert "tensor   not measured: kprof_mma: needs sm_80" in render.peak_report(dict(none, cached=None))
     assert c["add"]["bytes_per_s"] == pytest.approx(4.2e12) and c["add"]["width"] == 16
     (failed,) = [r for r in data["tried"]["add"] if "error" in r]
     assert failed["width"] == 4 and "did not verify" in failed["error"]
@@ -189,8 +195,8 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
 
     seen = {}
 
-    def fake_measure(streams, memcpy, fma, progress=None):
-        seen.update(streams=streams, memcpy=memcpy, fma=fma)
+    def fake_measure(streams, memcpy, fma, progress=None, tensor=None):
+        seen.update(streams=streams, memcpy=memcpy, fma=fma, tensor=tensor)
         return {"copy_bytes_per_s": 1.0, "fma_flops_per_s": 1.0}
 
     monkeypatch.setattr(bench, "measure_peak", fake_measure)
@@ -206,6 +212,15 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     assert copy16.bytes == 2 << 30 and copy16.job.target.scalars[0][1] == (1 << 30) // 16
     job, amount = seen["memcpy"]
     assert job.mode.library == "memcpy_dtod" and job.mode.timer == "events" and amount == 2 << 30
+    job, amount = seen["tensor"]  # mma.sync's rate, warm: 4,096 FLOP an instruction, 8 a loop, 8 warps a block
+    assert job.target.name == "kprof_mma" and job.mode.mode == "warm" and amount == 4096 * 8 * 2048 * 1056 * 8
+
+
+@pytest.mark.nvcc
+def test_kprof_peak_says_why_it_has_no_tensor_rate_before_sm80(monkeypatch, tmp_path):
+    from kprof.commands import pipeline
+
+    assert "needs sm_80 or newer" in pipeline._tensor_job("sm_75")
 
 
 def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):

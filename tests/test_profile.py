@@ -298,3 +298,36 @@ def test_an_ncu_that_fails_says_its_own_error_lines():
     assert ncu.ncu_errors(text) == ('Failed to profile "too_few_blocks" in process 3872; '
                                     "The application returned an error code (9).")
     assert ncu.ncu_errors("==PROF== Disconnected") == ""
+
+
+def test_a_tensor_core_kernel_is_judged_against_the_tensor_roof():
+    """work.math: tensor. No SASS counter counts a tensor core's FLOPs: the spec's are used, against SMs x
+    4,096 FLOP per clock (sm_90) x the SM clock ncu saw; the tensor pipe's use and the wgmma count are
+    reported (the metric names of ncu 2025.3 on an H200, `ncu --query-metrics`)."""
+    from kprof.results import render
+
+    V = ncu.Value
+    row = {
+        "gpu__time_duration.sum": V(1e6, "ns"),  # 1 ms
+        "dram__bytes_read.sum": V(1e8, "byte"), "dram__bytes_write.sum": V(3e7, "byte"),
+        "dram__bytes.sum.peak_sustained": V(1000.0, "byte/cycle"), "dram__cycles_elapsed.avg.per_second": V(4e9, "hz"),
+        "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": V(16896.0, "inst/cycle"),
+        "sm__cycles_elapsed.avg.per_second": V(1.98e9, "hz"),
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": V(0.0, "inst"),
+        "device__attribute_multiprocessor_count": V(132.0, ""),
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": V(61.5, "%"),
+        "sm__inst_executed_pipe_tensor_op_gmma.sum": V(0.0, "inst"),
+    }  # fmt: skip
+    assert {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "sm__inst_executed_pipe_tensor_op_gmma.sum",
+            "device__attribute_multiprocessor_count"} <= set((a := ncu.build_argv("/x/ncu", "k"))[a.index("--metrics") + 1].split(","))
+    p = profile.analyse(row, "mma_matmul", {}, arch="sm_90", spec_flops=2 * 4096**3, math="tensor")
+    peak = 132 * 4096 * 1.98e9  # 1,070 TFLOP/s
+    assert p.flops == 2 * 4096**3 and p.roofline.peak_flops == pytest.approx(peak)
+    assert p.roofline.bound == "compute" and p.roofline.fraction == pytest.approx(2 * 4096**3 / 1e-3 / peak)
+    assert p.tensor_pipe == pytest.approx(0.615) and p.wgmma == 0.0
+    text = render.profile_report([p])
+    assert "137 TFLOP/s (13% of the 1071 TFLOP/s dense 16-bit tensor peak)" in text
+    assert "tensor pipe busy 62% of active cycles, no wgmma (mma.sync or HMMA only)" in text
+    fp32 = profile.analyse(row, "mma_matmul", {}, arch="sm_90", spec_flops=2 * 4096**3)
+    assert fp32.flops is None or fp32.flops == 0  # FP32's counters see none of it
+    assert profile.analyse(row, "k", {}, arch="sm_61", spec_flops=1, math="tensor").roofline.peak_flops is None

@@ -431,7 +431,7 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
     # A Python operation launches kernels kprof does not count in advance: report every one in its range.
     launches = 0 if r.spec.python else len(r.steps)
     return prof.reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
-                        extra_metrics=extra, spec_flops=r.flops, spec_bytes=r.bytes)
+                        extra_metrics=extra, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.math)
 
 
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,

@@ -257,6 +257,18 @@ def cached_peak() -> dict[str, Any] | None:
     return bench.cached_peak(_peak_path())
 
 
+def _tensor_job(arch: str | None) -> tuple[Job, int] | str:
+    """kprof peak's tensor-core kernel (kprof_mma, warm) and its FLOPs, or why there is none here (an
+    architecture before sm_80, a compiler that cannot build it)."""
+    mma = catalog.builtin("kprof_mma")
+    try:
+        prepared = built(mma.resolve(), arch)
+    except KprofError as exc:
+        return f"kprof_mma: {str(exc).splitlines()[0]}"
+    return (prepared.job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False)),
+            int(prepared.resolved.flops or 0))
+
+
 def _peak_path() -> Path:
     """Where this GPU and driver's ceilings are kept (under the build cache)."""
     return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
@@ -274,7 +286,8 @@ def peak(refresh: bool = False, arch: str | None = None,
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
     if progress:  # the first bench on a GPU waits for this: say why
-        progress("measuring this GPU's bandwidth and FMA ceilings (kprof peak, well under a minute; cached for later runs)")
+        progress("measuring this GPU's bandwidth, FMA and tensor-core ceilings (kprof peak, well under a minute; "
+                 "cached for later runs)")
     configs = []
     for kind in ceilings.MIXES:
         spec = catalog.builtin(f"kprof_{kind}")
@@ -301,5 +314,5 @@ def peak(refresh: bool = False, arch: str | None = None,
     from kprof.results import history
 
     data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)),
-                              progress=progress)
+                              progress=progress, tensor=_tensor_job(arch))
     return bench.save_peak(path, dict(data, provenance=history.provenance()))

@@ -387,11 +387,13 @@ class StreamJob:
 
 
 def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[Job, int],
-                 timeout: float = 300.0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 timeout: float = 300.0, progress: Callable[[str], None] | None = None,
+                 tensor: tuple[Job, int] | str | None = None) -> dict[str, Any]:
     """The ceilings of this GPU: for each access mix the best rate of kprof's stream kernels (1 GiB
     each way, cold) over the widths and grids tried, the copy's raised to the device-to-device memcpy
-    where that is faster; the FP32 FMA rate (warm); and the theoretical peaks from the device's
-    attributes (kprof.measure.ceilings.theoretical)."""
+    where that is faster; the FP32 FMA rate (warm); the tensor-core rate of mma.sync (warm; ``tensor``
+    a string: why it was not measured); and the theoretical peaks from the device's attributes
+    (kprof.measure.ceilings.theoretical)."""
     start = time.perf_counter()
     out: dict[str, Any] = {"measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tried: dict[str, list[dict[str, Any]]] = {k: [] for k in ceilings.MIXES}
@@ -429,6 +431,19 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     out["fma_flops_per_s"] = amount / summary.median
     out["fma_summary"] = summary.to_dict()
     out["fma_stop"] = timing.stop
+    if isinstance(tensor, tuple):
+        job, amount = tensor
+        try:
+            timing, _ = _timed_ceiling(job, timeout)
+        except KprofError as exc:
+            out["tensor_not_measured"] = str(exc)
+        else:
+            summary = stats.summarize(list(timing.samples))
+            out["tensor_flops_per_s"] = amount / summary.median
+            out["tensor_summary"] = summary.to_dict()
+            out["tensor_by"] = "kprof_mma (mma.sync m16n8k16, bfloat16 in, float32 accumulate; warm)"
+    elif tensor:
+        out["tensor_not_measured"] = tensor
     device = dict(dev or device)
     missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not device.get(k)]
     if missing:  # a driver that no longer gives a clock attribute: NVML's reading, said in the report

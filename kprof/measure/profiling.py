@@ -84,6 +84,9 @@ class KernelProfile:
     mix: str | None = None  # read, write, copy or add, from the DRAM bytes read and written (kprof.measure.ceilings)
     ceiling_bytes_per_s: float | None = None  # kprof peak's measured ceiling for that mix
     of_ceiling: float | None = None
+    math: str = "fp32"  # the spec's work.math: the compute peak and FLOP count are FP32's or the tensor cores'
+    tensor_pipe: float | None = None  # tensor pipe busy, of its peak (while the SM is active)
+    wgmma: float | None = None  # warpgroup MMA instructions executed (Hopper); None where ncu has no such counter
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,8 +166,10 @@ def _occupancy(g: Getter, arch: str | None) -> tuple[float | None, str | None, i
 
 def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: str | None = None,
             spec_flops: int | None = None, spec_bytes: int | None = None,
-            peak_bytes_override: float | None = None) -> KernelProfile:
-    """A typed report from one ncu raw row."""
+            peak_bytes_override: float | None = None, math: str = "fp32") -> KernelProfile:
+    """A typed report from one ncu raw row. ``math`` "tensor" (the spec's ``work.math``): its FLOPs are
+    the spec's (no SASS counter counts a tensor core's) and its compute roof the dense 16-bit tensor
+    rate, SMs x the architecture's FLOP per clock x the SM clock ncu saw."""
     def g(key: str) -> float | None:
         return _num(row, key)
 
@@ -177,6 +182,8 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
     ffma_peak = g("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained")
     peak_flops = 2 * ffma_peak * sm_hz if ffma_peak and sm_hz else None
     flops = _flops(g)
+    if math == "tensor":
+        flops, peak_flops = spec_flops, _tensor_peak(arch, g("device__attribute_multiprocessor_count"), sm_hz)
     conflicts, shared_req, local = _shared_and_local(g)
     stalls = _stalls(g)
     theoretical, limiter, registers, block, advice = _occupancy(g, arch)
@@ -218,7 +225,18 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
         stalls=stalls,
         spec_flops=spec_flops,
         spec_bytes=spec_bytes,
+        math=math,
+        tensor_pipe=_div(g("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+        wgmma=g("sm__inst_executed_pipe_tensor_op_gmma.sum"),
     )
+
+
+def _tensor_peak(arch: str | None, sms: float | None, sm_hz: float | None) -> float | None:
+    """The dense 16-bit tensor rate at the clock ncu measured (None for an architecture kprof has no figure for)."""
+    from kprof.measure.ceilings import TENSOR_FLOPS_PER_SM_CLOCK
+
+    per_clock = TENSOR_FLOPS_PER_SM_CLOCK.get(arch or "")
+    return per_clock * sms * sm_hz if per_clock and sms and sm_hz else None
 
 
 def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, registers: int | None,
@@ -263,7 +281,7 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
 
 def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, arch: str, launches: int,
             params: dict[str, str], extra_metrics: tuple[str, ...] = (), spec_flops: int | None = None,
-            spec_bytes: int | None = None) -> list[KernelProfile]:
+            spec_bytes: int | None = None, math: str = "fp32") -> list[KernelProfile]:
     """The reports for one spec's ncu rows: one per kernel it launched (named ``spec:kernel``) for a
     spec with steps, else the last row. The spec's work formulas describe the whole spec, so they
     are used only when it launched one kernel. An extra metric ncu accepted but did not report is
@@ -278,7 +296,7 @@ def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, a
             label += "[" + ",".join(f"{k}={v}" for k, v in params.items()) + "]"
         one = len(rows) == 1
         prof = analyse(row, label, sizes, arch=arch, spec_flops=spec_flops if one else None,
-                       spec_bytes=spec_bytes if one else None)
+                       spec_bytes=spec_bytes if one else None, math=math)
         for m in extra_metrics:
             prof.notes.append(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() if m in row else
                               f"extra {m}: ncu reported no value for it (see `ncu --query-metrics`)")

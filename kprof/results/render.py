@@ -299,11 +299,16 @@ def profile_report(profiles: list[KernelProfile]) -> str:
             out.append(f"  local memory        {si(p.local_bytes, 'B')} of traffic (spills or local arrays)")
         if p.flops_per_s is not None:
             top = p.roofline.peak_flops
-            peak = f" ({_pct(p.flops_per_s / top)} of the {si(top, 'FLOP/s')} FP32 peak)" if top else ""
+            kind = "dense 16-bit tensor" if p.math == "tensor" else "FP32"
+            peak = f" ({_pct(p.flops_per_s / top)} of the {si(top, 'FLOP/s')} {kind} peak)" if top else ""
             out.append(f"  compute             {si(p.flops or 0, 'FLOP')}, {si(p.flops_per_s, 'FLOP/s')}{peak}")
         if p.fma_pipe is not None or p.issue_active is not None:
             out.append(f"  issue               FMA pipe busy {_pct(p.fma_pipe)}, an instruction issued in "
                        f"{_pct(p.issue_active)} of active cycles")
+        if p.tensor_pipe or p.math == "tensor":
+            gmma = "" if p.wgmma is None else (f", {si(p.wgmma, '')} warpgroup MMA (wgmma) instructions" if p.wgmma
+                                                else ", no wgmma (mma.sync or HMMA only)")
+            out.append(f"  tensor cores        tensor pipe busy {_pct(p.tensor_pipe)} of active cycles{gmma}")
         r = p.roofline
         if r.bound and r.attainable is not None:
             out.append(f"  roofline            {r.intensity:.2f} FLOP/byte (ridge {r.ridge:.1f}): {r.bound}-bound, "
@@ -469,6 +474,12 @@ def peak_report(data: dict[str, Any]) -> str:
         lines.append(f"  device-to-device memcpy {si(data['memcpy']['bytes_per_s'], 'B/s')} (timed by CUDA events)")
     frac = f", {data['fma_flops_per_s'] / fp32:.0%} of the FP32 peak" if fp32 else ""
     lines.append(f"  FP32 FMA {si(data['fma_flops_per_s'], 'FLOP/s'):>12}  by kprof_fma (warm){frac}")
+    if data.get("tensor_flops_per_s"):
+        top = th.get("tensor_flops_per_s")
+        frac = f", {data['tensor_flops_per_s'] / top:.0%} of the dense 16-bit tensor peak" if top else ""
+        lines.append(f"  tensor   {si(data['tensor_flops_per_s'], 'FLOP/s'):>12}  by {data.get('tensor_by')}{frac}")
+    elif data.get("tensor_not_measured"):
+        lines.append(f"  tensor   not measured: {data['tensor_not_measured']}")
     return "\n".join(lines)
 
 

@@ -74,6 +74,9 @@ METRICS = (
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",  # every tensor-core op: mma.sync and wgmma
+    "sm__inst_executed_pipe_tensor_op_gmma.sum",  # Hopper's warpgroup MMA (wgmma), 0 elsewhere
+    "device__attribute_multiprocessor_count",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
 ) + tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS)
