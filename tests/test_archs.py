@@ -273,7 +273,8 @@ def test_requires_names_the_kernel_the_feature_and_the_target(tmp_path):
 
 
 SHIPPED_NEEDS = {"async_matmul": "sm_80", "linear_bias_relu": "sm_90", "linear_bias_relu_rb8": "sm_90",
-                 "streamk_matmul": "sm_70", "mma_matmul": "sm_80"}
+                 "streamk_matmul": "sm_70", "mma_matmul": "sm_80", "flash_attention": "sm_80",
+                 "flash_attention_causal": "sm_80"}
 
 
 def test_the_shipped_kernels_that_need_a_newer_gpu_say_so():

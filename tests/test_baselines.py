@@ -118,7 +118,9 @@ def test_every_shipped_torch_baseline_fits_its_specs_arguments():
     """Read without importing torch: each baseline's parameters are names its spec has."""
     pairs = {"vector_add_vec4": ["add", "add_compiled"], "reduce_sum_vec4": ["total", "total_compiled"],
              "rmsnorm_onepass": ["rms_norm", "rms_norm_compiled"], "softmax_online": ["softmax", "softmax_compiled"],
-             "streamk_matmul": ["mm"], "linear_bias_relu": ["linear_bias_relu", "linear_bias_relu_lt", "linear_bias_relu_compiled"]}
+             "streamk_matmul": ["mm"], "linear_bias_relu": ["linear_bias_relu", "linear_bias_relu_lt", "linear_bias_relu_compiled"],
+             "flash_attention": ["sdpa", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient"],
+             "flash_attention_causal": ["sdpa_causal", "sdpa_flash_causal", "sdpa_cudnn_causal", "sdpa_efficient_causal"]}
     for name, funcs in pairs.items():
         spec = catalog.load(name)
         known = spec_mod.input_names(spec.args) | set(spec.size_names)

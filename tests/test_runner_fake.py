@@ -622,6 +622,49 @@ def test_vocabulary_and_python_reference_kernels_verify(fake, monkeypatch, name,
     assert run_job(fake, job_for(name, spec.preset("sanitize")))["status"] == "failed"
 
 
+def _bf16_values(dev, ptr, n):
+    return (dev.view(ptr, np.uint16)[:n].astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _attention(key_shift=0):
+    """flash_attention's arithmetic in NumPy: float32 logits, P rounded to bfloat16 for P V while the row
+    sum adds the float32 values, tiles of 64 keys with a running maximum (what the kernel does, not how);
+    ``key_shift`` 1: the causal mask one key late (each query also sees the next key)."""
+    def emulate(dev, args):
+        from kprof.child.hostdata import to_bf16
+
+        q, k, v, o, S, causal = args
+        d = 128  # the specs' HD
+        bh = dev.view(o, np.float32).size // (S * d)
+        n = bh * S * d
+        Q, K, V = (_bf16_values(dev, p, n).reshape(bh, S, d) for p in (q, k, v))
+        logits = (Q @ np.swapaxes(K, -1, -2) / np.sqrt(d)).astype(np.float32)
+        if causal:
+            logits[:, np.arange(S)[:, None] + key_shift < np.arange(S)[None, :]] = -np.inf
+        p = np.exp2((logits - logits.max(-1, keepdims=True)) * np.float32(1.4426950408889634)).astype(np.float32)
+        pb = (to_bf16(p.astype(np.float64)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        out = (pb @ V) / p.sum(-1, keepdims=True, dtype=np.float32)
+        dev.view(o, np.float32)[:n] = out.ravel()
+
+    return emulate
+
+
+@pytest.mark.parametrize("name", ["flash_attention", "flash_attention_causal"])
+def test_the_attention_specs_verify_what_flash_attention_computes(fake, monkeypatch, name):
+    """The float64 reference (attention_ref.py), the normwise tolerance and the causal scalar agree with
+    the kernel's arithmetic (P rounded to bfloat16) at every checked size; a causal mask one key late fails.
+    (Of the CUDA code itself nothing is run here.)"""
+    monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention())
+    spec = catalog.load(name)
+    for sizes in [dict(c) for c in spec.checks if dict(c)["S"] <= 1000] + [spec.preset("sanitize")]:
+        data = run_job(fake, job_for(name, sizes))
+        assert data["status"] == "ok", (name, sizes, data.get("error") or data.get("checks"))
+    if name.endswith("causal"):
+        monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention(key_shift=1))
+        data = run_job(fake, job_for(name, spec.preset("sanitize")))
+        assert data["status"] == "failed" and "normwise" in json.dumps(data["checks"])
+
+
 @pytest.mark.parametrize("kind", ["read", "write", "copy", "add"])
 @pytest.mark.parametrize("width", [4, 8, 16])
 def test_peak_stream_kernels_verify_and_time_at_every_width(fake, kind, width):

@@ -172,25 +172,20 @@ def values_mode(ws: Any, mode: ValuesMode, result: Result) -> int:
     has_nvtx, launch = in_range(ws, ws.target.name)
     result.data["nvtx"] = has_nvtx
     scrub = _scrubber(ws, mode.scrub_cubin)
-    runs, shaken = [], []
-    for alternate in values.run_plan(mode.repeats):
+    def one_run(alternate: bool) -> Any:
         upload_ready(ws, alternate=alternate)
         if scrub is not None:
             scrub(values.smem_pattern(alternate))
         result.phase("launch")
         launch()
         ws.dev.synchronize()
-        runs.append((alternate, ws.download()))
+        return ws.download()
+
+    runs = [(alternate, one_run(alternate)) for alternate in values.run_plan(mode.repeats)]
+    shaken = []
     if ws.target.shaken_cubin and not ws.target.python:
         ws.use_cubin(ws.target.shaken_cubin)  # the same buffers, the kernels with kprof's warp delays
-        for _ in range(mode.shaken_runs):
-            upload_ready(ws, alternate=False)
-            if scrub is not None:
-                scrub(values.smem_pattern(False))
-            result.phase("launch")
-            launch()
-            ws.dev.synchronize()
-            shaken.append(ws.download())
+        shaken = [one_run(False) for _ in range(mode.shaken_runs)]
     result.phase("launched")
     findings = values.analyse(ws.target, runs, ws.expected(), ws.scales(), shaken=shaken)
     result.finish("ok", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None, shaken=len(shaken))
