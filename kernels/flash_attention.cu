@@ -2,7 +2,7 @@
 // forward). Q, K, V (BH x S x HD) are bfloat16, row-major (their bits as unsigned short); O is float32.
 //
 // A block takes 64 query rows (4 warps of 16) and walks the keys in tiles of 64 through shared memory
-// (cp.async, zeros past S). Each warp computes its 16 x 64 scores on tensor cores (mma.sync m16n8k16,
+// (cp.async, zeros past S; two stages: the next tile's K and V are on their way while this one is used). Each warp computes its 16 x 64 scores on tensor cores (mma.sync m16n8k16,
 // Q's fragments read once with ldmatrix, K's with ldmatrix as they lie: row-major K is the column-major
 // operand), masks them (past S; with causal, keys after the query), and folds them into a running
 // maximum and sum per row (the online softmax, base 2). The probabilities go back to tensor cores as
@@ -30,6 +30,8 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool full
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const unsigned short* p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -69,9 +71,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
     const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K, const unsigned short* __restrict__ V,
     float* __restrict__ O, int S, int causal) {
     extern __shared__ __align__(16) unsigned short smem[];
-    unsigned short* Qs = smem;             // BQ x LD
-    unsigned short* Ks = smem + BQ * LD;   // BKV x LD
-    unsigned short* Vs = Ks + BKV * LD;    // BKV x LD
+    unsigned short* Qs = smem;  // BQ x LD, then two stages of K (BKV x LD) and V (BKV x LD)
 
     const int q0 = blockIdx.x * BQ;
     const size_t head = (size_t)blockIdx.y * S * HD;
@@ -79,6 +79,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
     const float scale2 = 1.4426950408889634f * rsqrtf((float)HD);  // 1 / sqrt(HD), in base 2
 
     load_rows(Qs, Q + head, q0, S);
+    load_rows(Qs + BQ * LD, K + head, 0, S);  // the first tile: stage 0
+    load_rows(Qs + (BQ + BKV) * LD, V + head, 0, S);
     cp_async_commit();
 
     float o[HD / 8][4];
@@ -90,11 +92,19 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
 
     const int last = causal ? min(S - 1, q0 + BQ - 1) : S - 1;  // the last key any row of the block sees
     for (int k0 = 0; k0 <= last; k0 += BKV) {
-        load_rows(Ks, K + head, k0, S);
-        load_rows(Vs, V + head, k0, S);
-        cp_async_commit();
-        cp_async_wait_all();
-        __syncthreads();
+        const int stage = (k0 / BKV) & 1;
+        const unsigned short* Ks = Qs + (BQ + 2 * stage * BKV) * LD;
+        const unsigned short* Vs = Ks + BKV * LD;
+        if (k0 + BKV <= last) {  // the next tile into the other stage, which the last iteration finished with
+            unsigned short* next = Qs + (BQ + 2 * (stage ^ 1) * BKV) * LD;
+            load_rows(next, K + head, k0 + BKV, S);
+            load_rows(next + BKV * LD, V + head, k0 + BKV, S);
+            cp_async_commit();
+            cp_async_wait_one();  // every group but that newest one: this tile (and Q) has landed
+        } else {
+            cp_async_wait_all();
+        }
+        __syncthreads();  // ... for every thread's copies
         if (k0 == 0) {
 #pragma unroll
             for (int kk = 0; kk < HD / 16; ++kk)  // rows 0-15 by lanes 0-15, their k 8-15 by lanes 16-31
@@ -154,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
                 mma_bf16(o[d + 1], a, r[2], r[3]);
             }
         }
-        __syncthreads();  // every warp is done with this tile before the next one overwrites it
+        __syncthreads();  // every warp is done with this stage before the next iteration loads into it
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
