@@ -157,7 +157,7 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     assert log[-1][:1] == ("values",) and log[-1][2] == ()  # last, and alone
 
 
-@pytest.mark.parametrize("width, parts", [(1, 1), (4, 1), (8, 2), (12, 3), (1000, 23)])
+@pytest.mark.parametrize("width, parts", [(1, 1), (4, 1), (8, 2), (12, 3), (1000, 26)])
 def test_the_plan_splits_each_tools_twins_to_fill_the_gpus_slots(width, parts):
     corpus = cases.load_all(catalog.group("case"))
     shared, alone = cases.plan(corpus, width)
@@ -218,3 +218,15 @@ def test_children_run_side_by_side_share_the_hosts_threads(monkeypatch):
                              range(8), 4)
     assert seen == [("4", "3")] * 8
     assert "OPENBLAS_NUM_THREADS" not in os.environ and os.environ["OMP_NUM_THREADS"] == "3"
+
+
+def test_the_cases_a_gpu_is_too_old_for_are_named_and_left_out():
+    """kprof cases on an sm_80 GPU leaves out the bulk-copy case (sm_90), on a Turing one the ldmatrix case
+    too, each with its reason; an H200 runs them all."""
+    from kprof.commands import api
+
+    assert api.cases_beyond("sm_90") == []
+    assert [n for n, _ in api.cases_beyond("sm_80")] == ["missing_mbarrier_wait"]
+    beyond = dict(api.cases_beyond("sm_75"))
+    assert set(beyond) == {"missing_mbarrier_wait", "ldmatrix_wrong_layout"}
+    assert "needs sm_80 or newer (mma.sync on bfloat16 and ldmatrix)" in beyond["ldmatrix_wrong_layout"]

@@ -291,6 +291,9 @@ def cmd_cases(opts: CasesOptions) -> int:
         return EXIT_OK
     results = api.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch, timeout=opts.timeout,
                             progress=None if opts.json else parallel.Progress)
+    if not opts.names:
+        for name, why in api.cases_beyond(opts.arch):
+            print(f"  {name}: not run on this GPU: {why}", file=sys.stderr, flush=True)
     if not opts.json:
         for result in results:
             print(f"  {result.case.name} ({result.case.expect.tool}): {'ok' if result.ok else 'MISS'}",
