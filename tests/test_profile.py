@@ -331,3 +331,26 @@ def test_a_tensor_core_kernel_is_judged_against_the_tensor_roof():
     fp32 = profile.analyse(row, "mma_matmul", {}, arch="sm_90", spec_flops=2 * 4096**3)
     assert fp32.flops is None or fp32.flops == 0  # FP32's counters see none of it
     assert profile.analyse(row, "k", {}, arch="sm_61", spec_flops=1, math="tensor").roofline.peak_flops is None
+
+
+def test_the_roofline_plot_draws_a_roof_for_each_kind_of_math(tmp_path, monkeypatch):
+    """An FP32 kernel and a tensor-core one in one plot: the DRAM slope and two flat roofs, each labelled."""
+    pytest.importorskip("matplotlib")
+    from kprof.results import plot
+
+    V = ncu.Value
+    row = {"gpu__time_duration.sum": V(1e6, "ns"), "dram__bytes_read.sum": V(1e8, "byte"),
+           "dram__bytes_write.sum": V(3e7, "byte"), "dram__bytes.sum.peak_sustained": V(1000.0, "byte/cycle"),
+           "dram__cycles_elapsed.avg.per_second": V(4e9, "hz"), "sm__cycles_elapsed.avg.per_second": V(1.98e9, "hz"),
+           "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": V(16896.0, "inst/cycle"),
+           "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": V(1e9, "inst"),
+           "device__attribute_multiprocessor_count": V(132.0, "")}  # fmt: skip
+    fp32 = profile.analyse(row, "tiled_matmul", {}, arch="sm_90")
+    tensor = profile.analyse(row, "mma_matmul", {}, arch="sm_90", spec_flops=10**11, math="tensor")
+    labels = []
+    import matplotlib.axes
+
+    real = matplotlib.axes.Axes.plot
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", lambda self, *a, **k: (labels.append(k.get("label")), real(self, *a, **k))[1])
+    assert plot.roofline([fp32, tensor], tmp_path / "roof.png").stat().st_size > 5000
+    assert labels == ["DRAM 4.00 TB/s", "FP32 66.9 TFLOP/s", "dense 16-bit tensor 1070.5 TFLOP/s"]

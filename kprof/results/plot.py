@@ -20,25 +20,34 @@ def require() -> None:
 
 
 def roofline(profiles: list[KernelProfile], path: Path) -> Path:
-    """Log-log roofline: the memory roof, the FP32 roof, each kernel as a labelled point."""
+    """Log-log roofline: the memory roof, the compute roof of each kind of math among the kernels (FP32;
+    the dense 16-bit tensor peak for a spec with ``work.math: tensor``), each kernel as a labelled point."""
     require()
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    peaks = [(p.roofline.peak_flops, p.roofline.peak_bytes) for p in profiles
-             if p.roofline.peak_flops and p.roofline.peak_bytes]
+    roofs: dict[str, tuple[float, float]] = {}  # math -> (peak FLOP/s, peak bytes/s), the first profile's of each
+    for p in profiles:
+        if p.roofline.peak_flops and p.roofline.peak_bytes:
+            roofs.setdefault(p.math, (p.roofline.peak_flops, p.roofline.peak_bytes))
     points = [(p.kernel, p.roofline.intensity, p.flops_per_s) for p in profiles
               if p.roofline.intensity and p.flops_per_s]
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    if peaks:
-        peak_flops, peak_bytes = peaks[0]
-        ridge = peak_flops / peak_bytes
-        xs = [min([ridge / 100] + [x / 3 for _, x, _ in points]), max([ridge * 100] + [x * 3 for _, x, _ in points])]
-        ax.plot([xs[0], ridge], [xs[0] * peak_bytes, peak_flops], color="tab:blue",
+    if roofs:
+        peak_bytes = next(iter(roofs.values()))[1]
+        ridges = [f / b for f, b in roofs.values()]
+        xs = [min([min(ridges) / 100] + [x / 3 for _, x, _ in points]),
+              max([max(ridges) * 100] + [x * 3 for _, x, _ in points])]
+        top = max(f for f, _ in roofs.values())
+        ax.plot([xs[0], top / peak_bytes], [xs[0] * peak_bytes, top], color="tab:blue",
                 label=f"DRAM {peak_bytes / 1e12:.2f} TB/s")
-        ax.plot([ridge, xs[1]], [peak_flops, peak_flops], color="tab:red", label=f"FP32 {peak_flops / 1e12:.1f} TFLOP/s")
+        names = {"fp32": ("FP32", "tab:red"), "tensor": ("dense 16-bit tensor", "tab:purple")}
+        for math, (peak_flops, _) in roofs.items():
+            name, color = names.get(math, (math, "tab:gray"))
+            ax.plot([peak_flops / peak_bytes, xs[1]], [peak_flops, peak_flops], color=color,
+                    label=f"{name} {peak_flops / 1e12:.1f} TFLOP/s")
     for name, x, y in points:
         ax.scatter([x], [y], zorder=3)
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(6, 4))
