@@ -418,3 +418,14 @@ def test_the_cuda_12_sanitizer_wheel_gets_its_injection_path(tmp_path):
     toolkit.mkdir(parents=True)
     (toolkit / san.INJECTION).write_bytes(b"")
     assert "--injection-path" not in san.build_argv(toolkit / "compute-sanitizer", "memcheck", "/t/x.xml")
+
+
+def test_an_architecture_specific_requirement_builds_as_sm90a_on_hopper_only():
+    """requires: {arch: sm_90a}: Hopper's own instructions (wgmma) exist on sm_90 alone: built as sm_90a
+    there, named unavailable on an older GPU and on a newer one."""
+    spec = catalog.builtin("kprof_wgmma")
+    assert spec.unsupported_on("sm_90") is None and spec.target_arch("sm_90") == "sm_90a"
+    assert "features of that architecture alone; sm_100 is another" in spec.unsupported_on("sm_100")
+    assert spec.unsupported_on("sm_80") is not None and spec.target_arch("sm_80") == "sm_80"
+    mma = catalog.builtin("kprof_mma")
+    assert mma.target_arch("sm_90") == "sm_90" and mma.unsupported_on("sm_100") is None

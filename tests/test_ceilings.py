@@ -118,9 +118,9 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
         streams.append(bench.StreamJob(kind, width, blocks, FakeJob((kind, width, blocks)), nbytes))
     jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
     lines = []
-    jobs["mma"] = 1e12 / 660e12
+    jobs["mma"], jobs["wgmma"] = 1e12 / 660e12, 1e12 / 900e12
     data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), progress=lines.append,
-                              tensor=(FakeJob("mma"), int(1e12)))
+                              tensor=[("kprof_mma", FakeJob("mma"), int(1e12)), ("kprof_wgmma", FakeJob("wgmma"), int(1e12))])
     assert len(lines) == len(rates) - 1 and "read  16-byte accesses,     2,048 blocks: 4.4 TB/s" in lines  # one per configuration measured
     c = data["ceilings"]
     assert c["read"]["bytes_per_s"] == pytest.approx(4.4e12) and c["read"]["width"] == 16
@@ -132,10 +132,13 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
     assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
     assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(data)
-    assert data["tensor_flops_per_s"] == pytest.approx(660e12)
+    assert data["tensor_flops_per_s"] == pytest.approx(900e12) and data["tensor_by"].startswith("kprof_wgmma (wgmma")
     assert "tensor    660 TFLOP/s  by kprof_mma (mma.sync m16n8k16" in text and "62% of the dense 16-bit tensor peak" in text
-    none = bench.measure_peak([], (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), tensor="kprof_mma: needs sm_80")
-    assert "tensor   not measured: kprof_mma: needs sm_80" in render.peak_report(dict(none, cached=None))
+    assert "tensor    900 TFLOP/s  by kprof_wgmma (wgmma.mma_async m64n256k16" in text and "84% of the dense" in text
+    none = bench.measure_peak([], (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)),
+                              tensor=[("kprof_mma", "kprof_mma needs sm_80 or newer", 0)])
+    assert "tensor_flops_per_s" not in none
+    assert "tensor   not measured by kprof_mma: kprof_mma needs sm_80 or newer" in render.peak_report(dict(none, cached=None))
     assert c["add"]["bytes_per_s"] == pytest.approx(4.2e12) and c["add"]["width"] == 16
     (failed,) = [r for r in data["tried"]["add"] if "error" in r]
     assert failed["width"] == 4 and "did not verify" in failed["error"]
@@ -212,15 +215,25 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     assert copy16.bytes == 2 << 30 and copy16.job.target.scalars[0][1] == (1 << 30) // 16
     job, amount = seen["memcpy"]
     assert job.mode.library == "memcpy_dtod" and job.mode.timer == "events" and amount == 2 << 30
-    job, amount = seen["tensor"]  # mma.sync's rate, warm: 4,096 FLOP an instruction, 8 a loop, 8 warps a block
-    assert job.target.name == "kprof_mma" and job.mode.mode == "warm" and amount == 4096 * 8 * 2048 * 1056 * 8
+    (mma, job, amount), (wgmma, job2, amount2) = seen["tensor"]  # warm; wgmma built for sm_90a
+    assert (mma, job.target.name, job.mode.mode) == ("kprof_mma", "kprof_mma", "warm")
+    assert amount == 4096 * 8 * 2048 * 1056 * 8  # 4,096 FLOP an instruction, 8 a loop, 8 warps a block
+    assert (wgmma, job2.target.name) == ("kprof_wgmma", "kprof_wgmma") and amount2 == 2 * 64 * 256 * 16 * 8 * 256 * 132 * 2
+    from kprof.build import build
+    from kprof.spec import catalog
+
+    argv = build.build(catalog.builtin("kprof_wgmma"), "sm_90").argv
+    assert any(a in ("-arch=sm_90a", "--gpu-architecture=sm_90a") for a in argv), argv
 
 
 @pytest.mark.nvcc
-def test_kprof_peak_says_why_it_has_no_tensor_rate_before_sm80(monkeypatch, tmp_path):
+def test_kprof_peak_says_why_it_has_no_tensor_rate_where_a_kernel_cannot_run():
     from kprof.commands import pipeline
 
-    assert "needs sm_80 or newer" in pipeline._tensor_job("sm_75")
+    why = dict((n, j) for n, j, _ in pipeline._tensor_jobs("sm_75"))
+    assert "needs sm_80 or newer" in why["kprof_mma"] and "needs sm_90a" in why["kprof_wgmma"]
+    on_ampere = dict((n, j) for n, j, _ in pipeline._tensor_jobs("sm_80"))
+    assert not isinstance(on_ampere["kprof_mma"], str) and "features of that architecture alone" in on_ampere["kprof_wgmma"]
 
 
 def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):

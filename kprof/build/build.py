@@ -320,16 +320,17 @@ def build(
     arch = check_arch(arch or detect_arch())
     if why := spec.unsupported_on(arch):
         raise UnsupportedArchError(why)
+    target = spec.target_arch(arch)  # sm_90a for a kernel that needs Hopper's own instructions (wgmma)
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, "", ())
     merged = dict(spec.defines)
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
-    compiler = compiler_for(arch)
-    key = _cache_key(spec, compiler, arch, tuple(merged.items()))
+    compiler = compiler_for(target)
+    key = _cache_key(spec, compiler, target, tuple(merged.items()))
     if shaken:
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
-    cubin = folder / f"{spec.name[:64]}-{arch}-{key}.cubin"  # the key tells long names apart
+    cubin = folder / f"{spec.name[:64]}-{target}-{key}.cubin"  # the key tells long names apart
     meta = cubin.with_suffix(".json")
     if not force and cubin.is_file() and meta.is_file():
         try:
@@ -348,7 +349,7 @@ def build(
         raise UsageError(f"build cache {folder}: {exc.strerror or exc}; set KPROF_CACHE_DIR to a writable folder") from None
     os.close(fd)
     tmp = Path(tmp_name)
-    argv = build_argv(compiler.program, spec.source, tmp, arch, tuple(merged.items()), spec.nvcc_flags)
+    argv = build_argv(compiler.program, spec.source, tmp, target, tuple(merged.items()), spec.nvcc_flags)
     try:
         if compiler.kind == "nvcc":  # NVRTC's child is no shell
             _shell_safe_argv(argv)
@@ -362,7 +363,7 @@ def build(
         if done.returncode != 0:
             errors = sum(1 for ln in log.splitlines() if ": error" in ln)
             what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
-            raise BuildError(f"{compiler.version} failed to compile {spec.source} for {arch}: {what}", log)
+            raise BuildError(f"{compiler.version} failed to compile {spec.source} for {target}: {what}", log)
         usage = parse_resource_usage(log)
         missing = [e for e in spec.entries if e not in usage]
         if missing:

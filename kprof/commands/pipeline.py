@@ -257,16 +257,20 @@ def cached_peak() -> dict[str, Any] | None:
     return bench.cached_peak(_peak_path())
 
 
-def _tensor_job(arch: str | None) -> tuple[Job, int] | str:
-    """kprof peak's tensor-core kernel (kprof_mma, warm) and its FLOPs, or why there is none here (an
-    architecture before sm_80, a compiler that cannot build it)."""
-    mma = catalog.builtin("kprof_mma")
-    try:
-        prepared = built(mma.resolve(), arch)
-    except KprofError as exc:
-        return f"kprof_mma: {str(exc).splitlines()[0]}"
-    return (prepared.job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False)),
-            int(prepared.resolved.flops or 0))
+def _tensor_jobs(arch: str | None) -> list[tuple[str, Job | str, int]]:
+    """kprof peak's tensor-core kernels (warm) and their FLOPs: mma.sync's (sm_80 on) and Hopper's
+    warpgroup MMA (sm_90a); for one that cannot run here, why (an older architecture, a compiler that
+    cannot build it)."""
+    out: list[tuple[str, Job | str, int]] = []
+    for name in bench.TENSOR_KERNELS:
+        try:
+            prepared = built(catalog.builtin(name).resolve(), arch)
+        except KprofError as exc:
+            out.append((name, str(exc).splitlines()[0], 0))
+            continue
+        out.append((name, prepared.job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False)),
+                    int(prepared.resolved.flops or 0)))
+    return out
 
 
 def _peak_path() -> Path:
@@ -314,5 +318,5 @@ def peak(refresh: bool = False, arch: str | None = None,
     from kprof.results import history
 
     data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)),
-                              progress=progress, tensor=_tensor_job(arch))
+                              progress=progress, tensor=_tensor_jobs(arch))
     return bench.save_peak(path, dict(data, provenance=history.provenance()))

@@ -474,13 +474,22 @@ def peak_report(data: dict[str, Any]) -> str:
         lines.append(f"  device-to-device memcpy {si(data['memcpy']['bytes_per_s'], 'B/s')} (timed by CUDA events)")
     frac = f", {data['fma_flops_per_s'] / fp32:.0%} of the FP32 peak" if fp32 else ""
     lines.append(f"  FP32 FMA {si(data['fma_flops_per_s'], 'FLOP/s'):>12}  by kprof_fma (warm){frac}")
-    if data.get("tensor_flops_per_s"):
-        top = th.get("tensor_flops_per_s")
-        frac = f", {data['tensor_flops_per_s'] / top:.0%} of the dense 16-bit tensor peak" if top else ""
-        lines.append(f"  tensor   {si(data['tensor_flops_per_s'], 'FLOP/s'):>12}  by {data.get('tensor_by')}{frac}")
-    elif data.get("tensor_not_measured"):
-        lines.append(f"  tensor   not measured: {data['tensor_not_measured']}")
+    top = th.get("tensor_flops_per_s")
+    for name, r in (data.get("tensor") or {}).items():
+        if "flops_per_s" in r:
+            frac = f", {r['flops_per_s'] / top:.0%} of the dense 16-bit tensor peak" if top else ""
+            lines.append(f"  tensor   {si(r['flops_per_s'], 'FLOP/s'):>12}  by {name} "
+                         f"({bench_kernel(name)}; warm){frac}")
+        else:
+            lines.append(f"  tensor   not measured by {name}: {r.get('not_measured')}")
     return "\n".join(lines)
+
+
+def bench_kernel(name: str) -> str:
+    """What one of kprof peak's tensor-core kernels measures."""
+    from kprof.measure.bench import TENSOR_KERNELS
+
+    return TENSOR_KERNELS.get(name, name)
 
 
 def history_table(rows: list[dict[str, Any]], where: str) -> str:

@@ -168,10 +168,25 @@ class KernelSpec:
     math: str = "fp32"  # work.math: what its FLOPs run on, fp32 (FMA) or tensor (dense 16-bit tensor cores)
 
     def unsupported_on(self, arch: str) -> str | None:
-        """Why this spec does not build for ``arch`` (older than its ``requires.arch``), else None."""
-        if self.requires is None or arch_number(arch) >= arch_number(self.requires.arch):
+        """Why this spec does not build for ``arch`` (older than its ``requires.arch``; for an
+        architecture-specific one, ``sm_90a``, any other architecture), else None."""
+        if self.requires is None:
             return None
-        return f"{self.name} needs {self.requires.arch} or newer ({self.requires.why}); {arch} is older"
+        need = self.requires.arch
+        if need.endswith("a"):  # sm_90a's features (wgmma) exist on sm_90 only, not on later GPUs
+            if arch_number(arch) == arch_number(need):
+                return None
+            return f"{self.name} needs {need} ({self.requires.why}), features of that architecture alone; {arch} is another"
+        if arch_number(arch) >= arch_number(need):
+            return None
+        return f"{self.name} needs {need} or newer ({self.requires.why}); {arch} is older"
+
+    def target_arch(self, arch: str) -> str:
+        """What ``arch`` is built as: ``sm_90a`` where the spec needs that architecture's own features."""
+        if self.requires is not None and self.requires.arch.endswith("a") and arch_number(arch) == arch_number(
+                self.requires.arch):
+            return self.requires.arch
+        return arch
 
     @property
     def entries(self) -> tuple[str, ...]:
