@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from kprof.build import build, shake
+from kprof.build import build, cusource, shake
 from kprof.corpus import mutants
 from kprof.spec import catalog
 
@@ -45,7 +45,7 @@ def test_pauses_go_at_each_kernel_start_and_after_each_barrier_only():
 
 def test_a_source_without_a_kernel_body_has_no_shaken_build():
     assert shake.shaken("__global__ void k(int* y);\n// __global__ void f() {}\n", "k.cu") is None
-    assert shake.blank_comments('a /* b */ "c\\"d" \'e\' // f\ng') == 'a         "    " \' \'     \ng'
+    assert cusource.blank_comments('a /* b */ "c\\"d" \'e\' // f\ng') == 'a         "    " \' \'     \ng'
 
 
 def test_the_pause_is_a_few_microseconds_at_most_and_needs_sm70():

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from kprof.build import cusource
+
 SUFFIX = "__shaken"  # the build's spec name: NAME__shaken
 MAX_PAUSE_NS = 8192  # the longest pause: a few global-memory latencies, short beside a sanitize-size run
 
@@ -41,58 +43,21 @@ _GLOBAL = re.compile(r"\b__global__\b")
 CALL = " kprof_shake();"
 
 
-def blank_comments(text: str) -> str:
-    """``text`` with every comment and string or character literal's contents turned into spaces (line
-    breaks kept), so that positions found in it are positions in ``text`` and none lies in a comment."""
-    out = list(text)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            blank(i, j)
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            blank(i + 1, j)  # the quotes themselves stay
-            j += 1
-        else:
-            j = i + 1
-        i = j
-    return "".join(out)
-
-
 def _body_opening(code: str, start: int) -> int | None:
     """The ``{`` that opens the body of the kernel declared at ``start`` (``__global__``), or None
     for a declaration without a body."""
     paren = code.find("(", start)
-    if paren < 0:
+    close = cusource.closing(code, paren) if paren >= 0 else None
+    if close is None:
         return None
-    depth = 0
-    for i in range(paren, len(code)):
-        depth += {"(": 1, ")": -1}.get(code[i], 0)
-        if depth == 0:
-            rest = re.match(r"[^;{}]*", code[i + 1:])  # attributes, __launch_bounds__ written after
-            end = i + 1 + (rest.end() if rest else 0)
-            return end if end < len(code) and code[end] == "{" else None
-    return None
+    rest = re.match(r"[^;{}]*", code[close + 1:])  # attributes, __launch_bounds__ written after
+    end = close + 1 + (rest.end() if rest else 0)
+    return end if end < len(code) and code[end] == "{" else None
 
 
 def insertion_points(text: str) -> list[int]:
     """Where a pause goes: after the ``{`` of every kernel's body and after every ``__syncthreads();``."""
-    code = blank_comments(text)
+    code = cusource.blank_comments(text)
     points = [m.end() for m in _SYNC.finditer(code)]
     for m in _GLOBAL.finditer(code):
         if (opening := _body_opening(code, m.end())) is not None:

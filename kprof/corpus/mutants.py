@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from kprof.build.cusource import closing
+
 if TYPE_CHECKING:
     from kprof.spec import KernelSpec
 
@@ -96,20 +98,10 @@ def _sub_each(pattern: str, repl: str | Callable[[re.Match[str]], str], code: st
             yield code[: m.start()] + new + code[m.end():]
 
 
-def _closing(text: str, opening: int) -> int | None:
-    """The index of the ``)`` that closes the ``(`` at ``opening``; None when the text ends first."""
-    depth = 0
-    for i in range(opening, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        if depth == 0:
-            return i
-    return None
-
-
 def _flushed(code: str) -> Iterator[str]:
     """``expf(E)`` -> ``(expf(E) < 1e-6f ? 0.0f : expf(E))``: small probabilities written as zero."""
     for m in re.finditer(r"\b(__expf|expf)\(", code):
-        close = _closing(code, m.end() - 1)
+        close = closing(code, m.end() - 1)
         if close is None:
             continue
         call = code[m.start():close + 1]
@@ -297,7 +289,7 @@ def _kernel_at(source: str, line: int) -> tuple[str, list[str], str] | None:
     if not found:
         return None
     m = found[-1]
-    end = _closing(source, m.end() - 1)
+    end = closing(source, m.end() - 1)
     if end is None or end > offset:
         return None
     params = [re.findall(r"\w+", p)[-1] for p in source[m.end():end].split(",") if re.findall(r"\w+", p)]

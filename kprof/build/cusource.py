@@ -1,0 +1,48 @@
+"""Reading a CUDA source as text, for the transforms that rewrite it (kprof.build.shake's warp delays,
+kprof.corpus.mutants' mutants): comments and literals blanked so no position found lies in one, and
+the bracket that closes another."""
+
+from __future__ import annotations
+
+
+def closing(text: str, opening: int) -> int | None:
+    """The index of the ``)`` that closes the ``(`` at ``opening``; None when the text ends first."""
+    depth = 0
+    for i in range(opening, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return None
+
+
+def blank_comments(text: str) -> str:
+    """``text`` with every comment and string or character literal's contents turned into spaces (line
+    breaks kept), so that positions found in it are positions in ``text`` and none lies in a comment."""
+    out = list(text)
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, min(b, n)):
+            if out[k] != "\n":
+                out[k] = " "
+
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            blank(i, j)
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, j)  # the quotes themselves stay
+            j += 1
+        else:
+            j = i + 1
+        i = j
+    return "".join(out)
