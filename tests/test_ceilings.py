@@ -132,7 +132,8 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
     assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
     assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(data)
-    assert data["tensor_flops_per_s"] == pytest.approx(900e12) and data["tensor_by"].startswith("kprof_wgmma (wgmma")
+    assert data["tensor_flops_per_s"] == pytest.approx(900e12) and data["tensor"]["kprof_wgmma"]["flops_per_s"] == pytest.approx(900e12)
+    assert data["tensor"]["kprof_wgmma"]["by"].startswith("kprof_wgmma (wgmma")
     assert "tensor    660 TFLOP/s  by kprof_mma (mma.sync m16n8k16" in text and "62% of the dense 16-bit tensor peak" in text
     assert "tensor    900 TFLOP/s  by kprof_wgmma (wgmma.mma_async m64n256k16" in text and "84% of the dense" in text
     none = bench.measure_peak([], (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)),

@@ -40,6 +40,13 @@ WRITE_SHARE = {"read": 0.0, "add": 1 / 3, "copy": 0.5, "write": 1.0}  # of each 
 MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's result) does not change the mix
 
 
+def tensor_rate(arch: str | None, sms: float | None, sm_hz: float | None) -> float | None:
+    """The dense 16-bit tensor rate: SMs x the architecture's FLOP per clock per SM x the SM clock (None
+    for an architecture kprof has no figure for, or a missing count or clock)."""
+    per_clock = TENSOR_FLOPS_PER_SM_CLOCK.get(arch or "")
+    return per_clock * sms * sm_hz if per_clock and sms and sm_hz else None
+
+
 def theoretical(device: dict[str, Any]) -> dict[str, Any]:
     """The theoretical DRAM bandwidth and FP32 rate from a device's attributes (kprof.child.device.DeviceInfo
     as a dict), with what they came from; a value the attributes cannot give is None, with why."""
@@ -49,7 +56,7 @@ def theoretical(device: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "dram_bytes_per_s": 2 * mem_khz * 1e3 * bus / 8 if mem_khz and bus else None,
         "fp32_flops_per_s": 2 * sms * lanes * clock_khz * 1e3 if sms and lanes and clock_khz else None,
-        "tensor_flops_per_s": sms * tensor * clock_khz * 1e3 if sms and tensor and clock_khz else None,
+        "tensor_flops_per_s": tensor_rate(arch, sms, clock_khz * 1e3),
         "attributes": {"CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz)": mem_khz or None,
                        "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)": bus or None,
                        "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": sms or None,

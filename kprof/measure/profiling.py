@@ -16,6 +16,7 @@ from typing import Any
 
 from kprof.build import occupancy
 from kprof.errors import KprofError
+from kprof.measure import ceilings
 from kprof.tools.ncu import STALL_REASONS, Value
 
 PROFILE_VERSION = 1
@@ -183,7 +184,7 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
     peak_flops = 2 * ffma_peak * sm_hz if ffma_peak and sm_hz else None
     flops = _flops(g)
     if math == "tensor":
-        flops, peak_flops = spec_flops, _tensor_peak(arch, g("device__attribute_multiprocessor_count"), sm_hz)
+        flops, peak_flops = spec_flops, ceilings.tensor_rate(arch, g("device__attribute_multiprocessor_count"), sm_hz)
     conflicts, shared_req, local = _shared_and_local(g)
     stalls = _stalls(g)
     theoretical, limiter, registers, block, advice = _occupancy(g, arch)
@@ -230,13 +231,6 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
         wgmma=g("sm__inst_executed_pipe_tensor_op_gmma.sum"),
     )
 
-
-def _tensor_peak(arch: str | None, sms: float | None, sm_hz: float | None) -> float | None:
-    """The dense 16-bit tensor rate at the clock ncu measured (None for an architecture kprof has no figure for)."""
-    from kprof.measure.ceilings import TENSOR_FLOPS_PER_SM_CLOCK
-
-    per_clock = TENSOR_FLOPS_PER_SM_CLOCK.get(arch or "")
-    return per_clock * sms * sm_hz if per_clock and sms and sm_hz else None
 
 
 def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, registers: int | None,
@@ -308,8 +302,6 @@ def against_ceilings(p: KernelProfile, peak: dict[str, Any] | None) -> KernelPro
     """The profile with its DRAM rate as a fraction of kprof peak's measured ceiling for its mix
     (the mix from the bytes ncu saw read and written). ``peak`` None: unchanged."""
     from dataclasses import replace
-
-    from kprof.measure import ceilings
 
     if not peak or p.dram_bytes_per_s is None or p.dram_read is None:
         return p

@@ -478,18 +478,10 @@ def peak_report(data: dict[str, Any]) -> str:
     for name, r in (data.get("tensor") or {}).items():
         if "flops_per_s" in r:
             frac = f", {r['flops_per_s'] / top:.0%} of the dense 16-bit tensor peak" if top else ""
-            lines.append(f"  tensor   {si(r['flops_per_s'], 'FLOP/s'):>12}  by {name} "
-                         f"({bench_kernel(name)}; warm){frac}")
+            lines.append(f"  tensor   {si(r['flops_per_s'], 'FLOP/s'):>12}  by {r['by']}{frac}")
         else:
             lines.append(f"  tensor   not measured by {name}: {r.get('not_measured')}")
     return "\n".join(lines)
-
-
-def bench_kernel(name: str) -> str:
-    """What one of kprof peak's tensor-core kernels measures."""
-    from kprof.measure.bench import TENSOR_KERNELS
-
-    return TENSOR_KERNELS.get(name, name)
 
 
 def history_table(rows: list[dict[str, Any]], where: str) -> str:
