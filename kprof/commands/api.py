@@ -185,7 +185,8 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
 
 
 def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
-          timeout: float = 300.0, progress: Callable[[int], Any] | None = None) -> list[Any]:
+          timeout: float = 300.0, progress: Callable[[int], Any] | None = None,
+          beyond: list[tuple[str, str]] | None = None) -> list[Any]:
     """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its fixed
     twin under every tool, the sanitizers side by side (``jobs``), then the values detector alone on
     the GPU. A :class:`~kprof.corpus.cases.CaseResult` per case, in order. ``progress``, given the number of
@@ -199,8 +200,8 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
 
     corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
     require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
-    if not names:  # the whole corpus: the cases this GPU cannot run are left out (cases_beyond says which)
-        skipped = {name for name, _ in cases_beyond(arch)}
+    if not names:  # the whole corpus: the cases this GPU cannot run are left out (``beyond``: cases_beyond's)
+        skipped = {name for name, _ in (cases_beyond(arch) if beyond is None else beyond)}
         corpus = [c for c in corpus if c.name not in skipped]
     scrub, _ = pipeline.scrubber(arch)
     built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus, parallel.build_jobs(len(corpus)))

@@ -289,11 +289,11 @@ def cmd_cases(opts: CasesOptions) -> int:
         rows = [c.to_dict() for c in corpus]
         _emit_json(rows) if opts.json else print(render.cases_list(rows))
         return EXIT_OK
+    beyond = [] if opts.names else api.cases_beyond(opts.arch)
     results = api.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch, timeout=opts.timeout,
-                            progress=None if opts.json else parallel.Progress)
-    if not opts.names:
-        for name, why in api.cases_beyond(opts.arch):
-            print(f"  {name}: not run on this GPU: {why}", file=sys.stderr, flush=True)
+                            progress=None if opts.json else parallel.Progress, beyond=beyond)
+    for name, why in beyond:
+        print(f"  {name}: not run on this GPU: {why}", file=sys.stderr, flush=True)
     if not opts.json:
         for result in results:
             print(f"  {result.case.name} ({result.case.expect.tool}): {'ok' if result.ok else 'MISS'}",
