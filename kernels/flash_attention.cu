@@ -1,7 +1,7 @@
 // flash_attention: O = softmax(Q K^T / sqrt(HD)) V for each of BH heads, in one pass (FlashAttention-2's
 // forward). Q, K, V (BH x S x HD) are bfloat16, row-major (their bits as unsigned short); O is float32.
 //
-// A block takes 64 query rows (4 warps of 16) and walks the keys in tiles of 64 through shared memory
+// A block takes BQ query rows (64 or 128: 4 or 8 warps of 16) and walks the keys in tiles of 64 through shared memory
 // (cp.async, zeros past S; two stages: the next tile's K and V are on their way while this one is used). Each warp computes its 16 x 64 scores on tensor cores (mma.sync m16n8k16,
 // Q's fragments read once with ldmatrix, K's with ldmatrix as they lie: row-major K is the column-major
 // operand), masks them (past S; with causal, keys after the query), and folds them into a running
@@ -12,12 +12,15 @@
 #ifndef HD
 #define HD 128
 #endif
-#define BQ 64      // query rows of a block
+#ifndef BQ
+#define BQ 64      // query rows of a block: 16 a warp (64 or 128)
+#endif
 #define BKV 64     // keys of a tile
-#define THREADS 128
+#define THREADS (BQ / 16 * 32)
 #define LD (HD + 8)  // a row of a tile in shared memory, elements: 16 bytes of padding keep ldmatrix's rows in other banks
 
 static_assert(HD % 16 == 0 && HD <= 256, "HD: a multiple of 16, at most 256");
+static_assert(BQ % 16 == 0 && BQ <= 256, "BQ: a multiple of 16 (a warp's rows), at most 256");
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -57,10 +60,11 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     return d;
 }
 
-// 64 rows of HD from row r0 of a head (S rows) into dst, 16-byte chunks, zeros past S.
+// ROWS rows of HD from row r0 of a head (S rows) into dst, 16-byte chunks, zeros past S.
+template <int ROWS>
 __device__ __forceinline__ void load_rows(unsigned short* dst, const unsigned short* src, int r0, int S) {
 #pragma unroll
-    for (int c = threadIdx.x; c < 64 * HD / 8; c += THREADS) {
+    for (int c = threadIdx.x; c < ROWS * HD / 8; c += THREADS) {
         const int r = c / (HD / 8), cc = (c % (HD / 8)) * 8;
         const bool in = r0 + r < S;
         cp_async16(dst + r * LD + cc, in ? src + (size_t)(r0 + r) * HD + cc : src, in);
@@ -78,9 +82,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale2 = 1.4426950408889634f * rsqrtf((float)HD);  // 1 / sqrt(HD), in base 2
 
-    load_rows(Qs, Q + head, q0, S);
-    load_rows(Qs + BQ * LD, K + head, 0, S);  // the first tile: stage 0
-    load_rows(Qs + (BQ + BKV) * LD, V + head, 0, S);
+    load_rows<BQ>(Qs, Q + head, q0, S);
+    load_rows<BKV>(Qs + BQ * LD, K + head, 0, S);  // the first tile: stage 0
+    load_rows<BKV>(Qs + (BQ + BKV) * LD, V + head, 0, S);
     cp_async_commit();
 
     float o[HD / 8][4];
@@ -97,8 +101,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
         const unsigned short* Vs = Ks + BKV * LD;
         if (k0 + BKV <= last) {  // the next tile into the other stage, which the last iteration finished with
             unsigned short* next = Qs + (BQ + 2 * (stage ^ 1) * BKV) * LD;
-            load_rows(next, K + head, k0 + BKV, S);
-            load_rows(next + BKV * LD, V + head, k0 + BKV, S);
+            load_rows<BKV>(next, K + head, k0 + BKV, S);
+            load_rows<BKV>(next + BKV * LD, V + head, k0 + BKV, S);
             cp_async_commit();
             cp_async_wait_one();  // every group but that newest one: this tile (and Q) has landed
         } else {

@@ -42,14 +42,16 @@ ATOMIC_MARGIN = 10.0
 SCALE_MARGIN = 4.0
 
 
-def _size_sets(spec: Any) -> list[tuple[str, dict[str, int]]]:
-    """The default and sanitize presets and every checked size, each distinct set once."""
+def _size_sets(spec: Any) -> list[tuple[str, dict[str, int], tuple[tuple[str, Any], ...]]]:
+    """The default and sanitize presets and every checked size (with its fills), each distinct set once."""
     sets, seen = [], set()
-    for preset, sizes in [("default", {}), ("sanitize", {})] + [("check", dict(c)) for c in spec.checks]:
-        key = tuple(sorted(spec.resolve(sizes, preset="sanitize" if preset == "sanitize" else "default").sizes.items()))
+    for preset, sizes, fills in [("default", {}, ()), ("sanitize", {}, ())] + [("check", dict(c.sizes), c.fills)
+                                                                               for c in spec.checks]:
+        key = (tuple(sorted(spec.resolve(sizes, preset="sanitize" if preset == "sanitize" else "default").sizes.items())),
+               fills)
         if key not in seen:
             seen.add(key)
-            sets.append((preset, sizes))
+            sets.append((preset, sizes, fills))
     return sets
 
 
@@ -65,12 +67,12 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
     if only:
         specs = [s for s in specs if s.name in only]
 
-    def one(item: tuple[Any, str, dict[str, int]]) -> dict[str, Any]:
-        spec, preset, sizes = item
-        row: dict[str, Any] = {"spec": spec.name, "preset": preset, "sizes": sizes,
+    def one(item: tuple[Any, str, dict[str, int], tuple[tuple[str, Any], ...]]) -> dict[str, Any]:
+        spec, preset, sizes, fills = item
+        row: dict[str, Any] = {"spec": spec.name, "preset": preset, "sizes": sizes, "fills": {k: str(f) for k, f in fills},
                                "dtypes": {b.name: b.dtype for b in spec.buffers}}
         try:
-            prepared = pipeline.prepare(spec, sizes, preset="sanitize" if preset == "sanitize" else "default")
+            prepared = pipeline.prepare(spec, sizes, preset="sanitize" if preset == "sanitize" else "default", fills=fills)
             result = launch.run_kernel(prepared.job(RunMode(time=False, frontier=True)), timeout=600)
             row.update(sizes=prepared.resolved.sizes, ok=result.ok, checks=result.checks)
         except KprofError as exc:
@@ -79,7 +81,7 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
         return row
 
     # Float atomics add in a different order every run: those specs run three times at each size.
-    items = [(spec, preset, sizes) for spec in specs for preset, sizes in _size_sets(spec)
+    items = [(spec, preset, sizes, fills) for spec in specs for preset, sizes, fills in _size_sets(spec)
              for _ in range(3 if _atomic(spec) else 1)]
     with ThreadPoolExecutor(jobs) as pool:
         rows = list(pool.map(one, items))

@@ -230,3 +230,10 @@ def test_the_cases_a_gpu_is_too_old_for_are_named_and_left_out():
     beyond = dict(api.cases_beyond("sm_75"))
     assert set(beyond) == {"missing_mbarrier_wait", "ldmatrix_wrong_layout"}
     assert "needs sm_80 or newer (mma.sync on bfloat16 and ldmatrix)" in beyond["ldmatrix_wrong_layout"]
+
+
+def test_naming_a_twin_or_a_kernel_as_a_case_says_which_case_to_name(capsys):
+    assert cli.main(["cases", "off_by_one_fixed", "--list"]) == 2
+    assert "off_by_one_fixed is the fixed twin of case off_by_one: kprof cases off_by_one runs both" in capsys.readouterr().err
+    assert cli.main(["cases", "vector_add", "--list"]) == 2
+    assert "vector_add is not a sanitizer case" in capsys.readouterr().err

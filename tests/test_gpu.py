@@ -18,9 +18,9 @@ pytestmark = pytest.mark.gpu
 def _sizes_of(spec):
     """(preset, sizes, label) of every size a kernel is verified at: its default, its sanitize size,
     and each awkward size its spec checks."""
-    out = [("default", {}, "default"), ("sanitize", {}, "sanitize")]
+    out = [("default", {}, (), "default"), ("sanitize", {}, (), "sanitize")]
     for check in spec.checks:
-        out.append(("default", dict(check), "-".join(f"{k}{v}" for k, v in check)))
+        out.append(("default", dict(check.sizes), check.fills, check.label))
     return out
 
 
@@ -30,7 +30,8 @@ def _sizes_of(spec):
 @pytest.mark.parametrize("name", [e.name for e in catalog.entries() if e.group == "kernel"])
 def test_ladder_kernel_verifies_at_every_size(name):
     spec = catalog.load(name)
-    cases = [(label, pipeline.prepare(spec, sizes, preset=preset)) for preset, sizes, label in _sizes_of(spec)]
+    cases = [(label, pipeline.prepare(spec, sizes, preset=preset, fills=fills))
+             for preset, sizes, fills, label in _sizes_of(spec)]
     results = launch.run_kernels([prepared.job(RunMode(time=True)) for _, prepared in cases])
     wrong = []
     for (label, prepared), result in zip(cases, results):
@@ -80,9 +81,10 @@ def test_swept_variants_verify_at_every_checked_size(name, params):
     """Each variant at the short size and every size its spec checks, in one child."""
     spec = catalog.load(name)
     short = {k: v for k, v in SHORT.items() if k in spec.preset()}
-    every = [short, *[dict(c) for c in spec.checks]]
-    results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params).job(RunMode()) for sizes in every])
-    wrong = [f"{sizes or 'default'}: {[c['message'] for c in r.checks]}" for sizes, r in zip(every, results) if not r.ok]
+    every = [(short, ()), *[(dict(c.sizes), c.fills) for c in spec.checks]]
+    results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
+                                  for sizes, fills in every])
+    wrong = [f"{sizes or 'default'}: {[c['message'] for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
     assert not wrong, f"{name} {params} fails at " + "; ".join(wrong)
 
 

@@ -562,7 +562,7 @@ def test_kprof_new_writes_a_kernel_that_verifies_as_written(fake, tmp_path, monk
 
     monkeypatch.setitem(FakeDevice.emulations, "my_saxpy", saxpy)
     spec = spec_mod.load(tmp_path / "k" / "my_saxpy.yaml")
-    for sizes in [{}] + [dict(c) for c in spec.checks]:
+    for sizes in [{}] + [dict(c.sizes) for c in spec.checks]:
         data = run_job(fake, job_for(spec, sizes or {"N": 4096}))
         assert data["status"] == "ok", (sizes, data.get("checks"))
 
@@ -609,7 +609,7 @@ def test_vocabulary_and_python_reference_kernels_verify(fake, monkeypatch, name,
     (a Python reference) specs agree with what their kernels compute, at every checked size."""
     monkeypatch.setitem(FakeDevice.emulations, name, emulate)
     spec = catalog.load(name)
-    for sizes in [dict(c) for c in spec.checks] + [spec.preset("sanitize")]:
+    for sizes in [dict(c.sizes) for c in spec.checks] + [spec.preset("sanitize")]:
         data = run_job(fake, job_for(name, sizes))
         assert data["status"] == "ok", (name, sizes, data.get("error") or data.get("checks"))
     # and a wrong answer fails, exactly: one count or one element off
@@ -656,7 +656,7 @@ def test_the_attention_specs_verify_what_flash_attention_computes(fake, monkeypa
     (Of the CUDA code itself nothing is run here.)"""
     monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention())
     spec = catalog.load(name)
-    for sizes in [dict(c) for c in spec.checks if dict(c)["S"] <= 1000] + [spec.preset("sanitize")]:
+    for sizes in [dict(c.sizes) for c in spec.checks if dict(c.sizes)["S"] <= 1000] + [spec.preset("sanitize")]:
         data = run_job(fake, job_for(name, sizes))
         assert data["status"] == "ok", (name, sizes, data.get("error") or data.get("checks"))
     if name.endswith("causal"):

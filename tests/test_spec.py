@@ -41,7 +41,7 @@ def test_every_shipped_spec_loads_and_resolves(entry):
         assert all(d >= 1 for d in r.grid + r.block)
         assert r.threads_per_block <= 1024
     for check in spec.checks:
-        spec.resolve(dict(check))
+        spec.resolve(dict(check.sizes))
     assert spec.reference, "every shipped kernel is verified against a reference"
 
 
@@ -61,6 +61,21 @@ def test_valid_spec_resolves(tmp_path):
     assert dict((a.name, v) for a, v in r.scalars) == {"M": 33, "eps": pytest.approx(1e-6)}
     assert spec.resolve(preset="sanitize").sizes == {"M": 7, "N": 32}
     assert r.buffers[0].describe() == "A is 33 x 32 float32, 4,224 bytes"
+
+
+def test_a_check_fills_its_inputs_its_own_way_and_the_rest_of_the_spec_keeps_its_fill(tmp_path):
+    from kprof.commands import pipeline
+
+    data = copy.deepcopy(BASE)
+    data["checks"] = [{"M": 3, "N": 5}, {"M": 4, "fill": {"A": "peaked(14.5, 0.001)"}}]
+    spec = spec_mod.load(write(tmp_path, data))
+    plain, peaked = spec.checks
+    assert plain.label == "M3-N5" and plain.fills == ()
+    assert peaked.label == "M4 A=peaked(14.5, 0.001)" and peaked.sizes == (("M", 4),)
+    resolved = pipeline.resolve(spec, dict(peaked.sizes), fills=peaked.fills)
+    assert str(resolved.buffers[0].arg.fill) == "peaked(14.5, 0.001)" and resolved.sizes["M"] == 4
+    assert str(pipeline.resolve(spec, dict(plain.sizes)).buffers[0].arg.fill) == "uniform"
+    assert str(spec.args[0].fill) == "uniform"  # the spec itself is unchanged
 
 
 def mutate(path, value):
@@ -91,7 +106,8 @@ INVALID = [
     (("args", 0, "fill"), "uniform(lo, 1)", "args[0].fill: fill parameters must be numbers"),
     (("args", 0, "fill"), "randint(0, 5)", "args[0].fill: randint(low, high) needs an integer buffer"),
     (("args", 0, "fill"), "peaked(14.5, 0)", "args[0].fill: peaked(height, share) needs a share of the elements in (0, 1]"),
-    (("args", 0, "fill"), "peaked(14.5)", "args[0].fill: peaked takes 2..2 parameters, got 1"),
+    (("args", 0, "fill"), "peaked(14.5)", "args[0].fill: peaked takes 2..3 parameters, got 1"),
+    (("args", 0, "fill"), "peaked(14.5, 0.1, -1)", "args[0].fill: peaked(height, share, spread) needs a spread"),
     (("args", 1, "fill"), "zeros", "args[1].fill: an out buffer is poisoned"),
     (("args", 1, "name"), "A", "args[1].name: duplicate argument name 'A'"),
     (("args", 1, "name"), "in", "args[1].name: 'in' is a Python keyword"),
@@ -118,6 +134,9 @@ INVALID = [
     (("work", "bytes"), "4 * Q", "work.bytes: unknown size 'Q'"),
     (("checks",), [{"M": 0}], "checks[0].M: 0 must be a positive whole number"),
     (("checks",), [{"Z": 3}], "checks[0].Z: unknown size"),
+    (("checks",), [{"M": 3, "fill": {"C": "normal(0, 3)"}}], "checks[0].fill.C: not an input buffer (inputs: A)"),
+    (("checks",), [{"M": 3, "fill": {"A": "gaussian"}}], "checks[0].fill.A: unknown fill rule 'gaussian'"),
+    (("checks",), [{"M": 3, "fill": "normal"}], "checks[0].fill: must map input buffers to fill rules"),
     (("entry",), "not-an-ident", "entry: 'not-an-ident' must be the extern"),
     (("source",), "missing.cu", "source: missing.cu does not exist"),
     (("defines",), {"TILE": "3 + 4"}, "defines.TILE: '3 + 4' must be a number or an identifier"),

@@ -173,3 +173,10 @@ def test_a_peaked_fill_puts_its_share_at_its_height():
     data = hostdata.make_input(x, np.random.default_rng(0))
     at = np.isclose(data, 14.5)
     assert 0.0008 < at.mean() < 0.0012 and abs(float(data[~at].mean())) < 0.01 and 0.99 < float(data[~at].std()) < 1.01
+    # peaked(height, share, spread): the others normal(0, spread); softmax_online's last checks fill x so
+    x = replace(x, arg=replace(x.arg, fill=Fill("peaked", (14.0, 0.001, 0.01))))
+    data = hostdata.make_input(x, np.random.default_rng(0))
+    at = np.isclose(data, 14.0)
+    assert 0.0008 < at.mean() < 0.0012 and 0.0099 < float(data[~at].std()) < 0.0101
+    (check,) = [c for c in spec.checks if dict(c.sizes) == {"R": 4, "C": 1048576}]
+    assert check.fills == (("x", Fill("peaked", (14.0, 2e-6, 0.01))),)

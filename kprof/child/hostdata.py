@@ -116,9 +116,9 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
     elif kind == "normal":
         mean, std = params if params else (0.0, 1.0)
         data = rng.normal(mean, std, n)
-    elif kind == "peaked":  # normal(0, 1) with a share of the elements at a height well above the rest
-        height, share = params
-        data = rng.normal(0.0, 1.0, n)
+    elif kind == "peaked":  # normal(0, spread) with a share of the elements at a height well above the rest
+        height, share, spread = (*params, 1.0)[:3]
+        data = rng.normal(0.0, spread, n)
         data[rng.random(n) < share] = height
     elif kind == "randint":
         data = rng.integers(int(params[0]), int(params[1]), n)

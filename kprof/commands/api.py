@@ -588,8 +588,8 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
         raise UsageError(f"kprof mutants {name}: a Python operation has no kernel source to mutate")
     text = inputs.read_text(spec.source, "the kernel's source", limit=build.MAX_SOURCE_BYTES)
     made = mutants.generate(text, limit or mutants.MAX_MUTANTS)
-    sizes = [("sanitize", {}), *[("default", dict(c)) for c in spec.checks]]
-    labels = ["sanitize"] + ["-".join(f"{k}{v}" for k, v in c) for c in spec.checks]
+    sizes = [("sanitize", {}, ()), *[("default", dict(c.sizes), c.fills) for c in spec.checks]]
+    labels = ["sanitize"] + [c.label for c in spec.checks]
     if not dry_run:
         require_gpu(None)
     original = build.build(spec, arch)
@@ -637,6 +637,10 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, orig.tools)
 
 
+# A size kprof mutants runs at: (preset, sizes, the check's fills)
+_Size = tuple[str, dict[str, int], tuple[tuple[str, Any], ...]]
+
+
 @dataclass(frozen=True)
 class _Original:
     """What kprof mutants learns from the spec's own kernel, once, for every mutant."""
@@ -645,10 +649,10 @@ class _Original:
     tools: tuple[str, ...]  # the tools clean on it at the sanitize size: only these may kill a mutant
     scrub: str | None  # the values detector's scrubber
     per_mutant: float  # a mutant's time limit: four times this run, at least 20 s
-    memcheck_at: tuple[tuple[str, dict[str, int]], ...]  # checked sizes past sanitize where memcheck is clean on it
+    memcheck_at: tuple[tuple[str, _Size], ...]  # checked sizes past sanitize where memcheck is clean on it
 
 
-def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], labels: list[str], arch: str | None,
+def _original_run(spec: Any, sizes: list[_Size], labels: list[str], arch: str | None,
                   timeout: float | None) -> _Original:
     """The spec's own kernel at every size (it must pass, or no mutant's verdict means anything), the
     tools clean on it at its sanitize size, and memcheck at every small checked size: a bound that
@@ -662,7 +666,7 @@ def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], labels: li
     from kprof.launch.job import RunMode
 
     t0 = time.monotonic()
-    jobs = [pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes]
+    jobs = [pipeline.prepare(spec, s, preset=p, arch=arch, fills=f).job(RunMode(digest=True)) for p, s, f in sizes]
     ok = launch.run_kernels(jobs, timeout=timeout if timeout is not None else launch.DEFAULT_TIMEOUT)
     if not all(r.ok for r in ok):
         raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix it first "
@@ -670,14 +674,14 @@ def _original_run(spec: Any, sizes: list[tuple[str, dict[str, int]]], labels: li
     per_mutant = timeout if timeout is not None else max(20.0, 4 * (time.monotonic() - t0))
     scrub = pipeline.scrubber(arch)[0]
     tools = _tools_clean_on(spec, arch, per_mutant, scrub)
-    small = [(label, s) for (p, s), label, j in zip(sizes, labels, jobs)
-             if p != "sanitize" and j.target.total_bytes <= mutants.MEMCHECK_BYTES]
+    small = [(label, size) for size, label, j in zip(sizes, labels, jobs)
+             if size[0] != "sanitize" and j.target.total_bytes <= mutants.MEMCHECK_BYTES]
     clean = [] if "memcheck" not in tools else _memcheck_findings(spec, small, arch, per_mutant)
     return _Original([mutants.fingerprint(r.checks) for r in ok], tools, scrub, per_mutant,
                      tuple(size for size, found in zip(small, clean) if not found))
 
 
-def _memcheck_findings(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch: str | None,
+def _memcheck_findings(spec: Any, sizes: list[tuple[str, _Size]], arch: str | None,
                        timeout: float) -> list[Any]:
     """memcheck's findings on ``spec`` at each of ``sizes``, side by side (empty: clean; a run that did
     not finish counts as a finding)."""
@@ -686,8 +690,9 @@ def _memcheck_findings(spec: Any, sizes: list[tuple[str, dict[str, int]]], arch:
     from kprof.launch.job import RunMode
     from kprof.tools import compute_sanitizer as san
 
-    def one(size: tuple[str, dict[str, int]]) -> Any:
-        job = pipeline.prepare(spec, size[1], preset="default", arch=arch).job(RunMode(verify=False))
+    def one(size: tuple[str, _Size]) -> Any:
+        _, at, fills = size[1]
+        job = pipeline.prepare(spec, at, preset="default", arch=arch, fills=fills).job(RunMode(verify=False))
         (found,) = san.run_all(job, ["memcheck"], scrub_cubin=None, timeout=timeout)
         return found.findings or ([] if found.status == "clean" else [found.status])
 
@@ -712,7 +717,7 @@ def _tools_clean_on(spec: Any, arch: str | None, timeout: float, scrub: str | No
     return tuple(t for t, r in zip(mutants.TOOLS, found) if r.status == "clean")
 
 
-def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], labels: list[str], arch: str | None,
+def _judge_mutant(m: Any, other: Any, sizes: list[_Size], labels: list[str], arch: str | None,
                   orig: _Original) -> Any:
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
     failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
@@ -728,7 +733,7 @@ def _judge_mutant(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], l
     from kprof.launch.job import RunMode
 
     timeout = orig.per_mutant
-    jobs = [pipeline.prepare(other, s, preset=p, arch=arch).job(RunMode(digest=True)) for p, s in sizes]
+    jobs = [pipeline.prepare(other, s, preset=p, arch=arch, fills=f).job(RunMode(digest=True)) for p, s, f in sizes]
     # The small sizes first, in one child: most mutants die there, and a 4096^3 matmul's float64
     # reference (seconds of host time each) is then computed only for those that pass them.
     small = [i for i, j in enumerate(jobs) if j.target.total_bytes <= mutants.SMALL_BYTES] or list(range(len(jobs)))
@@ -776,8 +781,8 @@ def _under_tools(m: Any, other: Any, arch: str | None, orig: _Original) -> tuple
             return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool), clean
         if found.status == "clean":
             clean.append(tool)
-    for label, size in orig.memcheck_at:
-        job = pipeline.prepare(other, size, preset="default", arch=arch).job(RunMode(verify=False))
+    for label, (_, size, fills) in orig.memcheck_at:
+        job = pipeline.prepare(other, size, preset="default", arch=arch, fills=fills).job(RunMode(verify=False))
         (found,) = san.run_all(job, ["memcheck"], scrub_cubin=None, timeout=orig.per_mutant)
         if found.findings:
             f = found.findings[0]
@@ -786,7 +791,7 @@ def _under_tools(m: Any, other: Any, arch: str | None, orig: _Original) -> tuple
     return None, clean
 
 
-def _same_results(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], arch: str | None, timeout: float,
+def _same_results(m: Any, other: Any, sizes: list[_Size], arch: str | None, timeout: float,
                   clean: list[str]) -> Any:
     """A mutant with the original's results to the last bit at every size, clean under every tool. Where
     it moves a bound (:data:`kprof.corpus.mutants.BOUNDARY_OPERATORS`), a probe decides what that means:
@@ -817,7 +822,7 @@ def _same_results(m: Any, other: Any, sizes: list[tuple[str, dict[str, int]]], a
     spec = replace(other, name=f"{other.name}_probe", source=path)
     try:
         build.build(spec, arch)
-        jobs = [pipeline.prepare(spec, s, preset=p, arch=arch).job(RunMode()) for p, s in sizes]
+        jobs = [pipeline.prepare(spec, s, preset=p, arch=arch, fills=f).job(RunMode()) for p, s, f in sizes]
     except KprofError:
         return undecided  # a probe that does not build (a comparison in a constant expression) decides nothing
     try:

@@ -21,7 +21,7 @@ from kprof.corpus.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
 from kprof.launch.job import Job, RunMode, TimingMode, target_of
 from kprof.measure import bench, ceilings
-from kprof.spec import BASELINES, KernelSpec, Resolved, baseline, catalog
+from kprof.spec import BASELINES, Check, Fill, KernelSpec, Resolved, baseline, catalog
 from kprof.spec.baseline import Baseline
 from kprof.spec.sweep import Sweep
 from kprof.stats import StopRule
@@ -57,9 +57,10 @@ def shaken_cubin(spec: KernelSpec, arch: str | None) -> Path | None:
 
 
 def resolve(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
-            preset: str = "default") -> Resolved:
-    """Parameters applied to the spec, then every size concrete: bad sizes are refused before any build."""
-    return spec.with_defines(params or {}).resolve(sizes or {}, preset=preset)
+            preset: str = "default", fills: tuple[tuple[str, Fill], ...] = ()) -> Resolved:
+    """Parameters applied to the spec (and a check's fills), then every size concrete: bad sizes are
+    refused before any build."""
+    return spec.with_defines(params or {}).with_fills(fills).resolve(sizes or {}, preset=preset)
 
 
 def built(resolved: Resolved, arch: str | None = None) -> Prepared:
@@ -68,8 +69,14 @@ def built(resolved: Resolved, arch: str | None = None) -> Prepared:
 
 
 def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
-            preset: str = "default", arch: str | None = None) -> Prepared:
-    return built(resolve(spec, sizes, params=params, preset=preset), arch)
+            preset: str = "default", arch: str | None = None, fills: tuple[tuple[str, Fill], ...] = ()) -> Prepared:
+    return built(resolve(spec, sizes, params=params, preset=preset, fills=fills), arch)
+
+
+def prepare_check(spec: KernelSpec, check: Check, *, params: dict[str, str] | None = None,
+                  arch: str | None = None) -> Prepared:
+    """The spec at one of the sizes it checks, with that check's fills."""
+    return prepare(spec, dict(check.sizes), params=params, arch=arch, fills=check.fills)
 
 
 def builtin(name: str, arch: str | None = None) -> BuildResult:

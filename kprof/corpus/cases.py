@@ -61,6 +61,11 @@ class Case:
 def load_case(spec: spec_mod.KernelSpec) -> Case:
     where = str(spec.path)
     raw = spec.expect
+    if raw is None and spec.is_twin:
+        case = spec.name.removesuffix("_fixed")
+        raise SpecError(where, "twin", f"{spec.name} is the fixed twin of case {case}: kprof cases {case} runs both")
+    if raw is None:
+        raise SpecError(where, "expect", f"{spec.name} is not a sanitizer case (kprof cases --list names them)")
     if not isinstance(raw, dict):
         raise SpecError(where, "expect", "a sanitizer case needs expect: {tool, kind} (and line, buffer)")
     if spec.twin is None:

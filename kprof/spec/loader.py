@@ -27,6 +27,7 @@ from kprof.spec.schema import (
     MATHS,
     ROLES,
     BufferArg,
+    Check,
     Fill,
     KernelSpec,
     Launch,
@@ -160,7 +161,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
         bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None, math=str(work.get("math", "fp32")),
         defines=defines, nvcc_flags=tuple(flags),
-        checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, fail),
+        checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, args, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
         baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, path.parent, fail),
         baselines=_load_named_baselines(data.get("baselines"), args, {s.name for s in sizes}, path.parent, fail),
@@ -575,6 +576,8 @@ def _fill(raw: Any, fld: str, dtype: str, fail: Fail) -> Fill:
         raise fail(fld, "randint(low, high) needs an integer buffer and low < high")
     if kind == "peaked" and not 0 < params[1] <= 1:
         raise fail(fld, "peaked(height, share) needs a share of the elements in (0, 1]")
+    if kind == "peaked" and len(params) == 3 and not params[2] >= 0:
+        raise fail(fld, "peaked(height, share, spread) needs a spread (the other elements' standard deviation) of 0 or more")
     if kind in ("uniform", "normal", "peaked") and DTYPES[dtype][1] != "f":
         raise fail(fld, f"{kind} fills floating-point buffers; use randint(low, high) for {dtype}")
     return Fill(kind, params)
@@ -731,19 +734,29 @@ def _tolerance_value(raw: Any, fld: str, fail: Fail, check_expr: CheckExpr) -> s
     return repr(float(raw))
 
 
-def _load_checks(raw: Any, sizes: set[str], fail: Fail) -> tuple[tuple[tuple[str, int], ...], ...]:
+def _load_checks(raw: Any, sizes: set[str], args: tuple[BufferArg | ScalarArg, ...], fail: Fail) -> tuple[Check, ...]:
     if not isinstance(raw, list):
         raise fail("checks", "must be a list of size sets to verify, e.g. [{M: 127, N: 131, K: 97}]")
+    inputs = {a.name: a for a in args if isinstance(a, BufferArg) and a.role == "in"}
     out = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not item:
-            raise fail(f"checks[{i}]", "must be a mapping of sizes")
+            raise fail(f"checks[{i}]", "must be a mapping of sizes (and fill: {INPUT: RULE})")
+        fills: list[tuple[str, Fill]] = []
         for key, value in item.items():
+            if key == "fill":
+                if not isinstance(value, dict) or not value:
+                    raise fail(f"checks[{i}].fill", "must map input buffers to fill rules, e.g. {x: \"normal(0, 3)\"}")
+                for buf, rule in value.items():
+                    if buf not in inputs:
+                        raise fail(f"checks[{i}].fill.{buf}", f"not an input buffer (inputs: {', '.join(inputs) or 'none'})")
+                    fills.append((str(buf), _fill(rule, f"checks[{i}].fill.{buf}", inputs[buf].dtype, fail)))
+                continue
             if key not in sizes:
-                raise fail(f"checks[{i}].{key}", f"unknown size (known: {', '.join(sorted(sizes))})")
+                raise fail(f"checks[{i}].{key}", f"unknown size (known: {', '.join(sorted(sizes))}; or fill)")
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise fail(f"checks[{i}].{key}", f"{_show(value)} must be a positive whole number")
-        out.append(tuple(item.items()))
+        out.append(Check(tuple((k, v) for k, v in item.items() if k != "fill"), tuple(fills)))
     return tuple(out)
 
 

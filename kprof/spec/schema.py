@@ -39,7 +39,7 @@ FILLS = {  # name -> (min args, max args)
     "ones": (0, 0),
     "const": (1, 1),
     "arange": (0, 0),
-    "peaked": (2, 2),  # peaked(height, share): normal(0, 1), a share of the elements at height (a dominant logit)
+    "peaked": (2, 3),  # peaked(height, share[, spread]): normal(0, spread), a share of the elements at height (a dominant logit)
 }
 PRESETS = ("default", "sanitize")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -54,6 +54,20 @@ class Fill:
 
     def __str__(self) -> str:
         return f"{self.kind}({', '.join(f'{p:g}' for p in self.params)})" if self.params else self.kind
+
+
+@dataclass(frozen=True)
+class Check:
+    """One size set a spec verifies its kernel at (``checks:``), and the inputs filled otherwise there
+    (``fill: {x: "peaked(14.5, 0.001)"}``): an input that meets a case the spec's own fill never does."""
+
+    sizes: tuple[tuple[str, int], ...]
+    fills: tuple[tuple[str, Fill], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``R127-C4099``, and the fills: ``R127-C4099 x=peaked(14.5, 0.001)``."""
+        return " ".join(["-".join(f"{k}{v}" for k, v in self.sizes), *(f"{k}={f}" for k, f in self.fills)])
 
 
 @dataclass(frozen=True)
@@ -153,7 +167,7 @@ class KernelSpec:
     bytes: str | None
     defines: tuple[tuple[str, str], ...] = ()
     nvcc_flags: tuple[str, ...] = ()
-    checks: tuple[tuple[tuple[str, int], ...], ...] = ()
+    checks: tuple[Check, ...] = ()
     expect: Any = None  # sanitizer cases: what must be found (validated by kprof.corpus.cases)
     notes: str = ""
     twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
@@ -205,6 +219,14 @@ class KernelSpec:
         defines.update(self.twin_defines)
         return replace(self, name=f"{self.name}_fixed", source=self.twin, twin=None, expect=None,
                        defines=tuple(defines.items()), twin_defines=(), is_twin=True)
+
+    def with_fills(self, fills: tuple[tuple[str, Fill], ...]) -> KernelSpec:
+        """This spec with some inputs filled otherwise (a check's ``fill:``; the loader checked the names)."""
+        if not fills:
+            return self
+        new = dict(fills)
+        return replace(self, args=tuple(replace(a, fill=new[a.name]) if isinstance(a, BufferArg) and a.name in new
+                                        else a for a in self.args))
 
     def with_defines(self, params: dict[str, str]) -> KernelSpec:
         """This spec with some defines replaced (``--param``): they change the build and the launch
