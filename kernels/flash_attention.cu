@@ -4,13 +4,16 @@
 // A block takes BQ query rows (64 or 128: 4 or 8 warps of 16) and walks the keys in tiles of 64 through shared memory
 // (cp.async, zeros past S; two stages: the next tile's K and V are on their way while this one is used). Each warp computes its 16 x 64 scores on tensor cores (mma.sync m16n8k16,
 // Q's fragments read once with ldmatrix, K's with ldmatrix as they lie: row-major K is the column-major
-// operand), masks them (past S; with causal, keys after the query), and folds them into a running
+// operand), masks them (past S; with CAUSAL 1, keys after the query), and folds them into a running
 // maximum and sum per row (the online softmax, base 2). The probabilities go back to tensor cores as
 // they sit in the accumulators: a 16 x 8 accumulator pair is a 16 x 16 bfloat16 A fragment, so P V
 // needs no trip through shared memory (V's fragments by ldmatrix .trans). O is divided by the row's sum
-// at the end. With causal, a block stops at the tile of its last query row.
+// at the end. With CAUSAL 1, a block stops at the tile of its last query row.
 #ifndef HD
 #define HD 128
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0   // 1: query i sees keys 0 .. i (a block stops at the tile of its last query)
 #endif
 #ifndef BQ
 #define BQ 64      // query rows of a block: 16 a warp (64 or 128)
@@ -73,7 +76,7 @@ __device__ __forceinline__ void load_rows(unsigned short* dst, const unsigned sh
 
 extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
     const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K, const unsigned short* __restrict__ V,
-    float* __restrict__ O, int S, int causal) {
+    float* __restrict__ O, int S) {
     extern __shared__ __align__(16) unsigned short smem[];
     unsigned short* Qs = smem;  // BQ x LD, then two stages of K (BKV x LD) and V (BKV x LD)
 
@@ -87,14 +90,12 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
     load_rows<BKV>(Qs + (BQ + BKV) * LD, V + head, 0, S);
     cp_async_commit();
 
-    float o[HD / 8][4];
-#pragma unroll
-    for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+    float o[HD / 8][4] = {};
     float m[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of the warp's 16: the running maximum
     float l[2] = {0.0f, 0.0f};            // and this thread's part of the running sum
     unsigned qf[HD / 16][4];
 
-    const int last = causal ? min(S - 1, q0 + BQ - 1) : S - 1;  // the last key any row of the block sees
+    const int last = CAUSAL ? min(S - 1, q0 + BQ - 1) : S - 1;  // the last key any row of the block sees
     for (int k0 = 0; k0 <= last; k0 += BKV) {
         const int stage = (k0 / BKV) & 1;
         const unsigned short* Ks = Qs + (BQ + 2 * stage * BKV) * LD;
@@ -114,9 +115,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
             for (int kk = 0; kk < HD / 16; ++kk)  // rows 0-15 by lanes 0-15, their k 8-15 by lanes 16-31
                 ldmatrix_x4(qf[kk], Qs + (warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
         }
-        float s[BKV / 8][4];
-#pragma unroll
-        for (int j = 0; j < BKV / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+        float s[BKV / 8][4] = {};
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk)
 #pragma unroll
@@ -131,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int key = k0 + j * 8 + 2 * t + (e & 1), row = q0 + warp * 16 + g + (e >> 1) * 8;
-                s[j][e] = (key >= S || (causal && key > row)) ? -INFINITY : s[j][e] * scale2;
+                s[j][e] = (key >= S || (CAUSAL && key > row)) ? -INFINITY : s[j][e] * scale2;
             }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {

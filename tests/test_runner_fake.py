@@ -626,14 +626,15 @@ def _bf16_values(dev, ptr, n):
     return (dev.view(ptr, np.uint16)[:n].astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
-def _attention(key_shift=0):
+def _attention(key_shift=0, causal=0):
     """flash_attention's arithmetic in NumPy: float32 logits, P rounded to bfloat16 for P V while the row
     sum adds the float32 values, tiles of 64 keys with a running maximum (what the kernel does, not how);
-    ``key_shift`` 1: the causal mask one key late (each query also sees the next key)."""
+    ``causal``: the spec's CAUSAL define; ``key_shift`` 1: the causal mask one key late (each query also sees
+    the next key)."""
     def emulate(dev, args):
         from kprof.child.hostdata import to_bf16
 
-        q, k, v, o, S, causal = args
+        q, k, v, o, S = args
         d = 128  # the specs' HD
         bh = dev.view(o, np.float32).size // (S * d)
         n = bh * S * d
@@ -651,16 +652,22 @@ def _attention(key_shift=0):
 
 @pytest.mark.parametrize("name", ["flash_attention", "flash_attention_causal"])
 def test_the_attention_specs_verify_what_flash_attention_computes(fake, monkeypatch, name):
-    """The float64 reference (attention_ref.py), the normwise tolerance and the causal scalar agree with
-    the kernel's arithmetic (P rounded to bfloat16) at every checked size; a causal mask one key late fails.
-    (Of the CUDA code itself nothing is run here.)"""
-    monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention())
+    """The float64 reference (attention_ref.py), the normwise tolerance and the CAUSAL define agree with
+    the kernel's arithmetic (P rounded to bfloat16) at every checked size (with its fills: logits of
+    about +-100 too); a causal mask one key late fails. (Of the CUDA code itself nothing is run here.)"""
+    causal = int(dict(catalog.load(name).defines)["CAUSAL"])
+    assert causal == name.endswith("causal")
+    monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention(causal=causal))
     spec = catalog.load(name)
-    for sizes in [dict(c.sizes) for c in spec.checks if dict(c.sizes)["S"] <= 1000] + [spec.preset("sanitize")]:
-        data = run_job(fake, job_for(name, sizes))
-        assert data["status"] == "ok", (name, sizes, data.get("error") or data.get("checks"))
-    if name.endswith("causal"):
-        monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention(key_shift=1))
+    checks = [c for c in spec.checks if dict(c.sizes)["S"] <= 1000]
+    assert any(c.fills for c in checks)
+    for check in checks:
+        data = run_job(fake, job_for(spec.with_fills(check.fills), dict(check.sizes)))
+        assert data["status"] == "ok", (name, check.label, data.get("error") or data.get("checks"))
+    data = run_job(fake, job_for(name, spec.preset("sanitize")))
+    assert data["status"] == "ok", (name, data.get("error") or data.get("checks"))
+    if causal:
+        monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention(key_shift=1, causal=1))
         data = run_job(fake, job_for(name, spec.preset("sanitize")))
         assert data["status"] == "failed" and "normwise" in json.dumps(data["checks"])
 
