@@ -6,7 +6,7 @@ from kprof import proc
 from kprof import spec as spec_mod
 from kprof.build import build
 from kprof.build.build import ResourceUsage
-from kprof.errors import BuildError, ToolNotFoundError, UsageError
+from kprof.errors import BuildError, SpecError, ToolNotFoundError, UsageError
 from kprof.spec import catalog
 
 
@@ -158,3 +158,23 @@ def test_vector_add_vec4_parameters_build(params):
 
     built = build.build(catalog.load("vector_add_vec4").with_defines(params), "sm_90")
     assert built.cubin.is_file() and built.usage_of("vector_add_vec4").spill_stores == 0
+
+
+def test_a_define_the_source_sets_again_without_ifndef_is_refused_with_the_line_to_guard(tmp_path):
+    """BQ=128 into a source whose line 2 says #define BQ 64: nvcc would warn and build BQ 64; kprof says
+    which line and how to guard it, before any compiler runs (no nvcc needed)."""
+    from kprof.build import cusource
+
+    text = ("#ifndef HD\n#define HD 128\n#endif\n#define BQ 64  // rows\n#if !defined(BK)\n#define BK 32\n#endif\n"
+            "#ifdef X\n#define TILE 8\n#endif\n// #define CAUSAL 1\n")
+    assert cusource.unguarded_defines(text, {"HD", "BQ", "BK", "TILE", "CAUSAL"}) == [
+        ("BQ", 4, "#define BQ 64  // rows"), ("TILE", 9, "#define TILE 8")]
+    (tmp_path / "k.cu").write_text(text + 'extern "C" __global__ void k(float* a) { a[0] = BQ; }\n')
+    (tmp_path / "k.yaml").write_text("defines: {HD: 64, BQ: 128}\nargs: [{name: a, buffer: float32, shape: [1], role: out}]\n"
+                                     "launch: {grid: [1], block: [1]}\nreference: {a: 128}\n")
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    with pytest.raises(SpecError, match=r"defines.BQ: k.cu line 4 sets BQ itself \(#define BQ 64  // rows\), so BQ=128 "
+                                        r"would not reach the kernel: put that line inside #ifndef BQ ... #endif"):
+        build.build(spec, "sm_90")
+    with pytest.raises(SpecError, match="BQ=64 would not reach"):
+        build.build(spec.with_defines({"BQ": "64"}), "sm_90")

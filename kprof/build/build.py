@@ -27,8 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from kprof import inputs, proc
-from kprof.build import shake
-from kprof.errors import BuildError, ToolNotFoundError, UnsupportedArchError, UsageError
+from kprof.build import cusource, shake
+from kprof.errors import BuildError, SpecError, ToolNotFoundError, UnsupportedArchError, UsageError
 from kprof.spec import KernelSpec, arch_number
 
 DEFAULT_ARCH = "sm_90"
@@ -306,6 +306,20 @@ def nvcc_version(nvcc: str) -> str:
     return lines[-1] if lines else done.stdout
 
 
+def _check_defines_reach(spec: KernelSpec) -> None:
+    """A define of the spec (or of ``--param``) that the source sets again without ``#ifndef`` would be
+    overridden there, nvcc saying no more than a warning: refused, with the line to guard."""
+    if not spec.defines or inputs.regular_file_error(spec.source) is not None:
+        return  # a missing source is nvcc's error to report, with its name
+    text = inputs.read_text(spec.source, "the kernel's source", limit=MAX_SOURCE_BYTES)
+    values = dict(spec.defines)
+    for name, line, code in cusource.unguarded_defines(text, set(values))[:1]:
+        raise SpecError(str(spec.path), f"defines.{name}",
+                        f"{spec.source.name} line {line} sets {name} itself ({inputs.one_line(code)[:60]}), so "
+                        f"{name}={values[name]} would not reach the kernel: put that line inside "
+                        f"#ifndef {name} ... #endif")
+
+
 def build(
     spec: KernelSpec,
     arch: str | None = None,
@@ -324,6 +338,7 @@ def build(
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, "", ())
     merged = dict(spec.defines)
+    _check_defines_reach(spec)
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     compiler = compiler_for(target)

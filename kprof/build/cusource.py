@@ -4,6 +4,8 @@ the bracket that closes another."""
 
 from __future__ import annotations
 
+import re
+
 
 def closing(text: str, opening: int) -> int | None:
     """The index of the ``)`` that closes the ``(`` at ``opening``; None when the text ends first."""
@@ -46,3 +48,34 @@ def blank_comments(text: str) -> str:
             j = i + 1
         i = j
     return "".join(out)
+
+
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$")
+
+
+def unguarded_defines(text: str, names: set[str]) -> list[tuple[str, int, str]]:
+    """Each ``#define NAME`` of ``names`` not inside an ``#ifndef NAME`` (or ``#if !defined(NAME)``): a
+    define the spec or ``--param`` sets that this line would override. (name, line, the line's text)."""
+    stack: list[str] = []  # the open conditions: the name each one guards, or ""
+    out = []
+    for number, line in enumerate(blank_comments(text).splitlines(), 1):
+        m = _DIRECTIVE.match(line)
+        if m is None:
+            continue
+        word, rest = m.group(1), m.group(2).strip()
+        if word == "ifndef":
+            stack.append(rest.split()[0] if rest else "")
+        elif word == "if":
+            g = re.match(r"!\s*defined\s*\(?\s*(\w+)\s*\)?\s*$", rest)
+            stack.append(g.group(1) if g else "")
+        elif word == "ifdef":
+            stack.append("")
+        elif word in ("else", "elif") and stack:
+            stack[-1] = ""
+        elif word == "endif" and stack:
+            stack.pop()
+        elif word == "define":
+            name = re.match(r"(\w+)", rest)
+            if name and name.group(1) in names and name.group(1) not in stack:
+                out.append((name.group(1), number, text.splitlines()[number - 1].strip()))
+    return out
