@@ -28,7 +28,7 @@ from kprof.child import hostdata
 from kprof.child.device import ArgPack
 from kprof.child.framework import ArrayInfo, Framework, adapter_for
 from kprof.errors import UsageError
-from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
+from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved, TensorMapArg
 
 Launch = Callable[[Any, Sequence[int], Sequence[int], int, ArgPack, Any], None]
 
@@ -66,6 +66,9 @@ class Op:
         if any(st.entry == CUBLAS_SGEMM for st in spec.steps):
             raise UsageError(f"{spec.name}: a cuBLAS step (cublas_sgemm) cannot run through kprof.load; "
                              "call the framework's matmul for that part")
+        if maps := [a.name for a in spec.args if isinstance(a, TensorMapArg)]:
+            raise UsageError(f"{spec.name}: a tensor map argument ({maps[0]}) cannot run through kprof.load yet; "
+                             f"kprof run, bench, sanitize and profile take it")
         self.spec = spec
         self.cubin = Path(cubin)
         self.fixed_sizes = dict(sizes or {})

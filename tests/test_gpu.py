@@ -105,6 +105,23 @@ def test_fault_is_reported_and_kprof_survives(data_dir):
     assert launch.run_kernel(pipeline.prepare(catalog.load("vector_add"), {"N": 1000}).job(RunMode())).ok
 
 
+def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
+    """tests/data/kernels/tma_tile: y = x a box at a time through cp.async.bulk.tensor and the tensor map
+    kprof encodes in the child (cuTensorMapEncodeTiled) and passes by value, at ragged sizes (the box
+    past the edge arrives as zeros and is not stored), clean under every tool at its sanitize size."""
+    from kprof.tools import compute_sanitizer as san
+
+    spec = spec_mod.load(data_dir / "kernels" / "tma_tile.yaml")
+    if why := spec.unsupported_on(build.detect_arch()):
+        pytest.skip(why)
+    jobs = [pipeline.prepare(spec, sizes).job(RunMode()) for sizes in [{}] + [dict(c.sizes) for c in spec.checks]]
+    results = launch.run_kernels(jobs)
+    assert all(r.ok for r in results), [r.checks for r in results]
+    for tool in ("memcheck", "racecheck", "initcheck", "synccheck"):
+        (found,) = san.run_all(jobs[0], [tool], scrub_cubin=None, timeout=120)
+        assert found.status == "clean", (tool, found.findings)
+
+
 def test_hang_is_killed_at_the_timeout(data_dir):
     with pytest.raises(TargetError, match="did not finish within 8 s"):
         launch.run_kernel(_data_job(data_dir, "hang"), timeout=8)

@@ -196,6 +196,27 @@ def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
         api.load("rmsnorm_onepass", TILE=4)
 
 
+def test_a_tensor_map_argument_is_refused_at_load(fake):
+    from kprof import spec as spec_mod
+
+    spec = spec_mod.load(Path(__file__).parent / "data" / "kernels" / "tma_tile.yaml")
+    with pytest.raises(UsageError, match=r"tma_tile: a tensor map argument \(tx\) cannot run through kprof.load yet"):
+        op.Op(spec, Path(__file__), functions=lambda *a: None, launch=lambda *a: None)
+
+
+def test_a_tensor_map_is_packed_by_value_at_a_64_byte_aligned_address():
+    """cuLaunchKernel reads the parameter's 128 bytes through its slot, as CUtensorMap (alignas 64) lies."""
+    import ctypes
+
+    from kprof.child.device import ArgPack
+
+    blob = bytes(range(128))
+    pack = ArgPack([("buf", "x"), ("tensormap", blob), ("int32", 3)])
+    slots = (ctypes.c_void_p * 3).from_address(pack.address)
+    assert slots[1] % 64 == 0 and ctypes.string_at(slots[1], 128) == blob
+    assert list(pack)[1] == ("tensormap", blob) and ctypes.c_int32.from_address(slots[2]).value == 3
+
+
 def test_the_arguments_are_packed_once_and_each_call_writes_only_the_pointers():
     import ctypes
 

@@ -53,6 +53,7 @@ class FakeDevice:
         self.memory: dict[int, bytearray] = _Memory()
         self.next = 0x10000
         self.launched: list[str] = []
+        self.tensor_maps: list = []
         self.closed = False
 
     # information
@@ -113,6 +114,12 @@ class FakeDevice:
 
     def view(self, ptr, dtype):
         return np.frombuffer(self.memory[ptr], dtype=dtype)
+
+    def tensor_map(self, ptr, tm):
+        """Not the driver's encoding: the address, shape and box in the clear (an emulation decodes them)."""
+        self.tensor_maps.append((ptr, tm))
+        rank = len(tm.shape)
+        return struct.pack(f"<QI{rank}Q{rank}I", ptr, rank, *tm.shape, *tm.box).ljust(128, b"\0")
 
     # launches
     def launch(self, func, grid, block, shared_mem, args, stream=0):
@@ -512,9 +519,9 @@ def test_job_round_trips_through_json():
 
 @pytest.mark.parametrize("text, message", [
     ("not json", "not JSON"),
-    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 8"),
-    ('{"version": 8, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
-    ('{"version": 8, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 1, "kind": "run"}', "version 1 but this runner reads version 9"),
+    ('{"version": 9, "kind": "run", "target": {}, "mode": {}}', "malformed: KeyError"),
+    ('{"version": 9, "kind": "nope", "target": {}, "mode": {}}', "malformed: KeyError"),
 ])
 def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "job.json").write_text(text)
@@ -1150,3 +1157,33 @@ def test_timed_calls_of_which_some_launch_no_kernel_are_flagged_not_an_error(fak
     data = run_job(fake_cupti, job_for("vector_add", {"N": 1000}, timing("cold")))
     assert data["status"] == "ok", data.get("error")
     assert "no-kernel" in [f.split(":")[0] for f in data["integrity"]["flags"]], data["integrity"]
+
+
+def _tma_tile(seen):
+    """tests/data/kernels/tma_tile.cu on the fake device: the source buffer, its shape and the box from the
+    tensor map (FakeDevice.tensor_map writes them in the clear)."""
+    def emulate(dev, args):
+        x, tmap, y, rows, cols = args
+        assert isinstance(tmap, bytes) and len(tmap) == 128
+        ptr, rank = struct.unpack_from("<QI", tmap)
+        shape = struct.unpack_from(f"<{rank}Q", tmap, 12)
+        box = struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank)
+        seen.append((ptr, shape, box))
+        assert ptr == x
+        dev.view(y, np.float32)[: rows * cols] = dev.view(ptr, np.float32)[: rows * cols]
+
+    return emulate
+
+
+def test_a_tensor_map_argument_is_encoded_for_its_buffer_and_passed_by_value(fake, monkeypatch, data_dir):
+    """A spec's ``tensormap:`` argument: the child encodes it once the buffer is allocated (the address
+    kprof allocated for x, its shape at these sizes, the box) and packs its 128 bytes in the argument's place."""
+    seen = []
+    monkeypatch.setitem(FakeDevice.emulations, "tma_tile", _tma_tile(seen))
+    spec = spec_mod.load(data_dir / "kernels" / "tma_tile.yaml")
+    every = [{}] + [dict(c.sizes) for c in spec.checks]
+    for sizes in every:
+        data = run_job(fake, job_for(spec, sizes))
+        assert data["status"] == "ok", (sizes, data.get("error") or data.get("checks"))
+    assert [shape for _, shape, _ in seen] == [(37, 100), (1, 4), (64, 256)]
+    assert all(box == (8, 32) and ptr % 256 == 0 for ptr, _, box in seen)

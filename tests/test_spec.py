@@ -337,3 +337,57 @@ def test_error_messages_quote_a_cut_value(tmp_path):
     with pytest.raises(SpecError) as info:
         spec_mod.load(tmp_path / "k.yaml")
     assert len(str(info.value)) < 300 and "..." in str(info.value)
+
+
+TMA = """entry: k
+sizes: {R: 37, C: 100}
+args:
+  - {name: x, buffer: float32, shape: [R, C], role: in}
+  - {name: tx, tensormap: x, box: [8, 32], swizzle: 128}
+  - {name: y, buffer: float32, shape: [R, C], role: out}
+launch: {grid: [1], block: [32]}
+reference: {y: x}
+"""
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("tensormap: x,", "tensormap: z,", "args[1].tensormap: 'z' is not a buffer argument (buffers: x, y)"),
+    ("box: [8, 32]", "box: [8]", "args[1].box: has 1 dimensions; x has 2 (its shape)"),
+    ("box: [8, 32]", "box: 8", "args[1].box: must be a list of 1 to 5 size expressions"),
+    ("swizzle: 128", "swizzle: 100", "args[1].swizzle: 100 must be one of 0, 32, 64, 128"),
+    ("swizzle: 128}", "swizzle: 128, fill: zeros}", "args[1].fill: unknown field (tensor map fields"),
+    ("{name: tx, tensormap: x,", "{name: tx, tensormap: x, buffer: float32,", "'tx' needs exactly one of"),
+    ("box: [8, 32]", "box: [8, Q]", "args[1].box[1]: unknown size 'Q'"),
+])
+def test_a_bad_tensor_map_is_refused_at_load_naming_its_field(tmp_path, old, new, message):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    (tmp_path / "k.yaml").write_text(TMA.replace(old, new))
+    with pytest.raises(SpecError, match=re.escape(message)):
+        spec_mod.load(tmp_path / "k.yaml")
+
+
+@pytest.mark.parametrize("old, new, sizes, message", [
+    ("box: [8, 32]", "box: [8, 300]", {}, "tensor map tx: box[1] = 300; TMA takes at most 256"),
+    ("box: [8, 32]", "box: [8, 3]", {}, "its box's rows are 12 bytes (3 x float32); TMA needs a multiple of 16"),
+    ("swizzle: 128", "swizzle: 64", {}, "its box's rows are 128 bytes, more than its 64-byte swizzle; make box[1] at most 16"),
+    ("", "", {"C": 99}, "one step of x's dimension 0 is 396 bytes at R=37, C=99; TMA needs a multiple of 16"),
+])
+def test_a_tensor_map_the_driver_would_refuse_is_refused_at_resolve_with_the_rule(tmp_path, old, new, sizes, message):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    (tmp_path / "k.yaml").write_text(TMA.replace(old, new) if old else TMA)
+    spec = spec_mod.load(tmp_path / "k.yaml")
+    with pytest.raises(UsageError, match=re.escape(message)):
+        spec.resolve(sizes)
+
+
+def test_a_tensor_map_resolves_and_travels_to_the_child(tmp_path):
+    from kprof.launch import job as job_mod
+    from kprof.launch.job import RunMode
+
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    (tmp_path / "k.yaml").write_text(TMA)
+    resolved = spec_mod.load(tmp_path / "k.yaml").resolve({"R": 5, "C": 64})
+    (tm,) = resolved.tensormaps
+    assert (tm.dtype, tm.shape, tm.box, tm.strides, tm.arg.swizzle) == ("float32", (5, 64), (8, 32), (256,), 128)
+    job = job_mod.Job(job_mod.target_of(resolved, tmp_path / "k.cubin"), RunMode())
+    assert job_mod.from_json(job.to_json()).target.tensormaps == (tm,)

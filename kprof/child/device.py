@@ -133,21 +133,58 @@ def launch(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int
     launch_packed(func, grid, block, shared_mem, ArgPack(args), stream)
 
 
+TENSORMAP_BYTES = 128  # CU_TENSOR_MAP_NUM_QWORDS x 8
+_TENSORMAP_TYPES = {"uint8": "UINT8", "int32": "INT32", "uint32": "UINT32", "int64": "INT64", "uint64": "UINT64",
+                    "float16": "FLOAT16", "bfloat16": "BFLOAT16", "float32": "FLOAT32", "float64": "FLOAT64"}
+
+
+def encode_tensor_map(drv: Any, ptr: int, tm: Any) -> bytes:
+    """cuTensorMapEncodeTiled for :meth:`Device.tensor_map` (the spec's rules were checked at resolve time)."""
+    rank = len(tm.shape)
+    swizzle = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[tm.arg.swizzle]
+    tmap = check("cuTensorMapEncodeTiled", drv.cuTensorMapEncodeTiled(
+        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_TENSORMAP_TYPES[tm.dtype]}"), rank, ptr,
+        [drv.cuuint64_t(d) for d in reversed(tm.shape)], [drv.cuuint64_t(s) for s in tm.strides],
+        [drv.cuuint32_t(b) for b in reversed(tm.box)], [drv.cuuint32_t(1)] * rank,
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"),
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+    return ctypes.string_at(tmap.getPtr(), TENSORMAP_BYTES)
+
+
+class _TensorMapParam:
+    """A tensor map as a kernel parameter: 128 bytes at a 64-byte aligned address, as ``CUtensorMap`` is
+    declared (``alignas(64)``)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._buffer = ctypes.create_string_buffer(TENSORMAP_BYTES + 64)
+        self.address = (ctypes.addressof(self._buffer) + 63) & ~63
+        ctypes.memmove(self.address, data, TENSORMAP_BYTES)
+
+    def __bytes__(self) -> bytes:
+        return ctypes.string_at(self.address, TENSORMAP_BYTES)
+
+
 class ArgPack:
     """A kernel's arguments packed once into the ``void*[]`` cuLaunchKernel takes: scalars written at
     construction, device pointers per launch (:meth:`fill`). ``template`` items are ``("buf", NAME)``
     for a buffer filled per launch, ``("ptr", ADDRESS)`` for a fixed pointer, and ``(dtype, value)``
-    for a scalar (``value`` as :func:`kprof.child.hostdata.pack_scalar` gives it). Iterating gives
+    for a scalar (``value`` as :func:`kprof.child.hostdata.pack_scalar` gives it), ``("tensormap", BYTES)``
+    for a tensor map passed by value (:meth:`Device.tensor_map`). Iterating gives
     ``(dtype, value)`` pairs, "ptr" for pointers, as :func:`launch` takes them. Not thread-safe:
     fill and launch under one lock."""
 
     def __init__(self, template: Sequence[tuple[str, Any]]) -> None:
         self.kinds = tuple("ptr" if kind == "buf" else kind for kind, _ in template)
         self._values: list[Any] = [ctypes.c_uint64(0) if kind == "buf" else
-                                   ctypes.c_uint64(value) if kind == "ptr" else _SCALAR_CTYPES[kind](value)
+                                   ctypes.c_uint64(value) if kind == "ptr" else
+                                   _TensorMapParam(value) if kind == "tensormap" else
+                                   _SCALAR_CTYPES[kind](value)
                                    for kind, value in template]
         self.slots = tuple((self._values[i], name) for i, (kind, name) in enumerate(template) if kind == "buf")
-        self._array = (ctypes.c_void_p * max(len(self._values), 1))(*[ctypes.addressof(v) for v in self._values])
+        self._array = (ctypes.c_void_p * max(len(self._values), 1))(
+            *[v.address if isinstance(v, _TensorMapParam) else ctypes.addressof(v) for v in self._values])
         self.address = ctypes.addressof(self._array)
 
     def fill(self, pointers: dict[str, int]) -> None:
@@ -155,7 +192,7 @@ class ArgPack:
             value.value = pointers[name]
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
-        return iter([(kind, v.value) for kind, v in zip(self.kinds, self._values)])
+        return iter([(kind, bytes(v) if kind == "tensormap" else v.value) for kind, v in zip(self.kinds, self._values)])
 
 
 def launch_packed(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int, pack: ArgPack,
@@ -296,6 +333,12 @@ class Device:
 
     def memset32(self, ptr: int, value: int, count: int) -> None:
         check("cuMemsetD32", self._drv.cuMemsetD32(ptr, value & 0xFFFFFFFF, count))
+
+    def tensor_map(self, ptr: int, tm: Any) -> bytes:
+        """The 128 bytes of a ``CUtensorMap`` (cuTensorMapEncodeTiled) of the buffer at ``ptr`` as ``tm``
+        (a :class:`~kprof.spec.ResolvedTensorMap`) describes it: its shape and box (the driver takes them
+        innermost first), its swizzle, zeros for a box past the tensor's edge."""
+        return encode_tensor_map(self._drv, ptr, tm)
 
     # -- launch ------------------------------------------------------------------------------
     def launch(

@@ -208,6 +208,8 @@ class Workspace:
     def _packed(self, name: str) -> tuple[str, Any]:
         if name in self.pointers:
             return ("ptr", self.pointers[name])
+        if (tm := next((m for m in self.target.tensormaps if m.arg.name == name), None)) is not None:
+            return ("tensormap", self.dev.tensor_map(self.pointers[tm.arg.buffer], tm))
         arg, value = next((a, v) for a, v in self.target.scalars if a.name == name)
         return (arg.dtype, hostdata.pack_scalar(arg.dtype, value))
 

@@ -24,10 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from kprof.errors import JobError
-from kprof.spec import BufferArg, Fill, Resolved, ResolvedBuffer, ResolvedStep, ScalarArg
+from kprof.spec import (
+    BufferArg,
+    Fill,
+    Resolved,
+    ResolvedBuffer,
+    ResolvedStep,
+    ResolvedTensorMap,
+    ScalarArg,
+    TensorMapArg,
+)
 from kprof.stats import StopRule
 
-JOB_VERSION = 8
+JOB_VERSION = 9
 TIMING_MODES = ("cold", "warm", "hot")
 TIMERS = ("auto", "cupti", "events")
 
@@ -55,6 +64,8 @@ class Target:
     scale: tuple[tuple[str, str], ...] = ()  # OUTPUT -> what rtol multiplies in place of |ref| (tolerance.scale)
     # the same kernels with kprof's warp delays (kprof.build.shake): the values detector's extra runs (version 8)
     shaken_cubin: str | None = None
+    # TMA's tensor maps among the kernel's arguments, encoded in the child once their buffers are allocated (version 9)
+    tensormaps: tuple[ResolvedTensorMap, ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -124,7 +135,7 @@ def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: i
                   steps=resolved.steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
                   device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric,
                   python=spec.python, scale=spec.tolerance.scale,
-                  shaken_cubin=str(shaken_cubin) if shaken_cubin else None)
+                  shaken_cubin=str(shaken_cubin) if shaken_cubin else None, tensormaps=resolved.tensormaps)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -178,6 +189,8 @@ def _target_dict(t: Target) -> dict[str, Any]:
         "reference": [list(r) for r in t.reference],
         "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "python": t.python, "seed": t.seed, "device": t.device,
         "constants": t.constants, "scale": [list(x) for x in t.scale], "shaken_cubin": t.shaken_cubin,
+        "tensormaps": [{"name": m.arg.name, "buffer": m.arg.buffer, "exprs": list(m.arg.box), "swizzle": m.arg.swizzle,
+                        "dtype": m.dtype, "shape": list(m.shape), "box": list(m.box)} for m in t.tensormaps],
     }  # fmt: skip
 
 
@@ -200,6 +213,9 @@ def _target_from(d: dict[str, Any]) -> Target:
         seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
         atol=_float_or_none(d["atol"]), metric=str(d["metric"]), python=d.get("python"),
         scale=tuple((str(k), str(v)) for k, v in d.get("scale", ())), shaken_cubin=d.get("shaken_cubin"),
+        tensormaps=tuple(ResolvedTensorMap(TensorMapArg(m["name"], m["buffer"], tuple(m["exprs"]), int(m["swizzle"])),
+                                           m["dtype"], tuple(int(n) for n in m["shape"]), tuple(int(n) for n in m["box"]))
+                         for m in d.get("tensormaps", ())),
     )  # fmt: skip
 
 

@@ -26,6 +26,10 @@ from kprof.spec.schema import (
     IDENT,
     MATHS,
     ROLES,
+    SWIZZLES,
+    TENSORMAP_DTYPES,
+    TENSORMAP_MAX_RANK,
+    Arg,
     BufferArg,
     Check,
     Fill,
@@ -35,6 +39,7 @@ from kprof.spec.schema import (
     ScalarArg,
     SizeDef,
     Step,
+    TensorMapArg,
     Tolerance,
 )
 
@@ -214,13 +219,13 @@ def _load_source(data: dict[str, Any], path: Path, name: str, fail: Fail) -> tup
     return source, entry
 
 
-def input_names(args: tuple[BufferArg | ScalarArg, ...]) -> set[str]:
+def input_names(args: tuple[Arg, ...]) -> set[str]:
     """What a reference, a scale or a Python baseline may name besides the sizes: the scalars and the
     input buffers."""
-    return {a.name for a in args if isinstance(a, ScalarArg) or a.role in ("in", "inout")}
+    return {a.name for a in args if isinstance(a, ScalarArg) or (isinstance(a, BufferArg) and a.role in ("in", "inout"))}
 
 
-def _output_names(args: tuple[BufferArg | ScalarArg, ...]) -> set[str]:
+def _output_names(args: tuple[Arg, ...]) -> set[str]:
     return {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
 
 
@@ -238,12 +243,12 @@ def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec
                    launch=launch, nvcc_flags=(), twin=None, twin_defines=(), baseline=None, baselines=())
 
 
-def _python_launch(func: str, args: tuple[BufferArg | ScalarArg, ...]) -> tuple[tuple[Step, ...], Launch]:
+def _python_launch(func: str, args: tuple[Arg, ...]) -> tuple[tuple[Step, ...], Launch]:
     """A Python operation's one step (the function over every argument), with no launch of kprof's own."""
     return (Step(func, tuple(a.name for a in args), None),), Launch(("1", "1", "1"), ("1", "1", "1"))
 
 
-def _load_python_op(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], names: set[str], folder: Path,
+def _load_python_op(data: dict[str, Any], args: tuple[Arg, ...], names: set[str], folder: Path,
                     fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
     """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as
     framework tensors), sizes, defines (``names``) and scalars by name, read now without running it.
@@ -265,7 +270,7 @@ def _load_python_op(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...
     return (ref.stored(), ref.path, *_python_launch(ref.func, args))
 
 
-def _load_launches(data: dict[str, Any], args: tuple[BufferArg | ScalarArg, ...], fail: Fail,
+def _load_launches(data: dict[str, Any], args: tuple[Arg, ...], fail: Fail,
                    check_expr: CheckExpr) -> tuple[tuple[Step, ...], str | None, Launch]:
     """The steps of a multi-kernel spec (with its first kernel's entry and launch), or the one launch."""
     steps = _load_steps(data.get("steps"), args, fail, check_expr)
@@ -291,7 +296,7 @@ def _load_twin(data: dict[str, Any], path: Path, fail: Fail) -> tuple[Path | Non
     return twin, twin_defines
 
 
-def _load_steps(raw: Any, args: tuple[BufferArg | ScalarArg, ...], fail: Fail, check_expr: CheckExpr) -> tuple[Step, ...]:
+def _load_steps(raw: Any, args: tuple[Arg, ...], fail: Fail, check_expr: CheckExpr) -> tuple[Step, ...]:
     """``steps:`` a list of ``{entry: NAME, args: [ARG, ...], launch: {...}}`` or
     ``{cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}`` (row-major C = A @ B)."""
     if raw is None:
@@ -314,7 +319,7 @@ def _load_steps(raw: Any, args: tuple[BufferArg | ScalarArg, ...], fail: Fail, c
             for key, name in zip("ABCMNK", names):
                 arg = by_name.get(name)
                 want_buffer = key in "ABC"
-                if arg is None or isinstance(arg, BufferArg) != want_buffer or (
+                if arg is None or isinstance(arg, TensorMapArg) or isinstance(arg, BufferArg) != want_buffer or (
                         want_buffer and arg.dtype != "float32") or (not want_buffer and arg.dtype != "int32"):
                     kind = "a float32 buffer" if want_buffer else "an int32 scalar"
                     raise fail(f"{fld}.cublas_sgemm.{key}", f"{_show(name)} must name {kind} of args")
@@ -392,7 +397,7 @@ def _within(prefix: str, fail: Fail) -> Fail:
     return inner
 
 
-def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], folder: Path,
+def _load_baseline(raw: Any, args: tuple[Arg, ...], sizes: set[str], folder: Path,
                    fail: Fail, field: str = "baseline") -> str | None:
     """cublas_sgemm, another spec's name, or a Python callable (FILE.py:FUNCTION or
     package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors."""
@@ -417,7 +422,7 @@ def _load_baseline(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set
     return raw
 
 
-def _load_named_baselines(raw: Any, args: tuple[BufferArg | ScalarArg, ...], sizes: set[str], folder: Path,
+def _load_named_baselines(raw: Any, args: tuple[Arg, ...], sizes: set[str], folder: Path,
                           fail: Fail) -> tuple[tuple[str, str], ...]:
     """``baselines: {torch: kprof.baselines.torch_ops:rms_norm, torch.compile: ...}``: names that
     ``kprof bench --baseline NAME`` takes for this spec, each a baseline as ``baseline:`` takes one."""
@@ -479,10 +484,10 @@ def _load_sizes(raw: Any, fail: Fail) -> tuple[SizeDef, ...]:
     return tuple(out)
 
 
-def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg | ScalarArg, ...]:
+def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]:
     if not isinstance(raw, list) or not raw:
         raise fail("args", "must be a non-empty list of the kernel's arguments, in order")
-    out: list[BufferArg | ScalarArg] = []
+    out: list[Arg] = []
     seen: set[str] = set()
     for i, item in enumerate(raw):
         fld = f"args[{i}]"
@@ -497,9 +502,11 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
         if name in seen:
             raise fail(f"{fld}.name", f"duplicate argument name '{name}'")
         seen.add(name)
-        if ("buffer" in item) == ("scalar" in item):
-            raise fail(fld, f"'{name}' needs exactly one of 'buffer: DTYPE' or 'scalar: DTYPE'")
-        if "buffer" in item:
+        if sum(k in item for k in ("buffer", "scalar", "tensormap")) != 1:
+            raise fail(fld, f"'{name}' needs exactly one of 'buffer: DTYPE', 'scalar: DTYPE' or 'tensormap: BUFFER'")
+        if "tensormap" in item:
+            out.append(_load_tensormap(item, fld, check_expr, fail))
+        elif "buffer" in item:
             extra = set(item) - {"name", "buffer", "shape", "role", "fill"}
             if extra:
                 raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (buffer fields: name, buffer, shape, role, fill)")
@@ -536,7 +543,36 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[BufferArg |
             if "value" not in item:
                 raise fail(f"{fld}.value", "a scalar needs a value (a number or a size expression)")
             out.append(ScalarArg(name, dtype, check_expr(item["value"], f"{fld}.value")))
+    buffers = {a.name: a for a in out if isinstance(a, BufferArg)}
+    for i, a in enumerate(out):
+        if not isinstance(a, TensorMapArg):
+            continue
+        buf = buffers.get(a.buffer)
+        if buf is None:
+            raise fail(f"args[{i}].tensormap", f"{_show(a.buffer)} is not a buffer argument (buffers: {', '.join(buffers)})")
+        if buf.dtype not in TENSORMAP_DTYPES:
+            raise fail(f"args[{i}].tensormap", f"{a.buffer} is {buf.dtype}; a tensor map describes {', '.join(TENSORMAP_DTYPES)}")
+        if len(a.box) != len(buf.shape):
+            raise fail(f"args[{i}].box", f"has {len(a.box)} dimensions; {a.buffer} has {len(buf.shape)} (its shape)")
     return tuple(out)
+
+
+def _load_tensormap(item: dict[str, Any], fld: str, check_expr: CheckExpr, fail: Fail) -> TensorMapArg:
+    """``{name, tensormap: BUFFER, box: [...], swizzle: 0|32|64|128}``: a CUtensorMap of a buffer argument."""
+    extra = set(item) - {"name", "tensormap", "box", "swizzle"}
+    if extra:
+        raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (tensor map fields: name, tensormap, box, swizzle)")
+    buffer = item["tensormap"]
+    if not isinstance(buffer, str) or not IDENT.match(buffer):
+        raise fail(f"{fld}.tensormap", f"{_show(buffer)} must name a buffer argument")
+    box = item.get("box")
+    if not isinstance(box, list) or not 1 <= len(box) <= TENSORMAP_MAX_RANK:
+        raise fail(f"{fld}.box", f"must be a list of 1 to {TENSORMAP_MAX_RANK} size expressions, outermost first, "
+                                 "e.g. [64, BK]: the elements TMA moves at once")
+    swizzle = item.get("swizzle", 0)
+    if isinstance(swizzle, bool) or swizzle not in SWIZZLES:
+        raise fail(f"{fld}.swizzle", f"{_show(swizzle)} must be one of {', '.join(map(str, SWIZZLES))} (bytes; 0: none)")
+    return TensorMapArg(item["name"], buffer, tuple(check_expr(d, f"{fld}.box[{j}]") for j, d in enumerate(box)), swizzle)
 
 
 def _dtype(value: Any, fld: str, fail: Fail) -> str:
@@ -617,7 +653,7 @@ def _load_launch(raw: Any, fail: Fail, check_expr: CheckExpr) -> Launch:
 SPEC_WIDE = "*"  # the output key of a spec-wide Python reference (it returns every output)
 
 
-def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: set[str], fail: Fail,
+def _load_reference(raw: Any, args: tuple[Arg, ...], known_sizes: set[str], fail: Fail,
                     folder: Path) -> tuple[tuple[str, str], ...]:
     """Each output's reference: an expression of the vocabulary, or a Python function (``FILE.py:FN``,
     ``package.module:FN``; stored resolved as ``python:/abs/FILE.py:FN``). A spec-wide ``reference:
@@ -656,7 +692,7 @@ def _load_reference(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_siz
     return tuple(out)
 
 
-def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[BufferArg | ScalarArg, ...],
+def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[Arg, ...],
                     known_sizes: set[str]) -> Tolerance:
     """Absent: the output dtype's default. ``1e-5``: that rtol with the dtype's atol.
     ``{rtol: 1e-6, atol: "2e-7 * sqrt(K)"}``: numbers or size expressions, either may be left out.
@@ -686,7 +722,7 @@ def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[Buf
                      metric=metric, scale=_load_scale(raw.get("scale"), args, known_sizes, fail))
 
 
-def _load_scale(raw: Any, args: tuple[BufferArg | ScalarArg, ...], known_sizes: set[str],
+def _load_scale(raw: Any, args: tuple[Arg, ...], known_sizes: set[str],
                 fail: Fail) -> tuple[tuple[str, str], ...]:
     """``scale: {C: "abs(A) @ abs(B)"}``: per output, an expression of the inputs, sizes and scalars in the
     reference vocabulary, with the output's shape (or one that broadcasts to it)."""
@@ -734,7 +770,7 @@ def _tolerance_value(raw: Any, fld: str, fail: Fail, check_expr: CheckExpr) -> s
     return repr(float(raw))
 
 
-def _load_checks(raw: Any, sizes: set[str], args: tuple[BufferArg | ScalarArg, ...], fail: Fail) -> tuple[Check, ...]:
+def _load_checks(raw: Any, sizes: set[str], args: tuple[Arg, ...], fail: Fail) -> tuple[Check, ...]:
     if not isinstance(raw, list):
         raise fail("checks", "must be a list of size sets to verify, e.g. [{M: 127, N: 131, K: 97}]")
     inputs = {a.name: a for a in args if isinstance(a, BufferArg) and a.role == "in"}

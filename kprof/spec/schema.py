@@ -93,6 +93,47 @@ class ScalarArg:
     value: str  # a size expression, or a number literal for float scalars
 
 
+# TMA (cuTensorMapEncodeTiled): the element types a tensor map describes, and its swizzle spans in bytes
+TENSORMAP_DTYPES = ("uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64")
+SWIZZLES = (0, 32, 64, 128)
+TENSORMAP_MAX_RANK = 5
+TENSORMAP_MAX_BOX = 256
+
+
+@dataclass(frozen=True)
+class TensorMapArg:
+    """A ``CUtensorMap`` passed by value (``const __grid_constant__ CUtensorMap``): TMA's view of the
+    buffer argument ``buffer``, in boxes of ``box`` elements (size expressions, outermost first, as the
+    buffer's shape), ``swizzle`` bytes (0: none). Encoded in the child, once the buffer is allocated."""
+
+    name: str
+    buffer: str
+    box: tuple[str, ...]
+    swizzle: int = 0
+
+
+@dataclass(frozen=True)
+class ResolvedTensorMap:
+    """A tensor map at concrete sizes: its buffer's element type and shape, and its box (outermost first)."""
+
+    arg: TensorMapArg
+    dtype: str
+    shape: tuple[int, ...]
+    box: tuple[int, ...]
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """The byte stride of every dimension but the innermost, innermost first (what the driver takes)."""
+        out, step = [], DTYPES[self.dtype][0]
+        for d in reversed(self.shape[1:]):
+            step *= d
+            out.append(step)
+        return tuple(out)
+
+
+Arg = BufferArg | ScalarArg | TensorMapArg
+
+
 @dataclass(frozen=True)
 class Launch:
     grid: tuple[str, str, str]
@@ -160,7 +201,7 @@ class KernelSpec:
     entry: str
     description: str
     sizes: tuple[SizeDef, ...]
-    args: tuple[BufferArg | ScalarArg, ...]
+    args: tuple[Arg, ...]
     launch: Launch
     reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
     flops: str | None
@@ -256,6 +297,19 @@ class KernelSpec:
             raise UsageError(f"unknown size preset '{which}': use one of {', '.join(PRESETS)}")
         return {s.name: (s.default if which == "default" else s.sanitize) for s in self.sizes}
 
+    def _scalar_at(self, i: int, arg: ScalarArg, env: dict[str, int | Fraction], ev: Any,
+                   sizes: dict[str, int]) -> int | float:
+        """A scalar argument's value at these sizes, checked to fit its type."""
+        if DTYPES[arg.dtype][1] == "f":
+            try:
+                value: int | float = float(sizeexpr.evaluate(arg.value, env))
+            except SizeExprError as exc:
+                raise SpecError(str(self.path), f"args[{i}].value", str(exc)) from None
+        else:
+            value = ev(arg.value, f"args[{i}].value", minimum=-(1 << 63))
+        _check_scalar(self.name, arg, value, sizes)
+        return value
+
     def resolve(self, overrides: dict[str, int] | None = None, preset: str = "default") -> Resolved:
         """Every size, shape, launch dimension and scalar as a concrete number."""
         sizes = self.preset(preset)
@@ -288,18 +342,10 @@ class KernelSpec:
                     ev(d, f"args[{i}].shape[{j}]") for j, d in enumerate(arg.shape)
                 )
                 buffers.append(ResolvedBuffer(arg, shape))
-        scalars = []
-        for i, arg in enumerate(self.args):
-            if isinstance(arg, ScalarArg):
-                if DTYPES[arg.dtype][1] == "f":
-                    try:
-                        value: int | float = float(sizeexpr.evaluate(arg.value, env))
-                    except SizeExprError as exc:
-                        raise SpecError(where, f"args[{i}].value", str(exc)) from None
-                else:
-                    value = ev(arg.value, f"args[{i}].value", minimum=-(1 << 63))
-                _check_scalar(self.name, arg, value, sizes)
-                scalars.append((arg, value))
+        scalars = [(arg, self._scalar_at(i, arg, env, ev, sizes)) for i, arg in enumerate(self.args)
+                   if isinstance(arg, ScalarArg)]
+        tensormaps = tuple(_resolve_tensormap(self.name, i, arg, buffers, ev, sizes)
+                           for i, arg in enumerate(self.args) if isinstance(arg, TensorMapArg))
         steps = []
         for k, st in enumerate(self.steps or (Step(self.entry, tuple(a.name for a in self.args), self.launch),)):
             where_launch = f"steps[{k}].launch" if self.steps else "launch"
@@ -325,6 +371,7 @@ class KernelSpec:
             sizes=dict(sizes),
             buffers=tuple(buffers),
             scalars=tuple(scalars),
+            tensormaps=tensormaps,
             grid=grid,
             block=block,
             shared_mem=smem,
@@ -379,6 +426,34 @@ def _check_scalar(name: str, arg: ScalarArg, value: int | float, sizes: dict[str
                          f"{arg.dtype} ({lo} to {hi}); use a wider type or smaller sizes")
 
 
+def _resolve_tensormap(name: str, i: int, arg: TensorMapArg, buffers: list[ResolvedBuffer], ev: Any,
+                       sizes: dict[str, int]) -> ResolvedTensorMap:
+    """A tensor map at these sizes, held to what cuTensorMapEncodeTiled takes: refused here, with the
+    rule it breaks, rather than by the driver in the child."""
+    buf = next(b for b in buffers if b.arg.name == arg.buffer)  # the loader checked the name and the rank
+    tm = ResolvedTensorMap(arg, buf.arg.dtype, buf.shape, tuple(ev(b, f"args[{i}].box[{j}]") for j, b in enumerate(arg.box)))
+    size, at = DTYPES[tm.dtype][0], _sized(sizes)
+    for j, (box, dim) in enumerate(zip(tm.box, tm.shape)):
+        if box > TENSORMAP_MAX_BOX:
+            raise UsageError(f"{name}: tensor map {arg.name}: box[{j}] = {box}; TMA takes at most {TENSORMAP_MAX_BOX}")
+        if dim > 1 << 32:
+            raise UsageError(f"{name}: tensor map {arg.name}: {arg.buffer}'s dimension {j} is {dim:,} at {at}; TMA "
+                             "takes at most 2^32")
+    inner = tm.box[-1] * size
+    if inner % 16:
+        raise UsageError(f"{name}: tensor map {arg.name}: its box's rows are {inner} bytes ({tm.box[-1]} x {tm.dtype}); "
+                         "TMA needs a multiple of 16")
+    if arg.swizzle and inner > arg.swizzle:
+        raise UsageError(f"{name}: tensor map {arg.name}: its box's rows are {inner} bytes, more than its "
+                         f"{arg.swizzle}-byte swizzle; make box[{len(tm.box) - 1}] at most {arg.swizzle // size}")
+    for j, stride in enumerate(tm.strides):
+        if stride % 16 or stride >= 1 << 40:
+            dim = len(tm.shape) - 2 - j  # the dimension this stride steps, outermost first
+            raise UsageError(f"{name}: tensor map {arg.name}: one step of {arg.buffer}'s dimension {dim} is {stride:,} bytes "
+                             f"at {at}; TMA needs a multiple of 16 (below 2^40): pad the rows, or use sizes that give one")
+    return tm
+
+
 def _check_launch(name: str, where: str, step: ResolvedStep, sizes: dict[str, int]) -> None:
     for axis, (g, top) in enumerate(zip(step.grid, GRID_LIMITS)):
         if g > top:
@@ -425,6 +500,7 @@ class Resolved:
     bytes: int | None
     steps: tuple[ResolvedStep, ...] = ()  # every launch, in order (one for a single-kernel spec)
     rtol: float | None = None  # the tolerance at these sizes; None: the output dtype's default
+    tensormaps: tuple[ResolvedTensorMap, ...] = ()
     atol: float | None = None
     metric: str = "elementwise"
 
