@@ -21,7 +21,7 @@ from kprof.corpus.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
 from kprof.launch.job import Job, RunMode, TimingMode, target_of
 from kprof.measure import bench, ceilings
-from kprof.spec import BASELINES, Check, Fill, KernelSpec, Resolved, baseline, catalog
+from kprof.spec import BASELINES, Fill, KernelSpec, Resolved, baseline, catalog
 from kprof.spec.baseline import Baseline
 from kprof.spec.sweep import Sweep
 from kprof.stats import StopRule
@@ -71,12 +71,6 @@ def built(resolved: Resolved, arch: str | None = None) -> Prepared:
 def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
             preset: str = "default", arch: str | None = None, fills: tuple[tuple[str, Fill], ...] = ()) -> Prepared:
     return built(resolve(spec, sizes, params=params, preset=preset, fills=fills), arch)
-
-
-def prepare_check(spec: KernelSpec, check: Check, *, params: dict[str, str] | None = None,
-                  arch: str | None = None) -> Prepared:
-    """The spec at one of the sizes it checks, with that check's fills."""
-    return prepare(spec, dict(check.sizes), params=params, arch=arch, fills=check.fills)
 
 
 def builtin(name: str, arch: str | None = None) -> BuildResult:
