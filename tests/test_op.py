@@ -331,3 +331,34 @@ def test_an_array_not_16_byte_aligned_is_refused_in_one_line_on_every_path(fake)
             call()
         assert f"rmsnorm_onepass: {name} starts at an address that is not a multiple of 16 bytes" in str(info.value)
     assert len(launches) == n, "nothing launched"
+
+
+def test_a_tensor_map_is_encoded_innermost_first_as_the_driver_takes_it():
+    """encode_tensor_map's cuTensorMapEncodeTiled call, against a stand-in driver that records it: the
+    shape and box reversed (innermost first), the row strides in bytes, unit element strides, the swizzle
+    and data type by name, and the 128 bytes it returns."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from kprof.child.device import encode_tensor_map
+    from kprof.spec import ResolvedTensorMap, TensorMapArg
+
+    calls, blob = [], ctypes.create_string_buffer(bytes(range(128)), 128)
+
+    def enum(prefix):
+        return SimpleNamespace(**{f"{prefix}{n}": f"{prefix}{n}"
+                                  for n in ("NONE", "32B", "64B", "128B", "L2_128B", "BFLOAT16", "FLOAT32")})
+
+    drv = SimpleNamespace(
+        CUtensorMapDataType=enum("CU_TENSOR_MAP_DATA_TYPE_"), CUtensorMapInterleave=enum("CU_TENSOR_MAP_INTERLEAVE_"),
+        CUtensorMapSwizzle=enum("CU_TENSOR_MAP_SWIZZLE_"), CUtensorMapL2promotion=enum("CU_TENSOR_MAP_L2_PROMOTION_"),
+        CUtensorMapFloatOOBfill=SimpleNamespace(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE="oob-none"),
+        cuuint64_t=lambda v: ("u64", v), cuuint32_t=lambda v: ("u32", v),
+        cuTensorMapEncodeTiled=lambda *a: calls.append(a) or (0, SimpleNamespace(getPtr=lambda: ctypes.addressof(blob))))
+    tm = ResolvedTensorMap(TensorMapArg("ta", "A", ("BM", "BK"), 128), "bfloat16", (4096, 1000), (128, 64))
+    assert encode_tensor_map(drv, 0x7F0000000100, tm) == bytes(range(128))
+    (args,) = calls
+    assert args == ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, 0x7F0000000100, [("u64", 1000), ("u64", 4096)],
+                    [("u64", 2000)], [("u32", 64), ("u32", 128)], [("u32", 1), ("u32", 1)],
+                    "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
+                    "oob-none")
