@@ -122,6 +122,17 @@ def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
         assert found.status == "clean", (tool, found.findings)
 
 
+def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
+    """tests/data/kernels/wgmma_tile: C = A @ transpose(Bt) through two swizzled tensor maps and
+    wgmma.mma_async by descriptor (sm_90a), at its sizes and the awkward ones its spec checks."""
+    spec = spec_mod.load(data_dir / "kernels" / "wgmma_tile.yaml")
+    if why := spec.unsupported_on(build.detect_arch()):
+        pytest.skip(why)
+    every = [({}, "default"), ({}, "sanitize")] + [(dict(c.sizes), "default") for c in spec.checks]
+    results = launch.run_kernels([pipeline.prepare(spec, sizes, preset=p).job(RunMode()) for sizes, p in every])
+    assert all(r.ok for r in results), [r.checks for r in results]
+
+
 def test_hang_is_killed_at_the_timeout(data_dir):
     with pytest.raises(TargetError, match="did not finish within 8 s"):
         launch.run_kernel(_data_job(data_dir, "hang"), timeout=8)

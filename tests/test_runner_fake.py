@@ -1187,3 +1187,27 @@ def test_a_tensor_map_argument_is_encoded_for_its_buffer_and_passed_by_value(fak
         assert data["status"] == "ok", (sizes, data.get("error") or data.get("checks"))
     assert [shape for _, shape, _ in seen] == [(37, 100), (1, 4), (64, 256)]
     assert all(box == (8, 32) and ptr % 256 == 0 for ptr, _, box in seen)
+
+
+def test_two_swizzled_tensor_maps_reach_a_kernel_in_their_places(fake, monkeypatch, data_dir):
+    """tests/data/kernels/wgmma_tile: A's and Bt's tensor maps (128-byte swizzle) among eight arguments, each
+    encoded for its own buffer; the spec's reference (A @ transpose(Bt)) and scale tolerance take a product
+    computed from them at every checked size. (The wgmma code itself runs on Hopper only: tests/test_gpu.py.)"""
+    seen = []
+
+    def emulate(dev, args):
+        a, bt, ta, tb, c, m, n, k = args
+        for tmap, ptr, box in ((ta, a, (64, 64)), (tb, bt, (256, 64))):
+            at, rank = struct.unpack_from("<QI", tmap)
+            assert at == ptr and struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank) == box
+        seen.append((m, n, k))
+        A = _bf16_values(dev, a, m * k).reshape(m, k)
+        B = _bf16_values(dev, bt, n * k).reshape(n, k)
+        dev.view(c, np.float32)[: m * n] = (A @ B.T).astype(np.float32).ravel()
+
+    monkeypatch.setitem(FakeDevice.emulations, "wgmma_tile", emulate)
+    spec = spec_mod.load(data_dir / "kernels" / "wgmma_tile.yaml")
+    for sizes in [{}, spec.preset("sanitize")] + [dict(c.sizes) for c in spec.checks]:
+        data = run_job(fake, job_for(spec, sizes))
+        assert data["status"] == "ok", (sizes, data.get("error") or data.get("checks"))
+    assert seen == [(128, 512, 256), (70, 300, 104), (1, 1, 8), (200, 700, 520)]
