@@ -662,10 +662,10 @@ def test_the_attention_specs_verify_what_flash_attention_computes(fake, monkeypa
     """The float64 reference (attention_ref.py), the normwise tolerance and the CAUSAL define agree with
     the kernel's arithmetic (P rounded to bfloat16) at every checked size (with its fills: logits of
     about +-100 too); a causal mask one key late fails. (Of the CUDA code itself nothing is run here.)"""
-    causal = int(dict(catalog.load(name).defines)["CAUSAL"])
+    spec = catalog.load(name)
+    causal = int(dict(spec.defines)["CAUSAL"])
     assert causal == name.endswith("causal")
     monkeypatch.setitem(FakeDevice.emulations, "flash_attention", _attention(causal=causal))
-    spec = catalog.load(name)
     checks = [c for c in spec.checks if dict(c.sizes)["S"] <= 1000]
     assert any(c.fills for c in checks)
     for check in checks:

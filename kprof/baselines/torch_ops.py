@@ -15,7 +15,7 @@ the compile time is reported). Matrix products run with TF32 off (plain FP32, as
 | linear_bias_relu | linear_bias_relu (addmm, then relu), linear_bias_relu_lt (one cuBLASLt call, |
 | | bias and ReLU in its epilogue), linear_bias_relu_compiled |
 | flash_attention, flash_attention_causal | sdpa (the backend torch picks), sdpa_flash, sdpa_cudnn, |
-| | sdpa_efficient: held to one backend each (``_causal``: with ``is_causal``) |
+| | sdpa_efficient: held to one backend each; causal as the spec's CAUSAL define says |
 """
 
 from __future__ import annotations
@@ -108,47 +108,32 @@ softmax_compiled.prepare = _prepare(softmax)  # type: ignore[attr-defined]
 linear_bias_relu_compiled.prepare = _prepare(linear_bias_relu)  # type: ignore[attr-defined]
 
 
-def _sdpa(backend: str, causal: bool, Q: Any, K: Any, V: Any) -> Any:
-    """``F.scaled_dot_product_attention`` on (batch x heads, S, d) bfloat16 tensors held to one backend
-    (``torch.nn.attention.sdpa_kernel``: it raises where that backend cannot take these inputs), its
-    bfloat16 result widened to the spec's float32 O (a rounding of 2^-9, inside the spec's tolerance)."""
+def _sdpa(backend: str, Q: Any, K: Any, V: Any, causal: int) -> Any:
+    """``F.scaled_dot_product_attention`` on (batch x heads, S, d) bfloat16 tensors, causal as the spec's
+    CAUSAL define says, held to one backend (``torch.nn.attention.sdpa_kernel``: it raises where that
+    backend cannot take these inputs), its bfloat16 result widened to the spec's float32 O (a rounding of
+    2^-9, inside the spec's tolerance)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     if backend == "auto":  # the backend torch picks itself
-        return F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=causal)[0].float()
+        return F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=bool(causal))[0].float()
     chosen = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
               "efficient": SDPBackend.EFFICIENT_ATTENTION}[backend]
     with sdpa_kernel(chosen):
-        return F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=causal)[0].float()
+        return F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=bool(causal))[0].float()
 
 
-def sdpa(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("auto", False, Q, K, V)
+def sdpa(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+    return _sdpa("auto", Q, K, V, CAUSAL)
 
 
-def sdpa_causal(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("auto", True, Q, K, V)
+def sdpa_flash(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+    return _sdpa("flash", Q, K, V, CAUSAL)
 
 
-def sdpa_flash(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("flash", False, Q, K, V)
+def sdpa_cudnn(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+    return _sdpa("cudnn", Q, K, V, CAUSAL)
 
 
-def sdpa_cudnn(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("cudnn", False, Q, K, V)
-
-
-def sdpa_efficient(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("efficient", False, Q, K, V)
-
-
-def sdpa_flash_causal(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("flash", True, Q, K, V)
-
-
-def sdpa_cudnn_causal(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("cudnn", True, Q, K, V)
-
-
-def sdpa_efficient_causal(Q: Any, K: Any, V: Any) -> Any:
-    return _sdpa("efficient", True, Q, K, V)
+def sdpa_efficient(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+    return _sdpa("efficient", Q, K, V, CAUSAL)

@@ -172,7 +172,7 @@ def _python_baseline(spec: KernelSpec, text: str | None) -> str | None:
     if not pyref.is_stored(text):
         from kprof.spec import input_names
 
-        known = input_names(spec.args) | set(spec.size_names)
+        known = input_names(spec.args) | set(spec.size_names) | set(spec.numeric_defines())
         try:
             stored = pyref.check(text, Path.cwd(), known).stored()
         except ValueError as exc:

@@ -41,6 +41,7 @@ from kprof.spec.schema import (
     Step,
     TensorMapArg,
     Tolerance,
+    define_env,
 )
 
 _TOP_KEYS = {
@@ -158,6 +159,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         raise fail("notes", "must be a string")
     twin, twin_defines = _load_twin(data, path, fail)
     tolerance = _load_tolerance(data.get("tolerance"), fail, check_expr, args, known_sizes)
+    numeric = set(define_env(defines))  # what the runner passes a Python baseline besides sizes and inputs
     return KernelSpec(
         name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
         sizes=sizes, args=args, launch=launch,
@@ -168,8 +170,8 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
         defines=defines, nvcc_flags=tuple(flags),
         checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, args, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
-        baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, path.parent, fail),
-        baselines=_load_named_baselines(data.get("baselines"), args, {s.name for s in sizes}, path.parent, fail),
+        baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, numeric, path.parent, fail),
+        baselines=_load_named_baselines(data.get("baselines"), args, {s.name for s in sizes}, numeric, path.parent, fail),
         steps=steps, python=python, requires=_load_requires(data.get("requires"), fail),
     )  # fmt: skip
 
@@ -397,16 +399,17 @@ def _within(prefix: str, fail: Fail) -> Fail:
     return inner
 
 
-def _load_baseline(raw: Any, args: tuple[Arg, ...], sizes: set[str], folder: Path,
+def _load_baseline(raw: Any, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
                    fail: Fail, field: str = "baseline") -> str | None:
     """cublas_sgemm, another spec's name, or a Python callable (FILE.py:FUNCTION or
-    package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors."""
+    package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors (and
+    may take the sizes and the numeric defines, as the runner passes them: CAUSAL)."""
     if raw is None:
         return None
     from kprof.spec import pyref
 
     if isinstance(raw, str) and pyref.looks_like(raw):
-        known = input_names(args) | sizes
+        known = input_names(args) | sizes | defines
         try:
             return pyref.check(raw, folder, known).stored()
         except ValueError as exc:
@@ -422,7 +425,7 @@ def _load_baseline(raw: Any, args: tuple[Arg, ...], sizes: set[str], folder: Pat
     return raw
 
 
-def _load_named_baselines(raw: Any, args: tuple[Arg, ...], sizes: set[str], folder: Path,
+def _load_named_baselines(raw: Any, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
                           fail: Fail) -> tuple[tuple[str, str], ...]:
     """``baselines: {torch: kprof.baselines.torch_ops:rms_norm, torch.compile: ...}``: names that
     ``kprof bench --baseline NAME`` takes for this spec, each a baseline as ``baseline:`` takes one."""
@@ -435,7 +438,7 @@ def _load_named_baselines(raw: Any, args: tuple[Arg, ...], sizes: set[str], fold
         if not isinstance(name, str) or not _BASELINE_NAME.match(name) or name in ("auto", "none", CUBLAS_SGEMM):
             raise fail(f"baselines.{name}", "a name is lowercase letters, digits, '_', '.' or '-', up to 40, and "
                                             "not auto, none or cublas_sgemm")
-        stored = _load_baseline(value, args, sizes, folder, fail, field=f"baselines.{name}")
+        stored = _load_baseline(value, args, sizes, defines, folder, fail, field=f"baselines.{name}")
         if stored is None:
             raise fail(f"baselines.{name}", "is empty: name cublas_sgemm, another kernel spec, or a Python callable")
         out.append((name, stored))
