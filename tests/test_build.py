@@ -178,3 +178,8 @@ def test_a_define_the_source_sets_again_without_ifndef_is_refused_with_the_line_
         build.build(spec, "sm_90")
     with pytest.raises(SpecError, match="BQ=64 would not reach"):
         build.build(spec.with_defines({"BQ": "64"}), "sm_90")
+    # a local header the source includes counts too
+    (tmp_path / "tile.h").write_text("#define HD 32\n")
+    (tmp_path / "k.cu").write_text('#include "tile.h"\n' + text.replace("#define BQ 64", "#define BQ_ 64"))
+    with pytest.raises(SpecError, match=r"defines.HD: tile.h line 1 sets HD itself \(#define HD 32\), so HD=64"):
+        build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")

@@ -306,19 +306,17 @@ def nvcc_version(nvcc: str) -> str:
     return lines[-1] if lines else done.stdout
 
 
-def _check_defines_reach(spec: KernelSpec) -> None:
-    """A define of the spec (or of ``--param``) that the source sets again without ``#ifndef`` would be
-    overridden there, nvcc saying no more than a warning: refused, with the line to guard."""
-    if not spec.defines or inputs.regular_file_error(spec.source) is not None:
-        return  # a missing source is nvcc's error to report, with its name
-    text = inputs.read_text(spec.source, "the kernel's source", limit=MAX_SOURCE_BYTES)
+def _check_defines_reach(spec: KernelSpec, sources: list[tuple[Path, bytes]]) -> None:
+    """A define of the spec (or of ``--param``) that the source or a local header sets again without
+    ``#ifndef`` would be overridden there, nvcc saying no more than a warning: refused, with the line to
+    guard. ``sources``: what :func:`_local_sources` read (a missing source is nvcc's error to report)."""
     values = dict(spec.defines)
-    for name, line, code in cusource.unguarded_defines(text, set(values))[:1]:
-        raise SpecError(str(spec.path), f"defines.{name}",
-                        f"{spec.source.name} line {line} sets {name} itself ({inputs.one_line(code)[:60]}), so "
-                        f"{name}={values[name]} would not reach the kernel: put that line inside "
-                        f"#ifndef {name} ... #endif")
-
+    for path, data in sources if values else ():
+        for name, line, code in cusource.unguarded_defines(data.decode("utf-8", errors="replace"), set(values))[:1]:
+            raise SpecError(str(spec.path), f"defines.{name}",
+                            f"{path.name} line {line} sets {name} itself ({inputs.one_line(code)[:60]}), so "
+                            f"{name}={values[name]} would not reach the kernel: put that line inside "
+                            f"#ifndef {name} ... #endif")
 
 def build(
     spec: KernelSpec,
@@ -338,11 +336,12 @@ def build(
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, "", ())
     merged = dict(spec.defines)
-    _check_defines_reach(spec)
+    sources = _local_sources(spec.source)  # read once: the defines' check and the cache key
+    _check_defines_reach(spec, sources)
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     compiler = compiler_for(target)
-    key = _cache_key(spec, compiler, target, tuple(merged.items()))
+    key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
     if shaken:
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
     cubin = folder / f"{spec.name[:64]}-{target}-{key}.cubin"  # the key tells long names apart
@@ -400,13 +399,14 @@ def build(
         tmp.unlink(missing_ok=True)
 
 
-def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[tuple[str, str], ...]) -> str:
+def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[tuple[str, str], ...],
+               sources: list[tuple[Path, bytes]]) -> str:
     """What names a build in the cache: the compiler, its arguments, the source and its local headers."""
     key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, defines, spec.nvcc_flags)
     digest = hashlib.sha256()
     digest.update(compiler.key.encode())
     digest.update("\0".join(key_argv).encode())
-    for path, data in _local_sources(spec.source):
+    for path, data in sources:
         digest.update(str(path).encode() + b"\0" + data)
     return digest.hexdigest()[:20]
 
