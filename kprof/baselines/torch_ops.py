@@ -61,6 +61,11 @@ def mm_bf16(A: Any, B: Any) -> Any:
         return (A @ B).float()
 
 
+def mm_bf16_nt(A: Any, Bt: Any) -> Any:
+    """A @ Bt^T as :func:`mm_bf16` computes it, Bt given N x K (cuBLAS reads the transpose in place: no copy)."""
+    return mm_bf16(A, Bt.t())
+
+
 def linear_bias_relu(x: Any, W: Any, b: Any) -> Any:
     return torch.relu(torch.addmm(b, x, W))
 
