@@ -1211,3 +1211,65 @@ def test_two_swizzled_tensor_maps_reach_a_kernel_in_their_places(fake, monkeypat
         data = run_job(fake, job_for(spec, sizes))
         assert data["status"] == "ok", (sizes, data.get("error") or data.get("checks"))
     assert seen == [(128, 512, 256), (70, 300, 104), (1, 1, 8), (200, 700, 520)]
+
+
+def _wgmma_schedule(grid, defines, m, n, k):
+    """kernels/wgmma_matmul.cu's walk over the tiles, in Python: block b takes tiles b, b + gridDim.x, ...,
+    tile t at the origin ``tile_origin`` gives it (GROUP tile rows a group, column by column within it)."""
+    bm, bn, group = defines["BM"], defines["BN"], defines["GROUP"]
+    tiles_m, tiles_n = -(-m // bm), -(-n // bn)
+    out = {}
+    for block in range(grid[0]):
+        for t in range(block, tiles_m * tiles_n, grid[0]):
+            per_group, first = group * tiles_n, (t // (group * tiles_n)) * group
+            rows, r = min(tiles_m - first, group), t % per_group
+            out.setdefault(((first + r % rows) * bm, (r // rows) * bn), []).append(block)
+    return out
+
+
+def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monkeypatch):
+    """kernels/wgmma_matmul on the fake device, its persistent schedule in NumPy: the grid its spec launches
+    (at most SMS blocks), each block's tiles in the kernel's grouped order, each tile a box of A and Bt that
+    TMA fills with zeros past the edges and a store within M x N. Every tile is taken by exactly one block,
+    the blocks share them evenly, and the spec's reference and scale tolerance pass the result; a tile the
+    walk missed would leave the poisoned output. (The wgmma code runs on Hopper only: tests/test_gpu.py.)"""
+    spec = catalog.load("wgmma_matmul")
+    defines = {k: int(v) for k, v in spec.defines}
+    launches, walks = [], []
+
+    def record(self, func, grid, block, shared_mem, args, stream=0):
+        launches.append((grid, block, shared_mem))
+        return FakeDevice.launch.__wrapped__(self, func, grid, block, shared_mem, args, stream)
+
+    record.__wrapped__ = FakeDevice.launch
+    monkeypatch.setattr(FakeDevice, "launch", record)
+
+    def emulate(dev, args):
+        a, bt, ta, tb, c, m, n, k = args
+        for tmap, ptr, box in ((ta, a, (defines["BM"], defines["BK"])), (tb, bt, (defines["BN"], defines["BK"]))):
+            at, rank = struct.unpack_from("<QI", tmap)
+            assert at == ptr and struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank) == box
+        grid, block, shared = launches[-1]
+        assert block[0] == 128 * (defines["BM"] // 64 + 1) and grid[0] <= defines["SMS"]
+        assert shared >= defines["STAGES"] * (defines["BM"] + defines["BN"]) * defines["BK"] * 2 + 1024
+        A = _bf16_values(dev, a, m * k).reshape(m, k)
+        B = _bf16_values(dev, bt, n * k).reshape(n, k)
+        out = dev.view(c, np.float32)[: m * n].reshape(m, n)
+        walk = _wgmma_schedule(grid, defines, m, n, k)
+        for (m0, n0), _ in walk.items():
+            out[m0:m0 + defines["BM"], n0:n0 + defines["BN"]] = A[m0:m0 + defines["BM"]] @ B[n0:n0 + defines["BN"]].T
+        walks.append((m, n, grid[0], walk))
+
+    monkeypatch.setitem(FakeDevice.emulations, "wgmma_matmul", emulate)
+    checks = [dict(c.sizes) for c in spec.checks]
+    every = [spec.preset("sanitize")] + [s for s in checks if s["M"] * s["N"] * s["K"] < 1e9]  # not 4096^3 on a CPU
+    for sizes in every:
+        data = run_job(fake, job_for(spec, sizes))
+        assert data["status"] == "ok", (sizes, data.get("error") or data.get("checks"))
+    assert len(walks) == len(every)
+    for m, n, blocks, walk in walks:
+        tiles = -(-m // defines["BM"]) * -(-n // defines["BN"])
+        assert len(walk) == tiles and all(len(b) == 1 for b in walk.values()), (m, n)  # each tile once
+        per_block = np.bincount([b[0] for b in walk.values()], minlength=blocks)
+        assert blocks == min(tiles, defines["SMS"]) and per_block.max() - per_block.min() <= 1, (m, n)
+    assert any(len(walk) > blocks for _, _, blocks, walk in walks)  # a check where blocks take two tiles
