@@ -5,7 +5,9 @@
 // free up), warpgroups 1 and 2 the consumers (each the m64 half of a BM x BN = 128 x 256 tile, four
 // m64n256k16 steps a 64-deep slice, 128 float32 accumulators a thread). Persistent: gridDim.x blocks
 // (SMS, one per SM) walk the tiles in groups of GROUP tile rows (L2 reuse); the ring runs on across
-// tiles, so the producer loads the next tile's slices while the consumers store the last one.
+// tiles, so the producer loads the next tile's slices while the consumers store the last one. CLUSTER 2:
+// two CTAs of a cluster take adjacent tiles of a column, and each loads half of B's tile into both (TMA
+// multicast), so a slot is free only when the consumers of both have read it.
 // The tile past M, N or K arrives as zeros; C is stored within M x N. K must make rows of 16 bytes
 // (a multiple of 8): kprof refuses other sizes at resolve time, as TMA would.
 #ifndef BM
@@ -25,6 +27,9 @@
 #endif
 #ifndef GROUP
 #define GROUP 8  // tile rows a group walks before the next column of tiles
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1  // CTAs a cluster: CLUSTER adjacent tiles of a column share B's tile, each loading 1 / CLUSTER of it for all (TMA multicast)
 #endif
 #define CONSUMERS (BM / 64)
 
@@ -74,15 +79,49 @@ __device__ __forceinline__ void wgmma_256(float (&d)[128], unsigned long long da
                  : "l"(da), "l"(db));
 }
 
-// Tile `t` of the grouped order: GROUP tile rows at a time, column by column within the group.
-__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& m0, int& n0) {
+#if CLUSTER > 1
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+// Every thread of the cluster: what each did before (a barrier's init, its last reads), seen by all after.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// An arrival on the barrier at the same place in the shared memory of the cluster's CTA `rank`.
+__device__ __forceinline__ void bar_arrive_at(unsigned bar, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
+// The box, written at `dst` in every CTA of `mask`, completing on each one's barrier at `bar`.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap* map, int inner, int outer, unsigned bar,
+                                                      unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(inner), "r"(outer), "r"(bar), "h"(mask)
+                 : "memory");
+}
+#endif
+
+// Tile `t` of the grouped order: GROUP tile rows at a time, column by column within the group (a tile
+// row here is a cluster's: CLUSTER x BM rows, rank r's BM of them from BM r).
+__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int rank, int& m0, int& n0) {
     const int per_group = GROUP * tiles_n, first = (t / per_group) * GROUP;
     const int rows = min(tiles_m - first, GROUP), r = t % per_group;
-    m0 = (first + r % rows) * BM;
+    m0 = ((first + r % rows) * CLUSTER + rank) * BM;
     n0 = (r / rows) * BN;
 }
 
-extern "C" __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) wgmma_matmul(
+extern "C" __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+#if CLUSTER > 1
+__cluster_dims__(CLUSTER, 1, 1)
+#endif
+wgmma_matmul(
     const unsigned short* A, const unsigned short* Bt, const __grid_constant__ TensorMap tA,
     const __grid_constant__ TensorMap tB, float* __restrict__ C, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -95,79 +134,100 @@ extern "C" __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) wgmma_mat
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             bar_init(full + 8 * s, 1);  // the producer's arrival, and the slice's bytes
-            bar_init(empty + 8 * s, CONSUMERS);  // one arrival from each consumer warpgroup
+            bar_init(empty + 8 * s, CONSUMERS * CLUSTER);  // one arrival from each consumer warpgroup of the cluster
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // the inits, seen by the copy engine
     }
+#if CLUSTER > 1
+    cluster_sync();  // every CTA's barriers ready before any other CTA's copies or arrivals reach them
+    const int rank = cluster_rank();
+#else
     __syncthreads();
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
-    const int slices = (K + BK - 1) / BK;
+    const int rank = 0;
+#endif
+    const int tiles_m = (M + BM * CLUSTER - 1) / (BM * CLUSTER), tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+    const int slices = (K + BK - 1) / BK, first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
     if (wg == 0) {  // the producer: one thread keeps the ring full
         if (threadIdx.x == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            for (int t = first; t < tiles; t += step) {
                 int m0, n0;
-                tile_origin(t, tiles_m, tiles_n, m0, n0);
+                tile_origin(t, tiles_m, tiles_n, rank, m0, n0);
                 for (int k = 0; k < slices; ++k, ++it) {
                     const int s = it % STAGES;
-                    if (it >= STAGES) bar_wait(empty + 8 * s, (it / STAGES - 1) & 1);  // both consumers are done with it
+                    if (it >= STAGES) bar_wait(empty + 8 * s, (it / STAGES - 1) & 1);  // every consumer is done with it
                     bar_expect(full + 8 * s, (BM + BN) * BK * 2);
                     tma_load_2d(ring_a + s * BM * BK * 2, &tA, k * BK, m0, full + 8 * s);  // innermost first: k, then the row
-                    tma_load_2d(ring_b + s * BN * BK * 2, &tB, k * BK, n0, full + 8 * s);
-                }
-            }
-        }
-        return;
-    }
-    // A consumer: rows 64 (wg - 1) .. of each tile
-    const int half = (wg - 1) * 64;
-    const int warp = (threadIdx.x % 128) / 32, g = (threadIdx.x % 32) / 4, q = threadIdx.x % 4;
-    int it = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int m0, n0;
-        tile_origin(t, tiles_m, tiles_n, m0, n0);
-        float d[128];
-#pragma unroll
-        for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-        for (int k = 0; k < slices; ++k, ++it) {
-            const int s = it % STAGES;
-            bar_wait(full + 8 * s, (it / STAGES) & 1);  // the slice has landed
-            const unsigned a = ring_a + s * BM * BK * 2 + half * BK * 2, b = ring_b + s * BN * BK * 2;
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk)  // 16 of K a step: 32 bytes into each swizzled row
-                wgmma_256(d, desc_sw128(a + kk * 32), desc_sw128(b + kk * 32));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#if PIPE
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the slice before this one is read
-            if (k > 0 && threadIdx.x % 128 == 0) bar_arrive(empty + 8 * ((it - 1) % STAGES));
+#if CLUSTER > 1
+                    tma_load_2d_multicast(ring_b + s * BN * BK * 2 + rank * (BN / CLUSTER) * BK * 2, &tB, k * BK,
+                                          n0 + rank * (BN / CLUSTER), full + 8 * s, (1 << CLUSTER) - 1);
 #else
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (threadIdx.x % 128 == 0) bar_arrive(empty + 8 * s);  // this warpgroup has read the slot
+                    tma_load_2d(ring_b + s * BN * BK * 2, &tB, k * BK, n0, full + 8 * s);
 #endif
+                }
+            }
         }
-#if PIPE
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");  // the accumulators are final
-        if (slices > 0 && threadIdx.x % 128 == 0) bar_arrive(empty + 8 * ((it - 1) % STAGES));
+    } else {
+        // A consumer: rows 64 (wg - 1) .. of each tile; a slot it has read is released to every CTA of the cluster
+        const int half = (wg - 1) * 64;
+        const int warp = (threadIdx.x % 128) / 32, g = (threadIdx.x % 32) / 4, q = threadIdx.x % 4;
+        const auto release = [&](unsigned bar) {  // one arrival a warpgroup on the barrier of each CTA of the cluster
+#if CLUSTER > 1
+            if (threadIdx.x % 128 < CLUSTER) bar_arrive_at(bar, threadIdx.x % 128);
+#else
+            if (threadIdx.x % 128 == 0) bar_arrive(bar);
 #endif
-        // The accumulators as mma.sync's m16n8 fragments side by side: warp w holds rows 16w .. 16w + 15
-        const int row0 = m0 + half + warp * 16 + g;
+        };
+        int it = 0;
+        for (int t = first; t < tiles; t += step) {
+            int m0, n0;
+            tile_origin(t, tiles_m, tiles_n, rank, m0, n0);
+            float d[128];
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            const int col = n0 + j * 8 + 2 * q;
+            for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+            for (int k = 0; k < slices; ++k, ++it) {
+                const int s = it % STAGES;
+                bar_wait(full + 8 * s, (it / STAGES) & 1);  // the slice has landed
+                const unsigned a = ring_a + s * BM * BK * 2 + half * BK * 2, b = ring_b + s * BN * BK * 2;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = row0 + 8 * h;
-                if (row >= M) continue;
-                float* out = C + (size_t)row * N + col;
-                if (col + 1 < N && (N & 1) == 0) {
-                    *reinterpret_cast<float2*>(out) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-                } else {
-                    if (col < N) out[0] = d[4 * j + 2 * h];
-                    if (col + 1 < N) out[1] = d[4 * j + 2 * h + 1];
+                for (int kk = 0; kk < BK / 16; ++kk)  // 16 of K a step: 32 bytes into each swizzled row
+                    wgmma_256(d, desc_sw128(a + kk * 32), desc_sw128(b + kk * 32));
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#if PIPE
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the slice before this one is read
+                if (k > 0) release(empty + 8 * ((it - 1) % STAGES));
+#else
+                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+                release(empty + 8 * s);  // this warpgroup has read the slot
+#endif
+            }
+#if PIPE
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");  // the accumulators are final
+            if (slices > 0) release(empty + 8 * ((it - 1) % STAGES));
+#endif
+            // The accumulators as mma.sync's m16n8 fragments side by side: warp w holds rows 16w .. 16w + 15
+            const int row0 = m0 + half + warp * 16 + g;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = n0 + j * 8 + 2 * q;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = row0 + 8 * h;
+                    if (row >= M) continue;
+                    float* out = C + (size_t)row * N + col;
+                    if (col + 1 < N && (N & 1) == 0) {
+                        *reinterpret_cast<float2*>(out) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                    } else {
+                        if (col < N) out[0] = d[4 * j + 2 * h];
+                        if (col + 1 < N) out[1] = d[4 * j + 2 * h + 1];
+                    }
                 }
             }
         }
     }
+#if CLUSTER > 1
+    cluster_sync();  // no CTA leaves while another's copies or arrivals may still reach its shared memory
+#endif
 #endif
 }

@@ -133,6 +133,20 @@ def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
     assert all(r.ok for r in results), [r.checks for r in results]
 
 
+@pytest.mark.parametrize("params", [{"CLUSTER": "2"}, {"PIPE": "0"}], ids=["CLUSTER2", "PIPE0"])
+def test_wgmma_matmul_variants_verify_at_every_checked_size(params):
+    """kernels/wgmma_matmul with clusters of two (B's tile multicast by TMA, slots released to both CTAs)
+    and with no wgmma group left in flight: each at its sanitize size and every size its spec checks."""
+    spec = catalog.load("wgmma_matmul")
+    if why := spec.unsupported_on(build.detect_arch()):
+        pytest.skip(why)
+    every = [(spec.preset("sanitize"), ())] + [(dict(c.sizes), c.fills) for c in spec.checks]
+    results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
+                                  for sizes, fills in every])
+    wrong = [f"{sizes}: {[c['message'] for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
+    assert not wrong, f"wgmma_matmul {params} fails at " + "; ".join(wrong)
+
+
 def test_hang_is_killed_at_the_timeout(data_dir):
     with pytest.raises(TargetError, match="did not finish within 8 s"):
         launch.run_kernel(_data_job(data_dir, "hang"), timeout=8)

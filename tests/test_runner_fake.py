@@ -1214,27 +1214,31 @@ def test_two_swizzled_tensor_maps_reach_a_kernel_in_their_places(fake, monkeypat
 
 
 def _wgmma_schedule(grid, defines, m, n, k):
-    """kernels/wgmma_matmul.cu's walk over the tiles, in Python: block b takes tiles b, b + gridDim.x, ...,
-    tile t at the origin ``tile_origin`` gives it (GROUP tile rows a group, column by column within it)."""
-    bm, bn, group = defines["BM"], defines["BN"], defines["GROUP"]
-    tiles_m, tiles_n = -(-m // bm), -(-n // bn)
+    """kernels/wgmma_matmul.cu's walk over the tiles, in Python: cluster c (blocks c CLUSTER .. , rank r
+    the r-th) takes cluster tiles c, c + its count, ..., at the origin ``tile_origin`` gives it (GROUP cluster
+    tile rows a group, column by column within it; rank r the r-th BM rows of the cluster's). A tile wholly
+    past M is a rank's share of a cluster's that it loads and stores nothing of."""
+    bm, bn, group, cluster = defines["BM"], defines["BN"], defines["GROUP"], defines["CLUSTER"]
+    tiles_m, tiles_n = -(-m // (bm * cluster)), -(-n // bn)
     out = {}
     for block in range(grid[0]):
-        for t in range(block, tiles_m * tiles_n, grid[0]):
+        rank, step = block % cluster, grid[0] // cluster
+        for t in range(block // cluster, tiles_m * tiles_n, step):
             per_group, first = group * tiles_n, (t // (group * tiles_n)) * group
             rows, r = min(tiles_m - first, group), t % per_group
-            out.setdefault(((first + r % rows) * bm, (r // rows) * bn), []).append(block)
+            out.setdefault((((first + r % rows) * cluster + rank) * bm, (r // rows) * bn), []).append(block)
     return out
 
 
-def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monkeypatch):
+@pytest.mark.parametrize("cluster", ["1", "2"])
+def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monkeypatch, cluster):
     """kernels/wgmma_matmul on the fake device, its persistent schedule in NumPy: the grid its spec launches
     (at most SMS blocks), each block's tiles in the kernel's grouped order, each tile a box of A and Bt that
     TMA fills with zeros past the edges and a store within M x N. Every tile is taken by exactly one block,
     the blocks share them evenly, and the spec's reference and scale tolerance pass the result; a tile the
     walk missed would leave the poisoned output. (The wgmma code runs on Hopper only: tests/test_gpu.py.)"""
     spec = catalog.load("wgmma_matmul")
-    defines = {k: int(v) for k, v in spec.defines}
+    defines = {k: int(v) for k, v in spec.defines} | {"CLUSTER": int(cluster)}
     launches, walks = [], []
 
     def record(self, func, grid, block, shared_mem, args, stream=0):
@@ -1246,7 +1250,7 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
 
     def emulate(dev, args):
         a, bt, ta, tb, c, m, n, k = args
-        for tmap, ptr, box in ((ta, a, (defines["BM"], defines["BK"])), (tb, bt, (defines["BN"], defines["BK"]))):
+        for tmap, ptr, box in ((ta, a, (defines["BM"], defines["BK"])), (tb, bt, (defines["BN"] // defines["CLUSTER"], defines["BK"]))):
             at, rank = struct.unpack_from("<QI", tmap)
             assert at == ptr and struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank) == box
         grid, block, shared = launches[-1]
@@ -1264,12 +1268,16 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
     checks = [dict(c.sizes) for c in spec.checks]
     every = [spec.preset("sanitize")] + [s for s in checks if s["M"] * s["N"] * s["K"] < 1e9]  # not 4096^3 on a CPU
     for sizes in every:
-        data = run_job(fake, job_for(spec, sizes))
+        data = run_job(fake, job_for(spec, sizes, params={"CLUSTER": cluster}))
         assert data["status"] == "ok", (sizes, data.get("error") or data.get("checks"))
     assert len(walks) == len(every)
+    cluster = defines["CLUSTER"]
     for m, n, blocks, walk in walks:
+        inside = {o: b for o, b in walk.items() if o[0] < m}
         tiles = -(-m // defines["BM"]) * -(-n // defines["BN"])
-        assert len(walk) == tiles and all(len(b) == 1 for b in walk.values()), (m, n)  # each tile once
+        assert len(inside) == tiles and all(len(b) == 1 for b in walk.values()), (m, n)  # each tile once
         per_block = np.bincount([b[0] for b in walk.values()], minlength=blocks)
-        assert blocks == min(tiles, defines["SMS"]) and per_block.max() - per_block.min() <= 1, (m, n)
+        cluster_tiles = -(-m // (defines["BM"] * cluster)) * -(-n // defines["BN"])
+        assert blocks == cluster * min(cluster_tiles, defines["SMS"] // cluster), (m, n)
+        assert per_block.max() - per_block.min() <= 1, (m, n)
     assert any(len(walk) > blocks for _, _, blocks, walk in walks)  # a check where blocks take two tiles
