@@ -204,7 +204,7 @@ wgmma_matmul(
             }
 #if PIPE
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");  // the accumulators are final
-            if (slices > 0) release(empty + 8 * ((it - 1) % STAGES));
+            release(empty + 8 * ((it - 1) % STAGES));  // K >= 1: a tile has a slice at least
 #endif
             // The accumulators as mma.sync's m16n8 fragments side by side: warp w holds rows 16w .. 16w + 15
             const int row0 = m0 + half + warp * 16 + g;
@@ -216,7 +216,7 @@ wgmma_matmul(
                     const int row = row0 + 8 * h;
                     if (row >= M) continue;
                     float* out = C + (size_t)row * N + col;
-                    if (col + 1 < N && (N & 1) == 0) {
+                    if ((N & 1) == 0 && col < N) {  // col and N even: col + 1 < N too, 8-byte aligned
                         *reinterpret_cast<float2*>(out) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
                     } else {
                         if (col < N) out[0] = d[4 * j + 2 * h];
