@@ -362,3 +362,13 @@ def test_a_tensor_map_is_encoded_innermost_first_as_the_driver_takes_it():
                     [("u64", 2000)], [("u32", 64), ("u32", 128)], [("u32", 1), ("u32", 1)],
                     "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
                     "oob-none")
+
+
+def test_every_tensor_map_dtype_names_a_driver_data_type():
+    """encode_tensor_map names the driver's data type by the dtype in capitals: each dtype a spec's tensor
+    map may describe has that name in the installed cuda-bindings (importable without a GPU)."""
+    driver = pytest.importorskip("cuda.bindings.driver")
+    from kprof.spec.schema import TENSORMAP_DTYPES
+
+    missing = [d for d in TENSORMAP_DTYPES if not hasattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{d.upper()}")]
+    assert not missing, missing

@@ -1213,7 +1213,7 @@ def test_two_swizzled_tensor_maps_reach_a_kernel_in_their_places(fake, monkeypat
     assert seen == [(128, 512, 256), (70, 300, 104), (1, 1, 8), (200, 700, 520)]
 
 
-def _wgmma_schedule(grid, defines, m, n, k):
+def _wgmma_schedule(grid, defines, m, n):
     """kernels/wgmma_matmul.cu's walk over the tiles, in Python: cluster c (blocks c CLUSTER .. , rank r
     the r-th) takes cluster tiles c, c + its count, ..., at the origin ``tile_origin`` gives it (GROUP cluster
     tile rows a group, column by column within it; rank r the r-th BM rows of the cluster's). A tile wholly
@@ -1239,13 +1239,12 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
     walk missed would leave the poisoned output. (The wgmma code runs on Hopper only: tests/test_gpu.py.)"""
     spec = catalog.load("wgmma_matmul")
     defines = {k: int(v) for k, v in spec.defines} | {"CLUSTER": int(cluster)}
-    launches, walks = [], []
+    launches, walks, real = [], [], FakeDevice.launch
 
     def record(self, func, grid, block, shared_mem, args, stream=0):
         launches.append((grid, block, shared_mem))
-        return FakeDevice.launch.__wrapped__(self, func, grid, block, shared_mem, args, stream)
+        return real(self, func, grid, block, shared_mem, args, stream)
 
-    record.__wrapped__ = FakeDevice.launch
     monkeypatch.setattr(FakeDevice, "launch", record)
 
     def emulate(dev, args):
@@ -1259,7 +1258,7 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
         A = _bf16_values(dev, a, m * k).reshape(m, k)
         B = _bf16_values(dev, bt, n * k).reshape(n, k)
         out = dev.view(c, np.float32)[: m * n].reshape(m, n)
-        walk = _wgmma_schedule(grid, defines, m, n, k)
+        walk = _wgmma_schedule(grid, defines, m, n)
         for (m0, n0), _ in walk.items():
             out[m0:m0 + defines["BM"], n0:n0 + defines["BN"]] = A[m0:m0 + defines["BM"]] @ B[n0:n0 + defines["BN"]].T
         walks.append((m, n, grid[0], walk))

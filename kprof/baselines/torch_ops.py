@@ -118,13 +118,13 @@ def _sdpa(backend: str, Q: Any, K: Any, V: Any, causal: int) -> Any:
     CAUSAL define says, held to one backend (``torch.nn.attention.sdpa_kernel``: it raises where that
     backend cannot take these inputs), its bfloat16 result widened to the spec's float32 O (a rounding of
     2^-9, inside the spec's tolerance)."""
+    from contextlib import nullcontext
+
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    if backend == "auto":  # the backend torch picks itself
-        return F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=bool(causal))[0].float()
-    chosen = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
-              "efficient": SDPBackend.EFFICIENT_ATTENTION}[backend]
-    with sdpa_kernel(chosen):
+    held = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+            "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    with sdpa_kernel(held[backend]) if backend in held else nullcontext():  # "auto": the backend torch picks
         return F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=bool(causal))[0].float()
 
 

@@ -58,6 +58,7 @@ def unguarded_defines(text: str, names: set[str]) -> list[tuple[str, int, str]]:
     define the spec or ``--param`` sets that this line would override. (name, line, the line's text)."""
     stack: list[str] = []  # the open conditions: the name each one guards, or ""
     out = []
+    lines = text.splitlines()
     for number, line in enumerate(blank_comments(text).splitlines(), 1):
         m = _DIRECTIVE.match(line)
         if m is None:
@@ -77,5 +78,5 @@ def unguarded_defines(text: str, names: set[str]) -> list[tuple[str, int, str]]:
         elif word == "define":
             name = re.match(r"(\w+)", rest)
             if name and name.group(1) in names and name.group(1) not in stack:
-                out.append((name.group(1), number, text.splitlines()[number - 1].strip()))
+                out.append((name.group(1), number, lines[number - 1].strip()))
     return out

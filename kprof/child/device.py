@@ -134,16 +134,15 @@ def launch(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int
 
 
 TENSORMAP_BYTES = 128  # CU_TENSOR_MAP_NUM_QWORDS x 8
-_TENSORMAP_TYPES = {"uint8": "UINT8", "int32": "INT32", "uint32": "UINT32", "int64": "INT64", "uint64": "UINT64",
-                    "float16": "FLOAT16", "bfloat16": "BFLOAT16", "float32": "FLOAT32", "float64": "FLOAT64"}
 
 
 def encode_tensor_map(drv: Any, ptr: int, tm: Any) -> bytes:
-    """cuTensorMapEncodeTiled for :meth:`Device.tensor_map` (the spec's rules were checked at resolve time)."""
+    """cuTensorMapEncodeTiled for :meth:`Device.tensor_map` (the spec's rules were checked at resolve time;
+    each of ``kprof.spec.schema.TENSORMAP_DTYPES`` is the driver's data type of its name in capitals)."""
     rank = len(tm.shape)
     swizzle = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[tm.arg.swizzle]
     tmap = check("cuTensorMapEncodeTiled", drv.cuTensorMapEncodeTiled(
-        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_TENSORMAP_TYPES[tm.dtype]}"), rank, ptr,
+        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{tm.dtype.upper()}"), rank, ptr,
         [drv.cuuint64_t(d) for d in reversed(tm.shape)], [drv.cuuint64_t(s) for s in tm.strides],
         [drv.cuuint32_t(b) for b in reversed(tm.box)], [drv.cuuint32_t(1)] * rank,
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
