@@ -133,18 +133,26 @@ def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
     assert all(r.ok for r in results), [r.checks for r in results]
 
 
-@pytest.mark.parametrize("params", [{"CLUSTER": "2"}, {"PIPE": "0"}], ids=["CLUSTER2", "PIPE0"])
-def test_wgmma_matmul_variants_verify_at_every_checked_size(params):
-    """kernels/wgmma_matmul with clusters of two (B's tile multicast by TMA, slots released to both CTAs)
-    and with no wgmma group left in flight: each at its sanitize size and every size its spec checks."""
-    spec = catalog.load("wgmma_matmul")
+# The Hopper kernels' variants that their default size does not run: wgmma_matmul with clusters of two (B's
+# tile multicast by TMA, slots released to both CTAs) and with no wgmma group left in flight; the
+# attention kernels at head dimension 64, with one and three consumer warpgroups, with tiles of 64 keys.
+HOPPER_VARIANTS = [("wgmma_matmul", {"CLUSTER": "2"}), ("wgmma_matmul", {"PIPE": "0"})]
+HOPPER_VARIANTS += [(name, params) for name in ("wgmma_attention", "wgmma_attention_causal")
+                    for params in ({"HD": "64"}, {"BQ": "64"}, {"BQ": "192", "HD": "64"}, {"BKV": "64", "STAGES": "3"})]
+
+
+@pytest.mark.parametrize("name, params", [pytest.param(n, p, id=f"{n}[{','.join(f'{k}{v}' for k, v in p.items())}]")
+                                          for n, p in HOPPER_VARIANTS])
+def test_hopper_variants_verify_at_every_checked_size(name, params):
+    """Each variant at its sanitize size and every size its spec checks, in one child."""
+    spec = catalog.load(name)
     if why := spec.unsupported_on(build.detect_arch()):
         pytest.skip(why)
     every = [(spec.preset("sanitize"), ())] + [(dict(c.sizes), c.fills) for c in spec.checks]
     results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
                                   for sizes, fills in every])
     wrong = [f"{sizes}: {[c['message'] for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
-    assert not wrong, f"wgmma_matmul {params} fails at " + "; ".join(wrong)
+    assert not wrong, f"{name} {params} fails at " + "; ".join(wrong)
 
 
 def test_hang_is_killed_at_the_timeout(data_dir):
