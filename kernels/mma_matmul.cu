@@ -28,6 +28,12 @@
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef GROUP
+#define GROUP 1  // rows of tiles the blocks walk before the next column of tiles (L2 reuse); 1: row by row
+#endif
+#ifndef MINB
+#define MINB 1  // blocks an SM that __launch_bounds__ asks registers for
+#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define APAD (BK + 8)  // a row of an A slice in shared memory, elements
@@ -98,14 +104,17 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) mma_matmul(const unsigned short* __restrict__ A,
+extern "C" __global__ void __launch_bounds__(THREADS, MINB) mma_matmul(const unsigned short* __restrict__ A,
                                                                  const unsigned short* __restrict__ B,
                                                                  float* __restrict__ C, int M, int N, int K) {
     extern __shared__ __align__(16) unsigned short smem[];
     unsigned short* As = smem;                        // STAGES x BM x APAD
     unsigned short* Bs = smem + STAGES * BM * APAD;   // STAGES x BK x BPAD
 
-    const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+    // The block's tile: GROUP rows of tiles at a time, column by column within the group
+    const int id = blockIdx.y * gridDim.x + blockIdx.x, per_group = GROUP * gridDim.x, first = (id / per_group) * GROUP;
+    const int rows = min((int)gridDim.y - first, GROUP), r = id % per_group;
+    const int bm = (first + r % rows) * BM, bn = (r / rows) * BN;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;  // the warp's tile in the block's
     const bool vec = (K % 8 == 0) && (N % 8 == 0) &&
@@ -168,9 +177,13 @@ extern "C" __global__ void __launch_bounds__(THREADS) mma_matmul(const unsigned 
             for (int h = 0; h < 2; ++h) {  // rows g and g + 8 of the fragment
                 const int row = bm + wm + i * 16 + g + h * 8;
                 const int col = bn + wn + j * 8 + 2 * t;
-                if (row < M) {
-                    if (col < N) C[(size_t)row * N + col] = acc[i][j][2 * h];
-                    if (col + 1 < N) C[(size_t)row * N + col + 1] = acc[i][j][2 * h + 1];
+                if (row >= M) continue;
+                float* out = C + (size_t)row * N + col;
+                if ((N & 1) == 0 && col < N) {  // col and N even: col + 1 < N too, 8-byte aligned
+                    *reinterpret_cast<float2*>(out) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                } else {
+                    if (col < N) out[0] = acc[i][j][2 * h];
+                    if (col + 1 < N) out[1] = acc[i][j][2 * h + 1];
                 }
             }
 }

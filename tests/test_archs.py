@@ -274,7 +274,8 @@ def test_requires_names_the_kernel_the_feature_and_the_target(tmp_path):
 
 SHIPPED_NEEDS = {"async_matmul": "sm_80", "linear_bias_relu": "sm_90", "linear_bias_relu_rb8": "sm_90",
                  "streamk_matmul": "sm_70", "mma_matmul": "sm_80", "flash_attention": "sm_80",
-                 "flash_attention_causal": "sm_80", "ldmatrix_wrong_layout": "sm_80", "missing_mbarrier_wait": "sm_90", "wgmma_matmul": "sm_90a"}
+                 "flash_attention_causal": "sm_80", "ldmatrix_wrong_layout": "sm_80", "missing_mbarrier_wait": "sm_90", "wgmma_matmul": "sm_90a",
+                 "wgmma_attention": "sm_90a", "wgmma_attention_causal": "sm_90a"}
 SHIPPED_TWINS = {"ldmatrix_wrong_layout_fixed", "missing_mbarrier_wait_fixed"}  # the cases' fixed twins: built too
 
 
