@@ -32,7 +32,7 @@
 #define GROUP 1  // rows of tiles the blocks walk before the next column of tiles (L2 reuse); 1: row by row
 #endif
 #ifndef MINB
-#define MINB 1  // blocks an SM that __launch_bounds__ asks registers for
+#define MINB 0  // blocks an SM that __launch_bounds__ asks registers for; 0: none asked (ptxas's own choice)
 #endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -104,7 +104,12 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, MINB) mma_matmul(const unsigned short* __restrict__ A,
+#if MINB
+#define BOUNDS __launch_bounds__(THREADS, MINB)
+#else
+#define BOUNDS __launch_bounds__(THREADS)  // not (THREADS, 1): that lets ptxas take up to 255 registers (194, not 166, at WN 64)
+#endif
+extern "C" __global__ void BOUNDS mma_matmul(const unsigned short* __restrict__ A,
                                                                  const unsigned short* __restrict__ B,
                                                                  float* __restrict__ C, int M, int N, int K) {
     extern __shared__ __align__(16) unsigned short smem[];
