@@ -1280,3 +1280,199 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
         assert blocks == cluster * min(cluster_tiles, defines["SMS"] // cluster), (m, n)
         assert per_block.max() - per_block.min() <= 1, (m, n)
     assert any(len(walk) > blocks for _, _, blocks, walk in walks)  # a check where blocks take two tiles
+
+
+class _Mbarrier:
+    """An mbarrier as PTX defines it: a phase completes when its pending arrivals reach zero and its
+    expected transaction bytes have all landed; ``try_wait.parity(p)`` succeeds once the phase of parity
+    ``p`` has completed (the count of completed phases has the other parity)."""
+
+    def __init__(self, count):
+        self.count, self.pending, self.tx, self.completed = count, count, 0, 0
+
+    def _complete_if_done(self):
+        if self.pending == 0 and self.tx == 0:
+            self.completed += 1
+            self.pending = self.count
+
+    def arrive(self, tx=0):
+        assert self.pending > 0
+        self.pending -= 1
+        self.tx += tx
+        self._complete_if_done()
+
+    def land(self, nbytes):
+        self.tx -= nbytes
+        self._complete_if_done()
+
+    def passed(self, parity):
+        return self.completed % 2 != parity
+
+
+def _attention_ring(tiles, stages, consumers, rng, mutant=None):
+    """kernels/wgmma_attention.cu's K and V ring in Python, one random interleaving of the producer, the
+    consumer warpgroups and the copies: the producer loads K then V of each tile into slot ``j % stages``,
+    waiting on the slot's empty barriers from tile ``stages`` on; each consumer waits for K, computes the
+    scores (reading K), releases K's slot and the last tile's V slot (its P V is complete after that
+    wait), waits for V and issues P V (reading V until its next wait); the last V slot is released at the
+    end. Fails on a slot read while it holds another tile, or on a deadlock. ``mutant``: a protocol
+    error the test must catch."""
+    full = {(m, s): _Mbarrier(1) for m in "KV" for s in range(stages)}
+    empty = {(m, s): _Mbarrier(consumers) for m in "KV" for s in range(stages)}
+    slot = {(m, s): None for m in "KV" for s in range(stages)}
+    in_flight = []  # copies issued, not landed: (matrix, slot, tile)
+
+    def producer():
+        for j in range(tiles):
+            s, parity = j % stages, (j // stages - 1) & 1
+            for m in "KV":
+                wait_v = not (mutant == "no V wait" and m == "V")
+                while j >= stages and wait_v and not empty[m, s].passed(parity):
+                    yield
+                full[m, s].arrive(tx=1)
+                in_flight.append((m, s, j))
+
+    def consumer():
+        for j in range(tiles):
+            s, parity = j % stages, (j // stages) & 1
+            while not full["K", s].passed(parity):
+                yield
+            assert slot["K", s] == j, f"scores of tile {j} read slot {s} holding {slot['K', s]}"
+            if j > 0:  # the wait that completes this tile's scores completes the last tile's P V too
+                last = (j - 1) % stages
+                assert slot["V", last] == j - 1, f"P V of tile {j - 1} read a slot holding {slot['V', last]}"
+                if mutant != "V released early":
+                    empty["V", last].arrive()
+            empty["K", s].arrive()
+            yield
+            while not full["V", s].passed(parity):
+                yield
+            assert slot["V", s] == j, f"P V of tile {j} read slot {s} holding {slot['V', s]}"
+            if mutant == "V released early":
+                empty["V", s].arrive()
+            yield
+        assert slot["V", (tiles - 1) % stages] == tiles - 1
+        if mutant != "V released early":
+            empty["V", (tiles - 1) % stages].arrive()
+
+    actors = [producer()] + [consumer() for _ in range(consumers)]
+    done = [False] * len(actors)
+    for _ in range(100_000):
+        if all(done) and not in_flight:
+            return
+        if in_flight and rng.random() < 0.3:  # a copy lands
+            m, s, j = in_flight.pop(rng.integers(len(in_flight)))
+            slot[m, s] = j
+            full[m, s].land(1)
+            continue
+        live = [i for i, d in enumerate(done) if not d]
+        if live:
+            i = live[rng.integers(len(live))]
+            try:
+                next(actors[i])
+            except StopIteration:
+                done[i] = True
+    raise AssertionError(f"deadlock: tiles {tiles}, stages {stages}, consumers {consumers}")
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("consumers", [1, 2, 3])
+def test_the_wgmma_attention_ring_never_reads_a_slot_before_or_after_its_tile(stages, consumers):
+    """The K and V ring's barriers and parities, as the kernel uses them, under random interleavings:
+    every slot is read only while it holds its tile, and the block finishes, for 1 to 9 tiles; a V slot
+    released before P V has read it, or a producer that does not wait for V's slot, is caught."""
+    rng = np.random.default_rng(0)
+    for tiles in (1, 2, 3, 5, 9):
+        for _ in range(40):
+            _attention_ring(tiles, stages, consumers, rng)
+    for mutant in ("V released early", "no V wait"):
+        with pytest.raises(AssertionError):
+            for _ in range(200):
+                _attention_ring(9, stages, consumers, rng, mutant)
+
+
+def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1):
+    """kernels/wgmma_attention.cu's walk and arithmetic in NumPy: block (x, head) takes query tile x (with
+    CAUSAL, the last tile first), walks ``tile_count`` key tiles of BKV with float32 scores, the running
+    maximum of the raw scores, ``exp2(s * scale - m * scale)``, P rounded to bfloat16 for P V while the row
+    sum adds the float32 values, and stores its rows below S. ``seen`` collects (head, first row) of each
+    block's tile."""
+    hd, bq, bkv, causal = defines["HD"], defines["BQ"], defines["BKV"], defines["CAUSAL"]
+    scale2 = np.float32(1.4426950408889634 / np.sqrt(hd))
+
+    def emulate(dev, args):
+        from kprof.child.hostdata import to_bf16
+
+        q, k, v, tq, tk, tv, o, S = args
+        for tmap, ptr, box in ((tq, q, (1, bq, 64)), (tk, k, (1, bkv, 64)), (tv, v, (1, bkv, 64))):
+            at, rank = struct.unpack_from("<QI", tmap)
+            assert at == ptr and rank == 3 and struct.unpack_from("<3I", tmap, 12 + 8 * rank) == box
+        bh = dev.view(o, np.float32).size // (S * hd)
+        n = bh * S * hd
+        Q, K, V = (_bf16_values(dev, p, n).reshape(bh, S, hd) for p in (q, k, v))
+        out = dev.view(o, np.float32)[:n].reshape(bh, S, hd)
+        blocks = -(-S // bq)
+        for head in range(bh):
+            for x in range(blocks):
+                q0 = (blocks - 1 - x if causal else x) * bq
+                seen.append((head, q0))
+                rows = np.arange(q0, q0 + bq)
+                qt = np.zeros((bq, hd))
+                qt[: max(0, min(bq, S - q0))] = Q[head, q0:q0 + bq]  # TMA: zeros past S
+                last = min(S - 1, q0 + bq - 1) if causal else S - 1
+                m = np.full(bq, -np.inf, np.float32)
+                l = np.zeros(bq, np.float32)
+                acc = np.zeros((bq, hd))
+                for j in range(tile_count(last, bkv)):
+                    keys = np.arange(j * bkv, (j + 1) * bkv)
+                    kt, vt = np.zeros((bkv, hd)), np.zeros((bkv, hd))
+                    kt[: max(0, min(bkv, S - j * bkv))] = K[head, j * bkv:(j + 1) * bkv]
+                    vt[: max(0, min(bkv, S - j * bkv))] = V[head, j * bkv:(j + 1) * bkv]
+                    s = (qt @ kt.T).astype(np.float32)
+                    s[(keys[None, :] >= S) | (bool(causal) & (keys[None, :] > rows[:, None]))] = -np.inf
+                    mx = np.maximum(m, s.max(1))
+                    alpha = np.exp2((m - mx) * scale2)
+                    p = np.exp2(s * scale2 - mx[:, None] * scale2).astype(np.float32)
+                    m, l = mx, l * alpha + p.sum(1, dtype=np.float32)
+                    pb = (to_bf16(p.astype(np.float64)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+                    acc = acc * alpha[:, None] + pb @ vt
+                keep = rows < S
+                out[head, rows[keep]] = (acc / l[:, None])[keep]
+
+    return emulate
+
+
+@pytest.mark.parametrize("name", ["wgmma_attention", "wgmma_attention_causal"])
+def test_the_wgmma_attention_specs_verify_what_the_kernel_computes(fake, monkeypatch, name):
+    """The wgmma_attention specs on the fake device, the kernel's walk and arithmetic in NumPy: their
+    three-dimensional tensor maps (boxes of one head's BQ or BKV rows of 64 columns), the launch (a
+    producer warpgroup and BQ / 64 consumers, the shared memory of Q and both rings), one block a query
+    tile of each head (each tile once), and the float64 reference with the normwise tolerance at every
+    checked size up to S 1000. A walk one key tile short fails. (The wgmma code runs on Hopper only.)"""
+    spec = catalog.load(name)
+    defines = {k: int(v) for k, v in spec.defines}
+    assert defines["CAUSAL"] == name.endswith("causal")
+    launches, real = [], FakeDevice.launch
+
+    def record(self, func, grid, block, shared_mem, args, stream=0):
+        launches.append((grid, block, shared_mem))
+        return real(self, func, grid, block, shared_mem, args, stream)
+
+    monkeypatch.setattr(FakeDevice, "launch", record)
+    seen = []
+    monkeypatch.setitem(FakeDevice.emulations, "wgmma_attention", _wgmma_attention(defines, seen))
+    checks = [c for c in spec.checks if dict(c.sizes)["S"] <= 1000]
+    assert any(c.fills for c in checks) and any(dict(c.sizes)["S"] > 2 * defines["BKV"] * defines["STAGES"] for c in checks)
+    for check in checks:
+        seen.clear()
+        data = run_job(fake, job_for(spec.with_fills(check.fills), dict(check.sizes)))
+        assert data["status"] == "ok", (name, check.label, data.get("error") or data.get("checks"))
+        grid, block, shared = launches[-1]
+        bh, S = dict(check.sizes)["BH"], dict(check.sizes)["S"]
+        assert grid[:2] == (-(-S // defines["BQ"]), bh) and block[0] == 128 * (defines["BQ"] // 64 + 1)
+        assert shared >= (defines["BQ"] + 2 * defines["STAGES"] * defines["BKV"]) * defines["HD"] * 2 + 1024
+        assert sorted(seen) == [(h, t * defines["BQ"]) for h in range(bh) for t in range(grid[0])]
+    short = _wgmma_attention(defines, [], tile_count=lambda last, bkv: max(1, last // bkv))
+    monkeypatch.setitem(FakeDevice.emulations, "wgmma_attention", short)
+    data = run_job(fake, job_for(name, {"BH": 2, "S": 600}))
+    assert data["status"] == "failed" and "normwise" in json.dumps(data["checks"])
