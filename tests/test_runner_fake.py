@@ -1421,7 +1421,7 @@ def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1
                 qt[: max(0, min(bq, S - q0))] = Q[head, q0:q0 + bq]  # TMA: zeros past S
                 last = min(S - 1, q0 + bq - 1) if causal else S - 1
                 m = np.full(bq, -np.inf, np.float32)
-                l = np.zeros(bq, np.float32)
+                total = np.zeros(bq, np.float32)
                 acc = np.zeros((bq, hd))
                 for j in range(tile_count(last, bkv)):
                     keys = np.arange(j * bkv, (j + 1) * bkv)
@@ -1433,11 +1433,11 @@ def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1
                     mx = np.maximum(m, s.max(1))
                     alpha = np.exp2((m - mx) * scale2)
                     p = np.exp2(s * scale2 - mx[:, None] * scale2).astype(np.float32)
-                    m, l = mx, l * alpha + p.sum(1, dtype=np.float32)
+                    m, total = mx, total * alpha + p.sum(1, dtype=np.float32)
                     pb = (to_bf16(p.astype(np.float64)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
                     acc = acc * alpha[:, None] + pb @ vt
                 keep = rows < S
-                out[head, rows[keep]] = (acc / l[:, None])[keep]
+                out[head, rows[keep]] = (acc / total[:, None])[keep]
 
     return emulate
 
