@@ -121,6 +121,25 @@ class FakeDevice:
         rank = len(tm.shape)
         return struct.pack(f"<QI{rank}Q{rank}I", ptr, rank, *tm.shape, *tm.box).ljust(128, b"\0")
 
+    @staticmethod
+    def decode_tensor_map(tmap):
+        """(address, shape, box) of a tensor map :meth:`tensor_map` wrote."""
+        assert isinstance(tmap, bytes) and len(tmap) == 128
+        ptr, rank = struct.unpack_from("<QI", tmap)
+        return ptr, struct.unpack_from(f"<{rank}Q", tmap, 12), struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank)
+
+    @classmethod
+    def record_launches(cls, monkeypatch):
+        """A list that gets (grid, block, shared memory) of each launch from now on."""
+        launches, real = [], cls.launch
+
+        def record(self, func, grid, block, shared_mem, args, stream=0):
+            launches.append((grid, block, shared_mem))
+            return real(self, func, grid, block, shared_mem, args, stream)
+
+        monkeypatch.setattr(cls, "launch", record)
+        return launches
+
     # launches
     def launch(self, func, grid, block, shared_mem, args, stream=0):
         self.launched.append(func)
@@ -1164,10 +1183,7 @@ def _tma_tile(seen):
     tensor map (FakeDevice.tensor_map writes them in the clear)."""
     def emulate(dev, args):
         x, tmap, y, rows, cols = args
-        assert isinstance(tmap, bytes) and len(tmap) == 128
-        ptr, rank = struct.unpack_from("<QI", tmap)
-        shape = struct.unpack_from(f"<{rank}Q", tmap, 12)
-        box = struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank)
+        ptr, shape, box = FakeDevice.decode_tensor_map(tmap)
         seen.append((ptr, shape, box))
         assert ptr == x
         dev.view(y, np.float32)[: rows * cols] = dev.view(ptr, np.float32)[: rows * cols]
@@ -1198,8 +1214,8 @@ def test_two_swizzled_tensor_maps_reach_a_kernel_in_their_places(fake, monkeypat
     def emulate(dev, args):
         a, bt, ta, tb, c, m, n, k = args
         for tmap, ptr, box in ((ta, a, (64, 64)), (tb, bt, (256, 64))):
-            at, rank = struct.unpack_from("<QI", tmap)
-            assert at == ptr and struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank) == box
+            at, _, tbox = FakeDevice.decode_tensor_map(tmap)
+            assert at == ptr and tbox == box
         seen.append((m, n, k))
         A = _bf16_values(dev, a, m * k).reshape(m, k)
         B = _bf16_values(dev, bt, n * k).reshape(n, k)
@@ -1239,19 +1255,13 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
     walk missed would leave the poisoned output. (The wgmma code runs on Hopper only: tests/test_gpu.py.)"""
     spec = catalog.load("wgmma_matmul")
     defines = {k: int(v) for k, v in spec.defines} | {"CLUSTER": int(cluster)}
-    launches, walks, real = [], [], FakeDevice.launch
-
-    def record(self, func, grid, block, shared_mem, args, stream=0):
-        launches.append((grid, block, shared_mem))
-        return real(self, func, grid, block, shared_mem, args, stream)
-
-    monkeypatch.setattr(FakeDevice, "launch", record)
+    launches, walks = FakeDevice.record_launches(monkeypatch), []
 
     def emulate(dev, args):
         a, bt, ta, tb, c, m, n, k = args
         for tmap, ptr, box in ((ta, a, (defines["BM"], defines["BK"])), (tb, bt, (defines["BN"] // defines["CLUSTER"], defines["BK"]))):
-            at, rank = struct.unpack_from("<QI", tmap)
-            assert at == ptr and struct.unpack_from(f"<{rank}I", tmap, 12 + 8 * rank) == box
+            at, _, tbox = FakeDevice.decode_tensor_map(tmap)
+            assert at == ptr and tbox == box
         grid, block, shared = launches[-1]
         assert block[0] == 128 * (defines["BM"] // 64 + 1) and grid[0] <= defines["SMS"]
         assert shared >= defines["STAGES"] * (defines["BM"] + defines["BN"]) * defines["BK"] * 2 + 1024
@@ -1405,8 +1415,8 @@ def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1
 
         q, k, v, tq, tk, tv, o, S = args
         for tmap, ptr, box in ((tq, q, (1, bq, 64)), (tk, k, (1, bkv, 64)), (tv, v, (1, bkv, 64))):
-            at, rank = struct.unpack_from("<QI", tmap)
-            assert at == ptr and rank == 3 and struct.unpack_from("<3I", tmap, 12 + 8 * rank) == box
+            at, shape, tbox = FakeDevice.decode_tensor_map(tmap)
+            assert at == ptr and len(shape) == 3 and tbox == box
         bh = dev.view(o, np.float32).size // (S * hd)
         n = bh * S * hd
         Q, K, V = (_bf16_values(dev, p, n).reshape(bh, S, hd) for p in (q, k, v))
@@ -1452,13 +1462,7 @@ def test_the_wgmma_attention_specs_verify_what_the_kernel_computes(fake, monkeyp
     spec = catalog.load(name)
     defines = {k: int(v) for k, v in spec.defines}
     assert defines["CAUSAL"] == name.endswith("causal")
-    launches, real = [], FakeDevice.launch
-
-    def record(self, func, grid, block, shared_mem, args, stream=0):
-        launches.append((grid, block, shared_mem))
-        return real(self, func, grid, block, shared_mem, args, stream)
-
-    monkeypatch.setattr(FakeDevice, "launch", record)
+    launches = FakeDevice.record_launches(monkeypatch)
     seen = []
     monkeypatch.setitem(FakeDevice.emulations, "wgmma_attention", _wgmma_attention(defines, seen))
     checks = [c for c in spec.checks if dict(c.sizes)["S"] <= 1000]
