@@ -19,7 +19,7 @@
 #define BM 128
 #endif
 #ifndef BN
-#define BN 128
+#define BN 256
 #endif
 #ifndef BK
 #define BK 32
@@ -35,6 +35,9 @@
 #endif
 #ifndef MINB  // blocks an SM asked of __launch_bounds__; 0: none asked
 #define MINB 0
+#endif
+#ifndef GROUP  // tile rows a group walks column by column (L2 reuse of B); 1: row by row
+#define GROUP 1
 #endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -138,7 +141,14 @@ __device__ __forceinline__ void matmul_tile(const unsigned short* __restrict__ A
     unsigned short* Bs = smem + STAGES * BM * APAD;  // STAGES x BK x BPAD
     const unsigned as0 = smem_addr(As), bs0 = smem_addr(Bs);
 
+#if GROUP > 1
+    const int tiles_m = gridDim.y, tile = blockIdx.y * gridDim.x + blockIdx.x;  // the grid's own order
+    const int first = tile / (GROUP * gridDim.x) * GROUP, rows = min(GROUP, tiles_m - first);
+    const int in_group = tile % (GROUP * gridDim.x);
+    const int bm = (first + in_group % rows) * BM, bn = in_group / rows * BN;
+#else
     const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+#endif
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;  // the warp's tile in the block's
 
