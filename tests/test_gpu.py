@@ -133,17 +133,21 @@ def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
     assert all(r.ok for r in results), [r.checks for r in results]
 
 
-# The Hopper kernels' variants that their default size does not run: wgmma_matmul with clusters of two (B's
+# The tensor-core kernels' variants that their defines do not run: wgmma_matmul with clusters of two (B's
 # tile multicast by TMA, slots released to both CTAs) and with no wgmma group left in flight; the
-# attention kernels at head dimension 64, with one and three consumer warpgroups, with tiles of 64 keys.
-HOPPER_VARIANTS = [("wgmma_matmul", {"CLUSTER": "2"}), ("wgmma_matmul", {"PIPE": "0"})]
-HOPPER_VARIANTS += [(name, params) for name in ("wgmma_attention", "wgmma_attention_causal")
+# attention kernels at head dimension 64, with one and three consumer warpgroups, with tiles of 64 keys;
+# mma_matmul's other block and warp tiles, 64-deep slices, four slots, the grouped tile order.
+TENSOR_VARIANTS = [("wgmma_matmul", {"CLUSTER": "2"}), ("wgmma_matmul", {"PIPE": "0"})]
+TENSOR_VARIANTS += [(name, params) for name in ("wgmma_attention", "wgmma_attention_causal")
                     for params in ({"HD": "64"}, {"BQ": "64"}, {"BQ": "192", "HD": "64"}, {"BKV": "64", "STAGES": "3"})]
+TENSOR_VARIANTS += [("mma_matmul", params) for params in (
+    {"GROUP": "8"}, {"BN": "128", "WN": "32"}, {"BM": "256", "BN": "128", "BK": "64", "STAGES": "4"},
+    {"WM": "32", "BN": "128"}, {"BK": "64", "STAGES": "2"})]
 
 
 @pytest.mark.parametrize("name, params", [pytest.param(n, p, id=f"{n}[{','.join(f'{k}{v}' for k, v in p.items())}]")
-                                          for n, p in HOPPER_VARIANTS])
-def test_hopper_variants_verify_at_every_checked_size(name, params):
+                                          for n, p in TENSOR_VARIANTS])
+def test_tensor_core_variants_verify_at_every_checked_size(name, params):
     """Each variant at its sanitize size and every size its spec checks, in one child."""
     spec = catalog.load(name)
     if why := spec.unsupported_on(build.detect_arch()):
