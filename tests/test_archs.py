@@ -284,6 +284,26 @@ def test_the_shipped_kernels_that_need_a_newer_gpu_say_so():
     assert found == SHIPPED_NEEDS
 
 
+@pytest.mark.parametrize("arch", sorted(GUIDE, key=spec_mod.arch_number))
+def test_every_shipped_kernel_launches_within_each_architectures_limits(arch):
+    """The threads and the dynamic shared memory of each shipped spec at its defaults, on every architecture
+    it claims (not older than its ``requires``): within the guide's most a block may have, so a kernel that
+    builds for an RTX 4090 (sm_89, 99 KB a block) also launches there."""
+    _, _, _, smem_block, _ = GUIDE[arch]
+    over = []
+    for entry in catalog.entries():
+        spec = catalog.load(entry.name)
+        if spec.python or spec.unsupported_on(arch):
+            continue
+        for which in ("default", "sanitize"):
+            r = spec.resolve(preset=which)
+            for st in r.steps:
+                threads = st.block[0] * st.block[1] * st.block[2]
+                if threads > 1024 or st.shared_mem > smem_block * KB:
+                    over.append(f"{spec.name} ({which}): {threads} threads, {st.shared_mem:,} B")
+    assert not over, f"over {arch}'s limits: " + "; ".join(over)
+
+
 def test_build_all_for_pascal_skips_them_with_the_reason_and_exits_0(capsys, monkeypatch):
     def fake_build(spec, arch, force=False):
         if why := spec.unsupported_on(arch):
