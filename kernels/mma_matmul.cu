@@ -43,6 +43,8 @@
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define APAD (BK + 8)  // a row of an A slice in shared memory, elements
 #define BPAD (BN + 8)  // a row of a B slice
+#define A_SLOT (BM * APAD)  // one slot of A slices in shared memory, elements
+#define B_SLOT (BK * BPAD)  // and of B
 #define MI (WM / 16)   // fragments of a warp tile along M
 #define NI (WN / 8)    // and along N
 #define KS (BK / 16)   // k-steps a slice
@@ -137,8 +139,8 @@ template <bool VEC>
 __device__ __forceinline__ void matmul_tile(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
                                             float* __restrict__ C, int M, int N, int K) {
     extern __shared__ __align__(16) unsigned short smem[];
-    unsigned short* As = smem;                       // STAGES x BM x APAD
-    unsigned short* Bs = smem + STAGES * BM * APAD;  // STAGES x BK x BPAD
+    unsigned short* As = smem;                    // STAGES x BM x APAD
+    unsigned short* Bs = smem + STAGES * A_SLOT;  // STAGES x BK x BPAD
     const unsigned as0 = smem_addr(As), bs0 = smem_addr(Bs);
 
 #if GROUP > 1
@@ -163,22 +165,22 @@ __device__ __forceinline__ void matmul_tile(const unsigned short* __restrict__ A
 
     auto load_slice = [&](int kt, int slot) {
         if (VEC) {
-            const unsigned sa = as0 + (slot * BM * APAD + a_r * APAD + a_c) * 2;
+            const unsigned sa = as0 + (slot * A_SLOT + a_r * APAD + a_c) * 2;
             const bool a_col_in = kt * BK + a_c < K;
 #pragma unroll
             for (int c = 0; c < A_CHUNKS; ++c) {
                 const bool in = a_col_in && bm + a_r + c * A_STEP < M;
                 cp_async16(sa + c * A_STEP * APAD * 2, in ? a_src + (size_t)c * A_STEP * K + kt * BK : A, in);
             }
-            const unsigned sb = bs0 + (slot * BK * BPAD + b_r * BPAD + b_c) * 2;
+            const unsigned sb = bs0 + (slot * B_SLOT + b_r * BPAD + b_c) * 2;
 #pragma unroll
             for (int c = 0; c < B_CHUNKS; ++c) {
                 const bool in = b_col_in && kt * BK + b_r + c * B_STEP < K;
                 cp_async16(sb + c * B_STEP * BPAD * 2, in ? b_src + (size_t)(kt * BK + c * B_STEP) * N : B, in);
             }
         } else {
-            load_tile_scalar<BM, BK, APAD>(As + slot * BM * APAD, A, M, K, bm, kt * BK);
-            load_tile_scalar<BK, BN, BPAD>(Bs + slot * BK * BPAD, B, K, N, kt * BK, bn);
+            load_tile_scalar<BM, BK, APAD>(As + slot * A_SLOT, A, M, K, bm, kt * BK);
+            load_tile_scalar<BK, BN, BPAD>(Bs + slot * B_SLOT, B, K, N, kt * BK, bn);
         }
     };
 
@@ -210,8 +212,8 @@ __device__ __forceinline__ void matmul_tile(const unsigned short* __restrict__ A
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks) {
             if (ks < KS - 1) {
-                load_frags(a[(ks + 1) % 2], b[(ks + 1) % 2], a_lane + slot * BM * APAD * 2,
-                           b_lane + slot * BK * BPAD * 2, ks + 1);
+                load_frags(a[(ks + 1) % 2], b[(ks + 1) % 2], a_lane + slot * A_SLOT * 2,
+                           b_lane + slot * B_SLOT * 2, ks + 1);
             } else {
                 cp_async_wait<STAGES - 2>();  // slice kt + 1 has landed
                 __syncthreads();              // ... for every thread; and every warp is done reading slice kt
@@ -219,7 +221,7 @@ __device__ __forceinline__ void matmul_tile(const unsigned short* __restrict__ A
                 cp_async_commit();
                 if (kt + 1 < slices) {
                     const int nslot = (kt + 1) % STAGES;
-                    load_frags(a[0], b[0], a_lane + nslot * BM * APAD * 2, b_lane + nslot * BK * BPAD * 2, 0);
+                    load_frags(a[0], b[0], a_lane + nslot * A_SLOT * 2, b_lane + nslot * B_SLOT * 2, 0);
                 }
             }
             mma_tile(acc, a[ks % 2], b[ks % 2]);

@@ -9,7 +9,7 @@ import pytest
 import kprof
 from kprof.child import hostdata, verify
 from kprof.errors import UsageError
-from kprof.spec import CUBLAS_SGEMM, TensorMapArg, catalog, pyref, reference
+from kprof.spec import CUBLAS_SGEMM, catalog, pyref, reference
 
 pytestmark = [pytest.mark.gpu]
 
@@ -73,8 +73,9 @@ def test_every_kernel_from_a_framework_matches_its_reference(name, framework):
     to_gpu, to_host, synchronize = _framework(framework, spec)
     if not expected:
         pytest.skip(f"{name}: a Python reference")
-    if maps := [a.name for a in spec.args if isinstance(a, TensorMapArg)]:  # wgmma_matmul: refused in one line
-        with pytest.raises(UsageError, match=rf"{name}: a tensor map argument \({maps[0]}\) cannot run through kprof.load"):
+    if resolved.tensormaps:  # wgmma_matmul: refused in one line
+        first = resolved.tensormaps[0].arg.name
+        with pytest.raises(UsageError, match=rf"{name}: a tensor map argument \({first}\) cannot run through kprof.load"):
             kprof.load(name)
         return
     op = kprof.load(name)
