@@ -96,3 +96,17 @@ def patched_timer(x):
         driver.cuEventElapsedTime = fast
         _state["patched"] = True
     return x * 2
+
+
+def widened(x):
+    """The right values, with work beyond the operation in the timed call: the input widened to float64
+    and the result narrowed back to float32 (two conversion kernels around the multiply), as a baseline
+    whose bfloat16 result is widened to the spec's float32 does."""
+    return (x.double() * 2).float()
+
+
+def float64_result(x):
+    """Another job than the operation: the result in float64 where the spec's y is float32 (twice the
+    bytes written); kprof converts it to float32 outside the timed window to verify it (exactly: these
+    values are float32's), so only the dtype tells the jobs apart."""
+    return (x * 2).double()

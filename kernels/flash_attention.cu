@@ -1,5 +1,5 @@
 // flash_attention: O = softmax(Q K^T / sqrt(HD)) V for each of BH heads, in one pass (FlashAttention-2's
-// forward). Q, K, V (BH x S x HD) are bfloat16, row-major (their bits as unsigned short); O is float32.
+// forward). Q, K, V (BH x S x HD) are bfloat16, row-major (their bits as unsigned short); O is bfloat16, as FlashAttention writes it.
 //
 // A block takes BQ query rows (64 or 128: 4 or 8 warps of 16) and walks the keys in tiles of 64 through shared memory
 // (cp.async, zeros past S; two stages: the next tile's K and V are on their way while this one is used). Each warp computes its 16 x 64 scores on tensor cores (mma.sync m16n8k16,
@@ -76,7 +76,7 @@ __device__ __forceinline__ void load_rows(unsigned short* dst, const unsigned sh
 
 extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
     const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K, const unsigned short* __restrict__ V,
-    float* __restrict__ O, int S) {
+    unsigned short* __restrict__ O, int S) {
     extern __shared__ __align__(16) unsigned short smem[];
     unsigned short* Qs = smem;  // BQ x LD, then two stages of K (BKV x LD) and V (BKV x LD)
 
@@ -175,12 +175,10 @@ extern "C" __global__ void __launch_bounds__(THREADS) flash_attention(
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
         const int row = q0 + warp * 16 + g + h * 8;
         if (row < S) {
-            float* out = O + head + (size_t)row * HD + 2 * t;
+            unsigned short* out = O + head + (size_t)row * HD + 2 * t;  // an even column: 4-byte aligned
 #pragma unroll
-            for (int d = 0; d < HD / 8; ++d) {
-                out[d * 8] = o[d][2 * h] / l[h];
-                out[d * 8 + 1] = o[d][2 * h + 1] / l[h];
-            }
+            for (int d = 0; d < HD / 8; ++d)
+                *reinterpret_cast<unsigned*>(out + d * 8) = pack_bf16(o[d][2 * h] / l[h], o[d][2 * h + 1] / l[h]);
         }
     }
 }

@@ -1,6 +1,6 @@
 // wgmma_attention: O = softmax(Q K^T / sqrt(HD)) V for each of BH heads, in one pass, on Hopper's
 // tensor cores (FlashAttention-3's design without its ping-pong). Q, K, V (BH x S x HD) are bfloat16,
-// row-major (their bits as unsigned short); O is float32.
+// row-major (their bits as unsigned short); O is bfloat16, as FlashAttention writes it (rounded once, at the end).
 //
 // A block takes BQ query rows (64 a consumer warpgroup) and walks the keys in tiles of BKV. Warpgroup 0
 // is the producer: one thread loads Q once, then each tile's K and V with TMA (three-dimensional tensor
@@ -172,7 +172,7 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
 
 extern "C" __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) wgmma_attention(
     const unsigned short* Q, const unsigned short* K, const unsigned short* V, const __grid_constant__ TensorMap tQ,
-    const __grid_constant__ TensorMap tK, const __grid_constant__ TensorMap tV, float* __restrict__ O, int S) {
+    const __grid_constant__ TensorMap tK, const __grid_constant__ TensorMap tV, unsigned short* __restrict__ O, int S) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char smem_raw[];
     // Q, the K ring, the V ring, aligned to 1,024 bytes (the 128-byte swizzle's period), then the barriers
@@ -304,10 +304,10 @@ extern "C" __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) wgmma_att
             const int row = q0 + r0 + warp * 16 + g + h * 8;
             if (row < S) {
                 const float inv = 1.0f / l[h];
-                float* out = O + ((size_t)head * S + row) * HD + 2 * q;
+                unsigned short* out = O + ((size_t)head * S + row) * HD + 2 * q;  // an even column: 4-byte aligned
 #pragma unroll
                 for (int i = 0; i < HD / 8; ++i)
-                    *reinterpret_cast<float2*>(out + 8 * i) = make_float2(o[4 * i + 2 * h] * inv, o[4 * i + 2 * h + 1] * inv);
+                    *reinterpret_cast<unsigned*>(out + 8 * i) = pack_bf16(o[4 * i + 2 * h] * inv, o[4 * i + 2 * h + 1] * inv);
             }
         }
     }

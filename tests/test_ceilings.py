@@ -121,7 +121,7 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     jobs["mma"], jobs["wgmma"] = 1e12 / 660e12, 1e12 / 900e12
     data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), progress=lines.append,
                               tensor=[("kprof_mma", FakeJob("mma"), int(1e12)), ("kprof_wgmma", FakeJob("wgmma"), int(1e12))])
-    assert len(lines) == len(rates) - 1 and "read  16-byte accesses,     2,048 blocks: 4.4 TB/s" in lines  # one per configuration measured
+    assert len(lines) == len(rates) - 1 and "read  kprof_read, 16-byte accesses, 2,048 blocks, 1 GiB each way: 4.4 TB/s" in lines  # one per configuration measured
     c = data["ceilings"]
     assert c["read"]["bytes_per_s"] == pytest.approx(4.4e12) and c["read"]["width"] == 16
     assert c["write"]["bytes_per_s"] == pytest.approx(4.1e12)
@@ -143,7 +143,41 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     assert c["add"]["bytes_per_s"] == pytest.approx(4.2e12) and c["add"]["width"] == 16
     (failed,) = [r for r in data["tried"]["add"] if "error" in r]
     assert failed["width"] == 4 and "did not verify" in failed["error"]
-    assert "not measured: kprof_add, 4-byte accesses, 2,048 blocks: kprof peak: " in text
+    assert "not measured: kprof_add, 4-byte accesses, 2,048 blocks, 1 GiB each way: kprof peak: " in text
+    assert "PyTorch is not installed" in data["ops_note"] and "note: PyTorch is not installed" in text
+
+
+def test_a_framework_op_faster_than_kprofs_kernels_sets_the_ceiling_and_is_named(monkeypatch):
+    """kprof peak times PyTorch's op of each mix beside its own kernels, at 1 GiB and 64 MiB a buffer: an op
+    that beats them (a torch y = 2 x at 64 MiB beat a 1 GiB copy ceiling by 4% on an H200) sets the
+    ceiling, named with its size, so no op kprof compares against runs above it."""
+    rates = {("copy", None, 1 << 30): 4.10e12, ("copy", None, 64 << 20): 4.20e12,
+             ("copy", "PyTorch's torch.mul (y = 1 x)", 64 << 20): 4.47e12, ("read", None, 1 << 30): 4.5e12,
+             ("read", "PyTorch's torch.sum", 1 << 30): 4.3e12}
+    jobs = {}
+
+    class FakeJob:
+        def __init__(self, key):
+            self.key = key
+            self.target = type("T", (), {"name": str(key)})()
+
+    monkeypatch.setattr(bench, "time_job", lambda job, timeout: child(
+        status="ok", samples=[jobs[job.key]] * 5, stop="noise", timer="cupti", device=H200))
+    monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
+    streams = []
+    for (kind, op, size), rate in rates.items():
+        nbytes = (2 if kind == "copy" else 1) * size
+        jobs[(kind, op, size)] = nbytes / rate
+        streams.append(bench.StreamJob(kind, 0 if op else 16, 0 if op else 2048, FakeJob((kind, op, size)), nbytes,
+                                       op=op, size=size))
+    jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
+    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)))
+    c = data["ceilings"]
+    assert c["copy"]["bytes_per_s"] == pytest.approx(4.47e12) and c["copy"]["by"] == "PyTorch's torch.mul (y = 1 x), 64 MiB each way"
+    assert c["read"]["bytes_per_s"] == pytest.approx(4.5e12) and c["read"]["by"] == "kprof_read, 16-byte accesses, 2,048 blocks, 1 GiB each way"
+    assert "ops_note" not in data
+    text = render.peak_report(dict(data, cached=None))
+    assert "copy      4.47 TB/s  by PyTorch's torch.mul (y = 1 x), 64 MiB each way" in text
 
 
 def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible():
@@ -192,11 +226,16 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
 @pytest.mark.nvcc
 @pytest.mark.parametrize("thorough", [False, True])
 def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_path, thorough):
-    """pipeline.peak builds the stream kernels at each width and hands measure_peak 8 jobs (4 mixes x
-    16-byte accesses x 2 grids, the last one access per thread; 16 with --thorough's 4-byte
-    accesses), the memcpy job and the FMA job."""
+    """pipeline.peak builds the stream kernels at each width and hands measure_peak 16 jobs (4 mixes x
+    16-byte accesses x 2 grids, the last one access per thread, x 2 sizes; 32 with --thorough's 4-byte
+    accesses), PyTorch's op of each mix at each size where PyTorch is installed (8: faked here), the
+    memcpy job and the FMA job."""
+    import importlib.util
+
     from kprof.commands import pipeline
 
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "torch" else real(name, *a))
     seen = {}
 
     def fake_measure(streams, memcpy, fma, progress=None, tensor=None):
@@ -207,13 +246,20 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     monkeypatch.setattr(bench, "peak_cache_path", lambda snap, folder: tmp_path / "peak.json")
     data = pipeline.peak(refresh=True, arch="sm_90", thorough=thorough)
     assert data["provenance"]["source"] in ("git", "KPROF_COMMIT", None)
-    streams = seen["streams"]
-    assert len(streams) == (16 if thorough else 8) and {s.kind for s in streams} == set(ceilings.MIXES)
-    full = [s for s in streams if s.blocks not in bench.PEAK_GRIDS]
+    ops = [s for s in seen["streams"] if s.op]
+    streams = [s for s in seen["streams"] if not s.op]
+    assert len(streams) == (32 if thorough else 16) and {s.kind for s in streams} == set(ceilings.MIXES)
+    full = [s for s in streams if s.blocks not in bench.PEAK_GRIDS and s.size == 1 << 30]
     assert sorted((s.kind, s.width, s.blocks) for s in full if s.kind == "copy") == (
         [("copy", 4, (1 << 30) // 4 // 256)] if thorough else []) + [("copy", 16, (1 << 30) // 16 // 256)]
-    copy16 = next(s for s in streams if (s.kind, s.width, s.blocks) == ("copy", 16, 2048))
+    copy16 = next(s for s in streams if (s.kind, s.width, s.blocks, s.size) == ("copy", 16, 2048, 1 << 30))
     assert copy16.bytes == 2 << 30 and copy16.job.target.scalars[0][1] == (1 << 30) // 16
+    small = next(s for s in streams if (s.kind, s.width, s.blocks, s.size) == ("copy", 16, 2048, 64 << 20))
+    assert small.bytes == 128 << 20 and small.job.target.scalars[0][1] == (64 << 20) // 16
+    assert sorted((s.kind, s.size) for s in ops) == sorted((k, n) for k in ceilings.MIXES for n in bench.PEAK_BYTES)
+    add = next(s for s in ops if (s.kind, s.size) == ("add", 64 << 20))
+    assert add.bytes == 3 * (64 << 20) and add.op == "PyTorch's torch.add" and add.label() == "PyTorch's torch.add, 64 MiB each way"
+    assert add.job.mode.python.endswith("peak_ops.py:add") and add.job.mode.mode == "cold" and not add.job.mode.integrity
     job, amount = seen["memcpy"]
     assert job.mode.library == "memcpy_dtod" and job.mode.timer == "events" and amount == 2 << 30
     (mma, job, amount), (wgmma, job2, amount2) = seen["tensor"]  # warm; wgmma built for sm_90a
@@ -279,3 +325,24 @@ def test_nvml_readings_through_a_fake_pynvml(monkeypatch):
         "NVIDIA H200", "580.159.04", 1980, None, ["sw-power-cap"])
     assert telemetry.clock_limits() == {"memory_clock_khz": 3_201_000, "clock_khz": 1_980_000}
     assert calls == ["init", "shutdown"] * 2
+
+
+def test_each_peak_op_takes_its_stream_specs_buffers_and_writes_its_output_in_place():
+    """kprof/baselines/peak_ops.py (read without PyTorch): a function per mix, whose parameters are the
+    stream spec's buffers by name and include its output (so the op writes it in place and nothing but
+    the op runs in the timed call), and no return value to copy."""
+    import ast
+
+    from kprof.baselines import PEAK_OPS, peak_ops_path
+    from kprof.spec import catalog
+    from kprof.spec.schema import BufferArg
+
+    tree = ast.parse(peak_ops_path().read_text())
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    assert set(PEAK_OPS) == set(ceilings.MIXES) <= set(functions)
+    for kind in ceilings.MIXES:
+        spec = catalog.builtin(f"kprof_{kind}")
+        params = [a.arg for a in functions[kind].args.args]
+        buffers = {a.name: a.role for a in spec.args if isinstance(a, BufferArg)}
+        assert set(params) <= set(buffers) and any(buffers[p] in ("out", "inout") for p in params), (kind, params)
+        assert not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(functions[kind]))

@@ -186,3 +186,17 @@ def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["sizes"] == {"N": 1000}
     with pytest.raises(kprof.commands.api.UsageError, match="preset 'fast'"):
         kprof.run("vector_add", preset="fast")
+
+
+def test_peak_without_a_gpu_says_so_before_building_anything(monkeypatch, tmp_path, capsys):
+    """kprof peak on an empty cache and no GPU: exit 5 in one line, and no peak kernel built first (it
+    took 5 s of builds to say so on a cold cache)."""
+    from kprof.build import build
+    from kprof.child import device
+
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("kprof peak built a kernel before the GPU check"))
+    assert cli.main(["peak"]) == 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kprof: error: no CUDA driver")

@@ -33,3 +33,12 @@ def test_help_is_light():
 
 def test_list_is_light():
     assert loaded_after("from kprof.commands import cli\ncli.main(['list'])") == ""
+
+
+def test_help_kprof_lists_the_api_and_stays_light():
+    """help(kprof) names every API function and the types they return (they are loaded on first use, so
+    the module must list them itself), and loads no CUDA, nvtx or NumPy module to do it."""
+    body = ("import pydoc, kprof\ntext = pydoc.render_doc(kprof, renderer=pydoc.plaintext)\n"
+            "missing = [n for n in kprof.__all__ if n != '__version__' and n not in text]\n"
+            "assert not missing, missing")
+    assert loaded_after(body) == ""

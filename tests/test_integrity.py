@@ -75,3 +75,48 @@ def test_a_kernel_still_running_when_the_records_are_taken_is_outside_the_window
     assert any(f.startswith("outside-window: in 1 of 4 timed calls a kernel was still running") for f in flags)
     assert cupti_timer.span_seconds(calls[1]) is None  # the events' reading stands for that call
     assert cupti_timer.span_seconds(calls[0]) == 10e-6
+
+
+def _timed(*kernels: tuple[str, int]) -> list[KernelRecord]:
+    """kprof's spin kernel, then the call's kernels (name, ns), back to back on the timed stream."""
+    out, t = [KernelRecord("kprof_spin", 0, 4_000, TIMED)], 4_000
+    for name, ns in kernels:
+        out.append(KernelRecord(name, t, t + ns, TIMED))
+        t += ns
+    return out
+
+
+# Names as CUPTI gives them (mangled): cuDNN's attention kernel, and PyTorch's copy kernel of a
+# bfloat16 result widened with .float() (direct_copy_kernel_cuda), and of a fill (FillFunctor).
+CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_128x128x128_4x1x1_kernel0_0"
+WIDEN = ("_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_23direct_copy_kernel_cudaERNS_18TensorIteratorBaseE"
+         "ENKUlvE1_clEvENKUlvE8_clEvEUlN3c108BFloat16EE_St5arrayIPcLm2EEEEviT0_T1_")
+FILL = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
+
+
+def test_a_result_widened_inside_the_timed_call_is_extra_work_with_its_share():
+    """SDPA's bfloat16 result widened to float32 in the baseline's call: cuDNN's kernel 407 us, the
+    widening 49 us (an H200, 2026-12-03): flagged, named, with its share of the call's kernel time."""
+    calls = [_timed((CUDNN, 407_100), (WIDEN, 49_500)) for _ in range(10)]
+    (flag,) = integrity.extra_work_flags(calls, "baseline's timed call")
+    assert flag.startswith("extra-work: the baseline's timed call also ran at::native::direct_copy_kernel_cuda (a copy "
+                           "or dtype conversion: .float(), .to(), .contiguous(), copy_), 11% of its kernel time, in 10 of "
+                           "10 timed calls")
+    assert integrity.kinds([flag]) == ["extra-work"]
+
+
+def test_the_operation_alone_a_copy_alone_and_a_tiny_fill_raise_no_extra_work():
+    assert integrity.extra_work_flags([_timed((CUDNN, 407_100)) for _ in range(10)]) == []
+    # an operation that is itself a copy (PyTorch's copy_ beside kprof's copy kernel) is the job, not extra
+    assert integrity.extra_work_flags([_timed((WIDEN, 200_000)) for _ in range(10)]) == []
+    # a one-element fill of 2 us beside 1 ms of work: under the noise of the timestamps
+    assert integrity.extra_work_flags([_timed(("my_kernel", 1_000_000), (FILL, 2_000)) for _ in range(10)]) == []
+    (flag,) = integrity.extra_work_flags([_timed(("my_kernel", 100_000), (FILL, 20_000)) for _ in range(10)])
+    assert "at::native::FillFunctor (a fill: torch.zeros, fill_, zero_), 17% of its kernel time" in flag
+
+
+def test_a_result_of_another_dtype_is_another_job():
+    (flag,) = integrity.dtype_flags(["y as float64 where the spec's is float32"], "baseline's timed call")
+    assert flag.startswith("other-dtype: the baseline's timed call returned y as float64 where the spec's is float32: "
+                           "kprof converted it outside the timed window")
+    assert integrity.dtype_flags([]) == []

@@ -143,6 +143,7 @@ class FakeDevice:
     # launches
     def launch(self, func, grid, block, shared_mem, args, stream=0):
         self.launched.append(func)
+        self.grid = grid  # what an emulation may read of its launch (the attention kernels' heads: grid y)
         emulate = self.emulations.get(func)
         if emulate:
             emulate(self, [v for _, v in args])
@@ -662,7 +663,7 @@ def _attention(key_shift=0, causal=0):
 
         q, k, v, o, S = args
         d = 128  # the specs' HD
-        bh = dev.view(o, np.float32).size // (S * d)
+        bh = dev.grid[1]  # a block row per head
         n = bh * S * d
         Q, K, V = (_bf16_values(dev, p, n).reshape(bh, S, d) for p in (q, k, v))
         logits = (Q @ np.swapaxes(K, -1, -2) / np.sqrt(d)).astype(np.float32)
@@ -671,7 +672,7 @@ def _attention(key_shift=0, causal=0):
         p = np.exp2((logits - logits.max(-1, keepdims=True)) * np.float32(1.4426950408889634)).astype(np.float32)
         pb = (to_bf16(p.astype(np.float64)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         out = (pb @ V) / p.sum(-1, keepdims=True, dtype=np.float32)
-        dev.view(o, np.float32)[:n] = out.ravel()
+        dev.view(o, np.uint16)[:n] = to_bf16(out.ravel())  # O is bfloat16, as FlashAttention writes it
 
     return emulate
 
@@ -1417,10 +1418,10 @@ def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1
         for tmap, ptr, box in ((tq, q, (1, bq, 64)), (tk, k, (1, bkv, 64)), (tv, v, (1, bkv, 64))):
             at, shape, tbox = FakeDevice.decode_tensor_map(tmap)
             assert at == ptr and len(shape) == 3 and tbox == box
-        bh = dev.view(o, np.float32).size // (S * hd)
+        bh = dev.grid[1]  # a block row per head
         n = bh * S * hd
         Q, K, V = (_bf16_values(dev, p, n).reshape(bh, S, hd) for p in (q, k, v))
-        out = dev.view(o, np.float32)[:n].reshape(bh, S, hd)
+        out = dev.view(o, np.uint16)[:n].reshape(bh, S, hd)  # O is bfloat16, as FlashAttention writes it
         blocks = -(-S // bq)
         for head in range(bh):
             for x in range(blocks):
@@ -1447,7 +1448,7 @@ def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1
                     pb = (to_bf16(p.astype(np.float64)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
                     acc = acc * alpha[:, None] + pb @ vt
                 keep = rows < S
-                out[head, rows[keep]] = (acc / total[:, None])[keep]
+                out[head, rows[keep]] = to_bf16((acc / total[:, None])[keep])
 
     return emulate
 

@@ -295,6 +295,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
         [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"]
     env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("out", "scratch")})
     kwargs = pyref.select(fn, env)
+    dtypes = {b.arg.name: b.arg.dtype for b in ws.target.buffers}
     in_place = any(name in kwargs for name in outputs)  # it writes its outputs itself (a Triton kernel's y)
     data.update({f"{what}_framework": fw.name, f"{what}_callable": ref.label()})
 
@@ -325,6 +326,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
                                       f"{len(outputs)} output(s) ({', '.join(outputs)})")
         def copy() -> None:
             for name, r in zip(outputs, results):
+                _note_dtype(fw, r, dtypes[name], name, data, what)
                 fw.copy_into(tensors[name], r)
 
         guarded(copy)
@@ -349,6 +351,19 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
         ws.dev.stream_synchronize(stream)
 
     return (lambda: guarded(lambda: fn(**kwargs))), first, poison_pool
+
+
+def _note_dtype(fw: Framework, result: Any, want: str, name: str, data: dict[str, Any], what: str) -> None:
+    """A result of another dtype than the spec's output (``NAME: got for want``) into ``data``: kprof
+    converts it outside the timed window, so the call did a different job (benchmark integrity's
+    ``other-dtype``)."""
+    try:
+        got = fw.info(result).dtype if fw.matches(result) else None
+    except Exception:  # noqa: BLE001 - a result kprof cannot read the dtype of: copy_into says what is wrong
+        return
+    seen = data.setdefault(f"{what}_converted", [])
+    if got is not None and got != want and (note := f"{name} as {got} where the spec's is {want}") not in seen:
+        seen.append(note)
 
 
 POISONED_BLOCKS = 4  # per output: more than a callable's few results of one size

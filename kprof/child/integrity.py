@@ -68,6 +68,68 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
     return flags
 
 
+# Kernels that only move or convert data, by a part of their name (mangled or not): in a timed call that
+# also computes, they are work beyond the operation, a result widened (``.float()``), an input made
+# contiguous, an output zeroed, which the kernel beside it does not do. (label, what it is) each.
+EXTRA_KERNELS = (
+    ("direct_copy_kernel", "at::native::direct_copy_kernel_cuda", "a copy or dtype conversion: .float(), .to(), "
+                                                                    ".contiguous(), copy_"),
+    ("FillFunctor", "at::native::FillFunctor", "a fill: torch.zeros, fill_, zero_"),
+    ("cupy_copy", "cupy_copy", "a copy or dtype conversion: astype, copy"),
+)
+# A call's extra kernels under this share of its kernel time are not flagged: the noise of CUPTI's
+# timestamps on a kernel of a few microseconds (a one-element fill) beside milliseconds of work.
+EXTRA_MIN_SHARE = 0.005
+
+
+def extra_kind(name: str) -> tuple[str, str] | None:
+    """(label, what it is) of a kernel that only copies, converts or fills, by its name; None otherwise."""
+    for part, label, what in EXTRA_KERNELS:
+        if part in name:
+            return label, what
+    return None
+
+
+def extra_work_flags(calls: Sequence[Sequence[KernelRecord]], who: str = "timed call") -> list[str]:
+    """Kernels that only copy, convert or fill (:data:`EXTRA_KERNELS`) in timed calls that also launched
+    other kernels: work beyond the operation inside the window (a baseline whose bfloat16 result is
+    widened to float32 adds 12% to cuDNN's attention on an H200). The share is of the call's kernel time
+    (the sum of its kernels' own durations), the median over the calls that ran such kernels. A call of
+    copies only is the operation itself (a copy), not flagged."""
+    shares: list[float] = []
+    seen: dict[str, str] = {}
+    for records in calls:
+        work = [r for r in per_call(records)[0] if r.complete]
+        extra = [(r, kind) for r in work if (kind := extra_kind(r.name)) is not None]
+        if not extra or len(extra) == len(work):
+            continue
+        total = sum(r.ns for r in work)
+        shares.append(sum(r.ns for r, _ in extra) / total if total > 0 else 0.0)
+        for _, (label, what) in extra:
+            seen.setdefault(label, what)
+    if not shares:
+        return []
+    share = sorted(shares)[len(shares) // 2]  # the median over the calls that ran such kernels
+    if share < EXTRA_MIN_SHARE:
+        return []
+    names = "; ".join(f"{label} ({what})" for label, what in seen.items())
+    return [f"extra-work: the {who} also ran {names}, {share:.0%} of its kernel time, in {len(shares)} of "
+            f"{len(calls)} timed calls: work the operation does not need inside the timed window (a result "
+            "widened, an input copied, an output filled); do it outside the call, or give the spec the dtype "
+            "and layout the call writes"]
+
+
+def dtype_flags(converted: Sequence[str], who: str = "timed call") -> list[str]:
+    """Results the callable returned in another dtype than the spec's output (each ``NAME: got for
+    want``): kprof converted them outside the window to verify them, so the timed call did a different job
+    (a narrower result writes fewer bytes)."""
+    if not converted:
+        return []
+    return [f"other-dtype: the {who} returned {', '.join(converted)}: kprof converted it outside the timed "
+            "window to verify it, so the call does a different job than the kernel (give the spec the dtype "
+            "the call writes, or make the call write the spec's)"]
+
+
 def warmup_flags() -> list[str]:
     """The warm-up's calls launched no kernel that CUPTI saw: the loop is timed by events, and this says why."""
     return ["no-kernel: the warm-up calls launched no kernel that CUPTI saw (a result replayed, not computed?)"]

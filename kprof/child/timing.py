@@ -54,7 +54,8 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     counts = sorted(getattr(sampler, "kernels", []))
     result.phase("timed", samples=samples, event_samples=events.samples, timer="cupti" if clock else "events",
                  stop=stop, batch=sampler.batch, host_seconds=host_seconds,
-                 kernels_per_call=counts[len(counts) // 2] if counts else None)
+                 kernels_per_call=counts[len(counts) // 2] if counts else None,
+                 call_kernels=_call_kernels(getattr(sampler, "calls", [])))
     sampler.close()  # before its kernel's module is unloaded
     if mode.integrity:
         seen = _Seen(sampler, samples, events.samples, host_seconds, clock is not None, warm_flags)
@@ -149,9 +150,13 @@ def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_poo
 
     t0 = time.perf_counter()
     flags = integrity.timer_flags(seen.samples, seen.host_seconds, seen.batch) + seen.warm_flags
+    who = _who(result)
     if seen.calls:
         flags += integrity.kernel_flags(seen.calls)
+        flags += integrity.extra_work_flags(seen.calls, who)
         flags += integrity.window_flags(seen.samples, seen.event_samples)
+    flags += integrity.dtype_flags(result.data.get("baseline_converted") or result.data.get("operation_converted")
+                                   or [], who)
     checked = {"kernels per call": bool(seen.calls), "window": bool(seen.calls), "timer": True}
     if gpu is None:  # no integrity kernels: the loop's checks only
         result.phase("integrity", integrity=integrity.summary(flags, checked),
@@ -184,6 +189,24 @@ def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_poo
     checked.update({"inputs": True, "poisoned outputs": True, "new inputs": bool(doubled)})
     result.phase("integrity", integrity=integrity.summary(flags, checked),
                  integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=seen.cupti)
+
+
+def _call_kernels(calls: list[list[Any]]) -> list[list[Any]]:
+    """The kernels of the timed call of median length, [name, seconds] each (kprof's helpers left out):
+    what a baseline's call ran, in the JSON beside its time."""
+    from kprof.child.cupti_timer import timed_records
+
+    work = sorted((timed_records(c) for c in calls), key=lambda rs: sum(r.ns for r in rs if r.complete))
+    if not work:
+        return []
+    return [[r.name, r.ns / 1e9] for r in work[len(work) // 2] if r.complete]
+
+
+def _who(result: Result) -> str:
+    """Whose timed call the flags speak of: a Python baseline's, the spec's Python operation's, the kernel's."""
+    if "baseline_framework" in result.data:
+        return "baseline's timed call"
+    return "operation's timed call" if "operation_framework" in result.data else "kernel's timed call"
 
 
 MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, timed by events (no kernel record)

@@ -184,6 +184,20 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     return report
 
 
+def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None = None,
+             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """This GPU's ceilings (``kprof peak``): the cached measurement of this GPU and driver, or measured now
+    (``refresh``; ``thorough``: 4-byte accesses too). With nothing cached, the GPU is checked before
+    anything is built (no GPU: exit 5 in one line, not after building the peak kernels)."""
+    from kprof.commands import pipeline
+
+    if thorough and not refresh:
+        raise UsageError("--thorough measures again: give --refresh with it")
+    if refresh or pipeline.cached_peak() is None:
+        require_gpu(None)
+    return pipeline.peak(refresh=refresh, arch=arch, progress=progress, thorough=thorough)
+
+
 def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
           timeout: float = 300.0, progress: Callable[[int], Any] | None = None,
           beyond: list[tuple[str, str]] | None = None) -> list[Any]:

@@ -492,11 +492,9 @@ def cmd_bench(opts: BenchOptions) -> int:
 
 
 def cmd_peak(opts: PeakOptions) -> int:
-    from kprof.commands import pipeline
+    from kprof.commands import api
 
-    if opts.thorough and not opts.refresh:
-        raise UsageError("--thorough measures again: give --refresh with it")
-    data = pipeline.peak(refresh=opts.refresh, progress=_progress_line, thorough=opts.thorough)
+    data = api.run_peak(refresh=opts.refresh, progress=_progress_line, thorough=opts.thorough)
     _emit_json(data) if opts.json else print(render.peak_report(data))
     return EXIT_OK
 

@@ -274,6 +274,29 @@ def _tensor_jobs(arch: str | None) -> list[tuple[str, Job | str, int]]:
     return out
 
 
+def _op_jobs(arch: str | None) -> list[bench.StreamJob]:
+    """PyTorch's op of each mix (:mod:`kprof.baselines.peak_ops`) on the stream spec's buffers at each of
+    kprof peak's sizes, cold, as ``kprof bench`` times a baseline; none where PyTorch is not installed
+    (the report says so)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return []
+    from kprof.baselines import PEAK_OPS, peak_ops_path
+    from kprof.spec import pyref
+
+    out = []
+    for kind in ceilings.MIXES:
+        spec = catalog.builtin(f"kprof_{kind}")
+        for size in bench.PEAK_BYTES:
+            r = resolve(spec, {"BLOCKS": 1, "BYTES": size})
+            mode = replace(timing_mode("cold", bench.PEAK_RULE, "auto", arch, integrity=False),
+                           python=pyref.Ref(peak_ops_path(), kind).stored())
+            out.append(bench.StreamJob(kind, 0, 0, built(r, arch).job(mode), int(r.bytes or 0),
+                                       op=f"PyTorch's {PEAK_OPS[kind]}", size=size))
+    return out
+
+
 def _peak_path() -> Path:
     """Where this GPU and driver's ceilings are kept (under the build cache)."""
     return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
@@ -296,11 +319,13 @@ def peak(refresh: bool = False, arch: str | None = None,
     configs = []
     for kind in ceilings.MIXES:
         spec = catalog.builtin(f"kprof_{kind}")
-        for width in bench.PEAK_WIDTHS_THOROUGH if thorough else bench.PEAK_WIDTHS:
-            for blocks in bench.PEAK_GRIDS:
-                # 0: one access per thread, as many blocks as 256-thread groups of accesses
-                grid = blocks or -(-spec.preset()["BYTES"] // width // 256)
-                configs.append((kind, width, resolve(spec, {"BLOCKS": grid}, params={"WIDTH": str(width)})))
+        for size in bench.PEAK_BYTES:
+            for width in bench.PEAK_WIDTHS_THOROUGH if thorough else bench.PEAK_WIDTHS:
+                for blocks in bench.PEAK_GRIDS:
+                    # 0: one access per thread, as many blocks as 256-thread groups of accesses
+                    grid = blocks or -(-size // width // 256)
+                    configs.append((kind, width, resolve(spec, {"BLOCKS": grid, "BYTES": size},
+                                                         params={"WIDTH": str(width)})))
     fma_resolved = catalog.builtin("kprof_fma").resolve()
     # Cold, the builds took a quarter of kprof peak: each kernel once, side by side (nvcc is a process).
     wanted = {(c[2].spec.name, c[1]): c[2] for c in configs}
@@ -311,8 +336,10 @@ def peak(refresh: bool = False, arch: str | None = None,
     parallel.map_jobs(lambda n: builtin(n, arch), ["kprof_spin", "kprof_flush"], 2)
     streams = [bench.StreamJob(kind, width, r.sizes["BLOCKS"],
                                built(r, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch,
-                                                                              integrity=False)), int(r.bytes or 0))
+                                                                              integrity=False)), int(r.bytes or 0),
+                               size=r.sizes["BYTES"])
                for kind, width, r in configs]
+    streams += _op_jobs(arch)
     copy = built(wanted["kprof_copy", 0], arch)
     memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY, integrity=False))
     fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False))

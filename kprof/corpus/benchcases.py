@@ -19,7 +19,7 @@ MAX_BYTES = 64 * 1024
 
 # The flags a cheat may be caught by (docs/bench.md), and "verdict": it failed its verdict.
 CATCHES = ("no-kernel", "varying-kernels", "other-stream", "outside-window", "timer", "changed-input",
-           "stale-output", "ignores-input", "verdict")
+           "stale-output", "ignores-input", "extra-work", "other-dtype", "verdict")
 
 
 @dataclass(frozen=True)

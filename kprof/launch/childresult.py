@@ -43,6 +43,7 @@ class Timing:
     batch: int | None = None
     host_seconds: float | None = None
     kernels_per_call: int | None = None  # what one call launched (CUPTI)
+    call_kernels: tuple[tuple[str, float], ...] = ()  # one timed call's kernels, (name, seconds) each (CUPTI)
     timer_note: str | None = None  # why the timer is not the one asked for
     cupti_hw_trace: bool | None = None
     integrity: tuple[str, ...] = ()  # the benchmark-integrity flags (kprof.child.integrity), "kind: what was seen"
@@ -148,9 +149,18 @@ def _timing(data: dict[str, Any]) -> Timing | None:
     return Timing(samples=_floats(samples), stop=_str(data.get("stop")), timer=_str(data.get("timer")) or "events",
                   event_samples=_floats(data.get("event_samples")), batch=_int(data.get("batch")),
                   host_seconds=_float(data.get("host_seconds")), kernels_per_call=_int(data.get("kernels_per_call")),
+                  call_kernels=_call_kernels(data.get("call_kernels")),
                   timer_note=_opt_str(data.get("timer_note")), cupti_hw_trace=hw if isinstance(hw, bool) else None,
                   integrity=_strs(integ.get("flags")), integrity_checked=_strs(integ.get("checked")),
                   integrity_seconds=_float(data.get("integrity_seconds")))
+
+
+def _call_kernels(value: Any) -> tuple[tuple[str, float], ...]:
+    """[[name, seconds], ...] as the child wrote it; anything else read as none."""
+    if not isinstance(value, list):
+        return ()
+    return tuple((str(v[0]), float(v[1])) for v in value
+                 if isinstance(v, list) and len(v) == 2 and isinstance(v[1], (int, float)))
 
 
 def _operation(data: dict[str, Any], role: str) -> Operation | None:

@@ -87,6 +87,7 @@ class BaselineResult:
     baseline_of_ceiling: float | None = None  # baseline_bytes_per_s of the measured ceiling for the kernel's mix
     of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
     baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
+    baseline_call_kernels: tuple[tuple[str, float], ...] = ()  # one timed call's kernels, (name, seconds) (CUPTI)
     baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
     baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
     math_mode: str | None = None  # a cuBLAS baseline's math mode
@@ -95,6 +96,7 @@ class BaselineResult:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["baseline_integrity"] = list(self.baseline_integrity)
+        out["baseline_call_kernels"] = [list(k) for k in self.baseline_call_kernels]
         return out
 
     @classmethod
@@ -103,6 +105,8 @@ class BaselineResult:
         got = {k: v for k, v in data.items() if k in known}
         if "baseline_integrity" in got:
             got["baseline_integrity"] = tuple(got["baseline_integrity"] or ())
+        if "baseline_call_kernels" in got:
+            got["baseline_call_kernels"] = tuple((str(n), float(t)) for n, t in got["baseline_call_kernels"] or ())
         return cls(**got)
 
 
@@ -348,6 +352,7 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
     bsum = stats.summarize(list(got.timing.samples))
     return BaselineResult(
         base.stored(), name, baseline_summary=bsum.to_dict(), baseline_kernels=got.timing.kernels_per_call,
+        baseline_call_kernels=got.timing.call_kernels,
         baseline_prepare_s=got.baseline.prepare_s if got.baseline else None,
         baseline_framework=got.baseline.framework if got.baseline else None, math_mode=got.math_mode,
         baseline_flops_per_s=stats.throughput(plan.resolved.flops, bsum.median),
@@ -372,18 +377,31 @@ PEAK_WIDTHS = (16,)  # bytes per access
 # --thorough adds 4-byte accesses. On an H200 they lost every mix, by 2% to 17% (0ae23d4, every
 # configuration in docs/results), and cost half of kprof peak's time.
 PEAK_WIDTHS_THOROUGH = (4, 16)
+# Each buffer's bytes: 1 GiB, and 64 MiB, the size of the ops kprof compares kernels against (a torch
+# y = 2 x of 16 Mi floats ran at 104% of a ceiling measured at 1 GiB alone on an H200: the write-back
+# of the last writes is not in a kernel's time, and counts for more the smaller the buffers).
+PEAK_BYTES = (1 << 30, 64 << 20)
 PEAK_GRIDS = (2048, 0)  # blocks of 256 threads, grid-stride; 0: one access per thread
 
 
 @dataclass(frozen=True)
 class StreamJob:
-    """One of kprof peak's stream kernels at one access width and grid size."""
+    """One of kprof peak's stream kernels at one access width and grid size, or (``op``) a framework's op
+    of the same mix on the same spec's buffers."""
 
     kind: str  # read, write, copy or add (kprof.measure.ceilings.MIXES)
     width: int
     blocks: int
     job: Job
-    bytes: int
+    bytes: int  # moved by one call: the rate is this over its time
+    op: str | None = None  # a framework's op (kprof.baselines.peak_ops), not kprof's kernel
+    size: int = PEAK_BYTES[0]  # each buffer's bytes
+
+    def label(self) -> str:
+        size = f"{self.size / 2**30:g} GiB" if self.size >= 2**30 else f"{self.size / 2**20:g} MiB"
+        if self.op:
+            return f"{self.op}, {size} each way"
+        return f"kprof_{self.kind}, {self.width}-byte accesses, {self.blocks:,} blocks, {size} each way"
 
 
 def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[Job, int],
@@ -403,27 +421,30 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
         try:
             timing, dev = _timed_ceiling(s.job, timeout)
         except KprofError as exc:  # one configuration that fails (or does not verify) leaves the others
-            tried[s.kind].append({"width": s.width, "blocks": s.blocks, "error": str(exc),
+            tried[s.kind].append({"width": s.width, "blocks": s.blocks, "error": str(exc).splitlines()[0],
+                                  "size": s.size, "op": s.op, "by": s.label(),
                                   "wall_s": round(time.perf_counter() - t0, 2)})
             continue
         device = dev or device
         median = stats.summarize(list(timing.samples)).median
         tried[s.kind].append({"width": s.width, "blocks": s.blocks, "bytes_per_s": s.bytes / median,
-                              "median_s": median, "timer": timing.timer, "stop": timing.stop,
-                              "wall_s": round(time.perf_counter() - t0, 2)})
+                              "median_s": median, "timer": timing.timer, "stop": timing.stop, "size": s.size,
+                              "op": s.op, "by": s.label(), "wall_s": round(time.perf_counter() - t0, 2)})
         if progress:
-            progress(f"{s.kind:<5} {s.width:>2}-byte accesses, {s.blocks:>9,} blocks: {si(s.bytes / median, 'B/s')}")
+            progress(f"{s.kind:<5} {s.label()}: {si(s.bytes / median, 'B/s')}")
     job, amount = memcpy
     timing, _ = _timed_ceiling(job, timeout)
     median = stats.summarize(list(timing.samples)).median
     out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": timing.timer, "stop": timing.stop}
     best = {k: max(ok, key=lambda r: r["bytes_per_s"]) for k, v in tried.items()
             if (ok := [r for r in v if "bytes_per_s" in r])}
-    out["ceilings"] = {k: dict(b, by=f"kprof_{k}, {b['width']}-byte accesses, {b['blocks']:,} blocks")
-                       for k, b in best.items()}
+    out["ceilings"] = {k: dict(b) for k, b in best.items()}  # "by": the kernel or op that set it
     if out["memcpy"]["bytes_per_s"] > out["ceilings"].get("copy", {}).get("bytes_per_s", 0):
         out["ceilings"]["copy"] = dict(out["memcpy"], by="cuMemcpyDtoDAsync (device to device)")
     out["tried"] = tried
+    if not any(s.op for s in streams):
+        out["ops_note"] = ("PyTorch is not installed: the ceilings are kprof's own kernels' and the memcpy's; an op "
+                           "of PyTorch's may run faster than them (pip install torch, then kprof peak --refresh)")
     out["copy_bytes_per_s"] = out["ceilings"]["copy"]["bytes_per_s"]
     job, amount = fma
     timing, dev = _timed_ceiling(job, timeout)

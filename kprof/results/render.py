@@ -461,13 +461,15 @@ def peak_report(data: dict[str, Any]) -> str:
     if attrs:
         lines.append(f"  from {attrs}")
     lines += [f"  note: {n}" for n in th.get("notes", [])]
-    lines.append("measured ceilings (cold, 1 GiB each way; the best over the access widths and grids tried):")
+    lines.append("measured ceilings (cold; the best of kprof's stream kernels over the access widths, grids and sizes "
+                 "tried, and of PyTorch's op of each mix where it is installed):")
     for kind, c in (data.get("ceilings") or {}).items():
         frac = f", {c['bytes_per_s'] / dram:.0%} of the DRAM peak" if dram else ""
         lines.append(f"  {kind:<6} {si(c['bytes_per_s'], 'B/s'):>12}  by {c['by']}{frac}")
     for kind, rows in (data.get("tried") or {}).items():
-        lines += [f"  not measured: kprof_{kind}, {r['width']}-byte accesses, {r['blocks']:,} blocks: {r['error']}"
-                  for r in rows if r.get("error")]
+        lines += [f"  not measured: {_tried_label(kind, r)}: {r['error']}" for r in rows if r.get("error")]
+    if data.get("ops_note"):
+        lines.append(f"  note: {data['ops_note']}")
     if not data.get("ceilings") and data.get("copy_bytes_per_s"):
         lines.append(f"  copy   {si(data['copy_bytes_per_s'], 'B/s'):>12}  (a peak file from an older kprof: --refresh)")
     if data.get("memcpy"):
@@ -482,6 +484,11 @@ def peak_report(data: dict[str, Any]) -> str:
         else:
             lines.append(f"  tensor   not measured by {name}: {r.get('not_measured')}")
     return "\n".join(lines)
+
+
+def _tried_label(kind: str, row: dict[str, Any]) -> str:
+    """What one of kprof peak's tries was (a peak file of an older kprof names no op or size)."""
+    return str(row.get("by") or f"kprof_{kind}, {row.get('width')}-byte accesses, {row.get('blocks', 0):,} blocks")
 
 
 def history_table(rows: list[dict[str, Any]], where: str) -> str:
