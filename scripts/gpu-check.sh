@@ -32,6 +32,9 @@
 #            kprof peak on an empty cache (and --thorough), kprof cases
 #   mutants  kprof mutants over every kernel spec of kprof list (MUTANTS="NAME ..." for some): each spec's
 #            score and survivors as mutants-NAME.json (MUTANT_JOBS mutants at once, default 8)
+#   likeforlike  kprof peak --refresh (PyTorch's ops beside kprof's kernels), the attention lines of
+#            scripts/benches/like-for-like.txt, the cheat corpus, the attention kernels' GPU tests and
+#            sanitizers, the file's other lines (LFL_STEPS picks some of: peak attention corpus checks rest)
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -354,6 +357,23 @@ if has integrity; then
     json integrity-ladder $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online tiled_matmul --baseline auto --strict --no-history
     json integrity-torch $KPROF bench rmsnorm_onepass softmax_online --baseline torch,torch.compile --strict --no-history
     python3 scripts/integrity_cost.py "$LOGS/integrity-ladder.json" "$LOGS/integrity-torch.json" > "$LOGS/integrity-cost.md" 2>&1
+fi
+if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
+    # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then
+    # every other shipped spec's baselines with each timed call's kernels and flags. LFL_STEPS picks some of
+    # "peak attention corpus checks rest" (default all, in that order)
+    LS=" ${LFL_STEPS:-peak attention corpus checks rest} "
+    lon() { [[ "$LS" == *" $1 "* ]]; }
+    LFL=scripts/benches/like-for-like.txt
+    step install-likeforlike python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
+    lon peak && json lfl-peak $KPROF peak --refresh  # first: every bench below is judged against these
+    lon peak && step lfl-peak-text $KPROF peak
+    lon attention && bench_list "$LFL" "" "lfl-attn-wgmma lfl-attn-wgmma-causal lfl-attn-flash lfl-attn-flash-causal"
+    lon corpus && json lfl-corpus $KPROF cases --bench
+    lon checks && step lfl-verify-attention python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST \
+        -k attention tests/test_gpu.py
+    lon checks && step lfl-sanitize-attention $KPROF sanitize wgmma_attention wgmma_attention_causal flash_attention
+    lon rest && bench_list "$LFL" "" "lfl-elementwise lfl-reduce lfl-rows lfl-matmul lfl-matmul-tensor lfl-linear"
 fi
 if has mutants; then
     # How strong each spec's verdict is (issue 34): every mutant of each kernel, its score and survivors.
