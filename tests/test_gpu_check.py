@@ -47,15 +47,15 @@ def _baselines() -> set[str]:
     return {f"kprof.baselines.torch_ops:{n.name}" for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
-@pytest.mark.parametrize("path", sorted(LISTS.glob("*.txt")), ids=lambda p: p.name)
 def _file_function(ref: str) -> bool:
     """FILE.py:FUNCTION relative to the project root (as gpu-check.sh runs): the file defines the function."""
-
     file, _, func = ref.rpartition(":")
     path = ROOT / file
     return file.endswith(".py") and path.is_file() and any(
         isinstance(n, ast.FunctionDef) and n.name == func for n in ast.parse(path.read_text()).body)
 
+
+@pytest.mark.parametrize("path", sorted(LISTS.glob("*.txt")), ids=lambda p: p.name)
 def test_every_list_names_kernels_and_baselines_that_exist(path):
     known, functions = {e.name for e in catalog.entries()}, _baselines()
     for name, args in _lines(path):
