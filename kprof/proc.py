@@ -84,6 +84,17 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def _make_executable(path: Path) -> bool:
+    """Add the executable bit wherever the file is readable (u, g, o); False where that is not allowed (a
+    read-only install, another user's file)."""
+    try:
+        mode = path.stat().st_mode
+        path.chmod(mode | ((mode & 0o444) >> 2))
+    except OSError:
+        return False
+    return os.access(path, os.X_OK)
+
+
 def find_tool(name: str) -> Path:
     """Locate an NVIDIA command-line tool: cuda-pathfinder first (pip wheels, CUDA_HOME), then PATH."""
     env_override = os.environ.get(f"KPROF_{name.upper().replace('-', '_')}")
@@ -103,10 +114,11 @@ def find_tool(name: str) -> Path:
     if not found and name in _WHEEL_BINARIES:  # a CUDA 12 wheel cuda-pathfinder did not find (a --target folder)
         candidate = in_sys_path(_WHEEL_BINARIES[name])
         if candidate is not None and candidate.is_file():
-            if not os.access(candidate, os.X_OK):
-                # seen: nvidia-cuda-sanitizer-api-cu12 12.9.79 installs it without the executable bit
-                raise ToolNotFoundError(name, f"{candidate} is not executable (its wheel ships it so): "
-                                              f"chmod +x {candidate}")
+            # seen: nvidia-cuda-sanitizer-api-cu12 12.9.79 installs it without the executable bit (0644 in
+            # the wheel): set the bit at first use, as a user would, where the file is theirs to change
+            if not os.access(candidate, os.X_OK) and not _make_executable(candidate):
+                raise ToolNotFoundError(name, f"{candidate} is not executable (its wheel ships it so) and kprof "
+                                              f"could not set the bit: chmod +x {candidate}")
             found = str(candidate)
     if not found:
         found = shutil.which(name)

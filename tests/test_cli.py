@@ -200,3 +200,19 @@ def test_peak_without_a_gpu_says_so_before_building_anything(monkeypatch, tmp_pa
     assert cli.main(["peak"]) == 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kprof: error: no CUDA driver")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["list"], ["cases", "--list"], ["doctor"], ["occupancy", "tiled_matmul"],
+                                  ["bench", "--help"], ["sanitize", "--help"], ["profile", "--help"]],
+                         ids=" ".join)
+def test_every_line_fits_the_terminal(monkeypatch, capsys, argv):
+    """What a new user types first, at 80 columns (COLUMNS, as a terminal sets it): no line wider (kprof
+    cases --list printed 532 columns, kprof doctor 166)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    try:
+        cli.main(argv)
+    except SystemExit:  # --help
+        pass
+    out = capsys.readouterr()
+    wide = [line for line in (out.out + out.err).splitlines() if len(line) > 80]
+    assert not wide, wide

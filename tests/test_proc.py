@@ -35,3 +35,33 @@ def test_find_tool_hint(monkeypatch, tool, words):
     with pytest.raises(ToolNotFoundError, match="is not an executable"):
         proc.find_tool(tool)
     assert words in proc.INSTALL_HINTS[tool]
+
+
+def _wheel_sanitizer(tmp_path, monkeypatch):
+    """compute-sanitizer as the CUDA 12 wheel installs it: mode 0644, under a folder on sys.path that
+    cuda-pathfinder does not search (a pip --target folder), and nowhere else."""
+    exe = tmp_path / "nvidia" / "cuda_sanitizer_api" / "bin" / "compute-sanitizer"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\necho sanitizer\n")
+    exe.chmod(0o644)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("KPROF_COMPUTE_SANITIZER", raising=False)
+    monkeypatch.setitem(sys.modules, "cuda.pathfinder", None)  # no cuda-pathfinder: the sys.path search
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    return exe
+
+
+def test_a_wheels_sanitizer_without_its_executable_bit_gets_it_at_first_use(tmp_path, monkeypatch):
+    """nvidia-cuda-sanitizer-api-cu12 12.9.79 ships compute-sanitizer as 0644: kprof sets the bit (where it
+    is readable) the first time it looks for it, so a new user's first `kprof sanitize` runs."""
+    exe = _wheel_sanitizer(tmp_path, monkeypatch)
+    assert proc.find_tool("compute-sanitizer") == exe
+    assert exe.stat().st_mode & 0o777 == 0o755
+    assert proc.run([str(exe)]).stdout.strip() == "sanitizer"
+
+
+def test_a_sanitizer_kprof_may_not_change_is_one_line_with_the_fix(tmp_path, monkeypatch):
+    exe = _wheel_sanitizer(tmp_path, monkeypatch)
+    monkeypatch.setattr(type(exe), "chmod", lambda self, mode: (_ for _ in ()).throw(PermissionError(1, "read-only")))
+    with pytest.raises(ToolNotFoundError, match=f"could not set the bit: chmod \\+x {exe}"):
+        proc.find_tool("compute-sanitizer")

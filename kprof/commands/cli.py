@@ -41,12 +41,13 @@ exit codes:
   {EXIT_TOOL_MISSING}    nvcc, compute-sanitizer or ncu not found
   {EXIT_BUILD}    nvcc could not compile the kernel (its messages are shown)
   {EXIT_NO_GPU}    no CUDA driver or no GPU
-  {EXIT_CUDA}    a CUDA call failed, or the kernel faulted, hung or crashed its process, or a tool failed
-  {EXIT_OUTPUT}    an output could not be written (a full disk, standard output full); what was measured is kept
-  {EXIT_NOT_CHECKED}    kprof sanitize -- CMD: the program launched no kernel (or a tool saw no CUDA call), nothing checked
+  {EXIT_CUDA}    a CUDA call failed, the kernel faulted, hung or crashed, or a tool failed
+  {EXIT_OUTPUT}    an output could not be written (a full disk); what was measured is kept
+  {EXIT_NOT_CHECKED}    kprof sanitize -- CMD: the program launched no kernel, nothing checked
   {EXIT_INTERNAL}   a bug in kprof (set KPROF_DEBUG=1 for the traceback)
 
-A kernel is named by its spec's file name (kprof list) or given as a path to a spec file.
+A kernel is named by its spec's file name (kprof list) or given as a path to a
+spec file.
 """
 
 

@@ -24,15 +24,52 @@ if TYPE_CHECKING:
     from kprof.tools.toolrun import ToolResult
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:
-    """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l')."""
+MIN_WIDTH = 60  # no wrapping narrower than this: a column of a few characters helps nobody
+WRAP_FALLBACK = 100  # the width of text that goes to a file or a pipe, where COLUMNS does not say
+
+
+def terminal_width() -> int:
+    """The width lines are wrapped to: COLUMNS where it is set, else the terminal's, else WRAP_FALLBACK."""
+    import os
+    import shutil
+
+    if (env := os.environ.get("COLUMNS", "")).isdigit() and int(env) > 0:
+        return max(MIN_WIDTH, int(env))
+    import sys
+
+    if getattr(sys.stdout, "isatty", lambda: False)():
+        return max(MIN_WIDTH, shutil.get_terminal_size((WRAP_FALLBACK, 24)).columns)
+    return WRAP_FALLBACK
+
+
+def wrap(text: str, width: int, indent: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, every line after the first indented by ``indent``
+    spaces (which count toward the width); a word longer than a line is broken."""
+    import textwrap
+
+    return textwrap.wrap(text, width=width, subsequent_indent=" " * indent, break_on_hyphens=False) or [""]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "", width: int | None = None) -> str:
+    """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). A last column
+    that would take a line past ``width`` (default: :func:`terminal_width`) wraps under itself."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align.ljust(len(headers), "l")
+    width = width or terminal_width()
+    start = sum(widths[:-1]) + 2 * (len(widths) - 1)  # where the last column begins
+    last = max(width - start, 20)
+    wrapping = start + widths[-1] > width and align[-1] == "l"
+    if wrapping:
+        widths[-1] = min(widths[-1], last)
 
     def fmt(row: list[str]) -> str:
-        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(row, widths, align)]
-        return "  ".join(parts).rstrip()
+        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(row[:-1], widths, align)]
+        if not wrapping:
+            tail = row[-1].rjust(widths[-1]) if align[-1] == "r" else row[-1].ljust(widths[-1])
+            return "  ".join(parts + [tail]).rstrip()
+        return "\n".join(("  ".join(parts + [""]) if i == 0 else " " * start) + piece.strip()
+                         for i, piece in enumerate(wrap(row[-1], last, 0))).rstrip()
 
     lines = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
     lines += [fmt(r) for r in cells[1:]]
@@ -167,12 +204,14 @@ def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str
     return "\n".join(lines)
 
 
-def doctor_table(checks: list[Check]) -> str:
+def doctor_table(checks: list[Check], width: int | None = None) -> str:
+    """One check a line (wrapped to ``width``, default the terminal's, under its detail), and its fix."""
+    width = width or terminal_width()
     out = []
     for c in checks:
-        out.append(f"{'ok' if c.ok else 'MISSING':<8} {c.name:<18} {c.detail}")
+        out += wrap(f"{'ok' if c.ok else 'MISSING':<8} {c.name:<18} {c.detail}", width, 28)
         if not c.ok and c.fix:
-            out.append(f"{'':<9}fix: {c.fix}")
+            out += wrap(f"{'':<9}fix: {c.fix}", width, 14)
     return "\n".join(out)
 
 
@@ -234,12 +273,20 @@ def _short(path: str | None) -> str:
     return path.rsplit("/", 1)[-1] if path else "-"
 
 
-def cases_list(rows: list[dict[str, Any]]) -> str:
-    return table(
+def cases_list(rows: list[dict[str, Any]], width: int | None = None) -> str:
+    """The corpus, a case a row; why each known miss is missed below the table, wrapped to ``width``."""
+    width = width or terminal_width()
+    text = table(
         ["CASE", "TOOL", "KIND", "LINE", "BUFFER", "CAUGHT"],
-        [(r["name"], r["tool"], r["kind"], r["line"], r["buffer"] or "-", "yes" if r["caught"] else "no: " + r["why"])
-         for r in rows],
+        [(r["name"], r["tool"], r["kind"], r["line"], r["buffer"] or "-", "yes" if r["caught"] else "no")
+         for r in rows], width=width,
     )  # fmt: skip
+    missed = [r for r in rows if not r["caught"]]
+    if missed:
+        text += "\n\nknown misses, and why:"
+        for r in missed:
+            text += "\n" + "\n".join(wrap(f"  {r['name']}: {r['why']}", width, 4))
+    return text
 
 
 def cases_matrix(results: list[CaseResult]) -> str:
@@ -343,10 +390,12 @@ def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, c
     for occ, tip in zip(chosen, advice):
         out.append(f"  block {occ.block_size}: {occ.describe()}")
         out.append(f"    {tip}")
+    width = terminal_width()
+    out = [piece for line in out for piece in wrap(line, width, len(line) - len(line.lstrip()) + 2)]
     out.append("")
     out.append(table(["BLOCK", "BLOCKS/SM", "WARPS/SM", "OCCUPANCY", "LIMITER"],
                      [(o.block_size, o.blocks_per_sm, o.warps_per_sm, _pct(o.occupancy), o.limiter) for o in table_rows],
-                     "rrrrl"))
+                     "rrrrl", width=width))
     return "\n".join(out)
 
 
