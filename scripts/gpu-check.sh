@@ -372,7 +372,9 @@ if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention
     lon corpus && json lfl-corpus $KPROF cases --bench
     lon checks && step lfl-verify-attention python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST \
         -k attention tests/test_gpu.py
-    lon checks && step lfl-sanitize-attention $KPROF sanitize wgmma_attention wgmma_attention_causal flash_attention
+    for k in wgmma_attention wgmma_attention_causal flash_attention; do
+        lon checks && step "lfl-sanitize-$k" $KPROF sanitize "$k"
+    done
     lon rest && bench_list "$LFL" "" "lfl-elementwise lfl-reduce lfl-rows lfl-matmul lfl-matmul-tensor lfl-linear"
 fi
 if has mutants; then

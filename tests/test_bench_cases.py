@@ -77,6 +77,18 @@ def test_a_flag_on_the_honest_operation_is_a_false_alarm(monkeypatch, capsys):
     assert data["honest_flags"] == ["other-stream: ..."] and all(c["caught"] for c in data["cheats"]) and not data["ok"]
 
 
+def test_a_run_stopped_before_its_point_is_an_interruption_not_an_internal_error(monkeypatch, capsys):
+    """kprof cases --bench stopped (SIGTERM at a deadline, Ctrl-C) before its one point was measured: exit
+    130 with one line (it ended in exit 70, a ValueError, on an H200)."""
+    class Report:
+        points: list = []
+        interrupted = True
+
+    monkeypatch.setattr(api, "run_bench", lambda *a, **k: Report())
+    assert cli.main(["cases", "--bench"]) == 130
+    assert "internal error" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("text, message", [
     ("spec: double.yaml\n", "needs 'spec: FILE.yaml' and 'cheats:"),
     ("spec: double.yaml\ncheats:\n  - {name: x}\n", "cheats[0]: needs a name and an exploit"),

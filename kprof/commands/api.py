@@ -538,6 +538,8 @@ def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time
     corpus = benchcases.load(catalog.BENCH_CASES_DIR)
     report = run_bench([str(corpus.spec)], baseline=",".join(c.name for c in corpus.cheats), timer="auto",
                        max_time=max_time, arch=arch, timeout=timeout, history=False)
+    if not report.points:  # stopped (Ctrl-C, SIGTERM) before the one point was measured: kprof says so, exit 130
+        raise KeyboardInterrupt
     (point,) = report.points
     honest, results = benchcases.judge(corpus, point)
     return BenchCasesReport(honest, results, point)

@@ -532,7 +532,8 @@ def peak_report(data: dict[str, Any]) -> str:
             lines.append(f"  tensor   {si(r['flops_per_s'], 'FLOP/s'):>12}  by {r['by']}{frac}")
         else:
             lines.append(f"  tensor   not measured by {name}: {r.get('not_measured')}")
-    return "\n".join(lines)
+    width = terminal_width()
+    return "\n".join(piece for line in lines for piece in wrap(line, width, len(line) - len(line.lstrip()) + 4))
 
 
 def _tried_label(kind: str, row: dict[str, Any]) -> str:
