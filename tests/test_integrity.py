@@ -120,3 +120,24 @@ def test_a_result_of_another_dtype_is_another_job():
     assert flag.startswith("other-dtype: the baseline's timed call returned y as float64 where the spec's is float32: "
                            "kprof converted it outside the timed window")
     assert integrity.dtype_flags([]) == []
+
+
+def test_recorded_h200_calls_flag_exactly_the_baselines_that_did_more_than_the_kernel():
+    """Every baseline's timed call as CUPTI recorded it on an H200 (tests/data/integrity): extra-work is
+    raised from the kernels alone exactly where the run raised it (cuDNN's SDPA widened, the cheats that
+    fill, convert or widen) and for none of the shipped baselines (cuDNN, FA2, cuBLAS, cuBLASLt, PyTorch's
+    elementwise, reduction and row kernels, Triton's from torch.compile)."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "integrity" / "h200-baseline-calls.json").read_text())["calls"]
+    assert len(data) >= 40
+    for label, call in data.items():
+        calls = [_timed(*[(name, int(seconds * 1e9)) for name, seconds in call["kernels"]]) for _ in range(10)]
+        got = integrity.kinds(integrity.extra_work_flags(calls))
+        assert got == (["extra-work"] if "extra-work" in call["flags"] else []), label
+    flagged = {label for label, call in data.items() if call["flags"]}
+    assert {"wgmma_attention / ops.py:sdpa_cudnn_widened", "double / widened"} <= flagged
+    assert not any("torch_ops" in label or label.split(" / ")[1] in ("torch", "torch.compile", "cudnn", "flash",
+                                                                      "efficient", "cublaslt", "cublas_sgemm")
+                   for label in flagged)
