@@ -314,7 +314,7 @@ def peak(refresh: bool = False, arch: str | None = None,
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
     if progress:  # the first bench on a GPU waits for this: say why
-        progress("measuring this GPU's bandwidth, FMA and tensor-core ceilings (kprof peak, well under a minute; "
+        progress("measuring this GPU's bandwidth, FMA and tensor-core ceilings (kprof peak, about two minutes with PyTorch installed; "
                  "cached for later runs)")
     configs = []
     for kind in ceilings.MIXES:
