@@ -314,8 +314,8 @@ def peak(refresh: bool = False, arch: str | None = None,
     if not refresh and (cached := bench.cached_peak(path)) is not None:
         return cached
     if progress:  # the first bench on a GPU waits for this: say why
-        progress("measuring this GPU's bandwidth, FMA and tensor-core ceilings (kprof peak, about two minutes with PyTorch installed; "
-                 "cached for later runs)")
+        progress("measuring this GPU's bandwidth, FMA and tensor-core ceilings (kprof peak, about two minutes with "
+                 "PyTorch installed; cached for later runs)")
     configs = []
     for kind in ceilings.MIXES:
         spec = catalog.builtin(f"kprof_{kind}")
