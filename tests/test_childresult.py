@@ -22,10 +22,12 @@ def test_a_timing_record_is_read_into_its_types(tmp_path):
             "sizes": {"N": 1024}, "device": {"name": "NVIDIA H200", "l2_bytes": 62914560}, "registers": 16,
             "checks": [{"name": "c", "ok": True, "message": "ok"}], "samples": [1e-4, 1.1e-4], "stop": "noise",
             "timer": "cupti", "event_samples": [1.2e-4], "batch": 1, "kernels_per_call": 2, "math_mode": "default",
+            "call_kernels": [["cudnn_sdpa", 4.07e-4], ["direct_copy_kernel_cuda", 4.9e-5], "damaged"],
             "baseline_framework": "torch", "baseline_callable": "ops.py:add", "baseline_prepare_s": 7.5, "job_seconds": 0.4}
     got = childresult.read(_write(tmp_path, data))
     assert (got.status, got.phase, got.kernel, got.sizes, got.registers) == ("ok", "done", "vector_add", {"N": 1024}, 16)
-    assert got.timing == childresult.Timing((1e-4, 1.1e-4), "noise", "cupti", (1.2e-4,), 1, None, 2, None, None)
+    assert got.timing == childresult.Timing((1e-4, 1.1e-4), "noise", "cupti", (1.2e-4,), 1, None, 2, None, None,
+                                            call_kernels=(("cudnn_sdpa", 4.07e-4), ("direct_copy_kernel_cuda", 4.9e-5)))
     assert got.baseline == childresult.Operation("torch", "ops.py:add", 7.5) and got.operation is None
     assert got.finished and got.judged and got.failed_checks() == [] and got.raw == data
 

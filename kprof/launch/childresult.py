@@ -43,12 +43,12 @@ class Timing:
     batch: int | None = None
     host_seconds: float | None = None
     kernels_per_call: int | None = None  # what one call launched (CUPTI)
-    call_kernels: tuple[tuple[str, float], ...] = ()  # one timed call's kernels, (name, seconds) each (CUPTI)
     timer_note: str | None = None  # why the timer is not the one asked for
     cupti_hw_trace: bool | None = None
     integrity: tuple[str, ...] = ()  # the benchmark-integrity flags (kprof.child.integrity), "kind: what was seen"
     integrity_checked: tuple[str, ...] = ()  # the checks that ran (none: they were off)
     integrity_seconds: float | None = None  # what they cost, in the child
+    call_kernels: tuple[tuple[str, float], ...] = ()  # one timed call's kernels, (name, seconds) each (CUPTI)
 
 
 @dataclass(frozen=True)

@@ -25,21 +25,21 @@ if TYPE_CHECKING:
 
 
 MIN_WIDTH = 60  # no wrapping narrower than this: a column of a few characters helps nobody
-WRAP_FALLBACK = 100  # the width of text that goes to a file or a pipe, where COLUMNS does not say
+NO_WRAP = 1 << 20  # text that goes to a file or a pipe: one line a row, for grep
 
 
 def terminal_width() -> int:
-    """The width lines are wrapped to: COLUMNS where it is set, else the terminal's, else WRAP_FALLBACK."""
+    """The width lines are wrapped to on a terminal (COLUMNS where it is set, else the terminal's own);
+    text that goes to a file or a pipe is not wrapped (NO_WRAP)."""
     import os
     import shutil
-
-    if (env := os.environ.get("COLUMNS", "")).isdigit() and int(env) > 0:
-        return max(MIN_WIDTH, int(env))
     import sys
 
-    if getattr(sys.stdout, "isatty", lambda: False)():
-        return max(MIN_WIDTH, shutil.get_terminal_size((WRAP_FALLBACK, 24)).columns)
-    return WRAP_FALLBACK
+    if not getattr(sys.stdout, "isatty", lambda: False)():
+        return NO_WRAP
+    if (env := os.environ.get("COLUMNS", "")).isdigit() and int(env) > 0:
+        return max(MIN_WIDTH, int(env))
+    return max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
 
 
 def wrap(text: str, width: int, indent: int) -> list[str]:
