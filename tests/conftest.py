@@ -7,11 +7,18 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 DATA = Path(__file__).parent / "data"
+
+# The suite starts hundreds of Python processes (kprof's runner, the stand-in tools, pytest inside pytest):
+# with bytecode writing off (PYTHONDONTWRITEBYTECODE, set on some machines), each compiled kprof from
+# source, and the plugin tests took 63 s of CPU where they take 25 s with __pycache__ (ignored by git).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_configure(config):
@@ -110,7 +117,10 @@ def _session_cache(tmp_path_factory) -> Path:
     spend minutes measuring them again (seen on the H200: a Triton bench test past its 200 s limit)."""
     from kprof.build import build
 
-    folder = tmp_path_factory.getbasetemp() / "kprof-cache"
+    base = tmp_path_factory.getbasetemp()
+    # pytest-xdist's workers share one cache (their base folders are siblings): each kernel is built once
+    # for the run, not once a worker (the cache takes concurrent writers: tests/test_hardening.py)
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "kprof-cache"
     folder.mkdir(parents=True, exist_ok=True)
     for peak in build.cache_dir().glob("peak-*.json"):
         if not (folder / peak.name).exists():

@@ -276,12 +276,18 @@ def test_after():
 '''
 
 
+# What the per-test mode is compared on: a clean test, a race, a plain failure, a fault (each child of that
+# mode is a Python start; SMALL's other tests add children, not cases)
+PER_TEST = SMALL.split("@pytest.mark.parametrize")[0] + SMALL[SMALL.index("def test_plain_failure"):SMALL.index("def test_after")]
+
+
 def test_the_same_tests_fail_with_the_same_findings_in_the_per_test_mode(fake):
-    fake.makepyfile(test_kernels=SMALL)
-    batch = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "-rA")
+    fake.makepyfile(test_kernels=PER_TEST)
+    batch = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=4", "-rA")
     before = len(fake.calls())
-    alone = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-per-test", "-rA")
-    assert len(fake.calls()) - before == 2 * 7  # one child per test and tool (no spare: one test each)
+    alone = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-per-test",
+                                     "--kprof-jobs=4", "-rA")
+    assert len(fake.calls()) - before == 2 * 4  # one child per test and tool (no spare: one test each)
     b, a = _outcomes(batch), _outcomes(alone)
     assert {n for n, o in b.items() if o == "FAILED"} == {n for n, o in a.items() if o == "FAILED"}
 

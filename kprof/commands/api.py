@@ -589,7 +589,6 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     run ``jobs`` at a time (default: what the GPU's memory and the CPUs allow). A mutant's child may run
     ``timeout`` seconds, by default four times the original's run and at least 20 s: a mutant that loops
     for ever is killed by the clock, not waited on for minutes. ``progress`` as for :func:`run_cases`."""
-    import tempfile
     import time
     from dataclasses import replace
 
@@ -614,43 +613,62 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     steps = progress(len(made)) if progress is not None else None
     original_cubin = original.cubin.read_bytes()
 
-    with tempfile.TemporaryDirectory(prefix="kprof-mutants-") as tmp:
-        def one(m: Any) -> Any:
-            t0 = time.monotonic()
-            if (note := mutants.note_of(m)) is not None:
-                out = mutants.MutantResult(m, "equivalent", f"line {m.line} says so: {note}", mutants.BY_NOTE)
-                if steps is not None:
-                    steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} (the source's note)")
-                return out
-            path = Path(tmp) / m.id / spec.source.name
-            path.parent.mkdir()
-            path.write_text(m.source)
-            other = replace(spec, name=f"{spec.name}__{m.id.lower()}", source=path,
-                            nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
-            try:
-                built = build.build(other, arch)
-            except KprofError as exc:
-                out = mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300])
-            else:
-                if mutants.equivalent(original_cubin, built.cubin.read_bytes()):
-                    out = mutants.MutantResult(m, "equivalent", "the same machine code as the original "
-                                               "(every .text section of the cubin, byte for byte)", mutants.BY_MACHINE_CODE)
-                elif (unreachable := mutants.unreachable_by_launch(m, spec)) is not None:
-                    out = mutants.MutantResult(m, "equivalent", unreachable, mutants.BY_LAUNCH)
-                elif dry_run:
-                    out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
-                else:
-                    out = _judge_mutant(m, other, sizes, labels, arch, orig)
+    # each mutant's source at a path named by its text, under the build cache: a second run of the
+    # same mutant (kprof mutants again, or another test of the suite) finds its cubin there
+    def one(m: Any) -> Any:
+        t0 = time.monotonic()
+        if (note := mutants.note_of(m)) is not None:
+            out = mutants.MutantResult(m, "equivalent", f"line {m.line} says so: {note}", mutants.BY_NOTE)
             if steps is not None:
-                steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {time.monotonic() - t0:.1f} s")
+                steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} (the source's note)")
             return out
-
+        path = _mutant_source(spec, m.source)
+        other = replace(spec, name=f"{spec.name}__{m.id.lower()}", source=path,
+                        nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
         try:
-            results = parallel.map_jobs(one, made, width)
-        finally:
-            if steps is not None:
-                steps.close()
+            built = build.build(other, arch)
+        except KprofError as exc:
+            out = mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300])
+        else:
+            if mutants.equivalent(original_cubin, built.cubin.read_bytes()):
+                out = mutants.MutantResult(m, "equivalent", "the same machine code as the original "
+                                           "(every .text section of the cubin, byte for byte)", mutants.BY_MACHINE_CODE)
+            elif (unreachable := mutants.unreachable_by_launch(m, spec)) is not None:
+                out = mutants.MutantResult(m, "equivalent", unreachable, mutants.BY_LAUNCH)
+            elif dry_run:
+                out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
+            else:
+                out = _judge_mutant(m, other, sizes, labels, arch, orig)
+        if steps is not None:
+            steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {time.monotonic() - t0:.1f} s")
+        return out
+
+    try:
+        results = parallel.map_jobs(one, made, width)
+    finally:
+        if steps is not None:
+            steps.close()
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, orig.tools)
+
+
+def _mutant_source(spec: Any, text: str) -> Path:
+    """The mutant's source file, named by a digest of its text under the build cache (written whole, by a
+    rename, so two runs at once never read half a file): the same mutant has the same path, hence the same
+    build key, in every run."""
+    import hashlib
+
+    from kprof import inputs
+    from kprof.build import build
+
+    digest = hashlib.sha256(f"{spec.source}\0{text}".encode()).hexdigest()[:20]
+    path = build.cache_dir() / "mutants" / spec.name / digest / spec.source.name
+    try:
+        if not (path.is_file() and path.read_text() == text):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            inputs.replace_file(path, text)
+    except OSError as exc:
+        raise inputs.write_error(path, exc) from None
+    return path
 
 
 # A size kprof mutants runs at: (preset, sizes, the check's fills)
