@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kprof.build.build import BuildResult
     from kprof.launch.launch import RunResult
     from kprof.measure.bench import PointResult
-    from kprof.spec import Resolved
+    from kprof.spec import KernelSpec, Resolved
     from kprof.stats import StopRule
 
 SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -651,7 +651,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, orig.tools)
 
 
-def _mutant_source(spec: Any, text: str) -> Path:
+def _mutant_source(spec: KernelSpec, text: str) -> Path:
     """The mutant's source file, named by a digest of its text under the build cache (written whole, by a
     rename, so two runs at once never read half a file): the same mutant has the same path, hence the same
     build key, in every run."""

@@ -80,6 +80,12 @@ def _yaml_problem(text: str) -> str | None:
     return None
 
 
+# Specs read before, by path and text: a spec that several commands, sweeps or tests read is parsed once
+# (PyYAML's pure-Python parser takes about 10 ms a spec; reading it again is what tells a changed file).
+_LOADED: dict[tuple[str, str], KernelSpec] = {}
+_LOADED_MAX = 512
+
+
 def load(path: str | Path) -> KernelSpec:
     """Read and validate one spec file: a regular file of at most 256 KiB, plain YAML (no aliases, at
     most 32 levels deep), ``yaml.safe_load`` rules."""
@@ -91,6 +97,8 @@ def load(path: str | Path) -> KernelSpec:
         text = inputs.read_text(path, "spec", limit=MAX_SPEC_BYTES)
     except InputError as exc:
         raise SpecError(where, "", exc.reason) from None
+    if (known := _LOADED.get((str(path), text))) is not None:
+        return known
     try:
         problem = _yaml_problem(text)
         if problem is not None:
@@ -101,7 +109,11 @@ def load(path: str | Path) -> KernelSpec:
         at = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(where, "", f"not valid YAML: {at}{problem}") from None
-    return from_dict(data, path)
+    spec = from_dict(data, path)
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.clear()
+    _LOADED[(str(path), text)] = spec
+    return spec
 
 
 Fail = Callable[[str, str], SpecError]
