@@ -391,3 +391,25 @@ def test_a_tensor_map_resolves_and_travels_to_the_child(tmp_path):
     assert (tm.dtype, tm.shape, tm.box, tm.strides, tm.arg.swizzle) == ("float32", (5, 64), (8, 32), (256,), 128)
     job = job_mod.Job(job_mod.target_of(resolved, tmp_path / "k.cubin"), RunMode())
     assert job_mod.from_json(job.to_json()).target.tensormaps == (tm,)
+
+
+def test_a_spec_read_again_unchanged_is_not_parsed_again_and_a_change_is(tmp_path, monkeypatch):
+    """kprof.spec.loader keeps what it loaded by path and text, with a digest of the files the spec names:
+    the same text is not parsed twice; a changed spec, or a changed kernel source it names, is."""
+    import yaml
+
+    from kprof.spec import loader
+
+    src = catalog.find("vector_add")
+    (tmp_path / "vector_add.cu").write_text((src.parent / "vector_add.cu").read_text())
+    (tmp_path / "vector_add.yaml").write_text(src.read_text())
+    first = loader.load(tmp_path / "vector_add.yaml")
+    parsed = []
+    real = yaml.safe_load
+    monkeypatch.setattr(yaml, "safe_load", lambda text: parsed.append(1) or real(text))
+    assert loader.load(tmp_path / "vector_add.yaml") is first and not parsed
+    (tmp_path / "vector_add.cu").write_text("// changed\n" + (src.parent / "vector_add.cu").read_text())
+    assert loader.load(tmp_path / "vector_add.yaml") is not first and parsed == [1]
+    (tmp_path / "vector_add.yaml").write_text(src.read_text() + "\n# a comment\n")
+    loader.load(tmp_path / "vector_add.yaml")
+    assert parsed == [1, 1]

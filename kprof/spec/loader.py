@@ -80,10 +80,54 @@ def _yaml_problem(text: str) -> str | None:
     return None
 
 
-# Specs read before, by path and text: a spec that several commands, sweeps or tests read is parsed once
-# (PyYAML's pure-Python parser takes about 10 ms a spec; reading it again is what tells a changed file).
-_LOADED: dict[tuple[str, str], KernelSpec] = {}
+# Specs read before, by path and text, with a digest of the files they name (the kernel's source, the Python
+# references): a spec that several commands, sweeps or tests read is parsed once (PyYAML's pure-Python parser
+# takes about 10 ms a spec); a change to the spec or to a file it names reads it again.
+_LOADED: dict[tuple[str, str], tuple[KernelSpec, str]] = {}
 _LOADED_MAX = 512
+
+
+def _named_files(value: Any, out: set[Path]) -> set[Path]:
+    """Every file a loaded spec names: its Path fields and its stored Python references, recursively."""
+    import dataclasses
+
+    from kprof.spec import pyref
+
+    if isinstance(value, Path):
+        out.add(value)
+    elif isinstance(value, str):
+        if pyref.is_stored(value):
+            out.add(pyref.Ref.from_stored(value).path)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _named_files(getattr(value, f.name), out)
+    elif isinstance(value, (tuple, list, frozenset, set)):
+        for v in value:
+            _named_files(v, out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _named_files(k, out)
+            _named_files(v, out)
+    return out
+
+
+def _digest_of(files: set[Path]) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for f in sorted(files):
+        digest.update(str(f).encode() + b"\0")
+        try:
+            if f.is_file() and f.stat().st_size <= MAX_NAMED_BYTES:
+                digest.update(f.read_bytes())
+            else:
+                digest.update(b"\1not a small file")
+        except OSError:
+            digest.update(b"\1unreadable")
+    return digest.hexdigest()
+
+
+MAX_NAMED_BYTES = 4 * 1024 * 1024  # a named file larger than this is not read for the digest (its name is)
 
 
 def load(path: str | Path) -> KernelSpec:
@@ -97,8 +141,8 @@ def load(path: str | Path) -> KernelSpec:
         text = inputs.read_text(path, "spec", limit=MAX_SPEC_BYTES)
     except InputError as exc:
         raise SpecError(where, "", exc.reason) from None
-    if (known := _LOADED.get((str(path), text))) is not None:
-        return known
+    if (known := _LOADED.get((str(path), text))) is not None and _digest_of(_named_files(known[0], set())) == known[1]:
+        return known[0]
     try:
         problem = _yaml_problem(text)
         if problem is not None:
@@ -112,7 +156,7 @@ def load(path: str | Path) -> KernelSpec:
     spec = from_dict(data, path)
     if len(_LOADED) >= _LOADED_MAX:
         _LOADED.clear()
-    _LOADED[(str(path), text)] = spec
+    _LOADED[(str(path), text)] = (spec, _digest_of(_named_files(spec, set())))
     return spec
 
 
