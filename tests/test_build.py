@@ -183,3 +183,17 @@ def test_a_define_the_source_sets_again_without_ifndef_is_refused_with_the_line_
     (tmp_path / "k.cu").write_text('#include "tile.h"\n' + text.replace("#define BQ 64", "#define BQ_ 64"))
     with pytest.raises(SpecError, match=r"defines.HD: tile.h line 1 sets HD itself \(#define HD 32\), so HD=64"):
         build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")
+
+
+def test_a_generated_source_is_kept_by_its_text(tmp_path, monkeypatch):
+    """kprof mutants' sources under the build cache: the same text, the same path (so the same build key,
+    and a second build is a cache hit); another text, another path; a damaged file is written again."""
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
+    original = catalog.find("vector_add").with_suffix(".cu")
+    a = build.generated_source("vector_add", original, "// one\n")
+    assert a.read_text() == "// one\n" and a.name == "vector_add.cu" and tmp_path in a.parents
+    assert build.generated_source("vector_add", original, "// one\n") == a
+    b = build.generated_source("vector_add", original, "// two\n")
+    assert b != a and b.read_text() == "// two\n"
+    a.write_text("// damaged\n")
+    assert build.generated_source("vector_add", original, "// one\n") == a and a.read_text() == "// one\n"

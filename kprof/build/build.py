@@ -73,6 +73,21 @@ def cache_dir() -> Path:
     return inputs.user_path("~/.cache", "the build cache (HOME)") / "kprof"
 
 
+def generated_source(name: str, original: Path, text: str) -> Path:
+    """A generated variant of ``original`` (a mutant) kept under the build cache at a path named by its
+    text, written whole by a rename (two runs at once never read half a file): the same text has the same
+    path, hence the same build key, in every run, so building it again is a cache hit."""
+    digest = hashlib.sha256(f"{original}\0{text}".encode()).hexdigest()[:20]
+    path = cache_dir() / "generated" / name / digest / original.name
+    try:
+        if not (path.is_file() and path.read_text() == text):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            inputs.replace_file(path, text)
+    except OSError as exc:
+        raise inputs.write_error(path, exc) from None
+    return path
+
+
 def _shell_safe_argv(argv: list[str]) -> None:
     """The last guard before nvcc: it runs its sub-steps through ``sh`` with every path and flag inside
     double quotes, where a backtick or ``$(...)`` still runs a command. The spec loader refuses such a

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kprof.build.build import BuildResult
     from kprof.launch.launch import RunResult
     from kprof.measure.bench import PointResult
-    from kprof.spec import KernelSpec, Resolved
+    from kprof.spec import Resolved
     from kprof.stats import StopRule
 
 SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -613,8 +613,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     steps = progress(len(made)) if progress is not None else None
     original_cubin = original.cubin.read_bytes()
 
-    # each mutant's source at a path named by its text, under the build cache: a second run of the
-    # same mutant (kprof mutants again, or another test of the suite) finds its cubin there
+    # each mutant's source under the build cache, named by its text: a second build of it is a cache hit
     def one(m: Any) -> Any:
         t0 = time.monotonic()
         if (note := mutants.note_of(m)) is not None:
@@ -622,7 +621,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
             if steps is not None:
                 steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} (the source's note)")
             return out
-        path = _mutant_source(spec, m.source)
+        path = build.generated_source(spec.name, spec.source, m.source)
         other = replace(spec, name=f"{spec.name}__{m.id.lower()}", source=path,
                         nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
         try:
@@ -649,26 +648,6 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
         if steps is not None:
             steps.close()
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, orig.tools)
-
-
-def _mutant_source(spec: KernelSpec, text: str) -> Path:
-    """The mutant's source file, named by a digest of its text under the build cache (written whole, by a
-    rename, so two runs at once never read half a file): the same mutant has the same path, hence the same
-    build key, in every run."""
-    import hashlib
-
-    from kprof import inputs
-    from kprof.build import build
-
-    digest = hashlib.sha256(f"{spec.source}\0{text}".encode()).hexdigest()[:20]
-    path = build.cache_dir() / "mutants" / spec.name / digest / spec.source.name
-    try:
-        if not (path.is_file() and path.read_text() == text):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            inputs.replace_file(path, text)
-    except OSError as exc:
-        raise inputs.write_error(path, exc) from None
-    return path
 
 
 # A size kprof mutants runs at: (preset, sizes, the check's fills)
