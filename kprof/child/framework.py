@@ -354,7 +354,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
 
 
 def _note_dtype(fw: Framework, result: Any, want: str, name: str, data: dict[str, Any], what: str) -> None:
-    """A result of another dtype than the spec's output (``NAME: got for want``) into ``data``: kprof
+    """A result of another dtype than the spec's output (``NAME as GOT where the spec's is WANT``) into ``data``: kprof
     converts it outside the timed window, so the call did a different job (benchmark integrity's
     ``other-dtype``)."""
     try:

@@ -158,7 +158,7 @@ def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_poo
     flags += integrity.dtype_flags(result.data.get("baseline_converted") or result.data.get("operation_converted")
                                    or [], who)
     checked = {"kernels per call": bool(seen.calls), "extra work": bool(seen.calls), "window": bool(seen.calls),
-               "timer": True, "result dtype": _python_call(result)}
+               "timer": True, "result dtype": who != "kernel's timed call"}
     if gpu is None:  # no integrity kernels: the loop's checks only
         result.phase("integrity", integrity=integrity.summary(flags, checked),
                      integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=seen.cupti)
@@ -201,12 +201,6 @@ def _call_kernels(calls: list[list[Any]]) -> list[list[Any]]:
     if not work:
         return []
     return [[r.name, r.ns / 1e9] for r in work[len(work) // 2] if r.complete]
-
-
-def _python_call(result: Result) -> bool:
-    """Whether the timed call is a Python callable (a baseline or the spec's operation), whose result's
-    dtype the other-dtype check reads."""
-    return "baseline_framework" in result.data or "operation_framework" in result.data
 
 
 def _who(result: Result) -> str:
