@@ -744,6 +744,14 @@ class _NumpyFramework:
     def copy_into(self, dst, src):
         dst[...] = np.asarray(src).reshape(dst.shape)
 
+    def matches(self, obj):
+        return isinstance(obj, np.ndarray)
+
+    def info(self, obj):
+        from kprof.child.framework import ArrayInfo
+
+        return ArrayInfo(0, obj.shape, obj.dtype.name, True, 0, self.name)
+
     allocated: list = []  # every block alloc gave (the pool kprof poisons before a verified call)
 
     def alloc(self, shape, dtype, like, zero=False):
@@ -787,6 +795,17 @@ def test_a_python_baseline_is_verified_then_timed_on_kprofs_stream(numpy_framewo
     assert data["checks"][0]["ok"] and data["samples"] and data["baseline_framework"] == "fake"
     assert data["baseline_callable"] == "base.py:op" and data["baseline_prepare_s"] >= 0
     assert set(_NumpyFramework.streams) == {42}, "every call ran on kprof's timing stream"
+
+
+def test_a_baseline_result_of_another_dtype_is_flagged_other_dtype(numpy_framework):
+    """A float64 result where the spec's c is float32: right values (kprof converts it to verify it), and
+    another job than the kernel's; a float32 result is not flagged."""
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return (a + b).astype('float64')\n"))
+    assert data["status"] == "ok", data.get("error")
+    (flag,) = [f for f in data["integrity"]["flags"] if f.startswith("other-dtype")]
+    assert "returned c as float64 where the spec's is float32" in flag and "result dtype" in data["integrity"]["checked"]
+    data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return a + b\n"))
+    assert not [f for f in data["integrity"]["flags"] if f.startswith("other-dtype")]
 
 
 def test_a_wrong_python_baseline_fails_verification_and_is_not_timed(numpy_framework):
