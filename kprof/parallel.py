@@ -57,7 +57,7 @@ def scan_threads(chunks: int) -> int:
     row-wise reference): up to SCAN_THREADS and the CPUs this process may use
     (``KPROF_VERDICT_THREADS`` overrides; 1 does one chunk at a time)."""
     wanted = os.environ.get("KPROF_VERDICT_THREADS", "")
-    cap = int(wanted) if wanted.isdigit() and int(wanted) > 0 else SCAN_THREADS
+    cap = int(wanted) if wanted.isascii() and wanted.isdigit() and int(wanted) > 0 else SCAN_THREADS
     cpus = host_cpus()
     return max(1, min(cap, cpus, chunks))
 

@@ -98,7 +98,7 @@ def check_jobs(text: str | None) -> int | None:
     """``--kprof-jobs``: a whole number from 1, or None (the machine's default)."""
     if text is None:
         return None
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # '²' is a digit int() refuses
         raise pytest.UsageError(f"--kprof-jobs={text}: give a whole number of tools to run at once, 1 or more")
     return int(text)
 

@@ -59,6 +59,10 @@ def _world(w: Path) -> None:
     (w / "nd").mkdir()
     (w / "nd" / "x.cu").symlink_to(w / "outside.cu")
     (w / "sarifdir").mkdir()
+    # values PyYAML builds with a plain Python error (ValueError, KeyError, AttributeError): issue 55's exit 70s
+    for name, value in (("date", "2001-02-30"), ("tagint", "!!int abc"), ("tagbool", "!!bool maybe"),
+                        ("tagtime", "!!timestamp nope"), ("digits", "9" * 5000)):
+        _kernel(w / name, extra=f"description: {value}\n")
 
 
 OOB = str(XML)
@@ -119,6 +123,18 @@ CASES = [
     ("a reference of 999 minus signs", ["build", "{w}/unary/k.yaml"], {}, 2, "reference.x: nested deeper than 100 levels"),
     ("a size of 399 minus signs", ["run", "vector_add", "--size", "N=" + "-" * 399 + "1"], {}, 2,
      "give a whole number (or arithmetic like 2**20)"),
+    # YAML values PyYAML builds with Python's own errors: one line, exit 2 (were exit 70)
+    ("a date that is not one", ["build", "{w}/date/k.yaml"], {}, 2, "not valid YAML: a value that cannot be built (ValueError"),
+    ("!!int abc", ["build", "{w}/tagint/k.yaml"], {}, 2, "not valid YAML: a value that cannot be built (ValueError"),
+    ("!!bool maybe", ["build", "{w}/tagbool/k.yaml"], {}, 2, "not valid YAML: a value that cannot be built (KeyError"),
+    ("!!timestamp nope", ["build", "{w}/tagtime/k.yaml"], {}, 2, "a value that cannot be built (AttributeError"),
+    ("a 5,000-digit number", ["build", "{w}/digits/k.yaml"], {}, 2, "a value that cannot be built (ValueError"),
+    # lost data: the report read is never the file written
+    ("--sarif naming the --from-xml report", ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/big.xml"], {}, 2,
+     "--sarif {w}/big.xml is the report --from-xml reads"),
+    ("--sarif naming it another way", ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/sarifdir/../big.xml"], {}, 2,
+     "is the report --from-xml reads"),
+    ("--arch sm_90 with a newline", ["occupancy", "vector_add", "--arch", "sm_90\n"], {}, 2, "--arch"),
 ]
 
 

@@ -166,3 +166,13 @@ def test_no_compute_sanitizer_stops_the_run_once(sandbox, monkeypatch, tmp_path)
     sandbox.makepyfile(test_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "compute-sanitizer not found" in result.stderr.str()
+
+
+@pytest.mark.parametrize("text", ["²", "٣", "0", "-1", "1.5", ""])
+def test_a_jobs_option_that_is_not_a_plain_whole_number_is_one_usage_error(text):
+    """``--kprof-jobs=²``: a digit to str.isdigit that int() refuses (it was a pytest INTERNALERROR)."""
+    from kprof.pytest_plugin import check_jobs
+
+    with pytest.raises(pytest.UsageError, match="give a whole number of tools to run at once"):
+        check_jobs(text)
+    assert check_jobs("3") == 3 and check_jobs(None) is None

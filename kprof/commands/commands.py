@@ -10,6 +10,7 @@ These functions decide what to run and which exit code it earns.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -228,7 +229,18 @@ def _from_xml(opts: SanitizeOptions) -> list[Any]:
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
     assert opts.from_xml is not None  # cmd_sanitize comes here only with it
     source = inputs.user_path(opts.from_xml, "--from-xml")
+    if opts.sarif and _same_file(inputs.user_path(opts.sarif, "--sarif"), source):
+        raise UsageError(f"--sarif {opts.sarif} is the report --from-xml reads: writing it would replace that report; "
+                         "give --sarif another file")
     return [sanitize.from_xml(source, None if opts.tool == "all" else opts.tool, allocations)]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links and relative parts); a missing one is not the other."""
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _read_allocations(path: str) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from kprof.errors import UsageError
 from kprof.spec import KernelSpec, catalog
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, Path]:

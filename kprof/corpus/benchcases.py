@@ -14,6 +14,7 @@ from typing import Any
 from kprof import inputs
 from kprof.child import integrity
 from kprof.errors import SpecError
+from kprof.spec.loader import YAML_VALUE_ERRORS, value_problem
 
 MAX_BYTES = 64 * 1024
 
@@ -63,6 +64,8 @@ def load(folder: Path) -> Corpus:
         data = yaml.safe_load(inputs.read_text(path, "the cheat corpus", limit=MAX_BYTES))
     except yaml.YAMLError as exc:
         raise SpecError(str(path), "", f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    except YAML_VALUE_ERRORS as exc:
+        raise SpecError(str(path), "", f"not valid YAML: {value_problem(exc)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("spec"), str) or not isinstance(data.get("cheats"), list):
         raise SpecError(str(path), "", "needs 'spec: FILE.yaml' and 'cheats: [{name, exploit, catch}, ...]'")
     cheats = []

@@ -223,7 +223,7 @@ def _crowd_ns(wanted: str, micros: str) -> int:
     """The crowd kernel's spin in nanoseconds, 0 for no crowd."""
     if wanted not in ("1", "yes", "true"):
         return 0
-    return (int(micros) if micros.isdigit() and 0 < int(micros) <= 10_000_000 else CROWD_US) * 1000
+    return (int(micros) if micros.isascii() and micros.isdigit() and 0 < int(micros) <= 10_000_000 else CROWD_US) * 1000
 
 
 def _pointer_arguments(drv: Any, func: int, kernel_params: int) -> list[tuple[int, int]]:
@@ -254,7 +254,7 @@ def _copy(drv: Any, base: int, nbytes: int) -> bytes:
 
 def _capture_wanted(text: str) -> tuple[int, int] | None:
     seq, _, arg = text.partition(":")
-    return (int(seq), int(arg)) if seq.isdigit() and arg.isdigit() else None
+    return (int(seq), int(arg)) if (seq + arg).isascii() and seq.isdigit() and arg.isdigit() else None
 
 
 def _site() -> str | None:

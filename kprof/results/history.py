@@ -217,7 +217,7 @@ def resolve_run(conn: sqlite3.Connection, ref: str) -> str:
         raise UsageError(f"no bench runs yet in {path()}: run kprof bench first")
     if ref == "last" or ref.startswith("last~"):
         back_text = ref[5:] if ref.startswith("last~") else "0"
-        if not back_text.isdigit():
+        if not (back_text.isascii() and back_text.isdigit()):
             raise UsageError(f"{ref!r}: write last, or last~N with N a whole number (last~1 is the run before the last)")
         back = int(back_text)
         if back >= len(known):

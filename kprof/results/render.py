@@ -37,7 +37,7 @@ def terminal_width() -> int:
 
     if not getattr(sys.stdout, "isatty", lambda: False)():
         return NO_WRAP
-    if (env := os.environ.get("COLUMNS", "")).isdigit() and int(env) > 0:
+    if (env := os.environ.get("COLUMNS", "")).isascii() and env.isdigit() and int(env) > 0:
         return max(MIN_WIDTH, int(env))
     return max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
 

@@ -49,7 +49,7 @@ _TOP_KEYS = {
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
     "twin_defines", "baseline", "baselines", "steps", "python", "requires",
 }  # fmt: skip
-_BASELINE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")  # a name in baselines: (torch, torch.compile)
+_BASELINE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,39}\Z")  # a name in baselines: (torch, torch.compile)
 # What a Python operation (``python: ops.py:scale``) cannot have: it is the function, not a kernel.
 _NOT_FOR_PYTHON = ("source", "entry", "launch", "steps", "nvcc_flags", "twin", "twin_defines")
 
@@ -130,6 +130,19 @@ def _digest_of(files: set[Path]) -> str:
 MAX_NAMED_BYTES = 4 * 1024 * 1024  # a named file larger than this is not read for the digest (its name is)
 
 
+# What PyYAML's safe constructor raises, past its own YAMLError, for values it cannot build: a date that is
+# not one (2001-02-30: ValueError), `!!int abc` (ValueError), `!!bool maybe` (KeyError), `!!timestamp x`
+# (AttributeError), an integer past Python's 4,300 digits (ValueError).
+YAML_VALUE_ERRORS = (ValueError, KeyError, AttributeError, TypeError, OverflowError)
+
+
+def value_problem(exc: BaseException) -> str:
+    """One line for a value PyYAML could not build: what it is, and how to write it instead."""
+    said = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+    return (f"a value that cannot be built ({type(exc).__name__}: {said}); write it plainly (a number, a quoted "
+            "string), without a YAML tag such as !!int or !!timestamp")
+
+
 def load(path: str | Path) -> KernelSpec:
     """Read and validate one spec file: a regular file of at most 256 KiB, plain YAML (no aliases, at
     most 32 levels deep), ``yaml.safe_load`` rules."""
@@ -153,6 +166,8 @@ def load(path: str | Path) -> KernelSpec:
         at = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(where, "", f"not valid YAML: {at}{problem}") from None
+    except YAML_VALUE_ERRORS as exc:  # a tagged or dated value PyYAML fails to build with a plain Python error
+        raise SpecError(where, "", f"not valid YAML: {value_problem(exc)}") from None
     spec = from_dict(data, path)
     if len(_LOADED) >= _LOADED_MAX:
         _LOADED.clear()

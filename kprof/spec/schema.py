@@ -42,7 +42,7 @@ FILLS = {  # name -> (min args, max args)
     "peaked": (2, 3),  # peaked(height, share[, spread]): normal(0, spread), a share of the elements at height (a dominant logit)
 }
 PRESETS = ("default", "sanitize")
-IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would pass a name ending in a newline
 CUBLAS_SGEMM = "cublas_sgemm"  # a library step of a spec, and a baseline
 BASELINES = (CUBLAS_SGEMM,)  # library routines; a baseline may also name another kernel spec
 
@@ -184,7 +184,7 @@ class Requirement:
     why: str
 
 
-ARCH_NAME = re.compile(r"^sm_(\d{2,3})[af]?$")
+ARCH_NAME = re.compile(r"^sm_([0-9]{2,3})[af]?\Z")
 
 
 def arch_number(arch: str) -> int:

@@ -129,7 +129,8 @@ def missing(reported: str | None, line: int | None, launch: str | None) -> Locat
         return None
     where = f"{reported}:{line}" if line else reported
     path, _, number = (launch or "").rpartition(":")
-    if reported.endswith(".cubin.cu") and path and number.isdigit() and inputs.regular_file_error(Path(path)) is None:
+    if (reported.endswith(".cubin.cu") and path and number.isascii() and number.isdigit()
+            and inputs.regular_file_error(Path(path)) is None):
         return Located(path, int(number), f"CuPy generated this kernel's source (its copy, {where}, is deleted): "
                                           f"the line is your call that launched it")
     return Located(reported, line, f"{where} is not a file here: the name the program gave its kernel's "
