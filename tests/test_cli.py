@@ -244,3 +244,16 @@ def test_a_table_is_not_wrapped_for_a_file_or_a_pipe(capsys):
     assert cli.main(["cases", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(len(line) > 80 for line in lines)  # the known misses' reasons, one line each
+
+
+@pytest.mark.parametrize("name, why", [("int", "a C++ keyword"), ("class", "a C++ keyword"),
+                                       ("min", "a name CUDA already declares"), ("main", "a name CUDA already declares"),
+                                       ("blockIdx", "a name CUDA already declares"), ("float4", "a name CUDA already declares"),
+                                       ("yes", "a word YAML reads as a boolean or null"), ("null", "a word YAML reads"),
+                                       ("__k", "reserved to the compiler")])
+def test_kprof_new_refuses_a_name_whose_kernel_would_not_build(tmp_path, capsys, name, why):
+    """Each of these wrote a kernel that did not build (nvcc 13.0 refuses every CUDA name listed; `yes` and
+    `null` are not names in YAML): one line, exit 2, nothing written."""
+    assert cli.main(["new", name, "--dir", str(tmp_path)]) == errors.EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"kprof new {name}: {why}" in err[0] and not list(tmp_path.iterdir())

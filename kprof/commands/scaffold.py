@@ -16,6 +16,39 @@ from kprof.spec import KernelSpec, catalog
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# Names a kernel cannot have: C++'s keywords (C++20), CUDA's built-in variables, types and functions the
+# kernel's translation unit already declares (a kernel `min` or `blockIdx` does not build), `main`, and the
+# words YAML reads as a boolean or null in the spec's `entry:` (`yes`, `null`).
+_CXX_KEYWORDS = frozenset((
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+    "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+    "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+    "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+    "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+    "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
+    "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+    "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"
+))
+_CUDA_NAMES = frozenset((
+    "main", "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "dim3", "min", "max", "abs", "fabs",
+    "printf", "malloc", "free", "memcpy", "memset", "assert", "sqrt", "exp", "log", "pow"
+))
+_YAML_WORDS = frozenset(["yes", "no", "on", "off", "true", "false", "y", "n", "null"])
+_VECTOR_TYPE = re.compile(r"^(u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]\Z")
+
+
+def _unusable(name: str) -> str | None:
+    """Why ``name`` cannot name a kernel though it is an identifier, or None."""
+    if name in _CXX_KEYWORDS:
+        return "a C++ keyword"
+    if name in _CUDA_NAMES or _VECTOR_TYPE.match(name):
+        return "a name CUDA already declares"
+    if name.lower() in _YAML_WORDS:
+        return "a word YAML reads as a boolean or null (the spec's entry: would not be the name)"
+    if name.startswith("__") or (name.startswith("_") and name[1:2].isupper()):
+        return "reserved to the compiler (a leading __ or _ and a capital)"
+    return None
 
 
 def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, Path]:
@@ -24,6 +57,9 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
     if not _IDENT.match(name) or len(name) > 100:
         raise UsageError(f"kprof new {name[:60]!r}: a kernel name is an identifier (letters, digits, _), "
                          "e.g. kprof new my_scale")
+    if (why := _unusable(name)) is not None:
+        raise UsageError(f"kprof new {name}: {why}, so a kernel of that name does not build; give another "
+                         f"name, e.g. kprof new my_{name.strip('_').lower() or 'kernel'}")
     folder = inputs.user_path(folder, "--dir")
     cu, yaml_path = folder / f"{name}.cu", folder / f"{name}.yaml"
     if like is None:
