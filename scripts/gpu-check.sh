@@ -314,11 +314,12 @@ if has programs; then
     step sanitize-cupy $KPROF sanitize --tool memcheck -- python3 examples/cupy_shift.py
     step sanitize-cupy-fixed $KPROF sanitize --tool memcheck -- python3 examples/cupy_shift.py --fixed
     step profile-triton $KPROF profile --kernel scale -- python3 examples/triton_scale.py --fixed
-    step pytest-plain python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider
+    # the examples are a user's suite: one pytest process (-n 0), not the project's own -n auto (pyproject.toml)
+    step pytest-plain python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 0
     PLUGIN=$(python3 -c "from importlib.metadata import entry_points as e; print('' if any(p.value == 'kprof.pytest_plugin' for p in e(group='pytest11')) else '-p kprof.pytest_plugin')")
-    step pytest-kprof-sanitize python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider $PLUGIN --kprof-sanitize=memcheck
+    step pytest-kprof-sanitize python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 0 $PLUGIN --kprof-sanitize=memcheck
     # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
-    step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
+    step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider -n 0 \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
     step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/test_gpu_programs.py
 fi
 if has spread; then
@@ -335,7 +336,7 @@ if has speed; then
     step install-speed python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
     CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
     PLUGIN=$(python3 -c "from importlib.metadata import entry_points as e; print('' if any(p.value == 'kprof.pytest_plugin' for p in e(group='pytest11')) else '-p kprof.pytest_plugin')")
-    SUITE="python3 -m pytest examples/test_kernel_suite.py -p no:cacheprovider -rA"
+    SUITE="python3 -m pytest examples/test_kernel_suite.py -p no:cacheprovider -n 0 -rA"  # a user's suite: one process
     step suite-warm $SUITE -q  # the first run compiles the Triton kernels into Triton's cache
     step suite-plain $SUITE -q
     step suite-kprof $SUITE $PLUGIN --kprof-sanitize

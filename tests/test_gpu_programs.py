@@ -233,7 +233,8 @@ def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
     # Installed, kprof's plugin comes through its pytest11 entry point; from a source tree, name it.
     installed = any(ep.value == "kprof.pytest_plugin" for ep in entry_points(group="pytest11"))
     plugin = [] if installed else ["-p", "kprof.pytest_plugin"]
-    done = subprocess.run([PY, "-m", "pytest", str(EXAMPLES / "test_gpu_ops.py"), "-p", "no:cacheprovider", "-q",
+    # one pytest process, as a user's suite runs (the project's pyproject.toml adds -n auto for its own tests)
+    done = subprocess.run([PY, "-m", "pytest", str(EXAMPLES / "test_gpu_ops.py"), "-p", "no:cacheprovider", "-q", "-n", "0",
                            *plugin, "--kprof-sanitize=memcheck"], capture_output=True, text=True, timeout=900)
     assert "1 failed, 9 passed" in done.stdout, done.stdout[-3000:]
     assert "FAILED examples/test_gpu_ops.py::test_scale_unmasked" in done.stdout
