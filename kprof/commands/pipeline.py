@@ -285,13 +285,12 @@ def _op_jobs(arch: str | None) -> list[bench.StreamJob]:
     from kprof.baselines import PEAK_OPS, peak_ops_path
     from kprof.spec import pyref
 
+    cold = timing_mode("cold", bench.PEAK_RULE, "auto", arch, integrity=False)
     out = []
     for kind in ceilings.MIXES:
-        spec = catalog.builtin(f"kprof_{kind}")
+        spec, mode = catalog.builtin(f"kprof_{kind}"), replace(cold, python=pyref.Ref(peak_ops_path(), kind).stored())
         for size in bench.PEAK_BYTES:
             r = resolve(spec, {"BLOCKS": 1, "BYTES": size})
-            mode = replace(timing_mode("cold", bench.PEAK_RULE, "auto", arch, integrity=False),
-                           python=pyref.Ref(peak_ops_path(), kind).stored())
             out.append(bench.StreamJob(kind, 0, 0, built(r, arch).job(mode), int(r.bytes or 0),
                                        op=f"PyTorch's {PEAK_OPS[kind]}", size=size))
     return out

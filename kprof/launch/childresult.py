@@ -149,14 +149,14 @@ def _timing(data: dict[str, Any]) -> Timing | None:
     return Timing(samples=_floats(samples), stop=_str(data.get("stop")), timer=_str(data.get("timer")) or "events",
                   event_samples=_floats(data.get("event_samples")), batch=_int(data.get("batch")),
                   host_seconds=_float(data.get("host_seconds")), kernels_per_call=_int(data.get("kernels_per_call")),
-                  call_kernels=_call_kernels(data.get("call_kernels")),
+                  call_kernels=call_kernels_of(data.get("call_kernels")),
                   timer_note=_opt_str(data.get("timer_note")), cupti_hw_trace=hw if isinstance(hw, bool) else None,
                   integrity=_strs(integ.get("flags")), integrity_checked=_strs(integ.get("checked")),
                   integrity_seconds=_float(data.get("integrity_seconds")))
 
 
-def _call_kernels(value: Any) -> tuple[tuple[str, float], ...]:
-    """[[name, seconds], ...] as the child wrote it; anything else read as none."""
+def call_kernels_of(value: Any) -> tuple[tuple[str, float], ...]:
+    """[[name, seconds], ...] as the child (or a bench JSON) wrote it; anything else read as none."""
     if not isinstance(value, list):
         return ()
     return tuple((str(v[0]), float(v[1])) for v in value

@@ -20,7 +20,7 @@ from typing import Any
 from kprof import inputs, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.launch import launch
-from kprof.launch.childresult import ChildResult, Timing
+from kprof.launch.childresult import ChildResult, Timing, call_kernels_of
 from kprof.launch.job import Job, TimingMode
 from kprof.measure import ceilings
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
@@ -106,7 +106,7 @@ class BaselineResult:
         if "baseline_integrity" in got:
             got["baseline_integrity"] = tuple(got["baseline_integrity"] or ())
         if "baseline_call_kernels" in got:
-            got["baseline_call_kernels"] = tuple((str(n), float(t)) for n, t in got["baseline_call_kernels"] or ())
+            got["baseline_call_kernels"] = call_kernels_of(got["baseline_call_kernels"])
         return cls(**got)
 
 

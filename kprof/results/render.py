@@ -50,6 +50,11 @@ def wrap(text: str, width: int, indent: int) -> list[str]:
     return textwrap.wrap(text, width=width, subsequent_indent=" " * indent, break_on_hyphens=False) or [""]
 
 
+def fit(lines: Sequence[str], width: int, hang: int) -> list[str]:
+    """Report lines wrapped to ``width``, each continuation under its line's own indentation plus ``hang``."""
+    return [piece for line in lines for piece in wrap(line, width, len(line) - len(line.lstrip()) + hang)]
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "", width: int | None = None) -> str:
     """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). A last column
     that would take a line past ``width`` (default: :func:`terminal_width`) wraps under itself."""
@@ -391,7 +396,7 @@ def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, c
         out.append(f"  block {occ.block_size}: {occ.describe()}")
         out.append(f"    {tip}")
     width = terminal_width()
-    out = [piece for line in out for piece in wrap(line, width, len(line) - len(line.lstrip()) + 2)]
+    out = fit(out, width, 2)
     out.append("")
     out.append(table(["BLOCK", "BLOCKS/SM", "WARPS/SM", "OCCUPANCY", "LIMITER"],
                      [(o.block_size, o.blocks_per_sm, o.warps_per_sm, _pct(o.occupancy), o.limiter) for o in table_rows],
@@ -533,7 +538,7 @@ def peak_report(data: dict[str, Any]) -> str:
         else:
             lines.append(f"  tensor   not measured by {name}: {r.get('not_measured')}")
     width = terminal_width()
-    return "\n".join(piece for line in lines for piece in wrap(line, width, len(line) - len(line.lstrip()) + 4))
+    return "\n".join(fit(lines, width, 4))
 
 
 def _tried_label(kind: str, row: dict[str, Any]) -> str:

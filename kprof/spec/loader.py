@@ -83,7 +83,7 @@ def _yaml_problem(text: str) -> str | None:
 # Specs read before, by path and text, with a digest of the files they name (the kernel's source, the Python
 # references): a spec that several commands, sweeps or tests read is parsed once (PyYAML's pure-Python parser
 # takes about 10 ms a spec); a change to the spec or to a file it names reads it again.
-_LOADED: dict[tuple[str, str], tuple[KernelSpec, str]] = {}
+_LOADED: dict[tuple[str, str], tuple[KernelSpec, frozenset[Path], str]] = {}
 _LOADED_MAX = 512
 
 
@@ -111,7 +111,7 @@ def _named_files(value: Any, out: set[Path]) -> set[Path]:
     return out
 
 
-def _digest_of(files: set[Path]) -> str:
+def _digest_of(files: frozenset[Path]) -> str:
     import hashlib
 
     digest = hashlib.sha256()
@@ -154,7 +154,7 @@ def load(path: str | Path) -> KernelSpec:
         text = inputs.read_text(path, "spec", limit=MAX_SPEC_BYTES)
     except InputError as exc:
         raise SpecError(where, "", exc.reason) from None
-    if (known := _LOADED.get((str(path), text))) is not None and _digest_of(_named_files(known[0], set())) == known[1]:
+    if (known := _LOADED.get((str(path), text))) is not None and _digest_of(known[1]) == known[2]:
         return known[0]
     try:
         problem = _yaml_problem(text)
@@ -171,7 +171,8 @@ def load(path: str | Path) -> KernelSpec:
     spec = from_dict(data, path)
     if len(_LOADED) >= _LOADED_MAX:
         _LOADED.clear()
-    _LOADED[(str(path), text)] = (spec, _digest_of(_named_files(spec, set())))
+    named = frozenset(_named_files(spec, set()))
+    _LOADED[(str(path), text)] = (spec, named, _digest_of(named))
     return spec
 
 
