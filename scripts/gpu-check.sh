@@ -35,6 +35,11 @@
 #   likeforlike  kprof peak --refresh (PyTorch's ops beside kprof's kernels), the attention lines of
 #            scripts/benches/like-for-like.txt, the cheat corpus, the attention kernels' GPU tests and
 #            sanitizers, the file's other lines (LFL_STEPS picks some of: peak attention corpus checks rest)
+#   perfdata the performance corpus (perf_cases/, PERF_CASES for some): each case and its twin verified
+#            (kprof run) and timed in one kprof bench; Nsight Compute's full set on both, kept as reports and
+#            read back as raw metrics, rules (--page details) and source counters (--page source, SASS and
+#            CUDA), and the same for the kernels of PERF_KERNELS; each cubin's SASS with line information (nvdisasm); then kprof profile's diagnosis (tries
+#            included) on each case, and kprof cases --perf (PERF_DIAGNOSE=0 leaves them out)
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -358,6 +363,42 @@ if has integrity; then
     json integrity-ladder $KPROF bench vector_add_vec4 reduce_sum_vec4 rmsnorm_onepass softmax_online tiled_matmul --baseline auto --strict --no-history
     json integrity-torch $KPROF bench rmsnorm_onepass softmax_online --baseline torch,torch.compile --strict --no-history
     python3 scripts/integrity_cost.py "$LOGS/integrity-ladder.json" "$LOGS/integrity-torch.json" > "$LOGS/integrity-cost.md" 2>&1
+fi
+if has perfdata; then  # the performance corpus: the data the diagnosis is built and tested on (docs/profile.md)
+    PD=$LOGS/perf
+    mkdir -p "$PD"
+    cases=${PERF_CASES:-$(ls perf_cases/*.yaml | xargs -n1 basename | sed 's/\.yaml$//')}
+    for c in $cases; do
+        step "run-$c" $KPROF run "$c"
+        step "run-${c}_fixed" $KPROF run "${c}_fixed"
+        json "bench-$c" $KPROF bench "$c" "${c}_fixed" --max-time "${PERF_BENCH_S:-1}"
+        step "ncu-$c" sh -c "exec $KPROF profile $c ${c}_fixed --set full --save-report $PD --json > $PD/$c.profile.json"
+    done
+    # kernels of kprof's own beside the corpus (PERF_KERNELS, e.g. wgmma_attention): reports and pages the same way
+    for k in ${PERF_KERNELS:-}; do
+        step "ncu-$k" sh -c "exec $KPROF profile $k --set full --save-report $PD --json > $PD/$k.profile.json"
+    done
+    sources=$(ls "$ROOT"/perf_cases/*.cu "$ROOT"/kernels/*.cu | paste -sd, -)
+    for c in $cases ${PERF_KERNELS:-}; do
+        for n in "$c" "${c}_fixed"; do
+            [ -f "$PD/$n.ncu-rep" ] || continue
+            ncu --import "$PD/$n.ncu-rep" --csv --page details > "$PD/$n.details.csv" 2>&1
+            ncu --import "$PD/$n.ncu-rep" --csv --page raw > "$PD/$n.raw.csv" 2>&1
+            ncu --import "$PD/$n.ncu-rep" --csv --page source --print-source sass > "$PD/$n.sass.csv" 2>&1
+            ncu --import "$PD/$n.ncu-rep" --csv --page source --print-source cuda,sass \
+                --resolve-source-file "$sources" > "$PD/$n.cudasass.csv" 2>&1
+        done
+    done
+    for f in "$KPROF_CACHE_DIR"/*.cubin; do  # SASS with line information, for the line map's tests
+        case $(basename "$f") in kprof_*) continue ;; esac
+        nvdisasm --print-line-info "$f" > "$PD/$(basename "$f" .cubin).sass.txt" 2>&1
+    done
+    if [ "${PERF_DIAGNOSE:-1}" = 1 ]; then
+        for c in $cases; do
+            json "diagnose-$c" $KPROF profile "$c"
+        done
+        json cases-perf $KPROF cases --perf
+    fi
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
     # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then

@@ -352,15 +352,23 @@ class KernelSpec:
             if st.launch is None:  # a library call: no launch dimensions of ours
                 steps.append(ResolvedStep(st.entry, st.args, (1, 1, 1), (1, 1, 1), 0))
                 continue
+            # A step of several whose grid is 0 launches nothing: a define can leave a step out
+            # (``grid: [ceil(N / 256) * (1 - FUSED)]``), so a spec and its twin share their steps.
+            grid = tuple(ev(g, f"{where_launch}.grid[{j}]", minimum=0 if self.steps else 1)
+                         for j, g in enumerate(st.launch.grid))
+            if 0 in grid:
+                continue
             step = ResolvedStep(
                 st.entry, st.args,
-                tuple(ev(g, f"{where_launch}.grid[{j}]") for j, g in enumerate(st.launch.grid)),  # type: ignore[arg-type]
+                grid,  # type: ignore[arg-type]
                 tuple(ev(b, f"{where_launch}.block[{j}]") for j, b in enumerate(st.launch.block)),  # type: ignore[arg-type]
                 ev(st.launch.shared_mem, f"{where_launch}.shared_mem", minimum=0),
             )  # fmt: skip
             _check_launch(self.name, where_launch, step, sizes)
             steps.append(step)
-        first = next(st for st in steps if st.entry != CUBLAS_SGEMM)  # the loader requires one kernel step
+        first = next((st for st in steps if st.entry != CUBLAS_SGEMM), None)  # the loader requires one kernel step
+        if first is None:
+            raise UsageError(f"{self.name}: every step's grid is 0 at {_sized(sizes)}: nothing would launch")
         grid, block, smem = first.grid, first.block, first.shared_mem
         flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
         nbytes = ev(self.bytes, "work.bytes", minimum=0) if self.bytes else None

@@ -79,9 +79,31 @@ METRICS = (
     "device__attribute_multiprocessor_count",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    # what the diagnosis (kprof.diagnose) reads beyond the numbers above
+    "smsp__thread_inst_executed_per_inst_executed.ratio",  # active threads per warp instruction (divergence)
+    "smsp__inst_executed.sum",
+    "smsp__sass_inst_executed_op_global_atom.sum",
+    "smsp__sass_inst_executed_op_global_red.sum",
+    "smsp__sass_inst_executed_op_global_ld.sum",
+    "smsp__sass_inst_executed_op_global_st.sum",
+    "smsp__sass_inst_executed_op_local_ld.sum",
+    "smsp__sass_inst_executed_op_local_st.sum",
+    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+    "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__cycles_active.avg",
+    "sm__cycles_elapsed.avg",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "lts__t_bytes.sum",
+    "l1tex__t_bytes.sum",
+    "smsp__warps_launched.sum",
 ) + tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS)
 
 SETS = ("quick", "full")
+MAX_RETRIES = 8  # runs, each leaving out the metrics this ncu said it does not know
 MIN_ARCH = 70  # Nsight Compute profiles Volta and newer; Pascal and older it does not support
 
 
@@ -182,7 +204,7 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
     job = replace(job, mode=RunMode(verify=False, time=False))
     report = (report_dir / f"{name}.ncu-rep") if report_dir else None
-    for _attempt in range(3):
+    for _attempt in range(MAX_RETRIES):
         done, data = launch.run(job, timeout=timeout,
                                 wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics, report=report))
         text = done.stdout + "\n" + done.stderr
@@ -247,7 +269,7 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
     """ncu over the user's program: one raw row per profiled kernel launch, in order."""
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
-    for _attempt in range(3):
+    for _attempt in range(MAX_RETRIES):
         argv = program_argv(exe, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
                             launch_count=launch_count, set_name=set_name, metrics=metrics)
         done = proc.run(argv + cmd, timeout=timeout)

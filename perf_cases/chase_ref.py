@@ -1,0 +1,23 @@
+"""References of the pointer-chasing performance cases: 64 steps of j = next[j] from each index,
+and the weighted sum of sin(x + k), k = 0 .. 95."""
+
+import numpy as np
+
+
+def chase(next):
+    nxt = np.asarray(next)
+    j = np.arange(nxt.size)
+    for _ in range(64):
+        j = nxt[j]
+    return j
+
+
+def weighted_sines(x):
+    x = np.asarray(x, dtype=np.float64)
+    return sum(np.sin(x + k) * (k + 1) for k in range(96))
+
+
+def neighbour_chase(next):
+    """y[i] = (the end of i ^ 1's chain) & 1023: each thread reads its neighbour's result."""
+    j = chase(next)
+    return (j[np.arange(j.size) ^ 1] & 1023).astype(np.float64)
