@@ -3,10 +3,10 @@
 extern "C" __global__ void register_spill(const float* x, const int* idx, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    float acc[32];  // PERF: dynamically indexed below, so it lives in local memory
+    float acc[32];  // dynamically indexed below, so it lives in local memory
 #pragma unroll
     for (int k = 0; k < 32; ++k) acc[k] = x[i] * (k + 1);
     float s = 0.0f;
-    for (int k = 0; k < 32; ++k) s += acc[(idx[i] + k) & 31];
+    for (int k = 0; k < 32; ++k) s += acc[(idx[i] + k) & 31];  // PERF: a run-time index puts acc in local memory
     y[i] = s;
 }

@@ -40,6 +40,8 @@
 #            read back as raw metrics, rules (--page details) and source counters (--page source, SASS and
 #            CUDA), and the same for the kernels of PERF_KERNELS; each cubin's SASS with line information (nvdisasm); then kprof profile's diagnosis (tries
 #            included) on each case, and kprof cases --perf (PERF_DIAGNOSE=0 leaves them out)
+#   perfcases  kprof cases --perf (the diagnosis on the performance corpus, each case benched beside its twin,
+#            tries included), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave)
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -397,6 +399,12 @@ if has perfdata; then  # the performance corpus: the data the diagnosis is built
         done
         json cases-perf $KPROF cases --perf
     fi
+fi
+if has perfcases; then
+    json cases-perf $KPROF cases --perf
+    for k in ${PERF_SHOW:-tail_wave}; do
+        step "diagnose-$k" $KPROF profile "$k"
+    done
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
     # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then

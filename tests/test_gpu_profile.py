@@ -34,7 +34,7 @@ def test_matmul_ladder_profile(name):
     assert p.stalls and p.roofline.peak_flops > 1e13 and p.roofline.peak_bytes > 1e12
 
 
-@pytest.mark.parametrize("case", perfcases.load_all(), ids=lambda c: c.name)
+@pytest.mark.parametrize("case", perfcases.with_metric(), ids=lambda c: c.name)
 def test_seeded_performance_bug_shows_in_its_metric(case):
     bug = _profile(case.spec)
     twin = _profile(case.spec.twin_spec())

@@ -178,7 +178,14 @@ def test_occupancy_advice():
 
 def test_perf_cases_are_well_formed():
     found = {c.name: c for c in perfcases.load_all()}
-    assert set(found) == {"transpose_bank_conflicts", "copy_uncoalesced", "register_spill", "too_few_blocks"}
+    assert len(found) >= 15 and {c.expect.cause for c in found.values()} >= {
+        "uncoalesced", "bank-conflicts", "divergence", "atomics", "small-grid", "tail-wave", "occupancy-registers",
+        "occupancy-shared", "local-memory", "fp64", "scalar-loads", "barrier", "int64-division", "no-reuse",
+        "launch-overhead"}
+    assert {c.name for c in perfcases.with_metric()} == {"transpose_bank_conflicts", "copy_uncoalesced",
+                                                        "register_spill", "too_few_blocks", "divergent_branch"}
+    assert found["fp64_memory"].expect.unless == "fast-fp64" and found["tail_wave"].expect.line == "launch"
+    assert found["copy_uncoalesced"].expect.line == 6  # the // PERF line
     assert found["too_few_blocks"].spec.twin_spec().resolve().grid == (1056, 1, 1)
     assert found["too_few_blocks"].spec.resolve().grid == (4, 1, 1)
     ok, text = found["copy_uncoalesced"].verdict(32.0, 4.0)

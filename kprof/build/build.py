@@ -229,10 +229,12 @@ def build_argv(
     arch: str,
     defines: tuple[tuple[str, str], ...] = (),
     flags: tuple[str, ...] = (),
+    kind: str = "cubin",
 ) -> list[str]:
+    """The compiler's argv; ``kind`` "ptx" asks for the PTX (with its ``.loc`` line table) instead."""
     program = [str(nvcc)] if isinstance(nvcc, (str, Path)) else list(nvcc)
     argv = program + [
-        "-cubin",
+        f"-{kind}",
         f"-arch={arch}",
         "-lineinfo",  # source lines in sanitizer and profiler reports
         "--resource-usage",  # registers, shared memory, stack and spills of every kernel
@@ -410,6 +412,42 @@ def build(
         info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv, "sha256": digest_of_cubin}
         inputs.replace_file(meta, json.dumps(info, indent=1))
         return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv), compiler.version)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def ptx(spec: KernelSpec, arch: str | None = None, *, timeout: float = 300) -> str | None:
+    """The PTX of ``spec``'s source for ``arch``, with ``-lineinfo``'s ``.loc`` lines: what
+    :mod:`kprof.diagnose.ptxscan` reads to name source lines without counters. Cached beside the
+    cubin. None where it cannot be had: a Python operation, or NVRTC as the compiler (its child
+    builds cubins only); a compile error raises as :func:`build` does."""
+    arch = check_arch(arch or detect_arch())
+    target = spec.target_arch(arch)
+    if spec.python:
+        return None
+    compiler = compiler_for(target)
+    if compiler.kind != "nvcc":
+        return None
+    sources = _local_sources(spec.source)
+    key = _cache_key(spec, compiler, target, tuple(dict(spec.defines).items()), sources)
+    folder = cache_dir()
+    out = folder / f"{spec.name[:64]}-{target}-{key}.ptx"
+    if out.is_file():
+        return out.read_text(errors="replace")
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name[:64]}-", suffix=".ptx", dir=folder)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        argv = build_argv(compiler.program, spec.source, tmp, target, tuple(dict(spec.defines).items()),
+                          spec.nvcc_flags, kind="ptx")
+        _shell_safe_argv(argv)
+        done = proc.run(argv, timeout=timeout, env=compiler.env())
+        if done.timed_out or done.returncode != 0:
+            raise BuildError(f"{compiler.version} failed to compile {spec.source} to PTX for {target}",
+                             (done.stdout + done.stderr).strip())
+        os.replace(tmp, out)
+        return out.read_text(errors="replace")
     finally:
         tmp.unlink(missing_ok=True)
 

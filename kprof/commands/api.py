@@ -462,6 +462,48 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
                         extra_metrics=extra, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.math)
 
 
+def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[str, list[str]] | None = None,
+                      auto_try: bool = True, seconds: float | None = None, timeout: float = 300.0) -> Any:
+    """Why the kernel performs as it does (:class:`kprof.diagnose.model.Diagnosis`): its limiter, the causes
+    ranked by gain with their evidence, line, change and estimate, and the tries' measured gains."""
+    from kprof.commands import pipeline
+    from kprof.diagnose import stage
+
+    return stage.diagnose_prepared(prepared, profiles, peak=pipeline.cached_peak(), seconds=seconds,
+                                   try_params=try_params, auto_try=auto_try, timeout=timeout)
+
+
+def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str | None = None,
+             try_params: dict[str, list[str]] | None = None, auto_try: bool = True, timeout: float = 600.0) -> Any:
+    """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read them, else
+    without) and diagnose one spec."""
+    from kprof.commands import pipeline
+    from kprof.spec import catalog
+
+    prepared = pipeline.prepare(catalog.load(str(name)), sizes, arch=arch)
+    return diagnose_prepared(prepared, profile_prepared(prepared, params={}, timeout=timeout), try_params=try_params,
+                             auto_try=auto_try, timeout=timeout)
+
+
+def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
+                   progress: Callable[[Any], None] | None = None) -> list[Any]:
+    """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
+    and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult` each, in order."""
+    from kprof.corpus import perfcases
+
+    require_gpu(None)
+    out = []
+    try:
+        for case in corpus if corpus is not None else perfcases.load_all():
+            result = perfcases.run_case(case, arch=arch, timeout=timeout)
+            out.append(result)
+            if progress is not None:
+                progress(result)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the cases judged so far are the report
+        pass
+    return out
+
+
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
             launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
             sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[Any]:

@@ -212,6 +212,9 @@ def _cases(sub: Any) -> None:
     p.add_argument("--bench", action="store_true",
                    help="the cheat corpus of kprof bench (bench_cases/): each cheat timed beside the honest "
                    "operation, caught or missed by the integrity checks (PyTorch and a GPU)")
+    p.add_argument("--perf", action="store_true",
+                   help="the performance corpus (perf_cases/): each kernel benched beside its fixed twin, profiled "
+                   "and diagnosed; first cause, line and estimated gain against the twin's measured gain")
     _common(p, arch="the GPU's", timeout=300.0)
 
 
@@ -260,6 +263,11 @@ def _profile(sub: Any) -> None:
     p.add_argument("--metrics", default="", help="extra ncu metrics, comma-separated (shown under 'extra')")
     p.add_argument("--save-report", metavar="DIR", help="keep the .ncu-rep files in DIR for the Nsight Compute GUI")
     p.add_argument("--plot", metavar="FILE.png", help="draw the roofline with each kernel as a point (needs matplotlib)")
+    p.add_argument("--try", dest="tries", action="append", nargs="+", default=[], metavar="P=V,V",
+                   help="variants of a define to verify and time beside the original in the same run, e.g. "
+                        "--try BLOCK=128,256 (the diagnosis reports each one's measured gain)")
+    p.add_argument("--no-try", dest="no_try", action="store_true",
+                   help="no tries of kprof's own choosing for the first cause (only those --try names)")
     _common(p, arch="the GPU's", timeout=600.0, json_help="print the typed report as JSON")
 
 

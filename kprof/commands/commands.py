@@ -283,6 +283,8 @@ def cmd_cases(opts: CasesOptions) -> int:
     from kprof.corpus import cases
     from kprof.spec import catalog
 
+    if opts.perf:
+        return _perf_cases(opts)
     if opts.bench:
         if opts.names:
             raise UsageError("kprof cases --bench runs the whole cheat corpus: name no case")
@@ -314,6 +316,31 @@ def cmd_cases(opts: CasesOptions) -> int:
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
+def _perf_cases(opts: CasesOptions) -> int:
+    from kprof.commands import api
+    from kprof.corpus import perfcases
+    from kprof.spec import catalog
+
+    if opts.bench:
+        raise UsageError("give --perf or --bench, not both")
+    corpus = perfcases.load_all([catalog.load(n) for n in opts.names] if opts.names else None)
+    if opts.list:
+        rows = [{"name": c.name, **{k: v for k, v in c.expect.__dict__.items() if v is not None}} for c in corpus]
+        _emit_json(rows) if opts.json else print("\n".join(
+            f"{r['name']}: {r['cause']} at {r['line']}" + (f" (none where {r['unless']})" if r.get("unless") else "")
+            for r in rows))
+        return EXIT_OK
+    results = api.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout,
+                                 progress=None if opts.json else lambda r: print(
+                                     f"  {r.case}: {'ok' if r.ok else 'MISS'}", file=sys.stderr, flush=True))
+    tally = perfcases.tally(results)
+    if opts.json:
+        _emit_json({"tally": tally, "cases": [r.to_dict() for r in results]})
+    else:
+        print(render.perf_cases_table(results, tally))
+    return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
 def cmd_profile(opts: ProfileOptions) -> int:
     from kprof.commands import pipeline
     from kprof.commands.api import require_gpu
@@ -335,6 +362,10 @@ def cmd_profile(opts: ProfileOptions) -> int:
     specs = [catalog.load(n) for n in opts.names]  # every name checked before anything runs
     params = opts.param.single("profile")
     sizes = opts.size.single_sizes("profile")
+    from kprof.diagnose import tries
+
+    asked = tries.parse([w for group in opts.tries for w in group])  # one line for a bad --try, before the GPU runs
+
     # One kernel: every --size must be one of its sizes. Several: each takes the sizes it has.
     resolved = [pipeline.resolve(spec, sizes if len(specs) == 1 else {k: v for k, v in sizes.items()
                                                                        if k in spec.size_names}, params=params)
@@ -351,7 +382,9 @@ def cmd_profile(opts: ProfileOptions) -> int:
     elif not opts.json:  # one line; the profile that follows holds what kprof measures without ncu
         print(f"kprof: {no_ncu}: kprof profile reports event timing, the driver's occupancy, registers and "
               "spills instead", file=sys.stderr)
-    profiles, errors = [], []
+    from kprof.commands import api
+
+    profiles, errors, diagnoses = [], [], []
     for r in resolved:
         prepared = pipeline.built(r, opts.arch)
         if not opts.json:
@@ -359,11 +392,14 @@ def cmd_profile(opts: ProfileOptions) -> int:
         got, error = _profile_one(prepared, params, extra, report_dir, opts)
         profiles += got
         errors += [error] if error else []
+        if got and not r.spec.python:  # a Python operation's kernels are not the user's to change
+            diagnoses.append(api.diagnose_prepared(prepared, got, try_params=asked, auto_try=not opts.no_try,
+                                                   timeout=opts.timeout))
     if opts.plot and profiles:
         from kprof.results import plot
 
         plot.roofline(profiles, Path(opts.plot))
-    _profile_output(profiles, errors, opts.json)
+    _profile_output(profiles, errors, opts.json, diagnoses)
     return EXIT_CUDA if errors else EXIT_OK
 
 
@@ -408,7 +444,7 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
         return [], (prepared.spec.name, exc)
 
 
-def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> None:
+def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagnoses: list[Any] | None = None) -> None:
     from kprof.commands import pipeline
     from kprof.measure import profiling as profile
 
@@ -420,10 +456,17 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool) -> No
 
         _emit_json({"version": profile.PROFILE_VERSION, "provenance": history.provenance(),
                     "kernels": [p.to_dict() for p in profiles],
+                    "diagnoses": [d.to_dict() for d in diagnoses or []],
                     "errors": [{"kernel": n, "error": str(e), "reason": e.reason} for n, e in errors]})
         return
     if profiles:
         print(render.profile_report(profiles))
+    if diagnoses:
+        from kprof.diagnose.model import render as render_diagnosis
+
+        for d in diagnoses:
+            print()
+            print(render_diagnosis(d))
     for _name, failure in errors:
         if failure.log:
             print(failure.log.rstrip(), file=sys.stderr)

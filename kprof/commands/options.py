@@ -77,6 +77,7 @@ class CasesOptions(_OnGpu):
     list: bool
     jobs: int | None
     bench: bool  # the cheat corpus of kprof bench instead of the seeded bugs
+    perf: bool  # the performance corpus: kprof profile's diagnosis against fixed twins
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +105,8 @@ class ProfileOptions(_OnGpu):
     plot: str | None
     size: Sweep
     param: Sweep
+    tries: list[list[str]]
+    no_try: bool
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,7 @@ occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kprof.build import occupancy
@@ -88,9 +88,31 @@ class KernelProfile:
     math: str = "fp32"  # the spec's work.math: the compute peak and FLOP count are FP32's or the tensor cores'
     tensor_pipe: float | None = None  # tensor pipe busy, of its peak (while the SM is active)
     wgmma: float | None = None  # warpgroup MMA instructions executed (Hopper); None where ncu has no such counter
+    # what the diagnosis reads (kprof.diagnose); None without counters
+    thread_efficiency: float | None = None  # active threads per warp instruction / 32 (divergence)
+    atomics: float | None = None  # global atomic and reduction instructions executed (warp level)
+    global_accesses: float | None = None  # global load and store instructions executed (warp level)
+    instructions: float | None = None  # warp instructions executed
+    fp64_pipe: float | None = None  # FP64 pipe busy, of its peak (while the SM is active)
+    lsu_pipe: float | None = None  # load/store unit instructions issued, of its peak
+    alu_pipe: float | None = None
+    l1_throughput: float | None = None  # L1/TEX (and shared memory) throughput, of its peak
+    l2_throughput: float | None = None
+    l1_bytes: float | None = None
+    sm_active: float | None = None  # SM active cycles over elapsed cycles (idle SMs lower it)
+    stall_shares: dict[str, float] = field(default_factory=dict)  # each stall reason's share of all stalls
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> KernelProfile:
+        """A profile from its ``to_dict()`` (``kprof profile --json``'s kernels), for a replay."""
+        known = {f.name for f in fields(cls)}
+        d = {k: v for k, v in data.items() if k in known}
+        d["roofline"] = Roofline(**data["roofline"])
+        d["stalls"] = [tuple(x) for x in data.get("stalls", [])]
+        return cls(**d)
 
 
 def _num(row: dict[str, Value], key: str) -> float | None:
@@ -114,6 +136,19 @@ def _stalls(g: Getter) -> list[tuple[str, float]]:
     found = [(r, g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio")) for r in STALL_REASONS
              if r != "selected"]
     return sorted(((r, v) for r, v in found if v), key=lambda rv: -rv[1])[:5]
+
+
+def _sum(*xs: float | None) -> float | None:
+    known = [x for x in xs if x is not None]
+    return sum(known) if known else None
+
+
+def _stall_shares(g: Getter) -> dict[str, float]:
+    """Each stall reason's share of all warp stalls ("selected", an issuing warp, left out)."""
+    found = {r: g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio") for r in STALL_REASONS
+             if r != "selected"}
+    total = sum(v for v in found.values() if v)
+    return {r: v / total for r, v in found.items() if v} if total else {}
 
 
 def _flops(g: Getter) -> float | None:
@@ -229,6 +264,18 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
         math=math,
         tensor_pipe=_div(g("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"), 100),
         wgmma=g("sm__inst_executed_pipe_tensor_op_gmma.sum"),
+        thread_efficiency=_div(g("smsp__thread_inst_executed_per_inst_executed.ratio"), 32),
+        atomics=_sum(g("smsp__sass_inst_executed_op_global_atom.sum"), g("smsp__sass_inst_executed_op_global_red.sum")),
+        global_accesses=_sum(g("smsp__sass_inst_executed_op_global_ld.sum"), g("smsp__sass_inst_executed_op_global_st.sum")),
+        instructions=g("smsp__inst_executed.sum"),
+        fp64_pipe=_div(g("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+        lsu_pipe=_div(g("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"), 100),
+        alu_pipe=_div(g("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+        l1_throughput=_div(g("l1tex__throughput.avg.pct_of_peak_sustained_active"), 100),
+        l2_throughput=_div(g("lts__throughput.avg.pct_of_peak_sustained_elapsed"), 100),
+        l1_bytes=g("l1tex__t_bytes.sum"),
+        sm_active=_div(g("sm__cycles_active.avg"), g("sm__cycles_elapsed.avg")),
+        stall_shares=_stall_shares(g),
     )
 
 

@@ -308,6 +308,27 @@ def cases_matrix(results: list[CaseResult]) -> str:
                  "llllllr") + "\n" + tally(results)
 
 
+def perf_cases_table(results: list[Any], tally: dict[str, Any]) -> str:
+    """``kprof cases --perf``: per case, the cause and line expected and named, the estimate against the
+    twin's measured gain (benched in one run), and the try that confirmed it."""
+    rows = []
+    for r in results:
+        est = "-" if r.estimate is None else f"{r.estimate:.2f}x" + ("" if r.estimate_right is None else
+                                                                    " ok" if r.estimate_right else " OFF")
+        tried = f"{r.tried} {r.try_gain:.2f}x" if r.try_gain else "-"
+        rows.append((r.case, r.expected, r.first or "-" if not r.error else "error", "yes" if r.cause_right else "NO",
+                     r.line or "-", "yes" if r.line_right else "NO", est,
+                     "-" if r.measured is None else f"{r.measured:.2f}x", tried))
+    head = table(["CASE", "EXPECTED", "FIRST CAUSE", "RIGHT", "LINE", "RIGHT", "ESTIMATE", "MEASURED (TWIN)", "TRY"],
+                 rows, "lllllllrl")
+    errors = [f"  {r.case}: {r.error}" for r in results if r.error]
+    t = tally
+    summary = (f"first cause right on {t['cause_right']} of {t['cases']}, and at the right line on {t['line_right']}; "
+               f"estimates within 1.5x of the twin's measured gain: {t['estimates_within']} of {t['estimates']} given; "
+               f"confirmed by a try: {t['confirmed_by_try']}")
+    return "\n".join([head, *errors, summary])
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 

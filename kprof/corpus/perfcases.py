@@ -1,0 +1,221 @@
+"""The performance corpus (``perf_cases/``): kernels with one known performance problem, each beside a
+twin without it, and what ``kprof profile``'s diagnosis must say of it.
+
+``expect: {cause: RULE, line: N | launch | entry, unless: fast-fp64, metric: FIELD, higher_than_twin: F}``:
+the first cause's rule, the line it must name (default: the line the source marks ``// PERF``; ``launch``:
+the spec's launch or steps line; ``entry``: the kernel's ``__global__`` line), on a GPU where the
+``unless`` condition holds no such cause at all (a negative control), and optionally a profile field
+that must differ from the twin's by a factor (the profiler test's check).
+
+:func:`run_case` benches the case and its twin in one run (the measured gain), profiles and diagnoses
+the case (its tries measured in the same process), and judges: cause first, line, estimate within
+:data:`WITHIN` of the measured gain.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from kprof import spec as spec_mod
+from kprof.errors import KprofError, SpecError
+
+WITHIN = 1.5  # an estimate within this factor of the measured gain (either way) is right
+_PERF = re.compile(r"//\s*PERF\b")
+UNLESS = ("fast-fp64",)
+
+
+@dataclass(frozen=True)
+class PerfExpect:
+    cause: str
+    line: int | str  # a line of the source, "launch" or "entry"
+    unless: str | None = None
+    metric: str | None = None
+    factor: float = 1.0
+    higher: bool = True
+
+
+@dataclass(frozen=True)
+class PerfCase:
+    name: str
+    spec: spec_mod.KernelSpec
+    expect: PerfExpect
+
+    @property
+    def metric(self) -> str | None:
+        return self.expect.metric
+
+    @property
+    def factor(self) -> float:
+        return self.expect.factor
+
+    @property
+    def higher(self) -> bool:
+        return self.expect.higher
+
+    def verdict(self, bug: float | None, twin: float | None) -> tuple[bool, str]:
+        """The profile field's check: the bug's value at least ``factor`` times the twin's (or 1/factor)."""
+        m, factor = self.expect.metric, self.expect.factor
+        if bug is None or twin is None:
+            return False, f"{m} was not measured (bug {bug}, twin {twin})"
+        if self.expect.higher:
+            ok = bug >= factor * twin if twin > 0 else bug > 0
+            rel = "higher" if ok else "NOT higher"
+        else:
+            ok = bug * factor <= twin
+            rel = "lower" if ok else "NOT lower"
+        return ok, f"{m}: {bug:.4g} vs twin {twin:.4g} ({rel} by {factor:g}x or more as expected)"
+
+
+def load_case(spec: spec_mod.KernelSpec) -> PerfCase:
+    from kprof.diagnose.rules import RULE_IDS
+    from kprof.measure.profiling import KernelProfile
+
+    where = str(spec.path)
+    raw = spec.expect
+    if not isinstance(raw, dict) or "cause" not in raw:
+        raise SpecError(where, "expect", "a performance case needs expect: {cause: RULE} (and line, unless, metric)")
+    if spec.twin is None:
+        raise SpecError(where, "twin", "a performance case needs a twin without the problem")
+    extra = set(raw) - {"cause", "line", "unless", "metric", "higher_than_twin", "lower_than_twin"}
+    if extra:
+        raise SpecError(where, f"expect.{sorted(extra)[0]}", "unknown field (known: cause, line, unless, metric, "
+                        "higher_than_twin, lower_than_twin)")
+    if raw["cause"] not in RULE_IDS:
+        raise SpecError(where, "expect.cause", f"{raw['cause']!r} is not a diagnosis rule ({', '.join(RULE_IDS)})")
+    if raw.get("unless") is not None and raw["unless"] not in UNLESS:
+        raise SpecError(where, "expect.unless", f"{raw['unless']!r}: known conditions are {', '.join(UNLESS)}")
+    marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines()) if _PERF.search(text)]
+    line = raw.get("line")
+    if line is None:
+        if len(marked) != 1:
+            raise SpecError(where, "source", f"{spec.source.name} must mark exactly one line with // PERF "
+                            f"(found {len(marked)}), or the spec gives expect.line")
+        line = marked[0]
+    if not (line in ("launch", "entry") or (isinstance(line, int) and not isinstance(line, bool) and line >= 1)):
+        raise SpecError(where, "expect.line", f"{line!r} must be a line number, launch or entry")
+    metric, factor, higher = raw.get("metric"), 1.0, True
+    if metric is not None:
+        if metric not in {f.name for f in fields(KernelProfile)}:
+            raise SpecError(where, "expect.metric", f"{metric!r} is not a profile field")
+        keys = {"higher_than_twin", "lower_than_twin"} & set(raw)
+        if len(keys) != 1:
+            raise SpecError(where, "expect", "with metric, give exactly one of higher_than_twin or lower_than_twin")
+        key = keys.pop()
+        factor = raw[key]
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
+            raise SpecError(where, f"expect.{key}", f"{factor!r} must be a factor of at least 1")
+        higher = key == "higher_than_twin"
+    return PerfCase(spec.name, spec, PerfExpect(raw["cause"], line, raw.get("unless"), metric, float(factor), higher))
+
+
+def load_all(specs: list[spec_mod.KernelSpec] | None = None) -> list[PerfCase]:
+    from kprof.spec import catalog
+
+    return [load_case(s) for s in (specs if specs is not None else catalog.group("perf"))]
+
+
+@dataclass
+class PerfResult:
+    case: str
+    expected: str  # the rule, or "none" for a negative control on this GPU
+    expected_line: str
+    first: str | None  # the first cause's rule
+    line: str | None  # the line it named
+    cause_right: bool
+    line_right: bool
+    estimate: float | None
+    measured: float | None  # the twin's gain, benched in one run with the case
+    estimate_right: bool | None  # None: no estimate given
+    tried: str = ""  # the try that confirmed it, and its measured gain
+    try_gain: float | None = None
+    mode: str = ""
+    causes: list[str] = field(default_factory=list)
+    error: str = ""
+    diagnosis: dict[str, Any] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs
+
+    @property
+    def ok(self) -> bool:
+        return self.cause_right and self.line_right and self.estimate_right is not False and not self.error
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def control_here(case: PerfCase, fp64_ratio: float | None) -> bool:
+    """True where the case's ``unless`` holds on this GPU: a negative control, no such cause expected."""
+    from kprof.diagnose.facts import FAST_FP64
+
+    return case.expect.unless == "fast-fp64" and fp64_ratio is not None and fp64_ratio >= FAST_FP64
+
+
+def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bool, launch_line: int,
+          entry_line: int) -> PerfResult:
+    """Pure: the diagnosis of ``case`` against what the corpus expects of it."""
+    from pathlib import Path
+
+    first = diagnosis.first()
+    exp_line = {"launch": launch_line, "entry": entry_line}.get(case.expect.line, case.expect.line)  # type: ignore[arg-type]
+    causes = [c.rule for c in diagnosis.causes]
+    if control:
+        right = case.expect.cause not in causes
+        return PerfResult(case.name, "none", "-", first.rule if first else None, None, right, True, None, measured,
+                          None, mode=diagnosis.mode, causes=causes)
+    named = []
+    if first is not None:
+        named = [x for x in (first.line, *first.also) if x is not None]
+    line_file = {"launch": case.spec.path.name, "entry": case.spec.source.name}.get(str(case.expect.line),
+                                                                                    case.spec.source.name)
+    line_right = any(Path(x.file).name == line_file and x.line == exp_line for x in named)
+    est = first.gain.estimate if first is not None else None
+    est_right = None
+    if est is not None and measured:
+        est_right = 1 / WITHIN <= est / measured <= WITHIN
+    return PerfResult(case.name, case.expect.cause, f"{line_file}:{exp_line}", first.rule if first else None,
+                      first.line.show() if first and first.line else None, bool(first and first.rule == case.expect.cause),
+                      line_right, est, measured, est_right, first.gain.tried if first else "",
+                      first.gain.measured if first else None, diagnosis.mode, causes)
+
+
+def run_case(case: PerfCase, *, arch: str | None, timeout: float = 300.0, max_time: float = 0.5) -> PerfResult:
+    """Bench the case and its twin in one run, profile and diagnose the case, judge it."""
+    from kprof.commands import api, pipeline
+    from kprof.diagnose import gather
+
+    try:
+        report = api.run_bench([case.name, f"{case.name}_fixed"], baseline="none", max_time=max_time, min_time=0.2,
+                               arch=arch, timeout=timeout, history=False)
+        times = {p.kernel: (p.summary or {}).get("median") if p.status == "ok" else None for p in report.points}
+        bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
+        bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '')}".strip() for p in report.points if p.status != "ok"]
+        measured = bug / twin if bug and twin else None
+        prepared = pipeline.prepare(case.spec, None, arch=arch)
+        profiles = api.profile_prepared(prepared, params={}, timeout=timeout)
+        d = api.diagnose_prepared(prepared, profiles, seconds=bug, timeout=timeout)
+        facts_arch = prepared.built.arch.rstrip("af")
+        from kprof.diagnose.facts import FP64_PER_SM_CLOCK
+        from kprof.build import occupancy
+
+        per = FP64_PER_SM_CLOCK.get(facts_arch)
+        ratio = per / occupancy.limits_for(facts_arch).fp32_lanes if per else None
+        source_lines = case.spec.source.read_text(errors="replace").splitlines()
+        entry_line = next((k for k, t in enumerate(source_lines, 1) if "__global__" in t), 0)
+        result = judge(case, d, measured, control=control_here(case, ratio), launch_line=gather._launch_line(case.spec),
+                       entry_line=entry_line)
+        if bad:
+            result.error = "; ".join(bad)
+        result.diagnosis = d.to_dict()
+        return result
+    except KprofError as exc:
+        return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, False, False, None, None,
+                          None, error=str(exc).splitlines()[0])
+
+
+def tally(results: list[PerfResult]) -> dict[str, Any]:
+    n = len(results)
+    with_est = [r for r in results if r.estimate_right is not None]
+    return {"cases": n, "cause_right": sum(r.cause_right for r in results),
+            "line_right": sum(r.cause_right and r.line_right for r in results),
+            "estimates": len(with_est), "estimates_within": sum(bool(r.estimate_right) for r in with_est),
+            "confirmed_by_try": sum(1 for r in results if r.try_gain)}

@@ -1,0 +1,75 @@
+"""The diagnosis stage of ``kprof profile``: why a kernel performs as it does, and what to change.
+
+profile (ncu's counters, or what kprof measures without them) + the kernel's PTX lines + the GPU's
+model -> :class:`~kprof.diagnose.facts.Facts` -> every rule of :data:`~kprof.diagnose.rules.RULES`
+-> a :class:`~kprof.diagnose.model.Diagnosis`: the limiter (the roofline's busiest unit, or latency),
+the causes ranked by their gain, each with its evidence, line, change and estimated gain (and, after
+:mod:`kprof.diagnose.tries`, the measured one), and what kprof could not see.
+"""
+
+from __future__ import annotations
+
+from kprof.diagnose.facts import Facts
+from kprof.diagnose.model import MIN_GAIN, Cause, Diagnosis
+
+LATENCY_BELOW = 0.6  # no unit busier than this: the kernel waits (latency), it is not bound by a unit
+
+
+def units(f: Facts) -> dict[str, float]:
+    """The roofline's levels kprof can see, each a share of its peak."""
+    p = f.profile
+    seen = {
+        "DRAM": p.of_ceiling if p.of_ceiling is not None else p.dram_fraction,
+        "L2": p.l2_throughput, "L1/shared": p.l1_throughput, "shared pipe": p.shared_fraction,
+        "FP32 pipe": p.fma_pipe, "FP64 pipe": p.fp64_pipe, "tensor pipe": p.tensor_pipe, "LSU": p.lsu_pipe,
+        "ALU": p.alu_pipe, "issue": p.issue_active,
+    }  # fmt: skip
+    out = {k: v for k, v in seen.items() if v is not None}
+    if not f.counters:
+        mem = f.memory_fraction()
+        if mem is not None:
+            out["memory (spec bytes / ceiling)"] = mem
+        if f.spec_flops and f.peak_flops and f.seconds:
+            out["compute (spec FLOPs / peak)"] = f.spec_flops / f.seconds / f.peak_flops
+    return out
+
+
+def limiter(f: Facts, seen: dict[str, float]) -> str:
+    if not seen:
+        return "unknown (no counters and no work formula)"
+    unit, busy = max(seen.items(), key=lambda kv: kv[1])
+    if busy >= LATENCY_BELOW:
+        return unit
+    occ = f.occupancy()
+    bits = [f"no unit above {busy:.0%}"]
+    if occ is not None:
+        bits.append(f"occupancy {occ.occupancy:.0%} ({occ.limiter})")
+    if f.profile.stall_shares:
+        top = max(f.profile.stall_shares, key=lambda r: f.profile.stall_shares[r])
+        bits.append(f"top stall {top} ({f.profile.stall_shares[top]:.0%})")
+    return "latency: " + ", ".join(bits)
+
+
+def diagnose(f: Facts) -> Diagnosis:
+    """Run every rule on ``f``; causes ranked by gain (measured, else estimated), those below MIN_GAIN
+    left out with a note, those without an estimate after the rest."""
+    from kprof.diagnose.rules import RULES
+
+    found: list[Cause] = []
+    blind: list[str] = []
+    notes = list(f.notes)
+    for rule in RULES:
+        if (why := rule.blind(f)) is not None:
+            blind.append(why)
+        cause = rule.check(f)
+        if cause is None:
+            continue
+        g = cause.gain.estimate
+        if g is not None and g < MIN_GAIN:
+            notes.append(f"{cause.rule}: seen, but the gain would be under {MIN_GAIN - 1:.0%} ({g:.2f}x estimated)")
+            continue
+        found.append(cause)
+    found.sort(key=lambda c: (c.gain.estimate is None and c.gain.measured is None, -c.rank_key))
+    seen = units(f)
+    return Diagnosis(f.kernel, "counters" if f.counters else "counter-less", limiter(f, seen), seen, f.headroom(),
+                     f.seconds, found, sorted(set(blind)), notes)

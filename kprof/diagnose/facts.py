@@ -1,0 +1,108 @@
+"""What one diagnosis knows about one kernel: its profile (with or without counters), its PTX lines,
+its launch, its spec's work, the GPU's model and kprof peak's ceilings. The rules read only this.
+
+:func:`headroom` is the roofline's answer to "how far could it go": the measured time over the time
+the spec's work takes at the GPU's roofs (its bytes at kprof peak's measured ceiling, its FLOPs at the
+FP32 or tensor peak). Every rule caps its estimate there: no change makes a kernel faster than its roof.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kprof.build import occupancy
+from kprof.diagnose import ptxscan
+from kprof.measure.profiling import KernelProfile
+
+# FP64 results per clock per SM, from the CUDA C++ Programming Guide's table of arithmetic instruction
+# throughput (64-bit floating-point add, multiply, multiply-add): 1/2 of FP32 on the data-centre parts,
+# 1/32 to 1/64 on the others. None where kprof has no figure.
+FP64_PER_SM_CLOCK = {
+    "sm_61": 4, "sm_70": 32, "sm_75": 2, "sm_80": 32, "sm_86": 2, "sm_87": 2, "sm_89": 2, "sm_90": 64,
+    "sm_100": 64, "sm_120": 2, "sm_121": 2,
+}  # fmt: skip
+FAST_FP64 = 1 / 4  # an FP64:FP32 ratio at or above this is "many FP64 units"
+
+
+@dataclass(frozen=True)
+class Facts:
+    kernel: str
+    arch: str
+    profile: KernelProfile
+    counters: bool  # the profile has Nsight Compute's counters
+    seconds: float | None  # the kernel's (or the spec's launches') measured time
+    sm_count: int | None
+    blocks: int  # blocks in the grid (the first kernel step)
+    threads_per_block: int
+    launches: int  # kernel launches in one run of the spec
+    spec_bytes: int | None
+    spec_flops: int | None
+    math: str  # "fp32" or "tensor"
+    ceiling_bytes_per_s: float | None  # kprof peak's ceiling for the spec's mix, else the DRAM peak
+    peak_flops: float | None
+    sm_hz: float | None
+    entry: ptxscan.Entry | None  # the kernel's PTX lines; None without PTX
+    source: Path | None
+    source_lines: tuple[str, ...] = ()
+    spec_path: Path | None = None
+    launch_line: int = 0  # the spec file's line of launch: (or steps:)
+    shared_static: int = 0
+    shared_dynamic: int = 0
+    registers: int | None = None
+    spill_bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def limits(self) -> occupancy.ArchLimits | None:
+        try:
+            return occupancy.limits_for(self.arch)
+        except Exception:  # noqa: BLE001 - an architecture kprof has no table for: no occupancy model
+            return None
+
+    def occupancy(self, registers: int | None = None, shared: int | None = None) -> occupancy.Occupancy | None:
+        lim = self.limits
+        if lim is None or not self.registers:
+            return None
+        try:
+            return occupancy.compute(lim, self.threads_per_block, registers or self.registers,
+                                     self.shared_static if shared is None else shared,
+                                     self.shared_dynamic if shared is None else 0)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def fp64_ratio(self) -> float | None:
+        lim = self.limits
+        per = FP64_PER_SM_CLOCK.get(self.arch.rstrip("af"))
+        return per / lim.fp32_lanes if lim and per else None
+
+    def time_at_roof(self) -> float | None:
+        parts = []
+        if self.spec_bytes and self.ceiling_bytes_per_s:
+            parts.append(self.spec_bytes / self.ceiling_bytes_per_s)
+        if self.spec_flops and self.peak_flops:
+            parts.append(self.spec_flops / self.peak_flops)
+        return max(parts) if parts else None
+
+    def headroom(self) -> float | None:
+        roof = self.time_at_roof()
+        return max(1.0, self.seconds / roof) if roof and self.seconds else None
+
+    def memory_fraction(self) -> float | None:
+        if self.spec_bytes and self.ceiling_bytes_per_s and self.seconds:
+            return self.spec_bytes / self.seconds / self.ceiling_bytes_per_s
+        return self.profile.of_ceiling or self.profile.dram_fraction
+
+    def source_line(self, pattern: str, *, after: int = 0) -> int:
+        """The first line of the source matching ``pattern`` (a regular expression), from line ``after``."""
+        rx = re.compile(pattern)
+        for k, text in enumerate(self.source_lines[after:], after + 1):
+            code = text.split("//", 1)[0]
+            if rx.search(code):
+                return k
+        return 0
+
+    def entry_line(self) -> int:
+        return self.source_line(rf"__global__[^(]*\b{re.escape(self.profile.kernel.split(':')[-1].split('[')[0])}\s*\(") \
+            or self.source_line(r"__global__")

@@ -1,0 +1,100 @@
+"""Facts from kprof's own pipeline: a prepared spec, its profile, one timed run, the ceilings.
+
+The one place the diagnosis touches the build (for the PTX) and the spec file (for the launch line);
+the rules read only the :class:`~kprof.diagnose.facts.Facts` it returns.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kprof.diagnose import ptxscan
+from kprof.diagnose.facts import Facts
+from kprof.errors import KprofError
+from kprof.measure import ceilings
+from kprof.measure.profiling import KernelProfile
+
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+
+
+def _launch_line(spec: Any) -> int:
+    try:
+        text = spec.path.read_text(errors="replace")[:MAX_SOURCE_BYTES]
+    except (OSError, AttributeError):
+        return 0
+    for k, line in enumerate(text.splitlines(), 1):
+        if re.match(r"(launch|steps)\s*:", line):
+            return k
+    return 0
+
+
+def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, timed: Any = None,
+              peak: dict[str, Any] | None = None, seconds: float | None = None,
+              recorded: dict[str, Any] | None = None) -> Facts:
+    """The facts of ``prepared`` (a :class:`kprof.commands.pipeline.Prepared`): ``timed`` a
+    :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
+    and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench)."""
+    from kprof.build import build
+
+    r, built = prepared.resolved, prepared.built
+    spec = r.spec
+    notes: list[str] = []
+    entry = None
+    try:
+        text = build.ptx(spec, built.arch)
+        if text is not None:
+            entries = ptxscan.scan(text)
+            name = spec.entry if spec.entry in entries else next(iter(entries), None)
+            if len(r.steps) > 1:  # several kernels: the longest-running one is not known here; the last launched
+                name = r.steps[-1].entry if r.steps[-1].entry in entries else name
+            entry = entries.get(name) if name else None
+        else:
+            notes.append("no PTX (NVRTC builds cubins only): the lines come from counters alone")
+    except KprofError as exc:
+        notes.append(f"no PTX: {str(exc).splitlines()[0]}")
+    source_lines: tuple[str, ...] = ()
+    if spec.source is not None and not spec.python:
+        try:
+            source_lines = tuple(spec.source.read_text(errors="replace")[:MAX_SOURCE_BYTES].splitlines())
+        except OSError:
+            pass
+    device = dict(getattr(timed, "device", None) or {})
+    sm_count = int(device.get("sm_count") or 0) or None
+    sm_hz = float(device.get("clock_khz") or 0) * 1e3 or None
+    if seconds is None and timed is not None and getattr(timed, "time_ms", None):
+        seconds = timed.time_ms / 1e3
+    if seconds is None:
+        seconds = profile.duration_s
+    mix = ceilings.mix_of((b.arg.role, b.nbytes) for b in r.buffers)
+    ceiling = ceilings.ceiling(peak, ceilings.measured_mix(peak, mix)) if peak else None
+    theory = ceilings.theoretical({**device, "arch": built.arch.rstrip("af")}) if device else {}
+    if ceiling is None and profile.roofline.peak_bytes:
+        ceiling = profile.roofline.peak_bytes
+        notes.append("no kprof peak ceilings cached: the memory roof is the DRAM peak ncu reports")
+    elif ceiling is None and theory.get("dram_bytes_per_s"):
+        ceiling = theory["dram_bytes_per_s"]
+        notes.append("no kprof peak ceilings cached: the memory roof is the theoretical DRAM bandwidth")
+    peak_flops = profile.roofline.peak_flops
+    if peak_flops is None and theory:
+        peak_flops = theory["tensor_flops_per_s"] if spec.math == "tensor" else theory["fp32_flops_per_s"]
+    if recorded:  # a replay: what the GPU gave when the diagnosis was made
+        sm_count, sm_hz = recorded.get("sm_count"), recorded.get("sm_hz")
+        ceiling, peak_flops = recorded.get("ceiling_bytes_per_s"), recorded.get("peak_flops")
+        seconds = recorded.get("seconds")
+    usage = None
+    try:
+        usage = built.usage_of(spec.entry)
+    except (KeyError, AttributeError, KprofError):
+        pass
+    kernel_steps = [s for s in r.steps if s.grid != (1, 1, 1) or s.block != (1, 1, 1)]
+    return Facts(
+        kernel=profile.kernel, arch=built.arch.rstrip("af"), profile=profile, counters=counters, seconds=seconds,
+        sm_count=sm_count, blocks=r.grid[0] * r.grid[1] * r.grid[2], threads_per_block=r.threads_per_block,
+        launches=max(1, len(kernel_steps)), spec_bytes=r.bytes, spec_flops=r.flops, math=spec.math,
+        ceiling_bytes_per_s=ceiling, peak_flops=peak_flops, sm_hz=sm_hz, entry=entry, source=spec.source,
+        source_lines=source_lines, spec_path=spec.path, launch_line=_launch_line(spec),
+        shared_static=usage.shared_static if usage else 0, shared_dynamic=r.shared_mem,
+        registers=usage.registers if usage else profile.registers,
+        spill_bytes=(usage.spill_stores + usage.spill_loads) if usage else 0, notes=notes,
+    )

@@ -1,0 +1,132 @@
+"""The diagnosis's typed records: a cause with its evidence, line, change and gain; the whole verdict.
+
+A :class:`Gain` is an estimate with its basis (what it was computed from) until a try measures it;
+``measured`` then holds the measured speedup, from the same run as the original's time. Rendering
+(text, JSON, SARIF-like records) lives here so every caller prints the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MIN_GAIN = 1.1  # an estimated gain below this is no advice: "nothing to gain here" is said, not a cause
+
+
+@dataclass(frozen=True)
+class Line:
+    file: str
+    line: int
+    why: str = ""  # what is on it: "the global atomic", "declares tile[32][32]"
+
+    def show(self) -> str:
+        return f"{Path(self.file).name}:{self.line}" if self.line else Path(self.file).name
+
+
+@dataclass(frozen=True)
+class Gain:
+    estimate: float | None  # speedup of the kernel if the change is made; None: kprof cannot say
+    basis: str  # how the estimate was made, or why there is none
+    measured: float | None = None  # a try's measured speedup (same run as the original)
+    tried: str = ""  # what the try changed: "PER=1"
+
+
+@dataclass(frozen=True)
+class Cause:
+    rule: str  # the rule's id: "uncoalesced", "bank-conflicts", ...
+    title: str  # one line: what is wrong
+    evidence: tuple[tuple[str, str], ...]  # (what, value) pairs the rule read
+    change: str  # what to change, one sentence
+    gain: Gain
+    line: Line | None = None
+    also: tuple[Line, ...] = ()  # other lines the change touches (a declaration to pad, a launch)
+
+    @property
+    def rank_key(self) -> float:
+        g = self.gain.measured or self.gain.estimate
+        return g if g is not None else 1.0
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    kernel: str
+    mode: str  # "counters" (Nsight Compute) or "counter-less"
+    limiter: str  # the unit nearest its roof, or "latency" when none is busy
+    units: dict[str, float]  # unit -> busy share of its peak, the roofline's levels kprof could see
+    headroom: float | None  # measured time / time at the roof (the spec's work at kprof peak's ceilings)
+    seconds: float | None
+    causes: list[Cause]
+    cannot_see: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tries: list[dict[str, Any]] = field(default_factory=list)  # each try: params, status, seconds, gain
+    inputs: dict[str, Any] = field(default_factory=dict)  # what the rules read beyond the build: replayable
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def first(self) -> Cause | None:
+        return self.causes[0] if self.causes else None
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def render(d: Diagnosis) -> str:
+    """The diagnosis as the terminal shows it."""
+    out = [f"diagnosis of {d.kernel} ({d.mode}):"]
+    units = ", ".join(f"{u} {_pct(v)}" for u, v in sorted(d.units.items(), key=lambda kv: -kv[1])[:5])
+    head = f"  limiter: {d.limiter}" + (f" ({units})" if units else "")
+    if d.headroom is not None:
+        head += f"; {d.headroom:.2f}x from its roof"
+    out.append(head)
+    if not d.causes:
+        out.append("  no cause with a gain of 10% or more found" + (" among those kprof can see" if d.cannot_see else ""))
+    for k, c in enumerate(d.causes, 1):
+        where = f" at {c.line.show()}" if c.line else ""
+        out.append(f"  {k}. {c.title}{where}")
+        if c.line and c.line.why:
+            out.append(f"     line: {c.line.why}")
+        for extra in c.also:
+            out.append(f"     also {extra.show()}: {extra.why}")
+        out.append("     evidence: " + "; ".join(f"{a} {b}" for a, b in c.evidence))
+        out.append(f"     change: {c.change}")
+        g = c.gain
+        if g.measured is not None:
+            out.append(f"     gain: {g.measured:.2f}x measured ({g.tried}), estimated "
+                       + (f"{g.estimate:.2f}x" if g.estimate else "none") + f" from {g.basis}")
+        elif g.estimate is not None:
+            out.append(f"     gain: {g.estimate:.2f}x estimated from {g.basis} (not measured)")
+        else:
+            out.append(f"     gain: not estimated ({g.basis})")
+    for t in d.tries:
+        label = ",".join(f"{k}={v}" for k, v in t["params"].items())
+        if t["status"] == "ok" and t["gain"]:
+            out.append(f"  try {label}: verified, {t['seconds'] * 1e6:.1f} us, {t['gain']:.2f}x the original (same run)")
+        else:
+            out.append(f"  try {label}: {t['status']}" + (f" ({t['message']})" if t.get("message") else ""))
+    for what in d.cannot_see:
+        out.append(f"  cannot see: {what}")
+    for note in d.notes:
+        out.append(f"  note: {note}")
+    return "\n".join(out)
+
+
+def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]:
+    """One SARIF-like result per cause (ruleId, message, location), as kprof sanitize writes findings."""
+    results = []
+    for c in d.causes:
+        g = c.gain
+        gain = (f"{g.measured:.2f}x measured" if g.measured is not None else
+                f"{g.estimate:.2f}x estimated" if g.estimate is not None else "gain not estimated")
+        result: dict[str, Any] = {"ruleId": f"kprof.perf.{c.rule}", "level": "warning",
+                                  "message": {"text": f"{d.kernel}: {c.title}. {c.change} ({gain})"}}
+        if c.line is not None:
+            uri = c.line.file
+            if root and uri.startswith(root.rstrip("/") + "/"):
+                uri = uri[len(root.rstrip("/")) + 1:]
+            result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": uri},
+                                                         "region": {"startLine": max(c.line.line, 1)}}}]
+        results.append(result)
+    return results

@@ -1,0 +1,186 @@
+"""Source lines from PTX, without counters: what each line of the user's kernel asks the GPU to do.
+
+kprof builds with ``-lineinfo``, so the PTX of a kernel carries ``.loc FILE LINE COL`` before the
+instructions of each source line (and ``inlined_at`` where a function was inlined: the line in the
+kernel's own file is kept). :func:`scan` reads it into :class:`Instr` records, each with its line and
+how many loops it sits in (a loop is a backward branch to a label above it). The diagnosis asks it
+questions: which lines hold global atomics, FP64 arithmetic, local memory, a barrier inside a loop,
+64-bit division, adjacent scalar loads that one vector load would do, a branch around a loop.
+
+It is static: it says what a line does, not how often or how slowly. Pure, tested on PTX nvcc writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+MAX_PTX_BYTES = 64 * 1024 * 1024
+
+_ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+([A-Za-z_$][\w$]*)")
+_LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
+_FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
+_LABEL = re.compile(r"^(\$?[A-Za-z_][\w$]*):\s*$")
+_BRA = re.compile(r"^(@!?%p\w*\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)\s*;")
+_INSTR = re.compile(r"^(@!?%\w+\s+)?([a-z][\w.]*)\s*(.*?);?\s*$")
+
+
+@dataclass(frozen=True)
+class Instr:
+    op: str  # the opcode with its suffixes: ld.global.v4.f32, atom.global.add.u32, div.s64
+    file: str
+    line: int
+    loops: int  # how many loops hold it
+    index: int  # its place in the entry
+    args: str = ""  # the operands as written
+
+
+@dataclass
+class Entry:
+    name: str
+    instrs: list[Instr] = field(default_factory=list)
+    branches: list[tuple[int, int, bool]] = field(default_factory=list)  # (at, target index, conditional)
+    exits: set[int] = field(default_factory=set)  # label indices whose block only returns
+
+    def lines(self, pred) -> Counter[tuple[str, int]]:  # noqa: ANN001 - a predicate on Instr
+        """(file, line) -> how many of its instructions match ``pred``, loop depth first in ties."""
+        return Counter((i.file, i.line) for i in self.instrs if pred(i))
+
+    def hottest(self, pred) -> tuple[str, int] | None:  # noqa: ANN001
+        """The line whose matching instructions sit in the most loops (then the most of them)."""
+        best: dict[tuple[str, int], tuple[int, int]] = {}
+        for i in self.instrs:
+            if pred(i):
+                depth, count = best.get((i.file, i.line), (0, 0))
+                best[(i.file, i.line)] = (max(depth, i.loops), count + 1)
+        return max(best, key=lambda k: best[k]) if best else None
+
+    def count(self, pred) -> int:  # noqa: ANN001
+        return sum(1 for i in self.instrs if pred(i))
+
+
+def is_global_atomic(i: Instr) -> bool:
+    return i.op.startswith(("atom.", "red.")) and ".shared" not in i.op
+
+
+def is_fp64(i: Instr) -> bool:
+    return ".f64" in i.op and not i.op.startswith(("ld.", "st.", "mov.", "ld.param"))
+
+
+def is_local(i: Instr) -> bool:
+    return i.op.startswith(("ld.local", "st.local"))
+
+
+def is_shared(i: Instr) -> bool:
+    return i.op.startswith(("ld.shared", "st.shared"))
+
+
+def is_barrier(i: Instr) -> bool:
+    return i.op.startswith(("bar.sync", "barrier.sync", "bar.red", "barrier.red"))
+
+
+def is_div64(i: Instr) -> bool:
+    return i.op.startswith(("div.s64", "div.u64", "rem.s64", "rem.u64"))
+
+
+def is_global_access(i: Instr) -> bool:
+    return i.op.startswith(("ld.global", "st.global"))
+
+
+def width(i: Instr) -> int:
+    """Bytes a thread moves with one load or store."""
+    vec = 4 if ".v4" in i.op else 2 if ".v2" in i.op else 1
+    m = re.search(r"\.[bfsu](8|16|32|64)$", i.op)
+    return vec * (int(m.group(1)) // 8 if m else 4)
+
+
+def scan(ptx: str) -> dict[str, Entry]:
+    """Every entry of the PTX, its instructions with their source lines and loop depths."""
+    text = ptx[:MAX_PTX_BYTES]
+    files: dict[str, str] = {m.group(1): m.group(2) for m in map(_FILE.match, (ln.strip() for ln in text.splitlines()))
+                             if m}
+    entries: dict[str, Entry] = {}
+    current: Entry | None = None
+    raw: list[tuple[str, str, int, str]] = []  # (op, file, line, operands)
+    labels: dict[str, int] = {}
+    branches: list[tuple[int, str, bool]] = []
+    where = ("", 0)
+
+    def close() -> None:
+        if current is None:
+            return
+        loops = [(labels[t], at) for at, t, _ in branches if t in labels and labels[t] <= at]
+        for k, (op, f, ln, args) in enumerate(raw):
+            depth = sum(1 for lo, hi in loops if lo <= k <= hi)
+            current.instrs.append(Instr(op, f, ln, depth, k, args))
+        current.branches = [(at, labels[t], cond) for at, t, cond in branches if t in labels]
+        current.exits = {idx for idx in labels.values() if idx < len(raw) and raw[idx][0] == "ret"}
+        entries[current.name] = current
+
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("//"):
+            continue
+        if m := _ENTRY.match(s):
+            close()
+            current, raw, labels, branches, where = Entry(m.group(1)), [], {}, [], ("", 0)
+            continue
+        if current is None:
+            continue
+        if m := _LOC.match(s):
+            fid, ln = m.group(1), int(m.group(2))
+            if m.group(3) and files.get(m.group(3)) != files.get(fid) and files.get(m.group(3)):
+                fid, ln = m.group(3), int(m.group(4))  # inlined from a header: the kernel's own line
+            if ln:  # line 0 is code of no one line (the compiler's own): the record says 0
+                where = (files.get(fid, fid), ln)
+            else:
+                where = (files.get(fid, fid), 0)
+            continue
+        if m := _LABEL.match(s):
+            labels[m.group(1)] = len(raw)
+            continue
+        if s.startswith((".", "{", "}", ")")) or s.startswith("//"):
+            continue
+        if m := _BRA.match(s):
+            branches.append((len(raw), m.group(2), bool(m.group(1))))
+            raw.append(("bra", where[0], where[1], m.group(2)))
+            continue
+        if m := _INSTR.match(s):
+            raw.append((m.group(2), where[0], where[1], m.group(3)))
+    close()
+    # the files' names: .file comes after the entries, so the records are rewritten with them
+    for e in entries.values():
+        e.instrs = [Instr(i.op, files.get(i.file, i.file), i.line, i.loops, i.index, i.args) for i in e.instrs]
+    return entries
+
+
+_ADDRESS = re.compile(r"\[(%\w+)(?:\+(-?\d+))?\]")
+
+
+def adjacent_scalar_loads(entry: Entry) -> tuple[str, int] | None:
+    """A line with 4-byte (or smaller) global loads of one base register at consecutive offsets
+    (``x[i], x[i + 1], ...``, PTX ``[%rd5]``, ``[%rd5+4]``) that one vector load could do."""
+    groups: dict[tuple[str, str, int], set[int]] = {}
+    for i in entry.instrs:
+        if i.op.startswith("ld.global") and ".v" not in i.op and width(i) <= 4 and (m := _ADDRESS.search(i.args)):
+            groups.setdefault((m.group(1), i.file, i.line), set()).add(int(m.group(2) or 0))
+    found = [(len(offs), (f, ln)) for (_, f, ln), offs in groups.items() if len(offs) >= 2]
+    return max(found)[1] if found else None
+
+
+def branch_around_loop(entry: Entry) -> tuple[str, int] | None:
+    """The line of a conditional branch into two paths that each start a loop (an if and an else,
+    each with real work): not a bounds check (a jump to the exit), not a loop's own test."""
+    headers = {tgt for at, tgt, _ in entry.branches if tgt <= at}
+    uncond = {at: tgt for at, tgt, cond in entry.branches if not cond}
+
+    def loop_near(k: int) -> bool:
+        k = uncond.get(k, k)  # a path that starts with a jump starts where it lands
+        return any(k <= h <= k + 3 for h in headers)
+
+    for at, tgt, cond in entry.branches:
+        if cond and tgt > at and tgt not in entry.exits and loop_near(tgt) and loop_near(at + 1):
+            i = entry.instrs[at]
+            return (i.file, i.line)
+    return None

@@ -1,0 +1,72 @@
+"""``kprof profile``'s diagnosis of one spec: one timed run, the facts, the rules, the tries.
+
+The entry point :func:`diagnose_prepared` takes what the profile stage produced (the kernel reports,
+with or without counters) and returns a :class:`~kprof.diagnose.model.Diagnosis`; nothing here prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kprof.diagnose import diagnose, gather, tries
+from kprof.diagnose.model import Diagnosis
+from kprof.errors import KprofError
+
+
+def inputs_of(facts: Any) -> dict[str, Any]:
+    """What a diagnosis read from the GPU, kept so it can be replayed without one (tests, reports)."""
+    return {"profile": facts.profile.to_dict(), "counters": facts.counters, "seconds": facts.seconds,
+            "sm_count": facts.sm_count, "sm_hz": facts.sm_hz, "ceiling_bytes_per_s": facts.ceiling_bytes_per_s,
+            "peak_flops": facts.peak_flops}
+
+
+def _timed(prepared: Any, timeout: float) -> Any:
+    from kprof.launch import launch
+    from kprof.launch.job import RunMode
+
+    try:
+        return launch.run_kernel(prepared.job(RunMode(time=True)), timeout=timeout)
+    except KprofError:
+        return None  # the diagnosis goes on with the profile's own durations
+
+
+def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: dict[str, Any] | None = None,
+                      seconds: float | None = None, try_params: dict[str, list[str]] | None = None,
+                      auto_try: bool = True, timeout: float = 300.0) -> Diagnosis:
+    """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its time
+    measured elsewhere (kprof bench, same run as a twin); else one event-timed run here.
+    ``try_params``: define -> values to try (``--try``); ``auto_try``: kprof picks tries for the first
+    cause where a define of the launch allows."""
+    from kprof.measure import profiling
+
+    if not profiles:
+        raise ValueError("no profile to diagnose")
+    main = max(profiles, key=lambda p: p.duration_s or 0.0)
+    main = profiling.against_ceilings(main, peak)
+    counters = main.source == "ncu"
+    timed = _timed(prepared, timeout)
+    facts = gather.facts_for(prepared, main, counters=counters, timed=timed, peak=peak, seconds=seconds)
+    d = replace(diagnose(facts), inputs=inputs_of(facts))
+    measured: list[tries.Try] = []
+    spec, arch = prepared.spec, prepared.built.arch
+    sizes = dict(prepared.resolved.sizes)
+    asked = dict(try_params or {})
+    if auto_try and d.causes and not asked:
+        occ = facts.occupancy()
+        slots = facts.sm_count * occ.blocks_per_sm if facts.sm_count and occ else None
+        asked = {k: [str(v) for v in vals] for k, vals in tries.auto_values(d.causes[0], spec, slots).items()}
+    defines = dict(spec.defines)
+    for define, values in asked.items():
+        original = str(defines.get(define, ""))
+        if not original:
+            d.notes.append(f"--try {define}: the spec has no define {define} (its defines: "
+                           f"{', '.join(defines) or 'none'})")
+            continue
+        try:
+            measured += tries.measure(spec.name, define, original, values, arch=arch, sizes=sizes, timeout=timeout)
+        except KprofError as exc:
+            d.notes.append(f"try {define}: {str(exc).splitlines()[0]}")
+    if measured and d.causes:
+        d.causes[0] = tries.confirm(d.causes[0], measured)
+    return replace(d, tries=[t.__dict__ for t in measured]) if measured else d

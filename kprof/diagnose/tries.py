@@ -1,0 +1,110 @@
+"""Advice that is measured: a spec's defines changed, each variant verified and timed in the same run.
+
+``kprof profile NAME --try BLOCK=128,256`` names the variants; for the first cause, kprof picks some
+itself where the change is a define of the launch (a grid or block expression names it): a tail wave
+or a small grid gets other values of that define. Each variant goes through ``kprof bench``'s point
+(the spec's verdict first, then the timing loop), in one run with the original, so the gain is a
+ratio of two times measured minutes apart at most on the same GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kprof.diagnose.model import Cause, Gain
+
+MAX_AUTO = 4  # variants kprof tries by itself for one cause
+
+
+@dataclass(frozen=True)
+class Try:
+    params: dict[str, str]
+    status: str  # ok | failed-verification | error
+    seconds: float | None
+    gain: float | None  # the original's time / this variant's
+    message: str = ""
+
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.params.items())
+
+
+_TRY = re.compile(r"([A-Za-z_]\w*)=([A-Za-z0-9_.+-]+(?:,[A-Za-z0-9_.+-]+)*)\Z")
+
+
+def parse(words: list[str]) -> dict[str, list[str]]:
+    """``--try BLOCK=128,256 TILE=32``: define -> its values, or one line saying what is wrong."""
+    from kprof.errors import UsageError
+
+    out: dict[str, list[str]] = {}
+    for word in words:
+        m = _TRY.match(word)
+        if not m:
+            raise UsageError(f"--try {word!r}: write DEFINE=VALUE[,VALUE...], e.g. --try BLOCK=128,256")
+        out.setdefault(m.group(1), [])
+        out[m.group(1)] += [v for v in m.group(2).split(",") if v not in out[m.group(1)]]
+    return out
+
+
+def launch_defines(spec: Any) -> dict[str, int]:
+    """The spec's numeric defines that its launch expressions (grid, block) name."""
+    exprs: list[str] = []
+    for st in spec.steps or ():
+        if st.launch is not None:
+            exprs += [*st.launch.grid, *st.launch.block]
+    if spec.launch is not None:
+        exprs += [*spec.launch.grid, *spec.launch.block]
+    named = {w for e in exprs for w in re.findall(r"[A-Za-z_]\w*", str(e))}
+    out = {}
+    for k, v in spec.defines:
+        if k in named and re.fullmatch(r"\d+", str(v)):
+            out[k] = int(v)
+    return out
+
+
+def auto_values(cause: Cause, spec: Any, slots: int | None) -> dict[str, list[int]]:
+    """Variants worth timing for ``cause`` (a define of the launch, and values of it), else empty."""
+    defines = launch_defines(spec)
+    if not defines or cause.rule not in ("tail-wave", "small-grid"):
+        return {}
+    out: dict[str, list[int]] = {}
+    for name, v in defines.items():
+        if cause.rule == "small-grid" and slots:
+            vals = [slots * k for k in (1, 2, 4, 8)]
+        else:
+            vals = [v // 8, v // 4, v // 2, v * 2]
+        out[name] = sorted({x for x in vals if x >= 1 and x != v})[:MAX_AUTO]
+    return out
+
+
+def measure(spec_name: str, define: str, original: str, values: list[str], *, arch: str | None,
+            sizes: dict[str, int] | None = None, max_time: float = 1.0, timeout: float = 300.0) -> list[Try]:
+    """The original and each value of ``define``, verified and timed in one ``kprof bench`` run."""
+    from kprof.commands import api
+
+    sweep = f"{define}=" + ",".join([original, *[v for v in values if v != original]])
+    size_words = [f"{k}={v}" for k, v in (sizes or {}).items()]
+    report = api.run_bench([spec_name], sizes=size_words, params=[sweep], baseline="none", max_time=max_time,
+                           min_time=0.2, arch=arch, timeout=timeout, history=False)
+    times: dict[str, tuple[str, float | None, str]] = {}
+    for pt in report.points:
+        med = (pt.summary or {}).get("median") if pt.status == "ok" else None
+        times[str(pt.params.get(define))] = (pt.status, med, getattr(pt, "message", "") or "")
+    base = times.get(original, ("error", None, ""))[1]
+    out = []
+    for v in [x for x in values if x != original]:
+        status, secs, msg = times.get(v, ("error", None, "not measured"))
+        out.append(Try({define: v}, status, secs, base / secs if base and secs else None, msg))
+    return out
+
+
+def confirm(cause: Cause, tries: list[Try]) -> Cause:
+    """The cause with the best verified try's measured gain beside its estimate."""
+    from dataclasses import replace
+
+    good = [t for t in tries if t.status == "ok" and t.gain]
+    if not good:
+        return cause
+    best = max(good, key=lambda t: t.gain or 0.0)
+    return replace(cause, gain=Gain(cause.gain.estimate, cause.gain.basis, best.gain, best.label()))
