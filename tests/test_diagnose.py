@@ -1,0 +1,230 @@
+"""kprof profile's diagnosis (kprof/diagnose) without a GPU: the PTX line scan on PTX nvcc writes for the
+performance corpus, the rules on a fake device's numbers with and without counters, the ranking and
+its cap at the roof, the tries' parsing and choice, the corpus's judge, and the renderings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kprof.commands import pipeline
+from kprof.corpus import perfcases
+from kprof.diagnose import diagnose, gather, ptxscan, tries
+from kprof.diagnose.model import Cause, Diagnosis, Gain, Line, render, sarif_results
+from kprof.errors import UsageError
+from kprof.measure import profiling as prof
+from kprof import spec as spec_mod
+from kprof.spec import catalog
+
+H200 = {"sm_count": 132, "clock_khz": 1980000, "memory_clock_khz": 3201000, "bus_width_bits": 6144}
+RTX4090 = {"sm_count": 128, "clock_khz": 2520000, "memory_clock_khz": 10501000, "bus_width_bits": 384}
+
+
+def _prepared(name: str, arch: str = "sm_90"):
+    return pipeline.prepare(catalog.load(name), None, arch=arch)
+
+
+def _profile(prepared, seconds: float | None, **counters):
+    """A profile as the fallback writes it; with ``counters``, as if ncu had measured those fields."""
+    r, b = prepared.resolved, prepared.built
+    u = b.usage_of(r.spec.entry)
+    p = prof.fallback(r.spec.name, r.sizes, seconds, u.registers, r.threads_per_block, u.shared_static, r.shared_mem,
+                      b.arch, r.flops, r.bytes, "fake device")
+    return replace(p, source="ncu", **counters) if counters else p
+
+
+def _diagnose(name: str, seconds: float | None, *, device=H200, arch: str = "sm_90", **counters):
+    prepared = _prepared(name, arch)
+    p = _profile(prepared, seconds, **counters)
+    timed = SimpleNamespace(device=device, time_ms=None)
+    return diagnose(gather.facts_for(prepared, p, counters=bool(counters), timed=timed, seconds=seconds))
+
+
+def _entry(name: str) -> ptxscan.Entry:
+    from kprof.build import build
+
+    entries = ptxscan.scan(build.ptx(catalog.load(name), "sm_90"))
+    return entries[catalog.load(name).entry]
+
+
+@pytest.mark.nvcc
+def test_ptx_lines_name_what_each_line_does():
+    assert _entry("barrier_in_loop").hottest(ptxscan.is_barrier)[1] == 9
+    assert _entry("global_atomics").hottest(ptxscan.is_global_atomic)[1] == 6
+    assert _entry("fp64_constants").hottest(ptxscan.is_fp64)[1] == 9
+    assert _entry("register_spill").hottest(ptxscan.is_local)[1] == 10
+    assert ptxscan.adjacent_scalar_loads(_entry("scalar_loads"))[1] == 6
+    assert ptxscan.adjacent_scalar_loads(_entry("scalar_loads_fixed")) is None  # one float4
+    assert ptxscan.adjacent_scalar_loads(_entry("int64_division")) is None  # two loads of different arrays
+    assert ptxscan.branch_around_loop(_entry("divergent_branch"))[1] == 7
+    assert ptxscan.branch_around_loop(_entry("barrier_in_loop")) is None  # a bounds check is not two paths
+    loop = [i for i in _entry("barrier_in_loop").instrs if ptxscan.is_barrier(i)]
+    assert loop and all(i.loops == 1 for i in loop)
+    assert _entry("fp64_constants_fixed").hottest(ptxscan.is_fp64) is None
+
+
+def test_ptx_scan_reads_inlined_lines_and_line_zero():
+    ptx = """
+.visible .entry k(
+)
+{
+	.loc	1 5 0
+	mov.u32 	%r1, %tid.x;
+	.loc	2 40 3, function_name $L__info_string0, inlined_at 1 7 9
+	div.s64 	%rd1, %rd2, %rd3;
+	.loc	1 0 3
+	rem.s64 	%rd4, %rd2, %rd3;
+$L__BB0_1:
+	.loc	1 9 5
+	atom.global.add.u32 	%r2, [%rd5], 1;
+	@%p1 bra 	$L__BB0_1;
+	ret;
+}
+	.file	1 "/src/k.cu"
+	.file	2 "/usr/include/helper.h"
+"""
+    e = ptxscan.scan(ptx)["k"]
+    div = [i for i in e.instrs if ptxscan.is_div64(i)]
+    assert (div[0].file, div[0].line) == ("/src/k.cu", 7)  # the kernel's own line, not the header's
+    assert div[1].line == 0  # code of no one line says so
+    atom = [i for i in e.instrs if ptxscan.is_global_atomic(i)][0]
+    assert atom.line == 9 and atom.loops == 1
+
+
+@pytest.mark.nvcc
+def test_counter_less_diagnosis_names_what_the_ptx_and_launch_show():
+    d = _diagnose("tail_wave", 1.0e-3)
+    assert d.mode == "counter-less" and d.first().rule == "tail-wave"
+    assert d.first().line.show() == "tail_wave.yaml:11" and abs(d.first().gain.estimate - 2 / (265 / 264)) < 0.01
+    d = _diagnose("too_few_blocks", 2.0e-3)
+    assert d.first().rule == "small-grid" and d.first().gain.estimate <= d.headroom
+    d = _diagnose("barrier_in_loop", 1.1e-3)
+    assert d.first().rule == "barrier" and d.first().line.line == 9 and d.first().gain.estimate is None
+    assert any("barrier" in s for s in d.cannot_see) and any("coalescing" in s for s in d.cannot_see)
+    d = _diagnose("fp64_constants", 550e-6)
+    assert d.first().rule == "fp64" and 2.5 < d.first().gain.estimate < 3.5  # 3 FP64 instructions a step for 1
+    assert _diagnose("copy_uncoalesced", 347e-6).causes == []  # coalescing needs counters: said, not guessed
+
+
+@pytest.mark.nvcc
+def test_fp64_advice_depends_on_the_gpu():
+    # 16 DFMA an element of a copy: memory-bound on a GPU with many FP64 units, no advice there
+    fast = _diagnose("fp64_memory", 130e-6)
+    assert "fp64" not in [c.rule for c in fast.causes]
+    # the same kernel on a GPU with 1/64 of FP32's FP64 rate (sm_89), slower than its memory roof
+    slow = _diagnose("fp64_memory", 2.0e-3, device=RTX4090, arch="sm_89")
+    assert slow.first().rule == "fp64" and "1:64" in dict(slow.first().evidence)["FP64:FP32 rate"]
+
+
+@pytest.mark.nvcc
+def test_counters_rank_the_cause_and_cap_the_gain_at_the_roof():
+    d = _diagnose("copy_uncoalesced", 347e-6, global_load_sectors_per_request=32.0, global_store_sectors_per_request=4.0)
+    c = d.first()
+    assert d.mode == "counters" and c.rule == "uncoalesced" and c.line.line == 6
+    assert c.gain.estimate == pytest.approx(min(8.0, d.headroom))
+    d = _diagnose("transpose_bank_conflicts", 100e-6, conflicts_per_request=15.0,
+                  stall_shares={"mio_throttle": 0.5, "long_scoreboard": 0.5})
+    assert d.first().rule == "bank-conflicts"
+    assert {x.line for x in (d.first().line, *d.first().also)} >= {5}  # the declaration to pad
+    d = _diagnose("divergent_branch", 80.7e-6, thread_efficiency=0.5)
+    assert d.first().rule == "divergence" and d.first().line.line == 7 and d.first().gain.estimate == pytest.approx(2.0)
+    d = _diagnose("barrier_in_loop", 1.1e-3, stall_shares={"barrier": 0.45, "wait": 0.55})
+    assert d.first().rule == "barrier" and d.first().gain.estimate == pytest.approx(1 / 0.55, rel=1e-3)
+    # a barrier few warps wait at is no advice with counters
+    assert _diagnose("barrier_in_loop", 1.1e-3, stall_shares={"barrier": 0.05, "wait": 0.95}).causes == []
+
+
+@pytest.mark.nvcc
+def test_occupancy_causes_need_a_latency_bound_kernel():
+    d = _diagnose("occupancy_registers", 2e-3, stall_shares={"long_scoreboard": 0.9}, dram_fraction=0.1,
+                  issue_active=0.1, local_bytes=0.0, l1_bytes=1e9)
+    assert d.first().rule == "occupancy-registers" and d.first().line.line == 4  # the __global__ line
+    busy = _diagnose("occupancy_registers", 2e-3, stall_shares={"long_scoreboard": 0.9}, dram_fraction=0.9,
+                     local_bytes=0.0, l1_bytes=1e9)
+    assert "occupancy-registers" not in [c.rule for c in busy.causes]
+    d = _diagnose("occupancy_shared", 2e-3, stall_shares={"long_scoreboard": 0.9}, dram_fraction=0.1)
+    assert d.first().rule == "occupancy-shared" and d.first().line.line == 5
+
+
+def test_tries_parse_and_auto_values():
+    assert tries.parse(["BLOCK=128,256", "TILE=32", "BLOCK=256,512"]) == {"BLOCK": ["128", "256", "512"], "TILE": ["32"]}
+    for bad in ("B=", "=3", "B=1;rm", "B=1\n", "B"):
+        with pytest.raises(UsageError, match="--try"):
+            tries.parse([bad])
+    spec = catalog.load("tail_wave")
+    assert tries.launch_defines(spec) == {"PER": 8}
+    tail = Cause("tail-wave", "t", (), "c", Gain(2.0, "b"))
+    assert tries.auto_values(tail, spec, 264) == {"PER": [1, 2, 4, 16]}
+    small = Cause("small-grid", "t", (), "c", Gain(2.0, "b"))
+    assert tries.auto_values(small, catalog.load("too_few_blocks"), 1056) == {"BLOCKS": [1056, 2112, 4224, 8448]}
+    assert tries.auto_values(Cause("atomics", "t", (), "c", Gain(2.0, "b")), spec, 264) == {}
+    good = [tries.Try({"PER": "1"}, "ok", 5e-4, 1.8), tries.Try({"PER": "2"}, "failed-verification", None, None)]
+    confirmed = tries.confirm(tail, good)
+    assert confirmed.gain.measured == 1.8 and confirmed.gain.tried == "PER=1" and confirmed.gain.estimate == 2.0
+
+
+def test_cli_rejects_a_bad_try_before_the_gpu(capsys):
+    from kprof.commands import cli
+
+    assert cli.main(["profile", "tail_wave", "--try", "PER=1;x"]) == 2
+    assert "--try" in capsys.readouterr().err
+
+
+def test_judge_and_the_corpus():
+    corpus = {c.name: c for c in perfcases.load_all()}
+    case = corpus["copy_uncoalesced"]
+    cause = Cause("uncoalesced", "t", (), "c", Gain(7.0, "b"), Line(str(case.spec.source), 6))
+    d = Diagnosis("copy_uncoalesced", "counters", "DRAM", {}, 10.0, 1e-4, [cause])
+    r = perfcases.judge(case, d, 6.4, control=False, launch_line=11, entry_line=3)
+    assert r.ok and r.cause_right and r.line_right and r.estimate_right
+    assert not perfcases.judge(case, d, 3.0, control=False, launch_line=11, entry_line=3).estimate_right  # 2.3x off
+    control = corpus["fp64_memory"]
+    fp64 = Cause("fp64", "t", (), "c", Gain(1.5, "b"))
+    assert not perfcases.judge(control, Diagnosis("fp64_memory", "counters", "DRAM", {}, 1.0, 1e-4, [fp64]), 1.0,
+                               control=True, launch_line=0, entry_line=0).ok
+    assert perfcases.judge(control, Diagnosis("fp64_memory", "counters", "DRAM", {}, 1.0, 1e-4, []), 1.0,
+                           control=True, launch_line=0, entry_line=0).ok
+    assert perfcases.control_here(control, 0.5) and not perfcases.control_here(control, 1 / 64)
+
+
+def test_perf_case_expectations_are_checked(tmp_path):
+    from kprof.errors import SpecError
+
+    src = Path(catalog.load("copy_uncoalesced").path)
+    for field_text, match in (("{cause: nonsense}", "not a diagnosis rule"), ("{cause: uncoalesced, line: top}", "line"),
+                              ("{cause: uncoalesced, unless: always}", "known conditions"),
+                              ("{cause: uncoalesced, colour: red}", "unknown field")):
+        text = src.read_text().replace(src.read_text().splitlines()[2], f"expect: {field_text}")
+        (tmp_path / "copy_uncoalesced.yaml").write_text(text)
+        for f in ("copy_uncoalesced.cu", "copy_uncoalesced_fixed.cu"):
+            (tmp_path / f).write_text((src.parent / f).read_text())
+        with pytest.raises(SpecError, match=match):
+            perfcases.load_case(spec_mod.load(tmp_path / "copy_uncoalesced.yaml"))
+
+
+def test_render_json_and_sarif():
+    c = Cause("atomics", "global atomics on every element", (("atomics / global accesses", "50%"),),
+              "accumulate in shared memory", Gain(12.0, "the roof", 9.5, "try"), Line("/repo/k.cu", 6, "the atomic"))
+    d = Diagnosis("hist", "counters", "latency: no unit above 20%", {"DRAM": 0.05}, 20.0, 1e-3, [c],
+                  ["coalescing"], tries=[{"params": {"B": "2"}, "status": "ok", "seconds": 1e-4, "gain": 9.5}])
+    text = render(d)
+    assert "1. global atomics on every element at k.cu:6" in text and "9.50x measured" in text
+    assert "try B=2: verified" in text and "cannot see: coalescing" in text
+    json.dumps(d.to_dict())
+    res = sarif_results(d, root="/repo")
+    assert res[0]["ruleId"] == "kprof.perf.atomics"
+    assert res[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "k.cu"
+
+
+def test_cases_perf_list(capsys):
+    from kprof.commands import cli
+
+    assert cli.main(["cases", "--perf", "--list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) >= 15 and {"name": "tail_wave", "cause": "tail-wave", "line": "launch"}.items() <= \
+        next(r for r in rows if r["name"] == "tail_wave").items()
+    assert cli.main(["cases", "--perf", "--bench"]) == 2
