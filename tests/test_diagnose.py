@@ -67,6 +67,16 @@ def test_ptx_lines_name_what_each_line_does():
     assert _entry("fp64_constants_fixed").hottest(ptxscan.is_fp64) is None
 
 
+@pytest.mark.nvcc
+def test_lane_strides_follow_the_address_arithmetic():
+    strides = lambda name: {(i.op.split(".")[0], i.line, c) for i, c in ptxscan.lane_strides(_entry(name))}  # noqa: E731
+    assert strides("copy_uncoalesced") == {("ld", 6, ptxscan.VAR), ("st", 6, ptxscan.VAR)}  # row * n: n at run time
+    assert strides("copy_uncoalesced_fixed") == {("ld", 4, 4), ("st", 4, 4)}
+    assert ("ld", 6, 16) in strides("scalar_loads")  # four floats a lane
+    assert {c for _, _, c in strides("matmul_no_reuse")} == {0, 4}  # A's element is the warp's (broadcast), B's coalesced
+    assert ("ld", 9, ptxscan.UNKNOWN) in strides("int64_division")  # bias[r]: r from a division
+
+
 def test_ptx_scan_reads_inlined_lines_and_line_zero():
     ptx = """
 .visible .entry k(
@@ -104,10 +114,13 @@ def test_counter_less_diagnosis_names_what_the_ptx_and_launch_show():
     assert d.first().rule == "small-grid" and d.first().gain.estimate <= d.headroom
     d = _diagnose("barrier_in_loop", 1.1e-3)
     assert d.first().rule == "barrier" and d.first().line.line == 9 and d.first().gain.estimate is None
-    assert any("barrier" in s for s in d.cannot_see) and any("coalescing" in s for s in d.cannot_see)
+    assert any("barrier" in s for s in d.cannot_see) and any("bank conflicts" in s for s in d.cannot_see)
     d = _diagnose("fp64_constants", 550e-6)
     assert d.first().rule == "fp64" and 2.5 < d.first().gain.estimate < 3.5  # 3 FP64 instructions a step for 1
-    assert _diagnose("copy_uncoalesced", 347e-6).causes == []  # coalescing needs counters: said, not guessed
+    # the lanes' stride from the PTX's address arithmetic: a run-time value (n floats) apart, a sector a lane
+    d = _diagnose("copy_uncoalesced", 347e-6)
+    assert d.first().rule == "uncoalesced" and d.first().line.line == 6 and d.first().gain.estimate == 8.0
+    assert _diagnose("copy_uncoalesced_fixed", 54e-6).causes == []
 
 
 @pytest.mark.nvcc

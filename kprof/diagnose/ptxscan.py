@@ -184,3 +184,83 @@ def branch_around_loop(entry: Entry) -> tuple[str, int] | None:
             i = entry.instrs[at]
             return (i.file, i.line)
     return None
+
+
+VAR = "var"  # a coefficient known only at run time (a kernel parameter, a block size)
+UNKNOWN = "?"  # the value depends on data (a load), or on the lane in a way kprof does not follow
+Coef = "int | str"
+_IMM = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
+
+
+def _add(a, b, sign: int = 1):  # noqa: ANN001, ANN202
+    if UNKNOWN in (a, b):
+        return UNKNOWN
+    if VAR in (a, b):
+        return VAR
+    return a + sign * b
+
+
+def _mul(a, b, a_imm: int | None, b_imm: int | None):  # noqa: ANN001, ANN202
+    if UNKNOWN in (a, b):
+        return UNKNOWN
+    if a == 0 and b == 0:
+        return 0
+    if a != 0 and b != 0:
+        return UNKNOWN
+    coef, other_imm = (a, b_imm) if a != 0 else (b, a_imm)
+    if other_imm is not None:
+        return coef * other_imm if coef != VAR else VAR
+    return VAR  # a lane-dependent value times a run-time value
+
+
+def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:
+    """Each global load and store with the bytes its address moves from one lane to the next (the
+    coefficient of ``%tid.x``): the element size for a coalesced access, 0 for one address a warp,
+    VAR for a stride known only at run time, UNKNOWN where the address depends on data. A forward
+    pass over the PTX in order: a register's last definition wins (good for index arithmetic)."""
+    forms: dict[str, int | str] = {}
+
+    def val(tok: str) -> tuple[int | str, int | None]:
+        tok = tok.strip()
+        if _IMM.match(tok):
+            return 0, int(tok, 0)
+        if tok == "%tid.x":
+            return 1, None
+        if tok.startswith("%") and not tok.startswith(("%r", "%rd", "%f", "%fd", "%p", "%h", "%rs")):
+            return 0, None  # %ctaid, %ntid, %nctaid, %laneid...: the same for a warp's lanes (but %laneid)
+        return forms.get(tok, 0), None
+
+    out: list[tuple[Instr, int | str]] = []
+    for i in entry.instrs:
+        ops = [t.strip() for t in i.args.replace("{", "").replace("}", "").split(",")]
+        op = i.op
+        if op.startswith(("ld.global", "st.global")):
+            m = _ADDRESS.search(i.args)
+            if m:
+                out.append((i, forms.get(m.group(1), 0)))
+            if op.startswith("ld.") and ops:
+                forms[ops[0]] = UNKNOWN
+            continue
+        if not ops or not ops[0].startswith("%"):
+            continue
+        dst, src = ops[0], ops[1:]
+        vals = [val(s) for s in src]
+        if "%laneid" in src:
+            forms[dst] = 1
+        elif op.startswith(("mov.", "cvt.", "cvta.")) and vals:
+            forms[dst] = vals[0][0]
+        elif op.startswith("ld."):
+            forms[dst] = UNKNOWN if not op.startswith("ld.param") else 0
+        elif op.startswith(("add.", "sub.")) and len(vals) == 2:
+            forms[dst] = _add(vals[0][0], vals[1][0], -1 if op.startswith("sub.") else 1)
+        elif op.startswith("mul.") and len(vals) == 2:
+            forms[dst] = _mul(vals[0][0], vals[1][0], vals[0][1], vals[1][1])
+        elif op.startswith("mad.") and len(vals) == 3:
+            forms[dst] = _add(_mul(vals[0][0], vals[1][0], vals[0][1], vals[1][1]), vals[2][0])
+        elif op.startswith("shl.") and len(vals) == 2:
+            k = vals[1][1]
+            forms[dst] = (vals[0][0] * (1 << k) if isinstance(vals[0][0], int) else vals[0][0]) if k is not None \
+                else (UNKNOWN if vals[0][0] != 0 else 0)
+        else:
+            forms[dst] = UNKNOWN if any(v[0] != 0 for v in vals) else 0
+    return out

@@ -65,32 +65,53 @@ class Uncoalesced:
     id = "uncoalesced"
 
     def blind(self, f: Facts) -> str | None:
-        return None if f.counters else "coalescing (sectors per request need counters)"
+        if f.counters:
+            return None
+        return "coalescing of accesses whose addresses depend on data (no PTX to follow)" if f.entry is None else None
+
+    @staticmethod
+    def strided(f: Facts) -> tuple[Line, int | str, int] | None:
+        """The global access whose lanes are furthest apart (a run-time stride, or a sector or more),
+        from the PTX's address arithmetic: (its line, the stride, the access's width)."""
+        if f.entry is None:
+            return None
+        worst = None
+        for i, coef in ptxscan.lane_strides(f.entry):
+            far = coef == ptxscan.VAR or (isinstance(coef, int) and abs(coef) >= 32)
+            if far and (worst is None or i.loops > worst[0].loops):
+                worst = (i, coef)
+        if worst is None:
+            return None
+        i, coef = worst
+        what = "a run-time value" if coef == ptxscan.VAR else f"{abs(coef)} bytes"
+        return Line(i.file, i.line, f"lanes of a warp {what} apart ({i.op})"), coef, ptxscan.width(i)
 
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
-        if not f.counters:
-            return None
-        worst = max((x for x in (p.global_load_sectors_per_request, p.global_store_sectors_per_request) if x),
-                    default=None)
-        if worst is None:
-            return None
-        line = _ptx_line(f, ptxscan.is_global_access, "the global access in the deepest loop")
-        width = 4
-        if f.entry is not None:
-            widths = [ptxscan.width(i) for i in f.entry.instrs if ptxscan.is_global_access(i)]
-            width = max(widths) if widths else 4
-        ideal = max(1.0, 32 * width / 32)  # sectors a warp needs when its lanes read consecutive elements
-        excess = worst / ideal
-        if excess < 1.5:
-            return None
-        est = _cap(excess, f)
+        found = self.strided(f)
+        width = found[2] if found else 4
+        ideal = float(width)  # 32-byte sectors a warp of consecutive width-byte lanes needs: 32 x width / 32
+        if f.counters:
+            worst = max((x for x in (p.global_load_sectors_per_request, p.global_store_sectors_per_request) if x),
+                        default=None)
+            if worst is None or worst / ideal < 1.5:
+                return None
+            excess = worst / ideal
+            ev: tuple[tuple[str, str], ...] = (("sectors/request", f"{worst:.1f} (ideal {ideal:g} for {width}-byte lanes)"),)
+            basis = f"the excess sectors ({excess:.1f}x the ideal)"
+            line = found[0] if found else _ptx_line(f, ptxscan.is_global_access, "the global access in the deepest loop")
+        else:
+            if found is None:
+                return None
+            excess = 32.0 / width  # every lane its own sector
+            ev = (("lane stride (from the PTX's address arithmetic)", found[0].why),)
+            basis = f"a sector a lane: {excess:.0f}x the sectors consecutive lanes need"
+            line = found[0]
         return Cause(self.id, "uncoalesced global memory access: each warp request touches more 32-byte "
-                     "sectors than its data fills",
-                     (("sectors/request", f"{worst:.1f} (ideal {ideal:g} for {width}-byte lanes)"),),
+                     "sectors than its data fills", ev,
                      "make consecutive threads (threadIdx.x) touch consecutive addresses, e.g. swap the "
                      "index the lanes walk, or stage the tile through shared memory",
-                     Gain(est, f"the excess sectors ({excess:.1f}x the ideal), capped at {_head(f)}"), line)
+                     Gain(_cap(excess, f), f"{basis}, capped at {_head(f)}"), line)
 
 
 class BankConflicts:
