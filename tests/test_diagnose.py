@@ -62,6 +62,8 @@ def test_ptx_lines_name_what_each_line_does():
     assert ptxscan.adjacent_scalar_loads(_entry("int64_division")) is None  # two loads of different arrays
     assert ptxscan.branch_around_loop(_entry("divergent_branch"))[1] == 7
     assert ptxscan.branch_around_loop(_entry("barrier_in_loop")) is None  # a bounds check is not two paths
+    assert ptxscan.lane_branch(_entry("divergent_branch"))[1] == 7
+    assert ptxscan.lane_branch(_entry("divergent_branch_fixed")) is None  # its condition does not vary in a warp
     loop = [i for i in _entry("barrier_in_loop").instrs if ptxscan.is_barrier(i)]
     assert loop and all(i.loops == 1 for i in loop)
     assert _entry("fp64_constants_fixed").hottest(ptxscan.is_fp64) is None
@@ -121,6 +123,10 @@ def test_counter_less_diagnosis_names_what_the_ptx_and_launch_show():
     d = _diagnose("copy_uncoalesced", 347e-6)
     assert d.first().rule == "uncoalesced" and d.first().line.line == 6 and d.first().gain.estimate == 8.0
     assert _diagnose("copy_uncoalesced_fixed", 54e-6).causes == []
+    # a branch whose condition is the lane's parity, two loops of five instructions a step: both run
+    d = _diagnose("divergent_branch", 80.7e-6)
+    assert d.first().rule == "divergence" and d.first().line.line == 7 and d.first().gain.estimate == 2.0
+    assert _diagnose("divergent_branch_fixed", 41.5e-6).causes == []  # the twin's warps agree: no advice
 
 
 @pytest.mark.nvcc

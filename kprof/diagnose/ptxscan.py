@@ -42,6 +42,7 @@ class Entry:
     instrs: list[Instr] = field(default_factory=list)
     branches: list[tuple[int, int, bool]] = field(default_factory=list)  # (at, target index, conditional)
     exits: set[int] = field(default_factory=set)  # label indices whose block only returns
+    guards: dict[int, str] = field(default_factory=dict)  # a conditional branch's index -> its predicate register
 
     def lines(self, pred) -> Counter[tuple[str, int]]:  # noqa: ANN001 - a predicate on Instr
         """(file, line) -> how many of its instructions match ``pred``, loop depth first in ties."""
@@ -105,6 +106,7 @@ def scan(ptx: str) -> dict[str, Entry]:
     raw: list[tuple[str, str, int, str]] = []  # (op, file, line, operands)
     labels: dict[str, int] = {}
     branches: list[tuple[int, str, bool]] = []
+    guards: dict[int, str] = {}
     where = ("", 0)
 
     def close() -> None:
@@ -116,6 +118,7 @@ def scan(ptx: str) -> dict[str, Entry]:
             current.instrs.append(Instr(op, f, ln, depth, k, args))
         current.branches = [(at, labels[t], cond) for at, t, cond in branches if t in labels]
         current.exits = {idx for idx in labels.values() if idx < len(raw) and raw[idx][0] == "ret"}
+        current.guards = dict(guards)
         entries[current.name] = current
 
     for line in text.splitlines():
@@ -125,6 +128,7 @@ def scan(ptx: str) -> dict[str, Entry]:
         if m := _ENTRY.match(s):
             close()
             current, raw, labels, branches, where = Entry(m.group(1)), [], {}, [], ("", 0)
+            guards = {}
             continue
         if current is None:
             continue
@@ -143,6 +147,8 @@ def scan(ptx: str) -> dict[str, Entry]:
         if s.startswith((".", "{", "}", ")")) or s.startswith("//"):
             continue
         if m := _BRA.match(s):
+            if m.group(1):
+                guards[len(raw)] = m.group(1).strip().lstrip("@!")
             branches.append((len(raw), m.group(2), bool(m.group(1))))
             raw.append(("bra", where[0], where[1], m.group(2)))
             continue
@@ -213,12 +219,15 @@ def _mul(a, b, a_imm: int | None, b_imm: int | None):  # noqa: ANN001, ANN202
     return VAR  # a lane-dependent value times a run-time value
 
 
-def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:
-    """Each global load and store with the bytes its address moves from one lane to the next (the
-    coefficient of ``%tid.x``): the element size for a coalesced access, 0 for one address a warp,
-    VAR for a stride known only at run time, UNKNOWN where the address depends on data. A forward
-    pass over the PTX in order: a register's last definition wins (good for index arithmetic)."""
+LANE = "lane"  # differs between the lanes of a warp, not linearly (x & 1, x % 4 of a lane index)
+
+
+def _pass(entry: Entry) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]:
+    """One forward pass over the PTX in order (a register's last definition wins: good for index
+    arithmetic): each global access with its lanes' stride, and each conditional branch with whether
+    its predicate can differ between the lanes of a warp."""
     forms: dict[str, int | str] = {}
+    preds: dict[str, bool] = {}
 
     def val(tok: str) -> tuple[int | str, int | None]:
         tok = tok.strip()
@@ -227,24 +236,36 @@ def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:
         if tok == "%tid.x":
             return 1, None
         if tok.startswith("%") and not tok.startswith(("%r", "%rd", "%f", "%fd", "%p", "%h", "%rs")):
-            return 0, None  # %ctaid, %ntid, %nctaid, %laneid...: the same for a warp's lanes (but %laneid)
+            return 0, None  # %ctaid, %ntid, %nctaid...: the same for a warp's lanes
         return forms.get(tok, 0), None
 
-    out: list[tuple[Instr, int | str]] = []
+    def varies(v: int | str) -> bool:
+        return v not in (0, UNKNOWN)
+
+    strides: list[tuple[Instr, int | str]] = []
+    branches: dict[int, bool] = {}
     for i in entry.instrs:
         ops = [t.strip() for t in i.args.replace("{", "").replace("}", "").split(",")]
         op = i.op
+        if op == "bra":
+            continue
         if op.startswith(("ld.global", "st.global")):
             m = _ADDRESS.search(i.args)
             if m:
-                out.append((i, forms.get(m.group(1), 0)))
+                strides.append((i, forms.get(m.group(1), 0)))
             if op.startswith("ld.") and ops:
                 forms[ops[0]] = UNKNOWN
             continue
         if not ops or not ops[0].startswith("%"):
             continue
         dst, src = ops[0], ops[1:]
-        vals = [val(s) for s in src]
+        vals = [val(x) for x in src]
+        if op.startswith("setp."):
+            preds[dst] = any(varies(v) for v, _ in vals[:2])
+            continue
+        if op.startswith(("not.pred", "mov.pred", "xor.pred", "and.pred", "or.pred")):
+            preds[dst] = any(preds.get(x, False) for x in src)
+            continue
         if "%laneid" in src:
             forms[dst] = 1
         elif op.startswith(("mov.", "cvt.", "cvta.")) and vals:
@@ -261,6 +282,56 @@ def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:
             k = vals[1][1]
             forms[dst] = (vals[0][0] * (1 << k) if isinstance(vals[0][0], int) else vals[0][0]) if k is not None \
                 else (UNKNOWN if vals[0][0] != 0 else 0)
+        elif op.startswith(("and.", "rem.")) and len(vals) == 2 and isinstance(vals[0][0], int) and vals[1][1]:
+            # x & (2^k - 1) or x % m of a lane-linear x: lanes differ unless the stride is a multiple of the period
+            period = vals[1][1] + 1 if op.startswith("and.") else vals[1][1]
+            forms[dst] = LANE if vals[0][0] % period else 0
         else:
             forms[dst] = UNKNOWN if any(v[0] != 0 for v in vals) else 0
-    return out
+    # each conditional branch: its predicate's lane-ness (the guard is the instruction's "@%p" prefix)
+    for at, _tgt, cond in entry.branches:
+        if cond and at < len(entry.instrs):
+            branches[at] = False
+    for at in branches:
+        branches[at] = preds.get(entry.guards.get(at, ""), False)
+    return strides, branches
+
+
+def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:
+    """Each global load and store with the bytes its address moves from one lane to the next (the
+    coefficient of ``%tid.x``): the element size for a coalesced access, 0 for one address a warp,
+    VAR for a stride known only at run time, UNKNOWN where the address depends on data."""
+    return _pass(entry)[0]
+
+
+def lane_branch(entry: Entry) -> tuple[str, int] | None:
+    """The line of a branch into two paths of work (:func:`branch_around_loop`) whose condition differs
+    between the lanes of a warp, as far as the PTX's arithmetic shows; None if none does."""
+    hit = branch_around_loop(entry)
+    if hit is None:
+        return None
+    _, lanes = _pass(entry)
+    for at, varying in lanes.items():
+        i = entry.instrs[at]
+        if varying and (i.file, i.line) == hit:
+            return hit
+    return None
+
+
+def path_costs(entry: Entry, at: int) -> tuple[int, int] | None:
+    """The instructions a step of each path's loop runs, for the two-path branch at ``at``."""
+    headers = sorted({tgt: bat for bat, tgt, _ in entry.branches if tgt <= bat}.items())
+    uncond = {a: t for a, t, c in entry.branches if not c}
+    tgt = next((t for a, t, c in entry.branches if a == at and c), None)
+    if tgt is None:
+        return None
+
+    def loop_from(k: int) -> int | None:
+        k = uncond.get(k, k)
+        for lo, hi in headers:
+            if k <= lo <= k + 3:
+                return hi - lo + 1
+        return None
+
+    a, b = loop_from(tgt), loop_from(at + 1)
+    return (a, b) if a and b else None

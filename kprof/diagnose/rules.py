@@ -281,17 +281,30 @@ class Divergence:
     id = "divergence"
 
     def blind(self, f: Facts) -> str | None:
-        return None if f.counters else "divergence (threads active per instruction need counters)"
+        return None if f.counters else "divergence whose condition depends on data (threads active per instruction need counters)"
 
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
         branch = ptxscan.branch_around_loop(f.entry) if f.entry else None
         line = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
-        if not f.counters and line is not None:
-            return Cause(self.id, "a branch into two paths of work: if the lanes of a warp disagree, it runs both",
-                         (("two-path branch", "yes"),),
-                         "make the branch depend on the warp (threadIdx.x / 32), not the lane, if it now depends "
-                         "on the lane", Gain(None, "needs counters (threads active per instruction)"), line)
+        if not f.counters:
+            lane = ptxscan.lane_branch(f.entry) if f.entry else None
+            if lane is None:
+                return None
+            at = next((a for a, _t, c in f.entry.branches if c and (f.entry.instrs[a].file, f.entry.instrs[a].line) == lane),
+                      None)
+            costs = ptxscan.path_costs(f.entry, at) if at is not None else None
+            est = _cap((costs[0] + costs[1]) / max(costs), f) if costs else None
+            return Cause(self.id, "warp divergence: a branch into two paths of work whose condition differs "
+                         "between the lanes of a warp, so each warp runs both",
+                         (("condition", "varies with the lane (from the PTX's arithmetic on threadIdx.x)"),) +
+                         ((("instructions a step of each path", f"{costs[0]} and {costs[1]}"),) if costs else ()),
+                         "make the branch depend on the warp (threadIdx.x / 32), not the lane: group the work so "
+                         "a warp's lanes take one path",
+                         Gain(est, f"both paths run one after the other: ({costs[0]} + {costs[1]}) / {max(costs)} "
+                              f"instructions a step, capped at {_head(f)}" if costs else
+                              "needs counters (threads active per instruction)"),
+                         Line(lane[0], lane[1], "the branch the lanes disagree on"))
         if not f.counters or p.thread_efficiency is None or p.thread_efficiency > 0.7:
             return None
         est = _cap(1.0 / p.thread_efficiency, f)
