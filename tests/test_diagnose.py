@@ -247,3 +247,88 @@ def test_cases_perf_list(capsys):
     assert len(rows) >= 15 and {"name": "tail_wave", "cause": "tail-wave", "line": "launch"}.items() <= \
         next(r for r in rows if r["name"] == "tail_wave").items()
     assert cli.main(["cases", "--perf", "--bench"]) == 2
+
+
+def test_program_ranking_names_where_the_time_goes():
+    from kprof.diagnose import program
+
+    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, 0, "sm_90", None, None, "fake")
+    gemm = [replace(base, kernel=f"sm90_xmma_gemm#{i}", duration_s=4e-3, tensor_pipe=0.5, dram_fraction=0.2)
+            for i in range(3)]
+    norm = [replace(base, kernel=f"rms_norm_kernel#{i}", duration_s=1e-3, dram_fraction=0.9) for i in range(3, 5)]
+    tiny = [replace(base, kernel="fill#5", duration_s=1e-5, dram_fraction=0.01)]
+    ranked = program.rank(gemm + norm + tiny)
+    assert [r.kernel for r in ranked] == ["sm90_xmma_gemm", "rms_norm_kernel", "fill"]
+    g = ranked[0]
+    assert g.launches == 3 and g.share == pytest.approx(12 / 14.01, rel=1e-3)
+    assert g.limiter.startswith("latency") and g.headroom == pytest.approx(2.0)
+    assert g.program_gain == pytest.approx(1 / ((1 - g.share) + g.share / 2), rel=1e-6)
+    assert ranked[1].limiter == "DRAM" and ranked[2].headroom == program.MAX_HEADROOM
+    text = program.render(ranked)
+    assert "share: of the profiled launches' GPU time" in text and "sm90_xmma_gemm" in text
+
+
+def test_ncu_rules_beside_the_diagnosis(data_dir):
+    from kprof.diagnose import ncurules
+    from kprof.tools import ncu
+
+    rules = ncu.parse_rules((data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text())
+    assert {r.rule for r in rules} >= {"SharedMemoryConflicts", "LaunchConfiguration", "HighPipeUtilization"}
+    conflicts = next(r for r in rules if r.rule == "SharedMemoryConflicts")
+    assert conflicts.kind == "OPT" and conflicts.speedup == 11.88 and conflicts.speedup_type == "global"
+    v = ncurules.verdict(rules)
+    assert v.rule == "HighPipeUtilization" and v.cause is None and v.speedup == pytest.approx(1 / (1 - 0.8556))
+    assert v.proposed == 6  # its OPT rows: pipes, L2 compression, conflicts, issue slots, stalls, launch
+    assert ncu.parse_rules("no table") == []
+
+
+@pytest.mark.nvcc
+def test_cases_perf_end_to_end_on_a_fake_device(monkeypatch, data_dir):
+    """kprof cases --perf's orchestration: bench (the case and its twin), ncu (here a fake with the counters a
+    GPU gives an uncoalesced copy), one timed run, the tries, the judge, ncu's rules beside it."""
+    from kprof.commands import api
+    from kprof.diagnose import stage
+    from kprof.tools import ncu
+
+    real_prepare = pipeline.prepare
+    monkeypatch.setattr(pipeline, "prepare", lambda spec, sizes, arch=None, **k: real_prepare(spec, sizes, arch="sm_90"))
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    times = {"copy_uncoalesced": 347e-6, "copy_uncoalesced_fixed": 54.4e-6, "tail_wave": 1.0e-3, "tail_wave_fixed": 0.56e-3}
+
+    def bench(names, params=(), **kw):
+        if params:  # a try: PER=8 (the original), then the values tried
+            define, values = params[0].split("=")
+            return SimpleNamespace(points=[SimpleNamespace(kernel=names[0], status="ok", params={define: v},
+                                                           summary={"median": 1.0e-3 * int(v) / 8 + 0.5e-3}, message="")
+                                           for v in values.split(",")])
+        return SimpleNamespace(points=[SimpleNamespace(kernel=n, status="ok", params={}, summary={"median": times[n]},
+                                                       message="") for n in names])
+
+    def profile(prepared, params, **kw):
+        p = _profile(prepared, times[prepared.spec.name], global_load_sectors_per_request=32.0,
+                     global_store_sectors_per_request=32.0)
+        if prepared.spec.name == "tail_wave":
+            p = replace(p, global_load_sectors_per_request=4.0, global_store_sectors_per_request=4.0)
+        return [p]
+
+    monkeypatch.setattr(api, "run_bench", bench)
+    monkeypatch.setattr(api, "profile_prepared", profile)
+    monkeypatch.setattr(stage, "_timed", lambda prepared, timeout: SimpleNamespace(device=H200, time_ms=None))
+    monkeypatch.setattr(perfcases, "_ncu_rules", lambda report: ncu.parse_rules(
+        (data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text()))
+    corpus = [c for c in perfcases.load_all() if c.name in ("copy_uncoalesced", "tail_wave")]
+    results = api.run_perf_cases(corpus)
+    by = {r.case: r for r in results}
+    copy = by["copy_uncoalesced"]
+    assert copy.ok and copy.first == "uncoalesced" and copy.line == "copy_uncoalesced.cu:6"
+    assert copy.measured == pytest.approx(347 / 54.4) and copy.estimate == 8.0 and copy.estimate_right
+    assert copy.ncu_rule == "HighPipeUtilization" and copy.ncu_right is False
+    tail = by["tail_wave"]
+    assert tail.first == "tail-wave" and tail.line_right and tail.tried == "PER=1"
+    assert tail.try_gain == pytest.approx(1.5e-3 / 0.625e-3)  # the original's time over PER=1's, one run
+    t = perfcases.tally(results)
+    assert t["cause_right"] == 2 and t["confirmed_by_try"] == 1 and t["ncu_judged"] == 2
+    from kprof.results import render
+
+    assert "Nsight Compute's largest estimate names the right cause on 0 of 2" in render.perf_cases_table(results, t)
+    json.dumps([r.to_dict() for r in results])

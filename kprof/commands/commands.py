@@ -422,7 +422,15 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
         from kprof.results import plot
 
         plot.roofline(profiles, Path(opts.plot))
-    _profile_output(profiles, [], opts.json)
+    from kprof.diagnose import program
+
+    ranked = program.rank(profiles)
+    if opts.json:
+        _profile_output(profiles, [], True, ranking=ranked)
+    else:
+        _profile_output(profiles, [], False)
+        print()
+        print(program.render(ranked))
     return EXIT_OK
 
 
@@ -444,7 +452,8 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
         return [], (prepared.spec.name, exc)
 
 
-def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagnoses: list[Any] | None = None) -> None:
+def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagnoses: list[Any] | None = None,
+                    ranking: list[Any] | None = None) -> None:
     from kprof.commands import pipeline
     from kprof.measure import profiling as profile
 
@@ -457,6 +466,7 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagn
         _emit_json({"version": profile.PROFILE_VERSION, "provenance": history.provenance(),
                     "kernels": [p.to_dict() for p in profiles],
                     "diagnoses": [d.to_dict() for d in diagnoses or []],
+                    **({"ranking": [r.to_dict() for r in ranking]} if ranking is not None else {}),
                     "errors": [{"kernel": n, "error": str(e), "reason": e.reason} for n, e in errors]})
         return
     if profiles:

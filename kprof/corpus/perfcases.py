@@ -134,13 +134,23 @@ class PerfResult:
     causes: list[str] = field(default_factory=list)
     error: str = ""
     diagnosis: dict[str, Any] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs
+    ncu_rule: str | None = None  # Nsight Compute's optimisation rule with the largest Est. Speedup
+    ncu_cause: str | None = None  # kprof's name for it (kprof.diagnose.ncurules.CAUSE_OF)
+    ncu_speedup: float | None = None  # its estimate as a speedup
+    ncu_proposed: int = 0  # how many optimisation rules it listed
+
+    @property
+    def ncu_right(self) -> bool | None:
+        if self.ncu_rule is None and not self.ncu_proposed:
+            return None
+        return self.ncu_cause == self.expected if self.expected != "none" else self.ncu_rule is None
 
     @property
     def ok(self) -> bool:
         return self.cause_right and self.line_right and self.estimate_right is not False and not self.error
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
+        return {**asdict(self), "ok": self.ok, "ncu_right": self.ncu_right}
 
 
 def control_here(case: PerfCase, fp64_ratio: float | None) -> bool:
@@ -178,7 +188,19 @@ def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bo
                       first.gain.measured if first else None, diagnosis.mode, causes)
 
 
-def run_case(case: PerfCase, *, arch: str | None, timeout: float = 300.0, max_time: float = 0.5) -> PerfResult:
+def _ncu_rules(report: Any) -> list[Any]:
+    from kprof.tools import ncu
+
+    if not report.is_file():
+        return []
+    try:
+        return ncu.rules_of(report)
+    except KprofError:
+        return []
+
+
+def run_case(case: PerfCase, *, arch: str | None, timeout: float = 300.0, max_time: float = 0.5,
+             set_name: str = "full") -> PerfResult:
     """Bench the case and its twin in one run, profile and diagnose the case, judge it."""
     from kprof.commands import api, pipeline
     from kprof.diagnose import gather
@@ -191,7 +213,13 @@ def run_case(case: PerfCase, *, arch: str | None, timeout: float = 300.0, max_ti
         bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '')}".strip() for p in report.points if p.status != "ok"]
         measured = bug / twin if bug and twin else None
         prepared = pipeline.prepare(case.spec, None, arch=arch)
-        profiles = api.profile_prepared(prepared, params={}, timeout=timeout)
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
+            # the full set: kprof's counters and every rule of Nsight Compute, read back from the report
+            profiles = api.profile_prepared(prepared, params={}, set_name=set_name, report_dir=Path(tmp), timeout=timeout)
+            rules = _ncu_rules(Path(tmp) / f"{case.spec.name}.ncu-rep")
         d = api.diagnose_prepared(prepared, profiles, seconds=bug, timeout=timeout)
         facts_arch = prepared.built.arch.rstrip("af")
         from kprof.diagnose.facts import FP64_PER_SM_CLOCK
@@ -205,6 +233,12 @@ def run_case(case: PerfCase, *, arch: str | None, timeout: float = 300.0, max_ti
                        entry_line=entry_line)
         if bad:
             result.error = "; ".join(bad)
+        if rules:
+            from kprof.diagnose import ncurules
+
+            v = ncurules.verdict(rules)
+            result.ncu_rule, result.ncu_cause, result.ncu_speedup, result.ncu_proposed = (v.rule, v.cause, v.speedup,
+                                                                                          v.proposed)
         result.diagnosis = d.to_dict()
         return result
     except KprofError as exc:
@@ -218,4 +252,5 @@ def tally(results: list[PerfResult]) -> dict[str, Any]:
     return {"cases": n, "cause_right": sum(r.cause_right for r in results),
             "line_right": sum(r.cause_right and r.line_right for r in results),
             "estimates": len(with_est), "estimates_within": sum(bool(r.estimate_right) for r in with_est),
-            "confirmed_by_try": sum(1 for r in results if r.try_gain)}
+            "confirmed_by_try": sum(1 for r in results if r.try_gain),
+            "ncu_right": sum(1 for r in results if r.ncu_right), "ncu_judged": sum(1 for r in results if r.ncu_right is not None)}

@@ -316,16 +316,18 @@ def perf_cases_table(results: list[Any], tally: dict[str, Any]) -> str:
         est = "-" if r.estimate is None else f"{r.estimate:.2f}x" + ("" if r.estimate_right is None else
                                                                     " ok" if r.estimate_right else " OFF")
         tried = f"{r.tried} {r.try_gain:.2f}x" if r.try_gain else "-"
+        ncu = "-" if r.ncu_rule is None else f"{r.ncu_rule} {r.ncu_speedup:.2f}x" + (" ok" if r.ncu_right else "")
         rows.append((r.case, r.expected, r.first or "-" if not r.error else "error", "yes" if r.cause_right else "NO",
                      r.line or "-", "yes" if r.line_right else "NO", est,
-                     "-" if r.measured is None else f"{r.measured:.2f}x", tried))
-    head = table(["CASE", "EXPECTED", "FIRST CAUSE", "RIGHT", "LINE", "RIGHT", "ESTIMATE", "MEASURED (TWIN)", "TRY"],
-                 rows, "lllllllrl")
+                     "-" if r.measured is None else f"{r.measured:.2f}x", tried, ncu))
+    head = table(["CASE", "EXPECTED", "FIRST CAUSE", "RIGHT", "LINE", "RIGHT", "ESTIMATE", "MEASURED (TWIN)", "TRY",
+                  "NCU'S FIRST RULE"], rows, "lllllllrll")
     errors = [f"  {r.case}: {r.error}" for r in results if r.error]
     t = tally
     summary = (f"first cause right on {t['cause_right']} of {t['cases']}, and at the right line on {t['line_right']}; "
                f"estimates within 1.5x of the twin's measured gain: {t['estimates_within']} of {t['estimates']} given; "
-               f"confirmed by a try: {t['confirmed_by_try']}")
+               f"confirmed by a try: {t['confirmed_by_try']}; Nsight Compute's largest estimate names the right cause on "
+               f"{t['ncu_right']} of {t['ncu_judged']}")
     return "\n".join([head, *errors, summary])
 
 

@@ -290,3 +290,45 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
         how = done.signal_name or f"exit code {done.returncode}"
         raise NcuError(f"{name}: ncu printed no metrics (the program ended with {how})", done.tail(30), "tool")
     return rows
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One of Nsight Compute's guided-analysis rules for one kernel (``--page details``)."""
+    kernel: str
+    section: str
+    rule: str  # SharedMemoryConflicts, UncoalescedGlobalAccess, LaunchConfiguration, ...
+    kind: str  # OPT (an optimisation it proposes), INF, WRN, ERR
+    speedup_type: str  # local or global
+    speedup: float | None  # its "Est. Speedup", percent of the kernel's time it expects to save
+    text: str
+
+
+def parse_rules(text: str) -> list[RuleResult]:
+    """The rule rows of ``--page details --csv`` output, in ncu's order."""
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    rows = list(csv.reader(io.StringIO(text[start:])))
+    if not rows or "Rule Name" not in rows[0]:
+        return []
+    h = {name: k for k, name in enumerate(rows[0])}
+    out = []
+    for row in rows[1:]:
+        if len(row) != len(rows[0]) or not row[h["Rule Name"]]:
+            continue
+        speed = parse_number(row[h["Estimated Speedup"]]) if "Estimated Speedup" in h else None
+        out.append(RuleResult(row[h.get("Kernel Name", 0)], row[h.get("Section Name", 0)], row[h["Rule Name"]],
+                              row[h["Rule Type"]], row[h.get("Estimated Speedup Type", 0)] if "Estimated Speedup Type" in h
+                              else "", speed if isinstance(speed, float) else None, row[h["Rule Description"]]))
+    return out
+
+
+def details_argv(ncu: str | Path, report: str | Path) -> list[str]:
+    return [str(ncu), "--import", str(report), "--csv", "--page", "details"]
+
+
+def rules_of(report: Path, timeout: float = 120.0) -> list[RuleResult]:
+    """Nsight Compute's rules for the kernels of a saved report (``--set full`` gives every rule)."""
+    done = proc.run(details_argv(proc.find_tool("ncu"), report), timeout=timeout)
+    return parse_rules(done.stdout)

@@ -1,0 +1,41 @@
+"""Nsight Compute's guided analysis beside kprof's diagnosis: which cause each names first, and how its
+"Est. Speedup" compares with a measured gain.
+
+ncu's estimate is the share of the kernel's time it expects a change to save (a percent); as a speedup
+that is 1 / (1 - share). :data:`CAUSE_OF` maps its optimisation rules to kprof's causes where one
+names the same problem; a rule with no counterpart maps to None (its name is still reported).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kprof.tools.ncu import RuleResult
+
+CAUSE_OF: dict[str, str | None] = {
+    "UncoalescedGlobalAccess": "uncoalesced", "UncoalescedSharedAccess": "bank-conflicts",
+    "SharedMemoryConflicts": "bank-conflicts", "ThreadDivergence": "divergence", "BranchDivergence": "divergence",
+    "LaunchConfiguration": "small-grid", "TheoreticalOccupancy": "occupancy-registers",
+    "AchievedOccupancy": "occupancy-registers", "FPInstructions": "fp64", "SOLFPRoofline": "fp64",
+    "IssueSlotUtilization": None, "CPIStall": None, "HighPipeUtilization": None, "MemoryL2Compression": None,
+    "SOLBottleneck": None, "SlowPipeLimiter": None, "FPTypes": "fp64",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NcuVerdict:
+    rule: str | None  # the optimisation rule with the largest Est. Speedup
+    cause: str | None  # kprof's name for it, where there is one
+    speedup: float | None  # its estimate as a speedup: 1 / (1 - saved share)
+    proposed: int  # how many optimisation rules it listed
+
+
+def verdict(rules: list[RuleResult], kernel: str | None = None) -> NcuVerdict:
+    """ncu's first advice for ``kernel`` (all kernels' rules when None): its OPT rule with the largest estimate."""
+    opts = [r for r in rules if r.kind == "OPT" and (kernel is None or r.kernel == kernel)]
+    rated = [r for r in opts if r.speedup is not None]
+    if not rated:
+        return NcuVerdict(None, None, None, len(opts))
+    top = max(rated, key=lambda r: r.speedup or 0.0)
+    saved = min(max((top.speedup or 0.0) / 100.0, 0.0), 0.999)
+    return NcuVerdict(top.rule, CAUSE_OF.get(top.rule), 1.0 / (1.0 - saved), len(opts))
