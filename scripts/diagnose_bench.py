@@ -1,6 +1,6 @@
 """kprof's counter-less diagnosis of performance cases from a GPU's kprof bench JSON, on any machine.
 
-    python scripts/diagnose_bench.py BENCH.json [BENCH.json ...]
+    python scripts/diagnose_bench.py [--show] BENCH.json [BENCH.json ...]
 
 Each file is ``kprof bench CASE CASE_fixed --json`` of the performance corpus: the case's measured time,
 its twin's (the measured gain), and the GPU's ceilings (kprof peak, in the JSON) are what the GPU gave;
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 from kprof.commands import pipeline
@@ -22,7 +23,9 @@ from kprof.spec import catalog
 
 
 def main(paths: list[str]) -> int:
-    corpus = {c.name: c for c in perfcases.load_all()}
+    show = "--show" in paths  # the whole diagnosis as kprof profile prints it, after each line
+    paths = [p for p in paths if p != "--show"]
+    corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
     for path in paths:
         data = json.load(open(path))
         times = {p["kernel"]: (p.get("summary") or {}).get("median") for p in data["points"] if p["status"] == "ok"}
@@ -37,8 +40,10 @@ def main(paths: list[str]) -> int:
         u = b.usage_of(r.spec.entry)
         p = prof.fallback(name, r.sizes, bug, u.registers, r.threads_per_block, u.shared_static, r.shared_mem, b.arch,
                           r.flops, r.bytes, "replayed from kprof bench")
-        d = diagnose(gather.facts_for(prepared, p, counters=False, timed=SimpleNamespace(device=device, time_ms=None),
-                                      peak=data["peak"], seconds=bug))
+        from kprof.build import build
+
+        d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.spec, "sm_90"),
+                                      timed=SimpleNamespace(device=device, time_ms=None), peak=data["peak"], seconds=bug))
         first = d.first()
         gain = bug / twin if bug and twin else None
         est = first.gain.estimate if first else None
@@ -47,6 +52,10 @@ def main(paths: list[str]) -> int:
               + (f"first cause {first.rule} at {first.line.show() if first.line else '-'}, estimate "
                  + (f"{est:.2f}x ({est / gain:.2f} of measured)" if est else "none") if first else "no cause")
               + f"; cannot see: {', '.join(d.cannot_see) or 'nothing'}")
+        if show:
+            from kprof.diagnose.model import render
+
+            print(render(d).replace(str(Path.cwd()) + "/", ""))
     return 0
 
 

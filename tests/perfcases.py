@@ -3,9 +3,15 @@ Each case's optional ``expect.metric`` says a profile field that must differ fro
 
 from __future__ import annotations
 
-from kprof.corpus.perfcases import PerfCase, load_all, load_case
+from kprof.corpus import perfcases
+from kprof.corpus.perfcases import PerfCase, load_case
+from kprof.spec import catalog
 
 __all__ = ["PerfCase", "load_all", "load_case"]
+
+
+def load_all() -> list[PerfCase]:
+    return perfcases.load_all(catalog.group("perf"))
 
 
 def with_metric() -> list[PerfCase]:

@@ -267,8 +267,9 @@ def test_no_two_stage_folders_import_each_other():
 
 # The stage folders, bottom to top: a folder imports only the folders before it (and the modules at the
 # top of kprof/). spec -> build -> launch (the parent's side of the child) -> child -> tools (sanitize) and
-# measure (bench, profile) -> corpus (the checks of the checks) -> results -> commands (the front doors).
-STAGES = ["spec", "build", "launch", "child", "tools", "measure", "corpus", "results", "commands"]
+# measure (bench, profile) -> diagnose (why a kernel is slow) -> corpus (the checks of the checks) -> results
+# -> commands (the front doors).
+STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnose", "corpus", "results", "commands"]
 # What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m kprof, the
 # pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
 TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc", "parallel", "telemetry",

@@ -41,7 +41,10 @@ def _diagnose(name: str, seconds: float | None, *, device=H200, arch: str = "sm_
     prepared = _prepared(name, arch)
     p = _profile(prepared, seconds, **counters)
     timed = SimpleNamespace(device=device, time_ms=None)
-    return diagnose(gather.facts_for(prepared, p, counters=bool(counters), timed=timed, seconds=seconds))
+    from kprof.build import build
+
+    return diagnose(gather.facts_for(prepared, p, counters=bool(counters), ptx=build.ptx(prepared.spec, arch),
+                                     timed=timed, seconds=seconds))
 
 
 def _entry(name: str) -> ptxscan.Entry:
@@ -194,7 +197,7 @@ def test_cli_rejects_a_bad_try_before_the_gpu(capsys):
 
 
 def test_judge_and_the_corpus():
-    corpus = {c.name: c for c in perfcases.load_all()}
+    corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
     case = corpus["copy_uncoalesced"]
     cause = Cause("uncoalesced", "t", (), "c", Gain(7.0, "b"), Line(str(case.spec.source), 6))
     d = Diagnosis("copy_uncoalesced", "counters", "DRAM", {}, 10.0, 1e-4, [cause])
@@ -264,7 +267,9 @@ def test_program_ranking_names_where_the_time_goes():
     assert g.limiter.startswith("latency") and g.headroom == pytest.approx(2.0)
     assert g.program_gain == pytest.approx(1 / ((1 - g.share) + g.share / 2), rel=1e-6)
     assert ranked[1].limiter == "DRAM" and ranked[2].headroom == program.MAX_HEADROOM
-    text = program.render(ranked)
+    from kprof.results import render as render_mod
+
+    text = render_mod.program_ranking(ranked)
     assert "share: of the profiled launches' GPU time" in text and "sm90_xmma_gemm" in text
 
 
@@ -295,7 +300,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(monkeypatch, data_dir):
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     times = {"copy_uncoalesced": 347e-6, "copy_uncoalesced_fixed": 54.4e-6, "tail_wave": 1.0e-3, "tail_wave_fixed": 0.56e-3}
 
-    def bench(names, params=(), **kw):
+    def bench(names, params=(), **kw):  # noqa: ARG001
         if params:  # a try: PER=8 (the original), then the values tried
             define, values = params[0].split("=")
             return SimpleNamespace(points=[SimpleNamespace(kernel=names[0], status="ok", params={define: v},
@@ -314,9 +319,9 @@ def test_cases_perf_end_to_end_on_a_fake_device(monkeypatch, data_dir):
     monkeypatch.setattr(api, "run_bench", bench)
     monkeypatch.setattr(api, "profile_prepared", profile)
     monkeypatch.setattr(stage, "_timed", lambda prepared, timeout: SimpleNamespace(device=H200, time_ms=None))
-    monkeypatch.setattr(perfcases, "_ncu_rules", lambda report: ncu.parse_rules(
+    monkeypatch.setattr(api, "_ncu_rules", lambda report: ncu.parse_rules(
         (data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text()))
-    corpus = [c for c in perfcases.load_all() if c.name in ("copy_uncoalesced", "tail_wave")]
+    corpus = [c for c in perfcases.load_all(catalog.group("perf")) if c.name in ("copy_uncoalesced", "tail_wave")]
     results = api.run_perf_cases(corpus)
     by = {r.case: r for r in results}
     copy = by["copy_uncoalesced"]

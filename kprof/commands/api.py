@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kprof.errors import NcuError, OutputError, UsageError
+from kprof.errors import KprofError, NcuError, OutputError, UsageError
 from kprof.findings import Finding
 from kprof.tools.toolrun import ToolResult
 
@@ -466,11 +466,25 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[st
                       auto_try: bool = True, seconds: float | None = None, timeout: float = 300.0) -> Any:
     """Why the kernel performs as it does (:class:`kprof.diagnose.model.Diagnosis`): its limiter, the causes
     ranked by gain with their evidence, line, change and estimate, and the tries' measured gains."""
+    from kprof.build import build
     from kprof.commands import pipeline
     from kprof.diagnose import stage
 
+    ptx, note = None, ""
+    try:
+        ptx = build.ptx(prepared.spec, prepared.built.arch)
+        note = "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"
+    except KprofError as exc:
+        note = f"no PTX: {str(exc).splitlines()[0]}"
+    arch = prepared.built.arch
+
+    def bench(name: str, sizes: dict[str, int], sweep: str) -> Any:  # a try: one kprof bench run, no history
+        return run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[sweep], baseline="none",
+                         max_time=1.0, min_time=0.2, arch=arch, timeout=timeout, history=False)
+
     return stage.diagnose_prepared(prepared, profiles, peak=pipeline.cached_peak(), seconds=seconds,
-                                   try_params=try_params, auto_try=auto_try, timeout=timeout)
+                                   try_params=try_params, auto_try=auto_try, timeout=timeout, ptx=ptx, ptx_note=note,
+                                   bench=bench)
 
 
 def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str | None = None,
@@ -488,20 +502,74 @@ def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str
 def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
                    progress: Callable[[Any], None] | None = None) -> list[Any]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
-    and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult` each, in order."""
+    (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
+    each, in order. A Ctrl-C ends the run with the cases judged so far."""
     from kprof.corpus import perfcases
+    from kprof.spec import catalog
 
     require_gpu(None)
     out = []
     try:
-        for case in corpus if corpus is not None else perfcases.load_all():
-            result = perfcases.run_case(case, arch=arch, timeout=timeout)
+        for case in corpus if corpus is not None else perfcases.load_all(catalog.group("perf")):
+            result = _perf_case(case, arch=arch, timeout=timeout)
             out.append(result)
             if progress is not None:
                 progress(result)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the cases judged so far are the report
+    except KeyboardInterrupt:
         pass
     return out
+
+
+def _perf_case(case: Any, *, arch: str | None, timeout: float) -> Any:
+    import tempfile
+
+    from kprof.build import occupancy
+    from kprof.commands import pipeline
+    from kprof.corpus import perfcases
+    from kprof.diagnose import gather, ncurules
+    from kprof.diagnose.facts import FP64_PER_SM_CLOCK
+
+    try:
+        report = run_bench([case.name, f"{case.name}_fixed"], baseline="none", max_time=0.5, min_time=0.2, arch=arch,
+                           timeout=timeout, history=False)
+        times = {p.kernel: (p.summary or {}).get("median") if p.status == "ok" else None for p in report.points}
+        bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
+        bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
+               if p.status != "ok"]
+        prepared = pipeline.prepare(case.spec, None, arch=arch)
+        with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
+            profiles = profile_prepared(prepared, params={}, set_name="full", report_dir=Path(tmp), timeout=timeout)
+            rules = _ncu_rules(Path(tmp) / f"{case.spec.name}.ncu-rep")
+        d = diagnose_prepared(prepared, profiles, seconds=bug, timeout=timeout)
+        base = prepared.built.arch.rstrip("af")
+        per = FP64_PER_SM_CLOCK.get(base)
+        ratio = per / occupancy.limits_for(base).fp32_lanes if per else None
+        source = case.spec.source.read_text(errors="replace").splitlines()
+        entry_line = next((k for k, t in enumerate(source, 1) if "__global__" in t), 0)
+        result = perfcases.judge(case, d, bug / twin if bug and twin else None,
+                                 control=perfcases.control_here(case, ratio),
+                                 launch_line=gather._launch_line(case.spec), entry_line=entry_line)
+        result.error = "; ".join(bad)
+        result.diagnosis = d.to_dict()
+        if rules:
+            v = ncurules.verdict(rules)
+            result.ncu_rule, result.ncu_cause, result.ncu_speedup, result.ncu_proposed = (v.rule, v.cause, v.speedup,
+                                                                                          v.proposed)
+        return result
+    except KprofError as exc:
+        return perfcases.PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, False, False, None,
+                                    None, None, error=str(exc).splitlines()[0])
+
+
+def _ncu_rules(report: Path) -> list[Any]:
+    from kprof.tools import ncu
+
+    if not report.is_file():
+        return []
+    try:
+        return ncu.rules_of(report)
+    except KprofError:
+        return []
 
 
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,

@@ -323,7 +323,7 @@ def _perf_cases(opts: CasesOptions) -> int:
 
     if opts.bench:
         raise UsageError("give --perf or --bench, not both")
-    corpus = perfcases.load_all([catalog.load(n) for n in opts.names] if opts.names else None)
+    corpus = perfcases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("perf"))
     if opts.list:
         rows = [{"name": c.name, **{k: v for k, v in c.expect.__dict__.items() if v is not None}} for c in corpus]
         _emit_json(rows) if opts.json else print("\n".join(
@@ -430,7 +430,7 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     else:
         _profile_output(profiles, [], False)
         print()
-        print(program.render(ranked))
+        print(render.program_ranking(ranked))
     return EXIT_OK
 
 

@@ -7,9 +7,9 @@ the spec's launch or steps line; ``entry``: the kernel's ``__global__`` line), o
 ``unless`` condition holds no such cause at all (a negative control), and optionally a profile field
 that must differ from the twin's by a factor (the profiler test's check).
 
-:func:`run_case` benches the case and its twin in one run (the measured gain), profiles and diagnoses
-the case (its tries measured in the same process), and judges: cause first, line, estimate within
-:data:`WITHIN` of the measured gain.
+The command layer (``kprof.commands.api.run_perf_cases``) benches the case and its twin in one run (the
+measured gain), profiles and diagnoses the case (its tries measured in the same process); :func:`judge`
+says whether the first cause is right, at the right line, its estimate within :data:`WITHIN` of the gain.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kprof import spec as spec_mod
-from kprof.errors import KprofError, SpecError
+from kprof.errors import SpecError
 
 WITHIN = 1.5  # an estimate within this factor of the measured gain (either way) is right
 _PERF = re.compile(r"//\s*PERF\b")
@@ -110,10 +110,9 @@ def load_case(spec: spec_mod.KernelSpec) -> PerfCase:
     return PerfCase(spec.name, spec, PerfExpect(raw["cause"], line, raw.get("unless"), metric, float(factor), higher))
 
 
-def load_all(specs: list[spec_mod.KernelSpec] | None = None) -> list[PerfCase]:
-    from kprof.spec import catalog
-
-    return [load_case(s) for s in (specs if specs is not None else catalog.group("perf"))]
+def load_all(specs: list[spec_mod.KernelSpec]) -> list[PerfCase]:
+    """The cases of these specs (the catalog's ``perf`` group, found by the command layer)."""
+    return [load_case(s) for s in specs]
 
 
 @dataclass
@@ -186,64 +185,6 @@ def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bo
                       first.line.show() if first and first.line else None, bool(first and first.rule == case.expect.cause),
                       line_right, est, measured, est_right, first.gain.tried if first else "",
                       first.gain.measured if first else None, diagnosis.mode, causes)
-
-
-def _ncu_rules(report: Any) -> list[Any]:
-    from kprof.tools import ncu
-
-    if not report.is_file():
-        return []
-    try:
-        return ncu.rules_of(report)
-    except KprofError:
-        return []
-
-
-def run_case(case: PerfCase, *, arch: str | None, timeout: float = 300.0, max_time: float = 0.5,
-             set_name: str = "full") -> PerfResult:
-    """Bench the case and its twin in one run, profile and diagnose the case, judge it."""
-    from kprof.commands import api, pipeline
-    from kprof.diagnose import gather
-
-    try:
-        report = api.run_bench([case.name, f"{case.name}_fixed"], baseline="none", max_time=max_time, min_time=0.2,
-                               arch=arch, timeout=timeout, history=False)
-        times = {p.kernel: (p.summary or {}).get("median") if p.status == "ok" else None for p in report.points}
-        bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
-        bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '')}".strip() for p in report.points if p.status != "ok"]
-        measured = bug / twin if bug and twin else None
-        prepared = pipeline.prepare(case.spec, None, arch=arch)
-        import tempfile
-        from pathlib import Path
-
-        with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
-            # the full set: kprof's counters and every rule of Nsight Compute, read back from the report
-            profiles = api.profile_prepared(prepared, params={}, set_name=set_name, report_dir=Path(tmp), timeout=timeout)
-            rules = _ncu_rules(Path(tmp) / f"{case.spec.name}.ncu-rep")
-        d = api.diagnose_prepared(prepared, profiles, seconds=bug, timeout=timeout)
-        facts_arch = prepared.built.arch.rstrip("af")
-        from kprof.diagnose.facts import FP64_PER_SM_CLOCK
-        from kprof.build import occupancy
-
-        per = FP64_PER_SM_CLOCK.get(facts_arch)
-        ratio = per / occupancy.limits_for(facts_arch).fp32_lanes if per else None
-        source_lines = case.spec.source.read_text(errors="replace").splitlines()
-        entry_line = next((k for k, t in enumerate(source_lines, 1) if "__global__" in t), 0)
-        result = judge(case, d, measured, control=control_here(case, ratio), launch_line=gather._launch_line(case.spec),
-                       entry_line=entry_line)
-        if bad:
-            result.error = "; ".join(bad)
-        if rules:
-            from kprof.diagnose import ncurules
-
-            v = ncurules.verdict(rules)
-            result.ncu_rule, result.ncu_cause, result.ncu_speedup, result.ncu_proposed = (v.rule, v.cause, v.speedup,
-                                                                                          v.proposed)
-        result.diagnosis = d.to_dict()
-        return result
-    except KprofError as exc:
-        return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, False, False, None, None,
-                          None, error=str(exc).splitlines()[0])
 
 
 def tally(results: list[PerfResult]) -> dict[str, Any]:

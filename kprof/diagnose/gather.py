@@ -1,7 +1,7 @@
 """Facts from kprof's own pipeline: a prepared spec, its profile, one timed run, the ceilings.
 
-The one place the diagnosis touches the build (for the PTX) and the spec file (for the launch line);
-the rules read only the :class:`~kprof.diagnose.facts.Facts` it returns.
+The command layer hands it the PTX (``kprof.build.build.ptx``); it reads the spec file (for the launch
+line) and the source; the rules read only the :class:`~kprof.diagnose.facts.Facts` it returns.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 
 from kprof.diagnose import ptxscan
 from kprof.diagnose.facts import Facts
-from kprof.errors import KprofError
 from kprof.measure import ceilings
 from kprof.measure.profiling import KernelProfile
 
@@ -29,30 +28,22 @@ def _launch_line(spec: Any) -> int:
     return 0
 
 
-def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, timed: Any = None,
+def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str | None = None, timed: Any = None,
               peak: dict[str, Any] | None = None, seconds: float | None = None,
-              recorded: dict[str, Any] | None = None) -> Facts:
+              recorded: dict[str, Any] | None = None, ptx_note: str = "") -> Facts:
     """The facts of ``prepared`` (a :class:`kprof.commands.pipeline.Prepared`): ``timed`` a
     :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
     and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench)."""
-    from kprof.build import build
-
     r, built = prepared.resolved, prepared.built
     spec = r.spec
-    notes: list[str] = []
+    notes: list[str] = [ptx_note] if ptx_note else []
     entry = None
-    try:
-        text = build.ptx(spec, built.arch)
-        if text is not None:
-            entries = ptxscan.scan(text)
-            name = spec.entry if spec.entry in entries else next(iter(entries), None)
-            if len(r.steps) > 1:  # several kernels: the longest-running one is not known here; the last launched
-                name = r.steps[-1].entry if r.steps[-1].entry in entries else name
-            entry = entries.get(name) if name else None
-        else:
-            notes.append("no PTX (NVRTC builds cubins only): the lines come from counters alone")
-    except KprofError as exc:
-        notes.append(f"no PTX: {str(exc).splitlines()[0]}")
+    if ptx is not None:
+        entries = ptxscan.scan(ptx)
+        name = spec.entry if spec.entry in entries else next(iter(entries), None)
+        if len(r.steps) > 1:  # several kernels: the longest-running one is not known here; the last launched
+            name = r.steps[-1].entry if r.steps[-1].entry in entries else name
+        entry = entries.get(name) if name else None
     source_lines: tuple[str, ...] = ()
     if spec.source is not None and not spec.python:
         try:
@@ -85,7 +76,7 @@ def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, timed: A
     usage = None
     try:
         usage = built.usage_of(spec.entry)
-    except (KeyError, AttributeError, KprofError):
+    except (KeyError, AttributeError):
         pass
     kernel_steps = [s for s in r.steps if s.grid != (1, 1, 1) or s.block != (1, 1, 1)]
     return Facts(

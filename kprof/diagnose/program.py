@@ -68,14 +68,3 @@ def rank(profiles: list[KernelProfile]) -> list[Ranked]:
         gain = 1.0 / ((1 - share) + share / head) if head else None
         out.append(Ranked(name, len(ps), secs, share, limiter, busy, head, gain))
     return sorted(out, key=lambda r: -r.seconds)
-
-
-def render(ranked: list[Ranked], top: int = 10) -> str:
-    from kprof.results.render import short, table
-
-    rows = [(short(r.kernel), r.launches, f"{r.seconds * 1e3:.3f}", f"{r.share:.1%}", r.limiter,
-             "-" if r.headroom is None else f"{r.headroom:.2f}x", "-" if r.program_gain is None else f"{r.program_gain:.3f}x")
-            for r in ranked[:top]]
-    return ("where the profiled GPU time goes (share: of the profiled launches' GPU time; headroom: 1 / the busiest "
-            "unit's share of its peak, an estimate; program gain: Amdahl, that kernel at its roof):\n"
-            + table(["KERNEL", "LAUNCHES", "MS", "SHARE", "LIMITER", "HEADROOM", "PROGRAM GAIN"], rows, "lrrrlrr"))

@@ -104,7 +104,8 @@ class Uncoalesced:
             if found is None:
                 return None
             excess = 32.0 / width  # every lane its own sector
-            ev = (("lane stride (from the PTX's address arithmetic)", found[0].why),)
+            stride = "a run-time value" if found[1] == ptxscan.VAR else f"{abs(found[1])} B"
+            ev = (("bytes between neighbouring lanes' addresses (the PTX's arithmetic on threadIdx.x)", stride),)
             basis = f"a sector a lane: {excess:.0f}x the sectors consecutive lanes need"
             line = found[0]
         return Cause(self.id, "uncoalesced global memory access: each warp request touches more 32-byte "

@@ -6,6 +6,7 @@ with or without counters) and returns a :class:`~kprof.diagnose.model.Diagnosis`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -33,11 +34,13 @@ def _timed(prepared: Any, timeout: float) -> Any:
 
 def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: dict[str, Any] | None = None,
                       seconds: float | None = None, try_params: dict[str, list[str]] | None = None,
-                      auto_try: bool = True, timeout: float = 300.0) -> Diagnosis:
+                      auto_try: bool = True, timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "",
+                      bench: Callable[[str, dict[str, int], str], Any] | None = None) -> Diagnosis:
     """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its time
     measured elsewhere (kprof bench, same run as a twin); else one event-timed run here.
     ``try_params``: define -> values to try (``--try``); ``auto_try``: kprof picks tries for the first
-    cause where a define of the launch allows."""
+    cause where a define of the launch allows. ``ptx``: the kernel's PTX (its lines); ``bench(name, sizes,
+    sweep)``: a ``kprof bench`` run of one spec over ``--param`` words (the tries), from the command layer."""
     from kprof.measure import profiling
 
     if not profiles:
@@ -46,10 +49,11 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: dict[str, Any
     main = profiling.against_ceilings(main, peak)
     counters = main.source == "ncu"
     timed = _timed(prepared, timeout)
-    facts = gather.facts_for(prepared, main, counters=counters, timed=timed, peak=peak, seconds=seconds)
+    facts = gather.facts_for(prepared, main, counters=counters, ptx=ptx, ptx_note=ptx_note, timed=timed, peak=peak,
+                             seconds=seconds)
     d = replace(diagnose(facts), inputs=inputs_of(facts))
     measured: list[tries.Try] = []
-    spec, arch = prepared.spec, prepared.built.arch
+    spec = prepared.spec
     sizes = dict(prepared.resolved.sizes)
     asked = dict(try_params or {})
     if auto_try and d.causes and not asked:
@@ -63,8 +67,12 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: dict[str, Any
             d.notes.append(f"--try {define}: the spec has no define {define} (its defines: "
                            f"{', '.join(defines) or 'none'})")
             continue
+        if bench is None:
+            d.notes.append(f"try {define}: no bench to time it with")
+            continue
         try:
-            measured += tries.measure(spec.name, define, original, values, arch=arch, sizes=sizes, timeout=timeout)
+            report = bench(spec.name, sizes, tries.sweep_of(define, original, values))
+            measured += tries.measured(report, define, original, values)
         except KprofError as exc:
             d.notes.append(f"try {define}: {str(exc).splitlines()[0]}")
     if measured and d.causes:

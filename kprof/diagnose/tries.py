@@ -78,15 +78,14 @@ def auto_values(cause: Cause, spec: Any, slots: int | None) -> dict[str, list[in
     return out
 
 
-def measure(spec_name: str, define: str, original: str, values: list[str], *, arch: str | None,
-            sizes: dict[str, int] | None = None, max_time: float = 1.0, timeout: float = 300.0) -> list[Try]:
-    """The original and each value of ``define``, verified and timed in one ``kprof bench`` run."""
-    from kprof.commands import api
+def sweep_of(define: str, original: str, values: list[str]) -> str:
+    """``kprof bench --param``'s words for the original and the values tried, the original first."""
+    return f"{define}=" + ",".join([original, *[v for v in values if v != original]])
 
-    sweep = f"{define}=" + ",".join([original, *[v for v in values if v != original]])
-    size_words = [f"{k}={v}" for k, v in (sizes or {}).items()]
-    report = api.run_bench([spec_name], sizes=size_words, params=[sweep], baseline="none", max_time=max_time,
-                           min_time=0.2, arch=arch, timeout=timeout, history=False)
+
+def measured(report: Any, define: str, original: str, values: list[str]) -> list[Try]:
+    """The tries from one ``kprof bench`` report of :func:`sweep_of`: each value's time against the
+    original's from the same run (a failed verdict is a try that did not work, with its status)."""
     times: dict[str, tuple[str, float | None, str]] = {}
     for pt in report.points:
         med = (pt.summary or {}).get("median") if pt.status == "ok" else None

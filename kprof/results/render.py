@@ -308,6 +308,16 @@ def cases_matrix(results: list[CaseResult]) -> str:
                  "llllllr") + "\n" + tally(results)
 
 
+def program_ranking(ranked: list[Any], top: int = 10) -> str:
+    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnose.program.rank`), its denominators named."""
+    rows = [(short(r.kernel), r.launches, f"{r.seconds * 1e3:.3f}", f"{r.share:.1%}", r.limiter,
+             "-" if r.headroom is None else f"{r.headroom:.2f}x", "-" if r.program_gain is None else f"{r.program_gain:.3f}x")
+            for r in ranked[:top]]
+    return ("where the profiled GPU time goes (share: of the profiled launches' GPU time; headroom: 1 / the busiest "
+            "unit's share of its peak, an estimate; program gain: Amdahl, that kernel at its roof):\n"
+            + table(["KERNEL", "LAUNCHES", "MS", "SHARE", "LIMITER", "HEADROOM", "PROGRAM GAIN"], rows, "lrrrlrr"))
+
+
 def perf_cases_table(results: list[Any], tally: dict[str, Any]) -> str:
     """``kprof cases --perf``: per case, the cause and line expected and named, the estimate against the
     twin's measured gain (benched in one run), and the try that confirmed it."""
