@@ -90,6 +90,38 @@ def test_a_damaged_cached_cubin_is_rebuilt(tmp_path, monkeypatch):
     assert build.build(spec, "sm_90").cached
 
 
+@pytest.mark.nvcc
+@pytest.mark.parametrize("usage", [{"registers": True}, {"registers": -119}, {"registers": "32"}, {"registers": 300},
+                                   {"shared_static": 1.5}, {"colour": 1}, [1, 2], None])
+def test_a_cache_entry_of_the_wrong_types_is_rebuilt(tmp_path, monkeypatch, usage):
+    """A damaged entry's register count was printed as the result ("True registers per thread")."""
+    import json
+
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    spec = catalog.load("vector_add")
+    first = build.build(spec, "sm_90")
+    meta = first.cubin.with_suffix(".json")
+    info = json.loads(meta.read_text())
+    info["usage"]["vector_add"] = usage if not isinstance(usage, dict) else {**info["usage"]["vector_add"], **usage}
+    meta.write_text(json.dumps(info))
+    again = build.build(spec, "sm_90")
+    assert not again.cached and again.usage == first.usage
+
+
+@pytest.mark.nvcc
+def test_a_cached_cubin_linked_to_a_huge_file_is_not_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    spec = catalog.load("vector_add")
+    first = build.build(spec, "sm_90")
+    huge = tmp_path / "huge"
+    with open(huge, "wb") as f:
+        f.truncate(build.MAX_CUBIN_BYTES + 1)  # sparse: no disk, and never read
+    first.cubin.unlink()
+    first.cubin.symlink_to(huge)
+    again = build.build(spec, "sm_90")
+    assert not again.cached and not again.cubin.is_symlink()
+
+
 def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -60,6 +60,13 @@ def _world(w: Path) -> None:
     (w / "nd" / "x.cu").symlink_to(w / "outside.cu")
     (w / "sarifdir").mkdir()
     # values PyYAML builds with a plain Python error (ValueError, KeyError, AttributeError): issue 55's exit 70s
+    (w / "fifoinc").mkdir()
+    (w / "fifoinc" / "k.cu").write_text('#include "h.h"\n' + KERNEL)
+    (w / "fifoinc" / "k.yaml").write_text(SPEC)
+    os.mkfifo(w / "fifoinc" / "h.h")
+    _kernel(w / "fill", spec=SPEC.replace("role: out}", "role: in, fill: 'uniform(" + "+".join(["1"] * 100_000) + ", 2)'}")
+            .replace("reference: {x: 1}", "reference: {x: x}"))
+    (w / "shape.json").write_text('{"allocations": [{"name": "x", "dtype": "float32", "base": 0, "nbytes": 4, "shape": 5}]}')
     for name, value in (("date", "2001-02-30"), ("tagint", "!!int abc"), ("tagbool", "!!bool maybe"),
                         ("tagtime", "!!timestamp nope"), ("digits", "9" * 5000)):
         _kernel(w / name, extra=f"description: {value}\n")
@@ -135,6 +142,18 @@ CASES = [
     ("--sarif naming it another way", ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/sarifdir/../big.xml"], {}, 2,
      "is the report --from-xml reads"),
     ("--arch sm_90 with a newline", ["occupancy", "vector_add", "--arch", "sm_90\n"], {}, 2, "--arch"),
+    # issue 55, round 3: every piece of work bounded by its input, not by a timeout
+    ("a size of a tower of powers of a fraction", ["run", "vector_add", "--size", "N=((((1/3)**64)**64)**64)**64"], {}, 2,
+     "bits is too large (or too fine) for size arithmetic"),
+    ("a 300 x 300 x 300 size sweep", ["bench", "naive_matmul", "--size", "M=" + ",".join(map(str, range(1, 301))),
+                                      "N=" + ",".join(map(str, range(1, 301))), "K=" + ",".join(map(str, range(1, 301)))],
+     {}, 2, "the sweep has 27,000,000 points (300 x 300 x 300)"),
+    ("a header that is a FIFO", ["build", "{w}/fifoinc/k.yaml"], {}, 2, "k.cu includes h.h: a FIFO, not a regular file"),
+    ("a fill rule of 100,000 terms", ["build", "{w}/fill/k.yaml"], {}, 2, "a fill rule of 200,011 characters"),
+    ("an allocation whose shape is a number", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/shape.json"], {}, 2,
+     "a shape that is a list of sizes"),
+    ("a history limit beyond SQLite's", ["history", "--limit", "9" * 20], {}, 2, "give at most 2,147,483,647"),
+    ("a history limit of a superscript", ["history", "--limit", "\u00b2"], {}, 2, "is not a whole number"),
 ]
 
 
@@ -349,6 +368,12 @@ BAD_ROWS = [
     ("a created time that is text", {"created": "yesterday"}),
     ("a kernel that is a number", {"kernel": 7}),
     ("broken JSON", {"point": "{broken"}),
+    ("a median of 0 (compare divides by it)", {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": 0, '
+     '"q1": 0, "q3": 0, "min": 0, "max": 0, "mean": 0, "stdev": 0}}'}),
+    ("a median that is not a number", {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": NaN, '
+     '"q1": 0, "q3": 0, "min": 0, "max": 0, "mean": 0, "stdev": 0}}'}),
+    ("a median below 0", {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": -1e-3, '
+     '"q1": 0, "q3": 0, "min": 0, "max": 0, "mean": 0, "stdev": 0}}'}),
 ]
 
 
@@ -398,3 +423,20 @@ def test_a_search_folder_that_is_the_whole_disk_is_one_line(monkeypatch, tmp_pat
     monkeypatch.setattr(catalog, "MAX_FOLDERS", 10_000_000)
     code = cli.main(["run", "no_such_kernel", "--arch", "sm_90"])
     assert code == 2 and "unknown kernel 'no_such_kernel'" in capsys.readouterr().err
+
+
+def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
+    """An 8.5 MB racecheck report once took 68 s: each race's analysis record was matched against every
+    hazard record (records squared). 20,000 of each now join through one index."""
+    from dataclasses import replace
+
+    from kprof.tools import compute_sanitizer as cs
+
+    data = Path(__file__).resolve().parent / "data" / "sanitizer"
+    hazard = cs.parse_xml((data / "rec_race.racecheck_all_trimmed.xml").read_text(), "racecheck")[0][0]
+    hazards = [replace(hazard, line=k + 1, other=replace(hazard.other, line=k + 2)) for k in range(20_000)]
+    analyses = [replace(h, thread=None, block=None, extra={}) for h in reversed(hazards)]
+    start = time.monotonic()
+    joined = cs._join_races(hazards, analyses)
+    assert time.monotonic() - start < 5
+    assert len(joined) == 20_000 and all(j.thread == hazard.thread for j in joined)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from kprof import inputs, proc
 from kprof.build import cusource, shake
@@ -98,9 +99,21 @@ def _shell_safe_argv(argv: list[str]) -> None:
     inputs.shell_safe(os.environ.get("TMPDIR", ""), "TMPDIR", "set TMPDIR to a plain folder")
 
 
+# Every compute capability NVIDIA has shipped (the CUDA C++ Programming Guide's table), so that a made-up
+# one (sm_99) is a bad input, said as such, not a compiler that is missing.
+CUDA_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
+RETIRED_ARCHS = (20, 21, 30, 32, 35, 37)  # Fermi and Kepler: no CUDA 12 or 13 compiler builds them
+
+
 def check_arch(arch: str) -> str:
-    if not arch_number(arch):
+    number = arch_number(arch)
+    if not number:
         raise UsageError(f"--arch {arch!r}: write it as sm_XY, e.g. sm_90, sm_80, sm_89")
+    if number in RETIRED_ARCHS:
+        raise UsageError(f"{arch}: CUDA 12 and 13 build sm_50 and newer (Fermi and Kepler are retired)")
+    if number not in CUDA_ARCHS:
+        known = ", ".join(f"sm_{n}" for n in CUDA_ARCHS)
+        raise UsageError(f"{arch}: no GPU has that compute capability (known: {known})")
     return arch
 
 
@@ -301,7 +314,11 @@ def _local_sources(source: Path) -> list[tuple[Path, bytes]]:
     include = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"', re.M)
     while todo:
         path = todo.pop()
-        if path in seen or inputs.regular_file_error(path) is not None:
+        if path in seen:
+            continue
+        if (why := inputs.regular_file_error(path)) is not None:
+            if path != source and os.path.lexists(path):  # nvcc would open it and wait (a FIFO) or never end
+                raise UsageError(f"{source.name} includes {path.name}: {why}; a header must be a regular file")
             continue
         data = inputs.read_bytes(path, "source", limit=MAX_SOURCE_BYTES)
         seen[path] = data
@@ -366,9 +383,10 @@ def build(
     if not force and cubin.is_file() and meta.is_file():
         try:
             info = inputs.read_json(meta, "cache entry", limit=MAX_META_BYTES)
-            usage = {k: ResourceUsage(**v) for k, v in info["usage"].items()}
-            # The cubin must be the one this entry recorded: an empty or damaged file is rebuilt, not used.
-            if info["sha256"] == hashlib.sha256(cubin.read_bytes()).hexdigest():
+            usage = {k: _usage(v) for k, v in info["usage"].items()}
+            # The cubin must be the one this entry recorded: an empty or damaged file is rebuilt, not used;
+            # so is one that is not a regular file of a cubin's size (a link to a 7 GB file is not read whole).
+            if info["sha256"] == hashlib.sha256(inputs.read_bytes(cubin, "cached cubin", limit=MAX_CUBIN_BYTES)).hexdigest():
                 return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]),
                                    compiler.version)
         except (UsageError, KeyError, TypeError, AttributeError, OSError):
@@ -450,6 +468,21 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, timeout: float = 300) -> s
         return out.read_text(errors="replace")
     finally:
         tmp.unlink(missing_ok=True)
+
+
+MAX_CUBIN_BYTES = 256 * 1024 * 1024  # one cached cubin; the largest shipped one is under 1 MB
+
+
+def _usage(raw: Any) -> ResourceUsage:
+    """A cache entry's usage of one kernel, every field a whole number in ptxas's range, or TypeError (the
+    entry is then rebuilt): a damaged entry never prints "True registers per thread"."""
+    if not isinstance(raw, dict) or set(raw) - {f for f in ResourceUsage.__dataclass_fields__}:
+        raise TypeError("not a usage record")
+    for key, value in raw.items():
+        top = 255 if key == "registers" else 1 << 40
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+            raise TypeError(f"{key}: {value!r}")
+    return ResourceUsage(**raw)
 
 
 def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[tuple[str, str], ...],

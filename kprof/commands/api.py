@@ -471,11 +471,13 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[st
     from kprof.diagnose import stage
 
     ptx, note = None, ""
-    try:
-        ptx = build.ptx(prepared.spec, prepared.built.arch)
-        note = "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"
-    except KprofError as exc:
-        note = f"no PTX: {str(exc).splitlines()[0]}"
+    if prepared.built.compiler.lower().startswith("nvrtc"):
+        note = "no PTX (the cubin came from NVRTC, which kprof runs for cubins only): no lines without counters"
+    else:
+        try:
+            ptx = build.ptx(prepared.spec, prepared.built.arch)
+        except KprofError as exc:
+            note = f"no PTX: {str(exc).splitlines()[0]}"
     arch = prepared.built.arch
 
     def bench(name: str, sizes: dict[str, int], sweep: str) -> Any:  # a try: one kprof bench run, no history

@@ -86,14 +86,20 @@ def _seconds(text: str) -> float:
     return value
 
 
+MAX_COUNT = 2**31 - 1  # any count an option takes: beyond it SQLite (a history --limit) and CUDA overflow
+
+
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not (text.strip().lstrip("+-").isascii() and text.strip().lstrip("+-").isdigit()):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        if len(text.strip()) > 12:
+            raise argparse.ArgumentTypeError(f"{text[:20]}{'...' if len(text) > 20 else ''}: give at most {MAX_COUNT:,}")
+        value = int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{text}: give {minimum} or more")
+        if value > MAX_COUNT:
+            raise argparse.ArgumentTypeError(f"{text}: give at most {MAX_COUNT:,}")
         return value
 
     return parse

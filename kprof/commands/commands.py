@@ -253,9 +253,12 @@ def _read_allocations(path: str) -> list[dict[str, Any]]:
     for i, a in enumerate(allocations):
         ok = isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("dtype"), str) and all(
             isinstance(a.get(k), int) and not isinstance(a.get(k), bool) and a[k] >= 0 for k in ("base", "nbytes"))
+        shape = a.get("shape", []) if isinstance(a, dict) else []
+        ok = ok and isinstance(shape, list) and len(shape) <= 8 and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
         if not ok:
-            raise UsageError(f"--allocations {path}: allocations[{i}] needs name, dtype, base and nbytes "
-                             "(use the runner's result.json)")
+            raise UsageError(f"--allocations {path}: allocations[{i}] needs name, dtype, base and nbytes, and a shape "
+                             "that is a list of sizes if it has one (use the runner's result.json)")
     return allocations
 
 

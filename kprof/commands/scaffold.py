@@ -67,7 +67,7 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
                  yaml_path: (TEMPLATES / "kernel.yaml").read_text().replace("NAME", name)}
     else:
         source, spec, helpers = _renamed(like, name)
-        files = {cu: source, yaml_path: spec, **{folder / helper.name: helper.read_text() for helper in helpers}}
+        files = {cu: source, yaml_path: spec, **{folder / helper.name: _helper_text(helper) for helper in helpers}}
     for path in files:  # every name checked before any is written: all or nothing
         if (taken := inputs.exists_error(path, "kprof new")) is not None:
             raise taken
@@ -90,7 +90,12 @@ def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
     spec = catalog.load(like)
     if spec.twin is not None or spec.expect is not None:
         raise UsageError(f"--like {like}: a sanitizer or performance case; start from a kernel of `kprof list`")
-    source, text = spec.source.read_text(), spec.path.read_text()
+    from kprof import inputs
+    from kprof.build.build import MAX_SOURCE_BYTES
+    from kprof.spec.loader import MAX_SPEC_BYTES
+
+    source = inputs.read_text(spec.source, "--like's source", limit=MAX_SOURCE_BYTES)
+    text = inputs.read_text(spec.path, "--like's spec", limit=MAX_SPEC_BYTES)
     if not spec.steps:  # one kernel: rename it, in the source and in the spec's entry
         source = re.sub(rf"\b{re.escape(spec.entry)}\b", name, source)
         text = re.sub(rf"^entry:\s*{re.escape(spec.entry)}\s*$", f"entry: {name}", text, flags=re.M)
@@ -100,6 +105,13 @@ def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
         text = re.sub(r"^baseline:.*$", f"baseline: {spec.baseline}  # the shipped kernel it was compared with",
                       text, flags=re.M)
     return source, text, _python_files(spec)
+
+
+def _helper_text(path: Path) -> str:
+    from kprof import inputs
+    from kprof.spec.pyref import MAX_PY_BYTES
+
+    return inputs.read_text(path, "--like's Python file", limit=MAX_PY_BYTES)
 
 
 def _python_files(spec: KernelSpec) -> list[Path]:

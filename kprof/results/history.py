@@ -9,6 +9,7 @@ let several kprof processes write at once. Rows of one command share a ``run`` i
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -195,6 +196,8 @@ def _row(r: tuple[Any, ...]) -> dict[str, Any] | None:
             stats.Summary.of(summary)
         except (TypeError, ValueError, OverflowError):
             return None
+        if not all(math.isfinite(summary[k]) and summary[k] >= 0 for k in _SUMMARY) or summary["median"] <= 0:
+            return None  # a time of 0, below 0 or not a number: no measurement kprof wrote (compare divides by it)
     commit = r[9] if isinstance(r[9], str) else None
     return {"id": r[0], "run": r[1], "created": r[2], "kind": r[3], "kernel": r[4], "point": point, "data": data,
             "machine": machine, "version": r[8], "commit": commit}

@@ -55,6 +55,7 @@ _NOT_FOR_PYTHON = ("source", "entry", "launch", "steps", "nvcc_flags", "twin", "
 
 
 MAX_SPEC_BYTES = 256 * 1024  # the largest shipped spec is under 4 KB
+MAX_FILL_CHARS = 200  # a fill rule: a name and up to three numbers
 
 
 MAX_DEPTH = 32  # the deepest shipped spec nests 4 levels; PyYAML's composer recurses once a level
@@ -659,9 +660,12 @@ def _dtype(value: Any, fld: str, fail: Fail) -> str:
 def _fill(raw: Any, fld: str, dtype: str, fail: Fail) -> Fill:
     if not isinstance(raw, str):
         raise fail(fld, "must be a fill rule such as uniform(-1, 1), normal, zeros, randint(0, 10)")
+    if len(raw) > MAX_FILL_CHARS:  # a rule is a name and up to three numbers: a 100,000-term one is refused unparsed
+        raise fail(fld, f"a fill rule of {len(raw):,} characters; write one such as uniform(-1, 1) (at most "
+                        f"{MAX_FILL_CHARS})")
     try:
         node = ast.parse(raw.strip(), mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):
         raise fail(fld, f"cannot parse fill rule {_show(raw)}") from None
     params: tuple[float, ...] = ()
     if isinstance(node, ast.Name):

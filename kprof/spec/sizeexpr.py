@@ -23,6 +23,7 @@ from kprof.spec import safeexpr
 MAX_LEN = 400
 MAX_EXPONENT = 64
 MAX_MAGNITUDE = 1 << 80  # far beyond any byte count, small enough to stop runaway arithmetic
+MAX_BITS = 256  # of a value's numerator or denominator: (1/3)**64 is 102 bits; a tower of powers stops here
 
 
 def _ceil(x: Fraction) -> Fraction:
@@ -181,7 +182,7 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
         result = _binop(node.op, left, right)
         if abs(result) > MAX_MAGNITUDE:
             raise SizeExprError("value too large for size arithmetic")
-        return result
+        return _bounded(result)
     if isinstance(node, ast.Call):
         name = _func_name(node)
         if name == "where":
@@ -207,4 +208,15 @@ def _binop(op: ast.operator, a: Fraction, b: Fraction) -> Fraction:
     # Pow: whole, small exponents only, so '9 ** 9 ** 9' cannot hang the loader.
     if b.denominator != 1 or not 0 <= b <= MAX_EXPONENT:
         raise SizeExprError(f"exponent must be a whole number from 0 to {MAX_EXPONENT}")
+    # bounded before it is computed: the result's bits are at most the base's times the exponent
+    if max(a.numerator.bit_length(), a.denominator.bit_length()) * int(b) > 4 * MAX_BITS:
+        raise SizeExprError(f"a power with more than {4 * MAX_BITS} bits is too large (or too fine) for size arithmetic")
     return a ** int(b)
+
+
+def _bounded(x: Fraction) -> Fraction:
+    """``x``, or one line where its numerator or denominator outgrows :data:`MAX_BITS` (a tower of powers
+    of fractions would otherwise take minutes: every step squares the digits)."""
+    if max(x.numerator.bit_length(), x.denominator.bit_length()) > MAX_BITS:
+        raise SizeExprError(f"a value with more than {MAX_BITS} bits of precision is too fine for size arithmetic")
+    return x

@@ -13,6 +13,7 @@ deprecated.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from kprof.errors import SizeExprError, UsageError
@@ -54,6 +55,9 @@ class Sweep:
 
     def single_sizes(self, command: str) -> dict[str, int]:
         return {k: size_value(k, v) for k, v in self.single(command).items()}
+
+
+MAX_POINTS = 10_000  # points of one sweep: kernels x sizes x parameters, far beyond a day of benching
 
 
 def parse(items: list[str], what: str) -> Sweep:
@@ -123,6 +127,11 @@ def points(sizes: Sweep, params: Sweep, size_names: tuple[str, ...], defines: di
         axes.append(("size", axis, [size_value(",".join(axis.names), v) for v in axis.values]))
     for axis in params.axes:
         axes.append(("param", axis, list(axis.values)))
+    count = math.prod(len(values) for _, _, values in axes)
+    if count > MAX_POINTS:  # counted before one is listed: a 300 x 300 x 300 sweep is one line, not minutes
+        shape = " x ".join(str(len(values)) for _, _, values in axes)
+        raise UsageError(f"{kernel}: the sweep has {count:,} points ({shape}); kprof runs at most {MAX_POINTS:,} "
+                         "at once: sweep fewer values, or split it into several runs")
     out = []
     for combo in itertools.product(*(values for _, _, values in axes)):
         s: dict[str, int] = {}

@@ -398,9 +398,14 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
 
     out = []
     used: set[int] = set()
+    waiting: dict[tuple[Any, ...], list[int]] = {}  # (kernel, lines) -> hazards not yet joined, first first
+    for i, h in enumerate(hazards):
+        waiting.setdefault((h.kernel, tuple(sorted(h.lines()))), []).append(i)
+    for key in waiting:
+        waiting[key].reverse()  # popped from the end: linear in the records, not records squared
     for a in analyses:
-        match = next((i for i, h in enumerate(hazards) if i not in used and h.kernel == a.kernel
-                      and h.lines() == a.lines()), None)  # fmt: skip
+        queue = waiting.get((a.kernel, tuple(sorted(a.lines()))))
+        match = queue.pop() if queue else None
         if match is not None:
             used.add(match)
             h = hazards[match]
