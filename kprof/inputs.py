@@ -81,11 +81,31 @@ def user_path(text: str | Path, what: str) -> Path:
     if raw.startswith("~"):
         user = raw[1:].split("/", 1)[0]
         try:
-            return Path(raw).expanduser()
+            return _fits(Path(raw).expanduser(), what)
         except RuntimeError:
             who = f"no user '{user}'" if user else "no home directory (HOME is not set)"
             raise UsageError(f"{what}: {_cut(raw)}: {who} to expand '~' for; write the path out") from None
-    return Path(raw)
+    return _fits(Path(raw), what)
+
+
+MAX_NAME_BYTES = 255  # one name in a path (NAME_MAX of Linux's file systems)
+MAX_PATH_BYTES = 4096  # a whole path (PATH_MAX)
+
+
+def _fits(path: Path, what: str) -> Path:
+    """``path``, or one line where a name in it or the whole is longer than the file system takes (the
+    system's "File name too long" would otherwise surface wherever the path is first used)."""
+    try:
+        whole = os.fsencode(str(path))
+    except (UnicodeEncodeError, ValueError):
+        raise UsageError(f"{what}: {_cut(str(path))}: the path cannot be encoded for the file system") from None
+    if len(whole) > MAX_PATH_BYTES:
+        raise UsageError(f"{what}: a path of {len(whole):,} bytes; the file system takes at most {MAX_PATH_BYTES:,}")
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if longest > MAX_NAME_BYTES:
+        raise UsageError(f"{what}: {_cut(str(path))}: a name of {longest} bytes in it; the file system takes at most "
+                         f"{MAX_NAME_BYTES}")
+    return path
 
 
 def output_file(text: str | Path, what: str) -> Path:

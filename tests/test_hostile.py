@@ -440,3 +440,37 @@ def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
     joined = cs._join_races(hazards, analyses)
     assert time.monotonic() - start < 5
     assert len(joined) == 20_000 and all(j.thread == hazard.thread for j in joined)
+
+
+def test_control_characters_from_a_spec_never_reach_the_terminal(tmp_path, monkeypatch, capsys):
+    """A spec's description with ESC, a C1 CSI and a bidirectional override: escaped in kprof list (they
+    once cleared or recoloured the screen); kprof's own progress line still rewrites itself."""
+    from kprof.commands.cli import _escaped
+
+    _kernel(tmp_path / "d", name="e", extra='description: "bad \\x9b31m esc \\x1b[2J \\u202e rtl \\x07 bell"\n')
+    monkeypatch.setenv("KPROF_PATH", str(tmp_path / "d"))
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x9b" not in out and "\u202e" not in out and "\x07" not in out
+    assert "bad \\x9b31m esc \\x1b[2J \\u202e rtl \\x07 bell" in out
+    assert _escaped("\r\x1b[K[1/2] k ...") == "\r\x1b[K[1/2] k ..."
+    assert _escaped("a\tb\nc") == "a\tb\nc"
+
+
+def test_a_non_utf8_file_name_is_one_line(tmp_path, capsys):
+    folder = os.fsencode(tmp_path / "d")
+    os.makedirs(folder)
+    with open(folder + b"/k\xff.yaml", "w") as f:
+        f.write(SPEC)
+    assert cli.main(["build", os.fsdecode(folder + b"/k\xff.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "k\\udcff" in err
+
+
+@pytest.mark.parametrize("env", ["KPROF_CACHE_DIR", "KPROF_HISTORY"])
+def test_a_name_longer_than_255_bytes_is_one_line(tmp_path, monkeypatch, capsys, env):
+    monkeypatch.setenv(env, str(tmp_path / ("x" * 300) / "h"))
+    assert cli.main(["history"] if env == "KPROF_HISTORY" else ["build", "vector_add"]) == 2
+    assert "a name of 300 bytes in it; the file system takes at most 255" in capsys.readouterr().err
+    assert cli.main(["new", "abc", "--dir", str(tmp_path / ("y" * 300))]) == 2
+    assert "a name of 300 bytes" in capsys.readouterr().err

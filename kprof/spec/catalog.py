@@ -81,6 +81,9 @@ def _spec_files(folder: Path) -> list[Path]:
 
 def find(name: str) -> Path:
     """The spec file for a name or a path."""
+    if not (name.endswith((".yaml", ".yml")) or os.sep in name or name.startswith("~")) and \
+            len(os.fsencode(name)) > inputs.MAX_NAME_BYTES:  # a name no file can have: a kernel name or nothing
+        raise UnknownKernelError(name, [e.name for e in entries()])
     as_path = inputs.user_path(name, "spec")
     try:
         is_file = as_path.is_file()
