@@ -347,3 +347,21 @@ def _show_path(path: Path, limit: int = 100) -> str:
 def _cut(text: str, limit: int = 60) -> str:
     text = one_line(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# What kprof's output never passes on raw: C0 controls but newline and tab, DEL, the C1 controls (CSI, NEL,
+# OSC...) and the bidirectional overrides. A spec, a history row or a report is text from elsewhere: an ESC or
+# a CSI in it could clear or recolour the user's screen, or hide text. Each is written as \xNN or \uNNNN.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_OWN_ERASE = "\r\x1b[K"  # kprof's progress line rewriting itself (kprof.results.render.Progress), kept
+_ERASE_MARK = "\ue000"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character escaped, kprof's own progress erase kept."""
+    if not _UNSAFE.search(text):
+        return text
+    text = text.replace(_OWN_ERASE, _ERASE_MARK)
+    text = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                       text)
+    return text.replace(_ERASE_MARK, _OWN_ERASE)

@@ -32,6 +32,14 @@ MARK = "kprof_sanitize"
 DEFAULT_TOOLS = "memcheck,racecheck,initcheck,synccheck"
 
 
+def _safe(longrepr: Any) -> Any:
+    """A failure's text with control characters escaped: a report's text (a kernel name, a message) is
+    not the terminal's to act on."""
+    from kprof.inputs import terminal_safe
+
+    return terminal_safe(longrepr) if isinstance(longrepr, str) else longrepr
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kprof", "kprof: compute-sanitizer over each test")
     group.addoption("--kprof-sanitize", nargs="?", const=DEFAULT_TOOLS, default=None, metavar="TOOLS",
@@ -224,7 +232,7 @@ class _Sanitizer:
         stop = time.time()
         phases: list[tuple[Literal["setup", "call", "teardown"], Any, Any]] = [
             ("setup", "skipped" if outcome == "skipped" else "passed", longrepr if outcome == "skipped" else None),
-            ("call", outcome, longrepr), ("teardown", "passed", None)]
+            ("call", outcome, _safe(longrepr)), ("teardown", "passed", None)]
         if outcome == "skipped":
             phases = phases[:1] + phases[2:]  # as pytest reports a skip: no call phase
         for when, result, text in phases:

@@ -271,3 +271,100 @@ def test_generated_expressions_are_a_value_or_one_line(expr, prefix):
             assert "\n" not in str(exc)
         except (ValueError, FloatingPointError, ZeroDivisionError, OverflowError, TypeError):
             pass  # NumPy's own answer to a valid expression (a shape mismatch): the runner reports it
+
+
+# Issue 55, round 3: a generator for each class of hostile input the third battery found.
+YAML_VALUES = st.one_of(
+    st.sampled_from(["2001-02-30", "!!int abc", "!!bool maybe", "!!timestamp x", "!!float nope", "9" * 5000,
+                     "!!binary ###", "!!python/name:os.system", "&a [*a]", "!!set {a, b}", "0x" + "f" * 5000,
+                     "1_000_000", "2001-13-01 25:61:61", "!!omap [a]", "!!str"]),
+    st.builds(lambda tag, body: f"{tag} {body}", st.sampled_from(["!!int", "!!bool", "!!float", "!!timestamp", "!!null"]),
+              st.text(alphabet="0123456789-:abcxyz. ", max_size=20)))
+
+
+@FAST
+@given(value=YAML_VALUES, field=st.sampled_from(["description", "notes", "tolerance", "sizes"]))
+def test_generated_yaml_tags_and_values_are_a_spec_or_one_line(tmp_path_factory, value, field):
+    """PyYAML builds some values with Python's own errors (ValueError, KeyError, AttributeError): each is a
+    spec or one line, exit 2, never exit 70."""
+    folder = tmp_path_factory.mktemp("y")
+    (folder / "k.cu").write_text('extern "C" __global__ void k(float* x) {}\n')
+    text = "sizes: {N: 64}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: out}\nlaunch: {grid: [1], block: [64]}\n"
+    (folder / "k.yaml").write_text(text + f"{field}: {value}\n" if field != "sizes" else
+                                   text.replace("sizes: {N: 64}", f"sizes: {{N: {value}}}"))
+    try:
+        spec_mod.load(folder / "k.yaml")
+    except KprofError as exc:
+        assert exc.exit_code == 2 and "\n" not in str(exc).strip()
+
+
+PATH_SHAPES = st.one_of(
+    st.integers(min_value=200, max_value=5000).map(lambda n: "/tmp/" + "x" * n),
+    st.integers(min_value=2, max_value=40).map(lambda n: "/tmp/" + "/".join(["y" * 200] * n)),
+    st.binary(min_size=1, max_size=12).map(lambda b: "/tmp/k" + b.decode("utf-8", "surrogateescape") + ".yaml"),
+    st.sampled_from(["/tmp/loop-{}/x", "/proc/self/fd/0", "/dev/stdin", "/", "//", "/tmp/./../tmp/.."]),
+)
+
+
+@FAST
+@given(path=PATH_SHAPES, option=st.sampled_from(["spec", "--from-xml", "--allocations", "--sarif", "--dir", "KPROF_PATH",
+                                                  "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
+def test_generated_path_shapes_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory, monkeypatch,
+                                                       path, option):
+    """Names over 255 bytes, paths over 4,096, non-UTF-8 bytes, symlink loops, devices: one line each."""
+    if "{}" in path:
+        loop = tmp_path_factory.mktemp("loop")
+        (loop / "a").symlink_to(loop / "b")
+        (loop / "b").symlink_to(loop / "a")
+        path = str(loop / "a" / "x")
+    with monkeypatch.context() as m:
+        _one_generated_path(m, capsys, tmp_path_factory, path, option)
+
+
+CONTROLS = st.lists(st.sampled_from(["\x1b", "\x9b", "\x85", "\x07", "\x08", "\x7f", "\u202e", "\u2066", "[2J", "a",
+                                     "31m", "]0;title\x07", "\r", "\x00"]), min_size=1, max_size=12).map("".join)
+
+
+@FAST
+@given(text=CONTROLS)
+def test_generated_control_characters_never_reach_the_terminal(capsys, tmp_path_factory, monkeypatch, text):
+    """Whatever a spec's description holds, kprof list writes no raw control character (newline and tab
+    are the only ones it writes, and its own progress line's erase)."""
+    import json
+    import re
+
+    folder = tmp_path_factory.mktemp("c")
+    (folder / "k.cu").write_text('extern "C" __global__ void k(float* x) {}\n')
+    (folder / "k.yaml").write_text("description: " + json.dumps(text) + "\nsizes: {N: 64}\nargs:\n"
+                                   "  - {name: x, buffer: float32, shape: [N], role: out}\n"
+                                   "launch: {grid: [1], block: [64]}\nreference: {x: 1}\n")
+    with monkeypatch.context() as m:
+        m.setenv("KPROF_PATH", str(folder))
+        assert cli.main(["list"]) == 0
+    out, err = capsys.readouterr()
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", out + err), repr(out + err)
+
+
+@FAST
+@given(base=st.integers(min_value=2, max_value=99), powers=st.lists(st.integers(min_value=0, max_value=64), min_size=1,
+                                                                     max_size=6),
+       axes=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=4))
+def test_generated_towers_and_sweeps_are_bounded_by_their_input(no_process, no_builds, capsys, base, powers, axes):
+    """A tower of powers of a fraction, a sweep of many points: a value or one line, fast, never a hang."""
+    from kprof.spec import sweep as sweep_mod
+
+    expr = f"1/{base}"
+    for p in powers:
+        expr = f"({expr})**{p}"
+    start = time.monotonic()
+    try:
+        sweep_mod.size_value("N", expr)
+    except KprofError as exc:
+        assert "\n" not in str(exc)
+    names = ["M", "N", "K", "X"][: len(axes)]
+    words = [f"{n}=" + ",".join(str(v) for v in range(1, a + 1)) for n, a in zip(names, axes)]
+    try:
+        sweep_mod.points(sweep_mod.parse(words, "size"), sweep_mod.parse([], "param"), tuple(names), {}, "k")
+    except KprofError as exc:
+        assert "points" in str(exc) and "\n" not in str(exc)
+    assert time.monotonic() - start < 10

@@ -445,7 +445,7 @@ def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
 def test_control_characters_from_a_spec_never_reach_the_terminal(tmp_path, monkeypatch, capsys):
     """A spec's description with ESC, a C1 CSI and a bidirectional override: escaped in kprof list (they
     once cleared or recoloured the screen); kprof's own progress line still rewrites itself."""
-    from kprof.commands.cli import _escaped
+    from kprof.inputs import terminal_safe as _escaped
 
     _kernel(tmp_path / "d", name="e", extra='description: "bad \\x9b31m esc \\x1b[2J \\u202e rtl \\x07 bell"\n')
     monkeypatch.setenv("KPROF_PATH", str(tmp_path / "d"))

@@ -366,30 +366,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _flushed(code)
 
 
-# What kprof's output never passes on raw: C0 controls but newline and tab, DEL, the C1 controls (CSI, NEL,
-# OSC...) and the bidirectional overrides. A spec, a history row or a report is text from elsewhere: an ESC or
-# a CSI in it could clear or recolour the user's screen, or hide text. Each is written as \xNN or \uNNNN.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_OWN_ERASE = "\r\x1b[K"  # kprof's progress line rewriting itself (kprof.results.render.Progress), kept
-_ERASE_MARK = "\ue000"
-
-
-def _escaped(text: str) -> str:
-    if not _UNSAFE.search(text):
-        return text
-    text = text.replace(_OWN_ERASE, _ERASE_MARK)
-    text = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
-    return text.replace(_ERASE_MARK, _OWN_ERASE)
-
-
 class _CleanStream:
-    """A text stream that escapes the characters of :data:`_UNSAFE` on their way to it."""
+    """A text stream that escapes control characters on their way to it (:func:`kprof.inputs.terminal_safe`)."""
 
     def __init__(self, stream: Any) -> None:
+        from kprof.inputs import terminal_safe
+
         self._stream = stream
+        self._safe = terminal_safe
 
     def write(self, text: str) -> int:
-        self._stream.write(_escaped(text) if isinstance(text, str) else text)
+        self._stream.write(self._safe(text) if isinstance(text, str) else text)
         return len(text)
 
     def __getattr__(self, name: str) -> Any:

@@ -134,7 +134,7 @@ MAX_NAMED_BYTES = 4 * 1024 * 1024  # a named file larger than this is not read f
 # What PyYAML's safe constructor raises, past its own YAMLError, for values it cannot build: a date that is
 # not one (2001-02-30: ValueError), `!!int abc` (ValueError), `!!bool maybe` (KeyError), `!!timestamp x`
 # (AttributeError), an integer past Python's 4,300 digits (ValueError).
-YAML_VALUE_ERRORS = (ValueError, KeyError, AttributeError, TypeError, OverflowError)
+YAML_VALUE_ERRORS = (ValueError, KeyError, AttributeError, TypeError, OverflowError, IndexError)
 
 
 def value_problem(exc: BaseException) -> str:
@@ -876,9 +876,15 @@ def _load_checks(raw: Any, sizes: set[str], args: tuple[Arg, ...], fail: Fail) -
 
 
 def _show(value: Any, limit: int = 60) -> str:
-    """A value quoted in an error message, cut short: a spec's value can be huge."""
-    return _cut(repr(value) if not isinstance(value, str) or len(value) < limit else repr(value[:limit]) + "...",
-                limit + 5)
+    """A value quoted in an error message, cut short: a spec's value can be huge (an integer of more digits
+    than Python will print is named by its size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        return f"an integer of {value.bit_length():,} bits"
+    try:
+        shown = repr(value) if not isinstance(value, str) or len(value) < limit else repr(value[:limit]) + "..."
+    except ValueError:  # a nested integer too long to print
+        shown = f"a {type(value).__name__} too large to show"
+    return _cut(shown, limit + 5)
 
 
 def _cut(text: str, limit: int = 200) -> str:
