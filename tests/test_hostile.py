@@ -154,6 +154,8 @@ CASES = [
      "a shape that is a list of sizes"),
     ("a history limit beyond SQLite's", ["history", "--limit", "9" * 20], {}, 2, "give at most 2,147,483,647"),
     ("a history limit of a superscript", ["history", "--limit", "\u00b2"], {}, 2, "is not a whole number"),
+    ("a size of bytes that are not UTF-8", ["run", "vector_add", "--size", "N=\udcff"], {}, 2,
+     "the expression holds bytes that are not UTF-8 text"),
 ]
 
 
@@ -474,3 +476,18 @@ def test_a_name_longer_than_255_bytes_is_one_line(tmp_path, monkeypatch, capsys,
     assert "a name of 300 bytes in it; the file system takes at most 255" in capsys.readouterr().err
     assert cli.main(["new", "abc", "--dir", str(tmp_path / ("y" * 300))]) == 2
     assert "a name of 300 bytes" in capsys.readouterr().err
+
+
+def test_a_spec_in_a_folder_whose_name_is_not_utf8_gets_a_cache_key(tmp_path):
+    """Bytes that are not UTF-8 in a path reached an encoder (the spec's memo, the build's cache key): exit 70."""
+    from types import SimpleNamespace
+
+    from kprof import spec as spec_mod
+    from kprof.build import build
+
+    folder = os.fsdecode(os.fsencode(tmp_path) + b"/s\xff")
+    path = _kernel(Path(folder))
+    spec = spec_mod.load(path)
+    sources = build._local_sources(spec.source)
+    key = build._cache_key(spec, SimpleNamespace(key="nvcc 13.0", kind="nvcc"), "sm_90", (), sources)
+    assert len(key) == 20

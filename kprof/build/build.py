@@ -78,7 +78,7 @@ def generated_source(name: str, original: Path, text: str) -> Path:
     """A generated variant of ``original`` (a mutant) kept under the build cache at a path named by its
     text, written whole by a rename (two runs at once never read half a file): the same text has the same
     path, hence the same build key, in every run, so building it again is a cache hit."""
-    digest = hashlib.sha256(f"{original}\0{text}".encode()).hexdigest()[:20]
+    digest = hashlib.sha256(f"{original}\0{text}".encode("utf-8", "surrogateescape")).hexdigest()[:20]
     path = cache_dir() / "generated" / name / digest / original.name
     try:
         if not (path.is_file() and path.read_text() == text):
@@ -491,9 +491,9 @@ def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[t
     key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, defines, spec.nvcc_flags)
     digest = hashlib.sha256()
     digest.update(compiler.key.encode())
-    digest.update("\0".join(key_argv).encode())
+    digest.update("\0".join(key_argv).encode("utf-8", "surrogateescape"))
     for path, data in sources:
-        digest.update(str(path).encode() + b"\0" + data)
+        digest.update(os.fsencode(str(path)) + b"\0" + data)
     return digest.hexdigest()[:20]
 
 

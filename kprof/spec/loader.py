@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -117,7 +118,7 @@ def _digest_of(files: frozenset[Path]) -> str:
 
     digest = hashlib.sha256()
     for f in sorted(files):
-        digest.update(str(f).encode() + b"\0")
+        digest.update(os.fsencode(str(f)) + b"\0")
         try:
             if f.is_file() and f.stat().st_size <= MAX_NAMED_BYTES:
                 digest.update(f.read_bytes())

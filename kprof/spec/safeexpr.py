@@ -52,6 +52,10 @@ def parse_bounded(text: str, error: type[Exception]) -> ast.Expression:
     recursive walk: ``-`` repeated 999 times parses into 999 nested nodes, and the evaluators and
     CPython's own compiler recurse once a level. SyntaxError is the caller's to word."""
     try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 (a command line's), kept as surrogates by Python
+        raise error("the expression holds bytes that are not UTF-8 text") from None
+    try:
         tree = ast.parse(text, mode="eval")
     except (RecursionError, MemoryError):
         raise error(f"nested deeper than {MAX_DEPTH} levels") from None
