@@ -27,7 +27,7 @@ def main(paths: list[str]) -> int:
     paths = [p for p in paths if p != "--show"]
     corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
     for path in paths:
-        data = json.load(open(path))
+        data = json.loads(Path(path).read_text())
         times = {p["kernel"]: (p.get("summary") or {}).get("median") for p in data["points"] if p["status"] == "ok"}
         name = next(k for k in times if not k.endswith("_fixed"))
         bug, twin = times.get(name), times.get(f"{name}_fixed")

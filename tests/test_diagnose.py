@@ -11,13 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from kprof import spec as spec_mod
 from kprof.commands import pipeline
 from kprof.corpus import perfcases
 from kprof.diagnose import diagnose, gather, ptxscan, tries
 from kprof.diagnose.model import Cause, Diagnosis, Gain, Line, render, sarif_results
 from kprof.errors import UsageError
 from kprof.measure import profiling as prof
-from kprof import spec as spec_mod
 from kprof.spec import catalog
 
 H200 = {"sm_count": 132, "clock_khz": 1980000, "memory_clock_khz": 3201000, "bus_width_bits": 6144}
@@ -106,7 +106,7 @@ $L__BB0_1:
     div = [i for i in e.instrs if ptxscan.is_div64(i)]
     assert (div[0].file, div[0].line) == ("/src/k.cu", 7)  # the kernel's own line, not the header's
     assert div[1].line == 0  # code of no one line says so
-    atom = [i for i in e.instrs if ptxscan.is_global_atomic(i)][0]
+    atom = next(i for i in e.instrs if ptxscan.is_global_atomic(i))
     assert atom.line == 9 and atom.loops == 1
 
 
@@ -300,7 +300,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(monkeypatch, data_dir):
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     times = {"copy_uncoalesced": 347e-6, "copy_uncoalesced_fixed": 54.4e-6, "tail_wave": 1.0e-3, "tail_wave_fixed": 0.56e-3}
 
-    def bench(names, params=(), **kw):  # noqa: ARG001
+    def bench(names, params=(), **kw):
         if params:  # a try: PER=8 (the original), then the values tried
             define, values = params[0].split("=")
             return SimpleNamespace(points=[SimpleNamespace(kernel=names[0], status="ok", params={define: v},

@@ -476,7 +476,7 @@ MAX_CUBIN_BYTES = 256 * 1024 * 1024  # one cached cubin; the largest shipped one
 def _usage(raw: Any) -> ResourceUsage:
     """A cache entry's usage of one kernel, every field a whole number in ptxas's range, or TypeError (the
     entry is then rebuilt): a damaged entry never prints "True registers per thread"."""
-    if not isinstance(raw, dict) or set(raw) - {f for f in ResourceUsage.__dataclass_fields__}:
+    if not isinstance(raw, dict) or set(raw) - set(ResourceUsage.__dataclass_fields__):
         raise TypeError("not a usage record")
     for key, value in raw.items():
         top = 255 if key == "registers" else 1 << 40

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 MAX_PTX_BYTES = 64 * 1024 * 1024
@@ -24,6 +25,9 @@ _FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
 _LABEL = re.compile(r"^(\$?[A-Za-z_][\w$]*):\s*$")
 _BRA = re.compile(r"^(@!?%p\w*\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)\s*;")
 _INSTR = re.compile(r"^(@!?%\w+\s+)?([a-z][\w.]*)\s*(.*?);?\s*$")
+
+
+Coef = int | str  # a lane stride: bytes, VAR or UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -44,11 +48,11 @@ class Entry:
     exits: set[int] = field(default_factory=set)  # label indices whose block only returns
     guards: dict[int, str] = field(default_factory=dict)  # a conditional branch's index -> its predicate register
 
-    def lines(self, pred) -> Counter[tuple[str, int]]:  # noqa: ANN001 - a predicate on Instr
+    def lines(self, pred: Callable[[Instr], bool]) -> Counter[tuple[str, int]]:
         """(file, line) -> how many of its instructions match ``pred``, loop depth first in ties."""
         return Counter((i.file, i.line) for i in self.instrs if pred(i))
 
-    def hottest(self, pred) -> tuple[str, int] | None:  # noqa: ANN001
+    def hottest(self, pred: Callable[[Instr], bool]) -> tuple[str, int] | None:
         """The line whose matching instructions sit in the most loops (then the most of them)."""
         best: dict[tuple[str, int], tuple[int, int]] = {}
         for i in self.instrs:
@@ -57,7 +61,7 @@ class Entry:
                 best[(i.file, i.line)] = (max(depth, i.loops), count + 1)
         return max(best, key=lambda k: best[k]) if best else None
 
-    def count(self, pred) -> int:  # noqa: ANN001
+    def count(self, pred: Callable[[Instr], bool]) -> int:
         return sum(1 for i in self.instrs if pred(i))
 
 
@@ -194,19 +198,19 @@ def branch_around_loop(entry: Entry) -> tuple[str, int] | None:
 
 VAR = "var"  # a coefficient known only at run time (a kernel parameter, a block size)
 UNKNOWN = "?"  # the value depends on data (a load), or on the lane in a way kprof does not follow
-Coef = "int | str"
 _IMM = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
 
 
-def _add(a, b, sign: int = 1):  # noqa: ANN001, ANN202
+def _add(a: Coef, b: Coef, sign: int = 1) -> Coef:
     if UNKNOWN in (a, b):
         return UNKNOWN
     if VAR in (a, b):
         return VAR
+    assert isinstance(a, int) and isinstance(b, int)
     return a + sign * b
 
 
-def _mul(a, b, a_imm: int | None, b_imm: int | None):  # noqa: ANN001, ANN202
+def _mul(a: Coef, b: Coef, a_imm: int | None, b_imm: int | None) -> Coef:
     if UNKNOWN in (a, b):
         return UNKNOWN
     if a == 0 and b == 0:

@@ -9,7 +9,8 @@ adding a class here and an entry in RULES; ``kprof cases --perf`` proves each on
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from kprof.diagnose import ptxscan
 from kprof.diagnose.facts import FAST_FP64, Facts
@@ -39,7 +40,7 @@ def _amdahl(share: float, speedup: float) -> float:
     return 1.0 / ((1.0 - share) + share / max(speedup, 1e-9))
 
 
-def _ptx_line(f: Facts, pred, why: str) -> Line | None:  # noqa: ANN001
+def _ptx_line(f: Facts, pred: Callable[[ptxscan.Instr], bool], why: str) -> Line | None:
     if f.entry is None:
         return None
     hit = f.entry.hottest(pred)
@@ -83,7 +84,7 @@ class Uncoalesced:
         if worst is None:
             return None
         i, coef = worst
-        what = "a run-time value" if coef == ptxscan.VAR else f"{abs(coef)} bytes"
+        what = f"{abs(coef)} bytes" if isinstance(coef, int) else "a run-time value"
         return Line(i.file, i.line, f"lanes of a warp {what} apart ({i.op})"), coef, ptxscan.width(i)
 
     def check(self, f: Facts) -> Cause | None:
@@ -104,7 +105,7 @@ class Uncoalesced:
             if found is None:
                 return None
             excess = 32.0 / width  # every lane its own sector
-            stride = "a run-time value" if found[1] == ptxscan.VAR else f"{abs(found[1])} B"
+            stride = f"{abs(found[1])} B" if isinstance(found[1], int) else "a run-time value"
             ev = (("bytes between neighbouring lanes' addresses (the PTX's arithmetic on threadIdx.x)", stride),)
             basis = f"a sector a lane: {excess:.0f}x the sectors consecutive lanes need"
             line = found[0]
@@ -220,7 +221,7 @@ class _Occupancy:
         k = lifted.occupancy / occ.occupancy
         return self._cause(f, occ, lifted, k, why)
 
-    def _cause(self, f, occ, lifted, k, why):  # noqa: ANN001, ANN202
+    def _cause(self, f: Facts, occ: Any, lifted: Any, k: float, why: str) -> Cause:
         raise NotImplementedError
 
 
@@ -228,7 +229,7 @@ class OccupancyRegisters(_Occupancy):
     id = "occupancy-registers"
     limiter = "registers"
 
-    def _cause(self, f, occ, lifted, k, why):  # noqa: ANN001, ANN202
+    def _cause(self, f: Facts, occ: Any, lifted: Any, k: float, why: str) -> Cause:
         return Cause(self.id, f"occupancy limited by registers: {f.registers} a thread allow {occ.describe()}",
                      (("registers", str(f.registers)), ("occupancy", f"{occ.occupancy:.0%}"), ("latency-bound", why)),
                      f"cap the registers (__launch_bounds__({f.threads_per_block}, "
@@ -242,7 +243,7 @@ class OccupancyShared(_Occupancy):
     id = "occupancy-shared"
     limiter = "shared memory"
 
-    def _cause(self, f, occ, lifted, k, why):  # noqa: ANN001, ANN202
+    def _cause(self, f: Facts, occ: Any, lifted: Any, k: float, why: str) -> Cause:
         return Cause(self.id, f"occupancy limited by shared memory: {f.shared_static + f.shared_dynamic:,} bytes a "
                      f"block allow {occ.describe()}",
                      (("shared memory a block", f"{f.shared_static + f.shared_dynamic:,} B"),
@@ -290,7 +291,7 @@ class Divergence:
         line = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
         if not f.counters:
             lane = ptxscan.lane_branch(f.entry) if f.entry else None
-            if lane is None:
+            if lane is None or f.entry is None:
                 return None
             at = next((a for a, _t, c in f.entry.branches if c and (f.entry.instrs[a].file, f.entry.instrs[a].line) == lane),
                       None)
@@ -383,8 +384,8 @@ class Fp64:
                     ev.append(("FP64 pipe", f"{busy:.0%}"))
         if not ests:
             return None
-        est, basis = max(ests)
-        est = _cap(est, f)
+        best, basis = max(ests)
+        est = _cap(best, f)
         if est is None or est < 1.1:
             return None
         return Cause(self.id, "FP64 math in float code (a double constant or function promotes it)", tuple(ev),

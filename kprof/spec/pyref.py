@@ -26,7 +26,9 @@ from typing import Any
 from kprof import inputs
 from kprof.errors import InputError, UserCodeError
 
-MAX_PY_BYTES = 2 * 1024 * 1024  # a reference or baseline file, parsed to check its function's parameters: 2 MiB parse in well under a second (15 MB took 38 s and 6 GB)
+# a reference or baseline file, parsed to check its function's parameters: 2 MiB parse in well under a
+# second (15 MB took 38 s and 6 GB)
+MAX_PY_BYTES = 2 * 1024 * 1024
 PREFIX = "python:"  # how a resolved Python reference is stored in a spec: python:/abs/refs.py:fn
 _FILE_REF = re.compile(r"^(?P<file>[^\s:\[\]()]+\.py):(?P<func>[A-Za-z_]\w*)$")
 _MODULE_REF = re.compile(r"^(?P<module>[A-Za-z_]\w*(\.[A-Za-z_]\w*)*):(?P<func>[A-Za-z_]\w*)$")
