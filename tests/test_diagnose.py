@@ -309,7 +309,9 @@ def test_cases_perf_end_to_end_on_a_fake_device(monkeypatch, data_dir):
         return SimpleNamespace(points=[SimpleNamespace(kernel=n, status="ok", params={}, summary={"median": times[n]},
                                                        message="") for n in names])
 
-    def profile(prepared, params, **kw):
+    def profile(prepared, params, report_dir=None, **kw):
+        if report_dir is not None:  # ncu's full set leaves its report there
+            (report_dir / f"{prepared.spec.name}.ncu-rep").write_bytes(b"")
         p = _profile(prepared, times[prepared.spec.name], global_load_sectors_per_request=32.0,
                      global_store_sectors_per_request=32.0)
         if prepared.spec.name == "tail_wave":
@@ -319,7 +321,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(monkeypatch, data_dir):
     monkeypatch.setattr(api, "run_bench", bench)
     monkeypatch.setattr(api, "profile_prepared", profile)
     monkeypatch.setattr(stage, "_timed", lambda prepared, timeout: SimpleNamespace(device=H200, time_ms=None))
-    monkeypatch.setattr(api, "_ncu_rules", lambda report: ncu.parse_rules(
+    monkeypatch.setattr(ncu, "rules_of", lambda report: ncu.parse_rules(
         (data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text()))
     corpus = [c for c in perfcases.load_all(catalog.group("perf")) if c.name in ("copy_uncoalesced", "tail_wave")]
     results = api.run_perf_cases(corpus)

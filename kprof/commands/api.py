@@ -505,73 +505,39 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
                    progress: Callable[[Any], None] | None = None) -> list[Any]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
     (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
-    each, in order. A Ctrl-C ends the run with the cases judged so far."""
-    from kprof.corpus import perfcases
-    from kprof.spec import catalog
-
-    require_gpu(None)
-    out = []
-    try:
-        for case in corpus if corpus is not None else perfcases.load_all(catalog.group("perf")):
-            result = _perf_case(case, arch=arch, timeout=timeout)
-            out.append(result)
-            if progress is not None:
-                progress(result)
-    except KeyboardInterrupt:
-        pass
-    return out
-
-
-def _perf_case(case: Any, *, arch: str | None, timeout: float) -> Any:
+    each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases judged so far."""
     import tempfile
 
-    from kprof.build import occupancy
     from kprof.commands import pipeline
     from kprof.corpus import perfcases
-    from kprof.diagnose import gather, ncurules
-    from kprof.diagnose.facts import FP64_PER_SM_CLOCK
+    from kprof.spec import catalog
+    from kprof.tools import ncu
 
-    try:
-        report = run_bench([case.name, f"{case.name}_fixed"], baseline="none", max_time=0.5, min_time=0.2, arch=arch,
-                           timeout=timeout, history=False)
-        times = {p.kernel: (p.summary or {}).get("median") if p.status == "ok" else None for p in report.points}
-        bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
-        bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
-               if p.status != "ok"]
+    require_gpu(None)
+
+    def bench(names: list[str]) -> Any:
+        return run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout, history=False)
+
+    def diagnosed(case: Any, seconds: float | None) -> tuple[Any, list[Any], str]:
         prepared = pipeline.prepare(case.spec, None, arch=arch)
         with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
             profiles = profile_prepared(prepared, params={}, set_name="full", report_dir=Path(tmp), timeout=timeout)
-            rules = _ncu_rules(Path(tmp) / f"{case.spec.name}.ncu-rep")
-        d = diagnose_prepared(prepared, profiles, seconds=bug, timeout=timeout)
-        base = prepared.built.arch.rstrip("af")
-        per = FP64_PER_SM_CLOCK.get(base)
-        ratio = per / occupancy.limits_for(base).fp32_lanes if per else None
-        source = case.spec.source.read_text(errors="replace").splitlines()
-        entry_line = next((k for k, t in enumerate(source, 1) if "__global__" in t), 0)
-        result = perfcases.judge(case, d, bug / twin if bug and twin else None,
-                                 control=perfcases.control_here(case, ratio),
-                                 launch_line=gather._launch_line(case.spec), entry_line=entry_line)
-        result.error = "; ".join(bad)
-        result.diagnosis = d.to_dict()
-        if rules:
-            v = ncurules.verdict(rules)
-            result.ncu_rule, result.ncu_cause, result.ncu_speedup, result.ncu_proposed = (v.rule, v.cause, v.speedup,
-                                                                                          v.proposed)
-        return result
-    except KprofError as exc:
-        return perfcases.PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, False, False, None,
-                                    None, None, error=str(exc).splitlines()[0])
+            report = Path(tmp) / f"{case.spec.name}.ncu-rep"
+            try:
+                rules = ncu.rules_of(report) if report.is_file() else []
+            except KprofError:
+                rules = []
+        return diagnose_prepared(prepared, profiles, seconds=seconds, timeout=timeout), rules, prepared.built.arch
 
-
-def _ncu_rules(report: Path) -> list[Any]:
-    from kprof.tools import ncu
-
-    if not report.is_file():
-        return []
+    out = []
     try:
-        return ncu.rules_of(report)
-    except KprofError:
-        return []
+        for case in corpus if corpus is not None else perfcases.load_all(catalog.group("perf")):
+            out.append(perfcases.run_case(case, bench=bench, diagnosed=diagnosed))
+            if progress is not None:
+                progress(out[-1])
+    except KeyboardInterrupt:
+        pass
+    return out
 
 
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,

@@ -15,11 +15,12 @@ says whether the first cause is right, at the right line, its estimate within :d
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kprof import spec as spec_mod
-from kprof.errors import SpecError
+from kprof.errors import KprofError, SpecError
 
 WITHIN = 1.5  # an estimate within this factor of the measured gain (either way) is right
 _PERF = re.compile(r"//\s*PERF\b")
@@ -185,6 +186,40 @@ def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bo
                       first.line.show() if first and first.line else None, bool(first and first.rule == case.expect.cause),
                       line_right, est, measured, est_right, first.gain.tried if first else "",
                       first.gain.measured if first else None, diagnosis.mode, causes)
+
+
+def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
+             diagnosed: Callable[[PerfCase, float | None], tuple[Any, list[Any], str]]) -> PerfResult:
+    """One case: ``bench([case, twin])`` (one ``kprof bench`` run: the measured gain), ``diagnosed(case,
+    seconds)`` (its diagnosis, Nsight Compute's rules, the architecture), then :func:`judge`. The command
+    layer gives both; a kprof error is the case's, the others still run."""
+    from kprof.build import occupancy
+    from kprof.diagnose import gather, ncurules
+    from kprof.diagnose.facts import FP64_PER_SM_CLOCK
+
+    try:
+        report = bench([case.name, f"{case.name}_fixed"])
+        times = {p.kernel: (p.summary or {}).get("median") if p.status == "ok" else None for p in report.points}
+        bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
+        bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
+               if p.status != "ok"]
+        d, rules, arch = diagnosed(case, bug)
+        base = arch.rstrip("af")
+        per = FP64_PER_SM_CLOCK.get(base)
+        ratio = per / occupancy.limits_for(base).fp32_lanes if per else None
+        source = case.spec.source.read_text(errors="replace").splitlines()
+        entry_line = next((k for k, t in enumerate(source, 1) if "__global__" in t), 0)
+        result = judge(case, d, bug / twin if bug and twin else None, control=control_here(case, ratio),
+                       launch_line=gather.launch_line(case.spec), entry_line=entry_line)
+        result.error = "; ".join(bad)
+        result.diagnosis = d.to_dict()
+        if rules:
+            v = ncurules.verdict(rules)
+            result.ncu_rule, result.ncu_cause, result.ncu_speedup, result.ncu_proposed = v.rule, v.cause, v.speedup, v.proposed
+        return result
+    except KprofError as exc:
+        return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, False, False, None, None, None,
+                          error=str(exc).splitlines()[0])
 
 
 def tally(results: list[PerfResult]) -> dict[str, Any]:

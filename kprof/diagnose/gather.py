@@ -17,7 +17,7 @@ from kprof.measure.profiling import KernelProfile
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
-def _launch_line(spec: Any) -> int:
+def launch_line(spec: Any) -> int:
     try:
         text = spec.path.read_text(errors="replace")[:MAX_SOURCE_BYTES]
     except (OSError, AttributeError):
@@ -84,7 +84,7 @@ def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str
         sm_count=sm_count, blocks=r.grid[0] * r.grid[1] * r.grid[2], threads_per_block=r.threads_per_block,
         launches=max(1, len(kernel_steps)), spec_bytes=r.bytes, spec_flops=r.flops, math=spec.math,
         ceiling_bytes_per_s=ceiling, peak_flops=peak_flops, sm_hz=sm_hz, entry=entry, source=spec.source,
-        source_lines=source_lines, spec_path=spec.path, launch_line=_launch_line(spec),
+        source_lines=source_lines, spec_path=spec.path, launch_line=launch_line(spec),
         shared_static=usage.shared_static if usage else 0, shared_dynamic=r.shared_mem,
         registers=usage.registers if usage else profile.registers,
         spill_bytes=(usage.spill_stores + usage.spill_loads) if usage else 0, notes=notes,
