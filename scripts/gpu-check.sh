@@ -41,7 +41,8 @@
 #            CUDA), and the same for the kernels of PERF_KERNELS; each cubin's SASS with line information (nvdisasm); then kprof profile's diagnosis (tries
 #            included) on each case, and kprof cases --perf (PERF_DIAGNOSE=0 leaves them out)
 #   perfcases  kprof cases --perf (the diagnosis on the performance corpus, each case benched beside its twin,
-#            tries included), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave)
+#            tries included), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave), and
+#            kprof profile -- python3 examples/transformer_step.py (eager and --compile): the kernels ranked
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -405,6 +406,11 @@ if has perfcases; then
     for k in ${PERF_SHOW:-tail_wave}; do
         step "diagnose-$k" $KPROF profile "$k"
     done
+    # where a real PyTorch program spends a training step (examples/transformer_step.py), eager and compiled
+    if python3 -c "import torch" 2>/dev/null; then
+        step profile-transformer-eager $KPROF profile --range step --launch-count 2000 -- python3 examples/transformer_step.py
+        step profile-transformer-compile $KPROF profile --range step --launch-count 2000 -- python3 examples/transformer_step.py --compile
+    fi
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
     # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then
