@@ -16,8 +16,9 @@ from typing import Any
 
 from kprof.version import __version__
 
-__all__ = ["BenchReport", "RunReport", "SanitizeReport", "__version__", "load", "prestart_tests", "profile", "range", "run",
-           "run_bench", "run_bench_cases", "run_cases", "run_mutants", "run_peak", "sanitize", "sanitize_tests"]
+__all__ = ["BenchReport", "RunReport", "SanitizeReport", "__version__", "diagnose", "load", "prestart_tests", "profile",
+           "range", "run", "run_bench", "run_bench_cases", "run_cases", "run_mutants", "run_peak", "run_perf_cases",
+           "sanitize", "sanitize_tests"]
 
 
 def __dir__() -> list[str]:
@@ -32,7 +33,8 @@ def __getattr__(name: str) -> Any:
 
         return range_
     if name in ("run", "run_bench", "run_bench_cases", "run_cases", "run_mutants", "run_peak", "sanitize", "sanitize_tests",
-                "prestart_tests", "profile", "load", "BenchReport", "RunReport", "SanitizeReport"):
+                "prestart_tests", "profile", "load", "BenchReport", "RunReport", "SanitizeReport", "diagnose",
+                "run_perf_cases"):
         from kprof.commands import api
 
         return getattr(api, name)
