@@ -238,11 +238,11 @@ def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> 
             "ruleIndex": kinds.index(f.kind),
             "level": "error",
             "message": {"text": f"{f.tool}: {text}"},
-            "locations": [loc] if (loc := _location(f.file, f.line, root)) else [],
+            "locations": [loc] if (loc := sarif_location(f.file, f.line, root)) else [],
             "properties": {"kernel": f.kernel, "thread": f.thread, "block": f.block, "buffer": f.buffer,
                            "count": f.count, "launch": f.launch, "launches": f.launches},
         }  # fmt: skip
-        if f.other and (other := _location(f.other.file, f.other.line, root)):
+        if f.other and (other := sarif_location(f.other.file, f.other.line, root)):
             result["relatedLocations"] = [dict(other, id=1, message={"text": f"the other access ({f.other.access})"})]
         sarif_results.append(result)
     run: dict[str, Any] = {"tool": {"driver": {"name": "kprof", "version": tool_version, "rules": rules}},
@@ -267,7 +267,8 @@ def _invocation(results: list[Any]) -> dict[str, Any]:
     return out
 
 
-def _location(path: str | None, line: int | None, root: str | None) -> dict[str, Any] | None:
+def sarif_location(path: str | None, line: int | None, root: str | None) -> dict[str, Any] | None:
+    """A SARIF location: under ``root``, relative to SRCROOT; else an absolute file URI; percent-encoded."""
     if not path:
         return None
     base = root.rstrip("/") + "/" if root else None

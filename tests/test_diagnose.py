@@ -238,8 +238,14 @@ def test_render_json_and_sarif():
     assert "try B=2: verified" in text and "cannot see: coalescing" in text
     json.dumps(d.to_dict())
     res = sarif_results(d, root="/repo")
-    assert res[0]["ruleId"] == "kprof.perf.atomics"
-    assert res[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "k.cu"
+    assert res[0]["ruleId"] == "kprof.perf.atomics" and "9.50x measured" in res[0]["message"]["text"]
+    assert res[0]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "k.cu", "uriBaseId": "SRCROOT"}
+    assert res[0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 6}
+    from kprof.diagnose.model import to_sarif
+
+    doc = to_sarif([d], "0.0", root="/repo")
+    assert doc["version"] == "2.1.0" and doc["runs"][0]["results"][0]["ruleIndex"] == 0
+    assert doc["runs"][0]["tool"]["driver"]["rules"] == [{"id": "kprof.perf.atomics", "name": "kprof.perf.atomics"}]
 
 
 def test_cases_perf_list(capsys):

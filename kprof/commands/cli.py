@@ -274,6 +274,8 @@ def _profile(sub: Any) -> None:
                         "--try BLOCK=128,256 (the diagnosis reports each one's measured gain)")
     p.add_argument("--no-try", dest="no_try", action="store_true",
                    help="no tries of kprof's own choosing for the first cause (only those --try names)")
+    p.add_argument("--sarif", metavar="FILE", help="also write the diagnosis's causes as SARIF 2.1.0 (one result per "
+                   "cause, at its line), for code review tools")
     _common(p, arch="the GPU's", timeout=600.0, json_help="print the typed report as JSON")
 
 

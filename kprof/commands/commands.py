@@ -403,6 +403,11 @@ def cmd_profile(opts: ProfileOptions) -> int:
 
         plot.roofline(profiles, Path(opts.plot))
     _profile_output(profiles, errors, opts.json, diagnoses)
+    if opts.sarif:
+        from kprof.diagnose.model import to_sarif
+        from kprof.version import __version__
+
+        _write_json(Path(opts.sarif), to_sarif(diagnoses, __version__, root=str(Path.cwd())))
     return EXIT_CUDA if errors else EXIT_OK
 
 

@@ -107,6 +107,7 @@ class ProfileOptions(_OnGpu):
     param: Sweep
     tries: list[list[str]]
     no_try: bool
+    sarif: str | None
 
 
 @dataclass(frozen=True, kw_only=True)

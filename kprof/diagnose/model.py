@@ -114,19 +114,37 @@ def render(d: Diagnosis) -> str:
 
 
 def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]:
-    """One SARIF-like result per cause (ruleId, message, location), as kprof sanitize writes findings."""
+    """One SARIF result per cause (its rule ``kprof.perf.RULE``, a warning, the change and the gain in the
+    message, the line as its location; the lines the change also touches as related locations)."""
+    from kprof.findings import sarif_location
+
     results = []
     for c in d.causes:
         g = c.gain
-        gain = (f"{g.measured:.2f}x measured" if g.measured is not None else
+        gain = (f"{g.measured:.2f}x measured ({g.tried})" if g.measured is not None else
                 f"{g.estimate:.2f}x estimated" if g.estimate is not None else "gain not estimated")
         result: dict[str, Any] = {"ruleId": f"kprof.perf.{c.rule}", "level": "warning",
-                                  "message": {"text": f"{d.kernel}: {c.title}. {c.change} ({gain})"}}
-        if c.line is not None:
-            uri = c.line.file
-            if root and uri.startswith(root.rstrip("/") + "/"):
-                uri = uri[len(root.rstrip("/")) + 1:]
-            result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": uri},
-                                                         "region": {"startLine": max(c.line.line, 1)}}}]
+                                  "message": {"text": f"{d.kernel}: {c.title}. {c.change} ({gain}; {g.basis})"},
+                                  "properties": {"kernel": d.kernel, "estimate": g.estimate, "measured": g.measured,
+                                                 "evidence": dict(c.evidence)}}
+        loc = sarif_location(c.line.file, c.line.line, root) if c.line else None
+        result["locations"] = [loc] if loc else []
+        related = [dict(x, id=k, message={"text": extra.why}) for k, extra in enumerate(c.also, 1)
+                   if (x := sarif_location(extra.file, extra.line, root))]
+        if related:
+            result["relatedLocations"] = related
         results.append(result)
     return results
+
+
+def to_sarif(diagnoses: list[Diagnosis], tool_version: str, root: str | None = None) -> dict[str, Any]:
+    """SARIF 2.1.0 of ``kprof profile``'s diagnoses: one run, a rule per cause kind, a result per cause."""
+    results = [r for d in diagnoses for r in sarif_results(d, root)]
+    ids = sorted({r["ruleId"] for r in results})
+    for r in results:
+        r["ruleIndex"] = ids.index(r["ruleId"])
+    run: dict[str, Any] = {"tool": {"driver": {"name": "kprof", "version": tool_version,
+                                               "rules": [{"id": i, "name": i} for i in ids]}}, "results": results}
+    if root:
+        run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
