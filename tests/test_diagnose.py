@@ -20,6 +20,7 @@ from kprof.errors import UsageError
 from kprof.measure import profiling as prof
 from kprof.spec import catalog
 
+
 @pytest.fixture
 def ptx_compiler():
     """The PTX scan reads nvcc's PTX; where kprof builds with NVRTC (pip's CUDA 12 line), it has none."""
