@@ -434,14 +434,15 @@ def build(
         tmp.unlink(missing_ok=True)
 
 
-def ptx(spec: KernelSpec, arch: str | None = None, *, timeout: float = 300) -> str | None:
+def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None = None, timeout: float = 300) -> str | None:
     """The PTX of ``spec``'s source for ``arch``, with ``-lineinfo``'s ``.loc`` lines: what
     :mod:`kprof.diagnose.ptxscan` reads to name source lines without counters. Cached beside the
     cubin. None where it cannot be had: a Python operation, or NVRTC as the compiler (its child
-    builds cubins only); a compile error raises as :func:`build` does."""
+    builds cubins only: also when ``built``, the spec's cubin, came from NVRTC); a compile error raises as
+    :func:`build` does."""
     arch = check_arch(arch or detect_arch())
     target = spec.target_arch(arch)
-    if spec.python:
+    if spec.python or (built is not None and built.compiler.lower().startswith("nvrtc")):
         return None
     compiler = compiler_for(target)
     if compiler.kind != "nvcc":

@@ -470,15 +470,12 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[st
     from kprof.commands import pipeline
     from kprof.diagnose import stage
 
-    ptx, note = None, ""
-    if prepared.built.compiler.lower().startswith("nvrtc"):
-        note = "no PTX (the cubin came from NVRTC, which kprof runs for cubins only): no lines without counters"
-    else:
-        try:
-            ptx = build.ptx(prepared.spec, prepared.built.arch)
-        except KprofError as exc:
-            note = f"no PTX: {str(exc).splitlines()[0]}"
     arch = prepared.built.arch
+    try:
+        ptx = build.ptx(prepared.spec, arch, built=prepared.built)
+        note = "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"
+    except KprofError as exc:
+        ptx, note = None, f"no PTX: {str(exc).splitlines()[0]}"
 
     def bench(name: str, sizes: dict[str, int], sweep: str) -> Any:  # a try: one kprof bench run, no history
         return run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[sweep], baseline="none",
@@ -522,11 +519,7 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
         prepared = pipeline.prepare(case.spec, None, arch=arch)
         with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
             profiles = profile_prepared(prepared, params={}, set_name="full", report_dir=Path(tmp), timeout=timeout)
-            report = Path(tmp) / f"{case.spec.name}.ncu-rep"
-            try:
-                rules = ncu.rules_of(report) if report.is_file() else []
-            except KprofError:
-                rules = []
+            rules = ncu.rules_of(Path(tmp) / f"{case.spec.name}.ncu-rep")
         return diagnose_prepared(prepared, profiles, seconds=seconds, timeout=timeout), rules, prepared.built.arch
 
     out = []

@@ -193,9 +193,8 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
     """One case: ``bench([case, twin])`` (one ``kprof bench`` run: the measured gain), ``diagnosed(case,
     seconds)`` (its diagnosis, Nsight Compute's rules, the architecture), then :func:`judge`. The command
     layer gives both; a kprof error is the case's, the others still run."""
-    from kprof.build import occupancy
     from kprof.diagnose import gather, ncurules
-    from kprof.diagnose.facts import FP64_PER_SM_CLOCK
+    from kprof.diagnose.facts import fp64_ratio_of, kernel_line
 
     try:
         report = bench([case.name, f"{case.name}_fixed"])
@@ -204,13 +203,9 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
         bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
                if p.status != "ok"]
         d, rules, arch = diagnosed(case, bug)
-        base = arch.rstrip("af")
-        per = FP64_PER_SM_CLOCK.get(base)
-        ratio = per / occupancy.limits_for(base).fp32_lanes if per else None
         source = case.spec.source.read_text(errors="replace").splitlines()
-        entry_line = next((k for k, t in enumerate(source, 1) if "__global__" in t), 0)
-        result = judge(case, d, bug / twin if bug and twin else None, control=control_here(case, ratio),
-                       launch_line=gather.launch_line(case.spec), entry_line=entry_line)
+        result = judge(case, d, bug / twin if bug and twin else None, control=control_here(case, fp64_ratio_of(arch)),
+                       launch_line=gather.launch_line(case.spec), entry_line=kernel_line(source, case.spec.entry))
         result.error = "; ".join(bad)
         result.diagnosis = d.to_dict()
         if rules:

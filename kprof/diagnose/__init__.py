@@ -9,22 +9,26 @@ the causes ranked by their gain, each with its evidence, line, change and estima
 
 from __future__ import annotations
 
-from kprof.diagnose.facts import Facts
+from kprof.diagnose.facts import LATENCY_BELOW, Facts
 from kprof.diagnose.model import MIN_GAIN, Cause, Diagnosis
+from kprof.measure.profiling import KernelProfile
 
-LATENCY_BELOW = 0.6  # no unit busier than this: the kernel waits (latency), it is not bound by a unit
 
-
-def units(f: Facts) -> dict[str, float]:
-    """The roofline's levels kprof can see, each a share of its peak."""
-    p = f.profile
+def profile_units(p: KernelProfile) -> dict[str, float]:
+    """The roofline's levels a profile measured, each a share of its peak (none without counters)."""
     seen = {
         "DRAM": p.of_ceiling if p.of_ceiling is not None else p.dram_fraction,
         "L2": p.l2_throughput, "L1/shared": p.l1_throughput, "shared pipe": p.shared_fraction,
         "FP32 pipe": p.fma_pipe, "FP64 pipe": p.fp64_pipe, "tensor pipe": p.tensor_pipe, "LSU": p.lsu_pipe,
         "ALU": p.alu_pipe, "issue": p.issue_active,
     }  # fmt: skip
-    out = {k: v for k, v in seen.items() if v is not None}
+    return {k: v for k, v in seen.items() if v is not None}
+
+
+def units(f: Facts) -> dict[str, float]:
+    """The roofline's levels kprof can see, each a share of its peak: the profile's, and without counters
+    the spec's work against the roofs."""
+    out = profile_units(f.profile)
     if not f.counters:
         mem = f.memory_fraction()
         if mem is not None:

@@ -24,6 +24,29 @@ FP64_PER_SM_CLOCK = {
     "sm_100": 64, "sm_120": 2, "sm_121": 2,
 }  # fmt: skip
 FAST_FP64 = 1 / 4  # an FP64:FP32 ratio at or above this is "many FP64 units"
+LATENCY_BELOW = 0.6  # no unit busier than this: the kernel waits (latency), it is not bound by a unit
+
+
+def fp64_ratio_of(arch: str) -> float | None:
+    """This architecture's FP64 rate over its FP32 rate (1/2 on H100 and H200, 1/64 on an RTX 4090)."""
+    base = arch.rstrip("af")
+    per = FP64_PER_SM_CLOCK.get(base)
+    try:
+        return per / occupancy.limits_for(base).fp32_lanes if per else None
+    except Exception:  # noqa: BLE001 - an architecture kprof has no table for
+        return None
+
+
+def kernel_line(source_lines: tuple[str, ...] | list[str], name: str) -> int:
+    """The line declaring kernel ``name`` (``__global__ ... name(``), else the first ``__global__`` line, else 0."""
+    first = 0
+    for k, text in enumerate(source_lines, 1):
+        code = text.split("//", 1)[0]
+        if "__global__" in code:
+            if re.search(rf"\b{re.escape(name)}\s*\(", code):
+                return k
+            first = first or k
+    return first
 
 
 @dataclass(frozen=True)
@@ -73,9 +96,7 @@ class Facts:
             return None
 
     def fp64_ratio(self) -> float | None:
-        lim = self.limits
-        per = FP64_PER_SM_CLOCK.get(self.arch.rstrip("af"))
-        return per / lim.fp32_lanes if lim and per else None
+        return fp64_ratio_of(self.arch)
 
     def time_at_roof(self) -> float | None:
         parts = []
@@ -104,5 +125,4 @@ class Facts:
         return 0
 
     def entry_line(self) -> int:
-        return self.source_line(rf"__global__[^(]*\b{re.escape(self.profile.kernel.split(':')[-1].split('[')[0])}\s*\(") \
-            or self.source_line(r"__global__")
+        return kernel_line(self.source_lines, self.profile.kernel.split(":")[-1].split("[")[0])

@@ -29,8 +29,7 @@ def launch_line(spec: Any) -> int:
 
 
 def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str | None = None, timed: Any = None,
-              peak: dict[str, Any] | None = None, seconds: float | None = None,
-              recorded: dict[str, Any] | None = None, ptx_note: str = "") -> Facts:
+              peak: dict[str, Any] | None = None, seconds: float | None = None, ptx_note: str = "") -> Facts:
     """The facts of ``prepared`` (a :class:`kprof.commands.pipeline.Prepared`): ``timed`` a
     :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
     and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench)."""
@@ -69,10 +68,6 @@ def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str
     peak_flops = profile.roofline.peak_flops
     if peak_flops is None and theory:
         peak_flops = theory["tensor_flops_per_s"] if spec.math == "tensor" else theory["fp32_flops_per_s"]
-    if recorded:  # a replay: what the GPU gave when the diagnosis was made
-        sm_count, sm_hz = recorded.get("sm_count"), recorded.get("sm_hz")
-        ceiling, peak_flops = recorded.get("ceiling_bytes_per_s"), recorded.get("peak_flops")
-        seconds = recorded.get("seconds")
     usage = None
     try:
         usage = built.usage_of(spec.entry)

@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kprof.diagnose import profile_units
+from kprof.diagnose.facts import LATENCY_BELOW
 from kprof.measure.profiling import KernelProfile
 
 MAX_HEADROOM = 100.0  # a unit below 1% busy says little about its roof: the headroom is capped here
@@ -38,12 +40,6 @@ def _base_name(label: str) -> str:
     return re.sub(r"#\d+$", "", label)
 
 
-def _units(p: KernelProfile) -> dict[str, float]:
-    seen = {"DRAM": p.dram_fraction, "L2": p.l2_throughput, "L1/shared": p.l1_throughput, "FP32 pipe": p.fma_pipe,
-            "FP64 pipe": p.fp64_pipe, "tensor pipe": p.tensor_pipe, "issue": p.issue_active}
-    return {k: v for k, v in seen.items() if v is not None}
-
-
 def rank(profiles: list[KernelProfile]) -> list[Ranked]:
     """The kernels of the profiled launches, most GPU time first."""
     groups: dict[str, list[KernelProfile]] = {}
@@ -56,12 +52,12 @@ def rank(profiles: list[KernelProfile]) -> list[Ranked]:
         weights = [(p.duration_s or 0.0) for p in ps]
         merged: dict[str, float] = {}
         for p, w in zip(ps, weights):
-            for unit, v in _units(p).items():
+            for unit, v in profile_units(p).items():
                 merged[unit] = merged.get(unit, 0.0) + v * (w / secs if secs else 1 / len(ps))
         if merged:
             unit, busy = max(merged.items(), key=lambda kv: kv[1])
             head = min(MAX_HEADROOM, 1.0 / busy) if busy > 0 else MAX_HEADROOM
-            limiter = unit if busy >= 0.6 else f"latency (busiest: {unit} {busy:.0%})"
+            limiter = unit if busy >= LATENCY_BELOW else f"latency (busiest: {unit} {busy:.0%})"
         else:
             busy, head, limiter = None, None, "unknown (no counters)"
         share = secs / total if total else 0.0

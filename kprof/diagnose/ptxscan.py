@@ -13,7 +13,6 @@ It is static: it says what a line does, not how often or how slowly. Pure, teste
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,10 +46,6 @@ class Entry:
     branches: list[tuple[int, int, bool]] = field(default_factory=list)  # (at, target index, conditional)
     exits: set[int] = field(default_factory=set)  # label indices whose block only returns
     guards: dict[int, str] = field(default_factory=dict)  # a conditional branch's index -> its predicate register
-
-    def lines(self, pred: Callable[[Instr], bool]) -> Counter[tuple[str, int]]:
-        """(file, line) -> how many of its instructions match ``pred``, loop depth first in ties."""
-        return Counter((i.file, i.line) for i in self.instrs if pred(i))
 
     def hottest(self, pred: Callable[[Instr], bool]) -> tuple[str, int] | None:
         """The line whose matching instructions sit in the most loops (then the most of them)."""
@@ -247,7 +242,6 @@ def _pass(entry: Entry) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]
         return v not in (0, UNKNOWN)
 
     strides: list[tuple[Instr, int | str]] = []
-    branches: dict[int, bool] = {}
     for i in entry.instrs:
         ops = [t.strip() for t in i.args.replace("{", "").replace("}", "").split(",")]
         op = i.op
@@ -292,12 +286,8 @@ def _pass(entry: Entry) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]
             forms[dst] = LANE if vals[0][0] % period else 0
         else:
             forms[dst] = UNKNOWN if any(v[0] != 0 for v in vals) else 0
-    # each conditional branch: its predicate's lane-ness (the guard is the instruction's "@%p" prefix)
-    for at, _tgt, cond in entry.branches:
-        if cond and at < len(entry.instrs):
-            branches[at] = False
-    for at in branches:
-        branches[at] = preds.get(entry.guards.get(at, ""), False)
+    # each conditional branch: whether its predicate (the "@%p" guard) can differ between lanes
+    branches = {at: preds.get(guard, False) for at, guard in entry.guards.items()}
     return strides, branches
 
 

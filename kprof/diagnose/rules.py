@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kprof.diagnose import ptxscan
-from kprof.diagnose.facts import FAST_FP64, Facts
+from kprof.diagnose.facts import FAST_FP64, LATENCY_BELOW, Facts
 from kprof.diagnose.model import Cause, Gain, Line
 
 
@@ -204,7 +204,7 @@ class _Occupancy:
             busy = max((x for x in (p.dram_fraction, p.fma_pipe, p.l1_throughput, p.l2_throughput,
                                     p.issue_active, p.fp64_pipe) if x is not None), default=0.0)
             top = max(p.stall_shares, key=lambda r: p.stall_shares[r]) if p.stall_shares else "?"
-            return busy < 0.6, f"no unit above {busy:.0%} busy; top stall {top}"
+            return busy < LATENCY_BELOW, f"no unit above {busy:.0%} busy; top stall {top}"
         mem = f.memory_fraction()
         return (mem is not None and mem < 0.5), f"memory at {mem:.0%} of its roof" if mem is not None else "?"
 

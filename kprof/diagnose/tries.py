@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kprof.diagnose.model import Cause, Gain
+from kprof.spec import sizeexpr
 
 MAX_AUTO = 4  # variants kprof tries by itself for one cause
 
@@ -55,7 +56,7 @@ def launch_defines(spec: Any) -> dict[str, int]:
             exprs += [*st.launch.grid, *st.launch.block]
     if spec.launch is not None:
         exprs += [*spec.launch.grid, *spec.launch.block]
-    named = {w for e in exprs for w in re.findall(r"[A-Za-z_]\w*", str(e))}
+    named = {w for e in exprs for w in sizeexpr.names(e)}
     out = {}
     for k, v in spec.defines:
         if k in named and re.fullmatch(r"\d+", str(v)):

@@ -131,11 +131,16 @@ def _times(k: float, x: float | None) -> float | None:
     return k * x if x is not None else None
 
 
-def _stalls(g: Getter) -> list[tuple[str, float]]:
-    """The five largest stall reasons (warps stalled per issued instruction), "selected" left out."""
-    found = [(r, g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio")) for r in STALL_REASONS
-             if r != "selected"]
-    return sorted(((r, v) for r, v in found if v), key=lambda rv: -rv[1])[:5]
+def _stall_ratios(g: Getter) -> dict[str, float]:
+    """Each stall reason ncu counted (warps stalled per issued instruction), "selected" (an issuing warp) left out."""
+    found = {r: g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio") for r in STALL_REASONS
+             if r != "selected"}
+    return {r: v for r, v in found.items() if v}
+
+
+def _stalls(ratios: dict[str, float]) -> list[tuple[str, float]]:
+    """The five largest stall reasons."""
+    return sorted(ratios.items(), key=lambda rv: -rv[1])[:5]
 
 
 def _sum(*xs: float | None) -> float | None:
@@ -143,12 +148,10 @@ def _sum(*xs: float | None) -> float | None:
     return sum(known) if known else None
 
 
-def _stall_shares(g: Getter) -> dict[str, float]:
-    """Each stall reason's share of all warp stalls ("selected", an issuing warp, left out)."""
-    found = {r: g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio") for r in STALL_REASONS
-             if r != "selected"}
-    total = sum(v for v in found.values() if v)
-    return {r: v / total for r, v in found.items() if v} if total else {}
+def _stall_shares(ratios: dict[str, float]) -> dict[str, float]:
+    """Each stall reason's share of all warp stalls."""
+    total = sum(ratios.values())
+    return {r: v / total for r, v in ratios.items()} if total else {}
 
 
 def _flops(g: Getter) -> float | None:
@@ -221,7 +224,8 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
     if math == "tensor":
         flops, peak_flops = spec_flops, ceilings.tensor_rate(arch, g("device__attribute_multiprocessor_count"), sm_hz)
     conflicts, shared_req, local = _shared_and_local(g)
-    stalls = _stalls(g)
+    ratios = _stall_ratios(g)
+    stalls = _stalls(ratios)
     theoretical, limiter, registers, block, advice = _occupancy(g, arch)
     dram_rate = _div(dram, duration)
     return KernelProfile(
@@ -275,7 +279,7 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
         l2_throughput=_div(g("lts__throughput.avg.pct_of_peak_sustained_elapsed"), 100),
         l1_bytes=g("l1tex__t_bytes.sum"),
         sm_active=_div(g("sm__cycles_active.avg"), g("sm__cycles_elapsed.avg")),
-        stall_shares=_stall_shares(g),
+        stall_shares=_stall_shares(ratios),
     )
 
 

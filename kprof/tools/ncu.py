@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kprof import proc
-from kprof.errors import NcuError, UsageError
+from kprof.errors import KprofError, NcuError, UsageError
 from kprof.launch import launch
 from kprof.launch.childresult import ChildResult
 from kprof.launch.job import Job, RunMode
@@ -329,6 +329,12 @@ def details_argv(ncu: str | Path, report: str | Path) -> list[str]:
 
 
 def rules_of(report: Path, timeout: float = 120.0) -> list[RuleResult]:
-    """Nsight Compute's rules for the kernels of a saved report (``--set full`` gives every rule)."""
-    done = proc.run(details_argv(proc.find_tool("ncu"), report), timeout=timeout)
+    """Nsight Compute's rules for the kernels of a saved report (``--set full`` gives every rule); none where
+    there is no report or ncu cannot read it back (the rules are a comparison, never the result)."""
+    if not report.is_file():
+        return []
+    try:
+        done = proc.run(details_argv(proc.find_tool("ncu"), report), timeout=timeout)
+    except KprofError:
+        return []
     return parse_rules(done.stdout)
