@@ -137,28 +137,6 @@ def label(f: Finding) -> str:
     return f"{f.tool} {f.kind} at {f.location()}"
 
 
-_CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")
-
-
-def explain(results: list[Any]) -> list[Any]:
-    """One bug, one headline: a values finding on a buffer that a memory error of the same run touched
-    (a race, a poison-following or wrong result on C after an out-of-bounds write to C) is marked as
-    its consequence (``extra["explained_by"]``), so the report leads with the cause."""
-    causes = {f.buffer: f for r in results if r.tool != "values" for f in r.findings
-              if f.buffer and f.kind in _CAUSES}
-    if not causes:
-        return results
-    out = []
-    for r in results:
-        if r.tool != "values":
-            out.append(r)
-            continue
-        marked = [replace(f, extra={**f.extra, "explained_by": label(causes[f.buffer])}) if f.buffer in causes else f
-                  for f in r.findings]
-        out.append(replace(r, findings=marked))
-    return out
-
-
 def buffer_detail(address: int, allocations: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     """Name the buffer an address belongs to or lies nearest, in the user's terms."""
     if not allocations:

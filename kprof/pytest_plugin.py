@@ -29,7 +29,7 @@ from typing import Any, Literal
 import pytest
 
 MARK = "kprof_sanitize"
-DEFAULT_TOOLS = "memcheck,racecheck,initcheck,synccheck"
+DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.checkers.for_tests), resolved when asked for
 
 
 def _safe(longrepr: Any) -> Any:
@@ -43,8 +43,9 @@ def _safe(longrepr: Any) -> Any:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kprof", "kprof: compute-sanitizer over each test")
     group.addoption("--kprof-sanitize", nargs="?", const=DEFAULT_TOOLS, default=None, metavar="TOOLS",
-                    help=f"run each selected test in its own process under these compute-sanitizer tools "
-                    f"(default {DEFAULT_TOOLS}) and fail it with their findings")
+                    help="run each selected test in its own process under these compute-sanitizer tools "
+                    "(default all: every tool that can check tests, kprof.tools.checkers.for_tests) and fail it "
+                    "with their findings")
     group.addoption("--kprof-timeout", default="600", metavar="S",
                     help="seconds one test may take under one tool before it counts as hung (default 600)")
     group.addoption("--kprof-keep-pools", action="store_true",

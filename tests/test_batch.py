@@ -84,22 +84,28 @@ def test_anything_but_a_clean_report_clears_no_job(batch_with, tmp_path, xml, do
 
 
 def test_run_many_runs_alone_each_job_the_batch_could_not_clear(monkeypatch, tmp_path):
+    from kprof.tools import checkers
+    from kprof.tools.checker import Settings
+
     alone = []
-    monkeypatch.setattr(san, "run_all", lambda job, tools, **kw: alone.append(job.target.sizes["N"]) or
-                        [ToolResult(tools[0], "findings", [], 1.0)])
+    monkeypatch.setattr(san, "run_tool", lambda job, tool, **kw: alone.append(job.target.sizes["N"]) or
+                        ToolResult(tool, "findings", [], 1.0))
+    monkeypatch.setattr(values, "run", lambda job, **kw: alone.append(job.target.sizes["N"]) or
+                        ToolResult("values", "findings", [], 1.0))
     monkeypatch.setattr(san, "run_batch", lambda jobs, tool, **kw: None)
     jobs = _jobs(3, tmp_path)
-    assert [r.status for r in san.run_many(jobs, "racecheck", scrub_cubin=None)] == ["findings"] * 3
+    assert [r.status for r in checkers.run_many(jobs, "racecheck", Settings())] == ["findings"] * 3
     assert alone == [100, 101, 102]
     alone.clear()
     monkeypatch.setattr(san, "run_batch", lambda jobs, tool, **kw: [ToolResult(tool, "clean", [], 1.0)] * len(jobs))
-    assert [r.status for r in san.run_many(jobs, "racecheck", scrub_cubin=None)] == ["clean"] * 3 and alone == []
+    assert [r.status for r in checkers.run_many(jobs, "racecheck", Settings())] == ["clean"] * 3 and alone == []
     # one job: its own child straight away, as before
-    assert [r.status for r in san.run_many(jobs[:1], "racecheck", scrub_cubin=None)] == ["findings"] and alone == [100]
+    assert [r.status for r in checkers.run_many(jobs[:1], "racecheck", Settings())] == ["findings"] and alone == [100]
+    assert checkers.run_many([], "racecheck", Settings()) == []  # no job, no child
     # the values detector: each finished job's own result; only the others alone
     alone.clear()
     monkeypatch.setattr(values, "run_batch", lambda jobs, **kw: [ToolResult("values", "clean", [], 1.0), None, None])
-    assert [r.status for r in san.run_many(jobs, "values", scrub_cubin=None)] == ["clean", "findings", "findings"]
+    assert [r.status for r in checkers.run_many(jobs, "values", Settings())] == ["clean", "findings", "findings"]
     assert alone == [101, 102]
 
 

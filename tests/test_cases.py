@@ -123,14 +123,14 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     import time
 
     from kprof.commands import api, pipeline
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools import checkers
     from kprof.tools.toolrun import ToolResult
 
     lock = threading.Lock()
     running: list[str] = []
     log: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []  # (tool, its jobs, what else was running)
 
-    def fake_run_many(jobs, tool, **kw):
+    def fake_run_many(jobs, tool, settings):
         with lock:
             log.append((tool, tuple(jobs), tuple(running)))
             running.append(tool)
@@ -142,7 +142,7 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(pipeline, "scrubber", lambda arch: (None, ""))
     monkeypatch.setattr(pipeline, "case_jobs", lambda case, arch: (f"{case.name}:bug", f"{case.name}:twin"))
-    monkeypatch.setattr(san, "run_many", fake_run_many)
+    monkeypatch.setattr(checkers, "run_many", fake_run_many)
     names = ["off_by_one", "missing_sync_raw", "global_race", "uninit_shared_read"]
     code = cli.main(["cases", *names, "--jobs", "4", "--json"])
     rows = json.loads(capsys.readouterr().out)
@@ -169,7 +169,7 @@ def test_the_plan_splits_each_tools_twins_to_fill_the_gpus_slots(width, parts):
         assert len(mine) == parts and [c.name for t in mine for c in t.cases] == [c.name for c in corpus]
     bugs = [t for t in shared if t.what == "bug"]
     assert sorted(t.cases[0].name for t in bugs) == sorted(c.name for c in corpus if c.expect.tool != "values")
-    assert alone.what == "values" and alone.cases == tuple(corpus)
+    assert [(t.what, t.tool, t.cases) for t in alone] == [("alone", "values", tuple(corpus))]
 
 
 def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
@@ -177,13 +177,13 @@ def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
     children, stepped as each ends and closed; the CLI prints the same results."""
     import kprof
     from kprof.commands import api, pipeline
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools import checkers
     from kprof.tools.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(pipeline, "scrubber", lambda arch: (None, ""))
     monkeypatch.setattr(pipeline, "case_jobs", lambda case, arch: (f"{case.name}:bug", f"{case.name}:twin"))
-    monkeypatch.setattr(san, "run_many", lambda jobs, tool, **kw: [ToolResult(tool, "clean", [], 0.0) for _ in jobs])
+    monkeypatch.setattr(checkers, "run_many", lambda jobs, tool, settings: [ToolResult(tool, "clean", [], 0.0) for _ in jobs])
     made = []
 
     class Steps:
@@ -200,7 +200,7 @@ def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
     results = kprof.run_cases(["off_by_one", "global_race"], jobs=2, progress=Steps)
     assert [r.case.name for r in results] == ["off_by_one", "global_race"] and not any(r.ok for r in results)
     (steps,) = made
-    assert steps.closed and len(steps.lines) == steps.total and steps.lines[-1].startswith("values values (2)")
+    assert steps.closed and len(steps.lines) == steps.total and steps.lines[-1].startswith("values alone (2)")
 
 
 def test_children_run_side_by_side_share_the_hosts_threads(monkeypatch):

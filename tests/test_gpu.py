@@ -109,7 +109,8 @@ def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
     """tests/data/kernels/tma_tile: y = x a box at a time through cp.async.bulk.tensor and the tensor map
     kprof encodes in the child (cuTensorMapEncodeTiled) and passes by value, at ragged sizes (the box
     past the edge arrives as zeros and is not stored), clean under every tool at its sanitize size."""
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools import checkers
+    from kprof.tools.checker import Settings
 
     spec = spec_mod.load(data_dir / "kernels" / "tma_tile.yaml")
     if why := spec.unsupported_on(build.detect_arch()):
@@ -118,7 +119,7 @@ def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
     results = launch.run_kernels(jobs)
     assert all(r.ok for r in results), [r.checks for r in results]
     for tool in ("memcheck", "racecheck", "initcheck", "synccheck"):
-        (found,) = san.run_all(jobs[0], [tool], scrub_cubin=None, timeout=120)
+        (found,) = checkers.run_all(jobs[0], [tool], Settings(timeout=120))
         assert found.status == "clean", (tool, found.findings)
 
 

@@ -9,7 +9,8 @@ from kprof.commands import cli, pipeline
 from kprof.corpus import cases
 from kprof.launch.job import RunMode
 from kprof.spec import catalog
-from kprof.tools import compute_sanitizer as sanitize
+from kprof.tools import checkers
+from kprof.tools.checker import Settings
 
 pytestmark = pytest.mark.gpu
 
@@ -30,7 +31,7 @@ def _unclean(result):
 @pytest.mark.parametrize("case", BUGS, ids=lambda c: c.name)
 def test_seeded_bug_is_caught(case):
     bug, _ = pipeline.case_jobs(case, None)
-    (result,) = sanitize.run_all(bug, [case.expect.tool], scrub_cubin=SCRUB)
+    (result,) = checkers.run_all(bug, [case.expect.tool], Settings(scrub_cubin=SCRUB))
     assert any(cases.matches(case, f) for f in result.findings), (
         f"{case.name}: expected {case.expect.tool} {case.expect.kind} at line {case.expect.line}\n"
         f"{_unclean(result)}")
@@ -39,22 +40,22 @@ def test_seeded_bug_is_caught(case):
 @pytest.mark.gpu_alone
 def test_the_values_detectors_seeded_bugs_are_caught():
     """Every values case's bug, in one child (each job's own findings), with the GPU to itself."""
-    results = sanitize.run_many([pipeline.case_jobs(c, None)[0] for c in VALUES_BUGS], "values", scrub_cubin=SCRUB)
+    results = checkers.run_many([pipeline.case_jobs(c, None)[0] for c in VALUES_BUGS], "values", Settings(scrub_cubin=SCRUB))
     missed = {c.name: _unclean(r) for c, r in zip(VALUES_BUGS, results) if not any(cases.matches(c, f) for f in r.findings)}
     assert len(VALUES_BUGS) >= 5 and not missed, "\n".join(f"{n}: {d}" for n, d in missed.items())
 
 
 def _all_clean(named_jobs, tool):
-    """Every job under ``tool``, in as few children as the tool allows (kprof.tools.compute_sanitizer.run_many:
+    """Every job under ``tool``, in as few children as the tool allows (kprof.tools.checkers.run_many:
     one child for all, each job alone only where that child reported something): each job's own
     result, and the unclean ones named."""
-    results = sanitize.run_many([j for _, j in named_jobs], tool, scrub_cubin=SCRUB)
+    results = checkers.run_many([j for _, j in named_jobs], tool, Settings(scrub_cubin=SCRUB))
     assert len(results) == len(named_jobs)
     return {name: _unclean(r) for (name, _), r in zip(named_jobs, results) if r.status != "clean"}
 
 
 @pytest.mark.parametrize("half", [0, 1])
-@pytest.mark.parametrize("tool", sanitize.ALL_TOOLS)
+@pytest.mark.parametrize("tool", checkers.names())
 def test_every_twin_is_clean(tool, half):
     """Each tool over the twins, in two children of half the corpus each (one took 49 s on an H200)."""
     mine = CORPUS[half::2]
@@ -75,7 +76,7 @@ def _path_id(name, sizes, params):
     return "-".join([name, *(f"{k}{v}" for k, v in {**sizes, **params}.items())])
 
 
-@pytest.mark.parametrize("tool", sanitize.ALL_TOOLS)
+@pytest.mark.parametrize("tool", checkers.names())
 def test_every_ladder_kernel_and_row_path_is_clean(tool):
     jobs = [(name, pipeline.prepare(catalog.load(name), preset="sanitize").job(RunMode(verify=False)))
             for name in LADDER]
@@ -89,7 +90,7 @@ def test_cli_sanitize_tiled_matmul_is_clean(capsys):
     code = cli.main(["sanitize", "tiled_matmul", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["clean"] and data["findings"] == []
-    assert [t["tool"] for t in data["tools"]] == list(sanitize.ALL_TOOLS)
+    assert [t["tool"] for t in data["tools"]] == list(checkers.names())
 
 
 def test_cli_names_line_and_buffer_of_missing_bounds_check(capsys):
@@ -104,8 +105,8 @@ def test_overflow_into_neighbour_needs_padding():
     """memcheck's blind spot, and kprof's default that closes it."""
     case = next(c for c in CORPUS if c.name == "neighbour_overflow")
     job = pipeline.prepare(case.spec, preset="sanitize").job(RunMode(verify=False))
-    (plain,) = sanitize.run_all(job, ["memcheck"], scrub_cubin=None, padding=0)
-    (padded,) = sanitize.run_all(job, ["memcheck"], scrub_cubin=None)
+    (plain,) = checkers.run_all(job, ["memcheck"], Settings(padding=0))
+    (padded,) = checkers.run_all(job, ["memcheck"], Settings())
     assert plain.status == "clean", "without padding the write lands in the neighbour and memcheck is silent"
     assert any(cases.matches(case, f) for f in padded.findings)
 
@@ -115,6 +116,6 @@ def test_hanging_target_times_out_and_other_tools_still_run(data_dir):
 
     spec = spec_mod.load(data_dir / "kernels" / "hang.yaml")
     job = pipeline.prepare(spec).job(RunMode(verify=False))
-    results = sanitize.run_all(job, ["memcheck", "synccheck"], scrub_cubin=None, timeout=15)
+    results = checkers.run_all(job, ["memcheck", "synccheck"], Settings(timeout=15))
     assert [r.status for r in results] == ["timeout", "timeout"]
     assert "did not finish within 15 s" in results[0].message

@@ -103,7 +103,7 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     other fails its verdict. Where no tool sees the missing barrier, it survives too."""
     from kprof.errors import TargetError
     from kprof.findings import Finding
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools import checkers
     from kprof.tools.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
@@ -134,7 +134,7 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
 
     tool_runs = []
 
-    def run_all(job, tools, scrub_cubin, timeout):
+    def run_all(job, tools, settings, progress=None):
         (tool,) = tools
         tool_runs.append((kind(job), tool))
         found = (kind(job), tool) == ("original", "initcheck") or (racecheck_sees_it and (kind(job), tool) == ("barrier", "racecheck"))
@@ -143,7 +143,7 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
         return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
     monkeypatch.setattr(launch, "run_kernels", run_kernels)
-    monkeypatch.setattr(san, "run_all", run_all)
+    monkeypatch.setattr(checkers, "run_all", run_all)
     report = api.run_mutants("tiled_matmul", jobs=3)
     assert report.tools == ("memcheck", "racecheck", "values", "synccheck")  # initcheck is not clean on the original
     assert "wrong" not in big and {"original", "same", "survivor"} <= set(big)  # killed at the small sizes, never run large
@@ -300,14 +300,14 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
     at most MEMCHECK_BYTES where the original is clean kills it there. A size where memcheck finds
     something on the original is left out; the 4096^3 check is too big to be one."""
     from kprof.findings import Finding
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools import checkers
     from kprof.tools.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(launch, "run_kernels", lambda jobs, timeout: [_fake_result(j, True) for j in jobs])
     memchecked = []
 
-    def run_all(job, tools, scrub_cubin, timeout):
+    def run_all(job, tools, settings, progress=None):
         (tool,) = tools
         mutant = "if (row <= M && col < N)" in Path(job.target.source).read_text()
         if tool == "memcheck":
@@ -316,7 +316,7 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
         f = Finding(tool, "out-of-bounds-read", job.target.entry, "tiled_matmul.cu", 18, None, None, 1, "read")
         return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
-    monkeypatch.setattr(san, "run_all", run_all)
+    monkeypatch.setattr(checkers, "run_all", run_all)
     report = api.run_mutants("tiled_matmul", jobs=2)
     original = [s for n, s in memchecked if n == "tiled_matmul"]
     assert {"M": 4096, "N": 4096, "K": 4096} not in original and {"M": 127, "N": 131, "K": 97} in original

@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from kprof.spec import Resolved
     from kprof.stats import StopRule
 
-SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
-
-
 @dataclass(frozen=True)
 class SanitizeReport:
     """What the tools found in one target: one :class:`~kprof.tools.toolrun.ToolResult` per tool."""
@@ -210,17 +207,17 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
     from kprof.commands import pipeline
     from kprof.corpus import cases as cases_mod
     from kprof.spec import catalog
-    from kprof.tools.compute_sanitizer import ALL_TOOLS
+    from kprof.tools import checkers
 
     corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
-    require_gpu("compute-sanitizer" if any(c.expect.tool != "values" for c in corpus) else None)
+    require_gpu("compute-sanitizer" if checkers.needs_sanitizer(c.expect.tool for c in corpus) else None)
     if not names:  # the whole corpus: the cases this GPU cannot run are left out (``beyond``: cases_beyond's)
         skipped = {name for name, _ in (cases_beyond(arch) if beyond is None else beyond)}
         corpus = [c for c in corpus if c.name not in skipped]
     scrub, _ = pipeline.scrubber(arch)
     built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus, parallel.build_jobs(len(corpus)))
     pairs = {case.name: pair for case, pair in zip(corpus, built)}  # built side by side: a cold cache took 15 s one by one
-    width = parallel.jobs_for(len(corpus) * len(ALL_TOOLS), jobs, parallel.RUNNER_GPU_BYTES)
+    width = parallel.jobs_for(len(corpus) * len(checkers.names()), jobs, parallel.RUNNER_GPU_BYTES)
     shared, alone = cases_mod.plan(corpus, width)
     steps = progress(len(shared) + 1) if progress is not None else None
 
@@ -234,10 +231,10 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
         return out
 
     # Each task is a child process, so threads only wait: the sanitizers' tasks share the GPU, then
-    # the values detector's runs alone (kprof.corpus.cases.ALONE).
+    # the runs of the checkers that need the GPU to themselves (the values detector's) alone.
     by_case: dict[str, Any] = {case.name: {} for case in corpus}
     try:
-        for part in [*parallel.map_jobs(runs, shared, width), runs(alone)]:
+        for part in [*parallel.map_jobs(runs, shared, width), *map(runs, alone)]:
             for (name, role, tool), result in part.items():
                 by_case[name][role, tool] = result
     finally:
@@ -270,28 +267,23 @@ def require_gpu(tool: str | None) -> None:
         proc.find_tool(tool)
 
 
-def _tools(tools: str | Sequence[str], program: bool) -> list[str]:
-    from kprof.tools import compute_sanitizer as san
+def checkers() -> list[dict[str, Any]]:
+    """kprof's checkers (``kprof sanitize --list-tools``), in the registry's order: each one's name, what it
+    finds, and what it needs (:class:`kprof.tools.checker.Needs`)."""
+    from dataclasses import asdict
 
-    names = [tools] if isinstance(tools, str) else list(tools)
-    if names == ["all"]:
-        return list(SANITIZERS) if program else list(san.ALL_TOOLS)
-    for name in names:
-        san.check_tool(name)
-    return names
+    from kprof.tools import checkers as registry
+
+    return [{"name": c.name, "summary": c.summary, "needs": asdict(c.needs)} for c in registry.REGISTRY]
 
 
 def program_tools(tools: str | Sequence[str]) -> list[str]:
-    """The compute-sanitizer tools named for a pytest suite's tests (``all``, or names): checked, in one
-    line. The values detector is not among them: it runs a whole program again and again."""
-    names = [tools] if isinstance(tools, str) else list(tools)
-    if not names:
-        raise UsageError(f"name at least one tool: {', '.join(SANITIZERS)} or all")
-    if "values" in names:
-        raise UsageError("the values detector runs kprof's own launches of a spec, or a whole program again and "
-                         "again (kprof sanitize --tool values -- python -m pytest FILE); for tests use "
-                         f"{', '.join(SANITIZERS)}")
-    return _tools(names, True)
+    """The checkers named for a pytest suite's tests (``all``, or names): checked, in one line. Only those
+    that can check tests (:func:`kprof.tools.checkers.for_tests`): not the values detector, which runs a
+    whole program again and again."""
+    from kprof.tools import checkers
+
+    return checkers.choose(tools, tests=True)
 
 
 def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,
@@ -305,38 +297,38 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     racecheck's full report, no leak check; ``jobs`` tools at once (None: as many as the GPU's free
     memory and the CPUs allow, :func:`kprof.parallel.default_jobs`). ``progress(tool)`` is called as
     each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``)."""
+    from kprof.tools import checkers
+
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
     if isinstance(target, (str, Path)):
-        return _sanitize_spec(str(target), _tools(tools, False), sizes, arch, timeout, padding, progress)
+        return _sanitize_spec(str(target), checkers.choose(tools), sizes, arch, timeout, padding, progress)
     cmd = _program([str(a) for a in target], "sanitize", cwd)
     from kprof import parallel
     from kprof.tools import allocators, launchcount, toolrun
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools.checker import Program, Settings
 
-    names = _tools(tools, True)
-    require_gpu("compute-sanitizer" if any(t != "values" for t in names) else None)
+    names = checkers.choose(tools, program=True)
+    require_gpu("compute-sanitizer" if checkers.needs_sanitizer(names) else None)
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
+    program, settings = Program(tuple(cmd), env, cwd, not keep_pools), Settings(timeout, padding)
 
     def one(tool: str) -> Any:
         if tool == _COUNT:  # what the program launches, in a run of its own: CUPTI cannot run under a tool
             return launchcount.count(cmd, timeout=timeout, env=env, cwd=cwd, pools_off=not keep_pools)
         if progress:
             progress(tool)
-        if tool == "values":  # the program run again and again, each launch's outputs compared (no sanitizer)
-            from kprof.tools import values
-
-            result = values.run_program(cmd, timeout=timeout, env=env, cwd=cwd, pools_off=not keep_pools)
-        else:
-            result = san.run_program(cmd, tool, timeout=timeout, padding=padding, env=env, cwd=cwd)
+        result = checkers.run_program(tool, program, settings)
         if progress:
             progress(tool, result)
         return result
 
-    runs = names + ([_COUNT] if any(t != "values" for t in names) else [])
+    sanitized = checkers.needs_sanitizer(names)
+    runs = names + ([_COUNT] if sanitized else [])
     done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
-    checked = done[-1] if runs[-1] == _COUNT else None
-    results = [r if r.tool == "values" else toolrun.with_coverage(r, checked) for r in done[:len(names)]]
+    checked = done[-1] if sanitized else None  # the launch count says what a sanitizer run saw
+    results = [toolrun.with_coverage(r, checked) if checkers.get(r.tool).needs.sanitizer else r
+               for r in done[:len(names)]]
     return SanitizeReport(" ".join(cmd), results, notes)
 
 
@@ -415,17 +407,17 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     from kprof.commands import pipeline
     from kprof.launch.job import RunMode
     from kprof.spec import catalog
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools import checkers
+    from kprof.tools.checker import Settings
 
     spec = catalog.load(name)
-    require_gpu("compute-sanitizer" if any(t != "values" for t in tools) else None)
+    require_gpu("compute-sanitizer" if checkers.needs_sanitizer(tools) else None)
     prepared = pipeline.prepare(spec, sizes, preset="sanitize", arch=arch)
-    scrub, why = pipeline.scrubber(arch) if "values" in tools else (None, "")
-    results = san.run_all(prepared.job(RunMode(verify=False), shaken="values" in tools), tools, scrub_cubin=scrub, scrub_note=why,
-                          timeout=timeout, padding=padding, progress=progress)
-    from kprof.findings import explain
-
-    return SanitizeReport(prepared.spec.name, explain(results))
+    shaken = any(checkers.get(t).needs.shaken for t in tools)  # the values detector's scrubber and warp-delay build
+    scrub, why = pipeline.scrubber(arch) if shaken else (None, "")
+    results = checkers.run_all(prepared.job(RunMode(verify=False), shaken=shaken), tools,
+                               Settings(timeout, padding, scrub, why), progress=progress)
+    return SanitizeReport(prepared.spec.name, checkers.explain(results))
 
 
 def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "quick", metrics: Sequence[str] = (),
@@ -616,307 +608,22 @@ def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time
     return BenchCasesReport(honest, results, point)
 
 
-@dataclass(frozen=True)
-class MutantsReport:
-    """``kprof mutants NAME``: each mutant of the spec's kernel and what the spec's verdict made of it
-    (:mod:`kprof.corpus.mutants`); ``dry_run``: built and decided equivalent or not, none run."""
-
-    spec: str
-    source: str
-    results: list[Any]  # kprof.corpus.mutants.MutantResult
-    dry_run: bool
-    sizes: list[str]  # the sizes each mutant ran at (the sanitize size and every checked size)
-    tools: tuple[str, ...] = ()  # the tools a mutant the verdict passed went under (those clean on the original)
-
-    @property
-    def score(self) -> tuple[int, int, float | None]:
-        from kprof.corpus import mutants
-
-        return mutants.score(self.results)
-
-    @property
-    def strict_score(self) -> tuple[int, int, float | None]:
-        """The score with the mutants equivalent by their results counted as survivors."""
-        from kprof.corpus import mutants
-
-        return mutants.score(self.results, strict=True)
-
-    def to_json(self) -> dict[str, Any]:
-        killed, counted, share = self.score
-        by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in self.results)
-        # version 3: equivalent by its results at a boundary the checked sizes meet (by), and the strict score
-        return {"version": 3, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
-                "tools": list(self.tools), "killed": killed, "killed_by_verdict": by_verdict, "counted": counted,
-                "score": share, "score_strict": self.strict_score[2], "mutants": [r.to_dict() for r in self.results]}
-
-
 def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
                 limit: int | None = None, jobs: int | None = None,
-                progress: Callable[[int], Any] | None = None) -> MutantsReport:
-    """Mutants of a spec's kernel (:mod:`kprof.corpus.mutants`): each built (one with the original's machine
-    code is equivalent); unless ``dry_run``, each other one run through the spec's verdict at its
-    sanitize size and at every size it checks, in one child, then (where the verdict passed it) under the
-    tools: killed or survived (:func:`_judge_mutant`). Mutants are built and
-    run ``jobs`` at a time (default: what the GPU's memory and the CPUs allow). A mutant's child may run
-    ``timeout`` seconds, by default four times the original's run and at least 20 s: a mutant that loops
-    for ever is killed by the clock, not waited on for minutes. ``progress`` as for :func:`run_cases`."""
-    import time
-    from dataclasses import replace
-
-    from kprof import inputs, parallel
+                progress: Callable[[int], Any] | None = None) -> Any:
+    """Mutants of a spec's kernel, each judged by the spec's verdict and then the checkers: a
+    :class:`kprof.corpus.mutation.MutantsReport` (:func:`kprof.corpus.mutation.run` says how)."""
+    from kprof import inputs
     from kprof.build import build
-    from kprof.corpus import mutants
-    from kprof.errors import KprofError
+    from kprof.commands import pipeline
+    from kprof.corpus import mutation
     from kprof.spec import catalog
 
     spec = catalog.load(name)
     if spec.python:
         raise UsageError(f"kprof mutants {name}: a Python operation has no kernel source to mutate")
     text = inputs.read_text(spec.source, "the kernel's source", limit=build.MAX_SOURCE_BYTES)
-    made = mutants.generate(text, limit or mutants.MAX_MUTANTS)
-    sizes = [("sanitize", {}, ()), *[("default", dict(c.sizes), c.fills) for c in spec.checks]]
-    labels = ["sanitize"] + [c.label for c in spec.checks]
     if not dry_run:
         require_gpu(None)
-    original = build.build(spec, arch)
-    orig = _Original([], (), None, 0.0, ()) if dry_run else _original_run(spec, sizes, labels, arch, timeout)
-    width = parallel.jobs_for(len(made), jobs, parallel.RUNNER_GPU_BYTES)
-    steps = progress(len(made)) if progress is not None else None
-    original_cubin = original.cubin.read_bytes()
-
-    # each mutant's source under the build cache, named by its text: a second build of it is a cache hit
-    def one(m: Any) -> Any:
-        t0 = time.monotonic()
-        if (note := mutants.note_of(m)) is not None:
-            out = mutants.MutantResult(m, "equivalent", f"line {m.line} says so: {note}", mutants.BY_NOTE)
-            if steps is not None:
-                steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} (the source's note)")
-            return out
-        path = build.generated_source(spec.name, spec.source, m.source)
-        other = replace(spec, name=f"{spec.name}__{m.id.lower()}", source=path,
-                        nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
-        try:
-            built = build.build(other, arch)
-        except KprofError as exc:
-            out = mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300])
-        else:
-            if mutants.equivalent(original_cubin, built.cubin.read_bytes()):
-                out = mutants.MutantResult(m, "equivalent", "the same machine code as the original "
-                                           "(every .text section of the cubin, byte for byte)", mutants.BY_MACHINE_CODE)
-            elif (unreachable := mutants.unreachable_by_launch(m, spec)) is not None:
-                out = mutants.MutantResult(m, "equivalent", unreachable, mutants.BY_LAUNCH)
-            elif dry_run:
-                out = mutants.MutantResult(m, "built", "built; not run (--dry-run)")
-            else:
-                out = _judge_mutant(m, other, sizes, labels, arch, orig)
-        if steps is not None:
-            steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {time.monotonic() - t0:.1f} s")
-        return out
-
-    try:
-        results = parallel.map_jobs(one, made, width)
-    finally:
-        if steps is not None:
-            steps.close()
-    return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, orig.tools)
-
-
-# A size kprof mutants runs at: (preset, sizes, the check's fills)
-_Size = tuple[str, dict[str, int], tuple[tuple[str, Any], ...]]
-
-
-@dataclass(frozen=True)
-class _Original:
-    """What kprof mutants learns from the spec's own kernel, once, for every mutant."""
-
-    fingerprints: list[Any]  # its results at every size (kprof.corpus.mutants.fingerprint)
-    tools: tuple[str, ...]  # the tools clean on it at the sanitize size: only these may kill a mutant
-    scrub: str | None  # the values detector's scrubber
-    per_mutant: float  # a mutant's time limit: four times this run, at least 20 s
-    memcheck_at: tuple[tuple[str, _Size], ...]  # checked sizes past sanitize where memcheck is clean on it
-
-
-def _original_run(spec: Any, sizes: list[_Size], labels: list[str], arch: str | None,
-                  timeout: float | None) -> _Original:
-    """The spec's own kernel at every size (it must pass, or no mutant's verdict means anything), the
-    tools clean on it at its sanitize size, and memcheck at every small checked size: a bound that
-    reads one element too far changes no result (the element is multiplied by a padded zero, or
-    never stored), and only memcheck, at a size that meets the bound, sees the read."""
-    import time
-
-    from kprof.commands import pipeline
-    from kprof.corpus import mutants
-    from kprof.launch import launch
-    from kprof.launch.job import RunMode
-
-    t0 = time.monotonic()
-    jobs = [pipeline.prepare(spec, s, preset=p, arch=arch, fills=f).job(RunMode(digest=True)) for p, s, f in sizes]
-    ok = launch.run_kernels(jobs, timeout=timeout if timeout is not None else launch.DEFAULT_TIMEOUT)
-    if not all(r.ok for r in ok):
-        raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix it first "
-                         f"(kprof run {spec.name})")
-    per_mutant = timeout if timeout is not None else max(20.0, 4 * (time.monotonic() - t0))
-    scrub = pipeline.scrubber(arch)[0]
-    tools = _tools_clean_on(spec, arch, per_mutant, scrub)
-    small = [(label, size) for size, label, j in zip(sizes, labels, jobs)
-             if size[0] != "sanitize" and j.target.total_bytes <= mutants.MEMCHECK_BYTES]
-    clean = [] if "memcheck" not in tools else _memcheck_findings(spec, small, arch, per_mutant)
-    return _Original([mutants.fingerprint(r.checks) for r in ok], tools, scrub, per_mutant,
-                     tuple(size for size, found in zip(small, clean) if not found))
-
-
-def _memcheck_findings(spec: Any, sizes: list[tuple[str, _Size]], arch: str | None,
-                       timeout: float) -> list[Any]:
-    """memcheck's findings on ``spec`` at each of ``sizes``, side by side (empty: clean; a run that did
-    not finish counts as a finding)."""
-    from kprof import parallel
-    from kprof.commands import pipeline
-    from kprof.launch.job import RunMode
-    from kprof.tools import compute_sanitizer as san
-
-    def one(size: tuple[str, _Size]) -> Any:
-        _, at, fills = size[1]
-        job = pipeline.prepare(spec, at, preset="default", arch=arch, fills=fills).job(RunMode(verify=False))
-        (found,) = san.run_all(job, ["memcheck"], scrub_cubin=None, timeout=timeout)
-        return found.findings or ([] if found.status == "clean" else [found.status])
-
-    return parallel.map_jobs(one, sizes, max(1, len(sizes)))
-
-
-def _tools_clean_on(spec: Any, arch: str | None, timeout: float, scrub: str | None) -> tuple[str, ...]:
-    """The tools of :data:`kprof.corpus.mutants.TOOLS` under which the spec's own kernel is clean at its
-    sanitize size, side by side: only a tool that passes the original may kill a mutant."""
-    from kprof import parallel
-    from kprof.commands import pipeline
-    from kprof.corpus import mutants
-    from kprof.launch.job import RunMode
-    from kprof.tools import compute_sanitizer as san
-
-    job = pipeline.prepare(spec, None, preset="sanitize", arch=arch).job(RunMode(verify=False), shaken=True)
-
-    def one(tool: str) -> Any:
-        return san.run_all(job, [tool], scrub_cubin=scrub if tool == "values" else None, timeout=timeout)[0]
-
-    found = parallel.map_jobs(one, list(mutants.TOOLS), len(mutants.TOOLS))
-    return tuple(t for t, r in zip(mutants.TOOLS, found) if r.status == "clean")
-
-
-def _judge_mutant(m: Any, other: Any, sizes: list[_Size], labels: list[str], arch: str | None,
-                  orig: _Original) -> Any:
-    """One built mutant through the spec's verdict at every size, in one child: killed at the first
-    failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
-    passed then goes under kprof's tools at the sanitize size (those of :data:`kprof.corpus.mutants.TOOLS`
-    clean on the original), which it meets on any kernel too, and memcheck at the small checked sizes
-    clean on the original: killed by the first that finds something. One they all pass survived;
-    where it gave the original's results to the last bit at every size, it says so: its line may
-    not run there, or it is equivalent (:func:`_same_results` decides some)."""
-    from kprof.commands import pipeline
-    from kprof.corpus import mutants
-    from kprof.errors import TargetError
-    from kprof.launch import launch
-    from kprof.launch.job import RunMode
-
-    timeout = orig.per_mutant
-    jobs = [pipeline.prepare(other, s, preset=p, arch=arch, fills=f).job(RunMode(digest=True)) for p, s, f in sizes]
-    # The small sizes first, in one child: most mutants die there, and a 4096^3 matmul's float64
-    # reference (seconds of host time each) is then computed only for those that pass them.
-    small = [i for i, j in enumerate(jobs) if j.target.total_bytes <= mutants.SMALL_BYTES] or list(range(len(jobs)))
-    runs: dict[int, Any] = {}
-    try:
-        for part in (small, [i for i in range(len(jobs)) if i not in small]):
-            if part:
-                runs.update(zip(part, launch.run_kernels([jobs[i] for i in part], timeout=timeout)))
-                if not all(runs[i].ok for i in part):
-                    break
-    except TargetError as exc:
-        return mutants.MutantResult(m, "killed", f"its run failed: {str(exc).splitlines()[0][:300]}", "verdict")
-    verdict, why = mutants.judge([(labels[i], runs[i].ok, "; ".join(c["message"] for c in runs[i].checks if not c["ok"]))
-                                  for i in sorted(runs)])
-    if verdict == "killed":
-        return mutants.MutantResult(m, verdict, why, "verdict")
-    killed, clean = _under_tools(m, other, arch, orig)
-    if killed is not None:
-        return killed
-    if orig.tools and len(clean) == len(orig.tools) and mutants.same_results(
-            orig.fingerprints, [mutants.fingerprint(runs[i].checks) for i in sorted(runs)]):
-        return _same_results(m, other, sizes, arch, timeout, clean)
-    return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")
-
-
-def _under_tools(m: Any, other: Any, arch: str | None, orig: _Original) -> tuple[Any, list[str]]:
-    """A mutant the verdict passed under the tools: (its result, killed by the first that finds
-    something, or None; the tools clean on it)."""
-    from kprof.commands import pipeline
-    from kprof.corpus import mutants
-    from kprof.launch.job import RunMode
-    from kprof.tools import compute_sanitizer as san
-
-    job = pipeline.prepare(other, None, preset="sanitize", arch=arch).job(RunMode(verify=False),
-                                                                        shaken="values" in orig.tools)
-    clean: list[str] = []
-    for tool in orig.tools:
-        (found,) = san.run_all(job, [tool], scrub_cubin=orig.scrub if tool == "values" else None,
-                               timeout=orig.per_mutant)
-        if found.findings:
-            f = found.findings[0]
-            return mutants.MutantResult(m, "killed", f"the verdict passed it; {tool}: {f.kind} at line {f.line} "
-                                        f"({len(found.findings)} finding{'s' * (len(found.findings) > 1)})", tool), clean
-        if found.status == "timeout":
-            return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool), clean
-        if found.status == "clean":
-            clean.append(tool)
-    for label, (_, size, fills) in orig.memcheck_at:
-        job = pipeline.prepare(other, size, preset="default", arch=arch, fills=fills).job(RunMode(verify=False))
-        (found,) = san.run_all(job, ["memcheck"], scrub_cubin=None, timeout=orig.per_mutant)
-        if found.findings:
-            f = found.findings[0]
-            return mutants.MutantResult(m, "killed", f"the verdict and the tools at the sanitize size passed it; "
-                                        f"memcheck at {label}: {f.kind} at line {f.line}", "memcheck"), clean
-    return None, clean
-
-
-def _same_results(m: Any, other: Any, sizes: list[_Size], arch: str | None, timeout: float,
-                  clean: list[str]) -> Any:
-    """A mutant with the original's results to the last bit at every size, clean under every tool. Where
-    it moves a bound (:data:`kprof.corpus.mutants.BOUNDARY_OPERATORS`), a probe decides what that means:
-    the original with a trap where the two part (:func:`kprof.corpus.mutants.boundary_probe`), run at the
-    same sizes. Stopped: the checked sizes meet the boundary, the mutant ran otherwise there and computed
-    the same, to the last bit: equivalent by its results there. Never stopped: no checked size tests the
-    bound, a survivor that says which. Anything else stays "same results", undecided."""
-    from dataclasses import replace
-
-    from kprof.build import build
-    from kprof.commands import pipeline
-    from kprof.corpus import mutants
-    from kprof.errors import KprofError, TargetError
-    from kprof.launch import launch
-    from kprof.launch.job import RunMode
-
-    undecided = mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
-                                     f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
-                                     "defines that reach it), or the mutant is equivalent (read its diff)",
-                                     mutants.BY_SAME_RESULTS)
-    probe = mutants.boundary_probe(m)
-    if probe is None:
-        return undecided
-    text, met = probe
-    path = other.source.parent / "probe" / other.source.name
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    spec = replace(other, name=f"{other.name}_probe", source=path)
-    try:
-        build.build(spec, arch)
-        jobs = [pipeline.prepare(spec, s, preset=p, arch=arch, fills=f).job(RunMode()) for p, s, f in sizes]
-    except KprofError:
-        return undecided  # a probe that does not build (a comparison in a constant expression) decides nothing
-    try:
-        runs = launch.run_kernels(jobs, timeout=timeout)
-    except TargetError as exc:
-        return mutants.MutantResult(m, "equivalent", f"its boundary ({met}) is met at the checked sizes (the probe that "
-                                    f"stops there stopped: {str(exc).splitlines()[0][:120]}), and there it gave the "
-                                    f"original's results to the last bit, clean under {', '.join(clean)}",
-                                    mutants.BY_BOUNDARY)
-    if all(r.ok for r in runs):
-        return mutants.MutantResult(m, "survived", f"no checked size meets its boundary ({met}): the bound is not "
-                                    "tested; add a size where it is met (or the launch never meets it)", mutants.BY_NOT_MET)
-    return undecided
+    return mutation.run(spec, text, pipeline.Preparer(arch), dry_run=dry_run, timeout=timeout, limit=limit, jobs=jobs,
+                        progress=progress)

@@ -193,7 +193,8 @@ def _sanitize(sub: Any) -> None:
         "files. Exit 0 when clean, 1 when anything was found, 6 when a tool or the target failed with nothing found.",
     )  # fmt: skip
     p.add_argument("name", nargs="?", metavar="NAME|SPEC")
-    p.add_argument("--tool", default="all", help="memcheck, racecheck, initcheck, synccheck, values or all (default)")
+    p.add_argument("--tool", default="all", help="one of kprof's checkers (kprof sanitize --list-tools names them) or all "
+                   "(default)")
     _size_args(p)
     p.add_argument("--memcheck-padding", type=_count(0), default=256, metavar="BYTES",
                    help="padding after each allocation, so an overflow into a neighbour is caught "
@@ -201,6 +202,7 @@ def _sanitize(sub: Any) -> None:
     p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 to FILE")
     p.add_argument("--from-xml", metavar="FILE", help="report a compute-sanitizer --xml --save file instead of running")
     p.add_argument("--allocations", metavar="RESULT.json", help="with --from-xml: the runner's result file, to name buffers")
+    p.add_argument("--list-tools", action="store_true", help="name each checker, what it finds and what it needs, and stop")
     p.add_argument("--keep-pools", action="store_true",
                    help="with -- CMD: leave framework memory pools on (accesses inside a pool then go unseen)")
     p.add_argument("--jobs", type=_count(1), default=None,

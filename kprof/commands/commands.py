@@ -173,6 +173,13 @@ def cmd_run(opts: RunOptions) -> int:
 def cmd_sanitize(opts: SanitizeOptions) -> int:
     from kprof.commands import api
 
+    if opts.list_tools:
+        rows = api.checkers()
+        if opts.json:
+            _emit_json(rows)
+        else:
+            print(render.checkers_table(rows))
+        return 0
     if opts.from_xml:
         report = api.SanitizeReport(opts.from_xml, _from_xml(opts))
     elif opts.program:
@@ -223,9 +230,11 @@ def _from_xml(opts: SanitizeOptions) -> list[Any]:
 
     if opts.name:
         raise UsageError("--from-xml reads a saved report: give the file, not a kernel name")
-    if opts.tool != "all" and opts.tool not in sanitize.TOOLS:
+    from kprof.tools import checkers
+
+    if opts.tool != "all" and opts.tool not in checkers.sanitizers():
         raise UsageError(f"--from-xml: --tool {opts.tool} did not write it; the tools that write XML are "
-                         f"{', '.join(sanitize.TOOLS)} (or leave --tool out: kprof works it out from the records)")
+                         f"{', '.join(checkers.sanitizers())} (or leave --tool out: kprof works it out from the records)")
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
     assert opts.from_xml is not None  # cmd_sanitize comes here only with it
     source = inputs.user_path(opts.from_xml, "--from-xml")

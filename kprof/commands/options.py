@@ -69,6 +69,7 @@ class SanitizeOptions(_OnGpu):
     allocations: str | None
     keep_pools: bool
     jobs: int | None
+    list_tools: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -86,6 +86,28 @@ def scrubber(arch: str | None) -> tuple[str | None, str]:
         return None, str(exc)
 
 
+@dataclass(frozen=True)
+class Preparer:
+    """Building and job-making for the stages that orchestrate runs themselves (mutation testing,
+    :class:`kprof.corpus.mutation.Preparer`): they are handed this, as no stage below may build."""
+
+    arch: str | None
+
+    def job(self, spec: KernelSpec, sizes: dict[str, int] | None, *, preset: str, fills: tuple[tuple[str, Fill], ...] = (),
+            mode: RunMode, shaken: bool = False) -> Job:
+        return prepare(spec, sizes, preset=preset, arch=self.arch, fills=fills).job(mode, shaken=shaken)
+
+    def cubin(self, spec: KernelSpec) -> Path:
+        return build.build(spec, self.arch).cubin
+
+    def variant(self, spec: KernelSpec, name: str, text: str) -> KernelSpec:
+        path = build.generated_source(spec.name, spec.source, text)
+        return replace(spec, name=name, source=path, nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
+
+    def scrubber(self) -> tuple[str | None, str]:
+        return scrubber(self.arch)
+
+
 def timing_mode(mode: str, rule: StopRule, timer: str, arch: str | None, *,
                 library: str | None = None, cupti_hw_trace: bool = False, integrity: bool = True) -> TimingMode:
     """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for ``arch``."""

@@ -6,13 +6,14 @@ line, and a fixed twin (``twin:``) that must come out clean.
 vocabulary), ``line`` (default: the line marked ``// BUG``), ``buffer`` (the buffer the finding
 must name, optional), and ``caught: false`` with ``why`` where no detector honestly can.
 
-The buggy kernel runs under its case's tool; the twin under every tool (the four sanitizers and
-``values``), and must be clean under all of them: a detector that cries wolf on correct code is as
-useless as one that misses the bug.
+The buggy kernel runs under its case's tool; the twin under every checker of the registry
+(:mod:`kprof.tools.checkers`: the four sanitizers and ``values``), and must be clean under all of
+them: a detector that cries wolf on correct code is as useless as one that misses the bug.
 
-``kprof cases`` runs the cases side by side, but the ``values`` runs one at a time once the rest are
-done (:data:`ALONE`): the detector scrubs every SM's shared memory before each run, and another
-process's kernels in between overwrite the pattern. Measured on an H200 with twelve cases at once:
+``kprof cases`` runs the cases side by side, but the runs of a checker that needs the GPU to
+itself (``values``) one at a time once the rest are done (:func:`kprof.tools.checkers.alone`): the
+detector scrubs every SM's shared memory before each run, and another process's kernels in between
+overwrite the pattern. Measured on an H200 with twelve cases at once:
 ``uninit_shared_read`` came out a race, not an uninitialized read.
 """
 
@@ -20,14 +21,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from kprof import spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
 from kprof.launch.job import Job
-from kprof.tools import compute_sanitizer as sanitize
-from kprof.tools.compute_sanitizer import ALL_TOOLS
+from kprof.tools import checkers
+from kprof.tools.checker import Settings
 from kprof.tools.toolrun import ToolResult
 
 _BUG = re.compile(r"//\s*BUG\b")
@@ -74,8 +75,8 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
     if extra:
         raise SpecError(where, f"expect.{sorted(extra)[0]}", "unknown field (known: tool, kind, line, buffer, caught, why)")
     tool, kind = raw.get("tool"), raw.get("kind")
-    if tool not in ALL_TOOLS:
-        raise SpecError(where, "expect.tool", f"{tool!r} must be one of {', '.join(ALL_TOOLS)}")
+    if tool not in checkers.names():
+        raise SpecError(where, "expect.tool", f"{tool!r} must be one of {', '.join(checkers.names())}")
     if kind not in KINDS:
         raise SpecError(where, "expect.kind", f"{kind!r} is not a finding kind ({', '.join(KINDS)})")
     marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines()) if _BUG.search(text)]
@@ -149,75 +150,73 @@ class CaseResult:
         }  # fmt: skip
 
 
-ALONE = ("values",)  # the tools whose runs need the GPU to themselves
-
 Runs = dict[tuple[str, str], ToolResult]  # ("bug" or "twin", tool) -> what the tool said
 
 
-def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str], *, scrub_cubin: str | None,
-              timeout: float = 300.0) -> Runs:
+def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str], settings: Settings) -> Runs:
     """Those of a case's runs whose tool is in ``tools``: its tool over the buggy kernel, each tool
     over its twin (jobs built by the command layer)."""
     runs: Runs = {}
     if case.expect.tool in tools:
-        runs["bug", case.expect.tool] = sanitize.run_all(bug, [case.expect.tool], scrub_cubin=scrub_cubin,
-                                                         timeout=timeout)[0]
-    on_twin = [t for t in ALL_TOOLS if t in tools]
-    for tool, result in zip(on_twin, sanitize.run_all(twin, on_twin, scrub_cubin=scrub_cubin, timeout=timeout)):
+        runs["bug", case.expect.tool] = checkers.run_all(bug, [case.expect.tool], settings)[0]
+    on_twin = [t for t in checkers.names() if t in tools]
+    for tool, result in zip(on_twin, checkers.run_all(twin, on_twin, settings)):
         runs["twin", tool] = result
     return runs
 
 
 def assemble(case: Case, runs: Runs) -> CaseResult:
     """The case's result from all its runs."""
-    return CaseResult(case, runs["bug", case.expect.tool], tuple(runs["twin", t] for t in ALL_TOOLS))
+    return CaseResult(case, runs["bug", case.expect.tool], tuple(runs["twin", t] for t in checkers.names()))
 
 
 def run_case(case: Case, bug: Job, twin: Job, *, scrub_cubin: str | None, timeout: float = 300.0) -> CaseResult:
     """Every run of one case, one after the other."""
-    return assemble(case, run_tools(case, bug, twin, ALL_TOOLS, scrub_cubin=scrub_cubin, timeout=timeout))
+    return assemble(case, run_tools(case, bug, twin, checkers.names(), Settings(timeout, scrub_cubin=scrub_cubin)))
 
 
 @dataclass(frozen=True)
 class Task:
     """Runs of one tool in one child: one buggy kernel (``bug``), or every case's twin (``twins``),
-    or, for the values detector, every values bug and every twin."""
+    or, for a checker that needs the GPU to itself, its every bug and every twin (``alone``)."""
 
-    what: str  # "bug", "twins" or "values"
+    what: Literal["bug", "twins", "alone"]
     tool: str
     cases: tuple[Case, ...]
 
     def label(self) -> str:
-        return f"{self.cases[0].name} {self.tool}" if self.what == "bug" else f"{self.what} {self.tool} ({len(self.cases)})"
+        if self.what == "bug":
+            return f"{self.cases[0].name} {self.tool}"
+        return f"twins {self.tool} ({len(self.cases)})" if self.what == "twins" else f"{self.tool} alone ({len(self.cases)})"
 
 
-def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], Task]:
+def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], list[Task]]:
     """The corpus's runs in few children: (the sanitizers' tasks, which share the GPU ``width`` at a
-    time, the twins' first since they are the longest; the values detector's one task, which runs
-    alone). Each tool's twins are split into as many children as give the GPU's ``width`` slots work
-    of about the same length (on an H200, ea69f0c: a tool over all 23 twins in one child took longer
-    than the 18 buggy kernels beside it)."""
-    shared = [t for t in ALL_TOOLS if t not in ALONE]
+    time, the twins' first since they are the longest; one task of each checker that needs the GPU to
+    itself, run alone: the values detector's). Each tool's twins are split into as many children as give
+    the GPU's ``width`` slots work of about the same length (on an H200, ea69f0c: a tool over all 23
+    twins in one child took longer than the 18 buggy kernels beside it)."""
+    shared = [t for t in checkers.names() if t not in checkers.alone()]
     parts = max(1, min(len(corpus), -(-width // len(shared))))
     size = -(-len(corpus) // parts) if corpus else 1
     chunks = [tuple(corpus[i:i + size]) for i in range(0, len(corpus), size)]
     twins = [Task("twins", tool, chunk) for chunk in chunks for tool in shared]
-    bugs = [Task("bug", c.expect.tool, (c,)) for c in corpus if c.expect.tool not in ALONE]
-    return twins + bugs, Task("values", "values", tuple(corpus))
+    bugs = [Task("bug", c.expect.tool, (c,)) for c in corpus if c.expect.tool not in checkers.alone()]
+    return twins + bugs, [Task("alone", tool, tuple(corpus)) for tool in checkers.alone()]
 
 
 def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None,
              timeout: float = 300.0) -> dict[tuple[str, str, str], ToolResult]:
-    """One task's runs (:func:`kprof.tools.compute_sanitizer.run_many`: in one child, each job alone only where
+    """One task's runs (:func:`kprof.tools.checkers.run_many`: in one child, each job alone only where
     that child could not clear it), keyed (case name, "bug" or "twin", tool)."""
     wanted: list[tuple[str, str, Job]] = []  # (case, "bug" or "twin", job)
     for case in task.cases:
         bug, twin = jobs[case.name]
-        if task.what in ("bug", "values") and case.expect.tool == task.tool:
+        if task.what in ("bug", "alone") and case.expect.tool == task.tool:
             wanted.append((case.name, "bug", bug))
-        if task.what in ("twins", "values"):
+        if task.what in ("twins", "alone"):
             wanted.append((case.name, "twin", twin))
-    results = sanitize.run_many([j for _, _, j in wanted], task.tool, scrub_cubin=scrub_cubin, timeout=timeout)
+    results = checkers.run_many([j for _, _, j in wanted], task.tool, Settings(timeout, scrub_cubin=scrub_cubin))
     return {(name, role, task.tool): r for (name, role, _), r in zip(wanted, results)}
 
 
@@ -228,7 +227,7 @@ def tally(results: list[CaseResult]) -> str:
     known = sum(not r.case.expect.caught for r in results)
     clean = sum(r.twin_clean for r in results)
     text = (f"{caught} caught, {known} known miss{'es' if known != 1 else ''}, {clean} of {len(results)} twins clean "
-            f"under all {len(ALL_TOOLS)} tools")
+            f"under all {len(checkers.names())} tools")
     if missed:
         text += f"; MISSED: {', '.join(missed)}"
     return text

@@ -1,5 +1,5 @@
 """How strong a spec's verdict is: mutants of its kernel, each run through the verdict. Generation and
-scoring are pure; building and running go through the command layer (:func:`kprof.commands.api.run_mutants`).
+scoring are pure; the run is :mod:`kprof.corpus.mutation`, with what the command layer builds.
 
 A mutant is the kernel's source with one classic mistake put in (the operators below: a bound off by
 one, a missing barrier, an accumulation that overwrites, swapped indices, a wrong initial value, a
@@ -383,7 +383,14 @@ def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[str, str]:
 # sanitize size, first to last until one finds something: a bound off by one that writes or reads just
 # outside a buffer (memcheck), a barrier taken out (racecheck, synccheck), a read of shared memory
 # nothing wrote (the values detector), a read of global memory nothing wrote (initcheck).
-TOOLS = ("memcheck", "racecheck", "values", "synccheck", "initcheck")
+FIRST = ("memcheck", "racecheck", "values", "synccheck")
+
+
+def tools() -> tuple[str, ...]:
+    """Every checker of the registry (:mod:`kprof.tools.checkers`), :data:`FIRST` first."""
+    from kprof.tools import checkers
+
+    return checkers.order(FIRST)
 
 
 def fingerprint(checks: list[dict[str, object]]) -> tuple[object, ...]:

@@ -664,3 +664,15 @@ def bench_cases_report(report: Any) -> str:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def checkers_table(rows: list[dict[str, Any]]) -> str:
+    """``kprof sanitize --list-tools``: each checker, what it finds, and how it runs."""
+    def how(needs: dict[str, Any]) -> str:
+        parts = ["compute-sanitizer" if needs["sanitizer"] else "kprof's own (no sanitizer)"]
+        parts += ["the GPU to itself"] * bool(needs["alone"])
+        parts += ["not for pytest tests"] * bool(needs["not_for_tests"])
+        parts += ["programs only when named"] * (not needs["in_all_programs"])
+        return ", ".join(parts)
+
+    return table(["TOOL", "FINDS", "RUNS"], [[r["name"], r["summary"], how(r["needs"])] for r in rows])

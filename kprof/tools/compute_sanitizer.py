@@ -32,23 +32,17 @@ from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
-from kprof.tools import coverage, exitcode, hostframes, values
+from kprof.tools import coverage, exitcode, hostframes
+from kprof.tools.checker import Needs, Program, Settings
 from kprof.tools.demangle import demangle
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 
-TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
-ALL_TOOLS = (*TOOLS, "values")
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")  # compute-sanitizer's own: the checkers are kprof.tools.checkers
 PRINT_LIMIT = 10000
 PROGRAM_PRINT_LIMIT = 1000  # a racy program prints thousands of records: the text alone took 14 s of 17 on an H200
 PADDING = 256
 DEFAULT_TIMEOUT = 300.0
 MAX_REPORT_BYTES = 256 * 1024 * 1024  # a saved report: racecheck's largest seen on an H200 was a few MB
-
-
-def check_tool(tool: str) -> str:
-    if tool not in ALL_TOOLS:
-        raise UsageError(f"unknown tool '{tool}': use one of {', '.join(ALL_TOOLS)} or all")
-    return tool
 
 
 INJECTION = "libsanitizer-collection.so"
@@ -508,22 +502,6 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
     return results if all(r.status == "clean" for r in results) else None
 
 
-def run_many(jobs: list[Job], tool: str, *, scrub_cubin: str | None, scrub_note: str = "",
-             timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> list[ToolResult]:
-    """One tool over several jobs, each result its job's own, as :func:`run_all` gives them one by
-    one: first all in one child (:func:`run_batch`, :func:`kprof.tools.values.run_batch`), then alone
-    each job the batch could not clear."""
-    if not jobs:
-        return []
-    got: list[ToolResult | None] = [None] * len(jobs)
-    if tool == "values":
-        got = values.run_batch(jobs, scrub_cubin=scrub_cubin, scrub_note=scrub_note, timeout=timeout)
-    elif len(jobs) > 1 and (cleared := run_batch(jobs, tool, timeout=timeout, padding=padding)) is not None:
-        got = list(cleared)
-    return [r if r is not None else run_all(j, [tool], scrub_cubin=scrub_cubin, scrub_note=scrub_note,
-                                            timeout=timeout, padding=padding)[0] for j, r in zip(jobs, got)]
-
-
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
                 env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake.
@@ -587,21 +565,26 @@ def from_xml(path: Path, tool: str | None, allocations: list[dict[str, Any]] | N
     return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path} ({tool})", notes)
 
 
-def run_all(job: Job, tools: list[str], *, scrub_cubin: str | None, scrub_note: str = "",
-            timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
-            progress: Callable[[str], None] | None = None) -> list[ToolResult]:
-    """Each tool in its own child; one tool's crash or timeout never stops the others. The values
-    detector takes the shared-memory scrubber's cubin (built by the caller; None, with the reason
-    in ``scrub_note``, where it could not be built)."""
-    results = []
-    for tool in tools:
-        if progress:
-            progress(tool)
-        if tool == "values":
-            found = values.run(job, scrub_cubin=scrub_cubin, scrub_note=scrub_note, timeout=timeout)
-            kernels = {s.entry for s in job.target.steps if s.entry != "cublas_sgemm"}
-            results.append(replace(found, checked=coverage.of_spec(len(job.target.steps), len(kernels)))
-                           if found.ok and job.target.python is None else found)
-        else:
-            results.append(run_tool(job, tool, timeout=timeout, padding=padding))
-    return results
+class SanitizerTool:
+    """One compute-sanitizer tool as a checker (:class:`kprof.tools.checker.Checker`)."""
+
+    def __init__(self, name: str, summary: str, *, stops: bool = False) -> None:
+        if name not in TOOLS:
+            raise ValueError(f"{name!r} is not a compute-sanitizer tool ({', '.join(TOOLS)})")
+        self.name, self.summary = name, summary
+        self.needs = Needs(sanitizer=True, stops=stops)
+
+    def __repr__(self) -> str:
+        return f"SanitizerTool({self.name!r})"
+
+    def check_job(self, job: Job, settings: Settings) -> ToolResult:
+        return run_tool(job, self.name, timeout=settings.timeout, padding=settings.padding)
+
+    def check_jobs(self, jobs: list[Job], settings: Settings) -> list[ToolResult]:
+        """All in one child first (:func:`run_batch`), then alone each job that child could not clear."""
+        cleared = run_batch(jobs, self.name, timeout=settings.timeout, padding=settings.padding) if len(jobs) > 1 else None
+        return list(cleared) if cleared is not None else [self.check_job(j, settings) for j in jobs]
+
+    def check_program(self, program: Program, settings: Settings) -> ToolResult:
+        return run_program(list(program.cmd), self.name, timeout=settings.timeout, padding=settings.padding,
+                           env=program.env, cwd=program.cwd)

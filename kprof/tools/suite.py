@@ -14,7 +14,7 @@ framework's and the GPU's start once per tool instead of once per test and tool 
 in ``docs/results/README.md``.
 
 Under memcheck, whose first finding stops the child, a spare child starts beside each batch and
-waits after collection for the tests after the stop (:data:`SPARE_TOOLS`).
+waits after collection for the tests after the stop (checkers whose ``needs.stops``).
 
 Pure: :func:`read_events`, :func:`attribute`, :func:`settle`. The run itself is :func:`run_tool`.
 """
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof.tools import allocators, hostframes
+from kprof.tools import allocators, checkers, hostframes
 from kprof.tools.coverage import Coverage
 from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.tools.toolrun import ToolResult, with_coverage
@@ -267,12 +267,11 @@ def child_argv(nodeids: Sequence[str]) -> list[str]:
 Progress = Callable[[str, str, "Finished"], None]
 
 
-# The tools that stop a child at a test's first bug: memcheck stops the kernel at its first invalid
-# access and the context is broken. For these SPARES spare children start beside each batch and wait,
+# The checkers that stop a child at a test's first bug (Needs.stops: memcheck stops the kernel at its first
+# invalid access and the context is broken). For these SPARES spare children start beside each batch and wait,
 # their interpreter, imports and collection done, for the tests after a stop: a rerun skips that start.
 # Two, so the rerun after a second stop soon after the first need not wait for a new spare's start
 # (measured on an H200, ea69f0c: a suite with two memcheck findings waited for the second).
-SPARE_TOOLS = ("memcheck",)
 SPARES = 2
 HANDOFF_POLL_S = 0.1  # how often the parent looks for a child's word that its context broke
 
@@ -342,7 +341,7 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
                 handed.stop()
                 handed = None
             child = handed or _ready_spare(spares, batch) or start(batch, spare=False)
-            if tool in SPARE_TOOLS and len(batch) > 1:
+            if checkers.get(tool).needs.stops and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
             settled, lost = wait(child)
             if child is first and not child.watch.started_tests:

@@ -33,6 +33,7 @@ from kprof.findings import Access, Finding
 from kprof.launch import launch
 from kprof.launch.job import Job, ValuesMode
 from kprof.tools import coverage
+from kprof.tools.checker import Needs, Program, Settings
 from kprof.tools.toolrun import ToolResult, classify
 
 
@@ -186,3 +187,30 @@ def _finding(raw: dict[str, Any]) -> Finding:
     raw["grids"] = frozenset(raw.get("grids", ()))
     raw.pop("launches", None)
     return Finding(**raw)
+
+
+class ValuesDetector:
+    """The values detector as a checker (:class:`kprof.tools.checker.Checker`): no sanitizer, the GPU to
+    itself (it compares runs), findings that a memory error beside it may explain."""
+
+    name = "values"
+    summary = "kprof's own: unwritten outputs, uninitialised shared reads and races in any memory, by comparing runs"
+    needs = Needs(sanitizer=False, alone=True, shaken=True, effects=True, in_all_programs=False,
+                  not_for_tests="the values detector runs kprof's own launches of a spec, or a whole program again "
+                                "and again (kprof sanitize --tool values -- python -m pytest FILE)")
+
+    def check_job(self, job: Job, settings: Settings) -> ToolResult:
+        found = run(job, scrub_cubin=settings.scrub_cubin, scrub_note=settings.scrub_note, timeout=settings.timeout)
+        if not found.ok or job.target.python is not None:
+            return found
+        kernels = {s.entry for s in job.target.steps if s.entry != "cublas_sgemm"}
+        return replace(found, checked=coverage.of_spec(len(job.target.steps), len(kernels)))
+
+    def check_jobs(self, jobs: list[Job], settings: Settings) -> list[ToolResult]:
+        """In one child, one job after the other (:func:`run_batch`); alone each job it did not finish."""
+        got = run_batch(jobs, scrub_cubin=settings.scrub_cubin, scrub_note=settings.scrub_note, timeout=settings.timeout)
+        return [r if r is not None else self.check_job(j, settings) for j, r in zip(jobs, got)]
+
+    def check_program(self, program: Program, settings: Settings) -> ToolResult:
+        return run_program(list(program.cmd), timeout=settings.timeout, env=program.env, cwd=program.cwd,
+                           pools_off=program.pools_off)

@@ -1,0 +1,137 @@
+"""The one registry of checkers (:class:`kprof.tools.checker.Checker`), and what every command does with it.
+
+``kprof sanitize``'s ``--tool`` choices and ``all``, the pytest plugin's default tools, ``kprof cases``
+(which checker a case expects, which run alone), ``kprof mutants`` (the checks after the verdict), and
+the reports (which findings are effects of another) all come from :data:`REGISTRY`, in its order. A new
+checker is its own module and one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from kprof.errors import UsageError
+from kprof.tools.checker import Checker, Program, Settings
+from kprof.tools.compute_sanitizer import SanitizerTool
+from kprof.tools.values import ValuesDetector
+
+if TYPE_CHECKING:
+    from kprof.launch.job import Job
+    from kprof.tools.toolrun import ToolResult
+
+REGISTRY: tuple[Checker, ...] = (
+    SanitizerTool("memcheck", "out-of-bounds and misaligned accesses, leaks, bad frees", stops=True),
+    SanitizerTool("racecheck", "shared-memory data races (hazards between threads of a block)"),
+    SanitizerTool("initcheck", "reads of global memory nothing wrote"),
+    SanitizerTool("synccheck", "barriers and warp syncs used wrongly"),
+    ValuesDetector(),
+)
+
+ALL = "all"
+
+
+def names() -> tuple[str, ...]:
+    """Every checker's name, in the registry's order."""
+    return tuple(c.name for c in REGISTRY)
+
+
+def get(name: str) -> Checker:
+    """The checker called ``name``, or a one-line UsageError naming the choices."""
+    for checker in REGISTRY:
+        if checker.name == name:
+            return checker
+    raise UsageError(f"unknown tool '{name}': use one of {', '.join(names())} or {ALL}")
+
+
+def sanitizers() -> tuple[str, ...]:
+    """The checkers that run under compute-sanitizer (the ones that write XML reports)."""
+    return tuple(c.name for c in REGISTRY if c.needs.sanitizer)
+
+
+def for_tests() -> tuple[str, ...]:
+    """The checkers that can check a pytest suite's tests (the plugin's default, in order)."""
+    return tuple(c.name for c in REGISTRY if not c.needs.not_for_tests)
+
+
+def alone() -> tuple[str, ...]:
+    """The checkers whose runs need the GPU to themselves."""
+    return tuple(c.name for c in REGISTRY if c.needs.alone)
+
+
+def needs_sanitizer(chosen: Iterable[str]) -> bool:
+    """Whether any of ``chosen`` runs under compute-sanitizer (so the tool must be found first)."""
+    return any(get(n).needs.sanitizer for n in chosen)
+
+
+def choose(tools: str | Sequence[str], *, program: bool = False, tests: bool = False) -> list[str]:
+    """The checkers a command runs: ``all`` (every one for a spec; for a program, those in its ``all``; for
+    tests, those that can check tests) or names, each checked, in one line."""
+    chosen = [tools] if isinstance(tools, str) else list(tools)
+    if not chosen:
+        raise UsageError(f"name at least one tool: {', '.join(for_tests() if tests else names())} or {ALL}")
+    if chosen == [ALL]:
+        if tests:
+            return list(for_tests())
+        return [c.name for c in REGISTRY if c.needs.in_all_programs] if program else list(names())
+    for name in chosen:
+        why = get(name).needs.not_for_tests
+        if tests and why:
+            raise UsageError(f"{why}; for tests use {', '.join(for_tests())}")
+    return chosen
+
+
+def order(first: Sequence[str]) -> tuple[str, ...]:
+    """Every checker, ``first`` in that order, then the rest in the registry's (kprof mutants: the
+    checks most likely to kill a mutant that passed the verdict come first)."""
+    for name in first:
+        get(name)
+    return (*first, *(n for n in names() if n not in first))
+
+
+def run_all(job: Job, chosen: Sequence[str], settings: Settings,
+            progress: Callable[[str], None] | None = None) -> list[ToolResult]:
+    """Each checker over one job, each in its own child; one's crash or timeout never stops the others."""
+    out = []
+    for name in chosen:
+        if progress:
+            progress(name)
+        out.append(get(name).check_job(job, settings))
+    return out
+
+
+def run_many(jobs: list[Job], name: str, settings: Settings) -> list[ToolResult]:
+    """One checker over several jobs, each result its job's own, as :func:`run_all` gives them one by one."""
+    return get(name).check_jobs(jobs, settings) if jobs else []
+
+
+def run_program(name: str, program: Program, settings: Settings) -> ToolResult:
+    """One checker over the user's program."""
+    return get(name).check_program(program, settings)
+
+
+_CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")
+
+
+def explain(results: list[ToolResult]) -> list[ToolResult]:
+    """One bug, one headline: a finding of a checker that reports effects (a race, a poison-following or
+    wrong result on C) on a buffer that a memory error of the same run touched (an out-of-bounds write to
+    C) is marked as its consequence (``extra["explained_by"]``), so the report leads with the cause."""
+    from kprof.findings import label
+
+    def effects(r: ToolResult) -> bool:
+        return r.tool in names() and get(r.tool).needs.effects
+
+    causes = {f.buffer: f for r in results if not effects(r) for f in r.findings if f.buffer and f.kind in _CAUSES}
+    if not causes:
+        return results
+    out = []
+    for r in results:
+        if not effects(r):
+            out.append(r)
+            continue
+        marked = [replace(f, extra={**f.extra, "explained_by": label(causes[f.buffer])}) if f.buffer in causes else f
+                  for f in r.findings]
+        out.append(replace(r, findings=marked))
+    return out
