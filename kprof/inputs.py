@@ -23,6 +23,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -365,3 +366,24 @@ def terminal_safe(text: str) -> str:
     text = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
                        text)
     return text.replace(_ERASE_MARK, _OWN_ERASE)
+
+
+def program_argv(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]:
+    """The command to run, checked before any tool starts: it names a program that exists."""
+    example = f"kprof {verb} -- python train.py"
+    if not cmd:
+        raise UsageError(f"name the program to {verb} after --, e.g. {example}")
+    first = cmd[0]
+    if first.startswith("-"):
+        raise UsageError(f"kprof {verb} -- {first}: that is an option, not a program; put kprof's options before "
+                         f"-- and the command after it, e.g. {example}")
+    if os.sep in first:
+        path = Path(cwd or ".") / first
+        if not path.is_file():
+            raise UsageError(f"kprof {verb} -- {first}: no such file")
+        if not os.access(path, os.X_OK):
+            raise UsageError(f"kprof {verb} -- {first}: not executable; run it with its interpreter, e.g. "
+                             f"kprof {verb} -- python {first}")
+    elif shutil.which(first) is None:
+        raise UsageError(f"kprof {verb} -- {first}: no such program on PATH (e.g. {example})")
+    return cmd

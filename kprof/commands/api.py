@@ -13,76 +13,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kprof import inputs
 from kprof.errors import KprofError, NcuError, OutputError, UsageError
-from kprof.findings import Finding
-from kprof.tools.toolrun import ToolResult
-
-if TYPE_CHECKING:
-    from kprof.build.build import BuildResult
-    from kprof.launch.launch import RunResult
-    from kprof.measure.bench import PointResult
-    from kprof.spec import Resolved
-    from kprof.stats import StopRule
-
-@dataclass(frozen=True)
-class SanitizeReport:
-    """What the tools found in one target: one :class:`~kprof.tools.toolrun.ToolResult` per tool."""
-
-    target: str
-    results: list[ToolResult]
-    notes: list[str] = field(default_factory=list)  # the allocator switches set for a program
-
-    @property
-    def findings(self) -> list[Finding]:
-        return [f for r in self.results for f in r.findings]
-
-    @property
-    def clean(self) -> bool:
-        return not self.findings and all(r.ok for r in self.results)
-
-    def to_json(self) -> dict[str, Any]:
-        from kprof import findings
-
-        data = findings.to_json(self.results, self.target)
-        data["notes"] = self.notes
-        return data
-
-    def to_sarif(self, root: str | None = None) -> dict[str, Any]:
-        from kprof import findings
-        from kprof.version import __version__
-
-        return findings.to_sarif(self.results, __version__, root=root or str(Path.cwd()))
-
-
-@dataclass(frozen=True)
-class RunReport:
-    """One run of a spec's kernel (``kprof run``): what the child measured and verified, the sizes it
-    resolved and the build it ran. ``ok`` is the verdict on every output."""
-
-    result: RunResult
-    resolved: Resolved
-    built: BuildResult
-    entry: str  # the kernel's entry point, whose resource usage the report gives
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.result.ok)
-
-    def to_json(self) -> dict[str, Any]:
-        """What ``kprof run --json`` prints."""
-        from dataclasses import asdict
-
-        from kprof.results import history
-
-        data = {k: v for k, v in asdict(self.result).items() if k != "raw"}
-        data["usage"] = asdict(self.built.usage_of(self.entry))
-        data["flops"], data["bytes"] = self.resolved.flops, self.resolved.bytes
-        data["provenance"] = history.provenance()
-        return data
+from kprof.results.reports import BenchCasesReport as BenchCasesReport
+from kprof.results.reports import BenchReport as BenchReport
+from kprof.results.reports import RunReport as RunReport
+from kprof.results.reports import SanitizeReport as SanitizeReport
 
 
 def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
@@ -101,36 +40,6 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
     prepared = pipeline.prepare(spec, dict(sizes or {}), params=dict(params or {}), preset=preset, arch=arch)
     job = prepared.job(RunMode(time=True), seed=seed)
     return RunReport(launch.run_kernel(job, timeout=timeout), prepared.resolved, prepared.built, spec.entry)
-
-
-@dataclass
-class BenchReport:
-    """A ``kprof bench`` run: every point measured, in order, with the ceilings it was judged against.
-    ``interrupted`` (Ctrl-C, SIGTERM) and ``lost`` (the history store could not take a point: a full
-    disk) say why it stopped early; what was measured before is kept either way."""
-
-    points: list[PointResult]
-    planned: int
-    run: str
-    mode: str
-    rule: StopRule
-    peak: dict[str, Any] | None
-    machine: dict[str, Any]
-    commit: str | None
-    recorded: bool  # written to the history store, point by point
-    interrupted: bool = False
-    lost: OutputError | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """What ``kprof bench --json`` prints."""
-        from dataclasses import asdict
-
-        from kprof.measure import bench as bench_mod
-        from kprof.results import history
-
-        return {"version": bench_mod.BENCH_VERSION, "run": self.run, "mode": self.mode, "rule": asdict(self.rule),
-                "peak": self.peak, "machine": self.machine, "commit": self.commit, "interrupted": self.interrupted,
-                "provenance": history.provenance(), "points": [r.to_dict() for r in self.points]}
 
 
 def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), params: Sequence[str] | Any = (),
@@ -303,36 +212,16 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
     if isinstance(target, (str, Path)):
         return _sanitize_spec(str(target), checkers.choose(tools), sizes, arch, timeout, padding, progress)
-    cmd = _program([str(a) for a in target], "sanitize", cwd)
-    from kprof import parallel
-    from kprof.tools import allocators, launchcount, toolrun
+    cmd = inputs.program_argv([str(a) for a in target], "sanitize", cwd)
+    from kprof.tools import allocators
     from kprof.tools.checker import Program, Settings
 
     names = checkers.choose(tools, program=True)
     require_gpu("compute-sanitizer" if checkers.needs_sanitizer(names) else None)
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
-    program, settings = Program(tuple(cmd), env, cwd, not keep_pools), Settings(timeout, padding)
-
-    def one(tool: str) -> Any:
-        if tool == _COUNT:  # what the program launches, in a run of its own: CUPTI cannot run under a tool
-            return launchcount.count(cmd, timeout=timeout, env=env, cwd=cwd, pools_off=not keep_pools)
-        if progress:
-            progress(tool)
-        result = checkers.run_program(tool, program, settings)
-        if progress:
-            progress(tool, result)
-        return result
-
-    sanitized = checkers.needs_sanitizer(names)
-    runs = names + ([_COUNT] if sanitized else [])
-    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
-    checked = done[-1] if sanitized else None  # the launch count says what a sanitizer run saw
-    results = [toolrun.with_coverage(r, checked) if checkers.get(r.tool).needs.sanitizer else r
-               for r in done[:len(names)]]
+    results = checkers.check_program(names, Program(tuple(cmd), env, cwd, not keep_pools), Settings(timeout, padding),
+                                     jobs=jobs, progress=progress)
     return SanitizeReport(" ".join(cmd), results, notes)
-
-
-_COUNT = "launch count"  # the run beside the tools' that counts the program's launches (kprof.tools.launchcount)
 
 
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
@@ -358,7 +247,7 @@ def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, 
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
     machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
     ``early``: children :func:`prestart_tests` started, each given its tool's first batch."""
-    from kprof import parallel, proc
+    from kprof import proc
     from kprof.tools import allocators, suite
 
     if timeout <= 0 or timeout != timeout:
@@ -366,40 +255,8 @@ def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, 
     names = program_tools(tools)
     require_gpu("compute-sanitizer")
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
-    where = cwd or Path.cwd()
-
-    def one(tool: str) -> Any:
-        if tool == _COUNT:  # what each test launches, in a run beside the tools' (CUPTI cannot run under one)
-            return suite.count_tests(tests, timeout=timeout, env=env, cwd=where)
-        return suite.run_tool(tests, tool, timeout=timeout, env=env, cwd=where, padding=padding, progress=progress,
-                              early=early.take(tool) if early is not None else None)
-
-    runs = [*names, _COUNT]
-    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
-    return suite.combine([t.nodeid for t in tests], names, done[:-1], done[-1])
-
-
-def _program(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]:
-    """The command to run, checked before any tool starts: it names a program that exists."""
-    import shutil
-
-    example = f"kprof {verb} -- python train.py"
-    if not cmd:
-        raise UsageError(f"name the program to {verb} after --, e.g. {example}")
-    first = cmd[0]
-    if first.startswith("-"):
-        raise UsageError(f"kprof {verb} -- {first}: that is an option, not a program; put kprof's options before "
-                         f"-- and the command after it, e.g. {example}")
-    if os.sep in first:
-        path = Path(cwd or ".") / first
-        if not path.is_file():
-            raise UsageError(f"kprof {verb} -- {first}: no such file")
-        if not os.access(path, os.X_OK):
-            raise UsageError(f"kprof {verb} -- {first}: not executable; run it with its interpreter, e.g. "
-                             f"kprof {verb} -- python {first}")
-    elif shutil.which(first) is None:
-        raise UsageError(f"kprof {verb} -- {first}: no such program on PATH (e.g. {example})")
-    return cmd
+    return suite.check_tests(tests, names, timeout=timeout, env=env, cwd=cwd or Path.cwd(), padding=padding, jobs=jobs,
+                             progress=progress, early=early)
 
 
 def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,
@@ -541,7 +398,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
 
         prepared = pipeline.prepare(catalog.load(str(target)), sizes, arch=arch)
         return profile_prepared(prepared, params={}, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
-    cmd = _program([str(a) for a in target], "profile", None)
+    cmd = inputs.program_argv([str(a) for a in target], "profile", None)
     if launch_count < 1 or launch_skip < 0:
         raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
     require_gpu("ncu")
@@ -572,24 +429,6 @@ def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | N
     spec = catalog.load(str(name)).with_defines({k: str(v) for k, v in defines.items()})
     built = build.build(spec, arch)
     return Op(spec, built.cubin, sizes=sizes)
-
-
-@dataclass(frozen=True)
-class BenchCasesReport:
-    """``kprof cases --bench``: the honest operation's integrity flags (none, or it is a false alarm) and
-    each cheat's (:mod:`kprof.corpus.benchcases`), all from one ``kprof bench`` run."""
-
-    honest: tuple[str, ...]
-    results: list[Any]  # kprof.corpus.benchcases.CheatResult
-    point: Any  # the bench point that timed them (kprof.measure.bench.PointResult)
-
-    @property
-    def ok(self) -> bool:
-        return not self.honest and all(r.caught for r in self.results) and self.point.status == "ok"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "ok": self.ok, "honest_flags": list(self.honest), "status": self.point.status,
-                "cheats": [r.to_dict() for r in self.results], "point": self.point.to_dict()}
 
 
 def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time: float = 2.0) -> BenchCasesReport:

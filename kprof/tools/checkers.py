@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kprof.errors import UsageError
 from kprof.tools.checker import Checker, Program, Settings
@@ -109,6 +109,36 @@ def run_many(jobs: list[Job], name: str, settings: Settings) -> list[ToolResult]
 def run_program(name: str, program: Program, settings: Settings) -> ToolResult:
     """One checker over the user's program."""
     return get(name).check_program(program, settings)
+
+
+COUNT = "launch count"  # the run beside the sanitizers' that counts what a program launches (kprof.tools.launchcount)
+
+
+def check_program(chosen: Sequence[str], program: Program, settings: Settings, *, jobs: int | None = 1,
+                  progress: Callable[..., None] | None = None) -> list[ToolResult]:
+    """Each of ``chosen`` over the user's program, ``jobs`` at once (None: what the GPU's free memory and the
+    CPUs allow), each in its own process group; ``progress(name)`` as each starts, ``progress(name, result)``
+    as it ends. Beside the sanitizers, one more run counts what the program launches (CUPTI cannot run under
+    compute-sanitizer), which each sanitizer's result then says it covered."""
+    from kprof import parallel
+    from kprof.tools import launchcount, toolrun
+
+    def one(name: str) -> Any:
+        if name == COUNT:
+            return launchcount.count(list(program.cmd), timeout=settings.timeout, env=program.env, cwd=program.cwd,
+                                     pools_off=program.pools_off)
+        if progress:
+            progress(name)
+        result = run_program(name, program, settings)
+        if progress:
+            progress(name, result)
+        return result
+
+    sanitized = needs_sanitizer(chosen)
+    runs = [*chosen, *([COUNT] if sanitized else [])]
+    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
+    checked = done[-1] if sanitized else None
+    return [toolrun.with_coverage(r, checked) if get(r.tool).needs.sanitizer else r for r in done[:len(chosen)]]
 
 
 _CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")

@@ -568,3 +568,22 @@ def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dic
         skipped = skips[0] if skips and all(s is not None for s in skips) else None
         out[nodeid] = TestVerdict(nodeid, results, skipped)
     return out
+
+
+def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path,
+                padding: int, jobs: int | None, progress: Any = None, early: Early | None = None) -> dict[str, TestVerdict]:
+    """The tests under each checker of ``names``, one child per checker for them all (``jobs`` at once), and
+    one more run that counts what each test launches (CUPTI cannot run under a tool): a verdict per node id.
+    ``early``: children started while pytest collected, each given its checker's first batch."""
+    from kprof import parallel
+    from kprof.tools.checkers import COUNT
+
+    def one(tool: str) -> Any:
+        if tool == COUNT:
+            return count_tests(tests, timeout=timeout, env=env, cwd=cwd)
+        return run_tool(tests, tool, timeout=timeout, env=env, cwd=cwd, padding=padding, progress=progress,
+                        early=early.take(tool) if early is not None else None)
+
+    runs = [*names, COUNT]
+    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
+    return combine([t.nodeid for t in tests], names, done[:-1], done[-1])
