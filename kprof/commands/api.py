@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs
-from kprof.errors import KprofError, NcuError, OutputError, UsageError
+from kprof.errors import KprofError, OutputError, UsageError
 from kprof.results.reports import BenchCasesReport as BenchCasesReport
 from kprof.results.reports import BenchReport as BenchReport
 from kprof.results.reports import RunReport as RunReport
@@ -123,33 +123,10 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
     if not names:  # the whole corpus: the cases this GPU cannot run are left out (``beyond``: cases_beyond's)
         skipped = {name for name, _ in (cases_beyond(arch) if beyond is None else beyond)}
         corpus = [c for c in corpus if c.name not in skipped]
-    scrub, _ = pipeline.scrubber(arch)
     built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus, parallel.build_jobs(len(corpus)))
     pairs = {case.name: pair for case, pair in zip(corpus, built)}  # built side by side: a cold cache took 15 s one by one
-    width = parallel.jobs_for(len(corpus) * len(checkers.names()), jobs, parallel.RUNNER_GPU_BYTES)
-    shared, alone = cases_mod.plan(corpus, width)
-    steps = progress(len(shared) + 1) if progress is not None else None
-
-    def runs(task: Any) -> dict[tuple[str, str, str], Any]:
-        import time
-
-        t0 = time.monotonic()
-        out = cases_mod.run_task(task, pairs, scrub_cubin=scrub, timeout=timeout)
-        if steps is not None:
-            steps.step(f"{task.label()} {time.monotonic() - t0:.1f} s")
-        return out
-
-    # Each task is a child process, so threads only wait: the sanitizers' tasks share the GPU, then
-    # the runs of the checkers that need the GPU to themselves (the values detector's) alone.
-    by_case: dict[str, Any] = {case.name: {} for case in corpus}
-    try:
-        for part in [*parallel.map_jobs(runs, shared, width), *map(runs, alone)]:
-            for (name, role, tool), result in part.items():
-                by_case[name][role, tool] = result
-    finally:
-        if steps is not None:
-            steps.close()
-    return [cases_mod.assemble(case, by_case[case.name]) for case in corpus]
+    return cases_mod.run_corpus(corpus, pairs, scrub_cubin=pipeline.scrubber(arch)[0], jobs=jobs, timeout=timeout,
+                                progress=progress)
 
 
 def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
@@ -281,34 +258,10 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
                      report_dir: Path | None = None, timeout: float = 600.0) -> list[Any]:
     """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may not
     read counters, the counter-less fallback from one timed launch; any other ncu failure raises."""
-    from kprof.launch import launch
-    from kprof.launch.job import RunMode
-    from kprof.measure import profiling as prof
-    from kprof.tools import ncu
+    from kprof.measure import profiling
 
-    r, built, extra = prepared.resolved, prepared.built, tuple(metrics)
-
-    def without_ncu(reason: str, source: str) -> list[Any]:
-        result = launch.run_kernel(prepared.job(RunMode(time=True)), timeout=timeout)
-        usage = built.usage_of(r.spec.entry)
-        return [prof.fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
-                              r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
-                              reason, source=source, driver_blocks=result.driver_blocks_per_sm,
-                              spills=(usage.spill_stores, usage.spill_loads, usage.stack_frame))]
-
-    if why := ncu.unsupported(built.arch):  # Pascal: no ncu at all, but what kprof measures itself
-        return without_ncu(f"{why}: kprof measured without it", f"no Nsight Compute on {built.arch}")
-    try:
-        rows = ncu.profile_rows(prepared.job(RunMode(verify=False)), set_name=set_name, extra_metrics=extra,
-                                report_dir=report_dir, timeout=timeout)
-    except NcuError as exc:
-        if exc.reason != "counters":
-            raise
-        return without_ncu(str(exc), "fallback (no counters)")
-    # A Python operation launches kernels kprof does not count in advance: report every one in its range.
-    launches = 0 if r.spec.python else len(r.steps)
-    return prof.reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
-                        extra_metrics=extra, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.math)
+    return profiling.profile_spec(prepared.resolved, prepared.built, prepared.job, params=params, set_name=set_name,
+                                  metrics=tuple(metrics), report_dir=report_dir, timeout=timeout)
 
 
 def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[str, list[str]] | None = None,

@@ -20,9 +20,12 @@ overwrite the pattern. Measured on an H200 with twelve cases at once:
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kprof import parallel
 from kprof import spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
@@ -218,6 +221,35 @@ def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str |
             wanted.append((case.name, "twin", twin))
     results = checkers.run_many([j for _, _, j in wanted], task.tool, Settings(timeout, scrub_cubin=scrub_cubin))
     return {(name, role, task.tool): r for (name, role, _), r in zip(wanted, results)}
+
+
+def run_corpus(corpus: list[Case], pairs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None, jobs: int | None,
+               timeout: float = 300.0, progress: Callable[[int], Any] | None = None) -> list[CaseResult]:
+    """Every run of the corpus (the jobs of each case and twin in ``pairs``, built by the command layer) in
+    few children (:func:`plan`): the sanitizers' tasks side by side, ``jobs`` at a time (None: what the
+    GPU's memory and the CPUs allow), then the tasks of the checkers that need the GPU to themselves,
+    alone. Each task is a child process, so threads only wait. ``progress``, given the number of
+    children, returns what is stepped as each ends and closed at the end."""
+    width = parallel.jobs_for(len(corpus) * len(checkers.names()), jobs, parallel.RUNNER_GPU_BYTES)
+    shared, alone = plan(corpus, width)
+    steps = progress(len(shared) + len(alone)) if progress is not None else None
+
+    def runs(task: Task) -> dict[tuple[str, str, str], ToolResult]:
+        t0 = time.monotonic()
+        out = run_task(task, pairs, scrub_cubin=scrub_cubin, timeout=timeout)
+        if steps is not None:
+            steps.step(f"{task.label()} {time.monotonic() - t0:.1f} s")
+        return out
+
+    by_case: dict[str, Runs] = {case.name: {} for case in corpus}
+    try:
+        for part in [*parallel.map_jobs(runs, shared, width), *map(runs, alone)]:
+            for (name, role, tool), result in part.items():
+                by_case[name][role, tool] = result
+    finally:
+        if steps is not None:
+            steps.close()
+    return [assemble(case, by_case[case.name]) for case in corpus]
 
 
 def tally(results: list[CaseResult]) -> str:

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kprof.build import occupancy
 from kprof.errors import KprofError
+from kprof.launch.job import RunMode
 from kprof.measure import ceilings
 from kprof.tools.ncu import STALL_REASONS, Value
+
+if TYPE_CHECKING:
+    from kprof.build.build import BuildResult
+    from kprof.launch.job import Job
+    from kprof.spec import Resolved
 
 PROFILE_VERSION = 1
 
@@ -359,3 +366,38 @@ def against_ceilings(p: KernelProfile, peak: dict[str, Any] | None) -> KernelPro
     mix = ceilings.measured_mix(peak, ceilings.mix_of([("in", int(p.dram_read)), ("out", int(p.dram_write or 0))]))
     top = ceilings.ceiling(peak, mix)
     return replace(p, mix=mix, ceiling_bytes_per_s=top, of_ceiling=_div(p.dram_bytes_per_s, top))
+
+
+def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMode], Job], *, params: dict[str, str],
+                 set_name: str = "quick", metrics: tuple[str, ...] = (), report_dir: Path | None = None,
+                 timeout: float = 600.0) -> list[KernelProfile]:
+    """ncu over kprof's runner for one built spec (``job_of(mode)``: its job of that mode): one report per
+    kernel it launched. Where ncu may not read counters, or there is no ncu for the GPU (Pascal), the
+    counter-less report from one timed launch; any other ncu failure raises."""
+    from kprof.errors import NcuError
+    from kprof.launch import launch
+    from kprof.tools import ncu
+
+    r = resolved
+
+    def without_ncu(reason: str, source: str) -> list[KernelProfile]:
+        result = launch.run_kernel(job_of(RunMode(time=True)), timeout=timeout)
+        usage = built.usage_of(r.spec.entry)
+        return [fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
+                         r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
+                         reason, source=source, driver_blocks=result.driver_blocks_per_sm,
+                         spills=(usage.spill_stores, usage.spill_loads, usage.stack_frame))]
+
+    if why := ncu.unsupported(built.arch):
+        return without_ncu(f"{why}: kprof measured without it", f"no Nsight Compute on {built.arch}")
+    try:
+        rows = ncu.profile_rows(job_of(RunMode(verify=False)), set_name=set_name, extra_metrics=metrics,
+                                report_dir=report_dir, timeout=timeout)
+    except NcuError as exc:
+        if exc.reason != "counters":
+            raise
+        return without_ncu(str(exc), "fallback (no counters)")
+    # A Python operation launches kernels kprof does not count in advance: report every one in its range.
+    launches = 0 if r.spec.python else len(r.steps)
+    return reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
+                   extra_metrics=metrics, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.math)
