@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs
-from kprof.errors import KprofError, OutputError, UsageError
+from kprof.errors import KprofError, UsageError
 from kprof.results.reports import BenchCasesReport as BenchCasesReport
 from kprof.results.reports import BenchReport as BenchReport
 from kprof.results.reports import RunReport as RunReport
@@ -53,10 +53,9 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     and written to the history store as it is measured (``history=False``: not). ``progress(i, n,
     point)`` is called before each point. A Ctrl-C ends the run with what was measured. (The name
     ``kprof.measure.bench`` is the module's.)"""
-    from kprof import telemetry
     from kprof.commands import pipeline
     from kprof.measure import bench as bench_mod
-    from kprof.results import history as history_mod
+    from kprof.results import benchrun
     from kprof.spec import catalog, sweep
 
     specs = [catalog.load(str(n)) for n in ([names] if isinstance(names, str) else names)]
@@ -69,25 +68,8 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     require_gpu(None)  # before the timing kernels are built and the ceilings measured
     timing = pipeline.timing_mode(mode, rule, timer, arch, cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
     peak = pipeline.peak(arch=arch, progress=peak_progress)
-    conn = history_mod.connect() if history else None
-    snap = telemetry.snapshot()
-    report = BenchReport([], len(plan), history_mod.new_run(), timing.mode, rule, peak,
-                         {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None},
-                         history_mod.git_commit(), conn is not None)
-    try:
-        for i, point in enumerate(plan, 1):
-            if progress is not None:
-                progress(i, len(plan), point)
-            result = bench_mod.run_point(pipeline.bench_plan(point, timing, arch), peak, timeout=timeout)
-            report.points.append(result)
-            if conn is not None:  # written as soon as it is measured: an interrupted sweep keeps it
-                history_mod.record(conn, report.run, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
-                                   "mode": timing.mode}, result.to_dict(), report.machine, report.commit)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.commands.cli): what was measured is still returned
-        report.interrupted = True
-    except OutputError as exc:  # the history store could not take a point (a full disk): stop, keep the rest
-        report.lost = exc
-    return report
+    return benchrun.run(plan, lambda point: pipeline.bench_plan(point, timing, arch), peak, mode=timing.mode, rule=rule,
+                        history=history, timeout=timeout, progress=progress)
 
 
 def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None = None,
@@ -324,15 +306,8 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
             rules = ncu.rules_of(Path(tmp) / f"{case.spec.name}.ncu-rep")
         return diagnose_prepared(prepared, profiles, seconds=seconds, timeout=timeout), rules, prepared.built.arch
 
-    out = []
-    try:
-        for case in corpus if corpus is not None else perfcases.load_all(catalog.group("perf")):
-            out.append(perfcases.run_case(case, bench=bench, diagnosed=diagnosed))
-            if progress is not None:
-                progress(out[-1])
-    except KeyboardInterrupt:
-        pass
-    return out
+    cases = list(corpus) if corpus is not None else perfcases.load_all(catalog.group("perf"))
+    return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress)
 
 
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
@@ -343,7 +318,6 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
     and/or NVTX range (``range``: the program's own, torch's, or a ``kprof.range``), at most
     ``launch_count`` of them after skipping ``launch_skip``."""
     from kprof.measure import profiling as prof
-    from kprof.tools import ncu
 
     if isinstance(target, (str, Path)):
         from kprof.commands import pipeline
@@ -355,18 +329,10 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
     if launch_count < 1 or launch_skip < 0:
         raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
     require_gpu("ncu")
-    rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
-                               launch_count=launch_count, set_name=set_name, extra_metrics=tuple(metrics),
-                               timeout=timeout)
     from kprof.build.build import detect_arch
 
-    arch = arch or detect_arch()  # once, not per profiled launch (NVML each time)
-    out = []
-    for i, row in enumerate(rows):
-        name = row["Kernel Name"].value if "Kernel Name" in row else f"kernel{i}"
-        out += prof.reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={},
-                            extra_metrics=tuple(metrics))
-    return out
+    return prof.profile_program(cmd, arch or detect_arch(), kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
+                                launch_count=launch_count, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
 
 
 def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Any:

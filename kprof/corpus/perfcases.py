@@ -225,3 +225,19 @@ def tally(results: list[PerfResult]) -> dict[str, Any]:
             "estimates": len(with_est), "estimates_within": sum(bool(r.estimate_right) for r in with_est),
             "confirmed_by_try": sum(1 for r in results if r.try_gain),
             "ncu_right": sum(1 for r in results if r.ncu_right), "ncu_judged": sum(1 for r in results if r.ncu_right is not None)}
+
+
+def run_all(cases: list[PerfCase], *, bench: Callable[[list[str]], Any],
+            diagnosed: Callable[[PerfCase, float | None], tuple[Any, list[Any], str]],
+            progress: Callable[[PerfResult], None] | None = None) -> list[PerfResult]:
+    """Every case in turn (:func:`run_case`), ``progress(result)`` after each; a Ctrl-C (or SIGTERM) ends the
+    run with the cases judged so far."""
+    out: list[PerfResult] = []
+    try:
+        for case in cases:
+            out.append(run_case(case, bench=bench, diagnosed=diagnosed))
+            if progress is not None:
+                progress(out[-1])
+    except KeyboardInterrupt:
+        pass
+    return out

@@ -401,3 +401,18 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
     launches = 0 if r.spec.python else len(r.steps)
     return reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
                    extra_metrics=metrics, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.math)
+
+
+def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range: str | None, launch_skip: int,
+                    launch_count: int, set_name: str, metrics: tuple[str, ...], timeout: float) -> list[KernelProfile]:
+    """ncu over the user's program: a report per profiled launch, named ``KERNEL#N`` (N its index among the
+    launches ncu matched, counting the skipped), judged on ``arch`` (found once, not per launch)."""
+    from kprof.tools import ncu
+
+    rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
+                               launch_count=launch_count, set_name=set_name, extra_metrics=metrics, timeout=timeout)
+    out: list[KernelProfile] = []
+    for i, row in enumerate(rows):
+        name = row["Kernel Name"].value if "Kernel Name" in row else f"kernel{i}"
+        out += reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={}, extra_metrics=metrics)
+    return out
