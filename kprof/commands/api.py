@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs
-from kprof.errors import KprofError, UsageError
+from kprof.errors import UsageError
 from kprof.results.reports import BenchCasesReport as BenchCasesReport
 from kprof.results.reports import BenchReport as BenchReport
 from kprof.results.reports import RunReport as RunReport
@@ -138,11 +138,9 @@ def require_gpu(tool: str | None) -> None:
 def checkers() -> list[dict[str, Any]]:
     """kprof's checkers (``kprof sanitize --list-tools``), in the registry's order: each one's name, what it
     finds, and what it needs (:class:`kprof.tools.checker.Needs`)."""
-    from dataclasses import asdict
-
     from kprof.tools import checkers as registry
 
-    return [{"name": c.name, "summary": c.summary, "needs": asdict(c.needs)} for c in registry.REGISTRY]
+    return registry.describe()
 
 
 def program_tools(tools: str | Sequence[str]) -> list[str]:
@@ -250,16 +248,11 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[st
                       auto_try: bool = True, seconds: float | None = None, timeout: float = 300.0) -> Any:
     """Why the kernel performs as it does (:class:`kprof.diagnose.model.Diagnosis`): its limiter, the causes
     ranked by gain with their evidence, line, change and estimate, and the tries' measured gains."""
-    from kprof.build import build
     from kprof.commands import pipeline
     from kprof.diagnose import stage
 
     arch = prepared.built.arch
-    try:
-        ptx = build.ptx(prepared.spec, arch, built=prepared.built)
-        note = "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"
-    except KprofError as exc:
-        ptx, note = None, f"no PTX: {str(exc).splitlines()[0]}"
+    ptx, note = pipeline.ptx_of(prepared)
 
     def bench(name: str, sizes: dict[str, int], sweep: str) -> Any:  # a try: one kprof bench run, no history
         return run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[sweep], baseline="none",

@@ -73,6 +73,15 @@ def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: di
     return built(resolve(spec, sizes, params=params, preset=preset, fills=fills), arch)
 
 
+def ptx_of(prepared: Prepared) -> tuple[str | None, str]:
+    """The PTX of a built spec, for the diagnosis's lines without counters: (text, "") or (None, why not)."""
+    try:
+        ptx = build.ptx(prepared.spec, prepared.built.arch, built=prepared.built)
+    except KprofError as exc:
+        return None, f"no PTX: {str(exc).splitlines()[0]}"
+    return ptx, "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"
+
+
 def builtin(name: str, arch: str | None = None) -> BuildResult:
     """One of kprof's own kernels (``kprof/builtin``): the scrubber, the spin and flush kernels, the peaks."""
     return build.build(catalog.builtin(name), arch)

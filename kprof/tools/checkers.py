@@ -9,7 +9,7 @@ checker is its own module and one line here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from kprof.errors import UsageError
@@ -35,6 +35,11 @@ ALL = "all"
 def names() -> tuple[str, ...]:
     """Every checker's name, in the registry's order."""
     return tuple(c.name for c in REGISTRY)
+
+
+def describe() -> list[dict[str, Any]]:
+    """Each checker's name, what it finds and what it needs (``kprof sanitize --list-tools``), in order."""
+    return [{"name": c.name, "summary": c.summary, "needs": asdict(c.needs)} for c in REGISTRY]
 
 
 def get(name: str) -> Checker:
