@@ -1,24 +1,46 @@
 """kprof: build, launch, verify, sanitize, profile and benchmark CUDA kernels.
 
 Importing kprof loads no CUDA, nvtx or NumPy module: those are imported where a command needs
-them, so ``import kprof`` and ``kprof --help`` work on any machine. The Python API is
-``kprof.run()``, ``kprof.run_bench()``, ``kprof.run_peak()`` (this GPU's ceilings), ``kprof.sanitize()``,
-``kprof.sanitize_tests()`` (a pytest suite), ``kprof.run_cases()``
-(the seeded-bug corpus), ``kprof.run_bench_cases()`` (the cheat corpus), ``kprof.run_mutants()`` (a spec's mutation
-score), ``kprof.profile()``,
-``kprof.load()`` (a kernel as an operation on PyTorch or CuPy arrays) and ``kprof.range()``
-(:mod:`kprof.commands.api`, :mod:`kprof.op`, :mod:`kprof.annotate`), loaded on first use.
+them, so ``import kprof`` and ``kprof --help`` work on any machine.
+
+The public surface is this module: the API functions and the types they return, each listed once in
+:data:`__all__` and loaded on first use. ``kprof.run()``, ``kprof.run_bench()``, ``kprof.run_peak()`` (this
+GPU's ceilings), ``kprof.sanitize()``, ``kprof.sanitize_tests()`` (a pytest suite), ``kprof.run_cases()``
+(the seeded-bug corpus), ``kprof.run_bench_cases()`` (the cheat corpus), ``kprof.run_perf_cases()`` (the
+performance corpus), ``kprof.run_mutants()`` (a spec's mutation score), ``kprof.profile()``,
+``kprof.diagnose()`` (why a kernel is slow), ``kprof.checkers()``, ``kprof.load()`` (a kernel as an
+operation on PyTorch or CuPy arrays) and ``kprof.range()``. Module paths are the layout and may move:
+the old ones of the 0.1.0 layout still import, with a warning (:mod:`kprof.moved`).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from kprof import moved
 from kprof.version import __version__
 
-__all__ = ["BenchReport", "RunReport", "SanitizeReport", "__version__", "diagnose", "load", "prestart_tests", "profile",
-           "range", "run", "run_bench", "run_bench_cases", "run_cases", "run_mutants", "run_peak", "run_perf_cases",
-           "sanitize", "sanitize_tests"]
+# Each public name once: where it lives.
+_PUBLIC = {
+    # the API functions: kprof.commands.api, the corpora's in kprof.commands.corpora
+    "run": "kprof.commands.api", "run_bench": "kprof.commands.api", "run_peak": "kprof.commands.api",
+    "sanitize": "kprof.commands.api", "sanitize_tests": "kprof.commands.api", "prestart_tests": "kprof.commands.api",
+    "profile": "kprof.commands.api", "diagnose": "kprof.commands.api", "checkers": "kprof.commands.api",
+    "load": "kprof.commands.api", "range": "kprof.annotate",
+    "run_cases": "kprof.commands.corpora", "run_bench_cases": "kprof.commands.corpora",
+    "run_perf_cases": "kprof.commands.corpora", "run_mutants": "kprof.commands.corpora",
+    # the types they return
+    "RunReport": "kprof.results.reports", "BenchReport": "kprof.results.reports", "SanitizeReport": "kprof.results.reports",
+    "BenchCasesReport": "kprof.results.reports", "MutantsReport": "kprof.corpus.mutation",
+    "PointResult": "kprof.measure.bench", "KernelProfile": "kprof.measure.profiling", "Diagnosis": "kprof.diagnose.model",
+    "ToolResult": "kprof.tools.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
+    "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
+}  # fmt: skip
+
+__all__ = ["__version__", *sorted(_PUBLIC)]
+
+moved.install()
 
 
 def __dir__() -> list[str]:
@@ -28,14 +50,7 @@ def __dir__() -> list[str]:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "range":
-        from kprof.annotate import range as range_
-
-        return range_
-    if name in ("run", "run_bench", "run_bench_cases", "run_cases", "run_mutants", "run_peak", "sanitize", "sanitize_tests",
-                "prestart_tests", "profile", "load", "BenchReport", "RunReport", "SanitizeReport", "diagnose",
-                "run_perf_cases"):
-        from kprof.commands import api
-
-        return getattr(api, name)
-    raise AttributeError(f"module 'kprof' has no attribute {name!r}")
+    where = _PUBLIC.get(name)
+    if where is None:
+        raise AttributeError(f"module 'kprof' has no attribute {name!r}")
+    return getattr(importlib.import_module(where), name)

@@ -170,3 +170,8 @@ class SizeExprError(ValueError):
 
 class ReferenceExprError(ValueError):
     """The expression uses something outside the reference vocabulary (:mod:`kprof.spec.reference`)."""
+
+
+class KprofDeprecationWarning(FutureWarning):
+    """A name kprof moved or renamed, still working for now: the message says the new one. A FutureWarning,
+    so a user's script shows it by default (a DeprecationWarning is shown only for ``__main__``'s own code)."""

@@ -33,7 +33,7 @@ def _trees(path: Path) -> list[ast.Module]:
 
 
 MAX_LINES = 80
-COMMAND_LAYER = {"commands.cli", "commands.commands", "commands.pipeline", "commands.api", "commands.scaffold"}  # api: the same front door, from Python
+COMMAND_LAYER = {"commands.cli", "commands.commands", "commands.pipeline", "commands.api", "commands.corpora", "commands.scaffold"}  # api: the same front door, from Python
 
 
 def _nodes(tree: ast.AST):
@@ -272,8 +272,8 @@ def test_no_two_stage_folders_import_each_other():
 STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnose", "corpus", "results", "commands"]
 # What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m kprof, the
 # pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
-TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc", "parallel", "telemetry",
-       "units", "findings", "stats"}
+TOP = {"__main__", "pytest_plugin", "op", "annotate", "moved", "errors", "version", "inputs", "proc", "parallel",
+       "telemetry", "units", "findings", "stats"}
 
 
 def test_the_tree_shows_the_pipeline():
@@ -289,3 +289,28 @@ def test_the_tree_shows_the_pipeline():
                     if a.split(".")[0] in STAGES and b.split(".")[0] in STAGES
                     and STAGES.index(b.split(".")[0]) > STAGES.index(a.split(".")[0]))
     assert not upward, f"imports that climb back up the pipeline: {upward}"
+
+
+CHECKER_NAMES = {"memcheck", "racecheck", "initcheck", "synccheck", "values"}
+# where a checker is defined, registered or given its place: the registry, the two checker modules, and
+# kprof mutants' preference of which checks run first
+CHECKER_HOMES = {"tools.checkers", "tools.checker", "tools.compute_sanitizer", "tools.values", "corpus.mutants"}
+
+
+def test_the_checkers_are_listed_in_one_registry():
+    """No module but the checkers' own spells out a list of checkers (a tuple or list of two or more of their
+    names) or tests a tool against the values detector's name (``tool == "values"``): what a checker needs is
+    its ``needs``, and the lists come from kprof.tools.checkers, so a new checker is one file and one line."""
+    found = []
+    for name, path in MODULES.items():
+        if name in CHECKER_HOMES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                names = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in CHECKER_NAMES]
+                if len(names) >= 2:
+                    found.append(f"{name}:{node.lineno} {names}")
+            if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "values"
+                                                     for c in [node.left, *node.comparators]):
+                found.append(f"{name}:{node.lineno} compares with 'values'")
+    assert not found, found

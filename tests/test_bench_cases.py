@@ -10,7 +10,7 @@ import json
 import pytest
 
 from kprof import spec as spec_mod
-from kprof.commands import api, cli
+from kprof.commands import api, cli, corpora
 from kprof.corpus import benchcases
 from kprof.errors import SpecError
 from kprof.measure import bench
@@ -53,7 +53,7 @@ def test_each_cheat_is_caught_by_one_of_its_flags_or_its_verdict(monkeypatch, ca
         points = [point]
 
     monkeypatch.setattr(api, "run_bench", lambda *a, **k: Report())
-    report = api.run_bench_cases()
+    report = corpora.run_bench_cases()
     got = {r.cheat.name: r.caught for r in report.results}
     assert got.pop("replay") is False and all(got.values()), got
     assert not report.ok

@@ -223,11 +223,11 @@ def test_children_run_side_by_side_share_the_hosts_threads(monkeypatch):
 def test_the_cases_a_gpu_is_too_old_for_are_named_and_left_out():
     """kprof cases on an sm_80 GPU leaves out the bulk-copy case (sm_90), on a Turing one the ldmatrix case
     too, each with its reason; an H200 runs them all."""
-    from kprof.commands import api
+    from kprof.commands import corpora
 
-    assert api.cases_beyond("sm_90") == []
-    assert [n for n, _ in api.cases_beyond("sm_80")] == ["missing_mbarrier_wait"]
-    beyond = dict(api.cases_beyond("sm_75"))
+    assert corpora.cases_beyond("sm_90") == []
+    assert [n for n, _ in corpora.cases_beyond("sm_80")] == ["missing_mbarrier_wait"]
+    beyond = dict(corpora.cases_beyond("sm_75"))
     assert set(beyond) == {"missing_mbarrier_wait", "ldmatrix_wrong_layout"}
     assert "needs sm_80 or newer (mma.sync on bfloat16 and ldmatrix)" in beyond["ldmatrix_wrong_layout"]
 

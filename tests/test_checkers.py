@@ -61,13 +61,16 @@ def test_explain_marks_the_findings_of_an_effects_checker_under_the_memory_error
     assert "explained_by" not in out[1].findings[1].extra and out[0].findings == [oob]
 
 
+_CANARY_NEEDS = Needs(sanitizer=False, alone=True, in_all_programs=False, not_for_tests="the canary is not for tests")
+
+
 @dataclass(frozen=True)
 class _Canary:
     """A checker of a test's own: what a new checker is (a class with these members), added by one line."""
 
     name: str = "canary"
     summary: str = "a test's own checker"
-    needs: Needs = Needs(sanitizer=False, alone=True, in_all_programs=False, not_for_tests="the canary is not for tests")
+    needs: Needs = _CANARY_NEEDS
 
     def check_job(self, job, settings):
         return ToolResult(self.name, "clean", [], 0.0, f"timeout {settings.timeout:g}")

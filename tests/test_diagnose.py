@@ -312,7 +312,7 @@ def test_ncu_rules_beside_the_diagnosis(data_dir):
 def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_dir):
     """kprof cases --perf's orchestration: bench (the case and its twin), ncu (here a fake with the counters a
     GPU gives an uncoalesced copy), one timed run, the tries, the judge, ncu's rules beside it."""
-    from kprof.commands import api
+    from kprof.commands import api, corpora
     from kprof.diagnose import stage
     from kprof.tools import ncu
 
@@ -345,7 +345,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
     monkeypatch.setattr(ncu, "rules_of", lambda report: ncu.parse_rules(
         (data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text()))
     corpus = [c for c in perfcases.load_all(catalog.group("perf")) if c.name in ("copy_uncoalesced", "tail_wave")]
-    results = api.run_perf_cases(corpus)
+    results = corpora.run_perf_cases(corpus)
     by = {r.case: r for r in results}
     copy = by["copy_uncoalesced"]
     assert copy.ok and copy.first == "uncoalesced" and copy.line == "copy_uncoalesced.cu:6"

@@ -72,9 +72,9 @@ def test_bench_warm_mode_times_single_launches(capsys):
 def test_every_cheat_of_the_bench_corpus_is_caught_and_the_honest_operation_is_not_flagged():
     """kprof cases --bench: the seven cheats of bench_cases/ timed beside y = 2 x in one run."""
     pytest.importorskip("torch")
-    from kprof.commands import api
+    from kprof.commands import corpora
 
-    report = api.run_bench_cases(max_time=1.0)
+    report = corpora.run_bench_cases(max_time=1.0)
     missed = [(r.cheat.name, r.kinds) for r in report.results if not r.caught]
     assert report.point.status == "ok", report.point.message
     assert not report.honest and not missed, (report.honest, missed, report.point.warnings)

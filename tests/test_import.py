@@ -42,3 +42,39 @@ def test_help_kprof_lists_the_api_and_stays_light():
             "missing = [n for n in kprof.__all__ if n != '__version__' and n not in text]\n"
             "assert not missing, missing")
     assert loaded_after(body) == ""
+
+
+def test_every_public_name_is_listed_once_and_loads():
+    """kprof's public surface: the API functions and the types they return, each once in __all__, each
+    loading from where kprof says it lives."""
+    import kprof
+
+    assert len(kprof.__all__) == len(set(kprof.__all__))
+    for name in kprof.__all__:
+        assert getattr(kprof, name) is not None, name
+    assert {"Diagnosis", "PointResult", "KernelProfile", "ToolResult", "Finding", "SanitizeReport"} <= set(kprof.__all__)
+    assert kprof.sanitize.__module__ == "kprof.commands.api" and kprof.range.__module__ == "kprof.annotate"
+
+
+def test_an_old_module_path_still_imports_with_a_warning_naming_the_new_one():
+    """The 0.1.0 layout's paths (kprof.bench, kprof.cli, ...) give the module at its new path, with a
+    KprofDeprecationWarning (a FutureWarning: shown by default in a user's script); kprof.sanitize stays the API."""
+    body = ("import warnings\nwarnings.simplefilter('error')\nimport kprof\n"
+            "try:\n    import kprof.bench\nexcept FutureWarning as w:\n    print('WARNED', w)\n"
+            "warnings.simplefilter('ignore')\nimport kprof.bench as old, kprof.measure.bench as new\n"
+            "from kprof.cli import main\nfrom kprof.commands.cli import main as main2\n"
+            "print('SAME', old is new, main is main2, callable(kprof.sanitize) and not hasattr(kprof.sanitize, '__path__'))")
+    out = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, check=True).stdout
+    assert "WARNED kprof.bench moved to kprof.measure.bench" in out and "SAME True True True" in out
+
+
+def test_the_moved_table_points_at_modules_that_exist_and_names_not_in_use():
+    from pathlib import Path
+
+    from kprof import moved
+
+    root = Path(moved.__file__).parent.parent
+    for old, new in moved.MOVED.items():
+        assert (root / (new.replace(".", "/") + ".py")).is_file(), new
+        gone = root / old.replace(".", "/")
+        assert not gone.with_suffix(".py").exists() and not gone.is_dir(), f"{old} is in use again"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kprof import proc
-from kprof.commands import api, cli
+from kprof.commands import api, cli, corpora
 from kprof.corpus import mutants
 from kprof.launch import launch
 from kprof.launch.launch import RunResult
@@ -144,7 +144,7 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
 
     monkeypatch.setattr(launch, "run_kernels", run_kernels)
     monkeypatch.setattr(checkers, "run_all", run_all)
-    report = api.run_mutants("tiled_matmul", jobs=3)
+    report = corpora.run_mutants("tiled_matmul", jobs=3)
     assert report.tools == ("memcheck", "racecheck", "values", "synccheck")  # initcheck is not clean on the original
     assert "wrong" not in big and {"original", "same", "survivor"} <= set(big)  # killed at the small sizes, never run large
     got = {r.mutant.id: (r.verdict, r.by) for r in report.results}
@@ -317,7 +317,7 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
         return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
     monkeypatch.setattr(checkers, "run_all", run_all)
-    report = api.run_mutants("tiled_matmul", jobs=2)
+    report = corpora.run_mutants("tiled_matmul", jobs=2)
     original = [s for n, s in memchecked if n == "tiled_matmul"]
     assert {"M": 4096, "N": 4096, "K": 4096} not in original and {"M": 127, "N": 131, "K": 97} in original
     (write,) = [r for r in report.results if "if (row <= M && col < N)" in r.mutant.source]

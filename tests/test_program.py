@@ -447,8 +447,8 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     """tiled_matmul without its bounds check, as seen on an H200: one memcheck write past C, and the
     values detector's race, uninitialized-read and wrong-result on C that follow from it."""
     from kprof.findings import Finding
-    from kprof.tools.checkers import explain
     from kprof.results import render
+    from kprof.tools.checkers import explain
     from kprof.tools.toolrun import ToolResult
 
     oob = Finding("memcheck", "out-of-bounds-write", "tiled_matmul_no_bounds", "/k/t.cu", 15, (3, 0, 0), (1, 2, 0), 9,

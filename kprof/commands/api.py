@@ -23,6 +23,9 @@ from kprof.results.reports import BenchReport as BenchReport
 from kprof.results.reports import RunReport as RunReport
 from kprof.results.reports import SanitizeReport as SanitizeReport
 
+# The corpora's API (kprof cases, cases --bench, cases --perf, mutants) is kprof.commands.corpora; kprof.run_cases
+# and the rest name it from the package (kprof/__init__.py).
+
 
 def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
         preset: str = "default", seed: int = 0, arch: str | None = None, timeout: float = 300.0) -> RunReport:
@@ -84,41 +87,6 @@ def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None 
     if refresh or pipeline.cached_peak() is None:
         require_gpu(None)
     return pipeline.peak(refresh=refresh, arch=arch, progress=progress, thorough=thorough)
-
-
-def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
-          timeout: float = 300.0, progress: Callable[[int], Any] | None = None,
-          beyond: list[tuple[str, str]] | None = None) -> list[Any]:
-    """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its fixed
-    twin under every tool, the sanitizers side by side (``jobs``), then the values detector alone on
-    the GPU. A :class:`~kprof.corpus.cases.CaseResult` per case, in order. ``progress``, given the number of
-    children, returns what is stepped as each ends and closed at the end (``kprof.parallel.Progress``:
-    the CLI's ``[3/27] twins memcheck (11) 16.0 s`` lines)."""
-    from kprof import parallel
-    from kprof.commands import pipeline
-    from kprof.corpus import cases as cases_mod
-    from kprof.spec import catalog
-    from kprof.tools import checkers
-
-    corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
-    require_gpu("compute-sanitizer" if checkers.needs_sanitizer(c.expect.tool for c in corpus) else None)
-    if not names:  # the whole corpus: the cases this GPU cannot run are left out (``beyond``: cases_beyond's)
-        skipped = {name for name, _ in (cases_beyond(arch) if beyond is None else beyond)}
-        corpus = [c for c in corpus if c.name not in skipped]
-    built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus, parallel.build_jobs(len(corpus)))
-    pairs = {case.name: pair for case, pair in zip(corpus, built)}  # built side by side: a cold cache took 15 s one by one
-    return cases_mod.run_corpus(corpus, pairs, scrub_cubin=pipeline.scrubber(arch)[0], jobs=jobs, timeout=timeout,
-                                progress=progress)
-
-
-def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
-    """The corpus's cases that need a newer GPU than ``arch`` (this GPU's by default), with why: the
-    whole-corpus ``kprof cases`` leaves them out and says so; named, one is refused (exit 2)."""
-    from kprof.build.build import check_arch, detect_arch
-    from kprof.spec import catalog
-
-    arch = check_arch(arch or detect_arch())
-    return [(spec.name, why) for spec in catalog.group("case") if (why := spec.unsupported_on(arch))]
 
 
 def require_gpu(tool: str | None) -> None:
@@ -275,34 +243,6 @@ def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str
                              auto_try=auto_try, timeout=timeout)
 
 
-def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
-                   progress: Callable[[Any], None] | None = None) -> list[Any]:
-    """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
-    (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
-    each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases judged so far."""
-    import tempfile
-
-    from kprof.commands import pipeline
-    from kprof.corpus import perfcases
-    from kprof.spec import catalog
-    from kprof.tools import ncu
-
-    require_gpu(None)
-
-    def bench(names: list[str]) -> Any:
-        return run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout, history=False)
-
-    def diagnosed(case: Any, seconds: float | None) -> tuple[Any, list[Any], str]:
-        prepared = pipeline.prepare(case.spec, None, arch=arch)
-        with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
-            profiles = profile_prepared(prepared, params={}, set_name="full", report_dir=Path(tmp), timeout=timeout)
-            rules = ncu.rules_of(Path(tmp) / f"{case.spec.name}.ncu-rep")
-        return diagnose_prepared(prepared, profiles, seconds=seconds, timeout=timeout), rules, prepared.built.arch
-
-    cases = list(corpus) if corpus is not None else perfcases.load_all(catalog.group("perf"))
-    return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress)
-
-
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
             launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
             sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[Any]:
@@ -343,38 +283,3 @@ def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | N
     return Op(spec, built.cubin, sizes=sizes)
 
 
-def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time: float = 2.0) -> BenchCasesReport:
-    """The cheat corpus (``bench_cases/``): the honest operation timed with every cheat as its baseline in
-    one ``kprof bench`` run (not recorded in the history), each cheat caught or missed by its flags."""
-    from kprof.corpus import benchcases
-    from kprof.spec import catalog
-
-    corpus = benchcases.load(catalog.BENCH_CASES_DIR)
-    report = run_bench([str(corpus.spec)], baseline=",".join(c.name for c in corpus.cheats), timer="auto",
-                       max_time=max_time, arch=arch, timeout=timeout, history=False)
-    if not report.points:  # stopped (Ctrl-C, SIGTERM) before the one point was measured: kprof says so, exit 130
-        raise KeyboardInterrupt
-    (point,) = report.points
-    honest, results = benchcases.judge(corpus, point)
-    return BenchCasesReport(honest, results, point)
-
-
-def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
-                limit: int | None = None, jobs: int | None = None,
-                progress: Callable[[int], Any] | None = None) -> Any:
-    """Mutants of a spec's kernel, each judged by the spec's verdict and then the checkers: a
-    :class:`kprof.corpus.mutation.MutantsReport` (:func:`kprof.corpus.mutation.run` says how)."""
-    from kprof import inputs
-    from kprof.build import build
-    from kprof.commands import pipeline
-    from kprof.corpus import mutation
-    from kprof.spec import catalog
-
-    spec = catalog.load(name)
-    if spec.python:
-        raise UsageError(f"kprof mutants {name}: a Python operation has no kernel source to mutate")
-    text = inputs.read_text(spec.source, "the kernel's source", limit=build.MAX_SOURCE_BYTES)
-    if not dry_run:
-        require_gpu(None)
-    return mutation.run(spec, text, pipeline.Preparer(arch), dry_run=dry_run, timeout=timeout, limit=limit, jobs=jobs,
-                        progress=progress)

@@ -281,9 +281,9 @@ def cmd_mutants(opts: MutantsOptions) -> int:
     """``kprof mutants NAME``: the score of the spec's verdict; 0 when no mutant survived, 1 otherwise (a
     mutant that does not build is the generator's, not the spec's: listed, not counted)."""
     from kprof import parallel
-    from kprof.commands import api
+    from kprof.commands import corpora
 
-    report = api.run_mutants(opts.name, dry_run=opts.dry_run, arch=opts.arch, timeout=opts.timeout, limit=opts.limit,
+    report = corpora.run_mutants(opts.name, dry_run=opts.dry_run, arch=opts.arch, timeout=opts.timeout, limit=opts.limit,
                              jobs=opts.jobs, progress=parallel.Progress)  # on stderr, --json or not
     _emit_json(report.to_json()) if opts.json else print(render.mutants_report(report))
     return EXIT_FAILED if any(r.verdict == "survived" for r in report.results) else EXIT_OK
@@ -291,7 +291,7 @@ def cmd_mutants(opts: MutantsOptions) -> int:
 
 def cmd_cases(opts: CasesOptions) -> int:
     from kprof import parallel
-    from kprof.commands import api
+    from kprof.commands import corpora
     from kprof.corpus import cases
     from kprof.spec import catalog
 
@@ -307,7 +307,7 @@ def cmd_cases(opts: CasesOptions) -> int:
                     for c in benchcases.load(catalog.BENCH_CASES_DIR).cheats]
             _emit_json(rows) if opts.json else print(render.bench_cases_list(rows))
             return EXIT_OK
-        report = api.run_bench_cases(arch=opts.arch, timeout=opts.timeout)
+        report = corpora.run_bench_cases(arch=opts.arch, timeout=opts.timeout)
         _emit_json(report.to_json()) if opts.json else print(render.bench_cases_report(report))
         return EXIT_OK if report.ok else EXIT_FAILED
     if opts.list:
@@ -315,8 +315,8 @@ def cmd_cases(opts: CasesOptions) -> int:
         rows = [c.to_dict() for c in corpus]
         _emit_json(rows) if opts.json else print(render.cases_list(rows))
         return EXIT_OK
-    beyond = [] if opts.names else api.cases_beyond(opts.arch)
-    results = api.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch, timeout=opts.timeout,
+    beyond = [] if opts.names else corpora.cases_beyond(opts.arch)
+    results = corpora.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch, timeout=opts.timeout,
                             progress=None if opts.json else parallel.Progress, beyond=beyond)
     for name, why in beyond:
         print(f"  {name}: not run on this GPU: {why}", file=sys.stderr, flush=True)
@@ -329,7 +329,7 @@ def cmd_cases(opts: CasesOptions) -> int:
 
 
 def _perf_cases(opts: CasesOptions) -> int:
-    from kprof.commands import api
+    from kprof.commands import corpora
     from kprof.corpus import perfcases
     from kprof.spec import catalog
 
@@ -342,7 +342,7 @@ def _perf_cases(opts: CasesOptions) -> int:
             f"{r['name']}: {r['cause']} at {r['line']}" + (f" (none where {r['unless']})" if r.get("unless") else "")
             for r in rows))
         return EXIT_OK
-    results = api.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout,
+    results = corpora.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout,
                                  progress=None if opts.json else lambda r: print(
                                      f"  {r.case}: {'ok' if r.ok else 'MISS'}", file=sys.stderr, flush=True))
     tally = perfcases.tally(results)

@@ -2,7 +2,7 @@
 corpus is the sanitizers': an honest operation and cheating twins of it, each playing one exploit that
 benchmark leaderboards have seen, each with the integrity flags (:mod:`kprof.child.integrity`) of which
 one must be raised. All are timed in one ``kprof bench`` run, the cheats as the honest operation's
-baselines. Loading and judging are pure; the run is :func:`kprof.commands.api.run_bench_cases`.
+baselines. Loading and judging are pure; the run is :func:`kprof.commands.corpora.run_bench_cases`.
 """
 
 from __future__ import annotations

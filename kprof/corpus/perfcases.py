@@ -7,7 +7,7 @@ the spec's launch or steps line; ``entry``: the kernel's ``__global__`` line), o
 ``unless`` condition holds no such cause at all (a negative control), and optionally a profile field
 that must differ from the twin's by a factor (the profiler test's check).
 
-The command layer (``kprof.commands.api.run_perf_cases``) benches the case and its twin in one run (the
+The command layer (``kprof.commands.corpora.run_perf_cases``) benches the case and its twin in one run (the
 measured gain), profiles and diagnoses the case (its tries measured in the same process); :func:`judge`
 says whether the first cause is right, at the right line, its estimate within :data:`WITHIN` of the gain.
 """
