@@ -550,3 +550,15 @@ def test_the_integrity_cost_table_is_the_checks_share_of_the_childs_wall_time(tm
     (tmp_path / "b.json").write_text(json.dumps({"points": [point.to_dict()]}))
     assert mod.main([str(tmp_path / "b.json")]) == 0
     assert "| vector_add N=1024 | ok | 0.05 | 2.0 | 2.5% | timer: ... |" in capsys.readouterr().out
+
+
+def test_a_baselines_kind_travels_typed_to_the_table_and_back_from_json():
+    """The kind (library, spec, python) is kept beside the stored string when measured, so a report never
+    decodes it again; a JSON written before kprof kept it gets it from the string."""
+    lib = bench.BaselineResult("cublas_sgemm", "cublas_sgemm", "library")
+    assert bench.BaselineResult.from_dict(lib.to_dict()).baseline_kind == "library"
+    old = {k: v for k, v in bench.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch").to_dict().items()
+           if k != "baseline_kind"}
+    back = bench.BaselineResult.from_dict(old)
+    assert back.baseline_kind == "python" and back.label == "torch"
+    assert bench.BaselineResult("rmsnorm_unfused", "").label == "rmsnorm_unfused"

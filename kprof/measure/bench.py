@@ -24,6 +24,7 @@ from kprof.launch.childresult import ChildResult, Timing, call_kernels_of
 from kprof.launch.job import Job, TimingMode
 from kprof.measure import ceilings
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
+from kprof.spec import baseline as baseline_mod
 from kprof.spec.baseline import Baseline
 from kprof.units import si
 
@@ -81,6 +82,7 @@ class BaselineResult:
 
     baseline: str  # what the JSON keeps (kprof.spec.baseline.Baseline.stored)
     baseline_name: str  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
+    baseline_kind: baseline_mod.Kind | None = None  # Baseline.kind, kept beside it (None: told by ``baseline``)
     baseline_summary: dict[str, Any] | None = None
     baseline_flops_per_s: float | None = None
     baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
@@ -98,6 +100,15 @@ class BaselineResult:
         out["baseline_integrity"] = list(self.baseline_integrity)
         out["baseline_call_kernels"] = [list(k) for k in self.baseline_call_kernels]
         return out
+
+    def __post_init__(self) -> None:
+        if self.baseline_kind not in baseline_mod.KINDS:  # not given, or written before kprof kept it
+            object.__setattr__(self, "baseline_kind", baseline_mod.kind_of(self.baseline or ""))
+
+    @property
+    def label(self) -> str:
+        """How reports name it: the name it was asked by, else the routine, the spec, FILE.py:FUNCTION."""
+        return baseline_mod.label_of(self.baseline, self.baseline_name)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BaselineResult:
@@ -204,6 +215,11 @@ class PointResult:
     @property
     def more_baselines(self) -> list[dict[str, Any]]:
         return [b.to_dict() for b in self.baselines[1:]]
+
+    @property
+    def others(self) -> tuple[BaselineResult, ...]:
+        """The baselines after the first, typed (their JSON is :attr:`more_baselines`)."""
+        return self.baselines[1:]
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -342,16 +358,17 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
     try:
         got = time_job(job, timeout)
     except TargetError as exc:
-        return BaselineResult(base.stored(), name), [f"baseline {name} failed: {exc}"]
+        return BaselineResult(base.stored(), name, base.kind), [f"baseline {name} failed: {exc}"]
     if got.status != "ok" or got.timing is None:
         why = "; ".join(got.failed_checks())
-        return BaselineResult(base.stored(), name), [f"baseline {name} failed verification" + (f": {why}" if why else "")]
+        failed = f"baseline {name} failed verification" + (f": {why}" if why else "")
+        return BaselineResult(base.stored(), name, base.kind), [failed]
     notes = [f"baseline {name}: integrity: {flag}" for flag in got.timing.integrity]
     if got.timing.timer != point.timer:
         notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by {point.timer}")
     bsum = stats.summarize(list(got.timing.samples))
     return BaselineResult(
-        base.stored(), name, baseline_summary=bsum.to_dict(), baseline_kernels=got.timing.kernels_per_call,
+        base.stored(), name, base.kind, baseline_summary=bsum.to_dict(), baseline_kernels=got.timing.kernels_per_call,
         baseline_call_kernels=got.timing.call_kernels,
         baseline_prepare_s=got.baseline.prepare_s if got.baseline else None,
         baseline_framework=got.baseline.framework if got.baseline else None, math_mode=got.math_mode,

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from kprof.corpus import mutants
 from kprof.findings import label
-from kprof.spec.baseline import kind_of
 from kprof.tools.demangle import short
 from kprof.units import si
 
@@ -471,8 +470,8 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         if r.of_baseline is not None:
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
             # replaces ("3.41x faster than rmsnorm_unfused").
-            label = baseline_label(r.baseline, r.baseline_name)
-            base = (f"{r.of_baseline:.0%} of {label}" if r.baseline and kind_of(r.baseline) == "library"
+            label = r.first.label if r.first else "-"
+            base = (f"{r.of_baseline:.0%} of {label}" if r.first and r.first.baseline_kind == "library"
                     else f"{r.of_baseline:.2f}x faster than {label}" if r.of_baseline >= 1
                     else f"{1 / r.of_baseline:.2f}x slower than {label}")
         rows.append((
@@ -488,18 +487,17 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
         if r.of_baseline is not None and r.baseline_summary:
             rate = (si(r.baseline_flops_per_s, "FLOP/s") if r.baseline_flops_per_s and r.flops_per_s and r.bytes_per_s
                     and r.flops and r.bytes and r.flops >= r.bytes else si(r.baseline_bytes_per_s or 0, "B/s"))
-            label = baseline_label(r.baseline, r.baseline_name)
+            label = r.first.label if r.first else "-"
             out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {label} "
                        f"median {_us(r.baseline_summary['median'])} us ({rate})"
                        + "".join(f", {e}" for e in _baseline_notes(r.to_dict())))
-        for more in r.more_baselines:
-            if more.get("of_baseline") and more.get("baseline_summary"):
-                ratio = more["of_baseline"]
+        for more in r.others:
+            if more.of_baseline and more.baseline_summary:
+                ratio = more.of_baseline
                 faster = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
-                label = baseline_label(more["baseline"], more.get("baseline_name"))
                 out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {faster} "
-                           f"{label} (median {_us(more['baseline_summary']['median'])} us"
-                           + "".join(f", {n}" for n in _baseline_notes(more)) + ")")
+                           f"{more.label} (median {_us(more.baseline_summary['median'])} us"
+                           + "".join(f", {n}" for n in _baseline_notes(more.to_dict())) + ")")
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")
         if r.message:

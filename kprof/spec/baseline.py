@@ -12,19 +12,20 @@ as before.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kprof.spec import BASELINES, pyref
 
 if TYPE_CHECKING:
     from kprof.spec import KernelSpec
 
-KINDS = ("library", "spec", "python")
+Kind = Literal["library", "spec", "python"]
+KINDS: tuple[Kind, ...] = ("library", "spec", "python")
 
 
 @dataclass(frozen=True)
 class Baseline:
-    kind: str  # library | spec | python
+    kind: Kind
     name: str  # the routine, the spec's name, or the Python reference's stored form (pyref)
     label: str  # how reports name it: the name it was asked by (torch.compile), else the routine, spec, FILE.py:FN
     spec: KernelSpec | None = field(default=None, compare=False)  # kind "spec": the spec, loaded and checked
@@ -60,7 +61,7 @@ def of_spec(spec: KernelSpec, label: str | None = None) -> Baseline:
     return Baseline("spec", spec.name, label or spec.name, spec)
 
 
-def kind_of(text: str) -> str:
+def kind_of(text: str) -> Kind:
     """The kind a resolved baseline string names: a routine, a stored Python reference, else a spec."""
     if text in BASELINES:
         return "library"
