@@ -41,8 +41,13 @@
 #            CUDA), and the same for the kernels of PERF_KERNELS; each cubin's SASS with line information (nvdisasm); then kprof profile's diagnosis (tries
 #            included) on each case, and kprof cases --perf (PERF_DIAGNOSE=0 leaves them out)
 #   perfcases  kprof cases --perf (the diagnosis on the performance corpus, each case benched beside its twin,
-#            tries included), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave), and
-#            kprof profile -- python3 examples/transformer_step.py (eager and --compile): the kernels ranked
+#            tries included), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave)
+#   transformer  kprof profile -- python3 examples/transformer_step.py TRANSFORMER_ARGS (default --layers 2
+#            --seq 512), eager and --compile (JSON: every profiled launch and the ranking); each plain run first
+#   inline   a finding inside a CUDA header (examples/syncwarp_mask.cu's __syncwarp): synccheck's XML and text
+#            with the default backtrace and with device frames, the cubin's SASS with inline line information;
+#            with CS_NEW=PATH (a newer compute-sanitizer, e.g. the nvidia-cuda-sanitizer-api wheel's), its
+#            version and the same records under it, and kprof cases under it (docs/sanitize.md)
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -360,6 +365,29 @@ if has speed; then
     cp $OUT/cold-cache/peak-*.json "$LOGS/peak-thorough.json" 2>/dev/null; rm -rf "$OUT/cold-cache"
     step cases $KPROF cases
 fi
+if has inline; then  # issue 54: the user's line for inlined intrinsics, and the newest compute-sanitizer
+    IN=$LOGS/inline
+    mkdir -p "$IN"
+    CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
+    step build-syncwarp nvcc -g -lineinfo -arch=sm_90 -o "$IN/syncwarp_mask" examples/syncwarp_mask.cu
+    step build-syncwarp-fixed nvcc -g -lineinfo -arch=sm_90 -DFIXED -o "$IN/syncwarp_mask_fixed" examples/syncwarp_mask.cu
+    step cubin-syncwarp nvcc -lineinfo -arch=sm_90 -cubin -o "$IN/syncwarp_mask.cubin" examples/syncwarp_mask.cu
+    step sass-syncwarp sh -c "nvdisasm --print-line-info-inline $IN/syncwarp_mask.cubin > $IN/syncwarp_mask.sass.txt 2>&1"
+    for cs in "$CS" ${CS_NEW:-}; do
+        v=$([ "$cs" = "$CS" ] && echo machine || echo new)
+        step "cs-version-$v" "$cs" --version
+        for bt in no device; do
+            step "syncwarp-$v-$bt" "$cs" --tool synccheck --xml --save "$IN/syncwarp.$v.$bt.xml" --show-backtrace "$bt" \
+                --error-exitcode 99 "$IN/syncwarp_mask"
+            cp "$LOGS/syncwarp-$v-$bt.txt" "$IN/syncwarp.$v.$bt.txt"
+        done
+        step "syncwarp-fixed-$v" "$cs" --tool synccheck --error-exitcode 99 "$IN/syncwarp_mask_fixed"
+    done
+    if [ -n "${CS_NEW:-}" ]; then
+        step cs-new-help "$CS_NEW" --help
+        json cases-cs-new env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF cases
+    fi
+fi
 if has integrity; then
     step install-integrity python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
     json integrity-corpus $KPROF cases --bench
@@ -406,11 +434,16 @@ if has perfcases; then
     for k in ${PERF_SHOW:-tail_wave}; do
         step "diagnose-$k" $KPROF profile "$k"
     done
-    # where a real PyTorch program spends a training step (examples/transformer_step.py), eager and compiled
-    if python3 -c "import torch" 2>/dev/null; then
-        step profile-transformer-eager $KPROF profile --range step --launch-count 2000 -- python3 examples/transformer_step.py
-        step profile-transformer-compile $KPROF profile --range step --launch-count 2000 -- python3 examples/transformer_step.py --compile
-    fi
+fi
+if has transformer; then  # where a real PyTorch program spends a training step, eager and compiled
+    TA=${TRANSFORMER_ARGS:---layers 2 --seq 512}
+    # shellcheck disable=SC2086
+    for how in eager compile; do
+        flag=$([ $how = compile ] && echo --compile)
+        step "transformer-plain-$how" python3 examples/transformer_step.py $TA $flag
+        json "profile-transformer-$how" $KPROF profile --range step --launch-count "${TRANSFORMER_LAUNCHES:-1000}" \
+            -- python3 examples/transformer_step.py $TA $flag
+    done
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
     # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then
