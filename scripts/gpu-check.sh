@@ -47,7 +47,7 @@
 #   inline   a finding inside a CUDA header (examples/syncwarp_mask.cu's __syncwarp): synccheck's XML and text
 #            with the default backtrace and with device frames, the cubin's SASS with inline line information;
 #            with CS_NEW=PATH (a newer compute-sanitizer, e.g. the nvidia-cuda-sanitizer-api wheel's), its
-#            version and the same records under it, and kprof cases under it (docs/sanitize.md)
+#            version and the same records under it, and (CS_NEW_CASES=1) kprof cases under it
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -385,7 +385,7 @@ if has inline; then  # issue 54: the user's line for inlined intrinsics, and the
     done
     if [ -n "${CS_NEW:-}" ]; then
         step cs-new-help "$CS_NEW" --help
-        json cases-cs-new env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF cases
+        [ "${CS_NEW_CASES:-0}" = 1 ] && json cases-cs-new env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF cases
     fi
 fi
 if has integrity; then
