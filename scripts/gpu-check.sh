@@ -379,7 +379,7 @@ if has inline; then  # issue 54: the user's line for inlined intrinsics, and the
         for bt in no device; do
             step "syncwarp-$v-$bt" "$cs" --tool synccheck --xml --save "$IN/syncwarp.$v.$bt.xml" --show-backtrace "$bt" \
                 --error-exitcode 99 "$IN/syncwarp_mask"
-            cp "$LOGS/syncwarp-$v-$bt.txt" "$IN/syncwarp.$v.$bt.txt"
+            [ -f "$LOGS/syncwarp-$v-$bt.txt" ] && cp "$LOGS/syncwarp-$v-$bt.txt" "$IN/syncwarp.$v.$bt.txt"
         done
         step "syncwarp-fixed-$v" "$cs" --tool synccheck --error-exitcode 99 "$IN/syncwarp_mask_fixed"
     done
@@ -441,8 +441,9 @@ if has transformer; then  # where a real PyTorch program spends a training step,
     for how in eager compile; do
         flag=$([ $how = compile ] && echo --compile)
         step "transformer-plain-$how" python3 examples/transformer_step.py $TA $flag
-        json "profile-transformer-$how" $KPROF profile --range step --launch-count "${TRANSFORMER_LAUNCHES:-1000}" \
-            -- python3 examples/transformer_step.py $TA $flag
+        # --json before --: after it, the word is the program's
+        step "profile-transformer-$how" sh -c "exec $KPROF profile --json --range step --launch-count \
+            ${TRANSFORMER_LAUNCHES:-1000} -- python3 examples/transformer_step.py $TA $flag > $LOGS/profile-transformer-$how.json"
     done
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
