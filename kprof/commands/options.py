@@ -8,7 +8,7 @@ field is one the parser sets (tests/test_architecture.py). Pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from kprof.spec.sweep import Sweep
 
@@ -69,7 +69,7 @@ class SanitizeOptions(_OnGpu):
     allocations: str | None
     keep_pools: bool
     jobs: int | None
-    list_tools: bool = False
+    list_tools: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,7 +100,7 @@ class ProfileOptions(_OnGpu):
     launch_skip: int
     launch_count: int
     baseline: str | None
-    set_name: str
+    set_name: Literal["quick", "full"]
     metrics: str
     save_report: str | None
     plot: str | None
@@ -126,8 +126,8 @@ class BenchOptions(_OnGpu):
     size: Sweep
     param: Sweep
     baseline: str
-    mode: str | None
-    timer: str
+    mode: Literal["cold", "warm", "hot"] | None
+    timer: Literal["auto", "cupti", "events"]
     rel_stdev: float
     min_time: float
     max_time: float
