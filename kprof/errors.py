@@ -7,6 +7,7 @@ failed verifications are results with a status, not exceptions: they never appea
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 # Exit codes, documented in ``kprof --help``.
 EXIT_OK = 0
@@ -20,6 +21,9 @@ EXIT_OUTPUT = 7  # an output could not be written (a full disk, standard output 
 EXIT_NOT_CHECKED = 8  # a sanitizer saw no CUDA call of the program: nothing was checked
 EXIT_INTERRUPTED = 130
 
+# The kinds of error a child reports (its exception's ``kind``); "internal": not one of kprof's own
+ErrorKind = Literal["usage", "user-code", "no-gpu", "cuda", "internal"]
+
 
 class KprofError(Exception):
     """Base class. ``str(err)`` is the one-line message shown to the user; ``log``, where an error has
@@ -28,10 +32,14 @@ class KprofError(Exception):
 
     exit_code = EXIT_USAGE
     log = ""
+    # What the error is, across the child's boundary (kprof.launch.childresult.ChildError.kind): the
+    # parent turns the child's error into its own by this and the exit code, never by a class name.
+    kind: ErrorKind = "internal"
 
 
 class UsageError(KprofError):
     exit_code = EXIT_USAGE
+    kind: ErrorKind = "usage"
 
 
 class ArgError(UsageError):
@@ -56,11 +64,14 @@ class InputError(UsageError):
 class JobError(KprofError):
     """A job file the child cannot take: unreadable, or written by another kprof version."""
 
+    kind: ErrorKind = "usage"
+
 
 class UserCodeError(KprofError):
     """The user's reference raised: their error, with their traceback in ``log``."""
 
     exit_code = EXIT_USAGE
+    kind: ErrorKind = "user-code"
 
     def __init__(self, message: str, log: str = "") -> None:
         self.log = log
@@ -71,6 +82,7 @@ class SpecError(KprofError):
     """A spec file is malformed or invalid. The message names the file and the field."""
 
     exit_code = EXIT_USAGE
+    kind: ErrorKind = "usage"
 
     def __init__(self, where: str, field: str, problem: str) -> None:
         self.where = where
@@ -120,12 +132,14 @@ class OutputError(KprofError):
 
 class NoGPUError(KprofError):
     exit_code = EXIT_NO_GPU
+    kind: ErrorKind = "no-gpu"
 
 
 class CudaError(KprofError):
     """A CUDA driver call returned an error. ``result`` is the CUresult name."""
 
     exit_code = EXIT_CUDA
+    kind: ErrorKind = "cuda"
 
     def __init__(self, call: str, result: str, detail: str = "") -> None:
         self.call = call

@@ -36,8 +36,8 @@ def test_an_error_is_typed_and_a_failed_verdict_says_its_checks():
     err = childresult.from_data({"version": 1, "status": "error", "phase": "launched", "error": {
         "type": "CudaError", "message": "cuCtxSynchronize -> CUDA_ERROR_ILLEGAL_ADDRESS", "call": "cuCtxSynchronize",
         "result": "CUDA_ERROR_ILLEGAL_ADDRESS"}})
-    assert err.error == childresult.ChildError("CudaError", "cuCtxSynchronize -> CUDA_ERROR_ILLEGAL_ADDRESS",
-                                               "cuCtxSynchronize", "CUDA_ERROR_ILLEGAL_ADDRESS")
+    assert err.error == childresult.ChildError("cuda", "cuCtxSynchronize -> CUDA_ERROR_ILLEGAL_ADDRESS",
+                                               "cuCtxSynchronize", "CUDA_ERROR_ILLEGAL_ADDRESS", type="CudaError")
     assert not err.finished and err.timing is None
     failed = childresult.from_data({"version": 1, "status": "failed", "job_seconds": 0.1,
                                     "checks": [{"ok": True, "message": "a"}, {"ok": False, "message": "3 of 8 wrong"}]})

@@ -3,7 +3,7 @@
 import pytest
 from helpers import child
 
-from kprof.errors import NoGPUError, TargetError, UsageError
+from kprof.errors import KprofError, NoGPUError, TargetError, UsageError
 from kprof.launch import launch
 from kprof.proc import Completed
 
@@ -48,3 +48,19 @@ def test_unexpected_child_error_keeps_its_traceback():
     with pytest.raises(TargetError) as info:
         launch.raise_for_child("k", done(3), child(data), 10)
     assert info.value.log == "TB"
+
+
+
+@pytest.mark.parametrize("error, raised, code", [
+    ({"kind": "no-gpu", "exit_code": 5, "type": "NoGPUError", "message": "no CUDA driver"}, "NoGPUError", 5),
+    ({"kind": "usage", "exit_code": 2, "type": "SomeNewUsageError", "message": "needs 2 GiB"}, "UsageError", 2),
+    ({"kind": "user-code", "exit_code": 2, "type": "UserCodeError", "message": "ref raised"}, "UserCodeError", 2),
+    ({"kind": "internal", "exit_code": None, "type": "KeyError", "message": "'x'", "traceback": "Traceback ..."},
+     "TargetError", 6),
+])  # fmt: skip
+def test_the_childs_error_is_turned_into_kprofs_by_its_kind_not_its_class_name(error, raised, code):
+    """A usage error of a class the parent has never heard of is still a usage error (exit 2): the child
+    writes what the error is and its exit code beside the class name, and the parent reads those."""
+    with pytest.raises(KprofError) as info:
+        launch.raise_for_child("k", done(3), child(status="error", error=error), 10)
+    assert type(info.value).__name__ == raised and info.value.exit_code == code

@@ -45,7 +45,10 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
     except Exception as exc:  # noqa: BLE001 - reported to the parent in the result file, never lost
         from kprof.errors import CudaError, KprofError
 
-        error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+        # what the error is (its kind) and its exit code: the parent acts on these, not on the class name
+        error: dict[str, Any] = {"kind": "internal", "exit_code": None, "type": type(exc).__name__, "message": str(exc)}
+        if isinstance(exc, KprofError):
+            error.update(kind=exc.kind, exit_code=exc.exit_code)
         if isinstance(exc, CudaError):
             error.update(call=exc.call, result=exc.result)
         if not isinstance(exc, KprofError):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from kprof.errors import ResultError
+from kprof.errors import ErrorKind, ResultError
 
 RESULT_VERSION = 1
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a values run's findings, a long timing's samples
@@ -24,12 +24,14 @@ MAX_RESULT_BYTES = 256 * 1024 * 1024  # a values run's findings, a long timing's
 class ChildError:
     """An exception in the child: its class name, its message, and what came with it."""
 
-    kind: str  # the exception's class name (CudaError, UsageError, UserCodeError, ...)
+    kind: ErrorKind  # what it is (usage, user-code, no-gpu, cuda, internal: kprof.errors.ErrorKind)
     message: str
     call: str | None = None  # a CudaError's driver call
     result: str | None = None  # and its CUresult name
     log: str = ""  # the user's own traceback, for an error in their reference
     traceback: str = ""  # an error that is not kprof's own: the child's traceback
+    exit_code: int | None = None  # a kprof error's exit code (None: not kprof's own)
+    type: str = ""  # the exception's class name, for the message only
 
 
 @dataclass(frozen=True)
@@ -170,11 +172,18 @@ def _operation(data: dict[str, Any], role: str) -> Operation | None:
     return Operation(_opt_str(data.get(keys[0])), _opt_str(data.get(keys[1])), _float(data.get(keys[2])))
 
 
+# Results recorded before the child wrote its error's kind (tests/data): the kind its class had then
+_KIND_OF_TYPE: dict[str, ErrorKind] = {"CudaError": "cuda", "NoGPUError": "no-gpu", "UsageError": "usage",
+                                       "SpecError": "usage", "JobError": "usage", "UserCodeError": "user-code"}
+
+
 def _error(raw: object) -> ChildError | None:
     if not isinstance(raw, dict):
         return None
-    return ChildError(kind=_str(raw.get("type")), message=_str(raw.get("message")), call=_opt_str(raw.get("call")),
-                      result=_opt_str(raw.get("result")), log=_str(raw.get("log")), traceback=_str(raw.get("traceback")))
+    kind = raw.get("kind", _KIND_OF_TYPE.get(_str(raw.get("type")), "internal"))
+    return ChildError(kind=kind if kind in get_args(ErrorKind) else "internal", message=_str(raw.get("message")),
+                      call=_opt_str(raw.get("call")), result=_opt_str(raw.get("result")), log=_str(raw.get("log")),
+                      traceback=_str(raw.get("traceback")), exit_code=_int(raw.get("exit_code")), type=_str(raw.get("type")))
 
 
 def _str(value: object) -> str:

@@ -139,22 +139,22 @@ def raise_for_child(name: str, done: proc.Completed, data: ChildResult, timeout:
     if data.status in ("ok", "failed"):
         return
     if data.status == "error":
-        err = data.error or ChildError("", "")
+        err = data.error or ChildError("internal", "")
         kind, message = err.kind, err.message
-        if kind == "NoGPUError":
+        if kind == "no-gpu":
             raise NoGPUError(f"{message}; `kprof build`, `kprof list` and `kprof doctor` still work")
-        if kind in ("UsageError", "SpecError", "JobError"):
+        if kind == "usage":
             raise UsageError(message)
-        if kind == "UserCodeError":
+        if kind == "user-code":
             from kprof.errors import UserCodeError
 
             raise UserCodeError(f"{name}: {message}", err.log)
-        if kind == "CudaError":
+        if kind == "cuda":
             hint = ""
             if err.result in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS",
                               "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_LAUNCH_FAILED"):
                 hint = f"; the kernel faulted: `kprof sanitize {name} --tool memcheck` shows where"
             raise TargetError(f"{name}: {message} (phase: {phase}){hint}", done.tail())
-        raise TargetError(f"{name}: runner failed in phase {phase}: {kind}: {message}", err.traceback or done.tail())
+        raise TargetError(f"{name}: runner failed in phase {phase}: {err.type or kind}: {message}", err.traceback or done.tail())
     how = f"was killed by {done.signal_name}" if done.signal_name else f"exited with code {done.returncode}"
     raise TargetError(f"{name}: the runner {how} during phase {phase} without a result", done.tail())
