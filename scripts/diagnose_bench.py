@@ -19,6 +19,7 @@ from kprof.commands import pipeline
 from kprof.corpus import perfcases
 from kprof.diagnose import diagnose, gather
 from kprof.measure import profiling as prof
+from kprof.measure.ceilings import Ceilings
 from kprof.spec import catalog
 
 
@@ -43,7 +44,8 @@ def main(paths: list[str]) -> int:
         from kprof.build import build
 
         d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.spec, "sm_90"),
-                                      timed=SimpleNamespace(device=device, time_ms=None), peak=data["peak"], seconds=bug))
+                                      timed=SimpleNamespace(device=device, time_ms=None),
+                                      peak=Ceilings.from_dict(data["peak"]), seconds=bug))
         first = d.first()
         gain = bug / twin if bug and twin else None
         est = first.gain.estimate if first else None

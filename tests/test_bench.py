@@ -15,6 +15,7 @@ from kprof.commands import cli, pipeline
 from kprof.errors import UsageError
 from kprof.launch.job import TimingMode
 from kprof.measure import bench
+from kprof.measure.ceilings import Ceilings
 from kprof.results import history
 from kprof.spec import BASELINES, catalog, sweep
 from kprof.spec.baseline import Baseline
@@ -255,7 +256,8 @@ def test_bench_table_renders(tmp_path):
     p = replace(p, flops_per_s=2e12, of_fma_peak=0.03, baselines=(bench.BaselineResult(
         "cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary, baseline_flops_per_s=4e12, of_baseline=0.5,
         math_mode="CUBLAS_DEFAULT_MATH (FP32, no TF32)"),))
-    text = render.bench_table([p], {"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None}, "r1")
+    peak = Ceilings.from_dict({"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None})
+    text = render.bench_table([p], peak, "r1")
     assert "50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text
 
 
@@ -359,7 +361,8 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
     peak = {"ceilings": {m: {"bytes_per_s": 1.5 * rate} for m in ("read", "write", "copy", "add")},
             "theoretical": {"dram_bytes_per_s": 10 * rate}}
     slow_b, fast_b = Baseline("spec", "slow", "slow"), Baseline("spec", "fast", "fast")
-    point = bench.run_point(bench.PointPlan(resolved, {}, job, ((slow_b, job), (fast_b, job))), peak, timeout=10)
+    point = bench.run_point(bench.PointPlan(resolved, {}, job, ((slow_b, job), (fast_b, job))), Ceilings.from_dict(peak),
+                            timeout=10)
     assert point.of_ceiling == pytest.approx(1 / 1.5)
     assert point.baseline_of_ceiling == pytest.approx(0.5 / 1.5)
     assert point.more_baselines[0]["baseline_of_ceiling"] == pytest.approx(2 / 1.5)
@@ -369,7 +372,7 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
         "--refresh; a working set a few times the L2's size can be partly served by the L2)"]
     answers = iter([kernel, fast])  # the same baseline against a theoretical DRAM peak below its rate
     dram = dict(peak, theoretical={"dram_bytes_per_s": 1.8 * rate})
-    point = bench.run_point(bench.PointPlan(resolved, {}, job, ((fast_b, job),)), dram, timeout=10)
+    point = bench.run_point(bench.PointPlan(resolved, {}, job, ((fast_b, job),)), Ceilings.from_dict(dram), timeout=10)
     assert [w.split(" is above")[0] for w in point.warnings if "ceiling" in w or "plausible" in w] == [
         "baseline fast: not plausible: 6.44 TB/s"]
 
@@ -459,7 +462,7 @@ def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, mon
     Ctrl-C that keeps what was measured."""
     import kprof
 
-    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: {"ceilings": {}})
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: Ceilings.from_dict({"ceilings": {}}))
     monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
     monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
     monkeypatch.setattr(history, "connect", lambda *a, **k: pytest.fail("history=False writes nothing"))

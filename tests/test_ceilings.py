@@ -10,6 +10,8 @@ from kprof.results import render
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "memory_clock_khz": 3_201_000,
         "bus_width_bits": 6144, "clock_khz": 1_980_000, "l2_bytes": 50 * 2**20}
 
+C = ceilings.Ceilings.from_dict  # a measurement as kprof peak writes it, read as kprof reads it
+
 
 def test_theoretical_peaks_come_from_the_attributes_and_say_which():
     th = ceilings.theoretical(H200)
@@ -36,10 +38,11 @@ def test_a_kernels_mix_comes_from_its_buffers(buffers, mix):
 
 
 def test_the_ceiling_for_a_mix_falls_back_to_an_older_peak_files_copy():
-    peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "copy": {"bytes_per_s": 4.3e12}}, "copy_bytes_per_s": 4.3e12}
+    peak = C({"ceilings": {"read": {"bytes_per_s": 4.5e12}, "copy": {"bytes_per_s": 4.3e12}}, "copy_bytes_per_s": 4.3e12})
     assert ceilings.ceiling(peak, "read") == 4.5e12 and ceilings.ceiling(peak, "write") == 4.3e12
     assert ceilings.measured_mix(peak, "add") == "copy" and ceilings.measured_mix(peak, "read") == "read"
-    assert ceilings.ceiling({"copy_bytes_per_s": 3.97e12}, "read") == 3.97e12 and ceilings.ceiling(None, "read") is None
+    assert ceilings.ceiling(C({"copy_bytes_per_s": 3.97e12}), "read") == 3.97e12 and ceilings.ceiling(None, "read") is None
+    assert peak.version == 1 and C({}).version == 1  # an unversioned file (kprof before the record): read the same way
 
 
 def test_the_tensor_peak_is_the_fastest_part_of_each_architecture_and_judges_a_tensor_kernel():
@@ -52,14 +55,15 @@ def test_the_tensor_peak_is_the_fastest_part_of_each_architecture_and_judges_a_t
     a100 = dict(H200, arch="sm_80", sm_count=108, clock_khz=1_410_000)
     assert ceilings.theoretical(a100)["tensor_flops_per_s"] == pytest.approx(312e12, rel=2e-3)
     assert ceilings.theoretical(dict(H200, arch="sm_61"))["tensor_flops_per_s"] is None  # Pascal: no tensor cores
-    peak = {"theoretical": ceilings.theoretical(H200)}
+    peak = C({"theoretical": ceilings.theoretical(H200)})
     args = dict(bytes_per_s=2.4e12 * 0.02, peak=peak, mode="cold", working_set=256 << 20, l2_bytes=H200["l2_bytes"])
     assert ceilings.implausible(flops_per_s=243e12, math="tensor", **args) == []
     (fp32,) = ceilings.implausible(flops_per_s=243e12, **args)
     assert "above the theoretical FP32 rate" in fp32 and "work.math: tensor" in fp32
     (over,) = ceilings.implausible(flops_per_s=1.2e15, math="tensor", **args)
     assert "above the theoretical dense 16-bit tensor rate" in over
-    text = render.peak_report({"gpu": "NVIDIA H200", "theoretical": peak["theoretical"], "ceilings": {}, "fma_flops_per_s": 64.8e12})
+    text = render.peak_report(C({"gpu": "NVIDIA H200", "theoretical": ceilings.theoretical(H200), "ceilings": {},
+                                 "fma_flops_per_s": 64.8e12}))
     assert "tensor, 16-bit  1071 TFLOP/s" in text
 
 
@@ -75,7 +79,7 @@ def test_a_spec_says_what_its_flops_run_on():
 
 
 def test_implausible_rates_and_working_sets_are_named():
-    peak = {"theoretical": ceilings.theoretical(H200)}
+    peak = C({"theoretical": ceilings.theoretical(H200)})
     ok = ceilings.implausible(bytes_per_s=4.3e12, flops_per_s=None, peak=peak, mode="cold", working_set=2 << 30,
                               l2_bytes=H200["l2_bytes"])
     assert ok == []
@@ -128,10 +132,10 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     assert c["copy"]["bytes_per_s"] == pytest.approx(4.25e12) and c["copy"]["by"].startswith("cuMemcpyDtoDAsync")
     assert data["copy_bytes_per_s"] == pytest.approx(4.25e12) and data["fma_flops_per_s"] == pytest.approx(64.8e12)
     assert data["theoretical"]["dram_bytes_per_s"] == pytest.approx(4.917e12, rel=1e-3)
-    text = render.peak_report(dict(data, cached=None))
+    text = render.peak_report(C(dict(data, cached=None)))
     assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
     assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
-    assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(data)
+    assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(C(data))
     assert data["tensor_flops_per_s"] == pytest.approx(900e12) and data["tensor"]["kprof_wgmma"]["flops_per_s"] == pytest.approx(900e12)
     assert data["tensor"]["kprof_wgmma"]["by"].startswith("kprof_wgmma (wgmma")
     assert "tensor    660 TFLOP/s  by kprof_mma (mma.sync m16n8k16" in text and "62% of the dense 16-bit tensor peak" in text
@@ -139,7 +143,7 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     none = bench.measure_peak([], (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)),
                               tensor=[("kprof_mma", "kprof_mma needs sm_80 or newer", 0)])
     assert "tensor_flops_per_s" not in none
-    assert "tensor   not measured by kprof_mma: kprof_mma needs sm_80 or newer" in render.peak_report(dict(none, cached=None))
+    assert "tensor   not measured by kprof_mma: kprof_mma needs sm_80 or newer" in render.peak_report(C(dict(none, cached=None)))
     assert c["add"]["bytes_per_s"] == pytest.approx(4.2e12) and c["add"]["width"] == 16
     (failed,) = [r for r in data["tried"]["add"] if "error" in r]
     assert failed["width"] == 4 and "did not verify" in failed["error"]
@@ -176,7 +180,7 @@ def test_a_framework_op_faster_than_kprofs_kernels_sets_the_ceiling_and_is_named
     assert c["copy"]["bytes_per_s"] == pytest.approx(4.47e12) and c["copy"]["by"] == "PyTorch's torch.mul (y = 1 x), 64 MiB each way"
     assert c["read"]["bytes_per_s"] == pytest.approx(4.5e12) and c["read"]["by"] == "kprof_read, 16-byte accesses, 2,048 blocks, 1 GiB each way"
     assert "ops_note" not in data
-    text = render.peak_report(dict(data, cached=None))
+    text = render.peak_report(C(dict(data, cached=None)))
     assert "copy      4.47 TB/s  by PyTorch's torch.mul (y = 1 x), 64 MiB each way" in text
 
 
@@ -190,7 +194,7 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
     def point(name, sizes, bytes_per_s):
         resolved = catalog.load(name).resolve(sizes)
         p = bench.PointResult(name, resolved.sizes, {}, "cold", "ok", bytes_per_s=bytes_per_s)
-        return bench._against_ceilings(p, peak, resolved, "cold", H200["l2_bytes"])
+        return bench._against_ceilings(p, C(peak), resolved, "cold", H200["l2_bytes"])
 
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)  # this peak has no add ceiling: against copy's, named so
     assert add.mix == "copy" and add.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
@@ -217,7 +221,7 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
     assert profile.against_ceilings(p, None) is p
     peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "write": {"bytes_per_s": 4.2e12},
                          "copy": {"bytes_per_s": 4.25e12}}}
-    q = profile.against_ceilings(p, peak)
+    q = profile.against_ceilings(p, C(peak))
     assert q.mix in ceilings.MIXES and q.of_ceiling == pytest.approx(p.dram_bytes_per_s / q.ceiling_bytes_per_s)
     text = render.profile_report([q])
     assert f"of the measured {q.mix} ceiling" in text and "theoretical peak" in text
@@ -245,7 +249,11 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     monkeypatch.setattr(bench, "measure_peak", fake_measure)
     monkeypatch.setattr(bench, "peak_cache_path", lambda snap, folder: tmp_path / "peak.json")
     data = pipeline.peak(refresh=True, arch="sm_90", thorough=thorough)
-    assert data["provenance"]["source"] in ("git", "KPROF_COMMIT", None)
+    assert data.raw["provenance"]["source"] in ("git", "KPROF_COMMIT", None)
+    assert data.version == ceilings.CEILINGS_VERSION and data.cached is None  # written with its version
+    from dataclasses import replace
+
+    assert bench.cached_peak(tmp_path / "peak.json") == replace(data, cached=str(tmp_path / "peak.json"))
     ops = [s for s in seen["streams"] if s.op]
     streams = [s for s in seen["streams"] if not s.op]
     assert len(streams) == (32 if thorough else 16) and {s.kind for s in streams} == set(ceilings.MIXES)

@@ -18,6 +18,7 @@ from kprof.diagnose import diagnose, gather, ptxscan, tries
 from kprof.diagnose.model import Cause, Diagnosis, Gain, Line, render, sarif_results
 from kprof.errors import UsageError
 from kprof.measure import profiling as prof
+from kprof.measure.ceilings import Ceilings
 from kprof.spec import catalog
 
 
@@ -376,7 +377,7 @@ def test_the_counter_less_diagnosis_on_times_an_h200_measured(ptx_compiler, data
         p = _profile(prepared, t["seconds"])
         d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.spec, "sm_90"),
                                       timed=SimpleNamespace(device=recorded["device"], time_ms=None),
-                                      peak=recorded["peak"], seconds=t["seconds"]))
+                                      peak=Ceilings.from_dict(recorded["peak"]), seconds=t["seconds"]))
         case, first, gain = corpus[name], d.first(), t["seconds"] / t["twin_seconds"]
         assert first is not None and first.rule == case.expect.cause, (name, d.causes)
         assert first.line.line == case.expect.line, (name, first.line)

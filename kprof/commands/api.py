@@ -76,10 +76,10 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
 
 
 def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None = None,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """This GPU's ceilings (``kprof peak``): the cached measurement of this GPU and driver, or measured now
-    (``refresh``; ``thorough``: 4-byte accesses too). With nothing cached, the GPU is checked before
-    anything is built (no GPU: exit 5 in one line, not after building the peak kernels)."""
+             progress: Callable[[str], None] | None = None) -> Any:
+    """This GPU's ceilings (``kprof peak``, a :class:`kprof.measure.ceilings.Ceilings`): the cached measurement of
+    this GPU and driver, or measured now (``refresh``; ``thorough``: 4-byte accesses too). With nothing cached,
+    the GPU is checked before anything is built (no GPU: exit 5 in one line, not after building the peak kernels)."""
     from kprof.commands import pipeline
 
     if thorough and not refresh:

@@ -576,8 +576,8 @@ def cmd_bench(opts: BenchOptions) -> int:
 def cmd_peak(opts: PeakOptions) -> int:
     from kprof.commands import api
 
-    data = api.run_peak(refresh=opts.refresh, progress=_progress_line, thorough=opts.thorough)
-    _emit_json(data) if opts.json else print(render.peak_report(data))
+    peak = api.run_peak(refresh=opts.refresh, progress=_progress_line, thorough=opts.thorough)
+    _emit_json(peak.to_dict()) if opts.json else print(render.peak_report(peak))
     return EXIT_OK
 
 

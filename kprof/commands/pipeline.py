@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from kprof import telemetry
 from kprof.build import build
@@ -284,7 +283,7 @@ def case_jobs(case: Case, arch: str | None) -> tuple[Job, Job]:
     return jobs[0], jobs[1]
 
 
-def cached_peak() -> dict[str, Any] | None:
+def cached_peak() -> ceilings.Ceilings | None:
     """The ceilings kprof peak measured before on this GPU and driver, without measuring."""
     return bench.cached_peak(_peak_path())
 
@@ -333,7 +332,7 @@ def _peak_path() -> Path:
 
 
 def peak(refresh: bool = False, arch: str | None = None,
-         progress: Callable[[str], None] | None = None, thorough: bool = False) -> dict[str, Any]:
+         progress: Callable[[str], None] | None = None, thorough: bool = False) -> ceilings.Ceilings:
     """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the stream
     kernels of every mix at each access width and grid size (``thorough``: 4-byte accesses too), the
     device-to-device memcpy, and the FP32 FMA kernel (:func:`kprof.measure.bench.measure_peak`).

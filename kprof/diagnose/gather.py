@@ -29,7 +29,7 @@ def launch_line(spec: Any) -> int:
 
 
 def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str | None = None, timed: Any = None,
-              peak: dict[str, Any] | None = None, seconds: float | None = None, ptx_note: str = "") -> Facts:
+              peak: ceilings.Ceilings | None = None, seconds: float | None = None, ptx_note: str = "") -> Facts:
     """The facts of ``prepared`` (a :class:`kprof.commands.pipeline.Prepared`): ``timed`` a
     :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
     and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench)."""

@@ -13,6 +13,7 @@ from typing import Any
 from kprof.diagnose import diagnose, gather, tries
 from kprof.diagnose.model import Diagnosis
 from kprof.errors import KprofError
+from kprof.measure.ceilings import Ceilings
 
 
 def inputs_of(facts: Any) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def _timed(prepared: Any, timeout: float) -> Any:
         return None  # the diagnosis goes on with the profile's own durations
 
 
-def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: dict[str, Any] | None = None,
+def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: Ceilings | None = None,
                       seconds: float | None = None, try_params: dict[str, list[str]] | None = None,
                       auto_try: bool = True, timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "",
                       bench: Callable[[str, dict[str, int], str], Any] | None = None) -> Diagnosis:

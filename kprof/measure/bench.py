@@ -254,7 +254,7 @@ def time_job(job: Job, timeout: float) -> ChildResult:
     return data
 
 
-def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -> PointResult:
+def run_point(plan: PointPlan, peak: ceilings.Ceilings | None, *, timeout: float) -> PointResult:
     """Time the kernel, then its baselines in the same run; never raises for the kernel's sake."""
     resolved, mode = plan.resolved, plan.job.mode
     assert isinstance(mode, TimingMode)
@@ -286,7 +286,7 @@ def run_point(plan: PointPlan, peak: dict[str, Any] | None, *, timeout: float) -
 
 
 def _baseline_against_ceiling(b: BaselineResult, point: PointResult,
-                              peak: dict[str, Any] | None) -> tuple[BaselineResult, list[str]]:
+                              peak: ceilings.Ceilings | None) -> tuple[BaselineResult, list[str]]:
     """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling, and the
     same plausibility notes, as the kernel's: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
     (128 MiB moved, about twice the L2) at 106% of the copy ceiling. The L2 note is the kernel's own."""
@@ -308,20 +308,20 @@ def _above_ceiling(fraction: float | None, mix: str | None) -> list[str]:
             "peak --refresh; a working set a few times the L2's size can be partly served by the L2)"]
 
 
-def _against_ceilings(point: PointResult, peak: dict[str, Any] | None, resolved: Resolved, mode: str,
+def _against_ceilings(point: PointResult, peak: ceilings.Ceilings | None, resolved: Resolved, mode: str,
                       l2_bytes: int | None) -> PointResult:
     """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether they
     are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
     mix = ceilings.measured_mix(peak, ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
-    theoretical = (peak or {}).get("theoretical") or {}
-    of_fma = stats.fraction(point.flops_per_s, peak.get("fma_flops_per_s")) if peak else None
+    theoretical = peak.theoretical if peak else ceilings.Theoretical(None, None)
+    of_fma = stats.fraction(point.flops_per_s, peak.fma_flops_per_s) if peak else None
     of_ceiling = stats.fraction(point.bytes_per_s, ceilings.ceiling(peak, mix)) if peak else None
     notes = ceilings.implausible(bytes_per_s=point.bytes_per_s, flops_per_s=point.flops_per_s, peak=peak, mode=mode,
-                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak or {}).get("l2_bytes"),
+                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak.l2_bytes if peak else None),
                                  math=resolved.spec.math)
     return replace(point, mix=mix, of_fma_peak=of_fma, of_ceiling=of_ceiling,
-                   of_dram_peak=stats.fraction(point.bytes_per_s, theoretical.get("dram_bytes_per_s")),
-                   of_fp32_peak=stats.fraction(point.flops_per_s, theoretical.get("fp32_flops_per_s"))
+                   of_dram_peak=stats.fraction(point.bytes_per_s, theoretical.dram_bytes_per_s),
+                   of_fp32_peak=stats.fraction(point.flops_per_s, theoretical.fp32_flops_per_s)
                    if resolved.spec.math == "fp32" else None,
                    plausible=not notes, warnings=(*point.warnings, *(notes or _above_ceiling(of_ceiling, mix))))
 
@@ -520,7 +520,7 @@ def _timed_ceiling(job: Job, timeout: float) -> tuple[Timing, dict[str, Any]]:
     return data.timing, data.device
 
 
-def cached_peak(path: Path) -> dict[str, Any] | None:
+def cached_peak(path: Path) -> ceilings.Ceilings | None:
     """The ceilings measured before on this GPU and driver, or None."""
     if not path.is_file():
         return None
@@ -528,15 +528,18 @@ def cached_peak(path: Path) -> dict[str, Any] | None:
         data = inputs.read_json(path, "the ceilings cache", limit=16 * 1024 * 1024)
     except UsageError:  # damaged, oversized, nested too deep: measured again
         return None
-    return dict(data, cached=str(path)) if isinstance(data, dict) else None
+    return ceilings.Ceilings.from_dict(dict(data, cached=str(path))) if isinstance(data, dict) else None
 
 
-def save_peak(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+def save_peak(path: Path, data: dict[str, Any]) -> ceilings.Ceilings:
     """Written whole or not at all (a temporary file renamed over it): two processes measuring at once
-    never leave a reader half a file."""
+    never leave a reader half a file. Written with its version (:data:`kprof.measure.ceilings.CEILINGS_VERSION`)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise inputs.write_error(path.parent, exc) from None
+    data = dict(data, version=ceilings.CEILINGS_VERSION)
     inputs.replace_file(path, json.dumps(data, indent=1))
-    return dict(data, cached=None)
+    return ceilings.Ceilings.from_dict(dict(data, cached=None))
+
+

@@ -20,6 +20,7 @@ that fits in L2 may be served from it; both are flagged as not plausible.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kprof.build.occupancy import ARCHS
@@ -91,34 +92,28 @@ def mix_of(buffers: Iterable[tuple[str, int]]) -> str:
     return min(("copy", "add", "read", "write"), key=lambda m: abs(WRITE_SHARE[m] - share))  # a tie: the first
 
 
-def measured_mix(peak: dict[str, Any] | None, mix: str) -> str:
+def measured_mix(peak: Ceilings | None, mix: str) -> str:
     """``mix``, or ``copy`` where the peak file has no ceiling for it (one from an older kprof, which
     measured only copy, or only read, write and copy): the ceiling a result is then reported against."""
-    found = ((peak or {}).get("ceilings") or {}).get(mix)
-    return mix if found and found.get("bytes_per_s") else "copy"
+    return peak.measured_mix(mix) if peak else "copy"
 
 
-def ceiling(peak: dict[str, Any] | None, mix: str) -> float | None:
+def ceiling(peak: Ceilings | None, mix: str) -> float | None:
     """The measured ceiling (bytes/s) for a mix (:func:`measured_mix` says which one a peak file has);
     the copy rate of a peak file from before the mixes."""
-    if not peak:
-        return None
-    found = (peak.get("ceilings") or {}).get(mix)
-    if found and found.get("bytes_per_s"):
-        return float(found["bytes_per_s"])
-    return float(peak["copy_bytes_per_s"]) if peak.get("copy_bytes_per_s") else None
+    return peak.ceiling(mix) if peak else None
 
 
-def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: dict[str, Any] | None, mode: str,
+def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: Ceilings | None, mode: str,
                 working_set: int, l2_bytes: int | None, math: str = "fp32") -> list[str]:
     """Why a result cannot be what it claims, one sentence each (empty: nothing found). ``math``: what
     the spec says its FLOPs run on (``work.math``): FP32 FMA, or dense 16-bit tensor-core math, judged
     against that peak. The L2 note is for bandwidth kernels only: a kernel whose arithmetic intensity
     is past the ridge point is judged by its FLOP/s, which L2 does not inflate."""
     notes: list[str] = []
-    th = (peak or {}).get("theoretical") or {}
-    dram = th.get("dram_bytes_per_s")
-    compute = th.get("tensor_flops_per_s") if math == "tensor" else th.get("fp32_flops_per_s")
+    th = peak.theoretical if peak else Theoretical(None, None)
+    dram = th.dram_bytes_per_s
+    compute = th.tensor_flops_per_s if math == "tensor" else th.fp32_flops_per_s
     what = "dense 16-bit tensor rate (the fastest part of this architecture)" if math == "tensor" else "FP32 rate"
     if bytes_per_s and dram and bytes_per_s > dram:
         notes.append(f"not plausible: {si(bytes_per_s, 'B/s')} is above the theoretical DRAM bandwidth "
@@ -135,3 +130,121 @@ def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: d
                      f"{l2_bytes / 2**20:.0f} MiB L2, so data read more than once in a launch can come from L2 "
                      "even in cold mode; use a larger size for a bandwidth figure")
     return notes
+
+
+# ------------------------------------------------------------------------------------ the record
+
+CEILINGS_VERSION = 2  # 2: versioned; 1 (no "version"): the files of kprof before, read the same way
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _tried_label(kind: str, row: dict[str, Any]) -> str:
+    """What one of kprof peak's tries was (a peak file of an older kprof names no op or size)."""
+    blocks = row.get("blocks") if isinstance(row.get("blocks"), int) else 0
+    return _text(row.get("by")) or f"kprof_{kind}, {row.get('width')}-byte accesses, {blocks:,} blocks"
+
+
+@dataclass(frozen=True)
+class MixCeiling:
+    """The best rate measured for one access mix, and what set it (a stream kernel, PyTorch's op, the memcpy)."""
+
+    bytes_per_s: float
+    by: str
+
+
+@dataclass(frozen=True)
+class Theoretical:
+    """The peaks worked out from the device's attributes (:func:`theoretical`)."""
+
+    dram_bytes_per_s: float | None
+    fp32_flops_per_s: float | None
+    tensor_flops_per_s: float | None = None
+    formulas: tuple[tuple[str, str], ...] = ()  # (peak, formula)
+    attributes: tuple[tuple[str, str], ...] = ()  # (attribute, value)
+    notes: tuple[str, ...] = ()
+
+    def formula(self, name: str) -> str:
+        return dict(self.formulas).get(name, "")
+
+
+@dataclass(frozen=True)
+class TensorCeiling:
+    """One of kprof peak's tensor-core kernels: its rate, or why it was not measured."""
+
+    name: str
+    flops_per_s: float | None
+    by: str
+    not_measured: str = ""
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """kprof peak's measurement of one GPU and driver, as the rest of kprof reads it (``kprof peak --json`` and
+    the cache file are :meth:`to_dict`). Read from any version; written as :data:`CEILINGS_VERSION`."""
+
+    mixes: dict[str, MixCeiling]  # access mix -> its measured ceiling
+    fma_flops_per_s: float | None
+    theoretical: Theoretical
+    copy_bytes_per_s: float | None = None  # a file from before the mixes: its one ceiling
+    memcpy_bytes_per_s: float | None = None
+    tensor: tuple[TensorCeiling, ...] = ()
+    tensor_flops_per_s: float | None = None  # the best of them
+    l2_bytes: int | None = None
+    gpu: str = ""
+    driver: str = ""
+    measured: str = ""  # when
+    seconds: float | None = None  # how long kprof peak took
+    not_measured: tuple[str, ...] = ()  # a try that failed: what it was and why
+    ops_note: str = ""
+    cached: str | None = None  # the cache file it was read from; None: measured now
+    version: int = CEILINGS_VERSION
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the measurement as written
+
+    def ceiling(self, mix: str) -> float | None:
+        """The measured ceiling (bytes/s) for ``mix`` (:meth:`measured_mix` says which one there is); the one
+        copy rate of a file from before the mixes."""
+        found = self.mixes.get(mix)
+        return found.bytes_per_s if found else self.copy_bytes_per_s
+
+    def measured_mix(self, mix: str) -> str:
+        """``mix``, or ``copy`` where there is no ceiling for it (a file of an older kprof)."""
+        return mix if mix in self.mixes else "copy"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.raw, version=self.version, cached=self.cached)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Ceilings:
+        """A measurement as kprof peak wrote it (any version). A field of the wrong type reads as missing."""
+        raw = {k: v for k, v in data.items() if k != "cached"}
+        mixes = {str(k): MixCeiling(rate, _text(v.get("by")) or f"kprof_{k}") for k, v in (data.get("ceilings") or {}).items()
+                 if isinstance(v, dict) and (rate := _num(v.get("bytes_per_s")))}
+        th = data.get("theoretical") if isinstance(data.get("theoretical"), dict) else {}
+        assert isinstance(th, dict)
+        theory = Theoretical(_num(th.get("dram_bytes_per_s")), _num(th.get("fp32_flops_per_s")),
+                             _num(th.get("tensor_flops_per_s")),
+                             tuple((str(k), str(v)) for k, v in (th.get("formulas") or {}).items()),
+                             tuple((str(k), str(v)) for k, v in (th.get("attributes") or {}).items() if v is not None),
+                             tuple(str(n) for n in th.get("notes") or ()))
+        tensor = tuple(TensorCeiling(str(name), _num(r.get("flops_per_s")), _text(r.get("by")), _text(r.get("not_measured")))
+                       for name, r in (data.get("tensor") or {}).items() if isinstance(r, dict))
+        tried = data.get("tried") if isinstance(data.get("tried"), dict) else {}
+        assert isinstance(tried, dict)
+        failed = tuple(f"{_tried_label(kind, r)}: {r['error']}"
+                       for kind, rows in tried.items() for r in rows if isinstance(r, dict) and r.get("error"))
+        memcpy = data.get("memcpy") if isinstance(data.get("memcpy"), dict) else {}
+        assert isinstance(memcpy, dict)
+        l2 = data.get("l2_bytes")
+        return cls(mixes, _num(data.get("fma_flops_per_s")), theory, _num(data.get("copy_bytes_per_s")),
+                   _num(memcpy.get("bytes_per_s")), tensor, _num(data.get("tensor_flops_per_s")),
+                   l2 if isinstance(l2, int) and l2 > 0 else None, _text(data.get("gpu")), _text(data.get("driver")),
+                   _text(data.get("measured")), _num(data.get("seconds")), failed, _text(data.get("ops_note")),
+                   data.get("cached") if isinstance(data.get("cached"), str) else None,
+                   data["version"] if isinstance(data.get("version"), int) else 1, raw)

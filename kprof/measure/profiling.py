@@ -356,7 +356,7 @@ def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, a
     return out
 
 
-def against_ceilings(p: KernelProfile, peak: dict[str, Any] | None) -> KernelProfile:
+def against_ceilings(p: KernelProfile, peak: ceilings.Ceilings | None) -> KernelProfile:
     """The profile with its DRAM rate as a fraction of kprof peak's measured ceiling for its mix
     (the mix from the bytes ncu saw read and written). ``peak`` None: unchanged."""
     from dataclasses import replace

@@ -4,11 +4,12 @@ written to the history store as soon as it is measured, so an interrupted sweep 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kprof import telemetry
 from kprof.errors import OutputError
 from kprof.measure import bench
+from kprof.measure.ceilings import Ceilings
 from kprof.results import history as history_mod
 from kprof.results.reports import BenchReport
 from kprof.stats import StopRule
@@ -16,7 +17,7 @@ from kprof.stats import StopRule
 P = TypeVar("P")
 
 
-def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: dict[str, Any] | None, *, mode: str,
+def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceilings | None, *, mode: str,
         rule: StopRule, history: bool, timeout: float, progress: Callable[[int, int, P], None] | None = None) -> BenchReport:
     """Every point of ``points`` (``plan_of(point)``: its jobs, built by the command layer) measured in turn.
     ``progress(i, n, point)`` before each. A Ctrl-C (or SIGTERM) ends the run with what was measured,

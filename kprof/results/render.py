@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kprof.corpus import mutants
 from kprof.findings import label
+from kprof.measure.ceilings import Ceilings
 from kprof.tools.demangle import short
 from kprof.units import si
 
@@ -458,7 +459,7 @@ def _us(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f}"
 
 
-def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id: str | None) -> str:
+def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str | None) -> str:
     rows = []
     for r in results:
         point = " ".join([f"{k}={v}" for k, v in r.sizes.items()] + [f"{k}={v}" for k, v in r.params.items()])
@@ -516,65 +517,57 @@ def bench_table(results: list[PointResult], peak: dict[str, Any] | None, run_id:
     return "\n".join(out)
 
 
-def ceilings_line(peak: dict[str, Any]) -> str:
-    """One line naming every denominator the table's fractions use."""
-    measured = ", ".join(f"{k} {si(v['bytes_per_s'], 'B/s')}" for k, v in (peak.get("ceilings") or {}).items())
-    if not measured and peak.get("copy_bytes_per_s"):
-        measured = f"copy {si(peak['copy_bytes_per_s'], 'B/s')}"
-    th = peak.get("theoretical") or {}
-    theory = ", ".join(x for x in (
-        f"DRAM {si(th['dram_bytes_per_s'], 'B/s')}" if th.get("dram_bytes_per_s") else "",
-        f"FP32 {si(th['fp32_flops_per_s'], 'FLOP/s')}" if th.get("fp32_flops_per_s") else "") if x)
-    src = "cached " + peak["cached"] if peak.get("cached") else "measured now"
-    return (f"measured ceilings ({src}): {measured}, FP32 FMA {si(peak['fma_flops_per_s'], 'FLOP/s')}"
-            + (f"; theoretical peaks: {theory}" if theory else ""))
+def ceilings_line(peak: Ceilings) -> str:
+    th = peak.theoretical
+    measured = ", ".join(f"{k} {si(c.bytes_per_s, 'B/s')}" for k, c in peak.mixes.items())
+    if not measured and peak.copy_bytes_per_s:
+        measured = f"copy {si(peak.copy_bytes_per_s, 'B/s')}"
+    theory = ", ".join(x for x in (f"DRAM {si(th.dram_bytes_per_s, 'B/s')}" if th.dram_bytes_per_s else "",
+                                   f"FP32 {si(th.fp32_flops_per_s, 'FLOP/s')}" if th.fp32_flops_per_s else "") if x)
+    src = "cached " + peak.cached if peak.cached else "measured now"
+    fma = si(peak.fma_flops_per_s, "FLOP/s") if peak.fma_flops_per_s else "unknown"
+    return (f"measured ceilings ({src}): {measured}, FP32 FMA {fma}" + (f"; theoretical peaks: {theory}" if theory else ""))
 
 
-def peak_report(data: dict[str, Any]) -> str:
-    took = f" in {data['seconds']:.0f} s" if isinstance(data.get("seconds"), (int, float)) else ""
-    src = f"cached in {data['cached']}" if data.get("cached") else f"measured now{took}"
-    lines = [f"{data.get('gpu') or 'GPU'} (driver {data.get('driver')}), {src}, measured {data.get('measured')}"]
-    th = data.get("theoretical") or {}
-    dram, fp32 = th.get("dram_bytes_per_s"), th.get("fp32_flops_per_s")
+def peak_report(peak: Ceilings) -> str:
+    took = f" in {peak.seconds:.0f} s" if peak.seconds is not None else ""
+    src = f"cached in {peak.cached}" if peak.cached else f"measured now{took}"
+    lines = [f"{peak.gpu or 'GPU'} (driver {peak.driver or '?'}), {src}, measured {peak.measured or '?'}"]
+    th = peak.theoretical
+    dram, fp32 = th.dram_bytes_per_s, th.fp32_flops_per_s
     lines.append("theoretical peaks, from the device's attributes:")
-    lines.append(f"  DRAM bandwidth  {si(dram, 'B/s') if dram else 'unknown'}  ({th.get('formulas', {}).get('dram', '')})")
-    lines.append(f"  FP32 rate       {si(fp32, 'FLOP/s') if fp32 else 'unknown'}  ({th.get('formulas', {}).get('fp32', '')})")
-    if th.get("tensor_flops_per_s"):  # a peak file of an older kprof has none
-        lines.append(f"  tensor, 16-bit  {si(th['tensor_flops_per_s'], 'FLOP/s')}  (dense, FP32 accumulation, the fastest "
-                     f"part of this architecture: {th.get('formulas', {}).get('tensor', '')})")
-    attrs = "; ".join(f"{k} = {v}" for k, v in (th.get("attributes") or {}).items() if v is not None)
-    if attrs:
-        lines.append(f"  from {attrs}")
-    lines += [f"  note: {n}" for n in th.get("notes", [])]
+    lines.append(f"  DRAM bandwidth  {si(dram, 'B/s') if dram else 'unknown'}  ({th.formula('dram')})")
+    lines.append(f"  FP32 rate       {si(fp32, 'FLOP/s') if fp32 else 'unknown'}  ({th.formula('fp32')})")
+    if th.tensor_flops_per_s:  # a peak file of an older kprof has none
+        lines.append(f"  tensor, 16-bit  {si(th.tensor_flops_per_s, 'FLOP/s')}  (dense, FP32 accumulation, the fastest "
+                     f"part of this architecture: {th.formula('tensor')})")
+    if th.attributes:
+        lines.append("  from " + "; ".join(f"{k} = {v}" for k, v in th.attributes))
+    lines += [f"  note: {n}" for n in th.notes]
     lines.append("measured ceilings (cold; the best of kprof's stream kernels over the access widths, grids and sizes "
                  "tried, and of PyTorch's op of each mix where it is installed):")
-    for kind, c in (data.get("ceilings") or {}).items():
-        frac = f", {c['bytes_per_s'] / dram:.0%} of the DRAM peak" if dram else ""
-        lines.append(f"  {kind:<6} {si(c['bytes_per_s'], 'B/s'):>12}  by {c['by']}{frac}")
-    for kind, rows in (data.get("tried") or {}).items():
-        lines += [f"  not measured: {_tried_label(kind, r)}: {r['error']}" for r in rows if r.get("error")]
-    if data.get("ops_note"):
-        lines.append(f"  note: {data['ops_note']}")
-    if not data.get("ceilings") and data.get("copy_bytes_per_s"):
-        lines.append(f"  copy   {si(data['copy_bytes_per_s'], 'B/s'):>12}  (a peak file from an older kprof: --refresh)")
-    if data.get("memcpy"):
-        lines.append(f"  device-to-device memcpy {si(data['memcpy']['bytes_per_s'], 'B/s')} (timed by CUDA events)")
-    frac = f", {data['fma_flops_per_s'] / fp32:.0%} of the FP32 peak" if fp32 else ""
-    lines.append(f"  FP32 FMA {si(data['fma_flops_per_s'], 'FLOP/s'):>12}  by kprof_fma (warm){frac}")
-    top = th.get("tensor_flops_per_s")
-    for name, r in (data.get("tensor") or {}).items():
-        if "flops_per_s" in r:
-            frac = f", {r['flops_per_s'] / top:.0%} of the dense 16-bit tensor peak" if top else ""
-            lines.append(f"  tensor   {si(r['flops_per_s'], 'FLOP/s'):>12}  by {r['by']}{frac}")
+    for kind, c in peak.mixes.items():
+        frac = f", {c.bytes_per_s / dram:.0%} of the DRAM peak" if dram else ""
+        lines.append(f"  {kind:<6} {si(c.bytes_per_s, 'B/s'):>12}  by {c.by}{frac}")
+    lines += [f"  not measured: {why}" for why in peak.not_measured]
+    if peak.ops_note:
+        lines.append(f"  note: {peak.ops_note}")
+    if not peak.mixes and peak.copy_bytes_per_s:
+        lines.append(f"  copy   {si(peak.copy_bytes_per_s, 'B/s'):>12}  (a peak file from an older kprof: --refresh)")
+    if peak.memcpy_bytes_per_s:
+        lines.append(f"  device-to-device memcpy {si(peak.memcpy_bytes_per_s, 'B/s')} (timed by CUDA events)")
+    if peak.fma_flops_per_s:
+        frac = f", {peak.fma_flops_per_s / fp32:.0%} of the FP32 peak" if fp32 else ""
+        lines.append(f"  FP32 FMA {si(peak.fma_flops_per_s, 'FLOP/s'):>12}  by kprof_fma (warm){frac}")
+    top = th.tensor_flops_per_s
+    for r in peak.tensor:
+        if r.flops_per_s:
+            frac = f", {r.flops_per_s / top:.0%} of the dense 16-bit tensor peak" if top else ""
+            lines.append(f"  tensor   {si(r.flops_per_s, 'FLOP/s'):>12}  by {r.by}{frac}")
         else:
-            lines.append(f"  tensor   not measured by {name}: {r.get('not_measured')}")
+            lines.append(f"  tensor   not measured by {r.name}: {r.not_measured}")
     width = terminal_width()
     return "\n".join(fit(lines, width, 4))
-
-
-def _tried_label(kind: str, row: dict[str, Any]) -> str:
-    """What one of kprof peak's tries was (a peak file of an older kprof names no op or size)."""
-    return str(row.get("by") or f"kprof_{kind}, {row.get('width')}-byte accesses, {row.get('blocks', 0):,} blocks")
 
 
 def history_table(rows: list[dict[str, Any]], where: str) -> str:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.c
     from kprof.findings import Finding
     from kprof.launch.launch import RunResult
     from kprof.measure.bench import PointResult
+    from kprof.measure.ceilings import Ceilings
     from kprof.spec import Resolved
     from kprof.stats import StopRule
     from kprof.tools.toolrun import ToolResult
@@ -85,7 +86,7 @@ class BenchReport:
     run: str
     mode: str
     rule: StopRule
-    peak: dict[str, Any] | None
+    peak: Ceilings | None
     machine: dict[str, Any]
     commit: str | None
     recorded: bool  # written to the history store, point by point
@@ -98,7 +99,8 @@ class BenchReport:
         from kprof.results import history
 
         return {"version": bench_mod.BENCH_VERSION, "run": self.run, "mode": self.mode, "rule": asdict(self.rule),
-                "peak": self.peak, "machine": self.machine, "commit": self.commit, "interrupted": self.interrupted,
+                "peak": self.peak.to_dict() if self.peak else None, "machine": self.machine, "commit": self.commit,
+                "interrupted": self.interrupted,
                 "provenance": history.provenance(), "points": [r.to_dict() for r in self.points]}
 
 
