@@ -19,6 +19,7 @@ def test_peak_measures_every_ceiling_and_the_theoretical_peaks(capsys):
     assert cli.main(["peak", "--refresh", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data["ceilings"]) == set(ceilings.MIXES) and data["fma_flops_per_s"] > 0
+    assert data["version"] == ceilings.CEILINGS_VERSION
     assert data["ceilings"]["copy"]["bytes_per_s"] >= data["memcpy"]["bytes_per_s"], "copy is at least the memcpy"
     import importlib.util
 
