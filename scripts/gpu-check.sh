@@ -6,7 +6,7 @@
 # SECTIONS is one or several of these joined by '+' (default: tests):
 #   tests    kprof doctor, kprof build --all, the whole suite with pytest --require-gpu (a skipped GPU
 #            test is a failure here), under pytest-xdist when it is installed
-#   verify   only tests/test_gpu.py: every kernel verified at every checked size (no sanitizers)
+#   verify   only tests/child/test_gpu_kernels.py: every kernel verified at every checked size (no sanitizers)
 #   recheck  the GPU tests matching RECHECK (a pytest -k expression)
 #   measure  kprof peak; kprof run of every kernel at its default size; the matmul ladder against
 #            cuBLAS and the fused kernels against their unfused baselines (kprof bench, same run);
@@ -209,7 +209,7 @@ if has tests; then
     [ "${DRY_RUN:-0}" != 1 ] && kill "$CPU_SAMPLER" "$GPU_SAMPLER" 2>/dev/null
 fi
 if has verify; then
-    step verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests/test_gpu.py
+    step verify python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} tests/child/test_gpu_kernels.py
 fi
 if has recheck; then
     step recheck python3 -m pytest -v -ra --require-gpu -p no:cacheprovider $XDIST ${PYTEST_ARGS:-} -k "${RECHECK:?set RECHECK}" tests
@@ -333,7 +333,7 @@ if has programs; then
     step pytest-kprof-sanitize python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 0 $PLUGIN --kprof-sanitize=memcheck
     # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
     step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider -n 0 \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
-    step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/test_gpu_programs.py
+    step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/tools/test_gpu_programs.py
 fi
 if has spread; then
     step install-spread python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
@@ -459,7 +459,7 @@ if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention
     lon attention && bench_list "$LFL" "" "lfl-attn-wgmma lfl-attn-wgmma-causal lfl-attn-flash lfl-attn-flash-causal"
     lon corpus && json lfl-corpus $KPROF cases --bench
     lon checks && step lfl-verify-attention python3 -m pytest -q -ra --require-gpu -p no:cacheprovider $XDIST \
-        -k attention tests/test_gpu.py
+        -k attention tests/child/test_gpu_kernels.py
     for k in wgmma_attention wgmma_attention_causal flash_attention; do
         lon checks && step "lfl-sanitize-$k" $KPROF sanitize "$k"
     done

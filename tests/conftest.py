@@ -209,3 +209,19 @@ def as_if_a_gpu(monkeypatch):
     import kprof.child.device
 
     monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """The child's code in this process on a fake device (tests/fakedevice.py): NumPy buffers, emulated kernels."""
+    from fakedevice import FakeDevice
+
+    import kprof.child.device
+    import kprof.child.workspace
+    from kprof.child import cupti_timer
+
+    monkeypatch.setattr(kprof.child.device, "Device", FakeDevice)
+    monkeypatch.setattr(kprof.child.workspace, "nvtx_module", lambda: None)
+    # events, as on a machine without CUPTI: a real CUPTI beside the fake device sees no kernel
+    monkeypatch.setattr(cupti_timer, "unavailable", lambda: "the fake device has no CUPTI")
+    return tmp_path

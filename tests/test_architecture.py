@@ -314,3 +314,86 @@ def test_the_checkers_are_listed_in_one_registry():
                                                      for c in [node.left, *node.comparators]):
                 found.append(f"{name}:{node.lineno} compares with 'values'")
     assert not found, found
+
+
+# The modules that had no test file of their own when the tests took the package's layout, each with the
+# test file that covers it. A module not listed here needs tests/<stage>/test_<module>.py (or, at the top of
+# kprof/, tests/test_<module>.py): a new module comes with its test file.
+COVERED_ELSEWHERE = {
+    "__main__": "commands/test_cli.py", "annotate": "tools/test_program.py", "errors": "test_architecture.py",
+    "findings": "tools/test_program.py", "inputs": "test_hostile.py", "moved": "test_import.py",
+    "parallel": "corpus/test_cases.py", "stats": "measure/test_bench.py", "telemetry": "measure/test_bench.py",
+    "units": "measure/test_bench.py", "version": "test_architecture.py",
+    "spec.catalog": "spec/test_loader.py", "spec.safeexpr": "test_fuzz.py", "spec.schema": "spec/test_loader.py",
+    "spec.sweep": "measure/test_bench.py",
+    "build.cusource": "build/test_shake.py", "build.nvrtc": "build/test_build.py",
+    "launch.job": "child/test_runner.py",
+    "child.cublas": "child/test_gpu_kernels.py", "child.device": "test_op.py", "child.framework": "child/test_runner.py",
+    "child.hostdata": "child/test_runner.py", "child.timing": "child/test_runner.py", "child.workspace": "child/test_runner.py",
+    "tools.addr2line": "tools/test_hostframes.py", "tools.allocators": "tools/test_program.py",
+    "tools.checker": "tools/test_checkers.py", "tools.demangle": "tools/test_program.py", "tools.doctor": "commands/test_cli.py",
+    "tools.exitcode": "tools/test_program.py", "tools.launchcount": "tools/test_program.py",
+    "tools.ncu": "measure/test_profiling.py", "tools.pytest_child": "tools/test_suite.py",
+    "tools.toolrun": "tools/test_program.py", "tools.values": "launch/test_batch.py",
+    "diagnose.facts": "diagnose/test_stage.py", "diagnose.gather": "diagnose/test_stage.py",
+    "diagnose.model": "diagnose/test_stage.py", "diagnose.ncurules": "diagnose/test_stage.py",
+    "diagnose.program": "diagnose/test_stage.py", "diagnose.ptxscan": "diagnose/test_stage.py",
+    "diagnose.rules": "diagnose/test_stage.py", "diagnose.stage": "diagnose/test_stage.py",
+    "diagnose.tries": "diagnose/test_stage.py",
+    "corpus.mutation": "corpus/test_mutants.py", "corpus.perfcases": "diagnose/test_stage.py",
+    "results.benchrun": "measure/test_bench.py", "results.plot": "measure/test_bench.py",
+    "results.render": "measure/test_bench.py", "results.reports": "measure/test_bench.py",
+    "commands.api": "corpus/test_cases.py", "commands.commands": "commands/test_cli.py",
+    "commands.corpora": "corpus/test_cases.py", "commands.options": "test_architecture.py",
+    "commands.pipeline": "measure/test_bench.py", "commands.scaffold": "test_hostile.py",
+}  # fmt: skip
+TESTS = PKG.parent / "tests"
+# test files at the top of tests/: the house rules, the front doors, what crosses every stage, the scripts
+TOP_TESTS = {"test_architecture", "test_import", "test_fuzz", "test_hostile", "test_hardening", "test_op", "test_gpu_op",
+             "test_proc", "test_pytest_plugin", "test_gpu_check", "test_gpu_summary_script", "test_tolerances_script"}
+# test files in a stage's folder that are not named for one module, and why they are there
+STAGE_EXTRAS = {
+    "child/test_gpu_kernels.py",  # every shipped kernel through the child on a GPU
+    "launch/test_batch.py",  # several jobs in one child: the launch's batch and each checker's
+    "tools/test_program.py", "tools/test_gpu_programs.py",  # a user's program: allocators, exit code, launch site
+    "tools/test_recorded_programs.py",  # the tools' reports on users' programs, recorded on a GPU
+    "results/test_results_index.py",  # docs/results/README.md, the one index of measured numbers
+}
+
+
+def _module_names() -> dict[str, str]:
+    """Every module kprof has a test file for, by its dotted name (spec.loader; errors): stage folders'
+    fronts (__init__.py) and the folders loaded into programs left out."""
+    return {name: name for name, path in MODULES.items() if path.name != "__init__.py"}
+
+
+def test_the_tests_are_laid_out_like_the_package():
+    """tests/<stage>/test_<module>.py: each folder of tests/ is a stage of kprof's, each file in it is named for a
+    module of that stage (test_gpu_<module>.py for its GPU tests, marked gpu), and the top holds only the house
+    rules, the front doors and what crosses every stage."""
+    folders = {d.name for d in TESTS.iterdir() if d.is_dir() and d.name not in ("data", "__pycache__")}
+    assert folders <= set(STAGES), folders - set(STAGES)
+    top = {p.stem for p in TESTS.glob("test_*.py")}
+    assert top <= TOP_TESTS, f"test files at the top of tests/ that belong in a stage's folder: {sorted(top - TOP_TESTS)}"
+    modules = _module_names()
+    stray = []
+    for path in sorted(TESTS.glob("*/test_*.py")):
+        rel = f"{path.parent.name}/{path.name}"
+        module = f"{path.parent.name}.{path.stem.removeprefix('test_').removeprefix('gpu_')}"
+        if module not in modules and rel not in STAGE_EXTRAS:
+            stray.append(rel)
+        if path.stem.startswith("test_gpu_"):
+            assert "pytest.mark.gpu" in path.read_text(), f"{rel}: a GPU test file whose tests are not marked gpu"
+    assert not stray, f"test files not named for a module of their stage: {stray}"
+
+
+def test_a_module_comes_with_its_test_file():
+    missing = []
+    for name in _module_names():
+        stage, _, mod = name.rpartition(".")
+        own = TESTS / stage / f"test_{mod}.py" if stage else TESTS / f"test_{mod}.py"
+        if not own.is_file() and name not in COVERED_ELSEWHERE:
+            missing.append(f"kprof/{name.replace('.', '/')}.py -> {own.relative_to(TESTS.parent)}")
+    assert not missing, f"modules without a test file: {missing}"
+    gone = [f"{m}: {t}" for m, t in COVERED_ELSEWHERE.items() if m not in _module_names() or not (TESTS / t).is_file()]
+    assert not gone, f"COVERED_ELSEWHERE names a module or test file that is not there: {gone}"

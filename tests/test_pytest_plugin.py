@@ -69,13 +69,13 @@ def sandbox(pytester, monkeypatch, tmp_path, data_dir):
 
 
 def test_inert_unless_asked(sandbox):
-    sandbox.makepyfile(test_suite=TESTS)
+    sandbox.makepyfile(test_user_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args())
     result.assert_outcomes(passed=3, failed=1)
 
 
 def test_findings_fail_exactly_the_buggy_test(sandbox):
-    sandbox.makepyfile(test_suite=TESTS.replace("@pytest.mark.kprof_sanitize\n", ""))
+    sandbox.makepyfile(test_user_suite=TESTS.replace("@pytest.mark.kprof_sanitize\n", ""))
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck")
     result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
@@ -84,7 +84,7 @@ def test_findings_fail_exactly_the_buggy_test(sandbox):
 
 
 def test_marked_tests_only_when_any_is_marked(sandbox):
-    sandbox.makepyfile(test_suite=TESTS)
+    sandbox.makepyfile(test_user_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "-v")
     out = result.stdout.str()
     result.assert_outcomes(passed=3, failed=1)  # test_plain_failure ran as usual, unsanitized
@@ -123,7 +123,7 @@ def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, mo
     t0 = time.monotonic()
     conftest._wait_for_alone(done, 0)  # none in the session: no wait
     assert time.monotonic() - t0 < 0.5
-    threading.Timer(0.5, lambda: done.write_text("tests/test_gpu_sanitize.py::test_alone\n")).start()
+    threading.Timer(0.5, lambda: done.write_text("tests/tools/test_gpu_compute_sanitizer.py::test_alone\n")).start()
     conftest._wait_for_alone(done, 1)
     assert 0.4 < time.monotonic() - t0 < 5
     monkeypatch.setattr(conftest, "ALONE_GATE_S", 0.5)
@@ -143,7 +143,7 @@ def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, mo
 ])
 def test_a_bad_option_stops_the_run_once(sandbox, args, words):
     """One usage error (pytest's exit 4) before any test runs, not the same failure in every test."""
-    sandbox.makepyfile(test_suite=TESTS)
+    sandbox.makepyfile(test_user_suite=TESTS)
     (sandbox.path / "tests").mkdir()
     result = sandbox.runpytest_inprocess(*_plugin_args(), *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -154,7 +154,7 @@ def test_no_gpu_stops_the_run_once(sandbox, monkeypatch):
     import kprof.child.device
 
     monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
-    sandbox.makepyfile(test_suite=TESTS)
+    sandbox.makepyfile(test_user_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=all")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
@@ -163,7 +163,7 @@ def test_no_gpu_stops_the_run_once(sandbox, monkeypatch):
 
 def test_no_compute_sanitizer_stops_the_run_once(sandbox, monkeypatch, tmp_path):
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tmp_path / "missing"))
-    sandbox.makepyfile(test_suite=TESTS)
+    sandbox.makepyfile(test_user_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "compute-sanitizer not found" in result.stderr.str()
 

@@ -59,7 +59,7 @@ def _arch(arch: str, warps: int, blocks: int, smem_sm_kb: int, smem_block_kb: in
 # registers per SM and per block, 255 per thread; "Arithmetic Instructions": FP32 lanes per SM) and
 # CUDA 13.0's cuda_occupancy.h (allocation units: shared memory in 256 bytes before sm_80 and 128
 # after; no reserved shared memory per block before sm_80; 24 blocks per SM on sm_120 and sm_121).
-# tests/test_archs.py holds the guide's numbers apart and checks every row. The SM count is the
+# tests/build/test_occupancy.py holds the guide's numbers apart and checks every row. The SM count is the
 # flagship part's (V100, A100, H100/H200, B200), for waves; None where the parts differ.
 ARCHS: dict[str, ArchLimits] = {a.arch: a for a in (
     _arch("sm_61", 64, 32, 96, 48, 128, reserved=0, smem_unit=256),  # GTX 1080, P40

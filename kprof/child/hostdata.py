@@ -161,7 +161,7 @@ def _uniform_in_chunks(buf: ResolvedBuffer, rng: Any, lo: float, hi: float) -> A
     chunk at a time on several threads and never as one float64 array (a 268M-element input: 2 GiB
     of float64 and seconds on one core). Each of NumPy's uniform doubles takes one 64-bit draw of
     PCG64, so the chunk from element ``s`` is a copy of the generator advanced by ``s``; ``rng`` is
-    left advanced by ``n``, as one call would leave it (tests/test_verify.py)."""
+    left advanced by ``n``, as one call would leave it (tests/child/test_verify.py)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np

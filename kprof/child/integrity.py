@@ -6,7 +6,7 @@ a stream the timer does not wait for, launch nothing on some calls, change its i
 is trivial, or leave in its output what an earlier call wrote. Each check below reads what the timing
 loop recorded anyway (CUPTI's kernel records of every call, the CUDA events' and the host clock's
 readings) or what two more verified calls after the loop give, and returns flags: ``kind: what was
-seen``. Pure: tested on recorded CUPTI records and fake timers (tests/test_integrity.py); the child
+seen``. Pure: tested on recorded CUPTI records and fake timers (tests/child/test_integrity.py); the child
 (:mod:`kprof.child.timing`) gathers the data.
 
 What no check here can see is said in docs/bench.md: a cheat that does the work, on the timed stream,

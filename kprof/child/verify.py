@@ -187,7 +187,7 @@ class _Scan:
     verdict needs: non-finite values, the largest errors, the elements outside the tolerance, the
     worst few, the frontier. A 1 GiB output needs no 8 GiB float64 copies. Chunks are judged on
     several threads, each into its own partial scan, and merged in order: the result is the same
-    whatever the number of threads (tests/test_verify.py)."""
+    whatever the number of threads (tests/child/test_verify.py)."""
 
     def __init__(self, raw: Any, ref: Any, rtol: float, atol: float, poison: Any, metric: str, *,
                  frontier: bool, scale: Any = None) -> None:

@@ -1,4 +1,4 @@
-# A stand-in for a program under kprof's launch recorder (tests/test_program_values.py), on a machine
+# A stand-in for a program under kprof's launch recorder (tests/tools/test_launchlog.py), on a machine
 # with no GPU: it writes the recorder's log lines itself (kprof.tools.launchlog's format), two launches, the
 # second's argument 2 as the mode says:
 #   same        the same hash every run (a deterministic program)

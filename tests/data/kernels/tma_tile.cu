@@ -2,7 +2,7 @@
 // BR x BC box of x (cp.async.bulk.tensor, by the tensor map kprof encodes and passes by value), which
 // lands in shared memory and completes on an mbarrier; every thread waits on it, then copies the tile
 // out within the matrix (the box past its edge arrives as zeros). What the launcher's tensor-map
-// argument is tested with (tests/test_runner_fake.py on a fake device, tests/test_gpu.py on sm_90).
+// argument is tested with (tests/child/test_runner.py on a fake device, tests/test_gpu.py on sm_90).
 #ifndef BR
 #define BR 8
 #endif

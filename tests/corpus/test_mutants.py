@@ -16,7 +16,7 @@ from kprof.launch import launch
 from kprof.launch.launch import RunResult
 from kprof.spec import catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _source(name: str) -> str:

@@ -17,7 +17,7 @@ from kprof.commands import cli
 # No xdist group: each test is its own programs under the tools, timing nothing, so they spread over the
 # workers (one group ran them one after another on one worker: 9 tests of up to 40 s each).
 pytestmark = pytest.mark.gpu
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 PY = sys.executable
 
 

@@ -17,7 +17,7 @@ from kprof.tools import compute_sanitizer as san
 from kprof.tools import values
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult
 
-DATA = Path(__file__).parent / "data" / "sanitizer"
+DATA = Path(__file__).parent.parent / "data" / "sanitizer"
 CLEAN = (DATA / "tiled_matmul.memcheck.xml").read_text()
 WITH_RECORD = (DATA / "rec_oob.memcheck.xml").read_text()
 

@@ -18,7 +18,7 @@ from kprof.tools import ncu
 def tiled_row():
     from pathlib import Path
 
-    text = (Path(__file__).parent / "data" / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text()
+    text = (Path(__file__).parent.parent / "data" / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text()
     rows = ncu.parse_csv(text)
     assert len(rows) == 1
     return rows[0]

@@ -14,9 +14,9 @@ from kprof.results import render
 from kprof.tools import compute_sanitizer as cs
 from kprof.tools.toolrun import ToolResult
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLES = ROOT / "examples"
-PROGRAMS = Path(__file__).parent / "data" / "programs"
+PROGRAMS = Path(__file__).parent.parent / "data" / "programs"
 RECORDED_ROOT = "/work/main/"  # where the programs ran when their output was recorded
 
 
@@ -57,7 +57,7 @@ def test_a_bad_warp_mask_is_an_invalid_warp_sync_at_the_users_line():
 
 
 def test_a_divergent_barrier_stays_a_barrier_divergence():
-    (f, *_), _ = cs.parse_xml((Path(__file__).parent / "data" / "sanitizer" / "rec_sync.synccheck.xml").read_text(),
+    (f, *_), _ = cs.parse_xml((Path(__file__).parent.parent / "data" / "sanitizer" / "rec_sync.synccheck.xml").read_text(),
                               "synccheck")
     assert f.kind == "barrier-divergence"
 

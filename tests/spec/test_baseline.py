@@ -1,5 +1,5 @@
 """Python baselines for kprof bench, without a GPU: where they may be named, how they are checked
-before anything runs, how a report names them. (The child's side: tests/test_runner_fake.py.)"""
+before anything runs, how a report names them. (The child's side: tests/child/test_runner.py.)"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_runner_fake import FakeDevice, job_for, run_job
+from fakedevice import FakeDevice, job_for, run_job
 
 from kprof import spec as spec_mod
 from kprof.build import build, nvrtc, occupancy

@@ -12,8 +12,8 @@ from kprof.tools import compute_sanitizer as cs
 from kprof.tools import embedded
 from kprof.tools.toolrun import ToolResult
 
-ROOT = Path(__file__).resolve().parent.parent
-PROGRAMS = Path(__file__).parent / "data" / "programs"
+ROOT = Path(__file__).resolve().parent.parent.parent
+PROGRAMS = Path(__file__).parent.parent / "data" / "programs"
 RECORDED_ROOT = "/work/main/"  # where the programs ran when their output was recorded
 
 

@@ -4,7 +4,7 @@ speed ratio that README.md quotes must appear there (with its command, commit an
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 FIGURE = re.compile(r"\b\d+(?:\.\d+)?(?:\s?%|\s?TB/s|x\b)")
 
 

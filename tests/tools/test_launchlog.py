@@ -16,7 +16,7 @@ from kprof import proc
 from kprof.commands import cli
 from kprof.tools import launchlog, values
 
-FAKE = Path(__file__).parent / "data" / "fake_launch_program.py"
+FAKE = Path(__file__).parent.parent / "data" / "fake_launch_program.py"
 
 
 def _log(*launches, ok=True, cut=False) -> launchlog.Run:

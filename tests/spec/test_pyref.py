@@ -70,7 +70,7 @@ def test_a_bad_python_reference_is_refused_at_load_without_running_it(tmp_path, 
 
 @pytest.fixture
 def fake_device(monkeypatch):
-    from test_runner_fake import FakeDevice
+    from fakedevice import FakeDevice
 
     import kprof.child.device
     import kprof.child.workspace
@@ -86,14 +86,14 @@ def fake_device(monkeypatch):
 
 @pytest.mark.parametrize("ref", ["{y: refs.py:doubled}", "refs.py:both"])
 def test_the_child_verifies_against_a_python_reference(tmp_path, fake_device, ref):
-    from test_runner_fake import run_job
+    from fakedevice import run_job
 
     data = run_job(tmp_path, job_for(_spec(tmp_path, ref), tmp_path / "k.cubin"))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
 
 
 def test_the_users_exception_is_theirs_with_their_traceback(tmp_path, fake_device, monkeypatch, capsys):
-    from test_runner_fake import run_job
+    from fakedevice import run_job
 
     data = run_job(tmp_path, job_for(_spec(tmp_path, "{y: refs.py:broken}"), tmp_path / "k.cubin"))
     err = data["error"]
@@ -105,7 +105,7 @@ def test_the_users_exception_is_theirs_with_their_traceback(tmp_path, fake_devic
 
 
 def test_a_spec_wide_reference_must_return_every_output(tmp_path, fake_device):
-    from test_runner_fake import run_job
+    from fakedevice import run_job
 
     refs = REFS + "\ndef partial(x):\n    return {'z': x}\n"
     data = run_job(tmp_path, job_for(_spec(tmp_path, "refs.py:partial", refs), tmp_path / "k.cubin"))

@@ -130,7 +130,7 @@ def test_recorded_h200_calls_flag_exactly_the_baselines_that_did_more_than_the_k
     import json
     from pathlib import Path
 
-    data = json.loads((Path(__file__).parent / "data" / "integrity" / "h200-baseline-calls.json").read_text())["calls"]
+    data = json.loads((Path(__file__).parent.parent / "data" / "integrity" / "h200-baseline-calls.json").read_text())["calls"]
     assert len(data) >= 40
     for label, call in data.items():
         calls = [_timed(*[(name, int(seconds * 1e9)) for name, seconds in call["kernels"]]) for _ in range(10)]

@@ -292,7 +292,7 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     from kprof.results import plot
     from kprof.tools import ncu
 
-    results = Path(__file__).parent.parent / "tests" / "data" / "bench-vector_add-block.json"
+    results = Path(__file__).parent.parent.parent / "tests" / "data" / "bench-vector_add-block.json"
     pts = [bench.PointResult.from_dict(p) for p in json.loads(results.read_text())["points"]]
     out = plot.bench(pts, tmp_path / "sweep.png")
     assert out.stat().st_size > 5000
@@ -544,7 +544,7 @@ def test_the_integrity_cost_table_is_the_checks_share_of_the_childs_wall_time(tm
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "scripts" / "integrity_cost.py"
+    path = Path(__file__).resolve().parent.parent.parent / "scripts" / "integrity_cost.py"
     spec = importlib.util.spec_from_file_location("integrity_cost", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

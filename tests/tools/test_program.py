@@ -396,7 +396,7 @@ def test_recorded_pool_hides_the_same_bug(data_dir):
 
 def test_recorded_cupy_read_past_the_end(data_dir, tmp_path):
     """Read where the program is not (another machine): the tool's own place, line 5 of CuPy's copy of
-    the source (tests/test_embedded.py has it read beside the program: cupy_shift.py:18)."""
+    the source (tests/tools/test_embedded.py has it read beside the program: cupy_shift.py:18)."""
     saved = tmp_path / "cupy_shift.memcheck.xml"
     saved.write_text((data_dir / PROGRAMS / "cupy_shift.memcheck.xml").read_text().replace("/work/main/", "/elsewhere/"))
     saved.with_suffix(".txt").write_text((data_dir / PROGRAMS / "cupy_shift.memcheck.txt").read_text())

@@ -10,7 +10,7 @@ from kprof.commands import cli
 # Beside the bench group, not after it: these time things but assert no timing, and the ceilings
 # every bench reads are measured once before the suite (gpu-check.sh tests) or by the first bench.
 pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("frameworks")]
-DATA = Path(__file__).parent / "data" / "kernels"
+DATA = Path(__file__).parent.parent / "data" / "kernels"
 
 
 @pytest.fixture(autouse=True)
