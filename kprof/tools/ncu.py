@@ -135,17 +135,43 @@ def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: 
         argv += ["--set", "full"]  # every section, for the GUI; adds ~2 s per kernel
     if report is not None:  # ncu prints no table when it exports: read it back with import_argv()
         return argv + ["--export", str(report), "--force-overwrite"]
-    return argv + ["--csv", "--page", "raw"]
+    return argv + ["--csv", "--page", "raw", "--print-units", "base"]
 
 
 def import_argv(ncu: str | Path, report: str | Path) -> list[str]:
-    return [str(ncu), "--import", str(report), "--csv", "--page", "raw"]
+    """Read a saved report back. ``--print-units base`` said outright: ``--csv`` implies it when profiling, but a
+    report read back with ``--import`` came out scaled (ms, Mbyte, Ghz) on an H200 with ncu 2025.3.1."""
+    return [str(ncu), "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
 
 
 @dataclass(frozen=True)
 class Value:
     value: float | str | None
     unit: str
+
+
+# Units a metric may come in when ncu scales it (--print-units auto), to the base unit kprof reads: a time in
+# nanoseconds, anything else without its SI prefix (Mbyte -> byte, Ghz -> hz, Kinst -> inst, Tbyte/second ->
+# byte/second).
+_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
+_PREFIX = {"K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_SCALED = re.compile(r"^([KkMGTP])(byte|hz|inst|sector|request|warp|cycle|thread|block|wavefront|transaction)$")
+
+
+def base_unit(value: float | str | None, unit: str) -> Value:
+    """A metric's value in its base unit (nanoseconds for a time, per second for a rate): what ncu prints with
+    ``--print-units base``. Pure."""
+    if not isinstance(value, float):
+        return Value(value, unit)
+    if unit in _TIME_NS:
+        return Value(value * _TIME_NS[unit], "ns")
+    numerator, slash, per = unit.partition("/")
+    if slash and per in _TIME_NS:  # cycle/nsecond, Gbyte/msecond: per second
+        value, per = value * 1e9 / _TIME_NS[per], "second"
+    m = _SCALED.match(numerator)
+    if m:
+        value, numerator = value * _PREFIX[m.group(1)], m.group(2)
+    return Value(value, numerator + (f"/{per}" if slash else ""))
 
 
 def parse_number(text: str) -> float | str | None:
@@ -172,7 +198,7 @@ def parse_csv(text: str) -> list[dict[str, Value]]:
     for row in rows[2:]:
         if len(row) != len(header):
             continue
-        out.append({h: Value(parse_number(v), u) for h, u, v in zip(header, units, row)})
+        out.append({h: base_unit(parse_number(v), u) for h, u, v in zip(header, units, row)})
     return out
 
 
@@ -260,7 +286,7 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
         argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
     if set_name == "full":
         argv += ["--set", "full"]
-    return argv + ["--csv", "--page", "raw"]
+    return argv + ["--csv", "--page", "raw", "--print-units", "base"]
 
 
 def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,

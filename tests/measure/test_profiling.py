@@ -27,13 +27,14 @@ def tiled_row():
 def test_argv():
     argv = ncu.build_argv("/x/ncu", "tiled_matmul")
     assert argv[:6] == ["/x/ncu", "--nvtx", "--nvtx-include", "kprof@tiled_matmul/", "--clock-control", "none"]
-    assert argv[-3:] == ["--csv", "--page", "raw"]
+    assert argv[-5:] == ["--csv", "--page", "raw", "--print-units", "base"]
     metrics = argv[argv.index("--metrics") + 1].split(",")
     assert "gpu__time_duration.sum" in metrics and "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" in metrics
     full = ncu.build_argv("/x/ncu", "k", set_name="full", report="/r/k.ncu-rep")
     assert "--set" in full and full[full.index("--set") + 1] == "full"
     assert full[-3:] == ["--export", "/r/k.ncu-rep", "--force-overwrite"] and "--csv" not in full
-    assert ncu.import_argv("/x/ncu", "/r/k.ncu-rep") == ["/x/ncu", "--import", "/r/k.ncu-rep", "--csv", "--page", "raw"]
+    assert ncu.import_argv("/x/ncu", "/r/k.ncu-rep") == ["/x/ncu", "--import", "/r/k.ncu-rep", "--csv", "--page", "raw",
+                                                          "--print-units", "base"]
     with pytest.raises(UsageError, match="nesting"):
         ncu.nvtx_filter("a/b")
     with pytest.raises(UsageError, match="--set"):
@@ -361,3 +362,25 @@ def test_the_roofline_plot_draws_a_roof_for_each_kind_of_math(tmp_path, monkeypa
     monkeypatch.setattr(matplotlib.axes.Axes, "plot", lambda self, *a, **k: (labels.append(k.get("label")), real(self, *a, **k))[1])
     assert plot.roofline([fp32, tensor], tmp_path / "roof.png").stat().st_size > 5000
     assert labels == ["DRAM 4.00 TB/s", "FP32 66.9 TFLOP/s", "dense 16-bit tensor 1070.5 TFLOP/s"]
+
+
+def test_a_report_read_back_in_scaled_units_is_read_in_base_units():
+    """On an H200 (ncu 2025.3.1) ``ncu --import R --csv --page raw`` printed scaled units (1.11328 msecond,
+    33.56 Mbyte), which kprof read as nanoseconds and bytes: a 1.1 ms kernel became 1.1 ns and every rate a
+    million times too high, and the diagnosis found no cause on 11 of 16 cases. kprof now asks for base units
+    and converts what comes scaled anyway."""
+    from kprof.tools import ncu
+
+    assert ncu.import_argv("ncu", "r.ncu-rep")[-2:] == ["--print-units", "base"]
+    assert ncu.build_argv("ncu", "k")[-2:] == ["--print-units", "base"]
+    text = ('"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum","sm__cycles_elapsed.avg.per_second",'
+            '"dram__bytes.sum.peak_sustained","sm__warps_active.avg.pct_of_peak_sustained_active"\n'
+            '"","","msecond","Mbyte","Ghz","byte/cycle","%"\n'
+            '"0","k","1.11328","33.558784","1.98","1,504","98.9"\n')
+    (row,) = ncu.parse_csv(text)
+    assert row["gpu__time_duration.sum"] == ncu.Value(pytest.approx(1_113_280.0), "ns")
+    assert row["dram__bytes_read.sum"].value == pytest.approx(33_558_784) and row["dram__bytes_read.sum"].unit == "byte"
+    assert row["sm__cycles_elapsed.avg.per_second"].value == pytest.approx(1.98e9)
+    assert row["dram__bytes.sum.peak_sustained"].value == 1504 and row["sm__warps_active.avg.pct_of_peak_sustained_active"].value == 98.9
+    p = profile.analyse(row, "k", {})
+    assert p.duration_s == pytest.approx(1.11328e-3) and p.dram_bytes_per_s == pytest.approx(33_558_784 / 1.11328e-3)
