@@ -221,11 +221,40 @@ def _mul(a: Coef, b: Coef, a_imm: int | None, b_imm: int | None) -> Coef:
 LANE = "lane"  # differs between the lanes of a warp, not linearly (x & 1, x % 4 of a lane index)
 
 
+class _Forms(dict[str, "int | str"]):
+    """Each register's form as a pass goes, and every form each register was given. A register given
+    different forms in different places (a loop-carried value: ``j = next[j]``'s j is the thread's index
+    before the loop and a loaded value in it) is, in the second pass, what joins them: UNKNOWN."""
+
+    def __init__(self, joined: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.defs: dict[str, set[int | str]] = {}
+        self.joined = joined
+
+    def __setitem__(self, reg: str, form: int | str) -> None:
+        self.defs.setdefault(reg, set()).add(form)
+        super().__setitem__(reg, UNKNOWN if reg in self.joined else form)
+
+
 def _pass(entry: Entry) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]:
+    """Two forward passes over the PTX in order (:func:`_one_pass`): the second with the registers that
+    the first saw given different forms (loop-carried values) taken as UNKNOWN."""
+    first = _one_pass(entry, _Forms())
+    joined = frozenset(reg for reg, forms in first.defs.items() if len(forms) > 1)
+    if not joined:
+        return first.result
+    return _one_pass(entry, _Forms(joined)).result
+
+
+class _Result:
+    def __init__(self, defs: dict[str, set[int | str]], result: tuple[list[tuple[Instr, int | str]], dict[int, bool]]) -> None:
+        self.defs, self.result = defs, result
+
+
+def _one_pass(entry: Entry, forms: _Forms) -> _Result:
     """One forward pass over the PTX in order (a register's last definition wins: good for index
     arithmetic): each global access with its lanes' stride, and each conditional branch with whether
     its predicate can differ between the lanes of a warp."""
-    forms: dict[str, int | str] = {}
     preds: dict[str, bool] = {}
 
     def val(tok: str) -> tuple[int | str, int | None]:
@@ -288,7 +317,7 @@ def _pass(entry: Entry) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]
             forms[dst] = UNKNOWN if any(v[0] != 0 for v in vals) else 0
     # each conditional branch: whether its predicate (the "@%p" guard) can differ between lanes
     branches = {at: preds.get(guard, False) for at, guard in entry.guards.items()}
-    return strides, branches
+    return _Result(forms.defs, (strides, branches))
 
 
 def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:

@@ -87,6 +87,15 @@ class Uncoalesced:
         what = f"{abs(coef)} bytes" if isinstance(coef, int) else "a run-time value"
         return Line(i.file, i.line, f"lanes of a warp {what} apart ({i.op})"), coef, ptxscan.width(i)
 
+    @staticmethod
+    def gather(f: Facts) -> bool:
+        """Whether the PTX shows no strided access but a load whose address depends on data (an index it
+        loaded: ``j = next[j]``): the sectors a request fills are then the data's, not the code's layout, and
+        making the lanes touch consecutive addresses is not a change the code can make."""
+        if f.entry is None:
+            return False
+        return any(coef == ptxscan.UNKNOWN and i.op.startswith("ld.global") for i, coef in ptxscan.lane_strides(f.entry))
+
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
         found = self.strided(f)
@@ -95,7 +104,7 @@ class Uncoalesced:
         if f.counters:
             worst = max((x for x in (p.global_load_sectors_per_request, p.global_store_sectors_per_request) if x),
                         default=None)
-            if worst is None or worst / ideal < 1.5:
+            if worst is None or worst / ideal < 1.5 or (found is None and self.gather(f)):
                 return None
             excess = worst / ideal
             ev: tuple[tuple[str, str], ...] = (("sectors/request", f"{worst:.1f} (ideal {ideal:g} for {width}-byte lanes)"),)
