@@ -239,19 +239,13 @@ class _Forms(dict[str, "int | str"]):
 def _pass(entry: Entry) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]:
     """Two forward passes over the PTX in order (:func:`_one_pass`): the second with the registers that
     the first saw given different forms (loop-carried values) taken as UNKNOWN."""
-    first = _one_pass(entry, _Forms())
-    joined = frozenset(reg for reg, forms in first.defs.items() if len(forms) > 1)
-    if not joined:
-        return first.result
-    return _one_pass(entry, _Forms(joined)).result
+    forms = _Forms()
+    first = _one_pass(entry, forms)
+    joined = frozenset(reg for reg, given in forms.defs.items() if len(given) > 1)
+    return _one_pass(entry, _Forms(joined)) if joined else first
 
 
-class _Result:
-    def __init__(self, defs: dict[str, set[int | str]], result: tuple[list[tuple[Instr, int | str]], dict[int, bool]]) -> None:
-        self.defs, self.result = defs, result
-
-
-def _one_pass(entry: Entry, forms: _Forms) -> _Result:
+def _one_pass(entry: Entry, forms: _Forms) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]:
     """One forward pass over the PTX in order (a register's last definition wins: good for index
     arithmetic): each global access with its lanes' stride, and each conditional branch with whether
     its predicate can differ between the lanes of a warp."""
@@ -317,7 +311,7 @@ def _one_pass(entry: Entry, forms: _Forms) -> _Result:
             forms[dst] = UNKNOWN if any(v[0] != 0 for v in vals) else 0
     # each conditional branch: whether its predicate (the "@%p" guard) can differ between lanes
     branches = {at: preds.get(guard, False) for at, guard in entry.guards.items()}
-    return _Result(forms.defs, (strides, branches))
+    return strides, branches
 
 
 def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:
