@@ -298,8 +298,9 @@ class _Sanitizer:
         import kprof
         from kprof.errors import KprofError
         from kprof.results import render
+        from kprof.tools import suite
 
-        cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+        cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", *suite.no_xdist()]
         try:
             report = kprof.sanitize(cmd, self.tools, timeout=self.timeout, jobs=self.jobs,
                                     keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath)

@@ -83,6 +83,21 @@ def test_findings_fail_exactly_the_buggy_test(sandbox):
     assert "the test failed under racecheck with nothing found" in out  # test_plain_failure fails as itself
 
 
+def test_a_project_that_runs_under_xdist_by_default_is_checked(sandbox):
+    """A project whose ini gives ``addopts = -n 2`` (as kprof's own does): the tool's child reads the same
+    ini, so it must turn xdist off with ``-n 0``, not unload the plugin that owns ``-n``."""
+    pytest.importorskip("xdist")
+    sandbox.makeini("[pytest]\naddopts = -n 2 --dist loadgroup\n")
+    sandbox.makepyfile(test_user_suite=TESTS.replace("@pytest.mark.kprof_sanitize\n", ""))
+    # -n 0 here keeps this run in one process (its workers would not see the stand-in); the tool's child
+    # still reads the ini's -n 2
+    result = sandbox.runpytest_inprocess(*_plugin_args(), "-n", "0", "--kprof-sanitize=racecheck")
+    out = result.stdout.str()
+    assert "unrecognized arguments" not in out and "ran none of the tests" not in out, out
+    result.assert_outcomes(passed=2, failed=2)
+    assert "test_racy" in out and "race-" in out
+
+
 def test_marked_tests_only_when_any_is_marked(sandbox):
     sandbox.makepyfile(test_user_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "-v")

@@ -258,9 +258,18 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
     return Settled(decided, again, alone, skipped)
 
 
+def no_xdist() -> list[str]:
+    """The options that run a child pytest in one process. Where pytest-xdist is installed, ``-n 0``
+    (its own off switch): the child reads the user's ini, and an ``addopts = -n auto`` there is an
+    unknown option once the plugin is unloaded (``-p no:xdist``), so every test would be lost."""
+    import importlib.util
+
+    return ["-n", "0"] if importlib.util.find_spec("xdist") is not None else ["-p", "no:xdist"]
+
+
 def child_argv(nodeids: Sequence[str]) -> list[str]:
     """The child: this interpreter's pytest over the batch, kprof's recorder loaded, no xdist, no cache."""
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *no_xdist(),
             "-p", "kprof.tools.pytest_child", *nodeids]
 
 

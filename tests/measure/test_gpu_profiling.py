@@ -84,7 +84,9 @@ def test_a_kernel_is_profiled_beside_its_torch_compile_baseline(capsys):
     """What torch.compile launches for the same operation, at the same sizes, in the same report."""
     pytest.importorskip("torch")
     code = cli.main(["profile", "rmsnorm_onepass", "--size", "R=4096", "C=4096", "--baseline", "torch.compile", "--json"])
-    data = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    assert out.strip(), f"exit {code}, nothing on stdout; stderr: {err}"
+    data = json.loads(out)
     names = [k["kernel"] for k in data["kernels"]]
     assert code == 0 and names[0] == "rmsnorm_onepass" and "rmsnorm_onepass__torch_compile" in names, data
     assert all(k["duration_s"] > 0 and k["dram_read"] > 0 for k in data["kernels"]), data
