@@ -18,6 +18,11 @@ def weighted_sines(x):
 
 
 def neighbour_chase(next):
-    """y[i] = (the end of i ^ 1's chain) & 1023: each thread reads its neighbour's result."""
-    j = chase(next)
-    return (j[np.arange(j.size) ^ 1] & 1023).astype(np.float64)
+    """One chain a warp, from its first index: y[i] = (the chain's end + the neighbour's lane in a block
+    of 128) & 1023, each thread reading its neighbour's slot."""
+    nxt = np.asarray(next)
+    i = np.arange(nxt.size)
+    j = i & ~31
+    for _ in range(64):
+        j = nxt[j]
+    return ((j + ((i ^ 1) & 127)) & 1023).astype(np.float64)

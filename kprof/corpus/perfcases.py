@@ -138,6 +138,7 @@ class PerfResult:
     ncu_cause: str | None = None  # kprof's name for it (kprof.diagnose.ncurules.CAUSE_OF)
     ncu_speedup: float | None = None  # its estimate as a speedup
     ncu_proposed: int = 0  # how many optimisation rules it listed
+    ncu_rules: list[dict[str, Any]] = field(default_factory=list)  # each with its estimate's type and value
 
     @property
     def ncu_right(self) -> bool | None:
@@ -211,6 +212,7 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
         if rules:
             v = ncurules.verdict(rules)
             result.ncu_rule, result.ncu_cause, result.ncu_speedup, result.ncu_proposed = v.rule, v.cause, v.speedup, v.proposed
+            result.ncu_rules = ncurules.listed(rules)
         return result
     except KprofError as exc:
         return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, False, False, None, None, None,
