@@ -65,7 +65,11 @@ def diagnose(f: Facts) -> Diagnosis:
     for rule in RULES:
         if (why := rule.blind(f)) is not None:
             blind.append(why)
-        cause = rule.check(f)
+        try:
+            cause = rule.check(f)
+        except Exception as exc:  # noqa: BLE001 - one rule's bug costs its cause, not the profile the user asked for
+            blind.append(f"{rule.id} (kprof could not check it: {type(exc).__name__}: {exc}; a kprof bug, please report it)")
+            continue
         if cause is None:
             continue
         g = cause.gain.estimate

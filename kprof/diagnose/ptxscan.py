@@ -199,9 +199,12 @@ _IMM = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
 def _add(a: Coef, b: Coef, sign: int = 1) -> Coef:
     if UNKNOWN in (a, b):
         return UNKNOWN
+    if LANE in (a, b):  # a lane-varying value that is not linear stays so, whatever is added
+        return LANE
     if VAR in (a, b):
         return VAR
-    assert isinstance(a, int) and isinstance(b, int)
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return UNKNOWN
     return a + sign * b
 
 
@@ -213,9 +216,11 @@ def _mul(a: Coef, b: Coef, a_imm: int | None, b_imm: int | None) -> Coef:
     if a != 0 and b != 0:
         return UNKNOWN
     coef, other_imm = (a, b_imm) if a != 0 else (b, a_imm)
+    if not isinstance(coef, int):  # VAR or LANE times a warp-uniform value stays what it was
+        return coef
     if other_imm is not None:
-        return coef * other_imm if coef != VAR else VAR
-    return VAR  # a lane-dependent value times a run-time value
+        return coef * other_imm
+    return VAR  # a lane-linear value times a run-time value
 
 
 LANE = "lane"  # differs between the lanes of a warp, not linearly (x & 1, x % 4 of a lane index)
