@@ -96,15 +96,30 @@ class Uncoalesced:
             return False
         return any(coef == ptxscan.UNKNOWN and i.op.startswith("ld.global") for i, coef in ptxscan.lane_strides(f.entry))
 
+    @staticmethod
+    def widest(f: Facts, prefix: str) -> int:
+        """The widest global load (``ld.global``) or store (``st.global``) a lane makes in the PTX, in bytes;
+        4 where there is no PTX. Consecutive lanes moving w bytes each fill w 32-byte sectors a request."""
+        if f.entry is None:
+            return 4
+        return max((ptxscan.width(i) for i in f.entry.instrs if i.op.startswith(prefix)), default=4)
+
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
         found = self.strided(f)
         width = found[2] if found else 4
         ideal = float(width)  # 32-byte sectors a warp of consecutive width-byte lanes needs: 32 x width / 32
         if f.counters:
-            worst = max((x for x in (p.global_load_sectors_per_request, p.global_store_sectors_per_request) if x),
-                        default=None)
-            if worst is None or worst / ideal < 1.5 or (found is None and self.gather(f)):
+            # each direction against its own ideal: an 8-byte store of an MMA fragment fills 8 sectors a request
+            # and is coalesced (wgmma_matmul's epilogue was read as 2x uncoalesced against a 4-byte ideal)
+            sides = [(x, float(found[2] if found else self.widest(f, prefix)))
+                     for x, prefix in ((p.global_load_sectors_per_request, "ld.global"),
+                                       (p.global_store_sectors_per_request, "st.global")) if x]
+            if not sides or (found is None and self.gather(f)):
+                return None
+            worst, ideal = max(sides, key=lambda s: s[0] / s[1])
+            width = int(ideal)
+            if worst / ideal < 1.5:
                 return None
             excess = worst / ideal
             ev: tuple[tuple[str, str], ...] = (("sectors/request", f"{worst:.1f} (ideal {ideal:g} for {width}-byte lanes)"),)
