@@ -13,8 +13,9 @@ Defaults chosen to beat running the tools by hand:
 - racecheck: ``--racecheck-report all``: hazard records give the threads and block, the analysis
   record gives both source lines and the count.
 - initcheck: the runner does not poison outputs, so a read of memory nothing wrote stays visible.
-- all: ``--show-backtrace no`` (the kernel line comes from ``-lineinfo``; host stacks only bloat
-  the XML), ``--check-exit-code no`` (kprof reads the runner's status itself).
+- all: ``--show-backtrace device`` (the kernel line comes from ``-lineinfo``; host stacks only bloat
+  the XML, but a finding inside a CUDA header, ``__syncwarp`` in ``sm_30_intrinsics.hpp``, needs the
+  device frames to reach the user's call), ``--check-exit-code no`` (kprof reads the runner's status itself).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
         "--check-exit-code", "no",
     ]  # fmt: skip
     argv += injection_args(Path(str(exe)))
-    argv += ["--target-processes", "all"] if program else ["--show-backtrace", "no"]
+    argv += ["--target-processes", "all"] if program else ["--show-backtrace", "device"]
     if tool == "memcheck":
         argv += ["--padding", str(padding)] + ([] if program else ["--leak-check", "full"])
     elif tool == "racecheck":
@@ -312,8 +313,32 @@ def _where(rec: ET.Element, path: str = "where") -> tuple[str | None, str | None
     return rec.findtext(f"{path}/func"), rec.findtext(f"{path}/path"), _int(rec.findtext(f"{path}/line"))
 
 
-def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> Finding:
+# A CUDA toolkit's own headers (sm_30_intrinsics.hpp, device_atomic_functions.hpp, cuda/std/...): the
+# system toolkit's include folder, a target's, or a pip wheel's (site-packages/nvidia/.../include).
+_CUDA_HEADER = re.compile(r"(/targets/[^/]+/include/|/cuda(-[\d.]+)?/include/|/site-packages/nvidia/.*/include/)")
+
+
+def in_cuda_header(path: str | None) -> bool:
+    return bool(path) and _CUDA_HEADER.search(str(path).replace("\\", "/")) is not None
+
+
+def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, dict[str, Any]]:
+    """The record's location, moved to the user's call where the tool stopped inside a CUDA header (an
+    inlined intrinsic: ``__syncwarp``, ``__shfl_sync``, an atomic): the first device frame outside the
+    toolkit's headers (``--show-backtrace device``). The header's location is kept in ``extra``."""
     func, path, line = _where(rec)
+    if not in_cuda_header(path):
+        return func, path, line, {}
+    for frame in rec.findall("deviceStack/frame"):
+        fpath = frame.findtext("path")
+        if fpath and not in_cuda_header(fpath):
+            inside = f"{func} at {Path(str(path)).name}:{line}"
+            return frame.findtext("func"), fpath, _int(frame.findtext("line")), {"inlined": inside}
+    return func, path, line, {}
+
+
+def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> Finding:
+    func, path, line, extra = _where_user(rec)
     text = rec.findtext("what/text") or ""
     error = (rec.findtext("what/error") or text).lower()
     direction = (rec.findtext("what/direction") or "").lower()
@@ -344,7 +369,7 @@ def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> 
     elif space:
         detail = f"in {space.strip('_')} memory"
     return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
-                   1, text, buffer, detail, address, size)
+                   1, text, buffer, detail, address, size, extra=extra)
 
 
 def _leak(rec: ET.Element, tool: str) -> Finding:
@@ -414,17 +439,17 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
 
 
 def _initcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> Finding:
-    func, path, line = _where(rec)
+    func, path, line, extra = _where_user(rec)
     address = _int(rec.findtext("what/address"))
     size = _int(rec.findtext("what/size"))
     buffer, detail = buffer_detail(address, allocations) if address is not None else (None, None)
     return Finding(tool, "uninitialized-read", func, path, line, _dim3(rec.find("who/threadIdx")),
                    _dim3(rec.find("who/blockIdx")), 1, rec.findtext("what/text") or "uninitialised read",
-                   buffer, detail, address, size)
+                   buffer, detail, address, size, extra=extra)
 
 
 def _synccheck(rec: ET.Element, tool: str) -> Finding:
-    func, path, line = _where(rec)
+    func, path, line, extra = _where_user(rec)
     text = rec.findtext("what/text") or ""
     kind_text = rec.findtext("what/type") or ""
     low = (text + " " + kind_text).lower()
@@ -439,8 +464,10 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
     message = f"{text}: {kind_text}" if kind_text else text
     detail = ("a warp-synchronous call (__syncwarp, __shfl_*_sync, __ballot_sync, ...) whose mask leaves out a lane "
               "that calls it: the mask must name every lane that reaches the call" if kind == "invalid-warp-sync" else None)
+    if extra and detail:
+        detail += f" (inside {extra['inlined']}, inlined into this line)"
     return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
-                   1, message, detail=detail)
+                   1, message, detail=detail, extra=extra)
 
 
 def _api(rec: ET.Element, tool: str) -> Finding:

@@ -2,6 +2,7 @@
 the H200 (tests/data/sanitizer, recorded by scripts/record_tool_output.py)."""
 
 import json
+from pathlib import Path
 
 import pytest
 from helpers import child
@@ -24,7 +25,7 @@ def load(data_dir, name, tool):
 def test_argv_per_tool():
     mem = sanitize.build_argv("/cs", "memcheck", "/t/m.xml")
     assert mem[:3] == ["/cs", "--tool", "memcheck"]
-    for flag in (["--xml"], ["--save", "/t/m.xml"], ["--error-exitcode", "99"], ["--show-backtrace", "no"],
+    for flag in (["--xml"], ["--save", "/t/m.xml"], ["--error-exitcode", "99"], ["--show-backtrace", "device"],
                  ["--check-exit-code", "no"], ["--leak-check", "full"], ["--padding", "256"]):
         assert " ".join(flag) in " ".join(mem)
     race = sanitize.build_argv("/cs", "racecheck", "/t/r.xml")
@@ -218,3 +219,30 @@ def test_sanitize_cli_errors(capsys, argv, message):
     code = cli.main(argv)
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_finding_inside_a_cuda_header_goes_to_the_users_call(data_dir):
+    """NVIDIA's illegal_syncwarp, as examples/syncwarp_mask.cu: synccheck stops inside __syncwarp, in the CUDA
+    header (sm_30_intrinsics.hpp:110). Recorded on an H200 with compute-sanitizer 2025.3.1 (2026.4 writes the
+    same): with device frames, the finding is at the user's __syncwarp on line 16 of their file, in their
+    kernel, the header named as where the call was inlined from; without them, it stays in the header."""
+    xml = (data_dir / "sanitizer" / "syncwarp_mask.synccheck_device.xml").read_text()
+    (f,), _ = sanitize.parse_xml(xml, "synccheck")
+    assert (f.kernel, Path(f.file).name, f.line, f.count) == ("half_mask", "syncwarp_mask.cu", 16, 3)
+    assert f.kind == "invalid-warp-sync" and f.extra == {"inlined": "__syncwarp at sm_30_intrinsics.hpp:110"}
+    assert "inlined into this line" in f.detail
+    bare = (data_dir / "sanitizer" / "syncwarp_mask.synccheck_no.xml").read_text()
+    (g,), _ = sanitize.parse_xml(bare, "synccheck")
+    assert (g.kernel, Path(g.file).name, g.line) == ("__syncwarp", "sm_30_intrinsics.hpp", 110) and not g.extra
+
+
+@pytest.mark.parametrize("path, header", [
+    ("/usr/local/cuda/targets/x86_64-linux/include/sm_30_intrinsics.hpp", True),
+    ("/usr/local/cuda-12.4/include/crt/sm_70_rt.hpp", True),
+    ("/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/include/cuda_fp16.hpp", True),
+    ("/home/me/cuda_kernels/include/tile.cuh", False),
+    ("/work/main/examples/syncwarp_mask.cu", False),
+    (None, False),
+])
+def test_which_paths_are_the_toolkits_headers(path, header):
+    assert sanitize.in_cuda_header(path) is header
