@@ -30,6 +30,8 @@ def test_argv_per_tool():
         assert " ".join(flag) in " ".join(mem)
     race = sanitize.build_argv("/cs", "racecheck", "/t/r.xml")
     assert "--racecheck-report all" in " ".join(race) and "--padding" not in race
+    assert "--show-backtrace no" in " ".join(race)  # device frames broke the joining of its records
+    assert "--show-backtrace device" in " ".join(sanitize.build_argv("/cs", "synccheck", "/t/s.xml"))
     assert "--padding 0" in " ".join(sanitize.build_argv("/cs", "memcheck", "x", padding=0))
     with pytest.raises(UsageError):
         sanitize.build_argv("/cs", "values", "x")
