@@ -30,12 +30,16 @@ _PUBLIC = {
     "load": "kprof.commands.api", "range": "kprof.annotate",
     "run_cases": "kprof.commands.corpora", "run_bench_cases": "kprof.commands.corpora",
     "run_perf_cases": "kprof.commands.corpora", "run_mutants": "kprof.commands.corpora",
+    "build_kernels": "kprof.commands.offline", "occupancy_of": "kprof.commands.offline",
+    "bench_history": "kprof.commands.offline", "compare_runs": "kprof.commands.offline",
     # the types they return
     "RunReport": "kprof.results.reports", "BenchReport": "kprof.results.reports", "SanitizeReport": "kprof.results.reports",
     "BenchCasesReport": "kprof.results.reports", "MutantsReport": "kprof.corpus.mutation",
     "PointResult": "kprof.measure.bench", "KernelProfile": "kprof.measure.profiling", "Diagnosis": "kprof.diagnose.model",
     "ToolResult": "kprof.tools.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
+    "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
+    "Comparison": "kprof.commands.offline",
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -41,9 +39,7 @@ from kprof.errors import (
     EXIT_INTERRUPTED,
     EXIT_NOT_CHECKED,
     EXIT_OK,
-    BuildError,
     NcuError,
-    UnsupportedArchError,
     UsageError,
 )
 from kprof.results import render
@@ -97,65 +93,29 @@ def cmd_new(opts: NewOptions) -> int:
 
 
 def cmd_build(opts: BuildOptions) -> int:
-    from kprof.build import build
-    from kprof.spec import catalog, sweep
+    from kprof.commands import offline
 
-    if opts.all == bool(opts.names):
-        raise UsageError("name the kernels to build, or give --all (not both)")
-    if opts.all and opts.param.axes:
-        raise UsageError("--param builds the kernels you name with other defines: name them instead of --all")
-    specs = [catalog.load(e.name) for e in catalog.entries()] if opts.all else [catalog.load(n) for n in opts.names]
-    specs = [s for spec in specs for s in ((spec, spec.twin_spec()) if spec.twin is not None else (spec,))]
-    if opts.param.axes:  # each combination of the parameters, a build of its own (and a row)
-        specs = [spec.with_defines(params) for spec in specs
-                 for _, params in sweep.points(sweep.Sweep("size"), opts.param, spec.size_names,
-                                               dict(spec.defines), spec.name)]
-    arch = opts.arch or build.detect_arch()
-    progress = render.Progress(len(specs), sys.stderr, enabled=len(specs) > 1 and not opts.json)
-    lock = threading.Lock()
+    shown: list[render.Progress] = []  # made at the first build, when the number of builds is known
 
-    def one(spec: Any) -> tuple[str, Any]:
-        """(how it ended, the build or the error); with --all a kernel that fails leaves the others."""
-        t0 = time.monotonic()
-        try:
-            built = build.build(spec, arch, force=opts.force)
-            out: tuple[str, Any] = ("cached" if built.cached else "built", built)
-        except UnsupportedArchError as exc:
-            if not opts.all:
-                raise
-            out = ("skipped", exc)  # named with its reason: not a failure
-        except BuildError as exc:
-            if not opts.all:
-                raise
-            out = ("FAILED", exc)  # keep going: the other kernels still build
-        with lock:
-            progress.finished(spec.name, out[0], time.monotonic() - t0)
-        return out
+    def progress(name: str, how: str, seconds: float, total: int) -> None:
+        if not shown:
+            shown.append(render.Progress(total, sys.stderr, enabled=total > 1 and not opts.json))
+        shown[0].finished(name, how, seconds)
 
-    from kprof import parallel
-
-    results, failures, skipped = [], [], []
-    for spec, (how, what) in zip(specs, parallel.map_jobs(one, specs, parallel.build_jobs(len(specs)))):
-        if how == "skipped":
-            skipped.append((spec.name, str(what)))
-        elif how == "FAILED":
-            failures.append((spec.name, what))
-        else:  # a sanitizer case's fixed twin builds with it
-            results.append((spec, what))
-    progress.close()
+    report = offline.build_kernels(opts.names, all=opts.all, params=opts.param, arch=opts.arch, force=opts.force,
+                                   progress=progress)
+    for p in shown:
+        p.close()
     if opts.json:
-        _emit_json([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
-                     "cached": b.cached, "compiler": b.compiler, "usage": asdict(b.usage_of(s.entry))} for s, b in results]
-                   + [{"name": n, "arch": arch, "skipped": why} for n, why in skipped]
-                   + [{"name": n, "error": str(e)} for n, e in failures])
+        _emit_json(report.to_json())
     else:
-        print(render.build_table(results, opts.param.names))
-        for _, why in skipped:
+        print(render.build_table(report.built, opts.param.names))
+        for _, why in report.skipped:
             print(f"skipped: {why}")
-        for name, failure in failures:
+        for name, failure in report.failed:
             print(failure.log.rstrip(), file=sys.stderr)
             print(f"kprof: error: {name}: {failure}", file=sys.stderr)
-    return EXIT_BUILD if failures else EXIT_OK
+    return EXIT_BUILD if report.failed else EXIT_OK
 
 
 def cmd_run(opts: RunOptions) -> int:
@@ -501,30 +461,14 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagn
 
 
 def cmd_occupancy(opts: OccupancyOptions) -> int:
-    from kprof.build import build, occupancy
-    from kprof.commands import pipeline
-    from kprof.spec import catalog
+    from kprof.commands import offline
 
-    spec = catalog.load(opts.name)
-    if spec.python:
-        raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to compute occupancy for "
-                         "(kprof profile reports the occupancy of the kernels it launches)")
-    arch = opts.arch or build.detect_arch()
-    lim = occupancy.limits_for(arch)  # an architecture kprof has no model of is said before any build
-    prepared = pipeline.prepare(spec, opts.size.single_sizes("occupancy"), arch=arch)
-    usage = prepared.built.usage_of(spec.entry)
-    dynamic = prepared.resolved.shared_mem if opts.dynamic_smem is None else opts.dynamic_smem
-    blocks = opts.block or [prepared.resolved.threads_per_block]
-    chosen = [occupancy.compute(lim, b, usage.registers, usage.shared_static, dynamic) for b in blocks]
-    advice = [occupancy.advice(lim, o, usage.registers, usage.shared_static, dynamic) for o in chosen]
-    table = occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic)
+    r = offline.occupancy_of(opts.name, sizes=opts.size.single_sizes("occupancy"), blocks=opts.block,
+                             dynamic_smem=opts.dynamic_smem, arch=opts.arch)
     if opts.json:
-        _emit_json({"kernel": spec.name, "arch": arch, "registers": usage.registers,
-                    "static_smem": usage.shared_static, "dynamic_smem": dynamic,
-                    "launch": [dict(asdict(o), advice=a) for o, a in zip(chosen, advice)],
-                    "sweep": [asdict(o) for o in table]})
+        _emit_json(r.to_json())
     else:
-        print(render.occupancy_report(spec.name, arch, usage, dynamic, chosen, table, advice))
+        print(render.occupancy_report(r.kernel, r.arch, r.usage, r.dynamic_smem, r.launch, r.sweep, r.advice))
     return EXIT_OK
 
 
@@ -582,28 +526,19 @@ def cmd_peak(opts: PeakOptions) -> int:
 
 
 def cmd_history(opts: HistoryOptions) -> int:
+    from kprof.commands import offline
     from kprof.results import history
 
-    conn = history.connect_read()
-    rows = history.rows(conn, kernel=opts.name, kind="bench", limit=opts.limit) if conn else []
+    rows = offline.bench_history(opts.name, limit=opts.limit)
     _emit_json(rows) if opts.json else print(render.history_table(rows, str(history.path())))
     return EXIT_OK
 
 
 def cmd_compare(opts: CompareOptions) -> int:
-    from kprof.results import history
+    from kprof.commands import offline
 
-    conn = history.connect_read()
-    if conn is None:
-        raise UsageError(f"no bench runs yet in {history.path()}: run kprof bench first")
-    before_id, after_id = history.resolve_run(conn, opts.before), history.resolve_run(conn, opts.after)
-    rows = history.compare(conn, before_id, after_id)
-    if opts.json:
-        _emit_json({"before": before_id, "after": after_id, "rows": rows})
-    else:
-        print(render.compare_table(before_id, after_id, rows))
-    if not rows:
-        raise UsageError(f"runs {before_id} and {after_id} have no kernel and size in common")
+    c = offline.compare_runs(opts.before, opts.after)
+    _emit_json(c.to_json()) if opts.json else print(render.compare_table(c.before, c.after, c.rows))
     return EXIT_OK
 
 

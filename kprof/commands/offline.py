@@ -1,0 +1,160 @@
+"""The API behind the commands that need no GPU run of a kernel: ``kprof build``, ``kprof occupancy``,
+``kprof history`` and ``kprof compare``. Each takes what the CLI's options hold and returns a typed report
+the CLI prints (as text or JSON), so a notebook or a CI script gets what the terminal does."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kprof.errors import BuildError, UnsupportedArchError, UsageError
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What ``kprof build`` did: each spec built (or found in the cache), each skipped with its reason (an
+    architecture the kernel cannot run on), each that failed with its error (its log in ``error.log``)."""
+    arch: str
+    built: list[tuple[Any, Any]] = field(default_factory=list)  # (KernelSpec, Built)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, BuildError]] = field(default_factory=list)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return ([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
+                  "cached": b.cached, "compiler": b.compiler, "usage": asdict(b.usage_of(s.entry))} for s, b in self.built]
+                + [{"name": n, "arch": self.arch, "skipped": why} for n, why in self.skipped]
+                + [{"name": n, "error": str(e)} for n, e in self.failed])
+
+
+def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Sequence[str] | Any = (),
+                  arch: str | None = None, force: bool = False,
+                  progress: Callable[[str, str, float, int], None] | None = None) -> BuildReport:
+    """Build the named kernels (or ``all`` of kprof's catalog), each over the combinations of ``params``
+    (``["BM=64,128"]``, as ``kprof build --param`` writes them); a sanitizer case's fixed twin with it.
+    With ``all`` a kernel that fails or cannot run on ``arch`` leaves the others; a named one raises.
+    ``progress(name, how, seconds, total)`` after each (``total``: the builds of this call)."""
+    from kprof import parallel
+    from kprof.build import build
+    from kprof.spec import catalog, sweep
+
+    if all == bool(names):
+        raise UsageError("name the kernels to build, or give --all (not both)")
+    given = params if isinstance(params, sweep.Sweep) else sweep.parse(
+        [params] if isinstance(params, str) else list(params), "param")
+    if all and given.axes:
+        raise UsageError("--param builds the kernels you name with other defines: name them instead of --all")
+    specs = [catalog.load(e.name) for e in catalog.entries()] if all else [catalog.load(str(n)) for n in names]
+    specs = [s for spec in specs for s in ((spec, spec.twin_spec()) if spec.twin is not None else (spec,))]
+    if given.axes:  # each combination of the parameters, a build of its own (and a row)
+        specs = [spec.with_defines(p) for spec in specs
+                 for _, p in sweep.points(sweep.Sweep("size"), given, spec.size_names, dict(spec.defines), spec.name)]
+    target = arch or build.detect_arch()
+    lock = threading.Lock()
+
+    def one(spec: Any) -> tuple[str, Any]:
+        t0 = time.monotonic()
+        try:
+            built = build.build(spec, target, force=force)
+            out: tuple[str, Any] = ("cached" if built.cached else "built", built)
+        except UnsupportedArchError as exc:
+            if not all:
+                raise
+            out = ("skipped", exc)  # named with its reason: not a failure
+        except BuildError as exc:
+            if not all:
+                raise
+            out = ("FAILED", exc)  # the other kernels still build
+        if progress is not None:
+            with lock:
+                progress(spec.name, out[0], time.monotonic() - t0, len(specs))
+        return out
+
+    report = BuildReport(target)
+    for spec, (how, what) in zip(specs, parallel.map_jobs(one, specs, parallel.build_jobs(len(specs)))):
+        if how == "skipped":
+            report.skipped.append((spec.name, str(what)))
+        elif how == "FAILED":
+            report.failed.append((spec.name, what))
+        else:
+            report.built.append((spec, what))
+    return report
+
+
+@dataclass(frozen=True)
+class OccupancyReport:
+    """``kprof occupancy``: the kernel's registers and shared memory on ``arch``, the occupancy of each
+    block size asked (with advice), and the sweep over every block size."""
+    kernel: str
+    arch: str
+    usage: Any  # kprof.build.build.ResourceUsage
+    dynamic_smem: int
+    launch: list[Any]  # kprof.build.occupancy.Occupancy, one a block size asked
+    advice: list[str]
+    sweep: list[Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "arch": self.arch, "registers": self.usage.registers,
+                "static_smem": self.usage.shared_static, "dynamic_smem": self.dynamic_smem,
+                "launch": [dict(asdict(o), advice=a) for o, a in zip(self.launch, self.advice)],
+                "sweep": [asdict(o) for o in self.sweep]}
+
+
+def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequence[int] = (),
+                 dynamic_smem: int | None = None, arch: str | None = None) -> OccupancyReport:
+    """The occupancy of a kernel from its build (no GPU run): at the spec's own launch, or at each of
+    ``blocks`` threads a block, with ``dynamic_smem`` bytes (default: the spec's)."""
+    from kprof.build import build, occupancy
+    from kprof.commands import pipeline
+    from kprof.spec import catalog
+
+    spec = catalog.load(name)
+    if spec.python:
+        raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to compute occupancy for "
+                         "(kprof profile reports the occupancy of the kernels it launches)")
+    target = arch or build.detect_arch()
+    lim = occupancy.limits_for(target)  # an architecture kprof has no model of is said before any build
+    prepared = pipeline.prepare(spec, sizes, arch=target)
+    usage = prepared.built.usage_of(spec.entry)
+    dynamic = prepared.resolved.shared_mem if dynamic_smem is None else dynamic_smem
+    chosen = [occupancy.compute(lim, b, usage.registers, usage.shared_static, dynamic)
+              for b in (list(blocks) or [prepared.resolved.threads_per_block])]
+    advice = [occupancy.advice(lim, o, usage.registers, usage.shared_static, dynamic) for o in chosen]
+    return OccupancyReport(spec.name, target, usage, dynamic, chosen, advice,
+                           occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic))
+
+
+def bench_history(name: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
+    """The latest ``kprof bench`` rows of the history store (of one kernel, or all), newest first; none
+    where nothing was measured yet."""
+    from kprof.results import history
+
+    conn = history.connect_read()
+    return history.rows(conn, kernel=name, kind="bench", limit=limit) if conn else []
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``kprof compare``: each kernel and size two bench runs share, before against after."""
+    before: str
+    after: str
+    rows: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"before": self.before, "after": self.after, "rows": self.rows}
+
+
+def compare_runs(before: str = "last~1", after: str = "last") -> Comparison:
+    """Two ``kprof bench`` runs of the history store side by side (a run id, or ``last``, ``last~1``, ...)."""
+    from kprof.results import history
+
+    conn = history.connect_read()
+    if conn is None:
+        raise UsageError(f"no bench runs yet in {history.path()}: run kprof bench first")
+    before_id, after_id = history.resolve_run(conn, before), history.resolve_run(conn, after)
+    rows = history.compare(conn, before_id, after_id)
+    if not rows:
+        raise UsageError(f"runs {before_id} and {after_id} have no kernel and size in common")
+    return Comparison(before_id, after_id, rows)
