@@ -227,9 +227,9 @@ class _Occupancy:
         share of its peak (None where unknown)."""
         p = f.profile
         if f.counters:
-            units = {"DRAM": p.dram_fraction, "FMA pipe": p.fma_pipe, "L1": p.l1_throughput, "L2": p.l2_throughput,
-                     "issue": p.issue_active, "FP64 pipe": p.fp64_pipe}
-            known = {k: v for k, v in units.items() if v is not None}
+            from kprof.diagnose import profile_units
+
+            known = profile_units(p)
             name, busy = max(known.items(), key=lambda kv: kv[1]) if known else ("?", 0.0)
             top = max(p.stall_shares, key=lambda r: p.stall_shares[r]) if p.stall_shares else "?"
             return busy < LATENCY_BELOW, f"no unit above {busy:.0%} busy ({name}); top stall {top}", busy or None
