@@ -126,3 +126,14 @@ class Facts:
 
     def entry_line(self) -> int:
         return kernel_line(self.source_lines, self.profile.kernel.split(":")[-1].split("[")[0])
+
+
+def profile_units(p: KernelProfile) -> dict[str, float]:
+    """The roofline's levels a profile measured, each a share of its peak (none without counters)."""
+    seen = {
+        "DRAM": p.of_ceiling if p.of_ceiling is not None else p.dram_fraction,
+        "L2": p.l2_throughput, "L1/shared": p.l1_throughput, "shared pipe": p.shared_fraction,
+        "FP32 pipe": p.fma_pipe, "FP64 pipe": p.fp64_pipe, "tensor pipe": p.tensor_pipe, "LSU": p.lsu_pipe,
+        "ALU": p.alu_pipe, "issue": p.issue_active,
+    }  # fmt: skip
+    return {k: v for k, v in seen.items() if v is not None}

@@ -13,8 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kprof.diagnose import profile_units
-from kprof.diagnose.facts import LATENCY_BELOW
+from kprof.diagnose.facts import LATENCY_BELOW, profile_units
 from kprof.measure.profiling import KernelProfile
 
 MAX_HEADROOM = 100.0  # a unit below 1% busy says little about its roof: the headroom is capped here

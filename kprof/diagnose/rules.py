@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kprof.diagnose import ptxscan
-from kprof.diagnose.facts import FAST_FP64, LATENCY_BELOW, Facts
+from kprof.diagnose.facts import FAST_FP64, LATENCY_BELOW, Facts, profile_units
 from kprof.diagnose.model import Cause, Gain, Line
 
 
@@ -227,8 +227,6 @@ class _Occupancy:
         share of its peak (None where unknown)."""
         p = f.profile
         if f.counters:
-            from kprof.diagnose import profile_units
-
             known = profile_units(p)
             name, busy = max(known.items(), key=lambda kv: kv[1]) if known else ("?", 0.0)
             top = max(p.stall_shares, key=lambda r: p.stall_shares[r]) if p.stall_shares else "?"
