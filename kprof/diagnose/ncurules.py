@@ -3,11 +3,11 @@
 
 ncu's estimate is the share of the time it expects a change to save (a percent); as a speedup that is
 1 / (1 - share). Each estimate has a type: "global" is a share of the kernel's time, "local" a share of
-one unit's (a pipe's, a scheduler's), not of the kernel's. Only
-global ones rank against each other and against a measured gain; local ones count only where a kernel has
-no global estimate (an ncu older than its "Estimated Speedup Type" column gives none of either).
-:data:`CAUSE_OF` maps its optimisation rules to kprof's causes where one
-names the same problem; a rule with no counterpart maps to None (its name is still reported).
+one unit's (a pipe's, a scheduler's), not of the kernel's. Only global ones rank against each other and
+against a measured gain; local ones count only where a kernel has no global estimate (an ncu older than
+its "Estimated Speedup Type" column gives none of either). :data:`CAUSE_OF` maps its optimisation rules
+to kprof's causes where one names the same problem; a rule with no counterpart maps to None (its name is
+still reported).
 """
 
 from __future__ import annotations
@@ -34,9 +34,14 @@ class NcuVerdict:
     proposed: int  # how many optimisation rules it listed
 
 
+def _proposed(rules: list[RuleResult], kernel: str | None) -> list[RuleResult]:
+    """ncu's optimisation (OPT) rules for ``kernel``, all kernels' when None."""
+    return [r for r in rules if r.kind == "OPT" and (kernel is None or r.kernel == kernel)]
+
+
 def verdict(rules: list[RuleResult], kernel: str | None = None) -> NcuVerdict:
     """ncu's first advice for ``kernel`` (all kernels' rules when None): its OPT rule with the largest estimate."""
-    opts = [r for r in rules if r.kind == "OPT" and (kernel is None or r.kernel == kernel)]
+    opts = _proposed(rules, kernel)
     rated = [r for r in opts if r.speedup is not None]
     rated = [r for r in rated if r.speedup_type.lower() == "global"] or rated
     if not rated:
@@ -49,7 +54,7 @@ def verdict(rules: list[RuleResult], kernel: str | None = None) -> NcuVerdict:
 def listed(rules: list[RuleResult], kernel: str | None = None) -> list[dict[str, object]]:
     """Every optimisation rule ncu gave ``kernel``, with its estimate's type and value, largest first: what a
     reader checks the verdict against."""
-    opts = [r for r in rules if r.kind == "OPT" and (kernel is None or r.kernel == kernel)]
+    opts = _proposed(rules, kernel)
     opts.sort(key=lambda r: (r.speedup_type.lower() != "global", -(r.speedup or 0.0)))
     return [{"rule": r.rule, "type": r.speedup_type, "est_speedup_pct": r.speedup, "cause": CAUSE_OF.get(r.rule)}
             for r in opts]

@@ -318,27 +318,20 @@ def _where(rec: ET.Element, path: str = "where") -> tuple[str | None, str | None
     return rec.findtext(f"{path}/func"), rec.findtext(f"{path}/path"), _int(rec.findtext(f"{path}/line"))
 
 
-# A CUDA toolkit's own headers (sm_30_intrinsics.hpp, device_atomic_functions.hpp, cuda/std/...): the
-# system toolkit's include folder, a target's, or a pip wheel's (site-packages/nvidia/.../include).
-_CUDA_HEADER = re.compile(r"(/targets/[^/]+/include/|/cuda(-[\d.]+)?/include/|/site-packages/nvidia/.*/include/)")
-
-
-def in_cuda_header(path: str | None) -> bool:
-    return bool(path) and _CUDA_HEADER.search(str(path).replace("\\", "/")) is not None
-
-
 def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, dict[str, Any]]:
     """The record's location, moved to the user's call where the tool stopped inside a CUDA header (an
     inlined intrinsic: ``__syncwarp``, ``__shfl_sync``, an atomic): the first device frame outside the
-    toolkit's headers (``--show-backtrace device``). The header's location is kept in ``extra``."""
+    toolkit's headers (``--show-backtrace device``). The header's place is kept in ``extra.reported_at``."""
+    from kprof.tools.hostframes import is_cuda_header
+
     func, path, line = _where(rec)
-    if not in_cuda_header(path):
+    if not is_cuda_header(path):
         return func, path, line, {}
     for frame in rec.findall("deviceStack/frame"):
         fpath = frame.findtext("path")
-        if fpath and not in_cuda_header(fpath):
-            inside = f"{func} at {Path(str(path)).name}:{line}"
-            return frame.findtext("func"), fpath, _int(frame.findtext("line")), {"inlined": inside}
+        if fpath and not is_cuda_header(fpath):  # the tool's own place kept as _in_user_source keeps it
+            return frame.findtext("func"), fpath, _int(frame.findtext("line")), {
+                "reported_at": f"{path}:{line}", "inlined": f"{func} at {Path(str(path)).name}:{line}"}
     return func, path, line, {}
 
 

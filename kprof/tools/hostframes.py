@@ -10,6 +10,7 @@ user's line (``prog.py:15``), not inside triton.
 
 from __future__ import annotations
 
+import re
 import sysconfig
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -122,11 +123,20 @@ def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
     return None
 
 
+# A CUDA toolkit's own headers (sm_30_intrinsics.hpp, crt/device_functions.h, cuda/std/...): the system
+# toolkit's include folder, a target's, or a pip wheel's (site-packages/nvidia/.../include).
+_CUDA_HEADER = re.compile(r"(/targets/[^/]+/include/|/cuda(-[\d.]+)?/include/|/site-packages/nvidia/.*/include/)")
+
+
+def is_cuda_header(path: str | None) -> bool:
+    return bool(path) and _CUDA_HEADER.search(str(path).replace("\\", "/")) is not None
+
+
 def _user_source(path: str) -> bool:
     """A host source file the user wrote: not a CUDA header (``crt/device_functions.h``) nor the stub file
     nvcc generates and deletes (``/tmp/tmpxft_..._vecadd.cudafe1.stub.c``). A relative path (as nvcc was
     given it) counts."""
     name = Path(path).name
-    if name.startswith("tmpxft_") or ".cudafe1." in name or "/targets/" in path or "/include/crt/" in path:
+    if name.startswith("tmpxft_") or ".cudafe1." in name or "/targets/" in path or is_cuda_header(path):
         return False
     return not any(part in path for part in _LIBRARY_PARTS)
