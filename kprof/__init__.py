@@ -26,7 +26,8 @@ _PUBLIC = {
     # the API functions: kprof.commands.api, the corpora's in kprof.commands.corpora
     "run": "kprof.commands.api", "run_bench": "kprof.commands.api", "run_peak": "kprof.commands.api",
     "sanitize": "kprof.commands.api", "sanitize_tests": "kprof.commands.api", "prestart_tests": "kprof.commands.api",
-    "profile": "kprof.commands.api", "diagnose": "kprof.commands.api", "checkers": "kprof.commands.api",
+    "profile": "kprof.commands.api", "profile_program": "kprof.commands.api", "diagnose": "kprof.commands.api",
+    "checkers": "kprof.commands.api",
     "load": "kprof.commands.api", "range": "kprof.annotate",
     "run_cases": "kprof.commands.corpora", "run_bench_cases": "kprof.commands.corpora",
     "run_perf_cases": "kprof.commands.corpora", "run_mutants": "kprof.commands.corpora",
@@ -39,7 +40,7 @@ _PUBLIC = {
     "ToolResult": "kprof.tools.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
-    "Comparison": "kprof.commands.offline",
+    "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnose.program",
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kprof import inputs
+from kprof import inputs, proc
 from kprof.errors import UsageError
 from kprof.results.reports import BenchCasesReport as BenchCasesReport
 from kprof.results.reports import BenchReport as BenchReport
@@ -266,6 +266,23 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
 
     return prof.profile_program(cmd, arch or detect_arch(), kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
                                 launch_count=launch_count, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
+
+
+def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str | None = None, launch_skip: int = 0,
+                    launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (), arch: str | None = None,
+                    timeout: float = 600.0) -> Any:
+    """``kprof profile -- CMD`` from Python: :func:`profile` over the program, then one more run of it
+    without ncu for the user's line that launched each kernel (stopped once it has launched what ncu
+    looked at), and the kernels ranked (:class:`kprof.diagnose.program.ProgramProfile`)."""
+    from kprof.diagnose import program
+    from kprof.tools import launchsites
+
+    profiles = profile(cmd, kernel=kernel, range=range, launch_skip=launch_skip, launch_count=launch_count,
+                       set_name=set_name, metrics=metrics, arch=arch, timeout=timeout)
+    argv = inputs.program_argv([str(a) for a in cmd], "profile", None)
+    sites = launchsites.run(argv, timeout=timeout, env=proc.child_env(), stop_after=launch_skip + launch_count,
+                            kernels=program.profiled_names(profiles))
+    return program.ProgramProfile(profiles, program.rank(profiles, sites), sites)
 
 
 def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Any:

@@ -389,25 +389,22 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     if not opts.json:
         print(f"profiling {' '.join(opts.program)} ...", file=sys.stderr, flush=True)
     try:
-        profiles = api.profile(opts.program, kernel=opts.kernel, range=opts.nvtx_range, launch_skip=opts.launch_skip,
-                               launch_count=opts.launch_count, set_name=opts.set_name, metrics=extra, arch=opts.arch,
-                               timeout=opts.timeout)
+        found = api.profile_program(opts.program, kernel=opts.kernel, range=opts.nvtx_range,
+                                    launch_skip=opts.launch_skip, launch_count=opts.launch_count,
+                                    set_name=opts.set_name, metrics=extra, arch=opts.arch, timeout=opts.timeout)
     except NcuError as exc:
         _profile_output([], [(" ".join(opts.program), exc)], opts.json)
         return EXIT_CUDA
-    if opts.plot and profiles:
+    if opts.plot and found.profiles:
         from kprof.results import plot
 
-        plot.roofline(profiles, Path(opts.plot))
-    from kprof.diagnose import program
-
-    ranked = program.rank(profiles)
+        plot.roofline(found.profiles, Path(opts.plot))
     if opts.json:
-        _profile_output(profiles, [], True, ranking=ranked)
+        _profile_output(found.profiles, [], True, ranking=found.ranking, sites=found.sites)
     else:
-        _profile_output(profiles, [], False)
+        _profile_output(found.profiles, [], False)
         print()
-        print(render.program_ranking(ranked))
+        print(render.program_ranking(found.ranking, sites=found.sites))
     return EXIT_OK
 
 
@@ -430,7 +427,7 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
 
 
 def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagnoses: list[Any] | None = None,
-                    ranking: list[Any] | None = None) -> None:
+                    ranking: list[Any] | None = None, sites: Any = None) -> None:
     from kprof.commands import pipeline
     from kprof.measure import profiling as profile
 
@@ -444,6 +441,7 @@ def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagn
                     "kernels": [p.to_dict() for p in profiles],
                     "diagnoses": [d.to_dict() for d in diagnoses or []],
                     **({"ranking": [r.to_dict() for r in ranking]} if ranking is not None else {}),
+                    **({"sites": sites.to_dict()} if sites is not None else {}),
                     "errors": [{"kernel": n, "error": str(e), "reason": e.reason} for n, e in errors]})
         return
     if profiles:

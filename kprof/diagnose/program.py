@@ -1,6 +1,7 @@
 """``kprof profile -- CMD``: where to spend the week. The profiled launches grouped by kernel, ranked by
 their share of the profiled GPU time, each with its limiter (the roofline level nearest its peak), its
-headroom to that roof, and the whole program's gain if that kernel reached its roof (Amdahl).
+headroom to that roof, the whole program's gain if that kernel reached its roof (Amdahl), and the user's
+Python lines that launched it (:mod:`kprof.tools.launchsites`, matched to ncu's kernel names here).
 
 The share's denominator is the GPU time of the launches ncu profiled (``--launch-skip``/``--launch-count``
 choose them), not the program's wall time; the headroom is 1 / the busiest unit's share of its peak (a
@@ -15,6 +16,8 @@ from typing import Any
 
 from kprof.diagnose.facts import LATENCY_BELOW, profile_units
 from kprof.measure.profiling import KernelProfile
+from kprof.tools import demangle
+from kprof.tools.launchsites import LaunchSite, Sites
 
 MAX_HEADROOM = 100.0  # a unit below 1% busy says little about its roof: the headroom is capped here
 
@@ -29,9 +32,24 @@ class Ranked:
     busiest: float | None  # the limiter's share of its peak
     headroom: float | None  # 1 / busiest, at most MAX_HEADROOM (an estimate)
     program_gain: float | None  # the program's speedup (over the profiled launches) if this kernel reached its roof
+    sites: tuple[str, ...] = ()  # the user's lines that launched it (path:line (function)), first launched first
+    sites_by: str = ""  # how the launches were matched to this kernel: "name", "function name" (a guess), ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProgramProfile:
+    """``kprof profile -- CMD``: ncu's report of each profiled launch, the ranking, and the launch sites."""
+    profiles: list[KernelProfile]
+    ranking: list[Ranked]
+    sites: Sites
+
+
+def profiled_names(profiles: list[KernelProfile]) -> tuple[str, ...]:
+    """The bare function names of the profiled kernels (what the sites run waits to have seen)."""
+    return tuple(sorted({demangle.base_name(_base_name(p.kernel)) for p in profiles} - {""}))
 
 
 def _base_name(label: str) -> str:
@@ -39,8 +57,35 @@ def _base_name(label: str) -> str:
     return re.sub(r"#\d+$", "", label)
 
 
-def rank(profiles: list[KernelProfile]) -> list[Ranked]:
-    """The kernels of the profiled launches, most GPU time first."""
+def _key(name: str) -> str:
+    """A kernel's name as both ncu and the C++ demangler can be brought to write it: no ``void``, no
+    parameter list, no namespaces (ncu shortens them: ``at::<unnamed>::`` for the demangler's
+    ``at::native::(anonymous namespace)::``), no spaces; template arguments kept."""
+    text = demangle.short(demangle.demangle(name), 100_000).replace("(anonymous namespace)", "<unnamed>")
+    return re.sub(r"(\w+|<unnamed>)::", "", text).replace(" ", "")
+
+
+def match_sites(kernel: str, sites: Sites) -> tuple[tuple[LaunchSite, ...], str]:
+    """The launch sites of the kernel ncu named ``kernel``: the launches of the kernel of the same name
+    (the demangled name, template arguments and all), else of every kernel with the same bare function
+    name (two instantiations are then not told apart: said as "function name"). Pure."""
+    want = _key(kernel)
+    exact = [s for name, ss in sites.by_kernel.items() if _key(name) == want for s in ss]
+    if exact:
+        return tuple(exact), "name"
+    base = demangle.base_name(demangle.demangle(kernel))
+    loose = [s for name, ss in sites.by_kernel.items() if demangle.base_name(demangle.demangle(name)) == base for s in ss]
+    return tuple(loose), "function name" if loose else ""
+
+
+def _site_texts(found: tuple[LaunchSite, ...]) -> tuple[str, ...]:
+    ordered = sorted(found, key=lambda s: (s.path is None, s.first_launch))
+    return tuple(dict.fromkeys(s.where() for s in ordered))
+
+
+def rank(profiles: list[KernelProfile], sites: Sites | None = None) -> list[Ranked]:
+    """The kernels of the profiled launches, most GPU time first, each with its launch sites where
+    ``sites`` has them."""
     groups: dict[str, list[KernelProfile]] = {}
     for p in profiles:
         groups.setdefault(_base_name(p.kernel), []).append(p)
@@ -61,5 +106,6 @@ def rank(profiles: list[KernelProfile]) -> list[Ranked]:
             busy, head, limiter = None, None, "unknown (no counters)"
         share = secs / total if total else 0.0
         gain = 1.0 / ((1 - share) + share / head) if head else None
-        out.append(Ranked(name, len(ps), secs, share, limiter, busy, head, gain))
+        found, by = match_sites(name, sites) if sites is not None else ((), "")
+        out.append(Ranked(name, len(ps), secs, share, limiter, busy, head, gain, _site_texts(found), by))
     return sorted(out, key=lambda r: -r.seconds)

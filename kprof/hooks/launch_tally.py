@@ -16,7 +16,15 @@ writes its own lines, each with its ``pid``; :mod:`kprof.tools.coverage` reads t
 - ``{"event": "kernel", "pid": P, "name": N, "lineinfo": true|false|null, "launches": K}`` at the first
   launch of each kernel (``K``: the process's launches so far, this one included; null: no module of the
   name was read);
-- ``{"event": "total", "pid": P, "launches": K}`` when the process exits normally.
+- ``{"event": "total", "pid": P, "launches": K}`` when the process exits normally;
+- with ``KPROF_LAUNCH_SITES`` set (``kprof profile -- CMD``'s run of the program beside ncu's: CUPTI has one
+  subscriber, and ncu holds it in its own run), ``{"event": "site", "pid": P, "name": N, "path": F, "line": L,
+  "func": G, "launches": K}`` at the first launch of each kernel from each place in the user's Python code
+  (the innermost frame outside Python, installed packages, kprof and torch.compile's generated files; path
+  null: no such frame on the launching thread, as on autograd's own), at most ``MAX_SITES`` a kernel.
+  ``KPROF_LAUNCH_SITES=all`` lets the program run to its end; a number N stops it (``os._exit``: that run
+  is only for the places) once it has made N launches and launched every kernel named in
+  ``KPROF_LAUNCH_SITES_OF`` (a JSON list of bare function names, each found inside a launched kernel's name).
 
 A process that dies before its exit (a tool that stops it at a fault) leaves its kernel lines: at least
 that many launches.
@@ -28,9 +36,14 @@ import atexit
 import ctypes
 import json
 import os
+import sys
+import sysconfig
+from types import FrameType
 from typing import Any
 
 MAX_KERNELS = 10_000  # kernel lines written per process, at most
+MAX_SITES = 8  # site lines per kernel, at most
+_NOT_USERS = ("/site-packages/", "/dist-packages/", "/torchinductor_", "/triton/runtime/", "/lib/python3")
 _DRIVER = ("cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
            "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz")
 _RUNTIME = ("cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernelExC_v11060",
@@ -107,6 +120,14 @@ class Tally:
         self.sites: Any = None
         self.resource_domain: Any = None
         self.runtime_domain: Any = None
+        self.site_mode = False  # KPROF_LAUNCH_SITES: where each kernel was launched from
+        self.stop_after = 0  # launches after which the process stops (0: never) ...
+        self.stop_when_seen: set[str] = set()  # ... once it has launched these too (bare names)
+        self.site_seen: dict[str, set[tuple[str | None, int | None]]] = {}
+        self.user_files: dict[str, bool] = {}
+        self.not_users = tuple(sorted({p for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                                       if (p := sysconfig.get_paths().get(k))} | {os.path.dirname(os.path.dirname(
+                                           os.path.abspath(__file__)))}))  # Python's, the packages', kprof's
 
     def emit(self, **event: object) -> None:
         self.out.write(json.dumps({"pid": self.pid, **event}) + "\n")
@@ -176,14 +197,46 @@ class Tally:
                 "with_lines": sum(self.lineinfo.get(n) is True for n in names),
                 "unknown_lines": sum(n not in self.lineinfo for n in names)}
 
+    def is_user_file(self, path: str) -> bool:
+        known = self.user_files.get(path)
+        if known is None:
+            known = (path.startswith("/") and not any(part in path for part in _NOT_USERS)
+                     and not any(path.startswith(d + os.sep) for d in self.not_users))
+            self.user_files[path] = known
+        return known
+
+    def site(self) -> tuple[str | None, int | None, str | None]:
+        """The innermost frame of the launching thread in the user's own files (path, line, function)."""
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if self.is_user_file(frame.f_code.co_filename):
+                return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+            frame = frame.f_back
+        return None, None, None
+
+    def _site(self, name: str) -> None:
+        seen = self.site_seen.setdefault(name, set())
+        if len(seen) >= MAX_SITES:
+            return
+        path, line, func = self.site()
+        if (path, line) not in seen:
+            seen.add((path, line))
+            self.emit(event="site", name=name, path=path, line=line, func=func, launches=self.launches)
+
     def _launched(self, name: str) -> None:
         self.launches += 1
+        if self.site_mode and (len(self.site_seen) < MAX_KERNELS or name in self.site_seen):
+            if name not in self.site_seen:
+                self.stop_when_seen = {w for w in self.stop_when_seen if w not in name}
+            self._site(name)
         if len(self.counts) < MAX_KERNELS or name in self.counts:
             self.counts[name] = self.counts.get(name, 0) + 1
-        if name in self.kernels or len(self.kernels) >= MAX_KERNELS:
-            return
-        self.kernels.add(name)
-        self.emit(event="kernel", name=name, lineinfo=self.lineinfo.get(name), launches=self.launches)
+        if name not in self.kernels and len(self.kernels) < MAX_KERNELS:
+            self.kernels.add(name)
+            self.emit(event="kernel", name=name, lineinfo=self.lineinfo.get(name), launches=self.launches)
+        if self.stop_after and self.launches >= self.stop_after and not self.stop_when_seen:
+            self.out.flush()
+            os._exit(0)  # the sites run has what it came for
 
 
 _TALLY: list[Tally] = []  # the program's one tally, kept alive with its CUPTI subscriber
@@ -198,4 +251,12 @@ def install() -> None:
     path = os.environ.get("KPROF_LAUNCH_TALLY")
     if path and not _TALLY:
         _TALLY.append(Tally(path))
+        sites = os.environ.get("KPROF_LAUNCH_SITES", "")
+        _TALLY[0].site_mode = bool(sites)
+        _TALLY[0].stop_after = int(sites) if sites.isdigit() else 0  # "all": to the program's end
+        try:
+            wanted = json.loads(os.environ.get("KPROF_LAUNCH_SITES_OF") or "[]")
+        except ValueError:
+            wanted = []
+        _TALLY[0].stop_when_seen = {str(w) for w in wanted if w} if isinstance(wanted, list) else set()
         _TALLY[0].start()

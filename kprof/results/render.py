@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof.corpus import mutants
@@ -308,14 +309,33 @@ def cases_matrix(results: list[CaseResult]) -> str:
                  "llllllr") + "\n" + tally(results)
 
 
-def program_ranking(ranked: list[Any], top: int = 10) -> str:
-    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnose.program.rank`), its denominators named."""
-    rows = [(short(r.kernel), r.launches, f"{r.seconds * 1e3:.3f}", f"{r.share:.1%}", r.limiter,
-             "-" if r.headroom is None else f"{r.headroom:.2f}x", "-" if r.program_gain is None else f"{r.program_gain:.3f}x")
-            for r in ranked[:top]]
-    return ("where the profiled GPU time goes (share: of the profiled launches' GPU time; headroom: 1 / the busiest "
-            "unit's share of its peak, an estimate; program gain: Amdahl, that kernel at its roof):\n"
-            + table(["KERNEL", "LAUNCHES", "MS", "SHARE", "LIMITER", "HEADROOM", "PROGRAM GAIN"], rows, "lrrrlrr"))
+def program_ranking(ranked: list[Any], top: int = 10, sites: Any = None) -> str:
+    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnose.program.rank`), its denominators named,
+    each kernel with the user's line that launched it first (``sites``: the run that found them)."""
+    here = str(Path.cwd()) + "/"
+    rows = []
+    for r in ranked[:top]:
+        where = r.sites[0].removeprefix(here) if r.sites else "-"
+        more = len(r.sites) - 1
+        where += (f" (+{more} more)" if more > 0 else "") + (" ?" if r.sites_by == "function name" else "")
+        rows.append((short(r.kernel), r.launches, f"{r.seconds * 1e3:.3f}", f"{r.share:.1%}", r.limiter,
+                     "-" if r.headroom is None else f"{r.headroom:.2f}x",
+                     "-" if r.program_gain is None else f"{r.program_gain:.3f}x", where))
+    out = ("where the profiled GPU time goes (share: of the profiled launches' GPU time; headroom: 1 / the busiest "
+           "unit's share of its peak, an estimate; program gain: Amdahl, that kernel at its roof):\n"
+           + table(["KERNEL", "LAUNCHES", "MS", "SHARE", "LIMITER", "HEADROOM", "PROGRAM GAIN", "LAUNCHED FROM"], rows,
+                   "lrrrlrrl"))
+    if sites is not None and not sites.counted:
+        out += f"\nlaunched from: not found ({sites.why})"
+    elif sites is not None:
+        notes = ["launched from: the innermost line of the user's Python code on the launching thread, found in a "
+                 "second run of the program without ncu"]
+        if any(r.sites_by == "function name" for r in ranked[:top]):
+            notes.append("'?': matched by the kernel's function name only, several instantiations together")
+        if not sites.complete:
+            notes.append("that run timed out, so kernels launched later have none")
+        out += "\n" + "; ".join(notes)
+    return out
 
 
 def perf_cases_table(results: list[Any], tally: dict[str, Any]) -> str:

@@ -76,8 +76,11 @@ def short(name: str, limit: int = SHORT) -> str:
 
 
 def base_name(name: str) -> str:
-    """A kernel's bare function name: ``void ns::scale<float>(float*, int)`` -> ``scale``. Pure."""
-    return short(name, 10_000).split("<", 1)[0].rsplit("::", 1)[-1].strip()
+    """A kernel's bare function name: ``void ns::scale<float>(float*, int)`` -> ``scale``, and through an
+    anonymous namespace as ncu writes it (``at::<unnamed>::cunn_SoftMaxForward<4, ...>``) or the demangler
+    does (``(anonymous namespace)``). Pure."""
+    text = short(name, 10_000).replace("<unnamed>::", "").replace("(anonymous namespace)::", "")
+    return text.split("<", 1)[0].rsplit("::", 1)[-1].strip()
 
 
 def _without_parameters(text: str) -> str:
