@@ -213,9 +213,11 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
 
 
 def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[str, list[str]] | None = None,
-                      auto_try: bool = True, seconds: float | None = None, timeout: float = 300.0) -> Any:
+                      auto_try: bool = True, seconds: float | None = None, kernel_seconds: tuple[float, ...] = (),
+                      timeout: float = 300.0) -> Any:
     """Why the kernel performs as it does (:class:`kprof.diagnose.model.Diagnosis`): its limiter, the causes
-    ranked by gain with their evidence, line, change and estimate, and the tries' measured gains."""
+    ranked by gain with their evidence, line, change and estimate, and the tries' measured gains. ``seconds``
+    and ``kernel_seconds``: its time and each launch's own GPU time from a kprof bench run, where one was made."""
     from kprof.commands import pipeline
     from kprof.diagnose import stage
 
@@ -228,7 +230,7 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[st
 
     return stage.diagnose_prepared(prepared, profiles, peak=pipeline.cached_peak(), seconds=seconds,
                                    try_params=try_params, auto_try=auto_try, timeout=timeout, ptx=ptx, ptx_note=note,
-                                   bench=bench)
+                                   bench=bench, kernel_seconds=kernel_seconds)
 
 
 def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str | None = None,

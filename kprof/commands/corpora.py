@@ -66,12 +66,13 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
     def bench(names: list[str]) -> Any:
         return api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout, history=False)
 
-    def diagnosed(case: Any, seconds: float | None) -> tuple[Any, list[Any], str]:
+    def diagnosed(case: Any, seconds: float | None, own: tuple[float, ...]) -> tuple[Any, list[Any], str]:
         prepared = pipeline.prepare(case.spec, None, arch=arch)
         with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
             profiles = api.profile_prepared(prepared, params={}, set_name="full", report_dir=Path(tmp), timeout=timeout)
             rules = ncu.rules_of(Path(tmp) / f"{case.spec.name}.ncu-rep")
-        return api.diagnose_prepared(prepared, profiles, seconds=seconds, timeout=timeout), rules, prepared.built.arch
+        d = api.diagnose_prepared(prepared, profiles, seconds=seconds, kernel_seconds=own, timeout=timeout)
+        return d, rules, prepared.built.arch
 
     cases = list(corpus) if corpus is not None else perfcases.load_all(catalog.group("perf"))
     return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress)

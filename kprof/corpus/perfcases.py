@@ -190,10 +190,11 @@ def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bo
 
 
 def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
-             diagnosed: Callable[[PerfCase, float | None], tuple[Any, list[Any], str]]) -> PerfResult:
+             diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Any, list[Any], str]]) -> PerfResult:
     """One case: ``bench([case, twin])`` (one ``kprof bench`` run: the measured gain), ``diagnosed(case,
-    seconds)`` (its diagnosis, Nsight Compute's rules, the architecture), then :func:`judge`. The command
-    layer gives both; a kprof error is the case's, the others still run."""
+    seconds, kernel_seconds)`` (its diagnosis from the bench's time and each launch's own GPU time in its
+    timed call; Nsight Compute's rules; the architecture), then :func:`judge`. The command layer gives
+    both; a kprof error is the case's, the others still run."""
     from kprof.diagnose import gather, ncurules
     from kprof.diagnose.facts import fp64_ratio_of, kernel_line
 
@@ -203,7 +204,8 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
         bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
         bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
                if p.status != "ok"]
-        d, rules, arch = diagnosed(case, bug)
+        own = next((tuple(s for _, s in p.call_kernels) for p in report.points if p.kernel == case.name), ())
+        d, rules, arch = diagnosed(case, bug, own)
         source = case.spec.source.read_text(errors="replace").splitlines()
         result = judge(case, d, bug / twin if bug and twin else None, control=control_here(case, fp64_ratio_of(arch)),
                        launch_line=gather.launch_line(case.spec), entry_line=kernel_line(source, case.spec.entry))
@@ -230,7 +232,7 @@ def tally(results: list[PerfResult]) -> dict[str, Any]:
 
 
 def run_all(cases: list[PerfCase], *, bench: Callable[[list[str]], Any],
-            diagnosed: Callable[[PerfCase, float | None], tuple[Any, list[Any], str]],
+            diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Any, list[Any], str]],
             progress: Callable[[PerfResult], None] | None = None) -> list[PerfResult]:
     """Every case in turn (:func:`run_case`), ``progress(result)`` after each; a Ctrl-C (or SIGTERM) ends the
     run with the cases judged so far."""

@@ -76,6 +76,7 @@ class Facts:
     registers: int | None = None
     spill_bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    kernel_seconds: tuple[float, ...] = ()  # each launch's own GPU time in one timed call (CUPTI; empty: not measured)
 
     @property
     def limits(self) -> occupancy.ArchLimits | None:

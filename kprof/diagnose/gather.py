@@ -29,10 +29,12 @@ def launch_line(spec: Any) -> int:
 
 
 def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str | None = None, timed: Any = None,
-              peak: ceilings.Ceilings | None = None, seconds: float | None = None, ptx_note: str = "") -> Facts:
+              peak: ceilings.Ceilings | None = None, seconds: float | None = None, ptx_note: str = "",
+              kernel_seconds: tuple[float, ...] = ()) -> Facts:
     """The facts of ``prepared`` (a :class:`kprof.commands.pipeline.Prepared`): ``timed`` a
     :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
-    and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench)."""
+    and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench), and
+    ``kernel_seconds`` each launch's own GPU time in that bench's timed call (CUPTI)."""
     r, built = prepared.resolved, prepared.built
     spec = r.spec
     notes: list[str] = [ptx_note] if ptx_note else []
@@ -83,4 +85,5 @@ def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str
         shared_static=usage.shared_static if usage else 0, shared_dynamic=r.shared_mem,
         registers=usage.registers if usage else profile.registers,
         spill_bytes=(usage.spill_stores + usage.spill_loads) if usage else 0, notes=notes,
+        kernel_seconds=tuple(kernel_seconds),
     )

@@ -568,12 +568,20 @@ class LaunchOverhead:
         each = f.seconds / f.launches
         if each > self.SHORT_S:
             return None
-        one = max(f.time_at_roof() or 0.0, f.profile.duration_s or each / 4)
+        own = sorted(f.kernel_seconds)
+        if own:  # a launch's own GPU time, timed in the same call: what one fused launch takes at least
+            kernel, how = own[len(own) // 2], f"the median launch's own GPU time in the timed call (CUPTI, {len(own)} launches)"
+        else:  # ncu's duration of one launch: a launch profiled alone, with its caches flushed, is longer
+            kernel, how = f.profile.duration_s or each / 4, "ncu's duration of one launch (no CUPTI time of each launch)"
+        one = max(f.time_at_roof() or 0.0, kernel)
         est = f.seconds / max(one, 1e-9)
+        evidence = [("launches", str(f.launches)), ("time a launch", f"{each * 1e6:.2f} us")]
+        if own:
+            evidence.append(("a launch's own GPU time", f"{kernel * 1e6:.2f} us (the rest: gaps between launches)"))
         return Cause(self.id, f"{f.launches} launches of {each * 1e6:.1f} us each: launching costs as much as the work",
-                     (("launches", str(f.launches)), ("time a launch", f"{each * 1e6:.2f} us")),
-                     "fuse the launches into one kernel, or capture them in a CUDA graph (cudaGraphLaunch)",
-                     Gain(est, f"all the work in one launch as long as one of these kernels ({one * 1e6:.1f} us)"),
+                     tuple(evidence), "fuse the launches into one kernel, or capture them in a CUDA graph (cudaGraphLaunch)",
+                     Gain(est, f"all the work in one launch as long as one of these kernels ({one * 1e6:.2f} us: the "
+                          f"longer of the work at the roof and {how})"),
                      _launch(f, "the spec's steps"))
 
 

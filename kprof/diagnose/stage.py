@@ -20,7 +20,7 @@ def inputs_of(facts: Any) -> dict[str, Any]:
     """What a diagnosis read from the GPU, kept so it can be replayed without one (tests, reports)."""
     return {"profile": facts.profile.to_dict(), "counters": facts.counters, "seconds": facts.seconds,
             "sm_count": facts.sm_count, "sm_hz": facts.sm_hz, "ceiling_bytes_per_s": facts.ceiling_bytes_per_s,
-            "peak_flops": facts.peak_flops}
+            "peak_flops": facts.peak_flops, "kernel_seconds": list(facts.kernel_seconds)}
 
 
 def _timed(prepared: Any, timeout: float) -> Any:
@@ -36,9 +36,11 @@ def _timed(prepared: Any, timeout: float) -> Any:
 def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: Ceilings | None = None,
                       seconds: float | None = None, try_params: dict[str, list[str]] | None = None,
                       auto_try: bool = True, timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "",
-                      bench: Callable[[str, dict[str, int], str], Any] | None = None) -> Diagnosis:
+                      bench: Callable[[str, dict[str, int], str], Any] | None = None,
+                      kernel_seconds: tuple[float, ...] = ()) -> Diagnosis:
     """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its time
-    measured elsewhere (kprof bench, same run as a twin); else one event-timed run here.
+    measured elsewhere (kprof bench, same run as a twin); else one event-timed run here; ``kernel_seconds``:
+    each launch's own GPU time in that bench's timed call (CUPTI).
     ``try_params``: define -> values to try (``--try``); ``auto_try``: kprof picks tries for the first
     cause where a define of the launch allows. ``ptx``: the kernel's PTX (its lines); ``bench(name, sizes,
     sweep)``: a ``kprof bench`` run of one spec over ``--param`` words (the tries), from the command layer."""
@@ -51,7 +53,7 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: Ceilings | No
     counters = main.source == "ncu"
     timed = _timed(prepared, timeout)
     facts = gather.facts_for(prepared, main, counters=counters, ptx=ptx, ptx_note=ptx_note, timed=timed, peak=peak,
-                             seconds=seconds)
+                             seconds=seconds, kernel_seconds=kernel_seconds)
     d = replace(diagnose(facts), inputs=inputs_of(facts))
     measured: list[tries.Try] = []
     spec = prepared.spec

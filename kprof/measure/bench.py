@@ -162,6 +162,7 @@ class PointResult:
     integrity_checked: tuple[str, ...] = ()  # the checks that ran
     integrity_seconds: float | None = None  # their cost in the child, beside the point's wall time
     wall_seconds: float | None = None  # the kernel's child from start to end, as the parent saw it (the checks' denominator)
+    call_kernels: tuple[tuple[str, float], ...] = ()  # the kernel's own timed call of median length: (name, seconds) each (CUPTI)
 
     # The first baseline's fields, as the flat JSON names them (``point.of_baseline``); None without one.
     @property
@@ -226,6 +227,7 @@ class PointResult:
         out.pop("baselines")
         out["warnings"] = list(self.warnings)
         out["integrity"], out["integrity_checked"] = list(self.integrity), list(self.integrity_checked)
+        out["call_kernels"] = [list(k) for k in self.call_kernels]
         out.update(self.first.to_dict() if self.first else dict.fromkeys(BASELINE_FIELDS))
         out["more_baselines"] = self.more_baselines
         return out
@@ -241,6 +243,7 @@ class PointResult:
         out["warnings"] = tuple(data.get("warnings") or ())
         out["integrity"] = tuple(data.get("integrity") or ())
         out["integrity_checked"] = tuple(data.get("integrity_checked") or ())
+        out["call_kernels"] = call_kernels_of(data.get("call_kernels"))
         first = [BaselineResult.from_dict(data)] if data.get("baseline") else []
         more = [BaselineResult.from_dict(m) for m in data.get("more_baselines") or ()
                 if isinstance(m, dict) and m.get("baseline")]
@@ -343,6 +346,7 @@ def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: fl
                    integrity=timing.integrity, integrity_checked=timing.integrity_checked,
                    integrity_seconds=timing.integrity_seconds,
                    timer=timing.timer, timer_note=timing.timer_note, cupti_hw_trace=timing.cupti_hw_trace,
+                   call_kernels=timing.call_kernels,
                    event_summary=stats.summarize(list(timing.event_samples)).to_dict() if timing.event_samples else None,
                    stable=stable, flops_per_s=stats.throughput(resolved.flops, summary.median),
                    bytes_per_s=stats.throughput(resolved.bytes, summary.median), warnings=tuple(warnings)), summary

@@ -366,7 +366,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
                                                            summary={"median": 1.0e-3 * int(v) / 8 + 0.5e-3}, message="")
                                            for v in values.split(",")])
         return SimpleNamespace(points=[SimpleNamespace(kernel=n, status="ok", params={}, summary={"median": times[n]},
-                                                       message="") for n in names])
+                                                       message="", call_kernels=((n, times[n]),)) for n in names])
 
     def profile(prepared, params, report_dir=None, **kw):
         if report_dir is not None:  # ncu's full set leaves its report there
@@ -438,7 +438,7 @@ def _replay(data_dir):
         device = {"sm_count": c["sm_count"], "clock_khz": c["sm_hz"] / 1e3}
         facts = gather.facts_for(prepared, KernelProfile.from_dict(c["profile"]), counters=True,
                                  ptx=build.ptx(prepared.spec, "sm_90"), timed=SimpleNamespace(device=device, time_ms=None),
-                                 peak=peak, seconds=c["seconds"])
+                                 peak=peak, seconds=c["seconds"], kernel_seconds=tuple(c.get("kernel_seconds") or ()))
         yield c, diagnose(facts)
 
 
@@ -480,6 +480,28 @@ def test_the_counters_diagnosis_replayed_on_an_h200s_profiles(ptx_compiler, data
     within = sorted(r.case for r in results if r.estimate_right)
     outside = sorted(r.case for r in results if r.estimate_right is False)
     assert len(results) == 16 and (within, outside) == (WITHIN, OUTSIDE), (within, outside)
+
+
+@pytest.mark.nvcc
+def test_one_fused_launch_is_timed_by_a_launchs_own_gpu_time_where_cupti_gave_it(ptx_compiler):
+    """32 short launches: the fused launch's time is the median launch's own GPU time in the timed call
+    (CUPTI), not ncu's duration of a launch profiled alone (its caches flushed: twice as long on the H200)."""
+    from kprof.build import build
+
+    prepared = _prepared("launch_overhead")
+    p = replace(_profile(prepared, 2.53e-6), source="ncu", duration_s=2.53e-6)
+    timed = SimpleNamespace(device=H200, time_ms=None)
+
+    def first(**kw):
+        facts = gather.facts_for(prepared, p, counters=True, ptx=build.ptx(prepared.spec, "sm_90"), timed=timed,
+                                 seconds=63.1e-6, **kw)
+        return next(c for c in diagnose(facts).causes if c.rule == "launch-overhead")
+
+    alone = first()
+    assert alone.gain.estimate == pytest.approx(63.1 / 2.53, rel=1e-3) and "ncu's duration" in alone.gain.basis
+    own = first(kernel_seconds=(1.19e-6,) * 16 + (1.22e-6,) * 17)
+    assert own.gain.estimate == pytest.approx(63.1 / 1.22, rel=1e-3) and "CUPTI, 33 launches" in own.gain.basis
+    assert ("a launch's own GPU time", "1.22 us (the rest: gaps between launches)") in own.evidence
 
 
 @pytest.mark.nvcc
