@@ -247,3 +247,9 @@ def test_profile_a_triton_kernel_in_a_program(capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["kernels"] and data["kernels"][0]["kernel"].startswith("scale"), data
     assert data["kernels"][0]["duration_s"] > 0
+    # the user's line that launched it, from a second run of the program without ncu (CUPTI's one subscriber)
+    source = (EXAMPLES / "triton_scale.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(source, 1) if text.strip().startswith("scale[("))
+    (ranked,) = data["ranking"]
+    assert data["sites"]["counted"], data["sites"]
+    assert ranked["sites"] == [f"{EXAMPLES / 'triton_scale.py'}:{line} (main)"] and ranked["sites_by"] == "name", ranked
