@@ -52,6 +52,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="leave framework memory pools on (accesses inside a pool then go unseen)")
     group.addoption("--kprof-per-test", action="store_true",
                     help="one child per test and tool (slower: for tests that cannot share a process)")
+    group.addoption("--kprof-all-kernels", action="store_true",
+                    help="racecheck and synccheck check library kernels too (cuBLAS, cuDNN, CUTLASS, NCCL, PyTorch's "
+                    "own; by default they check the kernels the tests' own code wrote, memcheck and initcheck all)")
     group.addoption("--kprof-jobs", default=None, metavar="N",
                     help="tools run side by side (default: what the GPU's free memory and the CPUs allow; "
                     "1 runs them one after another)")
@@ -193,6 +196,11 @@ class _Sanitizer:
             shown = ", ".join(self.unchecked[:5]) + (f" and {len(self.unchecked) - 5} more" if len(self.unchecked) > 5 else "")
             terminalreporter.write_line(f"kprof: {len(self.unchecked)} test(s) launched no kernel, so no tool checked "
                                         f"anything in them (NOT CHECKED, passed): {shown}")
+        from kprof.tools import kernelpolicy
+
+        if self.verdicts and not self.config.getoption("--kprof-all-kernels") and (
+                set(self.tools) & set(kernelpolicy.USER_FIRST_TOOLS)):
+            terminalreporter.write_line(f"kprof: {kernelpolicy.POLICY}")
 
     def prestart(self) -> None:
         """One child per tool, started now so that its start under the tool overlaps this process's
@@ -209,7 +217,8 @@ class _Sanitizer:
         collect = [str(here / a) for a in config.args] or [str(here)]
         try:
             self.early = kprof.prestart_tests(collect, self.tools, timeout=self.timeout, jobs=self.jobs,
-                                              keep_pools=config.getoption("--kprof-keep-pools"), cwd=config.rootpath)
+                                              keep_pools=config.getoption("--kprof-keep-pools"), cwd=config.rootpath,
+                                              all_kernels=config.getoption("--kprof-all-kernels"))
         except (KprofError, OSError):
             self.early = None  # the batch starts its own children, as without this
 
@@ -259,7 +268,8 @@ class _Sanitizer:
                 self.verdicts.update(kprof.sanitize_tests(
                     [as_test(i) for i in batch], self.tools, timeout=self.timeout,
                     keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath,
-                    jobs=self.jobs, progress=progress, early=early))
+                    jobs=self.jobs, progress=progress, early=early,
+                    all_kernels=self.config.getoption("--kprof-all-kernels")))
                 if early is not None:
                     early.cancel()  # a tool the run had no child for at the start
             except KprofError as exc:
@@ -303,7 +313,8 @@ class _Sanitizer:
         cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", *suite.no_xdist()]
         try:
             report = kprof.sanitize(cmd, self.tools, timeout=self.timeout, jobs=self.jobs,
-                                    keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath)
+                                    keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath,
+                                    all_kernels=self.config.getoption("--kprof-all-kernels"))
         except KprofError as exc:
             return "failed", f"kprof: {exc}"
         if report.clean:

@@ -123,14 +123,16 @@ def program_tools(tools: str | Sequence[str]) -> list[str]:
 def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,
              sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 300.0,
              padding: int = 256, keep_pools: bool = False, progress: Any = None,
-             cwd: str | Path | None = None, jobs: int | None = 1) -> SanitizeReport:
+             cwd: str | Path | None = None, jobs: int | None = 1, all_kernels: bool = False) -> SanitizeReport:
     """Run compute-sanitizer's tools (and, for a spec, kprof's values detector) over ``target``.
 
     A program runs under each tool in its own process group with kprof's defaults: framework memory
     pools off (PyTorch, CuPy, JAX; ``keep_pools`` leaves them), ``--padding`` after each allocation,
     racecheck's full report, no leak check; ``jobs`` tools at once (None: as many as the GPU's free
     memory and the CPUs allow, :func:`kprof.parallel.default_jobs`). ``progress(tool)`` is called as
-    each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``)."""
+    each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``).
+    In a program racecheck and synccheck skip library kernels (:mod:`kprof.tools.kernelpolicy`; each result
+    names what it skipped) unless ``all_kernels``."""
     from kprof.tools import checkers
 
     if timeout <= 0 or timeout != timeout:
@@ -144,14 +146,16 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     names = checkers.choose(tools, program=True)
     require_gpu("compute-sanitizer" if checkers.needs_sanitizer(names) else None)
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
-    results = checkers.check_program(names, Program(tuple(cmd), env, cwd, not keep_pools), Settings(timeout, padding),
-                                     jobs=jobs, progress=progress)
-    return SanitizeReport(" ".join(cmd), results, notes)
+    results = checkers.check_program(names, Program(tuple(cmd), env, cwd, not keep_pools),
+                                     Settings(timeout, padding, all_kernels=all_kernels), jobs=jobs, progress=progress)
+    from kprof.tools import kernelpolicy
+
+    return SanitizeReport(" ".join(cmd), results, [*notes, *([] if all_kernels else [kernelpolicy.POLICY])])
 
 
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
-                   jobs: int | None = None) -> Any:
+                   jobs: int | None = None, all_kernels: bool = False) -> Any:
     """Children for :func:`sanitize_tests`, started before the tests are known (while pytest collects
     them): one per tool that will start at once, each collecting the paths ``collect`` under its tool
     and waiting for its tests (:class:`kprof.tools.suite.Early`; pass it as ``early``, then ``cancel()``)."""
@@ -161,17 +165,20 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
     names = program_tools(tools)
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
     width = parallel.jobs_for(len(names), jobs)
-    return suite.Early(list(collect), names[:width], timeout=timeout, env=env, cwd=cwd or Path.cwd(), padding=padding)
+    return suite.Early(list(collect), names[:width], timeout=timeout, env=env, cwd=cwd or Path.cwd(), padding=padding,
+                       all_kernels=all_kernels)
 
 
 def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
-                   jobs: int | None = None, progress: Any = None, early: Any = None) -> dict[str, Any]:
+                   jobs: int | None = None, progress: Any = None, early: Any = None,
+                   all_kernels: bool = False) -> dict[str, Any]:
     """Pytest tests (:class:`kprof.tools.suite.Test`) under compute-sanitizer's tools, one child per tool for
     them all: a :class:`kprof.tools.suite.TestVerdict` per node id, findings on the test that launched the
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
     machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
-    ``early``: children :func:`prestart_tests` started, each given its tool's first batch."""
+    ``early``: children :func:`prestart_tests` started, each given its tool's first batch. racecheck and
+    synccheck skip library kernels unless ``all_kernels`` (:mod:`kprof.tools.kernelpolicy`)."""
     from kprof import proc
     from kprof.tools import allocators, suite
 
@@ -181,7 +188,7 @@ def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, 
     require_gpu("compute-sanitizer")
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
     return suite.check_tests(tests, names, timeout=timeout, env=env, cwd=cwd or Path.cwd(), padding=padding, jobs=jobs,
-                             progress=progress, early=early)
+                             progress=progress, early=early, all_kernels=all_kernels)
 
 
 def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,

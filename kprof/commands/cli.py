@@ -205,6 +205,9 @@ def _sanitize(sub: Any) -> None:
     p.add_argument("--list-tools", action="store_true", help="name each checker, what it finds and what it needs, and stop")
     p.add_argument("--keep-pools", action="store_true",
                    help="with -- CMD: leave framework memory pools on (accesses inside a pool then go unseen)")
+    p.add_argument("--all-kernels", action="store_true",
+                   help="with -- CMD: racecheck and synccheck check library kernels too (cuBLAS, cuDNN, CUTLASS, NCCL, "
+                   "PyTorch's own); by default they check the program's own kernels, memcheck and initcheck all")
     p.add_argument("--jobs", type=_count(1), default=None,
                    help="with -- CMD: tools run side by side (default: what the GPU's free memory and the CPUs "
                    "allow; 1 runs them one after another)")

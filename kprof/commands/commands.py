@@ -148,7 +148,8 @@ def cmd_sanitize(opts: SanitizeOptions) -> int:
         if not opts.json:
             print(f"{' '.join(opts.program)}  tools: {opts.tool}", flush=True)
         report = api.sanitize(opts.program, opts.tool, timeout=opts.timeout, padding=opts.memcheck_padding,
-                              keep_pools=opts.keep_pools, progress=None if opts.json else _progress, jobs=opts.jobs)
+                              keep_pools=opts.keep_pools, progress=None if opts.json else _progress, jobs=opts.jobs,
+                              all_kernels=opts.all_kernels)
     else:
         if not opts.name:
             raise UsageError("name a kernel or spec to sanitize, give a program after --, or --from-xml FILE")

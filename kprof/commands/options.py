@@ -68,6 +68,7 @@ class SanitizeOptions(_OnGpu):
     from_xml: str | None
     allocations: str | None
     keep_pools: bool
+    all_kernels: bool
     jobs: int | None
     list_tools: bool
 

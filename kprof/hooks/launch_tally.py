@@ -43,6 +43,7 @@ from typing import Any
 
 MAX_KERNELS = 10_000  # kernel lines written per process, at most
 MAX_SITES = 8  # site lines per kernel, at most
+MAX_TEST_NAMES = 64  # kernel names a test's finish event carries, at most
 _NOT_USERS = ("/site-packages/", "/dist-packages/", "/torchinductor_", "/triton/runtime/", "/lib/python3")
 _DRIVER = ("cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
            "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz")
@@ -189,13 +190,13 @@ class Tally:
         """Where the counts stand now, for :meth:`since`."""
         return self.launches, dict(self.counts)
 
-    def since(self, mark: tuple[int, dict[str, int]]) -> dict[str, int]:
+    def since(self, mark: tuple[int, dict[str, int]]) -> dict[str, object]:
         """What was launched since ``mark``: launches, kernels, and of them with line information and in
-        no module read (kprof's pytest child writes it in each test's finish event)."""
+        no module read, and their names (kprof's pytest child writes it in each test's finish event)."""
         names = [n for n, c in self.counts.items() if c != mark[1].get(n, 0)]
         return {"launches": self.launches - mark[0], "kernels": len(names),
                 "with_lines": sum(self.lineinfo.get(n) is True for n in names),
-                "unknown_lines": sum(n not in self.lineinfo for n in names)}
+                "unknown_lines": sum(n not in self.lineinfo for n in names), "names": names[:MAX_TEST_NAMES]}
 
     def is_user_file(self, path: str) -> bool:
         known = self.user_files.get(path)

@@ -40,6 +40,7 @@ class Settings:
     padding: int = 256  # memcheck's bytes after each allocation
     scrub_cubin: str | None = None  # the shared-memory scrubber (the values detector), built by the caller
     scrub_note: str = ""  # why there is none
+    all_kernels: bool = False  # a program's library kernels under every tool too (kprof.tools.kernelpolicy)
 
 
 @dataclass(frozen=True)

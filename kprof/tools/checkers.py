@@ -143,7 +143,10 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
     runs = [*chosen, *([COUNT] if sanitized else [])]
     done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
     checked = done[-1] if sanitized else None
-    return [toolrun.with_coverage(r, checked) if get(r.tool).needs.sanitizer else r for r in done[:len(chosen)]]
+    from kprof.tools import kernelpolicy
+
+    return [toolrun.with_coverage(r, kernelpolicy.applied(checked, r.tool, all_kernels=settings.all_kernels))
+            if get(r.tool).needs.sanitizer else r for r in done[:len(chosen)]]
 
 
 _CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")

@@ -35,7 +35,7 @@ from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
-from kprof.tools import coverage, exitcode, hostframes
+from kprof.tools import coverage, exitcode, hostframes, kernelpolicy
 from kprof.tools.checker import Needs, Program, Settings
 from kprof.tools.demangle import demangle
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
@@ -63,13 +63,14 @@ def injection_args(exe: Path) -> list[str]:
 
 
 def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int = PADDING,
-               print_limit: int = PRINT_LIMIT, program: bool = False) -> list[str]:
+               print_limit: int = PRINT_LIMIT, program: bool = False, all_kernels: bool = False) -> list[str]:
     """compute-sanitizer's argv for ``tool``, up to (not including) the target program.
 
     ``program``: the target is the user's program, not kprof's runner. Host backtraces are kept (the
     launch site comes from them), every child process is followed, and memcheck's leak check is off:
     a correct PyTorch program reports the tensors still alive at exit as leaks (measured on an H200:
-    8 KB for two tensors, 138 MB after a few torch ops), which says nothing about its kernels."""
+    8 KB for two tensors, 138 MB after a few torch ops), which says nothing about its kernels. In a program,
+    racecheck and synccheck skip library kernels unless ``all_kernels`` (:mod:`kprof.tools.kernelpolicy`)."""
     if tool not in TOOLS:
         raise UsageError(f"'{tool}' is not a compute-sanitizer tool ({', '.join(TOOLS)})")
     argv = [
@@ -81,7 +82,7 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
     ]  # fmt: skip
     argv += injection_args(Path(str(exe)))
     if program:
-        argv += ["--target-processes", "all"]
+        argv += ["--target-processes", "all", *kernelpolicy.exclude_args(tool, all_kernels=all_kernels)]
     else:  # racecheck keeps none: with device frames its analysis records no longer joined its hazards (an H200, 2370a0e)
         argv += ["--show-backtrace", "no" if tool == "racecheck" else "device"]
     if tool == "memcheck":
@@ -528,7 +529,7 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
 
 
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
-                env: dict[str, str] | None = None, cwd: str | Path | None = None) -> ToolResult:
+                env: dict[str, str] | None = None, cwd: str | Path | None = None, all_kernels: bool = False) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake.
     What it launched is counted in another run (:mod:`kprof.tools.launchcount`): CUPTI cannot run beside
     compute-sanitizer."""
@@ -536,7 +537,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
-        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT)
+        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
+                          all_kernels=all_kernels)
         argv += exitcode.wrap(cmd, status_path)
         done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
@@ -546,14 +548,16 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
 
 
 def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,
-                watch: Callable[[], bool] | None = None, padding: int = PADDING) -> tuple[proc.Completed, str]:
+                watch: Callable[[], bool] | None = None, padding: int = PADDING,
+                all_kernels: bool = False) -> tuple[proc.Completed, str]:
     """Run ``cmd`` (kprof's own child of a user's program: a pytest batch) under one tool with a
     program's defaults; the finished process and the XML text (empty when none was written). The
     caller reads the records: its child says what ran."""
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path = Path(tmp) / f"{tool}.xml"
-        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT)
+        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
+                          all_kernels=all_kernels)
         done = proc.run(argv + cmd, timeout=timeout, env=env, cwd=cwd, watch=watch)
         xml_text = inputs.read_text(xml_path, "the tool's report", limit=MAX_REPORT_BYTES, errors="replace") if (
             xml_path.is_file()) else ""
@@ -612,4 +616,4 @@ class SanitizerTool:
 
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
         return run_program(list(program.cmd), self.name, timeout=settings.timeout, padding=settings.padding,
-                           env=program.env, cwd=program.cwd)
+                           env=program.env, cwd=program.cwd, all_kernels=settings.all_kernels)

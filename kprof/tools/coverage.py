@@ -30,6 +30,8 @@ class Coverage:
     why: str = ""  # why the launches were not counted
     lines_read: bool = True  # False: the run did not look for line information (the values detector)
     alongside: bool = False  # counted in a run of the program beside the tool's (kprof.tools.launchcount)
+    names: tuple[str, ...] = ()  # the kernels launched, by the launch calls' (mangled) names, first launched first
+    skipped: str = ""  # what this tool left out by kprof's policy (kprof.tools.kernelpolicy.Skipped.text)
 
     @property
     def counted(self) -> bool:
@@ -50,8 +52,9 @@ class Coverage:
         if self.unknown_lines and self.lines_read:
             lines += f", {self.unknown_lines} unknown"
         where = " (counted in a run beside the tool's)" if self.alongside else ""
+        skipped = f"; {self.skipped}" if self.skipped else ""
         return (f"{at_least}{self.launches:,} launch{'es' if self.launches != 1 else ''} of {self.kernels:,} "
-                f"kernel{'s' if self.kernels != 1 else ''}{where}{lines}{pools}")
+                f"kernel{'s' if self.kernels != 1 else ''}{where}{lines}{pools}{skipped}")
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -90,7 +93,7 @@ def from_tally(text: str, *, pools_off: bool | None = None) -> Coverage:
     launches = sum(totals.get(pid, seen.get(pid, 0)) for pid in counting)
     return Coverage(launches, kernels=len(kernels), with_lines=sum(v is True for v in kernels.values()),
                     unknown_lines=sum(v is None for v in kernels.values()),
-                    complete=all(pid in totals for pid in counting), pools_off=pools_off)
+                    complete=all(pid in totals for pid in counting), pools_off=pools_off, names=tuple(kernels))
 
 
 def of_launches(launches: list[dict[str, object]], *, cut: int | None, pools_off: bool | None) -> Coverage:

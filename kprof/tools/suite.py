@@ -135,8 +135,10 @@ def _checked(raw: Any) -> Coverage | None:
     """A finish event's ``checked`` (the test's launches, kernels, line information) as a Coverage."""
     if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) for k in ("launches", "kernels")):
         return None
+    names = raw.get("names")
     return Coverage(raw["launches"], kernels=raw["kernels"], with_lines=int(raw.get("with_lines") or 0),
-                    unknown_lines=int(raw.get("unknown_lines") or 0), alongside=True)
+                    unknown_lines=int(raw.get("unknown_lines") or 0), alongside=True,
+                    names=tuple(str(n) for n in names) if isinstance(names, list) else ())
 
 
 def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], cwd: str | Path) -> dict[str, Coverage]:
@@ -292,10 +294,10 @@ class Early:
     its tool's child the first batch; what no batch took is stopped (:meth:`cancel`)."""
 
     def __init__(self, collect: list[str], tools: Sequence[str], *, timeout: float, env: dict[str, str],
-                 cwd: str | Path, padding: int = 256) -> None:
+                 cwd: str | Path, padding: int = 256, all_kernels: bool = False) -> None:
         from kprof.tools import compute_sanitizer as san
 
-        self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd, padding, None, san)
+        self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd, padding, None, san, all_kernels)
                          for tool in tools}
 
     def take(self, tool: str) -> _Child | None:
@@ -308,7 +310,8 @@ class Early:
 
 
 def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
-             padding: int = 256, progress: Progress | None = None, early: _Child | None = None) -> dict[str, TestVerdict]:
+             padding: int = 256, progress: Progress | None = None, early: _Child | None = None,
+             all_kernels: bool = False) -> dict[str, TestVerdict]:
     """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
     test's sake. ``timeout``: seconds one test may take before its child is stopped. ``early``: this
     tool's child from :class:`Early`, handed the first batch."""
@@ -319,7 +322,7 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     queue: list[list[str]] = [[t.nodeid for t in tests]] if tests else []
 
     def start(collect: list[str], spare: bool) -> _Child:
-        return _Child(collect, spare, tool, by_id, timeout, env, cwd, padding, progress, san)
+        return _Child(collect, spare, tool, by_id, timeout, env, cwd, padding, progress, san, all_kernels)
 
     spares: list[_Child] = []
     pending: list[_Child] = []  # a child handed the tests after a stop while the stopped one still ended
@@ -399,7 +402,8 @@ class _Child:
     waits for :meth:`go` to name the tests (a subset) it is to run."""
 
     def __init__(self, collect: list[str], spare: bool, tool: str, by_id: dict[str, Test], timeout: float,
-                 env: dict[str, str], cwd: str | Path, padding: int, progress: Progress | None, san: Any) -> None:
+                 env: dict[str, str], cwd: str | Path, padding: int, progress: Progress | None, san: Any,
+                 all_kernels: bool = False) -> None:
         import threading
 
         self.collect, self.tool, self.by_id, self.timeout = list(collect), tool, by_id, timeout
@@ -410,7 +414,7 @@ class _Child:
         self.go_path = self.folder / "go.json" if spare else None
         self.watch = _Watch(self.events, tool, timeout, progress, armed=not spare)
         self.env = {**env, EVENTS_ENV: str(self.events)} | ({GO_ENV: str(self.go_path)} if self.go_path else {})
-        self.cwd, self.padding, self.san = cwd, padding, san
+        self.cwd, self.padding, self.san, self.all_kernels = cwd, padding, san, all_kernels
         self.outcome: tuple[Settled, bool] | None = None
         self.error: BaseException | None = None
         self.lock = threading.Lock()
@@ -465,7 +469,8 @@ class _Child:
 
         try:
             done, xml_text = self.san.run_wrapped(child_argv(self.collect), self.tool, timeout=None, env=self.env,
-                                                  cwd=self.cwd, watch=self.watch, padding=self.padding)
+                                                  cwd=self.cwd, watch=self.watch, padding=self.padding,
+                                                  all_kernels=self.all_kernels)
             with self.lock:
                 self.finished = True
             self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text,
@@ -557,10 +562,13 @@ class _Watch:
 
 
 def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dict[str, TestVerdict]],
-            counts: dict[str, Coverage] | None = None) -> dict[str, TestVerdict]:
+            counts: dict[str, Coverage] | None = None, *, all_kernels: bool = False) -> dict[str, TestVerdict]:
     """One verdict per test over every tool's run, in the tools' order; skipped only where every tool's
     child skipped it; with ``counts`` (:func:`count_tests`), each tool's result says what the test
-    launched, and a test that launched none is NOT CHECKED (toolrun.with_coverage). Pure."""
+    launched (and what that tool skipped of it: :mod:`kprof.tools.kernelpolicy`), and a test that launched
+    none is NOT CHECKED (toolrun.with_coverage). Pure."""
+    from kprof.tools import kernelpolicy
+
     out = {}
     for nodeid in nodeids:
         results: list[ToolResult] = []
@@ -572,7 +580,8 @@ def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dic
                 skips.append(None)
             else:
                 checked = (counts or {}).get(nodeid)
-                results += [with_coverage(r, checked) if v.skipped is None else r for r in v.results]
+                results += [with_coverage(r, kernelpolicy.applied(checked, r.tool, all_kernels=all_kernels))
+                            if v.skipped is None else r for r in v.results]
                 skips.append(v.skipped)
         skipped = skips[0] if skips and all(s is not None for s in skips) else None
         out[nodeid] = TestVerdict(nodeid, results, skipped)
@@ -580,7 +589,8 @@ def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dic
 
 
 def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path,
-                padding: int, jobs: int | None, progress: Any = None, early: Early | None = None) -> dict[str, TestVerdict]:
+                padding: int, jobs: int | None, progress: Any = None, early: Early | None = None,
+                all_kernels: bool = False) -> dict[str, TestVerdict]:
     """The tests under each checker of ``names``, one child per checker for them all (``jobs`` at once), and
     one more run that counts what each test launches (CUPTI cannot run under a tool): a verdict per node id.
     ``early``: children started while pytest collected, each given its checker's first batch."""
@@ -591,8 +601,8 @@ def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env:
         if tool == COUNT:
             return count_tests(tests, timeout=timeout, env=env, cwd=cwd)
         return run_tool(tests, tool, timeout=timeout, env=env, cwd=cwd, padding=padding, progress=progress,
-                        early=early.take(tool) if early is not None else None)
+                        early=early.take(tool) if early is not None else None, all_kernels=all_kernels)
 
     runs = [*names, COUNT]
     done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
-    return combine([t.nodeid for t in tests], names, done[:-1], done[-1])
+    return combine([t.nodeid for t in tests], names, done[:-1], done[-1], all_kernels=all_kernels)

@@ -325,8 +325,8 @@ def test_the_tally_says_what_was_launched_since_a_mark(tmp_path):
     mark = t.mark()
     t._callback(None, "driver", 0, launch)
     t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="b"))
-    assert t.since(mark) == {"launches": 2, "kernels": 2, "with_lines": 0, "unknown_lines": 2}
-    assert t.since(t.mark()) == {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0}
+    assert t.since(mark) == {"launches": 2, "kernels": 2, "with_lines": 0, "unknown_lines": 2, "names": ["a", "b"]}
+    assert t.since(t.mark()) == {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0, "names": []}
     assert tally.running() is None  # installed by the site hook only
     t.out.close()
 

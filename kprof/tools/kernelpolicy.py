@@ -1,0 +1,94 @@
+"""Which kernels of a user's program each compute-sanitizer tool checks: the user's kernels first. Pure.
+
+A program's tests call libraries whose kernels the user did not write: cuBLAS's GEMMs, cuDNN's
+convolutions, CUTLASS, NCCL, PyTorch's own ATen kernels, CUB, Thrust and cuRAND. racecheck and synccheck
+instrument every shared-memory access and barrier of a kernel, and on a library's large GEMM they cost
+most of a suite's time (racecheck on one 2048^3 SGEMM: 55.8 s of an 80.7 s suite on an H200) while they
+can only report the library's own hazards, which the user cannot fix. memcheck and initcheck stay on for
+every kernel: they catch what the user hands a library (a pointer past an allocation, an input nothing
+wrote).
+
+So by default, for a program or a test suite (never a spec: its kernel is the user's), racecheck and
+synccheck skip the kernels whose mangled name is a library's (:data:`LIBRARIES`, compute-sanitizer's
+``--kernel-name-exclude regex=``), and the report counts and names what they skipped, from the launch
+tally's names (:func:`skipped`). ``--all-kernels`` checks everything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from kprof.tools.coverage import Coverage
+
+USER_FIRST_TOOLS = ("racecheck", "synccheck")  # the tools that skip library kernels by default
+POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuBLAS, cuDNN, CUTLASS, NCCL, "
+          "PyTorch's ATen, CUB, Thrust, cuRAND); memcheck and initcheck check every kernel; --all-kernels checks all")
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    pattern: str  # a regular expression found in a kernel's mangled name (compute-sanitizer's regex= key)
+
+
+LIBRARIES: tuple[Library, ...] = (
+    # cuBLAS and cuBLASLt: Hopper's nvjet GEMMs, the xmma/sm90 kernels, the named SGEMM families, GEMV
+    Library("cuBLAS", r"^(nvjet_|sm\d+_xmma_|cublas|_ZN8cublasLt|(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm|"
+                      r"_Z\d+gemv|_Z\d+gemmk|_Z\d+splitKreduce|_ZN\d+cublas)"),
+    Library("cuDNN", r"^(cudnn|_ZN\d+cudnn|_ZN5cudnn|sm\d+_xmma_(fprop|dgrad|wgrad)|xmma_cudnn)"),
+    Library("CUTLASS", r"^(_ZN7cutlass|cutlass_)"),
+    Library("NCCL", r"^(ncclKernel|ncclDevKernel|_Z\d+ncclKernel|_Z\d+ncclDevKernel)"),
+    Library("PyTorch", r"^(_ZN2at|_ZN3c10|_ZN7pytorch_flash|_ZN5torch|_ZN\d+at_cuda_detail)"),
+    Library("CUB/Thrust", r"^(_ZN3cub|_ZN6thrust|_ZN4cuda3std)"),
+    Library("cuRAND", r"^_Z\d+(init_curand|execute_dist|generate_seed_pseudo)"),  # CuPy's and others' random arrays
+)  # fmt: skip
+_COMPILED = tuple((lib.name, re.compile(lib.pattern)) for lib in LIBRARIES)
+
+
+def library_of(name: str) -> str | None:
+    """The library a kernel belongs to, by its mangled name (as the launch call names it); None: the user's."""
+    return next((lib for lib, rx in _COMPILED if rx.search(name)), None)
+
+
+def exclude_args(tool: str, *, all_kernels: bool) -> list[str]:
+    """compute-sanitizer's options that keep ``tool`` off library kernels (none for memcheck and
+    initcheck, or with ``all_kernels``): one ``--kernel-name-exclude regex=`` a library."""
+    if all_kernels or tool not in USER_FIRST_TOOLS:
+        return []
+    return [arg for lib in LIBRARIES for arg in ("--kernel-name-exclude", f"regex={lib.pattern}")]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The library kernels one tool did not check in a run, by library."""
+    kernels: tuple[tuple[str, str], ...] = ()  # (library, mangled name), in launch order
+
+    def text(self, limit: int = 3) -> str:
+        """``library kernels not checked: 7 (PyTorch 5, cuBLAS 2: nvjet_sm90_tst_..., ...)``, or ''."""
+        if not self.kernels:
+            return ""
+        from kprof.tools.demangle import short
+
+        counts: dict[str, int] = {}
+        for lib, _ in self.kernels:
+            counts[lib] = counts.get(lib, 0) + 1
+        names = ", ".join(short(n, 40) for _, n in self.kernels[:limit]) + (", ..." if len(self.kernels) > limit else "")
+        by = ", ".join(f"{lib} {n}" for lib, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        return f"library kernels not checked: {len(self.kernels)} ({by}: {names})"
+
+
+def skipped(names: Iterable[str], tool: str, *, all_kernels: bool) -> Skipped:
+    """What ``tool`` skipped among the kernels a run launched (``names``: the launch tally's)."""
+    if all_kernels or tool not in USER_FIRST_TOOLS:
+        return Skipped()
+    return Skipped(tuple((lib, n) for n in dict.fromkeys(names) if (lib := library_of(n)) is not None))
+
+
+def applied(checked: Coverage | None, tool: str, *, all_kernels: bool) -> Coverage | None:
+    """What a run launched (``checked``), with what ``tool`` skipped of it by this policy in its line."""
+    if checked is None:
+        return None
+    left_out = skipped(checked.names, tool, all_kernels=all_kernels).text()
+    return replace(checked, skipped=left_out) if left_out else checked

@@ -1,0 +1,108 @@
+"""The user's kernels first (kprof.tools.kernelpolicy): library kernels told by their mangled names as the
+launch tally recorded them on an H200, the options that keep racecheck and synccheck off them, and the
+report line that counts and names what they skipped."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from kprof.tools import compute_sanitizer, coverage, kernelpolicy
+from kprof.tools.checker import Settings
+
+USER = ["scale", "count", "block_sum", "_Z10add_kernelPfS_i", "_Z6scaledILi3EEvPf", "triton_poi_fused_gelu_2",
+        "my_ns_kernel"]
+LIBRARY = {
+    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": "cuBLAS",
+    "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__"
+    "5x_cublas": "cuBLAS",
+    "ampere_sgemm_128x64_nn": "cuBLAS",
+    "_ZN8cublasLt19splitKreduce_kernelILi32ELi16EiffffLb1ELb0ELb0EEEvNS_18cublasSplitKParamsIT4_EEPKT2_": "cuBLAS",
+    "cudnn_infer_ampere_scudnn_128x32_relu_small_nn_v1": "cuDNN",
+    "_ZN7cutlass6KernelINS_4gemm6kernel4GemmEEEvNT_6ParamsE": "CUTLASS",
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL": "NCCL",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_10AbsFunctorIfEESt5arrayIPcLm2EEEEviT0_T1_": "PyTorch",
+    "_ZN7pytorch_flash20flash_fwd_kernelEv": "PyTorch",
+    "_ZN3cub17CUB_200200_900_NS11EmptyKernelIvEEvv": "CUB/Thrust",
+    "_Z11init_curandI19curand_pseudo_stateI17curandStateXORWOWEEvlml": "cuRAND",
+}
+
+
+@pytest.mark.parametrize("name", USER)
+def test_the_users_kernels_are_no_librarys(name):
+    assert kernelpolicy.library_of(name) is None
+
+
+@pytest.mark.parametrize(("name", "library"), LIBRARY.items())
+def test_library_kernels_are_told_by_their_mangled_names(name, library):
+    assert kernelpolicy.library_of(name) == library
+
+
+def test_the_tally_of_a_cupy_program_on_an_h200_names_its_libraries(data_dir):
+    names = [json.loads(line)["name"] for f in ("tally.cupy.jsonl", "tally.triton.jsonl")
+             for line in (data_dir / "programs" / f).read_text().splitlines() if '"kernel"' in line]
+    libs = {n: kernelpolicy.library_of(n) for n in names}
+    assert libs["count"] is None and libs["scale"] is None and {v for v in libs.values() if v} == {"PyTorch", "cuRAND"}
+
+
+def test_racecheck_and_synccheck_skip_library_kernels_in_a_program_and_not_in_a_spec():
+    for tool in kernelpolicy.USER_FIRST_TOOLS:
+        argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
+        patterns = [argv[i + 1] for i, a in enumerate(argv) if a == "--kernel-name-exclude"]
+        assert len(patterns) == len(kernelpolicy.LIBRARIES) and all(p.startswith("regex=") for p in patterns)
+        for name in LIBRARY:  # what compute-sanitizer is asked to leave out is what kprof calls a library's
+            assert any(re.search(p.removeprefix("regex="), name) for p in patterns), name
+        assert not any(re.search(p.removeprefix("regex="), n) for p in patterns for n in USER)
+        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True,
+                                                                            all_kernels=True)
+        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml")  # a spec's kernel
+    for tool in ("memcheck", "initcheck"):
+        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
+
+
+def test_what_a_tool_skipped_is_counted_and_named_in_its_line():
+    names = [*LIBRARY, *USER]
+    left = kernelpolicy.skipped(names, "racecheck", all_kernels=False)
+    assert len(left.kernels) == len(LIBRARY)
+    text = left.text()
+    assert text.startswith(f"library kernels not checked: {len(LIBRARY)} (cuBLAS 4, ") and "nvjet_sm90" in text
+    assert kernelpolicy.skipped(names, "memcheck", all_kernels=False) == kernelpolicy.Skipped()
+    assert kernelpolicy.skipped(names, "racecheck", all_kernels=True).text() == ""
+    tally = "".join(json.dumps(e) + "\n" for e in [{"pid": 1, "event": "tally", "ok": True},
+                                                   {"pid": 1, "event": "kernel", "name": "ampere_sgemm_128x64_nn",
+                                                    "lineinfo": False, "launches": 1},
+                                                   {"pid": 1, "event": "kernel", "name": "scale", "lineinfo": True,
+                                                    "launches": 2}, {"pid": 1, "event": "total", "launches": 2}])
+    checked = coverage.from_tally(tally)
+    assert checked.names == ("ampere_sgemm_128x64_nn", "scale")
+    race = kernelpolicy.applied(checked, "racecheck", all_kernels=Settings().all_kernels)
+    assert race.text().endswith("; library kernels not checked: 1 (cuBLAS 1: ampere_sgemm_128x64_nn)")
+    assert kernelpolicy.applied(checked, "memcheck", all_kernels=False) == checked
+    assert kernelpolicy.applied(checked, "racecheck", all_kernels=True) == checked
+    from kprof.tools import suite
+    from kprof.tools.toolrun import ToolResult
+
+    per_test = suite._checked({"launches": 3, "kernels": 2, "with_lines": 1, "names": ["scale", "ampere_sgemm_128x64_nn"]})
+    verdicts = [{"t": suite.TestVerdict("t", [ToolResult(tool, "clean", [], 1.0, "")], None)}
+                for tool in ("memcheck", "racecheck")]
+    mem, race = suite.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test})["t"].results
+    assert mem.checked.skipped == "" and race.checked.skipped == "library kernels not checked: 1 (cuBLAS 1: ampere_sgemm_128x64_nn)"
+    all_kernels = suite.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test}, all_kernels=True)
+    assert all_kernels["t"].results[1].checked.skipped == ""
+
+
+def test_the_options_reach_the_tools(monkeypatch):
+    from kprof.commands import cli
+
+    seen: list[bool] = []
+
+    def sanitize(*args, all_kernels=False, **kw):
+        seen.append(all_kernels)
+        raise KeyboardInterrupt  # stop here: the options are what this test is about
+
+    monkeypatch.setattr("kprof.commands.api.sanitize", sanitize)
+    for extra in (["--all-kernels"], []):
+        cli.main(["sanitize", *extra, "--json", "--", "python", "prog.py"])
+    assert seen == [True, False]
