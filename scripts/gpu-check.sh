@@ -48,6 +48,7 @@
 #            with the default backtrace and with device frames, the cubin's SASS with inline line information;
 #            with CS_NEW=PATH (a newer compute-sanitizer, e.g. the nvidia-cuda-sanitizer-api wheel's), its
 #            version and the same records under it, and (CS_NEW_CASES=1) kprof cases under it
+#   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -445,6 +446,17 @@ if has transformer; then  # where a real PyTorch program spends a training step,
         step "profile-transformer-$how" sh -c "exec $KPROF profile --json --range step --launch-count \
             ${TRANSFORMER_LAUNCHES:-1000} -- python3 examples/transformer_step.py $TA $flag > $LOGS/profile-transformer-$how.json"
     done
+fi
+if has userfirst; then  # the user's kernels first: a suite like a project's own (examples/test_user_suite.py:
+    # Triton, cuBLAS and cuDNN through torch, CuPy; three seeded bugs) plain, under --kprof-sanitize (racecheck
+    # and synccheck off library kernels) and with --kprof-all-kernels; warm caches for all (a first plain run)
+    US="python3 -m pytest examples/test_user_suite.py -p no:cacheprovider -n 0 -rA"
+    PLUGIN=$(python3 -c "from importlib.metadata import entry_points as e; print('' if any(p.value == 'kprof.pytest_plugin' for p in e(group='pytest11')) else '-p kprof.pytest_plugin')")
+    step user-suite-warm $US
+    step user-suite-plain $US
+    step user-suite-kprof $US $PLUGIN --kprof-sanitize
+    step user-suite-kprof-all-kernels $US $PLUGIN --kprof-sanitize --kprof-all-kernels
+    step user-suite-plain-again $US
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
     # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then
