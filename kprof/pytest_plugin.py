@@ -196,10 +196,10 @@ class _Sanitizer:
             shown = ", ".join(self.unchecked[:5]) + (f" and {len(self.unchecked) - 5} more" if len(self.unchecked) > 5 else "")
             terminalreporter.write_line(f"kprof: {len(self.unchecked)} test(s) launched no kernel, so no tool checked "
                                         f"anything in them (NOT CHECKED, passed): {shown}")
-        from kprof.tools import kernelpolicy
+        from kprof.tools import checkers, kernelpolicy
 
-        if self.verdicts and not self.config.getoption("--kprof-all-kernels") and (
-                set(self.tools) & set(kernelpolicy.USER_FIRST_TOOLS)):
+        all_kernels = self.config.getoption("--kprof-all-kernels")
+        if self.verdicts and any(checkers.skips(t, all_kernels) for t in self.tools):
             terminalreporter.write_line(f"kprof: {kernelpolicy.POLICY}")
 
     def prestart(self) -> None:

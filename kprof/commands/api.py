@@ -150,7 +150,8 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
                                      Settings(timeout, padding, all_kernels=all_kernels), jobs=jobs, progress=progress)
     from kprof.tools import kernelpolicy
 
-    return SanitizeReport(" ".join(cmd), results, [*notes, *([] if all_kernels else [kernelpolicy.POLICY])])
+    policy = [kernelpolicy.POLICY] if any(checkers.skips(n, all_kernels) for n in names) else []
+    return SanitizeReport(" ".join(cmd), results, [*notes, *policy])
 
 
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,

@@ -30,6 +30,7 @@ class Needs:
     effects: bool = False  # its findings are wrong values in outputs, which a memory error found beside it may cause
     in_all_programs: bool = True  # among ``all`` for a program (False: a program is checked by it only when named)
     not_for_tests: str = ""  # why it cannot check a pytest suite's tests ("": it can)
+    user_kernels: bool = False  # in a program, only the user's kernels unless --all-kernels (kprof.tools.kernelpolicy)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 REGISTRY: tuple[Checker, ...] = (
     SanitizerTool("memcheck", "out-of-bounds and misaligned accesses, leaks, bad frees", stops=True),
-    SanitizerTool("racecheck", "shared-memory data races (hazards between threads of a block)"),
+    SanitizerTool("racecheck", "shared-memory data races (hazards between threads of a block)", user_kernels=True),
     SanitizerTool("initcheck", "reads of global memory nothing wrote"),
-    SanitizerTool("synccheck", "barriers and warp syncs used wrongly"),
+    SanitizerTool("synccheck", "barriers and warp syncs used wrongly", user_kernels=True),
     ValuesDetector(),
 )
 
@@ -145,8 +145,13 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
     checked = done[-1] if sanitized else None
     from kprof.tools import kernelpolicy
 
-    return [toolrun.with_coverage(r, kernelpolicy.applied(checked, r.tool, all_kernels=settings.all_kernels))
+    return [toolrun.with_coverage(r, kernelpolicy.applied(checked, skips(r.tool, settings.all_kernels)))
             if get(r.tool).needs.sanitizer else r for r in done[:len(chosen)]]
+
+
+def skips(name: str, all_kernels: bool) -> bool:
+    """Whether checker ``name`` leaves library kernels out of a program's run (kprof.tools.kernelpolicy)."""
+    return get(name).needs.user_kernels and not all_kernels
 
 
 _CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")

@@ -63,14 +63,14 @@ def injection_args(exe: Path) -> list[str]:
 
 
 def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int = PADDING,
-               print_limit: int = PRINT_LIMIT, program: bool = False, all_kernels: bool = False) -> list[str]:
+               print_limit: int = PRINT_LIMIT, program: bool = False, skip_libraries: bool = False) -> list[str]:
     """compute-sanitizer's argv for ``tool``, up to (not including) the target program.
 
     ``program``: the target is the user's program, not kprof's runner. Host backtraces are kept (the
     launch site comes from them), every child process is followed, and memcheck's leak check is off:
     a correct PyTorch program reports the tensors still alive at exit as leaks (measured on an H200:
     8 KB for two tensors, 138 MB after a few torch ops), which says nothing about its kernels. In a program,
-    racecheck and synccheck skip library kernels unless ``all_kernels`` (:mod:`kprof.tools.kernelpolicy`)."""
+    ``skip_libraries`` leaves library kernels out (:mod:`kprof.tools.kernelpolicy`)."""
     if tool not in TOOLS:
         raise UsageError(f"'{tool}' is not a compute-sanitizer tool ({', '.join(TOOLS)})")
     argv = [
@@ -82,7 +82,7 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
     ]  # fmt: skip
     argv += injection_args(Path(str(exe)))
     if program:
-        argv += ["--target-processes", "all", *kernelpolicy.exclude_args(tool, all_kernels=all_kernels)]
+        argv += ["--target-processes", "all", *(kernelpolicy.exclude_args() if skip_libraries else [])]
     else:  # racecheck keeps none: with device frames its analysis records no longer joined its hazards (an H200, 2370a0e)
         argv += ["--show-backtrace", "no" if tool == "racecheck" else "device"]
     if tool == "memcheck":
@@ -529,7 +529,8 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
 
 
 def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
-                env: dict[str, str] | None = None, cwd: str | Path | None = None, all_kernels: bool = False) -> ToolResult:
+                env: dict[str, str] | None = None, cwd: str | Path | None = None,
+                skip_libraries: bool = False) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake.
     What it launched is counted in another run (:mod:`kprof.tools.launchcount`): CUPTI cannot run beside
     compute-sanitizer."""
@@ -538,7 +539,7 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
-                          all_kernels=all_kernels)
+                          skip_libraries=skip_libraries)
         argv += exitcode.wrap(cmd, status_path)
         done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
@@ -549,7 +550,7 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
 
 def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,
                 watch: Callable[[], bool] | None = None, padding: int = PADDING,
-                all_kernels: bool = False) -> tuple[proc.Completed, str]:
+                skip_libraries: bool = False) -> tuple[proc.Completed, str]:
     """Run ``cmd`` (kprof's own child of a user's program: a pytest batch) under one tool with a
     program's defaults; the finished process and the XML text (empty when none was written). The
     caller reads the records: its child says what ran."""
@@ -557,7 +558,7 @@ def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[s
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path = Path(tmp) / f"{tool}.xml"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
-                          all_kernels=all_kernels)
+                          skip_libraries=skip_libraries)
         done = proc.run(argv + cmd, timeout=timeout, env=env, cwd=cwd, watch=watch)
         xml_text = inputs.read_text(xml_path, "the tool's report", limit=MAX_REPORT_BYTES, errors="replace") if (
             xml_path.is_file()) else ""
@@ -597,11 +598,11 @@ def from_xml(path: Path, tool: str | None, allocations: list[dict[str, Any]] | N
 class SanitizerTool:
     """One compute-sanitizer tool as a checker (:class:`kprof.tools.checker.Checker`)."""
 
-    def __init__(self, name: str, summary: str, *, stops: bool = False) -> None:
+    def __init__(self, name: str, summary: str, *, stops: bool = False, user_kernels: bool = False) -> None:
         if name not in TOOLS:
             raise ValueError(f"{name!r} is not a compute-sanitizer tool ({', '.join(TOOLS)})")
         self.name, self.summary = name, summary
-        self.needs = Needs(sanitizer=True, stops=stops)
+        self.needs = Needs(sanitizer=True, stops=stops, user_kernels=user_kernels)
 
     def __repr__(self) -> str:
         return f"SanitizerTool({self.name!r})"
@@ -616,4 +617,5 @@ class SanitizerTool:
 
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
         return run_program(list(program.cmd), self.name, timeout=settings.timeout, padding=settings.padding,
-                           env=program.env, cwd=program.cwd, all_kernels=settings.all_kernels)
+                           env=program.env, cwd=program.cwd,
+                           skip_libraries=self.needs.user_kernels and not settings.all_kernels)

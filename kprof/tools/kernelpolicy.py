@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 
 from kprof.tools.coverage import Coverage
 
-USER_FIRST_TOOLS = ("racecheck", "synccheck")  # the tools that skip library kernels by default
 POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuBLAS, cuDNN, CUTLASS, NCCL, "
           "PyTorch's ATen, CUB, Thrust, cuRAND); memcheck and initcheck check every kernel; --all-kernels checks all")
 
@@ -52,11 +51,9 @@ def library_of(name: str) -> str | None:
     return next((lib for lib, rx in _COMPILED if rx.search(name)), None)
 
 
-def exclude_args(tool: str, *, all_kernels: bool) -> list[str]:
-    """compute-sanitizer's options that keep ``tool`` off library kernels (none for memcheck and
-    initcheck, or with ``all_kernels``): one ``--kernel-name-exclude regex=`` a library."""
-    if all_kernels or tool not in USER_FIRST_TOOLS:
-        return []
+def exclude_args() -> list[str]:
+    """compute-sanitizer's options that keep a tool off library kernels: one ``--kernel-name-exclude
+    regex=`` a library. Which tools take them is the checkers' registry's (``Needs.user_kernels``)."""
     return [arg for lib in LIBRARIES for arg in ("--kernel-name-exclude", f"regex={lib.pattern}")]
 
 
@@ -79,16 +76,17 @@ class Skipped:
         return f"library kernels not checked: {len(self.kernels)} ({by}: {names})"
 
 
-def skipped(names: Iterable[str], tool: str, *, all_kernels: bool) -> Skipped:
-    """What ``tool`` skipped among the kernels a run launched (``names``: the launch tally's)."""
-    if all_kernels or tool not in USER_FIRST_TOOLS:
+def skipped(names: Iterable[str], skips: bool) -> Skipped:
+    """What a tool that ``skips`` library kernels left out of the kernels a run launched (``names``: the
+    launch tally's)."""
+    if not skips:
         return Skipped()
     return Skipped(tuple((lib, n) for n in dict.fromkeys(names) if (lib := library_of(n)) is not None))
 
 
-def applied(checked: Coverage | None, tool: str, *, all_kernels: bool) -> Coverage | None:
-    """What a run launched (``checked``), with what ``tool`` skipped of it by this policy in its line."""
+def applied(checked: Coverage | None, skips: bool) -> Coverage | None:
+    """What a run launched (``checked``), with what a tool that ``skips`` library kernels left out of it."""
     if checked is None:
         return None
-    left_out = skipped(checked.names, tool, all_kernels=all_kernels).text()
+    left_out = skipped(checked.names, skips).text()
     return replace(checked, skipped=left_out) if left_out else checked

@@ -470,7 +470,7 @@ class _Child:
         try:
             done, xml_text = self.san.run_wrapped(child_argv(self.collect), self.tool, timeout=None, env=self.env,
                                                   cwd=self.cwd, watch=self.watch, padding=self.padding,
-                                                  all_kernels=self.all_kernels)
+                                                  skip_libraries=checkers.skips(self.tool, self.all_kernels))
             with self.lock:
                 self.finished = True
             self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text,
@@ -580,7 +580,7 @@ def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dic
                 skips.append(None)
             else:
                 checked = (counts or {}).get(nodeid)
-                results += [with_coverage(r, kernelpolicy.applied(checked, r.tool, all_kernels=all_kernels))
+                results += [with_coverage(r, kernelpolicy.applied(checked, checkers.skips(r.tool, all_kernels)))
                             if v.skipped is None else r for r in v.results]
                 skips.append(v.skipped)
         skipped = skips[0] if skips and all(s is not None for s in skips) else None

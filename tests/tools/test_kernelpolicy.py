@@ -48,28 +48,28 @@ def test_the_tally_of_a_cupy_program_on_an_h200_names_its_libraries(data_dir):
 
 
 def test_racecheck_and_synccheck_skip_library_kernels_in_a_program_and_not_in_a_spec():
-    for tool in kernelpolicy.USER_FIRST_TOOLS:
-        argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
+    from kprof.tools import checkers
+
+    assert [n for n in checkers.names() if checkers.skips(n, False)] == ["racecheck", "synccheck"]
+    assert not any(checkers.skips(n, True) for n in checkers.names())
+    for tool in ("racecheck", "synccheck"):
+        argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True, skip_libraries=True)
         patterns = [argv[i + 1] for i, a in enumerate(argv) if a == "--kernel-name-exclude"]
         assert len(patterns) == len(kernelpolicy.LIBRARIES) and all(p.startswith("regex=") for p in patterns)
         for name in LIBRARY:  # what compute-sanitizer is asked to leave out is what kprof calls a library's
             assert any(re.search(p.removeprefix("regex="), name) for p in patterns), name
         assert not any(re.search(p.removeprefix("regex="), n) for p in patterns for n in USER)
-        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True,
-                                                                            all_kernels=True)
-        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml")  # a spec's kernel
-    for tool in ("memcheck", "initcheck"):
         assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
+        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml")  # a spec's kernel
 
 
 def test_what_a_tool_skipped_is_counted_and_named_in_its_line():
     names = [*LIBRARY, *USER]
-    left = kernelpolicy.skipped(names, "racecheck", all_kernels=False)
+    left = kernelpolicy.skipped(names, True)
     assert len(left.kernels) == len(LIBRARY)
     text = left.text()
     assert text.startswith(f"library kernels not checked: {len(LIBRARY)} (cuBLAS 4, ") and "nvjet_sm90" in text
-    assert kernelpolicy.skipped(names, "memcheck", all_kernels=False) == kernelpolicy.Skipped()
-    assert kernelpolicy.skipped(names, "racecheck", all_kernels=True).text() == ""
+    assert kernelpolicy.skipped(names, False) == kernelpolicy.Skipped() and kernelpolicy.Skipped().text() == ""
     tally = "".join(json.dumps(e) + "\n" for e in [{"pid": 1, "event": "tally", "ok": True},
                                                    {"pid": 1, "event": "kernel", "name": "ampere_sgemm_128x64_nn",
                                                     "lineinfo": False, "launches": 1},
@@ -77,10 +77,9 @@ def test_what_a_tool_skipped_is_counted_and_named_in_its_line():
                                                     "launches": 2}, {"pid": 1, "event": "total", "launches": 2}])
     checked = coverage.from_tally(tally)
     assert checked.names == ("ampere_sgemm_128x64_nn", "scale")
-    race = kernelpolicy.applied(checked, "racecheck", all_kernels=Settings().all_kernels)
+    race = kernelpolicy.applied(checked, not Settings().all_kernels)
     assert race.text().endswith("; library kernels not checked: 1 (cuBLAS 1: ampere_sgemm_128x64_nn)")
-    assert kernelpolicy.applied(checked, "memcheck", all_kernels=False) == checked
-    assert kernelpolicy.applied(checked, "racecheck", all_kernels=True) == checked
+    assert kernelpolicy.applied(checked, False) == checked
     from kprof.tools import suite
     from kprof.tools.toolrun import ToolResult
 

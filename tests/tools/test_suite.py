@@ -416,7 +416,7 @@ def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypa
 
     children = []
 
-    def run_wrapped(cmd, tool, *, timeout, env, cwd, watch=None, padding=256, all_kernels=False):
+    def run_wrapped(cmd, tool, *, timeout, env, cwd, watch=None, padding=256, skip_libraries=False):
         nodeids = [a for a in cmd if "::" in a]
         children.append("spare" if GO_ENV in env else nodeids)
         done = proc.Completed(tuple(cmd), 0, "", "", 0.1)
@@ -448,7 +448,7 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path):
 
     class Slow:  # a child that would take a minute to reach its tests
         @staticmethod
-        def run_wrapped(argv, tool, *, timeout, env, cwd, watch, padding, all_kernels=False):
+        def run_wrapped(argv, tool, *, timeout, env, cwd, watch, padding, skip_libraries=False):
             seen["done"] = proc.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=timeout, watch=watch)
             return seen["done"], ""
 
