@@ -65,6 +65,7 @@ class Finding:
     extra: dict[str, Any] = field(default_factory=dict)
     launch: str | None = None  # a program's launch site: the innermost host frame in the user's files
     grids: frozenset[int] = frozenset()  # the tool's grid ids of the launches these records came from
+    rank: int | None = None  # the rank of a multi-process job (torchrun, mpirun) whose process it came from
 
     @property
     def launches(self) -> int | None:
@@ -74,7 +75,7 @@ class Finding:
     def key(self) -> tuple[Any, ...]:
         """What makes two records the same finding."""
         other = (self.other.file, self.other.line, self.other.access) if self.other else None
-        return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other, self.launch)
+        return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other, self.launch, self.rank)
 
     def lines(self) -> set[int]:
         out = {self.line} if self.line is not None else set()

@@ -69,6 +69,8 @@ def _load(name: str) -> None:
     module.install()
 
 
+if os.environ.get("KPROF_RANK_WRAP") and not os.environ.get("KPROF_RANK_WRAPPED"):
+    _load("rank_wrap")  # a rank of a multi-process job starts again under compute-sanitizer (kprof.tools.ranks)
 if os.environ.get("KPROF_CUPY_NO_POOL") == "1":
     sys.meta_path.insert(0, _AfterCupy())
 if os.environ.get("KPROF_LAUNCH_LOG"):

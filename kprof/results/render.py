@@ -262,7 +262,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
     lines.append("")
     for f in found:
         where = f" in {short(f.kernel)}" if f.kernel else ""
-        lines.append(f"- {f.tool} {f.kind} at {f.location()}{where}: {f.message}")
+        rank = f"rank {f.rank}: " if f.rank is not None else ""
+        lines.append(f"- {rank}{f.tool} {f.kind} at {f.location()}{where}: {f.message}")
         if f.detail:
             lines.append(f"    {f.detail}")
         if f.extra.get("source"):

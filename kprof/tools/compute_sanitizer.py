@@ -35,7 +35,7 @@ from kprof.errors import UsageError
 from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
-from kprof.tools import coverage, exitcode, hostframes, kernelpolicy
+from kprof.tools import coverage, exitcode, hostframes, kernelpolicy, ranks
 from kprof.tools.checker import Needs, Program, Settings
 from kprof.tools.demangle import demangle
 from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
@@ -536,6 +536,11 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     compute-sanitizer."""
 
     exe = proc.find_tool("compute-sanitizer")
+    if ranks.launcher_of(cmd) is not None:
+        ranked = run_ranks(cmd, tool, exe, timeout=timeout, padding=padding, env=env, cwd=cwd,
+                           skip_libraries=skip_libraries)
+        if ranked is not None:
+            return ranked
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
@@ -545,7 +550,39 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         status = exitcode.read_status(status_path)
     findings, notes = parse_xml(xml_text, tool, tool_text=done.stdout) if xml_text.strip() else ([], [])
+    if ranks.launcher_of(cmd) is not None:
+        notes.append(f"no process of the {ranks.launcher_of(cmd)} job was a Python rank kprof could put under {tool} "
+                     "on its own: the launcher ran under it, every process checked, ranks not told apart")
     return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+
+
+def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: int, env: dict[str, str] | None,
+              cwd: str | Path | None, skip_libraries: bool) -> ToolResult | None:
+    """A multi-process job (:mod:`kprof.tools.ranks`): the launcher with no tool, each Python rank under the
+    tool on its own, each finding with its rank. None: no process of the job had a rank kprof could wrap
+    (the caller then runs the launcher under the tool, ranks not told apart)."""
+    from kprof.tools import allocators
+
+    with tempfile.TemporaryDirectory(prefix="kprof-ranks-") as tmp:
+        folder, status_path = Path(tmp), Path(tmp) / "status.json"
+        argv = ranks.rank_argv(build_argv(exe, tool, folder / "x.xml", padding=padding, program=True,
+                                          print_limit=PROGRAM_PRINT_LIMIT, skip_libraries=skip_libraries), folder, tool)
+        run_env = {**allocators.with_hooks(dict(env) if env is not None else proc.child_env()),
+                   **ranks.wrap_env(argv, folder)}
+        done = proc.run(exitcode.wrap(cmd, status_path), timeout=timeout, env=run_env, cwd=cwd)
+        status = exitcode.read_status(status_path)
+        reports = ranks.read(folder, tool)
+    if not reports:
+        return None
+    findings: list[Finding] = []
+    notes = ranks.silent(reports, tool, done.timed_out)
+    for r in reports:
+        if r.xml.strip():
+            found, said = parse_xml(r.xml, tool, tool_text=r.text)
+            findings += ranks.with_rank(found, r.rank)
+            notes += [f"rank {r.rank}: {n}" for n in said]
+    notes.insert(0, f"{len(reports)} rank(s), each under {tool} on its own")
+    return classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
 
 
 def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,

@@ -253,3 +253,18 @@ def test_profile_a_triton_kernel_in_a_program(capsys):
     (ranked,) = data["ranking"]
     assert data["sites"]["counted"], data["sites"]
     assert ranked["sites"] == [f"{EXAMPLES / 'triton_scale.py'}:{line} (main)"] and ranked["sites_by"] == "name", ranked
+
+
+@pytest.mark.xdist_group("ranks")
+def test_a_two_rank_job_names_the_rank_of_its_bug_and_a_clean_one_is_clean():
+    """torchrun with two ranks on one GPU (gloo): every rank under memcheck on its own, the finding in rank 1
+    at the Triton kernel's line, the fixed job clean under each tool."""
+    _needs("triton")
+    job = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLES / "two_ranks.py")]
+    report = kprof.sanitize(job, "memcheck", timeout=240)
+    (r,) = report.results
+    assert r.status == "findings", (r.message, r.notes, r.log)
+    assert {f.rank for f in r.findings} == {1} and all(f.file and f.file.endswith("two_ranks.py") for f in r.findings)
+    assert r.notes[0] == "2 rank(s), each under memcheck on its own"
+    clean = kprof.sanitize([*job, "--fixed"], "memcheck,racecheck", timeout=240)
+    assert clean.clean, [(x.tool, x.status, x.message, x.notes) for x in clean.results]

@@ -1,0 +1,48 @@
+"""Two ranks of a torch.distributed job (gloo, so both can share one GPU), rank 1 with a seeded bug: its
+Triton store has no mask and writes past the end of y.
+
+    kprof sanitize -- torchrun --nproc_per_node 2 examples/two_ranks.py           # the bug, in rank 1
+    kprof sanitize -- torchrun --nproc_per_node 2 examples/two_ranks.py --fixed   # both ranks clean
+
+With several GPUs, each rank takes the GPU of its LOCAL_RANK; the collective runs on the CPU (gloo).
+"""
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+FIXED = "--fixed" in sys.argv
+
+
+@triton.jit
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr, MASK_STORE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    if MASK_STORE:
+        tl.store(y_ptr + offs, x * 2.0, mask=mask)
+    else:
+        tl.store(y_ptr + offs, x * 2.0)  # BUG (rank 1 only): no mask, the last block writes past the end of y
+
+
+def main() -> None:
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    n = 1000
+    x = torch.randn(n, device="cuda")
+    y = torch.empty_like(x)
+    scale[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256, MASK_STORE=FIXED or rank != 1)
+    total = y.sum().cpu()
+    dist.all_reduce(total)  # on the CPU: gloo
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"rank {rank}: done, total {float(total):.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""A multi-process job under a tool, rank by rank: ``kprof sanitize -- torchrun --nproc_per_node 2 train.py``,
+``-- mpirun -np 2 python prog.py``, ``-- srun ...``. Pure: the parent's side of :mod:`kprof.hooks.rank_wrap`.
+
+One compute-sanitizer over the whole launcher (``--target-processes all``) checks every rank, but its one
+report does not say which process a record came from. So kprof runs the launcher itself with no tool, and
+each Python process that is a rank (``RANK``, ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ``PMIX_RANK``,
+``SLURM_PROCID``) starts again under the tool, in place, saving to a report of its own rank (NVIDIA's own
+advice for MPI jobs is a tool per rank with the rank in the file name). Each finding then carries its rank; a
+rank that started and left no report (it died, or hung until the timeout) is named. A job whose ranks are not
+Python processes (``mpirun ./app``) is checked the old way, the launcher under the tool, ranks not told apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kprof.findings import Finding
+
+LAUNCHERS = {"torchrun": "torchrun", "mpirun": "mpirun", "mpiexec": "mpirun", "srun": "srun"}
+_TORCH_RUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def launcher_of(cmd: list[str]) -> str | None:
+    """The launcher a command starts (``torchrun``, ``mpirun``, ``srun``; ``python -m torch.distributed.run``
+    is torchrun), or None for a single-process program."""
+    if not cmd:
+        return None
+    base = Path(cmd[0]).name
+    if base in LAUNCHERS:
+        return LAUNCHERS[base]
+    if base.startswith("python") and len(cmd) > 2 and cmd[1] == "-m" and cmd[2] in _TORCH_RUN_MODULES:
+        return "torchrun"
+    return None
+
+
+def rank_argv(tool_argv: list[str], folder: Path, tool: str) -> list[str]:
+    """One rank's compute-sanitizer argv (up to the program): its report and text in ``folder`` under its
+    rank (``{rank}``, filled in by the hook), and the rank's own exit code kept (no ``--error-exitcode``: a
+    rank with findings must not make the launcher stop the others before they write theirs)."""
+    out: list[str] = []
+    skip = False
+    for i, word in enumerate(tool_argv):
+        if skip:
+            skip = False
+            continue
+        if word == "--error-exitcode":
+            skip = True
+            continue
+        if i > 0 and tool_argv[i - 1] == "--save":
+            word = str(folder / f"{tool}.rank{{rank}}.xml")
+        out.append(word)
+    return [*out, "--log-file", str(folder / f"{tool}.rank{{rank}}.txt")]
+
+
+def wrap_env(argv: list[str], folder: Path) -> dict[str, str]:
+    """What the launcher's environment gains so its ranks wrap themselves (kprof.hooks.rank_wrap)."""
+    return {"KPROF_RANK_WRAP": json.dumps({"argv": argv, "folder": str(folder)})}
+
+
+@dataclass(frozen=True)
+class RankReport:
+    rank: int
+    xml: str  # the rank's records ('' when it wrote none)
+    text: str  # the tool's text output for the rank
+    error: str = ""  # why the rank could not be wrapped
+
+
+def read(folder: Path, tool: str) -> list[RankReport]:
+    """Each rank that started (its marker), with what it left, by rank."""
+    out = []
+    for marker in sorted(folder.glob("rank*.json"), key=lambda p: int(p.stem[4:]) if p.stem[4:].isdigit() else -1):
+        if not marker.stem[4:].isdigit():
+            continue
+        rank = int(marker.stem[4:])
+        try:
+            error = str(json.loads(marker.read_text()).get("error") or "")
+        except (OSError, ValueError, AttributeError):
+            error = ""
+        xml, text = folder / f"{tool}.rank{rank}.xml", folder / f"{tool}.rank{rank}.txt"
+        out.append(RankReport(rank, xml.read_text(errors="replace") if xml.is_file() else "",
+                              text.read_text(errors="replace") if text.is_file() else "", error))
+    return out
+
+
+def with_rank(findings: list[Finding], rank: int) -> list[Finding]:
+    return [replace(f, rank=rank) for f in findings]
+
+
+def silent(reports: list[RankReport], tool: str, timed_out: bool) -> list[str]:
+    """A note for each rank that started and left no report under ``tool``."""
+    notes = []
+    for r in reports:
+        if r.error:
+            notes.append(f"rank {r.rank} could not be started under {tool} ({r.error}): it was not checked")
+        elif not r.xml.strip():
+            why = "it was still running at the timeout (hung?)" if timed_out else "it died before the tool could write it"
+            notes.append(f"rank {r.rank} started under {tool} but left no report: {why}")
+    return notes
