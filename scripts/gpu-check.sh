@@ -48,6 +48,7 @@
 #            with the default backtrace and with device frames, the cubin's SASS with inline line information;
 #            with CS_NEW=PATH (a newer compute-sanitizer, e.g. the nvidia-cuda-sanitizer-api wheel's), its
 #            version and the same records under it, and (CS_NEW_CASES=1) kprof cases under it
+#   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
@@ -457,6 +458,14 @@ if has userfirst; then  # the user's kernels first: a suite like a project's own
     step user-suite-kprof $US $PLUGIN --kprof-sanitize
     step user-suite-kprof-all-kernels $US $PLUGIN --kprof-sanitize --kprof-all-kernels
     step user-suite-plain-again $US
+fi
+if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and under kprof sanitize, rank by rank
+    TR="python3 -m torch.distributed.run --standalone --nproc_per_node 2 examples/two_ranks.py"
+    step ranks-plain $TR
+    step ranks-plain-fixed $TR --fixed
+    # --json before --: after it, the word is the program's
+    step ranks-sanitize sh -c "exec $KPROF sanitize --json -- $TR > $LOGS/ranks-sanitize.json"
+    step ranks-sanitize-fixed sh -c "exec $KPROF sanitize --json -- $TR --fixed > $LOGS/ranks-sanitize-fixed.json"
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
     # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then
