@@ -268,6 +268,9 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
             lines.append(f"    {f.detail}")
         if f.extra.get("source"):
             lines.append(f"    {f.extra['source']}")
+        if f.extra.get("library"):
+            lines.append(f"    inside {f.extra['library']}'s own kernel: the library's code, not yours (check what your "
+                         "code hands it)")
         if f.launch:
             lines.append(f"    launched at {f.launch}")
         for c in consequences:

@@ -550,6 +550,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         status = exitcode.read_status(status_path)
     findings, notes = parse_xml(xml_text, tool, tool_text=done.stdout) if xml_text.strip() else ([], [])
+    findings, set_aside = kernelpolicy.libraries_own(findings)
+    notes += set_aside
     if ranks.launcher_of(cmd) is not None:
         notes.append(f"no process of the {ranks.launcher_of(cmd)} job was a Python rank kprof could put under {tool} "
                      "on its own: the launcher ran under it, every process checked, ranks not told apart")
@@ -579,8 +581,9 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
     for r in reports:
         if r.xml.strip():
             found, said = parse_xml(r.xml, tool, tool_text=r.text)
+            found, set_aside = kernelpolicy.libraries_own(found)
             findings += ranks.with_rank(found, r.rank)
-            notes += [f"rank {r.rank}: {n}" for n in said]
+            notes += [f"rank {r.rank}: {n}" for n in said + set_aside]
     notes.insert(0, f"{len(reports)} rank(s), each under {tool} on its own")
     return classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
 

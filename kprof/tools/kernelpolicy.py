@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from kprof.findings import Finding
 from kprof.tools.coverage import Coverage
 
 POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuBLAS, cuDNN, CUTLASS, NCCL, "
@@ -44,11 +45,36 @@ LIBRARIES: tuple[Library, ...] = (
     Library("cuRAND", r"^_Z\d+(init_curand|execute_dist|generate_seed_pseudo)"),  # CuPy's and others' random arrays
 )  # fmt: skip
 _COMPILED = tuple((lib.name, re.compile(lib.pattern)) for lib in LIBRARIES)
+# The same libraries by a demangled name (a tool's record names the device function, sometimes demangled).
+_DEMANGLED = (("PyTorch", re.compile(r"^(void )?(at|c10|pytorch_flash|torch)::")),
+              ("CUTLASS", re.compile(r"^(void )?cutlass::")), ("CUB/Thrust", re.compile(r"^(void )?(cub|thrust)(::|_)")),
+              ("NCCL", re.compile(r"^(void )?nccl")), ("cuDNN", re.compile(r"^(void )?cudnn")))
+NCCL_OVERREAD_BYTES = 16  # NCCL's known over-read (NVIDIA/nccl#265): a read up to 16 bytes past a buffer's end
 
 
 def library_of(name: str) -> str | None:
-    """The library a kernel belongs to, by its mangled name (as the launch call names it); None: the user's."""
-    return next((lib for lib, rx in _COMPILED if rx.search(name)), None)
+    """The library a kernel (or device function) belongs to, by its mangled name as the launch call names
+    it, or demangled; None: the user's."""
+    found = next((lib for lib, rx in _COMPILED if rx.search(name)), None)
+    return found or next((lib for lib, rx in _DEMANGLED if rx.search(name)), None)
+
+
+def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """A program's findings inside a library's kernel said to be that library's (``extra.library``: not the
+    user's code, though the user's input may cause them); NCCL's known over-read of up to 16 bytes
+    (NVIDIA/nccl#265) set aside as a note, not a finding."""
+    out: list[Finding] = []
+    notes: list[str] = []
+    for f in findings:
+        lib = library_of(f.kernel) if f.kernel else None
+        if lib is None:
+            out.append(f)
+        elif lib == "NCCL" and f.kind == "out-of-bounds-read" and (f.size or 0) <= NCCL_OVERREAD_BYTES:
+            notes.append(f"set aside: {f.tool} {f.kind} of {f.size} bytes in NCCL's {f.kernel} ({f.count} record(s)): "
+                         "NCCL's known over-read past a buffer's end (NVIDIA/nccl#265), not the program's")
+        else:
+            out.append(replace(f, extra={**f.extra, "library": lib}))
+    return out, notes
 
 
 def exclude_args() -> list[str]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof.tools import allocators, checkers, hostframes
+from kprof.tools import allocators, checkers, hostframes, kernelpolicy
 from kprof.tools.coverage import Coverage
 from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.tools.toolrun import ToolResult, with_coverage
@@ -504,6 +504,8 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
     found: dict[str, tuple[list[Any], list[str], bool]] = {}
     for nodeid, mine in per_test.items():
         findings, notes = san.parse_records(mine, tool, tool_text=done.stdout)
+        findings, set_aside = kernelpolicy.libraries_own(findings)
+        notes = [*notes, *set_aside]
         stops = any((r.findtext("kind") or "") in san.STOPS_THE_CONTEXT for r in mine)
         if findings or stops:
             found[nodeid] = (findings, notes, stops)

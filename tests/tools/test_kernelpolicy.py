@@ -105,3 +105,23 @@ def test_the_options_reach_the_tools(monkeypatch):
     for extra in (["--all-kernels"], []):
         cli.main(["sanitize", *extra, "--json", "--", "python", "prog.py"])
     assert seen == [True, False]
+
+
+def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_set_aside():
+    from kprof.findings import Finding
+    from kprof.results import render
+    from kprof.tools.toolrun import ToolResult
+
+    def at(kernel, kind="out-of-bounds-read", size=16):
+        return Finding("memcheck", kind, kernel, None, None, (0, 0, 0), (0, 0, 0), 3, "Invalid __global__ read",
+                       size=size)
+
+    mine, gemm = at("scale", "out-of-bounds-write", 4), at("void at::native::reduce_kernel<512, 1>", size=4)
+    nccl, nccl_big = at("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), at("ncclDevKernel_AllReduce_Sum_f32_RING_LL", size=64)
+    kept, notes = kernelpolicy.libraries_own([mine, gemm, nccl, nccl_big])
+    assert [f.kernel for f in kept] == ["scale", gemm.kernel, nccl.kernel] and kept[0] == mine
+    assert kept[1].extra == {"library": "PyTorch"} and kept[2].size == 64 and kept[2].extra["library"] == "NCCL"
+    (note,) = notes
+    assert "16 bytes in NCCL's ncclDevKernel_AllReduce_Sum_f32_RING_LL (3 record(s))" in note and "nccl#265" in note
+    text = render.sanitize_report([ToolResult("memcheck", "findings", kept, 1.0, "")])
+    assert text.count("inside ") == 2 and "inside PyTorch's own kernel: the library's code, not yours" in text
