@@ -135,7 +135,7 @@ class PerfResult:
     error: str = ""
     diagnosis: dict[str, Any] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs
     ncu_rule: str | None = None  # Nsight Compute's optimisation rule with the largest Est. Speedup
-    ncu_cause: str | None = None  # kprof's name for it (kprof.diagnose.ncurules.CAUSE_OF)
+    ncu_cause: str | None = None  # kprof's name for it (kprof.diagnose.ncurules.cause_of)
     ncu_speedup: float | None = None  # its estimate as a speedup
     ncu_proposed: int = 0  # how many optimisation rules it listed
     ncu_rules: list[dict[str, Any]] = field(default_factory=list)  # each with its estimate's type and value

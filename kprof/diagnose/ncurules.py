@@ -19,11 +19,28 @@ from kprof.tools.ncu import RuleResult
 CAUSE_OF: dict[str, str | None] = {
     "UncoalescedGlobalAccess": "uncoalesced", "UncoalescedSharedAccess": "bank-conflicts",
     "SharedMemoryConflicts": "bank-conflicts", "ThreadDivergence": "divergence", "BranchDivergence": "divergence",
-    "LaunchConfiguration": "small-grid", "TheoreticalOccupancy": "occupancy-registers",
-    "AchievedOccupancy": "occupancy-registers", "FPInstructions": "fp64", "SOLFPRoofline": "fp64",
+    "LaunchConfiguration": "small-grid", "TheoreticalOccupancy": None, "AchievedOccupancy": None,
+    "FPInstructions": "fp64", "SOLFPRoofline": "fp64",
     "IssueSlotUtilization": None, "CPIStall": None, "HighPipeUtilization": None, "MemoryL2Compression": None,
     "SOLBottleneck": None, "SlowPipeLimiter": None, "FPTypes": "fp64",
 }  # fmt: skip
+
+
+_OCCUPANCY_RULES = ("TheoreticalOccupancy", "AchievedOccupancy")
+
+
+def cause_of(rule: RuleResult) -> str | None:
+    """kprof's cause for one of ncu's rules (:data:`CAUSE_OF`); its occupancy rules by the limiter their text
+    names ("limited by the number of required registers", "... the required amount of shared memory"), none
+    where the text names neither (warps a block, scheduling imbalance: kprof has no such cause)."""
+    if rule.rule in _OCCUPANCY_RULES:
+        text = rule.text.lower()
+        if "register" in text:
+            return "occupancy-registers"
+        if "shared memory" in text:
+            return "occupancy-shared"
+        return None
+    return CAUSE_OF.get(rule.rule)
 
 
 @dataclass(frozen=True)
@@ -48,7 +65,7 @@ def verdict(rules: list[RuleResult], kernel: str | None = None) -> NcuVerdict:
         return NcuVerdict(None, None, None, len(opts))
     top = max(rated, key=lambda r: r.speedup or 0.0)
     saved = min(max((top.speedup or 0.0) / 100.0, 0.0), 0.999)
-    return NcuVerdict(top.rule, CAUSE_OF.get(top.rule), 1.0 / (1.0 - saved), len(opts))
+    return NcuVerdict(top.rule, cause_of(top), 1.0 / (1.0 - saved), len(opts))
 
 
 def listed(rules: list[RuleResult], kernel: str | None = None) -> list[dict[str, object]]:
@@ -56,5 +73,4 @@ def listed(rules: list[RuleResult], kernel: str | None = None) -> list[dict[str,
     reader checks the verdict against."""
     opts = _proposed(rules, kernel)
     opts.sort(key=lambda r: (r.speedup_type.lower() != "global", -(r.speedup or 0.0)))
-    return [{"rule": r.rule, "type": r.speedup_type, "est_speedup_pct": r.speedup, "cause": CAUSE_OF.get(r.rule)}
-            for r in opts]
+    return [{"rule": r.rule, "type": r.speedup_type, "est_speedup_pct": r.speedup, "cause": cause_of(r)} for r in opts]

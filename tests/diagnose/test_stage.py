@@ -344,6 +344,20 @@ def test_ncu_rules_beside_the_diagnosis(data_dir):
     untyped = [ncu.RuleResult(r.kernel, r.section, r.rule, r.kind, "", r.speedup, r.text) for r in rules]
     assert ncurules.verdict(untyped).rule == "HighPipeUtilization"  # an ncu without the type column: all compared
     assert ncu.parse_rules("no table") == []
+    # ncu's occupancy rules name their limiter in words: kprof's cause follows the words, none where they name
+    # neither registers nor shared memory
+    def occ(rule, text):
+        return ncu.RuleResult("k", "Occupancy", rule, "OPT", "global", 50.0, text)
+
+    assert ncurules.cause_of(occ("TheoreticalOccupancy", "This kernel's theoretical occupancy (25.0%) is limited by the "
+                                 "number of required registers.")) == "occupancy-registers"
+    assert ncurules.cause_of(occ("TheoreticalOccupancy", "... is limited by the required amount of shared memory.")) == \
+        "occupancy-shared"
+    assert ncurules.cause_of(occ("AchievedOccupancy", "The difference between calculated theoretical (100.0%) and "
+                                 "measured achieved occupancy (12.0%) can be the result of warp scheduling overheads "
+                                 "or workload imbalances")) is None
+    assert ncurules.verdict([occ("TheoreticalOccupancy", "limited by the number of required registers")]).cause == \
+        "occupancy-registers"
 
 
 @pytest.mark.nvcc
