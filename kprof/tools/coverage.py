@@ -12,7 +12,6 @@ the program and the driver only: tests/data/programs/session.memcheck.xml).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 
 NOT_PYTHON = ("kprof counts launches in Python programs (its site hook); this program started no Python "
@@ -63,30 +62,25 @@ class Coverage:
 def from_tally(text: str, *, pools_off: bool | None = None) -> Coverage:
     """The launch tally's log (every process's lines, in any interleaving) as one :class:`Coverage`.
     No line at all: the program ran no Python process with kprof's hook (a C++ binary, a shell loop)."""
+    from kprof.tools import tallylog
+
     started: dict[int, bool] = {}
     why: list[str] = []
     totals: dict[int, int] = {}
     seen: dict[int, int] = {}  # pid -> the launches its last kernel line counted
     kernels: dict[str, bool | None] = {}
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a process that was killed while writing it
-        if not isinstance(event, dict) or not isinstance(pid := event.get("pid"), int):
-            continue
-        kind = event.get("event")
-        if kind == "tally":
-            started[pid] = event.get("ok") is True
-            if event.get("ok") is not True:
-                why.append(str(event.get("why") or "the tally did not start"))
-        elif kind == "kernel" and isinstance(event.get("launches"), int):
-            seen[pid] = max(seen.get(pid, 0), event["launches"])
-            name, lines = str(event.get("name", "?")), event.get("lineinfo")
-            known = kernels.get(name)
-            kernels[name] = True if (known or lines is True) else (False if (known is False or lines is False) else None)
-        elif kind == "total" and isinstance(event.get("launches"), int):
-            totals[pid] = event["launches"]
+    for event in tallylog.read(text):
+        if isinstance(event, tallylog.Started):
+            started[event.pid] = event.ok
+            if not event.ok:
+                why.append(event.why)
+        elif isinstance(event, tallylog.Kernel):
+            seen[event.pid] = max(seen.get(event.pid, 0), event.launches)
+            known, lines = kernels.get(event.name), event.lineinfo
+            kernels[event.name] = True if (known or lines is True) else (
+                False if (known is False or lines is False) else None)
+        elif isinstance(event, tallylog.Total):
+            totals[event.pid] = event.launches
     counting = [pid for pid, ok in started.items() if ok]
     if not counting:
         return Coverage(None, pools_off=pools_off, why=why[0] if why else NOT_PYTHON)

@@ -54,27 +54,18 @@ class Sites:
 
 def from_tally(text: str) -> Sites:
     """The tally's log (every process's lines) as :class:`Sites`."""
-    started: list[bool] = []
-    why = ""
+    from kprof.tools import tallylog
+
+    events = tallylog.read(text)
+    started = [e for e in events if isinstance(e, tallylog.Started)]
     found: dict[str, list[LaunchSite]] = {}
-    for raw in text.splitlines():
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue  # a line cut by a process stopped while writing it
-        if not isinstance(event, dict) or not isinstance(pid := event.get("pid"), int):
-            continue
-        if event.get("event") == "tally":
-            started.append(event.get("ok") is True)
-            why = why or ("" if event.get("ok") is True else str(event.get("why") or "the tally did not start"))
-        elif event.get("event") == "site" and isinstance(name := event.get("name"), str):
-            path, line, func = event.get("path"), event.get("line"), event.get("func")
-            found.setdefault(name, []).append(LaunchSite(
-                name, path if isinstance(path, str) else None, line if isinstance(line, int) else None,
-                func if isinstance(func, str) else None, int(event.get("launches") or 0), pid))
-    if not any(started):
+    for e in events:
+        if isinstance(e, tallylog.Site):
+            found.setdefault(e.name, []).append(LaunchSite(e.name, e.path, e.line, e.func, e.launches, e.pid))
+    if not any(e.ok for e in started):
+        why = next((e.why for e in started if not e.ok), "")
         return Sites(why=why or "the program started no Python process kprof could hook (a binary's launches "
-                                 "have no Python line)")
+                                "have no Python line)")
     return Sites({k: tuple(v) for k, v in found.items()}, counted=True)
 
 
