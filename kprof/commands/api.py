@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof import inputs, proc
 from kprof.errors import UsageError
@@ -22,6 +22,15 @@ from kprof.results.reports import BenchCasesReport as BenchCasesReport
 from kprof.results.reports import BenchReport as BenchReport
 from kprof.results.reports import RunReport as RunReport
 from kprof.results.reports import SanitizeReport as SanitizeReport
+
+if TYPE_CHECKING:  # the returned types, named without importing their stages when kprof is imported
+    from kprof.commands.pipeline import Prepared
+    from kprof.diagnose.model import Diagnosis
+    from kprof.diagnose.program import ProgramProfile
+    from kprof.measure.ceilings import Ceilings
+    from kprof.measure.profiling import KernelProfile
+    from kprof.op import Op
+    from kprof.tools.suite import Early, Test, TestVerdict
 
 # The corpora's API (kprof cases, cases --bench, cases --perf, mutants) is kprof.commands.corpora; kprof.run_cases
 # and the rest name it from the package (kprof/__init__.py).
@@ -76,7 +85,7 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
 
 
 def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None = None,
-             progress: Callable[[str], None] | None = None) -> Any:
+             progress: Callable[[str], None] | None = None) -> Ceilings:
     """This GPU's ceilings (``kprof peak``, a :class:`kprof.measure.ceilings.Ceilings`): the cached measurement of
     this GPU and driver, or measured now (``refresh``; ``thorough``: 4-byte accesses too). With nothing cached,
     the GPU is checked before anything is built (no GPU: exit 5 in one line, not after building the peak kernels)."""
@@ -156,7 +165,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
 
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
-                   jobs: int | None = None, all_kernels: bool = False) -> Any:
+                   jobs: int | None = None, all_kernels: bool = False) -> Early:
     """Children for :func:`sanitize_tests`, started before the tests are known (while pytest collects
     them): one per tool that will start at once, each collecting the paths ``collect`` under its tool
     and waiting for its tests (:class:`kprof.tools.suite.Early`; pass it as ``early``, then ``cancel()``)."""
@@ -170,10 +179,10 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
                        all_kernels=all_kernels)
 
 
-def sanitize_tests(tests: Sequence[Any], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
+def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
-                   jobs: int | None = None, progress: Any = None, early: Any = None,
-                   all_kernels: bool = False) -> dict[str, Any]:
+                   jobs: int | None = None, progress: Any = None, early: Early | None = None,
+                   all_kernels: bool = False) -> dict[str, TestVerdict]:
     """Pytest tests (:class:`kprof.tools.suite.Test`) under compute-sanitizer's tools, one child per tool for
     them all: a :class:`kprof.tools.suite.TestVerdict` per node id, findings on the test that launched the
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
@@ -210,8 +219,8 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     return SanitizeReport(prepared.spec.name, checkers.explain(results))
 
 
-def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "quick", metrics: Sequence[str] = (),
-                     report_dir: Path | None = None, timeout: float = 600.0) -> list[Any]:
+def profile_prepared(prepared: Prepared, *, params: dict[str, str], set_name: str = "quick", metrics: Sequence[str] = (),
+                     report_dir: Path | None = None, timeout: float = 600.0) -> list[KernelProfile]:
     """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may not
     read counters, the counter-less fallback from one timed launch; any other ncu failure raises."""
     from kprof.measure import profiling
@@ -220,9 +229,9 @@ def profile_prepared(prepared: Any, *, params: dict[str, str], set_name: str = "
                                   metrics=tuple(metrics), report_dir=report_dir, timeout=timeout)
 
 
-def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[str, list[str]] | None = None,
+def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, try_params: dict[str, list[str]] | None = None,
                       auto_try: bool = True, seconds: float | None = None, kernel_seconds: tuple[float, ...] = (),
-                      timeout: float = 300.0) -> Any:
+                      timeout: float = 300.0) -> Diagnosis:
     """Why the kernel performs as it does (:class:`kprof.diagnose.model.Diagnosis`): its limiter, the causes
     ranked by gain with their evidence, line, change and estimate, and the tries' measured gains. ``seconds``
     and ``kernel_seconds``: its time and each launch's own GPU time from a kprof bench run, where one was made."""
@@ -242,7 +251,7 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, try_params: dict[st
 
 
 def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str | None = None,
-             try_params: dict[str, list[str]] | None = None, auto_try: bool = True, timeout: float = 600.0) -> Any:
+             try_params: dict[str, list[str]] | None = None, auto_try: bool = True, timeout: float = 600.0) -> Diagnosis:
     """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read them, else
     without) and diagnose one spec."""
     from kprof.commands import pipeline
@@ -255,7 +264,7 @@ def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str
 
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
             launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
-            sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[Any]:
+            sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[KernelProfile]:
     """Nsight Compute over ``target``: a list of :class:`~kprof.measure.profiling.KernelProfile`, one per kernel
     launch profiled. For a program, kernels are picked by name (``kernel``, a regular expression)
     and/or NVTX range (``range``: the program's own, torch's, or a ``kprof.range``), at most
@@ -280,7 +289,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
 
 def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str | None = None, launch_skip: int = 0,
                     launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (), arch: str | None = None,
-                    timeout: float = 600.0) -> Any:
+                    timeout: float = 600.0) -> ProgramProfile:
     """``kprof profile -- CMD`` from Python: :func:`profile` over the program, then one more run of it
     without ncu for the user's line that launched each kernel (stopped once it has launched what ncu
     looked at), and the kernels ranked (:class:`kprof.diagnose.program.ProgramProfile`)."""
@@ -295,7 +304,7 @@ def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str
     return program.ProgramProfile(profiles, program.rank(profiles, sites), sites)
 
 
-def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Any:
+def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Op:
     """A spec's kernels as one operation on GPU arrays (:class:`kprof.op.Op`): ``kprof.load("rmsnorm_onepass")``
     then ``y = op(x, w)`` on PyTorch tensors or CuPy arrays, on their current stream, no copy, no
     synchronisation. ``defines`` replace the spec's defines (``BLOCK=128``); ``sizes`` fixes sizes the
