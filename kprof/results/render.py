@@ -17,11 +17,14 @@ if TYPE_CHECKING:
     from kprof.build.build import BuildResult, ResourceUsage
     from kprof.build.occupancy import Occupancy
     from kprof.corpus.cases import CaseResult
+    from kprof.corpus.perfcases import PerfResult
+    from kprof.diagnose.program import Ranked
     from kprof.launch.launch import RunResult
     from kprof.measure.bench import PointResult
     from kprof.measure.profiling import KernelProfile
     from kprof.spec import KernelSpec, Resolved
     from kprof.tools.doctor import Check
+    from kprof.tools.launchsites import Sites
     from kprof.tools.toolrun import ToolResult
 
 
@@ -313,7 +316,7 @@ def cases_matrix(results: list[CaseResult]) -> str:
                  "llllllr") + "\n" + tally(results)
 
 
-def program_ranking(ranked: list[Any], top: int = 10, sites: Any = None) -> str:
+def program_ranking(ranked: list[Ranked], top: int = 10, sites: Sites | None = None) -> str:
     """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnose.program.rank`), its denominators named,
     each kernel with the user's line that launched it first (``sites``: the run that found them)."""
     here = str(Path.cwd()) + "/"
@@ -342,7 +345,7 @@ def program_ranking(ranked: list[Any], top: int = 10, sites: Any = None) -> str:
     return out
 
 
-def perf_cases_table(results: list[Any], tally: dict[str, Any]) -> str:
+def perf_cases_table(results: list[PerfResult], tally: dict[str, Any]) -> str:
     """``kprof cases --perf``: per case, the cause and line expected and named, the estimate against the
     twin's measured gain (benched in one run), and the try that confirmed it."""
     rows = []
