@@ -56,6 +56,8 @@ def _size_sets(spec: Any) -> list[tuple[str, dict[str, int], tuple[tuple[str, An
 
 
 def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
+    from dataclasses import asdict
+
     from kprof.commands import pipeline
     from kprof.errors import KprofError
     from kprof.launch import launch
@@ -74,7 +76,7 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
         try:
             prepared = pipeline.prepare(spec, sizes, preset="sanitize" if preset == "sanitize" else "default", fills=fills)
             result = launch.run_kernel(prepared.job(RunMode(time=False, frontier=True)), timeout=600)
-            row.update(sizes=prepared.resolved.sizes, ok=result.ok, checks=result.checks)
+            row.update(sizes=prepared.resolved.sizes, ok=result.ok, checks=[asdict(c) for c in result.checks])
         except KprofError as exc:
             row.update(ok=False, error=str(exc))
         print(f"{spec.name} {row['sizes']}: {'ok' if row.get('ok') else row.get('error') or 'FAIL'}", flush=True)

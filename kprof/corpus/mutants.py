@@ -22,13 +22,14 @@ the line count kept, so a report's line is the source's.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from kprof.build.cusource import closing
 
 if TYPE_CHECKING:
+    from kprof.launch.childresult import OutputCheck
     from kprof.spec import KernelSpec
 
 SMALL_BYTES = 64 * 2**20  # a mutant's sizes of at most this many bytes of buffers run first, the others only if it passes them
@@ -393,14 +394,14 @@ def tools() -> tuple[str, ...]:
     return checkers.order(FIRST)
 
 
-def fingerprint(checks: list[dict[str, object]]) -> tuple[object, ...]:
+def fingerprint(checks: Sequence[OutputCheck]) -> tuple[object, ...]:
     """What a verified run says of its outputs, to the last bit: each output's digest (kprof mutants runs
     with ``RunMode(digest=True)``: the outputs' bytes, where the verdict's numbers also move with the float64
     reference, which another number of threads sums in another order) and verdict. A survivor with the
     original's fingerprint at every size is not called equivalent by that alone: on an H200 most such
     mutants of rmsnorm_bf16 were lines that no checked size runs (the long-row path); the boundary probe
     decides the ones that moved a bound."""
-    return tuple((repr(c.get("name")), repr(c.get("digest")), repr(c.get("ok"))) for c in checks)
+    return tuple((repr(c.name), repr(c.digest), repr(c.ok)) for c in checks)
 
 
 def same_results(original: list[tuple[object, ...]], mutant: list[tuple[object, ...]]) -> bool:

@@ -221,7 +221,7 @@ def _judge_mutant(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], labe
                     break
     except TargetError as exc:
         return mutants.MutantResult(m, "killed", f"its run failed: {str(exc).splitlines()[0][:300]}", "verdict")
-    verdict, why = mutants.judge([(labels[i], runs[i].ok, "; ".join(c["message"] for c in runs[i].checks if not c["ok"]))
+    verdict, why = mutants.judge([(labels[i], runs[i].ok, "; ".join(c.message for c in runs[i].checks if not c.ok))
                                   for i in sorted(runs)])
     if verdict == "killed":
         return mutants.MutantResult(m, verdict, why, "verdict")

@@ -35,6 +35,55 @@ class ChildError:
 
 
 @dataclass(frozen=True)
+class OutputCheck:
+    """The verdict on one output, as the child wrote it (:class:`kprof.child.verify.Check`, and its digest
+    where the job asked for one): read once here, typed; ``kprof run --json`` writes it back as it came."""
+
+    name: str
+    ok: bool
+    message: str
+    rel_err: float | None = None  # normwise relative error; None when it cannot be computed
+    max_abs_err: float | None = None
+    nonfinite: int = 0  # NaN or Inf elements in the output
+    poisoned: int = 0  # elements still holding the poison (never written)
+    first_bad: tuple[int, ...] | None = None  # index of the worst element, or of the first non-finite one
+    got: float | None = None
+    expected: float | None = None
+    rtol: float = 0.0
+    atol: float = 0.0
+    metric: str = "elementwise"  # or normwise, or exact (integer outputs)
+    failing: int = 0  # elements outside the tolerance
+    worst: tuple[dict[str, Any], ...] = ()  # the worst elements: index, got, expected
+    needed_atol: float | None = None
+    needed_rtol: float | None = None
+    note: str = ""
+    frontier: tuple[tuple[float, ...], ...] = ()  # (rtol, the smallest atol that passes at it)
+    digest: str | None = None  # the output's bytes, hashed (kprof mutants)
+
+
+def _check(raw: object) -> OutputCheck | None:
+    if not isinstance(raw, dict):
+        return None
+    first_bad, frontier = raw.get("first_bad"), raw.get("frontier")
+    return OutputCheck(
+        name=_str(raw.get("name")), ok=raw.get("ok") is True, message=_str(raw.get("message")),
+        rel_err=_float(raw.get("rel_err")), max_abs_err=_float(raw.get("max_abs_err")),
+        nonfinite=_int(raw.get("nonfinite")) or 0, poisoned=_int(raw.get("poisoned")) or 0,
+        first_bad=tuple(int(i) for i in first_bad) if isinstance(first_bad, list) else None,
+        got=_float(raw.get("got")), expected=_float(raw.get("expected")), rtol=_float(raw.get("rtol")) or 0.0,
+        atol=_float(raw.get("atol")) or 0.0, metric=_str(raw.get("metric")) or "elementwise",
+        failing=_int(raw.get("failing")) or 0, worst=_dicts(raw.get("worst")),
+        needed_atol=_float(raw.get("needed_atol")), needed_rtol=_float(raw.get("needed_rtol")), note=_str(raw.get("note")),
+        frontier=tuple(tuple(float(x) for x in pair) for pair in frontier if isinstance(pair, list))
+        if isinstance(frontier, list) else (), digest=_opt_str(raw.get("digest")))
+
+
+def checks_of(value: object) -> tuple[OutputCheck, ...]:
+    """The child's ``checks`` list, typed (an entry that is not a check's record is dropped)."""
+    return tuple(c for c in (_check(v) for v in value) if c is not None) if isinstance(value, list) else ()
+
+
+@dataclass(frozen=True)
 class Timing:
     """A timing mode's samples (seconds per call) and how they were taken."""
 
@@ -78,7 +127,7 @@ class ChildResult:
     registers: int | None = None
     driver_blocks_per_sm: int | None = None
     allocations: tuple[dict[str, Any], ...] = ()
-    checks: tuple[dict[str, Any], ...] = ()
+    checks: tuple[OutputCheck, ...] = ()
     nvtx: bool = False
     time_ms: float | None = None
     math_mode: str | None = None
@@ -106,7 +155,7 @@ class ChildResult:
         return self.status in ("ok", "failed") and self.job_seconds is not None
 
     def failed_checks(self) -> list[str]:
-        return [str(c.get("message", "")) for c in self.checks if not c.get("ok")]
+        return [c.message for c in self.checks if not c.ok]
 
 
 NOTHING = ChildResult()
@@ -136,7 +185,7 @@ def from_data(data: object) -> ChildResult:
         kernel=_opt_str(data.get("kernel")), sizes=_dict(data.get("sizes")), launch=_dict(data.get("launch")),
         device=_dict(data.get("device")), registers=_int(data.get("registers")),
         driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=_dicts(data.get("allocations")),
-        checks=_dicts(data.get("checks")), nvtx=bool(data.get("nvtx")), time_ms=_float(data.get("time_ms")),
+        checks=checks_of(data.get("checks")), nvtx=bool(data.get("nvtx")), time_ms=_float(data.get("time_ms")),
         math_mode=_opt_str(data.get("math_mode")), job_seconds=_float(data.get("job_seconds")),
         findings=_dicts(data.get("findings")), scrubbed=data.get("scrubbed") if isinstance(data.get("scrubbed"), bool) else None,
         timing=_timing(data), baseline=_operation(data, "baseline"), operation=_operation(data, "operation"), raw=data)

@@ -18,7 +18,7 @@ from typing import Any
 from kprof import proc
 from kprof.errors import NoGPUError, TargetError, UsageError
 from kprof.launch import childresult
-from kprof.launch.childresult import ChildError, ChildResult, Operation
+from kprof.launch.childresult import ChildError, ChildResult, Operation, OutputCheck
 from kprof.launch.job import Job
 
 DEFAULT_TIMEOUT = 300.0
@@ -29,7 +29,7 @@ class RunResult:
     kernel: str
     sizes: dict[str, int]
     ok: bool
-    checks: list[dict[str, Any]]
+    checks: list[OutputCheck]
     time_ms: float | None
     device: dict[str, Any]
     launch: dict[str, Any]

@@ -190,10 +190,10 @@ def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str
         if pyref.is_stored(ref):
             lines.append(f"  reference: {pyref.Ref.from_stored(ref).label()}, your Python, run in kprof's runner process")
     for check in result.checks:
-        verdict = "PASS" if check["ok"] else "FAIL"
-        lines.append(f"  {check['name']}: {verdict}  {check['message']}")
-        if check.get("note"):
-            lines.append(f"    note: {check['note']}")
+        verdict = "PASS" if check.ok else "FAIL"
+        lines.append(f"  {check.name}: {verdict}  {check.message}")
+        if check.note:
+            lines.append(f"    note: {check.note}")
     if not result.nvtx:
         lines.append("  warning: the nvtx package is missing; launches carry no NVTX range (pip install nvtx)")
     if result.time_ms is not None:

@@ -37,9 +37,9 @@ def test_ladder_kernel_verifies_at_every_size(name):
     for (label, prepared), result in zip(cases, results):
         resolved, built = prepared.resolved, prepared.built
         if not result.ok:
-            wrong.append(f"{label}: {[c['message'] for c in result.checks]}")
+            wrong.append(f"{label}: {[c.message for c in result.checks]}")
             continue
-        assert result.checks and all(c["nonfinite"] == 0 for c in result.checks), label
+        assert result.checks and all(c.nonfinite == 0 for c in result.checks), label
         assert result.time_ms and result.time_ms > 0, label
         assert result.nvtx, "the nvtx package must be importable in the runner"
         assert len(result.allocations) == len(resolved.buffers), label
@@ -84,7 +84,7 @@ def test_swept_variants_verify_at_every_checked_size(name, params):
     every = [(short, ()), *[(dict(c.sizes), c.fills) for c in spec.checks]]
     results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
                                   for sizes, fills in every])
-    wrong = [f"{sizes or 'default'}: {[c['message'] for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
+    wrong = [f"{sizes or 'default'}: {[c.message for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
     assert not wrong, f"{name} {params} fails at " + "; ".join(wrong)
 
 
@@ -156,7 +156,7 @@ def test_tensor_core_variants_verify_at_every_checked_size(name, params):
     every = [(spec.preset("sanitize"), ())] + [(dict(c.sizes), c.fills) for c in spec.checks]
     results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
                                   for sizes, fills in every])
-    wrong = [f"{sizes}: {[c['message'] for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
+    wrong = [f"{sizes}: {[c.message for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
     assert not wrong, f"{name} {params} fails at " + "; ".join(wrong)
 
 
@@ -168,7 +168,7 @@ def test_hang_is_killed_at_the_timeout(data_dir):
 def test_unwritten_output_fails_verification(data_dir):
     result = launch.run_kernel(_data_job(data_dir, "half_write"))
     assert not result.ok
-    assert result.checks[0]["nonfinite"] == 500 and "first at c[500]" in result.checks[0]["message"]
+    assert result.checks[0].nonfinite == 500 and "first at c[500]" in result.checks[0].message
 
 
 def test_a_write_past_the_end_fails_the_verdict_without_a_tool(data_dir):
@@ -176,7 +176,7 @@ def test_a_write_past_the_end_fails_the_verdict_without_a_tool(data_dir):
     result = launch.run_kernel(_data_job(data_dir, "one_past"))
     assert not result.ok
     c, bounds = result.checks
-    assert c["ok"] and not bounds["ok"] and "4 bytes past its end (c[1000])" in bounds["message"], result.checks
+    assert c.ok and not bounds.ok and "4 bytes past its end (c[1000])" in bounds.message, result.checks
 
 
 def test_wrong_answer_fails_with_exit_1(data_dir, capsys):

@@ -139,9 +139,11 @@ def test_a_run_asked_for_digests_gives_each_output_s_and_the_mutants_compare_by_
     other = run_job(fake, job_for("vector_add", {"N": 1000}, RunMode(digest=True), seed=5))
     assert other["checks"][0]["digest"] != first["checks"][0]["digest"]
     assert "digest" not in run_job(fake, job_for("vector_add", {"N": 1000}, RunMode()))["checks"][0]
-    moved = [{**first["checks"][0], "rel_err": 1e-17}]  # the same bytes, a reference summed in another order
-    assert mutants.fingerprint(first["checks"]) == mutants.fingerprint(moved)
-    assert mutants.fingerprint(first["checks"]) != mutants.fingerprint(other["checks"])
+    from kprof.launch.childresult import checks_of
+
+    moved = checks_of([{**first["checks"][0], "rel_err": 1e-17}])  # the same bytes, a reference summed in another order
+    assert mutants.fingerprint(checks_of(first["checks"])) == mutants.fingerprint(moved)
+    assert mutants.fingerprint(checks_of(first["checks"])) != mutants.fingerprint(checks_of(other["checks"]))
 
 
 def test_bench_never_times_a_wrong_kernel(fake, monkeypatch):

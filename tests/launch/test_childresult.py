@@ -61,6 +61,24 @@ def test_a_result_of_another_version_is_one_clear_error(version):
 def test_fields_of_the_wrong_type_are_left_out_not_trusted():
     got = childresult.from_data({"version": 1, "status": 3, "registers": "16", "sizes": [1], "checks": [1, {"ok": True}],
                                  "samples": ["x", 1e-3], "stop": None, "nvtx": 1, "job_seconds": True})
-    assert got.status == "" and got.registers is None and got.sizes == {} and got.checks == ({"ok": True},)
+    assert got.status == "" and got.registers is None and got.sizes == {} and got.checks == (childresult.OutputCheck("", True, ""),)
     assert got.timing is not None and got.timing.samples == (1e-3,) and got.timing.stop == ""
     assert got.nvtx and got.job_seconds is None
+
+
+def test_a_check_is_read_typed_and_written_back_as_it_came():
+    """The verdict on one output as the child writes it (kprof.child.verify.Check.to_dict, and a digest):
+    every field typed in the parent, and kprof run --json's record of it the same as the child's."""
+    from dataclasses import asdict
+
+    raw = {"name": "c", "ok": False, "rel_err": 0.5, "max_abs_err": 2.0, "nonfinite": 0, "poisoned": 3,
+           "first_bad": [4, 1], "got": 1.0, "expected": 3.0, "rtol": 1e-5, "message": "3 of 9 elements exceed ...",
+           "atol": 1e-6, "metric": "elementwise", "failing": 3, "worst": [{"index": [4, 1], "got": 1.0, "expected": 3.0}],
+           "needed_atol": 2.0, "needed_rtol": None, "note": "", "frontier": [[1e-5, 2.0]], "digest": "ab12"}
+    got = childresult.from_data({"version": 1, "status": "failed", "checks": [raw]})
+    (c,) = got.checks
+    assert not c.ok and c.first_bad == (4, 1) and c.poisoned == 3 and c.digest == "ab12" and c.frontier == ((1e-5, 2.0),)
+    assert got.failed_checks() == ["3 of 9 elements exceed ..."]
+    import json
+
+    assert json.loads(json.dumps(asdict(c))) == raw
