@@ -8,6 +8,7 @@ merged into one finding with a ``count``. JSON and SARIF 2.1.0 writers live here
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -138,35 +139,62 @@ def label(f: Finding) -> str:
     return f"{f.tool} {f.kind} at {f.location()}"
 
 
-def buffer_detail(address: int, allocations: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+@dataclass(frozen=True)
+class Allocation:
+    """One buffer kprof's runner allocated for a spec (its result's ``allocations``): what names an address."""
+
+    name: str
+    base: int
+    nbytes: int
+    dtype: str
+    shape: tuple[int, ...] = ()
+    role: str = ""  # in, out, inout, scratch ('' in a record from before kprof kept it)
+
+
+def allocation_of(raw: object) -> Allocation | None:
+    """An allocation as the runner wrote it, or None for a record that is not one (a name and dtype, a
+    base and size that are counts, a shape that is a list of at most 8 sizes if it has one)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("dtype"), str):
+        return None
+    base, nbytes, shape = raw.get("base"), raw.get("nbytes"), raw.get("shape", [])
+    counts = [base, nbytes, *(shape if isinstance(shape, list) else [])]
+    if not isinstance(shape, list) or len(shape) > 8 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
+        return None
+    assert isinstance(base, int) and isinstance(nbytes, int)
+    role = raw.get("role")
+    return Allocation(raw["name"], base, nbytes, raw["dtype"], tuple(shape), role if isinstance(role, str) else "")
+
+
+def buffer_detail(address: int, allocations: Sequence[Allocation]) -> tuple[str | None, str | None]:
     """Name the buffer an address belongs to or lies nearest, in the user's terms."""
     if not allocations:
         return None, None
-    best: tuple[int, dict[str, Any], str] | None = None
+    best: tuple[int, Allocation, str] | None = None
     for alloc in allocations:
-        base, nbytes = int(alloc["base"]), int(alloc["nbytes"])
+        base, nbytes = alloc.base, alloc.nbytes
         if base <= address < base + nbytes:
             offset = address - base
-            item = _itemsize(alloc["dtype"])
-            text = f"at byte {offset:,} of {alloc['name']} (element {offset // item:,}; {_describe(alloc)})"
-            return alloc["name"], text
+            item = _itemsize(alloc.dtype)
+            text = f"at byte {offset:,} of {alloc.name} (element {offset // item:,}; {_describe(alloc)})"
+            return alloc.name, text
         if address >= base + nbytes:
             distance = address - (base + nbytes)
             where = "immediately past" if distance == 0 else f"{distance:,} bytes past"
-            element = (address - base) // _itemsize(alloc["dtype"])
-            text = f"{where} the end of {alloc['name']}: element {element:,} ({_describe(alloc)})"
+            element = (address - base) // _itemsize(alloc.dtype)
+            text = f"{where} the end of {alloc.name}: element {element:,} ({_describe(alloc)})"
         else:
             distance = base - address
-            text = f"{distance:,} bytes before the start of {alloc['name']} ({_describe(alloc)})"
+            text = f"{distance:,} bytes before the start of {alloc.name} ({_describe(alloc)})"
         if best is None or distance < best[0]:
             best = (distance, alloc, text)
     assert best is not None
-    return best[1]["name"], best[2]
+    return best[1].name, best[2]
 
 
-def _describe(alloc: dict[str, Any]) -> str:
-    dims = " x ".join(str(d) for d in alloc.get("shape", []))
-    return f"{alloc['name']} is {dims} {alloc['dtype']}, {int(alloc['nbytes']):,} bytes"
+def _describe(alloc: Allocation) -> str:
+    dims = " x ".join(str(d) for d in alloc.shape)
+    return f"{alloc.name} is {dims} {alloc.dtype}, {alloc.nbytes:,} bytes"
 
 
 def _itemsize(dtype: str) -> int:

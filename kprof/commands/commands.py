@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof.commands.options import (
     BenchOptions,
@@ -43,6 +43,9 @@ from kprof.errors import (
     UsageError,
 )
 from kprof.results import render
+
+if TYPE_CHECKING:
+    from kprof.findings import Allocation
 
 
 def _emit_json(data: object) -> None:
@@ -213,23 +216,22 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _read_allocations(path: str) -> list[dict[str, Any]]:
+def _read_allocations(path: str) -> list[Allocation]:
     from kprof import inputs
+    from kprof.findings import allocation_of
 
     data = inputs.read_json(inputs.user_path(path, "--allocations"), "--allocations", limit=MAX_RESULT_BYTES)
     allocations = data.get("allocations") if isinstance(data, dict) else None
     if not isinstance(allocations, list):
         raise UsageError(f"--allocations {path}: no 'allocations' list in it (use the runner's result.json)")
+    out = []
     for i, a in enumerate(allocations):
-        ok = isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("dtype"), str) and all(
-            isinstance(a.get(k), int) and not isinstance(a.get(k), bool) and a[k] >= 0 for k in ("base", "nbytes"))
-        shape = a.get("shape", []) if isinstance(a, dict) else []
-        ok = ok and isinstance(shape, list) and len(shape) <= 8 and all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
-        if not ok:
+        found = allocation_of(a)
+        if found is None:
             raise UsageError(f"--allocations {path}: allocations[{i}] needs name, dtype, base and nbytes, and a shape "
                              "that is a list of sizes if it has one (use the runner's result.json)")
-    return allocations
+        out.append(found)
+    return out
 
 
 def _write_json(path: Path, data: object) -> None:

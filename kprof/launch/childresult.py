@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from kprof.errors import ErrorKind, ResultError
+from kprof.findings import Allocation, allocation_of
 
 RESULT_VERSION = 1
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a values run's findings, a long timing's samples
@@ -126,7 +127,7 @@ class ChildResult:
     device: dict[str, Any] = field(default_factory=dict)
     registers: int | None = None
     driver_blocks_per_sm: int | None = None
-    allocations: tuple[dict[str, Any], ...] = ()
+    allocations: tuple[Allocation, ...] = ()
     checks: tuple[OutputCheck, ...] = ()
     nvtx: bool = False
     time_ms: float | None = None
@@ -184,7 +185,7 @@ def from_data(data: object) -> ChildResult:
         status=_str(data.get("status")), phase=_str(data.get("phase")) or "start", error=_error(data.get("error")),
         kernel=_opt_str(data.get("kernel")), sizes=_dict(data.get("sizes")), launch=_dict(data.get("launch")),
         device=_dict(data.get("device")), registers=_int(data.get("registers")),
-        driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=_dicts(data.get("allocations")),
+        driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=allocations_of(data.get("allocations")),
         checks=checks_of(data.get("checks")), nvtx=bool(data.get("nvtx")), time_ms=_float(data.get("time_ms")),
         math_mode=_opt_str(data.get("math_mode")), job_seconds=_float(data.get("job_seconds")),
         findings=_dicts(data.get("findings")), scrubbed=data.get("scrubbed") if isinstance(data.get("scrubbed"), bool) else None,
@@ -261,6 +262,12 @@ def _strs(value: object) -> tuple[str, ...]:
 
 def _dict(value: object) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
+
+
+def allocations_of(value: object) -> tuple[Allocation, ...]:
+    """The runner's ``allocations`` list, typed (a record that is not one is dropped)."""
+    found = (allocation_of(v) for v in value) if isinstance(value, list) else ()
+    return tuple(a for a in found if a is not None)
 
 
 def _dicts(value: object) -> tuple[dict[str, Any], ...]:

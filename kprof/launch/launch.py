@@ -17,6 +17,7 @@ from typing import Any
 
 from kprof import proc
 from kprof.errors import NoGPUError, TargetError, UsageError
+from kprof.findings import Allocation
 from kprof.launch import childresult
 from kprof.launch.childresult import ChildError, ChildResult, Operation, OutputCheck
 from kprof.launch.job import Job
@@ -34,7 +35,7 @@ class RunResult:
     device: dict[str, Any]
     launch: dict[str, Any]
     registers: int | None
-    allocations: list[dict[str, Any]]
+    allocations: list[Allocation]
     nvtx: bool
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     driver_blocks_per_sm: int | None = None  # cuOccupancyMaxActiveBlocksPerMultiprocessor for the first kernel

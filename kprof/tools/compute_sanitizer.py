@@ -25,14 +25,14 @@ from __future__ import annotations
 import re
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kprof import inputs, proc
 from kprof.errors import UsageError
-from kprof.findings import Access, Finding, buffer_detail, fold_same_place, merge
+from kprof.findings import Access, Allocation, Finding, buffer_detail, fold_same_place, merge
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
 from kprof.tools import coverage, exitcode, hostframes, kernelpolicy, ranks
@@ -95,7 +95,7 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
 # ------------------------------------------------------------------------------------ parsing
 
 
-def parse_xml(text: str, tool: str, allocations: list[dict[str, Any]] | None = None,
+def parse_xml(text: str, tool: str, allocations: Sequence[Allocation] | None = None,
               tool_text: str = "") -> tuple[list[Finding], list[str]]:
     """Findings from compute-sanitizer's XML, merged; plus notes about records set aside.
 
@@ -115,12 +115,12 @@ def records(text: str) -> list[ET.Element]:
 STOPS_THE_CONTEXT = ("Precise", "Imprecise")
 
 
-def parse_records(recs: list[ET.Element], tool: str, allocations: list[dict[str, Any]] | None = None,
+def parse_records(recs: list[ET.Element], tool: str, allocations: Sequence[Allocation] | None = None,
                   tool_text: str = "") -> tuple[list[Finding], list[str]]:
     """:func:`parse_xml` over some of a report's records (one test's, in a suite run)."""
     allocations = allocations or []
     nearest = nearest_allocations(tool_text)
-    own = {int(a["base"]) for a in allocations}
+    own = {a.base for a in allocations}
     findings: list[Finding] = []
     analyses: list[Finding] = []
     notes: list[str] = []
@@ -185,7 +185,7 @@ def _records(text: str) -> list[ET.Element]:
     return root.findall("record")
 
 
-def _other(rec: ET.Element, tool: str, kind: str, allocations: list[dict[str, Any]]) -> Finding:
+def _other(rec: ET.Element, tool: str, kind: str, allocations: Sequence[Allocation]) -> Finding:
     if kind == "Hazard":
         return _hazard(rec, tool)
     if kind == "Initcheck":
@@ -336,7 +336,7 @@ def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, di
     return func, path, line, {}
 
 
-def _memcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> Finding:
+def _memcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> Finding:
     func, path, line, extra = _where_user(rec)
     text = rec.findtext("what/text") or ""
     error = (rec.findtext("what/error") or text).lower()
@@ -437,7 +437,7 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
     return out
 
 
-def _initcheck(rec: ET.Element, tool: str, allocations: list[dict[str, Any]]) -> Finding:
+def _initcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> Finding:
     func, path, line, extra = _where_user(rec)
     address = _int(rec.findtext("what/address"))
     size = _int(rec.findtext("what/size"))
@@ -615,7 +615,7 @@ def infer_tool(text: str) -> str | None:
     return tools.pop() if len(tools) == 1 else None
 
 
-def from_xml(path: Path, tool: str | None, allocations: list[dict[str, Any]] | None = None) -> ToolResult:
+def from_xml(path: Path, tool: str | None, allocations: Sequence[Allocation] | None = None) -> ToolResult:
     """Report a saved XML file (from another machine) the same way, without a GPU. ``tool`` None: worked
     out from the records; a ``tool`` that contradicts them is refused. A text report saved beside it
     (``FILE.txt`` for ``FILE.xml``) adds the allocations an access missed."""

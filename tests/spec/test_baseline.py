@@ -159,7 +159,9 @@ def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
     built = build.build(spec, "sm_90")
     assert built.cubin == spec.source and built.usage_of("add").registers == 0 and built.cached
     assert "python (nothing to build)" in render.build_table([(spec, built)])
-    result = RunResult("k", {"N": 64}, True, [{"name": "c", "ok": True, "message": "ok"}], None, {"name": "GPU"}, {},
+    from kprof.launch.childresult import OutputCheck
+
+    result = RunResult("k", {"N": 64}, True, [OutputCheck("c", True, "ok")], None, {"name": "GPU"}, {},
                        None, [], True, operation=Operation("torch", "ops.py:add", None))
     text = render.run_report(result, spec.resolve(), built)
     assert "a Python operation: ops.py:add, your code, run in kprof's runner on its buffers as torch tensors" in text

@@ -18,7 +18,9 @@ DATA = "sanitizer"
 def load(data_dir, name, tool):
     xml = (data_dir / DATA / f"{name}.xml").read_text()
     result = data_dir / DATA / f"{name}.result.json"
-    allocations = json.loads(result.read_text())["allocations"] if result.exists() else []
+    from kprof.launch.childresult import allocations_of
+
+    allocations = allocations_of(json.loads(result.read_text())["allocations"]) if result.exists() else ()
     return sanitize.parse_xml(xml, tool, allocations)
 
 
@@ -125,8 +127,8 @@ def test_not_sanitizer_xml():
 
 
 def test_buffer_mapping_before_start_and_inside():
-    allocs = [{"name": "x", "base": 0x1000, "nbytes": 400, "dtype": "float32", "shape": [100]},
-              {"name": "y", "base": 0x1200, "nbytes": 400, "dtype": "float32", "shape": [100]}]
+    allocs = [findings_mod.Allocation("x", 0x1000, 400, "float32", (100,)),
+              findings_mod.Allocation("y", 0x1200, 400, "float32", (100,))]
     assert findings_mod.buffer_detail(0x1000 - 4, allocs) == (
         "x", "4 bytes before the start of x (x is 100 float32, 400 bytes)")
     name, text = findings_mod.buffer_detail(0x1208, allocs)
