@@ -9,7 +9,7 @@ merged into one finding with a ``count``. JSON and SARIF 2.1.0 writers live here
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -98,6 +98,22 @@ class Finding:
         data["grids"] = sorted(self.grids)
         data["launches"] = self.launches
         return data
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Finding:
+        """A finding as :meth:`to_dict` (or the values detector's child) wrote it: fields it does not have
+        are dropped, lists become the tuples and sets they were."""
+        known = {f.name for f in fields(cls)}
+        data = {k: v for k, v in raw.items() if k in known}
+        data["thread"] = tuple(data["thread"]) if data.get("thread") else None
+        data["block"] = tuple(data["block"]) if data.get("block") else None
+        data["indices"] = tuple(tuple(i) for i in data.get("indices") or ())
+        other = data.get("other")
+        data["other"] = Access(other.get("file"), other.get("line"), other.get("access"),
+                               tuple(other["thread"]) if other.get("thread") else None) if isinstance(other, dict) else None
+        data["grids"] = frozenset(data.get("grids") or ())
+        data["extra"] = dict(data.get("extra") or {})
+        return cls(**data)
 
 
 def merge(findings: list[Finding]) -> list[Finding]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from kprof.errors import ErrorKind, ResultError
-from kprof.findings import Allocation, allocation_of
+from kprof.findings import Allocation, Finding, allocation_of
 
 RESULT_VERSION = 1
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a values run's findings, a long timing's samples
@@ -133,7 +133,7 @@ class ChildResult:
     time_ms: float | None = None
     math_mode: str | None = None
     job_seconds: float | None = None  # a batch job's own time (kprof.launch.launch.run_batch)
-    findings: tuple[dict[str, Any], ...] = ()  # the values detector's
+    findings: tuple[Finding, ...] = ()  # the values detector's
     scrubbed: bool | None = None  # the values detector's shared-memory scrubber ran
     timing: Timing | None = None
     baseline: Operation | None = None
@@ -188,7 +188,8 @@ def from_data(data: object) -> ChildResult:
         driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=allocations_of(data.get("allocations")),
         checks=checks_of(data.get("checks")), nvtx=bool(data.get("nvtx")), time_ms=_float(data.get("time_ms")),
         math_mode=_opt_str(data.get("math_mode")), job_seconds=_float(data.get("job_seconds")),
-        findings=_dicts(data.get("findings")), scrubbed=data.get("scrubbed") if isinstance(data.get("scrubbed"), bool) else None,
+        findings=tuple(Finding.from_dict(f) for f in _dicts(data.get("findings"))),
+        scrubbed=data.get("scrubbed") if isinstance(data.get("scrubbed"), bool) else None,
         timing=_timing(data), baseline=_operation(data, "baseline"), operation=_operation(data, "operation"), raw=data)
 
 

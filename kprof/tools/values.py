@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof.findings import Access, Finding
+from kprof.findings import Finding
 from kprof.launch import launch
 from kprof.launch.job import Job, ValuesMode
 from kprof.tools import coverage
@@ -43,7 +43,7 @@ def run(job: Job, *, scrub_cubin: str | None, scrub_note: str = "", repeats: int
     shared-memory reads are seen less often, and the report says so."""
     job = replace(job, mode=ValuesMode(repeats=repeats, scrub_cubin=scrub_cubin))
     done, data = launch.run(job, timeout=timeout)
-    findings = [_finding(raw) for raw in data.findings]
+    findings = list(data.findings)
     notes = _notes(job, scrub_cubin, scrub_note)
     result = classify("values", done, data, findings, notes, timeout, have_xml=True)
     if result.status == "clean" and data.status != "ok":
@@ -66,7 +66,7 @@ def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "",
             out.append(None)
             continue
         own = replace(done, returncode=0, seconds=data.job_seconds, timed_out=False)
-        out.append(classify("values", own, data, [_finding(raw) for raw in data.findings],
+        out.append(classify("values", own, data, list(data.findings),
                             _notes(job, scrub_cubin, scrub_note), timeout, have_xml=True))
     return out
 
@@ -176,17 +176,6 @@ def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], 
     if not run.ok:
         return ToolResult("values", "not-checked", [], done.seconds, run.why, [], done.tail(40))
     return run
-
-
-def _finding(raw: dict[str, Any]) -> Finding:
-    raw = dict(raw)
-    raw["thread"] = tuple(raw["thread"]) if raw.get("thread") else None
-    raw["block"] = tuple(raw["block"]) if raw.get("block") else None
-    raw["indices"] = tuple(tuple(i) for i in raw.get("indices", []))
-    raw["other"] = Access(**raw["other"]) if raw.get("other") else None
-    raw["grids"] = frozenset(raw.get("grids", ()))
-    raw.pop("launches", None)
-    return Finding(**raw)
 
 
 class ValuesDetector:
