@@ -141,6 +141,11 @@ class ChildResult:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the record as written (kprof run --json)
 
     @property
+    def ok(self) -> bool:
+        """Every output passed its verdict (``kprof run``'s answer)."""
+        return self.status == "ok"
+
+    @property
     def wrote(self) -> bool:
         """The child wrote a result at all."""
         return bool(self.status)

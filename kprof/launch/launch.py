@@ -11,35 +11,29 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kprof import proc
 from kprof.errors import NoGPUError, TargetError, UsageError
-from kprof.findings import Allocation
 from kprof.launch import childresult
-from kprof.launch.childresult import ChildError, ChildResult, Operation, OutputCheck
+from kprof.launch.childresult import ChildError, ChildResult
 from kprof.launch.job import Job
 
 DEFAULT_TIMEOUT = 300.0
 
 
-@dataclass(frozen=True)
-class RunResult:
-    kernel: str
-    sizes: dict[str, int]
-    ok: bool
-    checks: list[OutputCheck]
-    time_ms: float | None
-    device: dict[str, Any]
-    launch: dict[str, Any]
-    registers: int | None
-    allocations: list[Allocation]
-    nvtx: bool
-    raw: dict[str, Any] = field(repr=False, default_factory=dict)
-    driver_blocks_per_sm: int | None = None  # cuOccupancyMaxActiveBlocksPerMultiprocessor for the first kernel
-    operation: Operation | None = None  # a spec's Python operation: the framework it ran as
+def __getattr__(name: str) -> Any:
+    """``RunResult``, the name of a run's result before it was :class:`ChildResult` (kprof 0.x): still
+    importable, with a warning."""
+    if name == "RunResult":
+        import warnings
+
+        warnings.warn("kprof.launch.launch.RunResult is now kprof.launch.childresult.ChildResult", DeprecationWarning,
+                      stacklevel=2)
+        return ChildResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def runner_argv(job_path: Path, result_path: Path) -> list[str]:
@@ -97,7 +91,7 @@ def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT, wrapper: lis
     return done, datas
 
 
-def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> ChildResult:
     """Run a job in :class:`~kprof.launch.job.RunMode` and return what the child measured; a hang, a fault
     or a crash is a :class:`~kprof.errors.TargetError`."""
     done, data = run(job, timeout=timeout)
@@ -105,7 +99,7 @@ def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
     return _run_result(job, data)
 
 
-def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[RunResult]:
+def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[ChildResult]:
     """Several :class:`~kprof.launch.job.RunMode` jobs in one child (:func:`run_batch`: one interpreter, one
     CUDA context, each job held to its own ``timeout``), each with what the child measured for it, in
     order: the same as :func:`run_kernel` of each, without a child start per job. A job the child did
@@ -121,11 +115,8 @@ def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[Ru
     return out
 
 
-def _run_result(job: Job, data: ChildResult) -> RunResult:
-    return RunResult(kernel=job.target.name, sizes=data.sizes, ok=data.status == "ok", checks=list(data.checks),
-                     time_ms=data.time_ms, device=data.device, launch=data.launch, registers=data.registers,
-                     allocations=list(data.allocations), nvtx=data.nvtx, raw=data.raw,
-                     driver_blocks_per_sm=data.driver_blocks_per_sm, operation=data.operation)
+def _run_result(job: Job, data: ChildResult) -> ChildResult:
+    return replace(data, kernel=job.target.name)
 
 
 def raise_for_child(name: str, done: proc.Completed, data: ChildResult, timeout: float) -> None:

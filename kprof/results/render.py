@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kprof.corpus.cases import CaseResult
     from kprof.corpus.perfcases import PerfResult
     from kprof.diagnose.program import Ranked
-    from kprof.launch.launch import RunResult
+    from kprof.launch.childresult import ChildResult
     from kprof.measure.bench import PointResult
     from kprof.measure.profiling import KernelProfile
     from kprof.spec import KernelSpec, Resolved
@@ -170,7 +170,7 @@ def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str
     )
 
 
-def run_report(result: RunResult, resolved: Resolved, built: BuildResult) -> str:
+def run_report(result: ChildResult, resolved: Resolved, built: BuildResult) -> str:
     dev = result.device
     lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.get('name', '?')} ({dev.get('arch', built.arch)})"]
     from kprof.spec import pyref

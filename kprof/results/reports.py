@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.c
     from kprof.corpus.benchcases import CheatResult
     from kprof.errors import OutputError
     from kprof.findings import Finding
-    from kprof.launch.launch import RunResult
+    from kprof.launch.childresult import ChildResult
     from kprof.measure.bench import PointResult
     from kprof.measure.ceilings import Ceilings
     from kprof.spec import Resolved
@@ -55,7 +55,7 @@ class RunReport:
     """One run of a spec's kernel (``kprof run``): what the child measured and verified, the sizes it
     resolved and the build it ran. ``ok`` is the verdict on every output."""
 
-    result: RunResult
+    result: ChildResult
     resolved: Resolved
     built: BuildResult
     entry: str  # the kernel's entry point, whose resource usage the report gives
@@ -68,7 +68,12 @@ class RunReport:
         """What ``kprof run --json`` prints."""
         from kprof.results import history
 
-        data = {k: v for k, v in asdict(self.result).items() if k != "raw"}
+        r = self.result
+        data: dict[str, Any] = {
+            "kernel": r.kernel, "sizes": r.sizes, "ok": r.ok, "checks": [asdict(c) for c in r.checks], "time_ms": r.time_ms,
+            "device": r.device, "launch": r.launch, "registers": r.registers,
+            "allocations": [asdict(a) for a in r.allocations], "nvtx": r.nvtx,
+            "driver_blocks_per_sm": r.driver_blocks_per_sm, "operation": asdict(r.operation) if r.operation else None}
         data["usage"] = asdict(self.built.usage_of(self.entry))
         data["flops"], data["bytes"] = self.resolved.flops, self.resolved.bytes
         data["provenance"] = history.provenance()

@@ -13,7 +13,7 @@ from kprof import proc
 from kprof.commands import api, cli, corpora
 from kprof.corpus import mutants
 from kprof.launch import launch
-from kprof.launch.launch import RunResult
+from kprof.launch.childresult import ChildResult
 from kprof.spec import catalog
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -85,12 +85,13 @@ def test_kprof_mutants_dry_run_lists_and_builds_every_mutant(capsys):
     assert data["sizes"][0] == "sanitize" and len(data["sizes"]) == 1 + len(catalog.load("tiled_matmul").checks)
 
 
-def _fake_result(job, ok: bool, rel_err: float = 1e-7) -> RunResult:
+def _fake_result(job, ok: bool, rel_err: float = 1e-7) -> ChildResult:
     from kprof.launch.childresult import OutputCheck
 
     checks = [OutputCheck("C", ok, "fine" if ok else "12 of 16,637 elements exceed 1e-05 x |ref|", rel_err=rel_err,
                           max_abs_err=rel_err, digest=f"as if {rel_err}")]
-    return RunResult(job.target.name, job.target.sizes, ok, checks, None, {}, {}, None, [], True)
+    return ChildResult(status="ok" if ok else "failed", kernel=job.target.name, sizes=job.target.sizes,
+                       checks=tuple(checks), nvtx=True)
 
 
 @pytest.mark.nvcc

@@ -95,3 +95,12 @@ def test_the_values_detectors_findings_come_back_as_findings():
     raw = {**f.to_dict(), "from_a_newer_kprof": True}
     got = childresult.from_data({"version": 1, "status": "ok", "findings": [raw]})
     assert got.findings == (f,)
+
+
+def test_run_result_is_the_childs_result_and_its_old_name_still_imports():
+    import pytest as _pytest
+
+    assert childresult.ChildResult(status="ok").ok and not childresult.ChildResult(status="failed").ok
+    with _pytest.warns(DeprecationWarning, match="now kprof.launch.childresult.ChildResult"):
+        from kprof.launch.launch import RunResult
+    assert RunResult is childresult.ChildResult
