@@ -590,14 +590,14 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
 
 def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,
                 watch: Callable[[], bool] | None = None, padding: int = PADDING,
-                skip_libraries: bool = False) -> tuple[proc.Completed, str]:
+                skip_libraries: bool = False, print_limit: int = PROGRAM_PRINT_LIMIT) -> tuple[proc.Completed, str]:
     """Run ``cmd`` (kprof's own child of a user's program: a pytest batch) under one tool with a
     program's defaults; the finished process and the XML text (empty when none was written). The
     caller reads the records: its child says what ran."""
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path = Path(tmp) / f"{tool}.xml"
-        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
+        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=print_limit,
                           skip_libraries=skip_libraries)
         done = proc.run(argv + cmd, timeout=timeout, env=env, cwd=cwd, watch=watch)
         xml_text = inputs.read_text(xml_path, "the tool's report", limit=MAX_REPORT_BYTES, errors="replace") if (

@@ -266,5 +266,5 @@ def test_a_two_rank_job_names_the_rank_of_its_bug_and_a_clean_one_is_clean():
     assert r.status == "findings", (r.message, r.notes, r.log)
     assert {f.rank for f in r.findings} == {1} and all(f.file and f.file.endswith("two_ranks.py") for f in r.findings)
     assert r.notes[0] == "2 rank(s), each under memcheck on its own"
-    clean = kprof.sanitize([*job, "--fixed"], "memcheck,racecheck", timeout=240)
+    clean = kprof.sanitize([*job, "--fixed"], ["memcheck", "racecheck"], timeout=240)
     assert clean.clean, [(x.tool, x.status, x.message, x.notes) for x in clean.results]

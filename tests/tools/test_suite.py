@@ -82,6 +82,20 @@ def test_after_a_fault_only_the_unfinished_tests_run_again():
     assert s.alone is None
 
 
+def test_the_tests_after_a_tool_reached_its_record_limit_run_again():
+    """compute-sanitizer saves no record past --print-limit for the rest of the process: on an H200, initcheck
+    reached 1,000 records in a half-precision nn.Linear and then passed the next test's uninitialised read.
+    The test in which the limit was reached is where the batch is cut."""
+    order = ["a", "b", "c", "d"]
+    assert suite.blinding_test(order, {"a": 3, "b": 150, "c": 60}, 213, 200) == "c"
+    assert suite.blinding_test(order, {"b": 199}, 199, 200) is None
+    assert suite.blinding_test(order, {}, 250, 200) == "d"  # records no test owns: the last test that ran
+    run = suite.ChildRun(order, {n: suite.Finished("passed", "", 0.1) for n in order})
+    found = {"c": (["finding"], ["limit"], True)}
+    s = suite.settle("initcheck", order, run, found, None, "", 60)
+    assert set(s.decided) == {"a", "b", "c"} and s.again == ["d"]
+
+
 def test_a_broken_context_cuts_the_batch_after_its_test():
     run = suite.ChildRun(["a", "b", "c"], {n: suite.Finished("passed" if n != "c" else "failed", "", 0.1)
                                            for n in "abc"}, dead="b", dead_error="CUDA_ERROR_LAUNCH_FAILED")
@@ -416,7 +430,7 @@ def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypa
 
     children = []
 
-    def run_wrapped(cmd, tool, *, timeout, env, cwd, watch=None, padding=256, skip_libraries=False):
+    def run_wrapped(cmd, tool, *, timeout, env, cwd, watch=None, padding=256, skip_libraries=False, print_limit=200):
         nodeids = [a for a in cmd if "::" in a]
         children.append("spare" if GO_ENV in env else nodeids)
         done = proc.Completed(tuple(cmd), 0, "", "", 0.1)
@@ -448,7 +462,7 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path):
 
     class Slow:  # a child that would take a minute to reach its tests
         @staticmethod
-        def run_wrapped(argv, tool, *, timeout, env, cwd, watch, padding, skip_libraries=False):
+        def run_wrapped(argv, tool, *, timeout, env, cwd, watch, padding, skip_libraries=False, print_limit=200):
             seen["done"] = proc.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=timeout, watch=watch)
             return seen["done"], ""
 
