@@ -33,6 +33,7 @@ KINDS = {
     "invalid-warp-sync": "a warp-level primitive (__shfl_sync, __syncwarp) with a bad mask",
     "sync-error": "another synchronisation error synccheck reported",
     "api-error": "a CUDA API call failed",
+    "sanitizer-error": "the tool itself failed while checking (an internal error): not the program's, and not checked",
 }
 
 

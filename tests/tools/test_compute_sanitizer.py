@@ -253,3 +253,15 @@ def test_which_paths_are_the_toolkits_headers(path, header):
     from kprof.tools.hostframes import is_cuda_header
 
     assert is_cuda_header(path) is header
+
+
+def test_the_tools_own_internal_error_is_said_as_the_tools_not_as_an_access_of_the_programs():
+    """On an H200 (compute-sanitizer 2025.3.1), racecheck with library kernels excluded wrote this record in a
+    test that creates a half-precision nn.Linear: the tool's failure, not an invalid access of the test's."""
+    xml = ("<?xml version='1.0'?><ComputeSanitizerOutput><record><kind>Error</kind><what><text>Internal Sanitizer "
+           "Error: The Sanitizer failed to handle a hardware exception.</text></what></record></ComputeSanitizerOutput>")
+    (f,), notes = sanitize.parse_xml(xml, "racecheck")
+    assert f.kind == "sanitizer-error" and "the tool's error, not the program's" in f.detail and notes == []
+    from kprof.findings import KINDS
+
+    assert "sanitizer-error" in KINDS
