@@ -30,6 +30,8 @@ from typing import IO, Any
 
 import pytest
 
+from kprof.tools import suiteevents
+
 EVENTS_ENV = "KPROF_SUITE_EVENTS"
 GO_ENV = "KPROF_SUITE_GO"  # a spare child: wait after collection until this file names the tests to run
 GO_WAIT_S = 24 * 3600  # a parent gone for good: give up waiting
@@ -83,15 +85,15 @@ class Recorder:
         self.message: dict[str, str] = {}
         self.started: dict[str, float] = {}
 
-    def emit(self, **event: Any) -> None:
-        self.stream.write(json.dumps(event) + "\n")
+    def emit(self, event: suiteevents.Event) -> None:
+        self.stream.write(suiteevents.line(event))
         self.stream.flush()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
         i = self.index.setdefault(item.nodeid, len(self.index))
         self.started[item.nodeid] = time.monotonic()
-        self.emit(event="start", i=i, nodeid=item.nodeid)
+        self.emit(suiteevents.Start(item.nodeid, i))
         tally = _tally()
         mark = tally.mark() if tally is not None else None
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
@@ -99,12 +101,12 @@ class Recorder:
         # once the context is broken) is then the test's, a consequence of its finding, not nobody's.
         error = named_call(i)(self._run, item, nextitem)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-        self.emit(event="finish", i=i, nodeid=item.nodeid, outcome=self.outcome.get(item.nodeid, "passed"),
-                  message=self.message.get(item.nodeid, ""),
-                  seconds=round(time.monotonic() - self.started[item.nodeid], 3),
-                  checked=tally.since(mark) if tally is not None and mark is not None else None)
+        self.emit(suiteevents.Finish(item.nodeid, i, self.outcome.get(item.nodeid, "passed"), self.message.get(item.nodeid, ""),
+                                     round(time.monotonic() - self.started[item.nodeid], 3),
+                                     suiteevents.checked_of(tally.since(mark)) if tally is not None and mark is not None
+                                     else None))
         if error is not None:
-            self.emit(event="dead", i=i, nodeid=item.nodeid, error=error)
+            self.emit(suiteevents.Dead(item.nodeid, i, error))
             item.session.shouldstop = f"kprof: {item.nodeid} left the CUDA context broken ({error})"
         return True
 
@@ -142,7 +144,7 @@ class Recorder:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.emit(event="collect-error", nodeid=report.nodeid, message=report.longreprtext[-MESSAGE_CHARS:])
+            self.emit(suiteevents.CollectError(report.nodeid, report.longreprtext[-MESSAGE_CHARS:]))
 
 
 def _tally() -> Any:

@@ -27,12 +27,12 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof.tools import allocators, checkers, hostframes, kernelpolicy
+from kprof.tools import allocators, checkers, hostframes, kernelpolicy, suiteevents
 from kprof.tools.coverage import Coverage
 from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.tools.toolrun import ToolResult, with_coverage
@@ -102,48 +102,25 @@ class TestVerdict:
 
 
 def read_events(text: str) -> ChildRun:
-    """A child's event lines (a torn last line, from a child stopped mid-write, is ignored). Pure."""
+    """A child's event lines (:mod:`kprof.tools.suiteevents`; a torn last line is ignored). Pure."""
     order: list[str] = []
     finished: dict[str, Finished] = {}
     dead, dead_error, errors = None, "", []
-    for event in _events(text):
-        nodeid, kind = event["nodeid"], event.get("event")
-        if kind == "start" and nodeid not in order:
-            order.append(nodeid)
-        elif kind == "finish":
-            finished[nodeid] = _finished(event)
-        elif kind == "dead":
-            dead, dead_error = nodeid, str(event.get("error", ""))
-        elif kind == "collect-error":
-            errors.append(f"{nodeid}: {event.get('message', '')}")
+    for event in suiteevents.read(text):
+        if isinstance(event, suiteevents.Start) and event.nodeid not in order:
+            order.append(event.nodeid)
+        elif isinstance(event, suiteevents.Finish):
+            finished[event.nodeid] = _finished(event)
+        elif isinstance(event, suiteevents.Dead):
+            dead, dead_error = event.nodeid, event.error
+        elif isinstance(event, suiteevents.CollectError):
+            errors.append(f"{event.nodeid}: {event.message}")
     return ChildRun(order, finished, dead, dead_error, errors)
 
 
-def _events(text: str) -> Iterator[dict[str, Any]]:
-    """The well-formed events of ``text``, one JSON object with a node id per line; others are skipped."""
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("nodeid"), str):
-            yield event
+def _finished(event: suiteevents.Finish) -> Finished:
+    return Finished(event.outcome, event.message, event.seconds, event.checked)
 
-
-def _finished(event: dict[str, Any]) -> Finished:
-    seconds = event.get("seconds")
-    return Finished(str(event.get("outcome", "passed")), str(event.get("message", "")),
-                    float(seconds) if isinstance(seconds, (int, float)) else 0.0, _checked(event.get("checked")))
-
-
-def _checked(raw: Any) -> Coverage | None:
-    """A finish event's ``checked`` (the test's launches, kernels, line information) as a Coverage."""
-    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) for k in ("launches", "kernels")):
-        return None
-    names = raw.get("names")
-    return Coverage(raw["launches"], kernels=raw["kernels"], with_lines=int(raw.get("with_lines") or 0),
-                    unknown_lines=int(raw.get("unknown_lines") or 0), alongside=True,
-                    names=tuple(str(n) for n in names) if isinstance(names, list) else ())
 
 
 def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], cwd: str | Path) -> dict[str, Coverage]:
@@ -564,17 +541,17 @@ class _Watch:
             chunk = b""
         complete = chunk[: chunk.rfind(b"\n") + 1]  # a line the child is still writing waits for the next poll
         self.offset += len(complete)
-        for event in _events(complete.decode("utf-8", errors="replace")):
-            if event.get("event") == "start":
-                self.current = (event["nodeid"], time.monotonic())
-                self.started_tests.add(event["nodeid"])
-            elif event.get("event") == "dead":
-                self.dead = event["nodeid"]
-            elif event.get("event") == "finish":
+        for event in suiteevents.read(complete.decode("utf-8", errors="replace")):
+            if isinstance(event, suiteevents.Start):
+                self.current = (event.nodeid, time.monotonic())
+                self.started_tests.add(event.nodeid)
+            elif isinstance(event, suiteevents.Dead):
+                self.dead = event.nodeid
+            elif isinstance(event, suiteevents.Finish):
                 self.current = None
                 self.started = time.monotonic()  # between tests (and after the last): the next one's clock
                 if self.progress:
-                    self.progress(self.tool, event["nodeid"], _finished(event))
+                    self.progress(self.tool, event.nodeid, _finished(event))
         if self.cancelled:
             return True
         if not self.armed:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from kprof.tools import compute_sanitizer, coverage, kernelpolicy
+from kprof.tools import compute_sanitizer, coverage, kernelpolicy, suiteevents
 from kprof.tools.checker import Settings
 
 USER = ["scale", "count", "block_sum", "_Z10add_kernelPfS_i", "_Z6scaledILi3EEvPf", "triton_poi_fused_gelu_2",
@@ -83,7 +83,7 @@ def test_what_a_tool_skipped_is_counted_and_named_in_its_line():
     from kprof.tools import suite
     from kprof.tools.toolrun import ToolResult
 
-    per_test = suite._checked({"launches": 3, "kernels": 2, "with_lines": 1, "names": ["scale", "ampere_sgemm_128x64_nn"]})
+    per_test = suiteevents.checked_of({"launches": 3, "kernels": 2, "with_lines": 1, "names": ["scale", "ampere_sgemm_128x64_nn"]})
     verdicts = [{"t": suite.TestVerdict("t", [ToolResult(tool, "clean", [], 1.0, "")], None)}
                 for tool in ("memcheck", "racecheck")]
     mem, race = suite.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test})["t"].results
