@@ -12,7 +12,12 @@ the program and the driver only: tests/data/programs/session.memcheck.xml).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kprof.tools.launchlog import Launch
 
 NOT_PYTHON = ("kprof counts launches in Python programs (its site hook); this program started no Python "
               "process kprof could count in")
@@ -90,11 +95,11 @@ def from_tally(text: str, *, pools_off: bool | None = None) -> Coverage:
                     complete=all(pid in totals for pid in counting), pools_off=pools_off, names=tuple(kernels))
 
 
-def of_launches(launches: list[dict[str, object]], *, cut: int | None, pools_off: bool | None) -> Coverage:
+def of_launches(launches: Sequence[Launch], *, cut: int | None, pools_off: bool | None) -> Coverage:
     """The values detector's first run of a program: the launches its recorder hashed (driver API
     only; from the first ``cut`` on, not hashed), by kernel name; line information is not its concern."""
     return Coverage(len(launches) if cut is None else max(cut, len(launches)),
-                    kernels=len({str(e.get("kernel", "?")) for e in launches}), complete=cut is None,
+                    kernels=len({launch.kernel for launch in launches}), complete=cut is None,
                     pools_off=pools_off, lines_read=False)
 
 

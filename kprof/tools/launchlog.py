@@ -29,12 +29,30 @@ ROUNDING = 1e-3  # relative differences at most this are a float sum in another 
 
 
 @dataclass(frozen=True)
+class Launch:
+    """One launch the recorder read: its kernel, the user's line, and each device-memory argument's
+    allocation after the kernel (argument index, bytes, hash)."""
+
+    seq: int
+    kernel: str
+    site: str | None
+    args: tuple[tuple[int, int, str], ...] = ()
+
+
+def _launch(event: dict[str, Any]) -> Launch:
+    site = event.get("site")
+    args = tuple((item[0], item[1], str(item[2])) for item in event["args"]
+                 if isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[1], int))
+    return Launch(event["seq"], str(event.get("kernel", "?")), site if isinstance(site, str) else None, args)
+
+
+@dataclass(frozen=True)
 class Run:
     """One run's log: whether the recorder started (and why not), its launches in order, its captures."""
 
     ok: bool
     why: str
-    launches: list[dict[str, Any]]
+    launches: list[Launch]
     captures: dict[tuple[int, int], str]
     cut: int | None  # the launches hashed, where the recorder stopped there (the rest are not compared)
     errors: tuple[str, ...] = ()  # launches the recorder could not read, the first few
@@ -42,7 +60,9 @@ class Run:
 
 def read(text: str) -> Run:
     """A run's log lines; a line that is not a JSON object of a known event is skipped."""
-    ok, why, launches, captures = False, NEVER_STARTED, [], {}
+    ok, why = False, NEVER_STARTED
+    launches: list[Launch] = []
+    captures: dict[tuple[int, int], str] = {}
     cut: int | None = None
     errors: list[str] = []
     for line in text.splitlines():
@@ -56,7 +76,7 @@ def read(text: str) -> Run:
         if kind == "recorder":
             ok, why = bool(event.get("ok")), str(event.get("why", ""))
         elif kind == "launch" and isinstance(event.get("seq"), int) and isinstance(event.get("args"), list):
-            launches.append(event)
+            launches.append(_launch(event))
         elif kind == "capture" and isinstance(event.get("seq"), int) and isinstance(event.get("arg"), int):
             captures[event["seq"], event["arg"]] = str(event.get("path", ""))
         elif kind == "cut" and isinstance(event.get("after"), int):
@@ -94,29 +114,21 @@ class Divergence:
 def compare(first: Run, second: Run) -> Divergence | None:
     """The first launch at which ``second`` parts from ``first``, or None when they agree throughout."""
     for a, b in zip(first.launches, second.launches):
-        seq, kernel, site = a["seq"], str(a.get("kernel")), a.get("site")
-        if a.get("kernel") != b.get("kernel"):
-            return Divergence(seq, kernel, site, None, "kernel",
-                              f"launch {seq} was {kernel} in one run and {b.get('kernel')} in the other")
-        hashes = {int(i): (n, h) for i, n, h in _args(b)}
-        for index, nbytes, digest in _args(a):
+        if a.kernel != b.kernel:
+            return Divergence(a.seq, a.kernel, a.site, None, "kernel",
+                              f"launch {a.seq} was {a.kernel} in one run and {b.kernel} in the other")
+        hashes = {i: (n, h) for i, n, h in b.args}
+        for index, nbytes, digest in a.args:
             if hashes.get(index, (nbytes, digest))[1] != digest:
-                return Divergence(seq, kernel, site, index, "output",
-                                  f"argument {index} of launch {seq} ({nbytes:,} bytes) differs after the kernel")
+                return Divergence(a.seq, a.kernel, a.site, index, "output",
+                                  f"argument {index} of launch {a.seq} ({nbytes:,} bytes) differs after the kernel")
     if len(first.launches) != len(second.launches) and first.cut is None and second.cut is None:
         n = min(len(first.launches), len(second.launches))
-        last = (first.launches or second.launches)[max(n - 1, 0)] if (first.launches or second.launches) else {}
-        return Divergence(n, str(last.get("kernel", "?")), last.get("site"), None, "count",
+        both = first.launches or second.launches
+        last = both[max(n - 1, 0)] if both else None
+        return Divergence(n, last.kernel if last else "?", last.site if last else None, None, "count",
                           f"one run launched {len(first.launches):,} kernels and the other {len(second.launches):,}")
     return None
-
-
-def _args(launch: dict[str, Any]) -> list[tuple[int, int, str]]:
-    out = []
-    for item in launch.get("args", []):
-        if isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[1], int):
-            out.append((item[0], item[1], str(item[2])))
-    return out
 
 
 @dataclass(frozen=True)

@@ -108,9 +108,11 @@ def test_a_program_kprof_could_not_count_in_says_why():
 
 
 def test_the_values_detectors_launches_and_a_specs():
-    c = coverage.of_launches([{"kernel": "a"}, {"kernel": "a"}, {"kernel": "b"}], cut=None, pools_off=True)
+    from kprof.tools.launchlog import Launch
+
+    c = coverage.of_launches([Launch(0, "a", None), Launch(1, "a", None), Launch(2, "b", None)], cut=None, pools_off=True)
     assert c.text() == "3 launches of 2 kernels, pools off"
-    assert coverage.of_launches([{"kernel": "a"}], cut=20_000, pools_off=True).text().startswith("at least 20,000")
+    assert coverage.of_launches([Launch(0, "a", None)], cut=20_000, pools_off=True).text().startswith("at least 20,000")
     assert coverage.of_spec(2, 1).text() == "2 launches of 1 kernel, 1 with line information"
 
 

@@ -181,3 +181,14 @@ def test_the_recorders_struct_offsets_are_the_headers(tmp_path):
     assert rec._KERNEL_PARAMS["cuLaunchKernel"] == rec._KERNEL_PARAMS["cuLaunchKernel_ptsz"] == (f, kp)
     assert rec._KERNEL_PARAMS["cuLaunchKernelEx"] == rec._KERNEL_PARAMS["cuLaunchKernelEx_ptsz"] == (ex_f, ex_kp)
     assert rec._STREAM_AT["cuLaunchKernel"] == stream and rec._STREAM_AT["cuLaunchKernelEx"] == ex_stream
+
+
+def test_a_launch_is_read_typed_and_what_is_not_an_argument_is_left_out():
+    from kprof.tools.launchlog import Launch, read
+
+    text = ('{"event": "recorder", "ok": true}\n'
+            '{"event": "launch", "seq": 0, "kernel": "count", "site": "p.py:12", "args": [[0, 4, "ab"], [1, "x", "c"], 7]}\n'
+            '{"event": "launch", "seq": "1", "kernel": "count", "args": []}\n'
+            '{"event": "launch", "seq": 2, "args": [[2, 8, 99]], "site": 3}\n')
+    run = read(text)
+    assert run.ok and run.launches == [Launch(0, "count", "p.py:12", ((0, 4, "ab"),)), Launch(2, "?", None, ((2, 8, "99"),))]
