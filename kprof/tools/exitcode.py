@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -22,13 +23,30 @@ def wrap(cmd: list[str], status: Path, tally: Path | None = None) -> list[str]:
     return [sys.executable, "-m", "kprof.tools.exitcode", str(status), *(["--tally", str(tally)] if tally else []), "--", *cmd]
 
 
-def read_status(status: Path) -> dict[str, object] | None:
-    """What the shim wrote (``returncode``, and ``signal`` or ``error``), or None: the program never ran."""
+@dataclass(frozen=True)
+class Status:
+    """How the program ended, as the shim wrote it."""
+
+    returncode: int | None  # None: it did not start (``error`` says why)
+    signal: str = ""  # the signal that killed it (SIGSEGV), where one did
+    error: str = ""  # why it could not start
+
+    def how(self) -> str:
+        """``exited with code 1``, ``was killed by SIGSEGV``, or why it did not start."""
+        return self.error or (f"was killed by {self.signal}" if self.signal else f"exited with code {self.returncode}")
+
+
+def read_status(status: Path) -> Status | None:
+    """What the shim wrote, or None: the program never ran (or the file is not the shim's)."""
     try:
         data = json.loads(status.read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    code, sig, error = data.get("returncode"), data.get("signal"), data.get("error")
+    return Status(code if isinstance(code, int) and not isinstance(code, bool) else None,
+                  sig if isinstance(sig, str) else "", error if isinstance(error, str) else "")
 
 
 def main(argv: list[str] | None = None) -> int:

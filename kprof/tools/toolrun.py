@@ -15,6 +15,7 @@ from kprof import proc
 from kprof.findings import Finding
 from kprof.launch.childresult import ChildResult
 from kprof.tools.coverage import Coverage
+from kprof.tools.exitcode import Status
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
 # What compute-sanitizer prints when the program ended before any CUDA call it could instrument (a
@@ -75,7 +76,7 @@ def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[
     return ToolResult(tool, "clean", [], done.seconds, "", notes, log)
 
 
-def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | None, findings: list[Finding],
+def classify_program(tool: str, done: proc.Completed, status: Status | None, findings: list[Finding],
                      notes: list[str], timeout: float, have_xml: bool) -> ToolResult:
     """What one tool run over the user's program means. ``status`` is the exit-code shim's record
     (None when the program never started). Pure: tested with recorded outputs."""
@@ -87,9 +88,9 @@ def classify_program(tool: str, done: proc.Completed, status: dict[str, Any] | N
     if findings:
         return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
     unseen = NOTHING_INSTRUMENTED in done.stdout or NOTHING_INSTRUMENTED in done.stderr
-    code = None if status is None else status.get("returncode")
+    code = None if status is None else status.returncode
     if status is not None and code != 0:  # the program's own failure comes first: it is what the user must fix
-        how = status.get("error") or (f"was killed by {status['signal']}" if status.get("signal") else f"exited with code {code}")
+        how = status.how()
         before = " before any CUDA call" if unseen else ""
         return ToolResult(tool, "target-error", [], done.seconds,
                           f"the program {how}{before} under {tool} with nothing found; its last lines are below", notes, log)

@@ -167,9 +167,9 @@ def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], 
                           f"the program did not finish within {timeout:g} s (values: it runs {RUNS} times or more)",
                           [], done.tail(40))
     status = exitcode.read_status(status_path)
-    code = None if status is None else status.get("returncode")
+    code = None if status is None else status.returncode
     if code != 0:
-        how = "did not start" if status is None else status.get("error") or f"exited with code {code}"
+        how = "did not start" if status is None else status.error or f"exited with code {code}"
         return ToolResult("values", "target-error", [], done.seconds,
                           f"the program {how} (values: each launch's outputs compared over {RUNS} runs)", [], done.tail(40))
     run = launchlog.read_file(str(log))

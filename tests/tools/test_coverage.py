@@ -191,7 +191,7 @@ def test_the_shim_hands_the_tally_to_the_program_not_to_itself(tmp_path):
     assert argv[3:6] == [str(status), "--tally", str(tally)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=proc.child_env())
     assert done.returncode == 0 and done.stdout == str(tally), done.stderr
-    assert exitcode.read_status(status) == {"returncode": 0}
+    assert exitcode.read_status(status) == exitcode.Status(0)
     assert exitcode.wrap(["true"], status)[3:] == [str(status), "--", "true"]  # no tally: the shim as before
 
 
@@ -201,7 +201,7 @@ def _done(code=0):
 
 def test_a_run_that_would_be_clean_while_the_program_launched_nothing_is_not_checked():
     nothing = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": True}, {"pid": 1, "event": "total", "launches": 0}))
-    clean = toolrun.classify_program("memcheck", _done(), {"returncode": 0}, [], [], 60, True)
+    clean = toolrun.classify_program("memcheck", _done(), exitcode.Status(0), [], [], 60, True)
     r = toolrun.with_coverage(clean, nothing)
     assert r.status == "not-checked" and "launched no kernel" in r.message and r.checked == nothing
     some = coverage.Coverage(3, kernels=1, with_lines=1, pools_off=True, alongside=True)

@@ -19,6 +19,7 @@ from kprof.commands import cli
 from kprof.errors import UsageError
 from kprof.tools import allocators, hostframes, toolrun
 from kprof.tools import compute_sanitizer as sanitize
+from kprof.tools.exitcode import Status
 
 DATA = "sanitizer"
 
@@ -156,11 +157,11 @@ def _done(rc=0, out="", err="", timed_out=False):
 
 
 def test_a_program_that_fails_with_nothing_found_is_told_apart():
-    r = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), {"returncode": 3}, [], [], 60, True)
+    r = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), Status(3), [], [], 60, True)
     assert r.status == "target-error" and "exited with code 3" in r.message and "ValueError" in r.log
-    r = toolrun.classify_program("memcheck", _done(137), {"returncode": -9, "signal": "SIGKILL"}, [], [], 60, True)
+    r = toolrun.classify_program("memcheck", _done(137), Status(-9, "SIGKILL"), [], [], 60, True)
     assert r.status == "target-error" and "killed by SIGKILL" in r.message
-    assert toolrun.classify_program("memcheck", _done(0), {"returncode": 0}, [], [], 60, True).status == "clean"
+    assert toolrun.classify_program("memcheck", _done(0), Status(0), [], [], 60, True).status == "clean"
     r = toolrun.classify_program("memcheck", _done(1, err="no driver"), None, [], [], 60, False)
     assert r.status == "tool-error" and "before the program ran" in r.message
     r = toolrun.classify_program("memcheck", _done(timed_out=True), None, [], [], 5, False)
@@ -170,9 +171,9 @@ def test_a_program_that_fails_with_nothing_found_is_told_apart():
 def test_the_json_report_keeps_a_failed_programs_last_lines():
     from kprof import findings
 
-    failed = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), {"returncode": 3},
+    failed = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), Status(3),
                                       [], [], 60, True)
-    clean = toolrun.classify_program("racecheck", _done(0, out="noise"), {"returncode": 0}, [], [], 60, True)
+    clean = toolrun.classify_program("racecheck", _done(0, out="noise"), Status(0), [], [], 60, True)
     tools = findings.to_json([failed, clean], "prog.py")["tools"]
     assert "ValueError: bad" in tools[0]["log"] and tools[1]["log"] == ""
 
@@ -515,14 +516,14 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
 
     out = ("========= COMPUTE-SANITIZER\n========= Error: Target application terminated before first instrumented "
            "API call\n========= Error: couldn't find exit code.")
-    r = toolrun.classify_program("memcheck", _done(99, out=out), {"returncode": 0}, [], [], 60, False)
+    r = toolrun.classify_program("memcheck", _done(99, out=out), Status(0), [], [], 60, False)
     assert r.status == "not-checked" and not r.ok and "checked nothing" in r.message
     text = render.sanitize_report([r])
     assert "NOT CHECKED" in text and "not everything was checked" in text
     assert EXIT_NOT_CHECKED == 8
     # A program that failed before its first CUDA call: its failure is what to fix (seen on an H200,
     # 31266b6: `python -c "raise SystemExit(...)"` under memcheck)
-    failed = toolrun.classify_program("memcheck", _done(99, out=out), {"returncode": 1}, [], [], 60, False)
+    failed = toolrun.classify_program("memcheck", _done(99, out=out), Status(1), [], [], 60, False)
     assert failed.status == "target-error" and "exited with code 1 before any CUDA call" in failed.message
 
 
@@ -536,3 +537,19 @@ def test_kprofs_modules_are_known_in_either_layout_wherever_kprof_was_installed(
         assert not hostframes.is_user_file(path), path
     for path in ("/home/u/kprof/mytest.py", "/home/u/proj/kprof/child/mine.py", "/home/u/kprof/data/device.py"):
         assert hostframes.is_user_file(path), path
+
+
+def test_the_shims_record_is_read_typed(tmp_path):
+    from kprof.tools import exitcode
+
+    status = tmp_path / "s.json"
+    status.write_text('{"returncode": -11, "signal": "SIGSEGV"}')
+    got = exitcode.read_status(status)
+    assert got == Status(-11, "SIGSEGV") and got.how() == "was killed by SIGSEGV"
+    status.write_text('{"returncode": null, "error": "prog: No such file or directory"}')
+    assert exitcode.read_status(status).how() == "prog: No such file or directory"
+    status.write_text('{"returncode": true}')
+    assert exitcode.read_status(status) == Status(None)
+    status.write_text("[1]")
+    assert exitcode.read_status(status) is None and exitcode.read_status(tmp_path / "none.json") is None
+    assert Status(3).how() == "exited with code 3"
