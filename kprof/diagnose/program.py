@@ -57,12 +57,23 @@ def _base_name(label: str) -> str:
     return re.sub(r"#\d+$", "", label)
 
 
+_LAMBDA = re.compile(r"\[lambda\(([^)]*)\)\(instance(\d+)\)\]")  # ncu's [lambda(float)(instance1)]
+_LITERAL_SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:ull|ul|ll|u|l)(?![\w])")  # the demangler's 2ul, 32u
+_ENUM_CAST = re.compile(r"\(\w+\)(-?\d+)")  # the demangler's (SortOrder)0 where ncu writes 0
+
+
 def _key(name: str) -> str:
     """A kernel's name as both ncu and the C++ demangler can be brought to write it: no ``void``, no
     parameter list, no namespaces (ncu shortens them: ``at::<unnamed>::`` for the demangler's
-    ``at::native::(anonymous namespace)::``), no spaces; template arguments kept."""
+    ``at::native::(anonymous namespace)::``), no ``const`` (``const float*`` / ``float const*``), lambdas,
+    integer literals, enum casts and bools written one way (``[lambda()(instance3)]`` / ``{lambda()#3}``,
+    ``2`` / ``2ul``, ``0`` / ``(SortOrder)0``, ``1`` / ``true``), no spaces; template arguments kept."""
     text = demangle.short(demangle.demangle(name), 100_000).replace("(anonymous namespace)", "<unnamed>")
-    return re.sub(r"(\w+|<unnamed>)::", "", text).replace(" ", "")
+    text = _LAMBDA.sub(r"{lambda(\1)#\2}", text)
+    text = re.sub(r"(\w+|<unnamed>)::", "", text)
+    text = re.sub(r"\bconst\b", "", text).replace(" ", "")
+    text = _ENUM_CAST.sub(r"\1", _LITERAL_SUFFIX.sub(r"\1", text))
+    return re.sub(r"(?<![\w])true(?![\w])", "1", re.sub(r"(?<![\w])false(?![\w])", "0", text))
 
 
 def match_sites(kernel: str, sites: Sites) -> tuple[tuple[LaunchSite, ...], str]:

@@ -19,7 +19,7 @@ import kprof
 from kprof.diagnose import program
 from kprof.measure import profiling as prof
 from kprof.results import render
-from kprof.tools import launchsites
+from kprof.tools import demangle, launchsites
 from kprof.tools.launchsites import LaunchSite, Sites
 
 HOOKS = Path(kprof.__file__).parent / "hooks"
@@ -172,3 +172,23 @@ def test_the_api_profiles_then_finds_the_sites_of_what_ncu_profiled(monkeypatch)
     assert asked["stop_after"] == 8 and asked["kernels"] == ("triton_poi_fused_gelu_2",) and asked["timeout"] == 42
     assert asked["argv"][-1] == "train.py"
     assert got.ranking[0].sites == ("/u/train.py:30 (forward)",) and got.profiles == profiled
+
+
+def test_ncus_names_of_a_real_training_step_meet_the_launch_calls_names(data_dir):
+    """The transformer step on an H200: ncu's kernel names (shortened namespaces, `const float *`, `[lambda()
+    (instance3)]`, `0` for `(SortOrder)0`, `1` for `true`) against the launch calls' mangled names. Each is
+    matched by its whole name where the two can be written alike, else by its function name, never not at
+    all; and a whole-name match is to a kernel of the same function."""
+    recorded = json.loads((data_dir / "diagnose" / "h200-transformer-kernel-names.json").read_text())
+    for how, at_least in (("eager", 36), ("compile", 33)):
+        names = recorded[how]["launched"]
+        sites = Sites({n: (LaunchSite(n, "/u/step.py", i, "step", i, 1),) for i, n in enumerate(names)}, counted=True)
+        by = []
+        for kernel in recorded[how]["ncu"]:
+            found, how_matched = program.match_sites(kernel, sites)
+            by.append(how_matched)
+            assert found, kernel
+            if how_matched == "name":
+                base = demangle.base_name(demangle.demangle(kernel))
+                assert {demangle.base_name(demangle.demangle(names[s.line])) for s in found} == {base}, kernel
+        assert by.count("name") >= at_least and "" not in by, (how, by.count("name"), len(by))
