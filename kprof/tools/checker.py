@@ -32,6 +32,10 @@ class Needs:
     not_for_tests: str = ""  # why it cannot check a pytest suite's tests ("": it can)
     user_kernels: bool = False  # in a program, only the user's kernels unless --all-kernels (kprof.tools.kernelpolicy)
 
+    def skips_libraries(self, all_kernels: bool) -> bool:
+        """Whether a program's library kernels are left out of this checker's run (kprof.tools.kernelpolicy)."""
+        return self.user_kernels and not all_kernels
+
 
 @dataclass(frozen=True)
 class Settings:

@@ -151,7 +151,7 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
 
 def skips(name: str, all_kernels: bool) -> bool:
     """Whether checker ``name`` leaves library kernels out of a program's run (kprof.tools.kernelpolicy)."""
-    return get(name).needs.user_kernels and not all_kernels
+    return get(name).needs.skips_libraries(all_kernels)
 
 
 _CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")

@@ -553,7 +553,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     compute-sanitizer."""
 
     exe = proc.find_tool("compute-sanitizer")
-    if ranks.launcher_of(cmd) is not None:
+    launcher = ranks.launcher_of(cmd)
+    if launcher is not None:
         ranked = run_ranks(cmd, tool, exe, timeout=timeout, padding=padding, env=env, cwd=cwd,
                            skip_libraries=skip_libraries)
         if ranked is not None:
@@ -566,13 +567,20 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
         done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
         status = exitcode.read_status(status_path)
-    findings, notes = parse_xml(xml_text, tool, tool_text=done.stdout) if xml_text.strip() else ([], [])
-    findings, set_aside = kernelpolicy.libraries_own(findings)
-    notes += set_aside
-    if ranks.launcher_of(cmd) is not None:
-        notes.append(f"no process of the {ranks.launcher_of(cmd)} job was a Python rank kprof could put under {tool} "
+    findings, notes = _program_findings(xml_text, tool, done.stdout)
+    if launcher is not None:
+        notes.append(f"no process of the {launcher} job was a Python rank kprof could put under {tool} "
                      "on its own: the launcher ran under it, every process checked, ranks not told apart")
     return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+
+
+def _program_findings(xml_text: str, tool: str, tool_text: str) -> tuple[list[Finding], list[str]]:
+    """A program's report: its findings, those inside a library's kernel marked the library's."""
+    if not xml_text.strip():
+        return [], []
+    findings, notes = parse_xml(xml_text, tool, tool_text=tool_text)
+    findings, set_aside = kernelpolicy.libraries_own(findings)
+    return findings, notes + set_aside
 
 
 def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: int, env: dict[str, str] | None,
@@ -596,11 +604,9 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
     findings: list[Finding] = []
     notes = ranks.silent(reports, tool, done.timed_out)
     for r in reports:
-        if r.xml.strip():
-            found, said = parse_xml(r.xml, tool, tool_text=r.text)
-            found, set_aside = kernelpolicy.libraries_own(found)
-            findings += ranks.with_rank(found, r.rank)
-            notes += [f"rank {r.rank}: {n}" for n in said + set_aside]
+        found, said = _program_findings(r.xml, tool, r.text)
+        findings += ranks.with_rank(found, r.rank)
+        notes += [f"rank {r.rank}: {n}" for n in said]
     notes.insert(0, f"{len(reports)} rank(s), each under {tool} on its own")
     return classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
 
@@ -675,4 +681,4 @@ class SanitizerTool:
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
         return run_program(list(program.cmd), self.name, timeout=settings.timeout, padding=settings.padding,
                            env=program.env, cwd=program.cwd,
-                           skip_libraries=self.needs.user_kernels and not settings.all_kernels)
+                           skip_libraries=self.needs.skips_libraries(settings.all_kernels))
