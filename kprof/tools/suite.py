@@ -35,6 +35,7 @@ from typing import Any
 from kprof.tools import allocators, checkers, hostframes, kernelpolicy, suiteevents
 from kprof.tools.coverage import Coverage
 from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
+from kprof.tools.suiteevents import Finish
 from kprof.tools.toolrun import ToolResult, with_coverage
 
 START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
@@ -57,20 +58,12 @@ class Test:
 
 
 @dataclass(frozen=True)
-class Finished:
-    outcome: str  # passed | failed | skipped
-    message: str
-    seconds: float
-    checked: Coverage | None = None  # what the test launched (the count run's launch tally)
-
-
-@dataclass(frozen=True)
 class ChildRun:
     """What one child's events say: the tests in the order they started, those that finished, and the
     test after which the context broke."""
 
     order: list[str]
-    finished: dict[str, Finished]
+    finished: dict[str, Finish]  # the finish event of each test that finished
     dead: str | None = None
     dead_error: str = ""
     collect_errors: list[str] = field(default_factory=list)
@@ -104,23 +97,18 @@ class TestVerdict:
 def read_events(text: str) -> ChildRun:
     """A child's event lines (:mod:`kprof.tools.suiteevents`; a torn last line is ignored). Pure."""
     order: list[str] = []
-    finished: dict[str, Finished] = {}
+    finished: dict[str, Finish] = {}
     dead, dead_error, errors = None, "", []
     for event in suiteevents.read(text):
         if isinstance(event, suiteevents.Start) and event.nodeid not in order:
             order.append(event.nodeid)
         elif isinstance(event, suiteevents.Finish):
-            finished[event.nodeid] = _finished(event)
+            finished[event.nodeid] = event
         elif isinstance(event, suiteevents.Dead):
             dead, dead_error = event.nodeid, event.error
         elif isinstance(event, suiteevents.CollectError):
             errors.append(f"{event.nodeid}: {event.message}")
     return ChildRun(order, finished, dead, dead_error, errors)
-
-
-def _finished(event: suiteevents.Finish) -> Finished:
-    return Finished(event.outcome, event.message, event.seconds, event.checked)
-
 
 
 def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], cwd: str | Path) -> dict[str, Coverage]:
@@ -257,7 +245,7 @@ def child_argv(nodeids: Sequence[str]) -> list[str]:
             "-p", "kprof.tools.pytest_child", *nodeids]
 
 
-Progress = Callable[[str, str, "Finished"], None]
+Progress = Callable[[str, str, Finish], None]
 
 
 # The checkers that stop a child at a test's first bug (Needs.stops: memcheck stops the kernel at its first
@@ -551,7 +539,7 @@ class _Watch:
                 self.current = None
                 self.started = time.monotonic()  # between tests (and after the last): the next one's clock
                 if self.progress:
-                    self.progress(self.tool, event.nodeid, _finished(event))
+                    self.progress(self.tool, event.nodeid, event)
         if self.cancelled:
             return True
         if not self.armed:

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from kprof import parallel
-from kprof.tools import suite
+from kprof.tools import suite, suiteevents
 from kprof.tools.pytest_child import named_call
 from kprof.tools.toolrun import ToolResult
 
@@ -76,7 +76,7 @@ def _found(*nodeids: str, stops: bool = False) -> dict:
 
 def test_after_a_fault_only_the_unfinished_tests_run_again():
     batch = ["a", "b", "c", "d"]
-    run = suite.ChildRun(["a", "b"], {"a": suite.Finished("passed", "", 1.0)})
+    run = suite.ChildRun(["a", "b"], {"a": suiteevents.Finish("a", 0, "passed", "", 1.0)})
     s = suite.settle("memcheck", batch, run, _found("b", stops=True), "crash", "log", 60)
     assert set(s.decided) == {"a", "b"} and s.decided["b"].status == "findings" and s.again == ["c", "d"]
     assert s.alone is None
@@ -90,21 +90,21 @@ def test_the_tests_after_a_tool_reached_its_record_limit_run_again():
     assert suite.blinding_test(order, {"a": 3, "b": 150, "c": 60}, 213, 200) == "c"
     assert suite.blinding_test(order, {"b": 199}, 199, 200) is None
     assert suite.blinding_test(order, {}, 250, 200) == "d"  # records no test owns: the last test that ran
-    run = suite.ChildRun(order, {n: suite.Finished("passed", "", 0.1) for n in order})
+    run = suite.ChildRun(order, {n: suiteevents.Finish(n, 0, "passed", "", 0.1) for n in order})
     found = {"c": (["finding"], ["limit"], True)}
     s = suite.settle("initcheck", order, run, found, None, "", 60)
     assert set(s.decided) == {"a", "b", "c"} and s.again == ["d"]
 
 
 def test_a_broken_context_cuts_the_batch_after_its_test():
-    run = suite.ChildRun(["a", "b", "c"], {n: suite.Finished("passed" if n != "c" else "failed", "", 0.1)
+    run = suite.ChildRun(["a", "b", "c"], {n: suiteevents.Finish(n, 0, "passed" if n != "c" else "failed", "", 0.1)
                                            for n in "abc"}, dead="b", dead_error="CUDA_ERROR_LAUNCH_FAILED")
     s = suite.settle("racecheck", list("abcd"), run, {}, None, "", 60)
     assert set(s.decided) == {"a", "b"} and s.again == ["c", "d"]  # c failed only because b broke the context
 
 
 def test_a_crash_with_nothing_found_runs_that_test_alone_then_says_so():
-    run = suite.ChildRun(["a", "b"], {"a": suite.Finished("passed", "", 0.1)})
+    run = suite.ChildRun(["a", "b"], {"a": suiteevents.Finish("a", 0, "passed", "", 0.1)})
     s = suite.settle("initcheck", ["a", "b", "c"], run, {}, "crash", "Segmentation fault", 60)
     assert set(s.decided) == {"a"} and s.alone == "b" and s.again == ["b", "c"]
     alone = suite.settle("initcheck", ["b"], suite.ChildRun(["b"], {}), {}, "crash", "Segmentation fault", 60)
