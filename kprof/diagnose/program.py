@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 from kprof.diagnose.facts import LATENCY_BELOW, profile_units
@@ -62,6 +63,7 @@ _LITERAL_SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:ull|ul|ll|u|l)(?![\w])")  # the
 _ENUM_CAST = re.compile(r"\(\w+\)(-?\d+)")  # the demangler's (SortOrder)0 where ncu writes 0
 
 
+@lru_cache(maxsize=8192)
 def _key(name: str) -> str:
     """A kernel's name as both ncu and the C++ demangler can be brought to write it: no ``void``, no
     parameter list, no namespaces (ncu shortens them: ``at::<unnamed>::`` for the demangler's
@@ -76,6 +78,11 @@ def _key(name: str) -> str:
     return re.sub(r"(?<![\w])true(?![\w])", "1", re.sub(r"(?<![\w])false(?![\w])", "0", text))
 
 
+@lru_cache(maxsize=8192)
+def _function(name: str) -> str:
+    return demangle.base_name(demangle.demangle(name))
+
+
 def match_sites(kernel: str, sites: Sites) -> tuple[tuple[LaunchSite, ...], str]:
     """The launch sites of the kernel ncu named ``kernel``: the launches of the kernel of the same name
     (the demangled name, template arguments and all), else of every kernel with the same bare function
@@ -84,8 +91,8 @@ def match_sites(kernel: str, sites: Sites) -> tuple[tuple[LaunchSite, ...], str]
     exact = [s for name, ss in sites.by_kernel.items() if _key(name) == want for s in ss]
     if exact:
         return tuple(exact), "name"
-    base = demangle.base_name(demangle.demangle(kernel))
-    loose = [s for name, ss in sites.by_kernel.items() if demangle.base_name(demangle.demangle(name)) == base for s in ss]
+    base = _function(kernel)
+    loose = [s for name, ss in sites.by_kernel.items() if _function(name) == base for s in ss]
     return tuple(loose), "function name" if loose else ""
 
 

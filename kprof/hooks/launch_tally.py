@@ -126,9 +126,7 @@ class Tally:
         self.stop_when_seen: set[str] = set()  # ... once it has launched these too (bare names)
         self.site_seen: dict[str, set[tuple[str | None, int | None]]] = {}
         self.user_files: dict[str, bool] = {}
-        self.not_users = tuple(sorted({p for k in ("stdlib", "platstdlib", "purelib", "platlib")
-                                       if (p := sysconfig.get_paths().get(k))} | {os.path.dirname(os.path.dirname(
-                                           os.path.abspath(__file__)))}))  # Python's, the packages', kprof's
+        self.not_users: tuple[str, ...] | None = None  # Python's, the packages', kprof's folders: at the first site
 
     def emit(self, **event: object) -> None:
         self.out.write(json.dumps({"pid": self.pid, **event}) + "\n")
@@ -201,6 +199,10 @@ class Tally:
     def is_user_file(self, path: str) -> bool:
         known = self.user_files.get(path)
         if known is None:
+            if self.not_users is None:
+                kprof_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+                self.not_users = tuple(sorted({p for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                                               if (p := sysconfig.get_paths().get(k))} | {kprof_dir}))
             known = (path.startswith("/") and not any(part in path for part in _NOT_USERS)
                      and not any(path.startswith(d + os.sep) for d in self.not_users))
             self.user_files[path] = known
