@@ -26,6 +26,7 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +260,18 @@ def parse_json(text: str, what: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"{what}: not valid JSON ({_cut(str(exc))})") from None
+
+
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Each line of a JSON-lines log that is a JSON object, in order: a line torn by a writer stopped
+    mid-line, or one that is not an object, is skipped (kprof's hooks' and children's logs)."""
+    for line in text.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
 
 
 def read_json(path: str | Path, what: str, *, limit: int = 64 * MiB) -> Any:

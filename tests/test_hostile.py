@@ -491,3 +491,10 @@ def test_a_spec_in_a_folder_whose_name_is_not_utf8_gets_a_cache_key(tmp_path):
     sources = build._local_sources(spec.source)
     key = build._cache_key(spec, SimpleNamespace(key="nvcc 13.0", kind="nvcc"), "sm_90", (), sources)
     assert len(key) == 20
+
+
+def test_a_json_lines_log_gives_its_objects_and_skips_torn_and_other_lines():
+    from kprof.inputs import json_objects
+
+    text = '{"a": 1}\n[1, 2]\n"text"\n{"b": \n\n{"c": {"d": 2}}\n{"e": 3'
+    assert list(json_objects(text)) == [{"a": 1}, {"c": {"d": 2}}]

@@ -17,7 +17,6 @@ line per event to ``$KPROF_LAUNCH_LOG``:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,13 +64,7 @@ def read(text: str) -> Run:
     captures: dict[tuple[int, int], str] = {}
     cut: int | None = None
     errors: list[str] = []
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in inputs.json_objects(text):
         kind = event.get("event")
         if kind == "recorder":
             ok, why = bool(event.get("ok")), str(event.get("why", ""))

@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kprof import inputs
 from kprof.tools.coverage import Coverage
 
 
@@ -91,13 +92,4 @@ def _event(raw: dict[str, Any]) -> Event | None:
 
 def read(text: str) -> list[Event]:
     """The events of ``text``, in order."""
-    out: list[Event] = []
-    for text_line in text.splitlines():
-        try:
-            raw = json.loads(text_line)
-        except ValueError:
-            continue
-        event = _event(raw) if isinstance(raw, dict) else None
-        if event is not None:
-            out.append(event)
-    return out
+    return [e for e in map(_event, inputs.json_objects(text)) if e is not None]

@@ -8,8 +8,9 @@ is the hook's docstring; :mod:`kprof.tools.coverage` (what a run launched) and :
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+
+from kprof import inputs
 
 
 @dataclass(frozen=True)
@@ -77,13 +78,4 @@ def _event(raw: dict[str, object]) -> Event | None:
 
 def read(text: str) -> list[Event]:
     """The tally's events, in the order they were written (every process's, interleaved)."""
-    out: list[Event] = []
-    for line in text.splitlines():
-        try:
-            raw = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a process that was stopped while writing it
-        event = _event(raw) if isinstance(raw, dict) else None
-        if event is not None:
-            out.append(event)
-    return out
+    return [e for e in map(_event, inputs.json_objects(text)) if e is not None]
