@@ -70,10 +70,8 @@ class RankReport:
 def read(folder: Path, tool: str) -> list[RankReport]:
     """Each rank that started (its marker), with what it left, by rank."""
     out = []
-    for marker in sorted(folder.glob("rank*.json"), key=lambda p: int(p.stem[4:]) if p.stem[4:].isdigit() else -1):
-        if not marker.stem[4:].isdigit():
-            continue
-        rank = int(marker.stem[4:])
+    markers = {int(m.stem[4:]): m for m in folder.glob("rank*.json") if m.stem[4:].isdigit()}
+    for rank, marker in sorted(markers.items()):
         try:
             error = str(json.loads(marker.read_text()).get("error") or "")
         except (OSError, ValueError, AttributeError):
