@@ -49,6 +49,8 @@
 #            with CS_NEW=PATH (a newer compute-sanitizer, e.g. the nvidia-cuda-sanitizer-api wheel's), its
 #            version and the same records under it, and (CS_NEW_CASES=1) kprof cases under it
 #   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed
+#   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
+#            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
@@ -466,6 +468,24 @@ if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and
     # --json before --: after it, the word is the program's
     step ranks-sanitize sh -c "exec $KPROF sanitize --json -- $TR > $LOGS/ranks-sanitize.json"
     step ranks-sanitize-fixed sh -c "exec $KPROF sanitize --json -- $TR --fixed > $LOGS/ranks-sanitize-fixed.json"
+fi
+if has gemminit; then  # does initcheck see a half-precision cuBLAS GEMM's writes? (examples/gemm_initcheck.py)
+    CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
+    for dt in float16 float32; do
+        step "gemminit-names-$dt" python3 examples/gemm_initcheck.py --names --dtype $dt
+    done
+    GI="--tool initcheck --print-limit 5 --error-exitcode 99"
+    for cs in "$CS" ${CS_NEW:-}; do
+        v=$([ "$cs" = "$CS" ] && echo machine || echo new)
+        step "gemminit-$v-version" "$cs" --version
+        for run in "float16 empty" "float16 zeros" "float32 empty" "bfloat16 empty"; do
+            read -r dt out <<<"$run"
+            step "gemminit-$v-$dt-$out" "$cs" $GI --show-backtrace no python3 examples/gemm_initcheck.py --dtype "$dt" --out "$out"
+        done
+    done
+    step gemminit-machine-float16-empty-backtrace "$CS" $GI --show-backtrace device python3 examples/gemm_initcheck.py
+    step gemminit-kprof sh -c "exec $KPROF sanitize --json --tool initcheck -- python3 examples/gemm_initcheck.py \
+        --out linear > $LOGS/gemminit-kprof.json"
 fi
 if has likeforlike; then  # like-for-like numbers (docs/bench.md): the attention kernels (bfloat16 O) against
     # each SDPA backend, the cheat corpus, their GPU tests and sanitizers, the ceilings with PyTorch's ops, then
