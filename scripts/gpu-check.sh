@@ -475,6 +475,9 @@ if has gemminit; then  # does initcheck see a half-precision cuBLAS GEMM's write
         step "gemminit-names-$dt" python3 examples/gemm_initcheck.py --names --dtype $dt
     done
     GI="--tool initcheck --print-limit 5 --error-exitcode 99"
+    for bt in host device yes; do  # what each kind of backtrace costs on the same records
+        step "gemminit-machine-float16-empty-backtrace-$bt" "$CS" $GI --show-backtrace $bt python3 examples/gemm_initcheck.py
+    done
     for cs in "$CS" ${CS_NEW:-}; do
         v=$([ "$cs" = "$CS" ] && echo machine || echo new)
         step "gemminit-$v-version" "$cs" --version
@@ -483,7 +486,6 @@ if has gemminit; then  # does initcheck see a half-precision cuBLAS GEMM's write
             step "gemminit-$v-$dt-$out" "$cs" $GI --show-backtrace no python3 examples/gemm_initcheck.py --dtype "$dt" --out "$out"
         done
     done
-    step gemminit-machine-float16-empty-backtrace "$CS" $GI --show-backtrace device python3 examples/gemm_initcheck.py
     step gemminit-kprof sh -c "exec $KPROF sanitize --json --tool initcheck -- python3 examples/gemm_initcheck.py \
         --out linear > $LOGS/gemminit-kprof.json"
 fi
