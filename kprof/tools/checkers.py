@@ -126,7 +126,7 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
     as it ends. Beside the sanitizers, one more run counts what the program launches (CUPTI cannot run under
     compute-sanitizer), which each sanitizer's result then says it covered."""
     from kprof import parallel
-    from kprof.tools import launchcount, toolrun
+    from kprof.tools import launchcount
 
     def one(name: str) -> Any:
         if name == COUNT:
@@ -145,7 +145,7 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
     checked = done[-1] if sanitized else None
     from kprof.tools import kernelpolicy
 
-    return [toolrun.with_coverage(r, kernelpolicy.applied(checked, skips(r.tool, settings.all_kernels)))
+    return [kernelpolicy.settle(r, checked, skips(r.tool, settings.all_kernels))
             if get(r.tool).needs.sanitizer else r for r in done[:len(chosen)]]
 
 

@@ -63,14 +63,19 @@ def injection_args(exe: Path) -> list[str]:
 
 
 def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int = PADDING,
-               print_limit: int = PRINT_LIMIT, program: bool = False, skip_libraries: bool = False) -> list[str]:
+               print_limit: int = PRINT_LIMIT, program: bool = False, skip_libraries: bool = False,
+               device_frames: bool = False) -> list[str]:
     """compute-sanitizer's argv for ``tool``, up to (not including) the target program.
 
     ``program``: the target is the user's program, not kprof's runner. Host backtraces are kept (the
     launch site comes from them), every child process is followed, and memcheck's leak check is off:
     a correct PyTorch program reports the tensors still alive at exit as leaks (measured on an H200:
     8 KB for two tensors, 138 MB after a few torch ops), which says nothing about its kernels. In a program,
-    ``skip_libraries`` leaves library kernels out (:mod:`kprof.tools.kernelpolicy`)."""
+    ``skip_libraries`` leaves library kernels out (:mod:`kprof.tools.kernelpolicy`). initcheck keeps only the
+    host frames unless ``device_frames``: device frames cost 51 s of a 72 s run on one half GEMM's output read by
+    PyTorch's copy kernel (host frames alone: 4.6 s; none: 4.6 s; an H200, compute-sanitizer 2025.3.1,
+    examples/gemm_initcheck.py), and they only move a read inside a CUDA header to the user's call
+    (:func:`run_program` asks for them again when a finding needs that)."""
     if tool not in TOOLS:
         raise UsageError(f"'{tool}' is not a compute-sanitizer tool ({', '.join(TOOLS)})")
     argv = [
@@ -83,6 +88,8 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
     argv += injection_args(Path(str(exe)))
     if program:
         argv += ["--target-processes", "all", *(kernelpolicy.exclude_args() if skip_libraries else [])]
+        if tool == "initcheck" and not device_frames:
+            argv += ["--show-backtrace", "host"]
     else:  # racecheck keeps none: with device frames its analysis records no longer joined its hazards (an H200, 2370a0e)
         argv += ["--show-backtrace", "no" if tool == "racecheck" else "device"]
     if tool == "memcheck":
@@ -559,19 +566,34 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
                            skip_libraries=skip_libraries)
         if ranked is not None:
             return ranked
-    with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
-        xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
-        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
-                          skip_libraries=skip_libraries)
-        argv += exitcode.wrap(cmd, status_path)
-        done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
-        xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
-        status = exitcode.read_status(status_path)
-    findings, notes = _program_findings(xml_text, tool, done.stdout)
+    device_frames = False
+    while True:
+        with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
+            xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
+            argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
+                              skip_libraries=skip_libraries, device_frames=device_frames)
+            argv += exitcode.wrap(cmd, status_path)
+            done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
+            xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
+            status = exitcode.read_status(status_path)
+        findings, notes = _program_findings(xml_text, tool, done.stdout)
+        if device_frames or not needs_device_frames(tool, findings):
+            break
+        device_frames = True  # once more with device frames: the user's call of the header's function
+    if device_frames:
+        notes.append(f"{tool} ran again with device frames: a finding inside a CUDA header needed them for the user's line")
     if launcher is not None:
         notes.append(f"no process of the {launcher} job was a Python rank kprof could put under {tool} "
                      "on its own: the launcher ran under it, every process checked, ranks not told apart")
     return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+
+
+def needs_device_frames(tool: str, findings: list[Finding]) -> bool:
+    """Whether a run without device frames (initcheck in a program: :func:`build_argv`) left a finding of the
+    user's kernel at a line inside a CUDA header, which only device frames move to the user's call. Pure."""
+    from kprof.tools.hostframes import is_cuda_header
+
+    return tool == "initcheck" and any(is_cuda_header(f.file) and not f.extra.get("library") for f in findings)
 
 
 def _program_findings(xml_text: str, tool: str, tool_text: str) -> tuple[list[Finding], list[str]]:

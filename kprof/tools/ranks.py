@@ -93,6 +93,8 @@ def silent(reports: list[RankReport], tool: str, timed_out: bool) -> list[str]:
         if r.error:
             notes.append(f"rank {r.rank} could not be started under {tool} ({r.error}): it was not checked")
         elif not r.xml.strip():
-            why = "it was still running at the timeout (hung?)" if timed_out else "it died before the tool could write it"
+            why = ("it was still running at the timeout (hung?)" if timed_out else
+                   "it ended before the tool could write it (it died, or the launcher stopped it when another rank "
+                   "failed: its kernels until then were not reported)")
             notes.append(f"rank {r.rank} started under {tool} but left no report: {why}")
     return notes

@@ -36,7 +36,7 @@ from kprof.tools import allocators, checkers, hostframes, kernelpolicy, suiteeve
 from kprof.tools.coverage import Coverage
 from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.tools.suiteevents import Finish
-from kprof.tools.toolrun import ToolResult, with_coverage
+from kprof.tools.toolrun import ToolResult
 
 START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
@@ -571,7 +571,7 @@ def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dic
                 skips.append(None)
             else:
                 checked = (counts or {}).get(nodeid)
-                results += [with_coverage(r, kernelpolicy.applied(checked, checkers.skips(r.tool, all_kernels)))
+                results += [kernelpolicy.settle(r, checked, checkers.skips(r.tool, all_kernels))
                             if v.skipped is None else r for r in v.results]
                 skips.append(v.skipped)
         skipped = skips[0] if skips and all(s is not None for s in skips) else None

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
+from kprof.findings import Finding
 from kprof.tools import compute_sanitizer, coverage, kernelpolicy, suiteevents
 from kprof.tools.checker import Settings
+from kprof.tools.toolrun import ToolResult
 
 USER = ["scale", "count", "block_sum", "_Z10add_kernelPfS_i", "_Z6scaledILi3EEvPf", "triton_poi_fused_gelu_2",
         "my_ns_kernel"]
@@ -125,3 +128,53 @@ def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_
     assert "16 bytes in NCCL's ncclDevKernel_AllReduce_Sum_f32_RING_LL (3 record(s))" in note and "nccl#265" in note
     text = render.sanitize_report([ToolResult("memcheck", "findings", kept, 1.0, "")])
     assert text.count("inside ") == 2 and "inside PyTorch's own kernel: the library's code, not yours" in text
+
+
+# ---------------------------------------------------------------------------- initcheck's unseen writers
+
+NVJET = "nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_bias_TNT"  # the half GEMM of examples/gemm_initcheck.py on an H200
+COPY = "_ZN2at6native27unrolled_elementwise_kernelINS0_21direct_copy_kernel_cudaEEEviT_"
+
+
+def _uninit(kernel: str, library: str | None) -> Finding:
+    return Finding("initcheck", "uninitialized-read", kernel, None, None, (96, 0, 0), (225, 0, 0), 257,
+                   "Uninitialized __global__ memory read of size 2 bytes", extra={"library": library} if library else {})
+
+
+def _initcheck(*found: Finding) -> ToolResult:
+    return ToolResult("initcheck", "findings", list(found), 4.6)
+
+
+def test_a_read_of_a_tma_gemms_output_is_set_aside_with_its_reason():
+    # measured: the GEMM into torch.empty reports these reads, into torch.zeros none; the results right both times
+    done = kernelpolicy.unseen_writes(_initcheck(_uninit(COPY, "PyTorch")), ["_Z5fill", NVJET, COPY])
+    assert done.status == "clean" and done.findings == []
+    assert len(done.notes) == 1 and NVJET in done.notes[0] and "torch.zeros" in done.notes[0]
+    assert "PyTorch" in done.notes[0] and "257 record(s)" in done.notes[0]
+
+
+@pytest.mark.parametrize("names", [["_ZN2at6native13reduce_kernelEv"],  # test_mean_of_empty: no GEMM, a real bug
+                                   ["sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3", COPY]])  # FP32
+def test_without_a_writer_initcheck_cannot_see_a_librarys_read_stays_a_finding(names):
+    result = _initcheck(_uninit(COPY, "PyTorch"))
+    assert kernelpolicy.unseen_writes(result, names) is result
+
+
+def test_the_users_own_kernels_read_stays_a_finding_beside_a_tma_gemm():
+    mine, theirs = _uninit("scale", None), _uninit(COPY, "PyTorch")
+    done = kernelpolicy.unseen_writes(_initcheck(mine, theirs), [NVJET])
+    assert done.status == "findings" and done.findings == [mine] and len(done.notes) == 1
+
+
+def test_only_initcheck_is_excused():
+    other = ToolResult("memcheck", "findings", [replace(_uninit(COPY, "PyTorch"), tool="memcheck",
+                                                         kind="out-of-bounds-read")], 1.0)
+    assert kernelpolicy.unseen_writes(other, [NVJET]) is other
+
+
+def test_settle_applies_coverage_the_skip_line_and_the_unseen_writers_together():
+    checked = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True, names=(NVJET, COPY, "scale"))
+    done = kernelpolicy.settle(_initcheck(_uninit(COPY, "PyTorch")), checked, skips=False)
+    assert done.status == "clean" and done.checked is not None and done.checked.names == checked.names
+    raced = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0), checked, skips=True)
+    assert raced.checked is not None and "cuBLAS" in raced.checked.skipped and "PyTorch" in raced.checked.skipped

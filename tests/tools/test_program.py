@@ -17,7 +17,7 @@ from kprof import findings as findings_mod
 from kprof import proc
 from kprof.commands import cli
 from kprof.errors import UsageError
-from kprof.tools import allocators, hostframes, toolrun
+from kprof.tools import allocators, compute_sanitizer, hostframes, toolrun
 from kprof.tools import compute_sanitizer as sanitize
 from kprof.tools.exitcode import Status
 
@@ -553,3 +553,62 @@ def test_the_shims_record_is_read_typed(tmp_path):
     status.write_text("[1]")
     assert exitcode.read_status(status) is None and exitcode.read_status(tmp_path / "none.json") is None
     assert Status(3).how() == "exited with code 3"
+
+
+# ---------------------------------------------------------------------------- initcheck's frames in a program
+
+def test_initcheck_in_a_program_keeps_host_frames_only_unless_asked():
+    # device frames cost 51 s of 72 on one half GEMM's output read by PyTorch's copy (an H200, 2025.3.1)
+    argv = " ".join(compute_sanitizer.build_argv("cs", "initcheck", "x.xml", program=True))
+    assert "--show-backtrace host" in argv
+    asked = compute_sanitizer.build_argv("cs", "initcheck", "x.xml", program=True, device_frames=True)
+    assert "--show-backtrace" not in asked  # the tool's default: host and device frames
+    for tool in ("memcheck", "racecheck", "synccheck"):
+        assert "--show-backtrace" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
+
+
+INITCHECK_IN_HEADER = """<?xml version="1.0" encoding="utf-8"?><ComputeSanitizerOutput><record><kind>Initcheck</kind>
+<who><threadIdx><x>0</x><y>0</y><z>0</z></threadIdx><blockIdx><x>0</x><y>0</y><z>0</z></blockIdx></who>
+<what><text>Uninitialized __global__ memory read of size 4 bytes</text><address>0x7f0000000200</address><size>4</size></what>
+<where><func>__ldg</func><path>/usr/local/cuda/include/sm_32_intrinsics.hpp</path><line>95</line></where>
+{device}</record></ComputeSanitizerOutput>"""
+DEVICE_FRAMES = """<deviceStack><frame><func>__ldg</func><path>/usr/local/cuda/include/sm_32_intrinsics.hpp</path>
+<line>95</line></frame><frame><func>scale</func><path>/src/scale.cu</path><line>12</line></frame></deviceStack>"""
+
+TWO_RUN_SANITIZER = """#!{python}
+import json, subprocess, sys
+args = sys.argv[1:]
+save = args[args.index("--save") + 1]
+host_only = "--show-backtrace" in args and args[args.index("--show-backtrace") + 1] == "host"
+with open({calls!r}, "a") as f:
+    f.write(json.dumps(host_only) + "\\n")
+open(save, "w").write({xml!r}.replace("{{device}}", "" if host_only else {frames!r}))
+subprocess.call(args[args.index({python!r}):])
+sys.exit(99)
+"""
+
+
+def test_a_read_inside_a_cuda_header_runs_initcheck_again_with_device_frames(fake_sanitizer, tmp_path, monkeypatch):
+    fake_sanitizer()
+    calls = tmp_path / "calls.jsonl"
+    exe = tmp_path / "compute-sanitizer"
+    exe.write_text(TWO_RUN_SANITIZER.format(python=sys.executable, calls=str(calls), xml=INITCHECK_IN_HEADER,
+                                            frames=DEVICE_FRAMES))
+    exe.chmod(0o755)
+    result = compute_sanitizer.run_program([sys.executable, "-c", "pass"], "initcheck", timeout=60)
+    assert [json.loads(line) for line in calls.read_text().splitlines()] == [True, False]
+    f = result.findings[0]
+    assert (f.file, f.line) == ("/src/scale.cu", 12) and f.extra["reported_at"].endswith("sm_32_intrinsics.hpp:95")
+    assert any("device frames" in n for n in result.notes)
+
+
+def test_a_read_at_the_users_line_runs_initcheck_once(fake_sanitizer, tmp_path):
+    fake_sanitizer()
+    calls = tmp_path / "calls.jsonl"
+    exe = tmp_path / "compute-sanitizer"
+    xml = INITCHECK_IN_HEADER.replace("<func>__ldg</func><path>/usr/local/cuda/include/sm_32_intrinsics.hpp</path>"
+                                      "<line>95</line></where>", "<func>scale</func><path>/src/scale.cu</path><line>12</line></where>")
+    exe.write_text(TWO_RUN_SANITIZER.format(python=sys.executable, calls=str(calls), xml=xml, frames=DEVICE_FRAMES))
+    exe.chmod(0o755)
+    result = compute_sanitizer.run_program([sys.executable, "-c", "pass"], "initcheck", timeout=60)
+    assert calls.read_text().splitlines() == ["true"] and result.findings[0].line == 12
