@@ -41,6 +41,7 @@ _PUBLIC = {
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
     "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnose.program",
+    "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

@@ -531,7 +531,7 @@ def cmd_history(opts: HistoryOptions) -> int:
     from kprof.results import history
 
     rows = offline.bench_history(opts.name, limit=opts.limit)
-    _emit_json(rows) if opts.json else print(render.history_table(rows, str(history.path())))
+    _emit_json([r.to_dict() for r in rows]) if opts.json else print(render.history_table(rows, str(history.path())))
     return EXIT_OK
 
 

@@ -8,9 +8,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof.errors import BuildError, UnsupportedArchError, UsageError
+
+if TYPE_CHECKING:
+    from kprof.results import history
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
                            occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic))
 
 
-def bench_history(name: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
+def bench_history(name: str | None = None, *, limit: int = 20) -> list[history.HistoryRow]:
     """The latest ``kprof bench`` rows of the history store (of one kernel, or all), newest first; none
     where nothing was measured yet."""
     from kprof.results import history
@@ -140,10 +143,10 @@ class Comparison:
     """``kprof compare``: each kernel and size two bench runs share, before against after."""
     before: str
     after: str
-    rows: list[dict[str, Any]]
+    rows: list[history.RunChange]
 
     def to_json(self) -> dict[str, Any]:
-        return {"before": self.before, "after": self.after, "rows": self.rows}
+        return {"before": self.before, "after": self.after, "rows": [r.to_dict() for r in self.rows]}
 
 
 def compare_runs(before: str = "last~1", after: str = "last") -> Comparison:

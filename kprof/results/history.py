@@ -14,12 +14,16 @@ import os
 import sqlite3
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof import inputs, proc
 from kprof.errors import KprofError, OutputError, UsageError
 from kprof.version import __version__
+
+if TYPE_CHECKING:
+    from kprof.stats import Summary
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -141,8 +145,72 @@ def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: di
     return int(cur.lastrowid or 0)
 
 
+@dataclass(frozen=True)
+class HistoryRow:
+    """One stored result as kprof reads it back: its run, kernel and point, its timing summary (None: the
+    point was not timed), and what was stored beside them as written (``data``, ``machine``)."""
+
+    id: int
+    run: str
+    created: float
+    kind: str
+    kernel: str
+    point: dict[str, Any]  # {"sizes": {...}, "params": {...}, ...} as kprof bench wrote it
+    summary: Summary | None
+    data: dict[str, Any]
+    machine: dict[str, Any]
+    version: str
+    commit: str | None
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The point's sizes and parameters together, as a table shows them."""
+        sizes, params = self.point.get("sizes") or {}, self.point.get("params") or {}
+        return {**sizes, **params}
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What two runs' rows share when they measured the same kernel at the same point."""
+        return self.kernel, json.dumps(self.point, sort_keys=True)
+
+    @property
+    def status(self) -> str:
+        return str(self.data.get("status") or "?")
+
+    @property
+    def gpu(self) -> str | None:
+        gpu = self.machine.get("gpu")
+        return str(gpu) if gpu else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "run": self.run, "created": self.created, "kind": self.kind, "kernel": self.kernel,
+                "point": self.point, "data": self.data, "machine": self.machine, "version": self.version,
+                "commit": self.commit}
+
+
+@dataclass(frozen=True)
+class RunChange:
+    """One kernel and point two bench runs share: the median time before and after, and the verdict
+    beyond the measured noise (:func:`kprof.stats.classify`)."""
+
+    kernel: str
+    point: dict[str, Any]
+    before_s: float
+    after_s: float
+    change: float
+    verdict: str  # same | faster | slower
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return {**(self.point.get("sizes") or {}), **(self.point.get("params") or {})}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "point": self.point, "before_s": self.before_s, "after_s": self.after_s,
+                "change": self.change, "verdict": self.verdict}
+
+
 def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = None, kind: str | None = None,
-         limit: int = 50) -> list[dict[str, Any]]:
+         limit: int = 50) -> list[HistoryRow]:
     query = "SELECT id, run, created, kind, kernel, point, data, machine, version, git_commit FROM results"
     args: list[str | int] = []
     where = []
@@ -170,37 +238,50 @@ _SUMMARY = ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")
 MAX_ROW_TEXT = 4 * 1024 * 1024  # one stored point's JSON: a few KB in practice
 
 
-def _row(r: tuple[Any, ...]) -> dict[str, Any] | None:
+def _row(r: tuple[object, ...]) -> HistoryRow | None:
     """One stored result, or None when it is not of the shape kprof writes (damaged JSON, a list where
     a mapping goes, a summary without numbers, a text where a number goes)."""
-    from kprof import stats
-
-    if not all(isinstance(r[i], str) for i in (1, 4, 5, 6, 7)) or not isinstance(r[2], (int, float)):
+    texts = [r[i] for i in (1, 4, 5, 6, 7)]
+    created = r[2]
+    if not all(isinstance(t, str) for t in texts) or not isinstance(created, (int, float)):
         return None
-    if any(len(r[i]) > MAX_ROW_TEXT for i in (5, 6, 7)):
+    run, kernel, *stored = (str(t) for t in texts)
+    if any(len(t) > MAX_ROW_TEXT for t in stored):
         return None
     try:
-        point, data, machine = (inputs.parse_json(r[i], "history row") for i in (5, 6, 7))
+        point, data, machine = (inputs.parse_json(t, "history row") for t in stored)
     except UsageError:
         return None
     if not (isinstance(point, dict) and isinstance(data, dict) and isinstance(machine, dict)):
         return None
     if not all(isinstance(point.get(k, {}), dict) for k in ("sizes", "params")):
         return None
-    summary = data.get("summary")
-    if summary is not None:
-        if not isinstance(summary, dict) or not all(
-                isinstance(summary.get(k), (int, float)) and not isinstance(summary.get(k), bool) for k in _SUMMARY):
-            return None
-        try:
-            stats.Summary.of(summary)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        if not all(math.isfinite(summary[k]) and summary[k] >= 0 for k in _SUMMARY) or summary["median"] <= 0:
-            return None  # a time of 0, below 0 or not a number: no measurement kprof wrote (compare divides by it)
+    try:
+        summary = _summary(data.get("summary"))
+    except ValueError:
+        return None
     commit = r[9] if isinstance(r[9], str) else None
-    return {"id": r[0], "run": r[1], "created": r[2], "kind": r[3], "kernel": r[4], "point": point, "data": data,
-            "machine": machine, "version": r[8], "commit": commit}
+    return HistoryRow(int(r[0]) if isinstance(r[0], int) else 0, run, float(created), str(r[3]), kernel, point,
+                      summary, data, machine, str(r[8]), commit)
+
+
+def _summary(stored: object) -> Summary | None:
+    """A stored timing summary; None where the point was not timed. ValueError where it is not one kprof
+    wrote (a field missing or not a number, a time of 0 or below: compare divides by it)."""
+    from kprof import stats
+
+    if stored is None:
+        return None
+    if not isinstance(stored, dict) or not all(
+            isinstance(stored.get(k), (int, float)) and not isinstance(stored.get(k), bool) for k in _SUMMARY):
+        raise ValueError("not a timing summary")
+    try:
+        summary = stats.Summary.of(stored)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError("not a timing summary") from None
+    if not all(math.isfinite(stored[k]) and stored[k] >= 0 for k in _SUMMARY) or summary.median <= 0:
+        raise ValueError("a time of 0 or below, or not a number")
+    return summary
 
 
 def runs(conn: sqlite3.Connection, kind: str = "bench") -> list[str]:
@@ -232,20 +313,16 @@ def resolve_run(conn: sqlite3.Connection, ref: str) -> str:
     return ref
 
 
-def compare(conn: sqlite3.Connection, before_id: str, after_id: str) -> list[dict[str, Any]]:
+def compare(conn: sqlite3.Connection, before_id: str, after_id: str) -> list[RunChange]:
     """Every kernel and point the two runs share: same, faster or slower, beyond the measured noise."""
     from kprof import stats
 
-    def key(r: dict[str, Any]) -> tuple[str, str]:
-        return r["kernel"], json.dumps(r["point"], sort_keys=True)
-
-    before = {key(r): r for r in rows(conn, run=before_id, limit=100000)}
-    after = {key(r): r for r in rows(conn, run=after_id, limit=100000)}
+    before = {r.key: r for r in rows(conn, run=before_id, limit=100000)}
+    after = {r.key: r for r in rows(conn, run=after_id, limit=100000)}
     out = []
     for k in sorted(set(before) & set(after)):
-        b, a = before[k]["data"], after[k]["data"]
-        if b.get("summary") and a.get("summary"):
-            verdict, change = stats.classify(stats.Summary.of(b["summary"]), stats.Summary.of(a["summary"]))
-            out.append({"kernel": k[0], "point": json.loads(k[1]), "before_s": b["summary"]["median"],
-                        "after_s": a["summary"]["median"], "change": change, "verdict": verdict})
+        b, a = before[k].summary, after[k].summary
+        if b is not None and a is not None:
+            verdict, change = stats.classify(b, a)
+            out.append(RunChange(k[0], before[k].point, b.median, a.median, change, verdict))
     return out

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kprof.launch.childresult import ChildResult
     from kprof.measure.bench import PointResult
     from kprof.measure.profiling import KernelProfile
+    from kprof.results import history
     from kprof.spec import KernelSpec, Resolved
     from kprof.tools.doctor import Check
     from kprof.tools.launchsites import Sites
@@ -597,24 +598,20 @@ def peak_report(peak: Ceilings) -> str:
     return "\n".join(fit(lines, width, 4))
 
 
-def history_table(rows: list[dict[str, Any]], where: str) -> str:
+def history_table(rows: list[history.HistoryRow], where: str) -> str:
     if not rows:
         return f"no bench results yet in {where}"
     out = []
     for r in rows:
-        d = r["data"]
-        point = " ".join(f"{k}={v}" for k, v in {**r["point"].get("sizes", {}), **r["point"].get("params", {})}.items())
-        med = _us(d["summary"]["median"]) if d.get("summary") else d.get("status", "?")
-        out.append((r["run"], r["kernel"], point, med, r["commit"] or "-", r["machine"].get("gpu") or "-"))
+        point = " ".join(f"{k}={v}" for k, v in r.values.items())
+        med = _us(r.summary.median) if r.summary else r.status
+        out.append((r.run, r.kernel, point, med, r.commit or "-", r.gpu or "-"))
     return table(["RUN", "KERNEL", "POINT", "MEDIAN(us)", "COMMIT", "GPU"], out, "lllrll") + f"\n(store: {where})"
 
 
-def compare_table(before: str, after: str, rows: list[dict[str, Any]]) -> str:
-    def point(r: dict[str, Any]) -> str:
-        return " ".join(f"{k}={v}" for k, v in {**r["point"].get("sizes", {}), **r["point"].get("params", {})}.items())
-
-    body = [(r["kernel"], point(r),
-             _us(r["before_s"]), _us(r["after_s"]), f"{r['change']:+.1%}", r["verdict"]) for r in rows]
+def compare_table(before: str, after: str, rows: list[history.RunChange]) -> str:
+    body = [(r.kernel, " ".join(f"{k}={v}" for k, v in r.values.items()),
+             _us(r.before_s), _us(r.after_s), f"{r.change:+.1%}", r.verdict) for r in rows]
     return f"before: {before}\nafter:  {after}\n" + table(
         ["KERNEL", "POINT", "BEFORE(us)", "AFTER(us)", "CHANGE", "VERDICT"], body, "llrrrl")
 

@@ -150,7 +150,7 @@ def test_interrupted_sweep_keeps_every_finished_point(as_if_a_gpu, tmp_path, mon
     out, err = capsys.readouterr()
     assert "2 of 4 points measured and kept" in err and "1000" in out and "2000" in out  # the table of the two
     rows = history.rows(history.connect(), kernel="vector_add")
-    assert sorted(r["point"]["sizes"]["N"] for r in rows) == [1000, 2000]
+    assert sorted(r.values["N"] for r in rows) == [1000, 2000]
     calls.clear()
     assert cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000,4000", "--json"]) == 130
     data = json.loads(capsys.readouterr().out)

@@ -1,4 +1,5 @@
-"""Which commit a result names: KPROF_COMMIT first, then git, with whether the tree had changes."""
+"""The result history: which commit a result names (KPROF_COMMIT first, then git, with whether the tree had
+changes), and the rows read back typed."""
 
 import shutil
 import subprocess
@@ -49,3 +50,25 @@ def test_git_gives_the_commit_and_whether_tracked_files_changed(tmp_path, monkey
 def test_no_git_and_no_kprof_commit_is_unknown(tmp_path, monkeypatch):
     monkeypatch.delenv("KPROF_COMMIT", raising=False)
     assert history.provenance(tmp_path / "not-a-repo") == {"commit": None, "source": None, "dirty": None}
+
+
+def test_rows_come_back_typed_and_two_runs_compare_by_their_summaries(tmp_path, monkeypatch):
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    conn = history.connect()
+    timed = {"n": 30, "median": 2e-6, "q1": 1.9e-6, "q3": 2.1e-6, "min": 1.8e-6, "max": 2.4e-6, "mean": 2e-6, "stdev": 1e-7}
+    point = {"sizes": {"N": 1024}, "params": {"BLOCK": 256}, "mode": "cold"}
+    history.record(conn, "r1", "bench", "k", point, {"summary": timed}, {"gpu": "NVIDIA H200"}, "abc1234")
+    history.record(conn, "r2", "bench", "k", point, {"summary": dict(timed, median=1e-6, q1=0.95e-6, q3=1.05e-6)},
+                   {}, None)
+    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 1}}, {"summary": None, "status": "failed"}, {}, None)
+    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 2}}, {"summary": dict(timed, median=0)}, {}, None)
+    rows = history.rows(conn)
+    assert [r.values for r in rows] == [{"N": 1}, {"N": 1024, "BLOCK": 256}, {"N": 1024, "BLOCK": 256}], \
+        "the row with a time of 0 is skipped, not shown"
+    untimed, newer, older = rows
+    assert untimed.summary is None and untimed.status == "failed" and untimed.gpu is None
+    assert older.summary is not None and older.summary.median == 2e-6 and older.gpu == "NVIDIA H200"
+    assert older.commit == "abc1234" and older.to_dict()["point"] == point
+    [change] = history.compare(conn, "r1", "r2")
+    assert (change.verdict, change.values, change.before_s, change.after_s) == ("faster", {"N": 1024, "BLOCK": 256}, 2e-6, 1e-6)
+    assert change.to_dict()["change"] == change.change < 0
