@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from kprof import inputs
 from kprof.errors import InputError, ReferenceExprError, SizeExprError, SpecError
@@ -89,7 +88,7 @@ _LOADED: dict[tuple[str, str], tuple[KernelSpec, frozenset[Path], str]] = {}
 _LOADED_MAX = 512
 
 
-def _named_files(value: Any, out: set[Path]) -> set[Path]:
+def _named_files(value: object, out: set[Path]) -> set[Path]:
     """Every file a loaded spec names: its Path fields and its stored Python references, recursively."""
     import dataclasses
 
@@ -179,10 +178,10 @@ def load(path: str | Path) -> KernelSpec:
 
 
 Fail = Callable[[str, str], SpecError]
-CheckExpr = Callable[[Any, str], str]
+CheckExpr = Callable[[object, str], str]
 
 
-def from_dict(data: Any, path: Path) -> KernelSpec:
+def from_dict(data: object, path: Path) -> KernelSpec:
     where = _display(path)
 
     def fail(fld: str, problem: str) -> SpecError:
@@ -202,7 +201,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     sizes = _load_sizes(data.get("sizes"), fail)
     known_sizes = {s.name for s in sizes} | {k for k, _ in defines}
 
-    def check_expr(expr: Any, fld: str) -> str:
+    def check_expr(expr: object, fld: str) -> str:
         try:
             used = sizeexpr.names(expr)
         except SizeExprError as exc:
@@ -250,7 +249,7 @@ def from_dict(data: Any, path: Path) -> KernelSpec:
     )  # fmt: skip
 
 
-def _load_requires(raw: Any, fail: Fail) -> Requirement | None:
+def _load_requires(raw: object, fail: Fail) -> Requirement | None:
     if raw is None:
         return None
     shape = "must be a mapping {arch: sm_XY, why: the feature that needs it}, e.g. {arch: sm_80, why: cp.async}"
@@ -264,7 +263,7 @@ def _load_requires(raw: Any, fail: Fail) -> Requirement | None:
     return Requirement(arch, " ".join(why.split()))
 
 
-def _load_name(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, str]:
+def _load_name(data: dict[str, object], path: Path, fail: Fail) -> tuple[str, str]:
     """name and description."""
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not IDENT.match(name):
@@ -275,7 +274,7 @@ def _load_name(data: dict[str, Any], path: Path, fail: Fail) -> tuple[str, str]:
     return name, description
 
 
-def _load_source(data: dict[str, Any], path: Path, name: str, fail: Fail) -> tuple[Path, str]:
+def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> tuple[Path, str]:
     """The .cu file and the kernel's entry."""
     source_text = data.get("source", f"{path.stem}.cu")
     if not isinstance(source_text, str) or not source_text:
@@ -324,7 +323,7 @@ def _python_launch(func: str, args: tuple[Arg, ...]) -> tuple[tuple[Step, ...], 
     return (Step(func, tuple(a.name for a in args), None),), Launch(("1", "1", "1"), ("1", "1", "1"))
 
 
-def _load_python_op(data: dict[str, Any], args: tuple[Arg, ...], names: set[str], folder: Path,
+def _load_python_op(data: dict[str, object], args: tuple[Arg, ...], names: set[str], folder: Path,
                     fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
     """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as
     framework tensors), sizes, defines (``names``) and scalars by name, read now without running it.
@@ -346,7 +345,7 @@ def _load_python_op(data: dict[str, Any], args: tuple[Arg, ...], names: set[str]
     return (ref.stored(), ref.path, *_python_launch(ref.func, args))
 
 
-def _load_launches(data: dict[str, Any], args: tuple[Arg, ...], fail: Fail,
+def _load_launches(data: dict[str, object], args: tuple[Arg, ...], fail: Fail,
                    check_expr: CheckExpr) -> tuple[tuple[Step, ...], str | None, Launch]:
     """The steps of a multi-kernel spec (with its first kernel's entry and launch), or the one launch."""
     steps = _load_steps(data.get("steps"), args, fail, check_expr)
@@ -362,7 +361,7 @@ def _load_launches(data: dict[str, Any], args: tuple[Arg, ...], fail: Fail,
     return steps, kernels[0].entry, kernels[0].launch
 
 
-def _load_twin(data: dict[str, Any], path: Path, fail: Fail) -> tuple[Path | None, tuple[tuple[str, str], ...]]:
+def _load_twin(data: dict[str, object], path: Path, fail: Fail) -> tuple[Path | None, tuple[tuple[str, str], ...]]:
     twin = None
     if "twin" in data:
         if not isinstance(data["twin"], str) or not (path.parent / data["twin"]).is_file():
@@ -372,7 +371,7 @@ def _load_twin(data: dict[str, Any], path: Path, fail: Fail) -> tuple[Path | Non
     return twin, twin_defines
 
 
-def _load_steps(raw: Any, args: tuple[Arg, ...], fail: Fail, check_expr: CheckExpr) -> tuple[Step, ...]:
+def _load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: CheckExpr) -> tuple[Step, ...]:
     """``steps:`` a list of ``{entry: NAME, args: [ARG, ...], launch: {...}}`` or
     ``{cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}`` (row-major C = A @ B)."""
     if raw is None:
@@ -440,7 +439,7 @@ ALLOWED_FLAGS = ("-O0..-O3, -maxrregcount=N, -std=c++17, -DNAME[=VALUE], -UNAME,
                  "--expt-extended-lambda, -Xptxas=-v|-O3|-dlcm=ca|--warn-on-spills, -w")
 
 
-def _load_nvcc_flags(raw: Any, folder: Path, fail: Fail) -> tuple[str, ...]:
+def _load_nvcc_flags(raw: object, folder: Path, fail: Fail) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
         raise fail("nvcc_flags", "must be a list of nvcc options, e.g. [-maxrregcount=128, --use_fast_math]")
     flags = []
@@ -473,7 +472,7 @@ def _within(prefix: str, fail: Fail) -> Fail:
     return inner
 
 
-def _load_baseline(raw: Any, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
+def _load_baseline(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
                    fail: Fail, field: str = "baseline") -> str | None:
     """cublas_sgemm, another spec's name, or a Python callable (FILE.py:FUNCTION or
     package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors (and
@@ -499,7 +498,7 @@ def _load_baseline(raw: Any, args: tuple[Arg, ...], sizes: set[str], defines: se
     return raw
 
 
-def _load_named_baselines(raw: Any, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
+def _load_named_baselines(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
                           fail: Fail) -> tuple[tuple[str, str], ...]:
     """``baselines: {torch: kprof.baselines.torch_ops:rms_norm, torch.compile: ...}``: names that
     ``kprof bench --baseline NAME`` takes for this spec, each a baseline as ``baseline:`` takes one."""
@@ -519,7 +518,7 @@ def _load_named_baselines(raw: Any, args: tuple[Arg, ...], sizes: set[str], defi
     return tuple(out)
 
 
-def _load_defines(raw: Any, fail: Fail) -> tuple[tuple[str, str], ...]:
+def _load_defines(raw: object, fail: Fail) -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
     if not isinstance(raw, dict):
@@ -536,7 +535,7 @@ def _load_defines(raw: Any, fail: Fail) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _load_sizes(raw: Any, fail: Fail) -> tuple[SizeDef, ...]:
+def _load_sizes(raw: object, fail: Fail) -> tuple[SizeDef, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, dict):
@@ -552,16 +551,19 @@ def _load_sizes(raw: Any, fail: Fail) -> tuple[SizeDef, ...]:
             value = {"default": value}
         if not isinstance(value, dict) or "default" not in value or set(value) - {"default", "sanitize"}:
             raise fail(fld, "must be a number or {default: N, sanitize: n}")
-        default: Any = value["default"]
-        sanitize: Any = value.get("sanitize", default)
-        for label, v in (("default", default), ("sanitize", sanitize)):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise fail(f"{fld}.{label}", f"{_show(v)} must be a positive whole number")
+        default = _positive(value["default"], f"{fld}.default", fail)
+        sanitize = _positive(value.get("sanitize", default), f"{fld}.sanitize", fail)
         out.append(SizeDef(key, default, sanitize))
     return tuple(out)
 
 
-def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]:
+def _positive(v: object, fld: str, fail: Fail) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise fail(fld, f"{_show(v)} must be a positive whole number")
+    return v
+
+
+def _load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]:
     if not isinstance(raw, list) or not raw:
         raise fail("args", "must be a non-empty list of the kernel's arguments, in order")
     out: list[Arg] = []
@@ -634,7 +636,7 @@ def _load_args(raw: Any, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]:
     return tuple(out)
 
 
-def _load_tensormap(item: dict[str, Any], fld: str, check_expr: CheckExpr, fail: Fail) -> TensorMapArg:
+def _load_tensormap(item: dict[str, object], fld: str, check_expr: CheckExpr, fail: Fail) -> TensorMapArg:
     """``{name, tensormap: BUFFER, box: [...], swizzle: 0|32|64|128}``: a CUtensorMap of a buffer argument."""
     extra = set(item) - {"name", "tensormap", "box", "swizzle"}
     if extra:
@@ -649,16 +651,16 @@ def _load_tensormap(item: dict[str, Any], fld: str, check_expr: CheckExpr, fail:
     swizzle = item.get("swizzle", 0)
     if isinstance(swizzle, bool) or swizzle not in SWIZZLES:
         raise fail(f"{fld}.swizzle", f"{_show(swizzle)} must be one of {', '.join(map(str, SWIZZLES))} (bytes; 0: none)")
-    return TensorMapArg(item["name"], buffer, tuple(check_expr(d, f"{fld}.box[{j}]") for j, d in enumerate(box)), swizzle)
+    return TensorMapArg(str(item["name"]), buffer, tuple(check_expr(d, f"{fld}.box[{j}]") for j, d in enumerate(box)), swizzle)
 
 
-def _dtype(value: Any, fld: str, fail: Fail) -> str:
+def _dtype(value: object, fld: str, fail: Fail) -> str:
     if not isinstance(value, str) or value not in DTYPES:
         raise fail(fld, f"{_show(value)} is not a supported dtype ({', '.join(DTYPES)})")
     return value
 
 
-def _fill(raw: Any, fld: str, dtype: str, fail: Fail) -> Fill:
+def _fill(raw: object, fld: str, dtype: str, fail: Fail) -> Fill:
     if not isinstance(raw, str):
         raise fail(fld, "must be a fill rule such as uniform(-1, 1), normal, zeros, randint(0, 10)")
     if len(raw) > MAX_FILL_CHARS:  # a rule is a name and up to three numbers: a 100,000-term one is refused unparsed
@@ -707,7 +709,7 @@ def _number(node: ast.AST) -> float:
     raise ValueError("not a number")
 
 
-def _load_launch(raw: Any, fail: Fail, check_expr: CheckExpr) -> Launch:
+def _load_launch(raw: object, fail: Fail, check_expr: CheckExpr) -> Launch:
     if not isinstance(raw, dict):
         raise fail("launch", "must be a mapping with grid, block and optionally shared_mem")
     extra = set(raw) - {"grid", "block", "shared_mem"}
@@ -733,7 +735,7 @@ def _load_launch(raw: Any, fail: Fail, check_expr: CheckExpr) -> Launch:
 SPEC_WIDE = "*"  # the output key of a spec-wide Python reference (it returns every output)
 
 
-def _load_reference(raw: Any, args: tuple[Arg, ...], known_sizes: set[str], fail: Fail,
+def _load_reference(raw: object, args: tuple[Arg, ...], known_sizes: set[str], fail: Fail,
                     folder: Path) -> tuple[tuple[str, str], ...]:
     """Each output's reference: an expression of the vocabulary, or a Python function (``FILE.py:FN``,
     ``package.module:FN``; stored resolved as ``python:/abs/FILE.py:FN``). A spec-wide ``reference:
@@ -772,7 +774,7 @@ def _load_reference(raw: Any, args: tuple[Arg, ...], known_sizes: set[str], fail
     return tuple(out)
 
 
-def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[Arg, ...],
+def _load_tolerance(raw: object, fail: Fail, check_expr: CheckExpr, args: tuple[Arg, ...],
                     known_sizes: set[str]) -> Tolerance:
     """Absent: the output dtype's default. ``1e-5``: that rtol with the dtype's atol.
     ``{rtol: 1e-6, atol: "2e-7 * sqrt(K)"}``: numbers or size expressions, either may be left out.
@@ -802,7 +804,7 @@ def _load_tolerance(raw: Any, fail: Fail, check_expr: CheckExpr, args: tuple[Arg
                      metric=metric, scale=_load_scale(raw.get("scale"), args, known_sizes, fail))
 
 
-def _load_scale(raw: Any, args: tuple[Arg, ...], known_sizes: set[str],
+def _load_scale(raw: object, args: tuple[Arg, ...], known_sizes: set[str],
                 fail: Fail) -> tuple[tuple[str, str], ...]:
     """``scale: {C: "abs(A) @ abs(B)"}``: per output, an expression of the inputs, sizes and scalars in the
     reference vocabulary, with the output's shape (or one that broadcasts to it)."""
@@ -824,7 +826,7 @@ def _load_scale(raw: Any, args: tuple[Arg, ...], known_sizes: set[str],
     return tuple(out)
 
 
-def _vocabulary_expr(expr: Any, known: set[str], fld: str, fail: Fail) -> str:
+def _vocabulary_expr(expr: object, known: set[str], fld: str, fail: Fail) -> str:
     """An expression of the reference vocabulary over ``known`` names, checked now (not evaluated)."""
     try:
         used = reference.names(expr)
@@ -836,7 +838,7 @@ def _vocabulary_expr(expr: Any, known: set[str], fld: str, fail: Fail) -> str:
     return str(expr)
 
 
-def _tolerance_value(raw: Any, fld: str, fail: Fail, check_expr: CheckExpr) -> str:
+def _tolerance_value(raw: object, fld: str, fail: Fail, check_expr: CheckExpr) -> str:
     """A number, or a size expression checked now and worked out at each size."""
     is_atol = fld.endswith("atol")
     what = "an absolute error of 0 or more, e.g. 1e-7" if is_atol else "a relative error between 0 and 1, e.g. 1e-5"
@@ -850,7 +852,7 @@ def _tolerance_value(raw: Any, fld: str, fail: Fail, check_expr: CheckExpr) -> s
     return repr(float(raw))
 
 
-def _load_checks(raw: Any, sizes: set[str], args: tuple[Arg, ...], fail: Fail) -> tuple[Check, ...]:
+def _load_checks(raw: object, sizes: set[str], args: tuple[Arg, ...], fail: Fail) -> tuple[Check, ...]:
     if not isinstance(raw, list):
         raise fail("checks", "must be a list of size sets to verify, e.g. [{M: 127, N: 131, K: 97}]")
     inputs = {a.name: a for a in args if isinstance(a, BufferArg) and a.role == "in"}
@@ -876,7 +878,7 @@ def _load_checks(raw: Any, sizes: set[str], args: tuple[Arg, ...], fail: Fail) -
     return tuple(out)
 
 
-def _show(value: Any, limit: int = 60) -> str:
+def _show(value: object, limit: int = 60) -> str:
     """A value quoted in an error message, cut short: a spec's value can be huge (an integer of more digits
     than Python will print is named by its size)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:

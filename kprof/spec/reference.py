@@ -194,7 +194,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], frozenset[str], tuple[int, int]]]
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
 
 
-def parse(text: str | int | float) -> ast.Expression:
+def parse(text: object) -> ast.Expression:
     """Parse and check a reference expression against the vocabulary."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         text = repr(text)
@@ -298,7 +298,7 @@ def _check_exponent(b: Any) -> None:
         raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference expression")
 
 
-def names(text: str) -> set[str]:
+def names(text: object) -> set[str]:
     """The buffer, scalar and size names an expression uses."""
     tree = parse(text)
     funcs = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}

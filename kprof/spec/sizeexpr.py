@@ -85,7 +85,7 @@ _BINOPS: dict[type[ast.operator], Callable[[Fraction, Fraction], Fraction]] = {
 FUNCTION_NAMES = tuple(sorted(_FUNCS))
 
 
-def parse(text: str | int | float) -> ast.Expression:
+def parse(text: object) -> ast.Expression:
     """Parse and check an expression; raises :class:`SizeExprError` for anything not allowed."""
     if isinstance(text, bool):
         raise SizeExprError(f"expected a number or size expression, got {text!r}")
@@ -136,7 +136,7 @@ def _func_name(node: ast.Call) -> str:
     return node.func.id
 
 
-def names(text: str | int | float) -> set[str]:
+def names(text: object) -> set[str]:
     """The size names an expression refers to (function names excluded)."""
     tree = parse(text)
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
