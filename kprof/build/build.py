@@ -474,7 +474,7 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
 MAX_CUBIN_BYTES = 256 * 1024 * 1024  # one cached cubin; the largest shipped one is under 1 MB
 
 
-def _usage(raw: Any) -> ResourceUsage:
+def _usage(raw: object) -> ResourceUsage:
     """A cache entry's usage of one kernel, every field a whole number in ptxas's range, or TypeError (the
     entry is then rebuilt): a damaged entry never prints "True registers per thread"."""
     if not isinstance(raw, dict) or set(raw) - set(ResourceUsage.__dataclass_fields__):

@@ -167,7 +167,7 @@ BY_COMMAND: dict[str, type] = {
 }
 
 
-def from_namespace(command: str, namespace: Any) -> Any:
+def from_namespace(command: str, namespace: object) -> Any:
     """The command's options from argparse's checked namespace: each field the value the parser left."""
     cls = BY_COMMAND[command]
     given = vars(namespace)

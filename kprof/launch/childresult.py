@@ -213,7 +213,7 @@ def _timing(data: dict[str, Any]) -> Timing | None:
                   integrity_seconds=_float(data.get("integrity_seconds")))
 
 
-def call_kernels_of(value: Any) -> tuple[tuple[str, float], ...]:
+def call_kernels_of(value: object) -> tuple[tuple[str, float], ...]:
     """[[name, seconds], ...] as the child (or a bench JSON) wrote it; anything else read as none."""
     if not isinstance(value, list):
         return ()

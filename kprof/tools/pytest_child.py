@@ -46,7 +46,7 @@ STICKY = {700: "CUDA_ERROR_ILLEGAL_ADDRESS", 702: "CUDA_ERROR_LAUNCH_TIMEOUT", 7
           719: "CUDA_ERROR_LAUNCH_FAILED"}
 
 
-def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _call(fn: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     return fn(*args, **kwargs)
 
 
