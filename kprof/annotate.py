@@ -58,7 +58,7 @@ class range:
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: object, **kwargs: object) -> Any:
             with self:
                 return fn(*args, **kwargs)
 

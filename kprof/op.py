@@ -96,8 +96,8 @@ class Op:
         return f"<kprof op {self.spec.name}({names}) -> {', '.join(b.name for b in self.outputs)}>"
 
     # -- the call ------------------------------------------------------------------------------
-    def __call__(self, *args: Any, out: Any = None, stream: Any = None, sizes: dict[str, int] | None = None,
-                 **named: Any) -> Any:
+    def __call__(self, *args: object, out: object = None, stream: object = None, sizes: dict[str, int] | None = None,
+                 **named: object) -> Any:
         # A repeated call (positional arrays of one framework, with the types and keys of a call that
         # passed every check) reads only what the checks read, compares it, and launches.
         if not named and sizes is None and args:
@@ -109,7 +109,7 @@ class Op:
                     return self._run(fast, frame, arrays, stream)
         return self._call(args, out, stream, sizes, named)
 
-    def _call(self, args: tuple[Any, ...], out: Any, stream: Any, sizes: dict[str, int] | None,
+    def _call(self, args: tuple[Any, ...], out: object, stream: object, sizes: dict[str, int] | None,
               named: dict[str, Any]) -> Any:
         """Every argument read and, at a new shape, dtype or layout, checked against the spec."""
         given = dict(zip(self._input_names, args)) if not named and len(args) == len(self._input_names) \
@@ -143,7 +143,7 @@ class Op:
             return given[self._returned[0]]
         return tuple(given[name] for name in self._returned)
 
-    def _remember(self, args: tuple[Any, ...], out: Any, frame: Framework, plan: _Plan, device: int) -> None:
+    def _remember(self, args: tuple[Any, ...], out: object, frame: Framework, plan: _Plan, device: int) -> None:
         """After a call that passed the checks: the fast path for calls whose arrays have the same types
         and keys (positional inputs, and ``out=`` one array of the same framework, or none)."""
         arrays = args if out is None else (*args, out)
@@ -162,7 +162,7 @@ class Op:
                       for entry, grid, block, smem, pack in plan.steps)
         self._fast[key] = _Fast(steps, allocs, names.index(plan.like), tuple(where[n] for n in self._returned), len(args))
 
-    def _run(self, fast: _Fast, frame: Framework, arrays: tuple[Any, ...], stream: Any) -> Any:
+    def _run(self, fast: _Fast, frame: Framework, arrays: tuple[Any, ...], stream: object) -> Any:
         """A remembered call: the pointers read, the outputs allocated, every step launched."""
         pointer = frame.pointer
         pointers = list(map(pointer, arrays))
@@ -185,7 +185,7 @@ class Op:
         returned = fast.returned
         return arrays[returned[0]] if len(returned) == 1 else tuple(arrays[i] for i in returned)
 
-    def _adapter(self, obj: Any, name: str) -> Framework:
+    def _adapter(self, obj: object, name: str) -> Framework:
         """The framework that reads ``obj``, remembered per type (a call reads several arrays)."""
         kind = type(obj)
         frame = self._adapters.get(kind)
@@ -210,7 +210,7 @@ class Op:
             raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: {', '.join(names)})")
         return given
 
-    def _bind_out(self, given: dict[str, Any], out: Any) -> None:
+    def _bind_out(self, given: dict[str, Any], out: object) -> None:
         """``out=``: one array, a sequence, or a dict by name, joined to the arguments (its checks run
         with theirs, naming it ``out NAME``)."""
         wanted = self._out_names
@@ -241,7 +241,7 @@ class Op:
             raise UsageError(f"{self.spec.name}: only a spec with out buffers can be a torch op (this one writes in place)")
         tensor = inspect.Parameter.POSITIONAL_OR_KEYWORD
         params = [inspect.Parameter(b.name, tensor, annotation=torch.Tensor) for b in self.inputs]
-        returns: Any = torch.Tensor if len(outs) == 1 else tuple.__class_getitem__((torch.Tensor,) * len(outs))
+        returns: object = torch.Tensor if len(outs) == 1 else tuple.__class_getitem__((torch.Tensor,) * len(outs))
 
         def impl(*args: Any) -> Any:
             return self(*args)

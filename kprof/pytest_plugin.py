@@ -32,7 +32,7 @@ MARK = "kprof_sanitize"
 DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.checkers.for_tests), resolved when asked for
 
 
-def _safe(longrepr: Any) -> Any:
+def _safe(longrepr: object) -> Any:
     """A failure's text with control characters escaped: a report's text (a kernel name, a message) is
     not the terminal's to act on."""
     from kprof.inputs import terminal_safe

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 
-def read(x: Any, flag: Any) -> None:
+def read(x: object, flag: object) -> None:
     torch.sum(x)
 
 
@@ -31,5 +31,5 @@ def copy(x: Any, y: Any) -> None:
     torch.mul(x, 1.0, out=y)
 
 
-def add(a: Any, b: Any, out: Any) -> None:
+def add(a: object, b: object, out: object) -> None:
     torch.add(a, b, out=out)

@@ -31,11 +31,11 @@ torch.backends.cudnn.allow_tf32 = False
 _COMPILED: dict[str, Any] = {}
 
 
-def add(a: Any, b: Any) -> Any:
+def add(a: object, b: object) -> Any:
     return torch.add(a, b)
 
 
-def total(x: Any) -> Any:
+def total(x: object) -> Any:
     return torch.sum(x)
 
 
@@ -95,15 +95,15 @@ def total_compiled(x: Any) -> Any:
     return _COMPILED["total"](x=x)
 
 
-def rms_norm_compiled(x: Any, w: Any, eps: float) -> Any:
+def rms_norm_compiled(x: Any, w: object, eps: float) -> Any:
     return _COMPILED["rms_norm"](x=x, w=w, eps=eps)
 
 
-def softmax_compiled(x: Any) -> Any:
+def softmax_compiled(x: object) -> Any:
     return _COMPILED["softmax"](x=x)
 
 
-def linear_bias_relu_compiled(x: Any, W: Any, b: Any) -> Any:
+def linear_bias_relu_compiled(x: object, W: Any, b: object) -> Any:
     return _COMPILED["linear_bias_relu"](x=x, W=W, b=b)
 
 

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from kprof import inputs, proc
 from kprof.build import cusource, shake

@@ -39,7 +39,7 @@ def _driver() -> Any:
     return driver
 
 
-def check(call: str, result: Any) -> Any:
+def check(call: str, result: object) -> Any:
     """Unwrap a ``(CUresult, *values)`` tuple; raise :class:`CudaError` naming the result."""
     if isinstance(result, tuple):
         err, *values = result
@@ -53,7 +53,7 @@ def check(call: str, result: Any) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def _error_string(err: Any) -> str:
+def _error_string(err: object) -> str:
     try:
         res, text = _driver().cuGetErrorString(err)
         if int(res) == 0 and text:
@@ -120,14 +120,14 @@ def foreign_function(image: bytes, entry: str, ordinal: int) -> Any:
     return check("cuModuleGetFunction", drv.cuModuleGetFunction(module, entry.encode()))
 
 
-def allow_dynamic_shared(func: Any, nbytes: int) -> None:
+def allow_dynamic_shared(func: object, nbytes: int) -> None:
     drv = _driver()
     attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     check("cuFuncSetAttribute", drv.cuFuncSetAttribute(func, attr, nbytes))
 
 
-def launch(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int, args: Sequence[tuple[str, Any]],
-           stream: Any = 0) -> None:
+def launch(func: object, grid: Sequence[int], block: Sequence[int], shared_mem: int, args: Sequence[tuple[str, Any]],
+           stream: object = 0) -> None:
     """cuLaunchKernel with ``args`` as ``(dtype, value)`` pairs ("ptr" for device pointers), packed
     for this one launch; the driver copies the values at launch."""
     launch_packed(func, grid, block, shared_mem, ArgPack(args), stream)
@@ -195,7 +195,7 @@ class ArgPack:
 
 
 def launch_packed(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int, pack: ArgPack,
-                  stream: Any = 0) -> None:
+                  stream: object = 0) -> None:
     """cuLaunchKernel with arguments packed beforehand (:class:`ArgPack`): the host path kprof.load
     takes on every call."""
     global _LAUNCH
@@ -291,18 +291,18 @@ class Device:
         self._modules.append(module)
         return module
 
-    def function(self, module: Any, entry: str) -> Any:
+    def function(self, module: object, entry: str) -> Any:
         return check("cuModuleGetFunction", self._drv.cuModuleGetFunction(module, entry.encode()))
 
-    def function_attribute(self, func: Any, name: str) -> int:
+    def function_attribute(self, func: object, name: str) -> int:
         attr = getattr(self._drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
         return int(check("cuFuncGetAttribute", self._drv.cuFuncGetAttribute(attr, func)))
 
-    def set_max_dynamic_shared(self, func: Any, nbytes: int) -> None:
+    def set_max_dynamic_shared(self, func: object, nbytes: int) -> None:
         attr = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check("cuFuncSetAttribute", self._drv.cuFuncSetAttribute(func, attr, nbytes))
 
-    def occupancy(self, func: Any, block_threads: int, dynamic_smem: int) -> int:
+    def occupancy(self, func: object, block_threads: int, dynamic_smem: int) -> int:
         return int(
             check(
                 "cuOccupancyMaxActiveBlocksPerMultiprocessor",
@@ -347,7 +347,7 @@ class Device:
         block: Sequence[int],
         shared_mem: int,
         args: Sequence[tuple[str, Any]],
-        stream: Any = 0,
+        stream: object = 0,
     ) -> None:
         """Launch with ``args`` as ``(dtype, value)`` pairs; ``dtype`` "ptr" for device pointers."""
         launch(func, grid, block, shared_mem, args, stream)
@@ -370,10 +370,10 @@ class Device:
         flags = self._drv.CUstream_flags.CU_STREAM_NON_BLOCKING
         return check("cuStreamCreate", self._drv.cuStreamCreate(flags))
 
-    def stream_synchronize(self, stream: Any) -> None:
+    def stream_synchronize(self, stream: object) -> None:
         check("cuStreamSynchronize", self._drv.cuStreamSynchronize(stream))
 
-    def capture(self, stream: Any, body: Any) -> Any:
+    def capture(self, stream: object, body: Any) -> Any:
         """A CUDA graph of whatever ``body()`` enqueues on ``stream``, instantiated and ready to launch."""
         mode = self._drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         check("cuStreamBeginCapture", self._drv.cuStreamBeginCapture(stream, mode))
@@ -383,10 +383,10 @@ class Device:
             graph = check("cuStreamEndCapture", self._drv.cuStreamEndCapture(stream))
         return check("cuGraphInstantiate", self._drv.cuGraphInstantiate(graph, 0))
 
-    def graph_destroy(self, graph_exec: Any) -> None:
+    def graph_destroy(self, graph_exec: object) -> None:
         check("cuGraphExecDestroy", self._drv.cuGraphExecDestroy(graph_exec))
 
-    def graph_launch(self, graph_exec: Any, stream: Any) -> None:
+    def graph_launch(self, graph_exec: object, stream: object) -> None:
         check("cuGraphLaunch", self._drv.cuGraphLaunch(graph_exec, stream))
 
     # -- events ------------------------------------------------------------------------------
@@ -394,10 +394,10 @@ class Device:
         flags = self._drv.CUevent_flags.CU_EVENT_DEFAULT
         return check("cuEventCreate", self._drv.cuEventCreate(flags))
 
-    def record(self, event: Any, stream: Any = 0) -> None:
+    def record(self, event: object, stream: object = 0) -> None:
         check("cuEventRecord", self._drv.cuEventRecord(event, stream))
 
-    def elapsed_ms(self, start: Any, end: Any) -> float:
+    def elapsed_ms(self, start: object, end: object) -> float:
         check("cuEventSynchronize", self._drv.cuEventSynchronize(end))
         return float(check("cuEventElapsedTime", self._drv.cuEventElapsedTime(start, end)))
 

@@ -66,37 +66,37 @@ class Framework:
 
     name = "?"
 
-    def matches(self, obj: Any) -> bool:
+    def matches(self, obj: object) -> bool:
         return False
 
-    def info(self, obj: Any) -> ArrayInfo:
+    def info(self, obj: object) -> ArrayInfo:
         raise NotImplementedError
 
-    def pointer(self, obj: Any) -> int:
+    def pointer(self, obj: object) -> int:
         """Only the device address (of an array this framework allocated)."""
         return self.info(obj).ptr
 
-    def key(self, obj: Any) -> Hashable:
+    def key(self, obj: object) -> Hashable:
         """What a call's checks read of ``obj`` (shape, dtype, contiguity, device; not the address), as
         one hashable value: two arrays with equal keys pass or fail them alike. kprof.load's repeated
         call compares these instead of checking again; a framework gives a cheaper one where it can."""
         return self.info(obj)[1:]
 
-    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
+    def alloc(self, shape: tuple[int, ...], dtype: str, like: object, zero: bool = False) -> Any:
         raise UsageError(f"kprof.load allocates outputs, scratch and zeroed in-out buffers with PyTorch or CuPy, "
                          f"not for a {type(like).__name__}: pass out= (and every in-out buffer)")
 
-    def stream(self, like: Any) -> int:
+    def stream(self, like: object) -> int:
         return 0
 
     def wrap(self, view: DeviceView) -> Any:
         raise NotImplementedError
 
     @contextmanager
-    def on_stream(self, handle: Any) -> Iterator[None]:
+    def on_stream(self, handle: object) -> Iterator[None]:
         yield
 
-    def copy_into(self, dst: Any, src: Any) -> None:
+    def copy_into(self, dst: object, src: object) -> None:
         raise NotImplementedError
 
 
@@ -162,7 +162,7 @@ class Torch(Framework):
 class Cupy(Framework):
     name = "cupy"
 
-    def matches(self, obj: Any) -> bool:
+    def matches(self, obj: object) -> bool:
         return type(obj).__module__.startswith("cupy") and hasattr(obj, "data") and hasattr(obj, "device")
 
     def info(self, obj: Any) -> ArrayInfo:

@@ -35,7 +35,7 @@ def numpy_dtype(name: str) -> Any:
     return np.dtype(STORAGE.get(name, name))
 
 
-def to_bf16(values: Any) -> Any:
+def to_bf16(values: object) -> Any:
     """float values -> bfloat16 bit patterns (uint16), round to nearest even; NaN stays NaN."""
     import numpy as np
 
@@ -58,7 +58,7 @@ def pack_scalar(dtype_name: str, value: int | float) -> int | float:
     return value
 
 
-def decode(dtype_name: str, array: Any) -> Any:
+def decode(dtype_name: str, array: object) -> Any:
     """Host storage -> numbers: bfloat16 bit patterns become float32; everything else is as stored."""
     import numpy as np
 
@@ -67,7 +67,7 @@ def decode(dtype_name: str, array: Any) -> Any:
     return array
 
 
-def digest(stored: Any) -> str:
+def digest(stored: object) -> str:
     """A BLAKE2b digest of an array's bytes as stored (as the kernel wrote them): two outputs with the same
     digest are the same to the last bit."""
     import hashlib
@@ -78,7 +78,7 @@ def digest(stored: Any) -> str:
     return hashlib.blake2b(raw.view(np.uint8).reshape(-1).data, digest_size=16).hexdigest()
 
 
-def widened(dtype_name: str, stored: Any) -> Any:
+def widened(dtype_name: str, stored: object) -> Any:
     """Host storage -> the reference's numbers: :func:`decode`, then float64 (int64 for integers),
     a chunk at a time on several threads for a large array (one pass, no float32 copy of a
     bfloat16 input on the way)."""

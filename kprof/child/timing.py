@@ -213,7 +213,7 @@ def _who(result: Result) -> str:
 MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, timed by events (no kernel record)
 
 
-def _routine(ws: Workspace, mode: TimingMode, stream: Any,
+def _routine(ws: Workspace, mode: TimingMode, stream: object,
              data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """(one launch, the first launch, what poisons a framework's free memory before a verified call):
     the target's steps, a library routine on the target's buffers (``mode.library``), or a Python
@@ -230,7 +230,7 @@ def _routine(ws: Workspace, mode: TimingMode, stream: Any,
     return once, once, lambda: None
 
 
-def _library(ws: Workspace, mode: TimingMode, stream: Any) -> Callable[[], None]:
+def _library(ws: Workspace, mode: TimingMode, stream: object) -> Callable[[], None]:
     if mode.library is None:
         return lambda: ws.launch(stream)
     if mode.library == MEMCPY:  # the first input copied onto the first output, by the driver
@@ -326,7 +326,7 @@ class _HotSampler:
     each kernel's own duration inside the replay; events give throughput per launch, where
     back-to-back kernels also overlap their ramp-up and drain."""
 
-    def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events, clock: Any,
+    def __init__(self, ws: Workspace, stream: object, run_once: Callable[[], None], events: _Events, clock: Any,
                  batch: int | None, one: float) -> None:
         self.ws, self.stream, self.events, self.clock = ws, stream, events, clock
         self.batch = int(batch or min(10_000, max(HOT_MIN_BATCH, int(2e-3 / max(one, 1e-7)))))

@@ -75,8 +75,8 @@ class Criterion:
     scale_text: str | None = None
 
 
-def compare(name: str, got: Any, expected: Any, rule: Criterion = Criterion(), *, poison_value: Any = None,
-            scale: Any = None, frontier: bool = False) -> Check:
+def compare(name: str, got: object, expected: object, rule: Criterion = Criterion(), *, poison_value: object = None,
+            scale: object = None, frontier: bool = False) -> Check:
     """Compare one output with its float64 reference. Integers must match exactly. Floats:
     elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose), or ``atol + rtol *
     |scale|`` where the spec gives a scale (``scale_text``, e.g. ``abs(A) @ abs(B)``: the size of
@@ -162,7 +162,7 @@ def out_of_bounds(name: str, damage: str) -> Check:
                  "and the line", metric="bounds")
 
 
-def scale_for(name: str, scale: Any, raw: Any) -> Any:
+def scale_for(name: str, scale: object, raw: Any) -> Any:
     """``tolerance.scale`` as float64 with the output's shape (broadcast), or None without one: for
     kprof run's verdict and the values detector alike."""
     import numpy as np

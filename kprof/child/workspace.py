@@ -37,12 +37,12 @@ class Result:
         self.path = path
         self.data: dict[str, Any] = {"version": RESULT_VERSION, "status": "started", "phase": "start"}
 
-    def phase(self, name: str, **fields: Any) -> None:
+    def phase(self, name: str, **fields: object) -> None:
         self.data["phase"] = name
         self.data.update(fields)
         self.write()
 
-    def finish(self, status: str, **fields: Any) -> None:
+    def finish(self, status: str, **fields: object) -> None:
         self.data["status"] = status
         self.phase("done", **fields)
 
@@ -63,7 +63,7 @@ class Workspace:
         self.info: DeviceInfo = self.dev.info()
         phase("device", device=self.info.__dict__)
         self._closers: list[Callable[[], None]] = []  # library handles, closed before the context
-        self._blas: Any = None
+        self._blas: object = None
         self.math_mode: str | None = None  # cuBLAS's math mode, when a step or the timed routine is cuBLAS
         self._check_memory()
         self.python_data: dict[str, Any] = {}  # a Python operation: its framework and prepare time
@@ -178,13 +178,13 @@ class Workspace:
         on each stream is prepared once: by ``ready``, or on first use)."""
         from kprof.child import framework
 
-        def step(stream: Any) -> None:
+        def step(stream: object) -> None:
             self.ready(stream)
             self._python_calls[framework.pointer_of(stream)]()
 
         return step
 
-    def ready(self, stream: Any = 0) -> bool:
+    def ready(self, stream: object = 0) -> bool:
         """A Python operation prepared for ``stream`` now (its ``prepare``: a compile, an autotuner's
         trial launches), outside the NVTX range that a profiler selects launches by. True when a
         ``prepare`` ran: it ran the operation on the buffers, which must then be uploaded again. A
@@ -199,8 +199,8 @@ class Workspace:
         self.python_data.update(data)
         return framework.prepared(data)
 
-    def _kernel_step(self, func: Any, st: ResolvedStep, args: list[tuple[str, Any]]) -> Callable[[Any], None]:
-        def step(stream: Any) -> None:
+    def _kernel_step(self, func: object, st: ResolvedStep, args: list[tuple[str, Any]]) -> Callable[[Any], None]:
+        def step(stream: object) -> None:
             self.dev.launch(func, st.grid, st.block, st.shared_mem, args, stream=stream)
 
         return step
@@ -232,7 +232,7 @@ class Workspace:
         a, b, c = (self.pointers[n] for n in names[:3])
         m, n, k = (int(self.scalar(x)) for x in names[3:])
 
-        def step(stream: Any) -> None:
+        def step(stream: object) -> None:
             blas.set_stream(stream)
             blas.sgemm_row_major(a, b, c, m, n, k)
 

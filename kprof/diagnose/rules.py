@@ -252,7 +252,7 @@ class _Occupancy:
             k = min(k, 1.0 / busy)
         return self._cause(f, occ, lifted, k, why)
 
-    def _cause(self, f: Facts, occ: Any, lifted: Any, k: float, why: str) -> Cause:
+    def _cause(self, f: Facts, occ: object, lifted: object, k: float, why: str) -> Cause:
         raise NotImplementedError
 
 

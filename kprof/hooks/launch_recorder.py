@@ -82,8 +82,8 @@ class Recorder:
         self.capture_dir = os.environ.get("KPROF_LAUNCH_CAPTURE_DIR", "")
         self.driver: Any = None
         self.subscriber: Any = None
-        self.exit_site: Any = None  # CUPTI's API_EXIT, looked up once: the callback runs at every launch
-        self.enter_site: Any = None
+        self.exit_site: object = None  # CUPTI's API_EXIT, looked up once: the callback runs at every launch
+        self.enter_site: object = None
         self.crowd_ns = _crowd_ns(os.environ.get("KPROF_LAUNCH_CROWD", ""), os.environ.get("KPROF_LAUNCH_CROWD_US", ""))
         self.crowds: dict[int, tuple[Any, ...]] = {}  # context -> (function, stream, grid, flag host, flag device)
         self.crowded = 0

@@ -117,10 +117,10 @@ class Tally:
         self.counts: dict[str, int] = {}  # launches per kernel name (kprof's pytest child: each test's, by since())
         self.lineinfo: dict[str, bool] = {}  # kernel name -> its module has line information
         self.runtime_depth = 0  # inside a runtime launch: the driver calls it makes are not counted again
-        self.subscriber: Any = None
+        self.subscriber: object = None
         self.sites: Any = None
-        self.resource_domain: Any = None
-        self.runtime_domain: Any = None
+        self.resource_domain: object = None
+        self.runtime_domain: object = None
         self.site_mode = False  # KPROF_LAUNCH_SITES: where each kernel was launched from
         self.stop_after = 0  # launches after which the process stops (0: never) ...
         self.stop_when_seen: set[str] = set()  # ... once it has launched these too (bare names)
@@ -153,7 +153,7 @@ class Tally:
     def finish(self) -> None:
         self.emit(event="total", launches=self.launches)
 
-    def _callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+    def _callback(self, userdata: object, domain: object, cbid: object, cbdata: object) -> None:
         try:
             if domain == self.resource_domain:
                 self._module(cbdata)
@@ -170,7 +170,7 @@ class Tally:
         except Exception as exc:  # noqa: BLE001 - a launch it cannot read is said, the program goes on
             self.emit(event="error", why=f"{type(exc).__name__}: {exc}")
 
-    def _module(self, cbdata: Any) -> None:
+    def _module(self, cbdata: object) -> None:
         descriptor = int(getattr(cbdata, "resource_descriptor", 0) or 0)
         if not descriptor:
             return

@@ -161,6 +161,7 @@ class HistoryRow:
     machine: dict[str, Any]
     version: str
     commit: str | None
+    status: str = "?"  # the point's status as kprof bench stored it (ok, failed, ...); "?" when none was
 
     @property
     def values(self) -> dict[str, Any]:
@@ -172,10 +173,6 @@ class HistoryRow:
     def key(self) -> tuple[str, str]:
         """What two runs' rows share when they measured the same kernel at the same point."""
         return self.kernel, json.dumps(self.point, sort_keys=True)
-
-    @property
-    def status(self) -> str:
-        return str(self.data.get("status") or "?")
 
     @property
     def gpu(self) -> str | None:
@@ -261,8 +258,9 @@ def _row(r: tuple[object, ...]) -> HistoryRow | None:
     except ValueError:
         return None
     commit = r[9] if isinstance(r[9], str) else None
+    stored = data.get("status", "?")  # the one reader of a stored point's status
     return HistoryRow(int(r[0]) if isinstance(r[0], int) else 0, run, float(created), str(r[3]), kernel, point,
-                      summary, data, machine, str(r[8]), commit)
+                      summary, data, machine, str(r[8]), commit, stored if isinstance(stored, str) and stored else "?")
 
 
 def _summary(stored: object) -> Summary | None:

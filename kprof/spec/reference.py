@@ -61,14 +61,14 @@ def _by_rows(fn: Callable[..., Any], x: Any, axis: int, *rest: Any) -> Any:
     return out.reshape(x.shape)
 
 
-def _softmax_rows(x: Any) -> Any:
+def _softmax_rows(x: object) -> Any:
     np = _np()
     shifted = x - np.max(x, axis=-1, keepdims=True)
     e = np.exp(shifted)
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
-def _softmax(x: Any, axis: int = -1) -> Any:
+def _softmax(x: object, axis: int = -1) -> Any:
     np = _np()
     if axis in (-1, np.ndim(x) - 1):
         return _by_rows(_softmax_rows, x, -1)
@@ -82,7 +82,7 @@ def _rmsnorm_rows(x: Any, w: Any, eps: Any) -> Any:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def _rmsnorm(x: Any, w: Any, eps: Any, axis: int = -1) -> Any:
+def _rmsnorm(x: Any, w: object, eps: object, axis: int = -1) -> Any:
     np = _np()
     if axis in (-1, np.ndim(x) - 1):
         return _by_rows(_rmsnorm_rows, x, -1, w, eps)
@@ -135,7 +135,7 @@ def _arg(name: str) -> Callable[..., Any]:
     return fn
 
 
-def _topk(x: Any, k: Any, axis: int = -1) -> Any:
+def _topk(x: object, k: Any, axis: int = -1) -> Any:
     """The ``k`` largest values along ``axis``, largest first."""
     np = _np()
     return np.flip(np.sort(x, axis=axis), axis=axis).take(np.arange(int(k)), axis=axis)
@@ -310,7 +310,7 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     return _eval(parse(text).body, env)
 
 
-def _index(value: Any) -> Any:
+def _index(value: object) -> Any:
     """Subscripts take whole numbers and slices only (no arrays: no fancy indexing from a spec)."""
     if isinstance(value, slice):
         return value

@@ -209,7 +209,7 @@ class KernelSpec:
     defines: tuple[tuple[str, str], ...] = ()
     nvcc_flags: tuple[str, ...] = ()
     checks: tuple[Check, ...] = ()
-    expect: Any = None  # sanitizer cases: what must be found (validated by kprof.corpus.cases)
+    expect: object = None  # sanitizer cases: what must be found (validated by kprof.corpus.cases)
     notes: str = ""
     twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
     twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define
