@@ -64,7 +64,7 @@ class Finding:
     size: int | None = None
     other: Access | None = None  # races: the second access
     indices: tuple[tuple[int, ...], ...] = ()  # values: the first differing indices
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
     launch: str | None = None  # a program's launch site: the innermost host frame in the user's files
     grids: frozenset[int] = frozenset()  # the tool's grid ids of the launches these records came from
     rank: int | None = None  # the rank of a multi-process job (torchrun, mpirun) whose process it came from
@@ -91,7 +91,7 @@ class Finding:
             where += f" / {_short(self.other.file)}:{self.other.line}"
         return where
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["thread"] = list(self.thread) if self.thread else None
         data["block"] = list(self.block) if self.block else None
@@ -285,24 +285,24 @@ def _invocation(results: list[Any]) -> dict[str, Any]:
               "descriptor": {"id": r.status}, "properties": {"tool": r.tool}}
              for r in results if not r.ok]
     checked = {r.tool: r.checked.to_dict() for r in results if getattr(r, "checked", None) is not None}
-    out: dict[str, Any] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
+    out: dict[str, object] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
     if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.tools.coverage)
         out["properties"] = {"checked": checked}
     return out
 
 
-def sarif_location(path: str | None, line: int | None, root: str | None) -> dict[str, Any] | None:
+def sarif_location(path: str | None, line: int | None, root: str | None) -> dict[str, object] | None:
     """A SARIF location: under ``root``, relative to SRCROOT; else an absolute file URI; percent-encoded."""
     if not path:
         return None
     base = root.rstrip("/") + "/" if root else None
     if base and path.startswith(base):
-        artifact: dict[str, Any] = {"uri": quote(path[len(base):]), "uriBaseId": "SRCROOT"}
+        artifact: dict[str, object] = {"uri": quote(path[len(base):]), "uriBaseId": "SRCROOT"}
     elif path.startswith("/"):
         artifact = {"uri": Path(path).as_uri()}
     else:
         artifact = {"uri": quote(path)}
-    physical: dict[str, Any] = {"artifactLocation": artifact}
+    physical: dict[str, object] = {"artifactLocation": artifact}
     if line is not None and line >= 1:
         physical["region"] = {"startLine": line}
     return {"physicalLocation": physical}

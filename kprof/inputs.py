@@ -251,7 +251,7 @@ def json_depth_error(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
     return None
 
 
-def parse_json(text: str, what: str) -> Any:
+def parse_json(text: str, what: str) -> object:
     """JSON with its nesting depth checked first; every failure is one line."""
     at = json_depth_error(text)
     if at is not None:

@@ -97,7 +97,7 @@ class Op:
 
     # -- the call ------------------------------------------------------------------------------
     def __call__(self, *args: object, out: object = None, stream: object = None, sizes: dict[str, int] | None = None,
-                 **named: object) -> Any:
+                 **named: object) -> object:
         # A repeated call (positional arrays of one framework, with the types and keys of a call that
         # passed every check) reads only what the checks read, compares it, and launches.
         if not named and sizes is None and args:
@@ -110,7 +110,7 @@ class Op:
         return self._call(args, out, stream, sizes, named)
 
     def _call(self, args: tuple[Any, ...], out: object, stream: object, sizes: dict[str, int] | None,
-              named: dict[str, Any]) -> Any:
+              named: dict[str, object]) -> object:
         """Every argument read and, at a new shape, dtype or layout, checked against the spec."""
         given = dict(zip(self._input_names, args)) if not named and len(args) == len(self._input_names) \
             else self._bind(args, named)
@@ -162,7 +162,7 @@ class Op:
                       for entry, grid, block, smem, pack in plan.steps)
         self._fast[key] = _Fast(steps, allocs, names.index(plan.like), tuple(where[n] for n in self._returned), len(args))
 
-    def _run(self, fast: _Fast, frame: Framework, arrays: tuple[Any, ...], stream: object) -> Any:
+    def _run(self, fast: _Fast, frame: Framework, arrays: tuple[Any, ...], stream: object) -> object:
         """A remembered call: the pointers read, the outputs allocated, every step launched."""
         pointer = frame.pointer
         pointers = list(map(pointer, arrays))
@@ -194,7 +194,7 @@ class Op:
             self._adapters[kind] = frame
         return frame
 
-    def _bind(self, args: tuple[Any, ...], named: dict[str, Any]) -> dict[str, Any]:
+    def _bind(self, args: tuple[Any, ...], named: dict[str, object]) -> dict[str, object]:
         names = self._input_names
         if len(args) > len(names):
             raise UsageError(f"{self.spec.name} takes {len(names)} input(s) ({', '.join(names)}), got {len(args)}")
@@ -210,7 +210,7 @@ class Op:
             raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: {', '.join(names)})")
         return given
 
-    def _bind_out(self, given: dict[str, Any], out: object) -> None:
+    def _bind_out(self, given: dict[str, object], out: object) -> None:
         """``out=``: one array, a sequence, or a dict by name, joined to the arguments (its checks run
         with theirs, naming it ``out NAME``)."""
         wanted = self._out_names
@@ -228,7 +228,7 @@ class Op:
         given.update(chosen)
 
     # -- PyTorch ---------------------------------------------------------------------------------
-    def torch_op(self, name: str | None = None) -> Any:
+    def torch_op(self, name: str | None = None) -> object:
         """This op registered with ``torch.library`` as ``kprof::NAME`` (or ``name``): usable inside
         ``torch.compile`` graphs (its fake implementation gives the outputs' shapes from the spec) and
         named in the torch profiler. Inputs are tensors in the spec's order; outputs are new tensors."""

@@ -38,7 +38,7 @@ class Snapshot:
     power_w: float | None
     reasons: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -31,27 +31,27 @@ torch.backends.cudnn.allow_tf32 = False
 _COMPILED: dict[str, Any] = {}
 
 
-def add(a: object, b: object) -> Any:
+def add(a: object, b: object) -> object:
     return torch.add(a, b)
 
 
-def total(x: object) -> Any:
+def total(x: object) -> object:
     return torch.sum(x)
 
 
-def rms_norm(x: Any, w: Any, eps: float) -> Any:
+def rms_norm(x: Any, w: Any, eps: float) -> object:
     return F.rms_norm(x, (x.shape[-1],), w, eps=eps)
 
 
-def softmax(x: Any) -> Any:
+def softmax(x: Any) -> object:
     return torch.softmax(x, dim=-1)
 
 
-def mm(A: Any, B: Any) -> Any:
+def mm(A: Any, B: Any) -> object:
     return A @ B
 
 
-def mm_bf16(A: Any, B: Any) -> Any:
+def mm_bf16(A: Any, B: Any) -> object:
     """bfloat16 A @ B on cuBLAS's tensor cores with a float32 result, as mma_matmul writes it: through
     ``out_dtype`` where PyTorch has it (one cuBLAS call writing float32: like for like); else the bfloat16
     result widened (rounded to 8 bits first, which a float32 verdict rejects; the widening is a second
@@ -62,22 +62,22 @@ def mm_bf16(A: Any, B: Any) -> Any:
         return (A @ B).float()
 
 
-def mm_bf16_nt(A: Any, Bt: Any) -> Any:
+def mm_bf16_nt(A: Any, Bt: Any) -> object:
     """A @ Bt^T as :func:`mm_bf16` computes it, Bt given N x K (cuBLAS reads the transpose in place: no copy)."""
     return mm_bf16(A, Bt.t())
 
 
-def linear_bias_relu(x: Any, W: Any, b: Any) -> Any:
+def linear_bias_relu(x: Any, W: Any, b: Any) -> object:
     return torch.relu(torch.addmm(b, x, W))
 
 
-def linear_bias_relu_lt(x: Any, W: Any, b: Any) -> Any:
+def linear_bias_relu_lt(x: Any, W: Any, b: Any) -> object:
     """One cuBLASLt call with the bias and ReLU in its epilogue (CUBLASLT_EPILOGUE_RELU_BIAS), through
     PyTorch's ``torch._addmm_activation``, the path it dispatches for a fused linear + ReLU."""
     return torch._addmm_activation(b, x, W, use_gelu=False)
 
 
-def _prepare(fn: Any) -> Any:
+def _prepare(fn: Any) -> object:
     """``prepare`` of a compiled baseline: torch.compile the eager one and run it once at these shapes."""
 
     def prepare(**kwargs: Any) -> None:
@@ -87,23 +87,23 @@ def _prepare(fn: Any) -> Any:
     return prepare
 
 
-def add_compiled(a: Any, b: Any) -> Any:
+def add_compiled(a: Any, b: Any) -> object:
     return _COMPILED["add"](a=a, b=b)
 
 
-def total_compiled(x: Any) -> Any:
+def total_compiled(x: Any) -> object:
     return _COMPILED["total"](x=x)
 
 
-def rms_norm_compiled(x: Any, w: object, eps: float) -> Any:
+def rms_norm_compiled(x: Any, w: object, eps: float) -> object:
     return _COMPILED["rms_norm"](x=x, w=w, eps=eps)
 
 
-def softmax_compiled(x: object) -> Any:
+def softmax_compiled(x: object) -> object:
     return _COMPILED["softmax"](x=x)
 
 
-def linear_bias_relu_compiled(x: object, W: Any, b: object) -> Any:
+def linear_bias_relu_compiled(x: object, W: Any, b: object) -> object:
     return _COMPILED["linear_bias_relu"](x=x, W=W, b=b)
 
 
@@ -114,7 +114,7 @@ softmax_compiled.prepare = _prepare(softmax)  # type: ignore[attr-defined]
 linear_bias_relu_compiled.prepare = _prepare(linear_bias_relu)  # type: ignore[attr-defined]
 
 
-def _sdpa(backend: str, Q: Any, K: Any, V: Any, causal: int) -> Any:
+def _sdpa(backend: str, Q: Any, K: Any, V: Any, causal: int) -> object:
     """``F.scaled_dot_product_attention`` on (batch x heads, S, d) bfloat16 tensors, causal as the spec's
     CAUSAL define says, held to one backend (``torch.nn.attention.sdpa_kernel``: it raises where that
     backend cannot take these inputs). Its bfloat16 result is the spec's bfloat16 O as it is: the timed
@@ -130,17 +130,17 @@ def _sdpa(backend: str, Q: Any, K: Any, V: Any, causal: int) -> Any:
         return F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=bool(causal))[0]
 
 
-def sdpa(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+def sdpa(Q: Any, K: Any, V: Any, CAUSAL: int) -> object:
     return _sdpa("auto", Q, K, V, CAUSAL)
 
 
-def sdpa_flash(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+def sdpa_flash(Q: Any, K: Any, V: Any, CAUSAL: int) -> object:
     return _sdpa("flash", Q, K, V, CAUSAL)
 
 
-def sdpa_cudnn(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+def sdpa_cudnn(Q: Any, K: Any, V: Any, CAUSAL: int) -> object:
     return _sdpa("cudnn", Q, K, V, CAUSAL)
 
 
-def sdpa_efficient(Q: Any, K: Any, V: Any, CAUSAL: int) -> Any:
+def sdpa_efficient(Q: Any, K: Any, V: Any, CAUSAL: int) -> object:
     return _sdpa("efficient", Q, K, V, CAUSAL)

@@ -373,7 +373,7 @@ class Device:
     def stream_synchronize(self, stream: object) -> None:
         check("cuStreamSynchronize", self._drv.cuStreamSynchronize(stream))
 
-    def capture(self, stream: object, body: Any) -> Any:
+    def capture(self, stream: object, body: Any) -> object:
         """A CUDA graph of whatever ``body()`` enqueues on ``stream``, instantiated and ready to launch."""
         mode = self._drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         check("cuStreamBeginCapture", self._drv.cuStreamBeginCapture(stream, mode))
@@ -390,7 +390,7 @@ class Device:
         check("cuGraphLaunch", self._drv.cuGraphLaunch(graph_exec, stream))
 
     # -- events ------------------------------------------------------------------------------
-    def event(self) -> Any:
+    def event(self) -> object:
         flags = self._drv.CUevent_flags.CU_EVENT_DEFAULT
         return check("cuEventCreate", self._drv.cuEventCreate(flags))
 

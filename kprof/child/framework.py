@@ -82,14 +82,14 @@ class Framework:
         call compares these instead of checking again; a framework gives a cheaper one where it can."""
         return self.info(obj)[1:]
 
-    def alloc(self, shape: tuple[int, ...], dtype: str, like: object, zero: bool = False) -> Any:
+    def alloc(self, shape: tuple[int, ...], dtype: str, like: object, zero: bool = False) -> object:
         raise UsageError(f"kprof.load allocates outputs, scratch and zeroed in-out buffers with PyTorch or CuPy, "
                          f"not for a {type(like).__name__}: pass out= (and every in-out buffer)")
 
     def stream(self, like: object) -> int:
         return 0
 
-    def wrap(self, view: DeviceView) -> Any:
+    def wrap(self, view: DeviceView) -> object:
         raise NotImplementedError
 
     @contextmanager
@@ -105,7 +105,7 @@ class Torch(Framework):
 
     def __init__(self) -> None:
         self._dtypes: dict[Any, str | None] = {}  # torch.float32 -> "float32"
-        self._torch_dtypes: dict[str, Any] = {}  # "float32" -> torch.float32
+        self._torch_dtypes: dict[str, object] = {}  # "float32" -> torch.float32
         self._raw_stream: Any = None  # torch._C._cuda_getCurrentRawStream, where this torch has it
 
     def matches(self, obj: Any) -> bool:
@@ -125,7 +125,7 @@ class Torch(Framework):
     def key(self, obj: Any) -> Hashable:
         return obj.shape, obj.dtype, obj.is_contiguous(), obj.get_device()
 
-    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
+    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> object:
         kind = self._torch_dtypes.get(dtype)
         if kind is None:  # once per dtype: a call allocating its output pays only for new_empty
             import torch
@@ -142,7 +142,7 @@ class Torch(Framework):
                 (lambda index: torch.cuda.current_stream(index).cuda_stream)
         return int(self._raw_stream(like.get_device()))
 
-    def wrap(self, view: DeviceView) -> Any:
+    def wrap(self, view: DeviceView) -> object:
         import torch
 
         tensor = torch.as_tensor(view, device="cuda")
@@ -176,7 +176,7 @@ class Cupy(Framework):
     def key(self, obj: Any) -> Hashable:
         return obj.shape, obj.dtype, obj.flags.c_contiguous, obj.device.id
 
-    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> Any:
+    def alloc(self, shape: tuple[int, ...], dtype: str, like: Any, zero: bool = False) -> object:
         import cupy
 
         with like.device:
@@ -187,7 +187,7 @@ class Cupy(Framework):
 
         return int(cupy.cuda.get_current_stream().ptr)
 
-    def wrap(self, view: DeviceView) -> Any:
+    def wrap(self, view: DeviceView) -> object:
         import cupy
 
         if view.dtype == "bfloat16":
@@ -267,13 +267,13 @@ def pointer_of(stream: Any) -> int:
         return int(stream.getPtr())
 
 
-def prepared(data: dict[str, Any]) -> bool:
+def prepared(data: dict[str, object]) -> bool:
     """Whether ``routine`` ran a callable's ``prepare`` (into ``data``, which then holds its time): it
     ran the operation on the workspace's buffers, which must be uploaded again before a verdict."""
     return any(key.endswith("_prepare_s") for key in data)
 
 
-def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
+def routine(ws: Any, stored: str, stream: Any, data: dict[str, object],
             what: str = "baseline") -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """(call, first) over ``ws``, the child's workspace: ``call`` runs the callable once on kprof's
     stream; ``first`` does the same and copies its result into kprof's output buffers, for the
@@ -289,7 +289,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
     handle = pointer_of(stream)
     tensors = {b.arg.name: fw.wrap(DeviceView(ws.pointers[b.arg.name], b)) for b in ws.target.buffers}
     # numeric defines too: a Python operation's parameters sweep with --param like a kernel's (BLOCK=128,256)
-    env: dict[str, Any] = {**ws.target.constants, **ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
+    env: dict[str, object] = {**ws.target.constants, **ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
     env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("in", "inout")})
     outputs = [b.arg.name for b in ws.target.buffers if b.arg.role == "out"] or \
         [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"]
@@ -335,7 +335,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, Any],
         # A caching allocator hands out the block of the right size freed last: blocks poisoned and
         # freed here are the ones a torch.empty in the next call gets.
         def fill() -> None:
-            held: list[Any] = []  # all held at once, so each is its own block; freed on return
+            held: list[object] = []  # all held at once, so each is its own block; freed on return
             for name in outputs:
                 buf = next(b for b in ws.target.buffers if b.arg.name == name)
                 for _ in range(POISONED_BLOCKS):

@@ -78,7 +78,7 @@ def digest(stored: object) -> str:
     return hashlib.blake2b(raw.view(np.uint8).reshape(-1).data, digest_size=16).hexdigest()
 
 
-def widened(dtype_name: str, stored: object) -> Any:
+def widened(dtype_name: str, stored: object) -> object:
     """Host storage -> the reference's numbers: :func:`decode`, then float64 (int64 for integers),
     a chunk at a time on several threads for a large array (one pass, no float32 copy of a
     bfloat16 input on the way)."""
@@ -156,7 +156,7 @@ def _cast_in_chunks(data: Any, buf: ResolvedBuffer) -> Any:
     return out
 
 
-def _uniform_in_chunks(buf: ResolvedBuffer, rng: Any, lo: float, hi: float) -> Any:
+def _uniform_in_chunks(buf: ResolvedBuffer, rng: Any, lo: float, hi: float) -> object:
     """``rng.uniform(lo, hi, n)`` cast to the buffer's dtype, the same values to the bit, made a
     chunk at a time on several threads and never as one float64 array (a 268M-element input: 2 GiB
     of float64 and seconds on one core). Each of NumPy's uniform doubles takes one 64-bit draw of

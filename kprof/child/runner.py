@@ -46,7 +46,7 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
         from kprof.errors import CudaError, KprofError
 
         # what the error is (its kind) and its exit code: the parent acts on these, not on the class name
-        error: dict[str, Any] = {"kind": "internal", "exit_code": None, "type": type(exc).__name__, "message": str(exc)}
+        error: dict[str, object] = {"kind": "internal", "exit_code": None, "type": type(exc).__name__, "message": str(exc)}
         if isinstance(exc, KprofError):
             error.update(kind=exc.kind, exit_code=exc.exit_code)
         if isinstance(exc, CudaError):
@@ -152,7 +152,7 @@ def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
         launch()
     ws.dev.synchronize()
     result.phase("launched", **ws.python_data)
-    checks: list[dict[str, Any]] = []
+    checks: list[dict[str, object]] = []
     if mode.verify:
         checks = ws.verify(ws.download(), frontier=mode.frontier, digest=mode.digest)
         result.phase("verified", checks=checks)

@@ -214,7 +214,7 @@ MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, t
 
 
 def _routine(ws: Workspace, mode: TimingMode, stream: object,
-             data: dict[str, Any]) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+             data: dict[str, object]) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """(one launch, the first launch, what poisons a framework's free memory before a verified call):
     the target's steps, a library routine on the target's buffers (``mode.library``), or a Python
     baseline (``mode.python``, whose first call also copies its result into the output buffers)."""
@@ -247,7 +247,7 @@ def _library(ws: Workspace, mode: TimingMode, stream: object) -> Callable[[], No
     return lambda: blas.sgemm_row_major(a, b, c, m, n, k)
 
 
-def _clock(mode: TimingMode, result: Result) -> Any:
+def _clock(mode: TimingMode, result: Result) -> object:
     """CUPTI's kernel clock, or None (events), saying why when auto falls back."""
     if mode.timer == "events":
         return None
@@ -368,7 +368,7 @@ class _SingleSampler:
         self.spin = dev.function(dev.load_module(Path(mode.spin_cubin).read_bytes()), "kprof_spin")
         self.flush: tuple[Any, tuple[int, int, int], list[tuple[str, int]]] | None = None
         self.kernels: list[int] = []  # kernels each timed call launched (CUPTI)
-        self.calls: list[list[Any]] = []  # each timed call's CUPTI records, kprof's spin and flush with them
+        self.calls: list[list[object]] = []  # each timed call's CUPTI records, kprof's spin and flush with them
         if mode.mode == "cold":
             flush_fn = dev.function(dev.load_module(Path(mode.flush_cubin).read_bytes()), "kprof_flush")
             words4 = 2 * info.l2_bytes // 16

@@ -30,8 +30,8 @@ def smem_pattern(alternate: bool) -> int:
     return int(struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0])
 
 
-def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: dict[str, Any],
-            scales: dict[str, Any] | None = None, shaken: list[dict[str, Any]] | None = None) -> list[Finding]:
+def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected: dict[str, object],
+            scales: dict[str, object] | None = None, shaken: list[dict[str, object]] | None = None) -> list[Finding]:
     """The findings of the runs (pattern B where the flag is set), and of ``shaken``: runs of the
     warp-delay build under pattern A, each held against the first A run (``race`` where one differs:
     the order of the warps changed the result)."""
@@ -108,7 +108,7 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, Any]]], expected: d
     return findings
 
 
-def _any_differs(a: Any, others: list[Any], tol: Any) -> Any:
+def _any_differs(a: Any, others: list[object], tol: Any) -> object:
     """Elementwise: some run of ``others`` differs from ``a`` beyond ``tol``."""
     import numpy as np
 

@@ -53,13 +53,13 @@ class Check:
     atol: float = 0.0
     metric: str = "elementwise"  # or normwise, or exact (integer outputs)
     failing: int = 0  # elements outside the tolerance (elementwise), or that differ (exact)
-    worst: list[dict[str, Any]] = field(default_factory=list)  # the worst elements: index, got, expected
+    worst: list[dict[str, object]] = field(default_factory=list)  # the worst elements: index, got, expected
     needed_atol: float | None = None  # the smallest atol at which this output passes, at this rtol
     needed_rtol: float | None = None  # the smallest rtol at which it passes, at this atol (None: none does)
     note: str = ""
     frontier: list[list[float]] = field(default_factory=list)  # [rtol, the smallest atol that passes at it]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

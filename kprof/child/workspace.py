@@ -66,7 +66,7 @@ class Workspace:
         self._blas: object = None
         self.math_mode: str | None = None  # cuBLAS's math mode, when a step or the timed routine is cuBLAS
         self._check_memory()
-        self.python_data: dict[str, Any] = {}  # a Python operation: its framework and prepare time
+        self.python_data: dict[str, object] = {}  # a Python operation: its framework and prepare time
         self.functions = self._load(phase)
         self.pointers: dict[str, int] = {}
         self.inputs: Arrays = {}  # host arrays of the inputs (see input())
@@ -85,13 +85,13 @@ class Workspace:
             raise UsageError(f"{self.target.name} at {self.target.size_text()} needs {need / 2**30:.2f} GiB of "
                              f"device memory but {free / 2**30:.2f} GiB is free: use smaller --size values")
 
-    def _load(self, phase: Phase) -> dict[str, Any]:
+    def _load(self, phase: Phase) -> dict[str, object]:
         if self.target.python:  # a Python operation: no module of kprof's own
             phase("loaded", registers=None)
             return {}
         funcs = self._functions(self.target.cubin)
         steps = self.target.steps
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         if len(steps) > 1:
             extra["steps"] = [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in steps]
         first = next(st for st in steps if st.entry == self.target.entry)
@@ -103,10 +103,10 @@ class Workspace:
         phase("loaded", registers=self.dev.function_attribute(funcs[self.target.entry], "NUM_REGS"), **extra)
         return funcs
 
-    def _functions(self, cubin: str) -> dict[str, Any]:
+    def _functions(self, cubin: str) -> dict[str, object]:
         """Each kernel the steps launch, from ``cubin``, with the dynamic shared memory it asks for."""
         module = self.dev.load_module(Path(cubin).read_bytes())
-        funcs: dict[str, Any] = {}
+        funcs: dict[str, object] = {}
         for st in self.target.steps:
             if st.entry == CUBLAS_SGEMM or st.entry in funcs:
                 continue
@@ -154,7 +154,7 @@ class Workspace:
                 self.inputs[buf.arg.name] = hostdata.make_input(buf, rng)
         phase("allocated", allocations=allocations)
 
-    def input(self, name: str) -> Any:
+    def input(self, name: str) -> object:
         """An input's host array (one of a constant fill is made on the first ask)."""
         if name not in self.inputs:
             buf = next(b for b in self.target.buffers if b.arg.name == name)
@@ -194,7 +194,7 @@ class Workspace:
         key = framework.pointer_of(stream)
         if not self.target.python or key in self._python_calls:
             return False
-        data: dict[str, Any] = {}
+        data: dict[str, object] = {}
         self._python_calls[key] = framework.routine(self, self.target.python, stream, data, what="operation")[1]
         self.python_data.update(data)
         return framework.prepared(data)
@@ -332,8 +332,8 @@ class Workspace:
             out.update(self._python_outputs(name, expr, got))
         return out
 
-    def _reference_env(self, used: set[str]) -> dict[str, Any]:
-        env: dict[str, Any] = dict(self.target.constants)  # numeric defines (BINS), then sizes and scalars
+    def _reference_env(self, used: set[str]) -> dict[str, object]:
+        env: dict[str, object] = dict(self.target.constants)  # numeric defines (BINS), then sizes and scalars
         env.update(self.target.sizes)
         env.update({a.name: v for a, v in self.target.scalars})
         dtypes = {b.arg.name: b.arg.dtype for b in self.target.buffers}

@@ -112,7 +112,7 @@ def require_gpu(tool: str | None) -> None:
         proc.find_tool(tool)
 
 
-def checkers() -> list[dict[str, Any]]:
+def checkers() -> list[dict[str, object]]:
     """kprof's checkers (``kprof sanitize --list-tools``), in the registry's order: each one's name, what it
     finds, and what it needs (:class:`kprof.tools.checker.Needs`)."""
     from kprof.tools import checkers as registry

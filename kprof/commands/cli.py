@@ -386,7 +386,7 @@ class _CleanStream:
         self._stream.write(self._safe(text) if isinstance(text, str) else text)
         return len(text)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 
 

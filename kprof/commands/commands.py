@@ -70,7 +70,7 @@ def cmd_list(opts: ListOptions) -> int:
                     unsupported = f"needs {req.arch}: {req.why}"
         except SpecError as exc:
             description = f"INVALID SPEC: {exc}"
-        row: dict[str, Any] = {"name": entry.name, "group": entry.group, "path": str(entry.path), "description": description,
+        row: dict[str, object] = {"name": entry.name, "group": entry.group, "path": str(entry.path), "description": description,
                "requires": requires}
         if opts.arch:
             row["arch"], row["unsupported"] = opts.arch, unsupported
@@ -418,7 +418,7 @@ def _report_dir(path: str | None) -> Path | None:
 
 
 def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], report_dir: Path | None,
-                 opts: ProfileOptions) -> tuple[list[Any], Any]:
+                 opts: ProfileOptions) -> tuple[list[Any], tuple[str, NcuError] | None]:
     """The reports for one spec, or the ncu error that stopped it (the other kernels still run)."""
     from kprof.commands import api
 
@@ -429,7 +429,7 @@ def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], 
         return [], (prepared.spec.name, exc)
 
 
-def _profile_output(profiles: list[Any], errors: list[Any], as_json: bool, diagnoses: list[Any] | None = None,
+def _profile_output(profiles: list[Any], errors: list[tuple[str, NcuError]], as_json: bool, diagnoses: list[Any] | None = None,
                     ranking: list[Any] | None = None, sites: Any = None) -> None:
     from kprof.commands import pipeline
     from kprof.measure import profiling as profile

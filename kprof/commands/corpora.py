@@ -63,7 +63,7 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
 
     api.require_gpu(None)
 
-    def bench(names: list[str]) -> Any:
+    def bench(names: list[str]) -> object:
         return api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout, history=False)
 
     def diagnosed(case: Any, seconds: float | None, own: tuple[float, ...]) -> tuple[Any, list[Any], str]:

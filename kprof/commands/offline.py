@@ -25,7 +25,7 @@ class BuildReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, BuildError]] = field(default_factory=list)
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[dict[str, object]]:
         return ([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
                   "cached": b.cached, "compiler": b.compiler, "usage": asdict(b.usage_of(s.entry))} for s, b in self.built]
                 + [{"name": n, "arch": self.arch, "skipped": why} for n, why in self.skipped]
@@ -98,7 +98,7 @@ class OccupancyReport:
     advice: list[str]
     sweep: list[Any]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"kernel": self.kernel, "arch": self.arch, "registers": self.usage.registers,
                 "static_smem": self.usage.shared_static, "dynamic_smem": self.dynamic_smem,
                 "launch": [dict(asdict(o), advice=a) for o, a in zip(self.launch, self.advice)],
@@ -145,7 +145,7 @@ class Comparison:
     after: str
     rows: list[history.RunChange]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"before": self.before, "after": self.after, "rows": [r.to_dict() for r in self.rows]}
 
 

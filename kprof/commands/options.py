@@ -8,7 +8,7 @@ field is one the parser sets (tests/test_architecture.py). Pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Literal
 
 from kprof.spec.sweep import Sweep
 
@@ -167,7 +167,7 @@ BY_COMMAND: dict[str, type] = {
 }
 
 
-def from_namespace(command: str, namespace: object) -> Any:
+def from_namespace(command: str, namespace: object) -> object:
     """The command's options from argparse's checked namespace: each field the value the parser left."""
     cls = BY_COMMAND[command]
     given = vars(namespace)

@@ -50,7 +50,7 @@ class CheatResult:
     def caught(self) -> bool:
         return any(k in self.cheat.catch for k in self.kinds)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.cheat.name, "exploit": self.cheat.exploit, "catch": list(self.cheat.catch),
                 "flags": list(self.flags), "failed_verdict": self.failed_verdict, "caught": self.caught}
 

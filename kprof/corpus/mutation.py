@@ -69,7 +69,7 @@ class MutantsReport:
         """The score with the mutants equivalent by their results counted as survivors."""
         return mutants.score(self.results, strict=True)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         killed, counted, share = self.score
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in self.results)
         # version 3: equivalent by its results at a boundary the checked sizes meet (by), and the strict score
@@ -172,7 +172,7 @@ def _memcheck_findings(spec: KernelSpec, sizes: list[tuple[str, _Size]], prepare
     """memcheck's findings on ``spec`` at each of ``sizes``, side by side (empty: clean; a run that did
     not finish counts as a finding)."""
 
-    def one(size: tuple[str, _Size]) -> Any:
+    def one(size: tuple[str, _Size]) -> object:
         _, at, fills = size[1]
         job = preparer.job(spec, at, preset="default", fills=fills, mode=RunMode(verify=False))
         (found,) = checkers.run_all(job, ["memcheck"], Settings(timeout))

@@ -133,12 +133,12 @@ class PerfResult:
     mode: str = ""
     causes: list[str] = field(default_factory=list)
     error: str = ""
-    diagnosis: dict[str, Any] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs
+    diagnosis: dict[str, object] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs
     ncu_rule: str | None = None  # Nsight Compute's optimisation rule with the largest Est. Speedup
     ncu_cause: str | None = None  # kprof's name for it (kprof.diagnose.ncurules.cause_of)
     ncu_speedup: float | None = None  # its estimate as a speedup
     ncu_proposed: int = 0  # how many optimisation rules it listed
-    ncu_rules: list[dict[str, Any]] = field(default_factory=list)  # each with its estimate's type and value
+    ncu_rules: list[dict[str, object]] = field(default_factory=list)  # each with its estimate's type and value
 
     @property
     def ncu_right(self) -> bool | None:
@@ -150,7 +150,7 @@ class PerfResult:
     def ok(self) -> bool:
         return self.cause_right and self.line_right and self.estimate_right is not False and not self.error
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {**asdict(self), "ok": self.ok, "ncu_right": self.ncu_right}
 
 
@@ -221,7 +221,7 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
                           error=str(exc).splitlines()[0])
 
 
-def tally(results: list[PerfResult]) -> dict[str, Any]:
+def tally(results: list[PerfResult]) -> dict[str, object]:
     n = len(results)
     with_est = [r for r in results if r.estimate_right is not None]
     return {"cases": n, "cause_right": sum(r.cause_right for r in results),

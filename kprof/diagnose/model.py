@@ -137,13 +137,13 @@ def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]
     return results
 
 
-def to_sarif(diagnoses: list[Diagnosis], tool_version: str, root: str | None = None) -> dict[str, Any]:
+def to_sarif(diagnoses: list[Diagnosis], tool_version: str, root: str | None = None) -> dict[str, object]:
     """SARIF 2.1.0 of ``kprof profile``'s diagnoses: one run, a rule per cause kind, a result per cause."""
     results = [r for d in diagnoses for r in sarif_results(d, root)]
     ids = sorted({r["ruleId"] for r in results})
     for r in results:
         r["ruleIndex"] = ids.index(r["ruleId"])
-    run: dict[str, Any] = {"tool": {"driver": {"name": "kprof", "version": tool_version,
+    run: dict[str, object] = {"tool": {"driver": {"name": "kprof", "version": tool_version,
                                                "rules": [{"id": i, "name": i} for i in ids]}}, "results": results}
     if root:
         run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}

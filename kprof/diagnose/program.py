@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any
 
 from kprof.diagnose.facts import LATENCY_BELOW, profile_units
 from kprof.measure.profiling import KernelProfile
@@ -36,7 +35,7 @@ class Ranked:
     sites: tuple[str, ...] = ()  # the user's lines that launched it (path:line (function)), first launched first
     sites_by: str = ""  # how the launches were matched to this kernel: "name", "function name" (a guess), ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

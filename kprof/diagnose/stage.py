@@ -16,14 +16,14 @@ from kprof.errors import KprofError
 from kprof.measure.ceilings import Ceilings
 
 
-def inputs_of(facts: Any) -> dict[str, Any]:
+def inputs_of(facts: Any) -> dict[str, object]:
     """What a diagnosis read from the GPU, kept so it can be replayed without one (tests, reports)."""
     return {"profile": facts.profile.to_dict(), "counters": facts.counters, "seconds": facts.seconds,
             "sm_count": facts.sm_count, "sm_hz": facts.sm_hz, "ceiling_bytes_per_s": facts.ceiling_bytes_per_s,
             "peak_flops": facts.peak_flops, "kernel_seconds": list(facts.kernel_seconds)}
 
 
-def _timed(prepared: Any, timeout: float) -> Any:
+def _timed(prepared: Any, timeout: float) -> object:
     from kprof.launch import launch
     from kprof.launch.job import RunMode
 

@@ -54,7 +54,7 @@ class OutputCheck:
     atol: float = 0.0
     metric: str = "elementwise"  # or normwise, or exact (integer outputs)
     failing: int = 0  # elements outside the tolerance
-    worst: tuple[dict[str, Any], ...] = ()  # the worst elements: index, got, expected
+    worst: tuple[dict[str, object], ...] = ()  # the worst elements: index, got, expected
     needed_atol: float | None = None
     needed_rtol: float | None = None
     note: str = ""
@@ -123,7 +123,7 @@ class ChildResult:
     error: ChildError | None = None
     kernel: str | None = None
     sizes: dict[str, int] = field(default_factory=dict)
-    launch: dict[str, Any] = field(default_factory=dict)
+    launch: dict[str, object] = field(default_factory=dict)
     device: dict[str, Any] = field(default_factory=dict)
     registers: int | None = None
     driver_blocks_per_sm: int | None = None
@@ -138,7 +138,7 @@ class ChildResult:
     timing: Timing | None = None
     baseline: Operation | None = None
     operation: Operation | None = None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the record as written (kprof run --json)
+    raw: dict[str, object] = field(default_factory=dict, repr=False)  # the record as written (kprof run --json)
 
     @property
     def ok(self) -> bool:
@@ -198,7 +198,7 @@ def from_data(data: object) -> ChildResult:
         timing=_timing(data), baseline=_operation(data, "baseline"), operation=_operation(data, "operation"), raw=data)
 
 
-def _timing(data: dict[str, Any]) -> Timing | None:
+def _timing(data: dict[str, object]) -> Timing | None:
     samples = data.get("samples")
     if not isinstance(samples, list):
         return None
@@ -221,7 +221,7 @@ def call_kernels_of(value: object) -> tuple[tuple[str, float], ...]:
                  if isinstance(v, list) and len(v) == 2 and isinstance(v[1], (int, float)))
 
 
-def _operation(data: dict[str, Any], role: str) -> Operation | None:
+def _operation(data: dict[str, object], role: str) -> Operation | None:
     keys = (f"{role}_framework", f"{role}_callable", f"{role}_prepare_s")
     if not any(k in data for k in keys):
         return None
@@ -276,5 +276,5 @@ def allocations_of(value: object) -> tuple[Allocation, ...]:
     return tuple(a for a in found if a is not None)
 
 
-def _dicts(value: object) -> tuple[dict[str, Any], ...]:
+def _dicts(value: object) -> tuple[dict[str, object], ...]:
     return tuple(dict(v) for v in value if isinstance(v, dict)) if isinstance(value, list) else ()

@@ -178,7 +178,7 @@ def from_json(text: str) -> Job:
         raise JobError(f"the job file is malformed: {type(exc).__name__}: {exc}") from None
 
 
-def _target_dict(t: Target) -> dict[str, Any]:
+def _target_dict(t: Target) -> dict[str, object]:
     return {
         "name": t.name, "entry": t.entry, "source": t.source, "cubin": t.cubin, "sizes": t.sizes,
         "buffers": [{"name": b.arg.name, "dtype": b.arg.dtype, "shape": list(b.shape), "exprs": list(b.arg.shape),

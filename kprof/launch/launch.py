@@ -13,7 +13,6 @@ import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from kprof import proc
 from kprof.errors import NoGPUError, TargetError, UsageError
@@ -24,7 +23,7 @@ from kprof.launch.job import Job
 DEFAULT_TIMEOUT = 300.0
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """``RunResult``, the name of a run's result before it was :class:`ChildResult` (kprof 0.x): still
     importable, with a warning."""
     if name == "RunResult":

@@ -516,7 +516,7 @@ def _tensor_rates(kernels: list[tuple[str, Job | str, int]], timeout: float) -> 
     return out
 
 
-def _timed_ceiling(job: Job, timeout: float) -> tuple[Timing, dict[str, Any]]:
+def _timed_ceiling(job: Job, timeout: float) -> tuple[Timing, dict[str, object]]:
     """One of kprof peak's timings, and the device it ran on."""
     data = time_job(job, timeout)
     if data.status != "ok" or data.timing is None:
@@ -535,7 +535,7 @@ def cached_peak(path: Path) -> ceilings.Ceilings | None:
     return ceilings.Ceilings.from_dict(dict(data, cached=str(path))) if isinstance(data, dict) else None
 
 
-def save_peak(path: Path, data: dict[str, Any]) -> ceilings.Ceilings:
+def save_peak(path: Path, data: dict[str, object]) -> ceilings.Ceilings:
     """Written whole or not at all (a temporary file renamed over it): two processes measuring at once
     never leave a reader half a file. Written with its version (:data:`kprof.measure.ceilings.CEILINGS_VERSION`)."""
     try:

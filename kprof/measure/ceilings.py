@@ -217,7 +217,7 @@ class Ceilings:
         """``mix``, or ``copy`` where there is no ceiling for it (a file of an older kprof)."""
         return mix if mix in self.mixes else "copy"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dict(self.raw, version=self.version, cached=self.cached)
 
     @classmethod

@@ -109,7 +109,7 @@ class KernelProfile:
     sm_active: float | None = None  # SM active cycles over elapsed cycles (idle SMs lower it)
     stall_shares: dict[str, float] = field(default_factory=dict)  # each stall reason's share of all stalls
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod

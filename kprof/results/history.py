@@ -91,7 +91,7 @@ def new_run() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
-def provenance(root: Path | None = None) -> dict[str, Any]:
+def provenance(root: Path | None = None) -> dict[str, object]:
     """What a result was measured at: the commit from ``KPROF_COMMIT`` when set (a source tree copied
     to a GPU machine may carry a stale ``.git``, or none; ``KPROF_DIRTY=1`` or ``0`` says whether it
     had uncommitted changes), else ``git rev-parse`` and ``git status`` of the checkout."""
@@ -129,8 +129,8 @@ def git_commit() -> str | None:
     return f"{p['commit']}-dirty" if p["dirty"] else str(p["commit"])
 
 
-def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, Any],
-           data: dict[str, Any], machine: dict[str, Any], commit: str | None) -> int:
+def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, object],
+           data: dict[str, object], machine: dict[str, object], commit: str | None) -> int:
     """One measured point, committed at once: a run stopped later (Ctrl-C, a full disk) keeps it."""
     try:
         with conn:
@@ -179,7 +179,7 @@ class HistoryRow:
         gpu = self.machine.get("gpu")
         return str(gpu) if gpu else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"id": self.id, "run": self.run, "created": self.created, "kind": self.kind, "kernel": self.kernel,
                 "point": self.point, "data": self.data, "machine": self.machine, "version": self.version,
                 "commit": self.commit}

@@ -683,7 +683,7 @@ def _cut(text: str, limit: int) -> str:
 
 def checkers_table(rows: list[dict[str, Any]]) -> str:
     """``kprof sanitize --list-tools``: each checker, what it finds, and how it runs."""
-    def how(needs: dict[str, Any]) -> str:
+    def how(needs: dict[str, object]) -> str:
         parts = ["compute-sanitizer" if needs["sanitizer"] else "kprof's own (no sanitizer)"]
         parts += ["the GPU to itself"] * bool(needs["alone"])
         parts += ["not for pytest tests"] * bool(needs["not_for_tests"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.commands.api imports them at its top)
     from kprof.build.build import BuildResult
@@ -36,14 +36,14 @@ class SanitizeReport:
     def clean(self) -> bool:
         return not self.findings and all(r.ok for r in self.results)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         from kprof import findings
 
         data = findings.to_json(self.results, self.target)
         data["notes"] = self.notes
         return data
 
-    def to_sarif(self, root: str | None = None) -> dict[str, Any]:
+    def to_sarif(self, root: str | None = None) -> dict[str, object]:
         from kprof import findings
         from kprof.version import __version__
 
@@ -64,12 +64,12 @@ class RunReport:
     def ok(self) -> bool:
         return bool(self.result.ok)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """What ``kprof run --json`` prints."""
         from kprof.results import history
 
         r = self.result
-        data: dict[str, Any] = {
+        data: dict[str, object] = {
             "kernel": r.kernel, "sizes": r.sizes, "ok": r.ok, "checks": [asdict(c) for c in r.checks], "time_ms": r.time_ms,
             "device": r.device, "launch": r.launch, "registers": r.registers,
             "allocations": [asdict(a) for a in r.allocations], "nvtx": r.nvtx,
@@ -92,13 +92,13 @@ class BenchReport:
     mode: str
     rule: StopRule
     peak: Ceilings | None
-    machine: dict[str, Any]
+    machine: dict[str, object]
     commit: str | None
     recorded: bool  # written to the history store, point by point
     interrupted: bool = False
     lost: OutputError | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """What ``kprof bench --json`` prints."""
         from kprof.measure import bench as bench_mod
         from kprof.results import history
@@ -122,6 +122,6 @@ class BenchCasesReport:
     def ok(self) -> bool:
         return not self.honest and all(r.caught for r in self.results) and self.point.status == "ok"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"version": 1, "ok": self.ok, "honest_flags": list(self.honest), "status": self.point.status,
                 "cheats": [r.to_dict() for r in self.results], "point": self.point.to_dict()}

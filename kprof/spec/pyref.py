@@ -118,7 +118,7 @@ def _check_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, path: Path, 
                          f"of this spec (known: {', '.join(sorted(known))})")
 
 
-def call(ref: Ref, env: dict[str, Any]) -> Any:
+def call(ref: Ref, env: dict[str, object]) -> Any:
     """Import the user's file and call the function with the names it takes (in the runner child)."""
     fn = load(ref)
     try:
@@ -142,7 +142,7 @@ def load(ref: Ref, what: str = "reference") -> Any:
                             user_traceback(exc, ref.path)) from None
 
 
-def select(fn: Any, env: dict[str, Any]) -> dict[str, Any]:
+def select(fn: Any, env: dict[str, object]) -> dict[str, object]:
     """The names of ``env`` that ``fn`` takes (all of them with ``**kwargs``)."""
     import inspect
 

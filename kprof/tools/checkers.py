@@ -37,7 +37,7 @@ def names() -> tuple[str, ...]:
     return tuple(c.name for c in REGISTRY)
 
 
-def describe() -> list[dict[str, Any]]:
+def describe() -> list[dict[str, object]]:
     """Each checker's name, what it finds and what it needs (``kprof sanitize --list-tools``), in order."""
     return [{"name": c.name, "summary": c.summary, "needs": asdict(c.needs)} for c in REGISTRY]
 

@@ -343,7 +343,7 @@ def _where(rec: ET.Element, path: str = "where") -> tuple[str | None, str | None
     return rec.findtext(f"{path}/func"), rec.findtext(f"{path}/path"), _int(rec.findtext(f"{path}/line"))
 
 
-def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, dict[str, Any]]:
+def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, dict[str, object]]:
     """The record's location, moved to the user's call where the tool stopped inside a CUDA header (an
     inlined intrinsic: ``__syncwarp``, ``__shfl_sync``, an atomic): the first device frame outside the
     toolkit's headers (``--show-backtrace device``). The header's place is kept in ``extra.reported_at``."""

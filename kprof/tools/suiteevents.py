@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from kprof import inputs
 from kprof.tools.coverage import Coverage
@@ -52,7 +51,7 @@ _KIND = {Start: "start", Finish: "finish", Dead: "dead", CollectError: "collect-
 
 def line(event: Event) -> str:
     """The event as the child writes it: one JSON line (a Finish's coverage as the tally's counts)."""
-    data: dict[str, Any] = {"event": _KIND[type(event)], **asdict(event)}
+    data: dict[str, object] = {"event": _KIND[type(event)], **asdict(event)}
     if isinstance(event, Finish):
         c = event.checked
         data["checked"] = None if c is None else {"launches": c.launches, "kernels": c.kernels,
@@ -71,7 +70,7 @@ def checked_of(raw: object) -> Coverage | None:
                     names=tuple(str(n) for n in names) if isinstance(names, list) else ())
 
 
-def _event(raw: dict[str, Any]) -> Event | None:
+def _event(raw: dict[str, object]) -> Event | None:
     nodeid, kind = raw.get("nodeid"), raw.get("event")
     if not isinstance(nodeid, str):
         return None

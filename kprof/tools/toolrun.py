@@ -9,7 +9,6 @@ that failed with nothing found, or a tool that failed; it is tested on recorded 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from kprof import proc
 from kprof.findings import Finding
@@ -38,7 +37,7 @@ class ToolResult:
     def ok(self) -> bool:
         return self.status in ("clean", "findings")
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """What JSON says of the run: the last lines the target and the tool printed travel with any run
         that was not clean (the text report shows them too), so a failed program is explained there."""
         return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
