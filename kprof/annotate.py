@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 DOMAIN = "kprof"
 _nvtx: Any = None  # the nvtx module, False when it is missing, None before the first use
 
@@ -58,7 +58,7 @@ class range:
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
-        def wrapper(*args: object, **kwargs: object) -> Any:
+        def wrapper(*args: object, **kwargs: object) -> object:
             with self:
                 return fn(*args, **kwargs)
 

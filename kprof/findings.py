@@ -243,7 +243,7 @@ def to_json(results: list[Any], kernel: str | None) -> dict[str, Any]:
     }
 
 
-def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> dict[str, Any]:
+def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> dict[str, object]:
     """SARIF 2.1.0: one run, one rule per finding kind, one result per finding. Files under ``root``
     are relative to the ``SRCROOT`` base (``root`` as a file URI), others are absolute file URIs, all
     percent-encoded; a finding with no file has no location, and no line below 1 is written."""
@@ -257,7 +257,7 @@ def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> 
         text = f.message + (f" ({f.detail})" if f.detail else "")
         if f.count > 1:
             text += f" [{f.count} records" + (f" from {f.launches} launches]" if (f.launches or 0) > 1 else "]")
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             "ruleId": f.kind,
             "ruleIndex": kinds.index(f.kind),
             "level": "error",
@@ -269,14 +269,14 @@ def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> 
         if f.other and (other := sarif_location(f.other.file, f.other.line, root)):
             result["relatedLocations"] = [dict(other, id=1, message={"text": f"the other access ({f.other.access})"})]
         sarif_results.append(result)
-    run: dict[str, Any] = {"tool": {"driver": {"name": "kprof", "version": tool_version, "rules": rules}},
+    run: dict[str, object] = {"tool": {"driver": {"name": "kprof", "version": tool_version, "rules": rules}},
                            "results": sarif_results, "invocations": [_invocation(results)]}
     if root:
         run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
 
 
-def _invocation(results: list[Any]) -> dict[str, Any]:
+def _invocation(results: list[Any]) -> dict[str, object]:
     """Whether every tool ran to a verdict: a tool that checked nothing (NOT CHECKED), timed out or
     failed is a notification, and the run is not successful, so a viewer that shows no result does
     not read as clean."""

@@ -300,7 +300,7 @@ class Op:
         like = next((b.name for b in self.inputs if b.name in infos), next(iter(infos)))
         return _Plan(resolved, steps, tuple(allocs), like)
 
-    def _function(self, entry: str, device: int, smem: int) -> Any:
+    def _function(self, entry: str, device: int, smem: int) -> object:
         func = self._functions.get((entry, device))
         if func is None:
             if self._image is None:

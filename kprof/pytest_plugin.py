@@ -32,7 +32,7 @@ MARK = "kprof_sanitize"
 DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.checkers.for_tests), resolved when asked for
 
 
-def _safe(longrepr: object) -> Any:
+def _safe(longrepr: object) -> object:
     """A failure's text with control characters escaped: a report's text (a kernel name, a message) is
     not the terminal's to act on."""
     from kprof.inputs import terminal_safe
@@ -158,7 +158,7 @@ def gpu_count() -> int:
         return 0
 
 
-def as_test(item: pytest.Item) -> Any:
+def as_test(item: pytest.Item) -> object:
     """The suite's view of a collected test: node id, file, function (without its parameters)."""
     from kprof.tools.suite import Test
 
@@ -285,7 +285,7 @@ class _Sanitizer:
             return "passed", None
         return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render.sanitize_report(verdict.results)
 
-    def _progress(self, total: int) -> Any:
+    def _progress(self, total: int) -> object:
         """``[3/12] test_x memcheck 4.1 s`` on the terminal, past pytest's output capture."""
         from kprof.parallel import Progress
 

@@ -58,7 +58,7 @@ def _device(index: int) -> Iterator[tuple[Any, Callable[..., Any]] | None]:
         h = (pynvml.nvmlDeviceGetHandleByUUID(target) if isinstance(target, str)
              else pynvml.nvmlDeviceGetHandleByIndex(target))
 
-        def read(fn: Any, *args: Any) -> Any:
+        def read(fn: Any, *args: Any) -> object:
             try:
                 return fn(h, *args)
             except Exception:  # noqa: BLE001 - a reading this GPU or driver lacks is None, not an error

@@ -80,22 +80,22 @@ def linear_bias_relu_lt(x: Any, W: Any, b: Any) -> object:
 def _prepare(fn: Any) -> object:
     """``prepare`` of a compiled baseline: torch.compile the eager one and run it once at these shapes."""
 
-    def prepare(**kwargs: Any) -> None:
+    def prepare(**kwargs: object) -> None:
         _COMPILED[fn.__name__] = torch.compile(fn)
         _COMPILED[fn.__name__](**kwargs)
 
     return prepare
 
 
-def add_compiled(a: Any, b: Any) -> object:
+def add_compiled(a: object, b: object) -> object:
     return _COMPILED["add"](a=a, b=b)
 
 
-def total_compiled(x: Any) -> object:
+def total_compiled(x: object) -> object:
     return _COMPILED["total"](x=x)
 
 
-def rms_norm_compiled(x: Any, w: object, eps: float) -> object:
+def rms_norm_compiled(x: object, w: object, eps: float) -> object:
     return _COMPILED["rms_norm"](x=x, w=w, eps=eps)
 
 

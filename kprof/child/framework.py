@@ -273,7 +273,7 @@ def prepared(data: dict[str, object]) -> bool:
     return any(key.endswith("_prepare_s") for key in data)
 
 
-def routine(ws: Any, stored: str, stream: Any, data: dict[str, object],
+def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
             what: str = "baseline") -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """(call, first) over ``ws``, the child's workspace: ``call`` runs the callable once on kprof's
     stream; ``first`` does the same and copies its result into kprof's output buffers, for the
@@ -353,7 +353,7 @@ def routine(ws: Any, stored: str, stream: Any, data: dict[str, object],
     return (lambda: guarded(lambda: fn(**kwargs))), first, poison_pool
 
 
-def _note_dtype(fw: Framework, result: Any, want: str, name: str, data: dict[str, Any], what: str) -> None:
+def _note_dtype(fw: Framework, result: object, want: str, name: str, data: dict[str, Any], what: str) -> None:
     """A result of another dtype than the spec's output (``NAME as GOT where the spec's is WANT``) into ``data``: kprof
     converts it outside the timed window, so the call did a different job (benchmark integrity's
     ``other-dtype``)."""

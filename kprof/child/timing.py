@@ -83,7 +83,7 @@ class _DeviceChecks:
     and a float64 comparison; and the generated floating-point inputs doubled in place (exactly, in
     their exponent), new values in the same buffers at the cost of a kernel."""
 
-    def __init__(self, ws: Workspace, cubin: str, stream: Any) -> None:
+    def __init__(self, ws: Workspace, cubin: str, stream: object) -> None:
         dev = ws.dev
         module = dev.load_module(Path(cubin).read_bytes())
         self.ws, self.dev, self.stream = ws, dev, stream
@@ -139,7 +139,7 @@ class _DeviceChecks:
         self.dev.free(self.sum)
 
 
-def _integrity(ws: Workspace, stream: Any, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
+def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
                seen: _Seen, gpu: _DeviceChecks | None, result: Result) -> None:
     """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then two
     verified calls: outputs poisoned first, then the inputs doubled. The results of both are compared

@@ -405,7 +405,7 @@ class Workspace:
         return checks + [verify.out_of_bounds(name, damage).to_dict() for name, damage in self.guard_damage().items()]
 
     # -- launches ----------------------------------------------------------------------------
-    def launch(self, stream: Any = 0) -> None:
+    def launch(self, stream: object = 0) -> None:
         for step in self.steps:
             step(stream)
 
@@ -425,7 +425,7 @@ GUARD_BYTES = 256  # each side of a buffer in a verified run; a multiple of 256 
 GUARD_BYTE = 0xFF
 
 
-def _guard_bytes(n: int, byte: int) -> Any:
+def _guard_bytes(n: int, byte: int) -> object:
     import numpy as np
 
     return np.full(n, byte, dtype=np.uint8)

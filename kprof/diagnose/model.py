@@ -60,9 +60,9 @@ class Diagnosis:
     cannot_see: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tries: list[dict[str, Any]] = field(default_factory=list)  # each try: params, status, seconds, gain
-    inputs: dict[str, Any] = field(default_factory=dict)  # what the rules read beyond the build: replayable
+    inputs: dict[str, object] = field(default_factory=dict)  # what the rules read beyond the build: replayable
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     def first(self) -> Cause | None:

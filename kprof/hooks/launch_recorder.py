@@ -212,7 +212,7 @@ def _crowd_kernel(drv: Any) -> tuple[Any, ...]:
     return func, stream, max(threads // CROWD_THREADS, 1) * max(sms - 1, 1), flag, int(device_ptr)
 
 
-def _check(result: Any, what: str) -> Any:
+def _check(result: object, what: str) -> Any:
     err, *values = result if isinstance(result, tuple) else (result,)
     if int(err) != 0:
         raise RuntimeError(f"{what}: {err}")

@@ -500,7 +500,7 @@ TENSOR_KERNELS = {  # kprof peak's tensor-core kernels, what each measures
 
 def _tensor_rates(kernels: list[tuple[str, Job | str, int]], timeout: float) -> dict[str, dict[str, Any]]:
     """Each tensor-core kernel's rate (warm), or why it was not measured (it cannot run here, or failed)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for name, job, amount in kernels:
         if isinstance(job, str):
             out[name] = {"not_measured": job}

@@ -158,13 +158,13 @@ class HistoryRow:
     point: dict[str, Any]  # {"sizes": {...}, "params": {...}, ...} as kprof bench wrote it
     summary: Summary | None
     data: dict[str, Any]
-    machine: dict[str, Any]
+    machine: dict[str, object]
     version: str
     commit: str | None
     status: str = "?"  # the point's status as kprof bench stored it (ok, failed, ...); "?" when none was
 
     @property
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, object]:
         """The point's sizes and parameters together, as a table shows them."""
         sizes, params = self.point.get("sizes") or {}, self.point.get("params") or {}
         return {**sizes, **params}

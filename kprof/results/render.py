@@ -60,7 +60,7 @@ def fit(lines: Sequence[str], width: int, hang: int) -> list[str]:
     return [piece for line in lines for piece in wrap(line, width, len(line) - len(line.lstrip()) + hang)]
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "", width: int | None = None) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", width: int | None = None) -> str:
     """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). A last column
     that would take a line past ``width`` (default: :func:`terminal_width`) wraps under itself."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]

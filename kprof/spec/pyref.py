@@ -118,7 +118,7 @@ def _check_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, path: Path, 
                          f"of this spec (known: {', '.join(sorted(known))})")
 
 
-def call(ref: Ref, env: dict[str, object]) -> Any:
+def call(ref: Ref, env: dict[str, object]) -> object:
     """Import the user's file and call the function with the names it takes (in the runner child)."""
     fn = load(ref)
     try:

@@ -30,7 +30,7 @@ def _np() -> Any:
 ROWS_AT_ONCE = 1 << 22  # elements of a row-wise function's block of rows (float64 temporaries of 32 MiB)
 
 
-def _by_rows(fn: Callable[..., Any], x: Any, axis: int, *rest: Any) -> Any:
+def _by_rows(fn: Callable[..., object], x: Any, axis: int, *rest: Any) -> Any:
     """``fn(x, *rest)`` for a function of each row along the last axis alone (a softmax, an RMSNorm):
     on a large ``x``, blocks of rows on several threads (NumPy releases the GIL), each with the rows of
     any argument of ``x``'s shape and the rest as given (a weight broadcast over rows). Each row is
@@ -82,14 +82,14 @@ def _rmsnorm_rows(x: Any, w: Any, eps: Any) -> Any:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def _rmsnorm(x: Any, w: object, eps: object, axis: int = -1) -> Any:
+def _rmsnorm(x: Any, w: object, eps: object, axis: int = -1) -> object:
     np = _np()
     if axis in (-1, np.ndim(x) - 1):
         return _by_rows(_rmsnorm_rows, x, -1, w, eps)
     return x / np.sqrt(np.mean(x * x, axis=axis, keepdims=True) + eps) * w
 
 
-def _shift(x: Any, k: Any) -> Any:
+def _shift(x: Any, k: Any) -> object:
     """y[..., i] = x[..., clip(i + k, 0, n - 1)]: a neighbour along the last axis, edges clamped."""
     np = _np()
     n = x.shape[-1]
@@ -97,60 +97,60 @@ def _shift(x: Any, k: Any) -> Any:
     return x[..., idx]
 
 
-def _pad(x: Any, before: Any, after: Any) -> Any:
+def _pad(x: Any, before: Any, after: Any) -> object:
     """Zeros added before and after along the last axis."""
     np = _np()
     width = [(0, 0)] * (x.ndim - 1) + [(int(before), int(after))]
     return np.pad(x, width)
 
 
-def _cumsum(x: Any, axis: int = -1, exclusive: bool = False) -> Any:
+def _cumsum(x: Any, axis: int = -1, exclusive: bool = False) -> object:
     """Inclusive prefix sums along ``axis``; ``exclusive=True``: each element's sum of those before it."""
     inclusive = _np().cumsum(x, axis=axis)
     return inclusive - x if exclusive else inclusive
 
 
-def _bincount(x: Any, minlength: int = 0) -> Any:
+def _bincount(x: object, minlength: int = 0) -> object:
     """Counts of each value 0, 1, ... in ``x`` (non-negative integers), at least ``minlength`` of them."""
     np = _np()
     return np.bincount(np.asarray(x).astype(np.int64).ravel(), minlength=int(minlength))
 
 
-def _histogram(x: Any, bins: Any, lo: Any, hi: Any) -> Any:
+def _histogram(x: object, bins: Any, lo: Any, hi: Any) -> object:
     """Counts in ``bins`` equal bins over [lo, hi) (numpy.histogram: the last bin also takes hi)."""
     return _np().histogram(_np().asarray(x).ravel(), bins=int(bins), range=(float(lo), float(hi)))[0]
 
 
-def _take(x: Any, idx: Any, axis: int = 0) -> Any:
+def _take(x: Any, idx: object, axis: int = 0) -> object:
     """A gather: ``x``'s entries at ``idx`` along ``axis`` (numpy.take)."""
     np = _np()
     return np.take(x, np.asarray(idx).astype(np.int64), axis=int(axis))
 
 
-def _arg(name: str) -> Callable[..., Any]:
-    def fn(x: Any, axis: Any = None) -> Any:
+def _arg(name: str) -> Callable[..., object]:
+    def fn(x: object, axis: object = None) -> object:
         return getattr(_np(), name)(x, axis=axis)
 
     fn.__name__ = name
     return fn
 
 
-def _topk(x: object, k: Any, axis: int = -1) -> Any:
+def _topk(x: object, k: Any, axis: int = -1) -> object:
     """The ``k`` largest values along ``axis``, largest first."""
     np = _np()
     return np.flip(np.sort(x, axis=axis), axis=axis).take(np.arange(int(k)), axis=axis)
 
 
-def _reduction(name: str) -> Callable[..., Any]:
-    def fn(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+def _reduction(name: str) -> Callable[..., object]:
+    def fn(x: Any, axis: object = None, keepdims: bool = False) -> object:
         return getattr(_np(), name)(x, axis=axis, keepdims=keepdims)
 
     fn.__name__ = name
     return fn
 
 
-def _elementwise(name: str) -> Callable[..., Any]:
-    def fn(*args: Any) -> Any:
+def _elementwise(name: str) -> Callable[..., object]:
+    def fn(*args: object) -> object:
         return getattr(_np(), name)(*args)
 
     fn.__name__ = name
@@ -158,7 +158,7 @@ def _elementwise(name: str) -> Callable[..., Any]:
 
 
 #: name -> (function, allowed keyword names, number of positional arguments (min, max))
-FUNCTIONS: dict[str, tuple[Callable[..., Any], frozenset[str], tuple[int, int]]] = {
+FUNCTIONS: dict[str, tuple[Callable[..., object], frozenset[str], tuple[int, int]]] = {
     "sum": (_reduction("sum"), frozenset({"axis", "keepdims"}), (1, 1)),
     "mean": (_reduction("mean"), frozenset({"axis", "keepdims"}), (1, 1)),
     "max": (_reduction("max"), frozenset({"axis", "keepdims"}), (1, 1)),
@@ -289,7 +289,7 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 }
 
 
-def _check_exponent(b: Any) -> None:
+def _check_exponent(b: object) -> None:
     """A scalar exponent at most 64, as in size arithmetic: ``2**2**2**2**2**2`` must not hang the runner."""
     import numpy as np
 
@@ -305,7 +305,7 @@ def names(text: object) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in funcs}
 
 
-def evaluate(text: str, env: Mapping[str, Any]) -> Any:
+def evaluate(text: str, env: Mapping[str, object]) -> Any:
     """Evaluate in float64 over ``env`` (arrays already float64, scalars as numbers)."""
     return _eval(parse(text).body, env)
 
@@ -321,7 +321,7 @@ def _index(value: object) -> Any:
     raise ReferenceExprError(f"an index must be a whole number or a slice, not {type(value).__name__}")
 
 
-def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
+def _eval(node: ast.AST, env: Mapping[str, object]) -> Any:
     if isinstance(node, ast.Constant):
         return float(node.value) if isinstance(node.value, float) else node.value
     if isinstance(node, ast.Name):

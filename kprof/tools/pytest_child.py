@@ -46,7 +46,7 @@ STICKY = {700: "CUDA_ERROR_ILLEGAL_ADDRESS", 702: "CUDA_ERROR_LAUNCH_TIMEOUT", 7
           719: "CUDA_ERROR_LAUNCH_FAILED"}
 
 
-def _call(fn: Callable[..., Any], *args: object, **kwargs: object) -> Any:
+def _call(fn: Callable[..., object], *args: object, **kwargs: object) -> object:
     return fn(*args, **kwargs)
 
 
