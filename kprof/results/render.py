@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from kprof.corpus.perfcases import PerfResult
     from kprof.diagnose.program import Ranked
     from kprof.launch.childresult import ChildResult
-    from kprof.measure.bench import PointResult
+    from kprof.measure.bench import BaselineResult, PointResult
     from kprof.measure.profiling import KernelProfile
     from kprof.results import history
     from kprof.spec import KernelSpec, Resolved
@@ -473,13 +473,15 @@ def baseline_label(baseline: str | None, asked: str | None = None) -> str:
     return label_of(baseline, asked)
 
 
-def _baseline_notes(b: dict[str, Any]) -> list[str]:
+def _baseline_notes(b: BaselineResult | None) -> list[str]:
     """What a report says beside a baseline's time: cuBLAS's math mode, the kernels one call launched,
     the framework its inputs came as, its compile time."""
-    notes = [b.get("math_mode") or "",
-             f"{b['baseline_kernels']} kernel(s) per call" if b.get("baseline_kernels") is not None else "",
-             f"{b['baseline_framework']} inputs" if b.get("baseline_framework") else "",
-             f"prepared (compiled) in {b['baseline_prepare_s']:.1f} s" if b.get("baseline_prepare_s") is not None else ""]
+    if b is None:
+        return []
+    notes = [b.math_mode or "",
+             f"{b.baseline_kernels} kernel(s) per call" if b.baseline_kernels is not None else "",
+             f"{b.baseline_framework} inputs" if b.baseline_framework else "",
+             f"prepared (compiled) in {b.baseline_prepare_s:.1f} s" if b.baseline_prepare_s is not None else ""]
     return [n for n in notes if n]
 
 
@@ -519,14 +521,14 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
             label = r.first.label if r.first else "-"
             out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {label} "
                        f"median {_us(r.baseline_summary['median'])} us ({rate})"
-                       + "".join(f", {e}" for e in _baseline_notes(r.to_dict())))
+                       + "".join(f", {e}" for e in _baseline_notes(r.first)))
         for more in r.others:
             if more.of_baseline and more.baseline_summary:
                 ratio = more.of_baseline
                 faster = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
                 out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {faster} "
                            f"{more.label} (median {_us(more.baseline_summary['median'])} us"
-                           + "".join(f", {n}" for n in _baseline_notes(more.to_dict())) + ")")
+                           + "".join(f", {n}" for n in _baseline_notes(more)) + ")")
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")
         if r.message:
