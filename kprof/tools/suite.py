@@ -491,6 +491,10 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         findings, notes = san.parse_records(mine, tool, tool_text=done.stdout)
         findings, set_aside = kernelpolicy.libraries_own(findings)
         notes = [*notes, *set_aside]
+        if san.needs_device_frames(tool, findings):  # a suite's child runs once: say how to get the user's line
+            notes.append(f"{tool} stopped inside a CUDA header here and ran without device frames (they cost seconds "
+                         f"a record); `kprof sanitize --tool {tool} -- python -m pytest {nodeid}` reruns it with them "
+                         "and names your line")
         stops = any((r.findtext("kind") or "") in san.STOPS_THE_CONTEXT for r in mine)
         if nodeid == blinded:
             stops = True

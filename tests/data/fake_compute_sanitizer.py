@@ -4,6 +4,7 @@
 #   *racy*    racecheck: a hazard launched from the test (the kprof_test_<i> frame and the test's own)
 #   *noframe* racecheck: a hazard whose stack has the test's frame only (no kprof_test_<i> frame)
 #   *fault*   memcheck: an invalid write; the tool stops the target in that test, as a fault can
+#   *ldg*     initcheck: an uninitialized read at a line inside a CUDA header (an inlined __ldg)
 #   *breaks*  memcheck: an invalid write in a test after which kprof's child says its context broke
 #             (the suite's conftest makes the child's driver check say so for such a test); the tool then
 #             takes 3 s to end, as memcheck takes seconds to end a process with torch loaded
@@ -28,7 +29,8 @@ def log(**entry):
         f.write(json.dumps(dict(entry, tool=tool, t=time.time())) + "\n")
 
 
-log(event="start", nodeids=[a for a in cmd if "::" in a], batch=bool(events))
+frames_kind = args[args.index("--show-backtrace") + 1] if "--show-backtrace" in args else "yes"
+log(event="start", nodeids=[a for a in cmd if "::" in a], batch=bool(events), backtrace=frames_kind)
 
 HAZARD = """<record><kind>Hazard</kind><what><text>Potential RAW hazard detected</text>
 <common><gridid>{grid}</gridid><type>RAW</type><address>0x580</address><blockIdx><x>0</x><y>0</y><z>0</z></blockIdx></common>
@@ -41,6 +43,11 @@ PRECISE = """<record><kind>Precise</kind><who><threadIdx><x>7</x><y>0</y><z>0</z
 <blockIdx><x>3</x><y>0</y><z>0</z></blockIdx></who><what><text>Invalid __global__ write of size 4 bytes</text>
 <space>__global__</space><size>4</size><direction>write</direction><error>out of bounds</error>
 <address>0x7f0000001000</address></what><where><func>scale</func><path>/src/scale.cu</path><line>27</line></where>
+<hostStack>{frames}</hostStack></record>"""
+INIT_IN_HEADER = """<record><kind>Initcheck</kind><who><threadIdx><x>0</x><y>0</y><z>0</z></threadIdx>
+<blockIdx><x>0</x><y>0</y><z>0</z></blockIdx></who><what><text>Uninitialized __global__ memory read of size 4 bytes</text>
+<address>0x7f0000000200</address><size>4</size></what>
+<where><func>__ldg</func><path>/usr/local/cuda/include/sm_32_intrinsics.hpp</path><line>95</line></where>
 <hostStack>{frames}</hostStack></record>"""
 FRAME = "<frame><func>{func}</func><path>{path}</path><line>{line}</line></frame>"
 
@@ -103,6 +110,10 @@ if tool == "racecheck":
             records.append(HAZARD.format(grid=i + 1, frames=frames(i, nodeid)))
         if "noframe" in nodeid:
             records.append(HAZARD.format(grid=i + 1, frames=frames(i, nodeid, kprof_frame=False)))
+if tool == "initcheck":
+    for i, nodeid in enumerate(order):
+        if "ldg" in nodeid:
+            records.append(INIT_IN_HEADER.format(frames=frames(i, nodeid)))
 Path(save).write_text("<ComputeSanitizerOutput>" + "".join(records) + "</ComputeSanitizerOutput>")
 log(event="end", ran=order)
 sys.exit(99 if records else (child.returncode if child.returncode >= 0 else 1))
