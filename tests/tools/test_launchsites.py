@@ -156,10 +156,9 @@ def test_the_ranking_carries_each_kernels_lines_first_launched_first():
 
 
 def test_the_api_profiles_then_finds_the_sites_of_what_ncu_profiled(monkeypatch):
-    import kprof.child.device
     from kprof.commands import api
 
-    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)  # as if a GPU were there, whatever ran before
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)  # as if a GPU and ncu were there, whatever ran before
     base = prof.fallback("k", {}, 1e-3, 32, 256, 0, 0, "sm_90", None, None, "fake")
     profiled = [replace(base, kernel="triton_poi_fused_gelu_2#3", duration_s=1e-4)]
     asked: dict = {}
