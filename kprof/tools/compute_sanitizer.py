@@ -577,8 +577,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
             xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
             status = exitcode.read_status(status_path)
         findings, notes = _program_findings(xml_text, tool, done.stdout)
-        if device_frames or not needs_device_frames(tool, findings):
-            break
+        if device_frames or done.timed_out or not needs_device_frames(tool, findings):
+            break  # a run that timed out is not run again: the timeout is the user's bound on the whole
         device_frames = True  # once more with device frames: the user's call of the header's function
     if device_frames:
         notes.append(f"{tool} ran again with device frames: a finding inside a CUDA header needed them for the user's line")
