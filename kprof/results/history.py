@@ -145,6 +145,11 @@ def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: di
     return int(cur.lastrowid or 0)
 
 
+def point_values(point: dict[str, Any]) -> dict[str, object]:
+    """A stored point's sizes and parameters together (``{"sizes": {...}, "params": {...}}``), as tables show them."""
+    return {**(point.get("sizes") or {}), **(point.get("params") or {})}
+
+
 @dataclass(frozen=True)
 class HistoryRow:
     """One stored result as kprof reads it back: its run, kernel and point, its timing summary (None: the
@@ -166,8 +171,7 @@ class HistoryRow:
     @property
     def values(self) -> dict[str, object]:
         """The point's sizes and parameters together, as a table shows them."""
-        sizes, params = self.point.get("sizes") or {}, self.point.get("params") or {}
-        return {**sizes, **params}
+        return point_values(self.point)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -198,8 +202,8 @@ class RunChange:
     verdict: str  # same | faster | slower
 
     @property
-    def values(self) -> dict[str, Any]:
-        return {**(self.point.get("sizes") or {}), **(self.point.get("params") or {})}
+    def values(self) -> dict[str, object]:
+        return point_values(self.point)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "point": self.point, "before_s": self.before_s, "after_s": self.after_s,
