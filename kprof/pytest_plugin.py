@@ -24,9 +24,13 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
+
+if TYPE_CHECKING:
+    from kprof.tools.suite import Progress as TestProgress
+    from kprof.tools.suite import Test
 
 MARK = "kprof_sanitize"
 DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.checkers.for_tests), resolved when asked for
@@ -158,7 +162,7 @@ def gpu_count() -> int:
         return 0
 
 
-def as_test(item: pytest.Item) -> object:
+def as_test(item: pytest.Item) -> Test:
     """The suite's view of a collected test: node id, file, function (without its parameters)."""
     from kprof.tools.suite import Test
 
@@ -285,7 +289,7 @@ class _Sanitizer:
             return "passed", None
         return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render.sanitize_report(verdict.results)
 
-    def _progress(self, total: int) -> object:
+    def _progress(self, total: int) -> TestProgress:
         """``[3/12] test_x memcheck 4.1 s`` on the terminal, past pytest's output capture."""
         from kprof.parallel import Progress
 

@@ -425,7 +425,7 @@ GUARD_BYTES = 256  # each side of a buffer in a verified run; a multiple of 256 
 GUARD_BYTE = 0xFF
 
 
-def _guard_bytes(n: int, byte: int) -> object:
+def _guard_bytes(n: int, byte: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
     import numpy as np
 
     return np.full(n, byte, dtype=np.uint8)

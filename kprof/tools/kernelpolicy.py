@@ -133,13 +133,14 @@ def unseen_writes(result: ToolResult, names: Iterable[str]) -> ToolResult:
     writer = next((n for n in names if UNSEEN_WRITERS.search(n)), None)
     if writer is None:
         return result
-    kept = [f for f in result.findings if f.kind != "uninitialized-read" or not f.extra.get("library")]
-    if len(kept) == len(result.findings):
+    aside = [f for f in result.findings if f.kind == "uninitialized-read" and f.extra.get("library")]
+    if not aside:
         return result
+    kept = [f for f in result.findings if f not in aside]
     notes = [f"set aside: initcheck {f.kind} in {f.extra['library']}'s {f.kernel} ({f.count} record(s)): this process "
              f"also ran {writer}, a GEMM whose stores (TMA) initcheck does not see, so the memory read is most likely "
              "its output; to be sure, write the GEMM into torch.zeros (or run its test on a GPU before Hopper)"
-             for f in result.findings if f not in kept]
+             for f in aside]
     status = "clean" if not kept and result.status == "findings" else result.status
     return replace(result, findings=kept, status=status, notes=[*result.notes, *notes])
 
