@@ -52,6 +52,10 @@
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
+#   racelib  racecheck on a half-precision nn.Linear (examples/gemm_initcheck.py --out linear) and on the user
+#            suite's test_linear_half, with every kernel checked and with kprof's library filters, under this
+#            machine's compute-sanitizer and CS_NEW: where its "Internal Sanitizer Error" comes from; and
+#            initcheck's cost per saved record with host frames only (--print-limit 5 against 1000)
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -460,6 +464,29 @@ if has userfirst; then  # the user's kernels first: a suite like a project's own
     step user-suite-kprof $US $PLUGIN --kprof-sanitize
     step user-suite-kprof-all-kernels $US $PLUGIN --kprof-sanitize --kprof-all-kernels
     step user-suite-plain-again $US
+fi
+if has racelib; then  # racecheck's "Internal Sanitizer Error" in a half nn.Linear: the filters', the kernel's or the tool's?
+    CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
+    mapfile -t EXA < <(python3 -c "from kprof.tools import kernelpolicy as k; print('\n'.join(k.exclude_args()))")
+    LH="python3 -m pytest examples/test_user_suite.py -k linear_half -p no:cacheprovider -n 0 -q"
+    for cs in "$CS" ${CS_NEW:-}; do
+        v=$([ "$cs" = "$CS" ] && echo machine || echo new)
+        RC="--tool racecheck --print-limit 20 --error-exitcode 99 --target-processes all"
+        for dt in float16 float32; do
+            step "racelib-$v-$dt-all" "$cs" $RC python3 examples/gemm_initcheck.py --out linear --dtype $dt
+            step "racelib-$v-$dt-filtered" "$cs" $RC "${EXA[@]}" python3 examples/gemm_initcheck.py --out linear --dtype $dt
+        done
+        step "racelib-$v-float16-filtered-nobt" "$cs" $RC --show-backtrace no "${EXA[@]}" python3 examples/gemm_initcheck.py --out linear
+        step "racelib-$v-float16-nvjet-only" "$cs" $RC --kernel-name-exclude "regex=^nvjet_" python3 examples/gemm_initcheck.py --out linear
+        step "racelib-$v-float16-at-only" "$cs" $RC --kernel-name-exclude "regex=^_ZN2at" python3 examples/gemm_initcheck.py --out linear
+        step "racelib-$v-suite-filtered" "$cs" $RC "${EXA[@]}" --xml --save "$LOGS/racelib-$v-suite-filtered.xml" $LH
+        step "racelib-$v-suite-all" "$cs" $RC $LH
+    done
+    GI="--tool initcheck --error-exitcode 99 --show-backtrace host"
+    for limit in 5 1000; do  # what a saved record costs with host frames only (the .float() of a half GEMM: 257)
+        step "initlimit-$limit" "$CS" $GI --print-limit $limit --xml --save "$LOGS/initlimit-$limit.xml" \
+            python3 -m pytest examples/test_user_suite.py -k linear_half -p no:cacheprovider -n 0 -q
+    done
 fi
 if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and under kprof sanitize, rank by rank
     TR="python3 -m torch.distributed.run --standalone --nproc_per_node 2 examples/two_ranks.py"

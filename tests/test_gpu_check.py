@@ -67,3 +67,20 @@ def test_every_list_names_kernels_and_baselines_that_exist(path):
                 for b in args[i + 1].split(","):
                     assert b in functions or b in known or b in own or b in ("auto", "torch.compile", "cublas_sgemm") \
                         or _file_function(b), (path.name, name, b)
+
+
+def test_racelib_runs_racecheck_with_and_without_kprofs_filters(tmp_path):
+    """The racelib section: each racecheck run of the half nn.Linear once with every kernel checked and once
+    with kprof's library filters (each --kernel-name-exclude its own word), and initcheck at two record limits."""
+    from kprof.tools import kernelpolicy
+
+    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"), CS_NEW="/x/cs-new")
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "racelib"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    steps = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
+    got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in steps}
+    assert "racelib-new-float16-all" in got and "racelib-machine-float16-filtered" in got, done.stdout + done.stderr
+    assert "--kernel-name-exclude" not in got["racelib-machine-float16-all"]
+    assert " ".join(kernelpolicy.exclude_args()) in got["racelib-machine-float16-filtered"]
+    assert got["racelib-new-suite-filtered"].startswith("/x/cs-new --tool racecheck")
+    assert {"initlimit-5", "initlimit-1000"} <= set(got)
