@@ -56,6 +56,8 @@
 #            suite's test_linear_half, with every kernel checked and with kprof's library filters, under this
 #            machine's compute-sanitizer and CS_NEW: where its "Internal Sanitizer Error" comes from; and
 #            initcheck's cost per saved record with host frames only (--print-limit 5 against 1000)
+#   racehost  racecheck on the user suite's racy CuPy test with a program's default backtrace and with host
+#            frames only, 1,000 records kept (XML saved), under this machine's compute-sanitizer and CS_NEW
 #   integrity  the cheat corpus of kprof bench (kprof cases --bench) and the ladder's kernels against their
 #            baselines with --strict, the checks' cost per point (scripts/integrity_cost.py, integrity-cost.md)
 #   record-programs  only the first part of programs: the example programs under compute-sanitizer by hand
@@ -486,6 +488,17 @@ if has racelib; then  # racecheck's "Internal Sanitizer Error" in a half nn.Line
     for limit in 5 1000; do  # what a saved record costs with host frames only (the .float() of a half GEMM: 257)
         step "initlimit-$limit" "$CS" $GI --print-limit $limit --xml --save "$LOGS/initlimit-$limit.xml" \
             python3 -m pytest examples/test_user_suite.py -k linear_half -p no:cacheprovider -n 0 -q
+    done
+fi
+if has racehost; then  # what racecheck's device frames cost a suite's child, and whether its records join without them
+    CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
+    for cs in "$CS" ${CS_NEW:-}; do
+        v=$([ "$cs" = "$CS" ] && echo machine || echo new)
+        for bt in yes host; do
+            step "racehost-$v-$bt" "$cs" --tool racecheck --racecheck-report all --print-limit 1000 --error-exitcode 99 \
+                --show-backtrace $bt --xml --save "$LOGS/racehost-$v-$bt.xml" \
+                python3 -m pytest examples/test_user_suite.py -k block_sum -p no:cacheprovider -n 0 -q
+        done
     done
 fi
 if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and under kprof sanitize, rank by rank

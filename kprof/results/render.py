@@ -242,6 +242,9 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
             lines.append(f"{'':<10} note: {note}")
         if r.status in ("timeout", "target-error", "tool-error") and r.log:
             lines += [f"{'':<10} | {ln}" for ln in r.log.splitlines()[-8:]]
+    versions = sorted({r.version for r in results if r.version})
+    if versions:
+        lines.append(f"checked by compute-sanitizer {', '.join(versions)}")
     lines += [f"set for the program: {n}" for n in notes or []]
     found = [f for r in results for f in r.findings]
     if not found:

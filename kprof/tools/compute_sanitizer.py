@@ -22,6 +22,7 @@ Defaults chosen to beat running the tools by hand:
 
 from __future__ import annotations
 
+import functools
 import re
 import tempfile
 import xml.etree.ElementTree as ET
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof import inputs, proc
-from kprof.errors import UsageError
+from kprof.errors import KprofError, UsageError
 from kprof.findings import Access, Allocation, Finding, buffer_detail, fold_same_place, merge
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
@@ -62,9 +63,24 @@ def injection_args(exe: Path) -> list[str]:
     return ["--injection-path", str(beside)] if (beside / INJECTION).is_file() else []
 
 
+_VERSION = re.compile(r"Version ([0-9]{4})\.([0-9]{1,3})\.([0-9]{1,3})")
+
+
+@functools.lru_cache(maxsize=8)
+def version(exe: str | Path) -> str:
+    """The tool's version as ``--version`` prints it ("Version 2025.3.1.0 (build ...)": ``2025.3.1``); '' when it
+    does not say (kprof's policies then assume the oldest behaviour they know)."""
+    try:
+        done = proc.run([str(exe), "--version"], timeout=30)
+    except (OSError, KprofError):
+        return ""
+    found = _VERSION.search(done.stdout)
+    return ".".join(found.groups()) if found else ""
+
+
 def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int = PADDING,
                print_limit: int = PRINT_LIMIT, program: bool = False, skip_libraries: bool = False,
-               device_frames: bool = False) -> list[str]:
+               device_frames: bool = False, tool_version: str = "") -> list[str]:
     """compute-sanitizer's argv for ``tool``, up to (not including) the target program.
 
     ``program``: the target is the user's program, not kprof's runner. Host backtraces are kept (the
@@ -75,7 +91,8 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
     host frames unless ``device_frames``: device frames cost 51 s of a 72 s run on one half GEMM's output read by
     PyTorch's copy kernel (host frames alone: 4.6 s; none: 4.6 s; an H200, compute-sanitizer 2025.3.1,
     examples/gemm_initcheck.py), and they only move a read inside a CUDA header to the user's call
-    (:func:`run_program` asks for them again when a finding needs that)."""
+    (:func:`run_program` asks for them again when a finding needs that). ``tool_version`` (:func:`version`) picks
+    the library kernels a tool may skip (:func:`kprof.tools.kernelpolicy.exclude_args`)."""
     if tool not in TOOLS:
         raise UsageError(f"'{tool}' is not a compute-sanitizer tool ({', '.join(TOOLS)})")
     argv = [
@@ -87,7 +104,7 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
     ]  # fmt: skip
     argv += injection_args(Path(str(exe)))
     if program:
-        argv += ["--target-processes", "all", *(kernelpolicy.exclude_args() if skip_libraries else [])]
+        argv += ["--target-processes", "all", *(kernelpolicy.exclude_args(tool, tool_version) if skip_libraries else [])]
         if tool == "initcheck" and not device_frames:
             argv += ["--show-backtrace", "host"]
     else:  # racecheck keeps none: with device frames its analysis records no longer joined its hazards (an H200, 2370a0e)
@@ -149,6 +166,9 @@ def parse_records(recs: list[ET.Element], tool: str, allocations: Sequence[Alloc
             found = _leak(rec, tool)
         elif kind == "Analysis":
             analyses.append(_decorate(_analysis(rec, tool), rec, nearest))
+        elif kind == "Sanitizer" and rec.findtext("level") == "Warning":
+            if (note := _tool_warning(rec, tool)) not in notes:
+                notes.append(note)
         elif kind == "Api":
             error = rec.findtext("what/error") or ""
             api = rec.findtext("what/api") or ""
@@ -208,6 +228,19 @@ def _other(rec: ET.Element, tool: str, kind: str, allocations: Sequence[Allocati
         return _synccheck(rec, tool)
     return Finding(tool, "sync-error" if tool == "synccheck" else "invalid-access", None, None, None, None, None, 1,
                    rec.findtext("what/text") or f"unrecognised record <{kind}>")
+
+
+# The tool's own warnings: initcheck's "Error buffer overflow has been detected. Some records have been dropped"
+# (a launch with more errors than the tool's device buffer holds: 257 of 524,289 on an H200), said as a note.
+_WARNINGS = {"Error buffer overflow": "{tool}'s error buffer overflowed in a launch: records past it were dropped "
+                                      "(those kept show the same kind of access)"}
+
+
+def _tool_warning(rec: ET.Element, tool: str) -> str:
+    """A note for a record of the tool's own warning (kind ``Sanitizer``, level ``Warning``): not the program's."""
+    text = (rec.findtext("what/error") or rec.findtext("what/text") or "").strip()
+    said = next((v for k, v in _WARNINGS.items() if text.startswith(k)), None)
+    return said.format(tool=tool) if said else f"{tool} warned: {text[:300]}"
 
 
 def _internal(rec: ET.Element, tool: str) -> Finding | None:
@@ -566,12 +599,12 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
                            skip_libraries=skip_libraries)
         if ranked is not None:
             return ranked
-    device_frames = False
+    device_frames, tool_version = False, version(exe)
     while True:
         with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
             xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
             argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
-                              skip_libraries=skip_libraries, device_frames=device_frames)
+                              skip_libraries=skip_libraries, device_frames=device_frames, tool_version=tool_version)
             argv += exitcode.wrap(cmd, status_path)
             done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
             xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
@@ -585,7 +618,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     if launcher is not None:
         notes.append(f"no process of the {launcher} job was a Python rank kprof could put under {tool} "
                      "on its own: the launcher ran under it, every process checked, ranks not told apart")
-    return classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+    found = classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+    return replace(found, version=tool_version)
 
 
 def needs_device_frames(tool: str, findings: list[Finding]) -> bool:
@@ -615,7 +649,8 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
     with tempfile.TemporaryDirectory(prefix="kprof-ranks-") as tmp:
         folder, status_path = Path(tmp), Path(tmp) / "status.json"
         argv = ranks.rank_argv(build_argv(exe, tool, folder / "x.xml", padding=padding, program=True,
-                                          print_limit=PROGRAM_PRINT_LIMIT, skip_libraries=skip_libraries), folder, tool)
+                                          print_limit=PROGRAM_PRINT_LIMIT, skip_libraries=skip_libraries,
+                                          tool_version=version(exe)), folder, tool)
         run_env = {**allocators.with_hooks(dict(env) if env is not None else proc.child_env()),
                    **ranks.wrap_env(argv, folder)}
         done = proc.run(exitcode.wrap(cmd, status_path), timeout=timeout, env=run_env, cwd=cwd)
@@ -630,7 +665,16 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
         findings += ranks.with_rank(found, r.rank)
         notes += [f"rank {r.rank}: {n}" for n in said]
     notes.insert(0, f"{len(reports)} rank(s), each under {tool} on its own")
-    return classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
+    found = classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
+    return replace(found, version=version(exe))
+
+
+def installed_version() -> str:
+    """The version of the compute-sanitizer kprof runs (:func:`version`); '' when there is none to ask."""
+    try:
+        return version(proc.find_tool("compute-sanitizer"))
+    except KprofError:
+        return ""
 
 
 def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,
@@ -643,7 +687,7 @@ def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[s
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path = Path(tmp) / f"{tool}.xml"
         argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=print_limit,
-                          skip_libraries=skip_libraries)
+                          skip_libraries=skip_libraries, tool_version=version(exe))
         done = proc.run(argv + cmd, timeout=timeout, env=env, cwd=cwd, watch=watch)
         xml_text = inputs.read_text(xml_path, "the tool's report", limit=MAX_REPORT_BYTES, errors="replace") if (
             xml_path.is_file()) else ""

@@ -34,10 +34,11 @@ class Library:
     pattern: str  # a regular expression found in a kernel's mangled name (compute-sanitizer's regex= key)
 
 
+_CUBLAS_OTHERS = (r"sm\d+_xmma_|cublas|_ZN8cublasLt|(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm|_Z\d+gemv|"
+                  r"_Z\d+gemmk|_Z\d+splitKreduce|_ZN\d+cublas")
 LIBRARIES: tuple[Library, ...] = (
     # cuBLAS and cuBLASLt: Hopper's nvjet GEMMs, the xmma/sm90 kernels, the named SGEMM families, GEMV
-    Library("cuBLAS", r"^(nvjet_|sm\d+_xmma_|cublas|_ZN8cublasLt|(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm|"
-                      r"_Z\d+gemv|_Z\d+gemmk|_Z\d+splitKreduce|_ZN\d+cublas)"),
+    Library("cuBLAS", rf"^(nvjet_|{_CUBLAS_OTHERS})"),
     Library("cuDNN", r"^(cudnn|_ZN\d+cudnn|_ZN5cudnn|sm\d+_xmma_(fprop|dgrad|wgrad)|xmma_cudnn)"),
     Library("CUTLASS", r"^(_ZN7cutlass|cutlass_)"),
     Library("NCCL", r"^(ncclKernel|ncclDevKernel|_Z\d+ncclKernel|_Z\d+ncclDevKernel)"),
@@ -55,6 +56,16 @@ _DEMANGLED = (("PyTorch", re.compile(r"^(void )?(at|c10|pytorch_flash|torch)::")
 # GEMM (nvjet_sm90_hsh_...) into torch.empty, then .float() of its result: uninitialized reads in PyTorch's copy
 # kernel; the same GEMM into torch.zeros, or a float32 one (sm80_xmma_...): none; the results right each time.
 UNSEEN_WRITERS = re.compile(r"^nvjet_sm(9\d|1\d\d)")
+# racecheck and cuBLAS's TMA GEMMs (nvjet_*) before compute-sanitizer 2026.4. Measured on an H200 (driver 580.159.04,
+# 787eb2f, gpu-check.sh racelib: examples/gemm_initcheck.py --out linear in half precision): 2025.3.1 checking the
+# GEMM reports a WAR hazard inside it (512 hazards) that 2026.4.0 does not report on the same launch; 2025.3.1 with
+# the GEMM excluded (--kernel-name-exclude) fails ("Internal Sanitizer Error: The Sanitizer failed to handle a
+# hardware exception") and the program's next CUDA call returns an illegal address; 2026.4.0 is clean both ways.
+# So before 2026.4 racecheck checks them all the same (:func:`checks_anyway`) and its hazards inside them are set
+# aside (:func:`tool_false_reports`).
+TMA_GEMMS = re.compile(r"^nvjet_")
+RACECHECK_SEES_TMA = (2026, 4)
+NEWER_TOOL = "nvidia-cuda-sanitizer-api>=13.5.25 (compute-sanitizer 2026.4; kprof[cuda13] installs it)"
 NCCL_OVERREAD_BYTES = 16  # NCCL's known over-read (NVIDIA/nccl#265): a read up to 16 bytes past a buffer's end
 
 
@@ -83,10 +94,28 @@ def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
     return out, notes
 
 
-def exclude_args() -> list[str]:
-    """compute-sanitizer's options that keep a tool off library kernels: one ``--kernel-name-exclude
-    regex=`` a library. Which tools take them is the checkers' registry's (``Needs.user_kernels``)."""
-    return [arg for lib in LIBRARIES for arg in ("--kernel-name-exclude", f"regex={lib.pattern}")]
+def older(version: str, than: tuple[int, int]) -> bool:
+    """Whether a compute-sanitizer version ("2025.3.1") is older than ``than`` (year, release); an unknown one
+    ('') counts as older: the policies then keep to what the oldest measured tool needs. Pure."""
+    parts = version.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return True
+    return (int(parts[0]), int(parts[1])) < than
+
+
+def checks_anyway(tool: str, version: str) -> re.Pattern[str] | None:
+    """The library kernels a tool that skips libraries checks all the same, under this tool version: racecheck
+    before 2026.4 cannot leave cuBLAS's TMA GEMMs out without failing (:data:`TMA_GEMMS`). Pure."""
+    return TMA_GEMMS if tool == "racecheck" and older(version, RACECHECK_SEES_TMA) else None
+
+
+def exclude_args(tool: str = "", version: str = "") -> list[str]:
+    """compute-sanitizer's options that keep ``tool`` (of compute-sanitizer ``version``) off library kernels: one
+    ``--kernel-name-exclude regex=`` a library, less what it checks anyway (:func:`checks_anyway`). Which tools
+    take them is the checkers' registry's (``Needs.user_kernels``). Pure."""
+    keep = checks_anyway(tool, version)
+    patterns = [rf"^({_CUBLAS_OTHERS})" if keep is not None and lib.name == "cuBLAS" else lib.pattern for lib in LIBRARIES]
+    return [arg for pattern in patterns for arg in ("--kernel-name-exclude", f"regex={pattern}")]
 
 
 @dataclass(frozen=True)
@@ -108,19 +137,20 @@ class Skipped:
         return f"library kernels not checked: {len(self.kernels)} ({by}: {names})"
 
 
-def skipped(names: Iterable[str], skips: bool) -> Skipped:
+def skipped(names: Iterable[str], skips: bool, keep: re.Pattern[str] | None = None) -> Skipped:
     """What a tool that ``skips`` library kernels left out of the kernels a run launched (``names``: the
-    launch tally's)."""
+    launch tally's), but those it checks anyway (``keep``: :func:`checks_anyway`)."""
     if not skips:
         return Skipped()
-    return Skipped(tuple((lib, n) for n in dict.fromkeys(names) if (lib := library_of(n)) is not None))
+    return Skipped(tuple((lib, n) for n in dict.fromkeys(names)
+                         if (lib := library_of(n)) is not None and not (keep is not None and keep.search(n))))
 
 
-def applied(checked: Coverage | None, skips: bool) -> Coverage | None:
+def applied(checked: Coverage | None, skips: bool, keep: re.Pattern[str] | None = None) -> Coverage | None:
     """What a run launched (``checked``), with what a tool that ``skips`` library kernels left out of it."""
     if checked is None:
         return None
-    left_out = skipped(checked.names, skips).text()
+    left_out = skipped(checked.names, skips, keep).text()
     return replace(checked, skipped=left_out) if left_out else checked
 
 
@@ -145,9 +175,29 @@ def unseen_writes(result: ToolResult, names: Iterable[str]) -> ToolResult:
     return replace(result, findings=kept, status=status, notes=[*result.notes, *notes])
 
 
+def tool_false_reports(result: ToolResult) -> ToolResult:
+    """racecheck's hazards inside cuBLAS's TMA GEMMs (:data:`TMA_GEMMS`) from a compute-sanitizer before 2026.4,
+    set aside as notes: that tool reports them where 2026.4 reports none on the same launches. Pure."""
+    if result.tool != "racecheck" or not result.findings or not older(result.version, RACECHECK_SEES_TMA):
+        return result
+    aside = [f for f in result.findings if f.kernel and TMA_GEMMS.search(f.kernel)]
+    if not aside:
+        return result
+    kept = [f for f in result.findings if f not in aside]
+    tool = f"compute-sanitizer {result.version}" if result.version else "this compute-sanitizer"
+    notes = [f"set aside: racecheck {f.kind} inside cuBLAS's {f.kernel} ({f.count} record(s)): {tool} reports hazards "
+             f"inside cuBLAS's TMA GEMMs that 2026.4 does not report on the same launches; for a tool that sees "
+             f"them right: {NEWER_TOOL}" for f in aside]
+    status = "clean" if not kept and result.status == "findings" else result.status
+    return replace(result, findings=kept, status=status, notes=[*result.notes, *notes])
+
+
 def settle(result: ToolResult, checked: Coverage | None, skips: bool) -> ToolResult:
     """A sanitizer's run of a program (or of one test) with what the program launched beside it: coverage
-    (:func:`kprof.tools.toolrun.with_coverage`), the library kernels a tool that ``skips`` them left out, and
-    initcheck's reads of memory written where it cannot see (:func:`unseen_writes`). Pure."""
-    done = with_coverage(result, applied(checked, skips))
+    (:func:`kprof.tools.toolrun.with_coverage`), the library kernels a tool that ``skips`` them left out (less
+    those its version checks anyway), initcheck's reads of memory written where it cannot see
+    (:func:`unseen_writes`), and what the tool's version is known to report falsely (:func:`tool_false_reports`).
+    Pure."""
+    keep = checks_anyway(result.tool, result.version) if skips else None
+    done = tool_false_reports(with_coverage(result, applied(checked, skips, keep)))
     return unseen_writes(done, checked.names) if checked is not None else done

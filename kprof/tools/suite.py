@@ -28,7 +28,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,17 @@ MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test ba
 _FRAME = re.compile(re.escape(FRAME_PREFIX) + r"([0-9]{1,9})\Z")
 
 # A child under one tool: past its limit a tool saves no record for the rest of the process, so the tests after
-# the one that reached it run again in a fresh child (blinding_test); each record with its host frames cost
-# initcheck about 0.1 s on an H200 (1,000 records in a half-precision nn.Linear: 105 s)
+# the one that reached it run again in a fresh child (blinding_test), seconds each. initcheck runs with host frames
+# only (compute_sanitizer.build_argv), where a record costs about 6 ms: on an H200 (787eb2f), the user suite's two
+# half nn.Linear tests under initcheck took 5.6 s with 5 records saved and 8.7 s with 514 (7.9 MB of XML); with device
+# frames, 1,000 records had cost 105 s. So initcheck keeps 1,000 records a child, the others 200.
 SUITE_PRINT_LIMIT = 200
+SUITE_PRINT_LIMITS = {"initcheck": 1000}
+
+
+def print_limit(tool: str) -> int:
+    """The records a suite's child under ``tool`` keeps before it is blind (:data:`SUITE_PRINT_LIMITS`)."""
+    return SUITE_PRINT_LIMITS.get(tool, SUITE_PRINT_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -348,7 +356,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             spare.cancel()
         for left in pending:
             left.stop()
-    return results
+    checked_by = san.installed_version()  # which compute-sanitizer checked them: said in each result
+    return {n: replace(v, results=[replace(r, version=checked_by) for r in v.results]) for n, v in results.items()}
 
 
 def _ready_spare(spares: list[_Child], batch: list[str]) -> _Child | None:
@@ -441,7 +450,7 @@ class _Child:
             done, xml_text = self.san.run_wrapped(child_argv(self.collect), self.tool, timeout=None, env=self.env,
                                                   cwd=self.cwd, watch=self.watch, padding=self.padding,
                                                   skip_libraries=checkers.skips(self.tool, self.all_kernels),
-                                                  print_limit=SUITE_PRINT_LIMIT)
+                                                  print_limit=print_limit(self.tool))
             with self.lock:
                 self.finished = True
             self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text,
@@ -486,7 +495,7 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         if len(san.parse_records(stopper + lost, tool, tool_text=done.stdout)[0]) <= alone:
             lost = []
     found: dict[str, tuple[list[Any], list[str], bool]] = {}
-    blinded = blinding_test(run.order, {n: len(r) for n, r in per_test.items()}, len(recs), SUITE_PRINT_LIMIT)
+    blinded = blinding_test(run.order, {n: len(r) for n, r in per_test.items()}, len(recs), print_limit(tool))
     for nodeid, mine in per_test.items():
         findings, notes = san.parse_records(mine, tool, tool_text=done.stdout)
         findings, set_aside = kernelpolicy.libraries_own(findings)
@@ -498,7 +507,7 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         stops = any((r.findtext("kind") or "") in san.STOPS_THE_CONTEXT for r in mine)
         if nodeid == blinded:
             stops = True
-            notes.append(f"{tool} reached its limit of {SUITE_PRINT_LIMIT} records in this test and reports no more "
+            notes.append(f"{tool} reached its limit of {print_limit(tool)} records in this test and reports no more "
                          "in that process: the tests after it ran again in a fresh one")
         if findings or stops:
             found[nodeid] = (findings, notes, stops)

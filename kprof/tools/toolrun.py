@@ -32,6 +32,7 @@ class ToolResult:
     notes: list[str] = field(default_factory=list)
     log: str = ""
     checked: Coverage | None = None  # what the run covered: launches, kernels with line information, pools
+    version: str = ""  # the compute-sanitizer that checked it (2025.3.1), where kprof asked it
 
     @property
     def ok(self) -> bool:
@@ -42,7 +43,7 @@ class ToolResult:
         that was not clean (the text report shows them too), so a failed program is explained there."""
         return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
                 "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes,
-                "checked": self.checked.to_dict() if self.checked else None,
+                "checked": self.checked.to_dict() if self.checked else None, "version": self.version,
                 "log": "" if self.status == "clean" else self.log}
 
 

@@ -265,3 +265,38 @@ def test_the_tools_own_internal_error_is_said_as_the_tools_not_as_an_access_of_t
     from kprof.findings import KINDS
 
     assert "sanitizer-error" in KINDS
+
+
+def test_the_recorded_internal_error_of_racecheck_with_an_nvjet_gemm_excluded(data_dir):
+    """The record itself, as 2025.3.1 saved it on an H200 (787eb2f, gpu-check.sh racelib): racecheck with kprof's
+    library filters over the user suite's half nn.Linear tests (kind Sanitizer, level Error)."""
+    (f,), notes = sanitize.parse_xml((data_dir / "programs" / "linear_half.racecheck-filtered.xml").read_text(),
+                                     "racecheck")
+    assert f.kind == "sanitizer-error" and notes == []
+
+
+def test_the_tools_own_warning_is_a_note_not_a_finding(data_dir):
+    """initcheck over a half GEMM's output read by .float() on an H200 (787eb2f): an uninitialized read (a record
+    of the recording) and the tool's warning that its error buffer overflowed (kind Sanitizer, level Warning),
+    which is no access of the program's."""
+    found, notes = sanitize.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(), "initcheck")
+    assert [f.kind for f in found] == ["uninitialized-read"]
+    assert notes == ["initcheck's error buffer overflowed in a launch: records past it were dropped (those kept show "
+                     "the same kind of access)"]
+    other = ("<?xml version='1.0'?><ComputeSanitizerOutput><record><kind>Sanitizer</kind><level>Warning</level><what>"
+             "<text>Warning: something new</text><error>something new</error></what></record></ComputeSanitizerOutput>")
+    assert sanitize.parse_xml(other, "memcheck") == ([], ["memcheck warned: something new"])
+
+
+@pytest.mark.parametrize(("printed", "version"), [
+    ("NVIDIA (R) Compute Sanitizer\nCopyright (c) 2020-2025 NVIDIA Corporation\nVersion 2025.3.1.0 (build 36400806) "
+     "(public-release)", "2025.3.1"),
+    ("Version 2026.4.0.0 (build 1) (public-release)", "2026.4.0"),
+    ("no version here", ""),
+])
+def test_the_tools_version_is_read_from_what_it_prints(tmp_path, printed, version):
+    exe = tmp_path / "compute-sanitizer"
+    exe.write_text(f"#!/bin/sh\nprintf '{printed}\\n'\n")
+    exe.chmod(0o755)
+    assert sanitize.version(exe) == version
+    assert sanitize.version(tmp_path / "absent") == ""

@@ -56,7 +56,7 @@ def test_racecheck_and_synccheck_skip_library_kernels_in_a_program_and_not_in_a_
     assert [n for n in checkers.names() if checkers.skips(n, False)] == ["racecheck", "synccheck"]
     assert not any(checkers.skips(n, True) for n in checkers.names())
     for tool in ("racecheck", "synccheck"):
-        argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True, skip_libraries=True)
+        argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True, skip_libraries=True, tool_version="2026.4.0")
         patterns = [argv[i + 1] for i, a in enumerate(argv) if a == "--kernel-name-exclude"]
         assert len(patterns) == len(kernelpolicy.LIBRARIES) and all(p.startswith("regex=") for p in patterns)
         for name in LIBRARY:  # what compute-sanitizer is asked to leave out is what kprof calls a library's
@@ -176,5 +176,45 @@ def test_settle_applies_coverage_the_skip_line_and_the_unseen_writers_together()
     checked = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True, names=(NVJET, COPY, "scale"))
     done = kernelpolicy.settle(_initcheck(_uninit(COPY, "PyTorch")), checked, skips=False)
     assert done.status == "clean" and done.checked is not None and done.checked.names == checked.names
-    raced = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0), checked, skips=True)
+    raced = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0, version="2026.4.0"), checked, skips=True)
     assert raced.checked is not None and "cuBLAS" in raced.checked.skipped and "PyTorch" in raced.checked.skipped
+    old = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0, version="2025.3.1"), checked, skips=True)
+    assert old.checked is not None and "cuBLAS" not in old.checked.skipped and "PyTorch 1" in old.checked.skipped
+
+
+@pytest.mark.parametrize(("version", "older"), [("2025.3.1", True), ("2026.1.0", True), ("2026.4.0", False),
+                                                 ("2027.1", False), ("", True), ("x.y", True)])
+def test_a_tool_version_is_older_than_a_release_and_an_unknown_one_counts_as_older(version, older):
+    assert kernelpolicy.older(version, kernelpolicy.RACECHECK_SEES_TMA) is older
+
+
+def test_racecheck_before_2026_4_checks_cublas_tma_gemms_all_the_same():
+    """Measured on an H200: 2025.3.1's racecheck with the nvjet GEMM excluded fails inside it (an Internal Sanitizer
+    Error, then an illegal address in the program). So before 2026.4 the exclusion leaves nvjet out, and only for
+    racecheck; every other cuBLAS kernel and library stays excluded."""
+    def excluded(tool: str, version: str, name: str) -> bool:
+        argv = kernelpolicy.exclude_args(tool, version)
+        return any(re.search(p.removeprefix("regex="), name) for p in argv[1::2])
+
+    for name in LIBRARY:
+        tma = kernelpolicy.TMA_GEMMS.search(name) is not None
+        assert excluded("racecheck", "2025.3.1", name) is not tma, name
+        assert excluded("racecheck", "2026.4.0", name) and excluded("synccheck", "2025.3.1", name), name
+    assert any(kernelpolicy.TMA_GEMMS.search(n) for n in LIBRARY)  # the table above has an nvjet kernel
+    assert not any(excluded("racecheck", "2025.3.1", n) for n in USER)
+
+
+def _hazard(kernel: str) -> Finding:
+    return Finding("racecheck", "race-war", kernel, None, None, None, None, 200, "Potential WAR hazard detected",
+                   extra={"library": "cuBLAS"})
+
+
+def test_racecheck_hazards_inside_an_nvjet_gemm_are_set_aside_before_2026_4_only():
+    nvjet, xmma = _hazard(NVJET), _hazard("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8")
+    old = kernelpolicy.tool_false_reports(ToolResult("racecheck", "findings", [nvjet, xmma], 1.0, version="2025.3.1"))
+    assert old.findings == [xmma] and old.status == "findings"
+    assert len(old.notes) == 1 and "2025.3.1" in old.notes[0] and "2026.4" in old.notes[0]
+    alone = kernelpolicy.tool_false_reports(ToolResult("racecheck", "findings", [nvjet], 1.0, version="2025.3.1"))
+    assert alone.status == "clean" and not alone.findings
+    new = ToolResult("racecheck", "findings", [nvjet], 1.0, version="2026.4.0")
+    assert kernelpolicy.tool_false_reports(new) is new
