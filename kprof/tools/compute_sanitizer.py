@@ -665,8 +665,8 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
         findings += ranks.with_rank(found, r.rank)
         notes += [f"rank {r.rank}: {n}" for n in said]
     notes.insert(0, f"{len(reports)} rank(s), each under {tool} on its own")
-    found = classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
-    return replace(found, version=version(exe))
+    ranked = classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
+    return replace(ranked, version=version(exe))
 
 
 def installed_version() -> str:
