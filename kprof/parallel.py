@@ -80,6 +80,15 @@ def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
         return list(pool.map(fn, items))
 
 
+def spare_room(children: int, free_bytes: int | None, cpus: int | None, child_bytes: int = CHILD_GPU_BYTES) -> int:
+    """How many more children, past ``children`` already running, a machine holds for spares that mostly wait
+    (a suite's children started ahead to take over a batch): one a CPU, and what the GPU's free memory holds at
+    ``child_bytes`` each; none without a reading of the GPU. Pure."""
+    if free_bytes is None:
+        return 0
+    return max(0, min(cpus or 1, free_bytes // child_bytes) - children)
+
+
 def host_cpus() -> int:
     """The CPUs this process may use."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

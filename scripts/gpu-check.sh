@@ -52,6 +52,7 @@
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
+#            (USERFIRST_ALL=0 leaves that one out)
 #   racelib  racecheck on a half-precision nn.Linear (examples/gemm_initcheck.py --out linear) and on the user
 #            suite's test_linear_half, with every kernel checked and with kprof's library filters, under this
 #            machine's compute-sanitizer and CS_NEW: where its "Internal Sanitizer Error" comes from; and
@@ -464,7 +465,7 @@ if has userfirst; then  # the user's kernels first: a suite like a project's own
     step user-suite-warm $US
     step user-suite-plain $US
     step user-suite-kprof $US $PLUGIN --kprof-sanitize
-    step user-suite-kprof-all-kernels $US $PLUGIN --kprof-sanitize --kprof-all-kernels
+    [ "${USERFIRST_ALL:-1}" = 1 ] && step user-suite-kprof-all-kernels $US $PLUGIN --kprof-sanitize --kprof-all-kernels
     step user-suite-plain-again $US
 fi
 if has racelib; then  # racecheck's "Internal Sanitizer Error" in a half nn.Linear: the filters', the kernel's or the tool's?

@@ -267,7 +267,9 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
             kind = "invalid-access"
     grid = _int(rec.findtext(".//gridid"))  # racecheck's hazards carry it; memcheck stops at its first faulting launch
     grids = frozenset({grid}) if grid is not None else frozenset()
-    f = replace(f, kind=kind, kernel=kernel, launch=launch, detail=detail, grids=grids)
+    by = kernelpolicy.launched_by(fr.module for fr in stack)  # a library's kernel its record names in short
+    extra = {**f.extra, "launched_by": by} if by else f.extra
+    f = replace(f, kind=kind, kernel=kernel, launch=launch, detail=detail, grids=grids, extra=extra)
     return _in_user_source(f, [fr.path for fr in stack if fr.path and hostframes.is_user_file(fr.path)])
 
 

@@ -76,6 +76,26 @@ def library_of(name: str) -> str | None:
     return found or next((lib for lib, rx in _DEMANGLED if rx.search(name)), None)
 
 
+# A library's own native modules: the code that launched a kernel whose name a record gives only in short (with
+# host frames only, initcheck on an H200 named PyTorch's copy kernel "unrolled_elementwise_kernel", launched from
+# libtorch_cuda.so), in the host stack saved at its launch.
+_MODULES = (("PyTorch", re.compile(r"/lib(torch|torch_cuda|torch_cpu|c10|c10_cuda)\.so")),
+            ("cuBLAS", re.compile(r"/libcublas(Lt)?\.so")), ("cuDNN", re.compile(r"/libcudnn[a-z_]*\.so")),
+            ("NCCL", re.compile(r"/libnccl\.so")), ("cuRAND", re.compile(r"/libcurand\.so")))
+_LAUNCH_RUNTIME = re.compile(r"/lib(cudart|cuda)\.so")  # the CUDA runtime and driver: the launch call itself
+
+
+def launched_by(modules: Iterable[str | None]) -> str | None:
+    """The library whose code launched a kernel, from the native modules of the host stack saved at its launch
+    (innermost first): the first frame past the CUDA runtime's and driver's, when it is a library's module; None
+    for the user's code (their extension, Triton's launcher, CuPy, a Python frame). Pure."""
+    for module in modules:
+        if module and _LAUNCH_RUNTIME.search(module):
+            continue
+        return next((lib for lib, rx in _MODULES if module and rx.search(module)), None)
+    return None
+
+
 def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
     """A program's findings inside a library's kernel said to be that library's (``extra.library``: not the
     user's code, though the user's input may cause them); NCCL's known over-read of up to 16 bytes
@@ -83,7 +103,7 @@ def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
     out: list[Finding] = []
     notes: list[str] = []
     for f in findings:
-        lib = library_of(f.kernel) if f.kernel else None
+        lib = (library_of(f.kernel) if f.kernel else None) or f.extra.get("launched_by")
         if lib is None:
             out.append(f)
         elif lib == "NCCL" and f.kind == "out-of-bounds-read" and (f.size or 0) <= NCCL_OVERREAD_BYTES:

@@ -262,6 +262,11 @@ Progress = Callable[[str, str, Finish], None]
 # Two, so the rerun after a second stop soon after the first need not wait for a new spare's start
 # (measured on an H200, ea69f0c: a suite with two memcheck findings waited for the second).
 SPARES = 2
+# The other checkers' children are blind past their record limit (blinding_test): the tests after it run again.
+# Where the machine holds them (parallel.spare_room), one spare each starts beside the first batch for that rerun:
+# on an H200 (e711d75), racecheck's rerun of the user suite's last 3 tests after its racy CuPy test took 9 s in a
+# fresh child, most of the suite's time under the tools.
+SPARES_BLIND = 1
 HANDOFF_POLL_S = 0.1  # how often the parent looks for a child's word that its context broke
 
 
@@ -289,10 +294,11 @@ class Early:
 
 def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
              padding: int = 256, progress: Progress | None = None, early: _Child | None = None,
-             all_kernels: bool = False) -> dict[str, TestVerdict]:
+             all_kernels: bool = False, blind_spares: int = 0) -> dict[str, TestVerdict]:
     """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
     test's sake. ``timeout``: seconds one test may take before its child is stopped. ``early``: this
-    tool's child from :class:`Early`, handed the first batch."""
+    tool's child from :class:`Early`, handed the first batch. ``blind_spares``: spare children started beside
+    the first batch of a checker that does not stop, for the tests after its record limit (:data:`SPARES_BLIND`)."""
     from kprof.tools import compute_sanitizer as san
 
     by_id = {t.nodeid: t for t in tests}
@@ -333,6 +339,9 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             child = handed or _ready_spare(spares, batch) or start(batch, spare=False)
             if checkers.get(tool).needs.stops and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
+            elif blind_spares and len(batch) > 1:  # the first batch only: a rest after the limit is rare
+                spares += [start(batch, spare=True) for _ in range(blind_spares)]
+                blind_spares = 0
             settled, lost = wait(child)
             if child is first and not child.watch.started_tests:
                 first = None  # its collection had none of them (or failed): the batch in a child of its own
@@ -598,15 +607,23 @@ def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env:
     """The tests under each checker of ``names``, one child per checker for them all (``jobs`` at once), and
     one more run that counts what each test launches (CUPTI cannot run under a tool): a verdict per node id.
     ``early``: children started while pytest collected, each given its checker's first batch."""
-    from kprof import parallel
+    from kprof import parallel, telemetry
     from kprof.tools.checkers import COUNT
+
+    runs = [*names, COUNT]
+    at_once = parallel.jobs_for(len(runs), jobs)
+    stopping = [t for t in names if checkers.get(t).needs.stops]
+    blind = [t for t in names if t not in stopping]
+    room = parallel.spare_room(min(at_once, len(runs)) + SPARES * len(stopping), telemetry.free_memory(),
+                               parallel.host_cpus()) if blind and at_once >= len(runs) else 0
+    spare_each = SPARES_BLIND if room >= SPARES_BLIND * len(blind) else 0
 
     def one(tool: str) -> Any:
         if tool == COUNT:
             return count_tests(tests, timeout=timeout, env=env, cwd=cwd)
         return run_tool(tests, tool, timeout=timeout, env=env, cwd=cwd, padding=padding, progress=progress,
-                        early=early.take(tool) if early is not None else None, all_kernels=all_kernels)
+                        early=early.take(tool) if early is not None else None, all_kernels=all_kernels,
+                        blind_spares=spare_each if tool in blind else 0)
 
-    runs = [*names, COUNT]
-    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
+    done = parallel.map_jobs(one, runs, at_once)
     return combine([t.nodeid for t in tests], names, done[:-1], done[-1], all_kernels=all_kernels)

@@ -218,3 +218,27 @@ def test_racecheck_hazards_inside_an_nvjet_gemm_are_set_aside_before_2026_4_only
     assert alone.status == "clean" and not alone.findings
     new = ToolResult("racecheck", "findings", [nvjet], 1.0, version="2026.4.0")
     assert kernelpolicy.tool_false_reports(new) is new
+
+
+@pytest.mark.parametrize(("modules", "library"), [
+    (["/v/nvidia/cu13/lib/libcudart.so.13", "/v/nvidia/cu13/lib/libcudart.so.13", "/v/torch/lib/libtorch_cuda.so"], "PyTorch"),
+    (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/v/nvidia/cublas/lib/libcublasLt.so.13"], "cuBLAS"),
+    (["/v/nvidia/cu13/lib/libcudart.so.13", "/home/me/ext/build/my_ext.cpython-312-x86_64-linux-gnu.so"], None),
+    (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", None], None),  # a Python frame: the user's Triton or CuPy
+    ([], None),
+])
+def test_the_library_that_launched_a_kernel_is_the_first_module_past_the_cuda_runtime(modules, library):
+    assert kernelpolicy.launched_by(modules) == library
+
+
+def test_a_kernel_named_in_short_is_told_a_librarys_by_the_module_that_launched_it(data_dir):
+    """initcheck with host frames only, on an H200 (787eb2f): PyTorch's copy kernel is named
+    "unrolled_elementwise_kernel", launched from libtorch_cuda.so; it is PyTorch's, and beside an nvjet GEMM in the
+    same test its read is set aside."""
+    (found,), _ = compute_sanitizer.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(),
+                                              "initcheck")
+    assert found.kernel == "unrolled_elementwise_kernel" and kernelpolicy.library_of(found.kernel) is None
+    (mine,), _ = kernelpolicy.libraries_own([found])
+    assert mine.extra["library"] == "PyTorch"
+    done = kernelpolicy.unseen_writes(_initcheck(mine), [NVJET])
+    assert done.status == "clean" and not done.findings and NVJET in done.notes[0]

@@ -544,3 +544,47 @@ def test_initcheck_in_a_suite_runs_without_device_frames_and_says_how_to_get_the
     assert _outcomes(result) == {"test_kernels.py::test_ldg": "FAILED", "test_kernels.py::test_clean": "PASSED"}
     out = result.stdout.str()
     assert "kprof sanitize --tool initcheck -- python -m pytest test_kernels.py::test_ldg" in out, out
+
+
+ONE_RACE = (SMALL.replace("def test_fault", "def _not_a_fault").replace("test_racy_param", "test_param")
+            .replace("def test_racy():\n    pass", "def test_racy():\n    time.sleep(1)"))  # a first child that takes a while
+
+
+def test_after_a_record_limit_the_rest_runs_on_a_spare_started_beside_the_first_child(fake, monkeypatch):
+    """racecheck does not stop at its first finding, but past its record limit its child is blind: where the
+    machine holds one (here: a GPU with memory free, as NVML would say), a spare starts beside the first batch
+    and takes the tests after the limit, its start already paid."""
+    from kprof import parallel, telemetry
+
+    monkeypatch.setattr(telemetry, "free_memory", lambda index=0: 64 * 2**30)
+    monkeypatch.setattr(parallel, "host_cpus", lambda: 16)
+    monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)  # the first race fills it
+    fake.makepyfile(test_kernels=ONE_RACE)
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
+    calls = [c for c in fake.calls() if c["tool"] == "racecheck"]
+    ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
+    assert len(calls) == 2 and len(ran) == 2, (calls, ran)
+    assert ran[0]["ran"][:2] == ["test_kernels.py::test_clean", "test_kernels.py::test_racy"]  # it ran on, blind
+    assert ran[1]["ran"] == ["test_kernels.py::test_param[1]", "test_kernels.py::test_param[2]",
+                             "test_kernels.py::test_plain_failure", "test_kernels.py::test_after"]
+    assert calls[1]["t"] < ran[0]["t"]  # the spare started before the first child ended
+    outcomes = _outcomes(result)
+    assert outcomes["test_kernels.py::test_racy"] == "FAILED" and outcomes["test_kernels.py::test_param[2]"] == "PASSED"
+    assert "reached its limit of 1 records" in result.stdout.str()
+
+
+def test_no_spare_for_the_record_limit_where_the_machine_has_no_room(fake, monkeypatch):
+    monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)  # no NVML reading here: no room said, none started
+    fake.makepyfile(test_kernels=ONE_RACE)
+    fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
+    calls = [c for c in fake.calls() if c["tool"] == "racecheck"]
+    ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
+    assert len(calls) == 2 and calls[1]["t"] > ran[0]["t"]  # the rerun's child started after the first ended
+
+
+@pytest.mark.parametrize(("children", "free", "cpus", "room"), [
+    (7, 140 * 2**30, 16, 9), (7, 140 * 2**30, 8, 1), (7, 20 * 2**30, 16, 0), (7, None, 16, 0), (2, 8 * 2**30, 4, 0)])
+def test_spare_room_is_what_the_cpus_and_the_gpus_free_memory_hold_past_the_running(children, free, cpus, room):
+    from kprof import parallel
+
+    assert parallel.spare_room(children, free, cpus) == room
