@@ -192,8 +192,12 @@ class _Sanitizer:
         self.jobs = jobs
         self.marked_only = False
         self.verdicts: dict[str, Any] = {}
+        self.ran_any = False  # some test's verdict was read
         self.early: Any = None  # kprof.tools.suite.Early: each tool's child, started during the collection
         self.unchecked: list[str] = []  # tests that launched no kernel: passed, NOT CHECKED, named at the end
+        from kprof.tools.kernelpolicy import SkipTally
+
+        self.left_out = SkipTally()  # the library kernels each tool left out, over every test: said at the end
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.unchecked:
@@ -203,8 +207,17 @@ class _Sanitizer:
         from kprof.tools import checkers, kernelpolicy
 
         all_kernels = self.config.getoption("--kprof-all-kernels")
-        if self.verdicts and any(checkers.skips(t, all_kernels) for t in self.tools):
+        if self.ran_any and any(checkers.skips(t, all_kernels) for t in self.tools):
             terminalreporter.write_line(f"kprof: {kernelpolicy.POLICY}")
+            if said := self.left_out.text():
+                terminalreporter.write_line(f"kprof: {said}")
+
+    def _tally(self, results: list[Any]) -> None:
+        from kprof.tools import checkers
+
+        all_kernels = self.config.getoption("--kprof-all-kernels")
+        self.ran_any = True
+        self.left_out.add(results, lambda tool: checkers.skips(tool, all_kernels))
 
     def prestart(self) -> None:
         """One child per tool, started now so that its start under the tool overlaps this process's
@@ -281,6 +294,7 @@ class _Sanitizer:
         verdict = self.verdicts.pop(item.nodeid, None)
         if verdict is None:
             return "failed", "kprof: no verdict for this test (it was not in the batch its tools ran)"
+        self._tally(verdict.results)
         if verdict.skipped is not None and verdict.passes:
             return "skipped", (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {verdict.skipped}")
         if not verdict.clean and verdict.passes:
@@ -321,6 +335,7 @@ class _Sanitizer:
                                     all_kernels=self.config.getoption("--kprof-all-kernels"))
         except KprofError as exc:
             return "failed", f"kprof: {exc}"
+        self._tally(report.results)
         if report.clean:
             return "passed", None
         if all(r.status in ("clean", "not-checked") for r in report.results):

@@ -17,8 +17,8 @@ tally's names (:func:`skipped`). ``--all-kernels`` checks everything.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
 from kprof.findings import Finding
 from kprof.tools.coverage import Coverage
@@ -155,6 +155,37 @@ class Skipped:
         names = ", ".join(short(n, 40) for _, n in self.kernels[:limit]) + (", ..." if len(self.kernels) > limit else "")
         by = ", ".join(f"{lib} {n}" for lib, n in sorted(counts.items(), key=lambda kv: -kv[1]))
         return f"library kernels not checked: {len(self.kernels)} ({by}: {names})"
+
+
+@dataclass
+class SkipTally:
+    """What each tool that skips library kernels left out over a session's tests (the pytest plugin's summary:
+    a test that passes prints no report, so its skipped kernels are said here, never silently clean)."""
+
+    kernels: dict[str, dict[str, str]] = field(default_factory=dict)  # tool -> {mangled name: library}
+    tests: dict[str, int] = field(default_factory=dict)  # tool -> tests with at least one left out
+
+    def add(self, results: Iterable[ToolResult], skips: Callable[[str], bool]) -> None:
+        """One test's results; ``skips(tool)``: whether that tool skipped library kernels in this run."""
+        for r in results:
+            if r.checked is None or not skips(r.tool):
+                continue
+            left = skipped(r.checked.names, True, checks_anyway(r.tool, r.version)).kernels
+            if left:
+                self.kernels.setdefault(r.tool, {}).update({n: lib for lib, n in left})
+                self.tests[r.tool] = self.tests.get(r.tool, 0) + 1
+
+    def text(self) -> str:
+        """``racecheck left out 23 library kernels in 15 tests (PyTorch 17, cuBLAS 4, cuDNN 2); synccheck ...``,
+        or '' when none was left out."""
+        parts = []
+        for tool, names in self.kernels.items():
+            counts: dict[str, int] = {}
+            for lib in names.values():
+                counts[lib] = counts.get(lib, 0) + 1
+            by = ", ".join(f"{lib} {n}" for lib, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+            parts.append(f"{tool} left out {len(names)} library kernel(s) in {self.tests[tool]} test(s) ({by})")
+        return "; ".join(parts)
 
 
 def skipped(names: Iterable[str], skips: bool, keep: re.Pattern[str] | None = None) -> Skipped:

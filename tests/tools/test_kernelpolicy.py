@@ -242,3 +242,22 @@ def test_a_kernel_named_in_short_is_told_a_librarys_by_the_module_that_launched_
     assert mine.extra["library"] == "PyTorch"
     done = kernelpolicy.unseen_writes(_initcheck(mine), [NVJET])
     assert done.status == "clean" and not done.findings and NVJET in done.notes[0]
+
+
+def test_a_sessions_tally_names_what_each_skipping_tool_left_out_over_its_tests():
+    """A test that passes prints no report: the pytest plugin's summary says what racecheck and synccheck left
+    out over every test, each kernel once, by library; memcheck (which checks all) adds nothing."""
+    one = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True, names=(NVJET, COPY, "scale"))
+    two = coverage.Coverage(2, kernels=2, with_lines=0, alongside=True, names=(COPY, "_ZN3cub11DeviceScanKernel"))
+    tally = kernelpolicy.SkipTally()
+    skips = {"racecheck": True, "synccheck": True, "memcheck": False}.__getitem__
+    tally.add([ToolResult("memcheck", "clean", [], 1.0, checked=one),
+               ToolResult("racecheck", "clean", [], 1.0, checked=one, version="2026.4.0")], skips)
+    tally.add([ToolResult("racecheck", "clean", [], 1.0, checked=two, version="2026.4.0"),
+               ToolResult("synccheck", "clean", [], 1.0, checked=two, version="2025.3.1")], skips)
+    assert tally.text() == ("racecheck left out 3 library kernel(s) in 2 test(s) (CUB/Thrust 1, PyTorch 1, cuBLAS 1); "
+                            "synccheck left out 2 library kernel(s) in 1 test(s) (CUB/Thrust 1, PyTorch 1)")
+    old = kernelpolicy.SkipTally()
+    old.add([ToolResult("racecheck", "clean", [], 1.0, checked=one, version="2025.3.1")], skips)
+    assert old.text() == "racecheck left out 1 library kernel(s) in 1 test(s) (PyTorch 1)"  # nvjet checked there
+    assert kernelpolicy.SkipTally().text() == ""

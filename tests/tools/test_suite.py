@@ -247,6 +247,7 @@ def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
     assert "launched at" in out and "race-raw" in out and "the test failed under memcheck with nothing found" in out
     assert "[42/42] " in out  # progress: every test under both tools
     assert "checked by compute-sanitizer 2025.3.1" in out  # which version checked them (the stand-in's --version)
+    assert "kprof: user kernels first: racecheck and synccheck skip library kernels" in out  # the policy, said
 
 
 def test_after_a_fault_exactly_the_unfinished_tests_run_again(fake):
