@@ -34,6 +34,7 @@ class Ranked:
     program_gain: float | None  # the program's speedup (over the profiled launches) if this kernel reached its roof
     sites: tuple[str, ...] = ()  # the user's lines that launched it (path:line (function)), first launched first
     sites_by: str = ""  # how the launches were matched to this kernel: "name", "function name" (a guess), ""
+    ranks: tuple[int, ...] = ()  # the ranks of a multi-process job whose profiled launches these are
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -124,5 +125,6 @@ def rank(profiles: list[KernelProfile], sites: Sites | None = None) -> list[Rank
         share = secs / total if total else 0.0
         gain = 1.0 / ((1 - share) + share / head) if head else None
         found, by = match_sites(name, sites) if sites is not None else ((), "")
-        out.append(Ranked(name, len(ps), secs, share, limiter, busy, head, gain, _site_texts(found), by))
+        job = tuple(sorted({p.rank for p in ps if p.rank is not None}))
+        out.append(Ranked(name, len(ps), secs, share, limiter, busy, head, gain, _site_texts(found), by, job))
     return sorted(out, key=lambda r: -r.seconds)

@@ -7,7 +7,9 @@ they are. Once per process: ``KPROF_RANK_WRAPPED`` marks the wrapped one.
 
 ``KPROF_RANK_WRAP`` is a JSON object: ``argv`` (compute-sanitizer's, up to the program; ``{rank}`` in any
 word is replaced by the rank) and ``folder`` (where ``rank{R}.json`` says the rank started, with its pid and
-argv, before the exec). A failure here leaves the process to run unwrapped and says so in that file.
+argv, before the exec). A failure here leaves the process to run unwrapped and says so in that file. An empty
+``argv`` only marks the rank (``kprof profile -- torchrun ...``: ncu follows every process itself, and kprof tells
+the ranks apart by the pids the markers give).
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ def install() -> None:
         folder = str(config["folder"])
     except (ValueError, KeyError, TypeError) as exc:
         sys.stderr.write(f"kprof: rank {rank} not wrapped: KPROF_RANK_WRAP is not kprof's ({exc})\n")
+        return
+    if not argv:  # mark only: this process is rank R, pid P
+        try:
+            with open(os.path.join(folder, f"rank{rank}.json"), "w", encoding="utf-8") as f:
+                json.dump(marker, f)
+        except OSError as exc:
+            sys.stderr.write(f"kprof: rank {rank} not marked: {exc}\n")
         return
     os.environ["KPROF_RANK_WRAPPED"] = "1"
     try:

@@ -10,8 +10,10 @@ occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +110,7 @@ class KernelProfile:
     l1_bytes: float | None = None
     sm_active: float | None = None  # SM active cycles over elapsed cycles (idle SMs lower it)
     stall_shares: dict[str, float] = field(default_factory=dict)  # each stall reason's share of all stalls
+    rank: int | None = None  # the rank of a multi-process job that launched it (kprof profile -- torchrun ...)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -406,13 +409,28 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
 def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range: str | None, launch_skip: int,
                     launch_count: int, set_name: str, metrics: tuple[str, ...], timeout: float) -> list[KernelProfile]:
     """ncu over the user's program: a report per profiled launch, named ``KERNEL#N`` (N its index among the
-    launches ncu matched, counting the skipped), judged on ``arch`` (found once, not per launch)."""
-    from kprof.tools import ncu
+    launches ncu matched, counting the skipped), judged on ``arch`` (found once, not per launch). In a multi-process
+    job (torchrun, mpirun, srun: :mod:`kprof.tools.ranks`) ncu follows every process, each Python rank marks its pid,
+    and each report says its rank."""
+    from kprof.tools import allocators, ncu, ranks
 
-    rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
-                               launch_count=launch_count, set_name=set_name, extra_metrics=metrics, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="kprof-ranks-") as tmp:
+        job = ranks.launcher_of(cmd) is not None
+        env = {**allocators.with_hooks(dict(os.environ)), **ranks.mark_env(Path(tmp))} if job else None
+        rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
+                                   launch_count=launch_count, set_name=set_name, extra_metrics=metrics, timeout=timeout,
+                                   env=env)
+        by_pid = ranks.pids(Path(tmp)) if job else {}
     out: list[KernelProfile] = []
     for i, row in enumerate(rows):
         name = row["Kernel Name"].value if "Kernel Name" in row else f"kernel{i}"
-        out += reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={}, extra_metrics=metrics)
+        found = reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={}, extra_metrics=metrics)
+        rank = by_pid.get(_pid(row)) if by_pid else None
+        out += [replace(p, rank=rank) for p in found] if rank is not None else found
     return out
+
+
+def _pid(row: dict[str, Value]) -> int:
+    """The process that launched a profiled kernel (ncu's ``Process ID``), or -1."""
+    value = row["Process ID"].value if "Process ID" in row else None
+    return int(value) if isinstance(value, float) and value.is_integer() else -1

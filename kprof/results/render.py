@@ -324,18 +324,21 @@ def program_ranking(ranked: list[Ranked], top: int = 10, sites: Sites | None = N
     """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnose.program.rank`), its denominators named,
     each kernel with the user's line that launched it first (``sites``: the run that found them)."""
     here = str(Path.cwd()) + "/"
+    job = any(r.ranks for r in ranked)  # a multi-process job: which ranks launched each
     rows = []
     for r in ranked[:top]:
         where = r.sites[0].removeprefix(here) if r.sites else "-"
         more = len(r.sites) - 1
         where += (f" (+{more} more)" if more > 0 else "") + (" ?" if r.sites_by == "function name" else "")
-        rows.append((short(r.kernel), r.launches, f"{r.seconds * 1e3:.3f}", f"{r.share:.1%}", r.limiter,
-                     "-" if r.headroom is None else f"{r.headroom:.2f}x",
-                     "-" if r.program_gain is None else f"{r.program_gain:.3f}x", where))
+        row: tuple[object, ...] = (short(r.kernel), r.launches, f"{r.seconds * 1e3:.3f}", f"{r.share:.1%}", r.limiter,
+                                   "-" if r.headroom is None else f"{r.headroom:.2f}x",
+                                   "-" if r.program_gain is None else f"{r.program_gain:.3f}x", where)
+        rows.append(row + ((",".join(map(str, r.ranks)) or "-",) if job else ()))
+    heads = ["KERNEL", "LAUNCHES", "MS", "SHARE", "LIMITER", "HEADROOM", "PROGRAM GAIN", "LAUNCHED FROM"]
     out = ("where the profiled GPU time goes (share: of the profiled launches' GPU time; headroom: 1 / the busiest "
-           "unit's share of its peak, an estimate; program gain: Amdahl, that kernel at its roof):\n"
-           + table(["KERNEL", "LAUNCHES", "MS", "SHARE", "LIMITER", "HEADROOM", "PROGRAM GAIN", "LAUNCHED FROM"], rows,
-                   "lrrrlrrl"))
+           "unit's share of its peak, an estimate; program gain: Amdahl, that kernel at its roof"
+           + ("; ranks: the job's processes that launched it" if job else "") + "):\n"
+           + table(heads + (["RANKS"] if job else []), rows, "lrrrlrrl" + ("l" if job else "")))
     if sites is not None and not sites.counted:
         out += f"\nlaunched from: not found ({sites.why})"
     elif sites is not None:

@@ -291,14 +291,16 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
 
 def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,
                     launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick",
-                    extra_metrics: tuple[str, ...] = (), timeout: float = 600.0) -> list[dict[str, Value]]:
-    """ncu over the user's program: one raw row per profiled kernel launch, in order."""
+                    extra_metrics: tuple[str, ...] = (), timeout: float = 600.0,
+                    env: dict[str, str] | None = None) -> list[dict[str, Value]]:
+    """ncu over the user's program: one raw row per profiled kernel launch, in order (``Process ID`` says whose,
+    every process followed)."""
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
     for _attempt in range(MAX_RETRIES):
         argv = program_argv(exe, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
                             launch_count=launch_count, set_name=set_name, metrics=metrics)
-        done = proc.run(argv + cmd, timeout=timeout)
+        done = proc.run(argv + cmd, timeout=timeout, env=env)
         text = done.stdout + "\n" + done.stderr
         unknown = unknown_metrics(text)
         if not (unknown and done.returncode != 0):

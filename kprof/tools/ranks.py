@@ -59,6 +59,26 @@ def wrap_env(argv: list[str], folder: Path) -> dict[str, str]:
     return {"KPROF_RANK_WRAP": json.dumps({"argv": argv, "folder": str(folder)})}
 
 
+def mark_env(folder: Path) -> dict[str, str]:
+    """What the launcher's environment gains so its ranks only say who they are (no tool to start: ncu follows
+    every process of the job itself): each Python rank writes ``rank{R}.json`` with its pid in ``folder``."""
+    return wrap_env([], folder)
+
+
+def pids(folder: Path) -> dict[int, int]:
+    """Each marked rank's pid, to its rank (:func:`mark_env`); a marker that is not kprof's is passed over."""
+    out: dict[int, int] = {}
+    for path in sorted(folder.glob("rank*.json")):
+        try:
+            marker = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        pid, rank = (marker.get("pid"), marker.get("rank")) if isinstance(marker, dict) else (None, None)
+        if isinstance(pid, int) and isinstance(rank, int):
+            out[pid] = rank
+    return out
+
+
 @dataclass(frozen=True)
 class RankReport:
     rank: int

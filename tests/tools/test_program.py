@@ -17,7 +17,7 @@ from kprof import findings as findings_mod
 from kprof import proc
 from kprof.commands import cli
 from kprof.errors import UsageError
-from kprof.tools import allocators, compute_sanitizer, hostframes, toolrun
+from kprof.tools import allocators, compute_sanitizer, hostframes, ranks, toolrun
 from kprof.tools import compute_sanitizer as sanitize
 from kprof.tools.exitcode import Status
 
@@ -282,6 +282,56 @@ def test_profile_a_program_through_a_stand_in_ncu(tmp_path, monkeypatch, data_di
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["kernels"][0]["kernel"].startswith("tiled_matmul#0")
     assert data["kernels"][0]["duration_s"] == pytest.approx(251.52e-6)
+
+
+FAKE_NCU_FOLLOWING = """#!{python}
+import json, os, subprocess, sys
+args = sys.argv[1:]
+assert args[args.index("--target-processes") + 1] == "all"
+cmd = args[args.index("base") + 1:]  # the program, after --print-units base
+subprocess.run(cmd, check=True)  # its ranks mark themselves (kprof's hooks on PYTHONPATH)
+folder = json.loads(os.environ["KPROF_RANK_WRAP"])["folder"]
+pids = sorted(json.load(open(os.path.join(folder, f)))["pid"] for f in os.listdir(folder))
+lines = open({csv!r}).read().splitlines()
+row = next(i for i, line in enumerate(lines) if line.startswith('"0","1081"'))
+lines[row:row + 1] = [lines[row].replace('"1081"', f'"{{pid}}"', 1) for pid in pids]  # a launch in each rank
+print("\\n".join(lines))
+"""
+
+FAKE_TORCHRUN = """#!/bin/sh
+# two ranks, as torchrun starts them: RANK in each one's environment
+RANK=0 {python} -c "pass" && RANK=1 {python} -c "pass"
+"""
+
+
+def test_profile_of_a_multi_process_job_says_each_kernels_rank(tmp_path, monkeypatch, data_dir, capsys):
+    """``kprof profile -- torchrun ...``: ncu follows every process; each Python rank marks its pid (kprof's hook,
+    no tool started), so each profiled launch says its rank and the ranking which ranks launched each kernel."""
+    import kprof.child.device
+
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
+    ncu, torchrun = tmp_path / "ncu", tmp_path / "torchrun"
+    ncu.write_text(FAKE_NCU_FOLLOWING.format(python=sys.executable, csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
+    torchrun.write_text(FAKE_TORCHRUN.format(python=sys.executable))
+    ncu.chmod(0o755)
+    torchrun.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(ncu))
+    code = cli.main(["profile", "--arch", "sm_90", "--json", "--", str(torchrun), "train.py"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and [k["rank"] for k in data["kernels"]] == [0, 1]
+    assert data["ranking"][0]["ranks"] == [0, 1] and data["ranking"][0]["launches"] == 2
+    code = cli.main(["profile", "--arch", "sm_90", "--", str(torchrun), "train.py"])
+    out = capsys.readouterr().out
+    assert code == 0 and "RANKS" in out and "0,1" in out
+
+
+def test_rank_markers_give_each_pid_its_rank_and_pass_over_what_is_not_kprofs(tmp_path):
+    (tmp_path / "rank0.json").write_text(json.dumps({"rank": 0, "pid": 101, "argv": []}))
+    (tmp_path / "rank1.json").write_text(json.dumps({"rank": 1, "pid": 102}))
+    (tmp_path / "rank2.json").write_text("{torn")
+    (tmp_path / "rank3.json").write_text(json.dumps(["not", "a", "marker"]))
+    assert ranks.pids(tmp_path) == {101: 0, 102: 1}
+    assert json.loads(ranks.mark_env(tmp_path)["KPROF_RANK_WRAP"]) == {"argv": [], "folder": str(tmp_path)}
 
 
 def test_program_argv_for_ncu_picks_kernels_and_ranges():

@@ -7,6 +7,7 @@ program without ranks are never wrapped."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -138,3 +139,23 @@ def test_the_hook_wraps_a_rank_once_and_never_the_launcher(tmp_path, monkeypatch
     assert json.loads((tmp_path / "rank3.json").read_text())["rank"] == 3
     hook.install()  # now marked wrapped: never twice
     assert len(execs) == 1
+
+
+def test_the_hook_only_marks_a_rank_when_there_is_no_tool_to_start(tmp_path, monkeypatch):
+    """``kprof profile -- torchrun ...``: ncu follows every process itself, so a rank writes who it is and runs on."""
+    import importlib.util
+
+    import kprof
+
+    spec = importlib.util.spec_from_file_location("rank_wrap", Path(kprof.__file__).parent / "hooks" / "rank_wrap.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    execs = []
+    monkeypatch.setattr(hook.os, "execv", lambda exe, argv: execs.append(argv))
+    monkeypatch.setenv("KPROF_RANK_WRAP", json.dumps({"argv": [], "folder": str(tmp_path)}))
+    for var in hook.RANK_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("KPROF_RANK_WRAPPED", raising=False)
+    monkeypatch.setenv("RANK", "1")
+    hook.install()
+    assert execs == [] and ranks.pids(tmp_path) == {os.getpid(): 1} and "KPROF_RANK_WRAPPED" not in os.environ
