@@ -122,7 +122,19 @@ def _tool(name: str, flag: str) -> Check:
     done = proc.run([str(path), flag], timeout=60)
     text = (done.stdout + done.stderr).strip()
     version = _version_line(text)
-    return Check(name, done.returncode == 0, f"{version} ({path})")
+    return Check(name, done.returncode == 0, f"{version} ({path})" + (_sanitizer_advice(text) if name == "compute-sanitizer"
+                                                                     else ""))
+
+
+def _sanitizer_advice(text: str) -> str:
+    """What an older compute-sanitizer means for kprof's checks (kprof.tools.kernelpolicy), said beside its version."""
+    from kprof.tools import kernelpolicy
+
+    found = re.search(r"Version ([0-9]{4})\.([0-9]{1,3})\.([0-9]{1,3})", text)
+    if found is None or not kernelpolicy.older(".".join(found.groups()), kernelpolicy.RACECHECK_SEES_TMA):
+        return ""
+    return (f"; older than 2026.4, whose racecheck sees cuBLAS's TMA GEMMs on Hopper right (kprof checks them with "
+            f"this one and sets its hazards there aside): {kernelpolicy.NEWER_TOOL}")
 
 
 def _compile() -> Check:
