@@ -263,9 +263,10 @@ Progress = Callable[[str, str, Finish], None]
 # (measured on an H200, ea69f0c: a suite with two memcheck findings waited for the second).
 SPARES = 2
 # The other checkers' children are blind past their record limit (blinding_test): the tests after it run again.
-# Where the machine holds them (parallel.spare_room), one spare each starts beside the first batch for that rerun:
-# on an H200 (e711d75), racecheck's rerun of the user suite's last 3 tests after its racy CuPy test took 9 s in a
-# fresh child, most of the suite's time under the tools.
+# Where the machine holds them (parallel.spare_room), one spare each is kept ready beside each batch for that rerun
+# (a new one only once a rest took the last): on an H200 (e711d75), racecheck's rerun of the user suite's last 3
+# tests after its racy CuPy test took 9 s in a fresh child, most of the suite's time under the tools; at e0ff3c3,
+# under compute-sanitizer 2025.3.1, racecheck's child was blinded three times in one suite.
 SPARES_BLIND = 1
 HANDOFF_POLL_S = 0.1  # how often the parent looks for a child's word that its context broke
 
@@ -339,9 +340,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             child = handed or _ready_spare(spares, batch) or start(batch, spare=False)
             if checkers.get(tool).needs.stops and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
-            elif blind_spares and len(batch) > 1:  # the first batch only: a rest after the limit is rare
-                spares += [start(batch, spare=True) for _ in range(blind_spares)]
-                blind_spares = 0
+            elif blind_spares and len(batch) > 1:  # one kept ready while a batch runs, for the rest after a limit
+                spares += [start(batch, spare=True) for _ in range(blind_spares - len(spares))]
             settled, lost = wait(child)
             if child is first and not child.watch.started_tests:
                 first = None  # its collection had none of them (or failed): the batch in a child of its own

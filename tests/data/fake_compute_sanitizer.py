@@ -30,7 +30,7 @@ events = os.environ.get("KPROF_SUITE_EVENTS")
 
 def log(**entry):
     with open(os.environ["KPROF_FAKE_CALLS"], "a") as f:
-        f.write(json.dumps(dict(entry, tool=tool, t=time.time())) + "\n")
+        f.write(json.dumps(dict(entry, tool=tool, t=time.time(), pid=os.getpid())) + "\n")
 
 
 frames_kind = args[args.index("--show-backtrace") + 1] if "--show-backtrace" in args else "yes"

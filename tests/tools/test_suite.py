@@ -562,13 +562,13 @@ def test_after_a_record_limit_the_rest_runs_on_a_spare_started_beside_the_first_
     monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)  # the first race fills it
     fake.makepyfile(test_kernels=ONE_RACE)
     result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
-    calls = [c for c in fake.calls() if c["tool"] == "racecheck"]
+    started = {c["pid"]: c["t"] for c in fake.calls() if c["tool"] == "racecheck"}
     ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
-    assert len(calls) == 2 and len(ran) == 2, (calls, ran)
+    assert len(ran) == 2, ran
     assert ran[0]["ran"][:2] == ["test_kernels.py::test_clean", "test_kernels.py::test_racy"]  # it ran on, blind
     assert ran[1]["ran"] == ["test_kernels.py::test_param[1]", "test_kernels.py::test_param[2]",
                              "test_kernels.py::test_plain_failure", "test_kernels.py::test_after"]
-    assert calls[1]["t"] < ran[0]["t"]  # the spare started before the first child ended
+    assert started[ran[1]["pid"]] < ran[0]["t"]  # the rest's child, a spare, started before the first child ended
     outcomes = _outcomes(result)
     assert outcomes["test_kernels.py::test_racy"] == "FAILED" and outcomes["test_kernels.py::test_param[2]"] == "PASSED"
     assert "reached its limit of 1 records" in result.stdout.str()
@@ -589,3 +589,25 @@ def test_spare_room_is_what_the_cpus_and_the_gpus_free_memory_hold_past_the_runn
     from kprof import parallel
 
     assert parallel.spare_room(children, free, cpus) == room
+
+
+TWO_RACES = ONE_RACE.replace("def test_plain_failure():", "def test_racy_again():\n    time.sleep(1)\n\ndef test_plain_failure():")
+
+
+def test_a_second_limit_in_the_rest_runs_on_a_spare_made_ready_beside_the_first_rest(fake, monkeypatch):
+    """Blinded twice (2025.3.1's racecheck filled its limit in each half nn.Linear test on an H200): a spare is kept
+    ready beside each batch, so the rest after the second limit does not wait for a new child's start either."""
+    from kprof import parallel, telemetry
+
+    monkeypatch.setattr(telemetry, "free_memory", lambda index=0: 64 * 2**30)
+    monkeypatch.setattr(parallel, "host_cpus", lambda: 16)
+    monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)
+    fake.makepyfile(test_kernels=TWO_RACES)
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
+    started = {c["pid"]: c["t"] for c in fake.calls() if c["tool"] == "racecheck"}
+    ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
+    assert len(ran) == 3 and ran[2]["ran"] == ["test_kernels.py::test_plain_failure", "test_kernels.py::test_after"]
+    assert started[ran[1]["pid"]] < ran[0]["t"] and started[ran[2]["pid"]] < ran[1]["t"]  # each rest's child was ready
+    outcomes = _outcomes(result)
+    assert outcomes["test_kernels.py::test_racy"] == "FAILED" and outcomes["test_kernels.py::test_racy_again"] == "FAILED"
+    assert outcomes["test_kernels.py::test_after"] == "PASSED"
