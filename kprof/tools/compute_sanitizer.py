@@ -548,7 +548,7 @@ def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: 
     allocations = list(data.allocations)
     findings, notes = parse_xml(xml_text, tool, allocations) if xml_text.strip() else ([], [])
     return replace(classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip())),
-                   checked=spec_coverage(job, data))
+                   checked=spec_coverage(job, data), version=version(exe))
 
 
 def spec_coverage(job: Job, data: Any) -> coverage.Coverage | None:
@@ -583,7 +583,7 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
         return None
     start = max(0.0, done.seconds - sum(s or 0.0 for s in seconds)) / len(datas)  # the tool's start, shared
     results = [replace(classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, True),
-                       checked=spec_coverage(j, d)) for s, d, j in zip(seconds, datas, jobs)]
+                       checked=spec_coverage(j, d), version=version(exe)) for s, d, j in zip(seconds, datas, jobs)]
     return results if all(r.status == "clean" for r in results) else None
 
 
