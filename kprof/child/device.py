@@ -14,10 +14,10 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from kprof.errors import CudaError, NoGPUError
+from kprof.launch.childresult import DeviceInfo as DeviceInfo  # the record of the GPU a child ran on (re-exported)
 
 _SCALAR_CTYPES: dict[str, Any] = {
     "float16": ctypes.c_uint16,  # packed by the caller as raw bits
@@ -87,23 +87,6 @@ def probe() -> str | None:
     except (NoGPUError, CudaError) as exc:
         return str(exc)
     return None
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    ordinal: int
-    name: str
-    arch: str
-    sm_count: int
-    total_memory: int
-    driver_version: int  # e.g. 13000
-    max_shared_per_block_optin: int
-    max_threads_per_sm: int
-    l2_bytes: int
-    # what kprof peak's theoretical ceilings are worked out from (0: the driver does not say)
-    memory_clock_khz: int = 0  # CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (peak memory clock)
-    bus_width_bits: int = 0  # CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH
-    clock_khz: int = 0  # CU_DEVICE_ATTRIBUTE_CLOCK_RATE (peak SM clock)
 
 
 # -- launching in someone else's context (kprof.op: a kernel called on a framework's arrays) ---------

@@ -24,7 +24,8 @@ from kprof.spec import CUBLAS_SGEMM, ResolvedBuffer, ResolvedStep, pyref, refere
 if TYPE_CHECKING:
     import numpy as np
 
-    from kprof.child.device import Device, DeviceInfo
+    from kprof.child.device import Device
+    from kprof.launch.childresult import DeviceInfo
 
 Arrays = dict[str, "np.ndarray[Any, Any]"]
 Phase = Callable[..., None]  # the runner's result.phase(name, **fields)

@@ -11,6 +11,7 @@ from typing import Any
 
 from kprof.diagnose import ptxscan
 from kprof.diagnose.facts import Facts
+from kprof.launch.childresult import device_of
 from kprof.measure import ceilings
 from kprof.measure.profiling import KernelProfile
 
@@ -51,16 +52,16 @@ def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str
             source_lines = tuple(spec.source.read_text(errors="replace")[:MAX_SOURCE_BYTES].splitlines())
         except OSError:
             pass
-    device = dict(getattr(timed, "device", None) or {})
-    sm_count = int(device.get("sm_count") or 0) or None
-    sm_hz = float(device.get("clock_khz") or 0) * 1e3 or None
+    device = device_of(getattr(timed, "device", None))  # a ChildResult's, or a recorded one's record
+    sm_count = (device.sm_count or None) if device else None
+    sm_hz = (device.clock_khz * 1e3 or None) if device else None
     if seconds is None and timed is not None and getattr(timed, "time_ms", None):
         seconds = timed.time_ms / 1e3
     if seconds is None:
         seconds = profile.duration_s
     mix = ceilings.mix_of((b.arg.role, b.nbytes) for b in r.buffers)
     ceiling = ceilings.ceiling(peak, ceilings.measured_mix(peak, mix)) if peak else None
-    theory = ceilings.theoretical({**device, "arch": built.arch.rstrip("af")}) if device else {}
+    theory = ceilings.theoretical({**device.to_dict(), "arch": built.arch.rstrip("af")}) if device else {}
     if ceiling is None and profile.roofline.peak_bytes:
         ceiling = profile.roofline.peak_bytes
         notes.append("no kprof peak ceilings cached: the memory roof is the DRAM peak ncu reports")

@@ -10,7 +10,7 @@ as a :class:`ChildError`, a timing as :class:`Timing`, a Python callable the chi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_args
 
@@ -124,7 +124,7 @@ class ChildResult:
     kernel: str | None = None
     sizes: dict[str, int] = field(default_factory=dict)
     launch: dict[str, object] = field(default_factory=dict)
-    device: dict[str, Any] = field(default_factory=dict)
+    device: DeviceInfo | None = None
     registers: int | None = None
     driver_blocks_per_sm: int | None = None
     allocations: tuple[Allocation, ...] = ()
@@ -178,6 +178,44 @@ def read(path: Path) -> ChildResult:
     return from_data(data)
 
 
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The GPU a child ran on, as its driver gave it (kprof.child.device), rebuilt typed in the parent; a field the
+    child's record lacks is its zero (an older record, or a stand-in's)."""
+
+    ordinal: int = 0
+    name: str = ""
+    arch: str = ""
+    sm_count: int = 0
+    total_memory: int = 0
+    driver_version: int = 0  # e.g. 13000
+    max_shared_per_block_optin: int = 0
+    max_threads_per_sm: int = 0
+    l2_bytes: int = 0
+    # what kprof peak's theoretical ceilings are worked out from (0: the driver does not say)
+    memory_clock_khz: int = 0  # CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (peak memory clock)
+    bus_width_bits: int = 0  # CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH
+    clock_khz: int = 0  # CU_DEVICE_ATTRIBUTE_CLOCK_RATE (peak SM clock)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def device_of(value: object) -> DeviceInfo | None:
+    """The child's ``device`` record, typed; None where it has none (it stopped before it had a device). A field
+    of the wrong type is left at its zero."""
+    if isinstance(value, DeviceInfo):
+        return value
+    if not isinstance(value, dict) or not value:
+        return None
+    kept: dict[str, object] = {}
+    for f in fields(DeviceInfo):
+        v = value.get(f.name)
+        if (f.type == "str" and isinstance(v, str)) or (f.type == "int" and isinstance(v, int) and not isinstance(v, bool)):
+            kept[f.name] = v
+    return DeviceInfo(**kept)  # type: ignore[arg-type]
+
+
 def from_data(data: object) -> ChildResult:
     """A result record, its version checked: one written by another kprof is an error that says so."""
     if not isinstance(data, dict):
@@ -189,7 +227,7 @@ def from_data(data: object) -> ChildResult:
     return ChildResult(
         status=_str(data.get("status")), phase=_str(data.get("phase")) or "start", error=_error(data.get("error")),
         kernel=_opt_str(data.get("kernel")), sizes=_dict(data.get("sizes")), launch=_dict(data.get("launch")),
-        device=_dict(data.get("device")), registers=_int(data.get("registers")),
+        device=device_of(data.get("device")), registers=_int(data.get("registers")),
         driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=allocations_of(data.get("allocations")),
         checks=checks_of(data.get("checks")), nvtx=bool(data.get("nvtx")), time_ms=_float(data.get("time_ms")),
         math_mode=_opt_str(data.get("math_mode")), job_seconds=_float(data.get("job_seconds")),

@@ -20,7 +20,7 @@ from typing import Any
 from kprof import inputs, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.launch import launch
-from kprof.launch.childresult import ChildResult, Timing, call_kernels_of
+from kprof.launch.childresult import ChildResult, DeviceInfo, Timing, call_kernels_of
 from kprof.launch.job import Job, TimingMode
 from kprof.measure import ceilings
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
@@ -278,7 +278,7 @@ def run_point(plan: PointPlan, peak: ceilings.Ceilings | None, *, timeout: float
                        message="; ".join(data.failed_checks()) if data.status == "failed" else
                        f"{point.kernel}: the child gave no timing (status {data.status or 'none'}, phase {data.phase})")
     point, summary = _timed(point, data.timing, resolved, mode.rule.rel_stdev)
-    point = _against_ceilings(point, peak, resolved, mode.mode, data.device.get("l2_bytes"))
+    point = _against_ceilings(point, peak, resolved, mode.mode, data.device.l2_bytes if data.device else None)
     timed, warnings = [], list(point.warnings)
     for base, job in plan.baselines:
         got, notes = _baseline(point, plan, base, job, summary, timeout)
@@ -436,7 +436,7 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     start = time.perf_counter()
     out: dict[str, Any] = {"measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tried: dict[str, list[dict[str, Any]]] = {k: [] for k in ceilings.MIXES}
-    device: dict[str, Any] = {}
+    device: DeviceInfo | None = None
     for s in streams:
         t0 = time.perf_counter()
         try:
@@ -476,17 +476,18 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     out["tensor"] = _tensor_rates(tensor or [], timeout)
     if measured := [r["flops_per_s"] for r in out["tensor"].values() if "flops_per_s" in r]:
         out["tensor_flops_per_s"] = max(measured)  # the tensor ceiling: the best of them
-    device = dict(dev or device)
-    missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not device.get(k)]
+    ran_on = dev or device
+    attributes: dict[str, Any] = ran_on.to_dict() if ran_on else {}
+    missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not attributes.get(k)]
     if missing:  # a driver that no longer gives a clock attribute: NVML's reading, said in the report
         nvml = telemetry.clock_limits()
-        device.update({k: nvml[k] for k in missing if nvml.get(k)})
-    out["theoretical"] = ceilings.theoretical(device)
+        attributes.update({k: nvml[k] for k in missing if nvml.get(k)})
+    out["theoretical"] = ceilings.theoretical(attributes)
     if missing:
         out["theoretical"]["notes"].append(f"from NVML, the driver giving none: {', '.join(missing)}")
-    out["l2_bytes"] = device.get("l2_bytes")
+    out["l2_bytes"] = ran_on.l2_bytes if ran_on else None
     snap = telemetry.snapshot()
-    out["gpu"] = snap.gpu if snap else device.get("name")
+    out["gpu"] = snap.gpu if snap else (ran_on.name if ran_on else None)
     out["driver"] = snap.driver if snap else None
     out["seconds"] = round(time.perf_counter() - start, 1)  # the measurement's own time (builds before it not counted)
     return out
@@ -516,7 +517,7 @@ def _tensor_rates(kernels: list[tuple[str, Job | str, int]], timeout: float) -> 
     return out
 
 
-def _timed_ceiling(job: Job, timeout: float) -> tuple[Timing, dict[str, object]]:
+def _timed_ceiling(job: Job, timeout: float) -> tuple[Timing, DeviceInfo | None]:
     """One of kprof peak's timings, and the device it ran on."""
     data = time_job(job, timeout)
     if data.status != "ok" or data.timing is None:

@@ -173,7 +173,7 @@ def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str
 
 def run_report(result: ChildResult, resolved: Resolved, built: BuildResult) -> str:
     dev = result.device
-    lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.get('name', '?')} ({dev.get('arch', built.arch)})"]
+    lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.name if dev else '?'} ({dev.arch if dev else built.arch})"]
     from kprof.spec import pyref
 
     usage = built.usage_of(resolved.spec.entry)

@@ -71,7 +71,7 @@ class RunReport:
         r = self.result
         data: dict[str, object] = {
             "kernel": r.kernel, "sizes": r.sizes, "ok": r.ok, "checks": [asdict(c) for c in r.checks], "time_ms": r.time_ms,
-            "device": r.device, "launch": r.launch, "registers": r.registers,
+            "device": r.device.to_dict() if r.device else {}, "launch": r.launch, "registers": r.registers,
             "allocations": [asdict(a) for a in r.allocations], "nvtx": r.nvtx,
             "driver_blocks_per_sm": r.driver_blocks_per_sm, "operation": asdict(r.operation) if r.operation else None}
         data["usage"] = asdict(self.built.usage_of(self.entry))

@@ -384,9 +384,9 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
         spec.name, Path("/x.cubin"), arch or build.detect_arch(), usage, True, "", (), "NVRTC 12.9"))
     monkeypatch.setattr(ncu, "profile_rows", lambda *a, **k: pytest.fail("ncu ran on a Pascal GPU"))
     monkeypatch.setattr("kprof.proc.find_tool", lambda name: pytest.fail(f"{name} was looked for"))
-    from kprof.launch.childresult import ChildResult
+    from kprof.launch.childresult import ChildResult, DeviceInfo
 
-    timed = ChildResult(status="ok", kernel="tiled_matmul", time_ms=0.5, device={"arch": "sm_61"}, registers=40,
+    timed = ChildResult(status="ok", kernel="tiled_matmul", time_ms=0.5, device=DeviceInfo(arch="sm_61"), registers=40,
                         driver_blocks_per_sm=1)
     monkeypatch.setattr(launch, "run_kernel", lambda job, timeout: timed)
     code = cli.main(["profile", "tiled_matmul"])

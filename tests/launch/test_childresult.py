@@ -104,3 +104,16 @@ def test_run_result_is_the_childs_result_and_its_old_name_still_imports():
     with _pytest.warns(DeprecationWarning, match="now kprof.launch.childresult.ChildResult"):
         from kprof.launch.launch import RunResult
     assert RunResult is childresult.ChildResult
+
+
+def test_the_device_record_is_typed_in_the_parent_with_zeros_for_what_it_lacks():
+    """The child writes its DeviceInfo as a dict; the parent reads it back as one, never as a dict to .get from."""
+    from helpers import child
+
+    from kprof.launch.childresult import DeviceInfo, device_of
+
+    got = child(device={"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "l2_bytes": 62914560,
+                        "clock_khz": True, "unknown": 1}).device
+    assert got == DeviceInfo(name="NVIDIA H200", arch="sm_90", sm_count=132, l2_bytes=62914560)  # a bool is no int
+    assert child().device is None and device_of({}) is None and device_of(["x"]) is None
+    assert device_of(got) is got and got.to_dict()["l2_bytes"] == 62914560

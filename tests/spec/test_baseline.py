@@ -158,10 +158,10 @@ def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
     built = build.build(spec, "sm_90")
     assert built.cubin == spec.source and built.usage_of("add").registers == 0 and built.cached
     assert "python (nothing to build)" in render.build_table([(spec, built)])
-    from kprof.launch.childresult import ChildResult, OutputCheck
+    from kprof.launch.childresult import ChildResult, DeviceInfo, OutputCheck
 
     result = ChildResult(status="ok", kernel="k", sizes={"N": 64}, checks=(OutputCheck("c", True, "ok"),),
-                         device={"name": "GPU"}, nvtx=True, operation=Operation("torch", "ops.py:add", None))
+                         device=DeviceInfo(name="GPU"), nvtx=True, operation=Operation("torch", "ops.py:add", None))
     text = render.run_report(result, spec.resolve(), built)
     assert "a Python operation: ops.py:add, your code, run in kprof's runner on its buffers as torch tensors" in text
     with pytest.raises(UsageError, match="is a Python operation already"):
