@@ -116,7 +116,9 @@ def test_a_job_with_no_python_rank_runs_under_the_tool_whole(tmp_path, job, monk
     assert any("ranks not told apart" in n for n in seen[-1])
 
 
-def test_the_hook_wraps_a_rank_once_and_never_the_launcher(tmp_path, monkeypatch):
+def _hook(monkeypatch, folder: Path, argv: list[str]):
+    """kprof/hooks/rank_wrap.py loaded as a program's Python loads it, told to wrap ranks with ``argv`` (none: mark
+    only), with no rank in this process yet and its exec recorded (``hook.execs``), not done."""
     import importlib.util
 
     import kprof
@@ -124,13 +126,18 @@ def test_the_hook_wraps_a_rank_once_and_never_the_launcher(tmp_path, monkeypatch
     spec = importlib.util.spec_from_file_location("rank_wrap", Path(kprof.__file__).parent / "hooks" / "rank_wrap.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
-    execs = []
-    monkeypatch.setattr(hook.os, "execv", lambda exe, argv: execs.append(argv))
-    monkeypatch.setenv("KPROF_RANK_WRAP", json.dumps({"argv": ["cs", "--save", "/r/m.rank{rank}.xml"],
-                                                      "folder": str(tmp_path)}))
+    hook.execs = []
+    monkeypatch.setattr(hook.os, "execv", lambda exe, argv: hook.execs.append(argv))
+    monkeypatch.setenv("KPROF_RANK_WRAP", json.dumps({"argv": argv, "folder": str(folder)}))
     for var in hook.RANK_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("KPROF_RANK_WRAPPED", raising=False)
+    return hook
+
+
+def test_the_hook_wraps_a_rank_once_and_never_the_launcher(tmp_path, monkeypatch):
+    hook = _hook(monkeypatch, tmp_path, ["cs", "--save", "/r/m.rank{rank}.xml"])
+    execs = hook.execs
     hook.install()  # the launcher: no rank
     assert execs == []
     monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "3")
@@ -143,19 +150,8 @@ def test_the_hook_wraps_a_rank_once_and_never_the_launcher(tmp_path, monkeypatch
 
 def test_the_hook_only_marks_a_rank_when_there_is_no_tool_to_start(tmp_path, monkeypatch):
     """``kprof profile -- torchrun ...``: ncu follows every process itself, so a rank writes who it is and runs on."""
-    import importlib.util
-
-    import kprof
-
-    spec = importlib.util.spec_from_file_location("rank_wrap", Path(kprof.__file__).parent / "hooks" / "rank_wrap.py")
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    execs = []
-    monkeypatch.setattr(hook.os, "execv", lambda exe, argv: execs.append(argv))
-    monkeypatch.setenv("KPROF_RANK_WRAP", json.dumps({"argv": [], "folder": str(tmp_path)}))
-    for var in hook.RANK_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv("KPROF_RANK_WRAPPED", raising=False)
+    hook = _hook(monkeypatch, tmp_path, [])
+    execs = hook.execs
     monkeypatch.setenv("RANK", "1")
     hook.install()
     assert execs == [] and ranks.pids(tmp_path) == {os.getpid(): 1} and "KPROF_RANK_WRAPPED" not in os.environ
