@@ -31,20 +31,28 @@ POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuB
 @dataclass(frozen=True)
 class Library:
     name: str
-    pattern: str  # a regular expression found in a kernel's mangled name (compute-sanitizer's regex= key)
+    prefixes: tuple[str, ...]  # regular expressions, each found at the start of a kernel's mangled name
+
+    @property
+    def pattern(self) -> str:
+        """One regular expression for them all (compute-sanitizer's ``regex=`` key)."""
+        return "^(" + "|".join(self.prefixes) + ")"
+
+    def less(self, prefix: str | None) -> Library:
+        """The library without one of its prefixes (its kernels a tool checks all the same: :func:`checks_anyway`)."""
+        return replace(self, prefixes=tuple(p for p in self.prefixes if p != prefix))
 
 
-_CUBLAS_OTHERS = (r"sm\d+_xmma_|cublas|_ZN8cublasLt|(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm|_Z\d+gemv|"
-                  r"_Z\d+gemmk|_Z\d+splitKreduce|_ZN\d+cublas")
 LIBRARIES: tuple[Library, ...] = (
     # cuBLAS and cuBLASLt: Hopper's nvjet GEMMs, the xmma/sm90 kernels, the named SGEMM families, GEMV
-    Library("cuBLAS", rf"^(nvjet_|{_CUBLAS_OTHERS})"),
-    Library("cuDNN", r"^(cudnn|_ZN\d+cudnn|_ZN5cudnn|sm\d+_xmma_(fprop|dgrad|wgrad)|xmma_cudnn)"),
-    Library("CUTLASS", r"^(_ZN7cutlass|cutlass_)"),
-    Library("NCCL", r"^(ncclKernel|ncclDevKernel|_Z\d+ncclKernel|_Z\d+ncclDevKernel)"),
-    Library("PyTorch", r"^(_ZN2at|_ZN3c10|_ZN7pytorch_flash|_ZN5torch|_ZN\d+at_cuda_detail)"),
-    Library("CUB/Thrust", r"^(_ZN3cub|_ZN6thrust|_ZN4cuda3std)"),
-    Library("cuRAND", r"^_Z\d+(init_curand|execute_dist|generate_seed_pseudo)"),  # CuPy's and others' random arrays
+    Library("cuBLAS", ("nvjet_", r"sm\d+_xmma_", "cublas", "_ZN8cublasLt", "(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm",
+                       r"_Z\d+gemv", r"_Z\d+gemmk", r"_Z\d+splitKreduce", r"_ZN\d+cublas")),
+    Library("cuDNN", ("cudnn", r"_ZN\d+cudnn", "_ZN5cudnn", r"sm\d+_xmma_(fprop|dgrad|wgrad)", "xmma_cudnn")),
+    Library("CUTLASS", ("_ZN7cutlass", "cutlass_")),
+    Library("NCCL", ("ncclKernel", "ncclDevKernel", r"_Z\d+ncclKernel", r"_Z\d+ncclDevKernel")),
+    Library("PyTorch", ("_ZN2at", "_ZN3c10", "_ZN7pytorch_flash", "_ZN5torch", r"_ZN\d+at_cuda_detail")),
+    Library("CUB/Thrust", ("_ZN3cub", "_ZN6thrust", "_ZN4cuda3std")),
+    Library("cuRAND", (r"_Z\d+(init_curand|execute_dist|generate_seed_pseudo)",)),  # CuPy's and others' random arrays
 )  # fmt: skip
 _COMPILED = tuple((lib.name, re.compile(lib.pattern)) for lib in LIBRARIES)
 # The same libraries by a demangled name (a tool's record names the device function, sometimes demangled).
@@ -63,7 +71,7 @@ UNSEEN_WRITERS = re.compile(r"^nvjet_sm(9\d|1\d\d)")
 # hardware exception") and the program's next CUDA call returns an illegal address; 2026.4.0 is clean both ways.
 # So before 2026.4 racecheck checks them all the same (:func:`checks_anyway`) and its hazards inside them are set
 # aside (:func:`tool_false_reports`).
-TMA_GEMMS = re.compile(r"^nvjet_")
+TMA_GEMMS = "nvjet_"  # cuBLAS's prefix for them
 RACECHECK_SEES_TMA = (2026, 4)
 NEWER_TOOL = "nvidia-cuda-sanitizer-api>=13.5.25 (compute-sanitizer 2026.4; kprof[cuda13] installs it)"
 NCCL_OVERREAD_BYTES = 16  # NCCL's known over-read (NVIDIA/nccl#265): a read up to 16 bytes past a buffer's end
@@ -123,9 +131,9 @@ def older(version: str, than: tuple[int, int]) -> bool:
     return (int(parts[0]), int(parts[1])) < than
 
 
-def checks_anyway(tool: str, version: str) -> re.Pattern[str] | None:
-    """The library kernels a tool that skips libraries checks all the same, under this tool version: racecheck
-    before 2026.4 cannot leave cuBLAS's TMA GEMMs out without failing (:data:`TMA_GEMMS`). Pure."""
+def checks_anyway(tool: str, version: str) -> str | None:
+    """The prefix of the library kernels a tool that skips libraries checks all the same, under this tool version:
+    racecheck before 2026.4 cannot leave cuBLAS's TMA GEMMs out without failing (:data:`TMA_GEMMS`). Pure."""
     return TMA_GEMMS if tool == "racecheck" and older(version, RACECHECK_SEES_TMA) else None
 
 
@@ -134,8 +142,8 @@ def exclude_args(tool: str = "", version: str = "") -> list[str]:
     ``--kernel-name-exclude regex=`` a library, less what it checks anyway (:func:`checks_anyway`). Which tools
     take them is the checkers' registry's (``Needs.user_kernels``). Pure."""
     keep = checks_anyway(tool, version)
-    patterns = [rf"^({_CUBLAS_OTHERS})" if keep is not None and lib.name == "cuBLAS" else lib.pattern for lib in LIBRARIES]
-    return [arg for pattern in patterns for arg in ("--kernel-name-exclude", f"regex={pattern}")]
+    left_out = [lib.less(keep) for lib in LIBRARIES]
+    return [arg for lib in left_out if lib.prefixes for arg in ("--kernel-name-exclude", f"regex={lib.pattern}")]
 
 
 @dataclass(frozen=True)
@@ -188,16 +196,16 @@ class SkipTally:
         return "; ".join(parts)
 
 
-def skipped(names: Iterable[str], skips: bool, keep: re.Pattern[str] | None = None) -> Skipped:
+def skipped(names: Iterable[str], skips: bool, keep: str | None = None) -> Skipped:
     """What a tool that ``skips`` library kernels left out of the kernels a run launched (``names``: the
     launch tally's), but those it checks anyway (``keep``: :func:`checks_anyway`)."""
     if not skips:
         return Skipped()
     return Skipped(tuple((lib, n) for n in dict.fromkeys(names)
-                         if (lib := library_of(n)) is not None and not (keep is not None and keep.search(n))))
+                         if (lib := library_of(n)) is not None and not (keep is not None and re.match(keep, n))))
 
 
-def applied(checked: Coverage | None, skips: bool, keep: re.Pattern[str] | None = None) -> Coverage | None:
+def applied(checked: Coverage | None, skips: bool, keep: str | None = None) -> Coverage | None:
     """What a run launched (``checked``), with what a tool that ``skips`` library kernels left out of it."""
     if checked is None:
         return None
@@ -231,7 +239,7 @@ def tool_false_reports(result: ToolResult) -> ToolResult:
     set aside as notes: that tool reports them where 2026.4 reports none on the same launches. Pure."""
     if result.tool != "racecheck" or not result.findings or not older(result.version, RACECHECK_SEES_TMA):
         return result
-    aside = [f for f in result.findings if f.kernel and TMA_GEMMS.search(f.kernel)]
+    aside = [f for f in result.findings if f.kernel and re.match(TMA_GEMMS, f.kernel)]
     if not aside:
         return result
     kept = [f for f in result.findings if f not in aside]
