@@ -298,8 +298,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
              all_kernels: bool = False, blind_spares: int = 0) -> dict[str, TestVerdict]:
     """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
     test's sake. ``timeout``: seconds one test may take before its child is stopped. ``early``: this
-    tool's child from :class:`Early`, handed the first batch. ``blind_spares``: spare children started beside
-    the first batch of a checker that does not stop, for the tests after its record limit (:data:`SPARES_BLIND`)."""
+    tool's child from :class:`Early`, handed the first batch. ``blind_spares``: spare children kept ready beside
+    each batch of a checker that does not stop, for the tests after its record limit (:data:`SPARES_BLIND`)."""
     from kprof.tools import compute_sanitizer as san
 
     by_id = {t.nodeid: t for t in tests}
