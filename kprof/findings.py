@@ -48,6 +48,36 @@ class Access:
 
 
 @dataclass(frozen=True)
+class Extra:
+    """What kprof adds to a finding beyond the tool's record, each a field of its own; JSON's ``extra`` holds those
+    that are set (``extra.library``, ``extra.reported_at``, ...)."""
+
+    library: str | None = None  # the library whose kernel it is (kprof.tools.kernelpolicy.libraries_own)
+    launched_by: str | None = None  # the library whose code launched the kernel, from the host frames
+    source: str | None = None  # where the user's source of a kernel built from a string is (kprof.tools.embedded)
+    reported_at: str | None = None  # the tool's own place, where kprof moved the finding to the user's line
+    inlined: str | None = None  # the header function inlined into the user's line (``__syncwarp at ...:110``)
+    explained_by: str | None = None  # the finding this one is a consequence of (kprof.tools.checkers)
+    hazard_records: int | None = None  # racecheck: the hazard records an analysis record stands for
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Extra:
+        """As :meth:`to_dict` wrote it; a key it does not know, or a value of the wrong type, is dropped."""
+        if not isinstance(raw, dict):
+            return cls()
+        kept: dict[str, object] = {}
+        for f in fields(cls):
+            v = raw.get(f.name)
+            if (f.type == "str | None" and isinstance(v, str)) or (
+                    f.type == "int | None" and isinstance(v, int) and not isinstance(v, bool)):
+                kept[f.name] = v
+        return cls(**kept)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
 class Finding:
     tool: str
     kind: str
@@ -64,7 +94,7 @@ class Finding:
     size: int | None = None
     other: Access | None = None  # races: the second access
     indices: tuple[tuple[int, ...], ...] = ()  # values: the first differing indices
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: Extra = field(default_factory=Extra)
     launch: str | None = None  # a program's launch site: the innermost host frame in the user's files
     grids: frozenset[int] = frozenset()  # the tool's grid ids of the launches these records came from
     rank: int | None = None  # the rank of a multi-process job (torchrun, mpirun) whose process it came from
@@ -98,6 +128,7 @@ class Finding:
         data["indices"] = [list(i) for i in self.indices]
         data["grids"] = sorted(self.grids)
         data["launches"] = self.launches
+        data["extra"] = self.extra.to_dict()
         return data
 
     @classmethod
@@ -113,7 +144,7 @@ class Finding:
         data["other"] = Access(other.get("file"), other.get("line"), other.get("access"),
                                tuple(other["thread"]) if other.get("thread") else None) if isinstance(other, dict) else None
         data["grids"] = frozenset(data.get("grids") or ())
-        data["extra"] = dict(data.get("extra") or {})
+        data["extra"] = Extra.from_dict(data.get("extra"))
         return cls(**data)
 
 

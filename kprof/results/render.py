@@ -255,8 +255,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
         else:
             lines.append("no findings, but not every tool finished")
         return "\n".join(lines)
-    consequences = [f for f in found if f.extra.get("explained_by")]
-    found = [f for f in found if not f.extra.get("explained_by")]
+    consequences = [f for f in found if f.extra.explained_by]
+    found = [f for f in found if not f.extra.explained_by]
     launched = any(f.launch for f in found)
     lines.append("")
     lines.append(table(
@@ -273,15 +273,15 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
         lines.append(f"- {rank}{f.tool} {f.kind} at {f.location()}{where}: {f.message}")
         if f.detail:
             lines.append(f"    {f.detail}")
-        if f.extra.get("source"):
-            lines.append(f"    {f.extra['source']}")
-        if f.extra.get("library"):
-            lines.append(f"    inside {f.extra['library']}'s own kernel: the library's code, not yours (check what your "
+        if f.extra.source:
+            lines.append(f"    {f.extra.source}")
+        if f.extra.library:
+            lines.append(f"    inside {f.extra.library}'s own kernel: the library's code, not yours (check what your "
                          "code hands it)")
         if f.launch:
             lines.append(f"    launched at {f.launch}")
         for c in consequences:
-            if c.extra["explained_by"] == label(f):
+            if c.extra.explained_by == label(f):
                 lines.append(f"    consequence ({c.tool}): {c.kind}: {c.message}")
     return "\n".join(lines)
 

@@ -160,7 +160,7 @@ _CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misal
 def explain(results: list[ToolResult]) -> list[ToolResult]:
     """One bug, one headline: a finding of a checker that reports effects (a race, a poison-following or
     wrong result on C) on a buffer that a memory error of the same run touched (an out-of-bounds write to
-    C) is marked as its consequence (``extra["explained_by"]``), so the report leads with the cause."""
+    C) is marked as its consequence (``extra.explained_by``), so the report leads with the cause."""
     from kprof.findings import label
 
     def effects(r: ToolResult) -> bool:
@@ -174,7 +174,7 @@ def explain(results: list[ToolResult]) -> list[ToolResult]:
         if not effects(r):
             out.append(r)
             continue
-        marked = [replace(f, extra={**f.extra, "explained_by": label(causes[f.buffer])}) if f.buffer in causes else f
+        marked = [replace(f, extra=replace(f.extra, explained_by=label(causes[f.buffer]))) if f.buffer in causes else f
                   for f in r.findings]
         out.append(replace(r, findings=marked))
     return out

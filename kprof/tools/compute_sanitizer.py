@@ -33,7 +33,7 @@ from typing import Any
 
 from kprof import inputs, proc
 from kprof.errors import KprofError, UsageError
-from kprof.findings import Access, Allocation, Finding, buffer_detail, fold_same_place, merge
+from kprof.findings import Access, Allocation, Extra, Finding, buffer_detail, fold_same_place, merge
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
 from kprof.tools import coverage, exitcode, hostframes, kernelpolicy, ranks
@@ -268,7 +268,7 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     grid = _int(rec.findtext(".//gridid"))  # racecheck's hazards carry it; memcheck stops at its first faulting launch
     grids = frozenset({grid}) if grid is not None else frozenset()
     by = kernelpolicy.launched_by(fr.module for fr in stack)  # a library's kernel its record names in short
-    extra = {**f.extra, "launched_by": by} if by else f.extra
+    extra = replace(f.extra, launched_by=by) if by else f.extra
     f = replace(f, kind=kind, kernel=kernel, launch=launch, detail=detail, grids=grids, extra=extra)
     return _in_user_source(f, [fr.path for fr in stack if fr.path and hostframes.is_user_file(fr.path)])
 
@@ -303,10 +303,10 @@ def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
     found = embedded.place(f.file, f.line, f.kernel, stack_files, f.launch)
     if found is None:
         return f
-    extra = dict(f.extra, source=found.note)
+    extra = replace(f.extra, source=found.note)
     other = f.other
     if (found.path, found.line) != (f.file, f.line):
-        extra["reported_at"] = f"{f.file}:{f.line}" if f.line else str(f.file)
+        extra = replace(extra, reported_at=f"{f.file}:{f.line}" if f.line else str(f.file))
         if other is not None and other.file == f.file:  # the race's other side is in the same string
             moved = embedded.locate(other.file, other.line, f.kernel, stack_files)
             if moved is not None:
@@ -378,7 +378,7 @@ def _where(rec: ET.Element, path: str = "where") -> tuple[str | None, str | None
     return rec.findtext(f"{path}/func"), rec.findtext(f"{path}/path"), _int(rec.findtext(f"{path}/line"))
 
 
-def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, dict[str, object]]:
+def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, Extra]:
     """The record's location, moved to the user's call where the tool stopped inside a CUDA header (an
     inlined intrinsic: ``__syncwarp``, ``__shfl_sync``, an atomic): the first device frame outside the
     toolkit's headers (``--show-backtrace device``). The header's place is kept in ``extra.reported_at``."""
@@ -386,13 +386,13 @@ def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, di
 
     func, path, line = _where(rec)
     if not is_cuda_header(path):
-        return func, path, line, {}
+        return func, path, line, Extra()
     for frame in rec.findall("deviceStack/frame"):
         fpath = frame.findtext("path")
         if fpath and not is_cuda_header(fpath):  # the tool's own place kept as _in_user_source keeps it
-            return frame.findtext("func"), fpath, _int(frame.findtext("line")), {
-                "reported_at": f"{path}:{line}", "inlined": f"{func} at {Path(str(path)).name}:{line}"}
-    return func, path, line, {}
+            return frame.findtext("func"), fpath, _int(frame.findtext("line")), Extra(
+                reported_at=f"{path}:{line}", inlined=f"{func} at {Path(str(path)).name}:{line}")
+    return func, path, line, Extra()
 
 
 def _memcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> Finding:
@@ -489,7 +489,7 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
             out.append(replace(a, thread=h.thread, block=h.block, address=h.address, launch=h.launch or a.launch,
                                grids=a.grids | h.grids,
                                other=replace(a.other, thread=h.other.thread) if a.other and h.other else a.other,
-                               extra={"hazard_records": h.count}))
+                               extra=Extra(hazard_records=h.count)))
         else:
             out.append(a)
     out += [h for i, h in enumerate(hazards) if i not in used]
@@ -522,8 +522,8 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
     message = f"{text}: {kind_text}" if kind_text else text
     detail = ("a warp-synchronous call (__syncwarp, __shfl_*_sync, __ballot_sync, ...) whose mask leaves out a lane "
               "that calls it: the mask must name every lane that reaches the call" if kind == "invalid-warp-sync" else None)
-    if extra and detail:
-        detail += f" (inside {extra['inlined']}, inlined into this line)"
+    if extra.inlined and detail:
+        detail += f" (inside {extra.inlined}, inlined into this line)"
     return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
                    1, message, detail=detail, extra=extra)
 
@@ -629,7 +629,7 @@ def needs_device_frames(tool: str, findings: list[Finding]) -> bool:
     user's kernel at a line inside a CUDA header, which only device frames move to the user's call. Pure."""
     from kprof.tools.hostframes import is_cuda_header
 
-    return tool == "initcheck" and any(is_cuda_header(f.file) and not f.extra.get("library") for f in findings)
+    return tool == "initcheck" and any(is_cuda_header(f.file) and not f.extra.library for f in findings)
 
 
 def _program_findings(xml_text: str, tool: str, tool_text: str) -> tuple[list[Finding], list[str]]:

@@ -111,14 +111,14 @@ def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
     out: list[Finding] = []
     notes: list[str] = []
     for f in findings:
-        lib = (library_of(f.kernel) if f.kernel else None) or f.extra.get("launched_by")
+        lib = (library_of(f.kernel) if f.kernel else None) or f.extra.launched_by
         if lib is None:
             out.append(f)
         elif lib == "NCCL" and f.kind == "out-of-bounds-read" and (f.size or 0) <= NCCL_OVERREAD_BYTES:
             notes.append(f"set aside: {f.tool} {f.kind} of {f.size} bytes in NCCL's {f.kernel} ({f.count} record(s)): "
                          "NCCL's known over-read past a buffer's end (NVIDIA/nccl#265), not the program's")
         else:
-            out.append(replace(f, extra={**f.extra, "library": lib}))
+            out.append(replace(f, extra=replace(f.extra, library=lib)))
     return out, notes
 
 
@@ -222,11 +222,11 @@ def unseen_writes(result: ToolResult, names: Iterable[str]) -> ToolResult:
     writer = next((n for n in names if UNSEEN_WRITERS.search(n)), None)
     if writer is None:
         return result
-    aside = [f for f in result.findings if f.kind == "uninitialized-read" and f.extra.get("library")]
+    aside = [f for f in result.findings if f.kind == "uninitialized-read" and f.extra.library]
     if not aside:
         return result
     kept = [f for f in result.findings if f not in aside]
-    notes = [f"set aside: initcheck {f.kind} in {f.extra['library']}'s {f.kernel} ({f.count} record(s)): this process "
+    notes = [f"set aside: initcheck {f.kind} in {f.extra.library}'s {f.kernel} ({f.count} record(s)): this process "
              f"also ran {writer}, a GEMM whose stores (TMA) initcheck does not see, so the memory read is most likely "
              "its output; to be sure, write the GEMM into torch.zeros (or run its test on a GPU before Hopper)"
              for f in aside]

@@ -87,10 +87,10 @@ def test_a_check_is_read_typed_and_written_back_as_it_came():
 def test_the_values_detectors_findings_come_back_as_findings():
     """The child writes a values finding with Finding.to_dict; the parent reads it back as the same Finding,
     a record's unknown fields dropped."""
-    from kprof.findings import Access, Finding
+    from kprof.findings import Access, Extra, Finding
 
     f = Finding("values", "race", "count", "/u/k.cu", 7, (1, 0, 0), (2, 0, 0), 3, "outputs differ between runs",
-                buffer="c", other=Access("/u/k.cu", 9, "write", (0, 0, 0)), indices=((4,), (5,)), extra={"runs": 5},
+                buffer="c", other=Access("/u/k.cu", 9, "write", (0, 0, 0)), indices=((4,), (5,)), extra=Extra(library="PyTorch"),
                 grids=frozenset({1, 2}), rank=1)
     raw = {**f.to_dict(), "from_a_newer_kprof": True}
     got = childresult.from_data({"version": 1, "status": "ok", "findings": [raw]})

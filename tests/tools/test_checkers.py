@@ -57,8 +57,8 @@ def test_explain_marks_the_findings_of_an_effects_checker_under_the_memory_error
     race = Finding("values", "race", "k", None, None, None, None, 1, "differs", buffer="C")
     other = Finding("values", "race", "k", None, None, None, None, 1, "differs", buffer="D")
     out = checkers.explain([ToolResult("memcheck", "findings", [oob], 1.0), ToolResult("values", "findings", [race, other], 1.0)])
-    assert "memcheck out-of-bounds-write" in out[1].findings[0].extra["explained_by"]
-    assert "explained_by" not in out[1].findings[1].extra and out[0].findings == [oob]
+    assert "memcheck out-of-bounds-write" in out[1].findings[0].extra.explained_by
+    assert out[1].findings[1].extra.explained_by is None and out[0].findings == [oob]
 
 
 _CANARY_NEEDS = Needs(sanitizer=False, alone=True, in_all_programs=False, not_for_tests="the canary is not for tests")

@@ -9,6 +9,7 @@ from helpers import child
 
 from kprof import findings as findings_mod
 from kprof.errors import UsageError
+from kprof.findings import Extra
 from kprof.proc import Completed
 from kprof.tools import compute_sanitizer as sanitize
 
@@ -233,12 +234,12 @@ def test_a_finding_inside_a_cuda_header_goes_to_the_users_call(data_dir):
     xml = (data_dir / "sanitizer" / "syncwarp_mask.synccheck_device.xml").read_text()
     (f,), _ = sanitize.parse_xml(xml, "synccheck")
     assert (f.kernel, Path(f.file).name, f.line, f.count) == ("half_mask", "syncwarp_mask.cu", 16, 3)
-    assert f.kind == "invalid-warp-sync" and f.extra["inlined"] == "__syncwarp at sm_30_intrinsics.hpp:110"
-    assert f.extra["reported_at"].endswith("/include/sm_30_intrinsics.hpp:110")
+    assert f.kind == "invalid-warp-sync" and f.extra.inlined == "__syncwarp at sm_30_intrinsics.hpp:110"
+    assert f.extra.reported_at.endswith("/include/sm_30_intrinsics.hpp:110")
     assert "inlined into this line" in f.detail
     bare = (data_dir / "sanitizer" / "syncwarp_mask.synccheck_no.xml").read_text()
     (g,), _ = sanitize.parse_xml(bare, "synccheck")
-    assert (g.kernel, Path(g.file).name, g.line) == ("__syncwarp", "sm_30_intrinsics.hpp", 110) and not g.extra
+    assert (g.kernel, Path(g.file).name, g.line) == ("__syncwarp", "sm_30_intrinsics.hpp", 110) and g.extra == Extra()
 
 
 @pytest.mark.parametrize("path, header", [

@@ -31,7 +31,7 @@ def test_a_cupy_rawkernel_finding_is_at_the_users_line_not_cupys_deleted_file():
     (f,), _ = cs.parse_xml(text, "memcheck", tool_text=(PROGRAMS / "cupy_shift.memcheck.txt").read_text())
     program = ROOT / "examples" / "cupy_shift.py"
     assert (f.file, f.line) == (str(program), _bug_line(program)) == (str(program), 18)
-    assert f.extra["reported_at"].endswith(".cubin.cu:5") and f.extra["reported_at"].startswith("/tmp/")
+    assert f.extra.reported_at.endswith(".cubin.cu:5") and f.extra.reported_at.startswith("/tmp/")
     assert f.to_dict()["extra"]["source"].startswith("the kernel's source is the string at cupy_shift.py:14")
     report = render.sanitize_report([ToolResult("memcheck", "findings", [f], 1.0)])
     assert "out-of-bounds-read at cupy_shift.py:18 in forward_diff" in report
@@ -60,12 +60,12 @@ def test_an_nvrtc_program_named_by_a_bare_file_name_is_reported_in_its_python_fi
     assert (f.file, f.line) == (str(program), start + 10 - 1)  # line 10 of the source, in the literal
     assert f.other is not None and (f.other.file, f.other.line) == (str(program), start + 10 - 1)
     assert "s[threadIdx.x] += s[threadIdx.x + stride];" in program.read_text().splitlines()[f.line - 1]
-    assert f.extra["reported_at"] == f"{tmp_path}/cwd/block_sum.cu:10"
+    assert f.extra.reported_at == f"{tmp_path}/cwd/block_sum.cu:10"
 
 
 def test_a_file_that_exists_is_never_moved(tmp_path):
     (f,), _ = cs.parse_xml(_recorded("cuda_python_sum.racecheck.xml"), "racecheck")
-    assert f.file == str(ROOT / "examples" / "block_sum.cu") and f.line == 10 and "source" not in f.extra
+    assert f.file == str(ROOT / "examples" / "block_sum.cu") and f.line == 10 and f.extra.source is None
 
 
 KERNEL = 'extern "C" __global__ void scale(float* x, int n) {\n    x[0] = n;\n}\n'
@@ -114,7 +114,7 @@ def test_a_finding_in_torchs_generated_extension_file_says_so(tmp_path):
     text = _recorded("cupy_shift.memcheck.xml").replace(
         "/tmp/tmpw770smz0/d96490bbf61b7b0007299d10beac35c52d47c9d0.cubin.cu", str(build / "cuda.cu"))
     (f,), _ = cs.parse_xml(text, "memcheck")  # the file exists: the line stays, the note says whose file it is
-    assert (f.file, f.line) == (str(build / "cuda.cu"), 5) and "load_inline" in f.extra["source"]
+    assert (f.file, f.line) == (str(build / "cuda.cu"), 5) and "load_inline" in f.extra.source
 
 
 def test_a_kernel_cupy_generated_is_at_the_users_call_and_another_missing_file_is_said(tmp_path):
@@ -125,8 +125,8 @@ def test_a_kernel_cupy_generated_is_at_the_users_call_and_another_missing_file_i
     program.write_text((ROOT / "examples" / "cupy_shift.py").read_text().replace("__global__", "__device__"))
     (f,), _ = cs.parse_xml(_recorded("cupy_shift.memcheck.xml", tmp_path), "memcheck")
     assert (f.file, f.line) == (str(program), 30) and f.launch == f"{program}:30"
-    assert f.extra["source"].startswith("CuPy generated this kernel's source") and f.extra["reported_at"].endswith(":5")
+    assert f.extra.source.startswith("CuPy generated this kernel's source") and f.extra.reported_at.endswith(":5")
     text = _recorded("cuda_python_sum.racecheck.xml", tmp_path / "elsewhere")
     (g,), _ = cs.parse_xml(text, "racecheck")
     assert g.file == f"{tmp_path}/elsewhere/examples/block_sum.cu" and g.line == 10
-    assert "is not a file here: the name the program gave its kernel's source" in g.extra["source"]
+    assert "is not a file here: the name the program gave its kernel's source" in g.extra.source

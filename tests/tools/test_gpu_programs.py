@@ -62,7 +62,7 @@ def test_cupy_read_past_the_end_is_found_only_with_the_pool_off():
     assert [f.kind for f in found.findings][:1] == ["out-of-bounds-read"], found.to_json()
     f = found.findings[0]  # the line of cupy_shift.py in the kernel's string, not CuPy's deleted copy
     assert (f.file, f.line) == (str(EXAMPLES / "cupy_shift.py"), _marked(EXAMPLES / "cupy_shift.py", "// BUG")), f
-    assert f.extra["reported_at"].endswith(".cubin.cu:5"), f
+    assert f.extra.reported_at.endswith(".cubin.cu:5"), f
     assert kprof.sanitize(cmd, tools=["memcheck"], keep_pools=True).clean, "inside CuPy's pool memcheck sees nothing"
     assert kprof.sanitize(cmd + ["--fixed"], tools=["memcheck"]).clean
 
@@ -77,7 +77,7 @@ def test_a_kernel_cupy_generated_is_reported_at_the_call_that_launched_it():
     found = kprof.sanitize([PY, str(program)], tools=["memcheck"])
     (f,) = [f for f in found.findings if f.kind == "out-of-bounds-read"]
     assert (f.file, f.line) == (str(program), _marked(program, "# LAUNCH")), f
-    assert f.extra["source"].startswith("CuPy generated this kernel's source"), f
+    assert f.extra.source.startswith("CuPy generated this kernel's source"), f
 
 
 def test_an_nvrtc_program_with_a_bare_name_is_reported_at_its_python_line(tmp_path):
@@ -89,7 +89,7 @@ def test_an_nvrtc_program_with_a_bare_name_is_reported_at_its_python_line(tmp_pa
     races = [f for f in report.findings if f.kind.startswith("race")]
     assert races, report.to_json()
     assert races[0].file == str(program) and races[0].lines() & {_marked(program, "// BUG")}, races[0]
-    assert races[0].extra["reported_at"].startswith(f"{tmp_path}/block_sum.cu:"), races[0]
+    assert races[0].extra.reported_at.startswith(f"{tmp_path}/block_sum.cu:"), races[0]
     assert kprof.sanitize([PY, str(program), "--fixed"], tools=["racecheck"], cwd=tmp_path).clean
 
 
@@ -179,7 +179,7 @@ def test_a_torch_extension_is_reported_in_the_file_torch_generated_and_said_so()
     found = [f for f in report.findings if f.kind == "out-of-bounds-read"]
     assert len(found) == 1, report.to_json()
     f = found[0]
-    assert f.file.endswith("/cuda.cu") and "load_inline" in f.extra.get("source", ""), f
+    assert f.file.endswith("/cuda.cu") and "load_inline" in (f.extra.source or ""), f
     assert "// BUG" in Path(f.file).read_text().splitlines()[f.line - 1], f
     assert f.launch == f"{program}:{_marked(program, '# LAUNCH')}", f
     assert kprof.sanitize([PY, str(program), "--fixed"], tools=["memcheck"], timeout=600).clean

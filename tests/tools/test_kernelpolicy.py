@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from kprof.findings import Finding
+from kprof.findings import Extra, Finding
 from kprof.tools import compute_sanitizer, coverage, kernelpolicy, suiteevents
 from kprof.tools.checker import Settings
 from kprof.tools.toolrun import ToolResult
@@ -123,7 +123,7 @@ def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_
     nccl, nccl_big = at("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), at("ncclDevKernel_AllReduce_Sum_f32_RING_LL", size=64)
     kept, notes = kernelpolicy.libraries_own([mine, gemm, nccl, nccl_big])
     assert [f.kernel for f in kept] == ["scale", gemm.kernel, nccl.kernel] and kept[0] == mine
-    assert kept[1].extra == {"library": "PyTorch"} and kept[2].size == 64 and kept[2].extra["library"] == "NCCL"
+    assert kept[1].extra == Extra(library="PyTorch") and kept[2].size == 64 and kept[2].extra.library == "NCCL"
     (note,) = notes
     assert "16 bytes in NCCL's ncclDevKernel_AllReduce_Sum_f32_RING_LL (3 record(s))" in note and "nccl#265" in note
     text = render.sanitize_report([ToolResult("memcheck", "findings", kept, 1.0, "")])
@@ -138,7 +138,7 @@ COPY = "_ZN2at6native27unrolled_elementwise_kernelINS0_21direct_copy_kernel_cuda
 
 def _uninit(kernel: str, library: str | None) -> Finding:
     return Finding("initcheck", "uninitialized-read", kernel, None, None, (96, 0, 0), (225, 0, 0), 257,
-                   "Uninitialized __global__ memory read of size 2 bytes", extra={"library": library} if library else {})
+                   "Uninitialized __global__ memory read of size 2 bytes", extra=Extra(library=library))
 
 
 def _initcheck(*found: Finding) -> ToolResult:
@@ -206,7 +206,7 @@ def test_racecheck_before_2026_4_checks_cublas_tma_gemms_all_the_same():
 
 def _hazard(kernel: str) -> Finding:
     return Finding("racecheck", "race-war", kernel, None, None, None, None, 200, "Potential WAR hazard detected",
-                   extra={"library": "cuBLAS"})
+                   extra=Extra(library="cuBLAS"))
 
 
 def test_racecheck_hazards_inside_an_nvjet_gemm_are_set_aside_before_2026_4_only():
@@ -239,7 +239,7 @@ def test_a_kernel_named_in_short_is_told_a_librarys_by_the_module_that_launched_
                                               "initcheck")
     assert found.kernel == "unrolled_elementwise_kernel" and kernelpolicy.library_of(found.kernel) is None
     (mine,), _ = kernelpolicy.libraries_own([found])
-    assert mine.extra["library"] == "PyTorch"
+    assert mine.extra.library == "PyTorch"
     done = kernelpolicy.unseen_writes(_initcheck(mine), [NVJET])
     assert done.status == "clean" and not done.findings and NVJET in done.notes[0]
 

@@ -509,8 +509,8 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     other = Finding("values", "wrong-result", "tiled_matmul_no_bounds", "/k/t.cu", None, None, None, 1, "D", buffer="D")
     results = explain([ToolResult("memcheck", "findings", [oob], 1.0), ToolResult("values", "findings", vals + [other], 1.0)])
     marked = results[1].findings
-    assert all(f.extra["explained_by"] == "memcheck out-of-bounds-write at t.cu:15" for f in marked[:3])
-    assert "explained_by" not in marked[3].extra
+    assert all(f.extra.explained_by == "memcheck out-of-bounds-write at t.cu:15" for f in marked[:3])
+    assert marked[3].extra.explained_by is None
     text = render.sanitize_report(results)
     assert text.count("consequence (values)") == 3
     headlines = [ln for ln in text.splitlines() if ln.startswith("- ")]
@@ -648,7 +648,7 @@ def test_a_read_inside_a_cuda_header_runs_initcheck_again_with_device_frames(fak
     result = compute_sanitizer.run_program([sys.executable, "-c", "pass"], "initcheck", timeout=60)
     assert [json.loads(line) for line in calls.read_text().splitlines()] == [True, False]
     f = result.findings[0]
-    assert (f.file, f.line) == ("/src/scale.cu", 12) and f.extra["reported_at"].endswith("sm_32_intrinsics.hpp:95")
+    assert (f.file, f.line) == ("/src/scale.cu", 12) and f.extra.reported_at.endswith("sm_32_intrinsics.hpp:95")
     assert any("device frames" in n for n in result.notes)
 
 

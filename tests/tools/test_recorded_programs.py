@@ -115,7 +115,7 @@ def test_a_kernel_cupy_generated_is_at_the_call_that_launched_it():
     (f,), _ = _parse("cupy_elementwise.memcheck", "memcheck")
     program = EXAMPLES / "cupy_elementwise.py"
     assert (f.kind, f.file, f.line) == ("out-of-bounds-read", str(program), _marked(program, "# LAUNCH")), f
-    assert f.extra["source"].startswith("CuPy generated this kernel's source") and f.extra["reported_at"].endswith(".cubin.cu:14")
+    assert f.extra.source.startswith("CuPy generated this kernel's source") and f.extra.reported_at.endswith(".cubin.cu:14")
 
 
 def test_an_nvrtc_program_named_by_a_bare_file_name_is_at_the_string_in_its_python_file():
@@ -124,7 +124,7 @@ def test_an_nvrtc_program_named_by_a_bare_file_name_is_at_the_string_in_its_pyth
     (f,), _ = _parse("nvrtc_inline.racecheck", "racecheck")
     program = EXAMPLES / "nvrtc_inline.py"
     assert f.kind == "race-raw" and f.file == str(program) and _marked(program, "// BUG") in f.lines(), f
-    assert f.extra["reported_at"].endswith("/block_sum.cu:5") and "a file that no longer exists" in f.extra["source"]
+    assert f.extra.reported_at.endswith("/block_sum.cu:5") and "a file that no longer exists" in f.extra.source
     assert f.launch == f"{EXAMPLES / 'cuda_python_sum.py'}:60"  # nvrtc_inline.py runs cuda_python_sum's main()
 
 
