@@ -40,6 +40,20 @@ class Summary:
         return cls(int(d["n"]), *(float(d[k]) for k in ("median", "q1", "q3", "min", "max", "mean", "stdev")))
 
 
+_FIELDS = ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")
+
+
+def summary_of(value: object) -> Summary | None:
+    """A summary from a record kprof wrote (:meth:`Summary.to_dict`), typed; None where there is none, or it lacks
+    a number (a point that failed, a result of another kprof)."""
+    if isinstance(value, Summary) or value is None:
+        return value
+    if not isinstance(value, dict) or not all(isinstance(value.get(k), (int, float)) and not isinstance(value.get(k), bool)
+                                              for k in _FIELDS):
+        return None
+    return Summary.of(value)
+
+
 def summarize(samples: list[float]) -> Summary:
     if not samples:
         raise ValueError("no samples")

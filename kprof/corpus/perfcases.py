@@ -200,7 +200,7 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
 
     try:
         report = bench([case.name, f"{case.name}_fixed"])
-        times = {p.kernel: (p.summary or {}).get("median") if p.status == "ok" else None for p in report.points}
+        times = {p.kernel: p.summary.median if p.status == "ok" and p.summary else None for p in report.points}
         bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
         bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
                if p.status != "ok"]

@@ -89,7 +89,7 @@ def measured(report: Any, define: str, original: str, values: list[str]) -> list
     original's from the same run (a failed verdict is a try that did not work, with its status)."""
     times: dict[str, tuple[str, float | None, str]] = {}
     for pt in report.points:
-        med = (pt.summary or {}).get("median") if pt.status == "ok" else None
+        med = pt.summary.median if pt.status == "ok" and pt.summary else None
         times[str(pt.params.get(define))] = (pt.status, med, getattr(pt, "message", "") or "")
     base = times.get(original, ("error", None, ""))[1]
     out = []

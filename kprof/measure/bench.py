@@ -83,7 +83,7 @@ class BaselineResult:
     baseline: str  # what the JSON keeps (kprof.spec.baseline.Baseline.stored)
     baseline_name: str  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
     baseline_kind: baseline_mod.Kind | None = None  # Baseline.kind, kept beside it (None: told by ``baseline``)
-    baseline_summary: dict[str, Any] | None = None
+    baseline_summary: stats.Summary | None = None
     baseline_flops_per_s: float | None = None
     baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
     baseline_of_ceiling: float | None = None  # baseline_bytes_per_s of the measured ceiling for the kernel's mix
@@ -97,6 +97,7 @@ class BaselineResult:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["baseline_summary"] = self.baseline_summary.to_dict() if self.baseline_summary else None
         out["baseline_integrity"] = list(self.baseline_integrity)
         out["baseline_call_kernels"] = [list(k) for k in self.baseline_call_kernels]
         return out
@@ -114,6 +115,7 @@ class BaselineResult:
     def from_dict(cls, data: dict[str, Any]) -> BaselineResult:
         known = {f.name for f in fields(cls)}
         got = {k: v for k, v in data.items() if k in known}
+        got["baseline_summary"] = stats.summary_of(got.get("baseline_summary"))
         if "baseline_integrity" in got:
             got["baseline_integrity"] = tuple(got["baseline_integrity"] or ())
         if "baseline_call_kernels" in got:
@@ -135,7 +137,7 @@ class PointResult:
     params: dict[str, str]
     mode: str
     status: str  # ok | failed-verification | error
-    summary: dict[str, Any] | None = None
+    summary: stats.Summary | None = None
     stop: str | None = None
     stable: bool | None = None
     batch: int | None = None
@@ -153,7 +155,7 @@ class PointResult:
     timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
     timer_note: str | None = None  # why CUPTI was not used, when it was asked for by auto
     cupti_hw_trace: bool | None = None  # CUPTI's hardware-trace timestamps were on (KPROF_CUPTI_HW_TRACE=1)
-    event_summary: dict[str, Any] | None = None  # the CUDA events' reading of the same samples
+    event_summary: stats.Summary | None = None  # the CUDA events' reading of the same samples
     telemetry_before: dict[str, Any] | None = None
     telemetry_after: dict[str, Any] | None = None
     warnings: tuple[str, ...] = ()
@@ -178,7 +180,7 @@ class PointResult:
         return self.first.baseline_name if self.first else None
 
     @property
-    def baseline_summary(self) -> dict[str, Any] | None:
+    def baseline_summary(self) -> stats.Summary | None:
         return self.first.baseline_summary if self.first else None
 
     @property
@@ -225,6 +227,8 @@ class PointResult:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("baselines")
+        out["summary"] = self.summary.to_dict() if self.summary else None
+        out["event_summary"] = self.event_summary.to_dict() if self.event_summary else None
         out["warnings"] = list(self.warnings)
         out["integrity"], out["integrity_checked"] = list(self.integrity), list(self.integrity_checked)
         out["call_kernels"] = [list(k) for k in self.call_kernels]
@@ -240,6 +244,8 @@ class PointResult:
         out: dict[str, Any] = {k: v for k, v in data.items() if k in known}
         if "of_copy_peak" in data and "of_ceiling" not in data:
             out.update(of_ceiling=data["of_copy_peak"], mix="copy")
+        out["summary"] = stats.summary_of(data.get("summary"))
+        out["event_summary"] = stats.summary_of(data.get("event_summary"))
         out["warnings"] = tuple(data.get("warnings") or ())
         out["integrity"] = tuple(data.get("integrity") or ())
         out["integrity_checked"] = tuple(data.get("integrity_checked") or ())
@@ -342,12 +348,12 @@ def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: fl
     if not stable:
         warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped by {timing.stop})")
     warnings += [f"integrity: {flag}" for flag in timing.integrity]
-    return replace(point, status="ok", summary=summary.to_dict(), stop=timing.stop, batch=timing.batch,
+    return replace(point, status="ok", summary=summary, stop=timing.stop, batch=timing.batch,
                    integrity=timing.integrity, integrity_checked=timing.integrity_checked,
                    integrity_seconds=timing.integrity_seconds,
                    timer=timing.timer, timer_note=timing.timer_note, cupti_hw_trace=timing.cupti_hw_trace,
                    call_kernels=timing.call_kernels,
-                   event_summary=stats.summarize(list(timing.event_samples)).to_dict() if timing.event_samples else None,
+                   event_summary=stats.summarize(list(timing.event_samples)) if timing.event_samples else None,
                    stable=stable, flops_per_s=stats.throughput(resolved.flops, summary.median),
                    bytes_per_s=stats.throughput(resolved.bytes, summary.median), warnings=tuple(warnings)), summary
 
@@ -372,7 +378,7 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
         notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by {point.timer}")
     bsum = stats.summarize(list(got.timing.samples))
     return BaselineResult(
-        base.stored(), name, base.kind, baseline_summary=bsum.to_dict(), baseline_kernels=got.timing.kernels_per_call,
+        base.stored(), name, base.kind, baseline_summary=bsum, baseline_kernels=got.timing.kernels_per_call,
         baseline_call_kernels=got.timing.call_kernels,
         baseline_prepare_s=got.baseline.prepare_s if got.baseline else None,
         baseline_framework=got.baseline.framework if got.baseline else None, math_mode=got.math_mode,

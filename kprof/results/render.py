@@ -499,10 +499,10 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
     rows = []
     for r in results:
         point = " ".join([f"{k}={v}" for k, v in r.sizes.items()] + [f"{k}={v}" for k, v in r.params.items()])
-        if r.status != "ok":
+        s = r.summary
+        if r.status != "ok" or s is None:
             rows.append((r.kernel, point, r.status.upper(), "", "", "", "", "", "", "", "", ""))
             continue
-        s = r.summary or {}
         base = "-"
         if r.of_baseline is not None:
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
@@ -512,7 +512,7 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
                     else f"{r.of_baseline:.2f}x faster than {label}" if r.of_baseline >= 1
                     else f"{1 / r.of_baseline:.2f}x slower than {label}")
         rows.append((
-            r.kernel, point, _us(s["median"]), f"{_us(s['q1'])}-{_us(s['q3'])}", f"{s['rel_stdev']:.1%}", r.stop or "",
+            r.kernel, point, _us(s.median), f"{_us(s.q1)}-{_us(s.q3)}", f"{s.rel_stdev:.1%}", r.stop or "",
             si(r.flops_per_s, "FLOP/s") if r.flops_per_s else "-", si(r.bytes_per_s, "B/s") if r.bytes_per_s else "-",
             _pct(r.of_fma_peak) if r.of_fma_peak else "-",
             f"{_pct(r.of_ceiling)} {r.mix}" if r.of_ceiling and r.bytes_per_s else "-",
@@ -526,14 +526,14 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
                     and r.flops and r.bytes and r.flops >= r.bytes else si(r.baseline_bytes_per_s or 0, "B/s"))
             label = r.first.label if r.first else "-"
             out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {label} "
-                       f"median {_us(r.baseline_summary['median'])} us ({rate})"
+                       f"median {_us(r.baseline_summary.median)} us ({rate})"
                        + "".join(f", {e}" for e in _baseline_notes(r.first)))
         for more in r.others:
             if more.of_baseline and more.baseline_summary:
                 ratio = more.of_baseline
                 faster = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
                 out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {faster} "
-                           f"{more.label} (median {_us(more.baseline_summary['median'])} us"
+                           f"{more.label} (median {_us(more.baseline_summary.median)} us"
                            + "".join(f", {n}" for n in _baseline_notes(more)) + ")")
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")

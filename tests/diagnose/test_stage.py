@@ -377,9 +377,9 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
         if params:  # a try: PER=8 (the original), then the values tried
             define, values = params[0].split("=")
             return SimpleNamespace(points=[SimpleNamespace(kernel=names[0], status="ok", params={define: v},
-                                                           summary={"median": 1.0e-3 * int(v) / 8 + 0.5e-3}, message="")
+                                                           summary=SimpleNamespace(median=1.0e-3 * int(v) / 8 + 0.5e-3), message="")
                                            for v in values.split(",")])
-        return SimpleNamespace(points=[SimpleNamespace(kernel=n, status="ok", params={}, summary={"median": times[n]},
+        return SimpleNamespace(points=[SimpleNamespace(kernel=n, status="ok", params={}, summary=SimpleNamespace(median=times[n]),
                                                        message="", call_kernels=((n, times[n]),)) for n in names])
 
     def profile(prepared, params, report_dir=None, **kw):

@@ -128,7 +128,7 @@ def test_history_concurrent_writers(tmp_path):
 
 def _point(name, n, median, spread=0.001):
     samples = [median * (1 + spread * d) for d in (-1, 0, 1, 0, 0)]
-    return bench.PointResult(name, {"N": n}, {}, "cold", "ok", summary=stats.summarize(samples).to_dict(), stop="noise")
+    return bench.PointResult(name, {"N": n}, {}, "cold", "ok", summary=stats.summarize(samples), stop="noise")
 
 
 def test_interrupted_sweep_keeps_every_finished_point(as_if_a_gpu, tmp_path, monkeypatch, capsys):
@@ -265,7 +265,7 @@ def test_spec_baselines_read_as_speedups():
     from kprof.results import render
 
     p = _point("rmsnorm_onepass", 1024, 1e-3)
-    unfused = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=dict(p.summary, median=3.4e-3),
+    unfused = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=replace(p.summary, median=3.4e-3),
                                    baseline_bytes_per_s=1.18e12, of_baseline=3.4)
     p = replace(p, bytes_per_s=4e12, timer="cupti", baselines=(unfused,))
     text = render.bench_table([p], None, None)
@@ -317,7 +317,7 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
 
     big = bench.run_point(plan(2**26), None, timeout=10)
     small = bench.run_point(plan(2**20), None, timeout=10)
-    assert big.timer == "cupti" and big.event_summary["median"] == 1.02e-4
+    assert big.timer == "cupti" and big.event_summary.median == 1.02e-4
     assert any("--timer events" in w for w in big.warnings)
     assert not any("--timer events" in w for w in small.warnings)
 
@@ -565,3 +565,17 @@ def test_a_baselines_kind_travels_typed_to_the_table_and_back_from_json():
     back = bench.BaselineResult.from_dict(old)
     assert back.baseline_kind == "python" and back.label == "torch"
     assert bench.BaselineResult("rmsnorm_unfused", "").label == "rmsnorm_unfused"
+
+
+def test_a_points_timing_summaries_are_typed_and_its_json_keeps_their_numbers():
+    """A point's summary, its events' and each baseline's are Summary objects in the parent; the JSON has their
+    numbers as before (rel_stdev and rel_iqr included), and a summary that lacks one reads back as none."""
+    p = _point("vector_add", 1024, 1e-4)
+    base = bench.BaselineResult("cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary)
+    p = replace(p, baselines=(base,), event_summary=p.summary)
+    data = p.to_dict()
+    assert data["summary"]["median"] == p.summary.median and "rel_stdev" in data["summary"]
+    assert data["baseline_summary"] == data["summary"] == data["event_summary"]
+    back = bench.PointResult.from_dict(data)
+    assert back.summary == p.summary and back.baseline_summary == p.summary and back.event_summary == p.summary
+    assert bench.PointResult.from_dict({**data, "summary": {"median": 1.0}}).summary is None

@@ -11,6 +11,7 @@ import pytest
 from helpers import child
 
 from kprof import spec as spec_mod
+from kprof import stats
 from kprof.commands import pipeline
 from kprof.errors import SpecError, UsageError
 from kprof.measure import bench
@@ -293,10 +294,10 @@ def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
     unfused, compiled = point.baselines
     assert (compiled.label, unfused.label) == ("torch.compile", "rmsnorm_unfused")
     result = bench.PointResult.from_dict({"kernel": "rmsnorm_onepass", "sizes": {"R": 8}, "params": {}, "mode": "cold",
-        "status": "ok", "summary": {"median": 2e-6, "q1": 2e-6, "q3": 2e-6, "rel_stdev": 0.0},
+        "status": "ok", "summary": stats.summarize([2e-6]).to_dict(),
         "baseline": "rmsnorm_unfused", "of_baseline": 3.0, "baseline_name": "rmsnorm_unfused", "more_baselines": [{
             "baseline": compiled.stored(), "baseline_name": "torch.compile", "of_baseline": 0.5,
-            "baseline_summary": {"median": 1e-6}}]})  # as a bench JSON has it
+            "baseline_summary": stats.summarize([1e-6]).to_dict()}]})  # as a bench JSON has it
     text = render.bench_table([result], None, None)
     assert "3.00x faster than rmsnorm_unfused" in text and "2.00x slower than torch.compile (median 1.0 us" in text
     assert "torch_ops.py" not in text and compiled.ref.label() == "torch_ops.py:rms_norm_compiled"
