@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from kprof.inputs import scalar_fields
+
 KINDS = {
     "out-of-bounds-read": "a read outside every allocation (or outside a shared/local array)",
     "out-of-bounds-write": "a write outside every allocation (or outside a shared/local array)",
@@ -66,15 +68,7 @@ class Extra:
     @classmethod
     def from_dict(cls, raw: object) -> Extra:
         """As :meth:`to_dict` wrote it; a key it does not know, or a value of the wrong type, is dropped."""
-        if not isinstance(raw, dict):
-            return cls()
-        kept: dict[str, object] = {}
-        for f in fields(cls):
-            v = raw.get(f.name)
-            if (f.type == "str | None" and isinstance(v, str)) or (
-                    f.type == "int | None" and isinstance(v, int) and not isinstance(v, bool)):
-                kept[f.name] = v
-        return cls(**kept)  # type: ignore[arg-type]
+        return cls(**scalar_fields(cls, raw))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

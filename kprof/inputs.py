@@ -216,6 +216,22 @@ def read_text(path: str | Path, what: str, *, limit: int, errors: str = "strict"
 _UINT = re.compile(r"[0-9]{1,20}|0[xX][0-9a-fA-F]{1,16}")
 
 
+def scalar_fields(cls: type, raw: object) -> dict[str, object]:
+    """The fields of dataclass ``cls`` that a record kprof wrote (``raw``, a dict from JSON) holds with the right
+    type, for the fields annotated ``str``, ``int`` or either ``| None``; a key it does not know, a value of the
+    wrong type (a bool for an int) and a record that is not a dict are dropped. Pure."""
+    import dataclasses
+
+    if not isinstance(raw, dict):
+        return {}
+    kept: dict[str, object] = {}
+    for f in dataclasses.fields(cls):
+        v, kind = raw.get(f.name), str(f.type).removesuffix(" | None")
+        if (kind == "str" and isinstance(v, str)) or (kind == "int" and isinstance(v, int) and not isinstance(v, bool)):
+            kept[f.name] = v
+    return kept
+
+
 def report_uint(text: str | None) -> int | None:
     """A whole number a tool wrote in a report (a line, an address, a size), or None when the field is
     missing, not a number, or outside 64 bits unsigned. ASCII digits only (``int()`` takes ``'٣'`` and

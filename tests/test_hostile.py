@@ -432,12 +432,13 @@ def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
     hazard record (records squared). 20,000 of each now join through one index."""
     from dataclasses import replace
 
+    from kprof.findings import Extra
     from kprof.tools import compute_sanitizer as cs
 
     data = Path(__file__).resolve().parent / "data" / "sanitizer"
     hazard = cs.parse_xml((data / "rec_race.racecheck_all_trimmed.xml").read_text(), "racecheck")[0][0]
     hazards = [replace(hazard, line=k + 1, other=replace(hazard.other, line=k + 2)) for k in range(20_000)]
-    analyses = [replace(h, thread=None, block=None, extra={}) for h in reversed(hazards)]
+    analyses = [replace(h, thread=None, block=None, extra=Extra()) for h in reversed(hazards)]
     start = time.monotonic()
     joined = cs._join_races(hazards, analyses)
     assert time.monotonic() - start < 5

@@ -10,12 +10,13 @@ as a :class:`ChildError`, a timing as :class:`Timing`, a Python callable the chi
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
 from kprof.errors import ErrorKind, ResultError
 from kprof.findings import Allocation, Finding, allocation_of
+from kprof.inputs import scalar_fields
 
 RESULT_VERSION = 1
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a values run's findings, a long timing's samples
@@ -208,12 +209,7 @@ def device_of(value: object) -> DeviceInfo | None:
         return value
     if not isinstance(value, dict) or not value:
         return None
-    kept: dict[str, object] = {}
-    for f in fields(DeviceInfo):
-        v = value.get(f.name)
-        if (f.type == "str" and isinstance(v, str)) or (f.type == "int" and isinstance(v, int) and not isinstance(v, bool)):
-            kept[f.name] = v
-    return DeviceInfo(**kept)  # type: ignore[arg-type]
+    return DeviceInfo(**scalar_fields(DeviceInfo, value))  # type: ignore[arg-type]
 
 
 def from_data(data: object) -> ChildResult:

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,7 +235,6 @@ def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = 
     return out
 
 
-_SUMMARY = ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")
 MAX_ROW_TEXT = 4 * 1024 * 1024  # one stored point's JSON: a few KB in practice
 
 
@@ -274,14 +273,13 @@ def _summary(stored: object) -> Summary | None:
 
     if stored is None:
         return None
-    if not isinstance(stored, dict) or not all(
-            isinstance(stored.get(k), (int, float)) and not isinstance(stored.get(k), bool) for k in _SUMMARY):
-        raise ValueError("not a timing summary")
     try:
-        summary = stats.Summary.of(stored)
+        summary = stats.summary_of(stored)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError("not a timing summary") from None
-    if not all(math.isfinite(stored[k]) and stored[k] >= 0 for k in _SUMMARY) or summary.median <= 0:
+        summary = None
+    if summary is None:
+        raise ValueError("not a timing summary")
+    if not all(math.isfinite(v) and v >= 0 for v in astuple(summary)) or summary.median <= 0:
         raise ValueError("a time of 0 or below, or not a number")
     return summary
 

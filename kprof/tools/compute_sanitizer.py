@@ -74,7 +74,12 @@ def version(exe: str | Path) -> str:
         done = proc.run([str(exe), "--version"], timeout=30)
     except (OSError, KprofError):
         return ""
-    found = _VERSION.search(done.stdout)
+    return parse_version(done.stdout)
+
+
+def parse_version(text: str) -> str:
+    """``2025.3.1`` from what ``--version`` prints ("Version 2025.3.1.0 (build ...)"), '' without one. Pure."""
+    found = _VERSION.search(text)
     return ".".join(found.groups()) if found else ""
 
 

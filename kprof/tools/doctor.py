@@ -128,10 +128,10 @@ def _tool(name: str, flag: str) -> Check:
 
 def _sanitizer_advice(text: str) -> str:
     """What an older compute-sanitizer means for kprof's checks (kprof.tools.kernelpolicy), said beside its version."""
-    from kprof.tools import kernelpolicy
+    from kprof.tools import compute_sanitizer, kernelpolicy
 
-    found = re.search(r"Version ([0-9]{4})\.([0-9]{1,3})\.([0-9]{1,3})", text)
-    if found is None or not kernelpolicy.older(".".join(found.groups()), kernelpolicy.RACECHECK_SEES_TMA):
+    version = compute_sanitizer.parse_version(text)
+    if not version or not kernelpolicy.older(version, kernelpolicy.RACECHECK_SEES_TMA):
         return ""
     return (f"; older than 2026.4, whose racecheck sees cuBLAS's TMA GEMMs on Hopper right (kprof checks them with "
             f"this one and sets its hazards there aside): {kernelpolicy.NEWER_TOOL}")
