@@ -48,6 +48,10 @@
 #            with the default backtrace and with device frames, the cubin's SASS with inline line information;
 #            with CS_NEW=PATH (a newer compute-sanitizer, e.g. the nvidia-cuda-sanitizer-api wheel's), its
 #            version and the same records under it, and (CS_NEW_CASES=1) kprof cases under it
+#   newchecks  issue 54's newest checks: the corpus cases only a newer compute-sanitizer checks (NEW_CASES),
+#            each and its twin run (kprof run), then recorded raw under this machine's compute-sanitizer and
+#            CS_NEW (scripts/record_tool_output.py --cases); kprof cases over the whole corpus under both; kprof
+#            sanitize of the tensor-core kernels (TC_KERNELS) under both
 #   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
@@ -398,6 +402,23 @@ if has inline; then  # issue 54: the user's line for inlined intrinsics, and the
         step cs-new-help "$CS_NEW" --help
         [ "${CS_NEW_CASES:-0}" = 1 ] && json cases-cs-new env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF cases
     fi
+fi
+if has newchecks; then  # issue 54: what only a newer compute-sanitizer checks, and the corpus matrix under both
+    NC=$LOGS/newchecks
+    mkdir -p "$NC"
+    new_cases=${NEW_CASES:-missing_proxy_fence mbarrier_double_init tma_box_overflow}
+    for c in $new_cases; do
+        step "run-$c" $KPROF run "$c"
+        step "run-${c}_fixed" $KPROF run "${c}_fixed"
+    done
+    step record-cases-machine python3 scripts/record_tool_output.py "$NC/machine" --cases $new_cases
+    [ -n "${CS_NEW:-}" ] && step record-cases-new python3 scripts/record_tool_output.py "$NC/new" --cases $new_cases --exe "$CS_NEW"
+    json cases-machine $KPROF cases
+    [ -n "${CS_NEW:-}" ] && json cases-new env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF cases
+    for k in ${TC_KERNELS:-mma_matmul wgmma_matmul wgmma_attention wgmma_attention_causal flash_attention async_matmul}; do
+        step "sanitize-$k-machine" $KPROF sanitize "$k"
+        [ -n "${CS_NEW:-}" ] && step "sanitize-$k-new" env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF sanitize "$k"
+    done
 fi
 if has integrity; then
     step install-integrity python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .

@@ -1,11 +1,16 @@
 """Record real compute-sanitizer and ncu output on a GPU machine, for parser tests in tests/data/.
 
     python3 scripts/record_tool_output.py OUTDIR
+    python3 scripts/record_tool_output.py OUTDIR --cases CASE... [--exe COMPUTE_SANITIZER]
 
 Each recording is the tool wrapping kprof's own runner on a small kernel from tests/data/kernels
 (or a ladder kernel), exactly as kprof runs it. Files: NAME.TOOL.xml (the --save output),
 NAME.TOOL.txt (what the tool printed), plus the job's allocations (NAME.result.json), so tests can
 map addresses to buffers. Also records `compute-sanitizer --help` and `ncu --help`.
+
+``--cases``: each named sanitizer case and its fixed twin under the case's tool, with the argv kprof
+builds for that tool and version (``compute_sanitizer.build_argv``), by ``--exe`` (default: the one kprof
+finds): CASE.TOOL.{xml,txt} and CASE_fixed.TOOL.{xml,txt}, and the version in version.txt.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ def wrap(out: Path, name: str, tool_argv: list[str], job: Job, timeout: float = 
         jp, rp = Path(tmp) / "job.json", Path(tmp) / "result.json"
         jp.write_text(job.to_json())
         argv = tool_argv + launch.runner_argv(jp, rp)
-        done = proc.run(argv, timeout=timeout, env=launch.child_env())
+        done = proc.run(argv, timeout=timeout, env=proc.child_env())
         (out / f"{name}.txt").write_text(
             f"$ {' '.join(argv)}\n# rc={done.returncode} timed_out={done.timed_out} seconds={done.seconds:.2f}\n"
             f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}\n"
@@ -116,5 +121,31 @@ def main(out: Path) -> int:
     return 0
 
 
+def record_cases(out: Path, names: list[str], exe: str) -> int:
+    """Each case and its twin under the case's tool, as kprof runs that tool (see the module's docstring)."""
+    from kprof.corpus import cases
+    from kprof.tools import compute_sanitizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    version = compute_sanitizer.version(exe)
+    (out / "version.txt").write_text(f"{exe}\n{version}\n")
+    for name in names:
+        case = cases.load_case(catalog.load(name))
+        tool = case.expect.tool
+        for spec in (case.spec, case.spec.twin_spec()):
+            prepared = pipeline.prepare(spec, preset="sanitize")
+            job = prepared.job(RunMode(verify=False, poison=tool != "initcheck"))
+            xml = out / f"{spec.name}.{tool}.xml"
+            wrap(out, f"{spec.name}.{tool}", compute_sanitizer.build_argv(exe, tool, xml, tool_version=version), job)
+    return 0
+
+
 if __name__ == "__main__":
+    if "--cases" in sys.argv:
+        args = sys.argv[1:]
+        exe_at = args.index("--exe") if "--exe" in args else None
+        exe = args[exe_at + 1] if exe_at is not None else str(proc.find_tool("compute-sanitizer"))
+        names = [a for i, a in enumerate(args[args.index("--cases") + 1:], args.index("--cases") + 1)
+                 if a != "--exe" and (exe_at is None or i != exe_at + 1)]
+        sys.exit(record_cases(Path(args[0]), names, exe))
     sys.exit(main(Path(sys.argv[1])))

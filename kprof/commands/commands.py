@@ -285,7 +285,8 @@ def cmd_cases(opts: CasesOptions) -> int:
         print(f"  {name}: not run on this GPU: {why}", file=sys.stderr, flush=True)
     if not opts.json:
         for result in results:
-            print(f"  {result.case.name} ({result.case.expect.tool}): {'ok' if result.ok else 'MISS'}",
+            said = "MISS" if not result.ok else f"needs {result.case.expect.since}" if result.unseen else "ok"
+            print(f"  {result.case.name} ({result.case.expect.tool}): {said}",
                   file=sys.stderr, flush=True)
     _emit_json([r.to_dict() for r in results]) if opts.json else print(render.cases_matrix(results))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED

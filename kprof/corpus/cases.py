@@ -4,7 +4,9 @@ line, and a fixed twin (``twin:``) that must come out clean.
 
 ``expect`` fields: ``tool`` (a compute-sanitizer tool or ``values``), ``kind`` (the findings
 vocabulary), ``line`` (default: the line marked ``// BUG``), ``buffer`` (the buffer the finding
-must name, optional), and ``caught: false`` with ``why`` where no detector honestly can.
+must name, optional), ``caught: false`` with ``why`` where no detector honestly can, and ``since``
+(the oldest compute-sanitizer that checks for the bug, "2026.4"): under an older one the case is counted
+apart, as one that version cannot see, not as a miss (its twin must still be clean).
 
 The buggy kernel runs under its case's tool; the twin under every checker of the registry
 (:mod:`kprof.tools.checkers`: the four sanitizers and ``values``), and must be clean under all of
@@ -30,11 +32,12 @@ from kprof import spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
 from kprof.launch.job import Job
-from kprof.tools import checkers
+from kprof.tools import checkers, kernelpolicy
 from kprof.tools.checker import Settings
 from kprof.tools.toolrun import ToolResult
 
 _BUG = re.compile(r"//\s*BUG\b")
+_SINCE = re.compile(r"\d{4}\.\d+")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Expect:
     buffer: str | None
     caught: bool
     why: str
+    since: str = ""  # the oldest compute-sanitizer version that checks for this bug ("2026.4"); '' for any
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ class Case:
             "name": self.name, "description": self.spec.description, "source": str(self.spec.source),
             "twin": str(self.spec.twin), "tool": self.expect.tool, "kind": self.expect.kind,
             "line": self.expect.line, "buffer": self.expect.buffer, "caught": self.expect.caught,
-            "why": self.expect.why,
+            "why": self.expect.why, "since": self.expect.since,
         }  # fmt: skip
 
 
@@ -74,9 +78,10 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
         raise SpecError(where, "expect", "a sanitizer case needs expect: {tool, kind} (and line, buffer)")
     if spec.twin is None:
         raise SpecError(where, "twin", "a sanitizer case needs its fixed twin: twin: NAME_fixed.cu")
-    extra = set(raw) - {"tool", "kind", "line", "buffer", "caught", "why"}
+    extra = set(raw) - {"tool", "kind", "line", "buffer", "caught", "why", "since"}
     if extra:
-        raise SpecError(where, f"expect.{sorted(extra)[0]}", "unknown field (known: tool, kind, line, buffer, caught, why)")
+        raise SpecError(where, f"expect.{sorted(extra)[0]}",
+                        "unknown field (known: tool, kind, line, buffer, caught, why, since)")
     tool, kind = raw.get("tool"), raw.get("kind")
     if tool not in checkers.names():
         raise SpecError(where, "expect.tool", f"{tool!r} must be one of {', '.join(checkers.names())}")
@@ -95,7 +100,12 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
     buffer = raw.get("buffer")
     if buffer is not None and buffer not in {b.name for b in spec.buffers}:
         raise SpecError(where, "expect.buffer", f"{buffer!r} is not a buffer of this kernel")
-    return Case(spec.name, spec, Expect(tool, kind, line, buffer, caught, str(why)))
+    since = raw.get("since", "")
+    if not isinstance(since, str) or (since and not _SINCE.fullmatch(since)):
+        raise SpecError(where, "expect.since", f"{since!r} must be a compute-sanitizer version in quotes, e.g. \"2026.4\"")
+    if since and tool not in checkers.sanitizers():
+        raise SpecError(where, "expect.since", f"{tool} is kprof's own detector; since: names a compute-sanitizer version")
+    return Case(spec.name, spec, Expect(tool, kind, line, buffer, caught, str(why), since))
 
 
 def load_all(specs: list[spec_mod.KernelSpec]) -> list[Case]:
@@ -128,6 +138,15 @@ class CaseResult:
         return any(matches(self.case, f) for f in self.bug.findings)
 
     @property
+    def unseen(self) -> bool:
+        """The bug needs a newer compute-sanitizer than the one that ran (``expect.since``) and was not found."""
+        since = self.case.expect.since
+        if not since or self.caught:
+            return False
+        year, release = (int(p) for p in since.split("."))
+        return kernelpolicy.older(self.bug.version, (year, release))
+
+    @property
     def twin_clean(self) -> bool:
         return bool(self.twins) and all(t.status == "clean" for t in self.twins)
 
@@ -138,13 +157,14 @@ class CaseResult:
 
     @property
     def ok(self) -> bool:
-        if not self.case.expect.caught:
+        if not self.case.expect.caught or self.unseen:
             return self.twin_clean
         return self.caught and self.twin_clean
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.case.to_dict(), "found": self.caught, "twin_clean": self.twin_clean, "ok": self.ok,
+            "unseen": self.unseen, "version": self.bug.version,
             "bug_status": self.bug.status, "twin_status": {t.tool: t.status for t in self.twins},
             "bug_findings": [f.to_dict() for f in self.bug.findings],
             "twin_findings": [f.to_dict() for t in self.twins for f in t.findings],
@@ -253,13 +273,20 @@ def run_corpus(corpus: list[Case], pairs: dict[str, tuple[Job, Job]], *, scrub_c
 
 
 def tally(results: list[CaseResult]) -> str:
-    """"21 caught, 1 known miss, 22 twins clean under all 5 tools" (and what went wrong, if anything)."""
+    """"21 caught, 1 known miss, 22 twins clean under all 5 tools" (and what went wrong, if anything); with
+    "2 need compute-sanitizer 2026.4 (this is 2025.3.1)" where the tool that ran is older than a case's ``since``."""
     caught = sum(r.caught for r in results if r.case.expect.caught)
-    missed = [r.case.name for r in results if r.case.expect.caught and not r.caught]
+    missed = [r.case.name for r in results if r.case.expect.caught and not r.caught and not r.unseen]
     known = sum(not r.case.expect.caught for r in results)
     clean = sum(r.twin_clean for r in results)
     text = (f"{caught} caught, {known} known miss{'es' if known != 1 else ''}, {clean} of {len(results)} twins clean "
             f"under all {len(checkers.names())} tools")
+    unseen = [r for r in results if r.unseen]
+    if unseen:
+        needs = sorted({r.case.expect.since for r in unseen})
+        ran = sorted({r.bug.version or "unknown" for r in unseen})
+        text += (f"; {len(unseen)} need compute-sanitizer {' or '.join(needs)} (this is {', '.join(ran)}): "
+                 f"{', '.join(r.case.name for r in unseen)}")
     if missed:
         text += f"; MISSED: {', '.join(missed)}"
     return text

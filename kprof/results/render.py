@@ -295,9 +295,12 @@ def cases_list(rows: list[dict[str, Any]], width: int | None = None) -> str:
     width = width or terminal_width()
     text = table(
         ["CASE", "TOOL", "KIND", "LINE", "BUFFER", "CAUGHT"],
-        [(r["name"], r["tool"], r["kind"], r["line"], r["buffer"] or "-", "yes" if r["caught"] else "no")
-         for r in rows], width=width,
+        [(r["name"], r["tool"], r["kind"], r["line"], r["buffer"] or "-",
+          ("no" if not r["caught"] else f"{r['since']}+" if r["since"] else "yes")) for r in rows], width=width,
     )  # fmt: skip
+    if any(r["since"] for r in rows):
+        text += "\n" + "\n".join(wrap("a version and +: caught by that compute-sanitizer version and newer; an older one "
+                                      "cannot see the bug (kprof cases counts it apart)", width, 0))
     missed = [r for r in rows if not r["caught"]]
     if missed:
         text += "\n\nknown misses, and why:"
@@ -312,7 +315,8 @@ def cases_matrix(results: list[CaseResult]) -> str:
     rows = []
     for r in results:
         e = r.case.expect
-        found = "yes" if r.caught else ("known miss" if not e.caught else f"NO ({r.bug.status})")
+        found = ("yes" if r.caught else "known miss" if not e.caught
+                 else f"needs {e.since} ({r.bug.version or 'unknown'} ran)" if r.unseen else f"NO ({r.bug.status})")
         twin = "yes" if r.twin_clean else "NO (" + ", ".join(r.twin_not_clean) + ")"
         rows.append((r.case.name, e.tool, e.kind, e.line, found, twin,
                      f"{r.bug.seconds + sum(t.seconds for t in r.twins):.1f}"))

@@ -277,8 +277,10 @@ def test_requires_names_the_kernel_the_feature_and_the_target(tmp_path):
 SHIPPED_NEEDS = {"async_matmul": "sm_80", "linear_bias_relu": "sm_90", "linear_bias_relu_rb8": "sm_90",
                  "streamk_matmul": "sm_70", "mma_matmul": "sm_80", "flash_attention": "sm_80",
                  "flash_attention_causal": "sm_80", "ldmatrix_wrong_layout": "sm_80", "missing_mbarrier_wait": "sm_90", "wgmma_matmul": "sm_90a",
+                 "missing_proxy_fence": "sm_90", "mbarrier_double_init": "sm_90", "tma_box_overflow": "sm_90",
                  "wgmma_attention": "sm_90a", "wgmma_attention_causal": "sm_90a"}
-SHIPPED_TWINS = {"ldmatrix_wrong_layout_fixed", "missing_mbarrier_wait_fixed"}  # the cases' fixed twins: built too
+SHIPPED_TWINS = {"ldmatrix_wrong_layout_fixed", "missing_mbarrier_wait_fixed", "missing_proxy_fence_fixed",
+                 "mbarrier_double_init_fixed", "tma_box_overflow_fixed"}  # the cases' fixed twins: built too
 
 
 def test_the_shipped_kernels_that_need_a_newer_gpu_say_so():

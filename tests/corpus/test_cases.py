@@ -73,6 +73,34 @@ def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every
     assert results[2].ok and not results[3].ok and results[3].to_dict()["twin_status"]["racecheck"] == "findings"
 
 
+def test_a_case_a_newer_sanitizer_checks_is_counted_apart_under_an_older_one_and_a_miss_under_its_own():
+    from kprof.results import render
+    from kprof.tools.toolrun import ToolResult
+
+    newer = [c for c in CORPUS if c.expect.since]
+    assert {c.name for c in newer} >= {"missing_proxy_fence", "mbarrier_double_init", "tma_box_overflow"}
+    assert all(c.expect.since == "2026.4" and c.expect.tool != "values" for c in newer)
+    case = next(c for c in newer if c.name == "missing_proxy_fence")
+    clean = tuple(ToolResult(t, "clean", [], 0.5, version="2025.3.1") for t in
+                  ("memcheck", "racecheck", "initcheck", "synccheck", "values"))
+
+    def under(version, caught=False):
+        bug = ToolResult(case.expect.tool, "findings" if caught else "clean", [finding(case)] if caught else [], 1.0,
+                         version=version)
+        return cases.CaseResult(case, bug, clean)
+
+    old, new, unknown = under("2025.3.1"), under("2026.4.0"), under("")
+    assert old.unseen and old.ok and unknown.unseen  # a tool that does not say its version counts as the older
+    assert not new.unseen and not new.ok  # the version that checks it and missed it: a miss
+    assert under("2025.3.1", caught=True).ok and not under("2025.3.1", caught=True).unseen
+    assert cases.tally([old]) == ("0 caught, 0 known misses, 1 of 1 twins clean under all 5 tools; 1 need "
+                                  "compute-sanitizer 2026.4 (this is 2025.3.1): missing_proxy_fence")
+    assert cases.tally([new]).endswith("MISSED: missing_proxy_fence")
+    assert "needs 2026.4 (2025.3.1 ran)" in render.cases_matrix([old])
+    row = old.to_dict()
+    assert (row["since"], row["unseen"], row["version"], row["ok"]) == ("2026.4", True, "2025.3.1", True)
+
+
 def test_race_matches_either_access_line():
     case = next(c for c in CORPUS if c.name == "missing_sync_war")
     other = Access(str(case.spec.source), case.expect.line, "write")
@@ -108,6 +136,9 @@ def write_case(tmp_path, expect, bug_lines=1, twin=True):
         ({"tool": "memcheck", "kind": "leak"}, {"twin": False}, "twin"),
         ({"tool": "memcheck", "kind": "leak", "caught": False}, {}, "caught: false needs why"),
         ({"tool": "memcheck", "kind": "leak", "buffer": "zz"}, {}, "expect.buffer"),
+        ({"tool": "memcheck", "kind": "leak", "since": 2026.4}, {}, "expect.since"),
+        ({"tool": "memcheck", "kind": "leak", "since": "soon"}, {}, "expect.since"),
+        ({"tool": "values", "kind": "wrong-result", "since": "2026.4"}, {}, "kprof's own detector"),
     ],
 )
 def test_invalid_cases(tmp_path, expect, kwargs, message):
@@ -157,7 +188,7 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     assert log[-1][:1] == ("values",) and log[-1][2] == ()  # last, and alone
 
 
-@pytest.mark.parametrize("width, parts", [(1, 1), (4, 1), (8, 2), (12, 3), (1000, 26)])
+@pytest.mark.parametrize("width, parts", [(1, 1), (4, 1), (8, 2), (12, 3), (1000, len(catalog.group("case")))])
 def test_the_plan_splits_each_tools_twins_to_fill_the_gpus_slots(width, parts):
     corpus = cases.load_all(catalog.group("case"))
     shared, alone = cases.plan(corpus, width)
@@ -221,14 +252,15 @@ def test_children_run_side_by_side_share_the_hosts_threads(monkeypatch):
 
 
 def test_the_cases_a_gpu_is_too_old_for_are_named_and_left_out():
-    """kprof cases on an sm_80 GPU leaves out the bulk-copy case (sm_90), on a Turing one the ldmatrix case
+    """kprof cases on an sm_80 GPU leaves out the Hopper cases (sm_90: bulk copies, TMA), on a Turing one the ldmatrix case
     too, each with its reason; an H200 runs them all."""
     from kprof.commands import corpora
 
     assert corpora.cases_beyond("sm_90") == []
-    assert [n for n, _ in corpora.cases_beyond("sm_80")] == ["missing_mbarrier_wait"]
+    hopper = {"missing_mbarrier_wait", "missing_proxy_fence", "mbarrier_double_init", "tma_box_overflow"}
+    assert {n for n, _ in corpora.cases_beyond("sm_80")} == hopper
     beyond = dict(corpora.cases_beyond("sm_75"))
-    assert set(beyond) == {"missing_mbarrier_wait", "ldmatrix_wrong_layout"}
+    assert set(beyond) == hopper | {"ldmatrix_wrong_layout"}
     assert "needs sm_80 or newer (mma.sync on bfloat16 and ldmatrix)" in beyond["ldmatrix_wrong_layout"]
 
 
