@@ -1,20 +1,20 @@
 // Hopper's bulk asynchronous copy, twice a block: each block scales two tiles of 256 floats, loading
-// each into shared memory with cp.async.bulk, which completes on an mbarrier. Before the block sets the
-// barrier up again for the second tile it invalidates it (mbarrier.inval), as this fixed twin does.
+// each into shared memory with cp.async.bulk, which completes on an mbarrier. This fixed twin
+// initialises the barrier once and waits on its phase parity: phase 0 for the first tile, 1 for the
+// second.
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
 extern "C" __global__ void bulk_two_tiles(const float* __restrict__ x, float* __restrict__ y) {
     __shared__ __align__(128) float tile[256];
     __shared__ __align__(8) unsigned long long bar;
     const unsigned b = smem_addr(&bar);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
     for (int t = 0; t < 2; ++t) {
         const int base = (blockIdx.x * 2 + t) * 256;
-        if (threadIdx.x == 0) {
-            if (t > 0) asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(b) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        }
-        __syncthreads();
         if (threadIdx.x == 0) {
             asm volatile("{\n\t.reg .b64 state;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n\t}\n"
                          ::"r"(b), "r"(256 * 4) : "memory");
@@ -22,9 +22,9 @@ extern "C" __global__ void bulk_two_tiles(const float* __restrict__ x, float* __
                          ::"r"(smem_addr(tile)), "l"(x + base), "r"(256 * 4), "r"(b) : "memory");
         }
         asm volatile("{\n\t.reg .pred done;\n\tWAIT:\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n\t"
-                     "@!done bra WAIT;\n\t}\n" ::"r"(b) : "memory");  // phase 0 of this init: the tile has landed
+                     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                     "@!done bra WAIT;\n\t}\n" ::"r"(b), "r"(t & 1) : "memory");  // phase t complete: the tile has landed
         y[base + threadIdx.x] = 2.0f * tile[threadIdx.x];
-        __syncthreads();  // every thread has read the tile and left the wait before the barrier is set up again
+        __syncthreads();  // every thread has read the tile before the next copy overwrites it
     }
 }

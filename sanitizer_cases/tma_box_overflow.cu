@@ -1,17 +1,17 @@
-// Hopper's TMA: each block loads TILE floats of x into shared memory with one tensor copy
+// Hopper's TMA: each block loads TILER rows of 64 floats of x into shared memory with one tensor copy
 // (cp.async.bulk.tensor), which completes on an mbarrier, and scales them. The copy engine writes the
-// tensor map's whole box, BOX floats, whatever the kernel reserved: with a box larger than the tile it
-// writes past the block's shared memory. The spec's twin gives the map a box the size of the tile.
+// tensor map's whole box, BOXR rows, whatever the kernel reserved: with a box larger than the tile it
+// writes past the block's shared memory.
 struct __align__(64) TensorMap { unsigned long long words[16]; };  // CUtensorMap, opaque
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
 extern "C" __global__ void tma_scale(const float* __restrict__ x, const __grid_constant__ TensorMap tx,
                                      float* __restrict__ y) {
-    extern __shared__ __align__(128) unsigned char smem[];  // [mbarrier, 128 bytes][tile: TILE floats]
+    extern __shared__ __align__(128) unsigned char smem[];  // [mbarrier, 128 bytes][tile: TILER rows of 64 floats]
     float* tile = reinterpret_cast<float*>(smem + 128);
     const unsigned b = smem_addr(smem);
-    const int base = blockIdx.x * TILE;
+    const int row = blockIdx.x * TILER;
     if (threadIdx.x == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -19,12 +19,12 @@ extern "C" __global__ void tma_scale(const float* __restrict__ x, const __grid_c
     __syncthreads();
     if (threadIdx.x == 0) {
         asm volatile("{\n\t.reg .b64 state;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n\t}\n"
-                     ::"r"(b), "r"(BOX * 4) : "memory");
-        asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];\n"
-                     ::"r"(smem_addr(tile)), "l"(&tx), "r"(base), "r"(b) : "memory");  // BUG: BOX floats into a tile of TILE
+                     ::"r"(b), "r"(BOXR * 64 * 4) : "memory");
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                     ::"r"(smem_addr(tile)), "l"(&tx), "r"(0), "r"(row), "r"(b) : "memory");  // BUG: BOXR rows into a tile of TILER
     }
     asm volatile("{\n\t.reg .pred done;\n\tWAIT:\n\t"
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n\t"
                  "@!done bra WAIT;\n\t}\n" ::"r"(b) : "memory");  // phase 0 complete: the box has landed
-    y[base + threadIdx.x] = 2.0f * tile[threadIdx.x];
+    for (int r = 0; r < TILER; ++r) y[(row + r) * 64 + threadIdx.x] = 2.0f * tile[r * 64 + threadIdx.x];
 }

@@ -518,6 +518,8 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
     low = (text + " " + kind_text).lower()
     if "invalid argument" in low:  # __syncwarp(mask) or a *_sync intrinsic whose mask leaves out a calling lane
         kind = "invalid-warp-sync"
+    elif "already initialized" in low or "invalidate before" in low:  # 2026.4: an mbarrier initialised twice
+        kind = "sync-error"
     elif "divergent" in low or ("barrier" in low and "warp" not in kind_text.lower()):
         kind = "barrier-divergence"
     elif "mask" in low or "warp" in low or "shfl" in low:
@@ -526,7 +528,9 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
         kind = "sync-error"
     message = f"{text}: {kind_text}" if kind_text else text
     detail = ("a warp-synchronous call (__syncwarp, __shfl_*_sync, __ballot_sync, ...) whose mask leaves out a lane "
-              "that calls it: the mask must name every lane that reaches the call" if kind == "invalid-warp-sync" else None)
+              "that calls it: the mask must name every lane that reaches the call" if kind == "invalid-warp-sync" else
+              "an mbarrier initialised again while it is still valid: invalidate it first (mbarrier.inval), or "
+              "initialise it once and wait on its phase parity" if "already initialized" in low else None)
     if extra.inlined and detail:
         detail += f" (inside {extra.inlined}, inlined into this line)"
     return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),

@@ -114,6 +114,15 @@ def test_synccheck_divergent_barrier(data_dir):
     assert [(f.kind, f.line, f.count) for f in found] == [("barrier-divergence", 7, 32)]
 
 
+def test_synccheck_2026_4_an_mbarrier_initialised_twice_is_a_sync_error_not_a_divergent_barrier(data_dir):
+    """compute-sanitizer 2026.4 on an H200 (sanitizer_cases/mbarrier_double_init.cu, three of its 32 records):
+    "Barrier error" whose type says "Already initialized. Invalidate before reinitializing"."""
+    found, _ = load(data_dir, "mbarrier_double_init.synccheck_2026_4", "synccheck")
+    assert {(f.kind, Path(f.file).name, f.line) for f in found} == {("sync-error", "mbarrier_double_init.cu", 14)}
+    assert sum(f.count for f in found) == 3 and "mbarrier.inval" in found[0].detail
+    assert "Already initialized" in found[0].message
+
+
 @pytest.mark.parametrize("tool", sanitize.TOOLS)
 def test_clean_recordings(data_dir, tool):
     found, notes = sanitize.parse_xml((data_dir / DATA / f"tiled_matmul.{tool}.xml").read_text(), tool)
