@@ -8,11 +8,10 @@ from cuda.bindings import driver as drv
 
 
 def main() -> None:
-    (err,) = drv.cuInit(0)
-    err, dev = drv.cuDeviceGet(0)
-    err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
-    (err,) = drv.cuCtxSetCurrent(ctx)
-    err, ptr = drv.cuMemAlloc(8192 * 4)
+    drv.cuInit(0)
+    dev = drv.cuDeviceGet(0)[1]
+    drv.cuCtxSetCurrent(drv.cuDevicePrimaryCtxRetain(dev)[1])
+    ptr = drv.cuMemAlloc(8192 * 4)[1]
     promote = drv.CUtensorMapL2promotion
     tries = {
         "strides [] (kprof), L2 128B": ([], promote.CU_TENSOR_MAP_L2_PROMOTION_L2_128B),
