@@ -1,11 +1,11 @@
 // Hopper's bulk asynchronous copy, twice a block: each block scales two tiles of 256 floats, loading
-// each into shared memory with cp.async.bulk, which completes on an mbarrier. This fixed twin
+// each into a shared-memory tile of its own with cp.async.bulk, which completes on an mbarrier. This fixed twin
 // initialises the barrier once and waits on its phase parity: phase 0 for the first tile, 1 for the
 // second.
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
 extern "C" __global__ void bulk_two_tiles(const float* __restrict__ x, float* __restrict__ y) {
-    __shared__ __align__(128) float tile[256];
+    __shared__ __align__(128) float tile[2][256];  // a tile a stage, as a pipeline's ring has
     __shared__ __align__(8) unsigned long long bar;
     const unsigned b = smem_addr(&bar);
     if (threadIdx.x == 0) {
@@ -19,12 +19,12 @@ extern "C" __global__ void bulk_two_tiles(const float* __restrict__ x, float* __
             asm volatile("{\n\t.reg .b64 state;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n\t}\n"
                          ::"r"(b), "r"(256 * 4) : "memory");
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                         ::"r"(smem_addr(tile)), "l"(x + base), "r"(256 * 4), "r"(b) : "memory");
+                         ::"r"(smem_addr(tile[t])), "l"(x + base), "r"(256 * 4), "r"(b) : "memory");
         }
         asm volatile("{\n\t.reg .pred done;\n\tWAIT:\n\t"
                      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
                      "@!done bra WAIT;\n\t}\n" ::"r"(b), "r"(t & 1) : "memory");  // phase t complete: the tile has landed
-        y[base + threadIdx.x] = 2.0f * tile[threadIdx.x];
-        __syncthreads();  // every thread has read the tile before the next copy overwrites it
+        y[base + threadIdx.x] = 2.0f * tile[t][threadIdx.x];
+        __syncthreads();  // every thread has left the wait on phase t before phase t + 1 can complete
     }
 }

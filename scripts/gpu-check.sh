@@ -414,7 +414,7 @@ if has newchecks; then  # issue 54: what only a newer compute-sanitizer checks, 
     step record-cases-machine python3 scripts/record_tool_output.py "$NC/machine" --cases $new_cases
     [ -n "${CS_NEW:-}" ] && step record-cases-new python3 scripts/record_tool_output.py "$NC/new" --cases $new_cases --exe "$CS_NEW"
     # probes: which shapes of a missing proxy fence racecheck reports; which 1-D tensor maps the driver encodes
-    for v in 1 2 3 4; do
+    for v in $([ "${PROBES:-1}" = 1 ] && echo 1 2 3 4); do  # PROBES=0 leaves them out
         for f in 0 1; do
             step "build-proxy-$v-$f" nvcc -arch=sm_90 -lineinfo -DVARIANT=$v -DFENCED=$f -o "$NC/proxy_${v}_${f}" scripts/probes/proxy_fence.cu
             step "proxy-$v-$f-plain" "$NC/proxy_${v}_${f}"
@@ -425,7 +425,7 @@ if has newchecks; then  # issue 54: what only a newer compute-sanitizer checks, 
             done
         done
     done
-    step tensormap-rank1 python3 scripts/probes/tensormap_rank1.py
+    [ "${PROBES:-1}" = 1 ] && step tensormap-rank1 python3 scripts/probes/tensormap_rank1.py
     json cases-machine $KPROF cases
     [ -n "${CS_NEW:-}" ] && json cases-new env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF cases
     for k in ${TC_KERNELS:-mma_matmul wgmma_matmul wgmma_attention wgmma_attention_causal flash_attention async_matmul}; do

@@ -364,6 +364,17 @@ def test_a_tensor_map_is_encoded_innermost_first_as_the_driver_takes_it():
                     "oob-none")
 
 
+def test_a_one_dimensional_tensor_map_gives_the_driver_one_stride_it_does_not_read():
+    """At rank 1 there are no strides, but cuTensorMapEncodeTiled refuses an empty list (CUDA_ERROR_INVALID_VALUE
+    on an H200, driver 580.159.04, scripts/probes/tensormap_rank1.py) and encodes with one: the buffer's bytes."""
+    from kprof.spec import ResolvedTensorMap, TensorMapArg
+
+    one = ResolvedTensorMap(TensorMapArg("tx", "x", ("BOX",), 0), "float32", (8192,), (128,))
+    assert one.strides == () and one.driver_strides == (8192 * 4,)
+    two = ResolvedTensorMap(TensorMapArg("ta", "A", ("BM", "BK"), 128), "bfloat16", (4096, 1000), (128, 64))
+    assert two.driver_strides == two.strides == (2000,)
+
+
 def test_every_tensor_map_dtype_names_a_driver_data_type():
     """encode_tensor_map names the driver's data type by the dtype in capitals: each dtype a spec's tensor
     map may describe has that name in the installed cuda-bindings (importable without a GPU)."""

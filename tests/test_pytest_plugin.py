@@ -17,10 +17,10 @@ args = sys.argv[1:]
 save = args[args.index("--save") + 1]
 start = args.index({python!r})
 code = subprocess.call(args[start:])
-# the tests it ran: those on its command line, or, for a child started before they were known, those
-# handed to it (kprof's go file)
+# the tests it ran: those on its command line, or, for a child started before they were known (its command
+# line names what it collects), only those handed to it (kprof's go file)
 go = os.environ.get("KPROF_SUITE_GO", "")
-named = args + (json.load(open(go)) if go and os.path.exists(go) else [])
+named = json.load(open(go)) if go and os.path.exists(go) else args
 racy = any("test_racy" in a for a in named)
 if racy:
     shutil.copy({xml!r}, save)

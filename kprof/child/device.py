@@ -126,7 +126,7 @@ def encode_tensor_map(drv: Any, ptr: int, tm: Any) -> bytes:
     swizzle = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[tm.arg.swizzle]
     tmap = check("cuTensorMapEncodeTiled", drv.cuTensorMapEncodeTiled(
         getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{tm.dtype.upper()}"), rank, ptr,
-        [drv.cuuint64_t(d) for d in reversed(tm.shape)], [drv.cuuint64_t(s) for s in tm.strides],
+        [drv.cuuint64_t(d) for d in reversed(tm.shape)], [drv.cuuint64_t(s) for s in tm.driver_strides],
         [drv.cuuint32_t(b) for b in reversed(tm.box)], [drv.cuuint32_t(1)] * rank,
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"),

@@ -130,6 +130,13 @@ class ResolvedTensorMap:
             out.append(step)
         return tuple(out)
 
+    @property
+    def driver_strides(self) -> tuple[int, ...]:
+        """The strides as cuTensorMapEncodeTiled is given them: :attr:`strides`, and at rank 1 (none) one it does
+        not read, the buffer's bytes: the driver refuses an empty list (CUDA_ERROR_INVALID_VALUE on an H200,
+        driver 580.159.04; scripts/probes/tensormap_rank1.py)."""
+        return self.strides or (self.shape[0] * DTYPES[self.dtype][0],)
+
 
 Arg = BufferArg | ScalarArg | TensorMapArg
 

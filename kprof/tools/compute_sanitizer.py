@@ -402,14 +402,17 @@ def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, Ex
 
 def _memcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> Finding:
     func, path, line, extra = _where_user(rec)
+    exception = rec.findtext("what/exception") or ""  # a hardware exception's name: "Out-of-range shared or local address"
     text = rec.findtext("what/text") or ""
-    error = (rec.findtext("what/error") or text).lower()
+    error = (rec.findtext("what/error") or exception or text).lower()
     direction = (rec.findtext("what/direction") or "").lower()
     space = rec.findtext("what/space") or ""
     permission = _PERMISSION.search(error) or _PERMISSION.search(text)  # NVTX memory permissions the program set
     if rec.findtext("kind") == "Imprecise" or "exception" in error:
         kind = "hardware-exception"
-        if not text.strip():  # a __trap() leaves the record's text empty
+        if not text.strip() and exception:
+            text = f"the GPU raised an exception: {exception}"
+        elif not text.strip():  # a __trap() leaves the record's text empty
             text = (f"the GPU raised {rec.findtext('what/error') or 'an exception'}: the kernel executed __trap(), "
                     "a failed device assert or an illegal instruction")
     elif "misaligned" in error:
@@ -455,10 +458,18 @@ def _hazard(rec: ET.Element, tool: str) -> Finding:
     a0 = (t0.findtext("access") or "").lower() if t0 is not None else None
     a1 = (t1.findtext("access") or "").lower() if t1 is not None else None
     other = Access(p1, l1, a1, _dim3(t1.find("threadIdx")) if t1 is not None else None)
+    detail = f"{a0} at line {l0}, then {a1} at line {l1} by another thread, no barrier between"
+    if PROXY_FENCE in " ".join(rec.itertext()):  # 2026.4: "Potential WAW hazard detected (missing fence.proxy.async.shared)"
+        detail = PROXY_DETAIL.format(a0=a0, l0=l0, a1=a1, l1=l1)
     return Finding(tool, kind, f0, p0, l0, _dim3(t0.find("threadIdx")) if t0 is not None else None,
                    _dim3(rec.find("what/common/blockIdx")), 1, rec.findtext("what/text") or "hazard",
-                   detail=f"{a0} at line {l0}, then {a1} at line {l1} by another thread, no barrier between",
-                   address=_int(rec.findtext("what/common/address")), other=other)
+                   detail=detail, address=_int(rec.findtext("what/common/address")), other=other)
+
+
+PROXY_FENCE = "fence.proxy.async"
+PROXY_DETAIL = ("{a0} at line {l0} through the generic proxy, then {a1} at line {l1} by a bulk asynchronous copy (the "
+                "async proxy) with no fence.proxy.async.shared::cta between: a barrier orders threads, not proxies; "
+                "each thread that wrote the shared memory fences before the barrier that precedes the copy")
 
 
 def _analysis(rec: ET.Element, tool: str) -> Finding:
@@ -494,6 +505,7 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
             out.append(replace(a, thread=h.thread, block=h.block, address=h.address, launch=h.launch or a.launch,
                                grids=a.grids | h.grids,
                                other=replace(a.other, thread=h.other.thread) if a.other and h.other else a.other,
+                               detail=h.detail if h.detail and PROXY_FENCE in h.detail else a.detail,
                                extra=Extra(hazard_records=h.count)))
         else:
             out.append(a)

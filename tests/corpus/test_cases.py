@@ -78,7 +78,7 @@ def test_a_case_a_newer_sanitizer_checks_is_counted_apart_under_an_older_one_and
     from kprof.tools.toolrun import ToolResult
 
     newer = [c for c in CORPUS if c.expect.since]
-    assert {c.name for c in newer} >= {"missing_proxy_fence", "mbarrier_double_init", "tma_box_overflow"}
+    assert {c.name for c in newer} >= {"missing_proxy_fence", "mbarrier_double_init"}
     assert all(c.expect.since == "2026.4" and c.expect.tool != "values" for c in newer)
     case = next(c for c in newer if c.name == "missing_proxy_fence")
     clean = tuple(ToolResult(t, "clean", [], 0.5, version="2025.3.1") for t in

@@ -123,6 +123,34 @@ def test_synccheck_2026_4_an_mbarrier_initialised_twice_is_a_sync_error_not_a_di
     assert "Already initialized" in found[0].message
 
 
+def test_a_hardware_exception_says_which_one_the_record_names(data_dir):
+    """A TMA box written past the block's shared memory (sanitizer_cases/tma_box_overflow.cu) on an H200: the
+    hardware's "Out-of-range shared or local address" (an Imprecise record whose name is in <exception>), at the
+    copy's line, under 2026.4 (three of its 4,099 records) as under 2025.3.1."""
+    found, _ = load(data_dir, "tma_box_overflow.memcheck_2026_4", "memcheck")
+    assert {(f.kind, Path(f.file).name, f.line) for f in found} == {("hardware-exception", "tma_box_overflow.cu", 24)}
+    assert found[0].message == "the GPU raised an exception: Out-of-range shared or local address"
+
+
+PROXY_HAZARD = """<ComputeSanitizerOutput><record><kind>Hazard</kind><what>
+<text>Potential WAW hazard detected (missing fence.proxy.async.shared)</text>
+<common><type>WAW</type><address>0x400</address><blockIdx><x>31</x><y>0</y><z>0</z></blockIdx></common>
+<thread0><access>Write</access><threadIdx><x>0</x><y>0</y><z>0</z></threadIdx>
+<where><func>probe</func><path>/p/proxy_fence.cu</path><line>43</line></where></thread0>
+<thread1><access>Write</access><threadIdx><x>0</x><y>0</y><z>0</z></threadIdx>
+<where><func>probe</func><path>/p/proxy_fence.cu</path><line>49</line></where></thread1>
+</what></record></ComputeSanitizerOutput>"""
+
+
+def test_a_missing_proxy_fence_hazard_says_what_to_add():
+    """2026.4's racecheck on threads' writes to shared memory then a bulk copy into it with no fence (the text it
+    printed on an H200 for scripts/probes/proxy_fence.cu variant 3, as a hazard record in kprof's XML shape)."""
+    found, _ = sanitize.parse_xml(PROXY_HAZARD, "racecheck")
+    (f,) = found
+    assert (f.kind, f.lines()) == ("race-waw", {43, 49})
+    assert "fence.proxy.async.shared::cta" in f.detail and "a barrier orders threads, not proxies" in f.detail
+
+
 @pytest.mark.parametrize("tool", sanitize.TOOLS)
 def test_clean_recordings(data_dir, tool):
     found, notes = sanitize.parse_xml((data_dir / DATA / f"tiled_matmul.{tool}.xml").read_text(), tool)

@@ -32,6 +32,8 @@ def _unclean(result):
 def test_seeded_bug_is_caught(case):
     bug, _ = pipeline.case_jobs(case, None)
     (result,) = checkers.run_all(bug, [case.expect.tool], Settings(scrub_cubin=SCRUB))
+    if cases.CaseResult(case, result, ()).unseen:  # a bug only a newer compute-sanitizer checks (expect.since)
+        pytest.skip(f"{case.name} needs compute-sanitizer {case.expect.since}; {result.version or 'an unknown one'} ran")
     assert any(cases.matches(case, f) for f in result.findings), (
         f"{case.name}: expected {case.expect.tool} {case.expect.kind} at line {case.expect.line}\n"
         f"{_unclean(result)}")

@@ -575,7 +575,10 @@ def test_after_a_record_limit_the_rest_runs_on_a_spare_started_beside_the_first_
 
 
 def test_no_spare_for_the_record_limit_where_the_machine_has_no_room(fake, monkeypatch):
-    monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)  # no NVML reading here: no room said, none started
+    from kprof import telemetry
+
+    monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)
+    monkeypatch.setattr(telemetry, "free_memory", lambda index=0: None)  # no NVML reading: no room said, none started
     fake.makepyfile(test_kernels=ONE_RACE)
     fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
     calls = [c for c in fake.calls() if c["tool"] == "racecheck"]
