@@ -426,6 +426,7 @@ if has newchecks; then  # issue 54: what only a newer compute-sanitizer checks, 
         done
     done
     [ "${PROBES:-1}" = 1 ] && step tensormap-rank1 python3 scripts/probes/tensormap_rank1.py
+    step run-tma-rank1 $KPROF run tests/data/kernels/tma_rank1.yaml  # kprof's own 1-D tensor map, end to end
     json cases-machine $KPROF cases
     [ -n "${CS_NEW:-}" ] && json cases-new env KPROF_COMPUTE_SANITIZER="$CS_NEW" $KPROF cases
     for k in ${TC_KERNELS:-mma_matmul wgmma_matmul wgmma_attention wgmma_attention_causal flash_attention async_matmul}; do
