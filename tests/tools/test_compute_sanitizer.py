@@ -142,6 +142,25 @@ PROXY_HAZARD = """<ComputeSanitizerOutput><record><kind>Hazard</kind><what>
 </what></record></ComputeSanitizerOutput>"""
 
 
+def test_a_recorded_missing_proxy_fence_is_a_race_at_the_write_and_the_copy_and_says_what_to_add(data_dir):
+    """compute-sanitizer 2026.4's racecheck on an H200 (sanitizer_cases/missing_proxy_fence.cu; four of its 10,000
+    records): its XML says only "Potential WAW hazard detected"; the hazard's two sides are one thread, the zeroing
+    write (line 19) and the bulk copy (line 25), which only the async proxy makes a hazard."""
+    found, _ = load(data_dir, "missing_proxy_fence.racecheck_2026_4", "racecheck")
+    assert {(f.kind, tuple(sorted(f.lines()))) for f in found} == {("race-waw", (19, 25))}
+    assert all("fence.proxy.async.shared::cta" in f.detail for f in found)  # the records of other threads too
+    reordered, _ = sanitize.parse_xml(_reversed_records((data_dir / DATA / "missing_proxy_fence.racecheck_2026_4.xml")
+                                                        .read_text()), "racecheck")
+    assert [f.detail for f in reordered] == [f.detail for f in found]  # whichever record comes first
+
+
+def _reversed_records(xml):
+    import re
+
+    records = re.findall(r"  <record>.*?</record>\n", xml, re.S)
+    return xml[:xml.index("  <record>")] + "".join(reversed(records)) + "</ComputeSanitizerOutput>\n"
+
+
 def test_a_missing_proxy_fence_hazard_says_what_to_add():
     """2026.4's racecheck on threads' writes to shared memory then a bulk copy into it with no fence (the text it
     printed on an H200 for scripts/probes/proxy_fence.cu variant 3, as a hazard record in kprof's XML shape)."""
