@@ -71,9 +71,9 @@ def cmd_list(opts: ListOptions) -> int:
         except SpecError as exc:
             description = f"INVALID SPEC: {exc}"
         row: dict[str, object] = {"name": entry.name, "group": entry.group, "path": str(entry.path), "description": description,
-               "requires": requires}
+               "requires": requires, "unsupported": unsupported}  # unsupported: with --arch, why it does not run there
         if opts.arch:
-            row["arch"], row["unsupported"] = opts.arch, unsupported
+            row["arch"] = opts.arch
         rows.append(row)
     if opts.json:
         _emit_json(rows)

@@ -141,7 +141,7 @@ def list_table(rows: list[dict[str, Any]], width: int = 120) -> str:
     group_w = max(len("GROUP"), *(len(r["group"]) for r in rows))
     room = max(width - name_w - group_w - 4, 20)
     return table(["NAME", "GROUP", "DESCRIPTION"],
-                 [(r["name"], r["group"], _fit((f"[{r['unsupported']}] " if r.get("unsupported") else "") + r["description"],
+                 [(r["name"], r["group"], _fit((f"[{r['unsupported']}] " if r["unsupported"] else "") + r["description"],
                                                 room)) for r in rows])
 
 
