@@ -475,7 +475,7 @@ def _hazard(rec: ET.Element, tool: str) -> Finding:
     same = t0 is not None and t1 is not None and _dim3(t0.find("threadIdx")) == _dim3(t1.find("threadIdx"))
     if same or PROXY_FENCE in " ".join(rec.itertext()):
         # 2026.4 prints "Potential WAW hazard detected (missing fence.proxy.async.shared)" but its XML says only
-        # "Potential WAW hazard detected"; a hazard between a thread and itself is one only across proxies
+        # "Potential WAW hazard detected"; a thread races itself only through an asynchronous copy
         detail = PROXY_DETAIL.format(a0=a0, l0=l0, a1=a1, l1=l1)
     return Finding(tool, kind, f0, p0, l0, _dim3(t0.find("threadIdx")) if t0 is not None else None,
                    _dim3(rec.find("what/common/blockIdx")), 1, rec.findtext("what/text") or "hazard",
@@ -483,9 +483,11 @@ def _hazard(rec: ET.Element, tool: str) -> Finding:
 
 
 PROXY_FENCE = "fence.proxy.async"
-PROXY_DETAIL = ("{a0} at line {l0} through the generic proxy, then {a1} at line {l1} by a bulk asynchronous copy (the "
-                "async proxy) with no fence.proxy.async.shared::cta between: a barrier orders threads, not proxies; "
-                "each thread that wrote the shared memory fences before the barrier that precedes the copy")
+PROXY_DETAIL = ("{a0} at line {l0}, then {a1} at line {l1}, one of them an asynchronous copy's (a thread does not race "
+                "itself otherwise): before a bulk copy (cp.async.bulk, TMA) each thread that wrote the shared memory "
+                "needs fence.proxy.async.shared::cta, as a barrier orders threads, not proxies (what compute-sanitizer "
+                "2026.4 calls a missing fence.proxy.async); after a copy, its wait (cp.async.wait_group, the "
+                "mbarrier) must come before the target is touched")
 
 
 def _analysis(rec: ET.Element, tool: str) -> Finding:
