@@ -50,8 +50,9 @@
 #            version and the same records under it, and (CS_NEW_CASES=1) kprof cases under it
 #   newchecks  issue 54's newest checks: the corpus cases only a newer compute-sanitizer checks (NEW_CASES),
 #            each and its twin run (kprof run), then recorded raw under this machine's compute-sanitizer and
-#            CS_NEW (scripts/record_tool_output.py --cases); kprof cases over the whole corpus under both; kprof
-#            sanitize of the tensor-core kernels (TC_KERNELS) under both
+#            CS_NEW (scripts/record_tool_output.py --cases); the probes of scripts/probes/ (PROBES=0 leaves them
+#            out) and kprof's own 1-D tensor map; kprof cases over the whole corpus under both; kprof sanitize of
+#            the tensor-core kernels (TC_KERNELS; " " for none) under both
 #   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names

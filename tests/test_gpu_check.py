@@ -84,3 +84,29 @@ def test_racelib_runs_racecheck_with_and_without_kprofs_filters(tmp_path):
     assert " ".join(kernelpolicy.exclude_args()) in got["racelib-machine-float16-filtered"]
     assert got["racelib-new-suite-filtered"].startswith("/x/cs-new --tool racecheck")
     assert {"initlimit-5", "initlimit-1000"} <= set(got)
+
+
+def test_newchecks_runs_the_new_cases_and_the_corpus_under_both_compute_sanitizers(tmp_path):
+    """The newchecks section: each of its cases (all corpus cases) and its twin run, recorded raw under this
+    machine's compute-sanitizer and CS_NEW, the corpus under both, each probe shape fenced and not under both,
+    the tensor-core kernels under both; PROBES=0 and an empty TC_KERNELS leave theirs out."""
+    from kprof.corpus import cases
+
+    def steps(**extra):
+        env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"),
+                   CS_NEW="/x/cs-new", **extra)
+        subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "newchecks"], env=env, capture_output=True,
+                       text=True, timeout=300)
+        lines = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
+        (tmp_path / "logs" / "steps.txt").unlink()
+        return {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in lines if " dry-run: " in line}
+
+    got = steps()
+    named = [k.removeprefix("run-") for k in got if k.startswith("run-") and not k.endswith("_fixed") and "rank1" not in k]
+    assert named and all(cases.load_case(catalog.load(n)).expect.tool for n in named)
+    assert got["record-cases-new"].endswith("--cases " + " ".join(named) + " --exe /x/cs-new")
+    assert "KPROF_COMPUTE_SANITIZER=/x/cs-new" in got["cases-new"] and "KPROF_COMPUTE_SANITIZER" not in got["cases-machine"]
+    assert {f"proxy-{v}-{f}-{w}" for v in "1234" for f in "01" for w in ("machine", "new")} <= set(got)
+    assert "sanitize-wgmma_matmul-new" in got and "tensormap-rank1" in got
+    lean = steps(PROBES="0", TC_KERNELS=" ")
+    assert not [k for k in lean if k.startswith(("proxy-", "sanitize-", "tensormap-"))] and "cases-new" in lean
