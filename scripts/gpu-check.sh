@@ -415,11 +415,11 @@ if has newchecks; then  # issue 54: what only a newer compute-sanitizer checks, 
     step record-cases-machine python3 scripts/record_tool_output.py "$NC/machine" --cases $new_cases
     [ -n "${CS_NEW:-}" ] && step record-cases-new python3 scripts/record_tool_output.py "$NC/new" --cases $new_cases --exe "$CS_NEW"
     # probes: which shapes of a missing proxy fence racecheck reports; which 1-D tensor maps the driver encodes
+    CS_PROBE=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))" 2>/dev/null)
     for v in $([ "${PROBES:-1}" = 1 ] && echo 1 2 3 4); do  # PROBES=0 leaves them out
         for f in 0 1; do
             step "build-proxy-$v-$f" nvcc -arch=sm_90 -lineinfo -DVARIANT=$v -DFENCED=$f -o "$NC/proxy_${v}_${f}" scripts/probes/proxy_fence.cu
             step "proxy-$v-$f-plain" "$NC/proxy_${v}_${f}"
-            CS_PROBE=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
             for cs in "$CS_PROBE" ${CS_NEW:-}; do
                 vv=$([ "$cs" = "$CS_PROBE" ] && echo machine || echo new)
                 step "proxy-$v-$f-$vv" "$cs" --tool racecheck --racecheck-report all --error-exitcode 99 "$NC/proxy_${v}_${f}"

@@ -141,11 +141,13 @@ def record_cases(out: Path, names: list[str], exe: str) -> int:
 
 
 if __name__ == "__main__":
-    if "--cases" in sys.argv:
-        args = sys.argv[1:]
-        exe_at = args.index("--exe") if "--exe" in args else None
-        exe = args[exe_at + 1] if exe_at is not None else str(proc.find_tool("compute-sanitizer"))
-        names = [a for i, a in enumerate(args[args.index("--cases") + 1:], args.index("--cases") + 1)
-                 if a != "--exe" and (exe_at is None or i != exe_at + 1)]
-        sys.exit(record_cases(Path(args[0]), names, exe))
-    sys.exit(main(Path(sys.argv[1])))
+    import argparse
+
+    parser = argparse.ArgumentParser(description="record real compute-sanitizer and ncu output (see the docstring)")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--cases", nargs="+", help="sanitizer cases to record under their tool, with their twins")
+    parser.add_argument("--exe", help="the compute-sanitizer to run (default: the one kprof finds)")
+    opts = parser.parse_args()
+    if opts.cases:
+        sys.exit(record_cases(opts.out, opts.cases, opts.exe or str(proc.find_tool("compute-sanitizer"))))
+    sys.exit(main(opts.out))
