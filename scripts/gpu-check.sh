@@ -53,7 +53,8 @@
 #            CS_NEW (scripts/record_tool_output.py --cases); the probes of scripts/probes/ (PROBES=0 leaves them
 #            out) and kprof's own 1-D tensor map; kprof cases over the whole corpus under both; kprof sanitize of
 #            the tensor-core kernels (TC_KERNELS; " " for none) under both
-#   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed
+#   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed;
+#            the fixed one under kprof profile (JSON and text: each kernel's rank)
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
@@ -545,6 +546,9 @@ if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and
     # --json before --: after it, the word is the program's
     step ranks-sanitize sh -c "exec $KPROF sanitize --json -- $TR > $LOGS/ranks-sanitize.json"
     step ranks-sanitize-fixed sh -c "exec $KPROF sanitize --json -- $TR --fixed > $LOGS/ranks-sanitize-fixed.json"
+    # kprof profile of the same job: ncu follows both ranks; each profiled kernel carries its rank
+    step ranks-profile sh -c "exec $KPROF profile --json -- $TR --fixed > $LOGS/ranks-profile.json"
+    step ranks-profile-text $KPROF profile -- $TR --fixed
 fi
 if has gemminit; then  # does initcheck see a half-precision cuBLAS GEMM's writes? (examples/gemm_initcheck.py)
     CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")

@@ -110,3 +110,18 @@ def test_newchecks_runs_the_new_cases_and_the_corpus_under_both_compute_sanitize
     assert "sanitize-wgmma_matmul-new" in got and "tensormap-rank1" in got
     lean = steps(PROBES="0", TC_KERNELS=" ")
     assert not [k for k in lean if k.startswith(("proxy-", "sanitize-", "tensormap-"))] and "cases-new" in lean
+
+
+def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
+    """The ranks section: the two-rank torchrun job plain, under kprof sanitize (seeded and fixed), and the
+    fixed one under kprof profile, JSON and text; kprof's options stand before --, the job's after it."""
+    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "ranks"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    lines = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
+    got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in lines if " dry-run: " in line}
+    assert {"ranks-plain", "ranks-plain-fixed", "ranks-sanitize", "ranks-sanitize-fixed", "ranks-profile",
+            "ranks-profile-text"} <= set(got), done.stdout + done.stderr
+    assert "profile --json -- python3 -m torch.distributed.run --standalone --nproc_per_node 2" in got["ranks-profile"]
+    assert got["ranks-profile-text"].endswith("examples/two_ranks.py --fixed")
+    assert "--fixed" not in got["ranks-sanitize"]
