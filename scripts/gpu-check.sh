@@ -54,7 +54,7 @@
 #            out) and kprof's own 1-D tensor map; kprof cases over the whole corpus under both; kprof sanitize of
 #            the tensor-core kernels (TC_KERNELS; " " for none) under both
 #   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed;
-#            the fixed one under kprof profile (JSON and text: each kernel's rank)
+#            the fixed one under kprof profile (JSON and text: each kernel's rank; and with --launch-count 2)
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
@@ -549,6 +549,8 @@ if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and
     # kprof profile of the same job: ncu follows both ranks; each profiled kernel carries its rank
     step ranks-profile sh -c "exec $KPROF profile --json -- $TR --fixed > $LOGS/ranks-profile.json"
     step ranks-profile-text $KPROF profile -- $TR --fixed
+    # fewer launches than the job makes: does ncu count them over all ranks, and does the job end when it is done?
+    step ranks-profile-count sh -c "exec $KPROF profile --json --launch-count 2 -- $TR --fixed > $LOGS/ranks-profile-count.json"
 fi
 if has gemminit; then  # does initcheck see a half-precision cuBLAS GEMM's writes? (examples/gemm_initcheck.py)
     CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")

@@ -121,7 +121,8 @@ def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
     lines = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
     got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in lines if " dry-run: " in line}
     assert {"ranks-plain", "ranks-plain-fixed", "ranks-sanitize", "ranks-sanitize-fixed", "ranks-profile",
-            "ranks-profile-text"} <= set(got), done.stdout + done.stderr
+            "ranks-profile-text", "ranks-profile-count"} <= set(got), done.stdout + done.stderr
+    assert "profile --json --launch-count 2 -- python3" in got["ranks-profile-count"]
     assert "profile --json -- python3 -m torch.distributed.run --standalone --nproc_per_node 2" in got["ranks-profile"]
     assert got["ranks-profile-text"].endswith("examples/two_ranks.py --fixed")
     assert "--fixed" not in got["ranks-sanitize"]
