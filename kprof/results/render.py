@@ -390,7 +390,8 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
 def profile_report(profiles: list[KernelProfile]) -> str:
     out = []
     for p in profiles:
-        out.append(f"{short(p.kernel)}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}  [{p.source}]")
+        rank = f"  rank {p.rank}" if p.rank is not None else ""  # a job's process (kprof profile -- torchrun ...)
+        out.append(f"{short(p.kernel)}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}{rank}  [{p.source}]")
         if p.duration_s is not None:
             out.append(f"  duration            {p.duration_s * 1e3:.4f} ms")
         out.append(f"  occupancy           achieved {_pct(p.achieved_occupancy)}, theoretical {_pct(p.theoretical_occupancy)}"

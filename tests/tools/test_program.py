@@ -323,6 +323,7 @@ def test_profile_of_a_multi_process_job_says_each_kernels_rank(tmp_path, monkeyp
     code = cli.main(["profile", "--arch", "sm_90", "--", str(torchrun), "train.py"])
     out = capsys.readouterr().out
     assert code == 0 and "RANKS" in out and "0,1" in out
+    assert "  rank 0  [ncu]" in out and "  rank 1  [ncu]" in out  # each kernel's own section says its rank
 
 
 def test_rank_markers_give_each_pid_its_rank_and_pass_over_what_is_not_kprofs(tmp_path):
