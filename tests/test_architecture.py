@@ -410,3 +410,58 @@ def test_any_stays_rare():
         lines += len(text)
         count += sum(len(re.findall(r"\bAny\b", line)) for line in text if not line.lstrip().startswith("from typing"))
     assert count * 1000 <= 20 * lines, f"{count} Any in {lines} lines: {count * 1000 / lines:.1f} per 1,000 (at most 20)"
+
+
+# Where a record is read by its keys: each module that decodes one (kprof's own JSON read back, or what comes
+# from outside: a spec's YAML, a tool's CSV header), with what it decodes. Everywhere else a record is typed.
+DECODERS = {
+    "launch/childresult.py": "the child's result file (ChildResult, its checks, errors, timing)",
+    "launch/job.py": "the job file the child reads (Job.from_dict)",
+    "measure/ceilings.py": "kprof peak's cache file (Ceilings, Theoretical) and a device's attributes",
+    "measure/bench.py": "a stored bench point (PointResult.from_dict, its baselines)",
+    "measure/profiling.py": "a stored kernel profile (KernelProfile.from_dict)",
+    "findings.py": "a finding and an allocation as the child or a report wrote them",
+    "results/history.py": "a history row's stored point, summary and machine",
+    "tools/suiteevents.py": "the pytest child's event log",
+    "tools/launchlog.py": "the launch hook's log",
+    "tools/tallylog.py": "the launch tally's log",
+    "tools/exitcode.py": "the exit-code hook's status file",
+    "tools/ranks.py": "each rank's marker file",
+    "tools/ncu.py": "Nsight Compute's CSV header",
+    "build/build.py": "a build cache entry's metadata",
+    "child/runner.py": "the child's manifest",
+    "child/framework.py": "CuPy's __cuda_array_interface__",
+    "spec/loader.py": "a spec's YAML",
+    "corpus/cases.py": "a corpus case's expect: block (YAML)",
+    "corpus/perfcases.py": "a performance case's expect: block (YAML)",
+    "corpus/benchcases.py": "the cheat corpus's YAML",
+    "commands/commands.py": "the user's --allocations file",
+}
+# A few lookups that are not a record read back, each with why.
+NOT_RECORDS = {
+    ("child/timing.py", "result.data"): "the child's own result while it is being written",
+    ("measure/bench.py", "out['ceilings']"): "kprof peak's result while it is being measured",
+    ("diagnose/rules.py", "p.stall_shares"): "a mapping of Nsight Compute's stall reasons, not a record",
+    ("proc.py", "env"): "a child's environment",
+    ("tools/allocators.py", "out"): "a child's environment",
+}
+
+
+def test_a_record_is_read_by_its_keys_only_in_its_decoder():
+    """No ``.get("key")`` on a record kprof wrote outside the one module that decodes it into a type (issue 53):
+    a new module that looks a record up by its keys is either that record's decoder (listed in DECODERS with
+    what it decodes) or reads the typed record the decoder returns."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel in DECODERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                receiver = ast.unparse(node.func.value)
+                if receiver not in ("os.environ", "sys.modules") and (rel, receiver) not in NOT_RECORDS:
+                    found.append(f"kprof/{rel}:{node.lineno}: {receiver}.get({node.args[0].value!r})")
+    assert not found, found
+    gone = [m for m in DECODERS if not (PKG / m).is_file()] + [m for m, _ in NOT_RECORDS if not (PKG / m).is_file()]
+    assert not gone, f"DECODERS or NOT_RECORDS names a module that is not there: {gone}"

@@ -303,8 +303,8 @@ def _perf_cases(opts: CasesOptions) -> int:
     if opts.list:
         rows = [{"name": c.name, **{k: v for k, v in c.expect.__dict__.items() if v is not None}} for c in corpus]
         _emit_json(rows) if opts.json else print("\n".join(
-            f"{r['name']}: {r['cause']} at {r['line']}" + (f" (none where {r['unless']})" if r.get("unless") else "")
-            for r in rows))
+            f"{c.name}: {c.expect.cause} at {c.expect.line}" + (f" (none where {c.expect.unless})" if c.expect.unless else "")
+            for c in corpus))
         return EXIT_OK
     results = corpora.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout,
                                  progress=None if opts.json else lambda r: print(

@@ -61,16 +61,16 @@ def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str
         seconds = profile.duration_s
     mix = ceilings.mix_of((b.arg.role, b.nbytes) for b in r.buffers)
     ceiling = ceilings.ceiling(peak, ceilings.measured_mix(peak, mix)) if peak else None
-    theory = ceilings.theoretical({**device.to_dict(), "arch": built.arch.rstrip("af")}) if device else {}
+    theory = ceilings.Theoretical.of_device({**device.to_dict(), "arch": built.arch.rstrip("af")}) if device else None
     if ceiling is None and profile.roofline.peak_bytes:
         ceiling = profile.roofline.peak_bytes
         notes.append("no kprof peak ceilings cached: the memory roof is the DRAM peak ncu reports")
-    elif ceiling is None and theory.get("dram_bytes_per_s"):
-        ceiling = theory["dram_bytes_per_s"]
+    elif ceiling is None and theory and theory.dram_bytes_per_s:
+        ceiling = theory.dram_bytes_per_s
         notes.append("no kprof peak ceilings cached: the memory roof is the theoretical DRAM bandwidth")
     peak_flops = profile.roofline.peak_flops
     if peak_flops is None and theory:
-        peak_flops = theory["tensor_flops_per_s"] if spec.math == "tensor" else theory["fp32_flops_per_s"]
+        peak_flops = theory.tensor_flops_per_s if spec.math == "tensor" else theory.fp32_flops_per_s
     usage = None
     try:
         usage = built.usage_of(spec.entry)

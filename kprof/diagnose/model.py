@@ -49,6 +49,19 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class Try:
+    """One variant of the spec's defines, verified and timed in the same run as the original."""
+    params: dict[str, str]
+    status: str  # ok | failed-verification | error
+    seconds: float | None
+    gain: float | None  # the original's time / this variant's
+    message: str = ""
+
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.params.items())
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     kernel: str
     mode: str  # "counters" (Nsight Compute) or "counter-less"
@@ -59,7 +72,7 @@ class Diagnosis:
     causes: list[Cause]
     cannot_see: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    tries: list[dict[str, Any]] = field(default_factory=list)  # each try: params, status, seconds, gain
+    tries: list[Try] = field(default_factory=list)  # the tries of the first cause, in the order timed
     inputs: dict[str, object] = field(default_factory=dict)  # what the rules read beyond the build: replayable
 
     def to_dict(self) -> dict[str, object]:
@@ -101,11 +114,10 @@ def render(d: Diagnosis) -> str:
         else:
             out.append(f"     gain: not estimated ({g.basis})")
     for t in d.tries:
-        label = ",".join(f"{k}={v}" for k, v in t["params"].items())
-        if t["status"] == "ok" and t["gain"]:
-            out.append(f"  try {label}: verified, {t['seconds'] * 1e6:.1f} us, {t['gain']:.2f}x the original (same run)")
+        if t.status == "ok" and t.gain and t.seconds:
+            out.append(f"  try {t.label()}: verified, {t.seconds * 1e6:.1f} us, {t.gain:.2f}x the original (same run)")
         else:
-            out.append(f"  try {label}: {t['status']}" + (f" ({t['message']})" if t.get("message") else ""))
+            out.append(f"  try {t.label()}: {t.status}" + (f" ({t.message})" if t.message else ""))
     for what in d.cannot_see:
         out.append(f"  cannot see: {what}")
     for note in d.notes:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from kprof.diagnose import diagnose, gather, tries
-from kprof.diagnose.model import Diagnosis
+from kprof.diagnose.model import Diagnosis, Try
 from kprof.errors import KprofError
 from kprof.measure.ceilings import Ceilings
 
@@ -55,7 +55,7 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: Ceilings | No
     facts = gather.facts_for(prepared, main, counters=counters, ptx=ptx, ptx_note=ptx_note, timed=timed, peak=peak,
                              seconds=seconds, kernel_seconds=kernel_seconds)
     d = replace(diagnose(facts), inputs=inputs_of(facts))
-    measured: list[tries.Try] = []
+    measured: list[Try] = []
     spec = prepared.spec
     sizes = dict(prepared.resolved.sizes)
     asked = dict(try_params or {})
@@ -80,4 +80,4 @@ def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: Ceilings | No
             d.notes.append(f"try {define}: {str(exc).splitlines()[0]}")
     if measured and d.causes:
         d.causes[0] = tries.confirm(d.causes[0], measured)
-    return replace(d, tries=[t.__dict__ for t in measured]) if measured else d
+    return replace(d, tries=list(measured)) if measured else d

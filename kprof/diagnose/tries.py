@@ -10,25 +10,12 @@ ratio of two times measured minutes apart at most on the same GPU.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from kprof.diagnose.model import Cause, Gain
+from kprof.diagnose.model import Cause, Gain, Try
 from kprof.spec import sizeexpr
 
 MAX_AUTO = 4  # variants kprof tries by itself for one cause
-
-
-@dataclass(frozen=True)
-class Try:
-    params: dict[str, str]
-    status: str  # ok | failed-verification | error
-    seconds: float | None
-    gain: float | None  # the original's time / this variant's
-    message: str = ""
-
-    def label(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in self.params.items())
 
 
 _TRY = re.compile(r"([A-Za-z_]\w*)=([A-Za-z0-9_.+-]+(?:,[A-Za-z0-9_.+-]+)*)\Z")

@@ -173,6 +173,23 @@ class Theoretical:
     def formula(self, name: str) -> str:
         return dict(self.formulas).get(name, "")
 
+    @classmethod
+    def from_dict(cls, th: object) -> Theoretical:
+        """As :func:`theoretical` writes it (a peak file's ``theoretical``); what is missing or mistyped reads as None."""
+        if not isinstance(th, dict):
+            return cls(None, None)
+        formulas, attributes = th.get("formulas"), th.get("attributes")
+        return cls(_num(th.get("dram_bytes_per_s")), _num(th.get("fp32_flops_per_s")), _num(th.get("tensor_flops_per_s")),
+                   tuple((str(k), str(v)) for k, v in formulas.items()) if isinstance(formulas, dict) else (),
+                   tuple((str(k), str(v)) for k, v in attributes.items() if v is not None)
+                   if isinstance(attributes, dict) else (),
+                   tuple(str(n) for n in th.get("notes") or ()))
+
+    @classmethod
+    def of_device(cls, device: dict[str, Any]) -> Theoretical:
+        """The peaks of a device's attributes (:func:`theoretical`), typed."""
+        return cls.from_dict(theoretical(device))
+
 
 @dataclass(frozen=True)
 class TensorCeiling:
@@ -226,13 +243,7 @@ class Ceilings:
         raw = {k: v for k, v in data.items() if k != "cached"}
         mixes = {str(k): MixCeiling(rate, _text(v.get("by")) or f"kprof_{k}") for k, v in (data.get("ceilings") or {}).items()
                  if isinstance(v, dict) and (rate := _num(v.get("bytes_per_s")))}
-        th = data.get("theoretical") if isinstance(data.get("theoretical"), dict) else {}
-        assert isinstance(th, dict)
-        theory = Theoretical(_num(th.get("dram_bytes_per_s")), _num(th.get("fp32_flops_per_s")),
-                             _num(th.get("tensor_flops_per_s")),
-                             tuple((str(k), str(v)) for k, v in (th.get("formulas") or {}).items()),
-                             tuple((str(k), str(v)) for k, v in (th.get("attributes") or {}).items() if v is not None),
-                             tuple(str(n) for n in th.get("notes") or ()))
+        theory = Theoretical.from_dict(data.get("theoretical"))
         tensor = tuple(TensorCeiling(str(name), _num(r.get("flops_per_s")), _text(r.get("by")), _text(r.get("not_measured")))
                        for name, r in (data.get("tensor") or {}).items() if isinstance(r, dict))
         tried = data.get("tried") if isinstance(data.get("tried"), dict) else {}

@@ -15,7 +15,7 @@ from kprof import spec as spec_mod
 from kprof.commands import pipeline
 from kprof.corpus import perfcases
 from kprof.diagnose import diagnose, gather, ptxscan, tries
-from kprof.diagnose.model import Cause, Diagnosis, Gain, Line, render, sarif_results
+from kprof.diagnose.model import Cause, Diagnosis, Gain, Line, Try, render, sarif_results
 from kprof.errors import UsageError
 from kprof.measure import profiling as prof
 from kprof.measure.ceilings import Ceilings
@@ -279,11 +279,14 @@ def test_render_json_and_sarif():
     c = Cause("atomics", "global atomics on every element", (("atomics / global accesses", "50%"),),
               "accumulate in shared memory", Gain(12.0, "the roof", 9.5, "try"), Line("/repo/k.cu", 6, "the atomic"))
     d = Diagnosis("hist", "counters", "latency: no unit above 20%", {"DRAM": 0.05}, 20.0, 1e-3, [c],
-                  ["coalescing"], tries=[{"params": {"B": "2"}, "status": "ok", "seconds": 1e-4, "gain": 9.5}])
+                  ["coalescing"], tries=[Try({"B": "2"}, "ok", 1e-4, 9.5),
+                                         Try({"B": "4"}, "failed-verification", None, None, "normwise 0.3 > 1e-5")])
     text = render(d)
     assert "1. global atomics on every element at k.cu:6" in text and "9.50x measured" in text
-    assert "try B=2: verified" in text and "cannot see: coalescing" in text
-    json.dumps(d.to_dict())
+    assert "try B=2: verified, 100.0 us, 9.50x" in text and "cannot see: coalescing" in text
+    assert "try B=4: failed-verification (normwise 0.3 > 1e-5)" in text
+    assert json.loads(json.dumps(d.to_dict()))["tries"][0] == {"params": {"B": "2"}, "status": "ok", "seconds": 1e-4,
+                                                              "gain": 9.5, "message": ""}
     res = sarif_results(d, root="/repo")
     assert res[0]["ruleId"] == "kprof.perf.atomics" and "9.50x measured" in res[0]["message"]["text"]
     assert res[0]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "k.cu", "uriBaseId": "SRCROOT"}
