@@ -31,7 +31,9 @@ _PUBLIC = {
     "load": "kprof.commands.api", "range": "kprof.annotate",
     "run_cases": "kprof.commands.corpora", "run_bench_cases": "kprof.commands.corpora",
     "run_perf_cases": "kprof.commands.corpora", "run_mutants": "kprof.commands.corpora",
-    "build_kernels": "kprof.commands.offline", "occupancy_of": "kprof.commands.offline",
+    "list_kernels": "kprof.commands.offline", "new_kernel": "kprof.commands.offline", "doctor": "kprof.commands.offline",
+    "build_kernels": "kprof.commands.offline",
+    "occupancy_of": "kprof.commands.offline",
     "bench_history": "kprof.commands.offline", "compare_runs": "kprof.commands.offline",
     # the types they return
     "RunReport": "kprof.results.reports", "BenchReport": "kprof.results.reports", "SanitizeReport": "kprof.results.reports",
@@ -40,7 +42,8 @@ _PUBLIC = {
     "ToolResult": "kprof.tools.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
-    "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnose.program",
+    "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnose.program", "Listing": "kprof.spec.catalog",
+    "Check": "kprof.tools.doctor",
     "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip
 

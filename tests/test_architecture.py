@@ -465,3 +465,34 @@ def test_a_record_is_read_by_its_keys_only_in_its_decoder():
     assert not found, found
     gone = [m for m in DECODERS if not (PKG / m).is_file()] + [m for m, _ in NOT_RECORDS if not (PKG / m).is_file()]
     assert not gone, f"DECODERS or NOT_RECORDS names a module that is not there: {gone}"
+
+
+API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline", "corpora": "kprof.commands.corpora"}
+# The API's functions over what the CLI has already prepared (a spec resolved with its --param and --size, built
+# once for several uses) and its checks before a GPU run; the public functions are built on them.
+PREPARED_TIER = {"profile_prepared", "diagnose_prepared", "require_gpu", "cases_beyond"}
+
+
+def test_every_command_is_parsing_and_printing_over_an_api_function():
+    """Each ``cmd_NAME`` of kprof/commands/commands.py calls (itself or through a helper it hands ``opts``) a
+    function of the API modules, and every such function it calls is public in ``kprof`` (issue 53: an API
+    function behind every command); commands/api.py stays under 350 lines."""
+    import kprof
+
+    tree = ast.parse((PKG / "commands" / "commands.py").read_text())
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    missing, private = [], []
+    for name, fn in funcs.items():
+        if not name.startswith("cmd_"):
+            continue
+        reach = [fn, *(funcs[c.func.id] for c in ast.walk(fn) if isinstance(c, ast.Call)
+                       and isinstance(c.func, ast.Name) and c.func.id in funcs)]
+        called = {(c.func.value.id, c.func.attr) for f in reach for c in ast.walk(f) if isinstance(c, ast.Call)
+                  and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+                  and c.func.value.id in API_MODULES and c.func.attr[0].islower()}
+        if not called:
+            missing.append(name)
+        private += [f"{name}: {m}.{f}" for m, f in called if f not in kprof.__all__ and f not in PREPARED_TIER]
+    assert not missing, f"commands with no API function behind them: {missing}"
+    assert not private, f"API functions a command calls that kprof does not export: {private}"
+    assert len((PKG / "commands" / "api.py").read_text().splitlines()) < 350

@@ -54,29 +54,11 @@ def _emit_json(data: object) -> None:
 
 
 def cmd_list(opts: ListOptions) -> int:
-    from kprof import spec as spec_mod
-    from kprof.errors import SpecError
-    from kprof.spec import catalog
+    from kprof.commands import offline
 
-    rows = []
-    for entry in catalog.entries():
-        requires, unsupported = None, None
-        try:
-            loaded = spec_mod.load(entry.path)
-            description = loaded.description
-            if (req := loaded.requires) is not None:
-                requires = {"arch": req.arch, "why": req.why}
-                if opts.arch and loaded.unsupported_on(opts.arch):
-                    unsupported = f"needs {req.arch}: {req.why}"
-        except SpecError as exc:
-            description = f"INVALID SPEC: {exc}"
-        row: dict[str, object] = {"name": entry.name, "group": entry.group, "path": str(entry.path), "description": description,
-               "requires": requires, "unsupported": unsupported}  # unsupported: with --arch, why it does not run there
-        if opts.arch:
-            row["arch"] = opts.arch
-        rows.append(row)
+    rows = offline.list_kernels(arch=opts.arch)
     if opts.json:
-        _emit_json(rows)
+        _emit_json([r.to_dict() for r in rows])
     else:
         import shutil
 
@@ -85,9 +67,9 @@ def cmd_list(opts: ListOptions) -> int:
 
 
 def cmd_new(opts: NewOptions) -> int:
-    from kprof.commands import scaffold
+    from kprof.commands import offline
 
-    cu, spec = scaffold.new(opts.name, opts.dir, opts.like)
+    cu, spec = offline.new_kernel(opts.name, opts.dir, like=opts.like)
     if opts.json:
         _emit_json({"source": str(cu), "spec": str(spec)})
     else:
@@ -545,8 +527,8 @@ def cmd_compare(opts: CompareOptions) -> int:
 
 
 def cmd_doctor(opts: DoctorOptions) -> int:
-    from kprof.tools import doctor
+    from kprof.commands import offline
 
-    checks = doctor.run_checks()
+    checks = offline.doctor()
     _emit_json([asdict(c) for c in checks]) if opts.json else print(render.doctor_table(checks))
     return EXIT_OK

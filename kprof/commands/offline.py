@@ -1,6 +1,7 @@
-"""The API behind the commands that need no GPU run of a kernel: ``kprof build``, ``kprof occupancy``,
-``kprof history`` and ``kprof compare``. Each takes what the CLI's options hold and returns a typed report
-the CLI prints (as text or JSON), so a notebook or a CI script gets what the terminal does."""
+"""The API behind the commands that need no GPU run of a kernel: ``kprof list``, ``kprof new``,
+``kprof doctor``, ``kprof build``, ``kprof occupancy``, ``kprof history`` and ``kprof compare``. Each takes
+what the CLI's options hold and returns a typed report the CLI prints (as text or JSON), so a notebook or a
+CI script gets what the terminal does."""
 
 from __future__ import annotations
 
@@ -8,12 +9,39 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof.errors import BuildError, UnsupportedArchError, UsageError
 
 if TYPE_CHECKING:
     from kprof.results import history
+    from kprof.spec.catalog import Listing
+    from kprof.tools.doctor import Check
+
+
+def list_kernels(*, arch: str | None = None) -> list[Listing]:
+    """Every spec kprof can find (its kernels, the corpora, ``KPROF_PATH``), each with its description; with
+    ``arch`` (``"sm_75"``), why a kernel does not run there. A spec that does not load is listed with its error."""
+    from kprof.spec import catalog
+
+    return catalog.listing(arch)
+
+
+def new_kernel(name: str, folder: Path | str = ".", *, like: str | None = None) -> tuple[Path, Path]:
+    """Write NAME.cu and NAME.yaml into ``folder``, a kernel to start from (``like``: a copy of a shipped one),
+    never over a file that is there; the two paths written."""
+    from kprof.commands import scaffold
+
+    return scaffold.new(name, folder, like)
+
+
+def doctor() -> list[Check]:
+    """What this machine has for kprof: its libraries, the driver and GPU, nvcc, compute-sanitizer and ncu, and
+    whether performance counters may be read; each check with what to do where it fails."""
+    from kprof.tools import doctor as checks
+
+    return checks.run_checks()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kprof.measure.profiling import KernelProfile
     from kprof.results import history
     from kprof.spec import KernelSpec, Resolved
+    from kprof.spec.catalog import Listing
     from kprof.tools.doctor import Check
     from kprof.tools.launchsites import Sites
     from kprof.tools.toolrun import ToolResult
@@ -131,18 +132,18 @@ class Progress:
             self.stream.flush()
 
 
-def list_table(rows: list[dict[str, Any]], width: int = 120) -> str:
+def list_table(rows: list[Listing], width: int = 120) -> str:
     """Names, groups and descriptions, each line at most ``width`` characters (the terminal's): a long
     description is cut with "..." (``kprof list --json`` has it whole). A kernel that needs a newer
     architecture than ``--arch`` is marked before its description: ``[needs sm_80: cp.async]``."""
     if not rows:
         return "no kernels found (kernels/, sanitizer_cases/, KPROF_PATH)"
-    name_w = max(len("NAME"), *(len(r["name"]) for r in rows))
-    group_w = max(len("GROUP"), *(len(r["group"]) for r in rows))
+    name_w = max(len("NAME"), *(len(r.name) for r in rows))
+    group_w = max(len("GROUP"), *(len(r.group) for r in rows))
     room = max(width - name_w - group_w - 4, 20)
     return table(["NAME", "GROUP", "DESCRIPTION"],
-                 [(r["name"], r["group"], _fit((f"[{r['unsupported']}] " if r["unsupported"] else "") + r["description"],
-                                                room)) for r in rows])
+                 [(r.name, r.group, _fit((f"[{r.unsupported}] " if r.unsupported else "") + r.description, room))
+                  for r in rows])
 
 
 def _fit(text: str, width: int) -> str:

@@ -121,3 +121,45 @@ def builtin(name: str) -> spec_mod.KernelSpec:
 def group(group_name: str) -> list[spec_mod.KernelSpec]:
     """Every spec of one group (``kernel``, ``case``, ``perf``, ``user``)."""
     return [spec_mod.load(e.path) for e in entries() if e.group == group_name]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One spec of the catalog as ``kprof list`` shows it: where it is, what it does, and with an architecture
+    asked about, why it does not run there (``unsupported``; None where it does or none was asked)."""
+    name: str
+    group: str
+    path: Path
+    description: str  # "INVALID SPEC: ..." for a spec that does not load
+    requires: tuple[str, str] | None = None  # (arch, why) of the spec's requires:
+    unsupported: str | None = None
+    arch: str | None = None  # the architecture asked about
+
+    def to_dict(self) -> dict[str, object]:
+        row: dict[str, object] = {"name": self.name, "group": self.group, "path": str(self.path),
+                                  "description": self.description,
+                                  "requires": {"arch": self.requires[0], "why": self.requires[1]} if self.requires else None,
+                                  "unsupported": self.unsupported}
+        if self.arch:
+            row["arch"] = self.arch
+        return row
+
+
+def listing(arch: str | None = None) -> list[Listing]:
+    """Every spec of the search folders; a spec that does not load is listed with its error, not raised."""
+    from kprof.errors import SpecError
+
+    out = []
+    for entry in entries():
+        requires, unsupported = None, None
+        try:
+            loaded = spec_mod.load(entry.path)
+            description = loaded.description
+            if (req := loaded.requires) is not None:
+                requires = (req.arch, req.why)
+                if arch and loaded.unsupported_on(arch):
+                    unsupported = f"needs {req.arch}: {req.why}"
+        except SpecError as exc:
+            description = f"INVALID SPEC: {exc}"
+        out.append(Listing(entry.name, entry.group, entry.path, description, requires, unsupported, arch))
+    return out

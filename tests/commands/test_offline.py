@@ -26,6 +26,34 @@ def test_build_kernels_returns_what_kprof_build_prints(capsys):
                                                                      for r in json.loads(json.dumps(report.to_json()))]
 
 
+def test_list_kernels_returns_what_kprof_list_prints(capsys, tmp_path, monkeypatch):
+    """kprof.list_kernels(): each spec as a typed Listing, why one does not run on an older architecture, a spec
+    that does not load listed with its error; kprof list --json prints the same rows."""
+    (tmp_path / "broken.yaml").write_text("name: broken\n")
+    monkeypatch.setenv("KPROF_PATH", str(tmp_path))
+    rows = {r.name: r for r in kprof.list_kernels(arch="sm_75")}
+    assert isinstance(rows["async_matmul"], kprof.Listing) and rows["async_matmul"].group == "kernel"
+    assert rows["async_matmul"].unsupported == "needs sm_80: cp.async copies from global to shared memory"
+    assert rows["tiled_matmul"].unsupported is None and rows["broken"].group == "user"
+    assert rows["broken"].description.startswith("INVALID SPEC:")
+    assert cli.main(["list", "--arch", "sm_75", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [r.to_dict() for r in kprof.list_kernels(arch="sm_75")]
+    assert cli.main(["list", "--arch", "sm_75"]) == 0
+    text = capsys.readouterr().out
+    assert "[needs sm_80: cp.async" in text and "INVALID SPEC" in text
+
+
+def test_new_kernel_and_doctor_are_what_kprof_new_and_kprof_doctor_print(tmp_path, capsys):
+    cu, spec = kprof.new_kernel("my_scale", tmp_path)
+    assert (cu, spec) == (tmp_path / "my_scale.cu", tmp_path / "my_scale.yaml") and cu.is_file() and spec.is_file()
+    with pytest.raises(UsageError):
+        kprof.new_kernel("my_scale", tmp_path)  # never over a file that is there
+    checks = kprof.doctor()
+    assert checks and all(isinstance(c, kprof.Check) for c in checks) and checks[0].name == "kprof"
+    assert cli.main(["doctor", "--json"]) == 0
+    assert [c["name"] for c in json.loads(capsys.readouterr().out)] == [c.name for c in checks]
+
+
 def test_build_kernels_wants_names_or_all():
     with pytest.raises(UsageError, match="name the kernels to build, or give --all"):
         offline.build_kernels()
