@@ -3,8 +3,10 @@ Triton store has no mask and writes past the end of y.
 
     kprof sanitize -- torchrun --nproc_per_node 2 examples/two_ranks.py           # the bug, in rank 1
     kprof sanitize -- torchrun --nproc_per_node 2 examples/two_ranks.py --fixed   # both ranks clean
+    kprof sanitize -- torchrun --nproc_per_node 2 examples/two_ranks.py --nccl    # the sum through NCCL
 
-With several GPUs, each rank takes the GPU of its LOCAL_RANK; the collective runs on the CPU (gloo).
+With several GPUs, each rank takes the GPU of its LOCAL_RANK; the collective runs on the CPU (gloo), or with
+--nccl on the GPUs through NCCL's kernels (NCCL wants a GPU per rank).
 """
 
 import os
@@ -16,6 +18,7 @@ import triton
 import triton.language as tl
 
 FIXED = "--fixed" in sys.argv
+NCCL = "--nccl" in sys.argv
 
 
 @triton.jit
@@ -30,15 +33,15 @@ def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr, MASK_STORE: tl.constexpr):
 
 
 def main() -> None:
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    dist.init_process_group("nccl" if NCCL else "gloo")
+    rank = dist.get_rank()
     n = 1000
     x = torch.randn(n, device="cuda")
     y = torch.empty_like(x)
     scale[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256, MASK_STORE=FIXED or rank != 1)
-    total = y.sum().cpu()
-    dist.all_reduce(total)  # on the CPU: gloo
+    total = y.sum() if NCCL else y.sum().cpu()
+    dist.all_reduce(total)  # on the CPU (gloo), or NCCL's kernel on the GPU
     dist.barrier()
     dist.destroy_process_group()
     print(f"rank {rank}: done, total {float(total):.3f}")

@@ -54,7 +54,8 @@
 #            out) and kprof's own 1-D tensor map; kprof cases over the whole corpus under both; kprof sanitize of
 #            the tensor-core kernels (TC_KERNELS; " " for none) under both
 #   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed;
-#            the fixed one under kprof profile (JSON and text: each kernel's rank; and with --launch-count 2)
+#            the fixed one under kprof profile (JSON and text: each kernel's rank; and with --launch-count 2);
+#            the fixed one with its sum through NCCL (--nccl), plain and under kprof sanitize
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
@@ -551,6 +552,10 @@ if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and
     step ranks-profile-text $KPROF profile -- $TR --fixed
     # fewer launches than the job makes: does ncu count them over all ranks, and does the job end when it is done?
     step ranks-profile-count sh -c "exec $KPROF profile --json --launch-count 2 -- $TR --fixed > $LOGS/ranks-profile-count.json"
+    # the sum through NCCL (its kernels, under the tools too); on a machine of one GPU both ranks share it, which
+    # NCCL may refuse: what it says is kept
+    step ranks-nccl-plain $TR --fixed --nccl
+    step ranks-nccl-sanitize sh -c "exec $KPROF sanitize --json -- $TR --fixed --nccl > $LOGS/ranks-nccl-sanitize.json"
 fi
 if has gemminit; then  # does initcheck see a half-precision cuBLAS GEMM's writes? (examples/gemm_initcheck.py)
     CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")

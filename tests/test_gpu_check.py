@@ -123,6 +123,7 @@ def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
     assert {"ranks-plain", "ranks-plain-fixed", "ranks-sanitize", "ranks-sanitize-fixed", "ranks-profile",
             "ranks-profile-text", "ranks-profile-count"} <= set(got), done.stdout + done.stderr
     assert "profile --json --launch-count 2 -- python3" in got["ranks-profile-count"]
+    assert got["ranks-nccl-plain"].endswith("two_ranks.py --fixed --nccl") and "sanitize --json --" in got["ranks-nccl-sanitize"]
     assert "profile --json -- python3 -m torch.distributed.run --standalone --nproc_per_node 2" in got["ranks-profile"]
     assert got["ranks-profile-text"].endswith("examples/two_ranks.py --fixed")
     assert "--fixed" not in got["ranks-sanitize"]
