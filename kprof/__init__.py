@@ -9,8 +9,10 @@ GPU's ceilings), ``kprof.sanitize()``, ``kprof.sanitize_tests()`` (a pytest suit
 (the seeded-bug corpus), ``kprof.run_bench_cases()`` (the cheat corpus), ``kprof.run_perf_cases()`` (the
 performance corpus), ``kprof.run_mutants()`` (a spec's mutation score), ``kprof.profile()``,
 ``kprof.diagnose()`` (why a kernel is slow), ``kprof.checkers()``, ``kprof.load()`` (a kernel as an
-operation on PyTorch or CuPy arrays) and ``kprof.range()``. Module paths are the layout and may move:
-the old ones of the 0.1.0 layout still import, with a warning (:mod:`kprof.moved`).
+operation on PyTorch or CuPy arrays), ``kprof.range()``, and those of the commands that run no kernel
+(``kprof.list_kernels()``, ``kprof.new_kernel()``, ``kprof.doctor()``, ``kprof.build_kernels()``, ...).
+Module paths are the layout and may move: the old ones of the 0.1.0 layout still import, with a warning
+(:mod:`kprof.moved`).
 """
 
 from __future__ import annotations
@@ -32,8 +34,7 @@ _PUBLIC = {
     "run_cases": "kprof.commands.corpora", "run_bench_cases": "kprof.commands.corpora",
     "run_perf_cases": "kprof.commands.corpora", "run_mutants": "kprof.commands.corpora",
     "list_kernels": "kprof.commands.offline", "new_kernel": "kprof.commands.offline", "doctor": "kprof.commands.offline",
-    "build_kernels": "kprof.commands.offline",
-    "occupancy_of": "kprof.commands.offline",
+    "build_kernels": "kprof.commands.offline", "occupancy_of": "kprof.commands.offline",
     "bench_history": "kprof.commands.offline", "compare_runs": "kprof.commands.offline",
     # the types they return
     "RunReport": "kprof.results.reports", "BenchReport": "kprof.results.reports", "SanitizeReport": "kprof.results.reports",
@@ -42,8 +43,8 @@ _PUBLIC = {
     "ToolResult": "kprof.tools.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
-    "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnose.program", "Listing": "kprof.spec.catalog",
-    "Check": "kprof.tools.doctor",
+    "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnose.program",
+    "Listing": "kprof.spec.catalog", "Check": "kprof.tools.doctor",
     "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip
 

@@ -283,7 +283,7 @@ def _perf_cases(opts: CasesOptions) -> int:
         raise UsageError("give --perf or --bench, not both")
     corpus = perfcases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("perf"))
     if opts.list:
-        rows = [{"name": c.name, **{k: v for k, v in c.expect.__dict__.items() if v is not None}} for c in corpus]
+        rows = [{"name": c.name, **{k: v for k, v in asdict(c.expect).items() if v is not None}} for c in corpus]
         _emit_json(rows) if opts.json else print("\n".join(
             f"{c.name}: {c.expect.cause} at {c.expect.line}" + (f" (none where {c.expect.unless})" if c.expect.unless else "")
             for c in corpus))
