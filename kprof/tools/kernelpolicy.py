@@ -75,6 +75,9 @@ TMA_GEMMS = "nvjet_"  # cuBLAS's prefix for them
 RACECHECK_SEES_TMA = (2026, 4)
 NEWER_TOOL = "nvidia-cuda-sanitizer-api>=13.5.25 (compute-sanitizer 2026.4; kprof[cuda13] installs it)"
 NCCL_OVERREAD_BYTES = 16  # NCCL's known over-read (NVIDIA/nccl#265): a read up to 16 bytes past a buffer's end
+# NCCL's probe of its own kernels at its first collective (NCCL 2.28.9 with PyTorch 2.11 on an H200): an API error
+# compute-sanitizer reports on every rank, which NCCL expects and handles
+NCCL_PROBE = "cudaFuncGetAttributes -> cudaErrorNoKernelImageForDevice"
 
 
 def library_of(name: str) -> str | None:
@@ -107,7 +110,8 @@ def launched_by(modules: Iterable[str | None]) -> str | None:
 def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
     """A program's findings inside a library's kernel said to be that library's (``extra.library``: not the
     user's code, though the user's input may cause them); NCCL's known over-read of up to 16 bytes
-    (NVIDIA/nccl#265) set aside as a note, not a finding."""
+    (NVIDIA/nccl#265) and its probe of the kernels it carries for other GPUs (:data:`NCCL_PROBE`) set aside as a
+    note, not a finding."""
     out: list[Finding] = []
     notes: list[str] = []
     for f in findings:
@@ -117,6 +121,10 @@ def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
         elif lib == "NCCL" and f.kind == "out-of-bounds-read" and (f.size or 0) <= NCCL_OVERREAD_BYTES:
             notes.append(f"set aside: {f.tool} {f.kind} of {f.size} bytes in NCCL's {f.kernel} ({f.count} record(s)): "
                          "NCCL's known over-read past a buffer's end (NVIDIA/nccl#265), not the program's")
+        elif lib == "NCCL" and f.kind == "api-error" and f.detail == NCCL_PROBE:
+            notes.append(f"set aside: {f.tool} {f.detail} ({f.count} record(s)) in NCCL's own code: NCCL asks for the "
+                         "attributes of kernels it carries for other GPUs and takes the answer as 'not here', not the "
+                         "program's")
         else:
             out.append(replace(f, extra=replace(f.extra, library=lib)))
     return out, notes

@@ -130,6 +130,26 @@ def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_
     assert text.count("inside ") == 2 and "inside PyTorch's own kernel: the library's code, not yours" in text
 
 
+
+def test_nccls_probe_of_its_own_kernels_is_set_aside_and_another_api_error_inside_it_is_kept(data_dir):
+    """On an H200 (NCCL 2.28.9, PyTorch 2.11), every rank of a job whose collective runs through NCCL reported
+    cudaFuncGetAttributes -> cudaErrorNoKernelImageForDevice, raised inside libnccl.so (recorded: the finding as
+    kprof sanitize --json wrote it). That is NCCL's own probe: a note. Any other API error NCCL meets is kept."""
+    from kprof.findings import Finding
+
+    recorded = json.loads((data_dir / "programs" / "nccl_probe_findings.json").read_text())
+    probe = [Finding.from_dict(f) for f in recorded]
+    assert {f.rank for f in probe} == {0, 1} and all(f.extra.launched_by == "NCCL" for f in probe)
+    illegal = Finding("memcheck", "api-error", None, None, None, None, None, 1, "Program hit cudaErrorIllegalAddress",
+                      detail="cudaStreamSynchronize -> cudaErrorIllegalAddress", extra=Extra(launched_by="NCCL"))
+    mine = Finding("memcheck", "api-error", None, None, None, None, None, 1, "Program hit ...",
+                   detail=kernelpolicy.NCCL_PROBE)  # the same error from the user's own call is the user's
+    kept, notes = kernelpolicy.libraries_own([*probe, illegal, mine])
+    assert kept == [replace(illegal, extra=replace(illegal.extra, library="NCCL")), mine]
+    assert len(notes) == 2 and all("NCCL asks for the attributes of kernels" in n and "(8 record(s))" in n
+                                   for n in notes)
+
+
 # ---------------------------------------------------------------------------- initcheck's unseen writers
 
 NVJET = "nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_bias_TNT"  # the half GEMM of examples/gemm_initcheck.py on an H200
