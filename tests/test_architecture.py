@@ -418,7 +418,7 @@ DECODERS = {
     "launch/childresult.py": "the child's result file (ChildResult, its checks, errors, timing)",
     "launch/job.py": "the job file the child reads (Job.from_dict)",
     "measure/ceilings.py": "kprof peak's cache file (Ceilings, Theoretical) and a device's attributes",
-    "measure/bench.py": "a stored bench point (PointResult.from_dict, its baselines)",
+    "measure/bench.py": "a stored bench point (PointResult.from_dict, its baselines); kprof peak's result as it is measured",
     "measure/profiling.py": "a stored kernel profile (KernelProfile.from_dict)",
     "findings.py": "a finding and an allocation as the child or a report wrote them",
     "results/history.py": "a history row's stored point, summary and machine",
@@ -440,7 +440,6 @@ DECODERS = {
 # A few lookups that are not a record read back, each with why.
 NOT_RECORDS = {
     ("child/timing.py", "result.data"): "the child's own result while it is being written",
-    ("measure/bench.py", "out['ceilings']"): "kprof peak's result while it is being measured",
     ("diagnose/rules.py", "p.stall_shares"): "a mapping of Nsight Compute's stall reasons, not a record",
     ("proc.py", "env"): "a child's environment",
     ("tools/allocators.py", "out"): "a child's environment",
