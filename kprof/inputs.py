@@ -12,9 +12,11 @@ reaches a program that runs its steps through a shell.
   ``$(...)`` still runs a command. Every path and flag kprof passes to a tool is checked against
   :data:`SHELL_CHARACTERS` (and control characters) and refused in one line that names the field
   and the character.
-- **Writes** never follow a symlink: a new file is created exclusively (``O_EXCL`` fails on any
-  link, dangling or not), a replaced file is written beside it and renamed over it, which replaces
-  a link rather than writing through it. A full disk is one line (:class:`OutputError`).
+- **Writes** never follow a symlink into the user's files: a new file is created exclusively
+  (``O_EXCL`` fails on any link, dangling or not), a replaced file is written beside it and renamed
+  over it, which replaces a link rather than writing through it. Nothing that is not a regular file
+  is ever renamed over: a device, a FIFO or a stream's name (``/dev/stdout``) is written in place
+  (:func:`replace_file`). A full disk is one line (:class:`OutputError`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kprof.errors import InputError, OutputError, UsageError
 
@@ -119,6 +121,10 @@ def output_file(text: str | Path, what: str) -> Path:
     parent = path.parent
     if not parent.is_dir():
         raise UsageError(f"{what} {_show_path(path)}: the folder {_show_path(parent)} does not exist; create it first")
+    try:
+        output_kind(path)  # a block device, a socket, a stream's link that leads nowhere: said now, not after the run
+    except UsageError as exc:
+        raise UsageError(f"{what}: {exc}") from None
     return path
 
 
@@ -320,21 +326,106 @@ def create_new(path: Path, text: str, what: str) -> None:
 
 
 def replace_file(path: Path, data: str | bytes) -> None:
-    """Write ``path`` whole, atomically: a temporary file beside it renamed over it. A symlink at
-    ``path`` is replaced, not written through; a folder there is one line."""
-    if path.is_dir() and not path.is_symlink():
-        raise UsageError(f"{path} is a folder where kprof writes a file: remove it")
+    """Write ``path`` whole, respecting what is there (:func:`output_kind`).
+
+    A regular file, or nothing, is replaced atomically: a temporary file beside it renamed over it, so a
+    reader never sees half a file. A symlink to a regular file or to nothing is replaced, not written
+    through. A character device or a FIFO, and a stream's name such as ``/dev/stdout`` (a link into
+    ``/proc/self/fd``), is written in place and never renamed over: many users run as root, where a
+    rename over ``/dev/null`` would turn the machine's device into a file. A folder, a block device, a
+    socket and a link that leads nowhere through ``/proc`` or ``/dev`` are one line each."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    kind = output_kind(path)
+    if kind == "in place":
+        _write_in_place(path, payload)
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}-", dir=path.parent)
     except OSError as exc:
         raise write_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.write(payload)
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise write_error(path, exc) from None
+
+
+OutputKind = Literal["replace", "in place"]
+STREAM_FOLDERS = ("/proc/", "/dev/")  # where a link names a stream or a device, not a file
+PIPE_WAIT_S = 30.0  # how long a FIFO's reader may leave its pipe full before the write is given up
+
+
+def output_kind(path: Path) -> OutputKind:
+    """How kprof writes an output at ``path``: ``"replace"`` (atomically, by a rename) or ``"in place"``
+    (a device, a FIFO, a stream's link), or a :class:`UsageError` for what it never writes."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return "replace"
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}") from None
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError as exc:
+            raise UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}") from None
+        stream = str(path.absolute()).startswith("/dev/") or target.startswith(STREAM_FOLDERS)
+        try:
+            info = os.stat(path)
+        except OSError:
+            if stream:
+                raise UsageError(f"cannot write {_show_path(path)}: a link to {_cut(target)}, which leads nowhere; "
+                                 "give a file name") from None
+            return "replace"  # a dangling link in the user's own folder: the documented rule, replaced
+        if stream:
+            return _in_place_or_refused(path, info.st_mode)
+        return "replace" if stat.S_ISREG(info.st_mode) else _in_place_or_refused(path, info.st_mode)
+    if stat.S_ISREG(info.st_mode):
+        return "replace"
+    return _in_place_or_refused(path, info.st_mode)
+
+
+def _in_place_or_refused(path: Path, mode: int) -> OutputKind:
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
+        return "in place"
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{_show_path(path)} is a folder where kprof writes a file: remove it or give a file name")
+    raise UsageError(f"cannot write {_show_path(path)}: {_kind(mode)}; kprof writes to a file, a character device "
+                     "or a FIFO")
+
+
+def _write_in_place(path: Path, payload: bytes) -> None:
+    """Write a device, a FIFO or what a stream's link names, without creating or renaming anything. A
+    FIFO is opened without blocking, so one no program reads is one line rather than a hang, and a reader
+    that stops reading for :data:`PIPE_WAIT_S` ends the write the same way."""
+    import select
+
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise UsageError(f"cannot write {_show_path(path)}: a FIFO no program reads; start its reader first, "
+                             "or give a file name") from None
+        raise write_error(path, exc) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            os.ftruncate(fd, 0)  # a stream redirected to a file: that file, written whole
+        view = memoryview(payload)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                if not select.select([], [fd], [], PIPE_WAIT_S)[1]:
+                    raise UsageError(f"cannot write {_show_path(path)}: its reader took nothing for "
+                                     f"{PIPE_WAIT_S:.0f} s") from None
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    finally:
+        os.close(fd)
 
 
 OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)  # the disk, not the path, is the trouble

@@ -3,6 +3,8 @@ never an internal error (exit 70), never a traceback, always quickly. Hypothesis
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -302,8 +304,30 @@ PATH_SHAPES = st.one_of(
     st.integers(min_value=200, max_value=5000).map(lambda n: "/tmp/" + "x" * n),
     st.integers(min_value=2, max_value=40).map(lambda n: "/tmp/" + "/".join(["y" * 200] * n)),
     st.binary(min_size=1, max_size=12).map(lambda b: "/tmp/k" + b.decode("utf-8", "surrogateescape") + ".yaml"),
-    st.sampled_from(["/tmp/loop-{}/x", "/proc/self/fd/0", "/dev/stdin", "/", "//", "/tmp/./../tmp/.."]),
+    st.sampled_from(["/tmp/loop-{}/x", "/proc/self/fd/0", "/dev/stdin", "/", "//", "/tmp/./../tmp/..", "{chardev}",
+                     "{fifo}", "{fdlink}"]),
 )
+# What kprof writes to. The machine's own streams and devices are never named as one of these (the run is often
+# root's, where a rename over /dev/stdin replaces the machine's link): the test makes its own node instead.
+OUTPUT_OPTIONS = {"--sarif", "--dir", "KPROF_CACHE_DIR", "KPROF_HISTORY"}
+STREAMS = {"/proc/self/fd/0": "{fdlink}", "/dev/stdin": "{chardev}"}
+
+
+def _special_node(kind, folder, fds):
+    """A device node, a FIFO or a link into /proc/self/fd made in ``folder``, as the test's own."""
+    if kind == "{chardev}":
+        try:
+            os.mknod(folder / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))  # the null device's numbers
+            return folder / "null"
+        except PermissionError:  # not root: a FIFO is the special file a user can make
+            kind = "{fifo}"
+    if kind == "{fifo}":
+        os.mkfifo(folder / "fifo")
+        return folder / "fifo"
+    fd = os.open(folder / "target", os.O_RDWR | os.O_CREAT, 0o644)
+    fds.append(fd)
+    (folder / "stream").symlink_to(f"/proc/self/fd/{fd}")
+    return folder / "stream"
 
 
 @FAST
@@ -317,8 +341,20 @@ def test_generated_path_shapes_are_a_result_or_one_line(no_process, no_builds, c
         (loop / "a").symlink_to(loop / "b")
         (loop / "b").symlink_to(loop / "a")
         path = str(loop / "a" / "x")
-    with monkeypatch.context() as m:
-        _one_generated_path(m, capsys, tmp_path_factory, path, option)
+    if option in OUTPUT_OPTIONS:
+        path = STREAMS.get(path, path)
+    fds: list[int] = []
+    node = _special_node(path, tmp_path_factory.mktemp("node"), fds) if path.startswith("{") else None
+    before = os.lstat(node) if node else None
+    try:
+        with monkeypatch.context() as m:
+            _one_generated_path(m, capsys, tmp_path_factory, str(node) if node else path, option)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if node is not None:  # a special file stays what it was: never renamed over, never made a file
+        after = os.lstat(node)
+        assert (stat.S_IFMT(after.st_mode), after.st_ino) == (stat.S_IFMT(before.st_mode), before.st_ino), (option, node)
 
 
 CONTROLS = st.lists(st.sampled_from(["\x1b", "\x9b", "\x85", "\x07", "\x08", "\x7f", "\u202e", "\u2066", "[2J", "a",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kprof import inputs
 from kprof.errors import UsageError
 
 if TYPE_CHECKING:
@@ -169,10 +171,12 @@ def _save(fig: Any, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
+    buffer = io.BytesIO()  # drawn whole first, then written the way every output is (kprof.inputs.replace_file)
     try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise UsageError(f"--plot {path}: {exc.strerror or exc}") from None
+        fig.savefig(buffer, dpi=120, format=path.suffix[1:].lower() or "png")
+    except ValueError as exc:  # a suffix matplotlib has no writer for
+        raise UsageError(f"--plot {path}: {exc}; name a .png, .svg or .pdf file") from None
     finally:
         plt.close(fig)
+    inputs.replace_file(path, buffer.getvalue())
     return path

@@ -1,0 +1,172 @@
+"""Outputs respect what is there (kprof.inputs.replace_file, kprof.inputs.output_file): a regular file is
+replaced atomically, a device, a FIFO or a stream's link is written in place, and nothing that is not a
+regular file is ever renamed over. Each test makes its own device nodes and FIFOs in a temporary folder:
+none names anything under /dev as an output (as root, a rename over /dev/stdin replaces the machine's)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kprof import inputs
+from kprof.commands import cli
+from kprof.errors import UsageError
+
+DATA = Path(__file__).resolve().parent / "data"
+XML = DATA / "sanitizer" / "rec_oob.memcheck.xml"
+
+
+def _node(folder: Path, kind: int, name: str = "node") -> Path:
+    """A device node of the null device's numbers (char) or of a loop device's (block), made here."""
+    path = folder / name
+    try:
+        os.mknod(path, kind | 0o666, os.makedev(1, 3) if kind == stat.S_IFCHR else os.makedev(7, 200))
+    except PermissionError:
+        pytest.skip("mknod needs root (CI and the GPU machines run as root)")
+    return path
+
+
+def _same(path: Path, before: os.stat_result) -> bool:
+    after = os.lstat(path)
+    return (stat.S_IFMT(after.st_mode), after.st_ino, after.st_rdev) == (stat.S_IFMT(before.st_mode), before.st_ino,
+                                                                          before.st_rdev)
+
+
+def test_a_regular_file_is_replaced_whole_by_a_rename(tmp_path):
+    path = tmp_path / "r.sarif"
+    path.write_text("old")
+    inode = path.stat().st_ino
+    inputs.replace_file(path, "new")
+    assert path.read_text() == "new" and path.stat().st_ino != inode
+    assert [p.name for p in tmp_path.iterdir()] == ["r.sarif"]  # no temporary file left
+
+
+def test_a_character_device_is_written_in_place_never_renamed_over(tmp_path):
+    node = _node(tmp_path, stat.S_IFCHR)
+    before = os.lstat(node)
+    inputs.replace_file(node, "{}" * 100_000)
+    assert _same(node, before) and stat.S_ISCHR(os.lstat(node).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["node"]
+
+
+def test_a_block_device_is_refused_in_one_line(tmp_path):
+    node = _node(tmp_path, stat.S_IFBLK)
+    before = os.lstat(node)
+    with pytest.raises(UsageError, match="a block device") as err:
+        inputs.replace_file(node, "x")
+    assert "\n" not in str(err.value) and _same(node, before)
+    with pytest.raises(UsageError, match="--sarif: .*a block device"):
+        inputs.output_file(str(node), "--sarif")
+
+
+def test_a_fifo_no_program_reads_is_one_line_not_a_hang(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    before = os.lstat(fifo)
+    start = time.monotonic()
+    with pytest.raises(UsageError, match="a FIFO no program reads"):
+        inputs.replace_file(fifo, "x")
+    assert time.monotonic() - start < 5 and _same(fifo, before)
+
+
+def test_a_fifo_with_a_reader_gets_the_whole_report(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    opened = threading.Event()
+
+    def read() -> None:  # a reader waiting before the writer comes, as `cat fifo` would
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        opened.set()
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                time.sleep(0.001)
+                continue
+            if chunk:
+                chunks.append(chunk)
+            elif chunks:  # the writer closed its end
+                break
+            else:
+                time.sleep(0.001)
+        os.close(fd)
+        got.append(b"".join(chunks))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert opened.wait(5)
+    payload = b"x" * 300_000  # several times a pipe's buffer: the writer waits for its reader
+    inputs.replace_file(fifo, payload)
+    reader.join(10)
+    assert got == [payload] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_streams_link_into_proc_is_written_through_and_stays_a_link(tmp_path):
+    target = tmp_path / "redirected.txt"
+    fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+    os.write(fd, b"a longer old content")
+    link = tmp_path / "stdout"
+    link.symlink_to(f"/proc/self/fd/{fd}")
+    try:
+        inputs.replace_file(link, "new")
+    finally:
+        os.close(fd)
+    assert link.is_symlink() and os.readlink(link) == f"/proc/self/fd/{fd}"
+    assert target.read_text() == "new"
+
+
+def test_a_streams_link_that_leads_nowhere_is_refused(tmp_path):
+    link = tmp_path / "stdin"
+    link.symlink_to("/proc/self/fd/987654")
+    with pytest.raises(UsageError, match="leads nowhere"):
+        inputs.replace_file(link, "x")
+    assert link.is_symlink()
+
+
+def test_a_link_in_the_users_folder_is_replaced_not_written_through(tmp_path):
+    """The documented rule for a user's own link: kprof replaces the link, the file it named stays."""
+    target = tmp_path / "theirs.txt"
+    target.write_text("theirs")
+    link = tmp_path / "r.sarif"
+    link.symlink_to(target)
+    inputs.replace_file(link, "ours")
+    assert not link.is_symlink() and link.read_text() == "ours" and target.read_text() == "theirs"
+
+
+def test_a_socket_is_refused(tmp_path):
+    path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        with pytest.raises(UsageError, match="a socket"):
+            inputs.replace_file(path, "x")
+        assert stat.S_ISSOCK(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("kind", ["chardev", "fifo", "block"])
+def test_every_output_option_leaves_a_special_file_as_it_was(tmp_path, capsys, monkeypatch, kind):
+    """kprof sanitize --sarif (the report written after the run) and the options checked before the run:
+    the node is the same node afterwards, whatever the exit."""
+    monkeypatch.chdir(tmp_path)
+    if kind == "fifo":
+        node = tmp_path / "fifo"
+        os.mkfifo(node)
+    else:
+        node = _node(tmp_path, stat.S_IFCHR if kind == "chardev" else stat.S_IFBLK)
+    before = os.lstat(node)
+    for argv in (["sanitize", "--from-xml", str(XML), "--sarif", str(node)],
+                 ["profile", "vector_add", "--sarif", str(node)], ["profile", "vector_add", "--plot", str(node)],
+                 ["bench", "vector_add", "--plot", str(node)]):
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code != 70 and "Traceback" not in err, (argv, err)
+        assert _same(node, before), argv
+    assert sorted(p.name for p in tmp_path.iterdir()) == [node.name]
