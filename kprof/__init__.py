@@ -39,11 +39,11 @@ _PUBLIC = {
     # the types they return
     "RunReport": "kprof.results.reports", "BenchReport": "kprof.results.reports", "SanitizeReport": "kprof.results.reports",
     "BenchCasesReport": "kprof.results.reports", "MutantsReport": "kprof.corpus.mutation",
-    "PointResult": "kprof.measure.bench", "KernelProfile": "kprof.measure.profiling", "Diagnosis": "kprof.diagnose.model",
+    "PointResult": "kprof.measure.bench", "KernelProfile": "kprof.measure.profiling", "Diagnosis": "kprof.diagnosis.model",
     "ToolResult": "kprof.tools.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
-    "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnose.program",
+    "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnosis.program",
     "Listing": "kprof.spec.catalog", "Check": "kprof.tools.doctor",
     "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 from kprof.commands import pipeline
 from kprof.corpus import perfcases
-from kprof.diagnose import diagnose, gather
+from kprof.diagnosis import diagnose, gather
 from kprof.measure import profiling as prof
 from kprof.measure.ceilings import Ceilings
 from kprof.spec import catalog
@@ -55,7 +55,7 @@ def main(paths: list[str]) -> int:
                  + (f"{est:.2f}x ({est / gain:.2f} of measured)" if est else "none") if first else "no cause")
               + f"; cannot see: {', '.join(d.cannot_see) or 'nothing'}")
         if show:
-            from kprof.diagnose.model import render
+            from kprof.diagnosis.model import render
 
             print(render(d).replace(str(Path.cwd()) + "/", ""))
     return 0

@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "kprof"
+import kprof
+
+# the package under test: the source tree's, or the installed wheel's when CI runs the tests against it
+PKG = Path(kprof.__file__).resolve().parent
 
 
-NOT_STAGES = {"hooks", "baselines", "builtin", "templates"}  # loaded into programs, or data
+NOT_STAGES = {"hooks", "baselines", "builtin", "templates",  # loaded into programs, or data
+              "kernels", "sanitizer_cases", "perf_cases", "bench_cases"}  # in an installed wheel: the data folders
 
 
 def _dotted(path: Path) -> str:
@@ -268,9 +272,9 @@ def test_no_two_stage_folders_import_each_other():
 
 # The stage folders, bottom to top: a folder imports only the folders before it (and the modules at the
 # top of kprof/). spec -> build -> launch (the parent's side of the child) -> child -> tools (sanitize) and
-# measure (bench, profile) -> diagnose (why a kernel is slow) -> corpus (the checks of the checks) -> results
+# measure (bench, profile) -> diagnosis (why a kernel is slow) -> corpus (the checks of the checks) -> results
 # -> commands (the front doors).
-STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnose", "corpus", "results", "commands"]
+STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnosis", "corpus", "results", "commands"]
 # What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m kprof, the
 # pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
 TOP = {"__main__", "pytest_plugin", "op", "annotate", "moved", "errors", "version", "inputs", "proc", "parallel",
@@ -336,22 +340,23 @@ COVERED_ELSEWHERE = {
     "tools.exitcode": "tools/test_program.py", "tools.launchcount": "tools/test_program.py",
     "tools.ncu": "measure/test_profiling.py", "tools.pytest_child": "tools/test_suite.py",
     "tools.toolrun": "tools/test_program.py", "tools.values": "launch/test_batch.py",
-    "diagnose.facts": "diagnose/test_stage.py", "diagnose.gather": "diagnose/test_stage.py",
-    "diagnose.model": "diagnose/test_stage.py", "diagnose.ncurules": "diagnose/test_stage.py",
-    "diagnose.program": "diagnose/test_stage.py", "diagnose.ptxscan": "diagnose/test_stage.py",
-    "diagnose.rules": "diagnose/test_stage.py", "diagnose.stage": "diagnose/test_stage.py",
-    "diagnose.tries": "diagnose/test_stage.py",
-    "corpus.mutation": "corpus/test_mutants.py", "corpus.perfcases": "diagnose/test_stage.py",
+    "diagnosis.facts": "diagnosis/test_stage.py", "diagnosis.gather": "diagnosis/test_stage.py",
+    "diagnosis.model": "diagnosis/test_stage.py", "diagnosis.ncurules": "diagnosis/test_stage.py",
+    "diagnosis.program": "diagnosis/test_stage.py", "diagnosis.ptxscan": "diagnosis/test_stage.py",
+    "diagnosis.rules": "diagnosis/test_stage.py", "diagnosis.stage": "diagnosis/test_stage.py",
+    "diagnosis.tries": "diagnosis/test_stage.py",
+    "corpus.mutation": "corpus/test_mutants.py", "corpus.perfcases": "diagnosis/test_stage.py",
     "results.benchrun": "measure/test_bench.py", "results.plot": "measure/test_bench.py",
     "results.render": "measure/test_bench.py", "results.reports": "measure/test_bench.py",
     "commands.api": "corpus/test_cases.py", "commands.commands": "commands/test_cli.py",
     "commands.corpora": "corpus/test_cases.py", "commands.options": "test_architecture.py",
     "commands.pipeline": "measure/test_bench.py", "commands.scaffold": "test_hostile.py",
 }  # fmt: skip
-TESTS = PKG.parent / "tests"
+TESTS = Path(__file__).resolve().parent
 # test files at the top of tests/: the house rules, the front doors, what crosses every stage, the scripts
 TOP_TESTS = {"test_architecture", "test_import", "test_fuzz", "test_hostile", "test_hardening", "test_op", "test_gpu_op",
-             "test_proc", "test_pytest_plugin", "test_gpu_check", "test_gpu_summary_script", "test_tolerances_script"}
+             "test_proc", "test_pytest_plugin", "test_gpu_check", "test_gpu_summary_script", "test_tolerances_script",
+             "test_inputs", "test_packaging"}
 # test files in a stage's folder that are not named for one module, and why they are there
 STAGE_EXTRAS = {
     "child/test_gpu_kernels.py",  # every shipped kernel through the child on a GPU
@@ -440,7 +445,7 @@ DECODERS = {
 # A few lookups that are not a record read back, each with why.
 NOT_RECORDS = {
     ("child/timing.py", "result.data"): "the child's own result while it is being written",
-    ("diagnose/rules.py", "p.stall_shares"): "a mapping of Nsight Compute's stall reasons, not a record",
+    ("diagnosis/rules.py", "p.stall_shares"): "a mapping of Nsight Compute's stall reasons, not a record",
     ("proc.py", "env"): "a child's environment",
     ("tools/allocators.py", "out"): "a child's environment",
 }

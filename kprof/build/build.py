@@ -435,7 +435,7 @@ def build(
 
 def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None = None, timeout: float = 300) -> str | None:
     """The PTX of ``spec``'s source for ``arch``, with ``-lineinfo``'s ``.loc`` lines: what
-    :mod:`kprof.diagnose.ptxscan` reads to name source lines without counters. Cached beside the
+    :mod:`kprof.diagnosis.ptxscan` reads to name source lines without counters. Cached beside the
     cubin. None where it cannot be had: a Python operation, or NVRTC as the compiler (its child
     builds cubins only: also when ``built``, the spec's cubin, came from NVRTC); a compile error raises as
     :func:`build` does."""

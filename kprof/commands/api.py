@@ -25,8 +25,8 @@ from kprof.results.reports import SanitizeReport as SanitizeReport
 
 if TYPE_CHECKING:  # the returned types, named without importing their stages when kprof is imported
     from kprof.commands.pipeline import Prepared
-    from kprof.diagnose.model import Diagnosis
-    from kprof.diagnose.program import ProgramProfile
+    from kprof.diagnosis.model import Diagnosis
+    from kprof.diagnosis.program import ProgramProfile
     from kprof.measure.ceilings import Ceilings
     from kprof.measure.profiling import KernelProfile
     from kprof.op import Op
@@ -232,11 +232,11 @@ def profile_prepared(prepared: Prepared, *, params: dict[str, str], set_name: st
 def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, try_params: dict[str, list[str]] | None = None,
                       auto_try: bool = True, seconds: float | None = None, kernel_seconds: tuple[float, ...] = (),
                       timeout: float = 300.0) -> Diagnosis:
-    """Why the kernel performs as it does (:class:`kprof.diagnose.model.Diagnosis`): its limiter, the causes
+    """Why the kernel performs as it does (:class:`kprof.diagnosis.model.Diagnosis`): its limiter, the causes
     ranked by gain with their evidence, line, change and estimate, and the tries' measured gains. ``seconds``
     and ``kernel_seconds``: its time and each launch's own GPU time from a kprof bench run, where one was made."""
     from kprof.commands import pipeline
-    from kprof.diagnose import stage
+    from kprof.diagnosis import stage
 
     arch = prepared.built.arch
     ptx, note = pipeline.ptx_of(prepared)
@@ -292,8 +292,8 @@ def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str
                     timeout: float = 600.0) -> ProgramProfile:
     """``kprof profile -- CMD`` from Python: :func:`profile` over the program, then one more run of it
     without ncu for the user's line that launched each kernel (stopped once it has launched what ncu
-    looked at), and the kernels ranked (:class:`kprof.diagnose.program.ProgramProfile`)."""
-    from kprof.diagnose import program
+    looked at), and the kernels ranked (:class:`kprof.diagnosis.program.ProgramProfile`)."""
+    from kprof.diagnosis import program
     from kprof.tools import launchsites
 
     profiles = profile(cmd, kernel=kernel, range=range, launch_skip=launch_skip, launch_count=launch_count,

@@ -320,7 +320,7 @@ def cmd_profile(opts: ProfileOptions) -> int:
     specs = [catalog.load(n) for n in opts.names]  # every name checked before anything runs
     params = opts.param.single("profile")
     sizes = opts.size.single_sizes("profile")
-    from kprof.diagnose import tries
+    from kprof.diagnosis import tries
 
     asked = tries.parse([w for group in opts.tries for w in group])  # one line for a bad --try, before the GPU runs
 
@@ -359,7 +359,7 @@ def cmd_profile(opts: ProfileOptions) -> int:
         plot.roofline(profiles, Path(opts.plot))
     _profile_output(profiles, errors, opts.json, diagnoses)
     if opts.sarif:
-        from kprof.diagnose.model import to_sarif
+        from kprof.diagnosis.model import to_sarif
         from kprof.version import __version__
 
         _write_json(Path(opts.sarif), to_sarif(diagnoses, __version__, root=str(Path.cwd())))
@@ -433,7 +433,7 @@ def _profile_output(profiles: list[Any], errors: list[tuple[str, NcuError]], as_
     if profiles:
         print(render.profile_report(profiles))
     if diagnoses:
-        from kprof.diagnose.model import render as render_diagnosis
+        from kprof.diagnosis.model import render as render_diagnosis
 
         for d in diagnoses:
             print()

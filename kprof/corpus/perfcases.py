@@ -70,7 +70,7 @@ class PerfCase:
 
 
 def load_case(spec: spec_mod.KernelSpec) -> PerfCase:
-    from kprof.diagnose.rules import RULE_IDS
+    from kprof.diagnosis.rules import RULE_IDS
     from kprof.measure.profiling import KernelProfile
 
     where = str(spec.path)
@@ -135,7 +135,7 @@ class PerfResult:
     error: str = ""
     diagnosis: dict[str, object] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs
     ncu_rule: str | None = None  # Nsight Compute's optimisation rule with the largest Est. Speedup
-    ncu_cause: str | None = None  # kprof's name for it (kprof.diagnose.ncurules.cause_of)
+    ncu_cause: str | None = None  # kprof's name for it (kprof.diagnosis.ncurules.cause_of)
     ncu_speedup: float | None = None  # its estimate as a speedup
     ncu_proposed: int = 0  # how many optimisation rules it listed
     ncu_rules: list[dict[str, object]] = field(default_factory=list)  # each with its estimate's type and value
@@ -156,7 +156,7 @@ class PerfResult:
 
 def control_here(case: PerfCase, fp64_ratio: float | None) -> bool:
     """True where the case's ``unless`` holds on this GPU: a negative control, no such cause expected."""
-    from kprof.diagnose.facts import FAST_FP64
+    from kprof.diagnosis.facts import FAST_FP64
 
     return case.expect.unless == "fast-fp64" and fp64_ratio is not None and fp64_ratio >= FAST_FP64
 
@@ -195,8 +195,8 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
     seconds, kernel_seconds)`` (its diagnosis from the bench's time and each launch's own GPU time in its
     timed call; Nsight Compute's rules; the architecture), then :func:`judge`. The command layer gives
     both; a kprof error is the case's, the others still run."""
-    from kprof.diagnose import gather, ncurules
-    from kprof.diagnose.facts import fp64_ratio_of, kernel_line
+    from kprof.diagnosis import gather, ncurules
+    from kprof.diagnosis.facts import fp64_ratio_of, kernel_line
 
     try:
         report = bench([case.name, f"{case.name}_fixed"])

@@ -97,7 +97,7 @@ class KernelProfile:
     math: str = "fp32"  # the spec's work.math: the compute peak and FLOP count are FP32's or the tensor cores'
     tensor_pipe: float | None = None  # tensor pipe busy, of its peak (while the SM is active)
     wgmma: float | None = None  # warpgroup MMA instructions executed (Hopper); None where ncu has no such counter
-    # what the diagnosis reads (kprof.diagnose); None without counters
+    # what the diagnosis reads (kprof.diagnosis); None without counters
     thread_efficiency: float | None = None  # active threads per warp instruction / 32 (divergence)
     atomics: float | None = None  # global atomic and reduction instructions executed (warp level)
     global_accesses: float | None = None  # global load and store instructions executed (warp level)

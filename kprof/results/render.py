@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kprof.build.occupancy import Occupancy
     from kprof.corpus.cases import CaseResult
     from kprof.corpus.perfcases import PerfResult
-    from kprof.diagnose.program import Ranked
+    from kprof.diagnosis.program import Ranked
     from kprof.launch.childresult import ChildResult
     from kprof.measure.bench import BaselineResult, PointResult
     from kprof.measure.profiling import KernelProfile
@@ -326,7 +326,7 @@ def cases_matrix(results: list[CaseResult]) -> str:
 
 
 def program_ranking(ranked: list[Ranked], top: int = 10, sites: Sites | None = None) -> str:
-    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnose.program.rank`), its denominators named,
+    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnosis.program.rank`), its denominators named,
     each kernel with the user's line that launched it first (``sites``: the run that found them)."""
     here = str(Path.cwd()) + "/"
     job = any(r.ranks for r in ranked)  # a multi-process job: which ranks launched each

@@ -79,7 +79,7 @@ METRICS = (
     "device__attribute_multiprocessor_count",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-    # what the diagnosis (kprof.diagnose) reads beyond the numbers above
+    # what the diagnosis (kprof.diagnosis) reads beyond the numbers above
     "smsp__thread_inst_executed_per_inst_executed.ratio",  # active threads per warp instruction (divergence)
     "smsp__inst_executed.sum",
     "smsp__sass_inst_executed_op_global_atom.sum",

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 import kprof
-from kprof.diagnose import program
+from kprof.diagnosis import program
 from kprof.measure import profiling as prof
 from kprof.results import render
 from kprof.tools import demangle, launchsites
@@ -179,7 +179,7 @@ def test_ncus_names_of_a_real_training_step_meet_the_launch_calls_names(data_dir
     (instance3)]`, `0` for `(SortOrder)0`, `1` for `true`) against the launch calls' mangled names. Each is
     matched by its whole name where the two can be written alike, else by its function name, never not at
     all; and a whole-name match is to a kernel of the same function."""
-    recorded = json.loads((data_dir / "diagnose" / "h200-transformer-kernel-names.json").read_text())
+    recorded = json.loads((data_dir / "diagnosis" / "h200-transformer-kernel-names.json").read_text())
     for how, at_least in (("eager", 36), ("compile", 33)):
         names = recorded[how]["launched"]
         sites = Sites({n: (LaunchSite(n, "/u/step.py", i, "step", i, 1),) for i, n in enumerate(names)}, counted=True)

@@ -1,4 +1,4 @@
-"""kprof profile's diagnosis (kprof/diagnose) without a GPU: the PTX line scan on PTX nvcc writes for the
+"""kprof profile's diagnosis (kprof/diagnosis) without a GPU: the PTX line scan on PTX nvcc writes for the
 performance corpus, the rules on a fake device's numbers with and without counters, the ranking and
 its cap at the roof, the tries' parsing and choice, the corpus's judge, and the renderings."""
 
@@ -14,8 +14,8 @@ import pytest
 from kprof import spec as spec_mod
 from kprof.commands import pipeline
 from kprof.corpus import perfcases
-from kprof.diagnose import diagnose, gather, ptxscan, tries
-from kprof.diagnose.model import Cause, Diagnosis, Gain, Line, Try, render, sarif_results
+from kprof.diagnosis import diagnose, gather, ptxscan, tries
+from kprof.diagnosis.model import Cause, Diagnosis, Gain, Line, Try, render, sarif_results
 from kprof.errors import UsageError
 from kprof.measure import profiling as prof
 from kprof.measure.ceilings import Ceilings
@@ -119,7 +119,7 @@ def test_the_ptx_scan_reads_every_shipped_kernel(ptx_compiler):
 
 @pytest.mark.nvcc
 def test_a_rule_that_fails_costs_its_cause_not_the_profile(ptx_compiler, monkeypatch):
-    from kprof.diagnose import rules
+    from kprof.diagnosis import rules
 
     def broken(f):
         raise ValueError("a bug")
@@ -291,7 +291,7 @@ def test_render_json_and_sarif():
     assert res[0]["ruleId"] == "kprof.perf.atomics" and "9.50x measured" in res[0]["message"]["text"]
     assert res[0]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "k.cu", "uriBaseId": "SRCROOT"}
     assert res[0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 6}
-    from kprof.diagnose.model import to_sarif
+    from kprof.diagnosis.model import to_sarif
 
     doc = to_sarif([d], "0.0", root="/repo")
     assert doc["version"] == "2.1.0" and doc["runs"][0]["results"][0]["ruleIndex"] == 0
@@ -309,7 +309,7 @@ def test_cases_perf_list(capsys):
 
 
 def test_program_ranking_names_where_the_time_goes():
-    from kprof.diagnose import program
+    from kprof.diagnosis import program
 
     base = prof.fallback("k", {}, 1e-3, 32, 256, 0, 0, "sm_90", None, None, "fake")
     gemm = [replace(base, kernel=f"sm90_xmma_gemm#{i}", duration_s=4e-3, tensor_pipe=0.5, dram_fraction=0.2)
@@ -330,7 +330,7 @@ def test_program_ranking_names_where_the_time_goes():
 
 
 def test_ncu_rules_beside_the_diagnosis(data_dir):
-    from kprof.diagnose import ncurules
+    from kprof.diagnosis import ncurules
     from kprof.tools import ncu
 
     rules = ncu.parse_rules((data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text())
@@ -368,7 +368,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
     """kprof cases --perf's orchestration: bench (the case and its twin), ncu (here a fake with the counters a
     GPU gives an uncoalesced copy), one timed run, the tries, the judge, ncu's rules beside it."""
     from kprof.commands import api, corpora
-    from kprof.diagnose import stage
+    from kprof.diagnosis import stage
     from kprof.tools import ncu
 
     real_prepare = pipeline.prepare
@@ -425,7 +425,7 @@ def test_the_counter_less_diagnosis_on_times_an_h200_measured(ptx_compiler, data
     1.5x of the twin's measured gain (copy 8.00 / 6.38, FP64 3.00 / 3.59, divergence 2.00 / 1.94)."""
     from kprof.build import build
 
-    recorded = json.loads((data_dir / "diagnose" / "h200-perf-times.json").read_text())
+    recorded = json.loads((data_dir / "diagnosis" / "h200-perf-times.json").read_text())
     corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
     for name, t in recorded["cases"].items():
         prepared = _prepared(name)
@@ -448,7 +448,7 @@ def _replay(data_dir):
     from kprof.build import build
     from kprof.measure.profiling import KernelProfile
 
-    recorded = json.loads((data_dir / "diagnose" / "h200-perf-cases-a46d1a2.json").read_text())
+    recorded = json.loads((data_dir / "diagnosis" / "h200-perf-cases-a46d1a2.json").read_text())
     peak = Ceilings.from_dict(recorded["peak"])
     for c in recorded["cases"]:
         prepared = _prepared(c["case"])
@@ -477,7 +477,7 @@ def test_the_counters_diagnosis_replayed_on_an_h200s_profiles(ptx_compiler, data
     """Every case's first cause and line as kprof gives them now, from the profiles an H200 measured: the same
     first cause as the GPU run gave, right on all 16 (the FP64 control silent), and each estimate the run gave
     but those CHANGED_SINCE."""
-    from kprof.diagnose.facts import fp64_ratio_of, kernel_line
+    from kprof.diagnosis.facts import fp64_ratio_of, kernel_line
 
     corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
     wrong, results = {}, []

@@ -1,6 +1,6 @@
 """The causes kprof looks for, one :class:`Rule` each, in one registry (:data:`RULES`).
 
-A rule reads :class:`~kprof.diagnose.facts.Facts` and returns a :class:`~kprof.diagnose.model.Cause`
+A rule reads :class:`~kprof.diagnosis.facts.Facts` and returns a :class:`~kprof.diagnosis.model.Cause`
 or None. Its estimate has a stated basis and is capped by the roof's headroom. A rule that needs
 counters it does not have returns None and says so through :meth:`Rule.blind`. Adding a cause is
 adding a class here and an entry in RULES; ``kprof cases --perf`` proves each on a seeded kernel.
@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kprof.diagnose import ptxscan
-from kprof.diagnose.facts import FAST_FP64, LATENCY_BELOW, Facts, profile_units
-from kprof.diagnose.model import Cause, Gain, Line
+from kprof.diagnosis import ptxscan
+from kprof.diagnosis.facts import FAST_FP64, LATENCY_BELOW, Facts, profile_units
+from kprof.diagnosis.model import Cause, Gain, Line
 
 
 class Rule(Protocol):

@@ -1,7 +1,7 @@
 """``kprof profile``'s diagnosis of one spec: one timed run, the facts, the rules, the tries.
 
 The entry point :func:`diagnose_prepared` takes what the profile stage produced (the kernel reports,
-with or without counters) and returns a :class:`~kprof.diagnose.model.Diagnosis`; nothing here prints.
+with or without counters) and returns a :class:`~kprof.diagnosis.model.Diagnosis`; nothing here prints.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from kprof.diagnose import diagnose, gather, tries
-from kprof.diagnose.model import Diagnosis, Try
+from kprof.diagnosis import diagnose, gather, tries
+from kprof.diagnosis.model import Diagnosis, Try
 from kprof.errors import KprofError
 from kprof.measure.ceilings import Ceilings
 

@@ -1,16 +1,16 @@
 """The diagnosis stage of ``kprof profile``: why a kernel performs as it does, and what to change.
 
 profile (ncu's counters, or what kprof measures without them) + the kernel's PTX lines + the GPU's
-model -> :class:`~kprof.diagnose.facts.Facts` -> every rule of :data:`~kprof.diagnose.rules.RULES`
--> a :class:`~kprof.diagnose.model.Diagnosis`: the limiter (the roofline's busiest unit, or latency),
+model -> :class:`~kprof.diagnosis.facts.Facts` -> every rule of :data:`~kprof.diagnosis.rules.RULES`
+-> a :class:`~kprof.diagnosis.model.Diagnosis`: the limiter (the roofline's busiest unit, or latency),
 the causes ranked by their gain, each with its evidence, line, change and estimated gain (and, after
-:mod:`kprof.diagnose.tries`, the measured one), and what kprof could not see.
+:mod:`kprof.diagnosis.tries`, the measured one), and what kprof could not see.
 """
 
 from __future__ import annotations
 
-from kprof.diagnose.facts import LATENCY_BELOW, Facts, profile_units
-from kprof.diagnose.model import MIN_GAIN, Cause, Diagnosis
+from kprof.diagnosis.facts import LATENCY_BELOW, Facts, profile_units
+from kprof.diagnosis.model import MIN_GAIN, Cause, Diagnosis
 
 
 def units(f: Facts) -> dict[str, float]:
@@ -45,7 +45,7 @@ def limiter(f: Facts, seen: dict[str, float]) -> str:
 def diagnose(f: Facts) -> Diagnosis:
     """Run every rule on ``f``; causes ranked by gain (measured, else estimated), those below MIN_GAIN
     left out with a note, those without an estimate after the rest."""
-    from kprof.diagnose.rules import RULES
+    from kprof.diagnosis.rules import RULES
 
     found: list[Cause] = []
     blind: list[str] = []

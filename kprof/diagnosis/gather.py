@@ -1,7 +1,7 @@
 """Facts from kprof's own pipeline: a prepared spec, its profile, one timed run, the ceilings.
 
 The command layer hands it the PTX (``kprof.build.build.ptx``); it reads the spec file (for the launch
-line) and the source; the rules read only the :class:`~kprof.diagnose.facts.Facts` it returns.
+line) and the source; the rules read only the :class:`~kprof.diagnosis.facts.Facts` it returns.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kprof.diagnose import ptxscan
-from kprof.diagnose.facts import Facts
+from kprof.diagnosis import ptxscan
+from kprof.diagnosis.facts import Facts
 from kprof.launch.childresult import device_of
 from kprof.measure import ceilings
 from kprof.measure.profiling import KernelProfile

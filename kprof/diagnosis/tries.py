@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kprof.diagnose.model import Cause, Gain, Try
+from kprof.diagnosis.model import Cause, Gain, Try
 from kprof.spec import sizeexpr
 
 MAX_AUTO = 4  # variants kprof tries by itself for one cause

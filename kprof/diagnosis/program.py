@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from kprof.diagnose.facts import LATENCY_BELOW, profile_units
+from kprof.diagnosis.facts import LATENCY_BELOW, profile_units
 from kprof.measure.profiling import KernelProfile
 from kprof.tools import demangle
 from kprof.tools.launchsites import LaunchSite, Sites

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kprof.build import occupancy
-from kprof.diagnose import ptxscan
+from kprof.diagnosis import ptxscan
 from kprof.measure.profiling import KernelProfile
 
 # FP64 results per clock per SM, from the CUDA C++ Programming Guide's table of arithmetic instruction
