@@ -133,6 +133,19 @@ def _isolated_cache(_session_cache, monkeypatch):
     monkeypatch.setenv("KPROF_CACHE_DIR", str(_session_cache))
 
 
+UNWRAPPED = "100000"  # COLUMNS for the tests: what they read is each line whole (kprof wraps text to a pipe at 100)
+
+
+@pytest.fixture(autouse=True)
+def _unwrapped(monkeypatch):
+    """A test reads what kprof printed, not how a terminal or a pipe would wrap it; the tests of the width
+    (tests/commands/test_cli.py) set or remove COLUMNS themselves."""
+    from kprof.results import render
+
+    monkeypatch.setenv("COLUMNS", UNWRAPPED)
+    monkeypatch.setattr(render, "_chosen_width", None)
+
+
 @pytest.fixture(autouse=True)
 def _gpu_share(request, tmp_path_factory):
     """GPU tests share the GPU between pytest-xdist workers; a test marked ``gpu_alone`` has it to

@@ -18,8 +18,14 @@ import kprof
 PKG = Path(kprof.__file__).resolve().parent
 
 
-NOT_STAGES = {"hooks", "baselines", "builtin", "templates",  # loaded into programs, or data
-              "kernels", "sanitizer_cases", "perf_cases", "bench_cases"}  # in an installed wheel: the data folders
+DATA_FOLDERS = {"kernels", "sanitizer_cases", "perf_cases", "bench_cases"}  # inside kprof/ in an installed wheel
+NOT_STAGES = {"hooks", "baselines", "builtin", "templates"} | DATA_FOLDERS  # loaded into programs, or data
+
+
+def _sources() -> list[Path]:
+    """kprof's own modules (not the data folders' Python: a bench case's operations, a kernel's reference)."""
+    return [p for p in sorted(PKG.rglob("*.py")) if p.relative_to(PKG).parts[0] not in DATA_FOLDERS]
+
 
 
 def _dotted(path: Path) -> str:
@@ -29,7 +35,7 @@ def _dotted(path: Path) -> str:
 
 
 # Every module is a node, in whichever stage folder it lives (kprof/spec/, kprof/tools/, kprof/child/, ...)
-MODULES: dict[str, Path] = {_dotted(p): p for p in sorted(PKG.rglob("*.py"))
+MODULES: dict[str, Path] = {_dotted(p): p for p in _sources()
                             if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in NOT_STAGES}
 
 
@@ -124,9 +130,9 @@ def test_only_the_command_layer_looks_up_or_builds_kernels(upstream):
 @pytest.mark.parametrize("tool, owner", [("compute-sanitizer", "compute_sanitizer"), ("ncu", "ncu"), ("nvcc", "build")])
 def test_one_owner_module_per_external_tool(tool, owner):
     """Each external tool is found (and so run) by one module, wherever its stage's folder puts it."""
-    files = [f for f in PKG.rglob("*.py") if f.stem == owner]
+    files = [f for f in _sources() if f.stem == owner]
     assert len(files) == 1, files
-    finders = sorted(str(f.relative_to(PKG)) for f in PKG.rglob("*.py")
+    finders = sorted(str(f.relative_to(PKG)) for f in _sources()
                      if f'find_tool("{tool}")' in f.read_text() and f != files[0])
     assert not finders, f"{tool} is found and run outside kprof/{files[0].relative_to(PKG)}: {finders}"
 
@@ -410,7 +416,7 @@ def test_any_stays_rare():
     ``object`` and narrowed before use; ``Any`` is left for what has no types here (torch, CuPy, CUPTI and the
     driver's handles, NumPy values in the reference evaluator)."""
     count = lines = 0
-    for path in PKG.rglob("*.py"):
+    for path in _sources():
         text = path.read_text().splitlines()
         lines += len(text)
         count += sum(len(re.findall(r"\bAny\b", line)) for line in text if not line.lstrip().startswith("from typing"))
@@ -456,7 +462,7 @@ def test_a_record_is_read_by_its_keys_only_in_its_decoder():
     a new module that looks a record up by its keys is either that record's decoder (listed in DECODERS with
     what it decodes) or reads the typed record the decoder returns."""
     found = []
-    for path in sorted(PKG.rglob("*.py")):
+    for path in _sources():
         rel = path.relative_to(PKG).as_posix()
         if rel in DECODERS:
             continue

@@ -1,7 +1,10 @@
 """import kprof and kprof --help load no CUDA, nvtx or NumPy module."""
 
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("cuda", "nvtx", "numpy", "pynvml")
 
@@ -9,6 +12,7 @@ HEAVY = ("cuda", "nvtx", "numpy", "pynvml")
 # (_cuda_bindings_redirector) that imports the bare `cuda` namespace package at every start.
 PROBE = """
 import sys
+from pathlib import Path
 before = set(sys.modules)
 {body}
 heavy = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in {heavy!r})
@@ -78,3 +82,82 @@ def test_the_moved_table_points_at_modules_that_exist_and_names_not_in_use():
         assert (root / (new.replace(".", "/") + ".py")).is_file(), new
         gone = root / old.replace(".", "/")
         assert not gone.with_suffix(".py").exists() and not gone.is_dir(), f"{old} is in use again"
+
+
+EVERY_SUBMODULE = """
+import importlib, pkgutil, kprof
+for m in pkgutil.walk_packages(kprof.__path__, "kprof."):
+    if m.name.endswith("__main__"):
+        continue  # the command line itself
+    try:
+        importlib.import_module(m.name)
+    except ImportError as exc:  # an optional extra (torch, matplotlib) not installed here
+        assert exc.name and exc.name.split(".")[0] in ("torch", "cupy", "matplotlib", "triton", "cupti"), (m.name, exc)
+"""
+
+
+def test_every_public_name_keeps_its_kind_after_every_submodule_is_imported():
+    """A documented function stays a function: kprof.diagnose was shadowed by the subpackage of the same name
+    once anything imported it (now kprof.diagnosis). The API functions are functions, the types classes, after
+    every module of kprof has been imported."""
+    body = EVERY_SUBMODULE + """
+import inspect
+from kprof import _PUBLIC
+wrong = []
+for name in kprof.__all__:
+    if name == "__version__":
+        continue
+    value = getattr(kprof, name)
+    function = name[0].islower() and name != "range"  # the API's verbs; kprof.range is a context manager's class
+    if function and not inspect.isfunction(value) or not function and not inspect.isclass(value):
+        wrong.append((name, type(value).__name__))
+assert not wrong, wrong
+assert not set(_PUBLIC) & {m.name for m in pkgutil.iter_modules(kprof.__path__)}  # no API name is a module's
+"""
+    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+README_CALL = re.compile(r"`(kprof\.(\w+)\((?:[^`]*)\))`")
+
+
+def readme_calls() -> list[str]:
+    """The README's Python calls whose arguments are literals (`kprof.run("tiled_matmul", sizes={"M": 512})`)."""
+    import ast
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    calls = []
+    for call, _name in README_CALL.findall(text):
+        node = ast.parse(call, mode="eval").body
+        if isinstance(node, ast.Call) and all(_literal(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+            calls.append(call)
+    return calls
+
+
+def _literal(node) -> bool:
+    import ast
+
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        return False
+    return value is not Ellipsis  # `kprof.profile(...)`: a placeholder, not a call
+
+
+def test_the_readmes_api_calls_run_as_written(tmp_path):
+    """Each call the README shows, as written, after every submodule is imported: a result, or kprof's own
+    one-line error (the GPU hidden, also on a GPU machine: NoGPUError, exit 5), never a TypeError or an
+    AttributeError."""
+    calls = readme_calls()
+    assert {"run", "run_bench", "run_cases", "diagnose", "sanitize"} <= {c.split("(")[0].split(".")[1] for c in calls}, calls
+    body = EVERY_SUBMODULE + f"""
+from kprof.errors import KprofError
+for call in {calls!r}:
+    try:
+        eval(call)
+    except KprofError as exc:
+        assert "\\n" not in str(exc).strip(), (call, str(exc))
+"""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # the corpus is not run here, whatever the machine has
+    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -398,13 +399,18 @@ def build(
     os.close(fd)
     tmp = Path(tmp_name)
     argv = build_argv(compiler.program, spec.source, tmp, target, tuple(merged.items()), spec.nvcc_flags)
+    kept = None
     try:
         if compiler.kind == "nvcc":  # NVRTC's child is no shell
             _shell_safe_argv(argv)
+            # nvcc keeps the PTX it hands ptxas: the diagnosis's line scan (ptx()) then costs no second compile.
+            # The cubin is the same byte for byte; the argv recorded and shown is the one without it.
+            kept = Path(tempfile.mkdtemp(prefix=".keep-", dir=folder))
         for path in (cubin, meta):
             if path.is_dir() and not path.is_symlink():
                 raise UsageError(f"the build cache has a folder at {path} where a file goes: remove it")
-        done = proc.run(argv, timeout=timeout, env=compiler.env())
+        done = proc.run(argv + (["--keep", "--keep-dir", str(kept)] if kept else []), timeout=timeout,
+                        env=compiler.env())
         log = (done.stdout + done.stderr).strip()
         if done.timed_out:
             raise BuildError(f"{compiler.kind} did not finish compiling {spec.source.name} in {timeout:g} s", log)
@@ -428,9 +434,17 @@ def build(
             raise inputs.write_error(cubin, exc) from None
         info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv, "sha256": digest_of_cubin}
         inputs.replace_file(meta, json.dumps(info, indent=1))
+        if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
+            os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
         return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv), compiler.version)
     finally:
         tmp.unlink(missing_ok=True)
+        if kept is not None:
+            shutil.rmtree(kept, ignore_errors=True)
+
+
+def _ptx_path(folder: Path, spec: KernelSpec, target: str, key: str) -> Path:
+    return folder / f"{spec.name[:64]}-{target}-{key}.ptx"
 
 
 def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None = None, timeout: float = 300) -> str | None:
@@ -449,7 +463,7 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
     sources = _local_sources(spec.source)
     key = _cache_key(spec, compiler, target, tuple(dict(spec.defines).items()), sources)
     folder = cache_dir()
-    out = folder / f"{spec.name[:64]}-{target}-{key}.ptx"
+    out = _ptx_path(folder, spec, target, key)
     if out.is_file():
         return out.read_text(errors="replace")
     folder.mkdir(parents=True, exist_ok=True)

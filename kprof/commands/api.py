@@ -49,7 +49,9 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
     if preset not in ("default", "sanitize"):
         raise UsageError(f"preset {preset!r}: give 'default' or 'sanitize'")
     spec = catalog.load(str(kernel))
-    prepared = pipeline.prepare(spec, dict(sizes or {}), params=dict(params or {}), preset=preset, arch=arch)
+    resolved = pipeline.resolve(spec, dict(sizes or {}), params=dict(params or {}), preset=preset)
+    require_gpu(None)  # every input checked first, then the GPU: nothing is built for a run that cannot happen
+    prepared = pipeline.built(resolved, arch)
     job = prepared.job(RunMode(time=True), seed=seed)
     return RunReport(launch.run_kernel(job, timeout=timeout), prepared.resolved, prepared.built, spec.entry)
 

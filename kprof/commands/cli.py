@@ -126,6 +126,13 @@ def _parser() -> argparse.ArgumentParser:
     for add in (_list, _new, _build, _run, _sanitize, _cases, _mutants, _profile, _occupancy, _bench, _peak, _history,
                 _compare, _doctor):
         add(sub)
+    from kprof.results.render import PIPE_WIDTH
+
+    width_help = (f"wrap text to N columns (0: one line a row; default: COLUMNS, else the terminal's width, or "
+                  f"{PIPE_WIDTH} to a file or a pipe)")
+    parser.add_argument("--width", type=_count(0), metavar="N", help=width_help)
+    for p in sub.choices.values():  # after the command too, where it is usually typed
+        p.add_argument("--width", type=_count(0), metavar="N", default=argparse.SUPPRESS, help=width_help)
     return parser
 
 
@@ -508,6 +515,9 @@ def main_inner(argv: list[str]) -> int:
     if program is not None and not program:
         raise ArgError(f"name the program after --, e.g. kprof {opts.command} -- python train.py")
     opts.program = program
+    from kprof.results import render
+
+    render.choose_width(opts.width)
     if opts.command is None:
         parser.print_help()
         return EXIT_USAGE

@@ -60,9 +60,7 @@ def cmd_list(opts: ListOptions) -> int:
     if opts.json:
         _emit_json([r.to_dict() for r in rows])
     else:
-        import shutil
-
-        print(render.list_table(rows, shutil.get_terminal_size((120, 24)).columns))
+        print(render.list_table(rows))
     return EXIT_OK
 
 

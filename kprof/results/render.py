@@ -31,20 +31,31 @@ if TYPE_CHECKING:
 
 
 MIN_WIDTH = 60  # no wrapping narrower than this: a column of a few characters helps nobody
-NO_WRAP = 1 << 20  # text that goes to a file or a pipe: one line a row, for grep
+PIPE_WIDTH = 100  # text that goes to a file or a pipe: what a pager, an editor or a CI log shows whole
+NO_WRAP = 1 << 20  # --width 0: one line a row, for grep
+_chosen_width: int | None = None  # --width, set once by the command line (kprof.commands.cli)
+
+
+def choose_width(width: int | None) -> None:
+    """The width every command wraps to from here on (``--width N``; 0: no wrapping), over COLUMNS and
+    the terminal's own."""
+    global _chosen_width
+    _chosen_width = width
 
 
 def terminal_width() -> int:
-    """The width lines are wrapped to on a terminal (COLUMNS where it is set, else the terminal's own);
-    text that goes to a file or a pipe is not wrapped (NO_WRAP)."""
+    """The width lines are wrapped to: ``--width`` where given (0: not wrapped), else COLUMNS where it is
+    set, else the terminal's own on a terminal and :data:`PIPE_WIDTH` for a file or a pipe."""
     import os
     import shutil
     import sys
 
-    if not getattr(sys.stdout, "isatty", lambda: False)():
-        return NO_WRAP
+    if _chosen_width is not None:
+        return NO_WRAP if _chosen_width == 0 else max(MIN_WIDTH, _chosen_width)
     if (env := os.environ.get("COLUMNS", "")).isascii() and env.isdigit() and int(env) > 0:
         return max(MIN_WIDTH, int(env))
+    if not getattr(sys.stdout, "isatty", lambda: False)():
+        return PIPE_WIDTH
     return max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
 
 
@@ -61,26 +72,33 @@ def fit(lines: Sequence[str], width: int, hang: int) -> list[str]:
     return [piece for line in lines for piece in wrap(line, width, len(line) - len(line.lstrip()) + hang)]
 
 
+MIN_COLUMN = 12  # a column is not wrapped narrower than this
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", width: int | None = None) -> str:
-    """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). A last column
-    that would take a line past ``width`` (default: :func:`terminal_width`) wraps under itself."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). Where the
+    rows would pass ``width`` (default: :func:`terminal_width`), the widest left-aligned columns are
+    narrowed, widest first, and their cells wrap under themselves."""
+    cells = [[str(h) for h in headers]] + [[" ".join(str(c).split()) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align.ljust(len(headers), "l")
     width = width or terminal_width()
-    start = sum(widths[:-1]) + 2 * (len(widths) - 1)  # where the last column begins
-    last = max(width - start, 20)
-    wrapping = start + widths[-1] > width and align[-1] == "l"
-    if wrapping:
-        widths[-1] = min(widths[-1], last)
+    gaps = 2 * (len(widths) - 1)
+    narrowable = [i for i, a in enumerate(align) if a == "l"]
+    while narrowable and sum(widths) + gaps > width:
+        i = max(narrowable, key=lambda k: widths[k])
+        if widths[i] <= MIN_COLUMN:
+            break
+        widths[i] -= 1
 
     def fmt(row: list[str]) -> str:
-        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(row[:-1], widths, align)]
-        if not wrapping:
-            tail = row[-1].rjust(widths[-1]) if align[-1] == "r" else row[-1].ljust(widths[-1])
-            return "  ".join(parts + [tail]).rstrip()
-        return "\n".join(("  ".join(parts + [""]) if i == 0 else " " * start) + piece.strip()
-                         for i, piece in enumerate(wrap(row[-1], last, 0))).rstrip()
+        pieces = [wrap(c, w, 0) if len(c) > w else [c] for c, w in zip(row, widths)]
+        height = max(len(p) for p in pieces)
+        out = []
+        for k in range(height):
+            parts = [(p[k] if k < len(p) else "").strip() for p in pieces]
+            out.append("  ".join(c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(parts, widths, align)).rstrip())
+        return "\n".join(out)
 
     lines = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
     lines += [fmt(r) for r in cells[1:]]
@@ -132,23 +150,15 @@ class Progress:
             self.stream.flush()
 
 
-def list_table(rows: list[Listing], width: int = 120) -> str:
-    """Names, groups and descriptions, each line at most ``width`` characters (the terminal's): a long
-    description is cut with "..." (``kprof list --json`` has it whole). A kernel that needs a newer
-    architecture than ``--arch`` is marked before its description: ``[needs sm_80: cp.async]``."""
+def list_table(rows: list[Listing], width: int | None = None) -> str:
+    """Names, groups and descriptions, each line at most ``width`` characters (:func:`terminal_width`): a
+    long description wraps under itself. A kernel that needs a newer architecture than ``--arch`` is marked
+    before its description: ``[needs sm_80: cp.async]``."""
     if not rows:
         return "no kernels found (kernels/, sanitizer_cases/, KPROF_PATH)"
-    name_w = max(len("NAME"), *(len(r.name) for r in rows))
-    group_w = max(len("GROUP"), *(len(r.group) for r in rows))
-    room = max(width - name_w - group_w - 4, 20)
     return table(["NAME", "GROUP", "DESCRIPTION"],
-                 [(r.name, r.group, _fit((f"[{r.unsupported}] " if r.unsupported else "") + r.description, room))
-                  for r in rows])
-
-
-def _fit(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+                 [(r.name, r.group, (f"[{r.unsupported}] " if r.unsupported else "") + r.description) for r in rows],
+                 width=width)
 
 
 def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:

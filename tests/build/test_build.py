@@ -57,6 +57,7 @@ def _all_specs():
 
 
 @pytest.mark.nvcc
+@pytest.mark.xdist_group("sm90-builds")  # one worker builds them all, the PTX scan (tests/diagnosis) reads its cache
 @pytest.mark.parametrize("spec", _all_specs())
 def test_every_kernel_case_and_twin_builds_for_sm90(spec):
     result = build.build(spec, "sm_90")

@@ -175,7 +175,9 @@ def test_the_cache_key_holds_the_compiler(compilers, monkeypatch, tmp_path):
     assert first.cubin != second.cubin and not second.cached
     assert first.compiler == "nvcc 13.0" and second.compiler == "NVRTC 12.9"
     assert seen[0][0] == "/usr/bin/nvcc" and seen[1][:3] == ["python", "-m", "kprof.build.nvrtc"]
-    assert seen[0][1:] [:-2] == seen[1][3:][:-2]  # the same options, output and source apart
+    nvcc = seen[0][:seen[0].index("--keep")]  # nvcc alone also keeps its PTX for the line scan (build.ptx)
+    assert seen[0][-3:-1] == ["--keep", "--keep-dir"] and first.argv == tuple(nvcc)
+    assert nvcc[1:][:-2] == seen[1][3:][:-2]  # the same options, output and source apart
 
 
 @pytest.mark.parametrize("nvcc_argv, options", [
