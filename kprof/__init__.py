@@ -34,6 +34,7 @@ _PUBLIC = {
     "run_cases": "kprof.commands.corpora", "run_bench_cases": "kprof.commands.corpora",
     "run_perf_cases": "kprof.commands.corpora", "run_mutants": "kprof.commands.corpora",
     "list_kernels": "kprof.commands.offline", "new_kernel": "kprof.commands.offline", "doctor": "kprof.commands.offline",
+    "readiness": "kprof.commands.offline",
     "build_kernels": "kprof.commands.offline", "occupancy_of": "kprof.commands.offline",
     "bench_history": "kprof.commands.offline", "compare_runs": "kprof.commands.offline",
     # the types they return
@@ -44,7 +45,7 @@ _PUBLIC = {
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
     "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnosis.program",
-    "Listing": "kprof.spec.catalog", "Check": "kprof.tools.doctor",
+    "Listing": "kprof.spec.catalog", "Check": "kprof.tools.doctor", "Readiness": "kprof.tools.doctor",
     "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip
 

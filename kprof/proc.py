@@ -21,12 +21,12 @@ from kprof.errors import ToolNotFoundError
 
 INSTALL_HINTS = {
     "nvcc": (
-        "install the CUDA toolkit, or `pip install \"kprof[cuda]\"` for a pinned nvcc from pip; "
+        "install the CUDA toolkit, or `pip install \"kprof[cuda13]\"` for a pinned nvcc from pip; "
         "kprof looks in pip's nvidia wheels, CUDA_HOME/CUDA_PATH and PATH"
     ),
     "compute-sanitizer": (
-        "install the CUDA toolkit, or `pip install \"kprof[cuda]\"` (the nvidia-cuda-sanitizer-api "
-        "wheel ships compute-sanitizer)"
+        "install the CUDA toolkit, or `pip install \"kprof[cuda13]\"` (its nvidia-cuda-sanitizer-api "
+        "wheel ships compute-sanitizer; on a CUDA 12 driver, kprof[cuda12])"
     ),
     "ncu": (
         "install Nsight Compute (it ships with the CUDA toolkit, or from developer.nvidia.com/nsight-compute); "

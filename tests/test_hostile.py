@@ -302,7 +302,7 @@ def test_list_fits_the_terminal(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "100")
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert max(len(line) for line in out.splitlines()) <= 100 and "..." in out
+    assert max(len(line) for line in out.splitlines()) <= 100  # a description wraps under itself, whole
 
 
 def test_build_says_where_it_is(tmp_path, monkeypatch, capsys):

@@ -403,8 +403,7 @@ def build(
     try:
         if compiler.kind == "nvcc":  # NVRTC's child is no shell
             _shell_safe_argv(argv)
-            # nvcc keeps the PTX it hands ptxas: the diagnosis's line scan (ptx()) then costs no second compile.
-            # The cubin is the same byte for byte; the argv recorded and shown is the one without it.
+            # nvcc keeps the PTX it hands ptxas (for ptx(): no second compile); the same cubin; argv recorded without it
             kept = Path(tempfile.mkdtemp(prefix=".keep-", dir=folder))
         for path in (cubin, meta):
             if path.is_dir() and not path.is_symlink():
@@ -418,15 +417,7 @@ def build(
             errors = sum(1 for ln in log.splitlines() if ": error" in ln)
             what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
             raise BuildError(f"{compiler.version} failed to compile {spec.source} for {target}: {what}", log)
-        usage = parse_resource_usage(log)
-        missing = [e for e in spec.entries if e not in usage]
-        if missing:
-            found = ", ".join(sorted(usage)) or "none"
-            raise BuildError(
-                f"{spec.source.name} has no kernel named '{missing[0]}' (kernels found: {found}); "
-                f"declare it extern \"C\" __global__ or set 'entry:' in the spec",
-                log,
-            )
+        usage = _entries_usage(spec, log)
         digest_of_cubin = hashlib.sha256(tmp.read_bytes()).hexdigest()
         try:
             os.replace(tmp, cubin)
@@ -441,6 +432,17 @@ def build(
         tmp.unlink(missing_ok=True)
         if kept is not None:
             shutil.rmtree(kept, ignore_errors=True)
+
+
+def _entries_usage(spec: KernelSpec, log: str) -> dict[str, ResourceUsage]:
+    """The resources of every kernel the build reported, or the one line naming the spec's kernel it lacks."""
+    usage = parse_resource_usage(log)
+    missing = [e for e in spec.entries if e not in usage]
+    if missing:
+        found = ", ".join(sorted(usage)) or "none"
+        raise BuildError(f"{spec.source.name} has no kernel named '{missing[0]}' (kernels found: {found}); "
+                         f"declare it extern \"C\" __global__ or set 'entry:' in the spec", log)
+    return usage
 
 
 def _ptx_path(folder: Path, spec: KernelSpec, target: str, key: str) -> Path:

@@ -41,7 +41,7 @@ def unavailable() -> str | None:
     try:
         from cupti import cupti  # noqa: F401
     except ImportError as exc:
-        return f"cupti-python is not installed ({exc}); pip install 'kprof[cuda]' or cupti-python"
+        return f"cupti-python is not installed ({exc}); pip install 'kprof[cuda13]'"
     except Exception as exc:  # noqa: BLE001 - libcupti missing or the wrong version
         return f"CUPTI could not be loaded: {exc}"
     return None

@@ -366,7 +366,24 @@ def _compare(sub: Any) -> None:
 
 
 def _doctor(sub: Any) -> None:
-    _common(sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries"))
+    p = sub.add_parser("doctor", help="check the driver, GPU, nvcc, compute-sanitizer, ncu and libraries")
+    _common(p)
+    p.add_argument("--for", dest="for_commands", type=_doctor_commands, default="all", metavar="CMD[,CMD]",
+                   help="the commands to check for: build, run, sanitize, profile, bench or all (default); exit 0 "
+                        "when each can run here, else the exit code the first that cannot would end with (5: no GPU, "
+                        "3: a tool missing)")
+
+
+def _doctor_commands(text: str) -> tuple[str, ...]:
+    from kprof.tools.doctor import COMMANDS
+
+    asked = tuple(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
+    if asked == ("all",):
+        return COMMANDS
+    unknown = [w for w in asked if w not in COMMANDS]
+    if unknown or not asked:
+        raise argparse.ArgumentTypeError(f"{text!r}: give any of {', '.join(COMMANDS)}, or all")
+    return asked
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -528,5 +528,6 @@ def cmd_doctor(opts: DoctorOptions) -> int:
     from kprof.commands import offline
 
     checks = offline.doctor()
-    _emit_json([asdict(c) for c in checks]) if opts.json else print(render.doctor_table(checks))
-    return EXIT_OK
+    ready = offline.readiness(checks, opts.for_commands)
+    _emit_json([asdict(c) for c in checks]) if opts.json else print(render.doctor_table(checks, ready))
+    return next((r.exit_code for r in ready if not r.ready), EXIT_OK)

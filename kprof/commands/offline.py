@@ -17,7 +17,7 @@ from kprof.errors import BuildError, UnsupportedArchError, UsageError
 if TYPE_CHECKING:
     from kprof.results import history
     from kprof.spec.catalog import Listing
-    from kprof.tools.doctor import Check
+    from kprof.tools.doctor import Check, Readiness
 
 
 def list_kernels(*, arch: str | None = None) -> list[Listing]:
@@ -42,6 +42,14 @@ def doctor() -> list[Check]:
     from kprof.tools import doctor as checks
 
     return checks.run_checks()
+
+
+def readiness(checks: list[Check], commands: tuple[str, ...] | None = None) -> list[Readiness]:
+    """Whether each command (``build``, ``run``, ``sanitize``, ``profile``, ``bench``; default all) can run with
+    what :func:`doctor` found: the checks it lacks and the exit code it would end with (5: no GPU, 3: a tool)."""
+    from kprof.tools import doctor as found
+
+    return found.readiness(checks, commands or found.COMMANDS)
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,8 @@ class CompareOptions(_Output):
 
 @dataclass(frozen=True, kw_only=True)
 class DoctorOptions(_Output):
-    """kprof doctor asks nothing more."""
+    """kprof doctor: the commands it says whether this machine can run (its exit code)."""
+    for_commands: tuple[str, ...] = ("build", "run", "sanitize", "profile", "bench")
 
 
 BY_COMMAND: dict[str, type] = {

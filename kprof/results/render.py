@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kprof.results import history
     from kprof.spec import KernelSpec, Resolved
     from kprof.spec.catalog import Listing
-    from kprof.tools.doctor import Check
+    from kprof.tools.doctor import Check, Readiness
     from kprof.tools.launchsites import Sites
     from kprof.tools.toolrun import ToolResult
 
@@ -225,14 +225,25 @@ def run_report(result: ChildResult, resolved: Resolved, built: BuildResult) -> s
     return "\n".join(lines)
 
 
-def doctor_table(checks: list[Check], width: int | None = None) -> str:
-    """One check a line (wrapped to ``width``, default the terminal's, under its detail), and its fix."""
+def doctor_table(checks: list[Check], ready: Sequence[Readiness] = (), width: int | None = None) -> str:
+    """One check a line (wrapped to ``width``, default the terminal's, under its detail), and its fix; then
+    whether each command asked about can run here, those lacking the same checks on one line."""
     width = width or terminal_width()
     out = []
     for c in checks:
         out += wrap(f"{'ok' if c.ok else 'MISSING':<8} {c.name:<18} {c.detail}", width, 28)
         if not c.ok and c.fix:
             out += wrap(f"{'':<9}fix: {c.fix}", width, 14)
+    if ready:
+        out.append("")
+    groups: dict[tuple[str, ...], list[Readiness]] = {}
+    for r in ready:
+        groups.setdefault(r.missing, []).append(r)
+    for missing, rs in groups.items():
+        names = ", ".join(f"kprof {r.command}" for r in rs)
+        line = f"{names}: ready" if not missing else f"{names}: cannot run here (exit {rs[0].exit_code}): missing " \
+                                                       f"{', '.join(missing)}"
+        out += wrap(line, width, 4)
     return "\n".join(out)
 
 

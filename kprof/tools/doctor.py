@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kprof import proc
@@ -27,12 +27,51 @@ LIBRARIES = (
 )
 
 
+COMMANDS = ("build", "run", "sanitize", "profile", "bench")  # what kprof doctor --for asks about
+GPU_COMMANDS = ("run", "sanitize", "profile", "bench")
+
+
 @dataclass(frozen=True)
 class Check:
+    """One line of ``kprof doctor``: what was found, and where it is missing, what to do and which commands
+    cannot run without it (``needed_by``; none for what only makes a command better, as CUPTI does)."""
     name: str
     ok: bool
     detail: str
     fix: str = ""
+    needed_by: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        """What a command that needs this check exits with while it fails: 5 for the GPU, 3 for a tool."""
+        from kprof.errors import EXIT_NO_GPU, EXIT_TOOL_MISSING
+
+        return EXIT_NO_GPU if self.name in GPU_CHECKS else EXIT_TOOL_MISSING
+
+
+GPU_CHECKS = ("NVIDIA driver", "CUDA driver API")
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a command can run here: the checks it lacks, and the exit code it would end with."""
+    command: str
+    missing: tuple[str, ...]
+    exit_code: int
+
+    @property
+    def ready(self) -> bool:
+        return not self.missing
+
+
+def readiness(checks: list[Check], commands: tuple[str, ...] = COMMANDS) -> list[Readiness]:
+    """Each of ``commands`` with what it lacks of ``checks``; the GPU's exit code (5) before a tool's (3)."""
+    out = []
+    for command in commands:
+        lacking = [c for c in checks if not c.ok and command in c.needed_by]
+        code = max((c.exit_code for c in lacking), default=0)
+        out.append(Readiness(command, tuple(c.name for c in lacking), code))
+    return out
 
 
 def run_checks() -> list[Check]:
@@ -40,17 +79,30 @@ def run_checks() -> list[Check]:
     checks += [_library(dist, module) for dist, module in LIBRARIES]
     checks.append(_nvml())
     checks.append(_cuda_driver())
-    for tool, flag in (("nvcc", "--version"), ("compute-sanitizer", "--version"), ("ncu", "--version")):
-        checks.append(_tool(tool, flag))
+    gpu = checks[-1].ok
+    checks.append(_tool("nvcc", "--version"))  # the compiler's own line below says whether a build needs it
+    sanitizer = _tool("compute-sanitizer", "--version", ("sanitize",))
+    checks.append(sanitizer)
+    from kprof.build.build import detect_arch
+    from kprof.tools import ncu
+
+    checks.append(_tool("ncu", "--version", ("profile",) if ncu.unsupported(detect_arch()) is None else ()))
     checks.append(_compiler())
     checks.append(_compile())
-    checks += _platform()
+    checks += _platform(gpu, sanitizer.ok)
     checks.append(_counters())
     checks.append(_cupti())
     from kprof.build.build import cache_dir
 
     checks.append(Check("build cache", True, str(cache_dir()), "set KPROF_CACHE_DIR to move it"))
-    return checks
+    return [replace(c, needed_by=NEEDED[c.name]) if c.name in NEEDED else c for c in checks]
+
+
+# the checks every command or every GPU command needs, by name (the tools' own say theirs where they are made)
+NEEDED: dict[str, tuple[str, ...]] = {
+    **{dist: COMMANDS for dist, _ in LIBRARIES}, "NVIDIA driver": GPU_COMMANDS, "CUDA driver API": GPU_COMMANDS,
+    "CUDA headers": COMMANDS,
+}
 
 
 def _cupti() -> Check:
@@ -61,11 +113,11 @@ def _cupti() -> Check:
         return Check("CUPTI timer", True, "cupti-python loads: kprof bench reads kernel start/end timestamps")
     from kprof.build.nvrtc import bindings_major
 
-    get = ("pip install 'kprof[cuda13]' (cupti-python)" if bindings_major() != 12 else
+    get = ("pip install 'kprof[cuda13]' (it brings cupti-python)" if bindings_major() != 12 else
            "on the CUDA 12 line, cupti-python 12.8.0 pins cuda-bindings 12.8.0 (kprof's CUDA 12 runs used 12.9), "
            "so the [cuda12] extra leaves it out")
-    return Check("CUPTI timer", False, why, f"{get}; without it kprof bench times with CUDA events, about 2.4 us "
-                 "more per sample")
+    return Check("CUPTI timer", False, why.split("; pip install")[0], f"{get}; without it kprof bench times with CUDA "
+                 "events, about 2.4 us more per sample")
 
 
 def _library(dist: str, module: str) -> Check:
@@ -114,16 +166,16 @@ def _cuda_driver() -> Check:
     return Check("CUDA driver API", True, "cuInit succeeded")
 
 
-def _tool(name: str, flag: str) -> Check:
+def _tool(name: str, flag: str, needed_by: tuple[str, ...] = ()) -> Check:
     try:
         path = proc.find_tool(name)
     except ToolNotFoundError as exc:
-        return Check(name, False, "not found", str(exc).split(": ", 1)[1])
+        return Check(name, False, "not found", str(exc).split(": ", 1)[1], needed_by)
     done = proc.run([str(path), flag], timeout=60)
     text = (done.stdout + done.stderr).strip()
     version = _version_line(text)
     return Check(name, done.returncode == 0, f"{version} ({path})" + (_sanitizer_advice(text) if name == "compute-sanitizer"
-                                                                     else ""))
+                                                                     else ""), needed_by=needed_by)
 
 
 def _sanitizer_advice(text: str) -> str:
@@ -150,7 +202,7 @@ def _compile() -> Check:
     if missing is None:
         return Check("CUDA headers", True, f"a kernel with CCCL and cuda_bf16.h compiles for {arch}")
     return Check("CUDA headers", False, missing,
-                 'pip install "kprof[cuda]" (it pins nvcc and the matching nvidia-cuda-cccl), or a full CUDA toolkit')
+                 "pip install 'kprof[cuda13]' (it pins nvcc and the matching nvidia-cuda-cccl), or a full CUDA toolkit")
 
 
 def _compiler() -> Check:
@@ -162,14 +214,16 @@ def _compiler() -> Check:
         found = build.compiler_for(arch)
     except (ToolNotFoundError, KprofError) as exc:
         return Check(f"compiler for {arch}", False, str(exc).split(": ", 1)[-1].removesuffix(f"; {build.COMPILER_HINT}"),
-                     build.COMPILER_HINT)
+                     build.COMPILER_HINT, COMMANDS)
     where = " ".join(found.program[-1:]) if found.kind == "nvcc" else "cuda.bindings.nvrtc, in a child"
-    return Check(f"compiler for {arch}", True, f"{found.version} ({where}); KPROF_COMPILER=nvcc|nvrtc chooses")
+    return Check(f"compiler for {arch}", True, f"{found.version} ({where}); KPROF_COMPILER=nvcc|nvrtc chooses",
+                 needed_by=COMMANDS)
 
 
-def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None) -> list[Check]:
+def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None, *, sanitizer: bool = True) -> list[Check]:
     """What works on a GPU of ``arch`` with a driver of CUDA version ``driver_cuda`` (12040 for 12.4),
-    with cuda-bindings ``bindings`` installed. Pure: the fake-device tests call it for sm_61 and sm_75."""
+    with cuda-bindings ``bindings`` installed (``sanitizer``: and compute-sanitizer found). Said only for a
+    GPU that is there (:func:`_platform`). Pure: the fake-device tests call it for sm_61 and sm_75."""
     from kprof.spec import arch_number
     from kprof.tools import ncu
 
@@ -186,7 +240,8 @@ def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None) -> 
                                              "pip install 'kprof[cuda13]'")))
     cuda13 = number >= 75
     features = [f"build: {'CUDA 12 or 13' if cuda13 else 'CUDA 12 only (CUDA 13 builds sm_75 and newer)'}",
-                "run, bench, sanitize (compute-sanitizer supports it)"]
+                "run, bench, sanitize (compute-sanitizer supports it)" if sanitizer else
+                "run, bench; sanitize once compute-sanitizer is installed (above)"]
     features.append("profile: " + ("Nsight Compute" if ncu.unsupported(arch) is None else
                                    "no Nsight Compute (it profiles sm_70 and newer): event timing, the driver's "
                                    "occupancy, registers and spills instead"))
@@ -207,7 +262,8 @@ def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None) -> 
     return out
 
 
-def _platform() -> list[Check]:
+def _platform(gpu: bool, sanitizer: bool) -> list[Check]:
+    """The CUDA line of the driver and what works on the GPU here; with no GPU, no feature is claimed."""
     from importlib import metadata
 
     from kprof.build import build
@@ -217,7 +273,13 @@ def _platform() -> list[Check]:
     except metadata.PackageNotFoundError:
         bindings = None
     driver = build.driver_cuda_version()
-    return platform_lines(build.detect_arch(), driver, bindings)
+    arch = build.detect_arch()
+    lines = platform_lines(arch, driver, bindings, sanitizer=sanitizer)
+    if gpu:
+        return lines
+    return [c for c in lines if not c.name.startswith("features on")] + [
+        Check("GPU features", True, f"no GPU seen, so none claimed; kprof builds for {arch} (--arch chooses) and "
+              "`kprof list --arch ARCH` marks what an architecture cannot run")]
 
 
 def _version_line(text: str) -> str:

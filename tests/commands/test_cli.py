@@ -128,13 +128,52 @@ def test_run_without_gpu_says_so_in_one_line(capsys, monkeypatch):
 
 
 def test_doctor_always_reports(capsys):
+    """Every check is printed whatever is missing; the exit code says whether the commands asked about can run
+    (kprof doctor exited 0 with five MISSING lines)."""
+    from kprof.commands import offline
+
+    ready = offline.readiness(offline.doctor())
     code, out, _ = run_cli(capsys, "doctor")
-    assert code == 0
+    assert code == next((r.exit_code for r in ready if not r.ready), 0)
     for name in ("nvcc", "compute-sanitizer", "ncu", "CUDA driver API", "GPU counters", "cuda-bindings", "nvtx",
                  "CUPTI timer"):
         assert name in out
+    for r in ready:
+        assert f"kprof {r.command}" in out
     code, out, _ = run_cli(capsys, "doctor", "--json")
     assert {c["name"] for c in json.loads(out)} >= {"nvcc", "ncu"}
+
+
+def test_doctor_exits_with_what_the_asked_command_lacks(capsys, monkeypatch):
+    """No GPU: a GPU command's doctor exits 5; a missing compute-sanitizer with a GPU, 3; build alone, 0. No feature
+    is claimed for a GPU that is not there, and the extra named for a missing tool is one."""
+    from kprof import proc
+    from kprof.child import device
+    from kprof.errors import ToolNotFoundError
+
+    monkeypatch.setattr(device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    real = proc.find_tool
+
+    def no_sanitizer(name, *a, **k):
+        if name == "compute-sanitizer":
+            raise ToolNotFoundError("compute-sanitizer", proc.INSTALL_HINTS["compute-sanitizer"])
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(proc, "find_tool", no_sanitizer)
+    code, out, _ = run_cli(capsys, "doctor", "--for", "sanitize")
+    assert code == 5 and "kprof sanitize: cannot run here (exit 5)" in out
+    assert "features on" not in out and "supports it" not in out and "no GPU seen, so none claimed" in out
+    assert "kprof[cuda]" not in out and "kprof[cuda13]" in out
+    monkeypatch.setattr(device, "probe", lambda: None)
+    code, out, _ = run_cli(capsys, "doctor", "--for", "sanitize", "--json")
+    sanitizer = next(c for c in json.loads(out) if c["name"] == "compute-sanitizer")
+    assert sanitizer["needed_by"] == ["sanitize"] and not sanitizer["ok"]
+    if not {c["name"]: c for c in json.loads(out)}["NVIDIA driver"]["ok"]:
+        assert code == 5  # NVML sees no GPU here either
+    else:
+        assert code == 3
+    code, out, _ = run_cli(capsys, "doctor", "--for", "build")
+    assert code == (0 if "MISSING  CUDA headers" not in out else 3)
 
 
 def test_internal_errors_are_one_line(capsys, monkeypatch):
