@@ -19,7 +19,33 @@ EXIT_NO_GPU = 5  # no CUDA driver or no GPU
 EXIT_CUDA = 6  # a CUDA call failed, or the target crashed or hung
 EXIT_OUTPUT = 7  # an output could not be written (a full disk, standard output closed or full)
 EXIT_NOT_CHECKED = 8  # a sanitizer saw no CUDA call of the program: nothing was checked
+EXIT_INTERNAL = 70  # a bug in kprof
 EXIT_INTERRUPTED = 130
+
+# The one list of exit codes: what each means in a line, and where a line is not enough, the rest. kprof --help,
+# README.md and docs/limits.md show it as generated from here (scripts/exit_codes.py; tests/test_errors.py holds
+# that they agree).
+EXIT_CODES: tuple[tuple[int, str, str], ...] = (
+    (EXIT_OK, "success: verified, clean, measured", ""),
+    (EXIT_FAILED, "the command ran and found a problem: a verification failed, a sanitizer found something", ""),
+    (EXIT_USAGE, "bad input: unknown kernel, invalid spec, bad option or size",
+     "also a run the history does not have; said before anything is built"),
+    (EXIT_TOOL_MISSING, "a tool is missing: nvcc, compute-sanitizer or ncu", "`kprof doctor` says how to install it"),
+    (EXIT_BUILD, "nvcc could not compile the kernel (its messages are shown)", ""),
+    (EXIT_NO_GPU, "no CUDA driver or no GPU",
+     "`run`, `bench`, `peak`, `sanitize`, `cases`, `profile`; `build`, `list` and `doctor` still work. Said before "
+     "anything is built, and before a missing tool (3): with no GPU the tool is not what to install first. "
+     "(`pytest --kprof-sanitize` says the same line as pytest's usage error, exit 4: a pytest plugin ends a run "
+     "with pytest's codes)"),
+    (EXIT_CUDA, "a CUDA call failed, the kernel faulted, hung or crashed, or a tool failed", "with nothing found"),
+    (EXIT_OUTPUT, "an output could not be written (a full disk); what was measured is kept",
+     "a full disk or quota, an I/O error, standard output full (`> /dev/full`)"),
+    (EXIT_NOT_CHECKED, "kprof sanitize -- CMD: the program launched no kernel, nothing checked",
+     "kprof's launch count, or a tool saw no CUDA call of it (it could not attach): `NOT CHECKED`, and nothing "
+     "else failed"),
+    (EXIT_INTERNAL, "a bug in kprof (set KPROF_DEBUG=1 for the traceback)", ""),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); what was already measured is kept", ""),
+)
 
 # The kinds of error a child reports (its exception's ``kind``); "internal": not one of kprof's own
 ErrorKind = Literal["usage", "user-code", "no-gpu", "cuda", "internal"]

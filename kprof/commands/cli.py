@@ -16,35 +16,27 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from kprof.errors import (
-    EXIT_BUILD,
-    EXIT_CUDA,
-    EXIT_FAILED,
+    EXIT_CODES,
+    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
-    EXIT_NO_GPU,
-    EXIT_NOT_CHECKED,
     EXIT_OK,
     EXIT_OUTPUT,
-    EXIT_TOOL_MISSING,
     EXIT_USAGE,
     ArgError,
     KprofError,
 )  # fmt: skip
 from kprof.version import __version__
 
-EXIT_INTERNAL = 70
 
-EPILOG = f"""\
-exit codes:
-  {EXIT_OK}    success (verification passed)
-  {EXIT_FAILED}    the command ran and found a problem (a verification failed)
-  {EXIT_USAGE}    bad command line, unknown kernel or invalid spec
-  {EXIT_TOOL_MISSING}    nvcc, compute-sanitizer or ncu not found
-  {EXIT_BUILD}    nvcc could not compile the kernel (its messages are shown)
-  {EXIT_NO_GPU}    no CUDA driver or no GPU
-  {EXIT_CUDA}    a CUDA call failed, the kernel faulted, hung or crashed, or a tool failed
-  {EXIT_OUTPUT}    an output could not be written (a full disk); what was measured is kept
-  {EXIT_NOT_CHECKED}    kprof sanitize -- CMD: the program launched no kernel, nothing checked
-  {EXIT_INTERNAL}   a bug in kprof (set KPROF_DEBUG=1 for the traceback)
+def _exit_code_lines() -> str:
+    """kprof --help's list of exit codes (kprof.errors.EXIT_CODES), wrapped to fit 80 columns."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(f"{code:<4} {meaning}", width=78, initial_indent="  ", subsequent_indent=" " * 7)
+                     for code, meaning, _ in EXIT_CODES)
+
+
+EPILOG = "exit codes:\n" + _exit_code_lines() + """
 
 A kernel is named by its spec's file name (kprof list) or given as a path to a
 spec file.
