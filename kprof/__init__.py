@@ -1,18 +1,59 @@
 """kprof: build, launch, verify, sanitize, profile and benchmark CUDA kernels.
 
+The API (each function loaded on first use; ``help(kprof.run)`` for one in full):
+
+    kprof.bench_history(name=None, *, limit=20) -> list[history.HistoryRow]
+    kprof.build_kernels(names=(), *, all=False, params=(), arch=None, force=False,
+        progress=None) -> BuildReport
+    kprof.checkers() -> list[dict[str, object]]
+    kprof.compare_runs(before='last~1', after='last') -> Comparison
+    kprof.diagnose(name, *, sizes=None, arch=None, try_params=None, auto_try=True,
+        timeout=600.0) -> Diagnosis
+    kprof.doctor() -> list[Check]
+    kprof.list_kernels(*, arch=None) -> list[Listing]
+    kprof.load(name, *, arch=None, sizes=None, **defines) -> Op
+    kprof.new_kernel(name, folder='.', *, like=None) -> tuple[Path, Path]
+    kprof.occupancy_of(name, *, sizes=None, blocks=(), dynamic_smem=None, arch=None) ->
+        OccupancyReport
+    kprof.prestart_tests(collect, tools='all', *, timeout=600.0, padding=256, keep_pools=False,
+        cwd=None, jobs=None, all_kernels=False) -> Early
+    kprof.profile(target, *, kernel=None, range=None, launch_skip=0, launch_count=10,
+        set_name='quick', metrics=(), sizes=None, arch=None, timeout=600.0) ->
+        list[KernelProfile]
+    kprof.profile_program(cmd, *, kernel=None, range=None, launch_skip=0, launch_count=10,
+        set_name='quick', metrics=(), arch=None, timeout=600.0) -> ProgramProfile
+    kprof.readiness(checks, commands=None) -> list[Readiness]
+    kprof.run(kernel, *, sizes=None, params=None, preset='default', seed=0, arch=None,
+        timeout=300.0) -> RunReport
+    kprof.run_bench(names, *, sizes=(), params=(), baseline='auto', mode='cold', timer='auto',
+        rel_stdev=0.005, min_time=0.5, max_time=10.0, arch=None, timeout=300.0, history=True,
+        progress=None, peak_progress=None) -> BenchReport
+    kprof.run_bench_cases(*, arch=None, timeout=300.0, max_time=2.0) -> BenchCasesReport
+    kprof.run_cases(names=None, *, jobs=None, arch=None, timeout=300.0, progress=None,
+        beyond=None) -> list[Any]
+    kprof.run_mutants(name, *, dry_run=False, arch=None, timeout=None, limit=None, jobs=None,
+        progress=None) -> Any
+    kprof.run_peak(*, refresh=False, thorough=False, arch=None, progress=None) -> Ceilings
+    kprof.run_perf_cases(corpus=None, *, arch=None, timeout=300.0, progress=None) -> list[Any]
+    kprof.sanitize(target, tools='all', *, sizes=None, arch=None, timeout=300.0, padding=256,
+        keep_pools=False, progress=None, cwd=None, jobs=1, all_kernels=False) -> SanitizeReport
+    kprof.sanitize_tests(tests, tools='all', *, timeout=600.0, padding=256, keep_pools=False,
+        cwd=None, jobs=None, progress=None, early=None, all_kernels=False) -> dict[str,
+        TestVerdict]
+
 Importing kprof loads no CUDA, nvtx or NumPy module: those are imported where a command needs
 them, so ``import kprof`` and ``kprof --help`` work on any machine.
 
-The public surface is this module: the API functions and the types they return, each listed once in
-:data:`__all__` and loaded on first use. ``kprof.run()``, ``kprof.run_bench()``, ``kprof.run_peak()`` (this
-GPU's ceilings), ``kprof.sanitize()``, ``kprof.sanitize_tests()`` (a pytest suite), ``kprof.run_cases()``
-(the seeded-bug corpus), ``kprof.run_bench_cases()`` (the cheat corpus), ``kprof.run_perf_cases()`` (the
-performance corpus), ``kprof.run_mutants()`` (a spec's mutation score), ``kprof.profile()``,
-``kprof.diagnose()`` (why a kernel is slow), ``kprof.checkers()``, ``kprof.load()`` (a kernel as an
-operation on PyTorch or CuPy arrays), ``kprof.range()``, and those of the commands that run no kernel
-(``kprof.list_kernels()``, ``kprof.new_kernel()``, ``kprof.doctor()``, ``kprof.build_kernels()``, ...).
-Module paths are the layout and may move: the old ones of the 0.1.0 layout still import, with a warning
-(:mod:`kprof.moved`).
+The public surface is this module: the API functions above and the types they return, each listed once
+in :data:`__all__` and loaded on first use. ``kprof.run()`` is what ``kprof run`` prints, ``kprof.run_bench()``
+``kprof bench``, ``kprof.run_peak()`` this GPU's ceilings, ``kprof.sanitize()`` (a spec or a program) and
+``kprof.sanitize_tests()`` (a pytest suite) ``kprof sanitize``, ``kprof.run_cases()`` the seeded-bug corpus,
+``kprof.run_bench_cases()`` the cheat corpus, ``kprof.run_perf_cases()`` the performance corpus,
+``kprof.run_mutants()`` a spec's mutation score, ``kprof.profile()`` and ``kprof.diagnose()`` (why a kernel
+is slow) ``kprof profile``, ``kprof.load()`` a kernel as an operation on PyTorch or CuPy arrays, and
+``kprof.range()`` an NVTX range; the commands that run no kernel have theirs (``kprof.list_kernels()``,
+``kprof.new_kernel()``, ``kprof.doctor()``, ``kprof.build_kernels()``, ...). Module paths are the layout and
+may move: the old ones of the 0.1.0 layout still import, with a warning (:mod:`kprof.moved`).
 """
 
 from __future__ import annotations
