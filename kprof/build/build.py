@@ -232,7 +232,14 @@ def compiler_for(arch: str) -> Compiler:
             why.append(f"{found.version} makes cubins the CUDA {driver} driver does not load")
             continue
         return found
-    raise ToolNotFoundError("a CUDA compiler", f"none builds {arch} here: {'; '.join(why)}; {COMPILER_HINT}")
+    raise ToolNotFoundError("a CUDA compiler", f"none builds {arch} here: {'; '.join(why)}; {compiler_hint(arch)}")
+
+
+def compiler_hint(arch: str) -> str:
+    """What to install to build ``arch``: one extra where only one builds it (CUDA 13 has no sm_50 to sm_72)."""
+    if arch_number(arch) < 75:
+        return "pip install 'kprof[cuda12]' (NVRTC 12.9 builds it)"
+    return COMPILER_HINT
 
 
 def build_argv(

@@ -198,3 +198,12 @@ def test_a_generated_source_is_kept_by_its_text(tmp_path, monkeypatch):
     assert b != a and b.read_text() == "// two\n"
     a.write_text("// damaged\n")
     assert build.generated_source("vector_add", original, "// one\n") == a and a.read_text() == "// one\n"
+
+
+def test_an_architecture_only_cuda_12_builds_names_that_extra_alone():
+    """README's table: on the CUDA 13 line, sm_61 and sm_70 do not build (exit 3) and the one line names the
+    [cuda12] extra, not both."""
+    assert build.compiler_hint("sm_61") == "pip install 'kprof[cuda12]' (NVRTC 12.9 builds it)"
+    assert "cuda13" not in build.compiler_hint("sm_70") and "cuda13" in build.compiler_hint("sm_90")
+    readme = (Path(__file__).resolve().parent.parent.parent / "README.md").read_text()
+    assert "(`--arch sm_61` or `sm_70`: exit 3, naming `[cuda12]`)" in readme
