@@ -81,7 +81,7 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     rule = bench_mod.rule_from(rel_stdev, min_time, max_time)
     require_gpu(None)  # before the timing kernels are built and the ceilings measured
     timing = pipeline.timing_mode(mode, rule, timer, arch, cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
-    peak = pipeline.peak(arch=arch, progress=peak_progress)
+    peak = pipeline.peak(arch=arch, progress=peak_progress, quick=True)  # a first bench waits ~20 s, not minutes
     return benchrun.run(plan, lambda point: pipeline.bench_plan(point, timing, arch), peak, mode=timing.mode, rule=rule,
                         history=history, timeout=timeout, progress=progress)
 
@@ -95,7 +95,7 @@ def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None 
 
     if thorough and not refresh:
         raise UsageError("--thorough measures again: give --refresh with it")
-    if refresh or pipeline.cached_peak() is None:
+    if refresh or (cached := pipeline.cached_peak()) is None or cached.quick:
         require_gpu(None)
     return pipeline.peak(refresh=refresh, arch=arch, progress=progress, thorough=thorough)
 

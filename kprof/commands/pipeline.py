@@ -331,26 +331,34 @@ def _peak_path() -> Path:
     return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
 
 
-def peak(refresh: bool = False, arch: str | None = None,
-         progress: Callable[[str], None] | None = None, thorough: bool = False) -> ceilings.Ceilings:
+QUICK_NOTE = ("quick ceilings, measured for the first bench on this GPU in {seconds:.0f} s: each mix once (1 GiB, "
+              "16-byte accesses, 2048 blocks), no PyTorch op; `kprof peak` measures every configuration (about two "
+              "minutes) and replaces them")
+
+
+def peak(refresh: bool = False, arch: str | None = None, progress: Callable[[str], None] | None = None,
+         thorough: bool = False, quick: bool = False) -> ceilings.Ceilings:
     """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the stream
     kernels of every mix at each access width and grid size (``thorough``: 4-byte accesses too), the
     device-to-device memcpy, and the FP32 FMA kernel (:func:`kprof.measure.bench.measure_peak`).
-    ``progress`` hears each configuration."""
+    ``quick`` (the first ``kprof bench`` on a GPU): where nothing is cached, each mix once (1 GiB, 2048
+    blocks) and no PyTorch op rather than every configuration (about two minutes), said in the result and
+    replaced by the next ``kprof peak``; a cached quick measurement is measured again in full unless ``quick``. ``progress``
+    hears each configuration."""
     from kprof.child.timing import MEMCPY
 
     path = _peak_path()
-    if not refresh and (cached := bench.cached_peak(path)) is not None:
+    if not refresh and (cached := bench.cached_peak(path)) is not None and (quick or not cached.quick):
         return cached
     if progress:  # the first bench on a GPU waits for this: say why
-        progress("measuring this GPU's bandwidth, FMA and tensor-core ceilings (kprof peak, about two minutes with "
-                 "PyTorch installed; cached for later runs)")
+        how = "quick: each mix once" if quick else "kprof peak, about two minutes with PyTorch installed"
+        progress(f"measuring this GPU's ceilings ({how}; cached for later runs)")
     configs = []
     for kind in ceilings.MIXES:
         spec = catalog.builtin(f"kprof_{kind}")
-        for size in bench.PEAK_BYTES:
+        for size in bench.PEAK_BYTES[:1] if quick else bench.PEAK_BYTES:
             for width in bench.PEAK_WIDTHS_THOROUGH if thorough else bench.PEAK_WIDTHS:
-                for blocks in bench.PEAK_GRIDS:
+                for blocks in bench.PEAK_GRIDS[:1] if quick else bench.PEAK_GRIDS:
                     # 0: one access per thread, as many blocks as 256-thread groups of accesses
                     grid = blocks or -(-size // width // 256)
                     configs.append((kind, width, resolve(spec, {"BLOCKS": grid, "BYTES": size},
@@ -368,7 +376,7 @@ def peak(refresh: bool = False, arch: str | None = None,
                                                                               integrity=False)), int(r.bytes or 0),
                                size=r.sizes["BYTES"])
                for kind, width, r in configs]
-    streams += _op_jobs(arch)
+    streams += [] if quick else _op_jobs(arch)
     copy = built(wanted["kprof_copy", 0], arch)
     memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY, integrity=False))
     fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False))
@@ -376,4 +384,6 @@ def peak(refresh: bool = False, arch: str | None = None,
 
     data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)),
                               progress=progress, tensor=_tensor_jobs(arch))
+    if quick:
+        data = dict(data, quick=True, ops_note=QUICK_NOTE.format(seconds=float(data.get("seconds") or 0)))
     return bench.save_peak(path, dict(data, provenance=history.provenance()))

@@ -224,6 +224,11 @@ class Ceilings:
     version: int = CEILINGS_VERSION
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the measurement as written
 
+    @property
+    def quick(self) -> bool:
+        """Measured quickly for a first bench (each mix at one size, no PyTorch op); ``kprof peak`` measures all."""
+        return self.raw.get("quick") is True
+
     def ceiling(self, mix: str) -> float | None:
         """The measured ceiling (bytes/s) for ``mix`` (:meth:`measured_mix` says which one there is); the one
         copy rate of a file from before the mixes."""

@@ -588,8 +588,12 @@ def ceilings_line(peak: Ceilings) -> str:
     theory = ", ".join(x for x in (f"DRAM {si(th.dram_bytes_per_s, 'B/s')}" if th.dram_bytes_per_s else "",
                                    f"FP32 {si(th.fp32_flops_per_s, 'FLOP/s')}" if th.fp32_flops_per_s else "") if x)
     src = "cached " + peak.cached if peak.cached else "measured now"
+    if peak.seconds is not None and not peak.cached:
+        src += f" in {peak.seconds:.0f} s"
     fma = si(peak.fma_flops_per_s, "FLOP/s") if peak.fma_flops_per_s else "unknown"
-    return (f"measured ceilings ({src}): {measured}, FP32 FMA {fma}" + (f"; theoretical peaks: {theory}" if theory else ""))
+    quick = "; quick: each mix once, no PyTorch op (`kprof peak` measures all)" if peak.quick else ""
+    return (f"measured ceilings ({src}{quick}): {measured}, FP32 FMA {fma}"
+            + (f"; theoretical peaks: {theory}" if theory else ""))
 
 
 def peak_report(peak: Ceilings) -> str:

@@ -133,7 +133,7 @@ def _point(name, n, median, spread=0.001):
 
 def test_interrupted_sweep_keeps_every_finished_point(as_if_a_gpu, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
-    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: None)
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None, quick=False: None)
     monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
     monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)  # no build, no GPU
     calls = []
@@ -163,7 +163,7 @@ def test_sigterm_stops_a_bench_like_ctrl_c_and_prints_what_was_measured(as_if_a_
     import signal
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
-    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: None)
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None, quick=False: None)
     monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
     monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
     calls = []
@@ -462,7 +462,7 @@ def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, mon
     Ctrl-C that keeps what was measured."""
     import kprof
 
-    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None: Ceilings.from_dict({"ceilings": {}}))
+    monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None, quick=False: Ceilings.from_dict({"ceilings": {}}))
     monkeypatch.setattr(pipeline, "timing_mode", lambda mode, *a, **k: SimpleNamespace(mode=mode))
     monkeypatch.setattr(pipeline, "bench_plan", lambda point, mode, arch: point)
     monkeypatch.setattr(history, "connect", lambda *a, **k: pytest.fail("history=False writes nothing"))

@@ -354,3 +354,39 @@ def test_each_peak_op_takes_its_stream_specs_buffers_and_writes_its_output_in_pl
         buffers = {a.name: a.role for a in spec.args if isinstance(a, BufferArg)}
         assert set(params) <= set(buffers) and any(buffers[p] in ("out", "inout") for p in params), (kind, params)
         assert not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(functions[kind]))
+
+
+@pytest.mark.nvcc
+def test_the_first_bench_measures_quick_ceilings_and_kprof_peak_replaces_them(monkeypatch, tmp_path):
+    """A first kprof bench on a GPU measured ceilings for about 100 s (PyTorch's ops and 1 GiB buffers) before
+    timing anything: quick ceilings are each mix once (1 GiB, 2048 blocks), no PyTorch op (4 stream jobs, the
+    memcpy, the FMA and the tensor kernels), said in the result; a later bench reads them; kprof peak measures in
+    full."""
+    import importlib.util
+
+    from kprof.commands import api, pipeline
+    from kprof.results import render
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "torch" else real(name, *a))
+    seen = []
+
+    def fake_measure(streams, memcpy, fma, progress=None, tensor=None):
+        seen.append(streams)
+        return {"copy_bytes_per_s": 1.0, "fma_flops_per_s": 1.0, "seconds": 18.2,
+                "ceilings": {k: {"bytes_per_s": 1e12, "by": f"kprof_{k}"} for k in ceilings.MIXES}}
+
+    monkeypatch.setattr(bench, "measure_peak", fake_measure)
+    monkeypatch.setattr(bench, "peak_cache_path", lambda snap, folder: tmp_path / "peak.json")
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    said = []
+    quick = pipeline.peak(arch="sm_90", quick=True, progress=said.append)
+    assert quick.quick and "quick: each mix once" in said[0]
+    assert sorted(s.kind for s in seen[0]) == sorted(ceilings.MIXES) and not [s for s in seen[0] if s.op]
+    assert {(s.size, s.blocks, s.width) for s in seen[0]} == {(1 << 30, 2048, 16)}
+    assert "in 18 s" in quick.ops_note and "`kprof peak` measures every configuration" in quick.ops_note
+    assert "quick: each mix once" in render.ceilings_line(quick) and "in 18 s" in render.ceilings_line(quick)
+    again = pipeline.peak(arch="sm_90", quick=True)
+    assert again.quick and again.cached and len(seen) == 1  # the next bench reads them
+    full = api.run_peak(arch="sm_90")  # kprof peak, no --refresh: quick ceilings are measured again in full
+    assert not full.quick and len(seen) == 2 and len(seen[1]) == 24 and [s for s in seen[1] if s.op]
