@@ -112,6 +112,27 @@ def _fits(path: Path, what: str) -> Path:
     return path
 
 
+PATH_ERRORS = (OSError, RuntimeError, ValueError)  # a symlink loop (RuntimeError before 3.13), a long name, a NUL
+
+
+def resolved(path: Path) -> Path | None:
+    """``path`` made absolute with its links followed, or None where it cannot be (a symlink loop, a name
+    longer than the file system takes, a NUL): the caller says so in one line."""
+    try:
+        return path.resolve()
+    except PATH_ERRORS:
+        return None
+
+
+def is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file (or a link to one); False, never an exception, for a loop, a long
+    name or a NUL, which :meth:`pathlib.Path.is_file` raises on some of."""
+    try:
+        return path.is_file()
+    except PATH_ERRORS:
+        return False
+
+
 def output_file(text: str | Path, what: str) -> Path:
     """A file kprof will write (``--sarif FILE``, ``--plot FILE``), checked before anything runs: its
     folder exists and it is not a folder itself, so a bad path never costs a finished run."""

@@ -67,6 +67,16 @@ def _world(w: Path) -> None:
     _kernel(w / "fill", spec=SPEC.replace("role: out}", "role: in, fill: 'uniform(" + "+".join(["1"] * 100_000) + ", 2)'}")
             .replace("reference: {x: 1}", "reference: {x: x}"))
     (w / "shape.json").write_text('{"allocations": [{"name": "x", "dtype": "float32", "base": 0, "nbytes": 4, "shape": 5}]}')
+    # round 4: numbers past float64, links that loop, names past 255 bytes (each was exit 70)
+    _kernel(w / "bigexp", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '2 ** " + "9" * 400 + "'}"))
+    (w / "loop").mkdir()
+    (w / "loop" / "a").symlink_to(w / "loop" / "b")
+    (w / "loop" / "b").symlink_to(w / "loop" / "a")
+    _kernel(w / "twinloop", extra="twin: ../loop/a/x.cu\n")
+    _kernel(w / "twinlong", extra="twin: " + "t" * 300 + ".cu\n")
+    _kernel(w / "incloop", extra="nvcc_flags: [-I../loop/a]\n")
+    _kernel(w / "refloop", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '../loop/a/r.py:f'}"))
+    _kernel(w / "reflong", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '" + "r" * 300 + ".py:f'}"))
     for name, value in (("date", "2001-02-30"), ("tagint", "!!int abc"), ("tagbool", "!!bool maybe"),
                         ("tagtime", "!!timestamp nope"), ("digits", "9" * 5000)):
         _kernel(w / name, extra=f"description: {value}\n")
@@ -127,6 +137,13 @@ CASES = [
      "(a symlink: kprof never writes through one)"),
     # errors reported where the input is read
     ("a reference exponent tower", ["build", "{w}/ref/k.yaml"], {}, 2, "reference.x: an exponent above 64"),
+    ("a 400-digit reference exponent", ["build", "{w}/bigexp/k.yaml"], {}, 2, "reference.x: an exponent above 64"),
+    ("kprof list beside a 400-digit exponent", ["list"], {"KPROF_PATH": "{w}/bigexp"}, 0, ""),
+    ("a twin through a symlink loop", ["build", "{w}/twinloop/k.yaml"], {}, 2, "twin: '../loop/a/x.cu' must name"),
+    ("a twin named past 255 bytes", ["build", "{w}/twinlong/k.yaml"], {}, 2, "twin: 'ttttt"),
+    ("an include folder through a loop", ["build", "{w}/incloop/k.yaml"], {}, 2, "the include folder cannot be followed"),
+    ("a Python reference through a loop", ["build", "{w}/refloop/k.yaml"], {}, 2, "a symlink loop or a name too long"),
+    ("a Python reference past 255 bytes", ["build", "{w}/reflong/k.yaml"], {}, 2, "reference.x: rrrr"),
     ("a reference of 999 minus signs", ["build", "{w}/unary/k.yaml"], {}, 2, "reference.x: nested deeper than 100 levels"),
     ("a size of 399 minus signs", ["run", "vector_add", "--size", "N=" + "-" * 399 + "1"], {}, 2,
      "give a whole number (or arithmetic like 2**20)"),

@@ -129,6 +129,12 @@ def git_commit() -> str | None:
     return f"{p['commit']}-dirty" if p["dirty"] else str(p["commit"])
 
 
+def stored_text(text: str) -> str:
+    """``text`` as SQLite can hold it: UTF-8. A name from a file whose name is not UTF-8 (Python keeps its
+    bytes as surrogates) is stored with those bytes written out (``\\udcff``), the same each time."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, object],
            data: dict[str, object], machine: dict[str, object], commit: str | None) -> int:
     """One measured point, committed at once: a run stopped later (Ctrl-C, a full disk) keeps it."""
@@ -137,8 +143,8 @@ def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: di
             cur = conn.execute(
                 "INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run, time.time(), kind, kernel, json.dumps(point, sort_keys=True), json.dumps(data, default=str),
-                 json.dumps(machine, default=str), __version__, commit),
+                (stored_text(run), time.time(), stored_text(kind), stored_text(kernel), json.dumps(point, sort_keys=True),
+                 json.dumps(data, default=str), json.dumps(machine, default=str), __version__, commit),
             )
     except sqlite3.Error as exc:  # "database or disk is full", a read-only store, a damaged file
         raise OutputError(f"cannot record {kernel} in the history store {path()}: {exc}") from None
@@ -218,7 +224,7 @@ def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = 
     for col, val in (("kernel", kernel), ("run", run), ("kind", kind)):
         if val is not None:
             where.append(f"{col} = ?")
-            args.append(val)
+            args.append(stored_text(val))
     if where:
         query += " WHERE " + " AND ".join(where)
     query += " ORDER BY id DESC LIMIT ?"

@@ -364,9 +364,10 @@ def _load_launches(data: dict[str, object], args: tuple[Arg, ...], fail: Fail,
 def _load_twin(data: dict[str, object], path: Path, fail: Fail) -> tuple[Path | None, tuple[tuple[str, str], ...]]:
     twin = None
     if "twin" in data:
-        if not isinstance(data["twin"], str) or not (path.parent / data["twin"]).is_file():
+        given = path.parent / data["twin"] if isinstance(data["twin"], str) and "\0" not in data["twin"] else None
+        twin = inputs.resolved(given) if given is not None and inputs.is_file(given) else None
+        if twin is None:
             raise fail("twin", f"{_show(data['twin'])} must name the fixed .cu file (a path relative to the spec)")
-        twin = (path.parent / data["twin"]).resolve()
     twin_defines = _load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
     return twin, twin_defines
 
@@ -451,8 +452,11 @@ def _load_nvcc_flags(raw: object, folder: Path, fail: Fail) -> tuple[str, ...]:
             continue
         include = re.match(r"^(-I|--include-path=)(.+)$", flag)
         if include:
-            target = (folder / include.group(2)).resolve()
-            if target == folder.resolve() or folder.resolve() in target.parents:
+            target, here = inputs.resolved(folder / include.group(2)), inputs.resolved(folder)
+            if target is None or here is None:
+                raise fail(f"nvcc_flags[{i}]", f"{_show(flag)}: the include folder cannot be followed (a symlink loop or "
+                                               "a name too long)")
+            if target == here or here in target.parents:
                 if problem := inputs.shell_problem(str(target)):
                     raise fail(f"nvcc_flags[{i}]", f"the include folder {_show(str(target), 100)} {problem}: rename it")
                 flags.append(f"{include.group(1)}{target}")  # nvcc runs from anywhere: the folder, absolute

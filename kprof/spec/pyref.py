@@ -64,9 +64,11 @@ def check(text: str, spec_folder: Path, known: set[str]) -> Ref:
     """The reference a spec names, read without running it. Raises ValueError with what is wrong."""
     text = text.strip()
     if m := _FILE_REF.match(text):
-        path = (spec_folder / m.group("file")).resolve()
-        if not path.is_file():
-            raise ValueError(f"{m.group('file')} does not exist next to the spec ({path})")
+        found = inputs.resolved(spec_folder / m.group("file"))
+        if found is None or not inputs.is_file(found):
+            where = found or "a symlink loop or a name too long"
+            raise ValueError(f"{m.group('file')} does not exist next to the spec ({where})")
+        path = found
     elif m := _MODULE_REF.match(text):
         path = _module_file(m.group("module"))
     else:
@@ -101,8 +103,8 @@ def _module_file(module: str) -> Path:
     for root in roots:
         base = root.joinpath(*parts)
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate.resolve()
+            if inputs.is_file(candidate) and (found := inputs.resolved(candidate)) is not None:
+                return found
     raise ValueError(f"module {module} is not on the Python path (sys.path)")
 
 

@@ -12,6 +12,7 @@ to the vocabulary is adding one entry to :data:`FUNCTIONS`.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -229,7 +230,10 @@ def _fold(node: ast.AST) -> float | None:
     """The value of a subtree of numbers and + - * / ** (each power's exponent at most 64), or None when
     it names anything or calls a function."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
+        try:
+            return float(node.value)
+        except OverflowError:  # an integer past float64's range: as large as any float, so any power of it overflows
+            return math.inf if node.value > 0 else -math.inf
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _fold(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)

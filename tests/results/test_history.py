@@ -72,3 +72,15 @@ def test_rows_come_back_typed_and_two_runs_compare_by_their_summaries(tmp_path, 
     [change] = history.compare(conn, "r1", "r2")
     assert (change.verdict, change.values, change.before_s, change.after_s) == ("faster", {"N": 1024, "BLOCK": 256}, 2e-6, 1e-6)
     assert change.to_dict()["change"] == change.change < 0
+
+
+def test_a_kernel_name_that_is_not_utf8_is_stored_and_found(tmp_path, monkeypatch):
+    """A spec file whose name is not UTF-8 (Python keeps its bytes as surrogates) reached SQLite as it was:
+    exit 70. Stored with its bytes written out, the same each time, so kprof history finds it."""
+    from kprof.results import history
+
+    monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
+    conn = history.connect()
+    history.record(conn, "r1", "bench", "k\udcff", {"N": 1}, {}, {}, None)
+    (row,) = history.rows(conn, kernel="k\udcff")
+    assert row.kernel == "k\\udcff" and history.stored_text("k\udcff") == row.kernel
