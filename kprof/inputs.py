@@ -133,6 +133,17 @@ def is_file(path: Path) -> bool:
         return False
 
 
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links and relative parts); a missing one is the other only
+    where both name the same place."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except PATH_ERRORS:
+        return False
+    return resolved(a) is not None and resolved(a) == resolved(b)
+
+
 def output_file(text: str | Path, what: str) -> Path:
     """A file kprof will write (``--sarif FILE``, ``--plot FILE``), checked before anything runs: its
     folder exists and it is not a folder itself, so a bad path never costs a finished run."""

@@ -155,9 +155,15 @@ CASES = [
     ("a 5,000-digit number", ["build", "{w}/digits/k.yaml"], {}, 2, "a value that cannot be built (ValueError"),
     # lost data: the report read is never the file written
     ("--sarif naming the --from-xml report", ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/big.xml"], {}, 2,
-     "--sarif {w}/big.xml is the report --from-xml reads"),
+     "--sarif {w}/big.xml: --from-xml {w}/big.xml is that file"),
     ("--sarif naming it another way", ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/sarifdir/../big.xml"], {}, 2,
-     "is the report --from-xml reads"),
+     "--from-xml {w}/big.xml is that file"),
+    ("--sarif naming the --allocations file", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/shape.json", "--sarif",
+                                               "{w}/shape.json"], {}, 2, "--allocations {w}/shape.json is that file"),
+    ("--sarif naming the spec's kernel", ["profile", "{w}/plain/k.yaml", "--sarif", "{w}/plain/k.cu"], {}, 2,
+     "the spec's kernel {w}/plain/k.cu is that file"),
+    ("--plot naming the spec", ["bench", "{w}/plain/k.yaml", "--plot", "{w}/plain/k.yaml"], {}, 2,
+     "the spec {w}/plain/k.yaml is that file"),
     ("--arch sm_90 with a newline", ["occupancy", "vector_add", "--arch", "sm_90\n"], {}, 2, "--arch"),
     # issue 55, round 3: every piece of work bounded by its input, not by a timeout
     ("a size of a tower of powers of a fraction", ["run", "vector_add", "--size", "N=((((1/3)**64)**64)**64)**64"], {}, 2,

@@ -512,6 +512,28 @@ def _internal(exc: BaseException) -> int:
     return EXIT_INTERNAL
 
 
+def _no_output_over_an_input(opts: argparse.Namespace) -> None:
+    """An output that names a file this command reads (a report, the allocations, a spec or its kernel), or the
+    other output, is refused before anything runs: the write would replace what was read."""
+    from pathlib import Path
+
+    from kprof import inputs
+
+    read: list[tuple[str, str]] = [(flag, getattr(opts, attr)) for attr, flag in
+                                   (("from_xml", "--from-xml"), ("allocations", "--allocations")) if getattr(opts, attr, None)]
+    names = getattr(opts, "names", None) or ([opts.name] if isinstance(getattr(opts, "name", None), str) else [])
+    for name in names:
+        if isinstance(name, str) and name.endswith((".yaml", ".yml")):
+            read += [("the spec", name), ("the spec's kernel", str(Path(name).with_suffix(".cu")))]
+    written = [(flag, getattr(opts, attr)) for attr, flag in (("sarif", "--sarif"), ("plot", "--plot"))
+               if getattr(opts, attr, None)]
+    for i, (flag, out) in enumerate(written):
+        for other, given in read + written[i + 1:]:
+            if inputs.same_file(Path(out), Path(given)):
+                raise ArgError(f"{flag} {out}: {other} {given} is that file, and writing it would replace it; give "
+                               f"{flag} another file")
+
+
 def main_inner(argv: list[str]) -> int:
     parser = _parser()
     program = None
@@ -537,6 +559,7 @@ def main_inner(argv: list[str]) -> int:
     for attr, flag in (("plot", "--plot"), ("sarif", "--sarif")):  # checked before anything runs, not after
         if getattr(opts, attr, None):
             setattr(opts, attr, str(inputs.output_file(getattr(opts, attr), flag)))
+    _no_output_over_an_input(opts)
     handler = getattr(commands, f"cmd_{opts.command}")
     for what in ("size", "param"):  # one grammar for every command: kprof.spec.sweep
         if hasattr(opts, what):

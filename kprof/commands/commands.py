@@ -10,7 +10,6 @@ These functions decide what to run and which exit code it earns.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -181,19 +180,8 @@ def _from_xml(opts: SanitizeOptions) -> list[Any]:
                          f"{', '.join(checkers.sanitizers())} (or leave --tool out: kprof works it out from the records)")
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
     assert opts.from_xml is not None  # cmd_sanitize comes here only with it
-    source = inputs.user_path(opts.from_xml, "--from-xml")
-    if opts.sarif and _same_file(inputs.user_path(opts.sarif, "--sarif"), source):
-        raise UsageError(f"--sarif {opts.sarif} is the report --from-xml reads: writing it would replace that report; "
-                         "give --sarif another file")
+    source = inputs.user_path(opts.from_xml, "--from-xml")  # --sarif over it: refused with the other outputs (cli)
     return [sanitize.from_xml(source, None if opts.tool == "all" else opts.tool, allocations)]
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file (through links and relative parts); a missing one is not the other."""
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _read_allocations(path: str) -> list[Allocation]:
