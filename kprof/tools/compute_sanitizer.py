@@ -130,8 +130,25 @@ def parse_xml(text: str, tool: str, allocations: Sequence[Allocation] | None = N
 
     ``allocations`` is kprof's own record of a spec's buffers (it names the buffer an address hit);
     ``tool_text`` is what the tool printed beside the XML, whose "N bytes after the nearest
-    allocation" lines (absent from the XML) describe the allocation a program's access missed."""
-    return parse_records(_records(text), tool, allocations, tool_text)
+    allocation" lines (absent from the XML) describe the allocation a program's access missed. At most
+    :data:`MAX_RECORDS` records are read; a note says how many more the report holds."""
+    recs = _records(text, MAX_RECORDS)
+    findings, notes = parse_records(recs, tool, allocations, tool_text)
+    return findings, notes + _unread_note(text, len(recs))
+
+
+# Records read from one report. Each costs about 0.3 ms to place (its host stack, the user's line, the kernel's
+# name); a report of 200,000 distinct out-of-bounds records took 45 s. Past the cap the records are counted, not
+# read: a report that long repeats a few mistakes at many addresses, and kprof folds those by place anyway.
+MAX_RECORDS = 20_000
+
+
+def _unread_note(text: str, read: int) -> list[str]:
+    total = text.count("<record>")
+    if total <= read:
+        return []
+    return [f"the report holds {total:,} records; kprof read the first {read:,} (the rest are not in these findings: "
+            "fix these and run again, or read the XML itself)"]
 
 
 def records(text: str) -> list[ET.Element]:
@@ -222,14 +239,34 @@ _LOOKUPS = ("cuGetProcAddress",)
 _NOT_THERE = ("CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_NOT_FOUND")
 
 
-def _records(text: str) -> list[ET.Element]:
+def _records(text: str, cap: int | None = None) -> list[ET.Element]:
+    """The report's records, in order; with ``cap``, the first ``cap`` of them, the rest of the text not parsed."""
+    parser = ET.XMLPullParser(events=("start", "end"))
+    out: list[ET.Element] = []
+    root: ET.Element | None = None
+    depth = 0
+    step = 1 << 20  # fed a megabyte at a time: a capped read stops soon after its last record
     try:
-        root = ET.fromstring(text)
+        for at in range(0, max(len(text), 1), step):
+            parser.feed(text[at:at + step])
+            for event, elem in parser.read_events():
+                depth += 1 if event == "start" else -1
+                if root is None:
+                    root = elem
+                    if root.tag != "ComputeSanitizerOutput":
+                        raise UsageError(f"not compute-sanitizer XML: the root element is <{root.tag}>, not "
+                                         "<ComputeSanitizerOutput>")
+                elif event == "end" and depth == 1 and elem.tag == "record":
+                    out.append(elem)
+                    root.remove(elem)  # the root keeps none: what was read is not walked again
+                    if cap is not None and len(out) >= cap:
+                        return out
+        parser.close()
     except ET.ParseError as exc:
         raise UsageError(f"not compute-sanitizer XML: {exc}") from None
-    if root.tag != "ComputeSanitizerOutput":
-        raise UsageError(f"not compute-sanitizer XML: the root element is <{root.tag}>, not <ComputeSanitizerOutput>")
-    return root.findall("record")
+    if root is None:
+        raise UsageError("not compute-sanitizer XML: no element in it")
+    return out
 
 
 # A record of the tool's own failure: on an H200 (2025.3.1), racecheck with library kernels excluded wrote
@@ -741,7 +778,11 @@ _TOOL_OF_KIND = {"Precise": "memcheck", "Imprecise": "memcheck", "Leak": "memche
 
 def infer_tool(text: str) -> str | None:
     """The tool that wrote an XML report, from its records' kinds (None for a clean report or API errors only)."""
-    tools = {_TOOL_OF_KIND[k] for k in (rec.findtext("kind") or "" for rec in _records(text)) if k in _TOOL_OF_KIND}
+    return _tool_of(_records(text, MAX_RECORDS))
+
+
+def _tool_of(recs: list[ET.Element]) -> str | None:
+    tools = {_TOOL_OF_KIND[k] for k in (rec.findtext("kind") or "" for rec in recs) if k in _TOOL_OF_KIND}
     return tools.pop() if len(tools) == 1 else None
 
 
@@ -750,7 +791,8 @@ def from_xml(path: Path, tool: str | None, allocations: Sequence[Allocation] | N
     out from the records; a ``tool`` that contradicts them is refused. A text report saved beside it
     (``FILE.txt`` for ``FILE.xml``) adds the allocations an access missed."""
     text = inputs.read_text(path, "--from-xml", limit=MAX_REPORT_BYTES, errors="replace")
-    found = infer_tool(text)
+    recs = _records(text, MAX_RECORDS)  # parsed once, for the tool and the findings
+    found = _tool_of(recs)
     if tool is None:
         if found is None:
             raise UsageError(f"--from-xml {path}: its records do not say which tool wrote it (a clean report has none): "
@@ -761,7 +803,8 @@ def from_xml(path: Path, tool: str | None, allocations: Sequence[Allocation] | N
     side = path.with_suffix(".txt")
     tool_text = inputs.read_text(side, "the text report", limit=MAX_REPORT_BYTES, errors="replace") if (
         inputs.regular_file_error(side) is None) else ""
-    findings, notes = parse_xml(text, tool, allocations, tool_text=tool_text)
+    findings, notes = parse_records(recs, tool, allocations, tool_text=tool_text)
+    notes += _unread_note(text, len(recs))
     return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path} ({tool})", notes)
 
 

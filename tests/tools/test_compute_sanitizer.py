@@ -357,3 +357,23 @@ def test_the_tools_version_is_read_from_what_it_prints(tmp_path, printed, versio
     exe.chmod(0o755)
     assert sanitize.version(exe) == version
     assert sanitize.version(tmp_path / "absent") == ""
+
+
+def test_a_report_of_more_records_than_the_cap_is_read_to_the_cap_with_a_note(tmp_path, monkeypatch):
+    """A report of 200,000 distinct records cost 45 s (parsed twice, each record placed): it is parsed once, up to
+    MAX_RECORDS records (the rest of the text not parsed), and a note says how many the report holds."""
+    import re
+
+    from kprof.tools import compute_sanitizer as cs
+
+    text = (Path(__file__).resolve().parent.parent / "data" / "sanitizer" / "rec_oob.memcheck.xml").read_text()
+    rec = re.search(r"<record>.*?</record>", text, re.S).group(0)
+    many = [rec.replace("<line>4</line>", f"<line>{4 + i}</line>") for i in range(50)]
+    (tmp_path / "r.xml").write_text("<ComputeSanitizerOutput>\n" + "\n".join(many) + "\n</ComputeSanitizerOutput>\n")
+    monkeypatch.setattr(cs, "MAX_RECORDS", 10)
+    result = cs.from_xml(tmp_path / "r.xml", None)
+    assert result.tool == "memcheck" and {f.line for f in result.findings} == set(range(4, 14))
+    assert any("holds 50 records; kprof read the first 10" in n for n in result.notes), result.notes
+    findings, notes = cs.parse_xml((tmp_path / "r.xml").read_text(), "memcheck")
+    assert len({f.line for f in findings}) == 10 and any("holds 50 records" in n for n in notes)
+    assert len(cs.records((tmp_path / "r.xml").read_text())) == 50  # uncapped where a caller asks for every record
