@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kprof import inputs, proc
 from kprof.errors import KprofError, UsageError
@@ -241,7 +241,7 @@ _NOT_THERE = ("CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_NOT_FOUND")
 
 def _records(text: str, cap: int | None = None) -> list[ET.Element]:
     """The report's records, in order; with ``cap``, the first ``cap`` of them, the rest of the text not parsed."""
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     out: list[ET.Element] = []
     root: ET.Element | None = None
     depth = 0
@@ -249,7 +249,8 @@ def _records(text: str, cap: int | None = None) -> list[ET.Element]:
     try:
         for at in range(0, max(len(text), 1), step):
             parser.feed(text[at:at + step])
-            for event, elem in parser.read_events():
+            for pair in parser.read_events():
+                event, elem = cast(tuple[str, ET.Element], pair)  # start and end events carry elements
                 depth += 1 if event == "start" else -1
                 if root is None:
                     root = elem
