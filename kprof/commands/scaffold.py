@@ -72,6 +72,7 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
         if (taken := inputs.exists_error(path, "kprof new")) is not None:
             raise taken
     inputs.output_dir(folder, "--dir")
+    _builds(name, {path.name: text for path, text in files.items()})
     written: list[Path] = []
     try:
         for path, text in files.items():
@@ -84,12 +85,45 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
     return cu, yaml_path
 
 
+def _builds(name: str, files: dict[str, str]) -> None:
+    """The kernel as it would be written, loaded and built in a folder of its own: a name the compiler will not
+    take (a CUDA math function such as ``ceil``, a type such as ``size_t``, a define of the spec such as
+    ``BLOCK``) is refused in one line before anything is written, whatever list it is on or not. Where no
+    compiler is here, the name passes on the checks of :func:`_unusable` alone."""
+    import tempfile
+
+    from kprof.build import build
+    from kprof.errors import BuildError, KprofError, ToolNotFoundError
+
+    with tempfile.TemporaryDirectory(prefix="kprof-new-") as tmp:
+        for file, text in files.items():
+            (Path(tmp) / file).write_text(text)
+        try:
+            build.build(catalog.load(str(Path(tmp) / f"{name}.yaml")), "sm_90")
+        except ToolNotFoundError:
+            return  # nothing here builds a kernel: the name is judged by _unusable alone
+        except BuildError as exc:
+            first = next((ln.strip() for ln in (exc.log or "").splitlines() if "error" in ln), str(exc))
+            raise UsageError(f"kprof new {name}: a kernel of that name does not build ({_first_error(first, tmp)}); "
+                             f"give another name, e.g. kprof new my_{name.strip('_').lower() or 'kernel'}") from None
+        except KprofError as exc:
+            raise UsageError(f"kprof new {name}: {str(exc).splitlines()[0]}; give another name, e.g. kprof new "
+                             f"my_{name.strip('_').lower() or 'kernel'}") from None
+
+
+def _first_error(line: str, folder: str) -> str:
+    """nvcc's first error without the temporary folder's path: ``ceil.cu(3): error: ...``."""
+    return inputs.one_line(line.replace(folder + "/", ""))[:160]
+
+
 def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
     """A shipped kernel's source and spec with its kernel renamed to ``name``, and the Python files
     beside the spec that it names (a reference, a baseline), which the copy needs to build and verify."""
     spec = catalog.load(like)
-    if spec.twin is not None or spec.expect is not None:
-        raise UsageError(f"--like {like}: a sanitizer or performance case; start from a kernel of `kprof list`")
+    twin = spec.path.with_suffix(".cu").resolve() != spec.source.resolve() and spec.path.parent != TEMPLATES
+    if spec.twin is not None or spec.expect is not None or (twin and spec.name.endswith("_fixed")):
+        raise UsageError(f"--like {like}: a sanitizer or performance case (or its fixed twin, whose spec is the "
+                         "case's); start from a kernel of `kprof list`")
     from kprof import inputs
     from kprof.build.build import MAX_SOURCE_BYTES
     from kprof.spec.loader import MAX_SPEC_BYTES

@@ -320,6 +320,24 @@ def test_width_goes_before_or_after_the_command(capsys, monkeypatch):
     assert cli.main(["list", "--width", "-3"]) == errors.EXIT_USAGE
 
 
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name, error", [("BLOCK", "expected an identifier"), ("ceil", '"ceil" has "C" linkage'),
+                                         ("size_t", '"size_t" has already been declared'), ("rsqrt", "linkage")])
+def test_kprof_new_builds_the_kernel_before_it_writes_it(tmp_path, capsys, name, error):
+    """Names on no list that still do not build (the spec's define BLOCK, CUDA's math functions, its types): the
+    scaffold is built first, and its compiler's first error is the one line; nothing is written."""
+    assert cli.main(["new", name, "--dir", str(tmp_path)]) == errors.EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"kprof new {name}: a kernel of that name does not build" in err[0] and error in err[0], err
+    assert not list(tmp_path.iterdir()) and "kprof-new-" not in err[0]
+
+
+def test_new_like_a_cases_fixed_twin_is_refused(tmp_path, capsys):
+    """--like CASE_fixed copied the buggy case's spec (the twin has none of its own)."""
+    assert cli.main(["new", "mine", "--like", "tiled_matmul_no_bounds_fixed", "--dir", str(tmp_path)]) == errors.EXIT_USAGE
+    assert "its fixed twin" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("name, why", [("int", "a C++ keyword"), ("class", "a C++ keyword"),
                                        ("min", "a name CUDA already declares"), ("main", "a name CUDA already declares"),
                                        ("blockIdx", "a name CUDA already declares"), ("float4", "a name CUDA already declares"),
