@@ -39,6 +39,7 @@ from kprof.errors import InputError, OutputError, UsageError
 SHELL_CHARACTERS = "`$;|&<>()\\'\""
 MAX_JSON_DEPTH = 64
 MAX_SECONDS = 7 * 24 * 3600.0  # a timeout above a week is a typo; the OS timers overflow near 1e10 s
+MIN_TIMEOUT = 1.0  # a child's time limit below this ends it before it has started (Python, CUDA's initialisation)
 MiB = 1024 * 1024
 
 

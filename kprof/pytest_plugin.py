@@ -90,7 +90,7 @@ def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
     4), not the same failure in every test. Raises :class:`pytest.UsageError`."""
     from kprof.commands import api
     from kprof.errors import KprofError
-    from kprof.inputs import MAX_SECONDS
+    from kprof.inputs import MAX_SECONDS, MIN_TIMEOUT
 
     if os.sep in tools or tools.endswith(".py") or os.path.exists(tools):
         raise pytest.UsageError(
@@ -105,8 +105,9 @@ def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
         timeout = float(timeout_text)
     except ValueError:
         raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds") from None
-    if not 0 < timeout <= MAX_SECONDS:  # also refuses nan
-        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a positive number of seconds, at most a week")
+    if not MIN_TIMEOUT <= timeout <= MAX_SECONDS:  # also refuses nan
+        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds from {MIN_TIMEOUT:g} (a child "
+                                "takes about that to start) to a week")
     return names, timeout
 
 

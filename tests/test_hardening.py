@@ -92,7 +92,8 @@ def test_a_damaged_cached_cubin_is_rebuilt(tmp_path, monkeypatch):
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("usage", [{"registers": True}, {"registers": -119}, {"registers": "32"}, {"registers": 300},
-                                   {"shared_static": 1.5}, {"colour": 1}, [1, 2], None])
+                                   {"shared_static": 1.5}, {"colour": 1}, [1, 2], None, {"registers": 0},
+                                   {"registers": 17}])
 def test_a_cache_entry_of_the_wrong_types_is_rebuilt(tmp_path, monkeypatch, usage):
     """A damaged entry's register count was printed as the result ("True registers per thread")."""
     import json

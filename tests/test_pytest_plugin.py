@@ -151,8 +151,8 @@ def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, mo
     (["--kprof-sanitize=bogus"], "--kprof-sanitize=bogus: unknown tool 'bogus'"),
     (["--kprof-sanitize=,"], "name at least one tool"),
     (["--kprof-sanitize=values"], "the values detector runs kprof's own launches of a spec"),
-    (["--kprof-sanitize=memcheck", "--kprof-timeout=-1"], "--kprof-timeout=-1: give a positive number of seconds"),
-    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"], "--kprof-timeout=nan: give a positive number"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=-1"], "--kprof-timeout=-1: give a number of seconds from 1"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"], "--kprof-timeout=nan: give a number of seconds from 1"),
     (["--kprof-sanitize=memcheck", "--kprof-timeout=abc"], "--kprof-timeout=abc: give a number of seconds"),
     (["--kprof-sanitize", "tests/"], "--kprof-sanitize read 'tests/' as its list of tools: write --kprof-sanitize=all tests/"),
 ])

@@ -22,7 +22,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -387,17 +387,8 @@ def build(
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
     cubin = folder / f"{spec.name[:64]}-{target}-{key}.cubin"  # the key tells long names apart
     meta = cubin.with_suffix(".json")
-    if not force and cubin.is_file() and meta.is_file():
-        try:
-            info = inputs.read_json(meta, "cache entry", limit=MAX_META_BYTES)
-            usage = {k: _usage(v) for k, v in info["usage"].items()}
-            # The cubin must be the one this entry recorded: an empty or damaged file is rebuilt, not used;
-            # so is one that is not a regular file of a cubin's size (a link to a 7 GB file is not read whole).
-            if info["sha256"] == hashlib.sha256(inputs.read_bytes(cubin, "cached cubin", limit=MAX_CUBIN_BYTES)).hexdigest():
-                return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]),
-                                   compiler.version)
-        except (UsageError, KeyError, TypeError, AttributeError, OSError):
-            pass  # a damaged cache entry is rebuilt (unreadable, oversized, not JSON, of another shape)
+    if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
+        return hit
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name[:64]}-", suffix=".cubin", dir=folder)
@@ -431,7 +422,7 @@ def build(
         except OSError as exc:
             raise inputs.write_error(cubin, exc) from None
         info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv, "sha256": digest_of_cubin}
-        inputs.replace_file(meta, json.dumps(info, indent=1))
+        inputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
         if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
             os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
         return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv), compiler.version)
@@ -439,6 +430,32 @@ def build(
         tmp.unlink(missing_ok=True)
         if kept is not None:
             shutil.rmtree(kept, ignore_errors=True)
+
+
+def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResult | None:
+    """The cache's entry for ``cubin`` where it is whole, else None (rebuilt): its record's checksum holds and the
+    cubin is the one it recorded (an empty or damaged file, or one not a regular file of a cubin's size, such as a
+    link to a 7 GB file, is rebuilt and never read whole)."""
+    meta = cubin.with_suffix(".json")
+    if not (cubin.is_file() and meta.is_file()):
+        return None
+    try:
+        info = inputs.read_json(meta, "cache entry", limit=MAX_META_BYTES)
+        if info.get("digest") != _entry_digest(info):
+            return None  # edited, damaged or from an older kprof: rebuilt, never trusted
+        usage = {k: _usage(v) for k, v in info["usage"].items()}
+        if info["sha256"] == hashlib.sha256(inputs.read_bytes(cubin, "cached cubin", limit=MAX_CUBIN_BYTES)).hexdigest():
+            return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]), version)
+    except (UsageError, KeyError, TypeError, AttributeError, OSError):
+        pass  # a damaged cache entry is rebuilt (unreadable, oversized, not JSON, of another shape)
+    return None
+
+
+def _entry_digest(info: Mapping[str, object]) -> str:
+    """A cache entry's checksum over what it records (the resources, the log, the argv, the cubin's digest): an
+    entry edited or cut short reads as damaged, so a register count of 0 written into one is rebuilt, not shown."""
+    body = {k: info.get(k) for k in ("usage", "log", "argv", "sha256")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def _entries_usage(spec: KernelSpec, log: str) -> dict[str, ResourceUsage]:

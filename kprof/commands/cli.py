@@ -78,6 +78,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _timeout(text: str) -> float:
+    """--timeout: seconds a child may take, at least :data:`kprof.inputs.MIN_TIMEOUT` (it takes about that to
+    start; --timeout 1e-300 reported every kernel as one that may hang)."""
+    from kprof.inputs import MIN_TIMEOUT
+
+    value = _seconds(text)
+    if value < MIN_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"{text}: give {MIN_TIMEOUT:g} second or more (a child takes about that to "
+                                         "start, before the kernel runs at all)")
+    return value
+
+
 MAX_COUNT = 2**31 - 1  # any count an option takes: beyond it SQLite (a history --limit) and CUDA overflow
 
 
@@ -133,7 +145,7 @@ def _common(p: argparse.ArgumentParser, *, arch: str | None = None, timeout: flo
     if arch is not None:
         p.add_argument("--arch", type=_arch, help=f"target, e.g. sm_90 (default: {arch})")
     if timeout is not None:
-        p.add_argument("--timeout", type=_seconds, default=timeout,
+        p.add_argument("--timeout", type=_timeout, default=timeout,
                        help=f"seconds before the target counts as hung (default {timeout:g})")
     p.add_argument("--json", action="store_true", help=json_help)
 
@@ -241,7 +253,7 @@ def _mutants(sub: Any) -> None:
     p.add_argument("--limit", type=_count(1), default=None, help="at most this many mutants (default 60)")
     p.add_argument("--jobs", type=_count(1), default=None,
                    help="mutants built and run at once (default: what the GPU's free memory and the CPUs allow)")
-    p.add_argument("--timeout", type=_seconds, default=None,
+    p.add_argument("--timeout", type=_timeout, default=None,
                    help="seconds a mutant's run may take before it counts as hung, and killed (default: four "
                    "times the original's run, at least 20)")
     _common(p, arch="the GPU's, else sm_90")

@@ -77,6 +77,7 @@ def test_build_with_a_param_that_breaks_the_source_shows_nvcc_and_exit_4(capsys)
         (["run", "tiled_matmul", "--size", "M=abc"], errors.EXIT_USAGE, "--size M=abc: give a whole number"),
         (["run", "tiled_matmul", "--size", "M"], errors.EXIT_USAGE, "write NAME=VALUE"),
         (["run", "tiled_matmul", "--timeout", "0"], errors.EXIT_USAGE, "--timeout 0"),
+        (["run", "tiled_matmul", "--timeout", "1e-300"], errors.EXIT_USAGE, "--timeout 1e-300: give 1 second or more"),
         (["run", "no/such/spec.yaml"], errors.EXIT_USAGE, "no/such/spec.yaml: no such file"),
         (["build"], errors.EXIT_USAGE, "name the kernels to build, or give --all"),
         (["build", "tiled_matmul", "--arch", "sm9"], errors.EXIT_USAGE, "--arch 'sm9'"),

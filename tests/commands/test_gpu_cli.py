@@ -36,7 +36,7 @@ def test_a_reference_exponent_tower_stops_every_command_at_load(tmp_path, capsys
 
 @pytest.mark.parametrize("args, words", [
     (["--kprof-sanitize=bogus"], "unknown tool 'bogus'"),
-    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"], "--kprof-timeout=nan: give a positive number"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"], "--kprof-timeout=nan: give a number of seconds from 1"),
     (["--kprof-sanitize", "tests/"], "write --kprof-sanitize=all tests/"),
 ])
 def test_the_plugin_refuses_a_bad_option_once_on_the_gpu(tmp_path, args, words):
