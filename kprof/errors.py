@@ -21,6 +21,7 @@ EXIT_OUTPUT = 7  # an output could not be written (a full disk, standard output 
 EXIT_NOT_CHECKED = 8  # a sanitizer saw no CUDA call of the program: nothing was checked
 EXIT_INTERNAL = 70  # a bug in kprof
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
 
 # The one list of exit codes: what each means in a line, and where a line is not enough, the rest. kprof --help,
 # README.md and docs/limits.md show it as generated from here (scripts/exit_codes.py; tests/test_errors.py holds
@@ -45,6 +46,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
      "else failed"),
     (EXIT_INTERNAL, "a bug in kprof (set KPROF_DEBUG=1 for the traceback)", ""),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C); what was already measured is kept", ""),
+    (EXIT_TERMINATED, "terminated (SIGTERM: a job's time limit, kill); what was already measured is kept",
+     "the running child's process group is ended and kprof's temporary files removed, as for Ctrl-C"),
 )
 
 # The kinds of error a child reports (its exception's ``kind``); "internal": not one of kprof's own

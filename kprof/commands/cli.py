@@ -21,6 +21,7 @@ from kprof.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTPUT,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     ArgError,
     KprofError,
@@ -396,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with _terminate_as_interrupt():
                 code = _main(argv)
+            if code == EXIT_INTERRUPTED and _TERMINATED:
+                code = EXIT_TERMINATED
         except SystemExit as exc:  # --help and --version print, then exit through argparse
             code = exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
         return _flushed(code)
@@ -470,6 +473,9 @@ def _quiet_stdout() -> None:
         pass
 
 
+_TERMINATED: list[int] = []  # the SIGTERM that stopped this run, if one did
+
+
 @contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM (a job's time limit, ``timeout``, ``kill``) stops kprof as Ctrl-C does: the running
@@ -483,8 +489,10 @@ def _terminate_as_interrupt() -> Iterator[None]:
         return
 
     def interrupt(signum: int, frame: Any) -> None:
+        _TERMINATED.append(signum)  # said at the end as 143, the shell's code for SIGTERM, not Ctrl-C's 130
         raise KeyboardInterrupt
 
+    _TERMINATED.clear()
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         yield
@@ -496,7 +504,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return main_inner(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
-        print("kprof: interrupted", file=sys.stderr)
+        print("kprof: terminated (SIGTERM)" if _TERMINATED else "kprof: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except KprofError as exc:
         if log := exc.log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
