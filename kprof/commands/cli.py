@@ -392,6 +392,8 @@ def _doctor_commands(text: str) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if (closed := _closed_streams()) is not None:
+        return closed
     _tolerant_streams()
     with _clean_terminal():
         try:
@@ -401,7 +403,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 code = EXIT_TERMINATED
         except SystemExit as exc:  # --help and --version print, then exit through argparse
             code = exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
-        return _flushed(code)
+        code = _flushed(code)
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):  # 2>/dev/full: the exit code is the message
+        _quiet(2)
+    return code
 
 
 class _CleanStream:
@@ -429,6 +436,37 @@ def _clean_terminal() -> Any:
         yield
     finally:
         sys.stdout, sys.stderr = saved
+
+
+def _closed_streams() -> int | None:
+    """A closed standard stream (``>&-``, ``2>&-``; Python leaves it None): stderr closed is written to nowhere, so
+    the exit code alone tells the error; stdout closed is one line and exit 7 before anything runs, as there is
+    nowhere to print what kprof would measure."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - kept for the process's life, as stderr is
+    if sys.stdout is None:
+        _say("kprof: error: standard output is closed (>&-): nothing kprof prints could be read; give it a file or "
+             "a pipe (> out.txt)")
+        return EXIT_OUTPUT
+    return None
+
+
+def _say(line: str) -> None:
+    """One line on stderr; a stderr that cannot take it (a full disk, 2>/dev/full) changes no exit code."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        _quiet(2)
+
+
+def _quiet(fd: int) -> None:
+    """Point ``fd`` at /dev/null so the interpreter's own flush at exit has nothing to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _tolerant_streams() -> None:
@@ -459,7 +497,7 @@ def _flushed(code: int) -> int:
 def _output_failed(exc: OSError) -> int:
     """Standard output could not be written (a full disk): one line on stderr, exit 7."""
     _quiet_stdout()
-    print(f"kprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+    _say(f"kprof: error: cannot write the output: {exc.strerror or exc}")
     return EXIT_OUTPUT
 
 
@@ -504,14 +542,14 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return main_inner(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
-        print("kprof: terminated (SIGTERM)" if _TERMINATED else "kprof: interrupted", file=sys.stderr)
+        _say("kprof: terminated (SIGTERM)" if _TERMINATED else "kprof: interrupted")
         return EXIT_INTERRUPTED
     except KprofError as exc:
         if log := exc.log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
-            print(log.rstrip(), file=sys.stderr)
+            _say(log.rstrip())
         from kprof.inputs import one_line
 
-        print(f"kprof: error: {one_line(str(exc))}", file=sys.stderr)
+        _say(f"kprof: error: {one_line(str(exc))}")
         return exc.exit_code
     except BrokenPipeError:
         _quiet_stdout()
@@ -527,8 +565,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def _internal(exc: BaseException) -> int:
     if os.environ.get("KPROF_DEBUG"):
         raise exc
-    print(f"kprof: internal error: {type(exc).__name__}: {exc} (set KPROF_DEBUG=1 for the traceback)",
-          file=sys.stderr)
+    _say(f"kprof: internal error: {type(exc).__name__}: {exc} (set KPROF_DEBUG=1 for the traceback)")
     return EXIT_INTERNAL
 
 

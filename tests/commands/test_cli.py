@@ -350,3 +350,27 @@ def test_kprof_new_refuses_a_name_whose_kernel_would_not_build(tmp_path, capsys,
     assert cli.main(["new", name, "--dir", str(tmp_path)]) == errors.EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"kprof new {name}: {why}" in err[0] and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("shell, code, says", [
+    ("kprof run nosuch 2>./full", 2, ""),  # a full stderr turned exit 2 into 1 (./full: the test's own full device)
+    ("kprof run nosuch 2>&-", 2, ""),
+    ("kprof list >&-", 7, "standard output is closed"),  # was an internal error
+    ("kprof run nosuch >&- 2>&-", 7, ""),
+    ("kprof list 0<&- >/dev/null", 0, ""),
+])
+def test_closed_or_full_standard_streams_keep_the_documented_exit_code(tmp_path, shell, code, says):
+    import os
+    import shlex
+    import stat
+
+    if "./full" in shell:
+        try:
+            os.mknod(tmp_path / "full", stat.S_IFCHR | 0o666, os.makedev(1, 7))  # the full device's numbers
+        except PermissionError:
+            pytest.skip("mknod needs root (CI and the GPU machines run as root)")
+    kprof = f"{shlex.quote(sys.executable)} -m kprof"
+    done = subprocess.run(["sh", "-c", shell.replace("kprof", kprof, 1)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr and says in done.stderr and done.stderr.count("\n") <= 1
