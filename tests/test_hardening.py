@@ -3,6 +3,7 @@ and nothing is silently wrong (a scalar that does not fit, a grid CUDA refuses, 
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 
 import pytest
@@ -288,3 +289,37 @@ def test_a_hostile_spec_on_kprof_path_does_not_hang_list(tmp_path, monkeypatch, 
     monkeypatch.setenv("KPROF_PATH", str(tmp_path))
     assert cli.main(["list"]) == 0
     assert "INVALID SPEC" in capsys.readouterr().out
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("sig, code, says", [(signal.SIGINT, 130, "kprof: interrupted"),
+                                             (signal.SIGTERM, 143, "kprof: terminated (SIGTERM)")])
+def test_an_interrupt_mid_build_leaves_no_child_and_no_temporary_file(tmp_path, sig, code, says):
+    """kprof build --all is stopped a second in, while nvcc children run: the exit code of the signal and its one
+    line, no process of its group left, no temporary file in the build cache or TMPDIR, and what was built kept."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    cache, tmp = tmp_path / "cache", tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, KPROF_CACHE_DIR=str(cache), TMPDIR=str(tmp))
+    proc = subprocess.Popen([sys.executable, "-m", "kprof", "build", "--all"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == code and err.strip().splitlines()[-1] == says, err[-2000:]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # the group still has a member
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("a child of kprof outlived it")
+    assert not [p.name for p in cache.iterdir() if p.name.startswith(".")], "a temporary file left in the cache"
+    assert not list(tmp.iterdir()), "a temporary file left in TMPDIR"
+    assert all(p.with_suffix(".json").is_file() for p in cache.glob("*.cubin"))  # each kept entry whole
