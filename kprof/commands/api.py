@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof import inputs, proc
+from kprof.commands.apitypes import checked
 from kprof.errors import UsageError
 from kprof.results.reports import BenchCasesReport as BenchCasesReport
 from kprof.results.reports import BenchReport as BenchReport
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
 # and the rest name it from the package (kprof/__init__.py).
 
 
+@checked
 def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
         preset: str = "default", seed: int = 0, arch: str | None = None, timeout: float = 300.0) -> RunReport:
     """Build ``kernel`` (a name from ``kprof list`` or a spec file), run it once in a child at ``sizes``
@@ -56,6 +58,7 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
     return RunReport(launch.run_kernel(job, timeout=timeout), prepared.resolved, prepared.built, spec.entry)
 
 
+@checked
 def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), params: Sequence[str] | Any = (),
           baseline: str = "auto", mode: str = "cold", timer: str = "auto", rel_stdev: float = 0.005, min_time: float = 0.5,
           max_time: float = 10.0, arch: str | None = None, timeout: float = 300.0, history: bool = True,
@@ -86,6 +89,7 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
                         history=history, timeout=timeout, progress=progress)
 
 
+@checked
 def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None = None,
              progress: Callable[[str], None] | None = None) -> Ceilings:
     """This GPU's ceilings (``kprof peak``, a :class:`kprof.measure.ceilings.Ceilings`): the cached measurement of
@@ -114,6 +118,7 @@ def require_gpu(tool: str | None) -> None:
         proc.find_tool(tool)
 
 
+@checked
 def checkers() -> list[dict[str, object]]:
     """kprof's checkers (``kprof sanitize --list-tools``), in the registry's order: each one's name, what it
     finds, and what it needs (:class:`kprof.tools.checker.Needs`)."""
@@ -131,6 +136,7 @@ def program_tools(tools: str | Sequence[str]) -> list[str]:
     return checkers.choose(tools, tests=True)
 
 
+@checked
 def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,
              sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 300.0,
              padding: int = 256, keep_pools: bool = False, progress: Any = None,
@@ -165,6 +171,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     return SanitizeReport(" ".join(cmd), results, [*notes, *policy])
 
 
+@checked
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, all_kernels: bool = False) -> Early:
@@ -181,6 +188,7 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
                        all_kernels=all_kernels)
 
 
+@checked
 def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, progress: Any = None, early: Early | None = None,
@@ -252,6 +260,7 @@ def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, try_
                                    bench=bench, kernel_seconds=kernel_seconds)
 
 
+@checked
 def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str | None = None,
              try_params: dict[str, list[str]] | None = None, auto_try: bool = True, timeout: float = 600.0) -> Diagnosis:
     """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read them, else
@@ -264,6 +273,7 @@ def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str
                              auto_try=auto_try, timeout=timeout)
 
 
+@checked
 def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
             launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
             sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[KernelProfile]:
@@ -289,6 +299,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
                                 launch_count=launch_count, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
 
 
+@checked
 def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str | None = None, launch_skip: int = 0,
                     launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (), arch: str | None = None,
                     timeout: float = 600.0) -> ProgramProfile:
@@ -306,6 +317,7 @@ def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str
     return program.ProgramProfile(profiles, program.rank(profiles, sites), sites)
 
 
+@checked
 def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Op:
     """A spec's kernels as one operation on GPU arrays (:class:`kprof.op.Op`): ``kprof.load("rmsnorm_onepass")``
     then ``y = op(x, w)`` on PyTorch tensors or CuPy arrays, on their current stream, no copy, no

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from kprof.commands import api
+from kprof.commands.apitypes import checked
 from kprof.errors import UsageError
 from kprof.results.reports import BenchCasesReport
 
 
+@checked
 def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
           timeout: float = 300.0, progress: Callable[[int], Any] | None = None,
           beyond: list[tuple[str, str]] | None = None) -> list[Any]:
@@ -49,6 +51,7 @@ def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
     return [(spec.name, why) for spec in catalog.group("case") if (why := spec.unsupported_on(arch))]
 
 
+@checked
 def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
                    progress: Callable[[Any], None] | None = None) -> list[Any]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
@@ -78,6 +81,7 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
     return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress)
 
 
+@checked
 def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time: float = 2.0) -> BenchCasesReport:
     """The cheat corpus (``bench_cases/``): the honest operation timed with every cheat as its baseline in
     one ``kprof bench`` run (not recorded in the history), each cheat caught or missed by its flags."""
@@ -94,6 +98,7 @@ def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time
     return BenchCasesReport(honest, results, point)
 
 
+@checked
 def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
                 limit: int | None = None, jobs: int | None = None,
                 progress: Callable[[int], Any] | None = None) -> Any:

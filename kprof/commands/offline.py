@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kprof.commands.apitypes import checked
 from kprof.errors import BuildError, UnsupportedArchError, UsageError
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from kprof.tools.doctor import Check, Readiness
 
 
+@checked
 def list_kernels(*, arch: str | None = None) -> list[Listing]:
     """Every spec kprof can find (its kernels, the corpora, ``KPROF_PATH``), each with its description; with
     ``arch`` (``"sm_75"``), why a kernel does not run there. A spec that does not load is listed with its error."""
@@ -28,6 +30,7 @@ def list_kernels(*, arch: str | None = None) -> list[Listing]:
     return catalog.listing(arch)
 
 
+@checked
 def new_kernel(name: str, folder: Path | str = ".", *, like: str | None = None) -> tuple[Path, Path]:
     """Write NAME.cu and NAME.yaml into ``folder``, a kernel to start from (``like``: a copy of a shipped one),
     never over a file that is there; the two paths written."""
@@ -36,6 +39,7 @@ def new_kernel(name: str, folder: Path | str = ".", *, like: str | None = None) 
     return scaffold.new(name, folder, like)
 
 
+@checked
 def doctor() -> list[Check]:
     """What this machine has for kprof: its libraries, the driver and GPU, nvcc, compute-sanitizer and ncu, and
     whether performance counters may be read; each check with what to do where it fails."""
@@ -44,6 +48,7 @@ def doctor() -> list[Check]:
     return checks.run_checks()
 
 
+@checked
 def readiness(checks: list[Check], commands: tuple[str, ...] | None = None) -> list[Readiness]:
     """Whether each command (``build``, ``run``, ``sanitize``, ``profile``, ``bench``; default all) can run with
     what :func:`doctor` found: the checks it lacks and the exit code it would end with (5: no GPU, 3: a tool)."""
@@ -68,6 +73,7 @@ class BuildReport:
                 + [{"name": n, "error": str(e)} for n, e in self.failed])
 
 
+@checked
 def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Sequence[str] | Any = (),
                   arch: str | None = None, force: bool = False,
                   progress: Callable[[str, str, float, int], None] | None = None) -> BuildReport:
@@ -141,6 +147,7 @@ class OccupancyReport:
                 "sweep": [asdict(o) for o in self.sweep]}
 
 
+@checked
 def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequence[int] = (),
                  dynamic_smem: int | None = None, arch: str | None = None) -> OccupancyReport:
     """The occupancy of a kernel from its build (no GPU run): at the spec's own launch, or at each of
@@ -165,6 +172,7 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
                            occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic))
 
 
+@checked
 def bench_history(name: str | None = None, *, limit: int = 20) -> list[history.HistoryRow]:
     """The latest ``kprof bench`` rows of the history store (of one kernel, or all), newest first; none
     where nothing was measured yet."""
@@ -185,6 +193,7 @@ class Comparison:
         return {"before": self.before, "after": self.after, "rows": [r.to_dict() for r in self.rows]}
 
 
+@checked
 def compare_runs(before: str = "last~1", after: str = "last") -> Comparison:
     """Two ``kprof bench`` runs of the history store side by side (a run id, or ``last``, ``last~1``, ...)."""
     from kprof.results import history

@@ -65,6 +65,9 @@ def parse(items: list[str], what: str) -> Sweep:
     axes: list[Axis] = []
     seen: set[str] = set()
     deprecated = ""
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise TypeError(f"--{what}: give a list of strings such as [\"N=1000,2000\"], not {type(items).__name__} "
+                        f"{str(items)[:40]}")
     for item in _legacy_pairs(items, what):
         if isinstance(item, tuple):
             deprecated = item[1]
