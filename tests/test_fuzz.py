@@ -421,3 +421,41 @@ def test_generated_towers_and_sweeps_are_bounded_by_their_input(no_process, no_b
     except KprofError as exc:
         assert "points" in str(exc) and "\n" not in str(exc)
     assert time.monotonic() - start < 10
+
+
+HISTORY_TEXT = st.one_of(st.text(max_size=30), st.sampled_from(["last", "last~1", "last~99999999999999999999", "last~-1",
+                                                                "last~\u0663", "k\udcff", "\x00", "' OR 1=1 --"]))
+POINTS = st.dictionaries(st.text(max_size=8), st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(),
+                                                         st.text(max_size=8), st.none()), max_size=4)
+
+
+@FAST
+@given(kernel=HISTORY_TEXT, ref=HISTORY_TEXT, point=POINTS, data=POINTS, junk=st.binary(max_size=40))
+def test_generated_history_names_refs_and_records_are_stored_read_or_one_line(tmp_path_factory, monkeypatch, capsys,
+                                                                              kernel, ref, point, data, junk):
+    """The history store given any kernel name (a surrogate from a file name that is not UTF-8, quotes, NUL), any
+    run reference, any point and data, and a damaged row: a result or one line (exit 2), never an exception."""
+    import sqlite3
+
+    from kprof.results import history
+
+    db = tmp_path_factory.mktemp("hist") / "h.sqlite"
+    with monkeypatch.context() as m:
+        m.setenv("KPROF_HISTORY", str(db))
+        conn = history.connect()
+        try:
+            history.record(conn, "run-1", "bench", kernel, point, data, {"gpu": kernel}, None)
+            with conn:
+                conn.execute("INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
+                             "VALUES (?, 0, 'bench', 'k', ?, ?, '{}', '0', NULL)", ("run-2", junk, junk))
+        except KprofError as exc:
+            assert "\n" not in str(exc)
+        except sqlite3.Error as exc:  # the test's own raw row (a NUL in text), not kprof's
+            assert "\x00" in kernel or b"\x00" in junk, exc
+        history.rows(conn, kernel=kernel)
+        history.rows(conn)
+        for argv in (["history", kernel] if "\x00" not in kernel else ["history"], ["compare", ref, "last"],
+                     ["history", "--json"]):
+            code = cli.main(argv)
+            err = capsys.readouterr().err
+            assert code in (0, 1, 2) and "Traceback" not in err and err.strip().count("\n") == 0, (argv, err)
