@@ -506,3 +506,31 @@ def test_every_command_is_parsing_and_printing_over_an_api_function():
     assert not missing, f"commands with no API function behind them: {missing}"
     assert not private, f"API functions a command calls that kprof does not export: {private}"
     assert len((PKG / "commands" / "api.py").read_text().splitlines()) < 350
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+
+
+def _defines(path: Path, name: str) -> bool:
+    """Whether the module at ``path`` defines ``name`` (a function, a class, or a method of one) at any depth."""
+    tree = ast.parse(path.read_text())
+    return any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.name == name
+               for n in ast.walk(tree))
+
+
+def test_the_architecture_page_names_only_modules_and_functions_that_are_where_it_says():
+    """docs/architecture.md's walk-through had run_all in compute_sanitizer and cmd_sanitize doing the lookup after
+    both had moved: every kprof/... path it names exists, every `kprof/x.py` `name()` it pairs is defined in that
+    module, and every `module.name()` it writes is defined in the module of that name."""
+    text = DOC.read_text()
+    missing = [m for m in re.findall(r"`(kprof/[\w/]+\.py)`", text) if not (PKG.parent / m).is_file()]
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
+    wrong = [f"{m} {n}()" for m, n in re.findall(r"`(kprof/[\w/]+\.py)`\**\s+`(\w+)\(\)`", text)
+             if not _defines(PKG.parent / m, n)]
+    by_stem: dict[str, list[Path]] = {}
+    for path in _sources():
+        by_stem.setdefault(path.stem, []).append(path)
+    for module, name in re.findall(r"`(\w+)\.(\w+)\(\)`", text):
+        if module in by_stem and not any(_defines(p, name) for p in by_stem[module]):
+            wrong.append(f"{module}.{name}()")
+    assert not wrong, f"docs/architecture.md names functions that are not where it says: {wrong}"
