@@ -570,6 +570,11 @@ def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
     """Compile a tiny kernel that includes CCCL and CUDA headers, as the shipped kernels do: None when
     it builds, else what is missing (the header's name, or nvcc's first error line)."""
     compiler = compiler_for(check_arch(arch))
+    return _probe(compiler, arch, timeout)
+
+
+@lru_cache(maxsize=8)  # one toolchain's answer does not change within a process (kprof doctor asks it each run)
+def _probe(compiler: Compiler, arch: str, timeout: float) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
         source, out = Path(tmp) / "probe.cu", Path(tmp) / "probe.cubin"
         source.write_text(PROBE_SOURCE)
