@@ -145,8 +145,9 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
 
     A program runs under each tool in its own process group with kprof's defaults: framework memory
     pools off (PyTorch, CuPy, JAX; ``keep_pools`` leaves them), ``--padding`` after each allocation,
-    racecheck's full report, no leak check; ``jobs`` tools at once (None: as many as the GPU's free
-    memory and the CPUs allow, :func:`kprof.parallel.default_jobs`). ``progress(tool)`` is called as
+    racecheck's full report, no leak check; one tool at a time, each copy of the program with its own
+    temporary folder and rendezvous (``jobs``: that many side by side, on the caller's word that the copies are
+    independent; :func:`kprof.tools.copies.schedule`, whose reason the report's notes give). ``progress(tool)`` is called as
     each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``).
     In a program racecheck and synccheck skip library kernels (:mod:`kprof.tools.kernelpolicy`; each result
     names what it skipped) unless ``all_kernels``."""
@@ -163,12 +164,16 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     names = checkers.choose(tools, program=True)
     require_gpu("compute-sanitizer" if checkers.needs_sanitizer(names) else None)
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
+    from kprof.tools import copies
+
+    plan = copies.schedule(cmd, jobs)
     results = checkers.check_program(names, Program(tuple(cmd), env, cwd, not keep_pools),
-                                     Settings(timeout, padding, all_kernels=all_kernels), jobs=jobs, progress=progress)
+                                     Settings(timeout, padding, all_kernels=all_kernels), jobs=plan.jobs, progress=progress)
     from kprof.tools import kernelpolicy
 
     policy = [kernelpolicy.POLICY] if any(checkers.skips(n, all_kernels) for n in names) else []
-    return SanitizeReport(" ".join(cmd), results, [*notes, *policy])
+    runs = f"the program's runs (one a tool{', and the launch count' if checkers.needs_sanitizer(names) else ''}): {plan.why}"
+    return SanitizeReport(" ".join(cmd), results, [*notes, *policy, runs])
 
 
 @checked

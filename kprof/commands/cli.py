@@ -221,8 +221,8 @@ def _sanitize(sub: Any) -> None:
                    help="with -- CMD: racecheck and synccheck check library kernels too (cuBLAS, cuDNN, CUTLASS, NCCL, "
                    "PyTorch's own); by default they check the program's own kernels, memcheck and initcheck all")
     p.add_argument("--jobs", type=_count(1), default=None,
-                   help="with -- CMD: tools run side by side (default: what the GPU's free memory and the CPUs "
-                   "allow; 1 runs them one after another)")
+                   help="with -- CMD: run N of the program's copies (one a tool) side by side, where you know they "
+                   "share no file, port or most of the GPU's memory (default: one after another)")
     _common(p, arch="the GPU's", timeout=300.0, json_help="print one JSON object with a findings list")
 
 

@@ -119,29 +119,34 @@ def run_program(name: str, program: Program, settings: Settings) -> ToolResult:
 COUNT = "launch count"  # the run beside the sanitizers' that counts what a program launches (kprof.tools.launchcount)
 
 
-def check_program(chosen: Sequence[str], program: Program, settings: Settings, *, jobs: int | None = 1,
+def check_program(chosen: Sequence[str], program: Program, settings: Settings, *, jobs: int = 1,
                   progress: Callable[..., None] | None = None) -> list[ToolResult]:
-    """Each of ``chosen`` over the user's program, ``jobs`` at once (None: what the GPU's free memory and the
-    CPUs allow), each in its own process group; ``progress(name)`` as each starts, ``progress(name, result)``
-    as it ends. Beside the sanitizers, one more run counts what the program launches (CUPTI cannot run under
-    compute-sanitizer), which each sanitizer's result then says it covered."""
+    """Each of ``chosen`` over the user's program, ``jobs`` at once (:func:`kprof.tools.copies.schedule` decides:
+    one after another unless the user says the copies are independent), each in its own process group with its
+    own temporary folder and rendezvous (:func:`kprof.tools.copies.own`); ``progress(name)`` as each starts,
+    ``progress(name, result)`` as it ends. Beside the sanitizers, one more run counts what the program launches
+    (CUPTI cannot run under compute-sanitizer), which each sanitizer's result then says it covered. A copy that
+    died of the GPU's memory while others ran beside it runs again alone."""
     from kprof import parallel
-    from kprof.tools import launchcount
+    from kprof.tools import copies, launchcount
 
     def one(name: str) -> Any:
-        if name == COUNT:
-            return launchcount.count(list(program.cmd), timeout=settings.timeout, env=program.env, cwd=program.cwd,
-                                     pools_off=program.pools_off)
-        if progress:
-            progress(name)
-        result = run_program(name, program, settings)
-        if progress:
-            progress(name, result)
-        return result
+        with copies.own(program) as mine:
+            if name == COUNT:
+                return launchcount.count(list(mine.cmd), timeout=settings.timeout, env=mine.env, cwd=mine.cwd,
+                                         pools_off=mine.pools_off)
+            if progress:
+                progress(name)
+            result = run_program(name, mine, settings)
+            if progress:
+                progress(name, result)
+            return result
 
     sanitized = needs_sanitizer(chosen)
     runs = [*chosen, *([COUNT] if sanitized else [])]
-    done = parallel.map_jobs(one, runs, parallel.jobs_for(len(runs), jobs))
+    done = parallel.map_jobs(one, runs, jobs)
+    if jobs > 1:  # a copy the others may have starved of the GPU's memory: again, alone
+        done = [one(name) if name != COUNT and copies.died_of_memory(r) else r for name, r in zip(runs, done)]
     checked = done[-1] if sanitized else None
     from kprof.tools import kernelpolicy
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from kprof.findings import Finding
 
-LAUNCHERS = {"torchrun": "torchrun", "mpirun": "mpirun", "mpiexec": "mpirun", "srun": "srun"}
+LAUNCHERS = {"torchrun": "torchrun", "mpirun": "mpirun", "mpiexec": "mpirun", "srun": "srun", "accelerate": "accelerate",
+             "deepspeed": "deepspeed"}
 _TORCH_RUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
