@@ -37,16 +37,53 @@ def fp64_ratio_of(arch: str) -> float | None:
         return None
 
 
-def kernel_line(source_lines: tuple[str, ...] | list[str], name: str) -> int:
-    """The line declaring kernel ``name`` (``__global__ ... name(``), else the first ``__global__`` line, else 0."""
+def bare_name(kernel: str) -> str:
+    """A kernel's name as its source writes it, from what a profile calls it: ``void ns::k<float, 4>(float *, int)``,
+    ``k<(int)1>(float *)`` and ``k[lambda(float)(instance1)]`` are ``k``."""
+    depth, out = 0, []
+    for ch in kernel:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0 and ch in "([":
+            break
+        elif depth == 0:
+            out.append(ch)
+    words = "".join(out).split()
+    return words[-1].split("::")[-1] if words else kernel
+
+
+def kernel_line(source_lines: tuple[str, ...] | list[str], name: str, *, strict: bool = False) -> int:
+    """The line declaring kernel ``name`` (``__global__ ... name(``, the name on the line or on one of the next two),
+    else (unless ``strict``) the first ``__global__`` line, else 0."""
     first = 0
+    name = bare_name(name)
     for k, text in enumerate(source_lines, 1):
         code = text.split("//", 1)[0]
         if "__global__" in code:
-            if re.search(rf"\b{re.escape(name)}\s*\(", code):
+            head = " ".join(line.split("//", 1)[0] for line in source_lines[k - 1:k + 2])
+            if re.search(rf"\b{re.escape(name)}\s*(?:<[^()]*>\s*)?\(", head):
                 return k
             first = first or k
-    return first
+    return 0 if strict else first
+
+
+def function_span(source_lines: tuple[str, ...] | list[str], start: int) -> tuple[int, int]:
+    """The lines (first, last; 1-based) of the function declared at line ``start``: to its body's closing brace.
+    The whole file where ``start`` is 0 (no kernel found)."""
+    if start <= 0:
+        return 1, len(source_lines)
+    depth, opened = 0, False
+    for k in range(start - 1, len(source_lines)):
+        for ch in source_lines[k].split("//", 1)[0]:
+            if ch == "{":
+                depth, opened = depth + 1, True
+            elif ch == "}":
+                depth -= 1
+        if opened and depth <= 0:
+            return start, k + 1
+    return start, len(source_lines)
 
 
 @dataclass(frozen=True)
@@ -69,6 +106,7 @@ class Facts:
     entry: ptxscan.Entry | None  # the kernel's PTX lines; None without PTX
     source: Path | None
     source_lines: tuple[str, ...] = ()
+    entry_name: str = ""  # the kernel the diagnosis reads (the spec's entry, or its last step's)
     spec_path: Path | None = None
     launch_line: int = 0  # the spec file's line of launch: (or steps:)
     shared_static: int = 0
@@ -117,16 +155,24 @@ class Facts:
         return self.profile.of_ceiling or self.profile.dram_fraction
 
     def source_line(self, pattern: str, *, after: int = 0) -> int:
-        """The first line of the source matching ``pattern`` (a regular expression), from line ``after``."""
+        """The first line matching ``pattern`` (a regular expression) in the profiled kernel's own function, from
+        line ``after``; 0 where it has none. Never another kernel's line: a file of several kernels once had its
+        int64 division named at another kernel's ``/``."""
         rx = re.compile(pattern)
-        for k, text in enumerate(self.source_lines[after:], after + 1):
-            code = text.split("//", 1)[0]
+        first, last = function_span(self.source_lines, self.entry_line())
+        for k in range(max(first, after + 1), last + 1):
+            code = self.source_lines[k - 1].split("//", 1)[0]
             if rx.search(code):
                 return k
         return 0
 
     def entry_line(self) -> int:
-        return kernel_line(self.source_lines, self.profile.kernel.split(":")[-1].split("[")[0])
+        """The profiled kernel's declaration: by the name the profile gives it, else by the spec's entry (a profile
+        without counters is named for the spec), else the file's first kernel."""
+        for name in (self.profile.kernel, self.entry_name):
+            if name and (line := kernel_line(self.source_lines, name, strict=True)):
+                return line
+        return kernel_line(self.source_lines, self.profile.kernel)
 
 
 def profile_units(p: KernelProfile) -> dict[str, float]:

@@ -534,3 +534,47 @@ def test_coalescing_is_judged_against_each_direction_s_own_width(ptx_compiler):
     assert "uncoalesced" not in [c.rule for c in d.causes], d.causes
     d = _diagnose("wgmma_matmul", 190e-6, arch="sm_90a", global_store_sectors_per_request=32.0, tensor_pipe=0.89)
     assert "uncoalesced" in [c.rule for c in d.causes]  # a sector a lane is 4x the 8-byte ideal
+
+
+SEVERAL = """// several kernels in one file, as libraries write them
+extern "C" __global__ void other(long long* x, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] / 7;  // another kernel's division
+}
+
+template <int STRIDE>
+__device__ long long pick(long long i) { return i * STRIDE; }
+
+extern "C" __global__ void
+mine(const long long* x, long long* y, long long n, long long m) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = x[pick<1>(i)] % m;  // the profiled kernel's remainder
+    }
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_a_line_found_in_the_source_is_the_profiled_kernels_never_another_kernels(tmp_path):
+    """In a file of several kernels, a cause whose line comes from the source (the compiler gave it none) was named
+    at line 14 of the file, another kernel's `/`: the search is kept to the profiled kernel's own function."""
+    from kprof.diagnosis import facts as facts_mod
+
+    (tmp_path / "several.cu").write_text(SEVERAL)
+    (tmp_path / "several.yaml").write_text(
+        "entry: mine\nsizes: {N: 1024}\nargs:\n  - {name: x, buffer: int64, shape: [N], role: in}\n"
+        "  - {name: y, buffer: int64, shape: [N], role: out}\n  - {name: n, scalar: int64, value: N}\n"
+        "  - {name: m, scalar: int64, value: 5}\nlaunch: {grid: [ceil(N / 256)], block: [256]}\nreference: {y: x}\n")  # not run here
+    prepared = pipeline.prepare(catalog.load(str(tmp_path / "several.yaml")), None, arch="sm_90")
+    from kprof.build import build
+
+    f = gather.facts_for(prepared, _profile(prepared, 1e-5), counters=False, ptx=build.ptx(prepared.spec, "sm_90"),
+                         timed=SimpleNamespace(device=H200, time_ms=None), seconds=1e-5)
+    assert f.entry_line() == 10 and facts_mod.function_span(f.source_lines, 10) == (10, 16)
+    assert f.source_line(r"[^/*]/[^/*=]|%") == 14  # not line 4, the other kernel's division
+    assert f.source_line(r"__shared__") == 0  # nothing in the kernel: no line rather than someone else's
+    assert facts_mod.bare_name("void ns::mine<float, (int)1>(float *, int)") == "mine"
+    d = diagnose(f)
+    lines = [c.line.line for c in d.causes if c.line and c.line.line]
+    assert lines and not [line for line in lines if 2 <= line <= 5], lines  # mine's lines or its inlined pick's (8)
