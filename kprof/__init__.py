@@ -22,6 +22,9 @@ The API (each function loaded on first use; ``help(kprof.run)`` for one in full)
         list[KernelProfile]
     kprof.profile_program(cmd, *, kernel=None, range=None, launch_skip=0, launch_count=10,
         set_name='quick', metrics=(), arch=None, timeout=600.0) -> ProgramProfile
+    kprof.profile_specs(names, *, sizes=None, params=None, baseline=None, set_name='quick',
+        metrics=(), report_dir=None, tries=(), auto_try=True, arch=None, timeout=600.0,
+        progress=None) -> SpecProfiles
     kprof.readiness(checks, commands=None) -> list[Readiness]
     kprof.run(kernel, *, sizes=None, params=None, preset='default', seed=0, arch=None,
         timeout=300.0) -> RunReport
@@ -70,6 +73,7 @@ _PUBLIC = {
     "run": "kprof.commands.api", "run_bench": "kprof.commands.api", "run_peak": "kprof.commands.api",
     "sanitize": "kprof.commands.api", "sanitize_tests": "kprof.commands.api", "prestart_tests": "kprof.commands.api",
     "profile": "kprof.commands.api", "profile_program": "kprof.commands.api", "diagnose": "kprof.commands.api",
+    "profile_specs": "kprof.commands.profiles",
     "checkers": "kprof.commands.api",
     "load": "kprof.commands.api", "range": "kprof.annotate",
     "run_cases": "kprof.commands.corpora", "run_bench_cases": "kprof.commands.corpora",
@@ -86,7 +90,8 @@ _PUBLIC = {
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
     "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnosis.program",
-    "Listing": "kprof.spec.catalog", "Check": "kprof.tools.doctor", "Readiness": "kprof.tools.doctor",
+    "Listing": "kprof.spec.catalog", "SpecProfiles": "kprof.commands.profiles",
+    "Check": "kprof.tools.doctor", "Readiness": "kprof.tools.doctor",
     "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip
 

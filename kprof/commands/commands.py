@@ -286,9 +286,7 @@ def _perf_cases(opts: CasesOptions) -> int:
 
 
 def cmd_profile(opts: ProfileOptions) -> int:
-    from kprof.commands import pipeline
-    from kprof.commands.api import require_gpu
-    from kprof.spec import catalog
+    from kprof.commands import profiles
 
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
     if opts.program:
@@ -298,58 +296,24 @@ def cmd_profile(opts: ProfileOptions) -> int:
         return _profile_program(opts, extra)
     if not opts.names:
         raise UsageError("name the kernels to profile, or give a program after --, e.g. kprof profile -- python train.py")
-    report_dir = _report_dir(opts.save_report)
     if opts.plot:
         from kprof.results import plot
 
         plot.require()
-    specs = [catalog.load(n) for n in opts.names]  # every name checked before anything runs
-    params = opts.param.single("profile")
-    sizes = opts.size.single_sizes("profile")
-    from kprof.diagnosis import tries
-
-    asked = tries.parse([w for group in opts.tries for w in group])  # one line for a bad --try, before the GPU runs
-
-    # One kernel: every --size must be one of its sizes. Several: each takes the sizes it has.
-    resolved = [pipeline.resolve(spec, sizes if len(specs) == 1 else {k: v for k, v in sizes.items()
-                                                                       if k in spec.size_names}, params=params)
-                for spec in specs]
-    if opts.baseline:
-        resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, opts.baseline))]
-    require_gpu(None)  # every input checked first; then the GPU, then the tool, before anything is built
-    from kprof.build import build
-    from kprof.tools import ncu
-
-    no_ncu = ncu.unsupported(opts.arch or build.detect_arch())
-    if no_ncu is None:
-        require_gpu("ncu")
-    elif not opts.json:  # one line; the profile that follows holds what kprof measures without ncu
-        print(f"kprof: {no_ncu}: kprof profile reports event timing, the driver's occupancy, registers and "
-              "spills instead", file=sys.stderr)
-    from kprof.commands import api
-
-    profiles, errors, diagnoses = [], [], []
-    for r in resolved:
-        prepared = pipeline.built(r, opts.arch)
-        if not opts.json:
-            print(f"profiling {r.spec.name} {r.size_text()} ...", file=sys.stderr, flush=True)
-        got, error = _profile_one(prepared, params, extra, report_dir, opts)
-        profiles += got
-        errors += [error] if error else []
-        if got and not r.spec.python:  # a Python operation's kernels are not the user's to change
-            diagnoses.append(api.diagnose_prepared(prepared, got, try_params=asked, auto_try=not opts.no_try,
-                                                   timeout=opts.timeout))
-    if opts.plot and profiles:
-        from kprof.results import plot
-
-        plot.roofline(profiles, Path(opts.plot))
-    _profile_output(profiles, errors, opts.json, diagnoses)
+    run = profiles.profile_specs(opts.names, sizes=opts.size.single_sizes("profile"), params=opts.param.single("profile"),
+                                 baseline=opts.baseline, set_name=opts.set_name, metrics=extra,
+                                 report_dir=_report_dir(opts.save_report), tries=[w for group in opts.tries for w in group],
+                                 auto_try=not opts.no_try, arch=opts.arch, timeout=opts.timeout,
+                                 progress=None if opts.json else lambda line: print(line, file=sys.stderr, flush=True))
+    if opts.plot and run.profiles:
+        plot.roofline(run.profiles, Path(opts.plot))
+    _profile_output(run.profiles, run.errors, opts.json, run.diagnoses)
     if opts.sarif:
         from kprof.diagnosis.model import to_sarif
         from kprof.version import __version__
 
-        _write_json(Path(opts.sarif), to_sarif(diagnoses, __version__, root=str(Path.cwd())))
-    return EXIT_CUDA if errors else EXIT_OK
+        _write_json(Path(opts.sarif), to_sarif(run.diagnoses, __version__, root=str(Path.cwd())))
+    return EXIT_CUDA if run.errors else EXIT_OK
 
 
 def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
@@ -384,18 +348,6 @@ def _report_dir(path: str | None) -> Path | None:
     from kprof import inputs
 
     return inputs.output_dir(path, "--save-report") if path else None
-
-
-def _profile_one(prepared: Any, params: dict[str, str], extra: tuple[str, ...], report_dir: Path | None,
-                 opts: ProfileOptions) -> tuple[list[Any], tuple[str, NcuError] | None]:
-    """The reports for one spec, or the ncu error that stopped it (the other kernels still run)."""
-    from kprof.commands import api
-
-    try:
-        return api.profile_prepared(prepared, params=params, set_name=opts.set_name, metrics=extra,
-                                    report_dir=report_dir, timeout=opts.timeout), None
-    except NcuError as exc:
-        return [], (prepared.spec.name, exc)
 
 
 def _profile_output(profiles: list[Any], errors: list[tuple[str, NcuError]], as_json: bool, diagnoses: list[Any] | None = None,

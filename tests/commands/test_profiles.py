@@ -1,0 +1,56 @@
+"""kprof profile NAME... as one API call (kprof.commands.profiles.profile_specs): every input checked before the GPU,
+the GPU before ncu, then each spec profiled and diagnosed; the command prints what the call returns."""
+
+from __future__ import annotations
+
+import pytest
+
+import kprof
+from kprof.commands import api, cli, profiles
+from kprof.errors import NcuError, NoGPUError, UsageError
+
+
+def test_the_inputs_are_checked_before_the_gpu(monkeypatch):
+    monkeypatch.setattr(api, "require_gpu", lambda tool: pytest.fail("the GPU was asked for before the inputs were checked"))
+    with pytest.raises(UsageError):
+        profiles.profile_specs(["tiled_matmul"], sizes={"Q": 3})
+    with pytest.raises(UsageError):
+        profiles.profile_specs(["tiled_matmul"], tries=["PER"])
+    with pytest.raises(TypeError, match="kprof.profile_specs"):
+        kprof.profile_specs("tiled_matmul", sizes=[1])
+
+
+def test_no_gpu_is_one_line_before_anything_is_built(monkeypatch, capsys):
+    from kprof.build import build
+    from kprof.child import device
+
+    monkeypatch.setattr(device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("built before the GPU check"))
+    with pytest.raises(NoGPUError):
+        profiles.profile_specs(["tiled_matmul", "vector_add"])
+    assert cli.main(["profile", "tiled_matmul"]) == 5
+
+
+@pytest.mark.nvcc
+def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_others(monkeypatch, as_if_a_gpu):
+    """Two specs; ncu fails on the first: the second is still profiled and diagnosed, and the failure kept."""
+    from kprof.measure import profiling
+
+    seen, said = [], []
+
+    def fake_profile(prepared, **kw):
+        seen.append(prepared.spec.name)
+        if prepared.spec.name == "vector_add":
+            raise NcuError("ncu failed", reason="test")
+        p = profiling.fallback(prepared.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, 0, "sm_90", None, None,
+                               "fake device")
+        return [p]
+
+    monkeypatch.setattr(api, "profile_prepared", fake_profile)
+    monkeypatch.setattr(api, "diagnose_prepared", lambda prepared, got, **kw: ("diagnosis of", prepared.spec.name))
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    run = profiles.profile_specs(["vector_add", "tiled_matmul"], sizes={"N": 4096, "M": 128}, progress=said.append)
+    assert seen == ["vector_add", "tiled_matmul"] and not run.ok
+    assert [name for name, _ in run.errors] == ["vector_add"] and len(run.profiles) == 1
+    assert run.diagnoses == [("diagnosis of", "tiled_matmul")]
+    assert any(line.startswith("profiling tiled_matmul") for line in said)
