@@ -1,0 +1,28 @@
+// Two formulas for one polynomial (Horner's, and a sum of powers), picked by the lane's half of its
+// warp: both halves of every warp run one after the other.
+__device__ __forceinline__ float horner(float v) {
+    float p = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 48; ++k) p = p * v + 1.0f / (k + 1);
+    return p;
+}
+
+__device__ __forceinline__ float powers(float v) {
+    float p = 0.0f, vk = 1.0f;
+#pragma unroll
+    for (int k = 47; k >= 0; --k) {
+        p += vk / (k + 1);
+        vk *= v;
+    }
+    return p;
+}
+
+extern "C" __global__ void poly(const float* __restrict__ x, float* __restrict__ y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    if ((threadIdx.x & 31) < 16)  // PERF: the two halves of each warp take different paths
+        y[i] = horner(v);
+    else
+        y[i] = powers(v);
+}
