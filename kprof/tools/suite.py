@@ -36,7 +36,7 @@ from kprof.tools import allocators, checkers, hostframes, kernelpolicy, suiteeve
 from kprof.tools.coverage import Coverage
 from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.tools.suiteevents import Finish
-from kprof.tools.toolrun import ToolResult
+from kprof.tools.toolrun import ToolResult, ToolStatus
 
 START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
@@ -221,7 +221,7 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
     alone = None
     if running is not None and running not in decided:
         if len(batch) == 1:
-            status = "timeout" if stopped == "timeout" else "tool-error"
+            status: ToolStatus = "timeout" if stopped == "timeout" else "tool-error"
             why = (f"the test did not finish within {timeout:g} s under {tool}; its process group was stopped "
                    "(sanitizers slow kernels down 20x to 100,000x: a smaller problem or a longer --kprof-timeout)"
                    if stopped == "timeout" else f"the test's process ended under {tool} before the test finished")

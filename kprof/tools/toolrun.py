@@ -9,6 +9,7 @@ that failed with nothing found, or a tool that failed; it is tested on recorded 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from kprof import proc
 from kprof.findings import Finding
@@ -22,10 +23,14 @@ ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 ev
 NOTHING_INSTRUMENTED = "Target application terminated before first instrumented API call"
 
 
+# How a tool's run ended: what it found (clean, findings), or why it could not say (the rest)
+ToolStatus = Literal["clean", "findings", "timeout", "target-error", "tool-error", "not-checked"]
+
+
 @dataclass(frozen=True)
 class ToolResult:
     tool: str
-    status: str  # clean | findings | timeout | target-error | tool-error | not-checked
+    status: ToolStatus
     findings: list[Finding]
     seconds: float
     message: str = ""
