@@ -323,3 +323,70 @@ def test_an_interrupt_mid_build_leaves_no_child_and_no_temporary_file(tmp_path, 
     assert not [p.name for p in cache.iterdir() if p.name.startswith(".")], "a temporary file left in the cache"
     assert not list(tmp.iterdir()), "a temporary file left in TMPDIR"
     assert all(p.with_suffix(".json").is_file() for p in cache.glob("*.cubin"))  # each kept entry whole
+
+
+RECORD_FOREVER = """
+import sys
+from pathlib import Path
+from kprof.results import history
+conn = history.connect(Path(sys.argv[1]))
+i = 0
+while True:
+    history.record(conn, "run-killed", "bench", "k", {"sizes": {"N": i}}, {"summary": None}, {}, None)
+    i += 1
+"""
+
+
+def test_a_history_store_whose_writer_is_killed_mid_write_stays_readable(tmp_path):
+    """SIGKILL (no handler runs) while a process records point after point: every row kept is whole, and the store
+    takes the next run's points."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from kprof.results import history
+
+    db = tmp_path / "h.sqlite"
+    writer = subprocess.Popen([sys.executable, "-c", RECORD_FOREVER, str(db)])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and sum(p.stat().st_size for p in tmp_path.glob("h.sqlite*")) < 65536:
+        time.sleep(0.05)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait(10)
+    conn = history.connect(db)
+    rows = history.rows(conn, limit=100000)
+    assert rows and all(r.point["sizes"]["N"] >= 0 for r in rows)
+    history.record(conn, "run-after", "bench", "k", {"sizes": {"N": -1}}, {}, {}, None)
+    assert history.runs(conn)[0] == "run-after"
+
+
+@pytest.mark.nvcc
+def test_a_build_killed_mid_write_leaves_a_cache_the_next_run_trusts_only_where_whole(tmp_path):
+    """SIGKILL in the middle of builds: what it left (temporary files, an entry cut short) is never taken for a
+    build; the next run builds what is missing and reads what is whole."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    cache = tmp_path / "cache"
+    env = dict(os.environ, KPROF_CACHE_DIR=str(cache))
+    names = ["vector_add", "tiled_matmul", "reduce_sum", "softmax", "rmsnorm"]
+    proc = subprocess.Popen([sys.executable, "-m", "kprof", "build", *names, "--arch", "sm_90"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(0.8)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    for meta in cache.glob("*.json"):  # an entry cut short, as a crash in the middle of its write would leave it
+        meta.write_text(meta.read_text()[: len(meta.read_text()) // 2])
+        break
+    done = subprocess.run([sys.executable, "-m", "kprof", "build", *names, "--arch", "sm_90", "--json"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from kprof.build import build
+    from kprof.spec import catalog
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("KPROF_CACHE_DIR", str(cache))
+        assert all(build.build(catalog.load(n), "sm_90").cached for n in names)  # every entry whole now
