@@ -390,3 +390,29 @@ def test_a_build_killed_mid_write_leaves_a_cache_the_next_run_trusts_only_where_
     with pytest.MonkeyPatch.context() as m:
         m.setenv("KPROF_CACHE_DIR", str(cache))
         assert all(build.build(catalog.load(n), "sm_90").cached for n in names)  # every entry whole now
+
+
+@pytest.mark.nvcc
+def test_what_a_killed_build_left_in_the_cache_is_swept_once_it_is_old(tmp_path, monkeypatch):
+    """A SIGKILL leaves its temporary files (no handler runs): one an hour old is removed by the next build, a fresh
+    one (another kprof at work) is left alone."""
+    import os
+    import time
+
+    from kprof.build import build
+    from kprof.spec import catalog
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old, fresh, keep = cache / ".vector_add-abc.cubin", cache / ".vector_add-def.cubin", cache / ".keep-xyz"
+    old.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    keep.mkdir()
+    (keep / "vector_add.ptx").write_text("x")
+    hour_ago = time.time() - 2 * build.STALE_S
+    for path in (old, keep):
+        os.utime(path, (hour_ago, hour_ago))
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(cache))
+    build.sweep_stale.cache_clear()
+    build.build(catalog.load("vector_add"), "sm_90")
+    assert not old.exists() and not keep.exists() and fresh.exists()

@@ -74,6 +74,35 @@ def cache_dir() -> Path:
     return inputs.user_path("~/.cache", "the build cache (HOME)") / "kprof"
 
 
+STALE_S = 3600.0  # a temporary file of the cache this old was left by a process that was killed (SIGKILL)
+
+
+@lru_cache(maxsize=4)
+def sweep_stale(folder: Path) -> int:
+    """Remove, once a process, the temporary files and folders (``.NAME-...``, ``.keep-...``) a killed kprof left in
+    the build cache over :data:`STALE_S` ago; a fresh one may be another kprof's at work. Never raises; how many went."""
+    import shutil
+    import time
+
+    gone = 0
+    try:
+        entries = list(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if not entry.name.startswith(".") or time.time() - entry.lstat().st_mtime < STALE_S:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink()
+            gone += 1
+        except OSError:
+            continue
+    return gone
+
+
 def generated_source(name: str, original: Path, text: str) -> Path:
     """A generated variant of ``original`` (a mutant) kept under the build cache at a path named by its
     text, written whole by a rename (two runs at once never read half a file): the same text has the same
@@ -381,6 +410,7 @@ def build(
     _check_defines_reach(spec, sources)
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
+    sweep_stale(folder)
     compiler = compiler_for(target)
     key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
     if shaken:
