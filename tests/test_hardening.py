@@ -307,7 +307,10 @@ def test_an_interrupt_mid_build_leaves_no_child_and_no_temporary_file(tmp_path, 
     env = dict(os.environ, KPROF_CACHE_DIR=str(cache), TMPDIR=str(tmp))
     proc = subprocess.Popen([sys.executable, "-m", "kprof", "build", "--all"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (cache.is_dir() and any(cache.iterdir())):
+        time.sleep(0.05)  # until the builds have begun: the signal lands in the middle of them
+    time.sleep(0.3)
     proc.send_signal(sig)
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == code and err.strip().splitlines()[-1] == says, err[-2000:]
@@ -375,7 +378,10 @@ def test_a_build_killed_mid_write_leaves_a_cache_the_next_run_trusts_only_where_
     names = ["vector_add", "tiled_matmul", "reduce_sum", "softmax", "rmsnorm"]
     proc = subprocess.Popen([sys.executable, "-m", "kprof", "build", *names, "--arch", "sm_90"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    time.sleep(0.8)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (cache.is_dir() and any(cache.iterdir())):
+        time.sleep(0.05)
+    time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
     for meta in cache.glob("*.json"):  # an entry cut short, as a crash in the middle of its write would leave it

@@ -114,7 +114,8 @@ def test_every_copy_of_a_torchrun_job_gets_its_port_and_folder_and_none_collide(
     results = checkers.check_program(["memcheck", "racecheck", "initcheck", "synccheck"], Program(tuple(cmd), {}),
                                      Settings(60.0, 256), jobs=plan.jobs)
     assert [r.status for r in results] == ["clean"] * 4, [r.message for r in results]
-    assert len({port for _, port, *_ in seen}) == 5 and len({folder for _, _, folder, *_ in seen}) == 5
+    # each its own folder, and a port of its own when it ran (one after another, the system may give one twice)
+    assert all(port for _, port, *_ in seen) and len({folder for _, _, folder, *_ in seen}) == 5
     spans = sorted((a, b) for *_, a, b in seen)
     assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))  # one after another
     assert not any(Path(folder).exists() for _, _, folder, *_ in seen)
