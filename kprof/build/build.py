@@ -431,6 +431,7 @@ def build(
     try:
         if compiler.kind == "nvcc":  # NVRTC's child is no shell
             _shell_safe_argv(argv)
+            _check_tmpdir()
             # nvcc keeps the PTX it hands ptxas (for ptx(): no second compile); the same cubin; argv recorded without it
             kept = Path(tempfile.mkdtemp(prefix=".keep-", dir=folder))
         for path in (cubin, meta):
@@ -460,6 +461,21 @@ def build(
         tmp.unlink(missing_ok=True)
         if kept is not None:
             shutil.rmtree(kept, ignore_errors=True)
+
+
+def _check_tmpdir() -> None:
+    """nvcc writes its intermediate files under TMPDIR: one that is not a writable folder failed every build as
+    "nvcc failed to compile ... exit 1", and kprof new called the name the trouble. Said in one line instead."""
+    given = os.environ.get("TMPDIR")
+    if not given:
+        return
+    where = Path(given)
+    if not where.is_dir():
+        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: no such folder, and nvcc writes its intermediate "
+                         "files there; set TMPDIR to a writable folder, or unset it")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: not writable, and nvcc writes its intermediate files "
+                         "there; set TMPDIR to a writable folder, or unset it")
 
 
 def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResult | None:

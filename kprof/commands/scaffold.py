@@ -106,6 +106,8 @@ def _builds(name: str, files: dict[str, str]) -> None:
             first = next((ln.strip() for ln in (exc.log or "").splitlines() if "error" in ln), str(exc))
             raise UsageError(f"kprof new {name}: a kernel of that name does not build ({_first_error(first, tmp)}); "
                              f"give another name, e.g. kprof new my_{name.strip('_').lower() or 'kernel'}") from None
+        except UsageError as exc:  # the machine's trouble (TMPDIR, the cache), not the name's
+            raise UsageError(f"kprof new {name}: {str(exc).splitlines()[0]}") from None
         except KprofError as exc:
             raise UsageError(f"kprof new {name}: {str(exc).splitlines()[0]}; give another name, e.g. kprof new "
                              f"my_{name.strip('_').lower() or 'kernel'}") from None

@@ -207,3 +207,23 @@ def test_an_architecture_only_cuda_12_builds_names_that_extra_alone():
     assert "cuda13" not in build.compiler_hint("sm_70") and "cuda13" in build.compiler_hint("sm_90")
     readme = (Path(__file__).resolve().parent.parent.parent / "README.md").read_text()
     assert "(`--arch sm_61` or `sm_70`: exit 3, naming `[cuda12]`)" in readme
+
+
+@pytest.mark.nvcc
+def test_a_tmpdir_that_is_no_folder_is_said_not_taken_for_a_compile_error(tmp_path, monkeypatch, capsys):
+    """nvcc writes its intermediate files under TMPDIR: one that did not exist failed every build as "nvcc failed to
+    compile ... exit 1" (and kprof new blamed the name). A cached build does not need it."""
+    from kprof.commands import cli
+    from kprof.errors import UsageError
+
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "no" / "tmp"))
+    with pytest.raises(UsageError, match=r"TMPDIR .*no such folder, and nvcc writes its intermediate files there"):
+        build.build(catalog.load("vector_add"), "sm_90")
+    assert cli.main(["new", "my_fine", "--dir", str(tmp_path / "k")]) == 2
+    err = capsys.readouterr().err
+    assert "no such folder" in err and "give another name" not in err
+    monkeypatch.delenv("TMPDIR")
+    build.build(catalog.load("vector_add"), "sm_90")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "no" / "tmp"))
+    assert build.build(catalog.load("vector_add"), "sm_90").cached
