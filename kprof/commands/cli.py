@@ -504,10 +504,8 @@ def _output_failed(exc: OSError) -> int:
 def _quiet_stdout() -> None:
     """Point standard output at /dev/null so the interpreter's own flush at exit has nothing to fail on."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
+        _quiet(sys.stdout.fileno())
+    except (OSError, ValueError):  # a stream with no descriptor
         pass
 
 
