@@ -142,7 +142,8 @@ def same_file(a: Path, b: Path) -> bool:
             return os.path.samefile(a, b)
     except PATH_ERRORS:
         return False
-    return resolved(a) is not None and resolved(a) == resolved(b)
+    where = resolved(a)
+    return where is not None and where == resolved(b)
 
 
 def output_file(text: str | Path, what: str) -> Path:

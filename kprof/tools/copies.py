@@ -24,7 +24,6 @@ import socket
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from kprof.tools.checker import Program
 from kprof.tools.ranks import launcher_of
@@ -32,8 +31,8 @@ from kprof.tools.toolrun import ToolResult
 
 # torchrun's options that fix the rendezvous port on the command line (either spelling), which PET_* cannot override
 _PORT_OPTIONS = ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint")
-# launchers that pass a port of their own to what they start (accelerate and deepspeed default to 29500): their
-# copies run one after another
+# launchers (kprof.tools.ranks.launcher_of's names) that pass a port of their own to what they start (accelerate and
+# deepspeed default to 29500): their copies run one after another
 _OWN_PORT = ("accelerate", "deepspeed", "srun")
 # what a run that died of the GPU's memory says
 _OOM = ("out of memory", "cuda_error_out_of_memory", "cudaerrormemoryallocation", "outofmemoryerror")
@@ -77,13 +76,13 @@ def _launcher_words(cmd: list[str]) -> list[str]:
 def schedule(cmd: list[str], jobs: int | None) -> Schedule:
     """How the copies of ``cmd`` run: one after another by default; ``jobs`` at once where the user asks, unless
     the copies would share a port the command line fixes."""
-    port = fixed_port(cmd) if launcher_of(cmd) == "torchrun" else None
-    own = next((word for word in cmd[:2] if Path(word).name in _OWN_PORT), None)
+    launcher = launcher_of(cmd)  # the one place launchers are told apart by name
+    port = fixed_port(cmd) if launcher == "torchrun" else None
     if port is not None:
         return Schedule(1, f"one after another: the command fixes torchrun's rendezvous port ({port}), which copies "
                            "side by side would share")
-    if own is not None:
-        return Schedule(1, f"one after another: {Path(own).name} gives what it starts a port of its own, which copies "
+    if launcher in _OWN_PORT:
+        return Schedule(1, f"one after another: {launcher} gives what it starts a port of its own, which copies "
                            "side by side would share")
     if jobs is not None and jobs > 1:
         return Schedule(jobs, f"{jobs} side by side (--jobs {jobs}: the copies are independent, on your word)")
