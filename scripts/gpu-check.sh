@@ -41,7 +41,10 @@
 #            CUDA), and the same for the kernels of PERF_KERNELS; each cubin's SASS with line information (nvdisasm); then kprof profile's diagnosis (tries
 #            included) on each case, and kprof cases --perf (PERF_DIAGNOSE=0 leaves them out)
 #   perfcases  kprof cases --perf (the diagnosis on the performance corpus, each case benched beside its twin,
-#            tries included), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave)
+#            tries included; PERF_CASES for some), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave)
+#   interrupts  scripts/interrupts.py: kprof bench, sanitize (a kernel and a program), profile and cases stopped by
+#            Ctrl-C (the process group), SIGTERM (kprof alone) and SIGKILL, and eight kprof processes on one cache
+#            and history at once: exit codes, processes and temporary files left, the history and cache after
 #   transformer  kprof profile -- python3 examples/transformer_step.py TRANSFORMER_ARGS (default --layers 2
 #            --seq 512), eager and --compile (JSON: every profiled launch and the ranking); each plain run first
 #   inline   a finding inside a CUDA header (examples/syncwarp_mask.cu's __syncwarp): synccheck's XML and text
@@ -475,14 +478,17 @@ if has perfdata; then  # the performance corpus: the data the diagnosis is built
         for c in $cases; do
             json "diagnose-$c" $KPROF profile "$c"
         done
-        json cases-perf $KPROF cases --perf
+        json cases-perf $KPROF cases --perf ${PERF_CASES:-}
     fi
 fi
 if has perfcases; then
-    json cases-perf $KPROF cases --perf
+    json cases-perf $KPROF cases --perf ${PERF_CASES:-}
     for k in ${PERF_SHOW:-tail_wave}; do
         step "diagnose-$k" $KPROF profile "$k"
     done
+fi
+if has interrupts; then  # issue 69: what a signal or a concurrent kprof leaves behind, on the GPU
+    step interrupts python3 scripts/interrupts.py "$LOGS/interrupts" --kprof "$KPROF"
 fi
 if has transformer; then  # where a real PyTorch program spends a training step, eager and compiled
     TA=${TRANSFORMER_ARGS:---layers 2 --seq 512}
