@@ -82,6 +82,9 @@ def leftovers(mark: str, grace_s: float = 3.0) -> list[str]:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    deadline = time.monotonic() + 5.0
+    while alive and marked_processes(mark) and time.monotonic() < deadline:  # a kill is delivered, not done, at once
+        time.sleep(0.1)
     return [f"{pid} {cmd}" for pid, cmd in alive]
 
 
