@@ -619,6 +619,10 @@ def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
     return _probe(compiler, arch, timeout)
 
 
+# nvcc without the host compiler it preprocesses and compiles the host side with (an empty PATH, no g++)
+_NO_HOST_COMPILER = re.compile(r"host compiler properties|(?:g\+\+|gcc|c\+\+|cl\.exe)[^\n]*(?:not found|No such file)")
+
+
 @lru_cache(maxsize=8)  # one toolchain's answer does not change within a process (kprof doctor asks it each run)
 def _probe(compiler: Compiler, arch: str, timeout: float) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
@@ -631,4 +635,6 @@ def _probe(compiler: Compiler, arch: str, timeout: float) -> str | None:
     if m := _MISSING_HEADER.search(text) or _NVRTC_MISSING_HEADER.search(text):
         return f"the header {m.group(1)} is missing from {compiler.version}'s include path"
     first = next((ln for ln in text.splitlines() if "error" in ln), text.strip().splitlines()[-1] if text.strip() else "")
+    if _NO_HOST_COMPILER.search(text):
+        return f"{compiler.version} found no host C++ compiler (g++) on PATH ({first.strip().rstrip('.')})"
     return f"{compiler.version} could not compile a CUDA kernel: {first.strip()}"

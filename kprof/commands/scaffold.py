@@ -103,6 +103,8 @@ def _builds(name: str, files: dict[str, str]) -> None:
         except ToolNotFoundError:
             return  # nothing here builds a kernel: the name is judged by _unusable alone
         except BuildError as exc:
+            if (broken := build.probe_compile("sm_90")) is not None:  # no kernel builds here: not the name's fault
+                raise UsageError(f"kprof new {name}: {broken.rstrip('.')}; `kprof doctor --for build` says what to fix") from None
             first = next((ln.strip() for ln in (exc.log or "").splitlines() if "error" in ln), str(exc))
             raise UsageError(f"kprof new {name}: a kernel of that name does not build ({_first_error(first, tmp)}); "
                              f"give another name, e.g. kprof new my_{name.strip('_').lower() or 'kernel'}") from None

@@ -201,6 +201,9 @@ def _compile() -> Check:
         return Check("CUDA headers", False, "no compiler", str(exc).split(": ", 1)[1])
     if missing is None:
         return Check("CUDA headers", True, f"a kernel with CCCL and cuda_bf16.h compiles for {arch}")
+    if "host C++ compiler" in missing:
+        return Check("CUDA headers", False, missing, "install g++ and put it on PATH (nvcc compiles a kernel's host side "
+                     "with it), or build with NVRTC: KPROF_COMPILER=nvrtc")
     return Check("CUDA headers", False, missing,
                  "pip install 'kprof[cuda13]' (it pins nvcc and the matching nvidia-cuda-cccl), or a full CUDA toolkit")
 

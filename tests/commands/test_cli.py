@@ -333,6 +333,27 @@ def test_kprof_new_builds_the_kernel_before_it_writes_it(tmp_path, capsys, name,
     assert not list(tmp_path.iterdir()) and "kprof-new-" not in err[0]
 
 
+def test_kprof_new_blames_the_compiler_not_the_name_when_no_kernel_builds(tmp_path, capsys, monkeypatch):
+    """An empty PATH leaves nvcc without its host compiler: every kernel fails, and the name was not the trouble."""
+    from kprof.build import build
+
+    fake = tmp_path / "bin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
+                    "--list-gpu-code) echo sm_90;;\n"
+                    "*) echo 'nvcc fatal   : Failed to preprocess host compiler properties.' >&2; exit 1;; esac\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KPROF_NVCC", str(fake))
+    monkeypatch.setenv("KPROF_COMPILER", "nvcc")
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    build._probe.cache_clear()
+    assert cli.main(["new", "mine", "--dir", str(tmp_path / "k")]) == errors.EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "found no host C++ compiler (g++) on PATH" in err[0] and "that name" not in err[0], err
+    assert "kprof doctor --for build" in err[0] and not list((tmp_path / "k").glob("*"))
+    build._probe.cache_clear()
+
+
 def test_new_like_a_cases_fixed_twin_is_refused(tmp_path, capsys):
     """--like CASE_fixed copied the buggy case's spec (the twin has none of its own)."""
     assert cli.main(["new", "mine", "--like", "tiled_matmul_no_bounds_fixed", "--dir", str(tmp_path)]) == errors.EXIT_USAGE

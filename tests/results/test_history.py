@@ -84,3 +84,26 @@ def test_a_kernel_name_that_is_not_utf8_is_stored_and_found(tmp_path, monkeypatc
     history.record(conn, "r1", "bench", "k\udcff", {"N": 1}, {}, {}, None)
     (row,) = history.rows(conn, kernel="k\udcff")
     assert row.kernel == "k\\udcff" and history.stored_text("k\udcff") == row.kernel
+
+
+def test_a_history_store_that_is_no_regular_file_is_one_line_not_an_empty_history(tmp_path, monkeypatch, capsys):
+    """KPROF_HISTORY naming a folder, a FIFO or a character device read as "no bench results yet"."""
+    import os
+    import stat
+
+    from kprof import errors
+    from kprof.commands import cli
+
+    os.mkfifo(tmp_path / "fifo")
+    try:
+        os.mknod(tmp_path / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        places = [(tmp_path, "a folder"), (tmp_path / "fifo", "a FIFO"), (tmp_path / "null", "a character device")]
+    except PermissionError:  # not root: the folder and the FIFO
+        places = [(tmp_path, "a folder"), (tmp_path / "fifo", "a FIFO")]
+    for place, kind in places:
+        monkeypatch.setenv("KPROF_HISTORY", str(place))
+        for argv in (["history"], ["compare", "a", "b"]):
+            assert cli.main(argv) == errors.EXIT_USAGE
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and f"{kind}, not a regular file (set KPROF_HISTORY to a file)" in err[0], err
+    assert stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode)
