@@ -77,10 +77,13 @@ def connect_read(db: Path | None = None) -> sqlite3.Connection | None:
     """The store opened read-only, for history and compare (None when it does not exist yet): reading
     needs no write access and never turns a file into a database."""
     db = db or path()
-    why = inputs.regular_file_error(db)
-    if why == "no such file":
+    try:
+        db.stat()
+    except (FileNotFoundError, NotADirectoryError):  # nothing stored yet (and nothing made by reading)
         return None
-    if why is not None:  # a folder, a FIFO or /dev/null is no empty history
+    except inputs.PATH_ERRORS:
+        pass  # said below
+    if (why := inputs.regular_file_error(db)) is not None:  # a folder, a FIFO or /dev/null is no empty history
         raise UsageError(f"the history store {db}: {why} (set KPROF_HISTORY to a file)")
     try:
         conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
