@@ -528,16 +528,22 @@ def program_argv(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]
     if not cmd:
         raise UsageError(f"name the program to {verb} after --, e.g. {example}")
     first = cmd[0]
+    shown = _show_path(Path(first)) if os.sep in first else _cut(first, 100)  # one line, whatever the name holds
     if first.startswith("-"):
-        raise UsageError(f"kprof {verb} -- {first}: that is an option, not a program; put kprof's options before "
+        raise UsageError(f"kprof {verb} -- {shown}: that is an option, not a program; put kprof's options before "
                          f"-- and the command after it, e.g. {example}")
     if os.sep in first:
         path = Path(cwd or ".") / first
-        if not path.is_file():
-            raise UsageError(f"kprof {verb} -- {first}: no such file")
+        if not is_file(path):
+            raise UsageError(f"kprof {verb} -- {shown}: no such file")
         if not os.access(path, os.X_OK):
-            raise UsageError(f"kprof {verb} -- {first}: not executable; run it with its interpreter, e.g. "
-                             f"kprof {verb} -- python {first}")
-    elif shutil.which(first) is None:
-        raise UsageError(f"kprof {verb} -- {first}: no such program on PATH (e.g. {example})")
+            raise UsageError(f"kprof {verb} -- {shown}: not executable; run it with its interpreter, e.g. "
+                             f"kprof {verb} -- python {shown}")
+    else:
+        try:
+            found = shutil.which(first)
+        except (OSError, ValueError):  # a name longer than the file system takes, a NUL
+            found = None
+        if found is None:
+            raise UsageError(f"kprof {verb} -- {shown}: no such program on PATH (e.g. {example})")
     return cmd

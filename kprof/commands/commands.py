@@ -128,7 +128,7 @@ def cmd_sanitize(opts: SanitizeOptions) -> int:
         if opts.name:
             raise UsageError(f"give a kernel ({opts.name}) or a program after --, not both")
         if not opts.json:
-            print(f"{' '.join(opts.program)}  tools: {opts.tool}", flush=True)
+            print(f"{_command_line(opts.program, 'sanitize')}  tools: {opts.tool}", flush=True)
         report = api.sanitize(opts.program, opts.tool, timeout=opts.timeout, padding=opts.memcheck_padding,
                               keep_pools=opts.keep_pools, progress=None if opts.json else _progress, jobs=opts.jobs,
                               all_kernels=opts.all_kernels)
@@ -316,6 +316,18 @@ def cmd_profile(opts: ProfileOptions) -> int:
     return EXIT_CUDA if run.errors else EXIT_OK
 
 
+def _command_line(program: list[str], verb: str) -> str:
+    """The user's command as a shell would take it back, one line at most 200 characters, after it is checked
+    (a missing program is its one error line, with no header before it)."""
+    import shlex
+
+    from kprof import inputs
+
+    inputs.program_argv(program, verb, None)
+    line = inputs.one_line(shlex.join(program))
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
 def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     from kprof.commands import api
 
@@ -323,7 +335,7 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     if opts.names:
         raise UsageError(f"give kernels ({' '.join(opts.names)}) or a program after --, not both")
     if not opts.json:
-        print(f"profiling {' '.join(opts.program)} ...", file=sys.stderr, flush=True)
+        print(f"profiling {_command_line(opts.program, 'profile')} ...", file=sys.stderr, flush=True)
     try:
         found = api.profile_program(opts.program, kernel=opts.kernel, range=opts.nvtx_range,
                                     launch_skip=opts.launch_skip, launch_count=opts.launch_count,

@@ -395,3 +395,14 @@ def test_closed_or_full_standard_streams_keep_the_documented_exit_code(tmp_path,
                           cwd=tmp_path)
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr and says in done.stderr and done.stderr.count("\n") <= 1
+
+
+@pytest.mark.parametrize("verb", ["sanitize", "profile"])
+@pytest.mark.parametrize("program", ["ab\ncd", "ab\x1b[2Jcd", "a" * 5000, "x/ab\ncd", "-" + "r" * 3000, "a\0b"])
+def test_a_program_name_of_any_shape_is_one_short_line_and_no_header(capsys, verb, program):
+    """The header echoed the command raw before it was checked: a newline split it, 5,000 characters were one line."""
+    assert cli.main([verb, "--", program, "arg"]) == errors.EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == "" and "profiling" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and len(lines[0]) < 300 and "\x1b" not in lines[0] and "\0" not in lines[0], lines
