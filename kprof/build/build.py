@@ -510,8 +510,8 @@ def _entries_usage(spec: KernelSpec, log: str) -> dict[str, ResourceUsage]:
     missing = [e for e in spec.entries if e not in usage]
     if missing:
         found = ", ".join(sorted(usage)) or "none"
-        raise BuildError(f"{spec.source.name} has no kernel named '{missing[0]}' (kernels found: {found}); "
-                         f"declare it extern \"C\" __global__ or set 'entry:' in the spec", log)
+        raise BuildError(f"{spec.source.name} has no kernel named '{inputs.one_line(missing[0])[:200]}' (kernels "
+                         f"found: {found[:400]}); declare it extern \"C\" __global__ or set 'entry:' in the spec", "")
     return usage
 
 

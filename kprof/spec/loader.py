@@ -274,6 +274,9 @@ def _load_name(data: dict[str, object], path: Path, fail: Fail) -> tuple[str, st
     return name, description
 
 
+MAX_ENTRY = 1024  # characters of a kernel's name: far past any real one, short of a name that floods a message
+
+
 def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> tuple[Path, str]:
     """The .cu file and the kernel's entry."""
     source_text = data.get("source", f"{path.stem}.cu")
@@ -291,6 +294,8 @@ def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> 
     entry = data.get("entry", name)
     if not isinstance(entry, str) or not IDENT.match(entry):
         raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")
+    if len(entry) > MAX_ENTRY:
+        raise fail("entry", f"a name of {len(entry):,} characters; a kernel's name has at most {MAX_ENTRY:,}")
     return source, entry
 
 

@@ -139,6 +139,12 @@ def _func_name(node: ast.Call) -> str:
 def names(text: object) -> set[str]:
     """The size names an expression refers to (function names excluded)."""
     tree = parse(text)
+    for node in ast.walk(tree):  # a constant exponent is judged now, at load time, not at the first size
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and \
+                not any(isinstance(m, ast.Name) for m in ast.walk(node.right)):
+            exponent = _eval(node.right, {})
+            if exponent.denominator != 1 or not 0 <= exponent <= MAX_EXPONENT:
+                raise SizeExprError(f"exponent must be a whole number from 0 to {MAX_EXPONENT}")
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
 

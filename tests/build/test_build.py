@@ -229,3 +229,18 @@ def test_a_tmpdir_that_is_no_folder_is_said_not_taken_for_a_compile_error(tmp_pa
     build.build(catalog.load("vector_add"), "sm_90")
     monkeypatch.setenv("TMPDIR", str(tmp_path / "no" / "tmp"))
     assert build.build(catalog.load("vector_add"), "sm_90").cached
+
+
+@pytest.mark.nvcc
+def test_a_spec_naming_a_kernel_the_source_lacks_is_one_line_without_the_compilers_log(tmp_path, monkeypatch):
+    """The build itself worked: ptxas's info lines said nothing about the missing name, and were printed before it."""
+    import shutil
+
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    kernels = Path(catalog.load("vector_add").path).parent
+    shutil.copy(kernels / "vector_add.cu", tmp_path / "nok.cu")
+    (tmp_path / "nok.yaml").write_text((kernels / "vector_add.yaml").read_text().replace("entry: vector_add", "entry: nok"))
+    with pytest.raises(BuildError) as info:
+        build.build(catalog.load(str(tmp_path / "nok.yaml")), "sm_90")
+    assert "nok.cu has no kernel named 'nok' (kernels found: vector_add)" in str(info.value)
+    assert not info.value.log

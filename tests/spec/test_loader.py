@@ -138,6 +138,8 @@ INVALID = [
     (("checks",), [{"M": 3, "fill": {"A": "gaussian"}}], "checks[0].fill.A: unknown fill rule 'gaussian'"),
     (("checks",), [{"M": 3, "fill": "normal"}], "checks[0].fill: must map input buffers to fill rules"),
     (("entry",), "not-an-ident", "entry: 'not-an-ident' must be the extern"),
+    (("entry",), "k" * 100_000, "entry: a name of 100,000 characters; a kernel's name has at most 1,024"),
+    (("work", "bytes"), "4 * 9 ** 9 ** 9", "work.bytes: exponent must be a whole number from 0 to 64"),
     (("source",), "missing.cu", "source: missing.cu does not exist"),
     (("defines",), {"TILE": "3 + 4"}, "defines.TILE: '3 + 4' must be a number or an identifier"),
     (("nvcc_flags",), "-O3", "nvcc_flags: must be a list of nvcc options"),

@@ -88,3 +88,14 @@ def test_whole_number_required():
 
 def test_names():
     assert sizeexpr.names("ceil(N / TILE) + max(M, 2)") == {"N", "TILE", "M"}
+
+
+@pytest.mark.parametrize("expr", ["9 ** 9 ** 9 ** 9", "N * 2 ** 100", "N ** -1", "N ** (1 / 2)"])
+def test_a_constant_exponent_out_of_range_is_refused_when_the_expression_is_read(expr):
+    """``work.bytes: 9**9**9**9`` loaded, built, and failed only when a command worked it out at a size."""
+    with pytest.raises(SizeExprError, match="exponent must be a whole number from 0 to 64"):
+        sizeexpr.names(expr)
+
+
+def test_an_exponent_that_names_a_size_is_judged_at_the_size():
+    assert sizeexpr.names("2 ** N") == {"N"}
