@@ -4,6 +4,7 @@ and nothing is silently wrong (a scalar that does not fit, a grid CUDA refuses, 
 from __future__ import annotations
 
 import signal
+import stat
 import sqlite3
 
 import pytest
@@ -422,3 +423,71 @@ def test_what_a_killed_build_left_in_the_cache_is_swept_once_it_is_old(tmp_path,
     build.sweep_stale.cache_clear()
     build.build(catalog.load("vector_add"), "sm_90")
     assert not old.exists() and not keep.exists() and fresh.exists()
+
+
+def _environments(tmp_path):
+    """The machine's state a user may run kprof in: names and the variables each sets (None: unset)."""
+    import os
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    spaces, accents = tmp_path / "tmp with spaces", tmp_path / "tmp-ünï-日本"
+    spaces.mkdir()
+    accents.mkdir()
+    return {
+        "no HOME": {"HOME": None, "XDG_CACHE_HOME": None, "XDG_DATA_HOME": None, "KPROF_HISTORY": None},
+        "HOME missing": {"HOME": str(tmp_path / "nohome"), "XDG_DATA_HOME": None, "KPROF_HISTORY": None},
+        "HOME a file": {"HOME": str(a_file), "XDG_CACHE_HOME": None, "XDG_DATA_HOME": None, "KPROF_HISTORY": None},
+        "cache a file": {"KPROF_CACHE_DIR": str(a_file)},
+        "cache below a missing folder": {"KPROF_CACHE_DIR": str(tmp_path / "a" / "b" / "cache")},
+        "TMPDIR missing": {"TMPDIR": str(tmp_path / "notmp")},
+        "TMPDIR a file": {"TMPDIR": str(a_file)},
+        "TMPDIR with spaces": {"TMPDIR": str(spaces)},
+        "TMPDIR not ASCII": {"TMPDIR": str(accents)},
+        "LANG=C": {"LANG": "C", "LC_ALL": "C"},
+        "PATH empty": {"PATH": ""},
+        "PATH unset": {"PATH": None},
+        "history a folder": {"KPROF_HISTORY": str(tmp_path)},
+        "history a FIFO": {"KPROF_HISTORY": str(tmp_path / "fifo")},
+        "history below a file": {"KPROF_HISTORY": str(a_file / "h.sqlite")},
+        "COLUMNS negative": {"COLUMNS": "-5"},
+        "COLUMNS of 50 digits": {"COLUMNS": "9" * 50},
+    }
+
+
+ENVIRONMENTS = ["no HOME", "HOME missing", "HOME a file", "cache a file", "cache below a missing folder", "TMPDIR missing",
+                "TMPDIR a file", "TMPDIR with spaces", "TMPDIR not ASCII", "LANG=C", "PATH empty", "PATH unset",
+                "history a folder", "history a FIFO", "history below a file", "COLUMNS negative", "COLUMNS of 50 digits"]
+
+
+# where the answer is known: a history store that is no file is no empty history; a cache that is a file builds nothing
+EXPECTED = {("history a folder", "history"): 2, ("history a FIFO", "history"): 2, ("cache a file", "occupancy"): 2,
+            ("history below a file", "history"): 0, ("LANG=C", "list"): 0, ("TMPDIR not ASCII", "list"): 0}
+
+
+@pytest.mark.parametrize("environment", ENVIRONMENTS)
+def test_every_environment_is_a_result_or_one_line(tmp_path, monkeypatch, capsys, data_dir, environment):
+    """Each command that needs no GPU, in each environment: a documented exit code, and where it is not 0 or 1, one
+    line saying what to set; never a traceback or exit 70. (Checked by hand in round 4 before this test.)"""
+    from kprof import errors
+
+    for name, value in _environments(tmp_path)[environment].items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    xml = data_dir / "sanitizer" / "rec_oob.memcheck.xml"
+    commands = [["list"], ["history"], ["cases", "--list"], ["sanitize", "--from-xml", str(xml), "--sarif",
+                                                             str(tmp_path / "out.sarif")], ["occupancy", "vector_add"]]
+    documented = {code for code, _, _ in errors.EXIT_CODES} - {errors.EXIT_INTERNAL}
+    for argv in commands:
+        code = cli.main(argv)
+        out, err = capsys.readouterr()
+        lines = [line for line in err.splitlines() if line.strip() and not line.startswith("note:")]
+        assert code in documented, (environment, argv, code, err)
+        assert code == EXPECTED.get((environment, argv[0]), code), (environment, argv, err)
+        assert code in (0, 1) or (len(lines) == 1 and lines[0].startswith("kprof: error: ")), (environment, argv, err)
+        assert "Traceback" not in out + err
+    # what the environment named stays as it was
+    assert (tmp_path / "a-file").read_text() == "x" and stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode)
