@@ -45,6 +45,7 @@ from kprof.results import render
 
 if TYPE_CHECKING:
     from kprof.findings import Allocation
+    from kprof.results.reports import BenchReport
 
 
 def _emit_json(data: object) -> None:
@@ -422,6 +423,12 @@ def cmd_bench(opts: BenchOptions) -> int:
                            timer=opts.timer, rel_stdev=opts.rel_stdev, min_time=opts.min_time, max_time=opts.max_time,
                            arch=opts.arch, timeout=opts.timeout, history=not opts.no_history,
                            progress=None if opts.json else say, peak_progress=None if opts.json else _progress_line)
+    _bench_output(report, opts)
+    return _bench_exit(report, opts.strict)
+
+
+def _bench_output(report: BenchReport, opts: BenchOptions) -> None:
+    """What a bench run says: its cut or loss on stderr, the plot, the JSON or the table."""
     results = report.points
     if report.interrupted:
         print(f"interrupted: {len(results)} of {report.planned} points measured and kept (run {report.run})",
@@ -437,6 +444,10 @@ def cmd_bench(opts: BenchOptions) -> int:
         _emit_json(report.to_json())
     elif results:
         print(render.bench_table(results, report.peak, report.run if report.recorded else None))
+
+
+def _bench_exit(report: BenchReport, strict: bool) -> int:
+    results = report.points
     if report.interrupted:
         return EXIT_INTERRUPTED
     if report.lost is not None:
@@ -444,7 +455,7 @@ def cmd_bench(opts: BenchOptions) -> int:
     if any(r.status == "error" for r in results):
         return EXIT_CUDA
     flagged = [r for r in results if r.integrity or any(b.baseline_integrity for b in r.baselines)]
-    if opts.strict and flagged:
+    if strict and flagged:
         print(f"kprof: --strict: {len(flagged)} of {len(results)} points raised a benchmark-integrity flag (the "
               "'integrity:' warnings above)", file=sys.stderr)
         return EXIT_FAILED
