@@ -274,7 +274,7 @@ class _Sanitizer:
     def _from_batch(self, item: pytest.Item) -> tuple[str, Any]:
         import kprof
         from kprof.errors import KprofError
-        from kprof.results import render
+        from kprof.results import render_sanitize
 
         if item.nodeid not in self.verdicts:
             batch = [i for i in queued(item.session, item, self.config.pluginmanager.get_plugins())
@@ -302,7 +302,7 @@ class _Sanitizer:
             self.unchecked.append(item.nodeid)
         if verdict.passes:
             return "passed", None
-        return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render.sanitize_report(verdict.results)
+        return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render_sanitize.sanitize_report(verdict.results)
 
     def _progress(self, total: int) -> TestProgress:
         """``[3/12] test_x memcheck 4.1 s`` on the terminal, past pytest's output capture."""
@@ -326,7 +326,7 @@ class _Sanitizer:
     def _run_alone(self, item: pytest.Item) -> tuple[str, Any]:
         import kprof
         from kprof.errors import KprofError
-        from kprof.results import render
+        from kprof.results import render_sanitize
         from kprof.tools import suite
 
         cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", *suite.no_xdist()]
@@ -342,4 +342,4 @@ class _Sanitizer:
         if all(r.status in ("clean", "not-checked") for r in report.results):
             self.unchecked.append(item.nodeid)  # a test of host code: nothing to check, said at the end
             return "passed", None
-        return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render.sanitize_report(report.results)
+        return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render_sanitize.sanitize_report(report.results)

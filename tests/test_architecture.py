@@ -134,7 +134,7 @@ def test_every_command_function_is_short():
 MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join
-STILL_LONG = {"build/build.py": 640, "commands/cli.py": 630, "diagnosis/rules.py": 601, "results/render.py": 732,
+STILL_LONG = {"build/build.py": 640, "commands/cli.py": 630, "diagnosis/rules.py": 601,
               "spec/loader.py": 913, "tools/compute_sanitizer.py": 835, "tools/suite.py": 629}
 
 

@@ -4,8 +4,8 @@ and nothing is silently wrong (a scalar that does not fit, a grid CUDA refuses, 
 from __future__ import annotations
 
 import signal
-import stat
 import sqlite3
+import stat
 
 import pytest
 

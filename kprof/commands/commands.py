@@ -41,7 +41,7 @@ from kprof.errors import (
     NcuError,
     UsageError,
 )
-from kprof.results import render
+from kprof.results import render, render_bench, render_build, render_profile, render_sanitize
 
 if TYPE_CHECKING:
     from kprof.findings import Allocation
@@ -60,7 +60,7 @@ def cmd_list(opts: ListOptions) -> int:
     if opts.json:
         _emit_json([r.to_dict() for r in rows])
     else:
-        print(render.list_table(rows))
+        print(render_build.list_table(rows))
     return EXIT_OK
 
 
@@ -92,7 +92,7 @@ def cmd_build(opts: BuildOptions) -> int:
     if opts.json:
         _emit_json(report.to_json())
     else:
-        print(render.build_table(report.built, opts.param.names))
+        print(render_build.build_table(report.built, opts.param.names))
         for _, why in report.skipped:
             print(f"skipped: {why}")
         for name, failure in report.failed:
@@ -109,7 +109,7 @@ def cmd_run(opts: RunOptions) -> int:
     if opts.json:
         _emit_json(report.to_json())
     else:
-        print(render.run_report(report.result, report.resolved, report.built))
+        print(render_build.run_report(report.result, report.resolved, report.built))
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -121,7 +121,7 @@ def cmd_sanitize(opts: SanitizeOptions) -> int:
         if opts.json:
             _emit_json(rows)
         else:
-            print(render.checkers_table(rows))
+            print(render_sanitize.checkers_table(rows))
         return 0
     if opts.from_xml:
         report = api.SanitizeReport(opts.from_xml, _from_xml(opts))
@@ -144,7 +144,7 @@ def cmd_sanitize(opts: SanitizeOptions) -> int:
     if opts.json:
         _emit_json(report.to_json())
     else:
-        print(render.sanitize_report(report.results, report.notes))
+        print(render_sanitize.sanitize_report(report.results, report.notes))
     if report.findings:
         return EXIT_FAILED
     if report.clean:
@@ -217,7 +217,7 @@ def cmd_mutants(opts: MutantsOptions) -> int:
 
     report = corpora.run_mutants(opts.name, dry_run=opts.dry_run, arch=opts.arch, timeout=opts.timeout, limit=opts.limit,
                              jobs=opts.jobs, progress=parallel.Progress)  # on stderr, --json or not
-    _emit_json(report.to_json()) if opts.json else print(render.mutants_report(report))
+    _emit_json(report.to_json()) if opts.json else print(render_sanitize.mutants_report(report))
     return EXIT_FAILED if any(r.verdict == "survived" for r in report.results) else EXIT_OK
 
 
@@ -237,15 +237,15 @@ def cmd_cases(opts: CasesOptions) -> int:
 
             rows = [{"name": c.name, "exploit": c.exploit, "catch": list(c.catch)}
                     for c in benchcases.load(catalog.BENCH_CASES_DIR).cheats]
-            _emit_json(rows) if opts.json else print(render.bench_cases_list(rows))
+            _emit_json(rows) if opts.json else print(render_bench.bench_cases_list(rows))
             return EXIT_OK
         report = corpora.run_bench_cases(arch=opts.arch, timeout=opts.timeout)
-        _emit_json(report.to_json()) if opts.json else print(render.bench_cases_report(report))
+        _emit_json(report.to_json()) if opts.json else print(render_bench.bench_cases_report(report))
         return EXIT_OK if report.ok else EXIT_FAILED
     if opts.list:
         corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
         rows = [c.to_dict() for c in corpus]
-        _emit_json(rows) if opts.json else print(render.cases_list(rows))
+        _emit_json(rows) if opts.json else print(render_sanitize.cases_list(rows))
         return EXIT_OK
     beyond = [] if opts.names else corpora.cases_beyond(opts.arch)
     results = corpora.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch, timeout=opts.timeout,
@@ -257,7 +257,7 @@ def cmd_cases(opts: CasesOptions) -> int:
             said = "MISS" if not result.ok else f"needs {result.case.expect.since}" if result.unseen else "ok"
             print(f"  {result.case.name} ({result.case.expect.tool}): {said}",
                   file=sys.stderr, flush=True)
-    _emit_json([r.to_dict() for r in results]) if opts.json else print(render.cases_matrix(results))
+    _emit_json([r.to_dict() for r in results]) if opts.json else print(render_sanitize.cases_matrix(results))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
@@ -282,7 +282,7 @@ def _perf_cases(opts: CasesOptions) -> int:
     if opts.json:
         _emit_json({"tally": tally, "cases": [r.to_dict() for r in results]})
     else:
-        print(render.perf_cases_table(results, tally))
+        print(render_profile.perf_cases_table(results, tally))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
@@ -353,7 +353,7 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     else:
         _profile_output(found.profiles, [], False)
         print()
-        print(render.program_ranking(found.ranking, sites=found.sites))
+        print(render_profile.program_ranking(found.ranking, sites=found.sites))
     return EXIT_OK
 
 
@@ -382,7 +382,7 @@ def _profile_output(profiles: list[Any], errors: list[tuple[str, NcuError]], as_
                     "errors": [{"kernel": n, "error": str(e), "reason": e.reason} for n, e in errors]})
         return
     if profiles:
-        print(render.profile_report(profiles))
+        print(render_profile.profile_report(profiles))
     if diagnoses:
         from kprof.diagnosis.model import render as render_diagnosis
 
@@ -403,7 +403,7 @@ def cmd_occupancy(opts: OccupancyOptions) -> int:
     if opts.json:
         _emit_json(r.to_json())
     else:
-        print(render.occupancy_report(r.kernel, r.arch, r.usage, r.dynamic_smem, r.launch, r.sweep, r.advice))
+        print(render_build.occupancy_report(r.kernel, r.arch, r.usage, r.dynamic_smem, r.launch, r.sweep, r.advice))
     return EXIT_OK
 
 
@@ -443,7 +443,7 @@ def _bench_output(report: BenchReport, opts: BenchOptions) -> None:
     if opts.json:
         _emit_json(report.to_json())
     elif results:
-        print(render.bench_table(results, report.peak, report.run if report.recorded else None))
+        print(render_bench.bench_table(results, report.peak, report.run if report.recorded else None))
 
 
 def _bench_exit(report: BenchReport, strict: bool) -> int:
@@ -466,7 +466,7 @@ def cmd_peak(opts: PeakOptions) -> int:
     from kprof.commands import api
 
     peak = api.run_peak(refresh=opts.refresh, progress=_progress_line, thorough=opts.thorough)
-    _emit_json(peak.to_dict()) if opts.json else print(render.peak_report(peak))
+    _emit_json(peak.to_dict()) if opts.json else print(render_bench.peak_report(peak))
     return EXIT_OK
 
 
@@ -475,7 +475,7 @@ def cmd_history(opts: HistoryOptions) -> int:
     from kprof.results import history
 
     rows = offline.bench_history(opts.name, limit=opts.limit)
-    _emit_json([r.to_dict() for r in rows]) if opts.json else print(render.history_table(rows, str(history.path())))
+    _emit_json([r.to_dict() for r in rows]) if opts.json else print(render_bench.history_table(rows, str(history.path())))
     return EXIT_OK
 
 
@@ -483,7 +483,7 @@ def cmd_compare(opts: CompareOptions) -> int:
     from kprof.commands import offline
 
     c = offline.compare_runs(opts.before, opts.after)
-    _emit_json(c.to_json()) if opts.json else print(render.compare_table(c.before, c.after, c.rows))
+    _emit_json(c.to_json()) if opts.json else print(render_bench.compare_table(c.before, c.after, c.rows))
     return EXIT_OK
 
 
@@ -492,5 +492,5 @@ def cmd_doctor(opts: DoctorOptions) -> int:
 
     checks = offline.doctor()
     ready = offline.readiness(checks, opts.for_commands)
-    _emit_json([asdict(c) for c in checks]) if opts.json else print(render.doctor_table(checks, ready))
+    _emit_json([asdict(c) for c in checks]) if opts.json else print(render_build.doctor_table(checks, ready))
     return next((r.exit_code for r in ready if not r.ready), EXIT_OK)

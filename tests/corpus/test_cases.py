@@ -53,7 +53,7 @@ def test_a_finding_without_a_line_matches_on_kind_tool_and_buffer_and_one_with_a
 
 
 def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every_tool():
-    from kprof.results import render
+    from kprof.results import render_sanitize
     from kprof.tools.toolrun import ToolResult
 
     def result(case, caught, twin_statuses):
@@ -68,13 +68,13 @@ def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every
                result(others[2], False, dict(clean, racecheck="findings"))]
     assert cases.tally(results) == ("2 caught, 1 known miss, 3 of 4 twins clean under all 5 tools; "
                                     f"MISSED: {others[2].name}")
-    text = render.cases_matrix(results)
+    text = render_sanitize.cases_matrix(results)
     assert "known miss" in text and "NO (racecheck: findings)" in text
     assert results[2].ok and not results[3].ok and results[3].to_dict()["twin_status"]["racecheck"] == "findings"
 
 
 def test_a_case_a_newer_sanitizer_checks_is_counted_apart_under_an_older_one_and_a_miss_under_its_own():
-    from kprof.results import render
+    from kprof.results import render_sanitize
     from kprof.tools.toolrun import ToolResult
 
     newer = [c for c in CORPUS if c.expect.since]
@@ -96,7 +96,7 @@ def test_a_case_a_newer_sanitizer_checks_is_counted_apart_under_an_older_one_and
     assert cases.tally([old]) == ("0 caught, 0 known misses, 1 of 1 twins clean under all 5 tools; 1 need "
                                   "compute-sanitizer 2026.4 (this is 2025.3.1): missing_proxy_fence")
     assert cases.tally([new]).endswith("MISSED: missing_proxy_fence")
-    assert "needs 2026.4 (2025.3.1 ran)" in render.cases_matrix([old])
+    assert "needs 2026.4 (2025.3.1 ran)" in render_sanitize.cases_matrix([old])
     row = old.to_dict()
     assert (row["since"], row["unseen"], row["version"], row["ok"]) == ("2026.4", True, "2025.3.1", True)
 

@@ -325,9 +325,9 @@ def test_program_ranking_names_where_the_time_goes():
     assert g.limiter.startswith("latency") and g.headroom == pytest.approx(2.0)
     assert g.program_gain == pytest.approx(1 / ((1 - g.share) + g.share / 2), rel=1e-6)
     assert ranked[1].limiter == "DRAM" and ranked[2].headroom == program.MAX_HEADROOM
-    from kprof.results import render as render_mod
+    from kprof.results import render_profile
 
-    text = render_mod.program_ranking(ranked)
+    text = render_profile.program_ranking(ranked)
     assert "share: of the profiled launches' GPU time" in text and "sm90_xmma_gemm" in text
 
 
@@ -414,9 +414,9 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
     assert tail.try_gain == pytest.approx(1.5e-3 / 0.625e-3)  # the original's time over PER=1's, one run
     t = perfcases.tally(results)
     assert t["cause_right"] == 2 and t["confirmed_by_try"] == 1 and t["ncu_judged"] == 2
-    from kprof.results import render
+    from kprof.results import render_profile
 
-    assert "Nsight Compute's largest estimate names the right cause on 0 of 2" in render.perf_cases_table(results, t)
+    assert "Nsight Compute's largest estimate names the right cause on 0 of 2" in render_profile.perf_cases_table(results, t)
     json.dumps([r.to_dict() for r in results])
 
 

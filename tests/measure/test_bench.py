@@ -250,29 +250,29 @@ def test_bench_cli_errors(capsys, argv, message):
 
 
 def test_bench_table_renders(tmp_path):
-    from kprof.results import render
+    from kprof.results import render_bench
 
     p = _point("tiled_matmul", 1024, 1e-3)
     p = replace(p, flops_per_s=2e12, of_fma_peak=0.03, baselines=(bench.BaselineResult(
         "cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary, baseline_flops_per_s=4e12, of_baseline=0.5,
         math_mode="CUBLAS_DEFAULT_MATH (FP32, no TF32)"),))
     peak = Ceilings.from_dict({"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None})
-    text = render.bench_table([p], peak, "r1")
+    text = render_bench.bench_table([p], peak, "r1")
     assert "50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text
 
 
 def test_spec_baselines_read_as_speedups():
-    from kprof.results import render
+    from kprof.results import render_bench
 
     p = _point("rmsnorm_onepass", 1024, 1e-3)
     unfused = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=replace(p.summary, median=3.4e-3),
                                    baseline_bytes_per_s=1.18e12, of_baseline=3.4)
     p = replace(p, bytes_per_s=4e12, timer="cupti", baselines=(unfused,))
-    text = render.bench_table([p], None, None)
+    text = render_bench.bench_table([p], None, None)
     assert "3.40x faster than rmsnorm_unfused" in text and "rmsnorm_unfused median 3,400.0 us" in text
     assert "CUPTI" in text
     p = replace(p, baselines=(replace(unfused, of_baseline=0.5),))
-    assert "2.00x slower than rmsnorm_unfused" in render.bench_table([p], None, None)
+    assert "2.00x slower than rmsnorm_unfused" in render_bench.bench_table([p], None, None)
 
 
 def test_shipped_baselines_exist_and_share_sizes():

@@ -4,7 +4,7 @@ import pytest
 from helpers import child
 
 from kprof.measure import bench, ceilings
-from kprof.results import render
+from kprof.results import render_bench, render_profile
 
 # What an H200's driver reports (CU_DEVICE_ATTRIBUTE_*): the numbers are the kind the driver gives.
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "memory_clock_khz": 3_201_000,
@@ -62,7 +62,7 @@ def test_the_tensor_peak_is_the_fastest_part_of_each_architecture_and_judges_a_t
     assert "above the theoretical FP32 rate" in fp32 and "work.math: tensor" in fp32
     (over,) = ceilings.implausible(flops_per_s=1.2e15, math="tensor", **args)
     assert "above the theoretical dense 16-bit tensor rate" in over
-    text = render.peak_report(C({"gpu": "NVIDIA H200", "theoretical": ceilings.theoretical(H200), "ceilings": {},
+    text = render_bench.peak_report(C({"gpu": "NVIDIA H200", "theoretical": ceilings.theoretical(H200), "ceilings": {},
                                  "fma_flops_per_s": 64.8e12}))
     assert "tensor, 16-bit  1071 TFLOP/s" in text
 
@@ -132,10 +132,10 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     assert c["copy"]["bytes_per_s"] == pytest.approx(4.25e12) and c["copy"]["by"].startswith("cuMemcpyDtoDAsync")
     assert data["copy_bytes_per_s"] == pytest.approx(4.25e12) and data["fma_flops_per_s"] == pytest.approx(64.8e12)
     assert data["theoretical"]["dram_bytes_per_s"] == pytest.approx(4.917e12, rel=1e-3)
-    text = render.peak_report(C(dict(data, cached=None)))
+    text = render_bench.peak_report(C(dict(data, cached=None)))
     assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
     assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
-    assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render.ceilings_line(C(data))
+    assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render_bench.ceilings_line(C(data))
     assert data["tensor_flops_per_s"] == pytest.approx(900e12) and data["tensor"]["kprof_wgmma"]["flops_per_s"] == pytest.approx(900e12)
     assert data["tensor"]["kprof_wgmma"]["by"].startswith("kprof_wgmma (wgmma")
     assert "tensor    660 TFLOP/s  by kprof_mma (mma.sync m16n8k16" in text and "62% of the dense 16-bit tensor peak" in text
@@ -143,7 +143,7 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     none = bench.measure_peak([], (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)),
                               tensor=[("kprof_mma", "kprof_mma needs sm_80 or newer", 0)])
     assert "tensor_flops_per_s" not in none
-    assert "tensor   not measured by kprof_mma: kprof_mma needs sm_80 or newer" in render.peak_report(C(dict(none, cached=None)))
+    assert "tensor   not measured by kprof_mma: kprof_mma needs sm_80 or newer" in render_bench.peak_report(C(dict(none, cached=None)))
     assert c["add"]["bytes_per_s"] == pytest.approx(4.2e12) and c["add"]["width"] == 16
     (failed,) = [r for r in data["tried"]["add"] if "error" in r]
     assert failed["width"] == 4 and "did not verify" in failed["error"]
@@ -180,7 +180,7 @@ def test_a_framework_op_faster_than_kprofs_kernels_sets_the_ceiling_and_is_named
     assert c["copy"]["bytes_per_s"] == pytest.approx(4.47e12) and c["copy"]["by"] == "PyTorch's torch.mul (y = 1 x), 64 MiB each way"
     assert c["read"]["bytes_per_s"] == pytest.approx(4.5e12) and c["read"]["by"] == "kprof_read, 16-byte accesses, 2,048 blocks, 1 GiB each way"
     assert "ops_note" not in data
-    text = render.peak_report(C(dict(data, cached=None)))
+    text = render_bench.peak_report(C(dict(data, cached=None)))
     assert "copy      4.47 TB/s  by PyTorch's torch.mul (y = 1 x), 64 MiB each way" in text
 
 
@@ -223,7 +223,7 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
                          "copy": {"bytes_per_s": 4.25e12}}}
     q = profile.against_ceilings(p, C(peak))
     assert q.mix in ceilings.MIXES and q.of_ceiling == pytest.approx(p.dram_bytes_per_s / q.ceiling_bytes_per_s)
-    text = render.profile_report([q])
+    text = render_profile.profile_report([q])
     assert f"of the measured {q.mix} ceiling" in text and "theoretical peak" in text
 
 
@@ -366,7 +366,7 @@ def test_the_first_bench_measures_quick_ceilings_and_kprof_peak_replaces_them(mo
     import re
 
     from kprof.commands import api, pipeline
-    from kprof.results import render
+    from kprof.results import render_bench
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "torch" else real(name, *a))
@@ -386,7 +386,7 @@ def test_the_first_bench_measures_quick_ceilings_and_kprof_peak_replaces_them(mo
     assert sorted(s.kind for s in seen[0]) == sorted(ceilings.MIXES) and not [s for s in seen[0] if s.op]
     assert {(s.size, s.blocks, s.width) for s in seen[0]} == {(1 << 30, 2048, 16)}
     assert re.search(r"on this GPU in \d+ s", quick.ops_note) and "`kprof peak` measures every configuration" in quick.ops_note
-    assert "quick: each mix once" in render.ceilings_line(quick) and "in 18 s" in render.ceilings_line(quick)
+    assert "quick: each mix once" in render_bench.ceilings_line(quick) and "in 18 s" in render_bench.ceilings_line(quick)
     again = pipeline.peak(arch="sm_90", quick=True)
     assert again.quick and again.cached and len(seen) == 1  # the next bench reads them
     full = api.run_peak(arch="sm_90")  # kprof peak, no --refresh: quick ceilings are measured again in full

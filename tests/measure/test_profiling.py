@@ -312,7 +312,7 @@ def test_a_tensor_core_kernel_is_judged_against_the_tensor_roof():
     """work.math: tensor. No SASS counter counts a tensor core's FLOPs: the spec's are used, against SMs x
     4,096 FLOP per clock (sm_90) x the SM clock ncu saw; the tensor pipe's use and the wgmma count are
     reported (the metric names of ncu 2025.3 on an H200, `ncu --query-metrics`)."""
-    from kprof.results import render
+    from kprof.results import render_profile
 
     V = ncu.Value
     row = {
@@ -333,7 +333,7 @@ def test_a_tensor_core_kernel_is_judged_against_the_tensor_roof():
     assert p.flops == 2 * 4096**3 and p.roofline.peak_flops == pytest.approx(peak)
     assert p.roofline.bound == "compute" and p.roofline.fraction == pytest.approx(2 * 4096**3 / 1e-3 / peak)
     assert p.tensor_pipe == pytest.approx(0.615) and p.wgmma == 0.0
-    text = render.profile_report([p])
+    text = render_profile.profile_report([p])
     assert "137 TFLOP/s (13% of the 1071 TFLOP/s dense 16-bit tensor peak)" in text
     assert "tensor pipe busy 62% of active cycles, no wgmma (mma.sync or HMMA only)" in text
     fp32 = profile.analyse(row, "mma_matmul", {}, arch="sm_90", spec_flops=2 * 4096**3)

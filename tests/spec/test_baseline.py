@@ -15,7 +15,7 @@ from kprof import stats
 from kprof.commands import pipeline
 from kprof.errors import SpecError, UsageError
 from kprof.measure import bench
-from kprof.results import render
+from kprof.results import render_bench, render_build
 from kprof.spec import catalog, pyref, sweep
 
 SPEC = ("sizes: {N: 64}\nargs:\n  - {name: a, buffer: float32, shape: [N], role: in}\n"
@@ -33,7 +33,7 @@ def test_a_spec_may_name_a_python_baseline_next_to_it(tmp_path):
     (tmp_path / "k.yaml").write_text(SPEC + "baseline: base.py:copy\n")
     spec = spec_mod.load(tmp_path / "k.yaml")
     assert pyref.is_stored(spec.baseline) and spec.baseline.endswith("base.py:copy")
-    assert render.baseline_label(spec.baseline) == "base.py:copy"
+    assert render_bench.baseline_label(spec.baseline) == "base.py:copy"
     (tmp_path / "k.yaml").write_text(SPEC + "baseline: base.py:absent\n")
     with pytest.raises(SpecError, match="baseline: base.py defines no top-level function absent"):
         spec_mod.load(tmp_path / "k.yaml")
@@ -158,12 +158,12 @@ def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
     assert spec.python.endswith("ops.py:add") and spec.source == (tmp_path / "ops.py").resolve()
     built = build.build(spec, "sm_90")
     assert built.cubin == spec.source and built.usage_of("add").registers == 0 and built.cached
-    assert "python (nothing to build)" in render.build_table([(spec, built)])
+    assert "python (nothing to build)" in render_build.build_table([(spec, built)])
     from kprof.launch.childresult import ChildResult, DeviceInfo, OutputCheck
 
     result = ChildResult(status="ok", kernel="k", sizes={"N": 64}, checks=(OutputCheck("c", True, "ok"),),
                          device=DeviceInfo(name="GPU"), nvtx=True, operation=Operation("torch", "ops.py:add", None))
-    text = render.run_report(result, spec.resolve(), built)
+    text = render_build.run_report(result, spec.resolve(), built)
     assert "a Python operation: ops.py:add, your code, run in kprof's runner on its buffers as torch tensors" in text
     with pytest.raises(UsageError, match="is a Python operation already"):
         op.Op(spec, built.cubin, functions=lambda *a: None, launch=lambda *a: None)
@@ -228,7 +228,7 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
     assert result.of_baseline == pytest.approx(6.0) and len(result.more_baselines) == 1
     more = result.more_baselines[0]
     assert more["of_baseline"] == pytest.approx(2.0) and more["baseline_kernels"] == 3
-    text = render.bench_table([result], None, None)
+    text = render_bench.bench_table([result], None, None)
     assert "6.00x faster than rmsnorm_unfused" in text
     assert "2.00x faster than mine.py:norm (median 2,000.0 us, 3 kernel(s) per call, torch inputs)" in text
 
@@ -298,10 +298,10 @@ def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
         "baseline": "rmsnorm_unfused", "of_baseline": 3.0, "baseline_name": "rmsnorm_unfused", "more_baselines": [{
             "baseline": compiled.stored(), "baseline_name": "torch.compile", "of_baseline": 0.5,
             "baseline_summary": stats.summarize([1e-6]).to_dict()}]})  # as a bench JSON has it
-    text = render.bench_table([result], None, None)
+    text = render_bench.bench_table([result], None, None)
     assert "3.00x faster than rmsnorm_unfused" in text and "2.00x slower than torch.compile (median 1.0 us" in text
     assert "torch_ops.py" not in text and compiled.ref.label() == "torch_ops.py:rms_norm_compiled"
-    assert render.baseline_label(compiled.stored()) == "torch_ops.py:rms_norm_compiled"  # a JSON point without its name
+    assert render_bench.baseline_label(compiled.stored()) == "torch_ops.py:rms_norm_compiled"  # a JSON point without its name
 
 
 def test_a_baseline_knows_its_kind_its_label_and_what_the_json_keeps(tmp_path):

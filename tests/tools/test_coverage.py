@@ -18,7 +18,7 @@ import pytest
 
 import kprof
 from kprof import findings, proc
-from kprof.results import render
+from kprof.results import render_sanitize
 from kprof.tools import coverage, exitcode, toolrun
 from kprof.tools.toolrun import ToolResult
 
@@ -237,7 +237,7 @@ def test_the_report_json_and_sarif_say_what_each_tool_checked():
     results = [ToolResult("memcheck", "clean", [], 2.0, checked=some),
                ToolResult("racecheck", "not-checked", [], 1.0, "racecheck saw no kernel launch",
                           checked=coverage.Coverage(0, pools_off=True))]
-    text = render.sanitize_report(results)
+    text = render_sanitize.sanitize_report(results)
     assert "checked: 12 launches of 3 kernels, 2 with line information, 1 unknown, pools off" in text
     assert "NOT CHECKED" in text and "checked: 0 launches of 0 kernels" in text
     assert results[0].summary()["checked"]["launches"] == 12

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kprof.results import render
+from kprof.results import render_sanitize
 from kprof.tools import compute_sanitizer as cs
 from kprof.tools import embedded
 from kprof.tools.toolrun import ToolResult
@@ -33,7 +33,7 @@ def test_a_cupy_rawkernel_finding_is_at_the_users_line_not_cupys_deleted_file():
     assert (f.file, f.line) == (str(program), _bug_line(program)) == (str(program), 18)
     assert f.extra.reported_at.endswith(".cubin.cu:5") and f.extra.reported_at.startswith("/tmp/")
     assert f.to_dict()["extra"]["source"].startswith("the kernel's source is the string at cupy_shift.py:14")
-    report = render.sanitize_report([ToolResult("memcheck", "findings", [f], 1.0)])
+    report = render_sanitize.sanitize_report([ToolResult("memcheck", "findings", [f], 1.0)])
     assert "out-of-bounds-read at cupy_shift.py:18 in forward_diff" in report
     assert "the tool named /tmp/" in report and "launched at " in report
 

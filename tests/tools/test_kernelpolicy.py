@@ -112,7 +112,7 @@ def test_the_options_reach_the_tools(monkeypatch):
 
 def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_set_aside():
     from kprof.findings import Finding
-    from kprof.results import render
+    from kprof.results import render_sanitize
     from kprof.tools.toolrun import ToolResult
 
     def at(kernel, kind="out-of-bounds-read", size=16):
@@ -126,7 +126,7 @@ def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_
     assert kept[1].extra == Extra(library="PyTorch") and kept[2].size == 64 and kept[2].extra.library == "NCCL"
     (note,) = notes
     assert "16 bytes in NCCL's ncclDevKernel_AllReduce_Sum_f32_RING_LL (3 record(s))" in note and "nccl#265" in note
-    text = render.sanitize_report([ToolResult("memcheck", "findings", kept, 1.0, "")])
+    text = render_sanitize.sanitize_report([ToolResult("memcheck", "findings", kept, 1.0, "")])
     assert text.count("inside ") == 2 and "inside PyTorch's own kernel: the library's code, not yours" in text
 
 

@@ -18,7 +18,7 @@ import pytest
 import kprof
 from kprof.diagnosis import program
 from kprof.measure import profiling as prof
-from kprof.results import render
+from kprof.results import render_profile
 from kprof.tools import demangle, launchsites
 from kprof.tools.launchsites import LaunchSite, Sites
 
@@ -148,10 +148,10 @@ def test_the_ranking_carries_each_kernels_lines_first_launched_first():
     ranked = program.rank(profiles, sites)
     assert ranked[0].sites == ("/u/model.py:41 (forward)", "/u/model.py:40 (forward)", launchsites.NO_FRAME)
     assert ranked[0].sites_by == "name" and ranked[1].sites == () and ranked[0].to_dict()["sites"][0].endswith("(forward)")
-    text = render.program_ranking(ranked, sites=sites)
+    text = render_profile.program_ranking(ranked, sites=sites)
     assert "LAUNCHED FROM" in text and "/u/model.py:41 (forward) (+2 more)" in text and "second run" in text
     assert program.profiled_names(profiles) == ("cunn_SoftMaxForward", "nvjet_sm90_tst")
-    missing = render.program_ranking(ranked, sites=Sites(why="the program started no Python process"))
+    missing = render_profile.program_ranking(ranked, sites=Sites(why="the program started no Python process"))
     assert "launched from: not found (the program started no Python process)" in missing
 
 

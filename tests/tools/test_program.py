@@ -499,7 +499,7 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     """tiled_matmul without its bounds check, as seen on an H200: one memcheck write past C, and the
     values detector's race, uninitialized-read and wrong-result on C that follow from it."""
     from kprof.findings import Finding
-    from kprof.results import render
+    from kprof.results import render_sanitize
     from kprof.tools.checkers import explain
     from kprof.tools.toolrun import ToolResult
 
@@ -512,7 +512,7 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     marked = results[1].findings
     assert all(f.extra.explained_by == "memcheck out-of-bounds-write at t.cu:15" for f in marked[:3])
     assert marked[3].extra.explained_by is None
-    text = render.sanitize_report(results)
+    text = render_sanitize.sanitize_report(results)
     assert text.count("consequence (values)") == 3
     headlines = [ln for ln in text.splitlines() if ln.startswith("- ")]
     assert len(headlines) == 2 and headlines[1].endswith(": D"), "the cause, and the wrong result on D it does not explain"
@@ -563,13 +563,13 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
     H200: the CUDA 12 wheel's tool on the 13.0 driver, and a program with no kernel): NOT CHECKED, not
     clean and not a parse failure, with its own exit code."""
     from kprof.errors import EXIT_NOT_CHECKED
-    from kprof.results import render
+    from kprof.results import render_sanitize
 
     out = ("========= COMPUTE-SANITIZER\n========= Error: Target application terminated before first instrumented "
            "API call\n========= Error: couldn't find exit code.")
     r = toolrun.classify_program("memcheck", _done(99, out=out), Status(0), [], [], 60, False)
     assert r.status == "not-checked" and not r.ok and "checked nothing" in r.message
-    text = render.sanitize_report([r])
+    text = render_sanitize.sanitize_report([r])
     assert "NOT CHECKED" in text and "not everything was checked" in text
     assert EXIT_NOT_CHECKED == 8
     # A program that failed before its first CUDA call: its failure is what to fix (seen on an H200,

@@ -84,9 +84,9 @@ def test_a_finding_names_the_rank_it_came_from(job, monkeypatch):
     (f,) = r.findings
     assert f.rank == 1 and f.kernel == "scale" and f.line == 27 and f.to_dict()["rank"] == 1
     assert r.notes[0] == "2 rank(s), each under memcheck on its own"
-    from kprof.results import render
+    from kprof.results import render_sanitize
 
-    assert "- rank 1: memcheck" in render.sanitize_report([r])
+    assert "- rank 1: memcheck" in render_sanitize.sanitize_report([r])
 
 
 def test_a_clean_job_is_clean_and_every_rank_ran_under_the_tool(job):

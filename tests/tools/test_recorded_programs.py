@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof.results import render
+from kprof.results import render_sanitize
 from kprof.tools import compute_sanitizer as cs
 from kprof.tools.toolrun import ToolResult
 
@@ -67,7 +67,7 @@ def test_device_heap_memory_is_said_to_be_device_heap():
     program = EXAMPLES / "cupy_heap.py"
     assert (f.kind, f.file, f.line) == ("out-of-bounds-write", str(program), _marked(program, "// BUG")), f
     assert f.detail == cs.HEAP_DETAIL
-    report = render.sanitize_report([ToolResult("memcheck", "findings", [f], 1.0)])
+    report = render_sanitize.sanitize_report([ToolResult("memcheck", "findings", [f], 1.0)])
     assert "in the device heap (memory a kernel took with malloc or new)" in report
 
 

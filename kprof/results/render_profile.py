@@ -1,0 +1,146 @@
+"""Text of what kprof profile returns: a kernel's counters, a program's ranking, the performance corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kprof.results.render import number, percent, table
+from kprof.tools.demangle import short
+from kprof.units import si
+
+if TYPE_CHECKING:
+    from kprof.corpus.perfcases import PerfResult
+    from kprof.diagnosis.program import Ranked
+    from kprof.measure.profiling import KernelProfile
+    from kprof.tools.launchsites import Sites
+
+
+def program_ranking(ranked: list[Ranked], top: int = 10, sites: Sites | None = None) -> str:
+    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnosis.program.rank`), its denominators named,
+    each kernel with the user's line that launched it first (``sites``: the run that found them)."""
+    here = str(Path.cwd()) + "/"
+    job = any(r.ranks for r in ranked)  # a multi-process job: which ranks launched each
+    rows = []
+    for r in ranked[:top]:
+        where = r.sites[0].removeprefix(here) if r.sites else "-"
+        more = len(r.sites) - 1
+        where += (f" (+{more} more)" if more > 0 else "") + (" ?" if r.sites_by == "function name" else "")
+        row: tuple[object, ...] = (short(r.kernel), r.launches, f"{r.seconds * 1e3:.3f}", f"{r.share:.1%}", r.limiter,
+                                   "-" if r.headroom is None else f"{r.headroom:.2f}x",
+                                   "-" if r.program_gain is None else f"{r.program_gain:.3f}x", where)
+        rows.append(row + ((",".join(map(str, r.ranks)) or "-",) if job else ()))
+    heads = ["KERNEL", "LAUNCHES", "MS", "SHARE", "LIMITER", "HEADROOM", "PROGRAM GAIN", "LAUNCHED FROM"]
+    out = ("where the profiled GPU time goes (share: of the profiled launches' GPU time; headroom: 1 / the busiest "
+           "unit's share of its peak, an estimate; program gain: Amdahl, that kernel at its roof"
+           + ("; ranks: the job's processes that launched it" if job else "") + "):\n"
+           + table(heads + (["RANKS"] if job else []), rows, "lrrrlrrl" + ("l" if job else "")))
+    if sites is not None and not sites.counted:
+        out += f"\nlaunched from: not found ({sites.why})"
+    elif sites is not None:
+        notes = ["launched from: the innermost line of the user's Python code on the launching thread, found in a "
+                 "second run of the program without ncu"]
+        if any(r.sites_by == "function name" for r in ranked[:top]):
+            notes.append("'?': matched by the kernel's function name only, several instantiations together")
+        if not sites.complete:
+            notes.append("that run timed out, so kernels launched later have none")
+        out += "\n" + "; ".join(notes)
+    return out
+
+
+def perf_cases_table(results: list[PerfResult], tally: dict[str, Any]) -> str:
+    """``kprof cases --perf``: per case, the cause and line expected and named, the estimate against the
+    twin's measured gain (benched in one run), and the try that confirmed it."""
+    rows = []
+    for r in results:
+        est = "-" if r.estimate is None else f"{r.estimate:.2f}x" + ("" if r.estimate_right is None else
+                                                                    " ok" if r.estimate_right else " OFF")
+        tried = f"{r.tried} {r.try_gain:.2f}x" if r.try_gain else "-"
+        ncu = "-" if r.ncu_rule is None else f"{r.ncu_rule} {r.ncu_speedup:.2f}x" + (" ok" if r.ncu_right else "")
+        rows.append((r.case, r.expected, r.first or "-" if not r.error else "error", "yes" if r.cause_right else "NO",
+                     r.line or "-", "yes" if r.line_right else "NO", est,
+                     "-" if r.measured is None else f"{r.measured:.2f}x", tried, ncu))
+    head = table(["CASE", "EXPECTED", "FIRST CAUSE", "RIGHT", "LINE", "RIGHT", "ESTIMATE", "MEASURED (TWIN)", "TRY",
+                  "NCU'S FIRST RULE"], rows, "lllllllrll")
+    errors = [f"  {r.case}: {r.error}" for r in results if r.error]
+    t = tally
+    summary = (f"first cause right on {t['cause_right']} of {t['cases']}, and at the right line on {t['line_right']}; "
+               f"estimates within 1.5x of the twin's measured gain: {t['estimates_within']} of {t['estimates']} given; "
+               f"confirmed by a try: {t['confirmed_by_try']}; Nsight Compute's largest estimate names the right cause on "
+               f"{t['ncu_right']} of {t['ncu_judged']}")
+    return "\n".join([head, *errors, summary])
+
+
+def profile_report(profiles: list[KernelProfile]) -> str:
+    out = []
+    for p in profiles:
+        rank = f"  rank {p.rank}" if p.rank is not None else ""  # a job's process (kprof profile -- torchrun ...)
+        out.append(f"{short(p.kernel)}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}{rank}  [{p.source}]")
+        if p.duration_s is not None:
+            out.append(f"  duration            {p.duration_s * 1e3:.4f} ms")
+        out.append(f"  occupancy           achieved {percent(p.achieved_occupancy)}, theoretical "
+                   f"{percent(p.theoretical_occupancy)}, limited by {p.occupancy_limiter or '?'}; {p.registers} registers, "
+                   f"block {p.block_size}"
+                   + (f", {p.waves:.2f} waves" if p.waves is not None else ""))
+        if p.occupancy_advice:
+            out.append(f"                      {p.occupancy_advice}")
+        if p.dram_read is not None:
+            parts = [f"{percent(p.dram_fraction)} of the {si(p.roofline.peak_bytes, 'B/s')} theoretical peak"
+                     if p.roofline.peak_bytes else ""]
+            parts.append(f"{percent(p.of_ceiling)} of the measured {p.mix} ceiling {si(p.ceiling_bytes_per_s, 'B/s')}"
+                         if p.of_ceiling is not None and p.ceiling_bytes_per_s else "no measured ceiling yet: kprof peak")
+            frac = " (" + "; ".join(x for x in parts if x) + ")"
+            out.append(f"  DRAM                read {si(p.dram_read, 'B')}, written {si(p.dram_write or 0, 'B')}, "
+                       f"{si(p.dram_bytes_per_s or 0, 'B/s')}{frac}")
+        elif p.dram_bytes_per_s is not None:
+            out.append(f"  bandwidth           {si(p.dram_bytes_per_s, 'B/s')} effective (spec bytes / time)")
+        if p.l1_hit is not None or p.l2_hit is not None:
+            out.append(f"  caches              L1 hit {percent(p.l1_hit)}, L2 hit {percent(p.l2_hit)}")
+        if p.conflicts_per_request is not None or p.shared_bank_conflicts:
+            use = (f", {si(p.shared_bytes_per_s, 'B/s')} ({percent(p.shared_fraction)} of the pipe's peak)"
+                   if p.shared_bytes_per_s is not None else "")
+            out.append(f"  shared memory       {number(p.shared_bank_conflicts, ',.0f')} bank conflicts, "
+                       f"{number(p.conflicts_per_request)} per request{use}")
+        if p.global_load_sectors_per_request is not None:
+            out.append(f"  global sectors/req  loads {number(p.global_load_sectors_per_request)}, stores "
+                       f"{number(p.global_store_sectors_per_request)} (4 is ideal for 4-byte accesses, 32 is one sector "
+                       "per lane)")
+        if p.local_bytes:
+            out.append(f"  local memory        {si(p.local_bytes, 'B')} of traffic (spills or local arrays)")
+        if p.flops_per_s is not None:
+            top = p.roofline.peak_flops
+            kind = "dense 16-bit tensor" if p.math == "tensor" else "FP32"
+            peak = f" ({percent(p.flops_per_s / top)} of the {si(top, 'FLOP/s')} {kind} peak)" if top else ""
+            out.append(f"  compute             {si(p.flops or 0, 'FLOP')}, {si(p.flops_per_s, 'FLOP/s')}{peak}")
+        if p.fma_pipe is not None or p.issue_active is not None:
+            out.append(f"  issue               FMA pipe busy {percent(p.fma_pipe)}, an instruction issued in "
+                       f"{percent(p.issue_active)} of active cycles")
+        if p.tensor_pipe or p.math == "tensor":
+            gmma = "" if p.wgmma is None else (f", {si(p.wgmma, '')} warpgroup MMA (wgmma) instructions" if p.wgmma
+                                                else ", no wgmma (mma.sync or HMMA only)")
+            out.append(f"  tensor cores        tensor pipe busy {percent(p.tensor_pipe)} of active cycles{gmma}")
+        r = p.roofline
+        if r.bound and r.attainable is not None:
+            out.append(f"  roofline            {r.intensity:.2f} FLOP/byte (ridge {r.ridge:.1f}): {r.bound}-bound, "
+                       f"at {percent(r.fraction)} of the {si(r.attainable, 'FLOP/s')} the roofline allows")
+        if p.stalls:
+            out.append("  top stalls          " + ", ".join(f"{n} {v:.2f}" for n, v in p.stalls[:4])
+                       + " (warps stalled per issued instruction)")
+        for note in p.notes:
+            out.append(f"  note: {note}")
+        out.append("")
+    if len(profiles) > 1:
+        rows = []
+        for p in profiles:
+            rows.append((
+                short(p.kernel, 48), number(p.duration_s * 1e3 if p.duration_s else None, ".4f"),
+                f"{percent(p.achieved_occupancy)}/{percent(p.theoretical_occupancy)}", p.occupancy_limiter or "-",
+                si(p.dram_bytes_per_s, "B/s") if p.dram_bytes_per_s else "-", percent(p.l2_hit),
+                si(p.flops_per_s, "FLOP/s") if p.flops_per_s else "-",
+                f"{p.roofline.bound} {percent(p.roofline.fraction)}" if p.roofline.bound else "-",
+                number(p.conflicts_per_request), number(p.global_load_sectors_per_request),
+                p.stalls[0][0] if p.stalls else "-",
+            ))  # fmt: skip
+        out.append(table(["KERNEL", "TIME(ms)", "OCC ach/theo", "LIMITER", "DRAM", "L2 HIT", "FP32", "ROOFLINE",
+                          "CONFL/REQ", "LD SECT/REQ", "TOP STALL"], rows, "lrrlrrrlrrl"))
+    return "\n".join(out).rstrip()
