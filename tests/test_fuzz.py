@@ -20,7 +20,7 @@ from kprof import spec as spec_mod  # noqa: E402
 from kprof.build import build  # noqa: E402
 from kprof.commands import cli  # noqa: E402
 from kprof.errors import KprofError  # noqa: E402
-from kprof.tools import compute_sanitizer as sanitize  # noqa: E402
+from kprof.tools import sanitizer_xml  # noqa: E402
 
 FAST = settings(max_examples=120, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.function_scoped_fixture])
 BASE = yaml.safe_load((Path(__file__).resolve().parent.parent / "kernels" / "tiled_matmul.yaml").read_text())
@@ -129,7 +129,7 @@ def test_damaged_xml_is_a_report_or_one_line(no_process, source, cut, junk):
     text = source.read_text()
     broken = text[:cut] + junk + text[cut:]
     try:
-        findings, _ = sanitize.parse_xml(broken, "memcheck")
+        findings, _ = sanitizer_xml.parse_xml(broken, "memcheck")
     except KprofError as exc:
         assert "\n" not in str(exc)
         return
@@ -140,9 +140,9 @@ def test_a_number_no_field_can_hold_is_dropped_not_kept():
     """Found by the fuzz test above: a 400-digit line number came back as the finding's line."""
     text = (Path(__file__).resolve().parent / "data" / "sanitizer" / "rec_oob.memcheck.xml").read_text()
     broken = text.replace("<line>4</line>", "<line>" + "9" * 400 + "</line>", 1)
-    findings, _ = sanitize.parse_xml(broken, "memcheck")
+    findings, _ = sanitizer_xml.parse_xml(broken, "memcheck")
     assert findings and all(f.line is None or f.line < 1 << 64 for f in findings)
-    assert sanitize._int("-3") is None and sanitize._int("0x10") == 16
+    assert sanitizer_xml._int("-3") is None and sanitizer_xml._int("0x10") == 16
 
 
 SHELLISH = st.text(alphabet=st.sampled_from(list("ab/._-~`$;|&<>()\\'\" \n\t*?[]{}!#0") + ["\x00", "\u00b2", "\u0663"]),
@@ -247,7 +247,7 @@ def test_generated_report_numbers_are_a_number_or_dropped(field, value):
     assert got is None or (isinstance(got, int) and 0 <= got < 1 << 64)
     text = XML[0].read_text().replace(f"<{field}>", f"<{field}>{value.replace('<', '').replace('&', '')}", 1)
     try:
-        sanitize.parse_xml(text, "memcheck")
+        sanitizer_xml.parse_xml(text, "memcheck")
     except KprofError as exc:
         assert "\n" not in str(exc)
 

@@ -15,7 +15,7 @@ from kprof.commands import cli
 from kprof.errors import ReferenceExprError, UsageError
 from kprof.results import history
 from kprof.spec import catalog, reference
-from kprof.tools import compute_sanitizer as sanitize
+from kprof.tools import sanitizer_xml
 
 BASE = """\
 sizes: {N: 64}
@@ -75,7 +75,7 @@ def test_a_reference_exponent_tower_is_refused():
 def test_a_damaged_xml_field_loses_the_field_not_the_report(data_dir):
     text = (data_dir / "sanitizer" / "rec_oob.memcheck.xml").read_text()
     broken = text.replace("<line>", "<line>not-a-number", 1)
-    findings, _ = sanitize.parse_xml(broken, "memcheck")
+    findings, _ = sanitizer_xml.parse_xml(broken, "memcheck")
     assert findings and findings[0].line is None
 
 

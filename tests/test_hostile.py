@@ -221,7 +221,7 @@ def test_hostile_input_is_one_line(world, monkeypatch, capsys, argv, env, code, 
 
 def test_the_saved_text_beside_a_report_is_read_in_linear_time():
     """A 120 KB text report once cost 35 s in one regular expression."""
-    from kprof.tools.compute_sanitizer import nearest_allocations
+    from kprof.tools.sanitizer_xml import nearest_allocations
 
     start = time.monotonic()
     assert nearest_allocations("Address 0x1 is out of bounds" + " \n\t=" * 60_000 + "and is 4 bytes") == {}
@@ -456,14 +456,14 @@ def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
     from dataclasses import replace
 
     from kprof.findings import Extra
-    from kprof.tools import compute_sanitizer as cs
+    from kprof.tools import sanitizer_xml
 
     data = Path(__file__).resolve().parent / "data" / "sanitizer"
-    hazard = cs.parse_xml((data / "rec_race.racecheck_all_trimmed.xml").read_text(), "racecheck")[0][0]
+    hazard = sanitizer_xml.parse_xml((data / "rec_race.racecheck_all_trimmed.xml").read_text(), "racecheck")[0][0]
     hazards = [replace(hazard, line=k + 1, other=replace(hazard.other, line=k + 2)) for k in range(20_000)]
     analyses = [replace(h, thread=None, block=None, extra=Extra()) for h in reversed(hazards)]
     start = time.monotonic()
-    joined = cs._join_races(hazards, analyses)
+    joined = sanitizer_xml._join_races(hazards, analyses)
     assert time.monotonic() - start < 5
     assert len(joined) == 20_000 and all(j.thread == hazard.thread for j in joined)
 

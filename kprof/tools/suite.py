@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kprof.tools import allocators, checkers, hostframes, kernelpolicy, suiteevents
+from kprof.tools import allocators, checkers, hostframes, kernelpolicy, sanitizer_xml, suiteevents
 from kprof.tools.coverage import Coverage
 from kprof.tools.pytest_child import EVENTS_ENV, FRAME_PREFIX, GO_ENV
 from kprof.tools.suiteevents import Finish
@@ -491,7 +491,7 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
     from kprof import inputs
 
     run = read_events(inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace"))
-    recs = san.records(xml_text) if xml_text.strip() else []
+    recs = sanitizer_xml.records(xml_text) if xml_text.strip() else []
     per_test, lost = attribute(recs, run, [by_id[n] for n in batch])
     if lost and len(run.order) == 1:
         per_test.setdefault(run.order[0], []).extend(lost)  # one test ran: they can only be its
@@ -499,21 +499,21 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
     if lost:
         # Records that add no finding (the API errors after a stopped kernel, read beside the record that
         # stopped it): nobody's to fail, and no reason to split the batch.
-        stopper = [r for r in recs if (r.findtext("kind") or "") in san.STOPS_THE_CONTEXT][:1]
-        alone = len(san.parse_records(stopper, tool)[0]) if stopper else 0
-        if len(san.parse_records(stopper + lost, tool, tool_text=done.stdout)[0]) <= alone:
+        stopper = [r for r in recs if (r.findtext("kind") or "") in sanitizer_xml.STOPS_THE_CONTEXT][:1]
+        alone = len(sanitizer_xml.parse_records(stopper, tool)[0]) if stopper else 0
+        if len(sanitizer_xml.parse_records(stopper + lost, tool, tool_text=done.stdout)[0]) <= alone:
             lost = []
     found: dict[str, tuple[list[Any], list[str], bool]] = {}
     blinded = blinding_test(run.order, {n: len(r) for n, r in per_test.items()}, len(recs), print_limit(tool))
     for nodeid, mine in per_test.items():
-        findings, notes = san.parse_records(mine, tool, tool_text=done.stdout)
+        findings, notes = sanitizer_xml.parse_records(mine, tool, tool_text=done.stdout)
         findings, set_aside = kernelpolicy.libraries_own(findings)
         notes = [*notes, *set_aside]
         if san.needs_device_frames(tool, findings):  # a suite's child runs once: say how to get the user's line
             notes.append(f"{tool} stopped inside a CUDA header here and ran without device frames (they cost seconds "
                          f"a record); `kprof sanitize --tool {tool} -- python -m pytest {nodeid}` reruns it with them "
                          "and names your line")
-        stops = any((r.findtext("kind") or "") in san.STOPS_THE_CONTEXT for r in mine)
+        stops = any((r.findtext("kind") or "") in sanitizer_xml.STOPS_THE_CONTEXT for r in mine)
         if nodeid == blinded:
             stops = True
             notes.append(f"{tool} reached its limit of {print_limit(tool)} records in this test and reports no more "

@@ -8,8 +8,7 @@ import os
 from pathlib import Path
 
 from kprof.results import render_sanitize
-from kprof.tools import compute_sanitizer as cs
-from kprof.tools import embedded
+from kprof.tools import embedded, sanitizer_xml
 from kprof.tools.toolrun import ToolResult
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -28,7 +27,7 @@ def _bug_line(path: Path) -> int:
 
 def test_a_cupy_rawkernel_finding_is_at_the_users_line_not_cupys_deleted_file():
     text = _recorded("cupy_shift.memcheck.xml")
-    (f,), _ = cs.parse_xml(text, "memcheck", tool_text=(PROGRAMS / "cupy_shift.memcheck.txt").read_text())
+    (f,), _ = sanitizer_xml.parse_xml(text, "memcheck", tool_text=(PROGRAMS / "cupy_shift.memcheck.txt").read_text())
     program = ROOT / "examples" / "cupy_shift.py"
     assert (f.file, f.line) == (str(program), _bug_line(program)) == (str(program), 18)
     assert f.extra.reported_at.endswith(".cubin.cu:5") and f.extra.reported_at.startswith("/tmp/")
@@ -55,7 +54,7 @@ def test_an_nvrtc_program_named_by_a_bare_file_name_is_reported_in_its_python_fi
     # the program's Python frames are the copy's; its kernel file is NVRTC's name under the working folder
     text = text.replace(f"{tmp_path}/run/examples/cuda_python_sum.py", str(program))
     text = text.replace(f"{tmp_path}/run/examples/block_sum.cu", f"{tmp_path}/cwd/block_sum.cu")
-    (f,), _ = cs.parse_xml(text, "racecheck")
+    (f,), _ = sanitizer_xml.parse_xml(text, "racecheck")
     start = next(i for i, line in enumerate(program.read_text().splitlines(), 1) if line.startswith("KERNEL = "))
     assert (f.file, f.line) == (str(program), start + 10 - 1)  # line 10 of the source, in the literal
     assert f.other is not None and (f.other.file, f.other.line) == (str(program), start + 10 - 1)
@@ -64,7 +63,7 @@ def test_an_nvrtc_program_named_by_a_bare_file_name_is_reported_in_its_python_fi
 
 
 def test_a_file_that_exists_is_never_moved(tmp_path):
-    (f,), _ = cs.parse_xml(_recorded("cuda_python_sum.racecheck.xml"), "racecheck")
+    (f,), _ = sanitizer_xml.parse_xml(_recorded("cuda_python_sum.racecheck.xml"), "racecheck")
     assert f.file == str(ROOT / "examples" / "block_sum.cu") and f.line == 10 and f.extra.source is None
 
 
@@ -113,7 +112,7 @@ def test_a_finding_in_torchs_generated_extension_file_says_so(tmp_path):
     assert embedded.generated_by_torch(str(build / "kernel.cu")) is None and embedded.generated_by_torch(None) is None
     text = _recorded("cupy_shift.memcheck.xml").replace(
         "/tmp/tmpw770smz0/d96490bbf61b7b0007299d10beac35c52d47c9d0.cubin.cu", str(build / "cuda.cu"))
-    (f,), _ = cs.parse_xml(text, "memcheck")  # the file exists: the line stays, the note says whose file it is
+    (f,), _ = sanitizer_xml.parse_xml(text, "memcheck")  # the file exists: the line stays, the note says whose file it is
     assert (f.file, f.line) == (str(build / "cuda.cu"), 5) and "load_inline" in f.extra.source
 
 
@@ -123,10 +122,10 @@ def test_a_kernel_cupy_generated_is_at_the_users_call_and_another_missing_file_i
     program = tmp_path / "examples" / "cupy_shift.py"
     program.parent.mkdir()
     program.write_text((ROOT / "examples" / "cupy_shift.py").read_text().replace("__global__", "__device__"))
-    (f,), _ = cs.parse_xml(_recorded("cupy_shift.memcheck.xml", tmp_path), "memcheck")
+    (f,), _ = sanitizer_xml.parse_xml(_recorded("cupy_shift.memcheck.xml", tmp_path), "memcheck")
     assert (f.file, f.line) == (str(program), 30) and f.launch == f"{program}:30"
     assert f.extra.source.startswith("CuPy generated this kernel's source") and f.extra.reported_at.endswith(":5")
     text = _recorded("cuda_python_sum.racecheck.xml", tmp_path / "elsewhere")
-    (g,), _ = cs.parse_xml(text, "racecheck")
+    (g,), _ = sanitizer_xml.parse_xml(text, "racecheck")
     assert g.file == f"{tmp_path}/elsewhere/examples/block_sum.cu" and g.line == 10
     assert "is not a file here: the name the program gave its kernel's source" in g.extra.source

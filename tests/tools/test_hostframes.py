@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof.tools import addr2line, hostframes
-from kprof.tools import compute_sanitizer as cs
+from kprof.tools import addr2line, hostframes, sanitizer_xml
 
 VECADD = r"""#include <cstdio>
 __global__ void vecadd(const float* a, float* c, int n) {
@@ -98,7 +97,7 @@ def test_a_cpp_programs_launch_is_its_line_with_g(tmp_path, flags):
     base = addr2line.elf_base(Path(binary).read_bytes()[: 1 << 16])
     launch_pc = _returns_after_calls(binary, "_ZL6launchPKfPfi", "_Z6vecaddPKfPfi") - base
     main_pc = _returns_after_calls(binary, "main", "_ZL6launchPKfPfi") - base
-    (f,), _ = cs.parse_xml(_report(binary, launch_pc, main_pc), "memcheck")
+    (f,), _ = sanitizer_xml.parse_xml(_report(binary, launch_pc, main_pc), "memcheck")
     assert f.launch == f"{source}:7 (launch in vecadd)", f.launch  # the <<<...>>> line, not the stub's
     assert f.kernel == "vecadd(float const*, float*, int)" and f.location() == "vecadd.cu:4"
 
@@ -106,7 +105,7 @@ def test_a_cpp_programs_launch_is_its_line_with_g(tmp_path, flags):
 @pytest.mark.nvcc
 def test_without_host_line_information_the_function_and_module_name_the_site(tmp_path):
     _, binary = _build(tmp_path)
-    (f,), _ = cs.parse_xml(_report(binary, 0x8CCF, 0x8D14), "memcheck")
+    (f,), _ = sanitizer_xml.parse_xml(_report(binary, 0x8CCF, 0x8D14), "memcheck")
     assert f.launch == "launch in vecadd"
 
 

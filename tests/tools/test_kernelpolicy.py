@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from kprof.findings import Extra, Finding
-from kprof.tools import compute_sanitizer, coverage, kernelpolicy, suiteevents
+from kprof.tools import compute_sanitizer, coverage, kernelpolicy, sanitizer_xml, suiteevents
 from kprof.tools.checker import Settings
 from kprof.tools.toolrun import ToolResult
 
@@ -255,7 +255,7 @@ def test_a_kernel_named_in_short_is_told_a_librarys_by_the_module_that_launched_
     """initcheck with host frames only, on an H200 (787eb2f): PyTorch's copy kernel is named
     "unrolled_elementwise_kernel", launched from libtorch_cuda.so; it is PyTorch's, and beside an nvjet GEMM in the
     same test its read is set aside."""
-    (found,), _ = compute_sanitizer.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(),
+    (found,), _ = sanitizer_xml.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(),
                                               "initcheck")
     assert found.kernel == "unrolled_elementwise_kernel" and kernelpolicy.library_of(found.kernel) is None
     (mine,), _ = kernelpolicy.libraries_own([found])

@@ -17,7 +17,7 @@ from kprof import findings as findings_mod
 from kprof import proc
 from kprof.commands import cli
 from kprof.errors import UsageError
-from kprof.tools import allocators, compute_sanitizer, hostframes, ranks, toolrun
+from kprof.tools import allocators, compute_sanitizer, hostframes, ranks, sanitizer_xml, toolrun
 from kprof.tools import compute_sanitizer as sanitize
 from kprof.tools.exitcode import Status
 
@@ -110,7 +110,7 @@ TEXT = """========= Invalid __global__ write of size 4 bytes
 
 
 def test_the_allocation_an_access_missed_comes_from_the_text_report():
-    found = sanitize.nearest_allocations(TEXT)
+    found = sanitizer_xml.nearest_allocations(TEXT)
     assert found[0x7F3A5C000FA0] == "immediately past the end of a 4,000-byte allocation at 0x7f3a5c000000 (the nearest one)"
     assert found[0x7F3A5C000000].startswith("16 bytes before the start of a 512-byte allocation")
 
@@ -120,7 +120,7 @@ def test_a_program_record_gets_launch_site_allocation_and_demangled_kernel(data_
     rec = ET.fromstring(xml).find("record")
     address = int(rec.findtext("what/address"), 0)
     text = TEXT.replace("0x7f3a5c000fa0", hex(address))
-    findings, _ = sanitize.parse_xml(xml, "memcheck", tool_text=text)
+    findings, _ = sanitizer_xml.parse_xml(xml, "memcheck", tool_text=text)
     f = findings[0]
     assert f.kind == "out-of-bounds-write" and f.buffer is None
     assert f.detail.startswith("immediately past the end of a 4,000-byte allocation")
@@ -130,14 +130,14 @@ def test_a_program_record_gets_launch_site_allocation_and_demangled_kernel(data_
 def test_a_trap_gets_a_message_a_person_can_act_on():
     xml = ("<ComputeSanitizerOutput><record><kind>Imprecise</kind><what><text></text>"
            "<error>Warp Illegal Instruction</error></what></record></ComputeSanitizerOutput>")
-    (f,), _ = sanitize.parse_xml(xml, "memcheck")
+    (f,), _ = sanitizer_xml.parse_xml(xml, "memcheck")
     assert f.kind == "hardware-exception" and "__trap()" in f.message and "Warp Illegal Instruction" in f.message
 
 
 @pytest.mark.parametrize("name, tool", [("rec_oob.memcheck.xml", "memcheck"), ("rec_race.racecheck_default.xml", "racecheck"),
                                         ("rec_uninit.initcheck.xml", "initcheck"), ("rec_sync.synccheck.xml", "synccheck")])
 def test_from_xml_works_out_the_tool(data_dir, name, tool):
-    assert sanitize.infer_tool((data_dir / DATA / name).read_text()) == tool
+    assert sanitizer_xml.infer_tool((data_dir / DATA / name).read_text()) == tool
     assert sanitize.from_xml(data_dir / DATA / name, None).tool == tool
 
 

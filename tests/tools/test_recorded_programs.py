@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kprof.results import render_sanitize
-from kprof.tools import compute_sanitizer as cs
+from kprof.tools import sanitizer_xml
 from kprof.tools.toolrun import ToolResult
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -23,7 +23,7 @@ RECORDED_ROOT = "/work/main/"  # where the programs ran when their output was re
 def _parse(name: str, tool: str):
     xml = (PROGRAMS / f"{name}.xml").read_text().replace(RECORDED_ROOT, f"{ROOT}/")
     text = (PROGRAMS / f"{name}.txt").read_text().replace(RECORDED_ROOT, f"{ROOT}/")
-    return cs.parse_xml(xml, tool, tool_text=text)
+    return sanitizer_xml.parse_xml(xml, tool, tool_text=text)
 
 
 def _marked(path: Path, mark: str) -> int:
@@ -57,7 +57,7 @@ def test_a_bad_warp_mask_is_an_invalid_warp_sync_at_the_users_line():
 
 
 def test_a_divergent_barrier_stays_a_barrier_divergence():
-    (f, *_), _ = cs.parse_xml((Path(__file__).parent.parent / "data" / "sanitizer" / "rec_sync.synccheck.xml").read_text(),
+    (f, *_), _ = sanitizer_xml.parse_xml((Path(__file__).parent.parent / "data" / "sanitizer" / "rec_sync.synccheck.xml").read_text(),
                               "synccheck")
     assert f.kind == "barrier-divergence"
 
@@ -66,7 +66,7 @@ def test_device_heap_memory_is_said_to_be_device_heap():
     (f,), _ = _parse("cupy_heap.memcheck", "memcheck")
     program = EXAMPLES / "cupy_heap.py"
     assert (f.kind, f.file, f.line) == ("out-of-bounds-write", str(program), _marked(program, "// BUG")), f
-    assert f.detail == cs.HEAP_DETAIL
+    assert f.detail == sanitizer_xml.HEAP_DETAIL
     report = render_sanitize.sanitize_report([ToolResult("memcheck", "findings", [f], 1.0)])
     assert "in the device heap (memory a kernel took with malloc or new)" in report
 
@@ -76,8 +76,8 @@ def test_the_tools_heap_and_permission_words_become_the_details():
             "=========     and is located in a freed device heap allocation\n"
             "=========     Address 0x7f6f67000000 is not writable\n"
             "=========     Address 0x7f6f67000010 is not readable/writable with atomic operations\n")
-    got = cs.nearest_allocations(text)
-    assert got[0x205DFF924] == cs.FREED_HEAP_DETAIL
+    got = sanitizer_xml.nearest_allocations(text)
+    assert got[0x205DFF924] == sanitizer_xml.FREED_HEAP_DETAIL
     assert got[0x7F6F67000000].startswith("not writable: the program's NVTX memory permissions")
     assert got[0x7F6F67000010].startswith("not readable/writable with atomic operations:")
 
@@ -93,10 +93,10 @@ def test_an_nvtx_permission_is_an_invalid_access_not_an_out_of_bounds_write():
            "</record></ComputeSanitizerOutput>")
     text = ("========= Invalid __global__ write of size 4 bytes\n=========     at bump(unsigned int *)+0x90\n"
             "=========     by thread (0,0,0) in block (0,0,0)\n=========     Address 0x7f6f67000000 is not writable\n")
-    (f,), _ = cs.parse_xml(xml, "memcheck", tool_text=text)
+    (f,), _ = sanitizer_xml.parse_xml(xml, "memcheck", tool_text=text)
     assert f.kind == "invalid-access" and f.detail.startswith("not writable: the program's NVTX memory permissions"), f
     xml_says = xml.replace("<direction>write</direction>", "<direction>write</direction><error>not writable</error>")
-    (g,), _ = cs.parse_xml(xml_says, "memcheck")
+    (g,), _ = sanitizer_xml.parse_xml(xml_says, "memcheck")
     assert g.kind == "invalid-access" and g.detail.startswith("not writable"), g
 
 
@@ -107,7 +107,7 @@ def test_a_recorded_nvtx_permission_is_an_invalid_access_at_the_kernels_line(mon
     (f,), _ = _parse("nvtx_readonly.memcheck", "memcheck")
     source = EXAMPLES / "nvtx_readonly.cu"
     assert (f.kind, f.file, f.line) == ("invalid-access", str(source), _marked(source, "// BUG")), f
-    assert f.detail == cs.permission_detail("not writable"), f.detail
+    assert f.detail == sanitizer_xml.permission_detail("not writable"), f.detail
     assert f.launch == f"{source}:{_marked(source, '// LAUNCH')} (main in nvtx_readonly)", f
 
 

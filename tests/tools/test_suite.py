@@ -336,7 +336,7 @@ def test_a_bad_jobs_option_is_one_usage_error(fake):
 def test_the_drivers_entry_point_lookups_are_no_finding():
     """cuda-bindings asks cuGetProcAddress for symbols the driver lacks: 34 records under memcheck from a
     correct cuda-python launch on an H200 (driver 580.159.04); a failed launch stays a finding."""
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools import sanitizer_xml
 
     def api(name: str, error: str) -> str:
         return (f"<record><kind>Api</kind><what><text>Program hit {error}</text><api>{name}</api>"
@@ -344,7 +344,7 @@ def test_the_drivers_entry_point_lookups_are_no_finding():
 
     text = ("<ComputeSanitizerOutput>" + api("cuGetProcAddress_v2", "CUDA_ERROR_INVALID_VALUE") * 3
             + api("cuLaunchKernel", "CUDA_ERROR_INVALID_VALUE") + "</ComputeSanitizerOutput>")
-    findings, notes = san.parse_xml(text, "memcheck")
+    findings, notes = sanitizer_xml.parse_xml(text, "memcheck")
     assert [f.detail for f in findings] == ["cuLaunchKernel -> CUDA_ERROR_INVALID_VALUE"]
     assert len(notes) == 1 and "entry point it lacks" in notes[0]
 
