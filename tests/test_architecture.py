@@ -135,7 +135,7 @@ MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join
 STILL_LONG = {"build/build.py": 640, "commands/cli.py": 630, "diagnosis/rules.py": 601,
-              "spec/loader.py": 913, "tools/suite.py": 629}
+              "tools/suite.py": 629}
 
 
 def test_no_module_grows_past_600_lines():
@@ -479,7 +479,7 @@ DECODERS = {
     "build/build.py": "a build cache entry's metadata",
     "child/runner.py": "the child's manifest",
     "child/framework.py": "CuPy's __cuda_array_interface__",
-    "spec/loader.py": "a spec's YAML",
+    "spec/loader.py": "a spec's YAML", "spec/fields.py": "a spec's YAML: the fields of what to build and launch",
     "corpus/cases.py": "a corpus case's expect: block (YAML)",
     "corpus/perfcases.py": "a performance case's expect: block (YAML)",
     "corpus/benchcases.py": "the cheat corpus's YAML",

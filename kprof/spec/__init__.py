@@ -2,13 +2,14 @@
 the frozen dataclasses a spec is, and ``KernelSpec.resolve()``, which gives a :class:`Resolved` that
 the build, launch, sanitize, profile and bench stages take as it is) and the loader
 (:mod:`kprof.spec.loader`: a YAML file, every field validated, every error naming the file and the
-field). Every stage imports their names from here (``from kprof.spec import KernelSpec``,
+field; :mod:`kprof.spec.fields` reads those of what to build and launch). Every stage imports their
+names from here (``from kprof.spec import KernelSpec``,
 ``kprof.spec.loader(path)``). ``docs/spec.md`` documents the format.
 """
 
 from kprof.errors import SpecError
+from kprof.spec.fields import ALLOWED_FLAGS
 from kprof.spec.loader import (
-    ALLOWED_FLAGS,
     MAX_DEPTH,
     MAX_SPEC_BYTES,
     SPEC_WIDE,

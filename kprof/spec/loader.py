@@ -7,28 +7,32 @@ from a spec ever reaches ``eval``. ``docs/spec.md`` documents the format.
 
 from __future__ import annotations
 
-import ast
-import keyword
 import os
 import re
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from kprof import inputs
 from kprof.errors import InputError, ReferenceExprError, SizeExprError, SpecError
 from kprof.spec import reference, sizeexpr
+from kprof.spec.fields import (
+    CheckExpr,
+    Fail,
+    cut,
+    fill_of,
+    load_args,
+    load_defines,
+    load_launch,
+    load_nvcc_flags,
+    load_sizes,
+    load_steps,
+    show,
+)
 from kprof.spec.schema import (
     ARCH_NAME,
     CUBLAS_SGEMM,
-    DTYPES,
-    FILLS,
     IDENT,
     MATHS,
-    ROLES,
-    SWIZZLES,
-    TENSORMAP_DTYPES,
-    TENSORMAP_MAX_RANK,
     Arg,
     BufferArg,
     Check,
@@ -37,9 +41,7 @@ from kprof.spec.schema import (
     Launch,
     Requirement,
     ScalarArg,
-    SizeDef,
     Step,
-    TensorMapArg,
     Tolerance,
     define_env,
 )
@@ -55,7 +57,6 @@ _NOT_FOR_PYTHON = ("source", "entry", "launch", "steps", "nvcc_flags", "twin", "
 
 
 MAX_SPEC_BYTES = 256 * 1024  # the largest shipped spec is under 4 KB
-MAX_FILL_CHARS = 200  # a fill rule: a name and up to three numbers
 
 
 MAX_DEPTH = 32  # the deepest shipped spec nests 4 levels; PyYAML's composer recurses once a level
@@ -177,10 +178,6 @@ def load(path: str | Path) -> KernelSpec:
     return spec
 
 
-Fail = Callable[[str, str], SpecError]
-CheckExpr = Callable[[object, str], str]
-
-
 def from_dict(data: object, path: Path) -> KernelSpec:
     where = _display(path)
 
@@ -196,9 +193,9 @@ def from_dict(data: object, path: Path) -> KernelSpec:
     python_text = data.get("python")
     if python_text is None:
         source, entry = _load_source(data, path, name, fail)
-    defines = _load_defines(data.get("defines"), fail)
-    flags = _load_nvcc_flags(data.get("nvcc_flags", []), path.parent, fail)
-    sizes = _load_sizes(data.get("sizes"), fail)
+    defines = load_defines(data.get("defines"), fail)
+    flags = load_nvcc_flags(data.get("nvcc_flags", []), path.parent, fail)
+    sizes = load_sizes(data.get("sizes"), fail)
     known_sizes = {s.name for s in sizes} | {k for k, _ in defines}
 
     def check_expr(expr: object, fld: str) -> str:
@@ -212,7 +209,7 @@ def from_dict(data: object, path: Path) -> KernelSpec:
             raise fail(fld, f"unknown size '{missing[0]}' (known: {known})")
         return str(expr)
 
-    args = _load_args(data.get("args"), fail, check_expr)
+    args = load_args(data.get("args"), fail, check_expr)
     python: str | None = None
     first_entry: str | None
     if python_text is not None:
@@ -257,7 +254,7 @@ def _load_requires(raw: object, fail: Fail) -> Requirement | None:
         raise fail("requires", shape)
     arch, why = raw["arch"], raw["why"]
     if not isinstance(arch, str) or not ARCH_NAME.match(arch):
-        raise fail("requires.arch", f"{_show(arch)}: write it as sm_XY, e.g. sm_80")
+        raise fail("requires.arch", f"{show(arch)}: write it as sm_XY, e.g. sm_80")
     if not isinstance(why, str) or not why.strip() or len(why) > 200:
         raise fail("requires.why", "must name the feature that needs this architecture, in at most 200 characters")
     return Requirement(arch, " ".join(why.split()))
@@ -267,7 +264,7 @@ def _load_name(data: dict[str, object], path: Path, fail: Fail) -> tuple[str, st
     """name and description."""
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not IDENT.match(name):
-        raise fail("name", f"{_show(name)} must be an identifier (letters, digits, _)")
+        raise fail("name", f"{show(name)} must be an identifier (letters, digits, _)")
     description = data.get("description", "")
     if not isinstance(description, str):
         raise fail("description", "must be a string")
@@ -286,14 +283,14 @@ def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> 
         source = (path.parent / source_text).resolve()
         found = source.is_file()
     except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL in the name
-        raise fail("source", f"{_show(source_text)} cannot be read ({_cut(str(exc), 80)})") from None
+        raise fail("source", f"{show(source_text)} cannot be read ({cut(str(exc), 80)})") from None
     if not found:
-        raise fail("source", f"{_cut(source_text, 60)} does not exist next to the spec ({_cut(str(source), 120)})")
+        raise fail("source", f"{cut(source_text, 60)} does not exist next to the spec ({cut(str(source), 120)})")
     if problem := inputs.shell_problem(str(source)):  # nvcc hands the path to a shell
-        raise fail("source", f"the path {_show(str(source), 100)} {problem}: rename the file or its folder")
+        raise fail("source", f"the path {show(str(source), 100)} {problem}: rename the file or its folder")
     entry = data.get("entry", name)
     if not isinstance(entry, str) or not IDENT.match(entry):
-        raise fail("entry", f"{_show(entry)} must be the extern \"C\" name of the kernel")
+        raise fail("entry", f"{show(entry)} must be the extern \"C\" name of the kernel")
     if len(entry) > MAX_ENTRY:
         raise fail("entry", f"a name of {len(entry):,} characters; a kernel's name has at most {MAX_ENTRY:,}")
     return source, entry
@@ -341,21 +338,21 @@ def _load_python_op(data: dict[str, object], args: tuple[Arg, ...], names: set[s
                              "the function is the operation; remove it")
     raw = data["python"]
     if not isinstance(raw, str) or not pyref.looks_like(raw):
-        raise fail("python", f"{_show(raw)} must name a function: FILE.py:FUNCTION (relative to the spec) or "
+        raise fail("python", f"{show(raw)} must name a function: FILE.py:FUNCTION (relative to the spec) or "
                              "package.module:FUNCTION")
     try:
         ref = pyref.check(raw, folder, {a.name for a in args} | names)
     except ValueError as exc:
-        raise fail("python", _cut(str(exc), 300)) from None
+        raise fail("python", cut(str(exc), 300)) from None
     return (ref.stored(), ref.path, *_python_launch(ref.func, args))
 
 
 def _load_launches(data: dict[str, object], args: tuple[Arg, ...], fail: Fail,
                    check_expr: CheckExpr) -> tuple[tuple[Step, ...], str | None, Launch]:
     """The steps of a multi-kernel spec (with its first kernel's entry and launch), or the one launch."""
-    steps = _load_steps(data.get("steps"), args, fail, check_expr)
+    steps = load_steps(data.get("steps"), args, fail, check_expr)
     if not steps:
-        return steps, None, _load_launch(data.get("launch"), fail, check_expr)
+        return steps, None, load_launch(data.get("launch"), fail, check_expr)
     if "launch" in data or "entry" in data:
         raise fail("launch" if "launch" in data else "entry",
                    "a spec with steps gives each step its entry and launch; remove the top-level one")
@@ -372,113 +369,9 @@ def _load_twin(data: dict[str, object], path: Path, fail: Fail) -> tuple[Path | 
         given = path.parent / data["twin"] if isinstance(data["twin"], str) and "\0" not in data["twin"] else None
         twin = inputs.resolved(given) if given is not None and inputs.is_file(given) else None
         if twin is None:
-            raise fail("twin", f"{_show(data['twin'])} must name the fixed .cu file (a path relative to the spec)")
-    twin_defines = _load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
+            raise fail("twin", f"{show(data['twin'])} must name the fixed .cu file (a path relative to the spec)")
+    twin_defines = load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
     return twin, twin_defines
-
-
-def _load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: CheckExpr) -> tuple[Step, ...]:
-    """``steps:`` a list of ``{entry: NAME, args: [ARG, ...], launch: {...}}`` or
-    ``{cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}`` (row-major C = A @ B)."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list) or not raw:
-        raise fail("steps", "must be a list of launches: {entry: NAME, args: [ARG, ...], launch: {grid, block}}")
-    by_name = {a.name: a for a in args}
-    out = []
-    for k, item in enumerate(raw):
-        fld = f"steps[{k}]"
-        if not isinstance(item, dict):
-            raise fail(fld, "must be a mapping: {entry: NAME, args: [ARG, ...], launch: {grid, block}}")
-        if "cublas_sgemm" in item:
-            if set(item) != {"cublas_sgemm"} or not isinstance(item["cublas_sgemm"], dict):
-                raise fail(fld, "a cuBLAS step is {cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}")
-            call = item["cublas_sgemm"]
-            if set(call) != {"A", "B", "C", "M", "N", "K"}:
-                raise fail(f"{fld}.cublas_sgemm", "give exactly A, B, C (buffers) and M, N, K (int32 scalars)")
-            names = tuple(str(call[key]) for key in ("A", "B", "C", "M", "N", "K"))
-            for key, name in zip("ABCMNK", names):
-                arg = by_name.get(name)
-                want_buffer = key in "ABC"
-                if arg is None or isinstance(arg, TensorMapArg) or isinstance(arg, BufferArg) != want_buffer or (
-                        want_buffer and arg.dtype != "float32") or (not want_buffer and arg.dtype != "int32"):
-                    kind = "a float32 buffer" if want_buffer else "an int32 scalar"
-                    raise fail(f"{fld}.cublas_sgemm.{key}", f"{_show(name)} must name {kind} of args")
-            out.append(Step(CUBLAS_SGEMM, names, None))
-            continue
-        extra = set(item) - {"entry", "args", "launch"}
-        if extra:
-            raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (known: entry, args, launch; or cublas_sgemm)")
-        entry = item.get("entry")
-        if not isinstance(entry, str) or not IDENT.match(entry):
-            raise fail(f"{fld}.entry", f"{_show(entry)} must be the extern \"C\" name of a kernel in the source")
-        arg_names = item.get("args")
-        if not isinstance(arg_names, list) or not arg_names or not all(isinstance(n, str) for n in arg_names):
-            raise fail(f"{fld}.args", "must list the spec's argument names this kernel takes, in order")
-        for j, name in enumerate(arg_names):
-            if name not in by_name:
-                raise fail(f"{fld}.args[{j}]", f"unknown argument {_show(name)} (args: {', '.join(by_name)})")
-        launch = _load_launch(item.get("launch"), _within(fld, fail), check_expr)
-        out.append(Step(entry, tuple(arg_names), launch))
-    return tuple(out)
-
-
-# A spec is data: nvcc options that change code generation only. Anything that runs a program
-# (-ccbin), writes files (-MF, --keep-dir, -o) or reads files outside the spec's folder
-# (--pre-include, -I elsewhere) is refused.
-_FLAG_EXACT = frozenset({
-    "-lineinfo", "-G", "--use_fast_math", "-use_fast_math", "--extra-device-vectorization", "-restrict", "--restrict",
-    "--expt-relaxed-constexpr", "--expt-extended-lambda", "-Xptxas=-v", "--ptxas-options=-v", "-w",
-})  # fmt: skip
-_FLAG_PATTERNS = (
-    re.compile(r"^-O[0-3]$"),
-    re.compile(r"^--?maxrregcount=\d{1,3}$"),
-    re.compile(r"^--?std=c\+\+(11|14|17|20)$"),
-    re.compile(r"^-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]{0,64})?$"),
-    re.compile(r"^-U[A-Za-z_][A-Za-z0-9_]*$"),
-    re.compile(r"^--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)$"),
-    re.compile(r"^(-Xptxas=|--ptxas-options=)(-O[0-3]|-dlcm=(ca|cg|cs)|--warn-on-spills|-warn-spills)$"),
-)
-ALLOWED_FLAGS = ("-O0..-O3, -maxrregcount=N, -std=c++17, -DNAME[=VALUE], -UNAME, -I<dir inside the spec's folder>, "
-                 "--include-path=<dir inside the spec's folder>, -lineinfo, -G, --use_fast_math, --ftz/--prec-div/"
-                 "--prec-sqrt/--fmad=true|false, -restrict, --extra-device-vectorization, --expt-relaxed-constexpr, "
-                 "--expt-extended-lambda, -Xptxas=-v|-O3|-dlcm=ca|--warn-on-spills, -w")
-
-
-def _load_nvcc_flags(raw: object, folder: Path, fail: Fail) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
-        raise fail("nvcc_flags", "must be a list of nvcc options, e.g. [-maxrregcount=128, --use_fast_math]")
-    flags = []
-    for i, flag in enumerate(raw):
-        if problem := inputs.shell_problem(flag):  # nvcc hands its flags to a shell
-            raise fail(f"nvcc_flags[{i}]", f"{_show(flag)} {problem}: remove it")
-        if flag in _FLAG_EXACT or any(p.match(flag) for p in _FLAG_PATTERNS):
-            flags.append(flag)
-            continue
-        include = re.match(r"^(-I|--include-path=)(.+)$", flag)
-        if include:
-            target, here = inputs.resolved(folder / include.group(2)), inputs.resolved(folder)
-            if target is None or here is None:
-                raise fail(f"nvcc_flags[{i}]", f"{_show(flag)}: the include folder cannot be followed (a symlink loop or "
-                                               "a name too long)")
-            if target == here or here in target.parents:
-                if problem := inputs.shell_problem(str(target)):
-                    raise fail(f"nvcc_flags[{i}]", f"the include folder {_show(str(target), 100)} {problem}: rename it")
-                flags.append(f"{include.group(1)}{target}")  # nvcc runs from anywhere: the folder, absolute
-                continue
-            raise fail(f"nvcc_flags[{i}]", f"{_show(flag)}: an include directory must be inside the spec's folder")
-        raise fail(f"nvcc_flags[{i}]", f"{_show(flag)} is not allowed (a spec may change code generation only); "
-                                       f"allowed: {ALLOWED_FLAGS}")
-    return tuple(flags)
-
-
-def _within(prefix: str, fail: Fail) -> Fail:
-    """``fail`` for the fields of one part of the spec (``steps[1].launch.grid``)."""
-
-    def inner(fld: str, problem: str) -> SpecError:
-        return fail(f"{prefix}.{fld}", problem)
-
-    return inner
 
 
 def _load_baseline(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
@@ -495,9 +388,9 @@ def _load_baseline(raw: object, args: tuple[Arg, ...], sizes: set[str], defines:
         try:
             return pyref.check(raw, folder, known).stored()
         except ValueError as exc:
-            raise fail(field, _cut(str(exc), 300)) from None
+            raise fail(field, cut(str(exc), 300)) from None
     if not isinstance(raw, str) or not IDENT.match(raw):
-        raise fail(field, f"{_show(raw)} must be cublas_sgemm, the name of another kernel spec, or a Python "
+        raise fail(field, f"{show(raw)} must be cublas_sgemm, the name of another kernel spec, or a Python "
                           "callable (baselines.py:torch_add, or package.module:function)")
     if raw != CUBLAS_SGEMM:
         return raw  # another spec, found through the catalog when bench runs
@@ -527,220 +420,6 @@ def _load_named_baselines(raw: object, args: tuple[Arg, ...], sizes: set[str], d
     return tuple(out)
 
 
-def _load_defines(raw: object, fail: Fail) -> tuple[tuple[str, str], ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, dict):
-        raise fail("defines", "must be a mapping NAME: value (passed to nvcc as -DNAME=value)")
-    out = []
-    for key, value in raw.items():
-        if not isinstance(key, str) or not IDENT.match(key):
-            raise fail(f"defines.{key}", "must be an identifier")
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise fail(f"defines.{key}", "must be a number or an identifier")
-        if isinstance(value, str) and not IDENT.match(value):
-            raise fail(f"defines.{key}", f"{_show(value)} must be a number or an identifier")
-        out.append((key, str(value)))
-    return tuple(out)
-
-
-def _load_sizes(raw: object, fail: Fail) -> tuple[SizeDef, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, dict):
-        raise fail("sizes", "must be a mapping NAME: {default: N, sanitize: n}")
-    out = []
-    for key, value in raw.items():
-        fld = f"sizes.{key}"
-        if not isinstance(key, str) or not IDENT.match(key):
-            raise fail(fld, "a size name must be an identifier")
-        if key in sizeexpr.FUNCTION_NAMES:
-            raise fail(fld, f"'{key}' is a function name in size arithmetic; pick another name")
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = {"default": value}
-        if not isinstance(value, dict) or "default" not in value or set(value) - {"default", "sanitize"}:
-            raise fail(fld, "must be a number or {default: N, sanitize: n}")
-        default = _positive(value["default"], f"{fld}.default", fail)
-        sanitize = _positive(value.get("sanitize", default), f"{fld}.sanitize", fail)
-        out.append(SizeDef(key, default, sanitize))
-    return tuple(out)
-
-
-def _positive(v: object, fld: str, fail: Fail) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise fail(fld, f"{_show(v)} must be a positive whole number")
-    return v
-
-
-def _load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]:
-    if not isinstance(raw, list) or not raw:
-        raise fail("args", "must be a non-empty list of the kernel's arguments, in order")
-    out: list[Arg] = []
-    seen: set[str] = set()
-    for i, item in enumerate(raw):
-        fld = f"args[{i}]"
-        if not isinstance(item, dict):
-            raise fail(fld, "must be a mapping with 'name' and 'buffer' or 'scalar'")
-        name = item.get("name")
-        if not isinstance(name, str) or not IDENT.match(name):
-            raise fail(f"{fld}.name", f"{_show(name)} must be an identifier")
-        if keyword.iskeyword(name):
-            raise fail(f"{fld}.name",
-                       f"'{name}' is a Python keyword and cannot appear in a reference; rename it (e.g. '{name}_')")
-        if name in seen:
-            raise fail(f"{fld}.name", f"duplicate argument name '{name}'")
-        seen.add(name)
-        if sum(k in item for k in ("buffer", "scalar", "tensormap")) != 1:
-            raise fail(fld, f"'{name}' needs exactly one of 'buffer: DTYPE', 'scalar: DTYPE' or 'tensormap: BUFFER'")
-        if "tensormap" in item:
-            out.append(_load_tensormap(item, fld, check_expr, fail))
-        elif "buffer" in item:
-            extra = set(item) - {"name", "buffer", "shape", "role", "fill"}
-            if extra:
-                raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (buffer fields: name, buffer, shape, role, fill)")
-            dtype = _dtype(item["buffer"], f"{fld}.buffer", fail)
-            shape = item.get("shape")
-            if isinstance(shape, (str, int)) and not isinstance(shape, bool):
-                shape = [shape]
-            if not isinstance(shape, list) or not shape:
-                raise fail(f"{fld}.shape", "must be a list of size expressions, e.g. [M, K]")
-            shape_t = tuple(check_expr(d, f"{fld}.shape[{j}]") for j, d in enumerate(shape))
-            role = item.get("role", "in")
-            if role not in ROLES:
-                raise fail(f"{fld}.role", f"{_show(role)} must be one of {', '.join(ROLES)}")
-            if role in ("out", "scratch") and "fill" in item:
-                raise fail(
-                    f"{fld}.fill",
-                    f"{'an' if role == 'out' else 'a'} {role} buffer is poisoned before each launch, not filled; "
-                    "use role: inout "
-                    "with fill: zeros if the kernel accumulates into it",
-                )
-            # Out and scratch buffers are poisoned, never filled (a fill was refused above); an integer
-            # input defaults to randint(0, 100), a floating-point one to uniform(-1, 1).
-            if role in ("out", "scratch"):
-                fill = Fill("zeros")
-            else:
-                default = "uniform" if DTYPES[dtype][1] == "f" else "randint(0, 100)"
-                fill = _fill(item.get("fill", default), f"{fld}.fill", dtype, fail)
-            out.append(BufferArg(name, dtype, shape_t, role, fill))
-        else:
-            extra = set(item) - {"name", "scalar", "value"}
-            if extra:
-                raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (scalar fields: name, scalar, value)")
-            dtype = _dtype(item["scalar"], f"{fld}.scalar", fail)
-            if "value" not in item:
-                raise fail(f"{fld}.value", "a scalar needs a value (a number or a size expression)")
-            out.append(ScalarArg(name, dtype, check_expr(item["value"], f"{fld}.value")))
-    buffers = {a.name: a for a in out if isinstance(a, BufferArg)}
-    for i, a in enumerate(out):
-        if not isinstance(a, TensorMapArg):
-            continue
-        buf = buffers.get(a.buffer)
-        if buf is None:
-            raise fail(f"args[{i}].tensormap", f"{_show(a.buffer)} is not a buffer argument (buffers: {', '.join(buffers)})")
-        if buf.dtype not in TENSORMAP_DTYPES:
-            raise fail(f"args[{i}].tensormap", f"{a.buffer} is {buf.dtype}; a tensor map describes {', '.join(TENSORMAP_DTYPES)}")
-        if len(a.box) != len(buf.shape):
-            raise fail(f"args[{i}].box", f"has {len(a.box)} dimensions; {a.buffer} has {len(buf.shape)} (its shape)")
-    return tuple(out)
-
-
-def _load_tensormap(item: dict[str, object], fld: str, check_expr: CheckExpr, fail: Fail) -> TensorMapArg:
-    """``{name, tensormap: BUFFER, box: [...], swizzle: 0|32|64|128}``: a CUtensorMap of a buffer argument."""
-    extra = set(item) - {"name", "tensormap", "box", "swizzle"}
-    if extra:
-        raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (tensor map fields: name, tensormap, box, swizzle)")
-    buffer = item["tensormap"]
-    if not isinstance(buffer, str) or not IDENT.match(buffer):
-        raise fail(f"{fld}.tensormap", f"{_show(buffer)} must name a buffer argument")
-    box = item.get("box")
-    if not isinstance(box, list) or not 1 <= len(box) <= TENSORMAP_MAX_RANK:
-        raise fail(f"{fld}.box", f"must be a list of 1 to {TENSORMAP_MAX_RANK} size expressions, outermost first, "
-                                 "e.g. [64, BK]: the elements TMA moves at once")
-    swizzle = item.get("swizzle", 0)
-    if isinstance(swizzle, bool) or swizzle not in SWIZZLES:
-        raise fail(f"{fld}.swizzle", f"{_show(swizzle)} must be one of {', '.join(map(str, SWIZZLES))} (bytes; 0: none)")
-    return TensorMapArg(str(item["name"]), buffer, tuple(check_expr(d, f"{fld}.box[{j}]") for j, d in enumerate(box)), swizzle)
-
-
-def _dtype(value: object, fld: str, fail: Fail) -> str:
-    if not isinstance(value, str) or value not in DTYPES:
-        raise fail(fld, f"{_show(value)} is not a supported dtype ({', '.join(DTYPES)})")
-    return value
-
-
-def _fill(raw: object, fld: str, dtype: str, fail: Fail) -> Fill:
-    if not isinstance(raw, str):
-        raise fail(fld, "must be a fill rule such as uniform(-1, 1), normal, zeros, randint(0, 10)")
-    if len(raw) > MAX_FILL_CHARS:  # a rule is a name and up to three numbers: a 100,000-term one is refused unparsed
-        raise fail(fld, f"a fill rule of {len(raw):,} characters; write one such as uniform(-1, 1) (at most "
-                        f"{MAX_FILL_CHARS})")
-    try:
-        node = ast.parse(raw.strip(), mode="eval").body
-    except (SyntaxError, RecursionError, MemoryError):
-        raise fail(fld, f"cannot parse fill rule {_show(raw)}") from None
-    params: tuple[float, ...] = ()
-    if isinstance(node, ast.Name):
-        kind = node.id
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        kind = node.func.id
-        try:
-            params = tuple(float(_number(a)) for a in node.args)
-        except ValueError:
-            raise fail(fld, f"fill parameters must be numbers: {_show(raw)}") from None
-    else:
-        raise fail(fld, f"{_show(raw)} is not a fill rule ({', '.join(FILLS)})")
-    if kind not in FILLS:
-        raise fail(fld, f"unknown fill rule '{kind}' (known: {', '.join(FILLS)})")
-    lo, hi = FILLS[kind]
-    if not lo <= len(params) <= hi:
-        raise fail(fld, f"{kind} takes {lo}..{hi} parameters, got {len(params)}")
-    if kind == "uniform" and len(params) == 1:
-        raise fail(fld, "uniform takes (low, high)")
-    if kind == "normal" and len(params) == 1:
-        raise fail(fld, "normal takes (mean, std)")
-    if kind == "randint" and (DTYPES[dtype][1] == "f" or params[0] >= params[1]):
-        raise fail(fld, "randint(low, high) needs an integer buffer and low < high")
-    if kind == "peaked" and not 0 < params[1] <= 1:
-        raise fail(fld, "peaked(height, share) needs a share of the elements in (0, 1]")
-    if kind == "peaked" and len(params) == 3 and not params[2] >= 0:
-        raise fail(fld, "peaked(height, share, spread) needs a spread (the other elements' standard deviation) of 0 or more")
-    if kind in ("uniform", "normal", "peaked") and DTYPES[dtype][1] != "f":
-        raise fail(fld, f"{kind} fills floating-point buffers; use randint(low, high) for {dtype}")
-    return Fill(kind, params)
-
-
-def _number(node: ast.AST) -> float:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_number(node.operand)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    raise ValueError("not a number")
-
-
-def _load_launch(raw: object, fail: Fail, check_expr: CheckExpr) -> Launch:
-    if not isinstance(raw, dict):
-        raise fail("launch", "must be a mapping with grid, block and optionally shared_mem")
-    extra = set(raw) - {"grid", "block", "shared_mem"}
-    if extra:
-        raise fail(f"launch.{sorted(extra)[0]}", "unknown field (known: grid, block, shared_mem)")
-
-    def dims(key: str) -> tuple[str, str, str]:
-        value = raw.get(key)
-        if value is None:
-            raise fail(f"launch.{key}", "is required, e.g. [ceil(N / 256)] or [16, 16]")
-        if isinstance(value, (int, str)) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list) or not 1 <= len(value) <= 3:
-            raise fail(f"launch.{key}", "must be a list of 1 to 3 size expressions")
-        exprs = [check_expr(v, f"launch.{key}[{j}]") for j, v in enumerate(value)]
-        return tuple(exprs + ["1"] * (3 - len(exprs)))  # type: ignore[return-value]
-
-    grid, block = dims("grid"), dims("block")
-    smem = check_expr(raw.get("shared_mem", 0), "launch.shared_mem")
-    return Launch(grid, block, smem)
-
-
 SPEC_WIDE = "*"  # the output key of a spec-wide Python reference (it returns every output)
 
 
@@ -758,7 +437,7 @@ def _load_reference(raw: object, args: tuple[Arg, ...], known_sizes: set[str], f
         try:
             return pyref.check(text, folder, known).stored()
         except ValueError as exc:
-            raise fail(fld, _cut(str(exc), 300)) from None
+            raise fail(fld, cut(str(exc), 300)) from None
 
     if isinstance(raw, str) and pyref.looks_like(raw):
         return ((SPEC_WIDE, python(raw, "reference")),)
@@ -800,7 +479,7 @@ def _load_tolerance(raw: object, fail: Fail, check_expr: CheckExpr, args: tuple[
                    "e.g. {rtol: 1e-6, atol: 1e-7}")
     metric = raw.get("metric", "elementwise")
     if metric not in ("elementwise", "normwise"):
-        raise fail("tolerance.metric", f"{_show(metric)} must be elementwise (every element within "
+        raise fail("tolerance.metric", f"{show(metric)} must be elementwise (every element within "
                                        "atol + rtol * |ref|) or normwise (max|out - ref| <= rtol * max|ref|)")
     if metric == "normwise" and "atol" in raw:
         raise fail("tolerance.atol", "the normwise metric has no atol; leave it out or use metric: elementwise")
@@ -830,7 +509,7 @@ def _load_scale(raw: object, args: tuple[Arg, ...], known_sizes: set[str],
         if key not in outputs:
             raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: {', '.join(sorted(outputs)) or 'none'})")
         if not isinstance(expr, str):
-            raise fail(fld, f"{_show(expr)} must be an expression of the inputs, e.g. \"abs(A) @ abs(B)\"")
+            raise fail(fld, f"{show(expr)} must be an expression of the inputs, e.g. \"abs(A) @ abs(B)\"")
         out.append((str(key), _vocabulary_expr(expr, known, fld, fail)))
     return tuple(out)
 
@@ -857,7 +536,7 @@ def _tolerance_value(raw: object, fld: str, fail: Fail, check_expr: CheckExpr) -
         except ValueError:
             return check_expr(raw, fld)
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < (float("inf") if is_atol else 1):
-        raise fail(fld, f"{_show(raw)} must be {what}, or a size expression such as 1e-7 * sqrt(K)")
+        raise fail(fld, f"{show(raw)} must be {what}, or a size expression such as 1e-7 * sqrt(K)")
     return repr(float(raw))
 
 
@@ -877,30 +556,14 @@ def _load_checks(raw: object, sizes: set[str], args: tuple[Arg, ...], fail: Fail
                 for buf, rule in value.items():
                     if buf not in inputs:
                         raise fail(f"checks[{i}].fill.{buf}", f"not an input buffer (inputs: {', '.join(inputs) or 'none'})")
-                    fills.append((str(buf), _fill(rule, f"checks[{i}].fill.{buf}", inputs[buf].dtype, fail)))
+                    fills.append((str(buf), fill_of(rule, f"checks[{i}].fill.{buf}", inputs[buf].dtype, fail)))
                 continue
             if key not in sizes:
                 raise fail(f"checks[{i}].{key}", f"unknown size (known: {', '.join(sorted(sizes))}; or fill)")
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise fail(f"checks[{i}].{key}", f"{_show(value)} must be a positive whole number")
+                raise fail(f"checks[{i}].{key}", f"{show(value)} must be a positive whole number")
         out.append(Check(tuple((k, v) for k, v in item.items() if k != "fill"), tuple(fills)))
     return tuple(out)
-
-
-def _show(value: object, limit: int = 60) -> str:
-    """A value quoted in an error message, cut short: a spec's value can be huge (an integer of more digits
-    than Python will print is named by its size)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
-        return f"an integer of {value.bit_length():,} bits"
-    try:
-        shown = repr(value) if not isinstance(value, str) or len(value) < limit else repr(value[:limit]) + "..."
-    except ValueError:  # a nested integer too long to print
-        shown = f"a {type(value).__name__} too large to show"
-    return _cut(shown, limit + 5)
-
-
-def _cut(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _display(path: Path) -> str:
