@@ -86,11 +86,11 @@ _compiler_reason: list[str | None] = []
 def _nvcc_reason() -> str | None:
     """Why no CUDA compiler builds sm_90 here (the ``nvcc`` marker: nvcc, or NVRTC where nvcc is not)."""
     if not _compiler_reason:
-        from kprof.build import build
+        from kprof.build import toolchain
         from kprof.errors import KprofError
 
         try:
-            build.compiler_for("sm_90")
+            toolchain.compiler_for("sm_90")
             _compiler_reason.append(None)
         except KprofError as exc:
             _compiler_reason.append(str(exc))

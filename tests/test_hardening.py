@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from kprof import spec as spec_mod
-from kprof.build import build
+from kprof.build import build, toolchain
 from kprof.commands import cli
 from kprof.errors import ReferenceExprError, UsageError
 from kprof.results import history
@@ -129,7 +129,7 @@ def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("KPROF_CACHE_DIR", str(blocker))
-    monkeypatch.setattr(build, "nvcc_version", lambda nvcc: "nvcc 13.0")
+    monkeypatch.setattr(toolchain, "nvcc_version", lambda nvcc: "nvcc 13.0")
     monkeypatch.setattr(build.proc, "find_tool", lambda name: "nvcc")
     assert cli.main(["build", "vector_add", "--arch", "sm_90"]) == 2
     err = capsys.readouterr().err
@@ -246,9 +246,8 @@ def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
 
 @pytest.mark.nvcc
 def test_doctor_compiles_a_cccl_kernel():
-    from kprof.build import build
 
-    assert build.probe_compile() is None
+    assert toolchain.probe_compile() is None
 
 
 @pytest.mark.parametrize("argv, message", [

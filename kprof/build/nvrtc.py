@@ -43,7 +43,7 @@ PRELUDE = Path(__file__).parent.parent / "templates" / "nvrtc_prelude.h"  # nvcc
 
 
 def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
-    """nvcc's argv as :func:`kprof.build.build.build_argv` writes it (without the program) -> (NVRTC
+    """nvcc's argv as :func:`kprof.build.toolchain.build_argv` writes it (without the program) -> (NVRTC
     options, source, output). Pure. An option NVRTC has no equivalent for is a UsageError that names it."""
     options: list[str] = []
     output: Path | None = None

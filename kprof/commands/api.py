@@ -298,7 +298,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
     if launch_count < 1 or launch_skip < 0:
         raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
     require_gpu("ncu")
-    from kprof.build.build import detect_arch
+    from kprof.build.toolchain import detect_arch
 
     return prof.profile_program(cmd, arch or detect_arch(), kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
                                 launch_count=launch_count, set_name=set_name, metrics=tuple(metrics), timeout=timeout)

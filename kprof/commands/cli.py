@@ -111,7 +111,7 @@ def _count(minimum: int) -> Callable[[str], int]:
 
 
 def _arch(text: str) -> str:
-    from kprof.build.build import check_arch
+    from kprof.build.toolchain import check_arch
 
     try:
         return check_arch(text)

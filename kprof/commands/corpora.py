@@ -44,7 +44,7 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
 def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
     """The corpus's cases that need a newer GPU than ``arch`` (this GPU's by default), with why: the
     whole-corpus ``kprof cases`` leaves them out and says so; named, one is refused (exit 2)."""
-    from kprof.build.build import check_arch, detect_arch
+    from kprof.build.toolchain import check_arch, detect_arch
     from kprof.spec import catalog
 
     arch = check_arch(arch or detect_arch())

@@ -82,7 +82,7 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
     With ``all`` a kernel that fails or cannot run on ``arch`` leaves the others; a named one raises.
     ``progress(name, how, seconds, total)`` after each (``total``: the builds of this call)."""
     from kprof import parallel
-    from kprof.build import build
+    from kprof.build import build, toolchain
     from kprof.spec import catalog, sweep
 
     if all == bool(names):
@@ -96,7 +96,7 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
     if given.axes:  # each combination of the parameters, a build of its own (and a row)
         specs = [spec.with_defines(p) for spec in specs
                  for _, p in sweep.points(sweep.Sweep("size"), given, spec.size_names, dict(spec.defines), spec.name)]
-    target = arch or build.detect_arch()
+    target = arch or toolchain.detect_arch()
     lock = threading.Lock()
 
     def one(spec: Any) -> tuple[str, Any]:
@@ -152,7 +152,7 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
                  dynamic_smem: int | None = None, arch: str | None = None) -> OccupancyReport:
     """The occupancy of a kernel from its build (no GPU run): at the spec's own launch, or at each of
     ``blocks`` threads a block, with ``dynamic_smem`` bytes (default: the spec's)."""
-    from kprof.build import build, occupancy
+    from kprof.build import occupancy, toolchain
     from kprof.commands import pipeline
     from kprof.spec import catalog
 
@@ -160,7 +160,7 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
     if spec.python:
         raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to compute occupancy for "
                          "(kprof profile reports the occupancy of the kernels it launches)")
-    target = arch or build.detect_arch()
+    target = arch or toolchain.detect_arch()
     lim = occupancy.limits_for(target)  # an architecture kprof has no model of is said before any build
     prepared = pipeline.prepare(spec, sizes, arch=target)
     usage = prepared.built.usage_of(spec.entry)

@@ -43,7 +43,7 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     diagnosis of each kernel the user wrote, with the tries (``tries``: ``["PER=1,2"]``; ``auto_try``: the changes
     kprof can try without an edit). Every input is checked, then the GPU, then ncu, before anything is built.
     ``progress`` hears a line as each spec starts (and the one line a GPU ncu cannot profile gets)."""
-    from kprof.build import build
+    from kprof.build import toolchain
     from kprof.commands import api, pipeline
     from kprof.diagnosis import tries as tries_mod
     from kprof.spec import catalog
@@ -58,7 +58,7 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     if baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, baseline))]
     api.require_gpu(None)
-    no_ncu = ncu.unsupported(arch or build.detect_arch())
+    no_ncu = ncu.unsupported(arch or toolchain.detect_arch())
     if no_ncu is None:
         api.require_gpu("ncu")
     elif progress:

@@ -92,7 +92,7 @@ def _builds(name: str, files: dict[str, str]) -> None:
     compiler is here, the name passes on the checks of :func:`_unusable` alone."""
     import tempfile
 
-    from kprof.build import build
+    from kprof.build import build, toolchain
     from kprof.errors import BuildError, KprofError, ToolNotFoundError
 
     with tempfile.TemporaryDirectory(prefix="kprof-new-") as tmp:
@@ -103,7 +103,7 @@ def _builds(name: str, files: dict[str, str]) -> None:
         except ToolNotFoundError:
             return  # nothing here builds a kernel: the name is judged by _unusable alone
         except BuildError as exc:
-            if (broken := build.probe_compile("sm_90")) is not None:  # no kernel builds here: not the name's fault
+            if (broken := toolchain.probe_compile("sm_90")) is not None:  # no kernel builds here: not the name's fault
                 raise UsageError(f"kprof new {name}: {broken.rstrip('.')}; `kprof doctor --for build` says what to fix") from None
             first = next((ln.strip() for ln in (exc.log or "").splitlines() if "error" in ln), str(exc))
             raise UsageError(f"kprof new {name}: a kernel of that name does not build ({_first_error(first, tmp)}); "

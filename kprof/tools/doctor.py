@@ -83,7 +83,7 @@ def run_checks() -> list[Check]:
     checks.append(_tool("nvcc", "--version"))  # the compiler's own line below says whether a build needs it
     sanitizer = _tool("compute-sanitizer", "--version", ("sanitize",))
     checks.append(sanitizer)
-    from kprof.build.build import detect_arch
+    from kprof.build.toolchain import detect_arch
     from kprof.tools import ncu
 
     checks.append(_tool("ncu", "--version", ("profile",) if ncu.unsupported(detect_arch()) is None else ()))
@@ -192,11 +192,11 @@ def _sanitizer_advice(text: str) -> str:
 def _compile() -> Check:
     """nvcc builds a kernel that includes CCCL (<nv/target>, <cuda/std/...>) and cuda_bf16.h, as the
     shipped kernels do: a toolchain without its CCCL headers is named here, not at the first build."""
-    from kprof.build import build
+    from kprof.build import toolchain
 
-    arch = build.detect_arch()
+    arch = toolchain.detect_arch()
     try:
-        missing = build.probe_compile(arch)
+        missing = toolchain.probe_compile(arch)
     except ToolNotFoundError as exc:
         return Check("CUDA headers", False, "no compiler", str(exc).split(": ", 1)[1])
     if missing is None:
@@ -210,14 +210,14 @@ def _compile() -> Check:
 
 def _compiler() -> Check:
     """Which compiler builds for this GPU (or sm_90 with none), and why: nvcc, else NVRTC."""
-    from kprof.build import build
 
-    arch = build.detect_arch()
+    from kprof.build import toolchain
+    arch = toolchain.detect_arch()
     try:
-        found = build.compiler_for(arch)
+        found = toolchain.compiler_for(arch)
     except (ToolNotFoundError, KprofError) as exc:
-        return Check(f"compiler for {arch}", False, str(exc).split(": ", 1)[-1].removesuffix(f"; {build.COMPILER_HINT}"),
-                     build.COMPILER_HINT, COMMANDS)
+        return Check(f"compiler for {arch}", False, str(exc).split(": ", 1)[-1].removesuffix(f"; {toolchain.COMPILER_HINT}"),
+                     toolchain.COMPILER_HINT, COMMANDS)
     where = " ".join(found.program[-1:]) if found.kind == "nvcc" else "cuda.bindings.nvrtc, in a child"
     return Check(f"compiler for {arch}", True, f"{found.version} ({where}); KPROF_COMPILER=nvcc|nvrtc chooses",
                  needed_by=COMMANDS)
@@ -269,14 +269,14 @@ def _platform(gpu: bool, sanitizer: bool) -> list[Check]:
     """The CUDA line of the driver and what works on the GPU here; with no GPU, no feature is claimed."""
     from importlib import metadata
 
-    from kprof.build import build
+    from kprof.build import toolchain
 
     try:
         bindings: str | None = metadata.version("cuda-bindings")
     except metadata.PackageNotFoundError:
         bindings = None
-    driver = build.driver_cuda_version()
-    arch = build.detect_arch()
+    driver = toolchain.driver_cuda_version()
+    arch = toolchain.detect_arch()
     lines = platform_lines(arch, driver, bindings, sanitizer=sanitizer)
     if gpu:
         return lines

@@ -13,13 +13,13 @@ import pytest
 from fakedevice import FakeDevice, job_for, run_job
 
 from kprof import spec as spec_mod
-from kprof.build import build, nvrtc, occupancy
+from kprof.build import build, nvrtc, occupancy, toolchain
 from kprof.commands import cli
 from kprof.errors import EXIT_OK, EXIT_USAGE, SpecError, ToolNotFoundError, UnsupportedArchError, UsageError
 from kprof.launch.job import RunMode
 from kprof.measure import profiling
 from kprof.spec import catalog
-from kprof.spec import loader as spec_load
+from kprof.spec import fields as spec_fields
 from kprof.tools import doctor, ncu
 
 KB = 1024
@@ -102,7 +102,7 @@ def test_kprof_occupancy_knows_each_architecture_offline(arch, capsys, monkeypat
 def _compiler(kind, major, archs):
     program = ("/usr/bin/nvcc",) if kind == "nvcc" else ("python", "-m", "kprof.build.nvrtc")
     name = f"nvcc {major}.0" if kind == "nvcc" else f"NVRTC {major}.9"
-    return build.Compiler(kind, program, name, major, tuple(archs), name)
+    return toolchain.Compiler(kind, program, name, major, tuple(archs), name)
 
 
 NVCC13 = _compiler("nvcc", 13, [75, 80, 86, 87, 89, 90, 100, 103, 120, 121])
@@ -121,35 +121,35 @@ def compilers(monkeypatch):
             return found[kind]
         return get
 
-    monkeypatch.setattr(build, "_nvcc_compiler", stand_in("nvcc"))
-    monkeypatch.setattr(build, "_nvrtc_compiler", stand_in("nvrtc"))
-    monkeypatch.setattr(build, "driver_cuda_major", lambda: None)
+    monkeypatch.setattr(toolchain, "_nvcc_compiler", stand_in("nvcc"))
+    monkeypatch.setattr(toolchain, "_nvrtc_compiler", stand_in("nvrtc"))
+    monkeypatch.setattr(toolchain, "driver_cuda_major", lambda: None)
     monkeypatch.delenv("KPROF_COMPILER", raising=False)
     return found
 
 
 def test_nvcc_builds_what_it_can_and_nvrtc_the_rest(compilers):
-    assert build.compiler_for("sm_90") is NVCC13
-    assert build.compiler_for("sm_61") is NVRTC12  # CUDA 13 dropped Pascal
+    assert toolchain.compiler_for("sm_90") is NVCC13
+    assert toolchain.compiler_for("sm_61") is NVRTC12  # CUDA 13 dropped Pascal
 
 
 def test_a_cuda_12_driver_gets_cubins_it_loads(compilers, monkeypatch):
-    monkeypatch.setattr(build, "driver_cuda_major", lambda: 12)
-    assert build.compiler_for("sm_86") is NVRTC12
+    monkeypatch.setattr(toolchain, "driver_cuda_major", lambda: 12)
+    assert toolchain.compiler_for("sm_86") is NVRTC12
 
 
 def test_kprof_compiler_chooses(compilers, monkeypatch):
     monkeypatch.setenv("KPROF_COMPILER", "nvrtc")
-    assert build.compiler_for("sm_90") is NVRTC12
+    assert toolchain.compiler_for("sm_90") is NVRTC12
     monkeypatch.setenv("KPROF_COMPILER", "clang")
     with pytest.raises(UsageError, match="KPROF_COMPILER=clang: write nvcc, nvrtc or auto"):
-        build.compiler_for("sm_90")
+        toolchain.compiler_for("sm_90")
 
 
 def test_no_compiler_for_pascal_is_one_line_that_says_what_to_install(compilers):
     compilers["nvrtc"] = None
     with pytest.raises(ToolNotFoundError) as info:
-        build.compiler_for("sm_61")
+        toolchain.compiler_for("sm_61")
     text = str(info.value)
     assert "nvcc 13.0 does not build sm_61" in text and "CUDA 13 dropped Maxwell, Pascal and Volta" in text
     assert "kprof[cuda12]" in text and "\n" not in text
@@ -202,7 +202,7 @@ def test_every_flag_a_spec_may_give_translates():
              "-Xptxas=-O3", "-Xptxas=-dlcm=ca", "--ptxas-options=--warn-on-spills", "-w", "-I/x"]
     folder = Path("/tmp")
     for flag in flags:  # each is one the spec loader accepts
-        spec_load._load_nvcc_flags([flag.replace("/x", ".") if flag.startswith("-I") else flag], folder,
+        spec_fields.load_nvcc_flags([flag.replace("/x", ".") if flag.startswith("-I") else flag], folder,
                                   lambda f, p: SpecError("k.yaml", f, p))
     nvrtc.translate([*flags, "-o", "o", "s.cu"])
 
@@ -381,11 +381,11 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
     from kprof.launch import launch
 
     monkeypatch.setattr("kprof.child.device.probe", lambda: None)
-    monkeypatch.setattr(build, "detect_arch", lambda: "sm_61")
+    monkeypatch.setattr(toolchain, "detect_arch", lambda: "sm_61")
     usage = {"tiled_matmul": build.ResourceUsage(registers=40, shared_static=8192, spill_stores=8, spill_loads=4,
                                                  stack_frame=16)}
     monkeypatch.setattr(build, "build", lambda spec, arch, **kw: build.BuildResult(
-        spec.name, Path("/x.cubin"), arch or build.detect_arch(), usage, True, "", (), "NVRTC 12.9"))
+        spec.name, Path("/x.cubin"), arch or toolchain.detect_arch(), usage, True, "", (), "NVRTC 12.9"))
     monkeypatch.setattr(ncu, "profile_rows", lambda *a, **k: pytest.fail("ncu ran on a Pascal GPU"))
     monkeypatch.setattr("kprof.proc.find_tool", lambda name: pytest.fail(f"{name} was looked for"))
     from kprof.launch.childresult import ChildResult, DeviceInfo

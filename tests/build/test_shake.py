@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from kprof.build import build, cusource, shake
+from kprof.build import build, cusource, shake, toolchain
 from kprof.corpus import mutants
 from kprof.spec import catalog
 
@@ -57,7 +57,7 @@ def _no_compiler() -> str | None:
     from kprof.errors import KprofError
 
     try:
-        build.compiler_for("sm_90")
+        toolchain.compiler_for("sm_90")
     except KprofError as exc:
         return str(exc)
     return None

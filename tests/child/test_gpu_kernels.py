@@ -5,7 +5,7 @@ import pytest
 
 from kprof import errors
 from kprof import spec as spec_mod
-from kprof.build import build
+from kprof.build import toolchain
 from kprof.commands import cli, pipeline
 from kprof.errors import TargetError, UsageError
 from kprof.launch import launch
@@ -113,7 +113,7 @@ def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
     from kprof.tools.checker import Settings
 
     spec = spec_mod.load(data_dir / "kernels" / "tma_tile.yaml")
-    if why := spec.unsupported_on(build.detect_arch()):
+    if why := spec.unsupported_on(toolchain.detect_arch()):
         pytest.skip(why)
     jobs = [pipeline.prepare(spec, sizes).job(RunMode()) for sizes in [{}] + [dict(c.sizes) for c in spec.checks]]
     results = launch.run_kernels(jobs)
@@ -127,7 +127,7 @@ def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
     """tests/data/kernels/wgmma_tile: C = A @ transpose(Bt) through two swizzled tensor maps and
     wgmma.mma_async by descriptor (sm_90a), at its sizes and the awkward ones its spec checks."""
     spec = spec_mod.load(data_dir / "kernels" / "wgmma_tile.yaml")
-    if why := spec.unsupported_on(build.detect_arch()):
+    if why := spec.unsupported_on(toolchain.detect_arch()):
         pytest.skip(why)
     every = [({}, "default"), ({}, "sanitize")] + [(dict(c.sizes), "default") for c in spec.checks]
     results = launch.run_kernels([pipeline.prepare(spec, sizes, preset=p).job(RunMode()) for sizes, p in every])
@@ -151,7 +151,7 @@ TENSOR_VARIANTS += [("mma_matmul", params) for params in (
 def test_tensor_core_variants_verify_at_every_checked_size(name, params):
     """Each variant at its sanitize size and every size its spec checks, in one child."""
     spec = catalog.load(name)
-    if why := spec.unsupported_on(build.detect_arch()):
+    if why := spec.unsupported_on(toolchain.detect_arch()):
         pytest.skip(why)
     every = [(spec.preset("sanitize"), ())] + [(dict(c.sizes), c.fills) for c in spec.checks]
     results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
@@ -192,11 +192,11 @@ def test_sizes_beyond_device_memory_are_refused_before_allocating():
 
 
 def test_build_targets_the_gpu_present():
-    assert build.detect_arch().startswith("sm_")
+    assert toolchain.detect_arch().startswith("sm_")
     from kprof.child import device
 
     dev = device.Device()
     try:
-        assert build.detect_arch() == dev.info().arch
+        assert toolchain.detect_arch() == dev.info().arch
     finally:
         dev.close()

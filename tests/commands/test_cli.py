@@ -335,7 +335,7 @@ def test_kprof_new_builds_the_kernel_before_it_writes_it(tmp_path, capsys, name,
 
 def test_kprof_new_blames_the_compiler_not_the_name_when_no_kernel_builds(tmp_path, capsys, monkeypatch):
     """An empty PATH leaves nvcc without its host compiler: every kernel fails, and the name was not the trouble."""
-    from kprof.build import build
+    from kprof.build import toolchain
 
     fake = tmp_path / "bin" / "nvcc"
     fake.parent.mkdir()
@@ -346,12 +346,12 @@ def test_kprof_new_blames_the_compiler_not_the_name_when_no_kernel_builds(tmp_pa
     monkeypatch.setenv("KPROF_NVCC", str(fake))
     monkeypatch.setenv("KPROF_COMPILER", "nvcc")
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
-    build._probe.cache_clear()
+    toolchain._probe.cache_clear()
     assert cli.main(["new", "mine", "--dir", str(tmp_path / "k")]) == errors.EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "found no host C++ compiler (g++) on PATH" in err[0] and "that name" not in err[0], err
     assert "kprof doctor --for build" in err[0] and not list((tmp_path / "k").glob("*"))
-    build._probe.cache_clear()
+    toolchain._probe.cache_clear()
 
 
 def test_new_like_a_cases_fixed_twin_is_refused(tmp_path, capsys):

@@ -25,11 +25,11 @@ from kprof.spec import catalog
 @pytest.fixture
 def ptx_compiler():
     """The PTX scan reads nvcc's PTX; where kprof builds with NVRTC (pip's CUDA 12 line), it has none."""
-    from kprof.build import build
+    from kprof.build import toolchain
     from kprof.errors import KprofError
 
     try:
-        kind = build.compiler_for("sm_90").kind
+        kind = toolchain.compiler_for("sm_90").kind
     except KprofError as exc:
         pytest.skip(str(exc))
     if kind != "nvcc":

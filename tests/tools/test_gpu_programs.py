@@ -97,13 +97,13 @@ def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
     """A plain C++ program built with -g -lineinfo: the kernel's line, and the host line that launched it."""
     import shutil
 
-    from kprof.build import build
+    from kprof.build import toolchain
 
-    compiler = build.compiler_for("sm_90")
+    compiler = toolchain.compiler_for("sm_90")
     if compiler.kind != "nvcc" or not shutil.which("addr2line"):
         pytest.skip("needs nvcc (a host program) and binutils' addr2line")
     source = EXAMPLES / "vecadd.cu"
-    arch = build.detect_arch()
+    arch = toolchain.detect_arch()
     for name, flags in (("vecadd", []), ("vecadd_fixed", ["-DFIXED"])):
         subprocess.run([*compiler.program, f"-arch={arch}", "-g", "-lineinfo", *flags, "-o", str(tmp_path / name),
                         str(source)], check=True, capture_output=True)
@@ -203,14 +203,14 @@ def test_a_write_to_freed_device_heap_memory_says_device_heap():
 
 
 def test_a_write_the_programs_nvtx_permissions_forbid_is_not_writable(tmp_path):
-    from kprof.build import build
+    from kprof.build import toolchain
 
-    compiler = build.compiler_for("sm_90")
+    compiler = toolchain.compiler_for("sm_90")
     if compiler.kind != "nvcc":
         pytest.skip("needs nvcc (a host program)")
     source = EXAMPLES / "nvtx_readonly.cu"
     for name, flags in (("nvtx_readonly", []), ("nvtx_fixed", ["-DFIXED"])):
-        subprocess.run([*compiler.program, f"-arch={build.detect_arch()}", "-g", "-lineinfo", *flags, "-o",
+        subprocess.run([*compiler.program, f"-arch={toolchain.detect_arch()}", "-g", "-lineinfo", *flags, "-o",
                         str(tmp_path / name), str(source)], check=True, capture_output=True)
     report = kprof.sanitize([str(tmp_path / "nvtx_readonly")], tools=["memcheck"])
     found = [f for f in report.findings if f.file and f.file.endswith("nvtx_readonly.cu")]

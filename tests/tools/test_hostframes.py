@@ -75,9 +75,9 @@ needs_binutils = pytest.mark.skipif(not (shutil.which("addr2line") and shutil.wh
 
 
 def _build(tmp_path, *flags):
-    from kprof.build import build
+    from kprof.build import toolchain
 
-    compiler = build.compiler_for("sm_90")
+    compiler = toolchain.compiler_for("sm_90")
     if compiler.kind != "nvcc":
         pytest.skip(f"needs nvcc to build a host program ({compiler.kind} builds kernels only)")
     source = tmp_path / "vecadd.cu"
