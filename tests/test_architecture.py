@@ -134,7 +134,7 @@ def test_every_command_function_is_short():
 MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join
-STILL_LONG = {"commands/cli.py": 630, "diagnosis/rules.py": 601,
+STILL_LONG = {"commands/cli.py": 630,
               "tools/suite.py": 629}
 
 
@@ -386,6 +386,7 @@ COVERED_ELSEWHERE = {
     "diagnosis.model": "diagnosis/test_stage.py", "diagnosis.ncurules": "diagnosis/test_stage.py",
     "diagnosis.program": "diagnosis/test_stage.py", "diagnosis.ptxscan": "diagnosis/test_stage.py",
     "diagnosis.rules": "diagnosis/test_stage.py", "diagnosis.stage": "diagnosis/test_stage.py",
+    "diagnosis.rulekit": "diagnosis/test_stage.py", "diagnosis.rules_memory": "diagnosis/test_stage.py",
     "diagnosis.tries": "diagnosis/test_stage.py",
     "corpus.mutation": "corpus/test_mutants.py", "corpus.perfcases": "diagnosis/test_stage.py",
     "results.benchrun": "measure/test_bench.py", "results.plot": "measure/test_bench.py",
