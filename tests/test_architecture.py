@@ -45,7 +45,7 @@ def _trees(path: Path) -> list[ast.Module]:
 
 MAX_LINES = 80
 COMMAND_LAYER = {"commands.cli", "commands.commands", "commands.pipeline", "commands.api", "commands.corpora", "commands.offline", "commands.scaffold",
-                 "commands.profiles"}  # api: the same front door, from Python
+                 "commands.profiles", "commands.streams"}  # api: the same front door, from Python
 
 
 def _nodes(tree: ast.AST):
@@ -134,8 +134,7 @@ def test_every_command_function_is_short():
 MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join
-STILL_LONG = {"commands/cli.py": 630,
-              "tools/suite.py": 629}
+STILL_LONG = {"tools/suite.py": 629}
 
 
 def test_no_module_grows_past_600_lines():
@@ -391,7 +390,7 @@ COVERED_ELSEWHERE = {
     "corpus.mutation": "corpus/test_mutants.py", "corpus.perfcases": "diagnosis/test_stage.py",
     "results.benchrun": "measure/test_bench.py", "results.plot": "measure/test_bench.py",
     "results.render": "measure/test_bench.py", "results.reports": "measure/test_bench.py",
-    "commands.api": "corpus/test_cases.py", "commands.commands": "commands/test_cli.py",
+    "commands.api": "corpus/test_cases.py", "commands.commands": "commands/test_cli.py", "commands.streams": "commands/test_cli.py",
     "commands.corpora": "corpus/test_cases.py", "commands.options": "test_architecture.py",
     "commands.pipeline": "measure/test_bench.py", "commands.scaffold": "test_hostile.py",
 }  # fmt: skip

@@ -11,16 +11,15 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from kprof.commands import streams
 from kprof.errors import (
     EXIT_CODES,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_OUTPUT,
     EXIT_TERMINATED,
     EXIT_USAGE,
     ArgError,
@@ -392,170 +391,45 @@ def _doctor_commands(text: str) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if (closed := _closed_streams()) is not None:
+    if (closed := streams.closed_streams()) is not None:
         return closed
-    _tolerant_streams()
-    with _clean_terminal():
+    streams.tolerant_streams()
+    with streams.clean_terminal():
         try:
-            with _terminate_as_interrupt():
+            with streams.terminate_as_interrupt():
                 code = _main(argv)
-            if code == EXIT_INTERRUPTED and _TERMINATED:
+            if code == EXIT_INTERRUPTED and streams.TERMINATED:
                 code = EXIT_TERMINATED
         except SystemExit as exc:  # --help and --version print, then exit through argparse
             code = exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
-        code = _flushed(code)
+        code = streams.flushed(code)
     try:
         sys.stderr.flush()
     except (OSError, ValueError):  # 2>/dev/full: the exit code is the message
-        _quiet(2)
+        streams.quiet(2)
     return code
-
-
-class _CleanStream:
-    """A text stream that escapes control characters on their way to it (:func:`kprof.inputs.terminal_safe`)."""
-
-    def __init__(self, stream: Any) -> None:
-        from kprof.inputs import terminal_safe
-
-        self._stream = stream
-        self._safe = terminal_safe
-
-    def write(self, text: str) -> int:
-        self._stream.write(self._safe(text) if isinstance(text, str) else text)
-        return len(text)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._stream, name)
-
-
-@contextmanager
-def _clean_terminal() -> Any:
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _CleanStream(sys.stdout), _CleanStream(sys.stderr)
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
-
-
-def _closed_streams() -> int | None:
-    """A closed standard stream (``>&-``, ``2>&-``; Python leaves it None): stderr closed is written to nowhere, so
-    the exit code alone tells the error; stdout closed is one line and exit 7 before anything runs, as there is
-    nowhere to print what kprof would measure."""
-    if sys.stderr is None:
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - kept for the process's life, as stderr is
-    if sys.stdout is None:
-        _say("kprof: error: standard output is closed (>&-): nothing kprof prints could be read; give it a file or "
-             "a pipe (> out.txt)")
-        return EXIT_OUTPUT
-    return None
-
-
-def _say(line: str) -> None:
-    """One line on stderr; a stderr that cannot take it (a full disk, 2>/dev/full) changes no exit code."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        _quiet(2)
-
-
-def _quiet(fd: int) -> None:
-    """Point ``fd`` at /dev/null so the interpreter's own flush at exit has nothing to fail on."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-
-
-def _tolerant_streams() -> None:
-    """A terminal or a pipe whose encoding cannot show a character (an ASCII-only locale) gets an
-    escape for it, never a UnicodeEncodeError."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            try:
-                reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):  # a stream that cannot be reconfigured keeps its own rule
-                pass
-
-
-def _flushed(code: int) -> int:
-    """Standard output flushed before the exit code is final: output to a full disk (``>/dev/full``)
-    is one line and exit 7, not an exception at interpreter exit."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _quiet_stdout()
-    except OSError as exc:
-        failed = _output_failed(exc)
-        return failed if code == EXIT_OK else code
-    return code
-
-
-def _output_failed(exc: OSError) -> int:
-    """Standard output could not be written (a full disk): one line on stderr, exit 7."""
-    _quiet_stdout()
-    _say(f"kprof: error: cannot write the output: {exc.strerror or exc}")
-    return EXIT_OUTPUT
-
-
-def _quiet_stdout() -> None:
-    """Point standard output at /dev/null so the interpreter's own flush at exit has nothing to fail on."""
-    try:
-        _quiet(sys.stdout.fileno())
-    except (OSError, ValueError):  # a stream with no descriptor
-        pass
-
-
-_TERMINATED: list[int] = []  # the SIGTERM that stopped this run, if one did
-
-
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a job's time limit, ``timeout``, ``kill``) stops kprof as Ctrl-C does: the running
-    child's process group is killed, and what was measured is printed and kept. Only from the main
-    thread, and the previous handler is put back."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        _TERMINATED.append(signum)  # said at the end as 143, the shell's code for SIGTERM, not Ctrl-C's 130
-        raise KeyboardInterrupt
-
-    _TERMINATED.clear()
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
         return main_inner(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
-        _say("kprof: terminated (SIGTERM)" if _TERMINATED else "kprof: interrupted")
+        streams.say("kprof: terminated (SIGTERM)" if streams.TERMINATED else "kprof: interrupted")
         return EXIT_INTERRUPTED
     except KprofError as exc:
         if log := exc.log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
-            _say(log.rstrip())
+            streams.say(log.rstrip())
         from kprof.inputs import one_line
 
-        _say(f"kprof: error: {one_line(str(exc))}")
+        streams.say(f"kprof: error: {one_line(str(exc))}")
         return exc.exit_code
     except BrokenPipeError:
-        _quiet_stdout()
+        streams.quiet_stdout()
         return EXIT_OK
     except OSError as exc:
         from kprof.inputs import OUTPUT_ERRNOS
 
-        return _output_failed(exc) if exc.errno in OUTPUT_ERRNOS else _internal(exc)
+        return streams.output_failed(exc) if exc.errno in OUTPUT_ERRNOS else _internal(exc)
     except Exception as exc:  # noqa: BLE001 - a bug in kprof: one line, traceback on request
         return _internal(exc)
 
@@ -563,7 +437,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def _internal(exc: BaseException) -> int:
     if os.environ.get("KPROF_DEBUG"):
         raise exc
-    _say(f"kprof: internal error: {type(exc).__name__}: {exc} (set KPROF_DEBUG=1 for the traceback)")
+    streams.say(f"kprof: internal error: {type(exc).__name__}: {exc} (set KPROF_DEBUG=1 for the traceback)")
     return EXIT_INTERNAL
 
 
