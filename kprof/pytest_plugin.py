@@ -30,7 +30,7 @@ import pytest
 
 if TYPE_CHECKING:
     from kprof.tools.suite import Progress as TestProgress
-    from kprof.tools.suite import Test
+    from kprof.tools.suiteverdict import Test
 
 MARK = "kprof_sanitize"
 DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.checkers.for_tests), resolved when asked for
@@ -165,7 +165,7 @@ def gpu_count() -> int:
 
 def as_test(item: pytest.Item) -> Test:
     """The suite's view of a collected test: node id, file, function (without its parameters)."""
-    from kprof.tools.suite import Test
+    from kprof.tools.suiteverdict import Test
 
     func = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
     return Test(item.nodeid, str(getattr(item, "path", item.fspath)), func)

@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
     from kprof.measure.ceilings import Ceilings
     from kprof.measure.profiling import KernelProfile
     from kprof.op import Op
-    from kprof.tools.suite import Early, Test, TestVerdict
+    from kprof.tools.suite import Early
+    from kprof.tools.suiteverdict import Test, TestVerdict
 
 # The corpora's API (kprof cases, cases --bench, cases --perf, mutants) is kprof.commands.corpora; kprof.run_cases
 # and the rest name it from the package (kprof/__init__.py).
@@ -198,8 +199,8 @@ def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, progress: Any = None, early: Early | None = None,
                    all_kernels: bool = False) -> dict[str, TestVerdict]:
-    """Pytest tests (:class:`kprof.tools.suite.Test`) under compute-sanitizer's tools, one child per tool for
-    them all: a :class:`kprof.tools.suite.TestVerdict` per node id, findings on the test that launched the
+    """Pytest tests (:class:`kprof.tools.suiteverdict.Test`) under compute-sanitizer's tools, one child per tool for
+    them all: a :class:`kprof.tools.suiteverdict.TestVerdict` per node id, findings on the test that launched the
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
     machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
     ``early``: children :func:`prestart_tests` started, each given its tool's first batch. racecheck and

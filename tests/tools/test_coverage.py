@@ -295,7 +295,7 @@ def test_the_tallys_lines_as_recorded_on_the_h200(data_dir, name, text):
 def test_each_tests_count_is_in_its_finish_event_and_a_test_that_launched_nothing_is_not_checked():
     """The batch plugin: the count run's pytest child says what each test launched (its finish event);
     combine gives it to every tool's result, and a test that launched no kernel is NOT CHECKED."""
-    from kprof.tools import suite
+    from kprof.tools import suiteverdict
 
     events = "\n".join(json.dumps(e) for e in (
         {"event": "start", "i": 0, "nodeid": "t::gpu"},
@@ -305,13 +305,13 @@ def test_each_tests_count_is_in_its_finish_event_and_a_test_that_launched_nothin
         {"event": "finish", "i": 1, "nodeid": "t::host", "outcome": "passed", "seconds": 0.1,
          "checked": {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0}},
         {"event": "finish", "i": 2, "nodeid": "t::old", "outcome": "passed", "seconds": 0.1}))  # no tally there
-    run = suite.read_events(events)
+    run = suiteverdict.read_events(events)
     assert run.finished["t::gpu"].checked == coverage.Coverage(4, kernels=2, with_lines=2, alongside=True)
     assert run.finished["t::old"].checked is None
     counts = {n: f.checked for n, f in run.finished.items() if f.checked is not None}
-    clean = {n: suite.TestVerdict(n, [ToolResult("memcheck", "clean", [], 1.0)]) for n in ("t::gpu", "t::host", "t::old")}
-    found = {"t::gpu": suite.TestVerdict("t::gpu", [ToolResult("racecheck", "findings", [findings.Finding("racecheck", "race-raw", "k", "k.cu", 3, None, None, 1, "")], 1.0)])}
-    verdicts = suite.combine(["t::gpu", "t::host", "t::old"], ["memcheck", "racecheck"],
+    clean = {n: suiteverdict.TestVerdict(n, [ToolResult("memcheck", "clean", [], 1.0)]) for n in ("t::gpu", "t::host", "t::old")}
+    found = {"t::gpu": suiteverdict.TestVerdict("t::gpu", [ToolResult("racecheck", "findings", [findings.Finding("racecheck", "race-raw", "k", "k.cu", 3, None, None, 1, "")], 1.0)])}
+    verdicts = suiteverdict.combine(["t::gpu", "t::host", "t::old"], ["memcheck", "racecheck"],
                              [clean, {**found, "t::host": clean["t::host"], "t::old": clean["t::old"]}], counts)
     gpu, host, old = (verdicts[n] for n in ("t::gpu", "t::host", "t::old"))
     assert [r.status for r in gpu.results] == ["clean", "findings"] and gpu.results[0].checked.launches == 4
@@ -336,10 +336,10 @@ def test_the_tally_says_what_was_launched_since_a_mark(tmp_path):
 def test_the_count_run_of_a_suite_reads_each_tests_finish_event(tmp_path):
     """kprof.tools.suite.count_tests: the tests once more in kprof's pytest child, no tool; where no tally can
     count (cupti-python missing, no GPU), no test has a count and every tool's verdict stays as it is."""
-    from kprof.tools import suite
+    from kprof.tools import suite, suiteverdict
 
     (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
-    tests = [suite.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in "ab"]
+    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in "ab"]
     counts = suite.count_tests(tests, timeout=60, env=proc.child_env(), cwd=tmp_path)
     assert set(counts) <= {"test_x.py::test_a", "test_x.py::test_b"}
     assert all(c.launches == 0 and c.alongside for c in counts.values())  # where cupti counts: nothing launched

@@ -83,15 +83,15 @@ def test_what_a_tool_skipped_is_counted_and_named_in_its_line():
     race = kernelpolicy.applied(checked, not Settings().all_kernels)
     assert race.text().endswith("; library kernels not checked: 1 (cuBLAS 1: ampere_sgemm_128x64_nn)")
     assert kernelpolicy.applied(checked, False) == checked
-    from kprof.tools import suite
+    from kprof.tools import suiteverdict
     from kprof.tools.toolrun import ToolResult
 
     per_test = suiteevents.checked_of({"launches": 3, "kernels": 2, "with_lines": 1, "names": ["scale", "ampere_sgemm_128x64_nn"]})
-    verdicts = [{"t": suite.TestVerdict("t", [ToolResult(tool, "clean", [], 1.0, "")], None)}
+    verdicts = [{"t": suiteverdict.TestVerdict("t", [ToolResult(tool, "clean", [], 1.0, "")], None)}
                 for tool in ("memcheck", "racecheck")]
-    mem, race = suite.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test})["t"].results
+    mem, race = suiteverdict.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test})["t"].results
     assert mem.checked.skipped == "" and race.checked.skipped == "library kernels not checked: 1 (cuBLAS 1: ampere_sgemm_128x64_nn)"
-    all_kernels = suite.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test}, all_kernels=True)
+    all_kernels = suiteverdict.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test}, all_kernels=True)
     assert all_kernels["t"].results[1].checked.skipped == ""
 
 
