@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from kprof import spec as spec_mod  # noqa: E402
-from kprof.build import build  # noqa: E402
+from kprof.build import build, toolchain  # noqa: E402
 from kprof.commands import cli  # noqa: E402
 from kprof.errors import KprofError  # noqa: E402
 from kprof.tools import sanitizer_xml  # noqa: E402
@@ -159,7 +159,7 @@ def test_no_generated_path_or_flag_reaches_nvcc_with_a_shell_character(tmp_path_
 
     seen: list[list[str]] = []
     monkeypatch.setattr(build.proc, "find_tool", lambda tool: Path("/usr/bin/nvcc"))
-    monkeypatch.setattr(build, "nvcc_version", lambda nvcc: "nvcc 13.0")
+    monkeypatch.setattr(toolchain, "nvcc_version", lambda nvcc: "nvcc 13.0")
     monkeypatch.setattr(build.proc, "run", lambda argv, **k: seen.append(argv) or proc.Completed(
         tuple(argv), 1, "", "stand-in nvcc", 0.0))
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
