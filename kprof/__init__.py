@@ -33,11 +33,12 @@ The API (each function loaded on first use; ``help(kprof.run)`` for one in full)
         progress=None, peak_progress=None) -> BenchReport
     kprof.run_bench_cases(*, arch=None, timeout=300.0, max_time=2.0) -> BenchCasesReport
     kprof.run_cases(names=None, *, jobs=None, arch=None, timeout=300.0, progress=None,
-        beyond=None) -> list[Any]
+        beyond=None) -> list[CaseResult]
     kprof.run_mutants(name, *, dry_run=False, arch=None, timeout=None, limit=None, jobs=None,
-        progress=None) -> Any
+        progress=None) -> MutantsReport
     kprof.run_peak(*, refresh=False, thorough=False, arch=None, progress=None) -> Ceilings
-    kprof.run_perf_cases(corpus=None, *, arch=None, timeout=300.0, progress=None) -> list[Any]
+    kprof.run_perf_cases(corpus=None, *, arch=None, timeout=300.0, progress=None) ->
+        list[PerfResult]
     kprof.sanitize(target, tools='all', *, sizes=None, arch=None, timeout=300.0, padding=256,
         keep_pools=False, progress=None, cwd=None, jobs=1, all_kernels=False) -> SanitizeReport
     kprof.sanitize_tests(tests, tools='all', *, timeout=600.0, padding=256, keep_pools=False,

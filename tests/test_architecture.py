@@ -131,6 +131,24 @@ def test_every_command_function_is_short():
     assert not long, f"commands of {MAX_COMMAND_LINES} lines or more (the work goes in an API function): {long}"
 
 
+TYPED_NAMES = re.compile(r"^(prepared|profiles?|report|timed)$")  # issue 70: what a stage hands on is typed
+
+
+def test_no_any_for_a_prepared_spec_a_profile_or_a_report():
+    """A parameter named for a prepared spec, a profile or a report, and an API function's result, is its type (or a
+    protocol of it: kprof.launch.prepared.Prepared), never ``Any``."""
+    loose = []
+    for path in MODULES.values():
+        for fn in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for arg in fn.args.args + fn.args.kwonlyargs:
+                if TYPED_NAMES.match(arg.arg) and arg.annotation is not None and "Any" in ast.unparse(arg.annotation):
+                    loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name}({arg.arg}: {ast.unparse(arg.annotation)})")
+            if path.parent.name == "commands" and fn.name.startswith("run_") and fn.returns is not None and \
+                    "Any" in ast.unparse(fn.returns):
+                loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name} -> {ast.unparse(fn.returns)}")
+    assert not loose, f"Any where a prepared spec, a profile or a report is handed on: {loose}"
+
+
 MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join

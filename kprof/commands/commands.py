@@ -44,8 +44,12 @@ from kprof.errors import (
 from kprof.results import render, render_bench, render_build, render_profile, render_sanitize
 
 if TYPE_CHECKING:
+    from kprof.diagnosis.model import Diagnosis
+    from kprof.diagnosis.program import Ranked
     from kprof.findings import Allocation
+    from kprof.measure.profiling import KernelProfile
     from kprof.results.reports import BenchReport
+    from kprof.tools.launchsites import Sites
 
 
 def _emit_json(data: object) -> None:
@@ -363,8 +367,9 @@ def _report_dir(path: str | None) -> Path | None:
     return inputs.output_dir(path, "--save-report") if path else None
 
 
-def _profile_output(profiles: list[Any], errors: list[tuple[str, NcuError]], as_json: bool, diagnoses: list[Any] | None = None,
-                    ranking: list[Any] | None = None, sites: Any = None) -> None:
+def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuError]], as_json: bool,
+                    diagnoses: list[Diagnosis] | None = None, ranking: list[Ranked] | None = None,
+                    sites: Sites | None = None) -> None:
     from kprof.commands import pipeline
     from kprof.measure import profiling as profile
 

@@ -7,18 +7,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof.commands import api
 from kprof.commands.apitypes import checked
 from kprof.errors import UsageError
 from kprof.results.reports import BenchCasesReport
 
+if TYPE_CHECKING:
+    from kprof.corpus.cases import CaseResult
+    from kprof.corpus.mutation import MutantsReport
+    from kprof.corpus.perfcases import PerfResult
+
 
 @checked
 def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
           timeout: float = 300.0, progress: Callable[[int], Any] | None = None,
-          beyond: list[tuple[str, str]] | None = None) -> list[Any]:
+          beyond: list[tuple[str, str]] | None = None) -> list[CaseResult]:
     """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its fixed
     twin under every tool, the sanitizers side by side (``jobs``), then the values detector alone on
     the GPU. A :class:`~kprof.corpus.cases.CaseResult` per case, in order. ``progress``, given the number of
@@ -53,7 +58,7 @@ def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
 
 @checked
 def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
-                   progress: Callable[[Any], None] | None = None) -> list[Any]:
+                   progress: Callable[[Any], None] | None = None) -> list[PerfResult]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
     (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
     each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases judged so far."""
@@ -101,7 +106,7 @@ def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time
 @checked
 def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
                 limit: int | None = None, jobs: int | None = None,
-                progress: Callable[[int], Any] | None = None) -> Any:
+                progress: Callable[[int], Any] | None = None) -> MutantsReport:
     """Mutants of a spec's kernel, each judged by the spec's verdict and then the checkers: a
     :class:`kprof.corpus.mutation.MutantsReport` (:func:`kprof.corpus.mutation.run` says how)."""
     from kprof import inputs

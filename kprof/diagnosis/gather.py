@@ -11,7 +11,8 @@ from typing import Any
 
 from kprof.diagnosis import ptxscan
 from kprof.diagnosis.facts import Facts
-from kprof.launch.childresult import device_of
+from kprof.launch.childresult import ChildResult, device_of
+from kprof.launch.prepared import Prepared
 from kprof.measure import ceilings
 from kprof.measure.profiling import KernelProfile
 
@@ -29,10 +30,11 @@ def launch_line(spec: Any) -> int:
     return 0
 
 
-def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str | None = None, timed: Any = None,
+def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx: str | None = None,
+              timed: ChildResult | None = None,
               peak: ceilings.Ceilings | None = None, seconds: float | None = None, ptx_note: str = "",
               kernel_seconds: tuple[float, ...] = ()) -> Facts:
-    """The facts of ``prepared`` (a :class:`kprof.commands.pipeline.Prepared`): ``timed`` a
+    """The facts of ``prepared`` (:class:`kprof.launch.prepared.Prepared`): ``timed`` a
     :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
     and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench), and
     ``kernel_seconds`` each launch's own GPU time in that bench's timed call (CUPTI)."""
@@ -52,10 +54,10 @@ def facts_for(prepared: Any, profile: KernelProfile, *, counters: bool, ptx: str
             source_lines = tuple(spec.source.read_text(errors="replace")[:MAX_SOURCE_BYTES].splitlines())
         except OSError:
             pass
-    device = device_of(getattr(timed, "device", None))  # a ChildResult's, or a recorded one's record
+    device = device_of(timed.device if timed is not None else None)  # a ChildResult's, or a recorded one's record
     sm_count = (device.sm_count or None) if device else None
     sm_hz = (device.clock_khz * 1e3 or None) if device else None
-    if seconds is None and timed is not None and getattr(timed, "time_ms", None):
+    if seconds is None and timed is not None and timed.time_ms:
         seconds = timed.time_ms / 1e3
     if seconds is None:
         seconds = profile.duration_s

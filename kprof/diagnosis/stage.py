@@ -13,7 +13,10 @@ from typing import Any
 from kprof.diagnosis import diagnose, gather, tries
 from kprof.diagnosis.model import Diagnosis, Try
 from kprof.errors import KprofError
+from kprof.launch.childresult import ChildResult
+from kprof.launch.prepared import Prepared
 from kprof.measure.ceilings import Ceilings
+from kprof.measure.profiling import KernelProfile
 
 
 def inputs_of(facts: Any) -> dict[str, object]:
@@ -23,7 +26,7 @@ def inputs_of(facts: Any) -> dict[str, object]:
             "peak_flops": facts.peak_flops, "kernel_seconds": list(facts.kernel_seconds)}
 
 
-def _timed(prepared: Any, timeout: float) -> object:
+def _timed(prepared: Prepared, timeout: float) -> ChildResult | None:
     from kprof.launch import launch
     from kprof.launch.job import RunMode
 
@@ -33,10 +36,10 @@ def _timed(prepared: Any, timeout: float) -> object:
         return None  # the diagnosis goes on with the profile's own durations
 
 
-def diagnose_prepared(prepared: Any, profiles: list[Any], *, peak: Ceilings | None = None,
+def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, peak: Ceilings | None = None,
                       seconds: float | None = None, try_params: dict[str, list[str]] | None = None,
                       auto_try: bool = True, timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "",
-                      bench: Callable[[str, dict[str, int], str], Any] | None = None,
+                      bench: Callable[[str, dict[str, int], str], tries.SweepReport] | None = None,
                       kernel_seconds: tuple[float, ...] = ()) -> Diagnosis:
     """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its time
     measured elsewhere (kprof bench, same run as a twin); else one event-timed run here; ``kernel_seconds``:

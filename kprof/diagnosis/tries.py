@@ -10,10 +10,21 @@ ratio of two times measured minutes apart at most on the same GPU.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kprof.diagnosis.model import Cause, Gain, Try
 from kprof.spec import sizeexpr
+
+if TYPE_CHECKING:
+    from kprof.measure.bench import PointResult
+
+
+class SweepReport(Protocol):
+    """What a try reads of a ``kprof bench`` run (:class:`kprof.results.reports.BenchReport`): its points."""
+
+    @property
+    def points(self) -> Sequence[PointResult]: ...
 
 MAX_AUTO = 4  # variants kprof tries by itself for one cause
 
@@ -71,7 +82,7 @@ def sweep_of(define: str, original: str, values: list[str]) -> str:
     return f"{define}=" + ",".join([original, *[v for v in values if v != original]])
 
 
-def measured(report: Any, define: str, original: str, values: list[str]) -> list[Try]:
+def measured(report: SweepReport, define: str, original: str, values: list[str]) -> list[Try]:
     """The tries from one ``kprof bench`` report of :func:`sweep_of`: each value's time against the
     original's from the same run (a failed verdict is a try that did not work, with its status)."""
     times: dict[str, tuple[str, float | None, str]] = {}

@@ -11,6 +11,7 @@ from kprof.units import si
 if TYPE_CHECKING:
     from kprof.measure.bench import BaselineResult, PointResult
     from kprof.results import history
+    from kprof.results.reports import BenchCasesReport
 
 
 def baseline_label(baseline: str | None, asked: str | None = None) -> str:
@@ -172,7 +173,7 @@ def bench_cases_list(rows: list[dict[str, Any]]) -> str:
                                                       for r in rows], "lll")
 
 
-def bench_cases_report(report: Any) -> str:
+def bench_cases_report(report: BenchCasesReport) -> str:
     """``kprof cases --bench``: caught or missed per cheat, by which flag, and the honest operation's flags."""
     rows = [(r.cheat.name, "caught" if r.caught else "MISSED", ", ".join(r.kinds) or "none", cut(r.cheat.exploit, 60))
             for r in report.results]

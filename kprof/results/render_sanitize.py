@@ -12,6 +12,7 @@ from kprof.tools.demangle import short
 
 if TYPE_CHECKING:
     from kprof.corpus.cases import CaseResult
+    from kprof.corpus.mutation import MutantsReport
     from kprof.tools.toolrun import ToolResult
 
 
@@ -106,7 +107,7 @@ def cases_matrix(results: list[CaseResult]) -> str:
                  "llllllr") + "\n" + tally(results)
 
 
-def mutants_report(report: Any) -> str:
+def mutants_report(report: MutantsReport) -> str:
     """``kprof mutants``: one row per mutant (what killed it, or how it was found equivalent), the
     score, and each survivor's diff."""
     def verdict(r: Any) -> str:
