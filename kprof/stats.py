@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def fraction(value: float | None, ceiling: float | None) -> float | None:
     return value / ceiling if value is not None and ceiling else None
 
 
-def classify(before: Summary, after: Summary, floor: float = 0.01) -> tuple[str, float]:
+def classify(before: Summary, after: Summary, floor: float = 0.01) -> tuple[Literal["same", "faster", "slower"], float]:
     """``same``, ``faster`` or ``slower`` for ``after`` against ``before``, and the relative change
     of the median time. A change counts only beyond the noise: twice the larger relative IQR of
     the two, and never less than ``floor`` (1%)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kprof import inputs, proc
 from kprof.commands.apitypes import checked
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
     from kprof.commands.pipeline import Prepared
     from kprof.diagnosis.model import Diagnosis
     from kprof.diagnosis.program import ProgramProfile
+    from kprof.launch.job import TimingModeName
     from kprof.measure.ceilings import Ceilings
     from kprof.measure.profiling import KernelProfile
     from kprof.op import Op
@@ -76,6 +77,8 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     from kprof.results import benchrun
     from kprof.spec import catalog, sweep
 
+    if mode not in ("cold", "warm", "hot"):
+        raise UsageError(f"mode={inputs.one_line(str(mode))[:40]!r}: give cold, warm or hot")
     specs = [catalog.load(str(n)) for n in ([names] if isinstance(names, str) else names)]
 
     def swept(given: Any, what: str) -> Any:  # the CLI's parsed sweep, or the option's words
@@ -84,7 +87,8 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     plan = pipeline.bench_points(specs, swept(sizes, "size"), swept(params, "param"), baseline)
     rule = bench_mod.rule_from(rel_stdev, min_time, max_time)
     require_gpu(None)  # before the timing kernels are built and the ceilings measured
-    timing = pipeline.timing_mode(mode, rule, timer, arch, cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
+    timing = pipeline.timing_mode(cast("TimingModeName", mode), rule, timer, arch,
+                                  cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
     peak = pipeline.peak(arch=arch, progress=peak_progress, quick=True)  # a first bench waits ~20 s, not minutes
     return benchrun.run(plan, lambda point: pipeline.bench_plan(point, timing, arch), peak, mode=timing.mode, rule=rule,
                         history=history, timeout=timeout, progress=progress)

@@ -19,7 +19,7 @@ from kprof.build import build
 from kprof.build.build import BuildResult
 from kprof.corpus.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
-from kprof.launch.job import Job, RunMode, TimingMode, target_of
+from kprof.launch.job import Job, RunMode, TimingMode, TimingModeName, target_of
 from kprof.measure import bench, ceilings
 from kprof.spec import BASELINES, Fill, KernelSpec, Resolved, baseline, catalog
 from kprof.spec.baseline import Baseline
@@ -117,7 +117,7 @@ class Preparer:
         return scrubber(self.arch)
 
 
-def timing_mode(mode: str, rule: StopRule, timer: str, arch: str | None, *,
+def timing_mode(mode: TimingModeName, rule: StopRule, timer: str, arch: str | None, *,
                 library: str | None = None, cupti_hw_trace: bool = False, integrity: bool = True) -> TimingMode:
     """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for ``arch``."""
     return TimingMode(mode=mode, rule=rule, timer=timer, library=library, cupti_hw_trace=cupti_hw_trace,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kprof.build.cusource import closing
 
@@ -74,7 +74,7 @@ def note_of(mutant: Mutant) -> str | None:
 @dataclass(frozen=True)
 class MutantResult:
     mutant: Mutant
-    verdict: str  # killed | survived | equivalent | not-built
+    verdict: Literal["killed", "survived", "equivalent", "not-built", "built"]
     why: str = ""  # the failing check, the fault, or how equivalence was decided
     by: str = ""  # killed: verdict, or the tool (memcheck, racecheck, ...); else one of the BY_ values above
 
@@ -371,7 +371,7 @@ def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
     return True
 
 
-def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[str, str]:
+def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[Literal["killed", "survived"], str]:
     """A built, non-equivalent mutant's verdict from its runs: (size label, passed, why) each. Killed at
     the first size whose verdict failed (or whose run failed); survived when every one passed."""
     for label, ok, why in checks_by_size:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 MIN_GAIN = 1.1  # an estimated gain below this is no advice: "nothing to gain here" is said, not a cause
 
@@ -52,7 +52,7 @@ class Cause:
 class Try:
     """One variant of the spec's defines, verified and timed in the same run as the original."""
     params: dict[str, str]
-    status: str  # ok | failed-verification | error
+    status: Literal["ok", "failed-verification", "error"]
     seconds: float | None
     gain: float | None  # the original's time / this variant's
     message: str = ""
@@ -64,7 +64,7 @@ class Try:
 @dataclass(frozen=True)
 class Diagnosis:
     kernel: str
-    mode: str  # "counters" (Nsight Compute) or "counter-less"
+    mode: Literal["counters", "counter-less"]  # Nsight Compute's counters, or none
     limiter: str  # the unit nearest its roof, or "latency" when none is busy
     units: dict[str, float]  # unit -> busy share of its peak, the roofline's levels kprof could see
     headroom: float | None  # measured time / time at the roof (the spec's work at kprof peak's ceilings)

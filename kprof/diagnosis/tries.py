@@ -17,7 +17,7 @@ from kprof.diagnosis.model import Cause, Gain, Try
 from kprof.spec import sizeexpr
 
 if TYPE_CHECKING:
-    from kprof.measure.bench import PointResult
+    from kprof.measure.bench import PointResult, PointStatus
 
 
 class SweepReport(Protocol):
@@ -85,7 +85,7 @@ def sweep_of(define: str, original: str, values: list[str]) -> str:
 def measured(report: SweepReport, define: str, original: str, values: list[str]) -> list[Try]:
     """The tries from one ``kprof bench`` report of :func:`sweep_of`: each value's time against the
     original's from the same run (a failed verdict is a try that did not work, with its status)."""
-    times: dict[str, tuple[str, float | None, str]] = {}
+    times: dict[str, tuple[PointStatus, float | None, str]] = {}
     for pt in report.points:
         med = pt.summary.median if pt.status == "ok" and pt.summary else None
         times[str(pt.params.get(define))] = (pt.status, med, getattr(pt, "message", "") or "")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kprof.errors import JobError
 from kprof.spec import (
@@ -103,11 +103,14 @@ class ValuesMode:
     shaken_runs: int = 3  # runs of the target's warp-delay build (Target.shaken_cubin), each against the first
 
 
+TimingModeName = Literal["cold", "warm", "hot"]  # L2 flushed before each launch, warm, a replayed CUDA graph
+
+
 @dataclass(frozen=True)
 class TimingMode:
     """``kprof bench``'s loop: verify once, warm up, then sample until the stop rule says enough."""
 
-    mode: str  # cold (L2 flushed before each launch), warm, or hot (a replayed CUDA graph)
+    mode: TimingModeName
     rule: StopRule
     spin_cubin: str  # kprof_spin: holds the stream until the timed launch is queued
     flush_cubin: str  # kprof_flush: evicts L2 before a cold launch

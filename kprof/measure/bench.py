@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kprof import inputs, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.launch import launch
 from kprof.launch.childresult import ChildResult, DeviceInfo, Timing, call_kernels_of
-from kprof.launch.job import Job, TimingMode
+from kprof.launch.job import Job, TimingMode, TimingModeName
 from kprof.measure import ceilings
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 from kprof.spec import baseline as baseline_mod
@@ -126,6 +126,9 @@ class BaselineResult:
 BASELINE_FIELDS = tuple(f.name for f in fields(BaselineResult))
 
 
+PointStatus = Literal["ok", "failed-verification", "error"]
+
+
 @dataclass(frozen=True)
 class PointResult:
     """One point of ``kprof bench``: the kernel's timing and, in the same run, each baseline's
@@ -135,8 +138,8 @@ class PointResult:
     kernel: str
     sizes: dict[str, int]
     params: dict[str, str]
-    mode: str
-    status: str  # ok | failed-verification | error
+    mode: TimingModeName
+    status: PointStatus
     summary: stats.Summary | None = None
     stop: str | None = None
     stable: bool | None = None

@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import astuple, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kprof import inputs, proc
 from kprof.errors import KprofError, OutputError, UsageError
@@ -211,7 +211,7 @@ class RunChange:
     before_s: float
     after_s: float
     change: float
-    verdict: str  # same | faster | slower
+    verdict: Literal["same", "faster", "slower"]
 
     @property
     def values(self) -> dict[str, object]:
