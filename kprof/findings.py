@@ -9,7 +9,7 @@ merged into one finding with a ``count``. JSON and SARIF 2.1.0 writers live here
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import KW_ONLY, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -78,6 +78,7 @@ class Finding:
     kernel: str | None
     file: str | None
     line: int | None
+    _: KW_ONLY  # the rest by name: a finding has nineteen fields
     thread: tuple[int, int, int] | None
     block: tuple[int, int, int] | None
     count: int

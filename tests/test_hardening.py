@@ -192,9 +192,9 @@ def test_sarif_uris_are_absolute_or_based_and_encoded():
     from kprof.findings import Finding, to_sarif
     from kprof.tools.toolrun import ToolResult
 
-    fs = [Finding("memcheck", "out-of-bounds-write", "k", "/work/my proj/k.cu", 0, None, None, 1, "m"),
-          Finding("memcheck", "api-error", None, None, None, None, None, 1, "api"),
-          Finding("memcheck", "out-of-bounds-read", "k", "/elsewhere/a#b.cu", 7, None, None, 1, "m")]
+    fs = [Finding("memcheck", "out-of-bounds-write", "k", "/work/my proj/k.cu", 0, thread=None, block=None, count=1, message="m"),
+          Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="api"),
+          Finding("memcheck", "out-of-bounds-read", "k", "/elsewhere/a#b.cu", 7, thread=None, block=None, count=1, message="m")]
     sarif = to_sarif([ToolResult("memcheck", "findings", fs, 1.0)], "0.1.0", root="/work/my proj")
     run = sarif["runs"][0]
     assert "informationUri" not in run["tool"]["driver"] and all("helpUri" not in r for r in run["tool"]["driver"]["rules"])

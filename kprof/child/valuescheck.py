@@ -66,8 +66,8 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
             where = ", ".join(f"{name}[{', '.join(map(str, ix))}]" for ix in idx)
             count = int(mask.sum())
-            return Finding("values", kind, target.entry, file, None, None, None, count,
-                           f"{message}: {count:,} of {mask.size:,} elements of {name}, first at {where}",
+            return Finding("values", kind, target.entry, file, None, thread=None, block=None, count=count,
+                           message=f"{message}: {count:,} of {mask.size:,} elements of {name}, first at {where}",
                            buffer=name, detail=buf.describe(), indices=idx)
 
         unwritten = np.zeros(a.shape, dtype=bool)

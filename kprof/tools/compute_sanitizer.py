@@ -304,7 +304,7 @@ def from_xml(path: Path, tool: str | None, allocations: Sequence[Allocation] | N
         inputs.regular_file_error(side) is None) else ""
     findings, notes = parse_records(recs, tool, allocations, tool_text=tool_text)
     notes += unread_note(text, len(recs))
-    return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path} ({tool})", notes)
+    return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path} ({tool})", notes=notes)
 
 
 class SanitizerTool:

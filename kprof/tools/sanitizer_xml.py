@@ -178,8 +178,9 @@ def _other(rec: ET.Element, tool: str, kind: str, allocations: Sequence[Allocati
         return _initcheck(rec, tool, allocations)
     if kind == "Synccheck":
         return _synccheck(rec, tool)
-    return Finding(tool, "sync-error" if tool == "synccheck" else "invalid-access", None, None, None, None, None, 1,
-                   rec.findtext("what/text") or f"unrecognised record <{kind}>")
+    return Finding(tool, "sync-error" if tool == "synccheck" else "invalid-access", None, None, None, thread=None,
+    block=None, count=1,
+                   message=rec.findtext("what/text") or f"unrecognised record <{kind}>")
 
 
 # The tool's own warnings: initcheck's "Error buffer overflow has been detected. Some records have been dropped"
@@ -200,7 +201,7 @@ def _internal(rec: ET.Element, tool: str) -> Finding | None:
     text = rec.findtext("what/text") or ""
     if not text.startswith(INTERNAL_ERROR):
         return None
-    return Finding(tool, "sanitizer-error", None, None, None, None, None, 1, text,
+    return Finding(tool, "sanitizer-error", None, None, None, thread=None, block=None, count=1, message=text,
                    detail=f"compute-sanitizer's {tool} failed while checking this run: the tool's error, not the "
                           "program's, and what it was checking went unchecked")
 
@@ -381,15 +382,15 @@ def _memcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> 
         buffer, detail = buffer_detail(address, allocations)
     elif space:
         detail = f"in {space.strip('_')} memory"
-    return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
-                   1, text, buffer, detail, address, size, extra=extra)
+    return Finding(tool, kind, func, path, line, thread=_dim3(rec.find("who/threadIdx")), block=_dim3(rec.find("who/blockIdx")),
+                   count=1, message=text, buffer=buffer, detail=detail, address=address, size=size, extra=extra)
 
 
 def _leak(rec: ET.Element, tool: str) -> Finding:
     kind_of = rec.findtext("what/type") or ""
     where = "on the device heap (malloc in a kernel without free)" if kind_of == "deviceheap" else "by the host"
     size = _int(rec.findtext("what/size"))
-    return Finding(tool, "leak", None, None, None, None, None, 1, rec.findtext("what/text") or "leak",
+    return Finding(tool, "leak", None, None, None, thread=None, block=None, count=1, message=rec.findtext("what/text") or "leak",
                    detail=f"{size:,} bytes allocated {where}" if size is not None else None,
                    address=_int(rec.findtext("what/address")), size=size)
 
@@ -411,8 +412,8 @@ def _hazard(rec: ET.Element, tool: str) -> Finding:
         # 2026.4 prints "Potential WAW hazard detected (missing fence.proxy.async.shared)" but its XML says only
         # "Potential WAW hazard detected"; a thread races itself only through an asynchronous copy
         detail = PROXY_DETAIL.format(a0=a0, l0=l0, a1=a1, l1=l1)
-    return Finding(tool, kind, f0, p0, l0, _dim3(t0.find("threadIdx")) if t0 is not None else None,
-                   _dim3(rec.find("what/common/blockIdx")), 1, rec.findtext("what/text") or "hazard",
+    return Finding(tool, kind, f0, p0, l0, thread=_dim3(t0.find("threadIdx")) if t0 is not None else None,
+                   block=_dim3(rec.find("what/common/blockIdx")), count=1, message=rec.findtext("what/text") or "hazard",
                    detail=detail, address=_int(rec.findtext("what/common/address")), other=other)
 
 
@@ -431,8 +432,8 @@ def _analysis(rec: ET.Element, tool: str) -> Finding:
     f0, p0, l0 = _where(src) if src is not None else (None, None, None)
     _, p1, l1 = _where(dst) if dst is not None else (None, None, None)
     count = _int(dst.findtext("count")) if dst is not None else None
-    return Finding(tool, _RACE.get((d0, d1), "race-raw"), f0, p0, l0, None, None, count or 1,
-                   rec.findtext("what/text") or "Race condition",
+    return Finding(tool, _RACE.get((d0, d1), "race-raw"), f0, p0, l0, thread=None, block=None, count=count or 1,
+                   message=rec.findtext("what/text") or "Race condition",
                    detail=f"{d0} at line {l0}, then {d1} at line {l1} by another thread, no barrier between",
                    other=Access(p1, l1, d1))
 
@@ -470,9 +471,9 @@ def _initcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) ->
     address = _int(rec.findtext("what/address"))
     size = _int(rec.findtext("what/size"))
     buffer, detail = buffer_detail(address, allocations) if address is not None else (None, None)
-    return Finding(tool, "uninitialized-read", func, path, line, _dim3(rec.find("who/threadIdx")),
-                   _dim3(rec.find("who/blockIdx")), 1, rec.findtext("what/text") or "uninitialised read",
-                   buffer, detail, address, size, extra=extra)
+    return Finding(tool, "uninitialized-read", func, path, line, thread=_dim3(rec.find("who/threadIdx")),
+                   block=_dim3(rec.find("who/blockIdx")), count=1, message=rec.findtext("what/text") or "uninitialised read",
+                   buffer=buffer, detail=detail, address=address, size=size, extra=extra)
 
 
 def _synccheck(rec: ET.Element, tool: str) -> Finding:
@@ -497,13 +498,14 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
               "initialise it once and wait on its phase parity" if "already initialized" in low else None)
     if extra.inlined and detail:
         detail += f" (inside {extra.inlined}, inlined into this line)"
-    return Finding(tool, kind, func, path, line, _dim3(rec.find("who/threadIdx")), _dim3(rec.find("who/blockIdx")),
-                   1, message, detail=detail, extra=extra)
+    return Finding(tool, kind, func, path, line, thread=_dim3(rec.find("who/threadIdx")), block=_dim3(rec.find("who/blockIdx")),
+                   count=1, message=message, detail=detail, extra=extra)
 
 
 def _api(rec: ET.Element, tool: str) -> Finding:
     api = rec.findtext("what/api")
-    return Finding(tool, "api-error", None, None, None, None, None, 1, rec.findtext("what/text") or "API error",
+    return Finding(tool, "api-error", None, None, None, thread=None, block=None, count=1,
+    message=rec.findtext("what/text") or "API error",
                    detail=f"{api} -> {rec.findtext('what/error')}")
 
 

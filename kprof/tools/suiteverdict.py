@@ -154,16 +154,16 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
         done = run.finished.get(nodeid)
         seconds = done.seconds if done else 0.0
         if findings:
-            decided[nodeid] = ToolResult(tool, "findings", findings, seconds, "", notes, log)
+            decided[nodeid] = ToolResult(tool, "findings", findings, seconds, "", notes=notes, log=log)
         elif done is None:
             continue  # stopped before it finished with nothing found: it runs again
         elif done.outcome == "failed":
             decided[nodeid] = ToolResult(tool, "target-error", [], seconds,
-                                         f"the test failed under {tool} with nothing found", notes, done.message)
+                                         f"the test failed under {tool} with nothing found", notes=notes, log=done.message)
         else:
             if done.outcome == "skipped":
                 skipped[nodeid] = done.message
-            decided[nodeid] = ToolResult(tool, "clean", [], seconds, "", notes)
+            decided[nodeid] = ToolResult(tool, "clean", [], seconds, "", notes=notes)
     again = [n for n in batch if n not in decided]
     alone = None
     if running is not None and running not in decided:
@@ -172,7 +172,7 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
             why = (f"the test did not finish within {timeout:g} s under {tool}; its process group was stopped "
                    "(sanitizers slow kernels down 20x to 100,000x: a smaller problem or a longer --kprof-timeout)"
                    if stopped == "timeout" else f"the test's process ended under {tool} before the test finished")
-            decided[running] = ToolResult(tool, status, [], 0.0, why, [], log)
+            decided[running] = ToolResult(tool, status, [], 0.0, why, notes=[], log=log)
             again = [n for n in again if n != running]
         else:
             alone = running
@@ -180,7 +180,7 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
         why = f"pytest under {tool} ran none of the tests" + (f": {run.collect_errors[0][:300]}"
                                                              if run.collect_errors else "; its last lines are below")
         for nodeid in again:
-            decided[nodeid] = ToolResult(tool, "tool-error", [], 0.0, why, [], log)
+            decided[nodeid] = ToolResult(tool, "tool-error", [], 0.0, why, notes=[], log=log)
         again = []
     return Settled(decided, again, alone, skipped)
 

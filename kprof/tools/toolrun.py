@@ -8,7 +8,7 @@ that failed with nothing found, or a tool that failed; it is tested on recorded 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Literal
 
 from kprof import proc
@@ -34,6 +34,7 @@ class ToolResult:
     findings: list[Finding]
     seconds: float
     message: str = ""
+    _: KW_ONLY  # the rest by name
     notes: list[str] = field(default_factory=list)
     log: str = ""
     checked: Coverage | None = None  # what the run covered: launches, kernels with line information, pools
@@ -60,25 +61,26 @@ def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[
     if done.timed_out:
         msg = (f"the target did not finish within {timeout:g} s under {tool} (phase: {phase}); sanitizers slow "
                "kernels down 20x to 100,000x: use smaller --size values or a longer --timeout")
-        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
+        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes=notes, log=log)
     ran = phase not in ("start", "init", "device") or findings
     if not ran:
         msg = f"the target did not run under {tool}: {(data.error and data.error.message) or 'no result from the runner'}"
-        return ToolResult(tool, "tool-error", findings, done.seconds, msg, notes, log)
+        return ToolResult(tool, "tool-error", findings, done.seconds, msg, notes=notes, log=log)
     if not have_xml and done.returncode not in (0, ERROR_EXITCODE):
         how = done.signal_name or f"exit code {done.returncode}"
         return ToolResult(tool, "tool-error", findings, done.seconds,
-                          f"compute-sanitizer {tool} ended with {how} and wrote no report", notes, log)
+                          f"compute-sanitizer {tool} ended with {how} and wrote no report", notes=notes, log=log)
     if findings:
-        return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
+        return ToolResult(tool, "findings", findings, done.seconds, "", notes=notes, log=log)
     if status == "error":
         return ToolResult(tool, "target-error", [], done.seconds,
                           f"the target failed under {tool} with nothing reported: {data.error.message if data.error else '?'}",
-                          notes, log)
+                          notes=notes, log=log)
     if done.returncode == ERROR_EXITCODE:
         return ToolResult(tool, "tool-error", [], done.seconds,
-                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
-    return ToolResult(tool, "clean", [], done.seconds, "", notes, log)
+                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes=notes,
+                          log=log)
+    return ToolResult(tool, "clean", [], done.seconds, "", notes=notes, log=log)
 
 
 def classify_program(tool: str, done: proc.Completed, status: Status | None, findings: list[Finding],
@@ -89,28 +91,30 @@ def classify_program(tool: str, done: proc.Completed, status: Status | None, fin
     if done.timed_out:
         msg = (f"the program did not finish within {timeout:g} s under {tool}; the whole process group was stopped "
                "(sanitizers slow kernels down 20x to 100,000x: use a smaller problem or a longer --timeout)")
-        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes, log)
+        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes=notes, log=log)
     if findings:
-        return ToolResult(tool, "findings", findings, done.seconds, "", notes, log)
+        return ToolResult(tool, "findings", findings, done.seconds, "", notes=notes, log=log)
     unseen = NOTHING_INSTRUMENTED in done.stdout or NOTHING_INSTRUMENTED in done.stderr
     code = None if status is None else status.returncode
     if status is not None and code != 0:  # the program's own failure comes first: it is what the user must fix
         how = status.how()
         before = " before any CUDA call" if unseen else ""
         return ToolResult(tool, "target-error", [], done.seconds,
-                          f"the program {how}{before} under {tool} with nothing found; its last lines are below", notes, log)
+                          f"the program {how}{before} under {tool} with nothing found; its last lines are below",
+                          notes=notes, log=log)
     if unseen:
         return ToolResult(tool, "not-checked", [], done.seconds,
                           f"{tool} saw no CUDA call of the program, so it checked nothing (the program launched no "
-                          "kernel, or the tool could not attach to it)", notes, log)
+                          "kernel, or the tool could not attach to it)", notes=notes, log=log)
     if status is None:
         how = done.signal_name or f"exit code {done.returncode}"
         return ToolResult(tool, "tool-error", [], done.seconds,
-                          f"compute-sanitizer {tool} ended with {how} before the program ran", notes, log)
+                          f"compute-sanitizer {tool} ended with {how} before the program ran", notes=notes, log=log)
     if done.returncode == ERROR_EXITCODE or (not have_xml and done.returncode != 0):
         return ToolResult(tool, "tool-error", [], done.seconds,
-                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes, log)
-    return ToolResult(tool, "clean", [], done.seconds, "", notes, log)
+                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes=notes,
+                          log=log)
+    return ToolResult(tool, "clean", [], done.seconds, "", notes=notes, log=log)
 
 
 def with_coverage(result: ToolResult, checked: Coverage | None) -> ToolResult:

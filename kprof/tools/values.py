@@ -49,7 +49,7 @@ def run(job: Job, *, scrub_cubin: str | None, scrub_note: str = "", repeats: int
     if result.status == "clean" and data.status != "ok":
         return ToolResult("values", "target-error", [], done.seconds,
                           f"the values runs did not finish: {data.error.message if data.error else 'no result'}",
-                          result.notes, done.tail(40))
+                          notes=result.notes, log=done.tail(40))
     return result
 
 
@@ -124,7 +124,7 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
             f"; {len(runs[0].errors)}+ could not be read: {runs[0].errors[0]}" if runs[0].errors else "")
         where = launchlog.compare(runs[0], runs[1])
         if where is None:
-            return ToolResult("values", "clean", [], seconds(), "", [compared], checked=checked)
+            return ToolResult("values", "clean", [], seconds(), "", notes=[compared], checked=checked)
         detail = where.detail
         if where.what == "output" and where.arg is not None:
             copies = []
@@ -139,16 +139,16 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
             if len(copies) == 2:
                 diff = launchlog.difference(copies[0], copies[1])
                 if diff.rounding:
-                    return ToolResult("values", "clean", [], seconds(), "", [compared, (
+                    return ToolResult("values", "clean", [], seconds(), "", notes=[compared, (
                         f"launch {where.seq} of {where.kernel} ({where.site or 'launch site unknown'}) writes results that "
                         f"differ between runs by at most {diff.max_rel:.2g} relative ({diff.differing:,} of {diff.words:,} "
                         "words): a float sum added up in another order each run (atomics), nondeterministic on "
                         "purpose; not reported as a race")], checked=checked)
                 detail += "; in two more runs " + diff.text()
-        finding = Finding("values", "race", where.kernel, None, None, None, None, 1,
-                          "results differ between two runs of the same program (one of them on a crowded GPU)",
+        finding = Finding("values", "race", where.kernel, None, None, thread=None, block=None, count=1,
+                          message="results differ between two runs of the same program (one of them on a crowded GPU)",
                           detail=detail, launch=where.site)
-        return ToolResult("values", "findings", [finding], seconds(), "", [compared], checked=checked)
+        return ToolResult("values", "findings", [finding], seconds(), "", notes=[compared], checked=checked)
 
 
 def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], *, timeout: float,
@@ -165,16 +165,17 @@ def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], 
     if done.timed_out:
         return ToolResult("values", "timeout", [], done.seconds,
                           f"the program did not finish within {timeout:g} s (values: it runs {RUNS} times or more)",
-                          [], done.tail(40))
+                          notes=[], log=done.tail(40))
     status = exitcode.read_status(status_path)
     code = None if status is None else status.returncode
     if code != 0:
         how = "did not start" if status is None else status.error or f"exited with code {code}"
         return ToolResult("values", "target-error", [], done.seconds,
-                          f"the program {how} (values: each launch's outputs compared over {RUNS} runs)", [], done.tail(40))
+                          f"the program {how} (values: each launch's outputs compared over {RUNS} runs)", notes=[],
+                          log=done.tail(40))
     run = launchlog.read_file(str(log))
     if not run.ok:
-        return ToolResult("values", "not-checked", [], done.seconds, run.why, [], done.tail(40))
+        return ToolResult("values", "not-checked", [], done.seconds, run.why, notes=[], log=done.tail(40))
     return run
 
 

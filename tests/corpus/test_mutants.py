@@ -144,7 +144,7 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
         tool_runs.append((kind(job), tool))
         found = (kind(job), tool) == ("original", "initcheck") or (racecheck_sees_it and (kind(job), tool) == ("barrier", "racecheck"))
         f = Finding(tool, "race" if tool == "racecheck" else "uninitialized", "tiled_matmul", "tiled_matmul.cu", 21,
-                    None, None, 1, "a hazard")
+                    thread=None, block=None, count=1, message="a hazard")
         return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
     monkeypatch.setattr(launch, "run_kernels", run_kernels)
@@ -319,7 +319,7 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
         if tool == "memcheck":
             memchecked.append((job.target.name, dict(job.target.sizes)))
         found = tool == "memcheck" and (job.target.sizes.get("K") == 257 or (mutant and job.target.sizes.get("M") == 127))
-        f = Finding(tool, "out-of-bounds-read", job.target.entry, "tiled_matmul.cu", 18, None, None, 1, "read")
+        f = Finding(tool, "out-of-bounds-read", job.target.entry, "tiled_matmul.cu", 18, thread=None, block=None, count=1, message="read")
         return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
     monkeypatch.setattr(checkers, "run_all", run_all)

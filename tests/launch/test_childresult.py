@@ -89,7 +89,7 @@ def test_the_values_detectors_findings_come_back_as_findings():
     a record's unknown fields dropped."""
     from kprof.findings import Access, Extra, Finding
 
-    f = Finding("values", "race", "count", "/u/k.cu", 7, (1, 0, 0), (2, 0, 0), 3, "outputs differ between runs",
+    f = Finding("values", "race", "count", "/u/k.cu", 7, thread=(1, 0, 0), block=(2, 0, 0), count=3, message="outputs differ between runs",
                 buffer="c", other=Access("/u/k.cu", 9, "write", (0, 0, 0)), indices=((4,), (5,)), extra=Extra(library="PyTorch"),
                 grids=frozenset({1, 2}), rank=1)
     raw = {**f.to_dict(), "from_a_newer_kprof": True}

@@ -53,9 +53,9 @@ def test_order_puts_the_named_first_and_keeps_every_other():
 
 
 def test_explain_marks_the_findings_of_an_effects_checker_under_the_memory_error_that_caused_them():
-    oob = Finding("memcheck", "out-of-bounds-write", "k", "k.cu", 9, None, None, 1, "past C", buffer="C")
-    race = Finding("values", "race", "k", None, None, None, None, 1, "differs", buffer="C")
-    other = Finding("values", "race", "k", None, None, None, None, 1, "differs", buffer="D")
+    oob = Finding("memcheck", "out-of-bounds-write", "k", "k.cu", 9, thread=None, block=None, count=1, message="past C", buffer="C")
+    race = Finding("values", "race", "k", None, None, thread=None, block=None, count=1, message="differs", buffer="C")
+    other = Finding("values", "race", "k", None, None, thread=None, block=None, count=1, message="differs", buffer="D")
     out = checkers.explain([ToolResult("memcheck", "findings", [oob], 1.0), ToolResult("values", "findings", [race, other], 1.0)])
     assert "memcheck out-of-bounds-write" in out[1].findings[0].extra.explained_by
     assert out[1].findings[1].extra.explained_by is None and out[0].findings == [oob]

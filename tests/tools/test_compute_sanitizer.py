@@ -76,7 +76,7 @@ def test_classify_outcomes():
 
 def test_json_and_sarif(data_dir):
     found, notes = load(data_dir, "rec_race.racecheck_default", "racecheck")
-    result = sanitize.ToolResult("racecheck", "findings", found, 1.5, "", notes)
+    result = sanitize.ToolResult("racecheck", "findings", found, 1.5, "", notes=notes)
     clean = sanitize.ToolResult("memcheck", "clean", [], 1.0)
     data = findings_mod.to_json([clean, result], "rec_race")
     assert data["version"] == 1 and data["clean"] is False and len(data["findings"]) == 1

@@ -310,7 +310,7 @@ def test_each_tests_count_is_in_its_finish_event_and_a_test_that_launched_nothin
     assert run.finished["t::old"].checked is None
     counts = {n: f.checked for n, f in run.finished.items() if f.checked is not None}
     clean = {n: suiteverdict.TestVerdict(n, [ToolResult("memcheck", "clean", [], 1.0)]) for n in ("t::gpu", "t::host", "t::old")}
-    found = {"t::gpu": suiteverdict.TestVerdict("t::gpu", [ToolResult("racecheck", "findings", [findings.Finding("racecheck", "race-raw", "k", "k.cu", 3, None, None, 1, "")], 1.0)])}
+    found = {"t::gpu": suiteverdict.TestVerdict("t::gpu", [ToolResult("racecheck", "findings", [findings.Finding("racecheck", "race-raw", "k", "k.cu", 3, thread=None, block=None, count=1, message="")], 1.0)])}
     verdicts = suiteverdict.combine(["t::gpu", "t::host", "t::old"], ["memcheck", "racecheck"],
                              [clean, {**found, "t::host": clean["t::host"], "t::old": clean["t::old"]}], counts)
     gpu, host, old = (verdicts[n] for n in ("t::gpu", "t::host", "t::old"))

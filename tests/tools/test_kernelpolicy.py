@@ -116,7 +116,7 @@ def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_
     from kprof.tools.toolrun import ToolResult
 
     def at(kernel, kind="out-of-bounds-read", size=16):
-        return Finding("memcheck", kind, kernel, None, None, (0, 0, 0), (0, 0, 0), 3, "Invalid __global__ read",
+        return Finding("memcheck", kind, kernel, None, None, thread=(0, 0, 0), block=(0, 0, 0), count=3, message="Invalid __global__ read",
                        size=size)
 
     mine, gemm = at("scale", "out-of-bounds-write", 4), at("void at::native::reduce_kernel<512, 1>", size=4)
@@ -140,9 +140,9 @@ def test_nccls_probe_of_its_own_kernels_is_set_aside_and_another_api_error_insid
     recorded = json.loads((data_dir / "programs" / "nccl_probe_findings.json").read_text())
     probe = [Finding.from_dict(f) for f in recorded]
     assert {f.rank for f in probe} == {0, 1} and all(f.extra.launched_by == "NCCL" for f in probe)
-    illegal = Finding("memcheck", "api-error", None, None, None, None, None, 1, "Program hit cudaErrorIllegalAddress",
+    illegal = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="Program hit cudaErrorIllegalAddress",
                       detail="cudaStreamSynchronize -> cudaErrorIllegalAddress", extra=Extra(launched_by="NCCL"))
-    mine = Finding("memcheck", "api-error", None, None, None, None, None, 1, "Program hit ...",
+    mine = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="Program hit ...",
                    detail=kernelpolicy.NCCL_PROBE)  # the same error from the user's own call is the user's
     kept, notes = kernelpolicy.libraries_own([*probe, illegal, mine])
     assert kept == [replace(illegal, extra=replace(illegal.extra, library="NCCL")), mine]
@@ -157,8 +157,8 @@ COPY = "_ZN2at6native27unrolled_elementwise_kernelINS0_21direct_copy_kernel_cuda
 
 
 def _uninit(kernel: str, library: str | None) -> Finding:
-    return Finding("initcheck", "uninitialized-read", kernel, None, None, (96, 0, 0), (225, 0, 0), 257,
-                   "Uninitialized __global__ memory read of size 2 bytes", extra=Extra(library=library))
+    return Finding("initcheck", "uninitialized-read", kernel, None, None, thread=(96, 0, 0), block=(225, 0, 0), count=257,
+                   message="Uninitialized __global__ memory read of size 2 bytes", extra=Extra(library=library))
 
 
 def _initcheck(*found: Finding) -> ToolResult:
@@ -225,7 +225,7 @@ def test_racecheck_before_2026_4_checks_cublas_tma_gemms_all_the_same():
 
 
 def _hazard(kernel: str) -> Finding:
-    return Finding("racecheck", "race-war", kernel, None, None, None, None, 200, "Potential WAR hazard detected",
+    return Finding("racecheck", "race-war", kernel, None, None, thread=None, block=None, count=200, message="Potential WAR hazard detected",
                    extra=Extra(library="cuBLAS"))
 
 

@@ -487,7 +487,7 @@ def test_folding_keeps_one_headline_per_place():
     from kprof.findings import Access, Finding, fold_same_place
 
     def race(kind, count, message):
-        return Finding("racecheck", kind, "hist", "h.cu", 7, None, None, count, message, other=Access("h.cu", 7, "write"))
+        return Finding("racecheck", kind, "hist", "h.cu", 7, thread=None, block=None, count=count, message=message, other=Access("h.cu", 7, "write"))
 
     folded = fold_same_place([race("race-raw", 5, "Race condition"), race("race-raw", 3, "Potential RAW hazard detected"),
                               race("race-waw", 2, "Potential WAW hazard detected")])
@@ -503,11 +503,11 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     from kprof.tools.checkers import explain
     from kprof.tools.toolrun import ToolResult
 
-    oob = Finding("memcheck", "out-of-bounds-write", "tiled_matmul_no_bounds", "/k/t.cu", 15, (3, 0, 0), (1, 2, 0), 9,
-                  "Invalid __global__ write", buffer="C", detail="4 bytes past the end of C")
-    vals = [Finding("values", k, "tiled_matmul_no_bounds", "/k/t.cu", None, None, None, 5, f"{k} on C", buffer="C")
+    oob = Finding("memcheck", "out-of-bounds-write", "tiled_matmul_no_bounds", "/k/t.cu", 15, thread=(3, 0, 0), block=(1, 2, 0), count=9,
+                  message="Invalid __global__ write", buffer="C", detail="4 bytes past the end of C")
+    vals = [Finding("values", k, "tiled_matmul_no_bounds", "/k/t.cu", None, thread=None, block=None, count=5, message=f"{k} on C", buffer="C")
             for k in ("race", "uninitialized-read", "wrong-result")]
-    other = Finding("values", "wrong-result", "tiled_matmul_no_bounds", "/k/t.cu", None, None, None, 1, "D", buffer="D")
+    other = Finding("values", "wrong-result", "tiled_matmul_no_bounds", "/k/t.cu", None, thread=None, block=None, count=1, message="D", buffer="D")
     results = explain([ToolResult("memcheck", "findings", [oob], 1.0), ToolResult("values", "findings", vals + [other], 1.0)])
     marked = results[1].findings
     assert all(f.extra.explained_by == "memcheck out-of-bounds-write at t.cu:15" for f in marked[:3])
