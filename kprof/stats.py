@@ -9,7 +9,7 @@ results takes their measured noise into account.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass
 from typing import Literal
 
 
@@ -20,6 +20,7 @@ class Summary:
     q1: float
     q3: float
     min: float
+    _: KW_ONLY  # the rest by name
     max: float
     mean: float
     stdev: float
@@ -38,7 +39,8 @@ class Summary:
     @classmethod
     def of(cls, d: dict[str, float]) -> Summary:
         """A summary from its :meth:`to_dict` form (a stored result)."""
-        return cls(int(d["n"]), *(float(d[k]) for k in ("median", "q1", "q3", "min", "max", "mean", "stdev")))
+        return cls(int(d["n"]), float(d["median"]), float(d["q1"]), float(d["q3"]), float(d["min"]), max=float(d["max"]),
+                   mean=float(d["mean"]), stdev=float(d["stdev"]))
 
 
 _FIELDS = ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")
@@ -64,8 +66,8 @@ def summarize(samples: list[float]) -> Summary:
         q1 = q3 = xs[0]
     else:
         q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
-    return Summary(n, statistics.median(xs), q1, q3, xs[0], xs[-1], statistics.fmean(xs),
-                   statistics.stdev(xs) if n > 1 else 0.0)
+    return Summary(n, statistics.median(xs), q1, q3, xs[0], max=xs[-1], mean=statistics.fmean(xs),
+                   stdev=statistics.stdev(xs) if n > 1 else 0.0)
 
 
 @dataclass(frozen=True)

@@ -333,7 +333,7 @@ def test_build_says_where_it_is(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(build, "build", lambda spec, arch, force=False: build.BuildResult(
-        spec.name, tmp_path / "x.cubin", arch, {}, True, "", ()))
+        spec.name, tmp_path / "x.cubin", arch, {}, True, log="", argv=()))
     assert cli.main(["build", "vector_add", "tiled_matmul", "--arch", "sm_90"]) == 0
     err = capsys.readouterr().err
     assert "[1/2] vector_add: cached in" in err and "[2/2] tiled_matmul: cached in" in err

@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import KW_ONLY, asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,6 +56,7 @@ class BuildResult:
     arch: str
     usage: dict[str, ResourceUsage]  # entry name -> usage
     cached: bool
+    _: KW_ONLY  # the rest by name
     log: str
     argv: tuple[str, ...]
     compiler: str = ""  # "nvcc 13.0.88", "NVRTC 12.9"; empty for a Python operation
@@ -228,7 +229,7 @@ def build(
         raise UnsupportedArchError(why)
     target = spec.target_arch(arch)  # sm_90a for a kernel that needs Hopper's own instructions (wgmma)
     if spec.python:
-        return BuildResult(spec.name, spec.source, arch, {}, True, "", ())
+        return BuildResult(spec.name, spec.source, arch, {}, True, log="", argv=())
     merged = dict(spec.defines)
     sources = _local_sources(spec.source)  # read once: the defines' check and the cache key
     _check_defines_reach(spec, sources)
@@ -280,7 +281,7 @@ def build(
         inputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
         if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
             os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
-        return BuildResult(spec.name, cubin, arch, usage, False, log, tuple(argv), compiler.version)
+        return BuildResult(spec.name, cubin, arch, usage, False, log=log, argv=tuple(argv), compiler=compiler.version)
     finally:
         tmp.unlink(missing_ok=True)
         if kept is not None:
@@ -315,7 +316,8 @@ def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResu
             return None  # edited, damaged or from an older kprof: rebuilt, never trusted
         usage = {k: _usage(v) for k, v in info["usage"].items()}
         if info["sha256"] == hashlib.sha256(inputs.read_bytes(cubin, "cached cubin", limit=MAX_CUBIN_BYTES)).hexdigest():
-            return BuildResult(spec.name, cubin, arch, usage, True, info.get("log", ""), tuple(info["argv"]), version)
+            return BuildResult(spec.name, cubin, arch, usage, True, log=info.get("log", ""), argv=tuple(info["argv"]),
+                               compiler=version)
     except (UsageError, KeyError, TypeError, AttributeError, OSError):
         pass  # a damaged cache entry is rebuilt (unreadable, oversized, not JSON, of another shape)
     return None

@@ -11,7 +11,7 @@ every architecture from sm_61 (Pascal) to sm_121 (Blackwell). It is tested again
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from kprof.errors import UsageError
 
@@ -23,6 +23,7 @@ class ArchLimits:
     max_blocks_per_sm: int
     regs_per_sm: int
     max_regs_per_block: int
+    _: KW_ONLY  # the rest by name
     max_regs_per_thread: int
     smem_per_sm: int  # the largest carveout, bytes
     max_smem_per_block: int  # opt-in maximum, bytes
@@ -49,7 +50,8 @@ KB = 1024
 
 def _arch(arch: str, warps: int, blocks: int, smem_sm_kb: int, smem_block_kb: int, fp32_lanes: int,
           sm_count: int | None = None, reserved: int = KB, smem_unit: int = 128, tensor: int | None = None) -> ArchLimits:
-    return ArchLimits(arch, warps, blocks, 65536, 65536, 255, smem_sm_kb * KB, smem_block_kb * KB, reserved, sm_count,
+    return ArchLimits(arch, warps, blocks, 65536, 65536, max_regs_per_thread=255, smem_per_sm=smem_sm_kb * KB,
+                      max_smem_per_block=smem_block_kb * KB, reserved_smem_per_block=reserved, sm_count=sm_count,
                       smem_alloc_unit=smem_unit, default_smem_per_block=min(48 * KB, smem_block_kb * KB),
                       fp32_lanes=fp32_lanes, tensor_flops=tensor)
 

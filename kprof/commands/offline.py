@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +137,7 @@ class OccupancyReport:
     usage: Any  # kprof.build.build.ResourceUsage
     dynamic_smem: int
     launch: list[Any]  # kprof.build.occupancy.Occupancy, one a block size asked
+    _: KW_ONLY  # the rest by name
     advice: list[str]
     sweep: list[Any]
 
@@ -168,8 +169,8 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
     chosen = [occupancy.compute(lim, b, usage.registers, usage.shared_static, dynamic)
               for b in (list(blocks) or [prepared.resolved.threads_per_block])]
     advice = [occupancy.advice(lim, o, usage.registers, usage.shared_static, dynamic) for o in chosen]
-    return OccupancyReport(spec.name, target, usage, dynamic, chosen, advice,
-                           occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic))
+    return OccupancyReport(spec.name, target, usage, dynamic, chosen, advice=advice,
+                           sweep=occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic))
 
 
 @checked

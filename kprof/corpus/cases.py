@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
 from kprof import parallel
@@ -47,6 +47,7 @@ class Expect:
     line: int
     buffer: str | None
     caught: bool
+    _: KW_ONLY  # the rest by name
     why: str
     since: str = ""  # the oldest compute-sanitizer version that checks for this bug ("2026.4"); '' for any
 
@@ -105,7 +106,7 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
         raise SpecError(where, "expect.since", f"{since!r} must be a compute-sanitizer version in quotes, e.g. \"2026.4\"")
     if since and tool not in checkers.sanitizers():
         raise SpecError(where, "expect.since", f"{tool} is kprof's own detector; since: names a compute-sanitizer version")
-    return Case(spec.name, spec, Expect(tool, kind, line, buffer, caught, str(why), since))
+    return Case(spec.name, spec, Expect(tool, kind, line, buffer, caught, why=str(why), since=since))
 
 
 def load_all(specs: list[spec_mod.KernelSpec]) -> list[Case]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import KW_ONLY, asdict, dataclass, field, fields
 from typing import Any
 
 from kprof import spec as spec_mod
@@ -123,6 +123,7 @@ class PerfResult:
     expected_line: str
     first: str | None  # the first cause's rule
     line: str | None  # the line it named
+    _: KW_ONLY  # the rest by name
     cause_right: bool
     line_right: bool
     estimate: float | None
@@ -171,8 +172,9 @@ def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bo
     causes = [c.rule for c in diagnosis.causes]
     if control:
         right = case.expect.cause not in causes
-        return PerfResult(case.name, "none", "-", first.rule if first else None, None, right, True, None, measured,
-                          None, mode=diagnosis.mode, causes=causes)
+        return PerfResult(case.name, "none", "-", first.rule if first else None, None, cause_right=right, line_right=True,
+                          estimate=None, measured=measured,
+                          estimate_right=None, mode=diagnosis.mode, causes=causes)
     named = []
     if first is not None:
         named = [x for x in (first.line, *first.also) if x is not None]
@@ -184,9 +186,11 @@ def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bo
     if est is not None and measured:
         est_right = 1 / WITHIN <= est / measured <= WITHIN
     return PerfResult(case.name, case.expect.cause, f"{line_file}:{exp_line}", first.rule if first else None,
-                      first.line.show() if first and first.line else None, bool(first and first.rule == case.expect.cause),
-                      line_right, est, measured, est_right, first.gain.tried if first else "",
-                      first.gain.measured if first else None, diagnosis.mode, causes)
+                      first.line.show() if first and first.line else None,
+                      cause_right=bool(first and first.rule == case.expect.cause),
+                      line_right=line_right, estimate=est, measured=measured, estimate_right=est_right,
+                      tried=first.gain.tried if first else "",
+                      try_gain=first.gain.measured if first else None, mode=diagnosis.mode, causes=causes)
 
 
 def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
@@ -217,7 +221,8 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
             result.ncu_rules = ncurules.listed(rules)
         return result
     except KprofError as exc:
-        return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, False, False, None, None, None,
+        return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, cause_right=False,
+                          line_right=False, estimate=None, measured=None, estimate_right=None,
                           error=str(exc).splitlines()[0])
 
 

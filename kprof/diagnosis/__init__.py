@@ -68,4 +68,4 @@ def diagnose(f: Facts) -> Diagnosis:
     found.sort(key=lambda c: (c.gain.estimate is None and c.gain.measured is None, -c.rank_key))
     seen = units(f)
     return Diagnosis(f.kernel, "counters" if f.counters else "counter-less", limiter(f, seen), seen, f.headroom(),
-                     f.seconds, found, sorted(set(blind)), notes)
+                     seconds=f.seconds, causes=found, cannot_see=sorted(set(blind)), notes=notes)

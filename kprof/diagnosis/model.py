@@ -7,7 +7,7 @@ A :class:`Gain` is an estimate with its basis (what it was computed from) until 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +39,7 @@ class Cause:
     evidence: tuple[tuple[str, str], ...]  # (what, value) pairs the rule read
     change: str  # what to change, one sentence
     gain: Gain
+    _: KW_ONLY  # the rest by name
     line: Line | None = None
     also: tuple[Line, ...] = ()  # other lines the change touches (a declaration to pad, a launch)
 
@@ -68,6 +69,7 @@ class Diagnosis:
     limiter: str  # the unit nearest its roof, or "latency" when none is busy
     units: dict[str, float]  # unit -> busy share of its peak, the roofline's levels kprof could see
     headroom: float | None  # measured time / time at the roof (the spec's work at kprof peak's ceilings)
+    _: KW_ONLY  # the rest by name
     seconds: float | None
     causes: list[Cause]
     cannot_see: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ kernel at its roof has some unit near 100%), an estimate. Pure: profiles in, a r
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass
 from functools import lru_cache
 
 from kprof.diagnosis.facts import LATENCY_BELOW, profile_units
@@ -29,6 +29,7 @@ class Ranked:
     seconds: float  # their GPU time, summed
     share: float  # of the profiled launches' GPU time
     limiter: str
+    _: KW_ONLY  # the rest by name
     busiest: float | None  # the limiter's share of its peak
     headroom: float | None  # 1 / busiest, at most MAX_HEADROOM (an estimate)
     program_gain: float | None  # the program's speedup (over the profiled launches) if this kernel reached its roof
@@ -126,5 +127,6 @@ def rank(profiles: list[KernelProfile], sites: Sites | None = None) -> list[Rank
         gain = 1.0 / ((1 - share) + share / head) if head else None
         found, by = match_sites(name, sites) if sites is not None else ((), "")
         job = tuple(sorted({p.rank for p in ps if p.rank is not None}))
-        out.append(Ranked(name, len(ps), secs, share, limiter, busy, head, gain, _site_texts(found), by, job))
+        out.append(Ranked(name, len(ps), secs, share, limiter, busiest=busy, headroom=head, program_gain=gain,
+                   sites=_site_texts(found), sites_by=by, ranks=job))
     return sorted(out, key=lambda r: -r.seconds)

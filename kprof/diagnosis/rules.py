@@ -49,7 +49,7 @@ class SmallGrid:
                      f"launch at least {f.sm_count} blocks (a grid-stride loop keeps the work the same), "
                      f"ideally a multiple of {slots}",
                      Gain(est, f"the idle block slots ({slots} / {f.blocks}), capped at {headroom_text(f)}"),
-                     launch_line(f, "the launch's grid"))
+                     line=launch_line(f, "the launch's grid"))
 
 
 class TailWave:
@@ -76,7 +76,7 @@ class TailWave:
                      f"give the grid a whole number of waves (a multiple of {slots} blocks) or many more, "
                      "smaller blocks so the last wave is a small share",
                      Gain(cap(est, f), f"the waves' rounding ({whole} waves' time for {waves:.2f} waves of work), "
-                          f"capped at {headroom_text(f)}"), launch_line(f, "the launch's grid"))
+                          f"capped at {headroom_text(f)}"), line=launch_line(f, "the launch's grid"))
 
 
 class _Occupancy:
@@ -131,7 +131,7 @@ class OccupancyRegisters(_Occupancy):
                      f"{max(2, 2 * occ.blocks_per_sm)}) on the kernel) or keep fewer values live across the loop",
                      Gain(cap(k, f), f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} occupancy) "
                           f"for a latency-bound kernel, up to the busiest unit's limit, capped at {headroom_text(f)}"),
-                     src_line(f, f.entry_line(), "the kernel: __launch_bounds__ goes here"))
+                     line=src_line(f, f.entry_line(), "the kernel: __launch_bounds__ goes here"))
 
 
 class OccupancyShared(_Occupancy):
@@ -146,7 +146,7 @@ class OccupancyShared(_Occupancy):
                      "declare only the shared memory the block uses (or share one buffer between phases)",
                      Gain(cap(k, f), f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} occupancy) "
                           f"for a latency-bound kernel, up to the busiest unit's limit, capped at {headroom_text(f)}"),
-                     src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration"))
+                     line=src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration"))
 
 
 class Divergence:
@@ -176,7 +176,7 @@ class Divergence:
                          Gain(est, f"both paths run one after the other: ({costs[0]} + {costs[1]}) / {max(costs)} "
                               f"instructions a step, capped at {headroom_text(f)}" if costs else
                               "needs counters (threads active per instruction)"),
-                         Line(lane[0], lane[1], "the branch the lanes disagree on"))
+                         line=Line(lane[0], lane[1], "the branch the lanes disagree on"))
         if not f.counters or p.thread_efficiency is None or p.thread_efficiency > 0.7:
             return None
         est = cap(1.0 / p.thread_efficiency, f)
@@ -184,7 +184,7 @@ class Divergence:
                      (("threads active per instruction", f"{32 * p.thread_efficiency:.1f} of 32"),),
                      "make the lanes of a warp take the same path: group the work so a branch depends on the "
                      "warp (threadIdx.x / 32), not the lane",
-                     Gain(est, f"the idle lanes (1 / {p.thread_efficiency:.2f}), capped at {headroom_text(f)}"), line)
+                     Gain(est, f"the idle lanes (1 / {p.thread_efficiency:.2f}), capped at {headroom_text(f)}"), line=line)
 
 
 class Fp64:
@@ -232,7 +232,7 @@ class Fp64:
         return Cause(self.id, "FP64 math in float code (a double constant or function promotes it)", tuple(ev),
                      "write float constants (0.5f) and float functions (sinf, expf), or keep the double math "
                      "out of the loop",
-                     Gain(est, f"{basis}; capped at {headroom_text(f)}"), line)
+                     Gain(est, f"{basis}; capped at {headroom_text(f)}"), line=line)
 
 
 class Barrier:
@@ -263,7 +263,7 @@ class Barrier:
                       ("shared memory in the loop", "yes" if shared_in_loop else "no")),
                      "remove the barrier if no thread reads another's data in the loop, or move it out of the loop",
                      Gain(est, f"Amdahl: {share:.0%} of stalls wait at the barrier; capped at {headroom_text(f)}" if share
-                          else "needs counters (the barrier stalls' share)"), Line(b.file, b.line, "__syncthreads()"))
+                          else "needs counters (the barrier stalls' share)"), line=Line(b.file, b.line, "__syncthreads()"))
 
 
 class Int64Division:
@@ -295,7 +295,7 @@ class Int64Division:
         return Cause(self.id, f"64-bit integer division or remainder ({n} in the kernel) in index math",
                      (("64-bit div/rem", str(n)),) + ((("issue active", f"{p.issue_active:.0%}"),) if p.issue_active else ()),
                      "compute indices in 32 bits (unsigned) when they fit, or hoist the division out "
-                     "(precompute, or use a fast divider by an invariant)", Gain(est, basis), line)
+                     "(precompute, or use a fast divider by an invariant)", Gain(est, basis), line=line)
 
 
 class LaunchOverhead:
@@ -325,7 +325,7 @@ class LaunchOverhead:
                      tuple(evidence), "fuse the launches into one kernel, or capture them in a CUDA graph (cudaGraphLaunch)",
                      Gain(est, f"all the work in one launch as long as one of these kernels ({one * 1e6:.2f} us: the "
                           f"longer of the work at the roof and {how})"),
-                     launch_line(f, "the spec's steps"))
+                     line=launch_line(f, "the spec's steps"))
 
 
 RULES: tuple[Rule, ...] = (

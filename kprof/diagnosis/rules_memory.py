@@ -85,7 +85,7 @@ class Uncoalesced:
                      "sectors than its data fills", ev,
                      "make consecutive threads (threadIdx.x) touch consecutive addresses, e.g. swap the "
                      "index the lanes walk, or stage the tile through shared memory",
-                     Gain(cap(excess, f), f"{basis}, capped at {headroom_text(f)}"), line)
+                     Gain(cap(excess, f), f"{basis}, capped at {headroom_text(f)}"), line=line)
 
 
 class BankConflicts:
@@ -110,7 +110,7 @@ class BankConflicts:
                       ("shared-memory stalls", f"{share:.0%} of stalls")),
                      "pad the shared array (e.g. [32][33]) or swizzle its index so a warp's lanes use different banks",
                      Gain(est, f"Amdahl: {share:.0%} of stalls wait on shared memory, each access {k:.1f}x "
-                          f"the wavefronts it needs; capped at {headroom_text(f)}"), line, also)
+                          f"the wavefronts it needs; capped at {headroom_text(f)}"), line=line, also=also)
 
 
 class LocalMemory:
@@ -135,7 +135,7 @@ class LocalMemory:
         return Cause(self.id, "per-thread data in local memory (off-chip, through L1)", tuple(ev),
                      "index per-thread arrays with compile-time constants (unrolled loops) or restructure "
                      "so the values stay in registers",
-                     Gain(est, basis), line)
+                     Gain(est, basis), line=line)
 
 
 class Atomics:
@@ -173,7 +173,7 @@ class Atomics:
                      tuple(ev),
                      "accumulate per block in shared memory (or per warp in registers) and add each block's "
                      "result to global memory once",
-                     Gain(est, basis), line)
+                     Gain(est, basis), line=line)
 
 
 class ScalarLoads:
@@ -206,7 +206,7 @@ class ScalarLoads:
         return Cause(self.id, "adjacent 4-byte loads one 16-byte (vector) load could do",
                      (("adjacent scalar loads on one line", "yes"),) + ((("L1 throughput", f"{share:.0%}"),) if share else ()),
                      "load float4 (or float2) through a reinterpret_cast of an aligned pointer",
-                     Gain(est, basis), Line(hit[0], hit[1], "the scalar loads"))
+                     Gain(est, basis), line=Line(hit[0], hit[1], "the scalar loads"))
 
 
 class NoReuse:
@@ -240,5 +240,5 @@ class NoReuse:
                      Gain(est, f"the FP32 roof's headroom ({head:.1f}x) times the share of FP32 peak a register-"
                           f"blocked tiled CUDA-core matmul reaches ({self.TILED_FP32_SHARE:.0%}; a shared-memory "
                           f"tile alone reaches less)"),
-                     ptx_line(f, lambda i: i.op.startswith("ld.global") and i.loops > 0, "the loads in the inner loop"))
+                     line=ptx_line(f, lambda i: i.op.startswith("ld.global") and i.loops > 0, "the loads in the inner loop"))
 

@@ -24,9 +24,9 @@ def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceil
     marked ``interrupted``; a history store that cannot take a point (a full disk) ends it with ``lost``."""
     conn = history_mod.connect() if history else None
     snap = telemetry.snapshot()
-    report = BenchReport([], len(points), history_mod.new_run(), mode, rule, peak,
-                         {"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None},
-                         history_mod.git_commit(), conn is not None)
+    report = BenchReport([], len(points), history_mod.new_run(), mode, rule, peak=peak,
+                         machine={"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None},
+                         commit=history_mod.git_commit(), recorded=conn is not None)
     try:
         for i, point in enumerate(points, 1):
             if progress is not None:

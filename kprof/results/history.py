@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 import uuid
-from dataclasses import astuple, dataclass
+from dataclasses import KW_ONLY, astuple, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -172,6 +172,7 @@ class HistoryRow:
     created: float
     kind: str
     kernel: str
+    _: KW_ONLY  # the rest by name
     point: dict[str, Any]  # {"sizes": {...}, "params": {...}, ...} as kprof bench wrote it
     summary: Summary | None
     data: dict[str, Any]
@@ -274,8 +275,9 @@ def _row(r: tuple[object, ...]) -> HistoryRow | None:
         return None
     commit = r[9] if isinstance(r[9], str) else None
     stored = data.get("status", "?")  # the one reader of a stored point's status
-    return HistoryRow(int(r[0]) if isinstance(r[0], int) else 0, run, float(created), str(r[3]), kernel, point,
-                      summary, data, machine, str(r[8]), commit, stored if isinstance(stored, str) and stored else "?")
+    return HistoryRow(int(r[0]) if isinstance(r[0], int) else 0, run, float(created), str(r[3]), kernel, point=point,
+                      summary=summary, data=data, machine=machine, version=str(r[8]), commit=commit,
+                      status=stored if isinstance(stored, str) and stored else "?")
 
 
 def _summary(stored: object) -> Summary | None:

@@ -3,7 +3,7 @@ one run of a kernel, a ``kprof bench`` run, the cheat corpus's verdicts. Each sa
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,6 +91,7 @@ class BenchReport:
     run: str
     mode: str
     rule: StopRule
+    _: KW_ONLY  # the rest by name
     peak: Ceilings | None
     machine: dict[str, object]
     commit: str | None

@@ -9,7 +9,7 @@ own kernel anywhere on disk works the same way as the built-in ones.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from kprof import inputs
@@ -132,6 +132,7 @@ class Listing:
     path: Path
     description: str  # "INVALID SPEC: ..." for a spec that does not load
     requires: tuple[str, str] | None = None  # (arch, why) of the spec's requires:
+    _: KW_ONLY  # the rest by name
     unsupported: str | None = None
     arch: str | None = None  # the architecture asked about
 
@@ -161,5 +162,5 @@ def listing(arch: str | None = None) -> list[Listing]:
                     unsupported = f"needs {req.arch}: {req.why}"
         except SpecError as exc:
             description = f"INVALID SPEC: {exc}"
-        out.append(Listing(entry.name, entry.group, entry.path, description, requires, unsupported, arch))
+        out.append(Listing(entry.name, entry.group, entry.path, description, requires, unsupported=unsupported, arch=arch))
     return out

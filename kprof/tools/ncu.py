@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
 
 from kprof import proc
@@ -328,6 +328,7 @@ class RuleResult:
     rule: str  # SharedMemoryConflicts, UncoalescedGlobalAccess, LaunchConfiguration, ...
     kind: str  # OPT (an optimisation it proposes), INF, WRN, ERR
     speedup_type: str  # local or global
+    _: KW_ONLY  # the rest by name
     speedup: float | None  # its "Est. Speedup", percent of the kernel's time it expects to save
     text: str
 
@@ -348,7 +349,7 @@ def parse_rules(text: str) -> list[RuleResult]:
         speed = parse_number(row[h["Estimated Speedup"]]) if "Estimated Speedup" in h else None
         out.append(RuleResult(row[h.get("Kernel Name", 0)], row[h.get("Section Name", 0)], row[h["Rule Name"]],
                               row[h["Rule Type"]], row[h.get("Estimated Speedup Type", 0)] if "Estimated Speedup Type" in h
-                              else "", speed if isinstance(speed, float) else None, row[h["Rule Description"]]))
+                              else "", speedup=speed if isinstance(speed, float) else None, text=row[h["Rule Description"]]))
     return out
 
 

@@ -88,7 +88,7 @@ def test_kprof_occupancy_knows_each_architecture_offline(arch, capsys, monkeypat
 
     def built(spec, arch, **kw):
         usage = {"tiled_matmul": build.ResourceUsage(registers=40, shared_static=8192)}
-        return build.BuildResult(spec.name, Path("/x.cubin"), arch, usage, True, "", (), "NVRTC 12.9")
+        return build.BuildResult(spec.name, Path("/x.cubin"), arch, usage, True, log="", argv=(), compiler="NVRTC 12.9")
 
     monkeypatch.setattr(build, "build", built)
     code = cli.main(["occupancy", str(spec.path), "--arch", arch, "--json"])
@@ -321,7 +321,7 @@ def test_build_all_for_pascal_skips_them_with_the_reason_and_exits_0(capsys, mon
     def fake_build(spec, arch, force=False):
         if why := spec.unsupported_on(arch):
             raise UnsupportedArchError(why)
-        return build.BuildResult(spec.name, Path("/x.cubin"), arch, {}, True, "", (), "NVRTC 12.9")
+        return build.BuildResult(spec.name, Path("/x.cubin"), arch, {}, True, log="", argv=(), compiler="NVRTC 12.9")
 
     monkeypatch.setattr(build, "build", fake_build)
     code = cli.main(["build", "--all", "--arch", "sm_61", "--json"])
@@ -385,7 +385,7 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
     usage = {"tiled_matmul": build.ResourceUsage(registers=40, shared_static=8192, spill_stores=8, spill_loads=4,
                                                  stack_frame=16)}
     monkeypatch.setattr(build, "build", lambda spec, arch, **kw: build.BuildResult(
-        spec.name, Path("/x.cubin"), arch or toolchain.detect_arch(), usage, True, "", (), "NVRTC 12.9"))
+        spec.name, Path("/x.cubin"), arch or toolchain.detect_arch(), usage, True, log="", argv=(), compiler="NVRTC 12.9"))
     monkeypatch.setattr(ncu, "profile_rows", lambda *a, **k: pytest.fail("ncu ran on a Pascal GPU"))
     monkeypatch.setattr("kprof.proc.find_tool", lambda name: pytest.fail(f"{name} was looked for"))
     from kprof.launch.childresult import ChildResult, DeviceInfo

@@ -248,16 +248,16 @@ def test_cli_rejects_a_bad_try_before_the_gpu(capsys):
 def test_judge_and_the_corpus():
     corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
     case = corpus["copy_uncoalesced"]
-    cause = Cause("uncoalesced", "t", (), "c", Gain(7.0, "b"), Line(str(case.spec.source), 6))
-    d = Diagnosis("copy_uncoalesced", "counters", "DRAM", {}, 10.0, 1e-4, [cause])
+    cause = Cause("uncoalesced", "t", (), "c", Gain(7.0, "b"), line=Line(str(case.spec.source), 6))
+    d = Diagnosis("copy_uncoalesced", "counters", "DRAM", {}, 10.0, seconds=1e-4, causes=[cause])
     r = perfcases.judge(case, d, 6.4, control=False, launch_line=11, entry_line=3)
     assert r.ok and r.cause_right and r.line_right and r.estimate_right
     assert not perfcases.judge(case, d, 3.0, control=False, launch_line=11, entry_line=3).estimate_right  # 2.3x off
     control = corpus["fp64_memory"]
     fp64 = Cause("fp64", "t", (), "c", Gain(1.5, "b"))
-    assert not perfcases.judge(control, Diagnosis("fp64_memory", "counters", "DRAM", {}, 1.0, 1e-4, [fp64]), 1.0,
+    assert not perfcases.judge(control, Diagnosis("fp64_memory", "counters", "DRAM", {}, 1.0, seconds=1e-4, causes=[fp64]), 1.0,
                                control=True, launch_line=0, entry_line=0).ok
-    assert perfcases.judge(control, Diagnosis("fp64_memory", "counters", "DRAM", {}, 1.0, 1e-4, []), 1.0,
+    assert perfcases.judge(control, Diagnosis("fp64_memory", "counters", "DRAM", {}, 1.0, seconds=1e-4, causes=[]), 1.0,
                            control=True, launch_line=0, entry_line=0).ok
     assert perfcases.control_here(control, 0.5) and not perfcases.control_here(control, 1 / 64)
 
@@ -279,9 +279,9 @@ def test_perf_case_expectations_are_checked(tmp_path):
 
 def test_render_json_and_sarif():
     c = Cause("atomics", "global atomics on every element", (("atomics / global accesses", "50%"),),
-              "accumulate in shared memory", Gain(12.0, "the roof", 9.5, "try"), Line("/repo/k.cu", 6, "the atomic"))
-    d = Diagnosis("hist", "counters", "latency: no unit above 20%", {"DRAM": 0.05}, 20.0, 1e-3, [c],
-                  ["coalescing"], tries=[Try({"B": "2"}, "ok", 1e-4, 9.5),
+              "accumulate in shared memory", Gain(12.0, "the roof", 9.5, "try"), line=Line("/repo/k.cu", 6, "the atomic"))
+    d = Diagnosis("hist", "counters", "latency: no unit above 20%", {"DRAM": 0.05}, 20.0, seconds=1e-3, causes=[c],
+                  cannot_see=["coalescing"], tries=[Try({"B": "2"}, "ok", 1e-4, 9.5),
                                          Try({"B": "4"}, "failed-verification", None, None, "normwise 0.3 > 1e-5")])
     text = render(d)
     assert "1. global atomics on every element at k.cu:6" in text and "9.50x measured" in text
@@ -346,13 +346,13 @@ def test_ncu_rules_beside_the_diagnosis(data_dir):
     assert v.proposed == 6  # its OPT rows: pipes, L2 compression, conflicts, issue slots, stalls, launch
     listed = ncurules.listed(rules)
     assert [r["rule"] for r in listed[:2]] == ["LaunchConfiguration", "CPIStall"] and listed[-1]["type"] == "local"
-    untyped = [ncu.RuleResult(r.kernel, r.section, r.rule, r.kind, "", r.speedup, r.text) for r in rules]
+    untyped = [ncu.RuleResult(r.kernel, r.section, r.rule, r.kind, "", speedup=r.speedup, text=r.text) for r in rules]
     assert ncurules.verdict(untyped).rule == "HighPipeUtilization"  # an ncu without the type column: all compared
     assert ncu.parse_rules("no table") == []
     # ncu's occupancy rules name their limiter in words: kprof's cause follows the words, none where they name
     # neither registers nor shared memory
     def occ(rule, text):
-        return ncu.RuleResult("k", "Occupancy", rule, "OPT", "global", 50.0, text)
+        return ncu.RuleResult("k", "Occupancy", rule, "OPT", "global", speedup=50.0, text=text)
 
     assert ncurules.cause_of(occ("TheoreticalOccupancy", "This kernel's theoretical occupancy (25.0%) is limited by the "
                                  "number of required registers.")) == "occupancy-registers"
