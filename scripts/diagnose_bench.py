@@ -39,8 +39,9 @@ def main(paths: list[str]) -> int:
         prepared = pipeline.prepare(catalog.load(name), None, arch="sm_90")
         r, b = prepared.resolved, prepared.built
         u = b.usage_of(r.spec.entry)
-        p = prof.fallback(name, r.sizes, bug, u.registers, r.threads_per_block, u.shared_static, r.shared_mem, b.arch,
-                          r.flops, r.bytes, "replayed from kprof bench")
+        p = prof.fallback(name, r.sizes, bug, u.registers, r.threads_per_block, u.shared_static, dynamic_smem=r.shared_mem,
+                          arch=b.arch,
+                          spec_flops=r.flops, spec_bytes=r.bytes, reason="replayed from kprof bench")
         from kprof.build import build
 
         d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.spec, "sm_90"),

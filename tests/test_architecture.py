@@ -149,6 +149,23 @@ def test_no_any_for_a_prepared_spec_a_profile_or_a_report():
     assert not loose, f"Any where a prepared spec, a profile or a report is handed on: {loose}"
 
 
+MAX_POSITIONAL = 6
+# calls of functions that are not kprof's: the driver's, cuBLAS's and ctypes' C signatures take their arguments in order
+FOREIGN_CALLS = {"drv.cuLaunchKernel", "drv.cuTensorMapEncodeTiled", "self.lib.cublasSgemm_v2", "_LAUNCH"}
+
+
+def test_no_call_passes_more_than_six_arguments_by_position():
+    """Past the sixth, an argument goes by its name (issue 70: a Finding took 13 in a row); a record of more than
+    five fields takes the rest by name (``_: KW_ONLY``)."""
+    long = []
+    for path in MODULES.values():
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.Call) and len(n.args) > MAX_POSITIONAL and ast.unparse(n.func) not in FOREIGN_CALLS \
+                    and not any(isinstance(a, ast.Starred) for a in n.args):
+                long.append(f"{path.relative_to(PKG)}:{n.lineno} {ast.unparse(n.func)} ({len(n.args)})")
+    assert not long, f"calls with more than {MAX_POSITIONAL} positional arguments: {long}"
+
+
 MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join

@@ -444,7 +444,7 @@ def test_generated_history_names_refs_and_records_are_stored_read_or_one_line(tm
         m.setenv("KPROF_HISTORY", str(db))
         conn = history.connect()
         try:
-            history.record(conn, "run-1", "bench", kernel, point, data, {"gpu": kernel}, None)
+            history.record(conn, "run-1", "bench", kernel, point, data, machine={"gpu": kernel}, commit=None)
             with conn:
                 conn.execute("INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
                              "VALUES (?, 0, 'bench', 'k', ?, ?, '{}', '0', NULL)", ("run-2", junk, junk))

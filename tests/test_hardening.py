@@ -146,7 +146,7 @@ def test_a_name_longer_than_the_file_system_allows(capsys):
 def test_compare_refs_are_checked(tmp_path, monkeypatch, capsys, ref, message):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     conn = history.connect()
-    history.record(conn, "r1", "bench", "k", {"sizes": {}}, {"summary": None}, {}, None)
+    history.record(conn, "r1", "bench", "k", {"sizes": {}}, {"summary": None}, machine={}, commit=None)
     assert cli.main(["compare", ref]) == 2
     assert message in capsys.readouterr().err
 
@@ -165,7 +165,7 @@ def test_compare_and_history_read_without_writing(tmp_path, monkeypatch, capsys)
 def test_a_history_row_with_broken_json_is_skipped(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     conn = history.connect()
-    history.record(conn, "r1", "bench", "k", {"sizes": {"N": 1}}, {"summary": None}, {}, None)
+    history.record(conn, "r1", "bench", "k", {"sizes": {"N": 1}}, {"summary": None}, machine={}, commit=None)
     with sqlite3.connect(tmp_path / "h.sqlite") as raw:
         raw.execute("INSERT INTO results (run, created, kind, kernel, point, data, machine, version) "
                     "VALUES ('r1', 0, 'bench', 'k', '{broken', '{}', '{}', '0')")
@@ -335,7 +335,7 @@ from kprof.results import history
 conn = history.connect(Path(sys.argv[1]))
 i = 0
 while True:
-    history.record(conn, "run-killed", "bench", "k", {"sizes": {"N": i}}, {"summary": None}, {}, None)
+    history.record(conn, "run-killed", "bench", "k", {"sizes": {"N": i}}, {"summary": None}, machine={}, commit=None)
     i += 1
 """
 
@@ -360,7 +360,7 @@ def test_a_history_store_whose_writer_is_killed_mid_write_stays_readable(tmp_pat
     conn = history.connect(db)
     rows = history.rows(conn, limit=100000)
     assert rows and all(r.point["sizes"]["N"] >= 0 for r in rows)
-    history.record(conn, "run-after", "bench", "k", {"sizes": {"N": -1}}, {}, {}, None)
+    history.record(conn, "run-after", "bench", "k", {"sizes": {"N": -1}}, {}, machine={}, commit=None)
     assert history.runs(conn)[0] == "run-after"
 
 

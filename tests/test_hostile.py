@@ -357,11 +357,11 @@ def test_a_bench_stopped_by_a_full_disk_keeps_what_history_holds(tmp_path, monke
     real_record = history.record
     calls = []
 
-    def record(conn, *args):
+    def record(conn, *args, **kwargs):
         calls.append(args)
         if len(calls) == 2:
             raise history.OutputError("cannot record vector_add in the history store: database or disk is full")
-        return real_record(conn, *args)
+        return real_record(conn, *args, **kwargs)
 
     monkeypatch.setattr(history, "record", record)
     code = cli.main(["bench", "vector_add", "--size", "N=1024,2048,4096", "--baseline", "none", "--arch", "sm_90", "--json"])
@@ -411,7 +411,7 @@ def test_a_history_row_of_another_shape_is_skipped(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     summary = {"n": 3, "median": 1e-3, "q1": 1e-3, "q3": 1e-3, "min": 1e-3, "max": 1e-3, "mean": 1e-3, "stdev": 0.0}
     for run in ("r1", "r2"):
-        history.record(history.connect(), run, "bench", "k", {"sizes": {"N": 1}}, {"summary": summary}, {}, None)
+        history.record(history.connect(), run, "bench", "k", {"sizes": {"N": 1}}, {"summary": summary}, machine={}, commit=None)
     row = {"run": "r2", "created": 0, "kind": "bench", "kernel": "k", "point": '{"sizes": {"N": 2}}',
            "data": '{"summary": null}', "machine": "{}", "version": "0"} | columns
     with sqlite3.connect(tmp_path / "h.sqlite") as raw:

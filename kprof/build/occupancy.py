@@ -49,7 +49,7 @@ KB = 1024
 
 
 def _arch(arch: str, warps: int, blocks: int, smem_sm_kb: int, smem_block_kb: int, fp32_lanes: int,
-          sm_count: int | None = None, reserved: int = KB, smem_unit: int = 128, tensor: int | None = None) -> ArchLimits:
+          *, sm_count: int | None = None, reserved: int = KB, smem_unit: int = 128, tensor: int | None = None) -> ArchLimits:
     return ArchLimits(arch, warps, blocks, 65536, 65536, max_regs_per_thread=255, smem_per_sm=smem_sm_kb * KB,
                       max_smem_per_block=smem_block_kb * KB, reserved_smem_per_block=reserved, sm_count=sm_count,
                       smem_alloc_unit=smem_unit, default_smem_per_block=min(48 * KB, smem_block_kb * KB),
@@ -65,14 +65,14 @@ def _arch(arch: str, warps: int, blocks: int, smem_sm_kb: int, smem_block_kb: in
 # flagship part's (V100, A100, H100/H200, B200), for waves; None where the parts differ.
 ARCHS: dict[str, ArchLimits] = {a.arch: a for a in (
     _arch("sm_61", 64, 32, 96, 48, 128, reserved=0, smem_unit=256),  # GTX 1080, P40
-    _arch("sm_70", 64, 32, 96, 96, 64, 80, reserved=0, smem_unit=256, tensor=1024),  # V100
+    _arch("sm_70", 64, 32, 96, 96, 64, sm_count=80, reserved=0, smem_unit=256, tensor=1024),  # V100
     _arch("sm_75", 32, 16, 64, 64, 64, reserved=0, smem_unit=256, tensor=1024),  # T4, RTX 20
-    _arch("sm_80", 64, 32, 164, 163, 64, 108, tensor=2048),  # A100
+    _arch("sm_80", 64, 32, 164, 163, 64, sm_count=108, tensor=2048),  # A100
     _arch("sm_86", 48, 16, 100, 99, 128, tensor=1024),  # RTX 30, A10, A40
     _arch("sm_87", 48, 16, 164, 163, 128),  # Jetson Orin
     _arch("sm_89", 48, 24, 100, 99, 128, tensor=1024),  # RTX 40, L4, L40
-    _arch("sm_90", 64, 32, 228, 227, 128, 132, tensor=4096),  # H100, H200
-    _arch("sm_100", 64, 32, 228, 227, 128, 148, tensor=8192),  # B200
+    _arch("sm_90", 64, 32, 228, 227, 128, sm_count=132, tensor=4096),  # H100, H200
+    _arch("sm_100", 64, 32, 228, 227, 128, sm_count=148, tensor=8192),  # B200
     _arch("sm_103", 64, 32, 228, 227, 128, tensor=8192),  # B300
     _arch("sm_120", 48, 24, 100, 99, 128, tensor=1024),  # RTX 50, RTX PRO 6000 Blackwell
     _arch("sm_121", 48, 24, 100, 99, 128),  # DGX Spark

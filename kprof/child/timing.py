@@ -46,7 +46,7 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     events = _Events(ws, stream)
     one = _warm_up(run_once, events, mode.warmup)
     clock, warm_flags = _check_clock(clock, mode, result)
-    sampler = _HotSampler(ws, stream, run_once, events, clock, mode.batch, one) if mode.mode == "hot" else \
+    sampler = _HotSampler(ws, stream, run_once, events, clock, mode.batch, one=one) if mode.mode == "hot" else \
         _SingleSampler(ws, stream, run_once, events, clock, mode)
     samples, stop, host_seconds = _loop(sampler, mode, ws.target.name)
     if clock is not None:
@@ -59,7 +59,7 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     sampler.close()  # before its kernel's module is unloaded
     if mode.integrity:
         seen = _Seen(sampler, samples, events.samples, host_seconds, clock is not None, warm_flags)
-        _integrity(ws, stream, first, poison_pool, expected, seen, gpu, result)
+        _integrity(ws, stream, first, poison_pool, expected, seen, gpu=gpu, result=result)
     result.finish("ok")
     return 0
 
@@ -140,7 +140,7 @@ class _DeviceChecks:
 
 
 def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
-               seen: _Seen, gpu: _DeviceChecks | None, result: Result) -> None:
+               seen: _Seen, *, gpu: _DeviceChecks | None, result: Result) -> None:
     """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then two
     verified calls: outputs poisoned first, then the inputs doubled. The results of both are compared
     with the verified call's on the GPU (fingerprints); only a result that differs where it should not,
@@ -327,7 +327,7 @@ class _HotSampler:
     back-to-back kernels also overlap their ramp-up and drain."""
 
     def __init__(self, ws: Workspace, stream: object, run_once: Callable[[], None], events: _Events, clock: Any,
-                 batch: int | None, one: float) -> None:
+                 batch: int | None, *, one: float) -> None:
         self.ws, self.stream, self.events, self.clock = ws, stream, events, clock
         self.batch = int(batch or min(10_000, max(HOT_MIN_BATCH, int(2e-3 / max(one, 1e-7)))))
         def body() -> None:

@@ -10,7 +10,7 @@ lets NaN through is how a broken kernel reports a record speed; an element still
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Any
 
 from kprof.errors import UsageError
@@ -45,6 +45,7 @@ class Check:
     max_abs_err: float | None
     nonfinite: int  # NaN or Inf elements in the output
     poisoned: int  # elements still holding the poison (never written), integer outputs
+    _: KW_ONLY  # the rest by name
     first_bad: list[int] | None  # index of the worst element, or of the first non-finite one
     got: float | None
     expected: float | None
@@ -137,8 +138,8 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
     if exact and failing and not poisoned:
         message += "; worst " + _shown(name, [w for w in worst if w["got"] != w["expected"]] or worst)
     if not message:
-        message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed[0], worst,
-                                       (scale_text or "scale") if sized is not None else None, sized)
+        message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed_atol=needed[0], worst=worst,
+                                       scale_text=(scale_text or "scale") if sized is not None else None, scale=sized)
     note = ""
     if defaulted and not exact and metric == "elementwise" and raw.size:
         small = scan.small / raw.size
@@ -157,8 +158,8 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
 def out_of_bounds(name: str, damage: str) -> Check:
     """The failed check of a buffer whose guard zones were written (:meth:`Workspace.guard_damage`):
     an out-of-bounds write, found by the verdict alone."""
-    return Check(name, False, None, None, 0, 0, None, None, None, 0.0,
-                 f"{name}: written outside its bounds: {damage}; kprof sanitize --tool memcheck names the thread "
+    return Check(name, False, None, None, 0, 0, first_bad=None, got=None, expected=None, rtol=0.0,
+                 message=f"{name}: written outside its bounds: {damage}; kprof sanitize --tool memcheck names the thread "
                  "and the line", metric="bounds")
 
 
@@ -369,7 +370,7 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
 
 
 def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: float, max_abs: float,
-                         needed_atol: float | None, worst: list[dict[str, Any]], scale_text: str | None = None,
+                         *, needed_atol: float | None, worst: list[dict[str, Any]], scale_text: str | None = None,
                          scale: Any = None) -> str:
     bound = f"{atol:.1e} + {rtol:.1e} x {'(' + scale_text + ')' if scale_text else '|ref|'}"
     if failing == 0:

@@ -161,7 +161,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
     if isinstance(target, (str, Path)):
-        return _sanitize_spec(str(target), checkers.choose(tools), sizes, arch, timeout, padding, progress)
+        return _sanitize_spec(str(target), checkers.choose(tools), sizes, arch, timeout, padding, progress=progress)
     cmd = inputs.program_argv([str(a) for a in target], "sanitize", cwd)
     from kprof.tools import allocators
     from kprof.tools.checker import Program, Settings
@@ -222,7 +222,7 @@ def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *,
 
 
 def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,
-                   padding: int, progress: Any) -> SanitizeReport:
+                   padding: int, *, progress: Any) -> SanitizeReport:
     from kprof.commands import pipeline
     from kprof.launch.job import RunMode
     from kprof.spec import catalog

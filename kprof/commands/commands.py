@@ -408,7 +408,7 @@ def cmd_occupancy(opts: OccupancyOptions) -> int:
     if opts.json:
         _emit_json(r.to_json())
     else:
-        print(render_build.occupancy_report(r.kernel, r.arch, r.usage, r.dynamic_smem, r.launch, r.sweep, r.advice))
+        print(render_build.occupancy_report(r.kernel, r.arch, r.usage, r.dynamic_smem, r.launch, r.sweep, advice=r.advice))
     return EXIT_OK
 
 

@@ -99,7 +99,7 @@ def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = Fals
 
     def one(m: mutants.Mutant) -> mutants.MutantResult:
         t0 = time.monotonic()
-        out = _one(m, spec, preparer, original_cubin, sizes, labels, orig, dry_run)
+        out = _one(m, spec, preparer, original_cubin, sizes, labels, orig=orig, dry_run=dry_run)
         if steps is not None:
             how = "(the source's note)" if out.by == mutants.BY_NOTE else f"{time.monotonic() - t0:.1f} s"
             steps.step(f"{m.id} {m.operator} line {m.line}: {out.verdict} {how}")
@@ -114,7 +114,7 @@ def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = Fals
 
 
 def _one(m: mutants.Mutant, spec: KernelSpec, preparer: Preparer, original_cubin: bytes, sizes: list[_Size],
-         labels: list[str], orig: _Original, dry_run: bool) -> mutants.MutantResult:
+         labels: list[str], *, orig: _Original, dry_run: bool) -> mutants.MutantResult:
     """One mutant: equivalent by its note, not built, equivalent by its machine code or its launch, or judged.
     Each mutant's source lives under the build cache, named by its text: a second build of it is a cache hit."""
     if (note := mutants.note_of(m)) is not None:

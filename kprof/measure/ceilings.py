@@ -20,7 +20,7 @@ that fits in L2 may be served from it; both are flagged as not plausible.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from kprof.build.occupancy import ARCHS
@@ -212,6 +212,7 @@ class Ceilings:
     copy_bytes_per_s: float | None = None  # a file from before the mixes: its one ceiling
     memcpy_bytes_per_s: float | None = None
     tensor: tuple[TensorCeiling, ...] = ()
+    _: KW_ONLY  # the rest by name
     tensor_flops_per_s: float | None = None  # the best of them
     l2_bytes: int | None = None
     gpu: str = ""
@@ -259,8 +260,10 @@ class Ceilings:
         assert isinstance(memcpy, dict)
         l2 = data.get("l2_bytes")
         return cls(mixes, _num(data.get("fma_flops_per_s")), theory, _num(data.get("copy_bytes_per_s")),
-                   _num(memcpy.get("bytes_per_s")), tensor, _num(data.get("tensor_flops_per_s")),
-                   l2 if isinstance(l2, int) and l2 > 0 else None, _text(data.get("gpu")), _text(data.get("driver")),
-                   _text(data.get("measured")), _num(data.get("seconds")), failed, _text(data.get("ops_note")),
-                   data.get("cached") if isinstance(data.get("cached"), str) else None,
-                   data["version"] if isinstance(data.get("version"), int) else 1, raw)
+                   _num(memcpy.get("bytes_per_s")), tensor, tensor_flops_per_s=_num(data.get("tensor_flops_per_s")),
+                   l2_bytes=l2 if isinstance(l2, int) and l2 > 0 else None, gpu=_text(data.get("gpu")),
+                   driver=_text(data.get("driver")),
+                   measured=_text(data.get("measured")), seconds=_num(data.get("seconds")), not_measured=failed,
+                   ops_note=_text(data.get("ops_note")),
+                   cached=data.get("cached") if isinstance(data.get("cached"), str) else None,
+                   version=data["version"] if isinstance(data.get("version"), int) else 1, raw=raw)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import KW_ONLY, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ class Roofline:
     ridge: float | None  # intensity where the two roofs meet
     bound: str | None  # "memory" or "compute"
     attainable: float | None  # FLOP/s the roofline allows at this intensity
+    _: KW_ONLY  # the rest by name
     fraction: float | None  # achieved / attainable
 
     @classmethod
@@ -46,12 +47,12 @@ class Roofline:
            peak_flops: float | None, peak_bytes: float | None) -> Roofline:
         if not (flops and seconds and dram_bytes and peak_flops and peak_bytes):
             return cls(peak_flops, peak_bytes, (flops / dram_bytes) if flops and dram_bytes else None,
-                       (peak_flops / peak_bytes) if peak_flops and peak_bytes else None, None, None, None)
+                       (peak_flops / peak_bytes) if peak_flops and peak_bytes else None, None, None, fraction=None)
         intensity = flops / dram_bytes
         ridge = peak_flops / peak_bytes
         attainable = min(peak_flops, intensity * peak_bytes)
         return cls(peak_flops, peak_bytes, intensity, ridge, "memory" if intensity < ridge else "compute",
-                   attainable, (flops / seconds) / attainable)
+                   attainable, fraction=(flops / seconds) / attainable)
 
 
 @dataclass(frozen=True)
@@ -295,8 +296,8 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
 
 
 def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, registers: int | None,
-             block: int, static_smem: int, dynamic_smem: int, arch: str, spec_flops: int | None,
-             spec_bytes: int | None, reason: str, *, source: str = "fallback (no counters)",
+             block: int, static_smem: int, *, dynamic_smem: int, arch: str, spec_flops: int | None,
+             spec_bytes: int | None, reason: str, source: str = "fallback (no counters)",
              driver_blocks: int | None = None, spills: tuple[int, int, int] | None = None) -> KernelProfile:
     """What can be said without counters: event time, theoretical occupancy (the driver's answer when
     given: ``cuOccupancyMaxActiveBlocksPerMultiprocessor``), registers and spills, spec-based rates."""
@@ -387,8 +388,9 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
         result = launch.run_kernel(job_of(RunMode(time=True)), timeout=timeout)
         usage = built.usage_of(r.spec.entry)
         return [fallback(r.spec.name, r.sizes, (result.time_ms or 0) / 1e3 or None, usage.registers,
-                         r.threads_per_block, usage.shared_static, r.shared_mem, built.arch, r.flops, r.bytes,
-                         reason, source=source, driver_blocks=result.driver_blocks_per_sm,
+                         r.threads_per_block, usage.shared_static, dynamic_smem=r.shared_mem, arch=built.arch,
+                         spec_flops=r.flops, spec_bytes=r.bytes,
+                         reason=reason, source=source, driver_blocks=result.driver_blocks_per_sm,
                          spills=(usage.spill_stores, usage.spill_loads, usage.stack_frame))]
 
     if why := ncu.unsupported(built.arch):

@@ -35,7 +35,7 @@ def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceil
             report.points.append(result)
             if conn is not None:  # written as soon as it is measured
                 history_mod.record(conn, report.run, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
-                                   "mode": mode}, result.to_dict(), report.machine, report.commit)
+                                   "mode": mode}, result.to_dict(), machine=report.machine, commit=report.commit)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (kprof.commands.cli): what was measured is still returned
         report.interrupted = True
     except OutputError as exc:  # the history store could not take a point: stop, keep the rest

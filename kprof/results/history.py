@@ -142,7 +142,7 @@ def stored_text(text: str) -> str:
 
 
 def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: dict[str, object],
-           data: dict[str, object], machine: dict[str, object], commit: str | None) -> int:
+           data: dict[str, object], *, machine: dict[str, object], commit: str | None) -> int:
     """One measured point, committed at once: a run stopped later (Ctrl-C, a full disk) keeps it."""
     try:
         with conn:

@@ -115,7 +115,7 @@ def doctor_table(checks: list[Check], ready: Sequence[Readiness] = (), width: in
 
 
 def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, chosen: list[Occupancy],
-                     table_rows: list[Occupancy], advice: list[str]) -> str:
+                     table_rows: list[Occupancy], *, advice: list[str]) -> str:
     out = [f"{name} on {arch}: {usage.registers} registers per thread, {usage.shared_static:,} B static + "
            f"{dynamic:,} B dynamic shared memory per block"]
     for occ, tip in zip(chosen, advice):

@@ -136,7 +136,7 @@ def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: 
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
     allocations = list(data.allocations)
     findings, notes = parse_xml(xml_text, tool, allocations) if xml_text.strip() else ([], [])
-    return replace(classify(tool, done, data, findings, notes, timeout, bool(xml_text.strip())),
+    return replace(classify(tool, done, data, findings, notes, timeout, have_xml=bool(xml_text.strip())),
                    checked=spec_coverage(job, data), version=version(exe))
 
 
@@ -171,7 +171,7 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
     if findings or len(seconds) != len(datas):
         return None
     start = max(0.0, done.seconds - sum(s or 0.0 for s in seconds)) / len(datas)  # the tool's start, shared
-    results = [replace(classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, True),
+    results = [replace(classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, have_xml=True),
                        checked=spec_coverage(j, d), version=version(exe)) for s, d, j in zip(seconds, datas, jobs)]
     return results if all(r.status == "clean" for r in results) else None
 
@@ -209,7 +209,7 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     if launcher is not None:
         notes.append(f"no process of the {launcher} job was a Python rank kprof could put under {tool} "
                      "on its own: the launcher ran under it, every process checked, ranks not told apart")
-    found = classify_program(tool, done, status, findings, notes, timeout, bool(xml_text.strip()))
+    found = classify_program(tool, done, status, findings, notes, timeout, have_xml=bool(xml_text.strip()))
     return replace(found, version=tool_version)
 
 
@@ -256,7 +256,7 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
         findings += ranks.with_rank(found, r.rank)
         notes += [f"rank {r.rank}: {n}" for n in said]
     notes.insert(0, f"{len(reports)} rank(s), each under {tool} on its own")
-    ranked = classify_program(tool, done, status, findings, notes, timeout, any(r.xml.strip() for r in reports))
+    ranked = classify_program(tool, done, status, findings, notes, timeout, have_xml=any(r.xml.strip() for r in reports))
     return replace(ranked, version=version(exe))
 
 

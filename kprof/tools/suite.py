@@ -113,7 +113,8 @@ class Early:
                  cwd: str | Path, padding: int = 256, all_kernels: bool = False) -> None:
         from kprof.tools import compute_sanitizer as san
 
-        self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd, padding, None, san, all_kernels)
+        self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd=cwd, padding=padding, progress=None,
+                                      san=san, all_kernels=all_kernels)
                          for tool in tools}
 
     def take(self, tool: str) -> _Child | None:
@@ -139,7 +140,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     queue: list[list[str]] = [[t.nodeid for t in tests]] if tests else []
 
     def start(collect: list[str], spare: bool) -> _Child:
-        return _Child(collect, spare, tool, by_id, timeout, env, cwd, padding, progress, san, all_kernels)
+        return _Child(collect, spare, tool, by_id, timeout, env, cwd=cwd, padding=padding, progress=progress, san=san,
+                      all_kernels=all_kernels)
 
     spares: list[_Child] = []
     pending: list[_Child] = []  # a child handed the tests after a stop while the stopped one still ended
@@ -222,7 +224,7 @@ class _Child:
     waits for :meth:`go` to name the tests (a subset) it is to run."""
 
     def __init__(self, collect: list[str], spare: bool, tool: str, by_id: dict[str, Test], timeout: float,
-                 env: dict[str, str], cwd: str | Path, padding: int, progress: Progress | None, san: Any,
+                 env: dict[str, str], *, cwd: str | Path, padding: int, progress: Progress | None, san: Any,
                  all_kernels: bool = False) -> None:
         import threading
 
@@ -294,8 +296,8 @@ class _Child:
                                                   print_limit=print_limit(self.tool))
             with self.lock:
                 self.finished = True
-            self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text,
-                                   self.events, self.watch.expired)
+            self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text=xml_text,
+                                   events=self.events, expired=self.watch.expired)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread by wait()
             self.error = exc
         finally:
@@ -305,7 +307,7 @@ class _Child:
 
 
 def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float, san: Any, done: Any,
-            xml_text: str, events: Path, expired: bool) -> tuple[Settled, bool]:
+            *, xml_text: str, events: Path, expired: bool) -> tuple[Settled, bool]:
     """What one finished child decided, from its events and the tool's report."""
     from kprof import inputs
 
@@ -340,7 +342,7 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         if findings or stops:
             found[nodeid] = (findings, notes, stops)
     stopped = "timeout" if expired else ("crash" if run.running and run.dead is None else None)
-    return settle(tool, batch, run, found, stopped, done.tail(40), timeout), bool(lost)
+    return settle(tool, batch, run, found, stopped, done.tail(40), timeout=timeout), bool(lost)
 
 
 class _Watch:

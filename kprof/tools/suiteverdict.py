@@ -134,7 +134,7 @@ class Settled:
 
 
 def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tuple[list[Any], list[str], bool]],
-           stopped: str | None, log: str, timeout: float) -> Settled:
+           stopped: str | None, log: str, *, timeout: float) -> Settled:
     """What one child's run decides. ``found``: nodeid -> (findings, notes, stops_the_context) from its
     records; ``stopped``: why the child ended early ("timeout" of the running test, "crash", or None
     when pytest finished). Tests after the one that broke the context (or after the first whose

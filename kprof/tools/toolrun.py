@@ -54,7 +54,7 @@ class ToolResult:
 
 
 def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[Finding], notes: list[str],
-             timeout: float, have_xml: bool) -> ToolResult:
+             timeout: float, *, have_xml: bool) -> ToolResult:
     """Decide what one tool run means. Pure: tested with recorded outputs."""
     log = done.tail(40)
     phase, status = data.phase, data.status
@@ -84,7 +84,7 @@ def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[
 
 
 def classify_program(tool: str, done: proc.Completed, status: Status | None, findings: list[Finding],
-                     notes: list[str], timeout: float, have_xml: bool) -> ToolResult:
+                     notes: list[str], timeout: float, *, have_xml: bool) -> ToolResult:
     """What one tool run over the user's program means. ``status`` is the exit-code shim's record
     (None when the program never started). Pure: tested with recorded outputs."""
     log = done.tail(40)

@@ -42,8 +42,8 @@ def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_othe
         seen.append(prepared.spec.name)
         if prepared.spec.name == "vector_add":
             raise NcuError("ncu failed", reason="test")
-        p = profiling.fallback(prepared.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, 0, "sm_90", None, None,
-                               "fake device")
+        p = profiling.fallback(prepared.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None,
+                               reason="fake device")
         return [p]
 
     monkeypatch.setattr(api, "profile_prepared", fake_profile)

@@ -48,8 +48,8 @@ def _profile(prepared, seconds: float | None, **counters):
     """A profile as the fallback writes it; with ``counters``, as if ncu had measured those fields."""
     r, b = prepared.resolved, prepared.built
     u = b.usage_of(r.spec.entry)
-    p = prof.fallback(r.spec.name, r.sizes, seconds, u.registers, r.threads_per_block, u.shared_static, r.shared_mem,
-                      b.arch, r.flops, r.bytes, "fake device")
+    p = prof.fallback(r.spec.name, r.sizes, seconds, u.registers, r.threads_per_block, u.shared_static, dynamic_smem=r.shared_mem,
+                      arch=b.arch, spec_flops=r.flops, spec_bytes=r.bytes, reason="fake device")
     return replace(p, source="ncu", **counters) if counters else p
 
 
@@ -313,7 +313,7 @@ def test_cases_perf_list(capsys):
 def test_program_ranking_names_where_the_time_goes():
     from kprof.diagnosis import program
 
-    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, 0, "sm_90", None, None, "fake")
+    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake")
     gemm = [replace(base, kernel=f"sm90_xmma_gemm#{i}", duration_s=4e-3, tensor_pipe=0.5, dram_fraction=0.2)
             for i in range(3)]
     norm = [replace(base, kernel=f"rms_norm_kernel#{i}", duration_s=1e-3, dram_fraction=0.9) for i in range(3, 5)]

@@ -110,7 +110,7 @@ def test_bad_sweeps(sizes, params, message):
 def _writer(db, n, tag):
     conn = history.connect(db)
     for i in range(n):
-        history.record(conn, f"run-{tag}", "bench", "k", {"sizes": {"N": i}}, {"summary": None}, {}, None)
+        history.record(conn, f"run-{tag}", "bench", "k", {"sizes": {"N": i}}, {"summary": None}, machine={}, commit=None)
 
 
 def test_history_concurrent_writers(tmp_path):
@@ -188,7 +188,7 @@ def test_compare_two_runs(tmp_path, monkeypatch, capsys):
     for run, medians in (("r1", {1000: 1e-3, 2000: 2e-3, 3000: 3e-3}), ("r2", {1000: 1e-3, 2000: 1.5e-3, 3000: 3.6e-3})):
         for n, med in medians.items():
             history.record(conn, run, "bench", "k", {"sizes": {"N": n}, "params": {}, "mode": "cold"},
-                           _point("k", n, med).to_dict(), {}, None)
+                           _point("k", n, med).to_dict(), machine={}, commit=None)
     assert cli.main(["compare", "r1", "r2", "--json"]) == 0
     rows = {r["point"]["sizes"]["N"]: r["verdict"] for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows == {1000: "same", 2000: "faster", 3000: "slower"}

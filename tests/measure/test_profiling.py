@@ -105,7 +105,7 @@ def test_roofline_compute_bound():
 
 
 def test_fallback_without_counters():
-    p = profile.fallback("k", {"N": 1}, 0.002, 32, 256, 0, 0, "sm_90", 4e9, 8e9, "counters not permitted")
+    p = profile.fallback("k", {"N": 1}, 0.002, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=4e9, spec_bytes=8e9, reason="counters not permitted")
     assert p.source.startswith("fallback") and p.theoretical_occupancy == 1.0
     assert p.dram_bytes_per_s == pytest.approx(4e12) and p.flops_per_s == pytest.approx(2e12)
     json.dumps(p.to_dict())

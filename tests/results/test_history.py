@@ -57,11 +57,11 @@ def test_rows_come_back_typed_and_two_runs_compare_by_their_summaries(tmp_path, 
     conn = history.connect()
     timed = {"n": 30, "median": 2e-6, "q1": 1.9e-6, "q3": 2.1e-6, "min": 1.8e-6, "max": 2.4e-6, "mean": 2e-6, "stdev": 1e-7}
     point = {"sizes": {"N": 1024}, "params": {"BLOCK": 256}, "mode": "cold"}
-    history.record(conn, "r1", "bench", "k", point, {"summary": timed}, {"gpu": "NVIDIA H200"}, "abc1234")
+    history.record(conn, "r1", "bench", "k", point, {"summary": timed}, machine={"gpu": "NVIDIA H200"}, commit="abc1234")
     history.record(conn, "r2", "bench", "k", point, {"summary": dict(timed, median=1e-6, q1=0.95e-6, q3=1.05e-6)},
-                   {}, None)
-    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 1}}, {"summary": None, "status": "failed"}, {}, None)
-    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 2}}, {"summary": dict(timed, median=0)}, {}, None)
+                   machine={}, commit=None)
+    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 1}}, {"summary": None, "status": "failed"}, machine={}, commit=None)
+    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 2}}, {"summary": dict(timed, median=0)}, machine={}, commit=None)
     rows = history.rows(conn)
     assert [r.values for r in rows] == [{"N": 1}, {"N": 1024, "BLOCK": 256}, {"N": 1024, "BLOCK": 256}], \
         "the row with a time of 0 is skipped, not shown"
@@ -81,7 +81,7 @@ def test_a_kernel_name_that_is_not_utf8_is_stored_and_found(tmp_path, monkeypatc
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     conn = history.connect()
-    history.record(conn, "r1", "bench", "k\udcff", {"N": 1}, {}, {}, None)
+    history.record(conn, "r1", "bench", "k\udcff", {"N": 1}, {}, machine={}, commit=None)
     (row,) = history.rows(conn, kernel="k\udcff")
     assert row.kernel == "k\\udcff" and history.stored_text("k\udcff") == row.kernel
 

@@ -60,18 +60,18 @@ def completed(rc=0, timed_out=False):
 
 def test_classify_outcomes():
     ran = child(phase="launched", status="ok")
-    assert sanitize.classify("memcheck", completed(0), ran, [], [], 10, True).status == "clean"
+    assert sanitize.classify("memcheck", completed(0), ran, [], [], 10, have_xml=True).status == "clean"
     # A target that never started leaves an empty XML: never call that clean.
     never = child(phase="start", status="error", error={"message": "ModuleNotFoundError: kprof"})
-    r = sanitize.classify("memcheck", completed(1), never, [], [], 10, True)
+    r = sanitize.classify("memcheck", completed(1), never, [], [], 10, have_xml=True)
     assert r.status == "tool-error" and "did not run" in r.message
-    r = sanitize.classify("racecheck", completed(timed_out=True), child(phase="launch"), [], [], 10, False)
+    r = sanitize.classify("racecheck", completed(timed_out=True), child(phase="launch"), [], [], 10, have_xml=False)
     assert r.status == "timeout" and "smaller --size" in r.message
-    r = sanitize.classify("memcheck", completed(-11), child(phase="launch"), [], [], 10, False)
+    r = sanitize.classify("memcheck", completed(-11), child(phase="launch"), [], [], 10, have_xml=False)
     assert r.status == "tool-error" and "SIGSEGV" in r.message
     crashed = child(phase="launch", status="error", error={"message": "CUDA_ERROR_ILLEGAL_ADDRESS"})
-    assert sanitize.classify("initcheck", completed(0), crashed, [], [], 10, True).status == "target-error"
-    assert sanitize.classify("memcheck", completed(99), ran, [], [], 10, True).status == "tool-error"
+    assert sanitize.classify("initcheck", completed(0), crashed, [], [], 10, have_xml=True).status == "target-error"
+    assert sanitize.classify("memcheck", completed(99), ran, [], [], 10, have_xml=True).status == "tool-error"
 
 
 def test_json_and_sarif(data_dir):

@@ -201,7 +201,7 @@ def _done(code=0):
 
 def test_a_run_that_would_be_clean_while_the_program_launched_nothing_is_not_checked():
     nothing = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": True}, {"pid": 1, "event": "total", "launches": 0}))
-    clean = toolrun.classify_program("memcheck", _done(), exitcode.Status(0), [], [], 60, True)
+    clean = toolrun.classify_program("memcheck", _done(), exitcode.Status(0), [], [], 60, have_xml=True)
     r = toolrun.with_coverage(clean, nothing)
     assert r.status == "not-checked" and "launched no kernel" in r.message and r.checked == nothing
     some = coverage.Coverage(3, kernels=1, with_lines=1, pools_off=True, alongside=True)

@@ -157,14 +157,14 @@ def _done(rc=0, out="", err="", timed_out=False):
 
 
 def test_a_program_that_fails_with_nothing_found_is_told_apart():
-    r = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), Status(3), [], [], 60, True)
+    r = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), Status(3), [], [], 60, have_xml=True)
     assert r.status == "target-error" and "exited with code 3" in r.message and "ValueError" in r.log
-    r = toolrun.classify_program("memcheck", _done(137), Status(-9, "SIGKILL"), [], [], 60, True)
+    r = toolrun.classify_program("memcheck", _done(137), Status(-9, "SIGKILL"), [], [], 60, have_xml=True)
     assert r.status == "target-error" and "killed by SIGKILL" in r.message
-    assert toolrun.classify_program("memcheck", _done(0), Status(0), [], [], 60, True).status == "clean"
-    r = toolrun.classify_program("memcheck", _done(1, err="no driver"), None, [], [], 60, False)
+    assert toolrun.classify_program("memcheck", _done(0), Status(0), [], [], 60, have_xml=True).status == "clean"
+    r = toolrun.classify_program("memcheck", _done(1, err="no driver"), None, [], [], 60, have_xml=False)
     assert r.status == "tool-error" and "before the program ran" in r.message
-    r = toolrun.classify_program("memcheck", _done(timed_out=True), None, [], [], 5, False)
+    r = toolrun.classify_program("memcheck", _done(timed_out=True), None, [], [], 5, have_xml=False)
     assert r.status == "timeout" and "whole process group" in r.message
 
 
@@ -172,8 +172,8 @@ def test_the_json_report_keeps_a_failed_programs_last_lines():
     from kprof import findings
 
     failed = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), Status(3),
-                                      [], [], 60, True)
-    clean = toolrun.classify_program("racecheck", _done(0, out="noise"), Status(0), [], [], 60, True)
+                                      [], [], 60, have_xml=True)
+    clean = toolrun.classify_program("racecheck", _done(0, out="noise"), Status(0), [], [], 60, have_xml=True)
     tools = findings.to_json([failed, clean], "prog.py")["tools"]
     assert "ValueError: bad" in tools[0]["log"] and tools[1]["log"] == ""
 
@@ -567,14 +567,14 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
 
     out = ("========= COMPUTE-SANITIZER\n========= Error: Target application terminated before first instrumented "
            "API call\n========= Error: couldn't find exit code.")
-    r = toolrun.classify_program("memcheck", _done(99, out=out), Status(0), [], [], 60, False)
+    r = toolrun.classify_program("memcheck", _done(99, out=out), Status(0), [], [], 60, have_xml=False)
     assert r.status == "not-checked" and not r.ok and "checked nothing" in r.message
     text = render_sanitize.sanitize_report([r])
     assert "NOT CHECKED" in text and "not everything was checked" in text
     assert EXIT_NOT_CHECKED == 8
     # A program that failed before its first CUDA call: its failure is what to fix (seen on an H200,
     # 31266b6: `python -c "raise SystemExit(...)"` under memcheck)
-    failed = toolrun.classify_program("memcheck", _done(99, out=out), Status(1), [], [], 60, False)
+    failed = toolrun.classify_program("memcheck", _done(99, out=out), Status(1), [], [], 60, have_xml=False)
     assert failed.status == "target-error" and "exited with code 1 before any CUDA call" in failed.message
 
 

@@ -110,7 +110,7 @@ def test_a_job_with_no_python_rank_runs_under_the_tool_whole(tmp_path, job, monk
     shell_rank = tmp_path / "torchrun"
     shell_rank.write_text("#!/bin/sh\nexec \"$@\"\n")  # a launcher whose 'ranks' set no rank variable
     seen = []
-    monkeypatch.setattr(compute_sanitizer, "classify_program", lambda tool, done, status, findings, notes, *a: seen.append(notes)
+    monkeypatch.setattr(compute_sanitizer, "classify_program", lambda tool, done, status, findings, notes, *a, **k: seen.append(notes)
                         or toolrun.ToolResult(tool, "clean", [], 0.0))
     compute_sanitizer.run_program([str(shell_rank), "true"], "memcheck", timeout=30)
     assert any("ranks not told apart" in n for n in seen[-1])

@@ -367,7 +367,7 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path):
             return seen["done"], ""
 
     by_id = {"t.py::a": suiteverdict.Test("t.py::a", "t.py", "a")}
-    spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, tmp_path, 256, None, Slow)
+    spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, cwd=tmp_path, padding=256, progress=None, san=Slow)
     t0 = time.monotonic()
     spare.cancel()
     assert not spare.thread.is_alive() and seen["done"].timed_out and time.monotonic() - t0 < 30

@@ -67,7 +67,7 @@ def _found(*nodeids: str, stops: bool = False) -> dict:
 def test_after_a_fault_only_the_unfinished_tests_run_again():
     batch = ["a", "b", "c", "d"]
     run = suiteverdict.ChildRun(["a", "b"], {"a": suiteevents.Finish("a", 0, "passed", "", 1.0)})
-    s = suiteverdict.settle("memcheck", batch, run, _found("b", stops=True), "crash", "log", 60)
+    s = suiteverdict.settle("memcheck", batch, run, _found("b", stops=True), "crash", "log", timeout=60)
     assert set(s.decided) == {"a", "b"} and s.decided["b"].status == "findings" and s.again == ["c", "d"]
     assert s.alone is None
 
@@ -82,30 +82,30 @@ def test_the_tests_after_a_tool_reached_its_record_limit_run_again():
     assert suiteverdict.blinding_test(order, {}, 250, 200) == "d"  # records no test owns: the last test that ran
     run = suiteverdict.ChildRun(order, {n: suiteevents.Finish(n, 0, "passed", "", 0.1) for n in order})
     found = {"c": (["finding"], ["limit"], True)}
-    s = suiteverdict.settle("initcheck", order, run, found, None, "", 60)
+    s = suiteverdict.settle("initcheck", order, run, found, None, "", timeout=60)
     assert set(s.decided) == {"a", "b", "c"} and s.again == ["d"]
 
 
 def test_a_broken_context_cuts_the_batch_after_its_test():
     run = suiteverdict.ChildRun(["a", "b", "c"], {n: suiteevents.Finish(n, 0, "passed" if n != "c" else "failed", "", 0.1)
                                            for n in "abc"}, dead="b", dead_error="CUDA_ERROR_LAUNCH_FAILED")
-    s = suiteverdict.settle("racecheck", list("abcd"), run, {}, None, "", 60)
+    s = suiteverdict.settle("racecheck", list("abcd"), run, {}, None, "", timeout=60)
     assert set(s.decided) == {"a", "b"} and s.again == ["c", "d"]  # c failed only because b broke the context
 
 
 def test_a_crash_with_nothing_found_runs_that_test_alone_then_says_so():
     run = suiteverdict.ChildRun(["a", "b"], {"a": suiteevents.Finish("a", 0, "passed", "", 0.1)})
-    s = suiteverdict.settle("initcheck", ["a", "b", "c"], run, {}, "crash", "Segmentation fault", 60)
+    s = suiteverdict.settle("initcheck", ["a", "b", "c"], run, {}, "crash", "Segmentation fault", timeout=60)
     assert set(s.decided) == {"a"} and s.alone == "b" and s.again == ["b", "c"]
-    alone = suiteverdict.settle("initcheck", ["b"], suiteverdict.ChildRun(["b"], {}), {}, "crash", "Segmentation fault", 60)
+    alone = suiteverdict.settle("initcheck", ["b"], suiteverdict.ChildRun(["b"], {}), {}, "crash", "Segmentation fault", timeout=60)
     assert alone.decided["b"].status == "tool-error" and alone.again == []
-    hung = suiteverdict.settle("initcheck", ["b"], suiteverdict.ChildRun(["b"], {}), {}, "timeout", "", 60)
+    hung = suiteverdict.settle("initcheck", ["b"], suiteverdict.ChildRun(["b"], {}), {}, "timeout", "", timeout=60)
     assert hung.decided["b"].status == "timeout" and "within 60 s" in hung.decided["b"].message
 
 
 def test_a_child_that_ran_nothing_says_why_once():
     run = suiteverdict.ChildRun([], {}, collect_errors=["t.py: ImportError: no module named torch"])
-    s = suiteverdict.settle("memcheck", ["a", "b"], run, {}, None, "log", 60)
+    s = suiteverdict.settle("memcheck", ["a", "b"], run, {}, None, "log", timeout=60)
     assert {r.status for r in s.decided.values()} == {"tool-error"} and s.again == []
     assert "ran none of the tests: t.py: ImportError" in s.decided["a"].message
 
