@@ -136,6 +136,28 @@ def find_tool(name: str) -> Path:
     return Path(found)
 
 
+def _dies_with_kprof() -> Callable[[], None] | None:
+    """On Linux, the child is killed when kprof is (``PR_SET_PDEATHSIG``): a SIGKILL of kprof, which no handler
+    sees, left its GPU child running a point to its end (on an H200, found by scripts/interrupts.py). A child
+    whose parent is gone before it asked (a race with that kill) ends at once. None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def ask() -> None:
+        prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+        if os.getppid() != parent:
+            os._exit(137)
+
+    return ask
+
+
 def run(
     argv: list[str],
     *,
@@ -161,6 +183,7 @@ def run(
             text=True,
             errors="replace",
             start_new_session=True,  # so a timeout can kill the child's children too
+            preexec_fn=_dies_with_kprof(),
         )
     except FileNotFoundError:
         raise ToolNotFoundError(str(argv[0]), INSTALL_HINTS.get(Path(str(argv[0])).name, "not found")) from None

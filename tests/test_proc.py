@@ -65,3 +65,45 @@ def test_a_sanitizer_kprof_may_not_change_is_one_line_with_the_fix(tmp_path, mon
     monkeypatch.setattr(type(exe), "chmod", lambda self, mode: (_ for _ in ()).throw(PermissionError(1, "read-only")))
     with pytest.raises(ToolNotFoundError, match=f"could not set the bit: chmod \\+x {exe}"):
         proc.find_tool("compute-sanitizer")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_child_ends_when_kprof_is_killed_with_sigkill(tmp_path):
+    """SIGKILL reaches kprof alone and no handler runs: its child (a GPU runner, a tool) must not run on."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    mark = f"KPROF_TEST_MARK={os.getpid()}-{time.monotonic_ns()}".encode()
+    started = tmp_path / "started"
+    driver = ("import sys; from kprof import proc; open(sys.argv[1], 'w').close(); "
+              "proc.run([sys.executable, '-c', 'import time; time.sleep(60)'], timeout=120)")
+    parent = subprocess.Popen([sys.executable, "-c", driver, str(started)],
+                              env=dict(os.environ, KPROF_TEST_MARK=mark.decode().split("=", 1)[1]))
+
+    def marked() -> list[int]:
+        pids = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != parent.pid:
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as f:
+                        if mark in f.read().split(b"\0"):
+                            pids.append(int(entry))
+                except OSError:
+                    continue
+        return pids
+
+    deadline = time.monotonic() + 20
+    while not (started.exists() and marked()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked(), "the child did not start"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while marked() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = marked()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "kprof's child outlived kprof's SIGKILL"
