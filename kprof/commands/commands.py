@@ -38,6 +38,7 @@ from kprof.errors import (
     EXIT_INTERRUPTED,
     EXIT_NOT_CHECKED,
     EXIT_OK,
+    EXIT_TERMINATED,
     NcuError,
     UsageError,
 )
@@ -266,7 +267,7 @@ def cmd_cases(opts: CasesOptions) -> int:
 
 
 def _perf_cases(opts: CasesOptions) -> int:
-    from kprof.commands import corpora
+    from kprof.commands import corpora, streams
     from kprof.corpus import perfcases
     from kprof.spec import catalog
 
@@ -279,14 +280,19 @@ def _perf_cases(opts: CasesOptions) -> int:
             f"{c.name}: {c.expect.cause} at {c.expect.line}" + (f" (none where {c.expect.unless})" if c.expect.unless else "")
             for c in corpus))
         return EXIT_OK
+    stopped: list[bool] = []
     results = corpora.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout,
-                                 progress=None if opts.json else lambda r: print(
-                                     f"  {r.case}: {'ok' if r.ok else 'MISS'}", file=sys.stderr, flush=True))
+                                     progress=None if opts.json else lambda r: print(
+                                         f"  {r.case}: {'ok' if r.ok else 'MISS'}", file=sys.stderr, flush=True),
+                                     interrupted=lambda: stopped.append(True))
     tally = perfcases.tally(results)
     if opts.json:
-        _emit_json({"tally": tally, "cases": [r.to_dict() for r in results]})
+        _emit_json({"tally": tally, "cases": [r.to_dict() for r in results], "interrupted": bool(stopped)})
     else:
         print(render_profile.perf_cases_table(results, tally))
+    if stopped:
+        print(f"interrupted: {len(results)} of {len(corpus)} cases judged and shown", file=sys.stderr)
+        return EXIT_TERMINATED if streams.TERMINATED else EXIT_INTERRUPTED
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 

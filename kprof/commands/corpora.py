@@ -58,10 +58,12 @@ def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
 
 @checked
 def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
-                   progress: Callable[[Any], None] | None = None) -> list[PerfResult]:
+                   progress: Callable[[Any], None] | None = None,
+                   interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
     (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
-    each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases judged so far."""
+    each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases judged so far
+    (``interrupted()`` is called then)."""
     import tempfile
 
     from kprof.commands import pipeline
@@ -72,7 +74,11 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
     api.require_gpu(None)
 
     def bench(names: list[str]) -> object:
-        return api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout, history=False)
+        report = api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout,
+                               history=False)
+        if report.interrupted:  # the bench kept its points; the corpus stops too, not only this bench
+            raise KeyboardInterrupt
+        return report
 
     def diagnosed(case: Any, seconds: float | None, own: tuple[float, ...]) -> tuple[Any, list[Any], str]:
         prepared = pipeline.prepare(case.spec, None, arch=arch)
@@ -83,7 +89,7 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
         return d, rules, prepared.built.arch
 
     cases = list(corpus) if corpus is not None else perfcases.load_all(catalog.group("perf"))
-    return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress)
+    return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress, interrupted=interrupted)
 
 
 @checked

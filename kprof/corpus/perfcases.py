@@ -238,9 +238,10 @@ def tally(results: list[PerfResult]) -> dict[str, object]:
 
 def run_all(cases: list[PerfCase], *, bench: Callable[[list[str]], Any],
             diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Any, list[Any], str]],
-            progress: Callable[[PerfResult], None] | None = None) -> list[PerfResult]:
+            progress: Callable[[PerfResult], None] | None = None,
+            interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
     """Every case in turn (:func:`run_case`), ``progress(result)`` after each; a Ctrl-C (or SIGTERM) ends the
-    run with the cases judged so far."""
+    run with the cases judged so far, and says so through ``interrupted()``."""
     out: list[PerfResult] = []
     try:
         for case in cases:
@@ -248,5 +249,6 @@ def run_all(cases: list[PerfCase], *, bench: Callable[[list[str]], Any],
             if progress is not None:
                 progress(out[-1])
     except KeyboardInterrupt:
-        pass
+        if interrupted is not None:
+            interrupted()
     return out

@@ -383,9 +383,10 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
             define, values = params[0].split("=")
             return SimpleNamespace(points=[SimpleNamespace(kernel=names[0], status="ok", params={define: v},
                                                            summary=SimpleNamespace(median=1.0e-3 * int(v) / 8 + 0.5e-3), message="")
-                                           for v in values.split(",")])
+                                           for v in values.split(",")], interrupted=False)
         return SimpleNamespace(points=[SimpleNamespace(kernel=n, status="ok", params={}, summary=SimpleNamespace(median=times[n]),
-                                                       message="", call_kernels=((n, times[n]),)) for n in names])
+                                                       message="", call_kernels=((n, times[n]),)) for n in names],
+                               interrupted=False)
 
     def profile(prepared, params, report_dir=None, **kw):
         if report_dir is not None:  # ncu's full set leaves its report there
@@ -578,3 +579,22 @@ def test_a_line_found_in_the_source_is_the_profiled_kernels_never_another_kernel
     d = diagnose(f)
     lines = [c.line.line for c in d.causes if c.line and c.line.line]
     assert lines and not [line for line in lines if 2 <= line <= 5], lines  # mine's lines or its inlined pick's (8)
+
+
+def test_an_interrupt_ends_the_perf_corpus_with_the_cases_judged_and_says_so(monkeypatch):
+    """A SIGTERM inside a case's bench was taken by that bench alone: the corpus went on profiling for minutes and
+    a job's time limit killed it with nothing written (on an H200). The interrupt now ends the corpus."""
+    from kprof.corpus import perfcases
+
+    calls = []
+
+    def run_case(case, *, bench, diagnosed):
+        calls.append(case)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return f"judged {case}"
+
+    monkeypatch.setattr(perfcases, "run_case", run_case)
+    stopped = []
+    out = perfcases.run_all(["a", "b", "c"], bench=None, diagnosed=None, interrupted=lambda: stopped.append(1))
+    assert out == ["judged a"] and stopped == [1] and calls == ["a", "b"]
