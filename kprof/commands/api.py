@@ -262,8 +262,11 @@ def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, try_
     ptx, note = pipeline.ptx_of(prepared)
 
     def bench(name: str, sizes: dict[str, int], sweep: str) -> Any:  # a try: one kprof bench run, no history
-        return run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[sweep], baseline="none",
-                         max_time=1.0, min_time=0.2, arch=arch, timeout=timeout, history=False)
+        report = run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[sweep], baseline="none",
+                           max_time=1.0, min_time=0.2, arch=arch, timeout=timeout, history=False)
+        if report.interrupted:  # a Ctrl-C in a try stops the diagnosis, not only the try
+            raise KeyboardInterrupt
+        return report
 
     return stage.diagnose_prepared(prepared, profiles, peak=pipeline.cached_peak(), seconds=seconds,
                                    try_params=try_params, auto_try=auto_try, timeout=timeout, ptx=ptx, ptx_note=note,
