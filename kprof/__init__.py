@@ -87,12 +87,12 @@ _PUBLIC = {
     "RunReport": "kprof.results.reports", "BenchReport": "kprof.results.reports", "SanitizeReport": "kprof.results.reports",
     "BenchCasesReport": "kprof.results.reports", "MutantsReport": "kprof.corpus.mutation",
     "PointResult": "kprof.measure.bench", "KernelProfile": "kprof.measure.profiling", "Diagnosis": "kprof.diagnosis.model",
-    "ToolResult": "kprof.tools.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
-    "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.checker",
+    "ToolResult": "kprof.tools.sanitizers.toolrun", "Finding": "kprof.findings", "CaseResult": "kprof.corpus.cases",
+    "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.sanitizers.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
     "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnosis.program",
     "Listing": "kprof.spec.catalog", "SpecProfiles": "kprof.commands.profiles",
-    "Check": "kprof.tools.doctor", "Readiness": "kprof.tools.doctor",
+    "Check": "kprof.tools.machine.doctor", "Readiness": "kprof.tools.machine.doctor",
     "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip
 

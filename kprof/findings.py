@@ -54,12 +54,12 @@ class Extra:
     """What kprof adds to a finding beyond the tool's record, each a field of its own; JSON's ``extra`` holds those
     that are set (``extra.library``, ``extra.reported_at``, ...)."""
 
-    library: str | None = None  # the library whose kernel it is (kprof.tools.kernelpolicy.libraries_own)
+    library: str | None = None  # the library whose kernel it is (kprof.tools.sanitizers.kernelpolicy.libraries_own)
     launched_by: str | None = None  # the library whose code launched the kernel, from the host frames
-    source: str | None = None  # where the user's source of a kernel built from a string is (kprof.tools.embedded)
+    source: str | None = None  # where the user's source of a kernel built from a string is (kprof.tools.sanitizers.embedded)
     reported_at: str | None = None  # the tool's own place, where kprof moved the finding to the user's line
     inlined: str | None = None  # the header function inlined into the user's line (``__syncwarp at ...:110``)
-    explained_by: str | None = None  # the finding this one is a consequence of (kprof.tools.checkers)
+    explained_by: str | None = None  # the finding this one is a consequence of (kprof.tools.sanitizers.checkers)
     hazard_records: int | None = None  # racecheck: the hazard records an analysis record stands for
 
     def to_dict(self) -> dict[str, object]:
@@ -312,7 +312,7 @@ def _invocation(results: list[Any]) -> dict[str, object]:
              for r in results if not r.ok]
     checked = {r.tool: r.checked.to_dict() for r in results if getattr(r, "checked", None) is not None}
     out: dict[str, object] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
-    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.tools.coverage)
+    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.tools.sanitizers.coverage)
         out["properties"] = {"checked": checked}
     return out
 

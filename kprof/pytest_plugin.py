@@ -1,7 +1,7 @@
 """pytest glue: ``pytest --kprof-sanitize[=TOOLS]`` runs the selected tests under compute-sanitizer.
 
 Inert unless asked for. With ``--kprof-sanitize``, the selected tests of this process run in one
-``python -m pytest`` child per tool (:func:`kprof.sanitize_tests`, :mod:`kprof.tools.suite`), the tools
+``python -m pytest`` child per tool (:func:`kprof.sanitize_tests`, :mod:`kprof.tools.suites.suite`), the tools
 side by side (``--kprof-jobs``), framework pools off, padding, racecheck's full report, each test
 under its own time limit. Each finding lands on the test that launched the kernel, from the host
 stack the tool saves; that test fails with the findings (kind, ``file:line``, the launch site in your
@@ -14,7 +14,7 @@ mark, else every collected test.
 Under pytest-xdist each worker gives its children one GPU of the host (``CUDA_VISIBLE_DEVICES``,
 round robin over the GPUs NVML sees, or over the ones already listed there), and batches the tests
 queued to it. This module is glue only: running and classifying is :mod:`kprof.commands.api` and
-:mod:`kprof.tools.suite`, printing is :mod:`kprof.results.render`.
+:mod:`kprof.tools.suites.suite`, printing is :mod:`kprof.results.render`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 if TYPE_CHECKING:
-    from kprof.tools.suite import Progress as TestProgress
-    from kprof.tools.suiteverdict import Test
+    from kprof.tools.suites.suite import Progress as TestProgress
+    from kprof.tools.suites.suiteverdict import Test
 
 MARK = "kprof_sanitize"
-DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.checkers.for_tests), resolved when asked for
+DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.sanitizers.checkers.for_tests), resolved when asked for
 
 
 def _safe(longrepr: object) -> object:
@@ -48,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kprof", "kprof: compute-sanitizer over each test")
     group.addoption("--kprof-sanitize", nargs="?", const=DEFAULT_TOOLS, default=None, metavar="TOOLS",
                     help="run each selected test in its own process under these compute-sanitizer tools "
-                    "(default all: every tool that can check tests, kprof.tools.checkers.for_tests) and fail it "
+                    "(default all: every tool that can check tests, kprof.tools.sanitizers.checkers.for_tests) and fail it "
                     "with their findings")
     group.addoption("--kprof-timeout", default="600", metavar="S",
                     help="seconds one test may take under one tool before it counts as hung (default 600)")
@@ -165,7 +165,7 @@ def gpu_count() -> int:
 
 def as_test(item: pytest.Item) -> Test:
     """The suite's view of a collected test: node id, file, function (without its parameters)."""
-    from kprof.tools.suiteverdict import Test
+    from kprof.tools.suites.suiteverdict import Test
 
     func = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
     return Test(item.nodeid, str(getattr(item, "path", item.fspath)), func)
@@ -194,9 +194,9 @@ class _Sanitizer:
         self.marked_only = False
         self.verdicts: dict[str, Any] = {}
         self.ran_any = False  # some test's verdict was read
-        self.early: Any = None  # kprof.tools.suite.Early: each tool's child, started during the collection
+        self.early: Any = None  # kprof.tools.suites.suite.Early: each tool's child, started during the collection
         self.unchecked: list[str] = []  # tests that launched no kernel: passed, NOT CHECKED, named at the end
-        from kprof.tools.kernelpolicy import SkipTally
+        from kprof.tools.sanitizers.kernelpolicy import SkipTally
 
         self.left_out = SkipTally()  # the library kernels each tool left out, over every test: said at the end
 
@@ -205,7 +205,7 @@ class _Sanitizer:
             shown = ", ".join(self.unchecked[:5]) + (f" and {len(self.unchecked) - 5} more" if len(self.unchecked) > 5 else "")
             terminalreporter.write_line(f"kprof: {len(self.unchecked)} test(s) launched no kernel, so no tool checked "
                                         f"anything in them (NOT CHECKED, passed): {shown}")
-        from kprof.tools import checkers, kernelpolicy
+        from kprof.tools.sanitizers import checkers, kernelpolicy
 
         all_kernels = self.config.getoption("--kprof-all-kernels")
         if self.ran_any and any(checkers.skips(t, all_kernels) for t in self.tools):
@@ -214,7 +214,7 @@ class _Sanitizer:
                 terminalreporter.write_line(f"kprof: {said}")
 
     def _tally(self, results: list[Any]) -> None:
-        from kprof.tools import checkers
+        from kprof.tools.sanitizers import checkers
 
         all_kernels = self.config.getoption("--kprof-all-kernels")
         self.ran_any = True
@@ -327,7 +327,7 @@ class _Sanitizer:
         import kprof
         from kprof.errors import KprofError
         from kprof.results import render_sanitize
-        from kprof.tools import suite
+        from kprof.tools.suites import suite
 
         cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", *suite.no_xdist()]
         try:

@@ -354,7 +354,7 @@ if has programs; then
     step pytest-kprof-sanitize python3 -m pytest examples/test_gpu_ops.py -q -p no:cacheprovider -n 0 $PLUGIN --kprof-sanitize=memcheck
     # The same by hand: memcheck over each test in its own process, pools off, as the plugin does it.
     step pytest-by-hand sh -c "for t in \$(python3 -m pytest examples/test_gpu_ops.py --collect-only -q -p no:cacheprovider | grep '::'); do PYTORCH_NO_CUDA_MEMORY_CACHING=1 $CS --tool memcheck --padding 256 --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider -n 0 \$t > /dev/null 2>&1; echo \"\$t \$?\"; done"
-    step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/tools/test_gpu_programs.py
+    step pytest-programs python3 -m pytest -v -ra --require-gpu -p no:cacheprovider tests/tools/programs/test_gpu_programs.py
 fi
 if has spread; then
     step install-spread python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .

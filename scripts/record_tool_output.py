@@ -124,7 +124,7 @@ def main(out: Path) -> int:
 def record_cases(out: Path, names: list[str], exe: str) -> int:
     """Each case and its twin under the case's tool, as kprof runs that tool (see the module's docstring)."""
     from kprof.corpus import cases
-    from kprof.tools import compute_sanitizer
+    from kprof.tools.sanitizers import compute_sanitizer
 
     out.mkdir(parents=True, exist_ok=True)
     version = compute_sanitizer.version(exe)

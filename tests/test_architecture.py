@@ -166,6 +166,21 @@ def test_no_call_passes_more_than_six_arguments_by_position():
     assert not long, f"calls with more than {MAX_POSITIONAL} positional arguments: {long}"
 
 
+MAX_ROOM = 10  # modules a room of a stage's folder holds (issue 70: tools/ held 24, and 4,443 lines)
+
+
+def test_the_tools_stage_is_rooms_of_at_most_ten_modules():
+    """kprof/tools/: the sanitizers and their checkers, the user's program, the suites, Nsight Compute and the
+    machine, each a folder of its own; no module at the stage's top; each room at most MAX_ROOM modules."""
+    tools = PKG / "tools"
+    assert sorted(p.name for p in tools.glob("*.py")) == ["__init__.py"], "a module at the top of kprof/tools/"
+    rooms = {d.name: sorted(p.stem for p in d.glob("*.py") if p.name != "__init__.py") for d in tools.iterdir()
+             if (d / "__init__.py").is_file()}
+    assert set(rooms) == {"sanitizers", "programs", "suites", "nsight", "machine"}, sorted(rooms)
+    big = {room: len(mods) for room, mods in rooms.items() if len(mods) > MAX_ROOM}
+    assert not big, f"rooms of kprof/tools/ over {MAX_ROOM} modules: {big}"
+
+
 MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join
@@ -192,7 +207,7 @@ def test_the_renderer_is_no_hub():
 
 @pytest.mark.parametrize("upstream", ["spec.catalog", "build.build"])
 def test_only_the_command_layer_looks_up_or_builds_kernels(upstream):
-    allowed = COMMAND_LAYER | {upstream, "tools.doctor"}  # doctor reports on nvcc itself
+    allowed = COMMAND_LAYER | {upstream, "tools.machine.doctor"}  # doctor reports on nvcc itself
     callers = sorted(name for name, deps in GRAPH.items() if upstream in deps and name not in allowed)
     assert not callers, f"{upstream} is imported below the command layer by: {callers}"
 
@@ -210,7 +225,7 @@ def test_one_owner_module_per_external_tool(tool, owner):
 def test_only_the_device_layer_imports_cuda_bindings():
     """The driver through kprof/child/device.py only; NVRTC (a compiler, no context) through kprof/build/nvrtc.py only."""
     users = sorted(name for name, path in MODULES.items() if "cuda.bindings" in path.read_text()
-                   and name not in ("child.device", "tools.doctor", "build.nvrtc"))
+                   and name not in ("child.device", "tools.machine.doctor", "build.nvrtc"))
     assert not users, f"cuda.bindings imported outside kprof/child/device.py: {users}"
     nvrtc_imports = {line.strip() for line in MODULES["build.nvrtc"].read_text().splitlines()
                      if line.strip().startswith(("from ", "import ")) and "cuda.bindings" in line}
@@ -375,13 +390,13 @@ def test_the_tree_shows_the_pipeline():
 CHECKER_NAMES = {"memcheck", "racecheck", "initcheck", "synccheck", "values"}
 # where a checker is defined, registered or given its place: the registry, the two checker modules, and
 # kprof mutants' preference of which checks run first
-CHECKER_HOMES = {"tools.checkers", "tools.checker", "tools.compute_sanitizer", "tools.values", "corpus.mutants"}
+CHECKER_HOMES = {"tools.sanitizers.checkers", "tools.sanitizers.checker", "tools.sanitizers.compute_sanitizer", "tools.sanitizers.values", "corpus.mutants"}
 
 
 def test_the_checkers_are_listed_in_one_registry():
     """No module but the checkers' own spells out a list of checkers (a tuple or list of two or more of their
     names) or tests a tool against the values detector's name (``tool == "values"``): what a checker needs is
-    its ``needs``, and the lists come from kprof.tools.checkers, so a new checker is one file and one line."""
+    its ``needs``, and the lists come from kprof.tools.sanitizers.checkers, so a new checker is one file and one line."""
     found = []
     for name, path in MODULES.items():
         if name in CHECKER_HOMES:
@@ -401,8 +416,8 @@ def test_the_checkers_are_listed_in_one_registry():
 # test file that covers it. A module not listed here needs tests/<stage>/test_<module>.py (or, at the top of
 # kprof/, tests/test_<module>.py): a new module comes with its test file.
 COVERED_ELSEWHERE = {
-    "__main__": "commands/test_cli.py", "annotate": "tools/test_program.py", "errors": "test_architecture.py",
-    "findings": "tools/test_program.py", "inputs": "test_hostile.py", "moved": "test_import.py",
+    "__main__": "commands/test_cli.py", "annotate": "tools/programs/test_program.py", "errors": "test_architecture.py",
+    "findings": "tools/programs/test_program.py", "inputs": "test_hostile.py", "moved": "test_import.py",
     "parallel": "corpus/test_cases.py", "stats": "measure/test_bench.py", "telemetry": "measure/test_bench.py",
     "units": "measure/test_bench.py", "version": "test_architecture.py",
     "spec.catalog": "spec/test_loader.py", "spec.safeexpr": "test_fuzz.py", "spec.schema": "spec/test_loader.py",
@@ -411,11 +426,11 @@ COVERED_ELSEWHERE = {
     "launch.job": "child/test_runner.py",
     "child.cublas": "child/test_gpu_kernels.py", "child.device": "test_op.py", "child.framework": "child/test_runner.py",
     "child.hostdata": "child/test_runner.py", "child.timing": "child/test_runner.py", "child.workspace": "child/test_runner.py",
-    "tools.addr2line": "tools/test_hostframes.py", "tools.allocators": "tools/test_program.py",
-    "tools.checker": "tools/test_checkers.py", "tools.demangle": "tools/test_program.py", "tools.doctor": "commands/test_cli.py",
-    "tools.exitcode": "tools/test_program.py", "tools.launchcount": "tools/test_program.py",
-    "tools.ncu": "measure/test_profiling.py", "tools.pytest_child": "tools/test_suite.py",
-    "tools.toolrun": "tools/test_program.py", "tools.values": "launch/test_batch.py",
+    "tools.programs.addr2line": "tools/programs/test_hostframes.py", "tools.programs.allocators": "tools/programs/test_program.py",
+    "tools.sanitizers.checker": "tools/sanitizers/test_checkers.py", "tools.sanitizers.demangle": "tools/programs/test_program.py", "tools.machine.doctor": "commands/test_cli.py",
+    "tools.programs.exitcode": "tools/programs/test_program.py", "tools.programs.launchcount": "tools/programs/test_program.py",
+    "tools.nsight.ncu": "measure/test_profiling.py", "tools.suites.pytest_child": "tools/suites/test_suite.py",
+    "tools.sanitizers.toolrun": "tools/programs/test_program.py", "tools.sanitizers.values": "launch/test_batch.py",
     "diagnosis.facts": "diagnosis/test_stage.py", "diagnosis.gather": "diagnosis/test_stage.py",
     "diagnosis.model": "diagnosis/test_stage.py", "diagnosis.ncurules": "diagnosis/test_stage.py",
     "diagnosis.program": "diagnosis/test_stage.py", "diagnosis.ptxscan": "diagnosis/test_stage.py",
@@ -439,8 +454,8 @@ TOP_TESTS = {"test_architecture", "test_import", "test_fuzz", "test_hostile", "t
 STAGE_EXTRAS = {
     "child/test_gpu_kernels.py",  # every shipped kernel through the child on a GPU
     "launch/test_batch.py",  # several jobs in one child: the launch's batch and each checker's
-    "tools/test_program.py", "tools/test_gpu_programs.py",  # a user's program: allocators, exit code, launch site
-    "tools/test_recorded_programs.py",  # the tools' reports on users' programs, recorded on a GPU
+    "tools/programs/test_program.py", "tools/programs/test_gpu_programs.py",  # a user's program: allocators, exit code, launch site
+    "tools/programs/test_recorded_programs.py",  # the tools' reports on users' programs, recorded on a GPU
     "results/test_results_index.py",  # docs/results/README.md, the one index of measured numbers
 }
 
@@ -461,9 +476,10 @@ def test_the_tests_are_laid_out_like_the_package():
     assert top <= TOP_TESTS, f"test files at the top of tests/ that belong in a stage's folder: {sorted(top - TOP_TESTS)}"
     modules = _module_names()
     stray = []
-    for path in sorted(TESTS.glob("*/test_*.py")):
-        rel = f"{path.parent.name}/{path.name}"
-        module = f"{path.parent.name}.{path.stem.removeprefix('test_').removeprefix('gpu_')}"
+    for path in sorted(p for p in TESTS.glob("*/**/test_*.py") if "data" not in p.relative_to(TESTS).parts):
+        rel = str(path.relative_to(TESTS))
+        folder = ".".join(path.parent.relative_to(TESTS).parts)  # tools/sanitizers/ holds tools.sanitizers' tests
+        module = f"{folder}.{path.stem.removeprefix('test_').removeprefix('gpu_')}"
         if module not in modules and rel not in STAGE_EXTRAS:
             stray.append(rel)
         if path.stem.startswith("test_gpu_"):
@@ -475,7 +491,7 @@ def test_a_module_comes_with_its_test_file():
     missing = []
     for name in _module_names():
         stage, _, mod = name.rpartition(".")
-        own = TESTS / stage / f"test_{mod}.py" if stage else TESTS / f"test_{mod}.py"
+        own = TESTS / stage.replace(".", "/") / f"test_{mod}.py" if stage else TESTS / f"test_{mod}.py"
         if not own.is_file() and name not in COVERED_ELSEWHERE:
             missing.append(f"kprof/{name.replace('.', '/')}.py -> {own.relative_to(TESTS.parent)}")
     assert not missing, f"modules without a test file: {missing}"
@@ -505,12 +521,12 @@ DECODERS = {
     "measure/profiling.py": "a stored kernel profile (KernelProfile.from_dict)",
     "findings.py": "a finding and an allocation as the child or a report wrote them",
     "results/history.py": "a history row's stored point, summary and machine",
-    "tools/suiteevents.py": "the pytest child's event log",
-    "tools/launchlog.py": "the launch hook's log",
-    "tools/tallylog.py": "the launch tally's log",
-    "tools/exitcode.py": "the exit-code hook's status file",
-    "tools/ranks.py": "each rank's marker file",
-    "tools/ncu.py": "Nsight Compute's CSV header",
+    "tools/suites/suiteevents.py": "the pytest child's event log",
+    "tools/programs/launchlog.py": "the launch hook's log",
+    "tools/programs/tallylog.py": "the launch tally's log",
+    "tools/programs/exitcode.py": "the exit-code hook's status file",
+    "tools/programs/ranks.py": "each rank's marker file",
+    "tools/nsight/ncu.py": "Nsight Compute's CSV header",
     "build/build.py": "a build cache entry's metadata",
     "child/runner.py": "the child's manifest",
     "child/framework.py": "CuPy's __cuda_array_interface__",
@@ -525,7 +541,7 @@ NOT_RECORDS = {
     ("child/timing.py", "result.data"): "the child's own result while it is being written",
     ("diagnosis/rules.py", "p.stall_shares"): "a mapping of Nsight Compute's stall reasons, not a record",
     ("proc.py", "env"): "a child's environment",
-    ("tools/allocators.py", "out"): "a child's environment",
+    ("tools/programs/allocators.py", "out"): "a child's environment",
 }
 
 

@@ -20,7 +20,7 @@ from kprof import spec as spec_mod  # noqa: E402
 from kprof.build import build, toolchain  # noqa: E402
 from kprof.commands import cli  # noqa: E402
 from kprof.errors import KprofError  # noqa: E402
-from kprof.tools import sanitizer_xml  # noqa: E402
+from kprof.tools.sanitizers import sanitizer_xml  # noqa: E402
 
 FAST = settings(max_examples=120, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.function_scoped_fixture])
 BASE = yaml.safe_load((Path(__file__).resolve().parent.parent / "kernels" / "tiled_matmul.yaml").read_text())

@@ -74,7 +74,7 @@ def test_every_list_names_kernels_and_baselines_that_exist(path):
 def test_racelib_runs_racecheck_with_and_without_kprofs_filters(tmp_path):
     """The racelib section: each racecheck run of the half nn.Linear once with every kernel checked and once
     with kprof's library filters (each --kernel-name-exclude its own word), and initcheck at two record limits."""
-    from kprof.tools import kernelpolicy
+    from kprof.tools.sanitizers import kernelpolicy
 
     env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"), CS_NEW="/x/cs-new")
     done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "racelib"], env=env, capture_output=True,

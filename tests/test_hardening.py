@@ -15,7 +15,7 @@ from kprof.commands import cli
 from kprof.errors import ReferenceExprError, UsageError
 from kprof.results import history
 from kprof.spec import catalog, reference
-from kprof.tools import sanitizer_xml
+from kprof.tools.sanitizers import sanitizer_xml
 
 BASE = """\
 sizes: {N: 64}
@@ -190,7 +190,7 @@ def test_sanitize_and_cases_without_a_gpu_exit_5(monkeypatch, tmp_path, capsys):
 
 def test_sarif_uris_are_absolute_or_based_and_encoded():
     from kprof.findings import Finding, to_sarif
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
     fs = [Finding("memcheck", "out-of-bounds-write", "k", "/work/my proj/k.cu", 0, thread=None, block=None, count=1, message="m"),
           Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="api"),
@@ -231,7 +231,7 @@ def test_build_accepts_a_twin_by_name(capsys):
 
 def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
     """The [cuda] extra once came without CCCL: nvcc ran, and every kernel including <nv/target> failed."""
-    from kprof.tools import doctor
+    from kprof.tools.machine import doctor
 
     fake = tmp_path / "nvcc"
     fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"

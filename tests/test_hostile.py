@@ -221,7 +221,7 @@ def test_hostile_input_is_one_line(world, monkeypatch, capsys, argv, env, code, 
 
 def test_the_saved_text_beside_a_report_is_read_in_linear_time():
     """A 120 KB text report once cost 35 s in one regular expression."""
-    from kprof.tools.sanitizer_xml import nearest_allocations
+    from kprof.tools.sanitizers.sanitizer_xml import nearest_allocations
 
     start = time.monotonic()
     assert nearest_allocations("Address 0x1 is out of bounds" + " \n\t=" * 60_000 + "and is 4 bytes") == {}
@@ -456,7 +456,7 @@ def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
     from dataclasses import replace
 
     from kprof.findings import Extra
-    from kprof.tools import sanitizer_xml
+    from kprof.tools.sanitizers import sanitizer_xml
 
     data = Path(__file__).resolve().parent / "data" / "sanitizer"
     hazard = sanitizer_xml.parse_xml((data / "rec_race.racecheck_all_trimmed.xml").read_text(), "racecheck")[0][0]

@@ -138,7 +138,7 @@ def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, mo
     t0 = time.monotonic()
     conftest._wait_for_alone(done, 0)  # none in the session: no wait
     assert time.monotonic() - t0 < 0.5
-    threading.Timer(0.5, lambda: done.write_text("tests/tools/test_gpu_compute_sanitizer.py::test_alone\n")).start()
+    threading.Timer(0.5, lambda: done.write_text("tests/tools/sanitizers/test_gpu_compute_sanitizer.py::test_alone\n")).start()
     conftest._wait_for_alone(done, 1)
     assert 0.4 < time.monotonic() - t0 < 5
     monkeypatch.setattr(conftest, "ALONE_GATE_S", 0.5)

@@ -7,7 +7,7 @@ overwritten while a slow warp still reads it) computes the same as the original 
 the warps of a block keep close step, which they nearly always do: every sanitizer passes it, and
 racecheck does not see a plain store against a shared-memory atomic. Delayed warps take that order
 apart, so the detector's runs of this build differ from its runs of the original
-(:mod:`kprof.tools.values`).
+(:mod:`kprof.tools.sanitizers.values`).
 
 The transform keeps every line where it was: the helper comes first, then ``#line 1`` gives the
 original file's name and numbering back, and each pause goes on the line of what it follows.

@@ -1,7 +1,7 @@
 """The values detector's side in the child (:mod:`kprof.child.runner`'s values mode): the order of the
 poison patterns, the scrubber's word, and the analysis of the runs' outputs against each other and the
 reference: ``unwritten-output``, ``uninitialized-read``, ``race``, ``wrong-result``
-(:mod:`kprof.tools.values` says what each means and runs the child).
+(:mod:`kprof.tools.sanitizers.values` says what each means and runs the child).
 """
 
 from __future__ import annotations
@@ -136,5 +136,3 @@ def _differs(x: Any, y: Any, tol: float) -> Any:
         far = np.abs(x64 - y64) > tol
     far = np.where(np.isinf(x64) | np.isinf(y64), x64 != y64, far)
     return np.where(nan_x | nan_y, nan_x != nan_y, far)
-
-

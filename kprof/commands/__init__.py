@@ -3,5 +3,5 @@
 function per command (:mod:`kprof.commands.commands`), the same commands from Python
 (:mod:`kprof.commands.api`, re-exported as ``kprof.run``, ``kprof.sanitize``, ...) and their shared steps
 (:mod:`kprof.commands.pipeline`), and ``kprof new`` (:mod:`kprof.commands.scaffold`). ``kprof doctor``'s
-checks are :mod:`kprof.tools.doctor`, beside the tools they look for.
+checks are :mod:`kprof.tools.machine.doctor`, beside the tools they look for.
 """

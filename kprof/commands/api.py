@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
     from kprof.measure.ceilings import Ceilings
     from kprof.measure.profiling import KernelProfile
     from kprof.op import Op
-    from kprof.tools.suite import Early
-    from kprof.tools.suiteverdict import Test, TestVerdict
+    from kprof.tools.suites.suite import Early
+    from kprof.tools.suites.suiteverdict import Test, TestVerdict
 
 # The corpora's API (kprof cases, cases --bench, cases --perf, mutants) is kprof.commands.corpora; kprof.run_cases
 # and the rest name it from the package (kprof/__init__.py).
@@ -126,17 +126,17 @@ def require_gpu(tool: str | None) -> None:
 @checked
 def checkers() -> list[dict[str, object]]:
     """kprof's checkers (``kprof sanitize --list-tools``), in the registry's order: each one's name, what it
-    finds, and what it needs (:class:`kprof.tools.checker.Needs`)."""
-    from kprof.tools import checkers as registry
+    finds, and what it needs (:class:`kprof.tools.sanitizers.checker.Needs`)."""
+    from kprof.tools.sanitizers import checkers as registry
 
     return registry.describe()
 
 
 def program_tools(tools: str | Sequence[str]) -> list[str]:
     """The checkers named for a pytest suite's tests (``all``, or names): checked, in one line. Only those
-    that can check tests (:func:`kprof.tools.checkers.for_tests`): not the values detector, which runs a
+    that can check tests (:func:`kprof.tools.sanitizers.checkers.for_tests`): not the values detector, which runs a
     whole program again and again."""
-    from kprof.tools import checkers
+    from kprof.tools.sanitizers import checkers
 
     return checkers.choose(tools, tests=True)
 
@@ -152,29 +152,29 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     pools off (PyTorch, CuPy, JAX; ``keep_pools`` leaves them), ``--padding`` after each allocation,
     racecheck's full report, no leak check; one tool at a time, each copy of the program with its own
     temporary folder and rendezvous (``jobs``: that many side by side, on the caller's word that the copies are
-    independent; :func:`kprof.tools.copies.schedule`, whose reason the report's notes give). ``progress(tool)`` is called as
+    independent; :func:`kprof.tools.programs.copies.schedule`, its reason in the notes). ``progress(tool)`` is called as
     each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``).
-    In a program racecheck and synccheck skip library kernels (:mod:`kprof.tools.kernelpolicy`; each result
+    In a program racecheck and synccheck skip library kernels (:mod:`kprof.tools.sanitizers.kernelpolicy`; each result
     names what it skipped) unless ``all_kernels``."""
-    from kprof.tools import checkers
+    from kprof.tools.sanitizers import checkers
 
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
     if isinstance(target, (str, Path)):
         return _sanitize_spec(str(target), checkers.choose(tools), sizes, arch, timeout, padding, progress=progress)
     cmd = inputs.program_argv([str(a) for a in target], "sanitize", cwd)
-    from kprof.tools import allocators
-    from kprof.tools.checker import Program, Settings
+    from kprof.tools.programs import allocators
+    from kprof.tools.sanitizers.checker import Program, Settings
 
     names = checkers.choose(tools, program=True)
     require_gpu("compute-sanitizer" if checkers.needs_sanitizer(names) else None)
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
-    from kprof.tools import copies
+    from kprof.tools.programs import copies
 
     plan = copies.schedule(cmd, jobs)
     results = checkers.check_program(names, Program(tuple(cmd), env, cwd, not keep_pools),
                                      Settings(timeout, padding, all_kernels=all_kernels), jobs=plan.jobs, progress=progress)
-    from kprof.tools import kernelpolicy
+    from kprof.tools.sanitizers import kernelpolicy
 
     policy = [kernelpolicy.POLICY] if any(checkers.skips(n, all_kernels) for n in names) else []
     runs = f"the program's runs (one a tool{', and the launch count' if checkers.needs_sanitizer(names) else ''}): {plan.why}"
@@ -187,9 +187,10 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
                    jobs: int | None = None, all_kernels: bool = False) -> Early:
     """Children for :func:`sanitize_tests`, started before the tests are known (while pytest collects
     them): one per tool that will start at once, each collecting the paths ``collect`` under its tool
-    and waiting for its tests (:class:`kprof.tools.suite.Early`; pass it as ``early``, then ``cancel()``)."""
+    and waiting for its tests (:class:`kprof.tools.suites.suite.Early`; pass it as ``early``, then ``cancel()``)."""
     from kprof import parallel, proc
-    from kprof.tools import allocators, suite
+    from kprof.tools.programs import allocators
+    from kprof.tools.suites import suite
 
     names = program_tools(tools)
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
@@ -203,14 +204,15 @@ def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, progress: Any = None, early: Early | None = None,
                    all_kernels: bool = False) -> dict[str, TestVerdict]:
-    """Pytest tests (:class:`kprof.tools.suiteverdict.Test`) under compute-sanitizer's tools, one child per tool for
-    them all: a :class:`kprof.tools.suiteverdict.TestVerdict` per node id, findings on the test that launched the
+    """Pytest tests (:class:`kprof.tools.suites.suiteverdict.Test`) under compute-sanitizer's tools, one child per tool for
+    them all: a :class:`kprof.tools.suites.suiteverdict.TestVerdict` per node id, findings on the test that launched the
     kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
     machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
     ``early``: children :func:`prestart_tests` started, each given its tool's first batch. racecheck and
-    synccheck skip library kernels unless ``all_kernels`` (:mod:`kprof.tools.kernelpolicy`)."""
+    synccheck skip library kernels unless ``all_kernels`` (:mod:`kprof.tools.sanitizers.kernelpolicy`)."""
     from kprof import proc
-    from kprof.tools import allocators, suite
+    from kprof.tools.programs import allocators
+    from kprof.tools.suites import suite
 
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
@@ -226,8 +228,8 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     from kprof.commands import pipeline
     from kprof.launch.job import RunMode
     from kprof.spec import catalog
-    from kprof.tools import checkers
-    from kprof.tools.checker import Settings
+    from kprof.tools.sanitizers import checkers
+    from kprof.tools.sanitizers.checker import Settings
 
     spec = catalog.load(name)
     require_gpu("compute-sanitizer" if checkers.needs_sanitizer(tools) else None)
@@ -320,7 +322,7 @@ def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str
     without ncu for the user's line that launched each kernel (stopped once it has launched what ncu
     looked at), and the kernels ranked (:class:`kprof.diagnosis.program.ProgramProfile`)."""
     from kprof.diagnosis import program
-    from kprof.tools import launchsites
+    from kprof.tools.programs import launchsites
 
     profiles = profile(cmd, kernel=kernel, range=range, launch_skip=launch_skip, launch_count=launch_count,
                        set_name=set_name, metrics=metrics, arch=arch, timeout=timeout)
@@ -344,5 +346,3 @@ def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | N
     spec = catalog.load(str(name)).with_defines({k: str(v) for k, v in defines.items()})
     built = build.build(spec, arch)
     return Op(spec, built.cubin, sizes=sizes)
-
-

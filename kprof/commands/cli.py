@@ -379,7 +379,7 @@ def _doctor(sub: Any) -> None:
 
 
 def _doctor_commands(text: str) -> tuple[str, ...]:
-    from kprof.tools.doctor import COMMANDS
+    from kprof.tools.machine.doctor import COMMANDS
 
     asked = tuple(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
     if asked == ("all",):

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from kprof.findings import Allocation
     from kprof.measure.profiling import KernelProfile
     from kprof.results.reports import BenchReport
-    from kprof.tools.launchsites import Sites
+    from kprof.tools.programs.launchsites import Sites
 
 
 def _emit_json(data: object) -> None:
@@ -175,11 +175,11 @@ MAX_RESULT_BYTES = 64 * 1024 * 1024  # a runner's result file: its allocations a
 
 def _from_xml(opts: SanitizeOptions) -> list[Any]:
     from kprof import inputs
-    from kprof.tools import compute_sanitizer as sanitize
+    from kprof.tools.sanitizers import compute_sanitizer as sanitize
 
     if opts.name:
         raise UsageError("--from-xml reads a saved report: give the file, not a kernel name")
-    from kprof.tools import checkers
+    from kprof.tools.sanitizers import checkers
 
     if opts.tool != "all" and opts.tool not in checkers.sanitizers():
         raise UsageError(f"--from-xml: --tool {opts.tool} did not write it; the tools that write XML are "

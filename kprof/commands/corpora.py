@@ -33,7 +33,7 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
     from kprof.commands import pipeline
     from kprof.corpus import cases as cases_mod
     from kprof.spec import catalog
-    from kprof.tools import checkers
+    from kprof.tools.sanitizers import checkers
 
     corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
     api.require_gpu("compute-sanitizer" if checkers.needs_sanitizer(c.expect.tool for c in corpus) else None)
@@ -69,7 +69,7 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
     from kprof.commands import pipeline
     from kprof.corpus import perfcases
     from kprof.spec import catalog
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     api.require_gpu(None)
 

@@ -18,7 +18,7 @@ from kprof.errors import BuildError, UnsupportedArchError, UsageError
 if TYPE_CHECKING:
     from kprof.results import history
     from kprof.spec.catalog import Listing
-    from kprof.tools.doctor import Check, Readiness
+    from kprof.tools.machine.doctor import Check, Readiness
 
 
 @checked
@@ -43,7 +43,7 @@ def new_kernel(name: str, folder: Path | str = ".", *, like: str | None = None) 
 def doctor() -> list[Check]:
     """What this machine has for kprof: its libraries, the driver and GPU, nvcc, compute-sanitizer and ncu, and
     whether performance counters may be read; each check with what to do where it fails."""
-    from kprof.tools import doctor as checks
+    from kprof.tools.machine import doctor as checks
 
     return checks.run_checks()
 
@@ -52,7 +52,7 @@ def doctor() -> list[Check]:
 def readiness(checks: list[Check], commands: tuple[str, ...] | None = None) -> list[Readiness]:
     """Whether each command (``build``, ``run``, ``sanitize``, ``profile``, ``bench``; default all) can run with
     what :func:`doctor` found: the checks it lacks and the exit code it would end with (5: no GPU, 3: a tool)."""
-    from kprof.tools import doctor as found
+    from kprof.tools.machine import doctor as found
 
     return found.readiness(checks, commands or found.COMMANDS)
 

@@ -47,7 +47,7 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     from kprof.commands import api, pipeline
     from kprof.diagnosis import tries as tries_mod
     from kprof.spec import catalog
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     specs = [catalog.load(str(n)) for n in names]  # every name checked before anything runs
     asked = tries_mod.parse(list(tries))  # one line for a bad --try, before the GPU runs

@@ -9,11 +9,11 @@ must name, optional), ``caught: false`` with ``why`` where no detector honestly 
 apart, as one that version cannot see, not as a miss (its twin must still be clean).
 
 The buggy kernel runs under its case's tool; the twin under every checker of the registry
-(:mod:`kprof.tools.checkers`: the four sanitizers and ``values``), and must be clean under all of
+(:mod:`kprof.tools.sanitizers.checkers`: the four sanitizers and ``values``), and must be clean under all of
 them: a detector that cries wolf on correct code is as useless as one that misses the bug.
 
 ``kprof cases`` runs the cases side by side, but the runs of a checker that needs the GPU to
-itself (``values``) one at a time once the rest are done (:func:`kprof.tools.checkers.alone`): the
+itself (``values``) one at a time once the rest are done (:func:`kprof.tools.sanitizers.checkers.alone`): the
 detector scrubs every SM's shared memory before each run, and another process's kernels in between
 overwrite the pattern. Measured on an H200 with twelve cases at once:
 ``uninit_shared_read`` came out a race, not an uninitialized read.
@@ -32,9 +32,9 @@ from kprof import spec as spec_mod
 from kprof.errors import SpecError
 from kprof.findings import KINDS, Finding
 from kprof.launch.job import Job
-from kprof.tools import checkers, kernelpolicy
-from kprof.tools.checker import Settings
-from kprof.tools.toolrun import ToolResult
+from kprof.tools.sanitizers import checkers, kernelpolicy
+from kprof.tools.sanitizers.checker import Settings
+from kprof.tools.sanitizers.toolrun import ToolResult
 
 _BUG = re.compile(r"//\s*BUG\b")
 _SINCE = re.compile(r"\d{4}\.\d+")
@@ -231,7 +231,7 @@ def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], list[Task]]:
 
 def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None,
              timeout: float = 300.0) -> dict[tuple[str, str, str], ToolResult]:
-    """One task's runs (:func:`kprof.tools.checkers.run_many`: in one child, each job alone only where
+    """One task's runs (:func:`kprof.tools.sanitizers.checkers.run_many`: in one child, each job alone only where
     that child could not clear it), keyed (case name, "bug" or "twin", tool)."""
     wanted: list[tuple[str, str, Job]] = []  # (case, "bug" or "twin", job)
     for case in task.cases:

@@ -388,8 +388,8 @@ FIRST = ("memcheck", "racecheck", "values", "synccheck")
 
 
 def tools() -> tuple[str, ...]:
-    """Every checker of the registry (:mod:`kprof.tools.checkers`), :data:`FIRST` first."""
-    from kprof.tools import checkers
+    """Every checker of the registry (:mod:`kprof.tools.sanitizers.checkers`), :data:`FIRST` first."""
+    from kprof.tools.sanitizers import checkers
 
     return checkers.order(FIRST)
 

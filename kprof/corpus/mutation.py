@@ -20,8 +20,8 @@ from kprof.errors import KprofError, TargetError, UsageError
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
 from kprof.spec import KernelSpec
-from kprof.tools import checkers
-from kprof.tools.checker import Settings
+from kprof.tools.sanitizers import checkers
+from kprof.tools.sanitizers.checker import Settings
 
 # A size kprof mutants runs at: (preset, sizes, the check's fills)
 _Size = tuple[str, dict[str, int], tuple[tuple[str, Any], ...]]

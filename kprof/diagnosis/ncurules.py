@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kprof.tools.ncu import RuleResult
+from kprof.tools.nsight.ncu import RuleResult
 
 CAUSE_OF: dict[str, str | None] = {
     "UncoalescedGlobalAccess": "uncoalesced", "UncoalescedSharedAccess": "bank-conflicts",

@@ -1,7 +1,7 @@
 """``kprof profile -- CMD``: where to spend the week. The profiled launches grouped by kernel, ranked by
 their share of the profiled GPU time, each with its limiter (the roofline level nearest its peak), its
 headroom to that roof, the whole program's gain if that kernel reached its roof (Amdahl), and the user's
-Python lines that launched it (:mod:`kprof.tools.launchsites`, matched to ncu's kernel names here).
+Python lines that launched it (:mod:`kprof.tools.programs.launchsites`, matched to ncu's kernel names here).
 
 The share's denominator is the GPU time of the launches ncu profiled (``--launch-skip``/``--launch-count``
 choose them), not the program's wall time; the headroom is 1 / the busiest unit's share of its peak (a
@@ -16,8 +16,8 @@ from functools import lru_cache
 
 from kprof.diagnosis.facts import LATENCY_BELOW, profile_units
 from kprof.measure.profiling import KernelProfile
-from kprof.tools import demangle
-from kprof.tools.launchsites import LaunchSite, Sites
+from kprof.tools.programs.launchsites import LaunchSite, Sites
+from kprof.tools.sanitizers import demangle
 
 MAX_HEADROOM = 100.0  # a unit below 1% busy says little about its roof: the headroom is capped here
 

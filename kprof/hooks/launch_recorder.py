@@ -2,7 +2,7 @@
 set (``kprof sanitize --tool values -- CMD``): after every kernel launched through the driver API
 (``cuLaunchKernel``, ``cuLaunchKernelEx``: Triton, CuPy, cuda-python, numba-cuda) it waits for the
 kernel, and hashes every device allocation an argument points into. The log format and what is made
-of it are :mod:`kprof.tools.launchlog` (the parent, after the runs).
+of it are :mod:`kprof.tools.programs.launchlog` (the parent, after the runs).
 
 With ``KPROF_LAUNCH_CROWD`` set (one of the runs), just before each of the first :data:`CROWDED` launches it
 starts a kernel of its own on a stream of its own that fills every SM but one with waiting threads, until
@@ -261,7 +261,7 @@ def _site() -> str | None:
     """The innermost Python frame of the user's own files (past this file, kprof, the standard library
     and installed packages)."""
     try:
-        from kprof.tools.hostframes import is_user_file
+        from kprof.tools.programs.hostframes import is_user_file
     except ImportError:
         return None
     for frame in reversed(traceback.extract_stack()[:-1]):

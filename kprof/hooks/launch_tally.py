@@ -1,5 +1,5 @@
 """kprof's launch tally, loaded into a program by kprof's sitecustomize when ``KPROF_LAUNCH_TALLY`` is
-set (``kprof sanitize -- CMD``'s run of the program beside the tools' runs: :mod:`kprof.tools.launchcount`; CUPTI
+set (``kprof sanitize -- CMD``'s run of the program beside the tools' runs: :mod:`kprof.tools.programs.launchcount`; CUPTI
 cannot run under compute-sanitizer, which holds its one subscriber): it counts the kernels the program
 launches, through the driver API (``cuLaunchKernel``, ``cuLaunchKernelEx``, cooperative launches: Triton,
 CuPy, cuda-python) and the runtime API (``cudaLaunchKernel``: PyTorch's own kernels), a CUDA graph's
@@ -10,7 +10,7 @@ nothing else: no synchronisation, no copy (the launch recorder, :mod:`launch_rec
 detector's).
 
 One JSON object per line, appended to ``$KPROF_LAUNCH_TALLY`` (every Python process of the program
-writes its own lines, each with its ``pid``; :mod:`kprof.tools.coverage` reads them):
+writes its own lines, each with its ``pid``; :mod:`kprof.tools.sanitizers.coverage` reads them):
 
 - ``{"event": "tally", "pid": P, "ok": true}`` once started, or ``"ok": false, "why": ...``;
 - ``{"event": "kernel", "pid": P, "name": N, "lineinfo": true|false|null, "launches": K}`` at the first

@@ -1,5 +1,5 @@
 """kprof's rank wrapper, loaded by kprof's sitecustomize when ``KPROF_RANK_WRAP`` is set (``kprof sanitize --
-torchrun ...``, ``-- mpirun ...``: :mod:`kprof.tools.ranks`): a Python process that is one rank of a
+torchrun ...``, ``-- mpirun ...``: :mod:`kprof.tools.programs.ranks`): a Python process that is one rank of a
 multi-process job (it has ``RANK``, ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ``PMIX_RANK`` or ``SLURM_PROCID``)
 starts again under compute-sanitizer, in place (``os.execv``: same pid, so the launcher still watches it),
 saving its records to a file of its own rank. The launcher itself and processes without a rank run on as

@@ -57,7 +57,7 @@ def _chain() -> None:
 def _load(name: str) -> None:
     """One of kprof's hooks in this folder, installed: the launch recorder (``KPROF_LAUNCH_LOG``:
     ``kprof sanitize --tool values -- CMD``) or the launch tally (``KPROF_LAUNCH_TALLY``: the run of
-    a program beside the tools' runs, kprof.tools.launchcount), loaded from here so that it needs no importable kprof.
+    a program beside the tools' runs, kprof.tools.programs.launchcount), loaded from here so that it needs no importable kprof.
     One at most: CUPTI takes one subscriber per process."""
     here = os.path.dirname(os.path.abspath(__file__))
     spec = importlib.util.spec_from_file_location(f"_kprof_{name}", os.path.join(here, f"{name}.py"))
@@ -70,7 +70,7 @@ def _load(name: str) -> None:
 
 
 if os.environ.get("KPROF_RANK_WRAP") and not os.environ.get("KPROF_RANK_WRAPPED"):
-    _load("rank_wrap")  # a rank of a multi-process job starts again under compute-sanitizer (kprof.tools.ranks)
+    _load("rank_wrap")  # a rank of a multi-process job starts again under compute-sanitizer (kprof.tools.programs.ranks)
 if os.environ.get("KPROF_CUPY_NO_POOL") == "1":
     sys.meta_path.insert(0, _AfterCupy())
 if os.environ.get("KPROF_LAUNCH_LOG"):

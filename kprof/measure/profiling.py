@@ -3,7 +3,7 @@
 ``analyse()`` is pure: ncu's raw metrics in, a :class:`KernelProfile` out (occupancy and its
 limiter, DRAM traffic against the ceiling, cache hit rates, bank conflicts and sectors per request,
 FLOPs from the SASS counters, arithmetic intensity and the roofline verdict, the top stall
-reasons). :func:`kprof.tools.ncu.profile_rows` runs ncu over the runner and gives the raw rows. When ncu
+reasons). :func:`kprof.tools.nsight.ncu.profile_rows` runs ncu over the runner and gives the raw rows. When ncu
 may not read counters, ``fallback()`` reports what needs none: event timing, theoretical
 occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
 """
@@ -21,7 +21,7 @@ from kprof.build import occupancy
 from kprof.errors import KprofError
 from kprof.launch.job import RunMode
 from kprof.measure import ceilings
-from kprof.tools.ncu import STALL_REASONS, Value
+from kprof.tools.nsight.ncu import STALL_REASONS, Value
 
 if TYPE_CHECKING:
     from kprof.build.build import BuildResult
@@ -380,7 +380,7 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
     counter-less report from one timed launch; any other ncu failure raises."""
     from kprof.errors import NcuError
     from kprof.launch import launch
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     r = resolved
 
@@ -412,9 +412,10 @@ def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range
                     launch_count: int, set_name: str, metrics: tuple[str, ...], timeout: float) -> list[KernelProfile]:
     """ncu over the user's program: a report per profiled launch, named ``KERNEL#N`` (N its index among the
     launches ncu matched, counting the skipped), judged on ``arch`` (found once, not per launch). In a multi-process
-    job (torchrun, mpirun, srun: :mod:`kprof.tools.ranks`) ncu follows every process, each Python rank marks its pid,
+    job (torchrun, mpirun, srun: :mod:`kprof.tools.programs.ranks`) ncu follows every process, each Python rank marks its pid,
     and each report says its rank."""
-    from kprof.tools import allocators, ncu, ranks
+    from kprof.tools.nsight import ncu
+    from kprof.tools.programs import allocators, ranks
 
     with tempfile.TemporaryDirectory(prefix="kprof-ranks-") as tmp:
         job = ranks.launcher_of(cmd) is not None

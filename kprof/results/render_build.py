@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kprof.launch.childresult import ChildResult
     from kprof.spec import KernelSpec, Resolved
     from kprof.spec.catalog import Listing
-    from kprof.tools.doctor import Check, Readiness
+    from kprof.tools.machine.doctor import Check, Readiness
 
 
 def list_table(rows: list[Listing], width: int | None = None) -> str:

@@ -6,14 +6,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof.results.render import number, percent, table
-from kprof.tools.demangle import short
+from kprof.tools.sanitizers.demangle import short
 from kprof.units import si
 
 if TYPE_CHECKING:
     from kprof.corpus.perfcases import PerfResult
     from kprof.diagnosis.program import Ranked
     from kprof.measure.profiling import KernelProfile
-    from kprof.tools.launchsites import Sites
+    from kprof.tools.programs.launchsites import Sites
 
 
 def program_ranking(ranked: list[Ranked], top: int = 10, sites: Sites | None = None) -> str:

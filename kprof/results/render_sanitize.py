@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from kprof.corpus import mutants
 from kprof.findings import label
 from kprof.results.render import cut, dims, file_name, table, terminal_width, wrap
-from kprof.tools.demangle import short
+from kprof.tools.sanitizers.demangle import short
 
 if TYPE_CHECKING:
     from kprof.corpus.cases import CaseResult
     from kprof.corpus.mutation import MutantsReport
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
 
 def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -> str:

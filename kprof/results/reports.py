@@ -17,12 +17,12 @@ if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.c
     from kprof.measure.ceilings import Ceilings
     from kprof.spec import Resolved
     from kprof.stats import StopRule
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
 
 @dataclass(frozen=True)
 class SanitizeReport:
-    """What the tools found in one target: one :class:`~kprof.tools.toolrun.ToolResult` per tool."""
+    """What the tools found in one target: one :class:`~kprof.tools.sanitizers.toolrun.ToolResult` per tool."""
 
     target: str
     results: list[ToolResult]

@@ -20,7 +20,8 @@ from kprof.launch.job import RunMode
 from kprof.measure import profiling
 from kprof.spec import catalog
 from kprof.spec import fields as spec_fields
-from kprof.tools import doctor, ncu
+from kprof.tools.machine import doctor
+from kprof.tools.nsight import ncu
 
 KB = 1024
 
@@ -441,7 +442,7 @@ def test_doctor_on_a_t4_with_cuda_13_bindings_and_a_cuda_12_driver_says_what_to_
 
 def test_the_cuda_12_sanitizer_wheel_gets_its_injection_path(tmp_path):
     """pip's CUDA 12 wheel: bin/compute-sanitizer, its libraries in lib/; a toolkit keeps them beside it."""
-    from kprof.tools import compute_sanitizer as san
+    from kprof.tools.sanitizers import compute_sanitizer as san
 
     wheel = tmp_path / "nvidia" / "cuda_sanitizer_api"
     (wheel / "bin").mkdir(parents=True)

@@ -109,8 +109,8 @@ def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
     """tests/data/kernels/tma_tile: y = x a box at a time through cp.async.bulk.tensor and the tensor map
     kprof encodes in the child (cuTensorMapEncodeTiled) and passes by value, at ragged sizes (the box
     past the edge arrives as zeros and is not stored), clean under every tool at its sanitize size."""
-    from kprof.tools import checkers
-    from kprof.tools.checker import Settings
+    from kprof.tools.sanitizers import checkers
+    from kprof.tools.sanitizers.checker import Settings
 
     spec = spec_mod.load(data_dir / "kernels" / "tma_tile.yaml")
     if why := spec.unsupported_on(toolchain.detect_arch()):

@@ -54,7 +54,7 @@ def test_a_finding_without_a_line_matches_on_kind_tool_and_buffer_and_one_with_a
 
 def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every_tool():
     from kprof.results import render_sanitize
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
     def result(case, caught, twin_statuses):
         bug = ToolResult(case.expect.tool, "findings" if caught else "clean", [finding(case)] if caught else [], 1.0)
@@ -75,7 +75,7 @@ def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every
 
 def test_a_case_a_newer_sanitizer_checks_is_counted_apart_under_an_older_one_and_a_miss_under_its_own():
     from kprof.results import render_sanitize
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
     newer = [c for c in CORPUS if c.expect.since]
     assert {c.name for c in newer} >= {"missing_proxy_fence", "mbarrier_double_init"}
@@ -154,8 +154,8 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     import time
 
     from kprof.commands import api, pipeline
-    from kprof.tools import checkers
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers import checkers
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
     lock = threading.Lock()
     running: list[str] = []
@@ -208,8 +208,8 @@ def test_kprof_run_cases_is_the_api_function_the_command_prints(monkeypatch):
     children, stepped as each ends and closed; the CLI prints the same results."""
     import kprof
     from kprof.commands import api, pipeline
-    from kprof.tools import checkers
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers import checkers
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(pipeline, "scrubber", lambda arch: (None, ""))

@@ -108,8 +108,8 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     other fails its verdict. Where no tool sees the missing barrier, it survives too."""
     from kprof.errors import TargetError
     from kprof.findings import Finding
-    from kprof.tools import checkers
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers import checkers
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
 
@@ -306,8 +306,8 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
     at most MEMCHECK_BYTES where the original is clean kills it there. A size where memcheck finds
     something on the original is left out; the 4096^3 check is too big to be one."""
     from kprof.findings import Finding
-    from kprof.tools import checkers
-    from kprof.tools.toolrun import ToolResult
+    from kprof.tools.sanitizers import checkers
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(launch, "run_kernels", lambda jobs, timeout: [_fake_result(j, True) for j in jobs])

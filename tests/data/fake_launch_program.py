@@ -1,5 +1,5 @@
-# A stand-in for a program under kprof's launch recorder (tests/tools/test_launchlog.py), on a machine
-# with no GPU: it writes the recorder's log lines itself (kprof.tools.launchlog's format), two launches, the
+# A stand-in for a program under kprof's launch recorder (tests/tools/programs/test_launchlog.py), on a machine
+# with no GPU: it writes the recorder's log lines itself (kprof.tools.programs.launchlog's format), two launches, the
 # second's argument 2 as the mode says:
 #   same        the same hash every run (a deterministic program)
 #   race        another hash each run; captured, an int32 counter far apart (counter[0]++ by many threads)

@@ -333,7 +333,7 @@ def test_program_ranking_names_where_the_time_goes():
 
 def test_ncu_rules_beside_the_diagnosis(data_dir):
     from kprof.diagnosis import ncurules
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     rules = ncu.parse_rules((data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text())
     assert {r.rule for r in rules} >= {"SharedMemoryConflicts", "LaunchConfiguration", "HighPipeUtilization"}
@@ -371,7 +371,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
     GPU gives an uncoalesced copy), one timed run, the tries, the judge, ncu's rules beside it."""
     from kprof.commands import api, corpora
     from kprof.diagnosis import stage
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     real_prepare = pipeline.prepare
     monkeypatch.setattr(pipeline, "prepare", lambda spec, sizes, arch=None, **k: real_prepare(spec, sizes, arch="sm_90"))

@@ -1,5 +1,5 @@
-"""Several jobs in one child (kprof.launch.launch.run_batch, kprof.tools.compute_sanitizer.run_batch and run_many,
-kprof.tools.values.run_batch), on CPU: a clean report clears every job, anything else sends each job the
+"""Several jobs in one child (kprof.launch.launch.run_batch, kprof.tools.sanitizers.compute_sanitizer.run_batch and run_many,
+kprof.tools.sanitizers.values.run_batch), on CPU: a clean report clears every job, anything else sends each job the
 batch could not clear to a child of its own; each job is held to its own time limit."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from helpers import child
 
 from kprof import proc
 from kprof.launch import launch
-from kprof.tools import compute_sanitizer as san
-from kprof.tools import values
-from kprof.tools.toolrun import ERROR_EXITCODE, ToolResult
+from kprof.tools.sanitizers import compute_sanitizer as san
+from kprof.tools.sanitizers import values
+from kprof.tools.sanitizers.toolrun import ERROR_EXITCODE, ToolResult
 
 DATA = Path(__file__).parent.parent / "data" / "sanitizer"
 CLEAN = (DATA / "tiled_matmul.memcheck.xml").read_text()
@@ -84,8 +84,8 @@ def test_anything_but_a_clean_report_clears_no_job(batch_with, tmp_path, xml, do
 
 
 def test_run_many_runs_alone_each_job_the_batch_could_not_clear(monkeypatch, tmp_path):
-    from kprof.tools import checkers
-    from kprof.tools.checker import Settings
+    from kprof.tools.sanitizers import checkers
+    from kprof.tools.sanitizers.checker import Settings
 
     alone = []
     monkeypatch.setattr(san, "run_tool", lambda job, tool, **kw: alone.append(job.target.sizes["N"]) or

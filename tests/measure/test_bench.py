@@ -290,7 +290,7 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
 
     from kprof.measure import profiling as profile
     from kprof.results import plot
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     results = Path(__file__).parent.parent.parent / "tests" / "data" / "bench-vector_add-block.json"
     pts = [bench.PointResult.from_dict(p) for p in json.loads(results.read_text())["points"]]

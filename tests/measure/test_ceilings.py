@@ -214,7 +214,7 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
 
 def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir):
     from kprof.measure import profiling as profile
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     row = ncu.parse_csv((data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt").read_text())[0]
     p = profile.analyse(row, "tiled_matmul", {})

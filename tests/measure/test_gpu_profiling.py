@@ -10,7 +10,7 @@ from kprof.errors import NcuError
 from kprof.launch.job import RunMode
 from kprof.measure import profiling as profile
 from kprof.spec import catalog
-from kprof.tools import ncu
+from kprof.tools.nsight import ncu
 
 # ncu profiles one process at a time: under xdist these tests share one worker (--dist loadgroup).
 pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]

@@ -11,7 +11,7 @@ from helpers import job_for
 from kprof.build import occupancy
 from kprof.errors import UsageError
 from kprof.measure import profiling as profile
-from kprof.tools import ncu
+from kprof.tools.nsight import ncu
 
 
 @pytest.fixture(scope="module")
@@ -369,7 +369,7 @@ def test_a_report_read_back_in_scaled_units_is_read_in_base_units():
     33.56 Mbyte), which kprof read as nanoseconds and bytes: a 1.1 ms kernel became 1.1 ns and every rate a
     million times too high, and the diagnosis found no cause on 11 of 16 cases. kprof now asks for base units
     and converts what comes scaled anyway."""
-    from kprof.tools import ncu
+    from kprof.tools.nsight import ncu
 
     assert ncu.import_argv("ncu", "r.ncu-rep")[-2:] == ["--print-units", "base"]
     assert ncu.build_argv("ncu", "k")[-2:] == ["--print-units", "base"]

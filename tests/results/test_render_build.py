@@ -5,7 +5,7 @@ from pathlib import Path
 
 from kprof.results import render_build
 from kprof.spec.catalog import Listing
-from kprof.tools.doctor import Check, Readiness
+from kprof.tools.machine.doctor import Check, Readiness
 
 
 def test_a_long_description_wraps_under_itself_and_an_unsupported_kernel_is_marked():

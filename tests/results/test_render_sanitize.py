@@ -2,7 +2,7 @@
 when nothing was found but not everything was checked."""
 
 from kprof.results import render_sanitize
-from kprof.tools.toolrun import ToolResult
+from kprof.tools.sanitizers.toolrun import ToolResult
 
 
 def test_nothing_found_says_whether_everything_was_checked():

@@ -1,0 +1,84 @@
+"""The checker protocol: what every check kprof runs over a kernel or a program is, to the commands.
+
+A checker is a name, what it needs, and how it runs one spec's job, several jobs, and a user's program.
+The four compute-sanitizer tools (:class:`kprof.tools.sanitizers.compute_sanitizer.SanitizerTool`) and kprof's own
+values detector (:class:`kprof.tools.sanitizers.values.ValuesDetector`) are checkers; :mod:`kprof.tools.sanitizers.checkers`
+holds the one registry that ``kprof sanitize``, the pytest plugin, ``kprof cases``, ``kprof mutants``
+and the reports iterate. A new checker is a class with these members in its own module, and one line in
+that registry (docs/architecture.md, "Add a checker").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from kprof.launch.job import Job
+    from kprof.tools.sanitizers.toolrun import ToolResult
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a checker needs and how it behaves, for those that schedule and report it."""
+
+    sanitizer: bool  # runs under compute-sanitizer: the tool must be found, it writes XML, a launch count says what it saw
+    alone: bool = False  # its runs need the GPU to themselves (they compare runs, so another load changes nothing but time)
+    stops: bool = False  # its first finding stops the child's kernel (a suite keeps a spare child beside it)
+    shaken: bool = False  # it runs the warp-delay build and the shared-memory scrubber beside the kernel's own
+    effects: bool = False  # its findings are wrong values in outputs, which a memory error found beside it may cause
+    in_all_programs: bool = True  # among ``all`` for a program (False: a program is checked by it only when named)
+    not_for_tests: str = ""  # why it cannot check a pytest suite's tests ("": it can)
+    user_kernels: bool = False  # in a program, only the user's kernels unless --all-kernels (kprof.tools.sanitizers.kernelpolicy)
+
+    def skips_libraries(self, all_kernels: bool) -> bool:
+        """Whether a program's library kernels are left out of this checker's run (kprof.tools.sanitizers.kernelpolicy)."""
+        return self.user_kernels and not all_kernels
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a check runs: the same for every checker of one command."""
+
+    timeout: float = 300.0  # seconds one child may take
+    padding: int = 256  # memcheck's bytes after each allocation
+    scrub_cubin: str | None = None  # the shared-memory scrubber (the values detector), built by the caller
+    scrub_note: str = ""  # why there is none
+    all_kernels: bool = False  # a program's library kernels under every tool too (kprof.tools.sanitizers.kernelpolicy)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A user's program to check: its argv, environment and folder, and whether its memory pools are off."""
+
+    cmd: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | Path | None = None
+    pools_off: bool | None = None  # None: kprof did not set the allocators
+
+
+@runtime_checkable
+class Checker(Protocol):
+    """One check kprof runs. ``name`` is what users type (``--tool NAME``) and what records carry."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def needs(self) -> Needs: ...
+
+    @property
+    def summary(self) -> str: ...  # one line: what it finds
+
+    def check_job(self, job: Job, settings: Settings) -> ToolResult:
+        """One spec's job in a child of its own; never raises for the target's sake."""
+        ...
+
+    def check_jobs(self, jobs: list[Job], settings: Settings) -> list[ToolResult]:
+        """Several jobs, a result each in order, as :meth:`check_job` gives them (in fewer children where it can)."""
+        ...
+
+    def check_program(self, program: Program, settings: Settings) -> ToolResult:
+        """The user's whole program; never raises for its sake."""
+        ...

@@ -1,0 +1,158 @@
+"""A multi-process job under the tools, rank by rank (kprof.tools.programs.ranks, kprof/hooks/rank_wrap.py), without a
+GPU: a stand-in launcher named torchrun that starts two Python ranks with RANK set, and a stand-in
+compute-sanitizer that runs its target and saves a record for the rank the test seeds a bug in. Each
+finding carries its rank; a rank that dies or hangs before its report is named; the launcher itself and a
+program without ranks are never wrapped."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from kprof.tools.programs import ranks
+from kprof.tools.sanitizers import compute_sanitizer, toolrun
+
+FAKE_TOOL = r'''
+import os, subprocess, sys
+args = sys.argv[1:]
+save, log = args[args.index("--save") + 1], args[args.index("--log-file") + 1]
+assert "--error-exitcode" not in args, args  # a rank keeps its own exit code
+cmd = args[args.index(sys.executable):]
+rank = os.environ.get("RANK", "?")
+if os.environ.get("FAKE_HANG_RANK") == rank:
+    import time; time.sleep(60)
+if os.environ.get("FAKE_DIE_RANK") == rank:
+    os._exit(9)
+code = subprocess.call(cmd)
+bug = os.environ.get("FAKE_BUG_RANK") == rank
+record = ("<record><kind>Precise</kind><who><threadIdx><x>7</x><y>0</y><z>0</z></threadIdx><blockIdx><x>3</x>"
+          "<y>0</y><z>0</z></blockIdx></who><what><text>Invalid __global__ write of size 4 bytes</text>"
+          "<space>__global__</space><size>4</size><direction>write</direction><error>out of bounds</error>"
+          "<address>0x7f0000001000</address></what><where><func>scale</func><path>/src/scale.cu</path>"
+          "<line>27</line></where></record>") if bug else ""
+open(save, "w").write("<?xml version='1.0'?><ComputeSanitizerOutput>" + record + "</ComputeSanitizerOutput>")
+open(log, "w").write(f"========= rank {rank} checked\n")
+sys.exit(code)
+'''
+
+FAKE_TORCHRUN = r'''
+import os, subprocess, sys
+n = int(sys.argv[sys.argv.index("--nproc_per_node") + 1])
+prog = sys.argv[sys.argv.index("--nproc_per_node") + 2:]
+procs = [subprocess.Popen([sys.executable, *prog], env={**os.environ, "RANK": str(r), "WORLD_SIZE": str(n)})
+         for r in range(n)]
+sys.exit(max(p.wait() for p in procs))
+'''
+
+
+@pytest.fixture
+def job(tmp_path, monkeypatch):
+    tool = tmp_path / "compute-sanitizer"
+    tool.write_text(f"#!{sys.executable}\n{FAKE_TOOL}")
+    tool.chmod(0o755)
+    launcher = tmp_path / "torchrun"
+    launcher.write_text(f"#!{sys.executable}\n{FAKE_TORCHRUN}")
+    launcher.chmod(0o755)
+    prog = tmp_path / "prog.py"
+    prog.write_text("import os\nprint('rank', os.environ['RANK'], 'wrapped', os.environ.get('KPROF_RANK_WRAPPED'))\n")
+    monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tool))
+    return [str(launcher), "--nproc_per_node", "2", str(prog)]
+
+
+def test_launchers_are_told_from_programs():
+    assert ranks.launcher_of(["torchrun", "--nproc_per_node", "2", "train.py"]) == "torchrun"
+    assert ranks.launcher_of(["/usr/bin/python3", "-m", "torch.distributed.run", "train.py"]) == "torchrun"
+    assert ranks.launcher_of(["mpiexec", "-n", "2", "python", "prog.py"]) == "mpirun"
+    assert ranks.launcher_of(["srun", "python", "prog.py"]) == "srun"
+    assert ranks.launcher_of(["python", "train.py"]) is None and ranks.launcher_of([]) is None
+
+
+def test_each_rank_keeps_its_own_report_and_exit_code():
+    argv = compute_sanitizer.build_argv("cs", "memcheck", "x.xml", program=True)
+    got = ranks.rank_argv(argv, Path("/r"), "memcheck")
+    assert "--error-exitcode" not in got and got[got.index("--save") + 1] == "/r/memcheck.rank{rank}.xml"
+    assert got[-2:] == ["--log-file", "/r/memcheck.rank{rank}.txt"] and got[:3] == ["cs", "--tool", "memcheck"]
+
+
+def test_a_finding_names_the_rank_it_came_from(job, monkeypatch):
+    monkeypatch.setenv("FAKE_BUG_RANK", "1")
+    r = compute_sanitizer.run_program(job, "memcheck", timeout=60)
+    assert r.status == "findings", (r.message, r.notes, r.log)
+    (f,) = r.findings
+    assert f.rank == 1 and f.kernel == "scale" and f.line == 27 and f.to_dict()["rank"] == 1
+    assert r.notes[0] == "2 rank(s), each under memcheck on its own"
+    from kprof.results import render_sanitize
+
+    assert "- rank 1: memcheck" in render_sanitize.sanitize_report([r])
+
+
+def test_a_clean_job_is_clean_and_every_rank_ran_under_the_tool(job):
+    r = compute_sanitizer.run_program(job, "racecheck", timeout=60)
+    assert r.status == "clean" and not r.findings, (r.message, r.notes, r.log)
+
+
+def test_a_rank_that_dies_or_hangs_is_named(job, monkeypatch):
+    monkeypatch.setenv("FAKE_DIE_RANK", "0")
+    r = compute_sanitizer.run_program(job, "memcheck", timeout=60)
+    assert r.status == "target-error" and any("rank 0 started under memcheck but left no report: it ended before" in n and "died" in n
+                                              for n in r.notes), (r.message, r.notes)
+    monkeypatch.delenv("FAKE_DIE_RANK")
+    monkeypatch.setenv("FAKE_HANG_RANK", "1")
+    r = compute_sanitizer.run_program(job, "memcheck", timeout=5)
+    assert r.status == "timeout" and any("rank 1 started under memcheck but left no report: it was still running"
+                                         in n for n in r.notes), (r.message, r.notes)
+
+
+def test_a_job_with_no_python_rank_runs_under_the_tool_whole(tmp_path, job, monkeypatch):
+    shell_rank = tmp_path / "torchrun"
+    shell_rank.write_text("#!/bin/sh\nexec \"$@\"\n")  # a launcher whose 'ranks' set no rank variable
+    seen = []
+    monkeypatch.setattr(compute_sanitizer, "classify_program", lambda tool, done, status, findings, notes, *a, **k: seen.append(notes)
+                        or toolrun.ToolResult(tool, "clean", [], 0.0))
+    compute_sanitizer.run_program([str(shell_rank), "true"], "memcheck", timeout=30)
+    assert any("ranks not told apart" in n for n in seen[-1])
+
+
+def _hook(monkeypatch, folder: Path, argv: list[str]):
+    """kprof/hooks/rank_wrap.py loaded as a program's Python loads it, told to wrap ranks with ``argv`` (none: mark
+    only), with no rank in this process yet and its exec recorded (``hook.execs``), not done."""
+    import importlib.util
+
+    import kprof
+
+    spec = importlib.util.spec_from_file_location("rank_wrap", Path(kprof.__file__).parent / "hooks" / "rank_wrap.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    hook.execs = []
+    monkeypatch.setattr(hook.os, "execv", lambda exe, argv: hook.execs.append(argv))
+    monkeypatch.setenv("KPROF_RANK_WRAP", json.dumps({"argv": argv, "folder": str(folder)}))
+    for var in hook.RANK_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("KPROF_RANK_WRAPPED", raising=False)
+    return hook
+
+
+def test_the_hook_wraps_a_rank_once_and_never_the_launcher(tmp_path, monkeypatch):
+    hook = _hook(monkeypatch, tmp_path, ["cs", "--save", "/r/m.rank{rank}.xml"])
+    execs = hook.execs
+    hook.install()  # the launcher: no rank
+    assert execs == []
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "3")
+    hook.install()
+    assert execs[0][:3] == ["cs", "--save", "/r/m.rank3.xml"] and execs[0][3] == sys.executable
+    assert json.loads((tmp_path / "rank3.json").read_text())["rank"] == 3
+    hook.install()  # now marked wrapped: never twice
+    assert len(execs) == 1
+
+
+def test_the_hook_only_marks_a_rank_when_there_is_no_tool_to_start(tmp_path, monkeypatch):
+    """``kprof profile -- torchrun ...``: ncu follows every process itself, so a rank writes who it is and runs on."""
+    hook = _hook(monkeypatch, tmp_path, [])
+    execs = hook.execs
+    monkeypatch.setenv("RANK", "1")
+    hook.install()
+    assert execs == [] and ranks.pids(tmp_path) == {os.getpid(): 1} and "KPROF_RANK_WRAPPED" not in os.environ
