@@ -1,6 +1,7 @@
 """The checker protocol: what every check kprof runs over a kernel or a program is, to the commands.
 
-A checker is a name, what it needs, and how it runs one spec's job, several jobs, and a user's program.
+A checker is a name, what it needs, and how it runs one spec's job, several jobs, a user's program, and a pytest
+suite's child (``pytest --kprof-sanitize``).
 The four compute-sanitizer tools (:class:`kprof.tools.sanitizers.compute_sanitizer.SanitizerTool`) and kprof's own
 values detector (:class:`kprof.tools.sanitizers.values.ValuesDetector`) are checkers; :mod:`kprof.tools.sanitizers.checkers`
 holds the one registry that ``kprof sanitize``, the pytest plugin, ``kprof cases``, ``kprof mutants``
@@ -10,12 +11,14 @@ that registry (docs/architecture.md, "Add a checker").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from kprof.launch.job import Job
+    from kprof.proc import Completed
     from kprof.tools.sanitizers.toolrun import ToolResult
 
 
@@ -58,6 +61,19 @@ class Program:
     pools_off: bool | None = None  # None: kprof did not set the allocators
 
 
+@dataclass(frozen=True)
+class SuiteChild:
+    """How a suite's pytest child runs under a checker (:mod:`kprof.tools.suites.suite`): its environment and folder,
+    what the suite watches while it runs, and the checker's settings for a program."""
+
+    env: dict[str, str]
+    cwd: str | Path
+    watch: Callable[[], bool] | None = None
+    padding: int = 256
+    all_kernels: bool = False
+    print_limit: int = 200
+
+
 @runtime_checkable
 class Checker(Protocol):
     """One check kprof runs. ``name`` is what users type (``--tool NAME``) and what records carry."""
@@ -81,4 +97,10 @@ class Checker(Protocol):
 
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
         """The user's whole program; never raises for its sake."""
+        ...
+
+    def check_suite_child(self, argv: list[str], child: SuiteChild) -> tuple[Completed, str]:
+        """A pytest child of a suite (``argv``) run under this checker: the finished process and the report the
+        suite gives test by test (compute-sanitizer's XML; "" for none). A checker that cannot check tests says
+        why in ``needs.not_for_tests`` and raises UsageError here."""
         ...

@@ -38,7 +38,7 @@ from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
 from kprof.tools.programs import exitcode, ranks
 from kprof.tools.sanitizers import coverage, kernelpolicy
-from kprof.tools.sanitizers.checker import Needs, Program, Settings
+from kprof.tools.sanitizers.checker import Needs, Program, Settings, SuiteChild
 from kprof.tools.sanitizers.sanitizer_xml import MAX_RECORDS, parse_records, parse_xml, read_records, tool_of, unread_note
 from kprof.tools.sanitizers.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 
@@ -333,3 +333,8 @@ class SanitizerTool:
         return run_program(list(program.cmd), self.name, timeout=settings.timeout, padding=settings.padding,
                            env=program.env, cwd=program.cwd,
                            skip_libraries=self.needs.skips_libraries(settings.all_kernels))
+
+    def check_suite_child(self, argv: list[str], child: SuiteChild) -> tuple[proc.Completed, str]:
+        return run_wrapped(argv, self.name, timeout=None, env=child.env, cwd=child.cwd, watch=child.watch,
+                           padding=child.padding, skip_libraries=self.needs.skips_libraries(child.all_kernels),
+                           print_limit=child.print_limit)

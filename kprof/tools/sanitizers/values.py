@@ -29,11 +29,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kprof import proc
 from kprof.findings import Finding
 from kprof.launch import launch
 from kprof.launch.job import Job, ValuesMode
 from kprof.tools.sanitizers import coverage
-from kprof.tools.sanitizers.checker import Needs, Program, Settings
+from kprof.tools.sanitizers.checker import Needs, Program, Settings, SuiteChild
 from kprof.tools.sanitizers.toolrun import ToolResult, classify
 
 
@@ -204,3 +205,8 @@ class ValuesDetector:
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
         return run_program(list(program.cmd), timeout=settings.timeout, env=program.env, cwd=program.cwd,
                            pools_off=program.pools_off)
+
+    def check_suite_child(self, argv: list[str], child: SuiteChild) -> tuple[proc.Completed, str]:
+        from kprof.errors import UsageError
+
+        raise UsageError(f"--kprof-sanitize=values: {self.needs.not_for_tests}")

@@ -32,6 +32,7 @@ from typing import Any
 
 from kprof.tools.programs import allocators
 from kprof.tools.sanitizers import checkers, kernelpolicy, sanitizer_xml
+from kprof.tools.sanitizers.checker import SuiteChild
 from kprof.tools.sanitizers.coverage import Coverage
 from kprof.tools.suites import suiteevents
 from kprof.tools.suites.pytest_child import EVENTS_ENV, GO_ENV
@@ -292,10 +293,9 @@ class _Child:
         import shutil
 
         try:
-            done, xml_text = self.san.run_wrapped(child_argv(self.collect), self.tool, timeout=None, env=self.env,
-                                                  cwd=self.cwd, watch=self.watch, padding=self.padding,
-                                                  skip_libraries=checkers.skips(self.tool, self.all_kernels),
-                                                  print_limit=print_limit(self.tool))
+            done, xml_text = checkers.get(self.tool).check_suite_child(child_argv(self.collect), SuiteChild(
+                self.env, self.cwd, watch=self.watch, padding=self.padding, all_kernels=self.all_kernels,
+                print_limit=print_limit(self.tool)))
             with self.lock:
                 self.finished = True
             self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text=xml_text,

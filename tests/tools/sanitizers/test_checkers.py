@@ -12,7 +12,7 @@ from kprof.commands import cli
 from kprof.errors import UsageError
 from kprof.findings import Finding
 from kprof.tools.sanitizers import checkers
-from kprof.tools.sanitizers.checker import Checker, Needs, Program, Settings
+from kprof.tools.sanitizers.checker import Checker, Needs, Program, Settings, SuiteChild
 from kprof.tools.sanitizers.toolrun import ToolResult
 
 
@@ -81,6 +81,15 @@ class _Canary:
     def check_program(self, program, settings):
         return ToolResult(self.name, "clean", [], 0.0, " ".join(program.cmd))
 
+    def check_suite_child(self, argv, child):
+        from kprof import proc
+
+        SUITE_CHILDREN.append(argv)
+        return proc.run(argv, env=child.env, cwd=child.cwd, watch=child.watch), ""  # no tool: the tests run plain
+
+
+SUITE_CHILDREN: list = []
+
 
 @pytest.fixture
 def canary(monkeypatch):
@@ -148,3 +157,28 @@ def test_the_program_run_goes_through_each_checkers_own_program_check(monkeypatc
     monkeypatch.setattr(launchcount, "count", lambda cmd, **kw: None)
     report = api.sanitize(["python3", "-c", "pass"], ["memcheck", "values"], padding=64, jobs=1)
     assert sorted(seen) == [("memcheck", True, 64), ("values", True, 64)] and report.clean
+
+
+def test_a_new_checker_reaches_a_suites_children_through_the_registry(monkeypatch, tmp_path):
+    """pytest --kprof-sanitize asked compute-sanitizer by name for every child (issue 70): a checker of the registry
+    that can check tests is handed each pytest child, and its tests get their verdicts from it."""
+    import os
+    import sys
+
+    from kprof import proc
+    from kprof.tools.suites import suite, suiteverdict
+
+    monkeypatch.setattr(checkers, "REGISTRY", (*checkers.REGISTRY, _Canary(name="canary2", needs=Needs(sanitizer=False))))
+    (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    assert 1 + 1 == 2\n")
+    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in "ab"]
+    SUITE_CHILDREN.clear()
+    verdicts = suite.run_tool(tests, "canary2", timeout=60, env=dict(proc.child_env(), PYTHONPATH=os.pathsep.join(sys.path)),
+                              cwd=tmp_path)
+    assert len(SUITE_CHILDREN) == 1 and "kprof.tools.suites.pytest_child" in " ".join(SUITE_CHILDREN[0])
+    assert {n: [r.status for r in v.results] for n, v in verdicts.items()} == {
+        "test_x.py::test_a": ["clean"], "test_x.py::test_b": ["clean"]}
+
+
+def test_the_values_detector_says_why_it_checks_no_suite():
+    with pytest.raises(UsageError, match="--kprof-sanitize=values: the values detector runs"):
+        checkers.get("values").check_suite_child(["python"], SuiteChild({}, "."))

@@ -351,7 +351,7 @@ def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypa
     assert [c for c in children if c != "spare"] == [[t.nodeid for t in tests], ["t.py::c", "t.py::d"]]
 
 
-def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path):
+def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path, monkeypatch):
     """A spare still starting when the run ends (its interpreter, imports and collection under the
     tool) is stopped at the next poll, not waited for."""
     import time
@@ -367,7 +367,11 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path):
             return seen["done"], ""
 
     by_id = {"t.py::a": suiteverdict.Test("t.py::a", "t.py", "a")}
-    spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, cwd=tmp_path, padding=256, progress=None, san=Slow)
+    from kprof.tools.sanitizers import compute_sanitizer
+
+    monkeypatch.setattr(compute_sanitizer, "run_wrapped", Slow.run_wrapped)  # what memcheck's checker runs a child with
+    spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, cwd=tmp_path, padding=256, progress=None,
+                         san=compute_sanitizer)
     t0 = time.monotonic()
     spare.cancel()
     assert not spare.thread.is_alive() and seen["done"].timed_out and time.monotonic() - t0 < 30
