@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from kprof import inputs, proc
 from kprof.errors import BuildError, ToolNotFoundError, UsageError
@@ -60,7 +61,7 @@ def detect_arch() -> str:
 class Compiler:
     """The compiler a build runs: nvcc, or NVRTC in a child that takes nvcc's argv."""
 
-    kind: str  # "nvcc" or "nvrtc"
+    kind: Literal["nvcc", "nvrtc"]
     program: tuple[str, ...]  # what the argv starts with
     version: str  # "nvcc 13.0", "NVRTC 12.9"
     major: int  # its CUDA line (12, 13)

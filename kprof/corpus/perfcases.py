@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import KW_ONLY, asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from kprof import spec as spec_mod
 from kprof.errors import KprofError, SpecError
@@ -131,7 +131,7 @@ class PerfResult:
     estimate_right: bool | None  # None: no estimate given
     tried: str = ""  # the try that confirmed it, and its measured gain
     try_gain: float | None = None
-    mode: str = ""
+    mode: Literal["counters", "counter-less", ""] = ""  # the diagnosis's; "" where none was made
     causes: list[str] = field(default_factory=list)
     error: str = ""
     diagnosis: dict[str, object] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs

@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from kprof.errors import ErrorKind, ResultError
 from kprof.findings import Allocation, Finding, allocation_of
 from kprof.inputs import scalar_fields
+
+ChildStatus = Literal["ok", "failed", "error", "started", ""]
+_STATUSES: tuple[ChildStatus, ...] = ("ok", "failed", "error", "started")
 
 RESULT_VERSION = 1
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a values run's findings, a long timing's samples
@@ -119,7 +122,7 @@ class ChildResult:
     ``error``), ``started`` (the child stopped before the end: ``phase`` says where), or empty when
     the child wrote nothing."""
 
-    status: str = ""
+    status: ChildStatus = ""
     phase: str = "start"
     error: ChildError | None = None
     kernel: str | None = None
@@ -212,6 +215,11 @@ def device_of(value: object) -> DeviceInfo | None:
     return DeviceInfo(**scalar_fields(DeviceInfo, value))  # type: ignore[arg-type]
 
 
+def _status(value: object) -> ChildStatus:
+    """The child's status as it wrote it; "" (it wrote nothing kprof knows) for anything else."""
+    return next((s for s in _STATUSES if s == value), "")
+
+
 def from_data(data: object) -> ChildResult:
     """A result record, its version checked: one written by another kprof is an error that says so."""
     if not isinstance(data, dict):
@@ -221,7 +229,7 @@ def from_data(data: object) -> ChildResult:
                           f"{RESULT_VERSION}: the child ran another kprof (its Python finds kprof elsewhere: check "
                           "PYTHONPATH and the environment the child starts in)")
     return ChildResult(
-        status=_str(data.get("status")), phase=_str(data.get("phase")) or "start", error=_error(data.get("error")),
+        status=_status(data.get("status")), phase=_str(data.get("phase")) or "start", error=_error(data.get("error")),
         kernel=_opt_str(data.get("kernel")), sizes=_dict(data.get("sizes")), launch=_dict(data.get("launch")),
         device=device_of(data.get("device")), registers=_int(data.get("registers")),
         driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=allocations_of(data.get("allocations")),

@@ -419,7 +419,7 @@ class StreamJob:
     """One of kprof peak's stream kernels at one access width and grid size, or (``op``) a framework's op
     of the same mix on the same spec's buffers."""
 
-    kind: str  # read, write, copy or add (kprof.measure.ceilings.MIXES)
+    kind: ceilings.Mix  # read, write, copy or add (kprof.measure.ceilings.MIXES)
     width: int
     blocks: int
     job: Job

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from kprof.build.occupancy import ARCHS
 from kprof.units import si
@@ -36,7 +36,8 @@ FP32_LANES = {arch: lim.fp32_lanes for arch, lim in ARCHS.items()} | {"sm_110": 
 # L40S 362 (142, 2520), H100 SXM 989 (132, 1830 MHz: 4 tensor cores of 512 FMA a clock), B200 2,250 (148),
 # RTX PRO 6000 Blackwell 504 (188, 2617). None: no tensor cores (sm_61), or a part kprof has no figure for.
 TENSOR_FLOPS_PER_SM_CLOCK = {arch: lim.tensor_flops for arch, lim in ARCHS.items() if lim.tensor_flops}
-MIXES = ("read", "write", "copy", "add")
+Mix = Literal["read", "write", "copy", "add"]
+MIXES: tuple[Mix, ...] = ("read", "write", "copy", "add")
 WRITE_SHARE = {"read": 0.0, "add": 1 / 3, "copy": 0.5, "write": 1.0}  # of each mix's bytes, the written ones
 MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's result) does not change the mix
 

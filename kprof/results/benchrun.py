@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from kprof import telemetry
 from kprof.errors import OutputError
+from kprof.launch.job import TimingModeName
 from kprof.measure import bench
 from kprof.measure.ceilings import Ceilings
 from kprof.results import history as history_mod
@@ -17,7 +18,7 @@ from kprof.stats import StopRule
 P = TypeVar("P")
 
 
-def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceilings | None, *, mode: str,
+def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceilings | None, *, mode: TimingModeName,
         rule: StopRule, history: bool, timeout: float, progress: Callable[[int, int, P], None] | None = None) -> BenchReport:
     """Every point of ``points`` (``plan_of(point)``: its jobs, built by the command layer) measured in turn.
     ``progress(i, n, point)`` before each. A Ctrl-C (or SIGTERM) ends the run with what was measured,

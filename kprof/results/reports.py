@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.c
     from kprof.errors import OutputError
     from kprof.findings import Finding
     from kprof.launch.childresult import ChildResult
+    from kprof.launch.job import TimingModeName
     from kprof.measure.bench import PointResult
     from kprof.measure.ceilings import Ceilings
     from kprof.spec import Resolved
@@ -89,7 +90,7 @@ class BenchReport:
     points: list[PointResult]
     planned: int
     run: str
-    mode: str
+    mode: TimingModeName
     rule: StopRule
     _: KW_ONLY  # the rest by name
     peak: Ceilings | None
