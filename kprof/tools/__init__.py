@@ -1,8 +1,6 @@
-"""The tool stage: one module per external tool and what reads its output. compute-sanitizer
-(:mod:`kprof.tools.sanitizers.compute_sanitizer`), Nsight Compute (:mod:`kprof.tools.nsight.ncu`), kprof's own values
-detector (:mod:`kprof.tools.sanitizers.values`, :mod:`kprof.tools.programs.launchlog`), CUPTI's kernel timestamps
-(:mod:`kprof.child.cupti_timer`) and launch count (:mod:`kprof.tools.programs.launchcount`,
-:mod:`kprof.tools.sanitizers.coverage`), how a tool's run is classified (:mod:`kprof.tools.sanitizers.toolrun`), the
-switches that make frameworks' memory pools visible to a tool (:mod:`kprof.tools.programs.allocators`), and what
-``kprof doctor`` finds of each tool and library (:mod:`kprof.tools.machine.doctor`).
+"""The tool stage, in rooms: the sanitizers and kprof's own checkers with their one registry
+(:mod:`kprof.tools.sanitizers`), the user's program as kprof runs it (:mod:`kprof.tools.programs`), a pytest
+suite under the tools (:mod:`kprof.tools.suites`), Nsight Compute (:mod:`kprof.tools.nsight`) and the machine
+kprof runs on, ``kprof doctor`` (:mod:`kprof.tools.machine`). CUPTI's kernel timestamps are the child's
+(:mod:`kprof.child.cupti_timer`).
 """
