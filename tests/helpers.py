@@ -21,3 +21,17 @@ def job_for(spec: KernelSpec, cubin: str | Path, sizes: dict[str, int] | None = 
 def child(data: dict | None = None, **fields: object) -> ChildResult:
     """A child's result as the runner writes it (its version added), read as the parent reads it."""
     return childresult.from_data({"version": childresult.RESULT_VERSION, **(data or {}), **fields})
+
+
+def failing_nvcc(folder: Path, error: str, monkeypatch) -> Path:
+    """A stand-in nvcc 13.0 for sm_90 that fails every compile with ``error`` on stderr, chosen as kprof's compiler
+    (``KPROF_NVCC``, ``KPROF_COMPILER=nvcc``): a toolchain that builds nothing, whatever the kernel."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fake = folder / "nvcc"
+    fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
+                    "--list-gpu-code) echo sm_90;;\n"
+                    f"*) echo '{error}' >&2; exit 1;; esac\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KPROF_NVCC", str(fake))
+    monkeypatch.setenv("KPROF_COMPILER", "nvcc")
+    return fake

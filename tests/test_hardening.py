@@ -231,15 +231,11 @@ def test_build_accepts_a_twin_by_name(capsys):
 
 def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
     """The [cuda] extra once came without CCCL: nvcc ran, and every kernel including <nv/target> failed."""
+    from helpers import failing_nvcc
+
     from kprof.tools.machine import doctor
 
-    fake = tmp_path / "nvcc"
-    fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
-                    "--list-gpu-code) echo sm_90;;\n"
-                    "*) echo 'probe.cu:1:10: fatal error: nv/target: No such file or directory' >&2; exit 1;; esac\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("KPROF_NVCC", str(fake))
-    monkeypatch.setenv("KPROF_COMPILER", "nvcc")
+    failing_nvcc(tmp_path, "probe.cu:1:10: fatal error: nv/target: No such file or directory", monkeypatch)
     check = doctor._compile()
     assert not check.ok and "nv/target is missing" in check.detail and "nvidia-cuda-cccl" in check.fix
 

@@ -335,16 +335,11 @@ def test_kprof_new_builds_the_kernel_before_it_writes_it(tmp_path, capsys, name,
 
 def test_kprof_new_blames_the_compiler_not_the_name_when_no_kernel_builds(tmp_path, capsys, monkeypatch):
     """An empty PATH leaves nvcc without its host compiler: every kernel fails, and the name was not the trouble."""
+    from helpers import failing_nvcc
+
     from kprof.build import toolchain
 
-    fake = tmp_path / "bin" / "nvcc"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
-                    "--list-gpu-code) echo sm_90;;\n"
-                    "*) echo 'nvcc fatal   : Failed to preprocess host compiler properties.' >&2; exit 1;; esac\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("KPROF_NVCC", str(fake))
-    monkeypatch.setenv("KPROF_COMPILER", "nvcc")
+    failing_nvcc(tmp_path / "bin", "nvcc fatal   : Failed to preprocess host compiler properties.", monkeypatch)
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
     toolchain._probe.cache_clear()
     assert cli.main(["new", "mine", "--dir", str(tmp_path / "k")]) == errors.EXIT_USAGE
