@@ -15,7 +15,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 from kprof.errors import ToolNotFoundError
 
@@ -136,17 +138,25 @@ def find_tool(name: str) -> Path:
     return Path(found)
 
 
-def _dies_with_kprof() -> Callable[[], None] | None:
-    """On Linux, the child is killed when kprof is (``PR_SET_PDEATHSIG``): a SIGKILL of kprof, which no handler
-    sees, left its GPU child running a point to its end (on an H200, found by scripts/interrupts.py). A child
-    whose parent is gone before it asked (a race with that kill) ends at once. None elsewhere."""
+@lru_cache(maxsize=1)
+def _prctl() -> Callable[[int, int], int] | None:
+    """libc's prctl, looked up once a process (the child only calls it); None off Linux or where it is not."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         import ctypes
 
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+        return cast(Callable[[int, int], int], ctypes.CDLL(None, use_errno=True).prctl)
     except (OSError, AttributeError):
+        return None
+
+
+def _dies_with_kprof() -> Callable[[], None] | None:
+    """On Linux, the child is killed when kprof is (``PR_SET_PDEATHSIG``): a SIGKILL of kprof, which no handler
+    sees, left its GPU child running a point to its end (on an H200, found by scripts/interrupts.py). A child
+    whose parent is gone before it asked (a race with that kill) ends at once. None elsewhere."""
+    prctl = _prctl()
+    if prctl is None:
         return None
     parent = os.getpid()
 
