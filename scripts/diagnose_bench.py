@@ -44,7 +44,7 @@ def main(paths: list[str]) -> int:
                           spec_flops=r.flops, spec_bytes=r.bytes, reason="replayed from kprof bench")
         from kprof.build import build
 
-        d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.spec, "sm_90"),
+        d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.resolved.spec, "sm_90"),
                                       timed=SimpleNamespace(device=device, time_ms=None),
                                       peak=Ceilings.from_dict(data["peak"]), seconds=bug))
         first = d.first()

@@ -15,4 +15,4 @@ def load_all() -> list[PerfCase]:
 
 
 def with_metric() -> list[PerfCase]:
-    return [c for c in load_all() if c.metric]
+    return [c for c in load_all() if c.expect.metric]

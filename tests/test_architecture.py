@@ -207,6 +207,50 @@ def test_no_status_or_kind_is_a_bare_str():
     assert not bare, f"states as a bare str: {bare}"
 
 
+MAX_FIELDS = 25
+
+
+def _records() -> list[tuple[str, ast.ClassDef]]:
+    """kprof's records: every class under a ``@dataclass`` decorator, with its module's path."""
+    return [(str(path.relative_to(PKG)), cls) for path in MODULES.values()
+            for cls in ast.walk(ast.parse(path.read_text())) if isinstance(cls, ast.ClassDef)
+            and any("dataclass" in ast.unparse(d) for d in cls.decorator_list)]
+
+
+def test_no_record_has_more_than_25_fields():
+    """Issue 70: KernelProfile had 54 flat fields, PointResult 33; a wide record is split into typed parts that say
+    what they hold (a profile's occupancy, memory, shared memory, compute, stalls; a point's rates and timer)."""
+    wide = []
+    for where, cls in _records():
+        names = [f.target.id for f in cls.body if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
+                 and f.target.id != "_" and "ClassVar" not in ast.unparse(f.annotation)]
+        if len(names) > MAX_FIELDS:
+            wide.append(f"{where} {cls.name}: {len(names)} fields")
+    assert not wide, f"records over {MAX_FIELDS} fields: {wide}"
+
+
+def _mirrors(expr: ast.expr) -> bool:
+    """``self.part.field`` (or that or None, by a condition): a property that repeats a field of one of its fields."""
+    if isinstance(expr, ast.IfExp):
+        return _mirrors(expr.body) or _mirrors(expr.orelse)
+    return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Attribute)
+            and isinstance(expr.value.value, ast.Name) and expr.value.value.id == "self")
+
+
+def test_no_record_mirrors_a_field_of_its_parts():
+    """Issue 70: PointResult had 12 properties that returned its first baseline's fields under the point's name;
+    a reader names the part (``point.first.of_baseline``), so each value has one name."""
+    mirrors = []
+    for where, cls in _records():
+        for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)
+                   and any(ast.unparse(d) == "property" for d in n.decorator_list)):
+            body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None \
+                    and _mirrors(body[0].value):
+                mirrors.append(f"{where} {cls.name}.{fn.name}: {ast.unparse(body[0].value)}")
+    assert not mirrors, f"properties that repeat a part's field: {mirrors}"
+
+
 MAX_MODULE_LINES = 600
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join
@@ -543,8 +587,9 @@ DECODERS = {
     "launch/childresult.py": "the child's result file (ChildResult, its checks, errors, timing)",
     "launch/job.py": "the job file the child reads (Job.from_dict)",
     "measure/ceilings.py": "kprof peak's cache file (Ceilings, Theoretical) and a device's attributes",
-    "measure/bench.py": "a stored bench point (PointResult.from_dict, its baselines); kprof peak's result as it is measured",
-    "measure/profiling.py": "a stored kernel profile (KernelProfile.from_dict)",
+    "measure/points.py": "a stored bench point (PointResult.from_dict, its baselines)",
+    "measure/bench.py": "kprof peak's result as it is measured",
+    "measure/kernelprofile.py": "a stored kernel profile (KernelProfile.from_dict)",
     "findings.py": "a finding and an allocation as the child or a report wrote them",
     "results/history.py": "a history row's stored point, summary and machine",
     "tools/suites/suiteevents.py": "the pytest child's event log",
@@ -565,7 +610,7 @@ DECODERS = {
 # A few lookups that are not a record read back, each with why.
 NOT_RECORDS = {
     ("child/timing.py", "result.data"): "the child's own result while it is being written",
-    ("diagnosis/rules.py", "p.stall_shares"): "a mapping of Nsight Compute's stall reasons, not a record",
+    ("diagnosis/rules.py", "p.stalls.shares"): "a mapping of Nsight Compute's stall reasons, not a record",
     ("proc.py", "env"): "a child's environment",
     ("tools/programs/allocators.py", "out"): "a child's environment",
 }

@@ -238,7 +238,7 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     scrub, why = pipeline.scrubber(arch) if shaken else (None, "")
     results = checkers.run_all(prepared.job(RunMode(verify=False), shaken=shaken), tools,
                                Settings(timeout, padding, scrub, why), progress=progress)
-    return SanitizeReport(prepared.spec.name, checkers.explain(results))
+    return SanitizeReport(prepared.resolved.spec.name, checkers.explain(results))
 
 
 def profile_prepared(prepared: Prepared, *, params: dict[str, str], set_name: str = "quick", metrics: Sequence[str] = (),

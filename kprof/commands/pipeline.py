@@ -34,15 +34,11 @@ class Prepared:
     resolved: Resolved
     built: BuildResult
 
-    @property
-    def spec(self) -> KernelSpec:
-        return self.resolved.spec
-
     def job(self, mode: RunMode | TimingMode, *, seed: int = 0, shaken: bool = False) -> Job:
         """The job of ``mode``; ``shaken``: with the warp-delay build too, which the values detector runs
         beside the kernel's own (:func:`shaken_cubin`)."""
         return Job(target_of(self.resolved, self.built.cubin, seed=seed,
-                             shaken_cubin=shaken_cubin(self.spec, self.built.arch) if shaken else None), mode)
+                             shaken_cubin=shaken_cubin(self.resolved.spec, self.built.arch) if shaken else None), mode)
 
 
 def shaken_cubin(spec: KernelSpec, arch: str | None) -> Path | None:
@@ -76,7 +72,7 @@ def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: di
 def ptx_of(prepared: Prepared) -> tuple[str | None, str]:
     """The PTX of a built spec, for the diagnosis's lines without counters: (text, "") or (None, why not)."""
     try:
-        ptx = build.ptx(prepared.spec, prepared.built.arch, built=prepared.built)
+        ptx = build.ptx(prepared.resolved.spec, prepared.built.arch, built=prepared.built)
     except KprofError as exc:
         return None, f"no PTX: {str(exc).splitlines()[0]}"
     return ptx, "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"

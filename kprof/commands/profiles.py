@@ -74,7 +74,7 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
             got = api.profile_prepared(prepared, params=dict(params or {}), set_name=set_name, metrics=tuple(metrics),
                                        report_dir=folder, timeout=timeout)
         except NcuError as exc:
-            out.errors.append((prepared.spec.name, exc))
+            out.errors.append((prepared.resolved.spec.name, exc))
             continue
         out.profiles.extend(got)
         if got and not r.spec.python:  # a Python operation's kernels are not the user's to change

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import KW_ONLY, asdict, dataclass, field, fields
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Any, Literal
 
 from kprof import spec as spec_mod
@@ -43,18 +43,6 @@ class PerfCase:
     spec: spec_mod.KernelSpec
     expect: PerfExpect
 
-    @property
-    def metric(self) -> str | None:
-        return self.expect.metric
-
-    @property
-    def factor(self) -> float:
-        return self.expect.factor
-
-    @property
-    def higher(self) -> bool:
-        return self.expect.higher
-
     def verdict(self, bug: float | None, twin: float | None) -> tuple[bool, str]:
         """The profile field's check: the bug's value at least ``factor`` times the twin's (or 1/factor)."""
         m, factor = self.expect.metric, self.expect.factor
@@ -71,7 +59,7 @@ class PerfCase:
 
 def load_case(spec: spec_mod.KernelSpec) -> PerfCase:
     from kprof.diagnosis.rules import RULE_IDS
-    from kprof.measure.profiling import KernelProfile
+    from kprof.measure.kernelprofile import METRICS
 
     where = str(spec.path)
     raw = spec.expect
@@ -98,8 +86,9 @@ def load_case(spec: spec_mod.KernelSpec) -> PerfCase:
         raise SpecError(where, "expect.line", f"{line!r} must be a line number, launch or entry")
     metric, factor, higher = raw.get("metric"), 1.0, True
     if metric is not None:
-        if metric not in {f.name for f in fields(KernelProfile)}:
-            raise SpecError(where, "expect.metric", f"{metric!r} is not a profile field")
+        if metric not in METRICS:
+            raise SpecError(where, "expect.metric", f"{metric!r} is not a measured profile number (known: "
+                            f"{', '.join(sorted(METRICS))})")
         keys = {"higher_than_twin", "lower_than_twin"} & set(raw)
         if len(keys) != 1:
             raise SpecError(where, "expect", "with metric, give exactly one of higher_than_twin or lower_than_twin")

@@ -36,9 +36,9 @@ def limiter(f: Facts, seen: dict[str, float]) -> str:
     bits = [f"no unit above {busy:.0%}"]
     if occ is not None:
         bits.append(f"occupancy {occ.occupancy:.0%}" + ("" if occ.occupancy >= 1 else f" ({occ.limiter})"))
-    if f.profile.stall_shares:
-        top = max(f.profile.stall_shares, key=lambda r: f.profile.stall_shares[r])
-        bits.append(f"top stall {top} ({f.profile.stall_shares[top]:.0%})")
+    if f.profile.stalls.shares:
+        top = max(f.profile.stalls.shares, key=lambda r: f.profile.stalls.shares[r])
+        bits.append(f"top stall {top} ({f.profile.stalls.shares[top]:.0%})")
     return "latency: " + ", ".join(bits)
 
 

@@ -86,6 +86,18 @@ def function_span(source_lines: tuple[str, ...] | list[str], start: int) -> tupl
     return start, len(source_lines)
 
 
+@dataclass(frozen=True, kw_only=True)
+class SourceFiles:
+    """Where a cause's line is named: the kernel's source file and its lines, the kernel it profiled there, and
+    the spec file with its ``launch:`` (or ``steps:``) line."""
+
+    path: Path | None = None  # the kernel's .cu (None for a Python operation)
+    lines: tuple[str, ...] = ()
+    entry_name: str = ""  # the kernel the diagnosis reads (the spec's entry, or its last step's)
+    spec_path: Path | None = None
+    launch_line: int = 0
+
+
 @dataclass(frozen=True)
 class Facts:
     kernel: str
@@ -104,11 +116,7 @@ class Facts:
     peak_flops: float | None
     sm_hz: float | None
     entry: ptxscan.Entry | None  # the kernel's PTX lines; None without PTX
-    source: Path | None
-    source_lines: tuple[str, ...] = ()
-    entry_name: str = ""  # the kernel the diagnosis reads (the spec's entry, or its last step's)
-    spec_path: Path | None = None
-    launch_line: int = 0  # the spec file's line of launch: (or steps:)
+    code: SourceFiles = field(default_factory=SourceFiles)
     shared_static: int = 0
     shared_dynamic: int = 0
     registers: int | None = None
@@ -152,16 +160,17 @@ class Facts:
     def memory_fraction(self) -> float | None:
         if self.spec_bytes and self.ceiling_bytes_per_s and self.seconds:
             return self.spec_bytes / self.seconds / self.ceiling_bytes_per_s
-        return self.profile.of_ceiling or self.profile.dram_fraction
+        return self.profile.memory.of_ceiling or self.profile.memory.dram_fraction
 
     def source_line(self, pattern: str, *, after: int = 0) -> int:
         """The first line matching ``pattern`` (a regular expression) in the profiled kernel's own function, from
         line ``after``; 0 where it has none. Never another kernel's line: a file of several kernels once had its
         int64 division named at another kernel's ``/``."""
         rx = re.compile(pattern)
-        first, last = function_span(self.source_lines, self.entry_line())
+        lines = self.code.lines
+        first, last = function_span(lines, self.entry_line())
         for k in range(max(first, after + 1), last + 1):
-            code = self.source_lines[k - 1].split("//", 1)[0]
+            code = lines[k - 1].split("//", 1)[0]
             if rx.search(code):
                 return k
         return 0
@@ -169,18 +178,19 @@ class Facts:
     def entry_line(self) -> int:
         """The profiled kernel's declaration: by the name the profile gives it, else by the spec's entry (a profile
         without counters is named for the spec), else the file's first kernel."""
-        for name in (self.profile.kernel, self.entry_name):
-            if name and (line := kernel_line(self.source_lines, name, strict=True)):
+        for name in (self.profile.kernel, self.code.entry_name):
+            if name and (line := kernel_line(self.code.lines, name, strict=True)):
                 return line
-        return kernel_line(self.source_lines, self.profile.kernel)
+        return kernel_line(self.code.lines, self.profile.kernel)
 
 
 def profile_units(p: KernelProfile) -> dict[str, float]:
     """The roofline's levels a profile measured, each a share of its peak (none without counters)."""
+    m, c = p.memory, p.compute
     seen = {
-        "DRAM": p.of_ceiling if p.of_ceiling is not None else p.dram_fraction,
-        "L2": p.l2_throughput, "L1/shared": p.l1_throughput, "shared pipe": p.shared_fraction,
-        "FP32 pipe": p.fma_pipe, "FP64 pipe": p.fp64_pipe, "tensor pipe": p.tensor_pipe, "LSU": p.lsu_pipe,
-        "ALU": p.alu_pipe, "issue": p.issue_active,
+        "DRAM": m.of_ceiling if m.of_ceiling is not None else m.dram_fraction,
+        "L2": m.l2_throughput, "L1/shared": m.l1_throughput, "shared pipe": p.shared.shared_fraction,
+        "FP32 pipe": c.fma_pipe, "FP64 pipe": c.fp64_pipe, "tensor pipe": c.tensor_pipe, "LSU": c.lsu_pipe,
+        "ALU": c.alu_pipe, "issue": c.issue_active,
     }  # fmt: skip
     return {k: v for k, v in seen.items() if v is not None}

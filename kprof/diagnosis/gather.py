@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from kprof.diagnosis import ptxscan
-from kprof.diagnosis.facts import Facts
+from kprof.diagnosis.facts import Facts, SourceFiles
 from kprof.launch.childresult import ChildResult, device_of
 from kprof.launch.prepared import Prepared
 from kprof.measure import ceilings
@@ -72,7 +72,7 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
         notes.append("no kprof peak ceilings cached: the memory roof is the theoretical DRAM bandwidth")
     peak_flops = profile.roofline.peak_flops
     if peak_flops is None and theory:
-        peak_flops = theory.tensor_flops_per_s if spec.math == "tensor" else theory.fp32_flops_per_s
+        peak_flops = theory.tensor_flops_per_s if spec.work.math == "tensor" else theory.fp32_flops_per_s
     usage = None
     try:
         usage = built.usage_of(spec.entry)
@@ -82,12 +82,12 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
     return Facts(
         kernel=profile.kernel, arch=built.arch.rstrip("af"), profile=profile, counters=counters, seconds=seconds,
         sm_count=sm_count, blocks=r.grid[0] * r.grid[1] * r.grid[2], threads_per_block=r.threads_per_block,
-        launches=max(1, len(kernel_steps)), spec_bytes=r.bytes, spec_flops=r.flops, math=spec.math,
-        ceiling_bytes_per_s=ceiling, peak_flops=peak_flops, sm_hz=sm_hz, entry=entry, source=spec.source,
-        source_lines=source_lines, entry_name=(entry.name if entry is not None else spec.entry) or "", spec_path=spec.path,
-        launch_line=launch_line(spec),
+        launches=max(1, len(kernel_steps)), spec_bytes=r.bytes, spec_flops=r.flops, math=spec.work.math,
+        ceiling_bytes_per_s=ceiling, peak_flops=peak_flops, sm_hz=sm_hz, entry=entry,
+        code=SourceFiles(path=spec.source, lines=source_lines, entry_name=(entry.name if entry is not None else spec.entry)
+                         or "", spec_path=spec.path, launch_line=launch_line(spec)),
         shared_static=usage.shared_static if usage else 0, shared_dynamic=r.shared_mem,
-        registers=usage.registers if usage else profile.registers,
+        registers=usage.registers if usage else profile.occupancy.registers,
         spill_bytes=(usage.spill_stores + usage.spill_loads) if usage else 0, notes=notes,
         kernel_seconds=tuple(kernel_seconds),
     )

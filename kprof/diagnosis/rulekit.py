@@ -33,11 +33,12 @@ def ptx_line(f: Facts, pred: Callable[[ptxscan.Instr], bool], why: str) -> Line 
 
 
 def src_line(f: Facts, line: int, why: str) -> Line | None:
-    return Line(str(f.source), line, why) if line and f.source else None
+    return Line(str(f.code.path), line, why) if line and f.code.path else None
 
 
 def launch_line(f: Facts, why: str) -> Line | None:
-    return Line(str(f.spec_path), f.launch_line, why) if f.spec_path and f.launch_line else None
+    spec, at = f.code.spec_path, f.code.launch_line
+    return Line(str(spec), at, why) if spec and at else None
 
 
 def headroom_text(f: Facts) -> str:

@@ -93,7 +93,7 @@ class _Occupancy:
         if f.counters:
             known = profile_units(p)
             name, busy = max(known.items(), key=lambda kv: kv[1]) if known else ("?", 0.0)
-            top = max(p.stall_shares, key=lambda r: p.stall_shares[r]) if p.stall_shares else "?"
+            top = max(p.stalls.shares, key=lambda r: p.stalls.shares[r]) if p.stalls.shares else "?"
             return busy < LATENCY_BELOW, f"no unit above {busy:.0%} busy ({name}); top stall {top}", busy or None
         mem = f.memory_fraction()
         return (mem is not None and mem < 0.5), f"memory at {mem:.0%} of its roof" if mem is not None else "?", mem
@@ -177,14 +177,15 @@ class Divergence:
                               f"instructions a step, capped at {headroom_text(f)}" if costs else
                               "needs counters (threads active per instruction)"),
                          line=Line(lane[0], lane[1], "the branch the lanes disagree on"))
-        if not f.counters or p.thread_efficiency is None or p.thread_efficiency > 0.7:
+        active = p.compute.thread_efficiency
+        if not f.counters or active is None or active > 0.7:
             return None
-        est = cap(1.0 / p.thread_efficiency, f)
-        return Cause(self.id, f"warp divergence: {p.thread_efficiency:.0%} of a warp's lanes active per instruction",
-                     (("threads active per instruction", f"{32 * p.thread_efficiency:.1f} of 32"),),
+        est = cap(1.0 / active, f)
+        return Cause(self.id, f"warp divergence: {active:.0%} of a warp's lanes active per instruction",
+                     (("threads active per instruction", f"{32 * active:.1f} of 32"),),
                      "make the lanes of a warp take the same path: group the work so a branch depends on the "
                      "warp (threadIdx.x / 32), not the lane",
-                     Gain(est, f"the idle lanes (1 / {p.thread_efficiency:.2f}), capped at {headroom_text(f)}"), line=line)
+                     Gain(est, f"the idle lanes (1 / {active:.2f}), capped at {headroom_text(f)}"), line=line)
 
 
 class Fp64:
@@ -216,7 +217,7 @@ class Fp64:
                     ests.append((k, f"the loop's dependent chain: {len(f64)} FP64 instructions a step where float "
                                     f"math needs {len(math_ops)}"))
         if ratio is not None and ratio < FAST_FP64:
-            busy = f.profile.fp64_pipe
+            busy = f.profile.compute.fp64_pipe
             mem = f.memory_fraction()
             if (busy is not None and busy > 0.5) or (busy is None and (mem is None or mem < 0.5)):
                 ests.append((1 / ratio / 2, f"this GPU's FP64 rate (1:{1 / ratio:.0f} of FP32), half of it "
@@ -250,7 +251,7 @@ class Barrier:
         depth = max(i.loops for i in in_loop)
         shared_in_loop = any(ptxscan.is_shared(i) and i.loops >= depth for i in f.entry.instrs)
         p = f.profile
-        share = p.stall_shares.get("barrier") if f.counters else None
+        share = p.stalls.shares.get("barrier") if f.counters else None
         if f.counters and (share is None or share < 0.25):
             return None
         if not f.counters and shared_in_loop:
@@ -283,17 +284,17 @@ class Int64Division:
         if line is None or not line.line:  # the compiler gave the division no line: find it in the source
             at = f.source_line(r"[^/*]/[^/*=]|%")
             line = src_line(f, at, "64-bit division or remainder (found in the source)")
-        p = f.profile
-        if f.counters and p.issue_active is not None:
+        issue = f.profile.compute.issue_active
+        if f.counters and issue is not None:
             # a 64-bit division is a software routine, a few dozen instructions; a 32-bit one a handful
-            share = min(0.9, p.issue_active)
+            share = min(0.9, issue)
             est = cap(amdahl(share, 2.0), f)
             basis = (f"Amdahl: instruction issue is {share:.0%} busy, and 32-bit division needs about half the "
                      f"instructions of the 64-bit routine; capped at {headroom_text(f)}")
         else:
             est, basis = None, "needs counters (the issue slots' share)"
         return Cause(self.id, f"64-bit integer division or remainder ({n} in the kernel) in index math",
-                     (("64-bit div/rem", str(n)),) + ((("issue active", f"{p.issue_active:.0%}"),) if p.issue_active else ()),
+                     (("64-bit div/rem", str(n)),) + ((("issue active", f"{issue:.0%}"),) if issue else ()),
                      "compute indices in 32 bits (unsigned) when they fit, or hoist the division out "
                      "(precompute, or use a fast divider by an invariant)", Gain(est, basis), line=line)
 

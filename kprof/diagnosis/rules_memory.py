@@ -61,8 +61,8 @@ class Uncoalesced:
             # each direction against its own ideal: an 8-byte store of an MMA fragment fills 8 sectors a request
             # and is coalesced (wgmma_matmul's epilogue was read as 2x uncoalesced against a 4-byte ideal)
             sides = [(x, float(found[2] if found else self.widest(f, prefix)))
-                     for x, prefix in ((p.global_load_sectors_per_request, "ld.global"),
-                                       (p.global_store_sectors_per_request, "st.global")) if x]
+                     for x, prefix in ((p.memory.global_load_sectors_per_request, "ld.global"),
+                                       (p.memory.global_store_sectors_per_request, "st.global")) if x]
             if not sides or (found is None and self.gather(f)):
                 return None
             worst, ideal = max(sides, key=lambda s: s[0] / s[1])
@@ -96,17 +96,17 @@ class BankConflicts:
 
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
-        if not f.counters or not p.conflicts_per_request or p.conflicts_per_request < 0.5:
+        if not f.counters or not p.shared.conflicts_per_request or p.shared.conflicts_per_request < 0.5:
             return None
-        k = 1.0 + p.conflicts_per_request
-        share = sum(p.stall_shares.get(r, 0.0) for r in ("mio_throttle", "short_scoreboard", "barrier"))
+        k = 1.0 + p.shared.conflicts_per_request
+        share = sum(p.stalls.shares.get(r, 0.0) for r in ("mio_throttle", "short_scoreboard", "barrier"))
         est = cap(amdahl(share, k), f)
         line = ptx_line(f, lambda i: i.op.startswith("ld.shared"), "the shared-memory load") or \
             ptx_line(f, ptxscan.is_shared, "the shared-memory access")
         decl = f.source_line(r"__shared__")
         also = (x,) if (x := src_line(f, decl, "declares the shared array: pad its rows by one element")) else ()
         return Cause(self.id, "shared-memory bank conflicts: lanes of a warp hit the same bank",
-                     (("conflicts/request", f"{p.conflicts_per_request:.2f}"),
+                     (("conflicts/request", f"{p.shared.conflicts_per_request:.2f}"),
                       ("shared-memory stalls", f"{share:.0%} of stalls")),
                      "pad the shared array (e.g. [32][33]) or swizzle its index so a warp's lanes use different banks",
                      Gain(est, f"Amdahl: {share:.0%} of stalls wait on shared memory, each access {k:.1f}x "
@@ -122,16 +122,16 @@ class LocalMemory:
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
         line = ptx_line(f, ptxscan.is_local, "local memory: an array indexed at run time, or a spill")
-        if line is None and not f.spill_bytes and not p.local_bytes:
+        if line is None and not f.spill_bytes and not p.memory.local_bytes:
             return None
         est, basis = None, "needs counters (the local traffic's share)"
-        if f.counters and p.local_bytes and p.l1_bytes:
-            share = min(p.local_bytes / p.l1_bytes, 0.95)
+        if f.counters and p.memory.local_bytes and p.memory.l1_bytes:
+            share = min(p.memory.local_bytes / p.memory.l1_bytes, 0.95)
             est, basis = cap(amdahl(share, 1e9), f), (f"Amdahl: local memory is {share:.0%} of the L1 traffic, "
                                                         f"gone if it stays in registers; capped at {headroom_text(f)}")
         ev = [("spills (ptxas)", f"{f.spill_bytes} B")]
-        if p.local_bytes is not None:
-            ev.append(("local traffic", f"{p.local_bytes / 1e6:.1f} MB"))
+        if p.memory.local_bytes is not None:
+            ev.append(("local traffic", f"{p.memory.local_bytes / 1e6:.1f} MB"))
         return Cause(self.id, "per-thread data in local memory (off-chip, through L1)", tuple(ev),
                      "index per-thread arrays with compile-time constants (unrolled loops) or restructure "
                      "so the values stay in registers",
@@ -151,8 +151,8 @@ class Atomics:
             return None
         in_loop = f.entry is not None and any(ptxscan.is_global_atomic(i) and i.loops for i in f.entry.instrs)
         ev = [("global atomics in a loop", "yes" if in_loop else "no")]
-        if f.counters and p.atomics is not None and p.global_accesses:
-            share = p.atomics / p.global_accesses
+        if f.counters and p.memory.atomics is not None and p.memory.global_accesses:
+            share = p.memory.atomics / p.memory.global_accesses
             ev.append(("atomics / global accesses", f"{share:.0%}"))
             if share < 0.2:
                 return None
@@ -189,7 +189,7 @@ class ScalarLoads:
         if hit is None:
             return None
         p = f.profile
-        share = p.l1_throughput if f.counters else None
+        share = p.memory.l1_throughput if f.counters else None
         est, basis = None, "needs counters (the L1 pipe's share)"
         if share:
             est = amdahl(share, 4.0)
@@ -197,7 +197,7 @@ class ScalarLoads:
                      f"instructions")
             # a vector load moves the same sectors through L2 and DRAM: the gain stops where the busier of
             # the two saturates (a neighbour-list gather with L2 83% busy gained 1.23x on an H200)
-            below = max((x for x in (p.l2_throughput, p.dram_fraction) if x), default=None)
+            below = max((x for x in (p.memory.l2_throughput, p.memory.dram_fraction) if x), default=None)
             if below and 1.0 / below < est:
                 est = 1.0 / below
                 basis += f", up to L2's and DRAM's limit (the busier at {below:.0%}: the same bytes still cross it)"

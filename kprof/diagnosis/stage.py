@@ -59,7 +59,7 @@ def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, peak
                              seconds=seconds, kernel_seconds=kernel_seconds)
     d = replace(diagnose(facts), inputs=inputs_of(facts))
     measured: list[Try] = []
-    spec = prepared.spec
+    spec = prepared.resolved.spec
     sizes = dict(prepared.resolved.sizes)
     asked = dict(try_params or {})
     if auto_try and d.causes and not asked:

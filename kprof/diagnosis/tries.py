@@ -17,7 +17,7 @@ from kprof.diagnosis.model import Cause, Gain, Try
 from kprof.spec import sizeexpr
 
 if TYPE_CHECKING:
-    from kprof.measure.bench import PointResult, PointStatus
+    from kprof.measure.points import PointResult, PointStatus
 
 
 class SweepReport(Protocol):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from kprof.build.build import BuildResult
     from kprof.launch.job import Job, RunMode, TimingMode
-    from kprof.spec import KernelSpec, Resolved
+    from kprof.spec import Resolved
 
 
 @runtime_checkable
@@ -21,8 +21,5 @@ class Prepared(Protocol):
 
     @property
     def built(self) -> BuildResult: ...
-
-    @property
-    def spec(self) -> KernelSpec: ...
 
     def job(self, mode: RunMode | TimingMode, *, seed: int = 0, shaken: bool = False) -> Job: ...

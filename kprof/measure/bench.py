@@ -13,20 +13,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from kprof import inputs, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.launch import launch
-from kprof.launch.childresult import ChildResult, DeviceInfo, Timing, call_kernels_of
-from kprof.launch.job import Job, TimingMode, TimingModeName
+from kprof.launch.childresult import ChildResult, DeviceInfo, Timing
+from kprof.launch.job import Job, TimingMode
 from kprof.measure import ceilings
+from kprof.measure.points import BASELINE_FIELDS, BaselineResult, PointResult, PointStatus, Rates, TimerUsed
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
-from kprof.spec import baseline as baseline_mod
 from kprof.spec.baseline import Baseline
 from kprof.units import si
+
+# the point's records live in kprof.measure.points; named here too for code that reaches them through bench
+__all__ = ["BASELINE_FIELDS", "BENCH_VERSION", "BaselineResult", "PointPlan", "PointResult", "PointStatus", "Rates",
+           "StreamJob", "TimerUsed", "baseline_for", "cached_peak", "check_baseline_spec", "measure_peak",
+           "named_baseline", "peak_cache_path", "rule_from", "run_point", "save_peak", "time_job"]
 
 BENCH_VERSION = 1
 MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)
@@ -75,190 +80,6 @@ class PointPlan:
     baselines: tuple[tuple[Baseline, Job], ...] = ()  # each baseline and its timing job; the first is the point's
 
 
-@dataclass(frozen=True)
-class BaselineResult:
-    """One baseline timed beside a point's kernel, in the same run. Its fields are named as a point's
-    JSON names its first baseline's (``baseline``, ``of_baseline``, ...)."""
-
-    baseline: str  # what the JSON keeps (kprof.spec.baseline.Baseline.stored)
-    baseline_name: str  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
-    baseline_kind: baseline_mod.Kind | None = None  # Baseline.kind, kept beside it (None: told by ``baseline``)
-    baseline_summary: stats.Summary | None = None
-    baseline_flops_per_s: float | None = None
-    baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
-    baseline_of_ceiling: float | None = None  # baseline_bytes_per_s of the measured ceiling for the kernel's mix
-    of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
-    baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
-    baseline_call_kernels: tuple[tuple[str, float], ...] = ()  # one timed call's kernels, (name, seconds) (CUPTI)
-    baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
-    baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
-    math_mode: str | None = None  # a cuBLAS baseline's math mode
-    baseline_integrity: tuple[str, ...] = ()  # its benchmark-integrity flags (kprof.child.integrity)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["baseline_summary"] = self.baseline_summary.to_dict() if self.baseline_summary else None
-        out["baseline_integrity"] = list(self.baseline_integrity)
-        out["baseline_call_kernels"] = [list(k) for k in self.baseline_call_kernels]
-        return out
-
-    def __post_init__(self) -> None:
-        if self.baseline_kind not in baseline_mod.KINDS:  # not given, or written before kprof kept it
-            object.__setattr__(self, "baseline_kind", baseline_mod.kind_of(self.baseline or ""))
-
-    @property
-    def label(self) -> str:
-        """How reports name it: the name it was asked by, else the routine, the spec, FILE.py:FUNCTION."""
-        return baseline_mod.label_of(self.baseline, self.baseline_name)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BaselineResult:
-        known = {f.name for f in fields(cls)}
-        got = {k: v for k, v in data.items() if k in known}
-        got["baseline_summary"] = stats.summary_of(got.get("baseline_summary"))
-        if "baseline_integrity" in got:
-            got["baseline_integrity"] = tuple(got["baseline_integrity"] or ())
-        if "baseline_call_kernels" in got:
-            got["baseline_call_kernels"] = call_kernels_of(got["baseline_call_kernels"])
-        return cls(**got)
-
-
-BASELINE_FIELDS = tuple(f.name for f in fields(BaselineResult))
-
-
-PointStatus = Literal["ok", "failed-verification", "error"]
-
-
-@dataclass(frozen=True)
-class PointResult:
-    """One point of ``kprof bench``: the kernel's timing and, in the same run, each baseline's
-    (``baselines``; the first is the point's baseline). Its JSON is flat, as it always was: the first
-    baseline's fields beside the kernel's, the others in ``more_baselines``."""
-
-    kernel: str
-    sizes: dict[str, int]
-    params: dict[str, str]
-    mode: TimingModeName
-    status: PointStatus
-    summary: stats.Summary | None = None
-    stop: str | None = None
-    stable: bool | None = None
-    batch: int | None = None
-    flops: int | None = None
-    bytes: int | None = None
-    flops_per_s: float | None = None
-    bytes_per_s: float | None = None
-    of_fma_peak: float | None = None  # of the measured FP32 FMA ceiling (kprof peak)
-    mix: str | None = None  # read, write, copy or add: which measured bandwidth ceiling applies (kprof.measure.ceilings)
-    of_ceiling: float | None = None  # bytes/s of the measured ceiling for its mix
-    of_dram_peak: float | None = None  # bytes/s of the theoretical DRAM bandwidth
-    of_fp32_peak: float | None = None  # FLOP/s of the theoretical FP32 rate
-    plausible: bool = True  # False: the notes in warnings say why the rate cannot be what it claims
-    baselines: tuple[BaselineResult, ...] = ()
-    timer: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
-    timer_note: str | None = None  # why CUPTI was not used, when it was asked for by auto
-    cupti_hw_trace: bool | None = None  # CUPTI's hardware-trace timestamps were on (KPROF_CUPTI_HW_TRACE=1)
-    event_summary: stats.Summary | None = None  # the CUDA events' reading of the same samples
-    telemetry_before: dict[str, Any] | None = None
-    telemetry_after: dict[str, Any] | None = None
-    warnings: tuple[str, ...] = ()
-    message: str = ""
-    integrity: tuple[str, ...] = ()  # benchmark-integrity flags, "kind: what was seen" (kprof.child.integrity)
-    integrity_checked: tuple[str, ...] = ()  # the checks that ran
-    integrity_seconds: float | None = None  # their cost in the child, beside the point's wall time
-    wall_seconds: float | None = None  # the kernel's child from start to end, as the parent saw it (the checks' denominator)
-    call_kernels: tuple[tuple[str, float], ...] = ()  # the kernel's own timed call of median length: (name, seconds) each (CUPTI)
-
-    # The first baseline's fields, as the flat JSON names them (``point.of_baseline``); None without one.
-    @property
-    def first(self) -> BaselineResult | None:
-        return self.baselines[0] if self.baselines else None
-
-    @property
-    def baseline(self) -> str | None:
-        return self.first.baseline if self.first else None
-
-    @property
-    def baseline_name(self) -> str | None:
-        return self.first.baseline_name if self.first else None
-
-    @property
-    def baseline_summary(self) -> stats.Summary | None:
-        return self.first.baseline_summary if self.first else None
-
-    @property
-    def baseline_flops_per_s(self) -> float | None:
-        return self.first.baseline_flops_per_s if self.first else None
-
-    @property
-    def baseline_bytes_per_s(self) -> float | None:
-        return self.first.baseline_bytes_per_s if self.first else None
-
-    @property
-    def baseline_of_ceiling(self) -> float | None:
-        return self.first.baseline_of_ceiling if self.first else None
-
-    @property
-    def of_baseline(self) -> float | None:
-        return self.first.of_baseline if self.first else None
-
-    @property
-    def baseline_kernels(self) -> int | None:
-        return self.first.baseline_kernels if self.first else None
-
-    @property
-    def baseline_prepare_s(self) -> float | None:
-        return self.first.baseline_prepare_s if self.first else None
-
-    @property
-    def baseline_framework(self) -> str | None:
-        return self.first.baseline_framework if self.first else None
-
-    @property
-    def math_mode(self) -> str | None:
-        return self.first.math_mode if self.first else None
-
-    @property
-    def more_baselines(self) -> list[dict[str, Any]]:
-        return [b.to_dict() for b in self.baselines[1:]]
-
-    @property
-    def others(self) -> tuple[BaselineResult, ...]:
-        """The baselines after the first, typed (their JSON is :attr:`more_baselines`)."""
-        return self.baselines[1:]
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("baselines")
-        out["summary"] = self.summary.to_dict() if self.summary else None
-        out["event_summary"] = self.event_summary.to_dict() if self.event_summary else None
-        out["warnings"] = list(self.warnings)
-        out["integrity"], out["integrity_checked"] = list(self.integrity), list(self.integrity_checked)
-        out["call_kernels"] = [list(k) for k in self.call_kernels]
-        out.update(self.first.to_dict() if self.first else dict.fromkeys(BASELINE_FIELDS))
-        out["more_baselines"] = self.more_baselines
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PointResult:
-        """A point from a results JSON, also one written by an older kprof (fields it no longer has
-        are dropped; its copy-peak fraction becomes the copy-mix ceiling's)."""
-        known = {f.name for f in fields(cls)} - {"baselines"}
-        out: dict[str, Any] = {k: v for k, v in data.items() if k in known}
-        if "of_copy_peak" in data and "of_ceiling" not in data:
-            out.update(of_ceiling=data["of_copy_peak"], mix="copy")
-        out["summary"] = stats.summary_of(data.get("summary"))
-        out["event_summary"] = stats.summary_of(data.get("event_summary"))
-        out["warnings"] = tuple(data.get("warnings") or ())
-        out["integrity"] = tuple(data.get("integrity") or ())
-        out["integrity_checked"] = tuple(data.get("integrity_checked") or ())
-        out["call_kernels"] = call_kernels_of(data.get("call_kernels"))
-        first = [BaselineResult.from_dict(data)] if data.get("baseline") else []
-        more = [BaselineResult.from_dict(m) for m in data.get("more_baselines") or ()
-                if isinstance(m, dict) and m.get("baseline")]
-        return cls(**out, baselines=tuple(first + more))
-
-
 def time_job(job: Job, timeout: float) -> ChildResult:
     """One timing in a child: the runner's result (its timing, its checks)."""
     done, data = launch.run(job, timeout=timeout)
@@ -270,8 +91,8 @@ def run_point(plan: PointPlan, peak: ceilings.Ceilings | None, *, timeout: float
     """Time the kernel, then its baselines in the same run; never raises for the kernel's sake."""
     resolved, mode = plan.resolved, plan.job.mode
     assert isinstance(mode, TimingMode)
-    point = PointResult(resolved.spec.name, resolved.sizes, plan.params, mode.mode, "error", flops=resolved.flops,
-                        bytes=resolved.bytes)
+    point = PointResult(resolved.spec.name, resolved.sizes, plan.params, mode.mode, "error",
+                        rates=Rates(flops=resolved.flops, bytes=resolved.bytes))
     before = telemetry.snapshot()
     t0 = time.perf_counter()
     try:
@@ -302,12 +123,13 @@ def _baseline_against_ceiling(b: BaselineResult, point: PointResult,
     """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling, and the
     same plausibility notes, as the kernel's: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
     (128 MiB moved, about twice the L2) at 106% of the copy ceiling. The L2 note is the kernel's own."""
-    if not peak or not b.baseline_bytes_per_s or not point.mix:
+    mix = point.rates.mix
+    if not peak or not b.baseline_bytes_per_s or not mix:
         return b, []
-    b = replace(b, baseline_of_ceiling=stats.fraction(b.baseline_bytes_per_s, ceilings.ceiling(peak, point.mix)))
+    b = replace(b, baseline_of_ceiling=stats.fraction(b.baseline_bytes_per_s, ceilings.ceiling(peak, mix)))
     notes = ceilings.implausible(bytes_per_s=b.baseline_bytes_per_s, flops_per_s=None, peak=peak,
                                  mode=point.mode, working_set=0, l2_bytes=None)
-    notes = notes or _above_ceiling(b.baseline_of_ceiling, point.mix)
+    notes = notes or _above_ceiling(b.baseline_of_ceiling, mix)
     return b, [f"baseline {b.baseline_name}: {n}" for n in notes]
 
 
@@ -326,16 +148,18 @@ def _against_ceilings(point: PointResult, peak: ceilings.Ceilings | None, resolv
     are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
     mix = ceilings.measured_mix(peak, ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
     theoretical = peak.theoretical if peak else ceilings.Theoretical(None, None)
-    of_fma = stats.fraction(point.flops_per_s, peak.fma_flops_per_s) if peak else None
-    of_ceiling = stats.fraction(point.bytes_per_s, ceilings.ceiling(peak, mix)) if peak else None
-    notes = ceilings.implausible(bytes_per_s=point.bytes_per_s, flops_per_s=point.flops_per_s, peak=peak, mode=mode,
+    r = point.rates
+    of_fma = stats.fraction(r.flops_per_s, peak.fma_flops_per_s) if peak else None
+    of_ceiling = stats.fraction(r.bytes_per_s, ceilings.ceiling(peak, mix)) if peak else None
+    notes = ceilings.implausible(bytes_per_s=r.bytes_per_s, flops_per_s=r.flops_per_s, peak=peak, mode=mode,
                                  working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak.l2_bytes if peak else None),
-                                 math=resolved.spec.math)
-    return replace(point, mix=mix, of_fma_peak=of_fma, of_ceiling=of_ceiling,
-                   of_dram_peak=stats.fraction(point.bytes_per_s, theoretical.dram_bytes_per_s),
-                   of_fp32_peak=stats.fraction(point.flops_per_s, theoretical.fp32_flops_per_s)
-                   if resolved.spec.math == "fp32" else None,
-                   plausible=not notes, warnings=(*point.warnings, *(notes or _above_ceiling(of_ceiling, mix))))
+                                 math=resolved.spec.work.math)
+    rates = replace(r, mix=mix, of_fma_peak=of_fma, of_ceiling=of_ceiling,
+                    of_dram_peak=stats.fraction(r.bytes_per_s, theoretical.dram_bytes_per_s),
+                    of_fp32_peak=stats.fraction(r.flops_per_s, theoretical.fp32_flops_per_s)
+                    if resolved.spec.work.math == "fp32" else None)
+    return replace(point, rates=rates, plausible=not notes,
+                   warnings=(*point.warnings, *(notes or _above_ceiling(of_ceiling, mix))))
 
 
 def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: float) -> tuple[PointResult, stats.Summary]:
@@ -354,11 +178,13 @@ def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: fl
     return replace(point, status="ok", summary=summary, stop=timing.stop, batch=timing.batch,
                    integrity=timing.integrity, integrity_checked=timing.integrity_checked,
                    integrity_seconds=timing.integrity_seconds,
-                   timer=timing.timer, timer_note=timing.timer_note, cupti_hw_trace=timing.cupti_hw_trace,
-                   call_kernels=timing.call_kernels,
-                   event_summary=stats.summarize(list(timing.event_samples)) if timing.event_samples else None,
-                   stable=stable, flops_per_s=stats.throughput(resolved.flops, summary.median),
-                   bytes_per_s=stats.throughput(resolved.bytes, summary.median), warnings=tuple(warnings)), summary
+                   timer=TimerUsed(name=timing.timer, note=timing.timer_note, cupti_hw_trace=timing.cupti_hw_trace,
+                                   event_summary=stats.summarize(list(timing.event_samples)) if timing.event_samples
+                                   else None),
+                   call_kernels=timing.call_kernels, stable=stable,
+                   rates=replace(point.rates, flops_per_s=stats.throughput(resolved.flops, summary.median),
+                                 bytes_per_s=stats.throughput(resolved.bytes, summary.median)),
+                   warnings=tuple(warnings)), summary
 
 
 def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, summary: stats.Summary,
@@ -367,7 +193,7 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
     failed) and the warnings it adds to the point."""
     assert isinstance(job.mode, TimingMode)
     name = base.label
-    job = replace(job, mode=replace(job.mode, timer=point.timer or "auto"))
+    job = replace(job, mode=replace(job.mode, timer=point.timer.name or "auto"))
     try:
         got = time_job(job, timeout)
     except TargetError as exc:
@@ -377,8 +203,8 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
         failed = f"baseline {name} failed verification" + (f": {why}" if why else "")
         return BaselineResult(base.stored(), name, base.kind), [failed]
     notes = [f"baseline {name}: integrity: {flag}" for flag in got.timing.integrity]
-    if got.timing.timer != point.timer:
-        notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by {point.timer}")
+    if got.timing.timer != point.timer.name:
+        notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by {point.timer.name}")
     bsum = stats.summarize(list(got.timing.samples))
     return BaselineResult(
         base.stored(), name, base.kind, baseline_summary=bsum, baseline_kernels=got.timing.kernels_per_call,

@@ -13,118 +13,24 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import KW_ONLY, asdict, dataclass, field, fields, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kprof.build import occupancy
 from kprof.errors import KprofError
 from kprof.launch.job import RunMode
 from kprof.measure import ceilings
+from kprof.measure.kernelprofile import PROFILE_VERSION, Compute, KernelProfile, Memory, Occupancy, Roofline, Shared, Stalls
+
+__all__ = ["PROFILE_VERSION", "KernelProfile", "Roofline", "analyse", "fallback", "profile_program", "profile_spec",
+           "reports"]
 from kprof.tools.nsight.ncu import STALL_REASONS, Value
 
 if TYPE_CHECKING:
     from kprof.build.build import BuildResult
     from kprof.launch.job import Job
     from kprof.spec import Resolved
-
-PROFILE_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Roofline:
-    peak_flops: float | None  # FP32 FLOP/s (FMA = 2)
-    peak_bytes: float | None  # DRAM bytes/s
-    intensity: float | None  # FLOP per DRAM byte
-    ridge: float | None  # intensity where the two roofs meet
-    bound: str | None  # "memory" or "compute"
-    attainable: float | None  # FLOP/s the roofline allows at this intensity
-    _: KW_ONLY  # the rest by name
-    fraction: float | None  # achieved / attainable
-
-    @classmethod
-    def of(cls, flops: float | None, seconds: float | None, dram_bytes: float | None,
-           peak_flops: float | None, peak_bytes: float | None) -> Roofline:
-        if not (flops and seconds and dram_bytes and peak_flops and peak_bytes):
-            return cls(peak_flops, peak_bytes, (flops / dram_bytes) if flops and dram_bytes else None,
-                       (peak_flops / peak_bytes) if peak_flops and peak_bytes else None, None, None, fraction=None)
-        intensity = flops / dram_bytes
-        ridge = peak_flops / peak_bytes
-        attainable = min(peak_flops, intensity * peak_bytes)
-        return cls(peak_flops, peak_bytes, intensity, ridge, "memory" if intensity < ridge else "compute",
-                   attainable, fraction=(flops / seconds) / attainable)
-
-
-@dataclass(frozen=True)
-class KernelProfile:
-    kernel: str
-    sizes: dict[str, int]
-    source: str  # "ncu" or "fallback (no counters)"
-    duration_s: float | None
-    achieved_occupancy: float | None  # 0..1
-    theoretical_occupancy: float | None
-    occupancy_limiter: str | None
-    occupancy_advice: str | None
-    registers: int | None
-    block_size: int | None
-    grid_size: int | None
-    waves: float | None
-    dram_read: float | None
-    dram_write: float | None
-    dram_bytes_per_s: float | None
-    dram_fraction: float | None  # of the peak below
-    l1_hit: float | None  # 0..1
-    l2_hit: float | None
-    shared_bank_conflicts: float | None
-    shared_requests: float | None
-    conflicts_per_request: float | None
-    global_load_sectors_per_request: float | None
-    global_store_sectors_per_request: float | None
-    local_bytes: float | None  # spill traffic (local memory loads and stores)
-    shared_bytes_per_s: float | None  # shared-memory wavefronts (128 B each) per second
-    shared_fraction: float | None  # shared-memory pipe use, of its peak
-    fma_pipe: float | None  # FMA pipe busy, of its peak (while the SM is active)
-    issue_active: float | None  # cycles an instruction was issued, of all active cycles
-    flops: float | None
-    flops_per_s: float | None
-    roofline: Roofline
-    stalls: list[tuple[str, float]]  # (reason, warps stalled per issued instruction), largest first
-    spec_flops: int | None = None
-    spec_bytes: int | None = None
-    notes: list[str] = field(default_factory=list)
-    mix: str | None = None  # read, write, copy or add, from the DRAM bytes read and written (kprof.measure.ceilings)
-    ceiling_bytes_per_s: float | None = None  # kprof peak's measured ceiling for that mix
-    of_ceiling: float | None = None
-    math: str = "fp32"  # the spec's work.math: the compute peak and FLOP count are FP32's or the tensor cores'
-    tensor_pipe: float | None = None  # tensor pipe busy, of its peak (while the SM is active)
-    wgmma: float | None = None  # warpgroup MMA instructions executed (Hopper); None where ncu has no such counter
-    # what the diagnosis reads (kprof.diagnosis); None without counters
-    thread_efficiency: float | None = None  # active threads per warp instruction / 32 (divergence)
-    atomics: float | None = None  # global atomic and reduction instructions executed (warp level)
-    global_accesses: float | None = None  # global load and store instructions executed (warp level)
-    instructions: float | None = None  # warp instructions executed
-    fp64_pipe: float | None = None  # FP64 pipe busy, of its peak (while the SM is active)
-    lsu_pipe: float | None = None  # load/store unit instructions issued, of its peak
-    alu_pipe: float | None = None
-    l1_throughput: float | None = None  # L1/TEX (and shared memory) throughput, of its peak
-    l2_throughput: float | None = None
-    l1_bytes: float | None = None
-    sm_active: float | None = None  # SM active cycles over elapsed cycles (idle SMs lower it)
-    stall_shares: dict[str, float] = field(default_factory=dict)  # each stall reason's share of all stalls
-    rank: int | None = None  # the rank of a multi-process job that launched it (kprof profile -- torchrun ...)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> KernelProfile:
-        """A profile from its ``to_dict()`` (``kprof profile --json``'s kernels), for a replay."""
-        known = {f.name for f in fields(cls)}
-        d = {k: v for k, v in data.items() if k in known}
-        d["roofline"] = Roofline(**data["roofline"])
-        d["stalls"] = [tuple(x) for x in data.get("stalls", [])]
-        return cls(**d)
-
 
 def _num(row: dict[str, Value], key: str) -> float | None:
     v = row.get(key)
@@ -149,9 +55,9 @@ def _stall_ratios(g: Getter) -> dict[str, float]:
     return {r: v for r, v in found.items() if v}
 
 
-def _stalls(ratios: dict[str, float]) -> list[tuple[str, float]]:
+def _stalls(ratios: dict[str, float]) -> tuple[tuple[str, float], ...]:
     """The five largest stall reasons."""
-    return sorted(ratios.items(), key=lambda rv: -rv[1])[:5]
+    return tuple(sorted(ratios.items(), key=lambda rv: -rv[1])[:5])
 
 
 def _sum(*xs: float | None) -> float | None:
@@ -173,23 +79,32 @@ def _flops(g: Getter) -> float | None:
     return (sum(p for p in parts if p) + 2 * sum(f for f in fmas if f)) if counted else None
 
 
-def _shared_and_local(g: Getter) -> tuple[float | None, float | None, float | None]:
-    """Shared-memory bank conflicts and requests, and spill traffic (local memory bytes)."""
-    conflicts = shared_req = local = None
+def _shared(g: Getter, duration: float | None) -> Shared:
+    """Shared-memory bank conflicts and requests, and its pipe's use."""
+    conflicts = shared_req = None
     if g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") is not None:
         conflicts = (g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") or 0) + (
             g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum") or 0)
     if g("smsp__sass_inst_executed_op_shared_ld.sum") is not None:
         shared_req = (g("smsp__sass_inst_executed_op_shared_ld.sum") or 0) + (
             g("smsp__sass_inst_executed_op_shared_st.sum") or 0)
-    if g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") is not None:
-        local = 32 * ((g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0)
-                      + (g("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0))
-    return conflicts, shared_req, local
+    return Shared(
+        shared_bank_conflicts=conflicts, shared_requests=shared_req, conflicts_per_request=_div(conflicts, shared_req),
+        shared_bytes_per_s=_div(_times(128, g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")), duration),
+        shared_fraction=_div(g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"), 100),
+    )
 
 
-def _occupancy(g: Getter, arch: str | None) -> tuple[float | None, str | None, int | None, int | None, str | None]:
-    """Theoretical occupancy, its limiter, registers, block size, and kprof's advice."""
+def _local_bytes(g: Getter) -> float | None:
+    """Spill traffic: local memory bytes loaded and stored."""
+    if g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") is None:
+        return None
+    return 32 * ((g("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0)
+                 + (g("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0))
+
+
+def _occupancy(g: Getter, arch: str | None) -> Occupancy:
+    """Achieved and theoretical occupancy, its limiter, the launch's shape, and kprof's advice."""
     limits = {
         "registers": g("launch__occupancy_limit_registers"), "shared memory": g("launch__occupancy_limit_shared_mem"),
         "warps": g("launch__occupancy_limit_warps"), "blocks": g("launch__occupancy_limit_blocks"),
@@ -211,7 +126,12 @@ def _occupancy(g: Getter, arch: str | None) -> tuple[float | None, str | None, i
             advice = occupancy.advice(lim, occ, registers, static, dynamic)
         except KprofError:  # advice is a courtesy; the measured numbers stand without it
             advice = None
-    return theoretical, limiter, registers, block, advice
+    return Occupancy(
+        achieved_occupancy=_div(g("sm__warps_active.avg.pct_of_peak_sustained_active"), 100),
+        theoretical_occupancy=theoretical, occupancy_limiter=limiter, occupancy_advice=advice, registers=registers,
+        block_size=block, grid_size=int(g("launch__grid_size") or 0) or None, waves=g("launch__waves_per_multiprocessor"),
+        sm_active=_div(g("sm__cycles_active.avg"), g("sm__cycles_elapsed.avg")),
+    )
 
 
 def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: str | None = None,
@@ -234,63 +154,42 @@ def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: 
     flops = _flops(g)
     if math == "tensor":
         flops, peak_flops = spec_flops, ceilings.tensor_rate(arch, g("device__attribute_multiprocessor_count"), sm_hz)
-    conflicts, shared_req, local = _shared_and_local(g)
     ratios = _stall_ratios(g)
-    stalls = _stalls(ratios)
-    theoretical, limiter, registers, block, advice = _occupancy(g, arch)
     dram_rate = _div(dram, duration)
     return KernelProfile(
-        kernel=kernel,
-        sizes=sizes,
-        source="ncu",
-        duration_s=duration,
-        achieved_occupancy=_div(g("sm__warps_active.avg.pct_of_peak_sustained_active"), 100),
-        theoretical_occupancy=theoretical,
-        occupancy_limiter=limiter,
-        occupancy_advice=advice,
-        registers=registers,
-        block_size=block,
-        grid_size=int(g("launch__grid_size") or 0) or None,
-        waves=g("launch__waves_per_multiprocessor"),
-        dram_read=read,
-        dram_write=write,
-        dram_bytes_per_s=dram_rate,
-        dram_fraction=_div(dram_rate, peak_bytes),
-        l1_hit=_div(g("l1tex__t_sector_hit_rate.pct"), 100),
-        l2_hit=_div(g("lts__t_sector_hit_rate.pct"), 100),
-        shared_bank_conflicts=conflicts,
-        shared_requests=shared_req,
-        conflicts_per_request=_div(conflicts, shared_req),
+        kernel, sizes, "ncu", duration, roofline=Roofline.of(flops, duration, dram, peak_flops, peak_bytes),
+        occupancy=_occupancy(g, arch), memory=_memory(g, read, write, dram_rate, peak_bytes), shared=_shared(g, duration),
+        compute=Compute(
+            flops=flops, flops_per_s=_div(flops, duration),
+            fma_pipe=_div(g("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+            fp64_pipe=_div(g("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+            tensor_pipe=_div(g("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+            lsu_pipe=_div(g("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"), 100),
+            alu_pipe=_div(g("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"), 100),
+            issue_active=_div(g("smsp__issue_active.avg.pct_of_peak_sustained_active"), 100),
+            wgmma=g("sm__inst_executed_pipe_tensor_op_gmma.sum"),
+            thread_efficiency=_div(g("smsp__thread_inst_executed_per_inst_executed.ratio"), 32),
+            instructions=g("smsp__inst_executed.sum")),
+        stalls=Stalls(top=_stalls(ratios), shares=_stall_shares(ratios)),
+        math=math, spec_flops=spec_flops, spec_bytes=spec_bytes,
+    )
+
+
+def _memory(g: Getter, read: float | None, write: float | None, dram_rate: float | None,
+            peak_bytes: float | None) -> Memory:
+    """DRAM against its peak, the caches, spills and global access patterns."""
+    return Memory(
+        dram_read=read, dram_write=write, dram_bytes_per_s=dram_rate, dram_fraction=_div(dram_rate, peak_bytes),
+        l1_hit=_div(g("l1tex__t_sector_hit_rate.pct"), 100), l2_hit=_div(g("lts__t_sector_hit_rate.pct"), 100),
+        l1_throughput=_div(g("l1tex__throughput.avg.pct_of_peak_sustained_active"), 100),
+        l2_throughput=_div(g("lts__throughput.avg.pct_of_peak_sustained_elapsed"), 100),
+        l1_bytes=g("l1tex__t_bytes.sum"), local_bytes=_local_bytes(g),
         global_load_sectors_per_request=_div(g("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
                                              g("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")),
         global_store_sectors_per_request=_div(g("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
                                               g("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")),
-        local_bytes=local,
-        shared_bytes_per_s=_div(_times(128, g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")), duration),
-        shared_fraction=_div(g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"), 100),
-        fma_pipe=_div(g("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"), 100),
-        issue_active=_div(g("smsp__issue_active.avg.pct_of_peak_sustained_active"), 100),
-        flops=flops,
-        flops_per_s=_div(flops, duration),
-        roofline=Roofline.of(flops, duration, dram, peak_flops, peak_bytes),
-        stalls=stalls,
-        spec_flops=spec_flops,
-        spec_bytes=spec_bytes,
-        math=math,
-        tensor_pipe=_div(g("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"), 100),
-        wgmma=g("sm__inst_executed_pipe_tensor_op_gmma.sum"),
-        thread_efficiency=_div(g("smsp__thread_inst_executed_per_inst_executed.ratio"), 32),
-        atomics=_sum(g("smsp__sass_inst_executed_op_global_atom.sum"), g("smsp__sass_inst_executed_op_global_red.sum")),
         global_accesses=_sum(g("smsp__sass_inst_executed_op_global_ld.sum"), g("smsp__sass_inst_executed_op_global_st.sum")),
-        instructions=g("smsp__inst_executed.sum"),
-        fp64_pipe=_div(g("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active"), 100),
-        lsu_pipe=_div(g("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"), 100),
-        alu_pipe=_div(g("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"), 100),
-        l1_throughput=_div(g("l1tex__throughput.avg.pct_of_peak_sustained_active"), 100),
-        l2_throughput=_div(g("lts__throughput.avg.pct_of_peak_sustained_elapsed"), 100),
-        l1_bytes=g("l1tex__t_bytes.sum"),
-        sm_active=_div(g("sm__cycles_active.avg"), g("sm__cycles_elapsed.avg")),
-        stall_shares=_stall_shares(ratios),
+        atomics=_sum(g("smsp__sass_inst_executed_op_global_atom.sum"), g("smsp__sass_inst_executed_op_global_red.sum")),
     )
 
 
@@ -319,18 +218,13 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
     if spills is not None:
         notes.append(f"ptxas: {registers} registers, {spills[0]} B spill stores, {spills[1]} B spill loads, "
                      f"{spills[2]} B stack frame")
-    bytes_rate = _div(spec_bytes, seconds)
-    flops_rate = _div(spec_flops, seconds)
     return KernelProfile(
-        kernel=kernel, sizes=sizes, source=source, duration_s=seconds,
-        achieved_occupancy=None, theoretical_occupancy=theoretical, occupancy_limiter=limiter,
-        occupancy_advice=advice, registers=registers, block_size=block, grid_size=None, waves=None,
-        dram_read=None, dram_write=None, dram_bytes_per_s=bytes_rate, dram_fraction=None, l1_hit=None,
-        l2_hit=None, shared_bank_conflicts=None, shared_requests=None, conflicts_per_request=None,
-        global_load_sectors_per_request=None, global_store_sectors_per_request=None, local_bytes=None,
-        shared_bytes_per_s=None, shared_fraction=None, fma_pipe=None, issue_active=None, flops=spec_flops,
-        flops_per_s=flops_rate, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
-        stalls=[], spec_flops=spec_flops, spec_bytes=spec_bytes,
+        kernel, sizes, source, seconds, roofline=Roofline.of(spec_flops, seconds, spec_bytes, None, None),
+        occupancy=Occupancy(theoretical_occupancy=theoretical, occupancy_limiter=limiter, occupancy_advice=advice,
+                            registers=registers, block_size=block),
+        memory=Memory(dram_bytes_per_s=_div(spec_bytes, seconds)),
+        compute=Compute(flops=spec_flops, flops_per_s=_div(spec_flops, seconds)),
+        spec_flops=spec_flops, spec_bytes=spec_bytes,
         notes=[*notes, "throughput here comes from the spec's work formulas over one event-timed launch"],
     )
 
@@ -363,13 +257,12 @@ def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, a
 def against_ceilings(p: KernelProfile, peak: ceilings.Ceilings | None) -> KernelProfile:
     """The profile with its DRAM rate as a fraction of kprof peak's measured ceiling for its mix
     (the mix from the bytes ncu saw read and written). ``peak`` None: unchanged."""
-    from dataclasses import replace
-
-    if not peak or p.dram_bytes_per_s is None or p.dram_read is None:
+    m = p.memory
+    if not peak or m.dram_bytes_per_s is None or m.dram_read is None:
         return p
-    mix = ceilings.measured_mix(peak, ceilings.mix_of([("in", int(p.dram_read)), ("out", int(p.dram_write or 0))]))
+    mix = ceilings.measured_mix(peak, ceilings.mix_of([("in", int(m.dram_read)), ("out", int(m.dram_write or 0))]))
     top = ceilings.ceiling(peak, mix)
-    return replace(p, mix=mix, ceiling_bytes_per_s=top, of_ceiling=_div(p.dram_bytes_per_s, top))
+    return p.with_metrics(mix=mix, ceiling_bytes_per_s=top, of_ceiling=_div(m.dram_bytes_per_s, top))
 
 
 def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMode], Job], *, params: dict[str, str],
@@ -405,7 +298,7 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
     # A Python operation launches kernels kprof does not count in advance: report every one in its range.
     launches = 0 if r.spec.python else len(r.steps)
     return reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
-                   extra_metrics=metrics, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.math)
+                   extra_metrics=metrics, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.work.math)
 
 
 def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range: str | None, launch_skip: int,

@@ -10,7 +10,7 @@ from kprof import inputs
 from kprof.errors import UsageError
 
 if TYPE_CHECKING:
-    from kprof.measure.bench import PointResult
+    from kprof.measure.points import BaselineResult, PointResult
     from kprof.measure.profiling import KernelProfile
 
 
@@ -34,8 +34,8 @@ def roofline(profiles: list[KernelProfile], path: Path) -> Path:
     for p in profiles:
         if p.roofline.peak_flops and p.roofline.peak_bytes:
             roofs.setdefault(p.math, (p.roofline.peak_flops, p.roofline.peak_bytes))
-    points = [(p.kernel, p.roofline.intensity, p.flops_per_s) for p in profiles
-              if p.roofline.intensity and p.flops_per_s]
+    points = [(p.kernel, p.roofline.intensity, p.compute.flops_per_s) for p in profiles
+              if p.roofline.intensity and p.compute.flops_per_s]
     fig, ax = plt.subplots(figsize=(8, 5.5))
     if roofs:
         peak_bytes = next(iter(roofs.values()))[1]
@@ -73,7 +73,8 @@ def bench(results: list[PointResult], path: Path) -> Path:
 
     ok = [r for r in results if r.status == "ok"]
     # FLOP/s for arithmetic-heavy kernels, bytes/s for the rest (vector_add does 1 FLOP per 12 bytes).
-    use_flops = all(r.flops_per_s for r in ok) and all(r.flops and (not r.bytes or r.flops / r.bytes >= 1) for r in ok)
+    use_flops = all(r.rates.flops_per_s for r in ok) and all(
+        r.rates.flops and (not r.rates.bytes or r.rates.flops / r.rates.bytes >= 1) for r in ok)
     swept = _swept(ok)
     if swept is None and ok:  # one point per kernel (a ladder at one size): bars, not lines
         return _bars(ok, use_flops, path, plt)
@@ -91,22 +92,30 @@ def bench(results: list[PointResult], path: Path) -> Path:
         for g in dict.fromkeys(group(r) for r in ok if r.kernel == name):
             mine = [r for r in ok if r.kernel == name and group(r) == g]
             xs = [_x(r, swept) for r in mine]
-            ys = [((r.flops_per_s if use_flops else r.bytes_per_s) or 0) / 1e9 for r in mine]
+            ys = [(_rate(r, use_flops) or 0) / 1e9 for r in mine]
             line = ax.plot(xs, ys, marker="o", label=f"{name} {g}".rstrip())[0]
-            rate = "baseline_flops_per_s" if use_flops else "baseline_bytes_per_s"
-            base = [r for r in mine if getattr(r, rate, None)]
-            key = f"{base[0].baseline} {g}" if base else ""
+            base = [(r, b, rate) for r in mine if (b := r.first) and (rate := _baseline_rate(b, use_flops))]
+            key = f"{base[0][1].baseline} {g}" if base else ""
             if base and key not in drawn:  # one line per baseline (and group), not per kernel
                 drawn.add(key)
-                ax.plot([_x(r, swept) for r in base], [getattr(r, rate) / 1e9 for r in base], marker="x",
+                ax.plot([_x(r, swept) for r, _, _ in base], [rate / 1e9 for _, _, rate in base], marker="x",
                         linestyle="--", color=line.get_color() if others else None,
-                        label=f"{base[0].baseline} {g} (timed beside {name})".replace("  ", " "))
+                        label=f"{base[0][1].baseline} {g} (timed beside {name})".replace("  ", " "))
     ax.set_xlabel(_label(ok, swept) or "point")
     ax.set_ylabel("GFLOP/s" if use_flops else "GB/s")
     ax.set_title("kprof bench: median over samples")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best")
     return _save(fig, path)
+
+
+def _rate(r: PointResult, use_flops: bool) -> float | None:
+    return r.rates.flops_per_s if use_flops else r.rates.bytes_per_s
+
+
+def _baseline_rate(b: BaselineResult, use_flops: bool) -> float | None:
+    """The kernel's own work over the baseline's time, in the plot's unit."""
+    return b.baseline_flops_per_s if use_flops else b.baseline_bytes_per_s
 
 
 def _bars(ok: list[PointResult], use_flops: bool, path: Path, plt: Any) -> Path:
@@ -116,11 +125,12 @@ def _bars(ok: list[PointResult], use_flops: bool, path: Path, plt: Any) -> Path:
     base: dict[str, tuple[str, float]] = {}
     for r in ok:
         labels.append(r.kernel + (" [" + " ".join(f"{k}={v}" for k, v in r.params.items()) + "]" if r.params else ""))
-        values.append(((r.flops_per_s if use_flops else r.bytes_per_s) or 0) / 1e9)
+        values.append((_rate(r, use_flops) or 0) / 1e9)
         colors.append("tab:blue")
-        rate = r.baseline_flops_per_s if use_flops else r.baseline_bytes_per_s
-        if r.baseline and rate and r.baseline not in base:  # one bar per baseline, after the kernels
-            base[r.baseline] = (f"{r.baseline} (timed beside {r.kernel})", rate / 1e9)
+        first = r.first
+        rate = _baseline_rate(first, use_flops) if first else None
+        if first and rate and first.baseline not in base:  # one bar per baseline, after the kernels
+            base[first.baseline] = (f"{first.baseline} (timed beside {r.kernel})", rate / 1e9)
     for label, value in base.values():
         labels.append(label)
         values.append(value)

@@ -9,7 +9,7 @@ from kprof.results.render import cut, fit, micros, percent, table, terminal_widt
 from kprof.units import si
 
 if TYPE_CHECKING:
-    from kprof.measure.bench import BaselineResult, PointResult
+    from kprof.measure.points import BaselineResult, PointResult
     from kprof.results import history
     from kprof.results.reports import BenchCasesReport
 
@@ -42,31 +42,32 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
         if r.status != "ok" or s is None:
             rows.append((r.kernel, point, r.status.upper(), "", "", "", "", "", "", "", "", ""))
             continue
-        base = "-"
-        if r.of_baseline is not None:
+        base, first, rt = "-", r.first, r.rates
+        if first is not None and first.of_baseline is not None:
             # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
             # replaces ("3.41x faster than rmsnorm_unfused").
-            label = r.first.label if r.first else "-"
-            base = (f"{r.of_baseline:.0%} of {label}" if r.first and r.first.baseline_kind == "library"
-                    else f"{r.of_baseline:.2f}x faster than {label}" if r.of_baseline >= 1
-                    else f"{1 / r.of_baseline:.2f}x slower than {label}")
+            ratio = first.of_baseline
+            base = (f"{ratio:.0%} of {first.label}" if first.baseline_kind == "library"
+                    else f"{ratio:.2f}x faster than {first.label}" if ratio >= 1
+                    else f"{1 / ratio:.2f}x slower than {first.label}")
         rows.append((
             r.kernel, point, micros(s.median), f"{micros(s.q1)}-{micros(s.q3)}", f"{s.rel_stdev:.1%}", r.stop or "",
-            si(r.flops_per_s, "FLOP/s") if r.flops_per_s else "-", si(r.bytes_per_s, "B/s") if r.bytes_per_s else "-",
-            percent(r.of_fma_peak) if r.of_fma_peak else "-",
-            f"{percent(r.of_ceiling)} {r.mix}" if r.of_ceiling and r.bytes_per_s else "-",
-            percent(r.of_dram_peak) if r.of_dram_peak else "-", base,
+            si(rt.flops_per_s, "FLOP/s") if rt.flops_per_s else "-", si(rt.bytes_per_s, "B/s") if rt.bytes_per_s else "-",
+            percent(rt.of_fma_peak) if rt.of_fma_peak else "-",
+            f"{percent(rt.of_ceiling)} {rt.mix}" if rt.of_ceiling and rt.bytes_per_s else "-",
+            percent(rt.of_dram_peak) if rt.of_dram_peak else "-", base,
         ))  # fmt: skip
     out = [table(["KERNEL", "POINT", "MEDIAN(us)", "IQR(us)", "RSD", "STOP", "FLOP/s", "BYTES/s", "%FMA CEIL",
                   "%BW CEIL (MIX)", "%DRAM PEAK", "VS BASELINE"], rows, "llrrrlrrrrrl")]
     for r in results:
-        if r.of_baseline is not None and r.baseline_summary:
-            rate = (si(r.baseline_flops_per_s, "FLOP/s") if r.baseline_flops_per_s and r.flops_per_s and r.bytes_per_s
-                    and r.flops and r.bytes and r.flops >= r.bytes else si(r.baseline_bytes_per_s or 0, "B/s"))
-            label = r.first.label if r.first else "-"
-            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {label} "
-                       f"median {micros(r.baseline_summary.median)} us ({rate})"
-                       + "".join(f", {e}" for e in _baseline_notes(r.first)))
+        first, rt = r.first, r.rates
+        if first is not None and first.of_baseline is not None and first.baseline_summary:
+            rate = (si(first.baseline_flops_per_s, "FLOP/s") if first.baseline_flops_per_s and rt.flops_per_s
+                    and rt.bytes_per_s and rt.flops and rt.bytes and rt.flops >= rt.bytes
+                    else si(first.baseline_bytes_per_s or 0, "B/s"))
+            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {first.label} "
+                       f"median {micros(first.baseline_summary.median)} us ({rate})"
+                       + "".join(f", {e}" for e in _baseline_notes(first)))
         for more in r.others:
             if more.of_baseline and more.baseline_summary:
                 ratio = more.of_baseline
@@ -81,13 +82,13 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
     if peak:
         out.append(ceilings_line(peak))
     mode = results[0].mode if results else "cold"
-    timers = sorted({r.timer for r in results if r.timer})
+    timers = sorted({r.timer.name for r in results if r.timer.name})
     how = {"cupti": "the kernel's own GPU start and end (CUPTI activity records)",
            "events": "its own CUDA events around the launch"}
     timed = " and ".join(how.get(t, t) for t in timers) or "its own CUDA events around the launch"
     out.append(f"{mode} mode; median over samples, each timed by {timed}"
                + (f"; recorded as run {run_id} (kprof history, kprof compare)" if run_id else ""))
-    for note in sorted({r.timer_note for r in results if r.timer_note}):
+    for note in sorted({r.timer.note for r in results if r.timer.note}):
         out.append(f"note: CUPTI timing not used: {note}")
     return "\n".join(out)
 

@@ -74,57 +74,58 @@ def perf_cases_table(results: list[PerfResult], tally: dict[str, Any]) -> str:
 def profile_report(profiles: list[KernelProfile]) -> str:
     out = []
     for p in profiles:
+        o, m, sh, c = p.occupancy, p.memory, p.shared, p.compute
         rank = f"  rank {p.rank}" if p.rank is not None else ""  # a job's process (kprof profile -- torchrun ...)
         out.append(f"{short(p.kernel)}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}{rank}  [{p.source}]")
         if p.duration_s is not None:
             out.append(f"  duration            {p.duration_s * 1e3:.4f} ms")
-        out.append(f"  occupancy           achieved {percent(p.achieved_occupancy)}, theoretical "
-                   f"{percent(p.theoretical_occupancy)}, limited by {p.occupancy_limiter or '?'}; {p.registers} registers, "
-                   f"block {p.block_size}"
-                   + (f", {p.waves:.2f} waves" if p.waves is not None else ""))
-        if p.occupancy_advice:
-            out.append(f"                      {p.occupancy_advice}")
-        if p.dram_read is not None:
-            parts = [f"{percent(p.dram_fraction)} of the {si(p.roofline.peak_bytes, 'B/s')} theoretical peak"
+        out.append(f"  occupancy           achieved {percent(o.achieved_occupancy)}, theoretical "
+                   f"{percent(o.theoretical_occupancy)}, limited by {o.occupancy_limiter or '?'}; {o.registers} registers, "
+                   f"block {o.block_size}"
+                   + (f", {o.waves:.2f} waves" if o.waves is not None else ""))
+        if o.occupancy_advice:
+            out.append(f"                      {o.occupancy_advice}")
+        if m.dram_read is not None:
+            parts = [f"{percent(m.dram_fraction)} of the {si(p.roofline.peak_bytes, 'B/s')} theoretical peak"
                      if p.roofline.peak_bytes else ""]
-            parts.append(f"{percent(p.of_ceiling)} of the measured {p.mix} ceiling {si(p.ceiling_bytes_per_s, 'B/s')}"
-                         if p.of_ceiling is not None and p.ceiling_bytes_per_s else "no measured ceiling yet: kprof peak")
+            parts.append(f"{percent(m.of_ceiling)} of the measured {m.mix} ceiling {si(m.ceiling_bytes_per_s, 'B/s')}"
+                         if m.of_ceiling is not None and m.ceiling_bytes_per_s else "no measured ceiling yet: kprof peak")
             frac = " (" + "; ".join(x for x in parts if x) + ")"
-            out.append(f"  DRAM                read {si(p.dram_read, 'B')}, written {si(p.dram_write or 0, 'B')}, "
-                       f"{si(p.dram_bytes_per_s or 0, 'B/s')}{frac}")
-        elif p.dram_bytes_per_s is not None:
-            out.append(f"  bandwidth           {si(p.dram_bytes_per_s, 'B/s')} effective (spec bytes / time)")
-        if p.l1_hit is not None or p.l2_hit is not None:
-            out.append(f"  caches              L1 hit {percent(p.l1_hit)}, L2 hit {percent(p.l2_hit)}")
-        if p.conflicts_per_request is not None or p.shared_bank_conflicts:
-            use = (f", {si(p.shared_bytes_per_s, 'B/s')} ({percent(p.shared_fraction)} of the pipe's peak)"
-                   if p.shared_bytes_per_s is not None else "")
-            out.append(f"  shared memory       {number(p.shared_bank_conflicts, ',.0f')} bank conflicts, "
-                       f"{number(p.conflicts_per_request)} per request{use}")
-        if p.global_load_sectors_per_request is not None:
-            out.append(f"  global sectors/req  loads {number(p.global_load_sectors_per_request)}, stores "
-                       f"{number(p.global_store_sectors_per_request)} (4 is ideal for 4-byte accesses, 32 is one sector "
+            out.append(f"  DRAM                read {si(m.dram_read, 'B')}, written {si(m.dram_write or 0, 'B')}, "
+                       f"{si(m.dram_bytes_per_s or 0, 'B/s')}{frac}")
+        elif m.dram_bytes_per_s is not None:
+            out.append(f"  bandwidth           {si(m.dram_bytes_per_s, 'B/s')} effective (spec bytes / time)")
+        if m.l1_hit is not None or m.l2_hit is not None:
+            out.append(f"  caches              L1 hit {percent(m.l1_hit)}, L2 hit {percent(m.l2_hit)}")
+        if sh.conflicts_per_request is not None or sh.shared_bank_conflicts:
+            use = (f", {si(sh.shared_bytes_per_s, 'B/s')} ({percent(sh.shared_fraction)} of the pipe's peak)"
+                   if sh.shared_bytes_per_s is not None else "")
+            out.append(f"  shared memory       {number(sh.shared_bank_conflicts, ',.0f')} bank conflicts, "
+                       f"{number(sh.conflicts_per_request)} per request{use}")
+        if m.global_load_sectors_per_request is not None:
+            out.append(f"  global sectors/req  loads {number(m.global_load_sectors_per_request)}, stores "
+                       f"{number(m.global_store_sectors_per_request)} (4 is ideal for 4-byte accesses, 32 is one sector "
                        "per lane)")
-        if p.local_bytes:
-            out.append(f"  local memory        {si(p.local_bytes, 'B')} of traffic (spills or local arrays)")
-        if p.flops_per_s is not None:
+        if m.local_bytes:
+            out.append(f"  local memory        {si(m.local_bytes, 'B')} of traffic (spills or local arrays)")
+        if c.flops_per_s is not None:
             top = p.roofline.peak_flops
             kind = "dense 16-bit tensor" if p.math == "tensor" else "FP32"
-            peak = f" ({percent(p.flops_per_s / top)} of the {si(top, 'FLOP/s')} {kind} peak)" if top else ""
-            out.append(f"  compute             {si(p.flops or 0, 'FLOP')}, {si(p.flops_per_s, 'FLOP/s')}{peak}")
-        if p.fma_pipe is not None or p.issue_active is not None:
-            out.append(f"  issue               FMA pipe busy {percent(p.fma_pipe)}, an instruction issued in "
-                       f"{percent(p.issue_active)} of active cycles")
-        if p.tensor_pipe or p.math == "tensor":
-            gmma = "" if p.wgmma is None else (f", {si(p.wgmma, '')} warpgroup MMA (wgmma) instructions" if p.wgmma
+            peak = f" ({percent(c.flops_per_s / top)} of the {si(top, 'FLOP/s')} {kind} peak)" if top else ""
+            out.append(f"  compute             {si(c.flops or 0, 'FLOP')}, {si(c.flops_per_s, 'FLOP/s')}{peak}")
+        if c.fma_pipe is not None or c.issue_active is not None:
+            out.append(f"  issue               FMA pipe busy {percent(c.fma_pipe)}, an instruction issued in "
+                       f"{percent(c.issue_active)} of active cycles")
+        if c.tensor_pipe or p.math == "tensor":
+            gmma = "" if c.wgmma is None else (f", {si(c.wgmma, '')} warpgroup MMA (wgmma) instructions" if c.wgmma
                                                 else ", no wgmma (mma.sync or HMMA only)")
-            out.append(f"  tensor cores        tensor pipe busy {percent(p.tensor_pipe)} of active cycles{gmma}")
+            out.append(f"  tensor cores        tensor pipe busy {percent(c.tensor_pipe)} of active cycles{gmma}")
         r = p.roofline
         if r.bound and r.attainable is not None:
             out.append(f"  roofline            {r.intensity:.2f} FLOP/byte (ridge {r.ridge:.1f}): {r.bound}-bound, "
                        f"at {percent(r.fraction)} of the {si(r.attainable, 'FLOP/s')} the roofline allows")
-        if p.stalls:
-            out.append("  top stalls          " + ", ".join(f"{n} {v:.2f}" for n, v in p.stalls[:4])
+        if p.stalls.top:
+            out.append("  top stalls          " + ", ".join(f"{n} {v:.2f}" for n, v in p.stalls.top[:4])
                        + " (warps stalled per issued instruction)")
         for note in p.notes:
             out.append(f"  note: {note}")
@@ -132,14 +133,15 @@ def profile_report(profiles: list[KernelProfile]) -> str:
     if len(profiles) > 1:
         rows = []
         for p in profiles:
+            o, m, sh, c = p.occupancy, p.memory, p.shared, p.compute
             rows.append((
                 short(p.kernel, 48), number(p.duration_s * 1e3 if p.duration_s else None, ".4f"),
-                f"{percent(p.achieved_occupancy)}/{percent(p.theoretical_occupancy)}", p.occupancy_limiter or "-",
-                si(p.dram_bytes_per_s, "B/s") if p.dram_bytes_per_s else "-", percent(p.l2_hit),
-                si(p.flops_per_s, "FLOP/s") if p.flops_per_s else "-",
+                f"{percent(o.achieved_occupancy)}/{percent(o.theoretical_occupancy)}", o.occupancy_limiter or "-",
+                si(m.dram_bytes_per_s, "B/s") if m.dram_bytes_per_s else "-", percent(m.l2_hit),
+                si(c.flops_per_s, "FLOP/s") if c.flops_per_s else "-",
                 f"{p.roofline.bound} {percent(p.roofline.fraction)}" if p.roofline.bound else "-",
-                number(p.conflicts_per_request), number(p.global_load_sectors_per_request),
-                p.stalls[0][0] if p.stalls else "-",
+                number(sh.conflicts_per_request), number(m.global_load_sectors_per_request),
+                p.stalls.top[0][0] if p.stalls.top else "-",
             ))  # fmt: skip
         out.append(table(["KERNEL", "TIME(ms)", "OCC ach/theo", "LIMITER", "DRAM", "L2 HIT", "FP32", "ROOFLINE",
                           "CONFL/REQ", "LD SECT/REQ", "TOP STALL"], rows, "lrrlrrrlrrl"))

@@ -14,8 +14,8 @@ if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.c
     from kprof.findings import Finding
     from kprof.launch.childresult import ChildResult
     from kprof.launch.job import TimingModeName
-    from kprof.measure.bench import PointResult
     from kprof.measure.ceilings import Ceilings
+    from kprof.measure.points import PointResult
     from kprof.spec import Resolved
     from kprof.stats import StopRule
     from kprof.tools.sanitizers.toolrun import ToolResult

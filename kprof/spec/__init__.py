@@ -45,6 +45,7 @@ from kprof.spec.schema import (
     Step,
     TensorMapArg,
     Tolerance,
+    Work,
     arch_number,
     define_env,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "Step",
     "TensorMapArg",
     "Tolerance",
+    "Work",
     "arch_number",
     "as_python_operation",
     "define_env",

@@ -43,6 +43,7 @@ from kprof.spec.schema import (
     ScalarArg,
     Step,
     Tolerance,
+    Work,
     define_env,
 )
 
@@ -235,8 +236,9 @@ def from_dict(data: object, path: Path) -> KernelSpec:
         sizes=sizes, args=args, launch=launch,
         reference=_load_reference(data.get("reference"), args, known_sizes, fail, path.parent),
         tolerance=tolerance,
-        flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
-        bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None, math=str(work.get("math", "fp32")),
+        work=Work(flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
+                  bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None,
+                  math=str(work.get("math", "fp32"))),
         defines=defines, nvcc_flags=tuple(flags),
         checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, args, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,

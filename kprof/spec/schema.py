@@ -183,6 +183,16 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class Work:
+    """``work: {flops: EXPR, bytes: EXPR, math: fp32 | tensor}``: the work one run does, as expressions of the
+    sizes (kprof's rates are these over the measured time), and what its FLOPs run on."""
+
+    flops: str | None = None
+    bytes: str | None = None
+    math: str = "fp32"  # fp32 (FMA) or tensor (dense 16-bit tensor cores): MATHS
+
+
+@dataclass(frozen=True)
 class Requirement:
     """``requires: {arch: sm_80, why: cp.async}``: the oldest architecture a kernel needs, and the
     feature that needs it. kprof names it on an older target instead of failing to build."""
@@ -211,8 +221,7 @@ class KernelSpec:
     args: tuple[Arg, ...]
     launch: Launch
     reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
-    flops: str | None
-    bytes: str | None
+    work: Work
     defines: tuple[tuple[str, str], ...] = ()
     nvcc_flags: tuple[str, ...] = ()
     checks: tuple[Check, ...] = ()
@@ -227,7 +236,6 @@ class KernelSpec:
     tolerance: Tolerance = Tolerance()
     python: str | None = None  # a Python operation (pyref stored form): run on the spec's buffers, no cubin
     requires: Requirement | None = None  # the oldest architecture it builds and runs on, and why
-    math: str = "fp32"  # work.math: what its FLOPs run on, fp32 (FMA) or tensor (dense 16-bit tensor cores)
 
     def unsupported_on(self, arch: str) -> str | None:
         """Why this spec does not build for ``arch`` (older than its ``requires.arch``; for an
@@ -377,8 +385,8 @@ class KernelSpec:
         if first is None:
             raise UsageError(f"{self.name}: every step's grid is 0 at {_sized(sizes)}: nothing would launch")
         grid, block, smem = first.grid, first.block, first.shared_mem
-        flops = ev(self.flops, "work.flops", minimum=0) if self.flops else None
-        nbytes = ev(self.bytes, "work.bytes", minimum=0) if self.bytes else None
+        flops = ev(self.work.flops, "work.flops", minimum=0) if self.work.flops else None
+        nbytes = ev(self.work.bytes, "work.bytes", minimum=0) if self.work.bytes else None
         rtol, atol = (_tolerance_at(self.name, where, fld, expr, env, sizes)
                       for fld, expr in (("rtol", self.tolerance.rtol), ("atol", self.tolerance.atol)))
         return Resolved(

@@ -409,7 +409,7 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
 def test_the_fallback_takes_the_drivers_occupancy(arch, blocks, warps):
     prof = profiling.fallback("k", {}, 1e-3, 40, 256, 8192, dynamic_smem=0, arch=arch, spec_flops=None, spec_bytes=None, reason="why",
                               source=f"no Nsight Compute on {arch}", driver_blocks=blocks, spills=(0, 0, 0))
-    assert prof.theoretical_occupancy == pytest.approx(blocks * 8 / warps) and prof.source.endswith(arch)
+    assert prof.occupancy.theoretical_occupancy == pytest.approx(blocks * 8 / warps) and prof.source.endswith(arch)
 
 
 @pytest.mark.parametrize("arch", ["sm_61", "sm_62", "sm_60"])

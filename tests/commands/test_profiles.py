@@ -39,15 +39,15 @@ def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_othe
     seen, said = [], []
 
     def fake_profile(prepared, **kw):
-        seen.append(prepared.spec.name)
-        if prepared.spec.name == "vector_add":
+        seen.append(prepared.resolved.spec.name)
+        if prepared.resolved.spec.name == "vector_add":
             raise NcuError("ncu failed", reason="test")
-        p = profiling.fallback(prepared.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None,
+        p = profiling.fallback(prepared.resolved.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None,
                                reason="fake device")
         return [p]
 
     monkeypatch.setattr(api, "profile_prepared", fake_profile)
-    monkeypatch.setattr(api, "diagnose_prepared", lambda prepared, got, **kw: ("diagnosis of", prepared.spec.name))
+    monkeypatch.setattr(api, "diagnose_prepared", lambda prepared, got, **kw: ("diagnosis of", prepared.resolved.spec.name))
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     run = profiles.profile_specs(["vector_add", "tiled_matmul"], sizes={"N": 4096, "M": 128}, progress=said.append)
     assert seen == ["vector_add", "tiled_matmul"] and not run.ok

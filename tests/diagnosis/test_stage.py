@@ -50,7 +50,11 @@ def _profile(prepared, seconds: float | None, **counters):
     u = b.usage_of(r.spec.entry)
     p = prof.fallback(r.spec.name, r.sizes, seconds, u.registers, r.threads_per_block, u.shared_static, dynamic_smem=r.shared_mem,
                       arch=b.arch, spec_flops=r.flops, spec_bytes=r.bytes, reason="fake device")
-    return replace(p, source="ncu", **counters) if counters else p
+    if not counters:
+        return p
+    shares = counters.pop("stall_shares", None)
+    p = replace(p, source="ncu").with_metrics(**counters)
+    return replace(p, stalls=prof.Stalls(shares=shares)) if shares is not None else p
 
 
 def _diagnose(name: str, seconds: float | None, *, device=H200, arch: str = "sm_90", **counters):
@@ -59,7 +63,7 @@ def _diagnose(name: str, seconds: float | None, *, device=H200, arch: str = "sm_
     timed = SimpleNamespace(device=device, time_ms=None)
     from kprof.build import build
 
-    return diagnose(gather.facts_for(prepared, p, counters=bool(counters), ptx=build.ptx(prepared.spec, arch),
+    return diagnose(gather.facts_for(prepared, p, counters=bool(counters), ptx=build.ptx(prepared.resolved.spec, arch),
                                      timed=timed, seconds=seconds))
 
 
@@ -314,10 +318,10 @@ def test_program_ranking_names_where_the_time_goes():
     from kprof.diagnosis import program
 
     base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake")
-    gemm = [replace(base, kernel=f"sm90_xmma_gemm#{i}", duration_s=4e-3, tensor_pipe=0.5, dram_fraction=0.2)
+    gemm = [replace(base, kernel=f"sm90_xmma_gemm#{i}", duration_s=4e-3).with_metrics(tensor_pipe=0.5, dram_fraction=0.2)
             for i in range(3)]
-    norm = [replace(base, kernel=f"rms_norm_kernel#{i}", duration_s=1e-3, dram_fraction=0.9) for i in range(3, 5)]
-    tiny = [replace(base, kernel="fill#5", duration_s=1e-5, dram_fraction=0.01)]
+    norm = [replace(base, kernel=f"rms_norm_kernel#{i}", duration_s=1e-3).with_metrics(dram_fraction=0.9) for i in range(3, 5)]
+    tiny = [replace(base, kernel="fill#5", duration_s=1e-5).with_metrics(dram_fraction=0.01)]
     ranked = program.rank(gemm + norm + tiny)
     assert [r.kernel for r in ranked] == ["sm90_xmma_gemm", "rms_norm_kernel", "fill"]
     g = ranked[0]
@@ -390,11 +394,11 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
 
     def profile(prepared, params, report_dir=None, **kw):
         if report_dir is not None:  # ncu's full set leaves its report there
-            (report_dir / f"{prepared.spec.name}.ncu-rep").write_bytes(b"")
-        p = _profile(prepared, times[prepared.spec.name], global_load_sectors_per_request=32.0,
+            (report_dir / f"{prepared.resolved.spec.name}.ncu-rep").write_bytes(b"")
+        p = _profile(prepared, times[prepared.resolved.spec.name], global_load_sectors_per_request=32.0,
                      global_store_sectors_per_request=32.0)
-        if prepared.spec.name == "tail_wave":
-            p = replace(p, global_load_sectors_per_request=4.0, global_store_sectors_per_request=4.0)
+        if prepared.resolved.spec.name == "tail_wave":
+            p = p.with_metrics(global_load_sectors_per_request=4.0, global_store_sectors_per_request=4.0)
         return [p]
 
     monkeypatch.setattr(api, "run_bench", bench)
@@ -433,7 +437,7 @@ def test_the_counter_less_diagnosis_on_times_an_h200_measured(ptx_compiler, data
     for name, t in recorded["cases"].items():
         prepared = _prepared(name)
         p = _profile(prepared, t["seconds"])
-        d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.spec, "sm_90"),
+        d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.resolved.spec, "sm_90"),
                                       timed=SimpleNamespace(device=recorded["device"], time_ms=None),
                                       peak=Ceilings.from_dict(recorded["peak"]), seconds=t["seconds"]))
         case, first, gain = corpus[name], d.first(), t["seconds"] / t["twin_seconds"]
@@ -457,7 +461,7 @@ def _replay(data_dir):
         prepared = _prepared(c["case"])
         device = {"sm_count": c["sm_count"], "clock_khz": c["sm_hz"] / 1e3}
         facts = gather.facts_for(prepared, KernelProfile.from_dict(c["profile"]), counters=True,
-                                 ptx=build.ptx(prepared.spec, "sm_90"), timed=SimpleNamespace(device=device, time_ms=None),
+                                 ptx=build.ptx(prepared.resolved.spec, "sm_90"), timed=SimpleNamespace(device=device, time_ms=None),
                                  peak=peak, seconds=c["seconds"], kernel_seconds=tuple(c.get("kernel_seconds") or ()))
         yield c, diagnose(facts)
 
@@ -516,7 +520,7 @@ def test_one_fused_launch_is_timed_by_a_launchs_own_gpu_time_where_cupti_gave_it
     timed = SimpleNamespace(device=H200, time_ms=None)
 
     def first(**kw):
-        facts = gather.facts_for(prepared, p, counters=True, ptx=build.ptx(prepared.spec, "sm_90"), timed=timed,
+        facts = gather.facts_for(prepared, p, counters=True, ptx=build.ptx(prepared.resolved.spec, "sm_90"), timed=timed,
                                  seconds=63.1e-6, **kw)
         return next(c for c in diagnose(facts).causes if c.rule == "launch-overhead")
 
@@ -570,9 +574,9 @@ def test_a_line_found_in_the_source_is_the_profiled_kernels_never_another_kernel
     prepared = pipeline.prepare(catalog.load(str(tmp_path / "several.yaml")), None, arch="sm_90")
     from kprof.build import build
 
-    f = gather.facts_for(prepared, _profile(prepared, 1e-5), counters=False, ptx=build.ptx(prepared.spec, "sm_90"),
+    f = gather.facts_for(prepared, _profile(prepared, 1e-5), counters=False, ptx=build.ptx(prepared.resolved.spec, "sm_90"),
                          timed=SimpleNamespace(device=H200, time_ms=None), seconds=1e-5)
-    assert f.entry_line() == 10 and facts_mod.function_span(f.source_lines, 10) == (10, 16)
+    assert f.entry_line() == 10 and facts_mod.function_span(f.code.lines, 10) == (10, 16)
     assert f.source_line(r"[^/*]/[^/*=]|%") == 14  # not line 4, the other kernel's division
     assert f.source_line(r"__shared__") == 0  # nothing in the kernel: no line rather than someone else's
     assert facts_mod.bare_name("void ns::mine<float, (int)1>(float *, int)") == "mine"

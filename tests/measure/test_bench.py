@@ -253,7 +253,7 @@ def test_bench_table_renders(tmp_path):
     from kprof.results import render_bench
 
     p = _point("tiled_matmul", 1024, 1e-3)
-    p = replace(p, flops_per_s=2e12, of_fma_peak=0.03, baselines=(bench.BaselineResult(
+    p = replace(p, rates=replace(p.rates, flops_per_s=2e12, of_fma_peak=0.03), baselines=(bench.BaselineResult(
         "cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary, baseline_flops_per_s=4e12, of_baseline=0.5,
         math_mode="CUBLAS_DEFAULT_MATH (FP32, no TF32)"),))
     peak = Ceilings.from_dict({"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None})
@@ -267,7 +267,7 @@ def test_spec_baselines_read_as_speedups():
     p = _point("rmsnorm_onepass", 1024, 1e-3)
     unfused = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=replace(p.summary, median=3.4e-3),
                                    baseline_bytes_per_s=1.18e12, of_baseline=3.4)
-    p = replace(p, bytes_per_s=4e12, timer="cupti", baselines=(unfused,))
+    p = replace(p, rates=replace(p.rates, bytes_per_s=4e12), timer=bench.TimerUsed(name="cupti"), baselines=(unfused,))
     text = render_bench.bench_table([p], None, None)
     assert "3.40x faster than rmsnorm_unfused" in text and "rmsnorm_unfused median 3,400.0 us" in text
     assert "CUPTI" in text
@@ -317,7 +317,7 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
 
     big = bench.run_point(plan(2**26), None, timeout=10)
     small = bench.run_point(plan(2**20), None, timeout=10)
-    assert big.timer == "cupti" and big.event_summary.median == 1.02e-4
+    assert big.timer.name == "cupti" and big.timer.event_summary.median == 1.02e-4
     assert any("--timer events" in w for w in big.warnings)
     assert not any("--timer events" in w for w in small.warnings)
 
@@ -340,7 +340,7 @@ def test_a_baseline_that_fails_verification_says_why(monkeypatch):
     bad = {"status": "failed-verification", "checks": [
         {"ok": True, "message": "fine"}, {"ok": False, "message": "3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|"}]}
     point = _point_with_one_baseline(monkeypatch, [ok, bad], "other")
-    assert point.status == "ok" and point.of_baseline is None
+    assert point.status == "ok" and point.first is not None and point.first.of_baseline is None
     assert "baseline other failed verification: 3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|" in point.warnings
 
 
@@ -363,9 +363,10 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
     slow_b, fast_b = Baseline("spec", "slow", "slow"), Baseline("spec", "fast", "fast")
     point = bench.run_point(bench.PointPlan(resolved, {}, job, ((slow_b, job), (fast_b, job))), Ceilings.from_dict(peak),
                             timeout=10)
-    assert point.of_ceiling == pytest.approx(1 / 1.5)
-    assert point.baseline_of_ceiling == pytest.approx(0.5 / 1.5)
-    assert point.more_baselines[0]["baseline_of_ceiling"] == pytest.approx(2 / 1.5)
+    assert point.rates.of_ceiling == pytest.approx(1 / 1.5)
+    assert point.first.baseline_of_ceiling == pytest.approx(0.5 / 1.5)
+    assert point.others[0].baseline_of_ceiling == pytest.approx(2 / 1.5)
+    assert point.to_dict()["more_baselines"][0]["baseline_of_ceiling"] == pytest.approx(2 / 1.5)
     assert [w for w in point.warnings if "ceiling" in w] == [
         "baseline fast: 133% of the measured add ceiling: faster than kprof peak's own stream kernels for this mix "
         "(the ceiling is the best of the widths and grids kprof peak tries, not a hard limit: re-run kprof peak "
@@ -502,7 +503,7 @@ def test_a_point_is_frozen_and_its_json_is_flat_as_before():
     assert json.loads(json.dumps(data)) == data
     assert bench.PointResult.from_dict(data) == p
     bare = _point("vector_add", 1024, 1e-3)
-    assert bare.to_dict()["baseline"] is None and bare.to_dict()["more_baselines"] == [] and bare.of_baseline is None
+    assert bare.to_dict()["baseline"] is None and bare.to_dict()["more_baselines"] == [] and bare.first is None
     assert bench.PointResult.from_dict(bare.to_dict()) == bare
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.status = "error"  # type: ignore[misc]
@@ -572,10 +573,10 @@ def test_a_points_timing_summaries_are_typed_and_its_json_keeps_their_numbers():
     numbers as before (rel_stdev and rel_iqr included), and a summary that lacks one reads back as none."""
     p = _point("vector_add", 1024, 1e-4)
     base = bench.BaselineResult("cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary)
-    p = replace(p, baselines=(base,), event_summary=p.summary)
+    p = replace(p, baselines=(base,), timer=bench.TimerUsed(event_summary=p.summary))
     data = p.to_dict()
     assert data["summary"]["median"] == p.summary.median and "rel_stdev" in data["summary"]
     assert data["baseline_summary"] == data["summary"] == data["event_summary"]
     back = bench.PointResult.from_dict(data)
-    assert back.summary == p.summary and back.baseline_summary == p.summary and back.event_summary == p.summary
+    assert back.summary == p.summary and back.first.baseline_summary == p.summary and back.timer.event_summary == p.summary
     assert bench.PointResult.from_dict({**data, "summary": {"median": 1.0}}).summary is None

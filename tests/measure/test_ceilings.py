@@ -71,7 +71,7 @@ def test_a_spec_says_what_its_flops_run_on():
     from kprof.errors import SpecError
     from kprof.spec import catalog, loader
 
-    assert catalog.load("mma_matmul").math == "tensor" and catalog.load("tiled_matmul").math == "fp32"
+    assert catalog.load("mma_matmul").work.math == "tensor" and catalog.load("tiled_matmul").work.math == "fp32"
     data = dict(__import__("yaml").safe_load(catalog.load("tiled_matmul").path.read_text()))
     data["work"] = {**data["work"], "math": "fp8"}
     with pytest.raises(SpecError, match=r"work.math: must be fp32 or tensor"):
@@ -193,18 +193,18 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
 
     def point(name, sizes, bytes_per_s):
         resolved = catalog.load(name).resolve(sizes)
-        p = bench.PointResult(name, resolved.sizes, {}, "cold", "ok", bytes_per_s=bytes_per_s)
+        p = bench.PointResult(name, resolved.sizes, {}, "cold", "ok", rates=bench.Rates(bytes_per_s=bytes_per_s))
         return bench._against_ceilings(p, C(peak), resolved, "cold", H200["l2_bytes"])
 
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)  # this peak has no add ceiling: against copy's, named so
-    assert add.mix == "copy" and add.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
+    assert add.rates.mix == "copy" and add.rates.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
     peak["ceilings"]["add"] = {"bytes_per_s": 4.4e12}
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)
-    assert add.mix == "add" and add.of_ceiling == pytest.approx(4.0 / 4.4)
+    assert add.rates.mix == "add" and add.rates.of_ceiling == pytest.approx(4.0 / 4.4)
     del peak["ceilings"]["add"]
-    assert add.of_dram_peak == pytest.approx(4.0e12 / 4.917e12, rel=1e-3)
+    assert add.rates.of_dram_peak == pytest.approx(4.0e12 / 4.917e12, rel=1e-3)
     total = point("reduce_sum", {"N": 1 << 28}, 4.4e12)
-    assert total.mix == "read" and total.of_ceiling == pytest.approx(4.4 / 4.5)
+    assert total.rates.mix == "read" and total.rates.of_ceiling == pytest.approx(4.4 / 4.5)
     small = point("vector_add", {"N": 1 << 20}, 3.0e12)
     assert not small.plausible and "fits in the 50 MiB L2" in small.warnings[0]
     fast = point("vector_add", {"N": 1 << 28}, 4.4e12)
@@ -222,9 +222,9 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
     peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "write": {"bytes_per_s": 4.2e12},
                          "copy": {"bytes_per_s": 4.25e12}}}
     q = profile.against_ceilings(p, C(peak))
-    assert q.mix in ceilings.MIXES and q.of_ceiling == pytest.approx(p.dram_bytes_per_s / q.ceiling_bytes_per_s)
+    assert q.memory.mix in ceilings.MIXES and q.memory.of_ceiling == pytest.approx(p.memory.dram_bytes_per_s / q.memory.ceiling_bytes_per_s)
     text = render_profile.profile_report([q])
-    assert f"of the measured {q.mix} ceiling" in text and "theoretical peak" in text
+    assert f"of the measured {q.memory.mix} ceiling" in text and "theoretical peak" in text
 
 
 @pytest.mark.nvcc

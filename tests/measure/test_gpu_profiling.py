@@ -28,17 +28,17 @@ def _profile(spec, sizes=None):
 def test_matmul_ladder_profile(name):
     p = _profile(catalog.load(name), {"M": 1024, "N": 1024, "K": 1024})
     assert p.duration_s and p.duration_s > 0
-    assert p.flops == pytest.approx(2 * 1024**3, rel=0.02), "FLOPs from the SASS counters match 2*M*N*K"
-    assert 0 < p.achieved_occupancy <= 1 and 0 < p.theoretical_occupancy <= 1
-    assert p.dram_read > 0 and p.roofline.bound in ("memory", "compute")
-    assert p.stalls and p.roofline.peak_flops > 1e13 and p.roofline.peak_bytes > 1e12
+    assert p.compute.flops == pytest.approx(2 * 1024**3, rel=0.02), "FLOPs from the SASS counters match 2*M*N*K"
+    assert 0 < p.occupancy.achieved_occupancy <= 1 and 0 < p.occupancy.theoretical_occupancy <= 1
+    assert p.memory.dram_read > 0 and p.roofline.bound in ("memory", "compute")
+    assert p.stalls.top and p.roofline.peak_flops > 1e13 and p.roofline.peak_bytes > 1e12
 
 
 @pytest.mark.parametrize("case", perfcases.with_metric(), ids=lambda c: c.name)
 def test_seeded_performance_bug_shows_in_its_metric(case):
     bug = _profile(case.spec)
     twin = _profile(case.spec.twin_spec())
-    ok, text = case.verdict(getattr(bug, case.metric), getattr(twin, case.metric))
+    ok, text = case.verdict(bug.metric(case.expect.metric), twin.metric(case.expect.metric))
     assert ok, text
 
 

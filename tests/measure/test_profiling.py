@@ -59,23 +59,23 @@ def test_analyse_recorded_tiled_matmul(tiled_row):
     p = profile.analyse(tiled_row, "tiled_matmul", {"M": 1024, "N": 1024, "K": 1024}, arch="sm_90",
                         spec_flops=2 * 1024**3)
     assert p.duration_s == pytest.approx(251.52e-6)
-    assert p.achieved_occupancy == pytest.approx(0.9377) and p.theoretical_occupancy == pytest.approx(1.0)
-    assert p.occupancy_limiter == "nothing (the maximum)"
-    assert p.registers == 31 and p.block_size == 1024
-    assert p.dram_read == 8393472.0 and p.dram_write == 0
+    assert p.occupancy.achieved_occupancy == pytest.approx(0.9377) and p.occupancy.theoretical_occupancy == pytest.approx(1.0)
+    assert p.occupancy.occupancy_limiter == "nothing (the maximum)"
+    assert p.occupancy.registers == 31 and p.occupancy.block_size == 1024
+    assert p.memory.dram_read == 8393472.0 and p.memory.dram_write == 0
     # peak: 1504 B/cycle x 3.199 GHz = 4.81 TB/s
     assert p.roofline.peak_bytes == pytest.approx(1504 * 3199088210.35)
-    assert p.dram_fraction == pytest.approx(8393472 / 251.52e-6 / (1504 * 3199088210.35))
-    assert p.l2_hit == pytest.approx(0.9291)
-    assert p.shared_bank_conflicts == 39503 + 321711
-    assert p.conflicts_per_request == pytest.approx((39503 + 321711) / (41943040 + 2097152))
-    assert p.global_load_sectors_per_request == pytest.approx(8388608 / 2097152)
-    assert p.global_store_sectors_per_request == pytest.approx(4.0)
-    assert p.local_bytes == 0
-    assert p.stalls[0][0] == "mio_throttle" and p.stalls[0][1] == pytest.approx(16.51)
-    assert "selected" not in dict(p.stalls)
+    assert p.memory.dram_fraction == pytest.approx(8393472 / 251.52e-6 / (1504 * 3199088210.35))
+    assert p.memory.l2_hit == pytest.approx(0.9291)
+    assert p.shared.shared_bank_conflicts == 39503 + 321711
+    assert p.shared.conflicts_per_request == pytest.approx((39503 + 321711) / (41943040 + 2097152))
+    assert p.memory.global_load_sectors_per_request == pytest.approx(8388608 / 2097152)
+    assert p.memory.global_store_sectors_per_request == pytest.approx(4.0)
+    assert p.memory.local_bytes == 0
+    assert p.stalls.top[0][0] == "mio_throttle" and p.stalls.top[0][1] == pytest.approx(16.51)
+    assert "selected" not in dict(p.stalls.top)
     # --set full records FLOP rates, not the .sum counters kprof asks for: no FLOPs from this file
-    assert p.flops is None and p.roofline.bound is None
+    assert p.compute.flops is None and p.roofline.bound is None
 
 
 def test_analyse_flops_and_roofline():
@@ -91,7 +91,7 @@ def test_analyse_flops_and_roofline():
         "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": V(0.0, "inst"),
     }  # fmt: skip
     p = profile.analyse(row, "k", {})
-    assert p.flops == 2.5e9 and p.flops_per_s == pytest.approx(2.5e12)
+    assert p.compute.flops == 2.5e9 and p.compute.flops_per_s == pytest.approx(2.5e12)
     r = p.roofline
     assert r.peak_bytes == 4e12 and r.peak_flops == pytest.approx(2 * 16896 * 2e9)
     assert r.intensity == pytest.approx(2.5) and r.ridge == pytest.approx(2 * 16896 * 2e9 / 4e12)
@@ -106,8 +106,8 @@ def test_roofline_compute_bound():
 
 def test_fallback_without_counters():
     p = profile.fallback("k", {"N": 1}, 0.002, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=4e9, spec_bytes=8e9, reason="counters not permitted")
-    assert p.source.startswith("fallback") and p.theoretical_occupancy == 1.0
-    assert p.dram_bytes_per_s == pytest.approx(4e12) and p.flops_per_s == pytest.approx(2e12)
+    assert p.source.startswith("fallback") and p.occupancy.theoretical_occupancy == 1.0
+    assert p.memory.dram_bytes_per_s == pytest.approx(4e12) and p.compute.flops_per_s == pytest.approx(2e12)
     json.dumps(p.to_dict())
 
 
@@ -330,14 +330,14 @@ def test_a_tensor_core_kernel_is_judged_against_the_tensor_roof():
             "device__attribute_multiprocessor_count"} <= set((a := ncu.build_argv("/x/ncu", "k"))[a.index("--metrics") + 1].split(","))
     p = profile.analyse(row, "mma_matmul", {}, arch="sm_90", spec_flops=2 * 4096**3, math="tensor")
     peak = 132 * 4096 * 1.98e9  # 1,070 TFLOP/s
-    assert p.flops == 2 * 4096**3 and p.roofline.peak_flops == pytest.approx(peak)
+    assert p.compute.flops == 2 * 4096**3 and p.roofline.peak_flops == pytest.approx(peak)
     assert p.roofline.bound == "compute" and p.roofline.fraction == pytest.approx(2 * 4096**3 / 1e-3 / peak)
-    assert p.tensor_pipe == pytest.approx(0.615) and p.wgmma == 0.0
+    assert p.compute.tensor_pipe == pytest.approx(0.615) and p.compute.wgmma == 0.0
     text = render_profile.profile_report([p])
     assert "137 TFLOP/s (13% of the 1071 TFLOP/s dense 16-bit tensor peak)" in text
     assert "tensor pipe busy 62% of active cycles, no wgmma (mma.sync or HMMA only)" in text
     fp32 = profile.analyse(row, "mma_matmul", {}, arch="sm_90", spec_flops=2 * 4096**3)
-    assert fp32.flops is None or fp32.flops == 0  # FP32's counters see none of it
+    assert fp32.compute.flops is None or fp32.compute.flops == 0  # FP32's counters see none of it
     assert profile.analyse(row, "k", {}, arch="sm_61", spec_flops=1, math="tensor").roofline.peak_flops is None
 
 
@@ -383,4 +383,4 @@ def test_a_report_read_back_in_scaled_units_is_read_in_base_units():
     assert row["sm__cycles_elapsed.avg.per_second"].value == pytest.approx(1.98e9)
     assert row["dram__bytes.sum.peak_sustained"].value == 1504 and row["sm__warps_active.avg.pct_of_peak_sustained_active"].value == 98.9
     p = profile.analyse(row, "k", {})
-    assert p.duration_s == pytest.approx(1.11328e-3) and p.dram_bytes_per_s == pytest.approx(33_558_784 / 1.11328e-3)
+    assert p.duration_s == pytest.approx(1.11328e-3) and p.memory.dram_bytes_per_s == pytest.approx(33_558_784 / 1.11328e-3)

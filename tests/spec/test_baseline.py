@@ -225,8 +225,8 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
     resolved = spec.resolve({"R": 64, "C": 256})
     plan = bench.PointPlan(resolved, {}, FakeJob("kernel"), ((first, FakeJob("unfused")), (mine, FakeJob("python"))))
     result = bench.run_point(plan, None, timeout=10)
-    assert result.of_baseline == pytest.approx(6.0) and len(result.more_baselines) == 1
-    more = result.more_baselines[0]
+    assert result.first.of_baseline == pytest.approx(6.0) and len(result.to_dict()["more_baselines"]) == 1
+    more = result.to_dict()["more_baselines"][0]
     assert more["of_baseline"] == pytest.approx(2.0) and more["baseline_kernels"] == 3
     text = render_bench.bench_table([result], None, None)
     assert "6.00x faster than rmsnorm_unfused" in text

@@ -143,8 +143,8 @@ def test_ncus_kernel_names_meet_the_launch_calls_names():
 
 def test_the_ranking_carries_each_kernels_lines_first_launched_first():
     base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake")
-    profiles = [replace(base, kernel=f"{SOFTMAX_NCU}#{i}", duration_s=1e-3, dram_fraction=0.9) for i in range(2)]
-    profiles.append(replace(base, kernel="nvjet_sm90_tst#2", duration_s=1e-4, tensor_pipe=0.9))
+    profiles = [replace(base, kernel=f"{SOFTMAX_NCU}#{i}", duration_s=1e-3).with_metrics(dram_fraction=0.9) for i in range(2)]
+    profiles.append(replace(base, kernel="nvjet_sm90_tst#2", duration_s=1e-4).with_metrics(tensor_pipe=0.9))
     sites = _sites(**{SOFTMAX: [("/u/model.py", 41), (None, None), ("/u/model.py", 40)]})
     ranked = program.rank(profiles, sites)
     assert ranked[0].sites == ("/u/model.py:41 (forward)", "/u/model.py:40 (forward)", launchsites.NO_FRAME)
