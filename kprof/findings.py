@@ -312,7 +312,7 @@ def _invocation(results: list[Any]) -> dict[str, object]:
              for r in results if not r.ok]
     checked = {r.tool: r.checked.to_dict() for r in results if getattr(r, "checked", None) is not None}
     out: dict[str, object] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
-    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.tools.sanitizers.coverage)
+    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.tools.programs.coverage)
         out["properties"] = {"checked": checked}
     return out
 

@@ -152,7 +152,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     pools off (PyTorch, CuPy, JAX; ``keep_pools`` leaves them), ``--padding`` after each allocation,
     racecheck's full report, no leak check; one tool at a time, each copy of the program with its own
     temporary folder and rendezvous (``jobs``: that many side by side, on the caller's word that the copies are
-    independent; :func:`kprof.tools.programs.copies.schedule`, its reason in the notes). ``progress(tool)`` is called as
+    independent; :func:`kprof.tools.sanitizers.copies.schedule`, its reason in the notes). ``progress(tool)`` is called as
     each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``).
     In a program racecheck and synccheck skip library kernels (:mod:`kprof.tools.sanitizers.kernelpolicy`; each result
     names what it skipped) unless ``all_kernels``."""
@@ -169,7 +169,7 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     names = checkers.choose(tools, program=True)
     require_gpu("compute-sanitizer" if checkers.needs_sanitizer(names) else None)
     env, notes = allocators.environment(dict(os.environ), pools=keep_pools)
-    from kprof.tools.programs import copies
+    from kprof.tools.sanitizers import copies
 
     plan = copies.schedule(cmd, jobs)
     results = checkers.check_program(names, Program(tuple(cmd), env, cwd, not keep_pools),

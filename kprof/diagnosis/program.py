@@ -14,10 +14,10 @@ import re
 from dataclasses import KW_ONLY, asdict, dataclass
 from functools import lru_cache
 
+from kprof import demangle
 from kprof.diagnosis.facts import LATENCY_BELOW, profile_units
 from kprof.measure.profiling import KernelProfile
 from kprof.tools.programs.launchsites import LaunchSite, Sites
-from kprof.tools.sanitizers import demangle
 
 MAX_HEADROOM = 100.0  # a unit below 1% busy says little about its roof: the headroom is capped here
 

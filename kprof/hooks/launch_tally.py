@@ -10,7 +10,7 @@ nothing else: no synchronisation, no copy (the launch recorder, :mod:`launch_rec
 detector's).
 
 One JSON object per line, appended to ``$KPROF_LAUNCH_TALLY`` (every Python process of the program
-writes its own lines, each with its ``pid``; :mod:`kprof.tools.sanitizers.coverage` reads them):
+writes its own lines, each with its ``pid``; :mod:`kprof.tools.programs.coverage` reads them):
 
 - ``{"event": "tally", "pid": P, "ok": true}`` once started, or ``"ok": false, "why": ...``;
 - ``{"event": "kernel", "pid": P, "name": N, "lineinfo": true|false|null, "launches": K}`` at the first

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kprof.demangle import short
 from kprof.results.render import number, percent, table
-from kprof.tools.sanitizers.demangle import short
 from kprof.units import si
 
 if TYPE_CHECKING:

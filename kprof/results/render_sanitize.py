@@ -6,9 +6,9 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from kprof.corpus import mutants
+from kprof.demangle import short
 from kprof.findings import label
 from kprof.results.render import cut, dims, file_name, table, terminal_width, wrap
-from kprof.tools.sanitizers.demangle import short
 
 if TYPE_CHECKING:
     from kprof.corpus.cases import CaseResult

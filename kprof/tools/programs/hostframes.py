@@ -43,7 +43,7 @@ class Frame:
         if self.path and self.line:
             return f"{self.path}:{self.line}"
         if self.module and not self.path:  # a native frame: "launch in vecadd"
-            from kprof.tools.sanitizers.demangle import short
+            from kprof.demangle import short
 
             name = short(self.func, 60) if self.func else f"{self.pc:#x}" if self.pc is not None else "?"
             return f"{name} in {Path(self.module).name}"
@@ -115,7 +115,7 @@ def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
     """A C++ program's launch site: the innermost native frame in the user's own module that is not
     the CUDA runtime nvcc linked in, nor the kernel's own host stub (the function nvcc generates with
     the kernel's name), or None. ``main in vecadd``; the line comes from :mod:`kprof.tools.programs.addr2line`."""
-    from kprof.tools.sanitizers.demangle import base_name, demangle, short
+    from kprof.demangle import base_name, demangle, short
 
     stub = base_name(kernel) if kernel else None
     for f in stack:

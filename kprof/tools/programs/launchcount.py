@@ -1,6 +1,6 @@
 """What a program launches, counted in one run of it beside the tools' runs: kprof's launch tally
 (:mod:`kprof.hooks.launch_tally`, CUPTI callbacks on the driver and runtime launch calls and on each
-module's load) loaded into its Python processes, read into a :class:`kprof.tools.sanitizers.coverage.Coverage`.
+module's load) loaded into its Python processes, read into a :class:`kprof.tools.programs.coverage.Coverage`.
 
 The count cannot run inside a tool's run: compute-sanitizer holds CUPTI's one subscriber there (the
 tally's subscribe fails with ``ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED``: seen on an H200, driver
@@ -16,8 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kprof import inputs, proc
-from kprof.tools.programs import allocators, exitcode
-from kprof.tools.sanitizers import coverage
+from kprof.tools.programs import allocators, coverage, exitcode
 
 MAX_TALLY_BYTES = 8 << 20  # the tally writes a line per kernel: 10,000 kernels at most per process
 

@@ -2,7 +2,7 @@
 
 Every Python process of a program appends JSON lines to one file; a process stopped while writing leaves
 a cut line, which is skipped, as is anything that is not one of the tally's events. What each event means
-is the hook's docstring; :mod:`kprof.tools.sanitizers.coverage` (what a run launched) and :mod:`kprof.tools.programs.launchsites`
+is the hook's docstring; :mod:`kprof.tools.programs.coverage` (what a run launched) and :mod:`kprof.tools.programs.launchsites`
 (where from) read these, never the JSON.
 """
 

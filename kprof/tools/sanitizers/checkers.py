@@ -121,14 +121,15 @@ COUNT = "launch count"  # the run beside the sanitizers' that counts what a prog
 
 def check_program(chosen: Sequence[str], program: Program, settings: Settings, *, jobs: int = 1,
                   progress: Callable[..., None] | None = None) -> list[ToolResult]:
-    """Each of ``chosen`` over the user's program, ``jobs`` at once (:func:`kprof.tools.programs.copies.schedule` decides:
+    """Each of ``chosen`` over the user's program, ``jobs`` at once (:func:`kprof.tools.sanitizers.copies.schedule` decides:
     one after another unless the user says the copies are independent), each in its own process group with its
-    own temporary folder and rendezvous (:func:`kprof.tools.programs.copies.own`); ``progress(name)`` as each starts,
+    own temporary folder and rendezvous (:func:`kprof.tools.sanitizers.copies.own`); ``progress(name)`` as each starts,
     ``progress(name, result)`` as it ends. Beside the sanitizers, one more run counts what the program launches
     (CUPTI cannot run under compute-sanitizer), which each sanitizer's result then says it covered. A copy that
     died of the GPU's memory while others ran beside it runs again alone."""
     from kprof import parallel
-    from kprof.tools.programs import copies, launchcount
+    from kprof.tools.programs import launchcount
+    from kprof.tools.sanitizers import copies
 
     def one(name: str) -> Any:
         with copies.own(program) as mine:

@@ -36,8 +36,8 @@ from kprof.errors import KprofError, UsageError
 from kprof.findings import Allocation, Finding
 from kprof.launch import launch
 from kprof.launch.job import Job, RunMode
-from kprof.tools.programs import exitcode, ranks
-from kprof.tools.sanitizers import coverage, kernelpolicy
+from kprof.tools.programs import coverage, exitcode, ranks
+from kprof.tools.sanitizers import kernelpolicy
 from kprof.tools.sanitizers.checker import Needs, Program, Settings, SuiteChild
 from kprof.tools.sanitizers.sanitizer_xml import MAX_RECORDS, parse_records, parse_xml, read_records, tool_of, unread_note
 from kprof.tools.sanitizers.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program

@@ -69,7 +69,7 @@ def _mapped(reported: str, line: int | None, path: str, node: ast.Constant) -> L
 
 def _bare_name(kernel: str) -> str:
     """The kernel's function name, when it is one a string's ``__global__`` can define."""
-    from kprof.tools.sanitizers.demangle import base_name
+    from kprof.demangle import base_name
 
     text = base_name(kernel)
     return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) else ""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from kprof.findings import Finding
-from kprof.tools.sanitizers.coverage import Coverage
+from kprof.tools.programs.coverage import Coverage
 from kprof.tools.sanitizers.toolrun import ToolResult, with_coverage
 
 POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuBLAS, cuDNN, CUTLASS, NCCL, "
@@ -163,7 +163,7 @@ class Skipped:
         """``library kernels not checked: 7 (PyTorch 5, cuBLAS 2: nvjet_sm90_tst_..., ...)``, or ''."""
         if not self.kernels:
             return ""
-        from kprof.tools.sanitizers.demangle import short
+        from kprof.demangle import short
 
         counts: dict[str, int] = {}
         for lib, _ in self.kernels:

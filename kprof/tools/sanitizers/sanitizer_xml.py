@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from kprof import inputs
+from kprof.demangle import demangle
 from kprof.errors import UsageError
 from kprof.findings import Access, Allocation, Extra, Finding, buffer_detail, fold_same_place, merge
 from kprof.tools.programs import hostframes
 from kprof.tools.sanitizers import kernelpolicy
-from kprof.tools.sanitizers.demangle import demangle
 
 
 def parse_xml(text: str, tool: str, allocations: Sequence[Allocation] | None = None,

@@ -14,8 +14,8 @@ from typing import Literal
 from kprof import proc
 from kprof.findings import Finding
 from kprof.launch.childresult import ChildResult
+from kprof.tools.programs.coverage import Coverage
 from kprof.tools.programs.exitcode import Status
-from kprof.tools.sanitizers.coverage import Coverage
 
 ERROR_EXITCODE = 99  # compute-sanitizer's --error-exitcode: its default is 0 even with errors
 # What compute-sanitizer prints when the program ended before any CUDA call it could instrument (a
@@ -118,7 +118,7 @@ def classify_program(tool: str, done: proc.Completed, status: Status | None, fin
 
 
 def with_coverage(result: ToolResult, checked: Coverage | None) -> ToolResult:
-    """A tool's run of a program with what the program launched beside it (:mod:`kprof.tools.sanitizers.coverage`): a
+    """A tool's run of a program with what the program launched beside it (:mod:`kprof.tools.programs.coverage`): a
     run that would be clean while the program launched no kernel is NOT CHECKED, never clean. Pure."""
     if checked is None:
         return result

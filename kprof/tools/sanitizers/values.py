@@ -33,7 +33,7 @@ from kprof import proc
 from kprof.findings import Finding
 from kprof.launch import launch
 from kprof.launch.job import Job, ValuesMode
-from kprof.tools.sanitizers import coverage
+from kprof.tools.programs import coverage
 from kprof.tools.sanitizers.checker import Needs, Program, Settings, SuiteChild
 from kprof.tools.sanitizers.toolrun import ToolResult, classify
 

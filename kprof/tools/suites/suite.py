@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from kprof.tools.programs import allocators
+from kprof.tools.programs.coverage import Coverage
 from kprof.tools.sanitizers import checkers, kernelpolicy, sanitizer_xml
 from kprof.tools.sanitizers.checker import SuiteChild
-from kprof.tools.sanitizers.coverage import Coverage
 from kprof.tools.suites import suiteevents
 from kprof.tools.suites.pytest_child import EVENTS_ENV, GO_ENV
 from kprof.tools.suites.suiteevents import Finish

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from kprof import inputs
-from kprof.tools.sanitizers.coverage import Coverage
+from kprof.tools.programs.coverage import Coverage
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kprof.tools.programs import hostframes
+from kprof.tools.programs.coverage import Coverage
 from kprof.tools.sanitizers import checkers
-from kprof.tools.sanitizers.coverage import Coverage
 from kprof.tools.sanitizers.toolrun import ToolResult, ToolStatus
 from kprof.tools.suites import suiteevents
 from kprof.tools.suites.pytest_child import FRAME_PREFIX

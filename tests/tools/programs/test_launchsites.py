@@ -16,12 +16,12 @@ from types import SimpleNamespace
 import pytest
 
 import kprof
+from kprof import demangle
 from kprof.diagnosis import program
 from kprof.measure import profiling as prof
 from kprof.results import render_profile
 from kprof.tools.programs import launchsites
 from kprof.tools.programs.launchsites import LaunchSite, Sites
-from kprof.tools.sanitizers import demangle
 
 HOOKS = Path(kprof.__file__).parent / "hooks"
 SOFTMAX = "_ZN2at6native12_GLOBAL__N_119cunn_SoftMaxForwardILi4EfffNS1_25LogSoftMaxForwardEpilogueEEEvPT2_PKT0_i"

@@ -204,8 +204,7 @@ def fake_sanitizer(tmp_path, monkeypatch):
     monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
     # the run beside the tool's that counts the launches (kprof.tools.programs.launchcount): a stand-in too, as if the
     # program launched one kernel (the programs here launch none, and cupti counts where it is installed)
-    from kprof.tools.programs import launchcount
-    from kprof.tools.sanitizers import coverage
+    from kprof.tools.programs import coverage, launchcount
 
     monkeypatch.setattr(launchcount, "count", lambda *a, **k: coverage.Coverage(1, kernels=1, with_lines=1, alongside=True))
 
@@ -236,8 +235,7 @@ def test_a_clean_program_and_a_failing_one(fake_sanitizer, capsys):
 
 
 def test_a_program_that_launched_no_kernel_is_not_checked_under_every_tool(fake_sanitizer, monkeypatch, capsys):
-    from kprof.tools.programs import launchcount
-    from kprof.tools.sanitizers import coverage
+    from kprof.tools.programs import coverage, launchcount
 
     fake_sanitizer()
     counted: list[list[str]] = []
@@ -556,7 +554,7 @@ def test_a_script_that_is_not_executable_is_told_to_use_its_interpreter(tmp_path
     ("k" * 120, 80, "k" * 79 + "…"),
 ])
 def test_a_kernel_name_is_cut_to_a_report_line(name, limit, cut):
-    from kprof.tools.sanitizers.demangle import short
+    from kprof.demangle import short
 
     assert short(name, limit) == cut and len(cut) <= limit + 2
 

@@ -11,7 +11,8 @@ from dataclasses import replace
 import pytest
 
 from kprof.findings import Extra, Finding
-from kprof.tools.sanitizers import compute_sanitizer, coverage, kernelpolicy, sanitizer_xml
+from kprof.tools.programs import coverage
+from kprof.tools.sanitizers import compute_sanitizer, kernelpolicy, sanitizer_xml
 from kprof.tools.sanitizers.checker import Settings
 from kprof.tools.sanitizers.toolrun import ToolResult
 from kprof.tools.suites import suiteevents

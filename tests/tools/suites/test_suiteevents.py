@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from kprof.tools.sanitizers.coverage import Coverage
+from kprof.tools.programs.coverage import Coverage
 from kprof.tools.suites import suiteevents
 from kprof.tools.suites.suiteevents import CollectError, Dead, Finish, Start
 

@@ -1,4 +1,4 @@
-"""What each tool's run checked (kprof.tools.sanitizers.coverage) and kprof's launch tally (kprof/hooks/launch_tally.py),
+"""What each tool's run checked (kprof.tools.programs.coverage) and kprof's launch tally (kprof/hooks/launch_tally.py),
 without a GPU: real cubins from nvcc, the tally's log as its processes write it, its callbacks on fake
 CUPTI data, the exit-code shim that hands the tally to the program only, and the verdict, text, JSON
 and SARIF that carry it."""
@@ -19,8 +19,8 @@ import pytest
 import kprof
 from kprof import findings, proc
 from kprof.results import render_sanitize
-from kprof.tools.programs import exitcode
-from kprof.tools.sanitizers import coverage, toolrun
+from kprof.tools.programs import coverage, exitcode
+from kprof.tools.sanitizers import toolrun
 from kprof.tools.sanitizers.toolrun import ToolResult
 
 HOOKS = Path(kprof.__file__).parent / "hooks"

@@ -1,4 +1,4 @@
-"""The copies of a user's program kprof starts (kprof.tools.programs.copies): one after another unless the user says they are
+"""The copies of a user's program kprof starts (kprof.tools.sanitizers.copies): one after another unless the user says they are
 independent, each with its own temporary folder and torchrun rendezvous, none of them reported NOT CHECKED because
 the launch count's own copy failed. No GPU: a stand-in launcher and stand-in tools."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kprof.tools.programs import copies, launchcount, ranks
-from kprof.tools.sanitizers import checkers
+from kprof.tools.programs import launchcount, ranks
+from kprof.tools.programs.coverage import Coverage
+from kprof.tools.sanitizers import checkers, copies
 from kprof.tools.sanitizers.checker import Program, Settings
-from kprof.tools.sanitizers.coverage import Coverage
 from kprof.tools.sanitizers.toolrun import ToolResult
 
 
