@@ -24,9 +24,16 @@ import os, signal, subprocess, sys, time
 how = os.environ["STAND_IN"]
 if how == "orphan":  # a child in its own session that outlives kprof
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-if how == "temp":
-    open(os.path.join(os.environ["TMPDIR"], "kprof-left.tmp"), "w").close()
+if how in ("temp", "ncu-lock"):
+    name = "kprof-left.tmp" if how == "temp" else "nvidia/nsight_compute/lock"
+    os.makedirs(os.path.dirname(os.path.join(os.environ["TMPDIR"], name)), exist_ok=True)
+    open(os.path.join(os.environ["TMPDIR"], name), "w").close()
+print("running memcheck ...", file=sys.stderr, flush=True)  # a progress line before the signal
+if how == "quick":
+    sys.exit(0)
 def stop(sig, frame):
+    if how == "traceback":
+        print("Traceback (most recent call last):", file=sys.stderr)
     print("kprof: interrupted", file=sys.stderr)
     sys.exit(128 + sig)
 signal.signal(signal.SIGINT, stop)
@@ -64,7 +71,27 @@ def test_a_temporary_file_left_fails_the_scenario(tmp_path, monkeypatch):
 
 def test_a_wrong_exit_code_fails_the_scenario(tmp_path, monkeypatch):
     outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "clean"), ["bench"], signal.SIGINT, 0.5, True, 143)
-    assert not outcome.passed and outcome.checks == {"exit 143": False, "one line on stderr": True}
+    assert not outcome.passed and outcome.checks == {"exit 143": False, "signalled while running": True,
+                                                     "its last line says interrupted": True, "no traceback": True}
+
+
+def test_a_traceback_fails_the_scenario(tmp_path, monkeypatch):
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "traceback"), ["bench"], signal.SIGTERM, 0.5, False,
+                                     143)
+    assert not outcome.passed and not outcome.checks["no traceback"] and outcome.checks["exit 143"]
+
+
+def test_a_command_that_ends_before_its_signal_is_no_test_of_it(tmp_path, monkeypatch):
+    """On the H200 kprof profile finished in 4.6 s, before a signal sent at 6 s: exit 0, not a pass."""
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "quick"), ["profile"], signal.SIGTERM, 3.0, False,
+                                     143)
+    assert not outcome.passed and not outcome.checks["signalled while running"]
+
+
+def test_nsight_computes_own_lock_is_not_kprofs_leftover(tmp_path, monkeypatch):
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "ncu-lock"), ["profile"], signal.SIGINT, 0.5, True,
+                                     130)
+    assert outcome.passed and outcome.left_temp_files == []
 
 
 def test_the_marker_finds_only_its_own_processes(tmp_path):
