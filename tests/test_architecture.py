@@ -7,6 +7,7 @@ __version__``)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -39,8 +40,14 @@ MODULES: dict[str, Path] = {_dotted(p): p for p in _sources()
                             if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in NOT_STAGES}
 
 
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path) -> ast.Module:
+    """A module's tree, parsed once for the whole file's tests (none of them changes a tree)."""
+    return ast.parse(path.read_text())
+
+
 def _trees(path: Path) -> list[ast.Module]:
-    return [ast.parse(path.read_text())]
+    return [_parsed(path)]
 
 
 MAX_LINES = 80
@@ -62,7 +69,7 @@ def _imports(path: Path, typed: bool = False) -> set[str]:
     runner`` is child.runner, ``from kprof.spec import KernelSpec`` the spec folder's front (spec);
     ``typed``: the imports for annotations only too."""
     out: set[str] = set()
-    tree = ast.parse(path.read_text())
+    tree = _parsed(path)
     for node in ast.walk(tree) if typed else _nodes(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "kprof":
@@ -126,7 +133,7 @@ MAX_COMMAND_LINES = 40  # a cmd_NAME parses, calls its API function and prints (
 
 def test_every_command_function_is_short():
     long = [f"{n.name} ({n.end_lineno - n.lineno + 1} lines)" for path in MODULES.values()
-            for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)
+            for n in ast.walk(_parsed(path)) if isinstance(n, ast.FunctionDef)
             and n.name.startswith("cmd_") and n.end_lineno - n.lineno + 1 >= MAX_COMMAND_LINES]
     assert not long, f"commands of {MAX_COMMAND_LINES} lines or more (the work goes in an API function): {long}"
 
@@ -139,7 +146,7 @@ def test_no_any_for_a_prepared_spec_a_profile_or_a_report():
     protocol of it: kprof.launch.prepared.Prepared), never ``Any``."""
     loose = []
     for path in MODULES.values():
-        for fn in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for fn in (n for n in ast.walk(_parsed(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
             for arg in fn.args.args + fn.args.kwonlyargs:
                 if TYPED_NAMES.match(arg.arg) and arg.annotation is not None and "Any" in ast.unparse(arg.annotation):
                     loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name}({arg.arg}: {ast.unparse(arg.annotation)})")
@@ -159,7 +166,7 @@ def test_no_call_passes_more_than_six_arguments_by_position():
     five fields takes the rest by name (``_: KW_ONLY``)."""
     long = []
     for path in MODULES.values():
-        for n in ast.walk(ast.parse(path.read_text())):
+        for n in ast.walk(_parsed(path)):
             if isinstance(n, ast.Call) and len(n.args) > MAX_POSITIONAL and ast.unparse(n.func) not in FOREIGN_CALLS \
                     and not any(isinstance(a, ast.Starred) for a in n.args):
                 long.append(f"{path.relative_to(PKG)}:{n.lineno} {ast.unparse(n.func)} ({len(n.args)})")
@@ -212,7 +219,7 @@ def test_no_status_or_kind_is_a_bare_str():
     words come from elsewhere are in OPEN_STATES with why."""
     bare = []
     for path in MODULES.values():
-        for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
+        for cls in (n for n in ast.walk(_parsed(path)) if isinstance(n, ast.ClassDef)):
             for field in (f for f in cls.body if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)):
                 if field.target.id in STATE_FIELDS and ast.unparse(field.annotation) in ("str", "str | None"):
                     key = (str(path.relative_to(PKG)), f"{cls.name}.{field.target.id}")
@@ -227,7 +234,7 @@ MAX_FIELDS = 25
 def _records() -> list[tuple[str, ast.ClassDef]]:
     """kprof's records: every class under a ``@dataclass`` decorator, with its module's path."""
     return [(str(path.relative_to(PKG)), cls) for path in MODULES.values()
-            for cls in ast.walk(ast.parse(path.read_text())) if isinstance(cls, ast.ClassDef)
+            for cls in ast.walk(_parsed(path)) if isinstance(cls, ast.ClassDef)
             and any("dataclass" in ast.unparse(d) for d in cls.decorator_list)]
 
 
@@ -485,7 +492,7 @@ def test_the_checkers_are_listed_in_one_registry():
     for name, path in MODULES.items():
         if name in CHECKER_HOMES:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parsed(path)):
             if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
                 names = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in CHECKER_NAMES]
                 if len(names) >= 2:
@@ -639,7 +646,7 @@ def test_a_record_is_read_by_its_keys_only_in_its_decoder():
         rel = path.relative_to(PKG).as_posix()
         if rel in DECODERS:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parsed(path)):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
                     and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
                 receiver = ast.unparse(node.func.value)
@@ -686,7 +693,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 
 def _defines(path: Path, name: str) -> bool:
     """Whether the module at ``path`` defines ``name`` (a function, a class, or a method of one) at any depth."""
-    tree = ast.parse(path.read_text())
+    tree = _parsed(path)
     return any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.name == name
                for n in ast.walk(tree))
 

@@ -92,17 +92,30 @@ def test_a_damaged_cached_cubin_is_rebuilt(tmp_path, monkeypatch):
     assert build.build(spec, "sm_90").cached
 
 
+@pytest.fixture(scope="module")
+def vector_add_cache(tmp_path_factory):
+    """A build cache holding vector_add for sm_90, built once for the module's tests that damage a copy of it."""
+    folder = tmp_path_factory.mktemp("vector-add-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KPROF_CACHE_DIR", str(folder))
+        build.build(catalog.load("vector_add"), "sm_90")
+    return folder
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("usage", [{"registers": True}, {"registers": -119}, {"registers": "32"}, {"registers": 300},
                                    {"shared_static": 1.5}, {"colour": 1}, [1, 2], None, {"registers": 0},
                                    {"registers": 17}])
-def test_a_cache_entry_of_the_wrong_types_is_rebuilt(tmp_path, monkeypatch, usage):
+def test_a_cache_entry_of_the_wrong_types_is_rebuilt(tmp_path, monkeypatch, usage, vector_add_cache):
     """A damaged entry's register count was printed as the result ("True registers per thread")."""
     import json
+    import shutil
 
+    shutil.copytree(vector_add_cache, tmp_path / "cache")  # a whole entry, as a first build leaves it
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
     spec = catalog.load("vector_add")
     first = build.build(spec, "sm_90")
+    assert first.cached
     meta = first.cubin.with_suffix(".json")
     info = json.loads(meta.read_text())
     info["usage"]["vector_add"] = usage if not isinstance(usage, dict) else {**info["usage"]["vector_add"], **usage}
@@ -467,18 +480,22 @@ def test_every_environment_is_a_result_or_one_line(tmp_path, monkeypatch, capsys
     line saying what to set; never a traceback or exit 70. (Checked by hand in round 4 before this test.)"""
     from kprof import errors
 
-    for name, value in _environments(tmp_path)[environment].items():
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
     xml = data_dir / "sanitizer" / "rec_oob.memcheck.xml"
     commands = [["list"], ["history"], ["cases", "--list"], ["sanitize", "--from-xml", str(xml), "--sarif",
                                                              str(tmp_path / "out.sarif")], ["occupancy", "vector_add"]]
     documented = {code for code, _, _ in errors.EXIT_CODES} - {errors.EXIT_INTERNAL}
-    for argv in commands:
-        code = cli.main(argv)
-        out, err = capsys.readouterr()
+    answers = []
+    # the environment for kprof's commands alone: restored before pytest reports the test (a COLUMNS of 50 digits
+    # once crashed pytest's own verbose progress line, and with it an xdist worker)
+    with monkeypatch.context() as env:
+        for name, value in _environments(tmp_path)[environment].items():
+            if value is None:
+                env.delenv(name, raising=False)
+            else:
+                env.setenv(name, value)
+        for argv in commands:
+            answers.append((argv, cli.main(argv), *capsys.readouterr()))
+    for argv, code, out, err in answers:
         lines = [line for line in err.splitlines() if line.strip() and not line.startswith("note:")]
         assert code in documented, (environment, argv, code, err)
         assert code == EXPECTED.get((environment, argv[0]), code), (environment, argv, err)
