@@ -40,7 +40,7 @@ MODULES: dict[str, Path] = {_dotted(p): p for p in _sources()
                             if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in NOT_STAGES}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parsed(path: Path) -> ast.Module:
     """A module's tree, parsed once for the whole file's tests (none of them changes a tree)."""
     return ast.parse(path.read_text())
