@@ -97,3 +97,17 @@ def test_a_flat_name_of_before_still_reads_with_a_warning_naming_its_part(record
         assert p.stall_shares == p.stalls.shares
     with pytest.raises(AttributeError, match="no attribute 'not_a_field'"):
         p.not_a_field  # noqa: B018
+
+
+def test_the_records_with_the_old_names_still_copy_and_pickle(recorded, data_dir):
+    """The old names are looked up on demand (``__getattr__``): copying and pickling, which ask for dunder names
+    first, are untouched by it."""
+    import copy
+    import pickle
+
+    from kprof.measure import points
+
+    p = kp.KernelProfile.from_dict(recorded["barrier_in_loop"])
+    q = points.PointResult.from_dict(json.loads((data_dir / "bench-point-h200-8469042.json").read_text())["point"])
+    for record in (p, q):
+        assert pickle.loads(pickle.dumps(record)) == record and copy.deepcopy(record) == record
