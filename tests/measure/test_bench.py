@@ -302,6 +302,34 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     assert plot.roofline([prof], tmp_path / "roof.png").stat().st_size > 5000
 
 
+def test_the_bench_plot_draws_each_baseline_beside_its_kernel(tmp_path, monkeypatch, data_dir):
+    """A sweep draws the point's first baseline as a dashed line named for it; a ladder (one point a kernel) draws it
+    as a bar after the kernels', from the baseline's own rate (the kernel's work over the baseline's time)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+
+    from kprof.results import plot
+
+    recorded = json.loads((data_dir / "bench-point-h200-8469042.json").read_text())["point"]
+    one = bench.PointResult.from_dict(recorded)  # rmsnorm_onepass beside torch's RMSNorm, on an H200
+    sweep = [replace(one, sizes={**one.sizes, "C": c}, rates=replace(one.rates, bytes_per_s=r),
+                     baselines=(replace(one.first, baseline_bytes_per_s=r / 2),))
+             for c, r in ((4096, 2e12), (8192, 3e12))]
+    lines, bars = [], []
+    real_plot, real_barh = matplotlib.axes.Axes.plot, matplotlib.axes.Axes.barh
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot",
+                        lambda self, *a, **k: (lines.append((k.get("label"), list(a[1]))), real_plot(self, *a, **k))[1])
+    monkeypatch.setattr(matplotlib.axes.Axes, "barh",
+                        lambda self, *a, **k: (bars.append(list(a[1])), real_barh(self, *a, **k))[1])
+    assert plot.bench(sweep, tmp_path / "sweep.png").stat().st_size > 5000
+    name = one.first.baseline
+    assert lines == [("rmsnorm_onepass", [2000.0, 3000.0]), (f"{name} (timed beside rmsnorm_onepass)", [1000.0, 1500.0])]
+    ladder = [one, replace(one, kernel="rmsnorm_unfused", baselines=())]
+    assert plot.bench(ladder, tmp_path / "ladder.png").stat().st_size > 5000
+    rate = one.rates.bytes_per_s / 1e9
+    assert bars == [[rate, rate, one.first.baseline_bytes_per_s / 1e9]]
+
+
 def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
     """vector_add's 262,144 blocks ran 7% slower with CUPTI tracing on the H200: bench says so."""
     fake = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
