@@ -218,3 +218,10 @@ class ReferenceExprError(ValueError):
 class KprofDeprecationWarning(FutureWarning):
     """A name kprof moved or renamed, still working for now: the message says the new one. A FutureWarning,
     so a user's script shows it by default (a DeprecationWarning is shown only for ``__main__``'s own code)."""
+
+
+def warn_moved(old: str, new: str, stacklevel: int = 3) -> None:
+    """Say that ``old`` (a record's field, a module) is ``new`` now, pointing at the caller's caller's line."""
+    import warnings
+
+    warnings.warn(f"{old} moved to {new}", KprofDeprecationWarning, stacklevel=stacklevel)

@@ -126,14 +126,6 @@ PARTS: dict[str, type] = {"occupancy": Occupancy, "memory": Memory, "shared": Sh
                           "stalls": Stalls}
 
 
-def _moved(old: str, new: str) -> None:
-    import warnings
-
-    from kprof.errors import KprofDeprecationWarning
-
-    warnings.warn(f"{old} moved to {new}", KprofDeprecationWarning, stacklevel=3)
-
-
 def _metric_names() -> dict[str, tuple[str, str]]:
     """Each measured number's flat name (its JSON key, a perf case's ``expect.metric``) -> (part, field)."""
     return {_JSON_NAMES.get((part, f.name), f.name): (part, f.name)
@@ -169,7 +161,9 @@ class KernelProfile:
             where = METRICS.get(name) or {"stall_shares": ("stalls", "shares")}.get(name)
             if where is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            _moved(f"KernelProfile.{name}", f"KernelProfile.{where[0]}.{where[1]}")
+            from kprof.errors import warn_moved
+
+            warn_moved(f"KernelProfile.{name}", f"KernelProfile.{where[0]}.{where[1]}")
             return getattr(getattr(self, where[0]), where[1])
 
     def metric(self, name: str) -> float | None:

@@ -148,11 +148,9 @@ class PointResult:
                 new, value = f"first.{name}", lambda: getattr(self.first, name) if self.first else None
             else:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            import warnings
+            from kprof.errors import warn_moved
 
-            from kprof.errors import KprofDeprecationWarning
-
-            warnings.warn(f"PointResult.{name} moved to PointResult.{new}", KprofDeprecationWarning, stacklevel=2)
+            warn_moved(f"PointResult.{name}", f"PointResult.{new}")
             return value()
 
     @property
