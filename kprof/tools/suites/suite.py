@@ -57,20 +57,29 @@ def print_limit(tool: str) -> int:
 
 
 def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], cwd: str | Path) -> dict[str, Coverage]:
-    """What each test launches, counted in one run of them all beside the tools' (CUPTI cannot run under
+    """What each test launches, counted in a run of them beside the tools' (CUPTI cannot run under
     compute-sanitizer): kprof's pytest child with the launch tally, each test's count in its finish event.
-    A test that run did not finish (a fault broke its context, it hung) has none."""
+    Each test has its own time limit, as under the tools: a test past it is stopped with its child and has no
+    count, and the tests after it are counted in a child of their own (the run once waited ``timeout`` times the
+    number of tests for one hung test). A test whose child ended by itself mid-run (a fault) has none either."""
     from kprof import inputs, proc
+    from kprof.tools.sanitizers.checkers import COUNT
 
-    nodeids = [t.nodeid for t in tests]
-    with tempfile.TemporaryDirectory(prefix="kprof-count-") as tmp:
-        events = Path(tmp) / "events.jsonl"
-        run_env = allocators.with_hooks({**env, EVENTS_ENV: str(events), "KPROF_LAUNCH_TALLY": str(Path(tmp) / "tally.jsonl")})
-        proc.run(child_argv(nodeids), timeout=timeout * max(1, len(nodeids)), env=run_env, cwd=cwd)
-        text = inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace") if (
-            events.is_file()) else ""
-    run = read_events(text)
-    return {n: f.checked for n, f in run.finished.items() if f.checked is not None}
+    nodeids, counted = [t.nodeid for t in tests], {}
+    while nodeids:
+        with tempfile.TemporaryDirectory(prefix="kprof-count-") as tmp:
+            events = Path(tmp) / "events.jsonl"
+            run_env = allocators.with_hooks({**env, EVENTS_ENV: str(events),
+                                             "KPROF_LAUNCH_TALLY": str(Path(tmp) / "tally.jsonl")})
+            watch = _Watch(events, COUNT, timeout, None)
+            proc.run(child_argv(nodeids), env=run_env, cwd=cwd, watch=watch, poll=HANDOFF_POLL_S)
+            text = inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace") if (
+                events.is_file()) else ""
+        counted.update({n: f.checked for n, f in read_events(text).finished.items() if f.checked is not None})
+        if not (watch.expired and watch.current):  # it ended by itself, or stopped before any test: no more
+            break
+        nodeids = [n for n in nodeids if n not in watch.started_tests]
+    return counted
 
 
 def no_xdist() -> list[str]:

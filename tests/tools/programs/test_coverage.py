@@ -344,3 +344,27 @@ def test_the_count_run_of_a_suite_reads_each_tests_finish_event(tmp_path):
     counts = suite.count_tests(tests, timeout=60, env=proc.child_env(), cwd=tmp_path)
     assert set(counts) <= {"test_x.py::test_a", "test_x.py::test_b"}
     assert all(c.launches == 0 and c.alongside for c in counts.values())  # where cupti counts: nothing launched
+
+
+def test_a_hung_test_costs_the_count_run_its_own_limit_and_the_rest_are_counted(tmp_path, monkeypatch):
+    """The count run stops a test past its own limit, as the tools' children do, and counts the tests after it in a
+    new child: it once waited the limit times the number of tests (a day for 144 tests at 600 s)."""
+    from kprof.tools.suites import suite, suiteverdict
+
+    ran = tmp_path / "ran"
+    (tmp_path / "test_x.py").write_text(
+        "import pathlib, time\n\ndef test_a():\n    pass\n\ndef test_hang():\n    time.sleep(600)\n\n"
+        f"def test_b():\n    pathlib.Path({str(ran)!r}).write_text('b')\n")
+    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in ("a", "hang", "b")]
+    children, real_run = [], proc.run
+
+    def run(argv, **kw):
+        done = real_run(argv, **kw)
+        children.append(([a.split("::")[-1] for a in argv if "::" in a], kw.get("timeout"), done.timed_out))
+        return done
+
+    monkeypatch.setattr(proc, "run", run)
+    counts = suite.count_tests(tests, timeout=1, env=proc.child_env(), cwd=tmp_path)
+    # no limit on a child as a whole: the watch holds each test to its own, and stopped the hung one
+    assert children == [(["test_a", "test_hang", "test_b"], None, True), (["test_b"], None, False)]
+    assert ran.read_text() == "b" and "test_x.py::test_hang" not in counts
