@@ -126,13 +126,10 @@ PARTS: dict[str, type] = {"occupancy": Occupancy, "memory": Memory, "shared": Sh
                           "stalls": Stalls}
 
 
-def _metric_names() -> dict[str, tuple[str, str]]:
-    """Each measured number's flat name (its JSON key, a perf case's ``expect.metric``) -> (part, field)."""
-    return {_JSON_NAMES.get((part, f.name), f.name): (part, f.name)
-            for part, cls in PARTS.items() for f in fields(cls) if part != "stalls"}
-
-
-METRICS = _metric_names()
+# each part's field by its flat name (its JSON key) -> (part, field); the measured numbers (a perf case's
+# ``expect.metric``) are all of them but the stalls'
+FLAT = {_JSON_NAMES.get((part, f.name), f.name): (part, f.name) for part, cls in PARTS.items() for f in fields(cls)}
+METRICS = {name: where for name, where in FLAT.items() if where[0] != "stalls"}
 
 
 @dataclass(frozen=True)
@@ -158,7 +155,7 @@ class KernelProfile:
         def __getattr__(self, name: str) -> object:
             """A flat name of kprof before the profile had parts (``p.dram_fraction``): its part's value, with a
             KprofDeprecationWarning naming where it lives now."""
-            where = METRICS.get(name) or {"stall_shares": ("stalls", "shares")}.get(name)
+            where = FLAT.get(name)  # ``stalls`` never comes here: it is the part itself
             if where is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             from kprof.errors import warn_moved

@@ -102,8 +102,10 @@ class TimerUsed:
 
 # A part's field, as the flat JSON names it
 _TIMER_JSON = {"name": "timer", "note": "timer_note", "cupti_hw_trace": "cupti_hw_trace", "event_summary": "event_summary"}
-_TIMER_BY_JSON = {v: k for k, v in _TIMER_JSON.items()}
 _RATES = tuple(f.name for f in fields(Rates))
+# a flat name of before -> (the part that holds it now, its name there)
+_OLD_NAMES = {**{k: ("rates", k) for k in _RATES}, **{j: ("timer", k) for k, j in _TIMER_JSON.items()},
+              **{k: ("first", k) for k in BASELINE_FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -140,18 +142,14 @@ class PointResult:
         def __getattr__(self, name: str) -> object:
             """A flat name of kprof before the point had parts (``point.bytes_per_s``, ``point.of_baseline``): the
             value, with a KprofDeprecationWarning naming where it lives now."""
-            if name in _RATES:
-                new, value = f"rates.{name}", lambda: getattr(self.rates, name)
-            elif name in _TIMER_BY_JSON:
-                new, value = f"timer.{_TIMER_BY_JSON[name]}", lambda: getattr(self.timer, _TIMER_BY_JSON[name])
-            elif name in BASELINE_FIELDS:
-                new, value = f"first.{name}", lambda: getattr(self.first, name) if self.first else None
-            else:
+            if name not in _OLD_NAMES:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             from kprof.errors import warn_moved
 
-            warn_moved(f"PointResult.{name}", f"PointResult.{new}")
-            return value()
+            part, key = _OLD_NAMES[name]
+            warn_moved(f"PointResult.{name}", f"PointResult.{part}.{key}")
+            holder = getattr(self, part)  # ``first`` is None for a point without a baseline
+            return getattr(holder, key) if holder is not None else None
 
     @property
     def first(self) -> BaselineResult | None:
