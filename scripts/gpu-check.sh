@@ -514,7 +514,7 @@ if has userfirst; then  # the user's kernels first: a suite like a project's own
 fi
 if has racelib; then  # racecheck's "Internal Sanitizer Error" in a half nn.Linear: the filters', the kernel's or the tool's?
     CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")
-    mapfile -t EXA < <(python3 -c "from kprof.tools import kernelpolicy as k; print('\n'.join(k.exclude_args()))")
+    mapfile -t EXA < <(python3 -c "from kprof.tools.sanitizers import kernelpolicy as k; print('\n'.join(k.exclude_args()))")
     LH="python3 -m pytest examples/test_user_suite.py -k linear_half -p no:cacheprovider -n 0 -q"
     for cs in "$CS" ${CS_NEW:-}; do
         v=$([ "$cs" = "$CS" ] && echo machine || echo new)
