@@ -60,6 +60,7 @@ def pytest_addoption(parser):
     parser.addoption("--require-gpu", action="store_true", help="fail, not skip, when the GPU or a GPU tool is missing")
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own, which names each test's group
 def pytest_collection_modifyitems(config, items):
     """The GPU tests first, a ``gpu_alone`` one first of all, then those that build: under pytest-xdist
     the long tests start at once and the short CPU ones fill the gaps at the end, and a ``gpu_alone``
@@ -70,6 +71,26 @@ def pytest_collection_modifyitems(config, items):
 
     items.sort(key=rank)  # stable: the collection's order within each rank
     config.stash[_ALONE] = sum(1 for item in items if item.get_closest_marker("gpu_alone"))
+    _keep_the_groups(config, items)
+
+
+def _keep_the_groups(config, items) -> None:
+    """``--dist loadgroup`` sends a test with ``xdist_group(NAME)`` to its group's one worker by the suffix
+    ``@NAME`` pytest-xdist puts on the test's id in each worker. pytest 9.2 keeps an id in a structured field
+    that pytest-xdist 3.8 does not write (pytest-dev/pytest-xdist#1386, open): its suffix is lost and the groups
+    spread over the workers, so two ncu runs share the GPU (one failed so, exit code 9) and builds meant to
+    be made once are made by every worker. Where the suffix is missing, it is put on the way pytest 9.2 reads
+    it; with a pytest-xdist that writes it, nothing is done (tests/test_conftest.py holds it)."""
+    if not getattr(config.option, "loadgroup", False):  # set in pytest-xdist's workers alone
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            from _pytest.nodeid import coerce_node_id  # pytest >= 9.2, whose ids pytest-xdist 3.8 cannot suffix
+
+            item._id = coerce_node_id(item.nodeid + suffix)
 
 
 _ALONE = pytest.StashKey[int]()  # the session's gpu_alone tests (every xdist worker collects them all)
@@ -126,7 +147,8 @@ def _session_cache(tmp_path_factory) -> Path:
 
     base = tmp_path_factory.getbasetemp()
     # pytest-xdist's workers share one cache (their base folders are siblings): each kernel is built once
-    # for the run, not once a worker (the cache takes concurrent writers: tests/test_hardening.py)
+    # for the run, not once a worker: a worker that wants an entry another is building waits on its lock and
+    # reads it (tests/build/test_build.py); the cache takes concurrent writers (tests/test_hardening.py)
     folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "kprof-cache"
     folder.mkdir(parents=True, exist_ok=True)
     for peak in build.cache_dir().glob("peak-*.json"):

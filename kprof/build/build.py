@@ -22,7 +22,9 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import KW_ONLY, asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -241,9 +243,20 @@ def build(
     if shaken:
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
     cubin = folder / f"{spec.name[:64]}-{target}-{key}.cubin"  # the key tells long names apart
-    meta = cubin.with_suffix(".json")
     if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
         return hit
+    with _one_builder(folder, cubin, timeout):
+        # another kprof (a worker of the same pytest, a copy of the same job) may have built it while this one waited
+        if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
+            return hit
+        return _compile(spec, arch, target=target, compiler=compiler, cubin=cubin, key=key, timeout=timeout)
+
+
+def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cubin: Path, key: str,
+             timeout: float) -> BuildResult:
+    """Run the compiler for one cache entry and write it: the cubin and its record, each by a rename."""
+    merged = dict(spec.defines)
+    folder, meta = cubin.parent, cubin.with_suffix(".json")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name[:64]}-", suffix=".cubin", dir=folder)
@@ -286,6 +299,47 @@ def build(
         tmp.unlink(missing_ok=True)
         if kept is not None:
             shutil.rmtree(kept, ignore_errors=True)
+
+
+LOCK_POLL_S = 0.05  # how often a kprof waiting for another's build of the same entry looks again
+
+
+@contextmanager
+def _one_builder(folder: Path, cubin: Path, timeout: float) -> Iterator[None]:
+    """Hold the entry's lock (``.NAME-ARCH-KEY.lock``, an advisory ``flock``) while building it: kprofs that build one
+    entry at once (pytest-xdist's workers, the copies of a job, two terminals) compile it once, and the others read
+    what it wrote. The wait is at most ``timeout`` (the compiler's own limit, so a holder ends by then); a lock that
+    cannot be had (no ``fcntl``, an unwritable cache, a lock path that is not a regular file) builds without one:
+    never fewer builds than before, and the cache takes writers side by side. The lock ends with its process (a
+    killed kprof holds none); its file goes when the build is done, or with the hour-old temporary files."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: every build runs, as before the lock
+        yield
+        return
+    lock = folder / f".{cubin.stem}.lock"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    break  # built beside the holder: the same work twice, never a wrong entry
+                time.sleep(LOCK_POLL_S)
+        yield
+    finally:
+        with suppress(OSError):
+            if os.fstat(fd).st_ino == lock.lstat().st_ino:
+                lock.unlink()  # a waiter on this file rechecks the cache; a newcomer makes a new one
+        os.close(fd)
 
 
 def _check_tmpdir() -> None:

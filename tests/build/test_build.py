@@ -38,7 +38,6 @@ def _all_specs():
 
 
 @pytest.mark.nvcc
-@pytest.mark.xdist_group("sm90-builds")  # one worker builds them all, the PTX scan (tests/diagnosis) reads its cache
 @pytest.mark.parametrize("spec", _all_specs())
 def test_every_kernel_case_and_twin_builds_for_sm90(spec):
     result = build.build(spec, "sm_90")
@@ -215,3 +214,59 @@ def test_a_spec_naming_a_kernel_the_source_lacks_is_one_line_without_the_compile
         build.build(catalog.load(str(tmp_path / "nok.yaml")), "sm_90")
     assert "nok.cu has no kernel named 'nok' (kernels found: vector_add)" in str(info.value)
     assert not info.value.log
+
+
+@pytest.mark.nvcc
+def test_two_builds_of_one_entry_at_once_compile_it_once(tmp_path, monkeypatch):
+    """Two kprofs building one entry at once (pytest-xdist's workers, a job's copies): the second waits on the
+    entry's lock and reads what the first built. Threads stand in for processes: each opens the lock file
+    itself, and ``flock`` holds between open files as between processes."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    spec = catalog.load("vector_add")
+    real, runs, waiting = proc.run, [], threading.Event()
+
+    def counted(argv, **kwargs):
+        if "-cubin" in argv:
+            runs.append(argv)
+            waiting.wait(10)  # holds the lock until the other build is at it
+        return real(argv, **kwargs)
+
+    def locked_out(*args):
+        waiting.set()
+        return real_sleep(*args)
+
+    monkeypatch.setattr(proc, "run", counted)
+    real_sleep = build.time.sleep
+    monkeypatch.setattr(build.time, "sleep", locked_out)
+    with ThreadPoolExecutor(2) as pool:
+        a, b = pool.map(lambda _: build.build(spec, "sm_90"), range(2))
+    assert len(runs) == 1 and waiting.is_set() and sorted([a.cached, b.cached]) == [False, True]
+    assert a.cubin == b.cubin and a.usage == b.usage
+    assert not list((tmp_path / "cache").glob(".*.lock")), "the lock's file goes with the build"
+
+
+def test_a_lock_that_cannot_be_had_builds_without_it(tmp_path):
+    """A lock path that is no regular file (a link, a folder) or a lock held past the wait: the build goes on
+    without it, never fewer builds than with no lock at all, never a hang."""
+    import fcntl
+    import os
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    cubin = folder / "k-sm_90-abc.cubin"
+    (folder / ".k-sm_90-abc.lock").symlink_to(tmp_path / "elsewhere")
+    with build._one_builder(folder, cubin, timeout=5):
+        pass
+    assert not (tmp_path / "elsewhere").exists() and (folder / ".k-sm_90-abc.lock").is_symlink()
+    (folder / ".k-sm_90-abc.lock").unlink()
+    held = os.open(folder / ".k-sm_90-abc.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        with build._one_builder(folder, cubin, timeout=0.2):
+            entered = True
+    finally:
+        os.close(held)
+    assert entered

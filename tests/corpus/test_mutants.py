@@ -77,7 +77,6 @@ def test_a_mutant_with_the_originals_machine_code_is_equivalent(tmp_path):
 
 
 @pytest.mark.nvcc
-@pytest.mark.xdist_group("tiled_matmul-mutants")  # one worker builds its mutants once; the others read its cache
 def test_kprof_mutants_dry_run_lists_and_builds_every_mutant(capsys):
     assert cli.main(["mutants", "tiled_matmul", "--dry-run", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -96,7 +95,6 @@ def _fake_result(job, ok: bool, rel_err: float = 1e-7) -> ChildResult:
 
 
 @pytest.mark.nvcc
-@pytest.mark.xdist_group("tiled_matmul-mutants")  # one worker builds its mutants once; the others read its cache
 @pytest.mark.parametrize("racecheck_sees_it", [True, False])
 def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivors_are_shown(monkeypatch, capsys,
                                                                                           racecheck_sees_it):
@@ -299,7 +297,6 @@ def test_the_dry_run_names_the_launchs_equivalents(capsys):
 
 
 @pytest.mark.nvcc
-@pytest.mark.xdist_group("tiled_matmul-mutants")  # one worker builds its mutants once; the others read its cache
 def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(monkeypatch):
     """A bound that reads one element too far changes no result (the element meets a padded zero, or
     its output is never stored) and the sanitize size may not meet it: memcheck at every checked size of

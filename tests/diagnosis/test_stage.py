@@ -104,7 +104,6 @@ def test_lane_strides_follow_the_address_arithmetic(ptx_compiler):
 
 
 @pytest.mark.nvcc
-@pytest.mark.xdist_group("sm90-builds")  # beside the build tests: each kernel compiled once, its PTX kept by that build
 def test_the_ptx_scan_reads_every_shipped_kernel(ptx_compiler):
     """Every kernel, case and performance case kprof ships, scanned as kprof profile's diagnosis scans it: a
     lane-varying value that is not linear (x & 1 of a lane index) once met an add and crashed the profile of
