@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -318,10 +319,17 @@ def _one_builder(folder: Path, cubin: Path, timeout: float) -> Iterator[None]:
         yield
         return
     lock = folder / f".{cubin.stem}.lock"
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+        if lock.is_symlink() or (lock.exists() and not lock.is_file()):
+            raise OSError("not a regular file")  # never opened: a device or a pipe there is left as it is
+        fd = os.open(lock, flags, 0o600)
     except OSError:
+        yield
+        return
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # put there between the look and the open
+        os.close(fd)
         yield
         return
     try:

@@ -249,10 +249,11 @@ def test_two_builds_of_one_entry_at_once_compile_it_once(tmp_path, monkeypatch):
 
 
 def test_a_lock_that_cannot_be_had_builds_without_it(tmp_path):
-    """A lock path that is no regular file (a link, a folder) or a lock held past the wait: the build goes on
+    """A lock path that is no regular file (a link, a pipe) or a lock held past the wait: the build goes on
     without it, never fewer builds than with no lock at all, never a hang."""
     import fcntl
     import os
+    import stat
 
     folder = tmp_path / "cache"
     folder.mkdir()
@@ -261,6 +262,11 @@ def test_a_lock_that_cannot_be_had_builds_without_it(tmp_path):
     with build._one_builder(folder, cubin, timeout=5):
         pass
     assert not (tmp_path / "elsewhere").exists() and (folder / ".k-sm_90-abc.lock").is_symlink()
+    (folder / ".k-sm_90-abc.lock").unlink()
+    os.mkfifo(folder / ".k-sm_90-abc.lock")  # a pipe: never opened (a reader would wait), never removed
+    with build._one_builder(folder, cubin, timeout=5):
+        pass
+    assert stat.S_ISFIFO((folder / ".k-sm_90-abc.lock").lstat().st_mode)
     (folder / ".k-sm_90-abc.lock").unlink()
     held = os.open(folder / ".k-sm_90-abc.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(held, fcntl.LOCK_EX)
