@@ -313,41 +313,55 @@ def _one_builder(folder: Path, cubin: Path, timeout: float) -> Iterator[None]:
     cannot be had (no ``fcntl``, an unwritable cache, a lock path that is not a regular file) builds without one:
     never fewer builds than before, and the cache takes writers side by side. The lock ends with its process (a
     killed kprof holds none); its file goes when the build is done, or with the hour-old temporary files."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: every build runs, as before the lock
-        yield
-        return
     lock = folder / f".{cubin.stem}.lock"
-    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = _lock_file(lock)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        if lock.is_symlink() or (lock.exists() and not lock.is_file()):
-            raise OSError("not a regular file")  # never opened: a device or a pipe there is left as it is
-        fd = os.open(lock, flags, 0o600)
-    except OSError:
-        yield
-        return
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # put there between the look and the open
-        os.close(fd)
-        yield
-        return
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() >= deadline:
-                    break  # built beside the holder: the same work twice, never a wrong entry
-                time.sleep(LOCK_POLL_S)
+        if fd is not None:
+            _wait_for_lock(fd, timeout)
         yield
     finally:
-        with suppress(OSError):
-            if os.fstat(fd).st_ino == lock.lstat().st_ino:
-                lock.unlink()  # a waiter on this file rechecks the cache; a newcomer makes a new one
+        if fd is not None:
+            with suppress(OSError):
+                if os.fstat(fd).st_ino == lock.lstat().st_ino:
+                    lock.unlink()  # a waiter on this file rechecks the cache; a newcomer makes a new one
+            os.close(fd)
+
+
+def _lock_file(lock: Path) -> int | None:
+    """The lock's file, open, or None where there is none to be had: no ``fcntl`` (not POSIX), an unwritable cache,
+    or something other than a regular file at its path (a link, a pipe or a device is never opened nor removed)."""
+    try:
+        import fcntl  # noqa: F401  (POSIX only)
+    except ImportError:
+        return None
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        if lock.is_symlink() or (lock.exists() and not lock.is_file()):
+            return None
+        fd = os.open(lock, flags, 0o600)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # put there between the look and the open
         os.close(fd)
+        return None
+    return fd
+
+
+def _wait_for_lock(fd: int, timeout: float) -> None:
+    """Take the lock, waiting at most ``timeout``; past it, build beside the holder (the same work twice, never a
+    wrong entry: each writes by a rename)."""
+    import fcntl
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(LOCK_POLL_S)
 
 
 def _check_tmpdir() -> None:
