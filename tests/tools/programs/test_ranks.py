@@ -1,6 +1,6 @@
 """A multi-process job under the tools, rank by rank (kprof.tools.programs.ranks, kprof/hooks/rank_wrap.py), without a
-GPU: a stand-in launcher named torchrun that starts two Python ranks with RANK set, and a stand-in
-compute-sanitizer that runs its target and saves a record for the rank the test seeds a bug in. Each
+GPU: a stand-in launcher named torchrun that starts two Python ranks with RANK set, MPICH's own mpiexec (pip's
+mpich, the dev extra's) with PMI_RANK, and a stand-in compute-sanitizer that runs its target and saves a record for the rank the test seeds a bug in. Each
 finding carries its rank; a rank that dies or hangs before its report is named; the launcher itself and a
 program without ranks are never wrapped."""
 
@@ -22,7 +22,7 @@ args = sys.argv[1:]
 save, log = args[args.index("--save") + 1], args[args.index("--log-file") + 1]
 assert "--error-exitcode" not in args, args  # a rank keeps its own exit code
 cmd = args[args.index(sys.executable):]
-rank = os.environ.get("RANK", "?")
+rank = os.environ.get("RANK") or os.environ.get("PMI_RANK", "?")  # torchrun's, MPICH's
 if os.environ.get("FAKE_HANG_RANK") == rank:
     import time; time.sleep(60)
 if os.environ.get("FAKE_DIE_RANK") == rank:
@@ -61,6 +61,35 @@ def job(tmp_path, monkeypatch):
     prog.write_text("import os\nprint('rank', os.environ['RANK'], 'wrapped', os.environ.get('KPROF_RANK_WRAPPED'))\n")
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tool))
     return [str(launcher), "--nproc_per_node", "2", str(prog)]
+
+
+def _mpiexec() -> str:
+    """MPICH's mpiexec from pip (the dev extra installs ``mpich`` beside this Python), else one on PATH."""
+    import shutil
+
+    found = shutil.which("mpiexec", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    if not found:
+        pytest.skip("no mpiexec: pip install mpich (the dev extra has it)")
+    return found
+
+
+def test_an_mpich_job_as_its_docs_type_it_is_checked_rank_by_rank(job, tmp_path, monkeypatch):
+    """``kprof sanitize -- mpiexec -n 2 python prog.py`` with MPICH's real launcher (Hydra): each rank, told by
+    its PMI_RANK, restarts under the tool with its own report; the finding carries rank 1, both ranks ran wrapped."""
+    prog = tmp_path / "mpi_prog.py"
+    prog.write_text("import os\nprint('rank', os.environ['PMI_RANK'], 'wrapped', os.environ.get('KPROF_RANK_WRAPPED'))\n")
+    cmd = [_mpiexec(), "-n", "2", sys.executable, str(prog)]
+    assert ranks.launcher_of(cmd) == "mpirun"
+    monkeypatch.setenv("FAKE_BUG_RANK", "1")
+    r = compute_sanitizer.run_program(cmd, "memcheck", timeout=60)
+    assert r.status == "findings", (r.message, r.notes, r.log)
+    (f,) = r.findings
+    assert f.rank == 1 and f.kernel == "scale" and f.line == 27
+    assert r.notes[0] == "2 rank(s), each under memcheck on its own", r.notes
+    assert "rank 0 wrapped 1" in r.log and "rank 1 wrapped 1" in r.log, r.log
+    monkeypatch.delenv("FAKE_BUG_RANK")
+    clean = compute_sanitizer.run_program(cmd, "memcheck", timeout=60)
+    assert clean.status == "clean" and not clean.findings, (clean.message, clean.notes)
 
 
 def test_launchers_are_told_from_programs():
