@@ -92,6 +92,23 @@ def test_an_mpich_job_as_its_docs_type_it_is_checked_rank_by_rank(job, tmp_path,
     assert clean.status == "clean" and not clean.findings, (clean.message, clean.notes)
 
 
+def test_an_mpich_jobs_ranks_say_who_they_are_for_the_profile(tmp_path):
+    """``kprof profile -- mpiexec -n 2 python prog.py``: ncu follows every process, and each rank, with the profile's
+    environment (kprof's hooks, ``ranks.mark_env``), writes its pid under its PMI_RANK: the pids the ranks print."""
+    import subprocess
+
+    from kprof.tools.programs import allocators
+
+    prog = tmp_path / "who.py"
+    prog.write_text("import os\nprint(os.environ['PMI_RANK'], os.getpid())\n")
+    env = {**allocators.with_hooks(dict(os.environ)), **ranks.mark_env(tmp_path)}  # as kprof.measure.profiling
+    done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(prog)], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    printed = {int(pid): int(rank) for rank, pid in (line.split() for line in done.stdout.splitlines())}
+    assert ranks.pids(tmp_path) == printed and sorted(printed.values()) == [0, 1]
+
+
 def test_launchers_are_told_from_programs():
     assert ranks.launcher_of(["torchrun", "--nproc_per_node", "2", "train.py"]) == "torchrun"
     assert ranks.launcher_of(["/usr/bin/python3", "-m", "torch.distributed.run", "train.py"]) == "torchrun"
