@@ -77,7 +77,8 @@ def test_an_mpich_job_as_its_docs_type_it_is_checked_rank_by_rank(job, tmp_path,
     """``kprof sanitize -- mpiexec -n 2 python prog.py`` with MPICH's real launcher (Hydra): each rank, told by
     its PMI_RANK, restarts under the tool with its own report; the finding carries rank 1, both ranks ran wrapped."""
     prog = tmp_path / "mpi_prog.py"
-    prog.write_text("import os\nprint('rank', os.environ['PMI_RANK'], 'wrapped', os.environ.get('KPROF_RANK_WRAPPED'))\n")
+    # one write a line: the ranks' output reaches mpiexec's side by side, and print's pieces interleave
+    prog.write_text("import os\nos.write(1, f\"rank {os.environ['PMI_RANK']} wrapped {os.environ.get('KPROF_RANK_WRAPPED')}\\n\".encode())\n")
     cmd = [_mpiexec(), "-n", "2", sys.executable, str(prog)]
     assert ranks.launcher_of(cmd) == "mpirun"
     monkeypatch.setenv("FAKE_BUG_RANK", "1")
@@ -100,7 +101,7 @@ def test_an_mpich_jobs_ranks_say_who_they_are_for_the_profile(tmp_path):
     from kprof.tools.programs import allocators
 
     prog = tmp_path / "who.py"
-    prog.write_text("import os\nprint(os.environ['PMI_RANK'], os.getpid())\n")
+    prog.write_text("import os\nos.write(1, f\"{os.environ['PMI_RANK']} {os.getpid()}\\n\".encode())  # a line a write\n")
     env = {**allocators.with_hooks(dict(os.environ)), **ranks.mark_env(tmp_path)}  # as kprof.measure.profiling
     done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(prog)], env=env, capture_output=True, text=True,
                           timeout=60)
