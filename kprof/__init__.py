@@ -18,13 +18,14 @@ The API (each function loaded on first use; ``help(kprof.run)`` for one in full)
     kprof.prestart_tests(collect, tools='all', *, timeout=600.0, padding=256, keep_pools=False,
         cwd=None, jobs=None, all_kernels=False) -> Early
     kprof.profile(target, *, kernel=None, range=None, launch_skip=0, launch_count=10,
-        set_name='quick', metrics=(), sizes=None, arch=None, timeout=600.0) ->
-        list[KernelProfile]
+        set_name='quick', metrics=(), sizes=None, params=None, baseline=None, report_dir=None,
+        arch=None, timeout=600.0) -> list[KernelProfile]
     kprof.profile_program(cmd, *, kernel=None, range=None, launch_skip=0, launch_count=10,
-        set_name='quick', metrics=(), arch=None, timeout=600.0) -> ProgramProfile
+        set_name='quick', metrics=(), arch=None, report_dir=None, timeout=600.0) ->
+        ProgramProfile
     kprof.profile_specs(names, *, sizes=None, params=None, baseline=None, set_name='quick',
-        metrics=(), report_dir=None, tries=(), auto_try=True, arch=None, timeout=600.0,
-        progress=None) -> SpecProfiles
+        metrics=(), report_dir=None, tries=(), auto_try=True, diagnose=True, arch=None,
+        timeout=600.0, progress=None) -> SpecProfiles
     kprof.readiness(checks, commands=None) -> list[Readiness]
     kprof.run(kernel, *, sizes=None, params=None, preset='default', seed=0, arch=None,
         timeout=300.0) -> RunReport
@@ -73,7 +74,7 @@ _PUBLIC = {
     # the API functions: kprof.commands.api, the corpora's in kprof.commands.corpora
     "run": "kprof.commands.api", "run_bench": "kprof.commands.api", "run_peak": "kprof.commands.api",
     "sanitize": "kprof.commands.api", "sanitize_tests": "kprof.commands.api", "prestart_tests": "kprof.commands.api",
-    "profile": "kprof.commands.api", "profile_program": "kprof.commands.api", "diagnose": "kprof.commands.api",
+    "profile": "kprof.commands.profiles", "profile_program": "kprof.commands.profiles", "diagnose": "kprof.commands.api",
     "profile_specs": "kprof.commands.profiles",
     "checkers": "kprof.commands.api",
     "load": "kprof.commands.api", "range": "kprof.annotate",

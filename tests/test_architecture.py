@@ -657,7 +657,8 @@ def test_a_record_is_read_by_its_keys_only_in_its_decoder():
     assert not gone, f"DECODERS or NOT_RECORDS names a module that is not there: {gone}"
 
 
-API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline", "corpora": "kprof.commands.corpora"}
+API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline", "corpora": "kprof.commands.corpora",
+               "profiles": "kprof.commands.profiles"}
 # The API's functions over what the CLI has already prepared (a spec resolved with its --param and --size, built
 # once for several uses) and its checks before a GPU run; the public functions are built on them.
 PREPARED_TIER = {"profile_prepared", "diagnose_prepared", "require_gpu", "cases_beyond"}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from kprof import inputs, proc
+from kprof import inputs
 from kprof.commands.apitypes import checked
 from kprof.errors import UsageError
 from kprof.results.reports import BenchCasesReport as BenchCasesReport
@@ -27,7 +27,6 @@ from kprof.results.reports import SanitizeReport as SanitizeReport
 if TYPE_CHECKING:  # the returned types, named without importing their stages when kprof is imported
     from kprof.commands.pipeline import Prepared
     from kprof.diagnosis.model import Diagnosis
-    from kprof.diagnosis.program import ProgramProfile
     from kprof.launch.job import TimingModeName
     from kprof.measure.ceilings import Ceilings
     from kprof.measure.profiling import KernelProfile
@@ -286,50 +285,6 @@ def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str
     prepared = pipeline.prepare(catalog.load(str(name)), sizes, arch=arch)
     return diagnose_prepared(prepared, profile_prepared(prepared, params={}, timeout=timeout), try_params=try_params,
                              auto_try=auto_try, timeout=timeout)
-
-
-@checked
-def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
-            launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
-            sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 600.0) -> list[KernelProfile]:
-    """Nsight Compute over ``target``: a list of :class:`~kprof.measure.profiling.KernelProfile`, one per kernel
-    launch profiled. For a program, kernels are picked by name (``kernel``, a regular expression)
-    and/or NVTX range (``range``: the program's own, torch's, or a ``kprof.range``), at most
-    ``launch_count`` of them after skipping ``launch_skip``."""
-    from kprof.measure import profiling as prof
-
-    if isinstance(target, (str, Path)):
-        from kprof.commands import pipeline
-        from kprof.spec import catalog
-
-        prepared = pipeline.prepare(catalog.load(str(target)), sizes, arch=arch)
-        return profile_prepared(prepared, params={}, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
-    cmd = inputs.program_argv([str(a) for a in target], "profile", None)
-    if launch_count < 1 or launch_skip < 0:
-        raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
-    require_gpu("ncu")
-    from kprof.build.toolchain import detect_arch
-
-    return prof.profile_program(cmd, arch or detect_arch(), kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
-                                launch_count=launch_count, set_name=set_name, metrics=tuple(metrics), timeout=timeout)
-
-
-@checked
-def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str | None = None, launch_skip: int = 0,
-                    launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (), arch: str | None = None,
-                    timeout: float = 600.0) -> ProgramProfile:
-    """``kprof profile -- CMD`` from Python: :func:`profile` over the program, then one more run of it
-    without ncu for the user's line that launched each kernel (stopped once it has launched what ncu
-    looked at), and the kernels ranked (:class:`kprof.diagnosis.program.ProgramProfile`)."""
-    from kprof.diagnosis import program
-    from kprof.tools.programs import launchsites
-
-    profiles = profile(cmd, kernel=kernel, range=range, launch_skip=launch_skip, launch_count=launch_count,
-                       set_name=set_name, metrics=metrics, arch=arch, timeout=timeout)
-    argv = inputs.program_argv([str(a) for a in cmd], "profile", None)
-    sites = launchsites.run(argv, timeout=timeout, env=proc.child_env(), stop_after=launch_skip + launch_count,
-                            kernels=program.profiled_names(profiles))
-    return program.ProgramProfile(profiles, program.rank(profiles, sites), sites)
 
 
 @checked

@@ -340,7 +340,7 @@ def _command_line(program: list[str], verb: str) -> str:
 
 
 def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
-    from kprof.commands import api
+    from kprof.commands import profiles
 
     assert opts.program is not None  # cmd_profile comes here only with -- CMD
     if opts.names:
@@ -348,9 +348,10 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     if not opts.json:
         print(f"profiling {_command_line(opts.program, 'profile')} ...", file=sys.stderr, flush=True)
     try:
-        found = api.profile_program(opts.program, kernel=opts.kernel, range=opts.nvtx_range,
-                                    launch_skip=opts.launch_skip, launch_count=opts.launch_count,
-                                    set_name=opts.set_name, metrics=extra, arch=opts.arch, timeout=opts.timeout)
+        found = profiles.profile_program(opts.program, kernel=opts.kernel, range=opts.nvtx_range,
+                                         launch_skip=opts.launch_skip, launch_count=opts.launch_count,
+                                         set_name=opts.set_name, metrics=extra, arch=opts.arch,
+                                         report_dir=_report_dir(opts.save_report), timeout=opts.timeout)
     except NcuError as exc:
         _profile_output([], [(" ".join(opts.program), exc)], opts.json)
         return EXIT_CUDA

@@ -302,20 +302,23 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
 
 
 def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range: str | None, launch_skip: int,
-                    launch_count: int, set_name: str, metrics: tuple[str, ...], timeout: float) -> list[KernelProfile]:
+                    launch_count: int, set_name: str, metrics: tuple[str, ...], timeout: float,
+                    report_dir: Path | None = None) -> list[KernelProfile]:
     """ncu over the user's program: a report per profiled launch, named ``KERNEL#N`` (N its index among the
     launches ncu matched, counting the skipped), judged on ``arch`` (found once, not per launch). In a multi-process
     job (torchrun, mpirun, srun: :mod:`kprof.tools.programs.ranks`) ncu follows every process, each Python rank marks its pid,
-    and each report says its rank."""
+    and each report says its rank. ``report_dir``: ncu's report kept there as ``PROGRAM.ncu-rep`` (its script's
+    name, else the command's) for the Nsight Compute GUI."""
     from kprof.tools.nsight import ncu
     from kprof.tools.programs import allocators, ranks
 
     with tempfile.TemporaryDirectory(prefix="kprof-ranks-") as tmp:
         job = ranks.launcher_of(cmd) is not None
         env = {**allocators.with_hooks(dict(os.environ)), **ranks.mark_env(Path(tmp))} if job else None
+        report = report_dir / f"{program_report_name(cmd)}.ncu-rep" if report_dir is not None else None
         rows = ncu.profile_program(cmd, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
                                    launch_count=launch_count, set_name=set_name, extra_metrics=metrics, timeout=timeout,
-                                   env=env)
+                                   env=env, report=report)
         by_pid = ranks.pids(Path(tmp)) if job else {}
     out: list[KernelProfile] = []
     for i, row in enumerate(rows):
@@ -324,6 +327,15 @@ def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range
         rank = by_pid.get(_pid(row)) if by_pid else None
         out += [replace(p, rank=rank) for p in found] if rank is not None else found
     return out
+
+
+def program_report_name(cmd: list[str]) -> str:
+    """The saved report's name for a program: its Python script's (``train`` for ``torchrun ... train.py``), else its
+    command's; letters, digits, ``._-`` only. Pure."""
+    import re
+
+    script = next((Path(word).stem for word in cmd[1:] if word.endswith(".py")), Path(cmd[0]).name if cmd else "")
+    return re.sub(r"[^A-Za-z0-9._-]", "_", script)[:64].lstrip(".") or "program"
 
 
 def _pid(row: dict[str, Value]) -> int:

@@ -54,3 +54,43 @@ def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_othe
     assert [name for name, _ in run.errors] == ["vector_add"] and len(run.profiles) == 1
     assert run.diagnoses == [("diagnosis of", "tiled_matmul")]
     assert any(line.startswith("profiling tiled_matmul") for line in said)
+
+
+@pytest.mark.nvcc
+def test_kprof_profile_of_a_spec_takes_the_commands_options_and_diagnoses_nothing(monkeypatch, as_if_a_gpu, tmp_path):
+    """kprof.profile(NAME, params=..., baseline=..., report_dir=...): the spec at its params and each baseline beside
+    it, the report folder made and handed to ncu, the profiles alone (no diagnosis, no tries); an ncu failure
+    raises it, as kprof.profile always did."""
+    from kprof.measure import profiling
+
+    seen = []
+
+    def fake_profile(prepared, **kw):
+        seen.append((prepared.resolved.spec.name, kw["params"], kw["report_dir"]))
+        return [profiling.fallback(prepared.resolved.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, dynamic_smem=0,
+                                   arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake device")]
+
+    monkeypatch.setattr(api, "profile_prepared", fake_profile)
+    monkeypatch.setattr(api, "diagnose_prepared", lambda *a, **k: pytest.fail("kprof.profile diagnosed"))
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
+    got = kprof.profile("tiled_matmul", params={"TILE": "16"}, sizes={"M": 128, "N": 128, "K": 128},
+                        report_dir=tmp_path / "reports")
+    assert [p.kernel for p in got] == ["tiled_matmul"] and (tmp_path / "reports").is_dir()
+    assert seen == [("tiled_matmul", {"TILE": "16"}, tmp_path / "reports")]
+    seen.clear()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("def norm(x, w, eps):\n    return x\n")
+    got = kprof.profile("rmsnorm_onepass", baseline="mine.py:norm", sizes={"R": 64, "C": 256})
+    assert len(got) == 2 and [name for name, _, _ in seen] == ["rmsnorm_onepass", got[1].kernel], seen
+    monkeypatch.setattr(api, "profile_prepared", lambda prepared, **kw: (_ for _ in ()).throw(NcuError("ncu failed", reason="t")))
+    with pytest.raises(NcuError, match="ncu failed"):
+        kprof.profile("tiled_matmul")
+
+
+def test_kprof_profile_says_which_options_belong_to_a_spec_and_which_to_a_program():
+    with pytest.raises(UsageError, match="pick a program's launches"):
+        kprof.profile("tiled_matmul", kernel="scale")
+    with pytest.raises(UsageError, match="params and baseline apply to a spec"):
+        kprof.profile(["python", "train.py"], params={"TILE": "16"})
+    with pytest.raises(UsageError, match="params and baseline apply to a spec"):
+        kprof.profile(["python", "train.py"], baseline="torch")

@@ -270,12 +270,14 @@ def ncu_errors(text: str) -> str:
 
 
 def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str | None = None, launch_skip: int = 0,
-                 launch_count: int = 10, set_name: str = "quick", metrics: tuple[str, ...] = METRICS) -> list[str]:
+                 launch_count: int = 10, set_name: str = "quick", metrics: tuple[str, ...] = METRICS,
+                 report: str | Path | None = None) -> list[str]:
     """ncu's argv for the user's program (up to, not including, the command). Kernels are picked by
     name (a regular expression) and/or NVTX range: ``NAME`` in the default domain (the program's own
     push/pop ranges, torch's ``record_function``) or in kprof's (``kprof.range``). At most
     ``launch_count`` launches are profiled, and then ncu stops the program, so a long one is not
-    profiled end to end."""
+    profiled end to end. ``report``: saved there for the GUI (``--save-report``), read back with
+    :func:`import_argv`."""
     if set_name not in SETS:
         raise UsageError(f"--set {set_name!r}: use quick or full")
     argv = [str(ncu), "--target-processes", "all", "--clock-control", "none", "--metrics", ",".join(metrics),
@@ -286,20 +288,22 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
         argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
     if set_name == "full":
         argv += ["--set", "full"]
+    if report is not None:
+        return argv + ["--export", str(report), "--force-overwrite"]
     return argv + ["--csv", "--page", "raw", "--print-units", "base"]
 
 
 def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,
                     launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick",
                     extra_metrics: tuple[str, ...] = (), timeout: float = 600.0,
-                    env: dict[str, str] | None = None) -> list[dict[str, Value]]:
+                    env: dict[str, str] | None = None, report: Path | None = None) -> list[dict[str, Value]]:
     """ncu over the user's program: one raw row per profiled kernel launch, in order (``Process ID`` says whose,
-    every process followed)."""
+    every process followed). ``report``: the ``.ncu-rep`` kept there, and the rows read back from it."""
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
     for _attempt in range(MAX_RETRIES):
         argv = program_argv(exe, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
-                            launch_count=launch_count, set_name=set_name, metrics=metrics)
+                            launch_count=launch_count, set_name=set_name, metrics=metrics, report=report)
         done = proc.run(argv + cmd, timeout=timeout, env=env)
         text = done.stdout + "\n" + done.stderr
         unknown = unknown_metrics(text)
@@ -313,7 +317,8 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
     if (why := diagnose(text)) is not None:
         hint = " (check --kernel and --range against the kernels the program launches)" if why[0] == "no-match" else ""
         raise NcuError(f"{name}: {why[1]}{hint}", done.tail(30), why[0])
-    rows = parse_csv(done.stdout)
+    table = done.stdout if report is None or not report.is_file() else proc.run(import_argv(exe, report), timeout=120).stdout
+    rows = parse_csv(table)
     if not rows:
         how = done.signal_name or f"exit code {done.returncode}"
         raise NcuError(f"{name}: ncu printed no metrics (the program ended with {how})", done.tail(30), "tool")

@@ -157,19 +157,19 @@ def test_the_ranking_carries_each_kernels_lines_first_launched_first():
 
 
 def test_the_api_profiles_then_finds_the_sites_of_what_ncu_profiled(monkeypatch):
-    from kprof.commands import api
+    from kprof.commands import profiles
 
     base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake")
     profiled = [replace(base, kernel="triton_poi_fused_gelu_2#3", duration_s=1e-4)]
     asked: dict = {}
-    monkeypatch.setattr(api, "profile", lambda cmd, **kw: profiled)
+    monkeypatch.setattr(profiles, "profile", lambda cmd, **kw: profiled)
 
     def fake_run(argv, **kw):
         asked.update(kw, argv=argv)
         return _sites(triton_poi_fused_gelu_2=[("/u/train.py", 30)])
 
     monkeypatch.setattr(launchsites, "run", fake_run)
-    got = api.profile_program(["python", "train.py"], launch_skip=3, launch_count=5, timeout=42)
+    got = profiles.profile_program(["python", "train.py"], launch_skip=3, launch_count=5, timeout=42)
     assert asked["stop_after"] == 8 and asked["kernels"] == ("triton_poi_fused_gelu_2",) and asked["timeout"] == 42
     assert asked["argv"][-1] == "train.py"
     assert got.ranking[0].sites == ("/u/train.py:30 (forward)",) and got.profiles == profiled

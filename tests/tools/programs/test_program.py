@@ -285,6 +285,43 @@ def test_profile_a_program_through_a_stand_in_ncu(tmp_path, monkeypatch, data_di
     assert data["kernels"][0]["duration_s"] == pytest.approx(251.52e-6)
 
 
+FAKE_NCU_EXPORTING = """#!{python}
+import shutil, sys
+args = sys.argv[1:]
+if "--import" in args:  # the saved report read back as a table
+    assert args[args.index("--page") + 1] == "raw"
+    print(open(args[args.index("--import") + 1]).read())
+    sys.exit(0)
+assert "--csv" not in args and args[args.index("--force-overwrite") + 1:] == ["python", "prog.py"], args
+shutil.copy({csv!r}, args[args.index("--export") + 1])  # ncu writes the report, and prints no table
+"""
+
+
+def test_save_report_keeps_a_programs_report_and_reads_it_back(tmp_path, monkeypatch, data_dir, capsys, as_if_a_gpu):
+    """kprof profile --save-report DIR -- python prog.py: ncu exports DIR/prog.ncu-rep (the script's name), and the
+    profiles come from it read back (it was silently left out before)."""
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU_EXPORTING.format(python=sys.executable,
+                                             csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(exe))
+    code = cli.main(["profile", "--save-report", str(tmp_path / "reports"), "--arch", "sm_90", "--json", "--",
+                     "python", "prog.py"])
+    out, err = capsys.readouterr()
+    assert code == 0 and (tmp_path / "reports" / "prog.ncu-rep").is_file(), err
+    data = json.loads(out)
+    assert data["kernels"][0]["duration_s"] == pytest.approx(251.52e-6)
+
+
+def test_a_programs_report_is_named_for_its_script():
+    from kprof.measure.profiling import program_report_name
+
+    assert program_report_name(["torchrun", "--nproc_per_node", "2", "train.py"]) == "train"
+    assert program_report_name(["python", "-c", "print(1)"]) == "python"
+    assert program_report_name(["./my app", "x"]) == "my_app"
+    assert program_report_name(["python", "../.hidden.py"]) == "hidden"
+
+
 FAKE_NCU_FOLLOWING = """#!{python}
 import json, os, subprocess, sys
 args = sys.argv[1:]
