@@ -7,7 +7,7 @@ The API (each function loaded on first use; ``help(kprof.run)`` for one in full)
         progress=None) -> BuildReport
     kprof.checkers() -> list[dict[str, object]]
     kprof.compare_runs(before='last~1', after='last') -> Comparison
-    kprof.diagnose(name, *, sizes=None, arch=None, try_params=None, auto_try=True,
+    kprof.diagnose(name, *, sizes=None, params=None, arch=None, try_params=None, auto_try=True,
         timeout=600.0) -> Diagnosis
     kprof.doctor() -> list[Check]
     kprof.list_kernels(*, arch=None) -> list[Listing]

@@ -275,16 +275,17 @@ def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, try_
 
 
 @checked
-def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, arch: str | None = None,
-             try_params: dict[str, list[str]] | None = None, auto_try: bool = True, timeout: float = 600.0) -> Diagnosis:
+def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
+             arch: str | None = None, try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
+             timeout: float = 600.0) -> Diagnosis:
     """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read them, else
-    without) and diagnose one spec."""
+    without) and diagnose one spec, at ``sizes`` and with ``params`` (its defines)."""
     from kprof.commands import pipeline
     from kprof.spec import catalog
 
-    prepared = pipeline.prepare(catalog.load(str(name)), sizes, arch=arch)
-    return diagnose_prepared(prepared, profile_prepared(prepared, params={}, timeout=timeout), try_params=try_params,
-                             auto_try=auto_try, timeout=timeout)
+    prepared = pipeline.prepare(catalog.load(str(name)), sizes, params=dict(params or {}), arch=arch)
+    return diagnose_prepared(prepared, profile_prepared(prepared, params=dict(params or {}), timeout=timeout),
+                             try_params=try_params, auto_try=auto_try, timeout=timeout)
 
 
 @checked

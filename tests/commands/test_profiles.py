@@ -94,3 +94,18 @@ def test_kprof_profile_says_which_options_belong_to_a_spec_and_which_to_a_progra
         kprof.profile(["python", "train.py"], params={"TILE": "16"})
     with pytest.raises(UsageError, match="params and baseline apply to a spec"):
         kprof.profile(["python", "train.py"], baseline="torch")
+
+
+@pytest.mark.nvcc
+def test_kprof_diagnose_takes_params_as_the_command_does(monkeypatch, as_if_a_gpu):
+    """kprof.diagnose(NAME, params=...): the spec built with them and profiled with them (they were dropped)."""
+    seen = {}
+
+    def fake_profile(prepared, **kw):
+        seen.update(params=kw["params"], defines=dict(prepared.resolved.spec.defines))
+        return []
+
+    monkeypatch.setattr(api, "profile_prepared", fake_profile)
+    monkeypatch.setattr(api, "diagnose_prepared", lambda prepared, got, **kw: "diagnosed")
+    assert kprof.diagnose("tiled_matmul", params={"TILE": "16"}, sizes={"M": 64, "N": 64, "K": 64}) == "diagnosed"
+    assert seen["params"] == {"TILE": "16"} and seen["defines"]["TILE"] == "16", seen
