@@ -307,6 +307,9 @@ def cmd_profile(opts: ProfileOptions) -> int:
         return _profile_program(opts, extra)
     if not opts.names:
         raise UsageError("name the kernels to profile, or give a program after --, e.g. kprof profile -- python train.py")
+    if opts.kernel or opts.nvtx_range or opts.launch_skip or opts.launch_count != 10:
+        raise UsageError("--kernel, --range, --launch-skip and --launch-count pick a program's launches (kprof profile "
+                         f"--kernel REGEX -- python train.py); {opts.names[0]} is profiled whole")
     if opts.plot:
         from kprof.results import plot
 
@@ -345,13 +348,14 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     assert opts.program is not None  # cmd_profile comes here only with -- CMD
     if opts.names:
         raise UsageError(f"give kernels ({' '.join(opts.names)}) or a program after --, not both")
+    report_dir = _report_dir(opts.save_report)  # checked before anything runs
     if not opts.json:
         print(f"profiling {_command_line(opts.program, 'profile')} ...", file=sys.stderr, flush=True)
     try:
         found = profiles.profile_program(opts.program, kernel=opts.kernel, range=opts.nvtx_range,
                                          launch_skip=opts.launch_skip, launch_count=opts.launch_count,
                                          set_name=opts.set_name, metrics=extra, arch=opts.arch,
-                                         report_dir=_report_dir(opts.save_report), timeout=opts.timeout)
+                                         report_dir=report_dir, timeout=opts.timeout)
     except NcuError as exc:
         _profile_output([], [(" ".join(opts.program), exc)], opts.json)
         return EXIT_CUDA

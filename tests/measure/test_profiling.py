@@ -217,6 +217,8 @@ def test_occupancy_cli_without_gpu(capsys):
         (["profile", "nope_kernel"], "unknown kernel 'nope_kernel'"),
         (["profile", "tiled_matmul", "--size", "Q=1"], "unknown size 'Q'"),
         (["profile", "tiled_matmul", "--timeout", "0"], "--timeout 0"),
+        (["profile", "tiled_matmul", "--kernel", "scale"], "pick a program's launches"),
+        (["profile", "tiled_matmul", "--launch-count", "3"], "tiled_matmul is profiled whole"),
     ],
 )
 def test_profile_cli_errors(capsys, argv, message):
@@ -225,6 +227,15 @@ def test_profile_cli_errors(capsys, argv, message):
     code = cli.main(argv)
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_programs_save_report_is_checked_before_it_runs(tmp_path, capsys):
+    from kprof.commands import cli
+
+    (tmp_path / "afile").write_text("")
+    code = cli.main(["profile", "--save-report", str(tmp_path / "afile"), "--", "python", "train.py"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("kprof: error: --save-report") and "is a file" in err and err.count("\n") == 1
 
 
 def test_missing_ncu_says_where_to_get_it(as_if_a_gpu, capsys, monkeypatch):
