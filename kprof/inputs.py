@@ -386,6 +386,22 @@ def replace_file(path: Path, data: str | bytes) -> None:
         raise write_error(path, exc) from None
 
 
+def place_file(made: Path, path: Path) -> None:
+    """Put ``made``, a finished file a tool wrote beside ``path`` (ncu's ``--export``), at ``path``, respecting what
+    is there as :func:`replace_file` does: renamed over a regular file, a link to one or nothing (the link itself
+    replaced, never written through); copied into a character device or a FIFO; a folder, a socket or a block
+    device one line. ``made`` is gone afterwards either way."""
+    try:
+        if output_kind(path) == "replace":
+            os.replace(made, path)
+        else:
+            _write_in_place(path, made.read_bytes())
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    finally:
+        made.unlink(missing_ok=True)
+
+
 OutputKind = Literal["replace", "in place"]
 STREAM_FOLDERS = ("/proc/", "/dev/")  # where a link names a stream or a device, not a file
 PIPE_WAIT_S = 30.0  # how long a FIFO's reader may leave its pipe full before the write is given up

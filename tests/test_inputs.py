@@ -170,3 +170,32 @@ def test_every_output_option_leaves_a_special_file_as_it_was(tmp_path, capsys, m
         assert code != 70 and "Traceback" not in err, (argv, err)
         assert _same(node, before), argv
     assert sorted(p.name for p in tmp_path.iterdir()) == [node.name]
+
+
+def test_a_finished_file_is_placed_as_a_written_one_would_be(tmp_path):
+    """inputs.place_file (ncu's exported report put at --save-report's name): over a regular file by a rename; a link
+    there replaced, its target untouched; into a character device in place; a folder is one line; the made file
+    is gone each time."""
+    def made(text: str) -> Path:
+        path = tmp_path / f".made-{text}"
+        path.write_text(text)
+        return path
+
+    regular = tmp_path / "r.ncu-rep"
+    regular.write_text("old")
+    inputs.place_file(made("a"), regular)
+    assert regular.read_text() == "a"
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    link = tmp_path / "l.ncu-rep"
+    link.symlink_to(target)
+    inputs.place_file(made("b"), link)
+    assert not link.is_symlink() and link.read_text() == "b" and target.read_text() == "keep"
+    node = _node(tmp_path, stat.S_IFCHR, "dev.ncu-rep")
+    before = os.lstat(node)
+    inputs.place_file(made("c"), node)
+    assert _same(node, before)
+    (tmp_path / "dir.ncu-rep").mkdir()
+    with pytest.raises(UsageError, match="is a folder"):
+        inputs.place_file(made("d"), tmp_path / "dir.ncu-rep")
+    assert not list(tmp_path.glob(".made-*"))

@@ -63,6 +63,9 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     if baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, baseline))]
     folder = inputs.output_dir(report_dir, "--save-report") if report_dir is not None else None
+    if folder is not None:
+        for r in resolved:
+            _report_writable(folder / f"{r.spec.name}.ncu-rep")
     api.require_gpu(None)
     no_ncu = ncu.unsupported(arch or toolchain.detect_arch())
     if no_ncu is None:
@@ -119,6 +122,8 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
     if launch_count < 1 or launch_skip < 0:
         raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
     folder = inputs.output_dir(report_dir, "--save-report") if report_dir is not None else None
+    if folder is not None:
+        _report_writable(folder / f"{prof.program_report_name(cmd)}.ncu-rep")
     require_gpu("ncu")
     from kprof.build.toolchain import detect_arch
 
@@ -143,3 +148,11 @@ def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str
     sites = launchsites.run(argv, timeout=timeout, env=proc.child_env(), stop_after=launch_skip + launch_count,
                             kernels=program.profiled_names(profiles))
     return program.ProgramProfile(profiles, program.rank(profiles, sites), sites)
+
+
+def _report_writable(path: Path) -> None:
+    """A report's name that kprof may not write (a folder, a socket there): one line before anything runs."""
+    try:
+        inputs.output_kind(path)
+    except UsageError as exc:
+        raise UsageError(f"--save-report: {exc}") from None

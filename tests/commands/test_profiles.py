@@ -109,3 +109,13 @@ def test_kprof_diagnose_takes_params_as_the_command_does(monkeypatch, as_if_a_gp
     monkeypatch.setattr(api, "diagnose_prepared", lambda prepared, got, **kw: "diagnosed")
     assert kprof.diagnose("tiled_matmul", params={"TILE": "16"}, sizes={"M": 64, "N": 64, "K": 64}) == "diagnosed"
     assert seen["params"] == {"TILE": "16"} and seen["defines"]["TILE"] == "16", seen
+
+
+def test_a_report_name_kprof_may_not_write_is_one_line_before_the_gpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(api, "require_gpu", lambda tool: pytest.fail("the GPU was asked for first"))
+    (tmp_path / "tiled_matmul.ncu-rep").mkdir()
+    (tmp_path / "train.ncu-rep").mkdir()
+    with pytest.raises(UsageError, match=r"--save-report: .*tiled_matmul.ncu-rep is a folder"):
+        profiles.profile_specs(["tiled_matmul"], report_dir=tmp_path)
+    with pytest.raises(UsageError, match=r"--save-report: .*train.ncu-rep is a folder"):
+        kprof.profile(["python", "train.py"], report_dir=tmp_path)

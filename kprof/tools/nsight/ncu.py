@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
 
-from kprof import proc
+from kprof import inputs, proc
 from kprof.errors import KprofError, NcuError, UsageError
 from kprof.launch import launch
 from kprof.launch.childresult import ChildResult
@@ -229,22 +233,47 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
     job = replace(job, mode=RunMode(verify=False, time=False))
-    report = (report_dir / f"{name}.ncu-rep") if report_dir else None
-    for _attempt in range(MAX_RETRIES):
-        done, data = launch.run(job, timeout=timeout,
-                                wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics, report=report))
-        text = done.stdout + "\n" + done.stderr
-        unknown = unknown_metrics(text)
-        if not (unknown and done.returncode != 0):
-            break
-        metrics = tuple(m for m in metrics if m not in unknown)  # one renamed metric never costs the profile
-    _raise_for_run(name, done, data, text, timeout)
-    if report is not None:
-        text = proc.run(import_argv(exe, report), timeout=120).stdout
+    with saved_report(report_dir / f"{name}.ncu-rep" if report_dir else None) as made:
+        for _attempt in range(MAX_RETRIES):
+            done, data = launch.run(job, timeout=timeout,
+                                    wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics, report=made))
+            text = done.stdout + "\n" + done.stderr
+            unknown = unknown_metrics(text)
+            if not (unknown and done.returncode != 0):
+                break
+            metrics = tuple(m for m in metrics if m not in unknown)  # one renamed metric never costs the profile
+        _raise_for_run(name, done, data, text, timeout)
+        if made is not None:
+            text = proc.run(import_argv(exe, made), timeout=120).stdout
     rows = parse_csv(text)
     if not rows:
         raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
     return rows
+
+
+@contextmanager
+def saved_report(report: Path | None) -> Iterator[Path | None]:
+    """Where ncu exports a report that goes to ``report`` (``--save-report``): a fresh file beside it (ncu's
+    ``--force-overwrite`` then writes only kprof's own file, never through a link or over a device at the
+    report's name), put at ``report`` once the run is over (:func:`kprof.inputs.place_file`), even one that
+    failed (the GUI shows what ncu got); what is at ``report`` is checked first, so a folder there is one line
+    before ncu runs. None: no report kept."""
+    if report is None:
+        yield None
+        return
+    inputs.output_kind(report)  # a folder, a socket or a block device at the report's name: one line, now
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{report.stem[:64]}-", suffix=".ncu-rep", dir=report.parent)
+    except OSError as exc:
+        raise inputs.write_error(report, exc) from None
+    os.close(fd)
+    made = Path(name)
+    try:
+        yield made
+    finally:
+        if made.is_file() and made.stat().st_size:
+            inputs.place_file(made, report)
+        made.unlink(missing_ok=True)
 
 
 def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str, timeout: float) -> None:
@@ -301,15 +330,18 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
     every process followed). ``report``: the ``.ncu-rep`` kept there, and the rows read back from it."""
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
-    for _attempt in range(MAX_RETRIES):
-        argv = program_argv(exe, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
-                            launch_count=launch_count, set_name=set_name, metrics=metrics, report=report)
-        done = proc.run(argv + cmd, timeout=timeout, env=env)
-        text = done.stdout + "\n" + done.stderr
-        unknown = unknown_metrics(text)
-        if not (unknown and done.returncode != 0):
-            break
-        metrics = tuple(m for m in metrics if m not in unknown)
+    with saved_report(report) as made:
+        for _attempt in range(MAX_RETRIES):
+            argv = program_argv(exe, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
+                                launch_count=launch_count, set_name=set_name, metrics=metrics, report=made)
+            done = proc.run(argv + cmd, timeout=timeout, env=env)
+            text = done.stdout + "\n" + done.stderr
+            unknown = unknown_metrics(text)
+            if not (unknown and done.returncode != 0):
+                break
+            metrics = tuple(m for m in metrics if m not in unknown)
+        table = proc.run(import_argv(exe, made), timeout=120).stdout if made is not None and made.stat().st_size \
+            else done.stdout
     name = " ".join(cmd)
     if done.timed_out:
         raise NcuError(f"{name}: ncu did not finish within {timeout:g} s; lower --launch-count or raise --timeout",
@@ -317,7 +349,6 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
     if (why := diagnose(text)) is not None:
         hint = " (check --kernel and --range against the kernels the program launches)" if why[0] == "no-match" else ""
         raise NcuError(f"{name}: {why[1]}{hint}", done.tail(30), why[0])
-    table = done.stdout if report is None or not report.is_file() else proc.run(import_argv(exe, report), timeout=120).stdout
     rows = parse_csv(table)
     if not rows:
         how = done.signal_name or f"exit code {done.returncode}"
