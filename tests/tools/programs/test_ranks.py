@@ -93,6 +93,25 @@ def test_an_mpich_job_as_its_docs_type_it_is_checked_rank_by_rank(job, tmp_path,
     assert clean.status == "clean" and not clean.findings, (clean.message, clean.notes)
 
 
+def test_kprof_sanitize_of_an_mpich_job_as_typed_names_the_rank(job, tmp_path, monkeypatch, capsys):
+    """``kprof sanitize --tool memcheck -- mpiexec -n 2 python prog.py``, the command as a user types it (the GPU
+    and the launch count stood in for): exit 1, the finding at rank 1 in the JSON and in the text."""
+    import kprof.child.device
+    from kprof.commands import cli
+    from kprof.tools.programs import coverage, launchcount
+
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
+    monkeypatch.setattr(launchcount, "count", lambda *a, **k: coverage.Coverage(2, kernels=1, with_lines=1, alongside=True))
+    prog = tmp_path / "mpi_prog.py"
+    prog.write_text("import os\nos.write(1, b'ran\\n')\n")
+    monkeypatch.setenv("FAKE_BUG_RANK", "1")
+    argv = ["sanitize", "--tool", "memcheck", "--json", "--", _mpiexec(), "-n", "2", sys.executable, str(prog)]
+    assert cli.main(argv) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [f["rank"] for f in data["findings"]] == [1] and data["findings"][0]["line"] == 27
+    assert cli.main(argv[:3] + argv[4:]) == 1 and "rank 1: memcheck" in capsys.readouterr().out
+
+
 def test_an_mpich_jobs_ranks_say_who_they_are_for_the_profile(tmp_path):
     """``kprof profile -- mpiexec -n 2 python prog.py``: ncu follows every process, and each rank, with the profile's
     environment (kprof's hooks, ``ranks.mark_env``), writes its pid under its PMI_RANK: the pids the ranks print."""
