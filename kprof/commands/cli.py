@@ -489,6 +489,10 @@ def main_inner(argv: list[str]) -> int:
         if getattr(opts, attr, None):
             setattr(opts, attr, str(inputs.output_file(getattr(opts, attr), flag)))
     _no_output_over_an_input(opts)
+    if getattr(opts, "plot", None):
+        from kprof.results import plot
+
+        plot.require(opts.plot)  # matplotlib, and a kind of file it draws
     handler = getattr(commands, f"cmd_{opts.command}")
     for what in ("size", "param"):  # one grammar for every command: kprof.spec.sweep
         if hasattr(opts, what):

@@ -310,18 +310,16 @@ def cmd_profile(opts: ProfileOptions) -> int:
     if opts.kernel or opts.nvtx_range or opts.launch_skip or opts.launch_count != 10:
         raise UsageError("--kernel, --range, --launch-skip and --launch-count pick a program's launches (kprof profile "
                          f"--kernel REGEX -- python train.py); {opts.names[0]} is profiled whole")
-    if opts.plot:
-        from kprof.results import plot
-
-        plot.require()
     run = profiles.profile_specs(opts.names, sizes=opts.size.single_sizes("profile"), params=opts.param.single("profile"),
                                  baseline=opts.baseline, set_name=opts.set_name, metrics=extra,
                                  report_dir=_report_dir(opts.save_report), tries=[w for group in opts.tries for w in group],
                                  auto_try=not opts.no_try, arch=opts.arch, timeout=opts.timeout,
                                  progress=None if opts.json else lambda line: print(line, file=sys.stderr, flush=True))
+    _profile_output(run.profiles, run.errors, opts.json, run.diagnoses)  # printed before any file is written
     if opts.plot and run.profiles:
+        from kprof.results import plot
+
         plot.roofline(run.profiles, Path(opts.plot))
-    _profile_output(run.profiles, run.errors, opts.json, run.diagnoses)
     if opts.sarif:
         from kprof.diagnosis.model import to_sarif
         from kprof.version import __version__
@@ -359,16 +357,16 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
     except NcuError as exc:
         _profile_output([], [(" ".join(opts.program), exc)], opts.json)
         return EXIT_CUDA
-    if opts.plot and found.profiles:
-        from kprof.results import plot
-
-        plot.roofline(found.profiles, Path(opts.plot))
     if opts.json:
         _profile_output(found.profiles, [], True, ranking=found.ranking, sites=found.sites)
     else:
         _profile_output(found.profiles, [], False)
         print()
         print(render_profile.program_ranking(found.ranking, sites=found.sites))
+    if opts.plot and found.profiles:  # after the results are printed: a failed write loses none of them
+        from kprof.results import plot
+
+        plot.roofline(found.profiles, Path(opts.plot))
     return EXIT_OK
 
 
@@ -426,11 +424,6 @@ def cmd_occupancy(opts: OccupancyOptions) -> int:
 def cmd_bench(opts: BenchOptions) -> int:
     from kprof.commands import api
 
-    if opts.plot:
-        from kprof.results import plot
-
-        plot.require()
-
     def say(i: int, n: int, point: Any) -> None:
         label = " ".join(f"{k}={v}" for k, v in {**point.sizes, **point.params}.items())
         print(f"[{i}/{n}] {point.spec.name} {label}".rstrip(), file=sys.stderr, flush=True)
@@ -444,7 +437,7 @@ def cmd_bench(opts: BenchOptions) -> int:
 
 
 def _bench_output(report: BenchReport, opts: BenchOptions) -> None:
-    """What a bench run says: its cut or loss on stderr, the plot, the JSON or the table."""
+    """What a bench run says: its cut or loss on stderr, the JSON or the table, then the plot."""
     results = report.points
     if report.interrupted:
         print(f"interrupted: {len(results)} of {report.planned} points measured and kept (run {report.run})",
@@ -452,14 +445,14 @@ def _bench_output(report: BenchReport, opts: BenchOptions) -> None:
     if report.lost is not None:
         print(f"kprof: error: {report.lost}; {max(len(results) - 1, 0)} of {report.planned} points are kept in the "
               f"history store (run {report.run})", file=sys.stderr)
-    if opts.plot and results:
-        from kprof.results import plot
-
-        plot.bench(results, Path(opts.plot))
     if opts.json:
         _emit_json(report.to_json())
     elif results:
         print(render_bench.bench_table(results, report.peak, report.run if report.recorded else None))
+    if opts.plot and results:  # after the results are printed: a failed write loses none of them
+        from kprof.results import plot
+
+        plot.bench(results, Path(opts.plot))
 
 
 def _bench_exit(report: BenchReport, strict: bool) -> int:

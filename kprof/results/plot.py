@@ -14,11 +14,22 @@ if TYPE_CHECKING:
     from kprof.measure.profiling import KernelProfile
 
 
-def require() -> None:
+def require(path: str | Path | None = None) -> None:
+    """matplotlib is there and draws ``path``'s kind of file (its suffix; none: PNG): one line before anything runs,
+    so a run is never measured and then lost to ``--plot roofline.jpg2``."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError('--plot needs matplotlib: pip install "kprof[plot]"') from None
+    if path is None:
+        return
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(path).suffix[1:].lower() or "png"
+    if suffix not in kinds:
+        raise UsageError(f"--plot {Path(path).name[:100]}: matplotlib draws no .{suffix[:20]} file; name a .png, .svg or "
+                         f".pdf file (or {', '.join('.' + k for k in sorted(kinds) if k not in ('png', 'svg', 'pdf'))})")
 
 
 def roofline(profiles: list[KernelProfile], path: Path) -> Path:

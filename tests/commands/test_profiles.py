@@ -119,3 +119,23 @@ def test_a_report_name_kprof_may_not_write_is_one_line_before_the_gpu(tmp_path, 
         profiles.profile_specs(["tiled_matmul"], report_dir=tmp_path)
     with pytest.raises(UsageError, match=r"--save-report: .*train.ncu-rep is a folder"):
         kprof.profile(["python", "train.py"], report_dir=tmp_path)
+
+
+def test_the_profiles_are_printed_before_the_plot_is_written(monkeypatch, tmp_path, capsys):
+    """A plot whose write fails (a full disk) loses none of what was measured: the table is out first."""
+    pytest.importorskip("matplotlib")
+    from kprof.errors import OutputError
+    from kprof.measure import profiling
+    from kprof.results import plot
+
+    got = profiling.fallback("tiled_matmul", {"M": 64}, 1e-4, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None,
+                             spec_bytes=None, reason="fake device")
+    monkeypatch.setattr(profiles, "profile_specs", lambda *a, **k: profiles.SpecProfiles(profiles=[got]))
+
+    def full_disk(profiles_, path):
+        raise OutputError(f"--plot {path}: No space left on device")
+
+    monkeypatch.setattr(plot, "roofline", full_disk)
+    code = cli.main(["profile", "tiled_matmul", "--plot", str(tmp_path / "roof.png")])
+    out, err = capsys.readouterr()
+    assert code == 7 and "tiled_matmul" in out and "No space left on device" in err

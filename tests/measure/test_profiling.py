@@ -219,6 +219,10 @@ def test_occupancy_cli_without_gpu(capsys):
         (["profile", "tiled_matmul", "--timeout", "0"], "--timeout 0"),
         (["profile", "tiled_matmul", "--kernel", "scale"], "pick a program's launches"),
         (["profile", "tiled_matmul", "--launch-count", "3"], "tiled_matmul is profiled whole"),
+        # checked before the GPU (no GPU here: exit 5 otherwise), so a run is never measured, then lost to its plot
+        (["profile", "tiled_matmul", "--plot", "roof.jpg2"], "--plot roof.jpg2: matplotlib draws no .jpg2 file"),
+        (["bench", "vector_add", "--plot", "b.xlsx"], "matplotlib draws no .xlsx file"),
+        (["profile", "--plot", "roof.txt", "--", "python", "train.py"], "matplotlib draws no .txt file"),
     ],
 )
 def test_profile_cli_errors(capsys, argv, message):
