@@ -144,12 +144,12 @@ def cmd_sanitize(opts: SanitizeOptions) -> int:
         report = api.sanitize(opts.name, opts.tool, sizes=opts.size.single_sizes("sanitize") or None, arch=opts.arch,
                               timeout=opts.timeout, padding=opts.memcheck_padding,
                               progress=None if opts.json else _progress)
-    if opts.sarif:
-        _write_json(Path(opts.sarif), report.to_sarif())
     if opts.json:
         _emit_json(report.to_json())
     else:
         print(render_sanitize.sanitize_report(report.results, report.notes))
+    if opts.sarif:  # after the report: a failed write (a full disk) loses none of it
+        _write_json(Path(opts.sarif), report.to_sarif())
     if report.findings:
         return EXIT_FAILED
     if report.clean:
