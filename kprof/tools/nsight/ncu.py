@@ -255,9 +255,9 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
 def saved_report(report: Path | None) -> Iterator[Path | None]:
     """Where ncu exports a report that goes to ``report`` (``--save-report``): a fresh file beside it (ncu's
     ``--force-overwrite`` then writes only kprof's own file, never through a link or over a device at the
-    report's name), put at ``report`` once the run is over (:func:`kprof.inputs.place_file`), even one that
-    failed (the GUI shows what ncu got); what is at ``report`` is checked first, so a folder there is one line
-    before ncu runs. None: no report kept."""
+    report's name), put at ``report`` once the run is over (:func:`kprof.inputs.place_file`), even one ncu
+    failed (the GUI shows what it got), never one an interrupt cut short (the earlier report stays); what is at
+    ``report`` is checked first, so a folder there is one line before ncu runs. None: no report kept."""
     if report is None:
         yield None
         return
@@ -270,10 +270,19 @@ def saved_report(report: Path | None) -> Iterator[Path | None]:
     made = Path(name)
     try:
         yield made
-    finally:
-        if made.is_file() and made.stat().st_size:
-            inputs.place_file(made, report)
-        made.unlink(missing_ok=True)
+    except NcuError:
+        _place(made, report)  # what ncu got before it failed, for the GUI
+        raise
+    except BaseException:
+        made.unlink(missing_ok=True)  # interrupted: a report cut short never replaces the one there
+        raise
+    _place(made, report)
+
+
+def _place(made: Path, report: Path) -> None:
+    if made.is_file() and made.stat().st_size:
+        inputs.place_file(made, report)
+    made.unlink(missing_ok=True)
 
 
 def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str, timeout: float) -> None:

@@ -37,3 +37,19 @@ def test_a_folder_at_the_reports_name_is_one_line_before_ncu_runs(tmp_path):
         pytest.fail("ncu would have run")
     with ncu.saved_report(None) as made:
         assert made is None
+
+
+def test_an_ncu_failure_keeps_what_it_wrote_and_an_interrupt_keeps_the_earlier_report(tmp_path):
+    from kprof.errors import NcuError
+
+    report = tmp_path / "k.ncu-rep"
+    report.write_text("the earlier report")
+    with pytest.raises(KeyboardInterrupt), ncu.saved_report(report) as made:
+        made.write_bytes(b"half a report")
+        raise KeyboardInterrupt
+    assert report.read_text() == "the earlier report" and [p.name for p in tmp_path.iterdir()] == ["k.ncu-rep"]
+    with pytest.raises(NcuError), ncu.saved_report(report) as made:
+        made.write_bytes(b"what ncu got before the kernel failed")
+        raise NcuError("k: the kernel failed under ncu", reason="target")
+    assert report.read_bytes() == b"what ncu got before the kernel failed"
+    assert [p.name for p in tmp_path.iterdir()] == ["k.ncu-rep"]
