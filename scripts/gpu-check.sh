@@ -58,7 +58,9 @@
 #            the tensor-core kernels (TC_KERNELS; " " for none) under both
 #   ranks    examples/two_ranks.py (torchrun, two ranks, gloo) plain and under kprof sanitize, seeded and fixed;
 #            the fixed one under kprof profile (JSON and text: each kernel's rank; and with --launch-count 2);
-#            the fixed one with its sum through NCCL (--nccl), plain and under kprof sanitize
+#            the fixed one with its sum through NCCL (--nccl), plain and under kprof sanitize; where an mpiexec is
+#            found (pip's mpich, carried in .whl/), the same job launched by it: plain, sanitized (seeded and fixed)
+#            and profiled
 #   gemminit  examples/gemm_initcheck.py under initcheck (this machine's compute-sanitizer and CS_NEW): a half
 #            cuBLAS GEMM into torch.empty and into a zeroed buffer, read by .float(); the kernels' names
 #   userfirst  examples/test_user_suite.py plain, under pytest --kprof-sanitize, and with --kprof-all-kernels
@@ -562,6 +564,16 @@ if has ranks; then  # a two-rank torch.distributed job (gloo, one GPU) plain and
     # NCCL may refuse: what it says is kept
     step ranks-nccl-plain $TR --fixed --nccl
     step ranks-nccl-sanitize sh -c "exec $KPROF sanitize --json -- $TR --fixed --nccl > $LOGS/ranks-nccl-sanitize.json"
+    # the job as an MPI user launches it: each rank found by its PMI_RANK (MPICH) rather than torchrun's RANK
+    if MPIEXEC=$(command -v mpiexec); then
+        MR="$MPIEXEC -n 2 python3 examples/two_ranks.py"
+        step mpi-plain $MR --fixed
+        step mpi-sanitize sh -c "exec $KPROF sanitize --json -- $MR > $LOGS/mpi-sanitize.json"
+        step mpi-sanitize-fixed sh -c "exec $KPROF sanitize --json -- $MR --fixed > $LOGS/mpi-sanitize-fixed.json"
+        step mpi-profile sh -c "exec $KPROF profile --json -- $MR --fixed > $LOGS/mpi-profile.json"
+    else
+        echo "mpi-*: skipped (no mpiexec: carry pip's mpich wheel in .whl/)" >> "$LOGS/steps.txt"
+    fi
 fi
 if has gemminit; then  # does initcheck see a half-precision cuBLAS GEMM's writes? (examples/gemm_initcheck.py)
     CS=$(python3 -c "from kprof import proc; print(proc.find_tool('compute-sanitizer'))")

@@ -129,3 +129,8 @@ def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
     assert "profile --json -- python3 -m torch.distributed.run --standalone --nproc_per_node 2" in got["ranks-profile"]
     assert got["ranks-profile-text"].endswith("examples/two_ranks.py --fixed")
     assert "--fixed" not in got["ranks-sanitize"]
+    if "mpi-sanitize" in got:  # an mpiexec on PATH (pip's mpich, the dev extra's): the job as MPI launches it
+        assert "sanitize --json -- " in got["mpi-sanitize"] and "-n 2 python3 examples/two_ranks.py >" in got["mpi-sanitize"]
+        assert "--fixed" in got["mpi-sanitize-fixed"] and "profile --json -- " in got["mpi-profile"]
+    else:
+        assert "mpi-*: skipped (no mpiexec" in "\n".join(lines)
