@@ -214,12 +214,12 @@ def run(
             watch()  # the last events the child wrote
             return Completed(tuple(map(str, argv)), proc.returncode, out, err, time.monotonic() - start)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        _kill_tree(proc)
         out, err = _drain(proc)
         return Completed(tuple(map(str, argv)), None, out, err, time.monotonic() - start, timed_out=True)
     except KeyboardInterrupt:
-        _kill_group(proc)
-        proc.communicate()
+        _kill_tree(proc)
+        _drain(proc)
         raise
 
 
@@ -236,8 +236,59 @@ def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
         return "", "(the output after the stop was lost: a process the child started kept its pipes open)"
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _kill_tree(proc: subprocess.Popen[str]) -> None:
+    """Stop the child and everything it started: its process group, and every process below it by /proc's parent
+    links, those that made a session of their own too (a daemon, a launcher's proxy: MPICH's ``hydra_pmi_proxy``
+    does, though it ends its own ranks when the launcher goes; a process a program put in a new session ran on
+    after the group's kill, tests/test_proc.py). Each is stopped (SIGSTOP) before any is killed, so none forks or
+    is re-parented away in between; then each is killed."""
+    stopped: set[int] = set()
+    for _ in range(5):  # a process may fork between the walk and its stop: walk again until nothing is new
+        new = tree(proc.pid) - stopped
+        if not new:
+            break
+        for pid in new:
+            _signal(pid, signal.SIGSTOP)
+        stopped |= new
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+    for pid in stopped:
+        _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def tree(root: int) -> set[int]:
+    """``root`` and every process below it, by the parent each has in ``/proc`` (a session or a group of its own
+    does not change its parent); ``{root}`` where there is no ``/proc`` to read."""
+    below: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return {root}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # it ended while the walk went on
+        fields = stat[stat.rfind(b")") + 2:].split()  # after the command's name, which may hold spaces and ')'
+        if len(fields) > 1 and fields[1].isdigit():
+            below.setdefault(int(fields[1]), []).append(int(name))
+    out: set[int] = set()
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo += below.get(pid, [])
+    return out

@@ -1,4 +1,8 @@
+import os
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +21,58 @@ def test_timeout_kills_the_group_and_keeps_what_was_printed():
     done = proc.run([sys.executable, "-c", code], timeout=1.5)
     assert done.timed_out and done.returncode is None
     assert "started" in done.stdout and done.seconds < 30
+
+
+SESSION_OF_ITS_OWN = """
+import os, subprocess, sys, time
+# a grandchild in a session of its own, as MPICH's hydra_pmi_proxy makes one, and its own child (a rank)
+inner = "import os, subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+inner += "open(sys.argv[1], 'w').write(f'{os.getpid()} {p.pid}'); time.sleep(60)"
+subprocess.Popen([sys.executable, "-c", inner, sys.argv[1]], start_new_session=True)
+print("started", flush=True)
+time.sleep(60)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].startswith("Z")  # a zombie waits for its parent: nothing runs
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc: only the child's group is stopped")
+def test_a_timeout_stops_what_the_child_started_in_a_session_of_its_own(tmp_path):
+    """The group's kill missed a process that made a session of its own (MPICH's proxy) and its children (the
+    ranks): they ran on after kprof gave up. Every process below the child is stopped now."""
+    marks = tmp_path / "pids"
+    done = proc.run([sys.executable, "-c", SESSION_OF_ITS_OWN, str(marks)], timeout=3)
+    assert done.timed_out and "started" in done.stdout
+    for _ in range(50):
+        if marks.is_file() and marks.read_text():
+            break
+        time.sleep(0.1)
+    pids = [int(p) for p in marks.read_text().split()]
+    deadline = time.monotonic() + 5
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(p) for p in pids), pids
+
+
+def test_the_tree_of_a_process_is_it_and_what_it_started():
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True); "
+                              "print(flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        child.stdout.readline()
+        time.sleep(0.2)
+        got = proc.tree(child.pid)
+        assert child.pid in got and len(got) == 2 and os.getpid() not in got
+    finally:
+        for pid in proc.tree(child.pid):
+            os.kill(pid, 9)
+        child.wait()
 
 
 def test_signal_name():

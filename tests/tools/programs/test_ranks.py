@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,31 @@ def test_kprof_sanitize_of_an_mpich_job_as_typed_names_the_rank(job, tmp_path, m
     data = json.loads(capsys.readouterr().out)
     assert [f["rank"] for f in data["findings"]] == [1] and data["findings"][0]["line"] == 27
     assert cli.main(argv[:3] + argv[4:]) == 1 and "rank 1: memcheck" in capsys.readouterr().out
+
+
+def test_an_mpich_job_past_its_time_leaves_no_rank_running(job, tmp_path):
+    """A job past its --timeout (a Ctrl-C takes the same stop): MPICH's proxy, in a session of its own, is outside
+    the launcher's process group; kprof stops every process below the launcher, and no rank runs on."""
+    prog = tmp_path / "slow.py"
+    prog.write_text("import os, time\nopen(os.path.join(os.path.dirname(__file__), 'pid' + os.environ['PMI_RANK']), 'w')"
+                    ".write(str(os.getpid()))\ntime.sleep(60)\n")
+    r = compute_sanitizer.run_program([_mpiexec(), "-n", "2", sys.executable, str(prog)], "memcheck", timeout=4)
+    assert r.status == "timeout", (r.message, r.notes)
+    pids = [int((tmp_path / f"pid{rank}").read_text()) for rank in (0, 1)]
+
+    def runs(pid: int) -> bool:  # a zombie waits for its parent's wait: it runs nothing
+        try:
+            return " Z " not in Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+
+    def running() -> list[int]:
+        return [p for p in pids if runs(p)]
+
+    deadline = time.monotonic() + 5
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(), running()
 
 
 def test_an_mpich_jobs_ranks_say_who_they_are_for_the_profile(tmp_path):
