@@ -47,7 +47,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_INTERNAL, "a bug in kprof (set KPROF_DEBUG=1 for the traceback)", ""),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C); what was already measured is kept", ""),
     (EXIT_TERMINATED, "terminated (SIGTERM: a job's time limit, kill); what was already measured is kept",
-     "the running child's process group is ended and kprof's temporary files removed, as for Ctrl-C"),
+     "the running child's process group, and every process below it (in a session of its own too), is ended and "
+     "kprof's temporary files removed, as for Ctrl-C"),
 )
 
 # The kinds of error a child reports (its exception's ``kind``); "internal": not one of kprof's own
