@@ -7,17 +7,19 @@ group, and stdout/stderr kept on the result so nothing the child printed is lost
 
 from __future__ import annotations
 
+import locale
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 from kprof.errors import ToolNotFoundError
 
@@ -168,6 +170,9 @@ def _dies_with_kprof() -> Callable[[], None] | None:
     return ask
 
 
+PIPE_GRACE_S = 5.0  # how long kprof reads on after the child ended, or was stopped, while something keeps its pipes
+
+
 def run(
     argv: list[str],
     *,
@@ -177,10 +182,13 @@ def run(
     watch: Callable[[], bool] | None = None,
     poll: float = 0.5,
 ) -> Completed:
-    """Run ``argv``; on timeout kill its whole process group and return what it printed.
+    """Run ``argv``; on timeout stop it and all it started, and return what it printed.
 
     ``watch`` is asked every ``poll`` seconds while the child runs (it may print progress); when it
-    returns True the child's group is stopped as on a timeout (a test past its own time limit)."""
+    returns True the child is stopped as on a timeout (a test past its own time limit). The child's end is
+    its own exit, not its pipes' close: a process it left running in the background (a daemon, a server in a
+    session of its own) that keeps stdout open no longer holds kprof until the timeout, which then called a
+    finished program one that timed out; kprof reads :data:`PIPE_GRACE_S` more and says that it stopped."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -190,53 +198,89 @@ def run(
             stdin=subprocess.DEVNULL,
             env=env,
             cwd=cwd,
-            text=True,
-            errors="replace",
             start_new_session=True,  # so a timeout can kill the child's children too
             preexec_fn=_dies_with_kprof(),
         )
     except FileNotFoundError:
         raise ToolNotFoundError(str(argv[0]), INSTALL_HINTS.get(Path(str(argv[0])).name, "not found")) from None
+    readers = (_Reader(proc.stdout), _Reader(proc.stderr))
     try:
-        if watch is None:
-            out, err = proc.communicate(timeout=timeout)
-            return Completed(tuple(map(str, argv)), proc.returncode, out, err, time.monotonic() - start)
-        while True:
-            left = None if timeout is None else timeout - (time.monotonic() - start)
-            if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
-            try:
-                out, err = proc.communicate(timeout=poll if left is None else min(poll, left))
-            except subprocess.TimeoutExpired:
-                if watch():
-                    raise
-                continue
-            watch()  # the last events the child wrote
-            return Completed(tuple(map(str, argv)), proc.returncode, out, err, time.monotonic() - start)
-    except subprocess.TimeoutExpired:
-        _kill_tree(proc)
-        out, err = _drain(proc)
-        return Completed(tuple(map(str, argv)), None, out, err, time.monotonic() - start, timed_out=True)
+        ended = _wait(proc, start, timeout, watch, poll)
     except KeyboardInterrupt:
         _kill_tree(proc)
-        _drain(proc)
-        raise
-
-
-def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """What a stopped child printed. A process it started in a session of its own outlives the group's
-    kill and keeps the pipes open: then kprof waits a few seconds, not for ever, and keeps what came."""
-    try:
-        return proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
         proc.wait()
-        return "", "(the output after the stop was lost: a process the child started kept its pipes open)"
+        _read_on(readers)
+        raise
+    if not ended:
+        _kill_tree(proc)
+        proc.wait()
+    out, err = _read_on(readers, ended)
+    return Completed(tuple(map(str, argv)), proc.returncode if ended else None, out, err, time.monotonic() - start,
+                     timed_out=not ended)
 
 
-def _kill_tree(proc: subprocess.Popen[str]) -> None:
+def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float | None, watch: Callable[[], bool] | None,
+          poll: float) -> bool:
+    """Until the child exits (True), or its time is up or ``watch`` says stop (False)."""
+    while True:
+        left = None if timeout is None else timeout - (time.monotonic() - start)
+        if left is not None and left <= 0:
+            return False
+        step = left if watch is None else (poll if left is None else min(poll, left))
+        try:
+            proc.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            if watch is not None and watch():
+                return False
+            continue
+        if watch is not None:
+            watch()  # the last events the child wrote
+        return True
+
+
+class _Reader(threading.Thread):
+    """One of the child's pipes read to its end in a thread of its own, as the bytes come."""
+
+    def __init__(self, pipe: IO[bytes] | None) -> None:
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.parts: list[bytes] = []
+        self.start()
+
+    def run(self) -> None:
+        if self.pipe is None:
+            return
+        fd = self.pipe.fileno()
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                self.parts.append(chunk)
+        except OSError:
+            pass
+        finally:
+            self.pipe.close()
+
+    def text(self) -> str:
+        data = b"".join(list(self.parts))
+        return data.decode(locale.getpreferredencoding(False), errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_on(readers: tuple[_Reader, _Reader], ended: bool = False) -> tuple[str, str]:
+    """What the child printed, once its pipes close or :data:`PIPE_GRACE_S` after it ended or was stopped. A process
+    it started that still holds them (in a session of its own, or left running by a program that ended) is left
+    to them, and the output says so."""
+    deadline = time.monotonic() + PIPE_GRACE_S
+    for r in readers:
+        r.join(max(0.0, deadline - time.monotonic()))
+    out, err = (r.text() for r in readers)
+    if any(r.is_alive() for r in readers):
+        err += ("\n(kprof: a process the program started kept its output open after it ended; kprof read on "
+                f"{PIPE_GRACE_S:g} s and stopped)" if ended else
+                "\n(kprof: a process the child started kept its pipes open after the stop; what it printed after "
+                "that is not here)")
+    return out, err
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """Stop the child and everything it started: its process group, and every process below it by /proc's parent
     links, those that made a session of their own too (a daemon, a launcher's proxy: MPICH's ``hydra_pmi_proxy``
     does, though it ends its own ranks when the launcher goes; a process a program put in a new session ran on

@@ -60,6 +60,21 @@ def test_a_timeout_stops_what_the_child_started_in_a_session_of_its_own(tmp_path
     assert all(_gone(p) for p in pids), pids
 
 
+def test_a_program_that_ends_leaving_a_daemon_is_done_not_timed_out():
+    """A program that starts a server in a session of its own and ends (Ray's, a notebook kernel's): the server
+    keeps stdout open. kprof waited for the pipe until the timeout, and called the finished program one that
+    timed out; it reads on a few seconds after the exit now, keeps what was printed, and says why it stopped."""
+    code = ("import subprocess, sys; d = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+            "start_new_session=True); print('daemon', d.pid, flush=True); print('bye')")
+    done = proc.run([sys.executable, "-c", code], timeout=30)
+    daemon = int(done.stdout.split()[1])
+    try:
+        assert not done.timed_out and done.returncode == 0 and done.stdout.endswith("bye\n")
+        assert done.seconds < proc.PIPE_GRACE_S + 10 and "kept its output open after it ended" in done.stderr
+    finally:
+        os.kill(daemon, 9)
+
+
 def test_the_tree_of_a_process_is_it_and_what_it_started():
     child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
                               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True); "
