@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -238,13 +239,23 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float | None, wa
         return True
 
 
+KEEP_HEAD = 8 << 20  # of a pipe's output kprof keeps its first 8 MiB ...
+KEEP_TAIL = 56 << 20  # ... and its last 56 MiB (the tools' reports go to files; ncu's table of 1,000 launches is ~3 MB)
+
+
 class _Reader(threading.Thread):
-    """One of the child's pipes read to its end in a thread of its own, as the bytes come."""
+    """One of the child's pipes read to its end in a thread of its own, as the bytes come. Of a long output (a
+    training run's log under the tools) the first :data:`KEEP_HEAD` and the last :data:`KEEP_TAIL` bytes are kept,
+    with a line saying how much was left out between them: kprof's memory is not the program's log's size."""
 
     def __init__(self, pipe: IO[bytes] | None) -> None:
         super().__init__(daemon=True)
         self.pipe = pipe
-        self.parts: list[bytes] = []
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_bytes = 0
+        self.seen = 0
+        self.lock = threading.Lock()
         self.start()
 
     def run(self) -> None:
@@ -253,14 +264,30 @@ class _Reader(threading.Thread):
         fd = self.pipe.fileno()
         try:
             while chunk := os.read(fd, 1 << 16):
-                self.parts.append(chunk)
+                self._keep(chunk)
         except OSError:
             pass
         finally:
             self.pipe.close()
 
+    def _keep(self, chunk: bytes) -> None:
+        with self.lock:
+            self.seen += len(chunk)
+            room = KEEP_HEAD - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail.append(chunk)
+                self.tail_bytes += len(chunk)
+                while self.tail_bytes - len(self.tail[0]) >= KEEP_TAIL:
+                    self.tail_bytes -= len(self.tail.popleft())
+
     def text(self) -> str:
-        data = b"".join(list(self.parts))
+        with self.lock:
+            left_out = self.seen - len(self.head) - self.tail_bytes
+            data = bytes(self.head) + (f"\n(kprof: {left_out:,} bytes of output left out here)\n".encode() if left_out
+                                       else b"") + b"".join(self.tail)
         return data.decode(locale.getpreferredencoding(False), errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 

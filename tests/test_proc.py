@@ -178,3 +178,16 @@ def test_a_child_ends_when_kprof_is_killed_with_sigkill(tmp_path):
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, "kprof's child outlived kprof's SIGKILL"
+
+
+def test_a_long_output_keeps_its_head_and_tail_and_says_what_was_left_out(monkeypatch):
+    monkeypatch.setattr(proc, "KEEP_HEAD", 1000)
+    monkeypatch.setattr(proc, "KEEP_TAIL", 5000)
+    code = "import sys\nfor i in range(20000):\n    sys.stdout.write(f'line {i}\\n')\n"
+    done = proc.run([sys.executable, "-c", code], timeout=60)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[0] == "line 0" and lines[-1] == "line 19999"
+    (said,) = [ln for ln in lines if ln.startswith("(kprof:")]
+    left_out = int(said.split()[1].replace(",", ""))
+    total = sum(len(f"line {i}\n") for i in range(20000))
+    assert 1000 <= len(done.stdout) - len(said) - 2 <= 1000 + 5000 + (1 << 16) and left_out == total - (len(done.stdout) - len(said) - 2)
