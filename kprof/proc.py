@@ -206,18 +206,49 @@ def run(
         raise ToolNotFoundError(str(argv[0]), INSTALL_HINTS.get(Path(str(argv[0])).name, "not found")) from None
     readers = (_Reader(proc.stdout), _Reader(proc.stderr))
     try:
-        ended = _wait(proc, start, timeout, watch, poll)
+        ended = _wait(proc, start, timeout, watch, poll) and _group_done(proc, start, timeout, readers)
     except KeyboardInterrupt:
         _kill_tree(proc)
         proc.wait()
-        _read_on(readers)
+        _read_on(readers, PIPE_GRACE_S)
         raise
     if not ended:
         _kill_tree(proc)
         proc.wait()
-    out, err = _read_on(readers, ended)
+    out, err = _read_on(readers, 0.0 if ended else PIPE_GRACE_S, ended)
     return Completed(tuple(map(str, argv)), proc.returncode if ended else None, out, err, time.monotonic() - start,
                      timed_out=not ended)
+
+
+def _group_done(proc: subprocess.Popen[bytes], start: float, timeout: float | None, readers: tuple[_Reader, ...]) -> bool:
+    """After the child's exit, until its pipes close (True) while the rest of its process group runs (the program's
+    own work: a shell's background job, a child it did not wait for), as before; once no process of the group is
+    left, at most :data:`PIPE_GRACE_S` more for what holds them from a session of its own (a daemon, a server).
+    False: the time ran out first."""
+    quiet_since: float | None = None
+    while any(r.is_alive() for r in readers):
+        now = time.monotonic()
+        if timeout is not None and now - start >= timeout:
+            return False
+        if _group_alive(proc.pid):
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= PIPE_GRACE_S:
+            return True
+        for r in readers:
+            r.join(0.05)
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float | None, watch: Callable[[], bool] | None,
@@ -291,11 +322,11 @@ class _Reader(threading.Thread):
         return data.decode(locale.getpreferredencoding(False), errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _read_on(readers: tuple[_Reader, _Reader], ended: bool = False) -> tuple[str, str]:
-    """What the child printed, once its pipes close or :data:`PIPE_GRACE_S` after it ended or was stopped. A process
-    it started that still holds them (in a session of its own, or left running by a program that ended) is left
-    to them, and the output says so."""
-    deadline = time.monotonic() + PIPE_GRACE_S
+def _read_on(readers: tuple[_Reader, ...], grace: float, ended: bool = False) -> tuple[str, str]:
+    """What the child printed, once its pipes close or ``grace`` seconds from now. A process it started that still
+    holds them (in a session of its own, left running by a program that ended) is left to them, and the output
+    says so."""
+    deadline = time.monotonic() + grace
     for r in readers:
         r.join(max(0.0, deadline - time.monotonic()))
     out, err = (r.text() for r in readers)

@@ -75,6 +75,16 @@ def test_a_program_that_ends_leaving_a_daemon_is_done_not_timed_out():
         os.kill(daemon, 9)
 
 
+def test_a_child_the_program_did_not_wait_for_is_still_waited_for():
+    """Its own work, in its process group (a shell's background job): kprof reads on until it is done, past the
+    grace a daemon gets, as before."""
+    late = "import time; time.sleep(7); print('late work done', flush=True)"
+    code = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {late!r}]); print('parent done')"
+    done = proc.run([sys.executable, "-c", code], timeout=60)
+    assert not done.timed_out and done.returncode == 0 and "late work done" in done.stdout and done.seconds >= 7
+    assert "kept its output open" not in done.stderr
+
+
 def test_the_tree_of_a_process_is_it_and_what_it_started():
     child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
                               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True); "
