@@ -186,9 +186,9 @@ def run(
     """Run ``argv``; on timeout stop it and all it started, and return what it printed.
 
     ``watch`` is asked every ``poll`` seconds while the child runs (it may print progress); when it
-    returns True the child is stopped as on a timeout (a test past its own time limit). The child's end is
-    its own exit, not its pipes' close: a process it left running in the background (a daemon, a server in a
-    session of its own) that keeps stdout open no longer holds kprof until the timeout, which then called a
+    returns True the child is stopped as on a timeout (a test past its own time limit). The child is done when
+    it and its process group are, not when every pipe closes: a process it left running in a session of its own
+    (a daemon, a server) that keeps stdout open no longer holds kprof until the timeout, which then called a
     finished program one that timed out; kprof reads :data:`PIPE_GRACE_S` more and says that it stopped."""
     start = time.monotonic()
     try:
