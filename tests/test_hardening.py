@@ -353,6 +353,7 @@ def test_a_history_store_whose_writer_is_killed_mid_write_stays_readable(tmp_pat
     """SIGKILL (no handler runs) while a process records point after point: every row kept is whole, and the store
     takes the next run's points."""
     import os
+    import sqlite3
     import subprocess
     import sys
     import time
@@ -361,8 +362,17 @@ def test_a_history_store_whose_writer_is_killed_mid_write_stays_readable(tmp_pat
 
     db = tmp_path / "h.sqlite"
     writer = subprocess.Popen([sys.executable, "-c", RECORD_FOREVER, str(db)])
+
+    def committed() -> int:  # rows another connection sees (the schema alone once reached the 64 KiB, with none)
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                return int(conn.execute("SELECT count(*) FROM results").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and sum(p.stat().st_size for p in tmp_path.glob("h.sqlite*")) < 65536:
+    while time.monotonic() < deadline and (sum(p.stat().st_size for p in tmp_path.glob("h.sqlite*")) < 65536
+                                           or not committed()):
         time.sleep(0.05)
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait(10)
