@@ -221,8 +221,9 @@ class KprofDeprecationWarning(FutureWarning):
     so a user's script shows it by default (a DeprecationWarning is shown only for ``__main__``'s own code)."""
 
 
-def warn_moved(old: str, new: str, stacklevel: int = 3) -> None:
-    """Say that ``old`` (a record's field, a module) is ``new`` now, pointing at the caller's caller's line."""
+def warn_moved(old: str, new: str, stacklevel: int = 3, *, hint: str = "") -> None:
+    """Say that ``old`` (a record's field, a module) is ``new`` now (``; hint`` after it), pointing at the caller's
+    caller's line."""
     import warnings
 
-    warnings.warn(f"{old} moved to {new}", KprofDeprecationWarning, stacklevel=stacklevel)
+    warnings.warn(f"{old} moved to {new}" + (f"; {hint}" if hint else ""), KprofDeprecationWarning, stacklevel=stacklevel)

@@ -14,7 +14,6 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
-import warnings
 from types import ModuleType
 
 # old path -> new path: every module the stage folders took in, and the tools stage's modules from before its
@@ -90,10 +89,10 @@ class Finder(importlib.abc.MetaPathFinder):
         new = MOVED.get(fullname)
         if new is None:
             return None
-        from kprof.errors import KprofDeprecationWarning
+        from kprof.errors import warn_moved
 
-        warnings.warn(f"{fullname} moved to {new}; import it from there (or use the API from kprof itself: "
-                      f"kprof.run, kprof.sanitize, ...)", KprofDeprecationWarning, stacklevel=2)
+        warn_moved(fullname, new, hint="import it from there (or use the API from kprof itself: kprof.run, "
+                   "kprof.sanitize, ...)")
         return importlib.machinery.ModuleSpec(fullname, _Alias(new))
 
 

@@ -209,8 +209,7 @@ def run(
         ended = _wait(proc, start, timeout, watch, poll) and _group_done(proc, start, timeout, readers)
     except KeyboardInterrupt:
         _kill_tree(proc)
-        proc.wait()
-        _read_on(readers, PIPE_GRACE_S)
+        proc.wait()  # its output goes unread: the readers close their pipes as the stopped processes' ends close
         raise
     if not ended:
         _kill_tree(proc)
@@ -247,7 +246,7 @@ def _group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass  # there, and not ours to signal
     return True
 
 

@@ -137,9 +137,23 @@ def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: 
             "--metrics", ",".join(metrics)]
     if set_name == "full":
         argv += ["--set", "full"]  # every section, for the GUI; adds ~2 s per kernel
-    if report is not None:  # ncu prints no table when it exports: read it back with import_argv()
-        return argv + ["--export", str(report), "--force-overwrite"]
-    return argv + ["--csv", "--page", "raw", "--print-units", "base"]
+    return argv + _output(report)
+
+
+def _output(report: str | Path | None) -> list[str]:
+    """How ncu gives its numbers: the raw page as CSV on stdout, or, exporting ``report``, nothing printed (then
+    :func:`table` reads the report back)."""
+    if report is not None:
+        return ["--export", str(report), "--force-overwrite"]
+    return ["--csv", "--page", "raw", "--print-units", "base"]
+
+
+def table(ncu: str | Path, report: Path | None, printed: str) -> str:
+    """ncu's raw page as CSV: read back from ``report`` where it exported one (an empty one, of a run that ended
+    before it wrote any, has none), else what it ``printed``."""
+    if report is None or not report.stat().st_size:
+        return printed
+    return proc.run(import_argv(ncu, report), timeout=120).stdout
 
 
 def import_argv(ncu: str | Path, report: str | Path) -> list[str]:
@@ -243,8 +257,7 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
                 break
             metrics = tuple(m for m in metrics if m not in unknown)  # one renamed metric never costs the profile
         _raise_for_run(name, done, data, text, timeout)
-        if made is not None:
-            text = proc.run(import_argv(exe, made), timeout=120).stdout
+        text = table(exe, made, text)
     rows = parse_csv(text)
     if not rows:
         raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
@@ -326,9 +339,7 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
         argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
     if set_name == "full":
         argv += ["--set", "full"]
-    if report is not None:
-        return argv + ["--export", str(report), "--force-overwrite"]
-    return argv + ["--csv", "--page", "raw", "--print-units", "base"]
+    return argv + _output(report)
 
 
 def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,
@@ -349,16 +360,15 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
             if not (unknown and done.returncode != 0):
                 break
             metrics = tuple(m for m in metrics if m not in unknown)
-        table = proc.run(import_argv(exe, made), timeout=120).stdout if made is not None and made.stat().st_size \
-            else done.stdout
-    name = " ".join(cmd)
-    if done.timed_out:
-        raise NcuError(f"{name}: ncu did not finish within {timeout:g} s; lower --launch-count or raise --timeout",
-                       done.tail(30), "timeout")
-    if (why := diagnose(text)) is not None:
-        hint = " (check --kernel and --range against the kernels the program launches)" if why[0] == "no-match" else ""
-        raise NcuError(f"{name}: {why[1]}{hint}", done.tail(30), why[0])
-    rows = parse_csv(table)
+        name = " ".join(cmd)
+        if done.timed_out:
+            raise NcuError(f"{name}: ncu did not finish within {timeout:g} s; lower --launch-count or raise --timeout",
+                           done.tail(30), "timeout")
+        if (why := diagnose(text)) is not None:
+            hint = " (check --kernel and --range against the kernels the program launches)" if why[0] == "no-match" else ""
+            raise NcuError(f"{name}: {why[1]}{hint}", done.tail(30), why[0])
+        printed = table(exe, made, done.stdout)
+    rows = parse_csv(printed)
     if not rows:
         how = done.signal_name or f"exit code {done.returncode}"
         raise NcuError(f"{name}: ncu printed no metrics (the program ended with {how})", done.tail(30), "tool")
