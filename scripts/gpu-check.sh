@@ -42,6 +42,11 @@
 #            included) on each case, and kprof cases --perf (PERF_DIAGNOSE=0 leaves them out)
 #   perfcases  kprof cases --perf (the diagnosis on the performance corpus, each case benched beside its twin,
 #            tries included; PERF_CASES for some), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave)
+#   sourcepages  Nsight Compute's per-line counters: kprof cases --perf (SP_CASES, default the whole corpus) with
+#            each case's full-set report kept, then kprof profile --set full --no-try of SP_PROFILE (more specs:
+#            twins, kprof's kernels); each report's source page as CSV (--print-source sass, cuda, cuda,sass), its
+#            details and raw pages, and (SP_PROBE, a few) what ncu_report reads per instruction
+#            (scripts/probes/ncu_source_counters.py); imports SP_JOBS (8) at once, each with its own TMPDIR
 #   interrupts  scripts/interrupts.py: kprof bench, sanitize (a kernel and a program), profile and cases stopped by
 #            Ctrl-C (the process group), SIGTERM (kprof alone) and SIGKILL, and eight kprof processes on one cache
 #            and history at once: exit codes, processes and temporary files left, the history and cache after
@@ -487,6 +492,32 @@ if has perfcases; then
     json cases-perf $KPROF cases --perf ${PERF_CASES:-}
     for k in ${PERF_SHOW:-tail_wave}; do
         step "diagnose-$k" $KPROF profile "$k"
+    done
+fi
+if has sourcepages; then  # the data the per-line attribution is built on (docs/profile.md), and a corpus score
+    SP=$LOGS/sourcepages
+    mkdir -p "$SP"
+    # shellcheck disable=SC2086
+    json cases-perf-sp $KPROF cases --perf --save-report "$SP" ${SP_CASES:-}
+    # shellcheck disable=SC2086
+    [ -n "${SP_PROFILE:-}" ] && json profile-sp $KPROF profile ${SP_PROFILE} --set full --no-try --save-report "$SP"
+    sources=$(ls "$ROOT"/perf_cases/*.cu "$ROOT"/kernels/*.cu | paste -sd, -)
+    pages() {  # pages REPORT: its pages beside it, with a TMPDIR of its own (ncu locks in TMPDIR)
+        local r=$1 b=${1%.ncu-rep} t
+        t=$(mktemp -d)
+        for how in sass cuda cuda,sass; do
+            TMPDIR=$t ncu --import "$r" --csv --page source --print-source "$how" --resolve-source-file "$sources" \
+                > "$b.source-${how/,/-}.csv" 2>&1
+        done
+        TMPDIR=$t ncu --import "$r" --csv --page details > "$b.details.csv" 2>&1
+        TMPDIR=$t ncu --import "$r" --csv --page raw --print-units base > "$b.raw.csv" 2>&1
+        rm -rf "$t"
+    }
+    export -f pages
+    export sources
+    step pages-sp bash -c "ls $SP/*.ncu-rep | xargs -P ${SP_JOBS:-8} -I{} bash -c 'pages {}'"
+    for n in ${SP_PROBE:-}; do
+        step "probe-$n" python3 scripts/probes/ncu_source_counters.py "$SP/$n.ncu-rep" "$SP/$n.ncu_report.json"
     done
 fi
 if has interrupts; then  # issue 69: what a signal or a concurrent kprof leaves behind, on the GPU

@@ -237,6 +237,8 @@ def _cases(sub: Any) -> None:
     p.add_argument("--perf", action="store_true",
                    help="the performance corpus (perf_cases/): each kernel benched beside its fixed twin, profiled "
                    "and diagnosed; first cause, line and estimated gain against the twin's measured gain")
+    p.add_argument("--save-report", metavar="DIR",
+                   help="with --perf: keep each case's .ncu-rep (Nsight Compute's full set) in DIR")
     _common(p, arch="the GPU's", timeout=300.0)
 
 

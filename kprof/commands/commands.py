@@ -234,6 +234,8 @@ def cmd_cases(opts: CasesOptions) -> int:
 
     if opts.perf:
         return _perf_cases(opts)
+    if opts.save_report:
+        raise UsageError("--save-report goes with --perf (the seeded bugs run no Nsight Compute)")
     if opts.bench:
         if opts.names:
             raise UsageError("kprof cases --bench runs the whole cheat corpus: name no case")
@@ -273,6 +275,7 @@ def _perf_cases(opts: CasesOptions) -> int:
 
     if opts.bench:
         raise UsageError("give --perf or --bench, not both")
+    report_dir = _report_dir(opts.save_report)  # checked before anything runs
     corpus = perfcases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("perf"))
     if opts.list:
         rows = [{"name": c.name, **{k: v for k, v in asdict(c.expect).items() if v is not None}} for c in corpus]
@@ -281,7 +284,7 @@ def _perf_cases(opts: CasesOptions) -> int:
             for c in corpus))
         return EXIT_OK
     stopped: list[bool] = []
-    results = corpora.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout,
+    results = corpora.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout, report_dir=report_dir,
                                      progress=None if opts.json else lambda r: print(
                                          f"  {r.case}: {'ok' if r.ok else 'MISS'}", file=sys.stderr, flush=True),
                                      interrupted=lambda: stopped.append(True))

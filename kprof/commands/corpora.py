@@ -58,12 +58,12 @@ def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
 
 @checked
 def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
-                   progress: Callable[[Any], None] | None = None,
+                   report_dir: Path | None = None, progress: Callable[[Any], None] | None = None,
                    interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
     (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
     each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases judged so far
-    (``interrupted()`` is called then)."""
+    (``interrupted()`` is called then). ``report_dir``: each case's ``.ncu-rep`` kept there."""
     import tempfile
 
     from kprof.commands import pipeline
@@ -83,8 +83,9 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
     def diagnosed(case: Any, seconds: float | None, own: tuple[float, ...]) -> tuple[Any, list[Any], str]:
         prepared = pipeline.prepare(case.spec, None, arch=arch)
         with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
-            profiles = api.profile_prepared(prepared, params={}, set_name="full", report_dir=Path(tmp), timeout=timeout)
-            rules = ncu.rules_of(Path(tmp) / f"{case.spec.name}.ncu-rep")
+            where = report_dir or Path(tmp)
+            profiles = api.profile_prepared(prepared, params={}, set_name="full", report_dir=where, timeout=timeout)
+            rules = ncu.rules_of(where / f"{case.spec.name}.ncu-rep")
         d = api.diagnose_prepared(prepared, profiles, seconds=seconds, kernel_seconds=own, timeout=timeout)
         return d, rules, prepared.built.arch
 

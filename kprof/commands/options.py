@@ -80,6 +80,7 @@ class CasesOptions(_OnGpu):
     jobs: int | None
     bench: bool  # the cheat corpus of kprof bench instead of the seeded bugs
     perf: bool  # the performance corpus: kprof profile's diagnosis against fixed twins
+    save_report: str | None = None  # with perf: keep each case's .ncu-rep there
 
 
 @dataclass(frozen=True, kw_only=True)
