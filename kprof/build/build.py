@@ -26,12 +26,12 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import KW_ONLY, asdict, dataclass, replace
+from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 from kprof import inputs, proc
-from kprof.build import cusource, shake
+from kprof.build import cusource, entries, shake
 from kprof.build.toolchain import Compiler, build_argv, check_arch, compiler_for, detect_arch
 from kprof.errors import BuildError, SpecError, UnsupportedArchError, UsageError
 from kprof.spec import KernelSpec
@@ -63,10 +63,15 @@ class BuildResult:
     log: str
     argv: tuple[str, ...]
     compiler: str = ""  # "nvcc 13.0.88", "NVRTC 12.9"; empty for a Python operation
+    symbols: Mapping[str, str] = field(default_factory=dict)  # each entry as the spec writes it -> its cubin symbol
+
+    def symbol_of(self, entry: str) -> str:
+        """The cubin's symbol of ``entry`` (``block_sum<float, 256>`` -> ``_Z9block_sumIfLi256EEvPKT_PS0_i``)."""
+        return self.symbols.get(entry, entry)
 
     def usage_of(self, entry: str) -> ResourceUsage:
         """ptxas's report for ``entry`` (all zeros for a Python operation, which has no cubin)."""
-        return self.usage.get(entry, ResourceUsage())
+        return self.usage.get(self.symbol_of(entry), ResourceUsage())
 
 
 def cache_dir() -> Path:
@@ -240,9 +245,12 @@ def build(
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     sweep_stale(folder)
     compiler = compiler_for(target)
-    key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
-    if shaken:
+    if shaken:  # the warp-delay variant of the user's own file (its templates instantiated in its own build)
+        key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
+    if (wrapped := _instantiating(spec)) is not spec:
+        spec, sources = wrapped, _local_sources(wrapped.source)
+    key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
     cubin = folder / f"{spec.name[:64]}-{target}-{key}.cubin"  # the key tells long names apart
     if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
         return hit
@@ -251,6 +259,15 @@ def build(
         if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
             return hit
         return _compile(spec, arch, target=target, compiler=compiler, cubin=cubin, key=key, timeout=timeout)
+
+
+def _instantiating(spec: KernelSpec) -> KernelSpec:
+    """``spec`` built from a wrapper that instantiates its template entries (``block_sum<float, 256>``), its own
+    file included unchanged (:func:`kprof.build.entries.wrapper_text`); ``spec`` itself where it has none."""
+    templates = [e for e in spec.entries if entries.is_template(e)]
+    if not templates:
+        return spec
+    return replace(spec, source=generated_source(spec.name, spec.source, entries.wrapper_text(str(spec.source), templates)))
 
 
 def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cubin: Path, key: str,
@@ -285,7 +302,8 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
             errors = sum(1 for ln in log.splitlines() if ": error" in ln)
             what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
             raise BuildError(f"{compiler.version} failed to compile {spec.source} for {target}: {what}", log)
-        usage = _entries_usage(spec, log)
+        usage = parse_resource_usage(log)
+        symbols = _symbols(spec, usage)
         digest_of_cubin = hashlib.sha256(tmp.read_bytes()).hexdigest()
         try:
             os.replace(tmp, cubin)
@@ -295,7 +313,8 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
         inputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
         if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
             os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
-        return BuildResult(spec.name, cubin, arch, usage, False, log=log, argv=tuple(argv), compiler=compiler.version)
+        return BuildResult(spec.name, cubin, arch, usage, False, log=log, argv=tuple(argv), compiler=compiler.version,
+                           symbols=symbols)
     finally:
         tmp.unlink(missing_ok=True)
         if kept is not None:
@@ -393,8 +412,8 @@ def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResu
         usage = {k: _usage(v) for k, v in info["usage"].items()}
         if info["sha256"] == hashlib.sha256(inputs.read_bytes(cubin, "cached cubin", limit=MAX_CUBIN_BYTES)).hexdigest():
             return BuildResult(spec.name, cubin, arch, usage, True, log=info.get("log", ""), argv=tuple(info["argv"]),
-                               compiler=version)
-    except (UsageError, KeyError, TypeError, AttributeError, OSError):
+                               compiler=version, symbols=_symbols(spec, usage))
+    except (UsageError, BuildError, KeyError, TypeError, AttributeError, OSError):
         pass  # a damaged cache entry is rebuilt (unreadable, oversized, not JSON, of another shape)
     return None
 
@@ -406,15 +425,18 @@ def _entry_digest(info: Mapping[str, object]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def _entries_usage(spec: KernelSpec, log: str) -> dict[str, ResourceUsage]:
-    """The resources of every kernel the build reported, or the one line naming the spec's kernel it lacks."""
-    usage = parse_resource_usage(log)
-    missing = [e for e in spec.entries if e not in usage]
-    if missing:
-        found = ", ".join(sorted(usage)) or "none"
-        raise BuildError(f"{spec.source.name} has no kernel named '{inputs.one_line(missing[0])[:200]}' (kernels "
-                         f"found: {found[:400]}); declare it extern \"C\" __global__ or set 'entry:' in the spec", "")
-    return usage
+def _symbols(spec: KernelSpec, usage: Mapping[str, ResourceUsage]) -> dict[str, str]:
+    """Each of the spec's entries -> the symbol of the kernel ptxas compiled for it (an ``extern "C"`` name, a C++
+    kernel's mangled one, a template's instantiation), or the one line naming the entry it lacks."""
+    out = {}
+    for entry in spec.entries:
+        symbol = entries.resolve(entry, usage, dict(spec.defines))
+        if symbol is None:
+            raise BuildError(f"{spec.source.name} has no kernel '{inputs.one_line(entry)[:200]}' (its kernels: "
+                             f"{inputs.one_line(entries.listing(usage))[:400]}); set 'entry:' in the spec to one of them "
+                             "as the source writes it (a template with its arguments: name<float, 256>)", "")
+        out[entry] = symbol
+    return out
 
 
 def _ptx_path(folder: Path, spec: KernelSpec, target: str, key: str) -> Path:
@@ -434,6 +456,7 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
     compiler = compiler_for(target)
     if compiler.kind != "nvcc":
         return None
+    spec = _instantiating(spec)  # the same source as the cubin's, so the same key
     sources = _local_sources(spec.source)
     key = _cache_key(spec, compiler, target, tuple(dict(spec.defines).items()), sources)
     folder = cache_dir()

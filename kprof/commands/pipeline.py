@@ -37,7 +37,7 @@ class Prepared:
     def job(self, mode: RunMode | TimingMode, *, seed: int = 0, shaken: bool = False) -> Job:
         """The job of ``mode``; ``shaken``: with the warp-delay build too, which the values detector runs
         beside the kernel's own (:func:`shaken_cubin`)."""
-        return Job(target_of(self.resolved, self.built.cubin, seed=seed,
+        return Job(target_of(self.resolved, self.built.cubin, seed=seed, symbols=self.built.symbols,
                              shaken_cubin=shaken_cubin(self.resolved.spec, self.built.arch) if shaken else None), mode)
 
 

@@ -168,7 +168,9 @@ class Facts:
         int64 division named at another kernel's ``/``."""
         rx = re.compile(pattern)
         lines = self.code.lines
-        first, last = function_span(lines, self.entry_line())
+        if not (start := self.entry_line()):
+            return 0  # the kernel is not found in its file: no line, never another kernel's
+        first, last = function_span(lines, start)
         for k in range(max(first, after + 1), last + 1):
             code = lines[k - 1].split("//", 1)[0]
             if rx.search(code):
@@ -176,12 +178,14 @@ class Facts:
         return 0
 
     def entry_line(self) -> int:
-        """The profiled kernel's declaration: by the name the profile gives it, else by the spec's entry (a profile
-        without counters is named for the spec), else the file's first kernel."""
-        for name in (self.profile.kernel, self.code.entry_name):
+        """The profiled kernel's declaration: by the name the profile gives it (demangled), else by the spec's entry
+        (a profile without counters is named for the spec); 0 where neither is in the file (never another kernel's)."""
+        from kprof.demangle import demangle
+
+        for name in (self.profile.kernel, demangle(self.code.entry_name), self.code.entry_name):
             if name and (line := kernel_line(self.code.lines, name, strict=True)):
                 return line
-        return kernel_line(self.code.lines, self.profile.kernel)
+        return 0
 
 
 def profile_units(p: KernelProfile) -> dict[str, float]:

@@ -43,10 +43,11 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
     notes: list[str] = [ptx_note] if ptx_note else []
     entry = None
     if ptx is not None:
-        entries = ptxscan.scan(ptx)
-        name = spec.entry if spec.entry in entries else next(iter(entries), None)
+        entries = ptxscan.scan(ptx)  # by symbol: a C++ kernel's is mangled
+        main = built.symbol_of(spec.entry)
         if len(r.steps) > 1:  # several kernels: the longest-running one is not known here; the last launched
-            name = r.steps[-1].entry if r.steps[-1].entry in entries else name
+            main = built.symbol_of(r.steps[-1].entry)
+        name = main if main in entries else None  # never another kernel's lines
         entry = entries.get(name) if name else None
     source_lines: tuple[str, ...] = ()
     if spec.source is not None and not spec.python:

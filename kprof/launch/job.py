@@ -19,7 +19,8 @@ versions fail with one clear line instead of a ``KeyError`` deep in the child.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -129,13 +130,16 @@ class TimingMode:
 
 
 def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0,
-              shaken_cubin: str | Path | None = None) -> Target:
+              shaken_cubin: str | Path | None = None, symbols: Mapping[str, str] | None = None) -> Target:
     """The target for a resolved spec (parameters and twin already applied) and its built cubin (and
-    its warp-delay build, for the values detector)."""
+    its warp-delay build, for the values detector); ``symbols``: each entry's symbol in the cubin (the build's:
+    a C++ kernel's mangled name), which the child loads."""
     spec = resolved.spec
-    return Target(name=spec.name, entry=spec.entry, source=str(spec.source), cubin=str(cubin),
+    sym = dict(symbols or {})
+    steps = tuple(replace(st, entry=sym.get(st.entry, st.entry)) for st in resolved.steps)
+    return Target(name=spec.name, entry=sym.get(spec.entry, spec.entry), source=str(spec.source), cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
-                  steps=resolved.steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
+                  steps=steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
                   device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric,
                   python=spec.python, scale=spec.tolerance.scale,
                   shaken_cubin=str(shaken_cubin) if shaken_cubin else None, tensormaps=resolved.tensormaps)

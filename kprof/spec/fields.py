@@ -33,6 +33,31 @@ from kprof.spec.schema import (
     TensorMapArg,
 )
 
+MAX_ENTRY = 1024  # characters of a kernel's name: far past any real one, short of a name that floods a message
+_NAME = re.compile(r"^(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
+_ARGS = re.compile(r"^[\w\s:<>,.*&()+\-]*\Z")  # a template argument list: types, numbers, sizeof, casts
+
+
+def entry_problem(entry: str) -> str | None:
+    """What is wrong with ``entry`` as a kernel's name (None: it is one). Pure."""
+    if len(entry) > MAX_ENTRY:
+        return f"a name of {len(entry):,} characters; a kernel's name has at most {MAX_ENTRY:,}"
+    m = _NAME.match(entry)
+    if not m:
+        return "must be a kernel's name as the source writes it: name, ns::name or name<ARGS>"
+    rest = entry[m.end():].strip()
+    if not rest:
+        return None
+    if not (rest.startswith("<") and rest.endswith(">")) or not _ARGS.match(rest):
+        return "after the name only a template argument list may follow: name<float, 256>"
+    depth = 0
+    for ch in rest:
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if depth < 0:
+            return "its template arguments' < and > do not pair up"
+    return None if depth == 0 else "its template arguments' < and > do not pair up"
+
+
 MAX_FILL_CHARS = 200  # a fill rule: a name and up to three numbers
 
 
@@ -85,8 +110,9 @@ def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: Check
         if extra:
             raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (known: entry, args, launch; or cublas_sgemm)")
         entry = item.get("entry")
-        if not isinstance(entry, str) or not IDENT.match(entry):
-            raise fail(f"{fld}.entry", f"{show(entry)} must be the extern \"C\" name of a kernel in the source")
+        if not isinstance(entry, str) or (why := entry_problem(entry)) is not None:
+            raise fail(f"{fld}.entry", f"{show(entry)} " + (why if isinstance(entry, str) else
+                                                            "must be the name of a kernel in the source"))
         arg_names = item.get("args")
         if not isinstance(arg_names, list) or not arg_names or not all(isinstance(n, str) for n in arg_names):
             raise fail(f"{fld}.args", "must list the spec's argument names this kernel takes, in order")

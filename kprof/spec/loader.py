@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kprof import inputs
 from kprof.errors import InputError, ReferenceExprError, SizeExprError, SpecError
-from kprof.spec import reference, sizeexpr
+from kprof.spec import fields, reference, sizeexpr
 from kprof.spec.fields import (
     CheckExpr,
     Fail,
@@ -273,9 +273,6 @@ def _load_name(data: dict[str, object], path: Path, fail: Fail) -> tuple[str, st
     return name, description
 
 
-MAX_ENTRY = 1024  # characters of a kernel's name: far past any real one, short of a name that floods a message
-
-
 def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> tuple[Path, str]:
     """The .cu file and the kernel's entry."""
     source_text = data.get("source", f"{path.stem}.cu")
@@ -291,10 +288,10 @@ def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> 
     if problem := inputs.shell_problem(str(source)):  # nvcc hands the path to a shell
         raise fail("source", f"the path {show(str(source), 100)} {problem}: rename the file or its folder")
     entry = data.get("entry", name)
-    if not isinstance(entry, str) or not IDENT.match(entry):
-        raise fail("entry", f"{show(entry)} must be the extern \"C\" name of the kernel")
-    if len(entry) > MAX_ENTRY:
-        raise fail("entry", f"a name of {len(entry):,} characters; a kernel's name has at most {MAX_ENTRY:,}")
+    if not isinstance(entry, str):
+        raise fail("entry", f"{show(entry)} must be the name of the kernel as the source writes it")
+    if (why := fields.entry_problem(entry)) is not None:
+        raise fail("entry", why if len(entry) > fields.MAX_ENTRY else f"{show(entry)} {why}")
     return source, entry
 
 

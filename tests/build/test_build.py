@@ -111,14 +111,65 @@ def test_compile_error_carries_nvcc_file_and_line(data_dir):
     assert "undefined_name" in info.value.log
 
 
+_ONE_OUT = "args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: [1]}\nreference: {a: 1}\n"
+
+
 @pytest.mark.nvcc
-def test_entry_not_found_is_explained(tmp_path):
-    (tmp_path / "k.cu").write_text('__global__ void k(float* a) { a[0] = 1; }\n')  # not extern "C"
-    (tmp_path / "k.yaml").write_text(
-        "args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: [1]}\nreference: {a: 1}\n"
-    )
-    with pytest.raises(BuildError, match="no kernel named 'k'.*extern"):
+def test_entry_not_found_is_explained_with_the_kernels_there(tmp_path):
+    (tmp_path / "k.cu").write_text('__global__ void other(float* a) { a[0] = 1; }\n')
+    (tmp_path / "k.yaml").write_text(_ONE_OUT)
+    with pytest.raises(BuildError, match=r"no kernel 'k' \(its kernels: other\)"):
         build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")
+
+
+@pytest.mark.nvcc
+def test_a_cpp_kernel_is_found_by_the_name_the_source_gives_it(tmp_path):
+    """Not extern "C": the cubin's symbol is mangled; the entry is the name as written, and the job loads the symbol."""
+    (tmp_path / "k.cu").write_text('__global__ void k(float* a) { a[0] = 1; }\n')
+    (tmp_path / "k.yaml").write_text(_ONE_OUT)
+    built = build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")
+    assert built.symbol_of("k") == "_Z1kPf" and built.usage_of("k").registers > 0
+
+
+_TEMPLATE = """template <typename T, int B>
+__global__ void block_sum(const T* x, T* out, int n) {
+    __shared__ T s[B];
+    s[threadIdx.x] = threadIdx.x < n ? x[threadIdx.x] : T(0);
+    __syncthreads();
+    if (threadIdx.x == 0) { T a = 0; for (int k = 0; k < B; ++k) a += s[k]; *out = a; }
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_a_template_entry_builds_with_no_instantiation_written(tmp_path):
+    """entry: block_sum<float, BLOCK>: kprof instantiates it (the user's file included unchanged, so -lineinfo names
+    it), a define sets the template argument (--param), and another instantiation is another cubin."""
+    from kprof.launch.job import target_of
+
+    (tmp_path / "b.cu").write_text(_TEMPLATE)
+    (tmp_path / "b.yaml").write_text(
+        "entry: block_sum<float, BLOCK>\ndefines: {BLOCK: 256}\nsizes: {N: 100}\n"
+        "args: [{name: x, buffer: float32, shape: [N], role: in}, {name: out, buffer: float32, shape: [1], role: out},"
+        " {name: n, scalar: int32, value: N}]\nlaunch: {grid: [1], block: [BLOCK]}\nreference: {out: sum(x)}\n")
+    spec = spec_mod.load(tmp_path / "b.yaml")
+    built = build.build(spec, "sm_90")
+    assert built.symbol_of(spec.entry) == "_Z9block_sumIfLi256EEvPKT_PS0_i"
+    assert built.usage_of(spec.entry).shared_static == 1024
+    small = build.build(spec.with_defines({"BLOCK": "128"}), "sm_90")
+    assert small.symbol_of(spec.entry) == "_Z9block_sumIfLi128EEvPKT_PS0_i" and small.cubin != built.cubin
+    job_target = target_of(spec.resolve({}), built.cubin, symbols=built.symbols)
+    assert job_target.entry == "_Z9block_sumIfLi256EEvPKT_PS0_i"
+    text = build.ptx(spec, "sm_90", built=built)
+    assert text is not None and str(tmp_path / "b.cu") in text  # the lines are the user's file's
+
+
+@pytest.mark.nvcc
+def test_a_template_entry_the_source_cannot_instantiate_is_one_line(tmp_path):
+    (tmp_path / "b.cu").write_text(_TEMPLATE)
+    (tmp_path / "b.yaml").write_text(_ONE_OUT.replace("args:", "entry: block_sum<float, Q>\nargs:"))
+    with pytest.raises(BuildError, match="failed to compile"):
+        build.build(spec_mod.load(tmp_path / "b.yaml"), "sm_90")
 
 
 def test_an_installed_wheel_finds_the_kernels_inside_the_package(tmp_path, monkeypatch):
