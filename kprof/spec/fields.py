@@ -42,20 +42,21 @@ def entry_problem(entry: str) -> str | None:
     """What is wrong with ``entry`` as a kernel's name (None: it is one). Pure."""
     if len(entry) > MAX_ENTRY:
         return f"a name of {len(entry):,} characters; a kernel's name has at most {MAX_ENTRY:,}"
+    shape = "is not a kernel's name as the source writes it (name, ns::name, or a template's name<float, 256>)"
     m = _NAME.match(entry)
     if not m:
-        return "must be a kernel's name as the source writes it: name, ns::name or name<ARGS>"
+        return shape
     rest = entry[m.end():].strip()
     if not rest:
         return None
     if not (rest.startswith("<") and rest.endswith(">")) or not _ARGS.match(rest):
-        return "after the name only a template argument list may follow: name<float, 256>"
+        return shape
     depth = 0
     for ch in rest:
         depth += {"<": 1, ">": -1}.get(ch, 0)
         if depth < 0:
-            return "its template arguments' < and > do not pair up"
-    return None if depth == 0 else "its template arguments' < and > do not pair up"
+            return "has template arguments whose < and > do not pair up"
+    return None if depth == 0 else "has template arguments whose < and > do not pair up"
 
 
 MAX_FILL_CHARS = 200  # a fill rule: a name and up to three numbers

@@ -270,10 +270,10 @@ def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_p
     (tmp_path / "mine.py").write_text("def f(x, W, b):\n    return x @ W + b\n")
 
     def fake_prepare(spec, sizes=None, **kw):
-        return pipeline.Prepared(pipeline.resolve(spec, sizes), build.BuildResult.__new__(build.BuildResult))
+        built = build.BuildResult(spec.name, Path("k.cubin"), "sm_90", {}, True, log="", argv=())
+        return pipeline.Prepared(pipeline.resolve(spec, sizes), built)
 
     monkeypatch.setattr(pipeline, "prepare", fake_prepare)
-    monkeypatch.setattr(build.BuildResult, "cubin", Path("k.cubin"), raising=False)
     mode = pipeline.TimingMode("cold", bench.rule_from(0.01, 0.1, 1.0), "spin.cubin", "flush.cubin")
     spec = catalog.load("linear_bias_relu")
     (point,) = pipeline.bench_points([spec], sweep.parse(["B=64", "K=4096", "N=4096"], "--size"),
