@@ -29,19 +29,22 @@ def list_table(rows: list[Listing], width: int | None = None) -> str:
 
 
 def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:
-    """One row per build; ``params``, the defines given by --param, are shown beside each name."""
+    """One row per kernel built: a spec's own, or each of its steps' as ``NAME:KERNEL`` (the kernel as the spec writes
+    it); ``params``, the defines given by --param, are shown beside each name."""
     rows: list[tuple[Any, ...]] = []
     for spec, built in results:
-        u = built.usage_of(spec.entry)
         defines = dict(spec.defines)
         name = " ".join([spec.name, *(f"{k}={defines[k]}" for k in params if k in defines)])
         if spec.python:
             rows.append((name, built.arch, "-", "-", "-", "-", "-", "python (nothing to build)"))
             continue
-        rows.append((
-            name, built.arch, u.registers, u.shared_static, u.stack_frame,
-            f"{u.spill_stores}/{u.spill_loads}", u.barriers, "cached" if built.cached else "built",
-        ))  # fmt: skip
+        kernels = spec.entries
+        for entry in kernels:
+            u = built.usage_of(entry)
+            rows.append((
+                f"{name}:{entry}" if len(kernels) > 1 else name, built.arch, u.registers, u.shared_static, u.stack_frame,
+                f"{u.spill_stores}/{u.spill_loads}", u.barriers, "cached" if built.cached else "built",
+            ))  # fmt: skip
     return table(
         ["KERNEL", "ARCH", "REGS", "SMEM(B)", "STACK(B)", "SPILL ST/LD(B)", "BARRIERS", "CUBIN"],
         rows,

@@ -25,3 +25,16 @@ def test_doctor_groups_the_commands_that_lack_the_same_checks():
     assert "MISSING  GPU" in text and "fix: install the NVIDIA driver" in text
     assert "kprof run, kprof bench: cannot run here (exit 5): missing GPU" in text
     assert "kprof build: ready" in text and "fix: " not in text.split("nvcc", 1)[1]
+
+
+def test_a_spec_of_several_kernels_shows_a_row_for_each():
+    """kprof build of a multi-step spec: every kernel it launches, with its own registers and shared memory."""
+    from kprof.build.build import BuildResult, ResourceUsage
+    from kprof.spec import catalog
+
+    spec = catalog.load("rmsnorm_unfused")
+    usage = {e: ResourceUsage(registers=10 + k, shared_static=128 * k) for k, e in enumerate(spec.entries)}
+    text = render_build.build_table([(spec, BuildResult(spec.name, Path("x.cubin"), "sm_90", usage, True, log="", argv=()))])
+    rows = [line for line in text.splitlines() if line.startswith("rmsnorm_unfused:")]
+    assert [r.split()[0] for r in rows] == [f"rmsnorm_unfused:{e}" for e in spec.entries] and len(rows) > 1
+    assert rows[1].split()[2:4] == ["11", "128"]
