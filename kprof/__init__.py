@@ -38,8 +38,8 @@ The API (each function loaded on first use; ``help(kprof.run)`` for one in full)
     kprof.run_mutants(name, *, dry_run=False, arch=None, timeout=None, limit=None, jobs=None,
         progress=None) -> MutantsReport
     kprof.run_peak(*, refresh=False, thorough=False, arch=None, progress=None) -> Ceilings
-    kprof.run_perf_cases(corpus=None, *, arch=None, timeout=300.0, progress=None,
-        interrupted=None) -> list[PerfResult]
+    kprof.run_perf_cases(corpus=None, *, arch=None, timeout=300.0, report_dir=None,
+        progress=None, interrupted=None) -> list[PerfResult]
     kprof.sanitize(target, tools='all', *, sizes=None, arch=None, timeout=300.0, padding=256,
         keep_pools=False, progress=None, cwd=None, jobs=1, all_kernels=False) -> SanitizeReport
     kprof.sanitize_tests(tests, tools='all', *, timeout=600.0, padding=256, keep_pools=False,

@@ -619,6 +619,7 @@ DECODERS = {
     "tools/programs/exitcode.py": "the exit-code hook's status file",
     "tools/programs/ranks.py": "each rank's marker file",
     "tools/nsight/ncu.py": "Nsight Compute's CSV header",
+    "tools/nsight/sourcepage.py": "Nsight Compute's Source page (CSV) and a stored page (SourceLines.from_dict)",
     "build/build.py": "a build cache entry's metadata",
     "child/runner.py": "the child's manifest",
     "child/framework.py": "CuPy's __cuda_array_interface__",

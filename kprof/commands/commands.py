@@ -232,10 +232,8 @@ def cmd_cases(opts: CasesOptions) -> int:
     from kprof.corpus import cases
     from kprof.spec import catalog
 
-    if opts.perf:
+    if opts.perf or opts.save_report:  # --save-report without --perf: one line there
         return _perf_cases(opts)
-    if opts.save_report:
-        raise UsageError("--save-report goes with --perf (the seeded bugs run no Nsight Compute)")
     if opts.bench:
         if opts.names:
             raise UsageError("kprof cases --bench runs the whole cheat corpus: name no case")
@@ -273,6 +271,8 @@ def _perf_cases(opts: CasesOptions) -> int:
     from kprof.corpus import perfcases
     from kprof.spec import catalog
 
+    if not opts.perf:
+        raise UsageError("--save-report goes with --perf (the seeded bugs run no Nsight Compute)")
     if opts.bench:
         raise UsageError("give --perf or --bench, not both")
     report_dir = _report_dir(opts.save_report)  # checked before anything runs

@@ -9,6 +9,7 @@ the causes ranked by their gain, each with its evidence, line, change and estima
 
 from __future__ import annotations
 
+from kprof.diagnosis import lines
 from kprof.diagnosis.facts import LATENCY_BELOW, Facts, profile_units
 from kprof.diagnosis.model import MIN_GAIN, Cause, Diagnosis
 
@@ -67,5 +68,25 @@ def diagnose(f: Facts) -> Diagnosis:
         found.append(cause)
     found.sort(key=lambda c: (c.gain.estimate is None and c.gain.measured is None, -c.rank_key))
     seen = units(f)
+    if not found:  # a kernel far from its roof is never left without a cause: at least where its limiter works
+        from kprof.diagnosis.rules import FALLBACK
+
+        unit, busy = max(seen.items(), key=lambda kv: kv[1]) if seen else ("latency", None)
+        if busy is not None and busy < LATENCY_BELOW:
+            unit = "latency"
+        if (cause := FALLBACK.check(f, _unit_name(unit), busy)) is not None:
+            found.append(cause)
+    page = f.profile.lines if f.counters else None
     return Diagnosis(f.kernel, "counters" if f.counters else "counter-less", limiter(f, seen), seen, f.headroom(),
-                     seconds=f.seconds, causes=found, cannot_see=sorted(set(blind)), notes=notes)
+                     seconds=f.seconds, causes=found, cannot_see=sorted(set(blind)), notes=notes,
+                     hot=lines.hot(page))
+
+
+def _unit_name(unit: str) -> str:
+    """The roofline level's name as :data:`kprof.diagnosis.lines.UNITS` knows it (without counters, the spec's
+    memory or compute share)."""
+    if unit.startswith("memory"):
+        return "DRAM"
+    if unit.startswith("compute"):
+        return "FP32 pipe"
+    return unit

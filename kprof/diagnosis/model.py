@@ -23,6 +23,11 @@ class Line:
     def show(self) -> str:
         return f"{Path(self.file).name}:{self.line}" if self.line else Path(self.file).name
 
+    @property
+    def measured(self) -> bool:
+        """Whether the line was placed (a file and a line), not "line not measured"."""
+        return bool(self.file and self.line)
+
 
 @dataclass(frozen=True)
 class Gain:
@@ -76,6 +81,7 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     tries: list[Try] = field(default_factory=list)  # the tries of the first cause, in the order timed
     inputs: dict[str, object] = field(default_factory=dict)  # what the rules read beyond the build: replayable
+    hot: list[Any] = field(default_factory=list)  # the hottest source lines measured (kprof.diagnosis.lines.Hot)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -99,7 +105,7 @@ def render(d: Diagnosis) -> str:
     if not d.causes:
         out.append("  no cause with a gain of 10% or more found" + (" among those kprof can see" if d.cannot_see else ""))
     for k, c in enumerate(d.causes, 1):
-        where = f" at {c.line.show()}" if c.line else ""
+        where = f" at {c.line.show()}" if c.line and c.line.file else ""
         out.append(f"  {k}. {c.title}{where}")
         if c.line and c.line.why:
             out.append(f"     line: {c.line.why}")
@@ -115,6 +121,12 @@ def render(d: Diagnosis) -> str:
             out.append(f"     gain: {g.estimate:.2f}x estimated from {g.basis} (not measured)")
         else:
             out.append(f"     gain: not estimated ({g.basis})")
+    if d.hot:
+        out.append("  hot lines (share of the stall samples, top reasons):")
+        for h in d.hot:
+            reasons = ", ".join(f"{r} {v:.0%}" for r, v in h.reasons)
+            text = h.text if len(h.text) <= 60 else h.text[:59] + "…"
+            out.append(f"    {h.share:4.0%}  {Path(h.file).name}:{h.line}  {text}" + (f"  [{reasons}]" if reasons else ""))
     for t in d.tries:
         if t.status == "ok" and t.gain and t.seconds:
             out.append(f"  try {t.label()}: verified, {t.seconds * 1e6:.1f} us, {t.gain:.2f}x the original (same run)")
@@ -141,7 +153,7 @@ def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]
                                   "message": {"text": f"{d.kernel}: {c.title}. {c.change} ({gain}; {g.basis})"},
                                   "properties": {"kernel": d.kernel, "estimate": g.estimate, "measured": g.measured,
                                                  "evidence": dict(c.evidence)}}
-        loc = sarif_location(c.line.file, c.line.line, root) if c.line else None
+        loc = sarif_location(c.line.file, c.line.line, root) if c.line and c.line.file else None
         result["locations"] = [loc] if loc else []
         related = [dict(x, id=k, message={"text": extra.why}) for k, extra in enumerate(c.also, 1)
                    if (x := sarif_location(extra.file, extra.line, root))]

@@ -12,10 +12,22 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
-from kprof.diagnosis import ptxscan
+from kprof.diagnosis import lines, ptxscan
 from kprof.diagnosis.facts import FAST_FP64, LATENCY_BELOW, Facts, profile_units
 from kprof.diagnosis.model import Cause, Gain, Line
-from kprof.diagnosis.rulekit import amdahl, cap, headroom_text, launch_line, ptx_line, src_line
+from kprof.diagnosis.rulekit import (
+    STATIC,
+    amdahl,
+    cap,
+    first_measured,
+    headroom_text,
+    launch_line,
+    measured,
+    on,
+    ptx_line,
+    ptx_lines,
+    src_line,
+)
 from kprof.diagnosis.rules_memory import Atomics, BankConflicts, LocalMemory, NoReuse, ScalarLoads, Uncoalesced
 
 
@@ -131,7 +143,7 @@ class OccupancyRegisters(_Occupancy):
                      f"{max(2, 2 * occ.blocks_per_sm)}) on the kernel) or keep fewer values live across the loop",
                      Gain(cap(k, f), f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} occupancy) "
                           f"for a latency-bound kernel, up to the busiest unit's limit, capped at {headroom_text(f)}"),
-                     line=src_line(f, f.entry_line(), "the kernel: __launch_bounds__ goes here"))
+                     line=src_line(f, f.entry_line(), "the kernel: __launch_bounds__ goes here"), also=_waits(f))
 
 
 class OccupancyShared(_Occupancy):
@@ -146,7 +158,7 @@ class OccupancyShared(_Occupancy):
                      "declare only the shared memory the block uses (or share one buffer between phases)",
                      Gain(cap(k, f), f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} occupancy) "
                           f"for a latency-bound kernel, up to the busiest unit's limit, capped at {headroom_text(f)}"),
-                     line=src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration"))
+                     line=src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration"), also=_waits(f))
 
 
 class Divergence:
@@ -158,7 +170,12 @@ class Divergence:
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
         branch = ptxscan.branch_around_loop(f.entry) if f.entry else None
-        line = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
+        proposed = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
+        line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on", "divergent branches",
+                                       proposed=proposed),
+                              measured(f, "lost_lanes", "instructions run with lanes of the warp idle",
+                                       "idle lanes (32 a warp instruction, less the threads that ran it)",
+                                       proposed=proposed))
         if not f.counters:
             lane = ptxscan.lane_branch(f.entry) if f.entry else None
             if lane is None or f.entry is None:
@@ -176,7 +193,7 @@ class Divergence:
                          Gain(est, f"both paths run one after the other: ({costs[0]} + {costs[1]}) / {max(costs)} "
                               f"instructions a step, capped at {headroom_text(f)}" if costs else
                               "needs counters (threads active per instruction)"),
-                         line=Line(lane[0], lane[1], "the branch the lanes disagree on"))
+                         line=Line(lane[0], lane[1], "the branch the lanes disagree on" + STATIC))
         active = p.compute.thread_efficiency
         if not f.counters or active is None or active > 0.7:
             return None
@@ -197,9 +214,11 @@ class Fp64:
     def check(self, f: Facts) -> Cause | None:
         if f.entry is None:
             return None
-        line = ptx_line(f, ptxscan.is_fp64, "FP64 arithmetic or conversions")
-        if line is None:
+        proposed = ptx_line(f, ptxscan.is_fp64, "FP64 arithmetic or conversions")
+        if proposed is None:
             return None
+        line = measured(f, "executed", "FP64 arithmetic or conversions", "FP64 instructions executed",
+                        where=lambda x: lines.does(x, lines.FP64_OPS), proposed=proposed)
         ratio = f.fp64_ratio()
         ev = [("FP64:FP32 rate", f"1:{1 / ratio:.0f}" if ratio else "unknown")]
         ests: list[tuple[float, str]] = []
@@ -264,7 +283,9 @@ class Barrier:
                       ("shared memory in the loop", "yes" if shared_in_loop else "no")),
                      "remove the barrier if no thread reads another's data in the loop, or move it out of the loop",
                      Gain(est, f"Amdahl: {share:.0%} of stalls wait at the barrier; capped at {headroom_text(f)}" if share
-                          else "needs counters (the barrier stalls' share)"), line=Line(b.file, b.line, "__syncthreads()"))
+                          else "needs counters (the barrier stalls' share)"),
+                     line=measured(f, "stall:barrier", "__syncthreads()", "barrier stall samples",
+                                   proposed=Line(b.file, b.line, "__syncthreads()" + STATIC)))
 
 
 class Int64Division:
@@ -280,10 +301,18 @@ class Int64Division:
         if has_loops and not any(ptxscan.is_div64(i) and i.loops for i in f.entry.instrs):
             return None  # once a thread, outside its loop (a trip count): not the kernel's cost
         n = f.entry.count(ptxscan.is_div64)
-        line = ptx_line(f, ptxscan.is_div64, "64-bit division or remainder")
-        if line is None or not line.line:  # the compiler gave the division no line: find it in the source
+        proposed = ptx_line(f, ptxscan.is_div64, "64-bit division or remainder")
+        candidates = {c for c in ptx_lines(f, ptxscan.is_div64) if c[1]}
+        if proposed is None or not proposed.line:  # the compiler gave the division no line: find it in the source
             at = f.source_line(r"[^/*]/[^/*=]|%")
-            line = src_line(f, at, "64-bit division or remainder (found in the source)")
+            proposed = src_line(f, at, "64-bit division or remainder (found in the source)" +
+                                ("" if f.counters else STATIC))
+            candidates = {(proposed.file, proposed.line)} if proposed else set()
+        what = "64-bit division or remainder"
+        line = first_measured(measured(f, "samples", what, "stall samples on its division lines",
+                                       where=on(candidates), proposed=proposed),
+                              measured(f, "executed", what, "instructions executed on its division lines",
+                                       where=on(candidates), proposed=proposed))
         issue = f.profile.compute.issue_active
         if f.counters and issue is not None:
             # a 64-bit division is a software routine, a few dozen instructions; a 32-bit one a handful
@@ -327,6 +356,58 @@ class LaunchOverhead:
                      Gain(est, f"all the work in one launch as long as one of these kernels ({one * 1e6:.2f} us: the "
                           f"longer of the work at the roof and {how})"),
                      line=launch_line(f, "the spec's steps"))
+
+
+def _waits(f: Facts) -> tuple[Line, ...]:
+    """The line where warps were sampled waiting most (measured): where the latency more warps would hide sits."""
+    p = lines.place(f.profile.lines, "samples") if f.counters else None
+    if p is None:
+        return ()
+    reasons = ", ".join(f"{r} {v:.0%}" for r, v in lines.top_reasons(p.at))
+    return (lines.line_of(p, "warps wait here most" + (f" ({reasons})" if reasons else ""), "stall samples"),)
+
+
+class Unexplained:
+    """No rule found a cause, yet the kernel is far from its roof: say where the limiting unit's work (or, for a
+    latency-bound kernel, its waiting) was measured, what those lines do, and what usually relieves that unit.
+    :func:`kprof.diagnosis.diagnose` asks it only when the rules found nothing."""
+
+    id = "limiter-lines"
+    HEADROOM = 1.5  # further from the roof than this and a kernel is never left without a cause
+
+    def blind(self, f: Facts) -> str | None:
+        return None
+
+    def check(self, f: Facts, unit: str, busy: float | None) -> Cause | None:
+        head = f.headroom()
+        if head is not None and head <= self.HEADROOM:
+            return None
+        if head is None and (busy is None or busy >= LATENCY_BELOW):  # no roof: only a kernel that waits is advised
+            return None
+        found = lines.concentration(f.profile.lines if f.counters else None, unit)
+        limit = f"{head:.2f}x from its roof" if head else "no roof (the spec has no work formula)"
+        share = f"{busy:.0%} of its peak" if busy is not None else "busiest of the units kprof saw"
+        evidence: list[tuple[str, str]] = [("limiter", f"{unit} ({share})" if unit != "latency" else "latency: no unit "
+                                            f"above {LATENCY_BELOW:.0%}"), ("headroom", limit)]
+        if found is None:
+            why = ("no counters" if not f.counters else "the profile has no Source page" if f.profile.lines is None
+                   else "no line of the kernel has it counted")
+            relief = lines.UNITS[unit][3] if unit in lines.UNITS else lines.LATENCY[1]
+            return Cause(self.id, f"no known cause found, and the kernel is {limit}: the limiter is {unit}",
+                         tuple(evidence), relief, Gain(None, "not estimated: no rule of kprof's explains it"),
+                         line=lines.unmeasured(why))
+        placed, what, relief = found
+        top = lines.top_reasons(placed.at)
+        if top:
+            evidence.append(("top stalls on the line", ", ".join(f"{r} {v:.0%}" for r, v in top)))
+        line = lines.line_of(placed, what, lines.UNITS[unit][1].replace("_", " ") if unit in lines.UNITS else "stall samples")
+        return Cause(self.id, f"no known cause found, and the kernel is {limit}: its {what} concentrate on one line",
+                     tuple(evidence), relief,
+                     Gain(None, "not estimated: no rule of kprof's names the change; the roof bounds any gain"
+                          + (f" at {head:.2f}x" if head else "")), line=line)
+
+
+FALLBACK = Unexplained()
 
 
 RULES: tuple[Rule, ...] = (

@@ -4,10 +4,22 @@ registry (:data:`kprof.diagnosis.rules.RULES`)."""
 
 from __future__ import annotations
 
-from kprof.diagnosis import ptxscan
+from dataclasses import replace
+
+from kprof.diagnosis import lines, ptxscan
 from kprof.diagnosis.facts import Facts
 from kprof.diagnosis.model import Cause, Gain, Line
-from kprof.diagnosis.rulekit import amdahl, cap, headroom_text, ptx_line, src_line
+from kprof.diagnosis.rulekit import (
+    STATIC,
+    amdahl,
+    cap,
+    first_measured,
+    headroom_text,
+    measured,
+    on,
+    ptx_line,
+    src_line,
+)
 
 
 class Uncoalesced:
@@ -72,7 +84,8 @@ class Uncoalesced:
             excess = worst / ideal
             ev: tuple[tuple[str, str], ...] = (("sectors/request", f"{worst:.1f} (ideal {ideal:g} for {width}-byte lanes)"),)
             basis = f"the excess sectors ({excess:.1f}x the ideal)"
-            line = found[0] if found else ptx_line(f, ptxscan.is_global_access, "the global access in the deepest loop")
+            line = measured(f, "global_excess", "global accesses that fill more 32-byte sectors than their data",
+                            "excess L2 sectors (beyond what its data fills)")
         else:
             if found is None:
                 return None
@@ -80,7 +93,7 @@ class Uncoalesced:
             stride = f"{abs(found[1])} B" if isinstance(found[1], int) else "a run-time value"
             ev = (("bytes between neighbouring lanes' addresses (the PTX's arithmetic on threadIdx.x)", stride),)
             basis = f"a sector a lane: {excess:.0f}x the sectors consecutive lanes need"
-            line = found[0]
+            line = replace(found[0], why=found[0].why + STATIC)
         return Cause(self.id, "uncoalesced global memory access: each warp request touches more 32-byte "
                      "sectors than its data fills", ev,
                      "make consecutive threads (threadIdx.x) touch consecutive addresses, e.g. swap the "
@@ -101,8 +114,8 @@ class BankConflicts:
         k = 1.0 + p.shared.conflicts_per_request
         share = sum(p.stalls.shares.get(r, 0.0) for r in ("mio_throttle", "short_scoreboard", "barrier"))
         est = cap(amdahl(share, k), f)
-        line = ptx_line(f, lambda i: i.op.startswith("ld.shared"), "the shared-memory load") or \
-            ptx_line(f, ptxscan.is_shared, "the shared-memory access")
+        line = measured(f, "shared_excess", "shared-memory accesses whose lanes share a bank",
+                        "excess shared-memory wavefronts (beyond one a request)")
         decl = f.source_line(r"__shared__")
         also = (x,) if (x := src_line(f, decl, "declares the shared array: pad its rows by one element")) else ()
         return Cause(self.id, "shared-memory bank conflicts: lanes of a warp hit the same bank",
@@ -121,9 +134,13 @@ class LocalMemory:
 
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
-        line = ptx_line(f, ptxscan.is_local, "local memory: an array indexed at run time, or a spill")
-        if line is None and not f.spill_bytes and not p.memory.local_bytes:
+        what = "local memory: an array indexed at run time, or a spill"
+        proposed = ptx_line(f, ptxscan.is_local, what)
+        if proposed is None and not f.spill_bytes and not p.memory.local_bytes:
             return None
+        line = first_measured(measured(f, "local_sectors", what, "local-memory sectors", proposed=proposed),
+                              measured(f, "executed", what, "local-memory instructions executed",
+                                       where=lambda x: lines.does(x, lines.LOCAL_OPS), proposed=proposed))
         est, basis = None, "needs counters (the local traffic's share)"
         if f.counters and p.memory.local_bytes and p.memory.l1_bytes:
             share = min(p.memory.local_bytes / p.memory.l1_bytes, 0.95)
@@ -146,9 +163,14 @@ class Atomics:
 
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
-        line = ptx_line(f, ptxscan.is_global_atomic, "the global atomic")
-        if line is None:
+        proposed = ptx_line(f, ptxscan.is_global_atomic, "the global atomic")
+        if proposed is None:
             return None
+        atomic = lambda x: lines.does(x, lines.ATOMIC_OPS)  # noqa: E731
+        line = first_measured(measured(f, "samples", "the global atomic", "stall samples on lines with atomics",
+                                       where=atomic, proposed=proposed),
+                              measured(f, "executed", "the global atomic", "atomic lines' instructions executed",
+                                       where=atomic, proposed=proposed))
         in_loop = f.entry is not None and any(ptxscan.is_global_atomic(i) and i.loops for i in f.entry.instrs)
         ev = [("global atomics in a loop", "yes" if in_loop else "no")]
         if f.counters and p.memory.atomics is not None and p.memory.global_accesses:
@@ -206,7 +228,11 @@ class ScalarLoads:
         return Cause(self.id, "adjacent 4-byte loads one 16-byte (vector) load could do",
                      (("adjacent scalar loads on one line", "yes"),) + ((("L1 throughput", f"{share:.0%}"),) if share else ()),
                      "load float4 (or float2) through a reinterpret_cast of an aligned pointer",
-                     Gain(est, basis), line=Line(hit[0], hit[1], "the scalar loads"))
+                     Gain(est, basis), line=first_measured(
+                         measured(f, "executed", "the scalar loads", "instructions executed on lines of adjacent scalar "
+                                  "loads", where=_scalar_loads, proposed=Line(hit[0], hit[1], "the scalar loads" + STATIC)),
+                         measured(f, "executed", "the scalar loads", "instructions executed on that line",
+                                  where=on({hit}), proposed=Line(hit[0], hit[1], "the scalar loads" + STATIC))))
 
 
 class NoReuse:
@@ -240,5 +266,13 @@ class NoReuse:
                      Gain(est, f"the FP32 roof's headroom ({head:.1f}x) times the share of FP32 peak a register-"
                           f"blocked tiled CUDA-core matmul reaches ({self.TILED_FP32_SHARE:.0%}; a shared-memory "
                           f"tile alone reaches less)"),
-                     line=ptx_line(f, lambda i: i.op.startswith("ld.global") and i.loops > 0, "the loads in the inner loop"))
+                     line=measured(f, "global_sectors", "the loads in the inner loop", "L2 sectors of global loads",
+                                   where=lambda x: lines.does(x, lines.GLOBAL_LOAD_OPS),
+                                   proposed=ptx_line(f, lambda i: i.op.startswith("ld.global") and i.loops > 0,
+                                                     "the loads in the inner loop")))
 
+
+
+def _scalar_loads(x: lines.LineCounters) -> bool:
+    """A measured line with two or more 4-byte global loads (``LDG.E``, not ``.64`` or ``.128``)."""
+    return sum(1 for op in x.sass if op.startswith("LDG") and not op.endswith((".64", ".128"))) >= 2

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from kprof.tools.nsight.sourcepage import SourceLines
+
 PROFILE_VERSION = 1
 
 Bound = Literal["memory", "compute"]
@@ -150,6 +152,7 @@ class KernelProfile:
     spec_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
     rank: int | None = None  # the rank of a multi-process job that launched it (kprof profile -- torchrun ...)
+    lines: SourceLines | None = None  # Nsight Compute's counters on each source line (None: no line measured)
 
     if not TYPE_CHECKING:  # kprof's own code names the part; the type checker holds it to that
         def __getattr__(self, name: str) -> object:
@@ -187,6 +190,9 @@ class KernelProfile:
             value = getattr(self, f.name)
             if f.name in PARTS:
                 out.update({_JSON_NAMES.get((f.name, k), k): v for k, v in asdict(value).items()})
+            elif f.name == "lines":  # only where measured: a stored profile of before reads back to the same JSON
+                if value is not None:
+                    out["lines"] = value.to_dict()
             elif f.name != "_":
                 out[f.name] = asdict(value) if f.name == "roofline" else value
         out["stalls"] = [list(s) for s in self.stalls.top]
@@ -195,11 +201,12 @@ class KernelProfile:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> KernelProfile:
         """A profile from its ``to_dict()`` (``kprof profile --json``'s kernels), for a replay."""
-        own = {f.name for f in fields(cls)} - set(PARTS) - {"roofline"}
+        own = {f.name for f in fields(cls)} - set(PARTS) - {"roofline", "lines"}
         parts = {name: part(**{k: data[_JSON_NAMES.get((name, k), k)] for k in (f.name for f in fields(part))
                                if _JSON_NAMES.get((name, k), k) in data})
                  for name, part in PARTS.items() if name != "stalls"}
         stalls = Stalls(top=tuple((str(r), float(v)) for r, v in data.get("stalls") or ()),
                         shares=dict(data.get("stall_shares") or {}))
+        lines = SourceLines.from_dict(data["lines"]) if isinstance(data.get("lines"), dict) else None
         return cls(**{k: v for k, v in data.items() if k in own}, roofline=Roofline(**data["roofline"]),
-                   stalls=stalls, **parts)
+                   stalls=stalls, lines=lines, **parts)

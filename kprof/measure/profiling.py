@@ -25,7 +25,9 @@ from kprof.measure.kernelprofile import PROFILE_VERSION, Compute, KernelProfile,
 
 __all__ = ["PROFILE_VERSION", "KernelProfile", "Roofline", "analyse", "fallback", "profile_program", "profile_spec",
            "reports"]
+from kprof.tools.nsight import sourcepage
 from kprof.tools.nsight.ncu import STALL_REASONS, Value
+from kprof.tools.nsight.sourcepage import SourceLines
 
 if TYPE_CHECKING:
     from kprof.build.build import BuildResult
@@ -231,15 +233,17 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
 
 def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, arch: str, launches: int,
             params: dict[str, str], extra_metrics: tuple[str, ...] = (), spec_flops: int | None = None,
-            spec_bytes: int | None = None, math: str = "fp32") -> list[KernelProfile]:
+            spec_bytes: int | None = None, math: str = "fp32",
+            pages: list[SourceLines] | None = None) -> list[KernelProfile]:
     """The reports for one spec's ncu rows: one per kernel it launched (named ``spec:kernel``) for a
     spec with steps, else the last row. The spec's work formulas describe the whole spec, so they
     are used only when it launched one kernel. An extra metric ncu accepted but did not report is
-    said, not dropped."""
+    said, not dropped. ``pages``: each row's measured source lines (its Source page), in the rows' order."""
+    each = list(pages) if pages is not None and len(pages) == len(rows) else [None] * len(rows)
     if launches == 1:
-        rows = rows[-1:]
+        rows, each = rows[-1:], each[-1:]
     out = []
-    for row in rows:
+    for row, page in zip(rows, each):
         kname = row["Kernel Name"].value if "Kernel Name" in row else None
         label = f"{name}:{kname}" if len(rows) > 1 and kname else name
         if params:
@@ -250,7 +254,7 @@ def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, a
         for m in extra_metrics:
             prof.notes.append(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() if m in row else
                               f"extra {m}: ncu reported no value for it (see `ncu --query-metrics`)")
-        out.append(prof)
+        out.append(replace(prof, lines=page) if page is not None else prof)
     return out
 
 
@@ -289,16 +293,40 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
     if why := ncu.unsupported(built.arch):
         return without_ncu(f"{why}: kprof measured without it", f"no Nsight Compute on {built.arch}")
     try:
-        rows = ncu.profile_rows(job_of(RunMode(verify=False)), set_name=set_name, extra_metrics=metrics,
-                                report_dir=report_dir, timeout=timeout)
+        got = ncu.measure(job_of(RunMode(verify=False)), set_name=set_name, extra_metrics=metrics,
+                          report_dir=report_dir, timeout=timeout)
     except NcuError as exc:
         if exc.reason != "counters":
             raise
         return without_ncu(str(exc), "fallback (no counters)")
+    pages = [sourcepage.name_files(p, _sources_of(r.spec.source)) for p in got.pages] if got.pages else None
     # A Python operation launches kernels kprof does not count in advance: report every one in its range.
     launches = 0 if r.spec.python else len(r.steps)
-    return reports(rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
-                   extra_metrics=metrics, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.work.math)
+    return reports(got.rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
+                   extra_metrics=metrics, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.work.math, pages=pages)
+
+
+def _sources_of(source: Path | None) -> dict[str, tuple[str, ...]]:
+    """The spec's source and the local headers it includes, each path -> its lines: what the Source page's
+    unnamed files are matched against (:func:`kprof.tools.nsight.sourcepage.name_files`)."""
+    import re
+
+    out: dict[str, tuple[str, ...]] = {}
+    todo = [source] if source is not None else []
+    while todo and len(out) < 64:
+        path = todo.pop()
+        if str(path) in out or not path.is_file():
+            continue
+        try:
+            text = path.read_text(errors="replace")[:MAX_SOURCE_CHARS]
+        except OSError:
+            continue
+        out[str(path)] = tuple(text.splitlines())
+        todo += [path.parent / inc for inc in re.findall(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"', text, re.M)]
+    return out
+
+
+MAX_SOURCE_CHARS = 4 * 1024 * 1024
 
 
 def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range: str | None, launch_skip: int,

@@ -44,7 +44,7 @@ def entry_problem(entry: str) -> str | None:
         return f"a name of {len(entry):,} characters; a kernel's name has at most {MAX_ENTRY:,}"
     shape = "is not a kernel's name as the source writes it (name, ns::name, or a template's name<float, 256>)"
     m = _NAME.match(entry)
-    if not m:
+    if not m or entry != entry.strip() or any(ord(c) < 32 for c in entry):
         return shape
     rest = entry[m.end():].strip()
     if not rest:

@@ -25,6 +25,7 @@ from kprof.errors import KprofError, NcuError, UsageError
 from kprof.launch import launch
 from kprof.launch.childresult import ChildResult
 from kprof.launch.job import Job, RunMode
+from kprof.tools.nsight import sourcepage
 
 STALL_REASONS = (
     "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
@@ -137,6 +138,8 @@ def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: 
             "--metrics", ",".join(metrics)]
     if set_name == "full":
         argv += ["--set", "full"]  # every section, for the GUI; adds ~2 s per kernel
+    if report is not None:  # each source line's counters (the Source page), the source kept in the report to read it
+        argv += ["--section", "SourceCounters", "--import-source", "yes"]
     return argv + _output(report)
 
 
@@ -239,15 +242,36 @@ def unknown_metrics(text: str) -> list[str]:
     return _UNKNOWN_METRIC.findall(text)
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What one ncu run over the runner gave: a raw row per kernel launched (in launch order) and, where the
+    report had them, each one's Source page (:mod:`kprof.tools.nsight.sourcepage`; None: no line measured)."""
+
+    rows: list[dict[str, Value]]
+    pages: list[sourcepage.SourceLines] | None
+
+
 def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
                  report_dir: Path | None = None, timeout: float = 600.0) -> list[dict[str, Value]]:
     """Run ncu over the runner; one raw row per kernel launched in the target's NVTX range
     ``kprof@NAME`` (several for a spec with steps), in launch order."""
+    return measure(job, set_name=set_name, extra_metrics=extra_metrics, report_dir=report_dir, timeout=timeout,
+                   lines=False).rows
+
+
+def measure(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (), report_dir: Path | None = None,
+            timeout: float = 600.0, lines: bool = True) -> Measured:
+    """:func:`profile_rows` with each kernel's measured source lines (``lines``): ncu then exports a report (kept in
+    ``report_dir``, else in a temporary folder) with the SourceCounters section, and its Source page is read back."""
+    if lines and report_dir is None:
+        with tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
+            return measure(job, set_name=set_name, extra_metrics=extra_metrics, report_dir=Path(tmp), timeout=timeout)
     name = job.target.name
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
     job = replace(job, mode=RunMode(verify=False, time=False))
-    with saved_report(report_dir / f"{name}.ncu-rep" if report_dir else None) as made:
+    report = report_dir / f"{name}.ncu-rep" if report_dir else None
+    with saved_report(report) as made:
         for _attempt in range(MAX_RETRIES):
             done, data = launch.run(job, timeout=timeout,
                                     wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics, report=made))
@@ -261,7 +285,22 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
     rows = parse_csv(text)
     if not rows:
         raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
-    return rows
+    pages = source_pages(exe, report, timeout=timeout) if lines and report is not None else None
+    return Measured(rows, pages if pages and len(pages) == len(rows) else None)
+
+
+def source_pages(exe: str | Path, report: Path, *, timeout: float = 120.0) -> list[sourcepage.SourceLines] | None:
+    """The Source page of each kernel in ``report`` (:mod:`kprof.tools.nsight.sourcepage`), in the report's order;
+    None where ncu cannot give it (an ncu without the page, a report without source counters): no line measured."""
+    if not report.is_file():
+        return None
+    try:
+        done = proc.run(sourcepage.argv(exe, report), timeout=timeout)
+    except KprofError:
+        return None
+    if done.timed_out or done.returncode != 0:
+        return None
+    return sourcepage.parse(done.stdout[:sourcepage.MAX_PAGE_CHARS]) or None
 
 
 @contextmanager

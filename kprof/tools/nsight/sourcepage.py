@@ -1,0 +1,276 @@
+"""Nsight Compute's Source page: what it measured on each source line of a kernel, read from a saved report.
+
+The SourceCounters section (in kprof's profile, with ``--import-source yes``) samples where warps stall and
+counts, per SASS instruction: instructions and thread-instructions executed, divergent branches, the L2 sectors
+global and local accesses asked for against the ideal, shared-memory wavefronts against the ideal. ncu maps each
+instruction to its CUDA line through ``-lineinfo``;
+``ncu --import REPORT --csv --page source --print-source cuda,sass`` prints, for each profiled kernel, its source
+lines with the line's counters summed over its instructions, each line followed by its instructions.
+:func:`parse` reads that (and the ``cuda`` view, by its header) into one :class:`SourceLines` a kernel; ncu runs
+in :func:`kprof.tools.nsight.ncu.source_pages`. Pure; tested on pages recorded on the GPU.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+
+# The page's stall columns (``stall_long_sb``) -> kprof's reason names (ncu's metric names, kprof.tools.nsight.ncu)
+STALL_COLUMNS = {
+    "barrier": "barrier", "branch_resolving": "branch_resolving", "dispatch": "dispatch_stall", "drain": "drain",
+    "imc": "imc_miss", "lg": "lg_throttle", "long_sb": "long_scoreboard", "math": "math_pipe_throttle",
+    "membar": "membar", "mio": "mio_throttle", "misc": "misc", "no_inst": "no_instruction",
+    "not_selected": "not_selected", "selected": "selected", "short_sb": "short_scoreboard", "sleep": "sleeping",
+    "sleeping": "sleeping", "tex": "tex_throttle", "wait": "wait",
+}  # fmt: skip
+
+# The page's counter columns -> LineCounters' fields (the first column of a name found wins)
+COUNTER_COLUMNS = {
+    "samples": ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)"),
+    "not_issued": ("Warp Stall Sampling (Not-issued Samples)", "Warp Stall Sampling (No Issue Cycles)"),
+    "executed": ("Instructions Executed",),
+    "threads": ("Thread Instructions Executed",),
+    "divergent": ("Divergent Branches",),
+    "global_sectors": ("L2 Theoretical Sectors Global",),
+    "global_ideal": ("L2 Theoretical Sectors Global Ideal",),
+    "global_excess": ("L2 Theoretical Sectors Global Excessive",),
+    "local_sectors": ("L2 Theoretical Sectors Local",),
+    "shared_wavefronts": ("L1 Wavefronts Shared",),
+    "shared_ideal": ("L1 Wavefronts Shared Ideal",),
+    "shared_excess": ("L1 Wavefronts Shared Excessive",),
+}
+MAX_PAGE_CHARS = 256 * 1024 * 1024  # a kernel of 100,000 instructions prints a few tens of MB
+
+
+@dataclass(frozen=True, kw_only=True)
+class LineCounters:
+    """What was measured on one source line: the sums over its SASS instructions (0 where not counted)."""
+
+    file: str  # the path ncu gives, or the source it was matched to; "" where unknown
+    line: int
+    text: str = ""  # the line as the source writes it
+    samples: int = 0  # warp stall samples (all samples: issuing and stalled)
+    not_issued: int = 0  # samples of a warp that could not issue
+    stalls: dict[str, int] = field(default_factory=dict)  # kprof's stall reason -> samples
+    executed: int = 0  # warp instructions executed
+    threads: int = 0  # thread instructions executed (32 a warp instruction when no lane is off)
+    divergent: int = 0  # divergent branches
+    global_sectors: int = 0  # L2 sectors its global accesses asked for
+    global_ideal: int = 0
+    global_excess: int = 0  # beyond the ideal: uncoalesced
+    local_sectors: int = 0  # local memory (spills, arrays indexed at run time)
+    shared_wavefronts: int = 0
+    shared_ideal: int = 0
+    shared_excess: int = 0  # beyond the ideal: bank conflicts
+    sass: tuple[str, ...] = ()  # its instructions' opcodes (``LDG.E.128``), where the page listed them
+
+    def count(self, metric: str) -> float:
+        """A counter by name, or ``lost_lanes`` (lanes a warp instruction left idle, summed), or ``stall:REASON``."""
+        if metric == "lost_lanes":
+            return max(0.0, 32.0 * self.executed - self.threads) if self.executed and self.threads else 0.0
+        if metric.startswith("stall:"):
+            return float(self.stalls.get(metric[6:], 0))
+        return float(getattr(self, metric))
+
+
+@dataclass(frozen=True)
+class SourceLines:
+    """One kernel's Source page: its lines that ran or were sampled (each with its counters), which counters the
+    page had, and the kernel's name as the page gives it."""
+
+    kernel: str
+    lines: tuple[LineCounters, ...]
+    columns: tuple[str, ...] = ()  # the counters the page had (LineCounters' field names, stall reasons as stall:X)
+
+    def has(self, metric: str) -> bool:
+        if metric == "lost_lanes":
+            return "executed" in self.columns and "threads" in self.columns
+        return metric in self.columns
+
+    def total(self, metric: str) -> float:
+        return sum(x.count(metric) for x in self.lines)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kernel": self.kernel, "columns": list(self.columns),
+                "lines": [{k: v for k, v in asdict(x).items() if v not in (0, "", (), {})} | {"file": x.file, "line": x.line}
+                          for x in self.lines]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SourceLines:
+        """A stored page (``to_dict()``: a profile's ``lines`` in kprof profile --json) read back."""
+        lines = tuple(LineCounters(**{**x, "sass": tuple(x.get("sass", ())), "stalls": dict(x.get("stalls", {}))})
+                      for x in data.get("lines", ()))
+        return cls(str(data.get("kernel", "")), lines, tuple(data.get("columns", ())))
+
+
+def argv(ncu: str | Path, report: str | Path) -> list[str]:
+    """The Source page of every kernel in ``report``, CUDA lines with their SASS, as CSV."""
+    return [str(ncu), "--import", str(report), "--csv", "--page", "source", "--print-source", "cuda,sass"]
+
+
+def _int(text: str) -> int | None:
+    text = text.strip().replace(",", "")
+    if not text or text in ("-", "n/a"):
+        return None
+    try:
+        return int(float(text))
+    except ValueError:
+        return None
+
+
+def _columns(header: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """(counter field -> column, stall reason -> column) of a page's header row."""
+    at = {}
+    for k, name in enumerate(header):
+        at.setdefault(name.strip(), k)
+    counters = {}
+    for key, names in COUNTER_COLUMNS.items():
+        found = next((at[n] for n in names if n in at), None)
+        if found is not None:
+            counters[key] = found
+    stalls = {}
+    for name, k in at.items():
+        if name.startswith("stall_") and "Not Issued" not in name and name[6:] in STALL_COLUMNS:
+            stalls.setdefault(STALL_COLUMNS[name[6:]], k)
+    return counters, stalls
+
+
+@dataclass
+class _Block:
+    kernel: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def _blocks(text: str) -> list[_Block]:
+    """The page cut into one block a kernel: rows from a ``Kernel Name`` row (or the start) to the next."""
+    found = [k for k in (text.find(m) for m in ('"Kernel Name"', '"Line No"', '"Address"', '"File')) if k >= 0]
+    rows = list(csv.reader(io.StringIO(text[min(found):] if found else "")))  # ncu's own lines before it left out
+    out: list[_Block] = []
+    cur = _Block()
+    for row in rows:
+        if not row:
+            continue
+        head = row[0].strip()
+        if head == "Kernel Name":
+            if cur.header:
+                out.append(cur)
+            cur = _Block(kernel=row[1].strip() if len(row) > 1 else "")
+            continue
+        if head in ("Line No", "Address", "#"):
+            if cur.header and cur.rows:  # a second table with no Kernel Name row between: another kernel
+                out.append(cur)
+                cur = _Block(kernel="")
+            cur.header = [h.strip() for h in row]
+            continue
+        if cur.header or head.startswith("File"):
+            cur.rows.append(row)
+    if cur.header:
+        out.append(cur)
+    return out
+
+
+def _lines_of(block: _Block) -> SourceLines:
+    header = block.header
+    counters, stalls = _columns(header)
+    address = next((k for k, h in enumerate(header) if h == "Address"), None)
+    line_at = 0 if header and header[0] == "Line No" else None
+    text_at = 1 if line_at is not None else None
+    # in the cuda,sass view the instruction's own text is the second "Source" column
+    sass_at = next((k for k, h in enumerate(header) if h == "Source" and (line_at is None or k > 1)), None)
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    order: list[tuple[int, int]] = []
+    file_no, file_name, last_line = 0, "", 0
+    names: dict[int, str] = {}
+    current: tuple[int, int] | None = None
+    for row in block.rows:
+        head = row[0].strip()
+        if head.startswith("File") and len(row) > 1 and not head[:1].isdigit():  # "File Name", "File Path"
+            file_no += 1
+            file_name = row[1].strip()
+            names[file_no] = file_name
+            last_line = 0
+            continue
+        is_sass = address is not None and len(row) > address and row[address].strip().startswith("0x")
+        if line_at is not None and not is_sass:
+            n = _int(head)
+            if n is None:
+                continue
+            if n <= last_line:  # the page printed the next file from its first line
+                file_no += 1
+            last_line = n
+            current = (file_no, n)
+            if current not in found:
+                order.append(current)
+            rec = found.setdefault(current, {"text": row[text_at] if text_at is not None and len(row) > text_at else ""})
+            for key, k in counters.items():
+                rec[key] = rec.get(key, 0) + (_int(row[k]) or 0 if len(row) > k else 0)
+            got = {r: (_int(row[k]) or 0) for r, k in stalls.items() if len(row) > k}
+            rec["stalls"] = {r: rec.get("stalls", {}).get(r, 0) + v for r, v in got.items() if v} | {
+                r: v for r, v in rec.get("stalls", {}).items() if r not in got}
+            continue
+        if is_sass and current is not None and sass_at is not None and len(row) > sass_at:
+            op = _opcode(row[sass_at])
+            if op:
+                found[current].setdefault("sass", []).append(op)
+    lines = []
+    for key in order:
+        rec = found[key]
+        kw = {k: v for k, v in rec.items() if k in COUNTER_COLUMNS}
+        lines.append(LineCounters(file=names.get(key[0], ""), line=key[1], text=str(rec.get("text", "")).rstrip(),
+                                  stalls=dict(rec.get("stalls", {})), sass=tuple(rec.get("sass", ())), **kw))
+    # lines with nothing measured (comments, declarations) are dropped; their file index stays in `file`
+    kept = tuple(x for x in lines if any(x.count(c) for c in counters) or x.stalls or x.sass)
+    columns = tuple(counters) + tuple(f"stall:{r}" for r in stalls)
+    return SourceLines(block.kernel, tuple(replace(x, file=x.file or f"#{_file_index(x, lines)}") for x in kept),
+                       columns)
+
+
+def _file_index(line: LineCounters, lines: list[LineCounters]) -> int:
+    """Which of the page's unnamed files a line came from (0 first), by where it sits among them."""
+    k, last, idx = 0, 0, 0
+    for x in lines:
+        if x.line <= last:
+            idx += 1
+        last = x.line
+        if x is line:
+            return idx
+        k += 1
+    return idx
+
+
+_OP = re.compile(r"^\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+
+
+def _opcode(text: str) -> str:
+    m = _OP.match(text)
+    return m.group(1) if m else ""
+
+
+def parse(text: str) -> list[SourceLines]:
+    """Every kernel's lines of a ``--page source --csv`` page, in the page's order. Pure."""
+    return [_lines_of(b) for b in _blocks(text) if b.header]
+
+
+def name_files(page: SourceLines, sources: dict[str, tuple[str, ...]]) -> SourceLines:
+    """``page`` with each line's file named where the page left it unnamed (``#0``, ``#1``: ncu printed the files
+    one after the other without a name): the source among ``sources`` (path -> its lines) whose text matches that
+    file's lines best. A file that matches none keeps its ``#N``. Pure."""
+    unnamed = sorted({x.file for x in page.lines if x.file.startswith("#")})
+    if not unnamed or not sources:
+        return page
+    rename: dict[str, str] = {}
+    for key in unnamed:
+        mine = [x for x in page.lines if x.file == key and x.text.strip()]
+        best, score = "", 0
+        for path, lines in sources.items():
+            hits = sum(1 for x in mine if 0 < x.line <= len(lines) and lines[x.line - 1].rstrip() == x.text.rstrip())
+            if hits > score:
+                best, score = path, hits
+        if best and score * 2 >= len(mine):
+            rename[key] = best
+    return replace(page, lines=tuple(replace(x, file=rename.get(x.file, x.file)) for x in page.lines))

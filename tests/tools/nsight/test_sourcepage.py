@@ -1,0 +1,102 @@
+"""Nsight Compute's Source page read into each source line's measured counters (kprof.tools.nsight.sourcepage),
+and ncu.source_pages's run over a saved report, with a stand-in ncu printing a page."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from kprof.tools.nsight import ncu, sourcepage
+
+HEADER = ('"Line No","Source","Address","Source","Warp Stall Sampling (All Samples)",'
+          '"Warp Stall Sampling (Not-issued Samples)","Instructions Executed","Thread Instructions Executed",'
+          '"Divergent Branches","L2 Theoretical Sectors Global Excessive","L2 Theoretical Sectors Global",'
+          '"L1 Wavefronts Shared Excessive","stall_long_sb","stall_barrier","stall_long_sb (Not Issued)"')
+
+# two kernels; the first prints its file from line 1 and a header after it; numbers with thousands separators
+PAGE = f'''==PROF== Connected to process 1
+"Kernel Name","copy_uncoalesced"
+{HEADER}
+"1","#include ""h.cuh""","-","","0","0","0","0","0","0","0","0","0","0","0"
+"2","extern ""C"" __global__ void copy(float* out, const float* in_, int n) {{","-","","0","0","0","0","0","0","0","0","0","0","0"
+"3","  int row = threadIdx.x;","-","","12","3","1,024","32,768","0","0","0","0","0","0","0"
+"","","0x7f0010","S2R R0, SR_TID.X","12","3","1024","32768","0","0","0","0","0","0","0"
+"4","  out[row * n] = in_[row * n];","-","","1,988","1,900","2,048","65,536","0","114,688","131,072","0","1,700","0","1,650"
+"","","0x7f0020","LDG.E R5, desc[UR4][R2.64]","1000","990","1024","32768","0","57344","65536","0","1700","0","1650"
+"","","0x7f0030","@!P0 STG.E desc[UR4][R6.64], R5","988","910","1024","32768","0","57344","65536","0","0","0","0"
+"5","}}","-","","0","0","0","0","0","0","0","0","0","0","0"
+"1","#define H 1","-","","0","0","0","0","0","0","0","0","0","0","0"
+"2","__device__ int h() {{ return H; }}","-","","4","0","8","256","0","0","0","0","0","0","0"
+"Kernel Name","second"
+{HEADER}
+"File Path","/src/second.cu"
+"7","  __syncthreads();","-","","50","50","64","2048","0","0","0","0","0","50","0"
+"9","  if (threadIdx.x & 1) {{","-","","5","2","64","1024","32","0","0","0","0","0","0"
+'''
+
+
+def test_a_page_of_two_kernels_reads_into_each_lines_counters():
+    first, second = sourcepage.parse(PAGE)
+    assert first.kernel == "copy_uncoalesced" and second.kernel == "second"
+    by = {x.line: x for x in first.lines}
+    assert sorted(by) == [2, 3, 4] and all(x.file.startswith("#") for x in first.lines)  # lines 1 and 5: nothing ran
+    hot = by[4]
+    assert (hot.samples, hot.not_issued, hot.executed, hot.threads) == (1988, 1900, 2048, 65536)
+    assert (hot.global_excess, hot.global_sectors) == (114688, 131072)
+    assert hot.stalls == {"long_scoreboard": 1700} and hot.sass == ("LDG.E", "STG.E")  # "(Not Issued)" left out
+    assert by[2].file == "#1" and by[2].line == 2 and by[2].samples == 4  # the header, printed after the .cu from 1
+    assert {"samples", "executed", "global_excess", "stall:barrier"} <= set(first.columns)
+    sync, branch = second.lines
+    assert sync.file == "/src/second.cu" and sync.stalls == {"barrier": 50} and branch.divergent == 32
+    assert branch.count("lost_lanes") == 32 * 64 - 1024 and sync.count("stall:barrier") == 50
+
+
+def test_unnamed_files_are_matched_to_the_sources_by_their_text():
+    (first, _) = sourcepage.parse(PAGE)
+    named = sourcepage.name_files(first, {
+        "/k/copy.cu": ('#include "h.cuh"', 'extern "C" __global__ void copy(float* out, const float* in_, int n) {',
+                       "  int row = threadIdx.x;", "  out[row * n] = in_[row * n];", "}"),
+        "/k/h.cuh": ("#define H 1", "__device__ int h() { return H; }"),
+        "/k/other.cu": ("int x;",)})
+    assert [(x.file, x.line) for x in named.lines] == [("/k/copy.cu", 3), ("/k/copy.cu", 4), ("/k/h.cuh", 2)]
+    assert sourcepage.name_files(first, {"/k/other.cu": ("int x;",)}).lines[0].file == "#0"  # no match: kept unnamed
+
+
+def test_a_page_survives_its_json():
+    (first, _) = sourcepage.parse(PAGE)
+    again = sourcepage.SourceLines.from_dict(first.to_dict())
+    assert again == first
+
+
+def test_text_that_is_no_page_gives_no_kernels():
+    assert sourcepage.parse("") == [] and sourcepage.parse("==ERROR== no such file\n") == []
+
+
+def _stand_in(tmp_path, body: str, code: int = 0):
+    exe = tmp_path / "ncu"
+    exe.write_text(f"#!/bin/sh\ncat <<'EOF'\n{body}EOF\nexit {code}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return exe
+
+
+def test_source_pages_runs_ncu_over_the_report_and_reads_its_page(tmp_path):
+    report = tmp_path / "k.ncu-rep"
+    report.write_bytes(b"report")
+    exe = _stand_in(tmp_path, PAGE)
+    pages = ncu.source_pages(exe, report)
+    assert pages is not None and [p.kernel for p in pages] == ["copy_uncoalesced", "second"]
+    assert sourcepage.argv(exe, report)[-4:] == ["--page", "source", "--print-source", "cuda,sass"]
+
+
+def test_no_report_or_a_failing_ncu_is_no_page(tmp_path):
+    assert ncu.source_pages(_stand_in(tmp_path, PAGE), tmp_path / "missing.ncu-rep") is None
+    report = tmp_path / "k.ncu-rep"
+    report.write_bytes(b"report")
+    assert ncu.source_pages(_stand_in(tmp_path, "==ERROR== bad report\n", code=1), report) is None
+    assert os.path.exists(report)
+
+
+def test_kprofs_profile_asks_for_the_source_counters_with_a_report():
+    argv = ncu.build_argv("ncu", "k", report="/tmp/k.ncu-rep")
+    assert argv[argv.index("--section") + 1] == "SourceCounters" and "--import-source" in argv
+    assert "--section" not in ncu.build_argv("ncu", "k")  # the raw page printed: nothing to read lines from
