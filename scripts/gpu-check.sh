@@ -42,7 +42,7 @@
 #            included) on each case, and kprof cases --perf (PERF_DIAGNOSE=0 leaves them out)
 #   perfcases  kprof cases --perf (the diagnosis on the performance corpus, each case benched beside its twin,
 #            tries included; PERF_CASES for some), then kprof profile's text diagnosis of PERF_SHOW (default tail_wave)
-#   sourcepages  Nsight Compute's per-line counters: kprof cases --perf (SP_CASES, default the whole corpus) with
+#   sourcepages  Nsight Compute's per-line counters: kprof cases --perf (SP_CASES, default the whole corpus; - none) with
 #            each case's full-set report kept, then kprof profile --set full --no-try of SP_PROFILE (more specs:
 #            twins, kprof's kernels); each report's source page as CSV (--print-source sass, cuda, cuda,sass), its
 #            details and raw pages, and (SP_PROBE, a few) what ncu_report reads per instruction
@@ -498,7 +498,7 @@ if has sourcepages; then  # the data the per-line attribution is built on (docs/
     SP=$LOGS/sourcepages
     mkdir -p "$SP"
     # shellcheck disable=SC2086
-    json cases-perf-sp $KPROF cases --perf --save-report "$SP" ${SP_CASES:-}
+    [ "${SP_CASES:-}" != "-" ] && json cases-perf-sp $KPROF cases --perf --save-report "$SP" ${SP_CASES:-}
     # shellcheck disable=SC2086
     [ -n "${SP_PROFILE:-}" ] && json profile-sp $KPROF profile ${SP_PROFILE} --set full --no-try --save-report "$SP"
     sources=$(ls "$ROOT"/perf_cases/*.cu "$ROOT"/kernels/*.cu | paste -sd, -)
