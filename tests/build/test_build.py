@@ -263,7 +263,7 @@ def test_a_spec_naming_a_kernel_the_source_lacks_is_one_line_without_the_compile
     (tmp_path / "nok.yaml").write_text((kernels / "vector_add.yaml").read_text().replace("entry: vector_add", "entry: nok"))
     with pytest.raises(BuildError) as info:
         build.build(catalog.load(str(tmp_path / "nok.yaml")), "sm_90")
-    assert "nok.cu has no kernel named 'nok' (kernels found: vector_add)" in str(info.value)
+    assert "nok.cu has no kernel 'nok' (its kernels: vector_add)" in str(info.value)
     assert not info.value.log
 
 
