@@ -301,7 +301,9 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
         if done.returncode != 0:
             errors = sum(1 for ln in log.splitlines() if ": error" in ln)
             what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
-            raise BuildError(f"{compiler.version} failed to compile {spec.source} for {target}: {what}", log)
+            stop = cusource.compile_stop(log)
+            raise BuildError(f"{compiler.version} failed to compile {spec.source} for {target}: "
+                             + (f"{what}: {stop}" if stop else what), log)
         usage = parse_resource_usage(log)
         symbols = _symbols(spec, usage)
         digest_of_cubin = hashlib.sha256(tmp.read_bytes()).hexdigest()

@@ -80,3 +80,42 @@ def unguarded_defines(text: str, names: set[str]) -> list[tuple[str, int, str]]:
             if name and name.group(1) in names and name.group(1) not in stack:
                 out.append((name.group(1), number, lines[number - 1].strip()))
     return out
+
+
+# A header a tutorial's file includes for its host code, and the library it belongs to (what to install)
+LIBRARY_HEADERS = {
+    "cublas_v2.h": ("cuBLAS", "nvidia-cublas"), "cublas.h": ("cuBLAS", "nvidia-cublas"),
+    "cublasLt.h": ("cuBLASLt", "nvidia-cublas"), "cudnn.h": ("cuDNN", "nvidia-cudnn-cu13"),
+    "cudnn_frontend.h": ("cuDNN's frontend", "nvidia-cudnn-frontend"), "nccl.h": ("NCCL", "nvidia-nccl-cu13"),
+    "curand.h": ("cuRAND", "nvidia-curand"), "curand_kernel.h": ("cuRAND", "nvidia-curand"),
+    "cufft.h": ("cuFFT", "nvidia-cufft"), "cusparse.h": ("cuSPARSE", "nvidia-cusparse"),
+    "cusolverDn.h": ("cuSOLVER", "nvidia-cusolver"), "mpi.h": ("MPI", "mpich (and its headers)"),
+    "omp.h": ("OpenMP", "your compiler's OpenMP"),
+}  # fmt: skip
+_MISSING = (
+    re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):\d+: fatal error: (?P<header>[^:\n]+): No such file or directory", re.M),
+    re.compile(r'^(?P<file>[^\n(]+)\((?P<line>\d+)\): catastrophic error: cannot open source file "(?P<header>[^"\n]+)"',
+               re.M),
+)
+_ERROR = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?:error|catastrophic error)(?: [^:\n]*)?: (?P<what>[^\n]+)", re.M)
+
+
+def compile_stop(log: str) -> str | None:
+    """Where a compile stopped and what to do, in a line, from the compiler's log: a header it could not find
+    (with the library it belongs to and how to get it, or to keep the host code that needs it out of kprof's build),
+    else its first error. None where the log names no line. Pure."""
+    from pathlib import Path
+
+    for rx in _MISSING:
+        if m := rx.search(log):
+            header = m.group("header").strip()
+            base = Path(header).name
+            where = f"{Path(m.group('file')).name} line {m.group('line')}"
+            lib = LIBRARY_HEADERS.get(base)
+            get = (f"it is {lib[0]}'s header, for the host code: install it where the compiler looks ({lib[1]}, or a "
+                   "CUDA toolkit that has it)" if lib else "put its folder on the include path")
+            return (f"{where} includes {header}, which the compiler cannot find: {get}; or keep that include and the host "
+                    "code that needs it inside #ifndef KPROF_BUILD ... #endif (kprof builds with -DKPROF_BUILD)")
+    if m := _ERROR.search(log):
+        return f"{Path(m.group('file')).name} line {m.group('line')}: {m.group('what').strip()[:200]}"
+    return None

@@ -327,3 +327,28 @@ def test_a_lock_that_cannot_be_had_builds_without_it(tmp_path):
     finally:
         os.close(held)
     assert entered
+
+
+def test_where_a_compile_stops_is_one_line_with_what_to_do():
+    """A tutorial's file kept verbatim: a header its host code includes that the toolkit lacks, named with the line
+    that includes it, the library it is and how to get it (gcc's preprocessor and the CUDA front end say it apart)."""
+    from kprof.build import cusource
+
+    gcc = ("/x/llm.c/dev/cuda/common.h:4:10: fatal error: cublas_v2.h: No such file or directory\n"
+           "    4 | #include <cublas_v2.h>\ncompilation terminated.\n")
+    said = cusource.compile_stop(gcc)
+    assert said.startswith("common.h line 4 includes cublas_v2.h, which the compiler cannot find: it is cuBLAS's header")
+    assert "nvidia-cublas" in said and "#ifndef KPROF_BUILD" in said
+    edg = '/k/a.cu(12): catastrophic error: cannot open source file "mylib/util.h"\n'
+    assert cusource.compile_stop(edg).startswith("a.cu line 12 includes mylib/util.h") and "include path" in cusource.compile_stop(edg)
+    first = '/k/a.cu(7): error: identifier "M_PI" is undefined\n/k/a.cu(9): error: x\n'
+    assert cusource.compile_stop(first) == 'a.cu line 7: identifier "M_PI" is undefined'
+    assert cusource.compile_stop("nvcc fatal : Unknown option\n") is None
+
+
+@pytest.mark.nvcc
+def test_host_code_kept_out_with_the_define_kprof_builds_with(tmp_path):
+    (tmp_path / "k.cu").write_text('#ifndef KPROF_BUILD\n#include <no_such_library.h>\n#endif\n'
+                                   'extern "C" __global__ void k(float* a) { a[0] = 1; }\n')
+    (tmp_path / "k.yaml").write_text(_ONE_OUT)
+    assert build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90").symbol_of("k") == "k"

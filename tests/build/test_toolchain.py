@@ -14,7 +14,7 @@ def test_argv():
     argv = toolchain.build_argv("/x/nvcc", Path("/k/a.cu"), Path("/c/a.cubin"), "sm_90",
                             (("TILE", "32"),), ("-Xptxas=-O3",))
     assert argv == ["/x/nvcc", "-cubin", "-arch=sm_90", "-lineinfo", "--resource-usage", "-std=c++17",
-                    "-DTILE=32", "-Xptxas=-O3", "-o", "/c/a.cubin", "/k/a.cu"]
+                    "-DKPROF_BUILD=1", "-DTILE=32", "-Xptxas=-O3", "-o", "/c/a.cubin", "/k/a.cu"]
 
 
 @pytest.mark.parametrize("arch", ["sm90", "compute_90", "90", "sm_9", "sm_90; rm -rf /"])
