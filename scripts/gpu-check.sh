@@ -47,6 +47,9 @@
 #            twins, kprof's kernels); each report's source page as CSV (--print-source sass, cuda, cuda,sass), its
 #            details and raw pages, and (SP_PROBE, a few) what ncu_report reads per instruction
 #            (scripts/probes/ncu_source_counters.py); imports SP_JOBS (8) at once, each with its own TMPDIR
+#   public   the public ladder nobody here wrote (perf_public/llmc.yaml: llm.c's dev/cuda kernels, each version against
+#            the next): specs from the checkout PUBLIC_CHECKOUT (default .corpus/llm.c, carried; its files checked
+#            against the expectations' hashes), then scripts/public_corpus.py score (PUBLIC_STEPS for some), JSON kept
 #   interrupts  scripts/interrupts.py: kprof bench, sanitize (a kernel and a program), profile and cases stopped by
 #            Ctrl-C (the process group), SIGTERM (kprof alone) and SIGKILL, and eight kprof processes on one cache
 #            and history at once: exit codes, processes and temporary files left, the history and cache after
@@ -519,6 +522,12 @@ if has sourcepages; then  # the data the per-line attribution is built on (docs/
     for n in ${SP_PROBE:-}; do
         step "probe-$n" python3 scripts/probes/ncu_source_counters.py "$SP/$n.ncu-rep" "$SP/$n.ncu_report.json"
     done
+fi
+if has public; then  # kprof's diagnosis scored on code it was never tuned on (docs/profile.md)
+    step public-specs python3 scripts/public_corpus.py specs "${PUBLIC_CHECKOUT:-.corpus/llm.c}" "$LOGS/public-specs"
+    # shellcheck disable=SC2086
+    step public-score python3 scripts/public_corpus.py score "$LOGS/public-specs" --json "$LOGS/public-score.json" \
+        ${PUBLIC_STEPS:-}
 fi
 if has interrupts; then  # issue 69: what a signal or a concurrent kprof leaves behind, on the GPU
     step interrupts python3 scripts/interrupts.py "$LOGS/interrupts" --kprof "$KPROF"
