@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     from kprof.child import framework
 
+    resets = [b.arg.name for b in ws.target.buffers if b.arg.reset]
+    if resets and mode.mode == "hot":
+        raise UsageError(f"{ws.target.name}: {', '.join(resets)} is written again before each launch (reset: true), "
+                         "which a CUDA graph of many launches cannot do untimed: use --mode cold or warm")
     stream = ws.dev.stream()
     ws.upload()
     run_once, first, poison_pool = _routine(ws, mode, stream, result.data)
@@ -42,12 +46,14 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
         return 1
     if gpu is not None:
         gpu.verified = gpu.outputs()
+    if resets:  # a buffer the kernel consumes (a write index) as it was before every launch, warm-up too
+        timed_call, run_once = run_once, lambda: (ws.restore(resets), timed_call())[1]
     clock = _clock(mode, result)
     events = _Events(ws, stream)
     one = _warm_up(run_once, events, mode.warmup)
     clock, warm_flags = _check_clock(clock, mode, result)
     sampler = _HotSampler(ws, stream, run_once, events, clock, mode.batch, one=one) if mode.mode == "hot" else \
-        _SingleSampler(ws, stream, run_once, events, clock, mode)
+        _SingleSampler(ws, stream, timed_call if resets else run_once, events, clock, mode, resets=resets)
     samples, stop, host_seconds = _loop(sampler, mode, ws.target.name)
     if clock is not None:
         clock.close()
@@ -360,8 +366,9 @@ class _SingleSampler:
     batch = 1
 
     def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events, clock: Any,
-                 mode: TimingMode) -> None:
+                 mode: TimingMode, *, resets: list[str] | None = None) -> None:
         dev, info = ws.dev, ws.info
+        self.ws, self.resets = ws, list(resets or ())  # written again before each timed launch, outside its window
         self.dev, self.stream, self.run_once, self.events, self.clock = dev, stream, run_once, events, clock
         self.integrity = mode.integrity
         self.flag, self.flag_dev = dev.host_flag()
@@ -379,6 +386,8 @@ class _SingleSampler:
     def sample(self) -> float:
         from kprof.child import cupti_timer
 
+        if self.resets:  # a synchronous upload: done before the spin holds the stream, so never timed
+            self.ws.restore(self.resets)
         self.flag.value = 0
         if self.flush is not None:
             fn, grid, args = self.flush

@@ -236,6 +236,9 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
 def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
     """Build the point's kernel (and baseline specs) and make their timing jobs."""
     kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)
+    if mode.mode == "hot" and (resets := [b.arg.name for b in kernel.resolved.buffers if b.arg.reset]):
+        raise UsageError(f"{point.spec.name}: {', '.join(resets)} is written again before each launch (reset: true), "
+                         "which a CUDA graph of many launches cannot do untimed: use --mode cold or warm")
     timed = tuple((b, job) for b in point.baselines
                   if (job := _slack(_baseline_job(point.spec, kernel, b, mode, arch))) is not None)
     return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), timed)

@@ -246,9 +246,10 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
         if "tensormap" in item:
             out.append(load_tensormap(item, fld, check_expr, fail))
         elif "buffer" in item:
-            extra = set(item) - {"name", "buffer", "shape", "role", "fill"}
+            extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset"}
             if extra:
-                raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (buffer fields: name, buffer, shape, role, fill)")
+                raise fail(f"{fld}.{sorted(extra)[0]}",
+                           "unknown field (buffer fields: name, buffer, shape, role, fill, reset)")
             dtype = dtype_of(item["buffer"], f"{fld}.buffer", fail)
             shape = item.get("shape")
             if isinstance(shape, (str, int)) and not isinstance(shape, bool):
@@ -273,7 +274,12 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
             else:
                 default = "uniform" if DTYPES[dtype][1] == "f" else "randint(0, 100)"
                 fill = fill_of(item.get("fill", default), f"{fld}.fill", dtype, fail)
-            out.append(BufferArg(name, dtype, shape_t, role, fill))
+            reset = item.get("reset", False)
+            if not isinstance(reset, bool) or (reset and role != "inout"):
+                raise fail(f"{fld}.reset", "true marks an inout buffer the kernel consumes (a counter it uses as a write "
+                           "index), written again with its fill before each timed launch; give role: inout, or leave "
+                           "reset out")
+            out.append(BufferArg(name, dtype, shape_t, role, fill, reset=reset))
         else:
             extra = set(item) - {"name", "scalar", "value"}
             if extra:

@@ -8,7 +8,7 @@ launch, sanitize, profile and bench stages take as it is. Loading a YAML file in
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,8 @@ class BufferArg:
     shape: tuple[str, ...]
     role: str
     fill: Fill
+    _: KW_ONLY
+    reset: bool = False  # the kernel consumes it (a counter used as a write index): written again before each launch
 
 
 @dataclass(frozen=True)

@@ -1239,3 +1239,52 @@ def test_the_wgmma_attention_specs_verify_what_the_kernel_computes(fake, monkeyp
     monkeypatch.setitem(FakeDevice.emulations, "wgmma_attention", short)
     data = run_job(fake, job_for(name, {"BH": 2, "S": 600}))
     assert data["status"] == "failed" and "normwise" in json.dumps(data["checks"])
+
+
+def _consuming_spec(tmp_path, reset: bool):
+    """A kernel that takes its write index from a counter and bumps it (a stream compaction's shape)."""
+    (tmp_path / "count_up.cu").write_text("// emulated\n")
+    (tmp_path / "ref.py").write_text("import numpy as np\n\ndef out(N):\n    return np.zeros(N)\n\n"
+                                     "def count():\n    return np.ones(1)\n")
+    (tmp_path / "count_up.yaml").write_text(
+        "sizes: {N: 4}\nargs:\n  - {name: out, buffer: float32, shape: [N], role: out}\n"
+        f"  - {{name: count, buffer: int32, shape: [1], role: inout, fill: zeros, reset: {str(reset).lower()}}}\n"
+        "launch: {grid: [1], block: [1]}\nreference: {out: ref.py:out, count: ref.py:count}\n")
+    return spec_mod.load(tmp_path / "count_up.yaml")
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_a_buffer_the_kernel_consumes_is_written_again_before_each_timed_launch(fake, monkeypatch, tmp_path, reset):
+    """reset: true: every launch the loop makes (warm-up and timed) finds the counter at its fill, written before the
+    launch's timed window; without it the counter runs on (and would run past the output)."""
+    seen: list[int] = []
+
+    def count_up(dev, args):
+        out, count = args
+        at = int(dev.view(count, np.int32)[0])
+        seen.append(at)
+        dev.view(out, np.float32)[:4] = float(at)
+        dev.view(count, np.int32)[0] = at + 1
+
+    monkeypatch.setitem(FakeDevice.emulations, "count_up", count_up)
+    data = run_job(fake, job_for(_consuming_spec(tmp_path, reset), None, timing("cold", timer="events")))
+    assert data["status"] == "ok", data.get("error")
+    assert len(seen) > 3
+    assert (set(seen) == {0}) is reset
+
+
+def test_a_consumed_buffer_is_not_timed_hot(fake, monkeypatch, tmp_path):
+    monkeypatch.setitem(FakeDevice.emulations, "count_up", lambda dev, args: None)
+    data = run_job(fake, job_for(_consuming_spec(tmp_path, True), None, timing("hot", timer="events", batch=4)))
+    assert data["status"] == "error" and "use --mode cold or warm" in data["error"]["message"]
+
+
+def test_reset_is_for_an_inout_buffer(tmp_path):
+    from kprof.errors import SpecError
+
+    spec = _consuming_spec(tmp_path, True)
+    assert [a.reset for a in spec.args] == [False, True]
+    text = (tmp_path / "count_up.yaml").read_text().replace("role: inout, fill: zeros, reset: true", "role: in, reset: true")
+    (tmp_path / "count_up.yaml").write_text(text)
+    with pytest.raises(SpecError, match=r"args\[1\].reset: true marks an inout buffer"):
+        spec_mod.load(tmp_path / "count_up.yaml")
