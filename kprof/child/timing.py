@@ -32,6 +32,9 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     stream = ws.dev.stream()
     ws.upload()
     run_once, first, poison_pool = _routine(ws, mode, stream, result.data)
+    timed_call = run_once  # the timed sampler writes the consumed buffers itself, before its window opens
+    if resets:  # a buffer the kernel consumes (a write index) as it was before every other launch too
+        run_once, first = _resetting(ws, resets, run_once), _resetting(ws, resets, first)
     if framework.prepared(result.data):  # uploaded again, so what its prepare wrote hides neither an
         ws.upload()  # unwritten output nor an in-place update
     gpu = _DeviceChecks(ws, mode.integrity_cubin, stream) if mode.integrity and mode.integrity_cubin else None
@@ -46,14 +49,12 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
         return 1
     if gpu is not None:
         gpu.verified = gpu.outputs()
-    if resets:  # a buffer the kernel consumes (a write index) as it was before every launch, warm-up too
-        timed_call, run_once = run_once, lambda: (ws.restore(resets), timed_call())[1]
     clock = _clock(mode, result)
     events = _Events(ws, stream)
     one = _warm_up(run_once, events, mode.warmup)
     clock, warm_flags = _check_clock(clock, mode, result)
     sampler = _HotSampler(ws, stream, run_once, events, clock, mode.batch, one=one) if mode.mode == "hot" else \
-        _SingleSampler(ws, stream, timed_call if resets else run_once, events, clock, mode, resets=resets)
+        _SingleSampler(ws, stream, timed_call, events, clock, mode, resets=resets)
     samples, stop, host_seconds = _loop(sampler, mode, ws.target.name)
     if clock is not None:
         clock.close()
@@ -68,6 +69,14 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
         _integrity(ws, stream, first, poison_pool, expected, seen, gpu=gpu, result=result)
     result.finish("ok")
     return 0
+
+
+def _resetting(ws: Workspace, names: list[str], call: Callable[[], None]) -> Callable[[], None]:
+    def again() -> None:
+        ws.restore(names)
+        call()
+
+    return again
 
 
 class _Seen:

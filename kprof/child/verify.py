@@ -10,7 +10,7 @@ lets NaN through is how a broken kernel reports a record speed; an element still
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from typing import Any
 
 from kprof.errors import UsageError
@@ -153,6 +153,23 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
                  needed_atol=needed[0], needed_rtol=needed[1], note=note, message=message,
                  frontier=scan.frontier_rows() if frontier and not exact else [], name=name, rtol=rtol_v,
                  atol=used_atol, metric=used_metric)
+
+
+def compare_unordered(name: str, got: object, expected: object, rule: Criterion = Criterion()) -> Check:
+    """An output whose order the kernel does not define (``order: any``: a stream compaction's), as a multiset: its
+    first M elements, M the reference's count (the rest of the buffer is not the kernel's to define), sorted,
+    against the reference sorted, by the spec's tolerance. A reference with more elements than the buffer fails."""
+    import numpy as np
+
+    raw = np.asarray(got).ravel()
+    ref = np.asarray(expected, dtype=np.float64 if raw.dtype.kind == "f" else None).ravel()
+    if ref.size > raw.size:
+        rtol, _atol = tolerance_for(rule.dtype or raw.dtype.name, rule.rtol, rule.atol)
+        return Check(name, False, None, None, 0, 0, first_bad=None, got=None, expected=None, rtol=rtol,
+                     message=f"{name}: the reference has {ref.size:,} elements, the buffer {raw.size:,} (order: any)")
+    check = compare(name, np.sort(raw[:ref.size]), np.sort(ref), rule)
+    where = f"{name} as a multiset of its first {ref.size:,} of {raw.size:,} elements (order: any)"
+    return replace(check, note=(check.note + "; " if check.note else "") + where)
 
 
 def out_of_bounds(name: str, damage: str) -> Check:

@@ -246,10 +246,10 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
         if "tensormap" in item:
             out.append(load_tensormap(item, fld, check_expr, fail))
         elif "buffer" in item:
-            extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset"}
+            extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order"}
             if extra:
                 raise fail(f"{fld}.{sorted(extra)[0]}",
-                           "unknown field (buffer fields: name, buffer, shape, role, fill, reset)")
+                           "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order)")
             dtype = dtype_of(item["buffer"], f"{fld}.buffer", fail)
             shape = item.get("shape")
             if isinstance(shape, (str, int)) and not isinstance(shape, bool):
@@ -279,7 +279,12 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
                 raise fail(f"{fld}.reset", "true marks an inout buffer the kernel consumes (a counter it uses as a write "
                            "index), written again with its fill before each timed launch; give role: inout, or leave "
                            "reset out")
-            out.append(BufferArg(name, dtype, shape_t, role, fill, reset=reset))
+            order = item.get("order", "defined")
+            if order not in ("defined", "any") or (order == "any" and role not in ("out", "inout")):
+                raise fail(f"{fld}.order", "any: an output whose order the kernel does not define (a stream compaction's), "
+                           "checked as a multiset; defined (the default) checks each element in place. Only an out or "
+                           "inout buffer has an order to check")
+            out.append(BufferArg(name, dtype, shape_t, role, fill, reset=reset, unordered=order == "any"))
         else:
             extra = set(item) - {"name", "scalar", "value"}
             if extra:

@@ -86,6 +86,7 @@ class BufferArg:
     fill: Fill
     _: KW_ONLY
     reset: bool = False  # the kernel consumes it (a counter used as a write index): written again before each launch
+    unordered: bool = False  # order: any: checked as a multiset (its first elements, as many as the reference has)
 
 
 @dataclass(frozen=True)

@@ -1288,3 +1288,36 @@ def test_reset_is_for_an_inout_buffer(tmp_path):
     (tmp_path / "count_up.yaml").write_text(text)
     with pytest.raises(SpecError, match=r"args\[1\].reset: true marks an inout buffer"):
         spec_mod.load(tmp_path / "count_up.yaml")
+
+
+def test_a_stream_compaction_is_verified_as_a_multiset_with_its_counter_reset(fake, monkeypatch, tmp_path):
+    """The kept elements land in the order the threads' atomics happened (here reversed); the spec says order: any,
+    and the counter it takes write indices from is reset before each timed launch."""
+    def compact(dev, args):
+        x, y, count, n = args
+        xs = dev.view(x, np.float32)[:n]
+        kept = xs[xs > 0][::-1]
+        at = int(dev.view(count, np.int32)[0])
+        dev.view(y, np.float32)[at:at + kept.size] = kept
+        dev.view(count, np.int32)[0] = at + kept.size
+
+    monkeypatch.setitem(FakeDevice.emulations, "compact", compact)
+    (tmp_path / "compact.cu").write_text("// emulated\n")
+    (tmp_path / "ref.py").write_text("import numpy as np\n\ndef kept(x):\n    return x[x > 0]\n\n"
+                                     "def count(x):\n    return np.array([np.count_nonzero(x > 0)])\n")
+    (tmp_path / "compact.yaml").write_text(
+        "sizes: {N: 64}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: in}\n"
+        "  - {name: y, buffer: float32, shape: [N], role: out, order: any}\n"
+        "  - {name: count, buffer: int32, shape: [1], role: inout, fill: zeros, reset: true}\n"
+        "  - {name: n, scalar: int32, value: N}\n"
+        "launch: {grid: [1], block: [64]}\nreference: {y: ref.py:kept, count: ref.py:count}\n")
+    spec = spec_mod.load(tmp_path / "compact.yaml")
+    data = run_job(fake, job_for(spec, None, timing("warm", timer="events")))
+    assert data["status"] == "ok", data.get("error") or data.get("checks")
+    assert "multiset" in next(c for c in data["checks"] if c["name"] == "y")["note"]
+    text = (tmp_path / "compact.yaml").read_text().replace("role: in}", "role: in, order: any}")
+    (tmp_path / "compact.yaml").write_text(text)
+    from kprof.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"args\[0\].order: any: an output whose order"):
+        spec_mod.load(tmp_path / "compact.yaml")

@@ -390,3 +390,19 @@ def test_the_verdicts_threads_are_capped_by_the_cpus_and_the_chunks(monkeypatch)
     assert verify.scan_threads(1000) == 1
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "zero")
     assert verify.scan_threads(1000) == verify.scan_threads(1000 * 1000), "an unreadable value: the default"
+
+
+def test_an_output_whose_order_is_not_defined_is_checked_as_a_multiset():
+    """order: any (a stream compaction): the first M elements, M the reference's count, in any order; the rest of
+    the buffer is not the kernel's to define."""
+    import numpy as np
+
+    got = np.array([3.0, 1.0, 2.0, -7.0, 99.0], dtype=np.float32)  # three kept, then whatever was there
+    ok = verify.compare_unordered("y", got, np.array([1.0, 2.0, 3.0]), verify.Criterion(rtol=1e-6, atol=0.0))
+    assert ok.ok and "multiset of its first 3 of 5 elements" in ok.note
+    bad = verify.compare_unordered("y", got, np.array([1.0, 2.0, 4.0]), verify.Criterion(rtol=1e-6, atol=0.0))
+    assert not bad.ok
+    ints = verify.compare_unordered("i", np.array([5, 4, 0, 0]), np.array([4, 5]))
+    assert ints.ok and ints.metric == "exact"
+    over = verify.compare_unordered("y", got, np.arange(9.0))
+    assert not over.ok and "the reference has 9 elements, the buffer 5" in over.message
