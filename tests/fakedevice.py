@@ -67,6 +67,17 @@ class FakeDevice:
     def function(self, module, entry: str):
         return entry
 
+    constants: dict = {}  # a module's __constant__ arrays: name -> bytes (a test sets them)
+
+    def module_global(self, module, name: str):
+        from kprof.errors import CudaError
+
+        if name not in self.constants:
+            raise CudaError("cuModuleGetGlobal", "CUDA_ERROR_NOT_FOUND")
+        ptr = self.alloc(self.constants[name])
+        self.__dict__.setdefault("globals", {})[name] = ptr
+        return ptr, self.constants[name]
+
     def function_attribute(self, func, name: str) -> int:
         return {"NUM_REGS": 32, "SHARED_SIZE_BYTES": 0}.get(name, 0)
 

@@ -274,6 +274,11 @@ class Device:
         self._modules.append(module)
         return module
 
+    def module_global(self, module: object, name: str) -> tuple[int, int]:
+        """A module's global (a ``__constant__`` array, an ``extern "C"`` name): its device address and size."""
+        ptr, size = check("cuModuleGetGlobal", self._drv.cuModuleGetGlobal(module, name.encode()))
+        return int(ptr), int(size)
+
     def function(self, module: object, entry: str) -> Any:
         return check("cuModuleGetFunction", self._drv.cuModuleGetFunction(module, entry.encode()))
 

@@ -68,6 +68,7 @@ class Workspace:
         self.math_mode: str | None = None  # cuBLAS's math mode, when a step or the timed routine is cuBLAS
         self._check_memory()
         self.python_data: dict[str, object] = {}  # a Python operation: its framework and prepare time
+        self._module: object = None  # the cubin's module (its __constant__ arrays)
         self.functions = self._load(phase)
         self.pointers: dict[str, int] = {}
         self.inputs: Arrays = {}  # host arrays of the inputs (see input())
@@ -106,7 +107,7 @@ class Workspace:
 
     def _functions(self, cubin: str) -> dict[str, object]:
         """Each kernel the steps launch, from ``cubin``, with the dynamic shared memory it asks for."""
-        module = self.dev.load_module(Path(cubin).read_bytes())
+        module = self._module = self.dev.load_module(Path(cubin).read_bytes())
         funcs: dict[str, object] = {}
         for st in self.target.steps:
             if st.entry == CUBLAS_SGEMM or st.entry in funcs:
@@ -125,6 +126,10 @@ class Workspace:
         """Launch the same steps, on the same buffers, with the kernels of another build of the source
         (the values detector's warp-delay build)."""
         self.functions = self._functions(cubin)
+        constants = [b for b in self.target.buffers if b.arg.constant]
+        for buf in constants:  # the other build's own __constant__ arrays, filled as the first build's were
+            self.pointers[buf.arg.name] = self._constant(buf)
+        self._write(constants)
         self.steps = self._plan_steps()
 
     def _allocate(self, phase: Phase, guard: bool) -> None:
@@ -136,7 +141,9 @@ class Workspace:
         rng = np.random.default_rng(self.target.seed)
         allocations = []
         for buf in self.target.buffers:
-            if guard:
+            if buf.arg.constant:  # the module's own __constant__ array: no allocation, no guard zones
+                ptr = self.pointers[buf.arg.name] = self._constant(buf)
+            elif guard:
                 after = GUARD_BYTES + (-buf.nbytes) % GUARD_BYTES
                 base = self.dev.alloc(GUARD_BYTES + buf.nbytes + after)
                 ptr = self.pointers[buf.arg.name] = base + GUARD_BYTES
@@ -154,6 +161,20 @@ class Workspace:
             else:
                 self.inputs[buf.arg.name] = hostdata.make_input(buf, rng)
         phase("allocated", allocations=allocations)
+
+    def _constant(self, buf: ResolvedBuffer) -> int:
+        """The address of the kernel's ``__constant__`` array named like ``buf`` (``memory: constant``), its size checked."""
+        try:
+            if self._module is None:
+                raise CudaError("cuModuleGetGlobal", "CUDA_ERROR_NOT_FOUND", "no module")
+            ptr, size = self.dev.module_global(self._module, buf.arg.name)
+        except CudaError:
+            raise UsageError(f"{self.target.name}: {buf.arg.name} has memory: constant, but the kernel's file has no "
+                             f"__constant__ array named {buf.arg.name} (extern \"C\" or at file scope)") from None
+        if size != buf.nbytes:
+            raise UsageError(f"{self.target.name}: the __constant__ array {buf.arg.name} holds {size:,} bytes, the spec's "
+                             f"shape {buf.nbytes:,}: make them agree")
+        return ptr
 
     def input(self, name: str) -> object:
         """An input's host array (one of a constant fill is made on the first ask)."""

@@ -190,7 +190,7 @@ def _target_dict(t: Target) -> dict[str, object]:
         "name": t.name, "entry": t.entry, "source": t.source, "cubin": t.cubin, "sizes": t.sizes,
         "buffers": [{"name": b.arg.name, "dtype": b.arg.dtype, "shape": list(b.shape), "exprs": list(b.arg.shape),
                      "role": b.arg.role, "fill": b.arg.fill.kind, "fill_params": list(b.arg.fill.params),
-                     "reset": b.arg.reset, "unordered": b.arg.unordered}
+                     "reset": b.arg.reset, "unordered": b.arg.unordered, "constant": b.arg.constant}
                     for b in t.buffers],
         "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v} for a, v in t.scalars],
         "steps": [asdict(s) for s in t.steps],
@@ -206,7 +206,7 @@ def _target_from(d: dict[str, Any]) -> Target:
     buffers = tuple(
         ResolvedBuffer(BufferArg(b["name"], b["dtype"], tuple(b["exprs"]), b["role"],
                                  Fill(b["fill"], tuple(float(p) for p in b["fill_params"])), reset=bool(b.get("reset")),
-                                 unordered=bool(b.get("unordered"))),
+                                 unordered=bool(b.get("unordered")), constant=bool(b.get("constant"))),
                        tuple(int(n) for n in b["shape"]))
         for b in d["buffers"]
     )  # fmt: skip

@@ -120,6 +120,9 @@ def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: Check
         for j, name in enumerate(arg_names):
             if name not in by_name:
                 raise fail(f"{fld}.args[{j}]", f"unknown argument {show(name)} (args: {', '.join(by_name)})")
+            if getattr(by_name[name], "constant", False):
+                raise fail(f"{fld}.args[{j}]", f"{show(name)} is a __constant__ array (memory: constant), not a kernel "
+                           "parameter: leave it out of the step's args")
         launch = load_launch(item.get("launch"), within(fld, fail), check_expr)
         out.append(Step(entry, tuple(arg_names), launch))
     return tuple(out)
@@ -246,10 +249,10 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
         if "tensormap" in item:
             out.append(load_tensormap(item, fld, check_expr, fail))
         elif "buffer" in item:
-            extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order"}
+            extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order", "memory"}
             if extra:
                 raise fail(f"{fld}.{sorted(extra)[0]}",
-                           "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order)")
+                           "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order, memory)")
             dtype = dtype_of(item["buffer"], f"{fld}.buffer", fail)
             shape = item.get("shape")
             if isinstance(shape, (str, int)) and not isinstance(shape, bool):
@@ -284,7 +287,13 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
                 raise fail(f"{fld}.order", "any: an output whose order the kernel does not define (a stream compaction's), "
                            "checked as a multiset; defined (the default) checks each element in place. Only an out or "
                            "inout buffer has an order to check")
-            out.append(BufferArg(name, dtype, shape_t, role, fill, reset=reset, unordered=order == "any"))
+            memory = item.get("memory", "global")
+            if memory not in ("global", "constant") or (memory == "constant" and role != "in"):
+                raise fail(f"{fld}.memory", "constant: the kernel's __constant__ array of this name, filled from the spec "
+                           "before the launch (role: in, and not among the kernel's parameters); global (the default) "
+                           "a buffer passed as a parameter")
+            out.append(BufferArg(name, dtype, shape_t, role, fill, reset=reset, unordered=order == "any",
+                                 constant=memory == "constant"))
         else:
             extra = set(item) - {"name", "scalar", "value"}
             if extra:

@@ -87,6 +87,7 @@ class BufferArg:
     _: KW_ONLY
     reset: bool = False  # the kernel consumes it (a counter used as a write index): written again before each launch
     unordered: bool = False  # order: any: checked as a multiset (its first elements, as many as the reference has)
+    constant: bool = False  # memory: constant: the kernel's __constant__ array of this name, filled; not a parameter
 
 
 @dataclass(frozen=True)
@@ -365,7 +366,8 @@ class KernelSpec:
         tensormaps = tuple(_resolve_tensormap(self.name, i, arg, buffers, ev, sizes)
                            for i, arg in enumerate(self.args) if isinstance(arg, TensorMapArg))
         steps = []
-        for k, st in enumerate(self.steps or (Step(self.entry, tuple(a.name for a in self.args), self.launch),)):
+        params = tuple(a.name for a in self.args if not (isinstance(a, BufferArg) and a.constant))  # __constant__: none
+        for k, st in enumerate(self.steps or (Step(self.entry, params, self.launch),)):
             where_launch = f"steps[{k}].launch" if self.steps else "launch"
             if st.launch is None:  # a library call: no launch dimensions of ours
                 steps.append(ResolvedStep(st.entry, st.args, (1, 1, 1), (1, 1, 1), 0))

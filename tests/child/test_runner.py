@@ -1321,3 +1321,47 @@ def test_a_stream_compaction_is_verified_as_a_multiset_with_its_counter_reset(fa
 
     with pytest.raises(SpecError, match=r"args\[0\].order: any: an output whose order"):
         spec_mod.load(tmp_path / "compact.yaml")
+
+
+def _constant_spec(tmp_path, memory="constant"):
+    (tmp_path / "scale_by.cu").write_text("// emulated\n")
+    (tmp_path / "scale_by.yaml").write_text(
+        "sizes: {N: 16, K: 4}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: in}\n"
+        f"  - {{name: w, buffer: float32, shape: [K], role: in, fill: \"uniform(1, 2)\", memory: {memory}}}\n"
+        "  - {name: y, buffer: float32, shape: [N], role: out}\n  - {name: n, scalar: int32, value: N}\n"
+        "launch: {grid: [1], block: [16]}\nreference: {y: x * sum(w)}\n")
+    return spec_mod.load(tmp_path / "scale_by.yaml")
+
+
+def test_a_constant_table_is_filled_from_the_spec_and_is_no_kernel_parameter(fake, monkeypatch, tmp_path):
+    """memory: constant: the module's __constant__ array of that name gets the spec's fill before the launch, the
+    reference reads it as an input, and the kernel's parameters leave it out."""
+    params = []
+
+    def scale_by(dev, args):
+        params.append(len(args))
+        x, y, n = args
+        w = dev.view(dev.globals["w"], np.float32)[:4]
+        dev.view(y, np.float32)[:n] = dev.view(x, np.float32)[:n] * w.sum()
+
+    monkeypatch.setitem(FakeDevice.emulations, "scale_by", scale_by)
+    monkeypatch.setattr(FakeDevice, "constants", {"w": 16})
+    spec = _constant_spec(tmp_path)
+    assert spec.resolve({}).steps[0].args == ("x", "y", "n")
+    data = run_job(fake, job_for(spec, None, RunMode()))
+    assert data["status"] == "ok", data.get("error") or data.get("checks")
+    assert params and set(params) == {3}
+
+
+def test_a_constant_table_the_module_lacks_or_of_another_size_is_one_line(fake, monkeypatch, tmp_path):
+    monkeypatch.setitem(FakeDevice.emulations, "scale_by", lambda dev, args: None)
+    monkeypatch.setattr(FakeDevice, "constants", {})
+    data = run_job(fake, job_for(_constant_spec(tmp_path), None, RunMode()))
+    assert data["status"] == "error" and "has no __constant__ array named w" in data["error"]["message"]
+    monkeypatch.setattr(FakeDevice, "constants", {"w": 64})
+    data = run_job(fake, job_for(_constant_spec(tmp_path), None, RunMode()))
+    assert "holds 64 bytes, the spec's shape 16" in data["error"]["message"]
+    from kprof.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"args\[1\].memory: constant: the kernel's __constant__ array"):
+        _constant_spec(tmp_path, memory="shared")
