@@ -540,7 +540,7 @@ TESTS = Path(__file__).resolve().parent
 TOP_TESTS = {"test_architecture", "test_import", "test_fuzz", "test_hostile", "test_hardening", "test_op", "test_gpu_op",
              "test_proc", "test_pytest_plugin", "test_gpu_check", "test_gpu_summary_script", "test_tolerances_script",
              "test_inputs", "test_packaging", "test_exit_codes_script", "test_smoke_script",
-             "test_interrupts_script", "test_conftest"}
+             "test_interrupts_script", "test_conftest", "test_public_corpus_script"}
 # test files in a stage's folder that are not named for one module, and why they are there
 STAGE_EXTRAS = {
     "child/test_gpu_kernels.py",  # every shipped kernel through the child on a GPU

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
     from kprof.launch.job import TimingModeName
     from kprof.measure.ceilings import Ceilings
     from kprof.measure.profiling import KernelProfile
+    from kprof.spec import KernelSpec
     from kprof.op import Op
     from kprof.tools.suites.suite import Early
     from kprof.tools.suites.suiteverdict import Test, TestVerdict
@@ -60,12 +61,12 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
 
 
 @checked
-def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), params: Sequence[str] | Any = (),
+def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] | Any = (), params: Sequence[str] | Any = (),
           baseline: str = "auto", mode: str = "cold", timer: str = "auto", rel_stdev: float = 0.005, min_time: float = 0.5,
           max_time: float = 10.0, arch: str | None = None, timeout: float = 300.0, history: bool = True,
           progress: Callable[[int, int, Any], None] | None = None, peak_progress: Callable[[str], None] | None = None,
           ) -> BenchReport:
-    """Time each kernel (``names``: names from ``kprof list`` or spec files) over the sweep of ``sizes``
+    """Time each kernel (``names``: names from ``kprof list``, spec files, or specs) over the sweep of ``sizes``
     and ``params`` (as ``kprof bench --size``/``--param`` write them: ``["M,N,K=1024,2048"]``), each point
     against its ``baseline`` in the same run, verified, judged against this GPU's measured ceilings,
     and written to the history store as it is measured (``history=False``: not). ``progress(i, n,
@@ -74,11 +75,12 @@ def run_bench(names: str | Sequence[str], *, sizes: Sequence[str] | Any = (), pa
     from kprof.commands import pipeline
     from kprof.measure import bench as bench_mod
     from kprof.results import benchrun
-    from kprof.spec import catalog, sweep
+    from kprof.spec import KernelSpec, catalog, sweep  # noqa: F811 - the class itself, for isinstance
 
     if mode not in ("cold", "warm", "hot"):
         raise UsageError(f"mode={inputs.one_line(str(mode))[:40]!r}: give cold, warm or hot")
-    specs = [catalog.load(str(n)) for n in ([names] if isinstance(names, str) else names)]
+    given = [names] if isinstance(names, str) else list(names)
+    specs = [n if isinstance(n, KernelSpec) else catalog.load(str(n)) for n in given]  # a derived spec: a try
 
     def swept(given: Any, what: str) -> Any:  # the CLI's parsed sweep, or the option's words
         return given if isinstance(given, sweep.Sweep) else sweep.parse([given] if isinstance(given, str) else list(given), what)
@@ -269,9 +271,16 @@ def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, try_
             raise KeyboardInterrupt
         return report
 
+    def bench_specs(specs: list[Any], sizes: dict[str, int]) -> Any:  # tries that need no define, one run
+        report = run_bench(specs, sizes=[f"{k}={v}" for k, v in sizes.items()], baseline="none", max_time=1.0,
+                           min_time=0.2, arch=arch, timeout=timeout, history=False)
+        if report.interrupted:
+            raise KeyboardInterrupt
+        return report
+
     return stage.diagnose_prepared(prepared, profiles, peak=pipeline.cached_peak(), seconds=seconds,
                                    try_params=try_params, auto_try=auto_try, timeout=timeout, ptx=ptx, ptx_note=note,
-                                   bench=bench, kernel_seconds=kernel_seconds)
+                                   bench=bench, bench_specs=bench_specs, kernel_seconds=kernel_seconds)
 
 
 @checked

@@ -40,6 +40,7 @@ def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, peak
                       seconds: float | None = None, try_params: dict[str, list[str]] | None = None,
                       auto_try: bool = True, timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "",
                       bench: Callable[[str, dict[str, int], str], tries.SweepReport] | None = None,
+                      bench_specs: Callable[[list[Any], dict[str, int]], tries.SweepReport] | None = None,
                       kernel_seconds: tuple[float, ...] = ()) -> Diagnosis:
     """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its time
     measured elsewhere (kprof bench, same run as a twin); else one event-timed run here; ``kernel_seconds``:
@@ -81,6 +82,14 @@ def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, peak
             measured += tries.measured(report, define, original, values)
         except KprofError as exc:
             d.notes.append(f"try {define}: {str(exc).splitlines()[0]}")
+    if auto_try and d.causes and not asked and bench_specs is not None:  # no define does it: what needs none
+        found = tries.variants(d.causes[0], spec, registers=facts.registers)
+        if found:
+            try:
+                report = bench_specs([spec, *(v for _, v in found)], sizes)
+                measured += tries.measured_variants(report, spec.name, [(p, v.name) for p, v in found])
+            except KprofError as exc:
+                d.notes.append(f"try {', '.join(next(iter(p)) for p, _ in found)}: {str(exc).splitlines()[0]}")
     if measured and d.causes:
         d.causes[0] = tries.confirm(d.causes[0], measured)
     return replace(d, tries=list(measured)) if measured else d

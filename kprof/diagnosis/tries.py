@@ -2,9 +2,11 @@
 
 ``kprof profile NAME --try BLOCK=128,256`` names the variants; for the first cause, kprof picks some
 itself where the change is a define of the launch (a grid or block expression names it): a tail wave
-or a small grid gets other values of that define. Each variant goes through ``kprof bench``'s point
-(the spec's verdict first, then the timing loop), in one run with the original, so the gain is a
-ratio of two times measured minutes apart at most on the same GPU.
+or a small grid gets other values of that define. Where no define does it, kprof tries what a user could
+change without editing the source (:func:`variants`): the block size where the spec's launch writes it as a
+number its grid is computed from, ``-maxrregcount`` for registers, the launch's dynamic shared memory. Each
+variant goes through ``kprof bench``'s point (the spec's verdict first, then the timing loop), in one run with
+the original, so the gain is a ratio of two times measured minutes apart at most on the same GPU.
 """
 
 from __future__ import annotations
@@ -74,6 +76,67 @@ def auto_values(cause: Cause, spec: Any, slots: int | None) -> dict[str, list[in
         else:
             vals = [v // 8, v // 4, v // 2, v * 2]
         out[name] = sorted({x for x in vals if x >= 1 and x != v})[:MAX_AUTO]
+    return out
+
+
+BLOCK_RULES = ("tail-wave", "small-grid", "occupancy-registers", "occupancy-shared")
+
+
+def _block_variants(spec: Any, cause: Cause) -> list[tuple[dict[str, str], Any]]:
+    """Other block sizes where the launch writes its block as a number (one dimension) and its grid divides by it."""
+    from dataclasses import replace
+
+    launch = spec.launch
+    dims = [b for b in launch.block if str(b).strip() != "1"]
+    if len(dims) != 1 or not re.fullmatch(r"\d+", str(dims[0]).strip()):
+        return []
+    block = int(dims[0])
+    token = re.compile(rf"\b{block}\b")
+    if not any(token.search(str(g)) for g in launch.grid):
+        return []
+    wanted = [block // 4, block // 2, block * 2] if cause.rule != "small-grid" else [block // 4, block // 2, block // 8]
+    out = []
+    for b in sorted({v for v in wanted if 32 <= v <= 1024 and v % 32 == 0 and v != block}):
+        grid = tuple(token.sub(str(b), str(g)) for g in launch.grid)
+        blocks = tuple(str(b) if str(x).strip() == str(block) else x for x in launch.block)
+        out.append(({"block": str(b)}, replace(spec, name=f"{spec.name}__block{b}",
+                                               launch=replace(launch, grid=grid, block=blocks))))
+    return out
+
+
+def variants(cause: Cause, spec: Any, *, registers: int | None = None) -> list[tuple[dict[str, str], Any]]:
+    """What a user could change for ``cause`` without editing the source, each a spec of its own to time beside the
+    original: the block size (where the launch writes it as the number its grid divides by), ``-maxrregcount``
+    (occupancy limited by registers), the launch's dynamic shared memory (occupancy limited by shared memory).
+    Empty for a spec of several steps, or a cause none of these touches."""
+    from dataclasses import replace
+
+    if spec.steps or spec.launch is None or spec.python:
+        return []
+    out: list[tuple[dict[str, str], Any]] = []
+    if cause.rule == "occupancy-registers" and registers:
+        for cap in sorted({r for r in (128, 96, 64, 48, 32) if r < registers}, reverse=True)[:3]:
+            flags = tuple(f for f in spec.nvcc_flags if "maxrregcount" not in f) + (f"-maxrregcount={cap}",)
+            out.append(({"maxrregcount": str(cap)}, replace(spec, name=f"{spec.name}__maxrreg{cap}", nvcc_flags=flags)))
+    if cause.rule == "occupancy-shared" and str(spec.launch.shared_mem).strip() not in ("", "0"):
+        for k, label in ((0, "0"), (4, "1/4"), (2, "1/2")):
+            smem = "0" if not k else f"({spec.launch.shared_mem}) / {k}"
+            out.append(({"shared_mem": label}, replace(spec, name=f"{spec.name}__smem{k}",
+                                                       launch=replace(spec.launch, shared_mem=smem))))
+    if cause.rule in BLOCK_RULES:
+        out += _block_variants(spec, cause)
+    return out[:MAX_AUTO]
+
+
+def measured_variants(report: SweepReport, original: str, labelled: list[tuple[dict[str, str], str]]) -> list[Try]:
+    """The tries of :func:`variants` from one ``kprof bench`` report of the original and each variant (by name)."""
+    times = {pt.kernel: (pt.status, pt.summary.median if pt.status == "ok" and pt.summary else None,
+                         getattr(pt, "message", "") or "") for pt in report.points}
+    base = times.get(original, ("error", None, ""))[1]
+    out = []
+    for params, name in labelled:
+        status, secs, msg = times.get(name, ("error", None, "not measured"))
+        out.append(Try(params, status, secs, base / secs if base and secs else None, msg))
     return out
 
 

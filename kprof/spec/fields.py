@@ -226,6 +226,56 @@ def positive(v: object, fld: str, fail: Fail) -> int:
     return v
 
 
+def _load_buffer(item: dict[str, object], name: str, fld: str, fail: Fail, check_expr: CheckExpr) -> BufferArg:
+    """One buffer argument: its type, shape, role, fill, and whether it is consumed (reset), unordered (order: any)
+    or a __constant__ array (memory: constant)."""
+    extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order", "memory"}
+    if extra:
+        raise fail(f"{fld}.{sorted(extra)[0]}",
+                   "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order, memory)")
+    dtype = dtype_of(item["buffer"], f"{fld}.buffer", fail)
+    shape = item.get("shape")
+    if isinstance(shape, (str, int)) and not isinstance(shape, bool):
+        shape = [shape]
+    if not isinstance(shape, list) or not shape:
+        raise fail(f"{fld}.shape", "must be a list of size expressions, e.g. [M, K]")
+    shape_t = tuple(check_expr(d, f"{fld}.shape[{j}]") for j, d in enumerate(shape))
+    role = item.get("role", "in")
+    if role not in ROLES:
+        raise fail(f"{fld}.role", f"{show(role)} must be one of {', '.join(ROLES)}")
+    if role in ("out", "scratch") and "fill" in item:
+        raise fail(
+            f"{fld}.fill",
+            f"{'an' if role == 'out' else 'a'} {role} buffer is poisoned before each launch, not filled; "
+            "use role: inout "
+            "with fill: zeros if the kernel accumulates into it",
+        )
+    # Out and scratch buffers are poisoned, never filled (a fill was refused above); an integer
+    # input defaults to randint(0, 100), a floating-point one to uniform(-1, 1).
+    if role in ("out", "scratch"):
+        fill = Fill("zeros")
+    else:
+        default = "uniform" if DTYPES[dtype][1] == "f" else "randint(0, 100)"
+        fill = fill_of(item.get("fill", default), f"{fld}.fill", dtype, fail)
+    reset = item.get("reset", False)
+    if not isinstance(reset, bool) or (reset and role != "inout"):
+        raise fail(f"{fld}.reset", "true marks an inout buffer the kernel consumes (a counter it uses as a write "
+                   "index), written again with its fill before each timed launch; give role: inout, or leave "
+                   "reset out")
+    order = item.get("order", "defined")
+    if order not in ("defined", "any") or (order == "any" and role not in ("out", "inout")):
+        raise fail(f"{fld}.order", "any: an output whose order the kernel does not define (a stream compaction's), "
+                   "checked as a multiset; defined (the default) checks each element in place. Only an out or "
+                   "inout buffer has an order to check")
+    memory = item.get("memory", "global")
+    if memory not in ("global", "constant") or (memory == "constant" and role != "in"):
+        raise fail(f"{fld}.memory", "constant: the kernel's __constant__ array of this name, filled from the spec "
+                   "before the launch (role: in, and not among the kernel's parameters); global (the default) "
+                   "a buffer passed as a parameter")
+    return BufferArg(name, dtype, shape_t, role, fill, reset=reset, unordered=order == "any",
+                     constant=memory == "constant")
+
+
 def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]:
     if not isinstance(raw, list) or not raw:
         raise fail("args", "must be a non-empty list of the kernel's arguments, in order")
@@ -249,51 +299,7 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
         if "tensormap" in item:
             out.append(load_tensormap(item, fld, check_expr, fail))
         elif "buffer" in item:
-            extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order", "memory"}
-            if extra:
-                raise fail(f"{fld}.{sorted(extra)[0]}",
-                           "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order, memory)")
-            dtype = dtype_of(item["buffer"], f"{fld}.buffer", fail)
-            shape = item.get("shape")
-            if isinstance(shape, (str, int)) and not isinstance(shape, bool):
-                shape = [shape]
-            if not isinstance(shape, list) or not shape:
-                raise fail(f"{fld}.shape", "must be a list of size expressions, e.g. [M, K]")
-            shape_t = tuple(check_expr(d, f"{fld}.shape[{j}]") for j, d in enumerate(shape))
-            role = item.get("role", "in")
-            if role not in ROLES:
-                raise fail(f"{fld}.role", f"{show(role)} must be one of {', '.join(ROLES)}")
-            if role in ("out", "scratch") and "fill" in item:
-                raise fail(
-                    f"{fld}.fill",
-                    f"{'an' if role == 'out' else 'a'} {role} buffer is poisoned before each launch, not filled; "
-                    "use role: inout "
-                    "with fill: zeros if the kernel accumulates into it",
-                )
-            # Out and scratch buffers are poisoned, never filled (a fill was refused above); an integer
-            # input defaults to randint(0, 100), a floating-point one to uniform(-1, 1).
-            if role in ("out", "scratch"):
-                fill = Fill("zeros")
-            else:
-                default = "uniform" if DTYPES[dtype][1] == "f" else "randint(0, 100)"
-                fill = fill_of(item.get("fill", default), f"{fld}.fill", dtype, fail)
-            reset = item.get("reset", False)
-            if not isinstance(reset, bool) or (reset and role != "inout"):
-                raise fail(f"{fld}.reset", "true marks an inout buffer the kernel consumes (a counter it uses as a write "
-                           "index), written again with its fill before each timed launch; give role: inout, or leave "
-                           "reset out")
-            order = item.get("order", "defined")
-            if order not in ("defined", "any") or (order == "any" and role not in ("out", "inout")):
-                raise fail(f"{fld}.order", "any: an output whose order the kernel does not define (a stream compaction's), "
-                           "checked as a multiset; defined (the default) checks each element in place. Only an out or "
-                           "inout buffer has an order to check")
-            memory = item.get("memory", "global")
-            if memory not in ("global", "constant") or (memory == "constant" and role != "in"):
-                raise fail(f"{fld}.memory", "constant: the kernel's __constant__ array of this name, filled from the spec "
-                           "before the launch (role: in, and not among the kernel's parameters); global (the default) "
-                           "a buffer passed as a parameter")
-            out.append(BufferArg(name, dtype, shape_t, role, fill, reset=reset, unordered=order == "any",
-                                 constant=memory == "constant"))
+            out.append(_load_buffer(item, name, fld, fail, check_expr))
         else:
             extra = set(item) - {"name", "scalar", "value"}
             if extra:

@@ -263,6 +263,11 @@ class KernelSpec:
         return arch
 
     @property
+    def parameters(self) -> tuple[str, ...]:
+        """The kernel's parameters, in order: the args but the ``__constant__`` arrays (``memory: constant``)."""
+        return tuple(a.name for a in self.args if not (isinstance(a, BufferArg) and a.constant))
+
+    @property
     def entries(self) -> tuple[str, ...]:
         """The kernels of the source this spec launches (what the build reports on)."""
         if self.python:
@@ -366,8 +371,7 @@ class KernelSpec:
         tensormaps = tuple(_resolve_tensormap(self.name, i, arg, buffers, ev, sizes)
                            for i, arg in enumerate(self.args) if isinstance(arg, TensorMapArg))
         steps = []
-        params = tuple(a.name for a in self.args if not (isinstance(a, BufferArg) and a.constant))  # __constant__: none
-        for k, st in enumerate(self.steps or (Step(self.entry, params, self.launch),)):
+        for k, st in enumerate(self.steps or (Step(self.entry, self.parameters, self.launch),)):
             where_launch = f"steps[{k}].launch" if self.steps else "launch"
             if st.launch is None:  # a library call: no launch dimensions of ours
                 steps.append(ResolvedStep(st.entry, st.args, (1, 1, 1), (1, 1, 1), 0))
