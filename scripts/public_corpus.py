@@ -195,7 +195,7 @@ def table(results: list[Judged]) -> str:
         est = f"{r.estimate:.2f}" if r.estimate else "-"
         got = f"{r.measured:.2f}" if r.measured else "-"
         mark = "ok" if r.cause_right and r.line_right else "MISS"
-        rows.append(f"{r.step:<22} {r.expected:<14} {str(r.first):<16} {str(r.line):<28} {est:>7} {got:>8}  "
+        rows.append(f"{r.step:<22} {r.expected:<14} {r.first!s:<16} {r.line!s:<28} {est:>7} {got:>8}  "
                     f"{r.ncu_rule or '-'}  {mark}{'  ' + r.error[:80] if r.error else ''}")
     return "\n".join(rows)
 

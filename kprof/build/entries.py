@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 
 from kprof.demangle import demangle, short
 
+
 def is_template(entry: str) -> bool:
     return "<" in entry
 

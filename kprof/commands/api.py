@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
     from kprof.launch.job import TimingModeName
     from kprof.measure.ceilings import Ceilings
     from kprof.measure.profiling import KernelProfile
-    from kprof.spec import KernelSpec
     from kprof.op import Op
+    from kprof.spec import KernelSpec
     from kprof.tools.suites.suite import Early
     from kprof.tools.suites.suiteverdict import Test, TestVerdict
 
@@ -75,7 +75,7 @@ def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] |
     from kprof.commands import pipeline
     from kprof.measure import bench as bench_mod
     from kprof.results import benchrun
-    from kprof.spec import KernelSpec, catalog, sweep  # noqa: F811 - the class itself, for isinstance
+    from kprof.spec import KernelSpec, catalog, sweep
 
     if mode not in ("cold", "warm", "hot"):
         raise UsageError(f"mode={inputs.one_line(str(mode))[:40]!r}: give cold, warm or hot")

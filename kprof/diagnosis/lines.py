@@ -47,7 +47,7 @@ class Placed:
 def place(page: SourceLines | None, metric: str, *, where: Callable[[LineCounters], bool] | None = None) -> Placed | None:
     """The line with most of ``metric`` (a :meth:`LineCounters.count` name) among those ``where`` allows; None where
     the page lacks the counter or no line has any."""
-    if page is None or not (page.has(metric) or metric.startswith("stall:") and page.has("samples")):
+    if page is None or not (page.has(metric) or (metric.startswith("stall:") and page.has("samples"))):
         return None
     pool = [x for x in page.lines if where is None or where(x)]
     total = sum(x.count(metric) for x in page.lines if where is None or where(x))

@@ -20,6 +20,7 @@ from kprof.diagnosis.rulekit import (
     ptx_line,
     src_line,
 )
+from kprof.tools.nsight.sourcepage import LineCounters
 
 
 class Uncoalesced:
@@ -273,6 +274,6 @@ class NoReuse:
 
 
 
-def _scalar_loads(x: lines.LineCounters) -> bool:
+def _scalar_loads(x: LineCounters) -> bool:
     """A measured line with two or more 4-byte global loads (``LDG.E``, not ``.64`` or ``.128``)."""
     return sum(1 for op in x.sass if op.startswith("LDG") and not op.endswith((".64", ".128"))) >= 2

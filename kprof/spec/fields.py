@@ -111,9 +111,10 @@ def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: Check
         if extra:
             raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (known: entry, args, launch; or cublas_sgemm)")
         entry = item.get("entry")
-        if not isinstance(entry, str) or (why := entry_problem(entry)) is not None:
-            raise fail(f"{fld}.entry", f"{show(entry)} " + (why if isinstance(entry, str) else
-                                                            "must be the name of a kernel in the source"))
+        if not isinstance(entry, str):
+            raise fail(f"{fld}.entry", f"{show(entry)} must be the name of a kernel in the source")
+        if (why := entry_problem(entry)) is not None:
+            raise fail(f"{fld}.entry", f"{show(entry)} {why}")
         arg_names = item.get("args")
         if not isinstance(arg_names, list) or not arg_names or not all(isinstance(n, str) for n in arg_names):
             raise fail(f"{fld}.args", "must list the spec's argument names this kernel takes, in order")

@@ -18,7 +18,7 @@ def _reader():
     for folder in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python")) + sorted(
             glob.glob("/usr/local/cuda*/nsight-compute*/extras/python")):
         sys.path.insert(0, folder)
-    import ncu_report  # noqa: PLC0415 - only on a machine with Nsight Compute
+    import ncu_report
 
     return ncu_report
 
@@ -27,7 +27,7 @@ def _value(m, k=None):
     for how in ("as_double", "as_uint64", "as_string"):
         try:
             return getattr(m, how)(k) if k is not None else getattr(m, how)()
-        except Exception:  # noqa: BLE001,S112 - a metric of another type
+        except Exception:
             continue
     return None
 
@@ -56,17 +56,17 @@ def dump(path: str) -> dict:
                         one["instanced"][name] = row
                     else:
                         one["scalar"][name] = _value(m)
-                except Exception as exc:  # noqa: BLE001 - keep every metric that reads
+                except Exception as exc:
                     one["errors"].append(f"{name}: {type(exc).__name__}: {exc}")
             for pc in sorted(pcs):
                 try:
                     info = act.source_info(pc)
                     one["source"][str(pc)] = [info.file_name(), info.line()] if info else None
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     one["errors"].append(f"source_info {pc}: {exc}")
                 try:
                     one["sass"][str(pc)] = act.sass_by_pc(pc)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     one["errors"].append(f"sass_by_pc {pc}: {exc}")
             out.append(one)
     return {"report": path, "actions": out}

@@ -16,8 +16,8 @@ import csv
 import io
 import re
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
-
 
 # The page's stall columns (``stall_long_sb``) -> kprof's reason names (ncu's metric names, kprof.tools.nsight.ncu)
 STALL_COLUMNS = {
@@ -124,7 +124,7 @@ def _int(text: str) -> int | None:
 
 def _columns(header: list[str]) -> tuple[dict[str, int], dict[str, int]]:
     """(counter field -> column, stall reason -> column) of a page's header row."""
-    at = {}
+    at: dict[str, int] = {}
     for k, name in enumerate(header):
         at.setdefault(name.strip(), k)
     counters = {}
@@ -132,7 +132,7 @@ def _columns(header: list[str]) -> tuple[dict[str, int], dict[str, int]]:
         found = next((at[n] for n in names if n in at), None)
         if found is not None:
             counters[key] = found
-    stalls = {}
+    stalls: dict[str, int] = {}
     for name, k in at.items():
         if name.startswith("stall_") and "Not Issued" not in name and name[6:] in STALL_COLUMNS:
             stalls.setdefault(STALL_COLUMNS[name[6:]], k)
@@ -207,8 +207,8 @@ def _lines_of(block: _Block) -> SourceLines:
             if current not in found:
                 order.append(current)
             rec = found.setdefault(current, {"text": row[text_at] if text_at is not None and len(row) > text_at else ""})
-            for key, k in counters.items():
-                rec[key] = rec.get(key, 0) + (_int(row[k]) or 0 if len(row) > k else 0)
+            for counter, k in counters.items():
+                rec[counter] = rec.get(counter, 0) + (_int(row[k]) or 0 if len(row) > k else 0)
             got = {r: (_int(row[k]) or 0) for r, k in stalls.items() if len(row) > k}
             rec["stalls"] = {r: rec.get("stalls", {}).get(r, 0) + v for r, v in got.items() if v} | {
                 r: v for r, v in rec.get("stalls", {}).items() if r not in got}
@@ -232,14 +232,13 @@ def _lines_of(block: _Block) -> SourceLines:
 
 def _file_index(line: LineCounters, lines: list[LineCounters]) -> int:
     """Which of the page's unnamed files a line came from (0 first), by where it sits among them."""
-    k, last, idx = 0, 0, 0
+    last, idx = 0, 0
     for x in lines:
         if x.line <= last:
             idx += 1
         last = x.line
         if x is line:
             return idx
-        k += 1
     return idx
 
 
