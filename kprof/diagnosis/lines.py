@@ -53,7 +53,7 @@ def place(page: SourceLines | None, metric: str, *, where: Callable[[LineCounter
     total = sum(x.count(metric) for x in page.lines if where is None or where(x))
     if not pool or total <= 0:
         return None
-    best = max(pool, key=lambda x: x.count(metric))
+    best = max(pool, key=lambda x: (x.count(metric), x.samples))  # a tie (a local array's stores and loads): where warps wait
     if best.count(metric) <= 0:
         return None
     all_samples = page.total("samples") if page.has("samples") else 0.0

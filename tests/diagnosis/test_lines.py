@@ -56,3 +56,10 @@ def test_where_a_limiting_unit_works():
     placed, what, relief = lines.concentration(_page(A, shared), "shared pipe")
     assert placed.at.line == 20 and what == "shared-memory accesses" and "register" in relief
     assert lines.concentration(None, "DRAM") is None
+
+
+def test_a_tie_goes_to_the_line_where_warps_waited():
+    """A local array written 17 times and read 17 times a thread: as many sectors on each line; the read is the wait."""
+    store = LineCounters(file="/k.cu", line=12, samples=5, local_sectors=1700, sass=("STL",))
+    load = LineCounters(file="/k.cu", line=16, samples=60, local_sectors=1700, sass=("LDL",))
+    assert lines.place(_page(store, load), "local_sectors").at.line == 16
