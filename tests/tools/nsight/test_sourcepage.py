@@ -100,3 +100,14 @@ def test_kprofs_profile_asks_for_the_source_counters_with_a_report():
     argv = ncu.build_argv("ncu", "k", report="/tmp/k.ncu-rep")
     assert argv[argv.index("--section") + 1] == "SourceCounters" and "--import-source" in argv
     assert "--section" not in ncu.build_argv("ncu", "k")  # the raw page printed: nothing to read lines from
+
+
+def test_a_page_kprof_cannot_read_costs_the_lines_not_the_profile(tmp_path, monkeypatch):
+    report = tmp_path / "k.ncu-rep"
+    report.write_bytes(b"report")
+
+    def broken(text):
+        raise IndexError("a layout kprof does not know")
+
+    monkeypatch.setattr(sourcepage, "parse", broken)
+    assert ncu.source_pages(_stand_in(tmp_path, PAGE), report) is None
