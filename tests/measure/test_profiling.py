@@ -399,3 +399,43 @@ def test_a_report_read_back_in_scaled_units_is_read_in_base_units():
     assert row["dram__bytes.sum.peak_sustained"].value == 1504 and row["sm__warps_active.avg.pct_of_peak_sustained_active"].value == 98.9
     p = profile.analyse(row, "k", {})
     assert p.duration_s == pytest.approx(1.11328e-3) and p.memory.dram_bytes_per_s == pytest.approx(33_558_784 / 1.11328e-3)
+
+
+FAKE_NCU_REPORT = """#!{python}
+import sys
+argv = sys.argv[1:]
+if "--export" in argv:  # the profiling run: the report, with the Source page's section asked for
+    assert argv[argv.index("--section") + 1] == "SourceCounters" and "--import-source" in argv, argv
+    open(argv[argv.index("--export") + 1], "w").write("a report")
+elif "source" in argv:
+    print(open({page!r}).read())
+else:
+    print(open({csv!r}).read())
+"""
+
+
+def test_a_profile_reads_each_kernels_source_page_back_from_its_report(tmp_path, monkeypatch, data_dir):
+    """ncu.measure: ncu exports a report (to a temporary folder when none is kept), its raw page and its Source page
+    are read back, a page to a profiled kernel."""
+    import sys
+
+    from kprof.spec import catalog
+
+    page = tmp_path / "page.csv"
+    page.write_text('"Kernel Name","tiled_matmul"\n"Line No","Source","Warp Stall Sampling (All Samples)",'
+                    '"Instructions Executed","L1 Wavefronts Shared Excessive"\n'
+                    '"25","        acc += As[ty][k] * Bs[k][tx];","900","4096","0"\n')
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU_REPORT.format(python=sys.executable, page=str(page),
+                                          csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(exe))
+    job = job_for(catalog.load("tiled_matmul"), tmp_path / "k.cubin", {"M": 1024, "N": 1024, "K": 1024})
+    got = ncu.measure(job)
+    assert got.rows[-1]["gpu__time_duration.sum"].value == 251520.0
+    assert got.pages is not None and len(got.pages) == len(got.rows)
+    (line,) = got.pages[0].lines
+    assert (line.line, line.samples, line.executed) == (25, 900, 4096)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert ncu.measure(job, report_dir=kept).pages is not None and (kept / "tiled_matmul.ncu-rep").is_file()
