@@ -174,7 +174,7 @@ class Divergence:
         line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on", "divergent branches",
                                        proposed=proposed),
                               measured(f, "lost_lanes", "instructions run with lanes of the warp idle",
-                                       "idle lanes (32 a warp instruction, less the threads that ran it)",
+                                       "idle lanes",
                                        proposed=proposed))
         if not f.counters:
             lane = ptxscan.lane_branch(f.entry) if f.entry else None

@@ -86,7 +86,7 @@ class Uncoalesced:
             ev: tuple[tuple[str, str], ...] = (("sectors/request", f"{worst:.1f} (ideal {ideal:g} for {width}-byte lanes)"),)
             basis = f"the excess sectors ({excess:.1f}x the ideal)"
             line = measured(f, "global_excess", "global accesses that fill more 32-byte sectors than their data",
-                            "excess L2 sectors (beyond what its data fills)")
+                            "excess L2 sectors")
         else:
             if found is None:
                 return None
@@ -116,7 +116,7 @@ class BankConflicts:
         share = sum(p.stalls.shares.get(r, 0.0) for r in ("mio_throttle", "short_scoreboard", "barrier"))
         est = cap(amdahl(share, k), f)
         line = measured(f, "shared_excess", "shared-memory accesses whose lanes share a bank",
-                        "excess shared-memory wavefronts (beyond one a request)")
+                        "excess shared-memory wavefronts")
         decl = f.source_line(r"__shared__")
         also = (x,) if (x := src_line(f, decl, "declares the shared array: pad its rows by one element")) else ()
         return Cause(self.id, "shared-memory bank conflicts: lanes of a warp hit the same bank",
