@@ -160,8 +160,9 @@ def test_a_template_entry_builds_with_no_instantiation_written(tmp_path):
     assert small.symbol_of(spec.entry) == "_Z9block_sumIfLi128EEvPKT_PS0_i" and small.cubin != built.cubin
     job_target = target_of(spec.resolve({}), built.cubin, symbols=built.symbols)
     assert job_target.entry == "_Z9block_sumIfLi256EEvPKT_PS0_i"
-    text = build.ptx(spec, "sm_90", built=built)
-    assert text is not None and str(tmp_path / "b.cu") in text  # the lines are the user's file's
+    if built.compiler.startswith("nvcc"):  # NVRTC's child builds cubins only: no PTX to read the lines from
+        text = build.ptx(spec, "sm_90", built=built)
+        assert text is not None and str(tmp_path / "b.cu") in text  # the lines are the user's file's
 
 
 @pytest.mark.nvcc
