@@ -73,6 +73,7 @@ def perf_cases_table(results: list[PerfResult], tally: dict[str, Any]) -> str:
 
 def profile_report(profiles: list[KernelProfile]) -> str:
     out = []
+    said: dict[str, str] = {}  # a long note -> the kernel it was printed for
     for p in profiles:
         o, m, sh, c = p.occupancy, p.memory, p.shared, p.compute
         rank = f"  rank {p.rank}" if p.rank is not None else ""  # a job's process (kprof profile -- torchrun ...)
@@ -128,6 +129,10 @@ def profile_report(profiles: list[KernelProfile]) -> str:
             out.append("  top stalls          " + ", ".join(f"{n} {v:.2f}" for n, v in p.stalls.top[:4])
                        + " (warps stalled per issued instruction)")
         for note in p.notes:
+            if note in said and len(note) > 60:  # why counters are missing and how to enable them: said once
+                out.append(f"  note: as for {said[note]} above")
+                continue
+            said.setdefault(note, short(p.kernel, 48))
             out.append(f"  note: {note}")
         out.append("")
     if len(profiles) > 1:

@@ -15,3 +15,15 @@ def test_the_perf_table_marks_wrong_answers_and_sums_up():
     row = text.splitlines()[2]
     assert "tail_wave" in row and " NO " in row and "1.90x OFF" in row and "1.60x" in row
     assert text.splitlines()[-1].startswith("first cause right on 0 of 1, and at the right line on 1")
+
+
+def test_why_counters_are_missing_is_said_once_for_every_kernel_profiled_without_them():
+    from kprof.measure import profiling
+    from kprof.results.render_profile import profile_report
+
+    why = ("ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM): run as root, or load the driver "
+           "with NVreg_RestrictProfilingToAdminUsers=0")
+    profiles = [profiling.fallback(name, {"N": 1}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=10,
+                                   spec_bytes=20, reason=why) for name in ("tail_wave", "scalar_loads", "copy")]
+    text = profile_report(profiles)
+    assert text.count("ERR_NVGPUCTRPERM") == 1 and text.count("note: as for tail_wave above") == 2
