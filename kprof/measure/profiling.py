@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kprof import proc
 from kprof.build import occupancy
 from kprof.errors import KprofError
 from kprof.launch.job import RunMode
@@ -348,10 +349,14 @@ def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range
                                    launch_count=launch_count, set_name=set_name, extra_metrics=metrics, timeout=timeout,
                                    env=env, report=report)
         by_pid = ranks.pids(Path(tmp)) if job else {}
+    # a kept report (--save-report) has each launch's Source page: its lines, in the launches' order
+    pages = ncu.source_pages(proc.find_tool("ncu"), report) if report is not None and report.is_file() else None
+    each = pages if pages is not None and len(pages) == len(rows) else [None] * len(rows)
     out: list[KernelProfile] = []
-    for i, row in enumerate(rows):
+    for i, (row, page) in enumerate(zip(rows, each)):
         name = row["Kernel Name"].value if "Kernel Name" in row else f"kernel{i}"
-        found = reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={}, extra_metrics=metrics)
+        found = reports([row], f"{name}#{i + launch_skip}", {}, arch=arch, launches=1, params={}, extra_metrics=metrics,
+                        pages=[page] if page is not None else None)
         rank = by_pid.get(_pid(row)) if by_pid else None
         out += [replace(p, rank=rank) for p in found] if rank is not None else found
     return out

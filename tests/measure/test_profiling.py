@@ -439,3 +439,23 @@ def test_a_profile_reads_each_kernels_source_page_back_from_its_report(tmp_path,
     kept = tmp_path / "kept"
     kept.mkdir()
     assert ncu.measure(job, report_dir=kept).pages is not None and (kept / "tiled_matmul.ncu-rep").is_file()
+
+
+def test_a_programs_kept_report_gives_each_launch_its_source_page(tmp_path, monkeypatch, data_dir):
+    """kprof profile --save-report DIR -- CMD: the report kept has the SourceCounters section, and each profiled launch
+    gets its lines from it."""
+    import sys
+
+    page = tmp_path / "page.csv"
+    page.write_text('"Kernel Name","k"\n"Line No","Source","Warp Stall Sampling (All Samples)"\n"7","  y[i] = x[i];","40"\n')
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU_REPORT.format(python=sys.executable, page=str(page),
+                                          csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(exe))
+    (tmp_path / "out").mkdir()
+    found = profile.profile_program(["python3", "train.py"], "sm_90", kernel=None, nvtx_range=None, launch_skip=0,
+                                      launch_count=10, set_name="quick", metrics=(), timeout=60,
+                                      report_dir=tmp_path / "out")
+    assert found and found[0].lines is not None and found[0].lines.lines[0].line == 7
+    assert found[0].to_dict()["lines"]["lines"][0]["samples"] == 40

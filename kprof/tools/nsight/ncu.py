@@ -381,6 +381,8 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
         argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
     if set_name == "full":
         argv += ["--set", "full"]
+    if report is not None:  # a kept report: each launch's Source page in it (its lines measured)
+        argv += ["--section", "SourceCounters", "--import-source", "yes"]
     return argv + _output(report)
 
 
