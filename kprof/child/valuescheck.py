@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kprof.demangle import demangle, short
 from kprof.findings import Finding
 from kprof.launch.job import Target
 
@@ -66,7 +67,8 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
             where = ", ".join(f"{name}[{', '.join(map(str, ix))}]" for ix in idx)
             count = int(mask.sum())
-            return Finding("values", kind, target.entry, file, None, thread=None, block=None, count=count,
+            kernel = short(demangle(target.entry))  # a C++ kernel's symbol is mangled: named as its file writes it
+            return Finding("values", kind, kernel, file, None, thread=None, block=None, count=count,
                            message=f"{message}: {count:,} of {mask.size:,} elements of {name}, first at {where}",
                            buffer=name, detail=buf.describe(), indices=idx)
 

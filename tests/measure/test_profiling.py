@@ -459,3 +459,30 @@ def test_a_programs_kept_report_gives_each_launch_its_source_page(tmp_path, monk
                                       report_dir=tmp_path / "out")
     assert found and found[0].lines is not None and found[0].lines.lines[0].line == 7
     assert found[0].to_dict()["lines"]["lines"][0]["samples"] == 40
+
+
+FAKE_NCU_NO_SECTION = """#!{python}
+import sys
+argv = sys.argv[1:]
+if "--section" in argv:  # an ncu that cannot take the Source page's section here
+    print("==ERROR== Failed to collect section SourceCounters: PC sampling is not supported")
+    sys.exit(1)
+if "--export" in argv:
+    open(argv[argv.index("--export") + 1], "w").write("a report")
+else:
+    print(open({csv!r}).read())
+"""
+
+
+def test_an_ncu_that_cannot_measure_lines_still_gives_the_numbers(tmp_path, monkeypatch, data_dir):
+    import sys
+
+    from kprof.spec import catalog
+
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU_NO_SECTION.format(python=sys.executable, csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
+    exe.chmod(0o755)
+    monkeypatch.setenv("KPROF_NCU", str(exe))
+    job = job_for(catalog.load("tiled_matmul"), tmp_path / "k.cubin", {"M": 1024, "N": 1024, "K": 1024})
+    got = ncu.measure(job)
+    assert got.rows[-1]["gpu__time_duration.sum"].value == 251520.0 and got.pages is None

@@ -130,7 +130,7 @@ def nvtx_filter(name: str) -> str:
 
 
 def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: tuple[str, ...] = METRICS,
-               report: str | Path | None = None) -> list[str]:
+               report: str | Path | None = None, lines: bool = True) -> list[str]:
     """ncu's argv up to (not including) the target program."""
     if set_name not in SETS:
         raise UsageError(f"--set {set_name!r}: use quick or full")
@@ -138,7 +138,7 @@ def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: 
             "--metrics", ",".join(metrics)]
     if set_name == "full":
         argv += ["--set", "full"]  # every section, for the GUI; adds ~2 s per kernel
-    if report is not None:  # each source line's counters (the Source page), the source kept in the report to read it
+    if report is not None and lines:  # each source line's counters (the Source page), the source kept to read it
         argv += ["--section", "SourceCounters", "--import-source", "yes"]
     return argv + _output(report)
 
@@ -266,6 +266,17 @@ def measure(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...]
     if lines and report_dir is None:
         with tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
             return measure(job, set_name=set_name, extra_metrics=extra_metrics, report_dir=Path(tmp), timeout=timeout)
+    if lines:
+        try:
+            return _measure(job, set_name, extra_metrics, report_dir, timeout, lines=True)
+        except NcuError as exc:  # an ncu that cannot take the section here (no PC sampling): the numbers without lines
+            if exc.reason != "tool":
+                raise
+    return _measure(job, set_name, extra_metrics, report_dir, timeout, lines=False)
+
+
+def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir: Path | None, timeout: float, *,
+             lines: bool) -> Measured:
     name = job.target.name
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
@@ -273,8 +284,8 @@ def measure(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...]
     report = report_dir / f"{name}.ncu-rep" if report_dir else None
     with saved_report(report) as made:
         for _attempt in range(MAX_RETRIES):
-            done, data = launch.run(job, timeout=timeout,
-                                    wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics, report=made))
+            done, data = launch.run(job, timeout=timeout, wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics,
+                                                                             report=made, lines=lines))
             text = done.stdout + "\n" + done.stderr
             unknown = unknown_metrics(text)
             if not (unknown and done.returncode != 0):
