@@ -393,7 +393,7 @@ class Unexplained:
             why = ("no counters" if not f.counters else "the profile has no Source page" if f.profile.lines is None
                    else "no line of the kernel has it counted")
             relief = lines.UNITS[unit][3] if unit in lines.UNITS else lines.LATENCY[1]
-            return Cause(self.id, f"no known cause found, and the kernel is {limit}: the limiter is {unit}",
+            return Cause(self.id, f"no cause worth 10% found, and the kernel is {limit}: the limiter is {unit}",
                          tuple(evidence), relief, Gain(None, "not estimated: no rule of kprof's explains it"),
                          line=lines.unmeasured(why))
         placed, what, relief = found
@@ -401,7 +401,7 @@ class Unexplained:
         if top:
             evidence.append(("top stalls on the line", ", ".join(f"{r} {v:.0%}" for r, v in top)))
         line = lines.line_of(placed, what, lines.UNITS[unit][1].replace("_", " ") if unit in lines.UNITS else "stall samples")
-        return Cause(self.id, f"no known cause found, and the kernel is {limit}: its {what} concentrate on one line",
+        return Cause(self.id, f"no cause worth 10% found, and the kernel is {limit}: the line where its {what} was measured most",
                      tuple(evidence), relief,
                      Gain(None, "not estimated: no rule of kprof's names the change; the roof bounds any gain"
                           + (f" at {head:.2f}x" if head else "")), line=line)
