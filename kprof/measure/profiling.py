@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kprof import proc
 from kprof.build import occupancy
 from kprof.errors import KprofError
 from kprof.launch.job import RunMode
@@ -350,7 +349,7 @@ def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range
                                    env=env, report=report)
         by_pid = ranks.pids(Path(tmp)) if job else {}
     # a kept report (--save-report) has each launch's Source page: its lines, in the launches' order
-    pages = ncu.source_pages(proc.find_tool("ncu"), report) if report is not None and report.is_file() else None
+    pages = ncu.report_pages(report) if report is not None and report.is_file() else None
     each = pages if pages is not None and len(pages) == len(rows) else [None] * len(rows)
     out: list[KernelProfile] = []
     for i, (row, page) in enumerate(zip(rows, each)):

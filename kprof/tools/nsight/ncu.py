@@ -300,6 +300,15 @@ def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir
     return Measured(rows, pages if pages and len(pages) == len(rows) else None)
 
 
+def report_pages(report: Path, *, timeout: float = 120.0) -> list[sourcepage.SourceLines] | None:
+    """:func:`source_pages` of a kept report, with the ncu kprof finds; None where there is none."""
+    try:
+        exe = proc.find_tool("ncu")
+    except KprofError:
+        return None
+    return source_pages(exe, report, timeout=timeout)
+
+
 def source_pages(exe: str | Path, report: Path, *, timeout: float = 120.0) -> list[sourcepage.SourceLines] | None:
     """The Source page of each kernel in ``report`` (:mod:`kprof.tools.nsight.sourcepage`), in the report's order;
     None where ncu cannot give it (an ncu without the page, a report without source counters): no line measured."""
