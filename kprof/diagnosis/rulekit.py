@@ -6,6 +6,7 @@ a declaration or the spec's launch where that is what to change."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from kprof.diagnosis import lines, ptxscan
 from kprof.diagnosis.facts import Facts
@@ -29,15 +30,20 @@ def amdahl(share: float, speedup: float) -> float:
 STATIC = " (from the PTX: not measured, no counters)"
 
 
+def static(line: Line) -> Line:
+    """A line the code shows, named where nothing was measured (no counters): it says so."""
+    return replace(line, why=line.why + STATIC)
+
+
 def ptx_line(f: Facts, pred: Callable[[ptxscan.Instr], bool], why: str) -> Line | None:
-    """The line whose instructions of a kind sit in the most loops: what the PTX proposes. Without counters it is the
-    cause's line, marked as not measured; with counters a rule places the cause with :func:`measured` instead."""
+    """The line whose instructions of a kind sit in the most loops: what the PTX proposes (:func:`measured` names it
+    only without counters, marked so; with them a measurement places the cause)."""
     if f.entry is None:
         return None
     hit = f.entry.hottest(pred)
     if hit is None:
         return None
-    return Line(hit[0], hit[1], why + ("" if f.counters else STATIC))
+    return Line(hit[0], hit[1], why)
 
 
 def ptx_lines(f: Facts, pred: Callable[[ptxscan.Instr], bool]) -> set[tuple[str, int]]:
@@ -59,7 +65,7 @@ def measured(f: Facts, metric: str, what: str, cost: str, *, where: Callable[[Li
     largest among those ``where`` allows, with its share; "line not measured" where the profile has no such
     measurement. Without counters, the ``proposed`` line (from the PTX, marked so)."""
     if not f.counters:
-        return proposed
+        return static(proposed) if proposed is not None else None
     page = f.profile.lines
     if page is None:
         return lines.unmeasured("the profile has no Source page: Nsight Compute's SourceCounters section")

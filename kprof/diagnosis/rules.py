@@ -16,7 +16,6 @@ from kprof.diagnosis import lines, ptxscan
 from kprof.diagnosis.facts import FAST_FP64, LATENCY_BELOW, Facts, profile_units
 from kprof.diagnosis.model import Cause, Gain, Line
 from kprof.diagnosis.rulekit import (
-    STATIC,
     amdahl,
     cap,
     first_measured,
@@ -27,6 +26,7 @@ from kprof.diagnosis.rulekit import (
     ptx_line,
     ptx_lines,
     src_line,
+    static,
 )
 from kprof.diagnosis.rules_memory import Atomics, BankConflicts, LocalMemory, NoReuse, ScalarLoads, Uncoalesced
 
@@ -193,7 +193,7 @@ class Divergence:
                          Gain(est, f"both paths run one after the other: ({costs[0]} + {costs[1]}) / {max(costs)} "
                               f"instructions a step, capped at {headroom_text(f)}" if costs else
                               "needs counters (threads active per instruction)"),
-                         line=Line(lane[0], lane[1], "the branch the lanes disagree on" + STATIC))
+                         line=static(Line(lane[0], lane[1], "the branch the lanes disagree on")))
         active = p.compute.thread_efficiency
         if not f.counters or active is None or active > 0.7:
             return None
@@ -285,7 +285,7 @@ class Barrier:
                      Gain(est, f"Amdahl: {share:.0%} of stalls wait at the barrier; capped at {headroom_text(f)}" if share
                           else "needs counters (the barrier stalls' share)"),
                      line=measured(f, "stall:barrier", "__syncthreads()", "barrier stall samples",
-                                   proposed=Line(b.file, b.line, "__syncthreads()" + STATIC)))
+                                   proposed=Line(b.file, b.line, "__syncthreads()")))
 
 
 class Int64Division:
@@ -305,8 +305,7 @@ class Int64Division:
         candidates = {c for c in ptx_lines(f, ptxscan.is_div64) if c[1]}
         if proposed is None or not proposed.line:  # the compiler gave the division no line: find it in the source
             at = f.source_line(r"[^/*]/[^/*=]|%")
-            proposed = src_line(f, at, "64-bit division or remainder (found in the source)" +
-                                ("" if f.counters else STATIC))
+            proposed = src_line(f, at, "64-bit division or remainder (found in the source)")
             candidates = {(proposed.file, proposed.line)} if proposed else set()
         what = "64-bit division or remainder"
         line = first_measured(measured(f, "samples", what, "stall samples on its division lines",

@@ -4,13 +4,10 @@ registry (:data:`kprof.diagnosis.rules.RULES`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from kprof.diagnosis import lines, ptxscan
 from kprof.diagnosis.facts import Facts
 from kprof.diagnosis.model import Cause, Gain, Line
 from kprof.diagnosis.rulekit import (
-    STATIC,
     amdahl,
     cap,
     first_measured,
@@ -19,6 +16,7 @@ from kprof.diagnosis.rulekit import (
     on,
     ptx_line,
     src_line,
+    static,
 )
 from kprof.tools.nsight.sourcepage import LineCounters
 
@@ -94,7 +92,7 @@ class Uncoalesced:
             stride = f"{abs(found[1])} B" if isinstance(found[1], int) else "a run-time value"
             ev = (("bytes between neighbouring lanes' addresses (the PTX's arithmetic on threadIdx.x)", stride),)
             basis = f"a sector a lane: {excess:.0f}x the sectors consecutive lanes need"
-            line = replace(found[0], why=found[0].why + STATIC)
+            line = static(found[0])
         return Cause(self.id, "uncoalesced global memory access: each warp request touches more 32-byte "
                      "sectors than its data fills", ev,
                      "make consecutive threads (threadIdx.x) touch consecutive addresses, e.g. swap the "
@@ -231,9 +229,9 @@ class ScalarLoads:
                      "load float4 (or float2) through a reinterpret_cast of an aligned pointer",
                      Gain(est, basis), line=first_measured(
                          measured(f, "executed", "the scalar loads", "instructions executed on lines of adjacent scalar "
-                                  "loads", where=_scalar_loads, proposed=Line(hit[0], hit[1], "the scalar loads" + STATIC)),
+                                  "loads", where=_scalar_loads, proposed=Line(hit[0], hit[1], "the scalar loads")),
                          measured(f, "executed", "the scalar loads", "instructions executed on that line",
-                                  where=on({hit}), proposed=Line(hit[0], hit[1], "the scalar loads" + STATIC))))
+                                  where=on({hit}), proposed=Line(hit[0], hit[1], "the scalar loads"))))
 
 
 class NoReuse:
