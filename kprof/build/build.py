@@ -184,7 +184,7 @@ def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
 MAX_SOURCE_BYTES = 64 * 1024 * 1024  # one .cu or header; the largest shipped one is under 20 KB
 
 
-def _local_sources(source: Path) -> list[tuple[Path, bytes]]:
+def local_sources(source: Path) -> list[tuple[Path, bytes]]:
     """The source and every local header it includes with ``#include "..."``, recursively, each read
     once (regular files only, capped): what the cache key hashes."""
     seen: dict[Path, bytes] = {}
@@ -212,7 +212,7 @@ def _local_sources(source: Path) -> list[tuple[Path, bytes]]:
 def _check_defines_reach(spec: KernelSpec, sources: list[tuple[Path, bytes]]) -> None:
     """A define of the spec (or of ``--param``) that the source or a local header sets again without
     ``#ifndef`` would be overridden there, nvcc saying no more than a warning: refused, with the line to
-    guard. ``sources``: what :func:`_local_sources` read (a missing source is nvcc's error to report)."""
+    guard. ``sources``: what :func:`local_sources` read (a missing source is nvcc's error to report)."""
     values = dict(spec.defines)
     for path, data in sources if values else ():
         for name, line, code in cusource.unguarded_defines(data.decode("utf-8", errors="replace"), set(values))[:1]:
@@ -239,7 +239,7 @@ def build(
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, log="", argv=())
     merged = dict(spec.defines)
-    sources = _local_sources(spec.source)  # read once: the defines' check and the cache key
+    sources = local_sources(spec.source)  # read once: the defines' check and the cache key
     _check_defines_reach(spec, sources)
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
@@ -249,7 +249,7 @@ def build(
         key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
     if (wrapped := _instantiating(spec)) is not spec:
-        spec, sources = wrapped, _local_sources(wrapped.source)
+        spec, sources = wrapped, local_sources(wrapped.source)
     key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
     cubin = folder / f"{spec.name[:64]}-{target}-{key}.cubin"  # the key tells long names apart
     if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
@@ -459,7 +459,7 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
     if compiler.kind != "nvcc":
         return None
     spec = _instantiating(spec)  # the same source as the cubin's, so the same key
-    sources = _local_sources(spec.source)
+    sources = local_sources(spec.source)
     key = _cache_key(spec, compiler, target, tuple(dict(spec.defines).items()), sources)
     folder = cache_dir()
     out = _ptx_path(folder, spec, target, key)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from kprof.demangle import demangle, short
+from kprof.demangle import base_name, demangle, short
 
 
 def is_template(entry: str) -> bool:
@@ -65,8 +65,8 @@ def resolve(entry: str, symbols: Iterable[str], defines: Mapping[str, str] | Non
         return exact[0]
     if exact:
         return None
-    if not is_template(entry):  # `kernel1` for a C++ kernel (mangled), or for the one instantiation of a template
-        bare = [s for s in names if _tight(written(s).split("<", 1)[0]) == want]
+    if not is_template(entry) and "::" not in entry:  # `kernel1`: a C++ kernel, in a namespace or not, or a template's
+        bare = [s for s in names if base_name(demangle(s)) == want]  # one instantiation
         return bare[0] if len(bare) == 1 else None
     return None
 

@@ -307,26 +307,17 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
 
 
 def _sources_of(source: Path | None) -> dict[str, tuple[str, ...]]:
-    """The spec's source and the local headers it includes, each path -> its lines: what the Source page's
-    unnamed files are matched against (:func:`kprof.tools.nsight.sourcepage.name_files`)."""
-    import re
+    """The spec's source and the local headers it includes (as the build read them), each path -> its lines: what
+    the Source page's unnamed files are matched against (:func:`kprof.tools.nsight.sourcepage.name_files`)."""
+    from kprof.build import build
 
-    out: dict[str, tuple[str, ...]] = {}
-    todo = [source] if source is not None else []
-    while todo and len(out) < 64:
-        path = todo.pop()
-        if str(path) in out or not path.is_file():
-            continue
-        try:
-            text = path.read_text(errors="replace")[:MAX_SOURCE_CHARS]
-        except OSError:
-            continue
-        out[str(path)] = tuple(text.splitlines())
-        todo += [path.parent / inc for inc in re.findall(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"', text, re.M)]
-    return out
-
-
-MAX_SOURCE_CHARS = 4 * 1024 * 1024
+    if source is None:
+        return {}
+    try:
+        found = build.local_sources(source)
+    except KprofError:  # a header the build would refuse: the page's files stay unnamed
+        return {}
+    return {str(path): tuple(data.decode("utf-8", errors="replace").splitlines()) for path, data in found}
 
 
 def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range: str | None, launch_skip: int,

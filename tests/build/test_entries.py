@@ -20,6 +20,7 @@ SYMBOLS = ["tiled_matmul", "_Z9block_sumIfLi256EEvPKT_PS0_i", "_Z9block_sumIdLi1
     ("block_sum<double, 128u>", "_Z9block_sumIdLi128EEvPKT_PS0_i"),  # nor a literal's suffix
     ("block_sum<float, BLOCK>", "_Z9block_sumIfLi256EEvPKT_PS0_i"),  # a define as an argument (--param sets it)
     ("ns::gemm<128, 64>", "_ZN2ns4gemmILi128ELi64EEEvPf"),
+    ("gemm", "_ZN2ns4gemmILi128ELi64EEEvPf"),  # a plain name finds it in its namespace (its one instantiation)
     ("block_sum", None),  # two instantiations: the user names one
     ("block_sum<float, 512>", None),
     ("nope", None),
