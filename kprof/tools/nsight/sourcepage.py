@@ -184,15 +184,14 @@ def _lines_of(block: _Block) -> SourceLines:
     sass_at = next((k for k, h in enumerate(header) if h == "Source" and (line_at is None or k > 1)), None)
     found: dict[tuple[int, int], dict[str, Any]] = {}
     order: list[tuple[int, int]] = []
-    file_no, file_name, last_line = 0, "", 0
+    file_no, last_line = 0, 0
     names: dict[int, str] = {}
     current: tuple[int, int] | None = None
     for row in block.rows:
         head = row[0].strip()
         if head.startswith("File") and len(row) > 1 and not head[:1].isdigit():  # "File Name", "File Path"
             file_no += 1
-            file_name = row[1].strip()
-            names[file_no] = file_name
+            names[file_no] = row[1].strip()
             last_line = 0
             continue
         is_sass = address is not None and len(row) > address and row[address].strip().startswith("0x")
@@ -209,9 +208,10 @@ def _lines_of(block: _Block) -> SourceLines:
             rec = found.setdefault(current, {"text": row[text_at] if text_at is not None and len(row) > text_at else ""})
             for counter, k in counters.items():
                 rec[counter] = rec.get(counter, 0) + (_int(row[k]) or 0 if len(row) > k else 0)
-            got = {r: (_int(row[k]) or 0) for r, k in stalls.items() if len(row) > k}
-            rec["stalls"] = {r: rec.get("stalls", {}).get(r, 0) + v for r, v in got.items() if v} | {
-                r: v for r, v in rec.get("stalls", {}).items() if r not in got}
+            samples = rec.setdefault("stalls", {})
+            for reason, k in stalls.items():
+                if len(row) > k and (v := _int(row[k])):
+                    samples[reason] = samples.get(reason, 0) + v
             continue
         if is_sass and current is not None and sass_at is not None and len(row) > sass_at:
             op = _opcode(row[sass_at])
@@ -221,25 +221,12 @@ def _lines_of(block: _Block) -> SourceLines:
     for key in order:
         rec = found[key]
         kw = {k: v for k, v in rec.items() if k in COUNTER_COLUMNS}
-        lines.append(LineCounters(file=names.get(key[0], ""), line=key[1], text=str(rec.get("text", "")).rstrip(),
+        # a file the page named, else its place among the files it printed one after another (#0, #1, ...)
+        lines.append(LineCounters(file=names.get(key[0], f"#{key[0]}"), line=key[1], text=str(rec.get("text", "")).rstrip(),
                                   stalls=dict(rec.get("stalls", {})), sass=tuple(rec.get("sass", ())), **kw))
-    # lines with nothing measured (comments, declarations) are dropped; their file index stays in `file`
+    # lines with nothing measured (comments, declarations) are dropped
     kept = tuple(x for x in lines if any(x.count(c) for c in counters) or x.stalls or x.sass)
-    columns = tuple(counters) + tuple(f"stall:{r}" for r in stalls)
-    return SourceLines(block.kernel, tuple(replace(x, file=x.file or f"#{_file_index(x, lines)}") for x in kept),
-                       columns)
-
-
-def _file_index(line: LineCounters, lines: list[LineCounters]) -> int:
-    """Which of the page's unnamed files a line came from (0 first), by where it sits among them."""
-    last, idx = 0, 0
-    for x in lines:
-        if x.line <= last:
-            idx += 1
-        last = x.line
-        if x is line:
-            return idx
-    return idx
+    return SourceLines(block.kernel, kept, tuple(counters) + tuple(f"stall:{r}" for r in stalls))
 
 
 _OP = re.compile(r"^\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
