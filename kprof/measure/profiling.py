@@ -234,12 +234,12 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
 def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, arch: str, launches: int,
             params: dict[str, str], extra_metrics: tuple[str, ...] = (), spec_flops: int | None = None,
             spec_bytes: int | None = None, math: str = "fp32",
-            pages: list[SourceLines] | None = None) -> list[KernelProfile]:
+            pages: list[SourceLines | None] | None = None) -> list[KernelProfile]:
     """The reports for one spec's ncu rows: one per kernel it launched (named ``spec:kernel``) for a
     spec with steps, else the last row. The spec's work formulas describe the whole spec, so they
     are used only when it launched one kernel. An extra metric ncu accepted but did not report is
-    said, not dropped. ``pages``: each row's measured source lines (its Source page), in the rows' order."""
-    each = list(pages) if pages is not None and len(pages) == len(rows) else [None] * len(rows)
+    said, not dropped. ``pages``: each row's measured source lines (:func:`kprof.tools.nsight.ncu.pages_for`)."""
+    each = list(pages) if pages is not None else [None] * len(rows)
     if launches == 1:
         rows, each = rows[-1:], each[-1:]
     out = []
@@ -299,7 +299,8 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
         if exc.reason != "counters":
             raise
         return without_ncu(str(exc), "fallback (no counters)")
-    pages = [sourcepage.name_files(p, _sources_of(r.spec.source)) for p in got.pages] if got.pages else None
+    sources = _sources_of(r.spec.source) if any(got.pages) else {}
+    pages = [sourcepage.name_files(p, sources) if p is not None else None for p in got.pages]
     # A Python operation launches kernels kprof does not count in advance: report every one in its range.
     launches = 0 if r.spec.python else len(r.steps)
     return reports(got.rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
@@ -340,8 +341,7 @@ def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range
                                    env=env, report=report)
         by_pid = ranks.pids(Path(tmp)) if job else {}
     # a kept report (--save-report) has each launch's Source page: its lines, in the launches' order
-    pages = ncu.report_pages(report) if report is not None and report.is_file() else None
-    each = pages if pages is not None and len(pages) == len(rows) else [None] * len(rows)
+    each = ncu.pages_for(rows, ncu.report_pages(report) if report is not None and report.is_file() else None)
     out: list[KernelProfile] = []
     for i, (row, page) in enumerate(zip(rows, each)):
         name = row["Kernel Name"].value if "Kernel Name" in row else f"kernel{i}"

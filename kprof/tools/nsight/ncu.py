@@ -248,7 +248,7 @@ class Measured:
     report had them, each one's Source page (:mod:`kprof.tools.nsight.sourcepage`; None: no line measured)."""
 
     rows: list[dict[str, Value]]
-    pages: list[sourcepage.SourceLines] | None
+    pages: list[sourcepage.SourceLines | None]  # each row's (:func:`pages_for`)
 
 
 def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
@@ -297,7 +297,13 @@ def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir
     if not rows:
         raise NcuError(f"{name}: ncu printed no metrics", done.tail(30), "no-match")
     pages = source_pages(exe, report, timeout=timeout) if lines and report is not None else None
-    return Measured(rows, pages if pages and len(pages) == len(rows) else None)
+    return Measured(rows, pages_for(rows, pages))
+
+
+def pages_for(rows: list[dict[str, Value]], pages: list[sourcepage.SourceLines] | None) -> list[sourcepage.SourceLines | None]:
+    """Each profiled launch's Source page, in the rows' order; None for each where the report's pages do not match
+    its launches one to one (no line is then measured, never another launch's). Pure."""
+    return list(pages) if pages is not None and len(pages) == len(rows) else [None] * len(rows)
 
 
 def report_pages(report: Path, *, timeout: float = 120.0) -> list[sourcepage.SourceLines] | None:
