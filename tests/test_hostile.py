@@ -507,12 +507,12 @@ def test_a_spec_in_a_folder_whose_name_is_not_utf8_gets_a_cache_key(tmp_path):
     from types import SimpleNamespace
 
     from kprof import spec as spec_mod
-    from kprof.build import build
+    from kprof.build import build, cusource
 
     folder = os.fsdecode(os.fsencode(tmp_path) + b"/s\xff")
     path = _kernel(Path(folder))
     spec = spec_mod.load(path)
-    sources = build.local_sources(spec.source)
+    sources = cusource.local_sources(spec.source)
     key = build._cache_key(spec, SimpleNamespace(key="nvcc 13.0", kind="nvcc"), "sm_90", (), sources)
     assert len(key) == 20
 

@@ -181,38 +181,10 @@ def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
     return {name: ResourceUsage(**fields) for name, fields in result.items()}
 
 
-MAX_SOURCE_BYTES = 64 * 1024 * 1024  # one .cu or header; the largest shipped one is under 20 KB
-
-
-def local_sources(source: Path) -> list[tuple[Path, bytes]]:
-    """The source and every local header it includes with ``#include "..."``, recursively, each read
-    once (regular files only, capped): what the cache key hashes."""
-    seen: dict[Path, bytes] = {}
-    todo = [source]
-    include = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"', re.M)
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        if (why := inputs.regular_file_error(path)) is not None:
-            if path != source and os.path.lexists(path):  # nvcc would open it and wait (a FIFO) or never end
-                raise UsageError(f"{source.name} includes {path.name}: {why}; a header must be a regular file")
-            continue
-        data = inputs.read_bytes(path, "source", limit=MAX_SOURCE_BYTES)
-        seen[path] = data
-        text = data.decode("utf-8", errors="replace")
-        for inc in include.findall(text):
-            try:
-                todo.append((path.parent / inc).resolve())
-            except (OSError, RuntimeError, ValueError):  # a loop of symlinks, a NUL: nvcc reports the include
-                continue
-    return list(seen.items())
-
-
 def _check_defines_reach(spec: KernelSpec, sources: list[tuple[Path, bytes]]) -> None:
     """A define of the spec (or of ``--param``) that the source or a local header sets again without
     ``#ifndef`` would be overridden there, nvcc saying no more than a warning: refused, with the line to
-    guard. ``sources``: what :func:`local_sources` read (a missing source is nvcc's error to report)."""
+    guard. ``sources``: what :func:`kprof.build.cusource.local_sources` read (a missing source is nvcc's error to report)."""
     values = dict(spec.defines)
     for path, data in sources if values else ():
         for name, line, code in cusource.unguarded_defines(data.decode("utf-8", errors="replace"), set(values))[:1]:
@@ -239,7 +211,7 @@ def build(
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, log="", argv=())
     merged = dict(spec.defines)
-    sources = local_sources(spec.source)  # read once: the defines' check and the cache key
+    sources = cusource.local_sources(spec.source)  # read once: the defines' check and the cache key
     _check_defines_reach(spec, sources)
     folder = cache_dir()  # checked before nvcc runs at all
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
@@ -249,7 +221,7 @@ def build(
         key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
     if (wrapped := _instantiating(spec)) is not spec:
-        spec, sources = wrapped, local_sources(wrapped.source)
+        spec, sources = wrapped, cusource.local_sources(wrapped.source)
     key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
     cubin = folder / f"{spec.name[:64]}-{target}-{key}.cubin"  # the key tells long names apart
     if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
@@ -459,7 +431,7 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
     if compiler.kind != "nvcc":
         return None
     spec = _instantiating(spec)  # the same source as the cubin's, so the same key
-    sources = local_sources(spec.source)
+    sources = cusource.local_sources(spec.source)
     key = _cache_key(spec, compiler, target, tuple(dict(spec.defines).items()), sources)
     folder = cache_dir()
     out = _ptx_path(folder, spec, target, key)
@@ -515,7 +487,7 @@ def _shaken_spec(spec: KernelSpec, folder: Path) -> KernelSpec:
     original's cache key, so an edit of the source or a header makes a new one)."""
     path = folder / spec.source.name
     if not path.is_file():
-        text = inputs.read_text(spec.source, "the kernel's source", limit=MAX_SOURCE_BYTES)
+        text = inputs.read_text(spec.source, "the kernel's source", limit=cusource.MAX_SOURCE_BYTES)
         out = shake.shaken(text, str(spec.source))
         if out is None:
             raise BuildError(f"{spec.source.name} has no kernel body kprof can put its warp delays in")

@@ -4,7 +4,12 @@ the bracket that closes another."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
+
+from kprof import inputs
+from kprof.errors import UsageError
 
 
 def closing(text: str, opening: int) -> int | None:
@@ -119,3 +124,31 @@ def compile_stop(log: str) -> str | None:
     if m := _ERROR.search(log):
         return f"{Path(m.group('file')).name} line {m.group('line')}: {m.group('what').strip()[:200]}"
     return None
+
+
+MAX_SOURCE_BYTES = 64 * 1024 * 1024  # one .cu or header; the largest shipped one is under 20 KB
+
+
+def local_sources(source: Path) -> list[tuple[Path, bytes]]:
+    """The source and every local header it includes with ``#include "..."``, recursively, each read
+    once (regular files only, capped): what the cache key hashes."""
+    seen: dict[Path, bytes] = {}
+    todo = [source]
+    include = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"', re.M)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        if (why := inputs.regular_file_error(path)) is not None:
+            if path != source and os.path.lexists(path):  # nvcc would open it and wait (a FIFO) or never end
+                raise UsageError(f"{source.name} includes {path.name}: {why}; a header must be a regular file")
+            continue
+        data = inputs.read_bytes(path, "source", limit=MAX_SOURCE_BYTES)
+        seen[path] = data
+        text = data.decode("utf-8", errors="replace")
+        for inc in include.findall(text):
+            try:
+                todo.append((path.parent / inc).resolve())
+            except (OSError, RuntimeError, ValueError):  # a loop of symlinks, a NUL: nvcc reports the include
+                continue
+    return list(seen.items())

@@ -117,7 +117,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     """Mutants of a spec's kernel, each judged by the spec's verdict and then the checkers: a
     :class:`kprof.corpus.mutation.MutantsReport` (:func:`kprof.corpus.mutation.run` says how)."""
     from kprof import inputs
-    from kprof.build import build
+    from kprof.build import cusource
     from kprof.commands import pipeline
     from kprof.corpus import mutation
     from kprof.spec import catalog
@@ -125,7 +125,7 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     spec = catalog.load(name)
     if spec.python:
         raise UsageError(f"kprof mutants {name}: a Python operation has no kernel source to mutate")
-    text = inputs.read_text(spec.source, "the kernel's source", limit=build.MAX_SOURCE_BYTES)
+    text = inputs.read_text(spec.source, "the kernel's source", limit=cusource.MAX_SOURCE_BYTES)
     if not dry_run:
         api.require_gpu(None)
     return mutation.run(spec, text, pipeline.Preparer(arch), dry_run=dry_run, timeout=timeout, limit=limit, jobs=jobs,

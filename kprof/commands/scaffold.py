@@ -129,7 +129,7 @@ def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
         raise UsageError(f"--like {like}: a sanitizer or performance case (or its fixed twin, whose spec is the "
                          "case's); start from a kernel of `kprof list`")
     from kprof import inputs
-    from kprof.build.build import MAX_SOURCE_BYTES
+    from kprof.build.cusource import MAX_SOURCE_BYTES
     from kprof.spec.loader import MAX_SPEC_BYTES
 
     source = inputs.read_text(spec.source, "--like's source", limit=MAX_SOURCE_BYTES)

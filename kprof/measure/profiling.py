@@ -310,12 +310,12 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
 def _sources_of(source: Path | None) -> dict[str, tuple[str, ...]]:
     """The spec's source and the local headers it includes (as the build read them), each path -> its lines: what
     the Source page's unnamed files are matched against (:func:`kprof.tools.nsight.sourcepage.name_files`)."""
-    from kprof.build import build
+    from kprof.build import cusource
 
     if source is None:
         return {}
     try:
-        found = build.local_sources(source)
+        found = cusource.local_sources(source)
     except KprofError:  # a header the build would refuse: the page's files stay unnamed
         return {}
     return {str(path): tuple(data.decode("utf-8", errors="replace").splitlines()) for path, data in found}
