@@ -30,8 +30,9 @@ STALL_COLUMNS = {
 
 # The page's counter columns -> LineCounters' fields (the first column of a name found wins)
 COUNTER_COLUMNS = {
-    "samples": ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)"),
-    "not_issued": ("Warp Stall Sampling (Not-issued Samples)", "Warp Stall Sampling (No Issue Cycles)"),
+    "samples": ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)", "Warp Stalls (All Samples)"),
+    "not_issued": ("Warp Stall Sampling (Not-issued Samples)", "Warp Stall Sampling (No Issue Cycles)",
+                   "Warp Stalls (Not-issued Samples)", "Warp Stalls (Not-issued)"),
     "executed": ("Instructions Executed",),
     "threads": ("Thread Instructions Executed",),
     "divergent": ("Divergent Branches",),
@@ -174,6 +175,21 @@ def _blocks(text: str) -> list[_Block]:
     return out
 
 
+def _add(rec: dict[str, Any], row: list[str], counters: dict[str, int], stalls: dict[str, int]) -> None:
+    """Add one row's counters and stall samples into ``rec``."""
+    for counter, k in counters.items():
+        rec[counter] = rec.get(counter, 0) + ((_int(row[k]) or 0) if len(row) > k else 0)
+    samples = rec.setdefault("stalls", {})
+    for reason, k in stalls.items():
+        if len(row) > k and (v := _int(row[k])):
+            samples[reason] = samples.get(reason, 0) + v
+
+
+def _measured(recs: dict[tuple[int, int], dict[str, Any]]) -> bool:
+    return any(v for rec in recs.values() for k, v in rec.items() if k in COUNTER_COLUMNS) or any(
+        rec.get("stalls") for rec in recs.values())
+
+
 def _lines_of(block: _Block) -> SourceLines:
     header = block.header
     counters, stalls = _columns(header)
@@ -183,6 +199,8 @@ def _lines_of(block: _Block) -> SourceLines:
     # in the cuda,sass view the instruction's own text is the second "Source" column
     sass_at = next((k for k, h in enumerate(header) if h == "Source" and (line_at is None or k > 1)), None)
     found: dict[tuple[int, int], dict[str, Any]] = {}
+    # the instructions' own counters summed a line: the page's line rows may print them, or leave them blank
+    under: dict[tuple[int, int], dict[str, Any]] = {}
     order: list[tuple[int, int]] = []
     file_no, last_line = 0, 0
     names: dict[int, str] = {}
@@ -206,17 +224,16 @@ def _lines_of(block: _Block) -> SourceLines:
             if current not in found:
                 order.append(current)
             rec = found.setdefault(current, {"text": row[text_at] if text_at is not None and len(row) > text_at else ""})
-            for counter, k in counters.items():
-                rec[counter] = rec.get(counter, 0) + (_int(row[k]) or 0 if len(row) > k else 0)
-            samples = rec.setdefault("stalls", {})
-            for reason, k in stalls.items():
-                if len(row) > k and (v := _int(row[k])):
-                    samples[reason] = samples.get(reason, 0) + v
+            _add(rec, row, counters, stalls)
             continue
-        if is_sass and current is not None and sass_at is not None and len(row) > sass_at:
-            op = _opcode(row[sass_at])
+        if is_sass and current is not None:
+            _add(under.setdefault(current, {}), row, counters, stalls)
+            op = _opcode(row[sass_at]) if sass_at is not None and len(row) > sass_at else ""
             if op:
                 found[current].setdefault("sass", []).append(op)
+    if under and not _measured(found) and _measured(under):
+        for key, rec in under.items():
+            found[key].update(rec)
     lines = []
     for key in order:
         rec = found[key]

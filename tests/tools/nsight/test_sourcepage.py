@@ -111,3 +111,20 @@ def test_a_page_kprof_cannot_read_costs_the_lines_not_the_profile(tmp_path, monk
 
     monkeypatch.setattr(sourcepage, "parse", broken)
     assert ncu.source_pages(_stand_in(tmp_path, PAGE), report) is None
+
+
+def test_line_rows_left_blank_take_their_instructions_counters():
+    # a cuda,sass page whose CUDA line rows print no counters: each line gets the sum of the instructions under it
+    page = f'''"Kernel Name","blank_lines"
+{HEADER}
+"3","  int row = threadIdx.x;","-","","","","","","","","","","","",""
+"","","0x10","S2R R0, SR_TID.X","12","3","1024","32768","0","0","0","0","0","0","0"
+"4","  out[row * n] = in_[row * n];","-","","","","","","","","","","","",""
+"","","0x20","LDG.E R5, desc[UR4][R2.64]","1000","990","1024","32768","0","57344","65536","0","1700","0","1650"
+"","","0x30","STG.E desc[UR4][R6.64], R5","988","910","1024","32768","0","57344","65536","0","0","0","0"
+'''
+    (only,) = sourcepage.parse(page)
+    by = {x.line: x for x in only.lines}
+    assert (by[3].samples, by[3].executed) == (12, 1024)
+    assert (by[4].samples, by[4].global_excess, by[4].stalls) == (1988, 114688, {"long_scoreboard": 1700})
+    assert by[4].sass == ("LDG.E", "STG.E")
