@@ -50,6 +50,8 @@
 #   public   the public ladder nobody here wrote (perf_public/llmc.yaml: llm.c's dev/cuda kernels, each version against
 #            the next): specs from the checkout PUBLIC_CHECKOUT (default .corpus/llm.c, carried; its files checked
 #            against the expectations' hashes), then scripts/public_corpus.py score (PUBLIC_STEPS for some), JSON kept
+#   nocounters  kprof cases --perf (NC_CASES for some) and kprof profile of NC_SHOW (default copy_uncoalesced) with
+#            KPROF_NCU an ncu that refuses counters (ERR_NVGPUCTRPERM, exit 1): the causes that need no counters
 #   interrupts  scripts/interrupts.py: kprof bench, sanitize (a kernel and a program), profile and cases stopped by
 #            Ctrl-C (the process group), SIGTERM (kprof alone) and SIGKILL, and eight kprof processes on one cache
 #            and history at once: exit codes, processes and temporary files left, the history and cache after
@@ -528,6 +530,17 @@ if has public; then  # kprof's diagnosis scored on code it was never tuned on (d
     # shellcheck disable=SC2086
     step public-score python3 scripts/public_corpus.py score "$LOGS/public-specs" --json "$LOGS/public-score.json" \
         ${PUBLIC_STEPS:-}
+fi
+if has nocounters; then  # the diagnosis where ncu may not read counters (ERR_NVGPUCTRPERM): what it still says
+    NC=$LOGS/nocounters
+    mkdir -p "$NC"
+    printf '#!/bin/sh\necho "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0."\nexit 1\n' > "$NC/ncu"
+    chmod +x "$NC/ncu"
+    # shellcheck disable=SC2086
+    json nocounters-cases env KPROF_NCU="$NC/ncu" $KPROF cases --perf ${NC_CASES:-}
+    for k in ${NC_SHOW:-copy_uncoalesced}; do
+        step "nocounters-$k" env KPROF_NCU="$NC/ncu" $KPROF profile "$k"
+    done
 fi
 if has interrupts; then  # issue 69: what a signal or a concurrent kprof leaves behind, on the GPU
     step interrupts python3 scripts/interrupts.py "$LOGS/interrupts" --kprof "$KPROF"
