@@ -7,6 +7,8 @@ line) and the source; the rules read only the :class:`~kprof.diagnosis.facts.Fac
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from kprof.diagnosis import ptxscan
@@ -15,6 +17,7 @@ from kprof.launch.childresult import ChildResult, device_of
 from kprof.launch.prepared import Prepared
 from kprof.measure import ceilings
 from kprof.measure.profiling import KernelProfile
+from kprof.tools.nsight import sourcepage
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
@@ -49,6 +52,8 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
             main = built.symbol_of(r.steps[-1].entry)
         name = main if main in entries else None  # never another kernel's lines
         entry = entries.get(name) if name else None
+    if ptx is not None and profile.lines is not None and spec.source is not None and not spec.python:
+        profile = replace(profile, lines=fold_headers(profile.lines, ptx, spec.source))
     source_lines: tuple[str, ...] = ()
     if spec.source is not None and not spec.python:
         try:
@@ -92,3 +97,19 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
         spill_bytes=(usage.spill_stores + usage.spill_loads) if usage else 0, notes=notes,
         kernel_seconds=tuple(kernel_seconds),
     )
+
+
+def fold_headers(page: sourcepage.SourceLines, ptx: str, source: Path) -> sourcepage.SourceLines:
+    """The page with what was measured inside a CUDA header's inlined function (``atomicAdd``'s body) counted on
+    the user's line that called it (:func:`kprof.tools.nsight.sourcepage.fold_inlined`): the user's files are the
+    spec's source and the local headers it includes."""
+    from kprof.build import cusource
+    from kprof.errors import KprofError
+
+    try:
+        mine = [str(p) for p, _ in cusource.local_sources(source)]
+    except KprofError:
+        mine = [str(source)]
+    mine = mine or [str(source)]
+    return sourcepage.fold_inlined(page, ptxscan.inline_sites(ptx),
+                                   keep=lambda f: any(sourcepage.same_file(f, m) for m in mine))

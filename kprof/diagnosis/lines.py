@@ -44,16 +44,21 @@ class Placed:
     samples: float | None  # of the kernel's stall samples (None: the page had none)
 
 
-def place(page: SourceLines | None, metric: str, *, where: Callable[[LineCounters], bool] | None = None) -> Placed | None:
+def place(page: SourceLines | None, metric: str, *, where: Callable[[LineCounters], bool] | None = None,
+          prefer: Callable[[LineCounters], bool] | None = None) -> Placed | None:
     """The line with most of ``metric`` (a :meth:`LineCounters.count` name) among those ``where`` allows; None where
-    the page lacks the counter or no line has any."""
+    the page lacks the counter or no line has any. ``prefer``: where one of those lines has some of it, the line is
+    picked among them (the share stays of the whole: a divergent branch the PTX shows the lanes disagree on, before
+    the branches inside the paths it starts)."""
     if page is None or not (page.has(metric) or (metric.startswith("stall:") and page.has("samples"))):
         return None
     pool = [x for x in page.lines if where is None or where(x)]
     total = sum(x.count(metric) for x in page.lines if where is None or where(x))
     if not pool or total <= 0:
         return None
-    best = max(pool, key=lambda x: (x.count(metric), x.samples))  # a tie (a local array's stores and loads): where warps wait
+    preferred = [x for x in pool if x.count(metric) > 0 and prefer(x)] if prefer is not None else []
+    # a tie (a local array's stores and loads): where warps wait
+    best = max(preferred or pool, key=lambda x: (x.count(metric), x.samples))
     if best.count(metric) <= 0:
         return None
     all_samples = page.total("samples") if page.has("samples") else 0.0

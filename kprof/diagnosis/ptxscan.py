@@ -160,6 +160,37 @@ def scan(ptx: str) -> dict[str, Entry]:
     return entries
 
 
+def inline_sites(ptx: str) -> dict[tuple[str, int], frozenset[tuple[str, int]]]:
+    """Where each line of an inlined function was inlined: (file, line) of a header's line (a CUDA header's
+    ``atomicAdd``, a helper of the user's own) -> the lines of another file that call it, followed out to the
+    outermost (``.loc F L C, function_name ..., inlined_at F2 L2 C2`` chains). Lines inlined within their own file
+    are left out: they are the user's lines already. Pure."""
+    text = ptx[:MAX_PTX_BYTES]
+    files: dict[str, str] = {}
+    pairs: set[tuple[str, int, str, int]] = set()
+    for raw in text.splitlines():
+        s = raw.strip()
+        if m := _FILE.match(s):
+            files[m.group(1)] = m.group(2)
+        elif (m := _LOC.match(s)) and m.group(3) and int(m.group(2)) and int(m.group(4)):
+            pairs.add((m.group(1), int(m.group(2)), m.group(3), int(m.group(4))))
+    calls: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    for fid, ln, cid, cl in pairs:
+        calls.setdefault((files.get(fid, fid), ln), set()).add((files.get(cid, cid), cl))
+
+    def outermost(at: tuple[str, int], depth: int = 0) -> set[tuple[str, int]]:
+        if at not in calls or depth > 8:
+            return {at}
+        return set().union(*(outermost(c, depth + 1) for c in calls[at]))
+
+    out = {}
+    for at in calls:
+        sites = frozenset(x for x in outermost(at) if x[0] != at[0])
+        if sites:
+            out[at] = sites
+    return out
+
+
 _ADDRESS = re.compile(r"\[(%\w+)(?:\+(-?\d+))?\]")
 
 

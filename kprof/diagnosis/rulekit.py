@@ -60,7 +60,7 @@ def on(candidates: set[tuple[str, int]]) -> Callable[[LineCounters], bool]:
 
 
 def measured(f: Facts, metric: str, what: str, cost: str, *, where: Callable[[LineCounters], bool] | None = None,
-             proposed: Line | None = None) -> Line | None:
+             proposed: Line | None = None, prefer: Callable[[LineCounters], bool] | None = None) -> Line | None:
     """The cause's line: with counters, the line where ``metric`` (its cost, :meth:`LineCounters.count`) was measured
     largest among those ``where`` allows, with its share; "line not measured" where the profile has no such
     measurement. Without counters, the ``proposed`` line (from the PTX, marked so)."""
@@ -69,7 +69,7 @@ def measured(f: Facts, metric: str, what: str, cost: str, *, where: Callable[[Li
     page = f.profile.lines
     if page is None:
         return lines.unmeasured("the profile has no Source page: Nsight Compute's SourceCounters section")
-    if (p := lines.place(page, metric, where=where)) is not None:
+    if (p := lines.place(page, metric, where=where, prefer=prefer)) is not None:
         return lines.line_of(p, what, cost)
     return lines.unmeasured(f"no line of the kernel has {cost} counted")
 

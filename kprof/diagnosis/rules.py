@@ -91,6 +91,12 @@ class TailWave:
                           f"capped at {headroom_text(f)}"), line=launch_line(f, "the launch's grid"))
 
 
+# Where the busiest unit is under this share of its peak, more warps still gain (1 / busy, at least 1.25x), even
+# past the latency-bound line (an H100's 25%-occupancy kernel with L2 at 66%)
+OCCUPANCY_BUSY_BELOW = 0.8
+OCCUPANCY_BELOW = 0.75  # a limit that leaves more than this of the warps is no cause (at most 1.33x more warps)
+
+
 class _Occupancy:
     id = ""
     limiter = ""
@@ -112,14 +118,14 @@ class _Occupancy:
 
     def check(self, f: Facts) -> Cause | None:
         occ = f.occupancy()
-        if occ is None or occ.occupancy > 0.5 or occ.limiter != self.limiter:
+        if occ is None or occ.occupancy > OCCUPANCY_BELOW or occ.limiter != self.limiter:
             return None
         lifted = f.occupancy(registers=32) if self.limiter == "registers" else f.occupancy(shared=0)
         if lifted is None or lifted.occupancy <= occ.occupancy:
             return None
         bound, why, busy = self._latency_bound(f)
-        if not bound:
-            return None
+        if not bound and (busy is None or busy > OCCUPANCY_BUSY_BELOW):
+            return None  # a unit near its limit: more warps would wait for it
         # More warps in flight hide latency until the busiest unit saturates: the gain is the lesser of
         # the warps' ratio and that unit's headroom (a chain of L2 gathers at 94% of L2's peak gains 1.05x
         # from four times the warps, measured on an H200)
@@ -158,7 +164,15 @@ class OccupancyShared(_Occupancy):
                      "declare only the shared memory the block uses (or share one buffer between phases)",
                      Gain(cap(k, f), f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} occupancy) "
                           f"for a latency-bound kernel, up to the busiest unit's limit, capped at {headroom_text(f)}"),
-                     line=src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration"), also=_waits(f))
+                     line=self._where(f), also=_waits(f))
+
+    @staticmethod
+    def _where(f: Facts) -> Line | None:
+        """Where the block's shared memory is asked for: the launch's dynamic shared memory where it is most of it,
+        else the source's declaration."""
+        if f.shared_dynamic and f.shared_dynamic >= f.shared_static:
+            return launch_line(f, f"the launch's dynamic shared memory ({f.shared_dynamic:,} B a block)")
+        return src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration")
 
 
 class Divergence:
@@ -171,13 +185,13 @@ class Divergence:
         p = f.profile
         branch = ptxscan.branch_around_loop(f.entry) if f.entry else None
         proposed = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
+        lane = ptxscan.lane_branch(f.entry) if f.entry else None
         line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on", "divergent branches",
-                                       proposed=proposed),
+                                       proposed=proposed, prefer=on({lane}) if lane else None),
                               measured(f, "lost_lanes", "instructions run with lanes of the warp idle",
                                        "idle lanes",
                                        proposed=proposed))
         if not f.counters:
-            lane = ptxscan.lane_branch(f.entry) if f.entry else None
             if lane is None or f.entry is None:
                 return None
             at = next((a for a, _t, c in f.entry.branches if c and (f.entry.instrs[a].file, f.entry.instrs[a].line) == lane),
@@ -312,6 +326,8 @@ class Int64Division:
                                        where=on(candidates), proposed=proposed),
                               measured(f, "executed", what, "instructions executed on its division lines",
                                        where=on(candidates), proposed=proposed))
+        if line is not None and not line.line and f.counters:
+            line = _division_moved(f, candidates, what) or line
         issue = f.profile.compute.issue_active
         if f.counters and issue is not None:
             # a 64-bit division is a software routine, a few dozen instructions; a 32-bit one a handful
@@ -325,6 +341,28 @@ class Int64Division:
                      (("64-bit div/rem", str(n)),) + ((("issue active", f"{issue:.0%}"),) if issue else ()),
                      "compute indices in 32 bits (unsigned) when they fit, or hoist the division out "
                      "(precompute, or use a fast divider by an invariant)", Gain(est, basis), line=line)
+
+
+# The SASS of a division by a run-time value: the reciprocal estimate, or the call to the 64-bit routine
+DIVISION_SASS = ("MUFU.RCP", "CALL.REL.NOINC", "I2F.U32.RP")
+
+
+def _division_moved(f: Facts, candidates: set[tuple[str, int]], what: str) -> Line | None:
+    """The division's line where Nsight Compute counted its instructions on a neighbouring line (ptxas merged their
+    line entries: the routine under ``if (i >= n) return;``): the measured line whose SASS does the division, and the
+    PTX's division line nearest it, named with where the counters were."""
+    page = f.profile.lines
+    if page is None or not candidates:
+        return None
+    p = lines.place(page, "executed", where=lambda x: any(op.startswith(DIVISION_SASS) for op in x.sass))
+    if p is None:
+        return None
+    near = min(candidates, key=lambda c: abs(c[1] - p.at.line))
+    if abs(near[1] - p.at.line) > 3:
+        return None
+    return Line(near[0], near[1], f"{what} (measured: its instructions were counted on line {p.at.line}, "
+                f"{p.share:.0%} of the kernel's instructions executed on division code"
+                + (f", {p.samples:.0%} of its stall samples" if p.samples is not None else "") + ")")
 
 
 class LaunchOverhead:

@@ -137,6 +137,8 @@ class LocalMemory:
         proposed = ptx_line(f, ptxscan.is_local, what)
         if proposed is None and not f.spill_bytes and not p.memory.local_bytes:
             return None
+        if f.counters and p.memory.local_bytes == 0 and not f.spill_bytes:
+            return None  # measured: no local traffic (ptxas kept the PTX's local array in registers)
         line = first_measured(measured(f, "local_sectors", what, "local-memory sectors", proposed=proposed),
                               measured(f, "executed", what, "local-memory instructions executed",
                                        where=lambda x: lines.does(x, lines.LOCAL_OPS), proposed=proposed))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,13 @@ COUNTER_COLUMNS = {
     "shared_ideal": ("L1 Wavefronts Shared Ideal",),
     "shared_excess": ("L1 Wavefronts Shared Excessive",),
 }
+# ncu prints a counter's column only where some instruction of the kernel has it: on a page with the section's
+# memory columns, a counter without its column was measured zero (no local memory, no shared memory, no branch)
+MEASURED_ZERO = ("divergent", "global_sectors", "global_ideal", "global_excess", "local_sectors", "shared_wavefronts",
+                 "shared_ideal", "shared_excess")
+SECTION_COLUMN = "L2 Theoretical Sectors Global"  # present on every page of the SourceCounters section
+SAMPLES = "samples"  # LineCounters' stall-sample field
+HEADER_ROW = "\x00header"  # a block row that carries the header of the file section after it
 MAX_PAGE_CHARS = 256 * 1024 * 1024  # a kernel of 100,000 instructions prints a few tens of MB
 
 
@@ -68,6 +76,7 @@ class LineCounters:
     shared_ideal: int = 0
     shared_excess: int = 0  # beyond the ideal: bank conflicts
     sass: tuple[str, ...] = ()  # its instructions' opcodes (``LDG.E.128``), where the page listed them
+    inlined: tuple[str, ...] = ()  # lines of headers inlined here whose counters it holds (``file.hpp:107``)
 
     def count(self, metric: str) -> float:
         """A counter by name, or ``lost_lanes`` (lanes a warp instruction left idle, summed), or ``stall:REASON``."""
@@ -103,7 +112,8 @@ class SourceLines:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SourceLines:
         """A stored page (``to_dict()``: a profile's ``lines`` in kprof profile --json) read back."""
-        lines = tuple(LineCounters(**{**x, "sass": tuple(x.get("sass", ())), "stalls": dict(x.get("stalls", {}))})
+        lines = tuple(LineCounters(**{**x, "sass": tuple(x.get("sass", ())), "stalls": dict(x.get("stalls", {})),
+                                      "inlined": tuple(x.get("inlined", ()))})
                       for x in data.get("lines", ()))
         return cls(str(data.get("kernel", "")), lines, tuple(data.get("columns", ())))
 
@@ -145,30 +155,61 @@ class _Block:
     kernel: str = ""
     header: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)  # the files a kernel's sections named (File Path rows)
+    named: bool = False  # its kernel came from a Function Name row: each file a section of its own
 
 
 def _blocks(text: str) -> list[_Block]:
-    """The page cut into one block a kernel: rows from a ``Kernel Name`` row (or the start) to the next."""
+    """The page cut into one block a kernel launch. ncu 2025 prints each launch as one section a source file (a
+    ``File Path`` row, a ``Function Name`` row, the header, the file's lines): a launch's sections follow each
+    other, so a section starts another launch where its function differs or its file was already in this one.
+    Older pages start a kernel with a ``Kernel Name`` row, or print a second table."""
     found = [k for k in (text.find(m) for m in ('"Kernel Name"', '"Line No"', '"Address"', '"File')) if k >= 0]
     rows = list(csv.reader(io.StringIO(text[min(found):] if found else "")))  # ncu's own lines before it left out
     out: list[_Block] = []
     cur = _Block()
+    pending: list[str] | None = None  # a File Path row, waiting for the Function Name that says whose it is
     for row in rows:
         if not row:
             continue
         head = row[0].strip()
+        name = row[1].strip() if len(row) > 1 else ""
         if head == "Kernel Name":
             if cur.header:
                 out.append(cur)
-            cur = _Block(kernel=row[1].strip() if len(row) > 1 else "")
+            cur = _Block(kernel=name)
             continue
+        if head == "Function Name":
+            path = pending[1].strip() if pending and len(pending) > 1 else ""
+            if cur.header and (not cur.named or name != cur.kernel or path in cur.files):
+                out.append(cur)
+                cur = _Block()
+            cur.kernel, cur.named = name, True
+            if pending is not None:
+                cur.rows.append(pending)
+                cur.files.add(path)
+                pending = None
+            continue
+        if head in ("File Path", "File Name") and not cur.named and not cur.header:
+            cur.rows.append(row)  # an older page's file, before its table
+            continue
+        if head in ("File Path", "File Name"):
+            pending = row
+            continue
+        if pending is not None:  # a file section with no Function Name row: part of this launch
+            cur.rows.append(pending)
+            cur.files.add(pending[1].strip() if len(pending) > 1 else "")
+            pending = None
         if head in ("Line No", "Address", "#"):
-            if cur.header and cur.rows:  # a second table with no Kernel Name row between: another kernel
+            if cur.header and cur.rows and not cur.named:  # a second table with no Kernel Name row: another kernel
                 out.append(cur)
                 cur = _Block(kernel="")
-            cur.header = [h.strip() for h in row]
+            if cur.header and cur.named:  # a launch's next file: its own header, read from here on
+                cur.rows.append([HEADER_ROW, *row])
+            else:
+                cur.header = [h.strip() for h in row]
             continue
-        if cur.header or head.startswith("File"):
+        if cur.header:
             cur.rows.append(row)
     if cur.header:
         out.append(cur)
@@ -190,14 +231,31 @@ def _measured(recs: dict[tuple[int, int], dict[str, Any]]) -> bool:
         rec.get("stalls") for rec in recs.values())
 
 
+@dataclass
+class _Layout:
+    """Where a header puts what the parser reads."""
+
+    counters: dict[str, int]
+    stalls: dict[str, int]
+    address: int | None
+    line_at: int | None
+    text_at: int | None
+    sass_at: int | None
+
+    @classmethod
+    def of(cls, header: list[str]) -> _Layout:
+        counters, stalls = _columns(header)
+        line_at = 0 if header and header[0] == "Line No" else None
+        # in the cuda,sass view the instruction's own text is the second "Source" column
+        return cls(counters, stalls, next((k for k, h in enumerate(header) if h == "Address"), None), line_at,
+                   1 if line_at is not None else None,
+                   next((k for k, h in enumerate(header) if h == "Source" and (line_at is None or k > 1)), None))
+
+
 def _lines_of(block: _Block) -> SourceLines:
-    header = block.header
-    counters, stalls = _columns(header)
-    address = next((k for k, h in enumerate(header) if h == "Address"), None)
-    line_at = 0 if header and header[0] == "Line No" else None
-    text_at = 1 if line_at is not None else None
-    # in the cuda,sass view the instruction's own text is the second "Source" column
-    sass_at = next((k for k, h in enumerate(header) if h == "Source" and (line_at is None or k > 1)), None)
+    at = _Layout.of(block.header)
+    seen_counters, seen_stalls = set(at.counters), set(at.stalls)
+    section = SECTION_COLUMN in block.header
     found: dict[tuple[int, int], dict[str, Any]] = {}
     # the instructions' own counters summed a line: the page's line rows may print them, or leave them blank
     under: dict[tuple[int, int], dict[str, Any]] = {}
@@ -205,15 +263,22 @@ def _lines_of(block: _Block) -> SourceLines:
     file_no, last_line = 0, 0
     names: dict[int, str] = {}
     current: tuple[int, int] | None = None
+    instrs: list[tuple[int, tuple[int, int], str, int]] = []  # (address, its line, opcode, barrier stall samples)
     for row in block.rows:
         head = row[0].strip()
+        if head == HEADER_ROW:
+            at = _Layout.of([h.strip() for h in row[1:]])
+            seen_counters |= set(at.counters)
+            seen_stalls |= set(at.stalls)
+            section = section or SECTION_COLUMN in row
+            continue
         if head.startswith("File") and len(row) > 1 and not head[:1].isdigit():  # "File Name", "File Path"
             file_no += 1
             names[file_no] = row[1].strip()
             last_line = 0
             continue
-        is_sass = address is not None and len(row) > address and row[address].strip().startswith("0x")
-        if line_at is not None and not is_sass:
+        is_sass = at.address is not None and len(row) > at.address and row[at.address].strip().startswith("0x")
+        if at.line_at is not None and not is_sass:
             n = _int(head)
             if n is None:
                 continue
@@ -223,17 +288,22 @@ def _lines_of(block: _Block) -> SourceLines:
             current = (file_no, n)
             if current not in found:
                 order.append(current)
-            rec = found.setdefault(current, {"text": row[text_at] if text_at is not None and len(row) > text_at else ""})
-            _add(rec, row, counters, stalls)
+            text = row[at.text_at] if at.text_at is not None and len(row) > at.text_at else ""
+            _add(found.setdefault(current, {"text": text}), row, at.counters, at.stalls)
             continue
         if is_sass and current is not None:
-            _add(under.setdefault(current, {}), row, counters, stalls)
-            op = _opcode(row[sass_at]) if sass_at is not None and len(row) > sass_at else ""
+            mine: dict[str, Any] = {}
+            _add(mine, row, at.counters, at.stalls)
+            _add(under.setdefault(current, {}), row, at.counters, at.stalls)
+            op = _opcode(row[at.sass_at]) if at.sass_at is not None and len(row) > at.sass_at else ""
             if op:
                 found[current].setdefault("sass", []).append(op)
+            if (addr := _address(row[at.address] if at.address is not None else "")) is not None:
+                instrs.append((addr, current, op, mine.get("stalls", {}).get("barrier", 0)))
     if under and not _measured(found) and _measured(under):
         for key, rec in under.items():
             found[key].update(rec)
+    _to_barriers(found, instrs)
     lines = []
     for key in order:
         rec = found[key]
@@ -242,8 +312,39 @@ def _lines_of(block: _Block) -> SourceLines:
         lines.append(LineCounters(file=names.get(key[0], f"#{key[0]}"), line=key[1], text=str(rec.get("text", "")).rstrip(),
                                   stalls=dict(rec.get("stalls", {})), sass=tuple(rec.get("sass", ())), **kw))
     # lines with nothing measured (comments, declarations) are dropped
-    kept = tuple(x for x in lines if any(x.count(c) for c in counters) or x.stalls or x.sass)
-    return SourceLines(block.kernel, kept, tuple(counters) + tuple(f"stall:{r}" for r in stalls))
+    kept = tuple(x for x in lines if any(x.count(c) for c in seen_counters) or x.stalls or x.sass)
+    measured = [c for c in COUNTER_COLUMNS if c in seen_counters or (section and c in MEASURED_ZERO)]
+    return SourceLines(block.kernel, kept, tuple(measured) + tuple(f"stall:{r}" for r in sorted(seen_stalls)))
+
+
+def _address(text: str) -> int | None:
+    text = text.strip()
+    try:
+        return int(text, 16) if text.startswith("0x") else None
+    except ValueError:
+        return None
+
+
+def _to_barriers(found: dict[tuple[int, int], dict[str, Any]],
+                 instrs: list[tuple[int, tuple[int, int], str, int]]) -> None:
+    """A warp waiting at a barrier is sampled at the instruction after it (the next it will issue): move each
+    instruction's barrier stall samples (and as many of its samples) to the line of the barrier just before it in
+    address order, where the user put the ``__syncthreads()``."""
+    last_bar: tuple[int, int] | None = None
+    for _addr, key, op, waited in sorted(instrs):
+        if op.startswith("BAR"):
+            last_bar = key
+            continue
+        if not waited or last_bar is None or last_bar == key:
+            continue
+        src, dst = found[key], found[last_bar]
+        src["stalls"]["barrier"] -= waited
+        if not src["stalls"]["barrier"]:
+            del src["stalls"]["barrier"]
+        dst.setdefault("stalls", {})["barrier"] = dst.get("stalls", {}).get("barrier", 0) + waited
+        moved = min(waited, src.get(SAMPLES, 0))  # a line's samples, not a child result's (kprof.launch.childresult)
+        src[SAMPLES] = src.get(SAMPLES, 0) - moved
+        dst[SAMPLES] = dst.get(SAMPLES, 0) + moved
 
 
 _OP = re.compile(r"^\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
@@ -277,3 +378,56 @@ def name_files(page: SourceLines, sources: dict[str, tuple[str, ...]]) -> Source
         if best and score * 2 >= len(mine):
             rename[key] = best
     return replace(page, lines=tuple(replace(x, file=rename.get(x.file, x.file)) for x in page.lines))
+
+
+SUMMED = ("samples", "not_issued", "executed", "threads", "divergent", "global_sectors", "global_ideal", "global_excess",
+          "local_sectors", "shared_wavefronts", "shared_ideal", "shared_excess")
+
+
+def same_file(a: str, b: str) -> bool:
+    """One file under two spellings (``/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/x.hpp`` and
+    ``/usr/local/cuda/targets/x86_64-linux/include/x.hpp``): the same name in a folder of the same name."""
+    pa, pb = Path(a).parts[-2:], Path(b).parts[-2:]
+    return bool(pa) and pa == pb
+
+
+def fold_inlined(page: SourceLines, sites: dict[tuple[str, int], frozenset[tuple[str, int]]],
+                 *, keep: Callable[[str], bool]) -> SourceLines:
+    """``page`` with each line of a file not ``keep``-ed (a CUDA header: ``atomicAdd``'s body) that was inlined at
+    one line of the user's (``sites``: :func:`kprof.diagnosis.ptxscan.inline_sites`, from the PTX) counted on that
+    line: what Nsight Compute measured inside ``atomicAdd`` is the cost of the line that called it. A header line
+    inlined at several lines stays where it is (its counters cannot be split). Pure."""
+    if not sites:
+        return page
+    moved: dict[tuple[str, int], list[LineCounters]] = {}
+    stay: list[LineCounters] = []
+    for x in page.lines:
+        if keep(x.file):
+            stay.append(x)
+            continue
+        found = [v for (f, ln), v in sites.items() if ln == x.line and same_file(f, x.file)]
+        targets = set().union(*found) if found else set()
+        site = next(iter(targets)) if len(targets) == 1 else None
+        if site is None or not keep(site[0]):
+            stay.append(x)
+            continue
+        moved.setdefault(site, []).append(x)
+    if not moved:
+        return page
+    out: list[LineCounters] = []
+    for x in stay:
+        key = next((k for k in moved if k[1] == x.line and same_file(k[0], x.file)), None)
+        out.append(_merge(x, moved.pop(key)) if key is not None else x)
+    for (f, ln), extra in moved.items():  # a call site the page printed no line for
+        out.append(_merge(LineCounters(file=f, line=ln), extra))
+    return replace(page, lines=tuple(out))
+
+
+def _merge(into: LineCounters, extra: list[LineCounters]) -> LineCounters:
+    sums = {k: getattr(into, k) + sum(getattr(x, k) for x in extra) for k in SUMMED}
+    stalls = dict(into.stalls)
+    for x in extra:
+        for r, v in x.stalls.items():
+            stalls[r] = stalls.get(r, 0) + v
+    return replace(into, **sums, stalls=stalls, sass=into.sass + tuple(op for x in extra for op in x.sass),
+                   inlined=into.inlined + tuple(f"{Path(x.file).name}:{x.line}" for x in extra))

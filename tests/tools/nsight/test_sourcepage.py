@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 from kprof.tools.nsight import ncu, sourcepage
 
@@ -128,3 +129,58 @@ def test_line_rows_left_blank_take_their_instructions_counters():
     assert (by[3].samples, by[3].executed) == (12, 1024)
     assert (by[4].samples, by[4].global_excess, by[4].stalls) == (1988, 114688, {"long_scoreboard": 1700})
     assert by[4].sass == ("LDG.E", "STG.E")
+
+
+# Pages Nsight Compute 2025.3.1 printed on an H100 (tests/data/ncu/pages/, docs/results/2026-12-07-h100-sourcepages/)
+def _recorded(data_dir, case):
+    import gzip
+
+    return gzip.decompress((data_dir / "ncu" / "pages" / f"{case}.source-cuda-sass.csv.gz").read_bytes()).decode()
+
+
+def test_every_recorded_page_reads_as_one_kernel_a_launch(data_dir):
+    pages = {p.name.split(".")[0]: sourcepage.parse(_recorded(data_dir, p.name.split(".")[0]))
+             for p in (data_dir / "ncu" / "pages").glob("*.csv.gz")}
+    assert len(pages) == 21
+    launches = pages.pop("launch_overhead")  # one launch of start, then 31 of add_one, each its own section
+    assert [p.kernel for p in launches] == ["start"] + ["add_one"] * 31
+    for case, got in pages.items():
+        assert len(got) == 1 and got[0].lines and got[0].total("samples") > 0, case
+        assert {"samples", "executed", "threads", "global_excess", "local_sectors", "shared_excess"} <= set(got[0].columns)
+
+
+def test_a_launch_over_two_files_is_one_kernel_with_the_headers_line(data_dir):
+    # global_atomics: the atomic's instructions are counted on device_atomic_functions.hpp:107, a section of its own
+    (page,) = sourcepage.parse(_recorded(data_dir, "global_atomics"))
+    files = {Path(x.file).name for x in page.lines}
+    assert files == {"device_atomic_functions.hpp", "global_atomics.cu"}
+    atomic = next(x for x in page.lines if x.line == 107)
+    assert "REDG.E.ADD.STRONG.GPU" in atomic.sass and atomic.samples == 442077
+    assert page.has("local_sectors") and page.total("local_sectors") == 0  # no column printed: measured zero
+
+
+def test_a_barriers_waits_are_counted_on_its_line_not_the_next_instructions(data_dir):
+    # ncu samples a warp waiting at BAR.SYNC on the instruction after it (the loop's increment, line 7)
+    (page,) = sourcepage.parse(_recorded(data_dir, "barrier_in_loop"))
+    by = {x.line: x for x in page.lines}
+    assert "BAR.SYNC.DEFER_BLOCKING" in by[9].sass
+    assert by[9].stalls["barrier"] >= 79254 and by[7].stalls.get("barrier", 0) == 0
+    assert page.total("samples") == 139827  # moved, not made
+
+
+def test_a_headers_inlined_line_is_counted_at_the_users_call():
+    page = sourcepage.SourceLines("k", (
+        sourcepage.LineCounters(file="/usr/local/cuda/targets/x86_64-linux/include/device_atomic_functions.hpp",
+                                line=107, samples=400, executed=3, stalls={"long_scoreboard": 300}, sass=("REDG.E.ADD",)),
+        sourcepage.LineCounters(file="/src/k.cu", line=6, samples=100, executed=5, sass=("LDG.E",)),
+        sourcepage.LineCounters(file="/src/k.cu", line=5, samples=10, executed=2)), ("samples", "executed"))
+    sites = {("/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/device_atomic_functions.hpp", 107):
+             frozenset({("/src/k.cu", 6)})}
+    folded = sourcepage.fold_inlined(page, sites, keep=lambda f: f.endswith("k.cu"))
+    by = {(Path(x.file).name, x.line): x for x in folded.lines}
+    assert set(by) == {("k.cu", 6), ("k.cu", 5)}
+    six = by[("k.cu", 6)]
+    assert (six.samples, six.executed, six.stalls, six.sass) == (500, 8, {"long_scoreboard": 300}, ("LDG.E", "REDG.E.ADD"))
+    assert six.inlined == ("device_atomic_functions.hpp:107",)
+    two_sites = {k: frozenset({("/src/k.cu", 6), ("/src/k.cu", 9)}) for k in sites}  # cannot be split: stays
+    assert sourcepage.fold_inlined(page, two_sites, keep=lambda f: f.endswith("k.cu")) == page
