@@ -131,7 +131,7 @@ def test_line_rows_left_blank_take_their_instructions_counters():
     assert by[4].sass == ("LDG.E", "STG.E")
 
 
-# Pages Nsight Compute 2025.3.1 printed on an H100 (tests/data/ncu/pages/, docs/results/2026-12-07-h100-sourcepages/)
+# Pages Nsight Compute 2025.3.1 printed on an H100 (tests/data/ncu/pages/, docs/results/2026-12-07-h100-22cfeae-sourcepages/)
 def _recorded(data_dir, case):
     import gzip
 
