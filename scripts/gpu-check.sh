@@ -528,8 +528,8 @@ fi
 if has public; then  # kprof's diagnosis scored on code it was never tuned on (docs/profile.md)
     step public-specs python3 scripts/public_corpus.py specs "${PUBLIC_CHECKOUT:-.corpus/llm.c}" "$LOGS/public-specs"
     # shellcheck disable=SC2086
-    step public-score python3 scripts/public_corpus.py score "$LOGS/public-specs" --json "$LOGS/public-score.json" \
-        ${PUBLIC_STEPS:-}
+    step public-score python3 scripts/public_corpus.py score "$LOGS/public-specs" ${PUBLIC_STEPS:-} \
+        --json "$LOGS/public-score.json"  # the steps before --json: argparse takes no positionals after it
 fi
 if has nocounters; then  # the diagnosis where ncu may not read counters (ERR_NVGPUCTRPERM): what it still says
     NC=$LOGS/nocounters
