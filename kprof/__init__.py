@@ -57,8 +57,8 @@ in :data:`__all__` and loaded on first use. ``kprof.run()`` is what ``kprof run`
 ``kprof.run_mutants()`` a spec's mutation score, ``kprof.profile()`` and ``kprof.diagnose()`` (why a kernel
 is slow) ``kprof profile``, ``kprof.load()`` a kernel as an operation on PyTorch or CuPy arrays, and
 ``kprof.range()`` an NVTX range; the commands that run no kernel have theirs (``kprof.list_kernels()``,
-``kprof.new_kernel()``, ``kprof.doctor()``, ``kprof.build_kernels()``, ...). Module paths are the layout and
-may move: the old ones of the 0.1.0 layout still import, with a warning (:mod:`kprof.moved`).
+``kprof.new_kernel()``, ``kprof.doctor()``, ``kprof.build_kernels()``, ...). Module paths are the layout, not
+the API: until 1.0 any name may change, and CHANGELOG.md says how.
 """
 
 from __future__ import annotations
@@ -66,7 +66,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from kprof import moved
 from kprof.version import __version__
 
 # Each public name once: where it lives.
@@ -99,7 +98,6 @@ _PUBLIC = {
 
 __all__ = ["__version__", *sorted(_PUBLIC)]
 
-moved.install()
 
 
 def __dir__() -> list[str]:

@@ -214,16 +214,3 @@ class SizeExprError(ValueError):
 
 class ReferenceExprError(ValueError):
     """The expression uses something outside the reference vocabulary (:mod:`kprof.spec.reference`)."""
-
-
-class KprofDeprecationWarning(FutureWarning):
-    """A name kprof moved or renamed, still working for now: the message says the new one. A FutureWarning,
-    so a user's script shows it by default (a DeprecationWarning is shown only for ``__main__``'s own code)."""
-
-
-def warn_moved(old: str, new: str, stacklevel: int = 3, *, hint: str = "") -> None:
-    """Say that ``old`` (a record's field, a module) is ``new`` now (``; hint`` after it), pointing at the caller's
-    caller's line."""
-    import warnings
-
-    warnings.warn(f"{old} moved to {new}" + (f"; {hint}" if hint else ""), KprofDeprecationWarning, stacklevel=stacklevel)

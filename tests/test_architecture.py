@@ -459,7 +459,7 @@ def test_no_two_stage_folders_import_each_other():
 STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnosis", "corpus", "results", "commands"]
 # What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m kprof, the
 # pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
-TOP = {"__main__", "pytest_plugin", "op", "annotate", "moved", "errors", "version", "inputs", "proc", "parallel",
+TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc", "parallel",
        "telemetry", "units", "findings", "stats", "demangle"}
 
 
@@ -508,7 +508,7 @@ def test_the_checkers_are_listed_in_one_registry():
 # kprof/, tests/test_<module>.py): a new module comes with its test file.
 COVERED_ELSEWHERE = {
     "__main__": "commands/test_cli.py", "annotate": "tools/programs/test_program.py", "errors": "test_architecture.py",
-    "findings": "tools/programs/test_program.py", "inputs": "test_hostile.py", "moved": "test_import.py",
+    "findings": "tools/programs/test_program.py", "inputs": "test_hostile.py",
     "parallel": "corpus/test_cases.py", "stats": "measure/test_bench.py", "telemetry": "measure/test_bench.py",
     "units": "measure/test_bench.py", "version": "test_architecture.py",
     "spec.catalog": "spec/test_loader.py", "spec.safeexpr": "test_fuzz.py", "spec.schema": "spec/test_loader.py",

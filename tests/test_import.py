@@ -60,28 +60,13 @@ def test_every_public_name_is_listed_once_and_loads():
     assert kprof.sanitize.__module__ == "kprof.commands.api" and kprof.range.__module__ == "kprof.annotate"
 
 
-def test_an_old_module_path_still_imports_with_a_warning_naming_the_new_one():
-    """The 0.1.0 layout's paths (kprof.bench, kprof.cli, ...) give the module at its new path, with a
-    KprofDeprecationWarning (a FutureWarning: shown by default in a user's script); kprof.sanitize stays the API."""
-    body = ("import warnings\nwarnings.simplefilter('error')\nimport kprof\n"
-            "try:\n    import kprof.bench\nexcept FutureWarning as w:\n    print('WARNED', w)\n"
-            "warnings.simplefilter('ignore')\nimport kprof.bench as old, kprof.measure.bench as new\n"
-            "from kprof.cli import main\nfrom kprof.commands.cli import main as main2\n"
-            "print('SAME', old is new, main is main2, callable(kprof.sanitize) and not hasattr(kprof.sanitize, '__path__'))")
+def test_an_old_module_path_is_gone_and_import_kprof_installs_no_finder():
+    """No compatibility layer before 1.0 (CHANGELOG.md says where names went): kprof.bench is no module, and
+    ``import kprof`` leaves sys.meta_path as it found it."""
+    body = ("import sys\nbefore = list(sys.meta_path)\nimport kprof\nprint('SAME', sys.meta_path == before)\n"
+            "try:\n    import kprof.bench\nexcept ModuleNotFoundError:\n    print('GONE')\n")
     out = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, check=True).stdout
-    assert "WARNED kprof.bench moved to kprof.measure.bench" in out and "SAME True True True" in out
-
-
-def test_the_moved_table_points_at_modules_that_exist_and_names_not_in_use():
-    from pathlib import Path
-
-    from kprof import moved
-
-    root = Path(moved.__file__).parent.parent
-    for old, new in moved.MOVED.items():
-        assert (root / (new.replace(".", "/") + ".py")).is_file(), new
-        gone = root / old.replace(".", "/")
-        assert not gone.with_suffix(".py").exists() and not gone.is_dir(), f"{old} is in use again"
+    assert "SAME True" in out and "GONE" in out
 
 
 EVERY_SUBMODULE = """

@@ -23,18 +23,6 @@ from kprof.launch.job import Job
 DEFAULT_TIMEOUT = 300.0
 
 
-def __getattr__(name: str) -> object:
-    """``RunResult``, the name of a run's result before it was :class:`ChildResult` (kprof 0.x): still
-    importable, with a warning."""
-    if name == "RunResult":
-        import warnings
-
-        warnings.warn("kprof.launch.launch.RunResult is now kprof.launch.childresult.ChildResult", DeprecationWarning,
-                      stacklevel=2)
-        return ChildResult
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def runner_argv(job_path: Path, result_path: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.child.runner", str(job_path), str(result_path)]
 

@@ -14,7 +14,7 @@ fields beside the profile's own, by the names below; :meth:`KernelProfile.from_d
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from kprof.tools.nsight.sourcepage import SourceLines
 
@@ -153,18 +153,6 @@ class KernelProfile:
     notes: list[str] = field(default_factory=list)
     rank: int | None = None  # the rank of a multi-process job that launched it (kprof profile -- torchrun ...)
     lines: SourceLines | None = None  # Nsight Compute's counters on each source line (None: no line measured)
-
-    if not TYPE_CHECKING:  # kprof's own code names the part; the type checker holds it to that
-        def __getattr__(self, name: str) -> object:
-            """A flat name of kprof before the profile had parts (``p.dram_fraction``): its part's value, with a
-            KprofDeprecationWarning naming where it lives now."""
-            where = FLAT.get(name)  # ``stalls`` never comes here: it is the part itself
-            if where is None:
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            from kprof.errors import warn_moved
-
-            warn_moved(f"KernelProfile.{name}", f"KernelProfile.{where[0]}.{where[1]}")
-            return getattr(getattr(self, where[0]), where[1])
 
     def metric(self, name: str) -> float | None:
         """One measured number by its flat name (``dram_fraction``, ``conflicts_per_request``: :data:`METRICS`)."""

@@ -12,7 +12,7 @@ first baseline's beside the point's own, the other baselines in ``more_baselines
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from kprof import stats
 from kprof.launch.childresult import call_kernels_of
@@ -103,9 +103,6 @@ class TimerUsed:
 # A part's field, as the flat JSON names it
 _TIMER_JSON = {"name": "timer", "note": "timer_note", "cupti_hw_trace": "cupti_hw_trace", "event_summary": "event_summary"}
 _RATES = tuple(f.name for f in fields(Rates))
-# a flat name of before -> (the part that holds it now, its name there)
-_OLD_NAMES = {**{k: ("rates", k) for k in _RATES}, **{j: ("timer", k) for k, j in _TIMER_JSON.items()},
-              **{k: ("first", k) for k in BASELINE_FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -137,19 +134,6 @@ class PointResult:
     integrity_seconds: float | None = None  # their cost in the child, beside the point's wall time
     wall_seconds: float | None = None  # the kernel's child from start to end, as the parent saw it (the checks' denominator)
     call_kernels: tuple[tuple[str, float], ...] = ()  # the kernel's own timed call of median length: (name, seconds) each (CUPTI)
-
-    if not TYPE_CHECKING:  # kprof's own code names the part; the type checker holds it to that
-        def __getattr__(self, name: str) -> object:
-            """A flat name of kprof before the point had parts (``point.bytes_per_s``, ``point.of_baseline``): the
-            value, with a KprofDeprecationWarning naming where it lives now."""
-            if name not in _OLD_NAMES:
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            from kprof.errors import warn_moved
-
-            part, key = _OLD_NAMES[name]
-            warn_moved(f"PointResult.{name}", f"PointResult.{part}.{key}")
-            holder = getattr(self, part)  # ``first`` is None for a point without a baseline
-            return getattr(holder, key) if holder is not None else None
 
     @property
     def first(self) -> BaselineResult | None:

@@ -97,13 +97,11 @@ def test_the_values_detectors_findings_come_back_as_findings():
     assert got.findings == (f,)
 
 
-def test_run_result_is_the_childs_result_and_its_old_name_still_imports():
-    import pytest as _pytest
-
+def test_a_childs_result_says_ok_and_its_old_name_is_gone():
     assert childresult.ChildResult(status="ok").ok and not childresult.ChildResult(status="failed").ok
-    with _pytest.warns(DeprecationWarning, match="now kprof.launch.childresult.ChildResult"):
-        from kprof.launch.launch import RunResult
-    assert RunResult is childresult.ChildResult
+    from kprof.launch import launch
+
+    assert not hasattr(launch, "RunResult")  # kprof 0.x's name: no alias before 1.0
 
 
 def test_the_device_record_is_typed_in_the_parent_with_zeros_for_what_it_lacks():

@@ -86,17 +86,13 @@ def test_a_perf_case_names_its_metric_by_the_flat_name(tmp_path):
         perfcases.load_case(bad)
 
 
-def test_a_flat_name_of_before_still_reads_with_a_warning_naming_its_part(recorded):
-    """Code written against kprof's flat profile (``p.dram_fraction``) reads the same value, told where it moved."""
-    from kprof.errors import KprofDeprecationWarning
-
+def test_a_flat_name_of_before_is_no_attribute_but_its_json_still_reads(recorded):
+    """No compatibility layer before 1.0: ``p.dram_fraction`` is gone (the part names it), while a profile stored
+    flat by an earlier kprof still reads (data stays)."""
     p = kp.KernelProfile.from_dict(recorded["transpose_bank_conflicts"])
-    with pytest.warns(KprofDeprecationWarning, match=r"KernelProfile.dram_fraction moved to KernelProfile.memory.dram_f"):
-        assert p.dram_fraction == p.memory.dram_fraction
-    with pytest.warns(KprofDeprecationWarning, match="stalls.shares"):
-        assert p.stall_shares == p.stalls.shares
-    with pytest.raises(AttributeError, match="no attribute 'not_a_field'"):
-        p.not_a_field  # noqa: B018
+    assert p.memory.dram_fraction == recorded["transpose_bank_conflicts"]["dram_fraction"]
+    with pytest.raises(AttributeError, match="no attribute 'dram_fraction'"):
+        p.dram_fraction  # noqa: B018
 
 
 def test_the_records_with_the_old_names_still_copy_and_pickle(recorded, data_dir):

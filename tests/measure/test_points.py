@@ -54,15 +54,9 @@ def test_an_old_point_reads_back_with_what_it_has(data_dir):
     assert p.rates.bytes_per_s == old["bytes_per_s"] and p.summary is not None
 
 
-def test_a_flat_name_of_before_still_reads_with_a_warning_naming_its_part(recorded):
-    from kprof.errors import KprofDeprecationWarning
-
+def test_a_flat_name_of_before_is_no_attribute_but_its_json_still_reads(recorded):
     p = points.PointResult.from_dict(recorded)
-    with pytest.warns(KprofDeprecationWarning, match=r"PointResult.of_baseline moved to PointResult.first.of_baseline"):
-        assert p.of_baseline == p.first.of_baseline
-    with pytest.warns(KprofDeprecationWarning, match=r"PointResult.bytes_per_s moved to PointResult.rates.bytes_per_s"):
-        assert p.bytes_per_s == p.rates.bytes_per_s
-    with pytest.warns(KprofDeprecationWarning, match=r"PointResult.timer_note moved to PointResult.timer.note"):
-        assert p.timer_note == p.timer.note
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        p.nope  # noqa: B018
+    assert p.rates.bytes_per_s == recorded["bytes_per_s"]
+    for old in ("of_baseline", "bytes_per_s", "timer_note"):
+        with pytest.raises(AttributeError, match=f"no attribute '{old}'"):
+            getattr(p, old)
