@@ -41,7 +41,7 @@ def replay(recorded: dict, *, page=None):
     from kprof.build import build
     from kprof.commands import pipeline
     from kprof.diagnosis import diagnose, gather
-    from kprof.measure.profiling import KernelProfile
+    from kprof.measure.kernelprofile import KernelProfile
     from kprof.spec import catalog
 
     inputs = recorded["inputs"]

@@ -13,7 +13,7 @@ from helpers import job_for as typed_job
 
 from kprof.build import build
 from kprof.child import hostdata, runner
-from kprof.child.device import DeviceInfo
+from kprof.launch.childresult import DeviceInfo
 from kprof.launch.job import TimingMode
 from kprof.spec import catalog
 from kprof.stats import StopRule

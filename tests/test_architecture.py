@@ -402,7 +402,7 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     from dataclasses import fields
 
     from kprof.commands import pipeline
-    from kprof.measure import bench
+    from kprof.measure import bench, points
     from kprof.spec.baseline import Baseline
 
     plan = {f.name: f.type for f in fields(bench.PointPlan)}
@@ -411,9 +411,9 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     decoders = [name for name, path in MODULES.items() if name not in ("spec.baseline", "spec.pyref", "spec.loader", "spec.schema")
                 and "def baseline_name(baseline" in path.read_text()]
     assert not decoders and Baseline.__dataclass_params__.frozen
-    assert bench.PointResult.__dataclass_params__.frozen and bench.BaselineResult.__dataclass_params__.frozen
-    assert {f.name: f.type for f in fields(bench.PointResult)}["baselines"] == "tuple[BaselineResult, ...]"
-    assert not [f.name for f in fields(bench.PointResult) if "baseline" in f.name and f.name != "baselines"]
+    assert points.PointResult.__dataclass_params__.frozen and points.BaselineResult.__dataclass_params__.frozen
+    assert {f.name: f.type for f in fields(points.PointResult)}["baselines"] == "tuple[BaselineResult, ...]"
+    assert not [f.name for f in fields(points.PointResult) if "baseline" in f.name and f.name != "baselines"]
 
 
 def test_the_spec_stage_is_a_folder_of_schema_and_loader():

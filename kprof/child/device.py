@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kprof.errors import CudaError, NoGPUError
-from kprof.launch.childresult import DeviceInfo as DeviceInfo  # the record of the GPU a child ran on (re-exported)
+from kprof.launch.childresult import DeviceInfo
 
 _SCALAR_CTYPES: dict[str, Any] = {
     "float16": ctypes.c_uint16,  # packed by the caller as raw bits

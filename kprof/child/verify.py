@@ -14,7 +14,7 @@ from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from typing import Any
 
 from kprof.errors import UsageError
-from kprof.parallel import SCAN_THREADS, scan_threads  # noqa: F401 - SCAN_THREADS: the verdict's cap
+from kprof.parallel import scan_threads
 
 # Per-dtype defaults (rtol, atol), as torch.testing.assert_close has them. They suit outputs of
 # order one; an output with many small values (probabilities) needs its own atol, and the check

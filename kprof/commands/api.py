@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
     from kprof.diagnosis.model import Diagnosis
     from kprof.launch.job import TimingModeName
     from kprof.measure.ceilings import Ceilings
-    from kprof.measure.profiling import KernelProfile
+    from kprof.measure.kernelprofile import KernelProfile
     from kprof.op import Op
     from kprof.spec import KernelSpec
     from kprof.tools.suites.suite import Early

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from kprof.diagnosis.model import Diagnosis
     from kprof.diagnosis.program import Ranked
     from kprof.findings import Allocation
-    from kprof.measure.profiling import KernelProfile
+    from kprof.measure.kernelprofile import KernelProfile
     from kprof.results.reports import BenchReport
     from kprof.tools.programs.launchsites import Sites
 
@@ -383,15 +383,15 @@ def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuEr
                     diagnoses: list[Diagnosis] | None = None, ranking: list[Ranked] | None = None,
                     sites: Sites | None = None) -> None:
     from kprof.commands import pipeline
-    from kprof.measure import profiling as profile
+    from kprof.measure import kernelprofile, profiling
 
     peak = pipeline.cached_peak()  # the ceilings kprof peak measured on this GPU, if it has
-    profiles = [profile.against_ceilings(p, peak) for p in profiles]
+    profiles = [profiling.against_ceilings(p, peak) for p in profiles]
 
     if as_json:
         from kprof.results import history
 
-        _emit_json({"version": profile.PROFILE_VERSION, "provenance": history.provenance(),
+        _emit_json({"version": kernelprofile.PROFILE_VERSION, "provenance": history.provenance(),
                     "kernels": [p.to_dict() for p in profiles],
                     "diagnoses": [d.to_dict() for d in diagnoses or []],
                     **({"ranking": [r.to_dict() for r in ranking]} if ranking is not None else {}),

@@ -18,7 +18,7 @@ from kprof.errors import NcuError, UsageError
 if TYPE_CHECKING:
     from kprof.diagnosis.model import Diagnosis
     from kprof.diagnosis.program import ProgramProfile
-    from kprof.measure.profiling import KernelProfile
+    from kprof.measure.kernelprofile import KernelProfile
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
             sizes: dict[str, int] | None = None, params: dict[str, str] | None = None, baseline: str | None = None,
             report_dir: str | Path | None = None, arch: str | None = None,
             timeout: float = 600.0) -> list[KernelProfile]:
-    """Nsight Compute over ``target``: a list of :class:`~kprof.measure.profiling.KernelProfile`, one per kernel
+    """Nsight Compute over ``target``: a list of :class:`~kprof.measure.kernelprofile.KernelProfile`, one per kernel
     launch profiled. A spec (``kprof profile NAME``'s options): at ``sizes``, with ``params`` (its defines), each
     ``baseline`` profiled beside it; :func:`profile_specs` adds the diagnosis. A program (``kprof profile -- CMD``):
     kernels are picked by name (``kernel``, a regular expression) and/or NVTX range (``range``: the program's own,

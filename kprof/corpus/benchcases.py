@@ -82,7 +82,7 @@ def load(folder: Path) -> Corpus:
 
 def judge(corpus: Corpus, point: Any) -> tuple[tuple[str, ...], list[CheatResult]]:
     """(the honest operation's flags, each cheat's result) from the bench point that timed them all
-    (``kprof.measure.bench.PointResult``: the cheats are its baselines, by name)."""
+    (``kprof.measure.points.PointResult``: the cheats are its baselines, by name)."""
     by_name = {b.baseline_name: b for b in point.baselines}
     results = []
     for cheat in corpus.cheats:

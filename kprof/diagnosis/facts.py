@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kprof.build import occupancy
 from kprof.diagnosis import ptxscan
-from kprof.measure.profiling import KernelProfile
+from kprof.measure.kernelprofile import KernelProfile
 
 # FP64 results per clock per SM, from the CUDA C++ Programming Guide's table of arithmetic instruction
 # throughput (64-bit floating-point add, multiply, multiply-add): 1/2 of FP32 on the data-centre parts,

@@ -16,7 +16,7 @@ from kprof.diagnosis.facts import Facts, SourceFiles
 from kprof.launch.childresult import ChildResult, device_of
 from kprof.launch.prepared import Prepared
 from kprof.measure import ceilings
-from kprof.measure.profiling import KernelProfile
+from kprof.measure.kernelprofile import KernelProfile
 from kprof.tools.nsight import sourcepage
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024

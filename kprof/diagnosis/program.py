@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from kprof import demangle
 from kprof.diagnosis.facts import LATENCY_BELOW, profile_units
-from kprof.measure.profiling import KernelProfile
+from kprof.measure.kernelprofile import KernelProfile
 from kprof.tools.programs.launchsites import LaunchSite, Sites
 
 MAX_HEADROOM = 100.0  # a unit below 1% busy says little about its roof: the headroom is capped here

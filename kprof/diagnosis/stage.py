@@ -16,7 +16,7 @@ from kprof.errors import KprofError
 from kprof.launch.childresult import ChildResult
 from kprof.launch.prepared import Prepared
 from kprof.measure.ceilings import Ceilings
-from kprof.measure.profiling import KernelProfile
+from kprof.measure.kernelprofile import KernelProfile
 
 
 def inputs_of(facts: Any) -> dict[str, object]:

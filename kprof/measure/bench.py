@@ -23,15 +23,14 @@ from kprof.launch import launch
 from kprof.launch.childresult import ChildResult, DeviceInfo, Timing
 from kprof.launch.job import Job, TimingMode
 from kprof.measure import ceilings
-from kprof.measure.points import BASELINE_FIELDS, BaselineResult, PointResult, PointStatus, Rates, TimerUsed
+from kprof.measure.points import BaselineResult, PointResult, Rates, TimerUsed
 from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
 from kprof.spec.baseline import Baseline
 from kprof.units import si
 
 # the point's records live in kprof.measure.points; named here too for code that reaches them through bench
-__all__ = ["BASELINE_FIELDS", "BENCH_VERSION", "BaselineResult", "PointPlan", "PointResult", "PointStatus", "Rates",
-           "StreamJob", "TimerUsed", "baseline_for", "cached_peak", "check_baseline_spec", "measure_peak",
-           "named_baseline", "peak_cache_path", "rule_from", "run_point", "save_peak", "time_job"]
+__all__ = ["BENCH_VERSION", "PointPlan", "StreamJob", "baseline_for", "cached_peak", "check_baseline_spec",
+           "measure_peak", "named_baseline", "peak_cache_path", "rule_from", "run_point", "save_peak", "time_job"]
 
 BENCH_VERSION = 1
 MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)

@@ -21,10 +21,9 @@ from kprof.build import occupancy
 from kprof.errors import KprofError
 from kprof.launch.job import RunMode
 from kprof.measure import ceilings
-from kprof.measure.kernelprofile import PROFILE_VERSION, Compute, KernelProfile, Memory, Occupancy, Roofline, Shared, Stalls
+from kprof.measure.kernelprofile import Compute, KernelProfile, Memory, Occupancy, Roofline, Shared, Stalls
 
-__all__ = ["PROFILE_VERSION", "KernelProfile", "Roofline", "analyse", "fallback", "profile_program", "profile_spec",
-           "reports"]
+__all__ = ["analyse", "fallback", "profile_program", "profile_spec", "reports"]
 from kprof.tools.nsight import sourcepage
 from kprof.tools.nsight.ncu import STALL_REASONS, Value
 from kprof.tools.nsight.sourcepage import SourceLines

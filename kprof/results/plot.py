@@ -10,8 +10,8 @@ from kprof import inputs
 from kprof.errors import UsageError
 
 if TYPE_CHECKING:
+    from kprof.measure.kernelprofile import KernelProfile
     from kprof.measure.points import BaselineResult, PointResult
-    from kprof.measure.profiling import KernelProfile
 
 
 def require(path: str | Path | None = None) -> None:

@@ -12,7 +12,7 @@ from kprof.units import si
 if TYPE_CHECKING:
     from kprof.corpus.perfcases import PerfResult
     from kprof.diagnosis.program import Ranked
-    from kprof.measure.profiling import KernelProfile
+    from kprof.measure.kernelprofile import KernelProfile
     from kprof.tools.programs.launchsites import Sites
 
 

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from kprof import parallel
 from kprof.child import hostdata, verify
 from kprof.spec import BufferArg, Fill, ResolvedBuffer
 
@@ -385,7 +386,7 @@ def test_a_scale_bound_is_the_same_in_chunks_and_refuses_a_shape_that_does_not_f
 def test_the_verdicts_threads_are_capped_by_the_cpus_and_the_chunks(monkeypatch):
     monkeypatch.delenv("KPROF_VERDICT_THREADS", raising=False)
     assert verify.scan_threads(1) == 1, "one chunk: no pool"
-    assert 1 <= verify.scan_threads(1000) <= verify.SCAN_THREADS
+    assert 1 <= verify.scan_threads(1000) <= parallel.SCAN_THREADS
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "1")
     assert verify.scan_threads(1000) == 1
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "zero")

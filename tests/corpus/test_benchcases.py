@@ -13,7 +13,7 @@ from kprof import spec as spec_mod
 from kprof.commands import api, cli, corpora
 from kprof.corpus import benchcases
 from kprof.errors import SpecError
-from kprof.measure import bench
+from kprof.measure import points
 from kprof.spec import catalog
 
 
@@ -36,9 +36,9 @@ def test_cases_bench_list_needs_no_gpu(capsys):
 
 
 def _point(flags_by_cheat, honest=(), failed=()):
-    baselines = tuple(bench.BaselineResult(f"ops.py:{n}", n, baseline_integrity=tuple(f)) for n, f in flags_by_cheat.items())
+    baselines = tuple(points.BaselineResult(f"ops.py:{n}", n, baseline_integrity=tuple(f)) for n, f in flags_by_cheat.items())
     warnings = tuple(f"baseline {n} failed verification: c: 3 of 1,000 elements exceed" for n in failed)
-    return bench.PointResult("double", {"N": 1000}, {}, "cold", "ok", baselines=baselines, integrity=tuple(honest),
+    return points.PointResult("double", {"N": 1000}, {}, "cold", "ok", baselines=baselines, integrity=tuple(honest),
                              warnings=warnings)
 
 

@@ -525,7 +525,7 @@ def _replay(data_dir):
     GPU run had (the profile as kprof read it, the timed seconds, the SM count and clock, kprof peak's
     ceilings), the PTX built here."""
     from kprof.build import build
-    from kprof.measure.profiling import KernelProfile
+    from kprof.measure.kernelprofile import KernelProfile
 
     recorded = json.loads((data_dir / "diagnosis" / "h200-perf-cases-a46d1a2.json").read_text())
     peak = Ceilings.from_dict(recorded["peak"])

@@ -14,7 +14,7 @@ from kprof import stats, telemetry
 from kprof.commands import cli, pipeline
 from kprof.errors import UsageError
 from kprof.launch.job import TimingMode
-from kprof.measure import bench
+from kprof.measure import bench, points
 from kprof.measure.ceilings import Ceilings
 from kprof.results import history
 from kprof.spec import BASELINES, catalog, sweep
@@ -128,7 +128,7 @@ def test_history_concurrent_writers(tmp_path):
 
 def _point(name, n, median, spread=0.001):
     samples = [median * (1 + spread * d) for d in (-1, 0, 1, 0, 0)]
-    return bench.PointResult(name, {"N": n}, {}, "cold", "ok", summary=stats.summarize(samples), stop="noise")
+    return points.PointResult(name, {"N": n}, {}, "cold", "ok", summary=stats.summarize(samples), stop="noise")
 
 
 def test_interrupted_sweep_keeps_every_finished_point(as_if_a_gpu, tmp_path, monkeypatch, capsys):
@@ -253,7 +253,7 @@ def test_bench_table_renders(tmp_path):
     from kprof.results import render_bench
 
     p = _point("tiled_matmul", 1024, 1e-3)
-    p = replace(p, rates=replace(p.rates, flops_per_s=2e12, of_fma_peak=0.03), baselines=(bench.BaselineResult(
+    p = replace(p, rates=replace(p.rates, flops_per_s=2e12, of_fma_peak=0.03), baselines=(points.BaselineResult(
         "cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary, baseline_flops_per_s=4e12, of_baseline=0.5,
         math_mode="CUBLAS_DEFAULT_MATH (FP32, no TF32)"),))
     peak = Ceilings.from_dict({"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None})
@@ -265,9 +265,9 @@ def test_spec_baselines_read_as_speedups():
     from kprof.results import render_bench
 
     p = _point("rmsnorm_onepass", 1024, 1e-3)
-    unfused = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=replace(p.summary, median=3.4e-3),
+    unfused = points.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", baseline_summary=replace(p.summary, median=3.4e-3),
                                    baseline_bytes_per_s=1.18e12, of_baseline=3.4)
-    p = replace(p, rates=replace(p.rates, bytes_per_s=4e12), timer=bench.TimerUsed(name="cupti"), baselines=(unfused,))
+    p = replace(p, rates=replace(p.rates, bytes_per_s=4e12), timer=points.TimerUsed(name="cupti"), baselines=(unfused,))
     text = render_bench.bench_table([p], None, None)
     assert "3.40x faster than rmsnorm_unfused" in text and "rmsnorm_unfused median 3,400.0 us" in text
     assert "CUPTI" in text
@@ -293,7 +293,7 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
     from kprof.tools.nsight import ncu
 
     results = Path(__file__).parent.parent.parent / "tests" / "data" / "bench-vector_add-block.json"
-    pts = [bench.PointResult.from_dict(p) for p in json.loads(results.read_text())["points"]]
+    pts = [points.PointResult.from_dict(p) for p in json.loads(results.read_text())["points"]]
     out = plot.bench(pts, tmp_path / "sweep.png")
     assert out.stat().st_size > 5000
     assert plot._swept(pts) == "BLOCK"
@@ -311,7 +311,7 @@ def test_the_bench_plot_draws_each_baseline_beside_its_kernel(tmp_path, monkeypa
     from kprof.results import plot
 
     recorded = json.loads((data_dir / "bench-point-h200-8469042.json").read_text())["point"]
-    one = bench.PointResult.from_dict(recorded)  # rmsnorm_onepass beside torch's RMSNorm, on an H200
+    one = points.PointResult.from_dict(recorded)  # rmsnorm_onepass beside torch's RMSNorm, on an H200
     sweep = [replace(one, sizes={**one.sizes, "C": c}, rates=replace(one.rates, bytes_per_s=r),
                      baselines=(replace(one.first, baseline_bytes_per_s=r / 2),))
              for c, r in ((4096, 2e12), (8192, 3e12))]
@@ -522,17 +522,17 @@ def test_a_point_is_frozen_and_its_json_is_flat_as_before():
     import dataclasses
 
     p = _point("rmsnorm_onepass", 1024, 1e-3)
-    first = bench.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", of_baseline=3.4, baseline_kernels=2)
-    more = bench.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch", of_baseline=0.9, baseline_framework="torch")
+    first = points.BaselineResult("rmsnorm_unfused", "rmsnorm_unfused", of_baseline=3.4, baseline_kernels=2)
+    more = points.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch", of_baseline=0.9, baseline_framework="torch")
     p = replace(p, baselines=(first, more), warnings=("w",))
     data = p.to_dict()
     assert data["baseline"] == "rmsnorm_unfused" and data["of_baseline"] == 3.4 and data["baseline_kernels"] == 2
     assert data["more_baselines"] == [more.to_dict()] and "baselines" not in data and data["warnings"] == ["w"]
     assert json.loads(json.dumps(data)) == data
-    assert bench.PointResult.from_dict(data) == p
+    assert points.PointResult.from_dict(data) == p
     bare = _point("vector_add", 1024, 1e-3)
     assert bare.to_dict()["baseline"] is None and bare.to_dict()["more_baselines"] == [] and bare.first is None
-    assert bench.PointResult.from_dict(bare.to_dict()) == bare
+    assert points.PointResult.from_dict(bare.to_dict()) == bare
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.status = "error"  # type: ignore[misc]
 
@@ -552,14 +552,14 @@ def test_integrity_flags_of_the_kernel_and_a_baseline_are_warnings_and_fields(mo
     assert "baseline cheat: integrity: ignores-input: with new input values ..." in point.warnings
     data = point.to_dict()
     assert data["integrity"][0].startswith("other-stream") and data["baseline_integrity"][0].startswith("ignores-input")
-    assert bench.PointResult.from_dict(json.loads(json.dumps(data))) == point
+    assert points.PointResult.from_dict(json.loads(json.dumps(data))) == point
 
 
 def test_bench_strict_fails_on_an_integrity_flag(monkeypatch, capsys):
     """Without --strict a flag is a warning (exit 0); with it, exit 1 and one line that says why."""
     from kprof.commands import api, cli
 
-    point = bench.PointResult("vector_add", {"N": 1024}, {}, "cold", "ok", integrity=("timer: ...",))
+    point = points.PointResult("vector_add", {"N": 1024}, {}, "cold", "ok", integrity=("timer: ...",))
     report = api.BenchReport(points=[point], planned=1, run="r1", mode="cold", rule=bench.rule_from(0.005, 0.5, 1.0, 10),
                              peak=None, machine={}, commit=None, recorded=False)
     monkeypatch.setattr(api, "run_bench", lambda *a, **k: report)
@@ -577,7 +577,7 @@ def test_the_integrity_cost_table_is_the_checks_share_of_the_childs_wall_time(tm
     spec = importlib.util.spec_from_file_location("integrity_cost", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    point = bench.PointResult("vector_add", {"N": 1024}, {}, "cold", "ok", integrity_seconds=0.05, wall_seconds=2.0,
+    point = points.PointResult("vector_add", {"N": 1024}, {}, "cold", "ok", integrity_seconds=0.05, wall_seconds=2.0,
                               integrity=("timer: ...",))
     (tmp_path / "b.json").write_text(json.dumps({"points": [point.to_dict()]}))
     assert mod.main([str(tmp_path / "b.json")]) == 0
@@ -587,24 +587,24 @@ def test_the_integrity_cost_table_is_the_checks_share_of_the_childs_wall_time(tm
 def test_a_baselines_kind_travels_typed_to_the_table_and_back_from_json():
     """The kind (library, spec, python) is kept beside the stored string when measured, so a report never
     decodes it again; a JSON written before kprof kept it gets it from the string."""
-    lib = bench.BaselineResult("cublas_sgemm", "cublas_sgemm", "library")
-    assert bench.BaselineResult.from_dict(lib.to_dict()).baseline_kind == "library"
-    old = {k: v for k, v in bench.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch").to_dict().items()
+    lib = points.BaselineResult("cublas_sgemm", "cublas_sgemm", "library")
+    assert points.BaselineResult.from_dict(lib.to_dict()).baseline_kind == "library"
+    old = {k: v for k, v in points.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch").to_dict().items()
            if k != "baseline_kind"}
-    back = bench.BaselineResult.from_dict(old)
+    back = points.BaselineResult.from_dict(old)
     assert back.baseline_kind == "python" and back.label == "torch"
-    assert bench.BaselineResult("rmsnorm_unfused", "").label == "rmsnorm_unfused"
+    assert points.BaselineResult("rmsnorm_unfused", "").label == "rmsnorm_unfused"
 
 
 def test_a_points_timing_summaries_are_typed_and_its_json_keeps_their_numbers():
     """A point's summary, its events' and each baseline's are Summary objects in the parent; the JSON has their
     numbers as before (rel_stdev and rel_iqr included), and a summary that lacks one reads back as none."""
     p = _point("vector_add", 1024, 1e-4)
-    base = bench.BaselineResult("cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary)
-    p = replace(p, baselines=(base,), timer=bench.TimerUsed(event_summary=p.summary))
+    base = points.BaselineResult("cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary)
+    p = replace(p, baselines=(base,), timer=points.TimerUsed(event_summary=p.summary))
     data = p.to_dict()
     assert data["summary"]["median"] == p.summary.median and "rel_stdev" in data["summary"]
     assert data["baseline_summary"] == data["summary"] == data["event_summary"]
-    back = bench.PointResult.from_dict(data)
+    back = points.PointResult.from_dict(data)
     assert back.summary == p.summary and back.first.baseline_summary == p.summary and back.timer.event_summary == p.summary
-    assert bench.PointResult.from_dict({**data, "summary": {"median": 1.0}}).summary is None
+    assert points.PointResult.from_dict({**data, "summary": {"median": 1.0}}).summary is None

@@ -3,7 +3,7 @@
 import pytest
 from helpers import child
 
-from kprof.measure import bench, ceilings
+from kprof.measure import bench, ceilings, points
 from kprof.results import render_bench, render_profile
 
 # What an H200's driver reports (CU_DEVICE_ATTRIBUTE_*): the numbers are the kind the driver gives.
@@ -193,7 +193,7 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
 
     def point(name, sizes, bytes_per_s):
         resolved = catalog.load(name).resolve(sizes)
-        p = bench.PointResult(name, resolved.sizes, {}, "cold", "ok", rates=bench.Rates(bytes_per_s=bytes_per_s))
+        p = points.PointResult(name, resolved.sizes, {}, "cold", "ok", rates=points.Rates(bytes_per_s=bytes_per_s))
         return bench._against_ceilings(p, C(peak), resolved, "cold", H200["l2_bytes"])
 
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)  # this peak has no add ceiling: against copy's, named so

@@ -14,7 +14,7 @@ from kprof import spec as spec_mod
 from kprof import stats
 from kprof.commands import pipeline
 from kprof.errors import SpecError, UsageError
-from kprof.measure import bench
+from kprof.measure import bench, points
 from kprof.results import render_bench, render_build
 from kprof.spec import catalog, pyref, sweep
 
@@ -293,7 +293,7 @@ def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
     (point,) = _points(catalog.load("rmsnorm_onepass"), "auto,torch_compile")
     unfused, compiled = point.baselines
     assert (compiled.label, unfused.label) == ("torch.compile", "rmsnorm_unfused")
-    result = bench.PointResult.from_dict({"kernel": "rmsnorm_onepass", "sizes": {"R": 8}, "params": {}, "mode": "cold",
+    result = points.PointResult.from_dict({"kernel": "rmsnorm_onepass", "sizes": {"R": 8}, "params": {}, "mode": "cold",
         "status": "ok", "summary": stats.summarize([2e-6]).to_dict(),
         "baseline": "rmsnorm_unfused", "of_baseline": 3.0, "baseline_name": "rmsnorm_unfused", "more_baselines": [{
             "baseline": compiled.stored(), "baseline_name": "torch.compile", "of_baseline": 0.5,
