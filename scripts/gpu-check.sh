@@ -50,6 +50,8 @@
 #   public   the public ladder nobody here wrote (perf_public/llmc.yaml: llm.c's dev/cuda kernels, each version against
 #            the next): specs from the checkout PUBLIC_CHECKOUT (default .corpus/llm.c, carried; its files checked
 #            against the expectations' hashes), then scripts/public_corpus.py score (PUBLIC_STEPS for some), JSON kept
+#   nan      kprof sanitize --tool nan over examples/nan_cases.py's seeded cases (NAN_CASES for some) and the clean
+#            one, each beside its plain run, and over examples/transformer_step.py (the watcher's cost on a step)
 #   nocounters  kprof cases --perf (NC_CASES for some) and kprof profile of NC_SHOW (default copy_uncoalesced) with
 #            KPROF_NCU an ncu that refuses counters (ERR_NVGPUCTRPERM, exit 1): the causes that need no counters
 #   interrupts  scripts/interrupts.py: kprof bench, sanitize (a kernel and a program), profile and cases stopped by
@@ -541,6 +543,17 @@ if has nocounters; then  # the diagnosis where ncu may not read counters (ERR_NV
     for k in ${NC_SHOW:-copy_uncoalesced}; do
         step "nocounters-$k" env KPROF_NCU="$NC/ncu" $KPROF profile "$k"
     done
+fi
+if has nan; then  # issue 77: the first non-finite output of a program, at its line (kprof sanitize --tool nan)
+    for c in ${NAN_CASES:-log_zero norm bf16_exp triton_other clean}; do
+        step "nan-plain-$c" python3 examples/nan_cases.py --case "$c"
+        step "nan-$c" sh -c "exec $KPROF sanitize --tool nan --json -- python3 examples/nan_cases.py --case $c > $LOGS/nan-$c.json"
+    done
+    # its cost on a training step: the plain run beside the watched one (the clean step reports nothing)
+    step nan-transformer-plain python3 examples/transformer_step.py ${TRANSFORMER_ARGS:---layers 2 --seq 512}
+    # shellcheck disable=SC2086
+    step nan-transformer sh -c "exec $KPROF sanitize --tool nan --json -- python3 examples/transformer_step.py \
+        ${TRANSFORMER_ARGS:---layers 2 --seq 512} > $LOGS/nan-transformer.json"
 fi
 if has interrupts; then  # issue 69: what a signal or a concurrent kprof leaves behind, on the GPU
     step interrupts python3 scripts/interrupts.py "$LOGS/interrupts" --kprof "$KPROF"

@@ -616,6 +616,7 @@ DECODERS = {
     "tools/suites/suiteevents.py": "the pytest child's event log",
     "tools/programs/launchlog.py": "the launch hook's log",
     "tools/programs/tallylog.py": "the launch tally's log",
+    "tools/sanitizers/nan.py": "the nan watcher's log",
     "tools/programs/exitcode.py": "the exit-code hook's status file",
     "tools/programs/ranks.py": "each rank's marker file",
     "tools/nsight/ncu.py": "Nsight Compute's CSV header",
@@ -635,6 +636,7 @@ NOT_RECORDS = {
     ("diagnosis/rules.py", "p.stalls.shares"): "a mapping of Nsight Compute's stall reasons, not a record",
     ("proc.py", "env"): "a child's environment",
     ("tools/programs/allocators.py", "out"): "a child's environment",
+    ("hooks/nan_watch.py", "kwargs"): "a Triton launch's keyword arguments",
 }
 
 

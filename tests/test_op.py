@@ -383,3 +383,22 @@ def test_every_tensor_map_dtype_names_a_driver_data_type():
 
     missing = [d for d in TENSORMAP_DTYPES if not hasattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{d.upper()}")]
     assert not missing, missing
+
+
+def test_under_the_nan_watcher_each_call_hands_it_the_outputs_and_inputs(fake, monkeypatch):
+    """kprof sanitize --tool nan: the watcher (kprof.hooks.nan_watch, loaded as _kprof_nan_watch) sees each call's
+    outputs and inputs by name, on the checked path and the fast one alike; without it, nothing is called."""
+    import sys
+    import types
+
+    seen = []
+    watcher = types.SimpleNamespace(launched=lambda kernel, definition, outputs, inputs: seen.append(
+        (kernel, definition.endswith("rmsnorm_onepass.cu"), [n for n, _ in outputs], [n for n, _ in inputs])))
+    rms, _, _ = make("rmsnorm_onepass")
+    rms(FakeTensor((6, 300)), FakeTensor((300,)))
+    assert seen == []
+    monkeypatch.setitem(sys.modules, "_kprof_nan_watch", watcher)
+    x, w = FakeTensor((6, 300)), FakeTensor((300,))
+    y = rms(x, w)  # the fast path: a call of the same kind as the first
+    rms(x=x, w=w)  # the checked path
+    assert seen == [("rmsnorm_onepass", True, ["y"], ["x", "w"])] * 2 and isinstance(y, FakeTensor)

@@ -84,8 +84,8 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
         raise SpecError(where, f"expect.{sorted(extra)[0]}",
                         "unknown field (known: tool, kind, line, buffer, caught, why, since)")
     tool, kind = raw.get("tool"), raw.get("kind")
-    if tool not in checkers.names():
-        raise SpecError(where, "expect.tool", f"{tool!r} must be one of {', '.join(checkers.names())}")
+    if tool not in checkers.spec_names():
+        raise SpecError(where, "expect.tool", f"{tool!r} must be one of {', '.join(checkers.spec_names())}")
     if kind not in KINDS:
         raise SpecError(where, "expect.kind", f"{kind!r} is not a finding kind ({', '.join(KINDS)})")
     marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines()) if _BUG.search(text)]
@@ -183,7 +183,7 @@ def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str
     runs: Runs = {}
     if case.expect.tool in tools:
         runs["bug", case.expect.tool] = checkers.run_all(bug, [case.expect.tool], settings)[0]
-    on_twin = [t for t in checkers.names() if t in tools]
+    on_twin = [t for t in checkers.spec_names() if t in tools]
     for tool, result in zip(on_twin, checkers.run_all(twin, on_twin, settings)):
         runs["twin", tool] = result
     return runs
@@ -191,12 +191,12 @@ def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str
 
 def assemble(case: Case, runs: Runs) -> CaseResult:
     """The case's result from all its runs."""
-    return CaseResult(case, runs["bug", case.expect.tool], tuple(runs["twin", t] for t in checkers.names()))
+    return CaseResult(case, runs["bug", case.expect.tool], tuple(runs["twin", t] for t in checkers.spec_names()))
 
 
 def run_case(case: Case, bug: Job, twin: Job, *, scrub_cubin: str | None, timeout: float = 300.0) -> CaseResult:
     """Every run of one case, one after the other."""
-    return assemble(case, run_tools(case, bug, twin, checkers.names(), Settings(timeout, scrub_cubin=scrub_cubin)))
+    return assemble(case, run_tools(case, bug, twin, checkers.spec_names(), Settings(timeout, scrub_cubin=scrub_cubin)))
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], list[Task]]:
     itself, run alone: the values detector's). Each tool's twins are split into as many children as give
     the GPU's ``width`` slots work of about the same length (on an H200, ea69f0c: a tool over all 23
     twins in one child took longer than the 18 buggy kernels beside it)."""
-    shared = [t for t in checkers.names() if t not in checkers.alone()]
+    shared = [t for t in checkers.spec_names() if t not in checkers.alone()]
     parts = max(1, min(len(corpus), -(-width // len(shared))))
     size = -(-len(corpus) // parts) if corpus else 1
     chunks = [tuple(corpus[i:i + size]) for i in range(0, len(corpus), size)]
@@ -251,7 +251,7 @@ def run_corpus(corpus: list[Case], pairs: dict[str, tuple[Job, Job]], *, scrub_c
     GPU's memory and the CPUs allow), then the tasks of the checkers that need the GPU to themselves,
     alone. Each task is a child process, so threads only wait. ``progress``, given the number of
     children, returns what is stepped as each ends and closed at the end."""
-    width = parallel.jobs_for(len(corpus) * len(checkers.names()), jobs, parallel.RUNNER_GPU_BYTES)
+    width = parallel.jobs_for(len(corpus) * len(checkers.spec_names()), jobs, parallel.RUNNER_GPU_BYTES)
     shared, alone = plan(corpus, width)
     steps = progress(len(shared) + len(alone)) if progress is not None else None
 
@@ -281,7 +281,7 @@ def tally(results: list[CaseResult]) -> str:
     known = sum(not r.case.expect.caught for r in results)
     clean = sum(r.twin_clean for r in results)
     text = (f"{caught} caught, {known} known miss{'es' if known != 1 else ''}, {clean} of {len(results)} twins clean "
-            f"under all {len(checkers.names())} tools")
+            f"under all {len(checkers.spec_names())} tools")
     unseen = [r for r in results if r.unseen]
     if unseen:
         needs = sorted({r.case.expect.since for r in unseen})

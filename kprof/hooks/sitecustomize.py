@@ -73,6 +73,8 @@ if os.environ.get("KPROF_RANK_WRAP") and not os.environ.get("KPROF_RANK_WRAPPED"
     _load("rank_wrap")  # a rank of a multi-process job starts again under compute-sanitizer (kprof.tools.programs.ranks)
 if os.environ.get("KPROF_CUPY_NO_POOL") == "1":
     sys.meta_path.insert(0, _AfterCupy())
+if os.environ.get("KPROF_NAN_LOG"):
+    _load("nan_watch")  # the first non-finite output (kprof sanitize --tool nan -- CMD): no CUPTI, beside any other
 if os.environ.get("KPROF_LAUNCH_LOG"):
     _load("launch_recorder")
 elif os.environ.get("KPROF_LAUNCH_TALLY"):

@@ -34,6 +34,7 @@ class Needs:
     in_all_programs: bool = True  # among ``all`` for a program (False: a program is checked by it only when named)
     not_for_tests: str = ""  # why it cannot check a pytest suite's tests ("": it can)
     user_kernels: bool = False  # in a program, only the user's kernels unless --all-kernels (kprof.tools.sanitizers.kernelpolicy)
+    for_specs: bool = True  # it checks a spec's job (False: programs only; not among a spec's ``all``, the corpora's)
 
     def skips_libraries(self, all_kernels: bool) -> bool:
         """Whether a program's library kernels are left out of this checker's run (kprof.tools.sanitizers.kernelpolicy)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kprof.errors import UsageError
 from kprof.tools.sanitizers.checker import Checker, Program, Settings
 from kprof.tools.sanitizers.compute_sanitizer import SanitizerTool
+from kprof.tools.sanitizers.nan import NanDetector
 from kprof.tools.sanitizers.values import ValuesDetector
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ REGISTRY: tuple[Checker, ...] = (
     SanitizerTool("initcheck", "reads of global memory nothing wrote"),
     SanitizerTool("synccheck", "barriers and warp syncs used wrongly", user_kernels=True),
     ValuesDetector(),
+    NanDetector(),
 )
 
 ALL = "all"
@@ -35,6 +37,11 @@ ALL = "all"
 def names() -> tuple[str, ...]:
     """Every checker's name, in the registry's order."""
     return tuple(c.name for c in REGISTRY)
+
+
+def spec_names() -> tuple[str, ...]:
+    """The checkers that check a spec's job (a spec's ``all``, the seeded-bug corpus, kprof mutants), in order."""
+    return tuple(c.name for c in REGISTRY if c.needs.for_specs)
 
 
 def describe() -> list[dict[str, object]]:
@@ -79,11 +86,14 @@ def choose(tools: str | Sequence[str], *, program: bool = False, tests: bool = F
     if chosen == [ALL]:
         if tests:
             return list(for_tests())
-        return [c.name for c in REGISTRY if c.needs.in_all_programs] if program else list(names())
+        return [c.name for c in REGISTRY if c.needs.in_all_programs] if program else list(spec_names())
     for name in chosen:
-        why = get(name).needs.not_for_tests
-        if tests and why:
-            raise UsageError(f"{why}; for tests use {', '.join(for_tests())}")
+        needs = get(name).needs
+        if tests and needs.not_for_tests:
+            raise UsageError(f"{needs.not_for_tests}; for tests use {', '.join(for_tests())}")
+        if not program and not tests and not needs.for_specs:
+            raise UsageError(f"--tool {name} checks programs only (kprof sanitize --tool {name} -- python train.py); "
+                             f"for a spec use {', '.join(spec_names())} or {ALL}")
     return chosen
 
 
@@ -92,7 +102,7 @@ def order(first: Sequence[str]) -> tuple[str, ...]:
     checks most likely to kill a mutant that passed the verdict come first)."""
     for name in first:
         get(name)
-    return (*first, *(n for n in names() if n not in first))
+    return (*first, *(n for n in spec_names() if n not in first))
 
 
 def run_all(job: Job, chosen: Sequence[str], settings: Settings,

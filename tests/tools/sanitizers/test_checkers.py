@@ -16,8 +16,9 @@ from kprof.tools.sanitizers.checker import Checker, Needs, Program, Settings, Su
 from kprof.tools.sanitizers.toolrun import ToolResult
 
 
-def test_the_registry_holds_the_four_sanitizers_and_the_values_detector_in_order():
-    assert checkers.names() == ("memcheck", "racecheck", "initcheck", "synccheck", "values")
+def test_the_registry_holds_the_four_sanitizers_and_the_values_and_nan_detectors_in_order():
+    assert checkers.names() == ("memcheck", "racecheck", "initcheck", "synccheck", "values", "nan")
+    assert checkers.spec_names() == ("memcheck", "racecheck", "initcheck", "synccheck", "values")  # nan: programs
     assert checkers.sanitizers() == ("memcheck", "racecheck", "initcheck", "synccheck")
     assert checkers.for_tests() == checkers.sanitizers() and checkers.alone() == ("values",)
     assert [c.name for c in checkers.REGISTRY if c.needs.stops] == ["memcheck"]
@@ -28,6 +29,7 @@ def test_the_registry_holds_the_four_sanitizers_and_the_values_detector_in_order
     ("all", {}, ["memcheck", "racecheck", "initcheck", "synccheck", "values"]),
     ("all", {"program": True}, ["memcheck", "racecheck", "initcheck", "synccheck"]),  # values only when named
     (["values"], {"program": True}, ["values"]),
+    (["nan"], {"program": True}, ["nan"]),
     ("all", {"tests": True}, ["memcheck", "racecheck", "initcheck", "synccheck"]),
     (["racecheck", "memcheck"], {"tests": True}, ["racecheck", "memcheck"]),
 ])  # fmt: skip
@@ -36,7 +38,9 @@ def test_choose_resolves_all_per_target(tools, kw, want):
 
 
 @pytest.mark.parametrize("tools, kw, says", [
-    (["valuez"], {}, "unknown tool 'valuez': use one of memcheck, racecheck, initcheck, synccheck, values or all"),
+    (["valuez"], {}, "unknown tool 'valuez': use one of memcheck, racecheck, initcheck, synccheck, values, nan or all"),
+    (["nan"], {}, "--tool nan checks programs only (kprof sanitize --tool nan -- python train.py)"),
+    (["nan"], {"tests": True}, "the nan checker watches a whole program once"),
     (["values"], {"tests": True}, "runs kprof's own launches of a spec, or a whole program again and again"),
     ([], {"tests": True}, "name at least one tool: memcheck, racecheck, initcheck, synccheck or all"),
 ])  # fmt: skip
