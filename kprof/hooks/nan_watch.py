@@ -110,7 +110,9 @@ def _hit(framework: str, op: str, outputs: list[tuple[str, Any]], counts: list[i
             "bad": counts[k], "total": int(t.numel()), "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
             "first_index": index, "first_value": value, "inputs_finite": not bad_inputs,
             "nonfinite_inputs": sorted(set(bad_inputs)), "seen_ops": _state["ops"], "seen_launches": _state["launches"],
-            "outputs": [n for n, _ in outputs]})
+            "outputs": [n for n, _ in outputs],
+            # under pytest: the test running (``tests/test_x.py::test_y (call)``)
+            "test": os.environ.get("PYTEST_CURRENT_TEST", "")})
 
 
 def _counts(tensors: list[Any], torch: Any) -> list[int]:

@@ -52,6 +52,7 @@ class FirstNonFinite:
     definition: str = ""  # a Triton or kprof kernel's source line
     stack: tuple[str, ...] = ()
     seen: int = 0  # operations and launches watched before it
+    test: str = ""  # the pytest test that ran it (python -m pytest under the watcher)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ def _first(rec: dict[str, Any]) -> FirstNonFinite:
         nonfinite_inputs=tuple(str(x) for x in rec.get("nonfinite_inputs") or ()), dtype=str(rec.get("dtype", "")),
         shape=ints("shape"), rank=rank if isinstance(rank, int) else None, backward_of=str(rec.get("backward_of", "")),
         definition=str(rec.get("definition", "")), stack=tuple(str(x) for x in rec.get("stack") or ()),
-        seen=int(rec.get("seen_ops") or 0) + int(rec.get("seen_launches") or 0))
+        seen=int(rec.get("seen_ops") or 0) + int(rec.get("seen_launches") or 0),
+        test=str(rec.get("test", "")).removesuffix(" (call)").removesuffix(" (setup)").removesuffix(" (teardown)"))
 
 
 def read_file(path: Path) -> NanLog:
@@ -155,6 +157,8 @@ def finding(first: FirstNonFinite) -> Finding:
               f"the first {first.output}{where} = {first.first_value}; after {first.seen:,} operations watched")
     if first.definition:
         detail += f"; the kernel is defined at {first.definition}"
+    if first.test:
+        detail += f"; in the test {first.test}"
     return Finding(NAME, "non-finite" if first.inputs_finite else "non-finite-input", first.op, file, line, thread=None,
                    block=None, count=first.bad, message=message, detail=detail, launch=first.site or None,
                    indices=(first.first_index,) if first.first_index else (), rank=first.rank)

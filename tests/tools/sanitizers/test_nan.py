@@ -52,11 +52,12 @@ def test_a_division_by_an_underflowed_norm_is_the_division(data_dir):
 def test_inputs_already_non_finite_say_where_kprof_did_not_watch():
     line = {"event": "first", "framework": "torch", "op": "aten.add.Tensor", "site": "t.py:3", "output": "out",
             "bad": 2, "total": 4, "first_index": [1], "first_value": "nan", "inputs_finite": False,
-            "nonfinite_inputs": ["self"], "rank": 1}
+            "nonfinite_inputs": ["self"], "rank": 1, "test": "tests/test_model.py::test_step (call)"}
     log = nan.parse("not json\n" + json.dumps(line) + "\n" + json.dumps({**line, "op": "later"}) + "\n[1, 2]\n")
     f = nan.finding(log.first)
     assert log.first.op == "aten.add.Tensor" and f.kind == "non-finite-input" and f.rank == 1
     assert "inputs (self) already held NaN or Inf" in f.message
+    assert log.first.test == "tests/test_model.py::test_step" and f.detail.endswith("in the test tests/test_model.py::test_step")
 
 
 def test_notes_say_what_was_watched_and_what_was_not():
