@@ -637,6 +637,7 @@ NOT_RECORDS = {
     ("proc.py", "env"): "a child's environment",
     ("tools/programs/allocators.py", "out"): "a child's environment",
     ("hooks/nan_watch.py", "kwargs"): "a Triton launch's keyword arguments",
+    ("hooks/rank_wrap.py", "env"): "a rank's environment",
 }
 
 

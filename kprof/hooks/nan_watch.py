@@ -56,8 +56,8 @@ def _error(where: str, exc: BaseException) -> None:
 
 
 def _rank() -> int | None:
-    for name in ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"):
-        value = os.environ.get(name, "")
+    for name in os.environ.get("KPROF_RANK_VARS", "").split(","):  # the launchers' table (kprof.tools.programs.ranks)
+        value = os.environ.get(name, "") if name else ""
         if value.isdigit():
             return int(value)
     return None

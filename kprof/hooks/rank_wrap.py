@@ -18,11 +18,11 @@ import json
 import os
 import sys
 
-RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
-
 
 def rank_of(env: dict[str, str] | os._Environ[str]) -> int | None:
-    for name in RANK_VARS:
+    """The rank from the variables kprof's launchers' table names (``KPROF_RANK_VARS``, set by kprof for the
+    program: kprof.tools.programs.ranks.LAUNCHERS), or None."""
+    for name in env.get("KPROF_RANK_VARS", "").split(","):
         value = env.get(name, "")
         if value.isdigit():
             return int(value)

@@ -18,22 +18,54 @@ from pathlib import Path
 
 from kprof.findings import Finding
 
-LAUNCHERS = {"torchrun": "torchrun", "mpirun": "mpirun", "mpiexec": "mpirun", "srun": "srun", "accelerate": "accelerate",
-             "deepspeed": "deepspeed"}
-_TORCH_RUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+@dataclass(frozen=True)
+class Launcher:
+    """What kprof knows of one launcher of multi-process jobs; a new launcher is a row of :data:`LAUNCHERS` and
+    its test. Its ranks (:mod:`kprof.hooks.rank_wrap`, :mod:`kprof.hooks.nan_watch`), its copies' ports
+    (:mod:`kprof.tools.sanitizers.copies`) and its detection here all read the row."""
+
+    name: str
+    commands: tuple[str, ...]  # the executables that start it (``mpirun``, ``mpiexec``)
+    modules: tuple[str, ...] = ()  # ``python -m MODULE`` that starts it
+    rank_vars: tuple[str, ...] = ()  # the environment variables its ranks read their rank from
+    port_options: tuple[str, ...] = ()  # its options that fix the rendezvous port on the command line
+    port_env: str = ""  # where a copy's own rendezvous port goes, when the command line fixes none
+    own_port: bool = False  # it gives what it starts a port of its own (copies side by side would share it)
+    flags: tuple[str, ...] = ()  # its options that take no value (the script starts after its options)
 
 
-def launcher_of(cmd: list[str]) -> str | None:
-    """The launcher a command starts (``torchrun``, ``mpirun``, ``srun``; ``python -m torch.distributed.run``
-    is torchrun), or None for a single-process program."""
+LAUNCHERS = (
+    Launcher("torchrun", ("torchrun",), ("torch.distributed.run", "torch.distributed.launch"), ("RANK",),
+             ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint"), "PET_MASTER_PORT",
+             flags=("--standalone", "--no-python", "--no_python", "-m", "--module")),
+    Launcher("mpirun", ("mpirun", "mpiexec"), rank_vars=("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")),
+    Launcher("srun", ("srun",), rank_vars=("SLURM_PROCID",), own_port=True),
+    Launcher("accelerate", ("accelerate",), rank_vars=("RANK",), own_port=True),  # 29500 by default
+    Launcher("deepspeed", ("deepspeed",), rank_vars=("RANK",), own_port=True),
+)
+# every launcher's rank variables, in the table's order: what a process of a job reads its rank from (the hooks get
+# them from kprof through KPROF_RANK_VARS: kprof.tools.programs.allocators.with_hooks)
+RANK_VARS = tuple(dict.fromkeys(v for launcher in LAUNCHERS for v in launcher.rank_vars))
+
+
+def launcher(cmd: list[str]) -> Launcher | None:
+    """The launcher a command starts (``python -m torch.distributed.run`` is torchrun), or None for a
+    single-process program."""
     if not cmd:
         return None
     base = Path(cmd[0]).name
-    if base in LAUNCHERS:
-        return LAUNCHERS[base]
-    if base.startswith("python") and len(cmd) > 2 and cmd[1] == "-m" and cmd[2] in _TORCH_RUN_MODULES:
-        return "torchrun"
+    for row in LAUNCHERS:
+        if base in row.commands or (base.startswith("python") and len(cmd) > 2 and cmd[1] == "-m"
+                                    and cmd[2] in row.modules):
+            return row
     return None
+
+
+def launcher_of(cmd: list[str]) -> str | None:
+    """The name of the launcher a command starts (:func:`launcher`), or None."""
+    row = launcher(cmd)
+    return row.name if row else None
 
 
 def rank_argv(tool_argv: list[str], folder: Path, tool: str) -> list[str]:

@@ -25,15 +25,10 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from kprof.tools.programs.ranks import launcher_of
+from kprof.tools.programs.ranks import launcher
 from kprof.tools.sanitizers.checker import Program
 from kprof.tools.sanitizers.toolrun import ToolResult
 
-# torchrun's options that fix the rendezvous port on the command line (either spelling), which PET_* cannot override
-_PORT_OPTIONS = ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint")
-# launchers (kprof.tools.programs.ranks.launcher_of's names) that pass a port of their own to what they start (accelerate and
-# deepspeed default to 29500): their copies run one after another
-_OWN_PORT = ("accelerate", "deepspeed", "srun")
 # what a run that died of the GPU's memory says
 _OOM = ("out of memory", "cuda_error_out_of_memory", "cudaerrormemoryallocation", "outofmemoryerror")
 
@@ -47,16 +42,19 @@ class Schedule:
 
 
 def fixed_port(cmd: list[str]) -> str | None:
-    """The option of the user's torchrun command that fixes its rendezvous port (``--master-port 29500``), or
-    None: up to the script torchrun runs, since what follows it is the script's own."""
-    for word in _launcher_words(cmd):
-        for option in _PORT_OPTIONS:
+    """The option of the user's launcher command that fixes its rendezvous port (torchrun's ``--master-port 29500``:
+    its launcher row's ``port_options``), or None: up to the script it runs, since what follows is the script's own."""
+    row = launcher(cmd)
+    if row is None:
+        return None
+    for word in _launcher_words(cmd, row.flags):
+        for option in row.port_options:
             if word == option or word.startswith(option + "="):
                 return word
     return None
 
 
-def _launcher_words(cmd: list[str]) -> list[str]:
+def _launcher_words(cmd: list[str], flags: tuple[str, ...]) -> list[str]:
     """The launcher's own options: the words before the first that names the script or program it starts."""
     words = cmd[3:] if len(cmd) > 2 and cmd[1] == "-m" else cmd[1:]
     out = []
@@ -67,7 +65,7 @@ def _launcher_words(cmd: list[str]) -> list[str]:
             takes_value = False
         elif word.startswith("-"):
             out.append(word)
-            takes_value = "=" not in word and word not in ("--standalone", "--no-python", "--no_python", "-m", "--module")
+            takes_value = "=" not in word and word not in flags
         else:
             break
     return out
@@ -76,13 +74,13 @@ def _launcher_words(cmd: list[str]) -> list[str]:
 def schedule(cmd: list[str], jobs: int | None) -> Schedule:
     """How the copies of ``cmd`` run: one after another by default; ``jobs`` at once where the user asks, unless
     the copies would share a port the command line fixes."""
-    launcher = launcher_of(cmd)  # the one place launchers are told apart by name
-    port = fixed_port(cmd) if launcher == "torchrun" else None
-    if port is not None:
-        return Schedule(1, f"one after another: the command fixes torchrun's rendezvous port ({port}), which copies "
+    row = launcher(cmd)  # the launcher's row (kprof.tools.programs.ranks.LAUNCHERS) says what its copies share
+    port = fixed_port(cmd)
+    if row is not None and port is not None:
+        return Schedule(1, f"one after another: the command fixes {row.name}'s rendezvous port ({port}), which copies "
                            "side by side would share")
-    if launcher in _OWN_PORT:
-        return Schedule(1, f"one after another: {launcher} gives what it starts a port of its own, which copies "
+    if row is not None and row.own_port:
+        return Schedule(1, f"one after another: {row.name} gives what it starts a port of its own, which copies "
                            "side by side would share")
     if jobs is not None and jobs > 1:
         return Schedule(jobs, f"{jobs} side by side (--jobs {jobs}: the copies are independent, on your word)")
@@ -98,10 +96,11 @@ def free_port() -> int:
 
 
 def copy_env(cmd: list[str]) -> dict[str, str]:
-    """What one copy's environment gains besides its own TMPDIR: torchrun's rendezvous port through its own
-    ``PET_MASTER_PORT`` where the command line sets none."""
-    if launcher_of(cmd) == "torchrun" and fixed_port(cmd) is None:
-        return {"PET_MASTER_PORT": str(free_port())}
+    """What one copy's environment gains besides its own TMPDIR: a rendezvous port of its own through the launcher's
+    own variable (torchrun's ``PET_MASTER_PORT``) where the command line sets none."""
+    row = launcher(cmd)
+    if row is not None and row.port_env and fixed_port(cmd) is None:
+        return {row.port_env: str(free_port())}
     return {}
 
 

@@ -222,7 +222,8 @@ def _hook(monkeypatch, folder: Path, argv: list[str]):
     hook.execs = []
     monkeypatch.setattr(hook.os, "execv", lambda exe, argv: hook.execs.append(argv))
     monkeypatch.setenv("KPROF_RANK_WRAP", json.dumps({"argv": argv, "folder": str(folder)}))
-    for var in hook.RANK_VARS:
+    monkeypatch.setenv("KPROF_RANK_VARS", ",".join(ranks.RANK_VARS))  # as kprof sets it (allocators.with_hooks)
+    for var in ranks.RANK_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("KPROF_RANK_WRAPPED", raising=False)
     return hook
@@ -248,3 +249,23 @@ def test_the_hook_only_marks_a_rank_when_there_is_no_tool_to_start(tmp_path, mon
     monkeypatch.setenv("RANK", "1")
     hook.install()
     assert execs == [] and ranks.pids(tmp_path) == {os.getpid(): 1} and "KPROF_RANK_WRAPPED" not in os.environ
+
+
+def test_each_launcher_is_one_row_read_by_detection_copies_and_the_hooks():
+    """The launchers' table: every row's commands (and modules) are found as that launcher, its rank variables are
+    among what the hooks read, and its copies share nothing a row does not say (kprof.tools.sanitizers.copies)."""
+    from kprof.tools.programs import allocators
+    from kprof.tools.sanitizers import copies
+
+    assert [r.name for r in ranks.LAUNCHERS] == ["torchrun", "mpirun", "srun", "accelerate", "deepspeed"]
+    assert ranks.RANK_VARS == ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+    for row in ranks.LAUNCHERS:
+        for command in row.commands:
+            assert ranks.launcher([f"/usr/bin/{command}", "x.py"]) is row
+        for module in row.modules:
+            assert ranks.launcher(["python3", "-m", module, "x.py"]) is row
+        assert row.rank_vars and set(row.rank_vars) <= set(ranks.RANK_VARS)
+        cmd = [row.commands[0], "x.py"]
+        assert (copies.schedule(cmd, 4).jobs == 1) == (row.own_port or bool(row.port_options and copies.fixed_port(cmd)))
+        assert set(copies.copy_env(cmd)) == ({row.port_env} if row.port_env else set())
+    assert allocators.with_hooks({})["KPROF_RANK_VARS"] == ",".join(ranks.RANK_VARS)
