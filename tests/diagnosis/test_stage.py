@@ -725,3 +725,19 @@ def test_the_diagnosis_replayed_on_an_h100s_source_pages(ptx_compiler):
         if r.first == "atomics":  # measured inside atomicAdd (a CUDA header), named at the user's call
             assert d.first().line.line == 6 or rec["case"] != "global_atomics"
     assert len(recorded) == 20 and wrong == H100_MISSES, wrong
+
+
+def test_every_rule_has_a_perf_case_and_a_row_in_the_docs():
+    """A rule lands with a case of perf_cases/ that expects it and a row in docs/profile.md's rules table; the
+    table names no rule that is not in the registry."""
+    import re
+
+    from kprof.diagnosis import rules
+
+    ids = [r.id for r in rules.RULES] + [rules.FALLBACK.id]
+    expected = {c.expect.cause for c in perfcases.load_all(catalog.group("perf"))}
+    assert [i for i in ids[:-1] if i not in expected] == []
+    doc = (Path(__file__).parents[2] / "docs" / "profile.md").read_text()
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \| ", doc, re.M)
+    named = [r for r in rows if r in ids or "-" in r]
+    assert sorted(set(ids) - set(rows)) == [] and sorted(set(named) - set(ids) - set(expected)) == []
