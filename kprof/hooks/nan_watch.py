@@ -243,50 +243,27 @@ def launched(kernel: str, definition: str, outputs: list[tuple[str, Any]], input
         _busy.on = False
 
 
-class _After:
-    """Finds nothing itself; wraps a module's loader so the watcher installs right after the module loads."""
-
-    def __init__(self, name: str, install: Any) -> None:
-        self.name, self.install = name, install
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != self.name:
-            return None
-        import importlib.util
-
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        loader, install = spec.loader, self.install
-        real_exec = loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            real_exec(module)
-            sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
-            try:
-                install(module)
-            except Exception as exc:  # noqa: BLE001 - a watcher's mistake never stops the program
-                _error(name, exc)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign, unused-ignore]
-        return spec
-
-
 def _summary() -> None:
     _write({"event": "summary", "ops": _state["ops"], "launches": _state["launches"], "found": _state["found"],
             "errors": _state["errors"], "cupy": "cupy" in sys.modules})
 
 
-def install() -> None:
-    """Watch torch and Triton as they are imported (or now, if they already are); say at exit what was watched."""
+def _safely(how: Any) -> Any:
+    def run(module: Any) -> None:
+        try:
+            how(module)
+        except Exception as exc:  # noqa: BLE001 - a watcher's mistake never stops the program
+            _error(getattr(module, "__name__", "?"), exc)
+    return run
+
+
+def install(after: Any = None) -> None:
+    """Watch torch and Triton as they are imported (``after(name, then)``: kprof's sitecustomize runs ``then`` right
+    after the import), or now if they already are; say at exit what was watched."""
     _write({"event": "start", "pid": os.getpid(), "rank": _rank(), "argv": sys.argv[:8]})
     for name, how in (("torch", _install_torch), ("triton", _install_triton)):
         if name in sys.modules:
-            how(sys.modules[name])
-        else:
-            sys.meta_path.insert(0, _After(name, how))  # type: ignore[arg-type, unused-ignore]
+            _safely(how)(sys.modules[name])
+        elif after is not None:
+            after(name, _safely(how))
     atexit.register(_summary)

@@ -12,13 +12,20 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
+from types import ModuleType
 
 
-class _AfterCupy(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps cupy's loader so the pools are turned off right after it loads."""
+class _After(importlib.abc.MetaPathFinder):
+    """Finds nothing itself; wraps ``name``'s loader so ``then(module)`` runs right after the module loads (CuPy's
+    pools turned off, the nan watcher installed on torch and Triton). ``then`` raising is said on stderr, never
+    the import's failure."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name, self.then = name, then
 
     def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
-        if name != "cupy":
+        if name != self.name:
             return None
         sys.meta_path.remove(self)
         try:
@@ -27,17 +34,29 @@ class _AfterCupy(importlib.abc.MetaPathFinder):
             sys.meta_path.insert(0, self)
         if spec is None or spec.loader is None:
             return spec
-        loader = spec.loader
+        loader, then = spec.loader, self.then
         real_exec = loader.exec_module
 
         def exec_module(module):  # type: ignore[no-untyped-def]
             real_exec(module)
-            module.cuda.set_allocator(None)
-            module.cuda.set_pinned_memory_allocator(None)
-            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _AfterCupy)]
+            sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+            try:
+                then(module)
+            except Exception as exc:  # noqa: BLE001 - the user's import goes on
+                sys.stderr.write(f"kprof: after importing {name}: {type(exc).__name__}: {exc}\n")
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
+
+
+def after(name: str, then: Callable[[ModuleType], None]) -> None:
+    """Run ``then(module)`` as soon as ``name`` is imported."""
+    sys.meta_path.insert(0, _After(name, then))
+
+
+def _pools_off(cupy) -> None:  # type: ignore[no-untyped-def]
+    cupy.cuda.set_allocator(None)
+    cupy.cuda.set_pinned_memory_allocator(None)
 
 
 def _chain() -> None:
@@ -54,7 +73,7 @@ def _chain() -> None:
             return
 
 
-def _load(name: str) -> None:
+def _load(name: str, **kw) -> None:  # type: ignore[no-untyped-def]
     """One of kprof's hooks in this folder, installed: the launch recorder (``KPROF_LAUNCH_LOG``:
     ``kprof sanitize --tool values -- CMD``) or the launch tally (``KPROF_LAUNCH_TALLY``: the run of
     a program beside the tools' runs, kprof.tools.programs.launchcount), loaded from here so that it needs no importable kprof.
@@ -66,15 +85,15 @@ def _load(name: str) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[f"_kprof_{name}"] = module  # kept: its subscriber lives as long as the program
     spec.loader.exec_module(module)
-    module.install()
+    module.install(**kw)
 
 
 if os.environ.get("KPROF_RANK_WRAP") and not os.environ.get("KPROF_RANK_WRAPPED"):
     _load("rank_wrap")  # a rank of a multi-process job starts again under compute-sanitizer (kprof.tools.programs.ranks)
 if os.environ.get("KPROF_CUPY_NO_POOL") == "1":
-    sys.meta_path.insert(0, _AfterCupy())
+    after("cupy", _pools_off)
 if os.environ.get("KPROF_NAN_LOG"):
-    _load("nan_watch")  # the first non-finite output (kprof sanitize --tool nan -- CMD): no CUPTI, beside any other
+    _load("nan_watch", after=after)  # the first non-finite output (kprof sanitize --tool nan -- CMD): no CUPTI, beside any other
 if os.environ.get("KPROF_LAUNCH_LOG"):
     _load("launch_recorder")
 elif os.environ.get("KPROF_LAUNCH_TALLY"):
