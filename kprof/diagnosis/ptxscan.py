@@ -371,6 +371,15 @@ def lane_branch(entry: Entry) -> tuple[str, int] | None:
     return None
 
 
+def lane_branches(entry: Entry) -> set[tuple[str, int]]:
+    """The lines of every conditional branch whose condition differs between the lanes of a warp, as far as the
+    PTX's arithmetic shows (``if ((threadIdx.x & 31) < 16)``), whatever its paths hold; a branch to the kernel's
+    return (``if (i >= n) return;``) is left out: it diverges in the last block only."""
+    _, lanes = _pass(entry)
+    to_exit = {at for at, target, _ in entry.branches if target in entry.exits}  # a bounds check: the tail block only
+    return {(entry.instrs[at].file, entry.instrs[at].line) for at, varying in lanes.items() if varying and at not in to_exit}
+
+
 def path_costs(entry: Entry, at: int) -> tuple[int, int] | None:
     """The instructions a step of each path's loop runs, for the two-path branch at ``at``."""
     headers = sorted({tgt: bat for bat, tgt, _ in entry.branches if tgt <= bat}.items())

@@ -186,8 +186,9 @@ class Divergence:
         branch = ptxscan.branch_around_loop(f.entry) if f.entry else None
         proposed = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
         lane = ptxscan.lane_branch(f.entry) if f.entry else None
+        lanes = ptxscan.lane_branches(f.entry) if f.entry else set()  # where the divergence starts, not the paths
         line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on", "divergent branches",
-                                       proposed=proposed, prefer=on({lane}) if lane else None),
+                                       proposed=proposed, prefer=on(lanes) if lanes else None),
                               measured(f, "lost_lanes", "instructions run with lanes of the warp idle",
                                        "idle lanes",
                                        proposed=proposed))

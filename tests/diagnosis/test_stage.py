@@ -701,16 +701,15 @@ def test_a_headers_inlined_lines_lead_to_the_users_call():
     assert ("/src/k.cu", 9) not in sites  # inlined within its own file: the user's line already
 
 
-# The cases the H100 replay still gets wrong, and why: complex_mul_scalar's twin measured 0.9995x there (the kernel
-# at the DRAM roof: no cause is the right answer, the case's expectation is not); divergent_halves's branch on
-# (threadIdx.x & 31) < 16 is not seen as lane-varying in the PTX, so the line with the most divergent branches wins
-H100_MISSES = {"complex_mul_scalar": (None, None), "divergent_halves": ("divergence", "divergent_halves.cu:25")}
+# The case the H100 replay still gets wrong, and why: complex_mul_scalar's twin measured 0.9995x there (the kernel
+# at the DRAM roof: no cause is the right answer, the case's expectation is not)
+H100_MISSES = {"complex_mul_scalar": (None, None)}
 
 
 @pytest.mark.nvcc
 def test_the_diagnosis_replayed_on_an_h100s_source_pages(ptx_compiler):
     """Each case's first cause and line from what an H100 measured (the profile, and its Source page re-read by
-    today's parser: scripts/replay_pages.py): 18 of the 20 recorded cases right at the right line."""
+    today's parser: scripts/replay_pages.py): 19 of the 20 recorded cases right at the right line."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("replay_pages", Path(__file__).parents[2] / "scripts" / "replay_pages.py")
