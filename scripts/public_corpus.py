@@ -31,7 +31,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 EXPECT = ROOT / "perf_public" / "llmc.yaml"
 REFS = ROOT / "perf_public" / "llmc_ref.py"
-WITHIN = 1.5
 SPEC_KEYS = ("sizes", "args", "reference", "tolerance", "work")
 
 
@@ -111,6 +110,8 @@ class Judged:
 def judge(step: str, expect: dict, diagnosis, measured: float | None, *, file: str, spec_name: str,
           launch_line: int) -> Judged:
     """Pure: one step's diagnosis against what the expectations say."""
+    from kprof.corpus import perfcases
+
     cause = expect["cause"]
     also = expect.get("also") or {}
     right = {cause: expect.get("lines", []), **also}
@@ -130,7 +131,7 @@ def judge(step: str, expect: dict, diagnosis, measured: float | None, *, file: s
     r.estimate = first.gain.estimate
     r.measured = measured
     if r.estimate is not None and measured:
-        r.estimate_right = 1 / WITHIN <= r.estimate / measured <= WITHIN
+        r.estimate_right = 1 / perfcases.WITHIN <= r.estimate / measured <= perfcases.WITHIN  # as kprof cases --perf
     return r
 
 

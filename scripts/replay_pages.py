@@ -12,6 +12,7 @@ It prints each case's first cause and line against what the corpus expects. The 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import sys
@@ -57,14 +58,22 @@ def replay(recorded: dict, *, page=None):
     return prepared, diagnose(facts)
 
 
+@functools.cache
+def _corpus() -> dict:
+    """The performance corpus by name, loaded once."""
+    from kprof.corpus import perfcases
+    from kprof.spec import catalog
+
+    return {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
+
+
 def judged(recorded: dict):
     """The corpus's verdict on the replayed diagnosis (kprof.corpus.perfcases.judge)."""
     from kprof.corpus import perfcases
     from kprof.diagnosis import gather
     from kprof.diagnosis.facts import fp64_ratio_of, kernel_line
-    from kprof.spec import catalog
 
-    case = next(c for c in perfcases.load_all(catalog.group("perf")) if c.name == recorded["case"])
+    case = _corpus()[recorded["case"]]
     _, d = replay(recorded)
     source = case.spec.source.read_text().splitlines() if case.spec.source else []
     return perfcases.judge(case, d, recorded.get("measured"), control=perfcases.control_here(case, fp64_ratio_of("sm_90")),

@@ -185,14 +185,15 @@ class Divergence:
         p = f.profile
         branch = ptxscan.branch_around_loop(f.entry) if f.entry else None
         proposed = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
-        lane = ptxscan.lane_branch(f.entry) if f.entry else None
-        lanes = ptxscan.lane_branches(f.entry) if f.entry else set()  # where the divergence starts, not the paths
+        # with counters: where the divergence starts (a lane-varying branch), not the paths it starts
+        lanes = ptxscan.lane_branches(f.entry) if f.entry and f.counters else set()
         line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on", "divergent branches",
                                        proposed=proposed, prefer=on(lanes) if lanes else None),
                               measured(f, "lost_lanes", "instructions run with lanes of the warp idle",
                                        "idle lanes",
                                        proposed=proposed))
         if not f.counters:
+            lane = ptxscan.lane_branch(f.entry) if f.entry else None
             if lane is None or f.entry is None:
                 return None
             at = next((a for a, _t, c in f.entry.branches if c and (f.entry.instrs[a].file, f.entry.instrs[a].line) == lane),

@@ -126,16 +126,19 @@ def _install_torch(torch: Any) -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
+    writes: dict[Any, tuple[tuple[int, str], ...]] = {}  # an op -> the arguments it writes: read once an op
+
     def written(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
         """The arguments the operation writes in place (``add_``'s self, ``out=``), by their schema names."""
+        which = writes.get(func)
+        if which is None:
+            which = writes[func] = tuple((k, a.name) for k, a in enumerate(func._schema.arguments)
+                                         if a.alias_info is not None and a.alias_info.is_write)
         out = []
-        schema = func._schema
-        for k, a in enumerate(schema.arguments):
-            if a.alias_info is None or not a.alias_info.is_write:
-                continue
-            value = args[k] if k < len(args) else kwargs.get(a.name)
+        for k, name in which:
+            value = args[k] if k < len(args) else kwargs.get(name)
             flat, _ = tree_flatten(value)
-            out += [(a.name if len(flat) == 1 else f"{a.name}[{j}]", x) for j, x in enumerate(flat) if _watched(x, torch)]
+            out += [(name if len(flat) == 1 else f"{name}[{j}]", x) for j, x in enumerate(flat) if _watched(x, torch)]
         return out
 
     class Watch(TorchDispatchMode):  # type: ignore[misc, no-untyped-call, unused-ignore]

@@ -132,23 +132,24 @@ def nvtx_filter(name: str) -> str:
 def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: tuple[str, ...] = METRICS,
                report: str | Path | None = None, lines: bool = True) -> list[str]:
     """ncu's argv up to (not including) the target program."""
+    head = [str(ncu), "--nvtx", "--nvtx-include", nvtx_filter(name), "--clock-control", "none",
+            "--metrics", ",".join(metrics)]
+    return head + _tail(set_name, report, lines=lines)
+
+
+def _tail(set_name: str, report: str | Path | None, *, lines: bool = True) -> list[str]:
+    """What both argvs (a spec's, a program's) end with: the full set where asked (every section, for the GUI; ~2 s
+    a kernel), the Source page's section where a report is exported (each line's counters, the source kept to read
+    it), and how ncu gives its numbers: the raw page as CSV on stdout, or, exporting ``report``, nothing printed
+    (then :func:`table` reads the report back)."""
     if set_name not in SETS:
         raise UsageError(f"--set {set_name!r}: use quick or full")
-    argv = [str(ncu), "--nvtx", "--nvtx-include", nvtx_filter(name), "--clock-control", "none",
-            "--metrics", ",".join(metrics)]
-    if set_name == "full":
-        argv += ["--set", "full"]  # every section, for the GUI; adds ~2 s per kernel
-    if report is not None and lines:  # each source line's counters (the Source page), the source kept to read it
-        argv += ["--section", "SourceCounters", "--import-source", "yes"]
-    return argv + _output(report)
-
-
-def _output(report: str | Path | None) -> list[str]:
-    """How ncu gives its numbers: the raw page as CSV on stdout, or, exporting ``report``, nothing printed (then
-    :func:`table` reads the report back)."""
-    if report is not None:
-        return ["--export", str(report), "--force-overwrite"]
-    return ["--csv", "--page", "raw", "--print-units", "base"]
+    out = ["--set", "full"] if set_name == "full" else []
+    if report is None:
+        return out + ["--csv", "--page", "raw", "--print-units", "base"]
+    if lines:
+        out += ["--section", "SourceCounters", "--import-source", "yes"]
+    return out + ["--export", str(report), "--force-overwrite"]
 
 
 def table(ncu: str | Path, report: Path | None, printed: str) -> str:
@@ -397,19 +398,13 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
     ``launch_count`` launches are profiled, and then ncu stops the program, so a long one is not
     profiled end to end. ``report``: saved there for the GUI (``--save-report``), read back with
     :func:`import_argv`."""
-    if set_name not in SETS:
-        raise UsageError(f"--set {set_name!r}: use quick or full")
     argv = [str(ncu), "--target-processes", "all", "--clock-control", "none", "--metrics", ",".join(metrics),
             "--launch-skip", str(launch_skip), "--launch-count", str(launch_count), "--kill", "1"]
     if kernel:
         argv += ["--kernel-name", f"regex:{kernel}"]
     if nvtx_range:
         argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
-    if set_name == "full":
-        argv += ["--set", "full"]
-    if report is not None:  # a kept report: each launch's Source page in it (its lines measured)
-        argv += ["--section", "SourceCounters", "--import-source", "yes"]
-    return argv + _output(report)
+    return argv + _tail(set_name, report)  # a kept report: each launch's Source page in it (its lines measured)
 
 
 def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,

@@ -226,6 +226,17 @@ def _add(rec: dict[str, Any], row: list[str], counters: dict[str, int], stalls: 
             samples[reason] = samples.get(reason, 0) + v
 
 
+def _sum_into(rec: dict[str, Any], more: dict[str, Any]) -> None:
+    """Add what :func:`_add` read of one row (``more``) into ``rec``."""
+    for key, value in more.items():
+        if key == "stalls":
+            stalls = rec.setdefault("stalls", {})
+            for reason, v in value.items():
+                stalls[reason] = stalls.get(reason, 0) + v
+        else:
+            rec[key] = rec.get(key, 0) + value
+
+
 def _measured(recs: dict[tuple[int, int], dict[str, Any]]) -> bool:
     return any(v for rec in recs.values() for k, v in rec.items() if k in COUNTER_COLUMNS) or any(
         rec.get("stalls") for rec in recs.values())
@@ -294,7 +305,7 @@ def _lines_of(block: _Block) -> SourceLines:
         if is_sass and current is not None:
             mine: dict[str, Any] = {}
             _add(mine, row, at.counters, at.stalls)
-            _add(under.setdefault(current, {}), row, at.counters, at.stalls)
+            _sum_into(under.setdefault(current, {}), mine)
             op = _opcode(row[at.sass_at]) if at.sass_at is not None and len(row) > at.sass_at else ""
             if op:
                 found[current].setdefault("sass", []).append(op)
@@ -380,8 +391,6 @@ def name_files(page: SourceLines, sources: dict[str, tuple[str, ...]]) -> Source
     return replace(page, lines=tuple(replace(x, file=rename.get(x.file, x.file)) for x in page.lines))
 
 
-SUMMED = ("samples", "not_issued", "executed", "threads", "divergent", "global_sectors", "global_ideal", "global_excess",
-          "local_sectors", "shared_wavefronts", "shared_ideal", "shared_excess")
 
 
 def same_file(a: str, b: str) -> bool:
@@ -424,7 +433,7 @@ def fold_inlined(page: SourceLines, sites: dict[tuple[str, int], frozenset[tuple
 
 
 def _merge(into: LineCounters, extra: list[LineCounters]) -> LineCounters:
-    sums = {k: getattr(into, k) + sum(getattr(x, k) for x in extra) for k in SUMMED}
+    sums = {k: getattr(into, k) + sum(getattr(x, k) for x in extra) for k in COUNTER_COLUMNS}
     stalls = dict(into.stalls)
     for x in extra:
         for r, v in x.stalls.items():
