@@ -73,7 +73,7 @@ _PUBLIC = {
     # the API functions: kprof.commands.api, the corpora's in kprof.commands.corpora
     "run": "kprof.commands.api", "run_bench": "kprof.commands.api", "run_peak": "kprof.commands.api",
     "sanitize": "kprof.commands.api", "sanitize_tests": "kprof.commands.api", "prestart_tests": "kprof.commands.api",
-    "profile": "kprof.commands.profiles", "profile_program": "kprof.commands.profiles", "diagnose": "kprof.commands.api",
+    "profile": "kprof.commands.profiles", "profile_program": "kprof.commands.profiles", "diagnose": "kprof.commands.profiles",
     "profile_specs": "kprof.commands.profiles",
     "checkers": "kprof.commands.api",
     "load": "kprof.commands.api", "range": "kprof.annotate",
@@ -91,7 +91,7 @@ _PUBLIC = {
     "PerfResult": "kprof.corpus.perfcases", "Op": "kprof.op", "Checker": "kprof.tools.sanitizers.checker",
     "BuildReport": "kprof.commands.offline", "OccupancyReport": "kprof.commands.offline",
     "Comparison": "kprof.commands.offline", "ProgramProfile": "kprof.diagnosis.program",
-    "Listing": "kprof.spec.catalog", "SpecProfiles": "kprof.commands.profiles",
+    "Listing": "kprof.spec.catalog", "SpecProfiles": "kprof.diagnosis.stage",
     "Check": "kprof.tools.machine.doctor", "Readiness": "kprof.tools.machine.doctor",
     "HistoryRow": "kprof.results.history", "RunChange": "kprof.results.history",
 }  # fmt: skip

@@ -137,8 +137,8 @@ def judge(step: str, expect: dict, diagnosis, measured: float | None, *, file: s
 
 def score(out: Path, data: dict, only: list[str], progress=print) -> list[Judged]:
     import kprof
-    from kprof.commands import api, pipeline
-    from kprof.diagnosis import gather, ncurules
+    from kprof.commands import pipeline, profiles
+    from kprof.diagnosis import gather, ncurules, stage
     from kprof.spec import catalog
     from kprof.tools.nsight import ncu
 
@@ -159,9 +159,10 @@ def score(out: Path, data: dict, only: list[str], progress=print) -> list[Judged
                 prepared = pipeline.prepare(spec, None)
                 reports = out / "reports"
                 reports.mkdir(exist_ok=True)
-                profiles = api.profile_prepared(prepared, params={}, set_name="full", report_dir=reports)
+                got = stage.profile_one(prepared, stage.ProfileSettings(set_name="full", report_dir=reports))
                 rules = ncu.rules_of(reports / f"{name}.ncu-rep")
-                d = api.diagnose_prepared(prepared, profiles, seconds=t_bug, kernel_seconds=own)
+                d = stage.diagnose_one(prepared, got, seconds=t_bug, kernel_seconds=own,
+                                       bench=profiles.try_bench(None, 300.0), peak=pipeline.cached_peak())
                 r = judge(name, step["expect"], d, t_bug / t_next if t_bug and t_next else None, file=step["file"],
                           spec_name=bug.name, launch_line=gather.launch_line(spec))
                 r.error = "; ".join(bad)

@@ -394,7 +394,7 @@ def test_every_command_takes_its_own_typed_options():
 def test_a_baseline_is_one_typed_value_parsed_once():
     """kprof/spec/baseline.py's Baseline (a library, a spec, a Python callable) is what the bench plan carries;
     no module but pyref.py spells the stored Python reference's prefix, and the only module that decodes a
-    baseline string into its kind is baseline.py (the CLI's --baseline is parsed in pipeline.baselines_of)."""
+    baseline string into its kind is baseline.py (the CLI's --baseline is parsed there too, in baseline.of_option)."""
     constants = [f"{name}.py" for name, path in MODULES.items() if name != "spec.pyref"
                  for tree in _trees(path) for node in ast.walk(tree)
                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("python:")]
@@ -665,7 +665,7 @@ API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline",
                "profiles": "kprof.commands.profiles"}
 # The API's functions over what the CLI has already prepared (a spec resolved with its --param and --size, built
 # once for several uses) and its checks before a GPU run; the public functions are built on them.
-PREPARED_TIER = {"profile_prepared", "diagnose_prepared", "require_gpu", "cases_beyond"}
+PREPARED_TIER = {"require_gpu", "cases_beyond"}
 
 
 def test_every_command_is_parsing_and_printing_over_an_api_function():
@@ -719,3 +719,36 @@ def test_the_architecture_page_names_only_modules_and_functions_that_are_where_i
         if module in by_stem and not any(_defines(p, name) for p in by_stem[module]):
             wrong.append(f"{module}.{name}()")
     assert not wrong, f"docs/architecture.md names functions that are not where it says: {wrong}"
+
+
+def test_the_architecture_page_says_what_the_code_does():
+    """Four of docs/architecture.md's statements had stopped being true (issue 78): each is held here against the
+    code. Every module is in its tree of modules; the modules it names as the only callers of the catalog and the
+    build are those that import them; a compute-sanitizer tool is a registry row and its name in TOOLS; render.py
+    holds only the shared layout (it imports no kind of result); cmd_sanitize raises only for a command line's own
+    mistakes (a kernel and a program, or neither)."""
+    text = DOC.read_text()
+    tree = text[text.index("```\nkprof/"):text.index("```", text.index("```\nkprof/") + 3)]
+    listed = set(re.findall(r"(\w+)\.py", tree))
+    unlisted = sorted(str(p.relative_to(PKG)) for p in _sources() if p.stem not in listed)
+    assert not unlisted, f"modules docs/architecture.md's tree of modules leaves out: {unlisted}"
+
+    row = next(line for line in text.splitlines() if line.startswith("| commands | `kprof/commands/pipeline.py`"))
+    said = {f"commands.{m}" for m in re.findall(r"[`/](\w+)\.py`", row)}
+    callers = {name for name, deps in GRAPH.items() if {"spec.catalog", "build.build"} & deps
+               and name not in ("tools.machine.doctor", "spec.catalog", "build.build")}
+    assert callers <= said, f"callers of the catalog or the build the page does not name: {callers - said}"
+
+    from kprof.tools.sanitizers import checkers, compute_sanitizer
+
+    rows = tuple(c.name for c in checkers.REGISTRY if isinstance(c, compute_sanitizer.SanitizerTool))
+    assert rows == compute_sanitizer.TOOLS and "compute_sanitizer.TOOLS" in text
+
+    kinds = {m for m in GRAPH["results.render"] if not m.startswith(("units", "stats"))}
+    assert not kinds, f"render.py, the shared layout, imports {kinds}"
+
+    fn = next(n for n in ast.parse((PKG / "commands" / "commands.py").read_text()).body
+              if isinstance(n, ast.FunctionDef) and n.name == "cmd_sanitize")
+    raised = [ast.unparse(n.exc) for n in ast.walk(fn) if isinstance(n, ast.Raise) and n.exc is not None]
+    assert len(raised) == 2 and all(r.startswith("UsageError(") for r in raised), raised
+    assert "cmd_sanitize` refuses what only a command line can get wrong" in text

@@ -25,11 +25,8 @@ from kprof.results.reports import RunReport as RunReport
 from kprof.results.reports import SanitizeReport as SanitizeReport
 
 if TYPE_CHECKING:  # the returned types, named without importing their stages when kprof is imported
-    from kprof.commands.pipeline import Prepared
-    from kprof.diagnosis.model import Diagnosis
     from kprof.launch.job import TimingModeName
     from kprof.measure.ceilings import Ceilings
-    from kprof.measure.kernelprofile import KernelProfile
     from kprof.op import Op
     from kprof.spec import KernelSpec
     from kprof.tools.suites.suite import Early
@@ -240,61 +237,6 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     results = checkers.run_all(prepared.job(RunMode(verify=False), shaken=shaken), tools,
                                Settings(timeout, padding, scrub, why), progress=progress)
     return SanitizeReport(prepared.resolved.spec.name, checkers.explain(results))
-
-
-def profile_prepared(prepared: Prepared, *, params: dict[str, str], set_name: str = "quick", metrics: Sequence[str] = (),
-                     report_dir: Path | None = None, timeout: float = 600.0) -> list[KernelProfile]:
-    """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may not
-    read counters, the counter-less fallback from one timed launch; any other ncu failure raises."""
-    from kprof.measure import profiling
-
-    return profiling.profile_spec(prepared.resolved, prepared.built, prepared.job, params=params, set_name=set_name,
-                                  metrics=tuple(metrics), report_dir=report_dir, timeout=timeout)
-
-
-def diagnose_prepared(prepared: Prepared, profiles: list[KernelProfile], *, try_params: dict[str, list[str]] | None = None,
-                      auto_try: bool = True, seconds: float | None = None, kernel_seconds: tuple[float, ...] = (),
-                      timeout: float = 300.0) -> Diagnosis:
-    """Why the kernel performs as it does (:class:`kprof.diagnosis.model.Diagnosis`): its limiter, the causes
-    ranked by gain with their evidence, line, change and estimate, and the tries' measured gains. ``seconds``
-    and ``kernel_seconds``: its time and each launch's own GPU time from a kprof bench run, where one was made."""
-    from kprof.commands import pipeline
-    from kprof.diagnosis import stage
-
-    arch = prepared.built.arch
-    ptx, note = pipeline.ptx_of(prepared)
-
-    def bench(name: str, sizes: dict[str, int], sweep: str) -> Any:  # a try: one kprof bench run, no history
-        report = run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[sweep], baseline="none",
-                           max_time=1.0, min_time=0.2, arch=arch, timeout=timeout, history=False)
-        if report.interrupted:  # a Ctrl-C in a try stops the diagnosis, not only the try
-            raise KeyboardInterrupt
-        return report
-
-    def bench_specs(specs: list[Any], sizes: dict[str, int]) -> Any:  # tries that need no define, one run
-        report = run_bench(specs, sizes=[f"{k}={v}" for k, v in sizes.items()], baseline="none", max_time=1.0,
-                           min_time=0.2, arch=arch, timeout=timeout, history=False)
-        if report.interrupted:
-            raise KeyboardInterrupt
-        return report
-
-    return stage.diagnose_prepared(prepared, profiles, peak=pipeline.cached_peak(), seconds=seconds,
-                                   try_params=try_params, auto_try=auto_try, timeout=timeout, ptx=ptx, ptx_note=note,
-                                   bench=bench, bench_specs=bench_specs, kernel_seconds=kernel_seconds)
-
-
-@checked
-def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
-             arch: str | None = None, try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
-             timeout: float = 600.0) -> Diagnosis:
-    """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read them, else
-    without) and diagnose one spec, at ``sizes`` and with ``params`` (its defines)."""
-    from kprof.commands import pipeline
-    from kprof.spec import catalog
-
-    prepared = pipeline.prepare(catalog.load(str(name)), sizes, params=dict(params or {}), arch=arch)
-    return diagnose_prepared(prepared, profile_prepared(prepared, params=dict(params or {}), timeout=timeout),
-                             try_params=try_params, auto_try=auto_try, timeout=timeout)
 
 
 @checked

@@ -66,12 +66,14 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
     (``interrupted()`` is called then). ``report_dir``: each case's ``.ncu-rep`` kept there."""
     import tempfile
 
-    from kprof.commands import pipeline
+    from kprof.commands import pipeline, profiles
     from kprof.corpus import perfcases
+    from kprof.diagnosis import stage
     from kprof.spec import catalog
     from kprof.tools.nsight import ncu
 
     api.require_gpu(None)
+    tries = profiles.try_bench(arch, timeout)
 
     def bench(names: list[str]) -> object:
         report = api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout,
@@ -84,9 +86,10 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
         prepared = pipeline.prepare(case.spec, None, arch=arch)
         with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
             where = report_dir or Path(tmp)
-            profiles = api.profile_prepared(prepared, params={}, set_name="full", report_dir=where, timeout=timeout)
+            got = stage.profile_one(prepared, stage.ProfileSettings(set_name="full", report_dir=where, timeout=timeout))
             rules = ncu.rules_of(where / f"{case.spec.name}.ncu-rep")
-        d = api.diagnose_prepared(prepared, profiles, seconds=seconds, kernel_seconds=own, timeout=timeout)
+        d = stage.diagnose_one(prepared, got, seconds=seconds, kernel_seconds=own, bench=tries, peak=pipeline.cached_peak(),
+                               timeout=timeout)
         return d, rules, prepared.built.arch
 
     cases = list(corpus) if corpus is not None else perfcases.load_all(catalog.group("perf"))

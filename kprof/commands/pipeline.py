@@ -21,7 +21,7 @@ from kprof.corpus.cases import Case
 from kprof.errors import BuildError, KprofError, ToolNotFoundError, UsageError
 from kprof.launch.job import Job, RunMode, TimingMode, TimingModeName, target_of
 from kprof.measure import bench, ceilings
-from kprof.spec import BASELINES, Fill, KernelSpec, Resolved, baseline, catalog
+from kprof.spec import Fill, KernelSpec, Resolved, baseline, catalog
 from kprof.spec.baseline import Baseline
 from kprof.spec.sweep import Sweep
 from kprof.stats import StopRule
@@ -39,6 +39,14 @@ class Prepared:
         beside the kernel's own (:func:`shaken_cubin`)."""
         return Job(target_of(self.resolved, self.built.cubin, seed=seed, symbols=self.built.symbols,
                              shaken_cubin=shaken_cubin(self.resolved.spec, self.built.arch) if shaken else None), mode)
+
+    def ptx(self) -> tuple[str | None, str]:
+        """The kernel's PTX, for the diagnosis's lines without counters: (text, "") or (None, why not)."""
+        try:
+            ptx = build.ptx(self.resolved.spec, self.built.arch, built=self.built)
+        except KprofError as exc:
+            return None, f"no PTX: {str(exc).splitlines()[0]}"
+        return ptx, "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"
 
 
 def shaken_cubin(spec: KernelSpec, arch: str | None) -> Path | None:
@@ -69,15 +77,6 @@ def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: di
     return built(resolve(spec, sizes, params=params, preset=preset, fills=fills), arch)
 
 
-def ptx_of(prepared: Prepared) -> tuple[str | None, str]:
-    """The PTX of a built spec, for the diagnosis's lines without counters: (text, "") or (None, why not)."""
-    try:
-        ptx = build.ptx(prepared.resolved.spec, prepared.built.arch, built=prepared.built)
-    except KprofError as exc:
-        return None, f"no PTX: {str(exc).splitlines()[0]}"
-    return ptx, "" if ptx is not None else "no PTX (NVRTC builds cubins only): no lines without counters"
-
-
 def builtin(name: str, arch: str | None = None) -> BuildResult:
     """One of kprof's own kernels (``kprof/builtin``): the scrubber, the spin and flush kernels, the peaks."""
     return build.build(catalog.builtin(name), arch)
@@ -94,7 +93,7 @@ def scrubber(arch: str | None) -> tuple[str | None, str]:
 @dataclass(frozen=True)
 class Preparer:
     """Building and job-making for the stages that orchestrate runs themselves (mutation testing,
-    :class:`kprof.corpus.mutation.Preparer`): they are handed this, as no stage below may build."""
+    :class:`kprof.launch.prepared.Preparer`): they are handed this, as no stage below may build."""
 
     arch: str | None
 
@@ -123,40 +122,6 @@ def timing_mode(mode: TimingModeName, rule: StopRule, timer: str, arch: str | No
                       flush_cubin=str(builtin("kprof_flush", arch).cubin))
 
 
-def baselines_of(spec: KernelSpec, option: str) -> list[Baseline]:
-    """``--baseline`` (``auto``, ``none``, names joined by commas: the spec's own, ``cublas_sgemm``, another
-    spec, ``FILE.py:FUNCTION``) as typed baselines, parsed once: every name checked, Python callables
-    read without running them, other specs loaded and checked against ``spec``; duplicates dropped."""
-    out: dict[str, Baseline] = {}
-    for asked in (o.strip() for o in option.split(",") if o.strip()):
-        text = _python_baseline(spec, bench.baseline_for(spec, asked))
-        if not text or text in out:
-            continue
-        label = bench.named_baseline(spec, asked)
-        kind = baseline.kind_of(text)
-        if kind == "library":
-            out[text] = baseline.library(text, label)
-        elif kind == "python":
-            out[text] = baseline.python(text, label)
-        else:
-            out[text] = baseline.of_spec(_baseline_spec(spec, text, option), label)
-    return list(out.values())
-
-
-def _baseline_spec(spec: KernelSpec, name: str, option: str) -> KernelSpec:
-    """The spec a baseline names, checked against ``spec``."""
-    where = f"--baseline {name!r}" if name == option else f"{spec.name}: baseline {name!r}"
-    try:
-        other = catalog.load(name)
-    except KprofError:
-        own = f", {spec.name}'s own ({', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
-        raise UsageError(f"{where}: not a kernel spec kprof can find; use auto, none, "
-                         f"{', '.join(BASELINES)}{own}, a name from kprof list, or a Python callable "
-                         "(FILE.py:FUNCTION)") from None
-    bench.check_baseline_spec(spec, other)
-    return other
-
-
 @dataclass(frozen=True)
 class BenchPoint:
     """One point of a sweep before it is built: the spec, its sizes and parameters, its baselines
@@ -181,37 +146,11 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
     for spec in specs:
         own_sizes = sizes if len(specs) == 1 else sizes.only(spec.size_names)
         own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
-        baselines = tuple(baselines_of(spec, option))
+        baselines = tuple(baseline.of_option(spec, option, catalog.load))
         for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
             resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
             out.append(BenchPoint(spec, s, p, baselines))
     return out
-
-
-def _python_baseline(spec: KernelSpec, text: str | None) -> str | None:
-    """``--baseline FILE.py:FUNCTION`` (relative to here) or ``package.module:FUNCTION``, read without
-    running it, as the spec's own ``baseline:`` is at load; anything else unchanged."""
-    from kprof.spec import pyref
-
-    if not text or (not pyref.is_stored(text) and not pyref.looks_like(text)):
-        return text
-    stored = text
-    if not pyref.is_stored(text):
-        from kprof.spec import input_names
-
-        known = input_names(spec.args) | set(spec.size_names) | set(spec.numeric_defines())
-        try:
-            stored = pyref.check(text, Path.cwd(), known).stored()
-        except ValueError as exc:
-            raise UsageError(f"--baseline {text}: {exc}") from None
-    import importlib.util
-
-    ref = pyref.Ref.from_stored(stored)
-    shipped = Path(__file__).resolve().parent.parent / "baselines" / "torch_ops.py"
-    if ref.path == shipped and importlib.util.find_spec("torch") is None:
-        raise UsageError(f"{spec.name}: baseline torch_ops.py:{ref.func} needs PyTorch, which is not installed here "
-                         "(pip install 'kprof[torch]')")
-    return stored
 
 
 def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
@@ -222,7 +161,7 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
 
     spec, out = resolved.spec, []
     for name in (o.strip() for o in option.split(",") if o.strip()):
-        found = baselines_of(spec, name)
+        found = baseline.of_option(spec, name, catalog.load)
         if len(found) != 1 or found[0].kind != "python":
             own = f" ({spec.name} names {', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
             raise UsageError(f"kprof profile --baseline {name}: give a name from the spec's baselines{own} or a Python "
@@ -288,6 +227,11 @@ def cached_peak() -> ceilings.Ceilings | None:
     return bench.cached_peak(_peak_path())
 
 
+def _peak_path() -> Path:
+    """Where this GPU and driver's ceilings are kept (under the build cache)."""
+    return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
+
+
 def _tensor_jobs(arch: str | None) -> list[tuple[str, Job | str, int]]:
     """kprof peak's tensor-core kernels (warm) and their FLOPs: mma.sync's (sm_80 on) and Hopper's
     warpgroup MMA (sm_90a); for one that cannot run here, why (an older architecture, a compiler that
@@ -324,11 +268,6 @@ def _op_jobs(arch: str | None) -> list[bench.StreamJob]:
             out.append(bench.StreamJob(kind, 0, 0, built(r, arch).job(mode), int(r.bytes or 0),
                                        op=f"PyTorch's {PEAK_OPS[kind]}", size=size))
     return out
-
-
-def _peak_path() -> Path:
-    """Where this GPU and driver's ceilings are kept (under the build cache)."""
-    return bench.peak_cache_path(telemetry.snapshot(), build.cache_dir())
 
 
 QUICK_NOTE = ("quick ceilings, measured for the first bench on this GPU in {seconds:.0f} s: each mix once (1 GiB, "

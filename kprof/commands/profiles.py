@@ -1,38 +1,27 @@
-"""``kprof profile`` from Python: :func:`profile_specs`, the whole command over specs (several specs, ``--size``,
-``--param``, baselines, the diagnosis and its tries) as one API call; :func:`profile`, the profiles alone of a spec
-or a program with the command's options; :func:`profile_program`, ``kprof profile -- CMD`` with its ranking. The
-command is parsing and printing.
+"""``kprof profile`` from Python: :func:`profile_specs`, the whole command over specs (several specs,
+``--size``, ``--param``, baselines, the diagnosis and its tries) as one API call, checked and built here
+and handed to the diagnosis stage (:func:`kprof.diagnosis.stage.profile_specs`); :func:`diagnose`, one
+spec's diagnosis; :func:`profile`, the profiles alone of a spec or a program with the command's options;
+:func:`profile_program`, ``kprof profile -- CMD`` with its ranking. The command is parsing and printing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kprof import inputs, proc
 from kprof.commands.apitypes import checked
-from kprof.errors import NcuError, UsageError
+from kprof.errors import UsageError
 
 if TYPE_CHECKING:
     from kprof.diagnosis.model import Diagnosis
     from kprof.diagnosis.program import ProgramProfile
+    from kprof.diagnosis.stage import SpecProfiles, TryBench
     from kprof.measure.kernelprofile import KernelProfile
-
-
-@dataclass(frozen=True)
-class SpecProfiles:
-    """What ``kprof profile NAME...`` measured: every kernel's profile, each spec's diagnosis, and the specs ncu
-    could not profile (the others still ran), each with its error."""
-
-    profiles: list[KernelProfile] = field(default_factory=list)
-    diagnoses: list[Diagnosis] = field(default_factory=list)
-    errors: list[tuple[str, NcuError]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
+    from kprof.results.reports import BenchReport
+    from kprof.spec import KernelSpec
 
 
 @checked
@@ -50,6 +39,7 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     ``progress`` hears a line as each spec starts (and the one line a GPU ncu cannot profile gets)."""
     from kprof.build import toolchain
     from kprof.commands import api, pipeline
+    from kprof.diagnosis import stage
     from kprof.diagnosis import tries as tries_mod
     from kprof.spec import catalog
     from kprof.tools.nsight import ncu
@@ -73,21 +63,51 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     elif progress:
         progress(f"kprof: {no_ncu}: kprof profile reports event timing, the driver's occupancy, registers and spills "
                  "instead")
-    out = SpecProfiles()
-    for r in resolved:
-        prepared = pipeline.built(r, arch)
-        if progress:
-            progress(f"profiling {r.spec.name} {r.size_text()} ...")
-        try:
-            got = api.profile_prepared(prepared, params=dict(params or {}), set_name=set_name, metrics=tuple(metrics),
-                                       report_dir=folder, timeout=timeout)
-        except NcuError as exc:
-            out.errors.append((prepared.resolved.spec.name, exc))
-            continue
-        out.profiles.extend(got)
-        if diagnose and got and not r.spec.python:  # a Python operation's kernels are not the user's to change
-            out.diagnoses.append(api.diagnose_prepared(prepared, got, try_params=asked, auto_try=auto_try, timeout=timeout))
-    return out
+    settings = stage.ProfileSettings(params=dict(params or {}), set_name=set_name, metrics=tuple(metrics),
+                                     report_dir=folder, timeout=timeout)
+    return stage.profile_specs([pipeline.built(r, arch) for r in resolved], settings, diagnose=diagnose,
+                               try_params=asked, auto_try=auto_try, bench=try_bench(arch, timeout),
+                               peak=pipeline.cached_peak(), progress=progress)
+
+
+@checked
+def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
+             arch: str | None = None, try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
+             timeout: float = 600.0) -> Diagnosis:
+    """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read them, else
+    without) and diagnose one spec, at ``sizes`` and with ``params`` (its defines)."""
+    from kprof.commands import pipeline
+    from kprof.diagnosis import stage
+    from kprof.spec import catalog
+
+    prepared = pipeline.prepare(catalog.load(str(name)), sizes, params=dict(params or {}), arch=arch)
+    got = stage.profile_one(prepared, stage.ProfileSettings(params=dict(params or {}), timeout=timeout))
+    return stage.diagnose_one(prepared, got, try_params=try_params, auto_try=auto_try, bench=try_bench(arch, timeout),
+                              peak=pipeline.cached_peak(), timeout=timeout)
+
+
+def try_bench(arch: str | None, timeout: float) -> TryBench:
+    """The diagnosis's tries timed as ``kprof bench`` runs (no history, a second at most each); a Ctrl-C in a try
+    stops the diagnosis, not only the try."""
+    from kprof.commands import api
+    from kprof.diagnosis.stage import TryBench
+
+    def sweep(name: str, sizes: dict[str, int], words: str) -> BenchReport:
+        return _whole(api.run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[words],
+                                    baseline="none", max_time=1.0, min_time=0.2, arch=arch, timeout=timeout,
+                                    history=False))
+
+    def specs(given: list[KernelSpec], sizes: dict[str, int]) -> BenchReport:
+        return _whole(api.run_bench(given, sizes=[f"{k}={v}" for k, v in sizes.items()], baseline="none",
+                                    max_time=1.0, min_time=0.2, arch=arch, timeout=timeout, history=False))
+
+    return TryBench(sweep, specs)
+
+
+def _whole(report: BenchReport) -> BenchReport:
+    if report.interrupted:
+        raise KeyboardInterrupt
+    return report
 
 
 @checked

@@ -2,8 +2,8 @@
 spec's verdict at every size it checks, then by the checkers; what the mutants and their scores are is
 :mod:`kprof.corpus.mutants` (pure).
 
-Building and job-making come from the command layer as a :class:`Preparer` (only it looks kernels up and
-builds them): this stage orchestrates the runs with what it is handed.
+Building and job-making come from the command layer as a :class:`~kprof.launch.prepared.Preparer` (only it
+looks kernels up and builds them): this stage orchestrates the runs with what it is handed.
 """
 
 from __future__ import annotations
@@ -11,41 +11,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kprof import parallel
 from kprof.corpus import mutants
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.launch import launch
-from kprof.launch.job import Job, RunMode
+from kprof.launch.job import RunMode
+from kprof.launch.prepared import Preparer
 from kprof.spec import KernelSpec
 from kprof.tools.sanitizers import checkers
 from kprof.tools.sanitizers.checker import Settings
 
 # A size kprof mutants runs at: (preset, sizes, the check's fills)
 _Size = tuple[str, dict[str, int], tuple[tuple[str, Any], ...]]
-
-
-class Preparer(Protocol):
-    """What mutation testing needs built, from the command layer (:class:`kprof.commands.pipeline.Preparer`)."""
-
-    def job(self, spec: KernelSpec, sizes: dict[str, int] | None, *, preset: str, fills: tuple[tuple[str, Any], ...] = (),
-            mode: RunMode, shaken: bool = False) -> Job:
-        """``spec`` built and resolved at ``sizes`` of ``preset``, as a job of ``mode``."""
-        ...
-
-    def cubin(self, spec: KernelSpec) -> Path:
-        """``spec``'s cubin, built (a :class:`~kprof.errors.KprofError` when it does not build)."""
-        ...
-
-    def variant(self, spec: KernelSpec, name: str, text: str) -> KernelSpec:
-        """``spec`` with ``text`` as its source, kept in the build cache under a path named by the text."""
-        ...
-
-    def scrubber(self) -> tuple[str | None, str]:
-        """The values detector's scrubber: (cubin, "") or (None, why)."""
-        ...
 
 
 @dataclass(frozen=True)

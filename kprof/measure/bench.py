@@ -24,44 +24,16 @@ from kprof.launch.childresult import ChildResult, DeviceInfo, Timing
 from kprof.launch.job import Job, TimingMode
 from kprof.measure import ceilings
 from kprof.measure.points import BaselineResult, PointResult, Rates, TimerUsed
-from kprof.spec import CUBLAS_SGEMM, KernelSpec, Resolved
+from kprof.spec import Resolved
 from kprof.spec.baseline import Baseline
 from kprof.units import si
 
 # the point's records live in kprof.measure.points; named here too for code that reaches them through bench
-__all__ = ["BENCH_VERSION", "PointPlan", "StreamJob", "baseline_for", "cached_peak", "check_baseline_spec",
-           "measure_peak", "named_baseline", "peak_cache_path", "rule_from", "run_point", "save_peak", "time_job"]
+__all__ = ["BENCH_VERSION", "PointPlan", "StreamJob", "cached_peak", "measure_peak", "peak_cache_path", "rule_from",
+           "run_point", "save_peak", "time_job"]
 
 BENCH_VERSION = 1
 MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)
-
-
-def baseline_for(spec: KernelSpec, option: str) -> str | None:
-    """The baseline a point is timed against: the spec's (``auto``), none, or the one named."""
-    name = named_baseline(spec, option)
-    baseline = spec.baseline if option == "auto" else None if option == "none" else \
-        dict(spec.baselines)[name] if name else option
-    if baseline == CUBLAS_SGEMM and spec.baseline != CUBLAS_SGEMM:
-        raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
-    return baseline
-
-
-def named_baseline(spec: KernelSpec, option: str) -> str | None:
-    """The name in the spec's ``baselines:`` that ``option`` spells (torch_compile: torch.compile), or None."""
-    return next((n for n, _ in spec.baselines if _spelling(n) == _spelling(option)), None)
-
-
-def _spelling(name: str) -> str:
-    """A baseline name with '_' and '-' read as '.': torch_compile finds torch.compile."""
-    return name.replace("_", ".").replace("-", ".")
-
-
-def check_baseline_spec(spec: KernelSpec, baseline: KernelSpec) -> None:
-    """A baseline spec takes the kernel's sizes."""
-    missing = [k for k in spec.size_names if k not in baseline.size_names]
-    if missing:
-        raise UsageError(f"{spec.name}: baseline {baseline.name} has no size {missing[0]!r}; a baseline spec "
-                         f"takes the kernel's sizes ({', '.join(spec.size_names)})")
 
 
 def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: int = 10) -> stats.StopRule:

@@ -7,6 +7,7 @@ import pytest
 
 import kprof
 from kprof.commands import api, cli, profiles
+from kprof.diagnosis import stage
 from kprof.errors import NcuError, NoGPUError, UsageError
 
 
@@ -38,7 +39,7 @@ def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_othe
 
     seen, said = [], []
 
-    def fake_profile(prepared, **kw):
+    def fake_profile(prepared, settings):
         seen.append(prepared.resolved.spec.name)
         if prepared.resolved.spec.name == "vector_add":
             raise NcuError("ncu failed", reason="test")
@@ -46,8 +47,8 @@ def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_othe
                                reason="fake device")
         return [p]
 
-    monkeypatch.setattr(api, "profile_prepared", fake_profile)
-    monkeypatch.setattr(api, "diagnose_prepared", lambda prepared, got, **kw: ("diagnosis of", prepared.resolved.spec.name))
+    monkeypatch.setattr(stage, "profile_one", fake_profile)
+    monkeypatch.setattr(stage, "diagnose_one", lambda prepared, got, **kw: ("diagnosis of", prepared.resolved.spec.name))
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     run = profiles.profile_specs(["vector_add", "tiled_matmul"], sizes={"N": 4096, "M": 128}, progress=said.append)
     assert seen == ["vector_add", "tiled_matmul"] and not run.ok
@@ -65,13 +66,13 @@ def test_kprof_profile_of_a_spec_takes_the_commands_options_and_diagnoses_nothin
 
     seen = []
 
-    def fake_profile(prepared, **kw):
-        seen.append((prepared.resolved.spec.name, kw["params"], kw["report_dir"]))
+    def fake_profile(prepared, settings):
+        seen.append((prepared.resolved.spec.name, settings.params, settings.report_dir))
         return [profiling.fallback(prepared.resolved.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, dynamic_smem=0,
                                    arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake device")]
 
-    monkeypatch.setattr(api, "profile_prepared", fake_profile)
-    monkeypatch.setattr(api, "diagnose_prepared", lambda *a, **k: pytest.fail("kprof.profile diagnosed"))
+    monkeypatch.setattr(stage, "profile_one", fake_profile)
+    monkeypatch.setattr(stage, "diagnose_one", lambda *a, **k: pytest.fail("kprof.profile diagnosed"))
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     got = kprof.profile("tiled_matmul", params={"TILE": "16"}, sizes={"M": 128, "N": 128, "K": 128},
                         report_dir=tmp_path / "reports")
@@ -82,7 +83,7 @@ def test_kprof_profile_of_a_spec_takes_the_commands_options_and_diagnoses_nothin
     (tmp_path / "mine.py").write_text("def norm(x, w, eps):\n    return x\n")
     got = kprof.profile("rmsnorm_onepass", baseline="mine.py:norm", sizes={"R": 64, "C": 256})
     assert len(got) == 2 and [name for name, _, _ in seen] == ["rmsnorm_onepass", got[1].kernel], seen
-    monkeypatch.setattr(api, "profile_prepared", lambda prepared, **kw: (_ for _ in ()).throw(NcuError("ncu failed", reason="t")))
+    monkeypatch.setattr(stage, "profile_one", lambda prepared, settings: (_ for _ in ()).throw(NcuError("ncu failed", reason="t")))
     with pytest.raises(NcuError, match="ncu failed"):
         kprof.profile("tiled_matmul")
 
@@ -101,12 +102,12 @@ def test_kprof_diagnose_takes_params_as_the_command_does(monkeypatch, as_if_a_gp
     """kprof.diagnose(NAME, params=...): the spec built with them and profiled with them (they were dropped)."""
     seen = {}
 
-    def fake_profile(prepared, **kw):
-        seen.update(params=kw["params"], defines=dict(prepared.resolved.spec.defines))
+    def fake_profile(prepared, settings):
+        seen.update(params=settings.params, defines=dict(prepared.resolved.spec.defines))
         return []
 
-    monkeypatch.setattr(api, "profile_prepared", fake_profile)
-    monkeypatch.setattr(api, "diagnose_prepared", lambda prepared, got, **kw: "diagnosed")
+    monkeypatch.setattr(stage, "profile_one", fake_profile)
+    monkeypatch.setattr(stage, "diagnose_one", lambda prepared, got, **kw: "diagnosed")
     assert kprof.diagnose("tiled_matmul", params={"TILE": "16"}, sizes={"M": 64, "N": 64, "K": 64}) == "diagnosed"
     assert seen["params"] == {"TILE": "16"} and seen["defines"]["TILE"] == "16", seen
 
@@ -130,7 +131,7 @@ def test_the_profiles_are_printed_before_the_plot_is_written(monkeypatch, tmp_pa
 
     got = profiling.fallback("tiled_matmul", {"M": 64}, 1e-4, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None,
                              spec_bytes=None, reason="fake device")
-    monkeypatch.setattr(profiles, "profile_specs", lambda *a, **k: profiles.SpecProfiles(profiles=[got]))
+    monkeypatch.setattr(profiles, "profile_specs", lambda *a, **k: stage.SpecProfiles(profiles=[got]))
 
     def full_disk(profiles_, path):
         raise OutputError(f"--plot {path}: No space left on device")

@@ -464,7 +464,8 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
                                                        message="", call_kernels=((n, times[n]),)) for n in names],
                                interrupted=False)
 
-    def profile(prepared, params, report_dir=None, **kw):
+    def profile(prepared, settings):
+        report_dir = settings.report_dir
         if report_dir is not None:  # ncu's full set leaves its report there
             (report_dir / f"{prepared.resolved.spec.name}.ncu-rep").write_bytes(b"")
         p = _profile(prepared, times[prepared.resolved.spec.name], global_load_sectors_per_request=32.0,
@@ -474,7 +475,7 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
         return [p]
 
     monkeypatch.setattr(api, "run_bench", bench)
-    monkeypatch.setattr(api, "profile_prepared", profile)
+    monkeypatch.setattr(stage, "profile_one", profile)
     monkeypatch.setattr(stage, "_timed", lambda prepared, timeout: SimpleNamespace(device=H200, time_ms=None))
     monkeypatch.setattr(ncu, "rules_of", lambda report: ncu.parse_rules(
         (data_dir / "ncu" / "tiled_matmul.ncu_details.txt").read_text()))

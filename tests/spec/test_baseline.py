@@ -16,6 +16,7 @@ from kprof.commands import pipeline
 from kprof.errors import SpecError, UsageError
 from kprof.measure import bench, points
 from kprof.results import render_bench, render_build
+from kprof.spec import baseline as baseline_mod
 from kprof.spec import catalog, pyref, sweep
 
 SPEC = ("sizes: {N: 64}\nargs:\n  - {name: a, buffer: float32, shape: [N], role: in}\n"
@@ -67,7 +68,7 @@ def test_the_shipped_torch_baselines_need_pytorch_and_say_so(option):
 
 def test_a_spec_names_its_framework_baselines(tmp_path, monkeypatch):
     """``baselines:`` gives short names for --baseline; each spec of a run takes its own."""
-    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)  # no PyTorch needed to resolve
+    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)  # no PyTorch needed to resolve
     (tmp_path / "k.cu").write_text("")
     (tmp_path / "base.py").write_text("def copy(a):\n    return a.clone()\n\n\ndef copy2(a):\n    return a + 0\n")
     (tmp_path / "k.yaml").write_text(SPEC + "baselines:\n  mine: base.py:copy\n  lib.v2: base.py:copy2\n")
@@ -236,7 +237,7 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
 def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
     """kprof profile KERNEL --baseline torch.compile: the baseline runs as a Python operation on the
     kernel's buffers at its sizes (what it launches is profiled in kprof's NVTX range beside the kernel)."""
-    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)  # no PyTorch needed to resolve
+    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)  # no PyTorch needed to resolve
     kernel = pipeline.resolve(catalog.load("rmsnorm_onepass"), {"R": 64, "C": 1024}, params={"VEC": "1"})
     ops = pipeline.profiled_baselines(kernel, "torch,torch_compile")  # torch_compile spells torch.compile
     assert [o.spec.name for o in ops] == ["rmsnorm_onepass__torch", "rmsnorm_onepass__torch_compile"]
@@ -251,12 +252,13 @@ def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
 
 def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsys):
     from kprof.commands import api, cli
+    from kprof.diagnosis import stage
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)  # no GPU and no ncu here: the profile is a stand-in
-    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)
+    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)
     monkeypatch.setattr(pipeline, "built", lambda r, arch=None: pipeline.Prepared(r, None))
     seen = []
-    monkeypatch.setattr(api, "profile_prepared", lambda prepared, **kw: seen.append(prepared.resolved.spec.name) or [])
+    monkeypatch.setattr(stage, "profile_one", lambda prepared, settings: seen.append(prepared.resolved.spec.name) or [])
     assert cli.main(["profile", "softmax_online", "--size", "R=64", "C=1024", "--baseline", "torch.compile", "--json"]) == 0
     assert seen == ["softmax_online", "softmax_online__torch_compile"]
 
@@ -289,7 +291,7 @@ def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_p
 
 def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
     """--baseline torch_compile: the table says torch.compile, not the stored path of the callable."""
-    monkeypatch.setattr(pipeline, "_python_baseline", lambda spec, b: b)
+    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)
     (point,) = _points(catalog.load("rmsnorm_onepass"), "auto,torch_compile")
     unfused, compiled = point.baselines
     assert (compiled.label, unfused.label) == ("torch.compile", "rmsnorm_unfused")
