@@ -269,3 +269,17 @@ def fake(monkeypatch, tmp_path):
     # events, as on a machine without CUPTI: a real CUPTI beside the fake device sees no kernel
     monkeypatch.setattr(cupti_timer, "unavailable", lambda: "the fake device has no CUPTI")
     return tmp_path
+
+
+@pytest.fixture
+def ptx_compiler():
+    """The PTX scan reads nvcc's PTX; where kprof builds with NVRTC (pip's CUDA 12 line), it has none."""
+    from kprof.build import toolchain
+    from kprof.errors import KprofError
+
+    try:
+        kind = toolchain.compiler_for("sm_90").kind
+    except KprofError as exc:
+        pytest.skip(str(exc))
+    if kind != "nvcc":
+        pytest.skip("kprof builds with NVRTC here: cubins only, no PTX for the line scan")

@@ -2,7 +2,7 @@
 from the checked command line (every value already of its type: sizes and parameters parsed into a
 :class:`~kprof.spec.sweep.Sweep`, output paths checked, seconds positive). :mod:`kprof.commands.commands` takes
 these, never argparse's namespace. No field has a default: the parser's are the only ones, and every
-field is one the parser sets (tests/test_architecture.py). Pure.
+field is one the parser sets (tests/test_architecture_records.py). Pure.
 """
 
 from __future__ import annotations

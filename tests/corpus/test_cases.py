@@ -10,13 +10,14 @@ from kprof.corpus import cases
 from kprof.errors import SpecError
 from kprof.findings import Access, Finding
 from kprof.spec import catalog
+from kprof.tools.sanitizers import checkers
 
 CORPUS = cases.load_all(catalog.group("case"))
 
 
 def test_at_least_twenty_cases_covering_every_tool():
     assert len(CORPUS) >= 20
-    assert {c.expect.tool for c in CORPUS} == {"memcheck", "racecheck", "initcheck", "synccheck", "values"}
+    assert {c.expect.tool for c in CORPUS} == set(checkers.spec_names())
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)
@@ -61,12 +62,12 @@ def test_the_matrix_counts_caught_cases_known_misses_and_twins_clean_under_every
         twins = tuple(ToolResult(t, s, [], 0.5) for t, s in twin_statuses.items())
         return cases.CaseResult(case, bug, twins)
 
-    clean = dict.fromkeys(("memcheck", "racecheck", "initcheck", "synccheck", "values"), "clean")
+    clean = dict.fromkeys(checkers.spec_names(), "clean")
     known = next(c for c in CORPUS if not c.expect.caught)
     others = [c for c in CORPUS if c.expect.caught][:3]
     results = [result(others[0], True, clean), result(others[1], True, clean), result(known, False, clean),
                result(others[2], False, dict(clean, racecheck="findings"))]
-    assert cases.tally(results) == ("2 caught, 1 known miss, 3 of 4 twins clean under all 5 tools; "
+    assert cases.tally(results) == (f"2 caught, 1 known miss, 3 of 4 twins clean under all {len(clean)} tools; "
                                     f"MISSED: {others[2].name}")
     text = render_sanitize.cases_matrix(results)
     assert "known miss" in text and "NO (racecheck: findings)" in text
@@ -81,8 +82,7 @@ def test_a_case_a_newer_sanitizer_checks_is_counted_apart_under_an_older_one_and
     assert {c.name for c in newer} >= {"missing_proxy_fence", "mbarrier_double_init"}
     assert all(c.expect.since == "2026.4" and c.expect.tool != "values" for c in newer)
     case = next(c for c in newer if c.name == "missing_proxy_fence")
-    clean = tuple(ToolResult(t, "clean", [], 0.5, version="2025.3.1") for t in
-                  ("memcheck", "racecheck", "initcheck", "synccheck", "values"))
+    clean = tuple(ToolResult(t, "clean", [], 0.5, version="2025.3.1") for t in checkers.spec_names())
 
     def under(version, caught=False):
         bug = ToolResult(case.expect.tool, "findings" if caught else "clean", [finding(case)] if caught else [], 1.0,
@@ -178,12 +178,13 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     code = cli.main(["cases", *names, "--jobs", "4", "--json"])
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == names and code == 1  # nothing found: the bugs count as missed
-    assert all(set(r["twin_status"].values()) == {"clean"} and len(r["twin_status"]) == 5 for r in rows)
+    assert all(set(r["twin_status"].values()) == {"clean"} and len(r["twin_status"]) == len(checkers.spec_names())
+               for r in rows)
     twins = tuple(f"{n}:twin" for n in names)
     values = ("off_by_one:twin", "missing_sync_raw:twin", "global_race:bug", "global_race:twin",
               "uninit_shared_read:bug", "uninit_shared_read:twin")
     assert sorted((tool, jobs) for tool, jobs, _ in log) == sorted(
-        [(t, twins) for t in ("memcheck", "racecheck", "initcheck", "synccheck")] +
+        [(t, twins) for t in checkers.spec_names() if t != "values"] +
         [("memcheck", ("off_by_one:bug",)), ("racecheck", ("missing_sync_raw:bug",)), ("values", values)])
     assert log[-1][:1] == ("values",) and log[-1][2] == ()  # last, and alone
 
@@ -192,7 +193,7 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
 def test_the_plan_splits_each_tools_twins_to_fill_the_gpus_slots(width, parts):
     corpus = cases.load_all(catalog.group("case"))
     shared, alone = cases.plan(corpus, width)
-    sanitizers = ("memcheck", "racecheck", "initcheck", "synccheck")
+    sanitizers = [n for n in checkers.spec_names() if not checkers.get(n).needs.alone]
     twins = [t for t in shared if t.what == "twins"]
     assert shared[:len(twins)] == twins  # the longest first
     for tool in sanitizers:  # every twin exactly once under every sanitizer, in `parts` children

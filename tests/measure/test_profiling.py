@@ -179,10 +179,9 @@ def test_occupancy_advice():
 
 def test_perf_cases_are_well_formed():
     found = {c.name: c for c in perfcases.load_all()}
-    assert len(found) >= 15 and {c.expect.cause for c in found.values()} >= {
-        "uncoalesced", "bank-conflicts", "divergence", "atomics", "small-grid", "tail-wave", "occupancy-registers",
-        "occupancy-shared", "local-memory", "fp64", "scalar-loads", "barrier", "int64-division", "no-reuse",
-        "launch-overhead"}
+    from kprof.diagnosis import rules
+
+    assert len(found) >= 15 and {c.expect.cause for c in found.values()} >= set(rules.RULE_IDS)  # every rule a case
     assert {c.name for c in perfcases.with_metric()} == {"transpose_bank_conflicts", "copy_uncoalesced",
                                                         "register_spill", "too_few_blocks", "divergent_branch"}
     assert found["fp64_memory"].expect.unless == "fast-fp64" and found["tail_wave"].expect.line == "launch"

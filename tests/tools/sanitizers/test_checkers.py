@@ -16,33 +16,49 @@ from kprof.tools.sanitizers.checker import Checker, Needs, Program, Settings, Su
 from kprof.tools.sanitizers.toolrun import ToolResult
 
 
-def test_the_registry_holds_the_four_sanitizers_and_the_values_and_nan_detectors_in_order():
-    assert checkers.names() == ("memcheck", "racecheck", "initcheck", "synccheck", "values", "nan")
-    assert checkers.spec_names() == ("memcheck", "racecheck", "initcheck", "synccheck", "values")  # nan: programs
-    assert checkers.sanitizers() == ("memcheck", "racecheck", "initcheck", "synccheck")
-    assert checkers.for_tests() == checkers.sanitizers() and checkers.alone() == ("values",)
-    assert [c.name for c in checkers.REGISTRY if c.needs.stops] == ["memcheck"]
+def _with(**needs: bool) -> list[str]:
+    """The registry's names, in its order, of the checkers whose needs are these."""
+    return [c.name for c in checkers.REGISTRY if all(getattr(c.needs, k) == v for k, v in needs.items())]
+
+
+def test_every_list_of_checkers_is_the_registry_filtered_by_what_each_needs():
+    """The lists every command iterates come from the registry and each checker's needs, in its order: a new
+    checker is one class and one line, and no list here names it."""
+    assert checkers.names() == tuple(c.name for c in checkers.REGISTRY) and len(set(checkers.names())) == len(checkers.REGISTRY)
+    assert list(checkers.spec_names()) == _with(for_specs=True)
+    assert list(checkers.sanitizers()) == _with(sanitizer=True)
+    assert list(checkers.for_tests()) == [c.name for c in checkers.REGISTRY if not c.needs.not_for_tests]
+    assert list(checkers.alone()) == _with(alone=True)
     assert all(isinstance(c, Checker) for c in checkers.REGISTRY)
 
 
+def test_the_shipped_checkers_need_what_their_runs_need():
+    """What each shipped checker is: the four compute-sanitizer tools, memcheck's first finding stopping the child,
+    the values detector alone on the GPU and only when named for a program, the nan watcher for programs only."""
+    need = {c.name: c.needs for c in checkers.REGISTRY}
+    assert {"memcheck", "racecheck", "initcheck", "synccheck"} <= set(_with(sanitizer=True))
+    assert need["memcheck"].stops and need["values"].alone and not need["values"].in_all_programs
+    assert not need["nan"].for_specs and need["nan"].not_for_tests and need["values"].not_for_tests
+
+
 @pytest.mark.parametrize("tools, kw, want", [
-    ("all", {}, ["memcheck", "racecheck", "initcheck", "synccheck", "values"]),
-    ("all", {"program": True}, ["memcheck", "racecheck", "initcheck", "synccheck"]),  # values only when named
-    (["values"], {"program": True}, ["values"]),
-    (["nan"], {"program": True}, ["nan"]),
-    ("all", {"tests": True}, ["memcheck", "racecheck", "initcheck", "synccheck"]),
-    (["racecheck", "memcheck"], {"tests": True}, ["racecheck", "memcheck"]),
+    ("all", {}, lambda: _with(for_specs=True)),
+    ("all", {"program": True}, lambda: _with(in_all_programs=True)),  # values only when named
+    (["values"], {"program": True}, lambda: ["values"]),
+    (["nan"], {"program": True}, lambda: ["nan"]),
+    ("all", {"tests": True}, lambda: list(checkers.for_tests())),
+    (["racecheck", "memcheck"], {"tests": True}, lambda: ["racecheck", "memcheck"]),
 ])  # fmt: skip
 def test_choose_resolves_all_per_target(tools, kw, want):
-    assert checkers.choose(tools, **kw) == want
+    assert checkers.choose(tools, **kw) == want()
 
 
 @pytest.mark.parametrize("tools, kw, says", [
-    (["valuez"], {}, "unknown tool 'valuez': use one of memcheck, racecheck, initcheck, synccheck, values, nan or all"),
+    (["valuez"], {}, f"unknown tool 'valuez': use one of {', '.join(checkers.names())} or all"),
     (["nan"], {}, "--tool nan checks programs only (kprof sanitize --tool nan -- python train.py)"),
     (["nan"], {"tests": True}, "the nan checker watches a whole program once"),
     (["values"], {"tests": True}, "runs kprof's own launches of a spec, or a whole program again and again"),
-    ([], {"tests": True}, "name at least one tool: memcheck, racecheck, initcheck, synccheck or all"),
+    ([], {"tests": True}, f"name at least one tool: {', '.join(checkers.for_tests())} or all"),
 ])  # fmt: skip
 def test_choose_refuses_in_one_line(tools, kw, says):
     with pytest.raises(UsageError, match="^[^\n]*$") as info:
@@ -51,7 +67,8 @@ def test_choose_refuses_in_one_line(tools, kw, says):
 
 
 def test_order_puts_the_named_first_and_keeps_every_other():
-    assert checkers.order(("values", "memcheck")) == ("values", "memcheck", "racecheck", "initcheck", "synccheck")
+    rest = tuple(n for n in checkers.spec_names() if n not in ("values", "memcheck"))
+    assert checkers.order(("values", "memcheck")) == ("values", "memcheck", *rest)
     with pytest.raises(UsageError):
         checkers.order(("nope",))
 
