@@ -16,29 +16,36 @@ DATA_FOLDERS = {"kernels", "sanitizer_cases", "perf_cases", "bench_cases"}  # in
 
 NOT_STAGES = {"hooks", "baselines", "builtin", "templates"} | DATA_FOLDERS  # loaded into programs, or data
 
+
 def _sources() -> list[Path]:
     """kprof's own modules (not the data folders' Python: a bench case's operations, a kernel's reference)."""
     return [p for p in sorted(PKG.rglob("*.py")) if p.relative_to(PKG).parts[0] not in DATA_FOLDERS]
+
 
 def _dotted(path: Path) -> str:
     """kprof/child/runner.py -> child.runner; a stage folder's __init__.py is the folder (spec)."""
     parts = path.relative_to(PKG).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
+
 # Every module is a node, in whichever stage folder it lives (kprof/spec/, kprof/tools/, kprof/child/, ...)
 MODULES: dict[str, Path] = {_dotted(p): p for p in _sources()
                             if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in NOT_STAGES}
+
 
 @functools.cache
 def _parsed(path: Path) -> ast.Module:
     """A module's tree, parsed once for the whole file's tests (none of them changes a tree)."""
     return ast.parse(path.read_text())
 
+
 def _trees(path: Path) -> list[ast.Module]:
     return [_parsed(path)]
 
+
 COMMAND_LAYER = {"commands.cli", "commands.commands", "commands.pipeline", "commands.api", "commands.corpora", "commands.offline", "commands.scaffold",
                  "commands.profiles", "commands.streams"}  # api: the same front door, from Python
+
 
 def _nodes(tree: ast.AST):
     """Every node, leaving out ``if TYPE_CHECKING:`` blocks (imports for annotations only)."""
@@ -47,6 +54,7 @@ def _nodes(tree: ast.AST):
             continue
         yield node
         yield from _nodes(node)
+
 
 def _imports(path: Path, typed: bool = False) -> set[str]:
     """The kprof modules a file imports, at module level or inside functions: ``from kprof.child import
@@ -64,6 +72,7 @@ def _imports(path: Path, typed: bool = False) -> set[str]:
         elif isinstance(node, ast.Import):
             out.update(a.name[len("kprof."):] for a in node.names if a.name.startswith("kprof."))
     return out & set(MODULES)
+
 
 GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
 

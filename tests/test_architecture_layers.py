@@ -42,7 +42,9 @@ def test_no_import_cycle():
             visit(v)
     assert not cycles, f"import cycles in kprof/: {cycles}"
 
+
 MAX_ROOM = 10  # modules a room of a stage's folder holds (issue 70: tools/ held 24, and 4,443 lines)
+
 
 def test_the_tools_stage_is_rooms_of_at_most_ten_modules():
     """kprof/tools/: the sanitizers and their checkers, the user's program, the suites, Nsight Compute and the
@@ -54,6 +56,7 @@ def test_the_tools_stage_is_rooms_of_at_most_ten_modules():
     assert set(rooms) == {"sanitizers", "programs", "suites", "nsight", "machine"}, sorted(rooms)
     big = {room: len(mods) for room, mods in rooms.items() if len(mods) > MAX_ROOM}
     assert not big, f"rooms of kprof/tools/ over {MAX_ROOM} modules: {big}"
+
 
 def test_the_tools_rooms_import_one_way():
     """The rooms stand on floors: programs and nsight at the bottom, sanitizers on them, suites and the machine on
@@ -68,11 +71,13 @@ def test_the_tools_rooms_import_one_way():
     both = sorted((a, b) for a, b in ties if (b, a) in ties and a < b)
     assert not both, f"rooms of kprof/tools/ that import each other: {both}"
 
+
 @pytest.mark.parametrize("upstream", ["spec.catalog", "build.build"])
 def test_only_the_command_layer_looks_up_or_builds_kernels(upstream):
     allowed = COMMAND_LAYER | {upstream, "tools.machine.doctor"}  # doctor reports on nvcc itself
     callers = sorted(name for name, deps in GRAPH.items() if upstream in deps and name not in allowed)
     assert not callers, f"{upstream} is imported below the command layer by: {callers}"
+
 
 @pytest.mark.parametrize("tool, owner", [("compute-sanitizer", "compute_sanitizer"), ("ncu", "ncu"), ("nvcc", "toolchain")])
 def test_one_owner_module_per_external_tool(tool, owner):
@@ -83,6 +88,7 @@ def test_one_owner_module_per_external_tool(tool, owner):
                      if f'find_tool("{tool}")' in f.read_text() and f != files[0])
     assert not finders, f"{tool} is found and run outside kprof/{files[0].relative_to(PKG)}: {finders}"
 
+
 def test_only_the_device_layer_imports_cuda_bindings():
     """The driver through kprof/child/device.py only; NVRTC (a compiler, no context) through kprof/build/nvrtc.py only."""
     users = sorted(name for name, path in MODULES.items() if "cuda.bindings" in path.read_text()
@@ -92,10 +98,12 @@ def test_only_the_device_layer_imports_cuda_bindings():
                      if line.strip().startswith(("from ", "import ")) and "cuda.bindings" in line}
     assert nvrtc_imports == {"from cuda.bindings import nvrtc", "from cuda.bindings import __version__ as bindings_version"}
 
+
 @pytest.mark.parametrize("child", ["child.runner", "child.workspace", "child.timing"])
 def test_the_child_reads_a_typed_job(child):
     text = MODULES[child].read_text()
     assert "job.get(" not in text and 'job["' not in text and "spec_mod.load" not in text
+
 
 def test_no_module_imports_the_package_front_door():
     """``kprof/__init__.py`` is the public front door; a module below it that imports from it
@@ -106,6 +114,7 @@ def test_no_module_imports_the_package_front_door():
               and any(a.name in ("__version__", "sanitize", "profile", "load", "range") for a in node.names)]
     assert not upward, upward
 
+
 def test_no_two_stage_folders_import_each_other():
     """Between the stage folders (kprof/child/, kprof/tools/, kprof/results/, kprof/spec/) and the modules
     beside them, imports go one way: no folder imports a module that imports back into it."""
@@ -115,6 +124,7 @@ def test_no_two_stage_folders_import_each_other():
     ties = {(group(a), group(b)) for a, deps in GRAPH.items() for b in deps if group(a) != group(b)}
     both = sorted((a, b) for a, b in ties if (b, a) in ties and a < b)
     assert not both, both
+
 
 def test_the_tree_shows_the_pipeline():
     """Every module of kprof/ is in its stage's folder but the front doors and the shared leaves; each
@@ -129,6 +139,7 @@ def test_the_tree_shows_the_pipeline():
                     if a.split(".")[0] in STAGES and b.split(".")[0] in STAGES
                     and STAGES.index(b.split(".")[0]) > STAGES.index(a.split(".")[0]))
     assert not upward, f"imports that climb back up the pipeline: {upward}"
+
 
 def test_the_spec_stage_is_a_folder_of_schema_and_loader():
     """kprof/spec/: the schema (dataclasses, resolve) and the loader (YAML, validation), one way: the

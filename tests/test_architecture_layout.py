@@ -59,10 +59,12 @@ STAGE_EXTRAS = {
     "results/test_results_index.py",  # docs/results/README.md, the one index of measured numbers
 }
 
+
 def _module_names() -> dict[str, str]:
     """Every module kprof has a test file for, by its dotted name (spec.loader; errors): stage folders'
     fronts (__init__.py) and the folders loaded into programs left out."""
     return {name: name for name, path in MODULES.items() if path.name != "__init__.py"}
+
 
 def test_the_tests_are_laid_out_like_the_package():
     """tests/<stage>/test_<module>.py: each folder of tests/ is a stage of kprof's, each file in it is named for a
@@ -84,6 +86,7 @@ def test_the_tests_are_laid_out_like_the_package():
             assert "pytest.mark.gpu" in path.read_text(), f"{rel}: a GPU test file whose tests are not marked gpu"
     assert not stray, f"test files not named for a module of their stage: {stray}"
 
+
 def test_a_module_comes_with_its_test_file():
     missing = []
     for name in _module_names():
@@ -95,13 +98,16 @@ def test_a_module_comes_with_its_test_file():
     gone = [f"{m}: {t}" for m, t in COVERED_ELSEWHERE.items() if m not in _module_names() or not (TESTS / t).is_file()]
     assert not gone, f"COVERED_ELSEWHERE names a module or test file that is not there: {gone}"
 
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+
 
 def _defines(path: Path, name: str) -> bool:
     """Whether the module at ``path`` defines ``name`` (a function, a class, or a method of one) at any depth."""
     tree = _parsed(path)
     return any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.name == name
                for n in ast.walk(tree))
+
 
 def test_the_architecture_page_names_only_modules_and_functions_that_are_where_it_says():
     """docs/architecture.md's walk-through had run_all in compute_sanitizer and cmd_sanitize doing the lookup after
@@ -119,6 +125,7 @@ def test_the_architecture_page_names_only_modules_and_functions_that_are_where_i
         if module in by_stem and not any(_defines(p, name) for p in by_stem[module]):
             wrong.append(f"{module}.{name}()")
     assert not wrong, f"docs/architecture.md names functions that are not where it says: {wrong}"
+
 
 def test_the_architecture_page_says_what_the_code_does():
     """Four of docs/architecture.md's statements had stopped being true (issue 78): each is held here against the

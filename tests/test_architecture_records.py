@@ -12,6 +12,7 @@ from house import MODULES, PKG, _nodes, _parsed, _sources, _trees
 
 TYPED_NAMES = re.compile(r"^(prepared|profiles?|report|timed)$")  # issue 70: what a stage hands on is typed
 
+
 def test_no_any_for_a_prepared_spec_a_profile_or_a_report():
     """A parameter named for a prepared spec, a profile or a report, and an API function's result, is its type (or a
     protocol of it: kprof.launch.prepared.Prepared), never ``Any``."""
@@ -26,6 +27,7 @@ def test_no_any_for_a_prepared_spec_a_profile_or_a_report():
                 loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name} -> {ast.unparse(fn.returns)}")
     assert not loose, f"Any where a prepared spec, a profile or a report is handed on: {loose}"
 
+
 STATE_FIELDS = ("status", "mode", "verdict", "state", "kind")
 
 # states whose words come from elsewhere, so no closed list is theirs: why each stays a str
@@ -37,6 +39,7 @@ OPEN_STATES = {
     ("results/history.py", "HistoryRow.status"): "a point's status as any kprof version stored it",
     ("spec/schema.py", "Fill.kind"): "a fill rule's name, checked against FILLS where the spec is read",
 }
+
 
 def test_no_status_or_kind_is_a_bare_str():
     """A record's status, mode, verdict or kind is a Literal (or an enum) of what it can be (issue 70); those whose
@@ -51,13 +54,16 @@ def test_no_status_or_kind_is_a_bare_str():
                         bare.append(f"{key[0]} {key[1]}: {ast.unparse(field.annotation)}")
     assert not bare, f"states as a bare str: {bare}"
 
+
 MAX_FIELDS = 25
+
 
 def _records() -> list[tuple[str, ast.ClassDef]]:
     """kprof's records: every class under a ``@dataclass`` decorator, with its module's path."""
     return [(str(path.relative_to(PKG)), cls) for path in MODULES.values()
             for cls in ast.walk(_parsed(path)) if isinstance(cls, ast.ClassDef)
             and any("dataclass" in ast.unparse(d) for d in cls.decorator_list)]
+
 
 def test_no_record_has_more_than_25_fields():
     """Issue 70: KernelProfile had 54 flat fields, PointResult 33; a wide record is split into typed parts that say
@@ -70,12 +76,14 @@ def test_no_record_has_more_than_25_fields():
             wide.append(f"{where} {cls.name}: {len(names)} fields")
     assert not wide, f"records over {MAX_FIELDS} fields: {wide}"
 
+
 def _mirrors(expr: ast.expr) -> bool:
     """``self.part.field`` (or that or None, by a condition): a property that repeats a field of one of its fields."""
     if isinstance(expr, ast.IfExp):
         return _mirrors(expr.body) or _mirrors(expr.orelse)
     return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Attribute)
             and isinstance(expr.value.value, ast.Name) and expr.value.value.id == "self")
+
 
 def test_no_record_mirrors_a_field_of_its_parts():
     """Issue 70: PointResult had 12 properties that returned its first baseline's fields under the point's name;
@@ -90,6 +98,7 @@ def test_no_record_mirrors_a_field_of_its_parts():
                 mirrors.append(f"{where} {cls.name}.{fn.name}: {ast.unparse(body[0].value)}")
     assert not mirrors, f"properties that repeat a part's field: {mirrors}"
 
+
 def test_every_error_class_is_in_errors_py():
     """One place for every error class kprof has (kprof/errors.py): its KprofErrors, each with its exit code,
     and the pure expression checkers' ValueErrors, which the spec loader turns into SpecErrors."""
@@ -103,6 +112,7 @@ def test_every_error_class_is_in_errors_py():
                          for b in node.bases)]
     assert not elsewhere, elsewhere
 
+
 def test_the_childs_result_is_read_in_one_typed_place():
     """kprof/launch/childresult.py reads the child's result file (its version checked) into typed fields; no other
     module of the parent opens the file or looks up the record's keys."""
@@ -114,6 +124,7 @@ def test_the_childs_result_is_read_in_one_typed_place():
     assert not found, found
     text = (PKG / "launch" / "launch.py").read_text()
     assert "-> tuple[proc.Completed, ChildResult]" in text and "-> tuple[proc.Completed, list[ChildResult]]" in text
+
 
 def test_every_command_takes_its_own_typed_options():
     """kprof/commands/options.py has one frozen options class per command; every cmd_* takes its class, every
@@ -139,6 +150,7 @@ def test_every_command_takes_its_own_typed_options():
         assert names <= set(given) | {"program"}, (command, names - set(given))
     assert "argparse.Namespace" not in (PKG / "commands" / "commands.py").read_text()
 
+
 def test_a_baseline_is_one_typed_value_parsed_once():
     """kprof/spec/baseline.py's Baseline (a library, a spec, a Python callable) is what the bench plan carries;
     no module but pyref.py spells the stored Python reference's prefix, and the only module that decodes a
@@ -163,6 +175,7 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     assert {f.name: f.type for f in fields(points.PointResult)}["baselines"] == "tuple[BaselineResult, ...]"
     assert not [f.name for f in fields(points.PointResult) if "baseline" in f.name and f.name != "baselines"]
 
+
 def test_the_verdict_takes_its_rule_as_one_value():
     """verify.compare: the output's name, what the kernel wrote, the reference, one Criterion (rtol,
     atol, metric, dtype, the scale's text), and three keywords; host data is kprof/hostdata.py's."""
@@ -176,6 +189,7 @@ def test_the_verdict_takes_its_rule_as_one_value():
     assert "def make_input" not in verdict and "def poison(" not in verdict
     assert "def make_input" in (PKG / "child" / "hostdata.py").read_text()
 
+
 def test_any_stays_rare():
     """``Any`` at most 20 per 1,000 lines of kprof/ (issue 53): a value read from outside (YAML, JSON, XML) is
     ``object`` and narrowed before use; ``Any`` is left for what has no types here (torch, CuPy, CUPTI and the
@@ -186,6 +200,7 @@ def test_any_stays_rare():
         lines += len(text)
         count += sum(len(re.findall(r"\bAny\b", line)) for line in text if not line.lstrip().startswith("from typing"))
     assert count * 1000 <= 20 * lines, f"{count} Any in {lines} lines: {count * 1000 / lines:.1f} per 1,000 (at most 20)"
+
 
 # Where a record is read by its keys: each module that decodes one (kprof's own JSON read back, or what comes
 # from outside: a spec's YAML, a tool's CSV header), with what it decodes. Everywhere else a record is typed.
@@ -226,6 +241,7 @@ NOT_RECORDS = {
     ("hooks/rank_wrap.py", "env"): "a rank's environment",
 }
 
+
 def test_a_record_is_read_by_its_keys_only_in_its_decoder():
     """No ``.get("key")`` on a record kprof wrote outside the one module that decodes it into a type (issue 53):
     a new module that looks a record up by its keys is either that record's decoder (listed in DECODERS with
@@ -244,3 +260,65 @@ def test_a_record_is_read_by_its_keys_only_in_its_decoder():
     assert not found, found
     gone = [m for m in DECODERS if not (PKG / m).is_file()] + [m for m, _ in NOT_RECORDS if not (PKG / m).is_file()]
     assert not gone, f"DECODERS or NOT_RECORDS names a module that is not there: {gone}"
+
+
+MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "clear", "add", "remove", "discard"}
+
+
+def _frozen_containers() -> dict[str, set[str]]:
+    """Each frozen record's name -> its fields that hold a list, dict or set."""
+    out: dict[str, set[str]] = {}
+    for _, cls in _records():
+        if not any("frozen=True" in ast.unparse(d) for d in cls.decorator_list):
+            continue
+        out[cls.name] = {st.target.id for st in cls.body if isinstance(st, ast.AnnAssign)
+                         and isinstance(st.target, ast.Name)
+                         and ast.unparse(st.annotation).startswith(("list", "dict", "set"))}
+    return out
+
+
+def test_no_frozen_record_is_changed_after_it_is_made():
+    """Issue 78: a Diagnosis had notes appended and its first cause replaced, SpecProfiles and BuildReport were
+    filled after creation, a KernelProfile's notes grew: a frozen record is made whole (dataclasses.replace for a
+    changed copy). A name bound in a function to a frozen record (made there, by ``replace``, returned by a
+    function annotated with its class, or a parameter or variable annotated with it) never has a list, dict or set
+    field changed in place."""
+    frozen = _frozen_containers()
+    returns = {fn.name: kind for path in MODULES.values() for fn in ast.walk(_parsed(path))
+               if isinstance(fn, ast.FunctionDef) and fn.returns is not None
+               and (kind := ast.unparse(fn.returns).strip("'\"")) in frozen}
+
+    def kind_of(expr: ast.expr, bound: dict[str, str]) -> str | None:
+        if isinstance(expr, ast.Name):
+            return bound.get(expr.id)
+        if not isinstance(expr, ast.Call):
+            return None
+        called = ast.unparse(expr.func).split(".")[-1]
+        if called == "replace" and expr.args:
+            return kind_of(expr.args[0], bound)
+        return called if called in frozen else returns.get(called)
+
+    changed = []
+    for path in MODULES.values():
+        for fn in (n for n in ast.walk(_parsed(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            bound: dict[str, str] = {}
+            for arg in fn.args.args + fn.args.kwonlyargs:
+                if arg.annotation is not None and (kind := ast.unparse(arg.annotation).split("[")[0]) in frozen:
+                    bound[arg.arg] = kind
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Assign) and (kind := kind_of(node.value, bound)):
+                    bound.update({t.id: kind for t in node.targets if isinstance(t, ast.Name)})
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    if (kind := ast.unparse(node.annotation).split("[")[0]) in frozen:
+                        bound[node.target.id] = kind
+            for node in ast.walk(fn):
+                target = None
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+                    target = node.func.value
+                elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        target = t.value if isinstance(t, ast.Subscript) else target
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.attr in frozen.get(bound.get(target.value.id, ""), set())):
+                    changed.append(f"{path.relative_to(PKG)}:{node.lineno} {ast.unparse(node)[:80]}")
+    assert not changed, f"frozen records changed after they were made: {changed}"

@@ -16,6 +16,7 @@ CHECKER_NAMES = set(checkers.names())  # from the registry: a new checker is hel
 # kprof mutants' preference of which checks run first
 CHECKER_HOMES = {"tools.sanitizers.checkers", "tools.sanitizers.checker", "tools.sanitizers.compute_sanitizer", "tools.sanitizers.values", "corpus.mutants"}
 
+
 def test_the_checkers_are_listed_in_one_registry():
     """No module but the checkers' own spells out a list of checkers (a tuple or list of two or more of their
     names) or tests a tool against the values detector's name (``tool == "values"``): what a checker needs is
@@ -34,12 +35,14 @@ def test_the_checkers_are_listed_in_one_registry():
                 found.append(f"{name}:{node.lineno} compares with 'values'")
     assert not found, found
 
+
 API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline", "corpora": "kprof.commands.corpora",
                "profiles": "kprof.commands.profiles"}
 
 # The API's functions over what the CLI has already prepared (a spec resolved with its --param and --size, built
 # once for several uses) and its checks before a GPU run; the public functions are built on them.
 PREPARED_TIER = {"require_gpu", "cases_beyond"}
+
 
 def test_every_command_is_parsing_and_printing_over_an_api_function():
     """Each ``cmd_NAME`` of kprof/commands/commands.py calls (itself or through a helper it hands ``opts``) a

@@ -9,6 +9,7 @@ from house import MODULES, PKG, _parsed, _trees
 
 MAX_LINES = 80
 
+
 def test_no_long_function():
     long = []
     for path in MODULES.values():
@@ -19,7 +20,9 @@ def test_no_long_function():
                     long.append(f"kprof/{path.relative_to(PKG)}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, "functions over 80 lines: " + ", ".join(long)
 
+
 MAX_COMMAND_LINES = 40  # a cmd_NAME parses, calls its API function and prints (issue 70)
+
 
 def test_every_command_function_is_short():
     long = [f"{n.name} ({n.end_lineno - n.lineno + 1} lines)" for path in MODULES.values()
@@ -27,10 +30,12 @@ def test_every_command_function_is_short():
             and n.name.startswith("cmd_") and n.end_lineno - n.lineno + 1 >= MAX_COMMAND_LINES]
     assert not long, f"commands of {MAX_COMMAND_LINES} lines or more (the work goes in an API function): {long}"
 
+
 MAX_POSITIONAL = 6
 
 # calls of functions that are not kprof's: the driver's, cuBLAS's and ctypes' C signatures take their arguments in order
 FOREIGN_CALLS = {"drv.cuLaunchKernel", "drv.cuTensorMapEncodeTiled", "self.lib.cublasSgemm_v2", "_LAUNCH"}
+
 
 def test_no_call_passes_more_than_six_arguments_by_position():
     """Past the sixth, an argument goes by its name (issue 70: a Finding took 13 in a row); a record of more than
@@ -43,11 +48,13 @@ def test_no_call_passes_more_than_six_arguments_by_position():
                 long.append(f"{path.relative_to(PKG)}:{n.lineno} {ast.unparse(n.func)} ({len(n.args)})")
     assert not long, f"calls with more than {MAX_POSITIONAL} positional arguments: {long}"
 
+
 MAX_MODULE_LINES = 600
 
 # the modules still over MAX_MODULE_LINES, each at most the lines it had when the limit came (issue 70): a split
 # takes one off; none may grow, and none may join
 STILL_LONG: dict[str, int] = {}
+
 
 def test_no_module_grows_past_600_lines():
     over = {f"{path.relative_to(PKG)}": len(path.read_text().splitlines()) for path in MODULES.values()}
@@ -55,6 +62,7 @@ def test_no_module_grows_past_600_lines():
     grown = {k: (v, STILL_LONG.get(k, MAX_MODULE_LINES)) for k, v in over.items() if v > STILL_LONG.get(k, MAX_MODULE_LINES)}
     assert not grown, f"modules over {MAX_MODULE_LINES} lines (lines, allowed): {grown}"
     assert set(STILL_LONG) <= set(over), f"split now, take them off STILL_LONG: {sorted(set(STILL_LONG) - set(over))}"
+
 
 def test_the_renderer_is_no_hub():
     """results/render.py holds the text layout every renderer shares (widths, tables, progress); a record's text

@@ -10,10 +10,11 @@ lets NaN through is how a broken kernel reports a record speed; an element still
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kprof.errors import UsageError
+from kprof.launch.childresult import OutputCheck
 from kprof.parallel import scan_threads
 
 # Per-dtype defaults (rtol, atol), as torch.testing.assert_close has them. They suit outputs of
@@ -24,7 +25,7 @@ DEFAULT_TOLERANCE = {
 }  # fmt: skip
 SMALL_SHARE = 0.01
 WORST_SHOWN = 5
-# The rtols at which a check also reports the smallest atol that passes (Check.frontier): what
+# The rtols at which a check also reports the smallest atol that passes (OutputCheck.frontier): what
 # `kprof run --json` gives a spec author choosing the tightest tolerance (docs/spec.md).
 FRONTIER_RTOLS = (0.0, 1e-7, 2e-7, 5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2)
 
@@ -33,35 +34,6 @@ def tolerance_for(dtype_name: str, rtol: float | None, atol: float | None) -> tu
     """The (rtol, atol) a check of a ``dtype_name`` output uses: the spec's, else the default."""
     d_rtol, d_atol = DEFAULT_TOLERANCE.get(dtype_name, DEFAULT_TOLERANCE["float32"])
     return (d_rtol if rtol is None else rtol), (d_atol if atol is None else atol)
-
-
-@dataclass(frozen=True)
-class Check:
-    """The verdict for one output buffer."""
-
-    name: str
-    ok: bool
-    rel_err: float | None  # normwise relative error max|out - ref| / max|ref|; None when it cannot be computed
-    max_abs_err: float | None
-    nonfinite: int  # NaN or Inf elements in the output
-    poisoned: int  # elements still holding the poison (never written), integer outputs
-    _: KW_ONLY  # the rest by name
-    first_bad: list[int] | None  # index of the worst element, or of the first non-finite one
-    got: float | None
-    expected: float | None
-    rtol: float
-    message: str
-    atol: float = 0.0
-    metric: str = "elementwise"  # or normwise, or exact (integer outputs)
-    failing: int = 0  # elements outside the tolerance (elementwise), or that differ (exact)
-    worst: list[dict[str, object]] = field(default_factory=list)  # the worst elements: index, got, expected
-    needed_atol: float | None = None  # the smallest atol at which this output passes, at this rtol
-    needed_rtol: float | None = None  # the smallest rtol at which it passes, at this atol (None: none does)
-    note: str = ""
-    frontier: list[list[float]] = field(default_factory=list)  # [rtol, the smallest atol that passes at it]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -77,7 +49,7 @@ class Criterion:
 
 
 def compare(name: str, got: object, expected: object, rule: Criterion = Criterion(), *, poison_value: object = None,
-            scale: object = None, frontier: bool = False) -> Check:
+            scale: object = None, frontier: bool = False) -> OutputCheck:
     """Compare one output with its float64 reference. Integers must match exactly. Floats:
     elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose), or ``atol + rtol *
     |scale|`` where the spec gives a scale (``scale_text``, e.g. ``abs(A) @ abs(B)``: the size of
@@ -103,17 +75,16 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
                  frontier=frontier and not exact, scale=sized)
     poisoned = scan.poisoned
     if scan.ref_nonfinite:
-        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=scan.nonfinite, poisoned=poisoned,
-                     first_bad=None, got=None, expected=None, failing=scan.nonfinite, name=name, rtol=rtol_v,
-                     atol=used_atol, metric=used_metric,
-                     message="the reference itself has NaN or Inf: check the spec's fill and reference")
+        return OutputCheck(ok=False, nonfinite=scan.nonfinite, poisoned=poisoned, failing=scan.nonfinite, name=name,
+                           rtol=rtol_v, atol=used_atol, metric=used_metric,
+                           message="the reference itself has NaN or Inf: check the spec's fill and reference")
     if scan.nonfinite:
         idx = _unravel(scan.first_nonfinite, raw.shape)
-        return Check(ok=False, rel_err=None, max_abs_err=None, nonfinite=scan.nonfinite, poisoned=poisoned,
-                     first_bad=idx, got=float(raw[tuple(idx)]), expected=float(ref[tuple(idx)]),
-                     failing=scan.nonfinite, name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
-                     message=f"{scan.nonfinite:,} of {raw.size:,} elements are NaN or Inf (unwritten or produced), "
-                             f"first at {name}{_index_text(idx)}")
+        return OutputCheck(ok=False, nonfinite=scan.nonfinite, poisoned=poisoned, first_bad=tuple(idx),
+                           got=float(raw[tuple(idx)]), expected=float(ref[tuple(idx)]), failing=scan.nonfinite,
+                           name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
+                           message=f"{scan.nonfinite:,} of {raw.size:,} elements are NaN or Inf (unwritten or "
+                                   f"produced), first at {name}{_index_text(idx)}")
     max_abs, scale = scan.max_abs, scan.scale
     rel = max_abs / scale if scale > 0 else max_abs
     needed: tuple[float | None, float | None]
@@ -147,15 +118,15 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
             note = (f"{small:.0%} of {name}'s reference values are below the default atol {atol_v:g}, so they "
                     f"are barely checked: give the spec a tolerance.atol (this run passes at {needed[0]:.1e})")
     first = worst[0]["index"] if worst else None
-    return Check(ok=ok and poisoned == 0, rel_err=rel, max_abs_err=max_abs, nonfinite=0, poisoned=poisoned,
-                 first_bad=first, got=worst[0]["got"] if worst else None,
-                 expected=worst[0]["expected"] if worst else None, failing=failing, worst=worst,
-                 needed_atol=needed[0], needed_rtol=needed[1], note=note, message=message,
-                 frontier=scan.frontier_rows() if frontier and not exact else [], name=name, rtol=rtol_v,
-                 atol=used_atol, metric=used_metric)
+    return OutputCheck(ok=ok and poisoned == 0, rel_err=rel, max_abs_err=max_abs, nonfinite=0, poisoned=poisoned,
+                       first_bad=tuple(first) if first is not None else None,
+                       got=worst[0]["got"] if worst else None, expected=worst[0]["expected"] if worst else None,
+                       failing=failing, worst=tuple(worst), needed_atol=needed[0], needed_rtol=needed[1], note=note,
+                       message=message, name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
+                       frontier=tuple(tuple(r) for r in scan.frontier_rows()) if frontier and not exact else ())
 
 
-def compare_unordered(name: str, got: object, expected: object, rule: Criterion = Criterion()) -> Check:
+def compare_unordered(name: str, got: object, expected: object, rule: Criterion = Criterion()) -> OutputCheck:
     """An output whose order the kernel does not define (``order: any``: a stream compaction's), as a multiset: its
     first M elements, M the reference's count (the rest of the buffer is not the kernel's to define), sorted,
     against the reference sorted, by the spec's tolerance. A reference with more elements than the buffer fails."""
@@ -165,19 +136,20 @@ def compare_unordered(name: str, got: object, expected: object, rule: Criterion 
     ref = np.asarray(expected, dtype=np.float64 if raw.dtype.kind == "f" else None).ravel()
     if ref.size > raw.size:
         rtol, _atol = tolerance_for(rule.dtype or raw.dtype.name, rule.rtol, rule.atol)
-        return Check(name, False, None, None, 0, 0, first_bad=None, got=None, expected=None, rtol=rtol,
-                     message=f"{name}: the reference has {ref.size:,} elements, the buffer {raw.size:,} (order: any)")
+        return OutputCheck(name=name, ok=False, rtol=rtol,
+                           message=f"{name}: the reference has {ref.size:,} elements, the buffer {raw.size:,} "
+                                   "(order: any)")
     check = compare(name, np.sort(raw[:ref.size]), np.sort(ref), rule)
     where = f"{name} as a multiset of its first {ref.size:,} of {raw.size:,} elements (order: any)"
     return replace(check, note=(check.note + "; " if check.note else "") + where)
 
 
-def out_of_bounds(name: str, damage: str) -> Check:
+def out_of_bounds(name: str, damage: str) -> OutputCheck:
     """The failed check of a buffer whose guard zones were written (:meth:`Workspace.guard_damage`):
     an out-of-bounds write, found by the verdict alone."""
-    return Check(name, False, None, None, 0, 0, first_bad=None, got=None, expected=None, rtol=0.0,
-                 message=f"{name}: written outside its bounds: {damage}; kprof sanitize --tool memcheck names the thread "
-                 "and the line", metric="bounds")
+    return OutputCheck(name=name, ok=False, metric="bounds",
+                       message=f"{name}: written outside its bounds: {damage}; kprof sanitize --tool memcheck names "
+                               "the thread and the line")
 
 
 def scale_for(name: str, scale: object, raw: Any) -> Any:

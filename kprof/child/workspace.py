@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -420,13 +421,13 @@ class Workspace:
                                     scale_text=exprs.get(buf.arg.name))
             out, ref = hostdata.decode(buf.arg.dtype, got[buf.arg.name]), expected[buf.arg.name]
             if buf.arg.unordered:
-                check = verify.compare_unordered(buf.arg.name, out, ref, rule).to_dict()
+                check = verify.compare_unordered(buf.arg.name, out, ref, rule)
             else:
                 check = verify.compare(buf.arg.name, out, ref, rule, poison_value=sentinel, frontier=frontier,
-                                       scale=scales.get(buf.arg.name)).to_dict()
+                                       scale=scales.get(buf.arg.name))
             if digest:
-                check["digest"] = hostdata.digest(got[buf.arg.name])
-            checks.append(check)
+                check = replace(check, digest=hostdata.digest(got[buf.arg.name]))
+            checks.append(check.to_dict())
         return checks + [verify.out_of_bounds(name, damage).to_dict() for name, damage in self.guard_damage().items()]
 
     # -- launches ----------------------------------------------------------------------------

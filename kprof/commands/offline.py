@@ -8,15 +8,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kprof.commands.apitypes import checked
-from kprof.errors import BuildError, UnsupportedArchError, UsageError
+from kprof.errors import BuildError, KprofError, UnsupportedArchError, UsageError
 
 if TYPE_CHECKING:
+    from kprof.build.build import BuildResult
     from kprof.results import history
+    from kprof.spec import KernelSpec
     from kprof.spec.catalog import Listing
     from kprof.tools.machine.doctor import Check, Readiness
 
@@ -62,9 +64,9 @@ class BuildReport:
     """What ``kprof build`` did: each spec built (or found in the cache), each skipped with its reason (an
     architecture the kernel cannot run on), each that failed with its error (its log in ``error.log``)."""
     arch: str
-    built: list[tuple[Any, Any]] = field(default_factory=list)  # (KernelSpec, Built)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    failed: list[tuple[str, BuildError]] = field(default_factory=list)
+    built: tuple[tuple[KernelSpec, BuildResult], ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()
+    failed: tuple[tuple[str, BuildError], ...] = ()
 
     def to_json(self) -> list[dict[str, object]]:
         return ([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
@@ -99,11 +101,11 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
     target = arch or toolchain.detect_arch()
     lock = threading.Lock()
 
-    def one(spec: Any) -> tuple[str, Any]:
+    def one(spec: KernelSpec) -> tuple[str, BuildResult | KprofError]:
         t0 = time.monotonic()
         try:
             built = build.build(spec, target, force=force)
-            out: tuple[str, Any] = ("cached" if built.cached else "built", built)
+            out: tuple[str, BuildResult | KprofError] = ("cached" if built.cached else "built", built)
         except UnsupportedArchError as exc:
             if not all:
                 raise
@@ -117,15 +119,11 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
                 progress(spec.name, out[0], time.monotonic() - t0, len(specs))
         return out
 
-    report = BuildReport(target)
-    for spec, (how, what) in zip(specs, parallel.map_jobs(one, specs, parallel.build_jobs(len(specs)))):
-        if how == "skipped":
-            report.skipped.append((spec.name, str(what)))
-        elif how == "FAILED":
-            report.failed.append((spec.name, what))
-        else:
-            report.built.append((spec, what))
-    return report
+    done = list(zip(specs, parallel.map_jobs(one, specs, parallel.build_jobs(len(specs)))))
+    return BuildReport(target, built=tuple((spec, what) for spec, (how, what) in done if isinstance(what, build.BuildResult)),
+                       skipped=tuple((spec.name, str(what)) for spec, (how, what) in done if how == "skipped"),
+                       failed=tuple((spec.name, what) for spec, (how, what) in done
+                                    if how == "FAILED" and isinstance(what, BuildError)))
 
 
 @dataclass(frozen=True)

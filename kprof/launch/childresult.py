@@ -39,10 +39,11 @@ class ChildError:
     type: str = ""  # the exception's class name, for the message only
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OutputCheck:
-    """The verdict on one output, as the child wrote it (:class:`kprof.child.verify.Check`, and its digest
-    where the job asked for one): read once here, typed; ``kprof run --json`` writes it back as it came."""
+    """The verdict on one output: made in the child (:func:`kprof.child.verify.compare`, and its digest where the
+    job asked for one), written by :meth:`to_dict`, read back once here, typed; ``kprof run --json`` writes it
+    as it came."""
 
     name: str
     ok: bool
@@ -64,6 +65,13 @@ class OutputCheck:
     note: str = ""
     frontier: tuple[tuple[float, ...], ...] = ()  # (rtol, the smallest atol that passes at it)
     digest: str | None = None  # the output's bytes, hashed (kprof mutants)
+
+    def to_dict(self) -> dict[str, object]:
+        """As the child writes it: the digest only where the job asked for one."""
+        out = asdict(self)
+        if self.digest is None:
+            del out["digest"]
+        return out
 
 
 def _check(raw: object) -> OutputCheck | None:

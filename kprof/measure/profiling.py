@@ -250,9 +250,9 @@ def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, a
         one = len(rows) == 1
         prof = analyse(row, label, sizes, arch=arch, spec_flops=spec_flops if one else None,
                        spec_bytes=spec_bytes if one else None, math=math)
-        for m in extra_metrics:
-            prof.notes.append(f"extra {m} = {row[m].value} {row[m].unit}".rstrip() if m in row else
-                              f"extra {m}: ncu reported no value for it (see `ncu --query-metrics`)")
+        extra = [f"extra {m} = {row[m].value} {row[m].unit}".rstrip() if m in row else
+                 f"extra {m}: ncu reported no value for it (see `ncu --query-metrics`)" for m in extra_metrics]
+        prof = replace(prof, notes=[*prof.notes, *extra]) if extra else prof
         out.append(replace(prof, lines=page) if page is not None else prof)
     return out
 

@@ -28,7 +28,7 @@ def list_table(rows: list[Listing], width: int | None = None) -> str:
                  width=width)
 
 
-def build_table(results: list[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:
+def build_table(results: Sequence[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:
     """One row per kernel built: a spec's own, or each of its steps' as ``NAME:KERNEL`` (the kernel as the spec writes
     it); ``params``, the defines given by --param, are shown beside each name."""
     rows: list[tuple[Any, ...]] = []

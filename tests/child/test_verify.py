@@ -89,7 +89,7 @@ def test_compare_pass_and_fail():
     bad = ref.copy()
     bad[42] += 0.5
     check = verify.compare("C", bad.astype(np.float32), ref, verify.Criterion(rtol=1e-6))
-    assert not check.ok and check.first_bad == [42] and check.failing == 1
+    assert not check.ok and check.first_bad == (42,) and check.failing == 1
     assert "worst C[42]" in check.message and check.rel_err == pytest.approx(0.5, rel=1e-6)
     assert check.worst[0] == {"index": [42], "got": pytest.approx(bad[42], rel=1e-6), "expected": ref[42]}
     assert check.needed_atol == pytest.approx(0.5, rel=1e-5)
@@ -114,7 +114,7 @@ def test_the_normwise_metric_is_an_explicit_option():
     normwise = verify.compare("y", wrong, big, verify.Criterion(rtol=1e-3, metric="normwise"))
     assert normwise.ok and normwise.metric == "normwise" and "(normwise)" in normwise.message
     elementwise = verify.compare("y", wrong, big, verify.Criterion(rtol=1e-3, atol=0.0))
-    assert not elementwise.ok and elementwise.failing == 1 and elementwise.first_bad == [7]
+    assert not elementwise.ok and elementwise.failing == 1 and elementwise.first_bad == (7,)
 
 
 def test_nan_anywhere_fails_even_within_tolerance():
@@ -122,7 +122,7 @@ def test_nan_anywhere_fails_even_within_tolerance():
     got = ref.astype(np.float32)
     got[2, 1] = np.nan
     check = verify.compare("y", got, ref, verify.Criterion(rtol=0.99))
-    assert not check.ok and check.nonfinite == 1 and check.first_bad == [2, 1]
+    assert not check.ok and check.nonfinite == 1 and check.first_bad == (2, 1)
     assert "NaN or Inf" in check.message
     inf = ref.astype(np.float32)
     inf[0, 0] = np.inf
@@ -178,7 +178,7 @@ def test_integer_outputs_must_match_exactly():
     assert verify.compare("hist", got, expected, verify.Criterion(rtol=1e-5)).ok
     got[3] += 1
     check = verify.compare("hist", got, expected, verify.Criterion(rtol=1e-5))
-    assert not check.ok and "1 of 10 integer elements differ" in check.message and check.first_bad == [3]
+    assert not check.ok and "1 of 10 integer elements differ" in check.message and check.first_bad == (3,)
 
 
 def _softmax(x):
@@ -249,7 +249,7 @@ def test_the_frontier_is_computed_only_when_asked_and_agrees_with_the_needed_ato
     ref = np.random.default_rng(3).normal(0, 1, 1000)
     got = (ref * (1 + 1e-6)).astype(np.float32)
     plain = verify.compare("y", got, ref, verify.Criterion(rtol=1e-6, atol=0.0))
-    assert plain.frontier == []
+    assert plain.frontier == ()
     full = verify.compare("y", got, ref, verify.Criterion(rtol=1e-6, atol=0.0), frontier=True)
     at = dict((r, a) for r, a in full.frontier)
     assert at[1e-6] == pytest.approx(full.needed_atol, abs=1e-15) and at[0.0] >= at[1e-5] == 0.0
@@ -375,7 +375,7 @@ def test_a_scale_bound_is_the_same_in_chunks_and_refuses_a_shape_that_does_not_f
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "4")
     assert repr(verify.compare("C", got, ref, rule, scale=scale, frontier=True)) == whole
     check = verify.compare("C", got, ref, rule, scale=scale)
-    assert check.failing == 1 and check.first_bad == [7, 7] and check.rel_err == pytest.approx(
+    assert check.failing == 1 and check.first_bad == (7, 7) and check.rel_err == pytest.approx(
         np.abs(got - ref).max() / np.abs(ref).max()), "rel_err stays of |ref|"
     from kprof.errors import UsageError
 

@@ -88,7 +88,7 @@ def test_kprof_mutants_dry_run_lists_and_builds_every_mutant(capsys):
 def _fake_result(job, ok: bool, rel_err: float = 1e-7) -> ChildResult:
     from kprof.launch.childresult import OutputCheck
 
-    checks = [OutputCheck("C", ok, "fine" if ok else "12 of 16,637 elements exceed 1e-05 x |ref|", rel_err=rel_err,
+    checks = [OutputCheck(name="C", ok=ok, message="fine" if ok else "12 of 16,637 elements exceed 1e-05 x |ref|", rel_err=rel_err,
                           max_abs_err=rel_err, digest=f"as if {rel_err}")]
     return ChildResult(status="ok" if ok else "failed", kernel=job.target.name, sizes=job.target.sizes,
                        checks=tuple(checks), nvtx=True)

@@ -61,13 +61,13 @@ def test_a_result_of_another_version_is_one_clear_error(version):
 def test_fields_of_the_wrong_type_are_left_out_not_trusted():
     got = childresult.from_data({"version": 1, "status": 3, "registers": "16", "sizes": [1], "checks": [1, {"ok": True}],
                                  "samples": ["x", 1e-3], "stop": None, "nvtx": 1, "job_seconds": True})
-    assert got.status == "" and got.registers is None and got.sizes == {} and got.checks == (childresult.OutputCheck("", True, ""),)
+    assert got.status == "" and got.registers is None and got.sizes == {} and got.checks == (childresult.OutputCheck(name="", ok=True, message=""),)
     assert got.timing is not None and got.timing.samples == (1e-3,) and got.timing.stop == ""
     assert got.nvtx and got.job_seconds is None
 
 
 def test_a_check_is_read_typed_and_written_back_as_it_came():
-    """The verdict on one output as the child writes it (kprof.child.verify.Check.to_dict, and a digest):
+    """The verdict on one output as the child writes it (kprof.launch.childresult.OutputCheck.to_dict, and a digest):
     every field typed in the parent, and kprof run --json's record of it the same as the child's."""
     from dataclasses import asdict
 

@@ -162,7 +162,7 @@ def test_a_python_operation_is_a_spec_without_a_kernel(tmp_path):
     assert "python (nothing to build)" in render_build.build_table([(spec, built)])
     from kprof.launch.childresult import ChildResult, DeviceInfo, OutputCheck
 
-    result = ChildResult(status="ok", kernel="k", sizes={"N": 64}, checks=(OutputCheck("c", True, "ok"),),
+    result = ChildResult(status="ok", kernel="k", sizes={"N": 64}, checks=(OutputCheck(name="c", ok=True, message="ok"),),
                          device=DeviceInfo(name="GPU"), nvtx=True, operation=Operation("torch", "ops.py:add", None))
     text = render_build.run_report(result, spec.resolve(), built)
     assert "a Python operation: ops.py:add, your code, run in kprof's runner on its buffers as torch tensors" in text
