@@ -308,9 +308,9 @@ def test_no_frozen_record_is_changed_after_it_is_made():
             for node in ast.walk(fn):
                 if isinstance(node, ast.Assign) and (kind := kind_of(node.value, bound)):
                     bound.update({t.id: kind for t in node.targets if isinstance(t, ast.Name)})
-                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                    if (kind := ast.unparse(node.annotation).split("[")[0]) in frozen:
-                        bound[node.target.id] = kind
+                elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                      and (kind := ast.unparse(node.annotation).split("[")[0]) in frozen):
+                    bound[node.target.id] = kind
             for node in ast.walk(fn):
                 target = None
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
