@@ -31,7 +31,7 @@ COVERED_ELSEWHERE = {
     "tools.programs.exitcode": "tools/programs/test_program.py", "tools.programs.launchcount": "tools/programs/test_program.py",
     "tools.nsight.ncu": "measure/test_profiling.py", "tools.suites.pytest_child": "tools/suites/test_suite.py",
     "tools.sanitizers.toolrun": "tools/programs/test_program.py", "tools.sanitizers.values": "launch/test_batch.py",
-    "diagnosis.facts": "diagnosis/test_gather.py", "diagnosis.rulekit": "diagnosis/test_rules.py",
+    "diagnosis.facts": "diagnosis/test_gather.py", "diagnosis.program": "diagnosis/test_program_ranking.py", "diagnosis.rulekit": "diagnosis/test_rules.py",
     "diagnosis.rules_memory": "diagnosis/test_rules.py",
     "corpus.mutation": "corpus/test_mutants.py",
     "results.benchrun": "measure/test_bench.py", "results.plot": "measure/test_bench.py",
@@ -57,6 +57,7 @@ STAGE_EXTRAS = {
     "tools/programs/test_program.py", "tools/programs/test_gpu_programs.py",  # a user's program: allocators, exit code, launch site
     "tools/programs/test_recorded_programs.py",  # the tools' reports on users' programs, recorded on a GPU
     "results/test_results_index.py",  # docs/results/README.md, the one index of measured numbers
+    "diagnosis/test_program_ranking.py",  # diagnosis/program.py's, named apart from tools/programs/test_program.py
 }
 
 

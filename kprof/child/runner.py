@@ -15,9 +15,12 @@ from __future__ import annotations
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof.child.workspace import Result
+
+if TYPE_CHECKING:
+    from kprof.child.workspace import Workspace
 from kprof.launch.job import Job, RunMode, TimingMode, ValuesMode
 
 
@@ -115,7 +118,7 @@ def execute(job: Job, result: Result) -> int:
     return code
 
 
-def in_range(ws: Any, name: str) -> Any:
+def in_range(ws: Workspace, name: str) -> Any:
     """A callable that launches every step of the target inside the NVTX range ``kprof@name``."""
     from kprof.child.workspace import nvtx_module
 
@@ -133,7 +136,7 @@ def in_range(ws: Any, name: str) -> Any:
     return nvtx is not None, launch
 
 
-def upload_ready(ws: Any, **how: Any) -> None:
+def upload_ready(ws: Workspace, **how: Any) -> None:
     """The inputs uploaded (outputs poisoned) and a Python operation prepared, outside the NVTX range,
     so that a profiler sees the launches of one call, not a compile's or an autotuner's. A ``prepare``
     runs the operation on these buffers: they are uploaded again after it, so its results can hide
@@ -143,7 +146,7 @@ def upload_ready(ws: Any, **how: Any) -> None:
         ws.upload(**how)
 
 
-def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
+def run_mode(ws: Workspace, mode: RunMode, result: Result) -> int:
     has_nvtx, launch = in_range(ws, ws.target.name)
     result.data["nvtx"] = has_nvtx
     upload_ready(ws, poison=mode.poison)
@@ -169,7 +172,7 @@ def run_mode(ws: Any, mode: RunMode, result: Result) -> int:
     return 0 if ok else 1
 
 
-def values_mode(ws: Any, mode: ValuesMode, result: Result) -> int:
+def values_mode(ws: Workspace, mode: ValuesMode, result: Result) -> int:
     from kprof.child import valuescheck as values
 
     has_nvtx, launch = in_range(ws, ws.target.name)
@@ -195,7 +198,7 @@ def values_mode(ws: Any, mode: ValuesMode, result: Result) -> int:
     return 0
 
 
-def _scrubber(ws: Any, cubin: str | None) -> Any:
+def _scrubber(ws: Workspace, cubin: str | None) -> Any:
     """A launcher that fills every SM's shared memory with a pattern, or None without its cubin.
 
     Shared memory is not cleared between kernels, so a kernel that reads shared memory it never

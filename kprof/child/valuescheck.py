@@ -7,6 +7,7 @@ reference: ``unwritten-output``, ``uninitialized-read``, ``race``, ``wrong-resul
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from kprof.demangle import demangle, short
@@ -31,8 +32,8 @@ def smem_pattern(alternate: bool) -> int:
     return int(struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0])
 
 
-def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected: dict[str, object],
-            scales: dict[str, object] | None = None, shaken: list[dict[str, object]] | None = None) -> list[Finding]:
+def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected: Mapping[str, object],
+            scales: Mapping[str, object] | None = None, shaken: list[dict[str, object]] | None = None) -> list[Finding]:
     """The findings of the runs (pattern B where the flag is set), and of ``shaken``: runs of the
     warp-delay build under pattern A, each held against the first A run (``race`` where one differs:
     the order of the warps changed the result)."""

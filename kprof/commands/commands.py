@@ -13,7 +13,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kprof.commands.options import (
     BenchOptions,
@@ -45,12 +45,14 @@ from kprof.errors import (
 from kprof.results import render, render_bench, render_build, render_profile, render_sanitize
 
 if TYPE_CHECKING:
+    from kprof.commands.pipeline import BenchPoint
     from kprof.diagnosis.model import Diagnosis
     from kprof.diagnosis.program import Ranked
     from kprof.findings import Allocation
     from kprof.measure.kernelprofile import KernelProfile
     from kprof.results.reports import BenchReport
     from kprof.tools.programs.launchsites import Sites
+    from kprof.tools.sanitizers.toolrun import ToolResult
 
 
 def _emit_json(data: object) -> None:
@@ -162,7 +164,7 @@ def _progress_line(text: str) -> None:
     print(f"  {text}", file=sys.stderr, flush=True)
 
 
-def _progress(tool: str, result: Any = None) -> None:
+def _progress(tool: str, result: ToolResult | None = None) -> None:
     if result is None:
         print(f"  running {tool} ...", file=sys.stderr, flush=True)
     else:
@@ -173,7 +175,7 @@ def _progress(tool: str, result: Any = None) -> None:
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # a runner's result file: its allocations and checks, kilobytes in practice
 
 
-def _from_xml(opts: SanitizeOptions) -> list[Any]:
+def _from_xml(opts: SanitizeOptions) -> list[ToolResult]:
     from kprof import inputs
     from kprof.tools.sanitizers import compute_sanitizer as sanitize
 
@@ -427,7 +429,7 @@ def cmd_occupancy(opts: OccupancyOptions) -> int:
 def cmd_bench(opts: BenchOptions) -> int:
     from kprof.commands import api
 
-    def say(i: int, n: int, point: Any) -> None:
+    def say(i: int, n: int, point: BenchPoint) -> None:
         label = " ".join(f"{k}={v}" for k, v in {**point.sizes, **point.params}.items())
         print(f"[{i}/{n}] {point.spec.name} {label}".rstrip(), file=sys.stderr, flush=True)
 

@@ -17,7 +17,9 @@ from kprof.results.reports import BenchCasesReport
 if TYPE_CHECKING:
     from kprof.corpus.cases import CaseResult
     from kprof.corpus.mutation import MutantsReport
-    from kprof.corpus.perfcases import PerfResult
+    from kprof.corpus.perfcases import PerfCase, PerfResult
+    from kprof.diagnosis.model import Diagnosis
+    from kprof.tools.nsight.ncu import RuleResult
 
 
 @checked
@@ -57,8 +59,8 @@ def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
 
 
 @checked
-def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = None, timeout: float = 300.0,
-                   report_dir: Path | None = None, progress: Callable[[Any], None] | None = None,
+def run_perf_cases(corpus: Sequence[PerfCase] | None = None, *, arch: str | None = None, timeout: float = 300.0,
+                   report_dir: Path | None = None, progress: Callable[[PerfResult], None] | None = None,
                    interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
     (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
@@ -82,7 +84,7 @@ def run_perf_cases(corpus: Sequence[Any] | None = None, *, arch: str | None = No
             raise KeyboardInterrupt
         return report
 
-    def diagnosed(case: Any, seconds: float | None, own: tuple[float, ...]) -> tuple[Any, list[Any], str]:
+    def diagnosed(case: PerfCase, seconds: float | None, own: tuple[float, ...]) -> tuple[Diagnosis, list[RuleResult], str]:
         prepared = pipeline.prepare(case.spec, None, arch=arch)
         with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
             where = report_dir or Path(tmp)

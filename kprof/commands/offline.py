@@ -16,7 +16,8 @@ from kprof.commands.apitypes import checked
 from kprof.errors import BuildError, KprofError, UnsupportedArchError, UsageError
 
 if TYPE_CHECKING:
-    from kprof.build.build import BuildResult
+    from kprof.build.build import BuildResult, ResourceUsage
+    from kprof.build.occupancy import Occupancy
     from kprof.results import history
     from kprof.spec import KernelSpec
     from kprof.spec.catalog import Listing
@@ -132,12 +133,12 @@ class OccupancyReport:
     block size asked (with advice), and the sweep over every block size."""
     kernel: str
     arch: str
-    usage: Any  # kprof.build.build.ResourceUsage
+    usage: ResourceUsage
     dynamic_smem: int
-    launch: list[Any]  # kprof.build.occupancy.Occupancy, one a block size asked
+    launch: list[Occupancy]  # one a block size asked
     _: KW_ONLY  # the rest by name
     advice: list[str]
-    sweep: list[Any]
+    sweep: list[Occupancy]
 
     def to_json(self) -> dict[str, object]:
         return {"kernel": self.kernel, "arch": self.arch, "registers": self.usage.registers,

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kprof import inputs
 from kprof.child import integrity
 from kprof.errors import SpecError
 from kprof.spec.loader import YAML_VALUE_ERRORS, value_problem
+
+if TYPE_CHECKING:
+    from kprof.measure.points import PointResult
 
 MAX_BYTES = 64 * 1024
 
@@ -80,7 +83,7 @@ def load(folder: Path) -> Corpus:
     return Corpus(folder / data["spec"], tuple(cheats))
 
 
-def judge(corpus: Corpus, point: Any) -> tuple[tuple[str, ...], list[CheatResult]]:
+def judge(corpus: Corpus, point: PointResult) -> tuple[tuple[str, ...], list[CheatResult]]:
     """(the honest operation's flags, each cheat's result) from the bench point that timed them all
     (``kprof.measure.points.PointResult``: the cheats are its baselines, by name)."""
     by_name = {b.baseline_name: b for b in point.baselines}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kprof import parallel
 from kprof.corpus import mutants
@@ -23,8 +23,11 @@ from kprof.spec import KernelSpec
 from kprof.tools.sanitizers import checkers
 from kprof.tools.sanitizers.checker import Settings
 
+if TYPE_CHECKING:
+    from kprof.spec import Fill
+
 # A size kprof mutants runs at: (preset, sizes, the check's fills)
-_Size = tuple[str, dict[str, int], tuple[tuple[str, Any], ...]]
+_Size = tuple[str, dict[str, int], tuple[tuple[str, "Fill"], ...]]
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class MutantsReport:
 
     spec: str
     source: str
-    results: list[Any]  # kprof.corpus.mutants.MutantResult
+    results: list[mutants.MutantResult]
     dry_run: bool
     sizes: list[str]  # the sizes each mutant ran at (the sanitize size and every checked size)
     tools: tuple[str, ...] = ()  # the tools a mutant the verdict passed went under (those clean on the original)
@@ -117,7 +120,7 @@ def _one(m: mutants.Mutant, spec: KernelSpec, preparer: Preparer, original_cubin
 class _Original:
     """What kprof mutants learns from the spec's own kernel, once, for every mutant."""
 
-    fingerprints: list[Any]  # its results at every size (kprof.corpus.mutants.fingerprint)
+    fingerprints: list[tuple[object, ...]]  # its results at every size (kprof.corpus.mutants.fingerprint)
     tools: tuple[str, ...]  # the tools clean on it at the sanitize size: only these may kill a mutant
     scrub: str | None  # the values detector's scrubber
     per_mutant: float  # a mutant's time limit: four times this run, at least 20 s

@@ -17,10 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import KW_ONLY, asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kprof import spec as spec_mod
 from kprof.errors import KprofError, SpecError
+
+if TYPE_CHECKING:
+    from kprof.diagnosis.model import Diagnosis
+    from kprof.tools.nsight.ncu import RuleResult
 
 WITHIN = 1.5  # an estimate within this factor of the measured gain (either way) is right
 _PERF = re.compile(r"//\s*PERF\b")
@@ -151,7 +155,7 @@ def control_here(case: PerfCase, fp64_ratio: float | None) -> bool:
     return case.expect.unless == "fast-fp64" and fp64_ratio is not None and fp64_ratio >= FAST_FP64
 
 
-def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bool, launch_line: int,
+def judge(case: PerfCase, diagnosis: Diagnosis, measured: float | None, *, control: bool, launch_line: int,
           entry_line: int) -> PerfResult:
     """Pure: the diagnosis of ``case`` against what the corpus expects of it."""
     from pathlib import Path
@@ -183,7 +187,8 @@ def judge(case: PerfCase, diagnosis: Any, measured: float | None, *, control: bo
 
 
 def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
-             diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Any, list[Any], str]]) -> PerfResult:
+             diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Diagnosis, list[RuleResult], str]]
+             ) -> PerfResult:
     """One case: ``bench([case, twin])`` (one ``kprof bench`` run: the measured gain), ``diagnosed(case,
     seconds, kernel_seconds)`` (its diagnosis from the bench's time and each launch's own GPU time in its
     timed call; Nsight Compute's rules; the architecture), then :func:`judge`. The command layer gives
@@ -226,7 +231,7 @@ def tally(results: list[PerfResult]) -> dict[str, object]:
 
 
 def run_all(cases: list[PerfCase], *, bench: Callable[[list[str]], Any],
-            diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Any, list[Any], str]],
+            diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Diagnosis, list[RuleResult], str]],
             progress: Callable[[PerfResult], None] | None = None,
             interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
     """Every case in turn (:func:`run_case`), ``progress(result)`` after each; a Ctrl-C (or SIGTERM) ends the

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kprof.diagnosis import ptxscan
 from kprof.diagnosis.facts import Facts, SourceFiles
@@ -17,12 +17,15 @@ from kprof.launch.childresult import ChildResult, device_of
 from kprof.launch.prepared import Prepared
 from kprof.measure import ceilings
 from kprof.measure.kernelprofile import KernelProfile
+
+if TYPE_CHECKING:
+    from kprof.spec import KernelSpec
 from kprof.tools.nsight import sourcepage
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
-def launch_line(spec: Any) -> int:
+def launch_line(spec: KernelSpec) -> int:
     try:
         text = spec.path.read_text(errors="replace")[:MAX_SOURCE_BYTES]
     except (OSError, AttributeError):

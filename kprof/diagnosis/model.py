@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from kprof.diagnosis.lines import Hot
 
 MIN_GAIN = 1.1  # an estimated gain below this is no advice: "nothing to gain here" is said, not a cause
 
@@ -81,7 +84,7 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     tries: list[Try] = field(default_factory=list)  # the tries of the first cause, in the order timed
     inputs: dict[str, object] = field(default_factory=dict)  # what the rules read beyond the build: replayable
-    hot: list[Any] = field(default_factory=list)  # the hottest source lines measured (kprof.diagnosis.lines.Hot)
+    hot: list[Hot] = field(default_factory=list)  # the hottest source lines measured
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

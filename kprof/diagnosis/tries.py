@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kprof.diagnosis.model import Cause, Gain, Try
 from kprof.spec import sizeexpr
 
 if TYPE_CHECKING:
     from kprof.measure.points import PointResult, PointStatus
+    from kprof.spec import KernelSpec
 
 
 class SweepReport(Protocol):
@@ -48,7 +49,7 @@ def parse(words: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def launch_defines(spec: Any) -> dict[str, int]:
+def launch_defines(spec: KernelSpec) -> dict[str, int]:
     """The spec's numeric defines that its launch expressions (grid, block) name."""
     exprs: list[str] = []
     for st in spec.steps or ():
@@ -64,7 +65,7 @@ def launch_defines(spec: Any) -> dict[str, int]:
     return out
 
 
-def auto_values(cause: Cause, spec: Any, slots: int | None) -> dict[str, list[int]]:
+def auto_values(cause: Cause, spec: KernelSpec, slots: int | None) -> dict[str, list[int]]:
     """Variants worth timing for ``cause`` (a define of the launch, and values of it), else empty."""
     defines = launch_defines(spec)
     if not defines or cause.rule not in ("tail-wave", "small-grid"):
@@ -82,7 +83,7 @@ def auto_values(cause: Cause, spec: Any, slots: int | None) -> dict[str, list[in
 BLOCK_RULES = ("tail-wave", "small-grid", "occupancy-registers", "occupancy-shared")
 
 
-def _block_variants(spec: Any, cause: Cause) -> list[tuple[dict[str, str], Any]]:
+def _block_variants(spec: KernelSpec, cause: Cause) -> list[tuple[dict[str, str], KernelSpec]]:
     """Other block sizes where the launch writes its block as a number (one dimension) and its grid divides by it."""
     from dataclasses import replace
 
@@ -97,14 +98,14 @@ def _block_variants(spec: Any, cause: Cause) -> list[tuple[dict[str, str], Any]]
     wanted = [block // 4, block // 2, block * 2] if cause.rule != "small-grid" else [block // 4, block // 2, block // 8]
     out = []
     for b in sorted({v for v in wanted if 32 <= v <= 1024 and v % 32 == 0 and v != block}):
-        grid = tuple(token.sub(str(b), str(g)) for g in launch.grid)
-        blocks = tuple(str(b) if str(x).strip() == str(block) else x for x in launch.block)
+        gx, gy, gz = (token.sub(str(b), str(g)) for g in launch.grid)
+        bx, by, bz = (str(b) if str(x).strip() == str(block) else x for x in launch.block)
         out.append(({"block": str(b)}, replace(spec, name=f"{spec.name}__block{b}",
-                                               launch=replace(launch, grid=grid, block=blocks))))
+                                               launch=replace(launch, grid=(gx, gy, gz), block=(bx, by, bz)))))
     return out
 
 
-def variants(cause: Cause, spec: Any, *, registers: int | None = None) -> list[tuple[dict[str, str], Any]]:
+def variants(cause: Cause, spec: KernelSpec, *, registers: int | None = None) -> list[tuple[dict[str, str], KernelSpec]]:
     """What a user could change for ``cause`` without editing the source, each a spec of its own to time beside the
     original: the block size (where the launch writes it as the number its grid divides by), ``-maxrregcount``
     (occupancy limited by registers), the launch's dynamic shared memory (occupancy limited by shared memory).
@@ -113,7 +114,7 @@ def variants(cause: Cause, spec: Any, *, registers: int | None = None) -> list[t
 
     if spec.steps or spec.launch is None or spec.python:
         return []
-    out: list[tuple[dict[str, str], Any]] = []
+    out: list[tuple[dict[str, str], KernelSpec]] = []
     if cause.rule == "occupancy-registers" and registers:
         for cap in sorted({r for r in (128, 96, 64, 48, 32) if r < registers}, reverse=True)[:3]:
             flags = tuple(f for f in spec.nvcc_flags if "maxrregcount" not in f) + (f"-maxrregcount={cap}",)
