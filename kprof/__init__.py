@@ -49,16 +49,17 @@ The API (each function loaded on first use; ``help(kprof.run)`` for one in full)
 Importing kprof loads no CUDA, nvtx or NumPy module: those are imported where a command needs
 them, so ``import kprof`` and ``kprof --help`` work on any machine.
 
-The public surface is this module: the API functions above and the types they return, each listed once
-in :data:`__all__` and loaded on first use. ``kprof.run()`` is what ``kprof run`` prints, ``kprof.run_bench()``
-``kprof bench``, ``kprof.run_peak()`` this GPU's ceilings, ``kprof.sanitize()`` (a spec or a program) and
-``kprof.sanitize_tests()`` (a pytest suite) ``kprof sanitize``, ``kprof.run_cases()`` the seeded-bug corpus,
-``kprof.run_bench_cases()`` the cheat corpus, ``kprof.run_perf_cases()`` the performance corpus,
-``kprof.run_mutants()`` a spec's mutation score, ``kprof.profile()`` and ``kprof.diagnose()`` (why a kernel
-is slow) ``kprof profile``, ``kprof.load()`` a kernel as an operation on PyTorch or CuPy arrays, and
-``kprof.range()`` an NVTX range; the commands that run no kernel have theirs (``kprof.list_kernels()``,
-``kprof.new_kernel()``, ``kprof.doctor()``, ``kprof.build_kernels()``, ...). Module paths are the layout, not
-the API: until 1.0 any name may change, and CHANGELOG.md says how.
+The public surface is this module: the API functions above and the types they return, each listed
+once in :data:`__all__` and loaded on first use. ``kprof.run()`` is what ``kprof run`` prints,
+``kprof.run_bench()`` ``kprof bench``, ``kprof.run_peak()`` this GPU's ceilings,
+``kprof.sanitize()`` (a spec or a program) and ``kprof.sanitize_tests()`` (a pytest suite) ``kprof
+sanitize``, ``kprof.run_cases()`` the seeded-bug corpus, ``kprof.run_bench_cases()`` the cheat
+corpus, ``kprof.run_perf_cases()`` the performance corpus, ``kprof.run_mutants()`` a spec's mutation
+score, ``kprof.profile()`` and ``kprof.diagnose()`` (why a kernel is slow) ``kprof profile``,
+``kprof.load()`` a kernel as an operation on PyTorch or CuPy arrays, and ``kprof.range()`` an NVTX
+range; the commands that run no kernel have theirs (``kprof.list_kernels()``,
+``kprof.new_kernel()``, ``kprof.doctor()``, ``kprof.build_kernels()``, ...). Module paths are the
+layout, not the API: until 1.0 any name may change, and CHANGELOG.md says how.
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ __all__ = ["__version__", *sorted(_PUBLIC)]
 
 
 def __dir__() -> list[str]:
-    """The API beside the module's own names, so ``help(kprof)`` and ``dir(kprof)`` list the functions
-    (loaded on first use: help imports them; ``import kprof`` does not)."""
+    """The API beside the module's own names, so ``help(kprof)`` and ``dir(kprof)`` list the
+    functions (loaded on first use: help imports them; ``import kprof`` does not)."""
     return sorted(set(globals()) | set(__all__))
 
 

@@ -1,8 +1,9 @@
-"""C++ symbol names as people write them: ``_Z10add_kernelPfS_i`` -> ``add_kernel(float*, float*, int)``,
-and cut to a report line's width (:func:`short`; a PyTorch kernel's whole name can fill a screen).
+"""C++ symbol names as people write them: ``_Z10add_kernelPfS_i`` -> ``add_kernel(float*, float*,
+int)``, and cut to a report line's width (:func:`short`; a PyTorch kernel's whole name can fill a
+screen).
 
-Uses the C++ runtime's own demangler (``__cxa_demangle`` from libstdc++, through ctypes), loaded once;
-where it is missing, names stay as they are.
+Uses the C++ runtime's own demangler (``__cxa_demangle`` from libstdc++, through ctypes), loaded
+once; where it is missing, names stay as they are.
 """
 
 from __future__ import annotations
@@ -57,10 +58,11 @@ SHORT = 80  # characters a kernel's name may take in a report line; --json keeps
 def short(name: str, limit: int = SHORT) -> str:
     """A demangled kernel name cut to what a report line can show: no ``void``, no parameter list,
     template arguments below the first level as ``<…>``, and the first level too while it is longer
-    than ``limit``. ``void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,
-    std::array<char*, 1ul> >(int, ...)`` -> ``at::native::vectorized_elementwise_kernel<4,
-    at::native::FillFunctor<…>, std::array<…> >`` at 100 characters, and
-    ``at::native::vectorized_elementwise_kernel<…>`` at 80. A ``#3`` launch suffix stays. Pure."""
+    than ``limit``. ``void at::native::vectorized_elementwise_kernel<4,
+    at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, ...)`` ->
+    ``at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<…>, std::array<…> >`` at
+    100 characters, and ``at::native::vectorized_elementwise_kernel<…>`` at 80. A ``#3`` launch
+    suffix stays. Pure."""
     base, hash_, suffix = name.rpartition("#") if "#" in name and name.rpartition("#")[2].isdigit() else (name, "", "")
     text = base.removeprefix("void ").strip()
     text = _without_parameters(text)
@@ -76,15 +78,16 @@ def short(name: str, limit: int = SHORT) -> str:
 
 
 def base_name(name: str) -> str:
-    """A kernel's bare function name: ``void ns::scale<float>(float*, int)`` -> ``scale``, and through an
-    anonymous namespace as ncu writes it (``at::<unnamed>::cunn_SoftMaxForward<4, ...>``) or the demangler
-    does (``(anonymous namespace)``). Pure."""
+    """A kernel's bare function name: ``void ns::scale<float>(float*, int)`` -> ``scale``, and
+    through an anonymous namespace as ncu writes it (``at::<unnamed>::cunn_SoftMaxForward<4, ...>``)
+    or the demangler does (``(anonymous namespace)``). Pure."""
     text = short(name, 10_000).replace("<unnamed>::", "").replace("(anonymous namespace)::", "")
     return text.split("<", 1)[0].rsplit("::", 1)[-1].strip()
 
 
 def _without_parameters(text: str) -> str:
-    """``name<...>(int, float*)`` -> ``name<...>``: the last parenthesised group at depth 0, when it ends the name."""
+    """``name<...>(int, float*)`` -> ``name<...>``: the last parenthesised group at depth 0, when it
+    ends the name."""
     if not text.endswith(")"):
         return text
     depth = 0
@@ -100,7 +103,8 @@ def _without_parameters(text: str) -> str:
 
 
 def _collapse(text: str, depth: int) -> str:
-    """Every template argument list opened at ``depth`` (1: the outermost) or deeper written ``<…>``."""
+    """Every template argument list opened at ``depth`` (1: the outermost) or deeper written
+    ``<…>``."""
     out: list[str] = []
     level = 0
     for c in text:

@@ -1,7 +1,7 @@
 """Every error kprof raises, each with its exit code and a message that says how to fix it.
 
-Only ``kprof.commands.cli.main`` turns these into exit codes; everything below it raises. Findings and
-failed verifications are results with a status, not exceptions: they never appear here.
+Only ``kprof.commands.cli.main`` turns these into exit codes; everything below it raises. Findings
+and failed verifications are results with a status, not exceptions: they never appear here.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ EXIT_INTERNAL = 70  # a bug in kprof
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
 
-# The one list of exit codes: what each means in a line, and where a line is not enough, the rest. kprof --help,
-# README.md and docs/limits.md show it as generated from here (scripts/exit_codes.py; tests/test_errors.py holds
-# that they agree).
+# The one list of exit codes: what each means in a line, and where a line is not enough, the rest.
+# kprof --help, README.md and docs/limits.md show it as generated from here (scripts/exit_codes.py;
+# tests/test_errors.py holds that they agree).
 EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_OK, "success: verified, clean, measured", ""),
     (EXIT_FAILED, "the command ran and found a problem: a verification failed, a sanitizer found something", ""),
@@ -56,9 +56,9 @@ ErrorKind = Literal["usage", "user-code", "no-gpu", "cuda", "internal"]
 
 
 class KprofError(Exception):
-    """Base class. ``str(err)`` is the one-line message shown to the user; ``log``, where an error has
-    one, the output behind it that ``kprof`` prints above that line (nvcc's messages, a target's last
-    lines, the traceback of the user's own reference)."""
+    """Base class. ``str(err)`` is the one-line message shown to the user; ``log``, where an error
+    has one, the output behind it that ``kprof`` prints above that line (nvcc's messages, a target's
+    last lines, the traceback of the user's own reference)."""
 
     exit_code = EXIT_USAGE
     log = ""
@@ -82,8 +82,8 @@ class UnsupportedArchError(UsageError):
 
 
 class InputError(UsageError):
-    """An input file that cannot be read as one: ``reason`` says why, for a caller that words the line
-    itself (a spec's error names the spec file). Raised by :mod:`kprof.inputs`."""
+    """An input file that cannot be read as one: ``reason`` says why, for a caller that words the
+    line itself (a spec's error names the spec file). Raised by :mod:`kprof.inputs`."""
 
     def __init__(self, message: str, path: Path, reason: str) -> None:
         self.path = path
@@ -209,8 +209,10 @@ class NcuError(KprofError):
 # Not KprofErrors: the pure expression checkers raise these, and the spec loader turns each into a
 # SpecError that names the file and the field (the checkers know neither).
 class SizeExprError(ValueError):
-    """The expression is not valid size arithmetic (:mod:`kprof.spec.sizeexpr`). The message says what to change."""
+    """The expression is not valid size arithmetic (:mod:`kprof.spec.sizeexpr`). The message says
+    what to change."""
 
 
 class ReferenceExprError(ValueError):
-    """The expression uses something outside the reference vocabulary (:mod:`kprof.spec.reference`)."""
+    """The expression uses something outside the reference vocabulary
+    (:mod:`kprof.spec.reference`)."""

@@ -51,15 +51,21 @@ class Access:
 
 @dataclass(frozen=True)
 class Extra:
-    """What kprof adds to a finding beyond the tool's record, each a field of its own; JSON's ``extra`` holds those
-    that are set (``extra.library``, ``extra.reported_at``, ...)."""
+    """What kprof adds to a finding beyond the tool's record, each a field of its own; JSON's
+    ``extra`` holds those that are set (``extra.library``, ``extra.reported_at``, ...)."""
 
-    library: str | None = None  # the library whose kernel it is (kprof.tools.sanitizers.kernelpolicy.libraries_own)
-    launched_by: str | None = None  # the library whose code launched the kernel, from the host frames
-    source: str | None = None  # where the user's source of a kernel built from a string is (kprof.tools.sanitizers.embedded)
-    reported_at: str | None = None  # the tool's own place, where kprof moved the finding to the user's line
-    inlined: str | None = None  # the header function inlined into the user's line (``__syncwarp at ...:110``)
-    explained_by: str | None = None  # the finding this one is a consequence of (kprof.tools.sanitizers.checkers)
+    # the library whose kernel it is (kprof.tools.sanitizers.kernelpolicy.libraries_own)
+    library: str | None = None
+    # the library whose code launched the kernel, from the host frames
+    launched_by: str | None = None
+    # where the user's source of a kernel built from a string is (kprof.tools.sanitizers.embedded)
+    source: str | None = None
+    # the tool's own place, where kprof moved the finding to the user's line
+    reported_at: str | None = None
+    # the header function inlined into the user's line (``__syncwarp at ...:110``)
+    inlined: str | None = None
+    # the finding this one is a consequence of (kprof.tools.sanitizers.checkers)
+    explained_by: str | None = None
     hazard_records: int | None = None  # racecheck: the hazard records an analysis record stands for
 
     def to_dict(self) -> dict[str, object]:
@@ -67,7 +73,8 @@ class Extra:
 
     @classmethod
     def from_dict(cls, raw: object) -> Extra:
-        """As :meth:`to_dict` wrote it; a key it does not know, or a value of the wrong type, is dropped."""
+        """As :meth:`to_dict` wrote it; a key it does not know, or a value of the wrong type, is
+        dropped."""
         return cls(**scalar_fields(cls, raw))  # type: ignore[arg-type]
 
 
@@ -90,9 +97,12 @@ class Finding:
     other: Access | None = None  # races: the second access
     indices: tuple[tuple[int, ...], ...] = ()  # values: the first differing indices
     extra: Extra = field(default_factory=Extra)
-    launch: str | None = None  # a program's launch site: the innermost host frame in the user's files
-    grids: frozenset[int] = frozenset()  # the tool's grid ids of the launches these records came from
-    rank: int | None = None  # the rank of a multi-process job (torchrun, mpirun) whose process it came from
+    # a program's launch site: the innermost host frame in the user's files
+    launch: str | None = None
+    # the tool's grid ids of the launches these records came from
+    grids: frozenset[int] = frozenset()
+    # the rank of a multi-process job (torchrun, mpirun) whose process it came from
+    rank: int | None = None
 
     @property
     def launches(self) -> int | None:
@@ -128,8 +138,8 @@ class Finding:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Finding:
-        """A finding as :meth:`to_dict` (or the values detector's child) wrote it: fields it does not have
-        are dropped, lists become the tuples and sets they were."""
+        """A finding as :meth:`to_dict` (or the values detector's child) wrote it: fields it does
+        not have are dropped, lists become the tuples and sets they were."""
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in raw.items() if k in known}
         data["thread"] = tuple(data["thread"]) if data.get("thread") else None
@@ -158,11 +168,12 @@ def merge(findings: list[Finding]) -> list[Finding]:
 
 
 def fold_same_place(findings: list[Finding]) -> list[Finding]:
-    """One headline per place: races the tool reported at the same lines of the same kernel, from the
-    same launch site, under several kinds or wordings ("Race condition", "Potential WAR hazard
-    detected"; a RAW and a WAW of one unsynchronised increment) become one finding, the most-reported
-    first, with the others named in its detail and their records counted."""
-    groups: dict[Any, list[Finding]] = {}  # place -> its records, in the order places were first seen
+    """One headline per place: races the tool reported at the same lines of the same kernel, from
+    the same launch site, under several kinds or wordings ("Race condition", "Potential WAR hazard
+    detected"; a RAW and a WAW of one unsynchronised increment) become one finding, the
+    most-reported first, with the others named in its detail and their records counted."""
+    # place -> its records, in the order places were first seen
+    groups: dict[Any, list[Finding]] = {}
     for i, f in enumerate(findings):
         place = (f.tool, f.kernel, frozenset(f.lines()), f.launch) if f.kind.startswith("race-") and f.lines() else i
         groups.setdefault(place, []).append(f)
@@ -178,13 +189,15 @@ def fold_same_place(findings: list[Finding]) -> list[Finding]:
 
 
 def label(f: Finding) -> str:
-    """How a finding is named when another points at it: "memcheck out-of-bounds-write at t.cu:15"."""
+    """How a finding is named when another points at it: "memcheck out-of-bounds-write at
+    t.cu:15"."""
     return f"{f.tool} {f.kind} at {f.location()}"
 
 
 @dataclass(frozen=True)
 class Allocation:
-    """One buffer kprof's runner allocated for a spec (its result's ``allocations``): what names an address."""
+    """One buffer kprof's runner allocated for a spec (its result's ``allocations``): what names an
+    address."""
 
     name: str
     base: int
@@ -195,8 +208,8 @@ class Allocation:
 
 
 def allocation_of(raw: object) -> Allocation | None:
-    """An allocation as the runner wrote it, or None for a record that is not one (a name and dtype, a
-    base and size that are counts, a shape that is a list of at most 8 sizes if it has one)."""
+    """An allocation as the runner wrote it, or None for a record that is not one (a name and dtype,
+    a base and size that are counts, a shape that is a list of at most 8 sizes if it has one)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("dtype"), str):
         return None
     base, nbytes, shape = raw.get("base"), raw.get("nbytes"), raw.get("shape", [])
@@ -271,8 +284,8 @@ def to_json(results: list[Any], kernel: str | None) -> dict[str, Any]:
 
 def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> dict[str, object]:
     """SARIF 2.1.0: one run, one rule per finding kind, one result per finding. Files under ``root``
-    are relative to the ``SRCROOT`` base (``root`` as a file URI), others are absolute file URIs, all
-    percent-encoded; a finding with no file has no location, and no line below 1 is written."""
+    are relative to the ``SRCROOT`` base (``root`` as a file URI), others are absolute file URIs,
+    all percent-encoded; a finding with no file has no location, and no line below 1 is written."""
     findings = [f for r in results for f in r.findings]
     kinds = sorted({f.kind for f in findings})
     rules = [{"id": k, "name": k, "shortDescription": {"text": KINDS.get(k, k)},
@@ -312,13 +325,16 @@ def _invocation(results: list[Any]) -> dict[str, object]:
              for r in results if not r.ok]
     checked = {r.tool: r.checked.to_dict() for r in results if getattr(r, "checked", None) is not None}
     out: dict[str, object] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
-    if checked:  # what each tool's run covered: launches, kernels with line information, pools (kprof.tools.programs.coverage)
+    # what each tool's run covered: launches, kernels with line information, pools
+    # (kprof.tools.programs.coverage)
+    if checked:
         out["properties"] = {"checked": checked}
     return out
 
 
 def sarif_location(path: str | None, line: int | None, root: str | None) -> dict[str, object] | None:
-    """A SARIF location: under ``root``, relative to SRCROOT; else an absolute file URI; percent-encoded."""
+    """A SARIF location: under ``root``, relative to SRCROOT; else an absolute file URI;
+    percent-encoded."""
     if not path:
         return None
     base = root.rstrip("/") + "/" if root else None

@@ -38,8 +38,10 @@ from kprof.errors import InputError, OutputError, UsageError
 # command substitution (` and $), separators and pipes, redirections, subshells, escapes and quotes.
 SHELL_CHARACTERS = "`$;|&<>()\\'\""
 MAX_JSON_DEPTH = 64
-MAX_SECONDS = 7 * 24 * 3600.0  # a timeout above a week is a typo; the OS timers overflow near 1e10 s
-MIN_TIMEOUT = 1.0  # a child's time limit below this ends it before it has started (Python, CUDA's initialisation)
+# a timeout above a week is a typo; the OS timers overflow near 1e10 s
+MAX_SECONDS = 7 * 24 * 3600.0
+# a child's time limit below this ends it before it has started (Python, CUDA's initialisation)
+MIN_TIMEOUT = 1.0
 MiB = 1024 * 1024
 
 
@@ -62,8 +64,8 @@ def describe_character(ch: str) -> str:
 
 
 def shell_problem(text: str) -> str | None:
-    """"holds '`', which a shell would act on (...)" for text nvcc must never see, else None: the words
-    every refusal of a path or flag ends with, whoever names the field."""
+    """"holds '`', which a shell would act on (...)" for text nvcc must never see, else None: the
+    words every refusal of a path or flag ends with, whoever names the field."""
     ch = shell_character(text)
     if ch is None:
         return None
@@ -98,8 +100,8 @@ MAX_PATH_BYTES = 4096  # a whole path (PATH_MAX)
 
 
 def _fits(path: Path, what: str) -> Path:
-    """``path``, or one line where a name in it or the whole is longer than the file system takes (the
-    system's "File name too long" would otherwise surface wherever the path is first used)."""
+    """``path``, or one line where a name in it or the whole is longer than the file system takes
+    (the system's "File name too long" would otherwise surface wherever the path is first used)."""
     try:
         whole = os.fsencode(str(path))
     except (UnicodeEncodeError, ValueError):
@@ -113,12 +115,13 @@ def _fits(path: Path, what: str) -> Path:
     return path
 
 
-PATH_ERRORS = (OSError, RuntimeError, ValueError)  # a symlink loop (RuntimeError before 3.13), a long name, a NUL
+# a symlink loop (RuntimeError before 3.13), a long name, a NUL
+PATH_ERRORS = (OSError, RuntimeError, ValueError)
 
 
 def resolved(path: Path) -> Path | None:
-    """``path`` made absolute with its links followed, or None where it cannot be (a symlink loop, a name
-    longer than the file system takes, a NUL): the caller says so in one line."""
+    """``path`` made absolute with its links followed, or None where it cannot be (a symlink loop, a
+    name longer than the file system takes, a NUL): the caller says so in one line."""
     try:
         return path.resolve()
     except PATH_ERRORS:
@@ -126,8 +129,8 @@ def resolved(path: Path) -> Path | None:
 
 
 def is_file(path: Path) -> bool:
-    """Whether ``path`` is a regular file (or a link to one); False, never an exception, for a loop, a long
-    name or a NUL, which :meth:`pathlib.Path.is_file` raises on some of."""
+    """Whether ``path`` is a regular file (or a link to one); False, never an exception, for a loop,
+    a long name or a NUL, which :meth:`pathlib.Path.is_file` raises on some of."""
     try:
         return path.is_file()
     except PATH_ERRORS:
@@ -135,8 +138,8 @@ def is_file(path: Path) -> bool:
 
 
 def same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file (through links and relative parts); a missing one is the other only
-    where both name the same place."""
+    """Whether two paths name one file (through links and relative parts); a missing one is the
+    other only where both name the same place."""
     try:
         if a.exists() and b.exists():
             return os.path.samefile(a, b)
@@ -147,8 +150,8 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 def output_file(text: str | Path, what: str) -> Path:
-    """A file kprof will write (``--sarif FILE``, ``--plot FILE``), checked before anything runs: its
-    folder exists and it is not a folder itself, so a bad path never costs a finished run."""
+    """A file kprof will write (``--sarif FILE``, ``--plot FILE``), checked before anything runs:
+    its folder exists and it is not a folder itself, so a bad path never costs a finished run."""
     path = user_path(text, what)
     if path.is_dir():
         raise UsageError(f"{what} {_show_path(path)}: is a folder; give a file name")
@@ -156,7 +159,8 @@ def output_file(text: str | Path, what: str) -> Path:
     if not parent.is_dir():
         raise UsageError(f"{what} {_show_path(path)}: the folder {_show_path(parent)} does not exist; create it first")
     try:
-        output_kind(path)  # a block device, a socket, a stream's link that leads nowhere: said now, not after the run
+        # a block device, a socket, a stream's link that leads nowhere: said now, not after the run
+        output_kind(path)
     except UsageError as exc:
         raise UsageError(f"{what}: {exc}") from None
     return path
@@ -211,7 +215,8 @@ def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
 
 
 def read_bytes(path: str | Path, what: str, *, limit: int) -> bytes:
-    """At most ``limit`` bytes of a regular file, or one line that says why not (:func:`_open_regular`)."""
+    """At most ``limit`` bytes of a regular file, or one line that says why not
+    (:func:`_open_regular`)."""
     path = Path(path)
     fd, info = _open_regular(path, what)
     try:
@@ -257,9 +262,10 @@ _UINT = re.compile(r"[0-9]{1,20}|0[xX][0-9a-fA-F]{1,16}")
 
 
 def scalar_fields(cls: type, raw: object) -> dict[str, object]:
-    """The fields of dataclass ``cls`` that a record kprof wrote (``raw``, a dict from JSON) holds with the right
-    type, for the fields annotated ``str``, ``int`` or either ``| None``; a key it does not know, a value of the
-    wrong type (a bool for an int) and a record that is not a dict are dropped. Pure."""
+    """The fields of dataclass ``cls`` that a record kprof wrote (``raw``, a dict from JSON) holds
+    with the right type, for the fields annotated ``str``, ``int`` or either ``| None``; a key it
+    does not know, a value of the wrong type (a bool for an int) and a record that is not a dict are
+    dropped. Pure."""
     import dataclasses
 
     if not isinstance(raw, dict):
@@ -273,9 +279,10 @@ def scalar_fields(cls: type, raw: object) -> dict[str, object]:
 
 
 def report_uint(text: str | None) -> int | None:
-    """A whole number a tool wrote in a report (a line, an address, a size), or None when the field is
-    missing, not a number, or outside 64 bits unsigned. ASCII digits only (``int()`` takes ``'٣'`` and
-    chokes on ``'²'``), and at most 20 of them (``int()`` refuses 5,000 with a ``ValueError``)."""
+    """A whole number a tool wrote in a report (a line, an address, a size), or None when the field
+    is missing, not a number, or outside 64 bits unsigned. ASCII digits only (``int()`` takes
+    ``'٣'`` and chokes on ``'²'``), and at most 20 of them (``int()`` refuses 5,000 with a
+    ``ValueError``)."""
     if text is None:
         return None
     text = text.strip()
@@ -319,8 +326,9 @@ def parse_json(text: str, what: str) -> object:
 
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:
-    """Each line of a JSON-lines log that is a JSON object, in order: a line torn by a writer stopped
-    mid-line, or one that is not an object, is skipped (kprof's hooks' and children's logs)."""
+    """Each line of a JSON-lines log that is a JSON object, in order: a line torn by a writer
+    stopped mid-line, or one that is not an object, is skipped (kprof's hooks' and children's
+    logs)."""
     for line in text.splitlines():
         try:
             value = json.loads(line)
@@ -335,7 +343,8 @@ def read_json(path: str | Path, what: str, *, limit: int = 64 * MiB) -> Any:
 
 
 def exists_error(path: Path, what: str) -> UsageError | None:
-    """The refusal for a new file whose name is taken (by a file, a folder or a symlink, dangling or not)."""
+    """The refusal for a new file whose name is taken (by a file, a folder or a symlink, dangling or
+    not)."""
     if not (path.exists() or path.is_symlink()):
         return None
     link = " (a symlink: kprof never writes through one)" if path.is_symlink() else ""
@@ -362,12 +371,13 @@ def create_new(path: Path, text: str, what: str) -> None:
 def replace_file(path: Path, data: str | bytes) -> None:
     """Write ``path`` whole, respecting what is there (:func:`output_kind`).
 
-    A regular file, or nothing, is replaced atomically: a temporary file beside it renamed over it, so a
-    reader never sees half a file. A symlink to a regular file or to nothing is replaced, not written
-    through. A character device or a FIFO, and a stream's name such as ``/dev/stdout`` (a link into
-    ``/proc/self/fd``), is written in place and never renamed over: many users run as root, where a
-    rename over ``/dev/null`` would turn the machine's device into a file. A folder, a block device, a
-    socket and a link that leads nowhere through ``/proc`` or ``/dev`` are one line each."""
+    A regular file, or nothing, is replaced atomically: a temporary file beside it renamed over it,
+    so a reader never sees half a file. A symlink to a regular file or to nothing is replaced, not
+    written through. A character device or a FIFO, and a stream's name such as ``/dev/stdout`` (a
+    link into ``/proc/self/fd``), is written in place and never renamed over: many users run as
+    root, where a rename over ``/dev/null`` would turn the machine's device into a file. A folder, a
+    block device, a socket and a link that leads nowhere through ``/proc`` or ``/dev`` are one line
+    each."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     kind = output_kind(path)
     if kind == "in place":
@@ -387,10 +397,11 @@ def replace_file(path: Path, data: str | bytes) -> None:
 
 
 def place_file(made: Path, path: Path) -> None:
-    """Put ``made``, a finished file a tool wrote beside ``path`` (ncu's ``--export``), at ``path``, respecting what
-    is there as :func:`replace_file` does: renamed over a regular file, a link to one or nothing (the link itself
-    replaced, never written through); copied into a character device or a FIFO; a folder, a socket or a block
-    device one line. ``made`` is gone afterwards either way."""
+    """Put ``made``, a finished file a tool wrote beside ``path`` (ncu's ``--export``), at ``path``,
+    respecting what is there as :func:`replace_file` does: renamed over a regular file, a link to
+    one or nothing (the link itself replaced, never written through); copied into a character device
+    or a FIFO; a folder, a socket or a block device one line. ``made`` is gone afterwards either
+    way."""
     try:
         if output_kind(path) == "replace":
             os.replace(made, path)
@@ -408,8 +419,9 @@ PIPE_WAIT_S = 30.0  # how long a FIFO's reader may leave its pipe full before th
 
 
 def output_kind(path: Path) -> OutputKind:
-    """How kprof writes an output at ``path``: ``"replace"`` (atomically, by a rename) or ``"in place"``
-    (a device, a FIFO, a stream's link), or a :class:`UsageError` for what it never writes."""
+    """How kprof writes an output at ``path``: ``"replace"`` (atomically, by a rename) or ``"in
+    place"`` (a device, a FIFO, a stream's link), or a :class:`UsageError` for what it never
+    writes."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -428,7 +440,8 @@ def output_kind(path: Path) -> OutputKind:
             if stream:
                 raise UsageError(f"cannot write {_show_path(path)}: a link to {_cut(target)}, which leads nowhere; "
                                  "give a file name") from None
-            return "replace"  # a dangling link in the user's own folder: the documented rule, replaced
+            # a dangling link in the user's own folder: the documented rule, replaced
+            return "replace"
         if stream:
             return _in_place_or_refused(path, info.st_mode)
         return "replace" if stat.S_ISREG(info.st_mode) else _in_place_or_refused(path, info.st_mode)
@@ -447,9 +460,9 @@ def _in_place_or_refused(path: Path, mode: int) -> OutputKind:
 
 
 def _write_in_place(path: Path, payload: bytes) -> None:
-    """Write a device, a FIFO or what a stream's link names, without creating or renaming anything. A
-    FIFO is opened without blocking, so one no program reads is one line rather than a hang, and a reader
-    that stops reading for :data:`PIPE_WAIT_S` ends the write the same way."""
+    """Write a device, a FIFO or what a stream's link names, without creating or renaming anything.
+    A FIFO is opened without blocking, so one no program reads is one line rather than a hang, and a
+    reader that stops reading for :data:`PIPE_WAIT_S` ends the write the same way."""
     import select
 
     flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -478,11 +491,13 @@ def _write_in_place(path: Path, payload: bytes) -> None:
         os.close(fd)
 
 
-OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)  # the disk, not the path, is the trouble
+# the disk, not the path, is the trouble
+OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
 
 
 def write_error(path: Path, exc: OSError) -> OutputError | UsageError:
-    """A failed write in one line: a full disk (exit 7) told apart from a path that cannot be written (2)."""
+    """A failed write in one line: a full disk (exit 7) told apart from a path that cannot be
+    written (2)."""
     if exc.errno in OUTPUT_ERRNOS:
         return OutputError(f"cannot write {_show_path(path)}: {_reason(exc)}; free some space or write elsewhere")
     return UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}")
@@ -503,7 +518,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with its control characters escaped: a message is one line whatever an input held."""
+    """``text`` with its control characters escaped: a message is one line whatever an input
+    held."""
     if not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
         return text
     return "".join(c.encode("unicode_escape").decode("ascii") if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
@@ -520,11 +536,13 @@ def _cut(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# What kprof's output never passes on raw: C0 controls but newline and tab, DEL, the C1 controls (CSI, NEL,
-# OSC...) and the bidirectional overrides. A spec, a history row or a report is text from elsewhere: an ESC or
-# a CSI in it could clear or recolour the user's screen, or hide text. Each is written as \xNN or \uNNNN.
+# What kprof's output never passes on raw: C0 controls but newline and tab, DEL, the C1 controls
+# (CSI, NEL, OSC...) and the bidirectional overrides. A spec, a history row or a report is text from
+# elsewhere: an ESC or a CSI in it could clear or recolour the user's screen, or hide text. Each is
+# written as \xNN or \uNNNN.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_OWN_ERASE = "\r\x1b[K"  # kprof's progress line rewriting itself (kprof.results.render.Progress), kept
+# kprof's progress line rewriting itself (kprof.results.render.Progress), kept
+_OWN_ERASE = "\r\x1b[K"
 _ERASE_MARK = "\ue000"
 
 
@@ -544,7 +562,8 @@ def program_argv(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]
     if not cmd:
         raise UsageError(f"name the program to {verb} after --, e.g. {example}")
     first = cmd[0]
-    shown = _show_path(Path(first)) if os.sep in first else _cut(first, 100)  # one line, whatever the name holds
+    # one line, whatever the name holds
+    shown = _show_path(Path(first)) if os.sep in first else _cut(first, 100)
     if first.startswith("-"):
         raise UsageError(f"kprof {verb} -- {shown}: that is an option, not a program; put kprof's options before "
                          f"-- and the command after it, e.g. {example}")

@@ -1,7 +1,7 @@
 """A verified kprof kernel called on a framework's arrays: ``kprof.load("rmsnorm_onepass")(x, w)``.
 
-:func:`kprof.load` (in :mod:`kprof.commands.api`) builds the spec's cubin for the GPU present, from kprof's
-build cache, and returns an :class:`Op`. Calling it:
+:func:`kprof.load` (in :mod:`kprof.commands.api`) builds the spec's cubin for the GPU present, from
+kprof's build cache, and returns an :class:`Op`. Calling it:
 
 1. takes the spec's inputs (``in`` and ``inout`` buffers, in the spec's order, or by name) as GPU
    arrays: PyTorch tensors, CuPy arrays, or anything with ``__cuda_array_interface__`` (or only
@@ -41,17 +41,19 @@ class _Plan:
 
     resolved: Resolved
     steps: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int], int, ArgPack], ...]
-    allocs: tuple[tuple[str, tuple[int, ...], str, bool], ...]  # (name, shape, dtype, zeroed): outputs come first
+    # (name, shape, dtype, zeroed): outputs come first
+    allocs: tuple[tuple[str, tuple[int, ...], str, bool], ...]
     like: str  # the argument whose framework allocates the rest and whose stream is used
 
 
 @dataclass(frozen=True)
 class _Fast:
-    """A plan bound to positional arrays (inputs, then ``out``, then what the call allocates, by index):
-    a repeated call's launches with no name looked up."""
+    """A plan bound to positional arrays (inputs, then ``out``, then what the call allocates, by
+    index): a repeated call's launches with no name looked up."""
 
     steps: tuple[tuple[Any, tuple[int, int, int], tuple[int, int, int], int, ArgPack, tuple[tuple[Any, int], ...]], ...]
-    allocs: tuple[tuple[tuple[int, ...], str, bool], ...]  # (shape, dtype, zeroed) of each array the call makes
+    # (shape, dtype, zeroed) of each array the call makes
+    allocs: tuple[tuple[tuple[int, ...], str, bool], ...]
     like: int  # the array whose framework allocates and whose stream is used
     returned: tuple[int, ...]
     given: int  # how many of the arrays are positional inputs (an out= array follows them)
@@ -75,12 +77,14 @@ class Op:
         self.fixed_sizes = dict(sizes or {})
         self.inputs = [b for b in spec.buffers if b.role in ("in", "inout")]
         self.outputs = [b for b in spec.buffers if b.role == "out"] or [b for b in spec.buffers if b.role == "inout"]
-        # an in-out buffer the spec fills with zeros (an accumulator) is allocated zeroed when not given
+        # an in-out buffer the spec fills with zeros (an accumulator) is allocated zeroed when not
+        # given
         self.zeroed = {b.name for b in spec.buffers if b.role == "inout" and b.fill.kind == "zeros"}
         self._image: bytes | None = None
         self._functions: dict[tuple[str, int], Any] = {}
         self._plans: dict[tuple[Any, ...], _Plan] = {}
-        self._fast: dict[tuple[Any, ...] | None, _Fast] = {}  # _call_key -> a checked call's launches (never None)
+        # _call_key -> a checked call's launches (never None)
+        self._fast: dict[tuple[Any, ...] | None, _Fast] = {}
         self._adapters: dict[type, Framework] = {}
         self._input_names = [b.name for b in self.inputs]
         self._out_names = [b.name for b in spec.buffers if b.role == "out"]
@@ -99,8 +103,8 @@ class Op:
     # -- the call ------------------------------------------------------------------------------
     def __call__(self, *args: object, out: object = None, stream: object = None, sizes: dict[str, int] | None = None,
                  **named: object) -> object:
-        # A repeated call (positional arrays of one framework, with the types and keys of a call that
-        # passed every check) reads only what the checks read, compares it, and launches.
+        # A repeated call (positional arrays of one framework, with the types and keys of a call
+        # that passed every check) reads only what the checks read, compares it, and launches.
         result: object = None
         if not named and sizes is None and args:
             frame = self._adapters.get(type(args[0]))
@@ -111,7 +115,8 @@ class Op:
                     result = self._run(fast, frame, arrays, stream)
         if result is None:
             result = self._call(args, out, stream, sizes, named)
-        watch = sys.modules.get("_kprof_nan_watch")  # kprof sanitize --tool nan: the launch's outputs counted
+        # kprof sanitize --tool nan: the launch's outputs counted
+        watch = sys.modules.get("_kprof_nan_watch")
         if watch is not None:
             outs = result if isinstance(result, tuple) else (result,)
             watch.launched(self.spec.name, str(self.spec.source or ""), list(zip(self._returned, outs)),
@@ -136,7 +141,8 @@ class Op:
         for name, ptr in pointers.items():
             if ptr & ALIGN_MASK:
                 raise _misaligned(self.spec.name, name if name in self._input_names else f"out {name}")
-        for name, shape, dtype, zero in plan.allocs:  # outputs, zeroed accumulators and scratch not given
+        # outputs, zeroed accumulators and scratch not given
+        for name, shape, dtype, zero in plan.allocs:
             if name not in given:
                 made = given[name] = frame.alloc(shape, dtype, like, zero=zero)
                 pointers[name] = frame.pointer(made)
@@ -153,8 +159,9 @@ class Op:
         return tuple(given[name] for name in self._returned)
 
     def _remember(self, args: tuple[Any, ...], out: object, frame: Framework, plan: _Plan, device: int) -> None:
-        """After a call that passed the checks: the fast path for calls whose arrays have the same types
-        and keys (positional inputs, and ``out=`` one array of the same framework, or none)."""
+        """After a call that passed the checks: the fast path for calls whose arrays have the same
+        types and keys (positional inputs, and ``out=`` one array of the same framework, or
+        none)."""
         arrays = args if out is None else (*args, out)
         if not args or (out is not None and len(self._out_names) != 1) \
                 or any(self._adapters.get(type(a)) is not frame for a in arrays):
@@ -220,8 +227,8 @@ class Op:
         return given
 
     def _bind_out(self, given: dict[str, object], out: object) -> None:
-        """``out=``: one array, a sequence, or a dict by name, joined to the arguments (its checks run
-        with theirs, naming it ``out NAME``)."""
+        """``out=``: one array, a sequence, or a dict by name, joined to the arguments (its checks
+        run with theirs, naming it ``out NAME``)."""
         wanted = self._out_names
         if len(wanted) == 1 and not isinstance(out, (dict, list, tuple)):
             given[wanted[0]] = out
@@ -239,8 +246,9 @@ class Op:
     # -- PyTorch ---------------------------------------------------------------------------------
     def torch_op(self, name: str | None = None) -> object:
         """This op registered with ``torch.library`` as ``kprof::NAME`` (or ``name``): usable inside
-        ``torch.compile`` graphs (its fake implementation gives the outputs' shapes from the spec) and
-        named in the torch profiler. Inputs are tensors in the spec's order; outputs are new tensors."""
+        ``torch.compile`` graphs (its fake implementation gives the outputs' shapes from the spec)
+        and named in the torch profiler. Inputs are tensors in the spec's order; outputs are new
+        tensors."""
         import inspect
 
         import torch
@@ -271,7 +279,8 @@ class Op:
 
     # -- planning ------------------------------------------------------------------------------
     def _plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> tuple[_Plan, int]:
-        """The plan for these arrays (cached per names, shapes, dtypes and contiguity) and their GPU."""
+        """The plan for these arrays (cached per names, shapes, dtypes and contiguity) and their
+        GPU."""
         key = (tuple([(n, i.shape, i.dtype, i.contiguous) for n, i in infos.items()]), tuple(fixed.items()) if fixed else ())
         plan = self._plans.get(key)
         if plan is None:
@@ -291,7 +300,8 @@ class Op:
 
     def _make_plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> _Plan:
         outs = set(self._out_names)
-        sizes = infer_sizes(self.spec, {n: i.shape for n, i in infos.items() if n not in outs})  # inputs say the sizes
+        # inputs say the sizes
+        sizes = infer_sizes(self.spec, {n: i.shape for n, i in infos.items() if n not in outs})
         sizes.update(fixed)
         resolved = self.spec.resolve(sizes)
         for buf in resolved.buffers:
@@ -347,15 +357,17 @@ def infer_sizes(spec: KernelSpec, shapes: dict[str, tuple[int, ...]]) -> dict[st
 
 
 def _call_key(frame: Framework, arrays: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """What a repeated call is recognised by: each array's type and its framework's key (shape, dtype,
-    contiguity, device); None for an array the framework cannot read (the checks then say why)."""
+    """What a repeated call is recognised by: each array's type and its framework's key (shape,
+    dtype, contiguity, device); None for an array the framework cannot read (the checks then say
+    why)."""
     try:
         return tuple(map(type, arrays)), tuple(map(frame.key, arrays))
     except Exception:  # noqa: BLE001 - any failure to read it sends the call down the checked path
         return None
 
 
-ALIGN_MASK = 15  # kprof's kernels may read and write 16 bytes at a time (float4, 8 bfloat16, cp.async)
+# kprof's kernels may read and write 16 bytes at a time (float4, 8 bfloat16, cp.async)
+ALIGN_MASK = 15
 
 
 def _misaligned(op: str, name: str) -> UsageError:
@@ -373,7 +385,8 @@ def _check_array(op: str, name: str, info: ArrayInfo, dtype: str, shape: tuple[i
 
 
 def _stream_handle(stream: Any) -> int:
-    """``stream=``: a raw handle, or a framework's stream object (PyTorch's ``cuda_stream``, CuPy's ``ptr``)."""
+    """``stream=``: a raw handle, or a framework's stream object (PyTorch's ``cuda_stream``, CuPy's
+    ``ptr``)."""
     for attr in ("cuda_stream", "ptr", "handle"):
         if hasattr(stream, attr):
             return int(getattr(stream, attr))

@@ -2,7 +2,8 @@
 
 Each tool's run is its own process, so the tools of one run (and the cases of ``kprof cases``) need
 no more than threads waiting on children: :func:`map_jobs`. How many at once (:func:`default_jobs`)
-comes from the GPU's free memory and the host's CPUs; ``--jobs 1`` keeps the one-after-another order.
+comes from the GPU's free memory and the host's CPUs; ``--jobs 1`` keeps the one-after-another
+order.
 
 :class:`Progress` prints ``[3/12] test_x memcheck 4.1 s, about 30 s left``: plain lines (CI logs, a
 pipe), or one tqdm bar on a terminal where tqdm is installed.
@@ -30,8 +31,9 @@ MAX_JOBS = 8
 
 
 def default_jobs(count: int, free_bytes: int | None, cpus: int | None, child_bytes: int = CHILD_GPU_BYTES) -> int:
-    """How many of ``count`` children run at once: what the GPU's free memory holds at ``child_bytes``
-    each and half the CPUs keep busy (a child under a tool spends a core), at least 1. No reading of
+    """How many of ``count`` children run at once: what the GPU's free memory holds at
+    ``child_bytes`` each and half the CPUs keep busy (a child under a tool spends a core), at least
+    1. No reading of
     the GPU (no NVML): 1. Pure."""
     if count < 1 or free_bytes is None:
         return 1
@@ -49,7 +51,9 @@ def jobs_for(count: int, jobs: int | None, child_bytes: int = CHILD_GPU_BYTES) -
     return default_jobs(count, telemetry.free_memory(), os.cpu_count(), child_bytes)
 
 
-SCAN_THREADS = 8  # chunks of host work at once (NumPy releases the GIL): a 1 GiB output judged in seconds, not a minute
+# chunks of host work at once (NumPy releases the GIL): a 1 GiB output judged in seconds, not a
+# minute
+SCAN_THREADS = 8
 
 
 def scan_threads(chunks: int) -> int:
@@ -71,8 +75,8 @@ def build_jobs(count: int) -> int:
 
 
 def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
-    """``[fn(x) for x in items]``, ``jobs`` at a time, in order. The children started meanwhile share
-    the host's threads (:func:`shared_threads`)."""
+    """``[fn(x) for x in items]``, ``jobs`` at a time, in order. The children started meanwhile
+    share the host's threads (:func:`shared_threads`)."""
     items = list(items)
     if jobs <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
@@ -81,9 +85,9 @@ def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
 
 
 def spare_room(children: int, free_bytes: int | None, cpus: int | None, child_bytes: int = CHILD_GPU_BYTES) -> int:
-    """How many more children, past ``children`` already running, a machine holds for spares that mostly wait
-    (a suite's children started ahead to take over a batch): one a CPU, and what the GPU's free memory holds at
-    ``child_bytes`` each; none without a reading of the GPU. Pure."""
+    """How many more children, past ``children`` already running, a machine holds for spares that
+    mostly wait (a suite's children started ahead to take over a batch): one a CPU, and what the
+    GPU's free memory holds at ``child_bytes`` each; none without a reading of the GPU. Pure."""
     if free_bytes is None:
         return 0
     return max(0, min(cpus or 1, free_bytes // child_bytes) - children)
@@ -95,7 +99,8 @@ def host_cpus() -> int:
 
 
 def threads_each(children: int) -> int:
-    """Host threads for each of ``children`` processes at once: the CPUs over their number, at least 1."""
+    """Host threads for each of ``children`` processes at once: the CPUs over their number, at least
+    1."""
     return max(1, host_cpus() // max(1, children))
 
 
@@ -108,8 +113,8 @@ _env_lock = threading.Lock()
 def shared_threads(children: int) -> Iterator[None]:
     """While ``children`` children run at once, each may use the host's CPUs over ``children``
     threads: the variables of THREAD_VARIABLES the user did not set are set for the children started
-    meanwhile, and unset after. Otherwise each child of ``kprof mutants --jobs 12`` would start a BLAS
-    thread per core."""
+    meanwhile, and unset after. Otherwise each child of ``kprof mutants --jobs 12`` would start a
+    BLAS thread per core."""
     share = str(threads_each(children))
     with _env_lock:
         added = [name for name in THREAD_VARIABLES if name not in os.environ]
@@ -148,7 +153,8 @@ class Progress:
     def line(self, text: str) -> str:
         """The line for one more step done (and counts it)."""
         self.done += 1
-        self.total = max(self.total, self.done)  # a test run again after a stopped child is one more step
+        # a test run again after a stopped child is one more step
+        self.total = max(self.total, self.done)
         elapsed = time.monotonic() - self.start
         left = f", at {elapsed:.0f} s"
         if 0 < self.done < self.total:

@@ -71,8 +71,8 @@ ROOT = Path(__file__).resolve().parent.parent  # a source checkout: a child impo
 
 
 def in_sys_path(relative: str) -> Path | None:
-    """A pip wheel's file under a folder of sys.path: a ``pip install --target`` folder on PYTHONPATH
-    is one cuda-pathfinder does not search."""
+    """A pip wheel's file under a folder of sys.path: a ``pip install --target`` folder on
+    PYTHONPATH is one cuda-pathfinder does not search."""
     for entry in sys.path:
         candidate = Path(entry or ".") / relative
         if candidate.exists():
@@ -81,8 +81,8 @@ def in_sys_path(relative: str) -> Path | None:
 
 
 def child_env() -> dict[str, str]:
-    """The environment of a kprof child (the runner, NVRTC's compiler): it finds this kprof even when
-    kprof is run from a source checkout."""
+    """The environment of a kprof child (the runner, NVRTC's compiler): it finds this kprof even
+    when kprof is run from a source checkout."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -90,8 +90,8 @@ def child_env() -> dict[str, str]:
 
 
 def _make_executable(path: Path) -> bool:
-    """Add the executable bit wherever the file is readable (u, g, o); False where that is not allowed (a
-    read-only install, another user's file)."""
+    """Add the executable bit wherever the file is readable (u, g, o); False where that is not
+    allowed (a read-only install, another user's file)."""
     try:
         mode = path.stat().st_mode
         path.chmod(mode | ((mode & 0o444) >> 2))
@@ -101,7 +101,8 @@ def _make_executable(path: Path) -> bool:
 
 
 def find_tool(name: str) -> Path:
-    """Locate an NVIDIA command-line tool: cuda-pathfinder first (pip wheels, CUDA_HOME), then PATH."""
+    """Locate an NVIDIA command-line tool: cuda-pathfinder first (pip wheels, CUDA_HOME), then
+    PATH."""
     env_override = os.environ.get(f"KPROF_{name.upper().replace('-', '_')}")
     if env_override:
         path = Path(env_override)
@@ -116,11 +117,13 @@ def find_tool(name: str) -> Path:
         found = find_nvidia_binary_utility(name)
     except Exception:  # noqa: BLE001 - an old cuda-pathfinder, or one that does not know this tool
         found = None
-    if not found and name in _WHEEL_BINARIES:  # a CUDA 12 wheel cuda-pathfinder did not find (a --target folder)
+    # a CUDA 12 wheel cuda-pathfinder did not find (a --target folder)
+    if not found and name in _WHEEL_BINARIES:
         candidate = in_sys_path(_WHEEL_BINARIES[name])
         if candidate is not None and candidate.is_file():
-            # seen: nvidia-cuda-sanitizer-api-cu12 12.9.79 installs it without the executable bit (0644 in
-            # the wheel): set the bit at first use, as a user would, where the file is theirs to change
+            # seen: nvidia-cuda-sanitizer-api-cu12 12.9.79 installs it without the executable bit
+            # (0644 in the wheel): set the bit at first use, as a user would, where the file is
+            # theirs to change
             if not os.access(candidate, os.X_OK) and not _make_executable(candidate):
                 raise ToolNotFoundError(name, f"{candidate} is not executable (its wheel ships it so) and kprof "
                                               f"could not set the bit: chmod +x {candidate}")
@@ -143,7 +146,8 @@ def find_tool(name: str) -> Path:
 
 @lru_cache(maxsize=1)
 def _prctl() -> Callable[[int, int], int] | None:
-    """libc's prctl, looked up once a process (the child only calls it); None off Linux or where it is not."""
+    """libc's prctl, looked up once a process (the child only calls it); None off Linux or where it
+    is not."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -155,9 +159,10 @@ def _prctl() -> Callable[[int, int], int] | None:
 
 
 def _dies_with_kprof() -> Callable[[], None] | None:
-    """On Linux, the child is killed when kprof is (``PR_SET_PDEATHSIG``): a SIGKILL of kprof, which no handler
-    sees, left its GPU child running a point to its end (on an H200, found by scripts/interrupts.py). A child
-    whose parent is gone before it asked (a race with that kill) ends at once. None elsewhere."""
+    """On Linux, the child is killed when kprof is (``PR_SET_PDEATHSIG``): a SIGKILL of kprof, which
+    no handler sees, left its GPU child running a point to its end (on an H200, found by
+    scripts/interrupts.py). A child whose parent is gone before it asked (a race with that kill)
+    ends at once. None elsewhere."""
     prctl = _prctl()
     if prctl is None:
         return None
@@ -171,7 +176,8 @@ def _dies_with_kprof() -> Callable[[], None] | None:
     return ask
 
 
-PIPE_GRACE_S = 5.0  # how long kprof reads on after the child ended, or was stopped, while something keeps its pipes
+# how long kprof reads on after the child ended, or was stopped, while something keeps its pipes
+PIPE_GRACE_S = 5.0
 
 
 def run(
@@ -186,10 +192,11 @@ def run(
     """Run ``argv``; on timeout stop it and all it started, and return what it printed.
 
     ``watch`` is asked every ``poll`` seconds while the child runs (it may print progress); when it
-    returns True the child is stopped as on a timeout (a test past its own time limit). The child is done when
-    it and its process group are, not when every pipe closes: a process it left running in a session of its own
-    (a daemon, a server) that keeps stdout open no longer holds kprof until the timeout, which then called a
-    finished program one that timed out; kprof reads :data:`PIPE_GRACE_S` more and says that it stopped."""
+    returns True the child is stopped as on a timeout (a test past its own time limit). The child is
+    done when it and its process group are, not when every pipe closes: a process it left running in
+    a session of its own (a daemon, a server) that keeps stdout open no longer holds kprof until the
+    timeout, which then called a finished program one that timed out; kprof reads
+    :data:`PIPE_GRACE_S` more and says that it stopped."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -209,7 +216,8 @@ def run(
         ended = _wait(proc, start, timeout, watch, poll) and _group_done(proc, start, timeout, readers)
     except KeyboardInterrupt:
         _kill_tree(proc)
-        proc.wait()  # its output goes unread: the readers close their pipes as the stopped processes' ends close
+        # its output goes unread: the readers close their pipes as the stopped processes' ends close
+        proc.wait()
         raise
     if not ended:
         _kill_tree(proc)
@@ -220,10 +228,10 @@ def run(
 
 
 def _group_done(proc: subprocess.Popen[bytes], start: float, timeout: float | None, readers: tuple[_Reader, ...]) -> bool:
-    """After the child's exit, until its pipes close (True) while the rest of its process group runs (the program's
-    own work: a shell's background job, a child it did not wait for), as before; once no process of the group is
-    left, at most :data:`PIPE_GRACE_S` more for what holds them from a session of its own (a daemon, a server).
-    False: the time ran out first."""
+    """After the child's exit, until its pipes close (True) while the rest of its process group runs
+    (the program's own work: a shell's background job, a child it did not wait for), as before; once
+    no process of the group is left, at most :data:`PIPE_GRACE_S` more for what holds them from a
+    session of its own (a daemon, a server). False: the time ran out first."""
     quiet_since: float | None = None
     while any(r.is_alive() for r in readers):
         now = time.monotonic()
@@ -270,13 +278,16 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float | None, wa
 
 
 KEEP_HEAD = 8 << 20  # of a pipe's output kprof keeps its first 8 MiB ...
-KEEP_TAIL = 56 << 20  # ... and its last 56 MiB (the tools' reports go to files; ncu's table of 1,000 launches is ~3 MB)
+# ... and its last 56 MiB (the tools' reports go to files; ncu's table of 1,000 launches is ~3 MB)
+KEEP_TAIL = 56 << 20
 
 
 class _Reader(threading.Thread):
-    """One of the child's pipes read to its end in a thread of its own, as the bytes come. Of a long output (a
-    training run's log under the tools) the first :data:`KEEP_HEAD` and the last :data:`KEEP_TAIL` bytes are kept,
-    with a line saying how much was left out between them: kprof's memory is not the program's log's size."""
+    """One of the child's pipes read to its end in a thread of its own, as the bytes come. Of a long
+    output (a training run's log under the tools) the first :data:`KEEP_HEAD` and the last
+    :data:`KEEP_TAIL` bytes are kept,
+    with a line saying how much was left out between them: kprof's memory is not the program's log's
+    size."""
 
     def __init__(self, pipe: IO[bytes] | None) -> None:
         super().__init__(daemon=True)
@@ -322,9 +333,9 @@ class _Reader(threading.Thread):
 
 
 def _read_on(readers: tuple[_Reader, ...], grace: float, ended: bool = False) -> tuple[str, str]:
-    """What the child printed, once its pipes close or ``grace`` seconds from now. A process it started that still
-    holds them (in a session of its own, left running by a program that ended) is left to them, and the output
-    says so."""
+    """What the child printed, once its pipes close or ``grace`` seconds from now. A process it
+    started that still holds them (in a session of its own, left running by a program that ended) is
+    left to them, and the output says so."""
     deadline = time.monotonic() + grace
     for r in readers:
         r.join(max(0.0, deadline - time.monotonic()))
@@ -338,13 +349,15 @@ def _read_on(readers: tuple[_Reader, ...], grace: float, ended: bool = False) ->
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the child and everything it started: its process group, and every process below it by /proc's parent
-    links, those that made a session of their own too (a daemon, a launcher's proxy: MPICH's ``hydra_pmi_proxy``
-    does, though it ends its own ranks when the launcher goes; a process a program put in a new session ran on
-    after the group's kill, tests/test_proc.py). Each is stopped (SIGSTOP) before any is killed, so none forks or
-    is re-parented away in between; then each is killed."""
+    """Stop the child and everything it started: its process group, and every process below it by
+    /proc's parent links, those that made a session of their own too (a daemon, a launcher's proxy:
+    MPICH's ``hydra_pmi_proxy`` does, though it ends its own ranks when the launcher goes; a process
+    a program put in a new session ran on after the group's kill, tests/test_proc.py). Each is
+    stopped (SIGSTOP) before any is killed, so none forks or is re-parented away in between; then
+    each is killed."""
     stopped: set[int] = set()
-    for _ in range(5):  # a process may fork between the walk and its stop: walk again until nothing is new
+    # a process may fork between the walk and its stop: walk again until nothing is new
+    for _ in range(5):
         new = tree(proc.pid) - stopped
         if not new:
             break
@@ -367,8 +380,8 @@ def _signal(pid: int, sig: int) -> None:
 
 
 def tree(root: int) -> set[int]:
-    """``root`` and every process below it, by the parent each has in ``/proc`` (a session or a group of its own
-    does not change its parent); ``{root}`` where there is no ``/proc`` to read."""
+    """``root`` and every process below it, by the parent each has in ``/proc`` (a session or a
+    group of its own does not change its parent); ``{root}`` where there is no ``/proc`` to read."""
     below: dict[int, list[int]] = {}
     try:
         names = os.listdir("/proc")
@@ -382,7 +395,8 @@ def tree(root: int) -> set[int]:
                 stat = f.read()
         except OSError:
             continue  # it ended while the walk went on
-        fields = stat[stat.rfind(b")") + 2:].split()  # after the command's name, which may hold spaces and ')'
+        # after the command's name, which may hold spaces and ')'
+        fields = stat[stat.rfind(b")") + 2:].split()
         if len(fields) > 1 and fields[1].isdigit():
             below.setdefault(int(fields[1]), []).append(int(name))
     out: set[int] = set()

@@ -1,15 +1,15 @@
 """pytest glue: ``pytest --kprof-sanitize[=TOOLS]`` runs the selected tests under compute-sanitizer.
 
 Inert unless asked for. With ``--kprof-sanitize``, the selected tests of this process run in one
-``python -m pytest`` child per tool (:func:`kprof.sanitize_tests`, :mod:`kprof.tools.suites.suite`), the tools
-side by side (``--kprof-jobs``), framework pools off, padding, racecheck's full report, each test
-under its own time limit. Each finding lands on the test that launched the kernel, from the host
-stack the tool saves; that test fails with the findings (kind, ``file:line``, the launch site in your
-files, the allocation an access missed), and the others pass. When a tool stops the CUDA context, the
-tests the child had not finished run again in a new child; a test that crashes a child is run alone.
-``--kprof-per-test`` keeps one child per test and tool, for suites whose tests cannot share a process.
-Selected tests are those marked ``@pytest.mark.kprof_sanitize`` when any collected test carries the
-mark, else every collected test.
+``python -m pytest`` child per tool (:func:`kprof.sanitize_tests`, :mod:`kprof.tools.suites.suite`),
+the tools side by side (``--kprof-jobs``), framework pools off, padding, racecheck's full report,
+each test under its own time limit. Each finding lands on the test that launched the kernel, from
+the host stack the tool saves; that test fails with the findings (kind, ``file:line``, the launch
+site in your files, the allocation an access missed), and the others pass. When a tool stops the
+CUDA context, the tests the child had not finished run again in a new child; a test that crashes a
+child is run alone. ``--kprof-per-test`` keeps one child per test and tool, for suites whose tests
+cannot share a process. Selected tests are those marked ``@pytest.mark.kprof_sanitize`` when any
+collected test carries the mark, else every collected test.
 
 Under pytest-xdist each worker gives its children one GPU of the host (``CUDA_VISIBLE_DEVICES``,
 round robin over the GPUs NVML sees, or over the ones already listed there), and batches the tests
@@ -33,12 +33,14 @@ if TYPE_CHECKING:
     from kprof.tools.suites.suiteverdict import Test
 
 MARK = "kprof_sanitize"
-DEFAULT_TOOLS = "all"  # every checker that can check tests (kprof.tools.sanitizers.checkers.for_tests), resolved when asked for
+# every checker that can check tests (kprof.tools.sanitizers.checkers.for_tests), resolved when
+# asked for
+DEFAULT_TOOLS = "all"
 
 
 def _safe(longrepr: object) -> object:
-    """A failure's text with control characters escaped: a report's text (a kernel name, a message) is
-    not the terminal's to act on."""
+    """A failure's text with control characters escaped: a report's text (a kernel name, a message)
+    is not the terminal's to act on."""
     from kprof.inputs import terminal_safe
 
     return terminal_safe(longrepr) if isinstance(longrepr, str) else longrepr
@@ -71,7 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     names, timeout = check_options(tools, config.getoption("--kprof-timeout"))
     jobs = check_jobs(config.getoption("--kprof-jobs"))
-    if not hasattr(config, "workerinput"):  # once, in the process the user started (not per xdist worker)
+    # once, in the process the user started (not per xdist worker)
+    if not hasattr(config, "workerinput"):
         _check_machine()
     sanitizer = _Sanitizer(config, names, timeout, jobs)
     config.pluginmanager.register(sanitizer, "kprof-sanitizer")
@@ -82,11 +85,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     sanitizer = config.pluginmanager.get_plugin("kprof-sanitizer")
     if isinstance(sanitizer, _Sanitizer) and sanitizer.early is not None:
-        sanitizer.early.cancel()  # children no batch took (nothing was selected, or the session stopped)
+        # children no batch took (nothing was selected, or the session stopped)
+        sanitizer.early.cancel()
 
 
 def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
-    """The plugin's options, checked once before any test runs: a typo is one usage error (pytest's exit
+    """The plugin's options, checked once before any test runs: a typo is one usage error (pytest's
+    exit
     4), not the same failure in every test. Raises :class:`pytest.UsageError`."""
     from kprof.commands import api
     from kprof.errors import KprofError
@@ -172,9 +177,9 @@ def as_test(item: pytest.Item) -> Test:
 
 
 def queued(session: pytest.Session, item: pytest.Item, plugins: Iterable[object]) -> list[pytest.Item]:
-    """The tests this process will run from ``item`` on: under pytest-xdist, those its controller has
-    queued to this worker so far (a test taken back later for another worker then runs twice, with the
-    same verdict); else every collected test from ``item`` on."""
+    """The tests this process will run from ``item`` on: under pytest-xdist, those its controller
+    has queued to this worker so far (a test taken back later for another worker then runs twice,
+    with the same verdict); else every collected test from ``item`` on."""
     worker: Any = next((p for p in plugins if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
     if worker is None:
         items = session.items
@@ -194,11 +199,14 @@ class _Sanitizer:
         self.marked_only = False
         self.verdicts: dict[str, Any] = {}
         self.ran_any = False  # some test's verdict was read
-        self.early: Any = None  # kprof.tools.suites.suite.Early: each tool's child, started during the collection
-        self.unchecked: list[str] = []  # tests that launched no kernel: passed, NOT CHECKED, named at the end
+        # kprof.tools.suites.suite.Early: each tool's child, started during the collection
+        self.early: Any = None
+        # tests that launched no kernel: passed, NOT CHECKED, named at the end
+        self.unchecked: list[str] = []
         from kprof.tools.sanitizers.kernelpolicy import SkipTally
 
-        self.left_out = SkipTally()  # the library kernels each tool left out, over every test: said at the end
+        # the library kernels each tool left out, over every test: said at the end
+        self.left_out = SkipTally()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.unchecked:
@@ -340,6 +348,7 @@ class _Sanitizer:
         if report.clean:
             return "passed", None
         if all(r.status in ("clean", "not-checked") for r in report.results):
-            self.unchecked.append(item.nodeid)  # a test of host code: nothing to check, said at the end
+            # a test of host code: nothing to check, said at the end
+            self.unchecked.append(item.nodeid)
             return "passed", None
         return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render_sanitize.sanitize_report(report.results)

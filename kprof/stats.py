@@ -47,8 +47,8 @@ _FIELDS = ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")
 
 
 def summary_of(value: object) -> Summary | None:
-    """A summary from a record kprof wrote (:meth:`Summary.to_dict`), typed; None where there is none, or it lacks
-    a number (a point that failed, a result of another kprof)."""
+    """A summary from a record kprof wrote (:meth:`Summary.to_dict`), typed; None where there is
+    none, or it lacks a number (a point that failed, a result of another kprof)."""
     if isinstance(value, Summary) or value is None:
         return value
     if not isinstance(value, dict) or not all(isinstance(value.get(k), (int, float)) and not isinstance(value.get(k), bool)
@@ -96,7 +96,8 @@ class StopRule:
 
 
 def stable(summary: Summary, stop_reason: str, rel_stdev: float) -> bool:
-    """A result is stable when the noise rule stopped it, or its spread is within twice the target."""
+    """A result is stable when the noise rule stopped it, or its spread is within twice the
+    target."""
     return stop_reason == "noise" or summary.rel_stdev <= 2 * rel_stdev
 
 

@@ -70,9 +70,10 @@ def _device(index: int) -> Iterator[tuple[Any, Callable[..., Any]] | None]:
 
 
 def nvml_target(index: int, visible: str | None) -> int | str:
-    """The NVML index (or UUID) of CUDA's device ``index`` under ``CUDA_VISIBLE_DEVICES``: NVML counts
-    every GPU of the host, CUDA only the visible ones (``"1"`` -> NVML 1; ``"GPU-8f..."`` -> that UUID).
-    CUDA orders devices fastest first and NVML by PCI bus, which agree on a host of identical GPUs. Pure."""
+    """The NVML index (or UUID) of CUDA's device ``index`` under ``CUDA_VISIBLE_DEVICES``: NVML
+    counts every GPU of the host, CUDA only the visible ones (``"1"`` -> NVML 1; ``"GPU-8f..."`` ->
+    that UUID). CUDA orders devices fastest first and NVML by PCI bus, which agree on a host of
+    identical GPUs. Pure."""
     if visible is None or not visible.strip():
         return index
     entries = [e.strip() for e in visible.split(",")]
@@ -109,7 +110,8 @@ def snapshot(index: int = 0) -> Snapshot | None:
 
 def clock_limits(index: int = 0) -> dict[str, int]:
     """NVML's peak memory clock, memory bus width and peak SM clock, in the units of the CUDA device
-    attributes they stand in for where a driver no longer gives those (kHz, bits, kHz); {} without NVML."""
+    attributes they stand in for where a driver no longer gives those (kHz, bits, kHz); {} without
+    NVML."""
     with _device(index) as nvml:
         if nvml is None:
             return {}

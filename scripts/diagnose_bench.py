@@ -1,11 +1,13 @@
-"""kprof's counter-less diagnosis of performance cases from a GPU's kprof bench JSON, on any machine.
+"""kprof's counter-less diagnosis of performance cases from a GPU's kprof bench JSON, on any
+machine.
 
     python scripts/diagnose_bench.py [--show] BENCH.json [BENCH.json ...]
 
-Each file is ``kprof bench CASE CASE_fixed --json`` of the performance corpus: the case's measured time,
-its twin's (the measured gain), and the GPU's ceilings (kprof peak, in the JSON) are what the GPU gave;
-the build, the PTX lines and the rules run here. It prints, per case, the first cause, its line and its
-estimate against the twin's measured gain: what ``kprof cases --perf`` says without counters.
+Each file is ``kprof bench CASE CASE_fixed --json`` of the performance corpus: the case's measured
+time, its twin's (the measured gain), and the GPU's ceilings (kprof peak, in the JSON) are what the
+GPU gave; the build, the PTX lines and the rules run here. It prints, per case, the first cause, its
+line and its estimate against the twin's measured gain: what ``kprof cases --perf`` says without
+counters.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The exit codes of kprof, written into README.md and docs/limits.md from the one list in the code
-(kprof.errors.EXIT_CODES; kprof --help prints the same list). `python scripts/exit_codes.py` rewrites both
-between their markers; `--check` exits 1 where a file is out of date (tests/test_exit_codes_script.py runs it)."""
+(kprof.errors.EXIT_CODES; kprof --help prints the same list). `python scripts/exit_codes.py`
+rewrites both between their markers; `--check` exits 1 where a file is out of date
+(tests/test_exit_codes_script.py runs it)."""
 
 from __future__ import annotations
 

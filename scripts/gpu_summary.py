@@ -55,7 +55,8 @@ def utilization(logs: Path) -> str:
     was above 90%: which of the two bounds the suite's wall time."""
     parts = []
     cpu = [100 - int(f[14]) - int(f[15]) for f in (ln.split() for ln in _lines(logs / "suite-cpu.txt"))
-           if len(f) >= 17 and f[14].isdigit() and f[15].isdigit()][1:]  # the first line is since boot
+           # the first line is since boot
+           if len(f) >= 17 and f[14].isdigit() and f[15].isdigit()][1:]
     if cpu:
         parts.append(f"CPUs {sum(cpu) / len(cpu):.0f}% busy on average, above 90% in "
                      f"{sum(c > 90 for c in cpu) / len(cpu):.0%} of {len(cpu)} s")

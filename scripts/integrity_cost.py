@@ -1,6 +1,6 @@
-"""What the benchmark-integrity checks cost, from ``kprof bench --json`` files: per point, the checks'
-seconds in the child (``integrity_seconds``) over the kernel's child from start to end as the parent
-saw it (``wall_seconds``), and the flags raised. One Markdown table:
+"""What the benchmark-integrity checks cost, from ``kprof bench --json`` files: per point, the
+checks' seconds in the child (``integrity_seconds``) over the kernel's child from start to end as
+the parent saw it (``wall_seconds``), and the flags raised. One Markdown table:
 
     python3 scripts/integrity_cost.py BENCH.json [BENCH.json ...]
 """

@@ -1,15 +1,16 @@
-"""The mutation score of every spec from the JSON of ``kprof mutants NAME --json`` (one file per spec,
-``mutants-NAME.json``, as ``scripts/gpu-check.sh mutants`` writes them), as one Markdown table:
+"""The mutation score of every spec from the JSON of ``kprof mutants NAME --json`` (one file per
+spec, ``mutants-NAME.json``, as ``scripts/gpu-check.sh mutants`` writes them), as one Markdown
+table:
 
     python3 scripts/mutant_scores.py [--decide-launch] FOLDER [FOLDER ...]
 
-A later folder's file for a spec replaces an earlier one's. A mutant the verdict and every tool passed
-with the original's results to the last bit counts as a survivor (``same results``: its line may not
-run at the checked sizes, or it is equivalent), unless it moved a bound whose probe showed the checked
-sizes meet it (``equivalent``, ``by: results at its boundary``, from kprof mutants' JSON version 3): those
-are a column of their own, left out of the score and counted as survivors in the strict score beside it.
-The JSON of kprof before the same-results rule (version 2 with ``by: results`` under ``equivalent``) is
-read as a same-results survivor.
+A later folder's file for a spec replaces an earlier one's. A mutant the verdict and every tool
+passed with the original's results to the last bit counts as a survivor (``same results``: its line
+may not run at the checked sizes, or it is equivalent), unless it moved a bound whose probe showed
+the checked sizes meet it (``equivalent``, ``by: results at its boundary``, from kprof mutants' JSON
+version 3): those are a column of their own, left out of the score and counted as survivors in the
+strict score beside it. The JSON of kprof before the same-results rule (version 2 with ``by:
+results`` under ``equivalent``) is read as a same-results survivor.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from pathlib import Path
 
 def launch_decided(data: dict) -> dict[str, str]:
     """The survivors of ``data`` that today's kprof decides without a run: from the spec's launch
-    (kprof.corpus.mutants.unreachable_by_launch, "launch: ...") or by the source's note on their line
-    (kprof.corpus.mutants.note_of, "note: ..."): id -> why. A mutant counts only where today's source
-    gives the same id on the same line with the same operator, the line otherwise as it was."""
+    (kprof.corpus.mutants.unreachable_by_launch, "launch: ...") or by the source's note on their
+    line (kprof.corpus.mutants.note_of, "note: ..."): id -> why. A mutant counts only where today's
+    source gives the same id on the same line with the same operator, the line otherwise as it
+    was."""
     from kprof.corpus import mutants
     from kprof.spec import catalog
 
@@ -43,8 +45,9 @@ def launch_decided(data: dict) -> dict[str, str]:
 
 def tally(data: dict, decide: bool = False) -> dict:
     """Counts of one spec's mutants: equivalent (machine code), killed by the verdict, by a tool,
-    survived with other results, survived with the same results, not built; and the score. ``decide``:
-    survivors today's kprof decides from the launch count as equivalent (listed under ``decided``)."""
+    survived with other results, survived with the same results, not built; and the score.
+    ``decide``: survivors today's kprof decides from the launch count as equivalent (listed under
+    ``decided``)."""
     decided = launch_decided(data) if decide else {}
     out = {"spec": data["spec"], "mutants": len(data["mutants"]), "equivalent": 0, "boundary": 0, "verdict": 0,
            "tool": 0, "survived": 0, "same": 0, "not-built": 0, "survivors": [],

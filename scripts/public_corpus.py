@@ -1,20 +1,23 @@
-"""Score kprof's diagnosis on a public optimisation ladder nobody here wrote (perf_public/llmc.yaml: llm.c's dev/cuda
-kernels, each version against the next one).
+"""Score kprof's diagnosis on a public optimisation ladder nobody here wrote (perf_public/llmc.yaml:
+llm.c's dev/cuda kernels, each version against the next one).
 
-    python3 scripts/public_corpus.py check CHECKOUT                 # the checkout is the expectations' commit
-    python3 scripts/public_corpus.py specs CHECKOUT OUT             # a spec for each step's version and the next
-    python3 scripts/public_corpus.py score OUT [--json FILE] [STEP ...]   # on a GPU: bench, profile, judge
+    python3 scripts/public_corpus.py check CHECKOUT                 # the checkout is the
+    expectations' commit python3 scripts/public_corpus.py specs CHECKOUT OUT             # a spec
+    for each step's version and the next python3 scripts/public_corpus.py score OUT [--json FILE]
+    [STEP ...]   # on a GPU: bench, profile, judge
 
-The public code stays where it is (an ignored folder: .corpus/llm.c, from `git archive COMMIT dev/cuda`); the specs
-point at its files unchanged (kprof builds a tutorial's file as it is: host code, its own headers). What is ours:
-the expectations (perf_public/llmc.yaml), the references (perf_public/llmc_ref.py) and this script.
+The public code stays where it is (an ignored folder: .corpus/llm.c, from `git archive COMMIT
+dev/cuda`); the specs point at its files unchanged (kprof builds a tutorial's file as it is: host
+code, its own headers). What is ours: the expectations (perf_public/llmc.yaml), the references
+(perf_public/llmc_ref.py) and this script.
 
-`score` runs, for each step, one `kprof bench` of the version and the next (the measured gain, same run), Nsight
-Compute's full set on the version (its rules too), and kprof's diagnosis with the bench's time; then judges as
-`kprof cases --perf` does: the first cause (the expected one, or the cause the same rewrite also removes), its
-line (any line the next version rewrites for that cause; a launch cause: the spec's launch line), the estimate
-within 1.5x of the measured gain, and Nsight Compute's largest estimated speedup beside it. Each step is judged
-as it finishes (a Ctrl-C keeps those judged).
+`score` runs, for each step, one `kprof bench` of the version and the next (the measured gain, same
+run), Nsight Compute's full set on the version (its rules too), and kprof's diagnosis with the
+bench's time; then judges as `kprof cases --perf` does: the first cause (the expected one, or the
+cause the same rewrite also removes), its line (any line the next version rewrites for that cause; a
+launch cause: the spec's launch line), the estimate within 1.5x of the measured gain, and Nsight
+Compute's largest estimated speedup beside it. Each step is judged as it finishes (a Ctrl-C keeps
+those judged).
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ def load(path: Path = EXPECT) -> dict:
 
 
 def check(checkout: Path, data: dict) -> str | None:
-    """Why ``checkout`` is not the expectations' code (the line numbers are its files' at the commit), or None: each
-    file's sha256 against the one the expectations recorded (a clone at the commit or its ``git archive`` alike)."""
+    """Why ``checkout`` is not the expectations' code (the line numbers are its files' at the
+    commit), or None: each file's sha256 against the one the expectations recorded (a clone at the
+    commit or its ``git archive`` alike)."""
     import hashlib
 
     folder = checkout / data["folder"]
@@ -57,7 +61,8 @@ def check(checkout: Path, data: dict) -> str | None:
 
 
 def _launch_of(version: dict, spec_args: list[dict]) -> dict:
-    """The spec fields of one version: its entry and launch, or its steps (a version with args of its own)."""
+    """The spec fields of one version: its entry and launch, or its steps (a version with args of
+    its own)."""
     if "steps" in version:
         return {"steps": version["steps"]}
     if "args" in version:
@@ -66,7 +71,8 @@ def _launch_of(version: dict, spec_args: list[dict]) -> dict:
 
 
 def specs(checkout: Path, out: Path, data: dict) -> list[Path]:
-    """Two specs a step, NAME.yaml (the version) and NAME_next.yaml, pointing at the checkout's files."""
+    """Two specs a step, NAME.yaml (the version) and NAME_next.yaml, pointing at the checkout's
+    files."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(REFS, out / REFS.name)
     folder = (checkout / data["folder"]).resolve()
@@ -76,7 +82,8 @@ def specs(checkout: Path, out: Path, data: dict) -> list[Path]:
             spec = {"description": f"llm.c {step['file']} ({name}{suffix}): {' '.join(step['why'].split())}",
                     "source": str(folder / step["file"]), **{k: step[k] for k in SPEC_KEYS if k in step},
                     **_launch_of(version, step["args"])}
-            if not suffix and step.get("only_next"):  # the version before takes none of the next one's own buffers
+            # the version before takes none of the next one's own buffers
+            if not suffix and step.get("only_next"):
                 gone = set(step["only_next"])
                 spec["args"] = [a for a in spec["args"] if a["name"] not in gone]
                 spec["reference"] = {k: v for k, v in spec["reference"].items() if k not in gone}
@@ -131,7 +138,8 @@ def judge(step: str, expect: dict, diagnosis, measured: float | None, *, file: s
     r.estimate = first.gain.estimate
     r.measured = measured
     if r.estimate is not None and measured:
-        r.estimate_right = 1 / perfcases.WITHIN <= r.estimate / measured <= perfcases.WITHIN  # as kprof cases --perf
+        # as kprof cases --perf
+        r.estimate_right = 1 / perfcases.WITHIN <= r.estimate / measured <= perfcases.WITHIN
     return r
 
 

@@ -9,8 +9,8 @@ NAME.TOOL.txt (what the tool printed), plus the job's allocations (NAME.result.j
 map addresses to buffers. Also records `compute-sanitizer --help` and `ncu --help`.
 
 ``--cases``: each named sanitizer case and its fixed twin under the case's tool, with the argv kprof
-builds for that tool and version (``compute_sanitizer.build_argv``), by ``--exe`` (default: the one kprof
-finds): CASE.TOOL.{xml,txt} and CASE_fixed.TOOL.{xml,txt}, and the version in version.txt.
+builds for that tool and version (``compute_sanitizer.build_argv``), by ``--exe`` (default: the one
+kprof finds): CASE.TOOL.{xml,txt} and CASE_fixed.TOOL.{xml,txt}, and the version in version.txt.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ def main(out: Path) -> int:
 
 
 def record_cases(out: Path, names: list[str], exe: str) -> int:
-    """Each case and its twin under the case's tool, as kprof runs that tool (see the module's docstring)."""
+    """Each case and its twin under the case's tool, as kprof runs that tool (see the module's
+    docstring)."""
     from kprof.corpus import cases
     from kprof.tools.sanitizers import compute_sanitizer
 

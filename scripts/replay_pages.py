@@ -1,11 +1,12 @@
-"""The performance corpus's diagnoses replayed without a GPU, from what a GPU run recorded: each case's diagnosis
-inputs (tests/data/diagnosis/h100-sourcepages.json: the profile as kprof read it, the timed seconds, the SM count
-and clock, the ceilings) and its Source page as Nsight Compute printed it (tests/data/ncu/pages/), re-read by
-today's parser and judged by today's rules.
+"""The performance corpus's diagnoses replayed without a GPU, from what a GPU run recorded: each
+case's diagnosis inputs (tests/data/diagnosis/h100-sourcepages.json: the profile as kprof read it,
+the timed seconds, the SM count and clock, the ceilings) and its Source page as Nsight Compute
+printed it (tests/data/ncu/pages/), re-read by today's parser and judged by today's rules.
 
     python3 scripts/replay_pages.py [--json FILE] [CASE ...]
 
-It prints each case's first cause and line against what the corpus expects. The pages are an H100's (ncu
+It prints each case's first cause and line against what the corpus expects. The pages are an H100's
+(ncu
 2025.3.1); the PTX is built here (nvcc or NVRTC for sm_90).
 """
 
@@ -37,8 +38,8 @@ def page_of(case: str):
 
 
 def replay(recorded: dict, *, page=None):
-    """(the case, its diagnosis now) from one recorded case: its profile with ``page`` (default: the recorded page
-    re-read), the PTX built here, and the recorded seconds, device and ceilings."""
+    """(the case, its diagnosis now) from one recorded case: its profile with ``page`` (default: the
+    recorded page re-read), the PTX built here, and the recorded seconds, device and ceilings."""
     from kprof.build import build
     from kprof.commands import pipeline
     from kprof.diagnosis import diagnose, gather

@@ -1,7 +1,7 @@
-"""One smoke per command of an installed kprof, as a user types it, with no GPU: each ends with the exit code
-kprof documents for a machine without one, prints at most one line on stderr and no traceback. `.ci/run` runs
-it with the wheel's environment from an empty folder (the source tree out of reach); tests/test_smoke_script.py
-holds that every command of kprof's command line is here."""
+"""One smoke per command of an installed kprof, as a user types it, with no GPU: each ends with the
+exit code kprof documents for a machine without one, prints at most one line on stderr and no
+traceback. `.ci/run` runs it with the wheel's environment from an empty folder (the source tree out
+of reach); tests/test_smoke_script.py holds that every command of kprof's command line is here."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             words = [a.replace("{tmp}", tmp) for a in args]
             done = subprocess.run([opts.kprof, *words], cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
             err = done.stderr.strip().splitlines()
-            said = [line for line in err if line.startswith("kprof: error:")]  # the rest is progress ([1/2] ...)
+            # the rest is progress ([1/2] ...)
+            said = [line for line in err if line.startswith("kprof: error:")]
             ok = done.returncode == want and "Traceback" not in done.stderr and len(said) == (1 if want else 0)
             print(f"{'ok  ' if ok else 'FAIL'} kprof {' '.join(args)}: exit {done.returncode} (want {want})"
                   + ("" if ok else f"; stderr: {done.stderr.strip()[-400:]}"))

@@ -1,13 +1,17 @@
-"""The tightest tolerance each shipped spec passes with, measured on a GPU (docs/spec.md, "Tolerances").
+"""The tightest tolerance each shipped spec passes with, measured on a GPU (docs/spec.md,
+"Tolerances").
 
-    python scripts/tolerances.py measure OUT.json     # on a GPU: every kernel, perf case and fixed twin,
-                                                      # at every checked size, its default and sanitize sizes
+    python scripts/tolerances.py measure OUT.json     # on a GPU: every kernel, perf case and fixed
+    twin,
+                                                      # at every checked size, its default and
+                                                      sanitize sizes
     python scripts/tolerances.py propose OUT.json [--apply]   # anywhere: the rule below, per spec
-    python scripts/tolerances.py measure NEW.json --only SPEC... --merge OUT.json   # re-measure some
+    python scripts/tolerances.py measure NEW.json --only SPEC... --merge OUT.json   # re-measure
+    some
 
 Each run is ``kprof run``'s verdict (kprof.child.verify.compare) with its frontier: for each rtol in
-kprof.child.verify.FRONTIER_RTOLS, the smallest atol at which that output passes. The rule, per float
-output, over every measured size:
+kprof.child.verify.FRONTIER_RTOLS, the smallest atol at which that output passes. The rule, per
+float output, over every measured size:
 - the smallest rtol, up to RTOL_CAP for its dtype, at which every size passes with atol 0; else
 - the dtype's default rtol and the largest atol needed at it; a spec with a reduction size K gets
   ``c * K`` or ``c * sqrt(K)``, whichever fits the sizes more closely, with c the largest needed
@@ -43,7 +47,8 @@ SCALE_MARGIN = 4.0
 
 
 def _size_sets(spec: Any) -> list[tuple[str, dict[str, int], tuple[tuple[str, Any], ...]]]:
-    """The default and sanitize presets and every checked size (with its fills), each distinct set once."""
+    """The default and sanitize presets and every checked size (with its fills), each distinct set
+    once."""
     sets, seen = [], set()
     for preset, sizes, fills in [("default", {}, ()), ("sanitize", {}, ())] + [("check", dict(c.sizes), c.fills)
                                                                                for c in spec.checks]:
@@ -99,12 +104,14 @@ def _atomic(spec: Any) -> bool:
 
 
 def _base(name: str) -> str:
-    """The shipped spec a measured name belongs to: a case's fixed twin (``NAME_fixed``) is NAME's."""
+    """The shipped spec a measured name belongs to: a case's fixed twin (``NAME_fixed``) is
+    NAME's."""
     return name[: -len("_fixed")] if name.endswith("_fixed") else name
 
 
 def _shipped(name: str) -> Any:
-    """The shipped spec ``name`` (a case's ``NAME_fixed``: its twin), or None for a name kprof does not ship."""
+    """The shipped spec ``name`` (a case's ``NAME_fixed``: its twin), or None for a name kprof does
+    not ship."""
     from kprof.errors import KprofError
     from kprof.spec import catalog
 
@@ -158,7 +165,8 @@ def propose(rows: list[dict[str, Any]], atomic: Callable[[str], bool] = spec_is_
         margin = _margin(name, atomic, scaled)
         exact_at = [r for r in verify.FRONTIER_RTOLS if r <= cap
                     and all(_atol_at(c, r) == 0 for _, c in checks)]
-        if exact_at:  # with a margin: the first listed rtol that is margin times the needed one, at most the cap
+        # with a margin: the first listed rtol that is margin times the needed one, at most the cap
+        if exact_at:
             out[name] = {"rtol": min((r for r in exact_at if r >= margin * exact_at[0]), default=exact_at[-1]),
                          "atol": 0.0}
         else:
@@ -197,7 +205,8 @@ def _growing(needed: list[tuple[dict[str, Any], float]]) -> str:
 
 
 def _yaml(t: dict[str, Any], scale: tuple[tuple[str, str], ...] = ()) -> str:
-    """The spec's tolerance line; a ``scale`` it has is kept (the frontier was measured against it)."""
+    """The spec's tolerance line; a ``scale`` it has is kept (the frontier was measured against
+    it)."""
     atol = t["atol"]
     atol_text = f'"{atol}"' if isinstance(atol, str) else f"{atol:g}"
     kept = (", scale: {" + ", ".join(f'{k}: "{v}"' for k, v in scale) + "}") if scale else ""

@@ -1,5 +1,6 @@
-"""A diagnosis on a fake device, for the diagnosis's and the performance corpus's tests: a spec built and
-profiled as the fallback writes it, with counters and a Source page where a test gives them."""
+"""A diagnosis on a fake device, for the diagnosis's and the performance corpus's tests: a spec
+built and profiled as the fallback writes it, with counters and a Source page where a test gives
+them."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -21,8 +22,8 @@ def prepared_of(name: str, arch: str = "sm_90"):
 
 
 def profile_of(prepared, seconds: float | None, **counters):
-    """A profile as the fallback writes it; with ``counters``, as if ncu had measured those fields (``page``: its
-    Source page, ``{line: {counter: value}}`` on the spec's source)."""
+    """A profile as the fallback writes it; with ``counters``, as if ncu had measured those fields
+    (``page``: its Source page, ``{line: {counter: value}}`` on the spec's source)."""
     r, b = prepared.resolved, prepared.built
     u = b.usage_of(r.spec.entry)
     p = prof.fallback(r.spec.name, r.sizes, seconds, u.registers, r.threads_per_block, u.shared_static, dynamic_smem=r.shared_mem,
@@ -38,7 +39,8 @@ def profile_of(prepared, seconds: float | None, **counters):
 
 
 def page_of(file: str, counts: dict[int, dict[str, object]]):
-    """A Source page of the kernel's file: each line's counters (``stalls`` a dict, ``sass`` a tuple of opcodes)."""
+    """A Source page of the kernel's file: each line's counters (``stalls`` a dict, ``sass`` a tuple
+    of opcodes)."""
     from kprof.tools.nsight.sourcepage import COUNTER_COLUMNS, LineCounters, SourceLines
 
     reasons = sorted({r for c in counts.values() for r in c.get("stalls", {})})

@@ -1,6 +1,7 @@
-"""A fake device for the runner's tests on a machine without a GPU (tests/child/test_runner.py and the others
-that run the child's code in this process): buffers are NumPy byte arrays and a "launch" runs a NumPy
-emulation of the kernel (vector_add, reduce_sum, ...) or does nothing (a kernel that writes nothing)."""
+"""A fake device for the runner's tests on a machine without a GPU (tests/child/test_runner.py and
+the others that run the child's code in this process): buffers are NumPy byte arrays and a "launch"
+runs a NumPy emulation of the kernel (vector_add, reduce_sum, ...) or does nothing (a kernel that
+writes nothing)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from kprof.stats import StopRule
 
 
 class _Memory(dict):
-    """The fake device's allocations by base address; a pointer inside one (past a verified run's guard
-    zone) gives a view from there to the allocation's end, as the device's memory would."""
+    """The fake device's allocations by base address; a pointer inside one (past a verified run's
+    guard zone) gives a view from there to the allocation's end, as the device's memory would."""
 
     def __getitem__(self, ptr):
         if dict.__contains__(self, ptr):
@@ -36,7 +37,8 @@ class FakeDevice:
     """Just enough of kprof.child.device.Device for the runner."""
 
     emulations: dict = {}
-    arch = "sm_90"  # a test of an older GPU sets sm_61 or sm_75 (monkeypatch.setattr(FakeDevice, "arch", ...))
+    # a test of an older GPU sets sm_61 or sm_75 (monkeypatch.setattr(FakeDevice, "arch", ...))
+    arch = "sm_90"
     occupancies: list = []  # (block threads, dynamic shared memory) of every occupancy question
 
     def __init__(self, ordinal: int = 0) -> None:
@@ -117,7 +119,8 @@ class FakeDevice:
         return np.frombuffer(self.memory[ptr], dtype=dtype)
 
     def tensor_map(self, ptr, tm):
-        """Not the driver's encoding: the address, shape and box in the clear (an emulation decodes them)."""
+        """Not the driver's encoding: the address, shape and box in the clear (an emulation decodes
+        them)."""
         self.tensor_maps.append((ptr, tm))
         rank = len(tm.shape)
         return struct.pack(f"<QI{rank}Q{rank}I", ptr, rank, *tm.shape, *tm.box).ljust(128, b"\0")
@@ -144,7 +147,8 @@ class FakeDevice:
     # launches
     def launch(self, func, grid, block, shared_mem, args, stream=0):
         self.launched.append(func)
-        self.grid = grid  # what an emulation may read of its launch (the attention kernels' heads: grid y)
+        # what an emulation may read of its launch (the attention kernels' heads: grid y)
+        self.grid = grid
         emulate = self.emulations.get(func)
         if emulate:
             emulate(self, [v for _, v in args])
@@ -218,7 +222,8 @@ def _plus_one(dev, args):
 
 
 def _stream(kind):
-    """kprof peak's stream kernels: args (in, out, n words) / (in, flag, n) / (out, n); WIDTH from the word count."""
+    """kprof peak's stream kernels: args (in, out, n words) / (in, flag, n) / (out, n); WIDTH from
+    the word count."""
     def emulate(dev, args):
         if kind == "copy":
             src, dst, n = args
@@ -235,7 +240,8 @@ def _stream(kind):
 
 
 def _fingerprint(dev, args):
-    """kprof_fingerprint: any function of the buffer's bytes will do for the checks (equal or not)."""
+    """kprof_fingerprint: any function of the buffer's bytes will do for the checks (equal or
+    not)."""
     import hashlib
 
     ptr, nbytes, out = args
@@ -247,7 +253,8 @@ _DOUBLED = {0: (np.uint16, 10, 5), 1: (np.uint16, 7, 8), 2: (np.uint32, 23, 8), 
 
 
 def _double(dev, args):
-    """kprof_double, bit for bit: one more in the exponent of every normal value that stays finite."""
+    """kprof_double, bit for bit: one more in the exponent of every normal value that stays
+    finite."""
     ptr, count, kind = args
     word, mant, bits = _DOUBLED[kind]
     w = dev.view(ptr, word)[:count]

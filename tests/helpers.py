@@ -1,4 +1,5 @@
-"""Helpers the tests share: a typed job for a spec without building it (the cubin is named, not made)."""
+"""Helpers the tests share: a typed job for a spec without building it (the cubin is named, not
+made)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ def child(data: dict | None = None, **fields: object) -> ChildResult:
 
 
 def failing_nvcc(folder: Path, error: str, monkeypatch) -> Path:
-    """A stand-in nvcc 13.0 for sm_90 that fails every compile with ``error`` on stderr, chosen as kprof's compiler
-    (``KPROF_NVCC``, ``KPROF_COMPILER=nvcc``): a toolchain that builds nothing, whatever the kernel."""
+    """A stand-in nvcc 13.0 for sm_90 that fails every compile with ``error`` on stderr, chosen as
+    kprof's compiler (``KPROF_NVCC``, ``KPROF_COMPILER=nvcc``): a toolchain that builds nothing,
+    whatever the kernel."""
     folder.mkdir(parents=True, exist_ok=True)
     fake = folder / "nvcc"
     fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"

@@ -1,5 +1,5 @@
-"""What the house rules' tests share (tests/test_architecture_*.py): the package under test, its modules by
-dotted name, their parsed trees and the import graph."""
+"""What the house rules' tests share (tests/test_architecture_*.py): the package under test, its
+modules by dotted name, their parsed trees and the import graph."""
 
 from __future__ import annotations
 
@@ -9,16 +9,20 @@ from pathlib import Path
 
 import kprof
 
-# the package under test: the source tree's, or the installed wheel's when CI runs the tests against it
+# the package under test: the source tree's, or the installed wheel's when CI runs the tests against
+# it
 PKG = Path(kprof.__file__).resolve().parent
 
-DATA_FOLDERS = {"kernels", "sanitizer_cases", "perf_cases", "bench_cases"}  # inside kprof/ in an installed wheel
+# inside kprof/ in an installed wheel
+DATA_FOLDERS = {"kernels", "sanitizer_cases", "perf_cases", "bench_cases"}
 
-NOT_STAGES = {"hooks", "baselines", "builtin", "templates"} | DATA_FOLDERS  # loaded into programs, or data
+# loaded into programs, or data
+NOT_STAGES = {"hooks", "baselines", "builtin", "templates"} | DATA_FOLDERS
 
 
 def _sources() -> list[Path]:
-    """kprof's own modules (not the data folders' Python: a bench case's operations, a kernel's reference)."""
+    """kprof's own modules (not the data folders' Python: a bench case's operations, a kernel's
+    reference)."""
     return [p for p in sorted(PKG.rglob("*.py")) if p.relative_to(PKG).parts[0] not in DATA_FOLDERS]
 
 
@@ -28,7 +32,8 @@ def _dotted(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-# Every module is a node, in whichever stage folder it lives (kprof/spec/, kprof/tools/, kprof/child/, ...)
+# Every module is a node, in whichever stage folder it lives (kprof/spec/, kprof/tools/,
+# kprof/child/, ...)
 MODULES: dict[str, Path] = {_dotted(p): p for p in _sources()
                             if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in NOT_STAGES}
 
@@ -57,9 +62,9 @@ def _nodes(tree: ast.AST):
 
 
 def _imports(path: Path, typed: bool = False) -> set[str]:
-    """The kprof modules a file imports, at module level or inside functions: ``from kprof.child import
-    runner`` is child.runner, ``from kprof.spec import KernelSpec`` the spec folder's front (spec);
-    ``typed``: the imports for annotations only too."""
+    """The kprof modules a file imports, at module level or inside functions: ``from kprof.child
+    import runner`` is child.runner, ``from kprof.spec import KernelSpec`` the spec folder's front
+    (spec); ``typed``: the imports for annotations only too."""
     out: set[str] = set()
     tree = _parsed(path)
     for node in ast.walk(tree) if typed else _nodes(tree):
@@ -76,13 +81,14 @@ def _imports(path: Path, typed: bool = False) -> set[str]:
 
 GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
 
-# The stage folders, bottom to top: a folder imports only the folders before it (and the modules at the
-# top of kprof/). spec -> build -> launch (the parent's side of the child) -> child -> tools (sanitize) and
-# measure (bench, profile) -> diagnosis (why a kernel is slow) -> corpus (the checks of the checks) -> results
+# The stage folders, bottom to top: a folder imports only the folders before it (and the modules at
+# the top of kprof/). spec -> build -> launch (the parent's side of the child) -> child -> tools
+# (sanitize) and measure (bench, profile) -> diagnosis (why a kernel is slow) -> corpus (the checks
+# of the checks) -> results
 # -> commands (the front doors).
 STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnosis", "corpus", "results", "commands"]
 
-# What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m kprof, the
-# pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
+# What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m
+# kprof, the pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
 TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc", "parallel",
        "telemetry", "units", "findings", "stats", "demangle"}

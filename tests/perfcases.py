@@ -1,5 +1,7 @@
-"""The test suite's reader of the performance corpus (``perf_cases/``): :mod:`kprof.corpus.perfcases`.
-Each case's optional ``expect.metric`` says a profile field that must differ from its twin's by a factor."""
+"""The test suite's reader of the performance corpus (``perf_cases/``):
+:mod:`kprof.corpus.perfcases`.
+Each case's optional ``expect.metric`` says a profile field that must differ from its twin's by a
+factor."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The house rules of layering, checked on the source: no import cycle, the stages' folders one way down the
-pipeline, the tools' rooms one way, only the command layer looks kernels up or builds them, one owner module
-per external tool, only the device layer imports cuda.bindings, the child reads a typed job, no module imports
-the package's front door."""
+"""The house rules of layering, checked on the source: no import cycle, the stages' folders one way
+down the pipeline, the tools' rooms one way, only the command layer looks kernels up or builds them,
+one owner module per external tool, only the device layer imports cuda.bindings, the child reads a
+typed job, no module imports the package's front door."""
 
 from __future__ import annotations
 
@@ -43,12 +43,14 @@ def test_no_import_cycle():
     assert not cycles, f"import cycles in kprof/: {cycles}"
 
 
-MAX_ROOM = 10  # modules a room of a stage's folder holds (issue 70: tools/ held 24, and 4,443 lines)
+# modules a room of a stage's folder holds (issue 70: tools/ held 24, and 4,443 lines)
+MAX_ROOM = 10
 
 
 def test_the_tools_stage_is_rooms_of_at_most_ten_modules():
-    """kprof/tools/: the sanitizers and their checkers, the user's program, the suites, Nsight Compute and the
-    machine, each a folder of its own; no module at the stage's top; each room at most MAX_ROOM modules."""
+    """kprof/tools/: the sanitizers and their checkers, the user's program, the suites, Nsight
+    Compute and the machine, each a folder of its own; no module at the stage's top; each room at
+    most MAX_ROOM modules."""
     tools = PKG / "tools"
     assert sorted(p.name for p in tools.glob("*.py")) == ["__init__.py"], "a module at the top of kprof/tools/"
     rooms = {d.name: sorted(p.stem for p in d.glob("*.py") if p.name != "__init__.py") for d in tools.iterdir()
@@ -59,9 +61,10 @@ def test_the_tools_stage_is_rooms_of_at_most_ten_modules():
 
 
 def test_the_tools_rooms_import_one_way():
-    """The rooms stand on floors: programs and nsight at the bottom, sanitizers on them, suites and the machine on
-    top. No two rooms import each other (the user's program once imported coverage, checker and toolrun from the
-    sanitizers while they imported 21 of its names): with annotations' imports counted too."""
+    """The rooms stand on floors: programs and nsight at the bottom, sanitizers on them, suites and
+    the machine on top. No two rooms import each other (the user's program once imported coverage,
+    checker and toolrun from the sanitizers while they imported 21 of its names): with annotations'
+    imports counted too."""
     def room(name: str) -> str | None:
         parts = name.split(".")
         return parts[1] if parts[0] == "tools" and len(parts) > 2 else None
@@ -81,7 +84,8 @@ def test_only_the_command_layer_looks_up_or_builds_kernels(upstream):
 
 @pytest.mark.parametrize("tool, owner", [("compute-sanitizer", "compute_sanitizer"), ("ncu", "ncu"), ("nvcc", "toolchain")])
 def test_one_owner_module_per_external_tool(tool, owner):
-    """Each external tool is found (and so run) by one module, wherever its stage's folder puts it."""
+    """Each external tool is found (and so run) by one module, wherever its stage's folder puts
+    it."""
     files = [f for f in _sources() if f.stem == owner]
     assert len(files) == 1, files
     finders = sorted(str(f.relative_to(PKG)) for f in _sources()
@@ -90,7 +94,8 @@ def test_one_owner_module_per_external_tool(tool, owner):
 
 
 def test_only_the_device_layer_imports_cuda_bindings():
-    """The driver through kprof/child/device.py only; NVRTC (a compiler, no context) through kprof/build/nvrtc.py only."""
+    """The driver through kprof/child/device.py only; NVRTC (a compiler, no context) through
+    kprof/build/nvrtc.py only."""
     users = sorted(name for name, path in MODULES.items() if "cuda.bindings" in path.read_text()
                    and name not in ("child.device", "tools.machine.doctor", "build.nvrtc"))
     assert not users, f"cuda.bindings imported outside kprof/child/device.py: {users}"
@@ -116,8 +121,9 @@ def test_no_module_imports_the_package_front_door():
 
 
 def test_no_two_stage_folders_import_each_other():
-    """Between the stage folders (kprof/child/, kprof/tools/, kprof/results/, kprof/spec/) and the modules
-    beside them, imports go one way: no folder imports a module that imports back into it."""
+    """Between the stage folders (kprof/child/, kprof/tools/, kprof/results/, kprof/spec/) and the
+    modules beside them, imports go one way: no folder imports a module that imports back into
+    it."""
     def group(name: str) -> str:
         return name.split(".")[0]
 
@@ -127,8 +133,9 @@ def test_no_two_stage_folders_import_each_other():
 
 
 def test_the_tree_shows_the_pipeline():
-    """Every module of kprof/ is in its stage's folder but the front doors and the shared leaves; each
-    folder says what it owns (a module docstring); the folders import one way, down the pipeline."""
+    """Every module of kprof/ is in its stage's folder but the front doors and the shared leaves;
+    each folder says what it owns (a module docstring); the folders import one way, down the
+    pipeline."""
     folders = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()} - NOT_STAGES
     assert folders == set(STAGES), folders ^ set(STAGES)
     top = {p.stem for p in PKG.glob("*.py")} - {"__init__"}
@@ -142,9 +149,9 @@ def test_the_tree_shows_the_pipeline():
 
 
 def test_the_spec_stage_is_a_folder_of_schema_and_loader():
-    """kprof/spec/: the schema (dataclasses, resolve) and the loader (YAML, validation), one way: the
-    loader builds the schema's classes, the schema never imports the loader; the folder is one node of
-    the graph above, with the edges of both."""
+    """kprof/spec/: the schema (dataclasses, resolve) and the loader (YAML, validation), one way:
+    the loader builds the schema's classes, the schema never imports the loader; the folder is one
+    node of the graph above, with the edges of both."""
     assert {"spec.loader", "spec.schema"} <= GRAPH["spec"] and GRAPH["spec.schema"] <= {"spec.sizeexpr", "errors", "inputs"}
     assert {"spec.sizeexpr", "spec.reference", "inputs", "spec.schema"} <= GRAPH["spec.loader"]
     schema = (PKG / "spec" / "schema.py").read_text()

@@ -1,6 +1,6 @@
-"""The house rules of where things are said, checked on the source: the tests laid out like the package, a
-module with its test file, and docs/architecture.md naming only what is where it says and saying what the code
-does."""
+"""The house rules of where things are said, checked on the source: the tests laid out like the
+package, a module with its test file, and docs/architecture.md naming only what is where it says and
+saying what the code does."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from house import GRAPH, MODULES, PKG, STAGES, _parsed, _sources
 
 from kprof.tools.sanitizers import checkers
 
-# The modules that had no test file of their own when the tests took the package's layout, each with the
-# test file that covers it. A module not listed here needs tests/<stage>/test_<module>.py (or, at the top of
-# kprof/, tests/test_<module>.py): a new module comes with its test file.
+# The modules that had no test file of their own when the tests took the package's layout, each with
+# the test file that covers it. A module not listed here needs tests/<stage>/test_<module>.py (or,
+# at the top of kprof/, tests/test_<module>.py): a new module comes with its test file.
 COVERED_ELSEWHERE = {
     "__main__": "commands/test_cli.py", "annotate": "tools/programs/test_program.py", "errors": "test_architecture_records.py",
     "findings": "tools/programs/test_program.py", "inputs": "test_hostile.py",
@@ -43,7 +43,8 @@ COVERED_ELSEWHERE = {
 
 TESTS = Path(__file__).resolve().parent
 
-# test files at the top of tests/: the house rules, the front doors, what crosses every stage, the scripts
+# test files at the top of tests/: the house rules, the front doors, what crosses every stage, the
+# scripts
 TOP_TESTS = {"test_architecture_layers", "test_architecture_sizes", "test_architecture_records",
              "test_architecture_registries", "test_architecture_layout", "test_import", "test_fuzz", "test_hostile", "test_hardening", "test_op", "test_gpu_op",
              "test_proc", "test_pytest_plugin", "test_gpu_check", "test_gpu_summary_script", "test_tolerances_script",
@@ -54,23 +55,26 @@ TOP_TESTS = {"test_architecture_layers", "test_architecture_sizes", "test_archit
 STAGE_EXTRAS = {
     "child/test_gpu_kernels.py",  # every shipped kernel through the child on a GPU
     "launch/test_batch.py",  # several jobs in one child: the launch's batch and each checker's
-    "tools/programs/test_program.py", "tools/programs/test_gpu_programs.py",  # a user's program: allocators, exit code, launch site
-    "tools/programs/test_recorded_programs.py",  # the tools' reports on users' programs, recorded on a GPU
+    # a user's program: allocators, exit code, launch site
+    "tools/programs/test_program.py", "tools/programs/test_gpu_programs.py",
+    # the tools' reports on users' programs, recorded on a GPU
+    "tools/programs/test_recorded_programs.py",
     "results/test_results_index.py",  # docs/results/README.md, the one index of measured numbers
-    "diagnosis/test_program_ranking.py",  # diagnosis/program.py's, named apart from tools/programs/test_program.py
+    # diagnosis/program.py's, named apart from tools/programs/test_program.py
+    "diagnosis/test_program_ranking.py",
 }
 
 
 def _module_names() -> dict[str, str]:
-    """Every module kprof has a test file for, by its dotted name (spec.loader; errors): stage folders'
-    fronts (__init__.py) and the folders loaded into programs left out."""
+    """Every module kprof has a test file for, by its dotted name (spec.loader; errors): stage
+    folders' fronts (__init__.py) and the folders loaded into programs left out."""
     return {name: name for name, path in MODULES.items() if path.name != "__init__.py"}
 
 
 def test_the_tests_are_laid_out_like_the_package():
-    """tests/<stage>/test_<module>.py: each folder of tests/ is a stage of kprof's, each file in it is named for a
-    module of that stage (test_gpu_<module>.py for its GPU tests, marked gpu), and the top holds only the house
-    rules, the front doors and what crosses every stage."""
+    """tests/<stage>/test_<module>.py: each folder of tests/ is a stage of kprof's, each file in it
+    is named for a module of that stage (test_gpu_<module>.py for its GPU tests, marked gpu), and
+    the top holds only the house rules, the front doors and what crosses every stage."""
     folders = {d.name for d in TESTS.iterdir() if d.is_dir() and d.name not in ("data", "__pycache__")}
     assert folders <= set(STAGES), folders - set(STAGES)
     top = {p.stem for p in TESTS.glob("test_*.py")}
@@ -79,7 +83,8 @@ def test_the_tests_are_laid_out_like_the_package():
     stray = []
     for path in sorted(p for p in TESTS.glob("*/**/test_*.py") if "data" not in p.relative_to(TESTS).parts):
         rel = str(path.relative_to(TESTS))
-        folder = ".".join(path.parent.relative_to(TESTS).parts)  # tools/sanitizers/ holds tools.sanitizers' tests
+        # tools/sanitizers/ holds tools.sanitizers' tests
+        folder = ".".join(path.parent.relative_to(TESTS).parts)
         module = f"{folder}.{path.stem.removeprefix('test_').removeprefix('gpu_')}"
         if module not in modules and rel not in STAGE_EXTRAS:
             stray.append(rel)
@@ -104,16 +109,18 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 
 
 def _defines(path: Path, name: str) -> bool:
-    """Whether the module at ``path`` defines ``name`` (a function, a class, or a method of one) at any depth."""
+    """Whether the module at ``path`` defines ``name`` (a function, a class, or a method of one) at
+    any depth."""
     tree = _parsed(path)
     return any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.name == name
                for n in ast.walk(tree))
 
 
 def test_the_architecture_page_names_only_modules_and_functions_that_are_where_it_says():
-    """docs/architecture.md's walk-through had run_all in compute_sanitizer and cmd_sanitize doing the lookup after
-    both had moved: every kprof/... path it names exists, every `kprof/x.py` `name()` it pairs is defined in that
-    module, and every `module.name()` it writes is defined in the module of that name."""
+    """docs/architecture.md's walk-through had run_all in compute_sanitizer and cmd_sanitize doing
+    the lookup after both had moved: every kprof/... path it names exists, every `kprof/x.py`
+    `name()` it pairs is defined in that module, and every `module.name()` it writes is defined in
+    the module of that name."""
     text = DOC.read_text()
     missing = [m for m in re.findall(r"`(kprof/[\w/]+\.py)`", text) if not (PKG.parent / m).is_file()]
     assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
@@ -129,11 +136,12 @@ def test_the_architecture_page_names_only_modules_and_functions_that_are_where_i
 
 
 def test_the_architecture_page_says_what_the_code_does():
-    """Four of docs/architecture.md's statements had stopped being true (issue 78): each is held here against the
-    code. Every module is in its tree of modules; the modules it names as the only callers of the catalog and the
-    build are those that import them; a compute-sanitizer tool is a registry row and its name in TOOLS; render.py
-    holds only the shared layout (it imports no kind of result); cmd_sanitize raises only for a command line's own
-    mistakes (a kernel and a program, or neither)."""
+    """Four of docs/architecture.md's statements had stopped being true (issue 78): each is held
+    here against the code. Every module is in its tree of modules; the modules it names as the only
+    callers of the catalog and the build are those that import them; a compute-sanitizer tool is a
+    registry row and its name in TOOLS; render.py holds only the shared layout (it imports no kind
+    of result); cmd_sanitize raises only for a command line's own mistakes (a kernel and a program,
+    or neither)."""
     text = DOC.read_text()
     tree = text[text.index("```\nkprof/"):text.index("```", text.index("```\nkprof/") + 3)]
     listed = set(re.findall(r"(\w+)\.py", tree))

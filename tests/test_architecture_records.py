@@ -1,7 +1,7 @@
-"""The house rules of records, checked on the source: what a stage hands on is typed (no Any for kprof's own
-types, Any rare), states are Literals, records of at most 25 fields in typed parts, every error class in
-errors.py, each record read by its keys only in its decoder, a baseline and a verdict's rule one typed value,
-each command its own typed options."""
+"""The house rules of records, checked on the source: what a stage hands on is typed (no Any for
+kprof's own types, Any rare), states are Literals, records of at most 25 fields in typed parts,
+every error class in errors.py, each record read by its keys only in its decoder, a baseline and a
+verdict's rule one typed value, each command its own typed options."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import re
 
 from house import MODULES, PKG, _nodes, _parsed, _sources, _trees
 
-TYPED_NAMES = re.compile(r"^(prepared|profiles?|report|timed)$")  # issue 70: what a stage hands on is typed
+# issue 70: what a stage hands on is typed
+TYPED_NAMES = re.compile(r"^(prepared|profiles?|report|timed)$")
 
 
 def test_no_any_for_a_prepared_spec_a_profile_or_a_report():
-    """A parameter named for a prepared spec, a profile or a report, and an API function's result, is its type (or a
-    protocol of it: kprof.launch.prepared.Prepared), never ``Any``."""
+    """A parameter named for a prepared spec, a profile or a report, and an API function's result,
+    is its type (or a protocol of it: kprof.launch.prepared.Prepared), never ``Any``."""
     loose = []
     for path in MODULES.values():
         for fn in (n for n in ast.walk(_parsed(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
@@ -42,7 +43,8 @@ OPEN_STATES = {
 
 
 def test_no_status_or_kind_is_a_bare_str():
-    """A record's status, mode, verdict or kind is a Literal (or an enum) of what it can be (issue 70); those whose
+    """A record's status, mode, verdict or kind is a Literal (or an enum) of what it can be (issue
+    70); those whose
     words come from elsewhere are in OPEN_STATES with why."""
     bare = []
     for path in MODULES.values():
@@ -66,8 +68,9 @@ def _records() -> list[tuple[str, ast.ClassDef]]:
 
 
 def test_no_record_has_more_than_25_fields():
-    """Issue 70: KernelProfile had 54 flat fields, PointResult 33; a wide record is split into typed parts that say
-    what they hold (a profile's occupancy, memory, shared memory, compute, stalls; a point's rates and timer)."""
+    """Issue 70: KernelProfile had 54 flat fields, PointResult 33; a wide record is split into typed
+    parts that say what they hold (a profile's occupancy, memory, shared memory, compute, stalls; a
+    point's rates and timer)."""
     wide = []
     for where, cls in _records():
         names = [f.target.id for f in cls.body if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
@@ -78,7 +81,8 @@ def test_no_record_has_more_than_25_fields():
 
 
 def _mirrors(expr: ast.expr) -> bool:
-    """``self.part.field`` (or that or None, by a condition): a property that repeats a field of one of its fields."""
+    """``self.part.field`` (or that or None, by a condition): a property that repeats a field of one
+    of its fields."""
     if isinstance(expr, ast.IfExp):
         return _mirrors(expr.body) or _mirrors(expr.orelse)
     return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Attribute)
@@ -86,8 +90,9 @@ def _mirrors(expr: ast.expr) -> bool:
 
 
 def test_no_record_mirrors_a_field_of_its_parts():
-    """Issue 70: PointResult had 12 properties that returned its first baseline's fields under the point's name;
-    a reader names the part (``point.first.of_baseline``), so each value has one name."""
+    """Issue 70: PointResult had 12 properties that returned its first baseline's fields under the
+    point's name; a reader names the part (``point.first.of_baseline``), so each value has one
+    name."""
     mirrors = []
     for where, cls in _records():
         for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)
@@ -100,8 +105,9 @@ def test_no_record_mirrors_a_field_of_its_parts():
 
 
 def test_every_error_class_is_in_errors_py():
-    """One place for every error class kprof has (kprof/errors.py): its KprofErrors, each with its exit code,
-    and the pure expression checkers' ValueErrors, which the spec loader turns into SpecErrors."""
+    """One place for every error class kprof has (kprof/errors.py): its KprofErrors, each with its
+    exit code, and the pure expression checkers' ValueErrors, which the spec loader turns into
+    SpecErrors."""
     from kprof import errors
 
     kinds = {name for name, obj in vars(errors).items() if isinstance(obj, type) and issubclass(obj, BaseException)}
@@ -114,8 +120,8 @@ def test_every_error_class_is_in_errors_py():
 
 
 def test_the_childs_result_is_read_in_one_typed_place():
-    """kprof/launch/childresult.py reads the child's result file (its version checked) into typed fields; no other
-    module of the parent opens the file or looks up the record's keys."""
+    """kprof/launch/childresult.py reads the child's result file (its version checked) into typed
+    fields; no other module of the parent opens the file or looks up the record's keys."""
     child_side = {"launch.childresult", "child.runner", "child.workspace", "child.timing", "child.framework"}  # what writes it
     patterns = ('.get("status")', '.get("phase"', '"job_seconds" in', "result_path.read_text", '["samples"]',
                 '.get("samples")')
@@ -127,8 +133,9 @@ def test_the_childs_result_is_read_in_one_typed_place():
 
 
 def test_every_command_takes_its_own_typed_options():
-    """kprof/commands/options.py has one frozen options class per command; every cmd_* takes its class, every
-    attribute a command reads of it is one of its fields, and every field is one the CLI's parser sets."""
+    """kprof/commands/options.py has one frozen options class per command; every cmd_* takes its
+    class, every attribute a command reads of it is one of its fields, and every field is one the
+    CLI's parser sets."""
     from dataclasses import fields
 
     from kprof.commands import cli, options
@@ -152,9 +159,10 @@ def test_every_command_takes_its_own_typed_options():
 
 
 def test_a_baseline_is_one_typed_value_parsed_once():
-    """kprof/spec/baseline.py's Baseline (a library, a spec, a Python callable) is what the bench plan carries;
-    no module but pyref.py spells the stored Python reference's prefix, and the only module that decodes a
-    baseline string into its kind is baseline.py (the CLI's --baseline is parsed there too, in baseline.of_option)."""
+    """kprof/spec/baseline.py's Baseline (a library, a spec, a Python callable) is what the bench
+    plan carries; no module but pyref.py spells the stored Python reference's prefix, and the only
+    module that decodes a baseline string into its kind is baseline.py (the CLI's --baseline is
+    parsed there too, in baseline.of_option)."""
     constants = [f"{name}.py" for name, path in MODULES.items() if name != "spec.pyref"
                  for tree in _trees(path) for node in ast.walk(tree)
                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("python:")]
@@ -191,9 +199,9 @@ def test_the_verdict_takes_its_rule_as_one_value():
 
 
 def test_any_stays_rare():
-    """``Any`` at most 20 per 1,000 lines of kprof/ (issue 53): a value read from outside (YAML, JSON, XML) is
-    ``object`` and narrowed before use; ``Any`` is left for what has no types here (torch, CuPy, CUPTI and the
-    driver's handles, NumPy values in the reference evaluator)."""
+    """``Any`` at most 20 per 1,000 lines of kprof/ (issue 53): a value read from outside (YAML,
+    JSON, XML) is ``object`` and narrowed before use; ``Any`` is left for what has no types here
+    (torch, CuPy, CUPTI and the driver's handles, NumPy values in the reference evaluator)."""
     count = lines = 0
     for path in _sources():
         text = path.read_text().splitlines()
@@ -202,8 +210,9 @@ def test_any_stays_rare():
     assert count * 1000 <= 20 * lines, f"{count} Any in {lines} lines: {count * 1000 / lines:.1f} per 1,000 (at most 20)"
 
 
-# Where a record is read by its keys: each module that decodes one (kprof's own JSON read back, or what comes
-# from outside: a spec's YAML, a tool's CSV header), with what it decodes. Everywhere else a record is typed.
+# Where a record is read by its keys: each module that decodes one (kprof's own JSON read back, or
+# what comes from outside: a spec's YAML, a tool's CSV header), with what it decodes. Everywhere
+# else a record is typed.
 DECODERS = {
     "launch/childresult.py": "the child's result file (ChildResult, its checks, errors, timing)",
     "launch/job.py": "the job file the child reads (Job.from_dict)",
@@ -243,9 +252,9 @@ NOT_RECORDS = {
 
 
 def test_a_record_is_read_by_its_keys_only_in_its_decoder():
-    """No ``.get("key")`` on a record kprof wrote outside the one module that decodes it into a type (issue 53):
-    a new module that looks a record up by its keys is either that record's decoder (listed in DECODERS with
-    what it decodes) or reads the typed record the decoder returns."""
+    """No ``.get("key")`` on a record kprof wrote outside the one module that decodes it into a type
+    (issue 53): a new module that looks a record up by its keys is either that record's decoder
+    (listed in DECODERS with what it decodes) or reads the typed record the decoder returns."""
     found = []
     for path in _sources():
         rel = path.relative_to(PKG).as_posix()
@@ -278,11 +287,11 @@ def _frozen_containers() -> dict[str, set[str]]:
 
 
 def test_no_frozen_record_is_changed_after_it_is_made():
-    """Issue 78: a Diagnosis had notes appended and its first cause replaced, SpecProfiles and BuildReport were
-    filled after creation, a KernelProfile's notes grew: a frozen record is made whole (dataclasses.replace for a
-    changed copy). A name bound in a function to a frozen record (made there, by ``replace``, returned by a
-    function annotated with its class, or a parameter or variable annotated with it) never has a list, dict or set
-    field changed in place."""
+    """Issue 78: a Diagnosis had notes appended and its first cause replaced, SpecProfiles and
+    BuildReport were filled after creation, a KernelProfile's notes grew: a frozen record is made
+    whole (dataclasses.replace for a changed copy). A name bound in a function to a frozen record
+    (made there, by ``replace``, returned by a function annotated with its class, or a parameter or
+    variable annotated with it) never has a list, dict or set field changed in place."""
     frozen = _frozen_containers()
     returns = {fn.name: kind for path in MODULES.values() for fn in ast.walk(_parsed(path))
                if isinstance(fn, ast.FunctionDef) and fn.returns is not None

@@ -1,5 +1,5 @@
-"""The house rules of what kprof has several of, checked on the source: the checkers listed in one registry;
-every command parsing and printing over an exported API function."""
+"""The house rules of what kprof has several of, checked on the source: the checkers listed in one
+registry; every command parsing and printing over an exported API function."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ from kprof.tools.sanitizers import checkers
 
 CHECKER_NAMES = set(checkers.names())  # from the registry: a new checker is held here too
 
-# where a checker is defined, registered or given its place: the registry, the two checker modules, and
-# kprof mutants' preference of which checks run first
+# where a checker is defined, registered or given its place: the registry, the two checker modules,
+# and kprof mutants' preference of which checks run first
 CHECKER_HOMES = {"tools.sanitizers.checkers", "tools.sanitizers.checker", "tools.sanitizers.compute_sanitizer", "tools.sanitizers.values", "corpus.mutants"}
 
 
 def test_the_checkers_are_listed_in_one_registry():
-    """No module but the checkers' own spells out a list of checkers (a tuple or list of two or more of their
-    names) or tests a tool against the values detector's name (``tool == "values"``): what a checker needs is
-    its ``needs``, and the lists come from kprof.tools.sanitizers.checkers, so a new checker is one file and one line."""
+    """No module but the checkers' own spells out a list of checkers (a tuple or list of two or more
+    of their names) or tests a tool against the values detector's name (``tool == "values"``): what
+    a checker needs is its ``needs``, and the lists come from kprof.tools.sanitizers.checkers, so a
+    new checker is one file and one line."""
     found = []
     for name, path in MODULES.items():
         if name in CHECKER_HOMES:
@@ -39,15 +40,16 @@ def test_the_checkers_are_listed_in_one_registry():
 API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline", "corpora": "kprof.commands.corpora",
                "profiles": "kprof.commands.profiles"}
 
-# The API's functions over what the CLI has already prepared (a spec resolved with its --param and --size, built
-# once for several uses) and its checks before a GPU run; the public functions are built on them.
+# The API's functions over what the CLI has already prepared (a spec resolved with its --param and
+# --size, built once for several uses) and its checks before a GPU run; the public functions are
+# built on them.
 PREPARED_TIER = {"require_gpu", "cases_beyond"}
 
 
 def test_every_command_is_parsing_and_printing_over_an_api_function():
-    """Each ``cmd_NAME`` of kprof/commands/commands.py calls (itself or through a helper it hands ``opts``) a
-    function of the API modules, and every such function it calls is public in ``kprof`` (issue 53: an API
-    function behind every command); commands/api.py stays under 350 lines."""
+    """Each ``cmd_NAME`` of kprof/commands/commands.py calls (itself or through a helper it hands
+    ``opts``) a function of the API modules, and every such function it calls is public in ``kprof``
+    (issue 53: an API function behind every command); commands/api.py stays under 350 lines."""
 
     tree = ast.parse((PKG / "commands" / "commands.py").read_text())
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}

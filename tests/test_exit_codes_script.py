@@ -1,5 +1,6 @@
-"""One list of exit codes (kprof.errors.EXIT_CODES): kprof --help prints it, and README.md and docs/limits.md
-hold it as scripts/exit_codes.py generates it; every EXIT_* the code uses is in it."""
+"""One list of exit codes (kprof.errors.EXIT_CODES): kprof --help prints it, and README.md and
+docs/limits.md hold it as scripts/exit_codes.py generates it; every EXIT_* the code uses is in
+it."""
 
 from __future__ import annotations
 

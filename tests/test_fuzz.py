@@ -1,5 +1,6 @@
 """Generated broken and hostile inputs through the spec loader, the command line and the XML parser:
-never an internal error (exit 70), never a traceback, always quickly. Hypothesis picks the inputs."""
+never an internal error (exit 70), never a traceback, always quickly. Hypothesis picks the
+inputs."""
 
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ def test_generated_command_lines_never_end_in_an_internal_error(no_process, no_b
                                                                command, name, extra):
     import kprof.child.device
 
-    monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: a stand-in")  # finding libcuda runs ldconfig
+    # finding libcuda runs ldconfig
+    monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: a stand-in")
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
     argv = [command, name]
     for option, key, value in extra:
@@ -153,8 +155,8 @@ SHELLISH = st.text(alphabet=st.sampled_from(list("ab/._-~`$;|&<>()\\'\" \n\t*?[]
 @given(name=SHELLISH, source=SHELLISH, flag=SHELLISH)
 def test_no_generated_path_or_flag_reaches_nvcc_with_a_shell_character(tmp_path_factory, monkeypatch, name, source,
                                                                       flag):
-    """Folder and file names and flags drawn from the characters a shell acts on: the spec loads and the
-    build's argv has none of them, or it is one line (a KprofError) and nvcc never runs."""
+    """Folder and file names and flags drawn from the characters a shell acts on: the spec loads and
+    the build's argv has none of them, or it is one line (a KprofError) and nvcc never runs."""
     from kprof import inputs, proc
 
     seen: list[list[str]] = []
@@ -189,15 +191,16 @@ def test_no_generated_path_or_flag_reaches_nvcc_with_a_shell_character(tmp_path_
                                                "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
 def test_generated_paths_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory, monkeypatch, path,
                                                  option):
-    # Each example's environment is its own: a KPROF_PATH an earlier example set (/, /proc) once leaked
-    # into the next ones, which then walked the disk.
+    # Each example's environment is its own: a KPROF_PATH an earlier example set (/, /proc) once
+    # leaked into the next ones, which then walked the disk.
     with monkeypatch.context() as m:
         _one_generated_path(m, capsys, tmp_path_factory, path, option)
 
 
 def _contained(path: str, tmp_path_factory) -> str:
-    """An output path the test generated, kept inside the test's temporary folders: the suite runs as root, where
-    `--dir /` wrote k.cu into the machine's root, `--sarif /bb*".` a report beside it and `../../../x` another."""
+    """An output path the test generated, kept inside the test's temporary folders: the suite runs
+    as root, where `--dir /` wrote k.cu into the machine's root, `--sarif /bb*".` a report beside it
+    and `../../../x` another."""
     import os
 
     base = str(tmp_path_factory.getbasetemp().parent)
@@ -289,7 +292,8 @@ def test_generated_expressions_are_a_value_or_one_line(expr, prefix):
         except (sizeexpr.SizeExprError, reference.ReferenceExprError) as exc:
             assert "\n" not in str(exc)
         except (ValueError, FloatingPointError, ZeroDivisionError, OverflowError, TypeError):
-            pass  # NumPy's own answer to a valid expression (a shape mismatch): the runner reports it
+            # NumPy's own answer to a valid expression (a shape mismatch): the runner reports it
+            pass
 
 
 # Issue 55, round 3: a generator for each class of hostile input the third battery found.
@@ -304,8 +308,8 @@ YAML_VALUES = st.one_of(
 @FAST
 @given(value=YAML_VALUES, field=st.sampled_from(["description", "notes", "tolerance", "sizes"]))
 def test_generated_yaml_tags_and_values_are_a_spec_or_one_line(tmp_path_factory, value, field):
-    """PyYAML builds some values with Python's own errors (ValueError, KeyError, AttributeError): each is a
-    spec or one line, exit 2, never exit 70."""
+    """PyYAML builds some values with Python's own errors (ValueError, KeyError, AttributeError):
+    each is a spec or one line, exit 2, never exit 70."""
     folder = tmp_path_factory.mktemp("y")
     (folder / "k.cu").write_text('extern "C" __global__ void k(float* x) {}\n')
     text = "sizes: {N: 64}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: out}\nlaunch: {grid: [1], block: [64]}\n"
@@ -324,8 +328,9 @@ PATH_SHAPES = st.one_of(
     st.sampled_from(["/tmp/loop-{}/x", "/proc/self/fd/0", "/dev/stdin", "/", "//", "/tmp/./../tmp/..", "{chardev}",
                      "{fifo}", "{fdlink}"]),
 )
-# What kprof writes to. The machine's own streams and devices are never named as one of these (the run is often
-# root's, where a rename over /dev/stdin replaces the machine's link): the test makes its own node instead.
+# What kprof writes to. The machine's own streams and devices are never named as one of these (the
+# run is often root's, where a rename over /dev/stdin replaces the machine's link): the test makes
+# its own node instead.
 OUTPUT_OPTIONS = {"--sarif", "--dir", "KPROF_CACHE_DIR", "KPROF_HISTORY"}
 STREAMS = {"/proc/self/fd/0": "{fdlink}", "/dev/stdin": "{chardev}"}
 
@@ -334,7 +339,8 @@ def _special_node(kind, folder, fds):
     """A device node, a FIFO or a link into /proc/self/fd made in ``folder``, as the test's own."""
     if kind == "{chardev}":
         try:
-            os.mknod(folder / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))  # the null device's numbers
+            # the null device's numbers
+            os.mknod(folder / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
             return folder / "null"
         except PermissionError:  # not root: a FIFO is the special file a user can make
             kind = "{fifo}"
@@ -352,7 +358,8 @@ def _special_node(kind, folder, fds):
                                                   "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
 def test_generated_path_shapes_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory, monkeypatch,
                                                        path, option):
-    """Names over 255 bytes, paths over 4,096, non-UTF-8 bytes, symlink loops, devices: one line each."""
+    """Names over 255 bytes, paths over 4,096, non-UTF-8 bytes, symlink loops, devices: one line
+    each."""
     if "{}" in path:
         loop = tmp_path_factory.mktemp("loop")
         (loop / "a").symlink_to(loop / "b")
@@ -381,8 +388,8 @@ CONTROLS = st.lists(st.sampled_from(["\x1b", "\x9b", "\x85", "\x07", "\x08", "\x
 @FAST
 @given(text=CONTROLS)
 def test_generated_control_characters_never_reach_the_terminal(capsys, tmp_path_factory, monkeypatch, text):
-    """Whatever a spec's description holds, kprof list writes no raw control character (newline and tab
-    are the only ones it writes, and its own progress line's erase)."""
+    """Whatever a spec's description holds, kprof list writes no raw control character (newline and
+    tab are the only ones it writes, and its own progress line's erase)."""
     import json
     import re
 
@@ -403,7 +410,8 @@ def test_generated_control_characters_never_reach_the_terminal(capsys, tmp_path_
                                                                      max_size=6),
        axes=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=4))
 def test_generated_towers_and_sweeps_are_bounded_by_their_input(no_process, no_builds, capsys, base, powers, axes):
-    """A tower of powers of a fraction, a sweep of many points: a value or one line, fast, never a hang."""
+    """A tower of powers of a fraction, a sweep of many points: a value or one line, fast, never a
+    hang."""
     from kprof.spec import sweep as sweep_mod
 
     expr = f"1/{base}"
@@ -433,8 +441,9 @@ POINTS = st.dictionaries(st.text(max_size=8), st.one_of(st.integers(min_value=-(
 @given(kernel=HISTORY_TEXT, ref=HISTORY_TEXT, point=POINTS, data=POINTS, junk=st.binary(max_size=40))
 def test_generated_history_names_refs_and_records_are_stored_read_or_one_line(tmp_path_factory, monkeypatch, capsys,
                                                                               kernel, ref, point, data, junk):
-    """The history store given any kernel name (a surrogate from a file name that is not UTF-8, quotes, NUL), any
-    run reference, any point and data, and a damaged row: a result or one line (exit 2), never an exception."""
+    """The history store given any kernel name (a surrogate from a file name that is not UTF-8,
+    quotes, NUL), any run reference, any point and data, and a damaged row: a result or one line
+    (exit 2), never an exception."""
     import sqlite3
 
     from kprof.results import history

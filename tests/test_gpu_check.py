@@ -1,6 +1,7 @@
-"""scripts/gpu-check.sh on a machine with no GPU, as a dry run (DRY_RUN=1: every step's command written,
-none run): measure runs the bench lists of scripts/benches/, one line one kprof bench, and every list
-names kernels kprof has and baselines that exist, so a list never goes stale before a GPU run."""
+"""scripts/gpu-check.sh on a machine with no GPU, as a dry run (DRY_RUN=1: every step's command
+written, none run): measure runs the bench lists of scripts/benches/, one line one kprof bench, and
+every list names kernels kprof has and baselines that exist, so a list never goes stale before a GPU
+run."""
 
 from __future__ import annotations
 
@@ -45,12 +46,14 @@ def test_measure_runs_each_line_of_its_lists_once(tmp_path):
 def _baselines() -> set[str]:
     import kprof
 
-    tree = ast.parse((Path(kprof.__file__).parent / "baselines" / "torch_ops.py").read_text())  # the installed one
+    # the installed one
+    tree = ast.parse((Path(kprof.__file__).parent / "baselines" / "torch_ops.py").read_text())
     return {f"kprof.baselines.torch_ops:{n.name}" for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
 def _file_function(ref: str) -> bool:
-    """FILE.py:FUNCTION relative to the project root (as gpu-check.sh runs): the file defines the function."""
+    """FILE.py:FUNCTION relative to the project root (as gpu-check.sh runs): the file defines the
+    function."""
     file, _, func = ref.rpartition(":")
     path = ROOT / file
     return file.endswith(".py") and path.is_file() and any(
@@ -63,7 +66,8 @@ def test_every_list_names_kernels_and_baselines_that_exist(path):
     for name, args in _lines(path):
         kernels = args[:next((i for i, a in enumerate(args) if a.startswith("--")), len(args))]
         assert kernels and all(k in known for k in kernels), (path.name, name, kernels)
-        own = {n for k in kernels for n, _ in catalog.load(k).baselines}  # a spec's named baselines (flash, cudnn, ...)
+        # a spec's named baselines (flash, cudnn, ...)
+        own = {n for k in kernels for n, _ in catalog.load(k).baselines}
         for i, a in enumerate(args):
             if a == "--baseline":
                 for b in args[i + 1].split(","):
@@ -72,8 +76,9 @@ def test_every_list_names_kernels_and_baselines_that_exist(path):
 
 
 def test_racelib_runs_racecheck_with_and_without_kprofs_filters(tmp_path):
-    """The racelib section: each racecheck run of the half nn.Linear once with every kernel checked and once
-    with kprof's library filters (each --kernel-name-exclude its own word), and initcheck at two record limits."""
+    """The racelib section: each racecheck run of the half nn.Linear once with every kernel checked
+    and once with kprof's library filters (each --kernel-name-exclude its own word), and initcheck
+    at two record limits."""
     from kprof.tools.sanitizers import kernelpolicy
 
     env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"), CS_NEW="/x/cs-new")
@@ -89,9 +94,10 @@ def test_racelib_runs_racecheck_with_and_without_kprofs_filters(tmp_path):
 
 
 def test_newchecks_runs_the_new_cases_and_the_corpus_under_both_compute_sanitizers(tmp_path):
-    """The newchecks section: each of its cases (all corpus cases) and its twin run, recorded raw under this
-    machine's compute-sanitizer and CS_NEW, the corpus under both, each probe shape fenced and not under both,
-    the tensor-core kernels under both; PROBES=0 and an empty TC_KERNELS leave theirs out."""
+    """The newchecks section: each of its cases (all corpus cases) and its twin run, recorded raw
+    under this machine's compute-sanitizer and CS_NEW, the corpus under both, each probe shape
+    fenced and not under both, the tensor-core kernels under both; PROBES=0 and an empty TC_KERNELS
+    leave theirs out."""
     from kprof.corpus import cases
 
     def steps(**extra):
@@ -115,8 +121,9 @@ def test_newchecks_runs_the_new_cases_and_the_corpus_under_both_compute_sanitize
 
 
 def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
-    """The ranks section: the two-rank torchrun job plain, under kprof sanitize (seeded and fixed), and the
-    fixed one under kprof profile, JSON and text; kprof's options stand before --, the job's after it."""
+    """The ranks section: the two-rank torchrun job plain, under kprof sanitize (seeded and fixed),
+    and the fixed one under kprof profile, JSON and text; kprof's options stand before --, the job's
+    after it."""
     env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"))
     done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "ranks"], env=env, capture_output=True,
                           text=True, timeout=300)
@@ -129,7 +136,8 @@ def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
     assert "profile --json -- python3 -m torch.distributed.run --standalone --nproc_per_node 2" in got["ranks-profile"]
     assert got["ranks-profile-text"].endswith("examples/two_ranks.py --fixed")
     assert "--fixed" not in got["ranks-sanitize"]
-    if "mpi-sanitize" in got:  # an mpiexec on PATH (pip's mpich, the dev extra's): the job as MPI launches it
+    # an mpiexec on PATH (pip's mpich, the dev extra's): the job as MPI launches it
+    if "mpi-sanitize" in got:
         assert "sanitize --json -- " in got["mpi-sanitize"] and "-n 2 python3 examples/two_ranks.py >" in got["mpi-sanitize"]
         assert "--fixed" in got["mpi-sanitize-fixed"] and "profile --json -- " in got["mpi-profile"]
     else:

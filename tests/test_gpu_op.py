@@ -1,5 +1,6 @@
 """kprof.load on a real GPU: every kernel called from PyTorch and from CuPy on the spec's own random
-inputs, compared with the spec's reference by the spec's verdict; streams, refusals, torch.compile."""
+inputs, compared with the spec's reference by the spec's verdict; streams, refusals,
+torch.compile."""
 
 from __future__ import annotations
 
@@ -29,12 +30,14 @@ def _inputs_and_expected(name):
             values = hostdata.decode(b.arg.dtype, inputs[b.arg.name])
             env[b.arg.name] = values.astype(np.int64 if values.dtype.kind in "iu" else np.float64)
     expected = {k: reference.evaluate(e, env) for k, e in spec.reference if not pyref.is_stored(e)}
-    scales = {k: (e, reference.evaluate(e, env)) for k, e in spec.tolerance.scale}  # a matmul's abs(A) @ abs(B)
+    # a matmul's abs(A) @ abs(B)
+    scales = {k: (e, reference.evaluate(e, env)) for k, e in spec.tolerance.scale}
     return spec, resolved, inputs, expected, scales
 
 
 def _check(spec, resolved, outputs, expected, scales):
-    """The spec's verdict, its tolerance.scale included: kprof run's, on what the framework got back."""
+    """The spec's verdict, its tolerance.scale included: kprof run's, on what the framework got
+    back."""
     for b in resolved.buffers:
         if b.arg.name in expected and b.arg.name in outputs:
             got = hostdata.decode(b.arg.dtype, outputs[b.arg.name])
@@ -46,8 +49,9 @@ def _check(spec, resolved, outputs, expected, scales):
 
 
 def _framework(name, spec):
-    """(to_gpu, to_host, synchronize) for one framework, or a skip when it is not installed. kprof holds
-    bfloat16 as its 16-bit patterns (uint16): PyTorch views them as bfloat16; CuPy has no bfloat16."""
+    """(to_gpu, to_host, synchronize) for one framework, or a skip when it is not installed. kprof
+    holds bfloat16 as its 16-bit patterns (uint16): PyTorch views them as bfloat16; CuPy has no
+    bfloat16."""
     if name == "torch":
         torch = pytest.importorskip("torch")
 
@@ -126,8 +130,8 @@ def test_the_torch_custom_op_runs_under_torch_compile():
 
 def test_rmsnorm_and_softmax_in_a_torch_module_match_torch_nn_functional():
     """examples/kprof_in_torch.py: kprof's RMSNorm and softmax inside a torch module, each checked
-    against torch.nn.functional in float64 within the spec's own tolerance, and the module as a whole
-    against its all-PyTorch twin."""
+    against torch.nn.functional in float64 within the spec's own tolerance, and the module as a
+    whole against its all-PyTorch twin."""
     import importlib.util
     from pathlib import Path
 

@@ -10,7 +10,8 @@ _spec.loader.exec_module(gpu_summary)
 
 
 def test_the_commit_is_read_after_every_gpu_line(tmp_path, capsys):
-    """On a host with two GPUs nvidia-smi writes two lines: the commit is not the third line of env.txt."""
+    """On a host with two GPUs nvidia-smi writes two lines: the commit is not the third line of
+    env.txt."""
     (tmp_path / "env.txt").write_text("2026-11-30T16:23:34Z\nNVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz\n"
                                       "NVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz\n8572066\nPython 3.12.3\n")
     (tmp_path / "steps.txt").write_text("doctor rc=0 1.730s: python3 -m kprof doctor\n")

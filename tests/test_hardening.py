@@ -1,5 +1,6 @@
-"""Broken and hostile inputs: each ends in its one-line error and exit code, never an internal error,
-and nothing is silently wrong (a scalar that does not fit, a grid CUDA refuses, a damaged cache)."""
+"""Broken and hostile inputs: each ends in its one-line error and exit code, never an internal
+error, and nothing is silently wrong (a scalar that does not fit, a grid CUDA refuses, a damaged
+cache)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,8 @@ def test_a_damaged_cached_cubin_is_rebuilt(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def vector_add_cache(tmp_path_factory):
-    """A build cache holding vector_add for sm_90, built once for the module's tests that damage a copy of it."""
+    """A build cache holding vector_add for sm_90, built once for the module's tests that damage a
+    copy of it."""
     folder = tmp_path_factory.mktemp("vector-add-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KPROF_CACHE_DIR", str(folder))
@@ -111,7 +113,8 @@ def test_a_cache_entry_of_the_wrong_types_is_rebuilt(tmp_path, monkeypatch, usag
     import json
     import shutil
 
-    shutil.copytree(vector_add_cache, tmp_path / "cache")  # a whole entry, as a first build leaves it
+    # a whole entry, as a first build leaves it
+    shutil.copytree(vector_add_cache, tmp_path / "cache")
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
     spec = catalog.load("vector_add")
     first = build.build(spec, "sm_90")
@@ -243,7 +246,8 @@ def test_build_accepts_a_twin_by_name(capsys):
 
 
 def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
-    """The [cuda] extra once came without CCCL: nvcc ran, and every kernel including <nv/target> failed."""
+    """The [cuda] extra once came without CCCL: nvcc ran, and every kernel including <nv/target>
+    failed."""
     from helpers import failing_nvcc
 
     from kprof.tools.machine import doctor
@@ -304,8 +308,9 @@ def test_a_hostile_spec_on_kprof_path_does_not_hang_list(tmp_path, monkeypatch, 
 @pytest.mark.parametrize("sig, code, says", [(signal.SIGINT, 130, "kprof: interrupted"),
                                              (signal.SIGTERM, 143, "kprof: terminated (SIGTERM)")])
 def test_an_interrupt_mid_build_leaves_no_child_and_no_temporary_file(tmp_path, sig, code, says):
-    """kprof build --all is stopped a second in, while nvcc children run: the exit code of the signal and its one
-    line, no process of its group left, no temporary file in the build cache or TMPDIR, and what was built kept."""
+    """kprof build --all is stopped a second in, while nvcc children run: the exit code of the
+    signal and its one line, no process of its group left, no temporary file in the build cache or
+    TMPDIR, and what was built kept."""
     import os
     import subprocess
     import sys
@@ -334,7 +339,8 @@ def test_an_interrupt_mid_build_leaves_no_child_and_no_temporary_file(tmp_path, 
         pytest.fail("a child of kprof outlived it")
     assert not [p.name for p in cache.iterdir() if p.name.startswith(".")], "a temporary file left in the cache"
     assert not list(tmp.iterdir()), "a temporary file left in TMPDIR"
-    assert all(p.with_suffix(".json").is_file() for p in cache.glob("*.cubin"))  # each kept entry whole
+    # each kept entry whole
+    assert all(p.with_suffix(".json").is_file() for p in cache.glob("*.cubin"))
 
 
 RECORD_FOREVER = """
@@ -350,8 +356,8 @@ while True:
 
 
 def test_a_history_store_whose_writer_is_killed_mid_write_stays_readable(tmp_path):
-    """SIGKILL (no handler runs) while a process records point after point: every row kept is whole, and the store
-    takes the next run's points."""
+    """SIGKILL (no handler runs) while a process records point after point: every row kept is whole,
+    and the store takes the next run's points."""
     import os
     import sqlite3
     import subprocess
@@ -363,7 +369,8 @@ def test_a_history_store_whose_writer_is_killed_mid_write_stays_readable(tmp_pat
     db = tmp_path / "h.sqlite"
     writer = subprocess.Popen([sys.executable, "-c", RECORD_FOREVER, str(db)])
 
-    def committed() -> int:  # rows another connection sees (the schema alone once reached the 64 KiB, with none)
+    # rows another connection sees (the schema alone once reached the 64 KiB, with none)
+    def committed() -> int:
         try:
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
                 return int(conn.execute("SELECT count(*) FROM results").fetchone()[0])
@@ -385,8 +392,8 @@ def test_a_history_store_whose_writer_is_killed_mid_write_stays_readable(tmp_pat
 
 @pytest.mark.nvcc
 def test_a_build_killed_mid_write_leaves_a_cache_the_next_run_trusts_only_where_whole(tmp_path):
-    """SIGKILL in the middle of builds: what it left (temporary files, an entry cut short) is never taken for a
-    build; the next run builds what is missing and reads what is whole."""
+    """SIGKILL in the middle of builds: what it left (temporary files, an entry cut short) is never
+    taken for a build; the next run builds what is missing and reads what is whole."""
     import os
     import subprocess
     import sys
@@ -403,7 +410,8 @@ def test_a_build_killed_mid_write_leaves_a_cache_the_next_run_trusts_only_where_
     time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
-    for meta in cache.glob("*.json"):  # an entry cut short, as a crash in the middle of its write would leave it
+    # an entry cut short, as a crash in the middle of its write would leave it
+    for meta in cache.glob("*.json"):
         meta.write_text(meta.read_text()[: len(meta.read_text()) // 2])
         break
     done = subprocess.run([sys.executable, "-m", "kprof", "build", *names, "--arch", "sm_90", "--json"], env=env,
@@ -414,13 +422,14 @@ def test_a_build_killed_mid_write_leaves_a_cache_the_next_run_trusts_only_where_
 
     with pytest.MonkeyPatch.context() as m:
         m.setenv("KPROF_CACHE_DIR", str(cache))
-        assert all(build.build(catalog.load(n), "sm_90").cached for n in names)  # every entry whole now
+        # every entry whole now
+        assert all(build.build(catalog.load(n), "sm_90").cached for n in names)
 
 
 @pytest.mark.nvcc
 def test_what_a_killed_build_left_in_the_cache_is_swept_once_it_is_old(tmp_path, monkeypatch):
-    """A SIGKILL leaves its temporary files (no handler runs): one an hour old is removed by the next build, a fresh
-    one (another kprof at work) is left alone."""
+    """A SIGKILL leaves its temporary files (no handler runs): one an hour old is removed by the
+    next build, a fresh one (another kprof at work) is left alone."""
     import os
     import time
 
@@ -444,7 +453,8 @@ def test_what_a_killed_build_left_in_the_cache_is_swept_once_it_is_old(tmp_path,
 
 
 def _environments(tmp_path):
-    """The machine's state a user may run kprof in: names and the variables each sets (None: unset)."""
+    """The machine's state a user may run kprof in: names and the variables each sets (None:
+    unset)."""
     import os
 
     a_file = tmp_path / "a-file"
@@ -479,15 +489,17 @@ ENVIRONMENTS = ["no HOME", "HOME missing", "HOME a file", "cache a file", "cache
                 "history a folder", "history a FIFO", "history below a file", "COLUMNS negative", "COLUMNS of 50 digits"]
 
 
-# where the answer is known: a history store that is no file is no empty history; a cache that is a file builds nothing
+# where the answer is known: a history store that is no file is no empty history; a cache that is a
+# file builds nothing
 EXPECTED = {("history a folder", "history"): 2, ("history a FIFO", "history"): 2, ("cache a file", "occupancy"): 2,
             ("history below a file", "history"): 0, ("LANG=C", "list"): 0, ("TMPDIR not ASCII", "list"): 0}
 
 
 @pytest.mark.parametrize("environment", ENVIRONMENTS)
 def test_every_environment_is_a_result_or_one_line(tmp_path, monkeypatch, capsys, data_dir, environment):
-    """Each command that needs no GPU, in each environment: a documented exit code, and where it is not 0 or 1, one
-    line saying what to set; never a traceback or exit 70. (Checked by hand in round 4 before this test.)"""
+    """Each command that needs no GPU, in each environment: a documented exit code, and where it is
+    not 0 or 1, one line saying what to set; never a traceback or exit 70. (Checked by hand in round
+    4 before this test.)"""
     from kprof import errors
 
     xml = data_dir / "sanitizer" / "rec_oob.memcheck.xml"
@@ -495,8 +507,8 @@ def test_every_environment_is_a_result_or_one_line(tmp_path, monkeypatch, capsys
                                                              str(tmp_path / "out.sarif")], ["occupancy", "vector_add"]]
     documented = {code for code, _, _ in errors.EXIT_CODES} - {errors.EXIT_INTERNAL}
     answers = []
-    # the environment for kprof's commands alone: restored before pytest reports the test (a COLUMNS of 50 digits
-    # once crashed pytest's own verbose progress line, and with it an xdist worker)
+    # the environment for kprof's commands alone: restored before pytest reports the test (a COLUMNS
+    # of 50 digits once crashed pytest's own verbose progress line, and with it an xdist worker)
     with monkeypatch.context() as env:
         for name, value in _environments(tmp_path)[environment].items():
             if value is None:

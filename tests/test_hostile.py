@@ -1,7 +1,8 @@
-"""The hostile battery: one line per input a careless or hostile user (or a cloned repository's spec, or
-an environment variable) can give kprof, with the exit code and the words of its one-line answer. None
-may run a command nobody named, hang, follow a symlink when writing, or end in an internal error
-(exit 70). No external program is started by any of them: ``subprocess.Popen`` fails the test."""
+"""The hostile battery: one line per input a careless or hostile user (or a cloned repository's
+spec, or an environment variable) can give kprof, with the exit code and the words of its one-line
+answer. None may run a command nobody named, hang, follow a symlink when writing, or end in an
+internal error (exit 70). No external program is started by any of them: ``subprocess.Popen`` fails
+the test."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def _world(w: Path) -> None:
     (w / "nd").mkdir()
     (w / "nd" / "x.cu").symlink_to(w / "outside.cu")
     (w / "sarifdir").mkdir()
-    # values PyYAML builds with a plain Python error (ValueError, KeyError, AttributeError): issue 55's exit 70s
+    # values PyYAML builds with a plain Python error (ValueError, KeyError, AttributeError): issue
+    # 55's exit 70s
     (w / "fifoinc").mkdir()
     (w / "fifoinc" / "k.cu").write_text('#include "h.h"\n' + KERNEL)
     (w / "fifoinc" / "k.yaml").write_text(SPEC)
@@ -233,8 +235,8 @@ def test_the_saved_text_beside_a_report_is_read_in_linear_time():
 
 
 def _dev_full() -> str | None:
-    """Why /dev/full cannot stand for a full disk here (None: it can). Opened as root on a machine without
-    it, "w" would create a regular file there that takes every write."""
+    """Why /dev/full cannot stand for a full disk here (None: it can). Opened as root on a machine
+    without it, "w" would create a regular file there that takes every write."""
     import stat
 
     try:
@@ -245,8 +247,8 @@ def _dev_full() -> str | None:
 
 
 def test_the_full_disk_test_skips_without_a_dev_full_device(monkeypatch):
-    """A machine whose /dev/full is missing or a regular file (a container image) skips the full-disk test
-    with the reason, and the test never creates the file (it opens it r+)."""
+    """A machine whose /dev/full is missing or a regular file (a container image) skips the
+    full-disk test with the reason, and the test never creates the file (it opens it r+)."""
     import stat
     from types import SimpleNamespace
 
@@ -325,7 +327,8 @@ def test_list_fits_the_terminal(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "100")
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert max(len(line) for line in out.splitlines()) <= 100  # a description wraps under itself, whole
+    # a description wraps under itself, whole
+    assert max(len(line) for line in out.splitlines()) <= 100
 
 
 def test_build_says_where_it_is(tmp_path, monkeypatch, capsys):
@@ -340,7 +343,8 @@ def test_build_says_where_it_is(tmp_path, monkeypatch, capsys):
 
 
 def test_a_bench_stopped_by_a_full_disk_keeps_what_history_holds(tmp_path, monkeypatch, capsys):
-    """The second point cannot be recorded: the first stays in the store, the run says so in one line."""
+    """The second point cannot be recorded: the first stays in the store, the run says so in one
+    line."""
     import sqlite3
 
     import kprof.commands.api
@@ -451,8 +455,8 @@ def test_a_search_folder_that_is_the_whole_disk_is_one_line(monkeypatch, tmp_pat
 
 
 def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
-    """An 8.5 MB racecheck report once took 68 s: each race's analysis record was matched against every
-    hazard record (records squared). 20,000 of each now join through one index."""
+    """An 8.5 MB racecheck report once took 68 s: each race's analysis record was matched against
+    every hazard record (records squared). 20,000 of each now join through one index."""
     from dataclasses import replace
 
     from kprof.findings import Extra
@@ -469,8 +473,9 @@ def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
 
 
 def test_control_characters_from_a_spec_never_reach_the_terminal(tmp_path, monkeypatch, capsys):
-    """A spec's description with ESC, a C1 CSI and a bidirectional override: escaped in kprof list (they
-    once cleared or recoloured the screen); kprof's own progress line still rewrites itself."""
+    """A spec's description with ESC, a C1 CSI and a bidirectional override: escaped in kprof list
+    (they once cleared or recoloured the screen); kprof's own progress line still rewrites
+    itself."""
     from kprof.inputs import terminal_safe as _escaped
 
     _kernel(tmp_path / "d", name="e", extra='description: "bad \\x9b31m esc \\x1b[2J \\u202e rtl \\x07 bell"\n')
@@ -503,7 +508,8 @@ def test_a_name_longer_than_255_bytes_is_one_line(tmp_path, monkeypatch, capsys,
 
 
 def test_a_spec_in_a_folder_whose_name_is_not_utf8_gets_a_cache_key(tmp_path):
-    """Bytes that are not UTF-8 in a path reached an encoder (the spec's memo, the build's cache key): exit 70."""
+    """Bytes that are not UTF-8 in a path reached an encoder (the spec's memo, the build's cache
+    key): exit 70."""
     from types import SimpleNamespace
 
     from kprof import spec as spec_mod

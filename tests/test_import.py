@@ -40,8 +40,8 @@ def test_list_is_light():
 
 
 def test_help_kprof_lists_the_api_and_stays_light():
-    """help(kprof) names every API function and the types they return (they are loaded on first use, so
-    the module must list them itself), and loads no CUDA, nvtx or NumPy module to do it."""
+    """help(kprof) names every API function and the types they return (they are loaded on first use,
+    so the module must list them itself), and loads no CUDA, nvtx or NumPy module to do it."""
     body = ("import pydoc, kprof\ntext = pydoc.render_doc(kprof, renderer=pydoc.plaintext)\n"
             "missing = [n for n in kprof.__all__ if n != '__version__' and n not in text]\n"
             "assert not missing, missing")
@@ -49,8 +49,8 @@ def test_help_kprof_lists_the_api_and_stays_light():
 
 
 def test_every_public_name_is_listed_once_and_loads():
-    """kprof's public surface: the API functions and the types they return, each once in __all__, each
-    loading from where kprof says it lives."""
+    """kprof's public surface: the API functions and the types they return, each once in __all__,
+    each loading from where kprof says it lives."""
     import kprof
 
     assert len(kprof.__all__) == len(set(kprof.__all__))
@@ -61,8 +61,8 @@ def test_every_public_name_is_listed_once_and_loads():
 
 
 def test_an_old_module_path_is_gone_and_import_kprof_installs_no_finder():
-    """No compatibility layer before 1.0 (CHANGELOG.md says where names went): kprof.bench is no module, and
-    ``import kprof`` leaves sys.meta_path as it found it."""
+    """No compatibility layer before 1.0 (CHANGELOG.md says where names went): kprof.bench is no
+    module, and ``import kprof`` leaves sys.meta_path as it found it."""
     body = ("import sys\nbefore = list(sys.meta_path)\nimport kprof\nprint('SAME', sys.meta_path == before)\n"
             "try:\n    import kprof.bench\nexcept ModuleNotFoundError:\n    print('GONE')\n")
     out = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, check=True).stdout
@@ -82,9 +82,9 @@ for m in pkgutil.walk_packages(kprof.__path__, "kprof."):
 
 
 def test_every_public_name_keeps_its_kind_after_every_submodule_is_imported():
-    """A documented function stays a function: kprof.diagnose was shadowed by the subpackage of the same name
-    once anything imported it (now kprof.diagnosis). The API functions are functions, the types classes, after
-    every module of kprof has been imported."""
+    """A documented function stays a function: kprof.diagnose was shadowed by the subpackage of the
+    same name once anything imported it (now kprof.diagnosis). The API functions are functions, the
+    types classes, after every module of kprof has been imported."""
     body = EVERY_SUBMODULE + """
 import inspect
 from kprof import _PUBLIC
@@ -107,7 +107,8 @@ README_CALL = re.compile(r"`(kprof\.(\w+)\((?:[^`]*)\))`")
 
 
 def readme_calls() -> list[str]:
-    """The README's Python calls whose arguments are literals (`kprof.run("tiled_matmul", sizes={"M": 512})`)."""
+    """The README's Python calls whose arguments are literals (`kprof.run("tiled_matmul",
+    sizes={"M": 512})`)."""
     import ast
 
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -130,9 +131,9 @@ def _literal(node) -> bool:
 
 
 def test_the_readmes_api_calls_run_as_written(tmp_path):
-    """Each call the README shows, as written, after every submodule is imported: a result, or kprof's own
-    one-line error (the GPU hidden, also on a GPU machine: NoGPUError, exit 5), never a TypeError or an
-    AttributeError."""
+    """Each call the README shows, as written, after every submodule is imported: a result, or
+    kprof's own one-line error (the GPU hidden, also on a GPU machine: NoGPUError, exit 5), never a
+    TypeError or an AttributeError."""
     calls = readme_calls()
     assert {"run", "run_bench", "run_cases", "diagnose", "sanitize"} <= {c.split("(")[0].split(".")[1] for c in calls}, calls
     body = EVERY_SUBMODULE + f"""
@@ -143,14 +144,15 @@ for call in {calls!r}:
     except KprofError as exc:
         assert "\\n" not in str(exc).strip(), (call, str(exc))
 """
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # the corpus is not run here, whatever the machine has
+    # the corpus is not run here, whatever the machine has
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
 def api_block() -> str:
-    """The API's signatures as kprof's docstring lists them, first thing in help(kprof): one a function, its
-    annotations left to help(kprof.NAME)."""
+    """The API's signatures as kprof's docstring lists them, first thing in help(kprof): one a
+    function, its annotations left to help(kprof.NAME)."""
     import inspect
     import textwrap
 
@@ -170,8 +172,8 @@ def api_block() -> str:
 
 
 def test_help_kprof_starts_with_the_apis_signatures():
-    """help(kprof) is the docstring first: each API function's signature there, as the code has it (the API's
-    signatures began at line 1,430 of 1,559)."""
+    """help(kprof) is the docstring first: each API function's signature there, as the code has it
+    (the API's signatures began at line 1,430 of 1,559)."""
     import pydoc
 
     import kprof

@@ -1,7 +1,8 @@
-"""Outputs respect what is there (kprof.inputs.replace_file, kprof.inputs.output_file): a regular file is
-replaced atomically, a device, a FIFO or a stream's link is written in place, and nothing that is not a
-regular file is ever renamed over. Each test makes its own device nodes and FIFOs in a temporary folder:
-none names anything under /dev as an output (as root, a rename over /dev/stdin replaces the machine's)."""
+"""Outputs respect what is there (kprof.inputs.replace_file, kprof.inputs.output_file): a regular
+file is replaced atomically, a device, a FIFO or a stream's link is written in place, and nothing
+that is not a regular file is ever renamed over. Each test makes its own device nodes and FIFOs in a
+temporary folder: none names anything under /dev as an output (as root, a rename over /dev/stdin
+replaces the machine's)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ XML = DATA / "sanitizer" / "rec_oob.memcheck.xml"
 
 
 def _node(folder: Path, kind: int, name: str = "node") -> Path:
-    """A device node of the null device's numbers (char) or of a loop device's (block), made here."""
+    """A device node of the null device's numbers (char) or of a loop device's (block), made
+    here."""
     path = folder / name
     try:
         os.mknod(path, kind | 0o666, os.makedev(1, 3) if kind == stat.S_IFCHR else os.makedev(7, 200))
@@ -133,7 +135,8 @@ def test_a_streams_link_that_leads_nowhere_is_refused(tmp_path):
 
 
 def test_a_link_in_the_users_folder_is_replaced_not_written_through(tmp_path):
-    """The documented rule for a user's own link: kprof replaces the link, the file it named stays."""
+    """The documented rule for a user's own link: kprof replaces the link, the file it named
+    stays."""
     target = tmp_path / "theirs.txt"
     target.write_text("theirs")
     link = tmp_path / "r.sarif"
@@ -153,8 +156,8 @@ def test_a_socket_is_refused(tmp_path):
 
 @pytest.mark.parametrize("kind", ["chardev", "fifo", "block"])
 def test_every_output_option_leaves_a_special_file_as_it_was(tmp_path, capsys, monkeypatch, kind):
-    """kprof sanitize --sarif (the report written after the run) and the options checked before the run:
-    the node is the same node afterwards, whatever the exit."""
+    """kprof sanitize --sarif (the report written after the run) and the options checked before the
+    run: the node is the same node afterwards, whatever the exit."""
     monkeypatch.chdir(tmp_path)
     if kind == "fifo":
         node = tmp_path / "fifo"
@@ -173,9 +176,9 @@ def test_every_output_option_leaves_a_special_file_as_it_was(tmp_path, capsys, m
 
 
 def test_a_finished_file_is_placed_as_a_written_one_would_be(tmp_path):
-    """inputs.place_file (ncu's exported report put at --save-report's name): over a regular file by a rename; a link
-    there replaced, its target untouched; into a character device in place; a folder is one line; the made file
-    is gone each time."""
+    """inputs.place_file (ncu's exported report put at --save-report's name): over a regular file by
+    a rename; a link there replaced, its target untouched; into a character device in place; a
+    folder is one line; the made file is gone each time."""
     def made(text: str) -> Path:
         path = tmp_path / f".made-{text}"
         path.write_text(text)

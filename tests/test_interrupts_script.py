@@ -1,5 +1,6 @@
-"""scripts/interrupts.py on a machine with no GPU: its scenarios run against a stand-in kprof that behaves well
-or leaves a process or a temporary file behind, and the script tells them apart (so its GPU table can fail)."""
+"""scripts/interrupts.py on a machine with no GPU: its scenarios run against a stand-in kprof that
+behaves well or leaves a process or a temporary file behind, and the script tells them apart (so its
+GPU table can fail)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def test_a_traceback_fails_the_scenario(tmp_path, monkeypatch):
 
 
 def test_a_command_that_ends_before_its_signal_is_no_test_of_it(tmp_path, monkeypatch):
-    """On the H200 kprof profile finished in 4.6 s, before a signal sent at 6 s: exit 0, not a pass."""
+    """On the H200 kprof profile finished in 4.6 s, before a signal sent at 6 s: exit 0, not a
+    pass."""
     outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "quick"), ["profile"], signal.SIGTERM, 3.0, False,
                                      143)
     assert not outcome.passed and not outcome.checks["signalled while running"]

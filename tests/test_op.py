@@ -205,7 +205,8 @@ def test_a_tensor_map_argument_is_refused_at_load(fake):
 
 
 def test_a_tensor_map_is_packed_by_value_at_a_64_byte_aligned_address():
-    """cuLaunchKernel reads the parameter's 128 bytes through its slot, as CUtensorMap (alignas 64) lies."""
+    """cuLaunchKernel reads the parameter's 128 bytes through its slot, as CUtensorMap (alignas 64)
+    lies."""
     import ctypes
 
     from kprof.child.device import ArgPack
@@ -311,7 +312,8 @@ def test_only_a_call_of_positional_arrays_of_one_framework_is_remembered(fake):
     rms, launches, _ = make("rmsnorm_onepass")
     rms(w=FakeTensor((300,)), x=FakeTensor((6, 300)))
     rms(FakeTensor((6, 300)), FakeTensor((300,)), sizes={"R": 6})
-    rms(FakeTensor((6, 300)), Interface((300,)))  # two frameworks: the first allocates, nothing is remembered
+    # two frameworks: the first allocates, nothing is remembered
+    rms(FakeTensor((6, 300)), Interface((300,)))
     assert not rms._fast and len(launches) == 3
     rms(Interface((6, 300)), Interface((300,)), out=Interface((6, 300)))
     assert len(rms._fast) == 1, "bare interface arrays have a key too (read from the interface)"
@@ -334,9 +336,9 @@ def test_an_array_not_16_byte_aligned_is_refused_in_one_line_on_every_path(fake)
 
 
 def test_a_tensor_map_is_encoded_innermost_first_as_the_driver_takes_it():
-    """encode_tensor_map's cuTensorMapEncodeTiled call, against a stand-in driver that records it: the
-    shape and box reversed (innermost first), the row strides in bytes, unit element strides, the swizzle
-    and data type by name, and the 128 bytes it returns."""
+    """encode_tensor_map's cuTensorMapEncodeTiled call, against a stand-in driver that records it:
+    the shape and box reversed (innermost first), the row strides in bytes, unit element strides,
+    the swizzle and data type by name, and the 128 bytes it returns."""
     import ctypes
     from types import SimpleNamespace
 
@@ -365,8 +367,9 @@ def test_a_tensor_map_is_encoded_innermost_first_as_the_driver_takes_it():
 
 
 def test_a_one_dimensional_tensor_map_gives_the_driver_one_stride_it_does_not_read():
-    """At rank 1 there are no strides, but cuTensorMapEncodeTiled refuses an empty list (CUDA_ERROR_INVALID_VALUE
-    on an H200, driver 580.159.04, scripts/probes/tensormap_rank1.py) and encodes with one: the buffer's bytes."""
+    """At rank 1 there are no strides, but cuTensorMapEncodeTiled refuses an empty list
+    (CUDA_ERROR_INVALID_VALUE on an H200, driver 580.159.04, scripts/probes/tensormap_rank1.py) and
+    encodes with one: the buffer's bytes."""
     from kprof.spec import ResolvedTensorMap, TensorMapArg
 
     one = ResolvedTensorMap(TensorMapArg("tx", "x", ("BOX",), 0), "float32", (8192,), (128,))
@@ -376,8 +379,9 @@ def test_a_one_dimensional_tensor_map_gives_the_driver_one_stride_it_does_not_re
 
 
 def test_every_tensor_map_dtype_names_a_driver_data_type():
-    """encode_tensor_map names the driver's data type by the dtype in capitals: each dtype a spec's tensor
-    map may describe has that name in the installed cuda-bindings (importable without a GPU)."""
+    """encode_tensor_map names the driver's data type by the dtype in capitals: each dtype a spec's
+    tensor map may describe has that name in the installed cuda-bindings (importable without a
+    GPU)."""
     driver = pytest.importorskip("cuda.bindings.driver")
     from kprof.spec.schema import TENSORMAP_DTYPES
 
@@ -386,8 +390,9 @@ def test_every_tensor_map_dtype_names_a_driver_data_type():
 
 
 def test_under_the_nan_watcher_each_call_hands_it_the_outputs_and_inputs(fake, monkeypatch):
-    """kprof sanitize --tool nan: the watcher (kprof.hooks.nan_watch, loaded as _kprof_nan_watch) sees each call's
-    outputs and inputs by name, on the checked path and the fast one alike; without it, nothing is called."""
+    """kprof sanitize --tool nan: the watcher (kprof.hooks.nan_watch, loaded as _kprof_nan_watch)
+    sees each call's outputs and inputs by name, on the checked path and the fast one alike; without
+    it, nothing is called."""
     import sys
     import types
 

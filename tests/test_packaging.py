@@ -1,8 +1,9 @@
-"""What users install is what is tested: the built wheel holds every package folder and data file of the
-source tree (setup.py finds them; nothing is listed by hand), and every command answers from an installed
-kprof. `.ci/run` builds the wheel and the sdist once (``python -m build``), installs the wheel into a fresh
-environment and runs the README's tests against it with the source tree out of reach; it names the wheel
-here (``KPROF_WHEEL``) and the source tree it came from (``KPROF_SOURCE_TREE``)."""
+"""What users install is what is tested: the built wheel holds every package folder and data file of
+the source tree (setup.py finds them; nothing is listed by hand), and every command answers from an
+installed kprof. `.ci/run` builds the wheel and the sdist once (``python -m build``), installs the
+wheel into a fresh environment and runs the README's tests against it with the source tree out of
+reach; it names the wheel here (``KPROF_WHEEL``) and the source tree it came from
+(``KPROF_SOURCE_TREE``)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ def _source_tree() -> Path | None:
 
 
 def shipped_files(tree: Path) -> set[str]:
-    """What the wheel must hold: every file under kprof/ but compiled ones, and every file of the data folders
-    as kprof/<folder>/<file>."""
+    """What the wheel must hold: every file under kprof/ but compiled ones, and every file of the
+    data folders as kprof/<folder>/<file>."""
     out = {str(p.relative_to(tree)) for p in (tree / "kprof").rglob("*")
            if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")}
     for folder, name in DATA_FOLDERS.items():
@@ -75,7 +76,8 @@ def test_a_folder_left_out_of_the_wheel_is_caught(tmp_path):
 
 
 def test_the_tests_import_the_kprof_they_mean_to():
-    """Under CI's wheel run, kprof comes from the installed wheel, never from a source tree beside the tests."""
+    """Under CI's wheel run, kprof comes from the installed wheel, never from a source tree beside
+    the tests."""
     where = Path(kprof.__file__).resolve().parent
     if os.environ.get("KPROF_WHEEL"):
         assert "site-packages" in where.parts, where

@@ -37,15 +37,17 @@ time.sleep(60)
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1].startswith("Z")  # a zombie waits for its parent: nothing runs
+            # a zombie waits for its parent: nothing runs
+            return f.read().split(") ")[1].startswith("Z")
     except FileNotFoundError:
         return True
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc: only the child's group is stopped")
 def test_a_timeout_stops_what_the_child_started_in_a_session_of_its_own(tmp_path):
-    """The group's kill missed a process that made a session of its own (MPICH's proxy) and its children (the
-    ranks): they ran on after kprof gave up. Every process below the child is stopped now."""
+    """The group's kill missed a process that made a session of its own (MPICH's proxy) and its
+    children (the ranks): they ran on after kprof gave up. Every process below the child is stopped
+    now."""
     marks = tmp_path / "pids"
     done = proc.run([sys.executable, "-c", SESSION_OF_ITS_OWN, str(marks)], timeout=3)
     assert done.timed_out and "started" in done.stdout
@@ -61,9 +63,10 @@ def test_a_timeout_stops_what_the_child_started_in_a_session_of_its_own(tmp_path
 
 
 def test_a_program_that_ends_leaving_a_daemon_is_done_not_timed_out():
-    """A program that starts a server in a session of its own and ends (Ray's, a notebook kernel's): the server
-    keeps stdout open. kprof waited for the pipe until the timeout, and called the finished program one that
-    timed out; it reads on a few seconds after the exit now, keeps what was printed, and says why it stopped."""
+    """A program that starts a server in a session of its own and ends (Ray's, a notebook kernel's):
+    the server keeps stdout open. kprof waited for the pipe until the timeout, and called the
+    finished program one that timed out; it reads on a few seconds after the exit now, keeps what
+    was printed, and says why it stopped."""
     code = ("import subprocess, sys; d = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
             "start_new_session=True); print('daemon', d.pid, flush=True); print('bye')")
     done = proc.run([sys.executable, "-c", code], timeout=30)
@@ -76,8 +79,8 @@ def test_a_program_that_ends_leaving_a_daemon_is_done_not_timed_out():
 
 
 def test_a_child_the_program_did_not_wait_for_is_still_waited_for():
-    """Its own work, in its process group (a shell's background job): kprof reads on until it is done, past the
-    grace a daemon gets, as before."""
+    """Its own work, in its process group (a shell's background job): kprof reads on until it is
+    done, past the grace a daemon gets, as before."""
     late = "import time; time.sleep(7); print('late work done', flush=True)"
     code = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {late!r}]); print('parent done')"
     done = proc.run([sys.executable, "-c", code], timeout=60)
@@ -119,22 +122,24 @@ def test_find_tool_hint(monkeypatch, tool, words):
 
 
 def _wheel_sanitizer(tmp_path, monkeypatch):
-    """compute-sanitizer as the CUDA 12 wheel installs it: mode 0644, under a folder on sys.path that
-    cuda-pathfinder does not search (a pip --target folder), and nowhere else."""
+    """compute-sanitizer as the CUDA 12 wheel installs it: mode 0644, under a folder on sys.path
+    that cuda-pathfinder does not search (a pip --target folder), and nowhere else."""
     exe = tmp_path / "nvidia" / "cuda_sanitizer_api" / "bin" / "compute-sanitizer"
     exe.parent.mkdir(parents=True)
     exe.write_text("#!/bin/sh\necho sanitizer\n")
     exe.chmod(0o644)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv("KPROF_COMPUTE_SANITIZER", raising=False)
-    monkeypatch.setitem(sys.modules, "cuda.pathfinder", None)  # no cuda-pathfinder: the sys.path search
+    # no cuda-pathfinder: the sys.path search
+    monkeypatch.setitem(sys.modules, "cuda.pathfinder", None)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     return exe
 
 
 def test_a_wheels_sanitizer_without_its_executable_bit_gets_it_at_first_use(tmp_path, monkeypatch):
-    """nvidia-cuda-sanitizer-api-cu12 12.9.79 ships compute-sanitizer as 0644: kprof sets the bit (where it
-    is readable) the first time it looks for it, so a new user's first `kprof sanitize` runs."""
+    """nvidia-cuda-sanitizer-api-cu12 12.9.79 ships compute-sanitizer as 0644: kprof sets the bit
+    (where it is readable) the first time it looks for it, so a new user's first `kprof sanitize`
+    runs."""
     exe = _wheel_sanitizer(tmp_path, monkeypatch)
     assert proc.find_tool("compute-sanitizer") == exe
     assert exe.stat().st_mode & 0o777 == 0o755
@@ -150,7 +155,8 @@ def test_a_sanitizer_kprof_may_not_change_is_one_line_with_the_fix(tmp_path, mon
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_child_ends_when_kprof_is_killed_with_sigkill(tmp_path):
-    """SIGKILL reaches kprof alone and no handler runs: its child (a GPU runner, a tool) must not run on."""
+    """SIGKILL reaches kprof alone and no handler runs: its child (a GPU runner, a tool) must not
+    run on."""
     import os
     import signal
     import subprocess

@@ -1,5 +1,6 @@
-"""scripts/public_corpus.py: the public ladder's expectations (perf_public/llmc.yaml), the specs it builds from a
-checkout, its check of the checkout and its judge. No GPU, and none of the public code: stand-in files here."""
+"""scripts/public_corpus.py: the public ladder's expectations (perf_public/llmc.yaml), the specs it
+builds from a checkout, its check of the checkout and its judge. No GPU, and none of the public
+code: stand-in files here."""
 
 import hashlib
 import importlib.util
@@ -47,9 +48,11 @@ def test_specs_are_two_a_step_pointing_at_the_checkout_and_each_loads(tmp_path):
     written = pc.specs(checkout, tmp_path / "out", data)
     assert len(written) == 2 * len(data["steps"]) and (tmp_path / "out" / "llmc_ref.py").is_file()
     for path in written:
-        spec = loader.load(path)  # the fields, the sizes, the references' parameters all checked at load
+        # the fields, the sizes, the references' parameters all checked at load
+        spec = loader.load(path)
         assert spec.source.parent == (checkout / data["folder"]).resolve(), path.name
-    bwd = loader.load(tmp_path / "out" / "layernorm_bwd_1_2.yaml")  # the next version's own buffers left out
+    # the next version's own buffers left out
+    bwd = loader.load(tmp_path / "out" / "layernorm_bwd_1_2.yaml")
     assert "dweight_tmp" not in [a.name for a in bwd.args]
     nxt = loader.load(tmp_path / "out" / "layernorm_bwd_1_2_next.yaml")
     assert nxt.entries == ("layernorm_backward_kernel2<float, float, float, float>", "copy_to_dweight_dbias<float>")
@@ -72,9 +75,11 @@ def _d(rule, file, line, estimate=2.0):
 
 @pytest.mark.parametrize(("rule", "file", "line", "cause", "line_ok"), [
     ("uncoalesced", "/x/softmax_forward.cu", 115, True, True),
-    ("uncoalesced", "/x/softmax_forward.cu", 99, True, False),  # the kernel's line, not an access the rewrite moves
+    # the kernel's line, not an access the rewrite moves
+    ("uncoalesced", "/x/softmax_forward.cu", 99, True, False),
     ("uncoalesced", "/x/other.cu", 115, True, False),
-    ("small-grid", "/o/softmax_fwd_1_2.yaml", 12, True, True),  # the cause the same rewrite also removes, at the launch
+    # the cause the same rewrite also removes, at the launch
+    ("small-grid", "/o/softmax_fwd_1_2.yaml", 12, True, True),
     ("barrier", "/x/softmax_forward.cu", 115, False, False),
 ])
 def test_the_judge(rule, file, line, cause, line_ok):

@@ -1,5 +1,5 @@
-"""The pytest plugin without a GPU: option handling, selection, the per-worker GPU, and the report of
-a failing test, with a stand-in compute-sanitizer that reports a race for one test only."""
+"""The pytest plugin without a GPU: option handling, selection, the per-worker GPU, and the report
+of a failing test, with a stand-in compute-sanitizer that reports a race for one test only."""
 
 from __future__ import annotations
 
@@ -80,17 +80,19 @@ def test_findings_fail_exactly_the_buggy_test(sandbox):
     result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
     assert "test_racy" in out and "race-" in out and "kprof sanitize (racecheck)" in out
-    assert "the test failed under racecheck with nothing found" in out  # test_plain_failure fails as itself
+    # test_plain_failure fails as itself
+    assert "the test failed under racecheck with nothing found" in out
 
 
 def test_a_project_that_runs_under_xdist_by_default_is_checked(sandbox):
-    """A project whose ini gives ``addopts = -n 2`` (as kprof's own does): the tool's child reads the same
-    ini, so it must turn xdist off with ``-n 0``, not unload the plugin that owns ``-n``."""
+    """A project whose ini gives ``addopts = -n 2`` (as kprof's own does): the tool's child reads
+    the same ini, so it must turn xdist off with ``-n 0``, not unload the plugin that owns
+    ``-n``."""
     pytest.importorskip("xdist")
     sandbox.makeini("[pytest]\naddopts = -n 2 --dist loadgroup\n")
     sandbox.makepyfile(test_user_suite=TESTS.replace("@pytest.mark.kprof_sanitize\n", ""))
-    # -n 0 here keeps this run in one process (its workers would not see the stand-in); the tool's child
-    # still reads the ini's -n 2
+    # -n 0 here keeps this run in one process (its workers would not see the stand-in); the tool's
+    # child still reads the ini's -n 2
     result = sandbox.runpytest_inprocess(*_plugin_args(), "-n", "0", "--kprof-sanitize=racecheck")
     out = result.stdout.str()
     assert "unrecognized arguments" not in out and "ran none of the tests" not in out, out
@@ -127,8 +129,9 @@ def test_the_gpu_tests_lock_is_per_gpu_a_worker_sees():
 
 
 def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, monkeypatch):
-    """tests/conftest.py: a GPU test waits (at most ALONE_GATE_S) until the session's gpu_alone tests have
-    written that they ran, so none of them queues behind a long GPU test another worker started."""
+    """tests/conftest.py: a GPU test waits (at most ALONE_GATE_S) until the session's gpu_alone
+    tests have written that they ran, so none of them queues behind a long GPU test another worker
+    started."""
     import threading
     import time
 
@@ -143,7 +146,8 @@ def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, mo
     assert 0.4 < time.monotonic() - t0 < 5
     monkeypatch.setattr(conftest, "ALONE_GATE_S", 0.5)
     t1 = time.monotonic()
-    conftest._wait_for_alone(done, 2)  # the second never ran (deselected by a worker's order): bounded
+    # the second never ran (deselected by a worker's order): bounded
+    conftest._wait_for_alone(done, 2)
     assert 0.4 < time.monotonic() - t1 < 5
 
 
@@ -157,7 +161,8 @@ def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, mo
     (["--kprof-sanitize", "tests/"], "--kprof-sanitize read 'tests/' as its list of tools: write --kprof-sanitize=all tests/"),
 ])
 def test_a_bad_option_stops_the_run_once(sandbox, args, words):
-    """One usage error (pytest's exit 4) before any test runs, not the same failure in every test."""
+    """One usage error (pytest's exit 4) before any test runs, not the same failure in every
+    test."""
     sandbox.makepyfile(test_user_suite=TESTS)
     (sandbox.path / "tests").mkdir()
     result = sandbox.runpytest_inprocess(*_plugin_args(), *args)
@@ -185,7 +190,8 @@ def test_no_compute_sanitizer_stops_the_run_once(sandbox, monkeypatch, tmp_path)
 
 @pytest.mark.parametrize("text", ["²", "٣", "0", "-1", "1.5", ""])
 def test_a_jobs_option_that_is_not_a_plain_whole_number_is_one_usage_error(text):
-    """``--kprof-jobs=²``: a digit to str.isdigit that int() refuses (it was a pytest INTERNALERROR)."""
+    """``--kprof-jobs=²``: a digit to str.isdigit that int() refuses (it was a pytest
+    INTERNALERROR)."""
     from kprof.pytest_plugin import check_jobs
 
     with pytest.raises(pytest.UsageError, match="give a whole number of tools to run at once"):

@@ -1,5 +1,6 @@
-"""scripts/smoke_commands.py, the smoke `.ci/run` runs against the installed wheel, covers every command of
-kprof's command line (the smoke itself runs there, outside pytest, where it costs no test time)."""
+"""scripts/smoke_commands.py, the smoke `.ci/run` runs against the installed wheel, covers every
+command of kprof's command line (the smoke itself runs there, outside pytest, where it costs no test
+time)."""
 
 from __future__ import annotations
 

@@ -53,7 +53,8 @@ def test_an_atomic_spec_gets_ten_times_what_its_runs_needed_up_to_the_cap():
     assert tolerances.propose([_row("total", {"N": 9}, needs(5e-7))], atomic=atomic)["total"] == {
         "rtol": 5e-6, "atol": 0.0, "margin": 10.0, "cap": 1e-5, "sizes": 1, "failed_before": 0}
     assert tolerances.propose([_row("total", {"N": 9}, needs(2e-6))], atomic=atomic)["total"]["rtol"] == 1e-5  # the cap
-    assert tolerances.propose([_row("total", {"N": 9}, needs(5e-7))])["total"]["rtol"] == 5e-7  # not atomic
+    # not atomic
+    assert tolerances.propose([_row("total", {"N": 9}, needs(5e-7))])["total"]["rtol"] == 5e-7
     over = [_row("dot", {"K": 100}, lambda r: 2e-6 if r < 1 else 0.0)]
     assert tolerances.propose(over, atomic=atomic)["dot"]["atol"] == "2e-07 * K"  # 10 x 2e-6 / 100
 
@@ -68,7 +69,8 @@ def test_a_spec_judged_against_a_scale_gets_four_times_what_its_sizes_needed():
     scaled = lambda name: True  # noqa: E731 - in place of the spec lookup: these names have a tolerance.scale
     t = tolerances.propose([_row("mm", {"K": 4096}, needs(2e-7))], scaled=scaled)["mm"]
     assert t == {"rtol": 1e-6, "atol": 0.0, "margin": 4.0, "cap": 1e-5, "sizes": 1, "failed_before": 0}
-    assert tolerances.propose([_row("mm", {"K": 4096}, needs(2e-7))])["mm"]["rtol"] == 2e-7  # no scale
+    # no scale
+    assert tolerances.propose([_row("mm", {"K": 4096}, needs(2e-7))])["mm"]["rtol"] == 2e-7
     assert tolerances.propose([_row("mm", {"K": 9}, needs(5e-6))], scaled=scaled)["mm"]["rtol"] == 1e-5  # the cap
 
 

@@ -1,5 +1,5 @@
-"""Framework baselines for ``kprof bench --baseline``: callables that run a spec's operation the way a
-framework user would, timed in the same run as the kernel (``kprof/child/framework.py``)."""
+"""Framework baselines for ``kprof bench --baseline``: callables that run a spec's operation the way
+a framework user would, timed in the same run as the kernel (``kprof/child/framework.py``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""The only compiler caller: spec -> cubin, cached by content, with every kernel's resource usage (the
-toolchain it runs, its argv and the probe are :mod:`kprof.build.toolchain`).
+"""The only compiler caller: spec -> cubin, cached by content, with every kernel's resource usage
+(the toolchain it runs, its argv and the probe are :mod:`kprof.build.toolchain`).
 
 Two compilers, one build: nvcc where one is found (a system toolkit, ``KPROF_NVCC``, CUDA 13's pip
-wheel), else NVRTC (:mod:`kprof.build.nvrtc`, which pip's CUDA 12 line has and its nvcc wheel lacks).
+wheel), else NVRTC (:mod:`kprof.build.nvrtc`, which pip's CUDA 12 line has and its nvcc wheel
+lacks).
 :func:`compiler_for` picks the one that builds for the architecture and whose cubins the driver
-loads; ``KPROF_COMPILER=nvcc|nvrtc`` chooses. Both get the same argv (NVRTC's child translates it), so
-the defines, ``-lineinfo``, the spec's flags and ptxas's resource report are the same.
+loads; ``KPROF_COMPILER=nvcc|nvrtc`` chooses. Both get the same argv (NVRTC's child translates it),
+so the defines, ``-lineinfo``, the spec's flags and ptxas's resource report are the same.
 
 ``build_argv()`` and ``parse_resource_usage()`` are pure and tested on recorded compiler output;
 ``build()`` is the thin part that runs the compiler through :mod:`kprof.proc`. Cubins are built with
@@ -36,7 +37,8 @@ from kprof.build.toolchain import Compiler, build_argv, check_arch, compiler_for
 from kprof.errors import BuildError, SpecError, UnsupportedArchError, UsageError
 from kprof.spec import KernelSpec
 
-MAX_META_BYTES = 16 * 1024 * 1024  # a cache entry's JSON: ptxas's log and usage, kilobytes in practice
+# a cache entry's JSON: ptxas's log and usage, kilobytes in practice
+MAX_META_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -63,10 +65,12 @@ class BuildResult:
     log: str
     argv: tuple[str, ...]
     compiler: str = ""  # "nvcc 13.0.88", "NVRTC 12.9"; empty for a Python operation
-    symbols: Mapping[str, str] = field(default_factory=dict)  # each entry as the spec writes it -> its cubin symbol
+    # each entry as the spec writes it -> its cubin symbol
+    symbols: Mapping[str, str] = field(default_factory=dict)
 
     def symbol_of(self, entry: str) -> str:
-        """The cubin's symbol of ``entry`` (``block_sum<float, 256>`` -> ``_Z9block_sumIfLi256EEvPKT_PS0_i``)."""
+        """The cubin's symbol of ``entry`` (``block_sum<float, 256>`` ->
+        ``_Z9block_sumIfLi256EEvPKT_PS0_i``)."""
         return self.symbols.get(entry, entry)
 
     def usage_of(self, entry: str) -> ResourceUsage:
@@ -83,13 +87,15 @@ def cache_dir() -> Path:
     return inputs.user_path("~/.cache", "the build cache (HOME)") / "kprof"
 
 
-STALE_S = 3600.0  # a temporary file of the cache this old was left by a process that was killed (SIGKILL)
+# a temporary file of the cache this old was left by a process that was killed (SIGKILL)
+STALE_S = 3600.0
 
 
 @lru_cache(maxsize=4)
 def sweep_stale(folder: Path) -> int:
-    """Remove, once a process, the temporary files and folders (``.NAME-...``, ``.keep-...``) a killed kprof left in
-    the build cache over :data:`STALE_S` ago; a fresh one may be another kprof's at work. Never raises; how many went."""
+    """Remove, once a process, the temporary files and folders (``.NAME-...``, ``.keep-...``) a
+    killed kprof left in the build cache over :data:`STALE_S` ago; a fresh one may be another
+    kprof's at work. Never raises; how many went."""
     import shutil
     import time
 
@@ -113,9 +119,9 @@ def sweep_stale(folder: Path) -> int:
 
 
 def generated_source(name: str, original: Path, text: str) -> Path:
-    """A generated variant of ``original`` (a mutant) kept under the build cache at a path named by its
-    text, written whole by a rename (two runs at once never read half a file): the same text has the same
-    path, hence the same build key, in every run, so building it again is a cache hit."""
+    """A generated variant of ``original`` (a mutant) kept under the build cache at a path named by
+    its text, written whole by a rename (two runs at once never read half a file): the same text has
+    the same path, hence the same build key, in every run, so building it again is a cache hit."""
     digest = hashlib.sha256(f"{original}\0{text}".encode("utf-8", "surrogateescape")).hexdigest()[:20]
     path = cache_dir() / "generated" / name / digest / original.name
     try:
@@ -128,9 +134,10 @@ def generated_source(name: str, original: Path, text: str) -> Path:
 
 
 def _shell_safe_argv(argv: list[str]) -> None:
-    """The last guard before nvcc: it runs its sub-steps through ``sh`` with every path and flag inside
-    double quotes, where a backtick or ``$(...)`` still runs a command. The spec loader refuses such a
-    source, flag or include folder by its field; this names whatever else would reach the shell."""
+    """The last guard before nvcc: it runs its sub-steps through ``sh`` with every path and flag
+    inside double quotes, where a backtick or ``$(...)`` still runs a command. The spec loader
+    refuses such a source, flag or include folder by its field; this names whatever else would reach
+    the shell."""
     for i, arg in enumerate(argv):
         inputs.shell_safe(arg, "nvcc's path" if i == 0 else "an nvcc argument", "refused")
     # nvcc writes its intermediate files there, and names them to the shell
@@ -183,8 +190,9 @@ def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
 
 def _check_defines_reach(spec: KernelSpec, sources: list[tuple[Path, bytes]]) -> None:
     """A define of the spec (or of ``--param``) that the source or a local header sets again without
-    ``#ifndef`` would be overridden there, nvcc saying no more than a warning: refused, with the line to
-    guard. ``sources``: what :func:`kprof.build.cusource.local_sources` read (a missing source is nvcc's error to report)."""
+    ``#ifndef`` would be overridden there, nvcc saying no more than a warning: refused, with the
+    line to guard. ``sources``: what :func:`kprof.build.cusource.local_sources` read (a missing
+    source is nvcc's error to report)."""
     values = dict(spec.defines)
     for path, data in sources if values else ():
         for name, line, code in cusource.unguarded_defines(data.decode("utf-8", errors="replace"), set(values))[:1]:
@@ -202,12 +210,13 @@ def build(
     shaken: bool = False,
 ) -> BuildResult:
     """Build ``spec``'s source into a cubin for ``arch`` (the GPU's, else sm_90). A Python operation
-    (``python:``) has nothing to build: its result names the .py file and no kernels. ``shaken``: the
-    warp-delay build of the values detector (:mod:`kprof.build.shake`), named NAME__shaken."""
+    (``python:``) has nothing to build: its result names the .py file and no kernels. ``shaken``:
+    the warp-delay build of the values detector (:mod:`kprof.build.shake`), named NAME__shaken."""
     arch = check_arch(arch or detect_arch())
     if why := spec.unsupported_on(arch):
         raise UnsupportedArchError(why)
-    target = spec.target_arch(arch)  # sm_90a for a kernel that needs Hopper's own instructions (wgmma)
+    # sm_90a for a kernel that needs Hopper's own instructions (wgmma)
+    target = spec.target_arch(arch)
     if spec.python:
         return BuildResult(spec.name, spec.source, arch, {}, True, log="", argv=())
     merged = dict(spec.defines)
@@ -217,7 +226,8 @@ def build(
     inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
     sweep_stale(folder)
     compiler = compiler_for(target)
-    if shaken:  # the warp-delay variant of the user's own file (its templates instantiated in its own build)
+    # the warp-delay variant of the user's own file (its templates instantiated in its own build)
+    if shaken:
         key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
         return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
     if (wrapped := _instantiating(spec)) is not spec:
@@ -227,15 +237,17 @@ def build(
     if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
         return hit
     with _one_builder(folder, cubin, timeout):
-        # another kprof (a worker of the same pytest, a copy of the same job) may have built it while this one waited
+        # another kprof (a worker of the same pytest, a copy of the same job) may have built it
+        # while this one waited
         if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
             return hit
         return _compile(spec, arch, target=target, compiler=compiler, cubin=cubin, key=key, timeout=timeout)
 
 
 def _instantiating(spec: KernelSpec) -> KernelSpec:
-    """``spec`` built from a wrapper that instantiates its template entries (``block_sum<float, 256>``), its own
-    file included unchanged (:func:`kprof.build.entries.wrapper_text`); ``spec`` itself where it has none."""
+    """``spec`` built from a wrapper that instantiates its template entries (``block_sum<float,
+    256>``), its own file included unchanged (:func:`kprof.build.entries.wrapper_text`); ``spec``
+    itself where it has none."""
     templates = [e for e in spec.entries if entries.is_template(e)]
     if not templates:
         return spec
@@ -244,7 +256,8 @@ def _instantiating(spec: KernelSpec) -> KernelSpec:
 
 def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cubin: Path, key: str,
              timeout: float) -> BuildResult:
-    """Run the compiler for one cache entry and write it: the cubin and its record, each by a rename."""
+    """Run the compiler for one cache entry and write it: the cubin and its record, each by a
+    rename."""
     merged = dict(spec.defines)
     folder, meta = cubin.parent, cubin.with_suffix(".json")
     try:
@@ -260,7 +273,8 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
         if compiler.kind == "nvcc":  # NVRTC's child is no shell
             _shell_safe_argv(argv)
             _check_tmpdir()
-            # nvcc keeps the PTX it hands ptxas (for ptx(): no second compile); the same cubin; argv recorded without it
+            # nvcc keeps the PTX it hands ptxas (for ptx(): no second compile); the same cubin; argv
+            # recorded without it
             kept = Path(tempfile.mkdtemp(prefix=".keep-", dir=folder))
         for path in (cubin, meta):
             if path.is_dir() and not path.is_symlink():
@@ -300,12 +314,14 @@ LOCK_POLL_S = 0.05  # how often a kprof waiting for another's build of the same 
 
 @contextmanager
 def _one_builder(folder: Path, cubin: Path, timeout: float) -> Iterator[None]:
-    """Hold the entry's lock (``.NAME-ARCH-KEY.lock``, an advisory ``flock``) while building it: kprofs that build one
-    entry at once (pytest-xdist's workers, the copies of a job, two terminals) compile it once, and the others read
-    what it wrote. The wait is at most ``timeout`` (the compiler's own limit, so a holder ends by then); a lock that
-    cannot be had (no ``fcntl``, an unwritable cache, a lock path that is not a regular file) builds without one:
-    never fewer builds than before, and the cache takes writers side by side. The lock ends with its process (a
-    killed kprof holds none); its file goes when the build is done, or with the hour-old temporary files."""
+    """Hold the entry's lock (``.NAME-ARCH-KEY.lock``, an advisory ``flock``) while building it:
+    kprofs that build one entry at once (pytest-xdist's workers, the copies of a job, two terminals)
+    compile it once, and the others read what it wrote. The wait is at most ``timeout`` (the
+    compiler's own limit, so a holder ends by then); a lock that cannot be had (no ``fcntl``, an
+    unwritable cache, a lock path that is not a regular file) builds without one: never fewer builds
+    than before, and the cache takes writers side by side. The lock ends with its process (a killed
+    kprof holds none); its file goes when the build is done, or with the hour-old temporary
+    files."""
     lock = folder / f".{cubin.stem}.lock"
     fd = _lock_file(lock)
     try:
@@ -316,13 +332,15 @@ def _one_builder(folder: Path, cubin: Path, timeout: float) -> Iterator[None]:
         if fd is not None:
             with suppress(OSError):
                 if os.fstat(fd).st_ino == lock.lstat().st_ino:
-                    lock.unlink()  # a waiter on this file rechecks the cache; a newcomer makes a new one
+                    # a waiter on this file rechecks the cache; a newcomer makes a new one
+                    lock.unlink()
             os.close(fd)
 
 
 def _lock_file(lock: Path) -> int | None:
-    """The lock's file, open, or None where there is none to be had: no ``fcntl`` (not POSIX), an unwritable cache,
-    or something other than a regular file at its path (a link, a pipe or a device is never opened nor removed)."""
+    """The lock's file, open, or None where there is none to be had: no ``fcntl`` (not POSIX), an
+    unwritable cache, or something other than a regular file at its path (a link, a pipe or a device
+    is never opened nor removed)."""
     try:
         import fcntl  # noqa: F401  (POSIX only)
     except ImportError:
@@ -342,8 +360,8 @@ def _lock_file(lock: Path) -> int | None:
 
 
 def _wait_for_lock(fd: int, timeout: float) -> None:
-    """Take the lock, waiting at most ``timeout``; past it, build beside the holder (the same work twice, never a
-    wrong entry: each writes by a rename)."""
+    """Take the lock, waiting at most ``timeout``; past it, build beside the holder (the same work
+    twice, never a wrong entry: each writes by a rename)."""
     import fcntl
 
     deadline = time.monotonic() + timeout
@@ -358,8 +376,9 @@ def _wait_for_lock(fd: int, timeout: float) -> None:
 
 
 def _check_tmpdir() -> None:
-    """nvcc writes its intermediate files under TMPDIR: one that is not a writable folder failed every build as
-    "nvcc failed to compile ... exit 1", and kprof new called the name the trouble. Said in one line instead."""
+    """nvcc writes its intermediate files under TMPDIR: one that is not a writable folder failed
+    every build as "nvcc failed to compile ... exit 1", and kprof new called the name the trouble.
+    Said in one line instead."""
     given = os.environ.get("TMPDIR")
     if not given:
         return
@@ -373,9 +392,9 @@ def _check_tmpdir() -> None:
 
 
 def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResult | None:
-    """The cache's entry for ``cubin`` where it is whole, else None (rebuilt): its record's checksum holds and the
-    cubin is the one it recorded (an empty or damaged file, or one not a regular file of a cubin's size, such as a
-    link to a 7 GB file, is rebuilt and never read whole)."""
+    """The cache's entry for ``cubin`` where it is whole, else None (rebuilt): its record's checksum
+    holds and the cubin is the one it recorded (an empty or damaged file, or one not a regular file
+    of a cubin's size, such as a link to a 7 GB file, is rebuilt and never read whole)."""
     meta = cubin.with_suffix(".json")
     if not (cubin.is_file() and meta.is_file()):
         return None
@@ -393,15 +412,17 @@ def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResu
 
 
 def _entry_digest(info: Mapping[str, object]) -> str:
-    """A cache entry's checksum over what it records (the resources, the log, the argv, the cubin's digest): an
-    entry edited or cut short reads as damaged, so a register count of 0 written into one is rebuilt, not shown."""
+    """A cache entry's checksum over what it records (the resources, the log, the argv, the cubin's
+    digest): an entry edited or cut short reads as damaged, so a register count of 0 written into
+    one is rebuilt, not shown."""
     body = {k: info.get(k) for k in ("usage", "log", "argv", "sha256")}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def _symbols(spec: KernelSpec, usage: Mapping[str, ResourceUsage]) -> dict[str, str]:
-    """Each of the spec's entries -> the symbol of the kernel ptxas compiled for it (an ``extern "C"`` name, a C++
-    kernel's mangled one, a template's instantiation), or the one line naming the entry it lacks."""
+    """Each of the spec's entries -> the symbol of the kernel ptxas compiled for it (an ``extern
+    "C"`` name, a C++ kernel's mangled one, a template's instantiation), or the one line naming the
+    entry it lacks."""
     out = {}
     for entry in spec.entries:
         symbol = entries.resolve(entry, usage, dict(spec.defines))
@@ -421,7 +442,8 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
     """The PTX of ``spec``'s source for ``arch``, with ``-lineinfo``'s ``.loc`` lines: what
     :mod:`kprof.diagnosis.ptxscan` reads to name source lines without counters. Cached beside the
     cubin. None where it cannot be had: a Python operation, or NVRTC as the compiler (its child
-    builds cubins only: also when ``built``, the spec's cubin, came from NVRTC); a compile error raises as
+    builds cubins only: also when ``built``, the spec's cubin, came from NVRTC); a compile error
+    raises as
     :func:`build` does."""
     arch = check_arch(arch or detect_arch())
     target = spec.target_arch(arch)
@@ -459,8 +481,9 @@ MAX_CUBIN_BYTES = 256 * 1024 * 1024  # one cached cubin; the largest shipped one
 
 
 def _usage(raw: object) -> ResourceUsage:
-    """A cache entry's usage of one kernel, every field a whole number in ptxas's range, or TypeError (the
-    entry is then rebuilt): a damaged entry never prints "True registers per thread"."""
+    """A cache entry's usage of one kernel, every field a whole number in ptxas's range, or
+    TypeError (the entry is then rebuilt): a damaged entry never prints "True registers per
+    thread"."""
     if not isinstance(raw, dict) or set(raw) - set(ResourceUsage.__dataclass_fields__):
         raise TypeError("not a usage record")
     for key, value in raw.items():
@@ -472,7 +495,8 @@ def _usage(raw: object) -> ResourceUsage:
 
 def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[tuple[str, str], ...],
                sources: list[tuple[Path, bytes]]) -> str:
-    """What names a build in the cache: the compiler, its arguments, the source and its local headers."""
+    """What names a build in the cache: the compiler, its arguments, the source and its local
+    headers."""
     key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, defines, spec.nvcc_flags)
     digest = hashlib.sha256()
     digest.update(compiler.key.encode())
@@ -483,8 +507,8 @@ def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[t
 
 
 def _shaken_spec(spec: KernelSpec, folder: Path) -> KernelSpec:
-    """The spec of ``spec``'s warp-delay build, its source written once into ``folder`` (named by the
-    original's cache key, so an edit of the source or a header makes a new one)."""
+    """The spec of ``spec``'s warp-delay build, its source written once into ``folder`` (named by
+    the original's cache key, so an edit of the source or a header makes a new one)."""
     path = folder / spec.source.name
     if not path.is_file():
         text = inputs.read_text(spec.source, "the kernel's source", limit=cusource.MAX_SOURCE_BYTES)

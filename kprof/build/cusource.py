@@ -1,6 +1,6 @@
-"""Reading a CUDA source as text, for the transforms that rewrite it (kprof.build.shake's warp delays,
-kprof.corpus.mutants' mutants): comments and literals blanked so no position found lies in one, and
-the bracket that closes another."""
+"""Reading a CUDA source as text, for the transforms that rewrite it (kprof.build.shake's warp
+delays, kprof.corpus.mutants' mutants): comments and literals blanked so no position found lies in
+one, and the bracket that closes another."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from kprof.errors import UsageError
 
 
 def closing(text: str, opening: int) -> int | None:
-    """The index of the ``)`` that closes the ``(`` at ``opening``; None when the text ends first."""
+    """The index of the ``)`` that closes the ``(`` at ``opening``; None when the text ends
+    first."""
     depth = 0
     for i in range(opening, len(text)):
         depth += {"(": 1, ")": -1}.get(text[i], 0)
@@ -23,8 +24,9 @@ def closing(text: str, opening: int) -> int | None:
 
 
 def blank_comments(text: str) -> str:
-    """``text`` with every comment and string or character literal's contents turned into spaces (line
-    breaks kept), so that positions found in it are positions in ``text`` and none lies in a comment."""
+    """``text`` with every comment and string or character literal's contents turned into spaces
+    (line breaks kept), so that positions found in it are positions in ``text`` and none lies in a
+    comment."""
     out = list(text)
 
     def blank(a: int, b: int) -> None:
@@ -59,8 +61,9 @@ _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$")
 
 
 def unguarded_defines(text: str, names: set[str]) -> list[tuple[str, int, str]]:
-    """Each ``#define NAME`` of ``names`` not inside an ``#ifndef NAME`` (or ``#if !defined(NAME)``): a
-    define the spec or ``--param`` sets that this line would override. (name, line, the line's text)."""
+    """Each ``#define NAME`` of ``names`` not inside an ``#ifndef NAME`` (or ``#if
+    !defined(NAME)``): a define the spec or ``--param`` sets that this line would override. (name,
+    line, the line's text)."""
     stack: list[str] = []  # the open conditions: the name each one guards, or ""
     out = []
     lines = text.splitlines()
@@ -87,7 +90,8 @@ def unguarded_defines(text: str, names: set[str]) -> list[tuple[str, int, str]]:
     return out
 
 
-# A header a tutorial's file includes for its host code, and the library it belongs to (what to install)
+# A header a tutorial's file includes for its host code, and the library it belongs to (what to
+# install)
 LIBRARY_HEADERS = {
     "cublas_v2.h": ("cuBLAS", "nvidia-cublas"), "cublas.h": ("cuBLAS", "nvidia-cublas"),
     "cublasLt.h": ("cuBLASLt", "nvidia-cublas"), "cudnn.h": ("cuDNN", "nvidia-cudnn-cu13"),
@@ -106,9 +110,9 @@ _ERROR = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?:error|catastrophic
 
 
 def compile_stop(log: str) -> str | None:
-    """Where a compile stopped and what to do, in a line, from the compiler's log: a header it could not find
-    (with the library it belongs to and how to get it, or to keep the host code that needs it out of kprof's build),
-    else its first error. None where the log names no line. Pure."""
+    """Where a compile stopped and what to do, in a line, from the compiler's log: a header it could
+    not find (with the library it belongs to and how to get it, or to keep the host code that needs
+    it out of kprof's build), else its first error. None where the log names no line. Pure."""
     from pathlib import Path
 
     for rx in _MISSING:
@@ -140,7 +144,8 @@ def local_sources(source: Path) -> list[tuple[Path, bytes]]:
         if path in seen:
             continue
         if (why := inputs.regular_file_error(path)) is not None:
-            if path != source and os.path.lexists(path):  # nvcc would open it and wait (a FIFO) or never end
+            # nvcc would open it and wait (a FIFO) or never end
+            if path != source and os.path.lexists(path):
                 raise UsageError(f"{source.name} includes {path.name}: {why}; a header must be a regular file")
             continue
         data = inputs.read_bytes(path, "source", limit=MAX_SOURCE_BYTES)
@@ -149,6 +154,7 @@ def local_sources(source: Path) -> list[tuple[Path, bytes]]:
         for inc in include.findall(text):
             try:
                 todo.append((path.parent / inc).resolve())
-            except (OSError, RuntimeError, ValueError):  # a loop of symlinks, a NUL: nvcc reports the include
+            # a loop of symlinks, a NUL: nvcc reports the include
+            except (OSError, RuntimeError, ValueError):
                 continue
     return list(seen.items())

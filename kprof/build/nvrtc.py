@@ -7,8 +7,9 @@ same options it gives nvcc, so a build is the same whichever compiler makes it: 
 ``-lineinfo``, the spec's flags, and ptxas's resource report (``--ptxas-options=-v`` prints the
 lines ``nvcc --resource-usage`` prints, which :func:`kprof.build.build.parse_resource_usage` reads).
 
-A compile runs in a child (``python -m kprof.build.nvrtc`` with nvcc's argv), as nvcc does: a compiler
-that hangs or crashes on a source is stopped by the build's timeout and never takes kprof down.
+A compile runs in a child (``python -m kprof.build.nvrtc`` with nvcc's argv), as nvcc does: a
+compiler that hangs or crashes on a source is stopped by the build's timeout and never takes kprof
+down.
 :func:`translate` (nvcc options to NVRTC's) is pure; :func:`version` and :func:`supported_archs`
 load the library in the parent, which compiles nothing.
 """
@@ -35,16 +36,18 @@ _PREFIXES = {"-arch=": "--gpu-architecture=", "-std=": "--std=", "--std=": "--st
              "-Xptxas=": "--ptxas-options=", "--ptxas-options=": "--ptxas-options=",
              **{f"{dash}{flag}=": f"--{flag}=" for dash in ("-", "--") for flag in ("ftz", "prec-div", "prec-sqrt", "fmad")},
              "-D": "-D", "-U": "-U", "-I": "-I"}  # fmt: skip
-# -cubin: NVRTC makes a cubin whenever the target is a real architecture (sm_XY). -O0..-O3: nvcc's -O
-# sets the host compiler's level only, and NVRTC compiles no host code. The two lambda and constexpr
-# options let host code and device code call each other; NVRTC's code is all device code.
+# -cubin: NVRTC makes a cubin whenever the target is a real architecture (sm_XY). -O0..-O3: nvcc's
+# -O sets the host compiler's level only, and NVRTC compiles no host code. The two lambda and
+# constexpr options let host code and device code call each other; NVRTC's code is all device code.
 _DROPPED = ("-cubin", "-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda")
-PRELUDE = Path(__file__).parent.parent / "templates" / "nvrtc_prelude.h"  # nvcc's implicit INFINITY and NAN
+# nvcc's implicit INFINITY and NAN
+PRELUDE = Path(__file__).parent.parent / "templates" / "nvrtc_prelude.h"
 
 
 def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
-    """nvcc's argv as :func:`kprof.build.toolchain.build_argv` writes it (without the program) -> (NVRTC
-    options, source, output). Pure. An option NVRTC has no equivalent for is a UsageError that names it."""
+    """nvcc's argv as :func:`kprof.build.toolchain.build_argv` writes it (without the program) ->
+    (NVRTC options, source, output). Pure. An option NVRTC has no equivalent for is a UsageError
+    that names it."""
     options: list[str] = []
     output: Path | None = None
     source: Path | None = None
@@ -86,10 +89,10 @@ def bindings_major() -> int:
 
 
 def _load() -> object:
-    """``cuda.bindings.nvrtc`` with libnvrtc of the bindings' CUDA line loaded: a pip wheel's copy on
-    sys.path first (a ``pip install --target`` folder on PYTHONPATH is one cuda-pathfinder does not
-    search), then what cuda-pathfinder finds (site-packages, conda, CUDA_HOME, the system; a plain
-    dlopen by name would not see a wheel's). ToolNotFoundError names what to install."""
+    """``cuda.bindings.nvrtc`` with libnvrtc of the bindings' CUDA line loaded: a pip wheel's copy
+    on sys.path first (a ``pip install --target`` folder on PYTHONPATH is one cuda-pathfinder does
+    not search), then what cuda-pathfinder finds (site-packages, conda, CUDA_HOME, the system; a
+    plain dlopen by name would not see a wheel's). ToolNotFoundError names what to install."""
     import ctypes
 
     major = bindings_major()
@@ -134,7 +137,8 @@ def version() -> tuple[int, int]:
         raise ToolNotFoundError("NVRTC", f"libnvrtc could not be loaded ({exc})") from None
     _check(err, "nvrtcVersion")
     bindings = bindings_major()
-    if bindings and int(major) != bindings:  # seen: pathfinder found a toolkit's NVRTC 13 for cuda-bindings 12
+    # seen: pathfinder found a toolkit's NVRTC 13 for cuda-bindings 12
+    if bindings and int(major) != bindings:
         raise ToolNotFoundError("NVRTC", f"the NVRTC found is {major}.{minor} but cuda-bindings is {bindings}.x; "
                                          "install NVRTC of the bindings' line")
     return int(major), int(minor)
@@ -153,7 +157,8 @@ _CUDART_VERSION = re.compile(rb"#define\s+CUDART_VERSION\s+(\d+)")
 
 
 def _cudart_major(include: Path) -> int | None:
-    """The CUDA line of a folder of runtime headers (CUDART_VERSION in cuda_runtime_api.h), else None."""
+    """The CUDA line of a folder of runtime headers (CUDART_VERSION in cuda_runtime_api.h), else
+    None."""
     try:
         with open(include / "cuda_runtime_api.h", "rb") as f:
             m = _CUDART_VERSION.search(f.read(256 * 1024))
@@ -223,8 +228,8 @@ def compile_to_cubin(options: list[str], source: Path, output: Path) -> tuple[bo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: ``python -m kprof.build.nvrtc [nvcc options] -o OUT SOURCE``; the log on stderr, exit 0
-    when the cubin was written, 1 when the source does not compile, 2 on a bad option."""
+    """The child: ``python -m kprof.build.nvrtc [nvcc options] -o OUT SOURCE``; the log on stderr,
+    exit 0 when the cubin was written, 1 when the source does not compile, 2 on a bad option."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
         major, minor = version()

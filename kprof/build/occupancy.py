@@ -36,8 +36,9 @@ class ArchLimits:
     max_threads_per_block: int = 1024
     default_smem_per_block: int = 49152  # without the opt-in attribute
     fp32_lanes: int = 128  # FP32 FMA lanes per SM
-    # dense 16-bit tensor-core FLOP per clock per SM (FP16 or BF16 in, FP32 accumulation), the fastest part
-    # of the architecture's; None: no tensor cores, or no figure (kprof.measure.ceilings says where from)
+    # dense 16-bit tensor-core FLOP per clock per SM (FP16 or BF16 in, FP32 accumulation), the
+    # fastest part of the architecture's; None: no tensor cores, or no figure
+    # (kprof.measure.ceilings says where from)
     tensor_flops: int | None = None
 
     @property
@@ -56,13 +57,14 @@ def _arch(arch: str, warps: int, blocks: int, smem_sm_kb: int, smem_block_kb: in
                       fp32_lanes=fp32_lanes, tensor_flops=tensor)
 
 
-# From the CUDA C++ Programming Guide's tables of compute capabilities ("Technical Specifications per
-# Compute Capability": resident warps and blocks per SM, shared memory per SM and per block, 64 K
-# registers per SM and per block, 255 per thread; "Arithmetic Instructions": FP32 lanes per SM) and
-# CUDA 13.0's cuda_occupancy.h (allocation units: shared memory in 256 bytes before sm_80 and 128
-# after; no reserved shared memory per block before sm_80; 24 blocks per SM on sm_120 and sm_121).
-# tests/build/test_occupancy.py holds the guide's numbers apart and checks every row. The SM count is the
-# flagship part's (V100, A100, H100/H200, B200), for waves; None where the parts differ.
+# From the CUDA C++ Programming Guide's tables of compute capabilities ("Technical Specifications
+# per Compute Capability": resident warps and blocks per SM, shared memory per SM and per block, 64
+# K registers per SM and per block, 255 per thread; "Arithmetic Instructions": FP32 lanes per SM)
+# and CUDA 13.0's cuda_occupancy.h (allocation units: shared memory in 256 bytes before sm_80 and
+# 128 after; no reserved shared memory per block before sm_80; 24 blocks per SM on sm_120 and
+# sm_121). tests/build/test_occupancy.py holds the guide's numbers apart and checks every row. The
+# SM count is the flagship part's (V100, A100, H100/H200, B200), for waves; None where the parts
+# differ.
 ARCHS: dict[str, ArchLimits] = {a.arch: a for a in (
     _arch("sm_61", 64, 32, 96, 48, 128, reserved=0, smem_unit=256),  # GTX 1080, P40
     _arch("sm_70", 64, 32, 96, 96, 64, sm_count=80, reserved=0, smem_unit=256, tensor=1024),  # V100

@@ -1,5 +1,5 @@
-"""The warp-delay build: a kernel's source with a pause of a pseudo-random length per warp at the start
-of every kernel and after every ``__syncthreads();``, for the values detector.
+"""The warp-delay build: a kernel's source with a pause of a pseudo-random length per warp at the
+start of every kernel and after every ``__syncthreads();``, for the values detector.
 
 A pause never changes what a correct kernel computes, only when its warps get there. A kernel that
 is missing a barrier (shared counts zeroed by one warp while another already adds to them, a tile
@@ -21,7 +21,8 @@ import re
 from kprof.build import cusource
 
 SUFFIX = "__shaken"  # the build's spec name: NAME__shaken
-MAX_PAUSE_NS = 8192  # the longest pause: a few global-memory latencies, short beside a sanitize-size run
+# the longest pause: a few global-memory latencies, short beside a sanitize-size run
+MAX_PAUSE_NS = 8192
 
 HELPER = """#if !defined(KPROF_SHAKE_HELPER)
 #define KPROF_SHAKE_HELPER
@@ -56,7 +57,8 @@ def _body_opening(code: str, start: int) -> int | None:
 
 
 def insertion_points(text: str) -> list[int]:
-    """Where a pause goes: after the ``{`` of every kernel's body and after every ``__syncthreads();``."""
+    """Where a pause goes: after the ``{`` of every kernel's body and after every
+    ``__syncthreads();``."""
     code = cusource.blank_comments(text)
     points = [m.end() for m in _SYNC.finditer(code)]
     for m in _GLOBAL.finditer(code):
@@ -66,7 +68,8 @@ def insertion_points(text: str) -> list[int]:
 
 
 def shaken(text: str, file_name: str) -> str | None:
-    """The warp-delay source of ``text`` (read from ``file_name``), or None when it has no kernel body."""
+    """The warp-delay source of ``text`` (read from ``file_name``), or None when it has no kernel
+    body."""
     points = insertion_points(text)
     if not any(text[p - 1] == "{" for p in points):
         return None

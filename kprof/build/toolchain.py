@@ -1,6 +1,7 @@
-"""The CUDA toolchain a build runs: which architectures exist, the GPU's, the compiler that builds for it
-(nvcc, else NVRTC; ``KPROF_COMPILER`` chooses) and that the driver loads, the compiler's argv, and a probe that a
-kernel including CCCL and CUDA headers compiles here (``kprof doctor``). :mod:`kprof.build.build` runs it."""
+"""The CUDA toolchain a build runs: which architectures exist, the GPU's, the compiler that builds
+for it (nvcc, else NVRTC; ``KPROF_COMPILER`` chooses) and that the driver loads, the compiler's
+argv, and a probe that a kernel including CCCL and CUDA headers compiles here (``kprof doctor``).
+:mod:`kprof.build.build` runs it."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from kprof.spec import arch_number
 DEFAULT_ARCH = "sm_90"
 
 
-# Every compute capability NVIDIA has shipped (the CUDA C++ Programming Guide's table), so that a made-up
-# one (sm_99) is a bad input, said as such, not a compiler that is missing.
+# Every compute capability NVIDIA has shipped (the CUDA C++ Programming Guide's table), so that a
+# made-up one (sm_99) is a bad input, said as such, not a compiler that is missing.
 CUDA_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
 
 
@@ -65,11 +66,13 @@ class Compiler:
     program: tuple[str, ...]  # what the argv starts with
     version: str  # "nvcc 13.0", "NVRTC 12.9"
     major: int  # its CUDA line (12, 13)
-    archs: tuple[int, ...]  # the real architectures it builds cubins for (75 for sm_75); empty: not known
+    # the real architectures it builds cubins for (75 for sm_75); empty: not known
+    archs: tuple[int, ...]
     key: str = ""  # what the cache key holds of it: nvcc's build line, NVRTC's version
 
     def env(self) -> dict[str, str] | None:
-        """NVRTC's child imports this kprof (:func:`kprof.proc.child_env`); nvcc gets the caller's."""
+        """NVRTC's child imports this kprof (:func:`kprof.proc.child_env`); nvcc gets the
+        caller's."""
         return proc.child_env() if self.kind == "nvrtc" else None
 
     def builds(self, arch: str) -> bool:
@@ -114,7 +117,8 @@ def _nvrtc_compiler() -> Compiler:
 
 @lru_cache(maxsize=1)
 def driver_cuda_version() -> int | None:
-    """The CUDA version of the installed driver (13000 for 580.x), from NVML; None with no driver."""
+    """The CUDA version of the installed driver (13000 for 580.x), from NVML; None with no
+    driver."""
     try:
         import pynvml
 
@@ -135,7 +139,8 @@ def driver_cuda_major() -> int | None:
 
 def compiler_for(arch: str) -> Compiler:
     """The compiler for ``arch``: ``KPROF_COMPILER`` when set, else nvcc when it builds for ``arch``
-    and the driver (if any) loads its cubins, else NVRTC. A ToolNotFoundError says why neither fits."""
+    and the driver (if any) loads its cubins, else NVRTC. A ToolNotFoundError says why neither
+    fits."""
     choice = os.environ.get("KPROF_COMPILER", "").strip().lower()
     if choice not in ("", "auto", *COMPILERS):
         raise UsageError(f"KPROF_COMPILER={inputs.one_line(choice)[:40]}: write nvcc, nvrtc or auto")
@@ -164,7 +169,8 @@ def compiler_for(arch: str) -> Compiler:
 
 
 def compiler_hint(arch: str) -> str:
-    """What to install to build ``arch``: one extra where only one builds it (CUDA 13 has no sm_50 to sm_72)."""
+    """What to install to build ``arch``: one extra where only one builds it (CUDA 13 has no sm_50
+    to sm_72)."""
     if arch_number(arch) < 75:
         return "pip install 'kprof[cuda12]' (NVRTC 12.9 builds it)"
     return COMPILER_HINT
@@ -179,7 +185,8 @@ def build_argv(
     flags: tuple[str, ...] = (),
     kind: str = "cubin",
 ) -> list[str]:
-    """The compiler's argv; ``kind`` "ptx" asks for the PTX (with its ``.loc`` line table) instead."""
+    """The compiler's argv; ``kind`` "ptx" asks for the PTX (with its ``.loc`` line table)
+    instead."""
     program = [str(nvcc)] if isinstance(nvcc, (str, Path)) else list(nvcc)
     argv = program + [
         f"-{kind}",
@@ -187,7 +194,8 @@ def build_argv(
         "-lineinfo",  # source lines in sanitizer and profiler reports
         "--resource-usage",  # registers, shared memory, stack and spills of every kernel
         "-std=c++17",
-        "-DKPROF_BUILD=1",  # a file kept as a tutorial wrote it can keep host-only code out: #ifndef KPROF_BUILD
+        # a file kept as a tutorial wrote it can keep host-only code out: #ifndef KPROF_BUILD
+        "-DKPROF_BUILD=1",
     ]
     argv += [f"-D{k}={v}" for k, v in defines]
     argv += list(flags)
@@ -220,17 +228,19 @@ _NVRTC_MISSING_HEADER = re.compile(r'catastrophic error: cannot open source file
 
 
 def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
-    """Compile a tiny kernel that includes CCCL and CUDA headers, as the shipped kernels do: None when
-    it builds, else what is missing (the header's name, or nvcc's first error line)."""
+    """Compile a tiny kernel that includes CCCL and CUDA headers, as the shipped kernels do: None
+    when it builds, else what is missing (the header's name, or nvcc's first error line)."""
     compiler = compiler_for(check_arch(arch))
     return _probe(compiler, arch, timeout)
 
 
-# nvcc without the host compiler it preprocesses and compiles the host side with (an empty PATH, no g++)
+# nvcc without the host compiler it preprocesses and compiles the host side with (an empty PATH, no
+# g++)
 _NO_HOST_COMPILER = re.compile(r"host compiler properties|(?:g\+\+|gcc|c\+\+|cl\.exe)[^\n]*(?:not found|No such file)")
 
 
-@lru_cache(maxsize=8)  # one toolchain's answer does not change within a process (kprof doctor asks it each run)
+# one toolchain's answer does not change within a process (kprof doctor asks it each run)
+@lru_cache(maxsize=8)
 def _probe(compiler: Compiler, arch: str, timeout: float) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
         source, out = Path(tmp) / "probe.cu", Path(tmp) / "probe.cubin"

@@ -23,7 +23,8 @@ class KernelRecord:
     name: str
     start: int  # ns, GPU timestamps
     end: int
-    stream: int = 0  # CUPTI's stream id (benchmark integrity: work on another stream than the timed one)
+    # CUPTI's stream id (benchmark integrity: work on another stream than the timed one)
+    stream: int = 0
 
     @property
     def ns(self) -> int:

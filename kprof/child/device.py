@@ -89,7 +89,8 @@ def probe() -> str | None:
     return None
 
 
-# -- launching in someone else's context (kprof.op: a kernel called on a framework's arrays) ---------
+# -- launching in someone else's context (kprof.op: a kernel called on a framework's arrays)
+# ---------
 def foreign_function(image: bytes, entry: str, ordinal: int) -> Any:
     """``entry`` of a cubin, loaded into the context current on this thread (the framework's); GPU
     ``ordinal``'s primary context is made current first if none is (as PyTorch and CuPy use it)."""
@@ -120,8 +121,9 @@ TENSORMAP_BYTES = 128  # CU_TENSOR_MAP_NUM_QWORDS x 8
 
 
 def encode_tensor_map(drv: Any, ptr: int, tm: Any) -> bytes:
-    """cuTensorMapEncodeTiled for :meth:`Device.tensor_map` (the spec's rules were checked at resolve time;
-    each of ``kprof.spec.schema.TENSORMAP_DTYPES`` is the driver's data type of its name in capitals)."""
+    """cuTensorMapEncodeTiled for :meth:`Device.tensor_map` (the spec's rules were checked at
+    resolve time; each of ``kprof.spec.schema.TENSORMAP_DTYPES`` is the driver's data type of its
+    name in capitals)."""
     rank = len(tm.shape)
     swizzle = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[tm.arg.swizzle]
     tmap = check("cuTensorMapEncodeTiled", drv.cuTensorMapEncodeTiled(
@@ -136,8 +138,8 @@ def encode_tensor_map(drv: Any, ptr: int, tm: Any) -> bytes:
 
 
 class _TensorMapParam:
-    """A tensor map as a kernel parameter: 128 bytes at a 64-byte aligned address, as ``CUtensorMap`` is
-    declared (``alignas(64)``)."""
+    """A tensor map as a kernel parameter: 128 bytes at a 64-byte aligned address, as
+    ``CUtensorMap`` is declared (``alignas(64)``)."""
 
     def __init__(self, data: bytes) -> None:
         self._buffer = ctypes.create_string_buffer(TENSORMAP_BYTES + 64)
@@ -149,13 +151,13 @@ class _TensorMapParam:
 
 
 class ArgPack:
-    """A kernel's arguments packed once into the ``void*[]`` cuLaunchKernel takes: scalars written at
-    construction, device pointers per launch (:meth:`fill`). ``template`` items are ``("buf", NAME)``
-    for a buffer filled per launch, ``("ptr", ADDRESS)`` for a fixed pointer, and ``(dtype, value)``
-    for a scalar (``value`` as :func:`kprof.child.hostdata.pack_scalar` gives it), ``("tensormap", BYTES)``
-    for a tensor map passed by value (:meth:`Device.tensor_map`). Iterating gives
-    ``(dtype, value)`` pairs, "ptr" for pointers, as :func:`launch` takes them. Not thread-safe:
-    fill and launch under one lock."""
+    """A kernel's arguments packed once into the ``void*[]`` cuLaunchKernel takes: scalars written
+    at construction, device pointers per launch (:meth:`fill`). ``template`` items are ``("buf",
+    NAME)`` for a buffer filled per launch, ``("ptr", ADDRESS)`` for a fixed pointer, and ``(dtype,
+    value)`` for a scalar (``value`` as :func:`kprof.child.hostdata.pack_scalar` gives it),
+    ``("tensormap", BYTES)`` for a tensor map passed by value (:meth:`Device.tensor_map`). Iterating
+    gives ``(dtype, value)`` pairs, "ptr" for pointers, as :func:`launch` takes them. Not
+    thread-safe: fill and launch under one lock."""
 
     def __init__(self, template: Sequence[tuple[str, Any]]) -> None:
         self.kinds = tuple("ptr" if kind == "buf" else kind for kind, _ in template)
@@ -275,7 +277,8 @@ class Device:
         return module
 
     def module_global(self, module: object, name: str) -> tuple[int, int]:
-        """A module's global (a ``__constant__`` array, an ``extern "C"`` name): its device address and size."""
+        """A module's global (a ``__constant__`` array, an ``extern "C"`` name): its device address
+        and size."""
         ptr, size = check("cuModuleGetGlobal", self._drv.cuModuleGetGlobal(module, name.encode()))
         return int(ptr), int(size)
 
@@ -322,9 +325,9 @@ class Device:
         check("cuMemsetD32", self._drv.cuMemsetD32(ptr, value & 0xFFFFFFFF, count))
 
     def tensor_map(self, ptr: int, tm: Any) -> bytes:
-        """The 128 bytes of a ``CUtensorMap`` (cuTensorMapEncodeTiled) of the buffer at ``ptr`` as ``tm``
-        (a :class:`~kprof.spec.ResolvedTensorMap`) describes it: its shape and box (the driver takes them
-        innermost first), its swizzle, zeros for a box past the tensor's edge."""
+        """The 128 bytes of a ``CUtensorMap`` (cuTensorMapEncodeTiled) of the buffer at ``ptr`` as
+        ``tm`` (a :class:`~kprof.spec.ResolvedTensorMap`) describes it: its shape and box (the
+        driver takes them innermost first), its swizzle, zeros for a box past the tensor's edge."""
         return encode_tensor_map(self._drv, ptr, tm)
 
     # -- launch ------------------------------------------------------------------------------
@@ -362,7 +365,8 @@ class Device:
         check("cuStreamSynchronize", self._drv.cuStreamSynchronize(stream))
 
     def capture(self, stream: object, body: Any) -> object:
-        """A CUDA graph of whatever ``body()`` enqueues on ``stream``, instantiated and ready to launch."""
+        """A CUDA graph of whatever ``body()`` enqueues on ``stream``, instantiated and ready to
+        launch."""
         mode = self._drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         check("cuStreamBeginCapture", self._drv.cuStreamBeginCapture(stream, mode))
         try:
@@ -391,7 +395,8 @@ class Device:
 
     # -- teardown ----------------------------------------------------------------------------
     def close(self) -> None:
-        """Free what this object allocated, so compute-sanitizer's leak check sees only the kernel's own leaks."""
+        """Free what this object allocated, so compute-sanitizer's leak check sees only the kernel's
+        own leaks."""
         for ptr in list(self._allocations):
             self.free(ptr)
         for host in self._host_allocs:

@@ -1,5 +1,6 @@
-"""The frameworks kprof meets (PyTorch, CuPy, anything with ``__cuda_array_interface__``), in one place:
-how to read an array of theirs, allocate one like it, find their current stream (``kprof.load``,
+"""The frameworks kprof meets (PyTorch, CuPy, anything with ``__cuda_array_interface__``), in one
+place: how to read an array of theirs, allocate one like it, find their current stream
+(``kprof.load``,
 :mod:`kprof.op`), wrap kprof's own buffers, run on kprof's stream and copy a result back (below).
 
 A Python baseline in the timing child: the user's (or a shipped) callable timed like a kernel.
@@ -36,10 +37,12 @@ _TYPESTR = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "|i1",
 
 
 class DeviceView:
-    """kprof's buffer as ``__cuda_array_interface__`` (version 3): what frameworks wrap without a copy."""
+    """kprof's buffer as ``__cuda_array_interface__`` (version 3): what frameworks wrap without a
+    copy."""
 
     def __init__(self, ptr: int, buf: ResolvedBuffer) -> None:
-        # bfloat16 has no interface type: it travels as its 16-bit patterns, and Torch.wrap views it back
+        # bfloat16 has no interface type: it travels as its 16-bit patterns, and Torch.wrap views it
+        # back
         self.dtype = buf.arg.dtype
         typestr = "<i2" if buf.arg.dtype == "bfloat16" else _TYPESTR.get(buf.arg.dtype)
         if typestr is None:
@@ -56,7 +59,8 @@ class ArrayInfo(NamedTuple):
     shape: tuple[int, ...]
     dtype: str | None  # a kprof dtype name (float32, bfloat16, ...), None when it has none
     contiguous: bool
-    device: int | None  # the GPU ordinal (-1: not on a GPU); None when the array does not say (a bare interface)
+    # the GPU ordinal (-1: not on a GPU); None when the array does not say (a bare interface)
+    device: int | None
     framework: str
 
 
@@ -77,9 +81,10 @@ class Framework:
         return self.info(obj).ptr
 
     def key(self, obj: object) -> Hashable:
-        """What a call's checks read of ``obj`` (shape, dtype, contiguity, device; not the address), as
-        one hashable value: two arrays with equal keys pass or fail them alike. kprof.load's repeated
-        call compares these instead of checking again; a framework gives a cheaper one where it can."""
+        """What a call's checks read of ``obj`` (shape, dtype, contiguity, device; not the address),
+        as one hashable value: two arrays with equal keys pass or fail them alike. kprof.load's
+        repeated call compares these instead of checking again; a framework gives a cheaper one
+        where it can."""
         return self.info(obj)[1:]
 
     def alloc(self, shape: tuple[int, ...], dtype: str, like: object, zero: bool = False) -> object:
@@ -234,7 +239,8 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 
 FRAMEWORKS: dict[str, Callable[[], Framework]] = {"torch": Torch, "cupy": Cupy}
-ADAPTERS: list[Framework] = [Torch(), Cupy(), Interface()]  # how kprof.load reads an argument, first match
+# how kprof.load reads an argument, first match
+ADAPTERS: list[Framework] = [Torch(), Cupy(), Interface()]
 
 
 def adapter_for(obj: Any, what: str) -> Framework:
@@ -268,8 +274,9 @@ def pointer_of(stream: Any) -> int:
 
 
 def prepared(data: dict[str, object]) -> bool:
-    """Whether ``routine`` ran a callable's ``prepare`` (into ``data``, which then holds its time): it
-    ran the operation on the workspace's buffers, which must be uploaded again before a verdict."""
+    """Whether ``routine`` ran a callable's ``prepare`` (into ``data``, which then holds its time):
+    it ran the operation on the workspace's buffers, which must be uploaded again before a
+    verdict."""
     return any(key.endswith("_prepare_s") for key in data)
 
 
@@ -280,15 +287,16 @@ def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
     verification. A callable that takes an output buffer by name writes it in place, and its return
     value is not used. ``data`` gets the framework and the prepare time. ``what``: a baseline, or a
     spec's Python operation. The third, ``poison_pool``, fills the framework's free memory of each
-    output's size with the poison just uploaded into kprof's outputs (benchmark integrity): a callable
-    that returns new, unwritten memory (``torch.empty``) still holding an earlier call's result then
-    returns the poison instead."""
+    output's size with the poison just uploaded into kprof's outputs (benchmark integrity): a
+    callable that returns new, unwritten memory (``torch.empty``) still holding an earlier call's
+    result then returns the poison instead."""
     ref = pyref.Ref.from_stored(stored)
     fn = pyref.load(ref, what)
     fw = choose()
     handle = pointer_of(stream)
     tensors = {b.arg.name: fw.wrap(DeviceView(ws.pointers[b.arg.name], b)) for b in ws.target.buffers}
-    # numeric defines too: a Python operation's parameters sweep with --param like a kernel's (BLOCK=128,256)
+    # numeric defines too: a Python operation's parameters sweep with --param like a kernel's
+    # (BLOCK=128,256)
     env: dict[str, object] = {**ws.target.constants, **ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
     env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("in", "inout")})
     outputs = [b.arg.name for b in ws.target.buffers if b.arg.role == "out"] or \
@@ -296,7 +304,8 @@ def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
     env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("out", "scratch")})
     kwargs = pyref.select(fn, env)
     dtypes = {b.arg.name: b.arg.dtype for b in ws.target.buffers}
-    in_place = any(name in kwargs for name in outputs)  # it writes its outputs itself (a Triton kernel's y)
+    # it writes its outputs itself (a Triton kernel's y)
+    in_place = any(name in kwargs for name in outputs)
     data.update({f"{what}_framework": fw.name, f"{what}_callable": ref.label()})
 
     def guarded(body: Callable[[], Any]) -> Any:
@@ -346,7 +355,8 @@ def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
         try:
             with fw.on_stream(handle):  # kprof's own adapter code, not the user's: not guarded
                 fill()
-        except (UsageError, NotImplementedError):  # a framework kprof cannot allocate with: nothing to poison
+        # a framework kprof cannot allocate with: nothing to poison
+        except (UsageError, NotImplementedError):
             return
         ws.dev.stream_synchronize(stream)
 
@@ -354,9 +364,9 @@ def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
 
 
 def _note_dtype(fw: Framework, result: object, want: str, name: str, data: dict[str, Any], what: str) -> None:
-    """A result of another dtype than the spec's output (``NAME as GOT where the spec's is WANT``) into ``data``: kprof
-    converts it outside the timed window, so the call did a different job (benchmark integrity's
-    ``other-dtype``)."""
+    """A result of another dtype than the spec's output (``NAME as GOT where the spec's is WANT``)
+    into ``data``: kprof converts it outside the timed window, so the call did a different job
+    (benchmark integrity's ``other-dtype``)."""
     try:
         got = fw.info(result).dtype if fw.matches(result) else None
     except Exception:  # noqa: BLE001 - a result kprof cannot read the dtype of: copy_into says what is wrong

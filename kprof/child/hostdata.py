@@ -48,7 +48,8 @@ def to_bf16(values: object) -> Any:
 
 
 def pack_scalar(dtype_name: str, value: int | float) -> int | float:
-    """A scalar as a launch passes it: half-precision types as their raw 16 bits, the rest as they are."""
+    """A scalar as a launch passes it: half-precision types as their raw 16 bits, the rest as they
+    are."""
     if dtype_name == "float16":
         import numpy as np
 
@@ -59,7 +60,8 @@ def pack_scalar(dtype_name: str, value: int | float) -> int | float:
 
 
 def decode(dtype_name: str, array: object) -> Any:
-    """Host storage -> numbers: bfloat16 bit patterns become float32; everything else is as stored."""
+    """Host storage -> numbers: bfloat16 bit patterns become float32; everything else is as
+    stored."""
     import numpy as np
 
     if dtype_name == "bfloat16":
@@ -68,8 +70,8 @@ def decode(dtype_name: str, array: object) -> Any:
 
 
 def digest(stored: object) -> str:
-    """A BLAKE2b digest of an array's bytes as stored (as the kernel wrote them): two outputs with the same
-    digest are the same to the last bit."""
+    """A BLAKE2b digest of an array's bytes as stored (as the kernel wrote them): two outputs with
+    the same digest are the same to the last bit."""
     import hashlib
 
     import numpy as np
@@ -102,7 +104,8 @@ def widened(dtype_name: str, stored: object) -> object:
 
 
 def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
-    """An input array filled by the spec's rule, from ``rng`` (a seeded ``numpy.random.Generator``)."""
+    """An input array filled by the spec's rule, from ``rng`` (a seeded
+    ``numpy.random.Generator``)."""
     import numpy as np
 
     dtype = numpy_dtype(buf.arg.dtype)
@@ -116,13 +119,15 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
     elif kind == "normal":
         mean, std = params if params else (0.0, 1.0)
         data = rng.normal(mean, std, n)
-    elif kind == "peaked":  # normal(0, spread) with a share of the elements at a height well above the rest
+    # normal(0, spread) with a share of the elements at a height well above the rest
+    elif kind == "peaked":
         height, share, spread = (*params, 1.0)[:3]
         data = rng.normal(0.0, spread, n)
         data[rng.random(n) < share] = height
     elif kind == "randint":
         data = rng.integers(int(params[0]), int(params[1]), n)
-    elif kind == "zeros":  # made in the target dtype: a 2 GiB uint8 input must not become 16 GiB of float64
+    # made in the target dtype: a 2 GiB uint8 input must not become 16 GiB of float64
+    elif kind == "zeros":
         return np.zeros(buf.shape, dtype=dtype)  # all-zero bits are 0.0 in bfloat16 too
     elif kind in ("ones", "const"):
         return np.full(buf.shape, fill_value(buf), dtype=dtype)
@@ -138,7 +143,8 @@ def make_input(buf: ResolvedBuffer, rng: Any) -> Any:
 
 
 def _cast_in_chunks(data: Any, buf: ResolvedBuffer) -> Any:
-    """``data`` (float64 or int64, flat) stored as the buffer's dtype, chunks cast on several threads."""
+    """``data`` (float64 or int64, flat) stored as the buffer's dtype, chunks cast on several
+    threads."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np

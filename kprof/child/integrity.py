@@ -1,17 +1,17 @@
 """Benchmark integrity: what a timed call must not get away with, decided from what the child saw.
 
 A number is only as honest as the call it times. A timed callable (a Python operation, a framework
-baseline, a user's kernel) can replay a cached result keyed on its input's address, launch its work on
-a stream the timer does not wait for, launch nothing on some calls, change its input so the next call
-is trivial, or leave in its output what an earlier call wrote. Each check below reads what the timing
-loop recorded anyway (CUPTI's kernel records of every call, the CUDA events' and the host clock's
-readings) or what two more verified calls after the loop give, and returns flags: ``kind: what was
-seen``. Pure: tested on recorded CUPTI records and fake timers (tests/child/test_integrity.py); the child
-(:mod:`kprof.child.timing`) gathers the data.
+baseline, a user's kernel) can replay a cached result keyed on its input's address, launch its work
+on a stream the timer does not wait for, launch nothing on some calls, change its input so the next
+call is trivial, or leave in its output what an earlier call wrote. Each check below reads what the
+timing loop recorded anyway (CUPTI's kernel records of every call, the CUDA events' and the host
+clock's readings) or what two more verified calls after the loop give, and returns flags: ``kind:
+what was seen``. Pure: tested on recorded CUPTI records and fake timers
+(tests/child/test_integrity.py); the child (:mod:`kprof.child.timing`) gathers the data.
 
-What no check here can see is said in docs/bench.md: a cheat that does the work, on the timed stream,
-inside the window, and is merely faster than it should be at these inputs is not a cheat the GPU can
-tell apart.
+What no check here can see is said in docs/bench.md: a cheat that does the work, on the timed
+stream, inside the window, and is merely faster than it should be at these inputs is not a cheat the
+GPU can tell apart.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ def per_call(records: Sequence[KernelRecord]) -> tuple[list[KernelRecord], int |
 
 
 def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
-    """Flags from the kernel records of each timed call (one launch behind kprof's spin kernel each):
-    a call that launched no kernel while others did (a replayed result), calls that launched different
-    numbers of kernels (work done once for several calls, or deferred into the next), kernels on a
-    stream other than the one kprof times (work the window does not hold), a kernel still running when
-    the call's records were taken (work deferred past the window)."""
+    """Flags from the kernel records of each timed call (one launch behind kprof's spin kernel
+    each): a call that launched no kernel while others did (a replayed result), calls that launched
+    different numbers of kernels (work done once for several calls, or deferred into the next),
+    kernels on a stream other than the one kprof times (work the window does not hold), a kernel
+    still running when the call's records were taken (work deferred past the window)."""
     if not calls:
         return []
     counts, other, running = [], 0, 0
@@ -68,9 +68,10 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
     return flags
 
 
-# Kernels that only move or convert data, by a part of their name (mangled or not): in a timed call that
-# also computes, they are work beyond the operation, a result widened (``.float()``), an input made
-# contiguous, an output zeroed, which the kernel beside it does not do. (label, what it is) each.
+# Kernels that only move or convert data, by a part of their name (mangled or not): in a timed call
+# that also computes, they are work beyond the operation, a result widened (``.float()``), an input
+# made contiguous, an output zeroed, which the kernel beside it does not do. (label, what it is)
+# each.
 EXTRA_KERNELS = (
     ("direct_copy_kernel", "at::native::direct_copy_kernel_cuda", "a copy or dtype conversion: .float(), .to(), "
                                                                     ".contiguous(), copy_"),
@@ -83,7 +84,8 @@ EXTRA_MIN_SHARE = 0.005
 
 
 def extra_kind(name: str) -> tuple[str, str] | None:
-    """(label, what it is) of a kernel that only copies, converts or fills, by its name; None otherwise."""
+    """(label, what it is) of a kernel that only copies, converts or fills, by its name; None
+    otherwise."""
     for part, label, what in EXTRA_KERNELS:
         if part in name:
             return label, what
@@ -91,11 +93,11 @@ def extra_kind(name: str) -> tuple[str, str] | None:
 
 
 def extra_work_flags(calls: Sequence[Sequence[KernelRecord]], who: str = "timed call") -> list[str]:
-    """Kernels that only copy, convert or fill (:data:`EXTRA_KERNELS`) in timed calls that also launched
-    other kernels: work beyond the operation inside the window (a baseline whose bfloat16 result is
-    widened to float32 adds 12% to cuDNN's attention on an H200). The share is of the call's kernel time
-    (the sum of its kernels' own durations), the median over the calls that ran such kernels. A call of
-    copies only is the operation itself (a copy), not flagged."""
+    """Kernels that only copy, convert or fill (:data:`EXTRA_KERNELS`) in timed calls that also
+    launched other kernels: work beyond the operation inside the window (a baseline whose bfloat16
+    result is widened to float32 adds 12% to cuDNN's attention on an H200). The share is of the
+    call's kernel time (the sum of its kernels' own durations), the median over the calls that ran
+    such kernels. A call of copies only is the operation itself (a copy), not flagged."""
     shares: list[float] = []
     seen: dict[str, str] = {}
     for records in calls:
@@ -121,8 +123,8 @@ def extra_work_flags(calls: Sequence[Sequence[KernelRecord]], who: str = "timed 
 
 def dtype_flags(converted: Sequence[str], who: str = "timed call") -> list[str]:
     """Results the callable returned in another dtype than the spec's output (each ``NAME: got for
-    want``): kprof converted them outside the window to verify them, so the timed call did a different job
-    (a narrower result writes fewer bytes)."""
+    want``): kprof converted them outside the window to verify them, so the timed call did a
+    different job (a narrower result writes fewer bytes)."""
     if not converted:
         return []
     return [f"other-dtype: the {who} returned {', '.join(converted)}: kprof converted it outside the timed "
@@ -131,7 +133,8 @@ def dtype_flags(converted: Sequence[str], who: str = "timed call") -> list[str]:
 
 
 def warmup_flags() -> list[str]:
-    """The warm-up's calls launched no kernel that CUPTI saw: the loop is timed by events, and this says why."""
+    """The warm-up's calls launched no kernel that CUPTI saw: the loop is timed by events, and this
+    says why."""
     return ["no-kernel: the warm-up calls launched no kernel that CUPTI saw (a result replayed, not computed?)"]
 
 

@@ -1,11 +1,12 @@
-"""The small child program that every tool wraps: ``python -m kprof.child.runner JOB.json RESULT.json``.
+"""The small child program that every tool wraps: ``python -m kprof.child.runner JOB.json
+RESULT.json``.
 
 It reads one typed :class:`~kprof.launch.job.Job` (never the spec), loads the target into a
-:class:`~kprof.child.workspace.Workspace`, and runs the job's mode: :func:`run_mode` (launch inside an
-NVTX push/pop range in domain ``kprof`` named after the target, verify, time one launch),
-:func:`values_mode` (the values detector) or :func:`kprof.child.timing.timing_mode` (``kprof bench``'s
-loop). It never is the CLI: compute-sanitizer and ncu wrap this process, so a fault or a hang
-takes down this child only. The result file is rewritten at each phase (``device``, ``loaded``,
+:class:`~kprof.child.workspace.Workspace`, and runs the job's mode: :func:`run_mode` (launch inside
+an NVTX push/pop range in domain ``kprof`` named after the target, verify, time one launch),
+:func:`values_mode` (the values detector) or :func:`kprof.child.timing.timing_mode` (``kprof
+bench``'s loop). It never is the CLI: compute-sanitizer and ncu wrap this process, so a fault or a
+hang takes down this child only. The result file is rewritten at each phase (``device``, ``loaded``,
 ``allocated``, ``launch``, ``launched``, ``verified``, ``timed``, ``done``), so the parent knows
 how far a child got before it died.
 """
@@ -36,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
     """One job: 0 done, 1 a wrong result, 3 an error (in the result file, with its type). ``timed``:
-    the job's own wall time goes into its result as ``job_seconds`` (a batch's jobs share one process)."""
+    the job's own wall time goes into its result as ``job_seconds`` (a batch's jobs share one
+    process)."""
     import time
 
     result = Result(result_path)
@@ -48,7 +50,8 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
     except Exception as exc:  # noqa: BLE001 - reported to the parent in the result file, never lost
         from kprof.errors import CudaError, KprofError
 
-        # what the error is (its kind) and its exit code: the parent acts on these, not on the class name
+        # what the error is (its kind) and its exit code: the parent acts on these, not on the class
+        # name
         error: dict[str, object] = {"kind": "internal", "exit_code": None, "type": type(exc).__name__, "message": str(exc)}
         if isinstance(exc, KprofError):
             error.update(kind=exc.kind, exit_code=exc.exit_code)
@@ -68,13 +71,13 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
 
 
 def batch(manifest: Path) -> int:
-    """Several jobs one after the other in this one process (kprof.launch.launch.run_batch): the manifest is
-    ``{"jobs": [[JOB.json, RESULT.json], ...], "progress": FILE}``. Before each job a line ``INDEX
-    MONOTONIC-SECONDS`` goes to the progress file, so the parent can hold each job to its own time
-    limit. The batch stops after a job that ends in an error (a broken context fails every job
-    after it): the parent runs the rest alone. ``"keep_context": DEVICE`` holds that GPU's primary
-    context for the whole batch (a verification's sizes: one context, not one a size); no tool's batch
-    asks for it, so a sanitizer still sees each job's context end."""
+    """Several jobs one after the other in this one process (kprof.launch.launch.run_batch): the
+    manifest is ``{"jobs": [[JOB.json, RESULT.json], ...], "progress": FILE}``. Before each job a
+    line ``INDEX MONOTONIC-SECONDS`` goes to the progress file, so the parent can hold each job to
+    its own time limit. The batch stops after a job that ends in an error (a broken context fails
+    every job after it): the parent runs the rest alone. ``"keep_context": DEVICE`` holds that GPU's
+    primary context for the whole batch (a verification's sizes: one context, not one a size); no
+    tool's batch asks for it, so a sanitizer still sees each job's context end."""
     import json
     import time
     from contextlib import nullcontext
@@ -94,14 +97,16 @@ def batch(manifest: Path) -> int:
 
 
 def execute(job: Job, result: Result) -> int:
-    """Load the target and run the job's mode; the workspace is closed on every path that returns."""
+    """Load the target and run the job's mode; the workspace is closed on every path that
+    returns."""
     from kprof.child.workspace import Workspace
 
     target = job.target
     first = target.steps[0] if target.steps else None
     result.phase("init", kernel=target.name, sizes=target.sizes,
                  launch={"grid": first.grid, "block": first.block, "shared_mem": first.shared_mem} if first else {})
-    # Guard zones around every buffer where the run is verified and no tool watches the bounds itself.
+    # Guard zones around every buffer where the run is verified and no tool watches the bounds
+    # itself.
     ws = Workspace(target, result.phase, guard=isinstance(job.mode, RunMode) and job.mode.verify)
     if isinstance(job.mode, ValuesMode):
         code = values_mode(ws, job.mode, result)
@@ -137,10 +142,10 @@ def in_range(ws: Workspace, name: str) -> Any:
 
 
 def upload_ready(ws: Workspace, **how: Any) -> None:
-    """The inputs uploaded (outputs poisoned) and a Python operation prepared, outside the NVTX range,
-    so that a profiler sees the launches of one call, not a compile's or an autotuner's. A ``prepare``
-    runs the operation on these buffers: they are uploaded again after it, so its results can hide
-    neither an unwritten output nor an in-place update."""
+    """The inputs uploaded (outputs poisoned) and a Python operation prepared, outside the NVTX
+    range, so that a profiler sees the launches of one call, not a compile's or an autotuner's. A
+    ``prepare`` runs the operation on these buffers: they are uploaded again after it, so its
+    results can hide neither an unwritten output nor an in-place update."""
     ws.upload(**how)
     if ws.ready():
         ws.upload(**how)
@@ -190,7 +195,8 @@ def values_mode(ws: Workspace, mode: ValuesMode, result: Result) -> int:
     runs = [(alternate, one_run(alternate)) for alternate in values.run_plan(mode.repeats)]
     shaken = []
     if ws.target.shaken_cubin and not ws.target.python:
-        ws.use_cubin(ws.target.shaken_cubin)  # the same buffers, the kernels with kprof's warp delays
+        # the same buffers, the kernels with kprof's warp delays
+        ws.use_cubin(ws.target.shaken_cubin)
         shaken = [one_run(False) for _ in range(mode.shaken_runs)]
     result.phase("launched")
     findings = values.analyse(ws.target, runs, ws.expected(), ws.scales(), shaken=shaken)

@@ -1,4 +1,5 @@
-"""``kprof bench``'s timing loop, in the child: verify once, warm up, then sample until the stop rule.
+"""``kprof bench``'s timing loop, in the child: verify once, warm up, then sample until the stop
+rule.
 
 A sample is one launch held behind a blocking kernel (cold: after an L2 flush; warm: caches as they
 are), or a replayed CUDA graph of many launches (hot). The time of a sample is the kernel's own
@@ -32,16 +33,20 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     stream = ws.dev.stream()
     ws.upload()
     run_once, first, poison_pool = _routine(ws, mode, stream, result.data)
-    timed_call = run_once  # the timed sampler writes the consumed buffers itself, before its window opens
-    if resets:  # a buffer the kernel consumes (a write index) as it was before every other launch too
+    # the timed sampler writes the consumed buffers itself, before its window opens
+    timed_call = run_once
+    # a buffer the kernel consumes (a write index) as it was before every other launch too
+    if resets:
         run_once, first = _resetting(ws, resets, run_once), _resetting(ws, resets, first)
-    if framework.prepared(result.data):  # uploaded again, so what its prepare wrote hides neither an
+    # uploaded again, so what its prepare wrote hides neither an
+    if framework.prepared(result.data):
         ws.upload()  # unwritten output nor an in-place update
     gpu = _DeviceChecks(ws, mode.integrity_cubin, stream) if mode.integrity and mode.integrity_cubin else None
     # A wrong kernel is never timed.
     first()
     ws.dev.stream_synchronize(stream)
-    expected = ws.expected() if mode.integrity else None  # kept for the stale-output check after the loop
+    # kept for the stale-output check after the loop
+    expected = ws.expected() if mode.integrity else None
     checks = ws.verify(ws.download(), expected=expected)
     result.phase("verified", checks=checks)
     if not all(ch["ok"] for ch in checks):
@@ -89,14 +94,15 @@ class _Seen:
         self.cupti, self.warm_flags = cupti, warm_flags
 
 
-DOUBLED_KINDS = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}  # kprof_double's kind argument
+# kprof_double's kind argument
+DOUBLED_KINDS = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
 
 
 class _DeviceChecks:
-    """The integrity checks' work on the GPU (kprof_fingerprint.cu): a fingerprint of every input and
-    output, so "unchanged" and "the same result" cost a kernel over the buffer, not a copy to the host
-    and a float64 comparison; and the generated floating-point inputs doubled in place (exactly, in
-    their exponent), new values in the same buffers at the cost of a kernel."""
+    """The integrity checks' work on the GPU (kprof_fingerprint.cu): a fingerprint of every input
+    and output, so "unchanged" and "the same result" cost a kernel over the buffer, not a copy to
+    the host and a float64 comparison; and the generated floating-point inputs doubled in place
+    (exactly, in their exponent), new values in the same buffers at the cost of a kernel."""
 
     def __init__(self, ws: Workspace, cubin: str, stream: object) -> None:
         dev = ws.dev
@@ -132,8 +138,8 @@ class _DeviceChecks:
         return [name for name, value in self.inputs().items() if self.uploaded.get(name) != value]
 
     def double_inputs(self) -> list[str]:
-        """Every generated floating-point input (role in or inout) doubled on the device; integer inputs
-        (indices, bins) keep their values, which a doubling could take out of range."""
+        """Every generated floating-point input (role in or inout) doubled on the device; integer
+        inputs (indices, bins) keep their values, which a doubling could take out of range."""
         import numpy as np
 
         from kprof.child import hostdata
@@ -156,11 +162,11 @@ class _DeviceChecks:
 
 def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
                seen: _Seen, *, gpu: _DeviceChecks | None, result: Result) -> None:
-    """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then two
-    verified calls: outputs poisoned first, then the inputs doubled. The results of both are compared
-    with the verified call's on the GPU (fingerprints); only a result that differs where it should not,
-    or stays where it should change, is compared on the host, against the reference. The flags and the
-    checks' cost go in the result."""
+    """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then
+    two verified calls: outputs poisoned first, then the inputs doubled. The results of both are
+    compared with the verified call's on the GPU (fingerprints); only a result that differs where it
+    should not, or stays where it should change, is compared on the host, against the reference. The
+    flags and the checks' cost go in the result."""
     from kprof.child import integrity
 
     t0 = time.perf_counter()
@@ -180,7 +186,8 @@ def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_
         return
     changed = gpu.changed()
     flags += integrity.input_flags(changed)
-    # inputs as they were (inout buffers and any a call changed), outputs poisoned: the call must write its result
+    # inputs as they were (inout buffers and any a call changed), outputs poisoned: the call must
+    # write its result
     ws.restore(changed + [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"])
     ws.poison_outputs()
     poison_pool()  # and a framework's free memory of the outputs' sizes too
@@ -197,7 +204,8 @@ def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_
         poison_pool()
         first()
         ws.dev.stream_synchronize(stream)
-        if gpu.outputs() == again:  # the result did not change with its inputs: right only if the reference agrees
+        # the result did not change with its inputs: right only if the reference agrees
+        if gpu.outputs() == again:
             ws.reload([n for n in doubled if n not in inout])
             ignores = [c["message"] for c in ws.verify(ws.download()) if not c["ok"]]
     gpu.close()
@@ -208,8 +216,8 @@ def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_
 
 
 def _call_kernels(calls: list[list[Any]]) -> list[list[Any]]:
-    """The kernels of the timed call of median length, [name, seconds] each (kprof's helpers left out):
-    what a baseline's call ran, in the JSON beside its time."""
+    """The kernels of the timed call of median length, [name, seconds] each (kprof's helpers left
+    out): what a baseline's call ran, in the JSON beside its time."""
     from kprof.child.cupti_timer import timed_records
 
     work = sorted((timed_records(c) for c in calls), key=lambda rs: sum(r.ns for r in rs if r.complete))
@@ -219,25 +227,29 @@ def _call_kernels(calls: list[list[Any]]) -> list[list[Any]]:
 
 
 def _who(result: Result) -> str:
-    """Whose timed call the flags speak of: a Python baseline's, the spec's Python operation's, the kernel's."""
+    """Whose timed call the flags speak of: a Python baseline's, the spec's Python operation's, the
+    kernel's."""
     if "baseline_framework" in result.data:
         return "baseline's timed call"
     return "operation's timed call" if "operation_framework" in result.data else "kernel's timed call"
 
 
-MEMCPY = "memcpy_dtod"  # a library routine for kprof peak: cuMemcpyDtoDAsync, timed by events (no kernel record)
+# a library routine for kprof peak: cuMemcpyDtoDAsync, timed by events (no kernel record)
+MEMCPY = "memcpy_dtod"
 
 
 def _routine(ws: Workspace, mode: TimingMode, stream: object,
              data: dict[str, object]) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
-    """(one launch, the first launch, what poisons a framework's free memory before a verified call):
-    the target's steps, a library routine on the target's buffers (``mode.library``), or a Python
-    baseline (``mode.python``, whose first call also copies its result into the output buffers)."""
+    """(one launch, the first launch, what poisons a framework's free memory before a verified
+    call): the target's steps, a library routine on the target's buffers (``mode.library``), or a
+    Python baseline (``mode.python``, whose first call also copies its result into the output
+    buffers)."""
     if mode.python is not None:
         from kprof.child import framework
 
         return framework.routine(ws, mode.python, stream, data)
-    if mode.library is None and ws.target.python:  # a Python operation: its result is copied only to verify
+    # a Python operation: its result is copied only to verify
+    if mode.library is None and ws.target.python:
         from kprof.child import framework
 
         return framework.routine(ws, ws.target.python, stream, data, what="operation")
@@ -283,9 +295,9 @@ def _clock(mode: TimingMode, result: Result) -> object:
 
 
 def _check_clock(clock: Any, mode: TimingMode, result: Result) -> tuple[Any, list[str]]:
-    """After the warm-up: a clock that saw no kernel record is dropped for events. With the integrity
-    checks on, a call that launched no kernel is their finding (a result replayed, not computed), timed
-    by events and flagged, even under --timer cupti."""
+    """After the warm-up: a clock that saw no kernel record is dropped for events. With the
+    integrity checks on, a call that launched no kernel is their finding (a result replayed, not
+    computed), timed by events and flagged, even under --timer cupti."""
     from kprof.child import cupti_timer
 
     if clock is None or cupti_timer.span_seconds(clock.take()) is not None:
@@ -320,9 +332,9 @@ class _Events:
 
 def _warm_up(run_once: Callable[[], None], events: _Events, seconds: float) -> float:
     """Warm-up by time: clocks ramp up, caches and the instruction cache fill, lazy loading is done.
-    The fastest launch of the warm-up: the hot batch is sized from it, and one launch slowed by another
-    process's time slice on a shared GPU (seen on an H200: over 2 ms for a 65,536-element add, so a
-    "graph" of one launch) must not size it."""
+    The fastest launch of the warm-up: the hot batch is sized from it, and one launch slowed by
+    another process's time slice on a shared GPU (seen on an H200: over 2 ms for a 65,536-element
+    add, so a "graph" of one launch) must not size it."""
     t0 = time.perf_counter()
     one = events.around(run_once)
     while time.perf_counter() - t0 < seconds:
@@ -330,15 +342,16 @@ def _warm_up(run_once: Callable[[], None], events: _Events, seconds: float) -> f
     return one
 
 
-# A hot sample is a graph of this many launches at least: a warm-up that another process's time slices
-# slowed throughout (on an H200 shared by twelve test workers: every launch of a 65,536-element add over
-# 2 ms) must not shrink it to one launch, which is a warm sample, not a hot one.
+# A hot sample is a graph of this many launches at least: a warm-up that another process's time
+# slices slowed throughout (on an H200 shared by twelve test workers: every launch of a
+# 65,536-element add over 2 ms) must not shrink it to one launch, which is a warm sample, not a hot
+# one.
 HOT_MIN_BATCH = 10
 
 
 class _HotSampler:
-    """A graph of ``batch`` launches replayed, so launch overhead is paid once per graph. CUPTI gives
-    each kernel's own duration inside the replay; events give throughput per launch, where
+    """A graph of ``batch`` launches replayed, so launch overhead is paid once per graph. CUPTI
+    gives each kernel's own duration inside the replay; events give throughput per launch, where
     back-to-back kernels also overlap their ramp-up and drain."""
 
     def __init__(self, ws: Workspace, stream: object, run_once: Callable[[], None], events: _Events, clock: Any,
@@ -377,14 +390,16 @@ class _SingleSampler:
     def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events, clock: Any,
                  mode: TimingMode, *, resets: list[str] | None = None) -> None:
         dev, info = ws.dev, ws.info
-        self.ws, self.resets = ws, list(resets or ())  # written again before each timed launch, outside its window
+        # written again before each timed launch, outside its window
+        self.ws, self.resets = ws, list(resets or ())
         self.dev, self.stream, self.run_once, self.events, self.clock = dev, stream, run_once, events, clock
         self.integrity = mode.integrity
         self.flag, self.flag_dev = dev.host_flag()
         self.spin = dev.function(dev.load_module(Path(mode.spin_cubin).read_bytes()), "kprof_spin")
         self.flush: tuple[Any, tuple[int, int, int], list[tuple[str, int]]] | None = None
         self.kernels: list[int] = []  # kernels each timed call launched (CUPTI)
-        self.calls: list[list[object]] = []  # each timed call's CUPTI records, kprof's spin and flush with them
+        # each timed call's CUPTI records, kprof's spin and flush with them
+        self.calls: list[list[object]] = []
         if mode.mode == "cold":
             flush_fn = dev.function(dev.load_module(Path(mode.flush_cubin).read_bytes()), "kprof_flush")
             words4 = 2 * info.l2_bytes // 16
@@ -395,7 +410,8 @@ class _SingleSampler:
     def sample(self) -> float:
         from kprof.child import cupti_timer
 
-        if self.resets:  # a synchronous upload: done before the spin holds the stream, so never timed
+        # a synchronous upload: done before the spin holds the stream, so never timed
+        if self.resets:
             self.ws.restore(self.resets)
         self.flag.value = 0
         if self.flush is not None:
@@ -416,7 +432,8 @@ class _SingleSampler:
         self.calls.append(records)
         span = cupti_timer.span_seconds(records)
         if span is None:
-            if self.integrity:  # a call that launched nothing: the events' reading, and a no-kernel flag
+            # a call that launched nothing: the events' reading, and a no-kernel flag
+            if self.integrity:
                 return seconds
             raise RuntimeError("CUPTI delivered no kernel record for a timed launch")
         return span
@@ -426,7 +443,8 @@ class _SingleSampler:
 
 
 def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) -> tuple[list[float], str, float]:
-    """Sample until the stop rule says enough: the samples, the rule that stopped them, the host seconds."""
+    """Sample until the stop rule says enough: the samples, the rule that stopped them, the host
+    seconds."""
     from kprof.child.workspace import nvtx_module
 
     rule = mode.rule

@@ -1,6 +1,6 @@
-"""The values detector's side in the child (:mod:`kprof.child.runner`'s values mode): the order of the
-poison patterns, the scrubber's word, and the analysis of the runs' outputs against each other and the
-reference: ``unwritten-output``, ``uninitialized-read``, ``race``, ``wrong-result``
+"""The values detector's side in the child (:mod:`kprof.child.runner`'s values mode): the order of
+the poison patterns, the scrubber's word, and the analysis of the runs' outputs against each other
+and the reference: ``unwritten-output``, ``uninitialized-read``, ``race``, ``wrong-result``
 (:mod:`kprof.tools.sanitizers.values` says what each means and runs the child).
 """
 
@@ -18,7 +18,8 @@ FIRST_INDICES = 5
 
 
 def run_plan(repeats: int) -> list[bool]:
-    """Which runs use the alternate pattern: A, B, then A again until ``repeats`` runs (at least 3)."""
+    """Which runs use the alternate pattern: A, B, then A again until ``repeats`` runs (at least
+    3)."""
     repeats = max(repeats, 3)
     return [False, True] + [False] * (repeats - 2)
 
@@ -52,13 +53,15 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected
         outs_a = [hostdata.decode(buf.arg.dtype, o) for o in raw_a]  # numbers, for the comparisons
         a, b = outs_a[0], hostdata.decode(buf.arg.dtype, raw_b[0])
         ref = np.broadcast_to(np.asarray(expected[name], dtype=np.float64), a.shape)
-        # The same verdict as kprof run (kprof.child.verify.compare): the spec's tolerance or the dtype's.
+        # The same verdict as kprof run (kprof.child.verify.compare): the spec's tolerance or the
+        # dtype's.
         rtol, atol = verify.tolerance_for(buf.arg.dtype, target.rtol, target.atol)
         if target.metric == "normwise":
             scale = float(np.abs(ref).max()) if ref.size and np.isfinite(ref).all() else 1.0
             tol: Any = rtol * (scale if scale > 0 else 1.0)
             bound = f"{rtol:g} x max|ref| (normwise)"
-        elif scales and name in scales:  # tolerance.scale: rtol times the size of the terms, as in kprof run
+        # tolerance.scale: rtol times the size of the terms, as in kprof run
+        elif scales and name in scales:
             scaled = np.abs(verify.scale_for(name, scales[name], a))
             tol, bound = atol + rtol * scaled, f"{atol:g} + {rtol:g} x ({dict(target.scale)[name]})"
         else:
@@ -68,7 +71,8 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
             where = ", ".join(f"{name}[{', '.join(map(str, ix))}]" for ix in idx)
             count = int(mask.sum())
-            kernel = short(demangle(target.entry))  # a C++ kernel's symbol is mangled: named as its file writes it
+            # a C++ kernel's symbol is mangled: named as its file writes it
+            kernel = short(demangle(target.entry))
             return Finding("values", kind, kernel, file, None, thread=None, block=None, count=count,
                            message=f"{message}: {count:,} of {mask.size:,} elements of {name}, first at {where}",
                            buffer=name, detail=buf.describe(), indices=idx)

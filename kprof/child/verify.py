@@ -127,9 +127,10 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
 
 
 def compare_unordered(name: str, got: object, expected: object, rule: Criterion = Criterion()) -> OutputCheck:
-    """An output whose order the kernel does not define (``order: any``: a stream compaction's), as a multiset: its
-    first M elements, M the reference's count (the rest of the buffer is not the kernel's to define), sorted,
-    against the reference sorted, by the spec's tolerance. A reference with more elements than the buffer fails."""
+    """An output whose order the kernel does not define (``order: any``: a stream compaction's), as
+    a multiset: its first M elements, M the reference's count (the rest of the buffer is not the
+    kernel's to define), sorted, against the reference sorted, by the spec's tolerance. A reference
+    with more elements than the buffer fails."""
     import numpy as np
 
     raw = np.asarray(got).ravel()
@@ -169,7 +170,8 @@ def scale_for(name: str, scale: object, raw: Any) -> Any:
                          f"{raw.shape}") from None
 
 
-CHUNK = 1 << 22  # elements per pass of the verdict: float64 temporaries of 32 MiB, not of the whole output
+# elements per pass of the verdict: float64 temporaries of 32 MiB, not of the whole output
+CHUNK = 1 << 22
 
 
 class _Scan:
@@ -189,13 +191,16 @@ class _Scan:
         self.rtol, self.atol, self.poison, self.metric = rtol, atol, poison, metric
         # rtol = atol = 0 on floats: a chunk equal to its reference passes with nothing to find
         self.exact_bound = rtol == 0 and atol == 0 and metric == "elementwise" and not frontier
-        # A reference of one value (a fill, kprof peak's 1 GiB outputs), read once, not widened per chunk
+        # A reference of one value (a fill, kprof peak's 1 GiB outputs), read once, not widened per
+        # chunk
         self.constant = ref.flat[0] if self.exact_bound and ref.size and not any(ref.strides) else None
         if self.constant is not None and (not np.isfinite(self.constant) or
                                           (poison is not None and self.constant == poison)):
-            self.constant = None  # the full scan says what a non-finite reference (or one equal to the poison) means
+            # the full scan says what a non-finite reference (or one equal to the poison) means
+            self.constant = None
         flat_raw = raw.reshape(-1)
-        flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else ref.flat  # a broadcast reference: through .flat
+        # a broadcast reference: through .flat
+        flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else ref.flat
         flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale.flat)
 
         def chunk(bounds: tuple[int, int]) -> _Scan:
@@ -203,7 +208,8 @@ class _Scan:
             part = _Scan.__new__(_Scan)
             part._reset(frontier)
             r = flat_raw[start:stop]
-            if self.constant is not None and r.size and bool((r == self.constant).all()):  # no NaN, no poison either
+            # no NaN, no poison either
+            if self.constant is not None and r.size and bool((r == self.constant).all()):
                 part._all_equal(np.asarray(self.constant, dtype=np.float64).reshape(1), start, r.size)
                 return part
             part._judge(self, r, flat_ref[start:stop],
@@ -226,15 +232,18 @@ class _Scan:
         self.ref_nonfinite = False
         self.max_abs = self.scale = 0.0
         self.max_excess = -np.inf
-        self.zero_ref_over = False  # an element with |ref| = 0 is off by more than atol: no rtol passes
-        self.max_ratio = 0.0  # max (|out - ref| - atol) / |ref| over the elements off by more than atol
+        # an element with |ref| = 0 is off by more than atol: no rtol passes
+        self.zero_ref_over = False
+        # max (|out - ref| - atol) / |ref| over the elements off by more than atol
+        self.max_ratio = 0.0
         self.frontier = [-np.inf] * len(FRONTIER_RTOLS) if frontier else []
-        self.candidates: list[tuple[float, int]] = []  # (-excess, flat index): the worst of each chunk
+        # (-excess, flat index): the worst of each chunk
+        self.candidates: list[tuple[float, int]] = []
 
     def _merge_all(self, parts: Any) -> None:
         """The partial scans, in chunk order, into this one, as one pass over the chunks would have
-        gathered them: after a non-finite reference nothing counts; after the first non-finite output
-        element only the non-finite values are counted."""
+        gathered them: after a non-finite reference nothing counts; after the first non-finite
+        output element only the non-finite values are counted."""
         for part in parts:
             if self.ref_nonfinite:
                 continue  # drain the rest: the verdict is the reference's own NaN or Inf
@@ -260,8 +269,8 @@ class _Scan:
             self.candidates = sorted(self.candidates + part.candidates)[:WORST_SHOWN]
 
     def _judge(self, how: _Scan, r: Any, ref: Any, scale: Any, start: int) -> None:
-        """One chunk of the output (``r``, from flat index ``start``), its reference and its scale (or
-        None), judged into this partial scan with ``how``'s tolerance."""
+        """One chunk of the output (``r``, from flat index ``start``), its reference and its scale
+        (or None), judged into this partial scan with ``how``'s tolerance."""
         import numpy as np
 
         rtol, atol, metric = how.rtol, how.atol, how.metric
@@ -270,8 +279,10 @@ class _Scan:
             self.ref_nonfinite = True
             return
         if how.exact_bound and e.size and np.array_equal(r, e):
-            self._all_equal(e, start, e.size)  # the common case of an exact verdict (a copy, a fill), at a third of the cost
-            if how.poison is not None and not np.isnan(how.poison):  # a NaN poison cannot equal a finite reference
+            # the common case of an exact verdict (a copy, a fill), at a third of the cost
+            self._all_equal(e, start, e.size)
+            # a NaN poison cannot equal a finite reference
+            if how.poison is not None and not np.isnan(how.poison):
                 self.poisoned = int((r == how.poison).sum())
             return
         g = r.astype(np.float64)
@@ -287,11 +298,13 @@ class _Scan:
         mag = np.abs(e) if scale is None else np.abs(np.asarray(scale, dtype=np.float64))
         if diff.size:
             self.max_abs = float(diff.max())
-            self.scale = float(mag.max() if scale is None else np.abs(e).max())  # rel_err stays of |ref|
+            # rel_err stays of |ref|
+            self.scale = float(mag.max() if scale is None else np.abs(e).max())
         if metric == "exact":
             self.differ = int((diff != 0).sum())
         elementwise = metric == "elementwise"
-        excess = diff - rtol * mag - atol if elementwise else diff  # the worst: beyond the bound, or largest
+        # the worst: beyond the bound, or largest
+        excess = diff - rtol * mag - atol if elementwise else diff
         if elementwise and excess.size:
             self.small = int((mag < atol).sum())
             self.failing = int((excess > 0).sum())
@@ -306,9 +319,9 @@ class _Scan:
         self._keep_worst(excess, start)
 
     def _all_equal(self, e: Any, start: int, size: int) -> None:
-        """What the full scan gathers from a chunk of ``size`` elements equal to its (finite) reference
-        ``e`` at rtol = atol = 0: no error, every excess 0 (so the worst are its first elements), the
-        reference's largest magnitude."""
+        """What the full scan gathers from a chunk of ``size`` elements equal to its (finite)
+        reference ``e`` at rtol = atol = 0: no error, every excess 0 (so the worst are its first
+        elements), the reference's largest magnitude."""
         self.scale = float(max(e.max(), -e.min()))
         self.max_excess = 0.0
         self.candidates = [(-0.0, start + i) for i in range(min(WORST_SHOWN, size))]
@@ -331,7 +344,8 @@ class _Scan:
         self.candidates = [(-float(excess[i]), start + int(i)) for i in top]
 
     def needed(self, atol: float) -> tuple[float, float | None]:
-        """The smallest atol that passes at this rtol, and the smallest rtol at this atol (None: none does)."""
+        """The smallest atol that passes at this rtol, and the smallest rtol at this atol (None:
+        none does)."""
         if self.max_excess == float("-inf"):
             return 0.0, 0.0
         needed_atol = max(0.0, self.max_excess + atol)
@@ -374,7 +388,8 @@ def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: 
 
 
 def _shown(name: str, worst: list[dict[str, Any]]) -> str:
-    """The worst elements, with enough digits to tell got from expected, and how far apart they are."""
+    """The worst elements, with enough digits to tell got from expected, and how far apart they
+    are."""
     return "; ".join(f"{name}{_index_text(w['index'])}: got {w['got']:.9g}, expected {w['expected']:.9g}"
                      + (f" (off by {abs(w['got'] - w['expected']):.2e})" if w['got'] != w['expected'] else "")
                      for w in worst[:3])

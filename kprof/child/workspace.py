@@ -66,18 +66,23 @@ class Workspace:
         phase("device", device=self.info.__dict__)
         self._closers: list[Callable[[], None]] = []  # library handles, closed before the context
         self._blas: object = None
-        self.math_mode: str | None = None  # cuBLAS's math mode, when a step or the timed routine is cuBLAS
+        # cuBLAS's math mode, when a step or the timed routine is cuBLAS
+        self.math_mode: str | None = None
         self._check_memory()
-        self.python_data: dict[str, object] = {}  # a Python operation: its framework and prepare time
+        # a Python operation: its framework and prepare time
+        self.python_data: dict[str, object] = {}
         self._module: object = None  # the cubin's module (its __constant__ arrays)
         self.functions = self._load(phase)
         self.pointers: dict[str, int] = {}
         self.inputs: Arrays = {}  # host arrays of the inputs (see input())
-        self._words: dict[str, int] = {}  # inputs of one constant value: the 32-bit word cuMemsetD32 repeats
+        # inputs of one constant value: the 32-bit word cuMemsetD32 repeats
+        self._words: dict[str, int] = {}
         self._scales: Arrays | None = None  # tolerance.scale's arrays for the current inputs
-        self._guards: dict[str, tuple[int, int, int, int, int]] = {}  # name: before, its bytes, after, its bytes, byte
+        # name: before, its bytes, after, its bytes, byte
+        self._guards: dict[str, tuple[int, int, int, int, int]] = {}
         self._allocate(phase, guard)
-        self._python_calls: dict[int, Callable[[], None]] = {}  # a Python operation's call, per stream
+        # a Python operation's call, per stream
+        self._python_calls: dict[int, Callable[[], None]] = {}
         self.steps = self._plan_steps()
 
     # -- setup -------------------------------------------------------------------------------
@@ -107,7 +112,8 @@ class Workspace:
         return funcs
 
     def _functions(self, cubin: str) -> dict[str, object]:
-        """Each kernel the steps launch, from ``cubin``, with the dynamic shared memory it asks for."""
+        """Each kernel the steps launch, from ``cubin``, with the dynamic shared memory it asks
+        for."""
         module = self._module = self.dev.load_module(Path(cubin).read_bytes())
         funcs: dict[str, object] = {}
         for st in self.target.steps:
@@ -120,35 +126,40 @@ class Workspace:
                                  f"(+ {static:,} B static) but {self.info.name} allows "
                                  f"{self.info.max_shared_per_block_optin:,} B per block")
             if st.shared_mem + static > 48 * 1024:
-                self.dev.set_max_dynamic_shared(func, st.shared_mem)  # opt in past the default 48 KiB
+                # opt in past the default 48 KiB
+                self.dev.set_max_dynamic_shared(func, st.shared_mem)
         return funcs
 
     def use_cubin(self, cubin: str) -> None:
-        """Launch the same steps, on the same buffers, with the kernels of another build of the source
-        (the values detector's warp-delay build)."""
+        """Launch the same steps, on the same buffers, with the kernels of another build of the
+        source (the values detector's warp-delay build)."""
         self.functions = self._functions(cubin)
         constants = [b for b in self.target.buffers if b.arg.constant]
-        for buf in constants:  # the other build's own __constant__ arrays, filled as the first build's were
+        # the other build's own __constant__ arrays, filled as the first build's were
+        for buf in constants:
             self.pointers[buf.arg.name] = self._constant(buf)
         self._write(constants)
         self.steps = self._plan_steps()
 
     def _allocate(self, phase: Phase, guard: bool) -> None:
         """One plain allocation per buffer. With ``guard`` (a verified run, never under a sanitizer,
-        which must see the buffer's own bounds), the buffer sits between two guard zones of GUARD_BYTES
-        or more, which :meth:`verify` checks: a write past either end fails the verdict by itself."""
+        which must see the buffer's own bounds), the buffer sits between two guard zones of
+        GUARD_BYTES or more, which :meth:`verify` checks: a write past either end fails the verdict
+        by itself."""
         import numpy as np
 
         rng = np.random.default_rng(self.target.seed)
         allocations = []
         for buf in self.target.buffers:
-            if buf.arg.constant:  # the module's own __constant__ array: no allocation, no guard zones
+            # the module's own __constant__ array: no allocation, no guard zones
+            if buf.arg.constant:
                 ptr = self.pointers[buf.arg.name] = self._constant(buf)
             elif guard:
                 after = GUARD_BYTES + (-buf.nbytes) % GUARD_BYTES
                 base = self.dev.alloc(GUARD_BYTES + buf.nbytes + after)
                 ptr = self.pointers[buf.arg.name] = base + GUARD_BYTES
-                byte = GUARD_BYTE - len(self._guards) % 8  # each buffer its own: a copy from one guard to another shows
+                # each buffer its own: a copy from one guard to another shows
+                byte = GUARD_BYTE - len(self._guards) % 8
                 self._guards[buf.arg.name] = (base, GUARD_BYTES, ptr + buf.nbytes, after, byte)
             else:
                 ptr = self.pointers[buf.arg.name] = self.dev.alloc(buf.nbytes)
@@ -157,14 +168,16 @@ class Workspace:
             if buf.arg.role not in ("in", "inout"):
                 continue
             word = hostdata.word_of(value) if (value := hostdata.fill_value(buf)) is not None else None
-            if word is not None and buf.nbytes % 4 == 0:  # set on the device; on the host only if the reference reads it
+            # set on the device; on the host only if the reference reads it
+            if word is not None and buf.nbytes % 4 == 0:
                 self._words[buf.arg.name] = word
             else:
                 self.inputs[buf.arg.name] = hostdata.make_input(buf, rng)
         phase("allocated", allocations=allocations)
 
     def _constant(self, buf: ResolvedBuffer) -> int:
-        """The address of the kernel's ``__constant__`` array named like ``buf`` (``memory: constant``), its size checked."""
+        """The address of the kernel's ``__constant__`` array named like ``buf`` (``memory:
+        constant``), its size checked."""
         try:
             if self._module is None:
                 raise CudaError("cuModuleGetGlobal", "CUDA_ERROR_NOT_FOUND", "no module")
@@ -197,8 +210,8 @@ class Workspace:
         return out
 
     def _python_step(self) -> Callable[[Any], None]:
-        """The operation on this workspace's buffers, its results in the output buffers (the call made
-        on each stream is prepared once: by ``ready``, or on first use)."""
+        """The operation on this workspace's buffers, its results in the output buffers (the call
+        made on each stream is prepared once: by ``ready``, or on first use)."""
         from kprof.child import framework
 
         def step(stream: object) -> None:
@@ -208,10 +221,10 @@ class Workspace:
         return step
 
     def ready(self, stream: object = 0) -> bool:
-        """A Python operation prepared for ``stream`` now (its ``prepare``: a compile, an autotuner's
-        trial launches), outside the NVTX range that a profiler selects launches by. True when a
-        ``prepare`` ran: it ran the operation on the buffers, which must then be uploaded again. A
-        kernel spec has nothing to prepare."""
+        """A Python operation prepared for ``stream`` now (its ``prepare``: a compile, an
+        autotuner's trial launches), outside the NVTX range that a profiler selects launches by.
+        True when a ``prepare`` ran: it ran the operation on the buffers, which must then be
+        uploaded again. A kernel spec has nothing to prepare."""
         from kprof.child import framework
 
         key = framework.pointer_of(stream)
@@ -240,7 +253,8 @@ class Workspace:
         return next(v for a, v in self.target.scalars if a.name == name)
 
     def cublas(self) -> Any:
-        """cuBLAS in plain FP32 (TF32 off even if the user's environment allows it), closed with the workspace."""
+        """cuBLAS in plain FP32 (TF32 off even if the user's environment allows it), closed with the
+        workspace."""
         from kprof.child.cublas import MATH_MODE, Cublas
 
         if self._blas is None:
@@ -263,9 +277,9 @@ class Workspace:
 
     # -- data --------------------------------------------------------------------------------
     def upload(self, *, alternate: bool = False, poison: bool = True) -> None:
-        """Inputs as generated; out and scratch buffers poisoned (pattern A, or B with ``alternate``).
-        A constant (an input of one value, the poison) is set on the device, not copied from a host
-        array: kprof peak's 1 GiB buffers cost no host memory and no copy."""
+        """Inputs as generated; out and scratch buffers poisoned (pattern A, or B with
+        ``alternate``). A constant (an input of one value, the poison) is set on the device, not
+        copied from a host array: kprof peak's 1 GiB buffers cost no host memory and no copy."""
         self._write([b for b in self.target.buffers if poison or b.arg.role in ("in", "inout")], alternate)
         for before, n_before, after, n_after, byte in self._guards.values():
             self.dev.upload(before, _guard_bytes(n_before, byte))
@@ -281,8 +295,8 @@ class Workspace:
         self._write([b for b in self.target.buffers if b.arg.role == "out"])
 
     def _write(self, buffers: Sequence[ResolvedBuffer], alternate: bool = False) -> None:
-        """Each buffer as :meth:`upload` writes it: an input its generated values, any other its poison;
-        one 32-bit word repeated is set on the device."""
+        """Each buffer as :meth:`upload` writes it: an input its generated values, any other its
+        poison; one 32-bit word repeated is set on the device."""
         memset = False
         for buf in buffers:
             ptr, name = self.pointers[buf.arg.name], buf.arg.name
@@ -296,7 +310,8 @@ class Workspace:
             else:
                 self.dev.upload(ptr, self.input(name) if buf.arg.role in ("in", "inout") else
                                 hostdata.poison(buf, alternate))
-        if memset:  # cuMemsetD32 may return before it is done, and kprof's streams do not wait for it
+        # cuMemsetD32 may return before it is done, and kprof's streams do not wait for it
+        if memset:
             self.dev.synchronize()
 
     def guard_damage(self) -> dict[str, str]:
@@ -338,8 +353,8 @@ class Workspace:
         return out
 
     def expected(self) -> Arrays:
-        """The reference of every output, in float64 (int64 for integer inputs). An expression widens
-        only the inputs it names; a Python reference (the user's code) gets every input."""
+        """The reference of every output, in float64 (int64 for integer inputs). An expression
+        widens only the inputs it names; a Python reference (the user's code) gets every input."""
         refs = dict(self.target.reference)
         expressions = {k: e for k, e in refs.items() if not pyref.is_stored(e)}
         used = set().union(*(reference.names(e) for e in expressions.values())) if expressions else set()
@@ -356,7 +371,8 @@ class Workspace:
         return out
 
     def _reference_env(self, used: set[str]) -> dict[str, object]:
-        env: dict[str, object] = dict(self.target.constants)  # numeric defines (BINS), then sizes and scalars
+        # numeric defines (BINS), then sizes and scalars
+        env: dict[str, object] = dict(self.target.constants)
         env.update(self.target.sizes)
         env.update({a.name: v for a, v in self.target.scalars})
         dtypes = {b.arg.name: b.arg.dtype for b in self.target.buffers}
@@ -380,11 +396,13 @@ class Workspace:
         return dict(got)
 
     def scales(self) -> Arrays:
-        """``tolerance.scale``: per output, what rtol multiplies in place of |ref| (float64, like the reference)."""
+        """``tolerance.scale``: per output, what rtol multiplies in place of |ref| (float64, like
+        the reference)."""
         exprs = dict(self.target.scale)
         if not exprs:
             return {}
-        if self._scales is None:  # computed once for these inputs (a matmul's is a float64 matmul of its own)
+        # computed once for these inputs (a matmul's is a float64 matmul of its own)
+        if self._scales is None:
             env = self._reference_env(set().union(*(reference.names(e) for e in exprs.values())))
             self._scales = {name: reference.evaluate(expr, env) for name, expr in exprs.items()}
         return self._scales
@@ -394,8 +412,9 @@ class Workspace:
         return tuple(b for b in self.target.buffers if b.arg.role in ("in", "inout") and b.arg.name not in self._words)
 
     def reload(self, names: Sequence[str]) -> None:
-        """The named generated inputs read back from the device into their host arrays (after the device
-        changed them: benchmark integrity's doubled values), so the reference sees what the call saw."""
+        """The named generated inputs read back from the device into their host arrays (after the
+        device changed them: benchmark integrity's doubled values), so the reference sees what the
+        call saw."""
         import numpy as np
 
         for buf in self.generated():
@@ -407,9 +426,10 @@ class Workspace:
 
     def verify(self, got: Arrays, frontier: bool = False, expected: Arrays | None = None,
                digest: bool = False) -> list[dict[str, Any]]:
-        """One check per output against the reference (the verdict is :func:`kprof.child.verify.compare`);
-        ``expected``: the reference already computed for these inputs; ``digest``: each check also carries
-        a BLAKE2b digest of the output's bytes as the kernel wrote them."""
+        """One check per output against the reference (the verdict is
+        :func:`kprof.child.verify.compare`);
+        ``expected``: the reference already computed for these inputs; ``digest``: each check also
+        carries a BLAKE2b digest of the output's bytes as the kernel wrote them."""
         expected = self.expected() if expected is None else expected
         scales = self.scales()
         exprs = dict(self.target.scale)
@@ -444,10 +464,11 @@ class Workspace:
         self.dev.close()
 
 
-GUARD_BYTES = 256  # each side of a buffer in a verified run; a multiple of 256 keeps the buffer 256-byte aligned
-# The first buffer's guard byte; the next ones count down (0xFE, ...): NaN or a float of magnitude 1e37
-# or more in every float type, a negative number in every signed integer, so a read of a guard spoils a
-# result too, and a copy of one guard into another is a change.
+# each side of a buffer in a verified run; a multiple of 256 keeps the buffer 256-byte aligned
+GUARD_BYTES = 256
+# The first buffer's guard byte; the next ones count down (0xFE, ...): NaN or a float of magnitude
+# 1e37 or more in every float type, a negative number in every signed integer, so a read of a guard
+# spoils a result too, and a copy of one guard into another is a change.
 GUARD_BYTE = 0xFF
 
 
@@ -458,7 +479,8 @@ def _guard_bytes(n: int, byte: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
 
 
 def nvtx_module() -> Any:
-    """The nvtx package, or None (reported as ``nvtx: false``; ncu's NVTX filter then matches nothing)."""
+    """The nvtx package, or None (reported as ``nvtx: false``; ncu's NVTX filter then matches
+    nothing)."""
     try:
         import nvtx
 

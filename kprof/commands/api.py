@@ -1,5 +1,5 @@
-"""kprof from Python: ``kprof.run()``, ``kprof.run_bench()``, ``kprof.sanitize()``, ``kprof.run_cases()``,
-``kprof.profile()`` and ``kprof.range()``.
+"""kprof from Python: ``kprof.run()``, ``kprof.run_bench()``, ``kprof.sanitize()``,
+``kprof.run_cases()``, ``kprof.profile()`` and ``kprof.range()``.
 
 The same pipeline as the CLI, returning typed reports instead of printing, so scripts, notebooks and
 test suites do not shell out. A target is a spec (a name from ``kprof list`` or a path to a spec
@@ -32,16 +32,16 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
     from kprof.tools.suites.suite import Early
     from kprof.tools.suites.suiteverdict import Test, TestVerdict
 
-# The corpora's API (kprof cases, cases --bench, cases --perf, mutants) is kprof.commands.corpora; kprof.run_cases
-# and the rest name it from the package (kprof/__init__.py).
+# The corpora's API (kprof cases, cases --bench, cases --perf, mutants) is kprof.commands.corpora;
+# kprof.run_cases and the rest name it from the package (kprof/__init__.py).
 
 
 @checked
 def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
         preset: str = "default", seed: int = 0, arch: str | None = None, timeout: float = 300.0) -> RunReport:
-    """Build ``kernel`` (a name from ``kprof list`` or a spec file), run it once in a child at ``sizes``
-    (the spec's ``preset``, ``default`` or ``sanitize``, where a size is not given), time it and verify
-    every output against the float64 reference: what ``kprof run`` prints."""
+    """Build ``kernel`` (a name from ``kprof list`` or a spec file), run it once in a child at
+    ``sizes`` (the spec's ``preset``, ``default`` or ``sanitize``, where a size is not given), time
+    it and verify every output against the float64 reference: what ``kprof run`` prints."""
     from kprof.commands import pipeline
     from kprof.launch import launch
     from kprof.launch.job import RunMode
@@ -51,7 +51,8 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
         raise UsageError(f"preset {preset!r}: give 'default' or 'sanitize'")
     spec = catalog.load(str(kernel))
     resolved = pipeline.resolve(spec, dict(sizes or {}), params=dict(params or {}), preset=preset)
-    require_gpu(None)  # every input checked first, then the GPU: nothing is built for a run that cannot happen
+    # every input checked first, then the GPU: nothing is built for a run that cannot happen
+    require_gpu(None)
     prepared = pipeline.built(resolved, arch)
     job = prepared.job(RunMode(time=True), seed=seed)
     return RunReport(launch.run_kernel(job, timeout=timeout), prepared.resolved, prepared.built, spec.entry)
@@ -63,12 +64,12 @@ def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] |
           max_time: float = 10.0, arch: str | None = None, timeout: float = 300.0, history: bool = True,
           progress: Callable[[int, int, Any], None] | None = None, peak_progress: Callable[[str], None] | None = None,
           ) -> BenchReport:
-    """Time each kernel (``names``: names from ``kprof list``, spec files, or specs) over the sweep of ``sizes``
-    and ``params`` (as ``kprof bench --size``/``--param`` write them: ``["M,N,K=1024,2048"]``), each point
-    against its ``baseline`` in the same run, verified, judged against this GPU's measured ceilings,
-    and written to the history store as it is measured (``history=False``: not). ``progress(i, n,
-    point)`` is called before each point. A Ctrl-C ends the run with what was measured. (The name
-    ``kprof.measure.bench`` is the module's.)"""
+    """Time each kernel (``names``: names from ``kprof list``, spec files, or specs) over the sweep
+    of ``sizes`` and ``params`` (as ``kprof bench --size``/``--param`` write them:
+    ``["M,N,K=1024,2048"]``), each point against its ``baseline`` in the same run, verified, judged
+    against this GPU's measured ceilings, and written to the history store as it is measured
+    (``history=False``: not). ``progress(i, n, point)`` is called before each point. A Ctrl-C ends
+    the run with what was measured. (The name ``kprof.measure.bench`` is the module's.)"""
     from kprof.commands import pipeline
     from kprof.measure import bench as bench_mod
     from kprof.results import benchrun
@@ -77,7 +78,8 @@ def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] |
     if mode not in ("cold", "warm", "hot"):
         raise UsageError(f"mode={inputs.one_line(str(mode))[:40]!r}: give cold, warm or hot")
     given = [names] if isinstance(names, str) else list(names)
-    specs = [n if isinstance(n, KernelSpec) else catalog.load(str(n)) for n in given]  # a derived spec: a try
+    # a derived spec: a try
+    specs = [n if isinstance(n, KernelSpec) else catalog.load(str(n)) for n in given]
 
     def swept(given: Any, what: str) -> Any:  # the CLI's parsed sweep, or the option's words
         return given if isinstance(given, sweep.Sweep) else sweep.parse([given] if isinstance(given, str) else list(given), what)
@@ -87,7 +89,8 @@ def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] |
     require_gpu(None)  # before the timing kernels are built and the ceilings measured
     timing = pipeline.timing_mode(cast("TimingModeName", mode), rule, timer, arch,
                                   cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
-    peak = pipeline.peak(arch=arch, progress=peak_progress, quick=True)  # a first bench waits ~20 s, not minutes
+    # a first bench waits ~20 s, not minutes
+    peak = pipeline.peak(arch=arch, progress=peak_progress, quick=True)
     return benchrun.run(plan, lambda point: pipeline.bench_plan(point, timing, arch), peak, mode=timing.mode, rule=rule,
                         history=history, timeout=timeout, progress=progress)
 
@@ -95,9 +98,10 @@ def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] |
 @checked
 def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None = None,
              progress: Callable[[str], None] | None = None) -> Ceilings:
-    """This GPU's ceilings (``kprof peak``, a :class:`kprof.measure.ceilings.Ceilings`): the cached measurement of
-    this GPU and driver, or measured now (``refresh``; ``thorough``: 4-byte accesses too). With nothing cached,
-    the GPU is checked before anything is built (no GPU: exit 5 in one line, not after building the peak kernels)."""
+    """This GPU's ceilings (``kprof peak``, a :class:`kprof.measure.ceilings.Ceilings`): the cached
+    measurement of this GPU and driver, or measured now (``refresh``; ``thorough``: 4-byte accesses
+    too). With nothing cached, the GPU is checked before anything is built (no GPU: exit 5 in one
+    line, not after building the peak kernels)."""
     from kprof.commands import pipeline
 
     if thorough and not refresh:
@@ -108,8 +112,8 @@ def run_peak(*, refresh: bool = False, thorough: bool = False, arch: str | None 
 
 
 def require_gpu(tool: str | None) -> None:
-    """Say a missing GPU (exit 5), else a missing tool (exit 3), in one line before anything is built or
-    runs: with no GPU the tool is not the thing to install first."""
+    """Say a missing GPU (exit 5), else a missing tool (exit 3), in one line before anything is
+    built or runs: with no GPU the tool is not the thing to install first."""
     from kprof import proc
     from kprof.child import device
     from kprof.errors import NoGPUError
@@ -123,17 +127,17 @@ def require_gpu(tool: str | None) -> None:
 
 @checked
 def checkers() -> list[dict[str, object]]:
-    """kprof's checkers (``kprof sanitize --list-tools``), in the registry's order: each one's name, what it
-    finds, and what it needs (:class:`kprof.tools.sanitizers.checker.Needs`)."""
+    """kprof's checkers (``kprof sanitize --list-tools``), in the registry's order: each one's name,
+    what it finds, and what it needs (:class:`kprof.tools.sanitizers.checker.Needs`)."""
     from kprof.tools.sanitizers import checkers as registry
 
     return registry.describe()
 
 
 def program_tools(tools: str | Sequence[str]) -> list[str]:
-    """The checkers named for a pytest suite's tests (``all``, or names): checked, in one line. Only those
-    that can check tests (:func:`kprof.tools.sanitizers.checkers.for_tests`): not the values detector, which runs a
-    whole program again and again."""
+    """The checkers named for a pytest suite's tests (``all``, or names): checked, in one line. Only
+    those that can check tests (:func:`kprof.tools.sanitizers.checkers.for_tests`): not the values
+    detector, which runs a whole program again and again."""
     from kprof.tools.sanitizers import checkers
 
     return checkers.choose(tools, tests=True)
@@ -148,12 +152,13 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
 
     A program runs under each tool in its own process group with kprof's defaults: framework memory
     pools off (PyTorch, CuPy, JAX; ``keep_pools`` leaves them), ``--padding`` after each allocation,
-    racecheck's full report, no leak check; one tool at a time, each copy of the program with its own
-    temporary folder and rendezvous (``jobs``: that many side by side, on the caller's word that the copies are
-    independent; :func:`kprof.tools.sanitizers.copies.schedule`, its reason in the notes). ``progress(tool)`` is called as
-    each tool starts, ``progress(tool, result)`` as it ends. A spec runs at its sanitize sizes (or ``sizes``).
-    In a program racecheck and synccheck skip library kernels (:mod:`kprof.tools.sanitizers.kernelpolicy`; each result
-    names what it skipped) unless ``all_kernels``."""
+    racecheck's full report, no leak check; one tool at a time, each copy of the program with its
+    own temporary folder and rendezvous (``jobs``: that many side by side, on the caller's word that
+    the copies are independent; :func:`kprof.tools.sanitizers.copies.schedule`, its reason in the
+    notes). ``progress(tool)`` is called as each tool starts, ``progress(tool, result)`` as it ends.
+    A spec runs at its sanitize sizes (or ``sizes``). In a program racecheck and synccheck skip
+    library kernels (:mod:`kprof.tools.sanitizers.kernelpolicy`; each result names what it skipped)
+    unless ``all_kernels``."""
     from kprof.tools.sanitizers import checkers
 
     if timeout <= 0 or timeout != timeout:
@@ -183,9 +188,10 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
 def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, all_kernels: bool = False) -> Early:
-    """Children for :func:`sanitize_tests`, started before the tests are known (while pytest collects
-    them): one per tool that will start at once, each collecting the paths ``collect`` under its tool
-    and waiting for its tests (:class:`kprof.tools.suites.suite.Early`; pass it as ``early``, then ``cancel()``)."""
+    """Children for :func:`sanitize_tests`, started before the tests are known (while pytest
+    collects them): one per tool that will start at once, each collecting the paths ``collect``
+    under its tool and waiting for its tests (:class:`kprof.tools.suites.suite.Early`; pass it as
+    ``early``, then ``cancel()``)."""
     from kprof import parallel, proc
     from kprof.tools.programs import allocators
     from kprof.tools.suites import suite
@@ -202,12 +208,13 @@ def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, progress: Any = None, early: Early | None = None,
                    all_kernels: bool = False) -> dict[str, TestVerdict]:
-    """Pytest tests (:class:`kprof.tools.suites.suiteverdict.Test`) under compute-sanitizer's tools, one child per tool for
-    them all: a :class:`kprof.tools.suites.suiteverdict.TestVerdict` per node id, findings on the test that launched the
-    kernel. ``timeout``: seconds one test may take under one tool. ``jobs`` tools at once (None: the
-    machine's default). ``progress(tool, nodeid, finished)`` as each test finishes under a tool.
-    ``early``: children :func:`prestart_tests` started, each given its tool's first batch. racecheck and
-    synccheck skip library kernels unless ``all_kernels`` (:mod:`kprof.tools.sanitizers.kernelpolicy`)."""
+    """Pytest tests (:class:`kprof.tools.suites.suiteverdict.Test`) under compute-sanitizer's tools,
+    one child per tool for them all: a :class:`kprof.tools.suites.suiteverdict.TestVerdict` per node
+    id, findings on the test that launched the kernel. ``timeout``: seconds one test may take under
+    one tool. ``jobs`` tools at once (None: the machine's default). ``progress(tool, nodeid,
+    finished)`` as each test finishes under a tool. ``early``: children :func:`prestart_tests`
+    started, each given its tool's first batch. racecheck and synccheck skip library kernels unless
+    ``all_kernels`` (:mod:`kprof.tools.sanitizers.kernelpolicy`)."""
     from kprof import proc
     from kprof.tools.programs import allocators
     from kprof.tools.suites import suite
@@ -232,7 +239,8 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
     spec = catalog.load(name)
     require_gpu("compute-sanitizer" if checkers.needs_sanitizer(tools) else None)
     prepared = pipeline.prepare(spec, sizes, preset="sanitize", arch=arch)
-    shaken = any(checkers.get(t).needs.shaken for t in tools)  # the values detector's scrubber and warp-delay build
+    # the values detector's scrubber and warp-delay build
+    shaken = any(checkers.get(t).needs.shaken for t in tools)
     scrub, why = pipeline.scrubber(arch) if shaken else (None, "")
     results = checkers.run_all(prepared.job(RunMode(verify=False), shaken=shaken), tools,
                                Settings(timeout, padding, scrub, why), progress=progress)
@@ -241,11 +249,11 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
 
 @checked
 def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Op:
-    """A spec's kernels as one operation on GPU arrays (:class:`kprof.op.Op`): ``kprof.load("rmsnorm_onepass")``
-    then ``y = op(x, w)`` on PyTorch tensors or CuPy arrays, on their current stream, no copy, no
-    synchronisation. ``defines`` replace the spec's defines (``BLOCK=128``); ``sizes`` fixes sizes the
-    arrays' shapes do not give. The cubin comes from kprof's build cache, built for the GPU present
-    (or ``arch``) on first use."""
+    """A spec's kernels as one operation on GPU arrays (:class:`kprof.op.Op`):
+    ``kprof.load("rmsnorm_onepass")`` then ``y = op(x, w)`` on PyTorch tensors or CuPy arrays, on
+    their current stream, no copy, no synchronisation. ``defines`` replace the spec's defines
+    (``BLOCK=128``); ``sizes`` fixes sizes the arrays' shapes do not give. The cubin comes from
+    kprof's build cache, built for the GPU present (or ``arch``) on first use."""
     from kprof.build import build
     from kprof.op import Op
     from kprof.spec import catalog

@@ -1,11 +1,13 @@
-"""The public API's arguments checked against their annotations before the function runs (:func:`checked`).
+"""The public API's arguments checked against their annotations before the function runs
+(:func:`checked`).
 
-A caller from a notebook can pass anything: ``kprof.occupancy_of(3)`` or ``kprof.run_bench(["a", 1])`` reached
-kprof's insides and ended in an ``AttributeError``. Each API function's annotations are read once (as the strings
-``from __future__ import annotations`` leaves, so nothing is imported to read them) and each argument is held to
-them: a ``TypeError`` that names the function, the argument, what it must be and what it was. A float must be a
-number (NaN and infinity are refused where a float is asked for). A type kprof does not know by name (a
-``Sweep``, a ``Test``) is let through to the function, which takes it as it always did.
+A caller from a notebook can pass anything: ``kprof.occupancy_of(3)`` or ``kprof.run_bench(["a",
+1])`` reached kprof's insides and ended in an ``AttributeError``. Each API function's annotations
+are read once (as the strings ``from __future__ import annotations`` leaves, so nothing is imported
+to read them) and each argument is held to them: a ``TypeError`` that names the function, the
+argument, what it must be and what it was. A float must be a number (NaN and infinity are refused
+where a float is asked for). A type kprof does not know by name (a ``Sweep``, a ``Test``) is let
+through to the function, which takes it as it always did.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def _split(text: str, sep: str) -> list[str]:
 
 
 def matches(value: object, annotation: str) -> bool | None:
-    """Whether ``value`` is what ``annotation`` (a string such as ``dict[str, int] | None``) says; None where the
-    annotation names a type this module does not know (the function decides)."""
+    """Whether ``value`` is what ``annotation`` (a string such as ``dict[str, int] | None``) says;
+    None where the annotation names a type this module does not know (the function decides)."""
     verdicts = [_one(value, alt) for alt in _split(annotation, "|")]
     if any(v is True for v in verdicts):
         return True
@@ -80,7 +82,8 @@ def _one(value: object, annotation: str) -> bool | None:
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
             return False
         elements = _split(inner, ",") if inner else []
-        if base == "tuple" and elements and "..." not in elements:  # tuple[int, str]: each in its place
+        # tuple[int, str]: each in its place
+        if base == "tuple" and elements and "..." not in elements:
             if len(elements) != len(value):
                 return False
             verdicts = [matches(v, e) for v, e in zip(value, elements)]
@@ -97,7 +100,8 @@ def _one(value: object, annotation: str) -> bool | None:
 
 
 def _public_type(value: object, name: str) -> bool | None:
-    """A type of kprof's public surface (``Check``, ``Finding``, ...) by its name; None for any other name."""
+    """A type of kprof's public surface (``Check``, ``Finding``, ...) by its name; None for any
+    other name."""
     import importlib
 
     from kprof import _PUBLIC
@@ -122,13 +126,14 @@ def _wanted(annotation: str) -> str:
 
 
 def checked(fn: F) -> F:
-    """``fn`` with its arguments held to its annotations (a ``TypeError`` in one line where one is not), and an
-    unknown keyword a ``TypeError`` as Python's own."""
+    """``fn`` with its arguments held to its annotations (a ``TypeError`` in one line where one is
+    not), and an unknown keyword a ``TypeError`` as Python's own."""
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)  # a missing or unknown argument: Python's own TypeError
+        # a missing or unknown argument: Python's own TypeError
+        bound = signature.bind(*args, **kwargs)
         for name, value in bound.arguments.items():
             annotation = signature.parameters[name].annotation
             if not isinstance(annotation, str) or signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:

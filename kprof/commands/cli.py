@@ -47,7 +47,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with its usage errors turned into KprofError so main() reports them."""
 
     def error(self, message: str) -> NoReturn:
-        # "argument --timeout: 0: give a positive number" reads as "--timeout 0: give a positive number"
+        # "argument --timeout: 0: give a positive number" reads as "--timeout 0: give a positive
+        # number"
         message = re.sub(r"^argument (--[\w-]+): ", r"\1 ", message)
         raise ArgError(f"{message} (see `{self.prog} --help`)")
 
@@ -79,8 +80,8 @@ def _seconds(text: str) -> float:
 
 
 def _timeout(text: str) -> float:
-    """--timeout: seconds a child may take, at least :data:`kprof.inputs.MIN_TIMEOUT` (it takes about that to
-    start; --timeout 1e-300 reported every kernel as one that may hang)."""
+    """--timeout: seconds a child may take, at least :data:`kprof.inputs.MIN_TIMEOUT` (it takes
+    about that to start; --timeout 1e-300 reported every kernel as one that may hang)."""
     from kprof.inputs import MIN_TIMEOUT
 
     value = _seconds(text)
@@ -90,7 +91,8 @@ def _timeout(text: str) -> float:
     return value
 
 
-MAX_COUNT = 2**31 - 1  # any count an option takes: beyond it SQLite (a history --limit) and CUDA overflow
+# any count an option takes: beyond it SQLite (a history --limit) and CUDA overflow
+MAX_COUNT = 2**31 - 1
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -419,7 +421,8 @@ def _main(argv: Sequence[str] | None) -> int:
         streams.say("kprof: terminated (SIGTERM)" if streams.TERMINATED else "kprof: interrupted")
         return EXIT_INTERRUPTED
     except KprofError as exc:
-        if log := exc.log:  # nvcc's messages, the target's last lines, the traceback of the user's own reference
+        # nvcc's messages, the target's last lines, the traceback of the user's own reference
+        if log := exc.log:
             streams.say(log.rstrip())
         from kprof.inputs import one_line
 
@@ -444,8 +447,9 @@ def _internal(exc: BaseException) -> int:
 
 
 def _no_output_over_an_input(opts: argparse.Namespace) -> None:
-    """An output that names a file this command reads (a report, the allocations, a spec or its kernel), or the
-    other output, is refused before anything runs: the write would replace what was read."""
+    """An output that names a file this command reads (a report, the allocations, a spec or its
+    kernel), or the other output, is refused before anything runs: the write would replace what was
+    read."""
     from pathlib import Path
 
     from kprof import inputs
@@ -468,7 +472,8 @@ def _no_output_over_an_input(opts: argparse.Namespace) -> None:
 def main_inner(argv: list[str]) -> int:
     parser = _parser()
     program = None
-    if "--" in argv:  # kprof sanitize [options] -- CMD [ARG...]: everything after -- is the user's program
+    # kprof sanitize [options] -- CMD [ARG...]: everything after -- is the user's program
+    if "--" in argv:
         cut = argv.index("--")
         argv, program = argv[:cut], argv[cut + 1:]
     opts = parser.parse_args(argv)
@@ -487,7 +492,8 @@ def main_inner(argv: list[str]) -> int:
     from kprof.commands import commands, options
     from kprof.spec import sweep
 
-    for attr, flag in (("plot", "--plot"), ("sarif", "--sarif")):  # checked before anything runs, not after
+    # checked before anything runs, not after
+    for attr, flag in (("plot", "--plot"), ("sarif", "--sarif")):
         if getattr(opts, attr, None):
             setattr(opts, attr, str(inputs.output_file(getattr(opts, attr), flag)))
     _no_output_over_an_input(opts)

@@ -1,9 +1,11 @@
 """One function per CLI command: typed options in, one pass down the pipeline, text or JSON out.
 
 spec -> build -> launch -> (sanitize | profile | bench) -> results -> render; each command reads
-top to bottom. The options arrive parsed and checked once (:mod:`kprof.commands.cli`: positive timeouts,
-``--size`` and ``--param`` as :class:`~kprof.spec.sweep.Sweep`). Lookups and builds go through
-:mod:`kprof.commands.pipeline`; policy lives in the stage modules; printing is in :mod:`kprof.results.render`.
+top to bottom. The options arrive parsed and checked once (:mod:`kprof.commands.cli`: positive
+timeouts, ``--size`` and ``--param`` as :class:`~kprof.spec.sweep.Sweep`). Lookups and builds go
+through
+:mod:`kprof.commands.pipeline`; policy lives in the stage modules; printing is in
+:mod:`kprof.results.render`.
 These functions decide what to run and which exit code it earns.
 """
 
@@ -172,7 +174,8 @@ def _progress(tool: str, result: ToolResult | None = None) -> None:
         print(f"  {tool}: {state} in {result.seconds:.1f} s", file=sys.stderr, flush=True)
 
 
-MAX_RESULT_BYTES = 64 * 1024 * 1024  # a runner's result file: its allocations and checks, kilobytes in practice
+# a runner's result file: its allocations and checks, kilobytes in practice
+MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
 def _from_xml(opts: SanitizeOptions) -> list[ToolResult]:
@@ -188,7 +191,8 @@ def _from_xml(opts: SanitizeOptions) -> list[ToolResult]:
                          f"{', '.join(checkers.sanitizers())} (or leave --tool out: kprof works it out from the records)")
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
     assert opts.from_xml is not None  # cmd_sanitize comes here only with it
-    source = inputs.user_path(opts.from_xml, "--from-xml")  # --sarif over it: refused with the other outputs (cli)
+    # --sarif over it: refused with the other outputs (cli)
+    source = inputs.user_path(opts.from_xml, "--from-xml")
     return [sanitize.from_xml(source, None if opts.tool == "all" else opts.tool, allocations)]
 
 
@@ -217,8 +221,9 @@ def _write_json(path: Path, data: object) -> None:
 
 
 def cmd_mutants(opts: MutantsOptions) -> int:
-    """``kprof mutants NAME``: the score of the spec's verdict; 0 when no mutant survived, 1 otherwise (a
-    mutant that does not build is the generator's, not the spec's: listed, not counted)."""
+    """``kprof mutants NAME``: the score of the spec's verdict; 0 when no mutant survived, 1
+    otherwise (a mutant that does not build is the generator's, not the spec's: listed, not
+    counted)."""
     from kprof import parallel
     from kprof.commands import corpora
 
@@ -320,7 +325,8 @@ def cmd_profile(opts: ProfileOptions) -> int:
                                  report_dir=_report_dir(opts.save_report), tries=[w for group in opts.tries for w in group],
                                  auto_try=not opts.no_try, arch=opts.arch, timeout=opts.timeout,
                                  progress=None if opts.json else lambda line: print(line, file=sys.stderr, flush=True))
-    _profile_output(run.profiles, run.errors, opts.json, run.diagnoses)  # printed before any file is written
+    # printed before any file is written
+    _profile_output(run.profiles, run.errors, opts.json, run.diagnoses)
     if opts.plot and run.profiles:
         from kprof.results import plot
 
@@ -334,8 +340,8 @@ def cmd_profile(opts: ProfileOptions) -> int:
 
 
 def _command_line(program: list[str], verb: str) -> str:
-    """The user's command as a shell would take it back, one line at most 200 characters, after it is checked
-    (a missing program is its one error line, with no header before it)."""
+    """The user's command as a shell would take it back, one line at most 200 characters, after it
+    is checked (a missing program is its one error line, with no header before it)."""
     import shlex
 
     from kprof import inputs
@@ -368,7 +374,8 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
         _profile_output(found.profiles, [], False)
         print()
         print(render_profile.program_ranking(found.ranking, sites=found.sites))
-    if opts.plot and found.profiles:  # after the results are printed: a failed write loses none of them
+    # after the results are printed: a failed write loses none of them
+    if opts.plot and found.profiles:
         from kprof.results import plot
 
         plot.roofline(found.profiles, Path(opts.plot))

@@ -1,7 +1,7 @@
-"""The corpora from Python: ``kprof.run_cases()`` (the seeded bugs, ``kprof cases``), ``kprof.run_bench_cases()``
-(the cheat corpus), ``kprof.run_perf_cases()`` (the performance corpus) and ``kprof.run_mutants()`` (a spec's
-mutation score). The command layer's part: the specs looked up and built, handed to the corpus stage
-(:mod:`kprof.corpus`), which runs and judges them."""
+"""The corpora from Python: ``kprof.run_cases()`` (the seeded bugs, ``kprof cases``),
+``kprof.run_bench_cases()`` (the cheat corpus), ``kprof.run_perf_cases()`` (the performance corpus)
+and ``kprof.run_mutants()`` (a spec's mutation score). The command layer's part: the specs looked up
+and built, handed to the corpus stage (:mod:`kprof.corpus`), which runs and judges them."""
 
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
           timeout: float = 300.0, progress: Callable[[int], Any] | None = None,
           beyond: list[tuple[str, str]] | None = None) -> list[CaseResult]:
-    """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its fixed
-    twin under every tool, the sanitizers side by side (``jobs``), then the values detector alone on
-    the GPU. A :class:`~kprof.corpus.cases.CaseResult` per case, in order. ``progress``, given the number of
-    children, returns what is stepped as each ends and closed at the end (``kprof.parallel.Progress``:
-    the CLI's ``[3/27] twins memcheck (11) 16.0 s`` lines)."""
+    """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its
+    fixed twin under every tool, the sanitizers side by side (``jobs``), then the values detector
+    alone on the GPU. A :class:`~kprof.corpus.cases.CaseResult` per case, in order. ``progress``,
+    given the number of children, returns what is stepped as each ends and closed at the end
+    (``kprof.parallel.Progress``: the CLI's ``[3/27] twins memcheck (11) 16.0 s`` lines)."""
     from kprof import parallel
     from kprof.commands import pipeline
     from kprof.corpus import cases as cases_mod
@@ -39,11 +39,13 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
 
     corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
     api.require_gpu("compute-sanitizer" if checkers.needs_sanitizer(c.expect.tool for c in corpus) else None)
-    if not names:  # the whole corpus: the cases this GPU cannot run are left out (``beyond``: cases_beyond's)
+    # the whole corpus: the cases this GPU cannot run are left out (``beyond``: cases_beyond's)
+    if not names:
         skipped = {name for name, _ in (cases_beyond(arch) if beyond is None else beyond)}
         corpus = [c for c in corpus if c.name not in skipped]
     built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus, parallel.build_jobs(len(corpus)))
-    pairs = {case.name: pair for case, pair in zip(corpus, built)}  # built side by side: a cold cache took 15 s one by one
+    # built side by side: a cold cache took 15 s one by one
+    pairs = {case.name: pair for case, pair in zip(corpus, built)}
     return cases_mod.run_corpus(corpus, pairs, scrub_cubin=pipeline.scrubber(arch)[0], jobs=jobs, timeout=timeout,
                                 progress=progress)
 
@@ -62,10 +64,12 @@ def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
 def run_perf_cases(corpus: Sequence[PerfCase] | None = None, *, arch: str | None = None, timeout: float = 300.0,
                    report_dir: Path | None = None, progress: Callable[[PerfResult], None] | None = None,
                    interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
-    """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one run), profiled
-    (Nsight Compute's full set: its rules too) and diagnosed; a :class:`kprof.corpus.perfcases.PerfResult`
-    each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases judged so far
-    (``interrupted()`` is called then). ``report_dir``: each case's ``.ncu-rep`` kept there."""
+    """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one
+    run), profiled (Nsight Compute's full set: its rules too) and diagnosed; a
+    :class:`kprof.corpus.perfcases.PerfResult`
+    each, in order (:func:`kprof.corpus.perfcases.run_case`). A Ctrl-C ends the run with the cases
+    judged so far (``interrupted()`` is called then). ``report_dir``: each case's ``.ncu-rep`` kept
+    there."""
     import tempfile
 
     from kprof.commands import pipeline, profiles
@@ -80,7 +84,8 @@ def run_perf_cases(corpus: Sequence[PerfCase] | None = None, *, arch: str | None
     def bench(names: list[str]) -> object:
         report = api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout,
                                history=False)
-        if report.interrupted:  # the bench kept its points; the corpus stops too, not only this bench
+        # the bench kept its points; the corpus stops too, not only this bench
+        if report.interrupted:
             raise KeyboardInterrupt
         return report
 
@@ -100,15 +105,17 @@ def run_perf_cases(corpus: Sequence[PerfCase] | None = None, *, arch: str | None
 
 @checked
 def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time: float = 2.0) -> BenchCasesReport:
-    """The cheat corpus (``bench_cases/``): the honest operation timed with every cheat as its baseline in
-    one ``kprof bench`` run (not recorded in the history), each cheat caught or missed by its flags."""
+    """The cheat corpus (``bench_cases/``): the honest operation timed with every cheat as its
+    baseline in one ``kprof bench`` run (not recorded in the history), each cheat caught or missed
+    by its flags."""
     from kprof.corpus import benchcases
     from kprof.spec import catalog
 
     corpus = benchcases.load(catalog.BENCH_CASES_DIR)
     report = api.run_bench([str(corpus.spec)], baseline=",".join(c.name for c in corpus.cheats), timer="auto",
                        max_time=max_time, arch=arch, timeout=timeout, history=False)
-    if not report.points:  # stopped (Ctrl-C, SIGTERM) before the one point was measured: kprof says so, exit 130
+    # stopped (Ctrl-C, SIGTERM) before the one point was measured: kprof says so, exit 130
+    if not report.points:
         raise KeyboardInterrupt
     (point,) = report.points
     honest, results = benchcases.judge(corpus, point)

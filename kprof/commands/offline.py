@@ -1,7 +1,7 @@
 """The API behind the commands that need no GPU run of a kernel: ``kprof list``, ``kprof new``,
-``kprof doctor``, ``kprof build``, ``kprof occupancy``, ``kprof history`` and ``kprof compare``. Each takes
-what the CLI's options hold and returns a typed report the CLI prints (as text or JSON), so a notebook or a
-CI script gets what the terminal does."""
+``kprof doctor``, ``kprof build``, ``kprof occupancy``, ``kprof history`` and ``kprof compare``.
+Each takes what the CLI's options hold and returns a typed report the CLI prints (as text or JSON),
+so a notebook or a CI script gets what the terminal does."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 @checked
 def list_kernels(*, arch: str | None = None) -> list[Listing]:
-    """Every spec kprof can find (its kernels, the corpora, ``KPROF_PATH``), each with its description; with
-    ``arch`` (``"sm_75"``), why a kernel does not run there. A spec that does not load is listed with its error."""
+    """Every spec kprof can find (its kernels, the corpora, ``KPROF_PATH``), each with its
+    description; with ``arch`` (``"sm_75"``), why a kernel does not run there. A spec that does not
+    load is listed with its error."""
     from kprof.spec import catalog
 
     return catalog.listing(arch)
@@ -35,8 +36,8 @@ def list_kernels(*, arch: str | None = None) -> list[Listing]:
 
 @checked
 def new_kernel(name: str, folder: Path | str = ".", *, like: str | None = None) -> tuple[Path, Path]:
-    """Write NAME.cu and NAME.yaml into ``folder``, a kernel to start from (``like``: a copy of a shipped one),
-    never over a file that is there; the two paths written."""
+    """Write NAME.cu and NAME.yaml into ``folder``, a kernel to start from (``like``: a copy of a
+    shipped one), never over a file that is there; the two paths written."""
     from kprof.commands import scaffold
 
     return scaffold.new(name, folder, like)
@@ -44,8 +45,9 @@ def new_kernel(name: str, folder: Path | str = ".", *, like: str | None = None) 
 
 @checked
 def doctor() -> list[Check]:
-    """What this machine has for kprof: its libraries, the driver and GPU, nvcc, compute-sanitizer and ncu, and
-    whether performance counters may be read; each check with what to do where it fails."""
+    """What this machine has for kprof: its libraries, the driver and GPU, nvcc, compute-sanitizer
+    and ncu, and whether performance counters may be read; each check with what to do where it
+    fails."""
     from kprof.tools.machine import doctor as checks
 
     return checks.run_checks()
@@ -53,8 +55,9 @@ def doctor() -> list[Check]:
 
 @checked
 def readiness(checks: list[Check], commands: tuple[str, ...] | None = None) -> list[Readiness]:
-    """Whether each command (``build``, ``run``, ``sanitize``, ``profile``, ``bench``; default all) can run with
-    what :func:`doctor` found: the checks it lacks and the exit code it would end with (5: no GPU, 3: a tool)."""
+    """Whether each command (``build``, ``run``, ``sanitize``, ``profile``, ``bench``; default all)
+    can run with what :func:`doctor` found: the checks it lacks and the exit code it would end with
+    (5: no GPU, 3: a tool)."""
     from kprof.tools.machine import doctor as found
 
     return found.readiness(checks, commands or found.COMMANDS)
@@ -62,8 +65,9 @@ def readiness(checks: list[Check], commands: tuple[str, ...] | None = None) -> l
 
 @dataclass(frozen=True)
 class BuildReport:
-    """What ``kprof build`` did: each spec built (or found in the cache), each skipped with its reason (an
-    architecture the kernel cannot run on), each that failed with its error (its log in ``error.log``)."""
+    """What ``kprof build`` did: each spec built (or found in the cache), each skipped with its
+    reason (an architecture the kernel cannot run on), each that failed with its error (its log in
+    ``error.log``)."""
     arch: str
     built: tuple[tuple[KernelSpec, BuildResult], ...] = ()
     skipped: tuple[tuple[str, str], ...] = ()
@@ -80,10 +84,11 @@ class BuildReport:
 def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Sequence[str] | Any = (),
                   arch: str | None = None, force: bool = False,
                   progress: Callable[[str, str, float, int], None] | None = None) -> BuildReport:
-    """Build the named kernels (or ``all`` of kprof's catalog), each over the combinations of ``params``
-    (``["BM=64,128"]``, as ``kprof build --param`` writes them); a sanitizer case's fixed twin with it.
-    With ``all`` a kernel that fails or cannot run on ``arch`` leaves the others; a named one raises.
-    ``progress(name, how, seconds, total)`` after each (``total``: the builds of this call)."""
+    """Build the named kernels (or ``all`` of kprof's catalog), each over the combinations of
+    ``params`` (``["BM=64,128"]``, as ``kprof build --param`` writes them); a sanitizer case's fixed
+    twin with it. With ``all`` a kernel that fails or cannot run on ``arch`` leaves the others; a
+    named one raises. ``progress(name, how, seconds, total)`` after each (``total``: the builds of
+    this call)."""
     from kprof import parallel
     from kprof.build import build, toolchain
     from kprof.spec import catalog, sweep
@@ -129,8 +134,8 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
 
 @dataclass(frozen=True)
 class OccupancyReport:
-    """``kprof occupancy``: the kernel's registers and shared memory on ``arch``, the occupancy of each
-    block size asked (with advice), and the sweep over every block size."""
+    """``kprof occupancy``: the kernel's registers and shared memory on ``arch``, the occupancy of
+    each block size asked (with advice), and the sweep over every block size."""
     kernel: str
     arch: str
     usage: ResourceUsage
@@ -150,8 +155,8 @@ class OccupancyReport:
 @checked
 def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequence[int] = (),
                  dynamic_smem: int | None = None, arch: str | None = None) -> OccupancyReport:
-    """The occupancy of a kernel from its build (no GPU run): at the spec's own launch, or at each of
-    ``blocks`` threads a block, with ``dynamic_smem`` bytes (default: the spec's)."""
+    """The occupancy of a kernel from its build (no GPU run): at the spec's own launch, or at each
+    of ``blocks`` threads a block, with ``dynamic_smem`` bytes (default: the spec's)."""
     from kprof.build import occupancy, toolchain
     from kprof.commands import pipeline
     from kprof.spec import catalog
@@ -161,7 +166,8 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
         raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to compute occupancy for "
                          "(kprof profile reports the occupancy of the kernels it launches)")
     target = arch or toolchain.detect_arch()
-    lim = occupancy.limits_for(target)  # an architecture kprof has no model of is said before any build
+    # an architecture kprof has no model of is said before any build
+    lim = occupancy.limits_for(target)
     prepared = pipeline.prepare(spec, sizes, arch=target)
     usage = prepared.built.usage_of(spec.entry)
     dynamic = prepared.resolved.shared_mem if dynamic_smem is None else dynamic_smem
@@ -174,8 +180,8 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
 
 @checked
 def bench_history(name: str | None = None, *, limit: int = 20) -> list[history.HistoryRow]:
-    """The latest ``kprof bench`` rows of the history store (of one kernel, or all), newest first; none
-    where nothing was measured yet."""
+    """The latest ``kprof bench`` rows of the history store (of one kernel, or all), newest first;
+    none where nothing was measured yet."""
     from kprof.results import history
 
     conn = history.connect_read()
@@ -195,7 +201,8 @@ class Comparison:
 
 @checked
 def compare_runs(before: str = "last~1", after: str = "last") -> Comparison:
-    """Two ``kprof bench`` runs of the history store side by side (a run id, or ``last``, ``last~1``, ...)."""
+    """Two ``kprof bench`` runs of the history store side by side (a run id, or ``last``,
+    ``last~1``, ...)."""
     from kprof.results import history
 
     conn = history.connect_read()

@@ -1,6 +1,8 @@
-"""What each command was asked: one frozen options class per command, built once by :mod:`kprof.commands.cli`
+"""What each command was asked: one frozen options class per command, built once by
+:mod:`kprof.commands.cli`
 from the checked command line (every value already of its type: sizes and parameters parsed into a
-:class:`~kprof.spec.sweep.Sweep`, output paths checked, seconds positive). :mod:`kprof.commands.commands` takes
+:class:`~kprof.spec.sweep.Sweep`, output paths checked, seconds positive).
+:mod:`kprof.commands.commands` takes
 these, never argparse's namespace. No field has a default: the parser's are the only ones, and every
 field is one the parser sets (tests/test_architecture_records.py). Pure.
 """
@@ -170,7 +172,8 @@ BY_COMMAND: dict[str, type] = {
 
 
 def from_namespace(command: str, namespace: object) -> object:
-    """The command's options from argparse's checked namespace: each field the value the parser left."""
+    """The command's options from argparse's checked namespace: each field the value the parser
+    left."""
     cls = BY_COMMAND[command]
     given = vars(namespace)
     return cls(**{f.name: given[f.name] for f in fields(cls)})

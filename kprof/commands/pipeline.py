@@ -1,8 +1,9 @@
 """The command layer's shared steps: names -> specs -> resolved -> built -> typed jobs.
 
-Only the command layer (:mod:`kprof.commands.commands` and this module) looks kernels up in the catalog and
-builds them. Everything below it (sanitize, values, cases, ncu, bench) receives what is made here:
-a :class:`Prepared` (the resolved spec and its build result) and :class:`~kprof.launch.job.Job` objects,
+Only the command layer (:mod:`kprof.commands.commands` and this module) looks kernels up in the
+catalog and builds them. Everything below it (sanitize, values, cases, ncu, bench) receives what is
+made here: a :class:`Prepared` (the resolved spec and its build result) and
+:class:`~kprof.launch.job.Job` objects,
 so no stage calls back upstream. ``--param`` is applied once, to the spec, before it is built and
 resolved, so the cubin and the launch always agree.
 """
@@ -35,13 +36,14 @@ class Prepared:
     built: BuildResult
 
     def job(self, mode: RunMode | TimingMode, *, seed: int = 0, shaken: bool = False) -> Job:
-        """The job of ``mode``; ``shaken``: with the warp-delay build too, which the values detector runs
-        beside the kernel's own (:func:`shaken_cubin`)."""
+        """The job of ``mode``; ``shaken``: with the warp-delay build too, which the values detector
+        runs beside the kernel's own (:func:`shaken_cubin`)."""
         return Job(target_of(self.resolved, self.built.cubin, seed=seed, symbols=self.built.symbols,
                              shaken_cubin=shaken_cubin(self.resolved.spec, self.built.arch) if shaken else None), mode)
 
     def ptx(self) -> tuple[str | None, str]:
-        """The kernel's PTX, for the diagnosis's lines without counters: (text, "") or (None, why not)."""
+        """The kernel's PTX, for the diagnosis's lines without counters: (text, "") or (None, why
+        not)."""
         try:
             ptx = build.ptx(self.resolved.spec, self.built.arch, built=self.built)
         except KprofError as exc:
@@ -50,8 +52,8 @@ class Prepared:
 
 
 def shaken_cubin(spec: KernelSpec, arch: str | None) -> Path | None:
-    """The warp-delay build of ``spec`` (:mod:`kprof.build.shake`), or None where there is none to make (a
-    Python operation) or it does not build: the values detector then runs without it."""
+    """The warp-delay build of ``spec`` (:mod:`kprof.build.shake`), or None where there is none to
+    make (a Python operation) or it does not build: the values detector then runs without it."""
     if spec.python:
         return None
     try:
@@ -78,12 +80,14 @@ def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: di
 
 
 def builtin(name: str, arch: str | None = None) -> BuildResult:
-    """One of kprof's own kernels (``kprof/builtin``): the scrubber, the spin and flush kernels, the peaks."""
+    """One of kprof's own kernels (``kprof/builtin``): the scrubber, the spin and flush kernels, the
+    peaks."""
     return build.build(catalog.builtin(name), arch)
 
 
 def scrubber(arch: str | None) -> tuple[str | None, str]:
-    """The values detector's shared-memory scrubber: (cubin, "") or (None, why it could not be built)."""
+    """The values detector's shared-memory scrubber: (cubin, "") or (None, why it could not be
+    built)."""
     try:
         return str(builtin("kprof_scrub", arch).cubin), ""
     except (BuildError, ToolNotFoundError) as exc:
@@ -114,7 +118,8 @@ class Preparer:
 
 def timing_mode(mode: TimingModeName, rule: StopRule, timer: str, arch: str | None, *,
                 library: str | None = None, cupti_hw_trace: bool = False, integrity: bool = True) -> TimingMode:
-    """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for ``arch``."""
+    """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for
+    ``arch``."""
     return TimingMode(mode=mode, rule=rule, timer=timer, library=library, cupti_hw_trace=cupti_hw_trace,
                       integrity=integrity,
                       integrity_cubin=str(builtin("kprof_fingerprint", arch).cubin) if integrity else None,
@@ -125,7 +130,8 @@ def timing_mode(mode: TimingModeName, rule: StopRule, timer: str, arch: str | No
 @dataclass(frozen=True)
 class BenchPoint:
     """One point of a sweep before it is built: the spec, its sizes and parameters, its baselines
-    (the first is the point's baseline; the others, --baseline a,b, are timed after it in the same run)."""
+    (the first is the point's baseline; the others, --baseline a,b, are timed after it in the same
+    run)."""
 
     spec: KernelSpec
     sizes: dict[str, int]
@@ -138,8 +144,9 @@ class BenchPoint:
 
 
 def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: str) -> list[BenchPoint]:
-    """Every point of every kernel, every name, size, parameter and baseline checked before anything runs.
-    With several kernels, each takes the swept names it has (a matmul's M,N,K; vector_add's N)."""
+    """Every point of every kernel, every name, size, parameter and baseline checked before anything
+    runs. With several kernels, each takes the swept names it has (a matmul's M,N,K; vector_add's
+    N)."""
     from kprof.spec import sweep
 
     out = []
@@ -148,15 +155,17 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
         own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
         baselines = tuple(baseline.of_option(spec, option, catalog.load))
         for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
-            resolve(spec, s, params=p)  # a size that breaks a launch formula is refused now, not mid-sweep
+            # a size that breaks a launch formula is refused now, not mid-sweep
+            resolve(spec, s, params=p)
             out.append(BenchPoint(spec, s, p, baselines))
     return out
 
 
 def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
-    """``kprof profile KERNEL --baseline torch.compile``: each named (or given) Python baseline as a Python
-    operation on the kernel's buffers at the kernel's sizes, so ncu reports what it launches beside the
-    kernel. Only Python callables: another spec is profiled by naming it (kprof profile A B)."""
+    """``kprof profile KERNEL --baseline torch.compile``: each named (or given) Python baseline as a
+    Python operation on the kernel's buffers at the kernel's sizes, so ncu reports what it launches
+    beside the kernel. Only Python callables: another spec is profiled by naming it (kprof profile A
+    B)."""
     from kprof.spec import as_python_operation
 
     spec, out = resolved.spec, []
@@ -184,10 +193,10 @@ def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.P
 
 
 # A baseline's output is checked at this many times the tolerance its spec gives. A shipped spec's
-# tolerance is the tightest its own kernel passes (docs/spec.md); a library that sums in another order
-# is as accurate without being that close to kprof's kernel (on the H200, cuBLASLt's bias+ReLU epilogue
-# and cuBLAS + bias + ReLU failed linear_bias_relu's at batch 64), while a baseline that computes
-# something else is still off by the size of the values and refused.
+# tolerance is the tightest its own kernel passes (docs/spec.md); a library that sums in another
+# order is as accurate without being that close to kprof's kernel (on the H200, cuBLASLt's bias+ReLU
+# epilogue and cuBLAS + bias + ReLU failed linear_bias_relu's at batch 64), while a baseline that
+# computes something else is still off by the size of the values and refused.
 BASELINE_SLACK = 10
 
 
@@ -206,7 +215,8 @@ def _baseline_job(spec: KernelSpec, kernel: Prepared, base: Baseline, mode: Timi
 
 
 def _slack(job: Job | None) -> Job | None:
-    """The baseline's job with its verdict at BASELINE_SLACK times the spec's tolerance (a dtype's default stays)."""
+    """The baseline's job with its verdict at BASELINE_SLACK times the spec's tolerance (a dtype's
+    default stays)."""
     if job is None:
         return None
     t = job.target
@@ -234,8 +244,8 @@ def _peak_path() -> Path:
 
 def _tensor_jobs(arch: str | None) -> list[tuple[str, Job | str, int]]:
     """kprof peak's tensor-core kernels (warm) and their FLOPs: mma.sync's (sm_80 on) and Hopper's
-    warpgroup MMA (sm_90a); for one that cannot run here, why (an older architecture, a compiler that
-    cannot build it)."""
+    warpgroup MMA (sm_90a); for one that cannot run here, why (an older architecture, a compiler
+    that cannot build it)."""
     out: list[tuple[str, Job | str, int]] = []
     for name in bench.TENSOR_KERNELS:
         try:
@@ -249,9 +259,9 @@ def _tensor_jobs(arch: str | None) -> list[tuple[str, Job | str, int]]:
 
 
 def _op_jobs(arch: str | None) -> list[bench.StreamJob]:
-    """PyTorch's op of each mix (:mod:`kprof.baselines.peak_ops`) on the stream spec's buffers at each of
-    kprof peak's sizes, cold, as ``kprof bench`` times a baseline; none where PyTorch is not installed
-    (the report says so)."""
+    """PyTorch's op of each mix (:mod:`kprof.baselines.peak_ops`) on the stream spec's buffers at
+    each of kprof peak's sizes, cold, as ``kprof bench`` times a baseline; none where PyTorch is not
+    installed (the report says so)."""
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:
@@ -280,10 +290,10 @@ def peak(refresh: bool = False, arch: str | None = None, progress: Callable[[str
     """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the stream
     kernels of every mix at each access width and grid size (``thorough``: 4-byte accesses too), the
     device-to-device memcpy, and the FP32 FMA kernel (:func:`kprof.measure.bench.measure_peak`).
-    ``quick`` (the first ``kprof bench`` on a GPU): where nothing is cached, each mix once (1 GiB, 2048
-    blocks) and no PyTorch op rather than every configuration (about two minutes), said in the result and
-    replaced by the next ``kprof peak``; a cached quick measurement is measured again in full unless ``quick``. ``progress``
-    hears each configuration."""
+    ``quick`` (the first ``kprof bench`` on a GPU): where nothing is cached, each mix once (1 GiB,
+    2048 blocks) and no PyTorch op rather than every configuration (about two minutes), said in the
+    result and replaced by the next ``kprof peak``; a cached quick measurement is measured again in
+    full unless ``quick``. ``progress`` hears each configuration."""
     from kprof.child.timing import MEMCPY
 
     path = _peak_path()
@@ -303,7 +313,8 @@ def peak(refresh: bool = False, arch: str | None = None, progress: Callable[[str
                     configs.append((kind, width, resolve(spec, {"BLOCKS": grid, "BYTES": size},
                                                          params={"WIDTH": str(width)})))
     fma_resolved = catalog.builtin("kprof_fma").resolve()
-    # Cold, the builds took a quarter of kprof peak: each kernel once, side by side (nvcc is a process).
+    # Cold, the builds took a quarter of kprof peak: each kernel once, side by side (nvcc is a
+    # process).
     wanted = {(c[2].spec.name, c[1]): c[2] for c in configs}
     wanted.update({("kprof_copy", 0): resolve(catalog.builtin("kprof_copy")), ("kprof_fma", 0): fma_resolved})
     from kprof import parallel

@@ -1,8 +1,11 @@
-"""``kprof profile`` from Python: :func:`profile_specs`, the whole command over specs (several specs,
-``--size``, ``--param``, baselines, the diagnosis and its tries) as one API call, checked and built here
-and handed to the diagnosis stage (:func:`kprof.diagnosis.stage.profile_specs`); :func:`diagnose`, one
-spec's diagnosis; :func:`profile`, the profiles alone of a spec or a program with the command's options;
-:func:`profile_program`, ``kprof profile -- CMD`` with its ranking. The command is parsing and printing.
+"""``kprof profile`` from Python: :func:`profile_specs`, the whole command over specs (several
+specs, ``--size``, ``--param``, baselines, the diagnosis and its tries) as one API call, checked and
+built here and handed to the diagnosis stage (:func:`kprof.diagnosis.stage.profile_specs`);
+:func:`diagnose`, one
+spec's diagnosis; :func:`profile`, the profiles alone of a spec or a program with the command's
+options;
+:func:`profile_program`, ``kprof profile -- CMD`` with its ranking. The command is parsing and
+printing.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
                   report_dir: str | Path | None = None, tries: Sequence[str] = (), auto_try: bool = True,
                   diagnose: bool = True, arch: str | None = None, timeout: float = 600.0,
                   progress: Callable[[str], None] | None = None) -> SpecProfiles:
-    """Nsight Compute over each spec of ``names`` (names from ``kprof list`` or spec files) at ``sizes`` (with one
-    spec every size must be one of its own; with several each takes those it has) and ``params`` (its defines),
-    each ``baseline`` beside it (a spec's named baseline or a Python one, profiled as a Python operation), then the
-    diagnosis of each kernel the user wrote, with the tries (``tries``: ``["PER=1,2"]``; ``auto_try``: the changes
-    kprof can try without an edit; ``diagnose=False``: the profiles alone, as :func:`kprof.profile` gives them).
-    Every input is checked, then the GPU, then ncu, before anything is built.
-    ``progress`` hears a line as each spec starts (and the one line a GPU ncu cannot profile gets)."""
+    """Nsight Compute over each spec of ``names`` (names from ``kprof list`` or spec files) at
+    ``sizes`` (with one spec every size must be one of its own; with several each takes those it
+    has) and ``params`` (its defines), each ``baseline`` beside it (a spec's named baseline or a
+    Python one, profiled as a Python operation), then the diagnosis of each kernel the user wrote,
+    with the tries (``tries``: ``["PER=1,2"]``; ``auto_try``: the changes kprof can try without an
+    edit; ``diagnose=False``: the profiles alone, as :func:`kprof.profile` gives them). Every input
+    is checked, then the GPU, then ncu, before anything is built. ``progress`` hears a line as each
+    spec starts (and the one line a GPU ncu cannot profile gets)."""
     from kprof.build import toolchain
     from kprof.commands import api, pipeline
     from kprof.diagnosis import stage
@@ -74,8 +78,8 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
 def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
              arch: str | None = None, try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
              timeout: float = 600.0) -> Diagnosis:
-    """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read them, else
-    without) and diagnose one spec, at ``sizes`` and with ``params`` (its defines)."""
+    """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read
+    them, else without) and diagnose one spec, at ``sizes`` and with ``params`` (its defines)."""
     from kprof.commands import pipeline
     from kprof.diagnosis import stage
     from kprof.spec import catalog
@@ -87,8 +91,8 @@ def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, params: d
 
 
 def try_bench(arch: str | None, timeout: float) -> TryBench:
-    """The diagnosis's tries timed as ``kprof bench`` runs (no history, a second at most each); a Ctrl-C in a try
-    stops the diagnosis, not only the try."""
+    """The diagnosis's tries timed as ``kprof bench`` runs (no history, a second at most each); a
+    Ctrl-C in a try stops the diagnosis, not only the try."""
     from kprof.commands import api
     from kprof.diagnosis.stage import TryBench
 
@@ -116,12 +120,14 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
             sizes: dict[str, int] | None = None, params: dict[str, str] | None = None, baseline: str | None = None,
             report_dir: str | Path | None = None, arch: str | None = None,
             timeout: float = 600.0) -> list[KernelProfile]:
-    """Nsight Compute over ``target``: a list of :class:`~kprof.measure.kernelprofile.KernelProfile`, one per kernel
-    launch profiled. A spec (``kprof profile NAME``'s options): at ``sizes``, with ``params`` (its defines), each
-    ``baseline`` profiled beside it; :func:`profile_specs` adds the diagnosis. A program (``kprof profile -- CMD``):
-    kernels are picked by name (``kernel``, a regular expression) and/or NVTX range (``range``: the program's own,
-    torch's, or a ``kprof.range``), at most ``launch_count`` of them after skipping ``launch_skip``.
-    ``report_dir``: ncu's ``.ncu-rep`` files kept there for its GUI (``--save-report``)."""
+    """Nsight Compute over ``target``: a list of
+    :class:`~kprof.measure.kernelprofile.KernelProfile`, one per kernel
+    launch profiled. A spec (``kprof profile NAME``'s options): at ``sizes``, with ``params`` (its
+    defines), each ``baseline`` profiled beside it; :func:`profile_specs` adds the diagnosis. A
+    program (``kprof profile -- CMD``): kernels are picked by name (``kernel``, a regular
+    expression) and/or NVTX range (``range``: the program's own, torch's, or a ``kprof.range``), at
+    most ``launch_count`` of them after skipping ``launch_skip``. ``report_dir``: ncu's ``.ncu-rep``
+    files kept there for its GUI (``--save-report``)."""
     from kprof.measure import profiling as prof
 
     if isinstance(target, (str, Path)):
@@ -156,9 +162,9 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
 def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str | None = None, launch_skip: int = 0,
                     launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (), arch: str | None = None,
                     report_dir: str | Path | None = None, timeout: float = 600.0) -> ProgramProfile:
-    """``kprof profile -- CMD`` from Python: :func:`profile` over the program, then one more run of it
-    without ncu for the user's line that launched each kernel (stopped once it has launched what ncu
-    looked at), and the kernels ranked (:class:`kprof.diagnosis.program.ProgramProfile`)."""
+    """``kprof profile -- CMD`` from Python: :func:`profile` over the program, then one more run of
+    it without ncu for the user's line that launched each kernel (stopped once it has launched what
+    ncu looked at), and the kernels ranked (:class:`kprof.diagnosis.program.ProgramProfile`)."""
     from kprof.diagnosis import program
     from kprof.tools.programs import launchsites
 
@@ -171,7 +177,8 @@ def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str
 
 
 def _report_writable(path: Path) -> None:
-    """A report's name that kprof may not write (a folder, a socket there): one line before anything runs."""
+    """A report's name that kprof may not write (a folder, a socket there): one line before anything
+    runs."""
     try:
         inputs.output_kind(path)
     except UsageError as exc:

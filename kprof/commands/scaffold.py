@@ -16,9 +16,9 @@ from kprof.spec import KernelSpec, catalog
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
-# Names a kernel cannot have: C++'s keywords (C++20), CUDA's built-in variables, types and functions the
-# kernel's translation unit already declares (a kernel `min` or `blockIdx` does not build), `main`, and the
-# words YAML reads as a boolean or null in the spec's `entry:` (`yes`, `null`).
+# Names a kernel cannot have: C++'s keywords (C++20), CUDA's built-in variables, types and functions
+# the kernel's translation unit already declares (a kernel `min` or `blockIdx` does not build),
+# `main`, and the words YAML reads as a boolean or null in the spec's `entry:` (`yes`, `null`).
 _CXX_KEYWORDS = frozenset((
     "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
     "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
@@ -52,8 +52,8 @@ def _unusable(name: str) -> str | None:
 
 
 def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, Path]:
-    """Write NAME.cu and NAME.yaml into ``folder`` (and, with ``like``, the Python files its spec names
-    beside it); never overwrite, never write through a symlink."""
+    """Write NAME.cu and NAME.yaml into ``folder`` (and, with ``like``, the Python files its spec
+    names beside it); never overwrite, never write through a symlink."""
     if not _IDENT.match(name) or len(name) > 100:
         raise UsageError(f"kprof new {name[:60]!r}: a kernel name is an identifier (letters, digits, _), "
                          "e.g. kprof new my_scale")
@@ -86,10 +86,11 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
 
 
 def _builds(name: str, files: dict[str, str]) -> None:
-    """The kernel as it would be written, loaded and built in a folder of its own: a name the compiler will not
-    take (a CUDA math function such as ``ceil``, a type such as ``size_t``, a define of the spec such as
-    ``BLOCK``) is refused in one line before anything is written, whatever list it is on or not. Where no
-    compiler is here, the name passes on the checks of :func:`_unusable` alone."""
+    """The kernel as it would be written, loaded and built in a folder of its own: a name the
+    compiler will not take (a CUDA math function such as ``ceil``, a type such as ``size_t``, a
+    define of the spec such as ``BLOCK``) is refused in one line before anything is written,
+    whatever list it is on or not. Where no compiler is here, the name passes on the checks of
+    :func:`_unusable` alone."""
     import tempfile
 
     from kprof.build import build, toolchain
@@ -103,7 +104,8 @@ def _builds(name: str, files: dict[str, str]) -> None:
         except ToolNotFoundError:
             return  # nothing here builds a kernel: the name is judged by _unusable alone
         except BuildError as exc:
-            if (broken := toolchain.probe_compile("sm_90")) is not None:  # no kernel builds here: not the name's fault
+            # no kernel builds here: not the name's fault
+            if (broken := toolchain.probe_compile("sm_90")) is not None:
                 raise UsageError(f"kprof new {name}: {broken.rstrip('.')}; `kprof doctor --for build` says what to fix") from None
             first = next((ln.strip() for ln in (exc.log or "").splitlines() if "error" in ln), str(exc))
             raise UsageError(f"kprof new {name}: a kernel of that name does not build ({_first_error(first, tmp)}); "
@@ -122,7 +124,8 @@ def _first_error(line: str, folder: str) -> str:
 
 def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
     """A shipped kernel's source and spec with its kernel renamed to ``name``, and the Python files
-    beside the spec that it names (a reference, a baseline), which the copy needs to build and verify."""
+    beside the spec that it names (a reference, a baseline), which the copy needs to build and
+    verify."""
     spec = catalog.load(like)
     twin = spec.path.with_suffix(".cu").resolve() != spec.source.resolve() and spec.path.parent != TEMPLATES
     if spec.twin is not None or spec.expect is not None or (twin and spec.name.endswith("_fixed")):
@@ -153,8 +156,8 @@ def _helper_text(path: Path) -> str:
 
 
 def _python_files(spec: KernelSpec) -> list[Path]:
-    """The ``FILE.py`` of every Python reference, baseline or operation of ``spec`` that lies in its own
-    folder (a ``package.module:FN`` is imported, not copied)."""
+    """The ``FILE.py`` of every Python reference, baseline or operation of ``spec`` that lies in its
+    own folder (a ``package.module:FN`` is imported, not copied)."""
     from kprof.spec import pyref
 
     stored = [expr for _, expr in spec.reference] + [expr for _, expr in spec.baselines]

@@ -1,6 +1,7 @@
-"""The standard streams as kprof leaves them, whatever state they came in: closed (``>&-``), full (``>/dev/full``),
-a broken pipe, an ASCII-only locale, control characters on their way to a terminal; and SIGTERM turned into the
-same stop as Ctrl-C. :mod:`kprof.commands.cli` wraps every command in these."""
+"""The standard streams as kprof leaves them, whatever state they came in: closed (``>&-``), full
+(``>/dev/full``), a broken pipe, an ASCII-only locale, control characters on their way to a
+terminal; and SIGTERM turned into the same stop as Ctrl-C. :mod:`kprof.commands.cli` wraps every
+command in these."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from kprof.errors import EXIT_OK, EXIT_OUTPUT
 
 
 class CleanStream:
-    """A text stream that escapes control characters on their way to it (:func:`kprof.inputs.terminal_safe`)."""
+    """A text stream that escapes control characters on their way to it
+    (:func:`kprof.inputs.terminal_safe`)."""
 
     def __init__(self, stream: Any) -> None:
         from kprof.inputs import terminal_safe
@@ -41,9 +43,9 @@ def clean_terminal() -> Any:
 
 
 def closed_streams() -> int | None:
-    """A closed standard stream (``>&-``, ``2>&-``; Python leaves it None): stderr closed is written to nowhere, so
-    the exit code alone tells the error; stdout closed is one line and exit 7 before anything runs, as there is
-    nowhere to print what kprof would measure."""
+    """A closed standard stream (``>&-``, ``2>&-``; Python leaves it None): stderr closed is written
+    to nowhere, so the exit code alone tells the error; stdout closed is one line and exit 7 before
+    anything runs, as there is nowhere to print what kprof would measure."""
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - kept for the process's life, as stderr is
     if sys.stdout is None:
@@ -54,7 +56,8 @@ def closed_streams() -> int | None:
 
 
 def say(line: str) -> None:
-    """One line on stderr; a stderr that cannot take it (a full disk, 2>/dev/full) changes no exit code."""
+    """One line on stderr; a stderr that cannot take it (a full disk, 2>/dev/full) changes no exit
+    code."""
     try:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):
@@ -104,7 +107,8 @@ def output_failed(exc: OSError) -> int:
 
 
 def quiet_stdout() -> None:
-    """Point standard output at /dev/null so the interpreter's own flush at exit has nothing to fail on."""
+    """Point standard output at /dev/null so the interpreter's own flush at exit has nothing to fail
+    on."""
     try:
         quiet(sys.stdout.fileno())
     except (OSError, ValueError):  # a stream with no descriptor
@@ -127,7 +131,8 @@ def terminate_as_interrupt() -> Iterator[None]:
         return
 
     def interrupt(signum: int, frame: Any) -> None:
-        TERMINATED.append(signum)  # said at the end as 143, the shell's code for SIGTERM, not Ctrl-C's 130
+        # said at the end as 143, the shell's code for SIGTERM, not Ctrl-C's 130
+        TERMINATED.append(signum)
         raise KeyboardInterrupt
 
     TERMINATED.clear()

@@ -1,8 +1,9 @@
-"""The cheat corpus of ``kprof bench`` (``bench_cases/``, ``kprof cases --bench``), as the seeded-bug
-corpus is the sanitizers': an honest operation and cheating twins of it, each playing one exploit that
-benchmark leaderboards have seen, each with the integrity flags (:mod:`kprof.child.integrity`) of which
-one must be raised. All are timed in one ``kprof bench`` run, the cheats as the honest operation's
-baselines. Loading and judging are pure; the run is :func:`kprof.commands.corpora.run_bench_cases`.
+"""The cheat corpus of ``kprof bench`` (``bench_cases/``, ``kprof cases --bench``), as the
+seeded-bug corpus is the sanitizers': an honest operation and cheating twins of it, each playing one
+exploit that benchmark leaderboards have seen, each with the integrity flags
+(:mod:`kprof.child.integrity`) of which one must be raised. All are timed in one ``kprof bench``
+run, the cheats as the honest operation's baselines. Loading and judging are pure; the run is
+:func:`kprof.commands.corpora.run_bench_cases`.
 """
 
 from __future__ import annotations

@@ -5,18 +5,19 @@ line, and a fixed twin (``twin:``) that must come out clean.
 ``expect`` fields: ``tool`` (a compute-sanitizer tool or ``values``), ``kind`` (the findings
 vocabulary), ``line`` (default: the line marked ``// BUG``), ``buffer`` (the buffer the finding
 must name, optional), ``caught: false`` with ``why`` where no detector honestly can, and ``since``
-(the oldest compute-sanitizer that checks for the bug, "2026.4"): under an older one the case is counted
-apart, as one that version cannot see, not as a miss (its twin must still be clean).
+(the oldest compute-sanitizer that checks for the bug, "2026.4"): under an older one the case is
+counted apart, as one that version cannot see, not as a miss (its twin must still be clean).
 
 The buggy kernel runs under its case's tool; the twin under every checker of the registry
-(:mod:`kprof.tools.sanitizers.checkers`: the four sanitizers and ``values``), and must be clean under all of
-them: a detector that cries wolf on correct code is as useless as one that misses the bug.
+(:mod:`kprof.tools.sanitizers.checkers`: the four sanitizers and ``values``), and must be clean
+under all of them: a detector that cries wolf on correct code is as useless as one that misses the
+bug.
 
 ``kprof cases`` runs the cases side by side, but the runs of a checker that needs the GPU to
-itself (``values``) one at a time once the rest are done (:func:`kprof.tools.sanitizers.checkers.alone`): the
-detector scrubs every SM's shared memory before each run, and another process's kernels in between
-overwrite the pattern. Measured on an H200 with twelve cases at once:
-``uninit_shared_read`` came out a race, not an uninitialized read.
+itself (``values``) one at a time once the rest are done
+(:func:`kprof.tools.sanitizers.checkers.alone`): the detector scrubs every SM's shared memory before
+each run, and another process's kernels in between overwrite the pattern. Measured on an H200 with
+twelve cases at once: ``uninit_shared_read`` came out a race, not an uninitialized read.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class Expect:
     caught: bool
     _: KW_ONLY  # the rest by name
     why: str
-    since: str = ""  # the oldest compute-sanitizer version that checks for this bug ("2026.4"); '' for any
+    # the oldest compute-sanitizer version that checks for this bug ("2026.4"); '' for any
+    since: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,8 @@ def matches(case: Case, finding: Finding) -> bool:
         return False
     if finding.kernel is not None and finding.kernel != case.spec.entry:
         return False
-    if finding.lines() and e.line not in finding.lines():  # every finding that has a line must have the bug's
+    # every finding that has a line must have the bug's
+    if finding.lines() and e.line not in finding.lines():
         return False
     if e.buffer and finding.buffer != e.buffer:
         return False
@@ -140,7 +143,8 @@ class CaseResult:
 
     @property
     def unseen(self) -> bool:
-        """The bug needs a newer compute-sanitizer than the one that ran (``expect.since``) and was not found."""
+        """The bug needs a newer compute-sanitizer than the one that ran (``expect.since``) and was
+        not found."""
         since = self.case.expect.since
         if not since or self.caught:
             return False
@@ -216,10 +220,10 @@ class Task:
 
 def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], list[Task]]:
     """The corpus's runs in few children: (the sanitizers' tasks, which share the GPU ``width`` at a
-    time, the twins' first since they are the longest; one task of each checker that needs the GPU to
-    itself, run alone: the values detector's). Each tool's twins are split into as many children as give
-    the GPU's ``width`` slots work of about the same length (on an H200, ea69f0c: a tool over all 23
-    twins in one child took longer than the 18 buggy kernels beside it)."""
+    time, the twins' first since they are the longest; one task of each checker that needs the GPU
+    to itself, run alone: the values detector's). Each tool's twins are split into as many children
+    as give the GPU's ``width`` slots work of about the same length (on an H200, ea69f0c: a tool
+    over all 23 twins in one child took longer than the 18 buggy kernels beside it)."""
     shared = [t for t in checkers.spec_names() if t not in checkers.alone()]
     parts = max(1, min(len(corpus), -(-width // len(shared))))
     size = -(-len(corpus) // parts) if corpus else 1
@@ -231,8 +235,8 @@ def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], list[Task]]:
 
 def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None,
              timeout: float = 300.0) -> dict[tuple[str, str, str], ToolResult]:
-    """One task's runs (:func:`kprof.tools.sanitizers.checkers.run_many`: in one child, each job alone only where
-    that child could not clear it), keyed (case name, "bug" or "twin", tool)."""
+    """One task's runs (:func:`kprof.tools.sanitizers.checkers.run_many`: in one child, each job
+    alone only where that child could not clear it), keyed (case name, "bug" or "twin", tool)."""
     wanted: list[tuple[str, str, Job]] = []  # (case, "bug" or "twin", job)
     for case in task.cases:
         bug, twin = jobs[case.name]
@@ -246,11 +250,11 @@ def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str |
 
 def run_corpus(corpus: list[Case], pairs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None, jobs: int | None,
                timeout: float = 300.0, progress: Callable[[int], Any] | None = None) -> list[CaseResult]:
-    """Every run of the corpus (the jobs of each case and twin in ``pairs``, built by the command layer) in
-    few children (:func:`plan`): the sanitizers' tasks side by side, ``jobs`` at a time (None: what the
-    GPU's memory and the CPUs allow), then the tasks of the checkers that need the GPU to themselves,
-    alone. Each task is a child process, so threads only wait. ``progress``, given the number of
-    children, returns what is stepped as each ends and closed at the end."""
+    """Every run of the corpus (the jobs of each case and twin in ``pairs``, built by the command
+    layer) in few children (:func:`plan`): the sanitizers' tasks side by side, ``jobs`` at a time
+    (None: what the GPU's memory and the CPUs allow), then the tasks of the checkers that need the
+    GPU to themselves, alone. Each task is a child process, so threads only wait. ``progress``,
+    given the number of children, returns what is stepped as each ends and closed at the end."""
     width = parallel.jobs_for(len(corpus) * len(checkers.spec_names()), jobs, parallel.RUNNER_GPU_BYTES)
     shared, alone = plan(corpus, width)
     steps = progress(len(shared) + len(alone)) if progress is not None else None
@@ -274,8 +278,9 @@ def run_corpus(corpus: list[Case], pairs: dict[str, tuple[Job, Job]], *, scrub_c
 
 
 def tally(results: list[CaseResult]) -> str:
-    """"21 caught, 1 known miss, 22 twins clean under all 5 tools" (and what went wrong, if anything); with
-    "2 need compute-sanitizer 2026.4 (this is 2025.3.1)" where the tool that ran is older than a case's ``since``."""
+    """"21 caught, 1 known miss, 22 twins clean under all 5 tools" (and what went wrong, if
+    anything); with "2 need compute-sanitizer 2026.4 (this is 2025.3.1)" where the tool that ran is
+    older than a case's ``since``."""
     caught = sum(r.caught for r in results if r.case.expect.caught)
     missed = [r.case.name for r in results if r.case.expect.caught and not r.caught and not r.unseen]
     known = sum(not r.case.expect.caught for r in results)

@@ -1,16 +1,17 @@
-"""How strong a spec's verdict is: mutants of its kernel, each run through the verdict. Generation and
-scoring are pure; the run is :mod:`kprof.corpus.mutation`, with what the command layer builds.
+"""How strong a spec's verdict is: mutants of its kernel, each run through the verdict. Generation
+and scoring are pure; the run is :mod:`kprof.corpus.mutation`, with what the command layer builds.
 
 A mutant is the kernel's source with one classic mistake put in (the operators below: a bound off by
 one, a missing barrier, an accumulation that overwrites, swapped indices, a wrong initial value, a
 skipped reduction level, a flushed small value). Each is built; one whose cubin is the original's
 byte for byte computes the same and is **equivalent** (decided by the compiler's output, not by a
-guess). Every other mutant runs at the spec's sanitize size and at every size it checks: **killed** when
-a verdict fails (or the run faults or hangs), **survived** when every verdict passes: the spec let a
-wrong kernel through there, and its tolerance, reference or sizes are too weak. A survivor that moved a
-bound and gave the original's results to the last bit is decided by a probe (:func:`boundary_probe`):
-the original with a trap where the two differ, run at the same sizes. If it stops, the checked sizes
-meet the boundary, the mutant ran otherwise there and computed the same: **equivalent by its results**
+guess). Every other mutant runs at the spec's sanitize size and at every size it checks: **killed**
+when a verdict fails (or the run faults or hangs), **survived** when every verdict passes: the spec
+let a wrong kernel through there, and its tolerance, reference or sizes are too weak. A survivor
+that moved a bound and gave the original's results to the last bit is decided by a probe
+(:func:`boundary_probe`): the original with a trap where the two differ, run at the same sizes. If
+it stops, the checked sizes meet the boundary, the mutant ran otherwise there and computed the same:
+**equivalent by its results**
 there (said so, apart from the machine code's equivalents, and counted both ways in the report). If
 it never stops, no checked size tests the bound: a survivor that says so. The score is the share of
 non-equivalent mutants killed.
@@ -32,9 +33,13 @@ if TYPE_CHECKING:
     from kprof.launch.childresult import OutputCheck
     from kprof.spec import KernelSpec
 
-SMALL_BYTES = 64 * 2**20  # a mutant's sizes of at most this many bytes of buffers run first, the others only if it passes them
-MEMCHECK_BYTES = 16 * 2**20  # checked sizes of at most this many bytes of buffers also run under memcheck
-MAX_MUTANTS = 60  # per kernel: the first of each operator's places first, so every operator is tried
+# a mutant's sizes of at most this many bytes of buffers run first, the others only if it passes
+# them
+SMALL_BYTES = 64 * 2**20
+# checked sizes of at most this many bytes of buffers also run under memcheck
+MEMCHECK_BYTES = 16 * 2**20
+# per kernel: the first of each operator's places first, so every operator is tried
+MAX_MUTANTS = 60
 
 
 @dataclass(frozen=True)
@@ -53,20 +58,24 @@ class Mutant:
 # How a mutant was decided (MutantResult.by), besides the verdict or the tool that killed it:
 BY_MACHINE_CODE = "machine code"  # equivalent: every .text section the original's, byte for byte
 BY_LAUNCH = "the launch"  # equivalent: a bound no launch of its spec can meet
-BY_BOUNDARY = "results at its boundary"  # equivalent: the probe stopped, and the results were the original's
+# equivalent: the probe stopped, and the results were the original's
+BY_BOUNDARY = "results at its boundary"
 BY_SAME_RESULTS = "same results"  # survived with the original's results, undecided
 BY_NOT_MET = "boundary not met"  # survived: no checked size meets the bound it moved
-BY_NOTE = "the source's note"  # equivalent: its line says so, with why (NOTE); a survivor in the strict score
+# equivalent: its line says so, with why (NOTE); a survivor in the strict score
+BY_NOTE = "the source's note"
 
-# A line whose every mutant computes what the original does, in the author's words: the choice between two
-# correct paths (a dispatch threshold, a tile size), not a bound of what is read or written. Like a
-# mutation tester's "disable" comment, but each is listed with its reason and the strict score counts it.
+# A line whose every mutant computes what the original does, in the author's words: the choice
+# between two correct paths (a dispatch threshold, a tile size), not a bound of what is read or
+# written. Like a mutation tester's "disable" comment, but each is listed with its reason and the
+# strict score counts it.
 NOTE = re.compile(r"//.*?\bkprof-mutants:\s*equivalent\b[\s:,.-]*(?P<why>\S.*?)\s*$")
 
 
 def note_of(mutant: Mutant) -> str | None:
     """The reason the mutated line's note gives, or None: a note with no reason is no note, and it
-    covers only a bound moved by one (:data:`BOUNDARY_OPERATORS`), never a dropped term or a swapped index."""
+    covers only a bound moved by one (:data:`BOUNDARY_OPERATORS`), never a dropped term or a swapped
+    index."""
     m = NOTE.search(mutant.before) if mutant.operator in BOUNDARY_OPERATORS else None
     return m.group("why") if m else None
 
@@ -76,7 +85,8 @@ class MutantResult:
     mutant: Mutant
     verdict: Literal["killed", "survived", "equivalent", "not-built", "built"]
     why: str = ""  # the failing check, the fault, or how equivalence was decided
-    by: str = ""  # killed: verdict, or the tool (memcheck, racecheck, ...); else one of the BY_ values above
+    # killed: verdict, or the tool (memcheck, racecheck, ...); else one of the BY_ values above
+    by: str = ""
 
     def to_dict(self) -> dict[str, object]:
         out = asdict(self.mutant)
@@ -85,8 +95,8 @@ class MutantResult:
 
 
 def _code_part(line: str) -> tuple[str, str]:
-    """(code, trailing comment) of a C++ line; a ``//`` inside a string literal is rare in kernels and
-    not looked for."""
+    """(code, trailing comment) of a C++ line; a ``//`` inside a string literal is rare in kernels
+    and not looked for."""
     at = line.find("//")
     return (line, "") if at < 0 else (line[:at], line[at:])
 
@@ -100,7 +110,8 @@ def _sub_each(pattern: str, repl: str | Callable[[re.Match[str]], str], code: st
 
 
 def _flushed(code: str) -> Iterator[str]:
-    """``expf(E)`` -> ``(expf(E) < 1e-6f ? 0.0f : expf(E))``: small probabilities written as zero."""
+    """``expf(E)`` -> ``(expf(E) < 1e-6f ? 0.0f : expf(E))``: small probabilities written as
+    zero."""
     for m in re.finditer(r"\b(__expf|expf)\(", code):
         close = closing(code, m.end() - 1)
         if close is None:
@@ -110,7 +121,8 @@ def _flushed(code: str) -> Iterator[str]:
 
 
 def _outside_for_header(mutated: Iterator[str], code: str) -> Iterator[str]:
-    """The mutants whose change is not inside a ``for (...)`` header (``k0 = TILE`` there would hang)."""
+    """The mutants whose change is not inside a ``for (...)`` header (``k0 = TILE`` there would
+    hang)."""
     for new in mutated:
         at = next(i for i, (a, b) in enumerate(zip(new, code)) if a != b)
         head = code[:at]
@@ -139,8 +151,9 @@ OPERATORS: dict[str, Callable[[str], Iterator[str]]] = {
 
 
 def generate(text: str, limit: int = MAX_MUTANTS) -> list[Mutant]:
-    """Every mutant of ``text`` the operators make, one change each, at most ``limit``: taken round by
-    round (each operator's first place, then each one's second, ...) so a long kernel tries every operator."""
+    """Every mutant of ``text`` the operators make, one change each, at most ``limit``: taken round
+    by round (each operator's first place, then each one's second, ...) so a long kernel tries every
+    operator."""
     lines = text.splitlines(keepends=True)
     per_op: dict[str, list[tuple[int, str]]] = {name: [] for name in OPERATORS}
     for i, line in enumerate(lines):
@@ -166,18 +179,20 @@ def generate(text: str, limit: int = MAX_MUTANTS) -> list[Mutant]:
     return out
 
 
-# The operators whose mutant differs from the original only where two values meet: a comparison moved
-# by one (``<`` and ``<=`` differ only where both sides are equal) and a loop that stops one early (it
-# differs only where the loop variable reaches the bound less one).
+# The operators whose mutant differs from the original only where two values meet: a comparison
+# moved by one (``<`` and ``<=`` differ only where both sides are equal) and a loop that stops one
+# early (it differs only where the loop variable reaches the bound less one).
 RELATIONAL = {"< for <=": "<=", "<= for <": "<", "> for >=": ">=", ">= for >": ">"}
 BOUNDARY_OPERATORS = (*RELATIONAL, "missing tail (bound - 1)")
-# Stops the kernel where the boundary is met: the probe's run faults exactly when some thread of a checked
-# size reaches it. Defined on a line of its own before the source (the probe's lines are never reported).
+# Stops the kernel where the boundary is met: the probe's run faults exactly when some thread of a
+# checked size reaches it. Defined on a line of its own before the source (the probe's lines are
+# never reported).
 PROBE_MACRO = "#define KPROF_BOUNDARY(met) ((met) ? (__trap(), 0) : 0)\n"
 def _ends_here(code: str, i: int) -> bool:
-    """Whether ``code[i]`` is part of what ends a comparison's operand at bracket depth zero: an operator
-    of lower precedence (logical, equality, bitwise, conditional, assignment, comma), a statement's end,
-    a brace, another comparison (``<<``, ``>>``, ``->`` and a logical not are not)."""
+    """Whether ``code[i]`` is part of what ends a comparison's operand at bracket depth zero: an
+    operator of lower precedence (logical, equality, bitwise, conditional, assignment, comma), a
+    statement's end, a brace, another comparison (``<<``, ``>>``, ``->`` and a logical not are
+    not)."""
     ch = code[i]
     if ch not in "&|=!<>?:;,{}^":
         return False
@@ -190,9 +205,10 @@ def _ends_here(code: str, i: int) -> bool:
 
 
 def _operand(code: str, start: int, step: int) -> tuple[int, int]:
-    """The extent [begin, end) of a comparison's operand, from ``start`` (next to the operator's space)
-    going ``step`` (-1 left, 1 right): it ends at an unmatched bracket or, at depth zero, at an operator
-    of lower precedence than a comparison or another comparison; a leading ``return`` is not part of it."""
+    """The extent [begin, end) of a comparison's operand, from ``start`` (next to the operator's
+    space) going ``step`` (-1 left, 1 right): it ends at an unmatched bracket or, at depth zero, at
+    an operator of lower precedence than a comparison or another comparison; a leading ``return`` is
+    not part of it."""
     depth, i = 0, start
     opening, closing = ("([", ")]") if step > 0 else (")]", "([")
     while 0 <= i < len(code):
@@ -218,9 +234,9 @@ def _operand(code: str, start: int, step: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class _Moved:
-    """The original comparison a boundary mutant moved, on its line: the operands, the operator, where the
-    comparison stands in the line's code, and ``shift`` (`` - 1`` for a loop one short: the two part where
-    the left side meets the bound less one)."""
+    """The original comparison a boundary mutant moved, on its line: the operands, the operator,
+    where the comparison stands in the line's code, and ``shift`` (`` - 1`` for a loop one short:
+    the two part where the left side meets the bound less one)."""
 
     lhs: str
     op: str
@@ -235,8 +251,8 @@ class _Moved:
 
 
 def _moved(mutant: Mutant) -> _Moved | None:
-    """The comparison a boundary mutant moved, found by precedence on its line; None for another operator,
-    or a comparison whose operands are not on the line."""
+    """The comparison a boundary mutant moved, found by precedence on its line; None for another
+    operator, or a comparison whose operands are not on the line."""
     if mutant.operator not in BOUNDARY_OPERATORS:
         return None
     before, after = _code_part(mutant.before)[0], _code_part(mutant.after)[0]
@@ -260,12 +276,12 @@ def _moved(mutant: Mutant) -> _Moved | None:
 
 
 def boundary_probe(mutant: Mutant) -> tuple[str, str] | None:
-    """The original source with the mutated comparison guarded by a trap where the mutant and the original
-    part (``KPROF_BOUNDARY((L) == (R))``, or ``(L) == (R) - 1`` for a loop that stops early), and that
-    condition as text; None for another operator, or a comparison whose operands are not found on its line.
-    The probe's run at the checked sizes says whether they reach the boundary at all: one that is
-    reached and changed nothing is equivalent by its results there; one that is never reached is a bound
-    no checked size tests."""
+    """The original source with the mutated comparison guarded by a trap where the mutant and the
+    original part (``KPROF_BOUNDARY((L) == (R))``, or ``(L) == (R) - 1`` for a loop that stops
+    early), and that condition as text; None for another operator, or a comparison whose operands
+    are not found on its line. The probe's run at the checked sizes says whether they reach the
+    boundary at all: one that is reached and changed nothing is equivalent by its results there; one
+    that is never reached is a bound no checked size tests."""
     moved = _moved(mutant)
     if moved is None:
         return None
@@ -299,24 +315,27 @@ def _kernel_at(source: str, line: int) -> tuple[str, list[str], str] | None:
 
 
 def unreachable_by_launch(mutant: Mutant, spec: KernelSpec) -> str | None:
-    """Why a relational mutant's boundary can never be met under the spec's launches, or None. Decided
-    for one shape, the guard of a kernel launched with one block per item: the comparison's one side is
-    ``blockIdx.x`` (or a variable given it once and never changed), the other a kernel parameter whose
-    spec value is the very expression of every grid's x that launches this kernel. Then the block index
-    stays below that value at every size, the two sides are never equal, and ``r > rows`` does what
-    ``r >= rows`` does: the mutant is equivalent under the spec, by its launch."""
+    """Why a relational mutant's boundary can never be met under the spec's launches, or None.
+    Decided for one shape, the guard of a kernel launched with one block per item: the comparison's
+    one side is ``blockIdx.x`` (or a variable given it once and never changed), the other a kernel
+    parameter whose spec value is the very expression of every grid's x that launches this kernel.
+    Then the block index stays below that value at every size, the two sides are never equal, and
+    ``r > rows`` does what ``r >= rows`` does: the mutant is equivalent under the spec, by its
+    launch."""
     moved = _moved(mutant) if mutant.operator in RELATIONAL else None
     kernel = _kernel_at(mutant.source, mutant.line)
     if moved is None or kernel is None:
         return None
     name, params, body = kernel
     left, op, right = moved.lhs, moved.op, moved.rhs
-    index, bound = (left, right) if op in (">=", "<") else (right, left)  # r >= rows, r < rows; rows > r, rows <= r
+    # r >= rows, r < rows; rows > r, rows <= r
+    index, bound = (left, right) if op in (">=", "<") else (right, left)
     if index != "blockIdx.x":  # a variable given the block index once, and never anything else
         name_ = re.escape(index)
         given = re.findall(rf"(?<![\w.]){name_}\s*=(?!=)\s*([^;]+);", body)
         changed = re.search(rf"(?<![\w.]){name_}\s*(?:[-+*/%&|^]|<<|>>)=|(?:\+\+|--)\s*{name_}\b"
-                            rf"|\b{name_}\s*(?:\+\+|--)|&\s*{name_}\b", body)  # compound, ++/--, its address taken
+                            # compound, ++/--, its address taken
+                            rf"|\b{name_}\s*(?:\+\+|--)|&\s*{name_}\b", body)
         if [g.strip() for g in given] != ["blockIdx.x"] or changed:
             return None
     if bound not in params:
@@ -372,35 +391,38 @@ def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
 
 
 def judge(checks_by_size: list[tuple[str, bool, str]]) -> tuple[Literal["killed", "survived"], str]:
-    """A built, non-equivalent mutant's verdict from its runs: (size label, passed, why) each. Killed at
-    the first size whose verdict failed (or whose run failed); survived when every one passed."""
+    """A built, non-equivalent mutant's verdict from its runs: (size label, passed, why) each.
+    Killed at the first size whose verdict failed (or whose run failed); survived when every one
+    passed."""
     for label, ok, why in checks_by_size:
         if not ok:
             return "killed", f"{label}: {why}" if why else label
     return "survived", "every verdict passed: " + ", ".join(label for label, _, _ in checks_by_size)
 
 
-# Where the verdict passes a mutant, the tools that kprof runs on a kernel beside its verdict, at the
-# sanitize size, first to last until one finds something: a bound off by one that writes or reads just
-# outside a buffer (memcheck), a barrier taken out (racecheck, synccheck), a read of shared memory
-# nothing wrote (the values detector), a read of global memory nothing wrote (initcheck).
+# Where the verdict passes a mutant, the tools that kprof runs on a kernel beside its verdict, at
+# the sanitize size, first to last until one finds something: a bound off by one that writes or
+# reads just outside a buffer (memcheck), a barrier taken out (racecheck, synccheck), a read of
+# shared memory nothing wrote (the values detector), a read of global memory nothing wrote
+# (initcheck).
 FIRST = ("memcheck", "racecheck", "values", "synccheck")
 
 
 def tools() -> tuple[str, ...]:
-    """Every checker of the registry (:mod:`kprof.tools.sanitizers.checkers`), :data:`FIRST` first."""
+    """Every checker of the registry (:mod:`kprof.tools.sanitizers.checkers`), :data:`FIRST`
+    first."""
     from kprof.tools.sanitizers import checkers
 
     return checkers.order(FIRST)
 
 
 def fingerprint(checks: Sequence[OutputCheck]) -> tuple[object, ...]:
-    """What a verified run says of its outputs, to the last bit: each output's digest (kprof mutants runs
-    with ``RunMode(digest=True)``: the outputs' bytes, where the verdict's numbers also move with the float64
-    reference, which another number of threads sums in another order) and verdict. A survivor with the
-    original's fingerprint at every size is not called equivalent by that alone: on an H200 most such
-    mutants of rmsnorm_bf16 were lines that no checked size runs (the long-row path); the boundary probe
-    decides the ones that moved a bound."""
+    """What a verified run says of its outputs, to the last bit: each output's digest (kprof mutants
+    runs with ``RunMode(digest=True)``: the outputs' bytes, where the verdict's numbers also move
+    with the float64 reference, which another number of threads sums in another order) and verdict.
+    A survivor with the original's fingerprint at every size is not called equivalent by that alone:
+    on an H200 most such mutants of rmsnorm_bf16 were lines that no checked size runs (the long-row
+    path); the boundary probe decides the ones that moved a bound."""
     return tuple((repr(c.name), repr(c.digest), repr(c.ok)) for c in checks)
 
 
@@ -410,8 +432,8 @@ def same_results(original: list[tuple[object, ...]], mutant: list[tuple[object, 
 
 def score(results: list[MutantResult], strict: bool = False) -> tuple[int, int, float | None]:
     """(killed, non-equivalent built mutants, killed / non-equivalent); None when there is none.
-    ``strict``: only the same machine code or the launch makes a mutant equivalent (one equivalent by its
-    results at a met boundary, or by the source's note, counts as a survivor)."""
+    ``strict``: only the same machine code or the launch makes a mutant equivalent (one equivalent
+    by its results at a met boundary, or by the source's note, counts as a survivor)."""
     counted = [r for r in results if r.verdict in ("killed", "survived")
                or (strict and r.verdict == "equivalent" and r.by in (BY_BOUNDARY, BY_NOTE))]
     killed = sum(r.verdict == "killed" for r in counted)
@@ -419,10 +441,10 @@ def score(results: list[MutantResult], strict: bool = False) -> tuple[int, int, 
 
 
 def text_sections(cubin: bytes) -> dict[str, bytes] | None:
-    """The machine code of a cubin: each ``.text.KERNEL`` section's bytes; None for an image that is not
-    a 64-bit ELF. Two builds whose sections are equal run the same instructions, whatever their line
-    information says (a mutant's cubin names another source path). The ELF reader is the launch tally's
-    (kprof/hooks/launch_tally.py, which must stand alone in a user's program)."""
+    """The machine code of a cubin: each ``.text.KERNEL`` section's bytes; None for an image that is
+    not a 64-bit ELF. Two builds whose sections are equal run the same instructions, whatever their
+    line information says (a mutant's cubin names another source path). The ELF reader is the launch
+    tally's (kprof/hooks/launch_tally.py, which must stand alone in a user's program)."""
     from kprof.hooks.launch_tally import elf_sections
 
     sections = elf_sections(cubin)
@@ -430,6 +452,7 @@ def text_sections(cubin: bytes) -> dict[str, bytes] | None:
 
 
 def equivalent(original: bytes, mutant: bytes) -> bool:
-    """The mutant runs the same machine code as the original (how a mutant is decided equivalent)."""
+    """The mutant runs the same machine code as the original (how a mutant is decided
+    equivalent)."""
     a, b = text_sections(original), text_sections(mutant)
     return a is not None and a == b

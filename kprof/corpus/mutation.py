@@ -1,9 +1,10 @@
-"""Mutation testing's run (``kprof mutants NAME``): each mutant of a spec's kernel built, judged by the
-spec's verdict at every size it checks, then by the checkers; what the mutants and their scores are is
+"""Mutation testing's run (``kprof mutants NAME``): each mutant of a spec's kernel built, judged by
+the spec's verdict at every size it checks, then by the checkers; what the mutants and their scores
+are is
 :mod:`kprof.corpus.mutants` (pure).
 
-Building and job-making come from the command layer as a :class:`~kprof.launch.prepared.Preparer` (only it
-looks kernels up and builds them): this stage orchestrates the runs with what it is handed.
+Building and job-making come from the command layer as a :class:`~kprof.launch.prepared.Preparer`
+(only it looks kernels up and builds them): this stage orchestrates the runs with what it is handed.
 """
 
 from __future__ import annotations
@@ -32,15 +33,16 @@ _Size = tuple[str, dict[str, int], tuple[tuple[str, "Fill"], ...]]
 
 @dataclass(frozen=True)
 class MutantsReport:
-    """``kprof mutants NAME``: each mutant of the spec's kernel and what the spec's verdict made of it
-    (:mod:`kprof.corpus.mutants`); ``dry_run``: built and decided equivalent or not, none run."""
+    """``kprof mutants NAME``: each mutant of the spec's kernel and what the spec's verdict made of
+    it (:mod:`kprof.corpus.mutants`); ``dry_run``: built and decided equivalent or not, none run."""
 
     spec: str
     source: str
     results: list[mutants.MutantResult]
     dry_run: bool
     sizes: list[str]  # the sizes each mutant ran at (the sanitize size and every checked size)
-    tools: tuple[str, ...] = ()  # the tools a mutant the verdict passed went under (those clean on the original)
+    # the tools a mutant the verdict passed went under (those clean on the original)
+    tools: tuple[str, ...] = ()
 
     @property
     def score(self) -> tuple[int, int, float | None]:
@@ -54,7 +56,8 @@ class MutantsReport:
     def to_json(self) -> dict[str, object]:
         killed, counted, share = self.score
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in self.results)
-        # version 3: equivalent by its results at a boundary the checked sizes meet (by), and the strict score
+        # version 3: equivalent by its results at a boundary the checked sizes meet (by), and the
+        # strict score
         return {"version": 3, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
                 "tools": list(self.tools), "killed": killed, "killed_by_verdict": by_verdict, "counted": counted,
                 "score": share, "score_strict": self.strict_score[2], "mutants": [r.to_dict() for r in self.results]}
@@ -63,14 +66,14 @@ class MutantsReport:
 def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = False, timeout: float | None = None,
         limit: int | None = None, jobs: int | None = None,
         progress: Callable[[int], Any] | None = None) -> MutantsReport:
-    """Mutants of ``spec``'s kernel (whose source is ``text``): each built (one with the original's machine
-    code is equivalent); unless ``dry_run``, each other one run through the spec's verdict at its
-    sanitize size and at every size it checks, in one child, then (where the verdict passed it) under the
-    checkers: killed or survived (:func:`_judge_mutant`). Mutants are built and run ``jobs`` at a time
-    (default: what the GPU's memory and the CPUs allow). A mutant's child may run ``timeout`` seconds, by
-    default four times the original's run and at least 20 s: a mutant that loops for ever is killed by
-    the clock, not waited on for minutes. ``progress``, given the number of mutants, returns what is
-    stepped as each ends and closed at the end."""
+    """Mutants of ``spec``'s kernel (whose source is ``text``): each built (one with the original's
+    machine code is equivalent); unless ``dry_run``, each other one run through the spec's verdict
+    at its sanitize size and at every size it checks, in one child, then (where the verdict passed
+    it) under the checkers: killed or survived (:func:`_judge_mutant`). Mutants are built and run
+    ``jobs`` at a time (default: what the GPU's memory and the CPUs allow). A mutant's child may run
+    ``timeout`` seconds, by default four times the original's run and at least 20 s: a mutant that
+    loops for ever is killed by the clock, not waited on for minutes. ``progress``, given the number
+    of mutants, returns what is stepped as each ends and closed at the end."""
     made = mutants.generate(text, limit or mutants.MAX_MUTANTS)
     sizes: list[_Size] = [("sanitize", {}, ()), *[("default", dict(c.sizes), c.fills) for c in spec.checks]]
     labels = ["sanitize"] + [c.label for c in spec.checks]
@@ -97,8 +100,9 @@ def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = Fals
 
 def _one(m: mutants.Mutant, spec: KernelSpec, preparer: Preparer, original_cubin: bytes, sizes: list[_Size],
          labels: list[str], *, orig: _Original, dry_run: bool) -> mutants.MutantResult:
-    """One mutant: equivalent by its note, not built, equivalent by its machine code or its launch, or judged.
-    Each mutant's source lives under the build cache, named by its text: a second build of it is a cache hit."""
+    """One mutant: equivalent by its note, not built, equivalent by its machine code or its launch,
+    or judged. Each mutant's source lives under the build cache, named by its text: a second build
+    of it is a cache hit."""
     if (note := mutants.note_of(m)) is not None:
         return mutants.MutantResult(m, "equivalent", f"line {m.line} says so: {note}", mutants.BY_NOTE)
     other = preparer.variant(spec, f"{spec.name}__{m.id.lower()}", m.source)
@@ -120,18 +124,21 @@ def _one(m: mutants.Mutant, spec: KernelSpec, preparer: Preparer, original_cubin
 class _Original:
     """What kprof mutants learns from the spec's own kernel, once, for every mutant."""
 
-    fingerprints: list[tuple[object, ...]]  # its results at every size (kprof.corpus.mutants.fingerprint)
-    tools: tuple[str, ...]  # the tools clean on it at the sanitize size: only these may kill a mutant
+    # its results at every size (kprof.corpus.mutants.fingerprint)
+    fingerprints: list[tuple[object, ...]]
+    # the tools clean on it at the sanitize size: only these may kill a mutant
+    tools: tuple[str, ...]
     scrub: str | None  # the values detector's scrubber
     per_mutant: float  # a mutant's time limit: four times this run, at least 20 s
-    memcheck_at: tuple[tuple[str, _Size], ...]  # checked sizes past sanitize where memcheck is clean on it
+    # checked sizes past sanitize where memcheck is clean on it
+    memcheck_at: tuple[tuple[str, _Size], ...]
 
 
 def _original_run(spec: KernelSpec, sizes: list[_Size], labels: list[str], preparer: Preparer,
                   timeout: float | None) -> _Original:
-    """The spec's own kernel at every size (it must pass, or no mutant's verdict means anything), the
-    checkers clean on it at its sanitize size, and memcheck at every small checked size: a bound that
-    reads one element too far changes no result (the element is multiplied by a padded zero, or
+    """The spec's own kernel at every size (it must pass, or no mutant's verdict means anything),
+    the checkers clean on it at its sanitize size, and memcheck at every small checked size: a bound
+    that reads one element too far changes no result (the element is multiplied by a padded zero, or
     never stored), and only memcheck, at a size that meets the bound, sees the read."""
     t0 = time.monotonic()
     jobs = [preparer.job(spec, s, preset=p, fills=f, mode=RunMode(digest=True)) for p, s, f in sizes]
@@ -151,8 +158,8 @@ def _original_run(spec: KernelSpec, sizes: list[_Size], labels: list[str], prepa
 
 def _memcheck_findings(spec: KernelSpec, sizes: list[tuple[str, _Size]], preparer: Preparer,
                        timeout: float) -> list[Any]:
-    """memcheck's findings on ``spec`` at each of ``sizes``, side by side (empty: clean; a run that did
-    not finish counts as a finding)."""
+    """memcheck's findings on ``spec`` at each of ``sizes``, side by side (empty: clean; a run that
+    did not finish counts as a finding)."""
 
     def one(size: tuple[str, _Size]) -> object:
         _, at, fills = size[1]
@@ -168,8 +175,9 @@ def _settings(tool: str, timeout: float, scrub: str | None) -> Settings:
 
 
 def _tools_clean_on(spec: KernelSpec, preparer: Preparer, timeout: float, scrub: str | None) -> tuple[str, ...]:
-    """The checkers of :func:`kprof.corpus.mutants.tools` under which the spec's own kernel is clean at its
-    sanitize size, side by side: only a checker that passes the original may kill a mutant."""
+    """The checkers of :func:`kprof.corpus.mutants.tools` under which the spec's own kernel is clean
+    at its sanitize size, side by side: only a checker that passes the original may kill a
+    mutant."""
     job = preparer.job(spec, None, preset="sanitize", mode=RunMode(verify=False), shaken=True)
 
     def one(tool: str) -> Any:
@@ -184,11 +192,12 @@ def _judge_mutant(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], labe
                   orig: _Original) -> mutants.MutantResult:
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
     failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
-    passed then goes under the checkers at the sanitize size (those of :func:`kprof.corpus.mutants.tools`
-    clean on the original), which it meets on any kernel too, and memcheck at the small checked sizes
-    clean on the original: killed by the first that finds something. One they all pass survived;
-    where it gave the original's results to the last bit at every size, it says so: its line may
-    not run there, or it is equivalent (:func:`_same_results` decides some)."""
+    passed then goes under the checkers at the sanitize size (those of
+    :func:`kprof.corpus.mutants.tools`
+    clean on the original), which it meets on any kernel too, and memcheck at the small checked
+    sizes clean on the original: killed by the first that finds something. One they all pass
+    survived; where it gave the original's results to the last bit at every size, it says so: its
+    line may not run there, or it is equivalent (:func:`_same_results` decides some)."""
     timeout = orig.per_mutant
     jobs = [preparer.job(other, s, preset=p, fills=f, mode=RunMode(digest=True)) for p, s, f in sizes]
     # The small sizes first, in one child: most mutants die there, and a 4096^3 matmul's float64
@@ -245,12 +254,13 @@ def _under_tools(m: mutants.Mutant, other: KernelSpec, preparer: Preparer,
 
 def _same_results(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], preparer: Preparer, timeout: float,
                   clean: list[str]) -> mutants.MutantResult:
-    """A mutant with the original's results to the last bit at every size, clean under every checker. Where
-    it moves a bound (:data:`kprof.corpus.mutants.BOUNDARY_OPERATORS`), a probe decides what that means:
-    the original with a trap where the two part (:func:`kprof.corpus.mutants.boundary_probe`), run at the
-    same sizes. Stopped: the checked sizes meet the boundary, the mutant ran otherwise there and computed
-    the same, to the last bit: equivalent by its results there. Never stopped: no checked size tests the
-    bound, a survivor that says which. Anything else stays "same results", undecided."""
+    """A mutant with the original's results to the last bit at every size, clean under every
+    checker. Where it moves a bound (:data:`kprof.corpus.mutants.BOUNDARY_OPERATORS`), a probe
+    decides what that means: the original with a trap where the two part
+    (:func:`kprof.corpus.mutants.boundary_probe`), run at the same sizes. Stopped: the checked sizes
+    meet the boundary, the mutant ran otherwise there and computed the same, to the last bit:
+    equivalent by its results there. Never stopped: no checked size tests the bound, a survivor that
+    says which. Anything else stays "same results", undecided."""
     undecided = mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
                                      f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
                                      "defines that reach it), or the mutant is equivalent (read its diff)",
@@ -264,7 +274,8 @@ def _same_results(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], prep
         preparer.cubin(spec)
         jobs = [preparer.job(spec, s, preset=p, fills=f, mode=RunMode()) for p, s, f in sizes]
     except KprofError:
-        return undecided  # a probe that does not build (a comparison in a constant expression) decides nothing
+        # a probe that does not build (a comparison in a constant expression) decides nothing
+        return undecided
     try:
         runs = launch.run_kernels(jobs, timeout=timeout)
     except TargetError as exc:

@@ -1,15 +1,18 @@
-"""The performance corpus (``perf_cases/``): kernels with one known performance problem, each beside a
-twin without it, and what ``kprof profile``'s diagnosis must say of it.
+"""The performance corpus (``perf_cases/``): kernels with one known performance problem, each beside
+a twin without it, and what ``kprof profile``'s diagnosis must say of it.
 
-``expect: {cause: RULE, line: N | launch | entry, unless: fast-fp64, metric: FIELD, higher_than_twin: F}``:
-the first cause's rule, the line it must name (default: the line the source marks ``// PERF``; ``launch``:
-the spec's launch or steps line; ``entry``: the kernel's ``__global__`` line), on a GPU where the
-``unless`` condition holds no such cause at all (a negative control), and optionally a profile field
-that must differ from the twin's by a factor (the profiler test's check).
+``expect: {cause: RULE, line: N | launch | entry, unless: fast-fp64, metric: FIELD,
+higher_than_twin: F}``: the first cause's rule, the line it must name (default: the line the source
+marks ``// PERF``; ``launch``: the spec's launch or steps line; ``entry``: the kernel's
+``__global__`` line), on a GPU where the ``unless`` condition holds no such cause at all (a negative
+control), and optionally a profile field that must differ from the twin's by a factor (the profiler
+test's check).
 
-The command layer (``kprof.commands.corpora.run_perf_cases``) benches the case and its twin in one run (the
-measured gain), profiles and diagnoses the case (its tries measured in the same process); :func:`judge`
-says whether the first cause is right, at the right line, its estimate within :data:`WITHIN` of the gain.
+The command layer (``kprof.commands.corpora.run_perf_cases``) benches the case and its twin in one
+run (the measured gain), profiles and diagnoses the case (its tries measured in the same process);
+:func:`judge`
+says whether the first cause is right, at the right line, its estimate within :data:`WITHIN` of the
+gain.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ class PerfCase:
     expect: PerfExpect
 
     def verdict(self, bug: float | None, twin: float | None) -> tuple[bool, str]:
-        """The profile field's check: the bug's value at least ``factor`` times the twin's (or 1/factor)."""
+        """The profile field's check: the bug's value at least ``factor`` times the twin's (or
+        1/factor)."""
         m, factor = self.expect.metric, self.expect.factor
         if bug is None or twin is None:
             return False, f"{m} was not measured (bug {bug}, twin {twin})"
@@ -127,12 +131,14 @@ class PerfResult:
     mode: Literal["counters", "counter-less", ""] = ""  # the diagnosis's; "" where none was made
     causes: list[str] = field(default_factory=list)
     error: str = ""
-    diagnosis: dict[str, object] = field(default_factory=dict)  # the whole diagnosis, with its replayable inputs
+    # the whole diagnosis, with its replayable inputs
+    diagnosis: dict[str, object] = field(default_factory=dict)
     ncu_rule: str | None = None  # Nsight Compute's optimisation rule with the largest Est. Speedup
     ncu_cause: str | None = None  # kprof's name for it (kprof.diagnosis.ncurules.cause_of)
     ncu_speedup: float | None = None  # its estimate as a speedup
     ncu_proposed: int = 0  # how many optimisation rules it listed
-    ncu_rules: list[dict[str, object]] = field(default_factory=list)  # each with its estimate's type and value
+    # each with its estimate's type and value
+    ncu_rules: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def ncu_right(self) -> bool | None:
@@ -149,7 +155,8 @@ class PerfResult:
 
 
 def control_here(case: PerfCase, fp64_ratio: float | None) -> bool:
-    """True where the case's ``unless`` holds on this GPU: a negative control, no such cause expected."""
+    """True where the case's ``unless`` holds on this GPU: a negative control, no such cause
+    expected."""
     from kprof.diagnosis.facts import FAST_FP64
 
     return case.expect.unless == "fast-fp64" and fp64_ratio is not None and fp64_ratio >= FAST_FP64
@@ -189,9 +196,10 @@ def judge(case: PerfCase, diagnosis: Diagnosis, measured: float | None, *, contr
 def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
              diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Diagnosis, list[RuleResult], str]]
              ) -> PerfResult:
-    """One case: ``bench([case, twin])`` (one ``kprof bench`` run: the measured gain), ``diagnosed(case,
-    seconds, kernel_seconds)`` (its diagnosis from the bench's time and each launch's own GPU time in its
-    timed call; Nsight Compute's rules; the architecture), then :func:`judge`. The command layer gives
+    """One case: ``bench([case, twin])`` (one ``kprof bench`` run: the measured gain),
+    ``diagnosed(case, seconds, kernel_seconds)`` (its diagnosis from the bench's time and each
+    launch's own GPU time in its timed call; Nsight Compute's rules; the architecture), then
+    :func:`judge`. The command layer gives
     both; a kprof error is the case's, the others still run."""
     from kprof.diagnosis import gather, ncurules
     from kprof.diagnosis.facts import fp64_ratio_of, kernel_line
@@ -234,8 +242,8 @@ def run_all(cases: list[PerfCase], *, bench: Callable[[list[str]], Any],
             diagnosed: Callable[[PerfCase, float | None, tuple[float, ...]], tuple[Diagnosis, list[RuleResult], str]],
             progress: Callable[[PerfResult], None] | None = None,
             interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
-    """Every case in turn (:func:`run_case`), ``progress(result)`` after each; a Ctrl-C (or SIGTERM) ends the
-    run with the cases judged so far, and says so through ``interrupted()``."""
+    """Every case in turn (:func:`run_case`), ``progress(result)`` after each; a Ctrl-C (or SIGTERM)
+    ends the run with the cases judged so far, and says so through ``interrupted()``."""
     out: list[PerfResult] = []
     try:
         for case in cases:

@@ -2,8 +2,9 @@
 
 profile (ncu's counters, or what kprof measures without them) + the kernel's PTX lines + the GPU's
 model -> :class:`~kprof.diagnosis.facts.Facts` -> every rule of :data:`~kprof.diagnosis.rules.RULES`
--> a :class:`~kprof.diagnosis.model.Diagnosis`: the limiter (the roofline's busiest unit, or latency),
-the causes ranked by their gain, each with its evidence, line, change and estimated gain (and, after
+-> a :class:`~kprof.diagnosis.model.Diagnosis`: the limiter (the roofline's busiest unit, or
+latency), the causes ranked by their gain, each with its evidence, line, change and estimated gain
+(and, after
 :mod:`kprof.diagnosis.tries`, the measured one), and what kprof could not see.
 """
 
@@ -15,8 +16,8 @@ from kprof.diagnosis.model import MIN_GAIN, Cause, Diagnosis
 
 
 def units(f: Facts) -> dict[str, float]:
-    """The roofline's levels kprof can see, each a share of its peak: the profile's, and without counters
-    the spec's work against the roofs."""
+    """The roofline's levels kprof can see, each a share of its peak: the profile's, and without
+    counters the spec's work against the roofs."""
     out = profile_units(f.profile)
     if not f.counters:
         mem = f.memory_fraction()
@@ -44,8 +45,8 @@ def limiter(f: Facts, seen: dict[str, float]) -> str:
 
 
 def diagnose(f: Facts) -> Diagnosis:
-    """Run every rule on ``f``; causes ranked by gain (measured, else estimated), those below MIN_GAIN
-    left out with a note, those without an estimate after the rest."""
+    """Run every rule on ``f``; causes ranked by gain (measured, else estimated), those below
+    MIN_GAIN left out with a note, those without an estimate after the rest."""
     from kprof.diagnosis.rules import RULES
 
     found: list[Cause] = []
@@ -68,7 +69,8 @@ def diagnose(f: Facts) -> Diagnosis:
         found.append(cause)
     found.sort(key=lambda c: (c.gain.estimate is None and c.gain.measured is None, -c.rank_key))
     seen = units(f)
-    if not found:  # a kernel far from its roof is never left without a cause: at least where its limiter works
+    # a kernel far from its roof is never left without a cause: at least where its limiter works
+    if not found:
         from kprof.diagnosis.rules import FALLBACK
 
         unit, busy = max(seen.items(), key=lambda kv: kv[1]) if seen else ("latency", None)
@@ -83,8 +85,8 @@ def diagnose(f: Facts) -> Diagnosis:
 
 
 def _unit_name(unit: str) -> str:
-    """The roofline level's name as :data:`kprof.diagnosis.lines.UNITS` knows it (without counters, the spec's
-    memory or compute share)."""
+    """The roofline level's name as :data:`kprof.diagnosis.lines.UNITS` knows it (without counters,
+    the spec's memory or compute share)."""
     if unit.startswith("memory"):
         return "DRAM"
     if unit.startswith("compute"):

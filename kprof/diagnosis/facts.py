@@ -2,8 +2,9 @@
 its launch, its spec's work, the GPU's model and kprof peak's ceilings. The rules read only this.
 
 :func:`headroom` is the roofline's answer to "how far could it go": the measured time over the time
-the spec's work takes at the GPU's roofs (its bytes at kprof peak's measured ceiling, its FLOPs at the
-FP32 or tensor peak). Every rule caps its estimate there: no change makes a kernel faster than its roof.
+the spec's work takes at the GPU's roofs (its bytes at kprof peak's measured ceiling, its FLOPs at
+the FP32 or tensor peak). Every rule caps its estimate there: no change makes a kernel faster than
+its roof.
 """
 
 from __future__ import annotations
@@ -16,19 +17,21 @@ from kprof.build import occupancy
 from kprof.diagnosis import ptxscan
 from kprof.measure.kernelprofile import KernelProfile
 
-# FP64 results per clock per SM, from the CUDA C++ Programming Guide's table of arithmetic instruction
-# throughput (64-bit floating-point add, multiply, multiply-add): 1/2 of FP32 on the data-centre parts,
-# 1/32 to 1/64 on the others. None where kprof has no figure.
+# FP64 results per clock per SM, from the CUDA C++ Programming Guide's table of arithmetic
+# instruction throughput (64-bit floating-point add, multiply, multiply-add): 1/2 of FP32 on the
+# data-centre parts, 1/32 to 1/64 on the others. None where kprof has no figure.
 FP64_PER_SM_CLOCK = {
     "sm_61": 4, "sm_70": 32, "sm_75": 2, "sm_80": 32, "sm_86": 2, "sm_87": 2, "sm_89": 2, "sm_90": 64,
     "sm_100": 64, "sm_120": 2, "sm_121": 2,
 }  # fmt: skip
 FAST_FP64 = 1 / 4  # an FP64:FP32 ratio at or above this is "many FP64 units"
-LATENCY_BELOW = 0.6  # no unit busier than this: the kernel waits (latency), it is not bound by a unit
+# no unit busier than this: the kernel waits (latency), it is not bound by a unit
+LATENCY_BELOW = 0.6
 
 
 def fp64_ratio_of(arch: str) -> float | None:
-    """This architecture's FP64 rate over its FP32 rate (1/2 on H100 and H200, 1/64 on an RTX 4090)."""
+    """This architecture's FP64 rate over its FP32 rate (1/2 on H100 and H200, 1/64 on an RTX
+    4090)."""
     base = arch.rstrip("af")
     per = FP64_PER_SM_CLOCK.get(base)
     try:
@@ -38,8 +41,8 @@ def fp64_ratio_of(arch: str) -> float | None:
 
 
 def bare_name(kernel: str) -> str:
-    """A kernel's name as its source writes it, from what a profile calls it: ``void ns::k<float, 4>(float *, int)``,
-    ``k<(int)1>(float *)`` and ``k[lambda(float)(instance1)]`` are ``k``."""
+    """A kernel's name as its source writes it, from what a profile calls it: ``void ns::k<float,
+    4>(float *, int)``, ``k<(int)1>(float *)`` and ``k[lambda(float)(instance1)]`` are ``k``."""
     depth, out = 0, []
     for ch in kernel:
         if ch == "<":
@@ -55,8 +58,8 @@ def bare_name(kernel: str) -> str:
 
 
 def kernel_line(source_lines: tuple[str, ...] | list[str], name: str, *, strict: bool = False) -> int:
-    """The line declaring kernel ``name`` (``__global__ ... name(``, the name on the line or on one of the next two),
-    else (unless ``strict``) the first ``__global__`` line, else 0."""
+    """The line declaring kernel ``name`` (``__global__ ... name(``, the name on the line or on one
+    of the next two), else (unless ``strict``) the first ``__global__`` line, else 0."""
     first = 0
     name = bare_name(name)
     for k, text in enumerate(source_lines, 1):
@@ -70,8 +73,8 @@ def kernel_line(source_lines: tuple[str, ...] | list[str], name: str, *, strict:
 
 
 def function_span(source_lines: tuple[str, ...] | list[str], start: int) -> tuple[int, int]:
-    """The lines (first, last; 1-based) of the function declared at line ``start``: to its body's closing brace.
-    The whole file where ``start`` is 0 (no kernel found)."""
+    """The lines (first, last; 1-based) of the function declared at line ``start``: to its body's
+    closing brace. The whole file where ``start`` is 0 (no kernel found)."""
     if start <= 0:
         return 1, len(source_lines)
     depth, opened = 0, False
@@ -88,8 +91,8 @@ def function_span(source_lines: tuple[str, ...] | list[str], start: int) -> tupl
 
 @dataclass(frozen=True, kw_only=True)
 class SourceFiles:
-    """Where a cause's line is named: the kernel's source file and its lines, the kernel it profiled there, and
-    the spec file with its ``launch:`` (or ``steps:``) line."""
+    """Where a cause's line is named: the kernel's source file and its lines, the kernel it profiled
+    there, and the spec file with its ``launch:`` (or ``steps:``) line."""
 
     path: Path | None = None  # the kernel's .cu (None for a Python operation)
     lines: tuple[str, ...] = ()
@@ -122,7 +125,8 @@ class Facts:
     registers: int | None = None
     spill_bytes: int = 0
     notes: list[str] = field(default_factory=list)
-    kernel_seconds: tuple[float, ...] = ()  # each launch's own GPU time in one timed call (CUPTI; empty: not measured)
+    # each launch's own GPU time in one timed call (CUPTI; empty: not measured)
+    kernel_seconds: tuple[float, ...] = ()
 
     @property
     def limits(self) -> occupancy.ArchLimits | None:
@@ -163,9 +167,9 @@ class Facts:
         return self.profile.memory.of_ceiling or self.profile.memory.dram_fraction
 
     def source_line(self, pattern: str, *, after: int = 0) -> int:
-        """The first line matching ``pattern`` (a regular expression) in the profiled kernel's own function, from
-        line ``after``; 0 where it has none. Never another kernel's line: a file of several kernels once had its
-        int64 division named at another kernel's ``/``."""
+        """The first line matching ``pattern`` (a regular expression) in the profiled kernel's own
+        function, from line ``after``; 0 where it has none. Never another kernel's line: a file of
+        several kernels once had its int64 division named at another kernel's ``/``."""
         rx = re.compile(pattern)
         lines = self.code.lines
         if not (start := self.entry_line()):
@@ -178,8 +182,9 @@ class Facts:
         return 0
 
     def entry_line(self) -> int:
-        """The profiled kernel's declaration: by the name the profile gives it (demangled), else by the spec's entry
-        (a profile without counters is named for the spec); 0 where neither is in the file (never another kernel's)."""
+        """The profiled kernel's declaration: by the name the profile gives it (demangled), else by
+        the spec's entry (a profile without counters is named for the spec); 0 where neither is in
+        the file (never another kernel's)."""
         from kprof.demangle import demangle
 
         for name in (self.profile.kernel, demangle(self.code.entry_name), self.code.entry_name):
@@ -189,7 +194,8 @@ class Facts:
 
 
 def profile_units(p: KernelProfile) -> dict[str, float]:
-    """The roofline's levels a profile measured, each a share of its peak (none without counters)."""
+    """The roofline's levels a profile measured, each a share of its peak (none without
+    counters)."""
     m, c = p.memory, p.compute
     seen = {
         "DRAM": m.of_ceiling if m.of_ceiling is not None else m.dram_fraction,

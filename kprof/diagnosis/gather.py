@@ -1,7 +1,8 @@
 """Facts from kprof's own pipeline: a prepared spec, its profile, one timed run, the ceilings.
 
-The command layer hands it the PTX (``kprof.build.build.ptx``); it reads the spec file (for the launch
-line) and the source; the rules read only the :class:`~kprof.diagnosis.facts.Facts` it returns.
+The command layer hands it the PTX (``kprof.build.build.ptx``); it reads the spec file (for the
+launch line) and the source; the rules read only the :class:`~kprof.diagnosis.facts.Facts` it
+returns.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
               kernel_seconds: tuple[float, ...] = ()) -> Facts:
     """The facts of ``prepared`` (:class:`kprof.launch.prepared.Prepared`): ``timed`` a
     :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
-    and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench), and
-    ``kernel_seconds`` each launch's own GPU time in that bench's timed call (CUPTI)."""
+    and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench),
+    and ``kernel_seconds`` each launch's own GPU time in that bench's timed call (CUPTI)."""
     r, built = prepared.resolved, prepared.built
     spec = r.spec
     notes: list[str] = [ptx_note] if ptx_note else []
@@ -51,7 +52,8 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
     if ptx is not None:
         entries = ptxscan.scan(ptx)  # by symbol: a C++ kernel's is mangled
         main = built.symbol_of(spec.entry)
-        if len(r.steps) > 1:  # several kernels: the longest-running one is not known here; the last launched
+        # several kernels: the longest-running one is not known here; the last launched
+        if len(r.steps) > 1:
             main = built.symbol_of(r.steps[-1].entry)
         name = main if main in entries else None  # never another kernel's lines
         entry = entries.get(name) if name else None
@@ -63,7 +65,8 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
             source_lines = tuple(spec.source.read_text(errors="replace")[:MAX_SOURCE_BYTES].splitlines())
         except OSError:
             pass
-    device = device_of(timed.device if timed is not None else None)  # a ChildResult's, or a recorded one's record
+    # a ChildResult's, or a recorded one's record
+    device = device_of(timed.device if timed is not None else None)
     sm_count = (device.sm_count or None) if device else None
     sm_hz = (device.clock_khz * 1e3 or None) if device else None
     if seconds is None and timed is not None and timed.time_ms:
@@ -103,9 +106,10 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
 
 
 def fold_headers(page: sourcepage.SourceLines, ptx: str, source: Path) -> sourcepage.SourceLines:
-    """The page with what was measured inside a CUDA header's inlined function (``atomicAdd``'s body) counted on
-    the user's line that called it (:func:`kprof.tools.nsight.sourcepage.fold_inlined`): the user's files are the
-    spec's source and the local headers it includes."""
+    """The page with what was measured inside a CUDA header's inlined function (``atomicAdd``'s
+    body) counted on the user's line that called it
+    (:func:`kprof.tools.nsight.sourcepage.fold_inlined`): the user's files are the spec's source and
+    the local headers it includes."""
     from kprof.build import cusource
     from kprof.errors import KprofError
 

@@ -1,12 +1,13 @@
 """Where a kernel's cost sits, line by line, from what Nsight Compute measured on each source line.
 
 A cause names the line where its own measured cost is largest (:func:`place`): excess L2 sectors for
-uncoalesced accesses, excess shared-memory wavefronts for bank conflicts, divergent branches (else the lanes
-left idle) for divergence, barrier stall samples for a barrier, local-memory sectors for local memory, stall
-samples on the lines whose instructions are of a kind (FP64 math, global atomics, loads) for the rest. The PTX
-may say which lines could be at fault; only a measurement picks one, and the line says its share of that cost
-and of the kernel's stall samples. Where the profile has no Source page, :func:`unmeasured` says so: no line is
-guessed. :func:`hot` is the Source page's view in a few rows: the lines with most stall samples and their reasons.
+uncoalesced accesses, excess shared-memory wavefronts for bank conflicts, divergent branches (else
+the lanes left idle) for divergence, barrier stall samples for a barrier, local-memory sectors for
+local memory, stall samples on the lines whose instructions are of a kind (FP64 math, global
+atomics, loads) for the rest. The PTX may say which lines could be at fault; only a measurement
+picks one, and the line says its share of that cost and of the kernel's stall samples. Where the
+profile has no Source page, :func:`unmeasured` says so: no line is guessed. :func:`hot` is the
+Source page's view in a few rows: the lines with most stall samples and their reasons.
 :func:`concentration` answers "where does this unit's work sit" for a limiter no rule explained.
 """
 
@@ -37,7 +38,8 @@ def does(x: LineCounters, ops: tuple[str, ...]) -> bool:
 
 @dataclass(frozen=True)
 class Placed:
-    """A line picked by a measured cost: the line, its share of that cost, its share of the kernel's stall samples."""
+    """A line picked by a measured cost: the line, its share of that cost, its share of the kernel's
+    stall samples."""
 
     at: LineCounters
     share: float  # of the cost summed over the kernel's lines
@@ -46,10 +48,10 @@ class Placed:
 
 def place(page: SourceLines | None, metric: str, *, where: Callable[[LineCounters], bool] | None = None,
           prefer: Callable[[LineCounters], bool] | None = None) -> Placed | None:
-    """The line with most of ``metric`` (a :meth:`LineCounters.count` name) among those ``where`` allows; None where
-    the page lacks the counter or no line has any. ``prefer``: where one of those lines has some of it, the line is
-    picked among them (the share stays of the whole: a divergent branch the PTX shows the lanes disagree on, before
-    the branches inside the paths it starts)."""
+    """The line with most of ``metric`` (a :meth:`LineCounters.count` name) among those ``where``
+    allows; None where the page lacks the counter or no line has any. ``prefer``: where one of those
+    lines has some of it, the line is picked among them (the share stays of the whole: a divergent
+    branch the PTX shows the lanes disagree on, before the branches inside the paths it starts)."""
     if page is None or not (page.has(metric) or (metric.startswith("stall:") and page.has("samples"))):
         return None
     pool = [x for x in page.lines if where is None or where(x)]
@@ -74,12 +76,14 @@ def line_of(p: Placed, what: str, cost: str) -> Line:
 
 
 def unmeasured(why: str) -> Line:
-    """No line, said: the cause's cost was not measured per line (no Source page, or no counter for it)."""
+    """No line, said: the cause's cost was not measured per line (no Source page, or no counter for
+    it)."""
     return Line("", 0, f"line not measured ({why})")
 
 
 def top_reasons(x: LineCounters, k: int = 2) -> list[tuple[str, float]]:
-    """The line's largest stall reasons, each a share of its samples ("selected", an issuing warp, left out)."""
+    """The line's largest stall reasons, each a share of its samples ("selected", an issuing warp,
+    left out)."""
     total = sum(x.stalls.values())
     ranked = sorted(((r, v) for r, v in x.stalls.items() if r != "selected" and v), key=lambda rv: -rv[1])
     return [(r, v / total) for r, v in ranked[:k]] if total else []
@@ -101,7 +105,8 @@ class Hot:
 
 
 def hot(page: SourceLines | None, n: int = 5, *, at_least: float = 0.02) -> list[Hot]:
-    """The ``n`` lines with most stall samples (each at least ``at_least`` of them), as the Source page sorts them."""
+    """The ``n`` lines with most stall samples (each at least ``at_least`` of them), as the Source
+    page sorts them."""
     if page is None or not page.has("samples"):
         return []
     total = page.total("samples")
@@ -112,7 +117,8 @@ def hot(page: SourceLines | None, n: int = 5, *, at_least: float = 0.02) -> list
             for x in ranked[:n] if x.samples / total >= at_least]
 
 
-# A limiter's unit -> (the lines that do its work, by which measured count, what the lines do, what relieves it)
+# A limiter's unit -> (the lines that do its work, by which measured count, what the lines do, what
+# relieves it)
 UNITS: dict[str, tuple[Callable[[LineCounters], bool] | None, str, str, str]] = {
     "shared pipe": (lambda x: does(x, SHARED_OPS), "shared_wavefronts", "shared-memory accesses",
                     "fewer shared-memory accesses per result: keep reused values in registers (a register tile), "
@@ -143,11 +149,13 @@ LATENCY = ("stall samples", "more work in flight per warp (independent loads, un
 
 
 def concentration(page: SourceLines | None, unit: str) -> tuple[Placed, str, str] | None:
-    """Where ``unit``'s work sits (a limiter's name from the diagnosis; ``latency`` for none): the line with most
-    of it, what it does there and what usually relieves it; None where the page cannot say."""
+    """Where ``unit``'s work sits (a limiter's name from the diagnosis; ``latency`` for none): the
+    line with most of it, what it does there and what usually relieves it; None where the page
+    cannot say."""
     if unit in UNITS:
         where, metric, what, relief = UNITS[unit]
-        if (p := place(page, metric, where=where)) is None:  # the unit's own count missing: its lines by stall samples
+        # the unit's own count missing: its lines by stall samples
+        if (p := place(page, metric, where=where)) is None:
             p = place(page, "samples", where=where)
         return (p, what, relief) if p is not None else None
     p = place(page, "samples")

@@ -1,4 +1,5 @@
-"""The diagnosis's typed records: a cause with its evidence, line, change and gain; the whole verdict.
+"""The diagnosis's typed records: a cause with its evidence, line, change and gain; the whole
+verdict.
 
 A :class:`Gain` is an estimate with its basis (what it was computed from) until a try measures it;
 ``measured`` then holds the measured speedup, from the same run as the original's time. Rendering
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from kprof.diagnosis.lines import Hot
 
-MIN_GAIN = 1.1  # an estimated gain below this is no advice: "nothing to gain here" is said, not a cause
+# an estimated gain below this is no advice: "nothing to gain here" is said, not a cause
+MIN_GAIN = 1.1
 
 
 @dataclass(frozen=True)
@@ -76,14 +78,17 @@ class Diagnosis:
     mode: Literal["counters", "counter-less"]  # Nsight Compute's counters, or none
     limiter: str  # the unit nearest its roof, or "latency" when none is busy
     units: dict[str, float]  # unit -> busy share of its peak, the roofline's levels kprof could see
-    headroom: float | None  # measured time / time at the roof (the spec's work at kprof peak's ceilings)
+    # measured time / time at the roof (the spec's work at kprof peak's ceilings)
+    headroom: float | None
     _: KW_ONLY  # the rest by name
     seconds: float | None
     causes: list[Cause]
     cannot_see: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    tries: list[Try] = field(default_factory=list)  # the tries of the first cause, in the order timed
-    inputs: dict[str, object] = field(default_factory=dict)  # what the rules read beyond the build: replayable
+    # the tries of the first cause, in the order timed
+    tries: list[Try] = field(default_factory=list)
+    # what the rules read beyond the build: replayable
+    inputs: dict[str, object] = field(default_factory=dict)
     hot: list[Hot] = field(default_factory=list)  # the hottest source lines measured
 
     def to_dict(self) -> dict[str, object]:
@@ -143,8 +148,9 @@ def render(d: Diagnosis) -> str:
 
 
 def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]:
-    """One SARIF result per cause (its rule ``kprof.perf.RULE``, a warning, the change and the gain in the
-    message, the line as its location; the lines the change also touches as related locations)."""
+    """One SARIF result per cause (its rule ``kprof.perf.RULE``, a warning, the change and the gain
+    in the message, the line as its location; the lines the change also touches as related
+    locations)."""
     from kprof.findings import sarif_location
 
     results = []
@@ -167,7 +173,8 @@ def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]
 
 
 def to_sarif(diagnoses: list[Diagnosis], tool_version: str, root: str | None = None) -> dict[str, object]:
-    """SARIF 2.1.0 of ``kprof profile``'s diagnoses: one run, a rule per cause kind, a result per cause."""
+    """SARIF 2.1.0 of ``kprof profile``'s diagnoses: one run, a rule per cause kind, a result per
+    cause."""
     results = [r for d in diagnoses for r in sarif_results(d, root)]
     ids = sorted({r["ruleId"] for r in results})
     for r in results:

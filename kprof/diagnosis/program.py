@@ -1,11 +1,13 @@
-"""``kprof profile -- CMD``: where to spend the week. The profiled launches grouped by kernel, ranked by
-their share of the profiled GPU time, each with its limiter (the roofline level nearest its peak), its
-headroom to that roof, the whole program's gain if that kernel reached its roof (Amdahl), and the user's
-Python lines that launched it (:mod:`kprof.tools.programs.launchsites`, matched to ncu's kernel names here).
+"""``kprof profile -- CMD``: where to spend the week. The profiled launches grouped by kernel,
+ranked by their share of the profiled GPU time, each with its limiter (the roofline level nearest
+its peak), its headroom to that roof, the whole program's gain if that kernel reached its roof
+(Amdahl), and the user's Python lines that launched it (:mod:`kprof.tools.programs.launchsites`,
+matched to ncu's kernel names here).
 
-The share's denominator is the GPU time of the launches ncu profiled (``--launch-skip``/``--launch-count``
-choose them), not the program's wall time; the headroom is 1 / the busiest unit's share of its peak (a
-kernel at its roof has some unit near 100%), an estimate. Pure: profiles in, a ranking out.
+The share's denominator is the GPU time of the launches ncu profiled
+(``--launch-skip``/``--launch-count`` choose them), not the program's wall time; the headroom is 1 /
+the busiest unit's share of its peak (a kernel at its roof has some unit near 100%), an estimate.
+Pure: profiles in, a ranking out.
 """
 
 from __future__ import annotations
@@ -32,10 +34,14 @@ class Ranked:
     _: KW_ONLY  # the rest by name
     busiest: float | None  # the limiter's share of its peak
     headroom: float | None  # 1 / busiest, at most MAX_HEADROOM (an estimate)
-    program_gain: float | None  # the program's speedup (over the profiled launches) if this kernel reached its roof
-    sites: tuple[str, ...] = ()  # the user's lines that launched it (path:line (function)), first launched first
-    sites_by: str = ""  # how the launches were matched to this kernel: "name", "function name" (a guess), ""
-    ranks: tuple[int, ...] = ()  # the ranks of a multi-process job whose profiled launches these are
+    # the program's speedup (over the profiled launches) if this kernel reached its roof
+    program_gain: float | None
+    # the user's lines that launched it (path:line (function)), first launched first
+    sites: tuple[str, ...] = ()
+    # how the launches were matched to this kernel: "name", "function name" (a guess), ""
+    sites_by: str = ""
+    # the ranks of a multi-process job whose profiled launches these are
+    ranks: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -43,7 +49,8 @@ class Ranked:
 
 @dataclass(frozen=True)
 class ProgramProfile:
-    """``kprof profile -- CMD``: ncu's report of each profiled launch, the ranking, and the launch sites."""
+    """``kprof profile -- CMD``: ncu's report of each profiled launch, the ranking, and the launch
+    sites."""
     profiles: list[KernelProfile]
     ranking: list[Ranked]
     sites: Sites
@@ -60,7 +67,8 @@ def _base_name(label: str) -> str:
 
 
 _LAMBDA = re.compile(r"\[lambda\(([^)]*)\)\(instance(\d+)\)\]")  # ncu's [lambda(float)(instance1)]
-_LITERAL_SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:ull|ul|ll|u|l)(?![\w])")  # the demangler's 2ul, 32u
+# the demangler's 2ul, 32u
+_LITERAL_SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:ull|ul|ll|u|l)(?![\w])")
 _ENUM_CAST = re.compile(r"\(\w+\)(-?\d+)")  # the demangler's (SortOrder)0 where ncu writes 0
 
 
@@ -68,9 +76,10 @@ _ENUM_CAST = re.compile(r"\(\w+\)(-?\d+)")  # the demangler's (SortOrder)0 where
 def _key(name: str) -> str:
     """A kernel's name as both ncu and the C++ demangler can be brought to write it: no ``void``, no
     parameter list, no namespaces (ncu shortens them: ``at::<unnamed>::`` for the demangler's
-    ``at::native::(anonymous namespace)::``), no ``const`` (``const float*`` / ``float const*``), lambdas,
-    integer literals, enum casts and bools written one way (``[lambda()(instance3)]`` / ``{lambda()#3}``,
-    ``2`` / ``2ul``, ``0`` / ``(SortOrder)0``, ``1`` / ``true``), no spaces; template arguments kept."""
+    ``at::native::(anonymous namespace)::``), no ``const`` (``const float*`` / ``float const*``),
+    lambdas, integer literals, enum casts and bools written one way (``[lambda()(instance3)]`` /
+    ``{lambda()#3}``, ``2`` / ``2ul``, ``0`` / ``(SortOrder)0``, ``1`` / ``true``), no spaces;
+    template arguments kept."""
     text = demangle.short(demangle.demangle(name), 100_000).replace("(anonymous namespace)", "<unnamed>")
     text = _LAMBDA.sub(r"{lambda(\1)#\2}", text)
     text = re.sub(r"(\w+|<unnamed>)::", "", text)
@@ -85,9 +94,9 @@ def _function(name: str) -> str:
 
 
 def match_sites(kernel: str, sites: Sites) -> tuple[tuple[LaunchSite, ...], str]:
-    """The launch sites of the kernel ncu named ``kernel``: the launches of the kernel of the same name
-    (the demangled name, template arguments and all), else of every kernel with the same bare function
-    name (two instantiations are then not told apart: said as "function name"). Pure."""
+    """The launch sites of the kernel ncu named ``kernel``: the launches of the kernel of the same
+    name (the demangled name, template arguments and all), else of every kernel with the same bare
+    function name (two instantiations are then not told apart: said as "function name"). Pure."""
     want = _key(kernel)
     exact = [s for name, ss in sites.by_kernel.items() if _key(name) == want for s in ss]
     if exact:

@@ -2,12 +2,13 @@
 
 kprof builds with ``-lineinfo``, so the PTX of a kernel carries ``.loc FILE LINE COL`` before the
 instructions of each source line (and ``inlined_at`` where a function was inlined: the line in the
-kernel's own file is kept). :func:`scan` reads it into :class:`Instr` records, each with its line and
-how many loops it sits in (a loop is a backward branch to a label above it). The diagnosis asks it
-questions: which lines hold global atomics, FP64 arithmetic, local memory, a barrier inside a loop,
-64-bit division, adjacent scalar loads that one vector load would do, a branch around a loop.
+kernel's own file is kept). :func:`scan` reads it into :class:`Instr` records, each with its line
+and how many loops it sits in (a loop is a backward branch to a label above it). The diagnosis asks
+it questions: which lines hold global atomics, FP64 arithmetic, local memory, a barrier inside a
+loop, 64-bit division, adjacent scalar loads that one vector load would do, a branch around a loop.
 
-It is static: it says what a line does, not how often or how slowly. Pure, tested on PTX nvcc writes.
+It is static: it says what a line does, not how often or how slowly. Pure, tested on PTX nvcc
+writes.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ class Instr:
 class Entry:
     name: str
     instrs: list[Instr] = field(default_factory=list)
-    branches: list[tuple[int, int, bool]] = field(default_factory=list)  # (at, target index, conditional)
+    # (at, target index, conditional)
+    branches: list[tuple[int, int, bool]] = field(default_factory=list)
     exits: set[int] = field(default_factory=set)  # label indices whose block only returns
-    guards: dict[int, str] = field(default_factory=dict)  # a conditional branch's index -> its predicate register
+    # a conditional branch's index -> its predicate register
+    guards: dict[int, str] = field(default_factory=dict)
 
     def hottest(self, pred: Callable[[Instr], bool]) -> tuple[str, int] | None:
         """The line whose matching instructions sit in the most loops (then the most of them)."""
@@ -134,7 +137,8 @@ def scan(ptx: str) -> dict[str, Entry]:
         if m := _LOC.match(s):
             fid, ln = m.group(1), int(m.group(2))
             if m.group(3) and files.get(m.group(3)) != files.get(fid) and files.get(m.group(3)):
-                fid, ln = m.group(3), int(m.group(4))  # inlined from a header: the kernel's own line
+                # inlined from a header: the kernel's own line
+                fid, ln = m.group(3), int(m.group(4))
             if ln:  # line 0 is code of no one line (the compiler's own): the record says 0
                 where = (files.get(fid, fid), ln)
             else:
@@ -161,10 +165,10 @@ def scan(ptx: str) -> dict[str, Entry]:
 
 
 def inline_sites(ptx: str) -> dict[tuple[str, int], frozenset[tuple[str, int]]]:
-    """Where each line of an inlined function was inlined: (file, line) of a header's line (a CUDA header's
-    ``atomicAdd``, a helper of the user's own) -> the lines of another file that call it, followed out to the
-    outermost (``.loc F L C, function_name ..., inlined_at F2 L2 C2`` chains). Lines inlined within their own file
-    are left out: they are the user's lines already. Pure."""
+    """Where each line of an inlined function was inlined: (file, line) of a header's line (a CUDA
+    header's ``atomicAdd``, a helper of the user's own) -> the lines of another file that call it,
+    followed out to the outermost (``.loc F L C, function_name ..., inlined_at F2 L2 C2`` chains).
+    Lines inlined within their own file are left out: they are the user's lines already. Pure."""
     text = ptx[:MAX_PTX_BYTES]
     files: dict[str, str] = {}
     pairs: set[tuple[str, int, str, int]] = set()
@@ -259,8 +263,9 @@ LANE = "lane"  # differs between the lanes of a warp, not linearly (x & 1, x % 4
 
 class _Forms(dict[str, "int | str"]):
     """Each register's form as a pass goes, and every form each register was given. A register given
-    different forms in different places (a loop-carried value: ``j = next[j]``'s j is the thread's index
-    before the loop and a loaded value in it) is, in the second pass, what joins them: UNKNOWN."""
+    different forms in different places (a loop-carried value: ``j = next[j]``'s j is the thread's
+    index before the loop and a loaded value in it) is, in the second pass, what joins them:
+    UNKNOWN."""
 
     def __init__(self, joined: frozenset[str] = frozenset()) -> None:
         super().__init__()
@@ -273,8 +278,8 @@ class _Forms(dict[str, "int | str"]):
 
 
 def _pass(entry: Entry) -> tuple[list[tuple[Instr, int | str]], dict[int, bool]]:
-    """Two forward passes over the PTX in order (:func:`_one_pass`): the second with the registers that
-    the first saw given different forms (loop-carried values) taken as UNKNOWN."""
+    """Two forward passes over the PTX in order (:func:`_one_pass`): the second with the registers
+    that the first saw given different forms (loop-carried values) taken as UNKNOWN."""
     forms = _Forms()
     first = _one_pass(entry, forms)
     joined = frozenset(reg for reg, given in forms.defs.items() if len(given) > 1)
@@ -340,7 +345,8 @@ def _one_pass(entry: Entry, forms: _Forms) -> tuple[list[tuple[Instr, int | str]
             forms[dst] = (vals[0][0] * (1 << k) if isinstance(vals[0][0], int) else vals[0][0]) if k is not None \
                 else (UNKNOWN if vals[0][0] != 0 else 0)
         elif op.startswith(("and.", "rem.")) and len(vals) == 2 and isinstance(vals[0][0], int) and vals[1][1]:
-            # x & (2^k - 1) or x % m of a lane-linear x: lanes differ unless the stride is a multiple of the period
+            # x & (2^k - 1) or x % m of a lane-linear x: lanes differ unless the stride is a
+            # multiple of the period
             period = vals[1][1] + 1 if op.startswith("and.") else vals[1][1]
             forms[dst] = LANE if vals[0][0] % period else 0
         else:
@@ -358,8 +364,8 @@ def lane_strides(entry: Entry) -> list[tuple[Instr, int | str]]:
 
 
 def lane_branch(entry: Entry) -> tuple[str, int] | None:
-    """The line of a branch into two paths of work (:func:`branch_around_loop`) whose condition differs
-    between the lanes of a warp, as far as the PTX's arithmetic shows; None if none does."""
+    """The line of a branch into two paths of work (:func:`branch_around_loop`) whose condition
+    differs between the lanes of a warp, as far as the PTX's arithmetic shows; None if none does."""
     hit = branch_around_loop(entry)
     if hit is None:
         return None
@@ -372,11 +378,13 @@ def lane_branch(entry: Entry) -> tuple[str, int] | None:
 
 
 def lane_branches(entry: Entry) -> set[tuple[str, int]]:
-    """The lines of every conditional branch whose condition differs between the lanes of a warp, as far as the
-    PTX's arithmetic shows (``if ((threadIdx.x & 31) < 16)``), whatever its paths hold; a branch to the kernel's
-    return (``if (i >= n) return;``) is left out: it diverges in the last block only."""
+    """The lines of every conditional branch whose condition differs between the lanes of a warp, as
+    far as the PTX's arithmetic shows (``if ((threadIdx.x & 31) < 16)``), whatever its paths hold; a
+    branch to the kernel's return (``if (i >= n) return;``) is left out: it diverges in the last
+    block only."""
     _, lanes = _pass(entry)
-    to_exit = {at for at, target, _ in entry.branches if target in entry.exits}  # a bounds check: the tail block only
+    # a bounds check: the tail block only
+    to_exit = {at for at, target, _ in entry.branches if target in entry.exits}
     return {(entry.instrs[at].file, entry.instrs[at].line) for at, varying in lanes.items() if varying and at not in to_exit}
 
 

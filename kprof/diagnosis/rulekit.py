@@ -1,7 +1,7 @@
-"""What every rule of :mod:`kprof.diagnosis.rules` uses: an estimate capped by the roof's headroom, Amdahl's
-law, and the line a cause points at: with counters, the line where the cause's own cost was measured largest
-(:func:`measured`, :mod:`kprof.diagnosis.lines`); without them, the line the PTX shows doing it (marked so);
-a declaration or the spec's launch where that is what to change."""
+"""What every rule of :mod:`kprof.diagnosis.rules` uses: an estimate capped by the roof's headroom,
+Amdahl's law, and the line a cause points at: with counters, the line where the cause's own cost was
+measured largest (:func:`measured`, :mod:`kprof.diagnosis.lines`); without them, the line the PTX
+shows doing it (marked so); a declaration or the spec's launch where that is what to change."""
 
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ def static(line: Line) -> Line:
 
 
 def ptx_line(f: Facts, pred: Callable[[ptxscan.Instr], bool], why: str) -> Line | None:
-    """The line whose instructions of a kind sit in the most loops: what the PTX proposes (:func:`measured` names it
-    only without counters, marked so; with them a measurement places the cause)."""
+    """The line whose instructions of a kind sit in the most loops: what the PTX proposes
+    (:func:`measured` names it only without counters, marked so; with them a measurement places the
+    cause)."""
     if f.entry is None:
         return None
     hit = f.entry.hottest(pred)
@@ -47,12 +48,14 @@ def ptx_line(f: Facts, pred: Callable[[ptxscan.Instr], bool], why: str) -> Line 
 
 
 def ptx_lines(f: Facts, pred: Callable[[ptxscan.Instr], bool]) -> set[tuple[str, int]]:
-    """Every line the PTX shows an instruction of a kind on (the candidates a measurement picks among)."""
+    """Every line the PTX shows an instruction of a kind on (the candidates a measurement picks
+    among)."""
     return {(i.file, i.line) for i in f.entry.instrs if pred(i)} if f.entry is not None else set()
 
 
 def on(candidates: set[tuple[str, int]]) -> Callable[[LineCounters], bool]:
-    """A measured line that is one of ``candidates`` (by file name and line: ncu and the PTX may spell paths apart)."""
+    """A measured line that is one of ``candidates`` (by file name and line: ncu and the PTX may
+    spell paths apart)."""
     from pathlib import Path
 
     names = {(Path(file).name, line) for file, line in candidates}
@@ -61,9 +64,10 @@ def on(candidates: set[tuple[str, int]]) -> Callable[[LineCounters], bool]:
 
 def measured(f: Facts, metric: str, what: str, cost: str, *, where: Callable[[LineCounters], bool] | None = None,
              proposed: Line | None = None, prefer: Callable[[LineCounters], bool] | None = None) -> Line | None:
-    """The cause's line: with counters, the line where ``metric`` (its cost, :meth:`LineCounters.count`) was measured
-    largest among those ``where`` allows, with its share; "line not measured" where the profile has no such
-    measurement. Without counters, the ``proposed`` line (from the PTX, marked so)."""
+    """The cause's line: with counters, the line where ``metric`` (its cost,
+    :meth:`LineCounters.count`) was measured
+    largest among those ``where`` allows, with its share; "line not measured" where the profile has
+    no such measurement. Without counters, the ``proposed`` line (from the PTX, marked so)."""
     if not f.counters:
         return static(proposed) if proposed is not None else None
     page = f.profile.lines
@@ -90,7 +94,8 @@ def headroom_text(f: Facts) -> str:
 
 
 def first_measured(*tries: Line | None) -> Line | None:
-    """The first of several placements that found a measured line; else the last (its "line not measured")."""
+    """The first of several placements that found a measured line; else the last (its "line not
+    measured")."""
     for line in tries:
         if line is not None and line.line:
             return line

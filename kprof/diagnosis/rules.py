@@ -1,6 +1,7 @@
 """The causes kprof looks for, one :class:`Rule` each, in one registry (:data:`RULES`).
 
-A rule reads :class:`~kprof.diagnosis.facts.Facts` and returns a :class:`~kprof.diagnosis.model.Cause`
+A rule reads :class:`~kprof.diagnosis.facts.Facts` and returns a
+:class:`~kprof.diagnosis.model.Cause`
 or None. Its estimate has a stated basis and is capped by the roof's headroom. A rule that needs
 counters it does not have returns None and says so through :meth:`Rule.blind`. Adding a cause is
 adding a class here (or in :mod:`kprof.diagnosis.rules_memory`, the rules of memory) and an entry in
@@ -91,10 +92,11 @@ class TailWave:
                           f"capped at {headroom_text(f)}"), line=launch_line(f, "the launch's grid"))
 
 
-# Where the busiest unit is under this share of its peak, more warps still gain (1 / busy, at least 1.25x), even
-# past the latency-bound line (an H100's 25%-occupancy kernel with L2 at 66%)
+# Where the busiest unit is under this share of its peak, more warps still gain (1 / busy, at least
+# 1.25x), even past the latency-bound line (an H100's 25%-occupancy kernel with L2 at 66%)
 OCCUPANCY_BUSY_BELOW = 0.8
-OCCUPANCY_BELOW = 0.75  # a limit that leaves more than this of the warps is no cause (at most 1.33x more warps)
+# a limit that leaves more than this of the warps is no cause (at most 1.33x more warps)
+OCCUPANCY_BELOW = 0.75
 
 
 class _Occupancy:
@@ -105,8 +107,8 @@ class _Occupancy:
         return None
 
     def _latency_bound(self, f: Facts) -> tuple[bool, str, float | None]:
-        """Whether no unit is near its limit (more warps would hide latency), why, and the busiest unit's
-        share of its peak (None where unknown)."""
+        """Whether no unit is near its limit (more warps would hide latency), why, and the busiest
+        unit's share of its peak (None where unknown)."""
         p = f.profile
         if f.counters:
             known = profile_units(p)
@@ -126,9 +128,9 @@ class _Occupancy:
         bound, why, busy = self._latency_bound(f)
         if not bound and (busy is None or busy > OCCUPANCY_BUSY_BELOW):
             return None  # a unit near its limit: more warps would wait for it
-        # More warps in flight hide latency until the busiest unit saturates: the gain is the lesser of
-        # the warps' ratio and that unit's headroom (a chain of L2 gathers at 94% of L2's peak gains 1.05x
-        # from four times the warps, measured on an H200)
+        # More warps in flight hide latency until the busiest unit saturates: the gain is the lesser
+        # of the warps' ratio and that unit's headroom (a chain of L2 gathers at 94% of L2's peak
+        # gains 1.05x from four times the warps, measured on an H200)
         k = lifted.occupancy / occ.occupancy
         if busy:
             k = min(k, 1.0 / busy)
@@ -168,8 +170,8 @@ class OccupancyShared(_Occupancy):
 
     @staticmethod
     def _where(f: Facts) -> Line | None:
-        """Where the block's shared memory is asked for: the launch's dynamic shared memory where it is most of it,
-        else the source's declaration."""
+        """Where the block's shared memory is asked for: the launch's dynamic shared memory where it
+        is most of it, else the source's declaration."""
         if f.shared_dynamic and f.shared_dynamic >= f.shared_static:
             return launch_line(f, f"the launch's dynamic shared memory ({f.shared_dynamic:,} B a block)")
         return src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration")
@@ -185,7 +187,8 @@ class Divergence:
         p = f.profile
         branch = ptxscan.branch_around_loop(f.entry) if f.entry else None
         proposed = Line(branch[0], branch[1], "the branch the lanes disagree on") if branch else None
-        # with counters: where the divergence starts (a lane-varying branch), not the paths it starts
+        # with counters: where the divergence starts (a lane-varying branch), not the paths it
+        # starts
         lanes = ptxscan.lane_branches(f.entry) if f.entry and f.counters else set()
         line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on", "divergent branches",
                                        proposed=proposed, prefer=on(lanes) if lanes else None),
@@ -290,7 +293,9 @@ class Barrier:
         if f.counters and (share is None or share < 0.25):
             return None
         if not f.counters and shared_in_loop:
-            return None  # a barrier guarding shared memory in a loop is the usual tiling: no advice without counters
+            # a barrier guarding shared memory in a loop is the usual tiling: no advice without
+            # counters
+            return None
         est = cap(amdahl(share, 1e9), f) if share else None
         b = in_loop[0]
         return Cause(self.id, "a barrier inside a hot loop" + ("" if shared_in_loop else
@@ -319,7 +324,8 @@ class Int64Division:
         n = f.entry.count(ptxscan.is_div64)
         proposed = ptx_line(f, ptxscan.is_div64, "64-bit division or remainder")
         candidates = {c for c in ptx_lines(f, ptxscan.is_div64) if c[1]}
-        if proposed is None or not proposed.line:  # the compiler gave the division no line: find it in the source
+        # the compiler gave the division no line: find it in the source
+        if proposed is None or not proposed.line:
             at = f.source_line(r"[^/*]/[^/*=]|%")
             proposed = src_line(f, at, "64-bit division or remainder (found in the source)")
             candidates = {(proposed.file, proposed.line)} if proposed else set()
@@ -332,7 +338,8 @@ class Int64Division:
             line = _division_moved(f, candidates, what) or line
         issue = f.profile.compute.issue_active
         if f.counters and issue is not None:
-            # a 64-bit division is a software routine, a few dozen instructions; a 32-bit one a handful
+            # a 64-bit division is a software routine, a few dozen instructions; a 32-bit one a
+            # handful
             share = min(0.9, issue)
             est = cap(amdahl(share, 2.0), f)
             basis = (f"Amdahl: instruction issue is {share:.0%} busy, and 32-bit division needs about half the "
@@ -345,14 +352,16 @@ class Int64Division:
                      "(precompute, or use a fast divider by an invariant)", Gain(est, basis), line=line)
 
 
-# The SASS of a division by a run-time value: the reciprocal estimate, or the call to the 64-bit routine
+# The SASS of a division by a run-time value: the reciprocal estimate, or the call to the 64-bit
+# routine
 DIVISION_SASS = ("MUFU.RCP", "CALL.REL.NOINC", "I2F.U32.RP")
 
 
 def _division_moved(f: Facts, candidates: set[tuple[str, int]], what: str) -> Line | None:
-    """The division's line where Nsight Compute counted its instructions on a neighbouring line (ptxas merged their
-    line entries: the routine under ``if (i >= n) return;``): the measured line whose SASS does the division, and the
-    PTX's division line nearest it, named with where the counters were."""
+    """The division's line where Nsight Compute counted its instructions on a neighbouring line
+    (ptxas merged their line entries: the routine under ``if (i >= n) return;``): the measured line
+    whose SASS does the division, and the PTX's division line nearest it, named with where the
+    counters were."""
     page = f.profile.lines
     if page is None or not candidates:
         return None
@@ -381,9 +390,11 @@ class LaunchOverhead:
         if each > self.SHORT_S:
             return None
         own = sorted(f.kernel_seconds)
-        if own:  # a launch's own GPU time, timed in the same call: what one fused launch takes at least
+        # a launch's own GPU time, timed in the same call: what one fused launch takes at least
+        if own:
             kernel, how = own[len(own) // 2], f"the median launch's own GPU time in the timed call (CUPTI, {len(own)} launches)"
-        else:  # ncu's duration of one launch: a launch profiled alone, with its caches flushed, is longer
+        # ncu's duration of one launch: a launch profiled alone, with its caches flushed, is longer
+        else:
             kernel, how = f.profile.duration_s or each / 4, "ncu's duration of one launch (no CUPTI time of each launch)"
         one = max(f.time_at_roof() or 0.0, kernel)
         est = f.seconds / max(one, 1e-9)
@@ -398,7 +409,8 @@ class LaunchOverhead:
 
 
 def _waits(f: Facts) -> tuple[Line, ...]:
-    """The line where warps were sampled waiting most (measured): where the latency more warps would hide sits."""
+    """The line where warps were sampled waiting most (measured): where the latency more warps would
+    hide sits."""
     p = lines.place(f.profile.lines, "samples") if f.counters else None
     if p is None:
         return ()
@@ -407,8 +419,9 @@ def _waits(f: Facts) -> tuple[Line, ...]:
 
 
 class Unexplained:
-    """No rule found a cause, yet the kernel is far from its roof: say where the limiting unit's work (or, for a
-    latency-bound kernel, its waiting) was measured, what those lines do, and what usually relieves that unit.
+    """No rule found a cause, yet the kernel is far from its roof: say where the limiting unit's
+    work (or, for a latency-bound kernel, its waiting) was measured, what those lines do, and what
+    usually relieves that unit.
     :func:`kprof.diagnosis.diagnose` asks it only when the rules found nothing."""
 
     id = "limiter-lines"
@@ -421,7 +434,8 @@ class Unexplained:
         head = f.headroom()
         if head is not None and head <= self.HEADROOM:
             return None
-        if head is None and (busy is None or busy >= LATENCY_BELOW):  # no roof: only a kernel that waits is advised
+        # no roof: only a kernel that waits is advised
+        if head is None and (busy is None or busy >= LATENCY_BELOW):
             return None
         found = lines.concentration(f.profile.lines if f.counters else None, unit)
         limit = f"{head:.2f}x from its roof" if head else "no roof (the spec has no work formula)"

@@ -1,5 +1,6 @@
-"""The rules of memory: uncoalesced accesses, shared-memory bank conflicts, local memory, scalar loads, no reuse
-of what was loaded, and contended global atomics. Each a :class:`kprof.diagnosis.rules.Rule`, listed in its
+"""The rules of memory: uncoalesced accesses, shared-memory bank conflicts, local memory, scalar
+loads, no reuse of what was loaded, and contended global atomics. Each a
+:class:`kprof.diagnosis.rules.Rule`, listed in its
 registry (:data:`kprof.diagnosis.rules.RULES`)."""
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ class Uncoalesced:
 
     @staticmethod
     def strided(f: Facts) -> tuple[Line, int | str, int] | None:
-        """The global access whose lanes are furthest apart (a run-time stride, or a sector or more),
-        from the PTX's address arithmetic: (its line, the stride, the access's width)."""
+        """The global access whose lanes are furthest apart (a run-time stride, or a sector or
+        more), from the PTX's address arithmetic: (its line, the stride, the access's width)."""
         if f.entry is None:
             return None
         worst = None
@@ -48,17 +49,19 @@ class Uncoalesced:
 
     @staticmethod
     def gather(f: Facts) -> bool:
-        """Whether the PTX shows no strided access but a load whose address depends on data (an index it
-        loaded: ``j = next[j]``): the sectors a request fills are then the data's, not the code's layout, and
-        making the lanes touch consecutive addresses is not a change the code can make."""
+        """Whether the PTX shows no strided access but a load whose address depends on data (an
+        index it loaded: ``j = next[j]``): the sectors a request fills are then the data's, not the
+        code's layout, and making the lanes touch consecutive addresses is not a change the code can
+        make."""
         if f.entry is None:
             return False
         return any(coef == ptxscan.UNKNOWN and i.op.startswith("ld.global") for i, coef in ptxscan.lane_strides(f.entry))
 
     @staticmethod
     def widest(f: Facts, prefix: str) -> int:
-        """The widest global load (``ld.global``) or store (``st.global``) a lane makes in the PTX, in bytes;
-        4 where there is no PTX. Consecutive lanes moving w bytes each fill w 32-byte sectors a request."""
+        """The widest global load (``ld.global``) or store (``st.global``) a lane makes in the PTX,
+        in bytes; 4 where there is no PTX. Consecutive lanes moving w bytes each fill w 32-byte
+        sectors a request."""
         if f.entry is None:
             return 4
         return max((ptxscan.width(i) for i in f.entry.instrs if i.op.startswith(prefix)), default=4)
@@ -67,10 +70,12 @@ class Uncoalesced:
         p = f.profile
         found = self.strided(f)
         width = found[2] if found else 4
-        ideal = float(width)  # 32-byte sectors a warp of consecutive width-byte lanes needs: 32 x width / 32
+        # 32-byte sectors a warp of consecutive width-byte lanes needs: 32 x width / 32
+        ideal = float(width)
         if f.counters:
-            # each direction against its own ideal: an 8-byte store of an MMA fragment fills 8 sectors a request
-            # and is coalesced (wgmma_matmul's epilogue was read as 2x uncoalesced against a 4-byte ideal)
+            # each direction against its own ideal: an 8-byte store of an MMA fragment fills 8
+            # sectors a request and is coalesced (wgmma_matmul's epilogue was read as 2x uncoalesced
+            # against a 4-byte ideal)
             sides = [(x, float(found[2] if found else self.widest(f, prefix)))
                      for x, prefix in ((p.memory.global_load_sectors_per_request, "ld.global"),
                                        (p.memory.global_store_sectors_per_request, "st.global")) if x]
@@ -138,7 +143,8 @@ class LocalMemory:
         if proposed is None and not f.spill_bytes and not p.memory.local_bytes:
             return None
         if f.counters and p.memory.local_bytes == 0 and not f.spill_bytes:
-            return None  # measured: no local traffic (ptxas kept the PTX's local array in registers)
+            # measured: no local traffic (ptxas kept the PTX's local array in registers)
+            return None
         line = first_measured(measured(f, "local_sectors", what, "local-memory sectors", proposed=proposed),
                               measured(f, "executed", what, "local-memory instructions executed",
                                        where=lambda x: lines.does(x, lines.LOCAL_OPS), proposed=proposed))
@@ -181,10 +187,10 @@ class Atomics:
                 return None
         elif not in_loop:
             return None
-        # Privatised per block, the atomics on one address no longer queue at one L2 slice for the whole GPU but
-        # at each SM's shared memory, side by side: the contention divided by the SMs that run blocks at once.
-        # (On an H200, a46d1a2 and a7d11e2: 132 SMs, the 64-bin histogram's fix measured 163.7x and 165.2x, the
-        # roof 328x: shared-memory atomics serialise too.)
+        # Privatised per block, the atomics on one address no longer queue at one L2 slice for the
+        # whole GPU but at each SM's shared memory, side by side: the contention divided by the SMs
+        # that run blocks at once. (On an H200, a46d1a2 and a7d11e2: 132 SMs, the 64-bin histogram's
+        # fix measured 163.7x and 165.2x, the roof 328x: shared-memory atomics serialise too.)
         spread = min(f.sm_count, f.blocks) if f.sm_count and f.blocks else None
         est = cap(float(spread), f) if spread else f.headroom()
         basis = (f"the atomics on each address spread from one L2 slice over the {spread} SMs that run blocks at once "
@@ -218,8 +224,9 @@ class ScalarLoads:
             est = amdahl(share, 4.0)
             basis = (f"Amdahl: the L1/LSU pipe is {share:.0%} busy and 16-byte accesses need a quarter of the "
                      f"instructions")
-            # a vector load moves the same sectors through L2 and DRAM: the gain stops where the busier of
-            # the two saturates (a neighbour-list gather with L2 83% busy gained 1.23x on an H200)
+            # a vector load moves the same sectors through L2 and DRAM: the gain stops where the
+            # busier of the two saturates (a neighbour-list gather with L2 83% busy gained 1.23x on
+            # an H200)
             below = max((x for x in (p.memory.l2_throughput, p.memory.dram_fraction) if x), default=None)
             if below and 1.0 / below < est:
                 est = 1.0 / below
@@ -238,8 +245,9 @@ class ScalarLoads:
 
 class NoReuse:
     id = "no-reuse"
-    # a register-blocked tiled CUDA-core matmul reaches about half the FP32 peak (kprof's regblock_matmul:
-    # 40% of the measured FMA peak on an H200); a shared-memory tile with a few outputs a thread, 16%
+    # a register-blocked tiled CUDA-core matmul reaches about half the FP32 peak (kprof's
+    # regblock_matmul: 40% of the measured FMA peak on an H200); a shared-memory tile with a few
+    # outputs a thread, 16%
     TILED_FP32_SHARE = 0.5
 
     def blind(self, f: Facts) -> str | None:

@@ -1,10 +1,11 @@
-"""``kprof profile`` over built specs: each profiled (Nsight Compute, or without counters), diagnosed (one timed
-run, the facts, the rules) and its first cause tried, spec after spec.
+"""``kprof profile`` over built specs: each profiled (Nsight Compute, or without counters),
+diagnosed (one timed run, the facts, the rules) and its first cause tried, spec after spec.
 
-:func:`profile_specs` is the loop the command hands its built specs to and gets a :class:`SpecProfiles` back;
+:func:`profile_specs` is the loop the command hands its built specs to and gets a
+:class:`SpecProfiles` back;
 :func:`diagnosis_of` is one spec's diagnosis from the kernel reports (with or without counters), a
-:class:`~kprof.diagnosis.model.Diagnosis`. The tries are timed by ``kprof bench`` runs the command layer hands
-down as a :class:`TryBench` (a stage below it builds nothing). Nothing here prints.
+:class:`~kprof.diagnosis.model.Diagnosis`. The tries are timed by ``kprof bench`` runs the command
+layer hands down as a :class:`TryBench` (a stage below it builds nothing). Nothing here prints.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TryBench:
-    """How a try is timed: ``kprof bench`` runs with no history, made by the command layer. ``sweep(name, sizes,
-    words)``: one spec over ``--param`` words; ``specs(specs, sizes)``: several specs in one run (the tries that
-    need no define)."""
+    """How a try is timed: ``kprof bench`` runs with no history, made by the command layer.
+    ``sweep(name, sizes, words)``: one spec over ``--param`` words; ``specs(specs, sizes)``: several
+    specs in one run (the tries that need no define)."""
 
     sweep: Callable[[str, dict[str, int], str], tries.SweepReport]
     specs: Callable[[list[KernelSpec], dict[str, int]], tries.SweepReport]
@@ -39,8 +40,8 @@ class TryBench:
 
 @dataclass(frozen=True, kw_only=True)
 class ProfileSettings:
-    """What ``kprof profile`` asks of Nsight Compute for every spec: the set, extra metrics, where reports are kept;
-    ``params``: the ``--param`` defines, named in each report's label."""
+    """What ``kprof profile`` asks of Nsight Compute for every spec: the set, extra metrics, where
+    reports are kept; ``params``: the ``--param`` defines, named in each report's label."""
 
     params: dict[str, str] = field(default_factory=dict)
     set_name: str = "quick"
@@ -51,8 +52,8 @@ class ProfileSettings:
 
 @dataclass(frozen=True)
 class SpecProfiles:
-    """What ``kprof profile NAME...`` measured: every kernel's profile, each spec's diagnosis, and the specs ncu
-    could not profile (the others still ran), each with its error."""
+    """What ``kprof profile NAME...`` measured: every kernel's profile, each spec's diagnosis, and
+    the specs ncu could not profile (the others still ran), each with its error."""
 
     profiles: list[KernelProfile] = field(default_factory=list)
     diagnoses: list[Diagnosis] = field(default_factory=list)
@@ -67,9 +68,10 @@ def profile_specs(built: Sequence[Prepared], settings: ProfileSettings, *, diagn
                   try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
                   bench: TryBench | None = None, peak: Ceilings | None = None,
                   progress: Callable[[str], None] | None = None) -> SpecProfiles:
-    """Each built spec profiled (a spec ncu cannot profile is kept with its error, the others go on), then, with
-    ``diagnose``, the diagnosis of each kernel the user wrote (a Python operation's kernels are not theirs to
-    change) with its tries. ``progress`` hears a line as each spec starts."""
+    """Each built spec profiled (a spec ncu cannot profile is kept with its error, the others go
+    on), then, with ``diagnose``, the diagnosis of each kernel the user wrote (a Python operation's
+    kernels are not theirs to change) with its tries. ``progress`` hears a line as each spec
+    starts."""
     profiles: list[KernelProfile] = []
     diagnoses: list[Diagnosis] = []
     errors: list[tuple[str, NcuError]] = []
@@ -90,8 +92,9 @@ def profile_specs(built: Sequence[Prepared], settings: ProfileSettings, *, diagn
 
 
 def profile_one(prepared: Prepared, settings: ProfileSettings) -> list[KernelProfile]:
-    """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may not
-    read counters, the counter-less report from one timed launch; any other ncu failure raises."""
+    """ncu over kprof's runner for one built spec: one report per kernel it launched. Where ncu may
+    not read counters, the counter-less report from one timed launch; any other ncu failure
+    raises."""
     from kprof.measure import profiling
 
     return profiling.profile_spec(prepared.resolved, prepared.built, prepared.job, params=settings.params,
@@ -102,9 +105,10 @@ def profile_one(prepared: Prepared, settings: ProfileSettings) -> list[KernelPro
 def diagnose_one(prepared: Prepared, profiles: list[KernelProfile], *, try_params: dict[str, list[str]] | None = None,
                  auto_try: bool = True, seconds: float | None = None, kernel_seconds: tuple[float, ...] = (),
                  bench: TryBench | None = None, peak: Ceilings | None = None, timeout: float = 300.0) -> Diagnosis:
-    """Why the kernel performs as it does: :func:`diagnosis_of` with the kernel's PTX (its lines without counters)
-    and ``peak``, the ceilings ``kprof peak`` measured on this GPU, where it has. ``seconds`` and
-    ``kernel_seconds``: its time and each launch's own GPU time from a kprof bench run, where one was made."""
+    """Why the kernel performs as it does: :func:`diagnosis_of` with the kernel's PTX (its lines
+    without counters) and ``peak``, the ceilings ``kprof peak`` measured on this GPU, where it has.
+    ``seconds`` and ``kernel_seconds``: its time and each launch's own GPU time from a kprof bench
+    run, where one was made."""
     ptx, note = prepared.ptx()
     return diagnosis_of(prepared, profiles, peak=peak, seconds=seconds, try_params=try_params,
                         auto_try=auto_try, timeout=timeout, ptx=ptx, ptx_note=note, bench=bench,
@@ -112,7 +116,8 @@ def diagnose_one(prepared: Prepared, profiles: list[KernelProfile], *, try_param
 
 
 def inputs_of(facts: Facts) -> dict[str, object]:
-    """What a diagnosis read from the GPU, kept so it can be replayed without one (tests, reports)."""
+    """What a diagnosis read from the GPU, kept so it can be replayed without one (tests,
+    reports)."""
     return {"profile": facts.profile.to_dict(), "counters": facts.counters, "seconds": facts.seconds,
             "sm_count": facts.sm_count, "sm_hz": facts.sm_hz, "ceiling_bytes_per_s": facts.ceiling_bytes_per_s,
             "peak_flops": facts.peak_flops, "kernel_seconds": list(facts.kernel_seconds)}
@@ -132,12 +137,13 @@ def diagnosis_of(prepared: Prepared, profiles: list[KernelProfile], *, peak: Cei
                  seconds: float | None = None, try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
                  timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "", bench: TryBench | None = None,
                  kernel_seconds: tuple[float, ...] = ()) -> Diagnosis:
-    """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its time
-    measured elsewhere (kprof bench, same run as a twin); else one event-timed run here; ``kernel_seconds``:
-    each launch's own GPU time in that bench's timed call (CUPTI).
-    ``try_params``: define -> values to try (``--try``); ``auto_try``: kprof picks tries for the first
-    cause where a define of the launch allows. ``ptx``: the kernel's PTX (its lines); ``bench``: how the tries
-    are timed, from the command layer (none: the tries are said, not timed)."""
+    """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its
+    time measured elsewhere (kprof bench, same run as a twin); else one event-timed run here;
+    ``kernel_seconds``: each launch's own GPU time in that bench's timed call (CUPTI).
+    ``try_params``: define -> values to try (``--try``); ``auto_try``: kprof picks tries for the
+    first cause where a define of the launch allows. ``ptx``: the kernel's PTX (its lines);
+    ``bench``: how the tries are timed, from the command layer (none: the tries are said, not
+    timed)."""
     from kprof.measure import profiling
 
     if not profiles:
@@ -173,7 +179,8 @@ def diagnosis_of(prepared: Prepared, profiles: list[KernelProfile], *, peak: Cei
             measured += tries.measured(report, define, original, values)
         except KprofError as exc:
             notes.append(f"try {define}: {str(exc).splitlines()[0]}")
-    if auto_try and d.causes and not asked and bench is not None:  # no define does it: what needs none
+    # no define does it: what needs none
+    if auto_try and d.causes and not asked and bench is not None:
         found = tries.variants(d.causes[0], spec, registers=facts.registers)
         if found:
             try:

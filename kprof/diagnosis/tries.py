@@ -1,12 +1,14 @@
-"""Advice that is measured: a spec's defines changed, each variant verified and timed in the same run.
+"""Advice that is measured: a spec's defines changed, each variant verified and timed in the same
+run.
 
 ``kprof profile NAME --try BLOCK=128,256`` names the variants; for the first cause, kprof picks some
 itself where the change is a define of the launch (a grid or block expression names it): a tail wave
-or a small grid gets other values of that define. Where no define does it, kprof tries what a user could
-change without editing the source (:func:`variants`): the block size where the spec's launch writes it as a
-number its grid is computed from, ``-maxrregcount`` for registers, the launch's dynamic shared memory. Each
-variant goes through ``kprof bench``'s point (the spec's verdict first, then the timing loop), in one run with
-the original, so the gain is a ratio of two times measured minutes apart at most on the same GPU.
+or a small grid gets other values of that define. Where no define does it, kprof tries what a user
+could change without editing the source (:func:`variants`): the block size where the spec's launch
+writes it as a number its grid is computed from, ``-maxrregcount`` for registers, the launch's
+dynamic shared memory. Each variant goes through ``kprof bench``'s point (the spec's verdict first,
+then the timing loop), in one run with the original, so the gain is a ratio of two times measured
+minutes apart at most on the same GPU.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 
 
 class SweepReport(Protocol):
-    """What a try reads of a ``kprof bench`` run (:class:`kprof.results.reports.BenchReport`): its points."""
+    """What a try reads of a ``kprof bench`` run (:class:`kprof.results.reports.BenchReport`): its
+    points."""
 
     @property
     def points(self) -> Sequence[PointResult]: ...
@@ -66,7 +69,8 @@ def launch_defines(spec: KernelSpec) -> dict[str, int]:
 
 
 def auto_values(cause: Cause, spec: KernelSpec, slots: int | None) -> dict[str, list[int]]:
-    """Variants worth timing for ``cause`` (a define of the launch, and values of it), else empty."""
+    """Variants worth timing for ``cause`` (a define of the launch, and values of it), else
+    empty."""
     defines = launch_defines(spec)
     if not defines or cause.rule not in ("tail-wave", "small-grid"):
         return {}
@@ -84,7 +88,8 @@ BLOCK_RULES = ("tail-wave", "small-grid", "occupancy-registers", "occupancy-shar
 
 
 def _block_variants(spec: KernelSpec, cause: Cause) -> list[tuple[dict[str, str], KernelSpec]]:
-    """Other block sizes where the launch writes its block as a number (one dimension) and its grid divides by it."""
+    """Other block sizes where the launch writes its block as a number (one dimension) and its grid
+    divides by it."""
     from dataclasses import replace
 
     launch = spec.launch
@@ -106,10 +111,11 @@ def _block_variants(spec: KernelSpec, cause: Cause) -> list[tuple[dict[str, str]
 
 
 def variants(cause: Cause, spec: KernelSpec, *, registers: int | None = None) -> list[tuple[dict[str, str], KernelSpec]]:
-    """What a user could change for ``cause`` without editing the source, each a spec of its own to time beside the
-    original: the block size (where the launch writes it as the number its grid divides by), ``-maxrregcount``
-    (occupancy limited by registers), the launch's dynamic shared memory (occupancy limited by shared memory).
-    Empty for a spec of several steps, or a cause none of these touches."""
+    """What a user could change for ``cause`` without editing the source, each a spec of its own to
+    time beside the original: the block size (where the launch writes it as the number its grid
+    divides by), ``-maxrregcount`` (occupancy limited by registers), the launch's dynamic shared
+    memory (occupancy limited by shared memory). Empty for a spec of several steps, or a cause none
+    of these touches."""
     from dataclasses import replace
 
     if spec.steps or spec.launch is None or spec.python:
@@ -130,7 +136,8 @@ def variants(cause: Cause, spec: KernelSpec, *, registers: int | None = None) ->
 
 
 def measured_variants(report: SweepReport, original: str, labelled: list[tuple[dict[str, str], str]]) -> list[Try]:
-    """The tries of :func:`variants` from one ``kprof bench`` report of the original and each variant (by name)."""
+    """The tries of :func:`variants` from one ``kprof bench`` report of the original and each
+    variant (by name)."""
     times = {pt.kernel: (pt.status, pt.summary.median if pt.status == "ok" and pt.summary else None,
                          getattr(pt, "message", "") or "") for pt in report.points}
     base = times.get(original, ("error", None, ""))[1]

@@ -1,25 +1,25 @@
-"""kprof's launch recorder, loaded into a program by kprof's sitecustomize when ``KPROF_LAUNCH_LOG`` is
-set (``kprof sanitize --tool values -- CMD``): after every kernel launched through the driver API
+"""kprof's launch recorder, loaded into a program by kprof's sitecustomize when ``KPROF_LAUNCH_LOG``
+is set (``kprof sanitize --tool values -- CMD``): after every kernel launched through the driver API
 (``cuLaunchKernel``, ``cuLaunchKernelEx``: Triton, CuPy, cuda-python, numba-cuda) it waits for the
 kernel, and hashes every device allocation an argument points into. The log format and what is made
 of it are :mod:`kprof.tools.programs.launchlog` (the parent, after the runs).
 
-With ``KPROF_LAUNCH_CROWD`` set (one of the runs), just before each of the first :data:`CROWDED` launches it
-starts a kernel of its own on a stream of its own that fills every SM but one with waiting threads, until
-the program's kernel has finished (a flag in mapped host memory the recorder sets then) or at most
-``KPROF_LAUNCH_CROWD_US`` microseconds (default :data:`CROWD_US`, for a kernel that cannot start beside
-it): the program's kernel runs on a crowded GPU, its blocks in another order and fewer at a time. A kernel
-whose result depends on that order (a race in global memory, which on an idle GPU often ends the same
-way every run) writes something else than in the run on an idle GPU; a correct kernel writes the same.
-The flag, not a time alone, ends the crowd: on a GPU other processes share, the program's context can
-be switched out for longer than any fixed spin (seen on an H200 under 16 pytest workers: a 1 ms crowd
-had ended before the kernel ran). Launches through the runtime API
-(``cudaLaunchKernel``: PyTorch's own kernels, C++ programs) are not seen: the report says how many
-launches were compared.
+With ``KPROF_LAUNCH_CROWD`` set (one of the runs), just before each of the first :data:`CROWDED`
+launches it starts a kernel of its own on a stream of its own that fills every SM but one with
+waiting threads, until the program's kernel has finished (a flag in mapped host memory the recorder
+sets then) or at most ``KPROF_LAUNCH_CROWD_US`` microseconds (default :data:`CROWD_US`, for a kernel
+that cannot start beside it): the program's kernel runs on a crowded GPU, its blocks in another
+order and fewer at a time. A kernel whose result depends on that order (a race in global memory,
+which on an idle GPU often ends the same way every run) writes something else than in the run on an
+idle GPU; a correct kernel writes the same. The flag, not a time alone, ends the crowd: on a GPU
+other processes share, the program's context can be switched out for longer than any fixed spin
+(seen on an H200 under 16 pytest workers: a 1 ms crowd had ended before the kernel ran). Launches
+through the runtime API (``cudaLaunchKernel``: PyTorch's own kernels, C++ programs) are not seen:
+the report says how many launches were compared.
 
-It reads CUPTI's callback data and the launch's parameters at their C layouts (``CUpti_CallbackData``,
-``cuLaunchKernel_params``, ``cuLaunchKernelEx_params``); anything it cannot start or read is a line in
-the log, never an exception in the program.
+It reads CUPTI's callback data and the launch's parameters at their C layouts
+(``CUpti_CallbackData``, ``cuLaunchKernel_params``, ``cuLaunchKernelEx_params``); anything it cannot
+start or read is a line in the log, never an exception in the program.
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ from typing import Any
 MAX_LAUNCHES = 20_000  # launches hashed per run; the log's "cut" line says where it stopped
 MAX_HASHED = 1 << 30  # bytes of one allocation hashed, at most
 CROWDED = 2_000  # launches started on a crowded GPU in the crowded run
-CROWD_US = 50_000  # the crowd's deadline where the flag never comes: a kernel that cannot start beside it
+# the crowd's deadline where the flag never comes: a kernel that cannot start beside it
+CROWD_US = 50_000
 CROWD_THREADS = 256  # threads per block of the crowd kernel
-# The crowd: thread 0 of each block polls the flag (mapped host memory) until it is set or the global
-# timer passes the deadline; the block's other threads wait at the barrier, holding their SM's slots.
-# PTX, compiled by the driver: no compiler needed in the program's environment, and any GPU it runs.
+# The crowd: thread 0 of each block polls the flag (mapped host memory) until it is set or the
+# global timer passes the deadline; the block's other threads wait at the barrier, holding their
+# SM's slots. PTX, compiled by the driver: no compiler needed in the program's environment, and any
+# GPU it runs.
 CROWD_PTX = b"""
 .version 6.0
 .target sm_50
@@ -68,9 +70,11 @@ WAIT:
 }
 \0"""
 _CB_FUNCTION_PARAMS = 16  # offsetof(CUpti_CallbackData, functionParams)
-_KERNEL_PARAMS = {"cuLaunchKernel": (0, 48), "cuLaunchKernel_ptsz": (0, 48),  # (offset of f, of kernelParams)
+# (offset of f, of kernelParams)
+_KERNEL_PARAMS = {"cuLaunchKernel": (0, 48), "cuLaunchKernel_ptsz": (0, 48),
                   "cuLaunchKernelEx": (8, 16), "cuLaunchKernelEx_ptsz": (8, 16)}
-# offsetof(cuLaunchKernel_params, hStream); for the Ex calls, offsetof(CUlaunchConfig, hStream) (config at 0)
+# offsetof(cuLaunchKernel_params, hStream); for the Ex calls, offsetof(CUlaunchConfig, hStream)
+# (config at 0)
 _STREAM_AT = {"cuLaunchKernel": 40, "cuLaunchKernel_ptsz": 40, "cuLaunchKernelEx": 32, "cuLaunchKernelEx_ptsz": 32}
 
 
@@ -82,12 +86,15 @@ class Recorder:
         self.capture_dir = os.environ.get("KPROF_LAUNCH_CAPTURE_DIR", "")
         self.driver: Any = None
         self.subscriber: Any = None
-        self.exit_site: object = None  # CUPTI's API_EXIT, looked up once: the callback runs at every launch
+        # CUPTI's API_EXIT, looked up once: the callback runs at every launch
+        self.exit_site: object = None
         self.enter_site: object = None
         self.crowd_ns = _crowd_ns(os.environ.get("KPROF_LAUNCH_CROWD", ""), os.environ.get("KPROF_LAUNCH_CROWD_US", ""))
-        self.crowds: dict[int, tuple[Any, ...]] = {}  # context -> (function, stream, grid, flag host, flag device)
+        # context -> (function, stream, grid, flag host, flag device)
+        self.crowds: dict[int, tuple[Any, ...]] = {}
         self.crowded = 0
-        self.flag: Any = None  # the host side of the flag of the crowd running now, None when none is
+        # the host side of the flag of the crowd running now, None when none is
+        self.flag: Any = None
         self.inside = False  # the crowd's own launch, seen by this same callback
 
     def emit(self, **event: object) -> None:
@@ -146,7 +153,8 @@ class Recorder:
         self.flag = flag
 
     def _release(self, params: int, name: str) -> None:
-        """The crowd ends once the program's kernel has: its stream synchronized, then the flag set."""
+        """The crowd ends once the program's kernel has: its stream synchronized, then the flag
+        set."""
         flag, self.flag = self.flag, None
         try:
             at = _STREAM_AT[name]
@@ -196,17 +204,19 @@ class Recorder:
 
 
 def _crowd_kernel(drv: Any) -> tuple[Any, ...]:
-    """The crowd kernel in the current context, its own non-blocking stream, and a grid that fills every
-    SM but one (as many blocks of CROWD_THREADS as an SM holds threads, times SMs - 1)."""
+    """The crowd kernel in the current context, its own non-blocking stream, and a grid that fills
+    every SM but one (as many blocks of CROWD_THREADS as an SM holds threads, times SMs - 1)."""
     module = _check(drv.cuModuleLoadData(CROWD_PTX), "the crowd kernel's PTX")
     func = _check(drv.cuModuleGetFunction(module, b"kprof_crowd"), "the crowd kernel")
-    stream = _check(drv.cuStreamCreate(1), "the crowd's stream")  # CU_STREAM_NON_BLOCKING: beside stream 0
+    # CU_STREAM_NON_BLOCKING: beside stream 0
+    stream = _check(drv.cuStreamCreate(1), "the crowd's stream")
     device = _check(drv.cuCtxGetDevice(), "the context's device")
     attr = drv.CUdevice_attribute
     sms = int(_check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "SMs"))
     threads = int(_check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device),
                          "threads per SM"))
-    host = _check(drv.cuMemHostAlloc(4, 0x3), "the crowd's flag")  # CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP
+    # CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP
+    host = _check(drv.cuMemHostAlloc(4, 0x3), "the crowd's flag")
     device_ptr = _check(drv.cuMemHostGetDevicePointer(host, 0), "the flag's device address")
     flag = ctypes.c_uint32.from_address(int(host))
     return func, stream, max(threads // CROWD_THREADS, 1) * max(sms - 1, 1), flag, int(device_ptr)
@@ -258,8 +268,8 @@ def _capture_wanted(text: str) -> tuple[int, int] | None:
 
 
 def _site() -> str | None:
-    """The innermost Python frame of the user's own files (past this file, kprof, the standard library
-    and installed packages)."""
+    """The innermost Python frame of the user's own files (past this file, kprof, the standard
+    library and installed packages)."""
     try:
         from kprof.tools.programs.hostframes import is_user_file
     except ImportError:

@@ -1,33 +1,38 @@
-"""kprof's launch tally, loaded into a program by kprof's sitecustomize when ``KPROF_LAUNCH_TALLY`` is
-set (``kprof sanitize -- CMD``'s run of the program beside the tools' runs: :mod:`kprof.tools.programs.launchcount`; CUPTI
-cannot run under compute-sanitizer, which holds its one subscriber): it counts the kernels the program
-launches, through the driver API (``cuLaunchKernel``, ``cuLaunchKernelEx``, cooperative launches: Triton,
-CuPy, cuda-python) and the runtime API (``cudaLaunchKernel``: PyTorch's own kernels), a CUDA graph's
-launch counted as one, and says of each kernel whether its module has line information (a
-``.debug_line`` or ``.nv_debug_line_sass`` section in the cubin the driver loaded: ``-lineinfo``), so
-that a clean verdict says what it covered, and a run that launched nothing is not called clean. It does
-nothing else: no synchronisation, no copy (the launch recorder, :mod:`launch_recorder`, is the values
+"""kprof's launch tally, loaded into a program by kprof's sitecustomize when ``KPROF_LAUNCH_TALLY``
+is set (``kprof sanitize -- CMD``'s run of the program beside the tools' runs:
+:mod:`kprof.tools.programs.launchcount`; CUPTI
+cannot run under compute-sanitizer, which holds its one subscriber): it counts the kernels the
+program launches, through the driver API (``cuLaunchKernel``, ``cuLaunchKernelEx``, cooperative
+launches: Triton, CuPy, cuda-python) and the runtime API (``cudaLaunchKernel``: PyTorch's own
+kernels), a CUDA graph's launch counted as one, and says of each kernel whether its module has line
+information (a ``.debug_line`` or ``.nv_debug_line_sass`` section in the cubin the driver loaded:
+``-lineinfo``), so that a clean verdict says what it covered, and a run that launched nothing is not
+called clean. It does nothing else: no synchronisation, no copy (the launch recorder,
+:mod:`launch_recorder`, is the values
 detector's).
 
 One JSON object per line, appended to ``$KPROF_LAUNCH_TALLY`` (every Python process of the program
 writes its own lines, each with its ``pid``; :mod:`kprof.tools.programs.coverage` reads them):
 
 - ``{"event": "tally", "pid": P, "ok": true}`` once started, or ``"ok": false, "why": ...``;
-- ``{"event": "kernel", "pid": P, "name": N, "lineinfo": true|false|null, "launches": K}`` at the first
-  launch of each kernel (``K``: the process's launches so far, this one included; null: no module of the
-  name was read);
+- ``{"event": "kernel", "pid": P, "name": N, "lineinfo": true|false|null, "launches": K}`` at the
+first
+  launch of each kernel (``K``: the process's launches so far, this one included; null: no module of
+  the name was read);
 - ``{"event": "total", "pid": P, "launches": K}`` when the process exits normally;
-- with ``KPROF_LAUNCH_SITES`` set (``kprof profile -- CMD``'s run of the program beside ncu's: CUPTI has one
-  subscriber, and ncu holds it in its own run), ``{"event": "site", "pid": P, "name": N, "path": F, "line": L,
-  "func": G, "launches": K}`` at the first launch of each kernel from each place in the user's Python code
-  (the innermost frame outside Python, installed packages, kprof and torch.compile's generated files; path
-  null: no such frame on the launching thread, as on autograd's own), at most ``MAX_SITES`` a kernel.
-  ``KPROF_LAUNCH_SITES=all`` lets the program run to its end; a number N stops it (``os._exit``: that run
-  is only for the places) once it has made N launches and launched every kernel named in
-  ``KPROF_LAUNCH_SITES_OF`` (a JSON list of bare function names, each found inside a launched kernel's name).
+- with ``KPROF_LAUNCH_SITES`` set (``kprof profile -- CMD``'s run of the program beside ncu's: CUPTI
+has one
+  subscriber, and ncu holds it in its own run), ``{"event": "site", "pid": P, "name": N, "path": F,
+  "line": L, "func": G, "launches": K}`` at the first launch of each kernel from each place in the
+  user's Python code (the innermost frame outside Python, installed packages, kprof and
+  torch.compile's generated files; path null: no such frame on the launching thread, as on
+  autograd's own), at most ``MAX_SITES`` a kernel. ``KPROF_LAUNCH_SITES=all`` lets the program run
+  to its end; a number N stops it (``os._exit``: that run is only for the places) once it has made N
+  launches and launched every kernel named in ``KPROF_LAUNCH_SITES_OF`` (a JSON list of bare
+  function names, each found inside a launched kernel's name).
 
-A process that dies before its exit (a tool that stops it at a fault) leaves its kernel lines: at least
-that many launches.
+A process that dies before its exit (a tool that stops it at a fault) leaves its kernel lines: at
+least that many launches.
 """
 
 from __future__ import annotations
@@ -55,9 +60,9 @@ _MODULE_CUBIN = (8, 16)  # offsetof(CUpti_ModuleResourceData, cubinSize), offset
 
 
 def cubin_facts(image: bytes) -> tuple[set[str], bool] | None:
-    """The kernels of a cubin (its ``.text.NAME`` sections) and whether it has line information; None
-    for an image that is not a 64-bit ELF kprof can read. A fatbin's embedded, uncompressed ELF images
-    are read one by one: the names of all, line information if any has it."""
+    """The kernels of a cubin (its ``.text.NAME`` sections) and whether it has line information;
+    None for an image that is not a 64-bit ELF kprof can read. A fatbin's embedded, uncompressed ELF
+    images are read one by one: the names of all, line information if any has it."""
     if image[:4] != b"\x7fELF":
         found = [f for f in (_elf_facts(image[at:]) for at in _elf_starts(image)) if f is not None]
         if not found:
@@ -114,9 +119,11 @@ class Tally:
         self.pid = os.getpid()
         self.launches = 0
         self.kernels: set[str] = set()
-        self.counts: dict[str, int] = {}  # launches per kernel name (kprof's pytest child: each test's, by since())
+        # launches per kernel name (kprof's pytest child: each test's, by since())
+        self.counts: dict[str, int] = {}
         self.lineinfo: dict[str, bool] = {}  # kernel name -> its module has line information
-        self.runtime_depth = 0  # inside a runtime launch: the driver calls it makes are not counted again
+        # inside a runtime launch: the driver calls it makes are not counted again
+        self.runtime_depth = 0
         self.subscriber: object = None
         self.sites: Any = None
         self.resource_domain: object = None
@@ -126,7 +133,8 @@ class Tally:
         self.stop_when_seen: set[str] = set()  # ... once it has launched these too (bare names)
         self.site_seen: dict[str, set[tuple[str | None, int | None]]] = {}
         self.user_files: dict[str, bool] = {}
-        self.not_users: tuple[str, ...] | None = None  # Python's, the packages', kprof's folders: at the first site
+        # Python's, the packages', kprof's folders: at the first site
+        self.not_users: tuple[str, ...] | None = None
 
     def emit(self, **event: object) -> None:
         self.out.write(json.dumps({"pid": self.pid, **event}) + "\n")
@@ -189,8 +197,9 @@ class Tally:
         return self.launches, dict(self.counts)
 
     def since(self, mark: tuple[int, dict[str, int]]) -> dict[str, object]:
-        """What was launched since ``mark``: launches, kernels, and of them with line information and in
-        no module read, and their names (kprof's pytest child writes it in each test's finish event)."""
+        """What was launched since ``mark``: launches, kernels, and of them with line information
+        and in no module read, and their names (kprof's pytest child writes it in each test's finish
+        event)."""
         names = [n for n, c in self.counts.items() if c != mark[1].get(n, 0)]
         return {"launches": self.launches - mark[0], "kernels": len(names),
                 "with_lines": sum(self.lineinfo.get(n) is True for n in names),
@@ -209,7 +218,8 @@ class Tally:
         return known
 
     def site(self) -> tuple[str | None, int | None, str | None]:
-        """The innermost frame of the launching thread in the user's own files (path, line, function)."""
+        """The innermost frame of the launching thread in the user's own files (path, line,
+        function)."""
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             if self.is_user_file(frame.f_code.co_filename):

@@ -1,22 +1,25 @@
-"""kprof's first-non-finite watcher, loaded into a program by kprof's sitecustomize when ``KPROF_NAN_LOG`` is set
-(``kprof sanitize --tool nan -- CMD``).
+"""kprof's first-non-finite watcher, loaded into a program by kprof's sitecustomize when
+``KPROF_NAN_LOG`` is set (``kprof sanitize --tool nan -- CMD``).
 
 It names the first operation whose inputs were finite and whose output holds a NaN or an Inf:
 
-- every PyTorch operation (a ``TorchDispatchMode`` entered as torch is imported: eager ops, cuBLAS and cuDNN
+- every PyTorch operation (a ``TorchDispatchMode`` entered as torch is imported: eager ops, cuBLAS
+and cuDNN
   calls, the autograd engine's backward ops, which carry the mode to their threads), and
 - every Triton kernel launched through ``JITFunction.run`` (its tensor arguments, before and after),
 - every launch of a kprof kernel (``kprof.load``), which calls :func:`launched` itself.
 
-After each one it counts the non-finite elements of what the operation wrote (one reduction a floating output and
-one synchronisation an operation); only where some are found does it look at the inputs. An in-place operation's
-written arguments are checked before it too (on the GPU, read after). The first hit is written to the log with the
-operation, the user's line that called it (the innermost frame outside PyTorch, Triton, kprof and the standard
-library), the rank, the output, how many elements and the first one; then it stops watching, and the program runs on
-at full speed. What it cannot see is written too: CuPy's kernels, the kernels of a ``torch.compile`` graph, and
-anything launched from C++. Its own mistakes are a line in the log, never an exception in the program.
+After each one it counts the non-finite elements of what the operation wrote (one reduction a
+floating output and one synchronisation an operation); only where some are found does it look at the
+inputs. An in-place operation's written arguments are checked before it too (on the GPU, read
+after). The first hit is written to the log with the operation, the user's line that called it (the
+innermost frame outside PyTorch, Triton, kprof and the standard library), the rank, the output, how
+many elements and the first one; then it stops watching, and the program runs on at full speed. What
+it cannot see is written too: CuPy's kernels, the kernels of a ``torch.compile`` graph, and anything
+launched from C++. Its own mistakes are a line in the log, never an exception in the program.
 
-Only CUDA tensors are watched, unless ``KPROF_NAN_DEVICES=all`` (tests without a GPU). Needs no importable kprof.
+Only CUDA tensors are watched, unless ``KPROF_NAN_DEVICES=all`` (tests without a GPU). Needs no
+importable kprof.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ LOG = os.environ.get("KPROF_NAN_LOG", "")
 ALL_DEVICES = os.environ.get("KPROF_NAN_DEVICES") == "all"
 STACK = 4  # user frames kept for the first hit
 _state: dict[str, Any] = {"ops": 0, "launches": 0, "found": False, "errors": 0}
-_busy = threading.local()  # set while the watcher's own checks run: they are not operations of the program
+# set while the watcher's own checks run: they are not operations of the program
+_busy = threading.local()
 _lock = threading.Lock()
 _SKIP = tuple(p for p in {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
               if p) + (os.path.dirname(os.path.abspath(__file__)),)
@@ -56,7 +60,8 @@ def _error(where: str, exc: BaseException) -> None:
 
 
 def _rank() -> int | None:
-    for name in os.environ.get("KPROF_RANK_VARS", "").split(","):  # the launchers' table (kprof.tools.programs.ranks)
+    # the launchers' table (kprof.tools.programs.ranks)
+    for name in os.environ.get("KPROF_RANK_VARS", "").split(","):
         value = os.environ.get(name, "") if name else ""
         if value.isdigit():
             return int(value)
@@ -64,7 +69,8 @@ def _rank() -> int | None:
 
 
 def _user_frames() -> list[str]:
-    """The innermost frames in the user's files (not under the standard library or site-packages), innermost first."""
+    """The innermost frames in the user's files (not under the standard library or site-packages),
+    innermost first."""
     out: list[str] = []
     frame: Any = sys._getframe(1)
     while frame is not None and len(out) < STACK:
@@ -92,7 +98,8 @@ def _first_bad(t: Any, torch: Any) -> tuple[list[int], str]:
 
 def _hit(framework: str, op: str, outputs: list[tuple[str, Any]], counts: list[int], inputs: list[tuple[str, Any]],
          before_bad: list[str], torch: Any, definition: str = "") -> None:
-    """Write the first non-finite output: which operation, where, which output and how much of it."""
+    """Write the first non-finite output: which operation, where, which output and how much of
+    it."""
     _state["found"] = True
     k = next(i for i, c in enumerate(counts) if c)
     name, t = outputs[k]
@@ -126,10 +133,12 @@ def _install_torch(torch: Any) -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
-    writes: dict[Any, tuple[tuple[int, str], ...]] = {}  # an op -> the arguments it writes: read once an op
+    # an op -> the arguments it writes: read once an op
+    writes: dict[Any, tuple[tuple[int, str], ...]] = {}
 
     def written(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
-        """The arguments the operation writes in place (``add_``'s self, ``out=``), by their schema names."""
+        """The arguments the operation writes in place (``add_``'s self, ``out=``), by their schema
+        names."""
         which = writes.get(func)
         if which is None:
             which = writes[func] = tuple((k, a.name) for k, a in enumerate(func._schema.arguments)
@@ -149,7 +158,8 @@ def _install_torch(torch: Any) -> None:
             _busy.on = True
             try:
                 mutated = written(func, args, kwargs)
-                before = [torch.isfinite(x.detach()).all() for _, x in mutated]  # on the GPU: read back only if needed
+                # on the GPU: read back only if needed
+                before = [torch.isfinite(x.detach()).all() for _, x in mutated]
             except Exception as exc:  # noqa: BLE001 - a watcher's mistake never stops the program
                 _error(str(func), exc)
                 mutated, before = [], []
@@ -227,8 +237,8 @@ def _install_triton(triton: Any) -> None:
 
 
 def launched(kernel: str, definition: str, outputs: list[tuple[str, Any]], inputs: list[tuple[str, Any]]) -> None:
-    """A kprof kernel's launch (``kprof.load``), after it: its outputs counted, its inputs looked at where they hold
-    non-finite elements. ``definition``: the kernel's source line."""
+    """A kprof kernel's launch (``kprof.load``), after it: its outputs counted, its inputs looked at
+    where they hold non-finite elements. ``definition``: the kernel's source line."""
     if _state["found"] or "torch" not in sys.modules:
         return
     import torch
@@ -261,8 +271,9 @@ def _safely(how: Any) -> Any:
 
 
 def install(after: Any = None) -> None:
-    """Watch torch and Triton as they are imported (``after(name, then)``: kprof's sitecustomize runs ``then`` right
-    after the import), or now if they already are; say at exit what was watched."""
+    """Watch torch and Triton as they are imported (``after(name, then)``: kprof's sitecustomize
+    runs ``then`` right after the import), or now if they already are; say at exit what was
+    watched."""
     _write({"event": "start", "pid": os.getpid(), "rank": _rank(), "argv": sys.argv[:8]})
     for name, how in (("torch", _install_torch), ("triton", _install_triton)):
         if name in sys.modules:

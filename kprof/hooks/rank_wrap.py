@@ -1,15 +1,16 @@
-"""kprof's rank wrapper, loaded by kprof's sitecustomize when ``KPROF_RANK_WRAP`` is set (``kprof sanitize --
-torchrun ...``, ``-- mpirun ...``: :mod:`kprof.tools.programs.ranks`): a Python process that is one rank of a
-multi-process job (it has ``RANK``, ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ``PMIX_RANK`` or ``SLURM_PROCID``)
-starts again under compute-sanitizer, in place (``os.execv``: same pid, so the launcher still watches it),
-saving its records to a file of its own rank. The launcher itself and processes without a rank run on as
-they are. Once per process: ``KPROF_RANK_WRAPPED`` marks the wrapped one.
+"""kprof's rank wrapper, loaded by kprof's sitecustomize when ``KPROF_RANK_WRAP`` is set (``kprof
+sanitize -- torchrun ...``, ``-- mpirun ...``: :mod:`kprof.tools.programs.ranks`): a Python process
+that is one rank of a multi-process job (it has ``RANK``, ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``,
+``PMIX_RANK`` or ``SLURM_PROCID``) starts again under compute-sanitizer, in place (``os.execv``:
+same pid, so the launcher still watches it), saving its records to a file of its own rank. The
+launcher itself and processes without a rank run on as they are. Once per process:
+``KPROF_RANK_WRAPPED`` marks the wrapped one.
 
-``KPROF_RANK_WRAP`` is a JSON object: ``argv`` (compute-sanitizer's, up to the program; ``{rank}`` in any
-word is replaced by the rank) and ``folder`` (where ``rank{R}.json`` says the rank started, with its pid and
-argv, before the exec). A failure here leaves the process to run unwrapped and says so in that file. An empty
-``argv`` only marks the rank (``kprof profile -- torchrun ...``: ncu follows every process itself, and kprof tells
-the ranks apart by the pids the markers give).
+``KPROF_RANK_WRAP`` is a JSON object: ``argv`` (compute-sanitizer's, up to the program; ``{rank}``
+in any word is replaced by the rank) and ``folder`` (where ``rank{R}.json`` says the rank started,
+with its pid and argv, before the exec). A failure here leaves the process to run unwrapped and says
+so in that file. An empty ``argv`` only marks the rank (``kprof profile -- torchrun ...``: ncu
+follows every process itself, and kprof tells the ranks apart by the pids the markers give).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import sys
 
 
 def rank_of(env: dict[str, str] | os._Environ[str]) -> int | None:
-    """The rank from the variables kprof's launchers' table names (``KPROF_RANK_VARS``, set by kprof for the
-    program: kprof.tools.programs.ranks.LAUNCHERS), or None."""
+    """The rank from the variables kprof's launchers' table names (``KPROF_RANK_VARS``, set by kprof
+    for the program: kprof.tools.programs.ranks.LAUNCHERS), or None."""
     for name in env.get("KPROF_RANK_VARS", "").split(","):
         value = env.get(name, "")
         if value.isdigit():

@@ -1,8 +1,9 @@
 """kprof's sitecustomize for a program under ``kprof sanitize -- CMD``: CuPy's memory pools off.
 
 With ``KPROF_CUPY_NO_POOL=1``, the moment ``cupy`` is imported its device and pinned allocators are
-set to plain ``cudaMalloc`` (``cupy.cuda.set_allocator(None)``), so every array is its own allocation
-and memcheck sees an access past its end. Any other ``sitecustomize`` later on ``sys.path`` still runs.
+set to plain ``cudaMalloc`` (``cupy.cuda.set_allocator(None)``), so every array is its own
+allocation and memcheck sees an access past its end. Any other ``sitecustomize`` later on
+``sys.path`` still runs.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from types import ModuleType
 
 
 class _After(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps ``name``'s loader so ``then(module)`` runs right after the module loads (CuPy's
-    pools turned off, the nan watcher installed on torch and Triton). ``then`` raising is said on stderr, never
-    the import's failure."""
+    """Finds nothing itself; wraps ``name``'s loader so ``then(module)`` runs right after the module
+    loads (CuPy's pools turned off, the nan watcher installed on torch and Triton). ``then`` raising
+    is said on stderr, never the import's failure."""
 
     def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
         self.name, self.then = name, then
@@ -76,8 +77,8 @@ def _chain() -> None:
 def _load(name: str, **kw) -> None:  # type: ignore[no-untyped-def]
     """One of kprof's hooks in this folder, installed: the launch recorder (``KPROF_LAUNCH_LOG``:
     ``kprof sanitize --tool values -- CMD``) or the launch tally (``KPROF_LAUNCH_TALLY``: the run of
-    a program beside the tools' runs, kprof.tools.programs.launchcount), loaded from here so that it needs no importable kprof.
-    One at most: CUPTI takes one subscriber per process."""
+    a program beside the tools' runs, kprof.tools.programs.launchcount), loaded from here so that it
+    needs no importable kprof. One at most: CUPTI takes one subscriber per process."""
     here = os.path.dirname(os.path.abspath(__file__))
     spec = importlib.util.spec_from_file_location(f"_kprof_{name}", os.path.join(here, f"{name}.py"))
     if spec is None or spec.loader is None:
@@ -89,11 +90,14 @@ def _load(name: str, **kw) -> None:  # type: ignore[no-untyped-def]
 
 
 if os.environ.get("KPROF_RANK_WRAP") and not os.environ.get("KPROF_RANK_WRAPPED"):
-    _load("rank_wrap")  # a rank of a multi-process job starts again under compute-sanitizer (kprof.tools.programs.ranks)
+    # a rank of a multi-process job starts again under compute-sanitizer
+    # (kprof.tools.programs.ranks)
+    _load("rank_wrap")
 if os.environ.get("KPROF_CUPY_NO_POOL") == "1":
     after("cupy", _pools_off)
 if os.environ.get("KPROF_NAN_LOG"):
-    _load("nan_watch", after=after)  # the first non-finite output (kprof sanitize --tool nan -- CMD): no CUPTI, beside any other
+    # the first non-finite output (kprof sanitize --tool nan -- CMD): no CUPTI, beside any other
+    _load("nan_watch", after=after)
 if os.environ.get("KPROF_LAUNCH_LOG"):
     _load("launch_recorder")
 elif os.environ.get("KPROF_LAUNCH_TALLY"):

@@ -1,9 +1,10 @@
 """What the child answers for one job: the mirror of :mod:`kprof.launch.job`, read in one place.
 
-The runner (:mod:`kprof.child.runner`, :class:`kprof.child.workspace.Result`) writes one JSON object per job,
-rewritten at every phase, so a child that dies leaves the last phase it reached. The parent reads it
-here, once, into a :class:`ChildResult`: its version checked, every field typed, an error in the child
-as a :class:`ChildError`, a timing as :class:`Timing`, a Python callable the child ran as
+The runner (:mod:`kprof.child.runner`, :class:`kprof.child.workspace.Result`) writes one JSON object
+per job, rewritten at every phase, so a child that dies leaves the last phase it reached. The parent
+reads it here, once, into a :class:`ChildResult`: its version checked, every field typed, an error
+in the child as a :class:`ChildError`, a timing as :class:`Timing`, a Python callable the child ran
+as
 :class:`Operation`. Nothing above this module reads the record with ``.get``. Pure.
 """
 
@@ -41,9 +42,9 @@ class ChildError:
 
 @dataclass(frozen=True, kw_only=True)
 class OutputCheck:
-    """The verdict on one output: made in the child (:func:`kprof.child.verify.compare`, and its digest where the
-    job asked for one), written by :meth:`to_dict`, read back once here, typed; ``kprof run --json`` writes it
-    as it came."""
+    """The verdict on one output: made in the child (:func:`kprof.child.verify.compare`, and its
+    digest where the job asked for one), written by :meth:`to_dict`, read back once here, typed;
+    ``kprof run --json`` writes it as it came."""
 
     name: str
     ok: bool
@@ -52,7 +53,8 @@ class OutputCheck:
     max_abs_err: float | None = None
     nonfinite: int = 0  # NaN or Inf elements in the output
     poisoned: int = 0  # elements still holding the poison (never written)
-    first_bad: tuple[int, ...] | None = None  # index of the worst element, or of the first non-finite one
+    # index of the worst element, or of the first non-finite one
+    first_bad: tuple[int, ...] | None = None
     got: float | None = None
     expected: float | None = None
     rtol: float = 0.0
@@ -109,10 +111,12 @@ class Timing:
     kernels_per_call: int | None = None  # what one call launched (CUPTI)
     timer_note: str | None = None  # why the timer is not the one asked for
     cupti_hw_trace: bool | None = None
-    integrity: tuple[str, ...] = ()  # the benchmark-integrity flags (kprof.child.integrity), "kind: what was seen"
+    # the benchmark-integrity flags (kprof.child.integrity), "kind: what was seen"
+    integrity: tuple[str, ...] = ()
     integrity_checked: tuple[str, ...] = ()  # the checks that ran (none: they were off)
     integrity_seconds: float | None = None  # what they cost, in the child
-    call_kernels: tuple[tuple[str, float], ...] = ()  # one timed call's kernels, (name, seconds) each (CUPTI)
+    # one timed call's kernels, (name, seconds) each (CUPTI)
+    call_kernels: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,8 @@ class ChildResult:
     timing: Timing | None = None
     baseline: Operation | None = None
     operation: Operation | None = None
-    raw: dict[str, object] = field(default_factory=dict, repr=False)  # the record as written (kprof run --json)
+    # the record as written (kprof run --json)
+    raw: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -180,7 +185,8 @@ NOTHING = ChildResult()
 
 
 def read(path: Path) -> ChildResult:
-    """The result file the child left; :data:`NOTHING` where it left none, or one cut off mid-write."""
+    """The result file the child left; :data:`NOTHING` where it left none, or one cut off
+    mid-write."""
     try:
         if path.stat().st_size > MAX_RESULT_BYTES:
             raise ResultError(f"the child's result {path} is over {MAX_RESULT_BYTES:,} bytes")
@@ -192,8 +198,8 @@ def read(path: Path) -> ChildResult:
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """The GPU a child ran on, as its driver gave it (kprof.child.device), rebuilt typed in the parent; a field the
-    child's record lacks is its zero (an older record, or a stand-in's)."""
+    """The GPU a child ran on, as its driver gave it (kprof.child.device), rebuilt typed in the
+    parent; a field the child's record lacks is its zero (an older record, or a stand-in's)."""
 
     ordinal: int = 0
     name: str = ""
@@ -214,8 +220,8 @@ class DeviceInfo:
 
 
 def device_of(value: object) -> DeviceInfo | None:
-    """The child's ``device`` record, typed; None where it has none (it stopped before it had a device). A field
-    of the wrong type is left at its zero."""
+    """The child's ``device`` record, typed; None where it has none (it stopped before it had a
+    device). A field of the wrong type is left at its zero."""
     if isinstance(value, DeviceInfo):
         return value
     if not isinstance(value, dict) or not value:
@@ -229,7 +235,8 @@ def _status(value: object) -> ChildStatus:
 
 
 def from_data(data: object) -> ChildResult:
-    """A result record, its version checked: one written by another kprof is an error that says so."""
+    """A result record, its version checked: one written by another kprof is an error that says
+    so."""
     if not isinstance(data, dict):
         return NOTHING
     if data.get("version") != RESULT_VERSION:
@@ -264,7 +271,8 @@ def _timing(data: dict[str, object]) -> Timing | None:
 
 
 def call_kernels_of(value: object) -> tuple[tuple[str, float], ...]:
-    """[[name, seconds], ...] as the child (or a bench JSON) wrote it; anything else read as none."""
+    """[[name, seconds], ...] as the child (or a bench JSON) wrote it; anything else read as
+    none."""
     if not isinstance(value, list):
         return ()
     return tuple((str(v[0]), float(v[1])) for v in value

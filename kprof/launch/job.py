@@ -55,17 +55,23 @@ class Target:
     scalars: tuple[tuple[ScalarArg, int | float], ...]
     steps: tuple[ResolvedStep, ...]  # every launch in order; entry "cublas_sgemm" is a library step
     reference: tuple[tuple[str, str], ...]  # (output buffer, expression)
-    rtol: float | None  # the tolerance at these sizes (kprof.child.verify.compare); None: the dtype's default
+    # the tolerance at these sizes (kprof.child.verify.compare); None: the dtype's default
+    rtol: float | None
     seed: int = 0
     device: int = 0
-    constants: dict[str, int | float] = field(default_factory=dict)  # numeric defines a reference may name
+    # numeric defines a reference may name
+    constants: dict[str, int | float] = field(default_factory=dict)
     atol: float | None = None
     metric: str = "elementwise"  # or "normwise"
-    python: str | None = None  # a Python operation (pyref stored form) in place of the cubin's kernels
-    scale: tuple[tuple[str, str], ...] = ()  # OUTPUT -> what rtol multiplies in place of |ref| (tolerance.scale)
-    # the same kernels with kprof's warp delays (kprof.build.shake): the values detector's extra runs (version 8)
+    # a Python operation (pyref stored form) in place of the cubin's kernels
+    python: str | None = None
+    # OUTPUT -> what rtol multiplies in place of |ref| (tolerance.scale)
+    scale: tuple[tuple[str, str], ...] = ()
+    # the same kernels with kprof's warp delays (kprof.build.shake): the values detector's extra
+    # runs (version 8)
     shaken_cubin: str | None = None
-    # TMA's tensor maps among the kernel's arguments, encoded in the child once their buffers are allocated (version 9)
+    # TMA's tensor maps among the kernel's arguments, encoded in the child once their buffers are
+    # allocated (version 9)
     tensormaps: tuple[ResolvedTensorMap, ...] = ()
 
     @property
@@ -87,10 +93,11 @@ class RunMode:
     time: bool = False
     repeat: int = 1
     poison: bool = True
-    frontier: bool = False  # each check also gives the smallest passing atol per rtol (scripts/tolerances.py)
-    # each check also carries a digest of the output's bytes: kprof mutants compares a mutant's results with
-    # the original's by it, not by the verdict's numbers, which a float64 reference summed on another number
-    # of threads moves in its last bits (version 7)
+    # each check also gives the smallest passing atol per rtol (scripts/tolerances.py)
+    frontier: bool = False
+    # each check also carries a digest of the output's bytes: kprof mutants compares a mutant's
+    # results with the original's by it, not by the verdict's numbers, which a float64 reference
+    # summed on another number of threads moves in its last bits (version 7)
     digest: bool = False
 
 
@@ -101,10 +108,12 @@ class ValuesMode:
 
     repeats: int = 5
     scrub_cubin: str | None = None
-    shaken_runs: int = 3  # runs of the target's warp-delay build (Target.shaken_cubin), each against the first
+    # runs of the target's warp-delay build (Target.shaken_cubin), each against the first
+    shaken_runs: int = 3
 
 
-TimingModeName = Literal["cold", "warm", "hot"]  # L2 flushed before each launch, warm, a replayed CUDA graph
+# L2 flushed before each launch, warm, a replayed CUDA graph
+TimingModeName = Literal["cold", "warm", "hot"]
 
 
 @dataclass(frozen=True)
@@ -118,11 +127,15 @@ class TimingMode:
     timer: str = "auto"  # auto, cupti or events
     warmup: float = 0.2  # seconds
     batch: int | None = None  # hot mode: launches per graph (None: about 2 ms worth)
-    library: str | None = None  # time this library routine (cublas_sgemm, memcpy_dtod) on the target's buffers instead
-    python: str | None = None  # or this Python baseline (pyref's stored form) on the target's buffers
+    # time this library routine (cublas_sgemm, memcpy_dtod) on the target's buffers instead
+    library: str | None = None
+    # or this Python baseline (pyref's stored form) on the target's buffers
+    python: str | None = None
     cupti_hw_trace: bool = False
-    integrity: bool = True  # the integrity checks (kprof.child.integrity); kprof peak's own kernels go without
-    integrity_cubin: str | None = None  # kprof_fingerprint: the checks' fingerprints and doubled inputs, on the GPU
+    # the integrity checks (kprof.child.integrity); kprof peak's own kernels go without
+    integrity: bool = True
+    # kprof_fingerprint: the checks' fingerprints and doubled inputs, on the GPU
+    integrity_cubin: str | None = None
 
     def __post_init__(self) -> None:
         if self.library is not None and self.python is not None:
@@ -132,8 +145,8 @@ class TimingMode:
 def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0,
               shaken_cubin: str | Path | None = None, symbols: Mapping[str, str] | None = None) -> Target:
     """The target for a resolved spec (parameters and twin already applied) and its built cubin (and
-    its warp-delay build, for the values detector); ``symbols``: each entry's symbol in the cubin (the build's:
-    a C++ kernel's mangled name), which the child loads."""
+    its warp-delay build, for the values detector); ``symbols``: each entry's symbol in the cubin
+    (the build's: a C++ kernel's mangled name), which the child loads."""
     spec = resolved.spec
     sym = dict(symbols or {})
     steps = tuple(replace(st, entry=sym.get(st.entry, st.entry)) for st in resolved.steps)

@@ -1,9 +1,9 @@
 """Run a built kernel in a child process and bring back what it measured.
 
 The parent never touches the GPU for a launch: it writes a job file, starts
-``python -m kprof.child.runner`` through :mod:`kprof.proc` with a timeout, and reads the result file.
-A kernel that faults (illegal address kills the CUDA context), hangs or crashes the interpreter
-takes down the child only; the parent reports what happened, with the child's output.
+``python -m kprof.child.runner`` through :mod:`kprof.proc` with a timeout, and reads the result
+file. A kernel that faults (illegal address kills the CUDA context), hangs or crashes the
+interpreter takes down the child only; the parent reports what happened, with the child's output.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def runner_argv(job_path: Path, result_path: Path) -> list[str]:
 
 
 def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, ChildResult]:
-    """Run the child (optionally under ``wrapper``, e.g. compute-sanitizer's argv) and read its result."""
+    """Run the child (optionally under ``wrapper``, e.g. compute-sanitizer's argv) and read its
+    result."""
     with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
         job_path = Path(tmp) / "job.json"
         result_path = Path(tmp) / "result.json"
@@ -79,18 +80,19 @@ def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT, wrapper: lis
 
 
 def run_kernel(job: Job, *, timeout: float = DEFAULT_TIMEOUT) -> ChildResult:
-    """Run a job in :class:`~kprof.launch.job.RunMode` and return what the child measured; a hang, a fault
-    or a crash is a :class:`~kprof.errors.TargetError`."""
+    """Run a job in :class:`~kprof.launch.job.RunMode` and return what the child measured; a hang, a
+    fault or a crash is a :class:`~kprof.errors.TargetError`."""
     done, data = run(job, timeout=timeout)
     raise_for_child(job.target.name, done, data, timeout)
     return _run_result(job, data)
 
 
 def run_kernels(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT) -> list[ChildResult]:
-    """Several :class:`~kprof.launch.job.RunMode` jobs in one child (:func:`run_batch`: one interpreter, one
-    CUDA context, each job held to its own ``timeout``), each with what the child measured for it, in
-    order: the same as :func:`run_kernel` of each, without a child start per job. A job the child did
-    not finish (a fault broke its context, it hung, the child died) runs again alone, so its error is
+    """Several :class:`~kprof.launch.job.RunMode` jobs in one child (:func:`run_batch`: one
+    interpreter, one CUDA context, each job held to its own ``timeout``), each with what the child
+    measured for it, in order: the same as :func:`run_kernel` of each, without a child start per
+    job. A job the child did not finish (a fault broke its context, it hung, the child died) runs
+    again alone, so its error is
     :func:`run_kernel`'s; the jobs after it too."""
     _, datas = run_batch(jobs, timeout=timeout, keep_context=True)
     out = []

@@ -1,8 +1,9 @@
-"""What a built, launchable spec is, to the stages that take one (the diagnosis, the tries): its spec at concrete
-sizes, its cubin, its PTX and the job of a mode; and what builds one for a stage that orchestrates its own runs
-(mutation testing). :class:`kprof.commands.pipeline.Prepared` and :class:`kprof.commands.pipeline.Preparer` are the
-ones the command layer makes; a stage below it names these protocols, never the command layer's classes nor
-``Any``."""
+"""What a built, launchable spec is, to the stages that take one (the diagnosis, the tries): its
+spec at concrete sizes, its cubin, its PTX and the job of a mode; and what builds one for a stage
+that orchestrates its own runs (mutation testing). :class:`kprof.commands.pipeline.Prepared` and
+:class:`kprof.commands.pipeline.Preparer` are the
+ones the command layer makes; a stage below it names these protocols, never the command layer's
+classes nor ``Any``."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ class Prepared(Protocol):
 
 
 class Preparer(Protocol):
-    """Building and job-making for a stage that orchestrates runs itself (mutation testing): the command layer's
+    """Building and job-making for a stage that orchestrates runs itself (mutation testing): the
+    command layer's
     :class:`kprof.commands.pipeline.Preparer`, handed down, as no stage below it may build."""
 
     def job(self, spec: KernelSpec, sizes: dict[str, int] | None, *, preset: str, fills: tuple[tuple[str, Fill], ...] = (),
@@ -47,7 +49,8 @@ class Preparer(Protocol):
         ...
 
     def variant(self, spec: KernelSpec, name: str, text: str) -> KernelSpec:
-        """``spec`` with ``text`` as its source, kept in the build cache under a path named by the text."""
+        """``spec`` with ``text`` as its source, kept in the build cache under a path named by the
+        text."""
         ...
 
     def scrubber(self) -> tuple[str | None, str]:

@@ -1,9 +1,10 @@
-"""``kprof bench`` and ``kprof peak``: points measured by the child's timing loop, turned into results.
+"""``kprof bench`` and ``kprof peak``: points measured by the child's timing loop, turned into
+results.
 
 The statistics live in :mod:`kprof.stats` (pure); the timing loop lives in the child
-(:mod:`kprof.child.timing`: a fault or hang never takes kprof down). This module takes what the command
-layer built (a :class:`PointPlan`: the kernel's timing job and its baseline's, at the same sizes),
-runs each in the same run, reads NVML telemetry around them, turns times into throughput and
+(:mod:`kprof.child.timing`: a fault or hang never takes kprof down). This module takes what the
+command layer built (a :class:`PointPlan`: the kernel's timing job and its baseline's, at the same
+sizes), runs each in the same run, reads NVML telemetry around them, turns times into throughput and
 fractions of the measured ceilings, and says which baselines a spec may have. It never builds a
 kernel or looks one up.
 """
@@ -28,12 +29,14 @@ from kprof.spec import Resolved
 from kprof.spec.baseline import Baseline
 from kprof.units import si
 
-# the point's records live in kprof.measure.points; named here too for code that reaches them through bench
+# the point's records live in kprof.measure.points; named here too for code that reaches them
+# through bench
 __all__ = ["BENCH_VERSION", "PointPlan", "StreamJob", "cached_peak", "measure_peak", "peak_cache_path", "rule_from",
            "run_point", "save_peak", "time_job"]
 
 BENCH_VERSION = 1
-MANY_BLOCKS = 65_536  # at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)
+# at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)
+MANY_BLOCKS = 65_536
 
 
 def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: int = 10) -> stats.StopRule:
@@ -48,7 +51,8 @@ class PointPlan:
     resolved: Resolved
     params: dict[str, str]
     job: Job
-    baselines: tuple[tuple[Baseline, Job], ...] = ()  # each baseline and its timing job; the first is the point's
+    # each baseline and its timing job; the first is the point's
+    baselines: tuple[tuple[Baseline, Job], ...] = ()
 
 
 def time_job(job: Job, timeout: float) -> ChildResult:
@@ -91,9 +95,10 @@ def run_point(plan: PointPlan, peak: ceilings.Ceilings | None, *, timeout: float
 
 def _baseline_against_ceiling(b: BaselineResult, point: PointResult,
                               peak: ceilings.Ceilings | None) -> tuple[BaselineResult, list[str]]:
-    """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling, and the
-    same plausibility notes, as the kernel's: seen on the H200, torch.compile's RMSNorm at 4096 x 4096
-    (128 MiB moved, about twice the L2) at 106% of the copy ceiling. The L2 note is the kernel's own."""
+    """A baseline's rate (the kernel's bytes over the baseline's time) against the same ceiling, and
+    the same plausibility notes, as the kernel's: seen on the H200, torch.compile's RMSNorm at 4096
+    x 4096 (128 MiB moved, about twice the L2) at 106% of the copy ceiling. The L2 note is the
+    kernel's own."""
     mix = point.rates.mix
     if not peak or not b.baseline_bytes_per_s or not mix:
         return b, []
@@ -115,8 +120,8 @@ def _above_ceiling(fraction: float | None, mix: str | None) -> list[str]:
 
 def _against_ceilings(point: PointResult, peak: ceilings.Ceilings | None, resolved: Resolved, mode: str,
                       l2_bytes: int | None) -> PointResult:
-    """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether they
-    are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
+    """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether
+    they are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
     mix = ceilings.measured_mix(peak, ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
     theoretical = peak.theoretical if peak else ceilings.Theoretical(None, None)
     r = point.rates
@@ -196,25 +201,26 @@ def peak_cache_path(snap: telemetry.Snapshot | None, folder: Path) -> Path:
 
 
 PEAK_RULE = stats.StopRule(rel_stdev=0.005, min_samples=10, min_time=0.3, max_time=3.0)
-# Each configuration is a child that moves 1 GiB each way. On an H200 (4421901) a read one took about
-# 2 s and a write or copy one 11 to 20 s, most of it the check of the 1 GiB output, since read in
-# chunks (kprof.child.verify.CHUNK); two widths and two grids kept kprof peak at 150 s for the three mixes
-# then measured (read, write, copy; add came after).
+# Each configuration is a child that moves 1 GiB each way. On an H200 (4421901) a read one took
+# about 2 s and a write or copy one 11 to 20 s, most of it the check of the 1 GiB output, since read
+# in chunks (kprof.child.verify.CHUNK); two widths and two grids kept kprof peak at 150 s for the
+# three mixes then measured (read, write, copy; add came after).
 PEAK_WIDTHS = (16,)  # bytes per access
 # --thorough adds 4-byte accesses. On an H200 they lost every mix, by 2% to 17% (0ae23d4, every
 # configuration in docs/results), and cost half of kprof peak's time.
 PEAK_WIDTHS_THOROUGH = (4, 16)
-# Each buffer's bytes: 1 GiB, and 64 MiB, the size of the ops kprof compares kernels against (a torch
-# y = 2 x of 16 Mi floats ran at 104% of a ceiling measured at 1 GiB alone on an H200: the write-back
-# of the last writes is not in a kernel's time, and counts for more the smaller the buffers).
+# Each buffer's bytes: 1 GiB, and 64 MiB, the size of the ops kprof compares kernels against (a
+# torch y = 2 x of 16 Mi floats ran at 104% of a ceiling measured at 1 GiB alone on an H200: the
+# write-back of the last writes is not in a kernel's time, and counts for more the smaller the
+# buffers).
 PEAK_BYTES = (1 << 30, 64 << 20)
 PEAK_GRIDS = (2048, 0)  # blocks of 256 threads, grid-stride; 0: one access per thread
 
 
 @dataclass(frozen=True)
 class StreamJob:
-    """One of kprof peak's stream kernels at one access width and grid size, or (``op``) a framework's op
-    of the same mix on the same spec's buffers."""
+    """One of kprof peak's stream kernels at one access width and grid size, or (``op``) a
+    framework's op of the same mix on the same spec's buffers."""
 
     kind: ceilings.Mix  # read, write, copy or add (kprof.measure.ceilings.MIXES)
     width: int
@@ -235,10 +241,11 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
                  timeout: float = 300.0, progress: Callable[[str], None] | None = None,
                  tensor: list[tuple[str, Job | str, int]] | None = None) -> dict[str, Any]:
     """The ceilings of this GPU: for each access mix the best rate of kprof's stream kernels (1 GiB
-    each way, cold) over the widths and grids tried, the copy's raised to the device-to-device memcpy
-    where that is faster; the FP32 FMA rate (warm); the tensor-core rate of each of ``tensor``'s kernels
-    (name, job or why it cannot run here, FLOPs; warm), the best of them the tensor ceiling; and the
-    theoretical peaks from the device's attributes (kprof.measure.ceilings.theoretical)."""
+    each way, cold) over the widths and grids tried, the copy's raised to the device-to-device
+    memcpy where that is faster; the FP32 FMA rate (warm); the tensor-core rate of each of
+    ``tensor``'s kernels (name, job or why it cannot run here, FLOPs; warm), the best of them the
+    tensor ceiling; and the theoretical peaks from the device's attributes
+    (kprof.measure.ceilings.theoretical)."""
     start = time.perf_counter()
     out: dict[str, Any] = {"measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tried: dict[str, list[dict[str, Any]]] = {k: [] for k in ceilings.MIXES}
@@ -247,7 +254,8 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
         t0 = time.perf_counter()
         try:
             timing, dev = _timed_ceiling(s.job, timeout)
-        except KprofError as exc:  # one configuration that fails (or does not verify) leaves the others
+        # one configuration that fails (or does not verify) leaves the others
+        except KprofError as exc:
             tried[s.kind].append({"width": s.width, "blocks": s.blocks, "error": str(exc).splitlines()[0],
                                   "size": s.size, "op": s.op, "by": s.label(),
                                   "wall_s": round(time.perf_counter() - t0, 2)})
@@ -285,7 +293,8 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     ran_on = dev or device
     attributes: dict[str, Any] = ran_on.to_dict() if ran_on else {}
     missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not attributes.get(k)]
-    if missing:  # a driver that no longer gives a clock attribute: NVML's reading, said in the report
+    # a driver that no longer gives a clock attribute: NVML's reading, said in the report
+    if missing:
         nvml = telemetry.clock_limits()
         attributes.update({k: nvml[k] for k in missing if nvml.get(k)})
     out["theoretical"] = ceilings.theoretical(attributes)
@@ -295,7 +304,8 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
     snap = telemetry.snapshot()
     out["gpu"] = snap.gpu if snap else (ran_on.name if ran_on else None)
     out["driver"] = snap.driver if snap else None
-    out["seconds"] = round(time.perf_counter() - start, 1)  # the measurement's own time (builds before it not counted)
+    # the measurement's own time (builds before it not counted)
+    out["seconds"] = round(time.perf_counter() - start, 1)
     return out
 
 
@@ -306,7 +316,8 @@ TENSOR_KERNELS = {  # kprof peak's tensor-core kernels, what each measures
 
 
 def _tensor_rates(kernels: list[tuple[str, Job | str, int]], timeout: float) -> dict[str, dict[str, Any]]:
-    """Each tensor-core kernel's rate (warm), or why it was not measured (it cannot run here, or failed)."""
+    """Each tensor-core kernel's rate (warm), or why it was not measured (it cannot run here, or
+    failed)."""
     out: dict[str, dict[str, object]] = {}
     for name, job, amount in kernels:
         if isinstance(job, str):
@@ -343,8 +354,9 @@ def cached_peak(path: Path) -> ceilings.Ceilings | None:
 
 
 def save_peak(path: Path, data: dict[str, object]) -> ceilings.Ceilings:
-    """Written whole or not at all (a temporary file renamed over it): two processes measuring at once
-    never leave a reader half a file. Written with its version (:data:`kprof.measure.ceilings.CEILINGS_VERSION`)."""
+    """Written whole or not at all (a temporary file renamed over it): two processes measuring at
+    once never leave a reader half a file. Written with its version
+    (:data:`kprof.measure.ceilings.CEILINGS_VERSION`)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

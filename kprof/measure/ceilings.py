@@ -6,11 +6,12 @@ Two kinds of ceiling, never mixed up:
   ``2 x memory clock x bus width / 8`` (HBM and GDDR move data on both clock edges) and FP32 rate
   ``2 x SMs x FP32 lanes per SM x SM clock`` (an FMA is two operations);
 - **measured ceilings**, the best rate kprof's own stream kernels reach on this GPU for each access
-  mix: ``read`` (only loads), ``write`` (only stores), ``copy`` (one byte stored per byte loaded, and
-  the device-to-device memcpy when that is faster), ``add`` (two bytes loaded per byte stored, as
-  ``c = a + b``), the best of a few access widths and grid sizes. A kernel takes the mix whose share
-  of written bytes is nearest its own: HBM reads and writes do not run at one rate, and a mix's
-  ceiling is not the average of two others (on an H200: read 4.54 TB/s, write 4.71, copy 4.30).
+  mix: ``read`` (only loads), ``write`` (only stores), ``copy`` (one byte stored per byte loaded,
+  and the device-to-device memcpy when that is faster), ``add`` (two bytes loaded per byte stored,
+  as ``c = a + b``), the best of a few access widths and grid sizes. A kernel takes the mix whose
+  share of written bytes is nearest its own: HBM reads and writes do not run at one rate, and a
+  mix's ceiling is not the average of two others (on an H200: read 4.54 TB/s, write 4.71, copy
+  4.30).
 
 A kernel's bandwidth is reported against the measured ceiling for its own mix and against the
 theoretical peak. A rate above the theoretical peak cannot come from DRAM; a cold-mode working set
@@ -30,28 +31,32 @@ from kprof.units import si
 # model's, and Thor's (sm_110), whose other limits kprof does not model.
 FP32_LANES = {arch: lim.fp32_lanes for arch, lim in ARCHS.items()} | {"sm_110": 128}
 # Dense 16-bit tensor-core math (FP16 or BF16 inputs, FP32 accumulation), FLOP per clock per SM: the
-# fastest part of each architecture, so that a rate above it is not plausible on any (a GeForce part of
-# sm_86, sm_89 or sm_120 accumulates in FP32 at half this). From NVIDIA's architecture whitepapers and data
-# sheets: V100 125 TFLOP/s (80 SMs, 1530 MHz), T4 65 (40, 1590), A100 312 (108, 1410), A40 150 (84, 1740),
-# L40S 362 (142, 2520), H100 SXM 989 (132, 1830 MHz: 4 tensor cores of 512 FMA a clock), B200 2,250 (148),
-# RTX PRO 6000 Blackwell 504 (188, 2617). None: no tensor cores (sm_61), or a part kprof has no figure for.
+# fastest part of each architecture, so that a rate above it is not plausible on any (a GeForce part
+# of sm_86, sm_89 or sm_120 accumulates in FP32 at half this). From NVIDIA's architecture
+# whitepapers and data sheets: V100 125 TFLOP/s (80 SMs, 1530 MHz), T4 65 (40, 1590), A100 312 (108,
+# 1410), A40 150 (84, 1740), L40S 362 (142, 2520), H100 SXM 989 (132, 1830 MHz: 4 tensor cores of
+# 512 FMA a clock), B200 2,250 (148), RTX PRO 6000 Blackwell 504 (188, 2617). None: no tensor cores
+# (sm_61), or a part kprof has no figure for.
 TENSOR_FLOPS_PER_SM_CLOCK = {arch: lim.tensor_flops for arch, lim in ARCHS.items() if lim.tensor_flops}
 Mix = Literal["read", "write", "copy", "add"]
 MIXES: tuple[Mix, ...] = ("read", "write", "copy", "add")
-WRITE_SHARE = {"read": 0.0, "add": 1 / 3, "copy": 0.5, "write": 1.0}  # of each mix's bytes, the written ones
-MINOR_SHARE = 0.01  # a direction with less than 1% of the bytes (a reduction's result) does not change the mix
+# of each mix's bytes, the written ones
+WRITE_SHARE = {"read": 0.0, "add": 1 / 3, "copy": 0.5, "write": 1.0}
+# a direction with less than 1% of the bytes (a reduction's result) does not change the mix
+MINOR_SHARE = 0.01
 
 
 def tensor_rate(arch: str | None, sms: float | None, sm_hz: float | None) -> float | None:
-    """The dense 16-bit tensor rate: SMs x the architecture's FLOP per clock per SM x the SM clock (None
-    for an architecture kprof has no figure for, or a missing count or clock)."""
+    """The dense 16-bit tensor rate: SMs x the architecture's FLOP per clock per SM x the SM clock
+    (None for an architecture kprof has no figure for, or a missing count or clock)."""
     per_clock = TENSOR_FLOPS_PER_SM_CLOCK.get(arch or "")
     return per_clock * sms * sm_hz if per_clock and sms and sm_hz else None
 
 
 def theoretical(device: dict[str, Any]) -> dict[str, Any]:
-    """The theoretical DRAM bandwidth and FP32 rate from a device's attributes (kprof.child.device.DeviceInfo
-    as a dict), with what they came from; a value the attributes cannot give is None, with why."""
+    """The theoretical DRAM bandwidth and FP32 rate from a device's attributes
+    (kprof.child.device.DeviceInfo as a dict), with what they came from; a value the attributes
+    cannot give is None, with why."""
     mem_khz, bus, clock_khz = (int(device.get(k) or 0) for k in ("memory_clock_khz", "bus_width_bits", "clock_khz"))
     sms, arch = int(device.get("sm_count") or 0), str(device.get("arch") or "")
     lanes, tensor = FP32_LANES.get(arch), TENSOR_FLOPS_PER_SM_CLOCK.get(arch)
@@ -78,9 +83,9 @@ def theoretical(device: dict[str, Any]) -> dict[str, Any]:
 
 
 def mix_of(buffers: Iterable[tuple[str, int]]) -> str:
-    """The measured mix nearest a kernel's share of written bytes, from (role, bytes) of its buffers:
-    inputs are read, outputs written, in-out buffers both; scratch is left out. A direction with
-    under 1% of the bytes does not count (a reduction is ``read``)."""
+    """The measured mix nearest a kernel's share of written bytes, from (role, bytes) of its
+    buffers: inputs are read, outputs written, in-out buffers both; scratch is left out. A direction
+    with under 1% of the bytes does not count (a reduction is ``read``)."""
     buffers = list(buffers)
     read = sum(n for role, n in buffers if role in ("in", "inout"))
     write = sum(n for role, n in buffers if role in ("out", "inout"))
@@ -90,27 +95,29 @@ def mix_of(buffers: Iterable[tuple[str, int]]) -> str:
     if read <= MINOR_SHARE * total:
         return "write"
     share = write / total
-    return min(("copy", "add", "read", "write"), key=lambda m: abs(WRITE_SHARE[m] - share))  # a tie: the first
+    # a tie: the first
+    return min(("copy", "add", "read", "write"), key=lambda m: abs(WRITE_SHARE[m] - share))
 
 
 def measured_mix(peak: Ceilings | None, mix: str) -> str:
-    """``mix``, or ``copy`` where the peak file has no ceiling for it (one from an older kprof, which
-    measured only copy, or only read, write and copy): the ceiling a result is then reported against."""
+    """``mix``, or ``copy`` where the peak file has no ceiling for it (one from an older kprof,
+    which measured only copy, or only read, write and copy): the ceiling a result is then reported
+    against."""
     return peak.measured_mix(mix) if peak else "copy"
 
 
 def ceiling(peak: Ceilings | None, mix: str) -> float | None:
-    """The measured ceiling (bytes/s) for a mix (:func:`measured_mix` says which one a peak file has);
-    the copy rate of a peak file from before the mixes."""
+    """The measured ceiling (bytes/s) for a mix (:func:`measured_mix` says which one a peak file
+    has); the copy rate of a peak file from before the mixes."""
     return peak.ceiling(mix) if peak else None
 
 
 def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: Ceilings | None, mode: str,
                 working_set: int, l2_bytes: int | None, math: str = "fp32") -> list[str]:
-    """Why a result cannot be what it claims, one sentence each (empty: nothing found). ``math``: what
-    the spec says its FLOPs run on (``work.math``): FP32 FMA, or dense 16-bit tensor-core math, judged
-    against that peak. The L2 note is for bandwidth kernels only: a kernel whose arithmetic intensity
-    is past the ridge point is judged by its FLOP/s, which L2 does not inflate."""
+    """Why a result cannot be what it claims, one sentence each (empty: nothing found). ``math``:
+    what the spec says its FLOPs run on (``work.math``): FP32 FMA, or dense 16-bit tensor-core math,
+    judged against that peak. The L2 note is for bandwidth kernels only: a kernel whose arithmetic
+    intensity is past the ridge point is judged by its FLOP/s, which L2 does not inflate."""
     notes: list[str] = []
     th = peak.theoretical if peak else Theoretical(None, None)
     dram = th.dram_bytes_per_s
@@ -154,7 +161,8 @@ def _tried_label(kind: str, row: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class MixCeiling:
-    """The best rate measured for one access mix, and what set it (a stream kernel, PyTorch's op, the memcpy)."""
+    """The best rate measured for one access mix, and what set it (a stream kernel, PyTorch's op,
+    the memcpy)."""
 
     bytes_per_s: float
     by: str
@@ -176,7 +184,8 @@ class Theoretical:
 
     @classmethod
     def from_dict(cls, th: object) -> Theoretical:
-        """As :func:`theoretical` writes it (a peak file's ``theoretical``); what is missing or mistyped reads as None."""
+        """As :func:`theoretical` writes it (a peak file's ``theoretical``); what is missing or
+        mistyped reads as None."""
         if not isinstance(th, dict):
             return cls(None, None)
         formulas, attributes = th.get("formulas"), th.get("attributes")
@@ -204,8 +213,10 @@ class TensorCeiling:
 
 @dataclass(frozen=True)
 class Ceilings:
-    """kprof peak's measurement of one GPU and driver, as the rest of kprof reads it (``kprof peak --json`` and
-    the cache file are :meth:`to_dict`). Read from any version; written as :data:`CEILINGS_VERSION`."""
+    """kprof peak's measurement of one GPU and driver, as the rest of kprof reads it (``kprof peak
+    --json`` and
+    the cache file are :meth:`to_dict`). Read from any version; written as
+    :data:`CEILINGS_VERSION`."""
 
     mixes: dict[str, MixCeiling]  # access mix -> its measured ceiling
     fma_flops_per_s: float | None
@@ -224,16 +235,18 @@ class Ceilings:
     ops_note: str = ""
     cached: str | None = None  # the cache file it was read from; None: measured now
     version: int = CEILINGS_VERSION
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the measurement as written
+    # the measurement as written
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def quick(self) -> bool:
-        """Measured quickly for a first bench (each mix at one size, no PyTorch op); ``kprof peak`` measures all."""
+        """Measured quickly for a first bench (each mix at one size, no PyTorch op); ``kprof peak``
+        measures all."""
         return self.raw.get("quick") is True
 
     def ceiling(self, mix: str) -> float | None:
-        """The measured ceiling (bytes/s) for ``mix`` (:meth:`measured_mix` says which one there is); the one
-        copy rate of a file from before the mixes."""
+        """The measured ceiling (bytes/s) for ``mix`` (:meth:`measured_mix` says which one there
+        is); the one copy rate of a file from before the mixes."""
         found = self.mixes.get(mix)
         return found.bytes_per_s if found else self.copy_bytes_per_s
 
@@ -246,7 +259,8 @@ class Ceilings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ceilings:
-        """A measurement as kprof peak wrote it (any version). A field of the wrong type reads as missing."""
+        """A measurement as kprof peak wrote it (any version). A field of the wrong type reads as
+        missing."""
         raw = {k: v for k, v in data.items() if k != "cached"}
         mixes = {str(k): MixCeiling(rate, _text(v.get("by")) or f"kprof_{k}") for k, v in (data.get("ceilings") or {}).items()
                  if isinstance(v, dict) and (rate := _num(v.get("bytes_per_s")))}

@@ -1,14 +1,16 @@
 """What ``kprof profile`` measured of one kernel, as a record of typed parts.
 
-:class:`KernelProfile` says which kernel, at which sizes, from which source (ncu's counters or a timed launch
-without them) and its work; what was measured sits in parts: :class:`Occupancy` (the launch and how full the
-SMs were), :class:`Memory` (DRAM against its ceilings, the caches, global access patterns), :class:`Shared`
-(shared memory's pipe and bank conflicts), :class:`Compute` (FLOPs and each pipe's use), :class:`Stalls` (why
-warps waited) and :class:`Roofline` (where the kernel sits under the roofs). A part's field is None where
-nothing measured it (a profile without counters).
+:class:`KernelProfile` says which kernel, at which sizes, from which source (ncu's counters or a
+timed launch without them) and its work; what was measured sits in parts: :class:`Occupancy` (the
+launch and how full the SMs were), :class:`Memory` (DRAM against its ceilings, the caches, global
+access patterns), :class:`Shared` (shared memory's pipe and bank conflicts), :class:`Compute` (FLOPs
+and each pipe's use), :class:`Stalls` (why warps waited) and :class:`Roofline` (where the kernel
+sits under the roofs). A part's field is None where nothing measured it (a profile without
+counters).
 
-The JSON (``kprof profile --json``'s kernels, a stored profile) stays flat, as it always was: every part's
-fields beside the profile's own, by the names below; :meth:`KernelProfile.from_dict` reads it back into parts.
+The JSON (``kprof profile --json``'s kernels, a stored profile) stays flat, as it always was: every
+part's fields beside the profile's own, by the names below; :meth:`KernelProfile.from_dict` reads it
+back into parts.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class Occupancy:
 
     achieved_occupancy: float | None = None  # 0..1
     theoretical_occupancy: float | None = None
-    occupancy_limiter: str | None = None  # registers, shared memory, warps, blocks, or "nothing (the maximum)"
+    # registers, shared memory, warps, blocks, or "nothing (the maximum)"
+    occupancy_limiter: str | None = None
     occupancy_advice: str | None = None
     registers: int | None = None
     block_size: int | None = None
@@ -70,7 +73,8 @@ class Memory:
     dram_write: float | None = None
     dram_bytes_per_s: float | None = None
     dram_fraction: float | None = None  # of the DRAM peak (Roofline.peak_bytes)
-    mix: str | None = None  # read, write, copy or add, from the DRAM bytes read and written (kprof.measure.ceilings)
+    # read, write, copy or add, from the DRAM bytes read and written (kprof.measure.ceilings)
+    mix: str | None = None
     ceiling_bytes_per_s: float | None = None  # kprof peak's measured ceiling for that mix
     of_ceiling: float | None = None
     l1_hit: float | None = None  # 0..1
@@ -100,7 +104,8 @@ class Shared:
 class Compute:
     """FLOPs and each pipe's use, of its peak while the SM is active."""
 
-    flops: float | None = None  # the SASS counters' (an FMA is two), or the spec's for tensor-core math
+    # the SASS counters' (an FMA is two), or the spec's for tensor-core math
+    flops: float | None = None
     flops_per_s: float | None = None
     fma_pipe: float | None = None
     fp64_pipe: float | None = None
@@ -108,15 +113,16 @@ class Compute:
     lsu_pipe: float | None = None  # load/store unit instructions issued, of its peak
     alu_pipe: float | None = None
     issue_active: float | None = None  # cycles an instruction was issued, of all active cycles
-    wgmma: float | None = None  # warpgroup MMA instructions executed (Hopper); None where ncu has no such counter
+    # warpgroup MMA instructions executed (Hopper); None where ncu has no such counter
+    wgmma: float | None = None
     thread_efficiency: float | None = None  # active threads per warp instruction / 32 (divergence)
     instructions: float | None = None  # warp instructions executed
 
 
 @dataclass(frozen=True, kw_only=True)
 class Stalls:
-    """Why warps waited: the largest reasons (warps stalled per issued instruction, largest first), and each
-    reason's share of all stalls."""
+    """Why warps waited: the largest reasons (warps stalled per issued instruction, largest first),
+    and each reason's share of all stalls."""
 
     top: tuple[tuple[str, float], ...] = ()
     shares: dict[str, float] = field(default_factory=dict)
@@ -128,8 +134,8 @@ PARTS: dict[str, type] = {"occupancy": Occupancy, "memory": Memory, "shared": Sh
                           "stalls": Stalls}
 
 
-# each part's field by its flat name (its JSON key) -> (part, field); the measured numbers (a perf case's
-# ``expect.metric``) are all of them but the stalls'
+# each part's field by its flat name (its JSON key) -> (part, field); the measured numbers (a perf
+# case's ``expect.metric``) are all of them but the stalls'
 FLAT = {_JSON_NAMES.get((part, f.name), f.name): (part, f.name) for part, cls in PARTS.items() for f in fields(cls)}
 METRICS = {name: where for name, where in FLAT.items() if where[0] != "stalls"}
 
@@ -147,15 +153,19 @@ class KernelProfile:
     shared: Shared = field(default_factory=Shared)
     compute: Compute = field(default_factory=Compute)
     stalls: Stalls = field(default_factory=Stalls)
-    math: str = "fp32"  # the spec's work.math: the compute peak and FLOP count are FP32's or the tensor cores'
+    # the spec's work.math: the compute peak and FLOP count are FP32's or the tensor cores'
+    math: str = "fp32"
     spec_flops: int | None = None
     spec_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
-    rank: int | None = None  # the rank of a multi-process job that launched it (kprof profile -- torchrun ...)
-    lines: SourceLines | None = None  # Nsight Compute's counters on each source line (None: no line measured)
+    # the rank of a multi-process job that launched it (kprof profile -- torchrun ...)
+    rank: int | None = None
+    # Nsight Compute's counters on each source line (None: no line measured)
+    lines: SourceLines | None = None
 
     def metric(self, name: str) -> float | None:
-        """One measured number by its flat name (``dram_fraction``, ``conflicts_per_request``: :data:`METRICS`)."""
+        """One measured number by its flat name (``dram_fraction``, ``conflicts_per_request``:
+        :data:`METRICS`)."""
         part, key = METRICS[name]
         value = getattr(getattr(self, part), key)
         return float(value) if isinstance(value, (int, float)) else None
@@ -172,13 +182,15 @@ class KernelProfile:
         return replace(self, **{part: replace(getattr(self, part), **kv) for part, kv in changed.items()})
 
     def to_dict(self) -> dict[str, object]:
-        """Flat, as kprof's profile JSON has always been: every part's fields beside the profile's own."""
+        """Flat, as kprof's profile JSON has always been: every part's fields beside the profile's
+        own."""
         out: dict[str, object] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in PARTS:
                 out.update({_JSON_NAMES.get((f.name, k), k): v for k, v in asdict(value).items()})
-            elif f.name == "lines":  # only where measured: a stored profile of before reads back to the same JSON
+            # only where measured: a stored profile of before reads back to the same JSON
+            elif f.name == "lines":
                 if value is not None:
                     out["lines"] = value.to_dict()
             elif f.name != "_":

@@ -1,12 +1,15 @@
-"""What ``kprof bench`` measured of one point: the kernel's timing, its rates, and each baseline timed beside it.
+"""What ``kprof bench`` measured of one point: the kernel's timing, its rates, and each baseline
+timed beside it.
 
-:class:`PointResult` holds the point's own fields and its parts: :class:`Rates` (its work over its median time,
-and those rates as fractions of the measured ceilings and theoretical peaks) and :class:`TimerUsed` (which timer
-measured it, and the CUDA events' reading of the same samples). :class:`BaselineResult` is one baseline, timed
-in the same run; the first is the point's baseline (:attr:`PointResult.first`).
+:class:`PointResult` holds the point's own fields and its parts: :class:`Rates` (its work over its
+median time, and those rates as fractions of the measured ceilings and theoretical peaks) and
+:class:`TimerUsed` (which timer
+measured it, and the CUDA events' reading of the same samples). :class:`BaselineResult` is one
+baseline, timed in the same run; the first is the point's baseline (:attr:`PointResult.first`).
 
-The JSON (``kprof bench --json``'s points, the history) stays flat, as it always was: the parts' fields and the
-first baseline's beside the point's own, the other baselines in ``more_baselines``; ``from_dict`` reads it back.
+The JSON (``kprof bench --json``'s points, the history) stays flat, as it always was: the parts'
+fields and the first baseline's beside the point's own, the other baselines in ``more_baselines``;
+``from_dict`` reads it back.
 """
 
 from __future__ import annotations
@@ -22,24 +25,31 @@ from kprof.spec import baseline as baseline_mod
 
 @dataclass(frozen=True)
 class BaselineResult:
-    """One baseline timed beside a point's kernel, in the same run. Its fields are named as a point's
-    JSON names its first baseline's (``baseline``, ``of_baseline``, ...)."""
+    """One baseline timed beside a point's kernel, in the same run. Its fields are named as a
+    point's JSON names its first baseline's (``baseline``, ``of_baseline``, ...)."""
 
     baseline: str  # what the JSON keeps (kprof.spec.baseline.Baseline.stored)
     baseline_name: str  # the name it was asked by (torch.compile; FILE.py:FUNCTION), for reports
-    baseline_kind: baseline_mod.Kind | None = None  # Baseline.kind, kept beside it (None: told by ``baseline``)
+    # Baseline.kind, kept beside it (None: told by ``baseline``)
+    baseline_kind: baseline_mod.Kind | None = None
     _: KW_ONLY
     baseline_summary: stats.Summary | None = None
     baseline_flops_per_s: float | None = None
-    baseline_bytes_per_s: float | None = None  # the kernel's own work formula over the baseline's time
-    baseline_of_ceiling: float | None = None  # baseline_bytes_per_s of the measured ceiling for the kernel's mix
-    of_baseline: float | None = None  # baseline time / kernel time: 1.0 means as fast as the baseline
+    # the kernel's own work formula over the baseline's time
+    baseline_bytes_per_s: float | None = None
+    # baseline_bytes_per_s of the measured ceiling for the kernel's mix
+    baseline_of_ceiling: float | None = None
+    # baseline time / kernel time: 1.0 means as fast as the baseline
+    of_baseline: float | None = None
     baseline_kernels: int | None = None  # kernels one call of the baseline launched (CUPTI)
-    baseline_call_kernels: tuple[tuple[str, float], ...] = ()  # one timed call's kernels, (name, seconds) (CUPTI)
-    baseline_prepare_s: float | None = None  # a Python baseline's prepare() (torch.compile), seconds
+    # one timed call's kernels, (name, seconds) (CUPTI)
+    baseline_call_kernels: tuple[tuple[str, float], ...] = ()
+    # a Python baseline's prepare() (torch.compile), seconds
+    baseline_prepare_s: float | None = None
     baseline_framework: str | None = None  # the framework a Python baseline's inputs came as
     math_mode: str | None = None  # a cuBLAS baseline's math mode
-    baseline_integrity: tuple[str, ...] = ()  # its benchmark-integrity flags (kprof.child.integrity)
+    # its benchmark-integrity flags (kprof.child.integrity)
+    baseline_integrity: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -49,12 +59,14 @@ class BaselineResult:
         return out
 
     def __post_init__(self) -> None:
-        if self.baseline_kind not in baseline_mod.KINDS:  # not given, or written before kprof kept it
+        # not given, or written before kprof kept it
+        if self.baseline_kind not in baseline_mod.KINDS:
             object.__setattr__(self, "baseline_kind", baseline_mod.kind_of(self.baseline or ""))
 
     @property
     def label(self) -> str:
-        """How reports name it: the name it was asked by, else the routine, the spec, FILE.py:FUNCTION."""
+        """How reports name it: the name it was asked by, else the routine, the spec,
+        FILE.py:FUNCTION."""
         return baseline_mod.label_of(self.baseline, self.baseline_name)
 
     @classmethod
@@ -77,14 +89,16 @@ PointStatus = Literal["ok", "failed-verification", "error"]
 
 @dataclass(frozen=True, kw_only=True)
 class Rates:
-    """The point's work (the spec's formulas) over its median time, and those rates against the GPU's ceilings."""
+    """The point's work (the spec's formulas) over its median time, and those rates against the
+    GPU's ceilings."""
 
     flops: int | None = None
     bytes: int | None = None
     flops_per_s: float | None = None
     bytes_per_s: float | None = None
     of_fma_peak: float | None = None  # of the measured FP32 FMA ceiling (kprof peak)
-    mix: str | None = None  # read, write, copy or add: which measured bandwidth ceiling applies (kprof.measure.ceilings)
+    # read, write, copy or add: which measured bandwidth ceiling applies (kprof.measure.ceilings)
+    mix: str | None = None
     of_ceiling: float | None = None  # bytes/s of the measured ceiling for its mix
     of_dram_peak: float | None = None  # bytes/s of the theoretical DRAM bandwidth
     of_fp32_peak: float | None = None  # FLOP/s of the theoretical FP32 rate
@@ -96,7 +110,8 @@ class TimerUsed:
 
     name: str | None = None  # cupti (kernel timestamps) or events (CUDA events around the launch)
     note: str | None = None  # why CUPTI was not used, when it was asked for by auto
-    cupti_hw_trace: bool | None = None  # CUPTI's hardware-trace timestamps were on (KPROF_CUPTI_HW_TRACE=1)
+    # CUPTI's hardware-trace timestamps were on (KPROF_CUPTI_HW_TRACE=1)
+    cupti_hw_trace: bool | None = None
     event_summary: stats.Summary | None = None  # the CUDA events' reading of the same samples
 
 
@@ -108,8 +123,8 @@ _RATES = tuple(f.name for f in fields(Rates))
 @dataclass(frozen=True)
 class PointResult:
     """One point of ``kprof bench``: the kernel's timing and, in the same run, each baseline's
-    (``baselines``; the first is the point's baseline). Its JSON is flat, as it always was: the first
-    baseline's fields beside the kernel's, the others in ``more_baselines``."""
+    (``baselines``; the first is the point's baseline). Its JSON is flat, as it always was: the
+    first baseline's fields beside the kernel's, the others in ``more_baselines``."""
 
     kernel: str
     sizes: dict[str, int]
@@ -129,11 +144,14 @@ class PointResult:
     telemetry_after: dict[str, Any] | None = None
     warnings: tuple[str, ...] = ()
     message: str = ""
-    integrity: tuple[str, ...] = ()  # benchmark-integrity flags, "kind: what was seen" (kprof.child.integrity)
+    # benchmark-integrity flags, "kind: what was seen" (kprof.child.integrity)
+    integrity: tuple[str, ...] = ()
     integrity_checked: tuple[str, ...] = ()  # the checks that ran
     integrity_seconds: float | None = None  # their cost in the child, beside the point's wall time
-    wall_seconds: float | None = None  # the kernel's child from start to end, as the parent saw it (the checks' denominator)
-    call_kernels: tuple[tuple[str, float], ...] = ()  # the kernel's own timed call of median length: (name, seconds) each (CUPTI)
+    # the kernel's child from start to end, as the parent saw it (the checks' denominator)
+    wall_seconds: float | None = None
+    # the kernel's own timed call of median length: (name, seconds) each (CUPTI)
+    call_kernels: tuple[tuple[str, float], ...] = ()
 
     @property
     def first(self) -> BaselineResult | None:

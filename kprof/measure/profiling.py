@@ -3,9 +3,9 @@
 ``analyse()`` is pure: ncu's raw metrics in, a :class:`KernelProfile` out (occupancy and its
 limiter, DRAM traffic against the ceiling, cache hit rates, bank conflicts and sectors per request,
 FLOPs from the SASS counters, arithmetic intensity and the roofline verdict, the top stall
-reasons). :func:`kprof.tools.nsight.ncu.profile_rows` runs ncu over the runner and gives the raw rows. When ncu
-may not read counters, ``fallback()`` reports what needs none: event timing, theoretical
-occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
+reasons). :func:`kprof.tools.nsight.ncu.profile_rows` runs ncu over the runner and gives the raw
+rows. When ncu may not read counters, ``fallback()`` reports what needs none: event timing,
+theoretical occupancy, and effective bandwidth and FLOP rate from the spec's work formulas.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def _times(k: float, x: float | None) -> float | None:
 
 
 def _stall_ratios(g: Getter) -> dict[str, float]:
-    """Each stall reason ncu counted (warps stalled per issued instruction), "selected" (an issuing warp) left out."""
+    """Each stall reason ncu counted (warps stalled per issued instruction), "selected" (an issuing
+    warp) left out."""
     found = {r: g(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio") for r in STALL_REASONS
              if r != "selected"}
     return {r: v for r, v in found.items() if v}
@@ -138,9 +139,9 @@ def _occupancy(g: Getter, arch: str | None) -> Occupancy:
 def analyse(row: dict[str, Value], kernel: str, sizes: dict[str, int], *, arch: str | None = None,
             spec_flops: int | None = None, spec_bytes: int | None = None,
             peak_bytes_override: float | None = None, math: str = "fp32") -> KernelProfile:
-    """A typed report from one ncu raw row. ``math`` "tensor" (the spec's ``work.math``): its FLOPs are
-    the spec's (no SASS counter counts a tensor core's) and its compute roof the dense 16-bit tensor
-    rate, SMs x the architecture's FLOP per clock x the SM clock ncu saw."""
+    """A typed report from one ncu raw row. ``math`` "tensor" (the spec's ``work.math``): its FLOPs
+    are the spec's (no SASS counter counts a tensor core's) and its compute roof the dense 16-bit
+    tensor rate, SMs x the architecture's FLOP per clock x the SM clock ncu saw."""
     def g(key: str) -> float | None:
         return _num(row, key)
 
@@ -199,8 +200,9 @@ def fallback(kernel: str, sizes: dict[str, int], seconds: float | None, register
              block: int, static_smem: int, *, dynamic_smem: int, arch: str, spec_flops: int | None,
              spec_bytes: int | None, reason: str, source: str = "fallback (no counters)",
              driver_blocks: int | None = None, spills: tuple[int, int, int] | None = None) -> KernelProfile:
-    """What can be said without counters: event time, theoretical occupancy (the driver's answer when
-    given: ``cuOccupancyMaxActiveBlocksPerMultiprocessor``), registers and spills, spec-based rates."""
+    """What can be said without counters: event time, theoretical occupancy (the driver's answer
+    when given: ``cuOccupancyMaxActiveBlocksPerMultiprocessor``), registers and spills, spec-based
+    rates."""
     theoretical = limiter = advice = None
     notes = [reason]
     try:
@@ -237,7 +239,8 @@ def reports(rows: list[dict[str, Value]], name: str, sizes: dict[str, int], *, a
     """The reports for one spec's ncu rows: one per kernel it launched (named ``spec:kernel``) for a
     spec with steps, else the last row. The spec's work formulas describe the whole spec, so they
     are used only when it launched one kernel. An extra metric ncu accepted but did not report is
-    said, not dropped. ``pages``: each row's measured source lines (:func:`kprof.tools.nsight.ncu.pages_for`)."""
+    said, not dropped. ``pages``: each row's measured source lines
+    (:func:`kprof.tools.nsight.ncu.pages_for`)."""
     each = list(pages) if pages is not None else [None] * len(rows)
     if launches == 1:
         rows, each = rows[-1:], each[-1:]
@@ -271,9 +274,9 @@ def against_ceilings(p: KernelProfile, peak: ceilings.Ceilings | None) -> Kernel
 def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMode], Job], *, params: dict[str, str],
                  set_name: str = "quick", metrics: tuple[str, ...] = (), report_dir: Path | None = None,
                  timeout: float = 600.0) -> list[KernelProfile]:
-    """ncu over kprof's runner for one built spec (``job_of(mode)``: its job of that mode): one report per
-    kernel it launched. Where ncu may not read counters, or there is no ncu for the GPU (Pascal), the
-    counter-less report from one timed launch; any other ncu failure raises."""
+    """ncu over kprof's runner for one built spec (``job_of(mode)``: its job of that mode): one
+    report per kernel it launched. Where ncu may not read counters, or there is no ncu for the GPU
+    (Pascal), the counter-less report from one timed launch; any other ncu failure raises."""
     from kprof.errors import NcuError
     from kprof.launch import launch
     from kprof.tools.nsight import ncu
@@ -300,15 +303,17 @@ def profile_spec(resolved: Resolved, built: BuildResult, job_of: Callable[[RunMo
         return without_ncu(str(exc), "fallback (no counters)")
     sources = _sources_of(r.spec.source) if any(got.pages) else {}
     pages = [sourcepage.name_files(p, sources) if p is not None else None for p in got.pages]
-    # A Python operation launches kernels kprof does not count in advance: report every one in its range.
+    # A Python operation launches kernels kprof does not count in advance: report every one in its
+    # range.
     launches = 0 if r.spec.python else len(r.steps)
     return reports(got.rows, r.spec.name, r.sizes, arch=built.arch, launches=launches, params=params,
                    extra_metrics=metrics, spec_flops=r.flops, spec_bytes=r.bytes, math=r.spec.work.math, pages=pages)
 
 
 def _sources_of(source: Path | None) -> dict[str, tuple[str, ...]]:
-    """The spec's source and the local headers it includes (as the build read them), each path -> its lines: what
-    the Source page's unnamed files are matched against (:func:`kprof.tools.nsight.sourcepage.name_files`)."""
+    """The spec's source and the local headers it includes (as the build read them), each path ->
+    its lines: what the Source page's unnamed files are matched against
+    (:func:`kprof.tools.nsight.sourcepage.name_files`)."""
     from kprof.build import cusource
 
     if source is None:
@@ -323,11 +328,12 @@ def _sources_of(source: Path | None) -> dict[str, tuple[str, ...]]:
 def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range: str | None, launch_skip: int,
                     launch_count: int, set_name: str, metrics: tuple[str, ...], timeout: float,
                     report_dir: Path | None = None) -> list[KernelProfile]:
-    """ncu over the user's program: a report per profiled launch, named ``KERNEL#N`` (N its index among the
-    launches ncu matched, counting the skipped), judged on ``arch`` (found once, not per launch). In a multi-process
-    job (torchrun, mpirun, srun: :mod:`kprof.tools.programs.ranks`) ncu follows every process, each Python rank marks its pid,
-    and each report says its rank. ``report_dir``: ncu's report kept there as ``PROGRAM.ncu-rep`` (its script's
-    name, else the command's) for the Nsight Compute GUI."""
+    """ncu over the user's program: a report per profiled launch, named ``KERNEL#N`` (N its index
+    among the launches ncu matched, counting the skipped), judged on ``arch`` (found once, not per
+    launch). In a multi-process job (torchrun, mpirun, srun: :mod:`kprof.tools.programs.ranks`) ncu
+    follows every process, each Python rank marks its pid, and each report says its rank.
+    ``report_dir``: ncu's report kept there as ``PROGRAM.ncu-rep`` (its script's name, else the
+    command's) for the Nsight Compute GUI."""
     from kprof.tools.nsight import ncu
     from kprof.tools.programs import allocators, ranks
 
@@ -352,8 +358,8 @@ def profile_program(cmd: list[str], arch: str, *, kernel: str | None, nvtx_range
 
 
 def program_report_name(cmd: list[str]) -> str:
-    """The saved report's name for a program: its Python script's (``train`` for ``torchrun ... train.py``), else its
-    command's; letters, digits, ``._-`` only. Pure."""
+    """The saved report's name for a program: its Python script's (``train`` for ``torchrun ...
+    train.py``), else its command's; letters, digits, ``._-`` only. Pure."""
     import re
 
     script = next((Path(word).stem for word in cmd[1:] if word.endswith(".py")), Path(cmd[0]).name if cmd else "")

@@ -53,7 +53,8 @@ def path() -> Path:
 
 def connect(db: Path | None = None) -> sqlite3.Connection:
     db = db or path()
-    if db.exists() and (why := inputs.regular_file_error(db)) is not None:  # a FIFO would block SQLite's reads
+    # a FIFO would block SQLite's reads
+    if db.exists() and (why := inputs.regular_file_error(db)) is not None:
         raise UsageError(f"the history store {db}: {why} (set KPROF_HISTORY to a file)")
     deadline = time.monotonic() + 30
     while True:
@@ -74,16 +75,18 @@ def connect(db: Path | None = None) -> sqlite3.Connection:
 
 
 def connect_read(db: Path | None = None) -> sqlite3.Connection | None:
-    """The store opened read-only, for history and compare (None when it does not exist yet): reading
-    needs no write access and never turns a file into a database."""
+    """The store opened read-only, for history and compare (None when it does not exist yet):
+    reading needs no write access and never turns a file into a database."""
     db = db or path()
     try:
         db.stat()
-    except (FileNotFoundError, NotADirectoryError):  # nothing stored yet (and nothing made by reading)
+    # nothing stored yet (and nothing made by reading)
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except inputs.PATH_ERRORS:
         pass  # said below
-    if (why := inputs.regular_file_error(db)) is not None:  # a folder, a FIFO or /dev/null is no empty history
+    # a folder, a FIFO or /dev/null is no empty history
+    if (why := inputs.regular_file_error(db)) is not None:
         raise UsageError(f"the history store {db}: {why} (set KPROF_HISTORY to a file)")
     try:
         conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
@@ -98,9 +101,10 @@ def new_run() -> str:
 
 
 def provenance(root: Path | None = None) -> dict[str, object]:
-    """What a result was measured at: the commit from ``KPROF_COMMIT`` when set (a source tree copied
-    to a GPU machine may carry a stale ``.git``, or none; ``KPROF_DIRTY=1`` or ``0`` says whether it
-    had uncommitted changes), else ``git rev-parse`` and ``git status`` of the checkout."""
+    """What a result was measured at: the commit from ``KPROF_COMMIT`` when set (a source tree
+    copied to a GPU machine may carry a stale ``.git``, or none; ``KPROF_DIRTY=1`` or ``0`` says
+    whether it had uncommitted changes), else ``git rev-parse`` and ``git status`` of the
+    checkout."""
     if os.environ.get("KPROF_COMMIT"):
         flag = os.environ.get("KPROF_DIRTY", "")
         return {"commit": os.environ["KPROF_COMMIT"], "source": "KPROF_COMMIT",
@@ -136,8 +140,9 @@ def git_commit() -> str | None:
 
 
 def stored_text(text: str) -> str:
-    """``text`` as SQLite can hold it: UTF-8. A name from a file whose name is not UTF-8 (Python keeps its
-    bytes as surrogates) is stored with those bytes written out (``\\udcff``), the same each time."""
+    """``text`` as SQLite can hold it: UTF-8. A name from a file whose name is not UTF-8 (Python
+    keeps its bytes as surrogates) is stored with those bytes written out (``\\udcff``), the same
+    each time."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -158,14 +163,16 @@ def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: di
 
 
 def point_values(point: dict[str, Any]) -> dict[str, object]:
-    """A stored point's sizes and parameters together (``{"sizes": {...}, "params": {...}}``), as tables show them."""
+    """A stored point's sizes and parameters together (``{"sizes": {...}, "params": {...}}``), as
+    tables show them."""
     return {**(point.get("sizes") or {}), **(point.get("params") or {})}
 
 
 @dataclass(frozen=True)
 class HistoryRow:
-    """One stored result as kprof reads it back: its run, kernel and point, its timing summary (None: the
-    point was not timed), and what was stored beside them as written (``data``, ``machine``)."""
+    """One stored result as kprof reads it back: its run, kernel and point, its timing summary
+    (None: the point was not timed), and what was stored beside them as written (``data``,
+    ``machine``)."""
 
     id: int
     run: str
@@ -179,7 +186,8 @@ class HistoryRow:
     machine: dict[str, object]
     version: str
     commit: str | None
-    status: str = "?"  # the point's status as kprof bench stored it (ok, failed, ...); "?" when none was
+    # the point's status as kprof bench stored it (ok, failed, ...); "?" when none was
+    status: str = "?"
 
     @property
     def values(self) -> dict[str, object]:
@@ -243,7 +251,8 @@ def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = 
         raise UsageError(f"cannot read the history store {path()}: {exc}") from None
     for r in found:
         row = _row(r)
-        if row is not None:  # a damaged row, or one of another shape, is skipped; the others still shown
+        # a damaged row, or one of another shape, is skipped; the others still shown
+        if row is not None:
             out.append(row)
     return out
 
@@ -252,8 +261,8 @@ MAX_ROW_TEXT = 4 * 1024 * 1024  # one stored point's JSON: a few KB in practice
 
 
 def _row(r: tuple[object, ...]) -> HistoryRow | None:
-    """One stored result, or None when it is not of the shape kprof writes (damaged JSON, a list where
-    a mapping goes, a summary without numbers, a text where a number goes)."""
+    """One stored result, or None when it is not of the shape kprof writes (damaged JSON, a list
+    where a mapping goes, a summary without numbers, a text where a number goes)."""
     texts = [r[i] for i in (1, 4, 5, 6, 7)]
     created = r[2]
     if not all(isinstance(t, str) for t in texts) or not isinstance(created, (int, float)):
@@ -281,8 +290,8 @@ def _row(r: tuple[object, ...]) -> HistoryRow | None:
 
 
 def _summary(stored: object) -> Summary | None:
-    """A stored timing summary; None where the point was not timed. ValueError where it is not one kprof
-    wrote (a field missing or not a number, a time of 0 or below: compare divides by it)."""
+    """A stored timing summary; None where the point was not timed. ValueError where it is not one
+    kprof wrote (a field missing or not a number, a time of 0 or below: compare divides by it)."""
     from kprof import stats
 
     if stored is None:
@@ -328,7 +337,8 @@ def resolve_run(conn: sqlite3.Connection, ref: str) -> str:
 
 
 def compare(conn: sqlite3.Connection, before_id: str, after_id: str) -> list[RunChange]:
-    """Every kernel and point the two runs share: same, faster or slower, beyond the measured noise."""
+    """Every kernel and point the two runs share: same, faster or slower, beyond the measured
+    noise."""
     from kprof import stats
 
     before = {r.key: r for r in rows(conn, run=before_id, limit=100000)}

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def require(path: str | Path | None = None) -> None:
-    """matplotlib is there and draws ``path``'s kind of file (its suffix; none: PNG): one line before anything runs,
-    so a run is never measured and then lost to ``--plot roofline.jpg2``."""
+    """matplotlib is there and draws ``path``'s kind of file (its suffix; none: PNG): one line
+    before anything runs, so a run is never measured and then lost to ``--plot roofline.jpg2``."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -33,15 +33,17 @@ def require(path: str | Path | None = None) -> None:
 
 
 def roofline(profiles: list[KernelProfile], path: Path) -> Path:
-    """Log-log roofline: the memory roof, the compute roof of each kind of math among the kernels (FP32;
-    the dense 16-bit tensor peak for a spec with ``work.math: tensor``), each kernel as a labelled point."""
+    """Log-log roofline: the memory roof, the compute roof of each kind of math among the kernels
+    (FP32; the dense 16-bit tensor peak for a spec with ``work.math: tensor``), each kernel as a
+    labelled point."""
     require()
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    roofs: dict[str, tuple[float, float]] = {}  # math -> (peak FLOP/s, peak bytes/s), the first profile's of each
+    # math -> (peak FLOP/s, peak bytes/s), the first profile's of each
+    roofs: dict[str, tuple[float, float]] = {}
     for p in profiles:
         if p.roofline.peak_flops and p.roofline.peak_bytes:
             roofs.setdefault(p.math, (p.roofline.peak_flops, p.roofline.peak_bytes))
@@ -83,7 +85,8 @@ def bench(results: list[PointResult], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     ok = [r for r in results if r.status == "ok"]
-    # FLOP/s for arithmetic-heavy kernels, bytes/s for the rest (vector_add does 1 FLOP per 12 bytes).
+    # FLOP/s for arithmetic-heavy kernels, bytes/s for the rest (vector_add does 1 FLOP per 12
+    # bytes).
     use_flops = all(r.rates.flops_per_s for r in ok) and all(
         r.rates.flops and (not r.rates.bytes or r.rates.flops / r.rates.bytes >= 1) for r in ok)
     swept = _swept(ok)
@@ -130,7 +133,8 @@ def _baseline_rate(b: BaselineResult, use_flops: bool) -> float | None:
 
 
 def _bars(ok: list[PointResult], use_flops: bool, path: Path, plt: Any) -> Path:
-    """Each kernel's throughput as a bar, its baseline (timed beside it) as a hatched bar after it."""
+    """Each kernel's throughput as a bar, its baseline (timed beside it) as a hatched bar after
+    it."""
     unit = "GFLOP/s" if use_flops else "GB/s"
     labels, values, colors = [], [], []
     base: dict[str, tuple[str, float]] = {}
@@ -192,7 +196,8 @@ def _save(fig: Any, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    buffer = io.BytesIO()  # drawn whole first, then written the way every output is (kprof.inputs.replace_file)
+    # drawn whole first, then written the way every output is (kprof.inputs.replace_file)
+    buffer = io.BytesIO()
     try:
         fig.savefig(buffer, dpi=120, format=path.suffix[1:].lower() or "png")
     except ValueError as exc:  # a suffix matplotlib has no writer for

@@ -1,7 +1,8 @@
-"""Text layout every renderer shares: the width to wrap to, tables, wrapped lines, progress, and the small
-formats of numbers (percent, microseconds). What a record says is rendered beside its kind: build and run
-(:mod:`render_build`), sanitizers and corpora (:mod:`render_sanitize`), bench and ceilings (:mod:`render_bench`),
-profiles and diagnoses (:mod:`render_profile`). Pure functions; nothing here measures."""
+"""Text layout every renderer shares: the width to wrap to, tables, wrapped lines, progress, and the
+small formats of numbers (percent, microseconds). What a record says is rendered beside its kind:
+build and run (:mod:`render_build`), sanitizers and corpora (:mod:`render_sanitize`), bench and
+ceilings (:mod:`render_bench`), profiles and diagnoses (:mod:`render_profile`). Pure functions;
+nothing here measures."""
 
 from __future__ import annotations
 
@@ -9,21 +10,22 @@ from collections.abc import Sequence
 from typing import Any
 
 MIN_WIDTH = 60  # no wrapping narrower than this: a column of a few characters helps nobody
-PIPE_WIDTH = 100  # text that goes to a file or a pipe: what a pager, an editor or a CI log shows whole
+# text that goes to a file or a pipe: what a pager, an editor or a CI log shows whole
+PIPE_WIDTH = 100
 NO_WRAP = 1 << 20  # --width 0: one line a row, for grep
 _chosen_width: int | None = None  # --width, set once by the command line (kprof.commands.cli)
 
 
 def choose_width(width: int | None) -> None:
-    """The width every command wraps to from here on (``--width N``; 0: no wrapping), over COLUMNS and
-    the terminal's own."""
+    """The width every command wraps to from here on (``--width N``; 0: no wrapping), over COLUMNS
+    and the terminal's own."""
     global _chosen_width
     _chosen_width = width
 
 
 def terminal_width() -> int:
-    """The width lines are wrapped to: ``--width`` where given (0: not wrapped), else COLUMNS where it is
-    set, else the terminal's own on a terminal and :data:`PIPE_WIDTH` for a file or a pipe."""
+    """The width lines are wrapped to: ``--width`` where given (0: not wrapped), else COLUMNS where
+    it is set, else the terminal's own on a terminal and :data:`PIPE_WIDTH` for a file or a pipe."""
     import os
     import shutil
     import sys
@@ -38,15 +40,16 @@ def terminal_width() -> int:
 
 
 def wrap(text: str, width: int, indent: int) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, every line after the first indented by ``indent``
-    spaces (which count toward the width); a word longer than a line is broken."""
+    """``text`` in lines of at most ``width`` characters, every line after the first indented by
+    ``indent`` spaces (which count toward the width); a word longer than a line is broken."""
     import textwrap
 
     return textwrap.wrap(text, width=width, subsequent_indent=" " * indent, break_on_hyphens=False) or [""]
 
 
 def fit(lines: Sequence[str], width: int, hang: int) -> list[str]:
-    """Report lines wrapped to ``width``, each continuation under its line's own indentation plus ``hang``."""
+    """Report lines wrapped to ``width``, each continuation under its line's own indentation plus
+    ``hang``."""
     return [piece for line in lines for piece in wrap(line, width, len(line) - len(line.lstrip()) + hang)]
 
 
@@ -54,9 +57,9 @@ MIN_COLUMN = 12  # a column is not wrapped narrower than this
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", width: int | None = None) -> str:
-    """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). Where the
-    rows would pass ``width`` (default: :func:`terminal_width`), the widest left-aligned columns are
-    narrowed, widest first, and their cells wrap under themselves."""
+    """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). Where
+    the rows would pass ``width`` (default: :func:`terminal_width`), the widest left-aligned columns
+    are narrowed, widest first, and their cells wrap under themselves."""
     cells = [[str(h) for h in headers]] + [[" ".join(str(c).split()) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align.ljust(len(headers), "l")
@@ -84,8 +87,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str =
 
 
 class Progress:
-    """``[3/12] name`` while a step runs, and how it ended: on a terminal one line rewritten in place,
-    elsewhere (a CI log) a line per step, with the seconds it took and, once known, an ETA."""
+    """``[3/12] name`` while a step runs, and how it ended: on a terminal one line rewritten in
+    place, elsewhere (a CI log) a line per step, with the seconds it took and, once known, an
+    ETA."""
 
     def __init__(self, total: int, stream: Any, *, enabled: bool = True) -> None:
         import time
@@ -115,7 +119,8 @@ class Progress:
         self.stream.flush()
 
     def finished(self, name: str, outcome: str, seconds: float) -> None:
-        """A step that ran beside others: counted and said when it ends (``start`` and ``done`` in one)."""
+        """A step that ran beside others: counted and said when it ends (``start`` and ``done`` in
+        one)."""
         import time
 
         self.start(name)

@@ -1,4 +1,5 @@
-"""Text of what kprof bench, peak, history and compare return, and the cheat corpus. Pure functions."""
+"""Text of what kprof bench, peak, history and compare return, and the cheat corpus. Pure
+functions."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def baseline_label(baseline: str | None, asked: str | None = None) -> str:
 
 
 def _baseline_notes(b: BaselineResult | None) -> list[str]:
-    """What a report says beside a baseline's time: cuBLAS's math mode, the kernels one call launched,
-    the framework its inputs came as, its compile time."""
+    """What a report says beside a baseline's time: cuBLAS's math mode, the kernels one call
+    launched, the framework its inputs came as, its compile time."""
     if b is None:
         return []
     notes = [b.math_mode or "",
@@ -44,8 +45,8 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
             continue
         base, first, rt = "-", r.first, r.rates
         if first is not None and first.of_baseline is not None:
-            # A library routine is the target ("78% of cublas_sgemm"); another spec is what the kernel
-            # replaces ("3.41x faster than rmsnorm_unfused").
+            # A library routine is the target ("78% of cublas_sgemm"); another spec is what the
+            # kernel replaces ("3.41x faster than rmsnorm_unfused").
             ratio = first.of_baseline
             base = (f"{ratio:.0%} of {first.label}" if first.baseline_kind == "library"
                     else f"{ratio:.2f}x faster than {first.label}" if ratio >= 1
@@ -175,7 +176,8 @@ def bench_cases_list(rows: list[dict[str, Any]]) -> str:
 
 
 def bench_cases_report(report: BenchCasesReport) -> str:
-    """``kprof cases --bench``: caught or missed per cheat, by which flag, and the honest operation's flags."""
+    """``kprof cases --bench``: caught or missed per cheat, by which flag, and the honest
+    operation's flags."""
     rows = [(r.cheat.name, "caught" if r.caught else "MISSED", ", ".join(r.kinds) or "none", cut(r.cheat.exploit, 60))
             for r in report.results]
     caught = sum(r.caught for r in report.results)

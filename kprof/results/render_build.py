@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
 
 def list_table(rows: list[Listing], width: int | None = None) -> str:
-    """Names, groups and descriptions, each line at most ``width`` characters (:func:`terminal_width`): a
-    long description wraps under itself. A kernel that needs a newer architecture than ``--arch`` is marked
-    before its description: ``[needs sm_80: cp.async]``."""
+    """Names, groups and descriptions, each line at most ``width`` characters
+    (:func:`terminal_width`): a long description wraps under itself. A kernel that needs a newer
+    architecture than ``--arch`` is marked before its description: ``[needs sm_80: cp.async]``."""
     if not rows:
         return "no kernels found (kernels/, sanitizer_cases/, KPROF_PATH)"
     return table(["NAME", "GROUP", "DESCRIPTION"],
@@ -29,8 +29,8 @@ def list_table(rows: list[Listing], width: int | None = None) -> str:
 
 
 def build_table(results: Sequence[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:
-    """One row per kernel built: a spec's own, or each of its steps' as ``NAME:KERNEL`` (the kernel as the spec writes
-    it); ``params``, the defines given by --param, are shown beside each name."""
+    """One row per kernel built: a spec's own, or each of its steps' as ``NAME:KERNEL`` (the kernel
+    as the spec writes it); ``params``, the defines given by --param, are shown beside each name."""
     rows: list[tuple[Any, ...]] = []
     for spec, built in results:
         defines = dict(spec.defines)
@@ -96,8 +96,9 @@ def run_report(result: ChildResult, resolved: Resolved, built: BuildResult) -> s
 
 
 def doctor_table(checks: list[Check], ready: Sequence[Readiness] = (), width: int | None = None) -> str:
-    """One check a line (wrapped to ``width``, default the terminal's, under its detail), and its fix; then
-    whether each command asked about can run here, those lacking the same checks on one line."""
+    """One check a line (wrapped to ``width``, default the terminal's, under its detail), and its
+    fix; then whether each command asked about can run here, those lacking the same checks on one
+    line."""
     width = width or terminal_width()
     out = []
     for c in checks:

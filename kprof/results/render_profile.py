@@ -1,4 +1,5 @@
-"""Text of what kprof profile returns: a kernel's counters, a program's ranking, the performance corpus."""
+"""Text of what kprof profile returns: a kernel's counters, a program's ranking, the performance
+corpus."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ if TYPE_CHECKING:
 
 
 def program_ranking(ranked: list[Ranked], top: int = 10, sites: Sites | None = None) -> str:
-    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnosis.program.rank`), its denominators named,
-    each kernel with the user's line that launched it first (``sites``: the run that found them)."""
+    """``kprof profile -- CMD``'s ranking (:func:`kprof.diagnosis.program.rank`), its denominators
+    named, each kernel with the user's line that launched it first (``sites``: the run that found
+    them)."""
     here = str(Path.cwd()) + "/"
     job = any(r.ranks for r in ranked)  # a multi-process job: which ranks launched each
     rows = []
@@ -49,8 +51,8 @@ def program_ranking(ranked: list[Ranked], top: int = 10, sites: Sites | None = N
 
 
 def perf_cases_table(results: list[PerfResult], tally: dict[str, Any]) -> str:
-    """``kprof cases --perf``: per case, the cause and line expected and named, the estimate against the
-    twin's measured gain (benched in one run), and the try that confirmed it."""
+    """``kprof cases --perf``: per case, the cause and line expected and named, the estimate against
+    the twin's measured gain (benched in one run), and the try that confirmed it."""
     rows = []
     for r in results:
         est = "-" if r.estimate is None else f"{r.estimate:.2f}x" + ("" if r.estimate_right is None else
@@ -76,7 +78,8 @@ def profile_report(profiles: list[KernelProfile]) -> str:
     said: dict[str, str] = {}  # a long note -> the kernel it was printed for
     for p in profiles:
         o, m, sh, c = p.occupancy, p.memory, p.shared, p.compute
-        rank = f"  rank {p.rank}" if p.rank is not None else ""  # a job's process (kprof profile -- torchrun ...)
+        # a job's process (kprof profile -- torchrun ...)
+        rank = f"  rank {p.rank}" if p.rank is not None else ""
         out.append(f"{short(p.kernel)}  {' '.join(f'{k}={v}' for k, v in p.sizes.items())}{rank}  [{p.source}]")
         if p.duration_s is not None:
             out.append(f"  duration            {p.duration_s * 1e3:.4f} ms")
@@ -129,7 +132,8 @@ def profile_report(profiles: list[KernelProfile]) -> str:
             out.append("  top stalls          " + ", ".join(f"{n} {v:.2f}" for n, v in p.stalls.top[:4])
                        + " (warps stalled per issued instruction)")
         for note in p.notes:
-            if note in said and len(note) > 60:  # why counters are missing and how to enable them: said once
+            # why counters are missing and how to enable them: said once
+            if note in said and len(note) > 60:
                 out.append(f"  note: as for {said[note]} above")
                 continue
             said.setdefault(note, short(p.kernel, 48))

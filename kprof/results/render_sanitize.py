@@ -74,7 +74,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
 
 
 def cases_list(rows: list[dict[str, Any]], width: int | None = None) -> str:
-    """The corpus, a case a row; why each known miss is missed below the table, wrapped to ``width``."""
+    """The corpus, a case a row; why each known miss is missed below the table, wrapped to
+    ``width``."""
     width = width or terminal_width()
     text = table(
         ["CASE", "TOOL", "KIND", "LINE", "BUFFER", "CAUGHT"],

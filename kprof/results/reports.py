@@ -1,5 +1,6 @@
-"""The typed reports the API returns (:mod:`kprof.commands.api`) and the CLI prints: a target's tool results,
-one run of a kernel, a ``kprof bench`` run, the cheat corpus's verdicts. Each says what its ``--json`` is."""
+"""The typed reports the API returns (:mod:`kprof.commands.api`) and the CLI prints: a target's tool
+results, one run of a kernel, a ``kprof bench`` run, the cheat corpus's verdicts. Each says what its
+``--json`` is."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.commands.api imports them at its top)
+# annotations only: the reports import nothing heavy (kprof.commands.api imports them at its top)
+if TYPE_CHECKING:
     from kprof.build.build import BuildResult
     from kprof.corpus.benchcases import CheatResult
     from kprof.errors import OutputError
@@ -23,7 +25,8 @@ if TYPE_CHECKING:  # annotations only: the reports import nothing heavy (kprof.c
 
 @dataclass(frozen=True)
 class SanitizeReport:
-    """What the tools found in one target: one :class:`~kprof.tools.sanitizers.toolrun.ToolResult` per tool."""
+    """What the tools found in one target: one :class:`~kprof.tools.sanitizers.toolrun.ToolResult`
+    per tool."""
 
     target: str
     results: list[ToolResult]
@@ -53,8 +56,8 @@ class SanitizeReport:
 
 @dataclass(frozen=True)
 class RunReport:
-    """One run of a spec's kernel (``kprof run``): what the child measured and verified, the sizes it
-    resolved and the build it ran. ``ok`` is the verdict on every output."""
+    """One run of a spec's kernel (``kprof run``): what the child measured and verified, the sizes
+    it resolved and the build it ran. ``ok`` is the verdict on every output."""
 
     result: ChildResult
     resolved: Resolved
@@ -83,9 +86,9 @@ class RunReport:
 
 @dataclass
 class BenchReport:
-    """A ``kprof bench`` run: every point measured, in order, with the ceilings it was judged against.
-    ``interrupted`` (Ctrl-C, SIGTERM) and ``lost`` (the history store could not take a point: a full
-    disk) say why it stopped early; what was measured before is kept either way."""
+    """A ``kprof bench`` run: every point measured, in order, with the ceilings it was judged
+    against. ``interrupted`` (Ctrl-C, SIGTERM) and ``lost`` (the history store could not take a
+    point: a full disk) say why it stopped early; what was measured before is kept either way."""
 
     points: list[PointResult]
     planned: int
@@ -113,8 +116,8 @@ class BenchReport:
 
 @dataclass(frozen=True)
 class BenchCasesReport:
-    """``kprof cases --bench``: the honest operation's integrity flags (none, or it is a false alarm) and
-    each cheat's (:mod:`kprof.corpus.benchcases`), all from one ``kprof bench`` run."""
+    """``kprof cases --bench``: the honest operation's integrity flags (none, or it is a false
+    alarm) and each cheat's (:mod:`kprof.corpus.benchcases`), all from one ``kprof bench`` run."""
 
     honest: tuple[str, ...]
     results: list[CheatResult]

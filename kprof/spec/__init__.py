@@ -1,9 +1,9 @@
-"""Kernel specs, the first stage of the pipeline, in two modules: the schema (:mod:`kprof.spec.schema`:
-the frozen dataclasses a spec is, and ``KernelSpec.resolve()``, which gives a :class:`Resolved` that
-the build, launch, sanitize, profile and bench stages take as it is) and the loader
-(:mod:`kprof.spec.loader`: a YAML file, every field validated, every error naming the file and the
-field; :mod:`kprof.spec.fields` reads those of what to build and launch). Every stage imports their
-names from here (``from kprof.spec import KernelSpec``,
+"""Kernel specs, the first stage of the pipeline, in two modules: the schema
+(:mod:`kprof.spec.schema`: the frozen dataclasses a spec is, and ``KernelSpec.resolve()``, which
+gives a :class:`Resolved` that the build, launch, sanitize, profile and bench stages take as it is)
+and the loader (:mod:`kprof.spec.loader`: a YAML file, every field validated, every error naming the
+file and the field; :mod:`kprof.spec.fields` reads those of what to build and launch). Every stage
+imports their names from here (``from kprof.spec import KernelSpec``,
 ``kprof.spec.loader(path)``). ``docs/spec.md`` documents the format.
 """
 

@@ -1,12 +1,13 @@
-"""What a benchmark point is timed against (:class:`Baseline`): one typed value, parsed once here from
-``--baseline`` or a spec's ``baseline:`` (:func:`of_option`: names spelled as the spec's ``baselines:``,
-another spec loaded and checked, a Python callable read without running it), labelled once for reports.
+"""What a benchmark point is timed against (:class:`Baseline`): one typed value, parsed once here
+from ``--baseline`` or a spec's ``baseline:`` (:func:`of_option`: names spelled as the spec's
+``baselines:``, another spec loaded and checked, a Python callable read without running it),
+labelled once for reports.
 
-Three kinds: a library routine on the kernel's own buffers (``cublas_sgemm``), another kernel spec at
-the same sizes (an unfused version), or a Python callable on the kernel's own buffers (``torch.compile``
-from the spec's ``baselines:``, ``FILE.py:FUNCTION``). The JSON of ``kprof bench`` and the history keep
-the string :meth:`Baseline.stored` gives (the routine, the spec's name, the resolved Python reference),
-as before.
+Three kinds: a library routine on the kernel's own buffers (``cublas_sgemm``), another kernel spec
+at the same sizes (an unfused version), or a Python callable on the kernel's own buffers
+(``torch.compile`` from the spec's ``baselines:``, ``FILE.py:FUNCTION``). The JSON of ``kprof
+bench`` and the history keep the string :meth:`Baseline.stored` gives (the routine, the spec's name,
+the resolved Python reference), as before.
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ KINDS: tuple[Kind, ...] = ("library", "spec", "python")
 class Baseline:
     kind: Kind
     name: str  # the routine, the spec's name, or the Python reference's stored form (pyref)
-    label: str  # how reports name it: the name it was asked by (torch.compile), else the routine, spec, FILE.py:FN
-    spec: KernelSpec | None = field(default=None, compare=False)  # kind "spec": the spec, loaded and checked
+    # how reports name it: the name it was asked by (torch.compile), else the routine, spec,
+    # FILE.py:FN
+    label: str
+    # kind "spec": the spec, loaded and checked
+    spec: KernelSpec | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -65,15 +69,17 @@ def of_spec(spec: KernelSpec, label: str | None = None) -> Baseline:
 
 
 def kind_of(text: str) -> Kind:
-    """The kind a resolved baseline string names: a routine, a stored Python reference, else a spec."""
+    """The kind a resolved baseline string names: a routine, a stored Python reference, else a
+    spec."""
     if text in BASELINES:
         return "library"
     return "python" if pyref.is_stored(text) else "spec"
 
 
 def label_of(stored: str | None, asked: str | None = None) -> str:
-    """How a report names a baseline kept as its stored string (a point's JSON): the name it was asked by,
-    else the Python reference's FILE.py:FUNCTION, the routine or the spec; "-" for none."""
+    """How a report names a baseline kept as its stored string (a point's JSON): the name it was
+    asked by, else the Python reference's FILE.py:FUNCTION, the routine or the spec; "-" for
+    none."""
     if asked:
         return asked
     if stored and kind_of(stored) == "python":
@@ -82,10 +88,10 @@ def label_of(stored: str | None, asked: str | None = None) -> str:
 
 
 def of_option(spec: KernelSpec, option: str, find: Callable[[str], KernelSpec]) -> list[Baseline]:
-    """``--baseline`` (``auto``, ``none``, names joined by commas: the spec's own, ``cublas_sgemm``, another
-    spec, ``FILE.py:FUNCTION``) as typed baselines, parsed once: every name checked, Python callables
-    read without running them, other specs found (``find``: the catalog's lookup, which the command layer
-    owns) and checked against ``spec``; duplicates dropped."""
+    """``--baseline`` (``auto``, ``none``, names joined by commas: the spec's own, ``cublas_sgemm``,
+    another spec, ``FILE.py:FUNCTION``) as typed baselines, parsed once: every name checked, Python
+    callables read without running them, other specs found (``find``: the catalog's lookup, which
+    the command layer owns) and checked against ``spec``; duplicates dropped."""
     out: dict[str, Baseline] = {}
     for asked in (o.strip() for o in option.split(",") if o.strip()):
         text = python_ref(spec, asked_for(spec, asked))
@@ -103,7 +109,8 @@ def of_option(spec: KernelSpec, option: str, find: Callable[[str], KernelSpec]) 
 
 
 def asked_for(spec: KernelSpec, option: str) -> str | None:
-    """The baseline one word of ``--baseline`` names: the spec's (``auto``), none, or the one named."""
+    """The baseline one word of ``--baseline`` names: the spec's (``auto``), none, or the one
+    named."""
     name = named(spec, option)
     found = spec.baseline if option == "auto" else None if option == "none" else \
         dict(spec.baselines)[name] if name else option
@@ -113,7 +120,8 @@ def asked_for(spec: KernelSpec, option: str) -> str | None:
 
 
 def named(spec: KernelSpec, option: str) -> str | None:
-    """The name in the spec's ``baselines:`` that ``option`` spells (torch_compile: torch.compile), or None."""
+    """The name in the spec's ``baselines:`` that ``option`` spells (torch_compile: torch.compile),
+    or None."""
     return next((n for n, _ in spec.baselines if _spelling(n) == _spelling(option)), None)
 
 
@@ -145,8 +153,8 @@ def _other_spec(spec: KernelSpec, name: str, option: str, find: Callable[[str], 
 
 
 def python_ref(spec: KernelSpec, text: str | None) -> str | None:
-    """``--baseline FILE.py:FUNCTION`` (relative to here) or ``package.module:FUNCTION``, read without
-    running it, as the spec's own ``baseline:`` is at load; anything else unchanged."""
+    """``--baseline FILE.py:FUNCTION`` (relative to here) or ``package.module:FUNCTION``, read
+    without running it, as the spec's own ``baseline:`` is at load; anything else unchanged."""
     if not text or (not pyref.is_stored(text) and not pyref.looks_like(text)):
         return text
     stored = text

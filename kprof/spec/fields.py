@@ -1,7 +1,7 @@
-"""The fields of a spec that say what to build and launch: defines, sizes, nvcc flags, the arguments (buffers,
-scalars, tensor maps, their fills), the launch and the steps, each checked and read into the schema's classes, every
-error naming its field. :mod:`kprof.spec.loader` reads the file and the rest of the fields (reference, tolerance,
-checks, baselines) and calls these."""
+"""The fields of a spec that say what to build and launch: defines, sizes, nvcc flags, the arguments
+(buffers, scalars, tensor maps, their fills), the launch and the steps, each checked and read into
+the schema's classes, every error naming its field. :mod:`kprof.spec.loader` reads the file and the
+rest of the fields (reference, tolerance, checks, baselines) and calls these."""
 
 from __future__ import annotations
 
@@ -33,9 +33,11 @@ from kprof.spec.schema import (
     TensorMapArg,
 )
 
-MAX_ENTRY = 1024  # characters of a kernel's name: far past any real one, short of a name that floods a message
+# characters of a kernel's name: far past any real one, short of a name that floods a message
+MAX_ENTRY = 1024
 _NAME = re.compile(r"^(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
-_ARGS = re.compile(r"^[\w\s:<>,.*&()+\-]*\Z")  # a template argument list: types, numbers, sizeof, casts
+# a template argument list: types, numbers, sizeof, casts
+_ARGS = re.compile(r"^[\w\s:<>,.*&()+\-]*\Z")
 
 
 def entry_problem(entry: str) -> str | None:
@@ -174,7 +176,8 @@ def load_nvcc_flags(raw: object, folder: Path, fail: Fail) -> tuple[str, ...]:
             if target == here or here in target.parents:
                 if problem := inputs.shell_problem(str(target)):
                     raise fail(f"nvcc_flags[{i}]", f"the include folder {show(str(target), 100)} {problem}: rename it")
-                flags.append(f"{include.group(1)}{target}")  # nvcc runs from anywhere: the folder, absolute
+                # nvcc runs from anywhere: the folder, absolute
+                flags.append(f"{include.group(1)}{target}")
                 continue
             raise fail(f"nvcc_flags[{i}]", f"{show(flag)}: an include directory must be inside the spec's folder")
         raise fail(f"nvcc_flags[{i}]", f"{show(flag)} is not allowed (a spec may change code generation only); "
@@ -228,8 +231,8 @@ def positive(v: object, fld: str, fail: Fail) -> int:
 
 
 def _load_buffer(item: dict[str, object], name: str, fld: str, fail: Fail, check_expr: CheckExpr) -> BufferArg:
-    """One buffer argument: its type, shape, role, fill, and whether it is consumed (reset), unordered (order: any)
-    or a __constant__ array (memory: constant)."""
+    """One buffer argument: its type, shape, role, fill, and whether it is consumed (reset),
+    unordered (order: any) or a __constant__ array (memory: constant)."""
     extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order", "memory"}
     if extra:
         raise fail(f"{fld}.{sorted(extra)[0]}",
@@ -324,7 +327,8 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
 
 
 def load_tensormap(item: dict[str, object], fld: str, check_expr: CheckExpr, fail: Fail) -> TensorMapArg:
-    """``{name, tensormap: BUFFER, box: [...], swizzle: 0|32|64|128}``: a CUtensorMap of a buffer argument."""
+    """``{name, tensormap: BUFFER, box: [...], swizzle: 0|32|64|128}``: a CUtensorMap of a buffer
+    argument."""
     extra = set(item) - {"name", "tensormap", "box", "swizzle"}
     if extra:
         raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (tensor map fields: name, tensormap, box, swizzle)")
@@ -350,7 +354,8 @@ def dtype_of(value: object, fld: str, fail: Fail) -> str:
 def fill_of(raw: object, fld: str, dtype: str, fail: Fail) -> Fill:
     if not isinstance(raw, str):
         raise fail(fld, "must be a fill rule such as uniform(-1, 1), normal, zeros, randint(0, 10)")
-    if len(raw) > MAX_FILL_CHARS:  # a rule is a name and up to three numbers: a 100,000-term one is refused unparsed
+    # a rule is a name and up to three numbers: a 100,000-term one is refused unparsed
+    if len(raw) > MAX_FILL_CHARS:
         raise fail(fld, f"a fill rule of {len(raw):,} characters; write one such as uniform(-1, 1) (at most "
                         f"{MAX_FILL_CHARS})")
     try:
@@ -420,8 +425,8 @@ def load_launch(raw: object, fail: Fail, check_expr: CheckExpr) -> Launch:
 
 
 def show(value: object, limit: int = 60) -> str:
-    """A value quoted in an error message, cut short: a spec's value can be huge (an integer of more digits
-    than Python will print is named by its size)."""
+    """A value quoted in an error message, cut short: a spec's value can be huge (an integer of more
+    digits than Python will print is named by its size)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
         return f"an integer of {value.bit_length():,} bits"
     try:

@@ -1,8 +1,8 @@
-"""Loading a spec: one YAML file beside each ``.cu``, read with ``yaml.safe_load`` (capped, no alias,
-no deep nesting), every field validated, every error naming the file and the field
+"""Loading a spec: one YAML file beside each ``.cu``, read with ``yaml.safe_load`` (capped, no
+alias, no deep nesting), every field validated, every error naming the file and the field
 (``kernels/tiled_matmul.yaml: launch.grid[0]: unknown size 'Q'``), into :mod:`kprof.spec.schema`'s
-:class:`KernelSpec`. References go through :mod:`kprof.spec.reference` and :mod:`kprof.spec.pyref`; nothing
-from a spec ever reaches ``eval``. ``docs/spec.md`` documents the format.
+:class:`KernelSpec`. References go through :mod:`kprof.spec.reference` and :mod:`kprof.spec.pyref`;
+nothing from a spec ever reaches ``eval``. ``docs/spec.md`` documents the format.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ _TOP_KEYS = {
     "launch", "reference", "tolerance", "work", "checks", "expect", "notes", "twin",
     "twin_defines", "baseline", "baselines", "steps", "python", "requires",
 }  # fmt: skip
-_BASELINE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,39}\Z")  # a name in baselines: (torch, torch.compile)
+# a name in baselines: (torch, torch.compile)
+_BASELINE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,39}\Z")
 # What a Python operation (``python: ops.py:scale``) cannot have: it is the function, not a kernel.
 _NOT_FOR_PYTHON = ("source", "entry", "launch", "steps", "nvcc_flags", "twin", "twin_defines")
 
@@ -83,15 +84,17 @@ def _yaml_problem(text: str) -> str | None:
     return None
 
 
-# Specs read before, by path and text, with a digest of the files they name (the kernel's source, the Python
-# references): a spec that several commands, sweeps or tests read is parsed once (PyYAML's pure-Python parser
-# takes about 10 ms a spec); a change to the spec or to a file it names reads it again.
+# Specs read before, by path and text, with a digest of the files they name (the kernel's source,
+# the Python references): a spec that several commands, sweeps or tests read is parsed once
+# (PyYAML's pure-Python parser takes about 10 ms a spec); a change to the spec or to a file it names
+# reads it again.
 _LOADED: dict[tuple[str, str], tuple[KernelSpec, frozenset[Path], str]] = {}
 _LOADED_MAX = 512
 
 
 def _named_files(value: object, out: set[Path]) -> set[Path]:
-    """Every file a loaded spec names: its Path fields and its stored Python references, recursively."""
+    """Every file a loaded spec names: its Path fields and its stored Python references,
+    recursively."""
     import dataclasses
 
     from kprof.spec import pyref
@@ -130,12 +133,13 @@ def _digest_of(files: frozenset[Path]) -> str:
     return digest.hexdigest()
 
 
-MAX_NAMED_BYTES = 4 * 1024 * 1024  # a named file larger than this is not read for the digest (its name is)
+# a named file larger than this is not read for the digest (its name is)
+MAX_NAMED_BYTES = 4 * 1024 * 1024
 
 
-# What PyYAML's safe constructor raises, past its own YAMLError, for values it cannot build: a date that is
-# not one (2001-02-30: ValueError), `!!int abc` (ValueError), `!!bool maybe` (KeyError), `!!timestamp x`
-# (AttributeError), an integer past Python's 4,300 digits (ValueError).
+# What PyYAML's safe constructor raises, past its own YAMLError, for values it cannot build: a date
+# that is not one (2001-02-30: ValueError), `!!int abc` (ValueError), `!!bool maybe` (KeyError),
+# `!!timestamp x` (AttributeError), an integer past Python's 4,300 digits (ValueError).
 YAML_VALUE_ERRORS = (ValueError, KeyError, AttributeError, TypeError, OverflowError, IndexError)
 
 
@@ -147,8 +151,8 @@ def value_problem(exc: BaseException) -> str:
 
 
 def load(path: str | Path) -> KernelSpec:
-    """Read and validate one spec file: a regular file of at most 256 KiB, plain YAML (no aliases, at
-    most 32 levels deep), ``yaml.safe_load`` rules."""
+    """Read and validate one spec file: a regular file of at most 256 KiB, plain YAML (no aliases,
+    at most 32 levels deep), ``yaml.safe_load`` rules."""
     import yaml
 
     path = inputs.user_path(path, "spec")
@@ -169,7 +173,8 @@ def load(path: str | Path) -> KernelSpec:
         at = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(where, "", f"not valid YAML: {at}{problem}") from None
-    except YAML_VALUE_ERRORS as exc:  # a tagged or dated value PyYAML fails to build with a plain Python error
+    # a tagged or dated value PyYAML fails to build with a plain Python error
+    except YAML_VALUE_ERRORS as exc:
         raise SpecError(where, "", f"not valid YAML: {value_problem(exc)}") from None
     spec = from_dict(data, path)
     if len(_LOADED) >= _LOADED_MAX:
@@ -230,7 +235,8 @@ def from_dict(data: object, path: Path) -> KernelSpec:
         raise fail("notes", "must be a string")
     twin, twin_defines = _load_twin(data, path, fail)
     tolerance = _load_tolerance(data.get("tolerance"), fail, check_expr, args, known_sizes)
-    numeric = set(define_env(defines))  # what the runner passes a Python baseline besides sizes and inputs
+    # what the runner passes a Python baseline besides sizes and inputs
+    numeric = set(define_env(defines))
     return KernelSpec(
         name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
         sizes=sizes, args=args, launch=launch,
@@ -296,8 +302,8 @@ def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> 
 
 
 def input_names(args: tuple[Arg, ...]) -> set[str]:
-    """What a reference, a scale or a Python baseline may name besides the sizes: the scalars and the
-    input buffers."""
+    """What a reference, a scale or a Python baseline may name besides the sizes: the scalars and
+    the input buffers."""
     return {a.name for a in args if isinstance(a, ScalarArg) or (isinstance(a, BufferArg) and a.role in ("in", "inout"))}
 
 
@@ -306,10 +312,11 @@ def _output_names(args: tuple[Arg, ...]) -> set[str]:
 
 
 def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec:
-    """``spec`` with a Python callable (pyref stored form, e.g. a framework baseline) as its operation:
-    the same buffers, sizes, reference and work, so kprof profile reports what the callable launches
-    (inside kprof's NVTX range) beside the kernel, named ``SPEC__LABEL`` (``rmsnorm_onepass__torch_compile``:
-    letters, digits and ``_`` only, which ncu's NVTX filter reads literally)."""
+    """``spec`` with a Python callable (pyref stored form, e.g. a framework baseline) as its
+    operation: the same buffers, sizes, reference and work, so kprof profile reports what the
+    callable launches (inside kprof's NVTX range) beside the kernel, named ``SPEC__LABEL``
+    (``rmsnorm_onepass__torch_compile``: letters, digits and ``_`` only, which ncu's NVTX filter
+    reads literally)."""
     from kprof.spec import pyref
 
     ref = pyref.Ref.from_stored(stored)
@@ -320,15 +327,16 @@ def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec
 
 
 def _python_launch(func: str, args: tuple[Arg, ...]) -> tuple[tuple[Step, ...], Launch]:
-    """A Python operation's one step (the function over every argument), with no launch of kprof's own."""
+    """A Python operation's one step (the function over every argument), with no launch of kprof's
+    own."""
     return (Step(func, tuple(a.name for a in args), None),), Launch(("1", "1", "1"), ("1", "1", "1"))
 
 
 def _load_python_op(data: dict[str, object], args: tuple[Arg, ...], names: set[str], folder: Path,
                     fail: Fail) -> tuple[str, Path, tuple[Step, ...], Launch]:
-    """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers (as
-    framework tensors), sizes, defines (``names``) and scalars by name, read now without running it.
-    Its one step is the function over every argument, with no launch of kprof's own."""
+    """``python: ops.py:scale`` (or ``package.module:scale``): a function taking the spec's buffers
+    (as framework tensors), sizes, defines (``names``) and scalars by name, read now without running
+    it. Its one step is the function over every argument, with no launch of kprof's own."""
     from kprof.spec import pyref
 
     extra = [k for k in _NOT_FOR_PYTHON if k in data]
@@ -348,7 +356,8 @@ def _load_python_op(data: dict[str, object], args: tuple[Arg, ...], names: set[s
 
 def _load_launches(data: dict[str, object], args: tuple[Arg, ...], fail: Fail,
                    check_expr: CheckExpr) -> tuple[tuple[Step, ...], str | None, Launch]:
-    """The steps of a multi-kernel spec (with its first kernel's entry and launch), or the one launch."""
+    """The steps of a multi-kernel spec (with its first kernel's entry and launch), or the one
+    launch."""
     steps = load_steps(data.get("steps"), args, fail, check_expr)
     if not steps:
         return steps, None, load_launch(data.get("launch"), fail, check_expr)
@@ -402,7 +411,8 @@ def _load_baseline(raw: object, args: tuple[Arg, ...], sizes: set[str], defines:
 def _load_named_baselines(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
                           fail: Fail) -> tuple[tuple[str, str], ...]:
     """``baselines: {torch: kprof.baselines.torch_ops:rms_norm, torch.compile: ...}``: names that
-    ``kprof bench --baseline NAME`` takes for this spec, each a baseline as ``baseline:`` takes one."""
+    ``kprof bench --baseline NAME`` takes for this spec, each a baseline as ``baseline:`` takes
+    one."""
     if raw is None:
         return ()
     if not isinstance(raw, dict) or not raw:
@@ -424,9 +434,9 @@ SPEC_WIDE = "*"  # the output key of a spec-wide Python reference (it returns ev
 
 def _load_reference(raw: object, args: tuple[Arg, ...], known_sizes: set[str], fail: Fail,
                     folder: Path) -> tuple[tuple[str, str], ...]:
-    """Each output's reference: an expression of the vocabulary, or a Python function (``FILE.py:FN``,
-    ``package.module:FN``; stored resolved as ``python:/abs/FILE.py:FN``). A spec-wide ``reference:
-    FILE.py:FN`` returns a dict of every output."""
+    """Each output's reference: an expression of the vocabulary, or a Python function
+    (``FILE.py:FN``, ``package.module:FN``; stored resolved as ``python:/abs/FILE.py:FN``). A
+    spec-wide ``reference: FILE.py:FN`` returns a dict of every output."""
     from kprof.spec import pyref
 
     outputs = _output_names(args)
@@ -466,7 +476,8 @@ def _load_tolerance(raw: object, fail: Fail, check_expr: CheckExpr, args: tuple[
     """Absent: the output dtype's default. ``1e-5``: that rtol with the dtype's atol.
     ``{rtol: 1e-6, atol: "2e-7 * sqrt(K)"}``: numbers or size expressions, either may be left out.
     ``{metric: normwise, rtol: 1e-5}``: the normwise verdict, ``max|out - ref| <= rtol * max|ref|``.
-    ``{rtol: 1e-6, scale: {C: "abs(A) @ abs(B)"}}``: rtol times that, element by element, not |ref|."""
+    ``{rtol: 1e-6, scale: {C: "abs(A) @ abs(B)"}}``: rtol times that, element by element, not
+    |ref|."""
     if raw is None:
         return Tolerance()
     if not isinstance(raw, dict):
@@ -493,8 +504,8 @@ def _load_tolerance(raw: object, fail: Fail, check_expr: CheckExpr, args: tuple[
 
 def _load_scale(raw: object, args: tuple[Arg, ...], known_sizes: set[str],
                 fail: Fail) -> tuple[tuple[str, str], ...]:
-    """``scale: {C: "abs(A) @ abs(B)"}``: per output, an expression of the inputs, sizes and scalars in the
-    reference vocabulary, with the output's shape (or one that broadcasts to it)."""
+    """``scale: {C: "abs(A) @ abs(B)"}``: per output, an expression of the inputs, sizes and scalars
+    in the reference vocabulary, with the output's shape (or one that broadcasts to it)."""
     if raw is None:
         return ()
     if not isinstance(raw, dict) or not raw:
@@ -514,7 +525,8 @@ def _load_scale(raw: object, args: tuple[Arg, ...], known_sizes: set[str],
 
 
 def _vocabulary_expr(expr: object, known: set[str], fld: str, fail: Fail) -> str:
-    """An expression of the reference vocabulary over ``known`` names, checked now (not evaluated)."""
+    """An expression of the reference vocabulary over ``known`` names, checked now (not
+    evaluated)."""
     try:
         used = reference.names(expr)
     except ReferenceExprError as exc:
@@ -566,8 +578,8 @@ def _load_checks(raw: object, sizes: set[str], args: tuple[Arg, ...], fail: Fail
 
 
 def _display(path: Path) -> str:
-    """The spec's path as messages show it: relative to here when it is below, control characters escaped
-    (a message is one line, whatever the file is called)."""
+    """The spec's path as messages show it: relative to here when it is below, control characters
+    escaped (a message is one line, whatever the file is called)."""
     try:
         text = str(path.resolve().relative_to(Path.cwd()))
     except (ValueError, OSError, RuntimeError):

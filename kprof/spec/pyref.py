@@ -26,8 +26,8 @@ from typing import Any
 from kprof import inputs
 from kprof.errors import InputError, UserCodeError
 
-# a reference or baseline file, parsed to check its function's parameters: 2 MiB parse in well under a
-# second (15 MB took 38 s and 6 GB)
+# a reference or baseline file, parsed to check its function's parameters: 2 MiB parse in well under
+# a second (15 MB took 38 s and 6 GB)
 MAX_PY_BYTES = 2 * 1024 * 1024
 PREFIX = "python:"  # how a resolved Python reference is stored in a spec: python:/abs/refs.py:fn
 _FILE_REF = re.compile(r"^(?P<file>[^\s:\[\]()]+\.py):(?P<func>[A-Za-z_]\w*)$")
@@ -121,7 +121,8 @@ def _check_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, path: Path, 
 
 
 def call(ref: Ref, env: dict[str, object]) -> object:
-    """Import the user's file and call the function with the names it takes (in the runner child)."""
+    """Import the user's file and call the function with the names it takes (in the runner
+    child)."""
     fn = load(ref)
     try:
         return fn(**select(fn, env))
@@ -131,7 +132,8 @@ def call(ref: Ref, env: dict[str, object]) -> object:
 
 
 def load(ref: Ref, what: str = "reference") -> Any:
-    """The user's function, its file imported (an import error is the user's, with their traceback)."""
+    """The user's function, its file imported (an import error is the user's, with their
+    traceback)."""
     try:
         spec = importlib.util.spec_from_file_location(f"kprof_user_{abs(hash(str(ref.path)))}", ref.path)
         if spec is None or spec.loader is None:

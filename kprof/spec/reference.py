@@ -28,15 +28,17 @@ def _np() -> Any:
     return numpy
 
 
-ROWS_AT_ONCE = 1 << 22  # elements of a row-wise function's block of rows (float64 temporaries of 32 MiB)
+# elements of a row-wise function's block of rows (float64 temporaries of 32 MiB)
+ROWS_AT_ONCE = 1 << 22
 
 
 def _by_rows(fn: Callable[..., object], x: Any, axis: int, *rest: Any) -> Any:
-    """``fn(x, *rest)`` for a function of each row along the last axis alone (a softmax, an RMSNorm):
-    on a large ``x``, blocks of rows on several threads (NumPy releases the GIL), each with the rows of
-    any argument of ``x``'s shape and the rest as given (a weight broadcast over rows). Each row is
-    computed as in the whole array (its reduction along the contiguous last axis is the same), so the
-    result is the same to the bit; the float64 temporaries are a block's, not the whole array's."""
+    """``fn(x, *rest)`` for a function of each row along the last axis alone (a softmax, an
+    RMSNorm): on a large ``x``, blocks of rows on several threads (NumPy releases the GIL), each
+    with the rows of any argument of ``x``'s shape and the rest as given (a weight broadcast over
+    rows). Each row is computed as in the whole array (its reduction along the contiguous last axis
+    is the same), so the result is the same to the bit; the float64 temporaries are a block's, not
+    the whole array's."""
     np = _np()
     x = np.asarray(x)
     if x.ndim < 2 or axis not in (-1, x.ndim - 1) or x.size < 2 * ROWS_AT_ONCE or not x.shape[-1]:
@@ -106,13 +108,15 @@ def _pad(x: Any, before: Any, after: Any) -> object:
 
 
 def _cumsum(x: Any, axis: int = -1, exclusive: bool = False) -> object:
-    """Inclusive prefix sums along ``axis``; ``exclusive=True``: each element's sum of those before it."""
+    """Inclusive prefix sums along ``axis``; ``exclusive=True``: each element's sum of those before
+    it."""
     inclusive = _np().cumsum(x, axis=axis)
     return inclusive - x if exclusive else inclusive
 
 
 def _bincount(x: object, minlength: int = 0) -> object:
-    """Counts of each value 0, 1, ... in ``x`` (non-negative integers), at least ``minlength`` of them."""
+    """Counts of each value 0, 1, ... in ``x`` (non-negative integers), at least ``minlength`` of
+    them."""
     np = _np()
     return np.bincount(np.asarray(x).astype(np.int64).ravel(), minlength=int(minlength))
 
@@ -227,12 +231,13 @@ def _check_constant_exponent(node: ast.AST) -> None:
 
 
 def _fold(node: ast.AST) -> float | None:
-    """The value of a subtree of numbers and + - * / ** (each power's exponent at most 64), or None when
-    it names anything or calls a function."""
+    """The value of a subtree of numbers and + - * / ** (each power's exponent at most 64), or None
+    when it names anything or calls a function."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         try:
             return float(node.value)
-        except OverflowError:  # an integer past float64's range: as large as any float, so any power of it overflows
+        # an integer past float64's range: as large as any float, so any power of it overflows
+        except OverflowError:
             return math.inf if node.value > 0 else -math.inf
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _fold(node.operand)
@@ -294,7 +299,8 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 
 
 def _check_exponent(b: object) -> None:
-    """A scalar exponent at most 64, as in size arithmetic: ``2**2**2**2**2**2`` must not hang the runner."""
+    """A scalar exponent at most 64, as in size arithmetic: ``2**2**2**2**2**2`` must not hang the
+    runner."""
     import numpy as np
 
     exponent = np.asarray(b)

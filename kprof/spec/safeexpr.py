@@ -26,7 +26,8 @@ def check_node(
     unknown_call: Callable[[str], str],
     booleans: bool = False,
 ) -> None:
-    """Raise ``error`` for a node outside the whitelist; function signatures are the caller's to check."""
+    """Raise ``error`` for a node outside the whitelist; function signatures are the caller's to
+    check."""
     if not isinstance(node, allowed):
         raise error(f"'{type(node).__name__}' is not allowed in {where}")
     if isinstance(node, ast.Constant) and (
@@ -44,16 +45,18 @@ def check_node(
             raise error(unknown_call(node.func.id if isinstance(node.func, ast.Name) else "an expression"))
 
 
-MAX_DEPTH = 100  # the deepest shipped expression nests under 10; the evaluators recurse once a level
+# the deepest shipped expression nests under 10; the evaluators recurse once a level
+MAX_DEPTH = 100
 
 
 def parse_bounded(text: str, error: type[Exception]) -> ast.Expression:
-    """``ast.parse`` in eval mode, with the nesting depth of the tree checked (iteratively) before any
-    recursive walk: ``-`` repeated 999 times parses into 999 nested nodes, and the evaluators and
-    CPython's own compiler recurse once a level. SyntaxError is the caller's to word."""
+    """``ast.parse`` in eval mode, with the nesting depth of the tree checked (iteratively) before
+    any recursive walk: ``-`` repeated 999 times parses into 999 nested nodes, and the evaluators
+    and CPython's own compiler recurse once a level. SyntaxError is the caller's to word."""
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:  # bytes that were not UTF-8 (a command line's), kept as surrogates by Python
+    # bytes that were not UTF-8 (a command line's), kept as surrogates by Python
+    except UnicodeEncodeError:
         raise error("the expression holds bytes that are not UTF-8 text") from None
     try:
         tree = ast.parse(text, mode="eval")

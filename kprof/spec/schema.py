@@ -2,7 +2,8 @@
 vocabulary of dtypes, roles, fills and presets, and ``KernelSpec.resolve()``, which gives a
 :class:`Resolved` (every size, shape, launch dimension and scalar a concrete number) that the build,
 launch, sanitize, profile and bench stages take as it is. Loading a YAML file into it is
-:mod:`kprof.spec.loader`. Size arithmetic goes through :mod:`kprof.spec.sizeexpr`; nothing calls ``eval``.
+:mod:`kprof.spec.loader`. Size arithmetic goes through :mod:`kprof.spec.sizeexpr`; nothing calls
+``eval``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ DTYPES: dict[str, tuple[int, str]] = {
     "int64": (8, "i"),
     "uint64": (8, "u"),
 }
-MATHS = ("fp32", "tensor")  # a spec's work.math: what its FLOPs run on (FP32 FMA, dense 16-bit tensor cores)
+# a spec's work.math: what its FLOPs run on (FP32 FMA, dense 16-bit tensor cores)
+MATHS = ("fp32", "tensor")
 ROLES = ("in", "out", "inout", "scratch")
 FILLS = {  # name -> (min args, max args)
     "uniform": (0, 2),
@@ -39,7 +41,9 @@ FILLS = {  # name -> (min args, max args)
     "ones": (0, 0),
     "const": (1, 1),
     "arange": (0, 0),
-    "peaked": (2, 3),  # peaked(height, share[, spread]): normal(0, spread), a share of the elements at height (a dominant logit)
+    # peaked(height, share[, spread]): normal(0, spread), a share of the elements at height (a
+    # dominant logit)
+    "peaked": (2, 3),
 }
 PRESETS = ("default", "sanitize")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would pass a name ending in a newline
@@ -58,8 +62,9 @@ class Fill:
 
 @dataclass(frozen=True)
 class Check:
-    """One size set a spec verifies its kernel at (``checks:``), and the inputs filled otherwise there
-    (``fill: {x: "peaked(14.5, 0.001)"}``): an input that meets a case the spec's own fill never does."""
+    """One size set a spec verifies its kernel at (``checks:``), and the inputs filled otherwise
+    there (``fill: {x: "peaked(14.5, 0.001)"}``): an input that meets a case the spec's own fill
+    never does."""
 
     sizes: tuple[tuple[str, int], ...]
     fills: tuple[tuple[str, Fill], ...] = ()
@@ -85,9 +90,12 @@ class BufferArg:
     role: str
     fill: Fill
     _: KW_ONLY
-    reset: bool = False  # the kernel consumes it (a counter used as a write index): written again before each launch
-    unordered: bool = False  # order: any: checked as a multiset (its first elements, as many as the reference has)
-    constant: bool = False  # memory: constant: the kernel's __constant__ array of this name, filled; not a parameter
+    # the kernel consumes it (a counter used as a write index): written again before each launch
+    reset: bool = False
+    # order: any: checked as a multiset (its first elements, as many as the reference has)
+    unordered: bool = False
+    # memory: constant: the kernel's __constant__ array of this name, filled; not a parameter
+    constant: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,8 @@ class ScalarArg:
     value: str  # a size expression, or a number literal for float scalars
 
 
-# TMA (cuTensorMapEncodeTiled): the element types a tensor map describes, and its swizzle spans in bytes
+# TMA (cuTensorMapEncodeTiled): the element types a tensor map describes, and its swizzle spans in
+# bytes
 TENSORMAP_DTYPES = ("uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64")
 SWIZZLES = (0, 32, 64, 128)
 TENSORMAP_MAX_RANK = 5
@@ -106,9 +115,10 @@ TENSORMAP_MAX_BOX = 256
 
 @dataclass(frozen=True)
 class TensorMapArg:
-    """A ``CUtensorMap`` passed by value (``const __grid_constant__ CUtensorMap``): TMA's view of the
-    buffer argument ``buffer``, in boxes of ``box`` elements (size expressions, outermost first, as the
-    buffer's shape), ``swizzle`` bytes (0: none). Encoded in the child, once the buffer is allocated."""
+    """A ``CUtensorMap`` passed by value (``const __grid_constant__ CUtensorMap``): TMA's view of
+    the buffer argument ``buffer``, in boxes of ``box`` elements (size expressions, outermost first,
+    as the buffer's shape), ``swizzle`` bytes (0: none). Encoded in the child, once the buffer is
+    allocated."""
 
     name: str
     buffer: str
@@ -118,7 +128,8 @@ class TensorMapArg:
 
 @dataclass(frozen=True)
 class ResolvedTensorMap:
-    """A tensor map at concrete sizes: its buffer's element type and shape, and its box (outermost first)."""
+    """A tensor map at concrete sizes: its buffer's element type and shape, and its box (outermost
+    first)."""
 
     arg: TensorMapArg
     dtype: str
@@ -127,7 +138,8 @@ class ResolvedTensorMap:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        """The byte stride of every dimension but the innermost, innermost first (what the driver takes)."""
+        """The byte stride of every dimension but the innermost, innermost first (what the driver
+        takes)."""
         out, step = [], DTYPES[self.dtype][0]
         for d in reversed(self.shape[1:]):
             step *= d
@@ -136,9 +148,10 @@ class ResolvedTensorMap:
 
     @property
     def driver_strides(self) -> tuple[int, ...]:
-        """The strides as cuTensorMapEncodeTiled is given them: :attr:`strides`, and at rank 1 (none) one it does
-        not read, the buffer's bytes: the driver refuses an empty list (CUDA_ERROR_INVALID_VALUE on an H200,
-        driver 580.159.04; scripts/probes/tensormap_rank1.py)."""
+        """The strides as cuTensorMapEncodeTiled is given them: :attr:`strides`, and at rank 1
+        (none) one it does not read, the buffer's bytes: the driver refuses an empty list
+        (CUDA_ERROR_INVALID_VALUE on an H200, driver 580.159.04;
+        scripts/probes/tensormap_rank1.py)."""
         return self.strides or (self.shape[0] * DTYPES[self.dtype][0],)
 
 
@@ -175,21 +188,24 @@ class ResolvedStep:
 class Tolerance:
     """The spec's ``tolerance:``. ``rtol`` and ``atol`` are numbers or size expressions
     (``"2e-7 * sqrt(K)"``), worked out at each size; None takes the output dtype's default
-    (:data:`kprof.child.verify.DEFAULT_TOLERANCE`). The metric is ``elementwise`` (every element within
-    ``atol + rtol * |ref|``) or ``normwise`` (``max|out - ref| <= rtol * max|ref|``, atol unused)."""
+    (:data:`kprof.child.verify.DEFAULT_TOLERANCE`). The metric is ``elementwise`` (every element
+    within ``atol + rtol * |ref|``) or ``normwise`` (``max|out - ref| <= rtol * max|ref|``, atol
+    unused)."""
 
     rtol: str | None = None
     atol: str | None = None
     metric: str = "elementwise"
-    # OUTPUT -> an expression of the inputs (reference vocabulary) that rtol multiplies in place of |ref|:
-    # "abs(A) @ abs(B)" for a matmul, the size of the terms a sum adds, which rounding errors scale with
+    # OUTPUT -> an expression of the inputs (reference vocabulary) that rtol multiplies in place of
+    # |ref|: "abs(A) @ abs(B)" for a matmul, the size of the terms a sum adds, which rounding errors
+    # scale with
     scale: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class Work:
-    """``work: {flops: EXPR, bytes: EXPR, math: fp32 | tensor}``: the work one run does, as expressions of the
-    sizes (kprof's rates are these over the measured time), and what its FLOPs run on."""
+    """``work: {flops: EXPR, bytes: EXPR, math: fp32 | tensor}``: the work one run does, as
+    expressions of the sizes (kprof's rates are these over the measured time), and what its FLOPs
+    run on."""
 
     flops: str | None = None
     bytes: str | None = None
@@ -234,11 +250,15 @@ class KernelSpec:
     twin: Path | None = None  # sanitizer cases: the fixed source, same arguments and launch
     twin_defines: tuple[tuple[str, str], ...] = ()  # the twin's defines, where the fix is a define
     is_twin: bool = False
-    baseline: str | None = None  # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
-    baselines: tuple[tuple[str, str], ...] = ()  # named baselines for --baseline NAME (torch, torch.compile)
-    steps: tuple[Step, ...] = ()  # a multi-kernel spec: its launches in order (empty: one launch of entry)
+    # kprof bench: timed in the same run: cublas_sgemm, or another spec's name
+    baseline: str | None = None
+    # named baselines for --baseline NAME (torch, torch.compile)
+    baselines: tuple[tuple[str, str], ...] = ()
+    # a multi-kernel spec: its launches in order (empty: one launch of entry)
+    steps: tuple[Step, ...] = ()
     tolerance: Tolerance = Tolerance()
-    python: str | None = None  # a Python operation (pyref stored form): run on the spec's buffers, no cubin
+    # a Python operation (pyref stored form): run on the spec's buffers, no cubin
+    python: str | None = None
     requires: Requirement | None = None  # the oldest architecture it builds and runs on, and why
 
     def unsupported_on(self, arch: str) -> str | None:
@@ -256,7 +276,8 @@ class KernelSpec:
         return f"{self.name} needs {need} or newer ({self.requires.why}); {arch} is older"
 
     def target_arch(self, arch: str) -> str:
-        """What ``arch`` is built as: ``sm_90a`` where the spec needs that architecture's own features."""
+        """What ``arch`` is built as: ``sm_90a`` where the spec needs that architecture's own
+        features."""
         if self.requires is not None and self.requires.arch.endswith("a") and arch_number(arch) == arch_number(
                 self.requires.arch):
             return self.requires.arch
@@ -264,7 +285,8 @@ class KernelSpec:
 
     @property
     def parameters(self) -> tuple[str, ...]:
-        """The kernel's parameters, in order: the args but the ``__constant__`` arrays (``memory: constant``)."""
+        """The kernel's parameters, in order: the args but the ``__constant__`` arrays (``memory:
+        constant``)."""
         return tuple(a.name for a in self.args if not (isinstance(a, BufferArg) and a.constant))
 
     @property
@@ -286,7 +308,8 @@ class KernelSpec:
                        defines=tuple(defines.items()), twin_defines=(), is_twin=True)
 
     def with_fills(self, fills: tuple[tuple[str, Fill], ...]) -> KernelSpec:
-        """This spec with some inputs filled otherwise (a check's ``fill:``; the loader checked the names)."""
+        """This spec with some inputs filled otherwise (a check's ``fill:``; the loader checked the
+        names)."""
         if not fills:
             return self
         new = dict(fills)
@@ -390,7 +413,8 @@ class KernelSpec:
             )  # fmt: skip
             _check_launch(self.name, where_launch, step, sizes)
             steps.append(step)
-        first = next((st for st in steps if st.entry != CUBLAS_SGEMM), None)  # the loader requires one kernel step
+        # the loader requires one kernel step
+        first = next((st for st in steps if st.entry != CUBLAS_SGEMM), None)
         if first is None:
             raise UsageError(f"{self.name}: every step's grid is 0 at {_sized(sizes)}: nothing would launch")
         grid, block, smem = first.grid, first.block, first.shared_mem
@@ -444,7 +468,8 @@ def _sized(sizes: dict[str, int]) -> str:
 
 
 def _check_scalar(name: str, arg: ScalarArg, value: int | float, sizes: dict[str, int]) -> None:
-    """A scalar fits its type before it is packed: 2**31 is not an int32 (it would wrap to -2**31)."""
+    """A scalar fits its type before it is packed: 2**31 is not an int32 (it would wrap to
+    -2**31)."""
     nbytes, kind = DTYPES[arg.dtype]
     if kind == "f":
         top = _FLOAT_MAX[arg.dtype]
@@ -460,9 +485,10 @@ def _check_scalar(name: str, arg: ScalarArg, value: int | float, sizes: dict[str
 
 def _resolve_tensormap(name: str, i: int, arg: TensorMapArg, buffers: list[ResolvedBuffer], ev: Any,
                        sizes: dict[str, int]) -> ResolvedTensorMap:
-    """A tensor map at these sizes, held to what cuTensorMapEncodeTiled takes: refused here, with the
-    rule it breaks, rather than by the driver in the child."""
-    buf = next(b for b in buffers if b.arg.name == arg.buffer)  # the loader checked the name and the rank
+    """A tensor map at these sizes, held to what cuTensorMapEncodeTiled takes: refused here, with
+    the rule it breaks, rather than by the driver in the child."""
+    # the loader checked the name and the rank
+    buf = next(b for b in buffers if b.arg.name == arg.buffer)
     tm = ResolvedTensorMap(arg, buf.arg.dtype, buf.shape, tuple(ev(b, f"args[{i}].box[{j}]") for j, b in enumerate(arg.box)))
     size, at = DTYPES[tm.dtype][0], _sized(sizes)
     for j, (box, dim) in enumerate(zip(tm.box, tm.shape)):

@@ -3,8 +3,8 @@
 Expressions are parsed with :mod:`ast` and walked against a whitelist: numbers, size names,
 ``+ - * / // % **``, unary minus, and the functions ``ceil``, ``floor``, ``min``, ``max``,
 ``cdiv``, ``round_up``, ``sqrt``, ``le`` and ``where`` (``where(le(C, 1024), 256, C)``: a launch
-that depends on a size, without comparison syntax). Nothing else is evaluated: no attribute access, no
-subscripts, no calls to anything outside the list, no keywords. Arithmetic is exact
+that depends on a size, without comparison syntax). Nothing else is evaluated: no attribute access,
+no subscripts, no calls to anything outside the list, no keywords. Arithmetic is exact
 (:class:`fractions.Fraction`) so ``ceil(N / 32)`` never suffers float rounding, and large products
 stay exact; ``sqrt`` alone is not (float precision), and is meant for tolerances that grow like
 ``sqrt(K)``.
@@ -23,7 +23,8 @@ from kprof.spec import safeexpr
 MAX_LEN = 400
 MAX_EXPONENT = 64
 MAX_MAGNITUDE = 1 << 80  # far beyond any byte count, small enough to stop runaway arithmetic
-MAX_BITS = 256  # of a value's numerator or denominator: (1/3)**64 is 102 bits; a tower of powers stops here
+# of a value's numerator or denominator: (1/3)**64 is 102 bits; a tower of powers stops here
+MAX_BITS = 256
 
 
 def _ceil(x: Fraction) -> Fraction:
@@ -139,7 +140,8 @@ def _func_name(node: ast.Call) -> str:
 def names(text: object) -> set[str]:
     """The size names an expression refers to (function names excluded)."""
     tree = parse(text)
-    for node in ast.walk(tree):  # a constant exponent is judged now, at load time, not at the first size
+    # a constant exponent is judged now, at load time, not at the first size
+    for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and \
                 not any(isinstance(m, ast.Name) for m in ast.walk(node.right)):
             exponent = _eval(node.right, {})
@@ -221,8 +223,8 @@ def _binop(op: ast.operator, a: Fraction, b: Fraction) -> Fraction:
 
 
 def _bounded(x: Fraction) -> Fraction:
-    """``x``, or one line where its numerator or denominator outgrows :data:`MAX_BITS` (a tower of powers
-    of fractions would otherwise take minutes: every step squares the digits)."""
+    """``x``, or one line where its numerator or denominator outgrows :data:`MAX_BITS` (a tower of
+    powers of fractions would otherwise take minutes: every step squares the digits)."""
     if max(x.numerator.bit_length(), x.denominator.bit_length()) > MAX_BITS:
         raise SizeExprError(f"a value with more than {MAX_BITS} bits of precision is too fine for size arithmetic")
     return x

@@ -39,7 +39,8 @@ class Sweep:
         return tuple(n for axis in self.axes for n in axis.names)
 
     def only(self, known: set[str] | tuple[str, ...]) -> Sweep:
-        """The axes whose names all belong to ``known`` (with several kernels, each takes its own)."""
+        """The axes whose names all belong to ``known`` (with several kernels, each takes its
+        own)."""
         return Sweep(self.what, tuple(a for a in self.axes if set(a.names) <= set(known)), self.deprecated)
 
     def single(self, command: str) -> dict[str, str]:
@@ -57,7 +58,8 @@ class Sweep:
         return {k: size_value(k, v) for k, v in self.single(command).items()}
 
 
-MAX_POINTS = 10_000  # points of one sweep: kernels x sizes x parameters, far beyond a day of benching
+# points of one sweep: kernels x sizes x parameters, far beyond a day of benching
+MAX_POINTS = 10_000
 
 
 def parse(items: list[str], what: str) -> Sweep:
@@ -91,7 +93,8 @@ def parse(items: list[str], what: str) -> Sweep:
 
 
 def _legacy_pairs(items: list[str], what: str) -> list[str | tuple[str, str]]:
-    """``M=127,N=131`` (the old ``kprof run`` form) -> ``M=127`` and ``N=131``, with a deprecation."""
+    """``M=127,N=131`` (the old ``kprof run`` form) -> ``M=127`` and ``N=131``, with a
+    deprecation."""
     out: list[str | tuple[str, str]] = []
     for item in items:
         pieces = item.split(",")
@@ -131,7 +134,8 @@ def points(sizes: Sweep, params: Sweep, size_names: tuple[str, ...], defines: di
     for axis in params.axes:
         axes.append(("param", axis, list(axis.values)))
     count = math.prod(len(values) for _, _, values in axes)
-    if count > MAX_POINTS:  # counted before one is listed: a 300 x 300 x 300 sweep is one line, not minutes
+    # counted before one is listed: a 300 x 300 x 300 sweep is one line, not minutes
+    if count > MAX_POINTS:
         shape = " x ".join(str(len(values)) for _, _, values in axes)
         raise UsageError(f"{kernel}: the sweep has {count:,} points ({shape}); kprof runs at most {MAX_POINTS:,} "
                          "at once: sweep fewer values, or split it into several runs")

@@ -1,10 +1,12 @@
-"""What Nsight Compute's Python report reader (ncu_report) holds per instruction, for kprof's per-line parser.
+"""What Nsight Compute's Python report reader (ncu_report) holds per instruction, for kprof's
+per-line parser.
 
     python3 scripts/probes/ncu_source_counters.py REPORT.ncu-rep OUT.json
 
-For each profiled kernel: every metric with per-instruction instances (its values by PC), each PC's source
-file and line, and its SASS; the kernel-wide value of every other metric. It records what the reader gives
-on the machine that has it, so the CSV pages kprof parses can be checked against it without a GPU.
+For each profiled kernel: every metric with per-instruction instances (its values by PC), each PC's
+source file and line, and its SASS; the kernel-wide value of every other metric. It records what the
+reader gives on the machine that has it, so the CSV pages kprof parses can be checked against it
+without a GPU.
 """
 
 from __future__ import annotations

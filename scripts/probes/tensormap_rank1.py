@@ -1,6 +1,7 @@
-"""Which one-dimensional tensor maps does the driver encode? cuTensorMapEncodeTiled over 8,192 floats with
-a box of 128, its global strides given as an empty list (what kprof passes for rank 1: rank - 1 strides),
-as one stride, and with no L2 promotion. Prints one line a try. Run by scripts/gpu-check.sh newchecks."""
+"""Which one-dimensional tensor maps does the driver encode? cuTensorMapEncodeTiled over 8,192
+floats with a box of 128, its global strides given as an empty list (what kprof passes for rank 1:
+rank - 1 strides), as one stride, and with no L2 promotion. Prints one line a try. Run by
+scripts/gpu-check.sh newchecks."""
 
 from __future__ import annotations
 

@@ -46,8 +46,8 @@ def test_every_kernel_case_and_twin_builds_for_sm90(spec):
     assert usage.registers > 0
     if result.compiler.startswith("nvcc"):
         # The kernels are tuned under nvcc. NVRTC's front end makes other PTX (seen: async_matmul,
-        # linear_bias_relu and softmax_online spill 12 to 32 bytes on sm_90 with NVRTC 12.9 and 13.0):
-        # docs/compilers.md says so; here the build must stand and report it.
+        # linear_bias_relu and softmax_online spill 12 to 32 bytes on sm_90 with NVRTC 12.9 and
+        # 13.0): docs/compilers.md says so; here the build must stand and report it.
         assert usage.spill_stores == 0, f"{spec.name} spills registers"
 
 
@@ -124,7 +124,8 @@ def test_entry_not_found_is_explained_with_the_kernels_there(tmp_path):
 
 @pytest.mark.nvcc
 def test_a_cpp_kernel_is_found_by_the_name_the_source_gives_it(tmp_path):
-    """Not extern "C": the cubin's symbol is mangled; the entry is the name as written, and the job loads the symbol."""
+    """Not extern "C": the cubin's symbol is mangled; the entry is the name as written, and the job
+    loads the symbol."""
     (tmp_path / "k.cu").write_text('__global__ void k(float* a) { a[0] = 1; }\n')
     (tmp_path / "k.yaml").write_text(_ONE_OUT)
     built = build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")
@@ -143,8 +144,10 @@ __global__ void block_sum(const T* x, T* out, int n) {
 
 @pytest.mark.nvcc
 def test_a_template_entry_builds_with_no_instantiation_written(tmp_path):
-    """entry: block_sum<float, BLOCK>: kprof instantiates it (the user's file included unchanged, so -lineinfo names
-    it), a define sets the template argument (--param), and another instantiation is another cubin."""
+    """entry: block_sum<float, BLOCK>: kprof instantiates it (the user's file included unchanged, so
+    -lineinfo names
+    it), a define sets the template argument (--param), and another instantiation is another
+    cubin."""
     from kprof.launch.job import target_of
 
     (tmp_path / "b.cu").write_text(_TEMPLATE)
@@ -160,9 +163,11 @@ def test_a_template_entry_builds_with_no_instantiation_written(tmp_path):
     assert small.symbol_of(spec.entry) == "_Z9block_sumIfLi128EEvPKT_PS0_i" and small.cubin != built.cubin
     job_target = target_of(spec.resolve({}), built.cubin, symbols=built.symbols)
     assert job_target.entry == "_Z9block_sumIfLi256EEvPKT_PS0_i"
-    if built.compiler.startswith("nvcc"):  # NVRTC's child builds cubins only: no PTX to read the lines from
+    # NVRTC's child builds cubins only: no PTX to read the lines from
+    if built.compiler.startswith("nvcc"):
         text = build.ptx(spec, "sm_90", built=built)
-        assert text is not None and str(tmp_path / "b.cu") in text  # the lines are the user's file's
+        # the lines are the user's file's
+        assert text is not None and str(tmp_path / "b.cu") in text
 
 
 @pytest.mark.nvcc
@@ -185,7 +190,8 @@ def test_an_installed_wheel_finds_the_kernels_inside_the_package(tmp_path, monke
 @pytest.mark.nvcc
 @pytest.mark.parametrize("params", [{"UNROLL": "2", "CACHE": "1"}, {"UNROLL": "4", "CACHE": "0"}])
 def test_vector_add_vec4_parameters_build(params):
-    """The unrolled and streaming variants kprof bench --param sweeps (UNROLL 1, CACHE 0 is the plain loop)."""
+    """The unrolled and streaming variants kprof bench --param sweeps (UNROLL 1, CACHE 0 is the
+    plain loop)."""
     from kprof.build import build
     from kprof.spec import catalog
 
@@ -194,8 +200,8 @@ def test_vector_add_vec4_parameters_build(params):
 
 
 def test_a_define_the_source_sets_again_without_ifndef_is_refused_with_the_line_to_guard(tmp_path):
-    """BQ=128 into a source whose line 2 says #define BQ 64: nvcc would warn and build BQ 64; kprof says
-    which line and how to guard it, before any compiler runs (no nvcc needed)."""
+    """BQ=128 into a source whose line 2 says #define BQ 64: nvcc would warn and build BQ 64; kprof
+    says which line and how to guard it, before any compiler runs (no nvcc needed)."""
     from kprof.build import cusource
 
     text = ("#ifndef HD\n#define HD 128\n#endif\n#define BQ 64  // rows\n#if !defined(BK)\n#define BK 32\n#endif\n"
@@ -219,8 +225,9 @@ def test_a_define_the_source_sets_again_without_ifndef_is_refused_with_the_line_
 
 
 def test_a_generated_source_is_kept_by_its_text(tmp_path, monkeypatch):
-    """kprof mutants' sources under the build cache: the same text, the same path (so the same build key,
-    and a second build is a cache hit); another text, another path; a damaged file is written again."""
+    """kprof mutants' sources under the build cache: the same text, the same path (so the same build
+    key, and a second build is a cache hit); another text, another path; a damaged file is written
+    again."""
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
     original = catalog.find("vector_add").with_suffix(".cu")
     a = build.generated_source("vector_add", original, "// one\n")
@@ -234,8 +241,9 @@ def test_a_generated_source_is_kept_by_its_text(tmp_path, monkeypatch):
 
 @pytest.mark.nvcc
 def test_a_tmpdir_that_is_no_folder_is_said_not_taken_for_a_compile_error(tmp_path, monkeypatch, capsys):
-    """nvcc writes its intermediate files under TMPDIR: one that did not exist failed every build as "nvcc failed to
-    compile ... exit 1" (and kprof new blamed the name). A cached build does not need it."""
+    """nvcc writes its intermediate files under TMPDIR: one that did not exist failed every build as
+    "nvcc failed to compile ... exit 1" (and kprof new blamed the name). A cached build does not
+    need it."""
     from kprof.commands import cli
 
     if toolchain.compiler_for("sm_90").kind != "nvcc":
@@ -255,7 +263,8 @@ def test_a_tmpdir_that_is_no_folder_is_said_not_taken_for_a_compile_error(tmp_pa
 
 @pytest.mark.nvcc
 def test_a_spec_naming_a_kernel_the_source_lacks_is_one_line_without_the_compilers_log(tmp_path, monkeypatch):
-    """The build itself worked: ptxas's info lines said nothing about the missing name, and were printed before it."""
+    """The build itself worked: ptxas's info lines said nothing about the missing name, and were
+    printed before it."""
     import shutil
 
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
@@ -270,9 +279,9 @@ def test_a_spec_naming_a_kernel_the_source_lacks_is_one_line_without_the_compile
 
 @pytest.mark.nvcc
 def test_two_builds_of_one_entry_at_once_compile_it_once(tmp_path, monkeypatch):
-    """Two kprofs building one entry at once (pytest-xdist's workers, a job's copies): the second waits on the
-    entry's lock and reads what the first built. Threads stand in for processes: each opens the lock file
-    itself, and ``flock`` holds between open files as between processes."""
+    """Two kprofs building one entry at once (pytest-xdist's workers, a job's copies): the second
+    waits on the entry's lock and reads what the first built. Threads stand in for processes: each
+    opens the lock file itself, and ``flock`` holds between open files as between processes."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -301,8 +310,8 @@ def test_two_builds_of_one_entry_at_once_compile_it_once(tmp_path, monkeypatch):
 
 
 def test_a_lock_that_cannot_be_had_builds_without_it(tmp_path):
-    """A lock path that is no regular file (a link, a pipe) or a lock held past the wait: the build goes on
-    without it, never fewer builds than with no lock at all, never a hang."""
+    """A lock path that is no regular file (a link, a pipe) or a lock held past the wait: the build
+    goes on without it, never fewer builds than with no lock at all, never a hang."""
     import fcntl
     import os
     import stat
@@ -315,7 +324,8 @@ def test_a_lock_that_cannot_be_had_builds_without_it(tmp_path):
         pass
     assert not (tmp_path / "elsewhere").exists() and (folder / ".k-sm_90-abc.lock").is_symlink()
     (folder / ".k-sm_90-abc.lock").unlink()
-    os.mkfifo(folder / ".k-sm_90-abc.lock")  # a pipe: never opened (a reader would wait), never removed
+    # a pipe: never opened (a reader would wait), never removed
+    os.mkfifo(folder / ".k-sm_90-abc.lock")
     with build._one_builder(folder, cubin, timeout=5):
         pass
     assert stat.S_ISFIFO((folder / ".k-sm_90-abc.lock").lstat().st_mode)
@@ -331,8 +341,9 @@ def test_a_lock_that_cannot_be_had_builds_without_it(tmp_path):
 
 
 def test_where_a_compile_stops_is_one_line_with_what_to_do():
-    """A tutorial's file kept verbatim: a header its host code includes that the toolkit lacks, named with the line
-    that includes it, the library it is and how to get it (gcc's preprocessor and the CUDA front end say it apart)."""
+    """A tutorial's file kept verbatim: a header its host code includes that the toolkit lacks,
+    named with the line that includes it, the library it is and how to get it (gcc's preprocessor
+    and the CUDA front end say it apart)."""
     from kprof.build import cusource
 
     gcc = ("/x/llm.c/dev/cuda/common.h:4:10: fatal error: cublas_v2.h: No such file or directory\n"

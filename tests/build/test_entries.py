@@ -1,5 +1,5 @@
-"""A kernel as the user writes it in entry: and the cubin's symbol for it (kprof.build.entries). Pure but for the
-C++ runtime's demangler, which every Linux has."""
+"""A kernel as the user writes it in entry: and the cubin's symbol for it (kprof.build.entries).
+Pure but for the C++ runtime's demangler, which every Linux has."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ SYMBOLS = ["tiled_matmul", "_Z9block_sumIfLi256EEvPKT_PS0_i", "_Z9block_sumIdLi1
 
 @pytest.mark.parametrize(("entry", "symbol"), [
     ("tiled_matmul", "tiled_matmul"),  # extern "C": its own name
-    ("layernorm_forward_kernel1", "_Z25layernorm_forward_kernel1PfS_S_PKfS1_S1_ii"),  # a C++ kernel by its name
+    # a C++ kernel by its name
+    ("layernorm_forward_kernel1", "_Z25layernorm_forward_kernel1PfS_S_PKfS1_S1_ii"),
     ("block_sum<float, 256>", "_Z9block_sumIfLi256EEvPKT_PS0_i"),
     ("block_sum< float,256 >", "_Z9block_sumIfLi256EEvPKT_PS0_i"),  # spacing is not a difference
     ("block_sum<double, 128u>", "_Z9block_sumIdLi128EEvPKT_PS0_i"),  # nor a literal's suffix
-    ("block_sum<float, BLOCK>", "_Z9block_sumIfLi256EEvPKT_PS0_i"),  # a define as an argument (--param sets it)
+    # a define as an argument (--param sets it)
+    ("block_sum<float, BLOCK>", "_Z9block_sumIfLi256EEvPKT_PS0_i"),
     ("ns::gemm<128, 64>", "_ZN2ns4gemmILi128ELi64EEEvPf"),
-    ("gemm", "_ZN2ns4gemmILi128ELi64EEEvPf"),  # a plain name finds it in its namespace (its one instantiation)
+    # a plain name finds it in its namespace (its one instantiation)
+    ("gemm", "_ZN2ns4gemmILi128ELi64EEEvPf"),
     ("block_sum", None),  # two instantiations: the user names one
     ("block_sum<float, 512>", None),
     ("nope", None),

@@ -1,6 +1,7 @@
-"""kprof's occupancy model against the driver's own answer (cuOccupancyMaxActiveBlocksPerMultiprocessor)
-for every kernel at several block sizes, on a real GPU. No ncu: these tests run beside the others, not
-in the profiler tests' one worker (on an H200 at 405e353 they were 145 s of that worker's 346 s)."""
+"""kprof's occupancy model against the driver's own answer
+(cuOccupancyMaxActiveBlocksPerMultiprocessor) for every kernel at several block sizes, on a real
+GPU. No ncu: these tests run beside the others, not in the profiler tests' one worker (on an H200 at
+405e353 they were 145 s of that worker's 346 s)."""
 
 import pytest
 

@@ -26,8 +26,8 @@ from kprof.tools.nsight import ncu
 KB = 1024
 
 # The CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (held apart from
-# kprof/build/occupancy.py on purpose: a row typed twice in two shapes): resident threads, blocks and warps
-# per SM, shared memory per SM and the most one block may have (KB), and, from "Arithmetic
+# kprof/build/occupancy.py on purpose: a row typed twice in two shapes): resident threads, blocks
+# and warps per SM, shared memory per SM and the most one block may have (KB), and, from "Arithmetic
 # Instructions", 32-bit floating-point add, multiply and FMA results per clock per SM.
 GUIDE = {
     #        threads/SM  blocks/SM  smem/SM  smem/block  FP32/clock
@@ -40,7 +40,8 @@ GUIDE = {
     "sm_89": (1536, 24, 100, 99, 128),
     "sm_90": (2048, 32, 228, 227, 128),
     "sm_100": (2048, 32, 228, 227, 128),
-    "sm_120": (1536, 24, 100, 99, 128),  # 24 blocks: CUDA 13.0's cuda_occupancy.h (cudaOccMaxBlocksPerMultiprocessor)
+    # 24 blocks: CUDA 13.0's cuda_occupancy.h (cudaOccMaxBlocksPerMultiprocessor)
+    "sm_120": (1536, 24, 100, 99, 128),
 }
 
 
@@ -54,7 +55,8 @@ def test_the_model_of_each_architecture_is_the_guides(arch):
     assert lim.regs_per_sm == 64 * KB and lim.max_regs_per_block == 64 * KB and lim.max_regs_per_thread == 255
     assert lim.max_threads_per_block == 1024 and lim.default_smem_per_block == 48 * KB
     assert lim.fp32_lanes == fp32
-    # 1 KB of shared memory per block is the system's from sm_80 on (the guide's footnote); none before
+    # 1 KB of shared memory per block is the system's from sm_80 on (the guide's footnote); none
+    # before
     assert lim.reserved_smem_per_block == (KB if spec_mod.arch_number(arch) >= 80 else 0)
     from kprof.measure import ceilings
 
@@ -64,7 +66,8 @@ def test_the_model_of_each_architecture_is_the_guides(arch):
 @pytest.mark.parametrize("arch, block, regs, smem, blocks, limiter", [
     # sm_61: 96 KB and 256-byte units, no reserve; 64 warps
     ("sm_61", 256, 32, 0, 8, "nothing (the maximum)"),
-    ("sm_61", 256, 64, 0, 4, "registers"),  # 64 x 32 = 2048 registers a warp; 16 K per partition: 8 warps
+    # 64 x 32 = 2048 registers a warp; 16 K per partition: 8 warps
+    ("sm_61", 256, 64, 0, 4, "registers"),
     ("sm_61", 128, 32, 20000, 4, "shared memory"),  # 20000 -> 20224 B; 98304 // 20224 = 4
     ("sm_61", 32, 16, 0, 32, "blocks"),  # 32 blocks of one warp: the block cap, half the warps
     # sm_75: 32 warps, 16 blocks, 64 KB
@@ -84,7 +87,8 @@ def test_occupancy_on_older_and_newer_architectures(arch, block, regs, smem, blo
 
 @pytest.mark.parametrize("arch", ["sm_61", "sm_70", "sm_75", "sm_87", "sm_100", "sm_120"])
 def test_kprof_occupancy_knows_each_architecture_offline(arch, capsys, monkeypatch):
-    """No GPU: the kernel's resource usage comes from a stand-in build, the limits from the model."""
+    """No GPU: the kernel's resource usage comes from a stand-in build, the limits from the
+    model."""
     spec = catalog.load("tiled_matmul")
 
     def built(spec, arch, **kw):
@@ -112,7 +116,8 @@ NVRTC12 = _compiler("nvrtc", 12, [50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87
 
 @pytest.fixture
 def compilers(monkeypatch):
-    """A machine with CUDA 13's nvcc and NVRTC 12 (as the [cuda12] extra beside a system toolkit)."""
+    """A machine with CUDA 13's nvcc and NVRTC 12 (as the [cuda12] extra beside a system
+    toolkit)."""
     found = {"nvcc": NVCC13, "nvrtc": NVRTC12}
 
     def stand_in(kind):
@@ -176,7 +181,8 @@ def test_the_cache_key_holds_the_compiler(compilers, monkeypatch, tmp_path):
     assert first.cubin != second.cubin and not second.cached
     assert first.compiler == "nvcc 13.0" and second.compiler == "NVRTC 12.9"
     assert seen[0][0] == "/usr/bin/nvcc" and seen[1][:3] == ["python", "-m", "kprof.build.nvrtc"]
-    nvcc = seen[0][:seen[0].index("--keep")]  # nvcc alone also keeps its PTX for the line scan (build.ptx)
+    # nvcc alone also keeps its PTX for the line scan (build.ptx)
+    nvcc = seen[0][:seen[0].index("--keep")]
     assert seen[0][-3:-1] == ["--keep", "--keep-dir"] and first.argv == tuple(nvcc)
     assert nvcc[1:][:-2] == seen[1][3:][:-2]  # the same options, output and source apart
 
@@ -283,7 +289,8 @@ SHIPPED_NEEDS = {"async_matmul": "sm_80", "linear_bias_relu": "sm_90", "linear_b
                  "missing_proxy_fence": "sm_90", "mbarrier_double_init": "sm_90", "tma_box_overflow": "sm_90",
                  "wgmma_attention": "sm_90a", "wgmma_attention_causal": "sm_90a"}
 SHIPPED_TWINS = {"ldmatrix_wrong_layout_fixed", "missing_mbarrier_wait_fixed", "missing_proxy_fence_fixed",
-                 "mbarrier_double_init_fixed", "tma_box_overflow_fixed"}  # the cases' fixed twins: built too
+                 # the cases' fixed twins: built too
+                 "mbarrier_double_init_fixed", "tma_box_overflow_fixed"}
 
 
 def test_the_shipped_kernels_that_need_a_newer_gpu_say_so():
@@ -293,8 +300,9 @@ def test_the_shipped_kernels_that_need_a_newer_gpu_say_so():
 
 @functools.lru_cache(maxsize=1)
 def _shipped_launches() -> tuple[tuple[Any, tuple[tuple[str, int, int], ...]], ...]:
-    """Each shipped kernel spec with the (preset, threads, dynamic shared memory) of each of its launches at
-    its default and sanitize sizes: the same on every architecture, so worked out once for all of them."""
+    """Each shipped kernel spec with the (preset, threads, dynamic shared memory) of each of its
+    launches at its default and sanitize sizes: the same on every architecture, so worked out once
+    for all of them."""
     out = []
     for entry in catalog.entries():
         spec = catalog.load(entry.name)
@@ -308,9 +316,9 @@ def _shipped_launches() -> tuple[tuple[Any, tuple[tuple[str, int, int], ...]], .
 
 @pytest.mark.parametrize("arch", sorted(GUIDE, key=spec_mod.arch_number))
 def test_every_shipped_kernel_launches_within_each_architectures_limits(arch):
-    """The threads and the dynamic shared memory of each shipped spec at its defaults, on every architecture
-    it claims (not older than its ``requires``): within the guide's most a block may have, so a kernel that
-    builds for an RTX 4090 (sm_89, 99 KB a block) also launches there."""
+    """The threads and the dynamic shared memory of each shipped spec at its defaults, on every
+    architecture it claims (not older than its ``requires``): within the guide's most a block may
+    have, so a kernel that builds for an RTX 4090 (sm_89, 99 KB a block) also launches there."""
     _, _, _, smem_block, _ = GUIDE[arch]
     over = [f"{spec.name} ({which}): {threads} threads, {shared:,} B"
             for spec, launches in _shipped_launches() if not spec.unsupported_on(arch)
@@ -377,8 +385,8 @@ def test_a_kernel_runs_and_verifies_on_an_older_gpu_and_says_the_drivers_occupan
 
 
 def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measures(monkeypatch, capsys):
-    """On sm_61 no ncu runs (it would not start): one line says so, and the report holds event timing,
-    the driver's occupancy, registers and spills; exit 0."""
+    """On sm_61 no ncu runs (it would not start): one line says so, and the report holds event
+    timing, the driver's occupancy, registers and spills; exit 0."""
     from kprof.launch import launch
 
     monkeypatch.setattr("kprof.child.device.probe", lambda: None)
@@ -401,7 +409,8 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
                                    "kprof profile reports event timing, the driver's occupancy, registers and spills "
                                    "instead")
     assert "[no Nsight Compute on sm_61]" in out
-    assert "the driver's occupancy: 1 blocks of 1024 threads per SM, 50%\n" in out  # and the model agrees
+    # and the model agrees
+    assert "the driver's occupancy: 1 blocks of 1024 threads per SM, 50%\n" in out
     assert "ptxas: 40 registers, 8 B spill stores, 4 B spill loads, 16 B stack frame" in out
 
 
@@ -441,7 +450,8 @@ def test_doctor_on_a_t4_with_cuda_13_bindings_and_a_cuda_12_driver_says_what_to_
 
 
 def test_the_cuda_12_sanitizer_wheel_gets_its_injection_path(tmp_path):
-    """pip's CUDA 12 wheel: bin/compute-sanitizer, its libraries in lib/; a toolkit keeps them beside it."""
+    """pip's CUDA 12 wheel: bin/compute-sanitizer, its libraries in lib/; a toolkit keeps them
+    beside it."""
     from kprof.tools.sanitizers import compute_sanitizer as san
 
     wheel = tmp_path / "nvidia" / "cuda_sanitizer_api"
@@ -458,8 +468,8 @@ def test_the_cuda_12_sanitizer_wheel_gets_its_injection_path(tmp_path):
 
 
 def test_an_architecture_specific_requirement_builds_as_sm90a_on_hopper_only():
-    """requires: {arch: sm_90a}: Hopper's own instructions (wgmma) exist on sm_90 alone: built as sm_90a
-    there, named unavailable on an older GPU and on a newer one."""
+    """requires: {arch: sm_90a}: Hopper's own instructions (wgmma) exist on sm_90 alone: built as
+    sm_90a there, named unavailable on an older GPU and on a newer one."""
     spec = catalog.builtin("kprof_wgmma")
     assert spec.unsupported_on("sm_90") is None and spec.target_arch("sm_90") == "sm_90a"
     assert "features of that architecture alone; sm_100 is another" in spec.unsupported_on("sm_100")

@@ -1,5 +1,6 @@
-"""The warp-delay build (kprof.build.shake): where the pauses go, that every line keeps its number, and
-that the warp-delay source of kernels of every kind builds (with nvcc or NVRTC, whichever is here)."""
+"""The warp-delay build (kprof.build.shake): where the pauses go, that every line keeps its number,
+and that the warp-delay source of kernels of every kind builds (with nvcc or NVRTC, whichever is
+here)."""
 
 import re
 

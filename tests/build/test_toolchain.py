@@ -1,5 +1,5 @@
-"""The toolchain without a GPU: the compiler's argv, architectures that exist and those retired, the compiler
-that builds an architecture and what to install when none does."""
+"""The toolchain without a GPU: the compiler's argv, architectures that exist and those retired, the
+compiler that builds an architecture and what to install when none does."""
 
 from pathlib import Path
 
@@ -30,8 +30,8 @@ def test_missing_nvcc_says_how_to_install(monkeypatch):
 
 
 def test_an_architecture_only_cuda_12_builds_names_that_extra_alone():
-    """README's table: on the CUDA 13 line, sm_61 and sm_70 do not build (exit 3) and the one line names the
-    [cuda12] extra, not both."""
+    """README's table: on the CUDA 13 line, sm_61 and sm_70 do not build (exit 3) and the one line
+    names the [cuda12] extra, not both."""
     assert toolchain.compiler_hint("sm_61") == "pip install 'kprof[cuda12]' (NVRTC 12.9 builds it)"
     assert "cuda13" not in toolchain.compiler_hint("sm_70") and "cuda13" in toolchain.compiler_hint("sm_90")
     readme = (Path(__file__).resolve().parent.parent.parent / "README.md").read_text()

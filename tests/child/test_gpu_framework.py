@@ -1,4 +1,5 @@
-"""Python operations and framework baselines on a real GPU (no timing thresholds: benchmarks are not tests)."""
+"""Python operations and framework baselines on a real GPU (no timing thresholds: benchmarks are not
+tests)."""
 
 import json
 from pathlib import Path
@@ -37,7 +38,8 @@ def test_a_triton_operation_is_benched_like_a_kernel(capsys):
     assert code == 0 and p["status"] == "ok" and p["summary"]["n"] >= 1 and p["bytes_per_s"] > 0
 
 
-@pytest.mark.xdist_group("sanitize-triton")  # times nothing: beside the timing tests, not after them
+# times nothing: beside the timing tests, not after them
+@pytest.mark.xdist_group("sanitize-triton")
 def test_the_missing_mask_of_a_triton_operation_is_found_by_memcheck(capsys):
     pytest.importorskip("triton")
     code, data = _json(capsys, ["sanitize", "triton_scale_unmasked", "--tool", "memcheck"])
@@ -55,7 +57,7 @@ def test_a_kernel_against_a_pytorch_baseline_in_the_same_run(capsys, baseline):
     (p,) = data["points"]
     assert code == 0 and p["status"] == "ok" and p["baseline_summary"] and p["of_baseline"] > 0, p["warnings"]
     assert p["baseline_framework"] == "torch"
-    # the kernels a call launched are counted from CUPTI's records; with CUDA events (no cupti-python,
-    # as on the CUDA 12 line) there is no count, and none is made up
+    # the kernels a call launched are counted from CUPTI's records; with CUDA events (no
+    # cupti-python, as on the CUDA 12 line) there is no count, and none is made up
     assert (p["baseline_kernels"] or 0) >= 1 if p["timer"] == "cupti" else p["baseline_kernels"] is None
     assert (p["baseline_prepare_s"] is not None) == baseline.endswith("_compiled")

@@ -24,9 +24,10 @@ def _sizes_of(spec):
     return out
 
 
-# One test per kernel, its sizes verified one after another in one child (kprof.launch.launch.run_kernels): the
-# same verdicts as one child per size, without a child's start (interpreter, CUDA context, module) per
-# size; on an H200 at 405e353 the 355 tests of this file, one child each, took 1,925 s of test time.
+# One test per kernel, its sizes verified one after another in one child
+# (kprof.launch.launch.run_kernels): the same verdicts as one child per size, without a child's
+# start (interpreter, CUDA context, module) per size; on an H200 at 405e353 the 355 tests of this
+# file, one child each, took 1,925 s of test time.
 @pytest.mark.parametrize("name", [e.name for e in catalog.entries() if e.group == "kernel"])
 def test_ladder_kernel_verifies_at_every_size(name):
     spec = catalog.load(name)
@@ -50,21 +51,26 @@ def test_ladder_kernel_verifies_at_every_size(name):
 # The variants the frameworks comparison sweeps (scripts/gpu-check.sh, docs/fused.md): each verified
 # at every size its spec checks, so a sweep never times a variant that is wrong at an awkward size.
 VARIANTS = [(name, params) for name in ("rmsnorm_onepass", "softmax_online")
-            for params in ({"VEC": "0"}, {"FIT": "0"}, {"FIT": "0", "VEC": "0"},  # the default is VEC 1, FIT 1
-                           {"PER": "32", "BLOCK": "256", "VEC": "1"},  # one warp per row of 1,024 columns
+            # the default is VEC 1, FIT 1
+            for params in ({"VEC": "0"}, {"FIT": "0"}, {"FIT": "0", "VEC": "0"},
+                           # one warp per row of 1,024 columns
+                           {"PER": "32", "BLOCK": "256", "VEC": "1"},
                            {"PER": "16", "BLOCK": "512", "VEC": "1"},
-                           {"PER": "32", "BLOCK": "256", "WROWS": "8"},  # a warp per row, 8 rows to a block
+                           # a warp per row, 8 rows to a block
+                           {"PER": "32", "BLOCK": "256", "WROWS": "8"},
                            {"WROWS": "8", "VEC": "0"})]
 VARIANTS += [("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "2112"})]
 VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v, "WROWS": r}) for b, v, r in (("1024", "1", "8"), ("512", "2", "8"), ("128", "8", "4"))]
-VARIANTS += [("rmsnorm_bf16", p) for p in ({"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"})]  # a block per short row; e1ca086
-VARIANTS += [("rmsnorm_bf16", {"MAXREG": r}) for r in ("40", "48")]  # registers capped: 40 spills (kprof build --param)
+# a block per short row; e1ca086
+VARIANTS += [("rmsnorm_bf16", p) for p in ({"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"})]
+# registers capped: 40 spills (kprof build --param)
+VARIANTS += [("rmsnorm_bf16", {"MAXREG": r}) for r in ("40", "48")]
 
 
-# Each variant at its default row length (or, for a vector, many grid-stride passes and a ragged tail)
-# with fewer rows than the default: the code paths of the full size (the row loop, the vector and
-# fitting paths, several blocks per grid) in a thirty-second of its verification, which took 21 to 24 s
-# a variant at 32768 x 8192. The default variant is verified at the full default size above.
+# Each variant at its default row length (or, for a vector, many grid-stride passes and a ragged
+# tail) with fewer rows than the default: the code paths of the full size (the row loop, the vector
+# and fitting paths, several blocks per grid) in a thirty-second of its verification, which took 21
+# to 24 s a variant at 32768 x 8192. The default variant is verified at the full default size above.
 SHORT = {"R": 1024, "N": (1 << 26) + 3}
 
 
@@ -106,9 +112,10 @@ def test_fault_is_reported_and_kprof_survives(data_dir):
 
 
 def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
-    """tests/data/kernels/tma_tile: y = x a box at a time through cp.async.bulk.tensor and the tensor map
-    kprof encodes in the child (cuTensorMapEncodeTiled) and passes by value, at ragged sizes (the box
-    past the edge arrives as zeros and is not stored), clean under every tool at its sanitize size."""
+    """tests/data/kernels/tma_tile: y = x a box at a time through cp.async.bulk.tensor and the
+    tensor map kprof encodes in the child (cuTensorMapEncodeTiled) and passes by value, at ragged
+    sizes (the box past the edge arrives as zeros and is not stored), clean under every tool at its
+    sanitize size."""
     from kprof.tools.sanitizers import checkers
     from kprof.tools.sanitizers.checker import Settings
 
@@ -134,10 +141,11 @@ def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
     assert all(r.ok for r in results), [r.checks for r in results]
 
 
-# The tensor-core kernels' variants that their defines do not run: wgmma_matmul with clusters of two (B's
-# tile multicast by TMA, slots released to both CTAs) and with no wgmma group left in flight; the
-# attention kernels at head dimension 64, with one and three consumer warpgroups, with tiles of 64 keys;
-# mma_matmul's other block and warp tiles, 64-deep slices, four slots, the grouped tile order.
+# The tensor-core kernels' variants that their defines do not run: wgmma_matmul with clusters of two
+# (B's tile multicast by TMA, slots released to both CTAs) and with no wgmma group left in flight;
+# the attention kernels at head dimension 64, with one and three consumer warpgroups, with tiles of
+# 64 keys; mma_matmul's other block and warp tiles, 64-deep slices, four slots, the grouped tile
+# order.
 TENSOR_VARIANTS = [("wgmma_matmul", {"CLUSTER": "2"}), ("wgmma_matmul", {"PIPE": "0"})]
 TENSOR_VARIANTS += [(name, params) for name in ("wgmma_attention", "wgmma_attention_causal")
                     for params in ({"HD": "64"}, {"BQ": "64"}, {"BQ": "192", "HD": "64"}, {"BKV": "64", "STAGES": "3"})]
@@ -172,7 +180,8 @@ def test_unwritten_output_fails_verification(data_dir):
 
 
 def test_a_write_past_the_end_fails_the_verdict_without_a_tool(data_dir):
-    """c[n] written (the bound off by one), every real element right: the guard zone after c sees it."""
+    """c[n] written (the bound off by one), every real element right: the guard zone after c sees
+    it."""
     result = launch.run_kernel(_data_job(data_dir, "one_past"))
     assert not result.ok
     c, bounds = result.checks

@@ -1,6 +1,6 @@
-"""Benchmark integrity (kprof.child.integrity): the flags from the kernel records of timed calls, the
-events' and the host clock's readings, on records shaped as CUPTI's (kprof's spin kernel before each
-call, on the timed stream; stream ids as CUPTI numbers them)."""
+"""Benchmark integrity (kprof.child.integrity): the flags from the kernel records of timed calls,
+the events' and the host clock's readings, on records shaped as CUPTI's (kprof's spin kernel before
+each call, on the timed stream; stream ids as CUPTI numbers them)."""
 
 from __future__ import annotations
 
@@ -51,8 +51,10 @@ def test_a_side_stream_launch_is_flagged_and_runs_outside_the_window():
 def test_a_timer_that_reads_more_than_the_loop_took_is_flagged():
     (flag,) = integrity.timer_flags([1e-3] * 100, host_seconds=0.02)
     assert flag.startswith("timer: the timed calls add up to 0.1 s in a loop of 0.02 s")
-    assert integrity.timer_flags([1e-5] * 100, host_seconds=0.02, batch=10) == []  # 10 launches a replayed graph: 0.01 s
-    assert integrity.timer_flags([1e-4] * 100, host_seconds=0.02, batch=10)  # 0.1 s of graphs in 0.02 s
+    # 10 launches a replayed graph: 0.01 s
+    assert integrity.timer_flags([1e-5] * 100, host_seconds=0.02, batch=10) == []
+    # 0.1 s of graphs in 0.02 s
+    assert integrity.timer_flags([1e-4] * 100, host_seconds=0.02, batch=10)
 
 
 def test_the_verdict_flags_and_the_inputs():
@@ -64,9 +66,9 @@ def test_the_verdict_flags_and_the_inputs():
 
 
 def test_a_kernel_still_running_when_the_records_are_taken_is_outside_the_window_and_in_no_span():
-    """The deferred cheat on an H200: a side stream sleeps, then works; CUPTI's forced flush hands over
-    the still-running kernel's record with zero timestamps. It made one call 1.8e9 s long, and the
-    timer flag read 8.4e11 s."""
+    """The deferred cheat on an H200: a side stream sleeps, then works; CUPTI's forced flush hands
+    over the still-running kernel's record with zero timestamps. It made one call 1.8e9 s long, and
+    the timer flag read 8.4e11 s."""
     from kprof.child import cupti_timer
 
     calls = [_call(("spin_then_double", 7), start=1_000_000 * (i + 1)) for i in range(4)]
@@ -96,7 +98,8 @@ FILL = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt
 
 def test_a_result_widened_inside_the_timed_call_is_extra_work_with_its_share():
     """SDPA's bfloat16 result widened to float32 in the baseline's call: cuDNN's kernel 407 us, the
-    widening 49 us (an H200, 2026-12-03): flagged, named, with its share of the call's kernel time."""
+    widening 49 us (an H200, 2026-12-03): flagged, named, with its share of the call's kernel
+    time."""
     calls = [_timed((CUDNN, 407_100), (WIDEN, 49_500)) for _ in range(10)]
     (flag,) = integrity.extra_work_flags(calls, "baseline's timed call")
     assert flag.startswith("extra-work: the baseline's timed call also ran at::native::direct_copy_kernel_cuda (a copy "
@@ -107,7 +110,8 @@ def test_a_result_widened_inside_the_timed_call_is_extra_work_with_its_share():
 
 def test_the_operation_alone_a_copy_alone_and_a_tiny_fill_raise_no_extra_work():
     assert integrity.extra_work_flags([_timed((CUDNN, 407_100)) for _ in range(10)]) == []
-    # an operation that is itself a copy (PyTorch's copy_ beside kprof's copy kernel) is the job, not extra
+    # an operation that is itself a copy (PyTorch's copy_ beside kprof's copy kernel) is the job,
+    # not extra
     assert integrity.extra_work_flags([_timed((WIDEN, 200_000)) for _ in range(10)]) == []
     # a one-element fill of 2 us beside 1 ms of work: under the noise of the timestamps
     assert integrity.extra_work_flags([_timed(("my_kernel", 1_000_000), (FILL, 2_000)) for _ in range(10)]) == []
@@ -123,10 +127,11 @@ def test_a_result_of_another_dtype_is_another_job():
 
 
 def test_recorded_h200_calls_flag_exactly_the_baselines_that_did_more_than_the_kernel():
-    """Every baseline's timed call as CUPTI recorded it on an H200 (tests/data/integrity): extra-work is
-    raised from the kernels alone exactly where the run raised it (cuDNN's SDPA widened, the cheats that
-    fill, convert or widen) and for none of the shipped baselines (cuDNN, FA2, cuBLAS, cuBLASLt, PyTorch's
-    elementwise, reduction and row kernels, Triton's from torch.compile)."""
+    """Every baseline's timed call as CUPTI recorded it on an H200 (tests/data/integrity):
+    extra-work is raised from the kernels alone exactly where the run raised it (cuDNN's SDPA
+    widened, the cheats that fill, convert or widen) and for none of the shipped baselines (cuDNN,
+    FA2, cuBLAS, cuBLASLt, PyTorch's elementwise, reduction and row kernels, Triton's from
+    torch.compile)."""
     import json
     from pathlib import Path
 

@@ -63,7 +63,8 @@ def _vector_add_one_too_far(dev, args):
 
 
 def _vector_add_from_minus_one(dev, args):
-    """A write one element before the start: a shift back that the verdict of the n elements misses."""
+    """A write one element before the start: a shift back that the verdict of the n elements
+    misses."""
     a, b, c, n = args
     base = dev.view(c - 4, np.float32)
     base[: n + 1] = 0.0
@@ -117,8 +118,8 @@ def test_bench_loop_in_every_mode(fake, mode):
 
 
 def test_hot_mode_replays_many_launches_even_when_the_warm_up_was_slowed(fake, monkeypatch):
-    """Every warm-up launch read 3 ms (another process's time slices on a shared GPU): the graph still
-    holds HOT_MIN_BATCH launches, not one."""
+    """Every warm-up launch read 3 ms (another process's time slices on a shared GPU): the graph
+    still holds HOT_MIN_BATCH launches, not one."""
     from kprof.child import timing as timing_mod
 
     monkeypatch.setattr(FakeDevice, "elapsed_ms", lambda self, start, end: 3.0)
@@ -128,8 +129,9 @@ def test_hot_mode_replays_many_launches_even_when_the_warm_up_was_slowed(fake, m
 
 
 def test_a_run_asked_for_digests_gives_each_output_s_and_the_mutants_compare_by_them(fake):
-    """RunMode(digest=True): each check carries a BLAKE2b digest of the output's bytes, the same for the
-    same output and seed; kprof mutants' fingerprint is then the digests, not the verdict's numbers."""
+    """RunMode(digest=True): each check carries a BLAKE2b digest of the output's bytes, the same for
+    the same output and seed; kprof mutants' fingerprint is then the digests, not the verdict's
+    numbers."""
     from kprof.corpus import mutants
 
     first = run_job(fake, job_for("vector_add", {"N": 1000}, RunMode(digest=True)))
@@ -141,7 +143,8 @@ def test_a_run_asked_for_digests_gives_each_output_s_and_the_mutants_compare_by_
     assert "digest" not in run_job(fake, job_for("vector_add", {"N": 1000}, RunMode()))["checks"][0]
     from kprof.launch.childresult import checks_of
 
-    moved = checks_of([{**first["checks"][0], "rel_err": 1e-17}])  # the same bytes, a reference summed in another order
+    # the same bytes, a reference summed in another order
+    moved = checks_of([{**first["checks"][0], "rel_err": 1e-17}])
     assert mutants.fingerprint(checks_of(first["checks"])) == mutants.fingerprint(moved)
     assert mutants.fingerprint(checks_of(first["checks"])) != mutants.fingerprint(checks_of(other["checks"]))
 
@@ -344,7 +347,8 @@ def test_new_kernels_build(tmp_path):
 def _histogram(dev, args):
     x, hist, n = args
     v = dev.view(x, np.int32)[:n]
-    np.add.at(dev.view(hist, np.int32), v[(v >= 0) & (v < 256)], 1)  # the kernel leaves values outside the bins out
+    # the kernel leaves values outside the bins out
+    np.add.at(dev.view(hist, np.int32), v[(v >= 0) & (v < 256)], 1)
 
 
 def _exclusive_scan(dev, args):
@@ -369,8 +373,9 @@ def _prefix_max(dev, args):
 @pytest.mark.parametrize("name, emulate", [("histogram", _histogram), ("exclusive_scan", _exclusive_scan),
                                            ("gather_rows", _gather_rows), ("prefix_max", _prefix_max)])
 def test_vocabulary_and_python_reference_kernels_verify(fake, monkeypatch, name, emulate):
-    """The histogram (bincount), exclusive scan (cumsum exclusive), gather (take) and running maximum
-    (a Python reference) specs agree with what their kernels compute, at every checked size."""
+    """The histogram (bincount), exclusive scan (cumsum exclusive), gather (take) and running
+    maximum (a Python reference) specs agree with what their kernels compute, at every checked
+    size."""
     monkeypatch.setitem(FakeDevice.emulations, name, emulate)
     spec = catalog.load(name)
     for sizes in [dict(c.sizes) for c in spec.checks] + [spec.preset("sanitize")]:
@@ -391,10 +396,10 @@ def _bf16_values(dev, ptr, n):
 
 
 def _attention(key_shift=0, causal=0):
-    """flash_attention's arithmetic in NumPy: float32 logits, P rounded to bfloat16 for P V while the row
-    sum adds the float32 values, tiles of 64 keys with a running maximum (what the kernel does, not how);
-    ``causal``: the spec's CAUSAL define; ``key_shift`` 1: the causal mask one key late (each query also sees
-    the next key)."""
+    """flash_attention's arithmetic in NumPy: float32 logits, P rounded to bfloat16 for P V while
+    the row sum adds the float32 values, tiles of 64 keys with a running maximum (what the kernel
+    does, not how); ``causal``: the spec's CAUSAL define; ``key_shift`` 1: the causal mask one key
+    late (each query also sees the next key)."""
     def emulate(dev, args):
         from kprof.child.hostdata import to_bf16
 
@@ -409,16 +414,18 @@ def _attention(key_shift=0, causal=0):
         p = np.exp2((logits - logits.max(-1, keepdims=True)) * np.float32(1.4426950408889634)).astype(np.float32)
         pb = (to_bf16(p.astype(np.float64)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         out = (pb @ V) / p.sum(-1, keepdims=True, dtype=np.float32)
-        dev.view(o, np.uint16)[:n] = to_bf16(out.ravel())  # O is bfloat16, as FlashAttention writes it
+        # O is bfloat16, as FlashAttention writes it
+        dev.view(o, np.uint16)[:n] = to_bf16(out.ravel())
 
     return emulate
 
 
 @pytest.mark.parametrize("name", ["flash_attention", "flash_attention_causal"])
 def test_the_attention_specs_verify_what_flash_attention_computes(fake, monkeypatch, name):
-    """The float64 reference (attention_ref.py), the normwise tolerance and the CAUSAL define agree with
-    the kernel's arithmetic (P rounded to bfloat16) at every checked size (with its fills: logits of
-    about +-100 too); a causal mask one key late fails. (Of the CUDA code itself nothing is run here.)"""
+    """The float64 reference (attention_ref.py), the normwise tolerance and the CAUSAL define agree
+    with the kernel's arithmetic (P rounded to bfloat16) at every checked size (with its fills:
+    logits of about +-100 too); a causal mask one key late fails. (Of the CUDA code itself nothing
+    is run here.)"""
     spec = catalog.load(name)
     causal = int(dict(spec.defines)["CAUSAL"])
     assert causal == name.endswith("causal")
@@ -439,8 +446,9 @@ def test_the_attention_specs_verify_what_flash_attention_computes(fake, monkeypa
 @pytest.mark.parametrize("kind", ["read", "write", "copy", "add"])
 @pytest.mark.parametrize("width", [4, 8, 16])
 def test_peak_stream_kernels_verify_and_time_at_every_width(fake, kind, width):
-    """What kprof peak hands the child for each ceiling: the builtin specs load, resolve (n = BYTES / WIDTH),
-    verify (the read kernel's flag stays 0, the write kernel's output is all ones) and time."""
+    """What kprof peak hands the child for each ceiling: the builtin specs load, resolve (n = BYTES
+    / WIDTH), verify (the read kernel's flag stays 0, the write kernel's output is all ones) and
+    time."""
     job = job_for(catalog.builtin(f"kprof_{kind}"), {"BYTES": 8192, "BLOCKS": 2}, timing("cold"),
                   params={"WIDTH": str(width)})
     assert job.target.scalars[0][0].name == "n" and job.target.scalars[0][1] == 8192 // width
@@ -460,7 +468,8 @@ def test_peak_memcpy_ceiling_times_the_driver_copy(fake):
 
 
 class _NumpyFramework:
-    """A framework over the fake device's memory: kprof's buffers as NumPy views, as PyTorch wraps them."""
+    """A framework over the fake device's memory: kprof's buffers as NumPy views, as PyTorch wraps
+    them."""
 
     name = "fake"
     device = None
@@ -535,8 +544,8 @@ def test_a_python_baseline_is_verified_then_timed_on_kprofs_stream(numpy_framewo
 
 
 def test_a_baseline_result_of_another_dtype_is_flagged_other_dtype(numpy_framework):
-    """A float64 result where the spec's c is float32: right values (kprof converts it to verify it), and
-    another job than the kernel's; a float32 result is not flagged."""
+    """A float64 result where the spec's c is float32: right values (kprof converts it to verify
+    it), and another job than the kernel's; a float32 result is not flagged."""
     data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return (a + b).astype('float64')\n"))
     assert data["status"] == "ok", data.get("error")
     (flag,) = [f for f in data["integrity"]["flags"] if f.startswith("other-dtype")]
@@ -579,7 +588,8 @@ def _op_spec(tmp_path, func, body):
 
 @pytest.mark.parametrize("func, body", [
     ("add", "def add(a, b):\n    return a + b\n"),  # returns its output
-    ("add_into", "def add_into(a, b, c, N):\n    c[:N] = a + b\n"),  # writes it in place, as a Triton kernel does
+    # writes it in place, as a Triton kernel does
+    ("add_into", "def add_into(a, b, c, N):\n    c[:N] = a + b\n"),
 ])
 def test_a_python_operation_runs_verifies_and_times_like_a_kernel(numpy_framework, func, body):
     spec = _op_spec(numpy_framework, func, body)
@@ -629,18 +639,21 @@ def _mm_fake(extra_term):
         A = dev.view(a, np.float32)[: m * k].reshape(m, k)
         B = dev.view(b, np.float32)[: k * n].reshape(k, n)
         C = np.zeros((m, n), np.float32)
-        for i in range(k):  # one float32 product at a time, in order: rounding like a simple kernel's
+        # one float32 product at a time, in order: rounding like a simple kernel's
+        for i in range(k):
             C += np.outer(A[:, i], B[i, :])
         if extra_term:
-            C[3, 5] += A[3, 100] * B[100, 5]  # a term counted twice: a real bug, small beside the row's sum
+            # a term counted twice: a real bug, small beside the row's sum
+            C[3, 5] += A[3, 100] * B[100, 5]
         dev.view(c, np.float32)[: m * n] = C.ravel()
     return emulate
 
 
 def test_a_scale_tolerance_judges_a_sum_by_the_size_of_its_terms(fake, monkeypatch, tmp_path):
-    """``tolerance.scale: {C: "abs(A) @ abs(B)"}``: rtol times the size of what each element sums, not
-    |C| (small where the terms cancel), so a correct float32 matmul passes at rtol 1e-6 where the plain
-    bound fails it, and a term counted twice still fails."""
+    """``tolerance.scale: {C: "abs(A) @ abs(B)"}``: rtol times the size of what each element sums,
+    not
+    |C| (small where the terms cancel), so a correct float32 matmul passes at rtol 1e-6 where the
+    plain bound fails it, and a term counted twice still fails."""
     (tmp_path / "k.cu").write_text("")
     (tmp_path / "plain.yaml").write_text(MM_SPEC + "tolerance: {rtol: 1e-6, atol: 0}\n")
     (tmp_path / "scaled.yaml").write_text(MM_SPEC + 'tolerance: {rtol: 1e-6, atol: 0, scale: {C: "abs(A) @ abs(B)"}}\n')
@@ -662,7 +675,8 @@ def test_a_scale_tolerance_judges_a_sum_by_the_size_of_its_terms(fake, monkeypat
 
 
 class _Ranges:
-    """A stand-in for the nvtx package: ranges pushed and popped, into the log the operation writes too."""
+    """A stand-in for the nvtx package: ranges pushed and popped, into the log the operation writes
+    too."""
 
     def __init__(self, log):
         self.log = log
@@ -693,8 +707,9 @@ def _prepared_run(numpy_framework, monkeypatch, body):
 
 
 def test_a_python_operation_is_prepared_outside_the_range_a_profiler_selects(numpy_framework, monkeypatch):
-    """kprof profile --baseline torch.compile: ncu profiled the compile's and the autotuner's launches (690
-    kernels for two operations) when prepare ran inside the range; one call is inside it now."""
+    """kprof profile --baseline torch.compile: ncu profiled the compile's and the autotuner's
+    launches (690 kernels for two operations) when prepare ran inside the range; one call is inside
+    it now."""
     data, log = _prepared_run(numpy_framework, monkeypatch, "c[:N] = a + b")
     assert data["status"] == "ok" and data["checks"][0]["ok"], data.get("error") or data["checks"]
     assert log == ["prepare", ("push", "op"), "call", ("pop",)]
@@ -709,9 +724,9 @@ def test_what_a_prepare_wrote_cannot_hide_an_output_the_call_leaves_unwritten(nu
 @pytest.mark.parametrize("dtype, fill, value", [("float32", "const(3.5)", 3.5), ("bfloat16", "ones", 1.0),
                                                 ("int32", "zeros", 0), ("float64", "const(2.0)", 2.0)])
 def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp_path, dtype, fill, value):
-    """An input of one value and an output's poison are cuMemsetD32 words (kprof peak's 1 GiB buffers
-    need no host array and no copy); a reference that names the input still reads it; 8-byte values
-    are copied as before."""
+    """An input of one value and an output's poison are cuMemsetD32 words (kprof peak's 1 GiB
+    buffers need no host array and no copy); a reference that names the input still reads it; 8-byte
+    values are copied as before."""
     sets, copies = [], []
     real_set, real_copy = FakeDevice.memset32, FakeDevice.upload
     monkeypatch.setattr(FakeDevice, "memset32", lambda self, p, v, n: (sets.append((p, v, n)), real_set(self, p, v, n)))
@@ -731,7 +746,8 @@ def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp
     data = run_job(fake, job_for(spec_mod.load(tmp_path / "k.yaml")))
     assert data["status"] == "ok", data.get("error") or data.get("checks")
     x, y = (next(a["base"] for a in data["allocations"] if a["name"] == n) for n in "xy")
-    copies = [p for p in copies if p in (x, y)]  # not the guard zones around them (bytes of one value)
+    # not the guard zones around them (bytes of one value)
+    copies = [p for p in copies if p in (x, y)]
     if dtype == "float64":
         assert [p for p, _, _ in sets] == [] and sorted(copies) == sorted([x, y])
     else:
@@ -743,8 +759,9 @@ def test_constant_inputs_and_poison_are_set_on_the_device(fake, monkeypatch, tmp
 
 
 def test_a_batch_runs_its_jobs_in_one_process_and_stops_after_an_error(fake, monkeypatch):
-    """kprof.child.runner --batch: each job's own result and wall time, a progress line before each; after a
-    job that ends in an error (here: more memory than the device has) the rest are left to the parent."""
+    """kprof.child.runner --batch: each job's own result and wall time, a progress line before each;
+    after a job that ends in an error (here: more memory than the device has) the rest are left to
+    the parent."""
     import json as json_mod
 
     from kprof.launch.job import RunMode
@@ -766,9 +783,9 @@ def test_a_batch_runs_its_jobs_in_one_process_and_stops_after_an_error(fake, mon
 
 @pytest.mark.parametrize("keep", [0, None])
 def test_a_verification_batch_holds_one_context_for_all_its_jobs(fake, monkeypatch, keep):
-    """"keep_context": the GPU's primary context held once around every job (each job's Device retains
-    and releases it; without the hold the last release would destroy it, and the next job make it
-    again); a batch without it (a tool's) holds nothing."""
+    """"keep_context": the GPU's primary context held once around every job (each job's Device
+    retains and releases it; without the hold the last release would destroy it, and the next job
+    make it again); a batch without it (a tool's) holds nothing."""
     import json as json_mod
     from contextlib import contextmanager
 
@@ -835,7 +852,8 @@ def honest_clock(monkeypatch):
 
 
 def test_a_timer_that_reads_more_than_the_host_clock_is_flagged(fake, monkeypatch):
-    """The fake device's events say 50 ms a call, in a loop that takes far less by the host's clock."""
+    """The fake device's events say 50 ms a call, in a loop that takes far less by the host's
+    clock."""
     monkeypatch.setattr(FakeDevice, "elapsed_ms", lambda self, start, end: 50.0)
     data = run_job(fake, job_for("vector_add", {"N": 1000}, timing("cold")))
     assert [f.split(":")[0] for f in data["integrity"]["flags"]] == ["timer"], data["integrity"]
@@ -843,8 +861,9 @@ def test_a_timer_that_reads_more_than_the_host_clock_is_flagged(fake, monkeypatc
 
 @pytest.mark.parametrize("kind", sorted(_CHEATS))
 def test_a_cheating_python_baseline_raises_its_integrity_flag(numpy_framework, honest_clock, kind):
-    """Each cheat passes the verdict of its first call, is timed, and raises the flag of what it does
-    in the two verified calls after the loop (or in the inputs it left); the honest one raises none."""
+    """Each cheat passes the verdict of its first call, is timed, and raises the flag of what it
+    does in the two verified calls after the loop (or in the inputs it left); the honest one raises
+    none."""
     data = run_job(numpy_framework, _baseline_job(numpy_framework, _CHEATS[kind]))
     assert data["status"] == "ok" and data["checks"][0]["ok"], data.get("error") or data["checks"]
     flags = data["integrity"]["flags"]
@@ -880,8 +899,8 @@ def test_kprof_peak_s_own_kernels_go_without_the_checks(fake):
 
 def test_a_call_that_launches_no_kernel_is_flagged_not_an_error_under_cupti(numpy_framework, monkeypatch, honest_clock):
     """A Python operation whose calls launch nothing (a replayed result: the fake device sees no
-    kernel of a NumPy call) is timed by events and flagged no-kernel, even with --timer cupti; without
-    the checks, --timer cupti stays an error that says why."""
+    kernel of a NumPy call) is timed by events and flagged no-kernel, even with --timer cupti;
+    without the checks, --timer cupti stays an error that says why."""
     from kprof.child import cupti_timer
 
     monkeypatch.setattr(cupti_timer, "unavailable", lambda: None)
@@ -899,8 +918,9 @@ def test_a_call_that_launches_no_kernel_is_flagged_not_an_error_under_cupti(nump
 
 
 def test_the_doubled_inputs_are_exact_and_keep_signs_zeros_and_specials():
-    """kprof_double's rule (emulated bit for bit here, built for the GPU in test_build): every normal
-    value doubled exactly; zeros, subnormals, infinities, NaNs and values that would overflow kept."""
+    """kprof_double's rule (emulated bit for bit here, built for the GPU in test_build): every
+    normal value doubled exactly; zeros, subnormals, infinities, NaNs and values that would overflow
+    kept."""
     values = np.array([1.5, -3.25, 0.0, -0.0, 1e-45, np.inf, -np.inf, np.nan, 3e38, 1e-30], dtype=np.float32)
     dev = FakeDevice()
     ptr = dev.alloc(values.nbytes)
@@ -938,8 +958,8 @@ def test_timed_calls_of_which_some_launch_no_kernel_are_flagged_not_an_error(fak
 
 
 def _tma_tile(seen):
-    """tests/data/kernels/tma_tile.cu on the fake device: the source buffer, its shape and the box from the
-    tensor map (FakeDevice.tensor_map writes them in the clear)."""
+    """tests/data/kernels/tma_tile.cu on the fake device: the source buffer, its shape and the box
+    from the tensor map (FakeDevice.tensor_map writes them in the clear)."""
     def emulate(dev, args):
         x, tmap, y, rows, cols = args
         ptr, shape, box = FakeDevice.decode_tensor_map(tmap)
@@ -951,8 +971,9 @@ def _tma_tile(seen):
 
 
 def test_a_tensor_map_argument_is_encoded_for_its_buffer_and_passed_by_value(fake, monkeypatch, data_dir):
-    """A spec's ``tensormap:`` argument: the child encodes it once the buffer is allocated (the address
-    kprof allocated for x, its shape at these sizes, the box) and packs its 128 bytes in the argument's place."""
+    """A spec's ``tensormap:`` argument: the child encodes it once the buffer is allocated (the
+    address kprof allocated for x, its shape at these sizes, the box) and packs its 128 bytes in the
+    argument's place."""
     seen = []
     monkeypatch.setitem(FakeDevice.emulations, "tma_tile", _tma_tile(seen))
     spec = spec_mod.load(data_dir / "kernels" / "tma_tile.yaml")
@@ -965,9 +986,10 @@ def test_a_tensor_map_argument_is_encoded_for_its_buffer_and_passed_by_value(fak
 
 
 def test_two_swizzled_tensor_maps_reach_a_kernel_in_their_places(fake, monkeypatch, data_dir):
-    """tests/data/kernels/wgmma_tile: A's and Bt's tensor maps (128-byte swizzle) among eight arguments, each
-    encoded for its own buffer; the spec's reference (A @ transpose(Bt)) and scale tolerance take a product
-    computed from them at every checked size. (The wgmma code itself runs on Hopper only: tests/child/test_gpu_kernels.py.)"""
+    """tests/data/kernels/wgmma_tile: A's and Bt's tensor maps (128-byte swizzle) among eight
+    arguments, each encoded for its own buffer; the spec's reference (A @ transpose(Bt)) and scale
+    tolerance take a product computed from them at every checked size. (The wgmma code itself runs
+    on Hopper only: tests/child/test_gpu_kernels.py.)"""
     seen = []
 
     def emulate(dev, args):
@@ -989,10 +1011,11 @@ def test_two_swizzled_tensor_maps_reach_a_kernel_in_their_places(fake, monkeypat
 
 
 def _wgmma_schedule(grid, defines, m, n):
-    """kernels/wgmma_matmul.cu's walk over the tiles, in Python: cluster c (blocks c CLUSTER .. , rank r
-    the r-th) takes cluster tiles c, c + its count, ..., at the origin ``tile_origin`` gives it (GROUP cluster
-    tile rows a group, column by column within it; rank r the r-th BM rows of the cluster's). A tile wholly
-    past M is a rank's share of a cluster's that it loads and stores nothing of."""
+    """kernels/wgmma_matmul.cu's walk over the tiles, in Python: cluster c (blocks c CLUSTER .. ,
+    rank r the r-th) takes cluster tiles c, c + its count, ..., at the origin ``tile_origin`` gives
+    it (GROUP cluster tile rows a group, column by column within it; rank r the r-th BM rows of the
+    cluster's). A tile wholly past M is a rank's share of a cluster's that it loads and stores
+    nothing of."""
     bm, bn, group, cluster = defines["BM"], defines["BN"], defines["GROUP"], defines["CLUSTER"]
     tiles_m, tiles_n = -(-m // (bm * cluster)), -(-n // bn)
     out = {}
@@ -1007,11 +1030,12 @@ def _wgmma_schedule(grid, defines, m, n):
 
 @pytest.mark.parametrize("cluster", ["1", "2"])
 def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monkeypatch, cluster):
-    """kernels/wgmma_matmul on the fake device, its persistent schedule in NumPy: the grid its spec launches
-    (at most SMS blocks), each block's tiles in the kernel's grouped order, each tile a box of A and Bt that
-    TMA fills with zeros past the edges and a store within M x N. Every tile is taken by exactly one block,
-    the blocks share them evenly, and the spec's reference and scale tolerance pass the result; a tile the
-    walk missed would leave the poisoned output. (The wgmma code runs on Hopper only: tests/child/test_gpu_kernels.py.)"""
+    """kernels/wgmma_matmul on the fake device, its persistent schedule in NumPy: the grid its spec
+    launches (at most SMS blocks), each block's tiles in the kernel's grouped order, each tile a box
+    of A and Bt that TMA fills with zeros past the edges and a store within M x N. Every tile is
+    taken by exactly one block, the blocks share them evenly, and the spec's reference and scale
+    tolerance pass the result; a tile the walk missed would leave the poisoned output. (The wgmma
+    code runs on Hopper only: tests/child/test_gpu_kernels.py.)"""
     spec = catalog.load("wgmma_matmul")
     defines = {k: int(v) for k, v in spec.defines} | {"CLUSTER": int(cluster)}
     launches, walks = FakeDevice.record_launches(monkeypatch), []
@@ -1034,7 +1058,8 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
 
     monkeypatch.setitem(FakeDevice.emulations, "wgmma_matmul", emulate)
     checks = [dict(c.sizes) for c in spec.checks]
-    every = [spec.preset("sanitize")] + [s for s in checks if s["M"] * s["N"] * s["K"] < 1e9]  # not 4096^3 on a CPU
+    # not 4096^3 on a CPU
+    every = [spec.preset("sanitize")] + [s for s in checks if s["M"] * s["N"] * s["K"] < 1e9]
     for sizes in every:
         data = run_job(fake, job_for(spec, sizes, params={"CLUSTER": cluster}))
         assert data["status"] == "ok", (sizes, data.get("error") or data.get("checks"))
@@ -1043,18 +1068,20 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
     for m, n, blocks, walk in walks:
         inside = {o: b for o, b in walk.items() if o[0] < m}
         tiles = -(-m // defines["BM"]) * -(-n // defines["BN"])
-        assert len(inside) == tiles and all(len(b) == 1 for b in walk.values()), (m, n)  # each tile once
+        # each tile once
+        assert len(inside) == tiles and all(len(b) == 1 for b in walk.values()), (m, n)
         per_block = np.bincount([b[0] for b in walk.values()], minlength=blocks)
         cluster_tiles = -(-m // (defines["BM"] * cluster)) * -(-n // defines["BN"])
         assert blocks == cluster * min(cluster_tiles, defines["SMS"] // cluster), (m, n)
         assert per_block.max() - per_block.min() <= 1, (m, n)
-    assert any(len(walk) > blocks for _, _, blocks, walk in walks)  # a check where blocks take two tiles
+    # a check where blocks take two tiles
+    assert any(len(walk) > blocks for _, _, blocks, walk in walks)
 
 
 class _Mbarrier:
     """An mbarrier as PTX defines it: a phase completes when its pending arrivals reach zero and its
-    expected transaction bytes have all landed; ``try_wait.parity(p)`` succeeds once the phase of parity
-    ``p`` has completed (the count of completed phases has the other parity)."""
+    expected transaction bytes have all landed; ``try_wait.parity(p)`` succeeds once the phase of
+    parity ``p`` has completed (the count of completed phases has the other parity)."""
 
     def __init__(self, count):
         self.count, self.pending, self.tx, self.completed = count, count, 0, 0
@@ -1079,13 +1106,13 @@ class _Mbarrier:
 
 
 def _attention_ring(tiles, stages, consumers, rng, mutant=None):
-    """kernels/wgmma_attention.cu's K and V ring in Python, one random interleaving of the producer, the
-    consumer warpgroups and the copies: the producer loads K then V of each tile into slot ``j % stages``,
-    waiting on the slot's empty barriers from tile ``stages`` on; each consumer waits for K, computes the
-    scores (reading K), releases K's slot and the last tile's V slot (its P V is complete after that
-    wait), waits for V and issues P V (reading V until its next wait); the last V slot is released at the
-    end. Fails on a slot read while it holds another tile, or on a deadlock. ``mutant``: a protocol
-    error the test must catch."""
+    """kernels/wgmma_attention.cu's K and V ring in Python, one random interleaving of the producer,
+    the consumer warpgroups and the copies: the producer loads K then V of each tile into slot ``j %
+    stages``, waiting on the slot's empty barriers from tile ``stages`` on; each consumer waits for
+    K, computes the scores (reading K), releases K's slot and the last tile's V slot (its P V is
+    complete after that wait), waits for V and issues P V (reading V until its next wait); the last
+    V slot is released at the end. Fails on a slot read while it holds another tile, or on a
+    deadlock. ``mutant``: a protocol error the test must catch."""
     full = {(m, s): _Mbarrier(1) for m in "KV" for s in range(stages)}
     empty = {(m, s): _Mbarrier(consumers) for m in "KV" for s in range(stages)}
     slot = {(m, s): None for m in "KV" for s in range(stages)}
@@ -1107,7 +1134,8 @@ def _attention_ring(tiles, stages, consumers, rng, mutant=None):
             while not full["K", s].passed(parity):
                 yield
             assert slot["K", s] == j, f"scores of tile {j} read slot {s} holding {slot['K', s]}"
-            if j > 0:  # the wait that completes this tile's scores completes the last tile's P V too
+            # the wait that completes this tile's scores completes the last tile's P V too
+            if j > 0:
                 last = (j - 1) % stages
                 assert slot["V", last] == j - 1, f"P V of tile {j - 1} read a slot holding {slot['V', last]}"
                 if mutant != "V released early":
@@ -1147,9 +1175,10 @@ def _attention_ring(tiles, stages, consumers, rng, mutant=None):
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("consumers", [1, 2, 3])
 def test_the_wgmma_attention_ring_never_reads_a_slot_before_or_after_its_tile(stages, consumers):
-    """The K and V ring's barriers and parities, as the kernel uses them, under random interleavings:
-    every slot is read only while it holds its tile, and the block finishes, for 1 to 9 tiles; a V slot
-    released before P V has read it, or a producer that does not wait for V's slot, is caught."""
+    """The K and V ring's barriers and parities, as the kernel uses them, under random
+    interleavings: every slot is read only while it holds its tile, and the block finishes, for 1 to
+    9 tiles; a V slot released before P V has read it, or a producer that does not wait for V's
+    slot, is caught."""
     rng = np.random.default_rng(0)
     for tiles in (1, 2, 3, 5, 9):
         for _ in range(40):
@@ -1161,11 +1190,11 @@ def test_the_wgmma_attention_ring_never_reads_a_slot_before_or_after_its_tile(st
 
 
 def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1):
-    """kernels/wgmma_attention.cu's walk and arithmetic in NumPy: block (x, head) takes query tile x (with
-    CAUSAL, the last tile first), walks ``tile_count`` key tiles of BKV with float32 scores, the running
-    maximum of the raw scores, ``exp2(s * scale - m * scale)``, P rounded to bfloat16 for P V while the row
-    sum adds the float32 values, and stores its rows below S. ``seen`` collects (head, first row) of each
-    block's tile."""
+    """kernels/wgmma_attention.cu's walk and arithmetic in NumPy: block (x, head) takes query tile x
+    (with CAUSAL, the last tile first), walks ``tile_count`` key tiles of BKV with float32 scores,
+    the running maximum of the raw scores, ``exp2(s * scale - m * scale)``, P rounded to bfloat16
+    for P V while the row sum adds the float32 values, and stores its rows below S. ``seen``
+    collects (head, first row) of each block's tile."""
     hd, bq, bkv, causal = defines["HD"], defines["BQ"], defines["BKV"], defines["CAUSAL"]
     scale2 = np.float32(1.4426950408889634 / np.sqrt(hd))
 
@@ -1179,7 +1208,8 @@ def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1
         bh = dev.grid[1]  # a block row per head
         n = bh * S * hd
         Q, K, V = (_bf16_values(dev, p, n).reshape(bh, S, hd) for p in (q, k, v))
-        out = dev.view(o, np.uint16)[:n].reshape(bh, S, hd)  # O is bfloat16, as FlashAttention writes it
+        # O is bfloat16, as FlashAttention writes it
+        out = dev.view(o, np.uint16)[:n].reshape(bh, S, hd)
         blocks = -(-S // bq)
         for head in range(bh):
             for x in range(blocks):
@@ -1213,11 +1243,12 @@ def _wgmma_attention(defines, seen, tile_count=lambda last, bkv: last // bkv + 1
 
 @pytest.mark.parametrize("name", ["wgmma_attention", "wgmma_attention_causal"])
 def test_the_wgmma_attention_specs_verify_what_the_kernel_computes(fake, monkeypatch, name):
-    """The wgmma_attention specs on the fake device, the kernel's walk and arithmetic in NumPy: their
-    three-dimensional tensor maps (boxes of one head's BQ or BKV rows of 64 columns), the launch (a
-    producer warpgroup and BQ / 64 consumers, the shared memory of Q and both rings), one block a query
-    tile of each head (each tile once), and the float64 reference with the normwise tolerance at every
-    checked size up to S 1000. A walk one key tile short fails. (The wgmma code runs on Hopper only.)"""
+    """The wgmma_attention specs on the fake device, the kernel's walk and arithmetic in NumPy:
+    their three-dimensional tensor maps (boxes of one head's BQ or BKV rows of 64 columns), the
+    launch (a producer warpgroup and BQ / 64 consumers, the shared memory of Q and both rings), one
+    block a query tile of each head (each tile once), and the float64 reference with the normwise
+    tolerance at every checked size up to S 1000. A walk one key tile short fails. (The wgmma code
+    runs on Hopper only.)"""
     spec = catalog.load(name)
     defines = {k: int(v) for k, v in spec.defines}
     assert defines["CAUSAL"] == name.endswith("causal")
@@ -1242,7 +1273,8 @@ def test_the_wgmma_attention_specs_verify_what_the_kernel_computes(fake, monkeyp
 
 
 def _consuming_spec(tmp_path, reset: bool):
-    """A kernel that takes its write index from a counter and bumps it (a stream compaction's shape)."""
+    """A kernel that takes its write index from a counter and bumps it (a stream compaction's
+    shape)."""
     (tmp_path / "count_up.cu").write_text("// emulated\n")
     (tmp_path / "ref.py").write_text("import numpy as np\n\ndef out(N):\n    return np.zeros(N)\n\n"
                                      "def count():\n    return np.ones(1)\n")
@@ -1255,8 +1287,9 @@ def _consuming_spec(tmp_path, reset: bool):
 
 @pytest.mark.parametrize("reset", [True, False])
 def test_a_buffer_the_kernel_consumes_is_written_again_before_each_timed_launch(fake, monkeypatch, tmp_path, reset):
-    """reset: true: every launch the loop makes (warm-up and timed) finds the counter at its fill, written before the
-    launch's timed window; without it the counter runs on (and would run past the output)."""
+    """reset: true: every launch the loop makes (warm-up and timed) finds the counter at its fill,
+    written before the launch's timed window; without it the counter runs on (and would run past the
+    output)."""
     seen: list[int] = []
 
     def count_up(dev, args):
@@ -1291,8 +1324,9 @@ def test_reset_is_for_an_inout_buffer(tmp_path):
 
 
 def test_a_stream_compaction_is_verified_as_a_multiset_with_its_counter_reset(fake, monkeypatch, tmp_path):
-    """The kept elements land in the order the threads' atomics happened (here reversed); the spec says order: any,
-    and the counter it takes write indices from is reset before each timed launch."""
+    """The kept elements land in the order the threads' atomics happened (here reversed); the spec
+    says order: any, and the counter it takes write indices from is reset before each timed
+    launch."""
     def compact(dev, args):
         x, y, count, n = args
         xs = dev.view(x, np.float32)[:n]
@@ -1334,8 +1368,8 @@ def _constant_spec(tmp_path, memory="constant"):
 
 
 def test_a_constant_table_is_filled_from_the_spec_and_is_no_kernel_parameter(fake, monkeypatch, tmp_path):
-    """memory: constant: the module's __constant__ array of that name gets the spec's fill before the launch, the
-    reference reads it as an input, and the kernel's parameters leave it out."""
+    """memory: constant: the module's __constant__ array of that name gets the spec's fill before
+    the launch, the reference reads it as an input, and the kernel's parameters leave it out."""
     params = []
 
     def scale_by(dev, args):

@@ -98,7 +98,8 @@ def test_wrong_result(kernel):
         return y
 
     found = analyse(kernel, [wrong] * 4)
-    assert [f.kind for f in found] == ["wrong-result"] and found[0].count == 7  # element 0 is 0 either way
+    # element 0 is 0 either way
+    assert [f.kind for f in found] == ["wrong-result"] and found[0].count == 7
 
 
 def slightly_off(y, alt):
@@ -143,8 +144,9 @@ def test_the_values_detector_takes_the_specs_scale_as_kprof_run_does(kernel):
 
 
 def test_a_result_that_changes_when_warps_are_delayed_is_a_race(kernel):
-    """The warp-delay build's runs are held against the first A run: an element that moved there is a
-    race even where every run of the kernel itself agreed (a missing barrier whose warps keep step)."""
+    """The warp-delay build's runs are held against the first A run: an element that moved there is
+    a race even where every run of the kernel itself agreed (a missing barrier whose warps keep
+    step)."""
     spec, resolved = kernel
     target = target_of(resolved, "k.cubin", shaken_cubin="k-shaken.cubin")
     expected = {"y": 2 * np.arange(8, dtype=np.float64)}
@@ -160,8 +162,8 @@ def test_a_result_that_changes_when_warps_are_delayed_is_a_race(kernel):
 
 
 def test_a_peaked_fill_puts_its_share_at_its_height():
-    """peaked(height, share): normal(0, 1), about that share of the elements at height (a dominant logit:
-    the rest of a softmax row just below a 1e-6 flush of its sum's terms)."""
+    """peaked(height, share): normal(0, 1), about that share of the elements at height (a dominant
+    logit: the rest of a softmax row just below a 1e-6 flush of its sum's terms)."""
     from dataclasses import replace
 
     from kprof.spec import catalog
@@ -173,7 +175,8 @@ def test_a_peaked_fill_puts_its_share_at_its_height():
     data = hostdata.make_input(x, np.random.default_rng(0))
     at = np.isclose(data, 14.5)
     assert 0.0008 < at.mean() < 0.0012 and abs(float(data[~at].mean())) < 0.01 and 0.99 < float(data[~at].std()) < 1.01
-    # peaked(height, share, spread): the others normal(0, spread); softmax_online's last checks fill x so
+    # peaked(height, share, spread): the others normal(0, spread); softmax_online's last checks fill
+    # x so
     x = replace(x, arg=replace(x.arg, fill=Fill("peaked", (14.0, 0.001, 0.01))))
     data = hostdata.make_input(x, np.random.default_rng(0))
     at = np.isclose(data, 14.0)

@@ -153,7 +153,8 @@ def test_bfloat16_round_trip_and_rounding():
     back = hostdata.decode("bfloat16", bits)
     assert back.dtype == np.float32 and list(back[:4]) == [1.0, -2.0, 3.140625, 0.0] and np.isnan(back[4])
     assert back[5] == pytest.approx(1e30, rel=1e-2)
-    # round to nearest even: 1 + 2^-8 is halfway between two bfloat16 values and goes to the even one
+    # round to nearest even: 1 + 2^-8 is halfway between two bfloat16 values and goes to the even
+    # one
     assert hostdata.to_bf16(1.0 + 2.0**-8) == 0x3F80 and hostdata.to_bf16(1.0 + 3 * 2.0**-8) == 0x3F82
     assert hostdata.decode("float32", np.ones(2, np.float32)).dtype == np.float32
 
@@ -164,13 +165,15 @@ def test_bfloat16_buffers():
     assert x.dtype == np.uint16 and x.shape == (3, 4)
     assert np.all(np.abs(hostdata.decode("bfloat16", x)) <= 1.0)
     assert (hostdata.poison(b) == 0x7FC0).all() and np.isnan(hostdata.decode("bfloat16", hostdata.poison(b))).all()
-    assert hostdata.decode("bfloat16", hostdata.poison(b, alternate=True))[0, 0] == 31360.0  # 31337 rounded to bfloat16 (steps of 128 there)
+    # 31337 rounded to bfloat16 (steps of 128 there)
+    assert hostdata.decode("bfloat16", hostdata.poison(b, alternate=True))[0, 0] == 31360.0
     ones = hostdata.make_input(buf("bfloat16", fill=Fill("ones")), None)
     assert (ones == 0x3F80).all()
 
 
 def test_integer_outputs_must_match_exactly():
-    """A count off by one in a million passes a 1e-5 relative tolerance; an integer verdict is exact."""
+    """A count off by one in a million passes a 1e-5 relative tolerance; an integer verdict is
+    exact."""
     import numpy as np
 
     expected = np.full(10, 1_000_000, dtype=np.int64)
@@ -189,8 +192,9 @@ def _softmax(x):
 
 
 def test_a_softmax_that_flushes_small_probabilities_fails_the_elementwise_verdict():
-    """8192 columns of normal(0, 3): most probabilities are below 1e-5 of the largest, so the normwise
-    verdict passes a kernel that writes 0 for every one below 1e-6; the elementwise one does not."""
+    """8192 columns of normal(0, 3): most probabilities are below 1e-5 of the largest, so the
+    normwise verdict passes a kernel that writes 0 for every one below 1e-6; the elementwise one
+    does not."""
     import numpy as np
 
     x = np.random.default_rng(0).normal(0, 3, (4, 8192))
@@ -211,7 +215,8 @@ def test_a_matmul_within_rounding_passes_and_one_wrong_element_in_a_million_fail
     a, b = rng.uniform(-1, 1, (256, 512)), rng.uniform(-1, 1, (512, 256))
     ref = a @ b
     got = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float32)
-    # K = 512 float32 products: a per-element bound of 1e-5 relative plus an absolute 1e-4 (about K * eps)
+    # K = 512 float32 products: a per-element bound of 1e-5 relative plus an absolute 1e-4 (about K
+    # * eps)
     assert verify.compare("C", got, ref, verify.Criterion(rtol=1e-5, atol=1e-4)).ok
     big = rng.uniform(-1, 1, 1_000_000)
     wrong = big.astype(np.float32).copy()
@@ -257,8 +262,8 @@ def test_the_frontier_is_computed_only_when_asked_and_agrees_with_the_needed_ato
 
 @pytest.mark.parametrize("shape", [(1000,), (37, 53), (3, 4, 129)])
 def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
-    """compare() reads the output a chunk at a time (float64 temporaries of CHUNK elements, not of the
-    whole output): every field of the verdict is the same whatever the chunk size."""
+    """compare() reads the output a chunk at a time (float64 temporaries of CHUNK elements, not of
+    the whole output): every field of the verdict is the same whatever the chunk size."""
     rng = np.random.default_rng(1)
     ref = rng.normal(0, 3, shape)
     got = (ref * (1 + rng.normal(0, 1e-6, shape))).astype(np.float32)
@@ -280,7 +285,8 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
     inf_ref = ref.copy()
     inf_ref.flat[-3] = np.inf
     late_nan = bad.copy()
-    late_nan.flat[-2] = np.nan  # a non-finite value in a late chunk, failing elements in the earlier ones
+    # a non-finite value in a late chunk, failing elements in the earlier ones
+    late_nan.flat[-2] = np.nan
     cases += [(got, inf_ref, {}), (late_nan, ref, {"rtol": 1e-5, "poison_value": np.float32(np.nan)})]
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "1")
     def judge(g, e, kw):  # the case's tolerance as a Criterion, the rest as compare's own keywords
@@ -289,7 +295,8 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
 
     whole = [judge(g, e, kw) for g, e, kw in cases]
     for chunk in (7, 1000):
-        for threads in ("1", "4"):  # chunks judged on several threads, merged in order: the same verdict
+        # chunks judged on several threads, merged in order: the same verdict
+        for threads in ("1", "4"):
             monkeypatch.setattr(verify, "CHUNK", chunk)
             monkeypatch.setenv("KPROF_VERDICT_THREADS", threads)
             assert [judge(g, e, kw) for g, e, kw in cases] == whole, (chunk, threads)
@@ -299,8 +306,8 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
 
 
 def test_a_failing_verdict_says_how_far_off_and_names_only_failing_elements():
-    """Seen on the H200 at 8192^3: "got 129.14, expected 129.14" told the user nothing. The message now
-    gives the digits that differ, the distance, and the atol at which this rtol would pass."""
+    """Seen on the H200 at 8192^3: "got 129.14, expected 129.14" told the user nothing. The message
+    now gives the digits that differ, the distance, and the atol at which this rtol would pass."""
     expected = np.array([129.14, -43.107, 1.0])
     got = (expected + np.array([8e-4, 0, 0])).astype(np.float32)
     check = verify.compare("C", got, expected, verify.Criterion(rtol=2e-6, atol=4e-4))
@@ -313,8 +320,8 @@ def test_a_failing_verdict_says_how_far_off_and_names_only_failing_elements():
 @pytest.mark.parametrize("threads", ["1", "3"])
 @pytest.mark.parametrize("chunk", [7, 64, 1 << 22])
 def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chunk, threads):
-    """At rtol = atol = 0 a chunk equal to its reference is taken in one comparison (kprof peak checks
-    1 GiB outputs this way); every field of the verdict is what the full scan gives."""
+    """At rtol = atol = 0 a chunk equal to its reference is taken in one comparison (kprof peak
+    checks 1 GiB outputs this way); every field of the verdict is what the full scan gives."""
     monkeypatch.setattr(verify, "CHUNK", chunk)
     monkeypatch.setenv("KPROF_VERDICT_THREADS", threads)
     rng = np.random.default_rng(2)
@@ -329,14 +336,16 @@ def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chun
     holes[[0, 999]] = np.nan
     unwritten[[10, 11]] = -7
     nan32, seven = np.float32(np.nan), np.int32(-7)
-    # (output, reference, poison): a reference of one value (kprof peak's) is judged by one comparison
+    # (output, reference, poison): a reference of one value (kprof peak's) is judged by one
+    # comparison
     cases = [(same, ref, None), (some, ref, nan32), (nan, ref, nan32), (ones, np.float64(1.0), None),
              (ones, np.broadcast_to(np.float64(1.0), (1000,)), nan32), (holes, np.float64(1.0), nan32),
              (ones, np.float64(1.0 + 2**-30), nan32), (twos, np.broadcast_to(np.int64(2), (1000,)), seven),
              (unwritten, np.int64(2), seven), (np.full(1000, -7, np.int32), np.int64(-7), seven),
              (same.reshape(10, 100), ref.reshape(10, 100), None), (np.zeros(0, np.float32), np.zeros(0), None)]
     fast = [repr(verify.compare("y", g, e, verify.Criterion(rtol=0, atol=0), poison_value=p)) for g, e, p in cases]
-    monkeypatch.setattr(np, "array_equal", lambda *a, **k: False)  # the full scan everywhere, on a whole reference
+    # the full scan everywhere, on a whole reference
+    monkeypatch.setattr(np, "array_equal", lambda *a, **k: False)
     assert [repr(verify.compare("y", g, np.array(np.broadcast_to(e, g.shape)), verify.Criterion(rtol=0, atol=0), poison_value=p))
             for g, e, p in cases] == fast
 
@@ -394,11 +403,12 @@ def test_the_verdicts_threads_are_capped_by_the_cpus_and_the_chunks(monkeypatch)
 
 
 def test_an_output_whose_order_is_not_defined_is_checked_as_a_multiset():
-    """order: any (a stream compaction): the first M elements, M the reference's count, in any order; the rest of
-    the buffer is not the kernel's to define."""
+    """order: any (a stream compaction): the first M elements, M the reference's count, in any
+    order; the rest of the buffer is not the kernel's to define."""
     import numpy as np
 
-    got = np.array([3.0, 1.0, 2.0, -7.0, 99.0], dtype=np.float32)  # three kept, then whatever was there
+    # three kept, then whatever was there
+    got = np.array([3.0, 1.0, 2.0, -7.0, 99.0], dtype=np.float32)
     ok = verify.compare_unordered("y", got, np.array([1.0, 2.0, 3.0]), verify.Criterion(rtol=1e-6, atol=0.0))
     assert ok.ok and "multiset of its first 3 of 5 elements" in ok.note
     bad = verify.compare_unordered("y", got, np.array([1.0, 2.0, 4.0]), verify.Criterion(rtol=1e-6, atol=0.0))

@@ -1,5 +1,6 @@
-"""The public API's arguments held to their annotations (kprof.commands.apitypes): a wrong type is a TypeError that
-names the function and the argument, never an AttributeError or a KeyError from inside kprof."""
+"""The public API's arguments held to their annotations (kprof.commands.apitypes): a wrong type is a
+TypeError that names the function and the argument, never an AttributeError or a KeyError from
+inside kprof."""
 
 from __future__ import annotations
 
@@ -66,8 +67,9 @@ assert not found, found
 
 
 def test_every_api_function_given_wrong_types_sizes_nan_and_extra_keys_answers_in_one_line(tmp_path):
-    """Each public function, each argument in turn given a wrong type, a negative or 10**400 size, NaN, an unknown
-    size: kprof's one-line error, or a TypeError or ValueError with a message (the GPU hidden, as on CI)."""
+    """Each public function, each argument in turn given a wrong type, a negative or 10**400 size,
+    NaN, an unknown size: kprof's one-line error, or a TypeError or ValueError with a message (the
+    GPU hidden, as on CI)."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KPROF_HISTORY=str(tmp_path / "h.sqlite"))
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]

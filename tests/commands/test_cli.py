@@ -119,7 +119,8 @@ def test_missing_nvcc_exit_3(capsys, monkeypatch):
 
 @pytest.mark.nvcc
 def test_run_without_gpu_says_so_in_one_line(capsys, monkeypatch):
-    # An empty CUDA_VISIBLE_DEVICES hides every GPU from the runner, so this runs on GPU machines too.
+    # An empty CUDA_VISIBLE_DEVICES hides every GPU from the runner, so this runs on GPU machines
+    # too.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     code, _, err = run_cli(capsys, "run", "vector_add", "--sanitize-sizes")
     assert code == errors.EXIT_NO_GPU
@@ -129,8 +130,8 @@ def test_run_without_gpu_says_so_in_one_line(capsys, monkeypatch):
 
 
 def test_doctor_always_reports(capsys):
-    """Every check is printed whatever is missing; the exit code says whether the commands asked about can run
-    (kprof doctor exited 0 with five MISSING lines)."""
+    """Every check is printed whatever is missing; the exit code says whether the commands asked
+    about can run (kprof doctor exited 0 with five MISSING lines)."""
     from kprof.commands import offline
 
     ready = offline.readiness(offline.doctor())
@@ -146,8 +147,9 @@ def test_doctor_always_reports(capsys):
 
 
 def test_doctor_exits_with_what_the_asked_command_lacks(capsys, monkeypatch):
-    """No GPU: a GPU command's doctor exits 5; a missing compute-sanitizer with a GPU, 3; build alone, 0. No feature
-    is claimed for a GPU that is not there, and the extra named for a missing tool is one."""
+    """No GPU: a GPU command's doctor exits 5; a missing compute-sanitizer with a GPU, 3; build
+    alone, 0. No feature is claimed for a GPU that is not there, and the extra named for a missing
+    tool is one."""
     from kprof import proc
     from kprof.child import device
     from kprof.errors import ToolNotFoundError
@@ -204,8 +206,8 @@ def test_profile_param_errors(capsys):
 
 @pytest.mark.nvcc
 def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys, as_if_a_gpu):
-    """kprof.run() from Python builds the spec and runs it in a child (here a stand-in for the child):
-    the report the CLI prints, with --json its to_json()."""
+    """kprof.run() from Python builds the spec and runs it in a child (here a stand-in for the
+    child): the report the CLI prints, with --json its to_json()."""
     from helpers import child
 
     import kprof
@@ -236,14 +238,15 @@ def test_run_without_a_gpu_says_so_before_building_anything(monkeypatch, tmp_pat
     monkeypatch.setattr(device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
     monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("kprof run built a kernel before the GPU check"))
     assert cli.main(["run", "tiled_matmul"]) == 5
-    assert cli.main(["run", "tiled_matmul", "--size", "Q=3"]) == 2  # a bad input is still said first
+    # a bad input is still said first
+    assert cli.main(["run", "tiled_matmul", "--size", "Q=3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("kprof: error: no CUDA driver") and len(err) == 2
 
 
 def test_peak_without_a_gpu_says_so_before_building_anything(monkeypatch, tmp_path, capsys):
-    """kprof peak on an empty cache and no GPU: exit 5 in one line, and no peak kernel built first (it
-    took 5 s of builds to say so on a cold cache)."""
+    """kprof peak on an empty cache and no GPU: exit 5 in one line, and no peak kernel built first
+    (it took 5 s of builds to say so on a cold cache)."""
     from kprof.build import build
     from kprof.child import device
 
@@ -256,8 +259,8 @@ def test_peak_without_a_gpu_says_so_before_building_anything(monkeypatch, tmp_pa
 
 
 def _on_a_terminal(argv: list[str], columns: int) -> str:
-    """kprof ARGV with its output on a pseudo-terminal of ``columns`` columns (as a user's shell gives it),
-    what it printed there."""
+    """kprof ARGV with its output on a pseudo-terminal of ``columns`` columns (as a user's shell
+    gives it), what it printed there."""
     import fcntl
     import os
     import pty
@@ -266,7 +269,8 @@ def _on_a_terminal(argv: list[str], columns: int) -> str:
 
     main, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # the terminal's own width, as a shell has it
+    # the terminal's own width, as a shell has it
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     done = subprocess.Popen([sys.executable, "-m", "kprof", *argv], stdout=child, stderr=child, env=env)
     os.close(child)
     out = b""
@@ -279,7 +283,8 @@ def _on_a_terminal(argv: list[str], columns: int) -> str:
             break
         out += chunk
     os.close(main)
-    assert done.wait(timeout=120) in (0, 3, 5), out[-2000:]  # doctor: exit 5 with no GPU, 3 with a tool missing
+    # doctor: exit 5 with no GPU, 3 with a tool missing
+    assert done.wait(timeout=120) in (0, 3, 5), out[-2000:]
     return out.decode(errors="replace").replace("\r\n", "\n")
 
 
@@ -289,8 +294,8 @@ FIRST_COMMANDS = [["--help"], ["cases", "--list"], ["doctor"], ["occupancy", "ti
 
 @pytest.mark.parametrize("argv", FIRST_COMMANDS, ids=" ".join)
 def test_every_line_fits_the_terminal(argv):
-    """What a new user types first, on a terminal of 80 columns: no line wider (kprof cases --list printed
-    532 columns, kprof doctor 166, kprof sanitize --list-tools 134 on a terminal of 100)."""
+    """What a new user types first, on a terminal of 80 columns: no line wider (kprof cases --list
+    printed 532 columns, kprof doctor 166, kprof sanitize --list-tools 134 on a terminal of 100)."""
     text = _on_a_terminal(argv, 80)
     wide = [line for line in text.splitlines() if len(line) > 80]
     assert text.strip() and not wide, wide
@@ -298,7 +303,8 @@ def test_every_line_fits_the_terminal(argv):
 
 @pytest.mark.parametrize("argv", FIRST_COMMANDS[1:], ids=" ".join)
 def test_text_to_a_file_or_a_pipe_wraps_at_100_columns(capsys, monkeypatch, argv):
-    """Piped (kprof doctor > doctor.txt, kprof cases --list | less): 100 columns, unless COLUMNS or --width says
+    """Piped (kprof doctor > doctor.txt, kprof cases --list | less): 100 columns, unless COLUMNS or
+    --width says
     otherwise; --width 0 is one line a row, for grep."""
     monkeypatch.delenv("COLUMNS")
     cli.main(argv)
@@ -325,8 +331,9 @@ def test_width_goes_before_or_after_the_command(capsys, monkeypatch):
 @pytest.mark.parametrize("name, error", [("BLOCK", "expected an identifier"), ("ceil", '"ceil" has "C" linkage'),
                                          ("size_t", '"size_t" has already been declared'), ("rsqrt", "linkage")])
 def test_kprof_new_builds_the_kernel_before_it_writes_it(tmp_path, capsys, name, error):
-    """Names on no list that still do not build (the spec's define BLOCK, CUDA's math functions, its types): the
-    scaffold is built first, and its compiler's first error is the one line; nothing is written."""
+    """Names on no list that still do not build (the spec's define BLOCK, CUDA's math functions, its
+    types): the scaffold is built first, and its compiler's first error is the one line; nothing is
+    written."""
     assert cli.main(["new", name, "--dir", str(tmp_path)]) == errors.EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"kprof new {name}: a kernel of that name does not build" in err[0] and error in err[0], err
@@ -334,7 +341,8 @@ def test_kprof_new_builds_the_kernel_before_it_writes_it(tmp_path, capsys, name,
 
 
 def test_kprof_new_blames_the_compiler_not_the_name_when_no_kernel_builds(tmp_path, capsys, monkeypatch):
-    """An empty PATH leaves nvcc without its host compiler: every kernel fails, and the name was not the trouble."""
+    """An empty PATH leaves nvcc without its host compiler: every kernel fails, and the name was not
+    the trouble."""
     from helpers import failing_nvcc
 
     from kprof.build import toolchain
@@ -361,15 +369,16 @@ def test_new_like_a_cases_fixed_twin_is_refused(tmp_path, capsys):
                                        ("yes", "a word YAML reads as a boolean or null"), ("null", "a word YAML reads"),
                                        ("__k", "reserved to the compiler")])
 def test_kprof_new_refuses_a_name_whose_kernel_would_not_build(tmp_path, capsys, name, why):
-    """Each of these wrote a kernel that did not build (nvcc 13.0 refuses every CUDA name listed; `yes` and
-    `null` are not names in YAML): one line, exit 2, nothing written."""
+    """Each of these wrote a kernel that did not build (nvcc 13.0 refuses every CUDA name listed;
+    `yes` and `null` are not names in YAML): one line, exit 2, nothing written."""
     assert cli.main(["new", name, "--dir", str(tmp_path)]) == errors.EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"kprof new {name}: {why}" in err[0] and not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("shell, code, says", [
-    ("kprof run nosuch 2>./full", 2, ""),  # a full stderr turned exit 2 into 1 (./full: the test's own full device)
+    # a full stderr turned exit 2 into 1 (./full: the test's own full device)
+    ("kprof run nosuch 2>./full", 2, ""),
     ("kprof run nosuch 2>&-", 2, ""),
     ("kprof list >&-", 7, "standard output is closed"),  # was an internal error
     ("kprof run nosuch >&- 2>&-", 7, ""),
@@ -382,7 +391,8 @@ def test_closed_or_full_standard_streams_keep_the_documented_exit_code(tmp_path,
 
     if "./full" in shell:
         try:
-            os.mknod(tmp_path / "full", stat.S_IFCHR | 0o666, os.makedev(1, 7))  # the full device's numbers
+            # the full device's numbers
+            os.mknod(tmp_path / "full", stat.S_IFCHR | 0o666, os.makedev(1, 7))
         except PermissionError:
             pytest.skip("mknod needs root (CI and the GPU machines run as root)")
     kprof = f"{shlex.quote(sys.executable)} -m kprof"
@@ -395,7 +405,8 @@ def test_closed_or_full_standard_streams_keep_the_documented_exit_code(tmp_path,
 @pytest.mark.parametrize("verb", ["sanitize", "profile"])
 @pytest.mark.parametrize("program", ["ab\ncd", "ab\x1b[2Jcd", "a" * 5000, "x/ab\ncd", "-" + "r" * 3000, "a\0b"])
 def test_a_program_name_of_any_shape_is_one_short_line_and_no_header(capsys, verb, program):
-    """The header echoed the command raw before it was checked: a newline split it, 5,000 characters were one line."""
+    """The header echoed the command raw before it was checked: a newline split it, 5,000 characters
+    were one line."""
     assert cli.main([verb, "--", program, "arg"]) == errors.EXIT_USAGE
     out, err = capsys.readouterr()
     assert out == "" and "profiling" not in err

@@ -1,7 +1,7 @@
-"""The hostile inputs that need a GPU to tell: on a machine where the kernel could run, a bad spec still
-stops every command in one line before anything starts; the pytest plugin refuses a bad option once;
-compute-sanitizer, ncu and cuobjdump, given arguments that hold shell characters, run no command; a
-program that fails under a tool leaves its last lines in the JSON report."""
+"""The hostile inputs that need a GPU to tell: on a machine where the kernel could run, a bad spec
+still stops every command in one line before anything starts; the pytest plugin refuses a bad option
+once; compute-sanitizer, ncu and cuobjdump, given arguments that hold shell characters, run no
+command; a program that fails under a tool leaves its last lines in the JSON report."""
 
 from __future__ import annotations
 
@@ -79,7 +79,8 @@ def test_compute_sanitizer_runs_no_command_from_its_arguments(tmp_path):
     assert "`touch PWNED3`" in done.stdout, "the argument reached the program as written"
 
 
-@pytest.mark.xdist_group("ncu")  # one ncu at a time on the GPU: a second beside it once failed one (exit code 9)
+# one ncu at a time on the GPU: a second beside it once failed one (exit code 9)
+@pytest.mark.xdist_group("ncu")
 def test_ncu_runs_no_command_from_its_arguments(tmp_path):
     exe = _tool("ncu")
     folder = _folder_with_a_backtick(tmp_path)

@@ -1,5 +1,5 @@
-"""The API behind kprof build, occupancy, history and compare (kprof/commands/offline.py), without a GPU:
-each returns what its command prints, and the command prints exactly that."""
+"""The API behind kprof build, occupancy, history and compare (kprof/commands/offline.py), without a
+GPU: each returns what its command prints, and the command prints exactly that."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def test_build_kernels_returns_what_kprof_build_prints(capsys):
 
 
 def test_list_kernels_returns_what_kprof_list_prints(capsys, tmp_path, monkeypatch):
-    """kprof.list_kernels(): each spec as a typed Listing, why one does not run on an older architecture, a spec
-    that does not load listed with its error; kprof list --json prints the same rows."""
+    """kprof.list_kernels(): each spec as a typed Listing, why one does not run on an older
+    architecture, a spec that does not load listed with its error; kprof list --json prints the same
+    rows."""
     (tmp_path / "broken.yaml").write_text("name: broken\n")
     monkeypatch.setenv("KPROF_PATH", str(tmp_path))
     rows = {r.name: r for r in kprof.list_kernels(arch="sm_75")}

@@ -1,5 +1,6 @@
-"""kprof profile NAME... as one API call (kprof.commands.profiles.profile_specs): every input checked before the GPU,
-the GPU before ncu, then each spec profiled and diagnosed; the command prints what the call returns."""
+"""kprof profile NAME... as one API call (kprof.commands.profiles.profile_specs): every input
+checked before the GPU, the GPU before ncu, then each spec profiled and diagnosed; the command
+prints what the call returns."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_no_gpu_is_one_line_before_anything_is_built(monkeypatch, capsys):
 
 @pytest.mark.nvcc
 def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_others(monkeypatch, as_if_a_gpu):
-    """Two specs; ncu fails on the first: the second is still profiled and diagnosed, and the failure kept."""
+    """Two specs; ncu fails on the first: the second is still profiled and diagnosed, and the
+    failure kept."""
     from kprof.measure import profiling
 
     seen, said = [], []
@@ -59,9 +61,9 @@ def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_othe
 
 @pytest.mark.nvcc
 def test_kprof_profile_of_a_spec_takes_the_commands_options_and_diagnoses_nothing(monkeypatch, as_if_a_gpu, tmp_path):
-    """kprof.profile(NAME, params=..., baseline=..., report_dir=...): the spec at its params and each baseline beside
-    it, the report folder made and handed to ncu, the profiles alone (no diagnosis, no tries); an ncu failure
-    raises it, as kprof.profile always did."""
+    """kprof.profile(NAME, params=..., baseline=..., report_dir=...): the spec at its params and
+    each baseline beside it, the report folder made and handed to ncu, the profiles alone (no
+    diagnosis, no tries); an ncu failure raises it, as kprof.profile always did."""
     from kprof.measure import profiling
 
     seen = []
@@ -99,7 +101,8 @@ def test_kprof_profile_says_which_options_belong_to_a_spec_and_which_to_a_progra
 
 @pytest.mark.nvcc
 def test_kprof_diagnose_takes_params_as_the_command_does(monkeypatch, as_if_a_gpu):
-    """kprof.diagnose(NAME, params=...): the spec built with them and profiled with them (they were dropped)."""
+    """kprof.diagnose(NAME, params=...): the spec built with them and profiled with them (they were
+    dropped)."""
     seen = {}
 
     def fake_profile(prepared, settings):
@@ -123,7 +126,8 @@ def test_a_report_name_kprof_may_not_write_is_one_line_before_the_gpu(tmp_path, 
 
 
 def test_the_profiles_are_printed_before_the_plot_is_written(monkeypatch, tmp_path, capsys):
-    """A plot whose write fails (a full disk) loses none of what was measured: the table is out first."""
+    """A plot whose write fails (a full disk) loses none of what was measured: the table is out
+    first."""
     pytest.importorskip("matplotlib")
     from kprof.errors import OutputError
     from kprof.measure import profiling

@@ -78,8 +78,8 @@ def test_a_flag_on_the_honest_operation_is_a_false_alarm(monkeypatch, capsys):
 
 
 def test_a_run_stopped_before_its_point_is_an_interruption_not_an_internal_error(monkeypatch, capsys):
-    """kprof cases --bench stopped (SIGTERM at a deadline, Ctrl-C) before its one point was measured: exit
-    130 with one line (it ended in exit 70, a ValueError, on an H200)."""
+    """kprof cases --bench stopped (SIGTERM at a deadline, Ctrl-C) before its one point was
+    measured: exit 130 with one line (it ended in exit 70, a ValueError, on an H200)."""
     class Report:
         points: list = []
         interrupted = True

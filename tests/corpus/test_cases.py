@@ -90,7 +90,8 @@ def test_a_case_a_newer_sanitizer_checks_is_counted_apart_under_an_older_one_and
         return cases.CaseResult(case, bug, clean)
 
     old, new, unknown = under("2025.3.1"), under("2026.4.0"), under("")
-    assert old.unseen and old.ok and unknown.unseen  # a tool that does not say its version counts as the older
+    # a tool that does not say its version counts as the older
+    assert old.unseen and old.ok and unknown.unseen
     assert not new.unseen and not new.ok  # the version that checks it and missed it: a miss
     assert under("2025.3.1", caught=True).ok and not under("2025.3.1", caught=True).unseen
     assert cases.tally([old]) == ("0 caught, 0 known misses, 1 of 1 twins clean under all 5 tools; 1 need "
@@ -147,9 +148,9 @@ def test_invalid_cases(tmp_path, expect, kwargs, message):
 
 
 def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeypatch, capsys):
-    """kprof cases runs each tool over every twin in one child, each buggy kernel under its tool alone,
-    side by side; then the values detector's runs (it scrubs shared memory before each; every values
-    bug and every twin) in one child, after everything else and alone."""
+    """kprof cases runs each tool over every twin in one child, each buggy kernel under its tool
+    alone, side by side; then the values detector's runs (it scrubs shared memory before each; every
+    values bug and every twin) in one child, after everything else and alone."""
     import threading
     import time
 
@@ -159,7 +160,8 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
 
     lock = threading.Lock()
     running: list[str] = []
-    log: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []  # (tool, its jobs, what else was running)
+    # (tool, its jobs, what else was running)
+    log: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
 
     def fake_run_many(jobs, tool, settings):
         with lock:
@@ -177,7 +179,8 @@ def test_the_corpus_runs_in_few_children_and_the_values_runs_alone_after(monkeyp
     names = ["off_by_one", "missing_sync_raw", "global_race", "uninit_shared_read"]
     code = cli.main(["cases", *names, "--jobs", "4", "--json"])
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == names and code == 1  # nothing found: the bugs count as missed
+    # nothing found: the bugs count as missed
+    assert [r["name"] for r in rows] == names and code == 1
     assert all(set(r["twin_status"].values()) == {"clean"} and len(r["twin_status"]) == len(checkers.spec_names())
                for r in rows)
     twins = tuple(f"{n}:twin" for n in names)
@@ -253,8 +256,8 @@ def test_children_run_side_by_side_share_the_hosts_threads(monkeypatch):
 
 
 def test_the_cases_a_gpu_is_too_old_for_are_named_and_left_out():
-    """kprof cases on an sm_80 GPU leaves out the Hopper cases (sm_90: bulk copies, TMA), on a Turing one the ldmatrix case
-    too, each with its reason; an H200 runs them all."""
+    """kprof cases on an sm_80 GPU leaves out the Hopper cases (sm_90: bulk copies, TMA), on a
+    Turing one the ldmatrix case too, each with its reason; an H200 runs them all."""
     from kprof.commands import corpora
 
     assert corpora.cases_beyond("sm_90") == []

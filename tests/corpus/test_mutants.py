@@ -1,5 +1,5 @@
-"""kprof mutants: how strong a spec's verdict is. Mutant generation and scoring without a GPU, building
-with nvcc, and the whole command with a stand-in for the GPU's verdict."""
+"""kprof mutants: how strong a spec's verdict is. Mutant generation and scoring without a GPU,
+building with nvcc, and the whole command with a stand-in for the GPU's verdict."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def test_a_matmul_gets_at_least_ten_mutants_each_one_change_of_one_code_line():
         assert len(mutated) == len(lines), m.id  # a report's line is still the source's
         changed = [i for i, (a, b) in enumerate(zip(lines, mutated)) if a != b]
         assert changed == [m.line - 1] and lines[m.line - 1] == m.before.rstrip("\n"), m.id
-        assert not m.before.lstrip().startswith(("#", "//")), m.id  # code, not comments or the preprocessor
+        # code, not comments or the preprocessor
+        assert not m.before.lstrip().startswith(("#", "//")), m.id
     barrier = next(m for m in made if m.operator == "missing barrier")
     assert "__syncthreads" not in barrier.after and "// the tile is complete" in barrier.after
     assert not any("k0 = TILE" in m.after for m in made), "a for header's increment would hang the kernel"
@@ -70,7 +71,8 @@ def _cubin(folder: Path, text: str) -> bytes:
 def test_a_mutant_with_the_originals_machine_code_is_equivalent(tmp_path):
     text = _source("tiled_matmul")
     same = _cubin(tmp_path / "a", text)
-    moved = _cubin(tmp_path / "b", text)  # the same source elsewhere: other line information, same code
+    # the same source elsewhere: other line information, same code
+    moved = _cubin(tmp_path / "b", text)
     assert same != moved and mutants.equivalent(same, moved)
     wrong = _cubin(tmp_path / "c", mutants.generate(text)[0].source)
     assert not mutants.equivalent(same, wrong) and mutants.text_sections(b"not an elf") is None
@@ -100,10 +102,11 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
                                                                                           racecheck_sees_it):
     """The GPU's verdict and tools stood in for. The spec's own kernel passes (initcheck reports
     something on it, so initcheck kills no mutant); a mutant that faults is killed; one missing a
-    barrier passes the verdict and racecheck kills it; the k-loop run once more over a zero tile passes
-    with the original's results and every tool clean (a survivor, said to have the original's results);
-    a bound off by one on the write passes with other results and every tool clean (a survivor); every
-    other fails its verdict. Where no tool sees the missing barrier, it survives too."""
+    barrier passes the verdict and racecheck kills it; the k-loop run once more over a zero tile
+    passes with the original's results and every tool clean (a survivor, said to have the original's
+    results); a bound off by one on the write passes with other results and every tool clean (a
+    survivor); every other fails its verdict. Where no tool sees the missing barrier, it survives
+    too."""
     from kprof.errors import TargetError
     from kprof.findings import Finding
     from kprof.tools.sanitizers import checkers
@@ -126,7 +129,8 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     big = []  # the kinds that ran the 4096^3 check
 
     def run_kernels(jobs, timeout):
-        if "KPROF_BOUNDARY" in Path(jobs[0].target.source).read_text():  # a probe: the k-loop's bound is met
+        # a probe: the k-loop's bound is met
+        if "KPROF_BOUNDARY" in Path(jobs[0].target.source).read_text():
             assert "(KPROF_BOUNDARY((k0) == (K)), k0 < K)" in Path(jobs[0].target.source).read_text()
             raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_LAUNCH_FAILED (an illegal instruction: the trap)")
         if jobs[0].target.name.endswith("__m1"):
@@ -148,15 +152,18 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     monkeypatch.setattr(launch, "run_kernels", run_kernels)
     monkeypatch.setattr(checkers, "run_all", run_all)
     report = corpora.run_mutants("tiled_matmul", jobs=3)
-    assert report.tools == ("memcheck", "racecheck", "values", "synccheck")  # initcheck is not clean on the original
-    assert "wrong" not in big and {"original", "same", "survivor"} <= set(big)  # killed at the small sizes, never run large
+    # initcheck is not clean on the original
+    assert report.tools == ("memcheck", "racecheck", "values", "synccheck")
+    # killed at the small sizes, never run large
+    assert "wrong" not in big and {"original", "same", "survivor"} <= set(big)
     got = {r.mutant.id: (r.verdict, r.by) for r in report.results}
     assert got["M1"] == ("killed", "verdict") and "ILLEGAL_ADDRESS" in report.results[0].why
     by_kind = {}
     for r in report.results:
         by_kind.setdefault(r.verdict + "/" + r.by, []).append(r.mutant.operator)
     assert by_kind["survived/"] == ["<= for <"]  # the write's bound: other results
-    # the zero tile more: its probe stopped, so the checked sizes meet k0 == K, where it computed the same
+    # the zero tile more: its probe stopped, so the checked sizes meet k0 == K, where it computed
+    # the same
     assert by_kind["equivalent/results at its boundary"] == ["<= for <"]
     (eq,) = [r for r in report.results if r.by == "results at its boundary"]
     assert "its boundary ((k0) == (K)) is met at the checked sizes" in eq.why
@@ -164,7 +171,8 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
         assert by_kind["survived/same results"] == ["missing barrier"] and "killed/racecheck" not in by_kind
         return
     assert by_kind["killed/racecheck"] == ["missing barrier"] and "survived/same results" not in by_kind
-    assert ("barrier", "memcheck") in tool_runs and ("barrier", "values") not in tool_runs  # the first finding stops
+    # the first finding stops
+    assert ("barrier", "memcheck") in tool_runs and ("barrier", "values") not in tool_runs
     assert not any(t == "initcheck" for k, t in tool_runs if k != "original")
     killed, counted, share = report.score
     assert counted == len(report.results) - 1 and killed == counted - 1
@@ -211,7 +219,8 @@ def test_the_scores_table_counts_a_same_results_survivor_against_the_score(tmp_p
 
 
 def _mutant_of(source: str, operator: str, line: int) -> mutants.Mutant:
-    return next(m for m in mutants.generate(source) if m.operator == operator and m.line == line)  # the line's first
+    # the line's first
+    return next(m for m in mutants.generate(source) if m.operator == operator and m.line == line)
 
 
 SCAN = (ROOT / "kernels" / "exclusive_scan.cu").read_text()
@@ -226,8 +235,8 @@ SCAN = (ROOT / "kernels" / "exclusive_scan.cu").read_text()
     ("> for >=", 20, "(t) == (off)", "int add = (KPROF_BOUNDARY((t) == (off)), t >= off) ? s[t - off] : 0;"),
 ])
 def test_a_moved_bound_gets_a_probe_that_traps_where_the_mutant_and_the_original_part(operator, line, met, guarded):
-    """The probe is the original (not the mutant) with the comparison's two operands compared first, on a
-    line of its own macro; every other line as it was."""
+    """The probe is the original (not the mutant) with the comparison's two operands compared first,
+    on a line of its own macro; every other line as it was."""
     m = _mutant_of(SCAN, operator, line)
     probe, got = mutants.boundary_probe(m)
     assert got == met
@@ -263,9 +272,9 @@ def test_only_a_moved_bound_has_a_probe():
 @pytest.mark.parametrize("name, mutant", [("softmax", "M9"), ("rmsnorm", "M1"), ("exclusive_scan", "M1"),
                                           ("prefix_max", "M1"), ("rmsnorm_unfused", "M2")])
 def test_a_row_guard_no_launch_of_its_spec_meets_is_equivalent_under_the_spec(name, mutant):
-    """`row > rows` for `row >= rows`, where row is the block index and the grid has rows blocks (one of
-    rmsnorm_unfused's five steps): on an H200 no checked size met it (the probe never stopped); the
-    launch says none can."""
+    """`row > rows` for `row >= rows`, where row is the block index and the grid has rows blocks
+    (one of rmsnorm_unfused's five steps): on an H200 no checked size met it (the probe never
+    stopped); the launch says none can."""
     spec = catalog.load(name)
     m = {m.id: m for m in mutants.generate(spec.source.read_text())}[mutant]
     why = mutants.unreachable_by_launch(m, spec)
@@ -299,9 +308,9 @@ def test_the_dry_run_names_the_launchs_equivalents(capsys):
 @pytest.mark.nvcc
 def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(monkeypatch):
     """A bound that reads one element too far changes no result (the element meets a padded zero, or
-    its output is never stored) and the sanitize size may not meet it: memcheck at every checked size of
-    at most MEMCHECK_BYTES where the original is clean kills it there. A size where memcheck finds
-    something on the original is left out; the 4096^3 check is too big to be one."""
+    its output is never stored) and the sanitize size may not meet it: memcheck at every checked
+    size of at most MEMCHECK_BYTES where the original is clean kills it there. A size where memcheck
+    finds something on the original is left out; the 4096^3 check is too big to be one."""
     from kprof.findings import Finding
     from kprof.tools.sanitizers import checkers
     from kprof.tools.sanitizers.toolrun import ToolResult
@@ -328,7 +337,8 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
     # K=257 finds something on the original: no mutant is memchecked there
     assert not [s for n, s in memchecked if n != "tiled_matmul" and s.get("K") == 257]
     others = [r for r in report.results if r is not write and r.verdict != "equivalent"]
-    assert others and all(r.verdict == "survived" for r in others)  # every verdict passed, memcheck clean on them
+    # every verdict passed, memcheck clean on them
+    assert others and all(r.verdict == "survived" for r in others)
 
 
 @pytest.mark.parametrize("name, mutant", [("rmsnorm_onepass", "M37"), ("softmax_online", "M58")])
@@ -347,9 +357,9 @@ def test_a_grid_that_is_the_row_count_under_the_defines_decides_the_row_guard(na
 
 
 def test_a_line_the_source_notes_as_equivalent_covers_only_its_moved_bounds():
-    """`// kprof-mutants: equivalent: WHY` on a line: its bounds moved by one are equivalent, by the source's
-    note, with the reason; a note without a reason is none, and no other operator's mutant is covered.
-    The strict score counts them as survivors."""
+    """`// kprof-mutants: equivalent: WHY` on a line: its bounds moved by one are equivalent, by the
+    source's note, with the reason; a note without a reason is none, and no other operator's mutant
+    is covered. The strict score counts them as survivors."""
     src = ("extern \"C\" __global__ void k(float* y, int rows, int n) {\n"
            "    if (rows <= 4) y[0] = 1.0f;  // kprof-mutants: equivalent: the larger body computes these rows too\n"
            "    if (n <= 8) y[1] = 2.0f + 1.0f;  // kprof-mutants: equivalent\n"

@@ -1,4 +1,5 @@
-"""The performance corpus (kprof/corpus/perfcases.py): the judge, the expectations, kprof cases --perf on a
+"""The performance corpus (kprof/corpus/perfcases.py): the judge, the expectations, kprof cases
+--perf on a
 fake device, an interrupt."""
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ def test_cases_perf_list(capsys):
 
 @pytest.mark.nvcc
 def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_dir):
-    """kprof cases --perf's orchestration: bench (the case and its twin), ncu (here a fake with the counters a
-    GPU gives an uncoalesced copy), one timed run, the tries, the judge, ncu's rules beside it."""
+    """kprof cases --perf's orchestration: bench (the case and its twin), ncu (here a fake with the
+    counters a GPU gives an uncoalesced copy), one timed run, the tries, the judge, ncu's rules
+    beside it."""
     from kprof.commands import api, corpora
     from kprof.diagnosis import stage
     from kprof.tools.nsight import ncu
@@ -103,11 +105,13 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
     copy = by["copy_uncoalesced"]
     assert copy.ok and copy.first == "uncoalesced" and copy.line == "copy_uncoalesced.cu:6"
     assert copy.measured == pytest.approx(347 / 54.4) and copy.estimate == 8.0 and copy.estimate_right
-    assert copy.ncu_rule == "LaunchConfiguration" and copy.ncu_right is False  # the largest global estimate
+    # the largest global estimate
+    assert copy.ncu_rule == "LaunchConfiguration" and copy.ncu_right is False
     assert copy.ncu_rules[0]["rule"] == "LaunchConfiguration" and copy.ncu_rules[-1]["type"] == "local"
     tail = by["tail_wave"]
     assert tail.first == "tail-wave" and tail.line_right and tail.tried == "PER=1"
-    assert tail.try_gain == pytest.approx(1.5e-3 / 0.625e-3)  # the original's time over PER=1's, one run
+    # the original's time over PER=1's, one run
+    assert tail.try_gain == pytest.approx(1.5e-3 / 0.625e-3)
     t = perfcases.tally(results)
     assert t["cause_right"] == 2 and t["confirmed_by_try"] == 1 and t["ncu_judged"] == 2
     from kprof.results import render_profile
@@ -117,8 +121,9 @@ def test_cases_perf_end_to_end_on_a_fake_device(ptx_compiler, monkeypatch, data_
 
 
 def test_an_interrupt_ends_the_perf_corpus_with_the_cases_judged_and_says_so(monkeypatch):
-    """A SIGTERM inside a case's bench was taken by that bench alone: the corpus went on profiling for minutes and
-    a job's time limit killed it with nothing written (on an H200). The interrupt now ends the corpus."""
+    """A SIGTERM inside a case's bench was taken by that bench alone: the corpus went on profiling
+    for minutes and a job's time limit killed it with nothing written (on an H200). The interrupt
+    now ends the corpus."""
     from kprof.corpus import perfcases
 
     calls = []

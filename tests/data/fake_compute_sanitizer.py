@@ -1,15 +1,17 @@
-# A stand-in compute-sanitizer for the plugin's tests on a machine with no GPU (tests/test_suite.py):
-# it runs the target as the real tool does and writes XML records with host stacks, as the real tool
-# saves them, for the tests whose names ask for it:
-#   *racy*    racecheck: a hazard launched from the test (the kprof_test_<i> frame and the test's own)
+# A stand-in compute-sanitizer for the plugin's tests on a machine with no GPU
+# (tests/test_suite.py): it runs the target as the real tool does and writes XML records with host
+# stacks, as the real tool saves them, for the tests whose names ask for it:
+#   *racy*    racecheck: a hazard launched from the test (the kprof_test_<i> frame and the test's
+# own)
 #   *noframe* racecheck: a hazard whose stack has the test's frame only (no kprof_test_<i> frame)
 #   *fault*   memcheck: an invalid write; the tool stops the target in that test, as a fault can
 #   *ldg*     initcheck: an uninitialized read at a line inside a CUDA header (an inlined __ldg)
 #   *breaks*  memcheck: an invalid write in a test after which kprof's child says its context broke
-#             (the suite's conftest makes the child's driver check say so for such a test); the tool then
+#             (the suite's conftest makes the child's driver check say so for such a test); the tool
+# then
 #             takes 3 s to end, as memcheck takes seconds to end a process with torch loaded
-# Each start and end appends a line to $KPROF_FAKE_CALLS (the node ids on its command line; the tests
-# that started in it), so a test counts the children and what each ran.
+# Each start and end appends a line to $KPROF_FAKE_CALLS (the node ids on its command line; the
+# tests that started in it), so a test counts the children and what each ran.
 import json
 import os
 import subprocess
@@ -24,7 +26,8 @@ if args == ["--version"]:  # as the real tool prints it (KPROF_FAKE_CS_VERSION: 
     sys.exit(0)
 save = args[args.index("--save") + 1]
 tool = args[args.index("--tool") + 1]
-start = args.index(sys.executable)  # the target: kprof starts it with the interpreter this script runs on
+# the target: kprof starts it with the interpreter this script runs on
+start = args.index(sys.executable)
 cmd = args[start:]
 events = os.environ.get("KPROF_SUITE_EVENTS")
 

@@ -1,10 +1,13 @@
-# A stand-in for a program under kprof's launch recorder (tests/tools/programs/test_launchlog.py), on a machine
-# with no GPU: it writes the recorder's log lines itself (kprof.tools.programs.launchlog's format), two launches, the
-# second's argument 2 as the mode says:
+# A stand-in for a program under kprof's launch recorder (tests/tools/programs/test_launchlog.py),
+# on a machine with no GPU: it writes the recorder's log lines itself
+# (kprof.tools.programs.launchlog's format), two launches, the second's argument 2 as the mode says:
 #   same        the same hash every run (a deterministic program)
-#   race        another hash each run; captured, an int32 counter far apart (counter[0]++ by many threads)
-#   quiet-race  the same hash every run on an idle GPU, another on a crowded one (KPROF_LAUNCH_CROWD=1): as
-#               counter[0]++ by 51,200 threads, which on an idle H200 ends at 1 every run; captured, 1 or 25
+#   race        another hash each run; captured, an int32 counter far apart (counter[0]++ by many
+# threads)
+#   quiet-race  the same hash every run on an idle GPU, another on a crowded one
+# (KPROF_LAUNCH_CROWD=1): as
+#               counter[0]++ by 51,200 threads, which on an idle H200 ends at 1 every run; captured,
+# 1 or 25
 #   atomics     another hash each run; captured, a float32 sum one unit in the last place apart
 #   nokernel    the recorder started and saw no launch;   norecorder  no recorder line at all
 #   unreadable  the recorder started and could read no launch (an error line for each)

@@ -1,5 +1,6 @@
-"""The facts of a diagnosis (kprof/diagnosis/gather.py, facts.py): the profiled kernel's own lines in a file of
-several, a header's inlined lines at the user's call, one fused launch timed by its own GPU time."""
+"""The facts of a diagnosis (kprof/diagnosis/gather.py, facts.py): the profiled kernel's own lines
+in a file of several, a header's inlined lines at the user's call, one fused launch timed by its own
+GPU time."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ mine(const long long* x, long long* y, long long n, long long m) {
 
 @pytest.mark.nvcc
 def test_a_line_found_in_the_source_is_the_profiled_kernels_never_another_kernels(tmp_path):
-    """In a file of several kernels, a cause whose line comes from the source (the compiler gave it none) was named
-    at line 14 of the file, another kernel's `/`: the search is kept to the profiled kernel's own function."""
+    """In a file of several kernels, a cause whose line comes from the source (the compiler gave it
+    none) was named at line 14 of the file, another kernel's `/`: the search is kept to the profiled
+    kernel's own function."""
     from kprof.diagnosis import facts as facts_mod
 
     (tmp_path / "several.cu").write_text(SEVERAL)
@@ -50,11 +52,13 @@ def test_a_line_found_in_the_source_is_the_profiled_kernels_never_another_kernel
                          timed=SimpleNamespace(device=H200, time_ms=None), seconds=1e-5)
     assert f.entry_line() == 10 and facts_mod.function_span(f.code.lines, 10) == (10, 16)
     assert f.source_line(r"[^/*]/[^/*=]|%") == 14  # not line 4, the other kernel's division
-    assert f.source_line(r"__shared__") == 0  # nothing in the kernel: no line rather than someone else's
+    # nothing in the kernel: no line rather than someone else's
+    assert f.source_line(r"__shared__") == 0
     assert facts_mod.bare_name("void ns::mine<float, (int)1>(float *, int)") == "mine"
     d = diagnose(f)
     lines = [c.line.line for c in d.causes if c.line and c.line.line]
-    assert lines and not [line for line in lines if 2 <= line <= 5], lines  # mine's lines or its inlined pick's (8)
+    # mine's lines or its inlined pick's (8)
+    assert lines and not [line for line in lines if 2 <= line <= 5], lines
 
 
 def test_a_headers_inlined_lines_lead_to_the_users_call():
@@ -76,14 +80,16 @@ def test_a_headers_inlined_lines_lead_to_the_users_call():
 """
     sites = ptxscan.inline_sites(ptx)
     assert sites[("/usr/local/cuda-13.0/include/device_atomic_functions.hpp", 107)] == {("/src/k.cu", 6)}
-    assert sites[("/usr/local/cuda-13.0/include/deeper.h", 20)] == {("/src/k.cu", 6)}  # followed out through 107
+    # followed out through 107
+    assert sites[("/usr/local/cuda-13.0/include/deeper.h", 20)] == {("/src/k.cu", 6)}
     assert ("/src/k.cu", 9) not in sites  # inlined within its own file: the user's line already
 
 
 @pytest.mark.nvcc
 def test_one_fused_launch_is_timed_by_a_launchs_own_gpu_time_where_cupti_gave_it(ptx_compiler):
-    """32 short launches: the fused launch's time is the median launch's own GPU time in the timed call
-    (CUPTI), not ncu's duration of a launch profiled alone (its caches flushed: twice as long on the H200)."""
+    """32 short launches: the fused launch's time is the median launch's own GPU time in the timed
+    call (CUPTI), not ncu's duration of a launch profiled alone (its caches flushed: twice as long
+    on the H200)."""
     from kprof.build import build
 
     prepared = prepared_of("launch_overhead")

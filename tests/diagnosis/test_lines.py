@@ -1,5 +1,6 @@
-"""Where a kernel's cost sits line by line (kprof.diagnosis.lines): a cause placed where its own cost was measured,
-the hottest lines, and where a limiting unit's work concentrates. Pure: pages built here."""
+"""Where a kernel's cost sits line by line (kprof.diagnosis.lines): a cause placed where its own
+cost was measured, the hottest lines, and where a limiting unit's work concentrates. Pure: pages
+built here."""
 
 from __future__ import annotations
 
@@ -34,14 +35,17 @@ def test_no_count_no_line():
     page = _page(A, B, C)
     assert lines.place(page, "local_sectors") is None  # counted, none anywhere
     assert lines.place(None, "samples") is None
-    assert lines.place(SourceLines("k", (A,), ("executed",)), "global_excess") is None  # not on the page
+    # not on the page
+    assert lines.place(SourceLines("k", (A,), ("executed",)), "global_excess") is None
     assert lines.unmeasured("no Source page").line == 0 and lines.unmeasured("x").why.startswith("line not measured")
 
 
 def test_the_hottest_lines_with_their_reasons():
     hot = lines.hot(_page(A, B, C))
-    assert [(h.line, round(h.share, 2)) for h in hot] == [(5, 0.8), (9, 0.2)]  # line 12 has no samples
-    assert hot[0].reasons == (("long_scoreboard", 70 / 75),)  # "selected" is an issuing warp: not a reason
+    # line 12 has no samples
+    assert [(h.line, round(h.share, 2)) for h in hot] == [(5, 0.8), (9, 0.2)]
+    # "selected" is an issuing warp: not a reason
+    assert hot[0].reasons == (("long_scoreboard", 70 / 75),)
     assert hot[0].to_dict()["reasons"] == [["long_scoreboard", 70 / 75]]
     assert lines.hot(None) == []
 
@@ -59,7 +63,8 @@ def test_where_a_limiting_unit_works():
 
 
 def test_a_tie_goes_to_the_line_where_warps_waited():
-    """A local array written 17 times and read 17 times a thread: as many sectors on each line; the read is the wait."""
+    """A local array written 17 times and read 17 times a thread: as many sectors on each line; the
+    read is the wait."""
     store = LineCounters(file="/k.cu", line=12, samples=5, local_sectors=1700, sass=("STL",))
     load = LineCounters(file="/k.cu", line=16, samples=60, local_sectors=1700, sass=("LDL",))
     assert lines.place(_page(store, load), "local_sectors").at.line == 16

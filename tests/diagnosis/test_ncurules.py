@@ -14,17 +14,19 @@ def test_ncu_rules_beside_the_diagnosis(data_dir):
     conflicts = next(r for r in rules if r.rule == "SharedMemoryConflicts")
     assert conflicts.kind == "OPT" and conflicts.speedup == 11.88 and conflicts.speedup_type == "global"
     v = ncurules.verdict(rules)
-    # HighPipeUtilization's 85.56% is a local estimate (a pipe's time, not the kernel's): the largest of the
-    # global ones is the launch configuration's 25%
+    # HighPipeUtilization's 85.56% is a local estimate (a pipe's time, not the kernel's): the
+    # largest of the global ones is the launch configuration's 25%
     assert v.rule == "LaunchConfiguration" and v.cause == "small-grid" and v.speedup == pytest.approx(1 / 0.75)
-    assert v.proposed == 6  # its OPT rows: pipes, L2 compression, conflicts, issue slots, stalls, launch
+    # its OPT rows: pipes, L2 compression, conflicts, issue slots, stalls, launch
+    assert v.proposed == 6
     listed = ncurules.listed(rules)
     assert [r["rule"] for r in listed[:2]] == ["LaunchConfiguration", "CPIStall"] and listed[-1]["type"] == "local"
     untyped = [ncu.RuleResult(r.kernel, r.section, r.rule, r.kind, "", speedup=r.speedup, text=r.text) for r in rules]
-    assert ncurules.verdict(untyped).rule == "HighPipeUtilization"  # an ncu without the type column: all compared
+    # an ncu without the type column: all compared
+    assert ncurules.verdict(untyped).rule == "HighPipeUtilization"
     assert ncu.parse_rules("no table") == []
-    # ncu's occupancy rules name their limiter in words: kprof's cause follows the words, none where they name
-    # neither registers nor shared memory
+    # ncu's occupancy rules name their limiter in words: kprof's cause follows the words, none where
+    # they name neither registers nor shared memory
     def occ(rule, text):
         return ncu.RuleResult("k", "Occupancy", rule, "OPT", "global", speedup=50.0, text=text)
 

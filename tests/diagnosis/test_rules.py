@@ -1,6 +1,6 @@
-"""The rules (kprof/diagnosis/rules.py, rules_memory.py, rulekit.py) on a fake device's numbers, with and
-without counters: the causes named, their lines, the ranking and its cap at the roof; every rule has a perf
-case and a row in the docs."""
+"""The rules (kprof/diagnosis/rules.py, rules_memory.py, rulekit.py) on a fake device's numbers,
+with and without counters: the causes named, their lines, the ranking and its cap at the roof; every
+rule has a perf case and a row in the docs."""
 
 from __future__ import annotations
 
@@ -37,15 +37,18 @@ def test_counter_less_diagnosis_names_what_the_ptx_and_launch_show(ptx_compiler)
     assert d.first().rule == "barrier" and d.first().line.line == 9 and d.first().gain.estimate is None
     assert any("barrier" in s for s in d.cannot_see) and any("bank conflicts" in s for s in d.cannot_see)
     d = diagnosed("fp64_constants", 550e-6)
-    assert d.first().rule == "fp64" and 2.5 < d.first().gain.estimate < 3.5  # 3 FP64 instructions a step for 1
-    # the lanes' stride from the PTX's address arithmetic: a run-time value (n floats) apart, a sector a lane
+    # 3 FP64 instructions a step for 1
+    assert d.first().rule == "fp64" and 2.5 < d.first().gain.estimate < 3.5
+    # the lanes' stride from the PTX's address arithmetic: a run-time value (n floats) apart, a
+    # sector a lane
     d = diagnosed("copy_uncoalesced", 347e-6)
     assert d.first().rule == "uncoalesced" and d.first().line.line == 6 and d.first().gain.estimate == 8.0
     assert named(diagnosed("copy_uncoalesced_fixed", 54e-6)) == []
     # a branch whose condition is the lane's parity, two loops of five instructions a step: both run
     d = diagnosed("divergent_branch", 80.7e-6)
     assert d.first().rule == "divergence" and d.first().line.line == 7 and d.first().gain.estimate == 2.0
-    assert named(diagnosed("divergent_branch_fixed", 41.5e-6)) == []  # the twin's warps agree: no advice
+    # the twin's warps agree: no advice
+    assert named(diagnosed("divergent_branch_fixed", 41.5e-6)) == []
 
 
 @pytest.mark.nvcc
@@ -70,7 +73,8 @@ def test_counters_rank_the_cause_and_cap_the_gain_at_the_roof(ptx_compiler):
     d = diagnosed("transpose_bank_conflicts", 100e-6, conflicts_per_request=15.0,
                   stall_shares={"mio_throttle": 0.5, "long_scoreboard": 0.5},
                   page={7: {"shared_wavefronts": 100, "shared_excess": 0}, 9: {"shared_wavefronts": 3200, "shared_excess": 3100}})
-    assert d.first().rule == "bank-conflicts" and d.first().line.line == 9  # where the excess wavefronts were measured
+    # where the excess wavefronts were measured
+    assert d.first().rule == "bank-conflicts" and d.first().line.line == 9
     assert {x.line for x in (d.first().line, *d.first().also)} >= {5}  # the declaration to pad
     d = diagnosed("divergent_branch", 80.7e-6, thread_efficiency=0.5,
                   page={7: {"executed": 10, "threads": 320, "divergent": 40}, 9: {"executed": 1000, "threads": 16000}})
@@ -83,7 +87,8 @@ def test_counters_rank_the_cause_and_cap_the_gain_at_the_roof(ptx_compiler):
 
 @pytest.mark.nvcc
 def test_with_counters_but_no_source_page_a_cause_says_its_line_was_not_measured(ptx_compiler):
-    """A PTX pattern proposes; only a measurement places: no Source page, no line (never the PTX's guess)."""
+    """A PTX pattern proposes; only a measurement places: no Source page, no line (never the PTX's
+    guess)."""
     d = diagnosed("copy_uncoalesced", 347e-6, global_load_sectors_per_request=32.0, global_store_sectors_per_request=4.0)
     c = d.first()
     assert c.rule == "uncoalesced" and c.line.line == 0 and c.line.why.startswith("line not measured")
@@ -97,14 +102,16 @@ def test_without_counters_a_line_from_the_ptx_says_it_was_not_measured(ptx_compi
     assert c.line.line == 9 and "from the PTX: not measured" in c.line.why
     # a barrier few warps wait at is no advice with counters
     d = diagnosed("barrier_in_loop", 1.1e-3, stall_shares={"barrier": 0.05, "wait": 0.95})
-    assert named(d) == [] and [c.rule for c in d.causes] == ["limiter-lines"]  # far from its roof: never no cause
+    # far from its roof: never no cause
+    assert named(d) == [] and [c.rule for c in d.causes] == ["limiter-lines"]
 
 
 @pytest.mark.nvcc
 def test_occupancy_causes_need_a_latency_bound_kernel(ptx_compiler):
     d = diagnosed("occupancy_registers", 2e-3, stall_shares={"long_scoreboard": 0.9}, dram_fraction=0.1,
                   issue_active=0.1, local_bytes=0.0, l1_bytes=1e9)
-    assert d.first().rule == "occupancy-registers" and d.first().line.line == 4  # the __global__ line
+    # the __global__ line
+    assert d.first().rule == "occupancy-registers" and d.first().line.line == 4
     busy = diagnosed("occupancy_registers", 2e-3, stall_shares={"long_scoreboard": 0.9}, dram_fraction=0.9,
                      local_bytes=0.0, l1_bytes=1e9)
     assert "occupancy-registers" not in [c.rule for c in busy.causes]
@@ -114,8 +121,9 @@ def test_occupancy_causes_need_a_latency_bound_kernel(ptx_compiler):
 
 @pytest.mark.nvcc
 def test_coalescing_is_judged_against_each_direction_s_own_width(ptx_compiler):
-    """wgmma_matmul stores its MMA fragments as 8-byte float2s, 8 sectors a request: coalesced for 8-byte lanes.
-    Measured on an H200 (befe3e0), kprof held that against a 4-byte ideal and advised a 1.38x it could not give."""
+    """wgmma_matmul stores its MMA fragments as 8-byte float2s, 8 sectors a request: coalesced for
+    8-byte lanes. Measured on an H200 (befe3e0), kprof held that against a 4-byte ideal and advised
+    a 1.38x it could not give."""
     d = diagnosed("wgmma_matmul", 190e-6, arch="sm_90a", global_store_sectors_per_request=8.0, tensor_pipe=0.89)
     assert "uncoalesced" not in [c.rule for c in d.causes], d.causes
     d = diagnosed("wgmma_matmul", 190e-6, arch="sm_90a", global_store_sectors_per_request=32.0, tensor_pipe=0.89)
@@ -123,8 +131,8 @@ def test_coalescing_is_judged_against_each_direction_s_own_width(ptx_compiler):
 
 
 def test_every_rule_has_a_perf_case_and_a_row_in_the_docs():
-    """A rule lands with a case of perf_cases/ that expects it and a row in docs/profile.md's rules table; the
-    table names no rule that is not in the registry."""
+    """A rule lands with a case of perf_cases/ that expects it and a row in docs/profile.md's rules
+    table; the table names no rule that is not in the registry."""
     import re
 
     from kprof.diagnosis import rules

@@ -1,5 +1,5 @@
-"""kprof profile's diagnosis stage (kprof/diagnosis/stage.py) replayed on what a GPU measured: an H200's times
-without counters, an H200's profiles with counters, an H100's Source pages."""
+"""kprof profile's diagnosis stage (kprof/diagnosis/stage.py) replayed on what a GPU measured: an
+H200's times without counters, an H200's profiles with counters, an H100's Source pages."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from kprof.spec import catalog
 
 @pytest.mark.nvcc
 def test_the_counter_less_diagnosis_on_times_an_h200_measured(ptx_compiler, data_dir):
-    """Replayed on the H200's times of four cases and their twins (kprof bench, one run each) and kprof peak's
-    ceilings from the same run: the first cause and its line are right, and every estimate given is within
-    1.5x of the twin's measured gain (copy 8.00 / 6.38, FP64 3.00 / 3.59, divergence 2.00 / 1.94)."""
+    """Replayed on the H200's times of four cases and their twins (kprof bench, one run each) and
+    kprof peak's ceilings from the same run: the first cause and its line are right, and every
+    estimate given is within
+    1.5x of the twin's measured gain (copy 8.00 / 6.38, FP64 3.00 / 3.59, divergence 2.00 /
+    1.94)."""
     from kprof.build import build
 
     recorded = json.loads((data_dir / "diagnosis" / "h200-perf-times.json").read_text())
@@ -40,9 +42,9 @@ def test_the_counter_less_diagnosis_on_times_an_h200_measured(ptx_compiler, data
 
 
 def _replay(data_dir):
-    """kprof cases --perf's diagnoses, replayed from the profiles an H200 gave (a46d1a2): the same facts the
-    GPU run had (the profile as kprof read it, the timed seconds, the SM count and clock, kprof peak's
-    ceilings), the PTX built here."""
+    """kprof cases --perf's diagnoses, replayed from the profiles an H200 gave (a46d1a2): the same
+    facts the GPU run had (the profile as kprof read it, the timed seconds, the SM count and clock,
+    kprof peak's ceilings), the PTX built here."""
     from kprof.build import build
     from kprof.measure.kernelprofile import KernelProfile
 
@@ -57,7 +59,8 @@ def _replay(data_dir):
         yield c, diagnose(facts)
 
 
-CHANGED_SINCE = {"scalar_loads": 3.27, "global_atomics": 328.1}  # atomics: the roof then, the SMs' spread now
+# atomics: the roof then, the SMs' spread now
+CHANGED_SINCE = {"scalar_loads": 3.27, "global_atomics": 328.1}
 
 
 WITHIN = ["barrier_in_loop", "copy_uncoalesced", "divergent_branch", "fp64_constants", "global_atomics",
@@ -70,9 +73,9 @@ OUTSIDE = ["launch_overhead"]
 
 @pytest.mark.nvcc
 def test_the_counters_diagnosis_replayed_on_an_h200s_profiles(ptx_compiler, data_dir):
-    """Every case's first cause and line as kprof gives them now, from the profiles an H200 measured: the same
-    first cause as the GPU run gave, right on all 16 (the FP64 control silent), and each estimate the run gave
-    but those CHANGED_SINCE."""
+    """Every case's first cause and line as kprof gives them now, from the profiles an H200
+    measured: the same first cause as the GPU run gave, right on all 16 (the FP64 control silent),
+    and each estimate the run gave but those CHANGED_SINCE."""
     from kprof.diagnosis.facts import fp64_ratio_of, kernel_line
 
     corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
@@ -80,7 +83,8 @@ def test_the_counters_diagnosis_replayed_on_an_h200s_profiles(ptx_compiler, data
     for c, d in _replay(data_dir):
         first = d.first()
         got = first.rule if first else None
-        # the replay gives what the GPU run gave; where that was no cause, the kernel's limiter lines now (far from its roof)
+        # the replay gives what the GPU run gave; where that was no cause, the kernel's limiter
+        # lines now (far from its roof)
         assert got == c["first"] or (c["first"] is None and got == "limiter-lines"), (c["case"], got, c["first"])
         if c["estimate"] is not None and c["case"] not in CHANGED_SINCE:
             assert first.gain.estimate == pytest.approx(c["estimate"], rel=0.02), c["case"]
@@ -92,7 +96,8 @@ def test_the_counters_diagnosis_replayed_on_an_h200s_profiles(ptx_compiler, data
                             launch_line=gather.launch_line(case.spec), entry_line=kernel_line(source, case.spec.entry))
         results.append(r)
         unmeasured = first is not None and first.line is not None and first.line.why.startswith("line not measured")
-        if not (r.cause_right and (r.line_right or unmeasured)):  # these profiles have no Source page (a46d1a2)
+        # these profiles have no Source page (a46d1a2)
+        if not (r.cause_right and (r.line_right or unmeasured)):
             wrong[c["case"]] = got
     assert wrong == {}, wrong
     within = sorted(r.case for r in results if r.estimate_right)
@@ -100,15 +105,16 @@ def test_the_counters_diagnosis_replayed_on_an_h200s_profiles(ptx_compiler, data
     assert len(results) == 16 and (within, outside) == (WITHIN, OUTSIDE), (within, outside)
 
 
-# The case the H100 replay still gets wrong, and why: complex_mul_scalar's twin measured 0.9995x there (the kernel
-# at the DRAM roof: no cause is the right answer, the case's expectation is not)
+# The case the H100 replay still gets wrong, and why: complex_mul_scalar's twin measured 0.9995x
+# there (the kernel at the DRAM roof: no cause is the right answer, the case's expectation is not)
 H100_MISSES = {"complex_mul_scalar": (None, None)}
 
 
 @pytest.mark.nvcc
 def test_the_diagnosis_replayed_on_an_h100s_source_pages(ptx_compiler):
-    """Each case's first cause and line from what an H100 measured (the profile, and its Source page re-read by
-    today's parser: scripts/replay_pages.py): 19 of the 20 recorded cases right at the right line."""
+    """Each case's first cause and line from what an H100 measured (the profile, and its Source page
+    re-read by today's parser: scripts/replay_pages.py): 19 of the 20 recorded cases right at the
+    right line."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("replay_pages", Path(__file__).parents[2] / "scripts" / "replay_pages.py")
@@ -120,6 +126,7 @@ def test_the_diagnosis_replayed_on_an_h100s_source_pages(ptx_compiler):
         r, d = replay.judged(rec)
         if not (r.cause_right and r.line_right):
             wrong[r.case] = (r.first, r.line)
-        if r.first == "atomics":  # measured inside atomicAdd (a CUDA header), named at the user's call
+        # measured inside atomicAdd (a CUDA header), named at the user's call
+        if r.first == "atomics":
             assert d.first().line.line == 6 or rec["case"] != "global_atomics"
     assert len(recorded) == 20 and wrong == H100_MISSES, wrong

@@ -1,4 +1,5 @@
-"""The tries (kprof/diagnosis/tries.py): --try parsed, the values kprof picks, the changes that need no define."""
+"""The tries (kprof/diagnosis/tries.py): --try parsed, the values kprof picks, the changes that need
+no define."""
 
 from __future__ import annotations
 
@@ -30,14 +31,16 @@ def test_tries_parse_and_auto_values():
 
 
 def test_tries_that_need_no_define():
-    """What a user could change without editing the source: the block where the launch writes it as the number its
-    grid divides by, -maxrregcount for registers, the launch's dynamic shared memory; each a spec of its own."""
+    """What a user could change without editing the source: the block where the launch writes it as
+    the number its grid divides by, -maxrregcount for registers, the launch's dynamic shared memory;
+    each a spec of its own."""
     from kprof.spec import KernelSpec
 
     def cause(rule):
         return Cause(rule, "t", (), "c", Gain(2.0, "b"))
 
-    gather = catalog.load("gather_reserved_smem")  # block [256], grid ceil(N / 256), shared_mem SMEM
+    # block [256], grid ceil(N / 256), shared_mem SMEM
+    gather = catalog.load("gather_reserved_smem")
     found = tries.variants(cause("occupancy-shared"), gather)
     labels = [p for p, _ in found]
     assert labels[:3] == [{"shared_mem": "0"}, {"shared_mem": "1/4"}, {"shared_mem": "1/2"}]
@@ -50,7 +53,8 @@ def test_tries_that_need_no_define():
     assert [p for p, _ in regs][:3] == [{"maxrregcount": "128"}, {"maxrregcount": "96"}, {"maxrregcount": "64"}]
     assert regs[0][1].nvcc_flags[-1] == "-maxrregcount=128"
     assert tries.variants(cause("atomics"), gather) == []
-    assert tries.variants(cause("tail-wave"), catalog.load("launch_overhead")) == []  # several steps: none
+    # several steps: none
+    assert tries.variants(cause("tail-wave"), catalog.load("launch_overhead")) == []
     report = SimpleNamespace(points=[
         SimpleNamespace(kernel="g", status="ok", summary=SimpleNamespace(median=2e-3)),
         SimpleNamespace(kernel="g__smem0", status="ok", summary=SimpleNamespace(median=1e-3)),

@@ -1,6 +1,8 @@
-"""Several jobs in one child (kprof.launch.launch.run_batch, kprof.tools.sanitizers.compute_sanitizer.run_batch and run_many,
-kprof.tools.sanitizers.values.run_batch), on CPU: a clean report clears every job, anything else sends each job the
-batch could not clear to a child of its own; each job is held to its own time limit."""
+"""Several jobs in one child (kprof.launch.launch.run_batch,
+kprof.tools.sanitizers.compute_sanitizer.run_batch and run_many,
+kprof.tools.sanitizers.values.run_batch), on CPU: a clean report clears every job, anything else
+sends each job the batch could not clear to a child of its own; each job is held to its own time
+limit."""
 
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ def _ok(seconds=0.5):
 
 @pytest.fixture
 def batch_with(monkeypatch):
-    """compute_sanitizer.run_batch over a stand-in child: writes ``xml`` where the tool would save it
-    and returns ``(done, datas)``; records the jobs it was handed."""
+    """compute_sanitizer.run_batch over a stand-in child: writes ``xml`` where the tool would save
+    it and returns ``(done, datas)``; records the jobs it was handed."""
     handed = []
 
     def use(xml, done, datas):
@@ -64,7 +66,8 @@ def test_a_clean_report_clears_every_job_and_shares_the_tools_start(batch_with, 
     handed = batch_with(CLEAN, _done(0, seconds=4.0), [_ok(0.5), _ok(1.5)])
     results = san.run_batch(_jobs(2, tmp_path), "memcheck")
     assert [r.status for r in results] == ["clean", "clean"]
-    assert [round(r.seconds, 3) for r in results] == [1.5, 2.5]  # each job's own time + half of the 2 s start
+    # each job's own time + half of the 2 s start
+    assert [round(r.seconds, 3) for r in results] == [1.5, 2.5]
     assert all(not j.mode.verify and j.mode.poison for j in handed[0])  # the sanitizer's run mode
 
 
@@ -139,9 +142,10 @@ def test_each_job_of_a_batch_is_held_to_its_own_time_limit(monkeypatch, tmp_path
 
 
 def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did_not_finish(monkeypatch, tmp_path):
-    """Several verifications in one child (kprof.launch.launch.run_kernels, the GPU suite's per-kernel sizes): a
-    job that passed or failed its verdict is read from the batch; one the child never finished (its
-    context broken by the job before, or it hung) runs again alone, and only that one."""
+    """Several verifications in one child (kprof.launch.launch.run_kernels, the GPU suite's
+    per-kernel sizes): a job that passed or failed its verdict is read from the batch; one the child
+    never finished (its context broken by the job before, or it hung) runs again alone, and only
+    that one."""
     jobs = _jobs(3, tmp_path)
     datas = [{**_ok(), "sizes": {"N": 100}, "checks": [{"name": "C", "ok": True}]}, {},
              {"status": "failed", "phase": "done", "job_seconds": 0.2, "sizes": {"N": 102}, "checks": [{"ok": False}]}]

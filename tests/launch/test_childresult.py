@@ -1,5 +1,5 @@
-"""The child's answer read in one typed place (kprof.launch.childresult), its version checked: on CPU, on
-records as the runner writes them."""
+"""The child's answer read in one typed place (kprof.launch.childresult), its version checked: on
+CPU, on records as the runner writes them."""
 
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def test_fields_of_the_wrong_type_are_left_out_not_trusted():
 
 
 def test_a_check_is_read_typed_and_written_back_as_it_came():
-    """The verdict on one output as the child writes it (kprof.launch.childresult.OutputCheck.to_dict, and a digest):
-    every field typed in the parent, and kprof run --json's record of it the same as the child's."""
+    """The verdict on one output as the child writes it
+    (kprof.launch.childresult.OutputCheck.to_dict, and a digest): every field typed in the parent,
+    and kprof run --json's record of it the same as the child's."""
     from dataclasses import asdict
 
     raw = {"name": "c", "ok": False, "rel_err": 0.5, "max_abs_err": 2.0, "nonfinite": 0, "poisoned": 3,
@@ -85,8 +86,8 @@ def test_a_check_is_read_typed_and_written_back_as_it_came():
 
 
 def test_the_values_detectors_findings_come_back_as_findings():
-    """The child writes a values finding with Finding.to_dict; the parent reads it back as the same Finding,
-    a record's unknown fields dropped."""
+    """The child writes a values finding with Finding.to_dict; the parent reads it back as the same
+    Finding, a record's unknown fields dropped."""
     from kprof.findings import Access, Extra, Finding
 
     f = Finding("values", "race", "count", "/u/k.cu", 7, thread=(1, 0, 0), block=(2, 0, 0), count=3, message="outputs differ between runs",
@@ -105,13 +106,15 @@ def test_a_childs_result_says_ok_and_its_old_name_is_gone():
 
 
 def test_the_device_record_is_typed_in_the_parent_with_zeros_for_what_it_lacks():
-    """The child writes its DeviceInfo as a dict; the parent reads it back as one, never as a dict to .get from."""
+    """The child writes its DeviceInfo as a dict; the parent reads it back as one, never as a dict
+    to .get from."""
     from helpers import child
 
     from kprof.launch.childresult import DeviceInfo, device_of
 
     got = child(device={"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "l2_bytes": 62914560,
                         "clock_khz": True, "unknown": 1}).device
-    assert got == DeviceInfo(name="NVIDIA H200", arch="sm_90", sm_count=132, l2_bytes=62914560)  # a bool is no int
+    # a bool is no int
+    assert got == DeviceInfo(name="NVIDIA H200", arch="sm_90", sm_count=132, l2_bytes=62914560)
     assert child().device is None and device_of({}) is None and device_of(["x"]) is None
     assert device_of(got) is got and got.to_dict()["l2_bytes"] == 62914560

@@ -59,8 +59,9 @@ def test_unexpected_child_error_keeps_its_traceback():
      "TargetError", 6),
 ])  # fmt: skip
 def test_the_childs_error_is_turned_into_kprofs_by_its_kind_not_its_class_name(error, raised, code):
-    """A usage error of a class the parent has never heard of is still a usage error (exit 2): the child
-    writes what the error is and its exit code beside the class name, and the parent reads those."""
+    """A usage error of a class the parent has never heard of is still a usage error (exit 2): the
+    child writes what the error is and its exit code beside the class name, and the parent reads
+    those."""
     with pytest.raises(KprofError) as info:
         launch.raise_for_child("k", done(3), child(status="error", error=error), 10)
     assert type(info.value).__name__ == raised and info.value.exit_code == code

@@ -1,5 +1,5 @@
-"""The Prepared protocol: the command layer's prepared spec is one, and something that is not (a resolved spec
-without its build) is not."""
+"""The Prepared protocol: the command layer's prepared spec is one, and something that is not (a
+resolved spec without its build) is not."""
 
 import pytest
 

@@ -148,7 +148,8 @@ def test_interrupted_sweep_keeps_every_finished_point(as_if_a_gpu, tmp_path, mon
     code = cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000,4000"])
     assert code == 130
     out, err = capsys.readouterr()
-    assert "2 of 4 points measured and kept" in err and "1000" in out and "2000" in out  # the table of the two
+    # the table of the two
+    assert "2 of 4 points measured and kept" in err and "1000" in out and "2000" in out
     rows = history.rows(history.connect(), kernel="vector_add")
     assert sorted(r.values["N"] for r in rows) == [1000, 2000]
     calls.clear()
@@ -158,7 +159,8 @@ def test_interrupted_sweep_keeps_every_finished_point(as_if_a_gpu, tmp_path, mon
 
 
 def test_sigterm_stops_a_bench_like_ctrl_c_and_prints_what_was_measured(as_if_a_gpu, tmp_path, monkeypatch, capsys):
-    """A time limit (``timeout``, a batch system) sends SIGTERM: the finished points still come out."""
+    """A time limit (``timeout``, a batch system) sends SIGTERM: the finished points still come
+    out."""
     import os
     import signal
 
@@ -176,7 +178,8 @@ def test_sigterm_stops_a_bench_like_ctrl_c_and_prints_what_was_measured(as_if_a_
 
     monkeypatch.setattr(bench, "run_point", fake_run_point)
     before = signal.getsignal(signal.SIGTERM)
-    assert cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000", "--json"]) == 143  # 128 + SIGTERM, as a shell says it; Ctrl-C is 130
+    # 128 + SIGTERM, as a shell says it; Ctrl-C is 130
+    assert cli.main(["bench", "vector_add", "--size", "N=1000,2000,3000", "--json"]) == 143
     data = json.loads(capsys.readouterr().out)
     assert data["interrupted"] and [p["sizes"]["N"] for p in data["points"]] == [1000]
     assert signal.getsignal(signal.SIGTERM) is before, "kprof puts the previous handler back"
@@ -285,7 +288,8 @@ def test_shipped_baselines_exist_and_share_sizes():
 
 
 def test_plots_from_recorded_results(tmp_path, data_dir):
-    """The bench plot redrawn from JSON recorded on the H200; the roofline from a recorded ncu row."""
+    """The bench plot redrawn from JSON recorded on the H200; the roofline from a recorded ncu
+    row."""
     from pathlib import Path
 
     from kprof.measure import profiling as profile
@@ -303,15 +307,17 @@ def test_plots_from_recorded_results(tmp_path, data_dir):
 
 
 def test_the_bench_plot_draws_each_baseline_beside_its_kernel(tmp_path, monkeypatch, data_dir):
-    """A sweep draws the point's first baseline as a dashed line named for it; a ladder (one point a kernel) draws it
-    as a bar after the kernels', from the baseline's own rate (the kernel's work over the baseline's time)."""
+    """A sweep draws the point's first baseline as a dashed line named for it; a ladder (one point a
+    kernel) draws it as a bar after the kernels', from the baseline's own rate (the kernel's work
+    over the baseline's time)."""
     pytest.importorskip("matplotlib")
     import matplotlib.axes
 
     from kprof.results import plot
 
     recorded = json.loads((data_dir / "bench-point-h200-8469042.json").read_text())["point"]
-    one = points.PointResult.from_dict(recorded)  # rmsnorm_onepass beside torch's RMSNorm, on an H200
+    # rmsnorm_onepass beside torch's RMSNorm, on an H200
+    one = points.PointResult.from_dict(recorded)
     sweep = [replace(one, sizes={**one.sizes, "C": c}, rates=replace(one.rates, bytes_per_s=r),
                      baselines=(replace(one.first, baseline_bytes_per_s=r / 2),))
              for c, r in ((4096, 2e12), (8192, 3e12))]
@@ -351,7 +357,8 @@ def test_cupti_timed_huge_grids_carry_a_warning(monkeypatch):
 
 
 def _point_with_one_baseline(monkeypatch, answers, name):
-    """vector_add at N=1024 against one baseline spec ``name``, the children's answers given in order."""
+    """vector_add at N=1024 against one baseline spec ``name``, the children's answers given in
+    order."""
     given = iter(answers)
     monkeypatch.setattr(bench, "time_job", lambda *a, **k: child(next(given)))
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
@@ -363,7 +370,8 @@ def _point_with_one_baseline(monkeypatch, answers, name):
 
 
 def test_a_baseline_that_fails_verification_says_why(monkeypatch):
-    """A baseline whose output is wrong is not timed, and the warning carries the verdict's message."""
+    """A baseline whose output is wrong is not timed, and the warning carries the verdict's
+    message."""
     ok = {"status": "ok", "samples": [1e-4] * 5, "stop": "noise", "batch": 1, "timer": "events"}
     bad = {"status": "failed-verification", "checks": [
         {"ok": True, "message": "fine"}, {"ok": False, "message": "3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|"}]}
@@ -373,7 +381,8 @@ def test_a_baseline_that_fails_verification_says_why(monkeypatch):
 
 
 def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
-    """Both sides of a comparison get the same fraction of the same ceiling, and one above it is said."""
+    """Both sides of a comparison get the same fraction of the same ceiling, and one above it is
+    said."""
     kernel = {"status": "ok", "samples": [1e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
     fast = {"status": "ok", "samples": [0.5e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
     slow = {"status": "ok", "samples": [2e-3] * 5, "stop": "noise", "batch": 1, "timer": "events"}
@@ -399,7 +408,8 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
         "baseline fast: 133% of the measured add ceiling: faster than kprof peak's own stream kernels for this mix "
         "(the ceiling is the best of the widths and grids kprof peak tries, not a hard limit: re-run kprof peak "
         "--refresh; a working set a few times the L2's size can be partly served by the L2)"]
-    answers = iter([kernel, fast])  # the same baseline against a theoretical DRAM peak below its rate
+    # the same baseline against a theoretical DRAM peak below its rate
+    answers = iter([kernel, fast])
     dram = dict(peak, theoretical={"dram_bytes_per_s": 1.8 * rate})
     point = bench.run_point(bench.PointPlan(resolved, {}, job, ((fast_b, job),)), Ceilings.from_dict(dram), timeout=10)
     assert [w.split(" is above")[0] for w in point.warnings if "ceiling" in w or "plausible" in w] == [
@@ -407,7 +417,8 @@ def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
 
 
 def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
-    """A tree copied to a GPU machine can carry a stale .git: the commit the caller names is the one measured."""
+    """A tree copied to a GPU machine can carry a stale .git: the commit the caller names is the one
+    measured."""
     monkeypatch.setenv("KPROF_COMMIT", "abc1234")
     assert history.git_commit() == "abc1234"
     monkeypatch.delenv("KPROF_COMMIT")
@@ -418,7 +429,8 @@ def test_the_commit_named_by_kprof_commit_wins_over_git(monkeypatch):
                                           ("rmsnorm_onepass", {"FIT": "1", "VEC": "1"}), ("softmax_online", {"FIT": "1"}),
                                           ("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "1048576"})])
 def test_the_swept_variants_resolve_without_a_gpu(name, params):
-    """The parameters scripts/gpu-check.sh sweeps against the frameworks are the specs' own defines."""
+    """The parameters scripts/gpu-check.sh sweeps against the frameworks are the specs' own
+    defines."""
     from kprof.commands import pipeline
     from kprof.spec import catalog
 
@@ -428,8 +440,8 @@ def test_the_swept_variants_resolve_without_a_gpu(name, params):
 
 @pytest.mark.parametrize("name", ["rmsnorm_onepass", "softmax_online"])
 def test_fit_sizes_the_block_to_the_row(name):
-    """FIT 1, the default: a multiple of 32 threads up to BLOCK, PER elements each, enough for the row
-    (the one-read path); FIT 0: BLOCK threads at every row length, as before FIT existed."""
+    """FIT 1, the default: a multiple of 32 threads up to BLOCK, PER elements each, enough for the
+    row (the one-read path); FIT 0: BLOCK threads at every row length, as before FIT existed."""
     from kprof.commands import pipeline
     from kprof.spec import catalog
 
@@ -442,8 +454,9 @@ def test_fit_sizes_the_block_to_the_row(name):
 @pytest.mark.parametrize("params", [{}, {"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"}, {"BLOCK": "128", "VPT": "8", "WROWS": "4"},
                                     {"BLOCK": "1024", "VPT": "1"}])
 def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(params):
-    """rmsnorm_bf16.cu gives a row of at most 32 * 8 * VPT columns to one warp, WROWS rows to a block
-    (WROWS > 0), and any other row to one block; its launch expressions must agree, at every length."""
+    """rmsnorm_bf16.cu gives a row of at most 32 * 8 * VPT columns to one warp, WROWS rows to a
+    block (WROWS > 0), and any other row to one block; its launch expressions must agree, at every
+    length."""
     from kprof.commands import pipeline
     from kprof.spec import catalog
 
@@ -454,7 +467,8 @@ def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(para
             r = pipeline.resolve(spec, {"R": rows, "C": cols}, params=params)
             (block, _, _), (grid, _, _) = r.block, r.grid
             assert block <= d["BLOCK"] and block % 32 == 0, (rows, cols, block)
-            if d["WROWS"] and cols <= 32 * 8 * d["VPT"]:  # one warp per row: every row has a warp, no block is empty
+            # one warp per row: every row has a warp, no block is empty
+            if d["WROWS"] and cols <= 32 * 8 * d["VPT"]:
                 assert block == 32 * d["WROWS"] and grid * d["WROWS"] >= rows > (grid - 1) * d["WROWS"], (rows, cols)
             else:  # one block per row, holding the row in registers where BLOCK can
                 assert grid == rows, (rows, cols)
@@ -467,8 +481,9 @@ def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(para
 @pytest.mark.parametrize("name", ["rmsnorm_onepass", "softmax_online"])
 @pytest.mark.parametrize("params", [{"WROWS": "8"}, {"WROWS": "8", "PER": "32", "BLOCK": "256"}, {"WROWS": "4", "FIT": "0"}])
 def test_float32_row_kernels_warp_rows_launch_agrees_with_the_kernel(name, params):
-    """WROWS > 0 with FIT 1: a row of at most 32 * PER columns is one warp's, WROWS rows to a block of
-    32 * WROWS threads (the kernel's `#if WROWS && FIT`); longer rows, or FIT 0, launch as without it."""
+    """WROWS > 0 with FIT 1: a row of at most 32 * PER columns is one warp's, WROWS rows to a block
+    of 32 * WROWS threads (the kernel's `#if WROWS && FIT`); longer rows, or FIT 0, launch as
+    without it."""
     from kprof.commands import pipeline
     from kprof.spec import catalog
 
@@ -486,9 +501,9 @@ def test_float32_row_kernels_warp_rows_launch_agrees_with_the_kernel(name, param
 
 
 def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, monkeypatch):
-    """kprof.run_bench() from Python: the sweep written as the CLI's options, a BenchReport with every point,
-    the progress called before each, nothing written to the history store with history=False, and a
-    Ctrl-C that keeps what was measured."""
+    """kprof.run_bench() from Python: the sweep written as the CLI's options, a BenchReport with
+    every point, the progress called before each, nothing written to the history store with
+    history=False, and a Ctrl-C that keeps what was measured."""
     import kprof
 
     monkeypatch.setattr(pipeline, "peak", lambda refresh=False, arch=None, progress=None, quick=False: Ceilings.from_dict({"ceilings": {}}))
@@ -497,7 +512,8 @@ def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, mon
     monkeypatch.setattr(history, "connect", lambda *a, **k: pytest.fail("history=False writes nothing"))
     calls = []
 
-    def fake_run_point(point, peak, *, timeout):  # run_point's own signature: the timeout always given
+    # run_point's own signature: the timeout always given
+    def fake_run_point(point, peak, *, timeout):
         calls.append(point.sizes["N"])
         if len(calls) == 3:
             raise KeyboardInterrupt
@@ -517,8 +533,9 @@ def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, mon
 
 
 def test_a_point_is_frozen_and_its_json_is_flat_as_before():
-    """PointResult is the kernel's timing and a tuple of BaselineResult; its JSON keeps the flat fields
-    (the first baseline's beside the kernel's, the others in more_baselines), and reads back the same."""
+    """PointResult is the kernel's timing and a tuple of BaselineResult; its JSON keeps the flat
+    fields (the first baseline's beside the kernel's, the others in more_baselines), and reads back
+    the same."""
     import dataclasses
 
     p = _point("rmsnorm_onepass", 1024, 1e-3)
@@ -585,8 +602,8 @@ def test_the_integrity_cost_table_is_the_checks_share_of_the_childs_wall_time(tm
 
 
 def test_a_baselines_kind_travels_typed_to_the_table_and_back_from_json():
-    """The kind (library, spec, python) is kept beside the stored string when measured, so a report never
-    decodes it again; a JSON written before kprof kept it gets it from the string."""
+    """The kind (library, spec, python) is kept beside the stored string when measured, so a report
+    never decodes it again; a JSON written before kprof kept it gets it from the string."""
     lib = points.BaselineResult("cublas_sgemm", "cublas_sgemm", "library")
     assert points.BaselineResult.from_dict(lib.to_dict()).baseline_kind == "library"
     old = {k: v for k, v in points.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch").to_dict().items()
@@ -597,8 +614,9 @@ def test_a_baselines_kind_travels_typed_to_the_table_and_back_from_json():
 
 
 def test_a_points_timing_summaries_are_typed_and_its_json_keeps_their_numbers():
-    """A point's summary, its events' and each baseline's are Summary objects in the parent; the JSON has their
-    numbers as before (rel_stdev and rel_iqr included), and a summary that lacks one reads back as none."""
+    """A point's summary, its events' and each baseline's are Summary objects in the parent; the
+    JSON has their numbers as before (rel_stdev and rel_iqr included), and a summary that lacks one
+    reads back as none."""
     p = _point("vector_add", 1024, 1e-4)
     base = points.BaselineResult("cublas_sgemm", "cublas_sgemm", baseline_summary=p.summary)
     p = replace(p, baselines=(base,), timer=points.TimerUsed(event_summary=p.summary))

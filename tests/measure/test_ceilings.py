@@ -18,7 +18,8 @@ def test_theoretical_peaks_come_from_the_attributes_and_say_which():
     assert th["dram_bytes_per_s"] == pytest.approx(2 * 3.201e9 * 6144 / 8)  # 4.92 TB/s
     assert th["fp32_flops_per_s"] == pytest.approx(2 * 132 * 128 * 1.98e9)  # 66.9 TFLOP/s
     assert th["attributes"]["CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)"] == 6144 and not th["notes"]
-    retired = ceilings.theoretical(dict(H200, memory_clock_khz=0, arch="sm_50"))  # Maxwell: not modelled
+    # Maxwell: not modelled
+    retired = ceilings.theoretical(dict(H200, memory_clock_khz=0, arch="sm_50"))
     assert retired["dram_bytes_per_s"] is None and retired["fp32_flops_per_s"] is None
     assert any("memory clock" in n for n in retired["notes"]) and any("sm_50" in n for n in retired["notes"])
 
@@ -27,8 +28,10 @@ def test_theoretical_peaks_come_from_the_attributes_and_say_which():
     ([("in", 100), ("out", 100)], "copy"),
     ([("in", 100), ("in", 100), ("out", 100)], "add"),  # c = a + b
     ([("in", 300), ("out", 100)], "add"),  # a quarter written: nearer a third than a half
-    ([("in", 100), ("out", 300)], "copy"),  # three quarters: as near copy as write, and copy comes first
-    ([("in", 4 << 20), ("out", 4)], "read"),  # a reduction: its 4-byte result does not make it a copy
+    # three quarters: as near copy as write, and copy comes first
+    ([("in", 100), ("out", 300)], "copy"),
+    # a reduction: its 4-byte result does not make it a copy
+    ([("in", 4 << 20), ("out", 4)], "read"),
     ([("out", 100), ("in", 0)], "write"),
     ([("inout", 100)], "copy"),
     ([("scratch", 100), ("in", 100)], "read"),
@@ -42,19 +45,21 @@ def test_the_ceiling_for_a_mix_falls_back_to_an_older_peak_files_copy():
     assert ceilings.ceiling(peak, "read") == 4.5e12 and ceilings.ceiling(peak, "write") == 4.3e12
     assert ceilings.measured_mix(peak, "add") == "copy" and ceilings.measured_mix(peak, "read") == "read"
     assert ceilings.ceiling(C({"copy_bytes_per_s": 3.97e12}), "read") == 3.97e12 and ceilings.ceiling(None, "read") is None
-    assert peak.version == 1 and C({}).version == 1  # an unversioned file (kprof before the record): read the same way
+    # an unversioned file (kprof before the record): read the same way
+    assert peak.version == 1 and C({}).version == 1
 
 
 def test_the_tensor_peak_is_the_fastest_part_of_each_architecture_and_judges_a_tensor_kernel():
-    """Dense 16-bit tensor math: an H100 SXM's 989.4 TFLOP/s at 1830 MHz (NVIDIA's figure: 132 SMs of 4,096
-    FLOP a clock), 1,071 at the H200's 1980 MHz; A100 312 TFLOP/s at 1410 MHz. A bfloat16 mma.sync matmul at
-    243 TFLOP/s (mma_matmul on an H200) is not judged against FP32's 66.9, and a tensor rate above the tensor
-    peak is flagged."""
+    """Dense 16-bit tensor math: an H100 SXM's 989.4 TFLOP/s at 1830 MHz (NVIDIA's figure: 132 SMs
+    of 4,096 FLOP a clock), 1,071 at the H200's 1980 MHz; A100 312 TFLOP/s at 1410 MHz. A bfloat16
+    mma.sync matmul at 243 TFLOP/s (mma_matmul on an H200) is not judged against FP32's 66.9, and a
+    tensor rate above the tensor peak is flagged."""
     assert ceilings.theoretical(dict(H200, clock_khz=1_830_000))["tensor_flops_per_s"] == pytest.approx(989.4e12, rel=1e-3)
     assert ceilings.theoretical(H200)["tensor_flops_per_s"] == pytest.approx(132 * 4096 * 1.98e9)
     a100 = dict(H200, arch="sm_80", sm_count=108, clock_khz=1_410_000)
     assert ceilings.theoretical(a100)["tensor_flops_per_s"] == pytest.approx(312e12, rel=2e-3)
-    assert ceilings.theoretical(dict(H200, arch="sm_61"))["tensor_flops_per_s"] is None  # Pascal: no tensor cores
+    # Pascal: no tensor cores
+    assert ceilings.theoretical(dict(H200, arch="sm_61"))["tensor_flops_per_s"] is None
     peak = C({"theoretical": ceilings.theoretical(H200)})
     args = dict(bytes_per_s=2.4e12 * 0.02, peak=peak, mode="cold", working_set=256 << 20, l2_bytes=H200["l2_bytes"])
     assert ceilings.implausible(flops_per_s=243e12, math="tensor", **args) == []
@@ -97,7 +102,8 @@ def test_implausible_rates_and_working_sets_are_named():
 
 
 def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monkeypatch):
-    """Fake timings: the copy kernels reach 4.0 TB/s at best, the memcpy 4.25: the copy ceiling is the memcpy's."""
+    """Fake timings: the copy kernels reach 4.0 TB/s at best, the memcpy 4.25: the copy ceiling is
+    the memcpy's."""
     rates = {("read", 16, 2048): 4.4e12, ("read", 4, 2048): 3.0e12, ("write", 16, 8192): 4.1e12,
              ("copy", 16, 2048): 4.0e12, ("copy", 8, 2048): 3.9e12, ("add", 16, 2048): 4.2e12, ("add", 4, 2048): None}
     jobs = {}
@@ -152,9 +158,9 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
 
 
 def test_a_framework_op_faster_than_kprofs_kernels_sets_the_ceiling_and_is_named(monkeypatch):
-    """kprof peak times PyTorch's op of each mix beside its own kernels, at 1 GiB and 64 MiB a buffer: an op
-    that beats them (a torch y = 2 x at 64 MiB beat a 1 GiB copy ceiling by 4% on an H200) sets the
-    ceiling, named with its size, so no op kprof compares against runs above it."""
+    """kprof peak times PyTorch's op of each mix beside its own kernels, at 1 GiB and 64 MiB a
+    buffer: an op that beats them (a torch y = 2 x at 64 MiB beat a 1 GiB copy ceiling by 4% on an
+    H200) sets the ceiling, named with its size, so no op kprof compares against runs above it."""
     rates = {("copy", None, 1 << 30): 4.10e12, ("copy", None, 64 << 20): 4.20e12,
              ("copy", "PyTorch's torch.mul (y = 1 x)", 64 << 20): 4.47e12, ("read", None, 1 << 30): 4.5e12,
              ("read", "PyTorch's torch.sum", 1 << 30): 4.3e12}
@@ -196,7 +202,8 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
         p = points.PointResult(name, resolved.sizes, {}, "cold", "ok", rates=points.Rates(bytes_per_s=bytes_per_s))
         return bench._against_ceilings(p, C(peak), resolved, "cold", H200["l2_bytes"])
 
-    add = point("vector_add", {"N": 1 << 28}, 4.0e12)  # this peak has no add ceiling: against copy's, named so
+    # this peak has no add ceiling: against copy's, named so
+    add = point("vector_add", {"N": 1 << 28}, 4.0e12)
     assert add.rates.mix == "copy" and add.rates.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
     peak["ceilings"]["add"] = {"bytes_per_s": 4.4e12}
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)
@@ -230,10 +237,10 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
 @pytest.mark.nvcc
 @pytest.mark.parametrize("thorough", [False, True])
 def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_path, thorough):
-    """pipeline.peak builds the stream kernels at each width and hands measure_peak 16 jobs (4 mixes x
-    16-byte accesses x 2 grids, the last one access per thread, x 2 sizes; 32 with --thorough's 4-byte
-    accesses), PyTorch's op of each mix at each size where PyTorch is installed (8: faked here), the
-    memcpy job and the FMA job."""
+    """pipeline.peak builds the stream kernels at each width and hands measure_peak 16 jobs (4 mixes
+    x 16-byte accesses x 2 grids, the last one access per thread, x 2 sizes; 32 with --thorough's
+    4-byte accesses), PyTorch's op of each mix at each size where PyTorch is installed (8: faked
+    here), the memcpy job and the FMA job."""
     import importlib.util
 
     from kprof.commands import pipeline
@@ -250,7 +257,8 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     monkeypatch.setattr(bench, "peak_cache_path", lambda snap, folder: tmp_path / "peak.json")
     data = pipeline.peak(refresh=True, arch="sm_90", thorough=thorough)
     assert data.raw["provenance"]["source"] in ("git", "KPROF_COMMIT", None)
-    assert data.version == ceilings.CEILINGS_VERSION and data.cached is None  # written with its version
+    # written with its version
+    assert data.version == ceilings.CEILINGS_VERSION and data.cached is None
     from dataclasses import replace
 
     assert bench.cached_peak(tmp_path / "peak.json") == replace(data, cached=str(tmp_path / "peak.json"))
@@ -272,7 +280,8 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     assert job.mode.library == "memcpy_dtod" and job.mode.timer == "events" and amount == 2 << 30
     (mma, job, amount), (wgmma, job2, amount2) = seen["tensor"]  # warm; wgmma built for sm_90a
     assert (mma, job.target.name, job.mode.mode) == ("kprof_mma", "kprof_mma", "warm")
-    assert amount == 4096 * 8 * 2048 * 1056 * 8  # 4,096 FLOP an instruction, 8 a loop, 8 warps a block
+    # 4,096 FLOP an instruction, 8 a loop, 8 warps a block
+    assert amount == 4096 * 8 * 2048 * 1056 * 8
     assert (wgmma, job2.target.name) == ("kprof_wgmma", "kprof_wgmma") and amount2 == 2 * 64 * 256 * 16 * 8 * 256 * 132 * 2
     from kprof.build import build
     from kprof.spec import catalog
@@ -292,7 +301,8 @@ def test_kprof_peak_says_why_it_has_no_tensor_rate_where_a_kernel_cannot_run():
 
 
 def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
-    """CUDA 13 deprecates the clock attributes: where the driver gives 0, NVML's readings stand in, said in a note."""
+    """CUDA 13 deprecates the clock attributes: where the driver gives 0, NVML's readings stand in,
+    said in a note."""
     def fake_time(job, timeout):
         return child(status="ok", samples=[1e-3] * 5, stop="noise", timer="cupti",
                      device=dict(H200, memory_clock_khz=0, clock_khz=0))
@@ -308,7 +318,8 @@ def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
 
 
 def test_nvml_readings_through_a_fake_pynvml(monkeypatch):
-    """telemetry's one NVML helper: a snapshot and the clock limits, a reading the GPU lacks left out."""
+    """telemetry's one NVML helper: a snapshot and the clock limits, a reading the GPU lacks left
+    out."""
     import sys
     from types import SimpleNamespace
 
@@ -336,9 +347,9 @@ def test_nvml_readings_through_a_fake_pynvml(monkeypatch):
 
 
 def test_each_peak_op_takes_its_stream_specs_buffers_and_writes_its_output_in_place():
-    """kprof/baselines/peak_ops.py (read without PyTorch): a function per mix, whose parameters are the
-    stream spec's buffers by name and include its output (so the op writes it in place and nothing but
-    the op runs in the timed call), and no return value to copy."""
+    """kprof/baselines/peak_ops.py (read without PyTorch): a function per mix, whose parameters are
+    the stream spec's buffers by name and include its output (so the op writes it in place and
+    nothing but the op runs in the timed call), and no return value to copy."""
     import ast
 
     from kprof.baselines import PEAK_OPS, peak_ops_path
@@ -358,10 +369,10 @@ def test_each_peak_op_takes_its_stream_specs_buffers_and_writes_its_output_in_pl
 
 @pytest.mark.nvcc
 def test_the_first_bench_measures_quick_ceilings_and_kprof_peak_replaces_them(monkeypatch, tmp_path):
-    """A first kprof bench on a GPU measured ceilings for about 100 s (PyTorch's ops and 1 GiB buffers) before
-    timing anything: quick ceilings are each mix once (1 GiB, 2048 blocks), no PyTorch op (4 stream jobs, the
-    memcpy, the FMA and the tensor kernels), said in the result; a later bench reads them; kprof peak measures in
-    full."""
+    """A first kprof bench on a GPU measured ceilings for about 100 s (PyTorch's ops and 1 GiB
+    buffers) before timing anything: quick ceilings are each mix once (1 GiB, 2048 blocks), no
+    PyTorch op (4 stream jobs, the memcpy, the FMA and the tensor kernels), said in the result; a
+    later bench reads them; kprof peak measures in full."""
     import importlib.util
     import re
 
@@ -389,5 +400,6 @@ def test_the_first_bench_measures_quick_ceilings_and_kprof_peak_replaces_them(mo
     assert "quick: each mix once" in render_bench.ceilings_line(quick) and "in 18 s" in render_bench.ceilings_line(quick)
     again = pipeline.peak(arch="sm_90", quick=True)
     assert again.quick and again.cached and len(seen) == 1  # the next bench reads them
-    full = api.run_peak(arch="sm_90")  # kprof peak, no --refresh: quick ceilings are measured again in full
+    # kprof peak, no --refresh: quick ceilings are measured again in full
+    full = api.run_peak(arch="sm_90")
     assert not full.quick and len(seen) == 2 and len(seen[1]) == 24 and [s for s in seen[1] if s.op]

@@ -1,4 +1,5 @@
-"""kprof bench and kprof peak end to end on a real GPU (no timing thresholds: benchmarks are not tests)."""
+"""kprof bench and kprof peak end to end on a real GPU (no timing thresholds: benchmarks are not
+tests)."""
 
 import json
 
@@ -23,11 +24,13 @@ def test_peak_measures_every_ceiling_and_the_theoretical_peaks(capsys):
     assert data["ceilings"]["copy"]["bytes_per_s"] >= data["memcpy"]["bytes_per_s"], "copy is at least the memcpy"
     import importlib.util
 
-    ops = importlib.util.find_spec("torch") is not None  # PyTorch's op of each mix too, at each size
+    # PyTorch's op of each mix too, at each size
+    ops = importlib.util.find_spec("torch") is not None
     per_mix = len(bench.PEAK_BYTES) * (len(bench.PEAK_WIDTHS) * len(bench.PEAK_GRIDS) + ops)
     assert all(len(tried) == per_mix and not any("error" in r for r in tried) for tried in data["tried"].values()), \
         data["tried"]
-    for kind, tried in data["tried"].items():  # the ceiling is at or above everything tried, the ops included
+    # the ceiling is at or above everything tried, the ops included
+    for kind, tried in data["tried"].items():
         assert data["ceilings"][kind]["bytes_per_s"] >= max(r["bytes_per_s"] for r in tried)
     th = data["theoretical"]
     assert th["dram_bytes_per_s"] and th["fp32_flops_per_s"], th["notes"]
@@ -82,7 +85,8 @@ def test_every_cheat_of_the_bench_corpus_is_caught_and_the_honest_operation_is_n
 
 
 def test_the_ladder_s_kernels_and_baselines_raise_no_integrity_flag(capsys):
-    """A spec's kernel against cuBLAS and against a PyTorch baseline: no flag, and the checks' cost said."""
+    """A spec's kernel against cuBLAS and against a PyTorch baseline: no flag, and the checks' cost
+    said."""
     code = cli.main(["bench", "tiled_matmul", "--size", "M,N,K=512", "--baseline", "cublas_sgemm", "--max-time", "0.5",
                      "--json", "--strict"])
     point = json.loads(capsys.readouterr().out)["points"][0]

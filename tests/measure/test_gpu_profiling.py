@@ -70,7 +70,8 @@ def test_faulting_kernel_under_ncu(data_dir):
 
 
 def test_a_triton_operation_is_profiled_like_a_kernel(capsys, data_dir, monkeypatch):
-    """A spec that names a Python operation: ncu profiles what it launches inside kprof's NVTX range."""
+    """A spec that names a Python operation: ncu profiles what it launches inside kprof's NVTX
+    range."""
     pytest.importorskip("triton")
     monkeypatch.setenv("KPROF_PATH", str(data_dir / "kernels"))
     code = cli.main(["profile", "triton_scale", "--size", "N=16777216", "--json"])

@@ -1,4 +1,5 @@
-"""The profile record: typed parts in memory, the same flat JSON on disk as kprof has always written."""
+"""The profile record: typed parts in memory, the same flat JSON on disk as kprof has always
+written."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 from kprof.measure import kernelprofile as kp
 from kprof.measure import profiling
 
-# The flat JSON's keys, as kprof 0.x wrote them before the record had parts: a stored profile, a replay and
-# `kprof profile --json` read these, so they may not change with the record's shape.
+# The flat JSON's keys, as kprof 0.x wrote them before the record had parts: a stored profile, a
+# replay and `kprof profile --json` read these, so they may not change with the record's shape.
 FLAT_KEYS = {
     "kernel", "sizes", "source", "duration_s", "achieved_occupancy", "theoretical_occupancy", "occupancy_limiter",
     "occupancy_advice", "registers", "block_size", "grid_size", "waves", "dram_read", "dram_write", "dram_bytes_per_s",
@@ -26,7 +27,8 @@ FLAT_KEYS = {
 
 @pytest.fixture
 def recorded(data_dir):
-    """Profiles an H200 gave (commit a46d1a2), stored by the kprof of then: flat, without ``rank``."""
+    """Profiles an H200 gave (commit a46d1a2), stored by the kprof of then: flat, without
+    ``rank``."""
     cases = json.loads((data_dir / "diagnosis" / "h200-perf-cases-a46d1a2.json").read_text())["cases"]
     return {c["case"]: c["profile"] for c in cases}
 
@@ -74,7 +76,8 @@ def test_a_metric_is_read_and_replaced_by_its_flat_name(recorded):
 
 
 def test_a_perf_case_names_its_metric_by_the_flat_name(tmp_path):
-    """``expect.metric`` is a flat name; one that is not a measured number is refused in one line, naming them."""
+    """``expect.metric`` is a flat name; one that is not a measured number is refused in one line,
+    naming them."""
     from kprof.corpus import perfcases
     from kprof.errors import SpecError
     from kprof.spec import catalog
@@ -87,8 +90,8 @@ def test_a_perf_case_names_its_metric_by_the_flat_name(tmp_path):
 
 
 def test_a_flat_name_of_before_is_no_attribute_but_its_json_still_reads(recorded):
-    """No compatibility layer before 1.0: ``p.dram_fraction`` is gone (the part names it), while a profile stored
-    flat by an earlier kprof still reads (data stays)."""
+    """No compatibility layer before 1.0: ``p.dram_fraction`` is gone (the part names it), while a
+    profile stored flat by an earlier kprof still reads (data stays)."""
     p = kp.KernelProfile.from_dict(recorded["transpose_bank_conflicts"])
     assert p.memory.dram_fraction == recorded["transpose_bank_conflicts"]["dram_fraction"]
     with pytest.raises(AttributeError, match="no attribute 'dram_fraction'"):
@@ -96,8 +99,8 @@ def test_a_flat_name_of_before_is_no_attribute_but_its_json_still_reads(recorded
 
 
 def test_the_records_with_the_old_names_still_copy_and_pickle(recorded, data_dir):
-    """The old names are looked up on demand (``__getattr__``): copying and pickling, which ask for dunder names
-    first, are untouched by it."""
+    """The old names are looked up on demand (``__getattr__``): copying and pickling, which ask for
+    dunder names first, are untouched by it."""
     import copy
     import pickle
 

@@ -1,4 +1,5 @@
-"""A bench point's record: its own fields and two parts (rates, the timer), its baselines typed, its JSON flat."""
+"""A bench point's record: its own fields and two parts (rates, the timer), its baselines typed, its
+JSON flat."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from kprof.measure import points
 
 @pytest.fixture
 def recorded(data_dir):
-    """A point kprof bench wrote on an H200 (8469042): torch's RMSNorm beside the kernel, and one more baseline."""
+    """A point kprof bench wrote on an H200 (8469042): torch's RMSNorm beside the kernel, and one
+    more baseline."""
     return json.loads((data_dir / "bench-point-h200-8469042.json").read_text())["point"]
 
 
@@ -24,7 +26,8 @@ def test_a_recorded_point_reads_into_its_parts_and_writes_the_same_json(recorded
     assert p.first is not None and p.first.baseline == recorded["baseline"]
     assert p.first.of_baseline == recorded["of_baseline"] and len(p.others) == len(recorded["more_baselines"]) == 1
     again = json.loads(json.dumps(p.to_dict()))
-    # every number it had, where it had it; kprof has since added the baselines' kind and kernels (None, empty)
+    # every number it had, where it had it; kprof has since added the baselines' kind and kernels
+    # (None, empty)
     assert {k: again[k] for k in recorded if k != "more_baselines"} == {k: v for k, v in recorded.items()
                                                                         if k != "more_baselines"}
     (more,) = recorded["more_baselines"]
@@ -34,8 +37,8 @@ def test_a_recorded_point_reads_into_its_parts_and_writes_the_same_json(recorded
 
 
 def test_no_point_field_mirrors_a_baseline():
-    """Issue 70: PointResult had 12 properties that repeated its first baseline's fields; a report reads
-    ``point.first`` (typed, or None) instead. Every record of a point is at most 25 fields."""
+    """Issue 70: PointResult had 12 properties that repeated its first baseline's fields; a report
+    reads ``point.first`` (typed, or None) instead. Every record of a point is at most 25 fields."""
     names = {n for n in dir(points.PointResult) if not n.startswith("_")}
     mirrored = names & set(points.BASELINE_FIELDS)
     assert not mirrored, f"PointResult repeats its baseline's fields: {sorted(mirrored)}"
@@ -46,7 +49,8 @@ def test_no_point_field_mirrors_a_baseline():
 
 
 def test_an_old_point_reads_back_with_what_it_has(data_dir):
-    """A point kprof wrote before it kept mixes (``of_copy_peak``) and before the timer was recorded."""
+    """A point kprof wrote before it kept mixes (``of_copy_peak``) and before the timer was
+    recorded."""
     old = json.loads((data_dir / "bench-vector_add-block.json").read_text())["points"][0]
     p = points.PointResult.from_dict(old)
     assert p.rates.mix == "copy" and p.rates.of_ceiling == old["of_copy_peak"]

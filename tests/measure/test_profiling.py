@@ -181,7 +181,8 @@ def test_perf_cases_are_well_formed():
     found = {c.name: c for c in perfcases.load_all()}
     from kprof.diagnosis import rules
 
-    assert len(found) >= 15 and {c.expect.cause for c in found.values()} >= set(rules.RULE_IDS)  # every rule a case
+    # every rule a case
+    assert len(found) >= 15 and {c.expect.cause for c in found.values()} >= set(rules.RULE_IDS)
     assert {c.name for c in perfcases.with_metric()} == {"transpose_bank_conflicts", "copy_uncoalesced",
                                                         "register_spill", "too_few_blocks", "divergent_branch"}
     assert found["fp64_memory"].expect.unless == "fast-fp64" and found["tail_wave"].expect.line == "launch"
@@ -218,7 +219,8 @@ def test_occupancy_cli_without_gpu(capsys):
         (["profile", "tiled_matmul", "--timeout", "0"], "--timeout 0"),
         (["profile", "tiled_matmul", "--kernel", "scale"], "pick a program's launches"),
         (["profile", "tiled_matmul", "--launch-count", "3"], "tiled_matmul is profiled whole"),
-        # checked before the GPU (no GPU here: exit 5 otherwise), so a run is never measured, then lost to its plot
+        # checked before the GPU (no GPU here: exit 5 otherwise), so a run is never measured, then
+        # lost to its plot
         (["profile", "tiled_matmul", "--plot", "roof.jpg2"], "--plot roof.jpg2: matplotlib draws no .jpg2 file"),
         (["bench", "vector_add", "--plot", "b.xlsx"], "matplotlib draws no .xlsx file"),
         (["profile", "--plot", "roof.txt", "--", "python", "train.py"], "matplotlib draws no .txt file"),
@@ -293,7 +295,8 @@ def test_profile_rows_through_a_fake_ncu(tmp_path, monkeypatch, data_dir, mode):
 
 @pytest.mark.nvcc
 def test_cli_profile_reports_every_extra_metric(as_if_a_gpu, tmp_path, monkeypatch, data_dir, capsys):
-    """--metrics: a value for each metric ncu reported, and a note for one it accepted but left out."""
+    """--metrics: a value for each metric ncu reported, and a note for one it accepted but left
+    out."""
     import json
     import sys
 
@@ -323,9 +326,9 @@ def test_an_ncu_that_fails_says_its_own_error_lines():
 
 
 def test_a_tensor_core_kernel_is_judged_against_the_tensor_roof():
-    """work.math: tensor. No SASS counter counts a tensor core's FLOPs: the spec's are used, against SMs x
-    4,096 FLOP per clock (sm_90) x the SM clock ncu saw; the tensor pipe's use and the wgmma count are
-    reported (the metric names of ncu 2025.3 on an H200, `ncu --query-metrics`)."""
+    """work.math: tensor. No SASS counter counts a tensor core's FLOPs: the spec's are used, against
+    SMs x 4,096 FLOP per clock (sm_90) x the SM clock ncu saw; the tensor pipe's use and the wgmma
+    count are reported (the metric names of ncu 2025.3 on an H200, `ncu --query-metrics`)."""
     from kprof.results import render_profile
 
     V = ncu.Value
@@ -356,7 +359,8 @@ def test_a_tensor_core_kernel_is_judged_against_the_tensor_roof():
 
 
 def test_the_roofline_plot_draws_a_roof_for_each_kind_of_math(tmp_path, monkeypatch):
-    """An FP32 kernel and a tensor-core one in one plot: the DRAM slope and two flat roofs, each labelled."""
+    """An FP32 kernel and a tensor-core one in one plot: the DRAM slope and two flat roofs, each
+    labelled."""
     pytest.importorskip("matplotlib")
     from kprof.results import plot
 
@@ -379,10 +383,11 @@ def test_the_roofline_plot_draws_a_roof_for_each_kind_of_math(tmp_path, monkeypa
 
 
 def test_a_report_read_back_in_scaled_units_is_read_in_base_units():
-    """On an H200 (ncu 2025.3.1) ``ncu --import R --csv --page raw`` printed scaled units (1.11328 msecond,
-    33.56 Mbyte), which kprof read as nanoseconds and bytes: a 1.1 ms kernel became 1.1 ns and every rate a
-    million times too high, and the diagnosis found no cause on 11 of 16 cases. kprof now asks for base units
-    and converts what comes scaled anyway."""
+    """On an H200 (ncu 2025.3.1) ``ncu --import R --csv --page raw`` printed scaled units (1.11328
+    msecond,
+    33.56 Mbyte), which kprof read as nanoseconds and bytes: a 1.1 ms kernel became 1.1 ns and every
+    rate a million times too high, and the diagnosis found no cause on 11 of 16 cases. kprof now
+    asks for base units and converts what comes scaled anyway."""
     from kprof.tools.nsight import ncu
 
     assert ncu.import_argv("ncu", "r.ncu-rep")[-2:] == ["--print-units", "base"]
@@ -414,8 +419,8 @@ else:
 
 
 def test_a_profile_reads_each_kernels_source_page_back_from_its_report(tmp_path, monkeypatch, data_dir):
-    """ncu.measure: ncu exports a report (to a temporary folder when none is kept), its raw page and its Source page
-    are read back, a page to a profiled kernel."""
+    """ncu.measure: ncu exports a report (to a temporary folder when none is kept), its raw page and
+    its Source page are read back, a page to a profiled kernel."""
     import sys
 
     from kprof.spec import catalog
@@ -441,8 +446,8 @@ def test_a_profile_reads_each_kernels_source_page_back_from_its_report(tmp_path,
 
 
 def test_a_programs_kept_report_gives_each_launch_its_source_page(tmp_path, monkeypatch, data_dir):
-    """kprof profile --save-report DIR -- CMD: the report kept has the SourceCounters section, and each profiled launch
-    gets its lines from it."""
+    """kprof profile --save-report DIR -- CMD: the report kept has the SourceCounters section, and
+    each profiled launch gets its lines from it."""
     import sys
 
     page = tmp_path / "page.csv"
@@ -484,4 +489,5 @@ def test_an_ncu_that_cannot_measure_lines_still_gives_the_numbers(tmp_path, monk
     monkeypatch.setenv("KPROF_NCU", str(exe))
     job = job_for(catalog.load("tiled_matmul"), tmp_path / "k.cubin", {"M": 1024, "N": 1024, "K": 1024})
     got = ncu.measure(job)
-    assert got.rows[-1]["gpu__time_duration.sum"].value == 251520.0 and not any(got.pages)  # no line measured
+    # no line measured
+    assert got.rows[-1]["gpu__time_duration.sum"].value == 251520.0 and not any(got.pages)

@@ -1,5 +1,5 @@
-"""The result history: which commit a result names (KPROF_COMMIT first, then git, with whether the tree had
-changes), and the rows read back typed."""
+"""The result history: which commit a result names (KPROF_COMMIT first, then git, with whether the
+tree had changes), and the rows read back typed."""
 
 import shutil
 import subprocess
@@ -75,8 +75,9 @@ def test_rows_come_back_typed_and_two_runs_compare_by_their_summaries(tmp_path, 
 
 
 def test_a_kernel_name_that_is_not_utf8_is_stored_and_found(tmp_path, monkeypatch):
-    """A spec file whose name is not UTF-8 (Python keeps its bytes as surrogates) reached SQLite as it was:
-    exit 70. Stored with its bytes written out, the same each time, so kprof history finds it."""
+    """A spec file whose name is not UTF-8 (Python keeps its bytes as surrogates) reached SQLite as
+    it was: exit 70. Stored with its bytes written out, the same each time, so kprof history finds
+    it."""
     from kprof.results import history
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
@@ -87,7 +88,8 @@ def test_a_kernel_name_that_is_not_utf8_is_stored_and_found(tmp_path, monkeypatc
 
 
 def test_a_history_store_that_is_no_regular_file_is_one_line_not_an_empty_history(tmp_path, monkeypatch, capsys):
-    """KPROF_HISTORY naming a folder, a FIFO or a character device read as "no bench results yet"."""
+    """KPROF_HISTORY naming a folder, a FIFO or a character device read as "no bench results
+    yet"."""
     import os
     import stat
 

@@ -1,5 +1,5 @@
-"""kprof list's and kprof doctor's text: wrapped to the width asked, a kernel that needs a newer GPU marked, the
-commands that cannot run grouped by what they lack."""
+"""kprof list's and kprof doctor's text: wrapped to the width asked, a kernel that needs a newer GPU
+marked, the commands that cannot run grouped by what they lack."""
 
 from pathlib import Path
 
@@ -28,7 +28,8 @@ def test_doctor_groups_the_commands_that_lack_the_same_checks():
 
 
 def test_a_spec_of_several_kernels_shows_a_row_for_each():
-    """kprof build of a multi-step spec: every kernel it launches, with its own registers and shared memory."""
+    """kprof build of a multi-step spec: every kernel it launches, with its own registers and shared
+    memory."""
     from kprof.build.build import BuildResult, ResourceUsage
     from kprof.spec import catalog
 

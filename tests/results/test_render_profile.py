@@ -26,4 +26,5 @@ def test_why_counters_are_missing_is_said_once_for_every_kernel_profiled_without
     profiles = [profiling.fallback(name, {"N": 1}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=10,
                                    spec_bytes=20, reason=why) for name in ("tail_wave", "scalar_loads", "copy")]
     text = profile_report(profiles)
-    assert text.count("ERR_NVGPUCTRPERM") == 1 and text.count("note: as for tail_wave above") == 4  # and the rates note
+    # and the rates note
+    assert text.count("ERR_NVGPUCTRPERM") == 1 and text.count("note: as for tail_wave above") == 4

@@ -1,5 +1,5 @@
-"""kprof sanitize's text: a tool a line, what it checked and which compute-sanitizer, and an honest last line
-when nothing was found but not everything was checked."""
+"""kprof sanitize's text: a tool a line, what it checked and which compute-sanitizer, and an honest
+last line when nothing was found but not everything was checked."""
 
 from kprof.results import render_sanitize
 from kprof.tools.sanitizers.toolrun import ToolResult

@@ -68,7 +68,8 @@ def test_the_shipped_torch_baselines_need_pytorch_and_say_so(option):
 
 def test_a_spec_names_its_framework_baselines(tmp_path, monkeypatch):
     """``baselines:`` gives short names for --baseline; each spec of a run takes its own."""
-    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)  # no PyTorch needed to resolve
+    # no PyTorch needed to resolve
+    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)
     (tmp_path / "k.cu").write_text("")
     (tmp_path / "base.py").write_text("def copy(a):\n    return a.clone()\n\n\ndef copy2(a):\n    return a + 0\n")
     (tmp_path / "k.yaml").write_text(SPEC + "baselines:\n  mine: base.py:copy\n  lib.v2: base.py:copy2\n")
@@ -106,7 +107,8 @@ def test_a_bad_named_baseline_is_refused_at_load(tmp_path, yaml_text, problem):
 
 
 def test_every_shipped_spec_with_a_pytorch_op_names_it():
-    """The ladder's specs carry their PyTorch baselines by name: kprof bench KERNEL --baseline torch."""
+    """The ladder's specs carry their PyTorch baselines by name: kprof bench KERNEL --baseline
+    torch."""
     for entry in catalog.entries():
         if entry.group != "kernel" or entry.name.endswith(("_unfused", "_ref")) or entry.name in (
                 "histogram", "exclusive_scan", "gather_rows", "prefix_max"):
@@ -193,8 +195,9 @@ def test_a_python_operation_must_name_a_function_it_can_find(tmp_path):
 
 
 def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monkeypatch):
-    """--baseline auto,mine.py:norm: the spec's own baseline first, then the Python one, each against
-    the same kernel timing (fake timings: kernel 1 ms, rmsnorm_unfused 6 ms, the callable 2 ms)."""
+    """--baseline auto,mine.py:norm: the spec's own baseline first, then the Python one, each
+    against the same kernel timing (fake timings: kernel 1 ms, rmsnorm_unfused 6 ms, the callable 2
+    ms)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.py").write_text("def norm(x, w, eps):\n    return x\n")
     spec = catalog.load("rmsnorm_onepass")
@@ -236,10 +239,13 @@ def test_several_baselines_are_timed_in_the_same_run_and_reported(tmp_path, monk
 
 def test_profile_takes_the_specs_baselines_as_python_operations(monkeypatch):
     """kprof profile KERNEL --baseline torch.compile: the baseline runs as a Python operation on the
-    kernel's buffers at its sizes (what it launches is profiled in kprof's NVTX range beside the kernel)."""
-    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)  # no PyTorch needed to resolve
+    kernel's buffers at its sizes (what it launches is profiled in kprof's NVTX range beside the
+    kernel)."""
+    # no PyTorch needed to resolve
+    monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)
     kernel = pipeline.resolve(catalog.load("rmsnorm_onepass"), {"R": 64, "C": 1024}, params={"VEC": "1"})
-    ops = pipeline.profiled_baselines(kernel, "torch,torch_compile")  # torch_compile spells torch.compile
+    # torch_compile spells torch.compile
+    ops = pipeline.profiled_baselines(kernel, "torch,torch_compile")
     assert [o.spec.name for o in ops] == ["rmsnorm_onepass__torch", "rmsnorm_onepass__torch_compile"]
     for op in ops:
         assert op.spec.python and pyref.Ref.from_stored(op.spec.python).path.name == "torch_ops.py"
@@ -254,7 +260,8 @@ def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsy
     from kprof.commands import api, cli
     from kprof.diagnosis import stage
 
-    monkeypatch.setattr(api, "require_gpu", lambda tool: None)  # no GPU and no ncu here: the profile is a stand-in
+    # no GPU and no ncu here: the profile is a stand-in
+    monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)
     monkeypatch.setattr(pipeline, "built", lambda r, arch=None: pipeline.Prepared(r, None))
     seen = []
@@ -264,8 +271,9 @@ def test_profile_cli_profiles_each_baseline_beside_its_kernel(monkeypatch, capsy
 
 
 def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_path, monkeypatch):
-    """The spec's tolerance is the tightest kprof's kernel passes; a library summing in another order gets
-    BASELINE_SLACK times it (a baseline computing something else is still off by the size of the values)."""
+    """The spec's tolerance is the tightest kprof's kernel passes; a library summing in another
+    order gets BASELINE_SLACK times it (a baseline computing something else is still off by the size
+    of the values)."""
     from kprof.build import build
 
     monkeypatch.chdir(tmp_path)
@@ -290,7 +298,8 @@ def test_a_baseline_is_verified_with_slack_and_the_kernel_at_its_tolerance(tmp_p
 
 
 def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
-    """--baseline torch_compile: the table says torch.compile, not the stored path of the callable."""
+    """--baseline torch_compile: the table says torch.compile, not the stored path of the
+    callable."""
     monkeypatch.setattr(baseline_mod, "python_ref", lambda spec, b: b)
     (point,) = _points(catalog.load("rmsnorm_onepass"), "auto,torch_compile")
     unfused, compiled = point.baselines
@@ -303,7 +312,8 @@ def test_a_report_names_a_baseline_as_it_was_asked_for(monkeypatch):
     text = render_bench.bench_table([result], None, None)
     assert "3.00x faster than rmsnorm_unfused" in text and "2.00x slower than torch.compile (median 1.0 us" in text
     assert "torch_ops.py" not in text and compiled.ref.label() == "torch_ops.py:rms_norm_compiled"
-    assert render_bench.baseline_label(compiled.stored()) == "torch_ops.py:rms_norm_compiled"  # a JSON point without its name
+    # a JSON point without its name
+    assert render_bench.baseline_label(compiled.stored()) == "torch_ops.py:rms_norm_compiled"
 
 
 def test_a_baseline_knows_its_kind_its_label_and_what_the_json_keeps(tmp_path):

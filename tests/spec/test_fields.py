@@ -1,5 +1,5 @@
-"""The fields of what to build and launch, read one at a time: each error names its field (within a step's
-prefix too), and a good field comes back as the schema's class."""
+"""The fields of what to build and launch, read one at a time: each error names its field (within a
+step's prefix too), and a good field comes back as the schema's class."""
 
 from pathlib import Path
 

@@ -268,7 +268,8 @@ def test_steps_resolve_in_order(tmp_path):
     r = spec.resolve({"N": 1000})
     assert [(s.entry, s.args, s.grid, s.block) for s in r.steps] == [
         ("k", ("x", "t", "n"), (32, 1, 1), (32, 1, 1)), ("k2", ("t", "y", "n"), (8, 1, 1), (128, 1, 1))]
-    assert (r.grid, r.block) == ((32, 1, 1), (32, 1, 1))  # the first kernel's, for single-launch tools
+    # the first kernel's, for single-launch tools
+    assert (r.grid, r.block) == ((32, 1, 1), (32, 1, 1))
 
 
 def test_single_kernel_specs_have_one_implicit_step(tmp_path):
@@ -398,8 +399,9 @@ def test_a_tensor_map_resolves_and_travels_to_the_child(tmp_path):
 
 
 def test_a_spec_read_again_unchanged_is_not_parsed_again_and_a_change_is(tmp_path, monkeypatch):
-    """kprof.spec.loader keeps what it loaded by path and text, with a digest of the files the spec names:
-    the same text is not parsed twice; a changed spec, or a changed kernel source it names, is."""
+    """kprof.spec.loader keeps what it loaded by path and text, with a digest of the files the spec
+    names: the same text is not parsed twice; a changed spec, or a changed kernel source it names,
+    is."""
     import yaml
 
     from kprof.spec import loader

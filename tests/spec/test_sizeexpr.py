@@ -30,7 +30,8 @@ from kprof.spec import sizeexpr
         ("where(le(C, 1024), 256, cdiv(C, 32))", {"C": 300}, 256),
         ("where(le(C, 1024), 256, cdiv(C, 32))", {"C": 4096}, 128),
         ("where(W * le(C, 1024), cdiv(R, W), R)", {"W": 0, "C": 8, "R": 37}, 37),
-        ("where(C - C, R / (C - C), R)", {"C": 3, "R": 5}, 5),  # the branch not taken is not evaluated
+        # the branch not taken is not evaluated
+        ("where(C - C, R / (C - C), R)", {"C": 3, "R": 5}, 5),
     ],
 )
 def test_evaluates(expr, env, expected):
@@ -92,7 +93,8 @@ def test_names():
 
 @pytest.mark.parametrize("expr", ["9 ** 9 ** 9 ** 9", "N * 2 ** 100", "N ** -1", "N ** (1 / 2)"])
 def test_a_constant_exponent_out_of_range_is_refused_when_the_expression_is_read(expr):
-    """``work.bytes: 9**9**9**9`` loaded, built, and failed only when a command worked it out at a size."""
+    """``work.bytes: 9**9**9**9`` loaded, built, and failed only when a command worked it out at a
+    size."""
     with pytest.raises(SizeExprError, match="exponent must be a whole number from 0 to 64"):
         sizeexpr.names(expr)
 

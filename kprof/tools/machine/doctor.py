@@ -33,8 +33,9 @@ GPU_COMMANDS = ("run", "sanitize", "profile", "bench")
 
 @dataclass(frozen=True)
 class Check:
-    """One line of ``kprof doctor``: what was found, and where it is missing, what to do and which commands
-    cannot run without it (``needed_by``; none for what only makes a command better, as CUPTI does)."""
+    """One line of ``kprof doctor``: what was found, and where it is missing, what to do and which
+    commands cannot run without it (``needed_by``; none for what only makes a command better, as
+    CUPTI does)."""
     name: str
     ok: bool
     detail: str
@@ -43,7 +44,8 @@ class Check:
 
     @property
     def exit_code(self) -> int:
-        """What a command that needs this check exits with while it fails: 5 for the GPU, 3 for a tool."""
+        """What a command that needs this check exits with while it fails: 5 for the GPU, 3 for a
+        tool."""
         from kprof.errors import EXIT_NO_GPU, EXIT_TOOL_MISSING
 
         return EXIT_NO_GPU if self.name in GPU_CHECKS else EXIT_TOOL_MISSING
@@ -65,7 +67,8 @@ class Readiness:
 
 
 def readiness(checks: list[Check], commands: tuple[str, ...] = COMMANDS) -> list[Readiness]:
-    """Each of ``commands`` with what it lacks of ``checks``; the GPU's exit code (5) before a tool's (3)."""
+    """Each of ``commands`` with what it lacks of ``checks``; the GPU's exit code (5) before a
+    tool's (3)."""
     out = []
     for command in commands:
         lacking = [c for c in checks if not c.ok and command in c.needed_by]
@@ -80,7 +83,8 @@ def run_checks() -> list[Check]:
     checks.append(_nvml())
     checks.append(_cuda_driver())
     gpu = checks[-1].ok
-    checks.append(_tool("nvcc", "--version"))  # the compiler's own line below says whether a build needs it
+    # the compiler's own line below says whether a build needs it
+    checks.append(_tool("nvcc", "--version"))
     sanitizer = _tool("compute-sanitizer", "--version", ("sanitize",))
     checks.append(sanitizer)
     from kprof.build.toolchain import detect_arch
@@ -98,7 +102,8 @@ def run_checks() -> list[Check]:
     return [replace(c, needed_by=NEEDED[c.name]) if c.name in NEEDED else c for c in checks]
 
 
-# the checks every command or every GPU command needs, by name (the tools' own say theirs where they are made)
+# the checks every command or every GPU command needs, by name (the tools' own say theirs where they
+# are made)
 NEEDED: dict[str, tuple[str, ...]] = {
     **{dist: COMMANDS for dist, _ in LIBRARIES}, "NVIDIA driver": GPU_COMMANDS, "CUDA driver API": GPU_COMMANDS,
     "CUDA headers": COMMANDS,
@@ -179,7 +184,8 @@ def _tool(name: str, flag: str, needed_by: tuple[str, ...] = ()) -> Check:
 
 
 def _sanitizer_advice(text: str) -> str:
-    """What an older compute-sanitizer means for kprof's checks (kprof.tools.sanitizers.kernelpolicy), said beside its version."""
+    """What an older compute-sanitizer means for kprof's checks
+    (kprof.tools.sanitizers.kernelpolicy), said beside its version."""
     from kprof.tools.sanitizers import compute_sanitizer, kernelpolicy
 
     version = compute_sanitizer.parse_version(text)
@@ -191,7 +197,8 @@ def _sanitizer_advice(text: str) -> str:
 
 def _compile() -> Check:
     """nvcc builds a kernel that includes CCCL (<nv/target>, <cuda/std/...>) and cuda_bf16.h, as the
-    shipped kernels do: a toolchain without its CCCL headers is named here, not at the first build."""
+    shipped kernels do: a toolchain without its CCCL headers is named here, not at the first
+    build."""
     from kprof.build import toolchain
 
     arch = toolchain.detect_arch()
@@ -224,9 +231,11 @@ def _compiler() -> Check:
 
 
 def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None, *, sanitizer: bool = True) -> list[Check]:
-    """What works on a GPU of ``arch`` with a driver of CUDA version ``driver_cuda`` (12040 for 12.4),
-    with cuda-bindings ``bindings`` installed (``sanitizer``: and compute-sanitizer found). Said only for a
-    GPU that is there (:func:`_platform`). Pure: the fake-device tests call it for sm_61 and sm_75."""
+    """What works on a GPU of ``arch`` with a driver of CUDA version ``driver_cuda`` (12040 for
+    12.4),
+    with cuda-bindings ``bindings`` installed (``sanitizer``: and compute-sanitizer found). Said
+    only for a GPU that is there (:func:`_platform`). Pure: the fake-device tests call it for sm_61
+    and sm_75."""
     from kprof.spec import arch_number
     from kprof.tools.nsight import ncu
 
@@ -266,7 +275,8 @@ def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None, *, 
 
 
 def _platform(gpu: bool, sanitizer: bool) -> list[Check]:
-    """The CUDA line of the driver and what works on the GPU here; with no GPU, no feature is claimed."""
+    """The CUDA line of the driver and what works on the GPU here; with no GPU, no feature is
+    claimed."""
     from importlib import metadata
 
     from kprof.build import toolchain

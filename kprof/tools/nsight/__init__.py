@@ -1,2 +1,3 @@
-"""The tools stage's room of Nsight Compute: the only ncu caller, its reports read into profiles and rules.
+"""The tools stage's room of Nsight Compute: the only ncu caller, its reports read into profiles and
+rules.
 """

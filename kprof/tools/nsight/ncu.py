@@ -79,13 +79,15 @@ METRICS = (
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",  # every tensor-core op: mma.sync and wgmma
+    # every tensor-core op: mma.sync and wgmma
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
     "sm__inst_executed_pipe_tensor_op_gmma.sum",  # Hopper's warpgroup MMA (wgmma), 0 elsewhere
     "device__attribute_multiprocessor_count",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     # what the diagnosis (kprof.diagnosis) reads beyond the numbers above
-    "smsp__thread_inst_executed_per_inst_executed.ratio",  # active threads per warp instruction (divergence)
+    # active threads per warp instruction (divergence)
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
     "smsp__inst_executed.sum",
     "smsp__sass_inst_executed_op_global_atom.sum",
     "smsp__sass_inst_executed_op_global_red.sum",
@@ -138,10 +140,10 @@ def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: 
 
 
 def _tail(set_name: str, report: str | Path | None, *, lines: bool = True) -> list[str]:
-    """What both argvs (a spec's, a program's) end with: the full set where asked (every section, for the GUI; ~2 s
-    a kernel), the Source page's section where a report is exported (each line's counters, the source kept to read
-    it), and how ncu gives its numbers: the raw page as CSV on stdout, or, exporting ``report``, nothing printed
-    (then :func:`table` reads the report back)."""
+    """What both argvs (a spec's, a program's) end with: the full set where asked (every section,
+    for the GUI; ~2 s a kernel), the Source page's section where a report is exported (each line's
+    counters, the source kept to read it), and how ncu gives its numbers: the raw page as CSV on
+    stdout, or, exporting ``report``, nothing printed (then :func:`table` reads the report back)."""
     if set_name not in SETS:
         raise UsageError(f"--set {set_name!r}: use quick or full")
     out = ["--set", "full"] if set_name == "full" else []
@@ -153,16 +155,17 @@ def _tail(set_name: str, report: str | Path | None, *, lines: bool = True) -> li
 
 
 def table(ncu: str | Path, report: Path | None, printed: str) -> str:
-    """ncu's raw page as CSV: read back from ``report`` where it exported one (an empty one, of a run that ended
-    before it wrote any, has none), else what it ``printed``."""
+    """ncu's raw page as CSV: read back from ``report`` where it exported one (an empty one, of a
+    run that ended before it wrote any, has none), else what it ``printed``."""
     if report is None or not report.stat().st_size:
         return printed
     return proc.run(import_argv(ncu, report), timeout=120).stdout
 
 
 def import_argv(ncu: str | Path, report: str | Path) -> list[str]:
-    """Read a saved report back. ``--print-units base`` said outright: ``--csv`` implies it when profiling, but a
-    report read back with ``--import`` came out scaled (ms, Mbyte, Ghz) on an H200 with ncu 2025.3.1."""
+    """Read a saved report back. ``--print-units base`` said outright: ``--csv`` implies it when
+    profiling, but a report read back with ``--import`` came out scaled (ms, Mbyte, Ghz) on an H200
+    with ncu 2025.3.1."""
     return [str(ncu), "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
 
 
@@ -172,17 +175,17 @@ class Value:
     unit: str
 
 
-# Units a metric may come in when ncu scales it (--print-units auto), to the base unit kprof reads: a time in
-# nanoseconds, anything else without its SI prefix (Mbyte -> byte, Ghz -> hz, Kinst -> inst, Tbyte/second ->
-# byte/second).
+# Units a metric may come in when ncu scales it (--print-units auto), to the base unit kprof reads:
+# a time in nanoseconds, anything else without its SI prefix (Mbyte -> byte, Ghz -> hz, Kinst ->
+# inst, Tbyte/second -> byte/second).
 _TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
 _PREFIX = {"K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _SCALED = re.compile(r"^([KkMGTP])(byte|hz|inst|sector|request|warp|cycle|thread|block|wavefront|transaction)$")
 
 
 def base_unit(value: float | str | None, unit: str) -> Value:
-    """A metric's value in its base unit (nanoseconds for a time, per second for a rate): what ncu prints with
-    ``--print-units base``. Pure."""
+    """A metric's value in its base unit (nanoseconds for a time, per second for a rate): what ncu
+    prints with ``--print-units base``. Pure."""
     if not isinstance(value, float):
         return Value(value, unit)
     if unit in _TIME_NS:
@@ -245,8 +248,9 @@ def unknown_metrics(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Measured:
-    """What one ncu run over the runner gave: a raw row per kernel launched (in launch order) and, where the
-    report had them, each one's Source page (:mod:`kprof.tools.nsight.sourcepage`; None: no line measured)."""
+    """What one ncu run over the runner gave: a raw row per kernel launched (in launch order) and,
+    where the report had them, each one's Source page (:mod:`kprof.tools.nsight.sourcepage`; None:
+    no line measured)."""
 
     rows: list[dict[str, Value]]
     pages: list[sourcepage.SourceLines | None]  # each row's (:func:`pages_for`)
@@ -262,15 +266,17 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
 
 def measure(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (), report_dir: Path | None = None,
             timeout: float = 600.0, lines: bool = True) -> Measured:
-    """:func:`profile_rows` with each kernel's measured source lines (``lines``): ncu then exports a report (kept in
-    ``report_dir``, else in a temporary folder) with the SourceCounters section, and its Source page is read back."""
+    """:func:`profile_rows` with each kernel's measured source lines (``lines``): ncu then exports a
+    report (kept in ``report_dir``, else in a temporary folder) with the SourceCounters section, and
+    its Source page is read back."""
     if lines and report_dir is None:
         with tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
             return measure(job, set_name=set_name, extra_metrics=extra_metrics, report_dir=Path(tmp), timeout=timeout)
     if lines:
         try:
             return _measure(job, set_name, extra_metrics, report_dir, timeout, lines=True)
-        except NcuError as exc:  # an ncu that cannot take the section here (no PC sampling): the numbers without lines
+        # an ncu that cannot take the section here (no PC sampling): the numbers without lines
+        except NcuError as exc:
             if exc.reason != "tool":
                 raise
     return _measure(job, set_name, extra_metrics, report_dir, timeout, lines=False)
@@ -291,7 +297,8 @@ def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir
             unknown = unknown_metrics(text)
             if not (unknown and done.returncode != 0):
                 break
-            metrics = tuple(m for m in metrics if m not in unknown)  # one renamed metric never costs the profile
+            # one renamed metric never costs the profile
+            metrics = tuple(m for m in metrics if m not in unknown)
         _raise_for_run(name, done, data, text, timeout)
         text = table(exe, made, text)
     rows = parse_csv(text)
@@ -302,8 +309,9 @@ def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir
 
 
 def pages_for(rows: list[dict[str, Value]], pages: list[sourcepage.SourceLines] | None) -> list[sourcepage.SourceLines | None]:
-    """Each profiled launch's Source page, in the rows' order; None for each where the report's pages do not match
-    its launches one to one (no line is then measured, never another launch's). Pure."""
+    """Each profiled launch's Source page, in the rows' order; None for each where the report's
+    pages do not match its launches one to one (no line is then measured, never another launch's).
+    Pure."""
     return list(pages) if pages is not None and len(pages) == len(rows) else [None] * len(rows)
 
 
@@ -317,8 +325,9 @@ def report_pages(report: Path, *, timeout: float = 120.0) -> list[sourcepage.Sou
 
 
 def source_pages(exe: str | Path, report: Path, *, timeout: float = 120.0) -> list[sourcepage.SourceLines] | None:
-    """The Source page of each kernel in ``report`` (:mod:`kprof.tools.nsight.sourcepage`), in the report's order;
-    None where ncu cannot give it (an ncu without the page, a report without source counters): no line measured."""
+    """The Source page of each kernel in ``report`` (:mod:`kprof.tools.nsight.sourcepage`), in the
+    report's order; None where ncu cannot give it (an ncu without the page, a report without source
+    counters): no line measured."""
     if not report.is_file():
         return None
     try:
@@ -335,15 +344,17 @@ def source_pages(exe: str | Path, report: Path, *, timeout: float = 120.0) -> li
 
 @contextmanager
 def saved_report(report: Path | None) -> Iterator[Path | None]:
-    """Where ncu exports a report that goes to ``report`` (``--save-report``): a fresh file beside it (ncu's
-    ``--force-overwrite`` then writes only kprof's own file, never through a link or over a device at the
-    report's name), put at ``report`` once the run is over (:func:`kprof.inputs.place_file`), even one ncu
-    failed (the GUI shows what it got), never one an interrupt cut short (the earlier report stays); what is at
-    ``report`` is checked first, so a folder there is one line before ncu runs. None: no report kept."""
+    """Where ncu exports a report that goes to ``report`` (``--save-report``): a fresh file beside
+    it (ncu's ``--force-overwrite`` then writes only kprof's own file, never through a link or over
+    a device at the report's name), put at ``report`` once the run is over
+    (:func:`kprof.inputs.place_file`), even one ncu failed (the GUI shows what it got), never one an
+    interrupt cut short (the earlier report stays); what is at ``report`` is checked first, so a
+    folder there is one line before ncu runs. None: no report kept."""
     if report is None:
         yield None
         return
-    inputs.output_kind(report)  # a folder, a socket or a block device at the report's name: one line, now
+    # a folder, a socket or a block device at the report's name: one line, now
+    inputs.output_kind(report)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{report.stem[:64]}-", suffix=".ncu-rep", dir=report.parent)
     except OSError as exc:
@@ -383,7 +394,8 @@ def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str
 
 
 def ncu_errors(text: str) -> str:
-    """ncu's own ``==ERROR==`` lines (the last two, distinct), so the one-line error says what ncu said."""
+    """ncu's own ``==ERROR==`` lines (the last two, distinct), so the one-line error says what ncu
+    said."""
     lines = list(dict.fromkeys(line.removeprefix("==ERROR==").strip() for line in text.splitlines()
                                if line.startswith("==ERROR==")))
     return "; ".join(lines[-2:])
@@ -404,15 +416,17 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
         argv += ["--kernel-name", f"regex:{kernel}"]
     if nvtx_range:
         argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
-    return argv + _tail(set_name, report)  # a kept report: each launch's Source page in it (its lines measured)
+    # a kept report: each launch's Source page in it (its lines measured)
+    return argv + _tail(set_name, report)
 
 
 def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,
                     launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick",
                     extra_metrics: tuple[str, ...] = (), timeout: float = 600.0,
                     env: dict[str, str] | None = None, report: Path | None = None) -> list[dict[str, Value]]:
-    """ncu over the user's program: one raw row per profiled kernel launch, in order (``Process ID`` says whose,
-    every process followed). ``report``: the ``.ncu-rep`` kept there, and the rows read back from it."""
+    """ncu over the user's program: one raw row per profiled kernel launch, in order (``Process ID``
+    says whose, every process followed). ``report``: the ``.ncu-rep`` kept there, and the rows read
+    back from it."""
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
     with saved_report(report) as made:
@@ -478,8 +492,9 @@ def details_argv(ncu: str | Path, report: str | Path) -> list[str]:
 
 
 def rules_of(report: Path, timeout: float = 120.0) -> list[RuleResult]:
-    """Nsight Compute's rules for the kernels of a saved report (``--set full`` gives every rule); none where
-    there is no report or ncu cannot read it back (the rules are a comparison, never the result)."""
+    """Nsight Compute's rules for the kernels of a saved report (``--set full`` gives every rule);
+    none where there is no report or ncu cannot read it back (the rules are a comparison, never the
+    result)."""
     if not report.is_file():
         return []
     try:

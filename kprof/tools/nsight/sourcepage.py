@@ -1,13 +1,16 @@
-"""Nsight Compute's Source page: what it measured on each source line of a kernel, read from a saved report.
+"""Nsight Compute's Source page: what it measured on each source line of a kernel, read from a saved
+report.
 
-The SourceCounters section (in kprof's profile, with ``--import-source yes``) samples where warps stall and
-counts, per SASS instruction: instructions and thread-instructions executed, divergent branches, the L2 sectors
-global and local accesses asked for against the ideal, shared-memory wavefronts against the ideal. ncu maps each
-instruction to its CUDA line through ``-lineinfo``;
-``ncu --import REPORT --csv --page source --print-source cuda,sass`` prints, for each profiled kernel, its source
-lines with the line's counters summed over its instructions, each line followed by its instructions.
-:func:`parse` reads that (and the ``cuda`` view, by its header) into one :class:`SourceLines` a kernel; ncu runs
-in :func:`kprof.tools.nsight.ncu.source_pages`. Pure; tested on pages recorded on the GPU.
+The SourceCounters section (in kprof's profile, with ``--import-source yes``) samples where warps
+stall and counts, per SASS instruction: instructions and thread-instructions executed, divergent
+branches, the L2 sectors global and local accesses asked for against the ideal, shared-memory
+wavefronts against the ideal. ncu maps each instruction to its CUDA line through ``-lineinfo``;
+``ncu --import REPORT --csv --page source --print-source cuda,sass`` prints, for each profiled
+kernel, its source lines with the line's counters summed over its instructions, each line followed
+by its instructions.
+:func:`parse` reads that (and the ``cuda`` view, by its header) into one :class:`SourceLines` a
+kernel; ncu runs in :func:`kprof.tools.nsight.ncu.source_pages`. Pure; tested on pages recorded on
+the GPU.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-# The page's stall columns (``stall_long_sb``) -> kprof's reason names (ncu's metric names, kprof.tools.nsight.ncu)
+# The page's stall columns (``stall_long_sb``) -> kprof's reason names (ncu's metric names,
+# kprof.tools.nsight.ncu)
 STALL_COLUMNS = {
     "barrier": "barrier", "branch_resolving": "branch_resolving", "dispatch": "dispatch_stall", "drain": "drain",
     "imc": "imc_miss", "lg": "lg_throttle", "long_sb": "long_scoreboard", "math": "math_pipe_throttle",
@@ -45,11 +49,13 @@ COUNTER_COLUMNS = {
     "shared_ideal": ("L1 Wavefronts Shared Ideal",),
     "shared_excess": ("L1 Wavefronts Shared Excessive",),
 }
-# ncu prints a counter's column only where some instruction of the kernel has it: on a page with the section's
-# memory columns, a counter without its column was measured zero (no local memory, no shared memory, no branch)
+# ncu prints a counter's column only where some instruction of the kernel has it: on a page with the
+# section's memory columns, a counter without its column was measured zero (no local memory, no
+# shared memory, no branch)
 MEASURED_ZERO = ("divergent", "global_sectors", "global_ideal", "global_excess", "local_sectors", "shared_wavefronts",
                  "shared_ideal", "shared_excess")
-SECTION_COLUMN = "L2 Theoretical Sectors Global"  # present on every page of the SourceCounters section
+# present on every page of the SourceCounters section
+SECTION_COLUMN = "L2 Theoretical Sectors Global"
 SAMPLES = "samples"  # LineCounters' stall-sample field
 HEADER_ROW = "\x00header"  # a block row that carries the header of the file section after it
 MAX_PAGE_CHARS = 256 * 1024 * 1024  # a kernel of 100,000 instructions prints a few tens of MB
@@ -57,7 +63,8 @@ MAX_PAGE_CHARS = 256 * 1024 * 1024  # a kernel of 100,000 instructions prints a 
 
 @dataclass(frozen=True, kw_only=True)
 class LineCounters:
-    """What was measured on one source line: the sums over its SASS instructions (0 where not counted)."""
+    """What was measured on one source line: the sums over its SASS instructions (0 where not
+    counted)."""
 
     file: str  # the path ncu gives, or the source it was matched to; "" where unknown
     line: int
@@ -75,11 +82,14 @@ class LineCounters:
     shared_wavefronts: int = 0
     shared_ideal: int = 0
     shared_excess: int = 0  # beyond the ideal: bank conflicts
-    sass: tuple[str, ...] = ()  # its instructions' opcodes (``LDG.E.128``), where the page listed them
-    inlined: tuple[str, ...] = ()  # lines of headers inlined here whose counters it holds (``file.hpp:107``)
+    # its instructions' opcodes (``LDG.E.128``), where the page listed them
+    sass: tuple[str, ...] = ()
+    # lines of headers inlined here whose counters it holds (``file.hpp:107``)
+    inlined: tuple[str, ...] = ()
 
     def count(self, metric: str) -> float:
-        """A counter by name, or ``lost_lanes`` (lanes a warp instruction left idle, summed), or ``stall:REASON``."""
+        """A counter by name, or ``lost_lanes`` (lanes a warp instruction left idle, summed), or
+        ``stall:REASON``."""
         if metric == "lost_lanes":
             return max(0.0, 32.0 * self.executed - self.threads) if self.executed and self.threads else 0.0
         if metric.startswith("stall:"):
@@ -89,12 +99,13 @@ class LineCounters:
 
 @dataclass(frozen=True)
 class SourceLines:
-    """One kernel's Source page: its lines that ran or were sampled (each with its counters), which counters the
-    page had, and the kernel's name as the page gives it."""
+    """One kernel's Source page: its lines that ran or were sampled (each with its counters), which
+    counters the page had, and the kernel's name as the page gives it."""
 
     kernel: str
     lines: tuple[LineCounters, ...]
-    columns: tuple[str, ...] = ()  # the counters the page had (LineCounters' field names, stall reasons as stall:X)
+    # the counters the page had (LineCounters' field names, stall reasons as stall:X)
+    columns: tuple[str, ...] = ()
 
     def has(self, metric: str) -> bool:
         if metric == "lost_lanes":
@@ -111,7 +122,8 @@ class SourceLines:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SourceLines:
-        """A stored page (``to_dict()``: a profile's ``lines`` in kprof profile --json) read back."""
+        """A stored page (``to_dict()``: a profile's ``lines`` in kprof profile --json) read
+        back."""
         lines = tuple(LineCounters(**{**x, "sass": tuple(x.get("sass", ())), "stalls": dict(x.get("stalls", {})),
                                       "inlined": tuple(x.get("inlined", ()))})
                       for x in data.get("lines", ()))
@@ -155,20 +167,24 @@ class _Block:
     kernel: str = ""
     header: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
-    files: set[str] = field(default_factory=set)  # the files a kernel's sections named (File Path rows)
+    # the files a kernel's sections named (File Path rows)
+    files: set[str] = field(default_factory=set)
     named: bool = False  # its kernel came from a Function Name row: each file a section of its own
 
 
 def _blocks(text: str) -> list[_Block]:
-    """The page cut into one block a kernel launch. ncu 2025 prints each launch as one section a source file (a
-    ``File Path`` row, a ``Function Name`` row, the header, the file's lines): a launch's sections follow each
-    other, so a section starts another launch where its function differs or its file was already in this one.
-    Older pages start a kernel with a ``Kernel Name`` row, or print a second table."""
+    """The page cut into one block a kernel launch. ncu 2025 prints each launch as one section a
+    source file (a ``File Path`` row, a ``Function Name`` row, the header, the file's lines): a
+    launch's sections follow each other, so a section starts another launch where its function
+    differs or its file was already in this one. Older pages start a kernel with a ``Kernel Name``
+    row, or print a second table."""
     found = [k for k in (text.find(m) for m in ('"Kernel Name"', '"Line No"', '"Address"', '"File')) if k >= 0]
-    rows = list(csv.reader(io.StringIO(text[min(found):] if found else "")))  # ncu's own lines before it left out
+    # ncu's own lines before it left out
+    rows = list(csv.reader(io.StringIO(text[min(found):] if found else "")))
     out: list[_Block] = []
     cur = _Block()
-    pending: list[str] | None = None  # a File Path row, waiting for the Function Name that says whose it is
+    # a File Path row, waiting for the Function Name that says whose it is
+    pending: list[str] | None = None
     for row in rows:
         if not row:
             continue
@@ -201,7 +217,8 @@ def _blocks(text: str) -> list[_Block]:
             cur.files.add(pending[1].strip() if len(pending) > 1 else "")
             pending = None
         if head in ("Line No", "Address", "#"):
-            if cur.header and cur.rows and not cur.named:  # a second table with no Kernel Name row: another kernel
+            # a second table with no Kernel Name row: another kernel
+            if cur.header and cur.rows and not cur.named:
                 out.append(cur)
                 cur = _Block(kernel="")
             if cur.header and cur.named:  # a launch's next file: its own header, read from here on
@@ -268,13 +285,15 @@ def _lines_of(block: _Block) -> SourceLines:
     seen_counters, seen_stalls = set(at.counters), set(at.stalls)
     section = SECTION_COLUMN in block.header
     found: dict[tuple[int, int], dict[str, Any]] = {}
-    # the instructions' own counters summed a line: the page's line rows may print them, or leave them blank
+    # the instructions' own counters summed a line: the page's line rows may print them, or leave
+    # them blank
     under: dict[tuple[int, int], dict[str, Any]] = {}
     order: list[tuple[int, int]] = []
     file_no, last_line = 0, 0
     names: dict[int, str] = {}
     current: tuple[int, int] | None = None
-    instrs: list[tuple[int, tuple[int, int], str, int]] = []  # (address, its line, opcode, barrier stall samples)
+    # (address, its line, opcode, barrier stall samples)
+    instrs: list[tuple[int, tuple[int, int], str, int]] = []
     for row in block.rows:
         head = row[0].strip()
         if head == HEADER_ROW:
@@ -283,7 +302,8 @@ def _lines_of(block: _Block) -> SourceLines:
             seen_stalls |= set(at.stalls)
             section = section or SECTION_COLUMN in row
             continue
-        if head.startswith("File") and len(row) > 1 and not head[:1].isdigit():  # "File Name", "File Path"
+        # "File Name", "File Path"
+        if head.startswith("File") and len(row) > 1 and not head[:1].isdigit():
             file_no += 1
             names[file_no] = row[1].strip()
             last_line = 0
@@ -319,7 +339,8 @@ def _lines_of(block: _Block) -> SourceLines:
     for key in order:
         rec = found[key]
         kw = {k: v for k, v in rec.items() if k in COUNTER_COLUMNS}
-        # a file the page named, else its place among the files it printed one after another (#0, #1, ...)
+        # a file the page named, else its place among the files it printed one after another (#0,
+        # #1, ...)
         lines.append(LineCounters(file=names.get(key[0], f"#{key[0]}"), line=key[1], text=str(rec.get("text", "")).rstrip(),
                                   stalls=dict(rec.get("stalls", {})), sass=tuple(rec.get("sass", ())), **kw))
     # lines with nothing measured (comments, declarations) are dropped
@@ -338,9 +359,9 @@ def _address(text: str) -> int | None:
 
 def _to_barriers(found: dict[tuple[int, int], dict[str, Any]],
                  instrs: list[tuple[int, tuple[int, int], str, int]]) -> None:
-    """A warp waiting at a barrier is sampled at the instruction after it (the next it will issue): move each
-    instruction's barrier stall samples (and as many of its samples) to the line of the barrier just before it in
-    address order, where the user put the ``__syncthreads()``."""
+    """A warp waiting at a barrier is sampled at the instruction after it (the next it will issue):
+    move each instruction's barrier stall samples (and as many of its samples) to the line of the
+    barrier just before it in address order, where the user put the ``__syncthreads()``."""
     last_bar: tuple[int, int] | None = None
     for _addr, key, op, waited in sorted(instrs):
         if op.startswith("BAR"):
@@ -353,7 +374,8 @@ def _to_barriers(found: dict[tuple[int, int], dict[str, Any]],
         if not src["stalls"]["barrier"]:
             del src["stalls"]["barrier"]
         dst.setdefault("stalls", {})["barrier"] = dst.get("stalls", {}).get("barrier", 0) + waited
-        moved = min(waited, src.get(SAMPLES, 0))  # a line's samples, not a child result's (kprof.launch.childresult)
+        # a line's samples, not a child result's (kprof.launch.childresult)
+        moved = min(waited, src.get(SAMPLES, 0))
         src[SAMPLES] = src.get(SAMPLES, 0) - moved
         dst[SAMPLES] = dst.get(SAMPLES, 0) + moved
 
@@ -372,9 +394,10 @@ def parse(text: str) -> list[SourceLines]:
 
 
 def name_files(page: SourceLines, sources: dict[str, tuple[str, ...]]) -> SourceLines:
-    """``page`` with each line's file named where the page left it unnamed (``#0``, ``#1``: ncu printed the files
-    one after the other without a name): the source among ``sources`` (path -> its lines) whose text matches that
-    file's lines best. A file that matches none keeps its ``#N``. Pure."""
+    """``page`` with each line's file named where the page left it unnamed (``#0``, ``#1``: ncu
+    printed the files one after the other without a name): the source among ``sources`` (path -> its
+    lines) whose text matches that file's lines best. A file that matches none keeps its ``#N``.
+    Pure."""
     unnamed = sorted({x.file for x in page.lines if x.file.startswith("#")})
     if not unnamed or not sources:
         return page
@@ -394,18 +417,21 @@ def name_files(page: SourceLines, sources: dict[str, tuple[str, ...]]) -> Source
 
 
 def same_file(a: str, b: str) -> bool:
-    """One file under two spellings (``/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/x.hpp`` and
-    ``/usr/local/cuda/targets/x86_64-linux/include/x.hpp``): the same name in a folder of the same name."""
+    """One file under two spellings
+    (``/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/x.hpp`` and
+    ``/usr/local/cuda/targets/x86_64-linux/include/x.hpp``): the same name in a folder of the same
+    name."""
     pa, pb = Path(a).parts[-2:], Path(b).parts[-2:]
     return bool(pa) and pa == pb
 
 
 def fold_inlined(page: SourceLines, sites: dict[tuple[str, int], frozenset[tuple[str, int]]],
                  *, keep: Callable[[str], bool]) -> SourceLines:
-    """``page`` with each line of a file not ``keep``-ed (a CUDA header: ``atomicAdd``'s body) that was inlined at
-    one line of the user's (``sites``: :func:`kprof.diagnosis.ptxscan.inline_sites`, from the PTX) counted on that
-    line: what Nsight Compute measured inside ``atomicAdd`` is the cost of the line that called it. A header line
-    inlined at several lines stays where it is (its counters cannot be split). Pure."""
+    """``page`` with each line of a file not ``keep``-ed (a CUDA header: ``atomicAdd``'s body) that
+    was inlined at one line of the user's (``sites``: :func:`kprof.diagnosis.ptxscan.inline_sites`,
+    from the PTX) counted on that line: what Nsight Compute measured inside ``atomicAdd`` is the
+    cost of the line that called it. A header line inlined at several lines stays where it is (its
+    counters cannot be split). Pure."""
     if not sites:
         return page
     moved: dict[tuple[str, int], list[LineCounters]] = {}

@@ -1,5 +1,5 @@
-"""The source line of a host address in a native program, from binutils' ``addr2line``: the launch site
-of a plain C++ program (``./vecadd``) built with host line information (``-g``).
+"""The source line of a host address in a native program, from binutils' ``addr2line``: the launch
+site of a plain C++ program (``./vecadd``) built with host line information (``-g``).
 
 compute-sanitizer saves a launch's native frames as a module and an offset in it (``<pc>``, relative
 to where the module was loaded). For a position-independent executable or a shared library that
@@ -32,12 +32,14 @@ _used = [0]
 
 
 def argv(exe: str, module: str, addresses: list[int]) -> list[str]:
-    """``addr2line -f -C -e MODULE ADDR...``: for each address its function (demangled) and ``file:line``."""
+    """``addr2line -f -C -e MODULE ADDR...``: for each address its function (demangled) and
+    ``file:line``."""
     return [exe, "-f", "-C", "-e", module, *(f"{a:#x}" for a in addresses)]
 
 
 def parse(text: str, count: int) -> list[tuple[str | None, str | None, int | None]]:
-    """addr2line's two lines per address -> (function, file, line); ``??`` and ``?`` are unknown. Pure."""
+    """addr2line's two lines per address -> (function, file, line); ``??`` and ``?`` are unknown.
+    Pure."""
     lines = text.splitlines()
     out: list[tuple[str | None, str | None, int | None]] = []
     for i in range(count):
@@ -73,7 +75,8 @@ def elf_base(data: bytes) -> int | None:
 
 
 def line_of(module: str | None, pc: int | None) -> tuple[str | None, str | None, int | None] | None:
-    """(function, file, line) of the call before the return address ``pc`` in ``module``, or None."""
+    """(function, file, line) of the call before the return address ``pc`` in ``module``, or
+    None."""
     if not module or pc is None or not module.startswith("/") or pc <= 0:
         return None
     try:

@@ -53,11 +53,12 @@ def environment(base: dict[str, str], *, pools: bool = False) -> tuple[dict[str,
 
 
 def with_hooks(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with kprof's site hooks (``kprof/hooks``) first on PYTHONPATH, once: where a program's
-    Python finds them (CuPy's pool switch, the launch tally, the launch recorder)."""
+    """``env`` with kprof's site hooks (``kprof/hooks``) first on PYTHONPATH, once: where a
+    program's Python finds them (CuPy's pool switch, the launch tally, the launch recorder)."""
     from kprof.tools.programs.ranks import RANK_VARS
 
-    out = {**env, "KPROF_RANK_VARS": ",".join(RANK_VARS)}  # where the hooks read a rank from (the launchers' table)
+    # where the hooks read a rank from (the launchers' table)
+    out = {**env, "KPROF_RANK_VARS": ",".join(RANK_VARS)}
     path = out.get("PYTHONPATH", "")
     if str(HOOKS) not in path.split(os.pathsep):
         out["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOKS), path) if p)

@@ -1,5 +1,5 @@
-"""What one tool's run checked (:class:`Coverage`): how many kernel launches it saw, how many kernels
-had line information, whether the frameworks' pools were off. Pure.
+"""What one tool's run checked (:class:`Coverage`): how many kernel launches it saw, how many
+kernels had line information, whether the frameworks' pools were off. Pure.
 
 A clean verdict means something only with these beside it: a tool that saw no launch checked nothing
 (``NOT CHECKED``, never clean), and a kernel without line information gets findings without a source
@@ -25,17 +25,23 @@ NOT_PYTHON = ("kprof counts launches in Python programs (its site hook); this pr
 
 @dataclass(frozen=True)
 class Coverage:
-    launches: int | None  # kernel launches the run saw (a CUDA graph's launch is one); None: not counted
+    # kernel launches the run saw (a CUDA graph's launch is one); None: not counted
+    launches: int | None
     kernels: int = 0  # kernels launched, by name
     with_lines: int = 0  # of them, in a module with line information
     unknown_lines: int = 0  # of them, in no module kprof could read
-    complete: bool = True  # every counted process reached its exit: ``launches`` is the total, else at least that
+    # every counted process reached its exit: ``launches`` is the total, else at least that
+    complete: bool = True
     pools_off: bool | None = None  # the frameworks' memory pools were off (None: not a program)
     why: str = ""  # why the launches were not counted
-    lines_read: bool = True  # False: the run did not look for line information (the values detector)
-    alongside: bool = False  # counted in a run of the program beside the tool's (kprof.tools.programs.launchcount)
-    names: tuple[str, ...] = ()  # the kernels launched, by the launch calls' (mangled) names, first launched first
-    skipped: str = ""  # what this tool left out by kprof's policy (kprof.tools.sanitizers.kernelpolicy.Skipped.text)
+    # False: the run did not look for line information (the values detector)
+    lines_read: bool = True
+    # counted in a run of the program beside the tool's (kprof.tools.programs.launchcount)
+    alongside: bool = False
+    # the kernels launched, by the launch calls' (mangled) names, first launched first
+    names: tuple[str, ...] = ()
+    # what this tool left out by kprof's policy (kprof.tools.sanitizers.kernelpolicy.Skipped.text)
+    skipped: str = ""
 
     @property
     def counted(self) -> bool:
@@ -47,7 +53,8 @@ class Coverage:
         return self.launches == 0 and self.complete
 
     def text(self) -> str:
-        """One line for the report: ``12 launches of 3 kernels, 3 with line information, pools off``."""
+        """One line for the report: ``12 launches of 3 kernels, 3 with line information, pools
+        off``."""
         pools = {True: ", pools off", False: ", pools left on", None: ""}[self.pools_off]
         if self.launches is None:
             return f"launches not counted ({self.why}){pools}"
@@ -66,7 +73,8 @@ class Coverage:
 
 def from_tally(text: str, *, pools_off: bool | None = None) -> Coverage:
     """The launch tally's log (every process's lines, in any interleaving) as one :class:`Coverage`.
-    No line at all: the program ran no Python process with kprof's hook (a C++ binary, a shell loop)."""
+    No line at all: the program ran no Python process with kprof's hook (a C++ binary, a shell
+    loop)."""
     from kprof.tools.programs import tallylog
 
     started: dict[int, bool] = {}
@@ -97,7 +105,8 @@ def from_tally(text: str, *, pools_off: bool | None = None) -> Coverage:
 
 def of_launches(launches: Sequence[Launch], *, cut: int | None, pools_off: bool | None) -> Coverage:
     """The values detector's first run of a program: the launches its recorder hashed (driver API
-    only; from the first ``cut`` on, not hashed), by kernel name; line information is not its concern."""
+    only; from the first ``cut`` on, not hashed), by kernel name; line information is not its
+    concern."""
     return Coverage(len(launches) if cut is None else max(cut, len(launches)),
                     kernels=len({launch.kernel for launch in launches}), complete=cut is None,
                     pools_off=pools_off, lines_read=False)

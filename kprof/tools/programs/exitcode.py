@@ -2,8 +2,8 @@
 ``python -m kprof.tools.programs.exitcode STATUS.json [--tally TALLY.jsonl] -- CMD [ARG...]``.
 
 compute-sanitizer's own exit code mixes its findings with the program's; this shim runs the program,
-writes the program's exit code (or the signal that killed it) to STATUS.json, and exits the same way.
-kprof then tells a clean run from a program that failed with nothing found.
+writes the program's exit code (or the signal that killed it) to STATUS.json, and exits the same
+way. kprof then tells a clean run from a program that failed with nothing found.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 
 
 def wrap(cmd: list[str], status: Path, tally: Path | None = None) -> list[str]:
-    """The user's command behind this shim, its exit code to ``status``; with ``tally``, the program's
-    launches counted there (``KPROF_LAUNCH_TALLY``, set for the program only: the shim, a Python process
-    itself, is not counted)."""
+    """The user's command behind this shim, its exit code to ``status``; with ``tally``, the
+    program's launches counted there (``KPROF_LAUNCH_TALLY``, set for the program only: the shim, a
+    Python process itself, is not counted)."""
     return [sys.executable, "-m", "kprof.tools.programs.exitcode", str(status),
             *(["--tally", str(tally)] if tally else []), "--", *cmd]
 

@@ -19,10 +19,12 @@ from pathlib import Path
 
 from kprof import inputs
 
-_PACKAGE = Path(__file__).resolve().parents[2]  # kprof/, this file being kprof/tools/programs/hostframes.py
+# kprof/, this file being kprof/tools/programs/hostframes.py
+_PACKAGE = Path(__file__).resolve().parents[2]
 _KPROF = str(_PACKAGE)
-# kprof's own modules, wherever that kprof was installed (a report recorded on another machine), in its
-# stage folders or at its top, as an older kprof had them all (kprof/device.py, now kprof/child/device.py)
+# kprof's own modules, wherever that kprof was installed (a report recorded on another machine), in
+# its stage folders or at its top, as an older kprof had them all (kprof/device.py, now
+# kprof/child/device.py)
 _KPROF_MODULES = frozenset(p.name for p in _PACKAGE.rglob("*.py"))
 _KPROF_FOLDERS = frozenset(d.name for d in _PACKAGE.iterdir() if (d / "__init__.py").is_file())
 # a stage's rooms (kprof/tools/sanitizers/values.py)
@@ -67,7 +69,8 @@ def _library_dirs() -> tuple[str, ...]:
 
 def is_user_file(path: str) -> bool:
     """A file of the user's own, not of Python, an installed package, the CUDA toolkit or kprof."""
-    if not path or not path.startswith("/"):  # "<frozen runpy>"; Cython's build-tree paths (cupy/cuda/function.cpp)
+    # "<frozen runpy>"; Cython's build-tree paths (cupy/cuda/function.cpp)
+    if not path or not path.startswith("/"):
         return False
     if path.startswith(_KPROF) or any(part in path for part in _LIBRARY_PARTS):
         return False
@@ -77,8 +80,8 @@ def is_user_file(path: str) -> bool:
 
 
 def _is_kprof_module(path: str) -> bool:
-    """``.../kprof/NAME.py``, ``.../kprof/FOLDER/NAME.py`` or ``.../kprof/FOLDER/ROOM/NAME.py`` for one of kprof's
-    modules, folders and rooms."""
+    """``.../kprof/NAME.py``, ``.../kprof/FOLDER/NAME.py`` or ``.../kprof/FOLDER/ROOM/NAME.py`` for
+    one of kprof's modules, folders and rooms."""
     parts = Path(path).parts
     if "kprof" not in parts[:-1] or parts[-1] not in _KPROF_MODULES:
         return False
@@ -88,23 +91,26 @@ def _is_kprof_module(path: str) -> bool:
 
 
 def launch_site(stack: list[Frame]) -> Frame | None:
-    """The innermost Python frame in the user's own files that has a line, or None (a native frame, one
-    with a module, is :func:`native_site`'s, even where the binary's line information gave it a path)."""
+    """The innermost Python frame in the user's own files that has a line, or None (a native frame,
+    one with a module, is :func:`native_site`'s, even where the binary's line information gave it a
+    path)."""
     return next((f for f in stack if f.path and f.line and not f.module and is_user_file(f.path)), None)
 
 
-# Native modules that are never the user's program: the system's and the CUDA toolkit's libraries, the
-# Python interpreter and installed packages (by folder or by name).
+# Native modules that are never the user's program: the system's and the CUDA toolkit's libraries,
+# the Python interpreter and installed packages (by folder or by name).
 _SYSTEM_DIRS = ("/usr/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/opt/nvidia/", "/etc/")
 _LIBRARY_NAMES = ("libcuda", "libcudart", "libnv", "libcublas", "libcufft", "libcurand", "libcusparse", "libcusolver",
                   "libcudnn", "libnccl", "libtorch", "libc10", "libc.so", "libstdc++", "libgcc", "ld-linux", "libpthread",
                   "libpython", "python")
-# Functions of the CUDA runtime (linked into the program by nvcc) and of nvcc's generated launch stubs.
+# Functions of the CUDA runtime (linked into the program by nvcc) and of nvcc's generated launch
+# stubs.
 _RUNTIME_FUNCS = ("cuda", "__cuda", "__device_stub", "cudart::", "libcudart", "__nv", "_GLOBAL__", "dim3::")
 
 
 def is_user_module(module: str) -> bool:
-    """A native module of the user's own: not a system, CUDA, Python or installed package's library."""
+    """A native module of the user's own: not a system, CUDA, Python or installed package's
+    library."""
     name = Path(module).name
     if not module.startswith("/") or module.startswith(_SYSTEM_DIRS) or any(p in module for p in _LIBRARY_PARTS):
         return False
@@ -113,8 +119,9 @@ def is_user_module(module: str) -> bool:
 
 def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
     """A C++ program's launch site: the innermost native frame in the user's own module that is not
-    the CUDA runtime nvcc linked in, nor the kernel's own host stub (the function nvcc generates with
-    the kernel's name), or None. ``main in vecadd``; the line comes from :mod:`kprof.tools.programs.addr2line`."""
+    the CUDA runtime nvcc linked in, nor the kernel's own host stub (the function nvcc generates
+    with the kernel's name), or None. ``main in vecadd``; the line comes from
+    :mod:`kprof.tools.programs.addr2line`."""
     from kprof.demangle import base_name, demangle, short
 
     stub = base_name(kernel) if kernel else None
@@ -128,8 +135,8 @@ def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
     return None
 
 
-# A CUDA toolkit's own headers (sm_30_intrinsics.hpp, crt/device_functions.h, cuda/std/...): the system
-# toolkit's include folder, a target's, or a pip wheel's (site-packages/nvidia/.../include).
+# A CUDA toolkit's own headers (sm_30_intrinsics.hpp, crt/device_functions.h, cuda/std/...): the
+# system toolkit's include folder, a target's, or a pip wheel's (site-packages/nvidia/.../include).
 _CUDA_HEADER = re.compile(r"(/targets/[^/]+/include/|/cuda(-[\d.]+)?/include/|/site-packages/nvidia/.*/include/)")
 
 
@@ -138,9 +145,9 @@ def is_cuda_header(path: str | None) -> bool:
 
 
 def _user_source(path: str) -> bool:
-    """A host source file the user wrote: not a CUDA header (``crt/device_functions.h``) nor the stub file
-    nvcc generates and deletes (``/tmp/tmpxft_..._vecadd.cudafe1.stub.c``). A relative path (as nvcc was
-    given it) counts."""
+    """A host source file the user wrote: not a CUDA header (``crt/device_functions.h``) nor the
+    stub file nvcc generates and deletes (``/tmp/tmpxft_..._vecadd.cudafe1.stub.c``). A relative
+    path (as nvcc was given it) counts."""
     name = Path(path).name
     if name.startswith("tmpxft_") or ".cudafe1." in name or "/targets/" in path or is_cuda_header(path):
         return False

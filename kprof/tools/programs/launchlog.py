@@ -2,14 +2,17 @@
 races in global memory no sanitizer sees). Pure: the log format, the comparison of runs, and the
 verdict on the two copies of the first output that differs.
 
-kprof's launch recorder (:mod:`kprof.hooks.launch_recorder`, loaded into the program) writes one JSON
-line per event to ``$KPROF_LAUNCH_LOG``:
+kprof's launch recorder (:mod:`kprof.hooks.launch_recorder`, loaded into the program) writes one
+JSON line per event to ``$KPROF_LAUNCH_LOG``:
 
-- ``{"event": "recorder", "ok": true}`` first, or ``"ok": false`` with ``"why"`` when it could not start;
-- ``{"event": "launch", "seq": N, "kernel": NAME, "site": "file:line" | null, "args": [[INDEX, BYTES,
-  HASH], ...]}`` after each launch, once the kernel has finished: for every argument that points into
-  device memory, the size of that allocation and a hash of all of it;
-- ``{"event": "capture", "seq": N, "arg": INDEX, "path": FILE}`` where ``$KPROF_LAUNCH_CAPTURE`` asked
+- ``{"event": "recorder", "ok": true}`` first, or ``"ok": false`` with ``"why"`` when it could not
+start;
+- ``{"event": "launch", "seq": N, "kernel": NAME, "site": "file:line" | null, "args": [[INDEX,
+BYTES,
+  HASH], ...]}`` after each launch, once the kernel has finished: for every argument that points
+  into device memory, the size of that allocation and a hash of all of it;
+- ``{"event": "capture", "seq": N, "arg": INDEX, "path": FILE}`` where ``$KPROF_LAUNCH_CAPTURE``
+asked
   for one allocation's bytes (``"N:INDEX"``);
 - ``{"event": "cut", "after": N}`` when the recorder stopped hashing after its first N launches;
 - ``{"event": "error", "seq": N, "why": TEXT}`` for a launch it could not read.
@@ -47,13 +50,15 @@ def _launch(event: dict[str, Any]) -> Launch:
 
 @dataclass(frozen=True)
 class Run:
-    """One run's log: whether the recorder started (and why not), its launches in order, its captures."""
+    """One run's log: whether the recorder started (and why not), its launches in order, its
+    captures."""
 
     ok: bool
     why: str
     launches: list[Launch]
     captures: dict[tuple[int, int], str]
-    cut: int | None  # the launches hashed, where the recorder stopped there (the rest are not compared)
+    # the launches hashed, where the recorder stopped there (the rest are not compared)
+    cut: int | None
     errors: tuple[str, ...] = ()  # launches the recorder could not read, the first few
 
 
@@ -93,8 +98,8 @@ def read_file(path: str) -> Run:
 
 @dataclass(frozen=True)
 class Divergence:
-    """The first place two runs of the same program part: a launch whose output differs (``arg``), or
-    where they launched different kernels or a different number of them (``arg`` None)."""
+    """The first place two runs of the same program part: a launch whose output differs (``arg``),
+    or where they launched different kernels or a different number of them (``arg`` None)."""
 
     seq: int
     kernel: str
@@ -105,7 +110,8 @@ class Divergence:
 
 
 def compare(first: Run, second: Run) -> Divergence | None:
-    """The first launch at which ``second`` parts from ``first``, or None when they agree throughout."""
+    """The first launch at which ``second`` parts from ``first``, or None when they agree
+    throughout."""
     for a, b in zip(first.launches, second.launches):
         if a.kernel != b.kernel:
             return Divergence(a.seq, a.kernel, a.site, None, "kernel",
@@ -133,13 +139,15 @@ class Difference:
     first: int | None  # index of the first differing word
     as_float: tuple[float, float] | None  # that word in each copy, as float32
     as_int: tuple[int, int] | None  # and as int32
-    max_rel: float | None  # the largest relative difference of the differing words as float32 (None: not
-    # floats: a non-finite value, or one below float32's normal range, as integers are when read as floats)
+    # the largest relative difference of the differing words as float32 (None: not
+    max_rel: float | None
+    # floats: a non-finite value, or one below float32's normal range, as integers are when read as
+    # floats)
 
     @property
     def rounding(self) -> bool:
-        """Every difference a float32 one within ROUNDING of its value: a float sum added up in another
-        order (atomics), nondeterministic on purpose, not a race."""
+        """Every difference a float32 one within ROUNDING of its value: a float sum added up in
+        another order (atomics), nondeterministic on purpose, not a race."""
         return self.differing > 0 and self.max_rel is not None and self.max_rel <= ROUNDING
 
     def text(self) -> str:

@@ -1,12 +1,14 @@
-"""Where a program launched each kernel from: the user's Python line, found in one run of the program
-with kprof's launch tally in its site mode (:mod:`kprof.hooks.launch_tally`: CUPTI callbacks on the driver
-and runtime launch calls, the launching thread's Python frames read inside the callback).
+"""Where a program launched each kernel from: the user's Python line, found in one run of the
+program with kprof's launch tally in its site mode (:mod:`kprof.hooks.launch_tally`: CUPTI callbacks
+on the driver and runtime launch calls, the launching thread's Python frames read inside the
+callback).
 
 Nsight Compute cannot give it: it holds CUPTI's one subscriber in its own run (CUPTI's limitations:
-an application that calls CUPTI cannot run under Nsight Compute), and its report names the kernel, not
-the Python line. So ``kprof profile -- CMD`` runs the program once more with no tool, after ncu's run,
-and stops it as soon as it has launched as many kernels as ncu looked at and every kernel ncu profiled
-(``KPROF_LAUNCH_SITES``/``KPROF_LAUNCH_SITES_OF``). Parsing is pure (:func:`from_tally`).
+an application that calls CUPTI cannot run under Nsight Compute), and its report names the kernel,
+not the Python line. So ``kprof profile -- CMD`` runs the program once more with no tool, after
+ncu's run, and stops it as soon as it has launched as many kernels as ncu looked at and every kernel
+ncu profiled (``KPROF_LAUNCH_SITES``/``KPROF_LAUNCH_SITES_OF``). Parsing is pure
+(:func:`from_tally`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ NO_FRAME = "no Python frame on the launching thread (a C++ thread: autograd's ba
 @dataclass(frozen=True)
 class LaunchSite:
     """One place in the user's code that launched a kernel (the first launch from there)."""
-    kernel: str  # as the launch call named it: mangled for C++ kernels, as written for Triton and extern "C"
+    # as the launch call named it: mangled for C++ kernels, as written for Triton and extern "C"
+    kernel: str
     path: str | None  # None: no frame of the user's on the launching thread
     line: int | None
     func: str | None
@@ -71,8 +74,9 @@ def from_tally(text: str) -> Sites:
 
 def run(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path | None = None,
         stop_after: int = 0, kernels: tuple[str, ...] = ()) -> Sites:
-    """Run ``cmd`` once with the tally in its site mode; stop it once it has made ``stop_after`` launches
-    and launched each of ``kernels`` (bare names; 0: run to its end). Never raises for the program's sake."""
+    """Run ``cmd`` once with the tally in its site mode; stop it once it has made ``stop_after``
+    launches and launched each of ``kernels`` (bare names; 0: run to its end). Never raises for the
+    program's sake."""
     with tempfile.TemporaryDirectory(prefix="kprof-sites-") as tmp:
         status, tally = Path(tmp) / "status.json", Path(tmp) / "tally.jsonl"
         run_env = {**allocators.with_hooks(env), "KPROF_LAUNCH_SITES": str(stop_after) if stop_after else "all",

@@ -1,13 +1,15 @@
-"""A multi-process job under a tool, rank by rank: ``kprof sanitize -- torchrun --nproc_per_node 2 train.py``,
-``-- mpirun -np 2 python prog.py``, ``-- srun ...``. Pure: the parent's side of :mod:`kprof.hooks.rank_wrap`.
+"""A multi-process job under a tool, rank by rank: ``kprof sanitize -- torchrun --nproc_per_node 2
+train.py``, ``-- mpirun -np 2 python prog.py``, ``-- srun ...``. Pure: the parent's side of
+:mod:`kprof.hooks.rank_wrap`.
 
-One compute-sanitizer over the whole launcher (``--target-processes all``) checks every rank, but its one
-report does not say which process a record came from. So kprof runs the launcher itself with no tool, and
-each Python process that is a rank (``RANK``, ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ``PMIX_RANK``,
-``SLURM_PROCID``) starts again under the tool, in place, saving to a report of its own rank (NVIDIA's own
-advice for MPI jobs is a tool per rank with the rank in the file name). Each finding then carries its rank; a
-rank that started and left no report (it died, or hung until the timeout) is named. A job whose ranks are not
-Python processes (``mpirun ./app``) is checked the old way, the launcher under the tool, ranks not told apart.
+One compute-sanitizer over the whole launcher (``--target-processes all``) checks every rank, but
+its one report does not say which process a record came from. So kprof runs the launcher itself with
+no tool, and each Python process that is a rank (``RANK``, ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``,
+``PMIX_RANK``, ``SLURM_PROCID``) starts again under the tool, in place, saving to a report of its
+own rank (NVIDIA's own advice for MPI jobs is a tool per rank with the rank in the file name). Each
+finding then carries its rank; a rank that started and left no report (it died, or hung until the
+timeout) is named. A job whose ranks are not Python processes (``mpirun ./app``) is checked the old
+way, the launcher under the tool, ranks not told apart.
 """
 
 from __future__ import annotations
@@ -21,18 +23,22 @@ from kprof.findings import Finding
 
 @dataclass(frozen=True)
 class Launcher:
-    """What kprof knows of one launcher of multi-process jobs; a new launcher is a row of :data:`LAUNCHERS` and
-    its test. Its ranks (:mod:`kprof.hooks.rank_wrap`, :mod:`kprof.hooks.nan_watch`), its copies' ports
-    (:mod:`kprof.tools.sanitizers.copies`) and its detection here all read the row."""
+    """What kprof knows of one launcher of multi-process jobs; a new launcher is a row of
+    :data:`LAUNCHERS` and
+    its test. Its ranks (:mod:`kprof.hooks.rank_wrap`, :mod:`kprof.hooks.nan_watch`), its copies'
+    ports (:mod:`kprof.tools.sanitizers.copies`) and its detection here all read the row."""
 
     name: str
     commands: tuple[str, ...]  # the executables that start it (``mpirun``, ``mpiexec``)
     modules: tuple[str, ...] = ()  # ``python -m MODULE`` that starts it
     rank_vars: tuple[str, ...] = ()  # the environment variables its ranks read their rank from
-    port_options: tuple[str, ...] = ()  # its options that fix the rendezvous port on the command line
+    # its options that fix the rendezvous port on the command line
+    port_options: tuple[str, ...] = ()
     port_env: str = ""  # where a copy's own rendezvous port goes, when the command line fixes none
-    own_port: bool = False  # it gives what it starts a port of its own (copies side by side would share it)
-    flags: tuple[str, ...] = ()  # its options that take no value (the script starts after its options)
+    # it gives what it starts a port of its own (copies side by side would share it)
+    own_port: bool = False
+    # its options that take no value (the script starts after its options)
+    flags: tuple[str, ...] = ()
 
 
 LAUNCHERS = (
@@ -44,14 +50,15 @@ LAUNCHERS = (
     Launcher("accelerate", ("accelerate",), rank_vars=("RANK",), own_port=True),  # 29500 by default
     Launcher("deepspeed", ("deepspeed",), rank_vars=("RANK",), own_port=True),
 )
-# every launcher's rank variables, in the table's order: what a process of a job reads its rank from (the hooks get
-# them from kprof through KPROF_RANK_VARS: kprof.tools.programs.allocators.with_hooks)
+# every launcher's rank variables, in the table's order: what a process of a job reads its rank from
+# (the hooks get them from kprof through KPROF_RANK_VARS:
+# kprof.tools.programs.allocators.with_hooks)
 RANK_VARS = tuple(dict.fromkeys(v for launcher in LAUNCHERS for v in launcher.rank_vars))
 
 
 def launcher(cmd: list[str]) -> Launcher | None:
-    """The launcher a command starts (``python -m torch.distributed.run`` is torchrun), or None for a
-    single-process program."""
+    """The launcher a command starts (``python -m torch.distributed.run`` is torchrun), or None for
+    a single-process program."""
     if not cmd:
         return None
     base = Path(cmd[0]).name
@@ -69,9 +76,10 @@ def launcher_of(cmd: list[str]) -> str | None:
 
 
 def rank_argv(tool_argv: list[str], folder: Path, tool: str) -> list[str]:
-    """One rank's compute-sanitizer argv (up to the program): its report and text in ``folder`` under its
-    rank (``{rank}``, filled in by the hook), and the rank's own exit code kept (no ``--error-exitcode``: a
-    rank with findings must not make the launcher stop the others before they write theirs)."""
+    """One rank's compute-sanitizer argv (up to the program): its report and text in ``folder``
+    under its rank (``{rank}``, filled in by the hook), and the rank's own exit code kept (no
+    ``--error-exitcode``: a rank with findings must not make the launcher stop the others before
+    they write theirs)."""
     out: list[str] = []
     skip = False
     for i, word in enumerate(tool_argv):
@@ -88,18 +96,21 @@ def rank_argv(tool_argv: list[str], folder: Path, tool: str) -> list[str]:
 
 
 def wrap_env(argv: list[str], folder: Path) -> dict[str, str]:
-    """What the launcher's environment gains so its ranks wrap themselves (kprof.hooks.rank_wrap)."""
+    """What the launcher's environment gains so its ranks wrap themselves
+    (kprof.hooks.rank_wrap)."""
     return {"KPROF_RANK_WRAP": json.dumps({"argv": argv, "folder": str(folder)})}
 
 
 def mark_env(folder: Path) -> dict[str, str]:
-    """What the launcher's environment gains so its ranks only say who they are (no tool to start: ncu follows
-    every process of the job itself): each Python rank writes ``rank{R}.json`` with its pid in ``folder``."""
+    """What the launcher's environment gains so its ranks only say who they are (no tool to start:
+    ncu follows every process of the job itself): each Python rank writes ``rank{R}.json`` with its
+    pid in ``folder``."""
     return wrap_env([], folder)
 
 
 def pids(folder: Path) -> dict[int, int]:
-    """Each marked rank's pid, to its rank (:func:`mark_env`); a marker that is not kprof's is passed over."""
+    """Each marked rank's pid, to its rank (:func:`mark_env`); a marker that is not kprof's is
+    passed over."""
     out: dict[int, int] = {}
     for path in sorted(folder.glob("rank*.json")):
         try:

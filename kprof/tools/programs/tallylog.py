@@ -1,8 +1,9 @@
 """The launch tally's log (:mod:`kprof.hooks.launch_tally`) as typed events: its one reader. Pure.
 
-Every Python process of a program appends JSON lines to one file; a process stopped while writing leaves
-a cut line, which is skipped, as is anything that is not one of the tally's events. What each event means
-is the hook's docstring; :mod:`kprof.tools.programs.coverage` (what a run launched) and :mod:`kprof.tools.programs.launchsites`
+Every Python process of a program appends JSON lines to one file; a process stopped while writing
+leaves a cut line, which is skipped, as is anything that is not one of the tally's events. What each
+event means is the hook's docstring; :mod:`kprof.tools.programs.coverage` (what a run launched) and
+:mod:`kprof.tools.programs.launchsites`
 (where from) read these, never the JSON.
 """
 

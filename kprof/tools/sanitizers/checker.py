@@ -1,12 +1,13 @@
 """The checker protocol: what every check kprof runs over a kernel or a program is, to the commands.
 
-A checker is a name, what it needs, and how it runs one spec's job, several jobs, a user's program, and a pytest
-suite's child (``pytest --kprof-sanitize``).
-The four compute-sanitizer tools (:class:`kprof.tools.sanitizers.compute_sanitizer.SanitizerTool`) and kprof's own
-values detector (:class:`kprof.tools.sanitizers.values.ValuesDetector`) are checkers; :mod:`kprof.tools.sanitizers.checkers`
-holds the one registry that ``kprof sanitize``, the pytest plugin, ``kprof cases``, ``kprof mutants``
-and the reports iterate. A new checker is a class with these members in its own module, and one line in
-that registry (docs/architecture.md, "Add a checker").
+A checker is a name, what it needs, and how it runs one spec's job, several jobs, a user's program,
+and a pytest suite's child (``pytest --kprof-sanitize``).
+The four compute-sanitizer tools (:class:`kprof.tools.sanitizers.compute_sanitizer.SanitizerTool`)
+and kprof's own values detector (:class:`kprof.tools.sanitizers.values.ValuesDetector`) are
+checkers; :mod:`kprof.tools.sanitizers.checkers` holds the one registry that ``kprof sanitize``, the
+pytest plugin, ``kprof cases``, ``kprof mutants`` and the reports iterate. A new checker is a class
+with these members in its own module, and one line in that registry (docs/architecture.md, "Add a
+checker").
 """
 
 from __future__ import annotations
@@ -26,18 +27,30 @@ if TYPE_CHECKING:
 class Needs:
     """What a checker needs and how it behaves, for those that schedule and report it."""
 
-    sanitizer: bool  # runs under compute-sanitizer: the tool must be found, it writes XML, a launch count says what it saw
-    alone: bool = False  # its runs need the GPU to themselves (they compare runs, so another load changes nothing but time)
-    stops: bool = False  # its first finding stops the child's kernel (a suite keeps a spare child beside it)
-    shaken: bool = False  # it runs the warp-delay build and the shared-memory scrubber beside the kernel's own
-    effects: bool = False  # its findings are wrong values in outputs, which a memory error found beside it may cause
-    in_all_programs: bool = True  # among ``all`` for a program (False: a program is checked by it only when named)
+    # runs under compute-sanitizer: the tool must be found, it writes XML, a launch count says what
+    # it saw
+    sanitizer: bool
+    # its runs need the GPU to themselves (they compare runs, so another load changes nothing but
+    # time)
+    alone: bool = False
+    # its first finding stops the child's kernel (a suite keeps a spare child beside it)
+    stops: bool = False
+    # it runs the warp-delay build and the shared-memory scrubber beside the kernel's own
+    shaken: bool = False
+    # its findings are wrong values in outputs, which a memory error found beside it may cause
+    effects: bool = False
+    # among ``all`` for a program (False: a program is checked by it only when named)
+    in_all_programs: bool = True
     not_for_tests: str = ""  # why it cannot check a pytest suite's tests ("": it can)
-    user_kernels: bool = False  # in a program, only the user's kernels unless --all-kernels (kprof.tools.sanitizers.kernelpolicy)
-    for_specs: bool = True  # it checks a spec's job (False: programs only; not among a spec's ``all``, the corpora's)
+    # in a program, only the user's kernels unless --all-kernels
+    # (kprof.tools.sanitizers.kernelpolicy)
+    user_kernels: bool = False
+    # it checks a spec's job (False: programs only; not among a spec's ``all``, the corpora's)
+    for_specs: bool = True
 
     def skips_libraries(self, all_kernels: bool) -> bool:
-        """Whether a program's library kernels are left out of this checker's run (kprof.tools.sanitizers.kernelpolicy)."""
+        """Whether a program's library kernels are left out of this checker's run
+        (kprof.tools.sanitizers.kernelpolicy)."""
         return self.user_kernels and not all_kernels
 
 
@@ -47,14 +60,17 @@ class Settings:
 
     timeout: float = 300.0  # seconds one child may take
     padding: int = 256  # memcheck's bytes after each allocation
-    scrub_cubin: str | None = None  # the shared-memory scrubber (the values detector), built by the caller
+    # the shared-memory scrubber (the values detector), built by the caller
+    scrub_cubin: str | None = None
     scrub_note: str = ""  # why there is none
-    all_kernels: bool = False  # a program's library kernels under every tool too (kprof.tools.sanitizers.kernelpolicy)
+    # a program's library kernels under every tool too (kprof.tools.sanitizers.kernelpolicy)
+    all_kernels: bool = False
 
 
 @dataclass(frozen=True)
 class Program:
-    """A user's program to check: its argv, environment and folder, and whether its memory pools are off."""
+    """A user's program to check: its argv, environment and folder, and whether its memory pools are
+    off."""
 
     cmd: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
@@ -64,8 +80,9 @@ class Program:
 
 @dataclass(frozen=True)
 class SuiteChild:
-    """How a suite's pytest child runs under a checker (:mod:`kprof.tools.suites.suite`): its environment and folder,
-    what the suite watches while it runs, and the checker's settings for a program."""
+    """How a suite's pytest child runs under a checker (:mod:`kprof.tools.suites.suite`): its
+    environment and folder, what the suite watches while it runs, and the checker's settings for a
+    program."""
 
     env: dict[str, str]
     cwd: str | Path
@@ -77,7 +94,8 @@ class SuiteChild:
 
 @runtime_checkable
 class Checker(Protocol):
-    """One check kprof runs. ``name`` is what users type (``--tool NAME``) and what records carry."""
+    """One check kprof runs. ``name`` is what users type (``--tool NAME``) and what records
+    carry."""
 
     @property
     def name(self) -> str: ...
@@ -93,7 +111,8 @@ class Checker(Protocol):
         ...
 
     def check_jobs(self, jobs: list[Job], settings: Settings) -> list[ToolResult]:
-        """Several jobs, a result each in order, as :meth:`check_job` gives them (in fewer children where it can)."""
+        """Several jobs, a result each in order, as :meth:`check_job` gives them (in fewer children
+        where it can)."""
         ...
 
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
@@ -101,7 +120,7 @@ class Checker(Protocol):
         ...
 
     def check_suite_child(self, argv: list[str], child: SuiteChild) -> tuple[Completed, str]:
-        """A pytest child of a suite (``argv``) run under this checker: the finished process and the report the
-        suite gives test by test (compute-sanitizer's XML; "" for none). A checker that cannot check tests says
-        why in ``needs.not_for_tests`` and raises UsageError here."""
+        """A pytest child of a suite (``argv``) run under this checker: the finished process and the
+        report the suite gives test by test (compute-sanitizer's XML; "" for none). A checker that
+        cannot check tests says why in ``needs.not_for_tests`` and raises UsageError here."""
         ...

@@ -1,9 +1,10 @@
-"""The one registry of checkers (:class:`kprof.tools.sanitizers.checker.Checker`), and what every command does with it.
+"""The one registry of checkers (:class:`kprof.tools.sanitizers.checker.Checker`), and what every
+command does with it.
 
-``kprof sanitize``'s ``--tool`` choices and ``all``, the pytest plugin's default tools, ``kprof cases``
-(which checker a case expects, which run alone), ``kprof mutants`` (the checks after the verdict), and
-the reports (which findings are effects of another) all come from :data:`REGISTRY`, in its order. A new
-checker is its own module and one line here.
+``kprof sanitize``'s ``--tool`` choices and ``all``, the pytest plugin's default tools, ``kprof
+cases`` (which checker a case expects, which run alone), ``kprof mutants`` (the checks after the
+verdict), and the reports (which findings are effects of another) all come from :data:`REGISTRY`, in
+its order. A new checker is its own module and one line here.
 """
 
 from __future__ import annotations
@@ -40,12 +41,14 @@ def names() -> tuple[str, ...]:
 
 
 def spec_names() -> tuple[str, ...]:
-    """The checkers that check a spec's job (a spec's ``all``, the seeded-bug corpus, kprof mutants), in order."""
+    """The checkers that check a spec's job (a spec's ``all``, the seeded-bug corpus, kprof
+    mutants), in order."""
     return tuple(c.name for c in REGISTRY if c.needs.for_specs)
 
 
 def describe() -> list[dict[str, object]]:
-    """Each checker's name, what it finds and what it needs (``kprof sanitize --list-tools``), in order."""
+    """Each checker's name, what it finds and what it needs (``kprof sanitize --list-tools``), in
+    order."""
     return [{"name": c.name, "summary": c.summary, "needs": asdict(c.needs)} for c in REGISTRY]
 
 
@@ -78,8 +81,8 @@ def needs_sanitizer(chosen: Iterable[str]) -> bool:
 
 
 def choose(tools: str | Sequence[str], *, program: bool = False, tests: bool = False) -> list[str]:
-    """The checkers a command runs: ``all`` (every one for a spec; for a program, those in its ``all``; for
-    tests, those that can check tests) or names, each checked, in one line."""
+    """The checkers a command runs: ``all`` (every one for a spec; for a program, those in its
+    ``all``; for tests, those that can check tests) or names, each checked, in one line."""
     chosen = [tools] if isinstance(tools, str) else list(tools)
     if not chosen:
         raise UsageError(f"name at least one tool: {', '.join(for_tests() if tests else names())} or {ALL}")
@@ -107,7 +110,8 @@ def order(first: Sequence[str]) -> tuple[str, ...]:
 
 def run_all(job: Job, chosen: Sequence[str], settings: Settings,
             progress: Callable[[str], None] | None = None) -> list[ToolResult]:
-    """Each checker over one job, each in its own child; one's crash or timeout never stops the others."""
+    """Each checker over one job, each in its own child; one's crash or timeout never stops the
+    others."""
     out = []
     for name in chosen:
         if progress:
@@ -117,7 +121,8 @@ def run_all(job: Job, chosen: Sequence[str], settings: Settings,
 
 
 def run_many(jobs: list[Job], name: str, settings: Settings) -> list[ToolResult]:
-    """One checker over several jobs, each result its job's own, as :func:`run_all` gives them one by one."""
+    """One checker over several jobs, each result its job's own, as :func:`run_all` gives them one
+    by one."""
     return get(name).check_jobs(jobs, settings) if jobs else []
 
 
@@ -126,17 +131,21 @@ def run_program(name: str, program: Program, settings: Settings) -> ToolResult:
     return get(name).check_program(program, settings)
 
 
-COUNT = "launch count"  # the run beside the sanitizers' that counts what a program launches (kprof.tools.programs.launchcount)
+# the run beside the sanitizers' that counts what a program launches
+# (kprof.tools.programs.launchcount)
+COUNT = "launch count"
 
 
 def check_program(chosen: Sequence[str], program: Program, settings: Settings, *, jobs: int = 1,
                   progress: Callable[..., None] | None = None) -> list[ToolResult]:
-    """Each of ``chosen`` over the user's program, ``jobs`` at once (:func:`kprof.tools.sanitizers.copies.schedule` decides:
-    one after another unless the user says the copies are independent), each in its own process group with its
-    own temporary folder and rendezvous (:func:`kprof.tools.sanitizers.copies.own`); ``progress(name)`` as each starts,
-    ``progress(name, result)`` as it ends. Beside the sanitizers, one more run counts what the program launches
-    (CUPTI cannot run under compute-sanitizer), which each sanitizer's result then says it covered. A copy that
-    died of the GPU's memory while others ran beside it runs again alone."""
+    """Each of ``chosen`` over the user's program, ``jobs`` at once
+    (:func:`kprof.tools.sanitizers.copies.schedule` decides: one after another unless the user says
+    the copies are independent), each in its own process group with its own temporary folder and
+    rendezvous (:func:`kprof.tools.sanitizers.copies.own`); ``progress(name)`` as each starts,
+    ``progress(name, result)`` as it ends. Beside the sanitizers, one more run counts what the
+    program launches (CUPTI cannot run under compute-sanitizer), which each sanitizer's result then
+    says it covered. A copy that died of the GPU's memory while others ran beside it runs again
+    alone."""
     from kprof import parallel
     from kprof.tools.programs import launchcount
     from kprof.tools.sanitizers import copies
@@ -166,7 +175,8 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
 
 
 def skips(name: str, all_kernels: bool) -> bool:
-    """Whether checker ``name`` leaves library kernels out of a program's run (kprof.tools.sanitizers.kernelpolicy)."""
+    """Whether checker ``name`` leaves library kernels out of a program's run
+    (kprof.tools.sanitizers.kernelpolicy)."""
     return get(name).needs.skips_libraries(all_kernels)
 
 
@@ -174,9 +184,10 @@ _CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misal
 
 
 def explain(results: list[ToolResult]) -> list[ToolResult]:
-    """One bug, one headline: a finding of a checker that reports effects (a race, a poison-following or
-    wrong result on C) on a buffer that a memory error of the same run touched (an out-of-bounds write to
-    C) is marked as its consequence (``extra.explained_by``), so the report leads with the cause."""
+    """One bug, one headline: a finding of a checker that reports effects (a race, a
+    poison-following or wrong result on C) on a buffer that a memory error of the same run touched
+    (an out-of-bounds write to C) is marked as its consequence (``extra.explained_by``), so the
+    report leads with the cause."""
     from kprof.findings import label
 
     def effects(r: ToolResult) -> bool:

@@ -1,11 +1,12 @@
 """The only compute-sanitizer caller: argv builder and the thin run around it (its XML is decoded by
 :mod:`kprof.tools.sanitizers.sanitizer_xml`).
 
-Each tool runs in its own child process: compute-sanitizer wrapping ``python -m kprof.child.runner``,
-with ``--xml --save`` (the parser reads the XML, never the text), ``--error-exitcode`` (the tool's
-default exit code is 0 even with errors), and a timeout. The runner's own result file says whether
-the target really ran: a target that fails to start leaves the same empty XML as a clean run, so
-"clean" is only claimed when the runner reached the end of its launch.
+Each tool runs in its own child process: compute-sanitizer wrapping ``python -m
+kprof.child.runner``, with ``--xml --save`` (the parser reads the XML, never the text),
+``--error-exitcode`` (the tool's default exit code is 0 even with errors), and a timeout. The
+runner's own result file says whether the target really ran: a target that fails to start leaves the
+same empty XML as a clean run, so "clean" is only claimed when the runner reached the end of its
+launch.
 
 Defaults chosen to beat running the tools by hand:
 - memcheck: ``--padding 256`` so a write that overflows into the next allocation lands in padding
@@ -14,11 +15,13 @@ Defaults chosen to beat running the tools by hand:
 - racecheck: ``--racecheck-report all``: hazard records give the threads and block, the analysis
   record gives both source lines and the count.
 - initcheck: the runner does not poison outputs, so a read of memory nothing wrote stays visible.
-- all but racecheck: ``--show-backtrace device`` (the kernel line comes from ``-lineinfo``; host stacks
-  only bloat the XML, but a finding inside a CUDA header, ``__syncwarp`` in ``sm_30_intrinsics.hpp``, needs
-  the device frames to reach the user's call); racecheck ``no`` (with device frames, on an H200 at
-  2370a0e, its "Race condition" records stopped joining its hazards and a WAR race read as RAW);
-  ``--check-exit-code no`` (kprof reads the runner's status itself).
+- all but racecheck: ``--show-backtrace device`` (the kernel line comes from ``-lineinfo``; host
+stacks
+  only bloat the XML, but a finding inside a CUDA header, ``__syncwarp`` in
+  ``sm_30_intrinsics.hpp``, needs the device frames to reach the user's call); racecheck ``no``
+  (with device frames, on an H200 at 2370a0e, its "Race condition" records stopped joining its
+  hazards and a WAR race read as RAW); ``--check-exit-code no`` (kprof reads the runner's status
+  itself).
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ from kprof.tools.sanitizers.toolrun import ERROR_EXITCODE, ToolResult, classify,
 # compute-sanitizer's own: the checkers are kprof.tools.sanitizers.checkers
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 PRINT_LIMIT = 10000
-PROGRAM_PRINT_LIMIT = 1000  # a racy program prints thousands of records: the text alone took 14 s of 17 on an H200
+# a racy program prints thousands of records: the text alone took 14 s of 17 on an H200
+PROGRAM_PRINT_LIMIT = 1000
 PADDING = 256
 DEFAULT_TIMEOUT = 300.0
-MAX_REPORT_BYTES = 256 * 1024 * 1024  # a saved report: racecheck's largest seen on an H200 was a few MB
+# a saved report: racecheck's largest seen on an H200 was a few MB
+MAX_REPORT_BYTES = 256 * 1024 * 1024
 
 
 INJECTION = "libsanitizer-collection.so"
@@ -70,8 +75,9 @@ _VERSION = re.compile(r"Version ([0-9]{4})\.([0-9]{1,3})\.([0-9]{1,3})")
 
 @functools.lru_cache(maxsize=8)
 def version(exe: str | Path) -> str:
-    """The tool's version as ``--version`` prints it ("Version 2025.3.1.0 (build ...)": ``2025.3.1``); '' when it
-    does not say (kprof's policies then assume the oldest behaviour they know)."""
+    """The tool's version as ``--version`` prints it ("Version 2025.3.1.0 (build ...)":
+    ``2025.3.1``); '' when it does not say (kprof's policies then assume the oldest behaviour they
+    know)."""
     try:
         done = proc.run([str(exe), "--version"], timeout=30)
     except (OSError, KprofError):
@@ -80,7 +86,8 @@ def version(exe: str | Path) -> str:
 
 
 def parse_version(text: str) -> str:
-    """``2025.3.1`` from what ``--version`` prints ("Version 2025.3.1.0 (build ...)"), '' without one. Pure."""
+    """``2025.3.1`` from what ``--version`` prints ("Version 2025.3.1.0 (build ...)"), '' without
+    one. Pure."""
     found = _VERSION.search(text)
     return ".".join(found.groups()) if found else ""
 
@@ -93,13 +100,15 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
     ``program``: the target is the user's program, not kprof's runner. Host backtraces are kept (the
     launch site comes from them), every child process is followed, and memcheck's leak check is off:
     a correct PyTorch program reports the tensors still alive at exit as leaks (measured on an H200:
-    8 KB for two tensors, 138 MB after a few torch ops), which says nothing about its kernels. In a program,
-    ``skip_libraries`` leaves library kernels out (:mod:`kprof.tools.sanitizers.kernelpolicy`). initcheck keeps only the
-    host frames unless ``device_frames``: device frames cost 51 s of a 72 s run on one half GEMM's output read by
-    PyTorch's copy kernel (host frames alone: 4.6 s; none: 4.6 s; an H200, compute-sanitizer 2025.3.1,
-    examples/gemm_initcheck.py), and they only move a read inside a CUDA header to the user's call
-    (:func:`run_program` asks for them again when a finding needs that). ``tool_version`` (:func:`version`) picks
-    the library kernels a tool may skip (:func:`kprof.tools.sanitizers.kernelpolicy.exclude_args`)."""
+    8 KB for two tensors, 138 MB after a few torch ops), which says nothing about its kernels. In a
+    program, ``skip_libraries`` leaves library kernels out
+    (:mod:`kprof.tools.sanitizers.kernelpolicy`). initcheck keeps only the host frames unless
+    ``device_frames``: device frames cost 51 s of a 72 s run on one half GEMM's output read by
+    PyTorch's copy kernel (host frames alone: 4.6 s; none: 4.6 s; an H200, compute-sanitizer
+    2025.3.1, examples/gemm_initcheck.py), and they only move a read inside a CUDA header to the
+    user's call (:func:`run_program` asks for them again when a finding needs that).
+    ``tool_version`` (:func:`version`) picks the library kernels a tool may skip
+    (:func:`kprof.tools.sanitizers.kernelpolicy.exclude_args`)."""
     if tool not in TOOLS:
         raise UsageError(f"'{tool}' is not a compute-sanitizer tool ({', '.join(TOOLS)})")
     argv = [
@@ -114,7 +123,9 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
         argv += ["--target-processes", "all", *(kernelpolicy.exclude_args(tool, tool_version) if skip_libraries else [])]
         if tool == "initcheck" and not device_frames:
             argv += ["--show-backtrace", "host"]
-    else:  # racecheck keeps none: with device frames its analysis records no longer joined its hazards (an H200, 2370a0e)
+    # racecheck keeps none: with device frames its analysis records no longer joined its hazards (an
+    # H200, 2370a0e)
+    else:
         argv += ["--show-backtrace", "no" if tool == "racecheck" else "device"]
     if tool == "memcheck":
         argv += ["--padding", str(padding)] + ([] if program else ["--leak-check", "full"])
@@ -129,7 +140,8 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
 
 
 def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> ToolResult:
-    """Run one compute-sanitizer tool over the runner with ``job``; never raises for the target's sake."""
+    """Run one compute-sanitizer tool over the runner with ``job``; never raises for the target's
+    sake."""
     exe = proc.find_tool("compute-sanitizer")
     job = replace(job, mode=RunMode(verify=False, time=False, poison=tool != "initcheck"))
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
@@ -148,17 +160,18 @@ def spec_coverage(job: Job, data: Any) -> coverage.Coverage | None:
     if job.target.python is not None:
         return None
     kernels = {s.entry for s in job.target.steps if s.entry != "cublas_sgemm"}
-    launched = data.phase not in ("start", "init", "device", "loaded", "allocated")  # "launch" on: the tool saw it
+    # "launch" on: the tool saw it
+    launched = data.phase not in ("start", "init", "device", "loaded", "allocated")
     return coverage.of_spec(len(job.target.steps) if launched else 0, len(kernels))
 
 
 def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
               padding: int = PADDING) -> list[ToolResult] | None:
-    """One tool over several jobs in one child (kprof.launch.launch.run_batch), for jobs expected to be
-    clean (kprof cases' twins): one start of the tool and of CUDA instead of one per job. A report
-    with no record, every job finished, is every job clean. Anything else (a record, a job that
-    did not finish, the tool's error) is None: the records of one process cannot be told apart by
-    job, so the caller runs each job alone (:func:`run_many`)."""
+    """One tool over several jobs in one child (kprof.launch.launch.run_batch), for jobs expected to
+    be clean (kprof cases' twins): one start of the tool and of CUDA instead of one per job. A
+    report with no record, every job finished, is every job clean. Anything else (a record, a job
+    that did not finish, the tool's error) is None: the records of one process cannot be told apart
+    by job, so the caller runs each job alone (:func:`run_many`)."""
     exe = proc.find_tool("compute-sanitizer")
     mode = RunMode(verify=False, time=False, poison=tool != "initcheck")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
@@ -172,7 +185,8 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
     seconds = [d.job_seconds for d in datas if d.finished]
     if findings or len(seconds) != len(datas):
         return None
-    start = max(0.0, done.seconds - sum(s or 0.0 for s in seconds)) / len(datas)  # the tool's start, shared
+    # the tool's start, shared
+    start = max(0.0, done.seconds - sum(s or 0.0 for s in seconds)) / len(datas)
     results = [replace(classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, have_xml=True),
                        checked=spec_coverage(j, d), version=version(exe)) for s, d, j in zip(seconds, datas, jobs)]
     return results if all(r.status == "clean" for r in results) else None
@@ -182,8 +196,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
                 env: dict[str, str] | None = None, cwd: str | Path | None = None,
                 skip_libraries: bool = False) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake.
-    What it launched is counted in another run (:mod:`kprof.tools.programs.launchcount`): CUPTI cannot run beside
-    compute-sanitizer."""
+    What it launched is counted in another run (:mod:`kprof.tools.programs.launchcount`): CUPTI
+    cannot run beside compute-sanitizer."""
 
     exe = proc.find_tool("compute-sanitizer")
     launcher = ranks.launcher_of(cmd)
@@ -204,8 +218,10 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
             status = exitcode.read_status(status_path)
         findings, notes = _program_findings(xml_text, tool, done.stdout)
         if device_frames or done.timed_out or not needs_device_frames(tool, findings):
-            break  # a run that timed out is not run again: the timeout is the user's bound on the whole
-        device_frames = True  # once more with device frames: the user's call of the header's function
+            # a run that timed out is not run again: the timeout is the user's bound on the whole
+            break
+        # once more with device frames: the user's call of the header's function
+        device_frames = True
     if device_frames:
         notes.append(f"{tool} ran again with device frames: a finding inside a CUDA header needed them for the user's line")
     if launcher is not None:
@@ -216,8 +232,9 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
 
 
 def needs_device_frames(tool: str, findings: list[Finding]) -> bool:
-    """Whether a run without device frames (initcheck in a program: :func:`build_argv`) left a finding of the
-    user's kernel at a line inside a CUDA header, which only device frames move to the user's call. Pure."""
+    """Whether a run without device frames (initcheck in a program: :func:`build_argv`) left a
+    finding of the user's kernel at a line inside a CUDA header, which only device frames move to
+    the user's call. Pure."""
     from kprof.tools.programs.hostframes import is_cuda_header
 
     return tool == "initcheck" and any(is_cuda_header(f.file) and not f.extra.library for f in findings)
@@ -234,9 +251,10 @@ def _program_findings(xml_text: str, tool: str, tool_text: str) -> tuple[list[Fi
 
 def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: int, env: dict[str, str] | None,
               cwd: str | Path | None, skip_libraries: bool) -> ToolResult | None:
-    """A multi-process job (:mod:`kprof.tools.programs.ranks`): the launcher with no tool, each Python rank under the
-    tool on its own, each finding with its rank. None: no process of the job had a rank kprof could wrap
-    (the caller then runs the launcher under the tool, ranks not told apart)."""
+    """A multi-process job (:mod:`kprof.tools.programs.ranks`): the launcher with no tool, each
+    Python rank under the tool on its own, each finding with its rank. None: no process of the job
+    had a rank kprof could wrap (the caller then runs the launcher under the tool, ranks not told
+    apart)."""
     from kprof.tools.programs import allocators
 
     with tempfile.TemporaryDirectory(prefix="kprof-ranks-") as tmp:
@@ -263,7 +281,8 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
 
 
 def installed_version() -> str:
-    """The version of the compute-sanitizer kprof runs (:func:`version`); '' when there is none to ask."""
+    """The version of the compute-sanitizer kprof runs (:func:`version`); '' when there is none to
+    ask."""
     try:
         return version(proc.find_tool("compute-sanitizer"))
     except KprofError:
@@ -288,9 +307,9 @@ def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[s
 
 
 def from_xml(path: Path, tool: str | None, allocations: Sequence[Allocation] | None = None) -> ToolResult:
-    """Report a saved XML file (from another machine) the same way, without a GPU. ``tool`` None: worked
-    out from the records; a ``tool`` that contradicts them is refused. A text report saved beside it
-    (``FILE.txt`` for ``FILE.xml``) adds the allocations an access missed."""
+    """Report a saved XML file (from another machine) the same way, without a GPU. ``tool`` None:
+    worked out from the records; a ``tool`` that contradicts them is refused. A text report saved
+    beside it (``FILE.txt`` for ``FILE.xml``) adds the allocations an access missed."""
     text = inputs.read_text(path, "--from-xml", limit=MAX_REPORT_BYTES, errors="replace")
     recs = read_records(text, MAX_RECORDS)  # parsed once, for the tool and the findings
     found = tool_of(recs)
@@ -325,7 +344,8 @@ class SanitizerTool:
         return run_tool(job, self.name, timeout=settings.timeout, padding=settings.padding)
 
     def check_jobs(self, jobs: list[Job], settings: Settings) -> list[ToolResult]:
-        """All in one child first (:func:`run_batch`), then alone each job that child could not clear."""
+        """All in one child first (:func:`run_batch`), then alone each job that child could not
+        clear."""
         cleared = run_batch(jobs, self.name, timeout=settings.timeout, padding=settings.padding) if len(jobs) > 1 else None
         return list(cleared) if cleared is not None else [self.check_job(j, settings) for j in jobs]
 

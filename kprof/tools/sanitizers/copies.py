@@ -1,18 +1,22 @@
-"""The copies of a user's program that ``kprof sanitize -- CMD`` starts (one per tool, and the launch count), as
-the program's own: whether they may run side by side, and what each one gets of its own.
+"""The copies of a user's program that ``kprof sanitize -- CMD`` starts (one per tool, and the
+launch count), as the program's own: whether they may run side by side, and what each one gets of
+its own.
 
-A user's program is theirs. Copies that run at once collide where the program holds something by name: a port
-(torchrun binds its rendezvous on 29500 unless told otherwise: four copies of a two-rank job at once failed with
-``EADDRINUSE`` and the seeded bug went unreported), a file it writes (a checkpoint, a log, a database), most of
-the GPU's memory. kprof cannot know that a program does none of these, so by default the copies run **one after
-another**; ``--jobs N`` runs N side by side, the user's word that they are independent. Either way each copy gets:
+A user's program is theirs. Copies that run at once collide where the program holds something by
+name: a port (torchrun binds its rendezvous on 29500 unless told otherwise: four copies of a
+two-rank job at once failed with ``EADDRINUSE`` and the seeded bug went unreported), a file it
+writes (a checkpoint, a log, a database), most of the GPU's memory. kprof cannot know that a program
+does none of these, so by default the copies run **one after another**; ``--jobs N`` runs N side by
+side, the user's word that they are independent. Either way each copy gets:
 
 - a temporary folder of its own (``TMPDIR``), removed after it;
-- for torchrun (``torchrun``, ``python -m torch.distributed.run``) with no port of the user's on its command
-  line, a rendezvous port of its own through torchrun's own ``PET_MASTER_PORT``: the user's argv is not
-  rewritten. A port the user gave (``--master-port``, ``--rdzv-endpoint``) is kept, so such copies never run
-  side by side, whatever ``--jobs`` says;
-- where copies ran side by side and one died of the GPU's memory, a run of it alone afterwards, in place of the
+- for torchrun (``torchrun``, ``python -m torch.distributed.run``) with no port of the user's on its
+command
+  line, a rendezvous port of its own through torchrun's own ``PET_MASTER_PORT``: the user's argv is
+  not rewritten. A port the user gave (``--master-port``, ``--rdzv-endpoint``) is kept, so such
+  copies never run side by side, whatever ``--jobs`` says;
+- where copies ran side by side and one died of the GPU's memory, a run of it alone afterwards, in
+place of the
   failed one.
 """
 
@@ -42,8 +46,9 @@ class Schedule:
 
 
 def fixed_port(cmd: list[str]) -> str | None:
-    """The option of the user's launcher command that fixes its rendezvous port (torchrun's ``--master-port 29500``:
-    its launcher row's ``port_options``), or None: up to the script it runs, since what follows is the script's own."""
+    """The option of the user's launcher command that fixes its rendezvous port (torchrun's
+    ``--master-port 29500``: its launcher row's ``port_options``), or None: up to the script it
+    runs, since what follows is the script's own."""
     row = launcher(cmd)
     if row is None:
         return None
@@ -55,7 +60,8 @@ def fixed_port(cmd: list[str]) -> str | None:
 
 
 def _launcher_words(cmd: list[str], flags: tuple[str, ...]) -> list[str]:
-    """The launcher's own options: the words before the first that names the script or program it starts."""
+    """The launcher's own options: the words before the first that names the script or program it
+    starts."""
     words = cmd[3:] if len(cmd) > 2 and cmd[1] == "-m" else cmd[1:]
     out = []
     takes_value = False
@@ -72,9 +78,10 @@ def _launcher_words(cmd: list[str], flags: tuple[str, ...]) -> list[str]:
 
 
 def schedule(cmd: list[str], jobs: int | None) -> Schedule:
-    """How the copies of ``cmd`` run: one after another by default; ``jobs`` at once where the user asks, unless
-    the copies would share a port the command line fixes."""
-    row = launcher(cmd)  # the launcher's row (kprof.tools.programs.ranks.LAUNCHERS) says what its copies share
+    """How the copies of ``cmd`` run: one after another by default; ``jobs`` at once where the user
+    asks, unless the copies would share a port the command line fixes."""
+    # the launcher's row (kprof.tools.programs.ranks.LAUNCHERS) says what its copies share
+    row = launcher(cmd)
     port = fixed_port(cmd)
     if row is not None and port is not None:
         return Schedule(1, f"one after another: the command fixes {row.name}'s rendezvous port ({port}), which copies "
@@ -96,8 +103,9 @@ def free_port() -> int:
 
 
 def copy_env(cmd: list[str]) -> dict[str, str]:
-    """What one copy's environment gains besides its own TMPDIR: a rendezvous port of its own through the launcher's
-    own variable (torchrun's ``PET_MASTER_PORT``) where the command line sets none."""
+    """What one copy's environment gains besides its own TMPDIR: a rendezvous port of its own
+    through the launcher's own variable (torchrun's ``PET_MASTER_PORT``) where the command line sets
+    none."""
     row = launcher(cmd)
     if row is not None and row.port_env and fixed_port(cmd) is None:
         return {row.port_env: str(free_port())}
@@ -106,7 +114,8 @@ def copy_env(cmd: list[str]) -> dict[str, str]:
 
 @contextlib.contextmanager
 def own(program: Program) -> Iterator[Program]:
-    """``program`` as one copy runs it: its own temporary folder (removed after) and its own rendezvous."""
+    """``program`` as one copy runs it: its own temporary folder (removed after) and its own
+    rendezvous."""
     folder = tempfile.mkdtemp(prefix="kprof-copy-")
     try:
         env = {**program.env, **copy_env(list(program.cmd)), "TMPDIR": folder}
@@ -116,7 +125,8 @@ def own(program: Program) -> Iterator[Program]:
 
 
 def died_of_memory(result: ToolResult) -> bool:
-    """Whether a copy's run ended because the GPU's memory ran out (a copy beside it may have held it)."""
+    """Whether a copy's run ended because the GPU's memory ran out (a copy beside it may have held
+    it)."""
     if result.status in ("clean", "findings"):
         return False
     text = f"{result.message}\n{result.log}".lower()

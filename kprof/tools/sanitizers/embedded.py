@@ -1,6 +1,6 @@
-"""Kernels whose CUDA source is a string in the user's Python file: the line a tool reports is a line
-of that string, in a file that is gone or never was. Pure but for reading the user's files (capped,
-regular files only, parsed with :mod:`ast`, never run).
+"""Kernels whose CUDA source is a string in the user's Python file: the line a tool reports is a
+line of that string, in a file that is gone or never was. Pure but for reading the user's files
+(capped, regular files only, parsed with :mod:`ast`, never run).
 
 - CuPy's ``RawKernel`` and ``RawModule`` write the string to ``<temporary dir>/<hash>.cubin.cu``,
   compile it and delete the folder: a finding at ``/tmp/tmpw770smz0/d964...cubin.cu:5`` (recorded on
@@ -12,9 +12,9 @@ regular files only, parsed with :mod:`ast`, never run).
 :func:`locate` finds the string literal that defines the kernel (``__global__`` and the kernel's
 name in it) among the Python files of the launch's host stack (not their neighbours: a file beside
 them may define another kernel of the same name), and maps the line: a triple-quoted literal keeps
-the source's lines, so line ``n`` of the source is the literal's first line plus ``n - 1``. A literal
-whose lines do not match its text (escaped newlines, implicit concatenation) is named without a line
-inside it.
+the source's lines, so line ``n`` of the source is the literal's first line plus ``n - 1``. A
+literal whose lines do not match its text (escaped newlines, implicit concatenation) is named
+without a line inside it.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ class Located:
 
 
 def locate(reported: str | None, line: int | None, kernel: str | None, stack_files: Iterable[str]) -> Located | None:
-    """Where in the user's Python files the kernel's source is, when the tool reported a file that is
-    not there; None when the reported file exists, or no single string literal defines the kernel."""
+    """Where in the user's Python files the kernel's source is, when the tool reported a file that
+    is not there; None when the reported file exists, or no single string literal defines the
+    kernel."""
     if not reported or not kernel or inputs.regular_file_error(Path(reported)) is None:
         return None
     name = _bare_name(kernel)
@@ -82,7 +83,8 @@ def _literals(path: str, name: str) -> list[ast.Constant]:
 
 
 def _strings(path: str) -> tuple[ast.Constant, ...]:
-    """Every string literal of a Python file holding ``__global__``; none when it cannot be read or parsed."""
+    """Every string literal of a Python file holding ``__global__``; none when it cannot be read or
+    parsed."""
     try:
         info = Path(path).stat()
     except (OSError, ValueError):
@@ -109,8 +111,9 @@ def _parsed(path: str, mtime_ns: int, size: int) -> tuple[ast.Constant, ...]:
 
 def generated_by_torch(reported: str | None) -> str | None:
     """A note for a finding in the file torch's ``cpp_extension.load_inline`` wrote from its
-    ``cuda_sources`` (``<build dir>/cuda.cu``, beside the ``build.ninja`` it builds with); None for any
-    other file. The file exists, so the line stays; the user's source is the string they passed."""
+    ``cuda_sources`` (``<build dir>/cuda.cu``, beside the ``build.ninja`` it builds with); None for
+    any other file. The file exists, so the line stays; the user's source is the string they
+    passed."""
     if not reported:
         return None
     path = Path(reported)
@@ -121,10 +124,10 @@ def generated_by_torch(reported: str | None) -> str | None:
 
 
 def missing(reported: str | None, line: int | None, launch: str | None) -> Located | None:
-    """A finding in a file that is not there and holds no string of the user's: CuPy's temporary copy
-    of a kernel it generated (``ElementwiseKernel``, ``ReductionKernel``: ``<tmp>/<hash>.cubin.cu``) is
-    moved to the user's call that launched it; another file (an NVRTC program's name) stays, said not to
-    be a file here. None where the file exists."""
+    """A finding in a file that is not there and holds no string of the user's: CuPy's temporary
+    copy of a kernel it generated (``ElementwiseKernel``, ``ReductionKernel``:
+    ``<tmp>/<hash>.cubin.cu``) is moved to the user's call that launched it; another file (an NVRTC
+    program's name) stays, said not to be a file here. None where the file exists."""
     if not reported or inputs.regular_file_error(Path(reported)) is None:
         return None
     where = f"{reported}:{line}" if line else reported
@@ -141,9 +144,9 @@ def missing(reported: str | None, line: int | None, launch: str | None) -> Locat
 def place(reported: str | None, line: int | None, kernel: str | None, stack_files: Iterable[str],
           launch: str | None) -> Located | None:
     """Where a finding in ``reported:line`` belongs, with the note that says why, or None where the
-    tool's place stands as it is: the string in the user's file that holds the kernel (:func:`locate`),
-    else torch's generated extension file (:func:`generated_by_torch`), else a file that is not there
-    (:func:`missing`)."""
+    tool's place stands as it is: the string in the user's file that holds the kernel
+    (:func:`locate`), else torch's generated extension file (:func:`generated_by_torch`), else a
+    file that is not there (:func:`missing`)."""
     found = locate(reported, line, kernel, stack_files)
     if found is not None:
         return found

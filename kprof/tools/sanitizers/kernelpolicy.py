@@ -1,17 +1,18 @@
-"""Which kernels of a user's program each compute-sanitizer tool checks: the user's kernels first. Pure.
+"""Which kernels of a user's program each compute-sanitizer tool checks: the user's kernels first.
+Pure.
 
 A program's tests call libraries whose kernels the user did not write: cuBLAS's GEMMs, cuDNN's
-convolutions, CUTLASS, NCCL, PyTorch's own ATen kernels, CUB, Thrust and cuRAND. racecheck and synccheck
-instrument every shared-memory access and barrier of a kernel, and on a library's large GEMM they cost
-most of a suite's time (racecheck on one 2048^3 SGEMM: 55.8 s of an 80.7 s suite on an H200) while they
-can only report the library's own hazards, which the user cannot fix. memcheck and initcheck stay on for
-every kernel: they catch what the user hands a library (a pointer past an allocation, an input nothing
-wrote).
+convolutions, CUTLASS, NCCL, PyTorch's own ATen kernels, CUB, Thrust and cuRAND. racecheck and
+synccheck instrument every shared-memory access and barrier of a kernel, and on a library's large
+GEMM they cost most of a suite's time (racecheck on one 2048^3 SGEMM: 55.8 s of an 80.7 s suite on
+an H200) while they can only report the library's own hazards, which the user cannot fix. memcheck
+and initcheck stay on for every kernel: they catch what the user hands a library (a pointer past an
+allocation, an input nothing wrote).
 
 So by default, for a program or a test suite (never a spec: its kernel is the user's), racecheck and
 synccheck skip the kernels whose mangled name is a library's (:data:`LIBRARIES`, compute-sanitizer's
-``--kernel-name-exclude regex=``), and the report counts and names what they skipped, from the launch
-tally's names (:func:`skipped`). ``--all-kernels`` checks everything.
+``--kernel-name-exclude regex=``), and the report counts and names what they skipped, from the
+launch tally's names (:func:`skipped`). ``--all-kernels`` checks everything.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuB
 @dataclass(frozen=True)
 class Library:
     name: str
-    prefixes: tuple[str, ...]  # regular expressions, each found at the start of a kernel's mangled name
+    # regular expressions, each found at the start of a kernel's mangled name
+    prefixes: tuple[str, ...]
 
     @property
     def pattern(self) -> str:
@@ -39,12 +41,14 @@ class Library:
         return "^(" + "|".join(self.prefixes) + ")"
 
     def less(self, prefix: str | None) -> Library:
-        """The library without one of its prefixes (its kernels a tool checks all the same: :func:`checks_anyway`)."""
+        """The library without one of its prefixes (its kernels a tool checks all the same:
+        :func:`checks_anyway`)."""
         return replace(self, prefixes=tuple(p for p in self.prefixes if p != prefix))
 
 
 LIBRARIES: tuple[Library, ...] = (
-    # cuBLAS and cuBLASLt: Hopper's nvjet GEMMs, the xmma/sm90 kernels, the named SGEMM families, GEMV
+    # cuBLAS and cuBLASLt: Hopper's nvjet GEMMs, the xmma/sm90 kernels, the named SGEMM families,
+    # GEMV
     Library("cuBLAS", ("nvjet_", r"sm\d+_xmma_", "cublas", "_ZN8cublasLt", "(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm",
                        r"_Z\d+gemv", r"_Z\d+gemmk", r"_Z\d+splitKreduce", r"_ZN\d+cublas")),
     Library("cuDNN", ("cudnn", r"_ZN\d+cudnn", "_ZN5cudnn", r"sm\d+_xmma_(fprop|dgrad|wgrad)", "xmma_cudnn")),
@@ -52,54 +56,62 @@ LIBRARIES: tuple[Library, ...] = (
     Library("NCCL", ("ncclKernel", "ncclDevKernel", r"_Z\d+ncclKernel", r"_Z\d+ncclDevKernel")),
     Library("PyTorch", ("_ZN2at", "_ZN3c10", "_ZN7pytorch_flash", "_ZN5torch", r"_ZN\d+at_cuda_detail")),
     Library("CUB/Thrust", ("_ZN3cub", "_ZN6thrust", "_ZN4cuda3std")),
-    Library("cuRAND", (r"_Z\d+(init_curand|execute_dist|generate_seed_pseudo)",)),  # CuPy's and others' random arrays
+    # CuPy's and others' random arrays
+    Library("cuRAND", (r"_Z\d+(init_curand|execute_dist|generate_seed_pseudo)",)),
 )  # fmt: skip
 _COMPILED = tuple((lib.name, re.compile(lib.pattern)) for lib in LIBRARIES)
-# The same libraries by a demangled name (a tool's record names the device function, sometimes demangled).
+# The same libraries by a demangled name (a tool's record names the device function, sometimes
+# demangled).
 _DEMANGLED = (("PyTorch", re.compile(r"^(void )?(at|c10|pytorch_flash|torch)::")),
               ("CUTLASS", re.compile(r"^(void )?cutlass::")), ("CUB/Thrust", re.compile(r"^(void )?(cub|thrust)(::|_)")),
               ("NCCL", re.compile(r"^(void )?nccl")), ("cuDNN", re.compile(r"^(void )?cudnn")))
-# Kernels whose stores initcheck does not see: cuBLAS's nvjet GEMMs on Hopper and later store their result
-# through TMA. Measured on an H200 (compute-sanitizer 2025.3.1 and 2026.4.0, examples/gemm_initcheck.py): a half
-# GEMM (nvjet_sm90_hsh_...) into torch.empty, then .float() of its result: uninitialized reads in PyTorch's copy
-# kernel; the same GEMM into torch.zeros, or a float32 one (sm80_xmma_...): none; the results right each time.
+# Kernels whose stores initcheck does not see: cuBLAS's nvjet GEMMs on Hopper and later store their
+# result through TMA. Measured on an H200 (compute-sanitizer 2025.3.1 and 2026.4.0,
+# examples/gemm_initcheck.py): a half GEMM (nvjet_sm90_hsh_...) into torch.empty, then .float() of
+# its result: uninitialized reads in PyTorch's copy kernel; the same GEMM into torch.zeros, or a
+# float32 one (sm80_xmma_...): none; the results right each time.
 UNSEEN_WRITERS = re.compile(r"^nvjet_sm(9\d|1\d\d)")
-# racecheck and cuBLAS's TMA GEMMs (nvjet_*) before compute-sanitizer 2026.4. Measured on an H200 (driver 580.159.04,
-# 787eb2f, gpu-check.sh racelib: examples/gemm_initcheck.py --out linear in half precision): 2025.3.1 checking the
-# GEMM reports a WAR hazard inside it (512 hazards) that 2026.4.0 does not report on the same launch; 2025.3.1 with
-# the GEMM excluded (--kernel-name-exclude) fails ("Internal Sanitizer Error: The Sanitizer failed to handle a
-# hardware exception") and the program's next CUDA call returns an illegal address; 2026.4.0 is clean both ways.
-# So before 2026.4 racecheck checks them all the same (:func:`checks_anyway`) and its hazards inside them are set
+# racecheck and cuBLAS's TMA GEMMs (nvjet_*) before compute-sanitizer 2026.4. Measured on an H200
+# (driver 580.159.04, 787eb2f, gpu-check.sh racelib: examples/gemm_initcheck.py --out linear in half
+# precision): 2025.3.1 checking the GEMM reports a WAR hazard inside it (512 hazards) that 2026.4.0
+# does not report on the same launch; 2025.3.1 with the GEMM excluded (--kernel-name-exclude) fails
+# ("Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception") and the
+# program's next CUDA call returns an illegal address; 2026.4.0 is clean both ways. So before 2026.4
+# racecheck checks them all the same (:func:`checks_anyway`) and its hazards inside them are set
 # aside (:func:`tool_false_reports`).
 TMA_GEMMS = "nvjet_"  # cuBLAS's prefix for them
 RACECHECK_SEES_TMA = (2026, 4)
 NEWER_TOOL = "nvidia-cuda-sanitizer-api>=13.5.25 (compute-sanitizer 2026.4; kprof[cuda13] installs it)"
-NCCL_OVERREAD_BYTES = 16  # NCCL's known over-read (NVIDIA/nccl#265): a read up to 16 bytes past a buffer's end
-# NCCL's probe of its own kernels at its first collective (NCCL 2.28.9 with PyTorch 2.11 on an H200): an API error
-# compute-sanitizer reports on every rank, which NCCL expects and handles
+# NCCL's known over-read (NVIDIA/nccl#265): a read up to 16 bytes past a buffer's end
+NCCL_OVERREAD_BYTES = 16
+# NCCL's probe of its own kernels at its first collective (NCCL 2.28.9 with PyTorch 2.11 on an
+# H200): an API error compute-sanitizer reports on every rank, which NCCL expects and handles
 NCCL_PROBE = "cudaFuncGetAttributes -> cudaErrorNoKernelImageForDevice"
 
 
 def library_of(name: str) -> str | None:
-    """The library a kernel (or device function) belongs to, by its mangled name as the launch call names
-    it, or demangled; None: the user's."""
+    """The library a kernel (or device function) belongs to, by its mangled name as the launch call
+    names it, or demangled; None: the user's."""
     found = next((lib for lib, rx in _COMPILED if rx.search(name)), None)
     return found or next((lib for lib, rx in _DEMANGLED if rx.search(name)), None)
 
 
-# A library's own native modules: the code that launched a kernel whose name a record gives only in short (with
-# host frames only, initcheck on an H200 named PyTorch's copy kernel "unrolled_elementwise_kernel", launched from
-# libtorch_cuda.so), in the host stack saved at its launch.
+# A library's own native modules: the code that launched a kernel whose name a record gives only in
+# short (with host frames only, initcheck on an H200 named PyTorch's copy kernel
+# "unrolled_elementwise_kernel", launched from libtorch_cuda.so), in the host stack saved at its
+# launch.
 _MODULES = (("PyTorch", re.compile(r"/lib(torch|torch_cuda|torch_cpu|c10|c10_cuda)\.so")),
             ("cuBLAS", re.compile(r"/libcublas(Lt)?\.so")), ("cuDNN", re.compile(r"/libcudnn[a-z_]*\.so")),
             ("NCCL", re.compile(r"/libnccl\.so")), ("cuRAND", re.compile(r"/libcurand\.so")))
-_LAUNCH_RUNTIME = re.compile(r"/lib(cudart|cuda)\.so")  # the CUDA runtime and driver: the launch call itself
+# the CUDA runtime and driver: the launch call itself
+_LAUNCH_RUNTIME = re.compile(r"/lib(cudart|cuda)\.so")
 
 
 def launched_by(modules: Iterable[str | None]) -> str | None:
-    """The library whose code launched a kernel, from the native modules of the host stack saved at its launch
-    (innermost first): the first frame past the CUDA runtime's and driver's, when it is a library's module; None
-    for the user's code (their extension, Triton's launcher, CuPy, a Python frame). Pure."""
+    """The library whose code launched a kernel, from the native modules of the host stack saved at
+    its launch (innermost first): the first frame past the CUDA runtime's and driver's, when it is a
+    library's module; None for the user's code (their extension, Triton's launcher, CuPy, a Python
+    frame). Pure."""
     for module in modules:
         if module and _LAUNCH_RUNTIME.search(module):
             continue
@@ -108,10 +120,10 @@ def launched_by(modules: Iterable[str | None]) -> str | None:
 
 
 def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
-    """A program's findings inside a library's kernel said to be that library's (``extra.library``: not the
-    user's code, though the user's input may cause them); NCCL's known over-read of up to 16 bytes
-    (NVIDIA/nccl#265) and its probe of the kernels it carries for other GPUs (:data:`NCCL_PROBE`) set aside as a
-    note, not a finding."""
+    """A program's findings inside a library's kernel said to be that library's (``extra.library``:
+    not the user's code, though the user's input may cause them); NCCL's known over-read of up to 16
+    bytes (NVIDIA/nccl#265) and its probe of the kernels it carries for other GPUs
+    (:data:`NCCL_PROBE`) set aside as a note, not a finding."""
     out: list[Finding] = []
     notes: list[str] = []
     for f in findings:
@@ -131,8 +143,9 @@ def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
 
 
 def older(version: str, than: tuple[int, int]) -> bool:
-    """Whether a compute-sanitizer version ("2025.3.1") is older than ``than`` (year, release); an unknown one
-    ('') counts as older: the policies then keep to what the oldest measured tool needs. Pure."""
+    """Whether a compute-sanitizer version ("2025.3.1") is older than ``than`` (year, release); an
+    unknown one ('') counts as older: the policies then keep to what the oldest measured tool needs.
+    Pure."""
     parts = version.split(".")
     if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
         return True
@@ -140,15 +153,17 @@ def older(version: str, than: tuple[int, int]) -> bool:
 
 
 def checks_anyway(tool: str, version: str) -> str | None:
-    """The prefix of the library kernels a tool that skips libraries checks all the same, under this tool version:
-    racecheck before 2026.4 cannot leave cuBLAS's TMA GEMMs out without failing (:data:`TMA_GEMMS`). Pure."""
+    """The prefix of the library kernels a tool that skips libraries checks all the same, under this
+    tool version: racecheck before 2026.4 cannot leave cuBLAS's TMA GEMMs out without failing
+    (:data:`TMA_GEMMS`). Pure."""
     return TMA_GEMMS if tool == "racecheck" and older(version, RACECHECK_SEES_TMA) else None
 
 
 def exclude_args(tool: str = "", version: str = "") -> list[str]:
-    """compute-sanitizer's options that keep ``tool`` (of compute-sanitizer ``version``) off library kernels: one
-    ``--kernel-name-exclude regex=`` a library, less what it checks anyway (:func:`checks_anyway`). Which tools
-    take them is the checkers' registry's (``Needs.user_kernels``). Pure."""
+    """compute-sanitizer's options that keep ``tool`` (of compute-sanitizer ``version``) off library
+    kernels: one ``--kernel-name-exclude regex=`` a library, less what it checks anyway
+    (:func:`checks_anyway`). Which tools take them is the checkers' registry's
+    (``Needs.user_kernels``). Pure."""
     keep = checks_anyway(tool, version)
     left_out = [lib.less(keep) for lib in LIBRARIES]
     return [arg for lib in left_out if lib.prefixes for arg in ("--kernel-name-exclude", f"regex={lib.pattern}")]
@@ -160,7 +175,8 @@ class Skipped:
     kernels: tuple[tuple[str, str], ...] = ()  # (library, mangled name), in launch order
 
     def text(self, limit: int = 3) -> str:
-        """``library kernels not checked: 7 (PyTorch 5, cuBLAS 2: nvjet_sm90_tst_..., ...)``, or ''."""
+        """``library kernels not checked: 7 (PyTorch 5, cuBLAS 2: nvjet_sm90_tst_..., ...)``, or
+        ''."""
         if not self.kernels:
             return ""
         from kprof.demangle import short
@@ -175,14 +191,17 @@ class Skipped:
 
 @dataclass
 class SkipTally:
-    """What each tool that skips library kernels left out over a session's tests (the pytest plugin's summary:
-    a test that passes prints no report, so its skipped kernels are said here, never silently clean)."""
+    """What each tool that skips library kernels left out over a session's tests (the pytest
+    plugin's summary: a test that passes prints no report, so its skipped kernels are said here,
+    never silently clean)."""
 
-    kernels: dict[str, dict[str, str]] = field(default_factory=dict)  # tool -> {mangled name: library}
+    # tool -> {mangled name: library}
+    kernels: dict[str, dict[str, str]] = field(default_factory=dict)
     tests: dict[str, int] = field(default_factory=dict)  # tool -> tests with at least one left out
 
     def add(self, results: Iterable[ToolResult], skips: Callable[[str], bool]) -> None:
-        """One test's results; ``skips(tool)``: whether that tool skipped library kernels in this run."""
+        """One test's results; ``skips(tool)``: whether that tool skipped library kernels in this
+        run."""
         for r in results:
             if r.checked is None or not skips(r.tool):
                 continue
@@ -192,8 +211,8 @@ class SkipTally:
                 self.tests[r.tool] = self.tests.get(r.tool, 0) + 1
 
     def text(self) -> str:
-        """``racecheck left out 23 library kernels in 15 tests (PyTorch 17, cuBLAS 4, cuDNN 2); synccheck ...``,
-        or '' when none was left out."""
+        """``racecheck left out 23 library kernels in 15 tests (PyTorch 17, cuBLAS 4, cuDNN 2);
+        synccheck ...``, or '' when none was left out."""
         parts = []
         for tool, names in self.kernels.items():
             counts: dict[str, int] = {}
@@ -205,8 +224,8 @@ class SkipTally:
 
 
 def skipped(names: Iterable[str], skips: bool, keep: str | None = None) -> Skipped:
-    """What a tool that ``skips`` library kernels left out of the kernels a run launched (``names``: the
-    launch tally's), but those it checks anyway (``keep``: :func:`checks_anyway`)."""
+    """What a tool that ``skips`` library kernels left out of the kernels a run launched (``names``:
+    the launch tally's), but those it checks anyway (``keep``: :func:`checks_anyway`)."""
     if not skips:
         return Skipped()
     return Skipped(tuple((lib, n) for n in dict.fromkeys(names)
@@ -214,7 +233,8 @@ def skipped(names: Iterable[str], skips: bool, keep: str | None = None) -> Skipp
 
 
 def applied(checked: Coverage | None, skips: bool, keep: str | None = None) -> Coverage | None:
-    """What a run launched (``checked``), with what a tool that ``skips`` library kernels left out of it."""
+    """What a run launched (``checked``), with what a tool that ``skips`` library kernels left out
+    of it."""
     if checked is None:
         return None
     left_out = skipped(checked.names, skips, keep).text()
@@ -222,9 +242,10 @@ def applied(checked: Coverage | None, skips: bool, keep: str | None = None) -> C
 
 
 def unseen_writes(result: ToolResult, names: Iterable[str]) -> ToolResult:
-    """initcheck's reads inside a library's kernel, in a process that also ran a kernel whose stores initcheck
-    does not see (:data:`UNSEEN_WRITERS`), set aside as notes, not findings: the memory is most likely that
-    kernel's output, which the tool never saw written. A read in the user's own kernel stays a finding. Pure."""
+    """initcheck's reads inside a library's kernel, in a process that also ran a kernel whose stores
+    initcheck does not see (:data:`UNSEEN_WRITERS`), set aside as notes, not findings: the memory is
+    most likely that kernel's output, which the tool never saw written. A read in the user's own
+    kernel stays a finding. Pure."""
     if result.tool != "initcheck" or not result.findings:
         return result
     writer = next((n for n in names if UNSEEN_WRITERS.search(n)), None)
@@ -243,8 +264,9 @@ def unseen_writes(result: ToolResult, names: Iterable[str]) -> ToolResult:
 
 
 def tool_false_reports(result: ToolResult) -> ToolResult:
-    """racecheck's hazards inside cuBLAS's TMA GEMMs (:data:`TMA_GEMMS`) from a compute-sanitizer before 2026.4,
-    set aside as notes: that tool reports them where 2026.4 reports none on the same launches. Pure."""
+    """racecheck's hazards inside cuBLAS's TMA GEMMs (:data:`TMA_GEMMS`) from a compute-sanitizer
+    before 2026.4, set aside as notes: that tool reports them where 2026.4 reports none on the same
+    launches. Pure."""
     if result.tool != "racecheck" or not result.findings or not older(result.version, RACECHECK_SEES_TMA):
         return result
     aside = [f for f in result.findings if f.kernel and re.match(TMA_GEMMS, f.kernel)]
@@ -260,11 +282,11 @@ def tool_false_reports(result: ToolResult) -> ToolResult:
 
 
 def settle(result: ToolResult, checked: Coverage | None, skips: bool) -> ToolResult:
-    """A sanitizer's run of a program (or of one test) with what the program launched beside it: coverage
-    (:func:`kprof.tools.sanitizers.toolrun.with_coverage`), the library kernels a tool that ``skips`` them left out (less
-    those its version checks anyway), initcheck's reads of memory written where it cannot see
-    (:func:`unseen_writes`), and what the tool's version is known to report falsely (:func:`tool_false_reports`).
-    Pure."""
+    """A sanitizer's run of a program (or of one test) with what the program launched beside it:
+    coverage (:func:`kprof.tools.sanitizers.toolrun.with_coverage`), the library kernels a tool that
+    ``skips`` them left out (less those its version checks anyway), initcheck's reads of memory
+    written where it cannot see (:func:`unseen_writes`), and what the tool's version is known to
+    report falsely (:func:`tool_false_reports`). Pure."""
     keep = checks_anyway(result.tool, result.version) if skips else None
     done = tool_false_reports(with_coverage(result, applied(checked, skips, keep)))
     return unseen_writes(done, checked.names) if checked is not None else done

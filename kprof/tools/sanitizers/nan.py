@@ -1,12 +1,15 @@
-"""``nan``: the first operation of a program whose inputs were finite and whose output holds a NaN or an Inf.
+"""``nan``: the first operation of a program whose inputs were finite and whose output holds a NaN
+or an Inf.
 
-The program runs once with kprof's watcher loaded (:mod:`kprof.hooks.nan_watch`, by kprof's sitecustomize): every
-PyTorch operation (forward and backward), every Triton launch and every kprof kernel's launch is followed by a count
-of the non-finite elements it wrote; the first that wrote some, from finite inputs, is the finding, at the user's
-line that called it, with its rank, output, count and first element. Where the first non-finite value kprof saw came
-in with an operation's inputs, it was made where kprof could not watch, and the finding says so. CuPy's kernels, a
-``torch.compile`` graph's kernels and launches from C++ are not watched; the result says which of them the program
-used. A checker of programs only: a spec's outputs are already checked for NaN by ``kprof run``'s verdict.
+The program runs once with kprof's watcher loaded (:mod:`kprof.hooks.nan_watch`, by kprof's
+sitecustomize): every PyTorch operation (forward and backward), every Triton launch and every kprof
+kernel's launch is followed by a count of the non-finite elements it wrote; the first that wrote
+some, from finite inputs, is the finding, at the user's line that called it, with its rank, output,
+count and first element. Where the first non-finite value kprof saw came in with an operation's
+inputs, it was made where kprof could not watch, and the finding says so. CuPy's kernels, a
+``torch.compile`` graph's kernels and launches from C++ are not watched; the result says which of
+them the program used. A checker of programs only: a spec's outputs are already checked for NaN by
+``kprof run``'s verdict.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from kprof.tools.programs import exitcode
 from kprof.tools.sanitizers.checker import Needs, Program, Settings, SuiteChild
 from kprof.tools.sanitizers.toolrun import ToolResult
 
-# The watcher's log (kprof.hooks.nan_watch), read back here: one JSON object a line, written by the program's
-# processes (one a rank); a line that is not one is skipped.
+# The watcher's log (kprof.hooks.nan_watch), read back here: one JSON object a line, written by the
+# program's processes (one a rank); a line that is not one is skipped.
 MAX_LOG_BYTES = 16 * 1024 * 1024
 
 
@@ -43,12 +46,14 @@ class FirstNonFinite:
     total: int
     first_index: tuple[int, ...]
     first_value: str  # nan, inf, -inf
-    inputs_finite: bool  # False: the inputs held non-finite values already (made where kprof did not watch)
+    # False: the inputs held non-finite values already (made where kprof did not watch)
+    inputs_finite: bool
     nonfinite_inputs: tuple[str, ...] = ()
     dtype: str = ""
     shape: tuple[int, ...] = ()
     rank: int | None = None
-    backward_of: str = ""  # the autograd node running it (SqrtBackward0): the op is part of a backward pass
+    # the autograd node running it (SqrtBackward0): the op is part of a backward pass
+    backward_of: str = ""
     definition: str = ""  # a Triton or kprof kernel's source line
     stack: tuple[str, ...] = ()
     seen: int = 0  # operations and launches watched before it
@@ -208,8 +213,9 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
 
 
 class NanDetector:
-    """The first non-finite output as a checker (:class:`kprof.tools.sanitizers.checker.Checker`): no sanitizer,
-    programs only, named to run (not among a program's ``all``: it is a question of values, not of memory)."""
+    """The first non-finite output as a checker (:class:`kprof.tools.sanitizers.checker.Checker`):
+    no sanitizer, programs only, named to run (not among a program's ``all``: it is a question of
+    values, not of memory)."""
 
     name = NAME
     summary = "kprof's own: the first operation whose finite inputs gave a NaN or an Inf, at the line that called it"

@@ -1,7 +1,8 @@
-"""compute-sanitizer's XML read into findings: the records (parsed once, pulled in pieces, capped), each
-kind of record (memcheck's accesses, leaks and API errors, racecheck's hazards joined to their analyses,
-initcheck, synccheck) decoded into a :class:`kprof.findings.Finding`, with the nearest allocation, the user's
-line under a CUDA header and the launch site. Pure functions of the text: :mod:`kprof.tools.sanitizers.compute_sanitizer`
+"""compute-sanitizer's XML read into findings: the records (parsed once, pulled in pieces, capped),
+each kind of record (memcheck's accesses, leaks and API errors, racecheck's hazards joined to their
+analyses, initcheck, synccheck) decoded into a :class:`kprof.findings.Finding`, with the nearest
+allocation, the user's line under a CUDA header and the launch site. Pure functions of the text:
+:mod:`kprof.tools.sanitizers.compute_sanitizer`
 runs the tool and hands its XML here."""
 
 from __future__ import annotations
@@ -27,16 +28,18 @@ def parse_xml(text: str, tool: str, allocations: Sequence[Allocation] | None = N
 
     ``allocations`` is kprof's own record of a spec's buffers (it names the buffer an address hit);
     ``tool_text`` is what the tool printed beside the XML, whose "N bytes after the nearest
-    allocation" lines (absent from the XML) describe the allocation a program's access missed. At most
+    allocation" lines (absent from the XML) describe the allocation a program's access missed. At
+    most
     :data:`MAX_RECORDS` records are read; a note says how many more the report holds."""
     recs = read_records(text, MAX_RECORDS)
     findings, notes = parse_records(recs, tool, allocations, tool_text)
     return findings, notes + unread_note(text, len(recs))
 
 
-# Records read from one report. Each costs about 0.3 ms to place (its host stack, the user's line, the kernel's
-# name); a report of 200,000 distinct out-of-bounds records took 45 s. Past the cap the records are counted, not
-# read: a report that long repeats a few mistakes at many addresses, and kprof folds those by place anyway.
+# Records read from one report. Each costs about 0.3 ms to place (its host stack, the user's line,
+# the kernel's name); a report of 200,000 distinct out-of-bounds records took 45 s. Past the cap the
+# records are counted, not read: a report that long repeats a few mistakes at many addresses, and
+# kprof folds those by place anyway.
 MAX_RECORDS = 20_000
 
 
@@ -111,8 +114,9 @@ def parse_records(recs: list[ET.Element], tool: str, allocations: Sequence[Alloc
 
 
 def _proxy_places(findings: list[Finding]) -> list[Finding]:
-    """Every hazard at a place (kernel and both lines) where one record showed a missing proxy fence (a thread
-    against itself) says so: of 10,000 such records from 2026.4 on an H200, 44 paired a thread with itself."""
+    """Every hazard at a place (kernel and both lines) where one record showed a missing proxy fence
+    (a thread against itself) says so: of 10,000 such records from 2026.4 on an H200, 44 paired a
+    thread with itself."""
     def place(f: Finding) -> tuple[Any, ...]:
         return (f.kernel, f.line, f.other.line if f.other else None)
 
@@ -129,15 +133,16 @@ _AFTER_A_FAULT = ("CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_ADDRESS", "cud
                   "cudaErrorIllegalAddress")
 
 
-# The driver's entry-point lookups: cuda-bindings 13 asks cuGetProcAddress for every versioned symbol it
-# knows, and those the driver lacks come back CUDA_ERROR_INVALID_VALUE or NOT_FOUND. Seen under memcheck
-# on an H200 (driver 580.159.04): 34 such records from a correct cuda-python launch.
+# The driver's entry-point lookups: cuda-bindings 13 asks cuGetProcAddress for every versioned
+# symbol it knows, and those the driver lacks come back CUDA_ERROR_INVALID_VALUE or NOT_FOUND. Seen
+# under memcheck on an H200 (driver 580.159.04): 34 such records from a correct cuda-python launch.
 _LOOKUPS = ("cuGetProcAddress",)
 _NOT_THERE = ("CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_NOT_FOUND")
 
 
 def read_records(text: str, cap: int | None = None) -> list[ET.Element]:
-    """The report's records, in order; with ``cap``, the first ``cap`` of them, the rest of the text not parsed."""
+    """The report's records, in order; with ``cap``, the first ``cap`` of them, the rest of the text
+    not parsed."""
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     out: list[ET.Element] = []
     root: ET.Element | None = None
@@ -147,7 +152,8 @@ def read_records(text: str, cap: int | None = None) -> list[ET.Element]:
         for at in range(0, max(len(text), 1), step):
             parser.feed(text[at:at + step])
             for pair in parser.read_events():
-                event, elem = cast(tuple[str, ET.Element], pair)  # start and end events carry elements
+                # start and end events carry elements
+                event, elem = cast(tuple[str, ET.Element], pair)
                 depth += 1 if event == "start" else -1
                 if root is None:
                     root = elem
@@ -167,8 +173,9 @@ def read_records(text: str, cap: int | None = None) -> list[ET.Element]:
     return out
 
 
-# A record of the tool's own failure: on an H200 (2025.3.1), racecheck with library kernels excluded wrote
-# "Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception." in a half nn.Linear test
+# A record of the tool's own failure: on an H200 (2025.3.1), racecheck with library kernels excluded
+# wrote "Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception." in a half
+# nn.Linear test
 INTERNAL_ERROR = "Internal Sanitizer Error"
 
 
@@ -184,21 +191,24 @@ def _other(rec: ET.Element, tool: str, kind: str, allocations: Sequence[Allocati
                    message=rec.findtext("what/text") or f"unrecognised record <{kind}>")
 
 
-# The tool's own warnings: initcheck's "Error buffer overflow has been detected. Some records have been dropped"
-# (a launch with more errors than the tool's device buffer holds: 257 of 524,289 on an H200), said as a note.
+# The tool's own warnings: initcheck's "Error buffer overflow has been detected. Some records have
+# been dropped" (a launch with more errors than the tool's device buffer holds: 257 of 524,289 on an
+# H200), said as a note.
 _WARNINGS = {"Error buffer overflow": "{tool}'s error buffer overflowed in a launch: records past it were dropped "
                                       "(those kept show the same kind of access)"}
 
 
 def _tool_warning(rec: ET.Element, tool: str) -> str:
-    """A note for a record of the tool's own warning (kind ``Sanitizer``, level ``Warning``): not the program's."""
+    """A note for a record of the tool's own warning (kind ``Sanitizer``, level ``Warning``): not
+    the program's."""
     text = (rec.findtext("what/error") or rec.findtext("what/text") or "").strip()
     said = next((v for k, v in _WARNINGS.items() if text.startswith(k)), None)
     return said.format(tool=tool) if said else f"{tool} warned: {text[:300]}"
 
 
 def _internal(rec: ET.Element, tool: str) -> Finding | None:
-    """The tool's own failure (:data:`INTERNAL_ERROR`), whatever the record's kind; None for any other record."""
+    """The tool's own failure (:data:`INTERNAL_ERROR`), whatever the record's kind; None for any
+    other record."""
     text = rec.findtext("what/text") or ""
     if not text.startswith(INTERNAL_ERROR):
         return None
@@ -208,8 +218,9 @@ def _internal(rec: ET.Element, tool: str) -> Finding | None:
 
 
 def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
-    """The kernel's name demangled, the launch site in the user's files, and the allocation an access
-    missed (from the tool's text) where kprof's own allocation record does not name a buffer."""
+    """The kernel's name demangled, the launch site in the user's files, and the allocation an
+    access missed (from the tool's text) where kprof's own allocation record does not name a
+    buffer."""
     stack = hostframes.frames(rec)
     kernel = demangle(f.kernel) if f.kernel else None
     site = hostframes.launch_site(stack)
@@ -217,20 +228,23 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     detail, kind = f.detail, f.kind
     if f.address is not None and f.address in nearest and (f.buffer is None or _PERMISSION.match(nearest[f.address])):
         detail = nearest[f.address]
-        if _PERMISSION.match(detail):  # the XML's record reads as any invalid write; the text says why
+        # the XML's record reads as any invalid write; the text says why
+        if _PERMISSION.match(detail):
             kind = "invalid-access"
-    grid = _int(rec.findtext(".//gridid"))  # racecheck's hazards carry it; memcheck stops at its first faulting launch
+    # racecheck's hazards carry it; memcheck stops at its first faulting launch
+    grid = _int(rec.findtext(".//gridid"))
     grids = frozenset({grid}) if grid is not None else frozenset()
-    by = kernelpolicy.launched_by(fr.module for fr in stack)  # a library's kernel its record names in short
+    # a library's kernel its record names in short
+    by = kernelpolicy.launched_by(fr.module for fr in stack)
     extra = replace(f.extra, launched_by=by) if by else f.extra
     f = replace(f, kind=kind, kernel=kernel, launch=launch, detail=detail, grids=grids, extra=extra)
     return _in_user_source(f, [fr.path for fr in stack if fr.path and hostframes.is_user_file(fr.path)])
 
 
 def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | None:
-    """A C++ program's launch site: ``/src/vecadd.cu:7 (launch in vecadd)`` where the binary has host
-    line information (``-g``, through addr2line), else ``launch in vecadd``; None without a frame of
-    the user's own module."""
+    """A C++ program's launch site: ``/src/vecadd.cu:7 (launch in vecadd)`` where the binary has
+    host line information (``-g``, through addr2line), else ``launch in vecadd``; None without a
+    frame of the user's own module."""
     from kprof.tools.programs import addr2line
 
     frame = hostframes.native_site(stack, kernel)
@@ -249,9 +263,10 @@ def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | N
 
 
 def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
-    """A finding in a file that is not there (CuPy's deleted temporary file, NVRTC's program name) or
-    that a library generated, placed where the user's source is (:func:`kprof.tools.sanitizers.embedded.place`), with a
-    note; where it moved, the tool's own place is kept in ``extra.reported_at``."""
+    """A finding in a file that is not there (CuPy's deleted temporary file, NVRTC's program name)
+    or that a library generated, placed where the user's source is
+    (:func:`kprof.tools.sanitizers.embedded.place`), with a note; where it moved, the tool's own
+    place is kept in ``extra.reported_at``."""
     from kprof.tools.sanitizers import embedded
 
     found = embedded.place(f.file, f.line, f.kernel, stack_files, f.launch)
@@ -261,15 +276,16 @@ def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
     other = f.other
     if (found.path, found.line) != (f.file, f.line):
         extra = replace(extra, reported_at=f"{f.file}:{f.line}" if f.line else str(f.file))
-        if other is not None and other.file == f.file:  # the race's other side is in the same string
+        # the race's other side is in the same string
+        if other is not None and other.file == f.file:
             moved = embedded.locate(other.file, other.line, f.kernel, stack_files)
             if moved is not None:
                 other = replace(other, file=moved.path, line=moved.line)
     return replace(f, file=found.path, line=found.line, other=other, extra=extra)
 
 
-# memcheck under NVTX memory permissions: "Address 0x... is not writable", "... is not readable/writable
-# with atomic operations"
+# memcheck under NVTX memory permissions: "Address 0x... is not writable", "... is not
+# readable/writable with atomic operations"
 _PERMISSION = re.compile(r"not (?:readable/writable with atomic operations|readable|writable)")
 _NOT_ALLOWED = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is (" + _PERMISSION.pattern + r")[ \t]*$")
 _OUT_OF_BOUNDS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is out of bounds[ \t]*$")
@@ -288,9 +304,10 @@ def permission_detail(what: str) -> str:
 
 
 def nearest_allocations(text: str) -> dict[int, str]:
-    """address -> what memcheck's text output says of it and its XML does not: "4 bytes past the end of a
-    4,000-byte allocation at 0x...", in the device heap (freed, where it says so), or not writable under
-    the program's NVTX permissions (read line by line: linear in the text, whatever it holds)."""
+    """address -> what memcheck's text output says of it and its XML does not: "4 bytes past the end
+    of a 4,000-byte allocation at 0x...", in the device heap (freed, where it says so), or not
+    writable under the program's NVTX permissions (read line by line: linear in the text, whatever
+    it holds)."""
     out: dict[int, str] = {}
     address: str | None = None
     for line in text.splitlines():
@@ -316,8 +333,8 @@ def _nearest(out: dict[int, str], address: str, distance: str, side: str, base: 
     out[int(address, 16)] = f"{where} of a {nbytes:,}-byte allocation at {base} (the nearest one)"
 
 
-# A number from the XML, or None when it is missing, not a number, or outside 64 bits unsigned (a damaged
-# report loses a field, not the whole report).
+# A number from the XML, or None when it is missing, not a number, or outside 64 bits unsigned (a
+# damaged report loses a field, not the whole report).
 _int = inputs.report_uint
 
 
@@ -333,9 +350,10 @@ def _where(rec: ET.Element, path: str = "where") -> tuple[str | None, str | None
 
 
 def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, Extra]:
-    """The record's location, moved to the user's call where the tool stopped inside a CUDA header (an
-    inlined intrinsic: ``__syncwarp``, ``__shfl_sync``, an atomic): the first device frame outside the
-    toolkit's headers (``--show-backtrace device``). The header's place is kept in ``extra.reported_at``."""
+    """The record's location, moved to the user's call where the tool stopped inside a CUDA header
+    (an inlined intrinsic: ``__syncwarp``, ``__shfl_sync``, an atomic): the first device frame
+    outside the toolkit's headers (``--show-backtrace device``). The header's place is kept in
+    ``extra.reported_at``."""
     from kprof.tools.programs.hostframes import is_cuda_header
 
     func, path, line = _where(rec)
@@ -343,7 +361,8 @@ def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, Ex
         return func, path, line, Extra()
     for frame in rec.findall("deviceStack/frame"):
         fpath = frame.findtext("path")
-        if fpath and not is_cuda_header(fpath):  # the tool's own place kept as _in_user_source keeps it
+        # the tool's own place kept as _in_user_source keeps it
+        if fpath and not is_cuda_header(fpath):
             return frame.findtext("func"), fpath, _int(frame.findtext("line")), Extra(
                 reported_at=f"{path}:{line}", inlined=f"{func} at {Path(str(path)).name}:{line}")
     return func, path, line, Extra()
@@ -351,12 +370,14 @@ def _where_user(rec: ET.Element) -> tuple[str | None, str | None, int | None, Ex
 
 def _memcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> Finding:
     func, path, line, extra = _where_user(rec)
-    exception = rec.findtext("what/exception") or ""  # a hardware exception's name: "Out-of-range shared or local address"
+    # a hardware exception's name: "Out-of-range shared or local address"
+    exception = rec.findtext("what/exception") or ""
     text = rec.findtext("what/text") or ""
     error = (rec.findtext("what/error") or exception or text).lower()
     direction = (rec.findtext("what/direction") or "").lower()
     space = rec.findtext("what/space") or ""
-    permission = _PERMISSION.search(error) or _PERMISSION.search(text)  # NVTX memory permissions the program set
+    # NVTX memory permissions the program set
+    permission = _PERMISSION.search(error) or _PERMISSION.search(text)
     if rec.findtext("kind") == "Imprecise" or "exception" in error:
         kind = "hardware-exception"
         if not text.strip() and exception:
@@ -410,8 +431,9 @@ def _hazard(rec: ET.Element, tool: str) -> Finding:
     detail = f"{a0} at line {l0}, then {a1} at line {l1} by another thread, no barrier between"
     same = t0 is not None and t1 is not None and _dim3(t0.find("threadIdx")) == _dim3(t1.find("threadIdx"))
     if same or PROXY_FENCE in " ".join(rec.itertext()):
-        # 2026.4 prints "Potential WAW hazard detected (missing fence.proxy.async.shared)" but its XML says only
-        # "Potential WAW hazard detected"; a thread races itself only through an asynchronous copy
+        # 2026.4 prints "Potential WAW hazard detected (missing fence.proxy.async.shared)" but its
+        # XML says only "Potential WAW hazard detected"; a thread races itself only through an
+        # asynchronous copy
         detail = PROXY_DETAIL.format(a0=a0, l0=l0, a1=a1, l1=l1)
     return Finding(tool, kind, f0, p0, l0, thread=_dim3(t0.find("threadIdx")) if t0 is not None else None,
                    block=_dim3(rec.find("what/common/blockIdx")), count=1, message=rec.findtext("what/text") or "hazard",
@@ -445,7 +467,8 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
 
     out = []
     used: set[int] = set()
-    waiting: dict[tuple[Any, ...], list[int]] = {}  # (kernel, lines) -> hazards not yet joined, first first
+    # (kernel, lines) -> hazards not yet joined, first first
+    waiting: dict[tuple[Any, ...], list[int]] = {}
     for i, h in enumerate(hazards):
         waiting.setdefault((h.kernel, tuple(sorted(h.lines()))), []).append(i)
     for key in waiting:
@@ -482,9 +505,11 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
     text = rec.findtext("what/text") or ""
     kind_text = rec.findtext("what/type") or ""
     low = (text + " " + kind_text).lower()
-    if "invalid argument" in low:  # __syncwarp(mask) or a *_sync intrinsic whose mask leaves out a calling lane
+    # __syncwarp(mask) or a *_sync intrinsic whose mask leaves out a calling lane
+    if "invalid argument" in low:
         kind = "invalid-warp-sync"
-    elif "already initialized" in low or "invalidate before" in low:  # 2026.4: an mbarrier initialised twice
+    # 2026.4: an mbarrier initialised twice
+    elif "already initialized" in low or "invalidate before" in low:
         kind = "sync-error"
     elif "divergent" in low or ("barrier" in low and "warp" not in kind_text.lower()):
         kind = "barrier-divergence"
@@ -518,7 +543,8 @@ _TOOL_OF_KIND = {"Precise": "memcheck", "Imprecise": "memcheck", "Leak": "memche
 
 
 def infer_tool(text: str) -> str | None:
-    """The tool that wrote an XML report, from its records' kinds (None for a clean report or API errors only)."""
+    """The tool that wrote an XML report, from its records' kinds (None for a clean report or API
+    errors only)."""
     return tool_of(read_records(text, MAX_RECORDS))
 
 

@@ -1,9 +1,9 @@
 """One tool run's outcome (:class:`ToolResult`) and how a finished child is classified: pure.
 
 Shared by the compute-sanitizer tools (:mod:`kprof.sanitize`) and kprof's own values detector
-(:mod:`kprof.tools.sanitizers.values`), so neither imports the other. :func:`classify` decides what a run means
-from the child's exit, its result file and the findings: clean, findings, a timeout, a target
-that failed with nothing found, or a tool that failed; it is tested on recorded outputs.
+(:mod:`kprof.tools.sanitizers.values`), so neither imports the other. :func:`classify` decides what
+a run means from the child's exit, its result file and the findings: clean, findings, a timeout, a
+target that failed with nothing found, or a tool that failed; it is tested on recorded outputs.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ class ToolResult:
     _: KW_ONLY  # the rest by name
     notes: list[str] = field(default_factory=list)
     log: str = ""
-    checked: Coverage | None = None  # what the run covered: launches, kernels with line information, pools
+    # what the run covered: launches, kernels with line information, pools
+    checked: Coverage | None = None
     version: str = ""  # the compute-sanitizer that checked it (2025.3.1), where kprof asked it
 
     @property
@@ -45,8 +46,9 @@ class ToolResult:
         return self.status in ("clean", "findings")
 
     def summary(self) -> dict[str, object]:
-        """What JSON says of the run: the last lines the target and the tool printed travel with any run
-        that was not clean (the text report shows them too), so a failed program is explained there."""
+        """What JSON says of the run: the last lines the target and the tool printed travel with any
+        run that was not clean (the text report shows them too), so a failed program is explained
+        there."""
         return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
                 "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes,
                 "checked": self.checked.to_dict() if self.checked else None, "version": self.version,
@@ -96,7 +98,8 @@ def classify_program(tool: str, done: proc.Completed, status: Status | None, fin
         return ToolResult(tool, "findings", findings, done.seconds, "", notes=notes, log=log)
     unseen = NOTHING_INSTRUMENTED in done.stdout or NOTHING_INSTRUMENTED in done.stderr
     code = None if status is None else status.returncode
-    if status is not None and code != 0:  # the program's own failure comes first: it is what the user must fix
+    # the program's own failure comes first: it is what the user must fix
+    if status is not None and code != 0:
         how = status.how()
         before = " before any CUDA call" if unseen else ""
         return ToolResult(tool, "target-error", [], done.seconds,
@@ -118,8 +121,9 @@ def classify_program(tool: str, done: proc.Completed, status: Status | None, fin
 
 
 def with_coverage(result: ToolResult, checked: Coverage | None) -> ToolResult:
-    """A tool's run of a program with what the program launched beside it (:mod:`kprof.tools.programs.coverage`): a
-    run that would be clean while the program launched no kernel is NOT CHECKED, never clean. Pure."""
+    """A tool's run of a program with what the program launched beside it
+    (:mod:`kprof.tools.programs.coverage`): a run that would be clean while the program launched no
+    kernel is NOT CHECKED, never clean. Pure."""
     if checked is None:
         return result
     if result.status == "clean" and checked.saw_nothing:

@@ -73,7 +73,8 @@ def run_batch(jobs: list[Job], *, scrub_cubin: str | None, scrub_note: str = "",
 
 
 def _notes(job: Job, scrub_cubin: str | None, scrub_note: str) -> list[str]:
-    """What the detector could not do on ``job``: scrub shared memory, or run the warp-delay build."""
+    """What the detector could not do on ``job``: scrub shared memory, or run the warp-delay
+    build."""
     notes = [] if scrub_cubin else [f"shared-memory scrubber unavailable ({scrub_note or 'not built'}); "
                                     "uninitialised shared reads may go unseen"]
     if not job.target.shaken_cubin and not job.target.python:
@@ -82,19 +83,21 @@ def _notes(job: Job, scrub_cubin: str | None, scrub_note: str) -> list[str]:
 
 
 RUNS = 2  # runs of a program whose launches are compared (then two more to capture what differed)
-CROWD = {"KPROF_LAUNCH_CROWD": "1"}  # the second run of each pair: every launch starts on a crowded GPU
+# the second run of each pair: every launch starts on a crowded GPU
+CROWD = {"KPROF_LAUNCH_CROWD": "1"}
 
 
 def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path | None = None,
                 pools_off: bool | None = None) -> ToolResult:
     """The values detector for any program: the program run :data:`RUNS` times with kprof's launch
-    recorder loaded (:mod:`kprof.hooks.launch_recorder`), each launch's device allocations hashed after
-    the kernel, the second run with each kernel started on a crowded GPU (every SM but one busy with the
-    recorder's own spinning kernel for a moment: the blocks run in another order, fewer at a time). A
-    race in global memory, whose lost updates on an idle GPU often come out the same every run, comes
-    out otherwise there. The first launch whose outputs differ between the runs is a ``race`` finding with
-    its kernel and launch site, unless two more runs (idle, crowded) that copy that allocation show a
-    float sum added up in another order (every difference within :data:`kprof.tools.programs.launchlog.ROUNDING`),
+    recorder loaded (:mod:`kprof.hooks.launch_recorder`), each launch's device allocations hashed
+    after the kernel, the second run with each kernel started on a crowded GPU (every SM but one
+    busy with the recorder's own spinning kernel for a moment: the blocks run in another order,
+    fewer at a time). A race in global memory, whose lost updates on an idle GPU often come out the
+    same every run, comes out otherwise there. The first launch whose outputs differ between the
+    runs is a ``race`` finding with its kernel and launch site, unless two more runs (idle, crowded)
+    that copy that allocation show a float sum added up in another order (every difference within
+    :data:`kprof.tools.programs.launchlog.ROUNDING`),
     which is said in a note: nondeterministic on purpose. Races in global memory, which no sanitizer
     sees, are found this way."""
     import tempfile
@@ -134,7 +137,8 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
                 got = _run_logged(cmd, Path(tmp), f"capture-{k}", {**capture, **(CROWD if k % 2 else {})},
                                   timeout=timeout, env=env, cwd=cwd)
                 path = got.captures.get((where.seq, where.arg)) if not isinstance(got, ToolResult) else None
-                if path and Path(path).resolve().parent == Path(tmp).resolve():  # only the copies asked for, here
+                # only the copies asked for, here
+                if path and Path(path).resolve().parent == Path(tmp).resolve():
                     copies.append(inputs.read_bytes(path, "a launch's copy", limit=1 << 31))
                     Path(path).unlink()
             if len(copies) == 2:
@@ -154,8 +158,9 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
 
 def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], *, timeout: float,
                 env: dict[str, str], cwd: str | Path | None) -> Any:
-    """One run of the program with the recorder: its log (:class:`kprof.tools.programs.launchlog.Run`), or the
-    ToolResult that says why there is none (it failed, hung, or the recorder could not start)."""
+    """One run of the program with the recorder: its log
+    (:class:`kprof.tools.programs.launchlog.Run`), or the ToolResult that says why there is none (it
+    failed, hung, or the recorder could not start)."""
 
     from kprof import proc
     from kprof.tools.programs import exitcode, launchlog
@@ -181,8 +186,9 @@ def _run_logged(cmd: list[str], folder: Path, name: str, extra: dict[str, str], 
 
 
 class ValuesDetector:
-    """The values detector as a checker (:class:`kprof.tools.sanitizers.checker.Checker`): no sanitizer, the GPU to
-    itself (it compares runs), findings that a memory error beside it may explain."""
+    """The values detector as a checker (:class:`kprof.tools.sanitizers.checker.Checker`): no
+    sanitizer, the GPU to itself (it compares runs), findings that a memory error beside it may
+    explain."""
 
     name = "values"
     summary = "kprof's own: unwritten outputs, uninitialised shared reads and races in any memory, by comparing runs"
@@ -198,7 +204,8 @@ class ValuesDetector:
         return replace(found, checked=coverage.of_spec(len(job.target.steps), len(kernels)))
 
     def check_jobs(self, jobs: list[Job], settings: Settings) -> list[ToolResult]:
-        """In one child, one job after the other (:func:`run_batch`); alone each job it did not finish."""
+        """In one child, one job after the other (:func:`run_batch`); alone each job it did not
+        finish."""
         got = run_batch(jobs, scrub_cubin=settings.scrub_cubin, scrub_note=settings.scrub_note, timeout=settings.timeout)
         return [r if r is not None else self.check_job(j, settings) for j, r in zip(jobs, got)]
 

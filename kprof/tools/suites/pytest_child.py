@@ -1,9 +1,10 @@
-"""The child side of ``pytest --kprof-sanitize``: loaded with ``-p kprof.tools.suites.pytest_child`` in the one
-``python -m pytest`` child a compute-sanitizer tool wraps for a whole batch of tests.
+"""The child side of ``pytest --kprof-sanitize``: loaded with ``-p kprof.tools.suites.pytest_child``
+in the one ``python -m pytest`` child a compute-sanitizer tool wraps for a whole batch of tests.
 
 Inert unless ``KPROF_SUITE_EVENTS`` names a file. Then it
 
-- runs each test (setup, call and teardown) inside a Python frame named ``kprof_test_<i>``, ``i`` its
+- runs each test (setup, call and teardown) inside a Python frame named ``kprof_test_<i>``, ``i``
+its
   place in this child's run. compute-sanitizer saves the host stack of every launch, Python frames
   included, so each record says which test launched the kernel, parametrized tests and fixtures too;
 - writes one JSON line per event to that file (``start``, ``finish`` with the outcome, ``dead``),
@@ -11,8 +12,8 @@ Inert unless ``KPROF_SUITE_EVENTS`` names a file. Then it
 - in a spare child (``KPROF_SUITE_GO``), waits after collection until the parent names the tests to
   run: the interpreter, the imports and the collection are paid before they are needed;
 - after each test, asks the driver whether the test left the CUDA context broken (a sticky error:
-  memcheck stopped a kernel, a fault). A broken context fails every later test of the process, so the
-  child says ``dead`` and stops; the parent runs the tests after it again in a new child.
+  memcheck stopped a kernel, a fault). A broken context fails every later test of the process, so
+  the child says ``dead`` and stops; the parent runs the tests after it again in a new child.
 
 Nothing here imports CUDA: the driver is asked only when the test already loaded it.
 """
@@ -33,7 +34,8 @@ import pytest
 from kprof.tools.suites import suiteevents
 
 EVENTS_ENV = "KPROF_SUITE_EVENTS"
-GO_ENV = "KPROF_SUITE_GO"  # a spare child: wait after collection until this file names the tests to run
+# a spare child: wait after collection until this file names the tests to run
+GO_ENV = "KPROF_SUITE_GO"
 GO_WAIT_S = 24 * 3600  # a parent gone for good: give up waiting
 FRAME_PREFIX = "kprof_test_"
 MESSAGE_CHARS = 4000  # a failed test's report, as the parent shows it: its last lines
@@ -51,10 +53,12 @@ def _call(fn: Callable[..., object], *args: object, **kwargs: object) -> object:
 
 
 def named_call(i: int) -> Callable[..., Any]:
-    """``_call`` under the name ``kprof_test_<i>``: the frame compute-sanitizer's host stack shows."""
+    """``_call`` under the name ``kprof_test_<i>``: the frame compute-sanitizer's host stack
+    shows."""
     name = f"{FRAME_PREFIX}{i}"
     changes: dict[str, Any] = {"co_name": name}
-    if hasattr(_call.__code__, "co_qualname"):  # Python 3.11+: tracebacks and profilers show the qualname
+    # Python 3.11+: tracebacks and profilers show the qualname
+    if hasattr(_call.__code__, "co_qualname"):
         changes["co_qualname"] = name
     return types.FunctionType(_call.__code__.replace(**changes), _call.__globals__, name)
 
@@ -97,8 +101,9 @@ class Recorder:
         tally = _tally()
         mark = tally.mark() if tally is not None else None
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        # The driver is asked inside the test's frame too: the tool's record of that call (an API error
-        # once the context is broken) is then the test's, a consequence of its finding, not nobody's.
+        # The driver is asked inside the test's frame too: the tool's record of that call (an API
+        # error once the context is broken) is then the test's, a consequence of its finding, not
+        # nobody's.
         error = named_call(i)(self._run, item, nextitem)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         self.emit(suiteevents.Finish(item.nodeid, i, self.outcome.get(item.nodeid, "passed"), self.message.get(item.nodeid, ""),
@@ -148,14 +153,16 @@ class Recorder:
 
 
 def _tally() -> Any:
-    """kprof's launch tally in this process (loaded by kprof's site hook under ``KPROF_LAUNCH_TALLY``: the
-    count run beside the tools', kprof.tools.suites.suite.count_tests), or None: a test's finish then says what it launched."""
+    """kprof's launch tally in this process (loaded by kprof's site hook under
+    ``KPROF_LAUNCH_TALLY``: the count run beside the tools', kprof.tools.suites.suite.count_tests),
+    or None: a test's finish then says what it launched."""
     module = sys.modules.get("_kprof_launch_tally")
     return module.running() if module is not None else None
 
 
 def wait_for_tests(path: str) -> list[str]:
-    """The node ids the parent writes to ``path`` (a JSON list) once it knows them; [] when it never does."""
+    """The node ids the parent writes to ``path`` (a JSON list) once it knows them; [] when it never
+    does."""
     folder = os.path.dirname(path)
     deadline = time.monotonic() + GO_WAIT_S
     while time.monotonic() < deadline and os.path.isdir(folder):

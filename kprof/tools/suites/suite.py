@@ -1,22 +1,24 @@
-"""A pytest suite under compute-sanitizer: one child per tool for a whole batch of tests, each finding
-attributed to the test that launched the kernel.
+"""A pytest suite under compute-sanitizer: one child per tool for a whole batch of tests, each
+finding attributed to the test that launched the kernel.
 
 The plugin (:mod:`kprof.pytest_plugin`) hands this module its selected tests; :func:`run` returns a
 :class:`TestVerdict` per test. For each tool, one ``python -m pytest NODEID...`` child runs them all
-under the tool with :mod:`kprof.tools.suites.pytest_child` loaded: it runs test ``i`` inside a frame named
-``kprof_test_<i>`` and writes an event per test. A record's saved host stack names that frame, so its
-finding lands on its test (:func:`attribute`); the test's function in its file is the fallback.
+under the tool with :mod:`kprof.tools.suites.pytest_child` loaded: it runs test ``i`` inside a frame
+named ``kprof_test_<i>`` and writes an event per test. A record's saved host stack names that frame,
+so its finding lands on its test (:func:`attribute`); the test's function in its file is the
+fallback.
 
 When a child stops early (memcheck stopped a kernel and the context is broken, a test hung past its
 time, the process crashed), the tests it had not finished run again in a new child, and a test that
 crashed a child alone is run alone: one bug never fails the rest. Paying the interpreter's, the
-framework's and the GPU's start once per tool instead of once per test and tool is the point: measured
-in ``docs/results/README.md``.
+framework's and the GPU's start once per tool instead of once per test and tool is the point:
+measured in ``docs/results/README.md``.
 
 Under memcheck, whose first finding stops the child, a spare child starts beside each batch and
 waits after collection for the tests after the stop (checkers whose ``needs.stops``).
 
-What the children decided is read by :mod:`kprof.tools.suites.suiteverdict` (pure). The run itself is :func:`run_tool`.
+What the children decided is read by :mod:`kprof.tools.suites.suiteverdict` (pure). The run itself
+is :func:`run_tool`.
 """
 
 from __future__ import annotations
@@ -39,29 +41,33 @@ from kprof.tools.suites.pytest_child import EVENTS_ENV, GO_ENV
 from kprof.tools.suites.suiteevents import Finish
 from kprof.tools.suites.suiteverdict import Settled, Test, TestVerdict, attribute, blinding_test, combine, read_events, settle
 
-START_S = 120.0  # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
+# a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
+START_S = 120.0
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # one line per test event; a 10,000-test batch writes a few MB
 
-# A child under one tool: past its limit a tool saves no record for the rest of the process, so the tests after
-# the one that reached it run again in a fresh child (blinding_test), seconds each. initcheck runs with host frames
-# only (compute_sanitizer.build_argv), where a record costs about 6 ms: on an H200 (787eb2f), the user suite's two
-# half nn.Linear tests under initcheck took 5.6 s with 5 records saved and 8.7 s with 514 (7.9 MB of XML); with device
-# frames, 1,000 records had cost 105 s. So initcheck keeps 1,000 records a child, the others 200.
+# A child under one tool: past its limit a tool saves no record for the rest of the process, so the
+# tests after the one that reached it run again in a fresh child (blinding_test), seconds each.
+# initcheck runs with host frames only (compute_sanitizer.build_argv), where a record costs about 6
+# ms: on an H200 (787eb2f), the user suite's two half nn.Linear tests under initcheck took 5.6 s
+# with 5 records saved and 8.7 s with 514 (7.9 MB of XML); with device frames, 1,000 records had
+# cost 105 s. So initcheck keeps 1,000 records a child, the others 200.
 SUITE_PRINT_LIMIT = 200
 SUITE_PRINT_LIMITS = {"initcheck": 1000}
 
 
 def print_limit(tool: str) -> int:
-    """The records a suite's child under ``tool`` keeps before it is blind (:data:`SUITE_PRINT_LIMITS`)."""
+    """The records a suite's child under ``tool`` keeps before it is blind
+    (:data:`SUITE_PRINT_LIMITS`)."""
     return SUITE_PRINT_LIMITS.get(tool, SUITE_PRINT_LIMIT)
 
 
 def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], cwd: str | Path) -> dict[str, Coverage]:
     """What each test launches, counted in a run of them beside the tools' (CUPTI cannot run under
-    compute-sanitizer): kprof's pytest child with the launch tally, each test's count in its finish event.
-    Each test has its own time limit, as under the tools: a test past it is stopped with its child and has no
-    count, and the tests after it are counted in a child of their own (the run once waited ``timeout`` times the
-    number of tests for one hung test). A test whose child ended by itself mid-run (a fault) has none either."""
+    compute-sanitizer): kprof's pytest child with the launch tally, each test's count in its finish
+    event. Each test has its own time limit, as under the tools: a test past it is stopped with its
+    child and has no count, and the tests after it are counted in a child of their own (the run once
+    waited ``timeout`` times the number of tests for one hung test). A test whose child ended by
+    itself mid-run (a fault) has none either."""
     from kprof import inputs, proc
     from kprof.tools.sanitizers.checkers import COUNT
 
@@ -76,7 +82,8 @@ def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], c
             text = inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace") if (
                 events.is_file()) else ""
         counted.update({n: f.checked for n, f in read_events(text).finished.items() if f.checked is not None})
-        if not (watch.expired and watch.current):  # it ended by itself, or stopped before any test: no more
+        # it ended by itself, or stopped before any test: no more
+        if not (watch.expired and watch.current):
             break
         nodeids = [n for n in nodeids if n not in watch.started_tests]
     return counted
@@ -92,7 +99,8 @@ def no_xdist() -> list[str]:
 
 
 def child_argv(nodeids: Sequence[str]) -> list[str]:
-    """The child: this interpreter's pytest over the batch, kprof's recorder loaded, no xdist, no cache."""
+    """The child: this interpreter's pytest over the batch, kprof's recorder loaded, no xdist, no
+    cache."""
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *no_xdist(),
             "-p", "kprof.tools.suites.pytest_child", *nodeids]
 
@@ -100,17 +108,19 @@ def child_argv(nodeids: Sequence[str]) -> list[str]:
 Progress = Callable[[str, str, Finish], None]
 
 
-# The checkers that stop a child at a test's first bug (Needs.stops: memcheck stops the kernel at its first
-# invalid access and the context is broken). For these SPARES spare children start beside each batch and wait,
-# their interpreter, imports and collection done, for the tests after a stop: a rerun skips that start.
-# Two, so the rerun after a second stop soon after the first need not wait for a new spare's start
-# (measured on an H200, ea69f0c: a suite with two memcheck findings waited for the second).
+# The checkers that stop a child at a test's first bug (Needs.stops: memcheck stops the kernel at
+# its first invalid access and the context is broken). For these SPARES spare children start beside
+# each batch and wait, their interpreter, imports and collection done, for the tests after a stop: a
+# rerun skips that start. Two, so the rerun after a second stop soon after the first need not wait
+# for a new spare's start (measured on an H200, ea69f0c: a suite with two memcheck findings waited
+# for the second).
 SPARES = 2
-# The other checkers' children are blind past their record limit (blinding_test): the tests after it run again.
-# Where the machine holds them (parallel.spare_room), one spare each is kept ready beside each batch for that rerun
-# (a new one only once a rest took the last): on an H200 (e711d75), racecheck's rerun of the user suite's last 3
-# tests after its racy CuPy test took 9 s in a fresh child, most of the suite's time under the tools; at e0ff3c3,
-# under compute-sanitizer 2025.3.1, racecheck's child was blinded three times in one suite.
+# The other checkers' children are blind past their record limit (blinding_test): the tests after it
+# run again. Where the machine holds them (parallel.spare_room), one spare each is kept ready beside
+# each batch for that rerun (a new one only once a rest took the last): on an H200 (e711d75),
+# racecheck's rerun of the user suite's last 3 tests after its racy CuPy test took 9 s in a fresh
+# child, most of the suite's time under the tools; at e0ff3c3, under compute-sanitizer 2025.3.1,
+# racecheck's child was blinded three times in one suite.
 SPARES_BLIND = 1
 HANDOFF_POLL_S = 0.1  # how often the parent looks for a child's word that its context broke
 
@@ -118,8 +128,8 @@ HANDOFF_POLL_S = 0.1  # how often the parent looks for a child's word that its c
 class Early:
     """Children started before the tests are known, one per tool, each collecting ``collect`` (the
     paths pytest was given) and then waiting: started while the user's pytest still collects, so the
-    interpreter, the imports and the collection under each tool overlap with it. :func:`run_tool` hands
-    its tool's child the first batch; what no batch took is stopped (:meth:`cancel`)."""
+    interpreter, the imports and the collection under each tool overlap with it. :func:`run_tool`
+    hands its tool's child the first batch; what no batch took is stopped (:meth:`cancel`)."""
 
     def __init__(self, collect: list[str], tools: Sequence[str], *, timeout: float, env: dict[str, str],
                  cwd: str | Path, padding: int = 256, all_kernels: bool = False) -> None:
@@ -141,10 +151,11 @@ class Early:
 def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
              padding: int = 256, progress: Progress | None = None, early: _Child | None = None,
              all_kernels: bool = False, blind_spares: int = 0) -> dict[str, TestVerdict]:
-    """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises for a
-    test's sake. ``timeout``: seconds one test may take before its child is stopped. ``early``: this
-    tool's child from :class:`Early`, handed the first batch. ``blind_spares``: spare children kept ready beside
-    each batch of a checker that does not stop, for the tests after its record limit (:data:`SPARES_BLIND`)."""
+    """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises
+    for a test's sake. ``timeout``: seconds one test may take before its child is stopped.
+    ``early``: this tool's child from :class:`Early`, handed the first batch. ``blind_spares``:
+    spare children kept ready beside each batch of a checker that does not stop, for the tests after
+    its record limit (:data:`SPARES_BLIND`)."""
     from kprof.tools.sanitizers import compute_sanitizer as san
 
     by_id = {t.nodeid: t for t in tests}
@@ -156,12 +167,13 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
                       all_kernels=all_kernels)
 
     spares: list[_Child] = []
-    pending: list[_Child] = []  # a child handed the tests after a stop while the stopped one still ended
+    # a child handed the tests after a stop while the stopped one still ended
+    pending: list[_Child] = []
 
     def wait(child: _Child) -> tuple[Settled, bool]:
-        """The child's outcome. When it says the context broke, the tests it will never start go to a
-        spare (or a new child) at once: the stopped child's end under the tool (seconds under memcheck
-        with torch loaded) is no longer waited for before the rerun starts."""
+        """The child's outcome. When it says the context broke, the tests it will never start go to
+        a spare (or a new child) at once: the stopped child's end under the tool (seconds under
+        memcheck with torch loaded) is no longer waited for before the rerun starts."""
         while child.thread.is_alive():
             child.thread.join(HANDOFF_POLL_S)
             if not pending and (rest := child.rest_after_stop()):
@@ -169,7 +181,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
         return child.wait()
 
     first: _Child | None = None  # the early child, if it took the first batch
-    if early is not None:  # it collected the paths pytest was given: what it lacks of the batch runs again
+    # it collected the paths pytest was given: what it lacks of the batch runs again
+    if early is not None:
         early.by_id, early.watch.progress = by_id, progress
         if queue and early.go(queue[0]):
             pending.append(early)
@@ -179,23 +192,28 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     try:
         while queue:
             batch = queue.pop(0)
-            handed = pending.pop() if pending else None  # a child given this batch before it was due
-            if handed is not None and handed.batch != batch:  # decided otherwise (records of no test): dropped
+            # a child given this batch before it was due
+            handed = pending.pop() if pending else None
+            # decided otherwise (records of no test): dropped
+            if handed is not None and handed.batch != batch:
                 handed.stop()
                 handed = None
             child = handed or _ready_spare(spares, batch) or start(batch, spare=False)
             if checkers.get(tool).needs.stops and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(SPARES - len(spares))]
-            elif blind_spares and len(batch) > 1:  # one kept ready while a batch runs, for the rest after a limit
+            # one kept ready while a batch runs, for the rest after a limit
+            elif blind_spares and len(batch) > 1:
                 spares += [start(batch, spare=True) for _ in range(blind_spares - len(spares))]
             settled, lost = wait(child)
             if child is first and not child.watch.started_tests:
-                first = None  # its collection had none of them (or failed): the batch in a child of its own
+                # its collection had none of them (or failed): the batch in a child of its own
+                first = None
                 queue.insert(0, batch)
                 continue
             if lost and len(batch) > 1:
-                # Records no test could be given (no host stack at all): halve the batch until each such
-                # record can only be its child's one test's. Rare: every launch of a Python program has a stack.
+                # Records no test could be given (no host stack at all): halve the batch until each
+                # such record can only be its child's one test's. Rare: every launch of a Python
+                # program has a stack.
                 half = len(batch) // 2
                 queue[:0] = [batch[:half], batch[half:]]
                 continue
@@ -211,13 +229,14 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             spare.cancel()
         for left in pending:
             left.stop()
-    checked_by = san.installed_version()  # which compute-sanitizer checked them: said in each result
+    # which compute-sanitizer checked them: said in each result
+    checked_by = san.installed_version()
     return {n: replace(v, results=[replace(r, version=checked_by) for r in v.results]) for n, v in results.items()}
 
 
 def _ready_spare(spares: list[_Child], batch: list[str]) -> _Child | None:
-    """A waiting spare that collected every test of ``batch``, taken from ``spares`` and handed them;
-    spares that ended before they were needed (their collection failed) are put away."""
+    """A waiting spare that collected every test of ``batch``, taken from ``spares`` and handed
+    them; spares that ended before they were needed (their collection failed) are put away."""
     for spare in list(spares):
         if not spare.thread.is_alive():
             spares.remove(spare)
@@ -232,8 +251,8 @@ def _ready_spare(spares: list[_Child], batch: list[str]) -> _Child | None:
 
 
 class _Child:
-    """One child under the tool, run in a thread from the start. A spare one collects ``collect`` and
-    waits for :meth:`go` to name the tests (a subset) it is to run."""
+    """One child under the tool, run in a thread from the start. A spare one collects ``collect``
+    and waits for :meth:`go` to name the tests (a subset) it is to run."""
 
     def __init__(self, collect: list[str], spare: bool, tool: str, by_id: dict[str, Test], timeout: float,
                  env: dict[str, str], *, cwd: str | Path, padding: int, progress: Progress | None, san: Any,
@@ -270,17 +289,18 @@ class _Child:
             return True
 
     def cancel(self) -> None:
-        """Stop a spare that was never handed tests (its process group at the next poll) and wait for
-        it: one started late would otherwise keep the run waiting for its interpreter, imports and
-        collection (on an H200, 3234126: a spare started at the last rerun)."""
+        """Stop a spare that was never handed tests (its process group at the next poll) and wait
+        for it: one started late would otherwise keep the run waiting for its interpreter, imports
+        and collection (on an H200, 3234126: a spare started at the last rerun)."""
         with self.lock:
             if not self.batch:
                 self.watch.cancelled = True
         self.thread.join()
 
     def stop(self) -> None:
-        """Stop this child whatever it is doing (its process group at the next poll) and wait for it;
-        what it found is dropped (a child handed tests early whose predecessor decided otherwise)."""
+        """Stop this child whatever it is doing (its process group at the next poll) and wait for
+        it; what it found is dropped (a child handed tests early whose predecessor decided
+        otherwise)."""
         self.watch.cancelled = True
         self.thread.join()
 
@@ -329,8 +349,8 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         per_test.setdefault(run.order[0], []).extend(lost)  # one test ran: they can only be its
         lost = []
     if lost:
-        # Records that add no finding (the API errors after a stopped kernel, read beside the record that
-        # stopped it): nobody's to fail, and no reason to split the batch.
+        # Records that add no finding (the API errors after a stopped kernel, read beside the record
+        # that stopped it): nobody's to fail, and no reason to split the batch.
         stopper = [r for r in recs if (r.findtext("kind") or "") in sanitizer_xml.STOPS_THE_CONTEXT][:1]
         alone = len(sanitizer_xml.parse_records(stopper, tool)[0]) if stopper else 0
         if len(sanitizer_xml.parse_records(stopper + lost, tool, tool_text=done.stdout)[0]) <= alone:
@@ -341,7 +361,8 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         findings, notes = sanitizer_xml.parse_records(mine, tool, tool_text=done.stdout)
         findings, set_aside = kernelpolicy.libraries_own(findings)
         notes = [*notes, *set_aside]
-        if san.needs_device_frames(tool, findings):  # a suite's child runs once: say how to get the user's line
+        # a suite's child runs once: say how to get the user's line
+        if san.needs_device_frames(tool, findings):
             notes.append(f"{tool} stopped inside a CUDA header here and ran without device frames (they cost seconds "
                          f"a record); `kprof sanitize --tool {tool} -- python -m pytest {nodeid}` reruns it with them "
                          "and names your line")
@@ -357,8 +378,8 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
 
 
 class _Watch:
-    """Reads the child's new events every poll: progress for each finished test, and the verdict on a
-    test running past its time."""
+    """Reads the child's new events every poll: progress for each finished test, and the verdict on
+    a test running past its time."""
 
     def __init__(self, path: Path, tool: str, timeout: float, progress: Progress | None, armed: bool = True) -> None:
         self.path, self.tool, self.timeout, self.progress = path, tool, timeout, progress
@@ -381,7 +402,8 @@ class _Watch:
                 chunk = f.read(MAX_EVENTS_BYTES)
         except OSError:
             chunk = b""
-        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line the child is still writing waits for the next poll
+        # a line the child is still writing waits for the next poll
+        complete = chunk[: chunk.rfind(b"\n") + 1]
         self.offset += len(complete)
         for event in suiteevents.read(complete.decode("utf-8", errors="replace")):
             if isinstance(event, suiteevents.Start):
@@ -391,16 +413,17 @@ class _Watch:
                 self.dead = event.nodeid
             elif isinstance(event, suiteevents.Finish):
                 self.current = None
-                self.started = time.monotonic()  # between tests (and after the last): the next one's clock
+                # between tests (and after the last): the next one's clock
+                self.started = time.monotonic()
                 if self.progress:
                     self.progress(self.tool, event.nodeid, event)
         if self.cancelled:
             return True
         if not self.armed:
             return False
-        # A test has its own limit. With none running, the child is starting (the interpreter, the imports
-        # and the collection under the tool) or ending (the tool writing its report): no test's time,
-        # and never less than a generous START_S.
+        # A test has its own limit. With none running, the child is starting (the interpreter, the
+        # imports and the collection under the tool) or ending (the tool writing its report): no
+        # test's time, and never less than a generous START_S.
         since, limit = (self.current[1], self.timeout) if self.current else (self.started, max(self.timeout, START_S))
         self.expired = time.monotonic() - since > limit
         return self.expired
@@ -409,9 +432,10 @@ class _Watch:
 def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path,
                 padding: int, jobs: int | None, progress: Any = None, early: Early | None = None,
                 all_kernels: bool = False) -> dict[str, TestVerdict]:
-    """The tests under each checker of ``names``, one child per checker for them all (``jobs`` at once), and
-    one more run that counts what each test launches (CUPTI cannot run under a tool): a verdict per node id.
-    ``early``: children started while pytest collected, each given its checker's first batch."""
+    """The tests under each checker of ``names``, one child per checker for them all (``jobs`` at
+    once), and one more run that counts what each test launches (CUPTI cannot run under a tool): a
+    verdict per node id. ``early``: children started while pytest collected, each given its
+    checker's first batch."""
     from kprof import parallel, telemetry
     from kprof.tools.sanitizers.checkers import COUNT
 

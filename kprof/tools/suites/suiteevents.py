@@ -1,8 +1,9 @@
-"""The events kprof's pytest child writes for each test under a tool (:mod:`kprof.tools.suites.pytest_child`) and the
-suite reads (:mod:`kprof.tools.suites.suite`): one schema, one writer (:func:`line`), one reader (:func:`read`).
+"""The events kprof's pytest child writes for each test under a tool
+(:mod:`kprof.tools.suites.pytest_child`) and the suite reads (:mod:`kprof.tools.suites.suite`): one
+schema, one writer (:func:`line`), one reader (:func:`read`).
 
-One JSON object per line, each with the test's node id; a line torn by a child stopped mid-write, or one that
-is not an event of this schema, is skipped. Pure.
+One JSON object per line, each with the test's node id; a line torn by a child stopped mid-write, or
+one that is not an event of this schema, is skipped. Pure.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from kprof.tools.programs.coverage import Coverage
 
 @dataclass(frozen=True)
 class Start:
-    """A test started (``i``: its index in the child, the ``kprof_test_<i>`` frame its launches carry)."""
+    """A test started (``i``: its index in the child, the ``kprof_test_<i>`` frame its launches
+    carry)."""
     nodeid: str
     i: int = 0
 
@@ -28,7 +30,8 @@ class Finish:
     outcome: str = "passed"  # passed | failed | skipped
     message: str = ""
     seconds: float = 0.0
-    checked: Coverage | None = None  # what the test launched (the launch tally's count, in the count run)
+    # what the test launched (the launch tally's count, in the count run)
+    checked: Coverage | None = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ _KIND = {Start: "start", Finish: "finish", Dead: "dead", CollectError: "collect-
 
 
 def line(event: Event) -> str:
-    """The event as the child writes it: one JSON line (a Finish's coverage as the tally's counts)."""
+    """The event as the child writes it: one JSON line (a Finish's coverage as the tally's
+    counts)."""
     data: dict[str, object] = {"event": _KIND[type(event)], **asdict(event)}
     if isinstance(event, Finish):
         c = event.checked
@@ -61,7 +65,8 @@ def line(event: Event) -> str:
 
 
 def checked_of(raw: object) -> Coverage | None:
-    """A finish event's ``checked`` (the test's launches, kernels, line information, names) as a Coverage."""
+    """A finish event's ``checked`` (the test's launches, kernels, line information, names) as a
+    Coverage."""
     if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) for k in ("launches", "kernels")):
         return None
     names = raw.get("names")

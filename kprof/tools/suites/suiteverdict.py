@@ -1,7 +1,8 @@
-"""What a sanitized suite's children decided, read without running anything: the selected tests, a child's
-events (the tests in the order they ran, those that finished, where the context broke), each record of the tool
-given to the test that launched its kernel, one child's outcome (decided, to run again, alone), and the tests'
-verdicts over every tool. :mod:`kprof.tools.suites.suite` runs the children and hands their output here. Pure."""
+"""What a sanitized suite's children decided, read without running anything: the selected tests, a
+child's events (the tests in the order they ran, those that finished, where the context broke), each
+record of the tool given to the test that launched its kernel, one child's outcome (decided, to run
+again, alone), and the tests' verdicts over every tool. :mod:`kprof.tools.suites.suite` runs the
+children and hands their output here. Pure."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ class Test:
 
 @dataclass(frozen=True)
 class ChildRun:
-    """What one child's events say: the tests in the order they started, those that finished, and the
-    test after which the context broke."""
+    """What one child's events say: the tests in the order they started, those that finished, and
+    the test after which the context broke."""
 
     order: list[str]
     finished: dict[str, Finish]  # the finish event of each test that finished
@@ -50,8 +51,8 @@ class ChildRun:
 
 @dataclass(frozen=True)
 class TestVerdict:
-    """One test's results, one :class:`~kprof.tools.sanitizers.toolrun.ToolResult` per tool, and its skip reason when
-    every tool's child skipped it."""
+    """One test's results, one :class:`~kprof.tools.sanitizers.toolrun.ToolResult` per tool, and its
+    skip reason when every tool's child skipped it."""
 
     nodeid: str
     results: list[ToolResult]
@@ -69,7 +70,8 @@ class TestVerdict:
 
 
 def read_events(text: str) -> ChildRun:
-    """A child's event lines (:mod:`kprof.tools.suites.suiteevents`; a torn last line is ignored). Pure."""
+    """A child's event lines (:mod:`kprof.tools.suites.suiteevents`; a torn last line is ignored).
+    Pure."""
     order: list[str] = []
     finished: dict[str, Finish] = {}
     dead, dead_error, errors = None, "", []
@@ -89,10 +91,11 @@ def attribute(records: list[ET.Element], run: ChildRun, tests: Sequence[Test]) -
                                                                                          list[ET.Element]]:
     """Each record to the test that launched its kernel; and the records no test could be given.
 
-    A record's host stack (innermost first) names the test by kprof's ``kprof_test_<i>`` frame, ``i``
-    the test's place in ``run.order``; without that frame, by a frame in a test's file and function,
-    where only one test of the run has them (a parametrized test's cases share both). A record with no
-    host stack (racecheck's summary of the hazards before it) goes with the record before it. Pure."""
+    A record's host stack (innermost first) names the test by kprof's ``kprof_test_<i>`` frame,
+    ``i`` the test's place in ``run.order``; without that frame, by a frame in a test's file and
+    function, where only one test of the run has them (a parametrized test's cases share both). A
+    record with no host stack (racecheck's summary of the hazards before it) goes with the record
+    before it. Pure."""
     by_place: dict[tuple[str, str], list[str]] = {}
     started = set(run.order)
     for t in tests:
@@ -126,8 +129,8 @@ def _owner(stack: list[hostframes.Frame], order: list[str], by_place: dict[tuple
 
 @dataclass(frozen=True)
 class Settled:
-    """One child's outcome: the tests it decided and the tests to run again (``alone``: in a child of
-    its own, the test a crash or hang stopped)."""
+    """One child's outcome: the tests it decided and the tests to run again (``alone``: in a child
+    of its own, the test a crash or hang stopped)."""
 
     decided: dict[str, ToolResult]
     again: list[str]
@@ -137,11 +140,11 @@ class Settled:
 
 def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tuple[list[Any], list[str], bool]],
            stopped: str | None, log: str, *, timeout: float) -> Settled:
-    """What one child's run decides. ``found``: nodeid -> (findings, notes, stops_the_context) from its
-    records; ``stopped``: why the child ended early ("timeout" of the running test, "crash", or None
-    when pytest finished). Tests after the one that broke the context (or after the first whose
-    findings stop it) run again; a child that stopped in a test with no findings runs that test alone,
-    unless it was alone already, and then that is its verdict. Pure."""
+    """What one child's run decides. ``found``: nodeid -> (findings, notes, stops_the_context) from
+    its records; ``stopped``: why the child ended early ("timeout" of the running test, "crash", or
+    None when pytest finished). Tests after the one that broke the context (or after the first whose
+    findings stop it) run again; a child that stopped in a test with no findings runs that test
+    alone, unless it was alone already, and then that is its verdict. Pure."""
     decided: dict[str, ToolResult] = {}
     skipped: dict[str, str] = {}
     cut = run.dead
@@ -178,7 +181,8 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
             again = [n for n in again if n != running]
         else:
             alone = running
-    if not run.order and again and len(again) == len(batch):  # the child ran none of them: say so, once
+    # the child ran none of them: say so, once
+    if not run.order and again and len(again) == len(batch):
         why = f"pytest under {tool} ran none of the tests" + (f": {run.collect_errors[0][:300]}"
                                                              if run.collect_errors else "; its last lines are below")
         for nodeid in again:
@@ -188,8 +192,9 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
 
 
 def blinding_test(order: Sequence[str], records: dict[str, int], total: int, limit: int) -> str | None:
-    """The test in which a child's tool reached its record limit (``--print-limit``: it saves no record
-    after it, so it is blind to every later test in that process), or None while it did not. Pure."""
+    """The test in which a child's tool reached its record limit (``--print-limit``: it saves no
+    record after it, so it is blind to every later test in that process), or None while it did not.
+    Pure."""
     if total < limit:
         return None
     seen = 0
@@ -202,10 +207,10 @@ def blinding_test(order: Sequence[str], records: dict[str, int], total: int, lim
 
 def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dict[str, TestVerdict]],
             counts: dict[str, Coverage] | None = None, *, all_kernels: bool = False) -> dict[str, TestVerdict]:
-    """One verdict per test over every tool's run, in the tools' order; skipped only where every tool's
-    child skipped it; with ``counts`` (:func:`count_tests`), each tool's result says what the test
-    launched (and what that tool skipped of it: :mod:`kprof.tools.sanitizers.kernelpolicy`), and a test that launched
-    none is NOT CHECKED (toolrun.with_coverage). Pure."""
+    """One verdict per test over every tool's run, in the tools' order; skipped only where every
+    tool's child skipped it; with ``counts`` (:func:`count_tests`), each tool's result says what the
+    test launched (and what that tool skipped of it: :mod:`kprof.tools.sanitizers.kernelpolicy`),
+    and a test that launched none is NOT CHECKED (toolrun.with_coverage). Pure."""
     from kprof.tools.sanitizers import kernelpolicy
 
     out = {}

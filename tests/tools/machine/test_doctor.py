@@ -1,4 +1,5 @@
-"""kprof doctor's line for compute-sanitizer: its version, and what an older one means for kprof's checks."""
+"""kprof doctor's line for compute-sanitizer: its version, and what an older one means for kprof's
+checks."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""kprof.tools.nsight.ncu's saved reports (``--save-report``): ncu exports to kprof's own fresh file beside the
-report, which is then put at the report's name as any output is (kprof.inputs.place_file): never through a link,
-never over a device. The rest of the module is tested with the profile (tests/measure/test_profiling.py)."""
+"""kprof.tools.nsight.ncu's saved reports (``--save-report``): ncu exports to kprof's own fresh file
+beside the report, which is then put at the report's name as any output is
+(kprof.inputs.place_file): never through a link, never over a device. The rest of the module is
+tested with the profile (tests/measure/test_profiling.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def test_ncu_writes_its_own_file_and_the_link_at_the_reports_name_is_replaced(tm
     report.symlink_to(target)
     with ncu.saved_report(report) as made:
         assert made is not None and made.parent == tmp_path and made != report and made.name.endswith(".ncu-rep")
-        made.write_bytes(b"NVIDIA report")  # what ncu --export --force-overwrite does to the path it is given
+        # what ncu --export --force-overwrite does to the path it is given
+        made.write_bytes(b"NVIDIA report")
     assert not report.is_symlink() and report.read_bytes() == b"NVIDIA report" and target.read_text() == "root:x:0:0\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["passwd", "train.ncu-rep"]
 

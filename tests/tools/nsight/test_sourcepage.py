@@ -1,5 +1,6 @@
-"""Nsight Compute's Source page read into each source line's measured counters (kprof.tools.nsight.sourcepage),
-and ncu.source_pages's run over a saved report, with a stand-in ncu printing a page."""
+"""Nsight Compute's Source page read into each source line's measured counters
+(kprof.tools.nsight.sourcepage), and ncu.source_pages's run over a saved report, with a stand-in ncu
+printing a page."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ HEADER = ('"Line No","Source","Address","Source","Warp Stall Sampling (All Sampl
           '"Divergent Branches","L2 Theoretical Sectors Global Excessive","L2 Theoretical Sectors Global",'
           '"L1 Wavefronts Shared Excessive","stall_long_sb","stall_barrier","stall_long_sb (Not Issued)"')
 
-# two kernels; the first prints its file from line 1 and a header after it; numbers with thousands separators
+# two kernels; the first prints its file from line 1 and a header after it; numbers with thousands
+# separators
 PAGE = f'''==PROF== Connected to process 1
 "Kernel Name","copy_uncoalesced"
 {HEADER}
@@ -40,12 +42,15 @@ def test_a_page_of_two_kernels_reads_into_each_lines_counters():
     first, second = sourcepage.parse(PAGE)
     assert first.kernel == "copy_uncoalesced" and second.kernel == "second"
     by = {x.line: x for x in first.lines}
-    assert sorted(by) == [2, 3, 4] and all(x.file.startswith("#") for x in first.lines)  # lines 1 and 5: nothing ran
+    # lines 1 and 5: nothing ran
+    assert sorted(by) == [2, 3, 4] and all(x.file.startswith("#") for x in first.lines)
     hot = by[4]
     assert (hot.samples, hot.not_issued, hot.executed, hot.threads) == (1988, 1900, 2048, 65536)
     assert (hot.global_excess, hot.global_sectors) == (114688, 131072)
-    assert hot.stalls == {"long_scoreboard": 1700} and hot.sass == ("LDG.E", "STG.E")  # "(Not Issued)" left out
-    assert by[2].file == "#1" and by[2].line == 2 and by[2].samples == 4  # the header, printed after the .cu from 1
+    # "(Not Issued)" left out
+    assert hot.stalls == {"long_scoreboard": 1700} and hot.sass == ("LDG.E", "STG.E")
+    # the header, printed after the .cu from 1
+    assert by[2].file == "#1" and by[2].line == 2 and by[2].samples == 4
     assert {"samples", "executed", "global_excess", "stall:barrier"} <= set(first.columns)
     sync, branch = second.lines
     assert sync.file == "/src/second.cu" and sync.stalls == {"barrier": 50} and branch.divergent == 32
@@ -60,7 +65,8 @@ def test_unnamed_files_are_matched_to_the_sources_by_their_text():
         "/k/h.cuh": ("#define H 1", "__device__ int h() { return H; }"),
         "/k/other.cu": ("int x;",)})
     assert [(x.file, x.line) for x in named.lines] == [("/k/copy.cu", 3), ("/k/copy.cu", 4), ("/k/h.cuh", 2)]
-    assert sourcepage.name_files(first, {"/k/other.cu": ("int x;",)}).lines[0].file == "#0"  # no match: kept unnamed
+    # no match: kept unnamed
+    assert sourcepage.name_files(first, {"/k/other.cu": ("int x;",)}).lines[0].file == "#0"
 
 
 def test_a_page_survives_its_json():
@@ -100,7 +106,8 @@ def test_no_report_or_a_failing_ncu_is_no_page(tmp_path):
 def test_kprofs_profile_asks_for_the_source_counters_with_a_report():
     argv = ncu.build_argv("ncu", "k", report="/tmp/k.ncu-rep")
     assert argv[argv.index("--section") + 1] == "SourceCounters" and "--import-source" in argv
-    assert "--section" not in ncu.build_argv("ncu", "k")  # the raw page printed: nothing to read lines from
+    # the raw page printed: nothing to read lines from
+    assert "--section" not in ncu.build_argv("ncu", "k")
 
 
 def test_a_page_kprof_cannot_read_costs_the_lines_not_the_profile(tmp_path, monkeypatch):
@@ -115,7 +122,8 @@ def test_a_page_kprof_cannot_read_costs_the_lines_not_the_profile(tmp_path, monk
 
 
 def test_line_rows_left_blank_take_their_instructions_counters():
-    # a cuda,sass page whose CUDA line rows print no counters: each line gets the sum of the instructions under it
+    # a cuda,sass page whose CUDA line rows print no counters: each line gets the sum of the
+    # instructions under it
     page = f'''"Kernel Name","blank_lines"
 {HEADER}
 "3","  int row = threadIdx.x;","-","","","","","","","","","","","",""
@@ -131,7 +139,8 @@ def test_line_rows_left_blank_take_their_instructions_counters():
     assert by[4].sass == ("LDG.E", "STG.E")
 
 
-# Pages Nsight Compute 2025.3.1 printed on an H100 (tests/data/ncu/pages/, docs/results/2026-12-07-h100-22cfeae-sourcepages/)
+# Pages Nsight Compute 2025.3.1 printed on an H100 (tests/data/ncu/pages/,
+# docs/results/2026-12-07-h100-22cfeae-sourcepages/)
 def _recorded(data_dir, case):
     import gzip
 
@@ -142,7 +151,8 @@ def test_every_recorded_page_reads_as_one_kernel_a_launch(data_dir):
     pages = {p.name.split(".")[0]: sourcepage.parse(_recorded(data_dir, p.name.split(".")[0]))
              for p in (data_dir / "ncu" / "pages").glob("*.csv.gz")}
     assert len(pages) == 21
-    launches = pages.pop("launch_overhead")  # one launch of start, then 31 of add_one, each its own section
+    # one launch of start, then 31 of add_one, each its own section
+    launches = pages.pop("launch_overhead")
     assert [p.kernel for p in launches] == ["start"] + ["add_one"] * 31
     for case, got in pages.items():
         assert len(got) == 1 and got[0].lines and got[0].total("samples") > 0, case
@@ -150,17 +160,20 @@ def test_every_recorded_page_reads_as_one_kernel_a_launch(data_dir):
 
 
 def test_a_launch_over_two_files_is_one_kernel_with_the_headers_line(data_dir):
-    # global_atomics: the atomic's instructions are counted on device_atomic_functions.hpp:107, a section of its own
+    # global_atomics: the atomic's instructions are counted on device_atomic_functions.hpp:107, a
+    # section of its own
     (page,) = sourcepage.parse(_recorded(data_dir, "global_atomics"))
     files = {Path(x.file).name for x in page.lines}
     assert files == {"device_atomic_functions.hpp", "global_atomics.cu"}
     atomic = next(x for x in page.lines if x.line == 107)
     assert "REDG.E.ADD.STRONG.GPU" in atomic.sass and atomic.samples == 442077
-    assert page.has("local_sectors") and page.total("local_sectors") == 0  # no column printed: measured zero
+    # no column printed: measured zero
+    assert page.has("local_sectors") and page.total("local_sectors") == 0
 
 
 def test_a_barriers_waits_are_counted_on_its_line_not_the_next_instructions(data_dir):
-    # ncu samples a warp waiting at BAR.SYNC on the instruction after it (the loop's increment, line 7)
+    # ncu samples a warp waiting at BAR.SYNC on the instruction after it (the loop's increment, line
+    # 7)
     (page,) = sourcepage.parse(_recorded(data_dir, "barrier_in_loop"))
     by = {x.line: x for x in page.lines}
     assert "BAR.SYNC.DEFER_BLOCKING" in by[9].sass
@@ -182,5 +195,6 @@ def test_a_headers_inlined_line_is_counted_at_the_users_call():
     six = by[("k.cu", 6)]
     assert (six.samples, six.executed, six.stalls, six.sass) == (500, 8, {"long_scoreboard": 300}, ("LDG.E", "REDG.E.ADD"))
     assert six.inlined == ("device_atomic_functions.hpp:107",)
-    two_sites = {k: frozenset({("/src/k.cu", 6), ("/src/k.cu", 9)}) for k in sites}  # cannot be split: stays
+    # cannot be split: stays
+    two_sites = {k: frozenset({("/src/k.cu", 6), ("/src/k.cu", 9)}) for k in sites}
     assert sourcepage.fold_inlined(page, two_sites, keep=lambda f: f.endswith("k.cu")) == page

@@ -1,7 +1,7 @@
-"""What each tool's run checked (kprof.tools.programs.coverage) and kprof's launch tally (kprof/hooks/launch_tally.py),
-without a GPU: real cubins from nvcc, the tally's log as its processes write it, its callbacks on fake
-CUPTI data, the exit-code shim that hands the tally to the program only, and the verdict, text, JSON
-and SARIF that carry it."""
+"""What each tool's run checked (kprof.tools.programs.coverage) and kprof's launch tally
+(kprof/hooks/launch_tally.py), without a GPU: real cubins from nvcc, the tally's log as its
+processes write it, its callbacks on fake CUPTI data, the exit-code shim that hands the tally to the
+program only, and the verdict, text, JSON and SARIF that carry it."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def test_an_image_that_is_not_an_elf_kprof_reads_is_unknown():
     tally = _tally_module()
     assert tally.cubin_facts(b"") is None
     assert tally.cubin_facts(b".version 8.0\n.target sm_90\n") is None  # PTX
-    assert tally.cubin_facts(b"\x7fELF\x02\x01" + b"\xff" * 58) is None  # section headers past the end
+    # section headers past the end
+    assert tally.cubin_facts(b"\x7fELF\x02\x01" + b"\xff" * 58) is None
     assert tally.cubin_facts(b"\x7fELF\x01\x01" + b"\0" * 58) is None  # 32-bit
 
 
@@ -128,7 +129,8 @@ def _fake_tally(tmp_path, tally):
 
 
 def _module_data(image: bytes):
-    """A CUpti_ModuleResourceData in memory (moduleId, cubinSize, pCubin) and the ResourceData that points at it."""
+    """A CUpti_ModuleResourceData in memory (moduleId, cubinSize, pCubin) and the ResourceData that
+    points at it."""
     blob = ctypes.create_string_buffer(image, len(image))
 
     class Module(ctypes.Structure):
@@ -146,17 +148,20 @@ def test_the_tally_counts_driver_and_runtime_launches_once_each_and_knows_their_
     t._callback(None, "resource", 0, data)  # the module loaded before its first launch
     drv = SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="plain", function_name="cuLaunchKernel")
     t._callback(None, "driver", 0, drv)
-    t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.ENTER, symbol_name="plain"))  # enter: not a launch
+    # enter: not a launch
+    t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.ENTER, symbol_name="plain"))
     rt_enter = SimpleNamespace(callback_site=_Sites.ENTER, symbol_name="_Z6scaledILi3EEvPf")
     rt_exit = SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="_Z6scaledILi3EEvPf")
     t._callback(None, "runtime", 0, rt_enter)
-    t._callback(None, "driver", 0, drv)  # the runtime's own driver call inside it: not counted again
+    # the runtime's own driver call inside it: not counted again
+    t._callback(None, "driver", 0, drv)
     t._callback(None, "runtime", 0, rt_exit)
     t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="", function_name="cuGraphLaunch"))
     t.finish()
     t.out.close()
     del keep
-    assert not coverage.from_tally((tmp_path / "tally.jsonl").read_text()).counted  # no "tally" line: never started
+    # no "tally" line: never started
+    assert not coverage.from_tally((tmp_path / "tally.jsonl").read_text()).counted
     lines = [json.loads(ln) for ln in (tmp_path / "tally.jsonl").read_text().splitlines()]
     kernels = {e["name"]: e["lineinfo"] for e in lines if e["event"] == "kernel"}
     assert kernels == {"plain": True, "_Z6scaledILi3EEvPf": True, "cuGraphLaunch": None}
@@ -193,7 +198,8 @@ def test_the_shim_hands_the_tally_to_the_program_not_to_itself(tmp_path):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=proc.child_env())
     assert done.returncode == 0 and done.stdout == str(tally), done.stderr
     assert exitcode.read_status(status) == exitcode.Status(0)
-    assert exitcode.wrap(["true"], status)[3:] == [str(status), "--", "true"]  # no tally: the shim as before
+    # no tally: the shim as before
+    assert exitcode.wrap(["true"], status)[3:] == [str(status), "--", "true"]
 
 
 def _done(code=0):
@@ -208,17 +214,20 @@ def test_a_run_that_would_be_clean_while_the_program_launched_nothing_is_not_che
     some = coverage.Coverage(3, kernels=1, with_lines=1, pools_off=True, alongside=True)
     assert toolrun.with_coverage(clean, some) == replace(clean, checked=some)
     uncounted = toolrun.with_coverage(clean, coverage.from_tally(""))
-    assert uncounted.status == "clean" and not uncounted.checked.counted  # a C++ program: clean, launches not counted
-    killed = coverage.Coverage(0, complete=False)  # stopped before its end with nothing counted: not "nothing launched"
+    # a C++ program: clean, launches not counted
+    assert uncounted.status == "clean" and not uncounted.checked.counted
+    # stopped before its end with nothing counted: not "nothing launched"
+    killed = coverage.Coverage(0, complete=False)
     assert toolrun.with_coverage(clean, killed).status == "clean"
     found = ToolResult("memcheck", "findings", ["f"], 1.0)
-    assert toolrun.with_coverage(found, nothing).status == "findings"  # a finding is never hidden by the count
+    # a finding is never hidden by the count
+    assert toolrun.with_coverage(found, nothing).status == "findings"
     assert toolrun.with_coverage(clean, None) is clean
 
 
 def test_the_count_runs_the_program_once_with_the_tally_and_reads_it(tmp_path, monkeypatch):
-    """kprof.tools.programs.launchcount: the program behind the exit-code shim, the tally's path handed to it, its
-    lines read back; here a stand-in program writes what the tally would."""
+    """kprof.tools.programs.launchcount: the program behind the exit-code shim, the tally's path
+    handed to it, its lines read back; here a stand-in program writes what the tally would."""
     from kprof.tools.programs import launchcount
 
     program = tmp_path / "prog.py"
@@ -227,7 +236,8 @@ def test_the_count_runs_the_program_once_with_the_tally_and_reads_it(tmp_path, m
                        "    for e in ({'event': 'tally', 'ok': True}, {'event': 'kernel', 'name': 'k', 'lineinfo': True, 'launches': 1},\n"
                        "              {'event': 'total', 'launches': 2}):\n"
                        "        f.write(json.dumps({'pid': os.getpid(), **e}) + '\\n')\n")
-    # -S: no site hooks, so a real tally (where cupti is installed) does not write beside the stand-in
+    # -S: no site hooks, so a real tally (where cupti is installed) does not write beside the
+    # stand-in
     c = launchcount.count([sys.executable, "-S", str(program)], timeout=60, env=proc.child_env(), pools_off=True)
     assert (c.launches, c.kernels, c.with_lines, c.complete, c.alongside, c.pools_off) == (2, 1, 1, True, True, True)
     assert c.text() == "2 launches of 1 kernel (counted in a run beside the tool's), 1 with line information, pools off"
@@ -249,7 +259,8 @@ def test_the_report_json_and_sarif_say_what_each_tool_checked():
 
 
 def test_the_tallys_struct_offsets_are_the_headers(tmp_path):
-    """CUpti_ModuleResourceData's cubinSize and pCubin, as the tally reads them, from CUPTI's own header."""
+    """CUpti_ModuleResourceData's cubinSize and pCubin, as the tally reads them, from CUPTI's own
+    header."""
     import shutil
 
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -276,26 +287,31 @@ def test_the_tallys_struct_offsets_are_the_headers(tmp_path):
 
 
 def test_under_compute_sanitizer_the_tally_cannot_start_as_recorded_on_the_h200(data_dir):
-    """Recorded: the tally loaded in a program under memcheck (scripts/gpu-check.sh record-programs):
-    compute-sanitizer holds CUPTI's one subscriber, so kprof counts in a run of its own."""
+    """Recorded: the tally loaded in a program under memcheck (scripts/gpu-check.sh
+    record-programs): compute-sanitizer holds CUPTI's one subscriber, so kprof counts in a run of
+    its own."""
     c = coverage.from_tally((data_dir / "programs" / "tally.under-memcheck.jsonl").read_text())
     assert not c.counted and "MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" in c.why
 
 
 @pytest.mark.parametrize("name, text", [
-    ("cupy", "3 launches of 3 kernels, 1 with line information, pools off"),  # curand's two kernels, then the RawKernel
-    ("triton", "17 launches of 13 kernels, 1 with line information, pools off"),  # PyTorch's kernels, then Triton's scale
+    # curand's two kernels, then the RawKernel
+    ("cupy", "3 launches of 3 kernels, 1 with line information, pools off"),
+    # PyTorch's kernels, then Triton's scale
+    ("triton", "17 launches of 13 kernels, 1 with line information, pools off"),
 ])
 def test_the_tallys_lines_as_recorded_on_the_h200(data_dir, name, text):
     """The tally in a CuPy and a Triton program on the H200 (no tool): driver-API launches (CuPy's
-    RawKernel, Triton's kernel, with -lineinfo) and runtime-API ones (curand's, PyTorch's, without)."""
+    RawKernel, Triton's kernel, with -lineinfo) and runtime-API ones (curand's, PyTorch's,
+    without)."""
     c = coverage.from_tally((data_dir / "programs" / f"tally.{name}.jsonl").read_text(), pools_off=True)
     assert c.text() == text and c.complete
 
 
 def test_each_tests_count_is_in_its_finish_event_and_a_test_that_launched_nothing_is_not_checked():
-    """The batch plugin: the count run's pytest child says what each test launched (its finish event);
-    combine gives it to every tool's result, and a test that launched no kernel is NOT CHECKED."""
+    """The batch plugin: the count run's pytest child says what each test launched (its finish
+    event); combine gives it to every tool's result, and a test that launched no kernel is NOT
+    CHECKED."""
     from kprof.tools.suites import suiteverdict
 
     events = "\n".join(json.dumps(e) for e in (
@@ -305,7 +321,8 @@ def test_each_tests_count_is_in_its_finish_event_and_a_test_that_launched_nothin
         {"event": "start", "i": 1, "nodeid": "t::host"},
         {"event": "finish", "i": 1, "nodeid": "t::host", "outcome": "passed", "seconds": 0.1,
          "checked": {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0}},
-        {"event": "finish", "i": 2, "nodeid": "t::old", "outcome": "passed", "seconds": 0.1}))  # no tally there
+        # no tally there
+        {"event": "finish", "i": 2, "nodeid": "t::old", "outcome": "passed", "seconds": 0.1}))
     run = suiteverdict.read_events(events)
     assert run.finished["t::gpu"].checked == coverage.Coverage(4, kernels=2, with_lines=2, alongside=True)
     assert run.finished["t::old"].checked is None
@@ -335,20 +352,23 @@ def test_the_tally_says_what_was_launched_since_a_mark(tmp_path):
 
 
 def test_the_count_run_of_a_suite_reads_each_tests_finish_event(tmp_path):
-    """kprof.tools.suites.suite.count_tests: the tests once more in kprof's pytest child, no tool; where no tally can
-    count (cupti-python missing, no GPU), no test has a count and every tool's verdict stays as it is."""
+    """kprof.tools.suites.suite.count_tests: the tests once more in kprof's pytest child, no tool;
+    where no tally can count (cupti-python missing, no GPU), no test has a count and every tool's
+    verdict stays as it is."""
     from kprof.tools.suites import suite, suiteverdict
 
     (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
     tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in "ab"]
     counts = suite.count_tests(tests, timeout=60, env=proc.child_env(), cwd=tmp_path)
     assert set(counts) <= {"test_x.py::test_a", "test_x.py::test_b"}
-    assert all(c.launches == 0 and c.alongside for c in counts.values())  # where cupti counts: nothing launched
+    # where cupti counts: nothing launched
+    assert all(c.launches == 0 and c.alongside for c in counts.values())
 
 
 def test_a_hung_test_costs_the_count_run_its_own_limit_and_the_rest_are_counted(tmp_path, monkeypatch):
-    """The count run stops a test past its own limit, as the tools' children do, and counts the tests after it in a
-    new child: it once waited the limit times the number of tests (a day for 144 tests at 600 s)."""
+    """The count run stops a test past its own limit, as the tools' children do, and counts the
+    tests after it in a new child: it once waited the limit times the number of tests (a day for 144
+    tests at 600 s)."""
     from kprof.tools.suites import suite, suiteverdict
 
     ran = tmp_path / "ran"

@@ -1,6 +1,7 @@
 """kprof on users' programs, on a real GPU: each example (buggy and its clean control) under
 ``kprof sanitize --``, under ``kprof.sanitize([...])``, and as a test file under
-``pytest --kprof-sanitize``; a hanging program stopped at the timeout; a failing one reported as such."""
+``pytest --kprof-sanitize``; a hanging program stopped at the timeout; a failing one reported as
+such."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import pytest
 import kprof
 from kprof.commands import cli
 
-# No xdist group: each test is its own programs under the tools, timing nothing, so they spread over the
-# workers (one group ran them one after another on one worker: 9 tests of up to 40 s each).
+# No xdist group: each test is its own programs under the tools, timing nothing, so they spread over
+# the workers (one group ran them one after another on one worker: 9 tests of up to 40 s each).
 pytestmark = pytest.mark.gpu
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 PY = sys.executable
@@ -38,7 +39,8 @@ def test_triton_store_without_mask_is_found_at_its_line_with_launch_site_and_all
 
 def test_triton_clean_control_is_clean_under_every_tool():
     _needs("triton")
-    report = kprof.sanitize([PY, str(EXAMPLES / "triton_scale.py"), "--fixed"], jobs=None)  # the tools side by side
+    # the tools side by side
+    report = kprof.sanitize([PY, str(EXAMPLES / "triton_scale.py"), "--fixed"], jobs=None)
     assert report.clean, report.to_json()
     assert [r.tool for r in report.results] == ["memcheck", "racecheck", "initcheck", "synccheck"]
 
@@ -60,7 +62,8 @@ def test_cupy_read_past_the_end_is_found_only_with_the_pool_off():
     cmd = [PY, str(EXAMPLES / "cupy_shift.py")]
     found = kprof.sanitize(cmd, tools=["memcheck"])
     assert [f.kind for f in found.findings][:1] == ["out-of-bounds-read"], found.to_json()
-    f = found.findings[0]  # the line of cupy_shift.py in the kernel's string, not CuPy's deleted copy
+    # the line of cupy_shift.py in the kernel's string, not CuPy's deleted copy
+    f = found.findings[0]
     assert (f.file, f.line) == (str(EXAMPLES / "cupy_shift.py"), _marked(EXAMPLES / "cupy_shift.py", "// BUG")), f
     assert f.extra.reported_at.endswith(".cubin.cu:5"), f
     assert kprof.sanitize(cmd, tools=["memcheck"], keep_pools=True).clean, "inside CuPy's pool memcheck sees nothing"
@@ -81,8 +84,8 @@ def test_a_kernel_cupy_generated_is_reported_at_the_call_that_launched_it():
 
 
 def test_an_nvrtc_program_with_a_bare_name_is_reported_at_its_python_line(tmp_path):
-    """The program names its source ``block_sum.cu``; the tool reports ``<cwd>/block_sum.cu``, which is
-    not there; kprof reports the line of the string in nvrtc_inline.py."""
+    """The program names its source ``block_sum.cu``; the tool reports ``<cwd>/block_sum.cu``, which
+    is not there; kprof reports the line of the string in nvrtc_inline.py."""
     _needs("cuda.bindings")
     program = EXAMPLES / "nvrtc_inline.py"
     report = kprof.sanitize([PY, str(program)], tools=["racecheck"], cwd=tmp_path)
@@ -94,7 +97,8 @@ def test_an_nvrtc_program_with_a_bare_name_is_reported_at_its_python_line(tmp_pa
 
 
 def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
-    """A plain C++ program built with -g -lineinfo: the kernel's line, and the host line that launched it."""
+    """A plain C++ program built with -g -lineinfo: the kernel's line, and the host line that
+    launched it."""
     import shutil
 
     from kprof.build import toolchain
@@ -108,14 +112,16 @@ def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
         subprocess.run([*compiler.program, f"-arch={arch}", "-g", "-lineinfo", *flags, "-o", str(tmp_path / name),
                         str(source)], check=True, capture_output=True)
     report = kprof.sanitize([str(tmp_path / "vecadd")], tools=["memcheck"])
-    (f,) = [f for f in report.findings if f.kind.startswith("out-of-bounds")]  # the read of a[n], first
+    # the read of a[n], first
+    (f,) = [f for f in report.findings if f.kind.startswith("out-of-bounds")]
     assert f.file.endswith("vecadd.cu") and f.line == _marked(source, "// BUG"), f
     assert f.launch == f"{source}:{_marked(source, '// LAUNCH')} (launch in vecadd)", f
     assert kprof.sanitize([str(tmp_path / "vecadd_fixed")], tools=["memcheck"]).clean
 
 
 def test_a_race_in_global_memory_is_found_by_the_values_detector_and_missed_by_every_sanitizer():
-    """51,200 threads doing counter[0] = counter[0] + 1: the four tools see nothing; two runs differ."""
+    """51,200 threads doing counter[0] = counter[0] + 1: the four tools see nothing; two runs
+    differ."""
     _needs("cupy")
     program = EXAMPLES / "cupy_counter.py"
     assert kprof.sanitize([PY, str(program)], jobs=None).clean, "a race in global memory: no sanitizer sees it"
@@ -124,7 +130,8 @@ def test_a_race_in_global_memory_is_found_by_the_values_detector_and_missed_by_e
     assert (f.kind, f.kernel) == ("race", "count") and f.launch == f"{program}:{_marked(program, '# LAUNCH')}", f
     assert kprof.sanitize([PY, str(program), "--fixed"], tools=["values"]).clean
     summed = kprof.sanitize([PY, str(program), "--float-sum"], tools=["values"])
-    assert summed.clean, summed.to_json()  # a float sum in another order is said in a note, not a finding
+    # a float sum in another order is said in a note, not a finding
+    assert summed.clean, summed.to_json()
 
 
 def test_a_program_that_launches_no_kernel_is_not_checked():
@@ -153,7 +160,8 @@ def test_a_clean_run_says_what_each_tool_checked():
     for r in report.results:
         c = r.checked
         assert c and c.complete and c.launches >= 1 and c.kernels >= 1 and c.pools_off, (r.tool, c)
-        assert r.tool == "values" or (c.alongside and c.with_lines >= 1), (r.tool, c)  # its RawKernel has -lineinfo
+        # its RawKernel has -lineinfo
+        assert r.tool == "values" or (c.alongside and c.with_lines >= 1), (r.tool, c)
     _needs("torch")
     torch_report = kprof.sanitize([PY, "-c", "import torch; x = torch.ones(1000, device='cuda'); print(float((x * 2).sum()))"],
                                   tools=["memcheck"])
@@ -167,8 +175,8 @@ def test_a_hanging_program_is_stopped_at_the_timeout():
 
 
 def test_a_torch_extension_is_reported_in_the_file_torch_generated_and_said_so():
-    """load_inline writes the kernel's string to <build folder>/cuda.cu: the line stays there (the file
-    exists), the note says torch generated it, the launch is the user's call."""
+    """load_inline writes the kernel's string to <build folder>/cuda.cu: the line stays there (the
+    file exists), the note says torch generated it, the launch is the user's call."""
     _needs("torch")
     from torch.utils.cpp_extension import is_ninja_available
 
@@ -233,21 +241,24 @@ def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
     # Installed, kprof's plugin comes through its pytest11 entry point; from a source tree, name it.
     installed = any(ep.value == "kprof.pytest_plugin" for ep in entry_points(group="pytest11"))
     plugin = [] if installed else ["-p", "kprof.pytest_plugin"]
-    # one pytest process, as a user's suite runs (the project's pyproject.toml adds -n auto for its own tests)
+    # one pytest process, as a user's suite runs (the project's pyproject.toml adds -n auto for its
+    # own tests)
     done = subprocess.run([PY, "-m", "pytest", str(EXAMPLES / "test_gpu_ops.py"), "-p", "no:cacheprovider", "-q", "-n", "0",
                            *plugin, "--kprof-sanitize=memcheck"], capture_output=True, text=True, timeout=900)
     assert "1 failed, 9 passed" in done.stdout, done.stdout[-3000:]
     assert "FAILED examples/test_gpu_ops.py::test_scale_unmasked" in done.stdout
 
 
-@pytest.mark.xdist_group("ncu")  # one ncu at a time on the GPU: a second beside it once failed one (exit code 9)
+# one ncu at a time on the GPU: a second beside it once failed one (exit code 9)
+@pytest.mark.xdist_group("ncu")
 def test_profile_a_triton_kernel_in_a_program(capsys):
     _needs("triton")
     code = cli.main(["profile", "--kernel", "scale", "--json", "--", PY, str(EXAMPLES / "triton_scale.py"), "--fixed"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["kernels"] and data["kernels"][0]["kernel"].startswith("scale"), data
     assert data["kernels"][0]["duration_s"] > 0
-    # the user's line that launched it, from a second run of the program without ncu (CUPTI's one subscriber)
+    # the user's line that launched it, from a second run of the program without ncu (CUPTI's one
+    # subscriber)
     source = (EXAMPLES / "triton_scale.py").read_text().splitlines()
     line = next(i for i, text in enumerate(source, 1) if text.strip().startswith("scale[("))
     (ranked,) = data["ranking"]
@@ -257,8 +268,8 @@ def test_profile_a_triton_kernel_in_a_program(capsys):
 
 @pytest.mark.xdist_group("ranks")
 def test_a_two_rank_job_names_the_rank_of_its_bug_and_a_clean_one_is_clean():
-    """torchrun with two ranks on one GPU (gloo): every rank under memcheck on its own, the finding in rank 1
-    at the Triton kernel's line, the fixed job clean under each tool."""
+    """torchrun with two ranks on one GPU (gloo): every rank under memcheck on its own, the finding
+    in rank 1 at the Triton kernel's line, the fixed job clean under each tool."""
     _needs("triton")
     job = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLES / "two_ranks.py")]
     report = kprof.sanitize(job, "memcheck", timeout=240)

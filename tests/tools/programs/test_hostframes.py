@@ -1,7 +1,8 @@
-"""A plain C++ program's launch site from the native frames compute-sanitizer saves (kprof.tools.programs.hostframes
-.native_site, kprof.tools.programs.addr2line): the function and module always, the line where the binary has host
-line information. The report is shaped as the tool writes one (the Python frames of the recorded
-reports in tests/data/programs are native frames of the same form); the binary is built here."""
+"""A plain C++ program's launch site from the native frames compute-sanitizer saves
+(kprof.tools.programs.hostframes .native_site, kprof.tools.programs.addr2line): the function and
+module always, the line where the binary has host line information. The report is shaped as the tool
+writes one (the Python frames of the recorded reports in tests/data/programs are native frames of
+the same form); the binary is built here."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def _report(binary: str, launch_pc: int, main_pc: int) -> str:
     """memcheck's record of vecadd's write past the end of c, with the host stack of its launch."""
     stack = "".join([
         _frame(None, 0x2F1A5B, "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
-        _frame("cudaLaunchKernel", 0x702A0, binary),  # the CUDA runtime nvcc linked into the program
+        # the CUDA runtime nvcc linked into the program
+        _frame("cudaLaunchKernel", 0x702A0, binary),
         _frame("_Z26__device_stub__Z6vecaddPKfPfiPKfPfi", 0x8EF0, binary),
         _frame("_Z6vecaddPKfPfi", 0x8F60, binary),  # the kernel's host stub
         _frame("_ZL6launchPKfPfi", launch_pc, binary),
@@ -61,7 +63,8 @@ def _report(binary: str, launch_pc: int, main_pc: int) -> str:
 
 
 def _returns_after_calls(binary, caller: str, callee: str) -> int:
-    """The return address of ``caller``'s call to ``callee`` (what a saved stack holds), from objdump."""
+    """The return address of ``caller``'s call to ``callee`` (what a saved stack holds), from
+    objdump."""
     text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True, text=True,
                           check=True).stdout
     body = text.split(f"<{caller}>:\n", 1)[1].split("\n\n", 1)[0].splitlines()
@@ -99,7 +102,8 @@ def test_a_cpp_programs_launch_is_its_line_with_g(tmp_path, flags):
     launch_pc = _returns_after_calls(binary, "_ZL6launchPKfPfi", "_Z6vecaddPKfPfi") - base
     main_pc = _returns_after_calls(binary, "main", "_ZL6launchPKfPfi") - base
     (f,), _ = sanitizer_xml.parse_xml(_report(binary, launch_pc, main_pc), "memcheck")
-    assert f.launch == f"{source}:7 (launch in vecadd)", f.launch  # the <<<...>>> line, not the stub's
+    # the <<<...>>> line, not the stub's
+    assert f.launch == f"{source}:7 (launch in vecadd)", f.launch
     assert f.kernel == "vecadd(float const*, float*, int)" and f.location() == "vecadd.cu:4"
 
 
@@ -127,7 +131,8 @@ def test_addr2lines_answer_is_read_and_an_unknown_line_is_none():
     assert addr2line.parse("launch(float const*, float*, int)\n/src/v.cu:7 (discriminator 3)\n", 1) == [
         ("launch(float const*, float*, int)", "/src/v.cu", 7)]
     assert addr2line.parse("??\n??:0\n", 1) == [(None, None, None)]
-    assert addr2line.parse("main\n", 2) == [("main", None, None), (None, None, None)]  # a cut answer
+    # a cut answer
+    assert addr2line.parse("main\n", 2) == [("main", None, None), (None, None, None)]
     assert addr2line.argv("addr2line", "/x/app", [0x10, 0x8ccf]) == ["addr2line", "-f", "-C", "-e", "/x/app", "0x10", "0x8ccf"]
 
 

@@ -1,7 +1,7 @@
-"""The values detector for any program (kprof sanitize --tool values -- CMD), on CPU: the comparison of
-two runs' launch logs (kprof.tools.programs.launchlog), the verdict on the first output that differs (a race, or a
-float sum added up in another order), and the runs themselves with a stand-in program that writes the
-launch recorder's log lines (tests/data/fake_launch_program.py)."""
+"""The values detector for any program (kprof sanitize --tool values -- CMD), on CPU: the comparison
+of two runs' launch logs (kprof.tools.programs.launchlog), the verdict on the first output that
+differs (a race, or a float sum added up in another order), and the runs themselves with a stand-in
+program that writes the launch recorder's log lines (tests/data/fake_launch_program.py)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def test_two_runs_agree_or_part_at_their_first_difference():
     assert launchlog.compare(a, c).what == "kernel"
     short = _log(("fill", [[0, 400, "aa"]]))
     assert launchlog.compare(a, short).what == "count"
-    assert launchlog.compare(_log(("fill", []), cut=True), _log(("fill", []), ("fill", []))) is None  # past a cut: not compared
+    # past a cut: not compared
+    assert launchlog.compare(_log(("fill", []), cut=True), _log(("fill", []), ("fill", []))) is None
 
 
 def test_a_race_is_far_apart_and_a_float_sum_in_another_order_is_not():
@@ -46,7 +47,8 @@ def test_a_race_is_far_apart_and_a_float_sum_in_another_order_is_not():
     assert not race.rounding and race.first == 1 and "37 vs 51200 as int32" in race.text()
     near = launchlog.difference(struct.pack("<f", 1000.0), struct.pack("<f", 1000.0 + 6.103515625e-05))
     assert near.rounding and near.max_rel < 1e-6
-    counts = launchlog.difference(struct.pack("<i", 51200), struct.pack("<i", 51199))  # close integers: no floats
+    # close integers: no floats
+    counts = launchlog.difference(struct.pack("<i", 51200), struct.pack("<i", 51199))
     assert not counts.rounding and counts.max_rel is None
     nan = launchlog.difference(struct.pack("<f", 1.0), struct.pack("<f", float("nan")))
     assert not nan.rounding
@@ -68,13 +70,15 @@ def test_a_program_whose_launch_differs_between_runs_is_a_race_at_that_launch():
 
 def test_a_race_that_ends_the_same_on_an_idle_gpu_is_found_on_a_crowded_one(monkeypatch):
     """counter[0]++ by 51,200 threads ends at 1 every run on an idle H200: two idle runs agree. The
-    detector's second run (and second copy) starts each kernel on a crowded GPU, where it ends otherwise."""
+    detector's second run (and second copy) starts each kernel on a crowded GPU, where it ends
+    otherwise."""
     r = _run("quiet-race")
     assert r.status == "findings", (r.message, r.log)
     (f,) = r.findings
     assert (f.kind, f.kernel, f.launch) == ("race", "count", f"{FAKE}:41") and "1 vs 25 as int32" in f.detail, f.detail
     assert "crowded GPU" in f.message
-    monkeypatch.setattr(values, "CROWD", {})  # both runs idle: the race is not seen, which is why one is crowded
+    # both runs idle: the race is not seen, which is why one is crowded
+    monkeypatch.setattr(values, "CROWD", {})
     assert _run("quiet-race").status == "clean"
 
 
@@ -86,7 +90,8 @@ def test_the_recorders_crowd_is_asked_for_and_bounded():
     spec.loader.exec_module(rec)
     assert rec._crowd_ns("", "") == 0 and rec._crowd_ns("0", "500") == 0  # no crowd unless asked
     assert rec._crowd_ns("1", "") == rec.CROWD_US * 1000 and rec._crowd_ns("1", "250") == 250_000
-    assert rec._crowd_ns("1", "-5") == rec._crowd_ns("1", "9" * 30) == rec.CROWD_US * 1000  # out of range: default
+    # out of range: default
+    assert rec._crowd_ns("1", "-5") == rec._crowd_ns("1", "9" * 30) == rec.CROWD_US * 1000
     assert rec.CROWD_PTX.endswith(b"\0") and b".entry kprof_crowd" in rec.CROWD_PTX and b"%globaltimer" in rec.CROWD_PTX
 
 
@@ -116,8 +121,8 @@ def test_kprof_sanitize_tool_values_on_a_program(monkeypatch, capsys):
 
 
 def test_the_crowd_kernels_ptx_assembles_for_old_and_new_gpus(tmp_path):
-    """The driver compiles the crowd's PTX in the program; ptxas (where the toolkit is here) checks it
-    for the oldest GPU CUDA 13 builds for and for the H200."""
+    """The driver compiles the crowd's PTX in the program; ptxas (where the toolkit is here) checks
+    it for the oldest GPU CUDA 13 builds for and for the H200."""
     import shutil
     import subprocess
 
@@ -161,7 +166,8 @@ def test_the_recorders_struct_offsets_are_the_headers(tmp_path):
     if cc is None or include is None:
         pytest.skip("needs a C compiler and the CUDA toolkit's headers (generated_cuda_meta.h, cupti_callbacks.h)")
     source = tmp_path / "offsets.c"
-    # __CUDA_API_VERSION_INTERNAL: cuda.h then declares the _v1 types generated_cuda_meta.h's older calls use
+    # __CUDA_API_VERSION_INTERNAL: cuda.h then declares the _v1 types generated_cuda_meta.h's older
+    # calls use
     source.write_text("#include <stdio.h>\n#include <stddef.h>\n#define __CUDA_API_VERSION_INTERNAL 1\n"
                       "#include <cuda.h>\n#include <cupti_callbacks.h>\n"
                       "#include <generated_cuda_meta.h>\nint main(void) {\n"

@@ -1,7 +1,8 @@
-"""The user's line that launched each kernel of a program (kprof.tools.programs.launchsites), without a GPU: the launch
-tally's site mode on fake CUPTI callbacks (frames of this file are the user's; a thread with none says so),
-its stop once it has what it came for, the parse of its lines, ncu's kernel names matched to the launch
-calls' (mangled) names, and the ranking and API that carry them."""
+"""The user's line that launched each kernel of a program (kprof.tools.programs.launchsites),
+without a GPU: the launch tally's site mode on fake CUPTI callbacks (frames of this file are the
+user's; a thread with none says so), its stop once it has what it came for, the parse of its lines,
+ncu's kernel names matched to the launch calls' (mangled) names, and the ranking and API that carry
+them."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def _tally(tmp_path: Path, sites: str = "all", of: str = "[]", monkeypatch: pyte
     monkeypatch.setenv("KPROF_LAUNCH_TALLY", str(tmp_path / "tally.jsonl"))
     monkeypatch.setenv("KPROF_LAUNCH_SITES", sites)
     monkeypatch.setenv("KPROF_LAUNCH_SITES_OF", of)
-    monkeypatch.setattr(module.Tally, "start", lambda self: None)  # no CUPTI here: the callbacks are called by hand
+    # no CUPTI here: the callbacks are called by hand
+    monkeypatch.setattr(module.Tally, "start", lambda self: None)
     module.install()
     t = module._TALLY[0]
     t.sites, t.resource_domain, t.runtime_domain = ("enter", "exit"), "resource", "runtime"
@@ -59,7 +61,8 @@ def test_each_kernel_is_placed_at_the_users_line_once_per_place(tmp_path, monkey
         t._callback(None, "driver", 0, scale)  # one place, three launches: one site line
     t._callback(None, "driver", 0, scale)  # another line of this file: a second place
     backward = SimpleNamespace(callback_site="exit", symbol_name="backward")
-    worker = threading.Thread(target=t._callback, args=(None, "driver", 0, backward))  # no frame of the user's
+    # no frame of the user's
+    worker = threading.Thread(target=t._callback, args=(None, "driver", 0, backward))
     worker.start()
     worker.join()
     t.out.close()
@@ -134,7 +137,8 @@ def test_ncus_kernel_names_meet_the_launch_calls_names():
     assert how == "name" and [s.where() for s in found] == ["/u/model.py:40 (forward)"]
     found, how = program.match_sites("triton_poi_fused_gelu_2", sites)
     assert how == "name" and found[0].line == 30
-    # ncu writes a lambda's instantiation its own way: the function name still finds the kernel, said as a guess
+    # ncu writes a lambda's instantiation its own way: the function name still finds the kernel,
+    # said as a guess
     found, how = program.match_sites("void at::native::vectorized_elementwise_kernel<4, [lambda() (instance 1)]>(int, T2)",
                                      sites)
     assert how == "function name" and found[0].where() == "/u/train.py:12"
@@ -176,10 +180,10 @@ def test_the_api_profiles_then_finds_the_sites_of_what_ncu_profiled(monkeypatch)
 
 
 def test_ncus_names_of_a_real_training_step_meet_the_launch_calls_names(data_dir):
-    """The transformer step on an H200: ncu's kernel names (shortened namespaces, `const float *`, `[lambda()
-    (instance3)]`, `0` for `(SortOrder)0`, `1` for `true`) against the launch calls' mangled names. Each is
-    matched by its whole name where the two can be written alike, else by its function name, never not at
-    all; and a whole-name match is to a kernel of the same function."""
+    """The transformer step on an H200: ncu's kernel names (shortened namespaces, `const float *`,
+    `[lambda() (instance3)]`, `0` for `(SortOrder)0`, `1` for `true`) against the launch calls'
+    mangled names. Each is matched by its whole name where the two can be written alike, else by its
+    function name, never not at all; and a whole-name match is to a kernel of the same function."""
     recorded = json.loads((data_dir / "diagnosis" / "h200-transformer-kernel-names.json").read_text())
     for how, at_least in (("eager", 36), ("compile", 33)):
         names = recorded[how]["launched"]

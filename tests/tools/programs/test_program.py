@@ -1,5 +1,6 @@
 """kprof on the user's own program, without a GPU: the allocator switches, the exit-code shim, the
-launch site and allocation from a record, the classification of a run, tool inference for --from-xml,
+launch site and allocation from a record, the classification of a run, tool inference for
+--from-xml,
 kprof sanitize -- CMD and kprof profile -- CMD through stand-in tools, and kprof.range."""
 
 from __future__ import annotations
@@ -179,7 +180,8 @@ def test_the_json_report_keeps_a_failed_programs_last_lines():
     assert "ValueError: bad" in tools[0]["log"] and tools[1]["log"] == ""
 
 
-# ---------------------------------------------------------------------------- end to end, stand-in tools
+# ---------------------------------------------------------------------------- end to end, stand-in
+# tools
 
 FAKE_SANITIZER = """#!{python}
 import shutil, subprocess, sys
@@ -202,8 +204,9 @@ def fake_sanitizer(tmp_path, monkeypatch):
     import kprof.child.device
 
     monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
-    # the run beside the tool's that counts the launches (kprof.tools.programs.launchcount): a stand-in too, as if the
-    # program launched one kernel (the programs here launch none, and cupti counts where it is installed)
+    # the run beside the tool's that counts the launches (kprof.tools.programs.launchcount): a
+    # stand-in too, as if the program launched one kernel (the programs here launch none, and cupti
+    # counts where it is installed)
     from kprof.tools.programs import coverage, launchcount
 
     monkeypatch.setattr(launchcount, "count", lambda *a, **k: coverage.Coverage(1, kernels=1, with_lines=1, alongside=True))
@@ -298,8 +301,8 @@ shutil.copy({csv!r}, args[args.index("--export") + 1])  # ncu writes the report,
 
 
 def test_save_report_keeps_a_programs_report_and_reads_it_back(tmp_path, monkeypatch, data_dir, capsys, as_if_a_gpu):
-    """kprof profile --save-report DIR -- python prog.py: ncu exports DIR/prog.ncu-rep (the script's name), and the
-    profiles come from it read back (it was silently left out before)."""
+    """kprof profile --save-report DIR -- python prog.py: ncu exports DIR/prog.ncu-rep (the script's
+    name), and the profiles come from it read back (it was silently left out before)."""
     exe = tmp_path / "ncu"
     exe.write_text(FAKE_NCU_EXPORTING.format(python=sys.executable,
                                              csv=str(data_dir / "ncu" / "tiled_matmul.ncu_full_raw.txt")))
@@ -343,8 +346,9 @@ RANK=0 {python} -c "pass" && RANK=1 {python} -c "pass"
 
 
 def test_profile_of_a_multi_process_job_says_each_kernels_rank(tmp_path, monkeypatch, data_dir, capsys):
-    """``kprof profile -- torchrun ...``: ncu follows every process; each Python rank marks its pid (kprof's hook,
-    no tool started), so each profiled launch says its rank and the ranking which ranks launched each kernel."""
+    """``kprof profile -- torchrun ...``: ncu follows every process; each Python rank marks its pid
+    (kprof's hook, no tool started), so each profiled launch says its rank and the ranking which
+    ranks launched each kernel."""
     import kprof.child.device
 
     monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
@@ -361,7 +365,8 @@ def test_profile_of_a_multi_process_job_says_each_kernels_rank(tmp_path, monkeyp
     code = cli.main(["profile", "--arch", "sm_90", "--", str(torchrun), "train.py"])
     out = capsys.readouterr().out
     assert code == 0 and "RANKS" in out and "0,1" in out
-    assert "  rank 0  [ncu]" in out and "  rank 1  [ncu]" in out  # each kernel's own section says its rank
+    # each kernel's own section says its rank
+    assert "  rank 0  [ncu]" in out and "  rank 1  [ncu]" in out
 
 
 def test_rank_markers_give_each_pid_its_rank_and_pass_over_what_is_not_kprofs(tmp_path):
@@ -468,7 +473,8 @@ PROGRAMS = "programs"
 
 
 def test_recorded_triton_missing_mask(data_dir):
-    """compute-sanitizer memcheck over examples/triton_scale.py with PyTorch's pool off (text beside the XML)."""
+    """compute-sanitizer memcheck over examples/triton_scale.py with PyTorch's pool off (text beside
+    the XML)."""
     r = sanitize.from_xml(data_dir / PROGRAMS / "triton_scale.memcheck.xml", None)
     assert r.tool == "memcheck" and len(r.findings) == 1, [f.to_dict() for f in r.findings]
     f = r.findings[0]
@@ -485,8 +491,9 @@ def test_recorded_pool_hides_the_same_bug(data_dir):
 
 
 def test_recorded_cupy_read_past_the_end(data_dir, tmp_path):
-    """Read where the program is not (another machine): the tool's own place, line 5 of CuPy's copy of
-    the source (tests/tools/sanitizers/test_embedded.py has it read beside the program: cupy_shift.py:18)."""
+    """Read where the program is not (another machine): the tool's own place, line 5 of CuPy's copy
+    of the source (tests/tools/sanitizers/test_embedded.py has it read beside the program:
+    cupy_shift.py:18)."""
     saved = tmp_path / "cupy_shift.memcheck.xml"
     saved.write_text((data_dir / PROGRAMS / "cupy_shift.memcheck.xml").read_text().replace("/work/main/", "/elsewhere/"))
     saved.with_suffix(".txt").write_text((data_dir / PROGRAMS / "cupy_shift.memcheck.txt").read_text())
@@ -562,7 +569,8 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     (["./no/such/file.py"], "no/such/file.py: no such file"),
 ])
 def test_a_program_that_cannot_run_is_one_line_before_any_tool(argv, message, capsys):
-    """Found on the GPU by the fuzz test: `kprof sanitize -- --size M=1` ran four tools on '--size'."""
+    """Found on the GPU by the fuzz test: `kprof sanitize -- --size M=1` ran four tools on
+    '--size'."""
     assert cli.main(["sanitize", "--", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.count("\n") == 0, err
@@ -597,9 +605,9 @@ def test_a_kernel_name_is_cut_to_a_report_line(name, limit, cut):
 
 
 def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
-    """compute-sanitizer's words when the program made no CUDA call it could instrument (recorded on an
-    H200: the CUDA 12 wheel's tool on the 13.0 driver, and a program with no kernel): NOT CHECKED, not
-    clean and not a parse failure, with its own exit code."""
+    """compute-sanitizer's words when the program made no CUDA call it could instrument (recorded on
+    an H200: the CUDA 12 wheel's tool on the 13.0 driver, and a program with no kernel): NOT
+    CHECKED, not clean and not a parse failure, with its own exit code."""
     from kprof.errors import EXIT_NOT_CHECKED
     from kprof.results import render_sanitize
 
@@ -617,8 +625,9 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
 
 
 def test_kprofs_modules_are_known_in_either_layout_wherever_kprof_was_installed():
-    """A report recorded on another machine names kprof's frames by that machine's paths, flat (an older
-    kprof: kprof/device.py) or in the stage folders (kprof/child/device.py): neither is the user's."""
+    """A report recorded on another machine names kprof's frames by that machine's paths, flat (an
+    older kprof: kprof/device.py) or in the stage folders (kprof/child/device.py): neither is the
+    user's."""
     from kprof.tools.programs import hostframes
 
     for path in ("/elsewhere/kprof/device.py", "/elsewhere/kprof/child/device.py", "/elsewhere/kprof/runner.py",
@@ -644,10 +653,12 @@ def test_the_shims_record_is_read_typed(tmp_path):
     assert Status(3).how() == "exited with code 3"
 
 
-# ---------------------------------------------------------------------------- initcheck's frames in a program
+# ---------------------------------------------------------------------------- initcheck's frames in
+# a program
 
 def test_initcheck_in_a_program_keeps_host_frames_only_unless_asked():
-    # device frames cost 51 s of 72 on one half GEMM's output read by PyTorch's copy (an H200, 2025.3.1)
+    # device frames cost 51 s of 72 on one half GEMM's output read by PyTorch's copy (an H200,
+    # 2025.3.1)
     argv = " ".join(compute_sanitizer.build_argv("cs", "initcheck", "x.xml", program=True))
     assert "--show-backtrace host" in argv
     asked = compute_sanitizer.build_argv("cs", "initcheck", "x.xml", program=True, device_frames=True)

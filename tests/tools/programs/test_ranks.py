@@ -1,8 +1,9 @@
-"""A multi-process job under the tools, rank by rank (kprof.tools.programs.ranks, kprof/hooks/rank_wrap.py), without a
-GPU: a stand-in launcher named torchrun that starts two Python ranks with RANK set, MPICH's own mpiexec (pip's
-mpich, the dev extra's) with PMI_RANK, and a stand-in compute-sanitizer that runs its target and saves a record for the rank the test seeds a bug in. Each
-finding carries its rank; a rank that dies or hangs before its report is named; the launcher itself and a
-program without ranks are never wrapped."""
+"""A multi-process job under the tools, rank by rank (kprof.tools.programs.ranks,
+kprof/hooks/rank_wrap.py), without a GPU: a stand-in launcher named torchrun that starts two Python
+ranks with RANK set, MPICH's own mpiexec (pip's mpich, the dev extra's) with PMI_RANK, and a
+stand-in compute-sanitizer that runs its target and saves a record for the rank the test seeds a bug
+in. Each finding carries its rank; a rank that dies or hangs before its report is named; the
+launcher itself and a program without ranks are never wrapped."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def job(tmp_path, monkeypatch):
 
 
 def _mpiexec() -> str:
-    """MPICH's mpiexec from pip (the dev extra installs ``mpich`` beside this Python), else one on PATH."""
+    """MPICH's mpiexec from pip (the dev extra installs ``mpich`` beside this Python), else one on
+    PATH."""
     import shutil
 
     found = shutil.which("mpiexec", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -75,10 +77,12 @@ def _mpiexec() -> str:
 
 
 def test_an_mpich_job_as_its_docs_type_it_is_checked_rank_by_rank(job, tmp_path, monkeypatch):
-    """``kprof sanitize -- mpiexec -n 2 python prog.py`` with MPICH's real launcher (Hydra): each rank, told by
-    its PMI_RANK, restarts under the tool with its own report; the finding carries rank 1, both ranks ran wrapped."""
+    """``kprof sanitize -- mpiexec -n 2 python prog.py`` with MPICH's real launcher (Hydra): each
+    rank, told by its PMI_RANK, restarts under the tool with its own report; the finding carries
+    rank 1, both ranks ran wrapped."""
     prog = tmp_path / "mpi_prog.py"
-    # one write a line: the ranks' output reaches mpiexec's side by side, and print's pieces interleave
+    # one write a line: the ranks' output reaches mpiexec's side by side, and print's pieces
+    # interleave
     prog.write_text("import os\nos.write(1, f\"rank {os.environ['PMI_RANK']} wrapped {os.environ.get('KPROF_RANK_WRAPPED')}\\n\".encode())\n")
     cmd = [_mpiexec(), "-n", "2", sys.executable, str(prog)]
     assert ranks.launcher_of(cmd) == "mpirun"
@@ -95,8 +99,9 @@ def test_an_mpich_job_as_its_docs_type_it_is_checked_rank_by_rank(job, tmp_path,
 
 
 def test_kprof_sanitize_of_an_mpich_job_as_typed_names_the_rank(job, tmp_path, monkeypatch, capsys):
-    """``kprof sanitize --tool memcheck -- mpiexec -n 2 python prog.py``, the command as a user types it (the GPU
-    and the launch count stood in for): exit 1, the finding at rank 1 in the JSON and in the text."""
+    """``kprof sanitize --tool memcheck -- mpiexec -n 2 python prog.py``, the command as a user
+    types it (the GPU and the launch count stood in for): exit 1, the finding at rank 1 in the JSON
+    and in the text."""
     import kprof.child.device
     from kprof.commands import cli
     from kprof.tools.programs import coverage, launchcount
@@ -114,8 +119,9 @@ def test_kprof_sanitize_of_an_mpich_job_as_typed_names_the_rank(job, tmp_path, m
 
 
 def test_an_mpich_job_past_its_time_leaves_no_rank_running(job, tmp_path):
-    """A job past its --timeout (a Ctrl-C takes the same stop): MPICH's proxy, in a session of its own, is outside
-    the launcher's process group; kprof stops every process below the launcher, and no rank runs on."""
+    """A job past its --timeout (a Ctrl-C takes the same stop): MPICH's proxy, in a session of its
+    own, is outside the launcher's process group; kprof stops every process below the launcher, and
+    no rank runs on."""
     prog = tmp_path / "slow.py"
     prog.write_text("import os, time\nopen(os.path.join(os.path.dirname(__file__), 'pid' + os.environ['PMI_RANK']), 'w')"
                     ".write(str(os.getpid()))\ntime.sleep(60)\n")
@@ -139,15 +145,17 @@ def test_an_mpich_job_past_its_time_leaves_no_rank_running(job, tmp_path):
 
 
 def test_an_mpich_jobs_ranks_say_who_they_are_for_the_profile(tmp_path):
-    """``kprof profile -- mpiexec -n 2 python prog.py``: ncu follows every process, and each rank, with the profile's
-    environment (kprof's hooks, ``ranks.mark_env``), writes its pid under its PMI_RANK: the pids the ranks print."""
+    """``kprof profile -- mpiexec -n 2 python prog.py``: ncu follows every process, and each rank,
+    with the profile's environment (kprof's hooks, ``ranks.mark_env``), writes its pid under its
+    PMI_RANK: the pids the ranks print."""
     import subprocess
 
     from kprof.tools.programs import allocators
 
     prog = tmp_path / "who.py"
     prog.write_text("import os\nos.write(1, f\"{os.environ['PMI_RANK']} {os.getpid()}\\n\".encode())  # a line a write\n")
-    env = {**allocators.with_hooks(dict(os.environ)), **ranks.mark_env(tmp_path)}  # as kprof.measure.profiling
+    # as kprof.measure.profiling
+    env = {**allocators.with_hooks(dict(os.environ)), **ranks.mark_env(tmp_path)}
     done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(prog)], env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
@@ -201,7 +209,8 @@ def test_a_rank_that_dies_or_hangs_is_named(job, monkeypatch):
 
 def test_a_job_with_no_python_rank_runs_under_the_tool_whole(tmp_path, job, monkeypatch):
     shell_rank = tmp_path / "torchrun"
-    shell_rank.write_text("#!/bin/sh\nexec \"$@\"\n")  # a launcher whose 'ranks' set no rank variable
+    # a launcher whose 'ranks' set no rank variable
+    shell_rank.write_text("#!/bin/sh\nexec \"$@\"\n")
     seen = []
     monkeypatch.setattr(compute_sanitizer, "classify_program", lambda tool, done, status, findings, notes, *a, **k: seen.append(notes)
                         or toolrun.ToolResult(tool, "clean", [], 0.0))
@@ -210,8 +219,9 @@ def test_a_job_with_no_python_rank_runs_under_the_tool_whole(tmp_path, job, monk
 
 
 def _hook(monkeypatch, folder: Path, argv: list[str]):
-    """kprof/hooks/rank_wrap.py loaded as a program's Python loads it, told to wrap ranks with ``argv`` (none: mark
-    only), with no rank in this process yet and its exec recorded (``hook.execs``), not done."""
+    """kprof/hooks/rank_wrap.py loaded as a program's Python loads it, told to wrap ranks with
+    ``argv`` (none: mark only), with no rank in this process yet and its exec recorded
+    (``hook.execs``), not done."""
     import importlib.util
 
     import kprof
@@ -222,7 +232,8 @@ def _hook(monkeypatch, folder: Path, argv: list[str]):
     hook.execs = []
     monkeypatch.setattr(hook.os, "execv", lambda exe, argv: hook.execs.append(argv))
     monkeypatch.setenv("KPROF_RANK_WRAP", json.dumps({"argv": argv, "folder": str(folder)}))
-    monkeypatch.setenv("KPROF_RANK_VARS", ",".join(ranks.RANK_VARS))  # as kprof sets it (allocators.with_hooks)
+    # as kprof sets it (allocators.with_hooks)
+    monkeypatch.setenv("KPROF_RANK_VARS", ",".join(ranks.RANK_VARS))
     for var in ranks.RANK_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("KPROF_RANK_WRAPPED", raising=False)
@@ -243,7 +254,8 @@ def test_the_hook_wraps_a_rank_once_and_never_the_launcher(tmp_path, monkeypatch
 
 
 def test_the_hook_only_marks_a_rank_when_there_is_no_tool_to_start(tmp_path, monkeypatch):
-    """``kprof profile -- torchrun ...``: ncu follows every process itself, so a rank writes who it is and runs on."""
+    """``kprof profile -- torchrun ...``: ncu follows every process itself, so a rank writes who it
+    is and runs on."""
     hook = _hook(monkeypatch, tmp_path, [])
     execs = hook.execs
     monkeypatch.setenv("RANK", "1")
@@ -252,8 +264,9 @@ def test_the_hook_only_marks_a_rank_when_there_is_no_tool_to_start(tmp_path, mon
 
 
 def test_each_launcher_is_one_row_read_by_detection_copies_and_the_hooks():
-    """The launchers' table: every row's commands (and modules) are found as that launcher, its rank variables are
-    among what the hooks read, and its copies share nothing a row does not say (kprof.tools.sanitizers.copies)."""
+    """The launchers' table: every row's commands (and modules) are found as that launcher, its rank
+    variables are among what the hooks read, and its copies share nothing a row does not say
+    (kprof.tools.sanitizers.copies)."""
     from kprof.tools.programs import allocators
     from kprof.tools.sanitizers import copies
 

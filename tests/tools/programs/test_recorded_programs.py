@@ -1,8 +1,8 @@
 """What kprof makes of compute-sanitizer's reports on users' programs, recorded on an H200 (driver
-580.159.04, compute-sanitizer 2025.3.1) by ``scripts/gpu-check.sh programs`` into tests/data/programs:
-the kind, the user's line and the launch site for a C++ program built with ``-g``, a bad warp mask,
-device-heap memory, a kernel CuPy generated, an NVRTC program named by a bare file name, and a race in
-global memory no tool reports."""
+580.159.04, compute-sanitizer 2025.3.1) by ``scripts/gpu-check.sh programs`` into
+tests/data/programs: the kind, the user's line and the launch site for a C++ program built with
+``-g``, a bad warp mask, device-heap memory, a kernel CuPy generated, an NVRTC program named by a
+bare file name, and a race in global memory no tool reports."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def _marked(path: Path, mark: str) -> int:
 
 
 def test_a_cpp_program_built_with_g_is_launched_at_its_host_line(monkeypatch):
-    """The tool read the binary's line information itself: the launch is ``launch()``'s line, past the CUDA
-    runtime linked into the program, nvcc's generated stub file and the kernel's own host stub."""
+    """The tool read the binary's line information itself: the launch is ``launch()``'s line, past
+    the CUDA runtime linked into the program, nvcc's generated stub file and the kernel's own host
+    stub."""
     monkeypatch.chdir(ROOT)  # nvcc was given examples/vecadd.cu, relative to the checkout
     (f,), api = _parse("vecadd.memcheck", "memcheck")
     source = EXAMPLES / "vecadd.cu"
@@ -83,8 +84,8 @@ def test_the_tools_heap_and_permission_words_become_the_details():
 
 
 def test_an_nvtx_permission_is_an_invalid_access_not_an_out_of_bounds_write():
-    """Shaped as memcheck writes one (compute-sanitizer's NVTX permissions sample): the XML's record reads
-    as any invalid write; the text says the address is not writable."""
+    """Shaped as memcheck writes one (compute-sanitizer's NVTX permissions sample): the XML's record
+    reads as any invalid write; the text says the address is not writable."""
     xml = ("<?xml version='1.0'?><ComputeSanitizerOutput><record><kind>Precise</kind><level>Error</level>"
            "<who><threadIdx><x>0</x><y>0</y><z>0</z></threadIdx><blockIdx><x>0</x><y>0</y><z>0</z></blockIdx></who>"
            "<what><text>Invalid __global__ write of size 4 bytes</text><space>__global__</space><size>4</size>"
@@ -101,8 +102,8 @@ def test_an_nvtx_permission_is_an_invalid_access_not_an_out_of_bounds_write():
 
 
 def test_a_recorded_nvtx_permission_is_an_invalid_access_at_the_kernels_line(monkeypatch):
-    """examples/nvtx_readonly.cu on the H200: the XML's error says "not writable" (the text adds "inside
-    the nearest allocation", which is no out-of-bounds); the launch is main's line."""
+    """examples/nvtx_readonly.cu on the H200: the XML's error says "not writable" (the text adds
+    "inside the nearest allocation", which is no out-of-bounds); the launch is main's line."""
     monkeypatch.chdir(ROOT)
     (f,), _ = _parse("nvtx_readonly.memcheck", "memcheck")
     source = EXAMPLES / "nvtx_readonly.cu"
@@ -119,17 +120,19 @@ def test_a_kernel_cupy_generated_is_at_the_call_that_launched_it():
 
 
 def test_an_nvrtc_program_named_by_a_bare_file_name_is_at_the_string_in_its_python_file():
-    """Run from a folder with no block_sum.cu: the tool names <that folder>/block_sum.cu; kprof finds the
-    kernel's string in nvrtc_inline.py, the file on the launch's stack."""
+    """Run from a folder with no block_sum.cu: the tool names <that folder>/block_sum.cu; kprof
+    finds the kernel's string in nvrtc_inline.py, the file on the launch's stack."""
     (f,), _ = _parse("nvrtc_inline.racecheck", "racecheck")
     program = EXAMPLES / "nvrtc_inline.py"
     assert f.kind == "race-raw" and f.file == str(program) and _marked(program, "// BUG") in f.lines(), f
     assert f.extra.reported_at.endswith("/block_sum.cu:5") and "a file that no longer exists" in f.extra.source
-    assert f.launch == f"{EXAMPLES / 'cuda_python_sum.py'}:60"  # nvrtc_inline.py runs cuda_python_sum's main()
+    # nvrtc_inline.py runs cuda_python_sum's main()
+    assert f.launch == f"{EXAMPLES / 'cuda_python_sum.py'}:60"
 
 
 @pytest.mark.parametrize("tool", ["racecheck"])
 def test_a_race_in_global_memory_is_not_seen_by_the_tools(tool):
-    """counter[0]++ by 51,200 threads (examples/cupy_counter.py): racecheck sees shared memory only."""
+    """counter[0]++ by 51,200 threads (examples/cupy_counter.py): racecheck sees shared memory
+    only."""
     found, _ = _parse(f"cupy_counter.{tool}", tool)
     assert found == [] and "counter 23 of 51200" in (PROGRAMS / f"cupy_counter.{tool}.txt").read_text()

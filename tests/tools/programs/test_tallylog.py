@@ -1,5 +1,5 @@
-"""The launch tally's log as typed events (kprof.tools.programs.tallylog): each event the hook writes, a cut line,
-foreign lines, and the lines the tally wrote on an H200."""
+"""The launch tally's log as typed events (kprof.tools.programs.tallylog): each event the hook
+writes, a cut line, foreign lines, and the lines the tally wrote on an H200."""
 
 from __future__ import annotations
 

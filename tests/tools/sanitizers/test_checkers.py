@@ -1,5 +1,6 @@
-"""The checker protocol and its one registry (kprof.tools.sanitizers.checker, kprof.tools.sanitizers.checkers): what every
-command that runs checks iterates, and what a new checker (one class, one registry line) reaches."""
+"""The checker protocol and its one registry (kprof.tools.sanitizers.checker,
+kprof.tools.sanitizers.checkers): what every command that runs checks iterates, and what a new
+checker (one class, one registry line) reaches."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ def _with(**needs: bool) -> list[str]:
 
 
 def test_every_list_of_checkers_is_the_registry_filtered_by_what_each_needs():
-    """The lists every command iterates come from the registry and each checker's needs, in its order: a new
-    checker is one class and one line, and no list here names it."""
+    """The lists every command iterates come from the registry and each checker's needs, in its
+    order: a new checker is one class and one line, and no list here names it."""
     assert checkers.names() == tuple(c.name for c in checkers.REGISTRY) and len(set(checkers.names())) == len(checkers.REGISTRY)
     assert list(checkers.spec_names()) == _with(for_specs=True)
     assert list(checkers.sanitizers()) == _with(sanitizer=True)
@@ -33,8 +34,9 @@ def test_every_list_of_checkers_is_the_registry_filtered_by_what_each_needs():
 
 
 def test_the_shipped_checkers_need_what_their_runs_need():
-    """What each shipped checker is: the four compute-sanitizer tools, memcheck's first finding stopping the child,
-    the values detector alone on the GPU and only when named for a program, the nan watcher for programs only."""
+    """What each shipped checker is: the four compute-sanitizer tools, memcheck's first finding
+    stopping the child, the values detector alone on the GPU and only when named for a program, the
+    nan watcher for programs only."""
     need = {c.name: c.needs for c in checkers.REGISTRY}
     assert {"memcheck", "racecheck", "initcheck", "synccheck"} <= set(_with(sanitizer=True))
     assert need["memcheck"].stops and need["values"].alone and not need["values"].in_all_programs
@@ -87,7 +89,8 @@ _CANARY_NEEDS = Needs(sanitizer=False, alone=True, in_all_programs=False, not_fo
 
 @dataclass(frozen=True)
 class _Canary:
-    """A checker of a test's own: what a new checker is (a class with these members), added by one line."""
+    """A checker of a test's own: what a new checker is (a class with these members), added by one
+    line."""
 
     name: str = "canary"
     summary: str = "a test's own checker"
@@ -106,7 +109,8 @@ class _Canary:
         from kprof import proc
 
         SUITE_CHILDREN.append(argv)
-        return proc.run(argv, env=child.env, cwd=child.cwd, watch=child.watch), ""  # no tool: the tests run plain
+        # no tool: the tests run plain
+        return proc.run(argv, env=child.env, cwd=child.cwd, watch=child.watch), ""
 
 
 SUITE_CHILDREN: list = []
@@ -119,8 +123,8 @@ def canary(monkeypatch):
 
 
 def test_a_new_checker_is_one_registry_line_that_every_user_of_the_registry_sees(canary, capsys):
-    """The choices and ``all``, the corpus's plan (a checker that needs the GPU alone gets its own task),
-    kprof mutants' checks after the verdict, and kprof sanitize --list-tools."""
+    """The choices and ``all``, the corpus's plan (a checker that needs the GPU alone gets its own
+    task), kprof mutants' checks after the verdict, and kprof sanitize --list-tools."""
     from kprof.corpus import cases, mutants
     from kprof.spec import catalog
 
@@ -149,7 +153,8 @@ def test_list_tools_names_each_checker_and_how_it_runs(capsys):
 
 
 def test_a_case_must_expect_a_registered_checker(tmp_path):
-    """A corpus case's expect.tool is checked against the registry, in one line naming the choices."""
+    """A corpus case's expect.tool is checked against the registry, in one line naming the
+    choices."""
     from kprof.corpus import cases
     from kprof.errors import SpecError
     from kprof.spec import catalog
@@ -163,7 +168,8 @@ def test_a_case_must_expect_a_registered_checker(tmp_path):
 
 
 def test_the_program_run_goes_through_each_checkers_own_program_check(monkeypatch):
-    """kprof sanitize -- CMD: every chosen checker's check_program, the launch count beside the sanitizers'."""
+    """kprof sanitize -- CMD: every chosen checker's check_program, the launch count beside the
+    sanitizers'."""
     from kprof.commands import api
     from kprof.tools.programs import launchcount
 
@@ -181,8 +187,9 @@ def test_the_program_run_goes_through_each_checkers_own_program_check(monkeypatc
 
 
 def test_a_new_checker_reaches_a_suites_children_through_the_registry(monkeypatch, tmp_path):
-    """pytest --kprof-sanitize asked compute-sanitizer by name for every child (issue 70): a checker of the registry
-    that can check tests is handed each pytest child, and its tests get their verdicts from it."""
+    """pytest --kprof-sanitize asked compute-sanitizer by name for every child (issue 70): a checker
+    of the registry that can check tests is handed each pytest child, and its tests get their
+    verdicts from it."""
     import os
     import sys
 

@@ -143,10 +143,12 @@ def test_sanitize_cli_errors(capsys, argv, message):
 
 
 def test_a_finding_inside_a_cuda_header_goes_to_the_users_call(data_dir):
-    """NVIDIA's illegal_syncwarp, as examples/syncwarp_mask.cu: synccheck stops inside __syncwarp, in the CUDA
-    header (sm_30_intrinsics.hpp:110). Recorded on an H200 with compute-sanitizer 2025.3.1 (2026.4 writes the
-    same): with device frames, the finding is at the user's __syncwarp on line 16 of their file, in their
-    kernel, the header named as where the call was inlined from; without them, it stays in the header."""
+    """NVIDIA's illegal_syncwarp, as examples/syncwarp_mask.cu: synccheck stops inside __syncwarp,
+    in the CUDA header (sm_30_intrinsics.hpp:110). Recorded on an H200 with compute-sanitizer
+    2025.3.1 (2026.4 writes the
+    same): with device frames, the finding is at the user's __syncwarp on line 16 of their file, in
+    their kernel, the header named as where the call was inlined from; without them, it stays in the
+    header."""
     xml = (data_dir / "sanitizer" / "syncwarp_mask.synccheck_device.xml").read_text()
     (f,), _ = sanitizer_xml.parse_xml(xml, "synccheck")
     assert (f.kernel, Path(f.file).name, f.line, f.count) == ("half_mask", "syncwarp_mask.cu", 16, 3)
@@ -187,8 +189,9 @@ def test_the_tools_version_is_read_from_what_it_prints(tmp_path, printed, versio
 
 
 def test_a_report_of_more_records_than_the_cap_is_read_to_the_cap_with_a_note(tmp_path, monkeypatch):
-    """A report of 200,000 distinct records cost 45 s (parsed twice, each record placed): it is parsed once, up to
-    MAX_RECORDS records (the rest of the text not parsed), and a note says how many the report holds."""
+    """A report of 200,000 distinct records cost 45 s (parsed twice, each record placed): it is
+    parsed once, up to MAX_RECORDS records (the rest of the text not parsed), and a note says how
+    many the report holds."""
     import re
 
     from kprof.tools.sanitizers import compute_sanitizer as cs
@@ -204,4 +207,5 @@ def test_a_report_of_more_records_than_the_cap_is_read_to_the_cap_with_a_note(tm
     assert any("holds 50 records; kprof read the first 10" in n for n in result.notes), result.notes
     findings, notes = sanitizer_xml.parse_xml((tmp_path / "r.xml").read_text(), "memcheck")
     assert len({f.line for f in findings}) == 10 and any("holds 50 records" in n for n in notes)
-    assert len(sanitizer_xml.records((tmp_path / "r.xml").read_text())) == 50  # uncapped where a caller asks for every record
+    # uncapped where a caller asks for every record
+    assert len(sanitizer_xml.records((tmp_path / "r.xml").read_text())) == 50

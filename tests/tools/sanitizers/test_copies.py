@@ -1,6 +1,7 @@
-"""The copies of a user's program kprof starts (kprof.tools.sanitizers.copies): one after another unless the user says they are
-independent, each with its own temporary folder and torchrun rendezvous, none of them reported NOT CHECKED because
-the launch count's own copy failed. No GPU: a stand-in launcher and stand-in tools."""
+"""The copies of a user's program kprof starts (kprof.tools.sanitizers.copies): one after another
+unless the user says they are independent, each with its own temporary folder and torchrun
+rendezvous, none of them reported NOT CHECKED because the launch count's own copy failed. No GPU: a
+stand-in launcher and stand-in tools."""
 
 from __future__ import annotations
 
@@ -90,8 +91,9 @@ print(port, os.environ["TMPDIR"])
 
 
 def test_every_copy_of_a_torchrun_job_gets_its_port_and_folder_and_none_collide(tmp_path, monkeypatch):
-    """Four tools and the count over a stand-in torchrun that binds its rendezvous port: by default one after
-    another, each with a port and TMPDIR of its own; none fails, and none shares another's."""
+    """Four tools and the count over a stand-in torchrun that binds its rendezvous port: by default
+    one after another, each with a port and TMPDIR of its own; none fails, and none shares
+    another's."""
     script = tmp_path / "torchrun"
     script.write_text(f"#!{sys.executable}\n" + LAUNCHER)
     script.chmod(0o755)
@@ -115,10 +117,12 @@ def test_every_copy_of_a_torchrun_job_gets_its_port_and_folder_and_none_collide(
     results = checkers.check_program(["memcheck", "racecheck", "initcheck", "synccheck"], Program(tuple(cmd), {}),
                                      Settings(60.0, 256), jobs=plan.jobs)
     assert [r.status for r in results] == ["clean"] * 4, [r.message for r in results]
-    # each its own folder, and a port of its own when it ran (one after another, the system may give one twice)
+    # each its own folder, and a port of its own when it ran (one after another, the system may give
+    # one twice)
     assert all(port for _, port, *_ in seen) and len({folder for _, _, folder, *_ in seen}) == 5
     spans = sorted((a, b) for *_, a, b in seen)
-    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))  # one after another
+    # one after another
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
     assert not any(Path(folder).exists() for _, _, folder, *_ in seen)
 
 
@@ -138,8 +142,9 @@ def test_side_by_side_a_copy_that_died_of_memory_runs_again_alone(monkeypatch):
 
 
 def test_a_launch_count_whose_own_run_failed_leaves_the_verdict_to_the_tool():
-    """The count's copy of a torchrun job lost the port race and launched nothing: the fixed job was NOT CHECKED,
-    exit 8. A count that failed says so and counts nothing; the tool's clean run stays clean."""
+    """The count's copy of a torchrun job lost the port race and launched nothing: the fixed job was
+    NOT CHECKED, exit 8. A count that failed says so and counts nothing; the tool's clean run stays
+    clean."""
     from kprof.tools.programs.exitcode import Status
     from kprof.tools.sanitizers.toolrun import with_coverage
 
@@ -149,7 +154,9 @@ def test_a_launch_count_whose_own_run_failed_leaves_the_verdict_to_the_tool():
     assert with_coverage(clean, failed).status == "clean" and "counted nothing" in with_coverage(clean, failed).checked.text()
     hung = launchcount.settle(Coverage(0), None, timed_out=True)
     assert hung.launches is None and "timed out" in hung.why
-    ran = launchcount.settle(Coverage(0), Status(0), timed_out=False)  # it ran to its end and launched nothing
+    # it ran to its end and launched nothing
+    ran = launchcount.settle(Coverage(0), Status(0), timed_out=False)
     assert ran.launches == 0 and with_coverage(clean, ran).status == "not-checked"
-    some = launchcount.settle(Coverage(5, kernels=2), Status(1), timed_out=False)  # it launched, then failed
+    # it launched, then failed
+    some = launchcount.settle(Coverage(5, kernels=2), Status(1), timed_out=False)
     assert some.launches == 5 and some.alongside

@@ -1,6 +1,7 @@
 """A kernel whose source is a string in the user's Python file is reported at that file's line
-(kprof.tools.sanitizers.embedded), on compute-sanitizer output recorded on an H200: CuPy's RawKernel, whose temporary
-file is gone by the time the report is read, and an NVRTC program named by a bare file name."""
+(kprof.tools.sanitizers.embedded), on compute-sanitizer output recorded on an H200: CuPy's
+RawKernel, whose temporary file is gone by the time the report is read, and an NVRTC program named
+by a bare file name."""
 
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ def test_a_cupy_rawkernel_finding_is_at_the_users_line_not_cupys_deleted_file():
 
 
 def _inlined(tmp_path: Path) -> Path:
-    """examples/cuda_python_sum.py with block_sum.cu's source as a string literal in the file (as many
-    NVRTC programs hold it), so its recorded racecheck report's lines are lines of that string."""
+    """examples/cuda_python_sum.py with block_sum.cu's source as a string literal in the file (as
+    many NVRTC programs hold it), so its recorded racecheck report's lines are lines of that
+    string."""
     source = (ROOT / "examples" / "block_sum.cu").read_text()
     program = tmp_path / "cuda_python_sum.py"
     text = (ROOT / "examples" / "cuda_python_sum.py").read_text()
@@ -51,12 +53,14 @@ def _inlined(tmp_path: Path) -> Path:
 def test_an_nvrtc_program_named_by_a_bare_file_name_is_reported_in_its_python_file(tmp_path):
     program = _inlined(tmp_path)
     text = _recorded("cuda_python_sum.racecheck.xml", tmp_path / "run")
-    # the program's Python frames are the copy's; its kernel file is NVRTC's name under the working folder
+    # the program's Python frames are the copy's; its kernel file is NVRTC's name under the working
+    # folder
     text = text.replace(f"{tmp_path}/run/examples/cuda_python_sum.py", str(program))
     text = text.replace(f"{tmp_path}/run/examples/block_sum.cu", f"{tmp_path}/cwd/block_sum.cu")
     (f,), _ = sanitizer_xml.parse_xml(text, "racecheck")
     start = next(i for i, line in enumerate(program.read_text().splitlines(), 1) if line.startswith("KERNEL = "))
-    assert (f.file, f.line) == (str(program), start + 10 - 1)  # line 10 of the source, in the literal
+    # line 10 of the source, in the literal
+    assert (f.file, f.line) == (str(program), start + 10 - 1)
     assert f.other is not None and (f.other.file, f.other.line) == (str(program), start + 10 - 1)
     assert "s[threadIdx.x] += s[threadIdx.x + stride];" in program.read_text().splitlines()[f.line - 1]
     assert f.extra.reported_at == f"{tmp_path}/cwd/block_sum.cu:10"
@@ -78,12 +82,14 @@ def test_two_definitions_of_the_kernel_are_no_guess(tmp_path):
     # one on the stack, the other only beside it: only the stack's files are searched
     found = embedded.locate(missing, 2, "scale", [str(tmp_path / "a.py")])
     assert found is not None and (found.path, found.line) == (str(tmp_path / "a.py"), 2)
-    assert embedded.locate(missing, 2, "scale", [str(tmp_path / "c.py")]) is None  # on no stack file: not moved
+    # on no stack file: not moved
+    assert embedded.locate(missing, 2, "scale", [str(tmp_path / "c.py")]) is None
 
 
 def test_a_literal_whose_lines_are_not_the_sources_is_named_without_a_line_inside(tmp_path):
     program = tmp_path / "p.py"
-    program.write_text("import os\nK = (" + repr(KERNEL) + ")\n")  # escaped newlines: one physical line
+    # escaped newlines: one physical line
+    program.write_text("import os\nK = (" + repr(KERNEL) + ")\n")
     found = embedded.locate(str(tmp_path / "gone.cu"), 2, "void scale(float*, int)", [str(program)])
     assert found is not None and found.line == 2 and "(line 2 of it)" in found.note
 
@@ -107,18 +113,21 @@ def test_a_finding_in_torchs_generated_extension_file_says_so(tmp_path):
     (build / "build.ninja").write_text("ninja_required_version = 1.3\n")
     note = embedded.generated_by_torch(str(build / "cuda.cu"))
     assert note is not None and "load_inline" in note and str(build) in note
-    assert embedded.generated_by_torch(str(tmp_path / "cuda.cu")) is None  # no build.ninja beside it
+    # no build.ninja beside it
+    assert embedded.generated_by_torch(str(tmp_path / "cuda.cu")) is None
     (build / "kernel.cu").write_text("")
     assert embedded.generated_by_torch(str(build / "kernel.cu")) is None and embedded.generated_by_torch(None) is None
     text = _recorded("cupy_shift.memcheck.xml").replace(
         "/tmp/tmpw770smz0/d96490bbf61b7b0007299d10beac35c52d47c9d0.cubin.cu", str(build / "cuda.cu"))
-    (f,), _ = sanitizer_xml.parse_xml(text, "memcheck")  # the file exists: the line stays, the note says whose file it is
+    # the file exists: the line stays, the note says whose file it is
+    (f,), _ = sanitizer_xml.parse_xml(text, "memcheck")
     assert (f.file, f.line) == (str(build / "cuda.cu"), 5) and "load_inline" in f.extra.source
 
 
 def test_a_kernel_cupy_generated_is_at_the_users_call_and_another_missing_file_is_said(tmp_path):
-    """No string of the user's holds the kernel (CuPy generated it from an ElementwiseKernel's pieces):
-    the finding goes to the call that launched it; an NVRTC name that is not a file stays, said so."""
+    """No string of the user's holds the kernel (CuPy generated it from an ElementwiseKernel's
+    pieces): the finding goes to the call that launched it; an NVRTC name that is not a file stays,
+    said so."""
     program = tmp_path / "examples" / "cupy_shift.py"
     program.parent.mkdir()
     program.write_text((ROOT / "examples" / "cupy_shift.py").read_text().replace("__global__", "__device__"))

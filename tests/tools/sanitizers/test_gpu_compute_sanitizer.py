@@ -17,13 +17,15 @@ pytestmark = pytest.mark.gpu
 CORPUS = cases.load_all(catalog.group("case"))
 SCRUB = pipeline.scrubber(None)[0]
 BUGS = [c for c in CORPUS if c.expect.caught and c.expect.tool != "values"]
-# The values detector's shared-memory scrub must not be overwritten by another worker's kernel while a
-# buggy kernel runs (that could hide its uninitialised read); a correct twin reads only what it wrote.
+# The values detector's shared-memory scrub must not be overwritten by another worker's kernel while
+# a buggy kernel runs (that could hide its uninitialised read); a correct twin reads only what it
+# wrote.
 VALUES_BUGS = [c for c in CORPUS if c.expect.caught and c.expect.tool == "values"]
 
 
 def _unclean(result):
-    """What a tool said of a run that should have been clean: its status, message, findings and log's end."""
+    """What a tool said of a run that should have been clean: its status, message, findings and
+    log's end."""
     return json.dumps({"status": result.status, "message": result.message,
                        "findings": [f.to_dict() for f in result.findings], "log": result.log[-3000:]}, indent=1, default=str)
 
@@ -32,7 +34,8 @@ def _unclean(result):
 def test_seeded_bug_is_caught(case):
     bug, _ = pipeline.case_jobs(case, None)
     (result,) = checkers.run_all(bug, [case.expect.tool], Settings(scrub_cubin=SCRUB))
-    if cases.CaseResult(case, result, ()).unseen:  # a bug only a newer compute-sanitizer checks (expect.since)
+    # a bug only a newer compute-sanitizer checks (expect.since)
+    if cases.CaseResult(case, result, ()).unseen:
         pytest.skip(f"{case.name} needs compute-sanitizer {case.expect.since}; {result.version or 'an unknown one'} ran")
     assert any(cases.matches(case, f) for f in result.findings), (
         f"{case.name}: expected {case.expect.tool} {case.expect.kind} at line {case.expect.line}\n"
@@ -48,12 +51,13 @@ def test_the_values_detectors_seeded_bugs_are_caught():
 
 
 def _all_clean(named_jobs, tool):
-    """Every job under ``tool``, in as few children as the tool allows (kprof.tools.sanitizers.checkers.run_many:
-    one child for all, each job alone only where that child reported something): each job's own
-    result, and the unclean ones named."""
+    """Every job under ``tool``, in as few children as the tool allows
+    (kprof.tools.sanitizers.checkers.run_many: one child for all, each job alone only where that
+    child reported something): each job's own result, and the unclean ones named."""
     results = checkers.run_many([j for _, j in named_jobs], tool, Settings(scrub_cubin=SCRUB))
     assert len(results) == len(named_jobs)
-    if tool != "values":  # each compute-sanitizer result says which version checked it (kprof's own detector has none)
+    # each compute-sanitizer result says which version checked it (kprof's own detector has none)
+    if tool != "values":
         assert all(r.version.count(".") == 2 for r in results), {r.version for r in results}
     return {name: _unclean(r) for (name, _), r in zip(named_jobs, results) if r.status != "clean"}
 
@@ -61,7 +65,8 @@ def _all_clean(named_jobs, tool):
 @pytest.mark.parametrize("half", [0, 1])
 @pytest.mark.parametrize("tool", checkers.names())
 def test_every_twin_is_clean(tool, half):
-    """Each tool over the twins, in two children of half the corpus each (one took 49 s on an H200)."""
+    """Each tool over the twins, in two children of half the corpus each (one took 49 s on an
+    H200)."""
     mine = CORPUS[half::2]
     unclean = _all_clean([(f"{c.name}_fixed", pipeline.case_jobs(c, None)[1]) for c in mine], tool)
     assert not unclean, f"not clean under {tool}: {', '.join(unclean)}\n" + "\n".join(unclean.values())
@@ -69,10 +74,12 @@ def test_every_twin_is_clean(tool, half):
 
 LADDER = [e.name for e in catalog.entries() if e.group == "kernel"]
 # Kernels whose sanitize size takes one of several paths: the others, each under every tool.
-OTHER_PATHS = [("rmsnorm_bf16", {"R": 5, "C": 2056}, {}),  # one block per row (the sanitize size is a warp's)
+# one block per row (the sanitize size is a warp's)
+OTHER_PATHS = [("rmsnorm_bf16", {"R": 5, "C": 2056}, {}),
                ("rmsnorm_onepass", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"}),  # a warp per row
                ("softmax_online", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"}),
-               ("rmsnorm_onepass", {"R": 3, "C": 9000}, {}),  # a long row read twice, 16 bytes at a time
+               # a long row read twice, 16 bytes at a time
+               ("rmsnorm_onepass", {"R": 3, "C": 9000}, {}),
                ("softmax_online", {"R": 3, "C": 9000}, {})]
 
 

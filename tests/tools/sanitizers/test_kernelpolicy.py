@@ -1,6 +1,6 @@
-"""The user's kernels first (kprof.tools.sanitizers.kernelpolicy): library kernels told by their mangled names as the
-launch tally recorded them on an H200, the options that keep racecheck and synccheck off them, and the
-report line that counts and names what they skipped."""
+"""The user's kernels first (kprof.tools.sanitizers.kernelpolicy): library kernels told by their
+mangled names as the launch tally recorded them on an H200, the options that keep racecheck and
+synccheck off them, and the report line that counts and names what they skipped."""
 
 from __future__ import annotations
 
@@ -61,11 +61,13 @@ def test_racecheck_and_synccheck_skip_library_kernels_in_a_program_and_not_in_a_
         argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True, skip_libraries=True, tool_version="2026.4.0")
         patterns = [argv[i + 1] for i, a in enumerate(argv) if a == "--kernel-name-exclude"]
         assert len(patterns) == len(kernelpolicy.LIBRARIES) and all(p.startswith("regex=") for p in patterns)
-        for name in LIBRARY:  # what compute-sanitizer is asked to leave out is what kprof calls a library's
+        # what compute-sanitizer is asked to leave out is what kprof calls a library's
+        for name in LIBRARY:
             assert any(re.search(p.removeprefix("regex="), name) for p in patterns), name
         assert not any(re.search(p.removeprefix("regex="), n) for p in patterns for n in USER)
         assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
-        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml")  # a spec's kernel
+        # a spec's kernel
+        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml")
 
 
 def test_what_a_tool_skipped_is_counted_and_named_in_its_line():
@@ -134,9 +136,10 @@ def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_
 
 
 def test_nccls_probe_of_its_own_kernels_is_set_aside_and_another_api_error_inside_it_is_kept(data_dir):
-    """On an H200 (NCCL 2.28.9, PyTorch 2.11), every rank of a job whose collective runs through NCCL reported
-    cudaFuncGetAttributes -> cudaErrorNoKernelImageForDevice, raised inside libnccl.so (recorded: the finding as
-    kprof sanitize --json wrote it). That is NCCL's own probe: a note. Any other API error NCCL meets is kept."""
+    """On an H200 (NCCL 2.28.9, PyTorch 2.11), every rank of a job whose collective runs through
+    NCCL reported cudaFuncGetAttributes -> cudaErrorNoKernelImageForDevice, raised inside libnccl.so
+    (recorded: the finding as kprof sanitize --json wrote it). That is NCCL's own probe: a note. Any
+    other API error NCCL meets is kept."""
     from kprof.findings import Finding
 
     recorded = json.loads((data_dir / "programs" / "nccl_probe_findings.json").read_text())
@@ -145,16 +148,19 @@ def test_nccls_probe_of_its_own_kernels_is_set_aside_and_another_api_error_insid
     illegal = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="Program hit cudaErrorIllegalAddress",
                       detail="cudaStreamSynchronize -> cudaErrorIllegalAddress", extra=Extra(launched_by="NCCL"))
     mine = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="Program hit ...",
-                   detail=kernelpolicy.NCCL_PROBE)  # the same error from the user's own call is the user's
+                   # the same error from the user's own call is the user's
+                   detail=kernelpolicy.NCCL_PROBE)
     kept, notes = kernelpolicy.libraries_own([*probe, illegal, mine])
     assert kept == [replace(illegal, extra=replace(illegal.extra, library="NCCL")), mine]
     assert len(notes) == 2 and all("NCCL asks for the attributes of kernels" in n and "(8 record(s))" in n
                                    for n in notes)
 
 
-# ---------------------------------------------------------------------------- initcheck's unseen writers
+# ---------------------------------------------------------------------------- initcheck's unseen
+# writers
 
-NVJET = "nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_bias_TNT"  # the half GEMM of examples/gemm_initcheck.py on an H200
+# the half GEMM of examples/gemm_initcheck.py on an H200
+NVJET = "nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_bias_TNT"
 COPY = "_ZN2at6native27unrolled_elementwise_kernelINS0_21direct_copy_kernel_cudaEEEviT_"
 
 
@@ -168,14 +174,16 @@ def _initcheck(*found: Finding) -> ToolResult:
 
 
 def test_a_read_of_a_tma_gemms_output_is_set_aside_with_its_reason():
-    # measured: the GEMM into torch.empty reports these reads, into torch.zeros none; the results right both times
+    # measured: the GEMM into torch.empty reports these reads, into torch.zeros none; the results
+    # right both times
     done = kernelpolicy.unseen_writes(_initcheck(_uninit(COPY, "PyTorch")), ["_Z5fill", NVJET, COPY])
     assert done.status == "clean" and done.findings == []
     assert len(done.notes) == 1 and NVJET in done.notes[0] and "torch.zeros" in done.notes[0]
     assert "PyTorch" in done.notes[0] and "257 record(s)" in done.notes[0]
 
 
-@pytest.mark.parametrize("names", [["_ZN2at6native13reduce_kernelEv"],  # test_mean_of_empty: no GEMM, a real bug
+# test_mean_of_empty: no GEMM, a real bug
+@pytest.mark.parametrize("names", [["_ZN2at6native13reduce_kernelEv"],
                                    ["sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3", COPY]])  # FP32
 def test_without_a_writer_initcheck_cannot_see_a_librarys_read_stays_a_finding(names):
     result = _initcheck(_uninit(COPY, "PyTorch"))
@@ -211,9 +219,10 @@ def test_a_tool_version_is_older_than_a_release_and_an_unknown_one_counts_as_old
 
 
 def test_racecheck_before_2026_4_checks_cublas_tma_gemms_all_the_same():
-    """Measured on an H200: 2025.3.1's racecheck with the nvjet GEMM excluded fails inside it (an Internal Sanitizer
-    Error, then an illegal address in the program). So before 2026.4 the exclusion leaves nvjet out, and only for
-    racecheck; every other cuBLAS kernel and library stays excluded."""
+    """Measured on an H200: 2025.3.1's racecheck with the nvjet GEMM excluded fails inside it (an
+    Internal Sanitizer Error, then an illegal address in the program). So before 2026.4 the
+    exclusion leaves nvjet out, and only for racecheck; every other cuBLAS kernel and library stays
+    excluded."""
     def excluded(tool: str, version: str, name: str) -> bool:
         argv = kernelpolicy.exclude_args(tool, version)
         return any(re.search(p.removeprefix("regex="), name) for p in argv[1::2])
@@ -222,7 +231,8 @@ def test_racecheck_before_2026_4_checks_cublas_tma_gemms_all_the_same():
         tma = re.match(kernelpolicy.TMA_GEMMS, name) is not None
         assert excluded("racecheck", "2025.3.1", name) is not tma, name
         assert excluded("racecheck", "2026.4.0", name) and excluded("synccheck", "2025.3.1", name), name
-    assert any(re.match(kernelpolicy.TMA_GEMMS, n) for n in LIBRARY)  # the table above has an nvjet kernel
+    # the table above has an nvjet kernel
+    assert any(re.match(kernelpolicy.TMA_GEMMS, n) for n in LIBRARY)
     assert not any(excluded("racecheck", "2025.3.1", n) for n in USER)
 
 
@@ -246,7 +256,8 @@ def test_racecheck_hazards_inside_an_nvjet_gemm_are_set_aside_before_2026_4_only
     (["/v/nvidia/cu13/lib/libcudart.so.13", "/v/nvidia/cu13/lib/libcudart.so.13", "/v/torch/lib/libtorch_cuda.so"], "PyTorch"),
     (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/v/nvidia/cublas/lib/libcublasLt.so.13"], "cuBLAS"),
     (["/v/nvidia/cu13/lib/libcudart.so.13", "/home/me/ext/build/my_ext.cpython-312-x86_64-linux-gnu.so"], None),
-    (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", None], None),  # a Python frame: the user's Triton or CuPy
+    # a Python frame: the user's Triton or CuPy
+    (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", None], None),
     ([], None),
 ])
 def test_the_library_that_launched_a_kernel_is_the_first_module_past_the_cuda_runtime(modules, library):
@@ -255,8 +266,8 @@ def test_the_library_that_launched_a_kernel_is_the_first_module_past_the_cuda_ru
 
 def test_a_kernel_named_in_short_is_told_a_librarys_by_the_module_that_launched_it(data_dir):
     """initcheck with host frames only, on an H200 (787eb2f): PyTorch's copy kernel is named
-    "unrolled_elementwise_kernel", launched from libtorch_cuda.so; it is PyTorch's, and beside an nvjet GEMM in the
-    same test its read is set aside."""
+    "unrolled_elementwise_kernel", launched from libtorch_cuda.so; it is PyTorch's, and beside an
+    nvjet GEMM in the same test its read is set aside."""
     (found,), _ = sanitizer_xml.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(),
                                               "initcheck")
     assert found.kernel == "unrolled_elementwise_kernel" and kernelpolicy.library_of(found.kernel) is None
@@ -267,8 +278,9 @@ def test_a_kernel_named_in_short_is_told_a_librarys_by_the_module_that_launched_
 
 
 def test_a_sessions_tally_names_what_each_skipping_tool_left_out_over_its_tests():
-    """A test that passes prints no report: the pytest plugin's summary says what racecheck and synccheck left
-    out over every test, each kernel once, by library; memcheck (which checks all) adds nothing."""
+    """A test that passes prints no report: the pytest plugin's summary says what racecheck and
+    synccheck left out over every test, each kernel once, by library; memcheck (which checks all)
+    adds nothing."""
     one = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True, names=(NVJET, COPY, "scale"))
     two = coverage.Coverage(2, kernels=2, with_lines=0, alongside=True, names=(COPY, "_ZN3cub11DeviceScanKernel"))
     tally = kernelpolicy.SkipTally()
@@ -281,5 +293,6 @@ def test_a_sessions_tally_names_what_each_skipping_tool_left_out_over_its_tests(
                             "synccheck left out 2 library kernel(s) in 1 test(s) (CUB/Thrust 1, PyTorch 1)")
     old = kernelpolicy.SkipTally()
     old.add([ToolResult("racecheck", "clean", [], 1.0, checked=one, version="2025.3.1")], skips)
-    assert old.text() == "racecheck left out 1 library kernel(s) in 1 test(s) (PyTorch 1)"  # nvjet checked there
+    # nvjet checked there
+    assert old.text() == "racecheck left out 1 library kernel(s) in 1 test(s) (PyTorch 1)"
     assert kernelpolicy.SkipTally().text() == ""

@@ -1,9 +1,10 @@
-"""The nan checker (kprof.tools.sanitizers.nan): the watcher's log read back, the finding it makes, the program's
-run classified (with a stand-in program that writes the log itself), and the watcher (kprof.hooks.nan_watch) in a
-real PyTorch program on the CPU where torch is installed.
+"""The nan checker (kprof.tools.sanitizers.nan): the watcher's log read back, the finding it makes,
+the program's run classified (with a stand-in program that writes the log itself), and the watcher
+(kprof.hooks.nan_watch) in a real PyTorch program on the CPU where torch is installed.
 
-The logs under tests/data/programs/nan/ are the watcher's own output for the three programs beside them, run with
-torch 2.13 on the CPU (KPROF_NAN_DEVICES=all), their paths replaced by /home/user/."""
+The logs under tests/data/programs/nan/ are the watcher's own output for the three programs beside
+them, run with torch 2.13 on the CPU (KPROF_NAN_DEVICES=all), their paths replaced by
+/home/user/."""
 
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ FIRST = {"event": "first", "framework": "torch", "op": "aten.exp.default", "site
     (WATCHING + [FIRST], 1, "findings"),  # found, then the program failed on it: the finding stands
     (WATCHING + [SUMMARY], 0, "clean"),
     (WATCHING + [SUMMARY], 3, "target-error"),
-    ([{"event": "start"}, {"event": "summary", "ops": 0, "launches": 0}], 0, "not-checked"),  # no torch, no Triton
+    # no torch, no Triton
+    ([{"event": "start"}, {"event": "summary", "ops": 0, "launches": 0}], 0, "not-checked"),
 ])  # fmt: skip
 def test_the_program_runs_once_and_its_log_decides(tmp_path, lines, code, status):
     r = checkers.run_program("nan", _program(tmp_path, lines, code), Settings(timeout=60))
@@ -136,8 +138,8 @@ def test_the_watcher_in_a_real_pytorch_program_on_the_cpu(data_dir, tmp_path, na
                                                 ("bf16_exp", "aten.exp.default", "torch.exp(logits)"),
                                                 ("clean", None, None)])
 def test_the_seeded_examples_on_the_cpu(tmp_path, case, op, bug_line):
-    """examples/nan_cases.py (the GPU run's cases, scripts/gpu-check.sh nan) on the CPU: each seeded bug found at
-    the line that holds it, the clean case silent."""
+    """examples/nan_cases.py (the GPU run's cases, scripts/gpu-check.sh nan) on the CPU: each seeded
+    bug found at the line that holds it, the clean case silent."""
     pytest.importorskip("torch")
     example = Path(__file__).resolve().parents[3] / "examples" / "nan_cases.py"
     log = tmp_path / "nan.jsonl"

@@ -1,5 +1,6 @@
 """compute-sanitizer's XML decoded into findings without a GPU, over real XML recorded on the H200
-(tests/data/sanitizer, recorded by scripts/record_tool_output.py): each kind of record, the joins, the notes."""
+(tests/data/sanitizer, recorded by scripts/record_tool_output.py): each kind of record, the joins,
+the notes."""
 
 import json
 from pathlib import Path
@@ -113,8 +114,9 @@ def test_synccheck_divergent_barrier(data_dir):
 
 
 def test_synccheck_2026_4_an_mbarrier_initialised_twice_is_a_sync_error_not_a_divergent_barrier(data_dir):
-    """compute-sanitizer 2026.4 on an H200 (sanitizer_cases/mbarrier_double_init.cu, three of its 32 records):
-    "Barrier error" whose type says "Already initialized. Invalidate before reinitializing"."""
+    """compute-sanitizer 2026.4 on an H200 (sanitizer_cases/mbarrier_double_init.cu, three of its 32
+    records): "Barrier error" whose type says "Already initialized. Invalidate before
+    reinitializing"."""
     found, _ = load(data_dir, "mbarrier_double_init.synccheck_2026_4", "synccheck")
     assert {(f.kind, Path(f.file).name, f.line) for f in found} == {("sync-error", "mbarrier_double_init.cu", 14)}
     assert sum(f.count for f in found) == 3 and "mbarrier.inval" in found[0].detail
@@ -122,29 +124,34 @@ def test_synccheck_2026_4_an_mbarrier_initialised_twice_is_a_sync_error_not_a_di
 
 
 def test_a_hardware_exception_says_which_one_the_record_names(data_dir):
-    """A TMA box written past the block's shared memory (sanitizer_cases/tma_box_overflow.cu) on an H200: the
-    hardware's "Out-of-range shared or local address" (an Imprecise record whose name is in <exception>), at the
-    copy's line, under 2026.4 (three of its 4,099 records) as under 2025.3.1."""
+    """A TMA box written past the block's shared memory (sanitizer_cases/tma_box_overflow.cu) on an
+    H200: the hardware's "Out-of-range shared or local address" (an Imprecise record whose name is
+    in <exception>), at the copy's line, under 2026.4 (three of its 4,099 records) as under
+    2025.3.1."""
     found, _ = load(data_dir, "tma_box_overflow.memcheck_2026_4", "memcheck")
     assert {(f.kind, Path(f.file).name, f.line) for f in found} == {("hardware-exception", "tma_box_overflow.cu", 24)}
     assert found[0].message == "the GPU raised an exception: Out-of-range shared or local address"
 
 
 def test_a_recorded_missing_proxy_fence_is_a_race_at_the_write_and_the_copy_and_says_what_to_add(data_dir):
-    """compute-sanitizer 2026.4's racecheck on an H200 (sanitizer_cases/missing_proxy_fence.cu; four of its 10,000
-    records): its XML says only "Potential WAW hazard detected"; the hazard's two sides are one thread, the zeroing
-    write (line 19) and the bulk copy (line 25), which only the async proxy makes a hazard."""
+    """compute-sanitizer 2026.4's racecheck on an H200 (sanitizer_cases/missing_proxy_fence.cu; four
+    of its 10,000 records): its XML says only "Potential WAW hazard detected"; the hazard's two
+    sides are one thread, the zeroing write (line 19) and the bulk copy (line 25), which only the
+    async proxy makes a hazard."""
     found, _ = load(data_dir, "missing_proxy_fence.racecheck_2026_4", "racecheck")
     assert {(f.kind, tuple(sorted(f.lines()))) for f in found} == {("race-waw", (19, 25))}
-    assert all("fence.proxy.async.shared::cta" in f.detail for f in found)  # the records of other threads too
+    # the records of other threads too
+    assert all("fence.proxy.async.shared::cta" in f.detail for f in found)
     reordered, _ = sanitizer_xml.parse_xml(_reversed_records((data_dir / DATA / "missing_proxy_fence.racecheck_2026_4.xml")
                                                         .read_text()), "racecheck")
-    assert [f.detail for f in reordered] == [f.detail for f in found]  # whichever record comes first
+    # whichever record comes first
+    assert [f.detail for f in reordered] == [f.detail for f in found]
 
 
 def test_a_missing_proxy_fence_hazard_says_what_to_add():
-    """2026.4's racecheck on threads' writes to shared memory then a bulk copy into it with no fence (the text it
-    printed on an H200 for scripts/probes/proxy_fence.cu variant 3, as a hazard record in kprof's XML shape)."""
+    """2026.4's racecheck on threads' writes to shared memory then a bulk copy into it with no fence
+    (the text it printed on an H200 for scripts/probes/proxy_fence.cu variant 3, as a hazard record
+    in kprof's XML shape)."""
     found, _ = sanitizer_xml.parse_xml(PROXY_HAZARD, "racecheck")
     (f,) = found
     assert (f.kind, f.lines()) == ("race-waw", {43, 49})
@@ -165,8 +172,9 @@ def test_not_sanitizer_xml():
 
 
 def test_the_tools_own_internal_error_is_said_as_the_tools_not_as_an_access_of_the_programs():
-    """On an H200 (compute-sanitizer 2025.3.1), racecheck with library kernels excluded wrote this record in a
-    test that creates a half-precision nn.Linear: the tool's failure, not an invalid access of the test's."""
+    """On an H200 (compute-sanitizer 2025.3.1), racecheck with library kernels excluded wrote this
+    record in a test that creates a half-precision nn.Linear: the tool's failure, not an invalid
+    access of the test's."""
     xml = ("<?xml version='1.0'?><ComputeSanitizerOutput><record><kind>Error</kind><what><text>Internal Sanitizer "
            "Error: The Sanitizer failed to handle a hardware exception.</text></what></record></ComputeSanitizerOutput>")
     (f,), notes = sanitizer_xml.parse_xml(xml, "racecheck")
@@ -177,17 +185,18 @@ def test_the_tools_own_internal_error_is_said_as_the_tools_not_as_an_access_of_t
 
 
 def test_the_recorded_internal_error_of_racecheck_with_an_nvjet_gemm_excluded(data_dir):
-    """The record itself, as 2025.3.1 saved it on an H200 (787eb2f, gpu-check.sh racelib): racecheck with kprof's
-    library filters over the user suite's half nn.Linear tests (kind Sanitizer, level Error)."""
+    """The record itself, as 2025.3.1 saved it on an H200 (787eb2f, gpu-check.sh racelib): racecheck
+    with kprof's library filters over the user suite's half nn.Linear tests (kind Sanitizer, level
+    Error)."""
     (f,), notes = sanitizer_xml.parse_xml((data_dir / "programs" / "linear_half.racecheck-filtered.xml").read_text(),
                                      "racecheck")
     assert f.kind == "sanitizer-error" and notes == []
 
 
 def test_the_tools_own_warning_is_a_note_not_a_finding(data_dir):
-    """initcheck over a half GEMM's output read by .float() on an H200 (787eb2f): an uninitialized read (a record
-    of the recording) and the tool's warning that its error buffer overflowed (kind Sanitizer, level Warning),
-    which is no access of the program's."""
+    """initcheck over a half GEMM's output read by .float() on an H200 (787eb2f): an uninitialized
+    read (a record of the recording) and the tool's warning that its error buffer overflowed (kind
+    Sanitizer, level Warning), which is no access of the program's."""
     found, notes = sanitizer_xml.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(), "initcheck")
     assert [f.kind for f in found] == ["uninitialized-read"]
     assert notes == ["initcheck's error buffer overflowed in a launch: records past it were dropped (those kept show "

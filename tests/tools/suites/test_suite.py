@@ -1,7 +1,7 @@
-"""``pytest --kprof-sanitize`` in one child per tool, with no GPU: the pure halves (events, attribution,
-what a stopped child decides, the default number of jobs, progress lines), then whole suites under a
-stand-in compute-sanitizer (tests/data/fake_compute_sanitizer.py) that saves host stacks as the real
-tool does and stops the target in a faulting test."""
+"""``pytest --kprof-sanitize`` in one child per tool, with no GPU: the pure halves (events,
+attribution, what a stopped child decides, the default number of jobs, progress lines), then whole
+suites under a stand-in compute-sanitizer (tests/data/fake_compute_sanitizer.py) that saves host
+stacks as the real tool does and stops the target in a faulting test."""
 
 from __future__ import annotations
 
@@ -144,8 +144,10 @@ def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
     out = result.stdout.str()
     assert "launched at" in out and "race-raw" in out and "the test failed under memcheck with nothing found" in out
     assert "[42/42] " in out  # progress: every test under both tools
-    assert "checked by compute-sanitizer 2025.3.1" in out  # which version checked them (the stand-in's --version)
-    assert "kprof: user kernels first: racecheck and synccheck skip library kernels" in out  # the policy, said
+    # which version checked them (the stand-in's --version)
+    assert "checked by compute-sanitizer 2025.3.1" in out
+    # the policy, said
+    assert "kprof: user kernels first: racecheck and synccheck skip library kernels" in out
 
 
 def test_after_a_fault_exactly_the_unfinished_tests_run_again(fake):
@@ -154,7 +156,8 @@ def test_after_a_fault_exactly_the_unfinished_tests_run_again(fake):
     memcheck = [e["ran"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"]]
     assert len(memcheck) == 2 and len([c for c in fake.calls() if c["tool"] == "racecheck"]) == 1
     assert memcheck[0][-1] == "test_kernels.py::test_fault"
-    assert memcheck[1] == [f"test_kernels.py::test_after[{n}]" for n in range(3)]  # after test_fault, nothing else
+    # after test_fault, nothing else
+    assert memcheck[1] == [f"test_kernels.py::test_after[{n}]" for n in range(3)]
     # the rerun is the spare child, started with the first: its start was paid before the stop
     starts = sorted(c["t"] for c in fake.calls() if c["tool"] == "memcheck")
     first_end = min(e["t"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"])
@@ -190,8 +193,8 @@ def test_after():
 '''
 
 
-# What the per-test mode is compared on: a clean test, a race, a plain failure, a fault (each child of that
-# mode is a Python start; SMALL's other tests add children, not cases)
+# What the per-test mode is compared on: a clean test, a race, a plain failure, a fault (each child
+# of that mode is a Python start; SMALL's other tests add children, not cases)
 PER_TEST = SMALL.split("@pytest.mark.parametrize")[0] + SMALL[SMALL.index("def test_plain_failure"):SMALL.index("def test_after")]
 
 
@@ -201,7 +204,8 @@ def test_the_same_tests_fail_with_the_same_findings_in_the_per_test_mode(fake):
     before = len(fake.calls())
     alone = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-per-test",
                                      "--kprof-jobs=4", "-rA")
-    assert len(fake.calls()) - before == 2 * 4  # one child per test and tool (no spare: one test each)
+    # one child per test and tool (no spare: one test each)
+    assert len(fake.calls()) - before == 2 * 4
     b, a = _outcomes(batch), _outcomes(alone)
     assert {n for n, o in b.items() if o == "FAILED"} == {n for n, o in a.items() if o == "FAILED"}
 
@@ -215,7 +219,8 @@ def test_the_same_tests_fail_with_the_same_findings_in_the_per_test_mode(fake):
 
 def test_a_hung_test_fails_alone_and_the_rest_still_run(fake):
     fake.makepyfile(test_hang=HANG)
-    # a second: the limit is each test's own (a child's start is not counted), and the others take microseconds
+    # a second: the limit is each test's own (a child's start is not counted), and the others take
+    # microseconds
     result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-timeout=1", "-rA")
     outcomes = _outcomes(result)
     assert outcomes == {"test_hang.py::test_first": "PASSED", "test_hang.py::test_hang": "FAILED",
@@ -233,8 +238,9 @@ def test_a_bad_jobs_option_is_one_usage_error(fake):
 
 
 def test_the_drivers_entry_point_lookups_are_no_finding():
-    """cuda-bindings asks cuGetProcAddress for symbols the driver lacks: 34 records under memcheck from a
-    correct cuda-python launch on an H200 (driver 580.159.04); a failed launch stays a finding."""
+    """cuda-bindings asks cuGetProcAddress for symbols the driver lacks: 34 records under memcheck
+    from a correct cuda-python launch on an H200 (driver 580.159.04); a failed launch stays a
+    finding."""
     from kprof.tools.sanitizers import sanitizer_xml
 
     def api(name: str, error: str) -> str:
@@ -249,8 +255,8 @@ def test_the_drivers_entry_point_lookups_are_no_finding():
 
 
 def test_the_time_limit_is_each_tests_not_the_childs(tmp_path):
-    """A child of many short tests runs past the limit of one test; only a test (or the gap before the
-    next) running past it stops the child."""
+    """A child of many short tests runs past the limit of one test; only a test (or the gap before
+    the next) running past it stops the child."""
     import time
 
     events = tmp_path / "events.jsonl"
@@ -265,7 +271,8 @@ def test_the_time_limit_is_each_tests_not_the_childs(tmp_path):
             f.write(json.dumps(_finish(i, f"t.py::t{i}")) + "\n")
         assert not watch()  # 0.8 s in all, past the 0.3 s limit, and no test over it
     time.sleep(0.4)
-    assert not watch()  # between tests (or at the end, the tool writing its report): not a test's time
+    # between tests (or at the end, the tool writing its report): not a test's time
+    assert not watch()
     with open(events, "a") as f:
         f.write(json.dumps(_start(9, "t.py::t9")) + "\n")
     assert not watch()
@@ -279,8 +286,8 @@ def test_the_time_limit_is_each_tests_not_the_childs(tmp_path):
 
 
 def test_an_xdist_worker_batches_the_tests_queued_to_it():
-    """Under pytest-xdist a worker's batch is the test at hand, the next one and those still queued to
-    it (their indices into the session's items), not every collected test."""
+    """Under pytest-xdist a worker's batch is the test at hand, the next one and those still queued
+    to it (their indices into the session's items), not every collected test."""
     import collections
     import contextlib
 
@@ -302,7 +309,8 @@ def test_an_xdist_worker_batches_the_tests_queued_to_it():
         items = [f"item{i}" for i in range(8)]
 
     assert queued(Session(), "item1", [object(), WorkerInteractor()]) == ["item1", "item3", "item5", "item6"]
-    assert queued(Session(), "item6", [object()]) == ["item6", "item7"]  # no xdist: from this test on
+    # no xdist: from this test on
+    assert queued(Session(), "item6", [object()]) == ["item6", "item7"]
 
 
 def test_after_two_faults_both_reruns_are_spares_started_with_the_first_child(fake):
@@ -324,7 +332,8 @@ def test_after_two_faults_both_reruns_are_spares_started_with_the_first_child(fa
 
 
 def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypatch):
-    """memcheck's spare child dies in its collection; the tests after a stop still run, in a new child."""
+    """memcheck's spare child dies in its collection; the tests after a stop still run, in a new
+    child."""
     from kprof import proc
     from kprof.tools.sanitizers import compute_sanitizer as real
     from kprof.tools.suites.pytest_child import EVENTS_ENV, GO_ENV
@@ -370,7 +379,8 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path, monkeypatch)
     by_id = {"t.py::a": suiteverdict.Test("t.py::a", "t.py", "a")}
     from kprof.tools.sanitizers import compute_sanitizer
 
-    monkeypatch.setattr(compute_sanitizer, "run_wrapped", Slow.run_wrapped)  # what memcheck's checker runs a child with
+    # what memcheck's checker runs a child with
+    monkeypatch.setattr(compute_sanitizer, "run_wrapped", Slow.run_wrapped)
     spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, cwd=tmp_path, padding=256, progress=None,
                          san=compute_sanitizer)
     t0 = time.monotonic()
@@ -423,7 +433,8 @@ def pytest_collection_finish(session):
 
 def test_each_tools_child_starts_while_pytest_still_collects(fake, monkeypatch, tmp_path):
     """The user's pytest takes 3 s to collect (a slow import); each tool's child starts at once and
-    collects beside it, then takes its tests: the children's starts come before the collection's end."""
+    collects beside it, then takes its tests: the children's starts come before the collection's
+    end."""
     collected = tmp_path / "collected.txt"
     monkeypatch.setenv("KPROF_TEST_COLLECTED", str(collected))
     fake.makeconftest(SLOW_COLLECTION_CONFTEST)
@@ -441,7 +452,8 @@ def test_each_tools_child_starts_while_pytest_still_collects(fake, monkeypatch, 
 
 
 def test_initcheck_in_a_suite_runs_without_device_frames_and_says_how_to_get_the_users_line(fake):
-    # device frames cost 51 s of 72 on one GEMM's output read by PyTorch's copy kernel (an H200, 2025.3.1)
+    # device frames cost 51 s of 72 on one GEMM's output read by PyTorch's copy kernel (an H200,
+    # 2025.3.1)
     fake.makepyfile(test_kernels="def test_ldg():\n    pass\n\n\ndef test_clean():\n    pass\n")
     result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=initcheck", "--kprof-jobs=1", "-rA")
     assert {c["backtrace"] for c in fake.calls()} == {"host"}
@@ -451,13 +463,14 @@ def test_initcheck_in_a_suite_runs_without_device_frames_and_says_how_to_get_the
 
 
 ONE_RACE = (SMALL.replace("def test_fault", "def _not_a_fault").replace("test_racy_param", "test_param")
-            .replace("def test_racy():\n    pass", "def test_racy():\n    time.sleep(1)"))  # a first child that takes a while
+            # a first child that takes a while
+            .replace("def test_racy():\n    pass", "def test_racy():\n    time.sleep(1)"))
 
 
 def test_after_a_record_limit_the_rest_runs_on_a_spare_started_beside_the_first_child(fake, monkeypatch):
-    """racecheck does not stop at its first finding, but past its record limit its child is blind: where the
-    machine holds one (here: a GPU with memory free, as NVML would say), a spare starts beside the first batch
-    and takes the tests after the limit, its start already paid."""
+    """racecheck does not stop at its first finding, but past its record limit its child is blind:
+    where the machine holds one (here: a GPU with memory free, as NVML would say), a spare starts
+    beside the first batch and takes the tests after the limit, its start already paid."""
     from kprof import parallel, telemetry
 
     monkeypatch.setattr(telemetry, "free_memory", lambda index=0: 64 * 2**30)
@@ -468,10 +481,12 @@ def test_after_a_record_limit_the_rest_runs_on_a_spare_started_beside_the_first_
     started = {c["pid"]: c["t"] for c in fake.calls() if c["tool"] == "racecheck"}
     ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
     assert len(ran) == 2, ran
-    assert ran[0]["ran"][:2] == ["test_kernels.py::test_clean", "test_kernels.py::test_racy"]  # it ran on, blind
+    # it ran on, blind
+    assert ran[0]["ran"][:2] == ["test_kernels.py::test_clean", "test_kernels.py::test_racy"]
     assert ran[1]["ran"] == ["test_kernels.py::test_param[1]", "test_kernels.py::test_param[2]",
                              "test_kernels.py::test_plain_failure", "test_kernels.py::test_after"]
-    assert started[ran[1]["pid"]] < ran[0]["t"]  # the rest's child, a spare, started before the first child ended
+    # the rest's child, a spare, started before the first child ended
+    assert started[ran[1]["pid"]] < ran[0]["t"]
     outcomes = _outcomes(result)
     assert outcomes["test_kernels.py::test_racy"] == "FAILED" and outcomes["test_kernels.py::test_param[2]"] == "PASSED"
     assert "reached its limit of 1 records" in result.stdout.str()
@@ -481,12 +496,14 @@ def test_no_spare_for_the_record_limit_where_the_machine_has_no_room(fake, monke
     from kprof import telemetry
 
     monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)
-    monkeypatch.setattr(telemetry, "free_memory", lambda index=0: None)  # no NVML reading: no room said, none started
+    # no NVML reading: no room said, none started
+    monkeypatch.setattr(telemetry, "free_memory", lambda index=0: None)
     fake.makepyfile(test_kernels=ONE_RACE)
     fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
     calls = [c for c in fake.calls() if c["tool"] == "racecheck"]
     ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
-    assert len(calls) == 2 and calls[1]["t"] > ran[0]["t"]  # the rerun's child started after the first ended
+    # the rerun's child started after the first ended
+    assert len(calls) == 2 and calls[1]["t"] > ran[0]["t"]
 
 
 @pytest.mark.parametrize(("children", "free", "cpus", "room"), [
@@ -501,8 +518,9 @@ TWO_RACES = ONE_RACE.replace("def test_plain_failure():", "def test_racy_again()
 
 
 def test_a_second_limit_in_the_rest_runs_on_a_spare_made_ready_beside_the_first_rest(fake, monkeypatch):
-    """Blinded twice (2025.3.1's racecheck filled its limit in each half nn.Linear test on an H200): a spare is kept
-    ready beside each batch, so the rest after the second limit does not wait for a new child's start either."""
+    """Blinded twice (2025.3.1's racecheck filled its limit in each half nn.Linear test on an H200):
+    a spare is kept ready beside each batch, so the rest after the second limit does not wait for a
+    new child's start either."""
     from kprof import parallel, telemetry
 
     monkeypatch.setattr(telemetry, "free_memory", lambda index=0: 64 * 2**30)
@@ -513,7 +531,8 @@ def test_a_second_limit_in_the_rest_runs_on_a_spare_made_ready_beside_the_first_
     started = {c["pid"]: c["t"] for c in fake.calls() if c["tool"] == "racecheck"}
     ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
     assert len(ran) == 3 and ran[2]["ran"] == ["test_kernels.py::test_plain_failure", "test_kernels.py::test_after"]
-    assert started[ran[1]["pid"]] < ran[0]["t"] and started[ran[2]["pid"]] < ran[1]["t"]  # each rest's child was ready
+    # each rest's child was ready
+    assert started[ran[1]["pid"]] < ran[0]["t"] and started[ran[2]["pid"]] < ran[1]["t"]
     outcomes = _outcomes(result)
     assert outcomes["test_kernels.py::test_racy"] == "FAILED" and outcomes["test_kernels.py::test_racy_again"] == "FAILED"
     assert outcomes["test_kernels.py::test_after"] == "PASSED"

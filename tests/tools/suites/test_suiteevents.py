@@ -1,5 +1,5 @@
-"""The pytest child's events (kprof.tools.suites.suiteevents): what the writer writes is what the reader reads, a
-torn or foreign line is skipped, and the child writes through the one writer."""
+"""The pytest child's events (kprof.tools.suites.suiteevents): what the writer writes is what the
+reader reads, a torn or foreign line is skipped, and the child writes through the one writer."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What a sanitized suite's children decided, with nothing run: a child's events, each record given to its test,
-what a stopped child decides, and the verdict over every tool (kprof.tools.suites.suiteverdict)."""
+"""What a sanitized suite's children decided, with nothing run: a child's events, each record given
+to its test, what a stopped child decides, and the verdict over every tool
+(kprof.tools.suites.suiteverdict)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,10 @@ def _record(*frames: tuple[str, str]) -> ET.Element:
 
 def test_a_record_lands_on_the_test_its_kprof_frame_names_parametrized_or_not():
     recs = [_record(("launch", "/r/helpers.py"), ("test_p", "/r/t.py"), ("kprof_test_2", "/k/pytest_child.py")),
-            _record(),  # racecheck's summary after its hazards: no stack, goes with the record before
-            _record(("test_a", "/r/t.py")),  # no kprof frame: the test's own function, one test has it
+            # racecheck's summary after its hazards: no stack, goes with the record before
+            _record(),
+            # no kprof frame: the test's own function, one test has it
+            _record(("test_a", "/r/t.py")),
             _record(("test_p", "/r/t.py")),  # shared by two parametrized tests: nobody's
             _record(("kprof_test_9", "/k/pytest_child.py"))]  # an index this child never ran
     owned, lost = suiteverdict.attribute(recs, RUN, TESTS)
@@ -73,13 +76,14 @@ def test_after_a_fault_only_the_unfinished_tests_run_again():
 
 
 def test_the_tests_after_a_tool_reached_its_record_limit_run_again():
-    """compute-sanitizer saves no record past --print-limit for the rest of the process: on an H200, initcheck
-    reached 1,000 records in a half-precision nn.Linear and then passed the next test's uninitialised read.
-    The test in which the limit was reached is where the batch is cut."""
+    """compute-sanitizer saves no record past --print-limit for the rest of the process: on an H200,
+    initcheck reached 1,000 records in a half-precision nn.Linear and then passed the next test's
+    uninitialised read. The test in which the limit was reached is where the batch is cut."""
     order = ["a", "b", "c", "d"]
     assert suiteverdict.blinding_test(order, {"a": 3, "b": 150, "c": 60}, 213, 200) == "c"
     assert suiteverdict.blinding_test(order, {"b": 199}, 199, 200) is None
-    assert suiteverdict.blinding_test(order, {}, 250, 200) == "d"  # records no test owns: the last test that ran
+    # records no test owns: the last test that ran
+    assert suiteverdict.blinding_test(order, {}, 250, 200) == "d"
     run = suiteverdict.ChildRun(order, {n: suiteevents.Finish(n, 0, "passed", "", 0.1) for n in order})
     found = {"c": (["finding"], ["limit"], True)}
     s = suiteverdict.settle("initcheck", order, run, found, None, "", timeout=60)
@@ -90,7 +94,8 @@ def test_a_broken_context_cuts_the_batch_after_its_test():
     run = suiteverdict.ChildRun(["a", "b", "c"], {n: suiteevents.Finish(n, 0, "passed" if n != "c" else "failed", "", 0.1)
                                            for n in "abc"}, dead="b", dead_error="CUDA_ERROR_LAUNCH_FAILED")
     s = suiteverdict.settle("racecheck", list("abcd"), run, {}, None, "", timeout=60)
-    assert set(s.decided) == {"a", "b"} and s.again == ["c", "d"]  # c failed only because b broke the context
+    # c failed only because b broke the context
+    assert set(s.decided) == {"a", "b"} and s.again == ["c", "d"]
 
 
 def test_a_crash_with_nothing_found_runs_that_test_alone_then_says_so():
