@@ -42,7 +42,8 @@ class range:
 
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name or "/" in name:
-            raise ValueError(f"kprof.range({name!r}): give a non-empty name without '/' (ncu reads '/' as nesting)")
+            raise ValueError(f"kprof.range({name!r}): give a non-empty name without '/' (ncu reads "
+                             "'/' as nesting)")
         self.name = name
 
     def __enter__(self) -> range:

@@ -25,7 +25,8 @@ def _demangler() -> Any:
         except (OSError, AttributeError):
             continue
         fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_int)]
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
+                       ctypes.POINTER(ctypes.c_int)]
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.free.argtypes = [ctypes.c_void_p]
         return fn, libc.free

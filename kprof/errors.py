@@ -28,27 +28,31 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
 # tests/test_errors.py holds that they agree).
 EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_OK, "success: verified, clean, measured", ""),
-    (EXIT_FAILED, "the command ran and found a problem: a verification failed, a sanitizer found something", ""),
+    (EXIT_FAILED,
+     "the command ran and found a problem: a verification failed, a sanitizer found something", ""),
     (EXIT_USAGE, "bad input: unknown kernel, invalid spec, bad option or size",
      "also a run the history does not have; said before anything is built"),
-    (EXIT_TOOL_MISSING, "a tool is missing: nvcc, compute-sanitizer or ncu", "`kprof doctor` says how to install it"),
+    (EXIT_TOOL_MISSING, "a tool is missing: nvcc, compute-sanitizer or ncu",
+     "`kprof doctor` says how to install it"),
     (EXIT_BUILD, "nvcc could not compile the kernel (its messages are shown)", ""),
     (EXIT_NO_GPU, "no CUDA driver or no GPU",
-     "`run`, `bench`, `peak`, `sanitize`, `cases`, `profile`; `build`, `list` and `doctor` still work. Said before "
-     "anything is built, and before a missing tool (3): with no GPU the tool is not what to install first. "
-     "(`pytest --kprof-sanitize` says the same line as pytest's usage error, exit 4: a pytest plugin ends a run "
-     "with pytest's codes)"),
-    (EXIT_CUDA, "a CUDA call failed, the kernel faulted, hung or crashed, or a tool failed", "with nothing found"),
+     "`run`, `bench`, `peak`, `sanitize`, `cases`, `profile`; `build`, `list` and `doctor` still "
+     "work. Said before anything is built, and before a missing tool (3): with no GPU the tool is "
+     "not what to install first. (`pytest --kprof-sanitize` says the same line as pytest's usage "
+     "error, exit 4: a pytest plugin ends a run with pytest's codes)"),
+    (EXIT_CUDA, "a CUDA call failed, the kernel faulted, hung or crashed, or a tool failed",
+     "with nothing found"),
     (EXIT_OUTPUT, "an output could not be written (a full disk); what was measured is kept",
      "a full disk or quota, an I/O error, standard output full (`> /dev/full`)"),
     (EXIT_NOT_CHECKED, "kprof sanitize -- CMD: the program launched no kernel, nothing checked",
-     "kprof's launch count, or a tool saw no CUDA call of it (it could not attach): `NOT CHECKED`, and nothing "
-     "else failed"),
+     "kprof's launch count, or a tool saw no CUDA call of it (it could not attach): `NOT CHECKED`, "
+     "and nothing else failed"),
     (EXIT_INTERNAL, "a bug in kprof (set KPROF_DEBUG=1 for the traceback)", ""),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C); what was already measured is kept", ""),
-    (EXIT_TERMINATED, "terminated (SIGTERM: a job's time limit, kill); what was already measured is kept",
-     "the running child's process group, and every process below it (in a session of its own too), is ended and "
-     "kprof's temporary files removed, as for Ctrl-C"),
+    (EXIT_TERMINATED,
+     "terminated (SIGTERM: a job's time limit, kill); what was already measured is kept",
+     "the running child's process group, and every process below it (in a session of its own too), "
+     "is ended and kprof's temporary files removed, as for Ctrl-C"),
 )
 
 # The kinds of error a child reports (its exception's ``kind``); "internal": not one of kprof's own
@@ -131,7 +135,8 @@ class UnknownKernelError(KprofError):
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
         hint = f"did you mean {', '.join(close)}?" if close else "`kprof list` shows the known names"
         super().__init__(
-            f"unknown kernel '{name}': {hint} (or give the path of a spec file, e.g. path/to/my_kernel.yaml)"
+            f"unknown kernel '{name}': {hint} (or give the path of a spec file, e.g. "
+            "path/to/my_kernel.yaml)"
         )
 
 

@@ -35,7 +35,8 @@ KINDS = {
     "invalid-warp-sync": "a warp-level primitive (__shfl_sync, __syncwarp) with a bad mask",
     "sync-error": "another synchronisation error synccheck reported",
     "api-error": "a CUDA API call failed",
-    "sanitizer-error": "the tool itself failed while checking (an internal error): not the program's, and not checked",
+    "sanitizer-error": "the tool itself failed while checking (an internal error): not the "
+                       "program's, and not checked",
 }
 
 
@@ -112,7 +113,8 @@ class Finding:
     def key(self) -> tuple[Any, ...]:
         """What makes two records the same finding."""
         other = (self.other.file, self.other.line, self.other.access) if self.other else None
-        return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other, self.launch, self.rank)
+        return (self.tool, self.kind, self.kernel, self.file, self.line, self.buffer, other,
+                self.launch, self.rank)
 
     def lines(self) -> set[int]:
         out = {self.line} if self.line is not None else set()
@@ -146,8 +148,9 @@ class Finding:
         data["block"] = tuple(data["block"]) if data.get("block") else None
         data["indices"] = tuple(tuple(i) for i in data.get("indices") or ())
         other = data.get("other")
-        data["other"] = Access(other.get("file"), other.get("line"), other.get("access"),
-                               tuple(other["thread"]) if other.get("thread") else None) if isinstance(other, dict) else None
+        data["other"] = (Access(other.get("file"), other.get("line"), other.get("access"),
+                                tuple(other["thread"]) if other.get("thread") else None)
+                         if isinstance(other, dict) else None)
         data["grids"] = frozenset(data.get("grids") or ())
         data["extra"] = Extra.from_dict(data.get("extra"))
         return cls(**data)
@@ -160,7 +163,8 @@ def merge(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         k = f.key()
         if k in merged:
-            merged[k] = replace(merged[k], count=merged[k].count + f.count, grids=merged[k].grids | f.grids)
+            merged[k] = replace(merged[k], count=merged[k].count + f.count,
+                                grids=merged[k].grids | f.grids)
         else:
             merged[k] = f
             order.append(k)
@@ -181,8 +185,10 @@ def fold_same_place(findings: list[Finding]) -> list[Finding]:
     for group in groups.values():
         head = max(group, key=lambda g: g.count)
         if len(group) > 1:
-            also = ", ".join(f"{g.kind} ({g.count:,} records: {g.message})" for g in group if g is not head)
-            head = replace(head, count=sum(g.count for g in group), grids=frozenset().union(*(g.grids for g in group)),
+            also = ", ".join(f"{g.kind} ({g.count:,} records: {g.message})" for g in group
+                             if g is not head)
+            head = replace(head, count=sum(g.count for g in group),
+                           grids=frozenset().union(*(g.grids for g in group)),
                            detail=(head.detail + "; " if head.detail else "") + f"also reported as {also}")
         folded.append(head)
     return folded
@@ -219,7 +225,8 @@ def allocation_of(raw: object) -> Allocation | None:
         return None
     assert isinstance(base, int) and isinstance(nbytes, int)
     role = raw.get("role")
-    return Allocation(raw["name"], base, nbytes, raw["dtype"], tuple(shape), role if isinstance(role, str) else "")
+    return Allocation(raw["name"], base, nbytes, raw["dtype"], tuple(shape),
+                      role if isinstance(role, str) else "")
 
 
 def buffer_detail(address: int, allocations: Sequence[Allocation]) -> tuple[str | None, str | None]:
@@ -289,30 +296,37 @@ def to_sarif(results: list[Any], tool_version: str, root: str | None = None) -> 
     findings = [f for r in results for f in r.findings]
     kinds = sorted({f.kind for f in findings})
     rules = [{"id": k, "name": k, "shortDescription": {"text": KINDS.get(k, k)},
-              "help": {"text": f"{k}: {KINDS.get(k, k)} (kprof's findings vocabulary, docs/sanitize.md)"}}
+              "help": {"text": f"{k}: {KINDS.get(k, k)} (kprof's findings vocabulary, "
+                               "docs/sanitize.md)"}}
              for k in kinds]
     sarif_results = []
     for f in findings:
         text = f.message + (f" ({f.detail})" if f.detail else "")
         if f.count > 1:
-            text += f" [{f.count} records" + (f" from {f.launches} launches]" if (f.launches or 0) > 1 else "]")
+            text += f" [{f.count} records" + (f" from {f.launches} launches]"
+                                              if (f.launches or 0) > 1 else "]")
         result: dict[str, object] = {
             "ruleId": f.kind,
             "ruleIndex": kinds.index(f.kind),
             "level": "error",
             "message": {"text": f"{f.tool}: {text}"},
             "locations": [loc] if (loc := sarif_location(f.file, f.line, root)) else [],
-            "properties": {"kernel": f.kernel, "thread": f.thread, "block": f.block, "buffer": f.buffer,
+            "properties": {"kernel": f.kernel, "thread": f.thread, "block": f.block,
+                           "buffer": f.buffer,
                            "count": f.count, "launch": f.launch, "launches": f.launches},
         }  # fmt: skip
         if f.other and (other := sarif_location(f.other.file, f.other.line, root)):
-            result["relatedLocations"] = [dict(other, id=1, message={"text": f"the other access ({f.other.access})"})]
+            result["relatedLocations"] = [dict(other, id=1,
+                                               message={"text": "the other access "
+                                                                f"({f.other.access})"})]
         sarif_results.append(result)
-    run: dict[str, object] = {"tool": {"driver": {"name": "kprof", "version": tool_version, "rules": rules}},
+    run: dict[str, object] = {"tool": {"driver": {"name": "kprof", "version": tool_version,
+                                                  "rules": rules}},
                            "results": sarif_results, "invocations": [_invocation(results)]}
     if root:
         run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}
-    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+            "runs": [run]}
 
 
 def _invocation(results: list[Any]) -> dict[str, object]:
@@ -320,10 +334,12 @@ def _invocation(results: list[Any]) -> dict[str, object]:
     failed is a notification, and the run is not successful, so a viewer that shows no result does
     not read as clean."""
     notes = [{"level": "warning" if r.status == "not-checked" else "error",
-              "message": {"text": f"{r.tool}: {r.status}" + (f": {r.message}" if r.message else "")},
+              "message": {"text": f"{r.tool}: {r.status}" + (f": {r.message}" if r.message
+                                                             else "")},
               "descriptor": {"id": r.status}, "properties": {"tool": r.tool}}
              for r in results if not r.ok]
-    checked = {r.tool: r.checked.to_dict() for r in results if getattr(r, "checked", None) is not None}
+    checked = {r.tool: r.checked.to_dict() for r in results
+               if getattr(r, "checked", None) is not None}
     out: dict[str, object] = {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
     # what each tool's run covered: launches, kernels with line information, pools
     # (kprof.tools.programs.coverage)
@@ -332,7 +348,8 @@ def _invocation(results: list[Any]) -> dict[str, object]:
     return out
 
 
-def sarif_location(path: str | None, line: int | None, root: str | None) -> dict[str, object] | None:
+def sarif_location(path: str | None, line: int | None,
+                   root: str | None) -> dict[str, object] | None:
     """A SARIF location: under ``root``, relative to SRCROOT; else an absolute file URI;
     percent-encoded."""
     if not path:

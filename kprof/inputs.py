@@ -54,8 +54,8 @@ def shell_character(text: str) -> str | None:
 
 
 def describe_character(ch: str) -> str:
-    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\0": "a NUL", "'": "a quote (')",
-             '"': 'a quote (")', "\\": "a backslash"}
+    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\0": "a NUL",
+             "'": "a quote (')", '"': 'a quote (")', "\\": "a backslash"}
     if ch in names:
         return names[ch]
     if ord(ch) < 0x20 or ord(ch) == 0x7F:
@@ -105,13 +105,15 @@ def _fits(path: Path, what: str) -> Path:
     try:
         whole = os.fsencode(str(path))
     except (UnicodeEncodeError, ValueError):
-        raise UsageError(f"{what}: {_cut(str(path))}: the path cannot be encoded for the file system") from None
+        raise UsageError(f"{what}: {_cut(str(path))}: the path cannot be encoded for the file "
+                         "system") from None
     if len(whole) > MAX_PATH_BYTES:
-        raise UsageError(f"{what}: a path of {len(whole):,} bytes; the file system takes at most {MAX_PATH_BYTES:,}")
+        raise UsageError(f"{what}: a path of {len(whole):,} bytes; the file system takes at most "
+                         f"{MAX_PATH_BYTES:,}")
     longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
     if longest > MAX_NAME_BYTES:
-        raise UsageError(f"{what}: {_cut(str(path))}: a name of {longest} bytes in it; the file system takes at most "
-                         f"{MAX_NAME_BYTES}")
+        raise UsageError(f"{what}: {_cut(str(path))}: a name of {longest} bytes in it; the file "
+                         f"system takes at most {MAX_NAME_BYTES}")
     return path
 
 
@@ -157,7 +159,8 @@ def output_file(text: str | Path, what: str) -> Path:
         raise UsageError(f"{what} {_show_path(path)}: is a folder; give a file name")
     parent = path.parent
     if not parent.is_dir():
-        raise UsageError(f"{what} {_show_path(path)}: the folder {_show_path(parent)} does not exist; create it first")
+        raise UsageError(f"{what} {_show_path(path)}: the folder {_show_path(parent)} does not "
+                         "exist; create it first")
     try:
         # a block device, a socket, a stream's link that leads nowhere: said now, not after the run
         output_kind(path)
@@ -273,7 +276,8 @@ def scalar_fields(cls: type, raw: object) -> dict[str, object]:
     kept: dict[str, object] = {}
     for f in dataclasses.fields(cls):
         v, kind = raw.get(f.name), str(f.type).removesuffix(" | None")
-        if (kind == "str" and isinstance(v, str)) or (kind == "int" and isinstance(v, int) and not isinstance(v, bool)):
+        if (kind == "str" and isinstance(v, str)) or (kind == "int" and isinstance(v, int)
+                                                      and not isinstance(v, bool)):
             kept[f.name] = v
     return kept
 
@@ -438,8 +442,8 @@ def output_kind(path: Path) -> OutputKind:
             info = os.stat(path)
         except OSError:
             if stream:
-                raise UsageError(f"cannot write {_show_path(path)}: a link to {_cut(target)}, which leads nowhere; "
-                                 "give a file name") from None
+                raise UsageError(f"cannot write {_show_path(path)}: a link to {_cut(target)}, "
+                                 "which leads nowhere; give a file name") from None
             # a dangling link in the user's own folder: the documented rule, replaced
             return "replace"
         if stream:
@@ -454,9 +458,10 @@ def _in_place_or_refused(path: Path, mode: int) -> OutputKind:
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
         return "in place"
     if stat.S_ISDIR(mode):
-        raise UsageError(f"{_show_path(path)} is a folder where kprof writes a file: remove it or give a file name")
-    raise UsageError(f"cannot write {_show_path(path)}: {_kind(mode)}; kprof writes to a file, a character device "
-                     "or a FIFO")
+        raise UsageError(f"{_show_path(path)} is a folder where kprof writes a file: remove it or "
+                         "give a file name")
+    raise UsageError(f"cannot write {_show_path(path)}: {_kind(mode)}; kprof writes to a file, a "
+                     "character device or a FIFO")
 
 
 def _write_in_place(path: Path, payload: bytes) -> None:
@@ -470,8 +475,8 @@ def _write_in_place(path: Path, payload: bytes) -> None:
         fd = os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
-            raise UsageError(f"cannot write {_show_path(path)}: a FIFO no program reads; start its reader first, "
-                             "or give a file name") from None
+            raise UsageError(f"cannot write {_show_path(path)}: a FIFO no program reads; start its "
+                             "reader first, or give a file name") from None
         raise write_error(path, exc) from None
     try:
         info = os.fstat(fd)
@@ -483,8 +488,8 @@ def _write_in_place(path: Path, payload: bytes) -> None:
                 view = view[os.write(fd, view):]
             except BlockingIOError:
                 if not select.select([], [fd], [], PIPE_WAIT_S)[1]:
-                    raise UsageError(f"cannot write {_show_path(path)}: its reader took nothing for "
-                                     f"{PIPE_WAIT_S:.0f} s") from None
+                    raise UsageError(f"cannot write {_show_path(path)}: its reader took nothing "
+                                     f"for {PIPE_WAIT_S:.0f} s") from None
     except OSError as exc:
         raise write_error(path, exc) from None
     finally:
@@ -499,12 +504,14 @@ def write_error(path: Path, exc: OSError) -> OutputError | UsageError:
     """A failed write in one line: a full disk (exit 7) told apart from a path that cannot be
     written (2)."""
     if exc.errno in OUTPUT_ERRNOS:
-        return OutputError(f"cannot write {_show_path(path)}: {_reason(exc)}; free some space or write elsewhere")
+        return OutputError(f"cannot write {_show_path(path)}: {_reason(exc)}; free some space or "
+                           "write elsewhere")
     return UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}")
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return name
@@ -522,7 +529,8 @@ def one_line(text: str) -> str:
     held."""
     if not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
         return text
-    return "".join(c.encode("unicode_escape").decode("ascii") if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
+    return "".join(c.encode("unicode_escape").decode("ascii") if ord(c) < 0x20 or ord(c) == 0x7F
+                   else c for c in text)
 
 
 def _show_path(path: Path, limit: int = 100) -> str:
@@ -551,8 +559,8 @@ def terminal_safe(text: str) -> str:
     if not _UNSAFE.search(text):
         return text
     text = text.replace(_OWN_ERASE, _ERASE_MARK)
-    text = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                       text)
+    text = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                       else f"\\u{ord(m.group()):04x}", text)
     return text.replace(_ERASE_MARK, _OWN_ERASE)
 
 
@@ -565,15 +573,15 @@ def program_argv(cmd: list[str], verb: str, cwd: str | Path | None) -> list[str]
     # one line, whatever the name holds
     shown = _show_path(Path(first)) if os.sep in first else _cut(first, 100)
     if first.startswith("-"):
-        raise UsageError(f"kprof {verb} -- {shown}: that is an option, not a program; put kprof's options before "
-                         f"-- and the command after it, e.g. {example}")
+        raise UsageError(f"kprof {verb} -- {shown}: that is an option, not a program; put kprof's "
+                         f"options before -- and the command after it, e.g. {example}")
     if os.sep in first:
         path = Path(cwd or ".") / first
         if not is_file(path):
             raise UsageError(f"kprof {verb} -- {shown}: no such file")
         if not os.access(path, os.X_OK):
-            raise UsageError(f"kprof {verb} -- {shown}: not executable; run it with its interpreter, e.g. "
-                             f"kprof {verb} -- python {shown}")
+            raise UsageError(f"kprof {verb} -- {shown}: not executable; run it with its "
+                             f"interpreter, e.g. kprof {verb} -- python {shown}")
     else:
         try:
             found = shutil.which(first)

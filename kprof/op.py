@@ -63,15 +63,17 @@ class Op:
     """A spec's kernels as one callable operation on GPU arrays (see the module's docstring)."""
 
     def __init__(self, spec: KernelSpec, cubin: Path, *, sizes: dict[str, int] | None = None,
-                 functions: Callable[[bytes, str, int], Any] | None = None, launch: Launch | None = None) -> None:
+                 functions: Callable[[bytes, str, int], Any] | None = None,
+                 launch: Launch | None = None) -> None:
         if spec.python:
-            raise UsageError(f"{spec.name} is a Python operation already: call its function directly")
+            raise UsageError(f"{spec.name} is a Python operation already: call its function "
+                             "directly")
         if any(st.entry == CUBLAS_SGEMM for st in spec.steps):
-            raise UsageError(f"{spec.name}: a cuBLAS step (cublas_sgemm) cannot run through kprof.load; "
-                             "call the framework's matmul for that part")
+            raise UsageError(f"{spec.name}: a cuBLAS step (cublas_sgemm) cannot run through "
+                             "kprof.load; call the framework's matmul for that part")
         if maps := [a.name for a in spec.args if isinstance(a, TensorMapArg)]:
-            raise UsageError(f"{spec.name}: a tensor map argument ({maps[0]}) cannot run through kprof.load yet; "
-                             f"kprof run, bench, sanitize and profile take it")
+            raise UsageError(f"{spec.name}: a tensor map argument ({maps[0]}) cannot run through "
+                             f"kprof.load yet; kprof run, bench, sanitize and profile take it")
         self.spec = spec
         self.cubin = Path(cubin)
         self.fixed_sizes = dict(sizes or {})
@@ -101,8 +103,8 @@ class Op:
         return f"<kprof op {self.spec.name}({names}) -> {', '.join(b.name for b in self.outputs)}>"
 
     # -- the call ------------------------------------------------------------------------------
-    def __call__(self, *args: object, out: object = None, stream: object = None, sizes: dict[str, int] | None = None,
-                 **named: object) -> object:
+    def __call__(self, *args: object, out: object = None, stream: object = None,
+                 sizes: dict[str, int] | None = None, **named: object) -> object:
         # A repeated call (positional arrays of one framework, with the types and keys of a call
         # that passed every check) reads only what the checks read, compares it, and launches.
         result: object = None
@@ -119,12 +121,13 @@ class Op:
         watch = sys.modules.get("_kprof_nan_watch")
         if watch is not None:
             outs = result if isinstance(result, tuple) else (result,)
-            watch.launched(self.spec.name, str(self.spec.source or ""), list(zip(self._returned, outs)),
+            watch.launched(self.spec.name, str(self.spec.source or ""),
+                           list(zip(self._returned, outs)),
                            [*zip(self._input_names, args), *named.items()])
         return result
 
-    def _call(self, args: tuple[Any, ...], out: object, stream: object, sizes: dict[str, int] | None,
-              named: dict[str, object]) -> object:
+    def _call(self, args: tuple[Any, ...], out: object, stream: object,
+              sizes: dict[str, int] | None, named: dict[str, object]) -> object:
         """Every argument read and, at a new shape, dtype or layout, checked against the spec."""
         given = dict(zip(self._input_names, args)) if not named and len(args) == len(self._input_names) \
             else self._bind(args, named)
@@ -134,13 +137,16 @@ class Op:
         adapters = self._adapters
         for name, obj in given.items():
             infos[name] = (adapters.get(type(obj)) or self._adapter(obj, name)).info(obj)
-        plan, device = self._plan(infos, self.fixed_sizes if sizes is None else {**self.fixed_sizes, **sizes})
+        plan, device = self._plan(infos,
+                                  self.fixed_sizes if sizes is None
+                                  else {**self.fixed_sizes, **sizes})
         like = given[plan.like]
         frame = adapters[type(like)]
         pointers = {name: info.ptr for name, info in infos.items()}
         for name, ptr in pointers.items():
             if ptr & ALIGN_MASK:
-                raise _misaligned(self.spec.name, name if name in self._input_names else f"out {name}")
+                raise _misaligned(self.spec.name,
+                                  name if name in self._input_names else f"out {name}")
         # outputs, zeroed accumulators and scratch not given
         for name, shape, dtype, zero in plan.allocs:
             if name not in given:
@@ -158,7 +164,8 @@ class Op:
             return given[self._returned[0]]
         return tuple(given[name] for name in self._returned)
 
-    def _remember(self, args: tuple[Any, ...], out: object, frame: Framework, plan: _Plan, device: int) -> None:
+    def _remember(self, args: tuple[Any, ...], out: object, frame: Framework, plan: _Plan,
+                  device: int) -> None:
         """After a call that passed the checks: the fast path for calls whose arrays have the same
         types and keys (positional inputs, and ``out=`` one array of the same framework, or
         none)."""
@@ -170,15 +177,18 @@ class Op:
         if key is None:  # no key for these arrays: every such call takes the checked path
             return
         names = [*self._input_names[:len(args)], *([self._out_names[0]] if out is not None else [])]
-        allocs = tuple((shape, dtype, zero) for name, shape, dtype, zero in plan.allocs if name not in names)
+        allocs = tuple((shape, dtype, zero) for name, shape, dtype, zero in plan.allocs
+                       if name not in names)
         names += [name for name, *_ in plan.allocs if name not in names]
         where = {name: i for i, name in enumerate(names)}
         steps = tuple((self._function(entry, device, smem), grid, block, smem, pack,
                        tuple((value, where[name]) for value, name in pack.slots))
                       for entry, grid, block, smem, pack in plan.steps)
-        self._fast[key] = _Fast(steps, allocs, names.index(plan.like), tuple(where[n] for n in self._returned), len(args))
+        self._fast[key] = _Fast(steps, allocs, names.index(plan.like),
+                                tuple(where[n] for n in self._returned), len(args))
 
-    def _run(self, fast: _Fast, frame: Framework, arrays: tuple[Any, ...], stream: object) -> object:
+    def _run(self, fast: _Fast, frame: Framework, arrays: tuple[Any, ...],
+             stream: object) -> object:
         """A remembered call: the pointers read, the outputs allocated, every step launched."""
         pointer = frame.pointer
         pointers = list(map(pointer, arrays))
@@ -186,10 +196,13 @@ class Op:
         for ptr in pointers:
             seen |= ptr
         if seen & ALIGN_MASK:  # the checked path names the array
-            return self._call(arrays[:fast.given], arrays[fast.given] if len(arrays) > fast.given else None, stream, None, {})
+            return self._call(arrays[:fast.given],
+                              arrays[fast.given] if len(arrays) > fast.given else None, stream,
+                              None, {})
         if fast.allocs:
             like = arrays[fast.like]
-            made = [frame.alloc(shape, dtype, like, zero=zero) for shape, dtype, zero in fast.allocs]
+            made = [frame.alloc(shape, dtype, like, zero=zero)
+                    for shape, dtype, zero in fast.allocs]
             pointers += map(pointer, made)
             arrays = (*arrays, *made)
         handle = _stream_handle(stream) if stream is not None else frame.stream(arrays[fast.like])
@@ -213,17 +226,20 @@ class Op:
     def _bind(self, args: tuple[Any, ...], named: dict[str, object]) -> dict[str, object]:
         names = self._input_names
         if len(args) > len(names):
-            raise UsageError(f"{self.spec.name} takes {len(names)} input(s) ({', '.join(names)}), got {len(args)}")
+            raise UsageError(f"{self.spec.name} takes {len(names)} input(s) ({', '.join(names)}), "
+                             f"got {len(args)}")
         given = dict(zip(names, args))
         for key, value in named.items():
             if key not in {b.name for b in self.spec.buffers}:
-                raise UsageError(f"{self.spec.name}: no argument named {key!r} (inputs: {', '.join(names)})")
+                raise UsageError(f"{self.spec.name}: no argument named {key!r} (inputs: "
+                                 f"{', '.join(names)})")
             if key in given:
                 raise UsageError(f"{self.spec.name}: {key} given twice")
             given[key] = value
         missing = [n for n in names if n not in given and n not in self.zeroed]
         if missing:
-            raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: {', '.join(names)})")
+            raise UsageError(f"{self.spec.name}: missing input {missing[0]} (inputs: "
+                             f"{', '.join(names)})")
         return given
 
     def _bind_out(self, given: dict[str, object], out: object) -> None:
@@ -240,7 +256,8 @@ class Op:
         else:
             chosen = {wanted[0]: out} if len(wanted) == 1 else {}
         if not wanted or set(chosen) != set(wanted):
-            raise UsageError(f"{self.spec.name}: out= must give every output ({', '.join(wanted) or 'it has none'})")
+            raise UsageError(f"{self.spec.name}: out= must give every output "
+                             f"({', '.join(wanted) or 'it has none'})")
         given.update(chosen)
 
     # -- PyTorch ---------------------------------------------------------------------------------
@@ -255,7 +272,8 @@ class Op:
 
         outs = [b for b in self.spec.buffers if b.role == "out"]
         if not outs:
-            raise UsageError(f"{self.spec.name}: only a spec with out buffers can be a torch op (this one writes in place)")
+            raise UsageError(f"{self.spec.name}: only a spec with out buffers can be a torch op "
+                             "(this one writes in place)")
         tensor = inspect.Parameter.POSITIONAL_OR_KEYWORD
         params = [inspect.Parameter(b.name, tensor, annotation=torch.Tensor) for b in self.inputs]
         returns: object = torch.Tensor if len(outs) == 1 else tuple.__class_getitem__((torch.Tensor,) * len(outs))
@@ -264,10 +282,12 @@ class Op:
             return self(*args)
 
         def fake(*args: Any) -> Any:
-            infos = {b.name: ArrayInfo(0, tuple(int(d) for d in a.shape), str(a.dtype).removeprefix("torch."), True, 0,
+            infos = {b.name: ArrayInfo(0, tuple(int(d) for d in a.shape),
+                                       str(a.dtype).removeprefix("torch."), True, 0,
                                        "torch") for b, a in zip(self.inputs, args)}
             plan = self._make_plan(infos, self.fixed_sizes)
-            made = tuple(torch.empty(b.shape, dtype=getattr(torch, b.arg.dtype), device=args[0].device)
+            made = tuple(torch.empty(b.shape, dtype=getattr(torch, b.arg.dtype),
+                                     device=args[0].device)
                          for b in plan.resolved.buffers if b.arg.role == "out")
             return made[0] if len(made) == 1 else made
 
@@ -281,7 +301,8 @@ class Op:
     def _plan(self, infos: dict[str, ArrayInfo], fixed: dict[str, int]) -> tuple[_Plan, int]:
         """The plan for these arrays (cached per names, shapes, dtypes and contiguity) and their
         GPU."""
-        key = (tuple([(n, i.shape, i.dtype, i.contiguous) for n, i in infos.items()]), tuple(fixed.items()) if fixed else ())
+        key = (tuple([(n, i.shape, i.dtype, i.contiguous) for n, i in infos.items()]),
+               tuple(fixed.items()) if fixed else ())
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make_plan(infos, fixed)
@@ -291,7 +312,8 @@ class Op:
             if d is None or d == device:
                 continue
             if d == -1:
-                raise UsageError(f"{self.spec.name}: argument {name} is not on a GPU; move it there first (.cuda())")
+                raise UsageError(f"{self.spec.name}: argument {name} is not on a GPU; move it "
+                                 "there first (.cuda())")
             if device is not None:
                 found = sorted({i.device for i in infos.values() if i.device is not None})
                 raise UsageError(f"{self.spec.name}: the arguments are on different GPUs ({found})")
@@ -311,11 +333,15 @@ class Op:
         scalars = {a.name: (a.dtype, hostdata.pack_scalar(a.dtype, v)) for a, v in resolved.scalars}
         buffers = {b.arg.name for b in resolved.buffers}
         steps = tuple((st.entry, st.grid, st.block, st.shared_mem,
-                       ArgPack([("buf", name) if name in buffers else scalars[name] for name in st.args]))
+                       ArgPack([("buf", name) if name in buffers else scalars[name]
+                                for name in st.args]))
                       for st in resolved.steps)
-        allocs = [(b.arg.name, tuple(b.shape), b.arg.dtype, False) for b in resolved.buffers if b.arg.role == "out"]
-        allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, True) for b in resolved.buffers if b.arg.name in self.zeroed]
-        allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, False) for b in resolved.buffers if b.arg.role == "scratch"]
+        allocs = [(b.arg.name, tuple(b.shape), b.arg.dtype, False) for b in resolved.buffers
+                  if b.arg.role == "out"]
+        allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, True) for b in resolved.buffers
+                   if b.arg.name in self.zeroed]
+        allocs += [(b.arg.name, tuple(b.shape), b.arg.dtype, False) for b in resolved.buffers
+                   if b.arg.role == "scratch"]
         like = next((b.name for b in self.inputs if b.name in infos), next(iter(infos)))
         return _Plan(resolved, steps, tuple(allocs), like)
 
@@ -343,15 +369,17 @@ def infer_sizes(spec: KernelSpec, shapes: dict[str, tuple[int, ...]]) -> dict[st
             continue
         shape = shapes[buf.name]
         if len(shape) != len(buf.shape):
-            raise UsageError(f"{spec.name}: {buf.name} has {len(shape)} dimension(s) {list(shape)}; the spec gives "
-                             f"{len(buf.shape)}: [{', '.join(buf.shape)}]")
+            raise UsageError(f"{spec.name}: {buf.name} has {len(shape)} dimension(s) "
+                             f"{list(shape)}; the spec gives {len(buf.shape)}: "
+                             f"[{', '.join(buf.shape)}]")
         for axis, (expr, dim) in enumerate(zip(buf.shape, shape)):
             e = str(expr).strip()
             if e not in names:
                 continue
             where = f"{buf.name}.shape[{axis}]"
             if e in sizes and sizes[e] != dim:
-                raise UsageError(f"{spec.name}: {where} = {dim} but {source[e]} = {sizes[e]}, and both are {e}")
+                raise UsageError(f"{spec.name}: {where} = {dim} but {source[e]} = {sizes[e]}, and "
+                                 f"both are {e}")
             sizes[e], source[e] = int(dim), where
     return sizes
 
@@ -371,15 +399,18 @@ ALIGN_MASK = 15
 
 
 def _misaligned(op: str, name: str) -> UsageError:
-    return UsageError(f"{op}: {name} starts at an address that is not a multiple of 16 bytes (a view at an offset?); "
-                      "kprof's kernels may access 16 bytes at a time: pass a copy (.clone() or .copy())")
+    return UsageError(f"{op}: {name} starts at an address that is not a multiple of 16 bytes (a "
+                      "view at an offset?); kprof's kernels may access 16 bytes at a time: pass a "
+                      "copy (.clone() or .copy())")
 
 
 def _check_array(op: str, name: str, info: ArrayInfo, dtype: str, shape: tuple[int, ...]) -> None:
     if info.dtype != dtype:
-        raise UsageError(f"{op}: {name} is {info.dtype or 'of a type kprof has no name for'}; the spec wants {dtype}")
+        raise UsageError(f"{op}: {name} is {info.dtype or 'of a type kprof has no name for'}; the "
+                         f"spec wants {dtype}")
     if info.shape != tuple(shape):
-        raise UsageError(f"{op}: {name} has shape {list(info.shape)}; at these sizes the spec wants {list(shape)}")
+        raise UsageError(f"{op}: {name} has shape {list(info.shape)}; at these sizes the spec "
+                         f"wants {list(shape)}")
     if not info.contiguous:
         raise UsageError(f"{op}: {name} is not contiguous (row-major); pass .contiguous() or a copy")
 

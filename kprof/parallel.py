@@ -30,7 +30,8 @@ RUNNER_GPU_BYTES = 2**30  # kprof's runner over a spec at its sanitize sizes: a 
 MAX_JOBS = 8
 
 
-def default_jobs(count: int, free_bytes: int | None, cpus: int | None, child_bytes: int = CHILD_GPU_BYTES) -> int:
+def default_jobs(count: int, free_bytes: int | None, cpus: int | None,
+                 child_bytes: int = CHILD_GPU_BYTES) -> int:
     """How many of ``count`` children run at once: what the GPU's free memory holds at
     ``child_bytes`` each and half the CPUs keep busy (a child under a tool spends a core), at least
     1. No reading of
@@ -84,7 +85,8 @@ def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
         return list(pool.map(fn, items))
 
 
-def spare_room(children: int, free_bytes: int | None, cpus: int | None, child_bytes: int = CHILD_GPU_BYTES) -> int:
+def spare_room(children: int, free_bytes: int | None, cpus: int | None,
+               child_bytes: int = CHILD_GPU_BYTES) -> int:
     """How many more children, past ``children`` already running, a machine holds for spares that
     mostly wait (a suite's children started ahead to take over a batch): one a CPU, and what the
     GPU's free memory holds at ``child_bytes`` each; none without a reading of the GPU. Pure."""
@@ -105,7 +107,8 @@ def threads_each(children: int) -> int:
 
 
 # What a child's host work may thread over: NumPy's BLAS (a float64 reference) and kprof's verdict.
-THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "KPROF_VERDICT_THREADS")
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                    "KPROF_VERDICT_THREADS")
 _env_lock = threading.Lock()
 
 
@@ -132,8 +135,8 @@ class Progress:
     """``[done/total] what  4.1 s, at 12 s, about 30 s left``, one line per step (``at``: since the
     start), safe from several threads."""
 
-    def __init__(self, total: int, *, stream: IO[str] | None = None, write: Callable[[str], None] | None = None,
-                 bar: bool | None = None) -> None:
+    def __init__(self, total: int, *, stream: IO[str] | None = None,
+                 write: Callable[[str], None] | None = None, bar: bool | None = None) -> None:
         self.total, self.done = total, 0
         self.stream = stream or sys.stderr
         self.write = write
@@ -146,7 +149,8 @@ class Progress:
             try:
                 from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
-                self.bar = tqdm(total=total, file=self.stream, unit="run", dynamic_ncols=True, leave=False)
+                self.bar = tqdm(total=total, file=self.stream, unit="run", dynamic_ncols=True,
+                                leave=False)
             except ImportError:
                 self.bar = None
 

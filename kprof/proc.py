@@ -30,12 +30,13 @@ INSTALL_HINTS = {
         "kprof looks in pip's nvidia wheels, CUDA_HOME/CUDA_PATH and PATH"
     ),
     "compute-sanitizer": (
-        "install the CUDA toolkit, or `pip install \"kprof[cuda13]\"` (its nvidia-cuda-sanitizer-api "
-        "wheel ships compute-sanitizer; on a CUDA 12 driver, kprof[cuda12])"
+        "install the CUDA toolkit, or `pip install \"kprof[cuda13]\"` (its "
+        "nvidia-cuda-sanitizer-api wheel ships compute-sanitizer; on a CUDA 12 driver, "
+        "kprof[cuda12])"
     ),
     "ncu": (
-        "install Nsight Compute (it ships with the CUDA toolkit, or from developer.nvidia.com/nsight-compute); "
-        "it is not on pip. Put ncu on PATH or set CUDA_HOME"
+        "install Nsight Compute (it ships with the CUDA toolkit, or from "
+        "developer.nvidia.com/nsight-compute); it is not on pip. Put ncu on PATH or set CUDA_HOME"
     ),
     "cuobjdump": "install the CUDA toolkit (cuobjdump ships beside nvcc)",
 }
@@ -108,8 +109,11 @@ def find_tool(name: str) -> Path:
         path = Path(env_override)
         if path.is_file() and os.access(path, os.X_OK):
             return path
-        raise ToolNotFoundError(name, f"KPROF_{name.upper().replace('-', '_')}={env_override} is not an executable"
-                                + (f" (it is a file: chmod +x {env_override})" if path.is_file() else ""))
+        raise ToolNotFoundError(name,
+                                f"KPROF_{name.upper().replace('-', '_')}={env_override} is not an "
+                                "executable"
+                                + (f" (it is a file: chmod +x {env_override})" if path.is_file()
+                                   else ""))
     found: str | None = None
     try:
         from cuda.pathfinder import find_nvidia_binary_utility
@@ -125,8 +129,9 @@ def find_tool(name: str) -> Path:
             # (0644 in the wheel): set the bit at first use, as a user would, where the file is
             # theirs to change
             if not os.access(candidate, os.X_OK) and not _make_executable(candidate):
-                raise ToolNotFoundError(name, f"{candidate} is not executable (its wheel ships it so) and kprof "
-                                              f"could not set the bit: chmod +x {candidate}")
+                raise ToolNotFoundError(name,
+                                        f"{candidate} is not executable (its wheel ships it so) "
+                                        f"and kprof could not set the bit: chmod +x {candidate}")
             found = str(candidate)
     if not found:
         found = shutil.which(name)
@@ -223,11 +228,12 @@ def run(
         _kill_tree(proc)
         proc.wait()
     out, err = _read_on(readers, 0.0 if ended else PIPE_GRACE_S, ended)
-    return Completed(tuple(map(str, argv)), proc.returncode if ended else None, out, err, time.monotonic() - start,
-                     timed_out=not ended)
+    return Completed(tuple(map(str, argv)), proc.returncode if ended else None, out, err,
+                     time.monotonic() - start, timed_out=not ended)
 
 
-def _group_done(proc: subprocess.Popen[bytes], start: float, timeout: float | None, readers: tuple[_Reader, ...]) -> bool:
+def _group_done(proc: subprocess.Popen[bytes], start: float, timeout: float | None,
+                readers: tuple[_Reader, ...]) -> bool:
     """After the child's exit, until its pipes close (True) while the rest of its process group runs
     (the program's own work: a shell's background job, a child it did not wait for), as before; once
     no process of the group is left, at most :data:`PIPE_GRACE_S` more for what holds them from a
@@ -258,8 +264,8 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float | None, watch: Callable[[], bool] | None,
-          poll: float) -> bool:
+def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float | None,
+          watch: Callable[[], bool] | None, poll: float) -> bool:
     """Until the child exits (True), or its time is up or ``watch`` says stop (False)."""
     while True:
         left = None if timeout is None else timeout - (time.monotonic() - start)
@@ -329,7 +335,8 @@ class _Reader(threading.Thread):
             left_out = self.seen - len(self.head) - self.tail_bytes
             data = bytes(self.head) + (f"\n(kprof: {left_out:,} bytes of output left out here)\n".encode() if left_out
                                        else b"") + b"".join(self.tail)
-        return data.decode(locale.getpreferredencoding(False), errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+        text = data.decode(locale.getpreferredencoding(False), errors="replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _read_on(readers: tuple[_Reader, ...], grace: float, ended: bool = False) -> tuple[str, str]:
@@ -341,10 +348,10 @@ def _read_on(readers: tuple[_Reader, ...], grace: float, ended: bool = False) ->
         r.join(max(0.0, deadline - time.monotonic()))
     out, err = (r.text() for r in readers)
     if any(r.is_alive() for r in readers):
-        err += ("\n(kprof: a process the program started kept its output open after it ended; kprof read on "
-                f"{PIPE_GRACE_S:g} s and stopped)" if ended else
-                "\n(kprof: a process the child started kept its pipes open after the stop; what it printed after "
-                "that is not here)")
+        err += ("\n(kprof: a process the program started kept its output open after it ended; "
+                f"kprof read on {PIPE_GRACE_S:g} s and stopped)" if ended else
+                "\n(kprof: a process the child started kept its pipes open after the stop; what it "
+                "printed after that is not here)")
     return out, err
 
 

@@ -48,26 +48,35 @@ def _safe(longrepr: object) -> object:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kprof", "kprof: compute-sanitizer over each test")
-    group.addoption("--kprof-sanitize", nargs="?", const=DEFAULT_TOOLS, default=None, metavar="TOOLS",
-                    help="run each selected test in its own process under these compute-sanitizer tools "
-                    "(default all: every tool that can check tests, kprof.tools.sanitizers.checkers.for_tests) and fail it "
-                    "with their findings")
+    group.addoption("--kprof-sanitize", nargs="?", const=DEFAULT_TOOLS, default=None,
+                    metavar="TOOLS",
+                    help="run each selected test in its own process under these compute-sanitizer "
+                         "tools "
+                    "(default all: every tool that can check tests, "
+                    "kprof.tools.sanitizers.checkers.for_tests) and fail it with their findings")
     group.addoption("--kprof-timeout", default="600", metavar="S",
-                    help="seconds one test may take under one tool before it counts as hung (default 600)")
+                    help="seconds one test may take under one tool before it counts as hung "
+                         "(default 600)")
     group.addoption("--kprof-keep-pools", action="store_true",
                     help="leave framework memory pools on (accesses inside a pool then go unseen)")
     group.addoption("--kprof-per-test", action="store_true",
-                    help="one child per test and tool (slower: for tests that cannot share a process)")
+                    help="one child per test and tool (slower: for tests that cannot share a "
+                         "process)")
     group.addoption("--kprof-all-kernels", action="store_true",
-                    help="racecheck and synccheck check library kernels too (cuBLAS, cuDNN, CUTLASS, NCCL, PyTorch's "
-                    "own; by default they check the kernels the tests' own code wrote, memcheck and initcheck all)")
+                    help="racecheck and synccheck check library kernels too (cuBLAS, cuDNN, "
+                         "CUTLASS, NCCL, PyTorch's "
+                    "own; by default they check the kernels the tests' own code wrote, memcheck "
+                    "and initcheck all)")
     group.addoption("--kprof-jobs", default=None, metavar="N",
-                    help="tools run side by side (default: what the GPU's free memory and the CPUs allow; "
+                    help="tools run side by side (default: what the GPU's free memory and the CPUs "
+                         "allow; "
                     "1 runs them one after another)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARK}: run this test under compute-sanitizer when --kprof-sanitize is given")
+    config.addinivalue_line("markers",
+                            f"{MARK}: run this test under compute-sanitizer when --kprof-sanitize "
+                            "is given")
     tools = config.getoption("--kprof-sanitize")
     if tools is None:
         return
@@ -99,8 +108,8 @@ def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
 
     if os.sep in tools or tools.endswith(".py") or os.path.exists(tools):
         raise pytest.UsageError(
-            f"--kprof-sanitize read {tools!r} as its list of tools: write --kprof-sanitize=all {tools} "
-            f"(or name the tools: --kprof-sanitize=memcheck,racecheck {tools})")
+            f"--kprof-sanitize read {tools!r} as its list of tools: write --kprof-sanitize=all "
+            f"{tools} (or name the tools: --kprof-sanitize=memcheck,racecheck {tools})")
     names = [t.strip() for t in tools.split(",") if t.strip()]
     try:
         names = api.program_tools(names)
@@ -111,8 +120,8 @@ def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
     except ValueError:
         raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds") from None
     if not MIN_TIMEOUT <= timeout <= MAX_SECONDS:  # also refuses nan
-        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds from {MIN_TIMEOUT:g} (a child "
-                                "takes about that to start) to a week")
+        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds from "
+                                f"{MIN_TIMEOUT:g} (a child takes about that to start) to a week")
     return names, timeout
 
 
@@ -121,7 +130,8 @@ def check_jobs(text: str | None) -> int | None:
     if text is None:
         return None
     if not (text.isascii() and text.isdigit()) or int(text) < 1:  # '²' is a digit int() refuses
-        raise pytest.UsageError(f"--kprof-jobs={text}: give a whole number of tools to run at once, 1 or more")
+        raise pytest.UsageError(f"--kprof-jobs={text}: give a whole number of tools to run at "
+                                "once, 1 or more")
     return int(text)
 
 
@@ -176,7 +186,8 @@ def as_test(item: pytest.Item) -> Test:
     return Test(item.nodeid, str(getattr(item, "path", item.fspath)), func)
 
 
-def queued(session: pytest.Session, item: pytest.Item, plugins: Iterable[object]) -> list[pytest.Item]:
+def queued(session: pytest.Session, item: pytest.Item,
+           plugins: Iterable[object]) -> list[pytest.Item]:
     """The tests this process will run from ``item`` on: under pytest-xdist, those its controller
     has queued to this worker so far (a test taken back later for another worker then runs twice,
     with the same verdict); else every collected test from ``item`` on."""
@@ -191,7 +202,8 @@ def queued(session: pytest.Session, item: pytest.Item, plugins: Iterable[object]
 
 
 class _Sanitizer:
-    def __init__(self, config: pytest.Config, tools: list[str], timeout: float, jobs: int | None) -> None:
+    def __init__(self, config: pytest.Config, tools: list[str], timeout: float,
+                 jobs: int | None) -> None:
         self.config = config
         self.tools = tools
         self.timeout = timeout
@@ -210,9 +222,11 @@ class _Sanitizer:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.unchecked:
-            shown = ", ".join(self.unchecked[:5]) + (f" and {len(self.unchecked) - 5} more" if len(self.unchecked) > 5 else "")
-            terminalreporter.write_line(f"kprof: {len(self.unchecked)} test(s) launched no kernel, so no tool checked "
-                                        f"anything in them (NOT CHECKED, passed): {shown}")
+            shown = ", ".join(self.unchecked[:5]) + (f" and {len(self.unchecked) - 5} more"
+                                                     if len(self.unchecked) > 5 else "")
+            terminalreporter.write_line(f"kprof: {len(self.unchecked)} test(s) launched no kernel, "
+                                        "so no tool checked anything in them (NOT CHECKED, "
+                                        f"passed): {shown}")
         from kprof.tools.sanitizers import checkers, kernelpolicy
 
         all_kernels = self.config.getoption("--kprof-all-kernels")
@@ -236,14 +250,17 @@ class _Sanitizer:
         from kprof.errors import KprofError
 
         config = self.config
-        if (config.getoption("--kprof-per-test") or hasattr(config, "workerinput") or config.option.collectonly
+        if (config.getoption("--kprof-per-test") or hasattr(config, "workerinput")
+            or config.option.collectonly
                 or getattr(config.option, "numprocesses", None)):
             return
         here = Path(config.invocation_params.dir)
         collect = [str(here / a) for a in config.args] or [str(here)]
         try:
-            self.early = kprof.prestart_tests(collect, self.tools, timeout=self.timeout, jobs=self.jobs,
-                                              keep_pools=config.getoption("--kprof-keep-pools"), cwd=config.rootpath,
+            self.early = kprof.prestart_tests(collect, self.tools, timeout=self.timeout,
+                                              jobs=self.jobs,
+                                              keep_pools=config.getoption("--kprof-keep-pools"),
+                                              cwd=config.rootpath,
                                               all_kernels=config.getoption("--kprof-all-kernels"))
         except (KprofError, OSError):
             self.early = None  # the batch starts its own children, as without this
@@ -255,7 +272,8 @@ class _Sanitizer:
         return not self.marked_only or item.get_closest_marker(MARK) is not None
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    def pytest_runtest_protocol(self, item: pytest.Item,
+                                nextitem: pytest.Item | None) -> bool | None:
         if not self.selected(item):
             return None
         ihook = item.ihook
@@ -267,13 +285,16 @@ class _Sanitizer:
             outcome, longrepr = self._from_batch(item)
         stop = time.time()
         phases: list[tuple[Literal["setup", "call", "teardown"], Any, Any]] = [
-            ("setup", "skipped" if outcome == "skipped" else "passed", longrepr if outcome == "skipped" else None),
+            ("setup", "skipped" if outcome == "skipped" else "passed",
+             longrepr if outcome == "skipped" else None),
             ("call", outcome, _safe(longrepr)), ("teardown", "passed", None)]
         if outcome == "skipped":
             phases = phases[:1] + phases[2:]  # as pytest reports a skip: no call phase
         for when, result, text in phases:
-            report = pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), result, text, when,
-                                       sections=[], duration=stop - start if when == "call" else 0.0,
+            report = pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1),
+                                       result, text, when,
+                                       sections=[],
+                                       duration=stop - start if when == "call" else 0.0,
                                        start=start, stop=stop)
             ihook.pytest_runtest_logreport(report=report)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
@@ -293,8 +314,8 @@ class _Sanitizer:
                 early, self.early = self.early, None  # the first batch only
                 self.verdicts.update(kprof.sanitize_tests(
                     [as_test(i) for i in batch], self.tools, timeout=self.timeout,
-                    keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath,
-                    jobs=self.jobs, progress=progress, early=early,
+                    keep_pools=self.config.getoption("--kprof-keep-pools"),
+                    cwd=self.config.rootpath, jobs=self.jobs, progress=progress, early=early,
                     all_kernels=self.config.getoption("--kprof-all-kernels")))
                 if early is not None:
                     early.cancel()  # a tool the run had no child for at the start
@@ -305,12 +326,14 @@ class _Sanitizer:
             return "failed", "kprof: no verdict for this test (it was not in the batch its tools ran)"
         self._tally(verdict.results)
         if verdict.skipped is not None and verdict.passes:
-            return "skipped", (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {verdict.skipped}")
+            return "skipped", (str(item.path), (item.location[1] or 0) + 1,
+                               f"Skipped: {verdict.skipped}")
         if not verdict.clean and verdict.passes:
             self.unchecked.append(item.nodeid)
         if verdict.passes:
             return "passed", None
-        return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render_sanitize.sanitize_report(verdict.results)
+        return "failed", (f"kprof sanitize ({', '.join(self.tools)}):\n"
+                          + render_sanitize.sanitize_report(verdict.results))
 
     def _progress(self, total: int) -> TestProgress:
         """``[3/12] test_x memcheck 4.1 s`` on the terminal, past pytest's output capture."""
@@ -329,7 +352,8 @@ class _Sanitizer:
                 reporter.write_line(line)
 
         steps = Progress(total, write=write)
-        return lambda tool, nodeid, done: steps.step(f"{nodeid} {tool} {done.outcome} {done.seconds:.1f} s")
+        return lambda tool, nodeid, done: steps.step(f"{nodeid} {tool} {done.outcome} "
+                                                     f"{done.seconds:.1f} s")
 
     def _run_alone(self, item: pytest.Item) -> tuple[str, Any]:
         import kprof
@@ -337,10 +361,12 @@ class _Sanitizer:
         from kprof.results import render_sanitize
         from kprof.tools.suites import suite
 
-        cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", *suite.no_xdist()]
+        cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider",
+               *suite.no_xdist()]
         try:
             report = kprof.sanitize(cmd, self.tools, timeout=self.timeout, jobs=self.jobs,
-                                    keep_pools=self.config.getoption("--kprof-keep-pools"), cwd=self.config.rootpath,
+                                    keep_pools=self.config.getoption("--kprof-keep-pools"),
+                                    cwd=self.config.rootpath,
                                     all_kernels=self.config.getoption("--kprof-all-kernels"))
         except KprofError as exc:
             return "failed", f"kprof: {exc}"
@@ -351,4 +377,5 @@ class _Sanitizer:
             # a test of host code: nothing to check, said at the end
             self.unchecked.append(item.nodeid)
             return "passed", None
-        return "failed", f"kprof sanitize ({', '.join(self.tools)}):\n" + render_sanitize.sanitize_report(report.results)
+        return "failed", (f"kprof sanitize ({', '.join(self.tools)}):\n"
+                          + render_sanitize.sanitize_report(report.results))

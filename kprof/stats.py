@@ -39,8 +39,8 @@ class Summary:
     @classmethod
     def of(cls, d: dict[str, float]) -> Summary:
         """A summary from its :meth:`to_dict` form (a stored result)."""
-        return cls(int(d["n"]), float(d["median"]), float(d["q1"]), float(d["q3"]), float(d["min"]), max=float(d["max"]),
-                   mean=float(d["mean"]), stdev=float(d["stdev"]))
+        return cls(int(d["n"]), float(d["median"]), float(d["q1"]), float(d["q3"]), float(d["min"]),
+                   max=float(d["max"]), mean=float(d["mean"]), stdev=float(d["stdev"]))
 
 
 _FIELDS = ("n", "median", "q1", "q3", "min", "max", "mean", "stdev")
@@ -51,7 +51,8 @@ def summary_of(value: object) -> Summary | None:
     none, or it lacks a number (a point that failed, a result of another kprof)."""
     if isinstance(value, Summary) or value is None:
         return value
-    if not isinstance(value, dict) or not all(isinstance(value.get(k), (int, float)) and not isinstance(value.get(k), bool)
+    if not isinstance(value, dict) or not all(isinstance(value.get(k), (int, float))
+                                              and not isinstance(value.get(k), bool)
                                               for k in _FIELDS):
         return None
     return Summary.of(value)
@@ -109,7 +110,8 @@ def fraction(value: float | None, ceiling: float | None) -> float | None:
     return value / ceiling if value is not None and ceiling else None
 
 
-def classify(before: Summary, after: Summary, floor: float = 0.01) -> tuple[Literal["same", "faster", "slower"], float]:
+def classify(before: Summary, after: Summary,
+             floor: float = 0.01) -> tuple[Literal["same", "faster", "slower"], float]:
     """``same``, ``faster`` or ``slower`` for ``after`` against ``before``, and the relative change
     of the median time. A change counts only beyond the noise: twice the larger relative IQR of
     the two, and never less than ``floor`` (1%)."""

@@ -116,8 +116,10 @@ def clock_limits(index: int = 0) -> dict[str, int]:
         if nvml is None:
             return {}
         pynvml, read = nvml
-        mem, sm = (read(pynvml.nvmlDeviceGetMaxClockInfo, clock) for clock in (pynvml.NVML_CLOCK_MEM, pynvml.NVML_CLOCK_SM))
-        found = {"memory_clock_khz": mem and int(mem) * 1000, "bus_width_bits": read(pynvml.nvmlDeviceGetMemoryBusWidth),
+        mem, sm = (read(pynvml.nvmlDeviceGetMaxClockInfo, clock)
+                   for clock in (pynvml.NVML_CLOCK_MEM, pynvml.NVML_CLOCK_SM))
+        found = {"memory_clock_khz": mem and int(mem) * 1000,
+                 "bus_width_bits": read(pynvml.nvmlDeviceGetMemoryBusWidth),
                  "clock_khz": sm and int(sm) * 1000}
         return {k: int(v) for k, v in found.items() if v}
 
@@ -144,5 +146,6 @@ def warnings(before: Snapshot | None, after: Snapshot | None) -> list[str]:
         out.append(f"SM clock dropped from {before.sm_clock_mhz} to {after.sm_clock_mhz} MHz")
     if after.max_sm_clock_mhz and after.sm_clock_mhz and after.sm_clock_mhz < 0.8 * after.max_sm_clock_mhz \
             and "gpu-idle" not in after.reasons:
-        out.append(f"SM clock {after.sm_clock_mhz} MHz is well below its maximum {after.max_sm_clock_mhz} MHz")
+        out.append(f"SM clock {after.sm_clock_mhz} MHz is well below its maximum "
+                   f"{after.max_sm_clock_mhz} MHz")
     return out

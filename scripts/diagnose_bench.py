@@ -31,7 +31,8 @@ def main(paths: list[str]) -> int:
     corpus = {c.name: c for c in perfcases.load_all(catalog.group("perf"))}
     for path in paths:
         data = json.loads(Path(path).read_text())
-        times = {p["kernel"]: (p.get("summary") or {}).get("median") for p in data["points"] if p["status"] == "ok"}
+        times = {p["kernel"]: (p.get("summary") or {}).get("median") for p in data["points"]
+                 if p["status"] == "ok"}
         name = next(k for k in times if not k.endswith("_fixed"))
         bug, twin = times.get(name), times.get(f"{name}_fixed")
         theory = data["peak"]["theoretical"]
@@ -41,21 +42,26 @@ def main(paths: list[str]) -> int:
         prepared = pipeline.prepare(catalog.load(name), None, arch="sm_90")
         r, b = prepared.resolved, prepared.built
         u = b.usage_of(r.spec.entry)
-        p = prof.fallback(name, r.sizes, bug, u.registers, r.threads_per_block, u.shared_static, dynamic_smem=r.shared_mem,
-                          arch=b.arch,
-                          spec_flops=r.flops, spec_bytes=r.bytes, reason="replayed from kprof bench")
+        p = prof.fallback(name, r.sizes, bug, u.registers, r.threads_per_block, u.shared_static,
+                          dynamic_smem=r.shared_mem, arch=b.arch,
+                          spec_flops=r.flops, spec_bytes=r.bytes,
+                          reason="replayed from kprof bench")
         from kprof.build import build
 
-        d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.resolved.spec, "sm_90"),
+        d = diagnose(gather.facts_for(prepared, p, counters=False,
+                                      ptx=build.ptx(prepared.resolved.spec, "sm_90"),
                                       timed=SimpleNamespace(device=device, time_ms=None),
                                       peak=Ceilings.from_dict(data["peak"]), seconds=bug))
         first = d.first()
         gain = bug / twin if bug and twin else None
         est = first.gain.estimate if first else None
-        print(f"{name} ({data['machine']['gpu']}, driver {data['machine']['driver']}, commit {data['commit']}): "
-              f"measured gain {gain:.2f}x (twin, same run); expected {corpus[name].expect.cause}; "
-              + (f"first cause {first.rule} at {first.line.show() if first.line else '-'}, estimate "
-                 + (f"{est:.2f}x ({est / gain:.2f} of measured)" if est else "none") if first else "no cause")
+        print(f"{name} ({data['machine']['gpu']}, driver {data['machine']['driver']}, commit "
+              f"{data['commit']}): measured gain {gain:.2f}x (twin, same run); expected "
+              f"{corpus[name].expect.cause}; "
+              + (f"first cause {first.rule} at {first.line.show() if first.line else '-'}, "
+                 "estimate "
+                 + (f"{est:.2f}x ({est / gain:.2f} of measured)" if est else "none") if first
+                 else "no cause")
               + f"; cannot see: {', '.join(d.cannot_see) or 'nothing'}")
         if show:
             from kprof.diagnosis.model import render

@@ -34,7 +34,8 @@ GENERATED = {"README.md": readme_text, "docs/limits.md": limits_table}
 
 def rewritten(text: str, body: str, name: str) -> str:
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"{name}: no exit-code markers ({BEGIN} ... {END}); add them where the list goes")
+        raise SystemExit(f"{name}: no exit-code markers ({BEGIN} ... {END}); add them where the "
+                         "list goes")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{body}\n{END}{tail}"
@@ -42,8 +43,10 @@ def rewritten(text: str, body: str, name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true", help="say which files are out of date; write nothing")
-    parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this script's)")
+    parser.add_argument("--check", action="store_true",
+                        help="say which files are out of date; write nothing")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="the repository (default: this script's)")
     opts = parser.parse_args(argv)
     stale = []
     for name, make in GENERATED.items():

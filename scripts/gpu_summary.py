@@ -29,7 +29,8 @@ def main(logs: Path) -> int:
     for name in ("pytest", "verify", "recheck"):
         log = logs / f"{name}.txt"
         if log.exists():
-            totals = [ln for ln in log.read_text().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+            totals = [ln for ln in log.read_text().splitlines()
+                      if re.search(r"\d+ (passed|failed)", ln)]
             print(f"- {name}: {totals[-1].strip('= ') if totals else '?'}")
     busy = utilization(logs)
     if busy:
@@ -54,13 +55,15 @@ def utilization(logs: Path) -> str:
     logs (vmstat: 100 - idle - wait; nvidia-smi: utilization.gpu), and the share of seconds each
     was above 90%: which of the two bounds the suite's wall time."""
     parts = []
-    cpu = [100 - int(f[14]) - int(f[15]) for f in (ln.split() for ln in _lines(logs / "suite-cpu.txt"))
+    cpu = [100 - int(f[14]) - int(f[15])
+           for f in (ln.split() for ln in _lines(logs / "suite-cpu.txt"))
            # the first line is since boot
            if len(f) >= 17 and f[14].isdigit() and f[15].isdigit()][1:]
     if cpu:
         parts.append(f"CPUs {sum(cpu) / len(cpu):.0f}% busy on average, above 90% in "
                      f"{sum(c > 90 for c in cpu) / len(cpu):.0%} of {len(cpu)} s")
-    gpu = [int(m.group(1)) for m in (re.search(r", (\d+) %", ln) for ln in _lines(logs / "suite-gpu.txt")) if m]
+    gpu = [int(m.group(1))
+           for m in (re.search(r", (\d+) %", ln) for ln in _lines(logs / "suite-gpu.txt")) if m]
     if gpu:
         parts.append(f"GPU {sum(gpu) / len(gpu):.0f}% busy on average, above 90% in "
                      f"{sum(g > 90 for g in gpu) / len(gpu):.0%} of {len(gpu)} s")
@@ -76,7 +79,8 @@ def _runs(logs: Path) -> None:
     if not runs:
         return
     print("\n## Every kernel at its default size (`kprof run NAME --json`)\n")
-    print("One launch after one warm-up, timed with CUDA events: an orientation number, not a benchmark.\n")
+    print("One launch after one warm-up, timed with CUDA events: an orientation number, not a "
+          "benchmark.\n")
     print("| kernel | sizes | verdict | max rel. error | time (ms) | regs |")
     print("|---|---|---|---|---|---|")
     for path in runs:

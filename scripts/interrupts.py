@@ -72,7 +72,8 @@ def marked_processes(mark: str) -> list[tuple[int, str]]:
 
 
 def leftovers(mark: str, grace_s: float = 3.0) -> list[str]:
-    """The marked processes still alive ``grace_s`` after kprof ended (then killed, so the next scenario starts clean)."""
+    """The marked processes still alive ``grace_s`` after kprof ended (then killed, so the next
+    scenario starts clean)."""
     deadline = time.monotonic() + grace_s
     while True:
         alive = marked_processes(mark)
@@ -111,14 +112,16 @@ class Scenario:
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.logs = out / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.env = dict(os.environ, **{MARK: self.mark, "TMPDIR": str(self.tmp), "KPROF_CACHE_DIR": str(cache),
-                                       "KPROF_HISTORY": str(history), "PYTHONUNBUFFERED": "1"})
+        self.env = dict(os.environ,
+                        **{MARK: self.mark, "TMPDIR": str(self.tmp), "KPROF_CACHE_DIR": str(cache),
+                           "KPROF_HISTORY": str(history), "PYTHONUNBUFFERED": "1"})
 
     def start(self, label: str, args: list[str]) -> tuple[Run, subprocess.Popen]:
         run = Run(label, self.kprof + args)
         with open(self.logs / f"{self.name}-{label}.out", "wb") as out, \
                 open(self.logs / f"{self.name}-{label}.err", "wb") as err:  # the child keeps its own copies
-            proc = subprocess.Popen(run.argv, env=self.env, stdout=out, stderr=err, start_new_session=True)
+            proc = subprocess.Popen(run.argv, env=self.env, stdout=out, stderr=err,
+                                    start_new_session=True)
         proc._kprof_t0 = time.monotonic()  # type: ignore[attr-defined]
         return run, proc
 
@@ -136,7 +139,8 @@ class Scenario:
     def run(self, label: str, args: list[str], timeout_s: float = 400) -> Run:
         return self.finish(*self.start(label, args), timeout_s=timeout_s)
 
-    def signalled(self, label: str, args: list[str], sig: signal.Signals, after_s: float, group: bool) -> Run:
+    def signalled(self, label: str, args: list[str], sig: signal.Signals, after_s: float,
+                  group: bool) -> Run:
         """Start kprof, send ``sig`` after ``after_s`` (to its process group as a terminal's Ctrl-C does, or
         to kprof alone as ``timeout`` does), wait for it to end."""
         run, proc = self.start(label, args)
@@ -148,7 +152,8 @@ class Scenario:
             run.signalled = True
         return self.finish(run, proc)
 
-    def outcome(self, passed_before: bool, says: str, runs: list[Run], checks: dict[str, bool]) -> Outcome:
+    def outcome(self, passed_before: bool, says: str, runs: list[Run],
+                checks: dict[str, bool]) -> Outcome:
         left = leftovers(self.mark)
         # Nsight Compute's own lock (TMPDIR/nvidia/nsight_compute/lock): it serialises every ncu on the machine and
         # outlives each run by design, interrupted or not, so it is not kprof's leftover
@@ -172,36 +177,46 @@ def history_rows(sc: Scenario, check: str) -> tuple[int, Run]:
 
 
 def interrupted_bench(sc: Scenario, sig: signal.Signals, group: bool, code: int) -> Outcome:
-    run = sc.signalled("bench", ["bench", "vector_add", "--size", SIZES, "--json"], sig, 15.0, group)
+    run = sc.signalled("bench", ["bench", "vector_add", "--size", SIZES, "--json"], sig, 15.0,
+                       group)
     data = read_json(sc.logs / f"{sc.name}-bench.out")
     points = len(data.get("points", [])) if isinstance(data, dict) else 0
     rows, hist = history_rows(sc, "history")
-    checks = {f"exit {code}": run.rc == code, "JSON says interrupted": isinstance(data, dict) and data.get("interrupted") is True,
+    checks = {f"exit {code}": run.rc == code,
+              "JSON says interrupted": isinstance(data, dict) and data.get("interrupted") is True,
               "points kept": points >= 1, "history holds them": rows >= 1 and hist.rc == 0}
-    return sc.outcome(True, f"{points} points in the JSON, {rows} history rows", [run, hist], checks)
+    return sc.outcome(True, f"{points} points in the JSON, {rows} history rows", [run, hist],
+                      checks)
 
 
 def killed_bench(sc: Scenario) -> Outcome:
-    run = sc.signalled("bench", ["bench", "vector_add", "--size", SIZES, "--json"], signal.SIGKILL, 15.0, False)
+    run = sc.signalled("bench", ["bench", "vector_add", "--size", SIZES, "--json"], signal.SIGKILL,
+                       15.0, False)
     # SIGKILL reaches kprof alone: its children must end by themselves (the marker finds any that did not)
     rows, hist = history_rows(sc, "history")
     again = sc.run("run-after", ["run", "vector_add"])
-    checks = {"killed": run.rc == -9, "history readable": hist.rc == 0 and rows >= 0, "next run works": again.rc == 0}
+    checks = {"killed": run.rc == -9, "history readable": hist.rc == 0 and rows >= 0,
+              "next run works": again.rc == 0}
     return sc.outcome(True, f"{rows} history rows after the kill", [run, hist, again], checks)
 
 
-def interrupted(sc: Scenario, args: list[str], sig: signal.Signals, after_s: float, group: bool, code: int) -> Outcome:
+def interrupted(sc: Scenario, args: list[str], sig: signal.Signals, after_s: float, group: bool,
+                code: int) -> Outcome:
     run = sc.signalled("cmd", args, sig, after_s, group)
     err = (sc.logs / f"{sc.name}-cmd.err").read_text(errors="replace")
     last = err.strip().splitlines()[-1:] or [""]
     # the progress lines before the signal stay; the signal adds one line that says so, and no traceback
     checks = {f"exit {code}": run.rc == code, "signalled while running": bool(run.signalled),
-              "its last line says interrupted": "interrupted" in last[0], "no traceback": "Traceback" not in err}
-    return sc.outcome(True, run.stderr_tail.strip().splitlines()[-1:][0] if run.stderr_tail.strip() else "", [run], checks)
+              "its last line says interrupted": "interrupted" in last[0],
+              "no traceback": "Traceback" not in err}
+    return sc.outcome(True,
+                      run.stderr_tail.strip().splitlines()[-1:][0] if run.stderr_tail.strip()
+                      else "", [run], checks)
 
 
 def concurrent(sc: Scenario) -> Outcome:
-    jobs = [("build", ["build", "--all"]), ("run-a", ["run", "tiled_matmul"]), ("run-b", ["run", "tiled_matmul"]),
+    jobs = [("build", ["build", "--all"]), ("run-a", ["run", "tiled_matmul"]),
+            ("run-b", ["run", "tiled_matmul"]),
             ("run-c", ["run", "softmax"]), ("run-d", ["run", "vector_add"]),
             ("bench-a", ["bench", "vector_add", "--size", "N=1048576,4194304", "--json"]),
             ("bench-b", ["bench", "vector_add_vec4", "--size", "N=1048576,4194304", "--json"]),
@@ -212,9 +227,13 @@ def concurrent(sc: Scenario) -> Outcome:
     again = sc.run("build-again", ["build", "--all", "--json"])
     built = read_json(sc.logs / f"{sc.name}-build-again.out")
     cached = [k.get("cached") for k in built] if isinstance(built, list) else []
-    checks = {"every run exits 0": all(r.rc == 0 for r in runs), "history holds the three benches": rows >= 3,
-              "a second build --all finds every kernel cached": bool(cached) and all(cached) and again.rc == 0}
-    return sc.outcome(True, f"{len(runs)} at once; {rows} history rows; {sum(map(bool, cached))}/{len(cached)} cached after",
+    checks = {"every run exits 0": all(r.rc == 0 for r in runs),
+              "history holds the three benches": rows >= 3,
+              "a second build --all finds every kernel cached": bool(cached) and all(cached)
+              and again.rc == 0}
+    return sc.outcome(True,
+                      f"{len(runs)} at once; {rows} history rows; "
+                      f"{sum(map(bool, cached))}/{len(cached)} cached after",
                       runs + [hist, again], checks)
 
 
@@ -223,27 +242,37 @@ SCENARIOS = {
     "bench-sigterm": lambda sc: interrupted_bench(sc, signal.SIGTERM, False, 143),
     "bench-sigkill": killed_bench,
     # kprof sanitize tiled_matmul took 5.1 s and kprof profile tiled_matmul 4.6 s on an H200: signalled half way
-    "sanitize-ctrl-c": lambda sc: interrupted(sc, ["sanitize", "tiled_matmul"], signal.SIGINT, 2.5, True, 130),
-    "sanitize-sigterm": lambda sc: interrupted(sc, ["sanitize", "tiled_matmul"], signal.SIGTERM, 2.5, False, 143),
-    "program-ctrl-c": lambda sc: interrupted(sc, ["sanitize", "--", sys.executable, "examples/cuda_python_sum.py"],
+    "sanitize-ctrl-c": lambda sc: interrupted(sc, ["sanitize", "tiled_matmul"], signal.SIGINT, 2.5,
+                                              True, 130),
+    "sanitize-sigterm": lambda sc: interrupted(sc, ["sanitize", "tiled_matmul"], signal.SIGTERM,
+                                               2.5, False, 143),
+    "program-ctrl-c": lambda sc: interrupted(sc,
+                                             ["sanitize", "--", sys.executable,
+                                              "examples/cuda_python_sum.py"],
                                              signal.SIGINT, 5.0, True, 130),
-    "program-sigterm": lambda sc: interrupted(sc, ["sanitize", "--", sys.executable, "examples/cuda_python_sum.py"],
+    "program-sigterm": lambda sc: interrupted(sc,
+                                              ["sanitize", "--", sys.executable,
+                                               "examples/cuda_python_sum.py"],
                                               signal.SIGTERM, 5.0, False, 143),
-    "profile-ctrl-c": lambda sc: interrupted(sc, ["profile", "tiled_matmul"], signal.SIGINT, 2.5, True, 130),
-    "profile-sigterm": lambda sc: interrupted(sc, ["profile", "tiled_matmul"], signal.SIGTERM, 2.5, False, 143),
+    "profile-ctrl-c": lambda sc: interrupted(sc, ["profile", "tiled_matmul"], signal.SIGINT, 2.5,
+                                             True, 130),
+    "profile-sigterm": lambda sc: interrupted(sc, ["profile", "tiled_matmul"], signal.SIGTERM, 2.5,
+                                              False, 143),
     "cases-sigterm": lambda sc: interrupted(sc, ["cases"], signal.SIGTERM, 10.0, False, 143),
     "concurrent": concurrent,
 }
 
 
 def table(outcomes: list[Outcome]) -> str:
-    lines = ["| scenario | passed | exit codes | left processes | left temporary files | failed checks | says |",
+    lines = ["| scenario | passed | exit codes | left processes | left temporary files | failed "
+             "checks | says |",
              "|---|---|---|---|---|---|---|"]
     for o in outcomes:
         failed = ", ".join(k for k, v in o.checks.items() if not v) or "-"
         rcs = " ".join(str(r.rc) for r in o.runs)
-        lines.append(f"| {o.scenario} | {'yes' if o.passed else 'NO'} | {rcs} | {len(o.left_processes)} | "
-                     f"{len(o.left_temp_files)} | {failed} | {o.says.replace('|', '/')[:120]} |")
+        lines.append(f"| {o.scenario} | {'yes' if o.passed else 'NO'} | {rcs} | "
+                     f"{len(o.left_processes)} | {len(o.left_temp_files)} | {failed} | "
+                     f"{o.says.replace('|', '/')[:120]} |")
     return "\n".join(lines) + "\n"
 
 
@@ -257,15 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     for name in args.only or SCENARIOS:
         root = args.out / "state" / name
-        sc = Scenario(args.out, name, shlex.split(args.kprof), root / "cache", root / "history.sqlite")
+        sc = Scenario(args.out, name, shlex.split(args.kprof), root / "cache",
+                      root / "history.sqlite")
         if name != "concurrent":  # the kernels built before the signal, so it lands in the work, not nvcc
             sc.run("prebuild", ["build", "vector_add", "tiled_matmul"])
         t0 = time.monotonic()
         outcome = SCENARIOS[name](sc)
-        print(f"{name}: {'passed' if outcome.passed else 'FAILED'} in {time.monotonic() - t0:.1f} s; {outcome.says}", flush=True)
+        print(f"{name}: {'passed' if outcome.passed else 'FAILED'} in {time.monotonic() - t0:.1f} "
+              f"s; {outcome.says}", flush=True)
         outcomes.append(outcome)
         # after each scenario: a run stopped at its time limit keeps the scenarios it finished
-        (args.out / "interrupts.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+        (args.out / "interrupts.json").write_text(json.dumps([asdict(o) for o in outcomes],
+                                                             indent=1))
         (args.out / "interrupts.md").write_text(table(outcomes))
     return 0 if all(o.passed for o in outcomes) else 1
 

@@ -49,16 +49,18 @@ def tally(data: dict, decide: bool = False) -> dict:
     ``decide``: survivors today's kprof decides from the launch count as equivalent (listed under
     ``decided``)."""
     decided = launch_decided(data) if decide else {}
-    out = {"spec": data["spec"], "mutants": len(data["mutants"]), "equivalent": 0, "boundary": 0, "verdict": 0,
-           "tool": 0, "survived": 0, "same": 0, "not-built": 0, "survivors": [],
-           "decided": [f"{i} line {next(m['line'] for m in data['mutants'] if m['id'] == i)}" for i in decided]}
+    out = {"spec": data["spec"], "mutants": len(data["mutants"]), "equivalent": 0, "boundary": 0,
+           "verdict": 0, "tool": 0, "survived": 0, "same": 0, "not-built": 0, "survivors": [],
+           "decided": [f"{i} line {next(m['line'] for m in data['mutants'] if m['id'] == i)}"
+                       for i in decided]}
     for m in data["mutants"]:
         verdict, by = m["verdict"], m.get("by", "")
         if m["id"] in decided:
             verdict, by = "equivalent", "the launch" if decided[m["id"]].startswith("launch") else "the source's note"
         if verdict == "equivalent" and by in ("results at its boundary", "the source's note"):
             out["boundary"] += 1
-        elif (verdict == "equivalent" and by == "results") or (verdict == "survived" and by == "same results"):
+        elif (verdict == "equivalent" and by == "results") or (verdict == "survived"
+                                                               and by == "same results"):
             out["same"] += 1
             out["survivors"].append(f"{m['id']} line {m['line']} ({m['operator']}), same results")
         elif verdict == "equivalent":
@@ -81,16 +83,17 @@ def tally(data: dict, decide: bool = False) -> dict:
 def table(rows: list[dict]) -> str:
     head = ["spec", "mutants", "equivalent (machine code, or a bound the launch never meets)",
             "equivalent (results at a met boundary, or the source's note)",
-            "killed by the verdict", "killed by a tool", "survived", "of them, the original's results", "score",
-            "strict score", "survivors"]
+            "killed by the verdict", "killed by a tool", "survived",
+            "of them, the original's results", "score", "strict score", "survivors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         killed = r["verdict"] + r["tool"]
         counted = killed + r["survived"] + r["same"]
         score = "n/a" if r["score"] is None else f"{killed} of {counted} ({r['score']:.0%})"
         strict = "n/a" if r["strict"] is None else f"{killed} of {counted + r['boundary']} ({r['strict']:.0%})"
-        lines.append(f"| {r['spec']} | {r['mutants']} | {r['equivalent']} | {r['boundary']} | {r['verdict']} | {r['tool']} | "
-                     f"{r['survived'] + r['same']} | {r['same']} | {score} | {strict} | {'; '.join(r['survivors']) or 'none'} |")
+        lines.append(f"| {r['spec']} | {r['mutants']} | {r['equivalent']} | {r['boundary']} | "
+                     f"{r['verdict']} | {r['tool']} | {r['survived'] + r['same']} | {r['same']} | "
+                     f"{score} | {strict} | {'; '.join(r['survivors']) or 'none'} |")
     return "\n".join(lines)
 
 
@@ -109,9 +112,11 @@ def main(argv: list[str]) -> int:
                 continue  # a run stopped at its deadline leaves an empty file
             latest[data["spec"]] = tally(data, decide)
     print(table([latest[k] for k in sorted(latest)]))
-    if decided := [f"{k} {', '.join(r['decided'])}" for k, r in sorted(latest.items()) if r["decided"]]:
-        print("\nSurvivors of these runs that kprof now decides without a run (from the spec's launch, or by the "
-              "note on their line, which the strict score counts as survivors): " + "; ".join(decided) + ".")
+    if decided := [f"{k} {', '.join(r['decided'])}" for k, r in sorted(latest.items())
+                   if r["decided"]]:
+        print("\nSurvivors of these runs that kprof now decides without a run (from the spec's "
+              "launch, or by the note on their line, which the strict score counts as survivors): "
+              + "; ".join(decided) + ".")
     return 0
 
 

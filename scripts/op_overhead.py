@@ -37,7 +37,8 @@ def main(argv: list[str]) -> int:
     torch.cuda.synchronize()
     ((_, grid, block, smem, _),) = rms._plans[next(iter(rms._plans))].steps
     func = rms._functions[("rmsnorm_onepass", 0)]
-    values = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(w.data_ptr()), ctypes.c_uint64(y.data_ptr()),
+    values = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(w.data_ptr()),
+              ctypes.c_uint64(y.data_ptr()),
               ctypes.c_int32(1), ctypes.c_int32(1024), ctypes.c_float(1e-6)]
     packed = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     stream = torch.cuda.current_stream().cuda_stream
@@ -50,8 +51,8 @@ def main(argv: list[str]) -> int:
         values[2].value = made.data_ptr()
         driver.cuLaunchKernel(func, *grid, *block, smem, stream, ctypes.addressof(packed), 0)
 
-    ways = {"bare cuLaunchKernel": bare, "op(x, w, out=y)": lambda: rms(x, w, out=y), "op(x, w)": lambda: rms(x, w),
-            "empty_like + bare": bare_alloc}
+    ways = {"bare cuLaunchKernel": bare, "op(x, w, out=y)": lambda: rms(x, w, out=y),
+            "op(x, w)": lambda: rms(x, w), "empty_like + bare": bare_alloc}
     result = {}
     for label, fn in ways.items():
         best = float("inf")
@@ -67,7 +68,8 @@ def main(argv: list[str]) -> int:
     result["added_by_op_out_us"] = result["op(x, w, out=y)"] - result["bare cuLaunchKernel"]
     result["added_by_op_alloc_us"] = result["op(x, w)"] - result["bare cuLaunchKernel"]
     result["added_by_op_alloc_over_empty_like_us"] = result["op(x, w)"] - result["empty_like + bare"]
-    out.write_text(json.dumps({"calls": calls, "kernel": "rmsnorm_onepass R=1 C=1024", "us_per_call": result}, indent=1))
+    out.write_text(json.dumps({"calls": calls, "kernel": "rmsnorm_onepass R=1 C=1024",
+                               "us_per_call": result}, indent=1))
     return 0
 
 

@@ -66,7 +66,8 @@ def _launch_of(version: dict, spec_args: list[dict]) -> dict:
     if "steps" in version:
         return {"steps": version["steps"]}
     if "args" in version:
-        return {"steps": [{"entry": version["entry"], "args": version["args"], "launch": version["launch"]}]}
+        return {"steps": [{"entry": version["entry"], "args": version["args"],
+                           "launch": version["launch"]}]}
     return {"entry": version["entry"], "launch": version["launch"]}
 
 
@@ -79,8 +80,10 @@ def specs(checkout: Path, out: Path, data: dict) -> list[Path]:
     written = []
     for name, step in data["steps"].items():
         for suffix, version in (("", step["bug"]), ("_next", step["next"])):
-            spec = {"description": f"llm.c {step['file']} ({name}{suffix}): {' '.join(step['why'].split())}",
-                    "source": str(folder / step["file"]), **{k: step[k] for k in SPEC_KEYS if k in step},
+            spec = {"description": f"llm.c {step['file']} ({name}{suffix}): "
+                                   f"{' '.join(step['why'].split())}",
+                    "source": str(folder / step["file"]),
+                    **{k: step[k] for k in SPEC_KEYS if k in step},
                     **_launch_of(version, step["args"])}
             # the version before takes none of the next one's own buffers
             if not suffix and step.get("only_next"):
@@ -123,7 +126,8 @@ def judge(step: str, expect: dict, diagnosis, measured: float | None, *, file: s
     also = expect.get("also") or {}
     right = {cause: expect.get("lines", []), **also}
     first = diagnosis.first()
-    r = Judged(step, cause, list(expect.get("lines", [])), mode=diagnosis.mode, causes=[c.rule for c in diagnosis.causes])
+    r = Judged(step, cause, list(expect.get("lines", [])), mode=diagnosis.mode,
+               causes=[c.rule for c in diagnosis.causes])
     if first is None:
         return r
     r.first = first.rule
@@ -157,21 +161,26 @@ def score(out: Path, data: dict, only: list[str], progress=print) -> list[Judged
                 continue
             bug, nxt = out / f"{name}.yaml", out / f"{name}_next.yaml"
             try:
-                report = kprof.run_bench([str(bug), str(nxt)], baseline="none", max_time=1.0, min_time=0.2, history=False)
-                times = {p.kernel: p.summary.median if p.status == "ok" and p.summary else None for p in report.points}
-                bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
-                       if p.status != "ok"]
+                report = kprof.run_bench([str(bug), str(nxt)], baseline="none", max_time=1.0,
+                                         min_time=0.2, history=False)
+                times = {p.kernel: p.summary.median if p.status == "ok" and p.summary else None
+                         for p in report.points}
+                bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip()
+                       for p in report.points if p.status != "ok"]
                 t_bug, t_next = times.get(name), times.get(f"{name}_next")
                 own = next((tuple(s for _, s in p.call_kernels) for p in report.points if p.kernel == name), ())
                 spec = catalog.load(str(bug))
                 prepared = pipeline.prepare(spec, None)
                 reports = out / "reports"
                 reports.mkdir(exist_ok=True)
-                got = stage.profile_one(prepared, stage.ProfileSettings(set_name="full", report_dir=reports))
+                got = stage.profile_one(prepared,
+                                        stage.ProfileSettings(set_name="full", report_dir=reports))
                 rules = ncu.rules_of(reports / f"{name}.ncu-rep")
                 d = stage.diagnose_one(prepared, got, seconds=t_bug, kernel_seconds=own,
-                                       bench=profiles.try_bench(None, 300.0), peak=pipeline.cached_peak())
-                r = judge(name, step["expect"], d, t_bug / t_next if t_bug and t_next else None, file=step["file"],
+                                       bench=profiles.try_bench(None, 300.0),
+                                       peak=pipeline.cached_peak())
+                r = judge(name, step["expect"], d, t_bug / t_next if t_bug and t_next else None,
+                          file=step["file"],
                           spec_name=bug.name, launch_line=gather.launch_line(spec))
                 r.error = "; ".join(bad)
                 r.diagnosis = d.to_dict()
@@ -182,8 +191,9 @@ def score(out: Path, data: dict, only: list[str], progress=print) -> list[Judged
                 r = Judged(name, step["expect"]["cause"], list(step["expect"].get("lines", [])),
                            error=str(exc).splitlines()[0])
             results.append(r)
-            progress(f"  {name}: {'ok' if r.cause_right and r.line_right else 'MISS'} (first {r.first}, line {r.line}, "
-                     f"estimate {r.estimate}, measured {r.measured}){' ' + r.error if r.error else ''}")
+            progress(f"  {name}: {'ok' if r.cause_right and r.line_right else 'MISS'} (first "
+                     f"{r.first}, line {r.line}, estimate {r.estimate}, measured "
+                     f"{r.measured}){' ' + r.error if r.error else ''}")
     except KeyboardInterrupt:
         progress(f"interrupted: {len(results)} steps judged")
     return results
@@ -193,25 +203,29 @@ def tally(results: list[Judged]) -> dict[str, object]:
     with_est = [r for r in results if r.estimate_right is not None]
     return {"steps": len(results), "cause_right": sum(r.cause_right for r in results),
             "cause_and_line_right": sum(r.cause_right and r.line_right for r in results),
-            "estimates": len(with_est), "estimates_within": sum(bool(r.estimate_right) for r in with_est),
-            "ncu_right": sum(1 for r in results if r.ncu_cause is not None and r.ncu_cause == r.expected),
+            "estimates": len(with_est),
+            "estimates_within": sum(bool(r.estimate_right) for r in with_est),
+            "ncu_right": sum(1 for r in results if r.ncu_cause is not None
+                             and r.ncu_cause == r.expected),
             "nothing_named": sum(1 for r in results if r.first is None and not r.error),
             "errors": sum(1 for r in results if r.error)}
 
 
 def table(results: list[Judged]) -> str:
-    rows = [f"{'STEP':<22} {'EXPECTED':<14} {'FIRST':<16} {'LINE':<28} {'EST':>7} {'MEASURED':>8}  NCU"]
+    rows = [f"{'STEP':<22} {'EXPECTED':<14} {'FIRST':<16} {'LINE':<28} {'EST':>7} {'MEASURED':>8}  "
+            "NCU"]
     for r in results:
         est = f"{r.estimate:.2f}" if r.estimate else "-"
         got = f"{r.measured:.2f}" if r.measured else "-"
         mark = "ok" if r.cause_right and r.line_right else "MISS"
-        rows.append(f"{r.step:<22} {r.expected:<14} {r.first!s:<16} {r.line!s:<28} {est:>7} {got:>8}  "
-                    f"{r.ncu_rule or '-'}  {mark}{'  ' + r.error[:80] if r.error else ''}")
+        rows.append(f"{r.step:<22} {r.expected:<14} {r.first!s:<16} {r.line!s:<28} {est:>7} "
+                    f"{got:>8}  {r.ncu_rule or '-'}  {mark}{'  ' + r.error[:80] if r.error else ''}")
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
     c = sub.add_parser("check")
     c.add_argument("checkout", type=Path)
@@ -231,13 +245,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.what == "specs":
             print("\n".join(str(x) for x in specs(args.checkout, args.out, data)))
         return 0
-    results = score(args.out, data, args.steps, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    results = score(args.out, data, args.steps,
+                    progress=lambda m: print(m, file=sys.stderr, flush=True))
     print(table(results))
     print(json.dumps(tally(results)))
     if args.json:
         import kprof
 
-        args.json.write_text(json.dumps({"kprof": kprof.__version__, "commit": data["commit"], "tally": tally(results),
+        args.json.write_text(json.dumps({"kprof": kprof.__version__, "commit": data["commit"],
+                                         "tally": tally(results),
                                          "steps": [asdict(x) for x in results]}, indent=1, default=str))
     return 0
 

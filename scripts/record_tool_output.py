@@ -47,8 +47,8 @@ def wrap(out: Path, name: str, tool_argv: list[str], job: Job, timeout: float = 
         argv = tool_argv + launch.runner_argv(jp, rp)
         done = proc.run(argv, timeout=timeout, env=proc.child_env())
         (out / f"{name}.txt").write_text(
-            f"$ {' '.join(argv)}\n# rc={done.returncode} timed_out={done.timed_out} seconds={done.seconds:.2f}\n"
-            f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}\n"
+            f"$ {' '.join(argv)}\n# rc={done.returncode} timed_out={done.timed_out} "
+            f"seconds={done.seconds:.2f}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}\n"
         )
         if rp.exists():
             shutil.copy(rp, out / f"{name}.result.json")
@@ -62,8 +62,10 @@ def record_occupancy(out: Path) -> None:
     dev = Device()
     attrs = {name: dev.attribute(name) for name in (
         "MULTIPROCESSOR_COUNT", "MAX_THREADS_PER_MULTIPROCESSOR", "MAX_BLOCKS_PER_MULTIPROCESSOR",
-        "MAX_REGISTERS_PER_MULTIPROCESSOR", "MAX_REGISTERS_PER_BLOCK", "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
-        "MAX_SHARED_MEMORY_PER_BLOCK", "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", "RESERVED_SHARED_MEMORY_PER_BLOCK",
+        "MAX_REGISTERS_PER_MULTIPROCESSOR", "MAX_REGISTERS_PER_BLOCK",
+        "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+        "MAX_SHARED_MEMORY_PER_BLOCK", "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+        "RESERVED_SHARED_MEMORY_PER_BLOCK",
         "WARP_SIZE", "L2_CACHE_SIZE", "GLOBAL_MEMORY_BUS_WIDTH", "MEMORY_CLOCK_RATE", "CLOCK_RATE")}
     kernels = []
     for entry in catalog.entries():
@@ -76,12 +78,14 @@ def record_occupancy(out: Path) -> None:
         answers = []
         for block in range(32, max_threads + 1, 32):
             for dyn in (0, 1024, 16384, 49152):
-                answers.append({"block": block, "dynamic_smem": dyn, "blocks_per_sm": dev.occupancy(func, block, dyn)})
+                answers.append({"block": block, "dynamic_smem": dyn,
+                                "blocks_per_sm": dev.occupancy(func, block, dyn)})
         kernels.append({"name": spec.name, "registers": regs, "static_smem": static,
-                        "max_threads_per_block": max_threads, "ptxas": build.asdict(built.usage_of(spec.entry)),
-                        "answers": answers})
+                        "max_threads_per_block": max_threads,
+                        "ptxas": build.asdict(built.usage_of(spec.entry)), "answers": answers})
     dev.close()
-    (out / "occupancy_sm90.json").write_text(json.dumps({"device": attrs, "kernels": kernels}, indent=1))
+    (out / "occupancy_sm90.json").write_text(json.dumps({"device": attrs, "kernels": kernels},
+                                                        indent=1))
     print("occupancy recorded", flush=True)
 
 
@@ -94,10 +98,14 @@ def main(out: Path) -> int:
         (out / f"{name}.help.txt").write_text(done.stdout + done.stderr)
     base = [cs, "--xml", "--error-exitcode", "99", "--print-limit", "100"]
     plan = [
-        ("rec_oob.memcheck", ["--tool", "memcheck", "--leak-check", "full"], DATA / "rec_oob.yaml", True),
-        ("rec_oob.memcheck_padding", ["--tool", "memcheck", "--padding", "256"], DATA / "rec_oob.yaml", True),
-        ("rec_leak.memcheck", ["--tool", "memcheck", "--leak-check", "full"], DATA / "rec_leak.yaml", True),
-        ("rec_race.racecheck", ["--tool", "racecheck", "--racecheck-report", "all"], DATA / "rec_race.yaml", True),
+        ("rec_oob.memcheck", ["--tool", "memcheck", "--leak-check", "full"], DATA / "rec_oob.yaml",
+         True),
+        ("rec_oob.memcheck_padding", ["--tool", "memcheck", "--padding", "256"],
+         DATA / "rec_oob.yaml", True),
+        ("rec_leak.memcheck", ["--tool", "memcheck", "--leak-check", "full"],
+         DATA / "rec_leak.yaml", True),
+        ("rec_race.racecheck", ["--tool", "racecheck", "--racecheck-report", "all"],
+         DATA / "rec_race.yaml", True),
         ("rec_race.racecheck_default", ["--tool", "racecheck"], DATA / "rec_race.yaml", True),
         ("rec_uninit.initcheck", ["--tool", "initcheck"], DATA / "rec_uninit.yaml", False),
         ("rec_sync.synccheck", ["--tool", "synccheck"], DATA / "rec_sync.yaml", True),
@@ -114,9 +122,12 @@ def main(out: Path) -> int:
     nc = [ncu, "--nvtx", "--nvtx-include", "kprof@tiled_matmul/", "--clock-control", "none"]
     tjob = pipeline.prepare(catalog.load("tiled_matmul"), {"M": 1024, "N": 1024, "K": 1024}).job(RunMode(verify=False))
     wrap(out, "tiled_matmul.ncu_full_raw", nc + ["--set", "full", "--page", "raw", "--csv"], tjob)
-    wrap(out, "tiled_matmul.ncu_details", nc + ["--set", "full", "--page", "details", "--csv"], tjob)
-    wrap(out, "tiled_matmul.ncu_report", nc + ["--set", "full", "-f", "-o", str(out / "tiled_matmul")], tjob)
-    nomatch = [ncu, "--nvtx", "--nvtx-include", "kprof@no_such_kernel/", "--clock-control", "none", "--page", "raw", "--csv"]
+    wrap(out, "tiled_matmul.ncu_details", nc + ["--set", "full", "--page", "details", "--csv"],
+         tjob)
+    wrap(out, "tiled_matmul.ncu_report",
+         nc + ["--set", "full", "-f", "-o", str(out / "tiled_matmul")], tjob)
+    nomatch = [ncu, "--nvtx", "--nvtx-include", "kprof@no_such_kernel/", "--clock-control", "none",
+               "--page", "raw", "--csv"]
     wrap(out, "nomatch.ncu", nomatch, tjob)
     return 0
 
@@ -137,18 +148,22 @@ def record_cases(out: Path, names: list[str], exe: str) -> int:
             prepared = pipeline.prepare(spec, preset="sanitize")
             job = prepared.job(RunMode(verify=False, poison=tool != "initcheck"))
             xml = out / f"{spec.name}.{tool}.xml"
-            wrap(out, f"{spec.name}.{tool}", compute_sanitizer.build_argv(exe, tool, xml, tool_version=version), job)
+            wrap(out, f"{spec.name}.{tool}",
+                 compute_sanitizer.build_argv(exe, tool, xml, tool_version=version), job)
     return 0
 
 
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(description="record real compute-sanitizer and ncu output (see the docstring)")
+    parser = argparse.ArgumentParser(description="record real compute-sanitizer and ncu output "
+                                                 "(see the docstring)")
     parser.add_argument("out", type=Path)
-    parser.add_argument("--cases", nargs="+", help="sanitizer cases to record under their tool, with their twins")
+    parser.add_argument("--cases", nargs="+",
+                        help="sanitizer cases to record under their tool, with their twins")
     parser.add_argument("--exe", help="the compute-sanitizer to run (default: the one kprof finds)")
     opts = parser.parse_args()
     if opts.cases:
-        sys.exit(record_cases(opts.out, opts.cases, opts.exe or str(proc.find_tool("compute-sanitizer"))))
+        sys.exit(record_cases(opts.out, opts.cases,
+                              opts.exe or str(proc.find_tool("compute-sanitizer"))))
     sys.exit(main(opts.out))

@@ -51,10 +51,13 @@ def replay(recorded: dict, *, page=None):
     profile = replace(profile, lines=page if page is not None else page_of(recorded["case"]))
     prepared = pipeline.prepare(catalog.load(recorded["case"]), None, arch="sm_90")
     device = {"sm_count": inputs["sm_count"], "clock_khz": (inputs["sm_hz"] or 0) / 1e3}
-    facts = gather.facts_for(prepared, profile, counters=inputs["counters"], ptx=build.ptx(prepared.resolved.spec, "sm_90"),
-                             timed=SimpleNamespace(device=device, time_ms=None), peak=None, seconds=inputs["seconds"],
+    facts = gather.facts_for(prepared, profile, counters=inputs["counters"],
+                             ptx=build.ptx(prepared.resolved.spec, "sm_90"),
+                             timed=SimpleNamespace(device=device, time_ms=None), peak=None,
+                             seconds=inputs["seconds"],
                              kernel_seconds=tuple(inputs.get("kernel_seconds") or ()))
-    facts = replace(facts, ceiling_bytes_per_s=inputs["ceiling_bytes_per_s"], peak_flops=inputs["peak_flops"],
+    facts = replace(facts, ceiling_bytes_per_s=inputs["ceiling_bytes_per_s"],
+                    peak_flops=inputs["peak_flops"],
                     notes=[n for n in facts.notes if "no kprof peak ceilings" not in n])
     return prepared, diagnose(facts)
 
@@ -77,8 +80,10 @@ def judged(recorded: dict):
     case = _corpus()[recorded["case"]]
     _, d = replay(recorded)
     source = case.spec.source.read_text().splitlines() if case.spec.source else []
-    return perfcases.judge(case, d, recorded.get("measured"), control=perfcases.control_here(case, fp64_ratio_of("sm_90")),
-                           launch_line=gather.launch_line(case.spec), entry_line=kernel_line(source, case.spec.entry)), d
+    return perfcases.judge(case, d, recorded.get("measured"),
+                           control=perfcases.control_here(case, fp64_ratio_of("sm_90")),
+                           launch_line=gather.launch_line(case.spec),
+                           entry_line=kernel_line(source, case.spec.entry)), d
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         r, _ = judged(rec)
         rows.append({**asdict(r), "gpu_run_first": rec["first"], "run": rec["run"]})
-        print(f"{r.case:26s} {'ok ' if r.cause_right and r.line_right else 'MISS'} first {r.first} at {r.line} "
-              f"(expected {r.expected} at {r.expected_line}; the GPU run: {rec['first']}) estimate {r.estimate}")
+        print(f"{r.case:26s} {'ok ' if r.cause_right and r.line_right else 'MISS'} first {r.first} "
+              f"at {r.line} (expected {r.expected} at {r.expected_line}; the GPU run: "
+              f"{rec['first']}) estimate {r.estimate}")
     n = len(rows)
     print(f"cause right {sum(x['cause_right'] for x in rows)}/{n}, line right "
           f"{sum(x['cause_right'] and x['line_right'] for x in rows)}/{n}")

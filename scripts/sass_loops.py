@@ -66,7 +66,8 @@ def main(paths: list[str]) -> None:
     for path in paths:
         for body in loops(instructions(path)):
             ops = Counter(opcode(t) for t in body)
-            print(f"{path}: {len(body)} instructions, {ops['FFMA']} FFMA, {ops['S2R']} S2R: {shape(body)}")
+            print(f"{path}: {len(body)} instructions, {ops['FFMA']} FFMA, {ops['S2R']} S2R: "
+                  f"{shape(body)}")
 
 
 if __name__ == "__main__":

@@ -35,20 +35,24 @@ SMOKES: dict[str, tuple[list[str], int]] = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kprof", default=shutil.which("kprof") or "kprof", help="the installed kprof (default: PATH's)")
+    parser.add_argument("--kprof", default=shutil.which("kprof") or "kprof",
+                        help="the installed kprof (default: PATH's)")
     opts = parser.parse_args(argv)
     failed = []
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, KPROF_CACHE_DIR=str(Path(tmp) / "cache"), KPROF_HISTORY=str(Path(tmp) / "h.sqlite"),
+        env = dict(os.environ, KPROF_CACHE_DIR=str(Path(tmp) / "cache"),
+                   KPROF_HISTORY=str(Path(tmp) / "h.sqlite"),
                    CUDA_VISIBLE_DEVICES="")  # the same answers on a machine with a GPU
         for command, (args, want) in SMOKES.items():
             words = [a.replace("{tmp}", tmp) for a in args]
-            done = subprocess.run([opts.kprof, *words], cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+            done = subprocess.run([opts.kprof, *words], cwd=tmp, env=env, capture_output=True,
+                                  text=True, timeout=600)
             err = done.stderr.strip().splitlines()
             # the rest is progress ([1/2] ...)
             said = [line for line in err if line.startswith("kprof: error:")]
             ok = done.returncode == want and "Traceback" not in done.stderr and len(said) == (1 if want else 0)
-            print(f"{'ok  ' if ok else 'FAIL'} kprof {' '.join(args)}: exit {done.returncode} (want {want})"
+            print(f"{'ok  ' if ok else 'FAIL'} kprof {' '.join(args)}: exit {done.returncode} "
+                  f"(want {want})"
                   + ("" if ok else f"; stderr: {done.stderr.strip()[-400:]}"))
             if not ok:
                 failed.append(command)

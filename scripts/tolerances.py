@@ -52,8 +52,8 @@ def _size_sets(spec: Any) -> list[tuple[str, dict[str, int], tuple[tuple[str, An
     sets, seen = [], set()
     for preset, sizes, fills in [("default", {}, ()), ("sanitize", {}, ())] + [("check", dict(c.sizes), c.fills)
                                                                                for c in spec.checks]:
-        key = (tuple(sorted(spec.resolve(sizes, preset="sanitize" if preset == "sanitize" else "default").sizes.items())),
-               fills)
+        at = spec.resolve(sizes, preset="sanitize" if preset == "sanitize" else "default")
+        key = (tuple(sorted(at.sizes.items())), fills)
         if key not in seen:
             seen.add(key)
             sets.append((preset, sizes, fills))
@@ -76,20 +76,25 @@ def measure(out: Path, jobs: int, only: list[str], merge: Path | None) -> int:
 
     def one(item: tuple[Any, str, dict[str, int], tuple[tuple[str, Any], ...]]) -> dict[str, Any]:
         spec, preset, sizes, fills = item
-        row: dict[str, Any] = {"spec": spec.name, "preset": preset, "sizes": sizes, "fills": {k: str(f) for k, f in fills},
+        row: dict[str, Any] = {"spec": spec.name, "preset": preset, "sizes": sizes,
+                               "fills": {k: str(f) for k, f in fills},
                                "dtypes": {b.name: b.dtype for b in spec.buffers}}
         try:
-            prepared = pipeline.prepare(spec, sizes, preset="sanitize" if preset == "sanitize" else "default", fills=fills)
-            result = launch.run_kernel(prepared.job(RunMode(time=False, frontier=True)), timeout=600)
-            row.update(sizes=prepared.resolved.sizes, ok=result.ok, checks=[asdict(c) for c in result.checks])
+            prepared = pipeline.prepare(spec, sizes,
+                                        preset="sanitize" if preset == "sanitize" else "default",
+                                        fills=fills)
+            result = launch.run_kernel(prepared.job(RunMode(time=False, frontier=True)),
+                                       timeout=600)
+            row.update(sizes=prepared.resolved.sizes, ok=result.ok,
+                       checks=[asdict(c) for c in result.checks])
         except KprofError as exc:
             row.update(ok=False, error=str(exc))
         print(f"{spec.name} {row['sizes']}: {'ok' if row.get('ok') else row.get('error') or 'FAIL'}", flush=True)
         return row
 
     # Float atomics add in a different order every run: those specs run three times at each size.
-    items = [(spec, preset, sizes, fills) for spec in specs for preset, sizes, fills in _size_sets(spec)
-             for _ in range(3 if _atomic(spec) else 1)]
+    items = [(spec, preset, sizes, fills) for spec in specs
+             for preset, sizes, fills in _size_sets(spec) for _ in range(3 if _atomic(spec) else 1)]
     with ThreadPoolExecutor(jobs) as pool:
         rows = list(pool.map(one, items))
     if merge is not None:  # an earlier measurement, with the specs measured now replaced
@@ -167,7 +172,8 @@ def propose(rows: list[dict[str, Any]], atomic: Callable[[str], bool] = spec_is_
                     and all(_atol_at(c, r) == 0 for _, c in checks)]
         # with a margin: the first listed rtol that is margin times the needed one, at most the cap
         if exact_at:
-            out[name] = {"rtol": min((r for r in exact_at if r >= margin * exact_at[0]), default=exact_at[-1]),
+            out[name] = {"rtol": min((r for r in exact_at if r >= margin * exact_at[0]),
+                                     default=exact_at[-1]),
                          "atol": 0.0}
         else:
             rtol = verify.tolerance_for(dtype, None, None)[0]
@@ -223,8 +229,10 @@ def apply(proposals: dict[str, dict[str, Any]]) -> None:
         path = catalog.find(base)
         text = path.read_text()
         why = ("the tightest that passes on the H200" if not t.get("margin")
-               else f"{t['margin']:g} x the tightest that passes on the H200, at most {t['cap']:g}: "
-                    + ("float atomics" if t["margin"] == ATOMIC_MARGIN else "headroom beyond the checked sizes"))
+               else f"{t['margin']:g} x the tightest that passes on the H200, at most "
+                    f"{t['cap']:g}: "
+                    + ("float atomics" if t["margin"] == ATOMIC_MARGIN
+                       else "headroom beyond the checked sizes"))
         line = _yaml(t, catalog.load(base).tolerance.scale) + f"  # {why} (scripts/tolerances.py)"
         if re.search(r"^tolerance:.*$", text, flags=re.M):
             text = re.sub(r"^tolerance:.*$", line, text, count=1, flags=re.M)
@@ -250,7 +258,8 @@ def main(argv: list[str]) -> int:
     proposals = propose(json.loads(args.raw.read_text()))
     for name, t in sorted(proposals.items()):
         print(f"{name:32} " + ("exact (integers)" if t.get("exact") else _yaml(t))
-              + (f"  ({t['failed_before']} of {t['sizes']} sizes failed before)" if t.get("failed_before") else ""))
+              + (f"  ({t['failed_before']} of {t['sizes']} sizes failed before)"
+                 if t.get("failed_before") else ""))
     if args.apply:
         apply(proposals)
     return 0

@@ -58,7 +58,8 @@ def _share_the_cpus() -> None:
 
 
 def pytest_addoption(parser):
-    parser.addoption("--require-gpu", action="store_true", help="fail, not skip, when the GPU or a GPU tool is missing")
+    parser.addoption("--require-gpu", action="store_true",
+                     help="fail, not skip, when the GPU or a GPU tool is missing")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-xdist's own, which names each test's group

@@ -14,7 +14,8 @@ from kprof.spec import catalog
 H200 = {"sm_count": 132, "clock_khz": 1980000, "memory_clock_khz": 3201000, "bus_width_bits": 6144}
 
 
-RTX4090 = {"sm_count": 128, "clock_khz": 2520000, "memory_clock_khz": 10501000, "bus_width_bits": 384}
+RTX4090 = {"sm_count": 128, "clock_khz": 2520000, "memory_clock_khz": 10501000,
+           "bus_width_bits": 384}
 
 
 def prepared_of(name: str, arch: str = "sm_90"):
@@ -26,7 +27,8 @@ def profile_of(prepared, seconds: float | None, **counters):
     (``page``: its Source page, ``{line: {counter: value}}`` on the spec's source)."""
     r, b = prepared.resolved, prepared.built
     u = b.usage_of(r.spec.entry)
-    p = prof.fallback(r.spec.name, r.sizes, seconds, u.registers, r.threads_per_block, u.shared_static, dynamic_smem=r.shared_mem,
+    p = prof.fallback(r.spec.name, r.sizes, seconds, u.registers, r.threads_per_block,
+                      u.shared_static, dynamic_smem=r.shared_mem,
                       arch=b.arch, spec_flops=r.flops, spec_bytes=r.bytes, reason="fake device")
     page = counters.pop("page", None)
     if not counters:
@@ -44,7 +46,9 @@ def page_of(file: str, counts: dict[int, dict[str, object]]):
     from kprof.tools.nsight.sourcepage import COUNTER_COLUMNS, LineCounters, SourceLines
 
     reasons = sorted({r for c in counts.values() for r in c.get("stalls", {})})
-    return SourceLines("k", tuple(LineCounters(file=file, line=n, **c) for n, c in sorted(counts.items())),
+    return SourceLines("k",
+                       tuple(LineCounters(file=file, line=n, **c)
+                             for n, c in sorted(counts.items())),
                        tuple(COUNTER_COLUMNS) + tuple(f"stall:{r}" for r in reasons))
 
 
@@ -54,7 +58,8 @@ def diagnosed(name: str, seconds: float | None, *, device=H200, arch: str = "sm_
     timed = SimpleNamespace(device=device, time_ms=None)
     from kprof.build import build
 
-    return diagnose(gather.facts_for(prepared, p, counters=bool(counters), ptx=build.ptx(prepared.resolved.spec, arch),
+    return diagnose(gather.facts_for(prepared, p, counters=bool(counters),
+                                     ptx=build.ptx(prepared.resolved.spec, arch),
                                      timed=timed, seconds=seconds))
 
 

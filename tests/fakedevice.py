@@ -53,7 +53,8 @@ class FakeDevice:
         from kprof.build import occupancy
 
         lim = occupancy.limits_for(self.arch)
-        return DeviceInfo(0, f"Fake {self.arch} GPU", self.arch, 2, 1 << 30, 13000 if self.arch == "sm_90" else 12040,
+        return DeviceInfo(0, f"Fake {self.arch} GPU", self.arch, 2, 1 << 30,
+                          13000 if self.arch == "sm_90" else 12040,
                           lim.max_smem_per_block, lim.max_threads_per_sm, 1 << 20)
 
     def mem_info(self):
@@ -107,7 +108,8 @@ class FakeDevice:
         self.memory[ptr][: array.nbytes] = array.tobytes()
 
     def download(self, ptr, array):
-        array.view(np.uint8).reshape(-1)[:] = np.frombuffer(bytes(self.memory[ptr][: array.nbytes]), np.uint8)
+        array.view(np.uint8).reshape(-1)[:] = np.frombuffer(bytes(self.memory[ptr][: array.nbytes]),
+                                                            np.uint8)
 
     def memset32(self, ptr, value, count):
         self.memory[ptr][: 4 * count] = struct.pack("<I", value & 0xFFFFFFFF) * count
@@ -249,7 +251,8 @@ def _fingerprint(dev, args):
     dev.view(out, np.uint64)[0] += np.frombuffer(digest, np.uint64)[0]
 
 
-_DOUBLED = {0: (np.uint16, 10, 5), 1: (np.uint16, 7, 8), 2: (np.uint32, 23, 8), 3: (np.uint64, 52, 11)}
+_DOUBLED = {0: (np.uint16, 10, 5), 1: (np.uint16, 7, 8), 2: (np.uint32, 23, 8),
+            3: (np.uint64, 52, 11)}
 
 
 def _double(dev, args):
@@ -268,9 +271,10 @@ def _copy_async(self, dst, src, nbytes, stream=0):
 
 
 FakeDevice.copy_async = _copy_async
-FakeDevice.emulations = {"kprof_copy": _stream("copy"), "kprof_read": _stream("read"), "kprof_write": _stream("write"),
-                         "kprof_add": _stream("add"),
-                         "vector_add": _vector_add, "reduce_sum": _reduce_sum, "vector_add_vec4": _vector_add,
+FakeDevice.emulations = {"kprof_copy": _stream("copy"), "kprof_read": _stream("read"),
+                         "kprof_write": _stream("write"), "kprof_add": _stream("add"),
+                         "vector_add": _vector_add, "reduce_sum": _reduce_sum,
+                         "vector_add_vec4": _vector_add,
                          "scale_bf16": _scale_bf16, "twice": _twice, "plus_one": _plus_one,
                          "kprof_fingerprint": _fingerprint, "kprof_double": _double}
 
@@ -299,4 +303,5 @@ RULE = StopRule(rel_stdev=0.5, min_samples=3, min_time=0.0, max_time=5.0)
 
 def timing(mode, **kw):
     cubin = str(fake_cubin())
-    return TimingMode(mode, RULE, spin_cubin=cubin, flush_cubin=cubin, integrity_cubin=cubin, **{"warmup": 0.0, **kw})
+    return TimingMode(mode, RULE, spin_cubin=cubin, flush_cubin=cubin, integrity_cubin=cubin,
+                      **{"warmup": 0.0, **kw})

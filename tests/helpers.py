@@ -30,8 +30,8 @@ def failing_nvcc(folder: Path, error: str, monkeypatch) -> Path:
     whatever the kernel."""
     folder.mkdir(parents=True, exist_ok=True)
     fake = folder / "nvcc"
-    fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
-                    "--list-gpu-code) echo sm_90;;\n"
+    fake.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Cuda compilation tools, release "
+                    "13.0, V13.0.88';;\n--list-gpu-code) echo sm_90;;\n"
                     f"*) echo '{error}' >&2; exit 1;; esac\n")
     fake.chmod(0o755)
     monkeypatch.setenv("KPROF_NVCC", str(fake))

@@ -35,7 +35,8 @@ def _dotted(path: Path) -> str:
 # Every module is a node, in whichever stage folder it lives (kprof/spec/, kprof/tools/,
 # kprof/child/, ...)
 MODULES: dict[str, Path] = {_dotted(p): p for p in _sources()
-                            if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in NOT_STAGES}
+                            if p != PKG / "__init__.py"
+                            and p.relative_to(PKG).parts[0] not in NOT_STAGES}
 
 
 @functools.cache
@@ -48,7 +49,8 @@ def _trees(path: Path) -> list[ast.Module]:
     return [_parsed(path)]
 
 
-COMMAND_LAYER = {"commands.cli", "commands.commands", "commands.pipeline", "commands.api", "commands.corpora", "commands.offline", "commands.scaffold",
+COMMAND_LAYER = {"commands.cli", "commands.commands", "commands.pipeline", "commands.api",
+                 "commands.corpora", "commands.offline", "commands.scaffold",
                  "commands.profiles", "commands.streams"}  # api: the same front door, from Python
 
 
@@ -73,7 +75,8 @@ def _imports(path: Path, typed: bool = False) -> set[str]:
                 out.update(a.name for a in node.names if a.name in MODULES)
             elif node.module.startswith("kprof."):
                 rest = node.module[len("kprof."):]
-                out.update(f"{rest}.{a.name}" if f"{rest}.{a.name}" in MODULES else rest for a in node.names)
+                out.update(f"{rest}.{a.name}" if f"{rest}.{a.name}" in MODULES else rest
+                           for a in node.names)
         elif isinstance(node, ast.Import):
             out.update(a.name[len("kprof."):] for a in node.names if a.name.startswith("kprof."))
     return out & set(MODULES)
@@ -86,9 +89,10 @@ GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
 # (sanitize) and measure (bench, profile) -> diagnosis (why a kernel is slow) -> corpus (the checks
 # of the checks) -> results
 # -> commands (the front doors).
-STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnosis", "corpus", "results", "commands"]
+STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnosis", "corpus", "results",
+          "commands"]
 
 # What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m
 # kprof, the pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
-TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc", "parallel",
-       "telemetry", "units", "findings", "stats", "demangle"}
+TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc",
+       "parallel", "telemetry", "units", "findings", "stats", "demangle"}

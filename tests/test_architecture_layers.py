@@ -53,8 +53,8 @@ def test_the_tools_stage_is_rooms_of_at_most_ten_modules():
     most MAX_ROOM modules."""
     tools = PKG / "tools"
     assert sorted(p.name for p in tools.glob("*.py")) == ["__init__.py"], "a module at the top of kprof/tools/"
-    rooms = {d.name: sorted(p.stem for p in d.glob("*.py") if p.name != "__init__.py") for d in tools.iterdir()
-             if (d / "__init__.py").is_file()}
+    rooms = {d.name: sorted(p.stem for p in d.glob("*.py") if p.name != "__init__.py")
+             for d in tools.iterdir() if (d / "__init__.py").is_file()}
     assert set(rooms) == {"sanitizers", "programs", "suites", "nsight", "machine"}, sorted(rooms)
     big = {room: len(mods) for room, mods in rooms.items() if len(mods) > MAX_ROOM}
     assert not big, f"rooms of kprof/tools/ over {MAX_ROOM} modules: {big}"
@@ -78,11 +78,14 @@ def test_the_tools_rooms_import_one_way():
 @pytest.mark.parametrize("upstream", ["spec.catalog", "build.build"])
 def test_only_the_command_layer_looks_up_or_builds_kernels(upstream):
     allowed = COMMAND_LAYER | {upstream, "tools.machine.doctor"}  # doctor reports on nvcc itself
-    callers = sorted(name for name, deps in GRAPH.items() if upstream in deps and name not in allowed)
+    callers = sorted(name for name, deps in GRAPH.items() if upstream in deps
+                     and name not in allowed)
     assert not callers, f"{upstream} is imported below the command layer by: {callers}"
 
 
-@pytest.mark.parametrize("tool, owner", [("compute-sanitizer", "compute_sanitizer"), ("ncu", "ncu"), ("nvcc", "toolchain")])
+@pytest.mark.parametrize("tool, owner",
+                         [("compute-sanitizer", "compute_sanitizer"), ("ncu", "ncu"),
+                          ("nvcc", "toolchain")])
 def test_one_owner_module_per_external_tool(tool, owner):
     """Each external tool is found (and so run) by one module, wherever its stage's folder puts
     it."""
@@ -101,7 +104,8 @@ def test_only_the_device_layer_imports_cuda_bindings():
     assert not users, f"cuda.bindings imported outside kprof/child/device.py: {users}"
     nvrtc_imports = {line.strip() for line in MODULES["build.nvrtc"].read_text().splitlines()
                      if line.strip().startswith(("from ", "import ")) and "cuda.bindings" in line}
-    assert nvrtc_imports == {"from cuda.bindings import nvrtc", "from cuda.bindings import __version__ as bindings_version"}
+    assert nvrtc_imports == {"from cuda.bindings import nvrtc",
+                             "from cuda.bindings import __version__ as bindings_version"}
 
 
 @pytest.mark.parametrize("child", ["child.runner", "child.workspace", "child.timing"])
@@ -116,7 +120,8 @@ def test_no_module_imports_the_package_front_door():
     upward = [f"{name}.py" for name, path in MODULES.items()
               for tree in _trees(path) for node in _nodes(tree)
               if isinstance(node, ast.ImportFrom) and node.module == "kprof"
-              and any(a.name in ("__version__", "sanitize", "profile", "load", "range") for a in node.names)]
+              and any(a.name in ("__version__", "sanitize", "profile", "load", "range")
+                      for a in node.names)]
     assert not upward, upward
 
 
@@ -142,7 +147,8 @@ def test_the_tree_shows_the_pipeline():
     assert top == TOP, f"modules at the top of kprof/ that belong in a stage folder: {sorted(top - TOP)}"
     for folder in STAGES:
         assert ast.get_docstring(ast.parse((PKG / folder / "__init__.py").read_text())), folder
-    upward = sorted(f"{a} -> {b}" for a, path in MODULES.items() for b in _imports(path, typed=True) - {a}  # a reader follows annotations too
+    upward = sorted(f"{a} -> {b}" for a, path in MODULES.items()
+                    for b in _imports(path, typed=True) - {a}  # a reader follows annotations too
                     if a.split(".")[0] in STAGES and b.split(".")[0] in STAGES
                     and STAGES.index(b.split(".")[0]) > STAGES.index(a.split(".")[0]))
     assert not upward, f"imports that climb back up the pipeline: {upward}"
@@ -152,8 +158,10 @@ def test_the_spec_stage_is_a_folder_of_schema_and_loader():
     """kprof/spec/: the schema (dataclasses, resolve) and the loader (YAML, validation), one way:
     the loader builds the schema's classes, the schema never imports the loader; the folder is one
     node of the graph above, with the edges of both."""
-    assert {"spec.loader", "spec.schema"} <= GRAPH["spec"] and GRAPH["spec.schema"] <= {"spec.sizeexpr", "errors", "inputs"}
-    assert {"spec.sizeexpr", "spec.reference", "inputs", "spec.schema"} <= GRAPH["spec.loader"]
+    assert ({"spec.loader", "spec.schema"} <= GRAPH["spec"]
+            and GRAPH["spec.schema"] <= {"spec.sizeexpr", "errors", "inputs"})
+    assert {"spec.sizeexpr", "spec.expected", "inputs", "spec.schema"} <= GRAPH["spec.loader"]
+    assert "spec.reference" in GRAPH["spec.expected"]
     schema = (PKG / "spec" / "schema.py").read_text()
     assert "from kprof.spec.loader" not in schema and "import yaml" not in schema
     assert "from kprof.spec.schema import" in (PKG / "spec" / "loader.py").read_text()

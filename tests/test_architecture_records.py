@@ -19,13 +19,16 @@ def test_no_any_for_a_prepared_spec_a_profile_or_a_report():
     is its type (or a protocol of it: kprof.launch.prepared.Prepared), never ``Any``."""
     loose = []
     for path in MODULES.values():
-        for fn in (n for n in ast.walk(_parsed(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for fn in (n for n in ast.walk(_parsed(path))
+                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
             for arg in fn.args.args + fn.args.kwonlyargs:
                 if TYPED_NAMES.match(arg.arg) and arg.annotation is not None and "Any" in ast.unparse(arg.annotation):
-                    loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name}({arg.arg}: {ast.unparse(arg.annotation)})")
+                    loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name}({arg.arg}: "
+                                 f"{ast.unparse(arg.annotation)})")
             if path.parent.name == "commands" and fn.name.startswith("run_") and fn.returns is not None and \
                     "Any" in ast.unparse(fn.returns):
-                loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name} -> {ast.unparse(fn.returns)}")
+                loose.append(f"{path.relative_to(PKG)}:{fn.lineno} {fn.name} -> "
+                             f"{ast.unparse(fn.returns)}")
     assert not loose, f"Any where a prepared spec, a profile or a report is handed on: {loose}"
 
 
@@ -33,12 +36,16 @@ STATE_FIELDS = ("status", "mode", "verdict", "state", "kind")
 
 # states whose words come from elsewhere, so no closed list is theirs: why each stays a str
 OPEN_STATES = {
-    ("findings.py", "Finding.kind"): "a tool's own kind of record (out-of-bounds-write, race-raw, ...), any tool's",
+    ("findings.py", "Finding.kind"): "a tool's own kind of record (out-of-bounds-write, race-raw, "
+                                     "...), any tool's",
     ("corpus/cases.py", "Expect.kind"): "the finding kind a case expects: a Finding.kind",
-    ("tools/nsight/ncu.py", "RuleResult.kind"): "Nsight Compute's rule types (OPT, INF, WRN, ...), its words",
-    ("results/history.py", "HistoryRow.kind"): "what a row of the store is, as any kprof version wrote it",
+    ("tools/nsight/ncu.py", "RuleResult.kind"): "Nsight Compute's rule types (OPT, INF, WRN, ...), "
+                                                "its words",
+    ("results/history.py", "HistoryRow.kind"): "what a row of the store is, as any kprof version "
+                                               "wrote it",
     ("results/history.py", "HistoryRow.status"): "a point's status as any kprof version stored it",
-    ("spec/schema.py", "Fill.kind"): "a fill rule's name, checked against FILLS where the spec is read",
+    ("spec/schema.py", "Fill.kind"): "a fill rule's name, checked against FILLS where the spec is "
+                                     "read",
 }
 
 
@@ -49,7 +56,8 @@ def test_no_status_or_kind_is_a_bare_str():
     bare = []
     for path in MODULES.values():
         for cls in (n for n in ast.walk(_parsed(path)) if isinstance(n, ast.ClassDef)):
-            for field in (f for f in cls.body if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)):
+            for field in (f for f in cls.body if isinstance(f, ast.AnnAssign)
+                          and isinstance(f.target, ast.Name)):
                 if field.target.id in STATE_FIELDS and ast.unparse(field.annotation) in ("str", "str | None"):
                     key = (str(path.relative_to(PKG)), f"{cls.name}.{field.target.id}")
                     if key not in OPEN_STATES:
@@ -73,7 +81,8 @@ def test_no_record_has_more_than_25_fields():
     point's rates and timer)."""
     wide = []
     for where, cls in _records():
-        names = [f.target.id for f in cls.body if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
+        names = [f.target.id for f in cls.body if isinstance(f, ast.AnnAssign)
+                 and isinstance(f.target, ast.Name)
                  and f.target.id != "_" and "ClassVar" not in ast.unparse(f.annotation)]
         if len(names) > MAX_FIELDS:
             wide.append(f"{where} {cls.name}: {len(names)} fields")
@@ -97,7 +106,8 @@ def test_no_record_mirrors_a_field_of_its_parts():
     for where, cls in _records():
         for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)
                    and any(ast.unparse(d) == "property" for d in n.decorator_list)):
-            body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            body = [s for s in fn.body
+                    if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
             if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None \
                     and _mirrors(body[0].value):
                 mirrors.append(f"{where} {cls.name}.{fn.name}: {ast.unparse(body[0].value)}")
@@ -110,26 +120,30 @@ def test_every_error_class_is_in_errors_py():
     SpecErrors."""
     from kprof import errors
 
-    kinds = {name for name, obj in vars(errors).items() if isinstance(obj, type) and issubclass(obj, BaseException)}
-    kinds |= {"Exception", "BaseException", "ValueError", "RuntimeError", "TypeError", "KeyError", "OSError"}
+    kinds = {name for name, obj in vars(errors).items() if isinstance(obj, type)
+             and issubclass(obj, BaseException)}
+    kinds |= {"Exception", "BaseException", "ValueError", "RuntimeError", "TypeError", "KeyError",
+              "OSError"}
     elsewhere = [f"{name}.py: {node.name}" for name, path in MODULES.items() if name != "errors"
                  for tree in _trees(path) for node in _nodes(tree) if isinstance(node, ast.ClassDef)
-                 and any((isinstance(b, ast.Name) and b.id in kinds) or (isinstance(b, ast.Attribute) and b.attr in kinds)
-                         for b in node.bases)]
+                 and any((isinstance(b, ast.Name) and b.id in kinds)
+                         or (isinstance(b, ast.Attribute) and b.attr in kinds) for b in node.bases)]
     assert not elsewhere, elsewhere
 
 
 def test_the_childs_result_is_read_in_one_typed_place():
     """kprof/launch/childresult.py reads the child's result file (its version checked) into typed
     fields; no other module of the parent opens the file or looks up the record's keys."""
-    child_side = {"launch.childresult", "child.runner", "child.workspace", "child.timing", "child.framework"}  # what writes it
-    patterns = ('.get("status")', '.get("phase"', '"job_seconds" in', "result_path.read_text", '["samples"]',
-                '.get("samples")')
+    child_side = {"launch.childresult", "child.runner", "child.workspace", "child.timing",
+                  "child.framework"}  # what writes it
+    patterns = ('.get("status")', '.get("phase"', '"job_seconds" in', "result_path.read_text",
+                '["samples"]', '.get("samples")')
     found = [f"{name}.py: {p}" for name, path in MODULES.items() if name not in child_side
              for p in patterns if p in path.read_text()]
     assert not found, found
     text = (PKG / "launch" / "launch.py").read_text()
-    assert "-> tuple[proc.Completed, ChildResult]" in text and "-> tuple[proc.Completed, list[ChildResult]]" in text
+    assert ("-> tuple[proc.Completed, ChildResult]" in text
+            and "-> tuple[proc.Completed, list[ChildResult]]" in text)
 
 
 def test_every_command_takes_its_own_typed_options():
@@ -146,10 +160,13 @@ def test_every_command_takes_its_own_typed_options():
         fn = funcs[f"cmd_{command}"]
         assert ast.unparse(fn.args.args[0].annotation) == cls.__name__, command
         names = {f.name for f in fields(cls)}
-        helpers = [funcs[c.func.id] for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                   and c.func.id in funcs and any(isinstance(a, ast.Name) and a.id == "opts" for a in c.args)]
+        helpers = [funcs[c.func.id] for c in ast.walk(fn) if isinstance(c, ast.Call)
+                   and isinstance(c.func, ast.Name)
+                   and c.func.id in funcs
+                   and any(isinstance(a, ast.Name) and a.id == "opts" for a in c.args)]
         read = {n.attr for f in [fn, *helpers] for n in ast.walk(f)
-                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "opts"}
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                and n.value.id == "opts"}
         assert read <= names, (command, read - names)
         parser = cli._parser()
         first = {"new": ["x"], "run": ["k"], "occupancy": ["k"], "bench": ["k"], "compare": ["r1"], "mutants": ["k"]}.get(command, [])
@@ -165,7 +182,8 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     parsed there too, in baseline.of_option)."""
     constants = [f"{name}.py" for name, path in MODULES.items() if name != "spec.pyref"
                  for tree in _trees(path) for node in ast.walk(tree)
-                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("python:")]
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                 and node.value.startswith("python:")]
     assert not constants, constants
     from dataclasses import fields
 
@@ -174,14 +192,18 @@ def test_a_baseline_is_one_typed_value_parsed_once():
     from kprof.spec.baseline import Baseline
 
     plan = {f.name: f.type for f in fields(bench.PointPlan)}
-    assert plan["baselines"] == "tuple[tuple[Baseline, Job], ...]" and not {"baseline", "more", "names"} & set(plan)
-    assert {f.name: f.type for f in fields(pipeline.BenchPoint)}["baselines"] == "tuple[Baseline, ...]"
-    decoders = [name for name, path in MODULES.items() if name not in ("spec.baseline", "spec.pyref", "spec.loader", "spec.schema")
+    assert (plan["baselines"] == "tuple[tuple[Baseline, Job], ...]"
+            and not {"baseline", "more", "names"} & set(plan))
+    assert ({f.name: f.type for f in fields(pipeline.BenchPoint)}["baselines"] == "tuple[Baseline, ...]")
+    decoders = [name for name, path in MODULES.items()
+                if name not in ("spec.baseline", "spec.pyref", "spec.loader", "spec.schema")
                 and "def baseline_name(baseline" in path.read_text()]
     assert not decoders and Baseline.__dataclass_params__.frozen
-    assert points.PointResult.__dataclass_params__.frozen and points.BaselineResult.__dataclass_params__.frozen
-    assert {f.name: f.type for f in fields(points.PointResult)}["baselines"] == "tuple[BaselineResult, ...]"
-    assert not [f.name for f in fields(points.PointResult) if "baseline" in f.name and f.name != "baselines"]
+    assert (points.PointResult.__dataclass_params__.frozen
+            and points.BaselineResult.__dataclass_params__.frozen)
+    assert ({f.name: f.type for f in fields(points.PointResult)}["baselines"] == "tuple[BaselineResult, ...]")
+    assert not [f.name for f in fields(points.PointResult) if "baseline" in f.name
+                and f.name != "baselines"]
 
 
 def test_the_verdict_takes_its_rule_as_one_value():
@@ -206,7 +228,8 @@ def test_any_stays_rare():
     for path in _sources():
         text = path.read_text().splitlines()
         lines += len(text)
-        count += sum(len(re.findall(r"\bAny\b", line)) for line in text if not line.lstrip().startswith("from typing"))
+        count += sum(len(re.findall(r"\bAny\b", line)) for line in text
+                     if not line.lstrip().startswith("from typing"))
     assert count * 1000 <= 20 * lines, f"{count} Any in {lines} lines: {count * 1000 / lines:.1f} per 1,000 (at most 20)"
 
 
@@ -216,7 +239,8 @@ def test_any_stays_rare():
 DECODERS = {
     "launch/childresult.py": "the child's result file (ChildResult, its checks, errors, timing)",
     "launch/job.py": "the job file the child reads (Job.from_dict)",
-    "measure/ceilings.py": "kprof peak's cache file (Ceilings, Theoretical) and a device's attributes",
+    "measure/ceilings.py": "kprof peak's cache file (Ceilings, Theoretical) and a device's "
+                           "attributes",
     "measure/points.py": "a stored bench point (PointResult.from_dict, its baselines)",
     "measure/bench.py": "kprof peak's result as it is measured",
     "measure/kernelprofile.py": "a stored kernel profile (KernelProfile.from_dict)",
@@ -229,11 +253,14 @@ DECODERS = {
     "tools/programs/exitcode.py": "the exit-code hook's status file",
     "tools/programs/ranks.py": "each rank's marker file",
     "tools/nsight/ncu.py": "Nsight Compute's CSV header",
-    "tools/nsight/sourcepage.py": "Nsight Compute's Source page (CSV) and a stored page (SourceLines.from_dict)",
+    "tools/nsight/sourcepage.py": "Nsight Compute's Source page (CSV) and a stored page "
+                                  "(SourceLines.from_dict)",
     "build/build.py": "a build cache entry's metadata",
     "child/runner.py": "the child's manifest",
     "child/framework.py": "CuPy's __cuda_array_interface__",
-    "spec/loader.py": "a spec's YAML", "spec/fields.py": "a spec's YAML: the fields of what to build and launch",
+    "spec/loader.py": "a spec's YAML",
+    "spec/expected.py": "a spec's YAML: its reference, tolerance and checked sizes",
+    "spec/fields.py": "a spec's YAML: the fields of what to build and launch",
     "corpus/cases.py": "a corpus case's expect: block (YAML)",
     "corpus/perfcases.py": "a performance case's expect: block (YAML)",
     "corpus/benchcases.py": "the cheat corpus's YAML",
@@ -243,7 +270,8 @@ DECODERS = {
 # A few lookups that are not a record read back, each with why.
 NOT_RECORDS = {
     ("child/timing.py", "result.data"): "the child's own result while it is being written",
-    ("diagnosis/rules.py", "p.stalls.shares"): "a mapping of Nsight Compute's stall reasons, not a record",
+    ("diagnosis/rules.py", "p.stalls.shares"): "a mapping of Nsight Compute's stall reasons, not a "
+                                               "record",
     ("proc.py", "env"): "a child's environment",
     ("tools/programs/allocators.py", "out"): "a child's environment",
     ("hooks/nan_watch.py", "kwargs"): "a Triton launch's keyword arguments",
@@ -261,17 +289,22 @@ def test_a_record_is_read_by_its_keys_only_in_its_decoder():
         if rel in DECODERS:
             continue
         for node in ast.walk(_parsed(path)):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                    and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
                 receiver = ast.unparse(node.func.value)
                 if receiver not in ("os.environ", "sys.modules") and (rel, receiver) not in NOT_RECORDS:
-                    found.append(f"kprof/{rel}:{node.lineno}: {receiver}.get({node.args[0].value!r})")
+                    found.append(f"kprof/{rel}:{node.lineno}: "
+                                 f"{receiver}.get({node.args[0].value!r})")
     assert not found, found
-    gone = [m for m in DECODERS if not (PKG / m).is_file()] + [m for m, _ in NOT_RECORDS if not (PKG / m).is_file()]
+    gone = [m for m in DECODERS if not (PKG / m).is_file()] + [m for m, _ in NOT_RECORDS
+                                                               if not (PKG / m).is_file()]
     assert not gone, f"DECODERS or NOT_RECORDS names a module that is not there: {gone}"
 
 
-MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "clear", "add", "remove", "discard"}
+MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "clear", "add", "remove",
+            "discard"}
 
 
 def _frozen_containers() -> dict[str, set[str]]:
@@ -309,7 +342,8 @@ def test_no_frozen_record_is_changed_after_it_is_made():
 
     changed = []
     for path in MODULES.values():
-        for fn in (n for n in ast.walk(_parsed(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for fn in (n for n in ast.walk(_parsed(path))
+                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
             bound: dict[str, str] = {}
             for arg in fn.args.args + fn.args.kwonlyargs:
                 if arg.annotation is not None and (kind := ast.unparse(arg.annotation).split("[")[0]) in frozen:

@@ -14,7 +14,8 @@ CHECKER_NAMES = set(checkers.names())  # from the registry: a new checker is hel
 
 # where a checker is defined, registered or given its place: the registry, the two checker modules,
 # and kprof mutants' preference of which checks run first
-CHECKER_HOMES = {"tools.sanitizers.checkers", "tools.sanitizers.checker", "tools.sanitizers.compute_sanitizer", "tools.sanitizers.values", "corpus.mutants"}
+CHECKER_HOMES = {"tools.sanitizers.checkers", "tools.sanitizers.checker",
+                 "tools.sanitizers.compute_sanitizer", "tools.sanitizers.values", "corpus.mutants"}
 
 
 def test_the_checkers_are_listed_in_one_registry():
@@ -28,17 +29,19 @@ def test_the_checkers_are_listed_in_one_registry():
             continue
         for node in ast.walk(_parsed(path)):
             if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-                names = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in CHECKER_NAMES]
+                names = [e.value for e in node.elts if isinstance(e, ast.Constant)
+                         and e.value in CHECKER_NAMES]
                 if len(names) >= 2:
                     found.append(f"{name}:{node.lineno} {names}")
-            if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "values"
+            if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant)
+                                                     and c.value == "values"
                                                      for c in [node.left, *node.comparators]):
                 found.append(f"{name}:{node.lineno} compares with 'values'")
     assert not found, found
 
 
-API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline", "corpora": "kprof.commands.corpora",
-               "profiles": "kprof.commands.profiles"}
+API_MODULES = {"api": "kprof.commands.api", "offline": "kprof.commands.offline",
+               "corpora": "kprof.commands.corpora", "profiles": "kprof.commands.profiles"}
 
 # The API's functions over what the CLI has already prepared (a spec resolved with its --param and
 # --size, built once for several uses) and its checks before a GPU run; the public functions are
@@ -59,12 +62,14 @@ def test_every_command_is_parsing_and_printing_over_an_api_function():
             continue
         reach = [fn, *(funcs[c.func.id] for c in ast.walk(fn) if isinstance(c, ast.Call)
                        and isinstance(c.func, ast.Name) and c.func.id in funcs)]
-        called = {(c.func.value.id, c.func.attr) for f in reach for c in ast.walk(f) if isinstance(c, ast.Call)
+        called = {(c.func.value.id, c.func.attr) for f in reach for c in ast.walk(f)
+                  if isinstance(c, ast.Call)
                   and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
                   and c.func.value.id in API_MODULES and c.func.attr[0].islower()}
         if not called:
             missing.append(name)
-        private += [f"{name}: {m}.{f}" for m, f in called if f not in kprof.__all__ and f not in PREPARED_TIER]
+        private += [f"{name}: {m}.{f}" for m, f in called if f not in kprof.__all__
+                    and f not in PREPARED_TIER]
     assert not missing, f"commands with no API function behind them: {missing}"
     assert not private, f"API functions a command calls that kprof does not export: {private}"
     assert len((PKG / "commands" / "api.py").read_text().splitlines()) < 350

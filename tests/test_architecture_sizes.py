@@ -18,7 +18,8 @@ def _code_lines(path: Path, node: ast.FunctionDef | ast.AsyncFunctionDef) -> int
     doc = node.body[0] if node.body and isinstance(node.body[0], ast.Expr) and \
         isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str) else None
     skip = set(range(doc.lineno, doc.end_lineno + 1)) if doc is not None else set()
-    return sum(1 for i, line in enumerate(text, node.lineno) if i not in skip and not line.lstrip().startswith("#"))
+    return sum(1 for i, line in enumerate(text, node.lineno) if i not in skip
+               and not line.lstrip().startswith("#"))
 
 
 def test_no_long_function():
@@ -28,7 +29,8 @@ def test_no_long_function():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = _code_lines(path, node)
                 if lines > MAX_LINES:
-                    long.append(f"kprof/{path.relative_to(PKG)}:{node.lineno} {node.name} ({lines} lines)")
+                    long.append(f"kprof/{path.relative_to(PKG)}:{node.lineno} {node.name} ({lines} "
+                                "lines)")
     assert not long, "functions over 80 lines: " + ", ".join(long)
 
 
@@ -46,7 +48,8 @@ MAX_POSITIONAL = 6
 
 # calls of functions that are not kprof's: the driver's, cuBLAS's and ctypes' C signatures take
 # their arguments in order
-FOREIGN_CALLS = {"drv.cuLaunchKernel", "drv.cuTensorMapEncodeTiled", "self.lib.cublasSgemm_v2", "_LAUNCH"}
+FOREIGN_CALLS = {"drv.cuLaunchKernel", "drv.cuTensorMapEncodeTiled", "self.lib.cublasSgemm_v2",
+                 "_LAUNCH"}
 
 
 def test_no_call_passes_more_than_six_arguments_by_position():
@@ -57,7 +60,8 @@ def test_no_call_passes_more_than_six_arguments_by_position():
         for n in ast.walk(_parsed(path)):
             if isinstance(n, ast.Call) and len(n.args) > MAX_POSITIONAL and ast.unparse(n.func) not in FOREIGN_CALLS \
                     and not any(isinstance(a, ast.Starred) for a in n.args):
-                long.append(f"{path.relative_to(PKG)}:{n.lineno} {ast.unparse(n.func)} ({len(n.args)})")
+                long.append(f"{path.relative_to(PKG)}:{n.lineno} {ast.unparse(n.func)} "
+                            f"({len(n.args)})")
     assert not long, f"calls with more than {MAX_POSITIONAL} positional arguments: {long}"
 
 
@@ -69,9 +73,11 @@ STILL_LONG: dict[str, int] = {}
 
 
 def test_no_module_grows_past_600_lines():
-    over = {f"{path.relative_to(PKG)}": len(path.read_text().splitlines()) for path in MODULES.values()}
+    over = {f"{path.relative_to(PKG)}": len(path.read_text().splitlines())
+            for path in MODULES.values()}
     over = {k: v for k, v in over.items() if v > MAX_MODULE_LINES}
-    grown = {k: (v, STILL_LONG.get(k, MAX_MODULE_LINES)) for k, v in over.items() if v > STILL_LONG.get(k, MAX_MODULE_LINES)}
+    grown = {k: (v, STILL_LONG.get(k, MAX_MODULE_LINES)) for k, v in over.items()
+             if v > STILL_LONG.get(k, MAX_MODULE_LINES)}
     assert not grown, f"modules over {MAX_MODULE_LINES} lines (lines, allowed): {grown}"
     assert set(STILL_LONG) <= set(over), f"split now, take them off STILL_LONG: {sorted(set(STILL_LONG) - set(over))}"
 
@@ -81,17 +87,17 @@ def test_the_renderer_is_no_hub():
     record's text is rendered beside its kind in a module of its own (render_bench, render_sanitize,
     ...): at most 8 imports."""
     tree = ast.parse((PKG / "results" / "render.py").read_text())
-    imported = {(n.module or "") if isinstance(n, ast.ImportFrom) else a.name for n in ast.walk(tree)
+    imported = {(n.module or "") if isinstance(n, ast.ImportFrom) else a.name
+                for n in ast.walk(tree)
                 if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     ours = sorted(m for m in imported if m.startswith("kprof"))
     assert len(ours) <= 8, f"render.py imports {len(ours)} of kprof's modules: {ours}"
 
 
 LONG_LINE = 100
-# The share of kprof's lines over 100 characters this test allows, lowered as code is rewrapped: 13.5% before
-# docstrings and comments were wrapped (issue 78), 6.9% after; pytest, rich and cuda.core keep about 1%, the
-# goal is under 2%.
-MAX_LONG_SHARE = 0.07
+# kprof's lines over 100 characters: 13.5% before issue 78, 1.1% after its docstrings, comments and code were
+# wrapped; pytest, rich and cuda.core keep about 1%. ruff's E501 holds 120 on every line (pyproject.toml).
+MAX_LONG_SHARE = 0.02
 
 
 def test_long_lines_stay_rare():

@@ -39,6 +39,8 @@ def test_a_stale_page_is_found_and_rewritten(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(_PATH.parent.parent / name, tmp_path / name)
     limits = tmp_path / "docs" / "limits.md"
-    limits.write_text(limits.read_text().replace("| 5 | no CUDA driver or no GPU", "| 5 | no GPU at all"))
+    limits.write_text(limits.read_text().replace("| 5 | no CUDA driver or no GPU",
+                                                 "| 5 | no GPU at all"))
     assert exit_codes.main(["--check", "--root", str(tmp_path)]) == 1
-    assert exit_codes.main(["--root", str(tmp_path)]) == 0 and exit_codes.main(["--check", "--root", str(tmp_path)]) == 0
+    assert (exit_codes.main(["--root", str(tmp_path)]) == 0
+            and exit_codes.main(["--check", "--root", str(tmp_path)]) == 0)

@@ -23,20 +23,27 @@ from kprof.commands import cli  # noqa: E402
 from kprof.errors import KprofError  # noqa: E402
 from kprof.tools.sanitizers import sanitizer_xml  # noqa: E402
 
-FAST = settings(max_examples=120, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(max_examples=120, deadline=timedelta(seconds=5),
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
 BASE = yaml.safe_load((Path(__file__).resolve().parent.parent / "kernels" / "tiled_matmul.yaml").read_text())
-FIELDS = [("sizes", "M"), ("sizes", "M", "default"), ("args", 0, "shape"), ("args", 0, "buffer"), ("args", 3, "value"),
-          ("launch", "grid"), ("launch", "block"), ("launch", "shared_mem"), ("reference", "C"), ("tolerance",),
-          ("work", "flops"), ("defines", "TILE"), ("nvcc_flags",), ("name",), ("source",), ("checks",), ("args", 0, "fill")]
+FIELDS = [("sizes", "M"), ("sizes", "M", "default"), ("args", 0, "shape"), ("args", 0, "buffer"),
+          ("args", 3, "value"),
+          ("launch", "grid"), ("launch", "block"), ("launch", "shared_mem"), ("reference", "C"),
+          ("tolerance",),
+          ("work", "flops"), ("defines", "TILE"), ("nvcc_flags",), ("name",), ("source",),
+          ("checks",), ("args", 0, "fill")]
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
-        ["M", "1e9999", "2**2**2**2**2**2", "__import__('os')", "x" * 500, "ceil(M / 0)", "float32", "-ccbin=/bin/sh",
-         "uniform(-inf, inf)", "M; rm -rf /", "N / 0", "", "\x00", "../../etc/passwd", "9 ** 999", "-I./`touch x`",
-         "--include-path=$(id)", "-DX=`id`", "a`b`.cu", "((((((((((((((((((((1))))))))))))))))))))", "~nosuchuser/x",
-         "/dev/zero", "2 ** 2 ** 2 ** 2 ** 2", "-" * 999 + "1", "sqrt(" * 120 + "M" + ")" * 120, "M" + "**1" * 300,
-         "[" * 50 + "M" + "]" * 50]) | st.text(max_size=30),
+        ["M", "1e9999", "2**2**2**2**2**2", "__import__('os')", "x" * 500, "ceil(M / 0)", "float32",
+         "-ccbin=/bin/sh",
+         "uniform(-inf, inf)", "M; rm -rf /", "N / 0", "", "\x00", "../../etc/passwd", "9 ** 999",
+         "-I./`touch x`",
+         "--include-path=$(id)", "-DX=`id`", "a`b`.cu", "((((((((((((((((((((1))))))))))))))))))))",
+         "~nosuchuser/x",
+         "/dev/zero", "2 ** 2 ** 2 ** 2 ** 2", "-" * 999 + "1", "sqrt(" * 120 + "M" + ")" * 120,
+         "M" + "**1" * 300, "[" * 50 + "M" + "]" * 50]) | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
 
 
@@ -92,18 +99,25 @@ def test_generated_specs_load_or_fail_in_one_line(no_process, tmp_path_factory, 
     assert time.monotonic() - start < 2
 
 
-SIZE_VALUES = st.sampled_from(["1", "0", "-5", "abc", "1e9999", "2**40", "nan", "M", "1,2", "=", "3.5", "2**2**2**2**2"])
-OPTIONS = st.sampled_from(["--size", "--timeout", "--param", "--arch", "--seed", "--tool", "--jobs", "--limit",
-                           "--rel-stdev", "--memcheck-padding", "--dynamic-smem", "--block", "--launch-count"])
+SIZE_VALUES = st.sampled_from(["1", "0", "-5", "abc", "1e9999", "2**40", "nan", "M", "1,2", "=",
+                               "3.5", "2**2**2**2**2"])
+OPTIONS = st.sampled_from(["--size", "--timeout", "--param", "--arch", "--seed", "--tool", "--jobs",
+                           "--limit",
+                           "--rel-stdev", "--memcheck-padding", "--dynamic-smem", "--block",
+                           "--launch-count"])
 
 
 @FAST
-@given(command=st.sampled_from(["run", "sanitize", "occupancy", "profile", "bench", "cases", "history", "compare", "build"]),
-       name=st.sampled_from(["tiled_matmul", "vector_add", "nope", "x" * 300, "a/b.yaml", "tiled_matmul_no_bounds_fixed",
-                             "last~abc", "--"]),
-       extra=st.lists(st.tuples(OPTIONS, st.sampled_from(["M", "N", "BLOCK", "TILE", "sm_90", "smx", "inf", "-1"]),
+@given(command=st.sampled_from(["run", "sanitize", "occupancy", "profile", "bench", "cases",
+                                "history", "compare", "build"]),
+       name=st.sampled_from(["tiled_matmul", "vector_add", "nope", "x" * 300, "a/b.yaml",
+                             "tiled_matmul_no_bounds_fixed", "last~abc", "--"]),
+       extra=st.lists(st.tuples(OPTIONS,
+                                st.sampled_from(["M", "N", "BLOCK", "TILE", "sm_90", "smx", "inf",
+                                                 "-1"]),
                                 SIZE_VALUES), max_size=3))
-def test_generated_command_lines_never_end_in_an_internal_error(no_process, no_builds, capsys, tmp_path_factory, monkeypatch,
+def test_generated_command_lines_never_end_in_an_internal_error(no_process, no_builds, capsys,
+                                                                tmp_path_factory, monkeypatch,
                                                                command, name, extra):
     import kprof.child.device
 
@@ -126,7 +140,8 @@ XML = sorted((Path(__file__).resolve().parent / "data").glob("*/*.xml"))
 
 @FAST
 @given(source=st.sampled_from(XML), cut=st.integers(min_value=0, max_value=20000),
-       junk=st.sampled_from(["", "<line>abc</line>", "<address>0xZZ</address>", "<x>", "&lt;", "9" * 400, "\x00"]))
+       junk=st.sampled_from(["", "<line>abc</line>", "<address>0xZZ</address>", "<x>", "&lt;",
+                             "9" * 400, "\x00"]))
 def test_damaged_xml_is_a_report_or_one_line(no_process, source, cut, junk):
     text = source.read_text()
     broken = text[:cut] + junk + text[cut:]
@@ -135,7 +150,8 @@ def test_damaged_xml_is_a_report_or_one_line(no_process, source, cut, junk):
     except KprofError as exc:
         assert "\n" not in str(exc)
         return
-    assert all(f.line is None or (isinstance(f.line, int) and 0 <= f.line < 1 << 64) for f in findings)
+    assert all(f.line is None or (isinstance(f.line, int) and 0 <= f.line < 1 << 64)
+               for f in findings)
 
 
 def test_a_number_no_field_can_hold_is_dropped_not_kept():
@@ -187,9 +203,12 @@ def test_no_generated_path_or_flag_reaches_nvcc_with_a_shell_character(tmp_path_
 
 
 @FAST
-@given(path=SHELLISH, option=st.sampled_from(["spec", "--from-xml", "--allocations", "--sarif", "--dir", "KPROF_PATH",
-                                               "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
-def test_generated_paths_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory, monkeypatch, path,
+@given(path=SHELLISH,
+       option=st.sampled_from(["spec", "--from-xml", "--allocations", "--sarif", "--dir",
+                               "KPROF_PATH",
+                                "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
+def test_generated_paths_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory,
+                                                  monkeypatch, path,
                                                  option):
     # Each example's environment is its own: a KPROF_PATH an earlier example set (/, /proc) once
     # leaked into the next ones, which then walked the disk.
@@ -219,10 +238,12 @@ def _one_generated_path(m, capsys, tmp_path_factory, path, option):
         path = _contained(path, tmp_path_factory)
     m.setenv("KPROF_HISTORY", str(tmp_path_factory.mktemp("h") / "h.sqlite"))
     xml = str(XML[0])
-    argv = {"spec": ["run", path or "x.yaml", "--arch", "sm_90"], "--from-xml": ["sanitize", "--from-xml", path],
+    argv = {"spec": ["run", path or "x.yaml", "--arch", "sm_90"],
+            "--from-xml": ["sanitize", "--from-xml", path],
             "--allocations": ["sanitize", "--from-xml", xml, "--allocations", path],
             "--sarif": ["sanitize", "--from-xml", xml, "--sarif", path], "--dir": ["new", "k", "--dir", path]}.get(
-        option, ["build", "vector_add", "--arch", "sm_90"] if option == "KPROF_CACHE_DIR" else ["history"])
+        option,
+        ["build", "vector_add", "--arch", "sm_90"] if option == "KPROF_CACHE_DIR" else ["history"])
     if option.startswith("KPROF_"):
         if "\x00" in path:
             return  # no environment can hold a NUL
@@ -238,7 +259,8 @@ def _one_generated_path(m, capsys, tmp_path_factory, path, option):
 
 
 NUMBERS = st.one_of(st.integers(min_value=-(2**70), max_value=2**70).map(str), st.text(max_size=8),
-                    st.sampled_from(["\u00b2", "\u0663", "9" * 5000, "0x" + "f" * 40, "-0", " 7 ", "1e9", "0x1g"]))
+                    st.sampled_from(["\u00b2", "\u0663", "9" * 5000, "0x" + "f" * 40, "-0", " 7 ",
+                                     "1e9", "0x1g"]))
 
 
 @FAST
@@ -248,7 +270,8 @@ def test_generated_report_numbers_are_a_number_or_dropped(field, value):
 
     got = inputs.report_uint(value)
     assert got is None or (isinstance(got, int) and 0 <= got < 1 << 64)
-    text = XML[0].read_text().replace(f"<{field}>", f"<{field}>{value.replace('<', '').replace('&', '')}", 1)
+    text = XML[0].read_text().replace(f"<{field}>",
+                                      f"<{field}>{value.replace('<', '').replace('&', '')}", 1)
     try:
         sanitizer_xml.parse_xml(text, "memcheck")
     except KprofError as exc:
@@ -270,10 +293,12 @@ def test_generated_json_nesting_is_parsed_or_one_line(depth, opener):
 
 
 EXPRESSIONS = st.recursive(st.sampled_from(["1", "M", "x", "0.5", "2"]),
-                           lambda inner: st.one_of(inner.map(lambda e: f"-{e}"), inner.map(lambda e: f"({e})"),
+                           lambda inner: st.one_of(inner.map(lambda e: f"-{e}"),
+                                                   inner.map(lambda e: f"({e})"),
                                                    st.tuples(inner, st.sampled_from(["+", "*", "**", "/", "@"]), inner).map(
                                                        lambda t: f"{t[0]} {t[1]} {t[2]}"),
-                                                   inner.map(lambda e: f"sqrt({e})"), inner.map(lambda e: f"max({e}, 1)")),
+                                                   inner.map(lambda e: f"sqrt({e})"),
+                                                   inner.map(lambda e: f"max({e}, 1)")),
                            max_leaves=40)
 
 
@@ -286,7 +311,8 @@ def test_generated_expressions_are_a_value_or_one_line(expr, prefix):
     from kprof.spec import reference, sizeexpr
 
     text = prefix + expr
-    for check in (lambda: sizeexpr.names(text), lambda: reference.evaluate(text, {"x": np.ones(3), "M": 3.0})):
+    for check in (lambda: sizeexpr.names(text),
+                  lambda: reference.evaluate(text, {"x": np.ones(3), "M": 3.0})):
         try:
             check()
         except (sizeexpr.SizeExprError, reference.ReferenceExprError) as exc:
@@ -298,10 +324,12 @@ def test_generated_expressions_are_a_value_or_one_line(expr, prefix):
 
 # Issue 55, round 3: a generator for each class of hostile input the third battery found.
 YAML_VALUES = st.one_of(
-    st.sampled_from(["2001-02-30", "!!int abc", "!!bool maybe", "!!timestamp x", "!!float nope", "9" * 5000,
-                     "!!binary ###", "!!python/name:os.system", "&a [*a]", "!!set {a, b}", "0x" + "f" * 5000,
-                     "1_000_000", "2001-13-01 25:61:61", "!!omap [a]", "!!str"]),
-    st.builds(lambda tag, body: f"{tag} {body}", st.sampled_from(["!!int", "!!bool", "!!float", "!!timestamp", "!!null"]),
+    st.sampled_from(["2001-02-30", "!!int abc", "!!bool maybe", "!!timestamp x", "!!float nope",
+                     "9" * 5000,
+                     "!!binary ###", "!!python/name:os.system", "&a [*a]", "!!set {a, b}",
+                     "0x" + "f" * 5000, "1_000_000", "2001-13-01 25:61:61", "!!omap [a]", "!!str"]),
+    st.builds(lambda tag, body: f"{tag} {body}",
+              st.sampled_from(["!!int", "!!bool", "!!float", "!!timestamp", "!!null"]),
               st.text(alphabet="0123456789-:abcxyz. ", max_size=20)))
 
 
@@ -325,8 +353,8 @@ PATH_SHAPES = st.one_of(
     st.integers(min_value=200, max_value=5000).map(lambda n: "/tmp/" + "x" * n),
     st.integers(min_value=2, max_value=40).map(lambda n: "/tmp/" + "/".join(["y" * 200] * n)),
     st.binary(min_size=1, max_size=12).map(lambda b: "/tmp/k" + b.decode("utf-8", "surrogateescape") + ".yaml"),
-    st.sampled_from(["/tmp/loop-{}/x", "/proc/self/fd/0", "/dev/stdin", "/", "//", "/tmp/./../tmp/..", "{chardev}",
-                     "{fifo}", "{fdlink}"]),
+    st.sampled_from(["/tmp/loop-{}/x", "/proc/self/fd/0", "/dev/stdin", "/", "//",
+                     "/tmp/./../tmp/..", "{chardev}", "{fifo}", "{fdlink}"]),
 )
 # What kprof writes to. The machine's own streams and devices are never named as one of these (the
 # run is often root's, where a rename over /dev/stdin replaces the machine's link): the test makes
@@ -354,9 +382,12 @@ def _special_node(kind, folder, fds):
 
 
 @FAST
-@given(path=PATH_SHAPES, option=st.sampled_from(["spec", "--from-xml", "--allocations", "--sarif", "--dir", "KPROF_PATH",
-                                                  "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
-def test_generated_path_shapes_are_a_result_or_one_line(no_process, no_builds, capsys, tmp_path_factory, monkeypatch,
+@given(path=PATH_SHAPES,
+       option=st.sampled_from(["spec", "--from-xml", "--allocations", "--sarif", "--dir",
+                               "KPROF_PATH",
+                                "KPROF_CACHE_DIR", "KPROF_HISTORY"]))
+def test_generated_path_shapes_are_a_result_or_one_line(no_process, no_builds, capsys,
+                                                        tmp_path_factory, monkeypatch,
                                                        path, option):
     """Names over 255 bytes, paths over 4,096, non-UTF-8 bytes, symlink loops, devices: one line
     each."""
@@ -381,13 +412,15 @@ def test_generated_path_shapes_are_a_result_or_one_line(no_process, no_builds, c
         assert (stat.S_IFMT(after.st_mode), after.st_ino) == (stat.S_IFMT(before.st_mode), before.st_ino), (option, node)
 
 
-CONTROLS = st.lists(st.sampled_from(["\x1b", "\x9b", "\x85", "\x07", "\x08", "\x7f", "\u202e", "\u2066", "[2J", "a",
+CONTROLS = st.lists(st.sampled_from(["\x1b", "\x9b", "\x85", "\x07", "\x08", "\x7f", "\u202e",
+                                     "\u2066", "[2J", "a",
                                      "31m", "]0;title\x07", "\r", "\x00"]), min_size=1, max_size=12).map("".join)
 
 
 @FAST
 @given(text=CONTROLS)
-def test_generated_control_characters_never_reach_the_terminal(capsys, tmp_path_factory, monkeypatch, text):
+def test_generated_control_characters_never_reach_the_terminal(capsys, tmp_path_factory,
+                                                               monkeypatch, text):
     """Whatever a spec's description holds, kprof list writes no raw control character (newline and
     tab are the only ones it writes, and its own progress line's erase)."""
     import json
@@ -406,10 +439,12 @@ def test_generated_control_characters_never_reach_the_terminal(capsys, tmp_path_
 
 
 @FAST
-@given(base=st.integers(min_value=2, max_value=99), powers=st.lists(st.integers(min_value=0, max_value=64), min_size=1,
-                                                                     max_size=6),
+@given(base=st.integers(min_value=2, max_value=99),
+       powers=st.lists(st.integers(min_value=0, max_value=64), min_size=1,
+                        max_size=6),
        axes=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=4))
-def test_generated_towers_and_sweeps_are_bounded_by_their_input(no_process, no_builds, capsys, base, powers, axes):
+def test_generated_towers_and_sweeps_are_bounded_by_their_input(no_process, no_builds, capsys, base,
+                                                                powers, axes):
     """A tower of powers of a fraction, a sweep of many points: a value or one line, fast, never a
     hang."""
     from kprof.spec import sweep as sweep_mod
@@ -425,20 +460,24 @@ def test_generated_towers_and_sweeps_are_bounded_by_their_input(no_process, no_b
     names = ["M", "N", "K", "X"][: len(axes)]
     words = [f"{n}=" + ",".join(str(v) for v in range(1, a + 1)) for n, a in zip(names, axes)]
     try:
-        sweep_mod.points(sweep_mod.parse(words, "size"), sweep_mod.parse([], "param"), tuple(names), {}, "k")
+        sweep_mod.points(sweep_mod.parse(words, "size"), sweep_mod.parse([], "param"), tuple(names),
+                         {}, "k")
     except KprofError as exc:
         assert "points" in str(exc) and "\n" not in str(exc)
     assert time.monotonic() - start < 10
 
 
-HISTORY_TEXT = st.one_of(st.text(max_size=30), st.sampled_from(["last", "last~1", "last~99999999999999999999", "last~-1",
-                                                                "last~\u0663", "k\udcff", "\x00", "' OR 1=1 --"]))
-POINTS = st.dictionaries(st.text(max_size=8), st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(),
-                                                         st.text(max_size=8), st.none()), max_size=4)
+HISTORY_TEXT = st.one_of(st.text(max_size=30),
+                         st.sampled_from(["last", "last~1", "last~99999999999999999999", "last~-1",
+                                          "last~\u0663", "k\udcff", "\x00", "' OR 1=1 --"]))
+POINTS = st.dictionaries(st.text(max_size=8),
+                         st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(),
+                                    st.text(max_size=8), st.none()), max_size=4)
 
 
 @FAST
-@given(kernel=HISTORY_TEXT, ref=HISTORY_TEXT, point=POINTS, data=POINTS, junk=st.binary(max_size=40))
+@given(kernel=HISTORY_TEXT, ref=HISTORY_TEXT, point=POINTS, data=POINTS,
+       junk=st.binary(max_size=40))
 def test_generated_history_names_refs_and_records_are_stored_read_or_one_line(tmp_path_factory, monkeypatch, capsys,
                                                                               kernel, ref, point, data, junk):
     """The history store given any kernel name (a surrogate from a file name that is not UTF-8,
@@ -453,18 +492,20 @@ def test_generated_history_names_refs_and_records_are_stored_read_or_one_line(tm
         m.setenv("KPROF_HISTORY", str(db))
         conn = history.connect()
         try:
-            history.record(conn, "run-1", "bench", kernel, point, data, machine={"gpu": kernel}, commit=None)
+            history.record(conn, "run-1", "bench", kernel, point, data, machine={"gpu": kernel},
+                           commit=None)
             with conn:
-                conn.execute("INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
-                             "VALUES (?, 0, 'bench', 'k', ?, ?, '{}', '0', NULL)", ("run-2", junk, junk))
+                conn.execute("INSERT INTO results (run, created, kind, kernel, point, data, "
+                             "machine, version, git_commit) VALUES (?, 0, 'bench', 'k', ?, ?, "
+                             "'{}', '0', NULL)", ("run-2", junk, junk))
         except KprofError as exc:
             assert "\n" not in str(exc)
         except sqlite3.Error as exc:  # the test's own raw row (a NUL in text), not kprof's
             assert "\x00" in kernel or b"\x00" in junk, exc
         history.rows(conn, kernel=kernel)
         history.rows(conn)
-        for argv in (["history", kernel] if "\x00" not in kernel else ["history"], ["compare", ref, "last"],
-                     ["history", "--json"]):
+        for argv in (["history", kernel] if "\x00" not in kernel else ["history"],
+                     ["compare", ref, "last"], ["history", "--json"]):
             code = cli.main(argv)
             err = capsys.readouterr().err
             assert code in (0, 1, 2) and "Traceback" not in err and err.strip().count("\n") == 0, (argv, err)

@@ -29,15 +29,17 @@ def _lines(path: Path) -> list[tuple[str, list[str]]]:
 
 
 def test_measure_runs_each_line_of_its_lists_once(tmp_path):
-    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), MEASURE_STEPS="bench-ladder bench-fused frameworks table",
+    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path),
+               MEASURE_STEPS="bench-ladder bench-fused frameworks table",
                TABLE_RUNS="2", KPROF_CACHE_DIR=str(tmp_path / "cache"))
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "measure"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "measure"], env=env,
+                          capture_output=True, text=True, timeout=300)
     steps = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
     assert steps, done.stdout + done.stderr
     got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in steps}
     want = dict(_lines(LISTS / "ladder.txt") + _lines(LISTS / "frameworks.txt"))
-    want.update({f"table/{r}-{name}": args for r in (1, 2) for name, args in _lines(LISTS / "table.txt")})
+    want.update({f"table/{r}-{name}": args for r in (1, 2)
+                 for name, args in _lines(LISTS / "table.txt")})
     assert sorted(got) == sorted(want)
     for name, args in want.items():
         assert f"-m kprof bench {' '.join(args)} --json > " in got[name], (name, got[name])
@@ -48,7 +50,8 @@ def _baselines() -> set[str]:
 
     # the installed one
     tree = ast.parse((Path(kprof.__file__).parent / "baselines" / "torch_ops.py").read_text())
-    return {f"kprof.baselines.torch_ops:{n.name}" for n in tree.body if isinstance(n, ast.FunctionDef)}
+    return {f"kprof.baselines.torch_ops:{n.name}" for n in tree.body
+            if isinstance(n, ast.FunctionDef)}
 
 
 def _file_function(ref: str) -> bool:
@@ -81,9 +84,10 @@ def test_racelib_runs_racecheck_with_and_without_kprofs_filters(tmp_path):
     at two record limits."""
     from kprof.tools.sanitizers import kernelpolicy
 
-    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"), CS_NEW="/x/cs-new")
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "racelib"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"),
+               CS_NEW="/x/cs-new")
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "racelib"], env=env,
+                          capture_output=True, text=True, timeout=300)
     steps = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
     got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in steps}
     assert "racelib-new-float16-all" in got and "racelib-machine-float16-filtered" in got, done.stdout + done.stderr
@@ -101,23 +105,27 @@ def test_newchecks_runs_the_new_cases_and_the_corpus_under_both_compute_sanitize
     from kprof.corpus import cases
 
     def steps(**extra):
-        env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"),
-                   CS_NEW="/x/cs-new", **extra)
-        subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "newchecks"], env=env, capture_output=True,
-                       text=True, timeout=300)
+        env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path),
+                   KPROF_CACHE_DIR=str(tmp_path / "cache"), CS_NEW="/x/cs-new", **extra)
+        subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "newchecks"], env=env,
+                       capture_output=True, text=True, timeout=300)
         lines = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
         (tmp_path / "logs" / "steps.txt").unlink()
-        return {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in lines if " dry-run: " in line}
+        return {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in lines
+                if " dry-run: " in line}
 
     got = steps()
-    named = [k.removeprefix("run-") for k in got if k.startswith("run-") and not k.endswith("_fixed") and "rank1" not in k]
+    named = [k.removeprefix("run-") for k in got if k.startswith("run-")
+             and not k.endswith("_fixed") and "rank1" not in k]
     assert named and all(cases.load_case(catalog.load(n)).expect.tool for n in named)
     assert got["record-cases-new"].endswith("--cases " + " ".join(named) + " --exe /x/cs-new")
-    assert "KPROF_COMPUTE_SANITIZER=/x/cs-new" in got["cases-new"] and "KPROF_COMPUTE_SANITIZER" not in got["cases-machine"]
-    assert {f"proxy-{v}-{f}-{w}" for v in "1234" for f in "01" for w in ("machine", "new")} <= set(got)
+    assert ("KPROF_COMPUTE_SANITIZER=/x/cs-new" in got["cases-new"]
+            and "KPROF_COMPUTE_SANITIZER" not in got["cases-machine"])
+    assert ({f"proxy-{v}-{f}-{w}" for v in "1234" for f in "01" for w in ("machine", "new")} <= set(got))
     assert "sanitize-wgmma_matmul-new" in got and "tensormap-rank1" in got
     lean = steps(PROBES="0", TC_KERNELS=" ")
-    assert not [k for k in lean if k.startswith(("proxy-", "sanitize-", "tensormap-"))] and "cases-new" in lean
+    assert (not [k for k in lean if k.startswith(("proxy-", "sanitize-", "tensormap-"))]
+            and "cases-new" in lean)
 
 
 def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
@@ -125,20 +133,24 @@ def test_ranks_runs_the_two_rank_job_plain_sanitized_and_profiled(tmp_path):
     and the fixed one under kprof profile, JSON and text; kprof's options stand before --, the job's
     after it."""
     env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path), KPROF_CACHE_DIR=str(tmp_path / "cache"))
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "ranks"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), "ranks"], env=env,
+                          capture_output=True, text=True, timeout=300)
     lines = (tmp_path / "logs" / "steps.txt").read_text().splitlines()
-    got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in lines if " dry-run: " in line}
-    assert {"ranks-plain", "ranks-plain-fixed", "ranks-sanitize", "ranks-sanitize-fixed", "ranks-profile",
+    got = {line.split(" dry-run: ")[0]: line.split(" dry-run: ")[1] for line in lines
+           if " dry-run: " in line}
+    assert {"ranks-plain", "ranks-plain-fixed", "ranks-sanitize", "ranks-sanitize-fixed",
+            "ranks-profile",
             "ranks-profile-text", "ranks-profile-count"} <= set(got), done.stdout + done.stderr
     assert "profile --json --launch-count 2 -- python3" in got["ranks-profile-count"]
-    assert got["ranks-nccl-plain"].endswith("two_ranks.py --fixed --nccl") and "sanitize --json --" in got["ranks-nccl-sanitize"]
-    assert "profile --json -- python3 -m torch.distributed.run --standalone --nproc_per_node 2" in got["ranks-profile"]
+    assert (got["ranks-nccl-plain"].endswith("two_ranks.py --fixed --nccl")
+            and "sanitize --json --" in got["ranks-nccl-sanitize"])
+    assert ("profile --json -- python3 -m torch.distributed.run --standalone --nproc_per_node 2" in got["ranks-profile"])
     assert got["ranks-profile-text"].endswith("examples/two_ranks.py --fixed")
     assert "--fixed" not in got["ranks-sanitize"]
     # an mpiexec on PATH (pip's mpich, the dev extra's): the job as MPI launches it
     if "mpi-sanitize" in got:
-        assert "sanitize --json -- " in got["mpi-sanitize"] and "-n 2 python3 examples/two_ranks.py >" in got["mpi-sanitize"]
+        assert ("sanitize --json -- " in got["mpi-sanitize"]
+                and "-n 2 python3 examples/two_ranks.py >" in got["mpi-sanitize"])
         assert "--fixed" in got["mpi-sanitize-fixed"] and "profile --json -- " in got["mpi-profile"]
     else:
         assert "mpi-*: skipped (no mpiexec" in "\n".join(lines)

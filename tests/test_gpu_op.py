@@ -23,7 +23,8 @@ def _inputs_and_expected(name):
     spec = catalog.load(name)
     resolved = spec.resolve(spec.preset("sanitize"))
     rng = np.random.default_rng(0)
-    inputs = {b.arg.name: hostdata.make_input(b, rng) for b in resolved.buffers if b.arg.role in ("in", "inout")}
+    inputs = {b.arg.name: hostdata.make_input(b, rng) for b in resolved.buffers
+              if b.arg.role in ("in", "inout")}
     env = {**spec.numeric_defines(), **resolved.sizes, **{a.name: v for a, v in resolved.scalars}}
     for b in resolved.buffers:
         if b.arg.name in inputs:
@@ -42,8 +43,8 @@ def _check(spec, resolved, outputs, expected, scales):
         if b.arg.name in expected and b.arg.name in outputs:
             got = hostdata.decode(b.arg.dtype, outputs[b.arg.name])
             text, scale = scales.get(b.arg.name, (None, None))
-            rule = verify.Criterion(rtol=resolved.rtol, atol=resolved.atol, metric=resolved.metric, dtype=b.arg.dtype,
-                                    scale_text=text)
+            rule = verify.Criterion(rtol=resolved.rtol, atol=resolved.atol, metric=resolved.metric,
+                                    dtype=b.arg.dtype, scale_text=text)
             check = verify.compare(b.arg.name, got, expected[b.arg.name], rule, scale=scale)
             assert check.ok, (spec.name, check.message)
 
@@ -79,14 +80,17 @@ def test_every_kernel_from_a_framework_matches_its_reference(name, framework):
         pytest.skip(f"{name}: a Python reference")
     if resolved.tensormaps:  # wgmma_matmul: refused in one line
         first = resolved.tensormaps[0].arg.name
-        with pytest.raises(UsageError, match=rf"{name}: a tensor map argument \({first}\) cannot run through kprof.load"):
+        with pytest.raises(UsageError,
+                           match=rf"{name}: a tensor map argument \({first}\) cannot run through "
+                                 r"kprof.load"):
             kprof.load(name)
         return
     op = kprof.load(name)
     result = op(*[to_gpu(inputs[b.name], b.dtype) for b in op.inputs])
     synchronize()
     results = result if isinstance(result, tuple) else (result,)
-    _check(spec, resolved, {b.name: to_host(r, b.dtype) for b, r in zip(op.outputs, results)}, expected, scales)
+    _check(spec, resolved, {b.name: to_host(r, b.dtype) for b, r in zip(op.outputs, results)},
+           expected, scales)
 
 
 def test_a_call_on_a_side_stream_is_ordered_with_the_work_around_it():
@@ -150,7 +154,8 @@ def test_rmsnorm_and_softmax_in_a_torch_module_match_torch_nn_functional():
         probs = example.softmax(logits)
         want_normed = F.rms_norm(x.double(), (4096,), block.weight.double(), eps=1e-6)
         want_probs = F.softmax(logits.double(), dim=-1)
-    for name, got, want in (("rmsnorm_onepass", normed, want_normed), ("softmax_online", probs, want_probs)):
+    for name, got, want in (("rmsnorm_onepass", normed, want_normed),
+                            ("softmax_online", probs, want_probs)):
         spec = catalog.load(name)
         resolved = spec.resolve(spec.preset("sanitize"))
         check = verify.compare("y", got.cpu().numpy(), want.cpu().numpy(),

@@ -12,13 +12,15 @@ _spec.loader.exec_module(gpu_summary)
 def test_the_commit_is_read_after_every_gpu_line(tmp_path, capsys):
     """On a host with two GPUs nvidia-smi writes two lines: the commit is not the third line of
     env.txt."""
-    (tmp_path / "env.txt").write_text("2026-11-30T16:23:34Z\nNVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz\n"
-                                      "NVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz\n8572066\nPython 3.12.3\n")
+    (tmp_path / "env.txt").write_text("2026-11-30T16:23:34Z\nNVIDIA H200, 580.159.04, 143771 MiB, "
+                                      "1980 MHz\nNVIDIA H200, 580.159.04, 143771 MiB, 1980 "
+                                      "MHz\n8572066\nPython 3.12.3\n")
     (tmp_path / "steps.txt").write_text("doctor rc=0 1.730s: python3 -m kprof doctor\n")
     gpu_summary.main(tmp_path)
     out = capsys.readouterr().out
     assert "- commit: 8572066; Python 3.12.3" in out
-    assert "- GPU, driver, memory, max SM clock: NVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz; NVIDIA H200" in out
+    assert ("- GPU, driver, memory, max SM clock: NVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz; "
+            "NVIDIA H200" in out)
 
 
 def test_the_suites_cpu_and_gpu_busy_shares_are_read_from_the_samplers(tmp_path):
@@ -30,7 +32,9 @@ def test_the_suites_cpu_and_gpu_busy_shares_are_read_from_the_samplers(tmp_path)
         " 1  0      0 100000 1000 1000    0    0     0     0    0    0  5  1 94  0  0\n"
         " 9  0      0 100000 1000 1000    0    0     0     0    0    0 80 15  5  0  0\n"
         " 9  0      0 100000 1000 1000    0    0     0     0    0    0 50 10 38  2  0\n")
-    (tmp_path / "suite-gpu.txt").write_text("2026/12/02 00:30:01.000, 87 %, 1000 MiB\n2026/12/02 00:30:02.000, 95 %, 1000 MiB\n")
-    assert gpu_summary.utilization(tmp_path) == ("CPUs 78% busy on average, above 90% in 50% of 2 s; "
-                                                 "GPU 91% busy on average, above 90% in 50% of 2 s")
+    (tmp_path / "suite-gpu.txt").write_text("2026/12/02 00:30:01.000, 87 %, 1000 MiB\n2026/12/02 "
+                                            "00:30:02.000, 95 %, 1000 MiB\n")
+    assert gpu_summary.utilization(tmp_path) == ("CPUs 78% busy on average, above 90% in 50% of 2 "
+                                                 "s; GPU 91% busy on average, above 90% in 50% of "
+                                                 "2 s")
     assert gpu_summary.utilization(tmp_path / "none") == ""

@@ -170,7 +170,7 @@ def test_compare_refs_are_checked(tmp_path, monkeypatch, capsys, ref, message):
 def test_compare_and_history_read_without_writing(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "none.sqlite"))
     assert cli.main(["compare", "last~1"]) == 2
-    assert "no bench runs yet" in capsys.readouterr().err and not (tmp_path / "none.sqlite").exists()
+    assert ("no bench runs yet" in capsys.readouterr().err and not (tmp_path / "none.sqlite").exists())
     empty = tmp_path / "empty.sqlite"
     empty.write_text("")
     monkeypatch.setenv("KPROF_HISTORY", str(empty))
@@ -213,11 +213,11 @@ def test_sarif_uris_are_absolute_or_based_and_encoded():
           Finding("memcheck", "out-of-bounds-read", "k", "/elsewhere/a#b.cu", 7, thread=None, block=None, count=1, message="m")]
     sarif = to_sarif([ToolResult("memcheck", "findings", fs, 1.0)], "0.1.0", root="/work/my proj")
     run = sarif["runs"][0]
-    assert "informationUri" not in run["tool"]["driver"] and all("helpUri" not in r for r in run["tool"]["driver"]["rules"])
+    assert ("informationUri" not in run["tool"]["driver"] and all("helpUri" not in r for r in run["tool"]["driver"]["rules"]))
     first, second, third = run["results"]
-    assert first["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "k.cu", "uriBaseId": "SRCROOT"}}
+    assert (first["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "k.cu", "uriBaseId": "SRCROOT"}})
     assert second["locations"] == []
-    assert third["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "file:///elsewhere/a%23b.cu"
+    assert (third["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "file:///elsewhere/a%23b.cu")
     assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == "file:///work/my%20proj/"
 
 
@@ -254,7 +254,7 @@ def test_doctor_names_a_missing_cccl_header(tmp_path, monkeypatch):
 
     failing_nvcc(tmp_path, "probe.cu:1:10: fatal error: nv/target: No such file or directory", monkeypatch)
     check = doctor._compile()
-    assert not check.ok and "nv/target is missing" in check.detail and "nvidia-cuda-cccl" in check.fix
+    assert (not check.ok and "nv/target is missing" in check.detail and "nvidia-cuda-cccl" in check.fix)
 
 
 @pytest.mark.nvcc
@@ -524,4 +524,4 @@ def test_every_environment_is_a_result_or_one_line(tmp_path, monkeypatch, capsys
         assert code in (0, 1) or (len(lines) == 1 and lines[0].startswith("kprof: error: ")), (environment, argv, err)
         assert "Traceback" not in out + err
     # what the environment named stays as it was
-    assert (tmp_path / "a-file").read_text() == "x" and stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode)
+    assert ((tmp_path / "a-file").read_text() == "x" and stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode))

@@ -18,12 +18,14 @@ from kprof.commands import cli
 
 KERNEL = 'extern "C" __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 1; }\n'
 SPEC = ("sizes: {N: 64}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: out}\n"
-        "  - {name: n, scalar: int32, value: N}\nlaunch: {grid: [1], block: [64]}\nreference: {x: 1}\n")
+        "  - {name: n, scalar: int32, value: N}\nlaunch: {grid: [1], block: [64]}\nreference: {x: "
+        "1}\n")
 XML = Path(__file__).resolve().parent / "data" / "sanitizer" / "rec_oob.memcheck.xml"
 BT = "`touch PWNED`"
 
 
-def _kernel(folder: Path, name: str = "k", extra: str = "", source: str | None = None, spec: str = SPEC) -> Path:
+def _kernel(folder: Path, name: str = "k", extra: str = "", source: str | None = None,
+            spec: str = SPEC) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / (source or f"{name}.cu")).write_text(KERNEL)
     (folder / f"{name}.yaml").write_text((f"source: '{source}'\n" if source else "") + spec + extra)
@@ -43,7 +45,8 @@ def _world(w: Path) -> None:
     _kernel(w / "def", extra="defines: {X: '$(touch PWNED)'}\n")
     _kernel(w / "flagdollar", extra="nvcc_flags: ['-DX=$(touch PWNED)']\n")
     _kernel(w / "ref", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '2**2**2**2**2**2'}"))
-    _kernel(w / "unary", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '" + "-" * 999 + "1'}"))
+    _kernel(w / "unary",
+            spec=SPEC.replace("reference: {x: 1}", "reference: {x: '" + "-" * 999 + "1'}"))
     for name in ("fifo.yaml", "fifo.xml", "fifo.json"):
         os.mkfifo(w / name)
     (w / "kpf").mkdir()
@@ -66,20 +69,27 @@ def _world(w: Path) -> None:
     (w / "fifoinc" / "k.cu").write_text('#include "h.h"\n' + KERNEL)
     (w / "fifoinc" / "k.yaml").write_text(SPEC)
     os.mkfifo(w / "fifoinc" / "h.h")
-    _kernel(w / "fill", spec=SPEC.replace("role: out}", "role: in, fill: 'uniform(" + "+".join(["1"] * 100_000) + ", 2)'}")
+    _kernel(w / "fill",
+            spec=SPEC.replace("role: out}",
+                              "role: in, fill: 'uniform(" + "+".join(["1"] * 100_000) + ", 2)'}")
             .replace("reference: {x: 1}", "reference: {x: x}"))
-    (w / "shape.json").write_text('{"allocations": [{"name": "x", "dtype": "float32", "base": 0, "nbytes": 4, "shape": 5}]}')
+    (w / "shape.json").write_text('{"allocations": [{"name": "x", "dtype": "float32", "base": 0, '
+                                  '"nbytes": 4, "shape": 5}]}')
     # round 4: numbers past float64, links that loop, names past 255 bytes (each was exit 70)
-    _kernel(w / "bigexp", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '2 ** " + "9" * 400 + "'}"))
+    _kernel(w / "bigexp",
+            spec=SPEC.replace("reference: {x: 1}", "reference: {x: '2 ** " + "9" * 400 + "'}"))
     (w / "loop").mkdir()
     (w / "loop" / "a").symlink_to(w / "loop" / "b")
     (w / "loop" / "b").symlink_to(w / "loop" / "a")
     _kernel(w / "twinloop", extra="twin: ../loop/a/x.cu\n")
     _kernel(w / "twinlong", extra="twin: " + "t" * 300 + ".cu\n")
     _kernel(w / "incloop", extra="nvcc_flags: [-I../loop/a]\n")
-    _kernel(w / "refloop", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '../loop/a/r.py:f'}"))
-    _kernel(w / "reflong", spec=SPEC.replace("reference: {x: 1}", "reference: {x: '" + "r" * 300 + ".py:f'}"))
-    for name, value in (("date", "2001-02-30"), ("tagint", "!!int abc"), ("tagbool", "!!bool maybe"),
+    _kernel(w / "refloop",
+            spec=SPEC.replace("reference: {x: 1}", "reference: {x: '../loop/a/r.py:f'}"))
+    _kernel(w / "reflong",
+            spec=SPEC.replace("reference: {x: 1}", "reference: {x: '" + "r" * 300 + ".py:f'}"))
+    for name, value in (("date", "2001-02-30"), ("tagint", "!!int abc"),
+                        ("tagbool", "!!bool maybe"),
                         ("tagtime", "!!timestamp nope"), ("digits", "9" * 5000)):
         _kernel(w / name, extra=f"description: {value}\n")
 
@@ -88,97 +98,140 @@ OOB = str(XML)
 # id, argv, environment, exit code, words of the one line
 CASES = [
     # a command nobody named: every path and flag nvcc (and the shell it starts) would see
-    ("flag -I with a backtick", ["build", "{w}/inc/k.yaml"], {}, 2, "nvcc_flags[0]: '-I./z`touch PWNED`' holds '`'"),
-    ("--include-path with a backtick", ["build", "{w}/inc2/k.yaml"], {}, 2, "nvcc_flags[0]: '--include-path=z`touch"),
-    ("-D with $(...)", ["build", "{w}/flagdollar/k.yaml"], {}, 2, "holds '$', which a shell would act on"),
+    ("flag -I with a backtick", ["build", "{w}/inc/k.yaml"], {}, 2,
+     "nvcc_flags[0]: '-I./z`touch PWNED`' holds '`'"),
+    ("--include-path with a backtick", ["build", "{w}/inc2/k.yaml"], {}, 2,
+     "nvcc_flags[0]: '--include-path=z`touch"),
+    ("-D with $(...)", ["build", "{w}/flagdollar/k.yaml"], {}, 2,
+     "holds '$', which a shell would act on"),
     ("the spec's folder", ["build", "{w}/dir`touch PWNED`/k.yaml"], {}, 2, "source: the path"),
     ("the source file's name", ["build", "{w}/src/k.yaml"], {}, 2, "a`touch PWNED`.cu' holds '`'"),
-    ("a spec found on KPROF_PATH", ["build", "kpk"], {"KPROF_PATH": "{w}/kp`touch PWNED`"}, 2, "source: the path"),
+    ("a spec found on KPROF_PATH", ["build", "kpk"], {"KPROF_PATH": "{w}/kp`touch PWNED`"}, 2,
+     "source: the path"),
     ("KPROF_CACHE_DIR", ["build", "{w}/plain/k.yaml"], {"KPROF_CACHE_DIR": "{w}/c`touch PWNED`"}, 2,
      "the build cache: "),
-    ("a define", ["build", "{w}/def/k.yaml"], {}, 2, "defines.X: '$(touch PWNED)' must be a number or an identifier"),
+    ("a define", ["build", "{w}/def/k.yaml"], {}, 2,
+     "defines.X: '$(touch PWNED)' must be a number or an identifier"),
     ("--param", ["build", "vector_add", "--param", "BLOCK=$(touch PWNED)"], {}, 2,
      "a parameter value is a number or an identifier"),
     # hangs: FIFOs and devices are refused before anything blocks on them; parsers are linear
-    ("a FIFO as the spec", ["run", "{w}/fifo.yaml"], {}, 2, "fifo.yaml: a FIFO, not a regular file"),
-    ("a FIFO as --from-xml", ["sanitize", "--from-xml", "{w}/fifo.xml"], {}, 2, "a FIFO, not a regular file"),
-    ("a FIFO as --allocations", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/fifo.json"], {}, 2,
-     "--allocations {w}/fifo.json: a FIFO"),
+    ("a FIFO as the spec", ["run", "{w}/fifo.yaml"], {}, 2,
+     "fifo.yaml: a FIFO, not a regular file"),
+    ("a FIFO as --from-xml", ["sanitize", "--from-xml", "{w}/fifo.xml"], {}, 2,
+     "a FIFO, not a regular file"),
+    ("a FIFO as --allocations", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/fifo.json"],
+     {}, 2, "--allocations {w}/fifo.json: a FIFO"),
     ("a FIFO on KPROF_PATH", ["list"], {"KPROF_PATH": "{w}/kpf"}, 0, ""),
     ("120 KB of text beside a report", ["sanitize", "--from-xml", "{w}/big.xml"], {}, 1, ""),
     # internal errors no more
-    ("/dev/zero as the spec", ["run", "/dev/zero"], {}, 2, "a character device, not a regular file"),
-    ("a spec linked to /dev/zero", ["run", "{w}/zero.yaml"], {}, 2, "a character device, not a regular file"),
-    ("/dev/zero as --from-xml", ["sanitize", "--from-xml", "/dev/zero"], {}, 2, "a character device"),
-    ("/dev/zero as --allocations", ["sanitize", "--from-xml", OOB, "--allocations", "/dev/zero"], {}, 2,
+    ("/dev/zero as the spec", ["run", "/dev/zero"], {}, 2,
+     "a character device, not a regular file"),
+    ("a spec linked to /dev/zero", ["run", "{w}/zero.yaml"], {}, 2,
+     "a character device, not a regular file"),
+    ("/dev/zero as --from-xml", ["sanitize", "--from-xml", "/dev/zero"], {}, 2,
      "a character device"),
+    ("/dev/zero as --allocations", ["sanitize", "--from-xml", OOB, "--allocations", "/dev/zero"],
+     {}, 2, "a character device"),
     ("YAML nested 5,000 deep", ["run", "{w}/deep.yaml"], {}, 2, "nested deeper than 32 levels"),
-    ("JSON nested 100,000 deep", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/deep.json"], {}, 2,
-     "nested deeper than 64 levels"),
-    ("a size nested 5,000 deep", ["run", "vector_add", "--size", "N=" + "(" * 5000 + "1" + ")" * 5000], {}, 2,
-     "--size N="),
+    ("JSON nested 100,000 deep", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/deep.json"],
+     {}, 2, "nested deeper than 64 levels"),
+    ("a size nested 5,000 deep",
+     ["run", "vector_add", "--size", "N=" + "(" * 5000 + "1" + ")" * 5000], {}, 2, "--size N="),
     ("~nosuchuser as the spec", ["run", "~nosuchuser/k.yaml"], {}, 2, "no user 'nosuchuser'"),
-    ("~nosuchuser as KPROF_CACHE_DIR", ["build", "vector_add"], {"KPROF_CACHE_DIR": "~nosuchuser/c"}, 2,
+    ("~nosuchuser as KPROF_CACHE_DIR", ["build", "vector_add"],
+     {"KPROF_CACHE_DIR": "~nosuchuser/c"}, 2,
      "KPROF_CACHE_DIR: ~nosuchuser/c: no user 'nosuchuser'"),
-    ("~nosuchuser on KPROF_PATH", ["list"], {"KPROF_PATH": "~nosuchuser/x"}, 2, "KPROF_PATH: ~nosuchuser/x"),
-    ("~nosuchuser as KPROF_HISTORY", ["history"], {"KPROF_HISTORY": "~nosuchuser/h"}, 2, "KPROF_HISTORY"),
-    ("~nosuchuser as --dir", ["new", "abc", "--dir", "~nosuchuser/d"], {}, 2, "--dir: ~nosuchuser/d: no user"),
-    ("~nosuchuser as --sarif", ["sanitize", "--from-xml", OOB, "--sarif", "~nosuchuser/s.sarif"], {}, 2,
-     "--sarif: ~nosuchuser/s.sarif: no user"),
-    ("--sarif into a missing folder", ["sanitize", "--from-xml", OOB, "--sarif", "{w}/none/s.sarif"], {}, 2,
+    ("~nosuchuser on KPROF_PATH", ["list"], {"KPROF_PATH": "~nosuchuser/x"}, 2,
+     "KPROF_PATH: ~nosuchuser/x"),
+    ("~nosuchuser as KPROF_HISTORY", ["history"], {"KPROF_HISTORY": "~nosuchuser/h"}, 2,
+     "KPROF_HISTORY"),
+    ("~nosuchuser as --dir", ["new", "abc", "--dir", "~nosuchuser/d"], {}, 2,
+     "--dir: ~nosuchuser/d: no user"),
+    ("~nosuchuser as --sarif", ["sanitize", "--from-xml", OOB, "--sarif", "~nosuchuser/s.sarif"],
+     {}, 2, "--sarif: ~nosuchuser/s.sarif: no user"),
+    ("--sarif into a missing folder",
+     ["sanitize", "--from-xml", OOB, "--sarif", "{w}/none/s.sarif"], {}, 2,
      "does not exist; create it first"),
-    ("--sarif naming a folder", ["sanitize", "--from-xml", OOB, "--sarif", "{w}/sarifdir"], {}, 2, "is a folder"),
-    ("--plot into a missing folder", ["bench", "vector_add", "--plot", "{w}/none/p.png"], {}, 2, "create it first"),
+    ("--sarif naming a folder", ["sanitize", "--from-xml", OOB, "--sarif", "{w}/sarifdir"], {}, 2,
+     "is a folder"),
+    ("--plot into a missing folder", ["bench", "vector_add", "--plot", "{w}/none/p.png"], {}, 2,
+     "create it first"),
     ("a superscript digit in a report", ["sanitize", "--from-xml", "{w}/digit.xml"], {}, 1, ""),
     ("an Arabic-Indic digit in a report", ["sanitize", "--from-xml", "{w}/arabic.xml"], {}, 1, ""),
     ("a 5,000-digit line in a report", ["sanitize", "--from-xml", "{w}/long.xml"], {}, 1, ""),
-    ("--timeout 1e300", ["run", "vector_add", "--timeout", "1e300"], {}, 2, "give at most 604800 seconds"),
-    ("--max-time 1e300", ["bench", "vector_add", "--max-time", "1e300"], {}, 2, "give at most 604800 seconds"),
+    ("--timeout 1e300", ["run", "vector_add", "--timeout", "1e300"], {}, 2,
+     "give at most 604800 seconds"),
+    ("--max-time 1e300", ["bench", "vector_add", "--max-time", "1e300"], {}, 2,
+     "give at most 604800 seconds"),
     # writes never follow a symlink
     ("kprof new over a dangling symlink", ["new", "x", "--dir", "{w}/nd"], {}, 2,
      "(a symlink: kprof never writes through one)"),
     # errors reported where the input is read
-    ("a reference exponent tower", ["build", "{w}/ref/k.yaml"], {}, 2, "reference.x: an exponent above 64"),
-    ("a 400-digit reference exponent", ["build", "{w}/bigexp/k.yaml"], {}, 2, "reference.x: an exponent above 64"),
+    ("a reference exponent tower", ["build", "{w}/ref/k.yaml"], {}, 2,
+     "reference.x: an exponent above 64"),
+    ("a 400-digit reference exponent", ["build", "{w}/bigexp/k.yaml"], {}, 2,
+     "reference.x: an exponent above 64"),
     ("kprof list beside a 400-digit exponent", ["list"], {"KPROF_PATH": "{w}/bigexp"}, 0, ""),
-    ("a twin through a symlink loop", ["build", "{w}/twinloop/k.yaml"], {}, 2, "twin: '../loop/a/x.cu' must name"),
+    ("a twin through a symlink loop", ["build", "{w}/twinloop/k.yaml"], {}, 2,
+     "twin: '../loop/a/x.cu' must name"),
     ("a twin named past 255 bytes", ["build", "{w}/twinlong/k.yaml"], {}, 2, "twin: 'ttttt"),
-    ("an include folder through a loop", ["build", "{w}/incloop/k.yaml"], {}, 2, "the include folder cannot be followed"),
-    ("a Python reference through a loop", ["build", "{w}/refloop/k.yaml"], {}, 2, "a symlink loop or a name too long"),
-    ("a Python reference past 255 bytes", ["build", "{w}/reflong/k.yaml"], {}, 2, "reference.x: rrrr"),
-    ("a reference of 999 minus signs", ["build", "{w}/unary/k.yaml"], {}, 2, "reference.x: nested deeper than 100 levels"),
+    ("an include folder through a loop", ["build", "{w}/incloop/k.yaml"], {}, 2,
+     "the include folder cannot be followed"),
+    ("a Python reference through a loop", ["build", "{w}/refloop/k.yaml"], {}, 2,
+     "a symlink loop or a name too long"),
+    ("a Python reference past 255 bytes", ["build", "{w}/reflong/k.yaml"], {}, 2,
+     "reference.x: rrrr"),
+    ("a reference of 999 minus signs", ["build", "{w}/unary/k.yaml"], {}, 2,
+     "reference.x: nested deeper than 100 levels"),
     ("a size of 399 minus signs", ["run", "vector_add", "--size", "N=" + "-" * 399 + "1"], {}, 2,
      "give a whole number (or arithmetic like 2**20)"),
     # YAML values PyYAML builds with Python's own errors: one line, exit 2 (were exit 70)
-    ("a date that is not one", ["build", "{w}/date/k.yaml"], {}, 2, "not valid YAML: a value that cannot be built (ValueError"),
-    ("!!int abc", ["build", "{w}/tagint/k.yaml"], {}, 2, "not valid YAML: a value that cannot be built (ValueError"),
-    ("!!bool maybe", ["build", "{w}/tagbool/k.yaml"], {}, 2, "not valid YAML: a value that cannot be built (KeyError"),
-    ("!!timestamp nope", ["build", "{w}/tagtime/k.yaml"], {}, 2, "a value that cannot be built (AttributeError"),
-    ("a 5,000-digit number", ["build", "{w}/digits/k.yaml"], {}, 2, "a value that cannot be built (ValueError"),
+    ("a date that is not one", ["build", "{w}/date/k.yaml"], {}, 2,
+     "not valid YAML: a value that cannot be built (ValueError"),
+    ("!!int abc", ["build", "{w}/tagint/k.yaml"], {}, 2,
+     "not valid YAML: a value that cannot be built (ValueError"),
+    ("!!bool maybe", ["build", "{w}/tagbool/k.yaml"], {}, 2,
+     "not valid YAML: a value that cannot be built (KeyError"),
+    ("!!timestamp nope", ["build", "{w}/tagtime/k.yaml"], {}, 2,
+     "a value that cannot be built (AttributeError"),
+    ("a 5,000-digit number", ["build", "{w}/digits/k.yaml"], {}, 2,
+     "a value that cannot be built (ValueError"),
     # lost data: the report read is never the file written
-    ("--sarif naming the --from-xml report", ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/big.xml"], {}, 2,
+    ("--sarif naming the --from-xml report",
+     ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/big.xml"], {}, 2,
      "--sarif {w}/big.xml: --from-xml {w}/big.xml is that file"),
-    ("--sarif naming it another way", ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/sarifdir/../big.xml"], {}, 2,
+    ("--sarif naming it another way",
+     ["sanitize", "--from-xml", "{w}/big.xml", "--sarif", "{w}/sarifdir/../big.xml"], {}, 2,
      "--from-xml {w}/big.xml is that file"),
-    ("--sarif naming the --allocations file", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/shape.json", "--sarif",
-                                               "{w}/shape.json"], {}, 2, "--allocations {w}/shape.json is that file"),
-    ("--sarif naming the spec's kernel", ["profile", "{w}/plain/k.yaml", "--sarif", "{w}/plain/k.cu"], {}, 2,
+    ("--sarif naming the --allocations file",
+     ["sanitize", "--from-xml", OOB, "--allocations", "{w}/shape.json", "--sarif",
+      "{w}/shape.json"], {}, 2, "--allocations {w}/shape.json is that file"),
+    ("--sarif naming the spec's kernel",
+     ["profile", "{w}/plain/k.yaml", "--sarif", "{w}/plain/k.cu"], {}, 2,
      "the spec's kernel {w}/plain/k.cu is that file"),
     ("--plot naming the spec", ["bench", "{w}/plain/k.yaml", "--plot", "{w}/plain/k.yaml"], {}, 2,
      "the spec {w}/plain/k.yaml is that file"),
-    ("--arch sm_90 with a newline", ["occupancy", "vector_add", "--arch", "sm_90\n"], {}, 2, "--arch"),
+    ("--arch sm_90 with a newline", ["occupancy", "vector_add", "--arch", "sm_90\n"], {}, 2,
+     "--arch"),
     # issue 55, round 3: every piece of work bounded by its input, not by a timeout
-    ("a size of a tower of powers of a fraction", ["run", "vector_add", "--size", "N=((((1/3)**64)**64)**64)**64"], {}, 2,
+    ("a size of a tower of powers of a fraction",
+     ["run", "vector_add", "--size", "N=((((1/3)**64)**64)**64)**64"], {}, 2,
      "bits is too large (or too fine) for size arithmetic"),
-    ("a 300 x 300 x 300 size sweep", ["bench", "naive_matmul", "--size", "M=" + ",".join(map(str, range(1, 301))),
-                                      "N=" + ",".join(map(str, range(1, 301))), "K=" + ",".join(map(str, range(1, 301)))],
+    ("a 300 x 300 x 300 size sweep",
+     ["bench", "naive_matmul", "--size", "M=" + ",".join(map(str, range(1, 301))),
+      "N=" + ",".join(map(str, range(1, 301))), "K=" + ",".join(map(str, range(1, 301)))],
      {}, 2, "the sweep has 27,000,000 points (300 x 300 x 300)"),
-    ("a header that is a FIFO", ["build", "{w}/fifoinc/k.yaml"], {}, 2, "k.cu includes h.h: a FIFO, not a regular file"),
-    ("a fill rule of 100,000 terms", ["build", "{w}/fill/k.yaml"], {}, 2, "a fill rule of 200,011 characters"),
-    ("an allocation whose shape is a number", ["sanitize", "--from-xml", OOB, "--allocations", "{w}/shape.json"], {}, 2,
+    ("a header that is a FIFO", ["build", "{w}/fifoinc/k.yaml"], {}, 2,
+     "k.cu includes h.h: a FIFO, not a regular file"),
+    ("a fill rule of 100,000 terms", ["build", "{w}/fill/k.yaml"], {}, 2,
+     "a fill rule of 200,011 characters"),
+    ("an allocation whose shape is a number",
+     ["sanitize", "--from-xml", OOB, "--allocations", "{w}/shape.json"], {}, 2,
      "a shape that is a list of sizes"),
-    ("a history limit beyond SQLite's", ["history", "--limit", "9" * 20], {}, 2, "give at most 2,147,483,647"),
-    ("a history limit of a superscript", ["history", "--limit", "\u00b2"], {}, 2, "is not a whole number"),
+    ("a history limit beyond SQLite's", ["history", "--limit", "9" * 20], {}, 2,
+     "give at most 2,147,483,647"),
+    ("a history limit of a superscript", ["history", "--limit", "\u00b2"], {}, 2,
+     "is not a whole number"),
     ("a size of bytes that are not UTF-8", ["run", "vector_add", "--size", "N=\udcff"], {}, 2,
      "the expression holds bytes that are not UTF-8 text"),
 ]
@@ -201,7 +254,8 @@ def world(tmp_path, monkeypatch):
     return w
 
 
-@pytest.mark.parametrize("argv, env, code, words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("argv, env, code, words", [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
 def test_hostile_input_is_one_line(world, monkeypatch, capsys, argv, env, code, words):
     for key, value in env.items():
         monkeypatch.setenv(key, value.format(w=world))
@@ -226,12 +280,14 @@ def test_the_saved_text_beside_a_report_is_read_in_linear_time():
     from kprof.tools.sanitizers.sanitizer_xml import nearest_allocations
 
     start = time.monotonic()
-    assert nearest_allocations("Address 0x1 is out of bounds" + " \n\t=" * 60_000 + "and is 4 bytes") == {}
+    assert (nearest_allocations("Address 0x1 is out of bounds" + " \n\t=" * 60_000 + "and is 4 bytes") == {})
     assert time.monotonic() - start < 1
     text = ("=========     Address 0x7f0000000010 is out of bounds\n"
-            "=========     and is 4 bytes after the nearest allocation at 0x7f0000000000 of size 12 bytes\n")
+            "=========     and is 4 bytes after the nearest allocation at 0x7f0000000000 of size "
+            "12 bytes\n")
     assert nearest_allocations(text) == {
-        0x7F0000000010: "4 bytes past the end of a 12-byte allocation at 0x7f0000000000 (the nearest one)"}
+        0x7F0000000010: "4 bytes past the end of a 12-byte allocation at 0x7f0000000000 (the "
+                        "nearest one)"}
 
 
 def _dev_full() -> str | None:
@@ -264,18 +320,23 @@ def test_the_full_disk_test_skips_without_a_dev_full_device(monkeypatch):
 def test_output_to_a_full_disk_is_one_line_and_exit_7(argv, tmp_path):
     """``kprof list > /dev/full``: the write fails at the flush, after main's work is done."""
     with open("/dev/full", "r+") as full:  # r+: never creates the file
-        done = subprocess.run([sys.executable, "-m", "kprof", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
+        done = subprocess.run([sys.executable, "-m", "kprof", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True,
                               timeout=120, env=dict(os.environ, KPROF_CACHE_DIR=str(tmp_path)))
     assert done.returncode == 7, done.stderr
     assert done.stderr.strip() == "kprof: error: cannot write the output: No space left on device"
 
 
-@pytest.mark.parametrize("argv", [["list"], ["cases", "--list"], ["occupancy", "tiled_matmul", "--arch", "sm_90"],
-                                  ["run", "vector_add", "--timeout", "0"], ["--help"]])
+@pytest.mark.parametrize("argv",
+                         [["list"], ["cases", "--list"],
+                          ["occupancy", "tiled_matmul", "--arch", "sm_90"],
+                          ["run", "vector_add", "--timeout", "0"], ["--help"]])
 def test_an_ascii_only_output_encoding_is_never_an_error(argv, tmp_path):
     env = dict(os.environ, PYTHONIOENCODING="ascii", LC_ALL="C", KPROF_CACHE_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "kprof", *argv], capture_output=True, timeout=120, env=env)
-    assert done.returncode in (0, 2) and b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "kprof", *argv], capture_output=True, timeout=120,
+                          env=env)
+    assert (done.returncode in (0, 2) and b"Traceback" not in done.stderr
+            and b"internal error" not in done.stderr)
 
 
 FAKE_NVCC = """#!{python}
@@ -313,7 +374,7 @@ def test_kprof_new_like_copies_the_python_reference(tmp_path):
     cu, yaml_path = scaffold.new("pm", tmp_path / "d", "prefix_max")
     assert (tmp_path / "d" / "prefix_max_ref.py").is_file()
     loaded = spec.load(yaml_path)
-    assert loaded.reference[0][1].startswith("python:" + str((tmp_path / "d" / "prefix_max_ref.py").resolve()))
+    assert (loaded.reference[0][1].startswith("python:" + str((tmp_path / "d" / "prefix_max_ref.py").resolve())))
 
 
 def test_kprof_new_is_all_or_nothing(tmp_path, capsys):
@@ -364,13 +425,16 @@ def test_a_bench_stopped_by_a_full_disk_keeps_what_history_holds(tmp_path, monke
     def record(conn, *args, **kwargs):
         calls.append(args)
         if len(calls) == 2:
-            raise history.OutputError("cannot record vector_add in the history store: database or disk is full")
+            raise history.OutputError("cannot record vector_add in the history store: database or "
+                                      "disk is full")
         return real_record(conn, *args, **kwargs)
 
     monkeypatch.setattr(history, "record", record)
-    code = cli.main(["bench", "vector_add", "--size", "N=1024,2048,4096", "--baseline", "none", "--arch", "sm_90", "--json"])
+    code = cli.main(["bench", "vector_add", "--size", "N=1024,2048,4096", "--baseline", "none",
+                     "--arch", "sm_90", "--json"])
     err = capsys.readouterr().err
-    assert code == 7 and "database or disk is full; 1 of 3 points are kept in the history store" in err
+    assert (code == 7
+            and "database or disk is full; 1 of 3 points are kept in the history store" in err)
     with sqlite3.connect(tmp_path / "h.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 1
 
@@ -397,11 +461,14 @@ BAD_ROWS = [
     ("a created time that is text", {"created": "yesterday"}),
     ("a kernel that is a number", {"kernel": 7}),
     ("broken JSON", {"point": "{broken"}),
-    ("a median of 0 (compare divides by it)", {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": 0, '
+    ("a median of 0 (compare divides by it)",
+     {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": 0, '
      '"q1": 0, "q3": 0, "min": 0, "max": 0, "mean": 0, "stdev": 0}}'}),
-    ("a median that is not a number", {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": NaN, '
+    ("a median that is not a number",
+     {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": NaN, '
      '"q1": 0, "q3": 0, "min": 0, "max": 0, "mean": 0, "stdev": 0}}'}),
-    ("a median below 0", {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": -1e-3, '
+    ("a median below 0",
+     {"point": '{"sizes": {"N": 1}}', "data": '{"summary": {"n": 3, "median": -1e-3, '
      '"q1": 0, "q3": 0, "min": 0, "max": 0, "mean": 0, "stdev": 0}}'}),
 ]
 
@@ -413,14 +480,19 @@ def test_a_history_row_of_another_shape_is_skipped(tmp_path, monkeypatch, capsys
     from kprof.results import history
 
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
-    summary = {"n": 3, "median": 1e-3, "q1": 1e-3, "q3": 1e-3, "min": 1e-3, "max": 1e-3, "mean": 1e-3, "stdev": 0.0}
+    summary = {"n": 3, "median": 1e-3, "q1": 1e-3, "q3": 1e-3, "min": 1e-3, "max": 1e-3,
+               "mean": 1e-3, "stdev": 0.0}
     for run in ("r1", "r2"):
-        history.record(history.connect(), run, "bench", "k", {"sizes": {"N": 1}}, {"summary": summary}, machine={}, commit=None)
-    row = {"run": "r2", "created": 0, "kind": "bench", "kernel": "k", "point": '{"sizes": {"N": 2}}',
+        history.record(history.connect(), run, "bench", "k", {"sizes": {"N": 1}},
+                       {"summary": summary}, machine={}, commit=None)
+    row = {"run": "r2", "created": 0, "kind": "bench", "kernel": "k",
+           "point": '{"sizes": {"N": 2}}',
            "data": '{"summary": null}', "machine": "{}", "version": "0"} | columns
     with sqlite3.connect(tmp_path / "h.sqlite") as raw:
-        raw.execute(f"INSERT INTO results ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
-    for argv in (["history"], ["history", "--json"], ["compare", "r1", "r2"], ["compare", "r1", "r2", "--json"]):
+        raw.execute(f"INSERT INTO results ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                    tuple(row.values()))
+    for argv in (["history"], ["history", "--json"], ["compare", "r1", "r2"],
+                 ["compare", "r1", "r2", "--json"]):
         assert cli.main(argv) == 0, (argv, capsys.readouterr().err)
         out = capsys.readouterr().out
         assert "k" in out
@@ -464,7 +536,8 @@ def test_a_racecheck_report_of_many_races_is_read_in_linear_time():
 
     data = Path(__file__).resolve().parent / "data" / "sanitizer"
     hazard = sanitizer_xml.parse_xml((data / "rec_race.racecheck_all_trimmed.xml").read_text(), "racecheck")[0][0]
-    hazards = [replace(hazard, line=k + 1, other=replace(hazard.other, line=k + 2)) for k in range(20_000)]
+    hazards = [replace(hazard, line=k + 1, other=replace(hazard.other, line=k + 2))
+               for k in range(20_000)]
     analyses = [replace(h, thread=None, block=None, extra=Extra()) for h in reversed(hazards)]
     start = time.monotonic()
     joined = sanitizer_xml._join_races(hazards, analyses)
@@ -478,7 +551,8 @@ def test_control_characters_from_a_spec_never_reach_the_terminal(tmp_path, monke
     itself."""
     from kprof.inputs import terminal_safe as _escaped
 
-    _kernel(tmp_path / "d", name="e", extra='description: "bad \\x9b31m esc \\x1b[2J \\u202e rtl \\x07 bell"\n')
+    _kernel(tmp_path / "d", name="e",
+            extra='description: "bad \\x9b31m esc \\x1b[2J \\u202e rtl \\x07 bell"\n')
     monkeypatch.setenv("KPROF_PATH", str(tmp_path / "d"))
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
@@ -519,7 +593,8 @@ def test_a_spec_in_a_folder_whose_name_is_not_utf8_gets_a_cache_key(tmp_path):
     path = _kernel(Path(folder))
     spec = spec_mod.load(path)
     sources = cusource.local_sources(spec.source)
-    key = build._cache_key(spec, SimpleNamespace(key="nvcc 13.0", kind="nvcc"), "sm_90", (), sources)
+    key = build._cache_key(spec, SimpleNamespace(key="nvcc 13.0", kind="nvcc"), "sm_90", (),
+                           sources)
     assert len(key) == 20
 
 

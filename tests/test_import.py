@@ -27,7 +27,8 @@ def loaded_after(body: str) -> str:
 
 
 def test_import_kprof_is_light():
-    assert loaded_after("import kprof, kprof.commands.cli, kprof.errors, kprof.spec, kprof.spec.sizeexpr, kprof.spec.reference") == ""
+    assert loaded_after("import kprof, kprof.commands.cli, kprof.errors, kprof.spec, "
+                        "kprof.spec.sizeexpr, kprof.spec.reference") == ""
 
 
 def test_help_is_light():
@@ -56,15 +57,17 @@ def test_every_public_name_is_listed_once_and_loads():
     assert len(kprof.__all__) == len(set(kprof.__all__))
     for name in kprof.__all__:
         assert getattr(kprof, name) is not None, name
-    assert {"Diagnosis", "PointResult", "KernelProfile", "ToolResult", "Finding", "SanitizeReport"} <= set(kprof.__all__)
-    assert kprof.sanitize.__module__ == "kprof.commands.api" and kprof.range.__module__ == "kprof.annotate"
+    assert ({"Diagnosis", "PointResult", "KernelProfile", "ToolResult", "Finding", "SanitizeReport"} <= set(kprof.__all__))
+    assert (kprof.sanitize.__module__ == "kprof.commands.api"
+            and kprof.range.__module__ == "kprof.annotate")
 
 
 def test_an_old_module_path_is_gone_and_import_kprof_installs_no_finder():
     """No compatibility layer before 1.0 (CHANGELOG.md says where names went): kprof.bench is no
     module, and ``import kprof`` leaves sys.meta_path as it found it."""
-    body = ("import sys\nbefore = list(sys.meta_path)\nimport kprof\nprint('SAME', sys.meta_path == before)\n"
-            "try:\n    import kprof.bench\nexcept ModuleNotFoundError:\n    print('GONE')\n")
+    body = ("import sys\nbefore = list(sys.meta_path)\nimport kprof\nprint('SAME', sys.meta_path "
+            "== before)\ntry:\n    import kprof.bench\nexcept ModuleNotFoundError:\n    "
+            "print('GONE')\n")
     out = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, check=True).stdout
     assert "SAME True" in out and "GONE" in out
 
@@ -115,7 +118,9 @@ def readme_calls() -> list[str]:
     calls = []
     for call, _name in README_CALL.findall(text):
         node = ast.parse(call, mode="eval").body
-        if isinstance(node, ast.Call) and all(_literal(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+        if isinstance(node, ast.Call) and all(_literal(a)
+                                              for a in [*node.args,
+                                                        *(k.value for k in node.keywords)]):
             calls.append(call)
     return calls
 
@@ -146,7 +151,8 @@ for call in {calls!r}:
 """
     # the corpus is not run here, whatever the machine has
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -164,10 +170,12 @@ def api_block() -> str:
         if not inspect.isfunction(value):
             continue
         sig = inspect.signature(value)
-        bare = sig.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()],
+        bare = sig.replace(parameters=[p.replace(annotation=inspect.Parameter.empty)
+                                       for p in sig.parameters.values()],
                            return_annotation=inspect.Signature.empty)
         text = f"kprof.{name}{bare} -> {sig.return_annotation}"
-        lines += textwrap.wrap(text, width=96, initial_indent="    ", subsequent_indent="        ", break_on_hyphens=False)
+        lines += textwrap.wrap(text, width=96, initial_indent="    ", subsequent_indent="        ",
+                               break_on_hyphens=False)
     return "\n".join(lines)
 
 

@@ -28,7 +28,8 @@ def _node(folder: Path, kind: int, name: str = "node") -> Path:
     here."""
     path = folder / name
     try:
-        os.mknod(path, kind | 0o666, os.makedev(1, 3) if kind == stat.S_IFCHR else os.makedev(7, 200))
+        os.mknod(path, kind | 0o666,
+                 os.makedev(1, 3) if kind == stat.S_IFCHR else os.makedev(7, 200))
     except PermissionError:
         pytest.skip("mknod needs root (CI and the GPU machines run as root)")
     return path
@@ -166,7 +167,8 @@ def test_every_output_option_leaves_a_special_file_as_it_was(tmp_path, capsys, m
         node = _node(tmp_path, stat.S_IFCHR if kind == "chardev" else stat.S_IFBLK)
     before = os.lstat(node)
     for argv in (["sanitize", "--from-xml", str(XML), "--sarif", str(node)],
-                 ["profile", "vector_add", "--sarif", str(node)], ["profile", "vector_add", "--plot", str(node)],
+                 ["profile", "vector_add", "--sarif", str(node)],
+                 ["profile", "vector_add", "--plot", str(node)],
                  ["bench", "vector_add", "--plot", str(node)]):
         code = cli.main(argv)
         err = capsys.readouterr().err

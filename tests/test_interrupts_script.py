@@ -47,13 +47,15 @@ def _scenario(tmp_path, monkeypatch, how):
     fake = tmp_path / "fake_kprof.py"
     fake.write_text(textwrap.dedent(STAND_IN))
     monkeypatch.setenv("STAND_IN", how)
-    return interrupts.Scenario(tmp_path / "out", "s", [sys.executable, str(fake)], tmp_path / "cache",
-                               tmp_path / "history.sqlite")
+    return interrupts.Scenario(tmp_path / "out", "s", [sys.executable, str(fake)],
+                               tmp_path / "cache", tmp_path / "history.sqlite")
 
 
-@pytest.mark.parametrize("sig, group, code", [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)])
+@pytest.mark.parametrize("sig, group, code",
+                         [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)])
 def test_a_kprof_that_ends_cleanly_passes(tmp_path, monkeypatch, sig, group, code):
-    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "clean"), ["bench"], sig, 0.5, group, code)
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "clean"), ["bench"], sig, 0.5,
+                                     group, code)
     assert outcome.passed, outcome
     assert outcome.says == "kprof: interrupted" and outcome.runs[0].rc == code
 
@@ -61,38 +63,43 @@ def test_a_kprof_that_ends_cleanly_passes(tmp_path, monkeypatch, sig, group, cod
 def test_a_process_left_running_fails_the_scenario_and_is_ended(tmp_path, monkeypatch):
     sc = _scenario(tmp_path, monkeypatch, "orphan")
     outcome = interrupts.interrupted(sc, ["bench"], signal.SIGTERM, 1.0, False, 143)
-    assert not outcome.passed and len(outcome.left_processes) == 1 and "time.sleep(60)" in outcome.left_processes[0]
+    assert (not outcome.passed and len(outcome.left_processes) == 1
+            and "time.sleep(60)" in outcome.left_processes[0])
     assert interrupts.marked_processes(sc.mark) == [], "the script ends what it found, so the next scenario starts clean"
 
 
 def test_a_temporary_file_left_fails_the_scenario(tmp_path, monkeypatch):
-    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "temp"), ["bench"], signal.SIGINT, 0.5, True, 130)
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "temp"), ["bench"],
+                                     signal.SIGINT, 0.5, True, 130)
     assert not outcome.passed and outcome.left_temp_files == ["kprof-left.tmp"]
 
 
 def test_a_wrong_exit_code_fails_the_scenario(tmp_path, monkeypatch):
-    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "clean"), ["bench"], signal.SIGINT, 0.5, True, 143)
-    assert not outcome.passed and outcome.checks == {"exit 143": False, "signalled while running": True,
-                                                     "its last line says interrupted": True, "no traceback": True}
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "clean"), ["bench"],
+                                     signal.SIGINT, 0.5, True, 143)
+    assert not outcome.passed and outcome.checks == {"exit 143": False,
+                                                     "signalled while running": True,
+                                                     "its last line says interrupted": True,
+                                                     "no traceback": True}
 
 
 def test_a_traceback_fails_the_scenario(tmp_path, monkeypatch):
-    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "traceback"), ["bench"], signal.SIGTERM, 0.5, False,
-                                     143)
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "traceback"), ["bench"],
+                                     signal.SIGTERM, 0.5, False, 143)
     assert not outcome.passed and not outcome.checks["no traceback"] and outcome.checks["exit 143"]
 
 
 def test_a_command_that_ends_before_its_signal_is_no_test_of_it(tmp_path, monkeypatch):
     """On the H200 kprof profile finished in 4.6 s, before a signal sent at 6 s: exit 0, not a
     pass."""
-    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "quick"), ["profile"], signal.SIGTERM, 3.0, False,
-                                     143)
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "quick"), ["profile"],
+                                     signal.SIGTERM, 3.0, False, 143)
     assert not outcome.passed and not outcome.checks["signalled while running"]
 
 
 def test_nsight_computes_own_lock_is_not_kprofs_leftover(tmp_path, monkeypatch):
-    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "ncu-lock"), ["profile"], signal.SIGINT, 0.5, True,
-                                     130)
+    outcome = interrupts.interrupted(_scenario(tmp_path, monkeypatch, "ncu-lock"), ["profile"],
+                                     signal.SIGINT, 0.5, True, 130)
     assert outcome.passed and outcome.left_temp_files == []
 
 

@@ -36,7 +36,8 @@ class FakeFramework(framework.Framework):
         return isinstance(obj, FakeTensor)
 
     def info(self, obj):
-        return framework.ArrayInfo(obj.ptr, obj.shape, obj.dtype, obj.contiguous, obj.device, self.name)
+        return framework.ArrayInfo(obj.ptr, obj.shape, obj.dtype, obj.contiguous, obj.device,
+                                   self.name)
 
     def alloc(self, shape, dtype, like, zero=False):
         t = FakeTensor(shape, dtype, like.device)
@@ -52,7 +53,8 @@ class Interface:
     """Only __cuda_array_interface__, as Numba's device arrays have it."""
 
     def __init__(self, shape, typestr="<f4", strides=None):
-        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (next(_ptrs), False),
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr,
+                                         "data": (next(_ptrs), False),
                                          "strides": strides, "version": 3}
 
 
@@ -82,10 +84,12 @@ def test_sizes_come_from_shapes_outputs_are_allocated_and_the_launch_is_the_spec
     rms, launches, loaded = make("rmsnorm_onepass")
     x, w = FakeTensor((6, 300)), FakeTensor((300,))
     y = rms(x, w)
-    assert isinstance(y, FakeTensor) and y.shape == (6, 300) and y.dtype == "float32" and fake.allocated == [y]
+    assert (isinstance(y, FakeTensor) and y.shape == (6, 300) and y.dtype == "float32"
+            and fake.allocated == [y])
     ((func, grid, block, smem, args, stream),) = launches
     # the block sized to the 300-element row (FIT 1): 64 threads of 8 elements
-    assert (func, grid, block, smem, stream) == ("func:rmsnorm_onepass", (6, 1, 1), (64, 1, 1), 0, 7)
+    assert (func, grid, block, smem, stream) == ("func:rmsnorm_onepass", (6, 1, 1), (64, 1, 1), 0,
+                                                 7)
     assert args[:3] == [("ptr", x.ptr), ("ptr", w.ptr), ("ptr", y.ptr)]
     assert args[3:5] == [("int32", 6), ("int32", 300)] and args[5][0] == "float32"
     rms(FakeTensor((6, 300)), FakeTensor((300,)))
@@ -95,9 +99,12 @@ def test_sizes_come_from_shapes_outputs_are_allocated_and_the_launch_is_the_spec
 
 
 @pytest.mark.parametrize("x, w, message", [
-    (FakeTensor((6, 300), "float16"), FakeTensor((300,)), "rmsnorm_onepass: x is float16; the spec wants float32"),
-    (FakeTensor((6, 300)), FakeTensor((128,)), "w.shape[0] = 128 but x.shape[1] = 300, and both are C"),
-    (FakeTensor((6, 300, 1)), FakeTensor((300,)), "x has 3 dimension(s) [6, 300, 1]; the spec gives 2: [R, C]"),
+    (FakeTensor((6, 300), "float16"), FakeTensor((300,)),
+     "rmsnorm_onepass: x is float16; the spec wants float32"),
+    (FakeTensor((6, 300)), FakeTensor((128,)),
+     "w.shape[0] = 128 but x.shape[1] = 300, and both are C"),
+    (FakeTensor((6, 300, 1)), FakeTensor((300,)),
+     "x has 3 dimension(s) [6, 300, 1]; the spec gives 2: [R, C]"),
     (FakeTensor((6, 300), contiguous=False), FakeTensor((300,)), "x is not contiguous"),
     (FakeTensor((6, 300), device=-1), FakeTensor((300,), device=-1), "argument x is not on a GPU"),
     (FakeTensor((6, 300), device=0), FakeTensor((300,), device=1), "on different GPUs ([0, 1])"),
@@ -114,7 +121,8 @@ def test_an_accumulator_the_spec_zeroes_is_allocated_zeroed_when_not_given(fake)
     total, launches, _ = make("reduce_sum")
     x = FakeTensor((4096,))
     out = total(x)
-    assert out.shape == (1,) and getattr(out, "zeroed", False) and launches[0][4][:2] == [("ptr", x.ptr), ("ptr", out.ptr)]
+    assert (out.shape == (1,) and getattr(out, "zeroed", False)
+            and launches[0][4][:2] == [("ptr", x.ptr), ("ptr", out.ptr)])
     mine = FakeTensor((1,))
     assert total(x, mine) is mine, "given, it is used (and accumulated into) as it is"
 
@@ -135,7 +143,9 @@ def test_out_is_written_into_and_checked(fake):
     rms, launches, _ = make("rmsnorm_onepass")
     x, w, y = FakeTensor((4, 64)), FakeTensor((64,)), FakeTensor((4, 64))
     assert rms(x, w, out=y) is y and launches[0][4][2] == ("ptr", y.ptr) and not fake.allocated
-    with pytest.raises(UsageError, match="out y has shape \\[4, 65\\]; at these sizes the spec wants \\[4, 64\\]"):
+    with pytest.raises(UsageError,
+                       match="out y has shape \\[4, 65\\]; at these sizes the spec wants \\[4, "
+                             "64\\]"):
         rms(x, w, out=FakeTensor((4, 65)))
 
 
@@ -143,7 +153,8 @@ def test_bare_interface_arrays_need_out_and_are_read_from_the_interface():
     rms, launches, _ = make("rmsnorm_onepass")
     x, w, y = Interface((3, 32)), Interface((32,)), Interface((3, 32))
     assert rms(x, w, out=y, stream=5) is y
-    assert launches[0][5] == 5 and launches[0][4][0] == ("ptr", x.__cuda_array_interface__["data"][0])
+    assert launches[0][5] == 5 and launches[0][4][0] == ("ptr",
+                                                         x.__cuda_array_interface__["data"][0])
     with pytest.raises(UsageError, match="pass out="):
         rms(x, w)
     with pytest.raises(UsageError, match="x is not contiguous"):
@@ -157,7 +168,8 @@ def test_a_multi_kernel_spec_launches_every_step_with_framework_scratch(fake, mo
     two, launches, _ = make("two_steps")
     y = two(FakeTensor((1000,)))
     t = next(a for a in fake.allocated if a is not y)
-    assert [(f, g) for f, g, *_ in launches] == [("func:twice", (8, 1, 1)), ("func:plus_one", (4, 1, 1))]
+    assert [(f, g) for f, g, *_ in launches] == [("func:twice", (8, 1, 1)),
+                                                 ("func:plus_one", (4, 1, 1))]
     assert launches[0][4][1] == ("ptr", t.ptr) and launches[1][4][0] == ("ptr", t.ptr), "the scratch joins the steps"
 
 
@@ -190,7 +202,8 @@ def test_load_applies_defines_and_builds_through_the_cache(monkeypatch):
 
     monkeypatch.setattr(build, "build", fake_build)
     rms = api.load("rmsnorm_onepass", arch="sm_90", BLOCK=256)
-    assert seen == {"defines": {"BLOCK": "256", "PER": "8", "VEC": "1", "FIT": "1", "WROWS": "0"}, "arch": "sm_90"}
+    assert seen == {"defines": {"BLOCK": "256", "PER": "8", "VEC": "1", "FIT": "1", "WROWS": "0"},
+                    "arch": "sm_90"}
     assert repr(rms) == "<kprof op rmsnorm_onepass(x, w) -> y>"
     with pytest.raises(UsageError, match="unknown parameter 'TILE'"):
         api.load("rmsnorm_onepass", TILE=4)
@@ -200,7 +213,9 @@ def test_a_tensor_map_argument_is_refused_at_load(fake):
     from kprof import spec as spec_mod
 
     spec = spec_mod.load(Path(__file__).parent / "data" / "kernels" / "tma_tile.yaml")
-    with pytest.raises(UsageError, match=r"tma_tile: a tensor map argument \(tx\) cannot run through kprof.load yet"):
+    with pytest.raises(UsageError,
+                       match=r"tma_tile: a tensor map argument \(tx\) cannot run through "
+                             r"kprof.load yet"):
         op.Op(spec, Path(__file__), functions=lambda *a: None, launch=lambda *a: None)
 
 
@@ -223,13 +238,15 @@ def test_the_arguments_are_packed_once_and_each_call_writes_only_the_pointers():
 
     from kprof.child.device import ArgPack
 
-    pack = ArgPack([("buf", "x"), ("int32", 7), ("float32", 0.5), ("buf", "y"), ("float16", 0x3C00)])
+    pack = ArgPack([("buf", "x"), ("int32", 7), ("float32", 0.5), ("buf", "y"),
+                    ("float16", 0x3C00)])
     pack.fill({"x": 0x7F0000001000, "y": 0x7F0000002000})
-    assert list(pack) == [("ptr", 0x7F0000001000), ("int32", 7), ("float32", 0.5), ("ptr", 0x7F0000002000),
-                          ("float16", 0x3C00)]
+    assert list(pack) == [("ptr", 0x7F0000001000), ("int32", 7), ("float32", 0.5),
+                          ("ptr", 0x7F0000002000), ("float16", 0x3C00)]
     slots = (ctypes.c_void_p * 5).from_address(pack.address)  # what cuLaunchKernel reads: void*[5]
     assert ctypes.c_uint64.from_address(slots[0]).value == 0x7F0000001000
-    assert ctypes.c_int32.from_address(slots[1]).value == 7 and ctypes.c_float.from_address(slots[2]).value == 0.5
+    assert (ctypes.c_int32.from_address(slots[1]).value == 7
+            and ctypes.c_float.from_address(slots[2]).value == 0.5)
     pack.fill({"x": 1, "y": 2})
     assert ctypes.c_uint64.from_address(slots[3]).value == 2 and next(iter(pack)) == ("ptr", 1)
 
@@ -241,7 +258,8 @@ def test_a_plan_is_checked_once_and_reused_while_the_arrays_keep_their_shape(fak
         rms(x, w, out=y)
     x2, y2 = FakeTensor((4, 64)), FakeTensor((4, 64))
     rms(x2, w, out=y2)
-    assert len(rms._plans) == 1 and [a[4][0] for a in launches] == [("ptr", x.ptr)] * 3 + [("ptr", x2.ptr)]
+    assert (len(rms._plans) == 1
+            and [a[4][0] for a in launches] == [("ptr", x.ptr)] * 3 + [("ptr", x2.ptr)])
     assert launches[-1][4][2] == ("ptr", y2.ptr)
     with pytest.raises(UsageError, match="out y is float16; the spec wants float32"):
         rms(x, w, out=FakeTensor((4, 64), "float16"))
@@ -250,7 +268,7 @@ def test_a_plan_is_checked_once_and_reused_while_the_arrays_keep_their_shape(fak
 def test_a_one_off_launch_packs_fixed_pointers_the_same_way():
     from kprof.child.device import ArgPack
 
-    assert list(ArgPack([("ptr", 0x7F0000003000), ("int64", 9)])) == [("ptr", 0x7F0000003000), ("int64", 9)]
+    assert (list(ArgPack([("ptr", 0x7F0000003000), ("int64", 9)])) == [("ptr", 0x7F0000003000), ("int64", 9)])
 
 
 def _replay(call, launches):
@@ -331,7 +349,7 @@ def test_an_array_not_16_byte_aligned_is_refused_in_one_line_on_every_path(fake)
     for call, name in [(lambda: rms(shifted, w), "x"), (lambda: rms(x, w, out=shifted), "out y")]:
         with pytest.raises(UsageError) as info:
             call()
-        assert f"rmsnorm_onepass: {name} starts at an address that is not a multiple of 16 bytes" in str(info.value)
+        assert (f"rmsnorm_onepass: {name} starts at an address that is not a multiple of 16 bytes" in str(info.value))
     assert len(launches) == n, "nothing launched"
 
 
@@ -349,21 +367,27 @@ def test_a_tensor_map_is_encoded_innermost_first_as_the_driver_takes_it():
 
     def enum(prefix):
         return SimpleNamespace(**{f"{prefix}{n}": f"{prefix}{n}"
-                                  for n in ("NONE", "32B", "64B", "128B", "L2_128B", "BFLOAT16", "FLOAT32")})
+                                  for n in ("NONE", "32B", "64B", "128B", "L2_128B", "BFLOAT16",
+                                            "FLOAT32")})
 
     drv = SimpleNamespace(
-        CUtensorMapDataType=enum("CU_TENSOR_MAP_DATA_TYPE_"), CUtensorMapInterleave=enum("CU_TENSOR_MAP_INTERLEAVE_"),
-        CUtensorMapSwizzle=enum("CU_TENSOR_MAP_SWIZZLE_"), CUtensorMapL2promotion=enum("CU_TENSOR_MAP_L2_PROMOTION_"),
+        CUtensorMapDataType=enum("CU_TENSOR_MAP_DATA_TYPE_"),
+        CUtensorMapInterleave=enum("CU_TENSOR_MAP_INTERLEAVE_"),
+        CUtensorMapSwizzle=enum("CU_TENSOR_MAP_SWIZZLE_"),
+        CUtensorMapL2promotion=enum("CU_TENSOR_MAP_L2_PROMOTION_"),
         CUtensorMapFloatOOBfill=SimpleNamespace(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE="oob-none"),
         cuuint64_t=lambda v: ("u64", v), cuuint32_t=lambda v: ("u32", v),
-        cuTensorMapEncodeTiled=lambda *a: calls.append(a) or (0, SimpleNamespace(getPtr=lambda: ctypes.addressof(blob))))
-    tm = ResolvedTensorMap(TensorMapArg("ta", "A", ("BM", "BK"), 128), "bfloat16", (4096, 1000), (128, 64))
+        cuTensorMapEncodeTiled=lambda *a: calls.append(a)
+        or (0, SimpleNamespace(getPtr=lambda: ctypes.addressof(blob))))
+    tm = ResolvedTensorMap(TensorMapArg("ta", "A", ("BM", "BK"), 128), "bfloat16", (4096, 1000),
+                           (128, 64))
     assert encode_tensor_map(drv, 0x7F0000000100, tm) == bytes(range(128))
     (args,) = calls
-    assert args == ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, 0x7F0000000100, [("u64", 1000), ("u64", 4096)],
+    assert args == ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, 0x7F0000000100,
+                    [("u64", 1000), ("u64", 4096)],
                     [("u64", 2000)], [("u32", 64), ("u32", 128)], [("u32", 1), ("u32", 1)],
-                    "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
-                    "oob-none")
+                    "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_SWIZZLE_128B",
+                    "CU_TENSOR_MAP_L2_PROMOTION_L2_128B", "oob-none")
 
 
 def test_a_one_dimensional_tensor_map_gives_the_driver_one_stride_it_does_not_read():
@@ -374,7 +398,8 @@ def test_a_one_dimensional_tensor_map_gives_the_driver_one_stride_it_does_not_re
 
     one = ResolvedTensorMap(TensorMapArg("tx", "x", ("BOX",), 0), "float32", (8192,), (128,))
     assert one.strides == () and one.driver_strides == (8192 * 4,)
-    two = ResolvedTensorMap(TensorMapArg("ta", "A", ("BM", "BK"), 128), "bfloat16", (4096, 1000), (128, 64))
+    two = ResolvedTensorMap(TensorMapArg("ta", "A", ("BM", "BK"), 128), "bfloat16", (4096, 1000),
+                            (128, 64))
     assert two.driver_strides == two.strides == (2000,)
 
 
@@ -385,7 +410,8 @@ def test_every_tensor_map_dtype_names_a_driver_data_type():
     driver = pytest.importorskip("cuda.bindings.driver")
     from kprof.spec.schema import TENSORMAP_DTYPES
 
-    missing = [d for d in TENSORMAP_DTYPES if not hasattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{d.upper()}")]
+    missing = [d for d in TENSORMAP_DTYPES
+               if not hasattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{d.upper()}")]
     assert not missing, missing
 
 
@@ -397,8 +423,10 @@ def test_under_the_nan_watcher_each_call_hands_it_the_outputs_and_inputs(fake, m
     import types
 
     seen = []
-    watcher = types.SimpleNamespace(launched=lambda kernel, definition, outputs, inputs: seen.append(
-        (kernel, definition.endswith("rmsnorm_onepass.cu"), [n for n, _ in outputs], [n for n, _ in inputs])))
+    watcher = types.SimpleNamespace(launched=lambda kernel, definition, outputs,
+                                    inputs: seen.append(
+        (kernel, definition.endswith("rmsnorm_onepass.cu"), [n for n, _ in outputs],
+         [n for n, _ in inputs])))
     rms, _, _ = make("rmsnorm_onepass")
     rms(FakeTensor((6, 300)), FakeTensor((300,)))
     assert seen == []

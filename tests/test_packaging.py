@@ -18,8 +18,8 @@ import pytest
 import kprof
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA_FOLDERS = {"kernels": "kernels", "sanitizer_cases": "sanitizer_cases", "perf_cases": "perf_cases",
-                "bench_cases": "bench_cases"}
+DATA_FOLDERS = {"kernels": "kernels", "sanitizer_cases": "sanitizer_cases",
+                "perf_cases": "perf_cases", "bench_cases": "bench_cases"}
 
 
 def _source_tree() -> Path | None:
@@ -44,9 +44,11 @@ def wheel(tmp_path_factory) -> Path:
         return Path(given)
     tree = _source_tree()
     if tree is None:
-        pytest.skip("no source tree here to build a wheel from (the tests run against an installed kprof)")
+        pytest.skip("no source tree here to build a wheel from (the tests run against an installed "
+                    "kprof)")
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                           "--no-build-isolation", "-w", str(out),
                            str(tree)], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         pytest.fail(f"the wheel did not build: {proc.stderr[-2000:]}")
@@ -61,7 +63,8 @@ def test_the_wheel_holds_every_package_folder_and_data_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = sorted(shipped_files(tree) - names)
     assert not missing, f"{len(missing)} files of the source tree are not in {wheel.name}: {missing[:20]}"
-    folders = {str(p.relative_to(tree)) for p in (tree / "kprof").rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    folders = {str(p.relative_to(tree)) for p in (tree / "kprof").rglob("*") if p.is_dir()
+               and p.name != "__pycache__"}
     assert {f.rsplit("/", 1)[0] for f in names if f.startswith("kprof/")} >= folders
 
 
@@ -81,4 +84,5 @@ def test_the_tests_import_the_kprof_they_mean_to():
     where = Path(kprof.__file__).resolve().parent
     if os.environ.get("KPROF_WHEEL"):
         assert "site-packages" in where.parts, where
-    assert (where / "kernels" / "tiled_matmul.cu").is_file() or (where.parent / "kernels" / "tiled_matmul.cu").is_file()
+    assert ((where / "kernels" / "tiled_matmul.cu").is_file()
+            or (where.parent / "kernels" / "tiled_matmul.cu").is_file())

@@ -11,7 +11,8 @@ from kprof.errors import ToolNotFoundError
 
 
 def test_runs_list_argv_and_keeps_output():
-    done = proc.run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
+    done = proc.run([sys.executable, "-c",
+                     "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
     assert done.returncode == 3 and done.stdout.strip() == "out" and done.stderr.strip() == "err"
     assert not done.timed_out and "out" in done.tail()
 
@@ -43,7 +44,8 @@ def _gone(pid: int) -> bool:
         return True
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc: only the child's group is stopped")
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(),
+                    reason="no /proc: only the child's group is stopped")
 def test_a_timeout_stops_what_the_child_started_in_a_session_of_its_own(tmp_path):
     """The group's kill missed a process that made a session of its own (MPICH's proxy) and its
     children (the ranks): they ran on after kprof gave up. Every process below the child is stopped
@@ -67,13 +69,15 @@ def test_a_program_that_ends_leaving_a_daemon_is_done_not_timed_out():
     the server keeps stdout open. kprof waited for the pipe until the timeout, and called the
     finished program one that timed out; it reads on a few seconds after the exit now, keeps what
     was printed, and says why it stopped."""
-    code = ("import subprocess, sys; d = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
-            "start_new_session=True); print('daemon', d.pid, flush=True); print('bye')")
+    code = ("import subprocess, sys; d = subprocess.Popen([sys.executable, '-c', 'import time; "
+            "time.sleep(60)'], start_new_session=True); print('daemon', d.pid, flush=True); "
+            "print('bye')")
     done = proc.run([sys.executable, "-c", code], timeout=30)
     daemon = int(done.stdout.split()[1])
     try:
         assert not done.timed_out and done.returncode == 0 and done.stdout.endswith("bye\n")
-        assert done.seconds < proc.PIPE_GRACE_S + 10 and "kept its output open after it ended" in done.stderr
+        assert (done.seconds < proc.PIPE_GRACE_S + 10
+                and "kept its output open after it ended" in done.stderr)
     finally:
         os.kill(daemon, 9)
 
@@ -84,14 +88,16 @@ def test_a_child_the_program_did_not_wait_for_is_still_waited_for():
     late = "import time; time.sleep(7); print('late work done', flush=True)"
     code = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {late!r}]); print('parent done')"
     done = proc.run([sys.executable, "-c", code], timeout=60)
-    assert not done.timed_out and done.returncode == 0 and "late work done" in done.stdout and done.seconds >= 7
+    assert (not done.timed_out and done.returncode == 0 and "late work done" in done.stdout
+            and done.seconds >= 7)
     assert "kept its output open" not in done.stderr
 
 
 def test_the_tree_of_a_process_is_it_and_what_it_started():
     child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
-                              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True); "
-                              "print(flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+                              "subprocess.Popen([sys.executable, '-c', 'import time; "
+                              "time.sleep(30)'], start_new_session=True); print(flush=True); "
+                              "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
     try:
         child.stdout.readline()
         time.sleep(0.2)
@@ -104,7 +110,8 @@ def test_the_tree_of_a_process_is_it_and_what_it_started():
 
 
 def test_signal_name():
-    done = proc.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    done = proc.run([sys.executable, "-c",
+                     "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
     assert done.signal_name == "SIGSEGV"
 
 
@@ -113,7 +120,9 @@ def test_missing_program():
         proc.run(["/nonexistent/tool-xyz"])
 
 
-@pytest.mark.parametrize("tool, words", [("compute-sanitizer", "nvidia-cuda-sanitizer-api"), ("ncu", "not on pip")])
+@pytest.mark.parametrize("tool, words",
+                         [("compute-sanitizer", "nvidia-cuda-sanitizer-api"),
+                          ("ncu", "not on pip")])
 def test_find_tool_hint(monkeypatch, tool, words):
     monkeypatch.setenv("KPROF_" + tool.upper().replace("-", "_"), "/nonexistent")
     with pytest.raises(ToolNotFoundError, match="is not an executable"):
@@ -148,7 +157,8 @@ def test_a_wheels_sanitizer_without_its_executable_bit_gets_it_at_first_use(tmp_
 
 def test_a_sanitizer_kprof_may_not_change_is_one_line_with_the_fix(tmp_path, monkeypatch):
     exe = _wheel_sanitizer(tmp_path, monkeypatch)
-    monkeypatch.setattr(type(exe), "chmod", lambda self, mode: (_ for _ in ()).throw(PermissionError(1, "read-only")))
+    monkeypatch.setattr(type(exe), "chmod", lambda self,
+                        mode: (_ for _ in ()).throw(PermissionError(1, "read-only")))
     with pytest.raises(ToolNotFoundError, match=f"could not set the bit: chmod \\+x {exe}"):
         proc.find_tool("compute-sanitizer")
 
@@ -206,4 +216,5 @@ def test_a_long_output_keeps_its_head_and_tail_and_says_what_was_left_out(monkey
     (said,) = [ln for ln in lines if ln.startswith("(kprof:")]
     left_out = int(said.split()[1].replace(",", ""))
     total = sum(len(f"line {i}\n") for i in range(20000))
-    assert 1000 <= len(done.stdout) - len(said) - 2 <= 1000 + 5000 + (1 << 16) and left_out == total - (len(done.stdout) - len(said) - 2)
+    assert (1000 <= len(done.stdout) - len(said) - 2 <= 1000 + 5000 + (1 << 16)
+            and left_out == total - (len(done.stdout) - len(said) - 2))

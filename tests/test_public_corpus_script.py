@@ -55,14 +55,16 @@ def test_specs_are_two_a_step_pointing_at_the_checkout_and_each_loads(tmp_path):
     bwd = loader.load(tmp_path / "out" / "layernorm_bwd_1_2.yaml")
     assert "dweight_tmp" not in [a.name for a in bwd.args]
     nxt = loader.load(tmp_path / "out" / "layernorm_bwd_1_2_next.yaml")
-    assert nxt.entries == ("layernorm_backward_kernel2<float, float, float, float>", "copy_to_dweight_dbias<float>")
+    assert nxt.entries == ("layernorm_backward_kernel2<float, float, float, float>",
+                           "copy_to_dweight_dbias<float>")
 
 
 def test_the_check_holds_the_checkout_to_the_files_the_lines_are_for(tmp_path):
     data = pc.load()
     checkout = _checkout(tmp_path, data)
     assert "is not the file of" in pc.check(checkout, data)
-    fake = {**data, "files": {n: hashlib.sha256(b"// a stand-in\n").hexdigest() for n in data["files"]}}
+    fake = {**data,
+            "files": {n: hashlib.sha256(b"// a stand-in\n").hexdigest() for n in data["files"]}}
     assert pc.check(checkout, fake) is None
     (checkout / data["folder"] / "adamw.cu").unlink()
     assert "lacks adamw.cu" in pc.check(checkout, fake)
@@ -91,10 +93,11 @@ def test_the_judge(rule, file, line, cause, line_ok):
 
 
 def test_a_step_kprof_has_no_rule_for_is_never_right_and_nothing_named_is_counted():
-    r = pc.judge("adamw_1_2", {"cause": "none", "lines": [71]}, _d("limiter-lines", "/x/adamw.cu", 71), None,
+    r = pc.judge("adamw_1_2", {"cause": "none", "lines": [71]},
+                 _d("limiter-lines", "/x/adamw.cu", 71), None,
                  file="adamw.cu", spec_name="a.yaml", launch_line=1)
     assert not r.cause_right and r.estimate_right is None
     empty = Diagnosis("k", "counters", "DRAM", {}, 1.0, seconds=1e-3, causes=[])
-    t = pc.tally([pc.judge("s", {"cause": "atomics", "lines": [1]}, empty, 2.0, file="a.cu", spec_name="s.yaml",
-                           launch_line=1), SimpleNamespace(**vars(r))])
+    t = pc.tally([pc.judge("s", {"cause": "atomics", "lines": [1]}, empty, 2.0, file="a.cu",
+                           spec_name="s.yaml", launch_line=1), SimpleNamespace(**vars(r))])
     assert t["steps"] == 2 and t["nothing_named"] == 1 and t["cause_right"] == 0

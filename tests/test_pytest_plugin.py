@@ -61,7 +61,8 @@ def sandbox(pytester, monkeypatch, tmp_path, data_dir):
     import kprof.child.device
 
     exe = tmp_path / "compute-sanitizer"
-    exe.write_text(FAKE.format(python=sys.executable, xml=str(data_dir / "sanitizer" / "rec_race.racecheck_default.xml")))
+    exe.write_text(FAKE.format(python=sys.executable,
+                               xml=str(data_dir / "sanitizer" / "rec_race.racecheck_default.xml")))
     exe.chmod(0o755)
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(exe))
     monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
@@ -109,7 +110,8 @@ def test_marked_tests_only_when_any_is_marked(sandbox):
 
 
 @pytest.mark.parametrize("worker, visible, count, gpu", [
-    ("gw0", None, 2, "0"), ("gw3", None, 2, "1"), ("gw1", "4,5,6", 8, "5"), ("gw0", None, 0, None), ("master", None, 2, None),
+    ("gw0", None, 2, "0"), ("gw3", None, 2, "1"), ("gw1", "4,5,6", 8, "5"), ("gw0", None, 0, None),
+    ("master", None, 2, None),
 ])
 def test_each_worker_takes_its_own_gpu(worker, visible, count, gpu):
     assert pytest_plugin.gpu_for_worker(worker, visible, count) == gpu
@@ -123,7 +125,8 @@ def test_the_gpu_tests_lock_is_per_gpu_a_worker_sees():
     workers = {w: pytest_plugin.gpu_for_worker(w, None, 2) for w in ("gw0", "gw1", "gw2", "gw3")}
     names = {w: gpu_lock_names(gpu) for w, gpu in workers.items()}
     assert names["gw0"] == names["gw2"] != names["gw1"] == names["gw3"]
-    assert gpu_lock_names(None) == gpu_lock_names(" ") == ("kprof-gpu-all.turnstile", "kprof-gpu-all.lock")
+    assert gpu_lock_names(None) == gpu_lock_names(" ") == ("kprof-gpu-all.turnstile",
+                                                           "kprof-gpu-all.lock")
     assert gpu_lock_names("0,1") == ("kprof-gpu-0_1.turnstile", "kprof-gpu-0_1.lock")
     assert gpu_lock_names("GPU-8f3a/../x")[1] == "kprof-gpu-GPU_8f3a____x.lock", "a UUID or odd value stays one file name"
 
@@ -155,10 +158,14 @@ def test_other_gpu_tests_wait_for_the_gpu_alone_ones_a_bounded_time(tmp_path, mo
     (["--kprof-sanitize=bogus"], "--kprof-sanitize=bogus: unknown tool 'bogus'"),
     (["--kprof-sanitize=,"], "name at least one tool"),
     (["--kprof-sanitize=values"], "the values detector runs kprof's own launches of a spec"),
-    (["--kprof-sanitize=memcheck", "--kprof-timeout=-1"], "--kprof-timeout=-1: give a number of seconds from 1"),
-    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"], "--kprof-timeout=nan: give a number of seconds from 1"),
-    (["--kprof-sanitize=memcheck", "--kprof-timeout=abc"], "--kprof-timeout=abc: give a number of seconds"),
-    (["--kprof-sanitize", "tests/"], "--kprof-sanitize read 'tests/' as its list of tools: write --kprof-sanitize=all tests/"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=-1"],
+     "--kprof-timeout=-1: give a number of seconds from 1"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"],
+     "--kprof-timeout=nan: give a number of seconds from 1"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=abc"],
+     "--kprof-timeout=abc: give a number of seconds"),
+    (["--kprof-sanitize", "tests/"],
+     "--kprof-sanitize read 'tests/' as its list of tools: write --kprof-sanitize=all tests/"),
 ])
 def test_a_bad_option_stops_the_run_once(sandbox, args, words):
     """One usage error (pytest's exit 4) before any test runs, not the same failure in every
@@ -173,19 +180,22 @@ def test_a_bad_option_stops_the_run_once(sandbox, args, words):
 def test_no_gpu_stops_the_run_once(sandbox, monkeypatch):
     import kprof.child.device
 
-    monkeypatch.setattr(kprof.child.device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
+    monkeypatch.setattr(kprof.child.device, "probe",
+                        lambda: "no CUDA driver: cuInit -> libcuda not found")
     sandbox.makepyfile(test_user_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=all")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
-    assert "--kprof-sanitize: no CUDA driver: cuInit -> libcuda not found" in err and err.count("no CUDA driver") == 1
+    assert ("--kprof-sanitize: no CUDA driver: cuInit -> libcuda not found" in err
+            and err.count("no CUDA driver") == 1)
 
 
 def test_no_compute_sanitizer_stops_the_run_once(sandbox, monkeypatch, tmp_path):
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tmp_path / "missing"))
     sandbox.makepyfile(test_user_suite=TESTS)
     result = sandbox.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR and "compute-sanitizer not found" in result.stderr.str()
+    assert (result.ret == pytest.ExitCode.USAGE_ERROR
+            and "compute-sanitizer not found" in result.stderr.str())
 
 
 @pytest.mark.parametrize("text", ["²", "٣", "0", "-1", "1.5", ""])

@@ -13,7 +13,8 @@ _spec.loader.exec_module(tolerances)
 
 def _row(spec, sizes, frontier, dtype="float32", ok=True):
     return {"spec": spec, "preset": "check", "sizes": sizes, "dtypes": {"y": dtype}, "ok": ok,
-            "checks": [{"name": "y", "frontier": [[r, frontier(r)] for r in verify.FRONTIER_RTOLS]}]}
+            "checks": [{"name": "y",
+                        "frontier": [[r, frontier(r)] for r in verify.FRONTIER_RTOLS]}]}
 
 
 def test_round_up_keeps_two_significant_digits_and_never_rounds_down():
@@ -26,11 +27,13 @@ def test_round_up_keeps_two_significant_digits_and_never_rounds_down():
 def test_an_elementwise_kernel_gets_the_smallest_rtol_with_no_atol():
     # within 2e-7 relative everywhere: atol needed 0 from rtol 2e-7 up
     rows = [_row("add", {"N": n}, lambda r: 0.0 if r >= 2e-7 else 1e-8) for n in (1, 1000)]
-    assert tolerances.propose(rows)["add"] == {"rtol": 2e-7, "atol": 0.0, "sizes": 2, "failed_before": 0}
+    assert tolerances.propose(rows)["add"] == {"rtol": 2e-7, "atol": 0.0, "sizes": 2,
+                                               "failed_before": 0}
 
 
 def test_a_reduction_over_k_gets_an_atol_growing_like_k_or_sqrt_k_whichever_fits():
-    rows = [_row("mm", {"M": 8, "K": k}, lambda r, k=k: 1e-7 * k**0.5 if r < 1 else 0.0, ok=(k < 1000))
+    rows = [_row("mm", {"M": 8, "K": k}, lambda r, k=k: 1e-7 * k**0.5 if r < 1 else 0.0,
+                 ok=(k < 1000))
             for k in (16, 4096)]
     t = tolerances.propose(rows)["mm"]
     assert t["rtol"] == 2e-6 and t["atol"] == "1e-07 * sqrt(K)" and t["failed_before"] == 1
@@ -42,8 +45,8 @@ def test_a_reduction_over_k_gets_an_atol_growing_like_k_or_sqrt_k_whichever_fits
 
 
 def test_integer_outputs_need_no_tolerance():
-    rows = [{"spec": "hist", "preset": "default", "sizes": {"N": 5}, "dtypes": {"h": "int32"}, "ok": True,
-             "checks": [{"name": "h", "frontier": []}]}]
+    rows = [{"spec": "hist", "preset": "default", "sizes": {"N": 5}, "dtypes": {"h": "int32"},
+             "ok": True, "checks": [{"name": "h", "frontier": []}]}]
     assert tolerances.propose(rows)["hist"] == {"exact": True}
 
 
@@ -68,7 +71,8 @@ def test_a_spec_judged_against_a_scale_gets_four_times_what_its_sizes_needed():
     needs = lambda need: (lambda r: 0.0 if r >= need else 1e-3)  # noqa: E731
     scaled = lambda name: True  # noqa: E731 - in place of the spec lookup: these names have a tolerance.scale
     t = tolerances.propose([_row("mm", {"K": 4096}, needs(2e-7))], scaled=scaled)["mm"]
-    assert t == {"rtol": 1e-6, "atol": 0.0, "margin": 4.0, "cap": 1e-5, "sizes": 1, "failed_before": 0}
+    assert t == {"rtol": 1e-6, "atol": 0.0, "margin": 4.0, "cap": 1e-5, "sizes": 1,
+                 "failed_before": 0}
     # no scale
     assert tolerances.propose([_row("mm", {"K": 4096}, needs(2e-7))])["mm"]["rtol"] == 2e-7
     assert tolerances.propose([_row("mm", {"K": 9}, needs(5e-6))], scaled=scaled)["mm"]["rtol"] == 1e-5  # the cap
@@ -76,4 +80,5 @@ def test_a_spec_judged_against_a_scale_gets_four_times_what_its_sizes_needed():
 
 def test_whether_a_spec_has_a_scale_comes_from_the_spec():
     assert tolerances.spec_has_scale("streamk_matmul") and tolerances.spec_has_scale("naive_matmul")
-    assert not tolerances.spec_has_scale("vector_add") and not tolerances.spec_has_scale("no_such_spec")
+    assert (not tolerances.spec_has_scale("vector_add")
+            and not tolerances.spec_has_scale("no_such_spec"))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 # kprof peak's framework op of each mix (peak_ops.py, which imports torch: named here without it)
-PEAK_OPS = {"read": "torch.sum", "write": "Tensor.fill_", "copy": "torch.mul (y = 1 x)", "add": "torch.add"}
+PEAK_OPS = {"read": "torch.sum", "write": "Tensor.fill_", "copy": "torch.mul (y = 1 x)",
+            "add": "torch.add"}
 
 
 def peak_ops_path() -> Path:

@@ -197,9 +197,9 @@ def _check_defines_reach(spec: KernelSpec, sources: list[tuple[Path, bytes]]) ->
     for path, data in sources if values else ():
         for name, line, code in cusource.unguarded_defines(data.decode("utf-8", errors="replace"), set(values))[:1]:
             raise SpecError(str(spec.path), f"defines.{name}",
-                            f"{path.name} line {line} sets {name} itself ({inputs.one_line(code)[:60]}), so "
-                            f"{name}={values[name]} would not reach the kernel: put that line inside "
-                            f"#ifndef {name} ... #endif")
+                            f"{path.name} line {line} sets {name} itself "
+                            f"({inputs.one_line(code)[:60]}), so {name}={values[name]} would not "
+                            f"reach the kernel: put that line inside #ifndef {name} ... #endif")
 
 def build(
     spec: KernelSpec,
@@ -223,13 +223,15 @@ def build(
     sources = cusource.local_sources(spec.source)  # read once: the defines' check and the cache key
     _check_defines_reach(spec, sources)
     folder = cache_dir()  # checked before nvcc runs at all
-    inputs.shell_safe(str(folder), "the build cache", "set KPROF_CACHE_DIR to a folder whose path has none")
+    inputs.shell_safe(str(folder), "the build cache",
+                      "set KPROF_CACHE_DIR to a folder whose path has none")
     sweep_stale(folder)
     compiler = compiler_for(target)
     # the warp-delay variant of the user's own file (its templates instantiated in its own build)
     if shaken:
         key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
-        return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch, force=force, timeout=timeout)
+        return build(_shaken_spec(spec, folder / "shaken" / f"{key}-{shake.key()}"), arch,
+                     force=force, timeout=timeout)
     if (wrapped := _instantiating(spec)) is not spec:
         spec, sources = wrapped, cusource.local_sources(wrapped.source)
     key = _cache_key(spec, compiler, target, tuple(merged.items()), sources)
@@ -241,7 +243,8 @@ def build(
         # while this one waited
         if not force and (hit := _cached(spec, arch, cubin, compiler.version)) is not None:
             return hit
-        return _compile(spec, arch, target=target, compiler=compiler, cubin=cubin, key=key, timeout=timeout)
+        return _compile(spec, arch, target=target, compiler=compiler, cubin=cubin, key=key,
+                        timeout=timeout)
 
 
 def _instantiating(spec: KernelSpec) -> KernelSpec:
@@ -251,7 +254,9 @@ def _instantiating(spec: KernelSpec) -> KernelSpec:
     templates = [e for e in spec.entries if entries.is_template(e)]
     if not templates:
         return spec
-    return replace(spec, source=generated_source(spec.name, spec.source, entries.wrapper_text(str(spec.source), templates)))
+    return replace(spec,
+                   source=generated_source(spec.name, spec.source,
+                                           entries.wrapper_text(str(spec.source), templates)))
 
 
 def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cubin: Path, key: str,
@@ -264,10 +269,12 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name[:64]}-", suffix=".cubin", dir=folder)
     except OSError as exc:
-        raise UsageError(f"build cache {folder}: {exc.strerror or exc}; set KPROF_CACHE_DIR to a writable folder") from None
+        raise UsageError(f"build cache {folder}: {exc.strerror or exc}; set KPROF_CACHE_DIR to a "
+                         "writable folder") from None
     os.close(fd)
     tmp = Path(tmp_name)
-    argv = build_argv(compiler.program, spec.source, tmp, target, tuple(merged.items()), spec.nvcc_flags)
+    argv = build_argv(compiler.program, spec.source, tmp, target, tuple(merged.items()),
+                      spec.nvcc_flags)
     kept = None
     try:
         if compiler.kind == "nvcc":  # NVRTC's child is no shell
@@ -278,12 +285,14 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
             kept = Path(tempfile.mkdtemp(prefix=".keep-", dir=folder))
         for path in (cubin, meta):
             if path.is_dir() and not path.is_symlink():
-                raise UsageError(f"the build cache has a folder at {path} where a file goes: remove it")
-        done = proc.run(argv + (["--keep", "--keep-dir", str(kept)] if kept else []), timeout=timeout,
-                        env=compiler.env())
+                raise UsageError(f"the build cache has a folder at {path} where a file goes: "
+                                 "remove it")
+        done = proc.run(argv + (["--keep", "--keep-dir", str(kept)] if kept else []),
+                        timeout=timeout, env=compiler.env())
         log = (done.stdout + done.stderr).strip()
         if done.timed_out:
-            raise BuildError(f"{compiler.kind} did not finish compiling {spec.source.name} in {timeout:g} s", log)
+            raise BuildError(f"{compiler.kind} did not finish compiling {spec.source.name} in "
+                             f"{timeout:g} s", log)
         if done.returncode != 0:
             errors = sum(1 for ln in log.splitlines() if ": error" in ln)
             what = f"{errors} error(s)" if errors else f"exit {done.returncode}"
@@ -297,12 +306,13 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
             os.replace(tmp, cubin)
         except OSError as exc:
             raise inputs.write_error(cubin, exc) from None
-        info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv, "sha256": digest_of_cubin}
+        info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv,
+                "sha256": digest_of_cubin}
         inputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
         if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
             os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
-        return BuildResult(spec.name, cubin, arch, usage, False, log=log, argv=tuple(argv), compiler=compiler.version,
-                           symbols=symbols)
+        return BuildResult(spec.name, cubin, arch, usage, False, log=log, argv=tuple(argv),
+                           compiler=compiler.version, symbols=symbols)
     finally:
         tmp.unlink(missing_ok=True)
         if kept is not None:
@@ -384,11 +394,13 @@ def _check_tmpdir() -> None:
         return
     where = Path(given)
     if not where.is_dir():
-        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: no such folder, and nvcc writes its intermediate "
-                         "files there; set TMPDIR to a writable folder, or unset it")
+        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: no such folder, and nvcc writes "
+                         "its intermediate files there; set TMPDIR to a writable folder, or unset "
+                         "it")
     if not os.access(where, os.W_OK | os.X_OK):
-        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: not writable, and nvcc writes its intermediate files "
-                         "there; set TMPDIR to a writable folder, or unset it")
+        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: not writable, and nvcc writes "
+                         "its intermediate files there; set TMPDIR to a writable folder, or unset "
+                         "it")
 
 
 def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResult | None:
@@ -403,8 +415,10 @@ def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResu
         if info.get("digest") != _entry_digest(info):
             return None  # edited, damaged or from an older kprof: rebuilt, never trusted
         usage = {k: _usage(v) for k, v in info["usage"].items()}
-        if info["sha256"] == hashlib.sha256(inputs.read_bytes(cubin, "cached cubin", limit=MAX_CUBIN_BYTES)).hexdigest():
-            return BuildResult(spec.name, cubin, arch, usage, True, log=info.get("log", ""), argv=tuple(info["argv"]),
+        held = inputs.read_bytes(cubin, "cached cubin", limit=MAX_CUBIN_BYTES)
+        if info["sha256"] == hashlib.sha256(held).hexdigest():
+            return BuildResult(spec.name, cubin, arch, usage, True, log=info.get("log", ""),
+                               argv=tuple(info["argv"]),
                                compiler=version, symbols=_symbols(spec, usage))
     except (UsageError, BuildError, KeyError, TypeError, AttributeError, OSError):
         pass  # a damaged cache entry is rebuilt (unreadable, oversized, not JSON, of another shape)
@@ -427,9 +441,10 @@ def _symbols(spec: KernelSpec, usage: Mapping[str, ResourceUsage]) -> dict[str, 
     for entry in spec.entries:
         symbol = entries.resolve(entry, usage, dict(spec.defines))
         if symbol is None:
-            raise BuildError(f"{spec.source.name} has no kernel '{inputs.one_line(entry)[:200]}' (its kernels: "
-                             f"{inputs.one_line(entries.listing(usage))[:400]}); set 'entry:' in the spec to one of them "
-                             "as the source writes it (a template with its arguments: name<float, 256>)", "")
+            raise BuildError(f"{spec.source.name} has no kernel '{inputs.one_line(entry)[:200]}' "
+                             f"(its kernels: {inputs.one_line(entries.listing(usage))[:400]}); set "
+                             "'entry:' in the spec to one of them as the source writes it (a "
+                             "template with its arguments: name<float, 256>)", "")
         out[entry] = symbol
     return out
 
@@ -438,7 +453,8 @@ def _ptx_path(folder: Path, spec: KernelSpec, target: str, key: str) -> Path:
     return folder / f"{spec.name[:64]}-{target}-{key}.ptx"
 
 
-def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None = None, timeout: float = 300) -> str | None:
+def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None = None,
+        timeout: float = 300) -> str | None:
     """The PTX of ``spec``'s source for ``arch``, with ``-lineinfo``'s ``.loc`` lines: what
     :mod:`kprof.diagnosis.ptxscan` reads to name source lines without counters. Cached beside the
     cubin. None where it cannot be had: a Python operation, or NVRTC as the compiler (its child
@@ -464,12 +480,13 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        argv = build_argv(compiler.program, spec.source, tmp, target, tuple(dict(spec.defines).items()),
-                          spec.nvcc_flags, kind="ptx")
+        argv = build_argv(compiler.program, spec.source, tmp, target,
+                          tuple(dict(spec.defines).items()), spec.nvcc_flags, kind="ptx")
         _shell_safe_argv(argv)
         done = proc.run(argv, timeout=timeout, env=compiler.env())
         if done.timed_out or done.returncode != 0:
-            raise BuildError(f"{compiler.version} failed to compile {spec.source} to PTX for {target}",
+            raise BuildError(f"{compiler.version} failed to compile {spec.source} to PTX for "
+                             f"{target}",
                              (done.stdout + done.stderr).strip())
         os.replace(tmp, out)
         return out.read_text(errors="replace")
@@ -493,11 +510,12 @@ def _usage(raw: object) -> ResourceUsage:
     return ResourceUsage(**raw)
 
 
-def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str, defines: tuple[tuple[str, str], ...],
-               sources: list[tuple[Path, bytes]]) -> str:
+def _cache_key(spec: KernelSpec, compiler: Compiler, arch: str,
+               defines: tuple[tuple[str, str], ...], sources: list[tuple[Path, bytes]]) -> str:
     """What names a build in the cache: the compiler, its arguments, the source and its local
     headers."""
-    key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, defines, spec.nvcc_flags)
+    key_argv = build_argv(compiler.kind, spec.source, Path("out.cubin"), arch, defines,
+                          spec.nvcc_flags)
     digest = hashlib.sha256()
     digest.update(compiler.key.encode())
     digest.update("\0".join(key_argv).encode("utf-8", "surrogateescape"))
@@ -514,7 +532,8 @@ def _shaken_spec(spec: KernelSpec, folder: Path) -> KernelSpec:
         text = inputs.read_text(spec.source, "the kernel's source", limit=cusource.MAX_SOURCE_BYTES)
         out = shake.shaken(text, str(spec.source))
         if out is None:
-            raise BuildError(f"{spec.source.name} has no kernel body kprof can put its warp delays in")
+            raise BuildError(f"{spec.source.name} has no kernel body kprof can put its warp delays "
+                             "in")
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

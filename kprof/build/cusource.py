@@ -95,18 +95,22 @@ def unguarded_defines(text: str, names: set[str]) -> list[tuple[str, int, str]]:
 LIBRARY_HEADERS = {
     "cublas_v2.h": ("cuBLAS", "nvidia-cublas"), "cublas.h": ("cuBLAS", "nvidia-cublas"),
     "cublasLt.h": ("cuBLASLt", "nvidia-cublas"), "cudnn.h": ("cuDNN", "nvidia-cudnn-cu13"),
-    "cudnn_frontend.h": ("cuDNN's frontend", "nvidia-cudnn-frontend"), "nccl.h": ("NCCL", "nvidia-nccl-cu13"),
+    "cudnn_frontend.h": ("cuDNN's frontend", "nvidia-cudnn-frontend"),
+    "nccl.h": ("NCCL", "nvidia-nccl-cu13"),
     "curand.h": ("cuRAND", "nvidia-curand"), "curand_kernel.h": ("cuRAND", "nvidia-curand"),
     "cufft.h": ("cuFFT", "nvidia-cufft"), "cusparse.h": ("cuSPARSE", "nvidia-cusparse"),
     "cusolverDn.h": ("cuSOLVER", "nvidia-cusolver"), "mpi.h": ("MPI", "mpich (and its headers)"),
     "omp.h": ("OpenMP", "your compiler's OpenMP"),
 }  # fmt: skip
 _MISSING = (
-    re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):\d+: fatal error: (?P<header>[^:\n]+): No such file or directory", re.M),
-    re.compile(r'^(?P<file>[^\n(]+)\((?P<line>\d+)\): catastrophic error: cannot open source file "(?P<header>[^"\n]+)"',
+    re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):\d+: fatal error: (?P<header>[^:\n]+): No such "
+               r"file or directory", re.M),
+    re.compile(r'^(?P<file>[^\n(]+)\((?P<line>\d+)\): catastrophic error: cannot open source file '
+               r'"(?P<header>[^"\n]+)"',
                re.M),
 )
-_ERROR = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?:error|catastrophic error)(?: [^:\n]*)?: (?P<what>[^\n]+)", re.M)
+_ERROR = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?:error|catastrophic error)(?: "
+                    r"[^:\n]*)?: (?P<what>[^\n]+)", re.M)
 
 
 def compile_stop(log: str) -> str | None:
@@ -121,10 +125,12 @@ def compile_stop(log: str) -> str | None:
             base = Path(header).name
             where = f"{Path(m.group('file')).name} line {m.group('line')}"
             lib = LIBRARY_HEADERS.get(base)
-            get = (f"it is {lib[0]}'s header, for the host code: install it where the compiler looks ({lib[1]}, or a "
-                   "CUDA toolkit that has it)" if lib else "put its folder on the include path")
-            return (f"{where} includes {header}, which the compiler cannot find: {get}; or keep that include and the host "
-                    "code that needs it inside #ifndef KPROF_BUILD ... #endif (kprof builds with -DKPROF_BUILD)")
+            get = (f"it is {lib[0]}'s header, for the host code: install it where the compiler "
+                   f"looks ({lib[1]}, or a CUDA toolkit that has it)" if lib
+                   else "put its folder on the include path")
+            return (f"{where} includes {header}, which the compiler cannot find: {get}; or keep "
+                    "that include and the host code that needs it inside #ifndef KPROF_BUILD ... "
+                    "#endif (kprof builds with -DKPROF_BUILD)")
     if m := _ERROR.search(log):
         return f"{Path(m.group('file')).name} line {m.group('line')}: {m.group('what').strip()[:200]}"
     return None
@@ -146,7 +152,8 @@ def local_sources(source: Path) -> list[tuple[Path, bytes]]:
         if (why := inputs.regular_file_error(path)) is not None:
             # nvcc would open it and wait (a FIFO) or never end
             if path != source and os.path.lexists(path):
-                raise UsageError(f"{source.name} includes {path.name}: {why}; a header must be a regular file")
+                raise UsageError(f"{source.name} includes {path.name}: {why}; a header must be a "
+                                 "regular file")
             continue
         data = inputs.read_bytes(path, "source", limit=MAX_SOURCE_BYTES)
         seen[path] = data

@@ -55,7 +55,8 @@ def written(symbol: str) -> str:
     return short(demangle(symbol), 10_000)
 
 
-def resolve(entry: str, symbols: Iterable[str], defines: Mapping[str, str] | None = None) -> str | None:
+def resolve(entry: str, symbols: Iterable[str],
+            defines: Mapping[str, str] | None = None) -> str | None:
     """The symbol of ``entry`` among the kernels ptxas compiled (``symbols``), or None where none is
     it or several are (a plain name whose template has several instantiations: the user names one).
     Pure."""

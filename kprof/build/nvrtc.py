@@ -27,19 +27,24 @@ from kprof.errors import BuildError, ToolNotFoundError, UsageError
 
 # nvcc option -> NVRTC option, for every option kprof's build or a spec's nvcc_flags may pass
 _RENAMED = {"-lineinfo": "--generate-line-info", "-G": "--device-debug", "-w": "--disable-warnings",
-            "-restrict": "--restrict", "-use_fast_math": "--use_fast_math", "--resource-usage": "--ptxas-options=-v",
-            "--use_fast_math": "--use_fast_math", "--extra-device-vectorization": "--extra-device-vectorization",
+            "-restrict": "--restrict", "-use_fast_math": "--use_fast_math",
+            "--resource-usage": "--ptxas-options=-v",
+            "--use_fast_math": "--use_fast_math",
+            "--extra-device-vectorization": "--extra-device-vectorization",
             "--restrict": "--restrict"}  # fmt: skip
 # nvcc prefix -> NVRTC prefix, the value after it kept (-D, -U and -I are the same in both)
-_PREFIXES = {"-arch=": "--gpu-architecture=", "-std=": "--std=", "--std=": "--std=", "--include-path=": "-I",
+_PREFIXES = {"-arch=": "--gpu-architecture=", "-std=": "--std=", "--std=": "--std=",
+             "--include-path=": "-I",
              "-maxrregcount=": "--maxrregcount=", "--maxrregcount=": "--maxrregcount=",
              "-Xptxas=": "--ptxas-options=", "--ptxas-options=": "--ptxas-options=",
-             **{f"{dash}{flag}=": f"--{flag}=" for dash in ("-", "--") for flag in ("ftz", "prec-div", "prec-sqrt", "fmad")},
+             **{f"{dash}{flag}=": f"--{flag}=" for dash in ("-", "--")
+                for flag in ("ftz", "prec-div", "prec-sqrt", "fmad")},
              "-D": "-D", "-U": "-U", "-I": "-I"}  # fmt: skip
 # -cubin: NVRTC makes a cubin whenever the target is a real architecture (sm_XY). -O0..-O3: nvcc's
 # -O sets the host compiler's level only, and NVRTC compiles no host code. The two lambda and
 # constexpr options let host code and device code call each other; NVRTC's code is all device code.
-_DROPPED = ("-cubin", "-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda")
+_DROPPED = ("-cubin", "-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr",
+            "--expt-extended-lambda")
 # nvcc's implicit INFINITY and NAN
 PRELUDE = Path(__file__).parent.parent / "templates" / "nvrtc_prelude.h"
 
@@ -63,7 +68,8 @@ def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
         elif prefix is not None:
             options.append(_PREFIXES[prefix] + arg[len(prefix):])
         elif arg.startswith("-"):
-            raise UsageError(f"NVRTC has no equivalent of the nvcc option {arg}: remove it from nvcc_flags, or build with nvcc")
+            raise UsageError(f"NVRTC has no equivalent of the nvcc option {arg}: remove it from "
+                             "nvcc_flags, or build with nvcc")
         elif source is None:
             source = Path(arg)
         else:
@@ -76,7 +82,8 @@ def translate(argv: list[str]) -> tuple[list[str], Path, Path]:
 # Where pip's wheels put NVRTC and the headers, under a folder of sys.path: the CUDA 12 wheels one
 # folder each, the CUDA 13 wheels one cu13 folder.
 _WHEEL_LIBS = {12: "nvidia/cuda_nvrtc/lib/libnvrtc.so.12", 13: "nvidia/cu13/lib/libnvrtc.so.13"}
-_WHEEL_HEADERS = {12: ("nvidia/cuda_runtime/include", "nvidia/cuda_cccl/include"), 13: ("nvidia/cu13/include", None)}
+_WHEEL_HEADERS = {12: ("nvidia/cuda_runtime/include", "nvidia/cuda_cccl/include"),
+                  13: ("nvidia/cu13/include", None)}
 
 
 def bindings_major() -> int:
@@ -139,8 +146,9 @@ def version() -> tuple[int, int]:
     bindings = bindings_major()
     # seen: pathfinder found a toolkit's NVRTC 13 for cuda-bindings 12
     if bindings and int(major) != bindings:
-        raise ToolNotFoundError("NVRTC", f"the NVRTC found is {major}.{minor} but cuda-bindings is {bindings}.x; "
-                                         "install NVRTC of the bindings' line")
+        raise ToolNotFoundError("NVRTC",
+                                f"the NVRTC found is {major}.{minor} but cuda-bindings is "
+                                f"{bindings}.x; install NVRTC of the bindings' line")
     return int(major), int(minor)
 
 
@@ -178,7 +186,9 @@ def include_dirs(major: int | None = None) -> list[str]:
     runtime_wheel, cccl_wheel = _WHEEL_HEADERS.get(major, (None, None))
     runtime = [d for d in (proc.in_sys_path(runtime_wheel) if runtime_wheel else None,
                            _pathfinder_headers("cudart")) if d is not None]
-    runtime += [Path(b) / "include" for b in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+    runtime += [Path(b) / "include"
+                for b in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                          "/usr/local/cuda")
                 if b]
     chosen = next((d for d in runtime if _cudart_major(d) == major), None)
     if chosen is None:
@@ -233,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
         major, minor = version()
-        print(f"NVRTC {major}.{minor}, architectures {', '.join(f'sm_{a}' for a in supported_archs())}")
+        print(f"NVRTC {major}.{minor}, architectures "
+              f"{', '.join(f'sm_{a}' for a in supported_archs())}")
         return 0
     try:
         options, source, output = translate(args)

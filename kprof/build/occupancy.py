@@ -50,10 +50,14 @@ KB = 1024
 
 
 def _arch(arch: str, warps: int, blocks: int, smem_sm_kb: int, smem_block_kb: int, fp32_lanes: int,
-          *, sm_count: int | None = None, reserved: int = KB, smem_unit: int = 128, tensor: int | None = None) -> ArchLimits:
-    return ArchLimits(arch, warps, blocks, 65536, 65536, max_regs_per_thread=255, smem_per_sm=smem_sm_kb * KB,
-                      max_smem_per_block=smem_block_kb * KB, reserved_smem_per_block=reserved, sm_count=sm_count,
-                      smem_alloc_unit=smem_unit, default_smem_per_block=min(48 * KB, smem_block_kb * KB),
+          *, sm_count: int | None = None, reserved: int = KB, smem_unit: int = 128,
+          tensor: int | None = None) -> ArchLimits:
+    return ArchLimits(arch, warps, blocks, 65536, 65536, max_regs_per_thread=255,
+                      smem_per_sm=smem_sm_kb * KB,
+                      max_smem_per_block=smem_block_kb * KB, reserved_smem_per_block=reserved,
+                      sm_count=sm_count,
+                      smem_alloc_unit=smem_unit,
+                      default_smem_per_block=min(48 * KB, smem_block_kb * KB),
                       fp32_lanes=fp32_lanes, tensor_flops=tensor)
 
 
@@ -106,8 +110,8 @@ def _ceil_to(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def compute(lim: ArchLimits, block_size: int, registers: int, static_smem: int, dynamic_smem: int = 0,
-            opt_in: bool | None = None) -> Occupancy:
+def compute(lim: ArchLimits, block_size: int, registers: int, static_smem: int,
+            dynamic_smem: int = 0, opt_in: bool | None = None) -> Occupancy:
     """Blocks and warps per SM for one launch configuration.
 
     ``opt_in``: whether the kernel set ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` (kprof's
@@ -150,7 +154,8 @@ def compute(lim: ArchLimits, block_size: int, registers: int, static_smem: int, 
     return Occupancy(block_size, blocks, warps, warps / lim.max_warps_per_sm, limiter, limits)
 
 
-def advice(lim: ArchLimits, occ: Occupancy, registers: int, static_smem: int, dynamic_smem: int = 0) -> str:
+def advice(lim: ArchLimits, occ: Occupancy, registers: int, static_smem: int,
+           dynamic_smem: int = 0) -> str:
     """What would raise occupancy, in the resource that limits it."""
     if occ.occupancy >= 1.0:
         return "occupancy is already at the maximum"
@@ -158,8 +163,8 @@ def advice(lim: ArchLimits, occ: Occupancy, registers: int, static_smem: int, dy
         for regs in range(registers - 1, 7, -1):
             better = compute(lim, occ.block_size, regs, static_smem, dynamic_smem)
             if better.blocks_per_sm > occ.blocks_per_sm:
-                return (f"{registers} registers per thread: at {regs} (e.g. __launch_bounds__ or -maxrregcount) "
-                        f"occupancy would be {better.occupancy:.0%}")
+                return (f"{registers} registers per thread: at {regs} (e.g. __launch_bounds__ or "
+                        f"-maxrregcount) occupancy would be {better.occupancy:.0%}")
         return f"{registers} registers per thread limit it"
     if occ.limiter == "shared memory":
         smem = static_smem + dynamic_smem
@@ -170,8 +175,8 @@ def advice(lim: ArchLimits, occ: Occupancy, registers: int, static_smem: int, dy
         return (f"{smem:,} bytes of shared memory per block: at {per_block:,} or less, "
                 f"occupancy would be {better.occupancy:.0%}")
     if occ.limiter == "blocks":
-        return (f"at most {lim.max_blocks_per_sm} blocks fit on an SM: blocks of {occ.block_size} threads are too "
-                "small to fill it; use larger blocks")
+        return (f"at most {lim.max_blocks_per_sm} blocks fit on an SM: blocks of {occ.block_size} "
+                "threads are too small to fill it; use larger blocks")
     if occ.limiter == "warps":
         return "warps per SM are the limit: the hardware maximum for this block size"
     return "the block does not fit on an SM at all: reduce registers or shared memory per block"
@@ -181,4 +186,5 @@ def sweep(lim: ArchLimits, registers: int, static_smem: int, dynamic_smem: int =
           max_block: int = 1024) -> list[Occupancy]:
     """Occupancy for every block size that is a multiple of the warp size."""
     return [compute(lim, b, registers, static_smem, dynamic_smem)
-            for b in range(lim.warp_size, min(max_block, lim.max_threads_per_block) + 1, lim.warp_size)]
+            for b in range(lim.warp_size, min(max_block, lim.max_threads_per_block) + 1,
+                           lim.warp_size)]

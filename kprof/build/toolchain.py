@@ -24,7 +24,8 @@ DEFAULT_ARCH = "sm_90"
 
 # Every compute capability NVIDIA has shipped (the CUDA C++ Programming Guide's table), so that a
 # made-up one (sm_99) is a bad input, said as such, not a compiler that is missing.
-CUDA_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
+CUDA_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120,
+              121)
 
 
 RETIRED_ARCHS = (20, 21, 30, 32, 35, 37)  # Fermi and Kepler: no CUDA 12 or 13 compiler builds them
@@ -35,7 +36,8 @@ def check_arch(arch: str) -> str:
     if not number:
         raise UsageError(f"--arch {arch!r}: write it as sm_XY, e.g. sm_90, sm_80, sm_89")
     if number in RETIRED_ARCHS:
-        raise UsageError(f"{arch}: CUDA 12 and 13 build sm_50 and newer (Fermi and Kepler are retired)")
+        raise UsageError(f"{arch}: CUDA 12 and 13 build sm_50 and newer (Fermi and Kepler are "
+                         "retired)")
     if number not in CUDA_ARCHS:
         known = ", ".join(f"sm_{n}" for n in CUDA_ARCHS)
         raise UsageError(f"{arch}: no GPU has that compute capability (known: {known})")
@@ -82,8 +84,8 @@ class Compiler:
 COMPILERS = ("nvcc", "nvrtc")
 
 
-COMPILER_HINT = ("pip install 'kprof[cuda12]' (NVRTC 12.9: sm_50 to sm_121, any CUDA 12 or 13 driver) or "
-                 "'kprof[cuda13]' (nvcc 13.0: sm_75 and newer, driver 580 or newer)")
+COMPILER_HINT = ("pip install 'kprof[cuda12]' (NVRTC 12.9: sm_50 to sm_121, any CUDA 12 or 13 "
+                 "driver) or 'kprof[cuda13]' (nvcc 13.0: sm_75 and newer, driver 580 or newer)")
 
 
 _RELEASE = re.compile(r"(?:release |V|cuda_)(\d+)\.(\d+)")
@@ -94,8 +96,8 @@ def _nvcc_compiler() -> Compiler:
     text = nvcc_version(nvcc)
     m = _RELEASE.search(text)
     major = int(m.group(1)) if m else 0
-    return Compiler("nvcc", (nvcc,), f"nvcc {m.group(1)}.{m.group(2)}" if m else f"nvcc ({text})", major,
-                    _nvcc_archs(nvcc), text)
+    return Compiler("nvcc", (nvcc,), f"nvcc {m.group(1)}.{m.group(2)}" if m else f"nvcc ({text})",
+                    major, _nvcc_archs(nvcc), text)
 
 
 @lru_cache(maxsize=4)
@@ -111,8 +113,8 @@ def _nvrtc_compiler() -> Compiler:
     from kprof.build import nvrtc
 
     major, minor = nvrtc.version()
-    return Compiler("nvrtc", (sys.executable, "-m", "kprof.build.nvrtc"), f"NVRTC {major}.{minor}", major,
-                    nvrtc.supported_archs(), f"NVRTC {major}.{minor}")
+    return Compiler("nvrtc", (sys.executable, "-m", "kprof.build.nvrtc"), f"NVRTC {major}.{minor}",
+                    major, nvrtc.supported_archs(), f"NVRTC {major}.{minor}")
 
 
 @lru_cache(maxsize=1)
@@ -158,14 +160,16 @@ def compiler_for(arch: str) -> Compiler:
             continue
         if not found.builds(arch):
             low = min(found.archs)
-            why.append(f"{found.version} does not build {arch} (it builds sm_{low} to sm_{max(found.archs)}"
-                       + ("; CUDA 13 dropped Maxwell, Pascal and Volta" if found.major >= 13 and low >= 75 else "") + ")")
+            dropped = "; CUDA 13 dropped Maxwell, Pascal and Volta" if found.major >= 13 and low >= 75 else ""
+            why.append(f"{found.version} does not build {arch} (it builds sm_{low} to "
+                       f"sm_{max(found.archs)}{dropped})")
             continue
         if driver is not None and found.major > driver:
             why.append(f"{found.version} makes cubins the CUDA {driver} driver does not load")
             continue
         return found
-    raise ToolNotFoundError("a CUDA compiler", f"none builds {arch} here: {'; '.join(why)}; {compiler_hint(arch)}")
+    raise ToolNotFoundError("a CUDA compiler",
+                            f"none builds {arch} here: {'; '.join(why)}; {compiler_hint(arch)}")
 
 
 def compiler_hint(arch: str) -> str:
@@ -236,7 +240,8 @@ def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
 
 # nvcc without the host compiler it preprocesses and compiles the host side with (an empty PATH, no
 # g++)
-_NO_HOST_COMPILER = re.compile(r"host compiler properties|(?:g\+\+|gcc|c\+\+|cl\.exe)[^\n]*(?:not found|No such file)")
+_NO_HOST_COMPILER = re.compile(r"host compiler properties|(?:g\+\+|gcc|c\+\+|cl\.exe)[^\n]*(?:not "
+                               r"found|No such file)")
 
 
 # one toolchain's answer does not change within a process (kprof doctor asks it each run)
@@ -245,13 +250,15 @@ def _probe(compiler: Compiler, arch: str, timeout: float) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kprof-probe-") as tmp:
         source, out = Path(tmp) / "probe.cu", Path(tmp) / "probe.cubin"
         source.write_text(PROBE_SOURCE)
-        done = proc.run(build_argv(compiler.program, source, out, arch), timeout=timeout, env=compiler.env())
+        done = proc.run(build_argv(compiler.program, source, out, arch), timeout=timeout,
+                        env=compiler.env())
     if done.returncode == 0 and not done.timed_out:
         return None
     text = done.stdout + done.stderr
     if m := _MISSING_HEADER.search(text) or _NVRTC_MISSING_HEADER.search(text):
         return f"the header {m.group(1)} is missing from {compiler.version}'s include path"
-    first = next((ln for ln in text.splitlines() if "error" in ln), text.strip().splitlines()[-1] if text.strip() else "")
+    first = next((ln for ln in text.splitlines() if "error" in ln),
+                 text.strip().splitlines()[-1] if text.strip() else "")
     if _NO_HOST_COMPILER.search(text):
         return f"{compiler.version} found no host C++ compiler (g++) on PATH ({first.strip().rstrip('.')})"
     return f"{compiler.version} could not compile a CUDA kernel: {first.strip()}"

@@ -99,7 +99,9 @@ def foreign_function(image: bytes, entry: str, ordinal: int) -> Any:
     ctx = check("cuCtxGetCurrent", drv.cuCtxGetCurrent())
     if ctx is None or int(ctx) == 0:
         dev = check("cuDeviceGet", drv.cuDeviceGet(ordinal))
-        check("cuCtxSetCurrent", drv.cuCtxSetCurrent(check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(dev))))
+        check("cuCtxSetCurrent",
+              drv.cuCtxSetCurrent(check("cuDevicePrimaryCtxRetain",
+                                        drv.cuDevicePrimaryCtxRetain(dev))))
     module = check("cuModuleLoadData", drv.cuModuleLoadData(image))
     return check("cuModuleGetFunction", drv.cuModuleGetFunction(module, entry.encode()))
 
@@ -110,8 +112,8 @@ def allow_dynamic_shared(func: object, nbytes: int) -> None:
     check("cuFuncSetAttribute", drv.cuFuncSetAttribute(func, attr, nbytes))
 
 
-def launch(func: object, grid: Sequence[int], block: Sequence[int], shared_mem: int, args: Sequence[tuple[str, Any]],
-           stream: object = 0) -> None:
+def launch(func: object, grid: Sequence[int], block: Sequence[int], shared_mem: int,
+           args: Sequence[tuple[str, Any]], stream: object = 0) -> None:
     """cuLaunchKernel with ``args`` as ``(dtype, value)`` pairs ("ptr" for device pointers), packed
     for this one launch; the driver copies the values at launch."""
     launch_packed(func, grid, block, shared_mem, ArgPack(args), stream)
@@ -128,7 +130,8 @@ def encode_tensor_map(drv: Any, ptr: int, tm: Any) -> bytes:
     swizzle = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[tm.arg.swizzle]
     tmap = check("cuTensorMapEncodeTiled", drv.cuTensorMapEncodeTiled(
         getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{tm.dtype.upper()}"), rank, ptr,
-        [drv.cuuint64_t(d) for d in reversed(tm.shape)], [drv.cuuint64_t(s) for s in tm.driver_strides],
+        [drv.cuuint64_t(d) for d in reversed(tm.shape)],
+        [drv.cuuint64_t(s) for s in tm.driver_strides],
         [drv.cuuint32_t(b) for b in reversed(tm.box)], [drv.cuuint32_t(1)] * rank,
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"),
@@ -166,9 +169,11 @@ class ArgPack:
                                    _TensorMapParam(value) if kind == "tensormap" else
                                    _SCALAR_CTYPES[kind](value)
                                    for kind, value in template]
-        self.slots = tuple((self._values[i], name) for i, (kind, name) in enumerate(template) if kind == "buf")
+        self.slots = tuple((self._values[i], name) for i, (kind, name) in enumerate(template)
+                           if kind == "buf")
         self._array = (ctypes.c_void_p * max(len(self._values), 1))(
-            *[v.address if isinstance(v, _TensorMapParam) else ctypes.addressof(v) for v in self._values])
+            *[v.address if isinstance(v, _TensorMapParam) else ctypes.addressof(v)
+              for v in self._values])
         self.address = ctypes.addressof(self._array)
 
     def fill(self, pointers: dict[str, int]) -> None:
@@ -176,17 +181,19 @@ class ArgPack:
             value.value = pointers[name]
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
-        return iter([(kind, bytes(v) if kind == "tensormap" else v.value) for kind, v in zip(self.kinds, self._values)])
+        return iter([(kind, bytes(v) if kind == "tensormap" else v.value)
+                     for kind, v in zip(self.kinds, self._values)])
 
 
-def launch_packed(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int, pack: ArgPack,
-                  stream: object = 0) -> None:
+def launch_packed(func: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int,
+                  pack: ArgPack, stream: object = 0) -> None:
     """cuLaunchKernel with arguments packed beforehand (:class:`ArgPack`): the host path kprof.load
     takes on every call."""
     global _LAUNCH
     if _LAUNCH is None:
         _LAUNCH = _driver().cuLaunchKernel
-    result = _LAUNCH(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, pack.address, 0)
+    result = _LAUNCH(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                     stream, pack.address, 0)
     if int(result[0]) != 0:
         check("cuLaunchKernel", result)
 

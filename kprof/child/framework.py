@@ -32,8 +32,8 @@ from kprof.spec import DTYPES, pyref
 if TYPE_CHECKING:
     from kprof.spec import ResolvedBuffer
 
-_TYPESTR = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "|i1", "uint8": "|u1", "int32": "<i4",
-            "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
+_TYPESTR = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "|i1", "uint8": "|u1",
+            "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
 
 
 class DeviceView:
@@ -46,10 +46,11 @@ class DeviceView:
         self.dtype = buf.arg.dtype
         typestr = "<i2" if buf.arg.dtype == "bfloat16" else _TYPESTR.get(buf.arg.dtype)
         if typestr is None:
-            raise UsageError(f"a Python baseline cannot take {buf.arg.name}: {buf.arg.dtype} has no "
-                             "__cuda_array_interface__ type")
+            raise UsageError(f"a Python baseline cannot take {buf.arg.name}: {buf.arg.dtype} has "
+                             "no __cuda_array_interface__ type")
         self.__cuda_array_interface__ = {"shape": tuple(buf.shape), "typestr": typestr,
-                                         "data": (int(ptr), False), "strides": None, "version": 3, "stream": None}
+                                         "data": (int(ptr), False), "strides": None, "version": 3,
+                                         "stream": None}
 
 
 class ArrayInfo(NamedTuple):
@@ -88,8 +89,9 @@ class Framework:
         return self.info(obj)[1:]
 
     def alloc(self, shape: tuple[int, ...], dtype: str, like: object, zero: bool = False) -> object:
-        raise UsageError(f"kprof.load allocates outputs, scratch and zeroed in-out buffers with PyTorch or CuPy, "
-                         f"not for a {type(like).__name__}: pass out= (and every in-out buffer)")
+        raise UsageError("kprof.load allocates outputs, scratch and zeroed in-out buffers with "
+                         f"PyTorch or CuPy, not for a {type(like).__name__}: pass out= (and every "
+                         "in-out buffer)")
 
     def stream(self, like: object) -> int:
         return 0
@@ -122,7 +124,8 @@ class Torch(Framework):
         if name == "?":
             text = str(dtype).removeprefix("torch.")
             name = self._dtypes[dtype] = text if text in DTYPES else None
-        return ArrayInfo(obj.data_ptr(), tuple(obj.shape), name, obj.is_contiguous(), obj.get_device(), self.name)
+        return ArrayInfo(obj.data_ptr(), tuple(obj.shape), name, obj.is_contiguous(),
+                         obj.get_device(), self.name)
 
     def pointer(self, obj: Any) -> int:
         return obj.data_ptr()  # type: ignore[no-any-return]  # an int already: no int() on every call
@@ -172,7 +175,8 @@ class Cupy(Framework):
 
     def info(self, obj: Any) -> ArrayInfo:
         name = str(obj.dtype)
-        return ArrayInfo(int(obj.data.ptr), tuple(int(d) for d in obj.shape), name if name in DTYPES else None,
+        return ArrayInfo(int(obj.data.ptr), tuple(int(d) for d in obj.shape),
+                         name if name in DTYPES else None,
                          bool(obj.flags.c_contiguous), int(obj.device.id), self.name)
 
     def pointer(self, obj: Any) -> int:
@@ -196,7 +200,8 @@ class Cupy(Framework):
         import cupy
 
         if view.dtype == "bfloat16":
-            raise UsageError("CuPy has no bfloat16: a Python baseline of a bfloat16 spec needs PyTorch")
+            raise UsageError("CuPy has no bfloat16: a Python baseline of a bfloat16 spec needs "
+                             "PyTorch")
         return cupy.asarray(view)
 
     @contextmanager
@@ -226,8 +231,8 @@ class Interface(Framework):
         dt = np.dtype(cai["typestr"])
         strides = cai.get("strides")
         contiguous = strides is None or tuple(strides) == _c_strides(shape, dt.itemsize)
-        return ArrayInfo(int(cai["data"][0]), shape, dt.name if dt.name in DTYPES else None, contiguous, None,
-                         self.name)
+        return ArrayInfo(int(cai["data"][0]), shape, dt.name if dt.name in DTYPES else None,
+                         contiguous, None, self.name)
 
 
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -247,8 +252,8 @@ def adapter_for(obj: Any, what: str) -> Framework:
     for a in ADAPTERS:
         if a.matches(obj):
             return a
-    raise UsageError(f"{what}: a {type(obj).__name__} is not a GPU array kprof can read (PyTorch tensor, CuPy "
-                     "array, or anything with __cuda_array_interface__)")
+    raise UsageError(f"{what}: a {type(obj).__name__} is not a GPU array kprof can read (PyTorch "
+                     "tensor, CuPy array, or anything with __cuda_array_interface__)")
 
 
 def choose() -> Framework:
@@ -294,14 +299,18 @@ def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
     fn = pyref.load(ref, what)
     fw = choose()
     handle = pointer_of(stream)
-    tensors = {b.arg.name: fw.wrap(DeviceView(ws.pointers[b.arg.name], b)) for b in ws.target.buffers}
+    tensors = {b.arg.name: fw.wrap(DeviceView(ws.pointers[b.arg.name], b))
+               for b in ws.target.buffers}
     # numeric defines too: a Python operation's parameters sweep with --param like a kernel's
     # (BLOCK=128,256)
-    env: dict[str, object] = {**ws.target.constants, **ws.target.sizes, **{a.name: v for a, v in ws.target.scalars}}
-    env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("in", "inout")})
+    env: dict[str, object] = {**ws.target.constants, **ws.target.sizes,
+                              **{a.name: v for a, v in ws.target.scalars}}
+    env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers
+                if b.arg.role in ("in", "inout")})
     outputs = [b.arg.name for b in ws.target.buffers if b.arg.role == "out"] or \
         [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"]
-    env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers if b.arg.role in ("out", "scratch")})
+    env.update({b.arg.name: tensors[b.arg.name] for b in ws.target.buffers
+                if b.arg.role in ("out", "scratch")})
     kwargs = pyref.select(fn, env)
     dtypes = {b.arg.name: b.arg.dtype for b in ws.target.buffers}
     # it writes its outputs itself (a Triton kernel's y)
@@ -331,7 +340,8 @@ def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
             return
         results = result if isinstance(result, (tuple, list)) else (result,)
         if len(results) != len(outputs):
-            raise UserCodeError(f"your {what} {ref.label()} returned {len(results)} result(s); the spec has "
+            raise UserCodeError(f"your {what} {ref.label()} returned {len(results)} result(s); the "
+                                "spec has "
                                       f"{len(outputs)} output(s) ({', '.join(outputs)})")
         def copy() -> None:
             for name, r in zip(outputs, results):
@@ -363,7 +373,8 @@ def routine(ws: Any, stored: str, stream: object, data: dict[str, object],
     return (lambda: guarded(lambda: fn(**kwargs))), first, poison_pool
 
 
-def _note_dtype(fw: Framework, result: object, want: str, name: str, data: dict[str, Any], what: str) -> None:
+def _note_dtype(fw: Framework, result: object, want: str, name: str, data: dict[str, Any],
+                what: str) -> None:
     """A result of another dtype than the spec's output (``NAME as GOT where the spec's is WANT``)
     into ``data``: kprof converts it outside the timed window, so the call did a different job
     (benchmark integrity's ``other-dtype``)."""

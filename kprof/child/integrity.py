@@ -52,19 +52,22 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
             running += 1
     flags = []
     if max(counts) > 0 and min(counts) == 0:
-        flags.append(f"no-kernel: {counts.count(0)} of {len(counts)} timed calls launched no kernel while the others "
-                     f"launched {max(counts)} (a result replayed, not computed?)")
+        flags.append(f"no-kernel: {counts.count(0)} of {len(counts)} timed calls launched no "
+                     f"kernel while the others launched {max(counts)} (a result replayed, not "
+                     "computed?)")
     elif len(set(counts)) > 1:
-        flags.append(f"varying-kernels: the timed calls launched {min(counts)} to {max(counts)} kernels each (work done "
-                     "once for several calls, or deferred into the next one?)")
+        flags.append(f"varying-kernels: the timed calls launched {min(counts)} to {max(counts)} "
+                     "kernels each (work done once for several calls, or deferred into the next "
+                     "one?)")
     if max(counts) == 0:
         flags.append("no-kernel: no timed call launched a kernel that CUPTI saw")
     if other:
-        flags.append(f"other-stream: {other} of {len(calls)} timed calls launched kernels on a stream other than the "
-                     "one kprof times (the window does not wait for them)")
+        flags.append(f"other-stream: {other} of {len(calls)} timed calls launched kernels on a "
+                     "stream other than the one kprof times (the window does not wait for them)")
     if running:
-        flags.append(f"outside-window: in {running} of {len(calls)} timed calls a kernel was still running after the "
-                     "call's window had closed and been read (work deferred past the timed window)")
+        flags.append(f"outside-window: in {running} of {len(calls)} timed calls a kernel was still "
+                     "running after the call's window had closed and been read (work deferred past "
+                     "the timed window)")
     return flags
 
 
@@ -73,8 +76,9 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
 # made contiguous, an output zeroed, which the kernel beside it does not do. (label, what it is)
 # each.
 EXTRA_KERNELS = (
-    ("direct_copy_kernel", "at::native::direct_copy_kernel_cuda", "a copy or dtype conversion: .float(), .to(), "
-                                                                    ".contiguous(), copy_"),
+    ("direct_copy_kernel", "at::native::direct_copy_kernel_cuda",
+     "a copy or dtype conversion: .float(), .to(), "
+       ".contiguous(), copy_"),
     ("FillFunctor", "at::native::FillFunctor", "a fill: torch.zeros, fill_, zero_"),
     ("cupy_copy", "cupy_copy", "a copy or dtype conversion: astype, copy"),
 )
@@ -115,10 +119,10 @@ def extra_work_flags(calls: Sequence[Sequence[KernelRecord]], who: str = "timed 
     if share < EXTRA_MIN_SHARE:
         return []
     names = "; ".join(f"{label} ({what})" for label, what in seen.items())
-    return [f"extra-work: the {who} also ran {names}, {share:.0%} of its kernel time, in {len(shares)} of "
-            f"{len(calls)} timed calls: work the operation does not need inside the timed window (a result "
-            "widened, an input copied, an output filled); do it outside the call, or give the spec the dtype "
-            "and layout the call writes"]
+    return [f"extra-work: the {who} also ran {names}, {share:.0%} of its kernel time, in "
+            f"{len(shares)} of {len(calls)} timed calls: work the operation does not need inside "
+            "the timed window (a result widened, an input copied, an output filled); do it outside "
+            "the call, or give the spec the dtype and layout the call writes"]
 
 
 def dtype_flags(converted: Sequence[str], who: str = "timed call") -> list[str]:
@@ -127,26 +131,29 @@ def dtype_flags(converted: Sequence[str], who: str = "timed call") -> list[str]:
     different job (a narrower result writes fewer bytes)."""
     if not converted:
         return []
-    return [f"other-dtype: the {who} returned {', '.join(converted)}: kprof converted it outside the timed "
-            "window to verify it, so the call does a different job than the kernel (give the spec the dtype "
-            "the call writes, or make the call write the spec's)"]
+    return [f"other-dtype: the {who} returned {', '.join(converted)}: kprof converted it outside "
+            "the timed window to verify it, so the call does a different job than the kernel (give "
+            "the spec the dtype the call writes, or make the call write the spec's)"]
 
 
 def warmup_flags() -> list[str]:
     """The warm-up's calls launched no kernel that CUPTI saw: the loop is timed by events, and this
     says why."""
-    return ["no-kernel: the warm-up calls launched no kernel that CUPTI saw (a result replayed, not computed?)"]
+    return ["no-kernel: the warm-up calls launched no kernel that CUPTI saw (a result replayed, "
+            "not computed?)"]
 
 
 def window_flags(cupti_spans: Sequence[float], event_samples: Sequence[float]) -> list[str]:
     """The events around a call against CUPTI's span of its kernels, call by call: events that read
     much less than the kernels took mean kernels ran outside the window (on another stream, or after
     it)."""
-    outside = sum(1 for c, e in zip(cupti_spans, event_samples) if e < c * WINDOW_SLACK - WINDOW_SLACK_S)
+    outside = sum(1 for c, e in zip(cupti_spans, event_samples)
+                  if e < c * WINDOW_SLACK - WINDOW_SLACK_S)
     if not outside:
         return []
-    return [f"outside-window: in {outside} of {min(len(cupti_spans), len(event_samples))} timed calls the kernels "
-            "took longer than the CUDA events around the call (work outside the timed window)"]
+    return [f"outside-window: in {outside} of {min(len(cupti_spans), len(event_samples))} timed "
+            "calls the kernels took longer than the CUDA events around the call (work outside the "
+            "timed window)"]
 
 
 def timer_flags(samples: Sequence[float], host_seconds: float | None, batch: int = 1) -> list[str]:
@@ -157,16 +164,16 @@ def timer_flags(samples: Sequence[float], host_seconds: float | None, batch: int
     total = sum(samples) * max(1, batch)
     if total <= host_seconds * 1.01 + 1e-4:
         return []
-    return [f"timer: the timed calls add up to {total:.4g} s in a loop of {host_seconds:.4g} s by the host's clock "
-            "(the timer is not measuring what ran)"]
+    return [f"timer: the timed calls add up to {total:.4g} s in a loop of {host_seconds:.4g} s by "
+            "the host's clock (the timer is not measuring what ran)"]
 
 
 def input_flags(changed: Sequence[str]) -> list[str]:
     """Inputs whose contents after the timed calls differ from what was uploaded."""
     if not changed:
         return []
-    return [f"changed-input: the timed calls changed {', '.join(changed)} (a call that makes the next one easier, "
-            "or an in-place update the spec does not declare: role inout)"]
+    return [f"changed-input: the timed calls changed {', '.join(changed)} (a call that makes the "
+            "next one easier, or an in-place update the spec does not declare: role inout)"]
 
 
 def reverify_flags(stale: Sequence[str], ignores: Sequence[str]) -> list[str]:
@@ -174,11 +181,13 @@ def reverify_flags(stale: Sequence[str], ignores: Sequence[str]) -> list[str]:
     checks' messages), and then inputs changed to new values (``ignores``)."""
     flags = []
     if stale:
-        flags.append(f"stale-output: with its outputs poisoned before the call, a call after the timed ones failed its "
-                     f"verdict ({stale[0]}): the result was written before the call, not by it")
+        flags.append("stale-output: with its outputs poisoned before the call, a call after the "
+                     f"timed ones failed its verdict ({stale[0]}): the result was written before "
+                     "the call, not by it")
     if ignores:
-        flags.append(f"ignores-input: with new input values (same buffers) a call after the timed ones failed its "
-                     f"verdict ({ignores[0]}): the result does not follow the input (a cached result?)")
+        flags.append("ignores-input: with new input values (same buffers) a call after the timed "
+                     f"ones failed its verdict ({ignores[0]}): the result does not follow the "
+                     "input (a cached result?)")
     return flags
 
 

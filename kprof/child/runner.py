@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) == 2 and args[0] == "--batch":
         return batch(Path(args[1]))
     if len(args) != 2:
-        print("usage: python -m kprof.child.runner JOB.json RESULT.json | --batch MANIFEST.json", file=sys.stderr)
+        print("usage: python -m kprof.child.runner JOB.json RESULT.json | --batch MANIFEST.json",
+              file=sys.stderr)
         return 2
     return run_one(Path(args[0]), Path(args[1]))
 
@@ -52,7 +53,8 @@ def run_one(job_path: Path, result_path: Path, *, timed: bool = False) -> int:
 
         # what the error is (its kind) and its exit code: the parent acts on these, not on the class
         # name
-        error: dict[str, object] = {"kind": "internal", "exit_code": None, "type": type(exc).__name__, "message": str(exc)}
+        error: dict[str, object] = {"kind": "internal", "exit_code": None,
+                                    "type": type(exc).__name__, "message": str(exc)}
         if isinstance(exc, KprofError):
             error.update(kind=exc.kind, exit_code=exc.exit_code)
         if isinstance(exc, CudaError):
@@ -104,7 +106,8 @@ def execute(job: Job, result: Result) -> int:
     target = job.target
     first = target.steps[0] if target.steps else None
     result.phase("init", kernel=target.name, sizes=target.sizes,
-                 launch={"grid": first.grid, "block": first.block, "shared_mem": first.shared_mem} if first else {})
+                 launch={"grid": first.grid, "block": first.block, "shared_mem": first.shared_mem}
+                 if first else {})
     # Guard zones around every buffer where the run is verified and no tool watches the bounds
     # itself.
     ws = Workspace(target, result.phase, guard=isinstance(job.mode, RunMode) and job.mode.verify)
@@ -200,7 +203,8 @@ def values_mode(ws: Workspace, mode: ValuesMode, result: Result) -> int:
         shaken = [one_run(False) for _ in range(mode.shaken_runs)]
     result.phase("launched")
     findings = values.analyse(ws.target, runs, ws.expected(), ws.scales(), shaken=shaken)
-    result.finish("ok", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None, shaken=len(shaken))
+    result.finish("ok", findings=[f.to_dict() for f in findings], scrubbed=scrub is not None,
+                  shaken=len(shaken))
     return 0
 
 
@@ -218,7 +222,8 @@ def _scrubber(ws: Workspace, cubin: str | None) -> Any:
     dev.set_max_dynamic_shared(func, smem)
 
     def scrub(pattern: int) -> None:
-        dev.launch(func, (info.sm_count * 2, 1, 1), (1024, 1, 1), smem, [("uint32", pattern), ("uint32", smem // 4)])
+        dev.launch(func, (info.sm_count * 2, 1, 1), (1024, 1, 1), smem,
+                   [("uint32", pattern), ("uint32", smem // 4)])
         dev.synchronize()
 
     return scrub

@@ -28,8 +28,9 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
 
     resets = [b.arg.name for b in ws.target.buffers if b.arg.reset]
     if resets and mode.mode == "hot":
-        raise UsageError(f"{ws.target.name}: {', '.join(resets)} is written again before each launch (reset: true), "
-                         "which a CUDA graph of many launches cannot do untimed: use --mode cold or warm")
+        raise UsageError(f"{ws.target.name}: {', '.join(resets)} is written again before each "
+                         "launch (reset: true), which a CUDA graph of many launches cannot do "
+                         "untimed: use --mode cold or warm")
     stream = ws.dev.stream()
     ws.upload()
     run_once, first, poison_pool = _routine(ws, mode, stream, result.data)
@@ -64,7 +65,8 @@ def timing_mode(ws: Workspace, mode: TimingMode, result: Result) -> int:
     if clock is not None:
         clock.close()
     counts = sorted(getattr(sampler, "kernels", []))
-    result.phase("timed", samples=samples, event_samples=events.samples, timer="cupti" if clock else "events",
+    result.phase("timed", samples=samples, event_samples=events.samples,
+                 timer="cupti" if clock else "events",
                  stop=stop, batch=sampler.batch, host_seconds=host_seconds,
                  kernels_per_call=counts[len(counts) // 2] if counts else None,
                  call_kernels=_call_kernels(getattr(sampler, "calls", [])))
@@ -87,8 +89,8 @@ def _resetting(ws: Workspace, names: list[str], call: Callable[[], None]) -> Cal
 class _Seen:
     """What the timing loop recorded that the integrity checks read."""
 
-    def __init__(self, sampler: Any, samples: list[float], event_samples: list[float], host_seconds: float,
-                 cupti: bool, warm_flags: list[str]) -> None:
+    def __init__(self, sampler: Any, samples: list[float], event_samples: list[float],
+                 host_seconds: float, cupti: bool, warm_flags: list[str]) -> None:
         self.batch, self.calls = sampler.batch, getattr(sampler, "calls", [])
         self.samples, self.event_samples, self.host_seconds = samples, event_samples, host_seconds
         self.cupti, self.warm_flags = cupti, warm_flags
@@ -108,7 +110,8 @@ class _DeviceChecks:
         dev = ws.dev
         module = dev.load_module(Path(cubin).read_bytes())
         self.ws, self.dev, self.stream = ws, dev, stream
-        self.fingerprint_fn, self.double_fn = dev.function(module, "kprof_fingerprint"), dev.function(module, "kprof_double")
+        self.fingerprint_fn = dev.function(module, "kprof_fingerprint")
+        self.double_fn = dev.function(module, "kprof_double")
         self.sum = dev.alloc(8)
         self.grid = (ws.info.sm_count * 4, 1, 1)
         self.uploaded = self.inputs()  # the inputs as uploaded, before any call
@@ -120,7 +123,8 @@ class _DeviceChecks:
         self.dev.memset32(self.sum, 0, 2)
         self.dev.synchronize()
         self.dev.launch(self.fingerprint_fn, self.grid, (256, 1, 1), 0,
-                        [("ptr", self.ws.pointers[buf.arg.name]), ("int64", buf.nbytes), ("ptr", self.sum)],
+                        [("ptr", self.ws.pointers[buf.arg.name]), ("int64", buf.nbytes),
+                         ("ptr", self.sum)],
                         stream=self.stream)
         self.dev.stream_synchronize(self.stream)
         got = np.zeros(1, dtype=np.uint64)
@@ -151,7 +155,8 @@ class _DeviceChecks:
                 continue
             count = buf.nbytes // np.dtype(hostdata.numpy_dtype(buf.arg.dtype)).itemsize
             self.dev.launch(self.double_fn, self.grid, (256, 1, 1), 0,
-                            [("ptr", self.ws.pointers[buf.arg.name]), ("int64", count), ("int32", kind)], stream=self.stream)
+                            [("ptr", self.ws.pointers[buf.arg.name]), ("int64", count), ("int32", kind)],
+                            stream=self.stream)
             names.append(buf.arg.name)
         self.dev.stream_synchronize(self.stream)
         return names
@@ -160,7 +165,8 @@ class _DeviceChecks:
         self.dev.free(self.sum)
 
 
-def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_pool: Callable[[], None], expected: Any,
+def _integrity(ws: Workspace, stream: object, first: Callable[[], None],
+               poison_pool: Callable[[], None], expected: Any,
                seen: _Seen, *, gpu: _DeviceChecks | None, result: Result) -> None:
     """The benchmark-integrity checks (:mod:`kprof.child.integrity`) on what the loop recorded, then
     two verified calls: outputs poisoned first, then the inputs doubled. The results of both are
@@ -176,13 +182,15 @@ def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_
         flags += integrity.kernel_flags(seen.calls)
         flags += integrity.extra_work_flags(seen.calls, who)
         flags += integrity.window_flags(seen.samples, seen.event_samples)
-    flags += integrity.dtype_flags(result.data.get("baseline_converted") or result.data.get("operation_converted")
-                                   or [], who)
-    checked = {"kernels per call": bool(seen.calls), "extra work": bool(seen.calls), "window": bool(seen.calls),
+    flags += integrity.dtype_flags(result.data.get("baseline_converted")
+                                   or result.data.get("operation_converted") or [], who)
+    checked = {"kernels per call": bool(seen.calls), "extra work": bool(seen.calls),
+               "window": bool(seen.calls),
                "timer": True, "result dtype": who != "kernel's timed call"}
     if gpu is None:  # no integrity kernels: the loop's checks only
         result.phase("integrity", integrity=integrity.summary(flags, checked),
-                     integrity_seconds=round(time.perf_counter() - t0, 4), integrity_cupti=seen.cupti)
+                     integrity_seconds=round(time.perf_counter() - t0, 4),
+                     integrity_cupti=seen.cupti)
         return
     changed = gpu.changed()
     flags += integrity.input_flags(changed)
@@ -194,11 +202,14 @@ def _integrity(ws: Workspace, stream: object, first: Callable[[], None], poison_
     first()
     ws.dev.stream_synchronize(stream)
     again = gpu.outputs()
-    stale = [] if again == gpu.verified else [c["message"] for c in ws.verify(ws.download(), expected=expected) if not c["ok"]]
+    stale = [] if again == gpu.verified else [c["message"]
+                                              for c in ws.verify(ws.download(), expected=expected)
+                                              if not c["ok"]]
     doubled = gpu.double_inputs()
     ignores: list[str] = []
     if doubled:
-        inout = [b.arg.name for b in ws.target.buffers if b.arg.role == "inout" and b.arg.name in doubled]
+        inout = [b.arg.name for b in ws.target.buffers if b.arg.role == "inout"
+                 and b.arg.name in doubled]
         ws.reload(inout)  # now: the call overwrites them, and the reference must see what it read
         ws.poison_outputs()
         poison_pool()
@@ -220,7 +231,8 @@ def _call_kernels(calls: list[list[Any]]) -> list[list[Any]]:
     out): what a baseline's call ran, in the JSON beside its time."""
     from kprof.child.cupti_timer import timed_records
 
-    work = sorted((timed_records(c) for c in calls), key=lambda rs: sum(r.ns for r in rs if r.complete))
+    work = sorted((timed_records(c) for c in calls),
+                  key=lambda rs: sum(r.ns for r in rs if r.complete))
     if not work:
         return []
     return [[r.name, r.ns / 1e9] for r in work[len(work) // 2] if r.complete]
@@ -264,7 +276,8 @@ def _library(ws: Workspace, mode: TimingMode, stream: object) -> Callable[[], No
         src = next(b for b in ws.target.buffers if b.arg.role == "in")
         dst = next(b for b in ws.target.buffers if b.arg.role == "out")
         nbytes = min(src.nbytes, dst.nbytes)
-        return lambda: ws.dev.copy_async(ws.pointers[dst.arg.name], ws.pointers[src.arg.name], nbytes, stream)
+        return lambda: ws.dev.copy_async(ws.pointers[dst.arg.name], ws.pointers[src.arg.name],
+                                         nbytes, stream)
     if mode.library != "cublas_sgemm":
         raise UsageError(f"unknown library routine {mode.library!r}")
     blas = ws.cublas()
@@ -354,8 +367,8 @@ class _HotSampler:
     gives each kernel's own duration inside the replay; events give throughput per launch, where
     back-to-back kernels also overlap their ramp-up and drain."""
 
-    def __init__(self, ws: Workspace, stream: object, run_once: Callable[[], None], events: _Events, clock: Any,
-                 batch: int | None, *, one: float) -> None:
+    def __init__(self, ws: Workspace, stream: object, run_once: Callable[[], None], events: _Events,
+                 clock: Any, batch: int | None, *, one: float) -> None:
         self.ws, self.stream, self.events, self.clock = ws, stream, events, clock
         self.batch = int(batch or min(10_000, max(HOT_MIN_BATCH, int(2e-3 / max(one, 1e-7)))))
         def body() -> None:
@@ -387,8 +400,8 @@ class _SingleSampler:
 
     batch = 1
 
-    def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events, clock: Any,
-                 mode: TimingMode, *, resets: list[str] | None = None) -> None:
+    def __init__(self, ws: Workspace, stream: Any, run_once: Callable[[], None], events: _Events,
+                 clock: Any, mode: TimingMode, *, resets: list[str] | None = None) -> None:
         dev, info = ws.dev, ws.info
         # written again before each timed launch, outside its window
         self.ws, self.resets = ws, list(resets or ())
@@ -401,11 +414,13 @@ class _SingleSampler:
         # each timed call's CUPTI records, kprof's spin and flush with them
         self.calls: list[list[object]] = []
         if mode.mode == "cold":
-            flush_fn = dev.function(dev.load_module(Path(mode.flush_cubin).read_bytes()), "kprof_flush")
+            flush_fn = dev.function(dev.load_module(Path(mode.flush_cubin).read_bytes()),
+                                    "kprof_flush")
             words4 = 2 * info.l2_bytes // 16
             flush_buf, sink = dev.alloc(words4 * 16), dev.alloc(4)
             dev.memset32(flush_buf, 0, words4 * 4)
-            self.flush = (flush_fn, (info.sm_count * 4, 1, 1), [("ptr", flush_buf), ("int64", words4), ("ptr", sink)])
+            self.flush = (flush_fn, (info.sm_count * 4, 1, 1),
+                          [("ptr", flush_buf), ("int64", words4), ("ptr", sink)])
 
     def sample(self) -> float:
         from kprof.child import cupti_timer
@@ -417,8 +432,8 @@ class _SingleSampler:
         if self.flush is not None:
             fn, grid, args = self.flush
             self.dev.launch(fn, grid, (512, 1, 1), 0, args, stream=self.stream)
-        self.dev.launch(self.spin, (1, 1, 1), (1, 1, 1), 0, [("ptr", self.flag_dev), ("int64", 1_000_000)],
-                        stream=self.stream)
+        self.dev.launch(self.spin, (1, 1, 1), (1, 1, 1), 0,
+                        [("ptr", self.flag_dev), ("int64", 1_000_000)], stream=self.stream)
         self.dev.record(self.events.start, self.stream)
         self.run_once()
         self.dev.record(self.events.end, self.stream)
@@ -442,7 +457,8 @@ class _SingleSampler:
         pass
 
 
-def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode, name: str) -> tuple[list[float], str, float]:
+def _loop(sampler: _HotSampler | _SingleSampler, mode: TimingMode,
+          name: str) -> tuple[list[float], str, float]:
     """Sample until the stop rule says enough: the samples, the rule that stopped them, the host
     seconds."""
     from kprof.child.workspace import nvtx_module

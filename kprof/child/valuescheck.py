@@ -33,8 +33,10 @@ def smem_pattern(alternate: bool) -> int:
     return int(struct.unpack("<I", struct.pack("<f", ALT_FLOAT_POISON))[0])
 
 
-def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected: Mapping[str, object],
-            scales: Mapping[str, object] | None = None, shaken: list[dict[str, object]] | None = None) -> list[Finding]:
+def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]],
+            expected: Mapping[str, object],
+            scales: Mapping[str, object] | None = None,
+            shaken: list[dict[str, object]] | None = None) -> list[Finding]:
     """The findings of the runs (pattern B where the flag is set), and of ``shaken``: runs of the
     warp-delay build under pattern A, each held against the first A run (``race`` where one differs:
     the order of the warps changed the result)."""
@@ -67,14 +69,16 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected
         else:
             tol, bound = atol + rtol * np.abs(ref), f"{atol:g} + {rtol:g} x |ref|"
 
-        def finding(kind: str, mask: Any, message: str, name: str = name, buf: Any = buf) -> Finding:
+        def finding(kind: str, mask: Any, message: str, name: str = name,
+                    buf: Any = buf) -> Finding:
             idx = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:FIRST_INDICES])
             where = ", ".join(f"{name}[{', '.join(map(str, ix))}]" for ix in idx)
             count = int(mask.sum())
             # a C++ kernel's symbol is mangled: named as its file writes it
             kernel = short(demangle(target.entry))
             return Finding("values", kind, kernel, file, None, thread=None, block=None, count=count,
-                           message=f"{message}: {count:,} of {mask.size:,} elements of {name}, first at {where}",
+                           message=f"{message}: {count:,} of {mask.size:,} elements of {name}, "
+                                   f"first at {where}",
                            buffer=name, detail=buf.describe(), indices=idx)
 
         unwritten = np.zeros(a.shape, dtype=bool)
@@ -82,7 +86,8 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected
             pa, pb = hostdata.poison(buf), hostdata.poison(buf, alternate=True)
             unwritten = _same_bits(raw_a[0], pa) & _same_bits(raw_b[0], pb)
             if unwritten.any():
-                findings.append(finding("unwritten-output", unwritten, "never written (still poison in every run)"))
+                findings.append(finding("unwritten-output", unwritten,
+                                        "never written (still poison in every run)"))
         # Nondeterminism first: a race also makes the A and B runs differ, but only a result that
         # is stable across the A runs and still moves with the pattern really follows the poison.
         nondeterministic = _any_differs(a, outs_a[1:], tol) & ~unwritten
@@ -91,21 +96,23 @@ def analyse(target: Target, runs: list[tuple[bool, dict[str, object]]], expected
                 "race", nondeterministic,
                 f"results differ between {len(outs_a)} identical runs beyond the tolerance: a race",
             ))  # fmt: skip
-        delayed = _any_differs(a, [hostdata.decode(buf.arg.dtype, out[name]) for out in shaken or ()], tol)
+        delayed = _any_differs(a,
+                               [hostdata.decode(buf.arg.dtype, out[name]) for out in shaken or ()],
+                               tol)
         delayed &= ~unwritten & ~nondeterministic
         if delayed.any():
             findings.append(finding(
                 "race", delayed,
-                "results change when kprof delays some warps (its warp-delay build): the kernel depends "
-                "on the order its warps run in, a missing __syncthreads() or a race",
+                "results change when kprof delays some warps (its warp-delay build): the kernel "
+                "depends on the order its warps run in, a missing __syncthreads() or a race",
             ))  # fmt: skip
         nondeterministic |= delayed
         poison_dependent = _differs(a, b, tol) & ~unwritten & ~nondeterministic
         if poison_dependent.any():
             findings.append(finding(
                 "uninitialized-read", poison_dependent,
-                "the result follows the poison pattern, so it reads memory nothing wrote (an output read "
-                "before it was written, or shared memory no thread stored)",
+                "the result follows the poison pattern, so it reads memory nothing wrote (an "
+                "output read before it was written, or shared memory no thread stored)",
             ))  # fmt: skip
         explained = unwritten | poison_dependent | nondeterministic
         wrong = _differs(a, ref, tol) & ~explained

@@ -21,13 +21,15 @@ from kprof.parallel import scan_threads
 # order one; an output with many small values (probabilities) needs its own atol, and the check
 # says so when more than SMALL_SHARE of the reference lies below the default atol.
 DEFAULT_TOLERANCE = {
-    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7),
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
 }  # fmt: skip
 SMALL_SHARE = 0.01
 WORST_SHOWN = 5
 # The rtols at which a check also reports the smallest atol that passes (OutputCheck.frontier): what
 # `kprof run --json` gives a spec author choosing the tightest tolerance (docs/spec.md).
-FRONTIER_RTOLS = (0.0, 1e-7, 2e-7, 5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2)
+FRONTIER_RTOLS = (0.0, 1e-7, 2e-7, 5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 1e-3, 2e-3, 4e-3,
+                  8e-3, 1.6e-2)
 
 
 def tolerance_for(dtype_name: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
@@ -48,8 +50,9 @@ class Criterion:
     scale_text: str | None = None
 
 
-def compare(name: str, got: object, expected: object, rule: Criterion = Criterion(), *, poison_value: object = None,
-            scale: object = None, frontier: bool = False) -> OutputCheck:
+def compare(name: str, got: object, expected: object, rule: Criterion = Criterion(), *,
+            poison_value: object = None, scale: object = None,
+            frontier: bool = False) -> OutputCheck:
     """Compare one output with its float64 reference. Integers must match exactly. Floats:
     elementwise, every element within ``atol + rtol * |ref|`` (numpy.isclose), or ``atol + rtol *
     |scale|`` where the spec gives a scale (``scale_text``, e.g. ``abs(A) @ abs(B)``: the size of
@@ -59,8 +62,8 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
     pass over the output per rtol: for choosing a tolerance, not for every run)."""
     import numpy as np
 
-    rtol, atol, metric, dtype, scale_text = rule.rtol, rule.atol, rule.metric, rule.dtype, rule.scale_text
-
+    rtol, atol, metric, dtype = rule.rtol, rule.atol, rule.metric, rule.dtype
+    scale_text = rule.scale_text
     raw = np.asarray(got)
     ref = np.asarray(expected)
     if ref.shape != raw.shape:
@@ -71,20 +74,22 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
     rtol_v, atol_v = tolerance_for(dtype, rtol, atol)
     exact = raw.dtype.kind in "iu"  # integer outputs: counts, indices, sums of integers
     used_atol, used_metric = (0.0, "exact") if exact else (atol_v, metric)
-    scan = _Scan(raw, ref, rtol_v, 0.0 if exact else atol_v, poison_value if exact else None, used_metric,
-                 frontier=frontier and not exact, scale=sized)
+    scan = _Scan(raw, ref, rtol_v, 0.0 if exact else atol_v, poison_value if exact else None,
+                 used_metric, frontier=frontier and not exact, scale=sized)
     poisoned = scan.poisoned
     if scan.ref_nonfinite:
-        return OutputCheck(ok=False, nonfinite=scan.nonfinite, poisoned=poisoned, failing=scan.nonfinite, name=name,
-                           rtol=rtol_v, atol=used_atol, metric=used_metric,
-                           message="the reference itself has NaN or Inf: check the spec's fill and reference")
+        return OutputCheck(
+            ok=False, nonfinite=scan.nonfinite, poisoned=poisoned, failing=scan.nonfinite, name=name,
+            rtol=rtol_v, atol=used_atol, metric=used_metric,
+            message="the reference itself has NaN or Inf: check the spec's fill and reference")
     if scan.nonfinite:
         idx = _unravel(scan.first_nonfinite, raw.shape)
-        return OutputCheck(ok=False, nonfinite=scan.nonfinite, poisoned=poisoned, first_bad=tuple(idx),
-                           got=float(raw[tuple(idx)]), expected=float(ref[tuple(idx)]), failing=scan.nonfinite,
-                           name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
-                           message=f"{scan.nonfinite:,} of {raw.size:,} elements are NaN or Inf (unwritten or "
-                                   f"produced), first at {name}{_index_text(idx)}")
+        return OutputCheck(
+            ok=False, nonfinite=scan.nonfinite, poisoned=poisoned, first_bad=tuple(idx),
+            got=float(raw[tuple(idx)]), expected=float(ref[tuple(idx)]), failing=scan.nonfinite,
+            name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
+            message=f"{scan.nonfinite:,} of {raw.size:,} elements are NaN or Inf (unwritten or "
+                    f"produced), first at {name}{_index_text(idx)}")
     max_abs, scale = scan.max_abs, scan.scale
     rel = max_abs / scale if scale > 0 else max_abs
     needed: tuple[float | None, float | None]
@@ -107,26 +112,34 @@ def compare(name: str, got: object, expected: object, rule: Criterion = Criterio
         needed = scan.needed(atol_v)
     worst = scan.worst(raw, ref)
     if exact and failing and not poisoned:
-        message += "; worst " + _shown(name, [w for w in worst if w["got"] != w["expected"]] or worst)
+        message += "; worst " + _shown(name,
+                                       [w for w in worst if w["got"] != w["expected"]] or worst)
     if not message:
-        message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs, needed_atol=needed[0], worst=worst,
-                                       scale_text=(scale_text or "scale") if sized is not None else None, scale=sized)
+        message = _elementwise_message(name, raw.size, failing, rtol_v, atol_v, max_abs,
+                                       needed_atol=needed[0], worst=worst,
+                                       scale_text=(scale_text or "scale") if sized is not None
+                                       else None, scale=sized)
     note = ""
     if defaulted and not exact and metric == "elementwise" and raw.size:
         small = scan.small / raw.size
         if small > SMALL_SHARE:
-            note = (f"{small:.0%} of {name}'s reference values are below the default atol {atol_v:g}, so they "
-                    f"are barely checked: give the spec a tolerance.atol (this run passes at {needed[0]:.1e})")
+            note = (f"{small:.0%} of {name}'s reference values are below the default atol "
+                    f"{atol_v:g}, so they are barely checked: give the spec a tolerance.atol (this "
+                    f"run passes at {needed[0]:.1e})")
     first = worst[0]["index"] if worst else None
-    return OutputCheck(ok=ok and poisoned == 0, rel_err=rel, max_abs_err=max_abs, nonfinite=0, poisoned=poisoned,
-                       first_bad=tuple(first) if first is not None else None,
-                       got=worst[0]["got"] if worst else None, expected=worst[0]["expected"] if worst else None,
-                       failing=failing, worst=tuple(worst), needed_atol=needed[0], needed_rtol=needed[1], note=note,
+    return OutputCheck(ok=ok and poisoned == 0, rel_err=rel, max_abs_err=max_abs, nonfinite=0,
+                       poisoned=poisoned, first_bad=tuple(first) if first is not None else None,
+                       got=worst[0]["got"] if worst else None,
+                       expected=worst[0]["expected"] if worst else None,
+                       failing=failing, worst=tuple(worst), needed_atol=needed[0],
+                       needed_rtol=needed[1], note=note,
                        message=message, name=name, rtol=rtol_v, atol=used_atol, metric=used_metric,
-                       frontier=tuple(tuple(r) for r in scan.frontier_rows()) if frontier and not exact else ())
+                       frontier=tuple(tuple(r) for r in scan.frontier_rows()) if frontier
+                       and not exact else ())
 
 
-def compare_unordered(name: str, got: object, expected: object, rule: Criterion = Criterion()) -> OutputCheck:
+def compare_unordered(name: str, got: object, expected: object,
+                      rule: Criterion = Criterion()) -> OutputCheck:
     """An output whose order the kernel does not define (``order: any``: a stream compaction's), as
     a multiset: its first M elements, M the reference's count (the rest of the buffer is not the
     kernel's to define), sorted, against the reference sorted, by the spec's tolerance. A reference
@@ -138,8 +151,8 @@ def compare_unordered(name: str, got: object, expected: object, rule: Criterion 
     if ref.size > raw.size:
         rtol, _atol = tolerance_for(rule.dtype or raw.dtype.name, rule.rtol, rule.atol)
         return OutputCheck(name=name, ok=False, rtol=rtol,
-                           message=f"{name}: the reference has {ref.size:,} elements, the buffer {raw.size:,} "
-                                   "(order: any)")
+                           message=f"{name}: the reference has {ref.size:,} elements, the buffer "
+                                   f"{raw.size:,} (order: any)")
     check = compare(name, np.sort(raw[:ref.size]), np.sort(ref), rule)
     where = f"{name} as a multiset of its first {ref.size:,} of {raw.size:,} elements (order: any)"
     return replace(check, note=(check.note + "; " if check.note else "") + where)
@@ -149,8 +162,8 @@ def out_of_bounds(name: str, damage: str) -> OutputCheck:
     """The failed check of a buffer whose guard zones were written (:meth:`Workspace.guard_damage`):
     an out-of-bounds write, found by the verdict alone."""
     return OutputCheck(name=name, ok=False, metric="bounds",
-                       message=f"{name}: written outside its bounds: {damage}; kprof sanitize --tool memcheck names "
-                               "the thread and the line")
+                       message=f"{name}: written outside its bounds: {damage}; kprof sanitize "
+                               "--tool memcheck names the thread and the line")
 
 
 def scale_for(name: str, scale: object, raw: Any) -> Any:
@@ -166,8 +179,8 @@ def scale_for(name: str, scale: object, raw: Any) -> Any:
     try:
         return np.broadcast_to(sized, raw.shape)
     except ValueError:
-        raise UsageError(f"tolerance.scale of {name}: shape {sized.shape} does not broadcast to the output's "
-                         f"{raw.shape}") from None
+        raise UsageError(f"tolerance.scale of {name}: shape {sized.shape} does not broadcast to "
+                         f"the output's {raw.shape}") from None
 
 
 # elements per pass of the verdict: float64 temporaries of 32 MiB, not of the whole output
@@ -201,7 +214,8 @@ class _Scan:
         flat_raw = raw.reshape(-1)
         # a broadcast reference: through .flat
         flat_ref = ref.reshape(-1) if ref.flags.c_contiguous else ref.flat
-        flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous else scale.flat)
+        flat_scale = None if scale is None else (scale.reshape(-1) if scale.flags.c_contiguous
+                                                 else scale.flat)
 
         def chunk(bounds: tuple[int, int]) -> _Scan:
             start, stop = bounds
@@ -210,7 +224,8 @@ class _Scan:
             r = flat_raw[start:stop]
             # no NaN, no poison either
             if self.constant is not None and r.size and bool((r == self.constant).all()):
-                part._all_equal(np.asarray(self.constant, dtype=np.float64).reshape(1), start, r.size)
+                part._all_equal(np.asarray(self.constant, dtype=np.float64).reshape(1), start,
+                                r.size)
                 return part
             part._judge(self, r, flat_ref[start:stop],
                         None if flat_scale is None else flat_scale[start:stop], start)
@@ -357,7 +372,8 @@ class _Scan:
         out = []
         for _, flat in self.candidates:
             idx = _unravel(flat, raw.shape)
-            out.append({"index": idx, "got": float(raw[tuple(idx)]), "expected": float(ref[tuple(idx)])})
+            out.append({"index": idx, "got": float(raw[tuple(idx)]),
+                        "expected": float(ref[tuple(idx)])})
         return out
 
     def frontier_rows(self) -> list[list[float]]:
@@ -372,26 +388,30 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(i) for i in np.unravel_index(int(flat), shape)] if shape else []
 
 
-def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: float, max_abs: float,
-                         *, needed_atol: float | None, worst: list[dict[str, Any]], scale_text: str | None = None,
-                         scale: Any = None) -> str:
+def _elementwise_message(name: str, size: int, failing: int, rtol: float, atol: float,
+                         max_abs: float,
+                         *, needed_atol: float | None, worst: list[dict[str, Any]],
+                         scale_text: str | None = None, scale: Any = None) -> str:
     bound = f"{atol:.1e} + {rtol:.1e} x {'(' + scale_text + ')' if scale_text else '|ref|'}"
     if failing == 0:
         return f"every element within {bound} (max |out - ref| {max_abs:.2e}; passes down to atol {needed_atol:.1e})"
     passes = f"; this rtol passes at atol {needed_atol:.1e}" if needed_atol is not None else ""
     def bound_at(w: dict[str, Any]) -> float:
-        return atol + rtol * (abs(float(scale[tuple(w["index"])])) if scale is not None else abs(w["expected"]))
+        return atol + rtol * (abs(float(scale[tuple(w["index"])])) if scale is not None
+                              else abs(w["expected"]))
 
     outside = [w for w in worst if abs(w["got"] - w["expected"]) > bound_at(w)]
-    return (f"{failing:,} of {size:,} elements exceed {bound} (max |out - ref| {max_abs:.2e}{passes}); "
-            f"worst {_shown(name, outside or worst)}")
+    return (f"{failing:,} of {size:,} elements exceed {bound} (max |out - ref| "
+            f"{max_abs:.2e}{passes}); worst {_shown(name, outside or worst)}")
 
 
 def _shown(name: str, worst: list[dict[str, Any]]) -> str:
     """The worst elements, with enough digits to tell got from expected, and how far apart they
     are."""
-    return "; ".join(f"{name}{_index_text(w['index'])}: got {w['got']:.9g}, expected {w['expected']:.9g}"
-                     + (f" (off by {abs(w['got'] - w['expected']):.2e})" if w['got'] != w['expected'] else "")
+    return "; ".join(f"{name}{_index_text(w['index'])}: got {w['got']:.9g}, expected "
+                     f"{w['expected']:.9g}"
+                     + (f" (off by {abs(w['got'] - w['expected']):.2e})"
+                        if w['got'] != w['expected'] else "")
                      for w in worst[:3])
 
 

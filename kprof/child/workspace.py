@@ -37,7 +37,8 @@ class Result:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.data: dict[str, Any] = {"version": RESULT_VERSION, "status": "started", "phase": "start"}
+        self.data: dict[str, Any] = {"version": RESULT_VERSION, "status": "started",
+                                     "phase": "start"}
 
     def phase(self, name: str, **fields: object) -> None:
         self.data["phase"] = name
@@ -90,8 +91,9 @@ class Workspace:
         free, _ = self.dev.mem_info()
         need = self.target.total_bytes
         if need > free:
-            raise UsageError(f"{self.target.name} at {self.target.size_text()} needs {need / 2**30:.2f} GiB of "
-                             f"device memory but {free / 2**30:.2f} GiB is free: use smaller --size values")
+            raise UsageError(f"{self.target.name} at {self.target.size_text()} needs "
+                             f"{need / 2**30:.2f} GiB of device memory but {free / 2**30:.2f} GiB "
+                             "is free: use smaller --size values")
 
     def _load(self, phase: Phase) -> dict[str, object]:
         if self.target.python:  # a Python operation: no module of kprof's own
@@ -101,14 +103,17 @@ class Workspace:
         steps = self.target.steps
         extra: dict[str, object] = {}
         if len(steps) > 1:
-            extra["steps"] = [{"entry": st.entry, "grid": st.grid, "block": st.block} for st in steps]
+            extra["steps"] = [{"entry": st.entry, "grid": st.grid, "block": st.block}
+                              for st in steps]
         first = next(st for st in steps if st.entry == self.target.entry)
         threads = first.block[0] * first.block[1] * first.block[2]
         try:  # the driver's own occupancy answer: what kprof profile reports where ncu cannot run
-            extra["driver_blocks_per_sm"] = self.dev.occupancy(funcs[first.entry], threads, first.shared_mem)
+            extra["driver_blocks_per_sm"] = self.dev.occupancy(funcs[first.entry], threads,
+                                                               first.shared_mem)
         except CudaError:
             extra["driver_blocks_per_sm"] = None
-        phase("loaded", registers=self.dev.function_attribute(funcs[self.target.entry], "NUM_REGS"), **extra)
+        phase("loaded", registers=self.dev.function_attribute(funcs[self.target.entry], "NUM_REGS"),
+              **extra)
         return funcs
 
     def _functions(self, cubin: str) -> dict[str, object]:
@@ -122,8 +127,9 @@ class Workspace:
             func = funcs[st.entry] = self.dev.function(module, st.entry)
             static = self.dev.function_attribute(func, "SHARED_SIZE_BYTES")
             if st.shared_mem + static > self.info.max_shared_per_block_optin:
-                raise UsageError(f"{self.target.name}: {st.entry} asks for {st.shared_mem:,} B of dynamic shared memory "
-                                 f"(+ {static:,} B static) but {self.info.name} allows "
+                raise UsageError(f"{self.target.name}: {st.entry} asks for {st.shared_mem:,} B of "
+                                 f"dynamic shared memory (+ {static:,} B static) but "
+                                 f"{self.info.name} allows "
                                  f"{self.info.max_shared_per_block_optin:,} B per block")
             if st.shared_mem + static > 48 * 1024:
                 # opt in past the default 48 KiB
@@ -163,7 +169,8 @@ class Workspace:
                 self._guards[buf.arg.name] = (base, GUARD_BYTES, ptr + buf.nbytes, after, byte)
             else:
                 ptr = self.pointers[buf.arg.name] = self.dev.alloc(buf.nbytes)
-            allocations.append({"name": buf.arg.name, "base": ptr, "nbytes": buf.nbytes, "dtype": buf.arg.dtype,
+            allocations.append({"name": buf.arg.name, "base": ptr, "nbytes": buf.nbytes,
+                                "dtype": buf.arg.dtype,
                                 "shape": list(buf.shape), "role": buf.arg.role})
             if buf.arg.role not in ("in", "inout"):
                 continue
@@ -183,11 +190,12 @@ class Workspace:
                 raise CudaError("cuModuleGetGlobal", "CUDA_ERROR_NOT_FOUND", "no module")
             ptr, size = self.dev.module_global(self._module, buf.arg.name)
         except CudaError:
-            raise UsageError(f"{self.target.name}: {buf.arg.name} has memory: constant, but the kernel's file has no "
-                             f"__constant__ array named {buf.arg.name} (extern \"C\" or at file scope)") from None
+            raise UsageError(f"{self.target.name}: {buf.arg.name} has memory: constant, but the "
+                             f"kernel's file has no __constant__ array named {buf.arg.name} "
+                             "(extern \"C\" or at file scope)") from None
         if size != buf.nbytes:
-            raise UsageError(f"{self.target.name}: the __constant__ array {buf.arg.name} holds {size:,} bytes, the spec's "
-                             f"shape {buf.nbytes:,}: make them agree")
+            raise UsageError(f"{self.target.name}: the __constant__ array {buf.arg.name} holds "
+                             f"{size:,} bytes, the spec's shape {buf.nbytes:,}: make them agree")
         return ptr
 
     def input(self, name: str) -> object:
@@ -206,7 +214,8 @@ class Workspace:
             if st.entry == CUBLAS_SGEMM:
                 out.append(self._sgemm_step(st.args))
                 continue
-            out.append(self._kernel_step(self.functions[st.entry], st, [self._packed(name) for name in st.args]))
+            out.append(self._kernel_step(self.functions[st.entry], st,
+                                         [self._packed(name) for name in st.args]))
         return out
 
     def _python_step(self) -> Callable[[Any], None]:
@@ -235,7 +244,8 @@ class Workspace:
         self.python_data.update(data)
         return framework.prepared(data)
 
-    def _kernel_step(self, func: object, st: ResolvedStep, args: list[tuple[str, Any]]) -> Callable[[Any], None]:
+    def _kernel_step(self, func: object, st: ResolvedStep,
+                     args: list[tuple[str, Any]]) -> Callable[[Any], None]:
         def step(stream: object) -> None:
             self.dev.launch(func, st.grid, st.block, st.shared_mem, args, stream=stream)
 
@@ -280,7 +290,8 @@ class Workspace:
         """Inputs as generated; out and scratch buffers poisoned (pattern A, or B with
         ``alternate``). A constant (an input of one value, the poison) is set on the device, not
         copied from a host array: kprof peak's 1 GiB buffers cost no host memory and no copy."""
-        self._write([b for b in self.target.buffers if poison or b.arg.role in ("in", "inout")], alternate)
+        self._write([b for b in self.target.buffers if poison or b.arg.role in ("in", "inout")],
+                    alternate)
         for before, n_before, after, n_after, byte in self._guards.values():
             self.dev.upload(before, _guard_bytes(n_before, byte))
             self.dev.upload(after, _guard_bytes(n_after, byte))
@@ -330,11 +341,13 @@ class Workspace:
             got = np.empty(n_before, dtype=np.uint8)
             self.dev.download(before, got)
             if (changed := np.flatnonzero(got != byte)).size:
-                said.append(f"{changed.size} bytes before its start ({name}[-{(n_before - int(changed[-1]) - 1) // size + 1}])")
+                said.append(f"{changed.size} bytes before its start "
+                            f"({name}[-{(n_before - int(changed[-1]) - 1) // size + 1}])")
             got = np.empty(n_after, dtype=np.uint8)
             self.dev.download(after, got)
             if (changed := np.flatnonzero(got != byte)).size:
-                said.append(f"{changed.size} bytes past its end ({name}[{count + int(changed[0]) // size}])")
+                said.append(f"{changed.size} bytes past its end "
+                            f"({name}[{count + int(changed[0]) // size}])")
             if said:
                 out[name] = " and ".join(said)
         return out
@@ -409,7 +422,8 @@ class Workspace:
 
     def generated(self) -> tuple[ResolvedBuffer, ...]:
         """The inputs (role in or inout) of generated values, not of one constant."""
-        return tuple(b for b in self.target.buffers if b.arg.role in ("in", "inout") and b.arg.name not in self._words)
+        return tuple(b for b in self.target.buffers if b.arg.role in ("in", "inout")
+                     and b.arg.name not in self._words)
 
     def reload(self, names: Sequence[str]) -> None:
         """The named generated inputs read back from the device into their host arrays (after the
@@ -443,12 +457,13 @@ class Workspace:
             if buf.arg.unordered:
                 check = verify.compare_unordered(buf.arg.name, out, ref, rule)
             else:
-                check = verify.compare(buf.arg.name, out, ref, rule, poison_value=sentinel, frontier=frontier,
-                                       scale=scales.get(buf.arg.name))
+                check = verify.compare(buf.arg.name, out, ref, rule, poison_value=sentinel,
+                                       frontier=frontier, scale=scales.get(buf.arg.name))
             if digest:
                 check = replace(check, digest=hostdata.digest(got[buf.arg.name]))
             checks.append(check.to_dict())
-        return checks + [verify.out_of_bounds(name, damage).to_dict() for name, damage in self.guard_damage().items()]
+        return checks + [verify.out_of_bounds(name, damage).to_dict()
+                         for name, damage in self.guard_damage().items()]
 
     # -- launches ----------------------------------------------------------------------------
     def launch(self, stream: object = 0) -> None:

@@ -37,8 +37,10 @@ if TYPE_CHECKING:  # the returned types, named without importing their stages wh
 
 
 @checked
-def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
-        preset: str = "default", seed: int = 0, arch: str | None = None, timeout: float = 300.0) -> RunReport:
+def run(kernel: str | Path, *, sizes: dict[str, int] | None = None,
+        params: dict[str, str] | None = None,
+        preset: str = "default", seed: int = 0, arch: str | None = None,
+        timeout: float = 300.0) -> RunReport:
     """Build ``kernel`` (a name from ``kprof list`` or a spec file), run it once in a child at
     ``sizes`` (the spec's ``preset``, ``default`` or ``sanitize``, where a size is not given), time
     it and verify every output against the float64 reference: what ``kprof run`` prints."""
@@ -55,15 +57,17 @@ def run(kernel: str | Path, *, sizes: dict[str, int] | None = None, params: dict
     require_gpu(None)
     prepared = pipeline.built(resolved, arch)
     job = prepared.job(RunMode(time=True), seed=seed)
-    return RunReport(launch.run_kernel(job, timeout=timeout), prepared.resolved, prepared.built, spec.entry)
+    return RunReport(launch.run_kernel(job, timeout=timeout), prepared.resolved, prepared.built,
+                     spec.entry)
 
 
 @checked
-def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] | Any = (), params: Sequence[str] | Any = (),
-          baseline: str = "auto", mode: str = "cold", timer: str = "auto", rel_stdev: float = 0.005, min_time: float = 0.5,
-          max_time: float = 10.0, arch: str | None = None, timeout: float = 300.0, history: bool = True,
-          progress: Callable[[int, int, Any], None] | None = None, peak_progress: Callable[[str], None] | None = None,
-          ) -> BenchReport:
+def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] | Any = (),
+              params: Sequence[str] | Any = (), baseline: str = "auto", mode: str = "cold",
+              timer: str = "auto", rel_stdev: float = 0.005, min_time: float = 0.5,
+              max_time: float = 10.0, arch: str | None = None, timeout: float = 300.0,
+              history: bool = True, progress: Callable[[int, int, Any], None] | None = None,
+              peak_progress: Callable[[str], None] | None = None) -> BenchReport:
     """Time each kernel (``names``: names from ``kprof list``, spec files, or specs) over the sweep
     of ``sizes`` and ``params`` (as ``kprof bench --size``/``--param`` write them:
     ``["M,N,K=1024,2048"]``), each point against its ``baseline`` in the same run, verified, judged
@@ -82,7 +86,9 @@ def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] |
     specs = [n if isinstance(n, KernelSpec) else catalog.load(str(n)) for n in given]
 
     def swept(given: Any, what: str) -> Any:  # the CLI's parsed sweep, or the option's words
-        return given if isinstance(given, sweep.Sweep) else sweep.parse([given] if isinstance(given, str) else list(given), what)
+        if isinstance(given, sweep.Sweep):
+            return given
+        return sweep.parse([given] if isinstance(given, str) else list(given), what)
 
     plan = pipeline.bench_points(specs, swept(sizes, "size"), swept(params, "param"), baseline)
     rule = bench_mod.rule_from(rel_stdev, min_time, max_time)
@@ -91,7 +97,8 @@ def run_bench(names: str | Sequence[str | KernelSpec], *, sizes: Sequence[str] |
                                   cupti_hw_trace=os.environ.get("KPROF_CUPTI_HW_TRACE") == "1")
     # a first bench waits ~20 s, not minutes
     peak = pipeline.peak(arch=arch, progress=peak_progress, quick=True)
-    return benchrun.run(plan, lambda point: pipeline.bench_plan(point, timing, arch), peak, mode=timing.mode, rule=rule,
+    return benchrun.run(plan, lambda point: pipeline.bench_plan(point, timing, arch), peak,
+                        mode=timing.mode, rule=rule,
                         history=history, timeout=timeout, progress=progress)
 
 
@@ -147,7 +154,8 @@ def program_tools(tools: str | Sequence[str]) -> list[str]:
 def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "all", *,
              sizes: dict[str, int] | None = None, arch: str | None = None, timeout: float = 300.0,
              padding: int = 256, keep_pools: bool = False, progress: Any = None,
-             cwd: str | Path | None = None, jobs: int | None = 1, all_kernels: bool = False) -> SanitizeReport:
+             cwd: str | Path | None = None, jobs: int | None = 1,
+             all_kernels: bool = False) -> SanitizeReport:
     """Run compute-sanitizer's tools (and, for a spec, kprof's values detector) over ``target``.
 
     A program runs under each tool in its own process group with kprof's defaults: framework memory
@@ -164,7 +172,8 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
     if timeout <= 0 or timeout != timeout:
         raise UsageError(f"timeout {timeout}: give a positive number of seconds")
     if isinstance(target, (str, Path)):
-        return _sanitize_spec(str(target), checkers.choose(tools), sizes, arch, timeout, padding, progress=progress)
+        return _sanitize_spec(str(target), checkers.choose(tools), sizes, arch, timeout, padding,
+                              progress=progress)
     cmd = inputs.program_argv([str(a) for a in target], "sanitize", cwd)
     from kprof.tools.programs import allocators
     from kprof.tools.sanitizers.checker import Program, Settings
@@ -176,16 +185,19 @@ def sanitize(target: str | Path | Sequence[str], tools: str | Sequence[str] = "a
 
     plan = copies.schedule(cmd, jobs)
     results = checkers.check_program(names, Program(tuple(cmd), env, cwd, not keep_pools),
-                                     Settings(timeout, padding, all_kernels=all_kernels), jobs=plan.jobs, progress=progress)
+                                     Settings(timeout, padding, all_kernels=all_kernels),
+                                     jobs=plan.jobs, progress=progress)
     from kprof.tools.sanitizers import kernelpolicy
 
     policy = [kernelpolicy.POLICY] if any(checkers.skips(n, all_kernels) for n in names) else []
-    runs = f"the program's runs (one a tool{', and the launch count' if checkers.needs_sanitizer(names) else ''}): {plan.why}"
+    counted = ", and the launch count" if checkers.needs_sanitizer(names) else ""
+    runs = f"the program's runs (one a tool{counted}): {plan.why}"
     return SanitizeReport(" ".join(cmd), results, [*notes, *policy, runs])
 
 
 @checked
-def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
+def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *,
+                   timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, all_kernels: bool = False) -> Early:
     """Children for :func:`sanitize_tests`, started before the tests are known (while pytest
@@ -199,12 +211,13 @@ def prestart_tests(collect: Sequence[str], tools: str | Sequence[str] = "all", *
     names = program_tools(tools)
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
     width = parallel.jobs_for(len(names), jobs)
-    return suite.Early(list(collect), names[:width], timeout=timeout, env=env, cwd=cwd or Path.cwd(), padding=padding,
-                       all_kernels=all_kernels)
+    return suite.Early(list(collect), names[:width], timeout=timeout, env=env,
+                       cwd=cwd or Path.cwd(), padding=padding, all_kernels=all_kernels)
 
 
 @checked
-def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *, timeout: float = 600.0,
+def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *,
+                   timeout: float = 600.0,
                    padding: int = 256, keep_pools: bool = False, cwd: str | Path | None = None,
                    jobs: int | None = None, progress: Any = None, early: Early | None = None,
                    all_kernels: bool = False) -> dict[str, TestVerdict]:
@@ -224,12 +237,13 @@ def sanitize_tests(tests: Sequence[Test], tools: str | Sequence[str] = "all", *,
     names = program_tools(tools)
     require_gpu("compute-sanitizer")
     env, _ = allocators.environment(proc.child_env(), pools=keep_pools)
-    return suite.check_tests(tests, names, timeout=timeout, env=env, cwd=cwd or Path.cwd(), padding=padding, jobs=jobs,
+    return suite.check_tests(tests, names, timeout=timeout, env=env, cwd=cwd or Path.cwd(),
+                             padding=padding, jobs=jobs,
                              progress=progress, early=early, all_kernels=all_kernels)
 
 
-def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None, timeout: float,
-                   padding: int, *, progress: Any) -> SanitizeReport:
+def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, arch: str | None,
+                   timeout: float, padding: int, *, progress: Any) -> SanitizeReport:
     from kprof.commands import pipeline
     from kprof.launch.job import RunMode
     from kprof.spec import catalog
@@ -248,7 +262,8 @@ def _sanitize_spec(name: str, tools: list[str], sizes: dict[str, int] | None, ar
 
 
 @checked
-def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None, **defines: Any) -> Op:
+def load(name: str | Path, *, arch: str | None = None, sizes: dict[str, int] | None = None,
+         **defines: Any) -> Op:
     """A spec's kernels as one operation on GPU arrays (:class:`kprof.op.Op`):
     ``kprof.load("rmsnorm_onepass")`` then ``y = op(x, w)`` on PyTorch tensors or CuPy arrays, on
     their current stream, no copy, no synchronisation. ``defines`` replace the spec's defines

@@ -39,8 +39,8 @@ def _finite(value: float) -> bool:
         return False
 
 
-_WORDS = {"str": "a str", "int": "an int", "float": "a finite number", "bool": "True or False", "None": "None",
-          "Path": "a path"}
+_WORDS = {"str": "a str", "int": "an int", "float": "a finite number", "bool": "True or False",
+          "None": "None", "Path": "a path"}
 
 
 def _split(text: str, sep: str) -> list[str]:
@@ -75,7 +75,8 @@ def _one(value: object, annotation: str) -> bool | None:
         if not isinstance(value, dict):
             return False
         key, _, val = inner.partition(",")
-        checks = [(matches(k, key.strip()) if key else True, matches(v, val.strip()) if val else True)
+        checks = [(matches(k, key.strip()) if key else True,
+                   matches(v, val.strip()) if val else True)
                   for k, v in value.items()]
         return None if any(None in c for c in checks) else all(all(c) for c in checks)
     if base in ("list", "Sequence", "tuple", "Iterable"):
@@ -139,7 +140,8 @@ def checked(fn: F) -> F:
             if not isinstance(annotation, str) or signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
                 continue
             if matches(value, annotation) is False:
-                raise TypeError(f"kprof.{fn.__name__}(): {name} must be {_wanted(annotation)}, not {_shown(value)}")
+                raise TypeError(f"kprof.{fn.__name__}(): {name} must be {_wanted(annotation)}, not "
+                                f"{_shown(value)}")
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from kprof.diagnosis.program import Ranked
     from kprof.findings import Allocation
     from kprof.measure.kernelprofile import KernelProfile
-    from kprof.results.reports import BenchReport
+    from kprof.results.reports import BenchReport, SanitizeReport
     from kprof.tools.programs.launchsites import Sites
     from kprof.tools.sanitizers.toolrun import ToolResult
 
@@ -80,7 +80,8 @@ def cmd_new(opts: NewOptions) -> int:
     if opts.json:
         _emit_json({"source": str(cu), "spec": str(spec)})
     else:
-        print(f"wrote {cu} and {spec}\nnext: kprof run {spec}   (then kprof sanitize, bench, profile)")
+        print(f"wrote {cu} and {spec}\nnext: kprof run {spec}   (then kprof sanitize, bench, "
+              "profile)")
     return EXIT_OK
 
 
@@ -94,8 +95,8 @@ def cmd_build(opts: BuildOptions) -> int:
             shown.append(render.Progress(total, sys.stderr, enabled=total > 1 and not opts.json))
         shown[0].finished(name, how, seconds)
 
-    report = offline.build_kernels(opts.names, all=opts.all, params=opts.param, arch=opts.arch, force=opts.force,
-                                   progress=progress)
+    report = offline.build_kernels(opts.names, all=opts.all, params=opts.param, arch=opts.arch,
+                                   force=opts.force, progress=progress)
     for p in shown:
         p.close()
     if opts.json:
@@ -113,7 +114,8 @@ def cmd_build(opts: BuildOptions) -> int:
 def cmd_run(opts: RunOptions) -> int:
     from kprof.commands import api
 
-    report = api.run(opts.name, sizes=opts.size.single_sizes("run"), preset="sanitize" if opts.sanitize_sizes else "default",
+    report = api.run(opts.name, sizes=opts.size.single_sizes("run"),
+                     preset="sanitize" if opts.sanitize_sizes else "default",
                      seed=opts.seed, arch=opts.arch, timeout=opts.timeout)
     if opts.json:
         _emit_json(report.to_json())
@@ -139,13 +141,16 @@ def cmd_sanitize(opts: SanitizeOptions) -> int:
             raise UsageError(f"give a kernel ({opts.name}) or a program after --, not both")
         if not opts.json:
             print(f"{_command_line(opts.program, 'sanitize')}  tools: {opts.tool}", flush=True)
-        report = api.sanitize(opts.program, opts.tool, timeout=opts.timeout, padding=opts.memcheck_padding,
-                              keep_pools=opts.keep_pools, progress=None if opts.json else _progress, jobs=opts.jobs,
+        report = api.sanitize(opts.program, opts.tool, timeout=opts.timeout,
+                              padding=opts.memcheck_padding, keep_pools=opts.keep_pools,
+                              progress=None if opts.json else _progress, jobs=opts.jobs,
                               all_kernels=opts.all_kernels)
     else:
         if not opts.name:
-            raise UsageError("name a kernel or spec to sanitize, give a program after --, or --from-xml FILE")
-        report = api.sanitize(opts.name, opts.tool, sizes=opts.size.single_sizes("sanitize") or None, arch=opts.arch,
+            raise UsageError("name a kernel or spec to sanitize, give a program after --, or "
+                             "--from-xml FILE")
+        report = api.sanitize(opts.name, opts.tool,
+                              sizes=opts.size.single_sizes("sanitize") or None, arch=opts.arch,
                               timeout=opts.timeout, padding=opts.memcheck_padding,
                               progress=None if opts.json else _progress)
     if opts.json:
@@ -154,6 +159,11 @@ def cmd_sanitize(opts: SanitizeOptions) -> int:
         print(render_sanitize.sanitize_report(report.results, report.notes))
     if opts.sarif:  # after the report: a failed write (a full disk) loses none of it
         _write_json(Path(opts.sarif), report.to_sarif())
+    return _sanitize_exit(report)
+
+
+def _sanitize_exit(report: SanitizeReport) -> int:
+    """1 findings, 0 clean, 8 a run that checked nothing (a program that launched no kernel), else 6."""
     if report.findings:
         return EXIT_FAILED
     if report.clean:
@@ -187,8 +197,9 @@ def _from_xml(opts: SanitizeOptions) -> list[ToolResult]:
     from kprof.tools.sanitizers import checkers
 
     if opts.tool != "all" and opts.tool not in checkers.sanitizers():
-        raise UsageError(f"--from-xml: --tool {opts.tool} did not write it; the tools that write XML are "
-                         f"{', '.join(checkers.sanitizers())} (or leave --tool out: kprof works it out from the records)")
+        raise UsageError(f"--from-xml: --tool {opts.tool} did not write it; the tools that write "
+                         f"XML are {', '.join(checkers.sanitizers())} (or leave --tool out: kprof "
+                         "works it out from the records)")
     allocations = _read_allocations(opts.allocations) if opts.allocations else []
     assert opts.from_xml is not None  # cmd_sanitize comes here only with it
     # --sarif over it: refused with the other outputs (cli)
@@ -200,16 +211,19 @@ def _read_allocations(path: str) -> list[Allocation]:
     from kprof import inputs
     from kprof.findings import allocation_of
 
-    data = inputs.read_json(inputs.user_path(path, "--allocations"), "--allocations", limit=MAX_RESULT_BYTES)
+    data = inputs.read_json(inputs.user_path(path, "--allocations"), "--allocations",
+                            limit=MAX_RESULT_BYTES)
     allocations = data.get("allocations") if isinstance(data, dict) else None
     if not isinstance(allocations, list):
-        raise UsageError(f"--allocations {path}: no 'allocations' list in it (use the runner's result.json)")
+        raise UsageError(f"--allocations {path}: no 'allocations' list in it (use the runner's "
+                         "result.json)")
     out = []
     for i, a in enumerate(allocations):
         found = allocation_of(a)
         if found is None:
-            raise UsageError(f"--allocations {path}: allocations[{i}] needs name, dtype, base and nbytes, and a shape "
-                             "that is a list of sizes if it has one (use the runner's result.json)")
+            raise UsageError(f"--allocations {path}: allocations[{i}] needs name, dtype, base and "
+                             "nbytes, and a shape that is a list of sizes if it has one (use the "
+                             "runner's result.json)")
         out.append(found)
     return out
 
@@ -227,7 +241,8 @@ def cmd_mutants(opts: MutantsOptions) -> int:
     from kprof import parallel
     from kprof.commands import corpora
 
-    report = corpora.run_mutants(opts.name, dry_run=opts.dry_run, arch=opts.arch, timeout=opts.timeout, limit=opts.limit,
+    report = corpora.run_mutants(opts.name, dry_run=opts.dry_run, arch=opts.arch,
+                                 timeout=opts.timeout, limit=opts.limit,
                              jobs=opts.jobs, progress=parallel.Progress)  # on stderr, --json or not
     _emit_json(report.to_json()) if opts.json else print(render_sanitize.mutants_report(report))
     return EXIT_FAILED if any(r.verdict == "survived" for r in report.results) else EXIT_OK
@@ -242,35 +257,48 @@ def cmd_cases(opts: CasesOptions) -> int:
     if opts.perf or opts.save_report:  # --save-report without --perf: one line there
         return _perf_cases(opts)
     if opts.bench:
-        if opts.names:
-            raise UsageError("kprof cases --bench runs the whole cheat corpus: name no case")
-        if opts.list:
-            from kprof.corpus import benchcases
-
-            rows = [{"name": c.name, "exploit": c.exploit, "catch": list(c.catch)}
-                    for c in benchcases.load(catalog.BENCH_CASES_DIR).cheats]
-            _emit_json(rows) if opts.json else print(render_bench.bench_cases_list(rows))
-            return EXIT_OK
-        report = corpora.run_bench_cases(arch=opts.arch, timeout=opts.timeout)
-        _emit_json(report.to_json()) if opts.json else print(render_bench.bench_cases_report(report))
-        return EXIT_OK if report.ok else EXIT_FAILED
+        return _bench_cases(opts)
     if opts.list:
-        corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("case"))
+        corpus = cases.load_all([catalog.load(n) for n in opts.names] if opts.names
+                                else catalog.group("case"))
         rows = [c.to_dict() for c in corpus]
         _emit_json(rows) if opts.json else print(render_sanitize.cases_list(rows))
         return EXIT_OK
     beyond = [] if opts.names else corpora.cases_beyond(opts.arch)
-    results = corpora.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch, timeout=opts.timeout,
-                            progress=None if opts.json else parallel.Progress, beyond=beyond)
+    results = corpora.run_cases(opts.names or None, jobs=opts.jobs, arch=opts.arch,
+                                timeout=opts.timeout, beyond=beyond,
+                                progress=None if opts.json else parallel.Progress)
     for name, why in beyond:
         print(f"  {name}: not run on this GPU: {why}", file=sys.stderr, flush=True)
     if not opts.json:
         for result in results:
-            said = "MISS" if not result.ok else f"needs {result.case.expect.since}" if result.unseen else "ok"
+            said = ("MISS" if not result.ok else f"needs {result.case.expect.since}"
+                    if result.unseen else "ok")
             print(f"  {result.case.name} ({result.case.expect.tool}): {said}",
                   file=sys.stderr, flush=True)
-    _emit_json([r.to_dict() for r in results]) if opts.json else print(render_sanitize.cases_matrix(results))
+    _emit_json([r.to_dict() for r in results]) if opts.json else \
+        print(render_sanitize.cases_matrix(results))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
+def _bench_cases(opts: CasesOptions) -> int:
+    """``kprof cases --bench``: the cheat corpus, listed or run whole."""
+    from kprof.commands import corpora
+    from kprof.spec import catalog
+
+    if opts.names:
+        raise UsageError("kprof cases --bench runs the whole cheat corpus: name no case")
+    if opts.list:
+        from kprof.corpus import benchcases
+
+        rows = [{"name": c.name, "exploit": c.exploit, "catch": list(c.catch)}
+                for c in benchcases.load(catalog.BENCH_CASES_DIR).cheats]
+        _emit_json(rows) if opts.json else print(render_bench.bench_cases_list(rows))
+        return EXIT_OK
+    report = corpora.run_bench_cases(arch=opts.arch, timeout=opts.timeout)
+    _emit_json(report.to_json()) if opts.json else \
+        print(render_bench.bench_cases_report(report))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _perf_cases(opts: CasesOptions) -> int:
@@ -283,25 +311,32 @@ def _perf_cases(opts: CasesOptions) -> int:
     if opts.bench:
         raise UsageError("give --perf or --bench, not both")
     report_dir = _report_dir(opts.save_report)  # checked before anything runs
-    corpus = perfcases.load_all([catalog.load(n) for n in opts.names] if opts.names else catalog.group("perf"))
+    corpus = perfcases.load_all([catalog.load(n) for n in opts.names] if opts.names
+                                else catalog.group("perf"))
     if opts.list:
-        rows = [{"name": c.name, **{k: v for k, v in asdict(c.expect).items() if v is not None}} for c in corpus]
+        rows = [{"name": c.name, **{k: v for k, v in asdict(c.expect).items() if v is not None}}
+                for c in corpus]
         _emit_json(rows) if opts.json else print("\n".join(
-            f"{c.name}: {c.expect.cause} at {c.expect.line}" + (f" (none where {c.expect.unless})" if c.expect.unless else "")
+            f"{c.name}: {c.expect.cause} at {c.expect.line}" + (f" (none where {c.expect.unless})"
+                                                                if c.expect.unless else "")
             for c in corpus))
         return EXIT_OK
     stopped: list[bool] = []
-    results = corpora.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout, report_dir=report_dir,
+    results = corpora.run_perf_cases(corpus, arch=opts.arch, timeout=opts.timeout,
+                                     report_dir=report_dir,
                                      progress=None if opts.json else lambda r: print(
-                                         f"  {r.case}: {'ok' if r.ok else 'MISS'}", file=sys.stderr, flush=True),
+                                         f"  {r.case}: {'ok' if r.ok else 'MISS'}", file=sys.stderr,
+                                         flush=True),
                                      interrupted=lambda: stopped.append(True))
     tally = perfcases.tally(results)
     if opts.json:
-        _emit_json({"tally": tally, "cases": [r.to_dict() for r in results], "interrupted": bool(stopped)})
+        _emit_json({"tally": tally, "cases": [r.to_dict() for r in results],
+                    "interrupted": bool(stopped)})
     else:
         print(render_profile.perf_cases_table(results, tally))
     if stopped:
-        print(f"interrupted: {len(results)} of {len(corpus)} cases judged and shown", file=sys.stderr)
+        print(f"interrupted: {len(results)} of {len(corpus)} cases judged and shown",
+              file=sys.stderr)
         return EXIT_TERMINATED if streams.TERMINATED else EXIT_INTERRUPTED
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
@@ -312,19 +347,25 @@ def cmd_profile(opts: ProfileOptions) -> int:
     extra = tuple(m.strip() for m in opts.metrics.split(",") if m.strip())
     if opts.program:
         if opts.baseline:
-            raise UsageError("--baseline profiles a spec's baselines beside it: name the spec (kprof profile "
-                             "rmsnorm_onepass --baseline torch.compile); with -- CMD, pick kernels by --kernel or --range")
+            raise UsageError("--baseline profiles a spec's baselines beside it: name the spec "
+                             "(kprof profile rmsnorm_onepass --baseline torch.compile); with -- "
+                             "CMD, pick kernels by --kernel or --range")
         return _profile_program(opts, extra)
     if not opts.names:
-        raise UsageError("name the kernels to profile, or give a program after --, e.g. kprof profile -- python train.py")
+        raise UsageError("name the kernels to profile, or give a program after --, e.g. kprof "
+                         "profile -- python train.py")
     if opts.kernel or opts.nvtx_range or opts.launch_skip or opts.launch_count != 10:
-        raise UsageError("--kernel, --range, --launch-skip and --launch-count pick a program's launches (kprof profile "
-                         f"--kernel REGEX -- python train.py); {opts.names[0]} is profiled whole")
-    run = profiles.profile_specs(opts.names, sizes=opts.size.single_sizes("profile"), params=opts.param.single("profile"),
+        raise UsageError("--kernel, --range, --launch-skip and --launch-count pick a program's "
+                         "launches (kprof profile --kernel REGEX -- python train.py); "
+                         f"{opts.names[0]} is profiled whole")
+    run = profiles.profile_specs(opts.names, sizes=opts.size.single_sizes("profile"),
+                                 params=opts.param.single("profile"),
                                  baseline=opts.baseline, set_name=opts.set_name, metrics=extra,
-                                 report_dir=_report_dir(opts.save_report), tries=[w for group in opts.tries for w in group],
+                                 report_dir=_report_dir(opts.save_report),
+                                 tries=[w for group in opts.tries for w in group],
                                  auto_try=not opts.no_try, arch=opts.arch, timeout=opts.timeout,
-                                 progress=None if opts.json else lambda line: print(line, file=sys.stderr, flush=True))
+                                 progress=None if opts.json
+                                 else lambda line: print(line, file=sys.stderr, flush=True))
     # printed before any file is written
     _profile_output(run.profiles, run.errors, opts.json, run.diagnoses)
     if opts.plot and run.profiles:
@@ -359,10 +400,12 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
         raise UsageError(f"give kernels ({' '.join(opts.names)}) or a program after --, not both")
     report_dir = _report_dir(opts.save_report)  # checked before anything runs
     if not opts.json:
-        print(f"profiling {_command_line(opts.program, 'profile')} ...", file=sys.stderr, flush=True)
+        print(f"profiling {_command_line(opts.program, 'profile')} ...", file=sys.stderr,
+              flush=True)
     try:
         found = profiles.profile_program(opts.program, kernel=opts.kernel, range=opts.nvtx_range,
-                                         launch_skip=opts.launch_skip, launch_count=opts.launch_count,
+                                         launch_skip=opts.launch_skip,
+                                         launch_count=opts.launch_count,
                                          set_name=opts.set_name, metrics=extra, arch=opts.arch,
                                          report_dir=report_dir, timeout=opts.timeout)
     except NcuError as exc:
@@ -388,7 +431,8 @@ def _report_dir(path: str | None) -> Path | None:
     return inputs.output_dir(path, "--save-report") if path else None
 
 
-def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuError]], as_json: bool,
+def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuError]],
+                    as_json: bool,
                     diagnoses: list[Diagnosis] | None = None, ranking: list[Ranked] | None = None,
                     sites: Sites | None = None) -> None:
     from kprof.commands import pipeline
@@ -405,7 +449,8 @@ def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuEr
                     "diagnoses": [d.to_dict() for d in diagnoses or []],
                     **({"ranking": [r.to_dict() for r in ranking]} if ranking is not None else {}),
                     **({"sites": sites.to_dict()} if sites is not None else {}),
-                    "errors": [{"kernel": n, "error": str(e), "reason": e.reason} for n, e in errors]})
+                    "errors": [{"kernel": n, "error": str(e), "reason": e.reason}
+                               for n, e in errors]})
         return
     if profiles:
         print(render_profile.profile_report(profiles))
@@ -424,12 +469,13 @@ def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuEr
 def cmd_occupancy(opts: OccupancyOptions) -> int:
     from kprof.commands import offline
 
-    r = offline.occupancy_of(opts.name, sizes=opts.size.single_sizes("occupancy"), blocks=opts.block,
-                             dynamic_smem=opts.dynamic_smem, arch=opts.arch)
+    r = offline.occupancy_of(opts.name, sizes=opts.size.single_sizes("occupancy"),
+                             blocks=opts.block, dynamic_smem=opts.dynamic_smem, arch=opts.arch)
     if opts.json:
         _emit_json(r.to_json())
     else:
-        print(render_build.occupancy_report(r.kernel, r.arch, r.usage, r.dynamic_smem, r.launch, r.sweep, advice=r.advice))
+        print(render_build.occupancy_report(r.kernel, r.arch, r.usage, r.dynamic_smem, r.launch,
+                                            r.sweep, advice=r.advice))
     return EXIT_OK
 
 
@@ -440,10 +486,13 @@ def cmd_bench(opts: BenchOptions) -> int:
         label = " ".join(f"{k}={v}" for k, v in {**point.sizes, **point.params}.items())
         print(f"[{i}/{n}] {point.spec.name} {label}".rstrip(), file=sys.stderr, flush=True)
 
-    report = api.run_bench(opts.names, sizes=opts.size, params=opts.param, baseline=opts.baseline, mode=opts.mode or "cold",
-                           timer=opts.timer, rel_stdev=opts.rel_stdev, min_time=opts.min_time, max_time=opts.max_time,
+    report = api.run_bench(opts.names, sizes=opts.size, params=opts.param, baseline=opts.baseline,
+                           mode=opts.mode or "cold",
+                           timer=opts.timer, rel_stdev=opts.rel_stdev, min_time=opts.min_time,
+                           max_time=opts.max_time,
                            arch=opts.arch, timeout=opts.timeout, history=not opts.no_history,
-                           progress=None if opts.json else say, peak_progress=None if opts.json else _progress_line)
+                           progress=None if opts.json else say,
+                           peak_progress=None if opts.json else _progress_line)
     _bench_output(report, opts)
     return _bench_exit(report, opts.strict)
 
@@ -452,15 +501,17 @@ def _bench_output(report: BenchReport, opts: BenchOptions) -> None:
     """What a bench run says: its cut or loss on stderr, the JSON or the table, then the plot."""
     results = report.points
     if report.interrupted:
-        print(f"interrupted: {len(results)} of {report.planned} points measured and kept (run {report.run})",
+        print(f"interrupted: {len(results)} of {report.planned} points measured and kept (run "
+              f"{report.run})",
               file=sys.stderr)
     if report.lost is not None:
-        print(f"kprof: error: {report.lost}; {max(len(results) - 1, 0)} of {report.planned} points are kept in the "
-              f"history store (run {report.run})", file=sys.stderr)
+        print(f"kprof: error: {report.lost}; {max(len(results) - 1, 0)} of {report.planned} points "
+              f"are kept in the history store (run {report.run})", file=sys.stderr)
     if opts.json:
         _emit_json(report.to_json())
     elif results:
-        print(render_bench.bench_table(results, report.peak, report.run if report.recorded else None))
+        print(render_bench.bench_table(results, report.peak,
+                                       report.run if report.recorded else None))
     if opts.plot and results:  # after the results are printed: a failed write loses none of them
         from kprof.results import plot
 
@@ -477,8 +528,8 @@ def _bench_exit(report: BenchReport, strict: bool) -> int:
         return EXIT_CUDA
     flagged = [r for r in results if r.integrity or any(b.baseline_integrity for b in r.baselines)]
     if strict and flagged:
-        print(f"kprof: --strict: {len(flagged)} of {len(results)} points raised a benchmark-integrity flag (the "
-              "'integrity:' warnings above)", file=sys.stderr)
+        print(f"kprof: --strict: {len(flagged)} of {len(results)} points raised a "
+              "benchmark-integrity flag (the 'integrity:' warnings above)", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_FAILED if any(r.status != "ok" for r in results) else EXIT_OK
 
@@ -496,7 +547,10 @@ def cmd_history(opts: HistoryOptions) -> int:
     from kprof.results import history
 
     rows = offline.bench_history(opts.name, limit=opts.limit)
-    _emit_json([r.to_dict() for r in rows]) if opts.json else print(render_bench.history_table(rows, str(history.path())))
+    if opts.json:
+        _emit_json([r.to_dict() for r in rows])
+    else:
+        print(render_bench.history_table(rows, str(history.path())))
     return EXIT_OK
 
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 
 @checked
-def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, arch: str | None = None,
+def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None,
+              arch: str | None = None,
           timeout: float = 300.0, progress: Callable[[int], Any] | None = None,
           beyond: list[tuple[str, str]] | None = None) -> list[CaseResult]:
     """The seeded-bug corpus (``kprof cases``): each case's bug under the tool it is for and its
@@ -37,17 +38,20 @@ def run_cases(names: Sequence[str] | None = None, *, jobs: int | None = None, ar
     from kprof.spec import catalog
     from kprof.tools.sanitizers import checkers
 
-    corpus = cases_mod.load_all([catalog.load(n) for n in names] if names else catalog.group("case"))
-    api.require_gpu("compute-sanitizer" if checkers.needs_sanitizer(c.expect.tool for c in corpus) else None)
+    corpus = cases_mod.load_all([catalog.load(n) for n in names] if names
+                                else catalog.group("case"))
+    api.require_gpu("compute-sanitizer" if checkers.needs_sanitizer(c.expect.tool for c in corpus)
+                    else None)
     # the whole corpus: the cases this GPU cannot run are left out (``beyond``: cases_beyond's)
     if not names:
         skipped = {name for name, _ in (cases_beyond(arch) if beyond is None else beyond)}
         corpus = [c for c in corpus if c.name not in skipped]
-    built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus, parallel.build_jobs(len(corpus)))
+    built = parallel.map_jobs(lambda case: pipeline.case_jobs(case, arch), corpus,
+                              parallel.build_jobs(len(corpus)))
     # built side by side: a cold cache took 15 s one by one
     pairs = {case.name: pair for case, pair in zip(corpus, built)}
-    return cases_mod.run_corpus(corpus, pairs, scrub_cubin=pipeline.scrubber(arch)[0], jobs=jobs, timeout=timeout,
-                                progress=progress)
+    return cases_mod.run_corpus(corpus, pairs, scrub_cubin=pipeline.scrubber(arch)[0], jobs=jobs,
+                                timeout=timeout, progress=progress)
 
 
 def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
@@ -57,12 +61,15 @@ def cases_beyond(arch: str | None) -> list[tuple[str, str]]:
     from kprof.spec import catalog
 
     arch = check_arch(arch or detect_arch())
-    return [(spec.name, why) for spec in catalog.group("case") if (why := spec.unsupported_on(arch))]
+    return [(spec.name, why) for spec in catalog.group("case")
+            if (why := spec.unsupported_on(arch))]
 
 
 @checked
-def run_perf_cases(corpus: Sequence[PerfCase] | None = None, *, arch: str | None = None, timeout: float = 300.0,
-                   report_dir: Path | None = None, progress: Callable[[PerfResult], None] | None = None,
+def run_perf_cases(corpus: Sequence[PerfCase] | None = None, *, arch: str | None = None,
+                   timeout: float = 300.0,
+                   report_dir: Path | None = None,
+                   progress: Callable[[PerfResult], None] | None = None,
                    interrupted: Callable[[], None] | None = None) -> list[PerfResult]:
     """``kprof cases --perf``: each case of the performance corpus benched beside its twin (one
     run), profiled (Nsight Compute's full set: its rules too) and diagnosed; a
@@ -82,29 +89,34 @@ def run_perf_cases(corpus: Sequence[PerfCase] | None = None, *, arch: str | None
     tries = profiles.try_bench(arch, timeout)
 
     def bench(names: list[str]) -> object:
-        report = api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch, timeout=timeout,
-                               history=False)
+        report = api.run_bench(names, baseline="none", max_time=0.5, min_time=0.2, arch=arch,
+                               timeout=timeout, history=False)
         # the bench kept its points; the corpus stops too, not only this bench
         if report.interrupted:
             raise KeyboardInterrupt
         return report
 
-    def diagnosed(case: PerfCase, seconds: float | None, own: tuple[float, ...]) -> tuple[Diagnosis, list[RuleResult], str]:
+    def diagnosed(case: PerfCase, seconds: float | None,
+                  own: tuple[float, ...]) -> tuple[Diagnosis, list[RuleResult], str]:
         prepared = pipeline.prepare(case.spec, None, arch=arch)
         with tempfile.TemporaryDirectory(prefix="kprof-perf-") as tmp:
             where = report_dir or Path(tmp)
-            got = stage.profile_one(prepared, stage.ProfileSettings(set_name="full", report_dir=where, timeout=timeout))
+            got = stage.profile_one(prepared,
+                                    stage.ProfileSettings(set_name="full", report_dir=where,
+                                                          timeout=timeout))
             rules = ncu.rules_of(where / f"{case.spec.name}.ncu-rep")
-        d = stage.diagnose_one(prepared, got, seconds=seconds, kernel_seconds=own, bench=tries, peak=pipeline.cached_peak(),
-                               timeout=timeout)
+        d = stage.diagnose_one(prepared, got, seconds=seconds, kernel_seconds=own, bench=tries,
+                               peak=pipeline.cached_peak(), timeout=timeout)
         return d, rules, prepared.built.arch
 
     cases = list(corpus) if corpus is not None else perfcases.load_all(catalog.group("perf"))
-    return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress, interrupted=interrupted)
+    return perfcases.run_all(cases, bench=bench, diagnosed=diagnosed, progress=progress,
+                             interrupted=interrupted)
 
 
 @checked
-def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time: float = 2.0) -> BenchCasesReport:
+def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0,
+                    max_time: float = 2.0) -> BenchCasesReport:
     """The cheat corpus (``bench_cases/``): the honest operation timed with every cheat as its
     baseline in one ``kprof bench`` run (not recorded in the history), each cheat caught or missed
     by its flags."""
@@ -112,7 +124,8 @@ def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time
     from kprof.spec import catalog
 
     corpus = benchcases.load(catalog.BENCH_CASES_DIR)
-    report = api.run_bench([str(corpus.spec)], baseline=",".join(c.name for c in corpus.cheats), timer="auto",
+    report = api.run_bench([str(corpus.spec)], baseline=",".join(c.name for c in corpus.cheats),
+                           timer="auto",
                        max_time=max_time, arch=arch, timeout=timeout, history=False)
     # stopped (Ctrl-C, SIGTERM) before the one point was measured: kprof says so, exit 130
     if not report.points:
@@ -123,8 +136,8 @@ def run_bench_cases(*, arch: str | None = None, timeout: float = 300.0, max_time
 
 
 @checked
-def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, timeout: float | None = None,
-                limit: int | None = None, jobs: int | None = None,
+def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None,
+                timeout: float | None = None, limit: int | None = None, jobs: int | None = None,
                 progress: Callable[[int], Any] | None = None) -> MutantsReport:
     """Mutants of a spec's kernel, each judged by the spec's verdict and then the checkers: a
     :class:`kprof.corpus.mutation.MutantsReport` (:func:`kprof.corpus.mutation.run` says how)."""
@@ -140,5 +153,5 @@ def run_mutants(name: str, *, dry_run: bool = False, arch: str | None = None, ti
     text = inputs.read_text(spec.source, "the kernel's source", limit=cusource.MAX_SOURCE_BYTES)
     if not dry_run:
         api.require_gpu(None)
-    return mutation.run(spec, text, pipeline.Preparer(arch), dry_run=dry_run, timeout=timeout, limit=limit, jobs=jobs,
-                        progress=progress)
+    return mutation.run(spec, text, pipeline.Preparer(arch), dry_run=dry_run, timeout=timeout,
+                        limit=limit, jobs=jobs, progress=progress)

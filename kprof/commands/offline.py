@@ -35,7 +35,8 @@ def list_kernels(*, arch: str | None = None) -> list[Listing]:
 
 
 @checked
-def new_kernel(name: str, folder: Path | str = ".", *, like: str | None = None) -> tuple[Path, Path]:
+def new_kernel(name: str, folder: Path | str = ".", *,
+               like: str | None = None) -> tuple[Path, Path]:
     """Write NAME.cu and NAME.yaml into ``folder``, a kernel to start from (``like``: a copy of a
     shipped one), never over a file that is there; the two paths written."""
     from kprof.commands import scaffold
@@ -74,8 +75,9 @@ class BuildReport:
     failed: tuple[tuple[str, BuildError], ...] = ()
 
     def to_json(self) -> list[dict[str, object]]:
-        return ([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch, "cubin": str(b.cubin),
-                  "cached": b.cached, "compiler": b.compiler, "usage": asdict(b.usage_of(s.entry))} for s, b in self.built]
+        return ([{"name": s.name, "entry": s.entry, "defines": dict(s.defines), "arch": b.arch,
+                  "cubin": str(b.cubin), "cached": b.cached, "compiler": b.compiler,
+                  "usage": asdict(b.usage_of(s.entry))} for s, b in self.built]
                 + [{"name": n, "arch": self.arch, "skipped": why} for n, why in self.skipped]
                 + [{"name": n, "error": str(e)} for n, e in self.failed])
 
@@ -98,12 +100,15 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
     given = params if isinstance(params, sweep.Sweep) else sweep.parse(
         [params] if isinstance(params, str) else list(params), "param")
     if all and given.axes:
-        raise UsageError("--param builds the kernels you name with other defines: name them instead of --all")
+        raise UsageError("--param builds the kernels you name with other defines: name them "
+                         "instead of --all")
     specs = [catalog.load(e.name) for e in catalog.entries()] if all else [catalog.load(str(n)) for n in names]
-    specs = [s for spec in specs for s in ((spec, spec.twin_spec()) if spec.twin is not None else (spec,))]
+    specs = [s for spec in specs
+             for s in ((spec, spec.twin_spec()) if spec.twin is not None else (spec,))]
     if given.axes:  # each combination of the parameters, a build of its own (and a row)
         specs = [spec.with_defines(p) for spec in specs
-                 for _, p in sweep.points(sweep.Sweep("size"), given, spec.size_names, dict(spec.defines), spec.name)]
+                 for _, p in sweep.points(sweep.Sweep("size"), given, spec.size_names,
+                                          dict(spec.defines), spec.name)]
     target = arch or toolchain.detect_arch()
     lock = threading.Lock()
 
@@ -111,7 +116,8 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
         t0 = time.monotonic()
         try:
             built = build.build(spec, target, force=force)
-            out: tuple[str, BuildResult | KprofError] = ("cached" if built.cached else "built", built)
+            out: tuple[str, BuildResult | KprofError] = ("cached" if built.cached else "built",
+                                                         built)
         except UnsupportedArchError as exc:
             if not all:
                 raise
@@ -126,8 +132,11 @@ def build_kernels(names: Sequence[str] = (), *, all: bool = False, params: Seque
         return out
 
     done = list(zip(specs, parallel.map_jobs(one, specs, parallel.build_jobs(len(specs)))))
-    return BuildReport(target, built=tuple((spec, what) for spec, (how, what) in done if isinstance(what, build.BuildResult)),
-                       skipped=tuple((spec.name, str(what)) for spec, (how, what) in done if how == "skipped"),
+    return BuildReport(target,
+                       built=tuple((spec, what) for spec, (how, what) in done
+                                   if isinstance(what, build.BuildResult)),
+                       skipped=tuple((spec.name, str(what)) for spec, (how, what) in done
+                                     if how == "skipped"),
                        failed=tuple((spec.name, what) for spec, (how, what) in done
                                     if how == "FAILED" and isinstance(what, BuildError)))
 
@@ -163,8 +172,9 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
 
     spec = catalog.load(name)
     if spec.python:
-        raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to compute occupancy for "
-                         "(kprof profile reports the occupancy of the kernels it launches)")
+        raise UsageError(f"{spec.name} is a Python operation: kprof has no kernel of its own to "
+                         "compute occupancy for (kprof profile reports the occupancy of the "
+                         "kernels it launches)")
     target = arch or toolchain.detect_arch()
     # an architecture kprof has no model of is said before any build
     lim = occupancy.limits_for(target)
@@ -173,9 +183,11 @@ def occupancy_of(name: str, *, sizes: dict[str, int] | None = None, blocks: Sequ
     dynamic = prepared.resolved.shared_mem if dynamic_smem is None else dynamic_smem
     chosen = [occupancy.compute(lim, b, usage.registers, usage.shared_static, dynamic)
               for b in (list(blocks) or [prepared.resolved.threads_per_block])]
-    advice = [occupancy.advice(lim, o, usage.registers, usage.shared_static, dynamic) for o in chosen]
+    advice = [occupancy.advice(lim, o, usage.registers, usage.shared_static, dynamic)
+              for o in chosen]
     return OccupancyReport(spec.name, target, usage, dynamic, chosen, advice=advice,
-                           sweep=occupancy.sweep(lim, usage.registers, usage.shared_static, dynamic))
+                           sweep=occupancy.sweep(lim, usage.registers, usage.shared_static,
+                                                 dynamic))
 
 
 @checked
@@ -196,7 +208,8 @@ class Comparison:
     rows: list[history.RunChange]
 
     def to_json(self) -> dict[str, object]:
-        return {"before": self.before, "after": self.after, "rows": [r.to_dict() for r in self.rows]}
+        return {"before": self.before, "after": self.after,
+                "rows": [r.to_dict() for r in self.rows]}
 
 
 @checked

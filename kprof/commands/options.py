@@ -165,9 +165,12 @@ class DoctorOptions(_Output):
 
 
 BY_COMMAND: dict[str, type] = {
-    "list": ListOptions, "new": NewOptions, "build": BuildOptions, "run": RunOptions, "sanitize": SanitizeOptions,
-    "cases": CasesOptions, "mutants": MutantsOptions, "profile": ProfileOptions, "occupancy": OccupancyOptions,
-    "bench": BenchOptions, "peak": PeakOptions, "history": HistoryOptions, "compare": CompareOptions, "doctor": DoctorOptions,
+    "list": ListOptions, "new": NewOptions, "build": BuildOptions, "run": RunOptions,
+    "sanitize": SanitizeOptions,
+    "cases": CasesOptions, "mutants": MutantsOptions, "profile": ProfileOptions,
+    "occupancy": OccupancyOptions,
+    "bench": BenchOptions, "peak": PeakOptions, "history": HistoryOptions,
+    "compare": CompareOptions, "doctor": DoctorOptions,
 }
 
 

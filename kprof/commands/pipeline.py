@@ -62,7 +62,8 @@ def shaken_cubin(spec: KernelSpec, arch: str | None) -> Path | None:
         return None
 
 
-def resolve(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
+def resolve(spec: KernelSpec, sizes: dict[str, int] | None = None, *,
+            params: dict[str, str] | None = None,
             preset: str = "default", fills: tuple[tuple[str, Fill], ...] = ()) -> Resolved:
     """Parameters applied to the spec (and a check's fills), then every size concrete: bad sizes are
     refused before any build."""
@@ -74,8 +75,10 @@ def built(resolved: Resolved, arch: str | None = None) -> Prepared:
     return Prepared(resolved, build.build(resolved.spec, arch))
 
 
-def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *, params: dict[str, str] | None = None,
-            preset: str = "default", arch: str | None = None, fills: tuple[tuple[str, Fill], ...] = ()) -> Prepared:
+def prepare(spec: KernelSpec, sizes: dict[str, int] | None = None, *,
+            params: dict[str, str] | None = None,
+            preset: str = "default", arch: str | None = None,
+            fills: tuple[tuple[str, Fill], ...] = ()) -> Prepared:
     return built(resolve(spec, sizes, params=params, preset=preset, fills=fills), arch)
 
 
@@ -101,8 +104,8 @@ class Preparer:
 
     arch: str | None
 
-    def job(self, spec: KernelSpec, sizes: dict[str, int] | None, *, preset: str, fills: tuple[tuple[str, Fill], ...] = (),
-            mode: RunMode, shaken: bool = False) -> Job:
+    def job(self, spec: KernelSpec, sizes: dict[str, int] | None, *, preset: str,
+            fills: tuple[tuple[str, Fill], ...] = (), mode: RunMode, shaken: bool = False) -> Job:
         return prepare(spec, sizes, preset=preset, arch=self.arch, fills=fills).job(mode, shaken=shaken)
 
     def cubin(self, spec: KernelSpec) -> Path:
@@ -110,20 +113,22 @@ class Preparer:
 
     def variant(self, spec: KernelSpec, name: str, text: str) -> KernelSpec:
         path = build.generated_source(spec.name, spec.source, text)
-        return replace(spec, name=name, source=path, nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
+        return replace(spec, name=name, source=path,
+                       nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
 
     def scrubber(self) -> tuple[str | None, str]:
         return scrubber(self.arch)
 
 
 def timing_mode(mode: TimingModeName, rule: StopRule, timer: str, arch: str | None, *,
-                library: str | None = None, cupti_hw_trace: bool = False, integrity: bool = True) -> TimingMode:
+                library: str | None = None, cupti_hw_trace: bool = False,
+                integrity: bool = True) -> TimingMode:
     """``kprof bench``'s loop settings, with kprof's own spin and flush kernels built for
     ``arch``."""
-    return TimingMode(mode=mode, rule=rule, timer=timer, library=library, cupti_hw_trace=cupti_hw_trace,
-                      integrity=integrity,
-                      integrity_cubin=str(builtin("kprof_fingerprint", arch).cubin) if integrity else None,
-                      spin_cubin=str(builtin("kprof_spin", arch).cubin),
+    return TimingMode(mode=mode, rule=rule, timer=timer, library=library,
+                      cupti_hw_trace=cupti_hw_trace, integrity=integrity,
+                      integrity_cubin=str(builtin("kprof_fingerprint", arch).cubin) if integrity
+                      else None, spin_cubin=str(builtin("kprof_spin", arch).cubin),
                       flush_cubin=str(builtin("kprof_flush", arch).cubin))
 
 
@@ -143,7 +148,8 @@ class BenchPoint:
         return self.baselines[0] if self.baselines else None
 
 
-def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: str) -> list[BenchPoint]:
+def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep,
+                 option: str) -> list[BenchPoint]:
     """Every point of every kernel, every name, size, parameter and baseline checked before anything
     runs. With several kernels, each takes the swept names it has (a matmul's M,N,K; vector_add's
     N)."""
@@ -154,7 +160,8 @@ def bench_points(specs: list[KernelSpec], sizes: Sweep, params: Sweep, option: s
         own_sizes = sizes if len(specs) == 1 else sizes.only(spec.size_names)
         own_params = params if len(specs) == 1 else params.only(tuple(dict(spec.defines)))
         baselines = tuple(baseline.of_option(spec, option, catalog.load))
-        for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines), spec.name):
+        for s, p in sweep.points(own_sizes, own_params, spec.size_names, dict(spec.defines),
+                                 spec.name):
             # a size that breaks a launch formula is refused now, not mid-sweep
             resolve(spec, s, params=p)
             out.append(BenchPoint(spec, s, p, baselines))
@@ -173,9 +180,9 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
         found = baseline.of_option(spec, name, catalog.load)
         if len(found) != 1 or found[0].kind != "python":
             own = f" ({spec.name} names {', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
-            raise UsageError(f"kprof profile --baseline {name}: give a name from the spec's baselines{own} or a Python "
-                             f"callable (FILE.py:FUNCTION); to profile another spec beside it, name both: "
-                             f"kprof profile {spec.name} OTHER")
+            raise UsageError(f"kprof profile --baseline {name}: give a name from the spec's "
+                             f"baselines{own} or a Python callable (FILE.py:FUNCTION); to profile "
+                             f"another spec beside it, name both: kprof profile {spec.name} OTHER")
         op = as_python_operation(spec, found[0].stored(), found[0].label)
         out.append(resolve(op, dict(resolved.sizes)))
     return out
@@ -184,9 +191,11 @@ def profiled_baselines(resolved: Resolved, option: str) -> list[Resolved]:
 def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.PointPlan:
     """Build the point's kernel (and baseline specs) and make their timing jobs."""
     kernel = prepare(point.spec, point.sizes, params=point.params, arch=arch)
-    if mode.mode == "hot" and (resets := [b.arg.name for b in kernel.resolved.buffers if b.arg.reset]):
-        raise UsageError(f"{point.spec.name}: {', '.join(resets)} is written again before each launch (reset: true), "
-                         "which a CUDA graph of many launches cannot do untimed: use --mode cold or warm")
+    if mode.mode == "hot" and (resets := [b.arg.name for b in kernel.resolved.buffers
+                                          if b.arg.reset]):
+        raise UsageError(f"{point.spec.name}: {', '.join(resets)} is written again before each "
+                         "launch (reset: true), which a CUDA graph of many launches cannot do "
+                         "untimed: use --mode cold or warm")
     timed = tuple((b, job) for b in point.baselines
                   if (job := _slack(_baseline_job(point.spec, kernel, b, mode, arch))) is not None)
     return bench.PointPlan(kernel.resolved, point.params, kernel.job(mode), timed)
@@ -200,13 +209,15 @@ def bench_plan(point: BenchPoint, mode: TimingMode, arch: str | None) -> bench.P
 BASELINE_SLACK = 10
 
 
-def _baseline_job(spec: KernelSpec, kernel: Prepared, base: Baseline, mode: TimingMode, arch: str | None) -> Job | None:
+def _baseline_job(spec: KernelSpec, kernel: Prepared, base: Baseline, mode: TimingMode,
+                  arch: str | None) -> Job | None:
     if base.kind == "library":  # a library routine on the kernel's own buffers
         return kernel.job(replace(mode, library=base.name))
     if base.kind == "python":  # a Python callable on the kernel's own buffers
         if mode.mode == "hot":
-            raise UsageError(f"{spec.name}: a Python baseline is timed in cold or warm mode, not hot (a CUDA "
-                             "graph cannot capture what a framework does on the host between kernels)")
+            raise UsageError(f"{spec.name}: a Python baseline is timed in cold or warm mode, not "
+                             "hot (a CUDA graph cannot capture what a framework does on the host "
+                             "between kernels)")
         return kernel.job(replace(mode, python=base.stored()))
     if base.spec is not None:  # another spec (an unfused version, say) at the same sizes
         own = {k: v for k, v in kernel.resolved.sizes.items() if k in base.spec.size_names}
@@ -253,7 +264,9 @@ def _tensor_jobs(arch: str | None) -> list[tuple[str, Job | str, int]]:
         except KprofError as exc:
             out.append((name, str(exc).splitlines()[0], 0))
             continue
-        out.append((name, prepared.job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False)),
+        out.append((name,
+                    prepared.job(timing_mode("warm", bench.PEAK_RULE, "auto", arch,
+                                             integrity=False)),
                     int(prepared.resolved.flops or 0)))
     return out
 
@@ -272,7 +285,8 @@ def _op_jobs(arch: str | None) -> list[bench.StreamJob]:
     cold = timing_mode("cold", bench.PEAK_RULE, "auto", arch, integrity=False)
     out = []
     for kind in ceilings.MIXES:
-        spec, mode = catalog.builtin(f"kprof_{kind}"), replace(cold, python=pyref.Ref(peak_ops_path(), kind).stored())
+        spec, mode = catalog.builtin(f"kprof_{kind}"), replace(cold,
+                                                               python=pyref.Ref(peak_ops_path(), kind).stored())
         for size in bench.PEAK_BYTES:
             r = resolve(spec, {"BLOCKS": 1, "BYTES": size})
             out.append(bench.StreamJob(kind, 0, 0, built(r, arch).job(mode), int(r.bytes or 0),
@@ -280,12 +294,13 @@ def _op_jobs(arch: str | None) -> list[bench.StreamJob]:
     return out
 
 
-QUICK_NOTE = ("quick ceilings, measured for the first bench on this GPU in {seconds:.0f} s: each mix once (1 GiB, "
-              "16-byte accesses, 2048 blocks), no PyTorch op; `kprof peak` measures every configuration (about two "
-              "minutes) and replaces them")
+QUICK_NOTE = ("quick ceilings, measured for the first bench on this GPU in {seconds:.0f} s: each "
+              "mix once (1 GiB, 16-byte accesses, 2048 blocks), no PyTorch op; `kprof peak` "
+              "measures every configuration (about two minutes) and replaces them")
 
 
-def peak(refresh: bool = False, arch: str | None = None, progress: Callable[[str], None] | None = None,
+def peak(refresh: bool = False, arch: str | None = None,
+         progress: Callable[[str], None] | None = None,
          thorough: bool = False, quick: bool = False) -> ceilings.Ceilings:
     """This GPU's ceilings, cached per GPU and driver; measured again with ``refresh``: the stream
     kernels of every mix at each access width and grid size (``thorough``: 4-byte accesses too), the
@@ -316,10 +331,12 @@ def peak(refresh: bool = False, arch: str | None = None, progress: Callable[[str
     # Cold, the builds took a quarter of kprof peak: each kernel once, side by side (nvcc is a
     # process).
     wanted = {(c[2].spec.name, c[1]): c[2] for c in configs}
-    wanted.update({("kprof_copy", 0): resolve(catalog.builtin("kprof_copy")), ("kprof_fma", 0): fma_resolved})
+    wanted.update({("kprof_copy", 0): resolve(catalog.builtin("kprof_copy")),
+                   ("kprof_fma", 0): fma_resolved})
     from kprof import parallel
 
-    parallel.map_jobs(lambda r: built(r, arch), list(wanted.values()), parallel.build_jobs(len(wanted)))
+    parallel.map_jobs(lambda r: built(r, arch), list(wanted.values()),
+                      parallel.build_jobs(len(wanted)))
     parallel.map_jobs(lambda n: builtin(n, arch), ["kprof_spin", "kprof_flush"], 2)
     streams = [bench.StreamJob(kind, width, r.sizes["BLOCKS"],
                                built(r, arch).job(timing_mode("cold", bench.PEAK_RULE, "auto", arch,
@@ -328,12 +345,15 @@ def peak(refresh: bool = False, arch: str | None = None, progress: Callable[[str
                for kind, width, r in configs]
     streams += [] if quick else _op_jobs(arch)
     copy = built(wanted["kprof_copy", 0], arch)
-    memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY, integrity=False))
-    fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch, integrity=False))
+    memcpy = copy.job(timing_mode("cold", bench.PEAK_RULE, "events", arch, library=MEMCPY,
+                                  integrity=False))
+    fma = built(fma_resolved, arch).job(timing_mode("warm", bench.PEAK_RULE, "auto", arch,
+                                                    integrity=False))
     from kprof.results import history
 
     start = time.monotonic()
-    data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)), (fma, int(fma_resolved.flops or 0)),
+    data = bench.measure_peak(streams, (memcpy, int(copy.resolved.bytes or 0)),
+                              (fma, int(fma_resolved.flops or 0)),
                               progress=progress, tensor=_tensor_jobs(arch))
     if quick:
         data = dict(data, quick=True, ops_note=QUICK_NOTE.format(seconds=time.monotonic() - start))

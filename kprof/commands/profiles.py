@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 
 
 @checked
-def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
+def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None,
+                  params: dict[str, str] | None = None,
                   baseline: str | None = None, set_name: str = "quick", metrics: Sequence[str] = (),
-                  report_dir: str | Path | None = None, tries: Sequence[str] = (), auto_try: bool = True,
+                  report_dir: str | Path | None = None, tries: Sequence[str] = (),
+                  auto_try: bool = True,
                   diagnose: bool = True, arch: str | None = None, timeout: float = 600.0,
                   progress: Callable[[str], None] | None = None) -> SpecProfiles:
     """Nsight Compute over each spec of ``names`` (names from ``kprof list`` or spec files) at
@@ -51,7 +53,9 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     specs = [catalog.load(str(n)) for n in names]  # every name checked before anything runs
     asked = tries_mod.parse(list(tries))  # one line for a bad --try, before the GPU runs
     given = dict(sizes or {})
-    resolved = [pipeline.resolve(spec, given if len(specs) == 1 else {k: v for k, v in given.items() if k in spec.size_names},
+    resolved = [pipeline.resolve(spec,
+                                 given if len(specs) == 1
+                                 else {k: v for k, v in given.items() if k in spec.size_names},
                                  params=dict(params or {}))
                 for spec in specs]
     if baseline:
@@ -65,28 +69,33 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None, 
     if no_ncu is None:
         api.require_gpu("ncu")
     elif progress:
-        progress(f"kprof: {no_ncu}: kprof profile reports event timing, the driver's occupancy, registers and spills "
-                 "instead")
-    settings = stage.ProfileSettings(params=dict(params or {}), set_name=set_name, metrics=tuple(metrics),
-                                     report_dir=folder, timeout=timeout)
-    return stage.profile_specs([pipeline.built(r, arch) for r in resolved], settings, diagnose=diagnose,
+        progress(f"kprof: {no_ncu}: kprof profile reports event timing, the driver's occupancy, "
+                 "registers and spills instead")
+    settings = stage.ProfileSettings(params=dict(params or {}), set_name=set_name,
+                                     metrics=tuple(metrics), report_dir=folder, timeout=timeout)
+    return stage.profile_specs([pipeline.built(r, arch) for r in resolved], settings,
+                               diagnose=diagnose,
                                try_params=asked, auto_try=auto_try, bench=try_bench(arch, timeout),
                                peak=pipeline.cached_peak(), progress=progress)
 
 
 @checked
-def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
-             arch: str | None = None, try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
-             timeout: float = 600.0) -> Diagnosis:
+def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None,
+             params: dict[str, str] | None = None,
+             arch: str | None = None, try_params: dict[str, list[str]] | None = None,
+             auto_try: bool = True, timeout: float = 600.0) -> Diagnosis:
     """``kprof profile NAME``'s diagnosis from Python: profile (with counters where ncu may read
     them, else without) and diagnose one spec, at ``sizes`` and with ``params`` (its defines)."""
     from kprof.commands import pipeline
     from kprof.diagnosis import stage
     from kprof.spec import catalog
 
-    prepared = pipeline.prepare(catalog.load(str(name)), sizes, params=dict(params or {}), arch=arch)
-    got = stage.profile_one(prepared, stage.ProfileSettings(params=dict(params or {}), timeout=timeout))
-    return stage.diagnose_one(prepared, got, try_params=try_params, auto_try=auto_try, bench=try_bench(arch, timeout),
+    prepared = pipeline.prepare(catalog.load(str(name)), sizes, params=dict(params or {}),
+                                arch=arch)
+    got = stage.profile_one(prepared,
+                            stage.ProfileSettings(params=dict(params or {}), timeout=timeout))
+    return stage.diagnose_one(prepared, got, try_params=try_params, auto_try=auto_try,
+                              bench=try_bench(arch, timeout),
                               peak=pipeline.cached_peak(), timeout=timeout)
 
 
@@ -97,13 +106,16 @@ def try_bench(arch: str | None, timeout: float) -> TryBench:
     from kprof.diagnosis.stage import TryBench
 
     def sweep(name: str, sizes: dict[str, int], words: str) -> BenchReport:
-        return _whole(api.run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()], params=[words],
-                                    baseline="none", max_time=1.0, min_time=0.2, arch=arch, timeout=timeout,
-                                    history=False))
+        return _whole(api.run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()],
+                                    params=[words],
+                                    baseline="none", max_time=1.0, min_time=0.2, arch=arch,
+                                    timeout=timeout, history=False))
 
     def specs(given: list[KernelSpec], sizes: dict[str, int]) -> BenchReport:
-        return _whole(api.run_bench(given, sizes=[f"{k}={v}" for k, v in sizes.items()], baseline="none",
-                                    max_time=1.0, min_time=0.2, arch=arch, timeout=timeout, history=False))
+        return _whole(api.run_bench(given, sizes=[f"{k}={v}" for k, v in sizes.items()],
+                                    baseline="none",
+                                    max_time=1.0, min_time=0.2, arch=arch, timeout=timeout,
+                                    history=False))
 
     return TryBench(sweep, specs)
 
@@ -115,9 +127,12 @@ def _whole(report: BenchReport) -> BenchReport:
 
 
 @checked
-def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, range: str | None = None,
-            launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
-            sizes: dict[str, int] | None = None, params: dict[str, str] | None = None, baseline: str | None = None,
+def profile(target: str | Path | Sequence[str], *, kernel: str | None = None,
+            range: str | None = None,
+            launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick",
+            metrics: Sequence[str] = (),
+            sizes: dict[str, int] | None = None, params: dict[str, str] | None = None,
+            baseline: str | None = None,
             report_dir: str | Path | None = None, arch: str | None = None,
             timeout: float = 600.0) -> list[KernelProfile]:
     """Nsight Compute over ``target``: a list of
@@ -132,16 +147,19 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
 
     if isinstance(target, (str, Path)):
         if kernel or range or launch_skip or launch_count != 10:
-            raise UsageError("kernel, range, launch_skip and launch_count pick a program's launches; a spec profiles "
-                             "its own kernels: give the program as a list (['python', 'train.py'])")
-        run = profile_specs([str(target)], sizes=sizes, params=params, baseline=baseline, set_name=set_name,
-                            metrics=metrics, report_dir=report_dir, arch=arch, timeout=timeout, diagnose=False)
+            raise UsageError("kernel, range, launch_skip and launch_count pick a program's "
+                             "launches; a spec profiles its own kernels: give the program as a "
+                             "list (['python', 'train.py'])")
+        run = profile_specs([str(target)], sizes=sizes, params=params, baseline=baseline,
+                            set_name=set_name,
+                            metrics=metrics, report_dir=report_dir, arch=arch, timeout=timeout,
+                            diagnose=False)
         if run.errors:
             raise run.errors[0][1]
         return run.profiles
     if params or baseline:
-        raise UsageError("params and baseline apply to a spec (kprof.profile('rmsnorm_onepass', params=...)); a "
-                         "program is profiled as it runs")
+        raise UsageError("params and baseline apply to a spec (kprof.profile('rmsnorm_onepass', "
+                         "params=...)); a program is profiled as it runs")
     from kprof.commands.api import require_gpu
 
     cmd = inputs.program_argv([str(a) for a in target], "profile", None)
@@ -153,14 +171,17 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None, ra
     require_gpu("ncu")
     from kprof.build.toolchain import detect_arch
 
-    return prof.profile_program(cmd, arch or detect_arch(), kernel=kernel, nvtx_range=range, launch_skip=launch_skip,
-                                launch_count=launch_count, set_name=set_name, metrics=tuple(metrics), timeout=timeout,
-                                report_dir=folder)
+    return prof.profile_program(cmd, arch or detect_arch(), kernel=kernel, nvtx_range=range,
+                                launch_skip=launch_skip,
+                                launch_count=launch_count, set_name=set_name,
+                                metrics=tuple(metrics), timeout=timeout, report_dir=folder)
 
 
 @checked
-def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str | None = None, launch_skip: int = 0,
-                    launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (), arch: str | None = None,
+def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str | None = None,
+                    launch_skip: int = 0,
+                    launch_count: int = 10, set_name: str = "quick", metrics: Sequence[str] = (),
+                    arch: str | None = None,
                     report_dir: str | Path | None = None, timeout: float = 600.0) -> ProgramProfile:
     """``kprof profile -- CMD`` from Python: :func:`profile` over the program, then one more run of
     it without ncu for the user's line that launched each kernel (stopped once it has launched what
@@ -168,10 +189,13 @@ def profile_program(cmd: Sequence[str], *, kernel: str | None = None, range: str
     from kprof.diagnosis import program
     from kprof.tools.programs import launchsites
 
-    profiles = profile(cmd, kernel=kernel, range=range, launch_skip=launch_skip, launch_count=launch_count,
-                       set_name=set_name, metrics=metrics, arch=arch, report_dir=report_dir, timeout=timeout)
+    profiles = profile(cmd, kernel=kernel, range=range, launch_skip=launch_skip,
+                       launch_count=launch_count,
+                       set_name=set_name, metrics=metrics, arch=arch, report_dir=report_dir,
+                       timeout=timeout)
     argv = inputs.program_argv([str(a) for a in cmd], "profile", None)
-    sites = launchsites.run(argv, timeout=timeout, env=proc.child_env(), stop_after=launch_skip + launch_count,
+    sites = launchsites.run(argv, timeout=timeout, env=proc.child_env(),
+                            stop_after=launch_skip + launch_count,
                             kernels=program.profiled_names(profiles))
     return program.ProgramProfile(profiles, program.rank(profiles, sites), sites)
 

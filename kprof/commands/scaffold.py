@@ -20,19 +20,26 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # the kernel's translation unit already declares (a kernel `min` or `blockIdx` does not build),
 # `main`, and the words YAML reads as a boolean or null in the spec's `entry:` (`yes`, `null`).
 _CXX_KEYWORDS = frozenset((
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
-    "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
-    "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
-    "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
-    "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
-    "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
-    "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
-    "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+    "case", "catch",
+    "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval",
+    "constexpr",
+    "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype",
+    "default", "delete",
+    "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
+    "float", "for",
+    "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept",
+    "not", "not_eq",
+    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+    "reinterpret_cast",
+    "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast",
+    "struct", "switch",
+    "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+    "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"
 ))
 _CUDA_NAMES = frozenset((
-    "main", "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "dim3", "min", "max", "abs", "fabs",
-    "printf", "malloc", "free", "memcpy", "memset", "assert", "sqrt", "exp", "log", "pow"
+    "main", "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "dim3", "min", "max", "abs",
+    "fabs", "printf", "malloc", "free", "memcpy", "memset", "assert", "sqrt", "exp", "log", "pow"
 ))
 _YAML_WORDS = frozenset(["yes", "no", "on", "off", "true", "false", "y", "n", "null"])
 _VECTOR_TYPE = re.compile(r"^(u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]\Z")
@@ -55,11 +62,11 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
     """Write NAME.cu and NAME.yaml into ``folder`` (and, with ``like``, the Python files its spec
     names beside it); never overwrite, never write through a symlink."""
     if not _IDENT.match(name) or len(name) > 100:
-        raise UsageError(f"kprof new {name[:60]!r}: a kernel name is an identifier (letters, digits, _), "
-                         "e.g. kprof new my_scale")
+        raise UsageError(f"kprof new {name[:60]!r}: a kernel name is an identifier (letters, "
+                         "digits, _), e.g. kprof new my_scale")
     if (why := _unusable(name)) is not None:
-        raise UsageError(f"kprof new {name}: {why}, so a kernel of that name does not build; give another "
-                         f"name, e.g. kprof new my_{name.strip('_').lower() or 'kernel'}")
+        raise UsageError(f"kprof new {name}: {why}, so a kernel of that name does not build; give "
+                         f"another name, e.g. kprof new my_{name.strip('_').lower() or 'kernel'}")
     folder = inputs.user_path(folder, "--dir")
     cu, yaml_path = folder / f"{name}.cu", folder / f"{name}.yaml"
     if like is None:
@@ -67,7 +74,8 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
                  yaml_path: (TEMPLATES / "kernel.yaml").read_text().replace("NAME", name)}
     else:
         source, spec, helpers = _renamed(like, name)
-        files = {cu: source, yaml_path: spec, **{folder / helper.name: _helper_text(helper) for helper in helpers}}
+        files = {cu: source, yaml_path: spec,
+                 **{folder / helper.name: _helper_text(helper) for helper in helpers}}
     for path in files:  # every name checked before any is written: all or nothing
         if (taken := inputs.exists_error(path, "kprof new")) is not None:
             raise taken
@@ -106,15 +114,18 @@ def _builds(name: str, files: dict[str, str]) -> None:
         except BuildError as exc:
             # no kernel builds here: not the name's fault
             if (broken := toolchain.probe_compile("sm_90")) is not None:
-                raise UsageError(f"kprof new {name}: {broken.rstrip('.')}; `kprof doctor --for build` says what to fix") from None
-            first = next((ln.strip() for ln in (exc.log or "").splitlines() if "error" in ln), str(exc))
-            raise UsageError(f"kprof new {name}: a kernel of that name does not build ({_first_error(first, tmp)}); "
-                             f"give another name, e.g. kprof new my_{name.strip('_').lower() or 'kernel'}") from None
+                raise UsageError(f"kprof new {name}: {broken.rstrip('.')}; `kprof doctor --for "
+                                 "build` says what to fix") from None
+            first = next((ln.strip() for ln in (exc.log or "").splitlines() if "error" in ln),
+                         str(exc))
+            raise UsageError(f"kprof new {name}: a kernel of that name does not build "
+                             f"({_first_error(first, tmp)}); give another name, e.g. kprof new "
+                             f"my_{name.strip('_').lower() or 'kernel'}") from None
         except UsageError as exc:  # the machine's trouble (TMPDIR, the cache), not the name's
             raise UsageError(f"kprof new {name}: {str(exc).splitlines()[0]}") from None
         except KprofError as exc:
-            raise UsageError(f"kprof new {name}: {str(exc).splitlines()[0]}; give another name, e.g. kprof new "
-                             f"my_{name.strip('_').lower() or 'kernel'}") from None
+            raise UsageError(f"kprof new {name}: {str(exc).splitlines()[0]}; give another name, "
+                             f"e.g. kprof new my_{name.strip('_').lower() or 'kernel'}") from None
 
 
 def _first_error(line: str, folder: str) -> str:
@@ -129,8 +140,8 @@ def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
     spec = catalog.load(like)
     twin = spec.path.with_suffix(".cu").resolve() != spec.source.resolve() and spec.path.parent != TEMPLATES
     if spec.twin is not None or spec.expect is not None or (twin and spec.name.endswith("_fixed")):
-        raise UsageError(f"--like {like}: a sanitizer or performance case (or its fixed twin, whose spec is the "
-                         "case's); start from a kernel of `kprof list`")
+        raise UsageError(f"--like {like}: a sanitizer or performance case (or its fixed twin, "
+                         "whose spec is the case's); start from a kernel of `kprof list`")
     from kprof import inputs
     from kprof.build.cusource import MAX_SOURCE_BYTES
     from kprof.spec.loader import MAX_SPEC_BYTES
@@ -143,7 +154,8 @@ def _renamed(like: str, name: str) -> tuple[str, str, list[Path]]:
     text = re.sub(r"^name:.*$", f"name: {name}", text, flags=re.M)
     text = re.sub(r"^source:.*$", f"source: {name}.cu", text, flags=re.M)
     if spec.baseline and spec.baseline not in ("cublas_sgemm",):
-        text = re.sub(r"^baseline:.*$", f"baseline: {spec.baseline}  # the shipped kernel it was compared with",
+        text = re.sub(r"^baseline:.*$",
+                      f"baseline: {spec.baseline}  # the shipped kernel it was compared with",
                       text, flags=re.M)
     return source, text, _python_files(spec)
 

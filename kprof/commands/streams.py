@@ -49,7 +49,8 @@ def closed_streams() -> int | None:
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - kept for the process's life, as stderr is
     if sys.stdout is None:
-        say("kprof: error: standard output is closed (>&-): nothing kprof prints could be read; give it a file or "
+        say("kprof: error: standard output is closed (>&-): nothing kprof prints could be read; "
+            "give it a file or "
              "a pipe (> out.txt)")
         return EXIT_OUTPUT
     return None

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 MAX_BYTES = 64 * 1024
 
 # The flags a cheat may be caught by (docs/bench.md), and "verdict": it failed its verdict.
-CATCHES = ("no-kernel", "varying-kernels", "other-stream", "outside-window", "timer", "changed-input",
-           "stale-output", "ignores-input", "extra-work", "other-dtype", "verdict")
+CATCHES = ("no-kernel", "varying-kernels", "other-stream", "outside-window", "timer",
+           "changed-input", "stale-output", "ignores-input", "extra-work", "other-dtype", "verdict")
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,10 @@ class CheatResult:
         return any(k in self.cheat.catch for k in self.kinds)
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.cheat.name, "exploit": self.cheat.exploit, "catch": list(self.cheat.catch),
-                "flags": list(self.flags), "failed_verdict": self.failed_verdict, "caught": self.caught}
+        return {"name": self.cheat.name, "exploit": self.cheat.exploit,
+                "catch": list(self.cheat.catch),
+                "flags": list(self.flags), "failed_verdict": self.failed_verdict,
+                "caught": self.caught}
 
 
 def load(folder: Path) -> Corpus:
@@ -71,7 +73,8 @@ def load(folder: Path) -> Corpus:
     except YAML_VALUE_ERRORS as exc:
         raise SpecError(str(path), "", f"not valid YAML: {value_problem(exc)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("spec"), str) or not isinstance(data.get("cheats"), list):
-        raise SpecError(str(path), "", "needs 'spec: FILE.yaml' and 'cheats: [{name, exploit, catch}, ...]'")
+        raise SpecError(str(path), "",
+                        "needs 'spec: FILE.yaml' and 'cheats: [{name, exploit, catch}, ...]'")
     cheats = []
     for i, c in enumerate(data["cheats"]):
         where = f"cheats[{i}]"
@@ -91,6 +94,7 @@ def judge(corpus: Corpus, point: PointResult) -> tuple[tuple[str, ...], list[Che
     results = []
     for cheat in corpus.cheats:
         b = by_name.get(cheat.name)
-        failed = next((w for w in point.warnings if w.startswith(f"baseline {cheat.name} failed")), "")
+        failed = next((w for w in point.warnings if w.startswith(f"baseline {cheat.name} failed")),
+                      "")
         results.append(CheatResult(cheat, tuple(b.baseline_integrity) if b else (), failed))
     return tuple(point.integrity), results

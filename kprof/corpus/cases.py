@@ -62,7 +62,8 @@ class Case:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "description": self.spec.description, "source": str(self.spec.source),
+            "name": self.name, "description": self.spec.description,
+            "source": str(self.spec.source),
             "twin": str(self.spec.twin), "tool": self.expect.tool, "kind": self.expect.kind,
             "line": self.expect.line, "buffer": self.expect.buffer, "caught": self.expect.caught,
             "why": self.expect.why, "since": self.expect.since,
@@ -74,11 +75,15 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
     raw = spec.expect
     if raw is None and spec.is_twin:
         case = spec.name.removesuffix("_fixed")
-        raise SpecError(where, "twin", f"{spec.name} is the fixed twin of case {case}: kprof cases {case} runs both")
+        raise SpecError(where, "twin",
+                        f"{spec.name} is the fixed twin of case {case}: kprof cases {case} runs "
+                        "both")
     if raw is None:
-        raise SpecError(where, "expect", f"{spec.name} is not a sanitizer case (kprof cases --list names them)")
+        raise SpecError(where, "expect",
+                        f"{spec.name} is not a sanitizer case (kprof cases --list names them)")
     if not isinstance(raw, dict):
-        raise SpecError(where, "expect", "a sanitizer case needs expect: {tool, kind} (and line, buffer)")
+        raise SpecError(where, "expect",
+                        "a sanitizer case needs expect: {tool, kind} (and line, buffer)")
     if spec.twin is None:
         raise SpecError(where, "twin", "a sanitizer case needs its fixed twin: twin: NAME_fixed.cu")
     extra = set(raw) - {"tool", "kind", "line", "buffer", "caught", "why", "since"}
@@ -87,28 +92,37 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
                         "unknown field (known: tool, kind, line, buffer, caught, why, since)")
     tool, kind = raw.get("tool"), raw.get("kind")
     if tool not in checkers.spec_names():
-        raise SpecError(where, "expect.tool", f"{tool!r} must be one of {', '.join(checkers.spec_names())}")
+        raise SpecError(where, "expect.tool",
+                        f"{tool!r} must be one of {', '.join(checkers.spec_names())}")
     if kind not in KINDS:
-        raise SpecError(where, "expect.kind", f"{kind!r} is not a finding kind ({', '.join(KINDS)})")
-    marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines()) if _BUG.search(text)]
+        raise SpecError(where, "expect.kind",
+                        f"{kind!r} is not a finding kind ({', '.join(KINDS)})")
+    marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines())
+              if _BUG.search(text)]
     if len(marked) != 1:
-        raise SpecError(where, "source", f"{spec.source.name} must mark exactly one line with // BUG (found {len(marked)})")
+        raise SpecError(where, "source",
+                        f"{spec.source.name} must mark exactly one line with // BUG (found "
+                        f"{len(marked)})")
     line = raw.get("line", marked[0])
     if isinstance(line, bool) or not isinstance(line, int) or line < 1:
         raise SpecError(where, "expect.line", f"{line!r} must be a line number")
     caught = raw.get("caught", True)
     why = raw.get("why", "")
     if not isinstance(caught, bool) or (not caught and not why):
-        raise SpecError(where, "expect.caught", "caught: false needs why: (what no detector can see, and why)")
+        raise SpecError(where, "expect.caught",
+                        "caught: false needs why: (what no detector can see, and why)")
     buffer = raw.get("buffer")
     if buffer is not None and buffer not in {b.name for b in spec.buffers}:
         raise SpecError(where, "expect.buffer", f"{buffer!r} is not a buffer of this kernel")
     since = raw.get("since", "")
     if not isinstance(since, str) or (since and not _SINCE.fullmatch(since)):
-        raise SpecError(where, "expect.since", f"{since!r} must be a compute-sanitizer version in quotes, e.g. \"2026.4\"")
+        raise SpecError(where, "expect.since",
+                        f"{since!r} must be a compute-sanitizer version in quotes, e.g. \"2026.4\"")
     if since and tool not in checkers.sanitizers():
-        raise SpecError(where, "expect.since", f"{tool} is kprof's own detector; since: names a compute-sanitizer version")
-    return Case(spec.name, spec, Expect(tool, kind, line, buffer, caught, why=str(why), since=since))
+        raise SpecError(where, "expect.since",
+                        f"{tool} is kprof's own detector; since: names a compute-sanitizer version")
+    return Case(spec.name, spec,
+                Expect(tool, kind, line, buffer, caught, why=str(why), since=since))
 
 
 def load_all(specs: list[spec_mod.KernelSpec]) -> list[Case]:
@@ -168,8 +182,8 @@ class CaseResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            **self.case.to_dict(), "found": self.caught, "twin_clean": self.twin_clean, "ok": self.ok,
-            "unseen": self.unseen, "version": self.bug.version,
+            **self.case.to_dict(), "found": self.caught, "twin_clean": self.twin_clean,
+            "ok": self.ok, "unseen": self.unseen, "version": self.bug.version,
             "bug_status": self.bug.status, "twin_status": {t.tool: t.status for t in self.twins},
             "bug_findings": [f.to_dict() for f in self.bug.findings],
             "twin_findings": [f.to_dict() for t in self.twins for f in t.findings],
@@ -181,7 +195,8 @@ class CaseResult:
 Runs = dict[tuple[str, str], ToolResult]  # ("bug" or "twin", tool) -> what the tool said
 
 
-def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str], settings: Settings) -> Runs:
+def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str],
+              settings: Settings) -> Runs:
     """Those of a case's runs whose tool is in ``tools``: its tool over the buggy kernel, each tool
     over its twin (jobs built by the command layer)."""
     runs: Runs = {}
@@ -195,12 +210,16 @@ def run_tools(case: Case, bug: Job, twin: Job, tools: tuple[str, ...] | list[str
 
 def assemble(case: Case, runs: Runs) -> CaseResult:
     """The case's result from all its runs."""
-    return CaseResult(case, runs["bug", case.expect.tool], tuple(runs["twin", t] for t in checkers.spec_names()))
+    return CaseResult(case, runs["bug", case.expect.tool],
+                      tuple(runs["twin", t] for t in checkers.spec_names()))
 
 
-def run_case(case: Case, bug: Job, twin: Job, *, scrub_cubin: str | None, timeout: float = 300.0) -> CaseResult:
+def run_case(case: Case, bug: Job, twin: Job, *, scrub_cubin: str | None,
+             timeout: float = 300.0) -> CaseResult:
     """Every run of one case, one after the other."""
-    return assemble(case, run_tools(case, bug, twin, checkers.spec_names(), Settings(timeout, scrub_cubin=scrub_cubin)))
+    return assemble(case,
+                    run_tools(case, bug, twin, checkers.spec_names(),
+                              Settings(timeout, scrub_cubin=scrub_cubin)))
 
 
 @dataclass(frozen=True)
@@ -215,7 +234,8 @@ class Task:
     def label(self) -> str:
         if self.what == "bug":
             return f"{self.cases[0].name} {self.tool}"
-        return f"twins {self.tool} ({len(self.cases)})" if self.what == "twins" else f"{self.tool} alone ({len(self.cases)})"
+        n = len(self.cases)
+        return f"twins {self.tool} ({n})" if self.what == "twins" else f"{self.tool} alone ({n})"
 
 
 def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], list[Task]]:
@@ -229,7 +249,8 @@ def plan(corpus: list[Case], width: int = 1) -> tuple[list[Task], list[Task]]:
     size = -(-len(corpus) // parts) if corpus else 1
     chunks = [tuple(corpus[i:i + size]) for i in range(0, len(corpus), size)]
     twins = [Task("twins", tool, chunk) for chunk in chunks for tool in shared]
-    bugs = [Task("bug", c.expect.tool, (c,)) for c in corpus if c.expect.tool not in checkers.alone()]
+    bugs = [Task("bug", c.expect.tool, (c,)) for c in corpus
+            if c.expect.tool not in checkers.alone()]
     return twins + bugs, [Task("alone", tool, tuple(corpus)) for tool in checkers.alone()]
 
 
@@ -244,18 +265,22 @@ def run_task(task: Task, jobs: dict[str, tuple[Job, Job]], *, scrub_cubin: str |
             wanted.append((case.name, "bug", bug))
         if task.what in ("twins", "alone"):
             wanted.append((case.name, "twin", twin))
-    results = checkers.run_many([j for _, _, j in wanted], task.tool, Settings(timeout, scrub_cubin=scrub_cubin))
+    results = checkers.run_many([j for _, _, j in wanted], task.tool,
+                                Settings(timeout, scrub_cubin=scrub_cubin))
     return {(name, role, task.tool): r for (name, role, _), r in zip(wanted, results)}
 
 
-def run_corpus(corpus: list[Case], pairs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None, jobs: int | None,
-               timeout: float = 300.0, progress: Callable[[int], Any] | None = None) -> list[CaseResult]:
+def run_corpus(corpus: list[Case], pairs: dict[str, tuple[Job, Job]], *, scrub_cubin: str | None,
+               jobs: int | None,
+               timeout: float = 300.0,
+               progress: Callable[[int], Any] | None = None) -> list[CaseResult]:
     """Every run of the corpus (the jobs of each case and twin in ``pairs``, built by the command
     layer) in few children (:func:`plan`): the sanitizers' tasks side by side, ``jobs`` at a time
     (None: what the GPU's memory and the CPUs allow), then the tasks of the checkers that need the
     GPU to themselves, alone. Each task is a child process, so threads only wait. ``progress``,
     given the number of children, returns what is stepped as each ends and closed at the end."""
-    width = parallel.jobs_for(len(corpus) * len(checkers.spec_names()), jobs, parallel.RUNNER_GPU_BYTES)
+    width = parallel.jobs_for(len(corpus) * len(checkers.spec_names()), jobs,
+                              parallel.RUNNER_GPU_BYTES)
     shared, alone = plan(corpus, width)
     steps = progress(len(shared) + len(alone)) if progress is not None else None
 
@@ -282,17 +307,18 @@ def tally(results: list[CaseResult]) -> str:
     anything); with "2 need compute-sanitizer 2026.4 (this is 2025.3.1)" where the tool that ran is
     older than a case's ``since``."""
     caught = sum(r.caught for r in results if r.case.expect.caught)
-    missed = [r.case.name for r in results if r.case.expect.caught and not r.caught and not r.unseen]
+    missed = [r.case.name for r in results if r.case.expect.caught and not r.caught
+              and not r.unseen]
     known = sum(not r.case.expect.caught for r in results)
     clean = sum(r.twin_clean for r in results)
-    text = (f"{caught} caught, {known} known miss{'es' if known != 1 else ''}, {clean} of {len(results)} twins clean "
-            f"under all {len(checkers.spec_names())} tools")
+    text = (f"{caught} caught, {known} known miss{'es' if known != 1 else ''}, {clean} of "
+            f"{len(results)} twins clean under all {len(checkers.spec_names())} tools")
     unseen = [r for r in results if r.unseen]
     if unseen:
         needs = sorted({r.case.expect.since for r in unseen})
         ran = sorted({r.bug.version or "unknown" for r in unseen})
-        text += (f"; {len(unseen)} need compute-sanitizer {' or '.join(needs)} (this is {', '.join(ran)}): "
-                 f"{', '.join(r.case.name for r in unseen)}")
+        text += (f"; {len(unseen)} need compute-sanitizer {' or '.join(needs)} (this is "
+                 f"{', '.join(ran)}): {', '.join(r.case.name for r in unseen)}")
     if missed:
         text += f"; MISSED: {', '.join(missed)}"
     return text

@@ -91,7 +91,8 @@ class MutantResult:
     def to_dict(self) -> dict[str, object]:
         out = asdict(self.mutant)
         out.pop("source")
-        return {**out, "verdict": self.verdict, "by": self.by, "why": self.why, "diff": self.mutant.diff()}
+        return {**out, "verdict": self.verdict, "by": self.by, "why": self.why,
+                "diff": self.mutant.diff()}
 
 
 def _code_part(line: str) -> tuple[str, str]:
@@ -137,12 +138,14 @@ OPERATORS: dict[str, Callable[[str], Iterator[str]]] = {
     "<= for <": lambda c: _sub_each(r"(?<=[\w)\]]) < (?=[\w(])", " <= ", c),
     "> for >=": lambda c: _sub_each(r" >= ", " > ", c),
     ">= for >": lambda c: _sub_each(r"(?<=[\w)\]]) > (?=[\w(])", " >= ", c),
-    "missing tail (bound - 1)": lambda c: _sub_each(r"(\bfor \([^;]*; *\w+ < )(\w+)(;)", r"\1\2 - 1\3", c),
+    "missing tail (bound - 1)": lambda c: _sub_each(r"(\bfor \([^;]*; *\w+ < )(\w+)(;)",
+                                                    r"\1\2 - 1\3", c),
     "missing barrier": lambda c: _sub_each(r"__syncthreads\(\);", "", c),
     "overwrite for accumulate (= for +=)": lambda c: _outside_for_header(
         _sub_each(r"(\b\w+(?:\[[^\]]*\])*) \+= ", r"\1 = ", c), c),
     "dropped term (+ 1 removed)": lambda c: _sub_each(r" \+ 1\b", "", c),
-    "swapped indices": lambda c: _sub_each(r"\[(\w+)\]\[(\w+)\]", lambda m: f"[{m.group(2)}][{m.group(1)}]"
+    "swapped indices": lambda c: _sub_each(r"\[(\w+)\]\[(\w+)\]",
+                                           lambda m: f"[{m.group(2)}][{m.group(1)}]"
                                            if m.group(1) != m.group(2) else m.group(0), c),
     "wrong initial value (0 -> 1)": lambda c: _sub_each(r"(\b\w+ = )0\.0f;", r"\g<1>1.0f;", c),
     "skipped reduction level (>>= 2)": lambda c: _sub_each(r">>= 1\b", ">>= 2", c),
@@ -286,7 +289,8 @@ def boundary_probe(mutant: Mutant) -> tuple[str, str] | None:
     if moved is None:
         return None
     code, comment = _code_part(mutant.before)
-    line = (code[:moved.begin] + f"(KPROF_BOUNDARY({moved.met}), {moved.lhs} {moved.op} {moved.rhs})"
+    line = (code[:moved.begin] + f"(KPROF_BOUNDARY({moved.met}), {moved.lhs} {moved.op} "
+                                 f"{moved.rhs})"
             + code[moved.end:] + comment)
     lines = mutant.source.splitlines(keepends=True)
     lines[mutant.line - 1] = line if line.endswith("\n") or not mutant.before.endswith("\n") else line + "\n"
@@ -309,7 +313,8 @@ def _kernel_at(source: str, line: int) -> tuple[str, list[str], str] | None:
     end = closing(source, m.end() - 1)
     if end is None or end > offset:
         return None
-    params = [re.findall(r"\w+", p)[-1] for p in source[m.end():end].split(",") if re.findall(r"\w+", p)]
+    params = [re.findall(r"\w+", p)[-1] for p in source[m.end():end].split(",")
+              if re.findall(r"\w+", p)]
     stop = next((k.start() for k in kernels if k.start() > m.start()), len(source))
     return m.group(1), params, source[end:stop]
 
@@ -347,21 +352,25 @@ def unreachable_by_launch(mutant: Mutant, spec: KernelSpec) -> str | None:
     if not launches or any(position >= len(args) for args, _ in launches):
         return None
     grids = [(values.get(args[position]), launch.grid[0]) for args, launch in launches]
-    if all(value is not None and value.replace(" ", "") == str(grid).replace(" ", "") for value, grid in grids):
+    if all(value is not None and value.replace(" ", "") == str(grid).replace(" ", "")
+           for value, grid in grids):
         grid = launches[0][1].grid[0]
-        return (f"its boundary ({left} == {right}) is never met: {index} is the block index, below the grid's "
-                f"{grid} blocks, and {bound} is {grid} at every size (the spec's launch); equivalent under the spec")
+        return (f"its boundary ({left} == {right}) is never met: {index} is the block index, below "
+                f"the grid's {grid} blocks, and {bound} is {grid} at every size (the spec's "
+                "launch); equivalent under the spec")
     if all(value is not None and _same_function(value, str(grid), spec) for value, grid in grids):
         grid, value = launches[0][1].grid[0], grids[0][0]
-        return (f"its boundary ({left} == {right}) is never met: {index} is the block index, below the grid's "
-                f"blocks ({grid}), which with the spec's defines is {bound}'s {value} at each of {len(SAMPLES) ** 2} "
-                "sizes tried (every pair of 1 to 65,537 around the powers of two); equivalent under the spec")
+        return (f"its boundary ({left} == {right}) is never met: {index} is the block index, below "
+                f"the grid's blocks ({grid}), which with the spec's defines is {bound}'s {value} "
+                f"at each of {len(SAMPLES) ** 2} sizes tried (every pair of 1 to 65,537 around the "
+                "powers of two); equivalent under the spec")
     return None
 
 
 # Sizes at which two launch expressions are held side by side: around every power of two a kernel's
 # tile or block size may be, where expressions of where(), cdiv() and le() change branch.
-SAMPLES = (1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097, 65535, 65537)
+SAMPLES = (1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097, 65535,
+           65537)
 
 
 def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
@@ -381,7 +390,8 @@ def _same_function(a: str, b: str, spec: KernelSpec) -> bool:
         return False
     for first in SAMPLES:
         for second in SAMPLES:
-            env = {**defines, **{n: Fraction(first if i == 0 else second) for i, n in enumerate(names)}}
+            env = {**defines,
+                   **{n: Fraction(first if i == 0 else second) for i, n in enumerate(names)}}
             try:
                 if sizeexpr.evaluate(a, env) != sizeexpr.evaluate(b, env):
                     return False
@@ -448,7 +458,8 @@ def text_sections(cubin: bytes) -> dict[str, bytes] | None:
     from kprof.hooks.launch_tally import elf_sections
 
     sections = elf_sections(cubin)
-    return None if sections is None else {n: b for n, b in sections.items() if n.startswith(".text.")}
+    return None if sections is None else {n: b for n, b in sections.items()
+                                          if n.startswith(".text.")}
 
 
 def equivalent(original: bytes, mutant: bytes) -> bool:

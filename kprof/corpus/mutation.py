@@ -58,13 +58,16 @@ class MutantsReport:
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in self.results)
         # version 3: equivalent by its results at a boundary the checked sizes meet (by), and the
         # strict score
-        return {"version": 3, "spec": self.spec, "source": self.source, "dry_run": self.dry_run, "sizes": self.sizes,
-                "tools": list(self.tools), "killed": killed, "killed_by_verdict": by_verdict, "counted": counted,
-                "score": share, "score_strict": self.strict_score[2], "mutants": [r.to_dict() for r in self.results]}
+        return {"version": 3, "spec": self.spec, "source": self.source, "dry_run": self.dry_run,
+                "sizes": self.sizes,
+                "tools": list(self.tools), "killed": killed, "killed_by_verdict": by_verdict,
+                "counted": counted,
+                "score": share, "score_strict": self.strict_score[2],
+                "mutants": [r.to_dict() for r in self.results]}
 
 
-def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = False, timeout: float | None = None,
-        limit: int | None = None, jobs: int | None = None,
+def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = False,
+        timeout: float | None = None, limit: int | None = None, jobs: int | None = None,
         progress: Callable[[int], Any] | None = None) -> MutantsReport:
     """Mutants of ``spec``'s kernel (whose source is ``text``): each built (one with the original's
     machine code is equivalent); unless ``dry_run``, each other one run through the spec's verdict
@@ -75,7 +78,8 @@ def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = Fals
     loops for ever is killed by the clock, not waited on for minutes. ``progress``, given the number
     of mutants, returns what is stepped as each ends and closed at the end."""
     made = mutants.generate(text, limit or mutants.MAX_MUTANTS)
-    sizes: list[_Size] = [("sanitize", {}, ()), *[("default", dict(c.sizes), c.fills) for c in spec.checks]]
+    sizes: list[_Size] = [("sanitize", {}, ()),
+                          *[("default", dict(c.sizes), c.fills) for c in spec.checks]]
     labels = ["sanitize"] + [c.label for c in spec.checks]
     original_cubin = preparer.cubin(spec).read_bytes()
     orig = _Original([], (), None, 0.0, ()) if dry_run else _original_run(spec, sizes, labels, preparer, timeout)
@@ -98,13 +102,15 @@ def run(spec: KernelSpec, text: str, preparer: Preparer, *, dry_run: bool = Fals
     return MutantsReport(spec.name, str(spec.source), results, dry_run, labels, orig.tools)
 
 
-def _one(m: mutants.Mutant, spec: KernelSpec, preparer: Preparer, original_cubin: bytes, sizes: list[_Size],
+def _one(m: mutants.Mutant, spec: KernelSpec, preparer: Preparer, original_cubin: bytes,
+         sizes: list[_Size],
          labels: list[str], *, orig: _Original, dry_run: bool) -> mutants.MutantResult:
     """One mutant: equivalent by its note, not built, equivalent by its machine code or its launch,
     or judged. Each mutant's source lives under the build cache, named by its text: a second build
     of it is a cache hit."""
     if (note := mutants.note_of(m)) is not None:
-        return mutants.MutantResult(m, "equivalent", f"line {m.line} says so: {note}", mutants.BY_NOTE)
+        return mutants.MutantResult(m, "equivalent", f"line {m.line} says so: {note}",
+                                    mutants.BY_NOTE)
     other = preparer.variant(spec, f"{spec.name}__{m.id.lower()}", m.source)
     try:
         cubin = preparer.cubin(other)
@@ -112,7 +118,8 @@ def _one(m: mutants.Mutant, spec: KernelSpec, preparer: Preparer, original_cubin
         return mutants.MutantResult(m, "not-built", str(exc).splitlines()[0][:300])
     if mutants.equivalent(original_cubin, cubin.read_bytes()):
         return mutants.MutantResult(m, "equivalent", "the same machine code as the original "
-                                    "(every .text section of the cubin, byte for byte)", mutants.BY_MACHINE_CODE)
+                                    "(every .text section of the cubin, byte for byte)",
+                                    mutants.BY_MACHINE_CODE)
     if (unreachable := mutants.unreachable_by_launch(m, spec)) is not None:
         return mutants.MutantResult(m, "equivalent", unreachable, mutants.BY_LAUNCH)
     if dry_run:
@@ -141,11 +148,13 @@ def _original_run(spec: KernelSpec, sizes: list[_Size], labels: list[str], prepa
     that reads one element too far changes no result (the element is multiplied by a padded zero, or
     never stored), and only memcheck, at a size that meets the bound, sees the read."""
     t0 = time.monotonic()
-    jobs = [preparer.job(spec, s, preset=p, fills=f, mode=RunMode(digest=True)) for p, s, f in sizes]
-    ok = launch.run_kernels(jobs, timeout=timeout if timeout is not None else launch.DEFAULT_TIMEOUT)
+    jobs = [preparer.job(spec, s, preset=p, fills=f, mode=RunMode(digest=True))
+            for p, s, f in sizes]
+    ok = launch.run_kernels(jobs,
+                            timeout=timeout if timeout is not None else launch.DEFAULT_TIMEOUT)
     if not all(r.ok for r in ok):
-        raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix it first "
-                         f"(kprof run {spec.name})")
+        raise UsageError(f"kprof mutants {spec.name}: the spec's own kernel fails its verdict; fix "
+                         f"it first (kprof run {spec.name})")
     per_mutant = timeout if timeout is not None else max(20.0, 4 * (time.monotonic() - t0))
     scrub = preparer.scrubber()[0]
     tools = _tools_clean_on(spec, preparer, per_mutant, scrub)
@@ -174,7 +183,8 @@ def _settings(tool: str, timeout: float, scrub: str | None) -> Settings:
     return Settings(timeout, scrub_cubin=scrub if checkers.get(tool).needs.shaken else None)
 
 
-def _tools_clean_on(spec: KernelSpec, preparer: Preparer, timeout: float, scrub: str | None) -> tuple[str, ...]:
+def _tools_clean_on(spec: KernelSpec, preparer: Preparer, timeout: float,
+                    scrub: str | None) -> tuple[str, ...]:
     """The checkers of :func:`kprof.corpus.mutants.tools` under which the spec's own kernel is clean
     at its sanitize size, side by side: only a checker that passes the original may kill a
     mutant."""
@@ -188,8 +198,8 @@ def _tools_clean_on(spec: KernelSpec, preparer: Preparer, timeout: float, scrub:
     return tuple(t for t, r in zip(tools, found) if r.status == "clean")
 
 
-def _judge_mutant(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], labels: list[str], preparer: Preparer,
-                  orig: _Original) -> mutants.MutantResult:
+def _judge_mutant(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], labels: list[str],
+                  preparer: Preparer, orig: _Original) -> mutants.MutantResult:
     """One built mutant through the spec's verdict at every size, in one child: killed at the first
     failing verdict, or by a run that faults or hangs (a wrong kernel too). A mutant every verdict
     passed then goes under the checkers at the sanitize size (those of
@@ -199,7 +209,8 @@ def _judge_mutant(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], labe
     survived; where it gave the original's results to the last bit at every size, it says so: its
     line may not run there, or it is equivalent (:func:`_same_results` decides some)."""
     timeout = orig.per_mutant
-    jobs = [preparer.job(other, s, preset=p, fills=f, mode=RunMode(digest=True)) for p, s, f in sizes]
+    jobs = [preparer.job(other, s, preset=p, fills=f, mode=RunMode(digest=True))
+            for p, s, f in sizes]
     # The small sizes first, in one child: most mutants die there, and a 4096^3 matmul's float64
     # reference (seconds of host time each) is then computed only for those that pass them.
     small = [i for i, j in enumerate(jobs) if j.target.total_bytes <= mutants.SMALL_BYTES] or list(range(len(jobs)))
@@ -211,8 +222,10 @@ def _judge_mutant(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], labe
                 if not all(runs[i].ok for i in part):
                     break
     except TargetError as exc:
-        return mutants.MutantResult(m, "killed", f"its run failed: {str(exc).splitlines()[0][:300]}", "verdict")
-    verdict, why = mutants.judge([(labels[i], runs[i].ok, "; ".join(c.message for c in runs[i].checks if not c.ok))
+        return mutants.MutantResult(m, "killed",
+                                    f"its run failed: {str(exc).splitlines()[0][:300]}", "verdict")
+    verdict, why = mutants.judge([(labels[i], runs[i].ok,
+                                   "; ".join(c.message for c in runs[i].checks if not c.ok))
                                   for i in sorted(runs)])
     if verdict == "killed":
         return mutants.MutantResult(m, verdict, why, "verdict")
@@ -222,7 +235,8 @@ def _judge_mutant(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], labe
     if orig.tools and len(clean) == len(orig.tools) and mutants.same_results(
             orig.fingerprints, [mutants.fingerprint(runs[i].checks) for i in sorted(runs)]):
         return _same_results(m, other, sizes, preparer, timeout, clean)
-    return mutants.MutantResult(m, "survived", why + "; clean under " + (", ".join(clean) or "no tool"), "")
+    return mutants.MutantResult(m, "survived",
+                                why + "; clean under " + (", ".join(clean) or "no tool"), "")
 
 
 def _under_tools(m: mutants.Mutant, other: KernelSpec, preparer: Preparer,
@@ -236,10 +250,13 @@ def _under_tools(m: mutants.Mutant, other: KernelSpec, preparer: Preparer,
         (found,) = checkers.run_all(job, [tool], _settings(tool, orig.per_mutant, orig.scrub))
         if found.findings:
             f = found.findings[0]
-            return mutants.MutantResult(m, "killed", f"the verdict passed it; {tool}: {f.kind} at line {f.line} "
-                                        f"({len(found.findings)} finding{'s' * (len(found.findings) > 1)})", tool), clean
+            return mutants.MutantResult(m, "killed",
+                                        f"the verdict passed it; {tool}: {f.kind} at line {f.line} "
+                                        f"({len(found.findings)} "
+                                        f"finding{'s' * (len(found.findings) > 1)})", tool), clean
         if found.status == "timeout":
-            return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did not finish", tool), clean
+            return mutants.MutantResult(m, "killed", f"the verdict passed it; under {tool} it did "
+                                                     "not finish", tool), clean
         if found.status == "clean":
             clean.append(tool)
     for label, (_, size, fills) in orig.memcheck_at:
@@ -247,13 +264,14 @@ def _under_tools(m: mutants.Mutant, other: KernelSpec, preparer: Preparer,
         (found,) = checkers.run_all(job, ["memcheck"], Settings(orig.per_mutant))
         if found.findings:
             f = found.findings[0]
-            return mutants.MutantResult(m, "killed", f"the verdict and the tools at the sanitize size passed it; "
-                                        f"memcheck at {label}: {f.kind} at line {f.line}", "memcheck"), clean
+            return mutants.MutantResult(m, "killed",
+                                        "the verdict and the tools at the sanitize size passed "
+                                        f"it; memcheck at {label}: {f.kind} at line {f.line}", "memcheck"), clean
     return None, clean
 
 
-def _same_results(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], preparer: Preparer, timeout: float,
-                  clean: list[str]) -> mutants.MutantResult:
+def _same_results(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], preparer: Preparer,
+                  timeout: float, clean: list[str]) -> mutants.MutantResult:
     """A mutant with the original's results to the last bit at every size, clean under every
     checker. Where it moves a bound (:data:`kprof.corpus.mutants.BOUNDARY_OPERATORS`), a probe
     decides what that means: the original with a trap where the two part
@@ -261,9 +279,11 @@ def _same_results(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], prep
     meet the boundary, the mutant ran otherwise there and computed the same, to the last bit:
     equivalent by its results there. Never stopped: no checked size tests the bound, a survivor that
     says which. Anything else stays "same results", undecided."""
-    undecided = mutants.MutantResult(m, "survived", "the original's results to the last bit at every size and clean "
-                                     f"under {', '.join(clean)}: the line may not run at these sizes (add a size or "
-                                     "defines that reach it), or the mutant is equivalent (read its diff)",
+    undecided = mutants.MutantResult(m, "survived",
+                                     "the original's results to the last bit at every size and "
+                                     f"clean under {', '.join(clean)}: the line may not run at "
+                                     "these sizes (add a size or defines that reach it), or the "
+                                     "mutant is equivalent (read its diff)",
                                      mutants.BY_SAME_RESULTS)
     probe = mutants.boundary_probe(m)
     if probe is None:
@@ -279,11 +299,15 @@ def _same_results(m: mutants.Mutant, other: KernelSpec, sizes: list[_Size], prep
     try:
         runs = launch.run_kernels(jobs, timeout=timeout)
     except TargetError as exc:
-        return mutants.MutantResult(m, "equivalent", f"its boundary ({met}) is met at the checked sizes (the probe that "
-                                    f"stops there stopped: {str(exc).splitlines()[0][:120]}), and there it gave the "
-                                    f"original's results to the last bit, clean under {', '.join(clean)}",
+        return mutants.MutantResult(m, "equivalent",
+                                    f"its boundary ({met}) is met at the checked sizes (the probe "
+                                    f"that stops there stopped: {str(exc).splitlines()[0][:120]}), "
+                                    "and there it gave the original's results to the last bit, "
+                                    f"clean under {', '.join(clean)}",
                                     mutants.BY_BOUNDARY)
     if all(r.ok for r in runs):
-        return mutants.MutantResult(m, "survived", f"no checked size meets its boundary ({met}): the bound is not "
-                                    "tested; add a size where it is met (or the launch never meets it)", mutants.BY_NOT_MET)
+        return mutants.MutantResult(m, "survived",
+                                    f"no checked size meets its boundary ({met}): the bound is not "
+                                    "tested; add a size where it is met (or the launch never meets "
+                                    "it)", mutants.BY_NOT_MET)
     return undecided

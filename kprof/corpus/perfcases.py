@@ -72,40 +72,51 @@ def load_case(spec: spec_mod.KernelSpec) -> PerfCase:
     where = str(spec.path)
     raw = spec.expect
     if not isinstance(raw, dict) or "cause" not in raw:
-        raise SpecError(where, "expect", "a performance case needs expect: {cause: RULE} (and line, unless, metric)")
+        raise SpecError(where, "expect",
+                        "a performance case needs expect: {cause: RULE} (and line, unless, metric)")
     if spec.twin is None:
         raise SpecError(where, "twin", "a performance case needs a twin without the problem")
     extra = set(raw) - {"cause", "line", "unless", "metric", "higher_than_twin", "lower_than_twin"}
     if extra:
-        raise SpecError(where, f"expect.{sorted(extra)[0]}", "unknown field (known: cause, line, unless, metric, "
+        raise SpecError(where, f"expect.{sorted(extra)[0]}",
+                        "unknown field (known: cause, line, unless, metric, "
                         "higher_than_twin, lower_than_twin)")
     if raw["cause"] not in RULE_IDS:
-        raise SpecError(where, "expect.cause", f"{raw['cause']!r} is not a diagnosis rule ({', '.join(RULE_IDS)})")
+        raise SpecError(where, "expect.cause",
+                        f"{raw['cause']!r} is not a diagnosis rule ({', '.join(RULE_IDS)})")
     if raw.get("unless") is not None and raw["unless"] not in UNLESS:
-        raise SpecError(where, "expect.unless", f"{raw['unless']!r}: known conditions are {', '.join(UNLESS)}")
-    marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines()) if _PERF.search(text)]
+        raise SpecError(where, "expect.unless",
+                        f"{raw['unless']!r}: known conditions are {', '.join(UNLESS)}")
+    marked = [i + 1 for i, text in enumerate(spec.source.read_text().splitlines())
+              if _PERF.search(text)]
     line = raw.get("line")
     if line is None:
         if len(marked) != 1:
-            raise SpecError(where, "source", f"{spec.source.name} must mark exactly one line with // PERF "
+            raise SpecError(where, "source",
+                            f"{spec.source.name} must mark exactly one line with // PERF "
                             f"(found {len(marked)}), or the spec gives expect.line")
         line = marked[0]
-    if not (line in ("launch", "entry") or (isinstance(line, int) and not isinstance(line, bool) and line >= 1)):
+    if not (line in ("launch", "entry")
+            or (isinstance(line, int) and not isinstance(line, bool) and line >= 1)):
         raise SpecError(where, "expect.line", f"{line!r} must be a line number, launch or entry")
     metric, factor, higher = raw.get("metric"), 1.0, True
     if metric is not None:
         if metric not in METRICS:
-            raise SpecError(where, "expect.metric", f"{metric!r} is not a measured profile number (known: "
+            raise SpecError(where, "expect.metric",
+                            f"{metric!r} is not a measured profile number (known: "
                             f"{', '.join(sorted(METRICS))})")
         keys = {"higher_than_twin", "lower_than_twin"} & set(raw)
         if len(keys) != 1:
-            raise SpecError(where, "expect", "with metric, give exactly one of higher_than_twin or lower_than_twin")
+            raise SpecError(where, "expect",
+                            "with metric, give exactly one of higher_than_twin or lower_than_twin")
         key = keys.pop()
         factor = raw[key]
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
             raise SpecError(where, f"expect.{key}", f"{factor!r} must be a factor of at least 1")
         higher = key == "higher_than_twin"
-    return PerfCase(spec.name, spec, PerfExpect(raw["cause"], line, raw.get("unless"), metric, float(factor), higher))
+    return PerfCase(spec.name, spec,
+                    PerfExpect(raw["cause"], line, raw.get("unless"), metric, float(factor),
+                               higher))
 
 
 def load_all(specs: list[spec_mod.KernelSpec]) -> list[PerfCase]:
@@ -162,18 +173,19 @@ def control_here(case: PerfCase, fp64_ratio: float | None) -> bool:
     return case.expect.unless == "fast-fp64" and fp64_ratio is not None and fp64_ratio >= FAST_FP64
 
 
-def judge(case: PerfCase, diagnosis: Diagnosis, measured: float | None, *, control: bool, launch_line: int,
-          entry_line: int) -> PerfResult:
+def judge(case: PerfCase, diagnosis: Diagnosis, measured: float | None, *, control: bool,
+          launch_line: int, entry_line: int) -> PerfResult:
     """Pure: the diagnosis of ``case`` against what the corpus expects of it."""
     from pathlib import Path
 
     first = diagnosis.first()
-    exp_line = {"launch": launch_line, "entry": entry_line}.get(case.expect.line, case.expect.line)  # type: ignore[arg-type]
+    named_lines: dict[object, int] = {"launch": launch_line, "entry": entry_line}
+    exp_line = named_lines.get(case.expect.line, case.expect.line)
     causes = [c.rule for c in diagnosis.causes]
     if control:
         right = case.expect.cause not in causes
-        return PerfResult(case.name, "none", "-", first.rule if first else None, None, cause_right=right, line_right=True,
-                          estimate=None, measured=measured,
+        return PerfResult(case.name, "none", "-", first.rule if first else None, None,
+                          cause_right=right, line_right=True, estimate=None, measured=measured,
                           estimate_right=None, mode=diagnosis.mode, causes=causes)
     named = []
     if first is not None:
@@ -185,12 +197,14 @@ def judge(case: PerfCase, diagnosis: Diagnosis, measured: float | None, *, contr
     est_right = None
     if est is not None and measured:
         est_right = 1 / WITHIN <= est / measured <= WITHIN
-    return PerfResult(case.name, case.expect.cause, f"{line_file}:{exp_line}", first.rule if first else None,
+    return PerfResult(case.name, case.expect.cause, f"{line_file}:{exp_line}",
+                      first.rule if first else None,
                       first.line.show() if first and first.line else None,
                       cause_right=bool(first and first.rule == case.expect.cause),
-                      line_right=line_right, estimate=est, measured=measured, estimate_right=est_right,
-                      tried=first.gain.tried if first else "",
-                      try_gain=first.gain.measured if first else None, mode=diagnosis.mode, causes=causes)
+                      line_right=line_right, estimate=est, measured=measured,
+                      estimate_right=est_right, tried=first.gain.tried if first else "",
+                      try_gain=first.gain.measured if first else None, mode=diagnosis.mode,
+                      causes=causes)
 
 
 def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
@@ -206,24 +220,29 @@ def run_case(case: PerfCase, *, bench: Callable[[list[str]], Any],
 
     try:
         report = bench([case.name, f"{case.name}_fixed"])
-        times = {p.kernel: p.summary.median if p.status == "ok" and p.summary else None for p in report.points}
+        times = {p.kernel: p.summary.median if p.status == "ok" and p.summary else None
+                 for p in report.points}
         bug, twin = times.get(case.name), times.get(f"{case.name}_fixed")
-        bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip() for p in report.points
-               if p.status != "ok"]
+        bad = [f"{p.kernel}: {p.status} {getattr(p, 'message', '') or ''}".strip()
+               for p in report.points if p.status != "ok"]
         own = next((tuple(s for _, s in p.call_kernels) for p in report.points if p.kernel == case.name), ())
         d, rules, arch = diagnosed(case, bug, own)
         source = case.spec.source.read_text(errors="replace").splitlines()
-        result = judge(case, d, bug / twin if bug and twin else None, control=control_here(case, fp64_ratio_of(arch)),
-                       launch_line=gather.launch_line(case.spec), entry_line=kernel_line(source, case.spec.entry))
+        result = judge(case, d, bug / twin if bug and twin else None,
+                       control=control_here(case, fp64_ratio_of(arch)),
+                       launch_line=gather.launch_line(case.spec),
+                       entry_line=kernel_line(source, case.spec.entry))
         result.error = "; ".join(bad)
         result.diagnosis = d.to_dict()
         if rules:
             v = ncurules.verdict(rules)
-            result.ncu_rule, result.ncu_cause, result.ncu_speedup, result.ncu_proposed = v.rule, v.cause, v.speedup, v.proposed
+            result.ncu_rule, result.ncu_cause = v.rule, v.cause
+            result.ncu_speedup, result.ncu_proposed = v.speedup, v.proposed
             result.ncu_rules = ncurules.listed(rules)
         return result
     except KprofError as exc:
-        return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None, cause_right=False,
+        return PerfResult(case.name, case.expect.cause, str(case.expect.line), None, None,
+                          cause_right=False,
                           line_right=False, estimate=None, measured=None, estimate_right=None,
                           error=str(exc).splitlines()[0])
 
@@ -233,9 +252,11 @@ def tally(results: list[PerfResult]) -> dict[str, object]:
     with_est = [r for r in results if r.estimate_right is not None]
     return {"cases": n, "cause_right": sum(r.cause_right for r in results),
             "line_right": sum(r.cause_right and r.line_right for r in results),
-            "estimates": len(with_est), "estimates_within": sum(bool(r.estimate_right) for r in with_est),
+            "estimates": len(with_est),
+            "estimates_within": sum(bool(r.estimate_right) for r in with_est),
             "confirmed_by_try": sum(1 for r in results if r.try_gain),
-            "ncu_right": sum(1 for r in results if r.ncu_right), "ncu_judged": sum(1 for r in results if r.ncu_right is not None)}
+            "ncu_right": sum(1 for r in results if r.ncu_right),
+            "ncu_judged": sum(1 for r in results if r.ncu_right is not None)}
 
 
 def run_all(cases: list[PerfCase], *, bench: Callable[[list[str]], Any],

@@ -37,7 +37,8 @@ def limiter(f: Facts, seen: dict[str, float]) -> str:
     occ = f.occupancy()
     bits = [f"no unit above {busy:.0%}"]
     if occ is not None:
-        bits.append(f"occupancy {occ.occupancy:.0%}" + ("" if occ.occupancy >= 1 else f" ({occ.limiter})"))
+        bits.append(f"occupancy {occ.occupancy:.0%}" + ("" if occ.occupancy >= 1
+                                                        else f" ({occ.limiter})"))
     if f.profile.stalls.shares:
         top = max(f.profile.stalls.shares, key=lambda r: f.profile.stalls.shares[r])
         bits.append(f"top stall {top} ({f.profile.stalls.shares[top]:.0%})")
@@ -58,13 +59,15 @@ def diagnose(f: Facts) -> Diagnosis:
         try:
             cause = rule.check(f)
         except Exception as exc:  # noqa: BLE001 - one rule's bug costs its cause, not the profile the user asked for
-            blind.append(f"{rule.id} (kprof could not check it: {type(exc).__name__}: {exc}; a kprof bug, please report it)")
+            blind.append(f"{rule.id} (kprof could not check it: {type(exc).__name__}: {exc}; a "
+                         "kprof bug, please report it)")
             continue
         if cause is None:
             continue
         g = cause.gain.estimate
         if g is not None and g < MIN_GAIN:
-            notes.append(f"{cause.rule}: seen, but the gain would be under {MIN_GAIN - 1:.0%} ({g:.2f}x estimated)")
+            notes.append(f"{cause.rule}: seen, but the gain would be under {MIN_GAIN - 1:.0%} "
+                         f"({g:.2f}x estimated)")
             continue
         found.append(cause)
     found.sort(key=lambda c: (c.gain.estimate is None and c.gain.measured is None, -c.rank_key))
@@ -79,7 +82,8 @@ def diagnose(f: Facts) -> Diagnosis:
         if (cause := FALLBACK.check(f, _unit_name(unit), busy)) is not None:
             found.append(cause)
     page = f.profile.lines if f.counters else None
-    return Diagnosis(f.kernel, "counters" if f.counters else "counter-less", limiter(f, seen), seen, f.headroom(),
+    return Diagnosis(f.kernel, "counters" if f.counters else "counter-less", limiter(f, seen), seen,
+                     f.headroom(),
                      seconds=f.seconds, causes=found, cannot_see=sorted(set(blind)), notes=notes,
                      hot=lines.hot(page))
 

@@ -21,8 +21,8 @@ from kprof.measure.kernelprofile import KernelProfile
 # instruction throughput (64-bit floating-point add, multiply, multiply-add): 1/2 of FP32 on the
 # data-centre parts, 1/32 to 1/64 on the others. None where kprof has no figure.
 FP64_PER_SM_CLOCK = {
-    "sm_61": 4, "sm_70": 32, "sm_75": 2, "sm_80": 32, "sm_86": 2, "sm_87": 2, "sm_89": 2, "sm_90": 64,
-    "sm_100": 64, "sm_120": 2, "sm_121": 2,
+    "sm_61": 4, "sm_70": 32, "sm_75": 2, "sm_80": 32, "sm_86": 2, "sm_87": 2, "sm_89": 2,
+    "sm_90": 64, "sm_100": 64, "sm_120": 2, "sm_121": 2,
 }  # fmt: skip
 FAST_FP64 = 1 / 4  # an FP64:FP32 ratio at or above this is "many FP64 units"
 # no unit busier than this: the kernel waits (latency), it is not bound by a unit
@@ -57,7 +57,8 @@ def bare_name(kernel: str) -> str:
     return words[-1].split("::")[-1] if words else kernel
 
 
-def kernel_line(source_lines: tuple[str, ...] | list[str], name: str, *, strict: bool = False) -> int:
+def kernel_line(source_lines: tuple[str, ...] | list[str], name: str, *,
+                strict: bool = False) -> int:
     """The line declaring kernel ``name`` (``__global__ ... name(``, the name on the line or on one
     of the next two), else (unless ``strict``) the first ``__global__`` line, else 0."""
     first = 0
@@ -135,7 +136,8 @@ class Facts:
         except Exception:  # noqa: BLE001 - an architecture kprof has no table for: no occupancy model
             return None
 
-    def occupancy(self, registers: int | None = None, shared: int | None = None) -> occupancy.Occupancy | None:
+    def occupancy(self, registers: int | None = None,
+                  shared: int | None = None) -> occupancy.Occupancy | None:
         lim = self.limits
         if lim is None or not self.registers:
             return None
@@ -199,8 +201,9 @@ def profile_units(p: KernelProfile) -> dict[str, float]:
     m, c = p.memory, p.compute
     seen = {
         "DRAM": m.of_ceiling if m.of_ceiling is not None else m.dram_fraction,
-        "L2": m.l2_throughput, "L1/shared": m.l1_throughput, "shared pipe": p.shared.shared_fraction,
-        "FP32 pipe": c.fma_pipe, "FP64 pipe": c.fp64_pipe, "tensor pipe": c.tensor_pipe, "LSU": c.lsu_pipe,
-        "ALU": c.alu_pipe, "issue": c.issue_active,
+        "L2": m.l2_throughput, "L1/shared": m.l1_throughput,
+        "shared pipe": p.shared.shared_fraction,
+        "FP32 pipe": c.fma_pipe, "FP64 pipe": c.fp64_pipe, "tensor pipe": c.tensor_pipe,
+        "LSU": c.lsu_pipe, "ALU": c.alu_pipe, "issue": c.issue_active,
     }  # fmt: skip
     return {k: v for k, v in seen.items() if v is not None}

@@ -39,8 +39,8 @@ def launch_line(spec: KernelSpec) -> int:
 
 def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx: str | None = None,
               timed: ChildResult | None = None,
-              peak: ceilings.Ceilings | None = None, seconds: float | None = None, ptx_note: str = "",
-              kernel_seconds: tuple[float, ...] = ()) -> Facts:
+              peak: ceilings.Ceilings | None = None, seconds: float | None = None,
+              ptx_note: str = "", kernel_seconds: tuple[float, ...] = ()) -> Facts:
     """The facts of ``prepared`` (:class:`kprof.launch.prepared.Prepared`): ``timed`` a
     :class:`~kprof.launch.childresult.ChildResult` of one timed run (its time, the device's SM count
     and clock), ``peak`` kprof peak's ceilings, ``seconds`` a time measured elsewhere (kprof bench),
@@ -81,7 +81,8 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
         notes.append("no kprof peak ceilings cached: the memory roof is the DRAM peak ncu reports")
     elif ceiling is None and theory and theory.dram_bytes_per_s:
         ceiling = theory.dram_bytes_per_s
-        notes.append("no kprof peak ceilings cached: the memory roof is the theoretical DRAM bandwidth")
+        notes.append("no kprof peak ceilings cached: the memory roof is the theoretical DRAM "
+                     "bandwidth")
     peak_flops = profile.roofline.peak_flops
     if peak_flops is None and theory:
         peak_flops = theory.tensor_flops_per_s if spec.work.math == "tensor" else theory.fp32_flops_per_s
@@ -92,11 +93,15 @@ def facts_for(prepared: Prepared, profile: KernelProfile, *, counters: bool, ptx
         pass
     kernel_steps = [s for s in r.steps if s.grid != (1, 1, 1) or s.block != (1, 1, 1)]
     return Facts(
-        kernel=profile.kernel, arch=built.arch.rstrip("af"), profile=profile, counters=counters, seconds=seconds,
-        sm_count=sm_count, blocks=r.grid[0] * r.grid[1] * r.grid[2], threads_per_block=r.threads_per_block,
-        launches=max(1, len(kernel_steps)), spec_bytes=r.bytes, spec_flops=r.flops, math=spec.work.math,
+        kernel=profile.kernel, arch=built.arch.rstrip("af"), profile=profile, counters=counters,
+        seconds=seconds,
+        sm_count=sm_count, blocks=r.grid[0] * r.grid[1] * r.grid[2],
+        threads_per_block=r.threads_per_block,
+        launches=max(1, len(kernel_steps)), spec_bytes=r.bytes, spec_flops=r.flops,
+        math=spec.work.math,
         ceiling_bytes_per_s=ceiling, peak_flops=peak_flops, sm_hz=sm_hz, entry=entry,
-        code=SourceFiles(path=spec.source, lines=source_lines, entry_name=(entry.name if entry is not None else spec.entry)
+        code=SourceFiles(path=spec.source, lines=source_lines,
+                         entry_name=(entry.name if entry is not None else spec.entry)
                          or "", spec_path=spec.path, launch_line=launch_line(spec)),
         shared_static=usage.shared_static if usage else 0, shared_dynamic=r.shared_mem,
         registers=usage.registers if usage else profile.occupancy.registers,

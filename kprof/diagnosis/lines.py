@@ -20,15 +20,18 @@ from kprof.diagnosis.model import Line
 from kprof.tools.nsight.sourcepage import LineCounters, SourceLines
 
 # What the SASS opcodes of a line say it does (the first word of the opcode)
-FP64_OPS = ("DFMA", "DADD", "DMUL", "DSETP", "DMNMX", "F2F.F64", "F2F.F32.F64", "I2F.F64", "F2I.F64", "DRSQRT")
+FP64_OPS = ("DFMA", "DADD", "DMUL", "DSETP", "DMNMX", "F2F.F64", "F2F.F32.F64", "I2F.F64",
+            "F2I.F64", "DRSQRT")
 ATOMIC_OPS = ("ATOM", "ATOMG", "RED", "REDG")
 GLOBAL_LOAD_OPS = ("LDG",)
 LOCAL_OPS = ("LDL", "STL")
 SHARED_OPS = ("LDS", "STS", "LDSM", "ATOMS")
 FP32_OPS = ("FFMA", "FADD", "FMUL", "FMNMX", "FSETP", "MUFU")
 TENSOR_OPS = ("HMMA", "HGMMA", "IMMA", "DMMA", "WGMMA")
-MEMORY_OPS = ("LDG", "STG", "LDS", "STS", "LDL", "STL", "LD", "ST", "ATOM", "ATOMG", "RED", "REDG", "LDGSTS", "LDSM")
-INT_OPS = ("IMAD", "IADD3", "LOP3", "SHF", "LEA", "ISETP", "IABS", "IMNMX", "SEL", "PRMT", "POPC", "FLO", "BREV")
+MEMORY_OPS = ("LDG", "STG", "LDS", "STS", "LDL", "STL", "LD", "ST", "ATOM", "ATOMG", "RED", "REDG",
+              "LDGSTS", "LDSM")
+INT_OPS = ("IMAD", "IADD3", "LOP3", "SHF", "LEA", "ISETP", "IABS", "IMNMX", "SEL", "PRMT", "POPC",
+           "FLO", "BREV")
 
 
 def does(x: LineCounters, ops: tuple[str, ...]) -> bool:
@@ -46,13 +49,15 @@ class Placed:
     samples: float | None  # of the kernel's stall samples (None: the page had none)
 
 
-def place(page: SourceLines | None, metric: str, *, where: Callable[[LineCounters], bool] | None = None,
+def place(page: SourceLines | None, metric: str, *,
+          where: Callable[[LineCounters], bool] | None = None,
           prefer: Callable[[LineCounters], bool] | None = None) -> Placed | None:
     """The line with most of ``metric`` (a :meth:`LineCounters.count` name) among those ``where``
     allows; None where the page lacks the counter or no line has any. ``prefer``: where one of those
     lines has some of it, the line is picked among them (the share stays of the whole: a divergent
     branch the PTX shows the lanes disagree on, before the branches inside the paths it starts)."""
-    if page is None or not (page.has(metric) or (metric.startswith("stall:") and page.has("samples"))):
+    if page is None or not (page.has(metric)
+                            or (metric.startswith("stall:") and page.has("samples"))):
         return None
     pool = [x for x in page.lines if where is None or where(x)]
     total = sum(x.count(metric) for x in page.lines if where is None or where(x))
@@ -64,7 +69,8 @@ def place(page: SourceLines | None, metric: str, *, where: Callable[[LineCounter
     if best.count(metric) <= 0:
         return None
     all_samples = page.total("samples") if page.has("samples") else 0.0
-    return Placed(best, best.count(metric) / total, best.samples / all_samples if all_samples else None)
+    return Placed(best, best.count(metric) / total,
+                  best.samples / all_samples if all_samples else None)
 
 
 def line_of(p: Placed, what: str, cost: str) -> Line:
@@ -85,7 +91,8 @@ def top_reasons(x: LineCounters, k: int = 2) -> list[tuple[str, float]]:
     """The line's largest stall reasons, each a share of its samples ("selected", an issuing warp,
     left out)."""
     total = sum(x.stalls.values())
-    ranked = sorted(((r, v) for r, v in x.stalls.items() if r != "selected" and v), key=lambda rv: -rv[1])
+    ranked = sorted(((r, v) for r, v in x.stalls.items() if r != "selected" and v),
+                    key=lambda rv: -rv[1])
     return [(r, v / total) for r, v in ranked[:k]] if total else []
 
 
@@ -121,31 +128,38 @@ def hot(page: SourceLines | None, n: int = 5, *, at_least: float = 0.02) -> list
 # relieves it)
 UNITS: dict[str, tuple[Callable[[LineCounters], bool] | None, str, str, str]] = {
     "shared pipe": (lambda x: does(x, SHARED_OPS), "shared_wavefronts", "shared-memory accesses",
-                    "fewer shared-memory accesses per result: keep reused values in registers (a register tile), "
-                    "load wider (ld.shared.v4), or pad or swizzle so each access takes one wavefront"),
+                    "fewer shared-memory accesses per result: keep reused values in registers (a "
+                    "register tile), load wider (ld.shared.v4), or pad or swizzle so each access "
+                    "takes one wavefront"),
     "L1/shared": (lambda x: does(x, MEMORY_OPS), "executed", "loads and stores through L1",
-                  "fewer L1 requests per result: wider accesses (16 bytes a lane), reuse in registers"),
+                  "fewer L1 requests per result: wider accesses (16 bytes a lane), reuse in "
+                  "registers"),
     "LSU": (lambda x: does(x, MEMORY_OPS), "executed", "load and store instructions",
-            "fewer memory instructions: vector loads (float4), values kept in registers instead of reloaded"),
+            "fewer memory instructions: vector loads (float4), values kept in registers instead of "
+            "reloaded"),
     "DRAM": (None, "global_sectors", "global memory traffic",
-             "fewer bytes from DRAM: fuse with the kernels before or after it, keep tiles reused in shared memory, "
-             "narrower types"),
+             "fewer bytes from DRAM: fuse with the kernels before or after it, keep tiles reused "
+             "in shared memory, narrower types"),
     "L2": (None, "global_sectors", "global memory traffic (L2 sectors)",
-           "fewer L2 sectors: coalesced and wider accesses, reuse through shared memory, fewer atomics"),
+           "fewer L2 sectors: coalesced and wider accesses, reuse through shared memory, fewer "
+           "atomics"),
     "FP32 pipe": (lambda x: does(x, FP32_OPS), "executed", "FP32 math",
-                  "fewer FP32 instructions per result (hoist invariant math out of loops, fast intrinsics such as "
-                  "__expf), or tensor cores for matrix math"),
-    "FP64 pipe": (lambda x: does(x, FP64_OPS), "executed", "FP64 math", "float math where the precision allows"),
+                  "fewer FP32 instructions per result (hoist invariant math out of loops, fast "
+                  "intrinsics such as __expf), or tensor cores for matrix math"),
+    "FP64 pipe": (lambda x: does(x, FP64_OPS), "executed", "FP64 math",
+                  "float math where the precision allows"),
     "tensor pipe": (lambda x: does(x, TENSOR_OPS), "executed", "tensor-core instructions",
-                    "it is doing useful math: keep the tensor pipe fed (deeper pipelining of the loads, larger tiles)"),
+                    "it is doing useful math: keep the tensor pipe fed (deeper pipelining of the "
+                    "loads, larger tiles)"),
     "ALU": (lambda x: does(x, INT_OPS), "executed", "integer and logic instructions",
             "less index arithmetic: hoist it out of loops, 32-bit indices, shifts for powers of two"),
     "issue": (None, "executed", "instructions",
-              "fewer instructions per result: hoist invariant work out of loops, unroll, vector loads, "
-              "less index math"),
+              "fewer instructions per result: hoist invariant work out of loops, unroll, vector "
+              "loads, less index math"),
 }
-LATENCY = ("stall samples", "more work in flight per warp (independent loads, unrolled loops) or more warps "
-                            "(occupancy), so the waits overlap")
+LATENCY = ("stall samples",
+           "more work in flight per warp (independent loads, unrolled loops) or more warps "
+           "(occupancy), so the waits overlap")
 
 
 def concentration(page: SourceLines | None, unit: str) -> tuple[Placed, str, str] | None:

@@ -105,13 +105,15 @@ def _pct(x: float) -> str:
 def render(d: Diagnosis) -> str:
     """The diagnosis as the terminal shows it."""
     out = [f"diagnosis of {d.kernel} ({d.mode}):"]
-    units = ", ".join(f"{u} {_pct(v)}" for u, v in sorted(d.units.items(), key=lambda kv: -kv[1])[:5])
+    units = ", ".join(f"{u} {_pct(v)}"
+                      for u, v in sorted(d.units.items(), key=lambda kv: -kv[1])[:5])
     head = f"  limiter: {d.limiter}" + (f" ({units})" if units else "")
     if d.headroom is not None:
         head += f"; {d.headroom:.2f}x from its roof"
     out.append(head)
     if not d.causes:
-        out.append("  no cause with a gain of 10% or more found" + (" among those kprof can see" if d.cannot_see else ""))
+        among = " among those kprof can see" if d.cannot_see else ""
+        out.append(f"  no cause with a gain of 10% or more found{among}")
     for k, c in enumerate(d.causes, 1):
         where = f" at {c.line.show()}" if c.line and c.line.file else ""
         out.append(f"  {k}. {c.title}{where}")
@@ -134,10 +136,12 @@ def render(d: Diagnosis) -> str:
         for h in d.hot:
             reasons = ", ".join(f"{r} {v:.0%}" for r, v in h.reasons)
             text = h.text if len(h.text) <= 60 else h.text[:59] + "…"
-            out.append(f"    {h.share:4.0%}  {Path(h.file).name}:{h.line}  {text}" + (f"  [{reasons}]" if reasons else ""))
+            tail = f"  [{reasons}]" if reasons else ""
+            out.append(f"    {h.share:4.0%}  {Path(h.file).name}:{h.line}  {text}{tail}")
     for t in d.tries:
         if t.status == "ok" and t.gain and t.seconds:
-            out.append(f"  try {t.label()}: verified, {t.seconds * 1e6:.1f} us, {t.gain:.2f}x the original (same run)")
+            out.append(f"  try {t.label()}: verified, {t.seconds * 1e6:.1f} us, {t.gain:.2f}x the "
+                       "original (same run)")
         else:
             out.append(f"  try {t.label()}: {t.status}" + (f" ({t.message})" if t.message else ""))
     for what in d.cannot_see:
@@ -159,8 +163,10 @@ def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]
         gain = (f"{g.measured:.2f}x measured ({g.tried})" if g.measured is not None else
                 f"{g.estimate:.2f}x estimated" if g.estimate is not None else "gain not estimated")
         result: dict[str, Any] = {"ruleId": f"kprof.perf.{c.rule}", "level": "warning",
-                                  "message": {"text": f"{d.kernel}: {c.title}. {c.change} ({gain}; {g.basis})"},
-                                  "properties": {"kernel": d.kernel, "estimate": g.estimate, "measured": g.measured,
+                                  "message": {"text": f"{d.kernel}: {c.title}. {c.change} ({gain}; "
+                                                      f"{g.basis})"},
+                                  "properties": {"kernel": d.kernel, "estimate": g.estimate,
+                                                 "measured": g.measured,
                                                  "evidence": dict(c.evidence)}}
         loc = sarif_location(c.line.file, c.line.line, root) if c.line and c.line.file else None
         result["locations"] = [loc] if loc else []
@@ -172,7 +178,8 @@ def sarif_results(d: Diagnosis, root: str | None = None) -> list[dict[str, Any]]
     return results
 
 
-def to_sarif(diagnoses: list[Diagnosis], tool_version: str, root: str | None = None) -> dict[str, object]:
+def to_sarif(diagnoses: list[Diagnosis], tool_version: str,
+             root: str | None = None) -> dict[str, object]:
     """SARIF 2.1.0 of ``kprof profile``'s diagnoses: one run, a rule per cause kind, a result per
     cause."""
     results = [r for d in diagnoses for r in sarif_results(d, root)]
@@ -183,4 +190,5 @@ def to_sarif(diagnoses: list[Diagnosis], tool_version: str, root: str | None = N
                                                "rules": [{"id": i, "name": i} for i in ids]}}, "results": results}
     if root:
         run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}
-    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+            "runs": [run]}

@@ -18,11 +18,12 @@ from kprof.tools.nsight.ncu import RuleResult
 
 CAUSE_OF: dict[str, str | None] = {
     "UncoalescedGlobalAccess": "uncoalesced", "UncoalescedSharedAccess": "bank-conflicts",
-    "SharedMemoryConflicts": "bank-conflicts", "ThreadDivergence": "divergence", "BranchDivergence": "divergence",
+    "SharedMemoryConflicts": "bank-conflicts", "ThreadDivergence": "divergence",
+    "BranchDivergence": "divergence",
     "LaunchConfiguration": "small-grid", "TheoreticalOccupancy": None, "AchievedOccupancy": None,
     "FPInstructions": "fp64", "SOLFPRoofline": "fp64",
-    "IssueSlotUtilization": None, "CPIStall": None, "HighPipeUtilization": None, "MemoryL2Compression": None,
-    "SOLBottleneck": None, "SlowPipeLimiter": None, "FPTypes": "fp64",
+    "IssueSlotUtilization": None, "CPIStall": None, "HighPipeUtilization": None,
+    "MemoryL2Compression": None, "SOLBottleneck": None, "SlowPipeLimiter": None, "FPTypes": "fp64",
 }  # fmt: skip
 
 

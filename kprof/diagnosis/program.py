@@ -136,6 +136,7 @@ def rank(profiles: list[KernelProfile], sites: Sites | None = None) -> list[Rank
         gain = 1.0 / ((1 - share) + share / head) if head else None
         found, by = match_sites(name, sites) if sites is not None else ((), "")
         job = tuple(sorted({p.rank for p in ps if p.rank is not None}))
-        out.append(Ranked(name, len(ps), secs, share, limiter, busiest=busy, headroom=head, program_gain=gain,
+        out.append(Ranked(name, len(ps), secs, share, limiter, busiest=busy, headroom=head,
+                          program_gain=gain,
                    sites=_site_texts(found), sites_by=by, ranks=job))
     return sorted(out, key=lambda r: -r.seconds)

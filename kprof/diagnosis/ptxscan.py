@@ -101,7 +101,8 @@ def width(i: Instr) -> int:
 def scan(ptx: str) -> dict[str, Entry]:
     """Every entry of the PTX, its instructions with their source lines and loop depths."""
     text = ptx[:MAX_PTX_BYTES]
-    files: dict[str, str] = {m.group(1): m.group(2) for m in map(_FILE.match, (ln.strip() for ln in text.splitlines()))
+    files: dict[str, str] = {m.group(1): m.group(2)
+                             for m in map(_FILE.match, (ln.strip() for ln in text.splitlines()))
                              if m}
     entries: dict[str, Entry] = {}
     current: Entry | None = None
@@ -160,7 +161,8 @@ def scan(ptx: str) -> dict[str, Entry]:
     close()
     # the files' names: .file comes after the entries, so the records are rewritten with them
     for e in entries.values():
-        e.instrs = [Instr(i.op, files.get(i.file, i.file), i.line, i.loops, i.index, i.args) for i in e.instrs]
+        e.instrs = [Instr(i.op, files.get(i.file, i.file), i.line, i.loops, i.index, i.args)
+                    for i in e.instrs]
     return entries
 
 
@@ -298,7 +300,8 @@ def _one_pass(entry: Entry, forms: _Forms) -> tuple[list[tuple[Instr, int | str]
             return 0, int(tok, 0)
         if tok == "%tid.x":
             return 1, None
-        if tok.startswith("%") and not tok.startswith(("%r", "%rd", "%f", "%fd", "%p", "%h", "%rs")):
+        if tok.startswith("%") and not tok.startswith(("%r", "%rd", "%f", "%fd", "%p", "%h",
+                                                       "%rs")):
             return 0, None  # %ctaid, %ntid, %nctaid...: the same for a warp's lanes
         return forms.get(tok, 0), None
 
@@ -385,7 +388,8 @@ def lane_branches(entry: Entry) -> set[tuple[str, int]]:
     _, lanes = _pass(entry)
     # a bounds check: the tail block only
     to_exit = {at for at, target, _ in entry.branches if target in entry.exits}
-    return {(entry.instrs[at].file, entry.instrs[at].line) for at, varying in lanes.items() if varying and at not in to_exit}
+    return {(entry.instrs[at].file, entry.instrs[at].line) for at, varying in lanes.items()
+            if varying and at not in to_exit}
 
 
 def path_costs(entry: Entry, at: int) -> tuple[int, int] | None:

@@ -62,8 +62,10 @@ def on(candidates: set[tuple[str, int]]) -> Callable[[LineCounters], bool]:
     return lambda x: (Path(x.file).name, x.line) in names
 
 
-def measured(f: Facts, metric: str, what: str, cost: str, *, where: Callable[[LineCounters], bool] | None = None,
-             proposed: Line | None = None, prefer: Callable[[LineCounters], bool] | None = None) -> Line | None:
+def measured(f: Facts, metric: str, what: str, cost: str, *,
+             where: Callable[[LineCounters], bool] | None = None,
+             proposed: Line | None = None,
+             prefer: Callable[[LineCounters], bool] | None = None) -> Line | None:
     """The cause's line: with counters, the line where ``metric`` (its cost,
     :meth:`LineCounters.count`) was measured
     largest among those ``where`` allows, with its share; "line not measured" where the profile has
@@ -72,7 +74,8 @@ def measured(f: Facts, metric: str, what: str, cost: str, *, where: Callable[[Li
         return static(proposed) if proposed is not None else None
     page = f.profile.lines
     if page is None:
-        return lines.unmeasured("the profile has no Source page: Nsight Compute's SourceCounters section")
+        return lines.unmeasured("the profile has no Source page: Nsight Compute's SourceCounters "
+                                "section")
     if (p := lines.place(page, metric, where=where, prefer=prefer)) is not None:
         return lines.line_of(p, what, cost)
     return lines.unmeasured(f"no line of the kernel has {cost} counted")

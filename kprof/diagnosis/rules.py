@@ -59,9 +59,11 @@ class SmallGrid:
         return Cause(self.id, f"the grid is too small: {f.blocks} blocks for {f.sm_count} SMs",
                      (("blocks", str(f.blocks)), ("SMs", str(f.sm_count)),
                       ("blocks the GPU holds at once", f"{slots} ({occ.blocks_per_sm} an SM)")),
-                     f"launch at least {f.sm_count} blocks (a grid-stride loop keeps the work the same), "
-                     f"ideally a multiple of {slots}",
-                     Gain(est, f"the idle block slots ({slots} / {f.blocks}), capped at {headroom_text(f)}"),
+                     f"launch at least {f.sm_count} blocks (a grid-stride loop keeps the work the "
+                     f"same), ideally a multiple of {slots}",
+                     Gain(est,
+                          f"the idle block slots ({slots} / {f.blocks}), capped at "
+                          f"{headroom_text(f)}"),
                      line=launch_line(f, "the launch's grid"))
 
 
@@ -86,10 +88,11 @@ class TailWave:
         return Cause(self.id, f"a tail wave: {waves:.3f} waves of blocks, so the last wave runs "
                      f"{(waves - math.floor(waves)) * slots:.0f} blocks on {slots} slots",
                      (("waves", f"{waves:.3f}"), ("blocks", str(f.blocks)), ("slots", f"{slots}")),
-                     f"give the grid a whole number of waves (a multiple of {slots} blocks) or many more, "
-                     "smaller blocks so the last wave is a small share",
-                     Gain(cap(est, f), f"the waves' rounding ({whole} waves' time for {waves:.2f} waves of work), "
-                          f"capped at {headroom_text(f)}"), line=launch_line(f, "the launch's grid"))
+                     f"give the grid a whole number of waves (a multiple of {slots} blocks) or "
+                     "many more, smaller blocks so the last wave is a small share",
+                     Gain(cap(est, f),
+                          f"the waves' rounding ({whole} waves' time for {waves:.2f} waves of "
+                          f"work), capped at {headroom_text(f)}"), line=launch_line(f, "the launch's grid"))
 
 
 # Where the busiest unit is under this share of its peak, more warps still gain (1 / busy, at least
@@ -145,13 +148,20 @@ class OccupancyRegisters(_Occupancy):
     limiter = "registers"
 
     def _cause(self, f: Facts, occ: Any, lifted: Any, k: float, why: str) -> Cause:
-        return Cause(self.id, f"occupancy limited by registers: {f.registers} a thread allow {occ.describe()}",
-                     (("registers", str(f.registers)), ("occupancy", f"{occ.occupancy:.0%}"), ("latency-bound", why)),
+        return Cause(self.id,
+                     f"occupancy limited by registers: {f.registers} a thread allow "
+                     f"{occ.describe()}",
+                     (("registers", str(f.registers)), ("occupancy", f"{occ.occupancy:.0%}"),
+                      ("latency-bound", why)),
                      f"cap the registers (__launch_bounds__({f.threads_per_block}, "
-                     f"{max(2, 2 * occ.blocks_per_sm)}) on the kernel) or keep fewer values live across the loop",
-                     Gain(cap(k, f), f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} occupancy) "
-                          f"for a latency-bound kernel, up to the busiest unit's limit, capped at {headroom_text(f)}"),
-                     line=src_line(f, f.entry_line(), "the kernel: __launch_bounds__ goes here"), also=_waits(f))
+                     f"{max(2, 2 * occ.blocks_per_sm)}) on the kernel) or keep fewer values live "
+                     "across the loop",
+                     Gain(cap(k, f),
+                          f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} "
+                          "occupancy) for a latency-bound kernel, up to the busiest unit's limit, "
+                          f"capped at {headroom_text(f)}"),
+                     line=src_line(f, f.entry_line(), "the kernel: __launch_bounds__ goes here"),
+                     also=_waits(f))
 
 
 class OccupancyShared(_Occupancy):
@@ -159,13 +169,17 @@ class OccupancyShared(_Occupancy):
     limiter = "shared memory"
 
     def _cause(self, f: Facts, occ: Any, lifted: Any, k: float, why: str) -> Cause:
-        return Cause(self.id, f"occupancy limited by shared memory: {f.shared_static + f.shared_dynamic:,} bytes a "
-                     f"block allow {occ.describe()}",
+        return Cause(self.id,
+                     f"occupancy limited by shared memory: {f.shared_static + f.shared_dynamic:,} "
+                     f"bytes a block allow {occ.describe()}",
                      (("shared memory a block", f"{f.shared_static + f.shared_dynamic:,} B"),
                       ("occupancy", f"{occ.occupancy:.0%}"), ("latency-bound", why)),
-                     "declare only the shared memory the block uses (or share one buffer between phases)",
-                     Gain(cap(k, f), f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} occupancy) "
-                          f"for a latency-bound kernel, up to the busiest unit's limit, capped at {headroom_text(f)}"),
+                     "declare only the shared memory the block uses (or share one buffer between "
+                     "phases)",
+                     Gain(cap(k, f),
+                          f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} "
+                          "occupancy) for a latency-bound kernel, up to the busiest unit's limit, "
+                          f"capped at {headroom_text(f)}"),
                      line=self._where(f), also=_waits(f))
 
     @staticmethod
@@ -173,7 +187,9 @@ class OccupancyShared(_Occupancy):
         """Where the block's shared memory is asked for: the launch's dynamic shared memory where it
         is most of it, else the source's declaration."""
         if f.shared_dynamic and f.shared_dynamic >= f.shared_static:
-            return launch_line(f, f"the launch's dynamic shared memory ({f.shared_dynamic:,} B a block)")
+            return launch_line(f,
+                               f"the launch's dynamic shared memory ({f.shared_dynamic:,} B a "
+                               "block)")
         return src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration")
 
 
@@ -181,7 +197,8 @@ class Divergence:
     id = "divergence"
 
     def blind(self, f: Facts) -> str | None:
-        return None if f.counters else "divergence whose condition depends on data (threads active per instruction need counters)"
+        return None if f.counters else ("divergence whose condition depends on data (threads active per "
+                                        "instruction need counters)")
 
     def check(self, f: Facts) -> Cause | None:
         p = f.profile
@@ -190,38 +207,46 @@ class Divergence:
         # with counters: where the divergence starts (a lane-varying branch), not the paths it
         # starts
         lanes = ptxscan.lane_branches(f.entry) if f.entry and f.counters else set()
-        line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on", "divergent branches",
+        line = first_measured(measured(f, "divergent", "the branch the lanes of a warp disagree on",
+                                       "divergent branches",
                                        proposed=proposed, prefer=on(lanes) if lanes else None),
-                              measured(f, "lost_lanes", "instructions run with lanes of the warp idle",
-                                       "idle lanes",
+                              measured(f, "lost_lanes",
+                                       "instructions run with lanes of the warp idle", "idle lanes",
                                        proposed=proposed))
         if not f.counters:
             lane = ptxscan.lane_branch(f.entry) if f.entry else None
             if lane is None or f.entry is None:
                 return None
-            at = next((a for a, _t, c in f.entry.branches if c and (f.entry.instrs[a].file, f.entry.instrs[a].line) == lane),
+            at = next((a for a, _t, c in f.entry.branches if c
+                       and (f.entry.instrs[a].file, f.entry.instrs[a].line) == lane),
                       None)
             costs = ptxscan.path_costs(f.entry, at) if at is not None else None
             est = cap((costs[0] + costs[1]) / max(costs), f) if costs else None
-            return Cause(self.id, "warp divergence: a branch into two paths of work whose condition differs "
+            return Cause(self.id,
+                         "warp divergence: a branch into two paths of work whose condition differs "
                          "between the lanes of a warp, so each warp runs both",
-                         (("condition", "varies with the lane (from the PTX's arithmetic on threadIdx.x)"),) +
-                         ((("instructions a step of each path", f"{costs[0]} and {costs[1]}"),) if costs else ()),
-                         "make the branch depend on the warp (threadIdx.x / 32), not the lane: group the work so "
-                         "a warp's lanes take one path",
-                         Gain(est, f"both paths run one after the other: ({costs[0]} + {costs[1]}) / {max(costs)} "
-                              f"instructions a step, capped at {headroom_text(f)}" if costs else
-                              "needs counters (threads active per instruction)"),
+                         (("condition", "varies with the lane (from the PTX's arithmetic on "
+                                        "threadIdx.x)"),) +
+                         ((("instructions a step of each path", f"{costs[0]} and {costs[1]}"),)
+                          if costs else ()),
+                         "make the branch depend on the warp (threadIdx.x / 32), not the lane: "
+                         "group the work so a warp's lanes take one path",
+                         Gain(est,
+                              f"both paths run one after the other: ({costs[0]} + {costs[1]}) / "
+                              f"{max(costs)} instructions a step, capped at {headroom_text(f)}"
+                              if costs else "needs counters (threads active per instruction)"),
                          line=static(Line(lane[0], lane[1], "the branch the lanes disagree on")))
         active = p.compute.thread_efficiency
         if not f.counters or active is None or active > 0.7:
             return None
         est = cap(1.0 / active, f)
-        return Cause(self.id, f"warp divergence: {active:.0%} of a warp's lanes active per instruction",
+        return Cause(self.id,
+                     f"warp divergence: {active:.0%} of a warp's lanes active per instruction",
                      (("threads active per instruction", f"{32 * active:.1f} of 32"),),
-                     "make the lanes of a warp take the same path: group the work so a branch depends on the "
-                     "warp (threadIdx.x / 32), not the lane",
-                     Gain(est, f"the idle lanes (1 / {active:.2f}), capped at {headroom_text(f)}"), line=line)
+                     "make the lanes of a warp take the same path: group the work so a branch "
+                     "depends on the warp (threadIdx.x / 32), not the lane",
+                     Gain(est, f"the idle lanes (1 / {active:.2f}), capped at {headroom_text(f)}"),
+                     line=line)
 
 
 class Fp64:
@@ -236,7 +261,8 @@ class Fp64:
         proposed = ptx_line(f, ptxscan.is_fp64, "FP64 arithmetic or conversions")
         if proposed is None:
             return None
-        line = measured(f, "executed", "FP64 arithmetic or conversions", "FP64 instructions executed",
+        line = measured(f, "executed", "FP64 arithmetic or conversions",
+                        "FP64 instructions executed",
                         where=lambda x: lines.does(x, lines.FP64_OPS), proposed=proposed)
         ratio = f.fp64_ratio()
         ev = [("FP64:FP32 rate", f"1:{1 / ratio:.0f}" if ratio else "unknown")]
@@ -251,15 +277,18 @@ class Fp64:
             if math_ops:
                 k = len(f64) / len(math_ops)
                 if k > 1.0:
-                    ev.append(("conversions per FP64 op in the loop", f"{len(f64) - len(math_ops)} / {len(math_ops)}"))
-                    ests.append((k, f"the loop's dependent chain: {len(f64)} FP64 instructions a step where float "
-                                    f"math needs {len(math_ops)}"))
+                    ev.append(("conversions per FP64 op in the loop",
+                               f"{len(f64) - len(math_ops)} / {len(math_ops)}"))
+                    ests.append((k,
+                                 f"the loop's dependent chain: {len(f64)} FP64 instructions a step "
+                                 f"where float math needs {len(math_ops)}"))
         if ratio is not None and ratio < FAST_FP64:
             busy = f.profile.compute.fp64_pipe
             mem = f.memory_fraction()
             if (busy is not None and busy > 0.5) or (busy is None and (mem is None or mem < 0.5)):
-                ests.append((1 / ratio / 2, f"this GPU's FP64 rate (1:{1 / ratio:.0f} of FP32), half of it "
-                                             "as the FP64 pipe's share"))
+                ests.append((1 / ratio / 2,
+                             f"this GPU's FP64 rate (1:{1 / ratio:.0f} of FP32), half of it "
+                              "as the FP64 pipe's share"))
                 if busy is not None:
                     ev.append(("FP64 pipe", f"{busy:.0%}"))
         if not ests:
@@ -268,9 +297,10 @@ class Fp64:
         est = cap(best, f)
         if est is None or est < 1.1:
             return None
-        return Cause(self.id, "FP64 math in float code (a double constant or function promotes it)", tuple(ev),
-                     "write float constants (0.5f) and float functions (sinf, expf), or keep the double math "
-                     "out of the loop",
+        return Cause(self.id, "FP64 math in float code (a double constant or function promotes it)",
+                     tuple(ev),
+                     "write float constants (0.5f) and float functions (sinf, expf), or keep the "
+                     "double math out of the loop",
                      Gain(est, f"{basis}; capped at {headroom_text(f)}"), line=line)
 
 
@@ -299,11 +329,16 @@ class Barrier:
         est = cap(amdahl(share, 1e9), f) if share else None
         b = in_loop[0]
         return Cause(self.id, "a barrier inside a hot loop" + ("" if shared_in_loop else
-                                                               ", with no shared memory read in the loop to wait for"),
-                     (("barrier stalls", f"{share:.0%} of stalls" if share is not None else "not counted"),
+                                                               ", with no shared memory read in "
+                                                               "the loop to wait for"),
+                     (("barrier stalls",
+                       f"{share:.0%} of stalls" if share is not None else "not counted"),
                       ("shared memory in the loop", "yes" if shared_in_loop else "no")),
-                     "remove the barrier if no thread reads another's data in the loop, or move it out of the loop",
-                     Gain(est, f"Amdahl: {share:.0%} of stalls wait at the barrier; capped at {headroom_text(f)}" if share
+                     "remove the barrier if no thread reads another's data in the loop, or move it "
+                     "out of the loop",
+                     Gain(est,
+                          f"Amdahl: {share:.0%} of stalls wait at the barrier; capped at "
+                          f"{headroom_text(f)}" if share
                           else "needs counters (the barrier stalls' share)"),
                      line=measured(f, "stall:barrier", "__syncthreads()", "barrier stall samples",
                                    proposed=Line(b.file, b.line, "__syncthreads()")))
@@ -332,7 +367,8 @@ class Int64Division:
         what = "64-bit division or remainder"
         line = first_measured(measured(f, "samples", what, "stall samples on its division lines",
                                        where=on(candidates), proposed=proposed),
-                              measured(f, "executed", what, "instructions executed on its division lines",
+                              measured(f, "executed", what,
+                                       "instructions executed on its division lines",
                                        where=on(candidates), proposed=proposed))
         if line is not None and not line.line and f.counters:
             line = _division_moved(f, candidates, what) or line
@@ -342,14 +378,18 @@ class Int64Division:
             # handful
             share = min(0.9, issue)
             est = cap(amdahl(share, 2.0), f)
-            basis = (f"Amdahl: instruction issue is {share:.0%} busy, and 32-bit division needs about half the "
-                     f"instructions of the 64-bit routine; capped at {headroom_text(f)}")
+            basis = (f"Amdahl: instruction issue is {share:.0%} busy, and 32-bit division needs "
+                     "about half the instructions of the 64-bit routine; capped at "
+                     f"{headroom_text(f)}")
         else:
             est, basis = None, "needs counters (the issue slots' share)"
-        return Cause(self.id, f"64-bit integer division or remainder ({n} in the kernel) in index math",
-                     (("64-bit div/rem", str(n)),) + ((("issue active", f"{issue:.0%}"),) if issue else ()),
-                     "compute indices in 32 bits (unsigned) when they fit, or hoist the division out "
-                     "(precompute, or use a fast divider by an invariant)", Gain(est, basis), line=line)
+        return Cause(self.id,
+                     f"64-bit integer division or remainder ({n} in the kernel) in index math",
+                     (("64-bit div/rem", str(n)),) + ((("issue active", f"{issue:.0%}"),) if issue
+                                                      else ()),
+                     "compute indices in 32 bits (unsigned) when they fit, or hoist the division "
+                     "out (precompute, or use a fast divider by an invariant)", Gain(est, basis),
+                     line=line)
 
 
 # The SASS of a division by a run-time value: the reciprocal estimate, or the call to the 64-bit
@@ -365,13 +405,15 @@ def _division_moved(f: Facts, candidates: set[tuple[str, int]], what: str) -> Li
     page = f.profile.lines
     if page is None or not candidates:
         return None
-    p = lines.place(page, "executed", where=lambda x: any(op.startswith(DIVISION_SASS) for op in x.sass))
+    p = lines.place(page, "executed",
+                    where=lambda x: any(op.startswith(DIVISION_SASS) for op in x.sass))
     if p is None:
         return None
     near = min(candidates, key=lambda c: abs(c[1] - p.at.line))
     if abs(near[1] - p.at.line) > 3:
         return None
-    return Line(near[0], near[1], f"{what} (measured: its instructions were counted on line {p.at.line}, "
+    return Line(near[0], near[1],
+                f"{what} (measured: its instructions were counted on line {p.at.line}, "
                 f"{p.share:.0%} of the kernel's instructions executed on division code"
                 + (f", {p.samples:.0%} of its stall samples" if p.samples is not None else "") + ")")
 
@@ -392,19 +434,27 @@ class LaunchOverhead:
         own = sorted(f.kernel_seconds)
         # a launch's own GPU time, timed in the same call: what one fused launch takes at least
         if own:
-            kernel, how = own[len(own) // 2], f"the median launch's own GPU time in the timed call (CUPTI, {len(own)} launches)"
+            kernel = own[len(own) // 2]
+            how = f"the median launch's own GPU time in the timed call (CUPTI, {len(own)} launches)"
         # ncu's duration of one launch: a launch profiled alone, with its caches flushed, is longer
         else:
-            kernel, how = f.profile.duration_s or each / 4, "ncu's duration of one launch (no CUPTI time of each launch)"
+            kernel = f.profile.duration_s or each / 4
+            how = "ncu's duration of one launch (no CUPTI time of each launch)"
         one = max(f.time_at_roof() or 0.0, kernel)
         est = f.seconds / max(one, 1e-9)
         evidence = [("launches", str(f.launches)), ("time a launch", f"{each * 1e6:.2f} us")]
         if own:
-            evidence.append(("a launch's own GPU time", f"{kernel * 1e6:.2f} us (the rest: gaps between launches)"))
-        return Cause(self.id, f"{f.launches} launches of {each * 1e6:.1f} us each: launching costs as much as the work",
-                     tuple(evidence), "fuse the launches into one kernel, or capture them in a CUDA graph (cudaGraphLaunch)",
-                     Gain(est, f"all the work in one launch as long as one of these kernels ({one * 1e6:.2f} us: the "
-                          f"longer of the work at the roof and {how})"),
+            evidence.append(("a launch's own GPU time",
+                             f"{kernel * 1e6:.2f} us (the rest: gaps between launches)"))
+        return Cause(self.id,
+                     f"{f.launches} launches of {each * 1e6:.1f} us each: launching costs as much "
+                     "as the work",
+                     tuple(evidence),
+                     "fuse the launches into one kernel, or capture them in a CUDA graph "
+                     "(cudaGraphLaunch)",
+                     Gain(est,
+                          "all the work in one launch as long as one of these kernels "
+                          f"({one * 1e6:.2f} us: the longer of the work at the roof and {how})"),
                      line=launch_line(f, "the spec's steps"))
 
 
@@ -415,7 +465,8 @@ def _waits(f: Facts) -> tuple[Line, ...]:
     if p is None:
         return ()
     reasons = ", ".join(f"{r} {v:.0%}" for r, v in lines.top_reasons(p.at))
-    return (lines.line_of(p, "warps wait here most" + (f" ({reasons})" if reasons else ""), "stall samples"),)
+    return (lines.line_of(p, "warps wait here most" + (f" ({reasons})" if reasons else ""),
+                          "stall samples"),)
 
 
 class Unexplained:
@@ -440,23 +491,34 @@ class Unexplained:
         found = lines.concentration(f.profile.lines if f.counters else None, unit)
         limit = f"{head:.2f}x from its roof" if head else "no roof (the spec has no work formula)"
         share = f"{busy:.0%} of its peak" if busy is not None else "busiest of the units kprof saw"
-        evidence: list[tuple[str, str]] = [("limiter", f"{unit} ({share})" if unit != "latency" else "latency: no unit "
+        evidence: list[tuple[str, str]] = [("limiter",
+                                            f"{unit} ({share})" if unit != "latency"
+                                            else "latency: no unit "
                                             f"above {LATENCY_BELOW:.0%}"), ("headroom", limit)]
         if found is None:
-            why = ("no counters" if not f.counters else "the profile has no Source page" if f.profile.lines is None
-                   else "no line of the kernel has it counted")
+            why = ("no counters" if not f.counters else "the profile has no Source page"
+                   if f.profile.lines is None else "no line of the kernel has it counted")
             relief = lines.UNITS[unit][3] if unit in lines.UNITS else lines.LATENCY[1]
-            return Cause(self.id, f"no cause worth 10% found, and the kernel is {limit}: the limiter is {unit}",
-                         tuple(evidence), relief, Gain(None, "not estimated: no rule of kprof's explains it"),
+            return Cause(self.id,
+                         f"no cause worth 10% found, and the kernel is {limit}: the limiter is "
+                         f"{unit}",
+                         tuple(evidence), relief,
+                         Gain(None, "not estimated: no rule of kprof's explains it"),
                          line=lines.unmeasured(why))
         placed, what, relief = found
         top = lines.top_reasons(placed.at)
         if top:
             evidence.append(("top stalls on the line", ", ".join(f"{r} {v:.0%}" for r, v in top)))
-        line = lines.line_of(placed, what, lines.UNITS[unit][1].replace("_", " ") if unit in lines.UNITS else "stall samples")
-        return Cause(self.id, f"no cause worth 10% found, and the kernel is {limit}: the line where its {what} was measured most",
+        line = lines.line_of(placed, what,
+                             lines.UNITS[unit][1].replace("_", " ") if unit in lines.UNITS
+                             else "stall samples")
+        return Cause(self.id,
+                     f"no cause worth 10% found, and the kernel is {limit}: the line where its "
+                     f"{what} was measured most",
                      tuple(evidence), relief,
-                     Gain(None, "not estimated: no rule of kprof's names the change; the roof bounds any gain"
+                     Gain(None,
+                          "not estimated: no rule of kprof's names the change; the roof bounds any "
+                          "gain"
                           + (f" at {head:.2f}x" if head else "")), line=line)
 
 
@@ -464,7 +526,9 @@ FALLBACK = Unexplained()
 
 
 RULES: tuple[Rule, ...] = (
-    Uncoalesced(), BankConflicts(), SmallGrid(), TailWave(), OccupancyRegisters(), OccupancyShared(), LocalMemory(),
-    Divergence(), Atomics(), Fp64(), ScalarLoads(), Barrier(), Int64Division(), NoReuse(), LaunchOverhead(),
+    Uncoalesced(), BankConflicts(), SmallGrid(), TailWave(), OccupancyRegisters(),
+    OccupancyShared(), LocalMemory(),
+    Divergence(), Atomics(), Fp64(), ScalarLoads(), Barrier(), Int64Division(), NoReuse(),
+    LaunchOverhead(),
 )  # fmt: skip
 RULE_IDS = tuple(r.id for r in RULES)

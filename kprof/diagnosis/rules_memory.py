@@ -55,7 +55,8 @@ class Uncoalesced:
         make."""
         if f.entry is None:
             return False
-        return any(coef == ptxscan.UNKNOWN and i.op.startswith("ld.global") for i, coef in ptxscan.lane_strides(f.entry))
+        return any(coef == ptxscan.UNKNOWN and i.op.startswith("ld.global")
+                   for i, coef in ptxscan.lane_strides(f.entry))
 
     @staticmethod
     def widest(f: Facts, prefix: str) -> int:
@@ -86,22 +87,27 @@ class Uncoalesced:
             if worst / ideal < 1.5:
                 return None
             excess = worst / ideal
-            ev: tuple[tuple[str, str], ...] = (("sectors/request", f"{worst:.1f} (ideal {ideal:g} for {width}-byte lanes)"),)
+            ev: tuple[tuple[str, str], ...] = (("sectors/request",
+                                                f"{worst:.1f} (ideal {ideal:g} for {width}-byte "
+                                                "lanes)"),)
             basis = f"the excess sectors ({excess:.1f}x the ideal)"
-            line = measured(f, "global_excess", "global accesses that fill more 32-byte sectors than their data",
+            line = measured(f, "global_excess",
+                            "global accesses that fill more 32-byte sectors than their data",
                             "excess L2 sectors")
         else:
             if found is None:
                 return None
             excess = 32.0 / width  # every lane its own sector
             stride = f"{abs(found[1])} B" if isinstance(found[1], int) else "a run-time value"
-            ev = (("bytes between neighbouring lanes' addresses (the PTX's arithmetic on threadIdx.x)", stride),)
+            ev = (("bytes between neighbouring lanes' addresses (the PTX's arithmetic on "
+                   "threadIdx.x)", stride),)
             basis = f"a sector a lane: {excess:.0f}x the sectors consecutive lanes need"
             line = static(found[0])
-        return Cause(self.id, "uncoalesced global memory access: each warp request touches more 32-byte "
+        return Cause(self.id,
+                     "uncoalesced global memory access: each warp request touches more 32-byte "
                      "sectors than its data fills", ev,
-                     "make consecutive threads (threadIdx.x) touch consecutive addresses, e.g. swap the "
-                     "index the lanes walk, or stage the tile through shared memory",
+                     "make consecutive threads (threadIdx.x) touch consecutive addresses, e.g. "
+                     "swap the index the lanes walk, or stage the tile through shared memory",
                      Gain(cap(excess, f), f"{basis}, capped at {headroom_text(f)}"), line=line)
 
 
@@ -116,18 +122,22 @@ class BankConflicts:
         if not f.counters or not p.shared.conflicts_per_request or p.shared.conflicts_per_request < 0.5:
             return None
         k = 1.0 + p.shared.conflicts_per_request
-        share = sum(p.stalls.shares.get(r, 0.0) for r in ("mio_throttle", "short_scoreboard", "barrier"))
+        share = sum(p.stalls.shares.get(r, 0.0)
+                    for r in ("mio_throttle", "short_scoreboard", "barrier"))
         est = cap(amdahl(share, k), f)
         line = measured(f, "shared_excess", "shared-memory accesses whose lanes share a bank",
                         "excess shared-memory wavefronts")
         decl = f.source_line(r"__shared__")
-        also = (x,) if (x := src_line(f, decl, "declares the shared array: pad its rows by one element")) else ()
+        also = (x,) if (x := src_line(f, decl, "declares the shared array: pad its rows by one "
+                                               "element")) else ()
         return Cause(self.id, "shared-memory bank conflicts: lanes of a warp hit the same bank",
                      (("conflicts/request", f"{p.shared.conflicts_per_request:.2f}"),
                       ("shared-memory stalls", f"{share:.0%} of stalls")),
-                     "pad the shared array (e.g. [32][33]) or swizzle its index so a warp's lanes use different banks",
-                     Gain(est, f"Amdahl: {share:.0%} of stalls wait on shared memory, each access {k:.1f}x "
-                          f"the wavefronts it needs; capped at {headroom_text(f)}"), line=line, also=also)
+                     "pad the shared array (e.g. [32][33]) or swizzle its index so a warp's lanes "
+                     "use different banks",
+                     Gain(est,
+                          f"Amdahl: {share:.0%} of stalls wait on shared memory, each access "
+                          f"{k:.1f}x the wavefronts it needs; capped at {headroom_text(f)}"), line=line, also=also)
 
 
 class LocalMemory:
@@ -145,20 +155,24 @@ class LocalMemory:
         if f.counters and p.memory.local_bytes == 0 and not f.spill_bytes:
             # measured: no local traffic (ptxas kept the PTX's local array in registers)
             return None
-        line = first_measured(measured(f, "local_sectors", what, "local-memory sectors", proposed=proposed),
+        line = first_measured(measured(f, "local_sectors", what, "local-memory sectors",
+                                       proposed=proposed),
                               measured(f, "executed", what, "local-memory instructions executed",
-                                       where=lambda x: lines.does(x, lines.LOCAL_OPS), proposed=proposed))
+                                       where=lambda x: lines.does(x, lines.LOCAL_OPS),
+                                       proposed=proposed))
         est, basis = None, "needs counters (the local traffic's share)"
         if f.counters and p.memory.local_bytes and p.memory.l1_bytes:
             share = min(p.memory.local_bytes / p.memory.l1_bytes, 0.95)
-            est, basis = cap(amdahl(share, 1e9), f), (f"Amdahl: local memory is {share:.0%} of the L1 traffic, "
-                                                        f"gone if it stays in registers; capped at {headroom_text(f)}")
+            est, basis = cap(amdahl(share, 1e9), f), (f"Amdahl: local memory is {share:.0%} of the "
+                                                      "L1 traffic, "
+                                                        "gone if it stays in registers; capped at "
+                                                        f"{headroom_text(f)}")
         ev = [("spills (ptxas)", f"{f.spill_bytes} B")]
         if p.memory.local_bytes is not None:
             ev.append(("local traffic", f"{p.memory.local_bytes / 1e6:.1f} MB"))
         return Cause(self.id, "per-thread data in local memory (off-chip, through L1)", tuple(ev),
-                     "index per-thread arrays with compile-time constants (unrolled loops) or restructure "
-                     "so the values stay in registers",
+                     "index per-thread arrays with compile-time constants (unrolled loops) or "
+                     "restructure so the values stay in registers",
                      Gain(est, basis), line=line)
 
 
@@ -174,11 +188,14 @@ class Atomics:
         if proposed is None:
             return None
         atomic = lambda x: lines.does(x, lines.ATOMIC_OPS)  # noqa: E731
-        line = first_measured(measured(f, "samples", "the global atomic", "stall samples on lines with atomics",
+        line = first_measured(measured(f, "samples", "the global atomic",
+                                       "stall samples on lines with atomics",
                                        where=atomic, proposed=proposed),
-                              measured(f, "executed", "the global atomic", "atomic lines' instructions executed",
+                              measured(f, "executed", "the global atomic",
+                                       "atomic lines' instructions executed",
                                        where=atomic, proposed=proposed))
-        in_loop = f.entry is not None and any(ptxscan.is_global_atomic(i) and i.loops for i in f.entry.instrs)
+        in_loop = f.entry is not None and any(ptxscan.is_global_atomic(i) and i.loops
+                                              for i in f.entry.instrs)
         ev = [("global atomics in a loop", "yes" if in_loop else "no")]
         if f.counters and p.memory.atomics is not None and p.memory.global_accesses:
             share = p.memory.atomics / p.memory.global_accesses
@@ -193,15 +210,17 @@ class Atomics:
         # fix measured 163.7x and 165.2x, the roof 328x: shared-memory atomics serialise too.)
         spread = min(f.sm_count, f.blocks) if f.sm_count and f.blocks else None
         est = cap(float(spread), f) if spread else f.headroom()
-        basis = (f"the atomics on each address spread from one L2 slice over the {spread} SMs that run blocks at once "
-                 f"(SMs, or blocks if fewer), capped at {headroom_text(f)}; shared-memory atomics on few addresses "
-                 "serialise too" if spread else
-                 f"the roof: the kernel's bytes read at kprof peak's ceiling, with no atomic waits ({headroom_text(f)})"
+        basis = (f"the atomics on each address spread from one L2 slice over the {spread} SMs that "
+                 f"run blocks at once (SMs, or blocks if fewer), capped at {headroom_text(f)}; "
+                 "shared-memory atomics on few addresses serialise too" if spread else
+                 "the roof: the kernel's bytes read at kprof peak's ceiling, with no atomic waits "
+                 f"({headroom_text(f)})"
                  if est else "no roof (the spec has no work formula) and no SM count")
-        return Cause(self.id, "global atomics on every element: atomics on few addresses serialise in L2",
+        return Cause(self.id,
+                     "global atomics on every element: atomics on few addresses serialise in L2",
                      tuple(ev),
-                     "accumulate per block in shared memory (or per warp in registers) and add each block's "
-                     "result to global memory once",
+                     "accumulate per block in shared memory (or per warp in registers) and add "
+                     "each block's result to global memory once",
                      Gain(est, basis), line=line)
 
 
@@ -222,25 +241,31 @@ class ScalarLoads:
         est, basis = None, "needs counters (the L1 pipe's share)"
         if share:
             est = amdahl(share, 4.0)
-            basis = (f"Amdahl: the L1/LSU pipe is {share:.0%} busy and 16-byte accesses need a quarter of the "
-                     f"instructions")
+            basis = (f"Amdahl: the L1/LSU pipe is {share:.0%} busy and 16-byte accesses need a "
+                     f"quarter of the instructions")
             # a vector load moves the same sectors through L2 and DRAM: the gain stops where the
             # busier of the two saturates (a neighbour-list gather with L2 83% busy gained 1.23x on
             # an H200)
-            below = max((x for x in (p.memory.l2_throughput, p.memory.dram_fraction) if x), default=None)
+            below = max((x for x in (p.memory.l2_throughput, p.memory.dram_fraction) if x),
+                        default=None)
             if below and 1.0 / below < est:
                 est = 1.0 / below
                 basis += f", up to L2's and DRAM's limit (the busier at {below:.0%}: the same bytes still cross it)"
             est = cap(est, f)
             basis += f"; capped at {headroom_text(f)}"
         return Cause(self.id, "adjacent 4-byte loads one 16-byte (vector) load could do",
-                     (("adjacent scalar loads on one line", "yes"),) + ((("L1 throughput", f"{share:.0%}"),) if share else ()),
+                     (("adjacent scalar loads on one line", "yes"),)
+                     + ((("L1 throughput", f"{share:.0%}"),) if share else ()),
                      "load float4 (or float2) through a reinterpret_cast of an aligned pointer",
                      Gain(est, basis), line=first_measured(
-                         measured(f, "executed", "the scalar loads", "instructions executed on lines of adjacent scalar "
-                                  "loads", where=_scalar_loads, proposed=Line(hit[0], hit[1], "the scalar loads")),
-                         measured(f, "executed", "the scalar loads", "instructions executed on that line",
-                                  where=on({hit}), proposed=Line(hit[0], hit[1], "the scalar loads"))))
+                         measured(f, "executed", "the scalar loads",
+                                  "instructions executed on lines of adjacent scalar "
+                                  "loads", where=_scalar_loads,
+                                  proposed=Line(hit[0], hit[1], "the scalar loads")),
+                         measured(f, "executed", "the scalar loads",
+                                  "instructions executed on that line",
+                                  where=on({hit}),
+                                  proposed=Line(hit[0], hit[1], "the scalar loads"))))
 
 
 class NoReuse:
@@ -267,17 +292,23 @@ class NoReuse:
         est = cap(head * self.TILED_FP32_SHARE if head else None, f)
         if est is None or est < 1.1:
             return None
-        return Cause(self.id, "a high-intensity kernel that reads every operand from global memory (no reuse)",
+        return Cause(self.id,
+                     "a high-intensity kernel that reads every operand from global memory (no "
+                     "reuse)",
                      (("work intensity", f"{f.spec_flops / f.spec_bytes:.0f} FLOP/B"),
                       ("global loads per FMA in the loop", f"{loads / fmas:.1f}")),
-                     "stage tiles of A and B in shared memory and give each thread a small tile of the output in "
-                     "registers (e.g. 8 x 8), so each loaded value serves many FMAs",
-                     Gain(est, f"the FP32 roof's headroom ({head:.1f}x) times the share of FP32 peak a register-"
-                          f"blocked tiled CUDA-core matmul reaches ({self.TILED_FP32_SHARE:.0%}; a shared-memory "
-                          f"tile alone reaches less)"),
-                     line=measured(f, "global_sectors", "the loads in the inner loop", "L2 sectors of global loads",
+                     "stage tiles of A and B in shared memory and give each thread a small tile of "
+                     "the output in registers (e.g. 8 x 8), so each loaded value serves many FMAs",
+                     Gain(est,
+                          f"the FP32 roof's headroom ({head:.1f}x) times the share of FP32 peak a "
+                          "register-blocked tiled CUDA-core matmul reaches "
+                          f"({self.TILED_FP32_SHARE:.0%}; a shared-memory tile alone reaches less)"),
+                     line=measured(f, "global_sectors", "the loads in the inner loop",
+                                   "L2 sectors of global loads",
                                    where=lambda x: lines.does(x, lines.GLOBAL_LOAD_OPS),
-                                   proposed=ptx_line(f, lambda i: i.op.startswith("ld.global") and i.loops > 0,
+                                   proposed=ptx_line(f,
+                                                     lambda i: i.op.startswith("ld.global")
+                                                     and i.loops > 0,
                                                      "the loads in the inner loop")))
 
 

@@ -86,8 +86,8 @@ def profile_specs(built: Sequence[Prepared], settings: ProfileSettings, *, diagn
             continue
         profiles += got
         if diagnose and got and not r.spec.python:
-            diagnoses.append(diagnose_one(prepared, got, try_params=try_params, auto_try=auto_try, bench=bench,
-                                          peak=peak, timeout=settings.timeout))
+            diagnoses.append(diagnose_one(prepared, got, try_params=try_params, auto_try=auto_try,
+                                          bench=bench, peak=peak, timeout=settings.timeout))
     return SpecProfiles(profiles, diagnoses, errors)
 
 
@@ -97,14 +97,18 @@ def profile_one(prepared: Prepared, settings: ProfileSettings) -> list[KernelPro
     raises."""
     from kprof.measure import profiling
 
-    return profiling.profile_spec(prepared.resolved, prepared.built, prepared.job, params=settings.params,
+    return profiling.profile_spec(prepared.resolved, prepared.built, prepared.job,
+                                  params=settings.params,
                                   set_name=settings.set_name, metrics=settings.metrics,
                                   report_dir=settings.report_dir, timeout=settings.timeout)
 
 
-def diagnose_one(prepared: Prepared, profiles: list[KernelProfile], *, try_params: dict[str, list[str]] | None = None,
-                 auto_try: bool = True, seconds: float | None = None, kernel_seconds: tuple[float, ...] = (),
-                 bench: TryBench | None = None, peak: Ceilings | None = None, timeout: float = 300.0) -> Diagnosis:
+def diagnose_one(prepared: Prepared, profiles: list[KernelProfile], *,
+                 try_params: dict[str, list[str]] | None = None,
+                 auto_try: bool = True, seconds: float | None = None,
+                 kernel_seconds: tuple[float, ...] = (),
+                 bench: TryBench | None = None, peak: Ceilings | None = None,
+                 timeout: float = 300.0) -> Diagnosis:
     """Why the kernel performs as it does: :func:`diagnosis_of` with the kernel's PTX (its lines
     without counters) and ``peak``, the ceilings ``kprof peak`` measured on this GPU, where it has.
     ``seconds`` and ``kernel_seconds``: its time and each launch's own GPU time from a kprof bench
@@ -118,8 +122,10 @@ def diagnose_one(prepared: Prepared, profiles: list[KernelProfile], *, try_param
 def inputs_of(facts: Facts) -> dict[str, object]:
     """What a diagnosis read from the GPU, kept so it can be replayed without one (tests,
     reports)."""
-    return {"profile": facts.profile.to_dict(), "counters": facts.counters, "seconds": facts.seconds,
-            "sm_count": facts.sm_count, "sm_hz": facts.sm_hz, "ceiling_bytes_per_s": facts.ceiling_bytes_per_s,
+    return {"profile": facts.profile.to_dict(), "counters": facts.counters,
+            "seconds": facts.seconds,
+            "sm_count": facts.sm_count, "sm_hz": facts.sm_hz,
+            "ceiling_bytes_per_s": facts.ceiling_bytes_per_s,
             "peak_flops": facts.peak_flops, "kernel_seconds": list(facts.kernel_seconds)}
 
 
@@ -134,8 +140,10 @@ def _timed(prepared: Prepared, timeout: float) -> ChildResult | None:
 
 
 def diagnosis_of(prepared: Prepared, profiles: list[KernelProfile], *, peak: Ceilings | None = None,
-                 seconds: float | None = None, try_params: dict[str, list[str]] | None = None, auto_try: bool = True,
-                 timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "", bench: TryBench | None = None,
+                 seconds: float | None = None, try_params: dict[str, list[str]] | None = None,
+                 auto_try: bool = True,
+                 timeout: float = 300.0, ptx: str | None = None, ptx_note: str = "",
+                 bench: TryBench | None = None,
                  kernel_seconds: tuple[float, ...] = ()) -> Diagnosis:
     """The diagnosis of one built spec from its profiles (one a kernel launched). ``seconds``: its
     time measured elsewhere (kprof bench, same run as a twin); else one event-timed run here;
@@ -152,8 +160,8 @@ def diagnosis_of(prepared: Prepared, profiles: list[KernelProfile], *, peak: Cei
     main = profiling.against_ceilings(main, peak)
     counters = main.source == "ncu"
     timed = _timed(prepared, timeout)
-    facts = gather.facts_for(prepared, main, counters=counters, ptx=ptx, ptx_note=ptx_note, timed=timed, peak=peak,
-                             seconds=seconds, kernel_seconds=kernel_seconds)
+    facts = gather.facts_for(prepared, main, counters=counters, ptx=ptx, ptx_note=ptx_note,
+                             timed=timed, peak=peak, seconds=seconds, kernel_seconds=kernel_seconds)
     d = replace(diagnose(facts), inputs=inputs_of(facts))
     measured: list[Try] = []
     notes: list[str] = []
@@ -163,7 +171,8 @@ def diagnosis_of(prepared: Prepared, profiles: list[KernelProfile], *, peak: Cei
     if auto_try and d.causes and not asked:
         occ = facts.occupancy()
         slots = facts.sm_count * occ.blocks_per_sm if facts.sm_count and occ else None
-        asked = {k: [str(v) for v in vals] for k, vals in tries.auto_values(d.causes[0], spec, slots).items()}
+        asked = {k: [str(v) for v in vals]
+                 for k, vals in tries.auto_values(d.causes[0], spec, slots).items()}
     defines = dict(spec.defines)
     for define, values in asked.items():
         original = str(defines.get(define, ""))
@@ -185,9 +194,11 @@ def diagnosis_of(prepared: Prepared, profiles: list[KernelProfile], *, peak: Cei
         if found:
             try:
                 report = bench.specs([spec, *(v for _, v in found)], sizes)
-                measured += tries.measured_variants(report, spec.name, [(p, v.name) for p, v in found])
+                measured += tries.measured_variants(report, spec.name,
+                                                    [(p, v.name) for p, v in found])
             except KprofError as exc:
-                notes.append(f"try {', '.join(next(iter(p)) for p, _ in found)}: {str(exc).splitlines()[0]}")
+                notes.append(f"try {', '.join(next(iter(p)) for p, _ in found)}: "
+                             f"{str(exc).splitlines()[0]}")
     if not measured and not notes:
         return d
     causes = list(d.causes)

@@ -46,7 +46,8 @@ def parse(words: list[str]) -> dict[str, list[str]]:
     for word in words:
         m = _TRY.match(word)
         if not m:
-            raise UsageError(f"--try {word!r}: write DEFINE=VALUE[,VALUE...], e.g. --try BLOCK=128,256")
+            raise UsageError(f"--try {word!r}: write DEFINE=VALUE[,VALUE...], e.g. --try "
+                             "BLOCK=128,256")
         out.setdefault(m.group(1), [])
         out[m.group(1)] += [v for v in m.group(2).split(",") if v not in out[m.group(1)]]
     return out
@@ -106,11 +107,13 @@ def _block_variants(spec: KernelSpec, cause: Cause) -> list[tuple[dict[str, str]
         gx, gy, gz = (token.sub(str(b), str(g)) for g in launch.grid)
         bx, by, bz = (str(b) if str(x).strip() == str(block) else x for x in launch.block)
         out.append(({"block": str(b)}, replace(spec, name=f"{spec.name}__block{b}",
-                                               launch=replace(launch, grid=(gx, gy, gz), block=(bx, by, bz)))))
+                                               launch=replace(launch, grid=(gx, gy, gz),
+                                                              block=(bx, by, bz)))))
     return out
 
 
-def variants(cause: Cause, spec: KernelSpec, *, registers: int | None = None) -> list[tuple[dict[str, str], KernelSpec]]:
+def variants(cause: Cause, spec: KernelSpec, *,
+             registers: int | None = None) -> list[tuple[dict[str, str], KernelSpec]]:
     """What a user could change for ``cause`` without editing the source, each a spec of its own to
     time beside the original: the block size (where the launch writes it as the number its grid
     divides by), ``-maxrregcount`` (occupancy limited by registers), the launch's dynamic shared
@@ -124,7 +127,8 @@ def variants(cause: Cause, spec: KernelSpec, *, registers: int | None = None) ->
     if cause.rule == "occupancy-registers" and registers:
         for cap in sorted({r for r in (128, 96, 64, 48, 32) if r < registers}, reverse=True)[:3]:
             flags = tuple(f for f in spec.nvcc_flags if "maxrregcount" not in f) + (f"-maxrregcount={cap}",)
-            out.append(({"maxrregcount": str(cap)}, replace(spec, name=f"{spec.name}__maxrreg{cap}", nvcc_flags=flags)))
+            out.append(({"maxrregcount": str(cap)},
+                        replace(spec, name=f"{spec.name}__maxrreg{cap}", nvcc_flags=flags)))
     if cause.rule == "occupancy-shared" and str(spec.launch.shared_mem).strip() not in ("", "0"):
         for k, label in ((0, "0"), (4, "1/4"), (2, "1/2")):
             smem = "0" if not k else f"({spec.launch.shared_mem}) / {k}"
@@ -135,7 +139,8 @@ def variants(cause: Cause, spec: KernelSpec, *, registers: int | None = None) ->
     return out[:MAX_AUTO]
 
 
-def measured_variants(report: SweepReport, original: str, labelled: list[tuple[dict[str, str], str]]) -> list[Try]:
+def measured_variants(report: SweepReport, original: str,
+                      labelled: list[tuple[dict[str, str], str]]) -> list[Try]:
     """The tries of :func:`variants` from one ``kprof bench`` report of the original and each
     variant (by name)."""
     times = {pt.kernel: (pt.status, pt.summary.median if pt.status == "ok" and pt.summary else None,

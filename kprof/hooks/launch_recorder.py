@@ -75,7 +75,8 @@ _KERNEL_PARAMS = {"cuLaunchKernel": (0, 48), "cuLaunchKernel_ptsz": (0, 48),
                   "cuLaunchKernelEx": (8, 16), "cuLaunchKernelEx_ptsz": (8, 16)}
 # offsetof(cuLaunchKernel_params, hStream); for the Ex calls, offsetof(CUlaunchConfig, hStream)
 # (config at 0)
-_STREAM_AT = {"cuLaunchKernel": 40, "cuLaunchKernel_ptsz": 40, "cuLaunchKernelEx": 32, "cuLaunchKernelEx_ptsz": 32}
+_STREAM_AT = {"cuLaunchKernel": 40, "cuLaunchKernel_ptsz": 40, "cuLaunchKernelEx": 32,
+              "cuLaunchKernelEx_ptsz": 32}
 
 
 class Recorder:
@@ -89,7 +90,8 @@ class Recorder:
         # CUPTI's API_EXIT, looked up once: the callback runs at every launch
         self.exit_site: object = None
         self.enter_site: object = None
-        self.crowd_ns = _crowd_ns(os.environ.get("KPROF_LAUNCH_CROWD", ""), os.environ.get("KPROF_LAUNCH_CROWD_US", ""))
+        self.crowd_ns = _crowd_ns(os.environ.get("KPROF_LAUNCH_CROWD", ""),
+                                  os.environ.get("KPROF_LAUNCH_CROWD_US", ""))
         # context -> (function, stream, grid, flag host, flag device)
         self.crowds: dict[int, tuple[Any, ...]] = {}
         self.crowded = 0
@@ -110,11 +112,14 @@ class Recorder:
             self.subscriber = cupti.subscribe(self._callback, None)
             ids = cupti.driver_api_trace_cbid
             for name in _KERNEL_PARAMS:
-                cupti.enable_callback(1, self.subscriber, cupti.CallbackDomain.DRIVER_API, getattr(ids, name))
+                cupti.enable_callback(1, self.subscriber, cupti.CallbackDomain.DRIVER_API,
+                                      getattr(ids, name))
         except Exception as exc:  # noqa: BLE001 - the program runs on; the parent says what was not checked
-            self.emit(event="recorder", ok=False, why=f"kprof's launch recorder could not start: {exc}")
+            self.emit(event="recorder", ok=False,
+                      why=f"kprof's launch recorder could not start: {exc}")
             return
-        self.emit(event="recorder", ok=True, crowd_us=self.crowd_ns // 1000 if self.crowd_ns else None)
+        self.emit(event="recorder", ok=True,
+                  crowd_us=self.crowd_ns // 1000 if self.crowd_ns else None)
 
     def _callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
         if self.inside:
@@ -148,7 +153,8 @@ class Recorder:
         flag.value = 0
         args = (ctypes.c_uint64(flag_device), ctypes.c_uint64(self.crowd_ns))
         params = (ctypes.c_void_p * 2)(*(ctypes.addressof(a) for a in args))
-        _check(drv.cuLaunchKernel(func, blocks, 1, 1, CROWD_THREADS, 1, 1, 0, stream, ctypes.addressof(params), 0),
+        _check(drv.cuLaunchKernel(func, blocks, 1, 1, CROWD_THREADS, 1, 1, 0, stream,
+                                  ctypes.addressof(params), 0),
                "the crowd kernel's launch")
         self.flag = flag
 
@@ -165,7 +171,8 @@ class Recorder:
                 stream = ctypes.c_void_p.from_address(params + at).value or 0
             if not stream and name.endswith("_ptsz"):
                 stream = 2  # CU_STREAM_PER_THREAD
-            _check(self.driver.cuStreamSynchronize(self.driver.CUstream(stream)), "the launch's stream")
+            _check(self.driver.cuStreamSynchronize(self.driver.CUstream(stream)),
+                   "the launch's stream")
         finally:
             flag.value = 1
 

@@ -49,12 +49,15 @@ from typing import Any
 MAX_KERNELS = 10_000  # kernel lines written per process, at most
 MAX_SITES = 8  # site lines per kernel, at most
 MAX_TEST_NAMES = 64  # kernel names a test's finish event carries, at most
-_NOT_USERS = ("/site-packages/", "/dist-packages/", "/torchinductor_", "/triton/runtime/", "/lib/python3")
+_NOT_USERS = ("/site-packages/", "/dist-packages/", "/torchinductor_", "/triton/runtime/",
+              "/lib/python3")
 _DRIVER = ("cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
-           "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz")
+           "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch",
+           "cuGraphLaunch_ptsz")
 _RUNTIME = ("cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernelExC_v11060",
             "cudaLaunchKernelExC_ptsz_v11060", "cudaLaunchCooperativeKernel_v9000",
-            "cudaLaunchCooperativeKernel_ptsz_v9000", "cudaGraphLaunch_v10000", "cudaGraphLaunch_ptsz_v10000")
+            "cudaLaunchCooperativeKernel_ptsz_v9000", "cudaGraphLaunch_v10000",
+            "cudaGraphLaunch_ptsz_v10000")
 _LINE_SECTIONS = (".debug_line", ".nv_debug_line_sass")
 _MODULE_CUBIN = (8, 16)  # offsetof(CUpti_ModuleResourceData, cubinSize), offsetof(..., pCubin)
 
@@ -92,7 +95,8 @@ def elf_sections(image: bytes) -> dict[str, bytes] | None:
     shoff, shentsize, shnum, shstrndx = u(0x28, 8), u(0x3A, 2), u(0x3C, 2), u(0x3E, 2)
     if shentsize < 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * shentsize > len(image):
         return None
-    heads = [(u(shoff + i * shentsize, 4), u(shoff + i * shentsize + 0x18, 8), u(shoff + i * shentsize + 0x20, 8))
+    heads = [(u(shoff + i * shentsize, 4), u(shoff + i * shentsize + 0x18, 8),
+              u(shoff + i * shentsize + 0x20, 8))
              for i in range(shnum)]
     _, names_at, names_size = heads[shstrndx]
     if names_at + names_size > len(image):
@@ -150,10 +154,13 @@ class Tally:
                 cupti.enable_callback(1, self.subscriber, cupti.CallbackDomain.DRIVER_API,
                                       getattr(cupti.driver_api_trace_cbid, name))
             for name in _RUNTIME:
-                cupti.enable_callback(1, self.subscriber, self.runtime_domain, getattr(cupti.runtime_api_trace_cbid, name))
-            cupti.enable_callback(1, self.subscriber, self.resource_domain, cupti.CallbackIdResource.MODULE_LOADED)
+                cupti.enable_callback(1, self.subscriber, self.runtime_domain,
+                                      getattr(cupti.runtime_api_trace_cbid, name))
+            cupti.enable_callback(1, self.subscriber, self.resource_domain,
+                                  cupti.CallbackIdResource.MODULE_LOADED)
         except Exception as exc:  # noqa: BLE001 - the program runs on; the parent says the launches were not counted
-            self.emit(event="tally", ok=False, why=f"kprof's launch tally could not start: {type(exc).__name__}: {exc}")
+            self.emit(event="tally", ok=False,
+                      why=f"kprof's launch tally could not start: {type(exc).__name__}: {exc}")
             return
         self.emit(event="tally", ok=True)
         atexit.register(self.finish)
@@ -174,7 +181,8 @@ class Tally:
                 self.runtime_depth = max(0, self.runtime_depth - 1)
             elif site != self.sites[1] or self.runtime_depth:
                 return
-            self._launched(str(getattr(cbdata, "symbol_name", "") or "") or str(getattr(cbdata, "function_name", "")))
+            self._launched(str(getattr(cbdata, "symbol_name", "") or "")
+                           or str(getattr(cbdata, "function_name", "")))
         except Exception as exc:  # noqa: BLE001 - a launch it cannot read is said, the program goes on
             self.emit(event="error", why=f"{type(exc).__name__}: {exc}")
 
@@ -203,14 +211,17 @@ class Tally:
         names = [n for n, c in self.counts.items() if c != mark[1].get(n, 0)]
         return {"launches": self.launches - mark[0], "kernels": len(names),
                 "with_lines": sum(self.lineinfo.get(n) is True for n in names),
-                "unknown_lines": sum(n not in self.lineinfo for n in names), "names": names[:MAX_TEST_NAMES]}
+                "unknown_lines": sum(n not in self.lineinfo for n in names),
+                "names": names[:MAX_TEST_NAMES]}
 
     def is_user_file(self, path: str) -> bool:
         known = self.user_files.get(path)
         if known is None:
             if self.not_users is None:
                 kprof_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-                self.not_users = tuple(sorted({p for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                self.not_users = tuple(sorted({p
+                                               for k in ("stdlib", "platstdlib", "purelib",
+                                                         "platlib")
                                                if (p := sysconfig.get_paths().get(k))} | {kprof_dir}))
             known = (path.startswith("/") and not any(part in path for part in _NOT_USERS)
                      and not any(path.startswith(d + os.sep) for d in self.not_users))
@@ -234,7 +245,8 @@ class Tally:
         path, line, func = self.site()
         if (path, line) not in seen:
             seen.add((path, line))
-            self.emit(event="site", name=name, path=path, line=line, func=func, launches=self.launches)
+            self.emit(event="site", name=name, path=path, line=line, func=func,
+                      launches=self.launches)
 
     def _launched(self, name: str) -> None:
         self.launches += 1
@@ -246,7 +258,8 @@ class Tally:
             self.counts[name] = self.counts.get(name, 0) + 1
         if name not in self.kernels and len(self.kernels) < MAX_KERNELS:
             self.kernels.add(name)
-            self.emit(event="kernel", name=name, lineinfo=self.lineinfo.get(name), launches=self.launches)
+            self.emit(event="kernel", name=name, lineinfo=self.lineinfo.get(name),
+                      launches=self.launches)
         if self.stop_after and self.launches >= self.stop_after and not self.stop_when_seen:
             self.out.flush()
             os._exit(0)  # the sites run has what it came for

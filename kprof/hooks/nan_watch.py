@@ -39,7 +39,9 @@ _state: dict[str, Any] = {"ops": 0, "launches": 0, "found": False, "errors": 0}
 # set while the watcher's own checks run: they are not operations of the program
 _busy = threading.local()
 _lock = threading.Lock()
-_SKIP = tuple(p for p in {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+_SKIP = tuple(p
+              for p in {sysconfig.get_paths().get(k, "")
+                        for k in ("stdlib", "platstdlib", "purelib", "platlib")}
               if p) + (os.path.dirname(os.path.abspath(__file__)),)
 
 
@@ -82,8 +84,8 @@ def _user_frames() -> list[str]:
 
 
 def _watched(t: Any, torch: Any) -> bool:
-    return (isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) and t.numel() > 0
-            and (ALL_DEVICES or t.is_cuda))
+    return (isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+            and t.numel() > 0 and (ALL_DEVICES or t.is_cuda))
 
 
 def _first_bad(t: Any, torch: Any) -> tuple[list[int], str]:
@@ -96,7 +98,8 @@ def _first_bad(t: Any, torch: Any) -> tuple[list[int], str]:
     return index, "nan" if value != value else ("inf" if value > 0 else "-inf")
 
 
-def _hit(framework: str, op: str, outputs: list[tuple[str, Any]], counts: list[int], inputs: list[tuple[str, Any]],
+def _hit(framework: str, op: str, outputs: list[tuple[str, Any]], counts: list[int],
+         inputs: list[tuple[str, Any]],
          before_bad: list[str], torch: Any, definition: str = "") -> None:
     """Write the first non-finite output: which operation, where, which output and how much of
     it."""
@@ -112,12 +115,14 @@ def _hit(framework: str, op: str, outputs: list[tuple[str, Any]], counts: list[i
         backward = node.name() if node is not None else ""
     except Exception:  # noqa: BLE001 - an older torch: no node to name
         pass
-    _write({"event": "first", "framework": framework, "op": op, "definition": definition, "backward_of": backward,
+    _write({"event": "first", "framework": framework, "op": op, "definition": definition,
+            "backward_of": backward,
             "site": frames[0] if frames else "", "stack": frames, "rank": _rank(), "output": name,
-            "bad": counts[k], "total": int(t.numel()), "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+            "bad": counts[k], "total": int(t.numel()), "shape": list(t.shape),
+            "dtype": str(t.dtype).replace("torch.", ""),
             "first_index": index, "first_value": value, "inputs_finite": not bad_inputs,
-            "nonfinite_inputs": sorted(set(bad_inputs)), "seen_ops": _state["ops"], "seen_launches": _state["launches"],
-            "outputs": [n for n, _ in outputs],
+            "nonfinite_inputs": sorted(set(bad_inputs)), "seen_ops": _state["ops"],
+            "seen_launches": _state["launches"], "outputs": [n for n, _ in outputs],
             # under pytest: the test running (``tests/test_x.py::test_y (call)``)
             "test": os.environ.get("PYTEST_CURRENT_TEST", "")})
 
@@ -126,7 +131,8 @@ def _counts(tensors: list[Any], torch: Any) -> list[int]:
     """Non-finite elements in each tensor, read back with one synchronisation."""
     if not tensors:
         return []
-    return [int(v) for v in torch.stack([(~torch.isfinite(t.detach())).sum() for t in tensors]).tolist()]
+    return [int(v)
+            for v in torch.stack([(~torch.isfinite(t.detach())).sum() for t in tensors]).tolist()]
 
 
 def _install_torch(torch: Any) -> None:
@@ -147,11 +153,13 @@ def _install_torch(torch: Any) -> None:
         for k, name in which:
             value = args[k] if k < len(args) else kwargs.get(name)
             flat, _ = tree_flatten(value)
-            out += [(name if len(flat) == 1 else f"{name}[{j}]", x) for j, x in enumerate(flat) if _watched(x, torch)]
+            out += [(name if len(flat) == 1 else f"{name}[{j}]", x) for j, x in enumerate(flat)
+                    if _watched(x, torch)]
         return out
 
     class Watch(TorchDispatchMode):  # type: ignore[misc, no-untyped-call, unused-ignore]
-        def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                               kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             if _state["found"] or getattr(_busy, "on", False):
                 return func(*args, **kwargs)
@@ -170,7 +178,8 @@ def _install_torch(torch: Any) -> None:
             try:
                 _state["ops"] += 1
                 flat, _ = tree_flatten(out)
-                outs = [(f"out{j}" if len(flat) > 1 else "out", x) for j, x in enumerate(flat) if _watched(x, torch)]
+                outs = [(f"out{j}" if len(flat) > 1 else "out", x) for j, x in enumerate(flat)
+                        if _watched(x, torch)]
                 outs += [m for m in mutated if not any(m[1] is o for _, o in outs)]
                 counts = _counts([x for _, x in outs], torch)
                 if any(counts):
@@ -185,10 +194,12 @@ def _install_torch(torch: Any) -> None:
                 _busy.on = False
             return out
 
-    Watch().__enter__()  # type: ignore[no-untyped-call, unused-ignore]  # for the program's life: the autograd engine carries it to its threads
+    # for the program's life: the autograd engine carries it to its threads
+    Watch().__enter__()  # type: ignore[no-untyped-call, unused-ignore]
     _write({"event": "watching", "what": "torch", "version": torch.__version__})
     if torch.cuda.is_available() and hasattr(torch, "compile"):
-        _write({"event": "unwatched", "what": "the kernels of torch.compile graphs (Inductor launches them itself)"})
+        _write({"event": "unwatched",
+                "what": "the kernels of torch.compile graphs (Inductor launches them itself)"})
 
 
 def _install_triton(triton: Any) -> None:
@@ -225,7 +236,8 @@ def _install_triton(triton: Any) -> None:
                 code = getattr(fn, "__code__", None)
                 definition = f"{code.co_filename}:{code.co_firstlineno}" if code else ""
                 was_bad = [n for (n, _), ok in zip(tensors, before) if not bool(ok)]
-                _hit("triton", getattr(fn, "__name__", "") or str(self), tensors, counts, [], was_bad, torch, definition)
+                _hit("triton", getattr(fn, "__name__", "") or str(self), tensors, counts, [],
+                     was_bad, torch, definition)
         except Exception as exc:  # noqa: BLE001 - a watcher's mistake never stops the program
             _error("triton", exc)
         finally:
@@ -236,7 +248,8 @@ def _install_triton(triton: Any) -> None:
     _write({"event": "watching", "what": "triton", "version": getattr(triton, "__version__", "")})
 
 
-def launched(kernel: str, definition: str, outputs: list[tuple[str, Any]], inputs: list[tuple[str, Any]]) -> None:
+def launched(kernel: str, definition: str, outputs: list[tuple[str, Any]],
+             inputs: list[tuple[str, Any]]) -> None:
     """A kprof kernel's launch (``kprof.load``), after it: its outputs counted, its inputs looked at
     where they hold non-finite elements. ``definition``: the kernel's source line."""
     if _state["found"] or "torch" not in sys.modules:
@@ -249,7 +262,8 @@ def launched(kernel: str, definition: str, outputs: list[tuple[str, Any]], input
         outs = [(n, t) for n, t in outputs if _watched(t, torch)]
         counts = _counts([t for _, t in outs], torch)
         if any(counts):
-            _hit("kprof", kernel, outs, counts, [(n, t) for n, t in inputs if _watched(t, torch)], [], torch, definition)
+            _hit("kprof", kernel, outs, counts, [(n, t) for n, t in inputs if _watched(t, torch)],
+                 [], torch, definition)
     except Exception as exc:  # noqa: BLE001 - a watcher's mistake never stops the program
         _error(kernel, exc)
     finally:
@@ -257,8 +271,8 @@ def launched(kernel: str, definition: str, outputs: list[tuple[str, Any]], input
 
 
 def _summary() -> None:
-    _write({"event": "summary", "ops": _state["ops"], "launches": _state["launches"], "found": _state["found"],
-            "errors": _state["errors"], "cupy": "cupy" in sys.modules})
+    _write({"event": "summary", "ops": _state["ops"], "launches": _state["launches"],
+            "found": _state["found"], "errors": _state["errors"], "cupy": "cupy" in sys.modules})
 
 
 def _safely(how: Any) -> Any:

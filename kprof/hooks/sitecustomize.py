@@ -80,7 +80,8 @@ def _load(name: str, **kw) -> None:  # type: ignore[no-untyped-def]
     a program beside the tools' runs, kprof.tools.programs.launchcount), loaded from here so that it
     needs no importable kprof. One at most: CUPTI takes one subscriber per process."""
     here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location(f"_kprof_{name}", os.path.join(here, f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(f"_kprof_{name}",
+                                                  os.path.join(here, f"{name}.py"))
     if spec is None or spec.loader is None:
         return
     module = importlib.util.module_from_spec(spec)

@@ -85,10 +85,12 @@ def _check(raw: object) -> OutputCheck | None:
         rel_err=_float(raw.get("rel_err")), max_abs_err=_float(raw.get("max_abs_err")),
         nonfinite=_int(raw.get("nonfinite")) or 0, poisoned=_int(raw.get("poisoned")) or 0,
         first_bad=tuple(int(i) for i in first_bad) if isinstance(first_bad, list) else None,
-        got=_float(raw.get("got")), expected=_float(raw.get("expected")), rtol=_float(raw.get("rtol")) or 0.0,
+        got=_float(raw.get("got")), expected=_float(raw.get("expected")),
+        rtol=_float(raw.get("rtol")) or 0.0,
         atol=_float(raw.get("atol")) or 0.0, metric=_str(raw.get("metric")) or "elementwise",
         failing=_int(raw.get("failing")) or 0, worst=_dicts(raw.get("worst")),
-        needed_atol=_float(raw.get("needed_atol")), needed_rtol=_float(raw.get("needed_rtol")), note=_str(raw.get("note")),
+        needed_atol=_float(raw.get("needed_atol")), needed_rtol=_float(raw.get("needed_rtol")),
+        note=_str(raw.get("note")),
         frontier=tuple(tuple(float(x) for x in pair) for pair in frontier if isinstance(pair, list))
         if isinstance(frontier, list) else (), digest=_opt_str(raw.get("digest")))
 
@@ -240,19 +242,25 @@ def from_data(data: object) -> ChildResult:
     if not isinstance(data, dict):
         return NOTHING
     if data.get("version") != RESULT_VERSION:
-        raise ResultError(f"the child wrote a result of version {data.get('version')!r}; this kprof reads version "
-                          f"{RESULT_VERSION}: the child ran another kprof (its Python finds kprof elsewhere: check "
-                          "PYTHONPATH and the environment the child starts in)")
+        raise ResultError(f"the child wrote a result of version {data.get('version')!r}; this "
+                          f"kprof reads version {RESULT_VERSION}: the child ran another kprof (its "
+                          "Python finds kprof elsewhere: check PYTHONPATH and the environment the "
+                          "child starts in)")
     return ChildResult(
-        status=_status(data.get("status")), phase=_str(data.get("phase")) or "start", error=_error(data.get("error")),
-        kernel=_opt_str(data.get("kernel")), sizes=_dict(data.get("sizes")), launch=_dict(data.get("launch")),
+        status=_status(data.get("status")), phase=_str(data.get("phase")) or "start",
+        error=_error(data.get("error")),
+        kernel=_opt_str(data.get("kernel")), sizes=_dict(data.get("sizes")),
+        launch=_dict(data.get("launch")),
         device=device_of(data.get("device")), registers=_int(data.get("registers")),
-        driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")), allocations=allocations_of(data.get("allocations")),
-        checks=checks_of(data.get("checks")), nvtx=bool(data.get("nvtx")), time_ms=_float(data.get("time_ms")),
+        driver_blocks_per_sm=_int(data.get("driver_blocks_per_sm")),
+        allocations=allocations_of(data.get("allocations")),
+        checks=checks_of(data.get("checks")), nvtx=bool(data.get("nvtx")),
+        time_ms=_float(data.get("time_ms")),
         math_mode=_opt_str(data.get("math_mode")), job_seconds=_float(data.get("job_seconds")),
         findings=tuple(Finding.from_dict(f) for f in _dicts(data.get("findings"))),
         scrubbed=data.get("scrubbed") if isinstance(data.get("scrubbed"), bool) else None,
-        timing=_timing(data), baseline=_operation(data, "baseline"), operation=_operation(data, "operation"), raw=data)
+        timing=_timing(data), baseline=_operation(data, "baseline"),
+        operation=_operation(data, "operation"), raw=data)
 
 
 def _timing(data: dict[str, object]) -> Timing | None:
@@ -261,12 +269,16 @@ def _timing(data: dict[str, object]) -> Timing | None:
         return None
     hw = data.get("cupti_hw_trace")
     integ = _dict(data.get("integrity"))
-    return Timing(samples=_floats(samples), stop=_str(data.get("stop")), timer=_str(data.get("timer")) or "events",
+    return Timing(samples=_floats(samples), stop=_str(data.get("stop")),
+                  timer=_str(data.get("timer")) or "events",
                   event_samples=_floats(data.get("event_samples")), batch=_int(data.get("batch")),
-                  host_seconds=_float(data.get("host_seconds")), kernels_per_call=_int(data.get("kernels_per_call")),
+                  host_seconds=_float(data.get("host_seconds")),
+                  kernels_per_call=_int(data.get("kernels_per_call")),
                   call_kernels=call_kernels_of(data.get("call_kernels")),
-                  timer_note=_opt_str(data.get("timer_note")), cupti_hw_trace=hw if isinstance(hw, bool) else None,
-                  integrity=_strs(integ.get("flags")), integrity_checked=_strs(integ.get("checked")),
+                  timer_note=_opt_str(data.get("timer_note")),
+                  cupti_hw_trace=hw if isinstance(hw, bool) else None,
+                  integrity=_strs(integ.get("flags")),
+                  integrity_checked=_strs(integ.get("checked")),
                   integrity_seconds=_float(data.get("integrity_seconds")))
 
 
@@ -283,21 +295,27 @@ def _operation(data: dict[str, object], role: str) -> Operation | None:
     keys = (f"{role}_framework", f"{role}_callable", f"{role}_prepare_s")
     if not any(k in data for k in keys):
         return None
-    return Operation(_opt_str(data.get(keys[0])), _opt_str(data.get(keys[1])), _float(data.get(keys[2])))
+    return Operation(_opt_str(data.get(keys[0])), _opt_str(data.get(keys[1])),
+                     _float(data.get(keys[2])))
 
 
 # Results recorded before the child wrote its error's kind (tests/data): the kind its class had then
-_KIND_OF_TYPE: dict[str, ErrorKind] = {"CudaError": "cuda", "NoGPUError": "no-gpu", "UsageError": "usage",
-                                       "SpecError": "usage", "JobError": "usage", "UserCodeError": "user-code"}
+_KIND_OF_TYPE: dict[str, ErrorKind] = {"CudaError": "cuda", "NoGPUError": "no-gpu",
+                                       "UsageError": "usage",
+                                       "SpecError": "usage", "JobError": "usage",
+                                       "UserCodeError": "user-code"}
 
 
 def _error(raw: object) -> ChildError | None:
     if not isinstance(raw, dict):
         return None
     kind = raw.get("kind", _KIND_OF_TYPE.get(_str(raw.get("type")), "internal"))
-    return ChildError(kind=kind if kind in get_args(ErrorKind) else "internal", message=_str(raw.get("message")),
-                      call=_opt_str(raw.get("call")), result=_opt_str(raw.get("result")), log=_str(raw.get("log")),
-                      traceback=_str(raw.get("traceback")), exit_code=_int(raw.get("exit_code")), type=_str(raw.get("type")))
+    return ChildError(kind=kind if kind in get_args(ErrorKind) else "internal",
+                      message=_str(raw.get("message")),
+                      call=_opt_str(raw.get("call")), result=_opt_str(raw.get("result")),
+                      log=_str(raw.get("log")),
+                      traceback=_str(raw.get("traceback")), exit_code=_int(raw.get("exit_code")),
+                      type=_str(raw.get("type")))
 
 
 def _str(value: object) -> str:

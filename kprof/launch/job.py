@@ -143,19 +143,22 @@ class TimingMode:
 
 
 def target_of(resolved: Resolved, cubin: str | Path, *, seed: int = 0, device: int = 0,
-              shaken_cubin: str | Path | None = None, symbols: Mapping[str, str] | None = None) -> Target:
+              shaken_cubin: str | Path | None = None,
+              symbols: Mapping[str, str] | None = None) -> Target:
     """The target for a resolved spec (parameters and twin already applied) and its built cubin (and
     its warp-delay build, for the values detector); ``symbols``: each entry's symbol in the cubin
     (the build's: a C++ kernel's mangled name), which the child loads."""
     spec = resolved.spec
     sym = dict(symbols or {})
     steps = tuple(replace(st, entry=sym.get(st.entry, st.entry)) for st in resolved.steps)
-    return Target(name=spec.name, entry=sym.get(spec.entry, spec.entry), source=str(spec.source), cubin=str(cubin),
+    return Target(name=spec.name, entry=sym.get(spec.entry, spec.entry), source=str(spec.source),
+                  cubin=str(cubin),
                   sizes=dict(resolved.sizes), buffers=resolved.buffers, scalars=resolved.scalars,
                   steps=steps, reference=spec.reference, rtol=resolved.rtol, seed=seed,
-                  device=device, constants=spec.numeric_defines(), atol=resolved.atol, metric=resolved.metric,
-                  python=spec.python, scale=spec.tolerance.scale,
-                  shaken_cubin=str(shaken_cubin) if shaken_cubin else None, tensormaps=resolved.tensormaps)
+                  device=device, constants=spec.numeric_defines(), atol=resolved.atol,
+                  metric=resolved.metric, python=spec.python, scale=spec.tolerance.scale,
+                  shaken_cubin=str(shaken_cubin) if shaken_cubin else None,
+                  tensormaps=resolved.tensormaps)
 
 
 Mode = RunMode | ValuesMode | TimingMode
@@ -174,7 +177,8 @@ class Job:
         return next(k for k, cls in _MODES.items() if isinstance(self.mode, cls))
 
     def to_json(self) -> str:
-        return json.dumps({"version": JOB_VERSION, "kind": self.kind, "target": _target_dict(self.target),
+        return json.dumps({"version": JOB_VERSION, "kind": self.kind,
+                           "target": _target_dict(self.target),
                            "mode": asdict(self.mode)}, default=str)
 
 
@@ -186,8 +190,8 @@ def from_json(text: str) -> Job:
         raise JobError(f"the job file is not JSON ({exc})") from None
     version = data.get("version") if isinstance(data, dict) else None
     if version != JOB_VERSION:
-        raise JobError(f"the job file has version {version!r} but this runner reads version {JOB_VERSION}: "
-                       "the parent and the child come from different kprof versions")
+        raise JobError(f"the job file has version {version!r} but this runner reads version "
+                       f"{JOB_VERSION}: the parent and the child come from different kprof versions")
     try:
         mode_cls = _MODES[data["kind"]]
         raw_mode = dict(data["mode"])
@@ -201,16 +205,22 @@ def from_json(text: str) -> Job:
 def _target_dict(t: Target) -> dict[str, object]:
     return {
         "name": t.name, "entry": t.entry, "source": t.source, "cubin": t.cubin, "sizes": t.sizes,
-        "buffers": [{"name": b.arg.name, "dtype": b.arg.dtype, "shape": list(b.shape), "exprs": list(b.arg.shape),
-                     "role": b.arg.role, "fill": b.arg.fill.kind, "fill_params": list(b.arg.fill.params),
+        "buffers": [{"name": b.arg.name, "dtype": b.arg.dtype, "shape": list(b.shape),
+                     "exprs": list(b.arg.shape),
+                     "role": b.arg.role, "fill": b.arg.fill.kind,
+                     "fill_params": list(b.arg.fill.params),
                      "reset": b.arg.reset, "unordered": b.arg.unordered, "constant": b.arg.constant}
                     for b in t.buffers],
-        "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v} for a, v in t.scalars],
+        "scalars": [{"name": a.name, "dtype": a.dtype, "expr": a.value, "value": v}
+                    for a, v in t.scalars],
         "steps": [asdict(s) for s in t.steps],
         "reference": [list(r) for r in t.reference],
-        "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "python": t.python, "seed": t.seed, "device": t.device,
-        "constants": t.constants, "scale": [list(x) for x in t.scale], "shaken_cubin": t.shaken_cubin,
-        "tensormaps": [{"name": m.arg.name, "buffer": m.arg.buffer, "exprs": list(m.arg.box), "swizzle": m.arg.swizzle,
+        "rtol": t.rtol, "atol": t.atol, "metric": t.metric, "python": t.python, "seed": t.seed,
+        "device": t.device,
+        "constants": t.constants, "scale": [list(x) for x in t.scale],
+        "shaken_cubin": t.shaken_cubin,
+        "tensormaps": [{"name": m.arg.name, "buffer": m.arg.buffer, "exprs": list(m.arg.box),
+                        "swizzle": m.arg.swizzle,
                         "dtype": m.dtype, "shape": list(m.shape), "box": list(m.box)} for m in t.tensormaps],
     }  # fmt: skip
 
@@ -218,25 +228,33 @@ def _target_dict(t: Target) -> dict[str, object]:
 def _target_from(d: dict[str, Any]) -> Target:
     buffers = tuple(
         ResolvedBuffer(BufferArg(b["name"], b["dtype"], tuple(b["exprs"]), b["role"],
-                                 Fill(b["fill"], tuple(float(p) for p in b["fill_params"])), reset=bool(b.get("reset")),
-                                 unordered=bool(b.get("unordered")), constant=bool(b.get("constant"))),
+                                 Fill(b["fill"], tuple(float(p) for p in b["fill_params"])),
+                                 reset=bool(b.get("reset")),
+                                 unordered=bool(b.get("unordered")),
+                                 constant=bool(b.get("constant"))),
                        tuple(int(n) for n in b["shape"]))
         for b in d["buffers"]
     )  # fmt: skip
     scalars = tuple((ScalarArg(s["name"], s["dtype"], s["expr"]), s["value"]) for s in d["scalars"])
     steps = tuple(
-        ResolvedStep(s["entry"], tuple(s["args"]), _dim3(s["grid"]), _dim3(s["block"]), int(s["shared_mem"]))
+        ResolvedStep(s["entry"], tuple(s["args"]), _dim3(s["grid"]), _dim3(s["block"]),
+                     int(s["shared_mem"]))
         for s in d["steps"]
     )  # fmt: skip
     return Target(
         name=d["name"], entry=d["entry"], source=d["source"], cubin=d["cubin"],
-        sizes={str(k): int(v) for k, v in d["sizes"].items()}, buffers=buffers, scalars=scalars, steps=steps,
-        reference=tuple((str(k), str(v)) for k, v in d["reference"]), rtol=_float_or_none(d["rtol"]),
+        sizes={str(k): int(v) for k, v in d["sizes"].items()}, buffers=buffers, scalars=scalars,
+        steps=steps,
+        reference=tuple((str(k), str(v)) for k, v in d["reference"]),
+        rtol=_float_or_none(d["rtol"]),
         seed=int(d["seed"]), device=int(d["device"]), constants=dict(d["constants"]),
         atol=_float_or_none(d["atol"]), metric=str(d["metric"]), python=d.get("python"),
-        scale=tuple((str(k), str(v)) for k, v in d.get("scale", ())), shaken_cubin=d.get("shaken_cubin"),
-        tensormaps=tuple(ResolvedTensorMap(TensorMapArg(m["name"], m["buffer"], tuple(m["exprs"]), int(m["swizzle"])),
-                                           m["dtype"], tuple(int(n) for n in m["shape"]), tuple(int(n) for n in m["box"]))
+        scale=tuple((str(k), str(v)) for k, v in d.get("scale", ())),
+        shaken_cubin=d.get("shaken_cubin"),
+        tensormaps=tuple(ResolvedTensorMap(TensorMapArg(m["name"], m["buffer"], tuple(m["exprs"]),
+                                                        int(m["swizzle"])),
+                                           m["dtype"], tuple(int(n) for n in m["shape"]),
+                                           tuple(int(n) for n in m["box"]))
                          for m in d.get("tensormaps", ())),
     )  # fmt: skip
 

@@ -27,7 +27,8 @@ def runner_argv(job_path: Path, result_path: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.child.runner", str(job_path), str(result_path)]
 
 
-def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None) -> tuple[proc.Completed, ChildResult]:
+def run(job: Job, *, timeout: float = DEFAULT_TIMEOUT,
+        wrapper: list[str] | None = None) -> tuple[proc.Completed, ChildResult]:
     """Run the child (optionally under ``wrapper``, e.g. compute-sanitizer's argv) and read its
     result."""
     with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
@@ -44,7 +45,8 @@ def batch_argv(manifest: Path) -> list[str]:
     return [sys.executable, "-m", "kprof.child.runner", "--batch", str(manifest)]
 
 
-def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT, wrapper: list[str] | None = None,
+def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT,
+              wrapper: list[str] | None = None,
               keep_context: bool = False) -> tuple[proc.Completed, list[ChildResult]]:
     """Run several jobs in one child, one after the other (kprof.child.runner.batch), each held to
     ``timeout`` of its own: the child, its start and every job that came back. A job the child
@@ -60,7 +62,8 @@ def run_batch(jobs: list[Job], *, timeout: float = DEFAULT_TIMEOUT, wrapper: lis
         progress = folder / "progress.txt"
         progress.write_text("")
         manifest = folder / "batch.json"
-        plan: dict[str, object] = {"jobs": [[str(a), str(b)] for a, b in pairs], "progress": str(progress)}
+        plan: dict[str, object] = {"jobs": [[str(a), str(b)] for a, b in pairs],
+                                   "progress": str(progress)}
         if keep_context and not wrapper and jobs:
             plan["keep_context"] = jobs[0].target.device
         manifest.write_text(json.dumps(plan))
@@ -113,8 +116,8 @@ def raise_for_child(name: str, done: proc.Completed, data: ChildResult, timeout:
     phase = data.phase
     if done.timed_out:
         raise TargetError(
-            f"{name} did not finish within {timeout:g} s (last phase: {phase}); the kernel may hang: "
-            "check its loop bounds, or raise --timeout",
+            f"{name} did not finish within {timeout:g} s (last phase: {phase}); the kernel may "
+            "hang: check its loop bounds, or raise --timeout",
             done.tail(),
         )
     if data.status in ("ok", "failed"):
@@ -136,6 +139,8 @@ def raise_for_child(name: str, done: proc.Completed, data: ChildResult, timeout:
                               "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_LAUNCH_FAILED"):
                 hint = f"; the kernel faulted: `kprof sanitize {name} --tool memcheck` shows where"
             raise TargetError(f"{name}: {message} (phase: {phase}){hint}", done.tail())
-        raise TargetError(f"{name}: runner failed in phase {phase}: {err.type or kind}: {message}", err.traceback or done.tail())
+        raise TargetError(f"{name}: runner failed in phase {phase}: {err.type or kind}: {message}",
+                          err.traceback or done.tail())
     how = f"was killed by {done.signal_name}" if done.signal_name else f"exited with code {done.returncode}"
-    raise TargetError(f"{name}: the runner {how} during phase {phase} without a result", done.tail())
+    raise TargetError(f"{name}: the runner {how} during phase {phase} without a result",
+                      done.tail())

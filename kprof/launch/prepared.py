@@ -39,8 +39,8 @@ class Preparer(Protocol):
     command layer's
     :class:`kprof.commands.pipeline.Preparer`, handed down, as no stage below it may build."""
 
-    def job(self, spec: KernelSpec, sizes: dict[str, int] | None, *, preset: str, fills: tuple[tuple[str, Fill], ...] = (),
-            mode: RunMode, shaken: bool = False) -> Job:
+    def job(self, spec: KernelSpec, sizes: dict[str, int] | None, *, preset: str,
+            fills: tuple[tuple[str, Fill], ...] = (), mode: RunMode, shaken: bool = False) -> Job:
         """``spec`` built and resolved at ``sizes`` of ``preset``, as a job of ``mode``."""
         ...
 

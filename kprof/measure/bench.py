@@ -31,16 +31,18 @@ from kprof.units import si
 
 # the point's records live in kprof.measure.points; named here too for code that reaches them
 # through bench
-__all__ = ["BENCH_VERSION", "PointPlan", "StreamJob", "cached_peak", "measure_peak", "peak_cache_path", "rule_from",
-           "run_point", "save_peak", "time_job"]
+__all__ = ["BENCH_VERSION", "PointPlan", "StreamJob", "cached_peak", "measure_peak",
+           "peak_cache_path", "rule_from", "run_point", "save_peak", "time_job"]
 
 BENCH_VERSION = 1
 # at and above: warn that CUPTI tracing may slow the kernel (measured, docs/bench.md)
 MANY_BLOCKS = 65_536
 
 
-def rule_from(rel_stdev: float, min_time: float, max_time: float, min_samples: int = 10) -> stats.StopRule:
-    return stats.StopRule(rel_stdev=rel_stdev, min_samples=min_samples, min_time=min_time, max_time=max_time)
+def rule_from(rel_stdev: float, min_time: float, max_time: float,
+              min_samples: int = 10) -> stats.StopRule:
+    return stats.StopRule(rel_stdev=rel_stdev, min_samples=min_samples, min_time=min_time,
+                          max_time=max_time)
 
 
 @dataclass(frozen=True)
@@ -75,15 +77,18 @@ def run_point(plan: PointPlan, peak: ceilings.Ceilings | None, *, timeout: float
     except TargetError as exc:
         return replace(point, message=str(exc))
     after = telemetry.snapshot()
-    point = replace(point, wall_seconds=round(time.perf_counter() - t0, 4), telemetry_before=before.to_dict() if before else None,
+    point = replace(point, wall_seconds=round(time.perf_counter() - t0, 4),
+                    telemetry_before=before.to_dict() if before else None,
                     telemetry_after=after.to_dict() if after else None,
                     warnings=tuple(telemetry.warnings(before, after)))
     if data.status == "failed" or data.timing is None:
         return replace(point, status="failed-verification" if data.status == "failed" else "error",
                        message="; ".join(data.failed_checks()) if data.status == "failed" else
-                       f"{point.kernel}: the child gave no timing (status {data.status or 'none'}, phase {data.phase})")
+                       f"{point.kernel}: the child gave no timing (status {data.status or 'none'}, "
+                       f"phase {data.phase})")
     point, summary = _timed(point, data.timing, resolved, mode.rule.rel_stdev)
-    point = _against_ceilings(point, peak, resolved, mode.mode, data.device.l2_bytes if data.device else None)
+    point = _against_ceilings(point, peak, resolved, mode.mode,
+                              data.device.l2_bytes if data.device else None)
     timed, warnings = [], list(point.warnings)
     for base, job in plan.baselines:
         got, notes = _baseline(point, plan, base, job, summary, timeout)
@@ -102,7 +107,9 @@ def _baseline_against_ceiling(b: BaselineResult, point: PointResult,
     mix = point.rates.mix
     if not peak or not b.baseline_bytes_per_s or not mix:
         return b, []
-    b = replace(b, baseline_of_ceiling=stats.fraction(b.baseline_bytes_per_s, ceilings.ceiling(peak, mix)))
+    b = replace(b,
+                baseline_of_ceiling=stats.fraction(b.baseline_bytes_per_s,
+                                                   ceilings.ceiling(peak, mix)))
     notes = ceilings.implausible(bytes_per_s=b.baseline_bytes_per_s, flops_per_s=None, peak=peak,
                                  mode=point.mode, working_set=0, l2_bytes=None)
     notes = notes or _above_ceiling(b.baseline_of_ceiling, mix)
@@ -113,22 +120,26 @@ def _above_ceiling(fraction: float | None, mix: str | None) -> list[str]:
     """The note for a plausible rate above the measured ceiling of its mix (kernel or baseline)."""
     if not fraction or fraction <= 1:
         return []
-    return [f"{fraction:.0%} of the measured {mix} ceiling: faster than kprof peak's own stream kernels for this "
-            "mix (the ceiling is the best of the widths and grids kprof peak tries, not a hard limit: re-run kprof "
-            "peak --refresh; a working set a few times the L2's size can be partly served by the L2)"]
+    return [f"{fraction:.0%} of the measured {mix} ceiling: faster than kprof peak's own stream "
+            "kernels for this mix (the ceiling is the best of the widths and grids kprof peak "
+            "tries, not a hard limit: re-run kprof peak --refresh; a working set a few times the "
+            "L2's size can be partly served by the L2)"]
 
 
-def _against_ceilings(point: PointResult, peak: ceilings.Ceilings | None, resolved: Resolved, mode: str,
-                      l2_bytes: int | None) -> PointResult:
+def _against_ceilings(point: PointResult, peak: ceilings.Ceilings | None, resolved: Resolved,
+                      mode: str, l2_bytes: int | None) -> PointResult:
     """The point's rates as fractions of the measured ceilings and theoretical peaks, and whether
     they are plausible at all (above a theoretical peak; a cold working set that fits in L2)."""
-    mix = ceilings.measured_mix(peak, ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
+    mix = ceilings.measured_mix(peak,
+                                ceilings.mix_of((b.arg.role, b.nbytes) for b in resolved.buffers))
     theoretical = peak.theoretical if peak else ceilings.Theoretical(None, None)
     r = point.rates
     of_fma = stats.fraction(r.flops_per_s, peak.fma_flops_per_s) if peak else None
     of_ceiling = stats.fraction(r.bytes_per_s, ceilings.ceiling(peak, mix)) if peak else None
-    notes = ceilings.implausible(bytes_per_s=r.bytes_per_s, flops_per_s=r.flops_per_s, peak=peak, mode=mode,
-                                 working_set=resolved.total_bytes, l2_bytes=l2_bytes or (peak.l2_bytes if peak else None),
+    notes = ceilings.implausible(bytes_per_s=r.bytes_per_s, flops_per_s=r.flops_per_s, peak=peak,
+                                 mode=mode,
+                                 working_set=resolved.total_bytes,
+                                 l2_bytes=l2_bytes or (peak.l2_bytes if peak else None),
                                  math=resolved.spec.work.math)
     rates = replace(r, mix=mix, of_fma_peak=of_fma, of_ceiling=of_ceiling,
                     of_dram_peak=stats.fraction(r.bytes_per_s, theoretical.dram_bytes_per_s),
@@ -138,27 +149,31 @@ def _against_ceilings(point: PointResult, peak: ceilings.Ceilings | None, resolv
                    warnings=(*point.warnings, *(notes or _above_ceiling(of_ceiling, mix))))
 
 
-def _timed(point: PointResult, timing: Timing, resolved: Resolved, rel_stdev: float) -> tuple[PointResult, stats.Summary]:
+def _timed(point: PointResult, timing: Timing, resolved: Resolved,
+           rel_stdev: float) -> tuple[PointResult, stats.Summary]:
     summary = stats.summarize(list(timing.samples))
     warnings = list(point.warnings)
     blocks = resolved.grid[0] * resolved.grid[1] * resolved.grid[2]
     if timing.timer == "cupti" and blocks >= MANY_BLOCKS:
         warnings.append(
-            f"{blocks:,} blocks: with CUPTI kernel tracing on, kernels with this many short blocks ran slower on the "
-            "H200 (vector_add, 262,144 blocks: 297 us against 278 us with --timer events and under ncu); "
-            "check this one with --timer events")
+            f"{blocks:,} blocks: with CUPTI kernel tracing on, kernels with this many short blocks "
+            "ran slower on the H200 (vector_add, 262,144 blocks: 297 us against 278 us with "
+            "--timer events and under ncu); check this one with --timer events")
     stable = stats.stable(summary, timing.stop or "", rel_stdev)
     if not stable:
-        warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped by {timing.stop})")
+        warnings.append(f"unstable: relative standard deviation {summary.rel_stdev:.1%} (stopped "
+                        f"by {timing.stop})")
     warnings += [f"integrity: {flag}" for flag in timing.integrity]
     return replace(point, status="ok", summary=summary, stop=timing.stop, batch=timing.batch,
                    integrity=timing.integrity, integrity_checked=timing.integrity_checked,
                    integrity_seconds=timing.integrity_seconds,
-                   timer=TimerUsed(name=timing.timer, note=timing.timer_note, cupti_hw_trace=timing.cupti_hw_trace,
-                                   event_summary=stats.summarize(list(timing.event_samples)) if timing.event_samples
-                                   else None),
+                   timer=TimerUsed(name=timing.timer, note=timing.timer_note,
+                                   cupti_hw_trace=timing.cupti_hw_trace,
+                                   event_summary=stats.summarize(list(timing.event_samples))
+                                   if timing.event_samples else None),
                    call_kernels=timing.call_kernels, stable=stable,
-                   rates=replace(point.rates, flops_per_s=stats.throughput(resolved.flops, summary.median),
+                   rates=replace(point.rates,
+                                 flops_per_s=stats.throughput(resolved.flops, summary.median),
                                  bytes_per_s=stats.throughput(resolved.bytes, summary.median)),
                    warnings=tuple(warnings)), summary
 
@@ -180,13 +195,15 @@ def _baseline(point: PointResult, plan: PointPlan, base: Baseline, job: Job, sum
         return BaselineResult(base.stored(), name, base.kind), [failed]
     notes = [f"baseline {name}: integrity: {flag}" for flag in got.timing.integrity]
     if got.timing.timer != point.timer.name:
-        notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by {point.timer.name}")
+        notes.append(f"baseline {name} was timed by {got.timing.timer}, the kernel by "
+                     f"{point.timer.name}")
     bsum = stats.summarize(list(got.timing.samples))
     return BaselineResult(
-        base.stored(), name, base.kind, baseline_summary=bsum, baseline_kernels=got.timing.kernels_per_call,
-        baseline_call_kernels=got.timing.call_kernels,
+        base.stored(), name, base.kind, baseline_summary=bsum,
+        baseline_kernels=got.timing.kernels_per_call, baseline_call_kernels=got.timing.call_kernels,
         baseline_prepare_s=got.baseline.prepare_s if got.baseline else None,
-        baseline_framework=got.baseline.framework if got.baseline else None, math_mode=got.math_mode,
+        baseline_framework=got.baseline.framework if got.baseline else None,
+        math_mode=got.math_mode,
         baseline_flops_per_s=stats.throughput(plan.resolved.flops, bsum.median),
         baseline_bytes_per_s=stats.throughput(plan.resolved.bytes, bsum.median),
         of_baseline=bsum.median / summary.median, baseline_integrity=got.timing.integrity), notes
@@ -256,21 +273,25 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
             timing, dev = _timed_ceiling(s.job, timeout)
         # one configuration that fails (or does not verify) leaves the others
         except KprofError as exc:
-            tried[s.kind].append({"width": s.width, "blocks": s.blocks, "error": str(exc).splitlines()[0],
+            tried[s.kind].append({"width": s.width, "blocks": s.blocks,
+                                  "error": str(exc).splitlines()[0],
                                   "size": s.size, "op": s.op, "by": s.label(),
                                   "wall_s": round(time.perf_counter() - t0, 2)})
             continue
         device = dev or device
         median = stats.summarize(list(timing.samples)).median
         tried[s.kind].append({"width": s.width, "blocks": s.blocks, "bytes_per_s": s.bytes / median,
-                              "median_s": median, "timer": timing.timer, "stop": timing.stop, "size": s.size,
-                              "op": s.op, "by": s.label(), "wall_s": round(time.perf_counter() - t0, 2)})
+                              "median_s": median, "timer": timing.timer, "stop": timing.stop,
+                              "size": s.size,
+                              "op": s.op, "by": s.label(),
+                              "wall_s": round(time.perf_counter() - t0, 2)})
         if progress:
             progress(f"{s.kind:<5} {s.label()}: {si(s.bytes / median, 'B/s')}")
     job, amount = memcpy
     timing, _ = _timed_ceiling(job, timeout)
     median = stats.summarize(list(timing.samples)).median
-    out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": timing.timer, "stop": timing.stop}
+    out["memcpy"] = {"bytes_per_s": amount / median, "median_s": median, "timer": timing.timer,
+                     "stop": timing.stop}
     best = {k: max(ok, key=lambda r: r["bytes_per_s"]) for k, v in tried.items()
             if (ok := [r for r in v if "bytes_per_s" in r])}
     out["ceilings"] = {k: dict(b) for k, b in best.items()}  # "by": the kernel or op that set it
@@ -278,8 +299,9 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
         out["ceilings"]["copy"] = dict(out["memcpy"], by="cuMemcpyDtoDAsync (device to device)")
     out["tried"] = tried
     if not any(s.op for s in streams):
-        out["ops_note"] = ("PyTorch is not installed: the ceilings are kprof's own kernels' and the memcpy's; an op "
-                           "of PyTorch's may run faster than them (pip install torch, then kprof peak --refresh)")
+        out["ops_note"] = ("PyTorch is not installed: the ceilings are kprof's own kernels' and "
+                           "the memcpy's; an op of PyTorch's may run faster than them (pip install "
+                           "torch, then kprof peak --refresh)")
     out["copy_bytes_per_s"] = out["ceilings"]["copy"]["bytes_per_s"]
     job, amount = fma
     timing, dev = _timed_ceiling(job, timeout)
@@ -292,14 +314,16 @@ def measure_peak(streams: list[StreamJob], memcpy: tuple[Job, int], fma: tuple[J
         out["tensor_flops_per_s"] = max(measured)  # the tensor ceiling: the best of them
     ran_on = dev or device
     attributes: dict[str, Any] = ran_on.to_dict() if ran_on else {}
-    missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz") if not attributes.get(k)]
+    missing = [k for k in ("memory_clock_khz", "bus_width_bits", "clock_khz")
+               if not attributes.get(k)]
     # a driver that no longer gives a clock attribute: NVML's reading, said in the report
     if missing:
         nvml = telemetry.clock_limits()
         attributes.update({k: nvml[k] for k in missing if nvml.get(k)})
     out["theoretical"] = ceilings.theoretical(attributes)
     if missing:
-        out["theoretical"]["notes"].append(f"from NVML, the driver giving none: {', '.join(missing)}")
+        out["theoretical"]["notes"].append("from NVML, the driver giving none: "
+                                           f"{', '.join(missing)}")
     out["l2_bytes"] = ran_on.l2_bytes if ran_on else None
     snap = telemetry.snapshot()
     out["gpu"] = snap.gpu if snap else (ran_on.name if ran_on else None)
@@ -315,7 +339,8 @@ TENSOR_KERNELS = {  # kprof peak's tensor-core kernels, what each measures
 }
 
 
-def _tensor_rates(kernels: list[tuple[str, Job | str, int]], timeout: float) -> dict[str, dict[str, Any]]:
+def _tensor_rates(kernels: list[tuple[str, Job | str, int]],
+                  timeout: float) -> dict[str, dict[str, Any]]:
     """Each tensor-core kernel's rate (warm), or why it was not measured (it cannot run here, or
     failed)."""
     out: dict[str, dict[str, object]] = {}

@@ -37,7 +37,8 @@ FP32_LANES = {arch: lim.fp32_lanes for arch, lim in ARCHS.items()} | {"sm_110": 
 # 1410), A40 150 (84, 1740), L40S 362 (142, 2520), H100 SXM 989 (132, 1830 MHz: 4 tensor cores of
 # 512 FMA a clock), B200 2,250 (148), RTX PRO 6000 Blackwell 504 (188, 2617). None: no tensor cores
 # (sm_61), or a part kprof has no figure for.
-TENSOR_FLOPS_PER_SM_CLOCK = {arch: lim.tensor_flops for arch, lim in ARCHS.items() if lim.tensor_flops}
+TENSOR_FLOPS_PER_SM_CLOCK = {arch: lim.tensor_flops for arch, lim in ARCHS.items()
+                             if lim.tensor_flops}
 Mix = Literal["read", "write", "copy", "add"]
 MIXES: tuple[Mix, ...] = ("read", "write", "copy", "add")
 # of each mix's bytes, the written ones
@@ -57,28 +58,34 @@ def theoretical(device: dict[str, Any]) -> dict[str, Any]:
     """The theoretical DRAM bandwidth and FP32 rate from a device's attributes
     (kprof.child.device.DeviceInfo as a dict), with what they came from; a value the attributes
     cannot give is None, with why."""
-    mem_khz, bus, clock_khz = (int(device.get(k) or 0) for k in ("memory_clock_khz", "bus_width_bits", "clock_khz"))
+    mem_khz, bus, clock_khz = (int(device.get(k) or 0)
+                               for k in ("memory_clock_khz", "bus_width_bits", "clock_khz"))
     sms, arch = int(device.get("sm_count") or 0), str(device.get("arch") or "")
     lanes, tensor = FP32_LANES.get(arch), TENSOR_FLOPS_PER_SM_CLOCK.get(arch)
     out: dict[str, Any] = {
         "dram_bytes_per_s": 2 * mem_khz * 1e3 * bus / 8 if mem_khz and bus else None,
-        "fp32_flops_per_s": 2 * sms * lanes * clock_khz * 1e3 if sms and lanes and clock_khz else None,
-        "tensor_flops_per_s": tensor_rate(arch, sms, clock_khz * 1e3),
+        "fp32_flops_per_s": 2 * sms * lanes * clock_khz * 1e3 if sms and lanes and clock_khz
+        else None, "tensor_flops_per_s": tensor_rate(arch, sms, clock_khz * 1e3),
         "attributes": {"CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz)": mem_khz or None,
                        "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)": bus or None,
                        "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": sms or None,
                        "CU_DEVICE_ATTRIBUTE_CLOCK_RATE (kHz)": clock_khz or None,
                        f"FP32 lanes per SM ({arch or '?'})": lanes,
-                       f"dense 16-bit tensor FLOP per clock per SM ({arch or '?'}, the fastest part)": tensor},
-        "formulas": {"dram": "2 x memory clock x bus width / 8", "fp32": "2 x SMs x FP32 lanes per SM x SM clock",
+                       f"dense 16-bit tensor FLOP per clock per SM ({arch or '?'}, the fastest "
+                       "part)": tensor},
+        "formulas": {"dram": "2 x memory clock x bus width / 8",
+                     "fp32": "2 x SMs x FP32 lanes per SM x SM clock",
                      "tensor": "SMs x dense 16-bit tensor FLOP per clock per SM x SM clock"},
         "notes": [],
     }  # fmt: skip
     if out["dram_bytes_per_s"] is None:
-        out["notes"].append("the driver gives no memory clock or bus width: no theoretical DRAM bandwidth")
+        out["notes"].append("the driver gives no memory clock or bus width: no theoretical DRAM "
+                            "bandwidth")
     if out["fp32_flops_per_s"] is None:
-        out["notes"].append(f"no FP32 lane count known for {arch or 'this GPU'}, or no SM clock: no theoretical FP32 rate"
-                            if not lanes else "the driver gives no SM clock: no theoretical FP32 rate")
+        out["notes"].append(f"no FP32 lane count known for {arch or 'this GPU'}, or no SM clock: "
+                            "no theoretical FP32 rate"
+                            if not lanes
+                            else "the driver gives no SM clock: no theoretical FP32 rate")
     return out
 
 
@@ -112,8 +119,8 @@ def ceiling(peak: Ceilings | None, mix: str) -> float | None:
     return peak.ceiling(mix) if peak else None
 
 
-def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: Ceilings | None, mode: str,
-                working_set: int, l2_bytes: int | None, math: str = "fp32") -> list[str]:
+def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: Ceilings | None,
+                mode: str, working_set: int, l2_bytes: int | None, math: str = "fp32") -> list[str]:
     """Why a result cannot be what it claims, one sentence each (empty: nothing found). ``math``:
     what the spec says its FLOPs run on (``work.math``): FP32 FMA, or dense 16-bit tensor-core math,
     judged against that peak. The L2 note is for bandwidth kernels only: a kernel whose arithmetic
@@ -124,19 +131,23 @@ def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: C
     compute = th.tensor_flops_per_s if math == "tensor" else th.fp32_flops_per_s
     what = "dense 16-bit tensor rate (the fastest part of this architecture)" if math == "tensor" else "FP32 rate"
     if bytes_per_s and dram and bytes_per_s > dram:
-        notes.append(f"not plausible: {si(bytes_per_s, 'B/s')} is above the theoretical DRAM bandwidth "
-                     f"{si(dram, 'B/s')}; the work formula counts bytes the kernel does not move from DRAM, or "
-                     "they came from L2")
+        notes.append(f"not plausible: {si(bytes_per_s, 'B/s')} is above the theoretical DRAM "
+                     f"bandwidth {si(dram, 'B/s')}; the work formula counts bytes the kernel does "
+                     "not move from DRAM, or they came from L2")
     if flops_per_s and compute and flops_per_s > compute:
         notes.append(f"not plausible: {si(flops_per_s, 'FLOP/s')} is above the theoretical {what} "
-                     f"{si(compute, 'FLOP/s')}; the work formula counts operations the kernel does not do"
-                     + (" on tensor cores" if math == "tensor" else " in FP32 (on tensor cores: work.math: tensor)"))
+                     f"{si(compute, 'FLOP/s')}; the work formula counts operations the kernel does "
+                     "not do"
+                     + (" on tensor cores" if math == "tensor"
+                        else " in FP32 (on tensor cores: work.math: tensor)"))
     ridge = compute / dram if compute and dram else None
-    compute_bound = bool(flops_per_s and bytes_per_s and ridge and flops_per_s / bytes_per_s >= ridge)
+    compute_bound = bool(flops_per_s and bytes_per_s and ridge
+                         and flops_per_s / bytes_per_s >= ridge)
     if mode == "cold" and l2_bytes and 0 < working_set <= l2_bytes and not compute_bound:
-        notes.append(f"not plausible as a DRAM rate: the working set ({working_set / 2**20:.1f} MiB) fits in the "
-                     f"{l2_bytes / 2**20:.0f} MiB L2, so data read more than once in a launch can come from L2 "
-                     "even in cold mode; use a larger size for a bandwidth figure")
+        notes.append(f"not plausible as a DRAM rate: the working set ({working_set / 2**20:.1f} "
+                     f"MiB) fits in the {l2_bytes / 2**20:.0f} MiB L2, so data read more than once "
+                     "in a launch can come from L2 even in cold mode; use a larger size for a "
+                     "bandwidth figure")
     return notes
 
 
@@ -189,8 +200,10 @@ class Theoretical:
         if not isinstance(th, dict):
             return cls(None, None)
         formulas, attributes = th.get("formulas"), th.get("attributes")
-        return cls(_num(th.get("dram_bytes_per_s")), _num(th.get("fp32_flops_per_s")), _num(th.get("tensor_flops_per_s")),
-                   tuple((str(k), str(v)) for k, v in formulas.items()) if isinstance(formulas, dict) else (),
+        return cls(_num(th.get("dram_bytes_per_s")), _num(th.get("fp32_flops_per_s")),
+                   _num(th.get("tensor_flops_per_s")),
+                   tuple((str(k), str(v)) for k, v in formulas.items())
+                   if isinstance(formulas, dict) else (),
                    tuple((str(k), str(v)) for k, v in attributes.items() if v is not None)
                    if isinstance(attributes, dict) else (),
                    tuple(str(n) for n in th.get("notes") or ()))
@@ -262,23 +275,28 @@ class Ceilings:
         """A measurement as kprof peak wrote it (any version). A field of the wrong type reads as
         missing."""
         raw = {k: v for k, v in data.items() if k != "cached"}
-        mixes = {str(k): MixCeiling(rate, _text(v.get("by")) or f"kprof_{k}") for k, v in (data.get("ceilings") or {}).items()
+        mixes = {str(k): MixCeiling(rate, _text(v.get("by")) or f"kprof_{k}")
+                 for k, v in (data.get("ceilings") or {}).items()
                  if isinstance(v, dict) and (rate := _num(v.get("bytes_per_s")))}
         theory = Theoretical.from_dict(data.get("theoretical"))
-        tensor = tuple(TensorCeiling(str(name), _num(r.get("flops_per_s")), _text(r.get("by")), _text(r.get("not_measured")))
+        tensor = tuple(TensorCeiling(str(name), _num(r.get("flops_per_s")), _text(r.get("by")),
+                                     _text(r.get("not_measured")))
                        for name, r in (data.get("tensor") or {}).items() if isinstance(r, dict))
         tried = data.get("tried") if isinstance(data.get("tried"), dict) else {}
         assert isinstance(tried, dict)
         failed = tuple(f"{_tried_label(kind, r)}: {r['error']}"
-                       for kind, rows in tried.items() for r in rows if isinstance(r, dict) and r.get("error"))
+                       for kind, rows in tried.items() for r in rows
+                       if isinstance(r, dict) and r.get("error"))
         memcpy = data.get("memcpy") if isinstance(data.get("memcpy"), dict) else {}
         assert isinstance(memcpy, dict)
         l2 = data.get("l2_bytes")
-        return cls(mixes, _num(data.get("fma_flops_per_s")), theory, _num(data.get("copy_bytes_per_s")),
-                   _num(memcpy.get("bytes_per_s")), tensor, tensor_flops_per_s=_num(data.get("tensor_flops_per_s")),
-                   l2_bytes=l2 if isinstance(l2, int) and l2 > 0 else None, gpu=_text(data.get("gpu")),
-                   driver=_text(data.get("driver")),
-                   measured=_text(data.get("measured")), seconds=_num(data.get("seconds")), not_measured=failed,
-                   ops_note=_text(data.get("ops_note")),
+        return cls(mixes, _num(data.get("fma_flops_per_s")), theory,
+                   _num(data.get("copy_bytes_per_s")),
+                   _num(memcpy.get("bytes_per_s")), tensor,
+                   tensor_flops_per_s=_num(data.get("tensor_flops_per_s")),
+                   l2_bytes=l2 if isinstance(l2, int) and l2 > 0 else None,
+                   gpu=_text(data.get("gpu")), driver=_text(data.get("driver")),
+                   measured=_text(data.get("measured")), seconds=_num(data.get("seconds")),
+                   not_measured=failed, ops_note=_text(data.get("ops_note")),
                    cached=data.get("cached") if isinstance(data.get("cached"), str) else None,
                    version=data["version"] if isinstance(data.get("version"), int) else 1, raw=raw)

@@ -40,12 +40,15 @@ class Roofline:
     def of(cls, flops: float | None, seconds: float | None, dram_bytes: float | None,
            peak_flops: float | None, peak_bytes: float | None) -> Roofline:
         if not (flops and seconds and dram_bytes and peak_flops and peak_bytes):
-            return cls(peak_flops, peak_bytes, (flops / dram_bytes) if flops and dram_bytes else None,
-                       (peak_flops / peak_bytes) if peak_flops and peak_bytes else None, None, None, fraction=None)
+            return cls(peak_flops, peak_bytes,
+                       (flops / dram_bytes) if flops and dram_bytes else None,
+                       (peak_flops / peak_bytes) if peak_flops and peak_bytes else None, None, None,
+                       fraction=None)
         intensity = flops / dram_bytes
         ridge = peak_flops / peak_bytes
         attainable = min(peak_flops, intensity * peak_bytes)
-        return cls(peak_flops, peak_bytes, intensity, ridge, "memory" if intensity < ridge else "compute",
+        return cls(peak_flops, peak_bytes, intensity, ridge,
+                   "memory" if intensity < ridge else "compute",
                    attainable, fraction=(flops / seconds) / attainable)
 
 
@@ -130,13 +133,14 @@ class Stalls:
 
 # Where a part's field is named otherwise in the flat JSON
 _JSON_NAMES = {("stalls", "top"): "stalls", ("stalls", "shares"): "stall_shares"}
-PARTS: dict[str, type] = {"occupancy": Occupancy, "memory": Memory, "shared": Shared, "compute": Compute,
-                          "stalls": Stalls}
+PARTS: dict[str, type] = {"occupancy": Occupancy, "memory": Memory, "shared": Shared,
+                          "compute": Compute, "stalls": Stalls}
 
 
 # each part's field by its flat name (its JSON key) -> (part, field); the measured numbers (a perf
 # case's ``expect.metric``) are all of them but the stalls'
-FLAT = {_JSON_NAMES.get((part, f.name), f.name): (part, f.name) for part, cls in PARTS.items() for f in fields(cls)}
+FLAT = {_JSON_NAMES.get((part, f.name), f.name): (part, f.name) for part, cls in PARTS.items()
+        for f in fields(cls)}
 METRICS = {name: where for name, where in FLAT.items() if where[0] != "stalls"}
 
 
@@ -179,7 +183,8 @@ class KernelProfile:
         for name, value in values.items():
             part, key = METRICS[name]
             changed.setdefault(part, {})[key] = value
-        return replace(self, **{part: replace(getattr(self, part), **kv) for part, kv in changed.items()})
+        return replace(self,
+                       **{part: replace(getattr(self, part), **kv) for part, kv in changed.items()})
 
     def to_dict(self) -> dict[str, object]:
         """Flat, as kprof's profile JSON has always been: every part's fields beside the profile's
@@ -202,11 +207,12 @@ class KernelProfile:
     def from_dict(cls, data: dict[str, Any]) -> KernelProfile:
         """A profile from its ``to_dict()`` (``kprof profile --json``'s kernels), for a replay."""
         own = {f.name for f in fields(cls)} - set(PARTS) - {"roofline", "lines"}
-        parts = {name: part(**{k: data[_JSON_NAMES.get((name, k), k)] for k in (f.name for f in fields(part))
+        parts = {name: part(**{k: data[_JSON_NAMES.get((name, k), k)]
+                               for k in (f.name for f in fields(part))
                                if _JSON_NAMES.get((name, k), k) in data})
                  for name, part in PARTS.items() if name != "stalls"}
         stalls = Stalls(top=tuple((str(r), float(v)) for r, v in data.get("stalls") or ()),
                         shares=dict(data.get("stall_shares") or {}))
         lines = SourceLines.from_dict(data["lines"]) if isinstance(data.get("lines"), dict) else None
-        return cls(**{k: v for k, v in data.items() if k in own}, roofline=Roofline(**data["roofline"]),
-                   stalls=stalls, lines=lines, **parts)
+        return cls(**{k: v for k, v in data.items() if k in own},
+                   roofline=Roofline(**data["roofline"]), stalls=stalls, lines=lines, **parts)

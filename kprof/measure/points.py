@@ -116,7 +116,8 @@ class TimerUsed:
 
 
 # A part's field, as the flat JSON names it
-_TIMER_JSON = {"name": "timer", "note": "timer_note", "cupti_hw_trace": "cupti_hw_trace", "event_summary": "event_summary"}
+_TIMER_JSON = {"name": "timer", "note": "timer_note", "cupti_hw_trace": "cupti_hw_trace",
+               "event_summary": "event_summary"}
 _RATES = tuple(f.name for f in fields(Rates))
 
 
@@ -196,4 +197,5 @@ class PointResult:
         first = [BaselineResult.from_dict(data)] if data.get("baseline") else []
         more = [BaselineResult.from_dict(m) for m in data.get("more_baselines") or ()
                 if isinstance(m, dict) and m.get("baseline")]
-        return cls(**out, rates=Rates(**rates), timer=TimerUsed(**timer), baselines=tuple(first + more))
+        return cls(**out, rates=Rates(**rates), timer=TimerUsed(**timer),
+                   baselines=tuple(first + more))

@@ -19,8 +19,10 @@ from kprof.stats import StopRule
 P = TypeVar("P")
 
 
-def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceilings | None, *, mode: TimingModeName,
-        rule: StopRule, history: bool, timeout: float, progress: Callable[[int, int, P], None] | None = None) -> BenchReport:
+def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceilings | None, *,
+        mode: TimingModeName,
+        rule: StopRule, history: bool, timeout: float,
+        progress: Callable[[int, int, P], None] | None = None) -> BenchReport:
     """Every point of ``points`` (``plan_of(point)``: its jobs, built by the command layer) measured
     in turn. ``progress(i, n, point)`` before each. A Ctrl-C (or SIGTERM) ends the run with what was
     measured, marked ``interrupted``; a history store that cannot take a point (a full disk) ends it
@@ -28,7 +30,8 @@ def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceil
     conn = history_mod.connect() if history else None
     snap = telemetry.snapshot()
     report = BenchReport([], len(points), history_mod.new_run(), mode, rule, peak=peak,
-                         machine={"gpu": snap.gpu if snap else None, "driver": snap.driver if snap else None},
+                         machine={"gpu": snap.gpu if snap else None,
+                                  "driver": snap.driver if snap else None},
                          commit=history_mod.git_commit(), recorded=conn is not None)
     try:
         for i, point in enumerate(points, 1):
@@ -37,7 +40,8 @@ def run(points: Sequence[P], plan_of: Callable[[P], bench.PointPlan], peak: Ceil
             result = bench.run_point(plan_of(point), peak, timeout=timeout)
             report.points.append(result)
             if conn is not None:  # written as soon as it is measured
-                history_mod.record(conn, report.run, "bench", result.kernel, {"sizes": result.sizes, "params": result.params,
+                history_mod.record(conn, report.run, "bench", result.kernel,
+                                   {"sizes": result.sizes, "params": result.params,
                                    "mode": mode}, result.to_dict(), machine=report.machine, commit=report.commit)
     # Ctrl-C, or SIGTERM (kprof.commands.cli): what was measured is still returned
     except KeyboardInterrupt:

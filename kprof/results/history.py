@@ -68,10 +68,12 @@ def connect(db: Path | None = None) -> sqlite3.Connection:
             # Switching to WAL while another process creates the store can answer "locked" at once,
             # without the busy timeout: wait and try again.
             if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to another file)") from None
+                raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to "
+                                 "another file)") from None
             time.sleep(0.05)
         except (OSError, sqlite3.Error) as exc:
-            raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to another file)") from None
+            raise UsageError(f"cannot open the history store {db}: {exc} (set KPROF_HISTORY to "
+                             "another file)") from None
 
 
 def connect_read(db: Path | None = None) -> sqlite3.Connection | None:
@@ -152,10 +154,12 @@ def record(conn: sqlite3.Connection, run: str, kind: str, kernel: str, point: di
     try:
         with conn:
             cur = conn.execute(
-                "INSERT INTO results (run, created, kind, kernel, point, data, machine, version, git_commit) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (stored_text(run), time.time(), stored_text(kind), stored_text(kernel), json.dumps(point, sort_keys=True),
-                 json.dumps(data, default=str), json.dumps(machine, default=str), __version__, commit),
+                "INSERT INTO results (run, created, kind, kernel, point, data, machine, version, "
+                "git_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (stored_text(run), time.time(), stored_text(kind), stored_text(kernel),
+                 json.dumps(point, sort_keys=True),
+                 json.dumps(data, default=str), json.dumps(machine, default=str), __version__,
+                 commit),
             )
     except sqlite3.Error as exc:  # "database or disk is full", a read-only store, a damaged file
         raise OutputError(f"cannot record {kernel} in the history store {path()}: {exc}") from None
@@ -205,9 +209,10 @@ class HistoryRow:
         return str(gpu) if gpu else None
 
     def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "run": self.run, "created": self.created, "kind": self.kind, "kernel": self.kernel,
-                "point": self.point, "data": self.data, "machine": self.machine, "version": self.version,
-                "commit": self.commit}
+        return {"id": self.id, "run": self.run, "created": self.created, "kind": self.kind,
+                "kernel": self.kernel,
+                "point": self.point, "data": self.data, "machine": self.machine,
+                "version": self.version, "commit": self.commit}
 
 
 @dataclass(frozen=True)
@@ -227,12 +232,12 @@ class RunChange:
         return point_values(self.point)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "point": self.point, "before_s": self.before_s, "after_s": self.after_s,
-                "change": self.change, "verdict": self.verdict}
+        return {"kernel": self.kernel, "point": self.point, "before_s": self.before_s,
+                "after_s": self.after_s, "change": self.change, "verdict": self.verdict}
 
 
-def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = None, kind: str | None = None,
-         limit: int = 50) -> list[HistoryRow]:
+def rows(conn: sqlite3.Connection, kernel: str | None = None, run: str | None = None,
+         kind: str | None = None, limit: int = 50) -> list[HistoryRow]:
     query = "SELECT id, run, created, kind, kernel, point, data, machine, version, git_commit FROM results"
     args: list[str | int] = []
     where = []
@@ -284,7 +289,8 @@ def _row(r: tuple[object, ...]) -> HistoryRow | None:
         return None
     commit = r[9] if isinstance(r[9], str) else None
     stored = data.get("status", "?")  # the one reader of a stored point's status
-    return HistoryRow(int(r[0]) if isinstance(r[0], int) else 0, run, float(created), str(r[3]), kernel, point=point,
+    return HistoryRow(int(r[0]) if isinstance(r[0], int) else 0, run, float(created), str(r[3]),
+                      kernel, point=point,
                       summary=summary, data=data, machine=machine, version=str(r[8]), commit=commit,
                       status=stored if isinstance(stored, str) and stored else "?")
 
@@ -311,7 +317,8 @@ def runs(conn: sqlite3.Connection, kind: str = "bench") -> list[str]:
     """Run ids, newest first."""
     try:
         found = conn.execute(
-            "SELECT run, MAX(id) AS last FROM results WHERE kind = ? GROUP BY run ORDER BY last DESC", (kind,)).fetchall()
+            "SELECT run, MAX(id) AS last FROM results WHERE kind = ? GROUP BY run ORDER BY last "
+            "DESC", (kind,)).fetchall()
     except sqlite3.Error as exc:
         raise UsageError(f"cannot read the history store {path()}: {exc}") from None
     return [str(r[0]) for r in found]
@@ -325,7 +332,8 @@ def resolve_run(conn: sqlite3.Connection, ref: str) -> str:
     if ref == "last" or ref.startswith("last~"):
         back_text = ref[5:] if ref.startswith("last~") else "0"
         if not (back_text.isascii() and back_text.isdigit()):
-            raise UsageError(f"{ref!r}: write last, or last~N with N a whole number (last~1 is the run before the last)")
+            raise UsageError(f"{ref!r}: write last, or last~N with N a whole number (last~1 is the "
+                             "run before the last)")
         back = int(back_text)
         if back >= len(known):
             raise UsageError(f"{ref}: there are only {len(known)} bench runs in {path()}")

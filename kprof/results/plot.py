@@ -28,8 +28,9 @@ def require(path: str | Path | None = None) -> None:
     kinds = FigureCanvasBase.get_supported_filetypes()
     suffix = Path(path).suffix[1:].lower() or "png"
     if suffix not in kinds:
-        raise UsageError(f"--plot {Path(path).name[:100]}: matplotlib draws no .{suffix[:20]} file; name a .png, .svg or "
-                         f".pdf file (or {', '.join('.' + k for k in sorted(kinds) if k not in ('png', 'svg', 'pdf'))})")
+        raise UsageError(f"--plot {Path(path).name[:100]}: matplotlib draws no .{suffix[:20]} "
+                         "file; name a .png, .svg or .pdf file (or "
+                         f"{', '.join('.' + k for k in sorted(kinds) if k not in ('png', 'svg', 'pdf'))})")
 
 
 def roofline(profiles: list[KernelProfile], path: Path) -> Path:
@@ -95,7 +96,8 @@ def bench(results: list[PointResult], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5))
     # Anything else that varies (a second swept size, say) makes its own line: "K=1024 N=1024".
     together = set((_label(ok, swept) or swept or "").split("="))
-    others = [k for k in sorted({k for r in ok for k in r.sizes} | {k for r in ok for k in r.params})
+    others = [k
+              for k in sorted({k for r in ok for k in r.sizes} | {k for r in ok for k in r.params})
               if k not in together and len({str(r.sizes.get(k, r.params.get(k))) for r in ok}) > 1]
 
     def group(r: PointResult) -> str:
@@ -108,12 +110,13 @@ def bench(results: list[PointResult], path: Path) -> Path:
             xs = [_x(r, swept) for r in mine]
             ys = [(_rate(r, use_flops) or 0) / 1e9 for r in mine]
             line = ax.plot(xs, ys, marker="o", label=f"{name} {g}".rstrip())[0]
-            base = [(r, b, rate) for r in mine if (b := r.first) and (rate := _baseline_rate(b, use_flops))]
+            base = [(r, b, rate) for r in mine if (b := r.first)
+                    and (rate := _baseline_rate(b, use_flops))]
             key = f"{base[0][1].baseline} {g}" if base else ""
             if base and key not in drawn:  # one line per baseline (and group), not per kernel
                 drawn.add(key)
-                ax.plot([_x(r, swept) for r, _, _ in base], [rate / 1e9 for _, _, rate in base], marker="x",
-                        linestyle="--", color=line.get_color() if others else None,
+                ax.plot([_x(r, swept) for r, _, _ in base], [rate / 1e9 for _, _, rate in base],
+                        marker="x", linestyle="--", color=line.get_color() if others else None,
                         label=f"{base[0][1].baseline} {g} (timed beside {name})".replace("  ", " "))
     ax.set_xlabel(_label(ok, swept) or "point")
     ax.set_ylabel("GFLOP/s" if use_flops else "GB/s")
@@ -139,7 +142,8 @@ def _bars(ok: list[PointResult], use_flops: bool, path: Path, plt: Any) -> Path:
     labels, values, colors = [], [], []
     base: dict[str, tuple[str, float]] = {}
     for r in ok:
-        labels.append(r.kernel + (" [" + " ".join(f"{k}={v}" for k, v in r.params.items()) + "]" if r.params else ""))
+        labels.append(r.kernel + (" [" + " ".join(f"{k}={v}" for k, v in r.params.items()) + "]"
+                                  if r.params else ""))
         values.append((_rate(r, use_flops) or 0) / 1e9)
         colors.append("tab:blue")
         first = r.first
@@ -178,7 +182,8 @@ def _label(results: list[PointResult], swept: str | None) -> str | None:
     if swept is None:
         return None
     together = [k for k in sorted({k for r in results for k in r.sizes})
-                if [r.sizes.get(k) for r in results] == [r.sizes.get(swept, r.params.get(swept)) for r in results]]
+                if [r.sizes.get(k) for r in results] == [r.sizes.get(swept, r.params.get(swept))
+                                                         for r in results]]
     return "=".join(together) if len(together) > 1 else swept
 
 

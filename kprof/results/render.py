@@ -50,13 +50,15 @@ def wrap(text: str, width: int, indent: int) -> list[str]:
 def fit(lines: Sequence[str], width: int, hang: int) -> list[str]:
     """Report lines wrapped to ``width``, each continuation under its line's own indentation plus
     ``hang``."""
-    return [piece for line in lines for piece in wrap(line, width, len(line) - len(line.lstrip()) + hang)]
+    return [piece for line in lines
+            for piece in wrap(line, width, len(line) - len(line.lstrip()) + hang)]
 
 
 MIN_COLUMN = 12  # a column is not wrapped narrower than this
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", width: int | None = None) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "",
+          width: int | None = None) -> str:
     """A plain text table. ``align`` has one character per column, 'l' or 'r' (default 'l'). Where
     the rows would pass ``width`` (default: :func:`terminal_width`), the widest left-aligned columns
     are narrowed, widest first, and their cells wrap under themselves."""
@@ -78,7 +80,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str =
         out = []
         for k in range(height):
             parts = [(p[k] if k < len(p) else "").strip() for p in pieces]
-            out.append("  ".join(c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(parts, widths, align)).rstrip())
+            out.append("  ".join(c.rjust(w) if a == "r" else c.ljust(w)
+                                 for c, w, a in zip(parts, widths, align)).rstrip())
         return "\n".join(out)
 
     lines = [fmt(cells[0]), "  ".join("-" * w for w in widths)]

@@ -31,7 +31,8 @@ def _baseline_notes(b: BaselineResult | None) -> list[str]:
     notes = [b.math_mode or "",
              f"{b.baseline_kernels} kernel(s) per call" if b.baseline_kernels is not None else "",
              f"{b.baseline_framework} inputs" if b.baseline_framework else "",
-             f"prepared (compiled) in {b.baseline_prepare_s:.1f} s" if b.baseline_prepare_s is not None else ""]
+             f"prepared (compiled) in {b.baseline_prepare_s:.1f} s"
+             if b.baseline_prepare_s is not None else ""]
     return [n for n in notes if n]
 
 
@@ -52,29 +53,34 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
                     else f"{ratio:.2f}x faster than {first.label}" if ratio >= 1
                     else f"{1 / ratio:.2f}x slower than {first.label}")
         rows.append((
-            r.kernel, point, micros(s.median), f"{micros(s.q1)}-{micros(s.q3)}", f"{s.rel_stdev:.1%}", r.stop or "",
-            si(rt.flops_per_s, "FLOP/s") if rt.flops_per_s else "-", si(rt.bytes_per_s, "B/s") if rt.bytes_per_s else "-",
+            r.kernel, point, micros(s.median), f"{micros(s.q1)}-{micros(s.q3)}",
+            f"{s.rel_stdev:.1%}", r.stop or "",
+            si(rt.flops_per_s, "FLOP/s") if rt.flops_per_s else "-",
+            si(rt.bytes_per_s, "B/s") if rt.bytes_per_s else "-",
             percent(rt.of_fma_peak) if rt.of_fma_peak else "-",
             f"{percent(rt.of_ceiling)} {rt.mix}" if rt.of_ceiling and rt.bytes_per_s else "-",
             percent(rt.of_dram_peak) if rt.of_dram_peak else "-", base,
         ))  # fmt: skip
-    out = [table(["KERNEL", "POINT", "MEDIAN(us)", "IQR(us)", "RSD", "STOP", "FLOP/s", "BYTES/s", "%FMA CEIL",
+    out = [table(["KERNEL", "POINT", "MEDIAN(us)", "IQR(us)", "RSD", "STOP", "FLOP/s", "BYTES/s",
+                  "%FMA CEIL",
                   "%BW CEIL (MIX)", "%DRAM PEAK", "VS BASELINE"], rows, "llrrrlrrrrrl")]
     for r in results:
         first, rt = r.first, r.rates
         if first is not None and first.of_baseline is not None and first.baseline_summary:
-            rate = (si(first.baseline_flops_per_s, "FLOP/s") if first.baseline_flops_per_s and rt.flops_per_s
+            rate = (si(first.baseline_flops_per_s, "FLOP/s") if first.baseline_flops_per_s
+                    and rt.flops_per_s
                     and rt.bytes_per_s and rt.flops and rt.bytes and rt.flops >= rt.bytes
                     else si(first.baseline_bytes_per_s or 0, "B/s"))
-            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {first.label} "
-                       f"median {micros(first.baseline_summary.median)} us ({rate})"
+            out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: "
+                       f"{first.label} median {micros(first.baseline_summary.median)} us ({rate})"
                        + "".join(f", {e}" for e in _baseline_notes(first)))
         for more in r.others:
             if more.of_baseline and more.baseline_summary:
                 ratio = more.of_baseline
                 faster = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
-                out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: {faster} "
-                           f"{more.label} (median {micros(more.baseline_summary.median)} us"
+                out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: "
+                           f"{faster} {more.label} (median {micros(more.baseline_summary.median)} "
+                           "us"
                            + "".join(f", {n}" for n in _baseline_notes(more)) + ")")
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")
@@ -99,8 +105,10 @@ def ceilings_line(peak: Ceilings) -> str:
     measured = ", ".join(f"{k} {si(c.bytes_per_s, 'B/s')}" for k, c in peak.mixes.items())
     if not measured and peak.copy_bytes_per_s:
         measured = f"copy {si(peak.copy_bytes_per_s, 'B/s')}"
-    theory = ", ".join(x for x in (f"DRAM {si(th.dram_bytes_per_s, 'B/s')}" if th.dram_bytes_per_s else "",
-                                   f"FP32 {si(th.fp32_flops_per_s, 'FLOP/s')}" if th.fp32_flops_per_s else "") if x)
+    theory = ", ".join(x
+                       for x in (f"DRAM {si(th.dram_bytes_per_s, 'B/s')}" if th.dram_bytes_per_s
+                                 else "",
+                                 f"FP32 {si(th.fp32_flops_per_s, 'FLOP/s')}" if th.fp32_flops_per_s else "") if x)
     src = "cached " + peak.cached if peak.cached else "measured now"
     if peak.seconds is not None and not peak.cached:
         src += f" in {peak.seconds:.0f} s"
@@ -113,20 +121,24 @@ def ceilings_line(peak: Ceilings) -> str:
 def peak_report(peak: Ceilings) -> str:
     took = f" in {peak.seconds:.0f} s" if peak.seconds is not None else ""
     src = f"cached in {peak.cached}" if peak.cached else f"measured now{took}"
-    lines = [f"{peak.gpu or 'GPU'} (driver {peak.driver or '?'}), {src}, measured {peak.measured or '?'}"]
+    lines = [f"{peak.gpu or 'GPU'} (driver {peak.driver or '?'}), {src}, measured "
+             f"{peak.measured or '?'}"]
     th = peak.theoretical
     dram, fp32 = th.dram_bytes_per_s, th.fp32_flops_per_s
     lines.append("theoretical peaks, from the device's attributes:")
-    lines.append(f"  DRAM bandwidth  {si(dram, 'B/s') if dram else 'unknown'}  ({th.formula('dram')})")
-    lines.append(f"  FP32 rate       {si(fp32, 'FLOP/s') if fp32 else 'unknown'}  ({th.formula('fp32')})")
+    lines.append(f"  DRAM bandwidth  {si(dram, 'B/s') if dram else 'unknown'}  "
+                 f"({th.formula('dram')})")
+    lines.append(f"  FP32 rate       {si(fp32, 'FLOP/s') if fp32 else 'unknown'}  "
+                 f"({th.formula('fp32')})")
     if th.tensor_flops_per_s:  # a peak file of an older kprof has none
-        lines.append(f"  tensor, 16-bit  {si(th.tensor_flops_per_s, 'FLOP/s')}  (dense, FP32 accumulation, the fastest "
-                     f"part of this architecture: {th.formula('tensor')})")
+        lines.append(f"  tensor, 16-bit  {si(th.tensor_flops_per_s, 'FLOP/s')}  (dense, FP32 "
+                     f"accumulation, the fastest part of this architecture: {th.formula('tensor')})")
     if th.attributes:
         lines.append("  from " + "; ".join(f"{k} = {v}" for k, v in th.attributes))
     lines += [f"  note: {n}" for n in th.notes]
-    lines.append("measured ceilings (cold; the best of kprof's stream kernels over the access widths, grids and sizes "
-                 "tried, and of PyTorch's op of each mix where it is installed):")
+    lines.append("measured ceilings (cold; the best of kprof's stream kernels over the access "
+                 "widths, grids and sizes tried, and of PyTorch's op of each mix where it is "
+                 "installed):")
     for kind, c in peak.mixes.items():
         frac = f", {c.bytes_per_s / dram:.0%} of the DRAM peak" if dram else ""
         lines.append(f"  {kind:<6} {si(c.bytes_per_s, 'B/s'):>12}  by {c.by}{frac}")
@@ -134,12 +146,15 @@ def peak_report(peak: Ceilings) -> str:
     if peak.ops_note:
         lines.append(f"  note: {peak.ops_note}")
     if not peak.mixes and peak.copy_bytes_per_s:
-        lines.append(f"  copy   {si(peak.copy_bytes_per_s, 'B/s'):>12}  (a peak file from an older kprof: --refresh)")
+        lines.append(f"  copy   {si(peak.copy_bytes_per_s, 'B/s'):>12}  (a peak file from an older "
+                     "kprof: --refresh)")
     if peak.memcpy_bytes_per_s:
-        lines.append(f"  device-to-device memcpy {si(peak.memcpy_bytes_per_s, 'B/s')} (timed by CUDA events)")
+        lines.append(f"  device-to-device memcpy {si(peak.memcpy_bytes_per_s, 'B/s')} (timed by "
+                     "CUDA events)")
     if peak.fma_flops_per_s:
         frac = f", {peak.fma_flops_per_s / fp32:.0%} of the FP32 peak" if fp32 else ""
-        lines.append(f"  FP32 FMA {si(peak.fma_flops_per_s, 'FLOP/s'):>12}  by kprof_fma (warm){frac}")
+        lines.append(f"  FP32 FMA {si(peak.fma_flops_per_s, 'FLOP/s'):>12}  by kprof_fma "
+                     f"(warm){frac}")
     top = th.tensor_flops_per_s
     for r in peak.tensor:
         if r.flops_per_s:
@@ -171,14 +186,16 @@ def compare_table(before: str, after: str, rows: list[history.RunChange]) -> str
 
 def bench_cases_list(rows: list[dict[str, Any]]) -> str:
     """``kprof cases --bench --list``: each cheat, its exploit, the flags that catch it."""
-    return table(["CHEAT", "EXPLOIT", "CAUGHT BY"], [(r["name"], cut(r["exploit"], 70), ", ".join(r["catch"]))
-                                                      for r in rows], "lll")
+    return table(["CHEAT", "EXPLOIT", "CAUGHT BY"],
+                 [(r["name"], cut(r["exploit"], 70), ", ".join(r["catch"]))
+                   for r in rows], "lll")
 
 
 def bench_cases_report(report: BenchCasesReport) -> str:
     """``kprof cases --bench``: caught or missed per cheat, by which flag, and the honest
     operation's flags."""
-    rows = [(r.cheat.name, "caught" if r.caught else "MISSED", ", ".join(r.kinds) or "none", cut(r.cheat.exploit, 60))
+    rows = [(r.cheat.name, "caught" if r.caught else "MISSED", ", ".join(r.kinds) or "none",
+             cut(r.cheat.exploit, 60))
             for r in report.results]
     caught = sum(r.caught for r in report.results)
     honest = ("the honest operation: no flag" if not report.honest else

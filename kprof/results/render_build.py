@@ -28,7 +28,8 @@ def list_table(rows: list[Listing], width: int | None = None) -> str:
                  width=width)
 
 
-def build_table(results: Sequence[tuple[KernelSpec, BuildResult]], params: tuple[str, ...] = ()) -> str:
+def build_table(results: Sequence[tuple[KernelSpec, BuildResult]],
+                params: tuple[str, ...] = ()) -> str:
     """One row per kernel built: a spec's own, or each of its steps' as ``NAME:KERNEL`` (the kernel
     as the spec writes it); ``params``, the defines given by --param, are shown beside each name."""
     rows: list[tuple[Any, ...]] = []
@@ -42,8 +43,10 @@ def build_table(results: Sequence[tuple[KernelSpec, BuildResult]], params: tuple
         for entry in kernels:
             u = built.usage_of(entry)
             rows.append((
-                f"{name}:{entry}" if len(kernels) > 1 else name, built.arch, u.registers, u.shared_static, u.stack_frame,
-                f"{u.spill_stores}/{u.spill_loads}", u.barriers, "cached" if built.cached else "built",
+                f"{name}:{entry}" if len(kernels) > 1 else name, built.arch, u.registers,
+                u.shared_static, u.stack_frame,
+                f"{u.spill_stores}/{u.spill_loads}", u.barriers,
+                "cached" if built.cached else "built",
             ))  # fmt: skip
     return table(
         ["KERNEL", "ARCH", "REGS", "SMEM(B)", "STACK(B)", "SPILL ST/LD(B)", "BARRIERS", "CUBIN"],
@@ -54,33 +57,38 @@ def build_table(results: Sequence[tuple[KernelSpec, BuildResult]], params: tuple
 
 def run_report(result: ChildResult, resolved: Resolved, built: BuildResult) -> str:
     dev = result.device
-    lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.name if dev else '?'} ({dev.arch if dev else built.arch})"]
+    lines = [f"{result.kernel}  {resolved.size_text()}  on {dev.name if dev else '?'} "
+             f"({dev.arch if dev else built.arch})"]
     from kprof.spec import pyref
 
     usage = built.usage_of(resolved.spec.entry)
     if resolved.spec.python:
         fw = (result.operation.framework if result.operation else None) or "?"
-        lines.append(f"  a Python operation: {pyref.Ref.from_stored(resolved.spec.python).label()}, your code, run in "
+        lines.append("  a Python operation: "
+                     f"{pyref.Ref.from_stored(resolved.spec.python).label()}, your code, run in "
                      f"kprof's runner on its buffers as {fw} tensors")
     else:
         lines.append(
-            f"  grid {tuple(resolved.grid)} x block {tuple(resolved.block)}, {resolved.shared_mem} B dynamic shared, "
-            f"{usage.registers} registers, {usage.shared_static} B static shared"
+            f"  grid {tuple(resolved.grid)} x block {tuple(resolved.block)}, {resolved.shared_mem} "
+            f"B dynamic shared, {usage.registers} registers, {usage.shared_static} B static shared"
         )
 
     for _, ref in resolved.spec.reference:
         if pyref.is_stored(ref):
-            lines.append(f"  reference: {pyref.Ref.from_stored(ref).label()}, your Python, run in kprof's runner process")
+            lines.append(f"  reference: {pyref.Ref.from_stored(ref).label()}, your Python, run in "
+                         "kprof's runner process")
     for check in result.checks:
         verdict = "PASS" if check.ok else "FAIL"
         lines.append(f"  {check.name}: {verdict}  {check.message}")
         if check.note:
             lines.append(f"    note: {check.note}")
     if not result.nvtx:
-        lines.append("  warning: the nvtx package is missing; launches carry no NVTX range (pip install nvtx)")
+        lines.append("  warning: the nvtx package is missing; launches carry no NVTX range (pip "
+                     "install nvtx)")
     if result.time_ms is not None:
         lines.append(
-            f"  time: {result.time_ms:.4f} ms (one launch after one warm-up; `kprof bench` gives a median and its spread)"
+            f"  time: {result.time_ms:.4f} ms (one launch after one warm-up; `kprof bench` gives a "
+            "median and its spread)"
         )
         seconds = result.time_ms / 1e3
         rates = []
@@ -95,7 +103,8 @@ def run_report(result: ChildResult, resolved: Resolved, built: BuildResult) -> s
     return "\n".join(lines)
 
 
-def doctor_table(checks: list[Check], ready: Sequence[Readiness] = (), width: int | None = None) -> str:
+def doctor_table(checks: list[Check], ready: Sequence[Readiness] = (),
+                 width: int | None = None) -> str:
     """One check a line (wrapped to ``width``, default the terminal's, under its detail), and its
     fix; then whether each command asked about can run here, those lacking the same checks on one
     line."""
@@ -118,10 +127,11 @@ def doctor_table(checks: list[Check], ready: Sequence[Readiness] = (), width: in
     return "\n".join(out)
 
 
-def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, chosen: list[Occupancy],
+def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int,
+                     chosen: list[Occupancy],
                      table_rows: list[Occupancy], *, advice: list[str]) -> str:
-    out = [f"{name} on {arch}: {usage.registers} registers per thread, {usage.shared_static:,} B static + "
-           f"{dynamic:,} B dynamic shared memory per block"]
+    out = [f"{name} on {arch}: {usage.registers} registers per thread, {usage.shared_static:,} B "
+           f"static + {dynamic:,} B dynamic shared memory per block"]
     for occ, tip in zip(chosen, advice):
         out.append(f"  block {occ.block_size}: {occ.describe()}")
         out.append(f"    {tip}")
@@ -129,6 +139,7 @@ def occupancy_report(name: str, arch: str, usage: ResourceUsage, dynamic: int, c
     out = fit(out, width, 2)
     out.append("")
     out.append(table(["BLOCK", "BLOCKS/SM", "WARPS/SM", "OCCUPANCY", "LIMITER"],
-                     [(o.block_size, o.blocks_per_sm, o.warps_per_sm, percent(o.occupancy), o.limiter) for o in table_rows],
+                     [(o.block_size, o.blocks_per_sm, o.warps_per_sm, percent(o.occupancy), o.limiter)
+                      for o in table_rows],
                      "rrrrl", width=width))
     return "\n".join(out)

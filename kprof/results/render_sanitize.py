@@ -49,7 +49,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
     lines.append(table(
         ["TOOL", "KIND", "WHERE", "THREAD", "BLOCK", "BUFFER", "RECORDS", "LAUNCHES"]
         + (["LAUNCHED AT"] if launched else []),
-        [(f.tool, f.kind, f.location(), dims(f.thread), dims(f.block), f.buffer or "-", f.count, f.launches or "-")
+        [(f.tool, f.kind, f.location(), dims(f.thread), dims(f.block), f.buffer or "-", f.count,
+          f.launches or "-")
          + ((file_name(f.launch),) if launched else ()) for f in found],
         "llllllrr" + ("l" if launched else ""),
     ))  # fmt: skip
@@ -63,8 +64,8 @@ def sanitize_report(results: list[ToolResult], notes: list[str] | None = None) -
         if f.extra.source:
             lines.append(f"    {f.extra.source}")
         if f.extra.library:
-            lines.append(f"    inside {f.extra.library}'s own kernel: the library's code, not yours (check what your "
-                         "code hands it)")
+            lines.append(f"    inside {f.extra.library}'s own kernel: the library's code, not "
+                         "yours (check what your code hands it)")
         if f.launch:
             lines.append(f"    launched at {f.launch}")
         for c in consequences:
@@ -83,8 +84,9 @@ def cases_list(rows: list[dict[str, Any]], width: int | None = None) -> str:
           ("no" if not r["caught"] else f"{r['since']}+" if r["since"] else "yes")) for r in rows], width=width,
     )  # fmt: skip
     if any(r["since"] for r in rows):
-        text += "\n" + "\n".join(wrap("a version and +: caught by that compute-sanitizer version and newer; an older one "
-                                      "cannot see the bug (kprof cases counts it apart)", width, 0))
+        text += "\n" + "\n".join(wrap("a version and +: caught by that compute-sanitizer version "
+                                      "and newer; an older one cannot see the bug (kprof cases "
+                                      "counts it apart)", width, 0))
     missed = [r for r in rows if not r["caught"]]
     if missed:
         text += "\n\nknown misses, and why:"
@@ -100,7 +102,8 @@ def cases_matrix(results: list[CaseResult]) -> str:
     for r in results:
         e = r.case.expect
         found = ("yes" if r.caught else "known miss" if not e.caught
-                 else f"needs {e.since} ({r.bug.version or 'unknown'} ran)" if r.unseen else f"NO ({r.bug.status})")
+                 else f"needs {e.since} ({r.bug.version or 'unknown'} ran)" if r.unseen
+                 else f"NO ({r.bug.status})")
         twin = "yes" if r.twin_clean else "NO (" + ", ".join(r.twin_not_clean) + ")"
         rows.append((r.case.name, e.tool, e.kind, e.line, found, twin,
                      f"{r.bug.seconds + sum(t.seconds for t in r.twins):.1f}"))
@@ -115,17 +118,21 @@ def mutants_report(report: MutantsReport) -> str:
         shown = r.verdict.upper() if r.verdict == "survived" else r.verdict
         return f"{shown} ({r.by})" if r.by else shown
 
-    rows = [(r.mutant.id, r.mutant.operator, r.mutant.line, verdict(r), cut(r.why, 90)) for r in report.results]
+    rows = [(r.mutant.id, r.mutant.operator, r.mutant.line, verdict(r), cut(r.why, 90))
+            for r in report.results]
     out = [f"{report.spec}: {len(report.results)} mutants of {report.source}"
-           + (" (built, not run: --dry-run)" if report.dry_run else f", each run at {', '.join(report.sizes)}"
-              + (f"; where the verdict passed one, under {', '.join(report.tools)} at the sanitize size" if report.tools
+           + (" (built, not run: --dry-run)" if report.dry_run
+              else f", each run at {', '.join(report.sizes)}"
+              + (f"; where the verdict passed one, under {', '.join(report.tools)} at the sanitize "
+                 "size" if report.tools
                  else "")), "",
            table(["ID", "OPERATOR", "LINE", "VERDICT", "WHY"], rows, "llrll"), ""]
     killed, counted, share = report.score
     if report.dry_run:
         built = sum(r.verdict == "built" for r in report.results)
-        out.append(f"{built} built, {sum(r.verdict == 'equivalent' for r in report.results)} equivalent, "
-                   f"{sum(r.verdict == 'not-built' for r in report.results)} did not build")
+        out.append(f"{built} built, {sum(r.verdict == 'equivalent' for r in report.results)} "
+                   f"equivalent, {sum(r.verdict == 'not-built' for r in report.results)} did not "
+                   "build")
     else:
         by_verdict = sum(r.verdict == "killed" and r.by == "verdict" for r in report.results)
         by = Counter(r.by for r in report.results if r.verdict in ("equivalent", "survived"))
@@ -134,20 +141,25 @@ def mutants_report(report: MutantsReport) -> str:
         strict_killed, strict_counted, strict = report.strict_score
         out.append(f"score: {killed} of {counted} non-equivalent mutants killed"
                    + (f" ({share:.0%})" if share is not None else "")
-                   + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; {same_code} equivalent (the "
-                   f"same machine code), {by_launch} by the spec's launch (a bound it never meets), {at_boundary} "
-                   "equivalent by their results at a boundary the checked sizes meet"
+                   + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; {same_code} "
+                     "equivalent (the "
+                   f"same machine code), {by_launch} by the spec's launch (a bound it never "
+                   f"meets), {at_boundary} equivalent by their results at a boundary the checked "
+                   "sizes meet"
                    + (f", {noted} by the source's note" if noted else "")
-                   + (f" ({strict_killed} of {strict_counted}, {strict:.0%}, counting those as survivors)"
+                   + (f" ({strict_killed} of {strict_counted}, {strict:.0%}, counting those as "
+                      "survivors)"
                       if (at_boundary or noted) and strict is not None else "")
-                   + f"; of the survivors, {not_met} move a bound no checked size meets, {same_results} gave the "
-                     "original's results to the last bit")
+                   + f"; of the survivors, {not_met} move a bound no checked size meets, "
+                     f"{same_results} gave the original's results to the last bit")
     for r in report.results:
         if r.verdict == "survived":
-            why = {mutants.BY_SAME_RESULTS: "the original's results to the last bit: its line may not run at these sizes, "
-                                            "or it is equivalent",
+            why = {mutants.BY_SAME_RESULTS: "the original's results to the last bit: its line may "
+                                            "not run at these sizes, or it is equivalent",
                    mutants.BY_NOT_MET: r.why}.get(
-                r.by, "the verdict passed a wrong kernel (the tolerance, the reference or the sizes are too weak here)")
+                r.by,
+                "the verdict passed a wrong kernel (the tolerance, the reference or the sizes are "
+                "too weak here)")
             out += ["", f"survived {r.mutant.id}: {why}", r.mutant.diff()]
     return "\n".join(out)
 
@@ -161,4 +173,5 @@ def checkers_table(rows: list[dict[str, Any]]) -> str:
         parts += ["programs only when named"] * (not needs["in_all_programs"])
         return ", ".join(parts)
 
-    return table(["TOOL", "FINDS", "RUNS"], [[r["name"], r["summary"], how(r["needs"])] for r in rows])
+    return table(["TOOL", "FINDS", "RUNS"],
+                 [[r["name"], r["summary"], how(r["needs"])] for r in rows])

@@ -74,10 +74,13 @@ class RunReport:
 
         r = self.result
         data: dict[str, object] = {
-            "kernel": r.kernel, "sizes": r.sizes, "ok": r.ok, "checks": [asdict(c) for c in r.checks], "time_ms": r.time_ms,
-            "device": r.device.to_dict() if r.device else {}, "launch": r.launch, "registers": r.registers,
+            "kernel": r.kernel, "sizes": r.sizes, "ok": r.ok,
+            "checks": [asdict(c) for c in r.checks], "time_ms": r.time_ms,
+            "device": r.device.to_dict() if r.device else {}, "launch": r.launch,
+            "registers": r.registers,
             "allocations": [asdict(a) for a in r.allocations], "nvtx": r.nvtx,
-            "driver_blocks_per_sm": r.driver_blocks_per_sm, "operation": asdict(r.operation) if r.operation else None}
+            "driver_blocks_per_sm": r.driver_blocks_per_sm,
+            "operation": asdict(r.operation) if r.operation else None}
         data["usage"] = asdict(self.built.usage_of(self.entry))
         data["flops"], data["bytes"] = self.resolved.flops, self.resolved.bytes
         data["provenance"] = history.provenance()
@@ -108,9 +111,10 @@ class BenchReport:
         from kprof.measure import bench as bench_mod
         from kprof.results import history
 
-        return {"version": bench_mod.BENCH_VERSION, "run": self.run, "mode": self.mode, "rule": asdict(self.rule),
-                "peak": self.peak.to_dict() if self.peak else None, "machine": self.machine, "commit": self.commit,
-                "interrupted": self.interrupted,
+        return {"version": bench_mod.BENCH_VERSION, "run": self.run, "mode": self.mode,
+                "rule": asdict(self.rule),
+                "peak": self.peak.to_dict() if self.peak else None, "machine": self.machine,
+                "commit": self.commit, "interrupted": self.interrupted,
                 "provenance": history.provenance(), "points": [r.to_dict() for r in self.points]}
 
 
@@ -128,5 +132,6 @@ class BenchCasesReport:
         return not self.honest and all(r.caught for r in self.results) and self.point.status == "ok"
 
     def to_json(self) -> dict[str, object]:
-        return {"version": 1, "ok": self.ok, "honest_flags": list(self.honest), "status": self.point.status,
+        return {"version": 1, "ok": self.ok, "honest_flags": list(self.honest),
+                "status": self.point.status,
                 "cheats": [r.to_dict() for r in self.results], "point": self.point.to_dict()}

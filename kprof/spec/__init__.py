@@ -8,14 +8,13 @@ imports their names from here (``from kprof.spec import KernelSpec``,
 """
 
 from kprof.errors import SpecError
+from kprof.spec.expected import SPEC_WIDE, input_names
 from kprof.spec.fields import ALLOWED_FLAGS
 from kprof.spec.loader import (
     MAX_DEPTH,
     MAX_SPEC_BYTES,
-    SPEC_WIDE,
     as_python_operation,
     from_dict,
-    input_names,
     load,
 )
 from kprof.spec.schema import (

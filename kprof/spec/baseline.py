@@ -115,7 +115,8 @@ def asked_for(spec: KernelSpec, option: str) -> str | None:
     found = spec.baseline if option == "auto" else None if option == "none" else \
         dict(spec.baselines)[name] if name else option
     if found == CUBLAS_SGEMM and spec.baseline != CUBLAS_SGEMM:
-        raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, C; sizes M, N, K)")
+        raise UsageError(f"{spec.name}: --baseline cublas_sgemm needs a matmul spec (buffers A, B, "
+                         "C; sizes M, N, K)")
     return found
 
 
@@ -134,11 +135,12 @@ def check_spec(spec: KernelSpec, other: KernelSpec) -> None:
     """A baseline spec takes the kernel's sizes."""
     missing = [k for k in spec.size_names if k not in other.size_names]
     if missing:
-        raise UsageError(f"{spec.name}: baseline {other.name} has no size {missing[0]!r}; a baseline spec "
-                         f"takes the kernel's sizes ({', '.join(spec.size_names)})")
+        raise UsageError(f"{spec.name}: baseline {other.name} has no size {missing[0]!r}; a "
+                         f"baseline spec takes the kernel's sizes ({', '.join(spec.size_names)})")
 
 
-def _other_spec(spec: KernelSpec, name: str, option: str, find: Callable[[str], KernelSpec]) -> KernelSpec:
+def _other_spec(spec: KernelSpec, name: str, option: str,
+                find: Callable[[str], KernelSpec]) -> KernelSpec:
     """The spec a baseline names, checked against ``spec``."""
     where = f"--baseline {name!r}" if name == option else f"{spec.name}: baseline {name!r}"
     try:
@@ -146,8 +148,8 @@ def _other_spec(spec: KernelSpec, name: str, option: str, find: Callable[[str], 
     except KprofError:
         own = f", {spec.name}'s own ({', '.join(n for n, _ in spec.baselines)})" if spec.baselines else ""
         raise UsageError(f"{where}: not a kernel spec kprof can find; use auto, none, "
-                         f"{', '.join(BASELINES)}{own}, a name from kprof list, or a Python callable "
-                         "(FILE.py:FUNCTION)") from None
+                         f"{', '.join(BASELINES)}{own}, a name from kprof list, or a Python "
+                         "callable (FILE.py:FUNCTION)") from None
     check_spec(spec, other)
     return other
 
@@ -171,6 +173,6 @@ def python_ref(spec: KernelSpec, text: str | None) -> str | None:
     ref = pyref.Ref.from_stored(stored)
     shipped = Path(__file__).resolve().parent.parent / "baselines" / "torch_ops.py"
     if ref.path == shipped and importlib.util.find_spec("torch") is None:
-        raise UsageError(f"{spec.name}: baseline torch_ops.py:{ref.func} needs PyTorch, which is not installed here "
-                         "(pip install 'kprof[torch]')")
+        raise UsageError(f"{spec.name}: baseline torch_ops.py:{ref.func} needs PyTorch, which is "
+                         "not installed here (pip install 'kprof[torch]')")
     return stored

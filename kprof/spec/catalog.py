@@ -72,8 +72,8 @@ def _spec_files(folder: Path) -> list[Path]:
     found: list[Path] = []
     for count, (top, dirs, files) in enumerate(os.walk(folder)):
         if count >= MAX_FOLDERS:
-            raise UsageError(f"KPROF_PATH: {folder} holds more than {MAX_FOLDERS:,} folders; name the folder of "
-                             "your specs instead")
+            raise UsageError(f"KPROF_PATH: {folder} holds more than {MAX_FOLDERS:,} folders; name "
+                             "the folder of your specs instead")
         dirs.sort()
         found += [Path(top) / f for f in files if f.endswith(".yaml")]
     return sorted(found)
@@ -139,8 +139,8 @@ class Listing:
     def to_dict(self) -> dict[str, object]:
         row: dict[str, object] = {"name": self.name, "group": self.group, "path": str(self.path),
                                   "description": self.description,
-                                  "requires": {"arch": self.requires[0], "why": self.requires[1]} if self.requires else None,
-                                  "unsupported": self.unsupported}
+                                  "requires": {"arch": self.requires[0], "why": self.requires[1]}
+                                  if self.requires else None, "unsupported": self.unsupported}
         if self.arch:
             row["arch"] = self.arch
         return row
@@ -162,5 +162,6 @@ def listing(arch: str | None = None) -> list[Listing]:
                     unsupported = f"needs {req.arch}: {req.why}"
         except SpecError as exc:
             description = f"INVALID SPEC: {exc}"
-        out.append(Listing(entry.name, entry.group, entry.path, description, requires, unsupported=unsupported, arch=arch))
+        out.append(Listing(entry.name, entry.group, entry.path, description, requires,
+                           unsupported=unsupported, arch=arch))
     return out

@@ -80,25 +80,32 @@ Fail = Callable[[str, str], SpecError]
 CheckExpr = Callable[[object, str], str]
 
 
-def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: CheckExpr) -> tuple[Step, ...]:
+def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail,
+               check_expr: CheckExpr) -> tuple[Step, ...]:
     """``steps:`` a list of ``{entry: NAME, args: [ARG, ...], launch: {...}}`` or
     ``{cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}`` (row-major C = A @ B)."""
     if raw is None:
         return ()
     if not isinstance(raw, list) or not raw:
-        raise fail("steps", "must be a list of launches: {entry: NAME, args: [ARG, ...], launch: {grid, block}}")
+        raise fail("steps",
+                   "must be a list of launches: {entry: NAME, args: [ARG, ...], launch: {grid, "
+                   "block}}")
     by_name = {a.name: a for a in args}
     out = []
     for k, item in enumerate(raw):
         fld = f"steps[{k}]"
         if not isinstance(item, dict):
-            raise fail(fld, "must be a mapping: {entry: NAME, args: [ARG, ...], launch: {grid, block}}")
+            raise fail(fld,
+                       "must be a mapping: {entry: NAME, args: [ARG, ...], launch: {grid, block}}")
         if "cublas_sgemm" in item:
             if set(item) != {"cublas_sgemm"} or not isinstance(item["cublas_sgemm"], dict):
-                raise fail(fld, "a cuBLAS step is {cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: ARG, K: ARG}}")
+                raise fail(fld,
+                           "a cuBLAS step is {cublas_sgemm: {A: ARG, B: ARG, C: ARG, M: ARG, N: "
+                           "ARG, K: ARG}}")
             call = item["cublas_sgemm"]
             if set(call) != {"A", "B", "C", "M", "N", "K"}:
-                raise fail(f"{fld}.cublas_sgemm", "give exactly A, B, C (buffers) and M, N, K (int32 scalars)")
+                raise fail(f"{fld}.cublas_sgemm",
+                           "give exactly A, B, C (buffers) and M, N, K (int32 scalars)")
             names = tuple(str(call[key]) for key in ("A", "B", "C", "M", "N", "K"))
             for key, name in zip("ABCMNK", names):
                 arg = by_name.get(name)
@@ -106,12 +113,14 @@ def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: Check
                 if arg is None or isinstance(arg, TensorMapArg) or isinstance(arg, BufferArg) != want_buffer or (
                         want_buffer and arg.dtype != "float32") or (not want_buffer and arg.dtype != "int32"):
                     kind = "a float32 buffer" if want_buffer else "an int32 scalar"
-                    raise fail(f"{fld}.cublas_sgemm.{key}", f"{show(name)} must name {kind} of args")
+                    raise fail(f"{fld}.cublas_sgemm.{key}",
+                               f"{show(name)} must name {kind} of args")
             out.append(Step(CUBLAS_SGEMM, names, None))
             continue
         extra = set(item) - {"entry", "args", "launch"}
         if extra:
-            raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (known: entry, args, launch; or cublas_sgemm)")
+            raise fail(f"{fld}.{sorted(extra)[0]}",
+                       "unknown field (known: entry, args, launch; or cublas_sgemm)")
         entry = item.get("entry")
         if not isinstance(entry, str):
             raise fail(f"{fld}.entry", f"{show(entry)} must be the name of a kernel in the source")
@@ -119,12 +128,15 @@ def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: Check
             raise fail(f"{fld}.entry", f"{show(entry)} {why}")
         arg_names = item.get("args")
         if not isinstance(arg_names, list) or not arg_names or not all(isinstance(n, str) for n in arg_names):
-            raise fail(f"{fld}.args", "must list the spec's argument names this kernel takes, in order")
+            raise fail(f"{fld}.args",
+                       "must list the spec's argument names this kernel takes, in order")
         for j, name in enumerate(arg_names):
             if name not in by_name:
-                raise fail(f"{fld}.args[{j}]", f"unknown argument {show(name)} (args: {', '.join(by_name)})")
+                raise fail(f"{fld}.args[{j}]",
+                           f"unknown argument {show(name)} (args: {', '.join(by_name)})")
             if getattr(by_name[name], "constant", False):
-                raise fail(f"{fld}.args[{j}]", f"{show(name)} is a __constant__ array (memory: constant), not a kernel "
+                raise fail(f"{fld}.args[{j}]",
+                           f"{show(name)} is a __constant__ array (memory: constant), not a kernel "
                            "parameter: leave it out of the step's args")
         launch = load_launch(item.get("launch"), within(fld, fail), check_expr)
         out.append(Step(entry, tuple(arg_names), launch))
@@ -135,7 +147,8 @@ def load_steps(raw: object, args: tuple[Arg, ...], fail: Fail, check_expr: Check
 # (-ccbin), writes files (-MF, --keep-dir, -o) or reads files outside the spec's folder
 # (--pre-include, -I elsewhere) is refused.
 _FLAG_EXACT = frozenset({
-    "-lineinfo", "-G", "--use_fast_math", "-use_fast_math", "--extra-device-vectorization", "-restrict", "--restrict",
+    "-lineinfo", "-G", "--use_fast_math", "-use_fast_math", "--extra-device-vectorization",
+    "-restrict", "--restrict",
     "--expt-relaxed-constexpr", "--expt-extended-lambda", "-Xptxas=-v", "--ptxas-options=-v", "-w",
 })  # fmt: skip
 
@@ -151,15 +164,17 @@ _FLAG_PATTERNS = (
 )
 
 
-ALLOWED_FLAGS = ("-O0..-O3, -maxrregcount=N, -std=c++17, -DNAME[=VALUE], -UNAME, -I<dir inside the spec's folder>, "
-                 "--include-path=<dir inside the spec's folder>, -lineinfo, -G, --use_fast_math, --ftz/--prec-div/"
-                 "--prec-sqrt/--fmad=true|false, -restrict, --extra-device-vectorization, --expt-relaxed-constexpr, "
-                 "--expt-extended-lambda, -Xptxas=-v|-O3|-dlcm=ca|--warn-on-spills, -w")
+ALLOWED_FLAGS = ("-O0..-O3, -maxrregcount=N, -std=c++17, -DNAME[=VALUE], -UNAME, -I<dir inside the "
+                 "spec's folder>, --include-path=<dir inside the spec's folder>, -lineinfo, -G, "
+                 "--use_fast_math, --ftz/--prec-div/--prec-sqrt/--fmad=true|false, -restrict, "
+                 "--extra-device-vectorization, --expt-relaxed-constexpr, --expt-extended-lambda, "
+                 "-Xptxas=-v|-O3|-dlcm=ca|--warn-on-spills, -w")
 
 
 def load_nvcc_flags(raw: object, folder: Path, fail: Fail) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
-        raise fail("nvcc_flags", "must be a list of nvcc options, e.g. [-maxrregcount=128, --use_fast_math]")
+        raise fail("nvcc_flags",
+                   "must be a list of nvcc options, e.g. [-maxrregcount=128, --use_fast_math]")
     flags = []
     for i, flag in enumerate(raw):
         if problem := inputs.shell_problem(flag):  # nvcc hands its flags to a shell
@@ -171,17 +186,21 @@ def load_nvcc_flags(raw: object, folder: Path, fail: Fail) -> tuple[str, ...]:
         if include:
             target, here = inputs.resolved(folder / include.group(2)), inputs.resolved(folder)
             if target is None or here is None:
-                raise fail(f"nvcc_flags[{i}]", f"{show(flag)}: the include folder cannot be followed (a symlink loop or "
-                                               "a name too long)")
+                raise fail(f"nvcc_flags[{i}]",
+                           f"{show(flag)}: the include folder cannot be followed (a symlink loop "
+                           "or a name too long)")
             if target == here or here in target.parents:
                 if problem := inputs.shell_problem(str(target)):
-                    raise fail(f"nvcc_flags[{i}]", f"the include folder {show(str(target), 100)} {problem}: rename it")
+                    raise fail(f"nvcc_flags[{i}]",
+                               f"the include folder {show(str(target), 100)} {problem}: rename it")
                 # nvcc runs from anywhere: the folder, absolute
                 flags.append(f"{include.group(1)}{target}")
                 continue
-            raise fail(f"nvcc_flags[{i}]", f"{show(flag)}: an include directory must be inside the spec's folder")
-        raise fail(f"nvcc_flags[{i}]", f"{show(flag)} is not allowed (a spec may change code generation only); "
-                                       f"allowed: {ALLOWED_FLAGS}")
+            raise fail(f"nvcc_flags[{i}]",
+                       f"{show(flag)}: an include directory must be inside the spec's folder")
+        raise fail(f"nvcc_flags[{i}]",
+                   f"{show(flag)} is not allowed (a spec may change code generation only); "
+                   f"allowed: {ALLOWED_FLAGS}")
     return tuple(flags)
 
 
@@ -230,13 +249,15 @@ def positive(v: object, fld: str, fail: Fail) -> int:
     return v
 
 
-def _load_buffer(item: dict[str, object], name: str, fld: str, fail: Fail, check_expr: CheckExpr) -> BufferArg:
+def _load_buffer(item: dict[str, object], name: str, fld: str, fail: Fail,
+                 check_expr: CheckExpr) -> BufferArg:
     """One buffer argument: its type, shape, role, fill, and whether it is consumed (reset),
     unordered (order: any) or a __constant__ array (memory: constant)."""
     extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order", "memory"}
     if extra:
         raise fail(f"{fld}.{sorted(extra)[0]}",
-                   "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order, memory)")
+                   "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order, "
+                   "memory)")
     dtype = dtype_of(item["buffer"], f"{fld}.buffer", fail)
     shape = item.get("shape")
     if isinstance(shape, (str, int)) and not isinstance(shape, bool):
@@ -250,8 +271,8 @@ def _load_buffer(item: dict[str, object], name: str, fld: str, fail: Fail, check
     if role in ("out", "scratch") and "fill" in item:
         raise fail(
             f"{fld}.fill",
-            f"{'an' if role == 'out' else 'a'} {role} buffer is poisoned before each launch, not filled; "
-            "use role: inout "
+            f"{'an' if role == 'out' else 'a'} {role} buffer is poisoned before each launch, not "
+            "filled; use role: inout "
             "with fill: zeros if the kernel accumulates into it",
         )
     # Out and scratch buffers are poisoned, never filled (a fill was refused above); an integer
@@ -263,19 +284,22 @@ def _load_buffer(item: dict[str, object], name: str, fld: str, fail: Fail, check
         fill = fill_of(item.get("fill", default), f"{fld}.fill", dtype, fail)
     reset = item.get("reset", False)
     if not isinstance(reset, bool) or (reset and role != "inout"):
-        raise fail(f"{fld}.reset", "true marks an inout buffer the kernel consumes (a counter it uses as a write "
-                   "index), written again with its fill before each timed launch; give role: inout, or leave "
-                   "reset out")
+        raise fail(f"{fld}.reset",
+                   "true marks an inout buffer the kernel consumes (a counter it uses as a write "
+                   "index), written again with its fill before each timed launch; give role: "
+                   "inout, or leave reset out")
     order = item.get("order", "defined")
     if order not in ("defined", "any") or (order == "any" and role not in ("out", "inout")):
-        raise fail(f"{fld}.order", "any: an output whose order the kernel does not define (a stream compaction's), "
-                   "checked as a multiset; defined (the default) checks each element in place. Only an out or "
-                   "inout buffer has an order to check")
+        raise fail(f"{fld}.order",
+                   "any: an output whose order the kernel does not define (a stream compaction's), "
+                   "checked as a multiset; defined (the default) checks each element in place. "
+                   "Only an out or inout buffer has an order to check")
     memory = item.get("memory", "global")
     if memory not in ("global", "constant") or (memory == "constant" and role != "in"):
-        raise fail(f"{fld}.memory", "constant: the kernel's __constant__ array of this name, filled from the spec "
-                   "before the launch (role: in, and not among the kernel's parameters); global (the default) "
-                   "a buffer passed as a parameter")
+        raise fail(f"{fld}.memory",
+                   "constant: the kernel's __constant__ array of this name, filled from the spec "
+                   "before the launch (role: in, and not among the kernel's parameters); global "
+                   "(the default) a buffer passed as a parameter")
     return BufferArg(name, dtype, shape_t, role, fill, reset=reset, unordered=order == "any",
                      constant=memory == "constant")
 
@@ -294,12 +318,15 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
             raise fail(f"{fld}.name", f"{show(name)} must be an identifier")
         if keyword.iskeyword(name):
             raise fail(f"{fld}.name",
-                       f"'{name}' is a Python keyword and cannot appear in a reference; rename it (e.g. '{name}_')")
+                       f"'{name}' is a Python keyword and cannot appear in a reference; rename it "
+                       f"(e.g. '{name}_')")
         if name in seen:
             raise fail(f"{fld}.name", f"duplicate argument name '{name}'")
         seen.add(name)
         if sum(k in item for k in ("buffer", "scalar", "tensormap")) != 1:
-            raise fail(fld, f"'{name}' needs exactly one of 'buffer: DTYPE', 'scalar: DTYPE' or 'tensormap: BUFFER'")
+            raise fail(fld,
+                       f"'{name}' needs exactly one of 'buffer: DTYPE', 'scalar: DTYPE' or "
+                       "'tensormap: BUFFER'")
         if "tensormap" in item:
             out.append(load_tensormap(item, fld, check_expr, fail))
         elif "buffer" in item:
@@ -307,7 +334,8 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
         else:
             extra = set(item) - {"name", "scalar", "value"}
             if extra:
-                raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (scalar fields: name, scalar, value)")
+                raise fail(f"{fld}.{sorted(extra)[0]}",
+                           "unknown field (scalar fields: name, scalar, value)")
             dtype = dtype_of(item["scalar"], f"{fld}.scalar", fail)
             if "value" not in item:
                 raise fail(f"{fld}.value", "a scalar needs a value (a number or a size expression)")
@@ -318,31 +346,41 @@ def load_args(raw: object, fail: Fail, check_expr: CheckExpr) -> tuple[Arg, ...]
             continue
         buf = buffers.get(a.buffer)
         if buf is None:
-            raise fail(f"args[{i}].tensormap", f"{show(a.buffer)} is not a buffer argument (buffers: {', '.join(buffers)})")
+            raise fail(f"args[{i}].tensormap",
+                       f"{show(a.buffer)} is not a buffer argument (buffers: {', '.join(buffers)})")
         if buf.dtype not in TENSORMAP_DTYPES:
-            raise fail(f"args[{i}].tensormap", f"{a.buffer} is {buf.dtype}; a tensor map describes {', '.join(TENSORMAP_DTYPES)}")
+            raise fail(f"args[{i}].tensormap",
+                       f"{a.buffer} is {buf.dtype}; a tensor map describes "
+                       f"{', '.join(TENSORMAP_DTYPES)}")
         if len(a.box) != len(buf.shape):
-            raise fail(f"args[{i}].box", f"has {len(a.box)} dimensions; {a.buffer} has {len(buf.shape)} (its shape)")
+            raise fail(f"args[{i}].box",
+                       f"has {len(a.box)} dimensions; {a.buffer} has {len(buf.shape)} (its shape)")
     return tuple(out)
 
 
-def load_tensormap(item: dict[str, object], fld: str, check_expr: CheckExpr, fail: Fail) -> TensorMapArg:
+def load_tensormap(item: dict[str, object], fld: str, check_expr: CheckExpr,
+                   fail: Fail) -> TensorMapArg:
     """``{name, tensormap: BUFFER, box: [...], swizzle: 0|32|64|128}``: a CUtensorMap of a buffer
     argument."""
     extra = set(item) - {"name", "tensormap", "box", "swizzle"}
     if extra:
-        raise fail(f"{fld}.{sorted(extra)[0]}", "unknown field (tensor map fields: name, tensormap, box, swizzle)")
+        raise fail(f"{fld}.{sorted(extra)[0]}",
+                   "unknown field (tensor map fields: name, tensormap, box, swizzle)")
     buffer = item["tensormap"]
     if not isinstance(buffer, str) or not IDENT.match(buffer):
         raise fail(f"{fld}.tensormap", f"{show(buffer)} must name a buffer argument")
     box = item.get("box")
     if not isinstance(box, list) or not 1 <= len(box) <= TENSORMAP_MAX_RANK:
-        raise fail(f"{fld}.box", f"must be a list of 1 to {TENSORMAP_MAX_RANK} size expressions, outermost first, "
-                                 "e.g. [64, BK]: the elements TMA moves at once")
+        raise fail(f"{fld}.box",
+                   f"must be a list of 1 to {TENSORMAP_MAX_RANK} size expressions, outermost "
+                   "first, e.g. [64, BK]: the elements TMA moves at once")
     swizzle = item.get("swizzle", 0)
     if isinstance(swizzle, bool) or swizzle not in SWIZZLES:
-        raise fail(f"{fld}.swizzle", f"{show(swizzle)} must be one of {', '.join(map(str, SWIZZLES))} (bytes; 0: none)")
-    return TensorMapArg(str(item["name"]), buffer, tuple(check_expr(d, f"{fld}.box[{j}]") for j, d in enumerate(box)), swizzle)
+        raise fail(f"{fld}.swizzle",
+                   f"{show(swizzle)} must be one of {', '.join(map(str, SWIZZLES))} (bytes; 0: "
+                   "none)")
+    return TensorMapArg(str(item["name"]), buffer,
+                        tuple(check_expr(d, f"{fld}.box[{j}]") for j, d in enumerate(box)), swizzle)
 
 
 def dtype_of(value: object, fld: str, fail: Fail) -> str:
@@ -356,8 +394,9 @@ def fill_of(raw: object, fld: str, dtype: str, fail: Fail) -> Fill:
         raise fail(fld, "must be a fill rule such as uniform(-1, 1), normal, zeros, randint(0, 10)")
     # a rule is a name and up to three numbers: a 100,000-term one is refused unparsed
     if len(raw) > MAX_FILL_CHARS:
-        raise fail(fld, f"a fill rule of {len(raw):,} characters; write one such as uniform(-1, 1) (at most "
-                        f"{MAX_FILL_CHARS})")
+        raise fail(fld,
+                   f"a fill rule of {len(raw):,} characters; write one such as uniform(-1, 1) (at "
+                   f"most {MAX_FILL_CHARS})")
     try:
         node = ast.parse(raw.strip(), mode="eval").body
     except (SyntaxError, RecursionError, MemoryError):
@@ -387,7 +426,9 @@ def fill_of(raw: object, fld: str, dtype: str, fail: Fail) -> Fill:
     if kind == "peaked" and not 0 < params[1] <= 1:
         raise fail(fld, "peaked(height, share) needs a share of the elements in (0, 1]")
     if kind == "peaked" and len(params) == 3 and not params[2] >= 0:
-        raise fail(fld, "peaked(height, share, spread) needs a spread (the other elements' standard deviation) of 0 or more")
+        raise fail(fld,
+                   "peaked(height, share, spread) needs a spread (the other elements' standard "
+                   "deviation) of 0 or more")
     if kind in ("uniform", "normal", "peaked") and DTYPES[dtype][1] != "f":
         raise fail(fld, f"{kind} fills floating-point buffers; use randint(low, high) for {dtype}")
     return Fill(kind, params)

@@ -13,13 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from kprof import inputs
-from kprof.errors import InputError, ReferenceExprError, SizeExprError, SpecError
-from kprof.spec import fields, reference, sizeexpr
+from kprof.errors import InputError, SizeExprError, SpecError
+from kprof.spec import fields, sizeexpr
+from kprof.spec.expected import input_names, load_checks, load_reference, load_tolerance
 from kprof.spec.fields import (
     CheckExpr,
     Fail,
     cut,
-    fill_of,
     load_args,
     load_defines,
     load_launch,
@@ -34,15 +34,10 @@ from kprof.spec.schema import (
     IDENT,
     MATHS,
     Arg,
-    BufferArg,
-    Check,
-    Fill,
     KernelSpec,
     Launch,
     Requirement,
-    ScalarArg,
     Step,
-    Tolerance,
     Work,
     define_env,
 )
@@ -146,8 +141,8 @@ YAML_VALUE_ERRORS = (ValueError, KeyError, AttributeError, TypeError, OverflowEr
 def value_problem(exc: BaseException) -> str:
     """One line for a value PyYAML could not build: what it is, and how to write it instead."""
     said = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-    return (f"a value that cannot be built ({type(exc).__name__}: {said}); write it plainly (a number, a quoted "
-            "string), without a YAML tag such as !!int or !!timestamp")
+    return (f"a value that cannot be built ({type(exc).__name__}: {said}); write it plainly (a "
+            "number, a quoted string), without a YAML tag such as !!int or !!timestamp")
 
 
 def load(path: str | Path) -> KernelSpec:
@@ -191,7 +186,8 @@ def from_dict(data: object, path: Path) -> KernelSpec:
         return SpecError(where, fld, problem)
 
     if not isinstance(data, dict):
-        raise fail("", "a spec must be a mapping of fields (name, source, sizes, args, launch, ...)")
+        raise fail("",
+                   "a spec must be a mapping of fields (name, source, sizes, args, launch, ...)")
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise fail(unknown[0], f"unknown field (known fields: {', '.join(sorted(_TOP_KEYS))})")
@@ -219,37 +215,42 @@ def from_dict(data: object, path: Path) -> KernelSpec:
     python: str | None = None
     first_entry: str | None
     if python_text is not None:
-        python, source, steps, launch = _load_python_op(data, args, {s.name for s in sizes} | {k for k, _ in defines},
+        python, source, steps, launch = _load_python_op(data, args,
+                                                        {s.name for s in sizes} | {k for k, _ in defines},
                                                         path.parent, fail)
         entry = first_entry = steps[0].entry
     else:
         steps, first_entry, launch = _load_launches(data, args, fail, check_expr)
     work = data.get("work", {}) or {}
     if not isinstance(work, dict) or set(work) - {"flops", "bytes", "math"}:
-        raise fail("work", "must be a mapping with 'flops' and/or 'bytes' size expressions (and 'math')")
+        raise fail("work",
+                   "must be a mapping with 'flops' and/or 'bytes' size expressions (and 'math')")
     if work.get("math", "fp32") not in MATHS:
-        raise fail("work.math", f"must be {' or '.join(MATHS)} (what the FLOPs run on: FP32 FMA, or dense 16-bit "
-                                f"tensor-core math), not {work.get('math')!r}")
+        raise fail("work.math",
+                   f"must be {' or '.join(MATHS)} (what the FLOPs run on: FP32 FMA, or dense "
+                   f"16-bit tensor-core math), not {work.get('math')!r}")
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         raise fail("notes", "must be a string")
     twin, twin_defines = _load_twin(data, path, fail)
-    tolerance = _load_tolerance(data.get("tolerance"), fail, check_expr, args, known_sizes)
+    tolerance = load_tolerance(data.get("tolerance"), fail, check_expr, args, known_sizes)
     # what the runner passes a Python baseline besides sizes and inputs
     numeric = set(define_env(defines))
     return KernelSpec(
-        name=name, path=path.resolve(), source=source, entry=first_entry or entry, description=description.strip(),
-        sizes=sizes, args=args, launch=launch,
-        reference=_load_reference(data.get("reference"), args, known_sizes, fail, path.parent),
+        name=name, path=path.resolve(), source=source, entry=first_entry or entry,
+        description=description.strip(), sizes=sizes, args=args, launch=launch,
+        reference=load_reference(data.get("reference"), args, known_sizes, fail, path.parent),
         tolerance=tolerance,
         work=Work(flops=check_expr(work["flops"], "work.flops") if "flops" in work else None,
                   bytes=check_expr(work["bytes"], "work.bytes") if "bytes" in work else None,
                   math=str(work.get("math", "fp32"))),
         defines=defines, nvcc_flags=tuple(flags),
-        checks=_load_checks(data.get("checks", []), {s.name for s in sizes}, args, fail),
+        checks=load_checks(data.get("checks", []), {s.name for s in sizes}, args, fail),
         expect=data.get("expect"), notes=notes.strip(), twin=twin, twin_defines=twin_defines,
-        baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, numeric, path.parent, fail),
-        baselines=_load_named_baselines(data.get("baselines"), args, {s.name for s in sizes}, numeric, path.parent, fail),
+        baseline=_load_baseline(data.get("baseline"), args, {s.name for s in sizes}, numeric,
+                                path.parent, fail),
+        baselines=_load_named_baselines(data.get("baselines"), args, {s.name for s in sizes},
+                                        numeric, path.parent, fail),
         steps=steps, python=python, requires=_load_requires(data.get("requires"), fail),
     )  # fmt: skip
 
@@ -264,7 +265,8 @@ def _load_requires(raw: object, fail: Fail) -> Requirement | None:
     if not isinstance(arch, str) or not ARCH_NAME.match(arch):
         raise fail("requires.arch", f"{show(arch)}: write it as sm_XY, e.g. sm_80")
     if not isinstance(why, str) or not why.strip() or len(why) > 200:
-        raise fail("requires.why", "must name the feature that needs this architecture, in at most 200 characters")
+        raise fail("requires.why",
+                   "must name the feature that needs this architecture, in at most 200 characters")
     return Requirement(arch, " ".join(why.split()))
 
 
@@ -290,25 +292,18 @@ def _load_source(data: dict[str, object], path: Path, name: str, fail: Fail) -> 
     except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL in the name
         raise fail("source", f"{show(source_text)} cannot be read ({cut(str(exc), 80)})") from None
     if not found:
-        raise fail("source", f"{cut(source_text, 60)} does not exist next to the spec ({cut(str(source), 120)})")
+        raise fail("source",
+                   f"{cut(source_text, 60)} does not exist next to the spec "
+                   f"({cut(str(source), 120)})")
     if problem := inputs.shell_problem(str(source)):  # nvcc hands the path to a shell
-        raise fail("source", f"the path {show(str(source), 100)} {problem}: rename the file or its folder")
+        raise fail("source",
+                   f"the path {show(str(source), 100)} {problem}: rename the file or its folder")
     entry = data.get("entry", name)
     if not isinstance(entry, str):
         raise fail("entry", f"{show(entry)} must be the name of the kernel as the source writes it")
     if (why := fields.entry_problem(entry)) is not None:
         raise fail("entry", why if len(entry) > fields.MAX_ENTRY else f"{show(entry)} {why}")
     return source, entry
-
-
-def input_names(args: tuple[Arg, ...]) -> set[str]:
-    """What a reference, a scale or a Python baseline may name besides the sizes: the scalars and
-    the input buffers."""
-    return {a.name for a in args if isinstance(a, ScalarArg) or (isinstance(a, BufferArg) and a.role in ("in", "inout"))}
-
-
-def _output_names(args: tuple[Arg, ...]) -> set[str]:
-    return {a.name for a in args if isinstance(a, BufferArg) and a.role in ("out", "inout")}
 
 
 def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec:
@@ -322,8 +317,10 @@ def as_python_operation(spec: KernelSpec, stored: str, label: str) -> KernelSpec
     ref = pyref.Ref.from_stored(stored)
     steps, launch = _python_launch(ref.func, spec.args)
     safe = re.sub(r"[^A-Za-z0-9_]", "_", label)
-    return replace(spec, name=f"{spec.name}__{safe}", python=stored, source=ref.path, entry=ref.func, steps=steps,
-                   launch=launch, nvcc_flags=(), twin=None, twin_defines=(), baseline=None, baselines=())
+    return replace(spec, name=f"{spec.name}__{safe}", python=stored, source=ref.path,
+                   entry=ref.func, steps=steps,
+                   launch=launch, nvcc_flags=(), twin=None, twin_defines=(), baseline=None,
+                   baselines=())
 
 
 def _python_launch(func: str, args: tuple[Arg, ...]) -> tuple[tuple[Step, ...], Launch]:
@@ -341,12 +338,14 @@ def _load_python_op(data: dict[str, object], args: tuple[Arg, ...], names: set[s
 
     extra = [k for k in _NOT_FOR_PYTHON if k in data]
     if extra:
-        raise fail(extra[0], "a Python operation (python: FILE.py:FUNCTION) has no source, entry, launch or steps: "
-                             "the function is the operation; remove it")
+        raise fail(extra[0],
+                   "a Python operation (python: FILE.py:FUNCTION) has no source, entry, launch or "
+                   "steps: the function is the operation; remove it")
     raw = data["python"]
     if not isinstance(raw, str) or not pyref.looks_like(raw):
-        raise fail("python", f"{show(raw)} must name a function: FILE.py:FUNCTION (relative to the spec) or "
-                             "package.module:FUNCTION")
+        raise fail("python",
+                   f"{show(raw)} must name a function: FILE.py:FUNCTION (relative to the spec) or "
+                   "package.module:FUNCTION")
     try:
         ref = pyref.check(raw, folder, {a.name for a in args} | names)
     except ValueError as exc:
@@ -363,7 +362,8 @@ def _load_launches(data: dict[str, object], args: tuple[Arg, ...], fail: Fail,
         return steps, None, load_launch(data.get("launch"), fail, check_expr)
     if "launch" in data or "entry" in data:
         raise fail("launch" if "launch" in data else "entry",
-                   "a spec with steps gives each step its entry and launch; remove the top-level one")
+                   "a spec with steps gives each step its entry and launch; remove the top-level "
+                   "one")
     kernels = [st for st in steps if st.launch is not None]
     if not kernels:
         raise fail("steps", "at least one step must launch a kernel of the source")
@@ -371,19 +371,23 @@ def _load_launches(data: dict[str, object], args: tuple[Arg, ...], fail: Fail,
     return steps, kernels[0].entry, kernels[0].launch
 
 
-def _load_twin(data: dict[str, object], path: Path, fail: Fail) -> tuple[Path | None, tuple[tuple[str, str], ...]]:
+def _load_twin(data: dict[str, object], path: Path,
+               fail: Fail) -> tuple[Path | None, tuple[tuple[str, str], ...]]:
     twin = None
     if "twin" in data:
         given = path.parent / data["twin"] if isinstance(data["twin"], str) and "\0" not in data["twin"] else None
         twin = inputs.resolved(given) if given is not None and inputs.is_file(given) else None
         if twin is None:
-            raise fail("twin", f"{show(data['twin'])} must name the fixed .cu file (a path relative to the spec)")
-    twin_defines = load_defines(data.get("twin_defines"), lambda f, p: fail(f.replace("defines", "twin_defines", 1), p))
+            raise fail("twin",
+                       f"{show(data['twin'])} must name the fixed .cu file (a path relative to the "
+                       "spec)")
+    twin_defines = load_defines(data.get("twin_defines"), lambda f,
+                                p: fail(f.replace("defines", "twin_defines", 1), p))
     return twin, twin_defines
 
 
-def _load_baseline(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
-                   fail: Fail, field: str = "baseline") -> str | None:
+def _load_baseline(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str],
+                   folder: Path, fail: Fail, field: str = "baseline") -> str | None:
     """cublas_sgemm, another spec's name, or a Python callable (FILE.py:FUNCTION or
     package.module:FUNCTION) that runs the operation on the spec's inputs as framework tensors (and
     may take the sizes and the numeric defines, as the runner passes them: CAUSAL)."""
@@ -398,182 +402,40 @@ def _load_baseline(raw: object, args: tuple[Arg, ...], sizes: set[str], defines:
         except ValueError as exc:
             raise fail(field, cut(str(exc), 300)) from None
     if not isinstance(raw, str) or not IDENT.match(raw):
-        raise fail(field, f"{show(raw)} must be cublas_sgemm, the name of another kernel spec, or a Python "
-                          "callable (baselines.py:torch_add, or package.module:function)")
+        raise fail(field,
+                   f"{show(raw)} must be cublas_sgemm, the name of another kernel spec, or a "
+                   "Python callable (baselines.py:torch_add, or package.module:function)")
     if raw != CUBLAS_SGEMM:
         return raw  # another spec, found through the catalog when bench runs
     names = {a.name for a in args}
     if not {"A", "B", "C"} <= names or not {"M", "N", "K"} <= sizes:
-        raise fail(field, "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
+        raise fail(field,
+                   "cublas_sgemm needs buffers A, B, C and sizes M, N, K (C = A @ B, row-major)")
     return raw
 
 
-def _load_named_baselines(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str], folder: Path,
-                          fail: Fail) -> tuple[tuple[str, str], ...]:
+def _load_named_baselines(raw: object, args: tuple[Arg, ...], sizes: set[str], defines: set[str],
+                          folder: Path, fail: Fail) -> tuple[tuple[str, str], ...]:
     """``baselines: {torch: kprof.baselines.torch_ops:rms_norm, torch.compile: ...}``: names that
     ``kprof bench --baseline NAME`` takes for this spec, each a baseline as ``baseline:`` takes
     one."""
     if raw is None:
         return ()
     if not isinstance(raw, dict) or not raw:
-        raise fail("baselines", "must be a mapping NAME: baseline, e.g. {torch: kprof.baselines.torch_ops:add}")
+        raise fail("baselines",
+                   "must be a mapping NAME: baseline, e.g. {torch: kprof.baselines.torch_ops:add}")
     out = []
     for name, value in raw.items():
         if not isinstance(name, str) or not _BASELINE_NAME.match(name) or name in ("auto", "none", CUBLAS_SGEMM):
-            raise fail(f"baselines.{name}", "a name is lowercase letters, digits, '_', '.' or '-', up to 40, and "
-                                            "not auto, none or cublas_sgemm")
-        stored = _load_baseline(value, args, sizes, defines, folder, fail, field=f"baselines.{name}")
+            raise fail(f"baselines.{name}",
+                       "a name is lowercase letters, digits, '_', '.' or '-', up to 40, and "
+                       "not auto, none or cublas_sgemm")
+        stored = _load_baseline(value, args, sizes, defines, folder, fail,
+                                field=f"baselines.{name}")
         if stored is None:
-            raise fail(f"baselines.{name}", "is empty: name cublas_sgemm, another kernel spec, or a Python callable")
+            raise fail(f"baselines.{name}",
+                       "is empty: name cublas_sgemm, another kernel spec, or a Python callable")
         out.append((name, stored))
-    return tuple(out)
-
-
-SPEC_WIDE = "*"  # the output key of a spec-wide Python reference (it returns every output)
-
-
-def _load_reference(raw: object, args: tuple[Arg, ...], known_sizes: set[str], fail: Fail,
-                    folder: Path) -> tuple[tuple[str, str], ...]:
-    """Each output's reference: an expression of the vocabulary, or a Python function
-    (``FILE.py:FN``, ``package.module:FN``; stored resolved as ``python:/abs/FILE.py:FN``). A
-    spec-wide ``reference: FILE.py:FN`` returns a dict of every output."""
-    from kprof.spec import pyref
-
-    outputs = _output_names(args)
-    known = input_names(args) | known_sizes
-
-    def python(text: str, fld: str) -> str:
-        try:
-            return pyref.check(text, folder, known).stored()
-        except ValueError as exc:
-            raise fail(fld, cut(str(exc), 300)) from None
-
-    if isinstance(raw, str) and pyref.looks_like(raw):
-        return ((SPEC_WIDE, python(raw, "reference")),)
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise fail("reference", "must map each output buffer to an expression (C: A @ B), or name a Python "
-                                "function (refs.py:expected)")
-    out = []
-    for key, expr in raw.items():
-        fld = f"reference.{key}"
-        if key not in outputs:
-            raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: {', '.join(sorted(outputs)) or 'none'})")
-        if pyref.looks_like(expr):
-            out.append((key, python(str(expr), fld)))
-            continue
-        out.append((key, _vocabulary_expr(expr, known, fld, fail)))
-    missing = sorted(outputs - {k for k, _ in out})
-    if missing:
-        raise fail("reference", f"output '{missing[0]}' has no reference; add '{missing[0]}: <expression>' "
-                                "(or name a Python function: refs.py:expected)")
-    return tuple(out)
-
-
-def _load_tolerance(raw: object, fail: Fail, check_expr: CheckExpr, args: tuple[Arg, ...],
-                    known_sizes: set[str]) -> Tolerance:
-    """Absent: the output dtype's default. ``1e-5``: that rtol with the dtype's atol.
-    ``{rtol: 1e-6, atol: "2e-7 * sqrt(K)"}``: numbers or size expressions, either may be left out.
-    ``{metric: normwise, rtol: 1e-5}``: the normwise verdict, ``max|out - ref| <= rtol * max|ref|``.
-    ``{rtol: 1e-6, scale: {C: "abs(A) @ abs(B)"}}``: rtol times that, element by element, not
-    |ref|."""
-    if raw is None:
-        return Tolerance()
-    if not isinstance(raw, dict):
-        return Tolerance(rtol=_tolerance_value(raw, "tolerance", fail, check_expr))
-    unknown = sorted(set(raw) - {"rtol", "atol", "metric", "scale"})
-    if unknown or not raw:
-        raise fail(f"tolerance.{unknown[0]}" if unknown else "tolerance",
-                   "a tolerance is a number (rtol) or a mapping of rtol, atol, metric and scale, "
-                   "e.g. {rtol: 1e-6, atol: 1e-7}")
-    metric = raw.get("metric", "elementwise")
-    if metric not in ("elementwise", "normwise"):
-        raise fail("tolerance.metric", f"{show(metric)} must be elementwise (every element within "
-                                       "atol + rtol * |ref|) or normwise (max|out - ref| <= rtol * max|ref|)")
-    if metric == "normwise" and "atol" in raw:
-        raise fail("tolerance.atol", "the normwise metric has no atol; leave it out or use metric: elementwise")
-    if metric == "normwise" and "rtol" not in raw:
-        raise fail("tolerance.rtol", "the normwise metric needs an rtol, e.g. {metric: normwise, rtol: 1e-5}")
-    if "scale" in raw and metric == "normwise":
-        raise fail("tolerance.scale", "the normwise metric has no scale; leave it out or use metric: elementwise")
-    return Tolerance(rtol=_tolerance_value(raw["rtol"], "tolerance.rtol", fail, check_expr) if "rtol" in raw else None,
-                     atol=_tolerance_value(raw["atol"], "tolerance.atol", fail, check_expr) if "atol" in raw else None,
-                     metric=metric, scale=_load_scale(raw.get("scale"), args, known_sizes, fail))
-
-
-def _load_scale(raw: object, args: tuple[Arg, ...], known_sizes: set[str],
-                fail: Fail) -> tuple[tuple[str, str], ...]:
-    """``scale: {C: "abs(A) @ abs(B)"}``: per output, an expression of the inputs, sizes and scalars
-    in the reference vocabulary, with the output's shape (or one that broadcasts to it)."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, dict) or not raw:
-        raise fail("tolerance.scale", "must map outputs to expressions, e.g. {C: \"abs(A) @ abs(B)\"}: the size of "
-                                      "the terms each element sums, which rtol multiplies in place of |ref|")
-    outputs = _output_names(args)
-    known = input_names(args) | known_sizes
-    out = []
-    for key, expr in raw.items():
-        fld = f"tolerance.scale.{key}"
-        if key not in outputs:
-            raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: {', '.join(sorted(outputs)) or 'none'})")
-        if not isinstance(expr, str):
-            raise fail(fld, f"{show(expr)} must be an expression of the inputs, e.g. \"abs(A) @ abs(B)\"")
-        out.append((str(key), _vocabulary_expr(expr, known, fld, fail)))
-    return tuple(out)
-
-
-def _vocabulary_expr(expr: object, known: set[str], fld: str, fail: Fail) -> str:
-    """An expression of the reference vocabulary over ``known`` names, checked now (not
-    evaluated)."""
-    try:
-        used = reference.names(expr)
-    except ReferenceExprError as exc:
-        raise fail(fld, str(exc)) from None
-    unknown = sorted(used - known)
-    if unknown:
-        raise fail(fld, f"unknown name '{unknown[0]}' (inputs: {', '.join(sorted(known))})")
-    return str(expr)
-
-
-def _tolerance_value(raw: object, fld: str, fail: Fail, check_expr: CheckExpr) -> str:
-    """A number, or a size expression checked now and worked out at each size."""
-    is_atol = fld.endswith("atol")
-    what = "an absolute error of 0 or more, e.g. 1e-7" if is_atol else "a relative error between 0 and 1, e.g. 1e-5"
-    if isinstance(raw, str):
-        try:
-            raw = float(raw)
-        except ValueError:
-            return check_expr(raw, fld)
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < (float("inf") if is_atol else 1):
-        raise fail(fld, f"{show(raw)} must be {what}, or a size expression such as 1e-7 * sqrt(K)")
-    return repr(float(raw))
-
-
-def _load_checks(raw: object, sizes: set[str], args: tuple[Arg, ...], fail: Fail) -> tuple[Check, ...]:
-    if not isinstance(raw, list):
-        raise fail("checks", "must be a list of size sets to verify, e.g. [{M: 127, N: 131, K: 97}]")
-    inputs = {a.name: a for a in args if isinstance(a, BufferArg) and a.role == "in"}
-    out = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict) or not item:
-            raise fail(f"checks[{i}]", "must be a mapping of sizes (and fill: {INPUT: RULE})")
-        fills: list[tuple[str, Fill]] = []
-        for key, value in item.items():
-            if key == "fill":
-                if not isinstance(value, dict) or not value:
-                    raise fail(f"checks[{i}].fill", "must map input buffers to fill rules, e.g. {x: \"normal(0, 3)\"}")
-                for buf, rule in value.items():
-                    if buf not in inputs:
-                        raise fail(f"checks[{i}].fill.{buf}", f"not an input buffer (inputs: {', '.join(inputs) or 'none'})")
-                    fills.append((str(buf), fill_of(rule, f"checks[{i}].fill.{buf}", inputs[buf].dtype, fail)))
-                continue
-            if key not in sizes:
-                raise fail(f"checks[{i}].{key}", f"unknown size (known: {', '.join(sorted(sizes))}; or fill)")
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise fail(f"checks[{i}].{key}", f"{show(value)} must be a positive whole number")
-        out.append(Check(tuple((k, v) for k, v in item.items() if k != "fill"), tuple(fills)))
     return tuple(out)
 
 

@@ -36,7 +36,8 @@ _MODULE_REF = re.compile(r"^(?P<module>[A-Za-z_]\w*(\.[A-Za-z_]\w*)*):(?P<func>[
 
 def looks_like(text: object) -> bool:
     """``refs.py:fn`` or ``pkg.mod:fn`` (an expression never has a bare ``:`` outside brackets)."""
-    return isinstance(text, str) and bool(_FILE_REF.match(text.strip()) or _MODULE_REF.match(text.strip()))
+    return isinstance(text, str) and bool(_FILE_REF.match(text.strip())
+                                          or _MODULE_REF.match(text.strip()))
 
 
 @dataclass(frozen=True)
@@ -72,13 +73,15 @@ def check(text: str, spec_folder: Path, known: set[str]) -> Ref:
     elif m := _MODULE_REF.match(text):
         path = _module_file(m.group("module"))
     else:
-        raise ValueError(f"{text!r}: write FILE.py:FUNCTION (relative to the spec) or package.module:FUNCTION")
+        raise ValueError(f"{text!r}: write FILE.py:FUNCTION (relative to the spec) or "
+                         "package.module:FUNCTION")
     func = m.group("func")
     try:
         tree = ast.parse(inputs.read_text(path, "Python file", limit=MAX_PY_BYTES), str(path))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError, InputError) as exc:
         raise ValueError(f"{path.name} cannot be read as Python: {exc}") from None
-    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func), None)
+    node = next((n for n in tree.body
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func), None)
     if node is None:
         raise ValueError(f"{path.name} defines no top-level function {func}")
     _check_parameters(node, path, known)
@@ -108,16 +111,18 @@ def _module_file(module: str) -> Path:
     raise ValueError(f"module {module} is not on the Python path (sys.path)")
 
 
-def _check_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, path: Path, known: set[str]) -> None:
+def _check_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, path: Path,
+                      known: set[str]) -> None:
     a = node.args
     if a.vararg is not None or a.posonlyargs:
-        raise ValueError(f"{path.name}: {node.name}() takes its arguments by name (no *args, no positional-only)")
+        raise ValueError(f"{path.name}: {node.name}() takes its arguments by name (no *args, no "
+                         "positional-only)")
     required = [p.arg for p in a.args[: len(a.args) - len(a.defaults)]]
     required += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
     unknown = sorted(set(required) - known)
     if unknown:
-        raise ValueError(f"{path.name}: {node.name}() asks for {unknown[0]!r}, which is not an input, size or scalar "
-                         f"of this spec (known: {', '.join(sorted(known))})")
+        raise ValueError(f"{path.name}: {node.name}() asks for {unknown[0]!r}, which is not an "
+                         f"input, size or scalar of this spec (known: {', '.join(sorted(known))})")
 
 
 def call(ref: Ref, env: dict[str, object]) -> object:
@@ -135,7 +140,8 @@ def load(ref: Ref, what: str = "reference") -> Any:
     """The user's function, its file imported (an import error is the user's, with their
     traceback)."""
     try:
-        spec = importlib.util.spec_from_file_location(f"kprof_user_{abs(hash(str(ref.path)))}", ref.path)
+        spec = importlib.util.spec_from_file_location(f"kprof_user_{abs(hash(str(ref.path)))}",
+                                                      ref.path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot import {ref.path}")
         module = importlib.util.module_from_spec(spec)

@@ -49,13 +49,16 @@ def _by_rows(fn: Callable[..., object], x: Any, axis: int, *rest: Any) -> Any:
 
     rows = x.reshape(-1, x.shape[-1])
     others = [np.asarray(r).reshape(-1, x.shape[-1]) if np.shape(r) == x.shape else r for r in rest]
-    if any(np.ndim(r) == x.ndim and np.shape(r)[0] not in (1,) and np.shape(r) != x.shape for r in rest):
+    if any(np.ndim(r) == x.ndim and np.shape(r)[0] not in (1,) and np.shape(r) != x.shape
+           for r in rest):
         return fn(x, *rest)  # an argument that is neither x's shape nor broadcast over its rows
-    out = np.empty(rows.shape, dtype=np.result_type(rows, *[np.asarray(r) for r in rest], np.float64))
+    out = np.empty(rows.shape,
+                   dtype=np.result_type(rows, *[np.asarray(r) for r in rest], np.float64))
     step = max(1, ROWS_AT_ONCE // x.shape[-1])
 
     def block(start: int) -> None:
-        part = [r[start:start + step] if isinstance(r, np.ndarray) and r.shape == rows.shape else r for r in others]
+        part = [r[start:start + step] if isinstance(r, np.ndarray) and r.shape == rows.shape else r
+                for r in others]
         out[start:start + step] = fn(rows[start:start + step], *part)
 
     starts = range(0, rows.shape[0], step)
@@ -227,7 +230,8 @@ def _check_constant_exponent(node: ast.AST) -> None:
     rule (at most 64), so ``2**2**2**2**2**2`` is refused by every command, not in the child."""
     value = _fold(node)
     if value is not None and abs(value) > MAX_EXPONENT:
-        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference expression")
+        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference "
+                                 "expression")
 
 
 def _fold(node: ast.AST) -> float | None:
@@ -242,13 +246,16 @@ def _fold(node: ast.AST) -> float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _fold(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op,
+                                                         (ast.Add, ast.Sub, ast.Mult, ast.Div,
+                                                          ast.Pow)):
         return None
     a, b = _fold(node.left), _fold(node.right)
     if a is None or b is None:
         return None
     if isinstance(node.op, ast.Pow) and abs(b) > MAX_EXPONENT:
-        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference expression")
+        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference "
+                                 "expression")
     try:
         value = _FOLD[type(node.op)](a, b)
     except (ZeroDivisionError, OverflowError):
@@ -265,21 +272,24 @@ _FOLD: dict[type[ast.operator], Callable[[float, float], Any]] = {
 def _check(node: ast.AST) -> None:
     safeexpr.check_node(
         node,
-        allowed=safeexpr.ARITHMETIC_NODES + (ast.keyword, ast.Tuple, ast.Subscript, ast.Slice, ast.Compare,
+        allowed=safeexpr.ARITHMETIC_NODES + (ast.keyword, ast.Tuple, ast.Subscript, ast.Slice,
+                                             ast.Compare,
                                              ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq),
         binops=_BINOPS,
         functions=FUNCTIONS,
         error=ReferenceExprError,
         where="a reference expression",
         attribute_hint="sum(x), not x.sum()",
-        unknown_call=lambda what: f"unknown function {what}: the vocabulary is {', '.join(sorted(FUNCTIONS))}",
+        unknown_call=lambda what: f"unknown function {what}: the vocabulary is "
+                                  f"{', '.join(sorted(FUNCTIONS))}",
         booleans=True,  # keepdims=True
     )
     if isinstance(node, ast.Call):
         name = _func_name(node)
         _, kws, (lo, hi) = FUNCTIONS[name]
         if not lo <= len(node.args) <= hi:
-            raise ReferenceExprError(f"{name}() takes {lo} positional argument(s), got {len(node.args)}")
+            raise ReferenceExprError(f"{name}() takes {lo} positional argument(s), got "
+                                     f"{len(node.args)}")
         for kw in node.keywords:
             if kw.arg not in kws:
                 raise ReferenceExprError(f"{name}() takes no keyword '{kw.arg}'")
@@ -305,7 +315,8 @@ def _check_exponent(b: object) -> None:
 
     exponent = np.asarray(b)
     if exponent.size and np.issubdtype(exponent.dtype, np.number) and float(np.max(np.abs(exponent))) > MAX_EXPONENT:
-        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference expression")
+        raise ReferenceExprError(f"an exponent above {MAX_EXPONENT} is not allowed in a reference "
+                                 "expression")
 
 
 def names(text: object) -> set[str]:
@@ -328,7 +339,8 @@ def _index(value: object) -> Any:
         return int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise ReferenceExprError(f"an index must be a whole number or a slice, not {type(value).__name__}")
+    raise ReferenceExprError("an index must be a whole number or a slice, not "
+                             f"{type(value).__name__}")
 
 
 def _eval(node: ast.AST, env: Mapping[str, object]) -> Any:
@@ -348,7 +360,8 @@ def _eval(node: ast.AST, env: Mapping[str, object]) -> Any:
             left = right
         return result
     if isinstance(node, ast.Slice):
-        parts = [None if p is None else _index(_eval(p, env)) for p in (node.lower, node.upper, node.step)]
+        parts = [None if p is None else _index(_eval(p, env))
+                 for p in (node.lower, node.upper, node.step)]
         return slice(*parts)
     if isinstance(node, ast.Subscript):
         index = _eval(node.slice, env)

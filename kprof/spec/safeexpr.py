@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection
 
-ARITHMETIC_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call, ast.Load,
-                    ast.operator, ast.unaryop)
+ARITHMETIC_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call,
+                    ast.Load, ast.operator, ast.unaryop)
 
 
 def check_node(
@@ -31,7 +31,8 @@ def check_node(
     if not isinstance(node, allowed):
         raise error(f"'{type(node).__name__}' is not allowed in {where}")
     if isinstance(node, ast.Constant) and (
-            (isinstance(node.value, bool) and not booleans) or not isinstance(node.value, (int, float))):
+            (isinstance(node.value, bool) and not booleans)
+            or not isinstance(node.value, (int, float))):
         what = "numbers and True or False are" if booleans else "numbers are"
         raise error(f"only {what} allowed, not {node.value!r}")
     if isinstance(node, ast.BinOp) and not isinstance(node.op, binops):
@@ -42,7 +43,8 @@ def check_node(
         if isinstance(node.func, ast.Attribute):
             raise error(f"'Attribute' is not allowed: call functions by name, e.g. {attribute_hint}")
         if not isinstance(node.func, ast.Name) or node.func.id not in functions:
-            raise error(unknown_call(node.func.id if isinstance(node.func, ast.Name) else "an expression"))
+            raise error(unknown_call(node.func.id if isinstance(node.func, ast.Name)
+                                     else "an expression"))
 
 
 # the deepest shipped expression nests under 10; the evaluators recurse once a level

@@ -72,7 +72,8 @@ class Check:
     @property
     def label(self) -> str:
         """``R127-C4099``, and the fills: ``R127-C4099 x=peaked(14.5, 0.001)``."""
-        return " ".join(["-".join(f"{k}{v}" for k, v in self.sizes), *(f"{k}={f}" for k, f in self.fills)])
+        return " ".join(["-".join(f"{k}{v}" for k, v in self.sizes),
+                         *(f"{k}={f}" for k, f in self.fills)])
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class ScalarArg:
 
 # TMA (cuTensorMapEncodeTiled): the element types a tensor map describes, and its swizzle spans in
 # bytes
-TENSORMAP_DTYPES = ("uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64")
+TENSORMAP_DTYPES = ("uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32",
+                    "float64")
 SWIZZLES = (0, 32, 64, 128)
 TENSORMAP_MAX_RANK = 5
 TENSORMAP_MAX_BOX = 256
@@ -270,7 +272,8 @@ class KernelSpec:
         if need.endswith("a"):  # sm_90a's features (wgmma) exist on sm_90 only, not on later GPUs
             if arch_number(arch) == arch_number(need):
                 return None
-            return f"{self.name} needs {need} ({self.requires.why}), features of that architecture alone; {arch} is another"
+            return (f"{self.name} needs {need} ({self.requires.why}), features of that architecture "
+                    f"alone; {arch} is another")
         if arch_number(arch) >= arch_number(need):
             return None
         return f"{self.name} needs {need} or newer ({self.requires.why}); {arch} is older"
@@ -313,8 +316,9 @@ class KernelSpec:
         if not fills:
             return self
         new = dict(fills)
-        return replace(self, args=tuple(replace(a, fill=new[a.name]) if isinstance(a, BufferArg) and a.name in new
-                                        else a for a in self.args))
+        return replace(self,
+                       args=tuple(replace(a, fill=new[a.name]) if isinstance(a, BufferArg)
+                                  and a.name in new else a for a in self.args))
 
     def with_defines(self, params: dict[str, str]) -> KernelSpec:
         """This spec with some defines replaced (``--param``): they change the build and the launch
@@ -323,13 +327,14 @@ class KernelSpec:
             return self
         unknown = [k for k in params if k not in dict(self.defines)]
         if unknown:
-            raise UsageError(f"{self.name}: unknown parameter '{unknown[0]}' (parameters are the spec's defines: "
-                             f"{', '.join(dict(self.defines)) or 'none'})")
+            raise UsageError(f"{self.name}: unknown parameter '{unknown[0]}' (parameters are the "
+                             f"spec's defines: {', '.join(dict(self.defines)) or 'none'})")
         return replace(self, defines=tuple({**dict(self.defines), **params}.items()))
 
     def numeric_defines(self) -> dict[str, int | float]:
         """The defines that are numbers (BINS: 256), as size arithmetic and references see them."""
-        return {k: int(v) if v.denominator == 1 else float(v) for k, v in define_env(self.defines).items()}
+        return {k: int(v) if v.denominator == 1 else float(v)
+                for k, v in define_env(self.defines).items()}
 
     @property
     def buffers(self) -> tuple[BufferArg, ...]:
@@ -378,7 +383,8 @@ class KernelSpec:
             if value < minimum:
                 sized = ", ".join(f"{k}={v}" for k, v in sizes.items())
                 raise UsageError(
-                    f"{self.name}: {fld} = {expr} = {value} at {sized}; it must be at least {minimum}"
+                    f"{self.name}: {fld} = {expr} = {value} at {sized}; it must be at least "
+                    f"{minimum}"
                 )
             return value
 
@@ -405,39 +411,26 @@ class KernelSpec:
                          for j, g in enumerate(st.launch.grid))
             if 0 in grid:
                 continue
-            step = ResolvedStep(
-                st.entry, st.args,
-                grid,  # type: ignore[arg-type]
-                tuple(ev(b, f"{where_launch}.block[{j}]") for j, b in enumerate(st.launch.block)),  # type: ignore[arg-type]
-                ev(st.launch.shared_mem, f"{where_launch}.shared_mem", minimum=0),
-            )  # fmt: skip
+            block = tuple(ev(b, f"{where_launch}.block[{j}]") for j, b in enumerate(st.launch.block))
+            step = ResolvedStep(st.entry, st.args, grid, block,  # type: ignore[arg-type]
+                                ev(st.launch.shared_mem, f"{where_launch}.shared_mem", minimum=0))
             _check_launch(self.name, where_launch, step, sizes)
             steps.append(step)
         # the loader requires one kernel step
         first = next((st for st in steps if st.entry != CUBLAS_SGEMM), None)
         if first is None:
-            raise UsageError(f"{self.name}: every step's grid is 0 at {_sized(sizes)}: nothing would launch")
+            raise UsageError(f"{self.name}: every step's grid is 0 at {_sized(sizes)}: nothing "
+                             "would launch")
         grid, block, smem = first.grid, first.block, first.shared_mem
         flops = ev(self.work.flops, "work.flops", minimum=0) if self.work.flops else None
         nbytes = ev(self.work.bytes, "work.bytes", minimum=0) if self.work.bytes else None
+        tol = self.tolerance
         rtol, atol = (_tolerance_at(self.name, where, fld, expr, env, sizes)
-                      for fld, expr in (("rtol", self.tolerance.rtol), ("atol", self.tolerance.atol)))
-        return Resolved(
-            spec=self,
-            sizes=dict(sizes),
-            buffers=tuple(buffers),
-            scalars=tuple(scalars),
-            tensormaps=tensormaps,
-            grid=grid,
-            block=block,
-            shared_mem=smem,
-            flops=flops,
-            bytes=nbytes,
-            steps=tuple(steps),
-            rtol=rtol,
-            atol=atol,
-            metric=self.tolerance.metric,
-        )
+                      for fld, expr in (("rtol", tol.rtol), ("atol", tol.atol)))
+        return Resolved(spec=self, sizes=dict(sizes), buffers=tuple(buffers),
+                        scalars=tuple(scalars),
+                        tensormaps=tensormaps, grid=grid, block=block, shared_mem=smem, flops=flops,
+                        bytes=nbytes, steps=tuple(steps), rtol=rtol, atol=atol, metric=tol.metric)
 
 
 def _tolerance_at(name: str, where: str, fld: str, expr: str | None, env: dict[str, int | Fraction],
@@ -451,7 +444,8 @@ def _tolerance_at(name: str, where: str, fld: str, expr: str | None, env: dict[s
         raise SpecError(where, f"tolerance.{fld}", str(exc)) from None
     top = 1.0 if fld == "rtol" else float("inf")
     if not 0 <= value < top:
-        raise UsageError(f"{name}: tolerance.{fld} = {expr} = {value:g} at {_sized(sizes)}; it must be "
+        raise UsageError(f"{name}: tolerance.{fld} = {expr} = {value:g} at {_sized(sizes)}; it "
+                         "must be "
                          + ("between 0 and 1" if fld == "rtol" else "0 or more"))
     return value
 
@@ -460,7 +454,8 @@ def _tolerance_at(name: str, where: str, fld: str, expr: str | None, env: dict[s
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 BLOCK_LIMITS = (1024, 1024, 64)
 MAX_THREADS_PER_BLOCK = 1024
-_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.39e38, "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.39e38, "float32": 3.4028234663852886e38,
+              "float64": 1.7976931348623157e308}
 
 
 def _sized(sizes: dict[str, int]) -> str:
@@ -474,13 +469,15 @@ def _check_scalar(name: str, arg: ScalarArg, value: int | float, sizes: dict[str
     if kind == "f":
         top = _FLOAT_MAX[arg.dtype]
         if value != value or abs(value) > top:
-            raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value:g} at {_sized(sizes)} does not fit "
-                             f"{arg.dtype} (finite, at most {top:g} in magnitude)")
+            raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value:g} at "
+                             f"{_sized(sizes)} does not fit {arg.dtype} (finite, at most {top:g} "
+                             "in magnitude)")
         return
     lo, hi = (-(1 << (8 * nbytes - 1)), (1 << (8 * nbytes - 1)) - 1) if kind == "i" else (0, (1 << (8 * nbytes)) - 1)
     if not lo <= value <= hi:
-        raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value} at {_sized(sizes)} does not fit "
-                         f"{arg.dtype} ({lo} to {hi}); use a wider type or smaller sizes")
+        raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value} at {_sized(sizes)} "
+                         f"does not fit {arg.dtype} ({lo} to {hi}); use a wider type or smaller "
+                         "sizes")
 
 
 def _resolve_tensormap(name: str, i: int, arg: TensorMapArg, buffers: list[ResolvedBuffer], ev: Any,
@@ -489,39 +486,45 @@ def _resolve_tensormap(name: str, i: int, arg: TensorMapArg, buffers: list[Resol
     the rule it breaks, rather than by the driver in the child."""
     # the loader checked the name and the rank
     buf = next(b for b in buffers if b.arg.name == arg.buffer)
-    tm = ResolvedTensorMap(arg, buf.arg.dtype, buf.shape, tuple(ev(b, f"args[{i}].box[{j}]") for j, b in enumerate(arg.box)))
+    tm = ResolvedTensorMap(arg, buf.arg.dtype, buf.shape,
+                           tuple(ev(b, f"args[{i}].box[{j}]") for j, b in enumerate(arg.box)))
     size, at = DTYPES[tm.dtype][0], _sized(sizes)
     for j, (box, dim) in enumerate(zip(tm.box, tm.shape)):
         if box > TENSORMAP_MAX_BOX:
-            raise UsageError(f"{name}: tensor map {arg.name}: box[{j}] = {box}; TMA takes at most {TENSORMAP_MAX_BOX}")
+            raise UsageError(f"{name}: tensor map {arg.name}: box[{j}] = {box}; TMA takes at most "
+                             f"{TENSORMAP_MAX_BOX}")
         if dim > 1 << 32:
-            raise UsageError(f"{name}: tensor map {arg.name}: {arg.buffer}'s dimension {j} is {dim:,} at {at}; TMA "
-                             "takes at most 2^32")
+            raise UsageError(f"{name}: tensor map {arg.name}: {arg.buffer}'s dimension {j} is "
+                             f"{dim:,} at {at}; TMA takes at most 2^32")
     inner = tm.box[-1] * size
     if inner % 16:
-        raise UsageError(f"{name}: tensor map {arg.name}: its box's rows are {inner} bytes ({tm.box[-1]} x {tm.dtype}); "
-                         "TMA needs a multiple of 16")
+        raise UsageError(f"{name}: tensor map {arg.name}: its box's rows are {inner} bytes "
+                         f"({tm.box[-1]} x {tm.dtype}); TMA needs a multiple of 16")
     if arg.swizzle and inner > arg.swizzle:
-        raise UsageError(f"{name}: tensor map {arg.name}: its box's rows are {inner} bytes, more than its "
-                         f"{arg.swizzle}-byte swizzle; make box[{len(tm.box) - 1}] at most {arg.swizzle // size}")
+        raise UsageError(f"{name}: tensor map {arg.name}: its box's rows are {inner} bytes, more "
+                         f"than its {arg.swizzle}-byte swizzle; make box[{len(tm.box) - 1}] at "
+                         f"most {arg.swizzle // size}")
     for j, stride in enumerate(tm.strides):
         if stride % 16 or stride >= 1 << 40:
             dim = len(tm.shape) - 2 - j  # the dimension this stride steps, outermost first
-            raise UsageError(f"{name}: tensor map {arg.name}: one step of {arg.buffer}'s dimension {dim} is {stride:,} bytes "
-                             f"at {at}; TMA needs a multiple of 16 (below 2^40): pad the rows, or use sizes that give one")
+            raise UsageError(f"{name}: tensor map {arg.name}: one step of {arg.buffer}'s dimension "
+                             f"{dim} is {stride:,} bytes at {at}; TMA needs a multiple of 16 "
+                             "(below 2^40): pad the rows, or use sizes that give one")
     return tm
 
 
 def _check_launch(name: str, where: str, step: ResolvedStep, sizes: dict[str, int]) -> None:
     for axis, (g, top) in enumerate(zip(step.grid, GRID_LIMITS)):
         if g > top:
-            raise UsageError(f"{name}: {where}.grid[{axis}] = {g} at {_sized(sizes)}; CUDA allows at most {top:,}")
+            raise UsageError(f"{name}: {where}.grid[{axis}] = {g} at {_sized(sizes)}; CUDA allows "
+                             f"at most {top:,}")
     for axis, (b, top) in enumerate(zip(step.block, BLOCK_LIMITS)):
         if b > top:
             raise UsageError(f"{name}: {where}.block[{axis}] = {b}; CUDA allows at most {top}")
     threads = step.block[0] * step.block[1] * step.block[2]
     if threads > MAX_THREADS_PER_BLOCK:
-        raise UsageError(f"{name}: {where}.block has {threads} threads; CUDA allows at most {MAX_THREADS_PER_BLOCK}")
+        raise UsageError(f"{name}: {where}.block has {threads} threads; CUDA allows at most "
+                         f"{MAX_THREADS_PER_BLOCK}")
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,8 @@ def _check_node(node: ast.AST) -> None:
         error=SizeExprError,
         where="size arithmetic",
         attribute_hint="ceil(N / 32)",
-        unknown_call=lambda what: f"cannot call {what}: only {', '.join(FUNCTION_NAMES)} are allowed",
+        unknown_call=lambda what: f"cannot call {what}: only {', '.join(FUNCTION_NAMES)} are "
+                                  "allowed",
     )
     if isinstance(node, ast.Call):
         name = _func_name(node)
@@ -171,7 +172,8 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
     if isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, float) and not math.isfinite(value):
-            raise SizeExprError(f"{value!r} is not a finite number (a literal like 1e9999 overflows)")
+            raise SizeExprError(f"{value!r} is not a finite number (a literal like 1e9999 "
+                                "overflows)")
         number = Fraction(value) if isinstance(value, int) else Fraction(str(value))
         if abs(number) > MAX_MAGNITUDE:
             raise SizeExprError("value too large for size arithmetic")
@@ -195,7 +197,8 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction]) -> Fraction:
         name = _func_name(node)
         if name == "where":
             cond, if_true, if_false = node.args
-            return _where(_eval(cond, env), lambda: _eval(if_true, env), lambda: _eval(if_false, env))
+            return _where(_eval(cond, env), lambda: _eval(if_true, env),
+                          lambda: _eval(if_false, env))
         fn, _ = _FUNCS[name]
         args = [_eval(a, env) for a in node.args]
         return Fraction(fn(*args))  # min and max of Fractions are Fractions
@@ -218,7 +221,8 @@ def _binop(op: ast.operator, a: Fraction, b: Fraction) -> Fraction:
         raise SizeExprError(f"exponent must be a whole number from 0 to {MAX_EXPONENT}")
     # bounded before it is computed: the result's bits are at most the base's times the exponent
     if max(a.numerator.bit_length(), a.denominator.bit_length()) * int(b) > 4 * MAX_BITS:
-        raise SizeExprError(f"a power with more than {4 * MAX_BITS} bits is too large (or too fine) for size arithmetic")
+        raise SizeExprError(f"a power with more than {4 * MAX_BITS} bits is too large (or too "
+                            "fine) for size arithmetic")
     return a ** int(b)
 
 
@@ -226,5 +230,6 @@ def _bounded(x: Fraction) -> Fraction:
     """``x``, or one line where its numerator or denominator outgrows :data:`MAX_BITS` (a tower of
     powers of fractions would otherwise take minutes: every step squares the digits)."""
     if max(x.numerator.bit_length(), x.denominator.bit_length()) > MAX_BITS:
-        raise SizeExprError(f"a value with more than {MAX_BITS} bits of precision is too fine for size arithmetic")
+        raise SizeExprError(f"a value with more than {MAX_BITS} bits of precision is too fine for "
+                            "size arithmetic")
     return x

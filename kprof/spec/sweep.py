@@ -41,7 +41,8 @@ class Sweep:
     def only(self, known: set[str] | tuple[str, ...]) -> Sweep:
         """The axes whose names all belong to ``known`` (with several kernels, each takes its
         own)."""
-        return Sweep(self.what, tuple(a for a in self.axes if set(a.names) <= set(known)), self.deprecated)
+        return Sweep(self.what, tuple(a for a in self.axes if set(a.names) <= set(known)),
+                     self.deprecated)
 
     def single(self, command: str) -> dict[str, str]:
         """One value per name, for the commands that do not sweep."""
@@ -49,8 +50,9 @@ class Sweep:
         for axis in self.axes:
             if len(axis.values) != 1:
                 example = "--size M=127 N=131" if self.what == "size" else "--param BK=16"
-                raise UsageError(f"--{self.what} {','.join(axis.names)}={','.join(axis.values)}: kprof {command} "
-                                 f"takes one value per name (kprof bench sweeps), e.g. {example}")
+                raise UsageError(f"--{self.what} {','.join(axis.names)}={','.join(axis.values)}: "
+                                 f"kprof {command} takes one value per name (kprof bench sweeps), "
+                                 f"e.g. {example}")
             out.update(dict.fromkeys(axis.names, axis.values[0]))
         return out
 
@@ -68,8 +70,8 @@ def parse(items: list[str], what: str) -> Sweep:
     seen: set[str] = set()
     deprecated = ""
     if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
-        raise TypeError(f"--{what}: give a list of strings such as [\"N=1000,2000\"], not {type(items).__name__} "
-                        f"{str(items)[:40]}")
+        raise TypeError(f"--{what}: give a list of strings such as [\"N=1000,2000\"], not "
+                        f"{type(items).__name__} {str(items)[:40]}")
     for item in _legacy_pairs(items, what):
         if isinstance(item, tuple):
             deprecated = item[1]
@@ -79,7 +81,8 @@ def parse(items: list[str], what: str) -> Sweep:
         parts = tuple(v.strip() for v in values.split(",") if v.strip())
         if not sep or not all(k.isidentifier() for k in names) or not parts:
             example = "M=127 N=131, or M,N,K=1024,2048 to move together" if what == "size" else "BLOCK=64,128"
-            raise UsageError(f"--{what} {item!r}: write NAME=VALUE (or N1,N2=V1,V2 to move together), e.g. --{what} {example}")
+            raise UsageError(f"--{what} {item!r}: write NAME=VALUE (or N1,N2=V1,V2 to move "
+                             f"together), e.g. --{what} {example}")
         twice = [k for k in names if k in seen] or [k for k in names if names.count(k) > 1]
         if twice:
             raise UsageError(f"--{what}: {twice[0]} is given twice")
@@ -87,7 +90,8 @@ def parse(items: list[str], what: str) -> Sweep:
         if what == "param":
             for v in parts:
                 if not (v.lstrip("-").isdigit() or v.isidentifier()):
-                    raise UsageError(f"--param {','.join(names)}={v}: a parameter value is a number or an identifier")
+                    raise UsageError(f"--param {','.join(names)}={v}: a parameter value is a "
+                                     "number or an identifier")
         axes.append(Axis(names, parts))
     return Sweep(what, tuple(axes), deprecated)
 
@@ -112,7 +116,8 @@ def size_value(name: str, text: str) -> int:
         n = sizeexpr.evaluate_int(text, {})
     except SizeExprError as exc:
         shown = text if len(text) <= 60 else text[:57] + "..."
-        raise UsageError(f"--size {name}={shown}: give a whole number (or arithmetic like 2**20): {exc}") from None
+        raise UsageError(f"--size {name}={shown}: give a whole number (or arithmetic like 2**20): "
+                         f"{exc}") from None
     if n <= 0:
         raise UsageError(f"--size {name}={text}: sizes must be positive")
     return n
@@ -123,11 +128,12 @@ def points(sizes: Sweep, params: Sweep, size_names: tuple[str, ...], defines: di
     """Every combination of the swept sizes and parameters, each name checked against the spec."""
     for name in sizes.names:
         if name not in size_names:
-            raise UsageError(f"{kernel}: unknown size '{name}' (known: {', '.join(size_names) or 'none'})")
+            raise UsageError(f"{kernel}: unknown size '{name}' (known: "
+                             f"{', '.join(size_names) or 'none'})")
     for name in params.names:
         if name not in defines:
-            raise UsageError(f"{kernel}: unknown parameter '{name}' (parameters are the spec's defines: "
-                             f"{', '.join(defines) or 'none'})")
+            raise UsageError(f"{kernel}: unknown parameter '{name}' (parameters are the spec's "
+                             f"defines: {', '.join(defines) or 'none'})")
     axes: list[tuple[str, Axis, list[int] | list[str]]] = []
     for axis in sizes.axes:
         axes.append(("size", axis, [size_value(",".join(axis.names), v) for v in axis.values]))
@@ -137,8 +143,9 @@ def points(sizes: Sweep, params: Sweep, size_names: tuple[str, ...], defines: di
     # counted before one is listed: a 300 x 300 x 300 sweep is one line, not minutes
     if count > MAX_POINTS:
         shape = " x ".join(str(len(values)) for _, _, values in axes)
-        raise UsageError(f"{kernel}: the sweep has {count:,} points ({shape}); kprof runs at most {MAX_POINTS:,} "
-                         "at once: sweep fewer values, or split it into several runs")
+        raise UsageError(f"{kernel}: the sweep has {count:,} points ({shape}); kprof runs at most "
+                         f"{MAX_POINTS:,} at once: sweep fewer values, or split it into several "
+                         "runs")
     out = []
     for combo in itertools.product(*(values for _, _, values in axes)):
         s: dict[str, int] = {}

@@ -42,7 +42,8 @@ def dump(path: str) -> dict:
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
             act = rng.action_by_idx(a)
-            one = {"name": act.name(), "scalar": {}, "instanced": {}, "source": {}, "sass": {}, "errors": []}
+            one = {"name": act.name(), "scalar": {}, "instanced": {}, "source": {}, "sass": {},
+                   "errors": []}
             pcs = set()
             for name in act.metric_names():
                 try:

@@ -16,14 +16,18 @@ def main() -> None:
     promote = drv.CUtensorMapL2promotion
     tries = {
         "strides [] (kprof), L2 128B": ([], promote.CU_TENSOR_MAP_L2_PROMOTION_L2_128B),
-        "strides [32768], L2 128B": ([drv.cuuint64_t(32768)], promote.CU_TENSOR_MAP_L2_PROMOTION_L2_128B),
+        "strides [32768], L2 128B": ([drv.cuuint64_t(32768)],
+                                     promote.CU_TENSOR_MAP_L2_PROMOTION_L2_128B),
         "strides [], no L2 promotion": ([], promote.CU_TENSOR_MAP_L2_PROMOTION_NONE),
-        "strides [32768], no L2 promotion": ([drv.cuuint64_t(32768)], promote.CU_TENSOR_MAP_L2_PROMOTION_NONE),
+        "strides [32768], no L2 promotion": ([drv.cuuint64_t(32768)],
+                                             promote.CU_TENSOR_MAP_L2_PROMOTION_NONE),
     }
     for name, (strides, l2) in tries.items():
         out = drv.cuTensorMapEncodeTiled(
-            drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, ptr, [drv.cuuint64_t(8192)], strides,
-            [drv.cuuint32_t(128)], [drv.cuuint32_t(1)], drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, ptr, [drv.cuuint64_t(8192)],
+            strides,
+            [drv.cuuint32_t(128)], [drv.cuuint32_t(1)],
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE, l2,
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
         print(f"{name}: {out[0]}", flush=True)

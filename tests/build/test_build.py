@@ -91,9 +91,11 @@ def test_changed_source_or_define_rebuilds(tmp_path):
 @pytest.mark.nvcc
 def test_local_header_change_rebuilds(tmp_path):
     (tmp_path / "h.cuh").write_text("#define V 1\n")
-    (tmp_path / "k.cu").write_text('#include "h.cuh"\nextern "C" __global__ void k(float* a) { a[0] = V; }\n')
+    (tmp_path / "k.cu").write_text('#include "h.cuh"\nextern "C" __global__ void k(float* a) { '
+                                   'a[0] = V; }\n')
     (tmp_path / "k.yaml").write_text(
-        "args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: [1]}\nreference: {a: 1}\n"
+        "args: [{name: a, buffer: float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: "
+        "[1]}\nreference: {a: 1}\n"
     )
     spec = spec_mod.load(tmp_path / "k.yaml")
     first = build.build(spec, "sm_90")
@@ -106,7 +108,8 @@ def test_compile_error_carries_nvcc_file_and_line(data_dir):
     spec = spec_mod.load(data_dir / "kernels" / "broken_syntax.yaml")
     with pytest.raises(BuildError) as info:
         build.build(spec, "sm_90")
-    assert "failed to compile" in str(info.value) and str(info.value).startswith(("nvcc 1", "NVRTC 1"))
+    assert ("failed to compile" in str(info.value)
+            and str(info.value).startswith(("nvcc 1", "NVRTC 1")))
     assert "broken_syntax.cu(2): error" in info.value.log
     assert "undefined_name" in info.value.log
 
@@ -153,14 +156,16 @@ def test_a_template_entry_builds_with_no_instantiation_written(tmp_path):
     (tmp_path / "b.cu").write_text(_TEMPLATE)
     (tmp_path / "b.yaml").write_text(
         "entry: block_sum<float, BLOCK>\ndefines: {BLOCK: 256}\nsizes: {N: 100}\n"
-        "args: [{name: x, buffer: float32, shape: [N], role: in}, {name: out, buffer: float32, shape: [1], role: out},"
-        " {name: n, scalar: int32, value: N}]\nlaunch: {grid: [1], block: [BLOCK]}\nreference: {out: sum(x)}\n")
+        "args: [{name: x, buffer: float32, shape: [N], role: in}, {name: out, buffer: float32, "
+        "shape: [1], role: out}, {name: n, scalar: int32, value: N}]\nlaunch: {grid: [1], block: "
+        "[BLOCK]}\nreference: {out: sum(x)}\n")
     spec = spec_mod.load(tmp_path / "b.yaml")
     built = build.build(spec, "sm_90")
     assert built.symbol_of(spec.entry) == "_Z9block_sumIfLi256EEvPKT_PS0_i"
     assert built.usage_of(spec.entry).shared_static == 1024
     small = build.build(spec.with_defines({"BLOCK": "128"}), "sm_90")
-    assert small.symbol_of(spec.entry) == "_Z9block_sumIfLi128EEvPKT_PS0_i" and small.cubin != built.cubin
+    assert (small.symbol_of(spec.entry) == "_Z9block_sumIfLi128EEvPKT_PS0_i"
+            and small.cubin != built.cubin)
     job_target = target_of(spec.resolve({}), built.cubin, symbols=built.symbols)
     assert job_target.entry == "_Z9block_sumIfLi256EEvPKT_PS0_i"
     # NVRTC's child builds cubins only: no PTX to read the lines from
@@ -204,23 +209,28 @@ def test_a_define_the_source_sets_again_without_ifndef_is_refused_with_the_line_
     says which line and how to guard it, before any compiler runs (no nvcc needed)."""
     from kprof.build import cusource
 
-    text = ("#ifndef HD\n#define HD 128\n#endif\n#define BQ 64  // rows\n#if !defined(BK)\n#define BK 32\n#endif\n"
-            "#ifdef X\n#define TILE 8\n#endif\n// #define CAUSAL 1\n")
+    text = ("#ifndef HD\n#define HD 128\n#endif\n#define BQ 64  // rows\n#if !defined(BK)\n#define "
+            "BK 32\n#endif\n#ifdef X\n#define TILE 8\n#endif\n// #define CAUSAL 1\n")
     assert cusource.unguarded_defines(text, {"HD", "BQ", "BK", "TILE", "CAUSAL"}) == [
         ("BQ", 4, "#define BQ 64  // rows"), ("TILE", 9, "#define TILE 8")]
     (tmp_path / "k.cu").write_text(text + 'extern "C" __global__ void k(float* a) { a[0] = BQ; }\n')
-    (tmp_path / "k.yaml").write_text("defines: {HD: 64, BQ: 128}\nargs: [{name: a, buffer: float32, shape: [1], role: out}]\n"
-                                     "launch: {grid: [1], block: [1]}\nreference: {a: 128}\n")
+    (tmp_path / "k.yaml").write_text("defines: {HD: 64, BQ: 128}\nargs: [{name: a, buffer: "
+                                     "float32, shape: [1], role: out}]\nlaunch: {grid: [1], block: "
+                                     "[1]}\nreference: {a: 128}\n")
     spec = spec_mod.load(tmp_path / "k.yaml")
-    with pytest.raises(SpecError, match=r"defines.BQ: k.cu line 4 sets BQ itself \(#define BQ 64  // rows\), so BQ=128 "
-                                        r"would not reach the kernel: put that line inside #ifndef BQ ... #endif"):
+    with pytest.raises(SpecError,
+                       match=r"defines.BQ: k.cu line 4 sets BQ itself \(#define BQ 64  // rows\), "
+                             r"so BQ=128 "
+                             r"would not reach the kernel: put that line inside #ifndef BQ ... "
+                             r"#endif"):
         build.build(spec, "sm_90")
     with pytest.raises(SpecError, match="BQ=64 would not reach"):
         build.build(spec.with_defines({"BQ": "64"}), "sm_90")
     # a local header the source includes counts too
     (tmp_path / "tile.h").write_text("#define HD 32\n")
     (tmp_path / "k.cu").write_text('#include "tile.h"\n' + text.replace("#define BQ 64", "#define BQ_ 64"))
-    with pytest.raises(SpecError, match=r"defines.HD: tile.h line 1 sets HD itself \(#define HD 32\), so HD=64"):
+    with pytest.raises(SpecError,
+                       match=r"defines.HD: tile.h line 1 sets HD itself \(#define HD 32\), so HD=64"):
         build.build(spec_mod.load(tmp_path / "k.yaml"), "sm_90")
 
 
@@ -236,7 +246,8 @@ def test_a_generated_source_is_kept_by_its_text(tmp_path, monkeypatch):
     b = build.generated_source("vector_add", original, "// two\n")
     assert b != a and b.read_text() == "// two\n"
     a.write_text("// damaged\n")
-    assert build.generated_source("vector_add", original, "// one\n") == a and a.read_text() == "// one\n"
+    assert (build.generated_source("vector_add", original, "// one\n") == a
+            and a.read_text() == "// one\n")
 
 
 @pytest.mark.nvcc
@@ -250,7 +261,9 @@ def test_a_tmpdir_that_is_no_folder_is_said_not_taken_for_a_compile_error(tmp_pa
         pytest.skip("kprof builds with NVRTC here, which writes nothing under TMPDIR")
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("TMPDIR", str(tmp_path / "no" / "tmp"))
-    with pytest.raises(UsageError, match=r"TMPDIR .*no such folder, and nvcc writes its intermediate files there"):
+    with pytest.raises(UsageError,
+                       match=r"TMPDIR .*no such folder, and nvcc writes its intermediate files "
+                             r"there"):
         build.build(catalog.load("vector_add"), "sm_90")
     assert cli.main(["new", "my_fine", "--dir", str(tmp_path / "k")]) == 2
     err = capsys.readouterr().err
@@ -349,10 +362,12 @@ def test_where_a_compile_stops_is_one_line_with_what_to_do():
     gcc = ("/x/llm.c/dev/cuda/common.h:4:10: fatal error: cublas_v2.h: No such file or directory\n"
            "    4 | #include <cublas_v2.h>\ncompilation terminated.\n")
     said = cusource.compile_stop(gcc)
-    assert said.startswith("common.h line 4 includes cublas_v2.h, which the compiler cannot find: it is cuBLAS's header")
+    assert said.startswith("common.h line 4 includes cublas_v2.h, which the compiler cannot find: "
+                           "it is cuBLAS's header")
     assert "nvidia-cublas" in said and "#ifndef KPROF_BUILD" in said
     edg = '/k/a.cu(12): catastrophic error: cannot open source file "mylib/util.h"\n'
-    assert cusource.compile_stop(edg).startswith("a.cu line 12 includes mylib/util.h") and "include path" in cusource.compile_stop(edg)
+    assert (cusource.compile_stop(edg).startswith("a.cu line 12 includes mylib/util.h")
+            and "include path" in cusource.compile_stop(edg))
     first = '/k/a.cu(7): error: identifier "M_PI" is undefined\n/k/a.cu(9): error: x\n'
     assert cusource.compile_stop(first) == 'a.cu line 7: identifier "M_PI" is undefined'
     assert cusource.compile_stop("nvcc fatal : Unknown option\n") is None

@@ -37,22 +37,26 @@ def test_the_one_instantiation_of_a_template_is_found_by_its_name():
 
 
 def test_the_wrapper_includes_the_file_unchanged_and_takes_each_templates_address():
-    text = entries.wrapper_text("/src/k.cu", ["k", "block_sum<float, 256>", "block_sum<float, 256>", "g<1>"])
+    text = entries.wrapper_text("/src/k.cu",
+                                ["k", "block_sum<float, 256>", "block_sum<float, 256>", "g<1>"])
     assert text.splitlines() == ['#include "/src/k.cu"',
-                                 "__device__ void* __kprof_entry_0() { return (void*)&block_sum<float, 256>; }",
+                                 "__device__ void* __kprof_entry_0() { return "
+                                 "(void*)&block_sum<float, 256>; }",
                                  "__device__ void* __kprof_entry_1() { return (void*)&g<1>; }"]
 
 
 def test_a_cubins_kernels_listed_as_the_source_writes_them():
-    assert entries.listing(SYMBOLS) == ("block_sum<double, 128>, block_sum<float, 256>, layernorm_forward_kernel1, "
-                                        "ns::gemm<128, 64>, tiled_matmul")
-    assert entries.listing([]) == "none" and entries.listing(SYMBOLS, limit=2).endswith("and 3 more")
+    assert entries.listing(SYMBOLS) == ("block_sum<double, 128>, block_sum<float, 256>, "
+                                        "layernorm_forward_kernel1, ns::gemm<128, 64>, tiled_matmul")
+    assert (entries.listing([]) == "none"
+            and entries.listing(SYMBOLS, limit=2).endswith("and 3 more"))
 
 
 @pytest.mark.parametrize(("entry", "ok"), [
-    ("k", True), ("ns::k", True), ("::k", True), ("block_sum<float, 256>", True), ("k<(int)3, sizeof(float)>", True),
-    ("k<a<b>>", True), ("", False), ("1k", False), ("k<float", False), ("k<a>>", False), ("k; system", False),
-    ("k<float>(x)", False), ("k\n", False), ("k" * 2000, False),
+    ("k", True), ("ns::k", True), ("::k", True), ("block_sum<float, 256>", True),
+    ("k<(int)3, sizeof(float)>", True),
+    ("k<a<b>>", True), ("", False), ("1k", False), ("k<float", False), ("k<a>>", False),
+    ("k; system", False), ("k<float>(x)", False), ("k\n", False), ("k" * 2000, False),
 ])
 def test_what_an_entry_may_be(entry, ok):
     assert (entry_problem(entry) is None) is ok

@@ -26,7 +26,8 @@ def test_occupancy_agrees_with_the_driver(name):
         for block in sorted({resolved.threads_per_block, 64, 128, 256, 512}):
             if block > dev.function_attribute(func, "MAX_THREADS_PER_BLOCK"):
                 continue
-            ours = occupancy.compute(lim, block, usage.registers, usage.shared_static, resolved.shared_mem, opt_in=False)
+            ours = occupancy.compute(lim, block, usage.registers, usage.shared_static,
+                                     resolved.shared_mem, opt_in=False)
             assert ours.blocks_per_sm == dev.occupancy(func, block, resolved.shared_mem), (name, block)
     finally:
         dev.close()

@@ -52,7 +52,8 @@ def test_the_model_of_each_architecture_is_the_guides(arch):
     assert lim.max_threads_per_sm == threads and lim.max_warps_per_sm == threads // 32
     assert lim.max_blocks_per_sm == blocks
     assert lim.smem_per_sm == smem_sm * KB and lim.max_smem_per_block == smem_block * KB
-    assert lim.regs_per_sm == 64 * KB and lim.max_regs_per_block == 64 * KB and lim.max_regs_per_thread == 255
+    assert (lim.regs_per_sm == 64 * KB and lim.max_regs_per_block == 64 * KB
+            and lim.max_regs_per_thread == 255)
     assert lim.max_threads_per_block == 1024 and lim.default_smem_per_block == 48 * KB
     assert lim.fp32_lanes == fp32
     # 1 KB of shared memory per block is the system's from sm_80 on (the guide's footnote); none
@@ -93,7 +94,8 @@ def test_kprof_occupancy_knows_each_architecture_offline(arch, capsys, monkeypat
 
     def built(spec, arch, **kw):
         usage = {"tiled_matmul": build.ResourceUsage(registers=40, shared_static=8192)}
-        return build.BuildResult(spec.name, Path("/x.cubin"), arch, usage, True, log="", argv=(), compiler="NVRTC 12.9")
+        return build.BuildResult(spec.name, Path("/x.cubin"), arch, usage, True, log="", argv=(),
+                                 compiler="NVRTC 12.9")
 
     monkeypatch.setattr(build, "build", built)
     code = cli.main(["occupancy", str(spec.path), "--arch", arch, "--json"])
@@ -111,7 +113,9 @@ def _compiler(kind, major, archs):
 
 
 NVCC13 = _compiler("nvcc", 13, [75, 80, 86, 87, 89, 90, 100, 103, 120, 121])
-NVRTC12 = _compiler("nvrtc", 12, [50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121])
+NVRTC12 = _compiler("nvrtc", 12,
+                    [50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120,
+                     121])
 
 
 @pytest.fixture
@@ -157,7 +161,8 @@ def test_no_compiler_for_pascal_is_one_line_that_says_what_to_install(compilers)
     with pytest.raises(ToolNotFoundError) as info:
         toolchain.compiler_for("sm_61")
     text = str(info.value)
-    assert "nvcc 13.0 does not build sm_61" in text and "CUDA 13 dropped Maxwell, Pascal and Volta" in text
+    assert ("nvcc 13.0 does not build sm_61" in text
+            and "CUDA 13 dropped Maxwell, Pascal and Volta" in text)
     assert "kprof[cuda12]" in text and "\n" not in text
 
 
@@ -170,7 +175,8 @@ def test_the_cache_key_holds_the_compiler(compilers, monkeypatch, tmp_path):
         Path(argv[argv.index("-o") + 1]).write_bytes(b"cubin")
         from kprof import proc
 
-        return proc.Completed(tuple(argv), 0, "ptxas info    : Compiling entry function 'vector_add' for 'sm_86'\n"
+        return proc.Completed(tuple(argv), 0,
+                              "ptxas info    : Compiling entry function 'vector_add' for 'sm_86'\n"
                               "ptxas info    : Used 10 registers\n", "", 0.0)
 
     monkeypatch.setattr(build.proc, "run", fake_run)
@@ -189,11 +195,14 @@ def test_the_cache_key_holds_the_compiler(compilers, monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("nvcc_argv, options", [
     (["-cubin", "-arch=sm_61", "-lineinfo", "--resource-usage", "-std=c++17", "-DTILE=32"],
-     ["--gpu-architecture=sm_61", "--generate-line-info", "--ptxas-options=-v", "--std=c++17", "-DTILE=32"]),
-    (["-maxrregcount=64", "--use_fast_math", "-Xptxas=-dlcm=cg", "--ftz=true", "-O3", "-w", "-G", "-restrict"],
-     ["--maxrregcount=64", "--use_fast_math", "--ptxas-options=-dlcm=cg", "--ftz=true", "--disable-warnings",
-      "--device-debug", "--restrict"]),
-    (["--include-path=/k/inc", "-I/k/other", "-UX", "--expt-relaxed-constexpr"], ["-I/k/inc", "-I/k/other", "-UX"]),
+     ["--gpu-architecture=sm_61", "--generate-line-info", "--ptxas-options=-v", "--std=c++17",
+      "-DTILE=32"]),
+    (["-maxrregcount=64", "--use_fast_math", "-Xptxas=-dlcm=cg", "--ftz=true", "-O3", "-w", "-G",
+      "-restrict"],
+     ["--maxrregcount=64", "--use_fast_math", "--ptxas-options=-dlcm=cg", "--ftz=true",
+      "--disable-warnings", "--device-debug", "--restrict"]),
+    (["--include-path=/k/inc", "-I/k/other", "-UX", "--expt-relaxed-constexpr"],
+     ["-I/k/inc", "-I/k/other", "-UX"]),
 ])  # fmt: skip
 def test_nvcc_options_become_nvrtcs(nvcc_argv, options):
     got, source, output = nvrtc.translate([*nvcc_argv, "-o", "/c/a.cubin", "/k/a.cu"])
@@ -202,14 +211,19 @@ def test_nvcc_options_become_nvrtcs(nvcc_argv, options):
 
 def test_every_flag_a_spec_may_give_translates():
     """ALLOWED_FLAGS names what a spec's nvcc_flags may hold; NVRTC takes every one of them."""
-    flags = ["-O0", "-O3", "-maxrregcount=32", "--maxrregcount=32", "-std=c++17", "--std=c++20", "-DX=1", "-UX",
-             "-lineinfo", "-G", "--use_fast_math", "-use_fast_math", "--ftz=false", "--prec-div=true",
-             "--prec-sqrt=false", "--fmad=false", "-restrict", "--restrict", "--extra-device-vectorization",
-             "--expt-relaxed-constexpr", "--expt-extended-lambda", "-Xptxas=-v", "--ptxas-options=-v",
+    flags = ["-O0", "-O3", "-maxrregcount=32", "--maxrregcount=32", "-std=c++17", "--std=c++20",
+             "-DX=1", "-UX",
+             "-lineinfo", "-G", "--use_fast_math", "-use_fast_math", "--ftz=false",
+             "--prec-div=true",
+             "--prec-sqrt=false", "--fmad=false", "-restrict", "--restrict",
+             "--extra-device-vectorization",
+             "--expt-relaxed-constexpr", "--expt-extended-lambda", "-Xptxas=-v",
+             "--ptxas-options=-v",
              "-Xptxas=-O3", "-Xptxas=-dlcm=ca", "--ptxas-options=--warn-on-spills", "-w", "-I/x"]
     folder = Path("/tmp")
     for flag in flags:  # each is one the spec loader accepts
-        spec_fields.load_nvcc_flags([flag.replace("/x", ".") if flag.startswith("-I") else flag], folder,
+        spec_fields.load_nvcc_flags([flag.replace("/x", ".") if flag.startswith("-I") else flag],
+                                    folder,
                                   lambda f, p: SpecError("k.yaml", f, p))
     nvrtc.translate([*flags, "-o", "o", "s.cu"])
 
@@ -235,7 +249,8 @@ def test_nvrtc_builds_a_shipped_kernel_with_the_same_report(arch, monkeypatch):
         pytest.skip(f"NVRTC {nvrtc.version()} does not build {arch}")
     result = build.build(catalog.load("tiled_matmul"), arch, force=True)
     usage = result.usage_of("tiled_matmul")
-    assert result.compiler.startswith("NVRTC") and usage.registers > 0 and usage.shared_static == 8192
+    assert (result.compiler.startswith("NVRTC") and usage.registers > 0
+            and usage.shared_static == 8192)
     assert result.cubin.read_bytes()[:4] == b"\x7fELF"
     assert "-lineinfo" in result.argv and "kprof.build.nvrtc" in result.argv
 
@@ -257,7 +272,8 @@ def _spec(tmp_path, requires):
     """vector_add's spec and source in a folder of the test's, named k, with ``requires`` added."""
     (tmp_path / "vector_add.cu").write_bytes((catalog.KERNELS_DIR / "vector_add.cu").read_bytes())
     text = (catalog.KERNELS_DIR / "vector_add.yaml").read_text()
-    text = "name: k\nsource: vector_add.cu\n" + "\n".join(ln for ln in text.splitlines() if not ln.startswith(("name:", "source:")))
+    text = "name: k\nsource: vector_add.cu\n" + "\n".join(ln for ln in text.splitlines()
+                                                          if not ln.startswith(("name:", "source:")))
     (tmp_path / "k.yaml").write_text(text + (f"\nrequires: {requires}\n" if requires else "\n"))
     return tmp_path / "k.yaml"
 
@@ -277,24 +293,30 @@ def test_a_bad_requires_is_one_line_at_load(tmp_path, requires, message):
 def test_requires_names_the_kernel_the_feature_and_the_target(tmp_path):
     spec = spec_mod.load(_spec(tmp_path, "{arch: sm_80, why: cp.async copies}"))
     assert spec.unsupported_on("sm_80") is None and spec.unsupported_on("sm_90a") is None
-    assert spec.unsupported_on("sm_75") == "k needs sm_80 or newer (cp.async copies); sm_75 is older"
-    assert spec.twin is None and spec_mod.load(_spec(tmp_path, None)).unsupported_on("sm_61") is None
+    assert (spec.unsupported_on("sm_75") == "k needs sm_80 or newer (cp.async copies); sm_75 is "
+                                            "older")
+    assert (spec.twin is None
+            and spec_mod.load(_spec(tmp_path, None)).unsupported_on("sm_61") is None)
     with pytest.raises(UnsupportedArchError, match="k needs sm_80"):
         build.build(spec, "sm_61")
 
 
-SHIPPED_NEEDS = {"async_matmul": "sm_80", "linear_bias_relu": "sm_90", "linear_bias_relu_rb8": "sm_90",
+SHIPPED_NEEDS = {"async_matmul": "sm_80", "linear_bias_relu": "sm_90",
+                 "linear_bias_relu_rb8": "sm_90",
                  "streamk_matmul": "sm_70", "mma_matmul": "sm_80", "flash_attention": "sm_80",
-                 "flash_attention_causal": "sm_80", "ldmatrix_wrong_layout": "sm_80", "missing_mbarrier_wait": "sm_90", "wgmma_matmul": "sm_90a",
-                 "missing_proxy_fence": "sm_90", "mbarrier_double_init": "sm_90", "tma_box_overflow": "sm_90",
+                 "flash_attention_causal": "sm_80", "ldmatrix_wrong_layout": "sm_80",
+                 "missing_mbarrier_wait": "sm_90", "wgmma_matmul": "sm_90a",
+                 "missing_proxy_fence": "sm_90", "mbarrier_double_init": "sm_90",
+                 "tma_box_overflow": "sm_90",
                  "wgmma_attention": "sm_90a", "wgmma_attention_causal": "sm_90a"}
-SHIPPED_TWINS = {"ldmatrix_wrong_layout_fixed", "missing_mbarrier_wait_fixed", "missing_proxy_fence_fixed",
-                 # the cases' fixed twins: built too
+SHIPPED_TWINS = {"ldmatrix_wrong_layout_fixed", "missing_mbarrier_wait_fixed",
+                 "missing_proxy_fence_fixed", # the cases' fixed twins: built too
                  "mbarrier_double_init_fixed", "tma_box_overflow_fixed"}
 
 
 def test_the_shipped_kernels_that_need_a_newer_gpu_say_so():
-    found = {e.name: catalog.load(e.name).requires.arch for e in catalog.entries() if catalog.load(e.name).requires}
+    found = {e.name: catalog.load(e.name).requires.arch for e in catalog.entries()
+             if catalog.load(e.name).requires}
     assert found == SHIPPED_NEEDS
 
 
@@ -309,7 +331,8 @@ def _shipped_launches() -> tuple[tuple[Any, tuple[tuple[str, int, int], ...]], .
         if spec.python:
             continue
         launches = tuple((which, st.block[0] * st.block[1] * st.block[2], st.shared_mem)
-                         for which in ("default", "sanitize") for st in spec.resolve(preset=which).steps)
+                         for which in ("default", "sanitize")
+                         for st in spec.resolve(preset=which).steps)
         out.append((spec, launches))
     return tuple(out)
 
@@ -330,15 +353,16 @@ def test_build_all_for_pascal_skips_them_with_the_reason_and_exits_0(capsys, mon
     def fake_build(spec, arch, force=False):
         if why := spec.unsupported_on(arch):
             raise UnsupportedArchError(why)
-        return build.BuildResult(spec.name, Path("/x.cubin"), arch, {}, True, log="", argv=(), compiler="NVRTC 12.9")
+        return build.BuildResult(spec.name, Path("/x.cubin"), arch, {}, True, log="", argv=(),
+                                 compiler="NVRTC 12.9")
 
     monkeypatch.setattr(build, "build", fake_build)
     code = cli.main(["build", "--all", "--arch", "sm_61", "--json"])
     rows = json.loads(capsys.readouterr().out)
     skipped = {r["name"]: r["skipped"] for r in rows if "skipped" in r}
     assert code == EXIT_OK and set(skipped) == set(SHIPPED_NEEDS) | SHIPPED_TWINS
-    assert skipped["async_matmul"] == ("async_matmul needs sm_80 or newer (cp.async copies from global to shared "
-                                       "memory); sm_61 is older")
+    assert skipped["async_matmul"] == ("async_matmul needs sm_80 or newer (cp.async copies from "
+                                       "global to shared memory); sm_61 is older")
     assert not any("error" in r for r in rows)
 
 
@@ -347,16 +371,20 @@ def test_run_of_a_kernel_too_new_for_the_target_exits_2_with_the_reason(capsys, 
     code = cli.main(["run", "async_matmul", "--arch", "sm_75"])
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and err.count("\n") == 1
-    assert "async_matmul needs sm_80 or newer (cp.async copies from global to shared memory); sm_75 is older" in err
+    assert ("async_matmul needs sm_80 or newer (cp.async copies from global to shared memory); "
+            "sm_75 is older" in err)
 
 
 def test_list_arch_marks_what_needs_a_newer_gpu(capsys):
     assert cli.main(["list", "--arch", "sm_61", "--json"]) == EXIT_OK
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["async_matmul"]["unsupported"] == "needs sm_80: cp.async copies from global to shared memory"
-    assert rows["tiled_matmul"]["unsupported"] is None and rows["streamk_matmul"]["requires"]["arch"] == "sm_70"
+    assert (rows["async_matmul"]["unsupported"] == "needs sm_80: cp.async copies from global to "
+                                                   "shared memory")
+    assert (rows["tiled_matmul"]["unsupported"] is None
+            and rows["streamk_matmul"]["requires"]["arch"] == "sm_70")
     assert cli.main(["list", "--arch", "sm_61"]) == EXIT_OK
-    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("linear_bias_relu "))
+    line = next(ln for ln in capsys.readouterr().out.splitlines()
+                if ln.startswith("linear_bias_relu "))
     assert "[needs sm_90: thread-block clusters" in line
 
 
@@ -391,23 +419,24 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
 
     monkeypatch.setattr("kprof.child.device.probe", lambda: None)
     monkeypatch.setattr(toolchain, "detect_arch", lambda: "sm_61")
-    usage = {"tiled_matmul": build.ResourceUsage(registers=40, shared_static=8192, spill_stores=8, spill_loads=4,
-                                                 stack_frame=16)}
+    usage = {"tiled_matmul": build.ResourceUsage(registers=40, shared_static=8192, spill_stores=8,
+                                                 spill_loads=4, stack_frame=16)}
     monkeypatch.setattr(build, "build", lambda spec, arch, **kw: build.BuildResult(
-        spec.name, Path("/x.cubin"), arch or toolchain.detect_arch(), usage, True, log="", argv=(), compiler="NVRTC 12.9"))
+        spec.name, Path("/x.cubin"), arch or toolchain.detect_arch(), usage, True, log="", argv=(),
+        compiler="NVRTC 12.9"))
     monkeypatch.setattr(ncu, "profile_rows", lambda *a, **k: pytest.fail("ncu ran on a Pascal GPU"))
     monkeypatch.setattr("kprof.proc.find_tool", lambda name: pytest.fail(f"{name} was looked for"))
     from kprof.launch.childresult import ChildResult, DeviceInfo
 
-    timed = ChildResult(status="ok", kernel="tiled_matmul", time_ms=0.5, device=DeviceInfo(arch="sm_61"), registers=40,
-                        driver_blocks_per_sm=1)
+    timed = ChildResult(status="ok", kernel="tiled_matmul", time_ms=0.5,
+                        device=DeviceInfo(arch="sm_61"), registers=40, driver_blocks_per_sm=1)
     monkeypatch.setattr(launch, "run_kernel", lambda job, timeout: timed)
     code = cli.main(["profile", "tiled_matmul"])
     out, err = capsys.readouterr()
     assert code == EXIT_OK, err
-    assert err.splitlines()[0] == ("kprof: Nsight Compute does not support sm_61 GPUs (it profiles sm_70 and newer): "
-                                   "kprof profile reports event timing, the driver's occupancy, registers and spills "
-                                   "instead")
+    assert err.splitlines()[0] == ("kprof: Nsight Compute does not support sm_61 GPUs (it profiles "
+                                   "sm_70 and newer): kprof profile reports event timing, the "
+                                   "driver's occupancy, registers and spills instead")
     assert "[no Nsight Compute on sm_61]" in out
     # and the model agrees
     assert "the driver's occupancy: 1 blocks of 1024 threads per SM, 50%\n" in out
@@ -416,14 +445,18 @@ def test_profile_on_pascal_says_no_nsight_compute_and_reports_what_kprof_measure
 
 @pytest.mark.parametrize("arch, blocks, warps", [("sm_61", 3, 64), ("sm_75", 1, 32)])
 def test_the_fallback_takes_the_drivers_occupancy(arch, blocks, warps):
-    prof = profiling.fallback("k", {}, 1e-3, 40, 256, 8192, dynamic_smem=0, arch=arch, spec_flops=None, spec_bytes=None, reason="why",
-                              source=f"no Nsight Compute on {arch}", driver_blocks=blocks, spills=(0, 0, 0))
-    assert prof.occupancy.theoretical_occupancy == pytest.approx(blocks * 8 / warps) and prof.source.endswith(arch)
+    prof = profiling.fallback("k", {}, 1e-3, 40, 256, 8192, dynamic_smem=0, arch=arch,
+                              spec_flops=None, spec_bytes=None, reason="why",
+                              source=f"no Nsight Compute on {arch}", driver_blocks=blocks,
+                              spills=(0, 0, 0))
+    assert (prof.occupancy.theoretical_occupancy == pytest.approx(blocks * 8 / warps)
+            and prof.source.endswith(arch))
 
 
 @pytest.mark.parametrize("arch", ["sm_61", "sm_62", "sm_60"])
 def test_ncu_does_not_support_pascal(arch):
-    assert ncu.unsupported(arch) == f"Nsight Compute does not support {arch} GPUs (it profiles sm_70 and newer)"
+    assert (ncu.unsupported(arch) == f"Nsight Compute does not support {arch} GPUs (it profiles "
+                                     "sm_70 and newer)")
 
 
 @pytest.mark.parametrize("arch", ["sm_70", "sm_75", "sm_90", "sm_120"])
@@ -434,7 +467,9 @@ def test_ncu_supports_volta_and_newer(arch):
 def test_doctor_says_what_works_on_a_gtx_1080_with_cuda_12_5():
     checks = {c.name: c for c in doctor.platform_lines("sm_61", 12050, "12.9.10")}
     line = checks["CUDA line"]
-    assert line.ok and line.detail == "the driver is CUDA 12.5: it runs the CUDA 12 line; cuda-bindings 12.9.10 is installed"
+    assert (line.ok
+            and line.detail == "the driver is CUDA 12.5: it runs the CUDA 12 line; cuda-bindings "
+                               "12.9.10 is installed")
     features = checks["features on sm_61"].detail
     assert "build: CUDA 12 only (CUDA 13 builds sm_75 and newer)" in features
     assert "profile: no Nsight Compute (it profiles sm_70 and newer)" in features
@@ -464,7 +499,8 @@ def test_the_cuda_12_sanitizer_wheel_gets_its_injection_path(tmp_path):
     toolkit = tmp_path / "cuda" / "compute-sanitizer"
     toolkit.mkdir(parents=True)
     (toolkit / san.INJECTION).write_bytes(b"")
-    assert "--injection-path" not in san.build_argv(toolkit / "compute-sanitizer", "memcheck", "/t/x.xml")
+    assert "--injection-path" not in san.build_argv(toolkit / "compute-sanitizer", "memcheck",
+                                                    "/t/x.xml")
 
 
 def test_an_architecture_specific_requirement_builds_as_sm90a_on_hopper_only():

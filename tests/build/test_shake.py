@@ -46,7 +46,8 @@ def test_pauses_go_at_each_kernel_start_and_after_each_barrier_only():
 
 def test_a_source_without_a_kernel_body_has_no_shaken_build():
     assert shake.shaken("__global__ void k(int* y);\n// __global__ void f() {}\n", "k.cu") is None
-    assert cusource.blank_comments('a /* b */ "c\\"d" \'e\' // f\ng') == 'a         "    " \' \'     \ng'
+    assert (cusource.blank_comments('a /* b */ "c\\"d" \'e\' // f\ng') == 'a         "    " \' \'  '
+                                                                          '   \ng')
 
 
 def test_the_pause_is_a_few_microseconds_at_most_and_needs_sm70():
@@ -64,15 +65,19 @@ def _no_compiler() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_no_compiler() is not None, reason="no compiler here builds sm_90 (nvcc or NVRTC)")
-@pytest.mark.parametrize("name", ["histogram", "tiled_matmul", "rmsnorm_unfused", "reduction_missing_barrier"])
+@pytest.mark.skipif(_no_compiler() is not None,
+                    reason="no compiler here builds sm_90 (nvcc or NVRTC)")
+@pytest.mark.parametrize("name",
+                         ["histogram", "tiled_matmul", "rmsnorm_unfused",
+                          "reduction_missing_barrier"])
 def test_the_warp_delay_build_builds_with_the_original_lines(name, tmp_path, monkeypatch):
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
     spec = catalog.load(name)
     own, shaken = build.build(spec, "sm_90"), build.build(spec, "sm_90", shaken=True)
     assert shaken.spec_name == f"{spec.name}{shake.SUFFIX}" and shaken.cubin != own.cubin
     assert set(shaken.usage) == set(own.usage), "the same kernels"
-    assert all(u.spill_stores == 0 for u in shaken.usage.values()) or not shaken.compiler.startswith("nvcc")
+    assert (all(u.spill_stores == 0 for u in shaken.usage.values())
+            or not shaken.compiler.startswith("nvcc"))
     assert len(mutants.text_sections(shaken.cubin.read_bytes())[f".text.{spec.entry}"]) > len(
         mutants.text_sections(own.cubin.read_bytes())[f".text.{spec.entry}"]), "the pauses are in the machine code"
     assert build.build(spec, "sm_90", shaken=True).cached, "made once"

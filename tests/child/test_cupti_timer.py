@@ -8,14 +8,16 @@ def rec(name, start, end):
 
 
 def test_helpers_are_never_timed():
-    records = [rec("kprof_flush", 0, 50_000), rec("kprof_spin", 50_000, 90_000), rec("tiled_matmul", 91_000, 191_000)]
+    records = [rec("kprof_flush", 0, 50_000), rec("kprof_spin", 50_000, 90_000),
+               rec("tiled_matmul", 91_000, 191_000)]
     assert [r.name for r in timed_records(records)] == ["tiled_matmul"]
     assert span_seconds(records) == 100_000 / 1e9
 
 
 def test_span_covers_every_kernel_of_a_baseline():
     # cuBLAS may run a GEMM as two kernels (e.g. split-K and its reduction): the sample is both.
-    records = [rec("kprof_spin", 0, 10), rec("sgemm_main", 100, 900), rec("splitk_reduce", 950, 1000)]
+    records = [rec("kprof_spin", 0, 10), rec("sgemm_main", 100, 900),
+               rec("splitk_reduce", 950, 1000)]
     assert span_seconds(records) == 900 / 1e9
 
 

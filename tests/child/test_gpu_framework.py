@@ -52,12 +52,14 @@ def test_the_missing_mask_of_a_triton_operation_is_found_by_memcheck(capsys):
 @pytest.mark.parametrize("baseline", ["add", "add_compiled"])
 def test_a_kernel_against_a_pytorch_baseline_in_the_same_run(capsys, baseline):
     pytest.importorskip("torch")
-    code, data = _json(capsys, ["bench", "vector_add_vec4", "--size", "N=16777216", "--max-time", "1",
-                                "--baseline", f"kprof.baselines.torch_ops:{baseline}"])
+    code, data = _json(capsys,
+                       ["bench", "vector_add_vec4", "--size", "N=16777216", "--max-time", "1",
+                        "--baseline", f"kprof.baselines.torch_ops:{baseline}"])
     (p,) = data["points"]
     assert code == 0 and p["status"] == "ok" and p["baseline_summary"] and p["of_baseline"] > 0, p["warnings"]
     assert p["baseline_framework"] == "torch"
     # the kernels a call launched are counted from CUPTI's records; with CUDA events (no
     # cupti-python, as on the CUDA 12 line) there is no count, and none is made up
-    assert (p["baseline_kernels"] or 0) >= 1 if p["timer"] == "cupti" else p["baseline_kernels"] is None
+    assert ((p["baseline_kernels"] or 0) >= 1 if p["timer"] == "cupti"
+            else p["baseline_kernels"] is None)
     assert (p["baseline_prepare_s"] is not None) == baseline.endswith("_compiled")

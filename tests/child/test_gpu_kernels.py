@@ -60,7 +60,8 @@ VARIANTS = [(name, params) for name in ("rmsnorm_onepass", "softmax_online")
                            {"PER": "32", "BLOCK": "256", "WROWS": "8"},
                            {"WROWS": "8", "VEC": "0"})]
 VARIANTS += [("vector_add_vec4", {"UNROLL": "4", "CACHE": "1", "BLOCKS": "2112"})]
-VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v, "WROWS": r}) for b, v, r in (("1024", "1", "8"), ("512", "2", "8"), ("128", "8", "4"))]
+VARIANTS += [("rmsnorm_bf16", {"BLOCK": b, "VPT": v, "WROWS": r})
+             for b, v, r in (("1024", "1", "8"), ("512", "2", "8"), ("128", "8", "4"))]
 # a block per short row; e1ca086
 VARIANTS += [("rmsnorm_bf16", p) for p in ({"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"})]
 # registers capped: 40 spills (kprof build --param)
@@ -90,7 +91,8 @@ def test_swept_variants_verify_at_every_checked_size(name, params):
     every = [(short, ()), *[(dict(c.sizes), c.fills) for c in spec.checks]]
     results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
                                   for sizes, fills in every])
-    wrong = [f"{sizes or 'default'}: {[c.message for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
+    wrong = [f"{sizes or 'default'}: {[c.message for c in r.checks]}"
+             for (sizes, _), r in zip(every, results) if not r.ok]
     assert not wrong, f"{name} {params} fails at " + "; ".join(wrong)
 
 
@@ -108,7 +110,7 @@ def _data_job(data_dir, name, sizes=None):
 def test_fault_is_reported_and_kprof_survives(data_dir):
     with pytest.raises(TargetError, match="CUDA_ERROR_ILLEGAL_ADDRESS.*kprof sanitize fault"):
         launch.run_kernel(_data_job(data_dir, "fault"))
-    assert launch.run_kernel(pipeline.prepare(catalog.load("vector_add"), {"N": 1000}).job(RunMode())).ok
+    assert (launch.run_kernel(pipeline.prepare(catalog.load("vector_add"), {"N": 1000}).job(RunMode())).ok)
 
 
 def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
@@ -122,7 +124,8 @@ def test_a_tensor_map_argument_moves_tiles_through_tma(data_dir):
     spec = spec_mod.load(data_dir / "kernels" / "tma_tile.yaml")
     if why := spec.unsupported_on(toolchain.detect_arch()):
         pytest.skip(why)
-    jobs = [pipeline.prepare(spec, sizes).job(RunMode()) for sizes in [{}] + [dict(c.sizes) for c in spec.checks]]
+    jobs = [pipeline.prepare(spec, sizes).job(RunMode())
+            for sizes in [{}] + [dict(c.sizes) for c in spec.checks]]
     results = launch.run_kernels(jobs)
     assert all(r.ok for r in results), [r.checks for r in results]
     for tool in ("memcheck", "racecheck", "initcheck", "synccheck"):
@@ -137,7 +140,8 @@ def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
     if why := spec.unsupported_on(toolchain.detect_arch()):
         pytest.skip(why)
     every = [({}, "default"), ({}, "sanitize")] + [(dict(c.sizes), "default") for c in spec.checks]
-    results = launch.run_kernels([pipeline.prepare(spec, sizes, preset=p).job(RunMode()) for sizes, p in every])
+    results = launch.run_kernels([pipeline.prepare(spec, sizes, preset=p).job(RunMode())
+                                  for sizes, p in every])
     assert all(r.ok for r in results), [r.checks for r in results]
 
 
@@ -148,14 +152,17 @@ def test_wgmma_reads_tiles_tma_wrote_with_the_128_byte_swizzle(data_dir):
 # order.
 TENSOR_VARIANTS = [("wgmma_matmul", {"CLUSTER": "2"}), ("wgmma_matmul", {"PIPE": "0"})]
 TENSOR_VARIANTS += [(name, params) for name in ("wgmma_attention", "wgmma_attention_causal")
-                    for params in ({"HD": "64"}, {"BQ": "64"}, {"BQ": "192", "HD": "64"}, {"BKV": "64", "STAGES": "3"})]
+                    for params in ({"HD": "64"}, {"BQ": "64"}, {"BQ": "192", "HD": "64"},
+                                   {"BKV": "64", "STAGES": "3"})]
 TENSOR_VARIANTS += [("mma_matmul", params) for params in (
-    {"GROUP": "8"}, {"BN": "128", "WN": "32"}, {"BM": "256", "BN": "128", "BK": "64", "STAGES": "4"},
+    {"GROUP": "8"}, {"BN": "128", "WN": "32"},
+    {"BM": "256", "BN": "128", "BK": "64", "STAGES": "4"},
     {"WM": "32", "BN": "128"}, {"BK": "64", "STAGES": "2"})]
 
 
-@pytest.mark.parametrize("name, params", [pytest.param(n, p, id=f"{n}[{','.join(f'{k}{v}' for k, v in p.items())}]")
-                                          for n, p in TENSOR_VARIANTS])
+@pytest.mark.parametrize("name, params",
+                         [pytest.param(n, p, id=f"{n}[{','.join(f'{k}{v}' for k, v in p.items())}]")
+                          for n, p in TENSOR_VARIANTS])
 def test_tensor_core_variants_verify_at_every_checked_size(name, params):
     """Each variant at its sanitize size and every size its spec checks, in one child."""
     spec = catalog.load(name)
@@ -164,7 +171,8 @@ def test_tensor_core_variants_verify_at_every_checked_size(name, params):
     every = [(spec.preset("sanitize"), ())] + [(dict(c.sizes), c.fills) for c in spec.checks]
     results = launch.run_kernels([pipeline.prepare(spec, sizes, params=params, fills=fills).job(RunMode())
                                   for sizes, fills in every])
-    wrong = [f"{sizes}: {[c.message for c in r.checks]}" for (sizes, _), r in zip(every, results) if not r.ok]
+    wrong = [f"{sizes}: {[c.message for c in r.checks]}" for (sizes, _), r in zip(every, results)
+             if not r.ok]
     assert not wrong, f"{name} {params} fails at " + "; ".join(wrong)
 
 

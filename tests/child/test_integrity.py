@@ -12,7 +12,8 @@ TIMED = 13  # the stream kprof times on, as CUPTI numbers it
 
 def _call(*kernels: tuple[str, int], start: int = 0) -> list[KernelRecord]:
     """kprof's flush and spin kernels, then the call's kernels (name, stream), 10 us each."""
-    out = [KernelRecord("kprof_flush", start, start + 5_000, TIMED), KernelRecord("kprof_spin", start + 5_000, start + 9_000, TIMED)]
+    out = [KernelRecord("kprof_flush", start, start + 5_000, TIMED),
+           KernelRecord("kprof_spin", start + 5_000, start + 9_000, TIMED)]
     t = start + 9_000
     for name, stream in kernels:
         out.append(KernelRecord(name, t, t + 10_000, stream))
@@ -30,7 +31,8 @@ def test_honest_calls_raise_no_flag():
 def test_a_replayed_result_launches_no_kernel_on_most_calls():
     calls = [_call(("add", TIMED))] + [_call() for _ in range(9)]
     (flag,) = integrity.kernel_flags(calls)
-    assert flag.startswith("no-kernel: 9 of 10 timed calls launched no kernel while the others launched 1")
+    assert flag.startswith("no-kernel: 9 of 10 timed calls launched no kernel while the others "
+                           "launched 1")
 
 
 def test_work_done_once_for_several_calls_varies_the_kernel_count():
@@ -42,7 +44,8 @@ def test_work_done_once_for_several_calls_varies_the_kernel_count():
 def test_a_side_stream_launch_is_flagged_and_runs_outside_the_window():
     calls = [_call(("add", 7)) for _ in range(5)]  # the callable's own stream, not kprof's
     (flag,) = integrity.kernel_flags(calls)
-    assert flag.startswith("other-stream: 5 of 5 timed calls launched kernels on a stream other than the one kprof times")
+    assert flag.startswith("other-stream: 5 of 5 timed calls launched kernels on a stream other "
+                           "than the one kprof times")
     # the events on kprof's stream read the launch only; CUPTI saw the kernel take 30 us
     (window,) = integrity.window_flags([30e-6] * 5, [2e-6] * 5)
     assert window.startswith("outside-window: in 5 of 5 timed calls")
@@ -59,9 +62,11 @@ def test_a_timer_that_reads_more_than_the_loop_took_is_flagged():
 
 def test_the_verdict_flags_and_the_inputs():
     assert integrity.input_flags(["b"])[0].startswith("changed-input: the timed calls changed b")
-    stale, ignores = integrity.reverify_flags(["c: 1,000 elements are NaN"], ["c: 12 of 1,000 elements exceed"])
+    stale, ignores = integrity.reverify_flags(["c: 1,000 elements are NaN"],
+                                              ["c: 12 of 1,000 elements exceed"])
     assert stale.startswith("stale-output:") and "c: 1,000 elements are NaN" in stale
-    assert ignores.startswith("ignores-input:") and integrity.kinds([stale, ignores]) == ["stale-output", "ignores-input"]
+    assert (ignores.startswith("ignores-input:")
+            and integrity.kinds([stale, ignores]) == ["stale-output", "ignores-input"])
     assert integrity.reverify_flags([], []) == [] and integrity.input_flags([]) == []
 
 
@@ -74,7 +79,8 @@ def test_a_kernel_still_running_when_the_records_are_taken_is_outside_the_window
     calls = [_call(("spin_then_double", 7), start=1_000_000 * (i + 1)) for i in range(4)]
     calls[1][-1] = KernelRecord("spin_then_double", 0, 0, 7)
     flags = integrity.kernel_flags(calls)
-    assert any(f.startswith("outside-window: in 1 of 4 timed calls a kernel was still running") for f in flags)
+    assert any(f.startswith("outside-window: in 1 of 4 timed calls a kernel was still running")
+               for f in flags)
     assert cupti_timer.span_seconds(calls[1]) is None  # the events' reading stands for that call
     assert cupti_timer.span_seconds(calls[0]) == 10e-6
 
@@ -102,9 +108,10 @@ def test_a_result_widened_inside_the_timed_call_is_extra_work_with_its_share():
     time."""
     calls = [_timed((CUDNN, 407_100), (WIDEN, 49_500)) for _ in range(10)]
     (flag,) = integrity.extra_work_flags(calls, "baseline's timed call")
-    assert flag.startswith("extra-work: the baseline's timed call also ran at::native::direct_copy_kernel_cuda (a copy "
-                           "or dtype conversion: .float(), .to(), .contiguous(), copy_), 11% of its kernel time, in 10 of "
-                           "10 timed calls")
+    assert flag.startswith("extra-work: the baseline's timed call also ran "
+                           "at::native::direct_copy_kernel_cuda (a copy or dtype conversion: "
+                           ".float(), .to(), .contiguous(), copy_), 11% of its kernel time, in 10 "
+                           "of 10 timed calls")
     assert integrity.kinds([flag]) == ["extra-work"]
 
 
@@ -114,15 +121,17 @@ def test_the_operation_alone_a_copy_alone_and_a_tiny_fill_raise_no_extra_work():
     # not extra
     assert integrity.extra_work_flags([_timed((WIDEN, 200_000)) for _ in range(10)]) == []
     # a one-element fill of 2 us beside 1 ms of work: under the noise of the timestamps
-    assert integrity.extra_work_flags([_timed(("my_kernel", 1_000_000), (FILL, 2_000)) for _ in range(10)]) == []
-    (flag,) = integrity.extra_work_flags([_timed(("my_kernel", 100_000), (FILL, 20_000)) for _ in range(10)])
-    assert "at::native::FillFunctor (a fill: torch.zeros, fill_, zero_), 17% of its kernel time" in flag
+    assert (integrity.extra_work_flags([_timed(("my_kernel", 1_000_000), (FILL, 2_000)) for _ in range(10)]) == [])
+    (flag,) = integrity.extra_work_flags([_timed(("my_kernel", 100_000), (FILL, 20_000))
+                                          for _ in range(10)])
+    assert ("at::native::FillFunctor (a fill: torch.zeros, fill_, zero_), 17% of its kernel time" in flag)
 
 
 def test_a_result_of_another_dtype_is_another_job():
-    (flag,) = integrity.dtype_flags(["y as float64 where the spec's is float32"], "baseline's timed call")
-    assert flag.startswith("other-dtype: the baseline's timed call returned y as float64 where the spec's is float32: "
-                           "kprof converted it outside the timed window")
+    (flag,) = integrity.dtype_flags(["y as float64 where the spec's is float32"],
+                                    "baseline's timed call")
+    assert flag.startswith("other-dtype: the baseline's timed call returned y as float64 where the "
+                           "spec's is float32: kprof converted it outside the timed window")
     assert integrity.dtype_flags([]) == []
 
 
@@ -138,11 +147,13 @@ def test_recorded_h200_calls_flag_exactly_the_baselines_that_did_more_than_the_k
     data = json.loads((Path(__file__).parent.parent / "data" / "integrity" / "h200-baseline-calls.json").read_text())["calls"]
     assert len(data) >= 40
     for label, call in data.items():
-        calls = [_timed(*[(name, int(seconds * 1e9)) for name, seconds in call["kernels"]]) for _ in range(10)]
+        calls = [_timed(*[(name, int(seconds * 1e9)) for name, seconds in call["kernels"]])
+                 for _ in range(10)]
         got = integrity.kinds(integrity.extra_work_flags(calls))
         assert got == (["extra-work"] if "extra-work" in call["flags"] else []), label
     flagged = {label for label, call in data.items() if call["flags"]}
     assert {"wgmma_attention / ops.py:sdpa_cudnn_widened", "double / widened"} <= flagged
-    assert not any("torch_ops" in label or label.split(" / ")[1] in ("torch", "torch.compile", "cudnn", "flash",
-                                                                      "efficient", "cublaslt", "cublas_sgemm")
+    assert not any("torch_ops" in label
+                   or label.split(" / ")[1] in ("torch", "torch.compile", "cudnn", "flash",
+                                                 "efficient", "cublaslt", "cublas_sgemm")
                    for label in flagged)

@@ -47,7 +47,7 @@ def test_run_verifies_and_times(fake, name, sizes):
     data = run_job(fake, job_for(name, sizes, RunMode(time=True)))
     assert data["status"] == "ok", data.get("error")
     assert data["checks"][0]["ok"] and data["time_ms"] == 0.25
-    assert [a["name"] for a in data["allocations"]] == [b.arg.name for b in catalog.load(name).resolve(sizes).buffers]
+    assert ([a["name"] for a in data["allocations"]] == [b.arg.name for b in catalog.load(name).resolve(sizes).buffers])
 
 
 def test_a_kernel_that_writes_nothing_fails_on_poison(fake, monkeypatch):
@@ -146,7 +146,7 @@ def test_a_run_asked_for_digests_gives_each_output_s_and_the_mutants_compare_by_
     # the same bytes, a reference summed in another order
     moved = checks_of([{**first["checks"][0], "rel_err": 1e-17}])
     assert mutants.fingerprint(checks_of(first["checks"])) == mutants.fingerprint(moved)
-    assert mutants.fingerprint(checks_of(first["checks"])) != mutants.fingerprint(checks_of(other["checks"]))
+    assert (mutants.fingerprint(checks_of(first["checks"])) != mutants.fingerprint(checks_of(other["checks"])))
 
 
 def test_bench_never_times_a_wrong_kernel(fake, monkeypatch):
@@ -268,7 +268,7 @@ def test_bench_falls_back_to_events_and_says_why(fake, monkeypatch):
     assert data["status"] == "ok" and data["timer"] == "events"
     assert data["timer_note"] == "cupti-python is not installed"
     data = run_job(fake, job_for("vector_add", {"N": 256}, timing("warm", timer="cupti")))
-    assert data["status"] == "error" and "--timer cupti: cupti-python is not installed" in data["error"]["message"]
+    assert (data["status"] == "error" and "--timer cupti: cupti-python is not installed" in data["error"]["message"])
 
 
 def test_job_round_trips_through_json():
@@ -287,7 +287,7 @@ def test_a_job_the_child_cannot_take_is_one_clear_error(tmp_path, text, message)
     (tmp_path / "job.json").write_text(text)
     assert runner.main([str(tmp_path / "job.json"), str(tmp_path / "result.json")]) == 3
     data = json.loads((tmp_path / "result.json").read_text())
-    assert data["status"] == "error" and data["error"]["type"] == "JobError" and message in data["error"]["message"]
+    assert (data["status"] == "error" and data["error"]["type"] == "JobError" and message in data["error"]["message"])
     assert "traceback" not in data["error"]
 
 
@@ -312,7 +312,7 @@ def test_shared_memory_beyond_the_devices_limit_is_refused(fake, tmp_path):
     big = replace(resolved, steps=(replace(step, shared_mem=300_000),))
     data = run_job(fake, Job(target_of(big, fake_cubin()), RunMode()))
     assert data["status"] == "error" and data["error"]["type"] == "UsageError"
-    assert "300,000 B of dynamic shared memory" in data["error"]["message"] and "232,448 B per block" in data["error"]["message"]
+    assert ("300,000 B of dynamic shared memory" in data["error"]["message"] and "232,448 B per block" in data["error"]["message"])
 
 
 def test_kprof_new_writes_a_kernel_that_verifies_as_written(fake, tmp_path, monkeypatch, capsys):
@@ -340,7 +340,7 @@ def test_new_kernels_build(tmp_path):
 
     assert cli.main(["new", "mine", "--dir", str(tmp_path)]) == 0
     assert cli.main(["new", "mm", "--dir", str(tmp_path), "--like", "tiled_matmul"]) == 0
-    assert cli.main(["build", str(tmp_path / "mine.yaml"), str(tmp_path / "mm.yaml"), "--arch", "sm_90"]) == 0
+    assert (cli.main(["build", str(tmp_path / "mine.yaml"), str(tmp_path / "mm.yaml"), "--arch", "sm_90"]) == 0)
     assert cli.main(["new", "mine", "--dir", str(tmp_path)]) == 2, "never overwrites"
 
 
@@ -549,7 +549,7 @@ def test_a_baseline_result_of_another_dtype_is_flagged_other_dtype(numpy_framewo
     data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return (a + b).astype('float64')\n"))
     assert data["status"] == "ok", data.get("error")
     (flag,) = [f for f in data["integrity"]["flags"] if f.startswith("other-dtype")]
-    assert "returned c as float64 where the spec's is float32" in flag and "result dtype" in data["integrity"]["checked"]
+    assert ("returned c as float64 where the spec's is float32" in flag and "result dtype" in data["integrity"]["checked"])
     data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return a + b\n"))
     assert not [f for f in data["integrity"]["flags"] if f.startswith("other-dtype")]
 
@@ -568,7 +568,7 @@ def test_an_exception_in_a_python_baseline_is_the_users_with_their_traceback(num
 
 def test_a_python_baseline_returning_the_wrong_number_of_outputs_is_named(numpy_framework):
     data = run_job(numpy_framework, _baseline_job(numpy_framework, "def op(a, b):\n    return a + b, a\n"))
-    assert data["status"] == "error" and "returned 2 result(s); the spec has 1 output(s) (c)" in data["error"]["message"]
+    assert (data["status"] == "error" and "returned 2 result(s); the spec has 1 output(s) (c)" in data["error"]["message"])
 
 
 # ------------------------------------------------------------------------------ Python operations
@@ -664,12 +664,12 @@ def test_a_scale_tolerance_judges_a_sum_by_the_size_of_its_terms(fake, monkeypat
     monkeypatch.setitem(FakeDevice.emulations, "mm_fake", _mm_fake(False))
     assert run_job(fake, job_for(plain))["status"] == "failed"
     data = run_job(fake, job)
-    assert data["status"] == "ok" and "0.0e+00 + 1.0e-06 x (abs(A) @ abs(B))" in data["checks"][0]["message"]
+    assert (data["status"] == "ok" and "0.0e+00 + 1.0e-06 x (abs(A) @ abs(B))" in data["checks"][0]["message"])
     values = run_job(fake, job_for(scaled, mode=ValuesMode(repeats=2)))
     assert values["status"] == "ok" and values["findings"] == [], "the values detector judges with the same scale"
     monkeypatch.setitem(FakeDevice.emulations, "mm_fake", _mm_fake(True))
     data = run_job(fake, job)
-    assert data["status"] == "failed" and data["checks"][0]["failing"] == 1 and "C[3, 5]" in data["checks"][0]["message"]
+    assert (data["status"] == "failed" and data["checks"][0]["failing"] == 1 and "C[3, 5]" in data["checks"][0]["message"])
     values = run_job(fake, job_for(scaled, mode=ValuesMode(repeats=2)))
     assert [f["kind"] for f in values["findings"]] == ["wrong-result"]
 
@@ -914,7 +914,7 @@ def test_a_call_that_launches_no_kernel_is_flagged_not_an_error_under_cupti(nump
     assert [f.split(":")[0] for f in data["integrity"]["flags"]] == ["no-kernel"], data["integrity"]
     job = job_mod.Job(job.target, dataclasses.replace(job.mode, integrity=False))
     data = run_job(numpy_framework, job)
-    assert data["status"] == "error" and "CUPTI delivered no kernel record" in data["error"]["message"]
+    assert (data["status"] == "error" and "CUPTI delivered no kernel record" in data["error"]["message"])
 
 
 def test_the_doubled_inputs_are_exact_and_keep_signs_zeros_and_specials():
@@ -1047,7 +1047,7 @@ def test_the_wgmma_matmul_walks_every_tile_once_at_every_checked_size(fake, monk
             assert at == ptr and tbox == box
         grid, block, shared = launches[-1]
         assert block[0] == 128 * (defines["BM"] // 64 + 1) and grid[0] <= defines["SMS"]
-        assert shared >= defines["STAGES"] * (defines["BM"] + defines["BN"]) * defines["BK"] * 2 + 1024
+        assert (shared >= defines["STAGES"] * (defines["BM"] + defines["BN"]) * defines["BK"] * 2 + 1024)
         A = _bf16_values(dev, a, m * k).reshape(m, k)
         B = _bf16_values(dev, bt, n * k).reshape(n, k)
         out = dev.view(c, np.float32)[: m * n].reshape(m, n)
@@ -1256,15 +1256,15 @@ def test_the_wgmma_attention_specs_verify_what_the_kernel_computes(fake, monkeyp
     seen = []
     monkeypatch.setitem(FakeDevice.emulations, "wgmma_attention", _wgmma_attention(defines, seen))
     checks = [c for c in spec.checks if dict(c.sizes)["S"] <= 1000]
-    assert any(c.fills for c in checks) and any(dict(c.sizes)["S"] > 2 * defines["BKV"] * defines["STAGES"] for c in checks)
+    assert (any(c.fills for c in checks) and any(dict(c.sizes)["S"] > 2 * defines["BKV"] * defines["STAGES"] for c in checks))
     for check in checks:
         seen.clear()
         data = run_job(fake, job_for(spec.with_fills(check.fills), dict(check.sizes)))
         assert data["status"] == "ok", (name, check.label, data.get("error") or data.get("checks"))
         grid, block, shared = launches[-1]
         bh, S = dict(check.sizes)["BH"], dict(check.sizes)["S"]
-        assert grid[:2] == (-(-S // defines["BQ"]), bh) and block[0] == 128 * (defines["BQ"] // 64 + 1)
-        assert shared >= (defines["BQ"] + 2 * defines["STAGES"] * defines["BKV"]) * defines["HD"] * 2 + 1024
+        assert (grid[:2] == (-(-S // defines["BQ"]), bh) and block[0] == 128 * (defines["BQ"] // 64 + 1))
+        assert (shared >= (defines["BQ"] + 2 * defines["STAGES"] * defines["BKV"]) * defines["HD"] * 2 + 1024)
         assert sorted(seen) == [(h, t * defines["BQ"]) for h in range(bh) for t in range(grid[0])]
     short = _wgmma_attention(defines, [], tile_count=lambda last, bkv: max(1, last // bkv))
     monkeypatch.setitem(FakeDevice.emulations, "wgmma_attention", short)
@@ -1391,7 +1391,7 @@ def test_a_constant_table_the_module_lacks_or_of_another_size_is_one_line(fake, 
     monkeypatch.setitem(FakeDevice.emulations, "scale_by", lambda dev, args: None)
     monkeypatch.setattr(FakeDevice, "constants", {})
     data = run_job(fake, job_for(_constant_spec(tmp_path), None, RunMode()))
-    assert data["status"] == "error" and "has no __constant__ array named w" in data["error"]["message"]
+    assert (data["status"] == "error" and "has no __constant__ array named w" in data["error"]["message"])
     monkeypatch.setattr(FakeDevice, "constants", {"w": 64})
     data = run_job(fake, job_for(_constant_spec(tmp_path), None, RunMode()))
     assert "holds 64 bytes, the spec's shape 16" in data["error"]["message"]

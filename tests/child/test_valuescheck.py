@@ -46,7 +46,8 @@ def good(y, alt):
 def test_plan_and_patterns():
     assert valuescheck.run_plan(1) == [False, True, False]
     assert valuescheck.run_plan(5) == [False, True, False, False, False]
-    assert valuescheck.smem_pattern(False) == 0x7FC00000 and valuescheck.smem_pattern(True) != valuescheck.smem_pattern(False)
+    assert (valuescheck.smem_pattern(False) == 0x7FC00000
+            and valuescheck.smem_pattern(True) != valuescheck.smem_pattern(False))
 
 
 def test_clean_kernel_has_no_findings(kernel):
@@ -59,7 +60,7 @@ def test_unwritten_elements(kernel):
         return y
 
     found = analyse(kernel, [skips_last] * 4)
-    assert [(f.kind, f.count, f.indices, f.buffer) for f in found] == [("unwritten-output", 1, ((7,),), "y")]
+    assert ([(f.kind, f.count, f.indices, f.buffer) for f in found] == [("unwritten-output", 1, ((7,),), "y")])
 
 
 def test_result_following_the_poison(kernel):
@@ -121,7 +122,8 @@ def test_the_values_detector_uses_the_specs_elementwise_verdict(kernel):
     assert valuescheck.analyse(normwise, runs, expected) == []
     elementwise = replace(normwise, rtol=1e-5, atol=1e-6)
     (f,) = valuescheck.analyse(elementwise, runs, expected)
-    assert f.kind == "wrong-result" and f.indices == ((1,),) and "1e-06 + 1e-05 x |ref|" in f.message
+    assert (f.kind == "wrong-result" and f.indices == ((1,),)
+            and "1e-06 + 1e-05 x |ref|" in f.message)
 
 
 def test_the_values_detector_takes_the_specs_scale_as_kprof_run_does(kernel):
@@ -153,12 +155,13 @@ def test_a_result_that_changes_when_warps_are_delayed_is_a_race(kernel):
     lost = (2 * np.arange(8)).astype(np.float32)
     lost[5] = 0  # a count zeroed by a late warp after another added to it
     same = (2 * np.arange(8)).astype(np.float32)
-    found = valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected, shaken=[{"y": same}, {"y": lost}])
+    found = valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected,
+                                shaken=[{"y": same}, {"y": lost}])
     assert [(f.kind, f.indices) for f in found] == [("race", ((5,),))]
     assert "delays some warps" in found[0].message and "__syncthreads()" in found[0].message
     # the same runs without the delayed ones: clean; delayed runs that agree: clean
     assert valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected) == []
-    assert valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected, shaken=[{"y": same}] * 3) == []
+    assert (valuescheck.analyse(target, runs_for(kernel, [good] * 4), expected, shaken=[{"y": same}] * 3) == [])
 
 
 def test_a_peaked_fill_puts_its_share_at_its_height():
@@ -174,7 +177,8 @@ def test_a_peaked_fill_puts_its_share_at_its_height():
     x = replace(x, arg=replace(x.arg, fill=Fill("peaked", (14.5, 0.001))))
     data = hostdata.make_input(x, np.random.default_rng(0))
     at = np.isclose(data, 14.5)
-    assert 0.0008 < at.mean() < 0.0012 and abs(float(data[~at].mean())) < 0.01 and 0.99 < float(data[~at].std()) < 1.01
+    assert (0.0008 < at.mean() < 0.0012 and abs(float(data[~at].mean())) < 0.01
+            and 0.99 < float(data[~at].std()) < 1.01)
     # peaked(height, share, spread): the others normal(0, spread); softmax_online's last checks fill
     # x so
     x = replace(x, arg=replace(x.arg, fill=Fill("peaked", (14.0, 0.001, 0.01))))

@@ -25,8 +25,10 @@ def test_inputs_are_seeded_and_follow_the_fill():
     assert hostdata.make_input(buf(fill=Fill("arange")), None).ravel()[7] == 7
 
 
-@pytest.mark.parametrize("dtype, fill", [("float32", Fill()), ("bfloat16", Fill("uniform", (0.5, 1.5))),
-                                         ("float64", Fill("uniform", (-3.0, 7.0))), ("int32", Fill("uniform", (0.0, 9.0)))])
+@pytest.mark.parametrize("dtype, fill",
+                         [("float32", Fill()), ("bfloat16", Fill("uniform", (0.5, 1.5))),
+                          ("float64", Fill("uniform", (-3.0, 7.0))), ("int32", Fill
+                          ("uniform", (0.0, 9.0)))])
 def test_a_large_uniform_input_made_in_chunks_is_the_one_calls_to_the_bit(monkeypatch, dtype, fill):
     """In chunks on threads (a 268M-element input) and in one call: the same values, and the same
     generator state after, so the next input is the same too."""
@@ -40,8 +42,10 @@ def test_a_large_uniform_input_made_in_chunks_is_the_one_calls_to_the_bit(monkey
     np.testing.assert_array_equal(chunk_rng.normal(size=5), one_rng.normal(size=5))
 
 
-@pytest.mark.parametrize("dtype, fill", [("bfloat16", Fill("normal", (0.0, 1.0))), ("float32", Fill("normal", (2.0, 3.0))),
-                                         ("int32", Fill("randint", (-5, 9))), ("float16", Fill("arange"))])
+@pytest.mark.parametrize("dtype, fill",
+                         [("bfloat16", Fill("normal", (0.0, 1.0))),
+                          ("float32", Fill("normal", (2.0, 3.0))),
+                          ("int32", Fill("randint", (-5, 9))), ("float16", Fill("arange"))])
 def test_a_large_input_cast_in_chunks_is_the_one_calls(monkeypatch, dtype, fill):
     shape = (37, 1001)
     whole = hostdata.make_input(buf(dtype, shape, fill=fill), np.random.default_rng(3))
@@ -54,17 +58,20 @@ def test_a_large_input_cast_in_chunks_is_the_one_calls(monkeypatch, dtype, fill)
 def test_bfloat16_rounding_in_32_bits_is_the_64_bit_formulas_on_every_pattern_class():
     rng = np.random.default_rng(1)
     u = np.concatenate([rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32),
-                        np.array([0, 0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7FC00000, 0xFFFFFFFF,
+                        np.array([0, 0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7FC00000,
+                                  0xFFFFFFFF,
                                   0x00008000, 0x3F80FFFF, 0x3F808000, 0x3F818000], np.uint32)])
     f = u.view(np.float32)
     w = u.astype(np.uint64)
-    wide = np.where(np.isnan(f), np.uint16(0x7FC0), ((w + 0x7FFF + ((w >> 16) & 1)) >> 16).astype(np.uint16))
+    wide = np.where(np.isnan(f), np.uint16(0x7FC0),
+                    ((w + 0x7FFF + ((w >> 16) & 1)) >> 16).astype(np.uint16))
     np.testing.assert_array_equal(hostdata.to_bf16(f), wide)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "uint8", "float64"])
 def test_a_large_input_widened_in_chunks_is_decode_then_astype(monkeypatch, dtype):
-    stored = hostdata.make_input(buf(dtype, (37, 1001), fill=Fill("uniform", (0.0, 100.0))), np.random.default_rng(2))
+    stored = hostdata.make_input(buf(dtype, (37, 1001), fill=Fill("uniform", (0.0, 100.0))),
+                                 np.random.default_rng(2))
     decoded = hostdata.decode(dtype, stored)
     expected = decoded.astype(np.int64 if decoded.dtype.kind in "iu" else np.float64)
     monkeypatch.setattr(hostdata, "CHUNK", 4096)
@@ -78,7 +85,8 @@ def test_poison_is_nan_or_sentinel():
     p = hostdata.poison(buf("int32"))
     assert (p.view(np.uint32) == 0xDEADBEEF).all()
     assert (hostdata.poison(buf("uint8")) == 0xEF).all()
-    assert not np.array_equal(hostdata.poison(buf("int32")), hostdata.poison(buf("int32"), alternate=True))
+    assert not np.array_equal(hostdata.poison(buf("int32")),
+                              hostdata.poison(buf("int32"), alternate=True))
 
 
 def test_compare_pass_and_fail():
@@ -91,19 +99,21 @@ def test_compare_pass_and_fail():
     check = verify.compare("C", bad.astype(np.float32), ref, verify.Criterion(rtol=1e-6))
     assert not check.ok and check.first_bad == (42,) and check.failing == 1
     assert "worst C[42]" in check.message and check.rel_err == pytest.approx(0.5, rel=1e-6)
-    assert check.worst[0] == {"index": [42], "got": pytest.approx(bad[42], rel=1e-6), "expected": ref[42]}
+    assert check.worst[0] == {"index": [42], "got": pytest.approx(bad[42], rel=1e-6),
+                              "expected": ref[42]}
     assert check.needed_atol == pytest.approx(0.5, rel=1e-5)
 
 
 def test_the_defaults_are_per_dtype_and_a_default_atol_that_hides_small_values_is_flagged():
     ref = np.linspace(1, 2, 100)
     check = verify.compare("y", ref.astype(np.float32), ref)
-    assert check.ok and (check.rtol, check.atol) == verify.DEFAULT_TOLERANCE["float32"] and not check.note
+    assert (check.ok and (check.rtol, check.atol) == verify.DEFAULT_TOLERANCE["float32"]
+            and not check.note)
     bf = verify.compare("y", ref.astype(np.float32), ref, verify.Criterion(dtype="bfloat16"))
     assert (bf.rtol, bf.atol) == verify.DEFAULT_TOLERANCE["bfloat16"]
     tiny = np.full(100, 1e-7)
     assert "below the default atol" in verify.compare("p", np.zeros(100, np.float32), tiny).note
-    assert not verify.compare("p", np.zeros(100, np.float32), tiny, verify.Criterion(rtol=1e-6, atol=1e-9)).ok
+    assert (not verify.compare("p", np.zeros(100, np.float32), tiny, verify.Criterion(rtol=1e-6, atol=1e-9)).ok)
 
 
 def test_the_normwise_metric_is_an_explicit_option():
@@ -134,28 +144,32 @@ def test_unwritten_integer_output_is_caught():
     got = hostdata.poison(b)
     got[:5] = 1
     sentinel = hostdata.poison(b).flat[0]
-    check = verify.compare("idx", got, np.ones(10), verify.Criterion(rtol=1e9), poison_value=sentinel)
+    check = verify.compare("idx", got, np.ones(10), verify.Criterion(rtol=1e9),
+                           poison_value=sentinel)
     assert not check.ok and check.poisoned == 5
 
 
 def test_reference_with_nan_is_reported():
-    check = verify.compare("y", np.ones(3, np.float32), np.array([1, np.nan, 1]), verify.Criterion(rtol=1e-3))
+    check = verify.compare("y", np.ones(3, np.float32), np.array([1, np.nan, 1]),
+                           verify.Criterion(rtol=1e-3))
     assert not check.ok and "reference itself" in check.message
 
 
 def test_scalar_reference_broadcasts():
-    assert verify.compare("out", np.array([6.0], np.float32), np.float64(6.0), verify.Criterion(rtol=1e-6)).ok
+    assert (verify.compare("out", np.array([6.0], np.float32), np.float64(6.0), verify.Criterion(rtol=1e-6)).ok)
 
 
 def test_bfloat16_round_trip_and_rounding():
     bits = hostdata.to_bf16([1.0, -2.0, 3.140625, 0.0, float("nan"), 1e30])
     assert list(bits[:4]) == [0x3F80, 0xC000, 0x4049, 0x0000] and bits[4] == 0x7FC0
     back = hostdata.decode("bfloat16", bits)
-    assert back.dtype == np.float32 and list(back[:4]) == [1.0, -2.0, 3.140625, 0.0] and np.isnan(back[4])
+    assert (back.dtype == np.float32 and list(back[:4]) == [1.0, -2.0, 3.140625, 0.0]
+            and np.isnan(back[4]))
     assert back[5] == pytest.approx(1e30, rel=1e-2)
     # round to nearest even: 1 + 2^-8 is halfway between two bfloat16 values and goes to the even
     # one
-    assert hostdata.to_bf16(1.0 + 2.0**-8) == 0x3F80 and hostdata.to_bf16(1.0 + 3 * 2.0**-8) == 0x3F82
+    assert (hostdata.to_bf16(1.0 + 2.0**-8) == 0x3F80
+            and hostdata.to_bf16(1.0 + 3 * 2.0**-8) == 0x3F82)
     assert hostdata.decode("float32", np.ones(2, np.float32)).dtype == np.float32
 
 
@@ -164,7 +178,8 @@ def test_bfloat16_buffers():
     x = hostdata.make_input(b, np.random.default_rng(0))
     assert x.dtype == np.uint16 and x.shape == (3, 4)
     assert np.all(np.abs(hostdata.decode("bfloat16", x)) <= 1.0)
-    assert (hostdata.poison(b) == 0x7FC0).all() and np.isnan(hostdata.decode("bfloat16", hostdata.poison(b))).all()
+    assert ((hostdata.poison(b) == 0x7FC0).all()
+            and np.isnan(hostdata.decode("bfloat16", hostdata.poison(b))).all())
     # 31337 rounded to bfloat16 (steps of 128 there)
     assert hostdata.decode("bfloat16", hostdata.poison(b, alternate=True))[0, 0] == 31360.0
     ones = hostdata.make_input(buf("bfloat16", fill=Fill("ones")), None)
@@ -181,7 +196,8 @@ def test_integer_outputs_must_match_exactly():
     assert verify.compare("hist", got, expected, verify.Criterion(rtol=1e-5)).ok
     got[3] += 1
     check = verify.compare("hist", got, expected, verify.Criterion(rtol=1e-5))
-    assert not check.ok and "1 of 10 integer elements differ" in check.message and check.first_bad == (3,)
+    assert (not check.ok and "1 of 10 integer elements differ" in check.message
+            and check.first_bad == (3,))
 
 
 def _softmax(x):
@@ -224,7 +240,8 @@ def test_a_matmul_within_rounding_passes_and_one_wrong_element_in_a_million_fail
     assert verify.compare("y", wrong, big, verify.Criterion(rtol=1e-3, metric="normwise")).ok, \
         "normwise: one element off by 1e-3 hides under 1e-3 x max|ref|"
     check = verify.compare("y", wrong, big, verify.Criterion(rtol=1e-6, atol=1e-7))
-    assert not check.ok and check.message.startswith("1 of 1,000,000 elements exceed") and "y[123456]" in check.message
+    assert (not check.ok and check.message.startswith("1 of 1,000,000 elements exceed")
+            and "y[123456]" in check.message)
 
 
 def test_an_elementwise_tolerance_in_a_spec(tmp_path):
@@ -278,20 +295,26 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
     zero = np.zeros(shape)
     off = zero.astype(np.float32)
     off.flat[0] = 1e-3
-    cases = [(got, ref, {}), (bad, ref, {"rtol": 1e-5, "atol": 1e-6}), (bad, ref, {"rtol": 1e-5, "frontier": True}),
-             (bad, ref, {"rtol": 1e-5, "metric": "normwise"}), (nan, ref, {}), (poisoned, ints, {"poison_value": -7}),
-             (wrong, ints, {}), (got, np.float64(0.5), {"rtol": 1e-3}), (off, zero, {"rtol": 1e-5, "atol": 1e-6}),
+    cases = [(got, ref, {}), (bad, ref, {"rtol": 1e-5, "atol": 1e-6}),
+             (bad, ref, {"rtol": 1e-5, "frontier": True}),
+             (bad, ref, {"rtol": 1e-5, "metric": "normwise"}), (nan, ref, {}),
+             (poisoned, ints, {"poison_value": -7}),
+             (wrong, ints, {}), (got, np.float64(0.5), {"rtol": 1e-3}),
+             (off, zero, {"rtol": 1e-5, "atol": 1e-6}),
              ((ref * 1e-7).astype(np.float32), ref * 1e-7, {})]
     inf_ref = ref.copy()
     inf_ref.flat[-3] = np.inf
     late_nan = bad.copy()
     # a non-finite value in a late chunk, failing elements in the earlier ones
     late_nan.flat[-2] = np.nan
-    cases += [(got, inf_ref, {}), (late_nan, ref, {"rtol": 1e-5, "poison_value": np.float32(np.nan)})]
+    cases += [(got, inf_ref, {}),
+              (late_nan, ref, {"rtol": 1e-5, "poison_value": np.float32(np.nan)})]
     monkeypatch.setenv("KPROF_VERDICT_THREADS", "1")
     def judge(g, e, kw):  # the case's tolerance as a Criterion, the rest as compare's own keywords
         rule = verify.Criterion(**{k: v for k, v in kw.items() if k in ("rtol", "atol", "metric")})
-        return repr(verify.compare("y", g, e, rule, **{k: v for k, v in kw.items() if k in ("frontier", "poison_value")}))
+        return repr(verify.compare("y", g, e, rule,
+                                   **{k: v for k, v in kw.items()
+                                      if k in ("frontier", "poison_value")}))
 
     whole = [judge(g, e, kw) for g, e, kw in cases]
     for chunk in (7, 1000):
@@ -302,7 +325,8 @@ def test_the_verdict_is_the_same_in_chunks_of_any_size(monkeypatch, shape):
             assert [judge(g, e, kw) for g, e, kw in cases] == whole, (chunk, threads)
     # ties (all the exact zeros) are shown from the lowest index: the same elements in every run
     worst = verify.compare("y", off, zero, verify.Criterion(rtol=1e-5, atol=1e-6)).worst
-    assert [w["index"] for w in worst] == [[int(i) for i in np.unravel_index(f, shape)] for f in range(5)]
+    assert [w["index"] for w in worst] == [[int(i) for i in np.unravel_index(f, shape)]
+                                           for f in range(5)]
 
 
 def test_a_failing_verdict_says_how_far_off_and_names_only_failing_elements():
@@ -338,15 +362,21 @@ def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chun
     nan32, seven = np.float32(np.nan), np.int32(-7)
     # (output, reference, poison): a reference of one value (kprof peak's) is judged by one
     # comparison
-    cases = [(same, ref, None), (some, ref, nan32), (nan, ref, nan32), (ones, np.float64(1.0), None),
-             (ones, np.broadcast_to(np.float64(1.0), (1000,)), nan32), (holes, np.float64(1.0), nan32),
-             (ones, np.float64(1.0 + 2**-30), nan32), (twos, np.broadcast_to(np.int64(2), (1000,)), seven),
+    cases = [(same, ref, None), (some, ref, nan32), (nan, ref, nan32),
+             (ones, np.float64(1.0), None),
+             (ones, np.broadcast_to(np.float64(1.0), (1000,)), nan32),
+             (holes, np.float64(1.0), nan32),
+             (ones, np.float64(1.0 + 2**-30), nan32),
+             (twos, np.broadcast_to(np.int64(2), (1000,)), seven),
              (unwritten, np.int64(2), seven), (np.full(1000, -7, np.int32), np.int64(-7), seven),
-             (same.reshape(10, 100), ref.reshape(10, 100), None), (np.zeros(0, np.float32), np.zeros(0), None)]
-    fast = [repr(verify.compare("y", g, e, verify.Criterion(rtol=0, atol=0), poison_value=p)) for g, e, p in cases]
+             (same.reshape(10, 100), ref.reshape(10, 100), None),
+             (np.zeros(0, np.float32), np.zeros(0), None)]
+    fast = [repr(verify.compare("y", g, e, verify.Criterion(rtol=0, atol=0), poison_value=p))
+            for g, e, p in cases]
     # the full scan everywhere, on a whole reference
     monkeypatch.setattr(np, "array_equal", lambda *a, **k: False)
-    assert [repr(verify.compare("y", g, np.array(np.broadcast_to(e, g.shape)), verify.Criterion(rtol=0, atol=0), poison_value=p))
+    assert [repr(verify.compare("y", g, np.array(np.broadcast_to(e, g.shape)),
+                                verify.Criterion(rtol=0, atol=0), poison_value=p))
             for g, e, p in cases] == fast
 
 
@@ -355,7 +385,8 @@ def test_an_exact_verdict_skips_equal_chunks_and_says_the_same(monkeypatch, chun
     ('{rtol: 1e-6, scale: {C: "abs(Z) @ abs(B)"}}', "tolerance.scale.C: unknown name 'Z'"),
     ('{rtol: 1e-6, scale: {C: 3}}', "tolerance.scale.C: 3 must be an expression of the inputs"),
     ('{rtol: 1e-6, scale: [abs(A)]}', "tolerance.scale: must map outputs to expressions"),
-    ('{metric: normwise, rtol: 1e-5, scale: {C: "abs(A) @ abs(B)"}}', "tolerance.scale: the normwise metric has no scale"),
+    ('{metric: normwise, rtol: 1e-5, scale: {C: "abs(A) @ abs(B)"}}',
+     "tolerance.scale: the normwise metric has no scale"),
 ])
 def test_a_bad_scale_is_refused_at_load(tmp_path, tolerance, problem):
     import re
@@ -366,7 +397,8 @@ def test_a_bad_scale_is_refused_at_load(tmp_path, tolerance, problem):
     (tmp_path / "k.cu").write_text("")
     (tmp_path / "k.yaml").write_text(
         "sizes: {M: 4, K: 8}\nargs:\n  - {name: A, buffer: float32, shape: [M, K], role: in}\n"
-        "  - {name: B, buffer: float32, shape: [K, M], role: in}\n  - {name: C, buffer: float32, shape: [M, M], role: out}\n"
+        "  - {name: B, buffer: float32, shape: [K, M], role: in}\n  - {name: C, buffer: float32, "
+        "shape: [M, M], role: out}\n"
         f"launch: {{grid: [1], block: [4]}}\nreference: {{C: A @ B}}\ntolerance: {tolerance}\n")
     with pytest.raises(SpecError, match=re.escape(problem)):
         spec_mod.load(tmp_path / "k.yaml")
@@ -409,9 +441,11 @@ def test_an_output_whose_order_is_not_defined_is_checked_as_a_multiset():
 
     # three kept, then whatever was there
     got = np.array([3.0, 1.0, 2.0, -7.0, 99.0], dtype=np.float32)
-    ok = verify.compare_unordered("y", got, np.array([1.0, 2.0, 3.0]), verify.Criterion(rtol=1e-6, atol=0.0))
+    ok = verify.compare_unordered("y", got, np.array([1.0, 2.0, 3.0]),
+                                  verify.Criterion(rtol=1e-6, atol=0.0))
     assert ok.ok and "multiset of its first 3 of 5 elements" in ok.note
-    bad = verify.compare_unordered("y", got, np.array([1.0, 2.0, 4.0]), verify.Criterion(rtol=1e-6, atol=0.0))
+    bad = verify.compare_unordered("y", got, np.array([1.0, 2.0, 4.0]),
+                                   verify.Criterion(rtol=1e-6, atol=0.0))
     assert not bad.ok
     ints = verify.compare_unordered("i", np.array([5, 4, 0, 0]), np.array([4, 5]))
     assert ints.ok and ints.metric == "exact"

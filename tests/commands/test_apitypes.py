@@ -18,8 +18,10 @@ from kprof.commands import apitypes
 @pytest.mark.parametrize("value, annotation, verdict", [
     ("x", "str | Path", True), (3, "str | Path", False), (None, "dict[str, int] | None", True),
     ({"N": 3}, "dict[str, int] | None", True), ({"N": "3"}, "dict[str, int] | None", False),
-    ({"N": True}, "dict[str, int]", False), (math.nan, "float", False), (10**400, "float", False), (2, "float", True),
-    (["a"], "Sequence[str]", True), ("abc", "Sequence[str]", False), (("a", 1), "tuple[str, ...]", False), (("a", 1), "tuple[str, int]", True),
+    ({"N": True}, "dict[str, int]", False), (math.nan, "float", False), (10**400, "float", False),
+    (2, "float", True),
+    (["a"], "Sequence[str]", True), ("abc", "Sequence[str]", False),
+    (("a", 1), "tuple[str, ...]", False), (("a", 1), "tuple[str, int]", True),
     (("a",), "tuple[str, int]", False),
     ("cold", "Literal['cold', 'warm']", True), ("hot", "Literal['cold', 'warm']", False),
     (object(), "Sweep", None), (print, "Callable[[str], None] | None", True),
@@ -31,7 +33,8 @@ def test_an_annotation_is_read_as_written(value, annotation, verdict):
 def test_a_wrong_type_names_the_function_the_argument_and_what_it_must_be():
     with pytest.raises(TypeError, match=r"kprof.occupancy_of\(\): name must be a str, not int 3"):
         kprof.occupancy_of(3)
-    with pytest.raises(TypeError, match=r"kprof.run\(\): timeout must be a finite number, not float nan"):
+    with pytest.raises(TypeError,
+                       match=r"kprof.run\(\): timeout must be a finite number, not float nan"):
         kprof.run("vector_add", timeout=math.nan)
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         kprof.run("vector_add", colour=1)
@@ -71,5 +74,6 @@ def test_every_api_function_given_wrong_types_sizes_nan_and_extra_keys_answers_i
     NaN, an unknown size: kprof's one-line error, or a TypeError or ValueError with a message (the
     GPU hidden, as on CI)."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KPROF_HISTORY=str(tmp_path / "h.sqlite"))
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]

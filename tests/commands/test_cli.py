@@ -54,30 +54,41 @@ def test_build_with_params_builds_each_combination(capsys):
     rows = json.loads(out)
     assert code == 0 and [r["defines"]["VPT"] for r in rows] == ["2", "4"]
     assert rows[0]["cubin"] != rows[1]["cubin"] and all(r["usage"]["registers"] > 0 for r in rows)
-    code, out, _ = run_cli(capsys, "build", "rmsnorm_onepass", "softmax_online", "--param", "WROWS=0,8")
+    code, out, _ = run_cli(capsys, "build", "rmsnorm_onepass", "softmax_online", "--param",
+                           "WROWS=0,8")
     assert code == 0 and "rmsnorm_onepass WROWS=8" in out and "softmax_online WROWS=0" in out
 
 
 @pytest.mark.nvcc
 def test_build_with_a_param_that_breaks_the_source_shows_nvcc_and_exit_4(capsys):
     code, _, err = run_cli(capsys, "build", "rmsnorm_bf16", "--param", "BLOCK=128")
-    assert code == errors.EXIT_BUILD and "WROWS rows of one warp each must fit in BLOCK threads" in err
-    assert re.match(r"kprof: error: (nvcc|NVRTC) 1\d\.\d failed to compile", err.strip().splitlines()[-1])
+    assert (code == errors.EXIT_BUILD
+            and "WROWS rows of one warp each must fit in BLOCK threads" in err)
+    assert re.match(r"kprof: error: (nvcc|NVRTC) 1\d\.\d failed to compile",
+                    err.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize(
     "argv, code, message",
     [
-        (["build", "--all", "--param", "BLOCK=64"], errors.EXIT_USAGE, "--param builds the kernels you name"),
-        (["build", "rmsnorm_bf16", "--param", "TILE=2"], errors.EXIT_USAGE, "unknown parameter 'TILE'"),
-        (["run", "tiled_matmull"], errors.EXIT_USAGE, "unknown kernel 'tiled_matmull': did you mean tiled_matmul"),
-        (["run", "tiled_matmul", "--size", "Q=3"], errors.EXIT_USAGE, "unknown size 'Q' (known: M, N, K)"),
-        (["run", "tiled_matmul", "--size", "M=0"], errors.EXIT_USAGE, "--size M=0: sizes must be positive"),
-        (["run", "tiled_matmul", "--size", "M=-5"], errors.EXIT_USAGE, "--size M=-5: sizes must be positive"),
-        (["run", "tiled_matmul", "--size", "M=abc"], errors.EXIT_USAGE, "--size M=abc: give a whole number"),
+        (["build", "--all", "--param", "BLOCK=64"], errors.EXIT_USAGE,
+         "--param builds the kernels you name"),
+        (["build", "rmsnorm_bf16", "--param", "TILE=2"], errors.EXIT_USAGE,
+         "unknown parameter 'TILE'"),
+        (["run", "tiled_matmull"], errors.EXIT_USAGE,
+         "unknown kernel 'tiled_matmull': did you mean tiled_matmul"),
+        (["run", "tiled_matmul", "--size", "Q=3"], errors.EXIT_USAGE,
+         "unknown size 'Q' (known: M, N, K)"),
+        (["run", "tiled_matmul", "--size", "M=0"], errors.EXIT_USAGE,
+         "--size M=0: sizes must be positive"),
+        (["run", "tiled_matmul", "--size", "M=-5"], errors.EXIT_USAGE,
+         "--size M=-5: sizes must be positive"),
+        (["run", "tiled_matmul", "--size", "M=abc"], errors.EXIT_USAGE,
+         "--size M=abc: give a whole number"),
         (["run", "tiled_matmul", "--size", "M"], errors.EXIT_USAGE, "write NAME=VALUE"),
         (["run", "tiled_matmul", "--timeout", "0"], errors.EXIT_USAGE, "--timeout 0"),
-        (["run", "tiled_matmul", "--timeout", "1e-300"], errors.EXIT_USAGE, "--timeout 1e-300: give 1 second or more"),
+        (["run", "tiled_matmul", "--timeout", "1e-300"], errors.EXIT_USAGE,
+         "--timeout 1e-300: give 1 second or more"),
         (["run", "no/such/spec.yaml"], errors.EXIT_USAGE, "no/such/spec.yaml: no such file"),
         (["build"], errors.EXIT_USAGE, "name the kernels to build, or give --all"),
         (["build", "tiled_matmul", "--arch", "sm9"], errors.EXIT_USAGE, "--arch 'sm9'"),
@@ -95,7 +106,8 @@ def test_bad_input_gets_one_line_and_exit_code(capsys, argv, code, message):
 
 def test_invalid_spec_exit_2_names_file_and_field(capsys, tmp_path):
     (tmp_path / "k.cu").write_text("")
-    (tmp_path / "k.yaml").write_text("args: [{name: a, buffer: float32, shape: [N], role: out}]\nlaunch: {grid: [1], block: [32]}\n")
+    (tmp_path / "k.yaml").write_text("args: [{name: a, buffer: float32, shape: [N], role: "
+                                     "out}]\nlaunch: {grid: [1], block: [32]}\n")
     code, _, err = run_cli(capsys, "run", str(tmp_path / "k.yaml"))
     assert code == errors.EXIT_USAGE
     assert "k.yaml: args[0].shape[0]: unknown size 'N'" in err and err.count("\n") == 1
@@ -106,14 +118,16 @@ def test_compile_error_shows_nvcc_lines_and_exit_4(capsys, data_dir):
     code, _, err = run_cli(capsys, "build", str(data_dir / "kernels" / "broken_syntax.yaml"))
     assert code == errors.EXIT_BUILD
     assert "broken_syntax.cu(2): error" in err
-    assert re.match(r"kprof: error: (nvcc|NVRTC) 1\d\.\d failed to compile", err.strip().splitlines()[-1])
+    assert re.match(r"kprof: error: (nvcc|NVRTC) 1\d\.\d failed to compile",
+                    err.strip().splitlines()[-1])
 
 
 def test_missing_nvcc_exit_3(capsys, monkeypatch):
     monkeypatch.setenv("KPROF_NVCC", "/nonexistent/nvcc")
     monkeypatch.setenv("KPROF_COMPILER", "nvcc")  # no NVRTC to fall back on
     code, _, err = run_cli(capsys, "build", "vector_add")
-    assert code == errors.EXIT_TOOL_MISSING and "KPROF_NVCC=/nonexistent/nvcc is not an executable" in err
+    assert (code == errors.EXIT_TOOL_MISSING
+            and "KPROF_NVCC=/nonexistent/nvcc is not an executable" in err)
     assert err.count("\n") == 1 and "kprof[cuda12]" in err
 
 
@@ -137,8 +151,8 @@ def test_doctor_always_reports(capsys):
     ready = offline.readiness(offline.doctor())
     code, out, _ = run_cli(capsys, "doctor")
     assert code == next((r.exit_code for r in ready if not r.ready), 0)
-    for name in ("nvcc", "compute-sanitizer", "ncu", "CUDA driver API", "GPU counters", "cuda-bindings", "nvtx",
-                 "CUPTI timer"):
+    for name in ("nvcc", "compute-sanitizer", "ncu", "CUDA driver API", "GPU counters",
+                 "cuda-bindings", "nvtx", "CUPTI timer"):
         assert name in out
     for r in ready:
         assert f"kprof {r.command}" in out
@@ -165,7 +179,8 @@ def test_doctor_exits_with_what_the_asked_command_lacks(capsys, monkeypatch):
     monkeypatch.setattr(proc, "find_tool", no_sanitizer)
     code, out, _ = run_cli(capsys, "doctor", "--for", "sanitize")
     assert code == 5 and "kprof sanitize: cannot run here (exit 5)" in out
-    assert "features on" not in out and "supports it" not in out and "no GPU seen, so none claimed" in out
+    assert ("features on" not in out and "supports it" not in out
+            and "no GPU seen, so none claimed" in out)
     assert "kprof[cuda]" not in out and "kprof[cuda13]" in out
     monkeypatch.setattr(device, "probe", lambda: None)
     code, out, _ = run_cli(capsys, "doctor", "--for", "sanitize", "--json")
@@ -192,7 +207,8 @@ def test_internal_errors_are_one_line(capsys, monkeypatch):
 
 
 def test_console_script_runs():
-    done = subprocess.run([sys.executable, "-m", "kprof", "run", "nope"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "kprof", "run", "nope"], capture_output=True,
+                          text=True)
     assert done.returncode == errors.EXIT_USAGE and "unknown kernel 'nope'" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -217,7 +233,8 @@ def test_kprof_run_is_the_api_function_the_command_prints(monkeypatch, capsys, a
 
     def fake_run_kernel(job, **kw):
         seen.append(job)
-        return launch._run_result(job, child(status="ok", sizes=dict(job.target.sizes), time_ms=0.01))
+        return launch._run_result(job,
+                                  child(status="ok", sizes=dict(job.target.sizes), time_ms=0.01))
 
     monkeypatch.setattr(launch, "run_kernel", fake_run_kernel)
     report = kprof.run("vector_add", sizes={"N": 1000}, seed=3)
@@ -236,7 +253,8 @@ def test_run_without_a_gpu_says_so_before_building_anything(monkeypatch, tmp_pat
     from kprof.child import device
 
     monkeypatch.setattr(device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
-    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("kprof run built a kernel before the GPU check"))
+    monkeypatch.setattr(build, "build", lambda *a,
+                        **k: pytest.fail("kprof run built a kernel before the GPU check"))
     assert cli.main(["run", "tiled_matmul"]) == 5
     # a bad input is still said first
     assert cli.main(["run", "tiled_matmul", "--size", "Q=3"]) == 2
@@ -252,7 +270,8 @@ def test_peak_without_a_gpu_says_so_before_building_anything(monkeypatch, tmp_pa
 
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(device, "probe", lambda: "no CUDA driver: cuInit -> libcuda not found")
-    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("kprof peak built a kernel before the GPU check"))
+    monkeypatch.setattr(build, "build", lambda *a,
+                        **k: pytest.fail("kprof peak built a kernel before the GPU check"))
     assert cli.main(["peak"]) == 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kprof: error: no CUDA driver")
@@ -271,7 +290,8 @@ def _on_a_terminal(argv: list[str], columns: int) -> str:
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     # the terminal's own width, as a shell has it
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    done = subprocess.Popen([sys.executable, "-m", "kprof", *argv], stdout=child, stderr=child, env=env)
+    done = subprocess.Popen([sys.executable, "-m", "kprof", *argv], stdout=child, stderr=child,
+                            env=env)
     os.close(child)
     out = b""
     while True:  # read while it runs: a terminal holds a few kilobytes, and kprof list prints more
@@ -288,8 +308,8 @@ def _on_a_terminal(argv: list[str], columns: int) -> str:
     return out.decode(errors="replace").replace("\r\n", "\n")
 
 
-FIRST_COMMANDS = [["--help"], ["cases", "--list"], ["doctor"], ["occupancy", "tiled_matmul"], ["sanitize", "--list-tools"],
-                  ["list"]]
+FIRST_COMMANDS = [["--help"], ["cases", "--list"], ["doctor"], ["occupancy", "tiled_matmul"],
+                  ["sanitize", "--list-tools"], ["list"]]
 
 
 @pytest.mark.parametrize("argv", FIRST_COMMANDS, ids=" ".join)
@@ -323,13 +343,15 @@ def test_width_goes_before_or_after_the_command(capsys, monkeypatch):
     assert cli.main(["--width", "0", "cases", "--list"]) == 0
     before = capsys.readouterr().out
     assert cli.main(["cases", "--list", "--width", "0"]) == 0
-    assert capsys.readouterr().out == before and any(len(line) > 100 for line in before.splitlines())
+    assert capsys.readouterr().out == before and any(len(line) > 100
+                                                     for line in before.splitlines())
     assert cli.main(["list", "--width", "-3"]) == errors.EXIT_USAGE
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("name, error", [("BLOCK", "expected an identifier"), ("ceil", '"ceil" has "C" linkage'),
-                                         ("size_t", '"size_t" has already been declared'), ("rsqrt", "linkage")])
+@pytest.mark.parametrize("name, error",
+                         [("BLOCK", "expected an identifier"), ("ceil", '"ceil" has "C" linkage'),
+                          ("size_t", '"size_t" has already been declared'), ("rsqrt", "linkage")])
 def test_kprof_new_builds_the_kernel_before_it_writes_it(tmp_path, capsys, name, error):
     """Names on no list that still do not build (the spec's define BLOCK, CUDA's math functions, its
     types): the scaffold is built first, and its compiler's first error is the one line; nothing is
@@ -347,7 +369,8 @@ def test_kprof_new_blames_the_compiler_not_the_name_when_no_kernel_builds(tmp_pa
 
     from kprof.build import toolchain
 
-    failing_nvcc(tmp_path / "bin", "nvcc fatal   : Failed to preprocess host compiler properties.", monkeypatch)
+    failing_nvcc(tmp_path / "bin", "nvcc fatal   : Failed to preprocess host compiler properties.",
+                 monkeypatch)
     monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
     toolchain._probe.cache_clear()
     assert cli.main(["new", "mine", "--dir", str(tmp_path / "k")]) == errors.EXIT_USAGE
@@ -359,14 +382,17 @@ def test_kprof_new_blames_the_compiler_not_the_name_when_no_kernel_builds(tmp_pa
 
 def test_new_like_a_cases_fixed_twin_is_refused(tmp_path, capsys):
     """--like CASE_fixed copied the buggy case's spec (the twin has none of its own)."""
-    assert cli.main(["new", "mine", "--like", "tiled_matmul_no_bounds_fixed", "--dir", str(tmp_path)]) == errors.EXIT_USAGE
+    assert (cli.main(["new", "mine", "--like", "tiled_matmul_no_bounds_fixed", "--dir", str(tmp_path)]) == errors.EXIT_USAGE)
     assert "its fixed twin" in capsys.readouterr().err and not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("name, why", [("int", "a C++ keyword"), ("class", "a C++ keyword"),
-                                       ("min", "a name CUDA already declares"), ("main", "a name CUDA already declares"),
-                                       ("blockIdx", "a name CUDA already declares"), ("float4", "a name CUDA already declares"),
-                                       ("yes", "a word YAML reads as a boolean or null"), ("null", "a word YAML reads"),
+                                       ("min", "a name CUDA already declares"),
+                                       ("main", "a name CUDA already declares"),
+                                       ("blockIdx", "a name CUDA already declares"),
+                                       ("float4", "a name CUDA already declares"),
+                                       ("yes", "a word YAML reads as a boolean or null"),
+                                       ("null", "a word YAML reads"),
                                        ("__k", "reserved to the compiler")])
 def test_kprof_new_refuses_a_name_whose_kernel_would_not_build(tmp_path, capsys, name, why):
     """Each of these wrote a kernel that did not build (nvcc 13.0 refuses every CUDA name listed;
@@ -396,14 +422,16 @@ def test_closed_or_full_standard_streams_keep_the_documented_exit_code(tmp_path,
         except PermissionError:
             pytest.skip("mknod needs root (CI and the GPU machines run as root)")
     kprof = f"{shlex.quote(sys.executable)} -m kprof"
-    done = subprocess.run(["sh", "-c", shell.replace("kprof", kprof, 1)], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
+    done = subprocess.run(["sh", "-c", shell.replace("kprof", kprof, 1)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr and says in done.stderr and done.stderr.count("\n") <= 1
 
 
 @pytest.mark.parametrize("verb", ["sanitize", "profile"])
-@pytest.mark.parametrize("program", ["ab\ncd", "ab\x1b[2Jcd", "a" * 5000, "x/ab\ncd", "-" + "r" * 3000, "a\0b"])
+@pytest.mark.parametrize("program",
+                         ["ab\ncd", "ab\x1b[2Jcd", "a" * 5000, "x/ab\ncd", "-" + "r" * 3000,
+                          "a\0b"])
 def test_a_program_name_of_any_shape_is_one_short_line_and_no_header(capsys, verb, program):
     """The header echoed the command raw before it was checked: a newline split it, 5,000 characters
     were one line."""

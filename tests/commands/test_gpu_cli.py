@@ -20,11 +20,14 @@ pytestmark = pytest.mark.gpu
 PY = sys.executable
 KERNEL = 'extern "C" __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 1; }\n'
 TOWER = ("sizes: {N: 64}\nargs:\n  - {name: x, buffer: float32, shape: [N], role: out}\n"
-         "  - {name: n, scalar: int32, value: N}\nlaunch: {grid: [1], block: [64]}\nreference: {x: '2**2**2**2**2**2'}\n")
+         "  - {name: n, scalar: int32, value: N}\nlaunch: {grid: [1], block: [64]}\nreference: {x: "
+         "'2**2**2**2**2**2'}\n")
 
 
-@pytest.mark.parametrize("command", [["run"], ["sanitize", "--tool", "memcheck"], ["sanitize", "--tool", "values"],
-                                     ["bench", "--max-time", "1"], ["profile"], ["build"]])
+@pytest.mark.parametrize("command",
+                         [["run"], ["sanitize", "--tool", "memcheck"],
+                          ["sanitize", "--tool", "values"],
+                          ["bench", "--max-time", "1"], ["profile"], ["build"]])
 def test_a_reference_exponent_tower_stops_every_command_at_load(tmp_path, capsys, command):
     """The reference once passed kprof build and failed in the child with a traceback and exit 6."""
     (tmp_path / "k.cu").write_text(KERNEL)
@@ -36,7 +39,8 @@ def test_a_reference_exponent_tower_stops_every_command_at_load(tmp_path, capsys
 
 @pytest.mark.parametrize("args, words", [
     (["--kprof-sanitize=bogus"], "unknown tool 'bogus'"),
-    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"], "--kprof-timeout=nan: give a number of seconds from 1"),
+    (["--kprof-sanitize=memcheck", "--kprof-timeout=nan"],
+     "--kprof-timeout=nan: give a number of seconds from 1"),
     (["--kprof-sanitize", "tests/"], "write --kprof-sanitize=all tests/"),
 ])
 def test_the_plugin_refuses_a_bad_option_once_on_the_gpu(tmp_path, args, words):
@@ -72,7 +76,8 @@ def _ran(tmp_path: Path) -> list[str]:
 def test_compute_sanitizer_runs_no_command_from_its_arguments(tmp_path):
     exe = _tool("compute-sanitizer")
     folder = _folder_with_a_backtick(tmp_path)
-    done = subprocess.run([exe, "--tool", "memcheck", "--xml", "--save", str(folder / "r.xml"), "--print-limit", "10",
+    done = subprocess.run([exe, "--tool", "memcheck", "--xml", "--save", str(folder / "r.xml"),
+                           "--print-limit", "10",
                            PY, "-c", "import sys; print(sys.argv[1])", "`touch PWNED3`"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert not _ran(tmp_path), (done.stdout, done.stderr)
@@ -84,7 +89,8 @@ def test_compute_sanitizer_runs_no_command_from_its_arguments(tmp_path):
 def test_ncu_runs_no_command_from_its_arguments(tmp_path):
     exe = _tool("ncu")
     folder = _folder_with_a_backtick(tmp_path)
-    done = subprocess.run([exe, "--clock-control", "none", "--kernel-name", "regex:`touch PWNED4`", "-o",
+    done = subprocess.run([exe, "--clock-control", "none", "--kernel-name", "regex:`touch PWNED4`",
+                           "-o",
                            str(folder / "r"), PY, "-c", "pass"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert not _ran(tmp_path), (done.stdout, done.stderr)
@@ -98,14 +104,15 @@ def test_cuobjdump_runs_no_command_from_its_arguments(tmp_path):
     folder = _folder_with_a_backtick(tmp_path)
     cubin = build.build(catalog.load("vector_add")).cubin
     (folder / "k.cubin").write_bytes(cubin.read_bytes())
-    done = subprocess.run([exe, "-sass", str(folder / "k.cubin")], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([exe, "-sass", str(folder / "k.cubin")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
     assert not _ran(tmp_path) and done.returncode == 0, (done.stdout, done.stderr)
 
 
 def test_a_program_that_fails_under_a_tool_keeps_its_last_lines_in_json(capsys):
     code = cli.main(["sanitize", "--tool", "memcheck", "--json", "--", PY, "-c",
-                     "print('loading weights.pt'); raise SystemExit('no such model file: weights.pt')"])
+                     "print('loading weights.pt'); raise SystemExit('no such model file: "
+                     "weights.pt')"])
     data = json.loads(capsys.readouterr().out)
     tool = data["tools"][0]
     assert code == 6 and tool["status"] == "target-error", data

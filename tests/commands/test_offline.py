@@ -16,11 +16,12 @@ from kprof.errors import UsageError
 def test_build_kernels_returns_what_kprof_build_prints(capsys):
     seen = []
     report = kprof.build_kernels(["vector_add"], params=["BLOCK=128,256"], arch="sm_90",
-                                 progress=lambda name, how, s, total: seen.append((name, how, total)))
+                                 progress=lambda name, how, s,
+                                 total: seen.append((name, how, total)))
     assert isinstance(report, kprof.BuildReport) and report.arch == "sm_90" and not report.failed
     assert sorted(str(dict(s.defines)["BLOCK"]) for s, _ in report.built) == ["128", "256"]
     assert len(seen) == 2 and {t for _, _, t in seen} == {2}
-    assert cli.main(["build", "vector_add", "--param", "BLOCK=128,256", "--arch", "sm_90", "--json"]) == 0
+    assert (cli.main(["build", "vector_add", "--param", "BLOCK=128,256", "--arch", "sm_90", "--json"]) == 0)
     printed = json.loads(capsys.readouterr().out)
     assert [(r["name"], r["defines"]["BLOCK"]) for r in printed] == [(r["name"], r["defines"]["BLOCK"])
                                                                      for r in json.loads(json.dumps(report.to_json()))]
@@ -33,12 +34,15 @@ def test_list_kernels_returns_what_kprof_list_prints(capsys, tmp_path, monkeypat
     (tmp_path / "broken.yaml").write_text("name: broken\n")
     monkeypatch.setenv("KPROF_PATH", str(tmp_path))
     rows = {r.name: r for r in kprof.list_kernels(arch="sm_75")}
-    assert isinstance(rows["async_matmul"], kprof.Listing) and rows["async_matmul"].group == "kernel"
-    assert rows["async_matmul"].unsupported == "needs sm_80: cp.async copies from global to shared memory"
+    assert (isinstance(rows["async_matmul"], kprof.Listing)
+            and rows["async_matmul"].group == "kernel")
+    assert (rows["async_matmul"].unsupported == "needs sm_80: cp.async copies from global to "
+                                                "shared memory")
     assert rows["tiled_matmul"].unsupported is None and rows["broken"].group == "user"
     assert rows["broken"].description.startswith("INVALID SPEC:")
     assert cli.main(["list", "--arch", "sm_75", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [r.to_dict() for r in kprof.list_kernels(arch="sm_75")]
+    assert json.loads(capsys.readouterr().out) == [r.to_dict()
+                                                   for r in kprof.list_kernels(arch="sm_75")]
     assert cli.main(["list", "--arch", "sm_75"]) == 0
     text = capsys.readouterr().out
     assert "[needs sm_80: cp.async" in text and "INVALID SPEC" in text
@@ -46,7 +50,8 @@ def test_list_kernels_returns_what_kprof_list_prints(capsys, tmp_path, monkeypat
 
 def test_new_kernel_and_doctor_are_what_kprof_new_and_kprof_doctor_print(tmp_path, capsys):
     cu, spec = kprof.new_kernel("my_scale", tmp_path)
-    assert (cu, spec) == (tmp_path / "my_scale.cu", tmp_path / "my_scale.yaml") and cu.is_file() and spec.is_file()
+    assert ((cu, spec) == (tmp_path / "my_scale.cu", tmp_path / "my_scale.yaml") and cu.is_file()
+            and spec.is_file())
     with pytest.raises(UsageError):
         kprof.new_kernel("my_scale", tmp_path)  # never over a file that is there
     checks = kprof.doctor()
@@ -66,8 +71,9 @@ def test_build_kernels_wants_names_or_all():
 @pytest.mark.nvcc
 def test_occupancy_of_returns_what_kprof_occupancy_prints(capsys):
     r = kprof.occupancy_of("vector_add", blocks=[128, 1024], arch="sm_90")
-    assert isinstance(r, kprof.OccupancyReport) and [o.block_size for o in r.launch] == [128, 1024] and r.sweep
-    assert cli.main(["occupancy", "vector_add", "--block", "128", "--block", "1024", "--arch", "sm_90", "--json"]) == 0
+    assert (isinstance(r, kprof.OccupancyReport)
+            and [o.block_size for o in r.launch] == [128, 1024] and r.sweep)
+    assert (cli.main(["occupancy", "vector_add", "--block", "128", "--block", "1024", "--arch", "sm_90", "--json"]) == 0)
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(r.to_json()))
 
 

@@ -13,7 +13,9 @@ from kprof.errors import NcuError, NoGPUError, UsageError
 
 
 def test_the_inputs_are_checked_before_the_gpu(monkeypatch):
-    monkeypatch.setattr(api, "require_gpu", lambda tool: pytest.fail("the GPU was asked for before the inputs were checked"))
+    monkeypatch.setattr(api, "require_gpu",
+                        lambda tool: pytest.fail("the GPU was asked for before the inputs were "
+                                                 "checked"))
     with pytest.raises(UsageError):
         profiles.profile_specs(["tiled_matmul"], sizes={"Q": 3})
     with pytest.raises(UsageError):
@@ -45,14 +47,17 @@ def test_each_spec_is_profiled_and_diagnosed_and_one_ncu_failure_leaves_the_othe
         seen.append(prepared.resolved.spec.name)
         if prepared.resolved.spec.name == "vector_add":
             raise NcuError("ncu failed", reason="test")
-        p = profiling.fallback(prepared.resolved.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None,
+        p = profiling.fallback(prepared.resolved.spec.name, prepared.resolved.sizes, 1e-4, 32, 256,
+                               0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None,
                                reason="fake device")
         return [p]
 
     monkeypatch.setattr(stage, "profile_one", fake_profile)
-    monkeypatch.setattr(stage, "diagnose_one", lambda prepared, got, **kw: ("diagnosis of", prepared.resolved.spec.name))
+    monkeypatch.setattr(stage, "diagnose_one", lambda prepared, got,
+                        **kw: ("diagnosis of", prepared.resolved.spec.name))
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
-    run = profiles.profile_specs(["vector_add", "tiled_matmul"], sizes={"N": 4096, "M": 128}, progress=said.append)
+    run = profiles.profile_specs(["vector_add", "tiled_matmul"], sizes={"N": 4096, "M": 128},
+                                 progress=said.append)
     assert seen == ["vector_add", "tiled_matmul"] and not run.ok
     assert [name for name, _ in run.errors] == ["vector_add"] and len(run.profiles) == 1
     assert run.diagnoses == [("diagnosis of", "tiled_matmul")]
@@ -70,11 +75,14 @@ def test_kprof_profile_of_a_spec_takes_the_commands_options_and_diagnoses_nothin
 
     def fake_profile(prepared, settings):
         seen.append((prepared.resolved.spec.name, settings.params, settings.report_dir))
-        return [profiling.fallback(prepared.resolved.spec.name, prepared.resolved.sizes, 1e-4, 32, 256, 0, dynamic_smem=0,
-                                   arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake device")]
+        return [profiling.fallback(prepared.resolved.spec.name, prepared.resolved.sizes, 1e-4, 32,
+                                   256, 0, dynamic_smem=0,
+                                   arch="sm_90", spec_flops=None, spec_bytes=None,
+                                   reason="fake device")]
 
     monkeypatch.setattr(stage, "profile_one", fake_profile)
-    monkeypatch.setattr(stage, "diagnose_one", lambda *a, **k: pytest.fail("kprof.profile diagnosed"))
+    monkeypatch.setattr(stage, "diagnose_one", lambda *a,
+                        **k: pytest.fail("kprof.profile diagnosed"))
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
     got = kprof.profile("tiled_matmul", params={"TILE": "16"}, sizes={"M": 128, "N": 128, "K": 128},
                         report_dir=tmp_path / "reports")
@@ -85,7 +93,8 @@ def test_kprof_profile_of_a_spec_takes_the_commands_options_and_diagnoses_nothin
     (tmp_path / "mine.py").write_text("def norm(x, w, eps):\n    return x\n")
     got = kprof.profile("rmsnorm_onepass", baseline="mine.py:norm", sizes={"R": 64, "C": 256})
     assert len(got) == 2 and [name for name, _, _ in seen] == ["rmsnorm_onepass", got[1].kernel], seen
-    monkeypatch.setattr(stage, "profile_one", lambda prepared, settings: (_ for _ in ()).throw(NcuError("ncu failed", reason="t")))
+    monkeypatch.setattr(stage, "profile_one", lambda prepared,
+                        settings: (_ for _ in ()).throw(NcuError("ncu failed", reason="t")))
     with pytest.raises(NcuError, match="ncu failed"):
         kprof.profile("tiled_matmul")
 
@@ -111,7 +120,7 @@ def test_kprof_diagnose_takes_params_as_the_command_does(monkeypatch, as_if_a_gp
 
     monkeypatch.setattr(stage, "profile_one", fake_profile)
     monkeypatch.setattr(stage, "diagnose_one", lambda prepared, got, **kw: "diagnosed")
-    assert kprof.diagnose("tiled_matmul", params={"TILE": "16"}, sizes={"M": 64, "N": 64, "K": 64}) == "diagnosed"
+    assert (kprof.diagnose("tiled_matmul", params={"TILE": "16"}, sizes={"M": 64, "N": 64, "K": 64}) == "diagnosed")
     assert seen["params"] == {"TILE": "16"} and seen["defines"]["TILE"] == "16", seen
 
 
@@ -133,9 +142,10 @@ def test_the_profiles_are_printed_before_the_plot_is_written(monkeypatch, tmp_pa
     from kprof.measure import profiling
     from kprof.results import plot
 
-    got = profiling.fallback("tiled_matmul", {"M": 64}, 1e-4, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None,
-                             spec_bytes=None, reason="fake device")
-    monkeypatch.setattr(profiles, "profile_specs", lambda *a, **k: stage.SpecProfiles(profiles=[got]))
+    got = profiling.fallback("tiled_matmul", {"M": 64}, 1e-4, 32, 256, 0, dynamic_smem=0,
+                             arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake device")
+    monkeypatch.setattr(profiles, "profile_specs", lambda *a,
+                        **k: stage.SpecProfiles(profiles=[got]))
 
     def full_disk(profiles_, path):
         raise OutputError(f"--plot {path}: No space left on device")

@@ -36,9 +36,12 @@ def test_cases_bench_list_needs_no_gpu(capsys):
 
 
 def _point(flags_by_cheat, honest=(), failed=()):
-    baselines = tuple(points.BaselineResult(f"ops.py:{n}", n, baseline_integrity=tuple(f)) for n, f in flags_by_cheat.items())
-    warnings = tuple(f"baseline {n} failed verification: c: 3 of 1,000 elements exceed" for n in failed)
-    return points.PointResult("double", {"N": 1000}, {}, "cold", "ok", baselines=baselines, integrity=tuple(honest),
+    baselines = tuple(points.BaselineResult(f"ops.py:{n}", n, baseline_integrity=tuple(f))
+                      for n, f in flags_by_cheat.items())
+    warnings = tuple(f"baseline {n} failed verification: c: 3 of 1,000 elements exceed"
+                     for n in failed)
+    return points.PointResult("double", {"N": 1000}, {}, "cold", "ok", baselines=baselines,
+                              integrity=tuple(honest),
                              warnings=warnings)
 
 
@@ -59,14 +62,18 @@ def test_each_cheat_is_caught_by_one_of_its_flags_or_its_verdict(monkeypatch, ca
     assert not report.ok
     assert cli.main(["cases", "--bench"]) == 1
     out = capsys.readouterr().out
-    rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.split() and line.split()[0] in flags}
-    assert rows["replay"] == "MISSED" and rows["side_stream"] == "caught" and list(rows.values()).count("MISSED") == 1
-    assert f"{len(corpus.cheats) - 1} of {len(corpus.cheats)} cheats caught; the honest operation: no flag" in out
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.split()
+            and line.split()[0] in flags}
+    assert (rows["replay"] == "MISSED" and rows["side_stream"] == "caught"
+            and list(rows.values()).count("MISSED") == 1)
+    assert (f"{len(corpus.cheats) - 1} of {len(corpus.cheats)} cheats caught; the honest "
+            "operation: no flag" in out)
 
 
 def test_a_flag_on_the_honest_operation_is_a_false_alarm(monkeypatch, capsys):
     corpus = benchcases.load(catalog.BENCH_CASES_DIR)
-    point = _point({c.name: [f"{c.catch[0]}: seen"] for c in corpus.cheats}, honest=["other-stream: ..."])
+    point = _point({c.name: [f"{c.catch[0]}: seen"] for c in corpus.cheats},
+                   honest=["other-stream: ..."])
 
     class Report:
         points = [point]
@@ -74,7 +81,8 @@ def test_a_flag_on_the_honest_operation_is_a_false_alarm(monkeypatch, capsys):
     monkeypatch.setattr(api, "run_bench", lambda *a, **k: Report())
     assert cli.main(["cases", "--bench", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert data["honest_flags"] == ["other-stream: ..."] and all(c["caught"] for c in data["cheats"]) and not data["ok"]
+    assert (data["honest_flags"] == ["other-stream: ..."]
+            and all(c["caught"] for c in data["cheats"]) and not data["ok"])
 
 
 def test_a_run_stopped_before_its_point_is_an_interruption_not_an_internal_error(monkeypatch, capsys):
@@ -92,7 +100,8 @@ def test_a_run_stopped_before_its_point_is_an_interruption_not_an_internal_error
 @pytest.mark.parametrize("text, message", [
     ("spec: double.yaml\n", "needs 'spec: FILE.yaml' and 'cheats:"),
     ("spec: double.yaml\ncheats:\n  - {name: x}\n", "cheats[0]: needs a name and an exploit"),
-    ("spec: double.yaml\ncheats:\n  - {name: x, exploit: y, catch: [fast]}\n", "cheats[0].catch: list flags among"),
+    ("spec: double.yaml\ncheats:\n  - {name: x, exploit: y, catch: [fast]}\n",
+     "cheats[0].catch: list flags among"),
     ("spec: [\n", "not valid YAML"),
 ])
 def test_a_bad_corpus_is_one_line_naming_the_field(tmp_path, text, message):

@@ -43,8 +43,10 @@ def test_a_matmul_gets_at_least_ten_mutants_each_one_change_of_one_code_line():
 
 
 def test_the_reduction_and_softmax_operators_have_their_places():
-    assert any(m.operator == "skipped reduction level (>>= 2)" for m in mutants.generate(_source("reduce_sum")))
-    flushed = [m for m in mutants.generate(_source("softmax_online")) if m.operator == "flushed small value"]
+    assert any(m.operator == "skipped reduction level (>>= 2)"
+               for m in mutants.generate(_source("reduce_sum")))
+    flushed = [m for m in mutants.generate(_source("softmax_online"))
+               if m.operator == "flushed small value"]
     assert flushed and all("< 1e-6f ? 0.0f :" in m.after for m in flushed)
     assert len(mutants.generate(_source("softmax_online"), limit=7)) == 7
 
@@ -54,7 +56,8 @@ def test_a_verdict_kills_at_the_first_failing_size_and_the_score_counts_only_non
         "killed", "M127-N131: 3 of 16,637 elements exceed")
     assert mutants.judge([("sanitize", True, ""), ("N1", True, "")])[0] == "survived"
     m = mutants.generate(_source("vector_add"))[0]
-    results = [mutants.MutantResult(m, v) for v in ("killed", "killed", "survived", "equivalent", "not-built")]
+    results = [mutants.MutantResult(m, v)
+               for v in ("killed", "killed", "survived", "equivalent", "not-built")]
     assert mutants.score(results) == (2, 3, 2 / 3) and mutants.score([]) == (0, 0, None)
     assert results[2].to_dict()["diff"].startswith(f"@@ line {m.line} ({m.operator})\n-")
 
@@ -62,7 +65,8 @@ def test_a_verdict_kills_at_the_first_failing_size_and_the_score_counts_only_non
 def _cubin(folder: Path, text: str) -> bytes:
     folder.mkdir(parents=True)
     (folder / "k.cu").write_text(text)
-    subprocess.run([str(proc.find_tool("nvcc")), "-cubin", "-arch=sm_90", "-lineinfo", "-o", str(folder / "k.cubin"),
+    subprocess.run([str(proc.find_tool("nvcc")), "-cubin", "-arch=sm_90", "-lineinfo", "-o",
+                    str(folder / "k.cubin"),
                     str(folder / "k.cu")], check=True, capture_output=True, timeout=120)
     return (folder / "k.cubin").read_bytes()
 
@@ -84,16 +88,18 @@ def test_kprof_mutants_dry_run_lists_and_builds_every_mutant(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["dry_run"] and len(data["mutants"]) >= 10
     assert all(m["verdict"] in ("built", "equivalent") for m in data["mutants"]), data["mutants"]
-    assert data["sizes"][0] == "sanitize" and len(data["sizes"]) == 1 + len(catalog.load("tiled_matmul").checks)
+    assert (data["sizes"][0] == "sanitize"
+            and len(data["sizes"]) == 1 + len(catalog.load("tiled_matmul").checks))
 
 
 def _fake_result(job, ok: bool, rel_err: float = 1e-7) -> ChildResult:
     from kprof.launch.childresult import OutputCheck
 
-    checks = [OutputCheck(name="C", ok=ok, message="fine" if ok else "12 of 16,637 elements exceed 1e-05 x |ref|", rel_err=rel_err,
-                          max_abs_err=rel_err, digest=f"as if {rel_err}")]
-    return ChildResult(status="ok" if ok else "failed", kernel=job.target.name, sizes=job.target.sizes,
-                       checks=tuple(checks), nvtx=True)
+    checks = [OutputCheck(name="C", ok=ok,
+                          message="fine" if ok else "12 of 16,637 elements exceed 1e-05 x |ref|",
+                          rel_err=rel_err, max_abs_err=rel_err, digest=f"as if {rel_err}")]
+    return ChildResult(status="ok" if ok else "failed", kernel=job.target.name,
+                       sizes=job.target.sizes, checks=tuple(checks), nvtx=True)
 
 
 @pytest.mark.nvcc
@@ -131,8 +137,9 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     def run_kernels(jobs, timeout):
         # a probe: the k-loop's bound is met
         if "KPROF_BOUNDARY" in Path(jobs[0].target.source).read_text():
-            assert "(KPROF_BOUNDARY((k0) == (K)), k0 < K)" in Path(jobs[0].target.source).read_text()
-            raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_LAUNCH_FAILED (an illegal instruction: the trap)")
+            assert ("(KPROF_BOUNDARY((k0) == (K)), k0 < K)" in Path(jobs[0].target.source).read_text())
+            raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_LAUNCH_FAILED (an illegal "
+                              "instruction: the trap)")
         if jobs[0].target.name.endswith("__m1"):
             raise TargetError(f"{jobs[0].target.name}: CUDA_ERROR_ILLEGAL_ADDRESS")
         k = kind(jobs[0])
@@ -145,8 +152,8 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
         (tool,) = tools
         tool_runs.append((kind(job), tool))
         found = (kind(job), tool) == ("original", "initcheck") or (racecheck_sees_it and (kind(job), tool) == ("barrier", "racecheck"))
-        f = Finding(tool, "race" if tool == "racecheck" else "uninitialized", "tiled_matmul", "tiled_matmul.cu", 21,
-                    thread=None, block=None, count=1, message="a hazard")
+        f = Finding(tool, "race" if tool == "racecheck" else "uninitialized", "tiled_matmul",
+                    "tiled_matmul.cu", 21, thread=None, block=None, count=1, message="a hazard")
         return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
     monkeypatch.setattr(launch, "run_kernels", run_kernels)
@@ -168,9 +175,11 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     (eq,) = [r for r in report.results if r.by == "results at its boundary"]
     assert "its boundary ((k0) == (K)) is met at the checked sizes" in eq.why
     if not racecheck_sees_it:
-        assert by_kind["survived/same results"] == ["missing barrier"] and "killed/racecheck" not in by_kind
+        assert (by_kind["survived/same results"] == ["missing barrier"]
+                and "killed/racecheck" not in by_kind)
         return
-    assert by_kind["killed/racecheck"] == ["missing barrier"] and "survived/same results" not in by_kind
+    assert (by_kind["killed/racecheck"] == ["missing barrier"]
+            and "survived/same results" not in by_kind)
     # the first finding stops
     assert ("barrier", "memcheck") in tool_runs and ("barrier", "values") not in tool_runs
     assert not any(t == "initcheck" for k, t in tool_runs if k != "original")
@@ -178,13 +187,15 @@ def test_each_mutant_is_killed_by_the_verdict_or_a_tool_or_survives_and_survivor
     assert counted == len(report.results) - 1 and killed == counted - 1
     assert report.strict_score == (killed, counted + 1, killed / (counted + 1))
     data = report.to_json()
-    assert data["version"] == 3 and data["killed"] == killed and data["killed_by_verdict"] == killed - 1
+    assert (data["version"] == 3 and data["killed"] == killed
+            and data["killed_by_verdict"] == killed - 1)
     assert data["score_strict"] == killed / (counted + 1)
     assert sum(m["by"] == "results at its boundary" for m in data["mutants"]) == 1
     code = cli.main(["mutants", "tiled_matmul", "--jobs", "2"])
     out = capsys.readouterr().out
     assert code == 1  # a survivor: exit 1
-    assert f"score: {killed} of {counted} non-equivalent mutants killed" in out and f"{killed - 1} by the verdict, 1 by a tool" in out
+    assert (f"score: {killed} of {counted} non-equivalent mutants killed" in out
+            and f"{killed - 1} by the verdict, 1 by a tool" in out)
     assert "1 equivalent by their results at a boundary the checked sizes meet" in out
     assert f"({killed} of {counted + 1}, " in out and "counting those as survivors" in out
     assert "killed (racecheck)" in out and "equivalent (results at its boundary)" in out
@@ -197,7 +208,8 @@ def test_the_scores_table_counts_a_same_results_survivor_against_the_score(tmp_p
     score (also in the JSON written before that rule, as ``equivalent`` ``by: results``)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("mutant_scores", ROOT / "scripts" / "mutant_scores.py")
+    spec = importlib.util.spec_from_file_location("mutant_scores",
+                                                  ROOT / "scripts" / "mutant_scores.py")
     scores = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scores)
 
@@ -206,15 +218,20 @@ def test_the_scores_table_counts_a_same_results_survivor_against_the_score(tmp_p
 
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir(), new.mkdir()
-    (old / "mutants-k.json").write_text(json.dumps({"spec": "k", "mutants": [mutant(1, "survived")]}))
+    (old / "mutants-k.json").write_text(json.dumps({"spec": "k",
+                                                    "mutants": [mutant(1, "survived")]}))
     (new / "mutants-k.json").write_text(json.dumps({"spec": "k", "mutants": [
-        mutant(1, "killed", "verdict"), mutant(2, "killed", "memcheck"), mutant(3, "equivalent", "machine code"),
-        mutant(4, "equivalent", "results"), mutant(5, "survived", "same results"), mutant(6, "not-built"),
-        mutant(7, "equivalent", "results at its boundary"), mutant(8, "survived", "boundary not met")]}))
+        mutant(1, "killed", "verdict"), mutant(2, "killed", "memcheck"),
+        mutant(3, "equivalent", "machine code"),
+        mutant(4, "equivalent", "results"), mutant(5, "survived", "same results"),
+        mutant(6, "not-built"),
+        mutant(7, "equivalent", "results at its boundary"),
+        mutant(8, "survived", "boundary not met")]}))
     (new / "mutants-stopped.json").write_text("")  # a run stopped at its deadline
     assert scores.main([str(old), str(new)]) == 0
     row = capsys.readouterr().out.splitlines()[-1]
-    assert row.startswith("| k | 8 | 1 | 1 | 1 | 1 | 3 | 2 | 2 of 5 (40%) | 2 of 6 (33%) | M4 line 4"), row
+    assert row.startswith("| k | 8 | 1 | 1 | 1 | 1 | 3 | 2 | 2 of 5 (40%) | 2 of 6 (33%) | M4 line "
+                          "4"), row
     assert "M8 line 8 (<= for <), boundary not met" in row
 
 
@@ -228,11 +245,14 @@ SCAN = (ROOT / "kernels" / "exclusive_scan.cu").read_text()
 
 @pytest.mark.parametrize("operator, line, met, guarded", [
     ("> for >=", 7, "(r) == (rows)", "if ((KPROF_BOUNDARY((r) == (rows)), r >= rows)) {"),
-    ("<= for <", 14, "(base) == (cols)", "for (int base = 0; (KPROF_BOUNDARY((base) == (cols)), base < cols); base += blockDim.x) {"),
+    ("<= for <", 14, "(base) == (cols)",
+     "for (int base = 0; (KPROF_BOUNDARY((base) == (cols)), base < cols); base += blockDim.x) {"),
     ("missing tail (bound - 1)", 14, "(base) == (cols) - 1",
      "for (int base = 0; (KPROF_BOUNDARY((base) == (cols) - 1), base < cols); base += blockDim.x) {"),
-    ("<= for <", 16, "(c) == (cols)", "int v = (KPROF_BOUNDARY((c) == (cols)), c < cols) ? xr[c] : 0;"),
-    ("> for >=", 20, "(t) == (off)", "int add = (KPROF_BOUNDARY((t) == (off)), t >= off) ? s[t - off] : 0;"),
+    ("<= for <", 16, "(c) == (cols)",
+     "int v = (KPROF_BOUNDARY((c) == (cols)), c < cols) ? xr[c] : 0;"),
+    ("> for >=", 20, "(t) == (off)",
+     "int add = (KPROF_BOUNDARY((t) == (off)), t >= off) ? s[t - off] : 0;"),
 ])
 def test_a_moved_bound_gets_a_probe_that_traps_where_the_mutant_and_the_original_part(operator, line, met, guarded):
     """The probe is the original (not the mutant) with the comparison's two operands compared first,
@@ -243,7 +263,7 @@ def test_a_moved_bound_gets_a_probe_that_traps_where_the_mutant_and_the_original
     lines = probe.splitlines()
     assert lines[0] == mutants.PROBE_MACRO.strip() and "__trap()" in lines[0]
     assert lines[line].strip() == guarded  # shifted by the macro's line
-    assert lines[1:line] + lines[line + 1:] == SCAN.splitlines()[:line - 1] + SCAN.splitlines()[line:]
+    assert (lines[1:line] + lines[line + 1:] == SCAN.splitlines()[:line - 1] + SCAN.splitlines()[line:])
 
 
 @pytest.mark.parametrize("code, operator, met", [
@@ -262,15 +282,19 @@ def test_the_operands_of_a_comparison_end_at_what_binds_looser(code, operator, m
 def test_only_a_moved_bound_has_a_probe():
     assert all(mutants.boundary_probe(m) is None for m in mutants.generate(SCAN)
                if m.operator not in mutants.BOUNDARY_OPERATORS)
-    assert mutants.score([mutants.MutantResult(_mutant_of(SCAN, "<= for <", 14), "equivalent", "", mutants.BY_BOUNDARY),
+    assert mutants.score([mutants.MutantResult(_mutant_of(SCAN, "<= for <", 14), "equivalent", "",
+                                               mutants.BY_BOUNDARY),
                           mutants.MutantResult(_mutant_of(SCAN, "<= for <", 16), "killed", "", "verdict")]) == (1, 1, 1.0)
-    assert mutants.score([mutants.MutantResult(_mutant_of(SCAN, "<= for <", 14), "equivalent", "", mutants.BY_BOUNDARY),
-                          mutants.MutantResult(_mutant_of(SCAN, "<= for <", 16), "killed", "", "verdict")],
+    assert mutants.score([mutants.MutantResult(_mutant_of(SCAN, "<= for <", 14), "equivalent", "",
+                                               mutants.BY_BOUNDARY),
+                          mutants.MutantResult(_mutant_of(SCAN, "<= for <", 16), "killed", "",
+                                               "verdict")],
                          strict=True) == (1, 2, 0.5)
 
 
-@pytest.mark.parametrize("name, mutant", [("softmax", "M9"), ("rmsnorm", "M1"), ("exclusive_scan", "M1"),
-                                          ("prefix_max", "M1"), ("rmsnorm_unfused", "M2")])
+@pytest.mark.parametrize("name, mutant",
+                         [("softmax", "M9"), ("rmsnorm", "M1"), ("exclusive_scan", "M1"),
+                          ("prefix_max", "M1"), ("rmsnorm_unfused", "M2")])
 def test_a_row_guard_no_launch_of_its_spec_meets_is_equivalent_under_the_spec(name, mutant):
     """`row > rows` for `row >= rows`, where row is the block index and the grid has rows blocks
     (one of rmsnorm_unfused's five steps): on an H200 no checked size met it (the probe never
@@ -280,7 +304,7 @@ def test_a_row_guard_no_launch_of_its_spec_meets_is_equivalent_under_the_spec(na
     why = mutants.unreachable_by_launch(m, spec)
     assert why is not None and "is never met" in why and "below the grid's R blocks" in why
     # these are the only mutants of the five specs it decides
-    assert [x.id for x in mutants.generate(spec.source.read_text()) if mutants.unreachable_by_launch(x, spec)] == [mutant]
+    assert ([x.id for x in mutants.generate(spec.source.read_text()) if mutants.unreachable_by_launch(x, spec)] == [mutant])
 
 
 def test_the_launch_decides_nothing_it_cannot_prove(tmp_path):
@@ -290,13 +314,15 @@ def test_the_launch_decides_nothing_it_cannot_prove(tmp_path):
     spec = catalog.load("softmax")
     source = spec.source.read_text()
     m9 = {m.id: m for m in mutants.generate(source)}["M9"]
-    assert mutants.unreachable_by_launch(m9, replace(spec, launch=replace(spec.launch, grid=("ceil(R / 2)", "1", "1")))) is None
+    assert (mutants.unreachable_by_launch(m9, replace(spec, launch=replace(spec.launch, grid=("ceil(R / 2)", "1", "1")))) is None)
     moved = source.replace("if (row >= rows) return;", "if (row >= rows) return;\n    row += 1;") \
         .replace("const int row = blockIdx.x;", "int row = blockIdx.x;")
-    m = next(m for m in mutants.generate(moved) if m.operator == "> for >=" and "row >= rows" in m.before)
+    m = next(m for m in mutants.generate(moved) if m.operator == "> for >="
+             and "row >= rows" in m.before)
     assert mutants.unreachable_by_launch(m, spec) is None
     tiled = catalog.load("tiled_matmul")
-    assert not [m for m in mutants.generate(tiled.source.read_text()) if mutants.unreachable_by_launch(m, tiled)]
+    assert not [m for m in mutants.generate(tiled.source.read_text())
+                if mutants.unreachable_by_launch(m, tiled)]
 
 
 def test_the_dry_run_names_the_launchs_equivalents(capsys):
@@ -316,7 +342,8 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
     from kprof.tools.sanitizers.toolrun import ToolResult
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
-    monkeypatch.setattr(launch, "run_kernels", lambda jobs, timeout: [_fake_result(j, True) for j in jobs])
+    monkeypatch.setattr(launch, "run_kernels", lambda jobs,
+                        timeout: [_fake_result(j, True) for j in jobs])
     memchecked = []
 
     def run_all(job, tools, settings, progress=None):
@@ -324,16 +351,20 @@ def test_memcheck_also_runs_at_the_small_checked_sizes_clean_on_the_original(mon
         mutant = "if (row <= M && col < N)" in Path(job.target.source).read_text()
         if tool == "memcheck":
             memchecked.append((job.target.name, dict(job.target.sizes)))
-        found = tool == "memcheck" and (job.target.sizes.get("K") == 257 or (mutant and job.target.sizes.get("M") == 127))
-        f = Finding(tool, "out-of-bounds-read", job.target.entry, "tiled_matmul.cu", 18, thread=None, block=None, count=1, message="read")
+        found = tool == "memcheck" and (job.target.sizes.get("K") == 257
+                                        or (mutant and job.target.sizes.get("M") == 127))
+        f = Finding(tool, "out-of-bounds-read", job.target.entry, "tiled_matmul.cu", 18,
+                    thread=None, block=None, count=1, message="read")
         return [ToolResult(tool, "findings" if found else "clean", [f] if found else [], 0.1)]
 
     monkeypatch.setattr(checkers, "run_all", run_all)
     report = corpora.run_mutants("tiled_matmul", jobs=2)
     original = [s for n, s in memchecked if n == "tiled_matmul"]
-    assert {"M": 4096, "N": 4096, "K": 4096} not in original and {"M": 127, "N": 131, "K": 97} in original
+    assert ({"M": 4096, "N": 4096, "K": 4096} not in original
+            and {"M": 127, "N": 131, "K": 97} in original)
     (write,) = [r for r in report.results if "if (row <= M && col < N)" in r.mutant.source]
-    assert (write.verdict, write.by) == ("killed", "memcheck") and "memcheck at M127-N131-K97" in write.why
+    assert ((write.verdict, write.by) == ("killed", "memcheck")
+            and "memcheck at M127-N131-K97" in write.why)
     # K=257 finds something on the original: no mutant is memchecked there
     assert not [s for n, s in memchecked if n != "tiled_matmul" and s.get("K") == 257]
     others = [r for r in report.results if r is not write and r.verdict != "equivalent"]
@@ -350,10 +381,12 @@ def test_a_grid_that_is_the_row_count_under_the_defines_decides_the_row_guard(na
     spec = catalog.load(name)
     m = {m.id: m for m in mutants.generate(spec.source.read_text())}[mutant]
     why = mutants.unreachable_by_launch(m, spec)
-    assert why is not None and "which with the spec's defines is rows's R" in why and "400 sizes tried" in why
+    assert (why is not None and "which with the spec's defines is rows's R" in why
+            and "400 sizes tried" in why)
     assert mutants.unreachable_by_launch(m, spec.with_defines({"WROWS": "8"})) is None
-    assert mutants.unreachable_by_launch(m, replace(spec, launch=replace(spec.launch, grid=("R + 1", "1", "1")))) is None
-    assert not mutants._same_function("cdiv(R, 2)", "R", spec) and mutants._same_function("max(R, 1)", "R", spec)
+    assert (mutants.unreachable_by_launch(m, replace(spec, launch=replace(spec.launch, grid=("R + 1", "1", "1")))) is None)
+    assert (not mutants._same_function("cdiv(R, 2)", "R", spec)
+            and mutants._same_function("max(R, 1)", "R", spec))
 
 
 def test_a_line_the_source_notes_as_equivalent_covers_only_its_moved_bounds():
@@ -361,16 +394,18 @@ def test_a_line_the_source_notes_as_equivalent_covers_only_its_moved_bounds():
     source's note, with the reason; a note without a reason is none, and no other operator's mutant
     is covered. The strict score counts them as survivors."""
     src = ("extern \"C\" __global__ void k(float* y, int rows, int n) {\n"
-           "    if (rows <= 4) y[0] = 1.0f;  // kprof-mutants: equivalent: the larger body computes these rows too\n"
-           "    if (n <= 8) y[1] = 2.0f + 1.0f;  // kprof-mutants: equivalent\n"
-           "}\n")
+           "    if (rows <= 4) y[0] = 1.0f;  // kprof-mutants: equivalent: the larger body "
+           "computes these rows too\n    if (n <= 8) y[1] = 2.0f + 1.0f;  // kprof-mutants: "
+           "equivalent\n}\n")
     made = mutants.generate(src)
     noted = {m.id: mutants.note_of(m) for m in made if mutants.note_of(m)}
-    assert [m.line for m in made if m.id in noted] == [2] and set(noted.values()) == {"the larger body computes these rows too"}
+    assert ([m.line for m in made if m.id in noted] == [2]
+            and set(noted.values()) == {"the larger body computes these rows too"})
     assert all(mutants.note_of(m) is None for m in made if m.line == 3)  # no reason: no note
     r = [mutants.MutantResult(m, "equivalent", "", mutants.BY_NOTE) for m in made if m.id in noted]
     r.append(mutants.MutantResult(made[-1], "killed", "", "verdict"))
-    assert mutants.score(r) == (1, 1, 1.0) and mutants.score(r, strict=True) == (1, 1 + len(noted), 1 / (1 + len(noted)))
+    assert (mutants.score(r) == (1, 1, 1.0)
+            and mutants.score(r, strict=True) == (1, 1 + len(noted), 1 / (1 + len(noted))))
     shipped = catalog.load("linear_bias_relu")
     assert [m.id for m in mutants.generate(shipped.source.read_text(), mutants.MAX_MUTANTS) if mutants.note_of(m)] == \
         ["M57", "M58", "M59", "M60"]  # the four dispatch thresholds, each one mutant

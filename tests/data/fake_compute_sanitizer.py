@@ -21,7 +21,8 @@ from pathlib import Path
 
 args = sys.argv[1:]
 if args == ["--version"]:  # as the real tool prints it (KPROF_FAKE_CS_VERSION: another)
-    print("NVIDIA (R) Compute Sanitizer\n" + os.environ.get("KPROF_FAKE_CS_VERSION", "Version 2025.3.1.0 (build 36400806) "
+    print("NVIDIA (R) Compute Sanitizer\n" + os.environ.get("KPROF_FAKE_CS_VERSION",
+                                                            "Version 2025.3.1.0 (build 36400806) "
                                                             "(public-release)"))
     sys.exit(0)
 save = args[args.index("--save") + 1]

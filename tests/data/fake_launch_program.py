@@ -39,7 +39,10 @@ if mode == "unreadable":
     sys.exit(0)
 emit(event="launch", seq=0, kernel="fill", site=f"{__file__}:40", args=[[0, 400, "aa"]])
 emit(event="launch", seq=1, kernel="count", site=f"{__file__}:41",
-     args=[[0, 400, "aa"], [2, 4, "bb" if mode == "same" or (mode == "quiet-race" and not crowded) else f"{os.getpid()}"]])
+     args=[[0, 400, "aa"],
+           [2, 4,
+            "bb" if mode == "same" or (mode == "quiet-race" and not crowded)
+            else f"{os.getpid()}"]])
 if capture == "1:2":
     second = os.path.exists(os.path.join(folder, "first"))
     open(os.path.join(folder, "first"), "w").close()

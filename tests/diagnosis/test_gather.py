@@ -43,12 +43,14 @@ def test_a_line_found_in_the_source_is_the_profiled_kernels_never_another_kernel
     (tmp_path / "several.cu").write_text(SEVERAL)
     (tmp_path / "several.yaml").write_text(
         "entry: mine\nsizes: {N: 1024}\nargs:\n  - {name: x, buffer: int64, shape: [N], role: in}\n"
-        "  - {name: y, buffer: int64, shape: [N], role: out}\n  - {name: n, scalar: int64, value: N}\n"
-        "  - {name: m, scalar: int64, value: 5}\nlaunch: {grid: [ceil(N / 256)], block: [256]}\nreference: {y: x}\n")  # not run here
+        "  - {name: y, buffer: int64, shape: [N], role: out}\n  - {name: n, scalar: int64, value: "
+        "N}\n  - {name: m, scalar: int64, value: 5}\nlaunch: {grid: [ceil(N / 256)], block: "
+        "[256]}\nreference: {y: x}\n")  # not run here
     prepared = pipeline.prepare(catalog.load(str(tmp_path / "several.yaml")), None, arch="sm_90")
     from kprof.build import build
 
-    f = gather.facts_for(prepared, profile_of(prepared, 1e-5), counters=False, ptx=build.ptx(prepared.resolved.spec, "sm_90"),
+    f = gather.facts_for(prepared, profile_of(prepared, 1e-5), counters=False,
+                         ptx=build.ptx(prepared.resolved.spec, "sm_90"),
                          timed=SimpleNamespace(device=H200, time_ms=None), seconds=1e-5)
     assert f.entry_line() == 10 and facts_mod.function_span(f.code.lines, 10) == (10, 16)
     assert f.source_line(r"[^/*]/[^/*=]|%") == 14  # not line 4, the other kernel's division
@@ -79,7 +81,7 @@ def test_a_headers_inlined_lines_lead_to_the_users_call():
 	.file	3 "/usr/local/cuda-13.0/include/deeper.h"
 """
     sites = ptxscan.inline_sites(ptx)
-    assert sites[("/usr/local/cuda-13.0/include/device_atomic_functions.hpp", 107)] == {("/src/k.cu", 6)}
+    assert (sites[("/usr/local/cuda-13.0/include/device_atomic_functions.hpp", 107)] == {("/src/k.cu", 6)})
     # followed out through 107
     assert sites[("/usr/local/cuda-13.0/include/deeper.h", 20)] == {("/src/k.cu", 6)}
     assert ("/src/k.cu", 9) not in sites  # inlined within its own file: the user's line already
@@ -97,12 +99,15 @@ def test_one_fused_launch_is_timed_by_a_launchs_own_gpu_time_where_cupti_gave_it
     timed = SimpleNamespace(device=H200, time_ms=None)
 
     def first(**kw):
-        facts = gather.facts_for(prepared, p, counters=True, ptx=build.ptx(prepared.resolved.spec, "sm_90"), timed=timed,
+        facts = gather.facts_for(prepared, p, counters=True,
+                                 ptx=build.ptx(prepared.resolved.spec, "sm_90"), timed=timed,
                                  seconds=63.1e-6, **kw)
         return next(c for c in diagnose(facts).causes if c.rule == "launch-overhead")
 
     alone = first()
-    assert alone.gain.estimate == pytest.approx(63.1 / 2.53, rel=1e-3) and "ncu's duration" in alone.gain.basis
+    assert (alone.gain.estimate == pytest.approx(63.1 / 2.53, rel=1e-3)
+            and "ncu's duration" in alone.gain.basis)
     own = first(kernel_seconds=(1.19e-6,) * 16 + (1.22e-6,) * 17)
-    assert own.gain.estimate == pytest.approx(63.1 / 1.22, rel=1e-3) and "CUPTI, 33 launches" in own.gain.basis
+    assert (own.gain.estimate == pytest.approx(63.1 / 1.22, rel=1e-3)
+            and "CUPTI, 33 launches" in own.gain.basis)
     assert ("a launch's own GPU time", "1.22 us (the rest: gaps between launches)") in own.evidence

@@ -12,7 +12,8 @@ from kprof.measure import profiling as prof
 def test_program_ranking_names_where_the_time_goes():
     from kprof.diagnosis import program
 
-    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake")
+    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None,
+                         spec_bytes=None, reason="fake")
     gemm = [replace(base, kernel=f"sm90_xmma_gemm#{i}", duration_s=4e-3).with_metrics(tensor_pipe=0.5, dram_fraction=0.2)
             for i in range(3)]
     norm = [replace(base, kernel=f"rms_norm_kernel#{i}", duration_s=1e-3).with_metrics(dram_fraction=0.9) for i in range(3, 5)]

@@ -63,7 +63,8 @@ def test_the_ptx_scan_reads_every_shipped_kernel(ptx_compiler):
                 coefs |= {coef for _, coef in ptxscan.lane_strides(entry)}
                 ptxscan.lane_branch(entry)
     assert all(isinstance(c, int) or c in (ptxscan.VAR, ptxscan.UNKNOWN, ptxscan.LANE) for c in coefs), coefs
-    assert ptxscan._add(ptxscan.LANE, 4) == ptxscan.LANE and ptxscan._mul(ptxscan.LANE, 0, None, 4) == ptxscan.LANE
+    assert (ptxscan._add(ptxscan.LANE, 4) == ptxscan.LANE
+            and ptxscan._mul(ptxscan.LANE, 0, None, 4) == ptxscan.LANE)
 
 
 def test_ptx_scan_reads_inlined_lines_and_line_zero():

@@ -30,9 +30,12 @@ def test_the_counter_less_diagnosis_on_times_an_h200_measured(ptx_compiler, data
     for name, t in recorded["cases"].items():
         prepared = prepared_of(name)
         p = profile_of(prepared, t["seconds"])
-        d = diagnose(gather.facts_for(prepared, p, counters=False, ptx=build.ptx(prepared.resolved.spec, "sm_90"),
-                                      timed=SimpleNamespace(device=recorded["device"], time_ms=None),
-                                      peak=Ceilings.from_dict(recorded["peak"]), seconds=t["seconds"]))
+        d = diagnose(gather.facts_for(prepared, p, counters=False,
+                                      ptx=build.ptx(prepared.resolved.spec, "sm_90"),
+                                      timed=SimpleNamespace(device=recorded["device"],
+                                                            time_ms=None),
+                                      peak=Ceilings.from_dict(recorded["peak"]),
+                                      seconds=t["seconds"]))
         case, first, gain = corpus[name], d.first(), t["seconds"] / t["twin_seconds"]
         assert first is not None and first.rule == case.expect.cause, (name, d.causes)
         assert first.line.line == case.expect.line, (name, first.line)
@@ -54,8 +57,10 @@ def _replay(data_dir):
         prepared = prepared_of(c["case"])
         device = {"sm_count": c["sm_count"], "clock_khz": c["sm_hz"] / 1e3}
         facts = gather.facts_for(prepared, KernelProfile.from_dict(c["profile"]), counters=True,
-                                 ptx=build.ptx(prepared.resolved.spec, "sm_90"), timed=SimpleNamespace(device=device, time_ms=None),
-                                 peak=peak, seconds=c["seconds"], kernel_seconds=tuple(c.get("kernel_seconds") or ()))
+                                 ptx=build.ptx(prepared.resolved.spec, "sm_90"),
+                                 timed=SimpleNamespace(device=device, time_ms=None),
+                                 peak=peak, seconds=c["seconds"],
+                                 kernel_seconds=tuple(c.get("kernel_seconds") or ()))
         yield c, diagnose(facts)
 
 
@@ -63,8 +68,10 @@ def _replay(data_dir):
 CHANGED_SINCE = {"scalar_loads": 3.27, "global_atomics": 328.1}
 
 
-WITHIN = ["barrier_in_loop", "copy_uncoalesced", "divergent_branch", "fp64_constants", "global_atomics",
-          "int64_division", "matmul_no_reuse", "occupancy_registers", "occupancy_shared", "register_spill",
+WITHIN = ["barrier_in_loop", "copy_uncoalesced", "divergent_branch", "fp64_constants",
+          "global_atomics",
+          "int64_division", "matmul_no_reuse", "occupancy_registers", "occupancy_shared",
+          "register_spill",
           "scalar_loads", "tail_wave", "too_few_blocks", "transpose_bank_conflicts"]
 
 
@@ -89,11 +96,14 @@ def test_the_counters_diagnosis_replayed_on_an_h200s_profiles(ptx_compiler, data
         if c["estimate"] is not None and c["case"] not in CHANGED_SINCE:
             assert first.gain.estimate == pytest.approx(c["estimate"], rel=0.02), c["case"]
         if c["case"] == "global_atomics":  # 1,056 blocks on 132 SMs, the roof 328x above it
-            assert first.gain.estimate == 132 and "over the 132 SMs that run blocks at once" in first.gain.basis
+            assert (first.gain.estimate == 132
+                    and "over the 132 SMs that run blocks at once" in first.gain.basis)
         case = corpus[c["case"]]
         source = case.spec.source.read_text().splitlines() if case.spec.source else []
-        r = perfcases.judge(case, d, c["measured"], control=perfcases.control_here(case, fp64_ratio_of("sm_90")),
-                            launch_line=gather.launch_line(case.spec), entry_line=kernel_line(source, case.spec.entry))
+        r = perfcases.judge(case, d, c["measured"],
+                            control=perfcases.control_here(case, fp64_ratio_of("sm_90")),
+                            launch_line=gather.launch_line(case.spec),
+                            entry_line=kernel_line(source, case.spec.entry))
         results.append(r)
         unmeasured = first is not None and first.line is not None and first.line.why.startswith("line not measured")
         # these profiles have no Source page (a46d1a2)
@@ -117,7 +127,8 @@ def test_the_diagnosis_replayed_on_an_h100s_source_pages(ptx_compiler):
     right line."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("replay_pages", Path(__file__).parents[2] / "scripts" / "replay_pages.py")
+    spec = importlib.util.spec_from_file_location("replay_pages",
+                                                  Path(__file__).parents[2] / "scripts" / "replay_pages.py")
     replay = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(replay)
     recorded = json.loads(replay.RECORDED.read_text())["cases"]

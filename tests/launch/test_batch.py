@@ -25,7 +25,8 @@ WITH_RECORD = (DATA / "rec_oob.memcheck.xml").read_text()
 
 
 def _done(code=0, seconds=3.0, timed_out=False):
-    return proc.Completed(("compute-sanitizer",), None if timed_out else code, "", "", seconds, timed_out)
+    return proc.Completed(("compute-sanitizer",), None if timed_out else code, "", "", seconds,
+                          timed_out)
 
 
 def _ok(seconds=0.5):
@@ -73,9 +74,11 @@ def test_a_clean_report_clears_every_job_and_shares_the_tools_start(batch_with, 
 
 @pytest.mark.parametrize("xml, done, datas, why", [
     (WITH_RECORD, _done(ERROR_EXITCODE), [_ok(), _ok()], "a record: whose job is it?"),
-    (CLEAN, _done(0), [_ok(), {"status": "error", "phase": "loaded", "job_seconds": 0.1}], "a job that failed"),
+    (CLEAN, _done(0), [_ok(), {"status": "error", "phase": "loaded", "job_seconds": 0.1}],
+     "a job that failed"),
     (CLEAN, _done(3), [_ok(), {}], "a job the child never reached"),
-    (CLEAN, _done(0), [_ok(), {"status": "started", "phase": "launch"}], "a job that did not finish"),
+    (CLEAN, _done(0), [_ok(), {"status": "started", "phase": "launch"}],
+     "a job that did not finish"),
     (None, _done(0), [_ok(), _ok()], "no report"),
     (CLEAN, _done(ERROR_EXITCODE), [_ok(), _ok()], "the tool's error exit with nothing parsed"),
     (CLEAN, _done(timed_out=True), [_ok(), _ok()], "a time limit"),
@@ -91,7 +94,8 @@ def test_run_many_runs_alone_each_job_the_batch_could_not_clear(monkeypatch, tmp
     from kprof.tools.sanitizers.checker import Settings
 
     alone = []
-    monkeypatch.setattr(san, "run_tool", lambda job, tool, **kw: alone.append(job.target.sizes["N"]) or
+    monkeypatch.setattr(san, "run_tool", lambda job, tool,
+                        **kw: alone.append(job.target.sizes["N"]) or
                         ToolResult(tool, "findings", [], 1.0))
     monkeypatch.setattr(values, "run", lambda job, **kw: alone.append(job.target.sizes["N"]) or
                         ToolResult("values", "findings", [], 1.0))
@@ -100,23 +104,29 @@ def test_run_many_runs_alone_each_job_the_batch_could_not_clear(monkeypatch, tmp
     assert [r.status for r in checkers.run_many(jobs, "racecheck", Settings())] == ["findings"] * 3
     assert alone == [100, 101, 102]
     alone.clear()
-    monkeypatch.setattr(san, "run_batch", lambda jobs, tool, **kw: [ToolResult(tool, "clean", [], 1.0)] * len(jobs))
-    assert [r.status for r in checkers.run_many(jobs, "racecheck", Settings())] == ["clean"] * 3 and alone == []
+    monkeypatch.setattr(san, "run_batch", lambda jobs, tool,
+                        **kw: [ToolResult(tool, "clean", [], 1.0)] * len(jobs))
+    assert ([r.status for r in checkers.run_many(jobs, "racecheck", Settings())] == ["clean"] * 3
+            and alone == [])
     # one job: its own child straight away, as before
-    assert [r.status for r in checkers.run_many(jobs[:1], "racecheck", Settings())] == ["findings"] and alone == [100]
+    assert ([r.status for r in checkers.run_many(jobs[:1], "racecheck", Settings())] == ["findings"] and alone == [100])
     assert checkers.run_many([], "racecheck", Settings()) == []  # no job, no child
     # the values detector: each finished job's own result; only the others alone
     alone.clear()
-    monkeypatch.setattr(values, "run_batch", lambda jobs, **kw: [ToolResult("values", "clean", [], 1.0), None, None])
-    assert [r.status for r in checkers.run_many(jobs, "values", Settings())] == ["clean", "findings", "findings"]
+    monkeypatch.setattr(values, "run_batch", lambda jobs,
+                        **kw: [ToolResult("values", "clean", [], 1.0), None, None])
+    assert ([r.status for r in checkers.run_many(jobs, "values", Settings())] == ["clean", "findings", "findings"])
     assert alone == [101, 102]
 
 
 def test_values_batch_gives_each_finished_job_its_own_findings(monkeypatch, tmp_path):
-    race = {"tool": "values", "kind": "race", "kernel": "vector_add", "file": None, "line": None, "thread": None,
+    race = {"tool": "values", "kind": "race", "kernel": "vector_add", "file": None, "line": None,
+            "thread": None,
             "block": None, "count": 3, "message": "differs between runs", "buffer": "c"}
-    datas = [dict(_ok(0.2), findings=[race]), dict(_ok(0.3), findings=[]), {"status": "error", "phase": "device"}]
-    monkeypatch.setattr(launch, "run_batch", lambda jobs, **kw: (_done(3, seconds=2.0), [child(d) for d in datas]))
+    datas = [dict(_ok(0.2), findings=[race]), dict(_ok(0.3), findings=[]),
+             {"status": "error", "phase": "device"}]
+    monkeypatch.setattr(launch, "run_batch", lambda jobs,
+                        **kw: (_done(3, seconds=2.0), [child(d) for d in datas]))
     got = values.run_batch(_jobs(3, tmp_path), scrub_cubin="scrub.cubin")
     assert [r and r.status for r in got] == ["findings", "clean", None]
     assert got[0].findings[0].kind == "race" and got[1].seconds == 0.3
@@ -134,11 +144,14 @@ def test_each_job_of_a_batch_is_held_to_its_own_time_limit(monkeypatch, tmp_path
     """A job that hangs is stopped at its own limit, not the whole batch's (jobs x limit)."""
     script = tmp_path / "hang.py"
     script.write_text("import json, sys, time\nplan = json.load(open(sys.argv[1]))\n"
-                      "open(plan['progress'], 'a').write(f'0 {time.monotonic():.3f}\\n')\ntime.sleep(60)\n")
-    monkeypatch.setattr(launch, "batch_argv", lambda manifest: [sys.executable, str(script), str(manifest)])
+                      "open(plan['progress'], 'a').write(f'0 "
+                      "{time.monotonic():.3f}\\n')\ntime.sleep(60)\n")
+    monkeypatch.setattr(launch, "batch_argv",
+                        lambda manifest: [sys.executable, str(script), str(manifest)])
     t0 = time.monotonic()
     done, datas = launch.run_batch(_jobs(20, tmp_path), timeout=1.0)
-    assert done.timed_out and time.monotonic() - t0 < 15 and not any(d.wrote for d in datas) and len(datas) == 20
+    assert (done.timed_out and time.monotonic() - t0 < 15 and not any(d.wrote for d in datas)
+            and len(datas) == 20)
 
 
 def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did_not_finish(monkeypatch, tmp_path):
@@ -148,8 +161,10 @@ def test_run_kernels_gives_each_job_its_result_and_runs_alone_what_the_child_did
     that one."""
     jobs = _jobs(3, tmp_path)
     datas = [{**_ok(), "sizes": {"N": 100}, "checks": [{"name": "C", "ok": True}]}, {},
-             {"status": "failed", "phase": "done", "job_seconds": 0.2, "sizes": {"N": 102}, "checks": [{"ok": False}]}]
-    monkeypatch.setattr(launch, "run_batch", lambda js, timeout, keep_context=False: (_done(), [child(d) for d in datas]))
+             {"status": "failed", "phase": "done", "job_seconds": 0.2, "sizes": {"N": 102},
+              "checks": [{"ok": False}]}]
+    monkeypatch.setattr(launch, "run_batch", lambda js, timeout,
+                        keep_context=False: (_done(), [child(d) for d in datas]))
     alone = []
 
     def run_alone(job, *, timeout):

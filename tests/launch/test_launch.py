@@ -25,7 +25,8 @@ def test_timeout_names_the_phase():
 
 def test_fault_points_to_sanitize():
     data = {"status": "error", "phase": "launched",
-            "error": {"type": "CudaError", "call": "cuCtxSynchronize", "result": "CUDA_ERROR_ILLEGAL_ADDRESS",
+            "error": {"type": "CudaError", "call": "cuCtxSynchronize",
+                      "result": "CUDA_ERROR_ILLEGAL_ADDRESS",
                       "message": "cuCtxSynchronize -> CUDA_ERROR_ILLEGAL_ADDRESS"}}
     with pytest.raises(TargetError, match="kprof sanitize k --tool memcheck"):
         launch.raise_for_child("k", done(3), child(data), 10)
@@ -38,13 +39,16 @@ def test_crash_without_result():
 
 def test_no_gpu_and_usage_errors_keep_their_kind():
     with pytest.raises(NoGPUError, match="still work"):
-        launch.raise_for_child("k", done(3), child(status="error", error={"type": "NoGPUError", "message": "no CUDA driver"}), 10)
+        launch.raise_for_child("k", done(3),
+                               child(status="error", error={"type": "NoGPUError", "message": "no CUDA driver"}), 10)
     with pytest.raises(UsageError, match="GiB"):
-        launch.raise_for_child("k", done(3), child(status="error", error={"type": "UsageError", "message": "needs 2 GiB"}), 10)
+        launch.raise_for_child("k", done(3),
+                               child(status="error", error={"type": "UsageError", "message": "needs 2 GiB"}), 10)
 
 
 def test_unexpected_child_error_keeps_its_traceback():
-    data = {"status": "error", "phase": "verified", "error": {"type": "ValueError", "message": "x", "traceback": "TB"}}
+    data = {"status": "error", "phase": "verified",
+            "error": {"type": "ValueError", "message": "x", "traceback": "TB"}}
     with pytest.raises(TargetError) as info:
         launch.raise_for_child("k", done(3), child(data), 10)
     assert info.value.log == "TB"
@@ -52,10 +56,14 @@ def test_unexpected_child_error_keeps_its_traceback():
 
 
 @pytest.mark.parametrize("error, raised, code", [
-    ({"kind": "no-gpu", "exit_code": 5, "type": "NoGPUError", "message": "no CUDA driver"}, "NoGPUError", 5),
-    ({"kind": "usage", "exit_code": 2, "type": "SomeNewUsageError", "message": "needs 2 GiB"}, "UsageError", 2),
-    ({"kind": "user-code", "exit_code": 2, "type": "UserCodeError", "message": "ref raised"}, "UserCodeError", 2),
-    ({"kind": "internal", "exit_code": None, "type": "KeyError", "message": "'x'", "traceback": "Traceback ..."},
+    ({"kind": "no-gpu", "exit_code": 5, "type": "NoGPUError", "message": "no CUDA driver"},
+     "NoGPUError", 5),
+    ({"kind": "usage", "exit_code": 2, "type": "SomeNewUsageError", "message": "needs 2 GiB"},
+     "UsageError", 2),
+    ({"kind": "user-code", "exit_code": 2, "type": "UserCodeError", "message": "ref raised"},
+     "UserCodeError", 2),
+    ({"kind": "internal", "exit_code": None, "type": "KeyError", "message": "'x'",
+      "traceback": "Traceback ..."},
      "TargetError", 6),
 ])  # fmt: skip
 def test_the_childs_error_is_turned_into_kprofs_by_its_kind_not_its_class_name(error, raised, code):

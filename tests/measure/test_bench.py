@@ -48,7 +48,7 @@ def test_stop_rule_says_why():
 def test_throughput_and_fractions():
     assert stats.throughput(2e9, 1e-3) == 2e12
     assert stats.throughput(None, 1e-3) is None and stats.throughput(5, 0) is None
-    assert stats.fraction(2e12, 4e12) == 0.5 and stats.fraction(None, 4e12) is None and stats.fraction(1, None) is None
+    assert (stats.fraction(2e12, 4e12) == 0.5 and stats.fraction(None, 4e12) is None and stats.fraction(1, None) is None)
 
 
 @pytest.mark.parametrize(
@@ -227,7 +227,7 @@ def test_telemetry_warnings():
     snap = lambda clock, reasons=(): telemetry.Snapshot("H200", "580", clock, 3201, 1980, 40, 300.0, list(reasons))  # noqa: E731
     assert telemetry.warnings(snap(1980), snap(1980)) == []
     assert telemetry.warnings(snap(1980), snap(1980, ["applications-clocks-setting"])) == []
-    assert "sw-thermal-slowdown" in telemetry.warnings(snap(1980), snap(1980, ["sw-thermal-slowdown"]))[0]
+    assert ("sw-thermal-slowdown" in telemetry.warnings(snap(1980), snap(1980, ["sw-thermal-slowdown"]))[0])
     assert any("dropped" in w for w in telemetry.warnings(snap(1980), snap(1400)))
     assert telemetry.warnings(None, None) == []
 
@@ -261,7 +261,7 @@ def test_bench_table_renders(tmp_path):
         math_mode="CUBLAS_DEFAULT_MATH (FP32, no TF32)"),))
     peak = Ceilings.from_dict({"copy_bytes_per_s": 4e12, "fma_flops_per_s": 6e13, "cached": None})
     text = render_bench.bench_table([p], peak, "r1")
-    assert "50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text
+    assert ("50% of cublas_sgemm" in text and "1,000.0" in text and "no TF32" in text and "run r1" in text)
 
 
 def test_spec_baselines_read_as_speedups():
@@ -272,7 +272,7 @@ def test_spec_baselines_read_as_speedups():
                                    baseline_bytes_per_s=1.18e12, of_baseline=3.4)
     p = replace(p, rates=replace(p.rates, bytes_per_s=4e12), timer=points.TimerUsed(name="cupti"), baselines=(unfused,))
     text = render_bench.bench_table([p], None, None)
-    assert "3.40x faster than rmsnorm_unfused" in text and "rmsnorm_unfused median 3,400.0 us" in text
+    assert ("3.40x faster than rmsnorm_unfused" in text and "rmsnorm_unfused median 3,400.0 us" in text)
     assert "CUPTI" in text
     p = replace(p, baselines=(replace(unfused, of_baseline=0.5),))
     assert "2.00x slower than rmsnorm_unfused" in render_bench.bench_table([p], None, None)
@@ -329,7 +329,7 @@ def test_the_bench_plot_draws_each_baseline_beside_its_kernel(tmp_path, monkeypa
                         lambda self, *a, **k: (bars.append(list(a[1])), real_barh(self, *a, **k))[1])
     assert plot.bench(sweep, tmp_path / "sweep.png").stat().st_size > 5000
     name = one.first.baseline
-    assert lines == [("rmsnorm_onepass", [2000.0, 3000.0]), (f"{name} (timed beside rmsnorm_onepass)", [1000.0, 1500.0])]
+    assert (lines == [("rmsnorm_onepass", [2000.0, 3000.0]), (f"{name} (timed beside rmsnorm_onepass)", [1000.0, 1500.0])])
     ladder = [one, replace(one, kernel="rmsnorm_unfused", baselines=())]
     assert plot.bench(ladder, tmp_path / "ladder.png").stat().st_size > 5000
     rate = one.rates.bytes_per_s / 1e9
@@ -377,7 +377,7 @@ def test_a_baseline_that_fails_verification_says_why(monkeypatch):
         {"ok": True, "message": "fine"}, {"ok": False, "message": "3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|"}]}
     point = _point_with_one_baseline(monkeypatch, [ok, bad], "other")
     assert point.status == "ok" and point.first is not None and point.first.of_baseline is None
-    assert "baseline other failed verification: 3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|" in point.warnings
+    assert ("baseline other failed verification: 3 of 1,024 elements exceed 1e-05 + 1e-06 x |ref|" in point.warnings)
 
 
 def test_a_baseline_is_held_against_the_same_ceiling_as_the_kernel(monkeypatch):
@@ -448,7 +448,7 @@ def test_fit_sizes_the_block_to_the_row(name):
     spec = catalog.load(name)
     for cols, fitted in [(1, 32), (31, 32), (300, 64), (1024, 128), (4096, 512), (4099, 544), (8192, 1024), (65536, 1024)]:
         assert pipeline.resolve(spec, {"R": 3, "C": cols}).block == (fitted, 1, 1)
-        assert pipeline.resolve(spec, {"R": 3, "C": cols}, params={"FIT": "0"}).block == (1024, 1, 1)
+        assert (pipeline.resolve(spec, {"R": 3, "C": cols}, params={"FIT": "0"}).block == (1024, 1, 1))
 
 
 @pytest.mark.parametrize("params", [{}, {"WROWS": "0"}, {"FIT": "0", "BLOCK": "256"}, {"BLOCK": "128", "VPT": "8", "WROWS": "4"},
@@ -473,7 +473,7 @@ def test_rmsnorm_bf16_launch_covers_every_row_the_way_its_kernel_takes_them(para
             else:  # one block per row, holding the row in registers where BLOCK can
                 assert grid == rows, (rows, cols)
                 if d["FIT"]:
-                    assert block * 8 * d["VPT"] >= min(cols, d["BLOCK"] * 8 * d["VPT"]) > (block - 32) * 8 * d["VPT"]
+                    assert (block * 8 * d["VPT"] >= min(cols, d["BLOCK"] * 8 * d["VPT"]) > (block - 32) * 8 * d["VPT"])
                 else:
                     assert block == d["BLOCK"]
 
@@ -523,10 +523,10 @@ def test_kprof_run_bench_is_the_api_function_the_command_prints(as_if_a_gpu, mon
     seen = []
     report = kprof.run_bench("vector_add", sizes=["N=1000,2000"], mode="warm", history=False,
                          progress=lambda i, n, point: seen.append((i, n, point.sizes["N"])))
-    assert [p.sizes for p in report.points] == [{"N": 1000}, {"N": 2000}] and seen == [(1, 2, 1000), (2, 2, 2000)]
-    assert report.mode == "warm" and not report.recorded and not report.interrupted and report.lost is None
+    assert ([p.sizes for p in report.points] == [{"N": 1000}, {"N": 2000}] and seen == [(1, 2, 1000), (2, 2, 2000)])
+    assert (report.mode == "warm" and not report.recorded and not report.interrupted and report.lost is None)
     data = report.to_json()
-    assert data["version"] == bench.BENCH_VERSION and [p["sizes"]["N"] for p in data["points"]] == [1000, 2000]
+    assert (data["version"] == bench.BENCH_VERSION and [p["sizes"]["N"] for p in data["points"]] == [1000, 2000])
     calls.clear()
     cut = kprof.run_bench(["vector_add"], sizes="N=1,2,3,4", history=False)
     assert cut.interrupted and [p.sizes["N"] for p in cut.points] == [1, 2] and cut.planned == 4
@@ -543,12 +543,12 @@ def test_a_point_is_frozen_and_its_json_is_flat_as_before():
     more = points.BaselineResult("python:/x/torch_ops.py:rms_norm", "torch", of_baseline=0.9, baseline_framework="torch")
     p = replace(p, baselines=(first, more), warnings=("w",))
     data = p.to_dict()
-    assert data["baseline"] == "rmsnorm_unfused" and data["of_baseline"] == 3.4 and data["baseline_kernels"] == 2
-    assert data["more_baselines"] == [more.to_dict()] and "baselines" not in data and data["warnings"] == ["w"]
+    assert (data["baseline"] == "rmsnorm_unfused" and data["of_baseline"] == 3.4 and data["baseline_kernels"] == 2)
+    assert (data["more_baselines"] == [more.to_dict()] and "baselines" not in data and data["warnings"] == ["w"])
     assert json.loads(json.dumps(data)) == data
     assert points.PointResult.from_dict(data) == p
     bare = _point("vector_add", 1024, 1e-3)
-    assert bare.to_dict()["baseline"] is None and bare.to_dict()["more_baselines"] == [] and bare.first is None
+    assert (bare.to_dict()["baseline"] is None and bare.to_dict()["more_baselines"] == [] and bare.first is None)
     assert points.PointResult.from_dict(bare.to_dict()) == bare
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.status = "error"  # type: ignore[misc]
@@ -563,12 +563,12 @@ def test_integrity_flags_of_the_kernel_and_a_baseline_are_warnings_and_fields(mo
     cached = {"status": "ok", "samples": [1e-6] * 5, "stop": "noise", "batch": 1, "timer": "cupti",
               "integrity": {"flags": ["ignores-input: with new input values ..."], "checked": ["new inputs"]}}
     point = _point_with_one_baseline(monkeypatch, [flagged, cached], "cheat")
-    assert point.integrity == ("other-stream: 5 of 5 timed calls launched kernels on a stream other than ...",)
-    assert point.integrity_checked == ("kernels per call", "timer") and point.integrity_seconds == 0.012
-    assert "integrity: other-stream: 5 of 5 timed calls launched kernels on a stream other than ..." in point.warnings
+    assert (point.integrity == ("other-stream: 5 of 5 timed calls launched kernels on a stream other than ...",))
+    assert (point.integrity_checked == ("kernels per call", "timer") and point.integrity_seconds == 0.012)
+    assert ("integrity: other-stream: 5 of 5 timed calls launched kernels on a stream other than ..." in point.warnings)
     assert "baseline cheat: integrity: ignores-input: with new input values ..." in point.warnings
     data = point.to_dict()
-    assert data["integrity"][0].startswith("other-stream") and data["baseline_integrity"][0].startswith("ignores-input")
+    assert (data["integrity"][0].startswith("other-stream") and data["baseline_integrity"][0].startswith("ignores-input"))
     assert points.PointResult.from_dict(json.loads(json.dumps(data))) == point
 
 
@@ -624,5 +624,5 @@ def test_a_points_timing_summaries_are_typed_and_its_json_keeps_their_numbers():
     assert data["summary"]["median"] == p.summary.median and "rel_stdev" in data["summary"]
     assert data["baseline_summary"] == data["summary"] == data["event_summary"]
     back = points.PointResult.from_dict(data)
-    assert back.summary == p.summary and back.first.baseline_summary == p.summary and back.timer.event_summary == p.summary
+    assert (back.summary == p.summary and back.first.baseline_summary == p.summary and back.timer.event_summary == p.summary)
     assert points.PointResult.from_dict({**data, "summary": {"median": 1.0}}).summary is None

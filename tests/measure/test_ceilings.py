@@ -17,11 +17,13 @@ def test_theoretical_peaks_come_from_the_attributes_and_say_which():
     th = ceilings.theoretical(H200)
     assert th["dram_bytes_per_s"] == pytest.approx(2 * 3.201e9 * 6144 / 8)  # 4.92 TB/s
     assert th["fp32_flops_per_s"] == pytest.approx(2 * 132 * 128 * 1.98e9)  # 66.9 TFLOP/s
-    assert th["attributes"]["CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)"] == 6144 and not th["notes"]
+    assert (th["attributes"]["CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits)"] == 6144
+            and not th["notes"])
     # Maxwell: not modelled
     retired = ceilings.theoretical(dict(H200, memory_clock_khz=0, arch="sm_50"))
     assert retired["dram_bytes_per_s"] is None and retired["fp32_flops_per_s"] is None
-    assert any("memory clock" in n for n in retired["notes"]) and any("sm_50" in n for n in retired["notes"])
+    assert (any("memory clock" in n for n in retired["notes"])
+            and any("sm_50" in n for n in retired["notes"]))
 
 
 @pytest.mark.parametrize("buffers, mix", [
@@ -41,10 +43,13 @@ def test_a_kernels_mix_comes_from_its_buffers(buffers, mix):
 
 
 def test_the_ceiling_for_a_mix_falls_back_to_an_older_peak_files_copy():
-    peak = C({"ceilings": {"read": {"bytes_per_s": 4.5e12}, "copy": {"bytes_per_s": 4.3e12}}, "copy_bytes_per_s": 4.3e12})
+    peak = C({"ceilings": {"read": {"bytes_per_s": 4.5e12}, "copy": {"bytes_per_s": 4.3e12}},
+              "copy_bytes_per_s": 4.3e12})
     assert ceilings.ceiling(peak, "read") == 4.5e12 and ceilings.ceiling(peak, "write") == 4.3e12
-    assert ceilings.measured_mix(peak, "add") == "copy" and ceilings.measured_mix(peak, "read") == "read"
-    assert ceilings.ceiling(C({"copy_bytes_per_s": 3.97e12}), "read") == 3.97e12 and ceilings.ceiling(None, "read") is None
+    assert (ceilings.measured_mix(peak, "add") == "copy"
+            and ceilings.measured_mix(peak, "read") == "read")
+    assert (ceilings.ceiling(C({"copy_bytes_per_s": 3.97e12}), "read") == 3.97e12
+            and ceilings.ceiling(None, "read") is None)
     # an unversioned file (kprof before the record): read the same way
     assert peak.version == 1 and C({}).version == 1
 
@@ -54,20 +59,22 @@ def test_the_tensor_peak_is_the_fastest_part_of_each_architecture_and_judges_a_t
     of 4,096 FLOP a clock), 1,071 at the H200's 1980 MHz; A100 312 TFLOP/s at 1410 MHz. A bfloat16
     mma.sync matmul at 243 TFLOP/s (mma_matmul on an H200) is not judged against FP32's 66.9, and a
     tensor rate above the tensor peak is flagged."""
-    assert ceilings.theoretical(dict(H200, clock_khz=1_830_000))["tensor_flops_per_s"] == pytest.approx(989.4e12, rel=1e-3)
+    assert (ceilings.theoretical(dict(H200, clock_khz=1_830_000))["tensor_flops_per_s"] == pytest.approx(989.4e12, rel=1e-3))
     assert ceilings.theoretical(H200)["tensor_flops_per_s"] == pytest.approx(132 * 4096 * 1.98e9)
     a100 = dict(H200, arch="sm_80", sm_count=108, clock_khz=1_410_000)
     assert ceilings.theoretical(a100)["tensor_flops_per_s"] == pytest.approx(312e12, rel=2e-3)
     # Pascal: no tensor cores
     assert ceilings.theoretical(dict(H200, arch="sm_61"))["tensor_flops_per_s"] is None
     peak = C({"theoretical": ceilings.theoretical(H200)})
-    args = dict(bytes_per_s=2.4e12 * 0.02, peak=peak, mode="cold", working_set=256 << 20, l2_bytes=H200["l2_bytes"])
+    args = dict(bytes_per_s=2.4e12 * 0.02, peak=peak, mode="cold", working_set=256 << 20,
+                l2_bytes=H200["l2_bytes"])
     assert ceilings.implausible(flops_per_s=243e12, math="tensor", **args) == []
     (fp32,) = ceilings.implausible(flops_per_s=243e12, **args)
     assert "above the theoretical FP32 rate" in fp32 and "work.math: tensor" in fp32
     (over,) = ceilings.implausible(flops_per_s=1.2e15, math="tensor", **args)
     assert "above the theoretical dense 16-bit tensor rate" in over
-    text = render_bench.peak_report(C({"gpu": "NVIDIA H200", "theoretical": ceilings.theoretical(H200), "ceilings": {},
+    text = render_bench.peak_report(C({"gpu": "NVIDIA H200",
+                                       "theoretical": ceilings.theoretical(H200), "ceilings": {},
                                  "fma_flops_per_s": 64.8e12}))
     assert "tensor, 16-bit  1071 TFLOP/s" in text
 
@@ -76,7 +83,8 @@ def test_a_spec_says_what_its_flops_run_on():
     from kprof.errors import SpecError
     from kprof.spec import catalog, loader
 
-    assert catalog.load("mma_matmul").work.math == "tensor" and catalog.load("tiled_matmul").work.math == "fp32"
+    assert (catalog.load("mma_matmul").work.math == "tensor"
+            and catalog.load("tiled_matmul").work.math == "fp32")
     data = dict(__import__("yaml").safe_load(catalog.load("tiled_matmul").path.read_text()))
     data["work"] = {**data["work"], "math": "fp8"}
     with pytest.raises(SpecError, match=r"work.math: must be fp32 or tensor"):
@@ -85,19 +93,21 @@ def test_a_spec_says_what_its_flops_run_on():
 
 def test_implausible_rates_and_working_sets_are_named():
     peak = C({"theoretical": ceilings.theoretical(H200)})
-    ok = ceilings.implausible(bytes_per_s=4.3e12, flops_per_s=None, peak=peak, mode="cold", working_set=2 << 30,
-                              l2_bytes=H200["l2_bytes"])
+    ok = ceilings.implausible(bytes_per_s=4.3e12, flops_per_s=None, peak=peak, mode="cold",
+                              working_set=2 << 30, l2_bytes=H200["l2_bytes"])
     assert ok == []
-    over = ceilings.implausible(bytes_per_s=5.2e12, flops_per_s=70e12, peak=peak, mode="cold", working_set=2 << 30,
-                                l2_bytes=H200["l2_bytes"])
-    assert len(over) == 2 and "above the theoretical DRAM bandwidth" in over[0] and "FP32" in over[1]
-    small = ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="cold", working_set=8 << 20,
-                                 l2_bytes=H200["l2_bytes"])
+    over = ceilings.implausible(bytes_per_s=5.2e12, flops_per_s=70e12, peak=peak, mode="cold",
+                                working_set=2 << 30, l2_bytes=H200["l2_bytes"])
+    assert (len(over) == 2 and "above the theoretical DRAM bandwidth" in over[0]
+            and "FP32" in over[1])
+    small = ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="cold",
+                                 working_set=8 << 20, l2_bytes=H200["l2_bytes"])
     assert len(small) == 1 and "fits in the 50 MiB L2" in small[0]
-    assert ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="hot", working_set=8 << 20,
+    assert ceilings.implausible(bytes_per_s=3e12, flops_per_s=None, peak=peak, mode="hot",
+                                working_set=8 << 20,
                                 l2_bytes=H200["l2_bytes"]) == [], "hot mode means to measure from L2"
-    matmul = ceilings.implausible(bytes_per_s=0.5e12, flops_per_s=40e12, peak=peak, mode="cold", working_set=12 << 20,
-                                  l2_bytes=H200["l2_bytes"])
+    matmul = ceilings.implausible(bytes_per_s=0.5e12, flops_per_s=40e12, peak=peak, mode="cold",
+                                  working_set=12 << 20, l2_bytes=H200["l2_bytes"])
     assert matmul == [], "a compute-bound kernel (80 FLOP/byte, past the ridge) is judged by its FLOP/s"
 
 
@@ -105,7 +115,8 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     """Fake timings: the copy kernels reach 4.0 TB/s at best, the memcpy 4.25: the copy ceiling is
     the memcpy's."""
     rates = {("read", 16, 2048): 4.4e12, ("read", 4, 2048): 3.0e12, ("write", 16, 8192): 4.1e12,
-             ("copy", 16, 2048): 4.0e12, ("copy", 8, 2048): 3.9e12, ("add", 16, 2048): 4.2e12, ("add", 4, 2048): None}
+             ("copy", 16, 2048): 4.0e12, ("copy", 8, 2048): 3.9e12, ("add", 16, 2048): 4.2e12,
+             ("add", 4, 2048): None}
     jobs = {}
 
     class FakeJob:
@@ -129,32 +140,41 @@ def test_measure_peak_keeps_the_best_per_mix_and_raises_copy_to_the_memcpy(monke
     jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
     lines = []
     jobs["mma"], jobs["wgmma"] = 1e12 / 660e12, 1e12 / 900e12
-    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)), progress=lines.append,
-                              tensor=[("kprof_mma", FakeJob("mma"), int(1e12)), ("kprof_wgmma", FakeJob("wgmma"), int(1e12))])
+    data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)),
+                              progress=lines.append,
+                              tensor=[("kprof_mma", FakeJob("mma"), int(1e12)),
+                                      ("kprof_wgmma", FakeJob("wgmma"), int(1e12))])
     assert len(lines) == len(rates) - 1 and "read  kprof_read, 16-byte accesses, 2,048 blocks, 1 GiB each way: 4.4 TB/s" in lines  # one per configuration measured
     c = data["ceilings"]
     assert c["read"]["bytes_per_s"] == pytest.approx(4.4e12) and c["read"]["width"] == 16
     assert c["write"]["bytes_per_s"] == pytest.approx(4.1e12)
-    assert c["copy"]["bytes_per_s"] == pytest.approx(4.25e12) and c["copy"]["by"].startswith("cuMemcpyDtoDAsync")
-    assert data["copy_bytes_per_s"] == pytest.approx(4.25e12) and data["fma_flops_per_s"] == pytest.approx(64.8e12)
+    assert (c["copy"]["bytes_per_s"] == pytest.approx(4.25e12)
+            and c["copy"]["by"].startswith("cuMemcpyDtoDAsync"))
+    assert (data["copy_bytes_per_s"] == pytest.approx(4.25e12)
+            and data["fma_flops_per_s"] == pytest.approx(64.8e12))
     assert data["theoretical"]["dram_bytes_per_s"] == pytest.approx(4.917e12, rel=1e-3)
     text = render_bench.peak_report(C(dict(data, cached=None)))
-    assert "DRAM bandwidth  4.92 TB/s" in text and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text
+    assert ("DRAM bandwidth  4.92 TB/s" in text
+            and "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) = 3201000" in text)
     assert "copy      4.25 TB/s  by cuMemcpyDtoDAsync" in text and "86% of the DRAM peak" in text
-    assert "theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render_bench.ceilings_line(C(data))
-    assert data["tensor_flops_per_s"] == pytest.approx(900e12) and data["tensor"]["kprof_wgmma"]["flops_per_s"] == pytest.approx(900e12)
+    assert ("theoretical peaks: DRAM 4.92 TB/s, FP32 66.9 TFLOP/s" in render_bench.ceilings_line(C(data)))
+    assert (data["tensor_flops_per_s"] == pytest.approx(900e12)
+            and data["tensor"]["kprof_wgmma"]["flops_per_s"] == pytest.approx(900e12))
     assert data["tensor"]["kprof_wgmma"]["by"].startswith("kprof_wgmma (wgmma")
-    assert "tensor    660 TFLOP/s  by kprof_mma (mma.sync m16n8k16" in text and "62% of the dense 16-bit tensor peak" in text
-    assert "tensor    900 TFLOP/s  by kprof_wgmma (wgmma.mma_async m64n256k16" in text and "84% of the dense" in text
+    assert ("tensor    660 TFLOP/s  by kprof_mma (mma.sync m16n8k16" in text
+            and "62% of the dense 16-bit tensor peak" in text)
+    assert ("tensor    900 TFLOP/s  by kprof_wgmma (wgmma.mma_async m64n256k16" in text
+            and "84% of the dense" in text)
     none = bench.measure_peak([], (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)),
                               tensor=[("kprof_mma", "kprof_mma needs sm_80 or newer", 0)])
     assert "tensor_flops_per_s" not in none
-    assert "tensor   not measured by kprof_mma: kprof_mma needs sm_80 or newer" in render_bench.peak_report(C(dict(none, cached=None)))
+    assert ("tensor   not measured by kprof_mma: kprof_mma needs sm_80 or newer" in render_bench.peak_report(C(dict(none, cached=None))))
     assert c["add"]["bytes_per_s"] == pytest.approx(4.2e12) and c["add"]["width"] == 16
     (failed,) = [r for r in data["tried"]["add"] if "error" in r]
     assert failed["width"] == 4 and "did not verify" in failed["error"]
-    assert "not measured: kprof_add, 4-byte accesses, 2,048 blocks, 1 GiB each way: kprof peak: " in text
-    assert "PyTorch is not installed" in data["ops_note"] and "note: PyTorch is not installed" in text
+    assert ("not measured: kprof_add, 4-byte accesses, 2,048 blocks, 1 GiB each way: kprof peak: " in text)
+    assert ("PyTorch is not installed" in data["ops_note"]
+            and "note: PyTorch is not installed" in text)
 
 
 def test_a_framework_op_faster_than_kprofs_kernels_sets_the_ceiling_and_is_named(monkeypatch):
@@ -162,8 +182,8 @@ def test_a_framework_op_faster_than_kprofs_kernels_sets_the_ceiling_and_is_named
     buffer: an op that beats them (a torch y = 2 x at 64 MiB beat a 1 GiB copy ceiling by 4% on an
     H200) sets the ceiling, named with its size, so no op kprof compares against runs above it."""
     rates = {("copy", None, 1 << 30): 4.10e12, ("copy", None, 64 << 20): 4.20e12,
-             ("copy", "PyTorch's torch.mul (y = 1 x)", 64 << 20): 4.47e12, ("read", None, 1 << 30): 4.5e12,
-             ("read", "PyTorch's torch.sum", 1 << 30): 4.3e12}
+             ("copy", "PyTorch's torch.mul (y = 1 x)", 64 << 20): 4.47e12,
+             ("read", None, 1 << 30): 4.5e12, ("read", "PyTorch's torch.sum", 1 << 30): 4.3e12}
     jobs = {}
 
     class FakeJob:
@@ -178,13 +198,15 @@ def test_a_framework_op_faster_than_kprofs_kernels_sets_the_ceiling_and_is_named
     for (kind, op, size), rate in rates.items():
         nbytes = (2 if kind == "copy" else 1) * size
         jobs[(kind, op, size)] = nbytes / rate
-        streams.append(bench.StreamJob(kind, 0 if op else 16, 0 if op else 2048, FakeJob((kind, op, size)), nbytes,
-                                       op=op, size=size))
+        streams.append(bench.StreamJob(kind, 0 if op else 16, 0 if op else 2048,
+                                       FakeJob((kind, op, size)), nbytes, op=op, size=size))
     jobs["memcpy"], jobs["fma"] = (2 << 30) / 4.25e12, 1e12 / 64.8e12
     data = bench.measure_peak(streams, (FakeJob("memcpy"), 2 << 30), (FakeJob("fma"), int(1e12)))
     c = data["ceilings"]
-    assert c["copy"]["bytes_per_s"] == pytest.approx(4.47e12) and c["copy"]["by"] == "PyTorch's torch.mul (y = 1 x), 64 MiB each way"
-    assert c["read"]["bytes_per_s"] == pytest.approx(4.5e12) and c["read"]["by"] == "kprof_read, 16-byte accesses, 2,048 blocks, 1 GiB each way"
+    assert (c["copy"]["bytes_per_s"] == pytest.approx(4.47e12)
+            and c["copy"]["by"] == "PyTorch's torch.mul (y = 1 x), 64 MiB each way")
+    assert (c["read"]["bytes_per_s"] == pytest.approx(4.5e12)
+            and c["read"]["by"] == "kprof_read, 16-byte accesses, 2,048 blocks, 1 GiB each way")
     assert "ops_note" not in data
     text = render_bench.peak_report(C(dict(data, cached=None)))
     assert "copy      4.47 TB/s  by PyTorch's torch.mul (y = 1 x), 64 MiB each way" in text
@@ -199,12 +221,14 @@ def test_a_bench_point_is_reported_against_its_mix_and_flagged_when_implausible(
 
     def point(name, sizes, bytes_per_s):
         resolved = catalog.load(name).resolve(sizes)
-        p = points.PointResult(name, resolved.sizes, {}, "cold", "ok", rates=points.Rates(bytes_per_s=bytes_per_s))
+        p = points.PointResult(name, resolved.sizes, {}, "cold", "ok",
+                               rates=points.Rates(bytes_per_s=bytes_per_s))
         return bench._against_ceilings(p, C(peak), resolved, "cold", H200["l2_bytes"])
 
     # this peak has no add ceiling: against copy's, named so
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)
-    assert add.rates.mix == "copy" and add.rates.of_ceiling == pytest.approx(4.0 / 4.25) and add.plausible and not add.warnings
+    assert (add.rates.mix == "copy" and add.rates.of_ceiling == pytest.approx(4.0 / 4.25)
+            and add.plausible and not add.warnings)
     peak["ceilings"]["add"] = {"bytes_per_s": 4.4e12}
     add = point("vector_add", {"N": 1 << 28}, 4.0e12)
     assert add.rates.mix == "add" and add.rates.of_ceiling == pytest.approx(4.0 / 4.4)
@@ -229,7 +253,8 @@ def test_a_profile_is_reported_against_the_ceiling_for_the_mix_ncu_saw(data_dir)
     peak = {"ceilings": {"read": {"bytes_per_s": 4.5e12}, "write": {"bytes_per_s": 4.2e12},
                          "copy": {"bytes_per_s": 4.25e12}}}
     q = profile.against_ceilings(p, C(peak))
-    assert q.memory.mix in ceilings.MIXES and q.memory.of_ceiling == pytest.approx(p.memory.dram_bytes_per_s / q.memory.ceiling_bytes_per_s)
+    assert (q.memory.mix in ceilings.MIXES
+            and q.memory.of_ceiling == pytest.approx(p.memory.dram_bytes_per_s / q.memory.ceiling_bytes_per_s))
     text = render_profile.profile_report([q])
     assert f"of the measured {q.memory.mix} ceiling" in text and "theoretical peak" in text
 
@@ -246,7 +271,8 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     from kprof.commands import pipeline
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "torch" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name,
+                        *a: object() if name == "torch" else real(name, *a))
     seen = {}
 
     def fake_measure(streams, memcpy, fma, progress=None, tensor=None):
@@ -261,28 +287,36 @@ def test_kprof_peak_plans_every_width_and_grid_and_the_memcpy(monkeypatch, tmp_p
     assert data.version == ceilings.CEILINGS_VERSION and data.cached is None
     from dataclasses import replace
 
-    assert bench.cached_peak(tmp_path / "peak.json") == replace(data, cached=str(tmp_path / "peak.json"))
+    assert bench.cached_peak(tmp_path / "peak.json") == replace(data,
+                                                                cached=str(tmp_path / "peak.json"))
     ops = [s for s in seen["streams"] if s.op]
     streams = [s for s in seen["streams"] if not s.op]
-    assert len(streams) == (32 if thorough else 16) and {s.kind for s in streams} == set(ceilings.MIXES)
+    assert (len(streams) == (32 if thorough else 16)
+            and {s.kind for s in streams} == set(ceilings.MIXES))
     full = [s for s in streams if s.blocks not in bench.PEAK_GRIDS and s.size == 1 << 30]
     assert sorted((s.kind, s.width, s.blocks) for s in full if s.kind == "copy") == (
         [("copy", 4, (1 << 30) // 4 // 256)] if thorough else []) + [("copy", 16, (1 << 30) // 16 // 256)]
-    copy16 = next(s for s in streams if (s.kind, s.width, s.blocks, s.size) == ("copy", 16, 2048, 1 << 30))
+    copy16 = next(s for s in streams
+                  if (s.kind, s.width, s.blocks, s.size) == ("copy", 16, 2048, 1 << 30))
     assert copy16.bytes == 2 << 30 and copy16.job.target.scalars[0][1] == (1 << 30) // 16
-    small = next(s for s in streams if (s.kind, s.width, s.blocks, s.size) == ("copy", 16, 2048, 64 << 20))
+    small = next(s for s in streams
+                 if (s.kind, s.width, s.blocks, s.size) == ("copy", 16, 2048, 64 << 20))
     assert small.bytes == 128 << 20 and small.job.target.scalars[0][1] == (64 << 20) // 16
-    assert sorted((s.kind, s.size) for s in ops) == sorted((k, n) for k in ceilings.MIXES for n in bench.PEAK_BYTES)
+    assert sorted((s.kind, s.size) for s in ops) == sorted((k, n) for k in ceilings.MIXES
+                                                           for n in bench.PEAK_BYTES)
     add = next(s for s in ops if (s.kind, s.size) == ("add", 64 << 20))
-    assert add.bytes == 3 * (64 << 20) and add.op == "PyTorch's torch.add" and add.label() == "PyTorch's torch.add, 64 MiB each way"
-    assert add.job.mode.python.endswith("peak_ops.py:add") and add.job.mode.mode == "cold" and not add.job.mode.integrity
+    assert (add.bytes == 3 * (64 << 20) and add.op == "PyTorch's torch.add"
+            and add.label() == "PyTorch's torch.add, 64 MiB each way")
+    assert (add.job.mode.python.endswith("peak_ops.py:add") and add.job.mode.mode == "cold"
+            and not add.job.mode.integrity)
     job, amount = seen["memcpy"]
     assert job.mode.library == "memcpy_dtod" and job.mode.timer == "events" and amount == 2 << 30
     (mma, job, amount), (wgmma, job2, amount2) = seen["tensor"]  # warm; wgmma built for sm_90a
     assert (mma, job.target.name, job.mode.mode) == ("kprof_mma", "kprof_mma", "warm")
     # 4,096 FLOP an instruction, 8 a loop, 8 warps a block
     assert amount == 4096 * 8 * 2048 * 1056 * 8
-    assert (wgmma, job2.target.name) == ("kprof_wgmma", "kprof_wgmma") and amount2 == 2 * 64 * 256 * 16 * 8 * 256 * 132 * 2
+    assert ((wgmma, job2.target.name) == ("kprof_wgmma", "kprof_wgmma")
+            and amount2 == 2 * 64 * 256 * 16 * 8 * 256 * 132 * 2)
     from kprof.build import build
     from kprof.spec import catalog
 
@@ -297,7 +331,8 @@ def test_kprof_peak_says_why_it_has_no_tensor_rate_where_a_kernel_cannot_run():
     why = dict((n, j) for n, j, _ in pipeline._tensor_jobs("sm_75"))
     assert "needs sm_80 or newer" in why["kprof_mma"] and "needs sm_90a" in why["kprof_wgmma"]
     on_ampere = dict((n, j) for n, j, _ in pipeline._tensor_jobs("sm_80"))
-    assert not isinstance(on_ampere["kprof_mma"], str) and "features of that architecture alone" in on_ampere["kprof_wgmma"]
+    assert (not isinstance(on_ampere["kprof_mma"], str)
+            and "features of that architecture alone" in on_ampere["kprof_wgmma"])
 
 
 def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
@@ -309,7 +344,8 @@ def test_a_driver_without_clock_attributes_falls_back_to_nvml(monkeypatch):
 
     monkeypatch.setattr(bench, "time_job", fake_time)
     monkeypatch.setattr(bench.telemetry, "snapshot", lambda: None)
-    monkeypatch.setattr(bench.telemetry, "clock_limits", lambda: {"memory_clock_khz": 3_201_000, "clock_khz": 1_980_000})
+    monkeypatch.setattr(bench.telemetry, "clock_limits",
+                        lambda: {"memory_clock_khz": 3_201_000, "clock_khz": 1_980_000})
     job = type("J", (), {"target": type("T", (), {"name": "j"})()})()
     data = bench.measure_peak([], (job, 1 << 30), (job, 10**12))
     th = data["theoretical"]
@@ -334,10 +370,12 @@ def test_nvml_readings_through_a_fake_pynvml(monkeypatch):
         NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1, NVML_TEMPERATURE_GPU=0,
         nvmlInit=lambda: calls.append("init"), nvmlShutdown=lambda: calls.append("shutdown"),
         nvmlDeviceGetHandleByIndex=lambda i: "h", nvmlDeviceGetName=lambda h: b"NVIDIA H200",
-        nvmlSystemGetDriverVersion=lambda: "580.159.04", nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x4,
-        nvmlDeviceGetPowerUsage=lacking, nvmlDeviceGetClockInfo=lambda h, c: 1980 if c == 0 else 3201,
-        nvmlDeviceGetMaxClockInfo=lambda h, c: 1980 if c == 0 else 3201, nvmlDeviceGetTemperature=lambda h, t: 40,
-        nvmlDeviceGetMemoryBusWidth=lacking)
+        nvmlSystemGetDriverVersion=lambda: "580.159.04",
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x4,
+        nvmlDeviceGetPowerUsage=lacking, nvmlDeviceGetClockInfo=lambda h,
+        c: 1980 if c == 0 else 3201,
+        nvmlDeviceGetMaxClockInfo=lambda h, c: 1980 if c == 0 else 3201,
+        nvmlDeviceGetTemperature=lambda h, t: 40, nvmlDeviceGetMemoryBusWidth=lacking)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     snap = telemetry.snapshot()
     assert (snap.gpu, snap.driver, snap.sm_clock_mhz, snap.power_w, snap.reasons) == (
@@ -364,7 +402,8 @@ def test_each_peak_op_takes_its_stream_specs_buffers_and_writes_its_output_in_pl
         params = [a.arg for a in functions[kind].args.args]
         buffers = {a.name: a.role for a in spec.args if isinstance(a, BufferArg)}
         assert set(params) <= set(buffers) and any(buffers[p] in ("out", "inout") for p in params), (kind, params)
-        assert not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(functions[kind]))
+        assert not any(isinstance(n, ast.Return) and n.value is not None
+                       for n in ast.walk(functions[kind]))
 
 
 @pytest.mark.nvcc
@@ -380,7 +419,8 @@ def test_the_first_bench_measures_quick_ceilings_and_kprof_peak_replaces_them(mo
     from kprof.results import render_bench
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "torch" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name,
+                        *a: object() if name == "torch" else real(name, *a))
     seen = []
 
     def fake_measure(streams, memcpy, fma, progress=None, tensor=None):
@@ -394,10 +434,13 @@ def test_the_first_bench_measures_quick_ceilings_and_kprof_peak_replaces_them(mo
     said = []
     quick = pipeline.peak(arch="sm_90", quick=True, progress=said.append)
     assert quick.quick and "quick: each mix once" in said[0]
-    assert sorted(s.kind for s in seen[0]) == sorted(ceilings.MIXES) and not [s for s in seen[0] if s.op]
+    assert (sorted(s.kind for s in seen[0]) == sorted(ceilings.MIXES)
+            and not [s for s in seen[0] if s.op])
     assert {(s.size, s.blocks, s.width) for s in seen[0]} == {(1 << 30, 2048, 16)}
-    assert re.search(r"on this GPU in \d+ s", quick.ops_note) and "`kprof peak` measures every configuration" in quick.ops_note
-    assert "quick: each mix once" in render_bench.ceilings_line(quick) and "in 18 s" in render_bench.ceilings_line(quick)
+    assert (re.search(r"on this GPU in \d+ s", quick.ops_note)
+            and "`kprof peak` measures every configuration" in quick.ops_note)
+    assert ("quick: each mix once" in render_bench.ceilings_line(quick)
+            and "in 18 s" in render_bench.ceilings_line(quick))
     again = pipeline.peak(arch="sm_90", quick=True)
     assert again.quick and again.cached and len(seen) == 1  # the next bench reads them
     # kprof peak, no --refresh: quick ceilings are measured again in full

@@ -41,7 +41,8 @@ def test_peak_measures_every_ceiling_and_the_theoretical_peaks(capsys):
 
 def test_bench_matmul_against_cublas_in_the_same_run(capsys, tmp_path):
     png = tmp_path / "b.png"
-    code = cli.main(["bench", "tiled_matmul", "--size", "M,N,K=256,512", "--max-time", "1", "--json", "--plot", str(png)])
+    code = cli.main(["bench", "tiled_matmul", "--size", "M,N,K=256,512", "--max-time", "1",
+                     "--json", "--plot", str(png)])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["version"] == 1 and len(data["points"]) == 2
     for p in data["points"]:
@@ -54,8 +55,8 @@ def test_bench_matmul_against_cublas_in_the_same_run(capsys, tmp_path):
 
 
 def test_bench_hot_mode_and_param_sweep(capsys):
-    code = cli.main(["bench", "vector_add", "--size", "N=65536", "--param", "BLOCK=128,256", "--hot", "--max-time", "1",
-                     "--json"])
+    code = cli.main(["bench", "vector_add", "--size", "N=65536", "--param", "BLOCK=128,256",
+                     "--hot", "--max-time", "1", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and [p["params"]["BLOCK"] for p in data["points"]] == ["128", "256"]
     assert all(p["batch"] > 1 for p in data["points"]), "hot mode replays a graph of many launches"
@@ -64,11 +65,13 @@ def test_bench_hot_mode_and_param_sweep(capsys):
 def test_wrong_kernel_is_reported_not_timed(capsys, data_dir):
     code = cli.main(["bench", str(data_dir / "kernels" / "wrong.yaml"), "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 1 and data["points"][0]["status"] == "failed-verification" and data["points"][0]["summary"] is None
+    assert (code == 1 and data["points"][0]["status"] == "failed-verification"
+            and data["points"][0]["summary"] is None)
 
 
 def test_bench_warm_mode_times_single_launches(capsys):
-    code = cli.main(["bench", "vector_add", "--size", "N=65536", "--warm", "--max-time", "1", "--json"])
+    code = cli.main(["bench", "vector_add", "--size", "N=65536", "--warm", "--max-time", "1",
+                     "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["mode"] == "warm" and data["points"][0]["batch"] == 1
 
@@ -87,8 +90,9 @@ def test_every_cheat_of_the_bench_corpus_is_caught_and_the_honest_operation_is_n
 def test_the_ladder_s_kernels_and_baselines_raise_no_integrity_flag(capsys):
     """A spec's kernel against cuBLAS and against a PyTorch baseline: no flag, and the checks' cost
     said."""
-    code = cli.main(["bench", "tiled_matmul", "--size", "M,N,K=512", "--baseline", "cublas_sgemm", "--max-time", "0.5",
-                     "--json", "--strict"])
+    code = cli.main(["bench", "tiled_matmul", "--size", "M,N,K=512", "--baseline", "cublas_sgemm",
+                     "--max-time", "0.5", "--json", "--strict"])
     point = json.loads(capsys.readouterr().out)["points"][0]
     assert code == 0 and point["integrity"] == [] and point["baseline_integrity"] == [], point["warnings"]
-    assert "poisoned outputs" in point["integrity_checked"] and point["integrity_seconds"] is not None
+    assert ("poisoned outputs" in point["integrity_checked"]
+            and point["integrity_seconds"] is not None)

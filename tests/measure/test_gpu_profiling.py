@@ -20,8 +20,8 @@ def _profile(spec, sizes=None):
     prepared = pipeline.prepare(spec, sizes)
     resolved, built = prepared.resolved, prepared.built
     row = ncu.profile_rows(prepared.job(RunMode(verify=False)))[-1]
-    return profile.analyse(row, spec.name, resolved.sizes, arch=built.arch, spec_flops=resolved.flops,
-                           spec_bytes=resolved.bytes)
+    return profile.analyse(row, spec.name, resolved.sizes, arch=built.arch,
+                           spec_flops=resolved.flops, spec_bytes=resolved.bytes)
 
 
 @pytest.mark.parametrize("name", ["naive_matmul", "tiled_matmul", "regblock_matmul"])
@@ -49,7 +49,8 @@ def test_profile_cli_compares_and_plots(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and [k["kernel"] for k in data["kernels"]] == ["naive_matmul", "tiled_matmul"]
     assert png.stat().st_size > 10_000
-    assert sorted(p.name for p in reports.iterdir()) == ["naive_matmul.ncu-rep", "tiled_matmul.ncu-rep"]
+    assert sorted(p.name for p in reports.iterdir()) == ["naive_matmul.ncu-rep",
+                                                         "tiled_matmul.ncu-rep"]
 
 
 def test_no_kernel_matched_is_said(monkeypatch):
@@ -84,7 +85,8 @@ def test_a_triton_operation_is_profiled_like_a_kernel(capsys, data_dir, monkeypa
 def test_a_kernel_is_profiled_beside_its_torch_compile_baseline(capsys):
     """What torch.compile launches for the same operation, at the same sizes, in the same report."""
     pytest.importorskip("torch")
-    code = cli.main(["profile", "rmsnorm_onepass", "--size", "R=4096", "C=4096", "--baseline", "torch.compile", "--json"])
+    code = cli.main(["profile", "rmsnorm_onepass", "--size", "R=4096", "C=4096", "--baseline",
+                     "torch.compile", "--json"])
     out, err = capsys.readouterr()
     assert out.strip(), f"exit {code}, nothing on stdout; stderr: {err}"
     data = json.loads(out)

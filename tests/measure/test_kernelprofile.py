@@ -14,14 +14,20 @@ from kprof.measure import profiling
 # The flat JSON's keys, as kprof 0.x wrote them before the record had parts: a stored profile, a
 # replay and `kprof profile --json` read these, so they may not change with the record's shape.
 FLAT_KEYS = {
-    "kernel", "sizes", "source", "duration_s", "achieved_occupancy", "theoretical_occupancy", "occupancy_limiter",
-    "occupancy_advice", "registers", "block_size", "grid_size", "waves", "dram_read", "dram_write", "dram_bytes_per_s",
-    "dram_fraction", "l1_hit", "l2_hit", "shared_bank_conflicts", "shared_requests", "conflicts_per_request",
-    "global_load_sectors_per_request", "global_store_sectors_per_request", "local_bytes", "shared_bytes_per_s",
-    "shared_fraction", "fma_pipe", "issue_active", "flops", "flops_per_s", "roofline", "stalls", "spec_flops",
-    "spec_bytes", "notes", "mix", "ceiling_bytes_per_s", "of_ceiling", "math", "tensor_pipe", "wgmma",
-    "thread_efficiency", "atomics", "global_accesses", "instructions", "fp64_pipe", "lsu_pipe", "alu_pipe",
-    "l1_throughput", "l2_throughput", "l1_bytes", "sm_active", "stall_shares", "rank",
+    "kernel", "sizes", "source", "duration_s", "achieved_occupancy", "theoretical_occupancy",
+    "occupancy_limiter",
+    "occupancy_advice", "registers", "block_size", "grid_size", "waves", "dram_read", "dram_write",
+    "dram_bytes_per_s",
+    "dram_fraction", "l1_hit", "l2_hit", "shared_bank_conflicts", "shared_requests",
+    "conflicts_per_request",
+    "global_load_sectors_per_request", "global_store_sectors_per_request", "local_bytes",
+    "shared_bytes_per_s",
+    "shared_fraction", "fma_pipe", "issue_active", "flops", "flops_per_s", "roofline", "stalls",
+    "spec_flops",
+    "spec_bytes", "notes", "mix", "ceiling_bytes_per_s", "of_ceiling", "math", "tensor_pipe",
+    "wgmma",
+    "thread_efficiency", "atomics", "global_accesses", "instructions", "fp64_pipe", "lsu_pipe",
+    "alu_pipe", "l1_throughput", "l2_throughput", "l1_bytes", "sm_active", "stall_shares", "rank",
 }  # fmt: skip
 
 
@@ -46,10 +52,11 @@ def test_a_stored_profile_reads_back_into_parts_and_writes_the_same_json(recorde
 
 
 def test_the_json_keeps_every_key_it_always_had():
-    p = profiling.fallback("k", {"N": 1}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=10, spec_bytes=20,
-                           reason="none")
+    p = profiling.fallback("k", {"N": 1}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90",
+                           spec_flops=10, spec_bytes=20, reason="none")
     assert set(p.to_dict()) == FLAT_KEYS
-    assert set(kp.METRICS) | {"kernel", "sizes", "source", "duration_s", "roofline", "stalls", "stall_shares",
+    assert set(kp.METRICS) | {"kernel", "sizes", "source", "duration_s", "roofline", "stalls",
+                              "stall_shares",
                               "spec_flops", "spec_bytes", "notes", "math", "rank"} == FLAT_KEYS
 
 
@@ -85,7 +92,9 @@ def test_a_perf_case_names_its_metric_by_the_flat_name(tmp_path):
     spec = catalog.load("copy_uncoalesced")
     assert perfcases.load_case(spec).expect.metric == "global_load_sectors_per_request"
     bad = dataclasses.replace(spec, expect={**spec.expect, "metric": "occupancy"})
-    with pytest.raises(SpecError, match="'occupancy' is not a measured profile number .known: achieved_occupancy"):
+    with pytest.raises(SpecError,
+                       match="'occupancy' is not a measured profile number .known: "
+                             "achieved_occupancy"):
         perfcases.load_case(bad)
 
 

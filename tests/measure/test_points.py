@@ -21,10 +21,13 @@ def recorded(data_dir):
 def test_a_recorded_point_reads_into_its_parts_and_writes_the_same_json(recorded):
     p = points.PointResult.from_dict(recorded)
     assert p.rates.bytes_per_s == recorded["bytes_per_s"] and p.rates.mix == recorded["mix"]
-    assert p.rates.of_ceiling == recorded["of_ceiling"] and p.timer.name == recorded["timer"] == "cupti"
-    assert p.timer.event_summary is not None and p.timer.event_summary.median == recorded["event_summary"]["median"]
+    assert (p.rates.of_ceiling == recorded["of_ceiling"]
+            and p.timer.name == recorded["timer"] == "cupti")
+    assert (p.timer.event_summary is not None
+            and p.timer.event_summary.median == recorded["event_summary"]["median"])
     assert p.first is not None and p.first.baseline == recorded["baseline"]
-    assert p.first.of_baseline == recorded["of_baseline"] and len(p.others) == len(recorded["more_baselines"]) == 1
+    assert (p.first.of_baseline == recorded["of_baseline"]
+            and len(p.others) == len(recorded["more_baselines"]) == 1)
     again = json.loads(json.dumps(p.to_dict()))
     # every number it had, where it had it; kprof has since added the baselines' kind and kernels
     # (None, empty)

@@ -21,8 +21,8 @@ def _repo(tmp_path):
     (tmp_path / "k.cu").write_text("// one\n")
     git("add", "k.cu")
     git("commit", "-qm", "one")
-    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
     return head
 
 
@@ -31,7 +31,8 @@ def test_kprof_commit_wins_over_git(tmp_path, monkeypatch):
     _repo(tmp_path)
     monkeypatch.setenv("KPROF_COMMIT", "abc1234")
     monkeypatch.delenv("KPROF_DIRTY", raising=False)
-    assert history.provenance(tmp_path) == {"commit": "abc1234", "source": "KPROF_COMMIT", "dirty": None}
+    assert history.provenance(tmp_path) == {"commit": "abc1234", "source": "KPROF_COMMIT",
+                                            "dirty": None}
     monkeypatch.setenv("KPROF_DIRTY", "1")
     assert history.provenance(tmp_path)["dirty"] is True and history.git_commit() == "abc1234-dirty"
 
@@ -49,19 +50,25 @@ def test_git_gives_the_commit_and_whether_tracked_files_changed(tmp_path, monkey
 
 def test_no_git_and_no_kprof_commit_is_unknown(tmp_path, monkeypatch):
     monkeypatch.delenv("KPROF_COMMIT", raising=False)
-    assert history.provenance(tmp_path / "not-a-repo") == {"commit": None, "source": None, "dirty": None}
+    assert history.provenance(tmp_path / "not-a-repo") == {"commit": None, "source": None,
+                                                           "dirty": None}
 
 
 def test_rows_come_back_typed_and_two_runs_compare_by_their_summaries(tmp_path, monkeypatch):
     monkeypatch.setenv("KPROF_HISTORY", str(tmp_path / "h.sqlite"))
     conn = history.connect()
-    timed = {"n": 30, "median": 2e-6, "q1": 1.9e-6, "q3": 2.1e-6, "min": 1.8e-6, "max": 2.4e-6, "mean": 2e-6, "stdev": 1e-7}
+    timed = {"n": 30, "median": 2e-6, "q1": 1.9e-6, "q3": 2.1e-6, "min": 1.8e-6, "max": 2.4e-6,
+             "mean": 2e-6, "stdev": 1e-7}
     point = {"sizes": {"N": 1024}, "params": {"BLOCK": 256}, "mode": "cold"}
-    history.record(conn, "r1", "bench", "k", point, {"summary": timed}, machine={"gpu": "NVIDIA H200"}, commit="abc1234")
-    history.record(conn, "r2", "bench", "k", point, {"summary": dict(timed, median=1e-6, q1=0.95e-6, q3=1.05e-6)},
+    history.record(conn, "r1", "bench", "k", point, {"summary": timed},
+                   machine={"gpu": "NVIDIA H200"}, commit="abc1234")
+    history.record(conn, "r2", "bench", "k", point,
+                   {"summary": dict(timed, median=1e-6, q1=0.95e-6, q3=1.05e-6)},
                    machine={}, commit=None)
-    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 1}}, {"summary": None, "status": "failed"}, machine={}, commit=None)
-    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 2}}, {"summary": dict(timed, median=0)}, machine={}, commit=None)
+    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 1}},
+                   {"summary": None, "status": "failed"}, machine={}, commit=None)
+    history.record(conn, "r2", "bench", "k", {"sizes": {"N": 2}},
+                   {"summary": dict(timed, median=0)}, machine={}, commit=None)
     rows = history.rows(conn)
     assert [r.values for r in rows] == [{"N": 1}, {"N": 1024, "BLOCK": 256}, {"N": 1024, "BLOCK": 256}], \
         "the row with a time of 0 is skipped, not shown"
@@ -70,7 +77,7 @@ def test_rows_come_back_typed_and_two_runs_compare_by_their_summaries(tmp_path, 
     assert older.summary is not None and older.summary.median == 2e-6 and older.gpu == "NVIDIA H200"
     assert older.commit == "abc1234" and older.to_dict()["point"] == point
     [change] = history.compare(conn, "r1", "r2")
-    assert (change.verdict, change.values, change.before_s, change.after_s) == ("faster", {"N": 1024, "BLOCK": 256}, 2e-6, 1e-6)
+    assert ((change.verdict, change.values, change.before_s, change.after_s) == ("faster", {"N": 1024, "BLOCK": 256}, 2e-6, 1e-6))
     assert change.to_dict()["change"] == change.change < 0
 
 
@@ -99,7 +106,8 @@ def test_a_history_store_that_is_no_regular_file_is_one_line_not_an_empty_histor
     os.mkfifo(tmp_path / "fifo")
     try:
         os.mknod(tmp_path / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
-        places = [(tmp_path, "a folder"), (tmp_path / "fifo", "a FIFO"), (tmp_path / "null", "a character device")]
+        places = [(tmp_path, "a folder"), (tmp_path / "fifo", "a FIFO"),
+                  (tmp_path / "null", "a character device")]
     except PermissionError:  # not root: the folder and the FIFO
         places = [(tmp_path, "a folder"), (tmp_path / "fifo", "a FIFO")]
     for place, kind in places:

@@ -15,13 +15,17 @@ def test_nothing_found_says_whether_everything_was_checked():
     assert text.splitlines()[-1] == "no findings, but not everything was checked"
     failed = ToolResult("racecheck", "timeout", [], 300.0, "hung", log="last line of the target")
     text = render_sanitize.sanitize_report([clean, failed])
-    assert "| last line of the target" in text and text.endswith("no findings, but not every tool finished")
+    assert "| last line of the target" in text and text.endswith("no findings, but not every tool "
+                                                                 "finished")
 
 
 def test_the_checkers_table_says_how_each_runs():
     rows = [{"name": "memcheck", "summary": "out-of-bounds accesses",
-             "needs": {"sanitizer": True, "alone": False, "not_for_tests": False, "in_all_programs": True}},
+             "needs": {"sanitizer": True, "alone": False, "not_for_tests": False,
+                       "in_all_programs": True}},
             {"name": "values", "summary": "races by comparing runs",
-             "needs": {"sanitizer": False, "alone": True, "not_for_tests": True, "in_all_programs": False}}]
+             "needs": {"sanitizer": False, "alone": True, "not_for_tests": True,
+                       "in_all_programs": False}}]
     text = render_sanitize.checkers_table(rows)
-    assert "kprof's own (no sanitizer), the GPU to itself, not for pytest tests, programs only when named" in text
+    assert ("kprof's own (no sanitizer), the GPU to itself, not for pytest tests, programs only "
+            "when named" in text)

@@ -21,10 +21,11 @@ def test_every_figure_in_the_readme_is_in_the_results_index():
 
 
 def test_the_figure_pattern_finds_what_readmes_quote():
-    assert _figures("0.904x cuBLAS, 4.25 TB/s, 92% and 6.04x; not 3.11 or sm_90") == {"0.904x", "4.25TB/s", "92%", "6.04x"}
+    assert (_figures("0.904x cuBLAS, 4.25 TB/s, 92% and 6.04x; not 3.11 or sm_90") == {"0.904x", "4.25TB/s", "92%", "6.04x"})
 
 
 def test_results_folders_are_named_by_date_gpu_commit_and_what():
-    names = [p.name for p in (ROOT / "docs" / "results").iterdir() if p.is_dir() and p.name != "archive"]
+    names = [p.name for p in (ROOT / "docs" / "results").iterdir() if p.is_dir()
+             and p.name != "archive"]
     pattern = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9]+-[0-9a-f]{7}-[a-z0-9-]+$")
     assert names and all(pattern.match(n) for n in names), names

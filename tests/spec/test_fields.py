@@ -52,13 +52,13 @@ def test_a_launch_takes_grid_block_and_shared_memory_only():
 
 
 def test_a_fill_rule_is_short_and_known():
-    assert str(fields.fill_of("uniform(-1, 1)", "checks[0].fill.x", "float32", fail)) == "uniform(-1, 1)"
+    assert (str(fields.fill_of("uniform(-1, 1)", "checks[0].fill.x", "float32", fail)) == "uniform(-1, 1)")
     with pytest.raises(SpecError, match="checks\\[0\\].fill.x"):
         fields.fill_of("uniform(" + "1, " * 300 + "1)", "checks[0].fill.x", "float32", fail)
 
 
 def test_nvcc_flags_stay_code_generation_inside_the_folder(tmp_path: Path):
-    assert fields.load_nvcc_flags(["-O3", "-maxrregcount=64"], tmp_path, fail) == ("-O3", "-maxrregcount=64")
+    assert (fields.load_nvcc_flags(["-O3", "-maxrregcount=64"], tmp_path, fail) == ("-O3", "-maxrregcount=64"))
     with pytest.raises(SpecError, match="is not allowed"):
         fields.load_nvcc_flags(["-ccbin=/bin/sh"], tmp_path, fail)
     assert fields.show("x" * 500).endswith("...") and len(fields.show("x" * 500)) < 80

@@ -47,7 +47,7 @@ def test_every_shipped_spec_loads_and_resolves(entry):
 
 def test_ladder_names_are_exact():
     names = {e.name for e in catalog.entries() if e.group == "kernel"}
-    assert {"vector_add", "reduce_sum", "naive_matmul", "tiled_matmul", "regblock_matmul", "rmsnorm", "softmax"} <= names
+    assert ({"vector_add", "reduce_sum", "naive_matmul", "tiled_matmul", "regblock_matmul", "rmsnorm", "softmax"} <= names)
 
 
 def test_valid_spec_resolves(tmp_path):
@@ -104,10 +104,13 @@ INVALID = [
     (("args", 0, "shape"), ["M", "N.real"], "args[0].shape[1]: 'Attribute' is not allowed"),
     (("args", 0, "fill"), "gaussian", "args[0].fill: unknown fill rule 'gaussian'"),
     (("args", 0, "fill"), "uniform(lo, 1)", "args[0].fill: fill parameters must be numbers"),
-    (("args", 0, "fill"), "randint(0, 5)", "args[0].fill: randint(low, high) needs an integer buffer"),
-    (("args", 0, "fill"), "peaked(14.5, 0)", "args[0].fill: peaked(height, share) needs a share of the elements in (0, 1]"),
+    (("args", 0, "fill"), "randint(0, 5)",
+     "args[0].fill: randint(low, high) needs an integer buffer"),
+    (("args", 0, "fill"), "peaked(14.5, 0)",
+     "args[0].fill: peaked(height, share) needs a share of the elements in (0, 1]"),
     (("args", 0, "fill"), "peaked(14.5)", "args[0].fill: peaked takes 2..3 parameters, got 1"),
-    (("args", 0, "fill"), "peaked(14.5, 0.1, -1)", "args[0].fill: peaked(height, share, spread) needs a spread"),
+    (("args", 0, "fill"), "peaked(14.5, 0.1, -1)",
+     "args[0].fill: peaked(height, share, spread) needs a spread"),
     (("args", 1, "fill"), "zeros", "args[1].fill: an out buffer is poisoned"),
     (("args", 1, "name"), "A", "args[1].name: duplicate argument name 'A'"),
     (("args", 1, "name"), "in", "args[1].name: 'in' is a Python keyword"),
@@ -125,32 +128,45 @@ INVALID = [
     (("reference",), {}, "reference: output 'C' has no reference;"),
     (("tolerance",), 5, "tolerance: 5 must be a relative error between 0 and 1"),
     (("tolerance",), "tight", "tolerance: unknown size 'tight' (known: M, N)"),
-    (("tolerance",), {"rtol": 1e-5, "atol": -1}, "tolerance.atol: -1 must be an absolute error of 0 or more"),
-    (("tolerance",), {"rtol": 1e-5, "slack": 2}, "tolerance.slack: a tolerance is a number (rtol) or a mapping"),
-    (("tolerance",), {"metric": "normwise", "rtol": 1e-5, "atol": 1e-7}, "tolerance.atol: the normwise metric has no atol"),
-    (("tolerance",), {"metric": "maxnorm", "rtol": 1e-5}, "tolerance.metric: 'maxnorm' must be elementwise"),
+    (("tolerance",), {"rtol": 1e-5, "atol": -1},
+     "tolerance.atol: -1 must be an absolute error of 0 or more"),
+    (("tolerance",), {"rtol": 1e-5, "slack": 2},
+     "tolerance.slack: a tolerance is a number (rtol) or a mapping"),
+    (("tolerance",), {"metric": "normwise", "rtol": 1e-5, "atol": 1e-7},
+     "tolerance.atol: the normwise metric has no atol"),
+    (("tolerance",), {"metric": "maxnorm", "rtol": 1e-5},
+     "tolerance.metric: 'maxnorm' must be elementwise"),
     (("tolerance",), {"atol": "1e-7 * sqrt(Q)"}, "tolerance.atol: unknown size 'Q'"),
     (("work",), {"flops": "M * N", "time": 3}, "work: must be a mapping"),
     (("work", "bytes"), "4 * Q", "work.bytes: unknown size 'Q'"),
     (("checks",), [{"M": 0}], "checks[0].M: 0 must be a positive whole number"),
     (("checks",), [{"Z": 3}], "checks[0].Z: unknown size"),
-    (("checks",), [{"M": 3, "fill": {"C": "normal(0, 3)"}}], "checks[0].fill.C: not an input buffer (inputs: A)"),
-    (("checks",), [{"M": 3, "fill": {"A": "gaussian"}}], "checks[0].fill.A: unknown fill rule 'gaussian'"),
-    (("checks",), [{"M": 3, "fill": "normal"}], "checks[0].fill: must map input buffers to fill rules"),
-    (("entry",), "not-an-ident", "entry: 'not-an-ident' is not a kernel's name as the source writes it"),
+    (("checks",), [{"M": 3, "fill": {"C": "normal(0, 3)"}}],
+     "checks[0].fill.C: not an input buffer (inputs: A)"),
+    (("checks",), [{"M": 3, "fill": {"A": "gaussian"}}],
+     "checks[0].fill.A: unknown fill rule 'gaussian'"),
+    (("checks",), [{"M": 3, "fill": "normal"}],
+     "checks[0].fill: must map input buffers to fill rules"),
+    (("entry",), "not-an-ident",
+     "entry: 'not-an-ident' is not a kernel's name as the source writes it"),
     (("entry",), "k<float", "entry: 'k<float' is not a kernel's name"),
     (("entry",), "k<a>>", "entry: 'k<a>>' has template arguments whose < and > do not pair up"),
-    (("entry",), "k" * 100_000, "entry: a name of 100,000 characters; a kernel's name has at most 1,024"),
-    (("work", "bytes"), "4 * 9 ** 9 ** 9", "work.bytes: exponent must be a whole number from 0 to 64"),
+    (("entry",), "k" * 100_000,
+     "entry: a name of 100,000 characters; a kernel's name has at most 1,024"),
+    (("work", "bytes"), "4 * 9 ** 9 ** 9",
+     "work.bytes: exponent must be a whole number from 0 to 64"),
     (("source",), "missing.cu", "source: missing.cu does not exist"),
     (("defines",), {"TILE": "3 + 4"}, "defines.TILE: '3 + 4' must be a number or an identifier"),
     (("nvcc_flags",), "-O3", "nvcc_flags: must be a list of nvcc options"),
     (("nvcc_flags",), ["O3"], "nvcc_flags[0]: 'O3' is not allowed"),
     # A spec is data: nothing that runs a program, writes a file or reads one outside its folder.
-    (("nvcc_flags",), ["-ccbin=/tmp/evil.sh"], "nvcc_flags[0]: '-ccbin=/tmp/evil.sh' is not allowed"),
+    (("nvcc_flags",), ["-ccbin=/tmp/evil.sh"],
+     "nvcc_flags[0]: '-ccbin=/tmp/evil.sh' is not allowed"),
     (("nvcc_flags",), ["-O3", "-MF"], "nvcc_flags[1]: '-MF' is not allowed"),
-    (("nvcc_flags",), ["--keep-dir=/tmp"], "is not allowed (a spec may change code generation only)"),
-    (("nvcc_flags",), ["--pre-include=/etc/passwd"], "nvcc_flags[0]: '--pre-include=/etc/passwd' is not allowed"),
+    (("nvcc_flags",), ["--keep-dir=/tmp"],
+     "is not allowed (a spec may change code generation only)"),
+    (("nvcc_flags",), ["--pre-include=/etc/passwd"],
+     "nvcc_flags[0]: '--pre-include=/etc/passwd' is not allowed"),
     (("nvcc_flags",), ["-I/usr/include"], "an include directory must be inside the spec's folder"),
     (("nvcc_flags",), ["-I../.."], "an include directory must be inside the spec's folder"),
     (("nvcc_flags",), ["-DX=$(rm -rf ~)"], "holds '$', which a shell would act on"),
@@ -158,7 +174,9 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize("path, value, message", INVALID, ids=[m.split(":")[0] + "-" + str(i) for i, (_, _, m) in enumerate(INVALID)])
+@pytest.mark.parametrize("path, value, message", INVALID,
+                         ids=[m.split(":")[0] + "-" + str(i)
+                              for i, (_, _, m) in enumerate(INVALID)])
 def test_invalid_spec_names_file_and_field(tmp_path, path, value, message):
     spec_path = write(tmp_path, mutate(path, value))
     with pytest.raises(SpecError) as info:
@@ -255,8 +273,10 @@ STEPS = {
         {"name": "n", "scalar": "int32", "value": "N"},
     ],
     "steps": [
-        {"entry": "k", "args": ["x", "t", "n"], "launch": {"grid": ["ceil(N / 32)"], "block": [32]}},
-        {"entry": "k2", "args": ["t", "y", "n"], "launch": {"grid": ["ceil(N / 128)"], "block": [128]}},
+        {"entry": "k", "args": ["x", "t", "n"],
+         "launch": {"grid": ["ceil(N / 32)"], "block": [32]}},
+        {"entry": "k2", "args": ["t", "y", "n"],
+         "launch": {"grid": ["ceil(N / 128)"], "block": [128]}},
     ],
     "reference": {"y": "x"},
 }
@@ -267,7 +287,8 @@ def test_steps_resolve_in_order(tmp_path):
     assert spec.entry == "k" and spec.entries == ("k", "k2")
     r = spec.resolve({"N": 1000})
     assert [(s.entry, s.args, s.grid, s.block) for s in r.steps] == [
-        ("k", ("x", "t", "n"), (32, 1, 1), (32, 1, 1)), ("k2", ("t", "y", "n"), (8, 1, 1), (128, 1, 1))]
+        ("k", ("x", "t", "n"), (32, 1, 1), (32, 1, 1)),
+        ("k2", ("t", "y", "n"), (8, 1, 1), (128, 1, 1))]
     # the first kernel's, for single-launch tools
     assert (r.grid, r.block) == ((32, 1, 1), (32, 1, 1))
 
@@ -280,17 +301,26 @@ def test_single_kernel_specs_have_one_implicit_step(tmp_path):
 @pytest.mark.parametrize(
     "change, field, message",
     [
-        (lambda d: d["steps"][1].update(args=["t", "nope"]), "steps[1].args[1]", "unknown argument 'nope'"),
-        (lambda d: d["steps"][0].pop("launch"), "steps[0].launch", "must be a mapping with grid, block"),
-        (lambda d: d["steps"][0].update(entry="not valid"), "steps[0].entry", "is not a kernel's name"),
+        (lambda d: d["steps"][1].update(args=["t", "nope"]), "steps[1].args[1]",
+         "unknown argument 'nope'"),
+        (lambda d: d["steps"][0].pop("launch"), "steps[0].launch",
+         "must be a mapping with grid, block"),
+        (lambda d: d["steps"][0].update(entry="not valid"), "steps[0].entry",
+         "is not a kernel's name"),
         (lambda d: d["steps"][0].update(colour="red"), "steps[0].colour", "unknown field"),
-        (lambda d: d.update(launch={"grid": [1], "block": [1]}), "launch", "remove the top-level one"),
+        (lambda d: d.update(launch={"grid": [1], "block": [1]}), "launch",
+         "remove the top-level one"),
         (lambda d: d.update(steps=[]), "steps", "must be a list of launches"),
-        (lambda d: d["steps"].insert(0, {"cublas_sgemm": {"A": "x", "B": "x", "C": "y", "M": "n", "N": "n"}}),
+        (lambda d: d["steps"].insert(0,
+                                     {"cublas_sgemm": {"A": "x", "B": "x", "C": "y", "M": "n",
+                                                       "N": "n"}}),
          "steps[0].cublas_sgemm", "give exactly A, B, C"),
-        (lambda d: d["steps"].insert(0, {"cublas_sgemm": {"A": "x", "B": "x", "C": "n", "M": "n", "N": "n", "K": "n"}}),
+        (lambda d: d["steps"].insert(0,
+                                     {"cublas_sgemm": {"A": "x", "B": "x", "C": "n", "M": "n",
+                                                       "N": "n", "K": "n"}}),
          "steps[0].cublas_sgemm.C", "'n' must name a float32 buffer"),
-        (lambda d: d.update(steps=[{"cublas_sgemm": {"A": "x", "B": "x", "C": "y", "M": "n", "N": "n", "K": "n"}}]),
+        (lambda d: d.update(steps=[{"cublas_sgemm": {"A": "x", "B": "x", "C": "y", "M": "n",
+                                                     "N": "n", "K": "n"}}]),
          "steps", "at least one step must launch a kernel"),
     ],
 )
@@ -304,18 +334,21 @@ def test_bad_steps_name_the_field(tmp_path, change, field, message):
 
 def test_a_cublas_step_resolves_without_launch_dimensions(tmp_path):
     data = copy.deepcopy(STEPS)
-    data["steps"].insert(0, {"cublas_sgemm": {"A": "x", "B": "x", "C": "t", "M": "n", "N": "n", "K": "n"}})
+    data["steps"].insert(0,
+                         {"cublas_sgemm": {"A": "x", "B": "x", "C": "t", "M": "n", "N": "n",
+                                           "K": "n"}})
     r = spec_mod.load(write(tmp_path, data)).resolve()
     assert r.steps[0].entry == "cublas_sgemm" and r.steps[0].args == ("x", "x", "t", "n", "n", "n")
     assert r.grid == (2, 1, 1)  # the first kernel of the source
 
 
 def test_code_generation_flags_are_allowed(tmp_path):
-    flags = ["-O3", "-maxrregcount=128", "--use_fast_math", "-lineinfo", "-DTILE=32", "-UX", "-I.", "-Iinclude",
-             "-Xptxas=-v", "--ftz=true", "-std=c++17"]
+    flags = ["-O3", "-maxrregcount=128", "--use_fast_math", "-lineinfo", "-DTILE=32", "-UX", "-I.",
+             "-Iinclude", "-Xptxas=-v", "--ftz=true", "-std=c++17"]
     (tmp_path / "include").mkdir()
     folder = tmp_path.resolve()  # include folders are kept absolute: nvcc may run from any folder
-    expected = tuple(f"-I{folder}" if f == "-I." else f"-I{folder / 'include'}" if f == "-Iinclude" else f for f in flags)
+    expected = tuple(f"-I{folder}" if f == "-I." else f"-I{folder / 'include'}" if f == "-Iinclude"
+                     else f for f in flags)
     assert spec_mod.load(write(tmp_path, mutate(("nvcc_flags",), flags))).nvcc_flags == expected
 
 
@@ -356,12 +389,15 @@ reference: {y: x}
 
 
 @pytest.mark.parametrize("old, new, message", [
-    ("tensormap: x,", "tensormap: z,", "args[1].tensormap: 'z' is not a buffer argument (buffers: x, y)"),
+    ("tensormap: x,", "tensormap: z,",
+     "args[1].tensormap: 'z' is not a buffer argument (buffers: x, y)"),
     ("box: [8, 32]", "box: [8]", "args[1].box: has 1 dimensions; x has 2 (its shape)"),
     ("box: [8, 32]", "box: 8", "args[1].box: must be a list of 1 to 5 size expressions"),
     ("swizzle: 128", "swizzle: 100", "args[1].swizzle: 100 must be one of 0, 32, 64, 128"),
-    ("swizzle: 128}", "swizzle: 128, fill: zeros}", "args[1].fill: unknown field (tensor map fields"),
-    ("{name: tx, tensormap: x,", "{name: tx, tensormap: x, buffer: float32,", "'tx' needs exactly one of"),
+    ("swizzle: 128}", "swizzle: 128, fill: zeros}",
+     "args[1].fill: unknown field (tensor map fields"),
+    ("{name: tx, tensormap: x,", "{name: tx, tensormap: x, buffer: float32,",
+     "'tx' needs exactly one of"),
     ("box: [8, 32]", "box: [8, Q]", "args[1].box[1]: unknown size 'Q'"),
 ])
 def test_a_bad_tensor_map_is_refused_at_load_naming_its_field(tmp_path, old, new, message):
@@ -373,9 +409,12 @@ def test_a_bad_tensor_map_is_refused_at_load_naming_its_field(tmp_path, old, new
 
 @pytest.mark.parametrize("old, new, sizes, message", [
     ("box: [8, 32]", "box: [8, 300]", {}, "tensor map tx: box[1] = 300; TMA takes at most 256"),
-    ("box: [8, 32]", "box: [8, 3]", {}, "its box's rows are 12 bytes (3 x float32); TMA needs a multiple of 16"),
-    ("swizzle: 128", "swizzle: 64", {}, "its box's rows are 128 bytes, more than its 64-byte swizzle; make box[1] at most 16"),
-    ("", "", {"C": 99}, "one step of x's dimension 0 is 396 bytes at R=37, C=99; TMA needs a multiple of 16"),
+    ("box: [8, 32]", "box: [8, 3]", {},
+     "its box's rows are 12 bytes (3 x float32); TMA needs a multiple of 16"),
+    ("swizzle: 128", "swizzle: 64", {},
+     "its box's rows are 128 bytes, more than its 64-byte swizzle; make box[1] at most 16"),
+    ("", "", {"C": 99},
+     "one step of x's dimension 0 is 396 bytes at R=37, C=99; TMA needs a multiple of 16"),
 ])
 def test_a_tensor_map_the_driver_would_refuse_is_refused_at_resolve_with_the_rule(tmp_path, old, new, sizes, message):
     (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
@@ -393,7 +432,7 @@ def test_a_tensor_map_resolves_and_travels_to_the_child(tmp_path):
     (tmp_path / "k.yaml").write_text(TMA)
     resolved = spec_mod.load(tmp_path / "k.yaml").resolve({"R": 5, "C": 64})
     (tm,) = resolved.tensormaps
-    assert (tm.dtype, tm.shape, tm.box, tm.strides, tm.arg.swizzle) == ("float32", (5, 64), (8, 32), (256,), 128)
+    assert ((tm.dtype, tm.shape, tm.box, tm.strides, tm.arg.swizzle) == ("float32", (5, 64), (8, 32), (256,), 128))
     job = job_mod.Job(job_mod.target_of(resolved, tmp_path / "k.cubin"), RunMode())
     assert job_mod.from_json(job.to_json()).target.tensormaps == (tm,)
 

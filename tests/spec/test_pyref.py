@@ -92,13 +92,16 @@ def test_the_child_verifies_against_a_python_reference(tmp_path, fake_device, re
     assert data["status"] == "ok", data.get("error") or data.get("checks")
 
 
-def test_the_users_exception_is_theirs_with_their_traceback(tmp_path, fake_device, monkeypatch, capsys):
+def test_the_users_exception_is_theirs_with_their_traceback(tmp_path, fake_device, monkeypatch,
+                                                            capsys):
     from fakedevice import run_job
 
     data = run_job(tmp_path, job_for(_spec(tmp_path, "{y: refs.py:broken}"), tmp_path / "k.cubin"))
     err = data["error"]
-    assert err["type"] == "UserCodeError" and "your reference refs.py:broken raised NameError" in err["message"]
-    assert "refs.py" in err["log"] and "undefined_name" in err["log"] and "kprof/workspace.py" not in err["log"]
+    assert (err["type"] == "UserCodeError"
+            and "your reference refs.py:broken raised NameError" in err["message"])
+    assert ("refs.py" in err["log"] and "undefined_name" in err["log"]
+            and "kprof/workspace.py" not in err["log"])
     with pytest.raises(UserCodeError) as info:
         launch.raise_for_child("k", proc.Completed(("x",), 3, "", "", 0.1), child(data), 10)
     assert info.value.exit_code == 2 and "undefined_name" in info.value.log
@@ -108,11 +111,14 @@ def test_a_spec_wide_reference_must_return_every_output(tmp_path, fake_device):
     from fakedevice import run_job
 
     refs = REFS + "\ndef partial(x):\n    return {'z': x}\n"
-    data = run_job(tmp_path, job_for(_spec(tmp_path, "refs.py:partial", refs), tmp_path / "k.cubin"))
-    assert data["error"]["type"] == "UserCodeError" and "must return a dict with the outputs y" in data["error"]["message"]
+    data = run_job(tmp_path,
+                   job_for(_spec(tmp_path, "refs.py:partial", refs), tmp_path / "k.cubin"))
+    assert (data["error"]["type"] == "UserCodeError"
+            and "must return a dict with the outputs y" in data["error"]["message"])
 
 
 def test_looks_like_tells_references_from_expressions():
-    assert pyref.looks_like("refs.py:fn") and pyref.looks_like("pkg.mod:fn") and pyref.looks_like("sub/dir/r.py:f")
+    assert (pyref.looks_like("refs.py:fn") and pyref.looks_like("pkg.mod:fn")
+            and pyref.looks_like("sub/dir/r.py:f"))
     for expr in ("x[:, 0]", "a @ b", "sum(x, axis=1)", "x[1:3]", "2 * x"):
         assert not pyref.looks_like(expr), expr

@@ -11,7 +11,8 @@ def test_matmul_and_arithmetic():
     rng = np.random.default_rng(1)
     a, b = rng.random((5, 3)), rng.random((3, 4))
     np.testing.assert_allclose(reference.evaluate("A @ B", {"A": a, "B": b}), a @ b)
-    np.testing.assert_allclose(reference.evaluate("matmul(A, B) * 2 - 1", {"A": a, "B": b}), a @ b * 2 - 1)
+    np.testing.assert_allclose(reference.evaluate("matmul(A, B) * 2 - 1", {"A": a, "B": b}),
+                               a @ b * 2 - 1)
 
 
 def test_softmax_rows_sum_to_one_and_match_definition():
@@ -33,7 +34,8 @@ def test_reductions_and_constants():
     x = np.arange(6.0).reshape(2, 3)
     assert reference.evaluate("sum(x)", {"x": x}) == 15
     np.testing.assert_allclose(reference.evaluate("max(x, axis=0)", {"x": x}), [3, 4, 5])
-    np.testing.assert_allclose(reference.evaluate("relu(x - 2.5)", {"x": x}), np.maximum(x - 2.5, 0))
+    np.testing.assert_allclose(reference.evaluate("relu(x - 2.5)", {"x": x}),
+                               np.maximum(x - 2.5, 0))
     assert reference.evaluate(0, {}) == 0
 
 
@@ -83,8 +85,8 @@ def test_an_integer_input_defaults_to_randint_and_scratch_needs_no_fill(tmp_path
     (tmp_path / "k.cu").write_text("")
     (tmp_path / "k.yaml").write_text(
         "sizes: {N: 8}\nargs:\n  - {name: idx, buffer: int32, shape: [N]}\n"
-        "  - {name: tmp, buffer: int32, shape: [N], role: scratch}\n  - {name: y, buffer: float32, shape: [N], role: out}\n"
-        "launch: {grid: [1], block: [8]}\nreference: {y: idx}\n")
+        "  - {name: tmp, buffer: int32, shape: [N], role: scratch}\n  - {name: y, buffer: float32, "
+        "shape: [N], role: out}\nlaunch: {grid: [1], block: [8]}\nreference: {y: idx}\n")
     spec = spec_mod.load(tmp_path / "k.yaml")
     assert spec.args[0].fill.kind == "randint" and spec.args[1].fill.kind == "zeros"
 
@@ -95,8 +97,9 @@ def test_a_scratch_buffer_with_a_fill_reads_right(tmp_path):
 
     (tmp_path / "k.cu").write_text("")
     (tmp_path / "k.yaml").write_text(
-        "sizes: {N: 8}\nargs:\n  - {name: tmp, buffer: float32, shape: [N], role: scratch, fill: zeros}\n"
-        "  - {name: y, buffer: float32, shape: [N], role: out}\nlaunch: {grid: [1], block: [8]}\nreference: {y: 1}\n")
+        "sizes: {N: 8}\nargs:\n  - {name: tmp, buffer: float32, shape: [N], role: scratch, fill: "
+        "zeros}\n  - {name: y, buffer: float32, shape: [N], role: out}\nlaunch: {grid: [1], block: "
+        "[8]}\nreference: {y: 1}\n")
     with pytest.raises(SpecError, match="a scratch buffer is poisoned"):
         spec_mod.load(tmp_path / "k.yaml")
 
@@ -110,9 +113,11 @@ def test_a_row_wise_reference_in_blocks_of_rows_is_the_whole_arrays_to_the_bit(m
     rng = np.random.default_rng(4)
     x = rng.normal(size=shape)
     w, full = rng.uniform(0.5, 1.5, shape[-1]), rng.uniform(0.5, 1.5, shape)
-    whole = [reference.evaluate(e, {"x": x, "w": w, "f": full}) for e in ("softmax(x)", "rmsnorm(x, w, 1e-6)", "rmsnorm(x, f, 1e-6)")]
+    whole = [reference.evaluate(e, {"x": x, "w": w, "f": full})
+             for e in ("softmax(x)", "rmsnorm(x, w, 1e-6)", "rmsnorm(x, f, 1e-6)")]
     monkeypatch.setattr(reference, "ROWS_AT_ONCE", 512)
-    blocks = [reference.evaluate(e, {"x": x, "w": w, "f": full}) for e in ("softmax(x)", "rmsnorm(x, w, 1e-6)", "rmsnorm(x, f, 1e-6)")]
+    blocks = [reference.evaluate(e, {"x": x, "w": w, "f": full})
+              for e in ("softmax(x)", "rmsnorm(x, w, 1e-6)", "rmsnorm(x, f, 1e-6)")]
     for a, b in zip(whole, blocks):
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)

@@ -90,7 +90,8 @@ def run_checks() -> list[Check]:
     from kprof.build.toolchain import detect_arch
     from kprof.tools.nsight import ncu
 
-    checks.append(_tool("ncu", "--version", ("profile",) if ncu.unsupported(detect_arch()) is None else ()))
+    checks.append(_tool("ncu", "--version",
+                        ("profile",) if ncu.unsupported(detect_arch()) is None else ()))
     checks.append(_compiler())
     checks.append(_compile())
     checks += _platform(gpu, sanitizer.ok)
@@ -105,8 +106,8 @@ def run_checks() -> list[Check]:
 # the checks every command or every GPU command needs, by name (the tools' own say theirs where they
 # are made)
 NEEDED: dict[str, tuple[str, ...]] = {
-    **{dist: COMMANDS for dist, _ in LIBRARIES}, "NVIDIA driver": GPU_COMMANDS, "CUDA driver API": GPU_COMMANDS,
-    "CUDA headers": COMMANDS,
+    **{dist: COMMANDS for dist, _ in LIBRARIES}, "NVIDIA driver": GPU_COMMANDS,
+    "CUDA driver API": GPU_COMMANDS, "CUDA headers": COMMANDS,
 }
 
 
@@ -115,13 +116,15 @@ def _cupti() -> Check:
 
     why = cupti_timer.unavailable()
     if why is None:
-        return Check("CUPTI timer", True, "cupti-python loads: kprof bench reads kernel start/end timestamps")
+        return Check("CUPTI timer", True,
+                     "cupti-python loads: kprof bench reads kernel start/end timestamps")
     from kprof.build.nvrtc import bindings_major
 
     get = ("pip install 'kprof[cuda13]' (it brings cupti-python)" if bindings_major() != 12 else
-           "on the CUDA 12 line, cupti-python 12.8.0 pins cuda-bindings 12.8.0 (kprof's CUDA 12 runs used 12.9), "
-           "so the [cuda12] extra leaves it out")
-    return Check("CUPTI timer", False, why.split("; pip install")[0], f"{get}; without it kprof bench times with CUDA "
+           "on the CUDA 12 line, cupti-python 12.8.0 pins cuda-bindings 12.8.0 (kprof's CUDA 12 "
+           "runs used 12.9), so the [cuda12] extra leaves it out")
+    return Check("CUPTI timer", False, why.split("; pip install")[0],
+                 f"{get}; without it kprof bench times with CUDA "
                  "events, about 2.4 us more per sample")
 
 
@@ -139,13 +142,15 @@ def _nvml() -> Check:
     try:
         import pynvml
     except ImportError:
-        return Check("NVIDIA driver", False, "nvidia-ml-py is not installed", "pip install nvidia-ml-py")
+        return Check("NVIDIA driver", False, "nvidia-ml-py is not installed",
+                     "pip install nvidia-ml-py")
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - doctor reports any NVML failure instead of crashing
         return Check(
             "NVIDIA driver", False, f"NVML did not start ({exc})",
-            "install the NVIDIA driver on a machine with a GPU; build, list and doctor work without one",
+            "install the NVIDIA driver on a machine with a GPU; build, list and doctor work "
+            "without one",
         )  # fmt: skip
     try:
         driver = _text(pynvml.nvmlSystemGetDriverVersion())
@@ -155,7 +160,8 @@ def _nvml() -> Check:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h).total
-            gpus.append(f"GPU {i}: {_text(pynvml.nvmlDeviceGetName(h))} sm_{major}{minor} {mem / 2**30:.0f} GiB")
+            gpus.append(f"GPU {i}: {_text(pynvml.nvmlDeviceGetName(h))} sm_{major}{minor} "
+                        f"{mem / 2**30:.0f} GiB")
         detail = f"driver {driver} (CUDA {cuda // 1000}.{cuda % 1000 // 10}); " + ("; ".join(gpus) or "no GPU")
         return Check("NVIDIA driver", bool(gpus), detail)
     finally:
@@ -167,7 +173,8 @@ def _cuda_driver() -> Check:
 
     reason = device.probe()
     if reason:
-        return Check("CUDA driver API", False, reason, "kprof run, sanitize, profile and bench need a GPU")
+        return Check("CUDA driver API", False, reason,
+                     "kprof run, sanitize, profile and bench need a GPU")
     return Check("CUDA driver API", True, "cuInit succeeded")
 
 
@@ -179,8 +186,9 @@ def _tool(name: str, flag: str, needed_by: tuple[str, ...] = ()) -> Check:
     done = proc.run([str(path), flag], timeout=60)
     text = (done.stdout + done.stderr).strip()
     version = _version_line(text)
-    return Check(name, done.returncode == 0, f"{version} ({path})" + (_sanitizer_advice(text) if name == "compute-sanitizer"
-                                                                     else ""), needed_by=needed_by)
+    return Check(name, done.returncode == 0,
+                 f"{version} ({path})" + (_sanitizer_advice(text) if name == "compute-sanitizer"
+                                         else ""), needed_by=needed_by)
 
 
 def _sanitizer_advice(text: str) -> str:
@@ -191,8 +199,9 @@ def _sanitizer_advice(text: str) -> str:
     version = compute_sanitizer.parse_version(text)
     if not version or not kernelpolicy.older(version, kernelpolicy.RACECHECK_SEES_TMA):
         return ""
-    return (f"; older than 2026.4, whose racecheck sees cuBLAS's TMA GEMMs on Hopper right (kprof checks them with "
-            f"this one and sets its hazards there aside): {kernelpolicy.NEWER_TOOL}")
+    return ("; older than 2026.4, whose racecheck sees cuBLAS's TMA GEMMs on Hopper right (kprof "
+            "checks them with this one and sets its hazards there aside): "
+            f"{kernelpolicy.NEWER_TOOL}")
 
 
 def _compile() -> Check:
@@ -207,12 +216,15 @@ def _compile() -> Check:
     except ToolNotFoundError as exc:
         return Check("CUDA headers", False, "no compiler", str(exc).split(": ", 1)[1])
     if missing is None:
-        return Check("CUDA headers", True, f"a kernel with CCCL and cuda_bf16.h compiles for {arch}")
+        return Check("CUDA headers", True,
+                     f"a kernel with CCCL and cuda_bf16.h compiles for {arch}")
     if "host C++ compiler" in missing:
-        return Check("CUDA headers", False, missing, "install g++ and put it on PATH (nvcc compiles a kernel's host side "
+        return Check("CUDA headers", False, missing,
+                     "install g++ and put it on PATH (nvcc compiles a kernel's host side "
                      "with it), or build with NVRTC: KPROF_COMPILER=nvrtc")
     return Check("CUDA headers", False, missing,
-                 "pip install 'kprof[cuda13]' (it pins nvcc and the matching nvidia-cuda-cccl), or a full CUDA toolkit")
+                 "pip install 'kprof[cuda13]' (it pins nvcc and the matching nvidia-cuda-cccl), or "
+                 "a full CUDA toolkit")
 
 
 def _compiler() -> Check:
@@ -223,14 +235,17 @@ def _compiler() -> Check:
     try:
         found = toolchain.compiler_for(arch)
     except (ToolNotFoundError, KprofError) as exc:
-        return Check(f"compiler for {arch}", False, str(exc).split(": ", 1)[-1].removesuffix(f"; {toolchain.COMPILER_HINT}"),
+        return Check(f"compiler for {arch}", False,
+                     str(exc).split(": ", 1)[-1].removesuffix(f"; {toolchain.COMPILER_HINT}"),
                      toolchain.COMPILER_HINT, COMMANDS)
     where = " ".join(found.program[-1:]) if found.kind == "nvcc" else "cuda.bindings.nvrtc, in a child"
-    return Check(f"compiler for {arch}", True, f"{found.version} ({where}); KPROF_COMPILER=nvcc|nvrtc chooses",
+    return Check(f"compiler for {arch}", True,
+                 f"{found.version} ({where}); KPROF_COMPILER=nvcc|nvrtc chooses",
                  needed_by=COMMANDS)
 
 
-def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None, *, sanitizer: bool = True) -> list[Check]:
+def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None, *,
+                   sanitizer: bool = True) -> list[Check]:
     """What works on a GPU of ``arch`` with a driver of CUDA version ``driver_cuda`` (12040 for
     12.4),
     with cuda-bindings ``bindings`` installed (``sanitizer``: and compute-sanitizer found). Said
@@ -246,8 +261,10 @@ def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None, *, 
         lines = ["12", "13"] if major >= 13 else ["12"]
         line_ok = bindings is not None and bindings.split(".")[0] in lines
         out.append(Check("CUDA line", line_ok,
-                         f"the driver is CUDA {major}.{minor}: it runs the CUDA {' and '.join(lines)} line"
-                         + (f"; cuda-bindings {bindings} is installed" if bindings else "; cuda-bindings is missing"),
+                         f"the driver is CUDA {major}.{minor}: it runs the CUDA "
+                         f"{' and '.join(lines)} line"
+                         + (f"; cuda-bindings {bindings} is installed" if bindings
+                            else "; cuda-bindings is missing"),
                          "" if line_ok else ("pip install 'kprof[cuda12]'" if major < 13 else
                                              "pip install 'kprof[cuda13]'")))
     cuda13 = number >= 75
@@ -255,8 +272,8 @@ def platform_lines(arch: str, driver_cuda: int | None, bindings: str | None, *, 
                 "run, bench, sanitize (compute-sanitizer supports it)" if sanitizer else
                 "run, bench; sanitize once compute-sanitizer is installed (above)"]
     features.append("profile: " + ("Nsight Compute" if ncu.unsupported(arch) is None else
-                                   "no Nsight Compute (it profiles sm_70 and newer): event timing, the driver's "
-                                   "occupancy, registers and spills instead"))
+                                   "no Nsight Compute (it profiles sm_70 and newer): event timing, "
+                                   "the driver's occupancy, registers and spills instead"))
     from kprof.errors import SpecError
     from kprof.spec import catalog
 
@@ -291,7 +308,8 @@ def _platform(gpu: bool, sanitizer: bool) -> list[Check]:
     if gpu:
         return lines
     return [c for c in lines if not c.name.startswith("features on")] + [
-        Check("GPU features", True, f"no GPU seen, so none claimed; kprof builds for {arch} (--arch chooses) and "
+        Check("GPU features", True,
+              f"no GPU seen, so none claimed; kprof builds for {arch} (--arch chooses) and "
               "`kprof list --arch ARCH` marks what an architecture cannot run")]
 
 
@@ -311,14 +329,16 @@ def _counters() -> Check:
         "falls back to event timing and theoretical occupancy"
     )
     if not params.is_file():
-        return Check("GPU counters", False, "no NVIDIA kernel driver here (/proc/driver/nvidia/params)",
+        return Check("GPU counters", False,
+                     "no NVIDIA kernel driver here (/proc/driver/nvidia/params)",
                      "needs the NVIDIA driver on a machine with a GPU")
     text = params.read_text(errors="replace")
     m = re.search(r"RmProfilingAdminOnly:\s*(\d+)", text)
     admin_only = bool(m and m.group(1) != "0")
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     if admin_only and not is_root:
-        return Check("GPU counters", False, "restricted to administrators (RmProfilingAdminOnly: 1)", fix)
+        return Check("GPU counters", False,
+                     "restricted to administrators (RmProfilingAdminOnly: 1)", fix)
     why = "running as root" if admin_only else "RmProfilingAdminOnly: 0"
     return Check("GPU counters", True, f"allowed ({why})")
 

@@ -28,9 +28,10 @@ from kprof.launch.job import Job, RunMode
 from kprof.tools.nsight import sourcepage
 
 STALL_REASONS = (
-    "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
-    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
-    "short_scoreboard", "sleeping", "tex_throttle", "wait",
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
+    "long_scoreboard",
+    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected",
+    "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait",
 )  # fmt: skip
 
 METRICS = (
@@ -131,7 +132,8 @@ def nvtx_filter(name: str) -> str:
     return f"kprof@{name}/"
 
 
-def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick", metrics: tuple[str, ...] = METRICS,
+def build_argv(ncu: str | Path, name: str, *, set_name: str = "quick",
+               metrics: tuple[str, ...] = METRICS,
                report: str | Path | None = None, lines: bool = True) -> list[str]:
     """ncu's argv up to (not including) the target program."""
     head = [str(ncu), "--nvtx", "--nvtx-include", nvtx_filter(name), "--clock-control", "none",
@@ -178,7 +180,8 @@ class Value:
 # Units a metric may come in when ncu scales it (--print-units auto), to the base unit kprof reads:
 # a time in nanoseconds, anything else without its SI prefix (Mbyte -> byte, Ghz -> hz, Kinst ->
 # inst, Tbyte/second -> byte/second).
-_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
+_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
+            "s": 1e9, "second": 1e9}
 _PREFIX = {"K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _SCALED = re.compile(r"^([KkMGTP])(byte|hz|inst|sector|request|warp|cycle|thread|block|wavefront|transaction)$")
 
@@ -233,11 +236,13 @@ _UNKNOWN_METRIC = re.compile(r"Failed to find metric\s+'?([A-Za-z0-9_.]+)'?")
 def diagnose(text: str) -> tuple[str, str] | None:
     """(reason, message) for ncu output that means nothing was measured, else None."""
     if "ERR_NVGPUCTRPERM" in text:
-        return ("counters", "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM): run as root, "
-                "or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
+        return ("counters",
+                "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM): run as "
+                "root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
                 "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
     if "No kernels were profiled" in text:
-        return ("no-match", "ncu profiled no kernel: nothing ran inside the NVTX range the filter names "
+        return ("no-match",
+                "ncu profiled no kernel: nothing ran inside the NVTX range the filter names "
                 "(is the nvtx package installed where the runner runs?)")
     return None
 
@@ -260,18 +265,19 @@ def profile_rows(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str,
                  report_dir: Path | None = None, timeout: float = 600.0) -> list[dict[str, Value]]:
     """Run ncu over the runner; one raw row per kernel launched in the target's NVTX range
     ``kprof@NAME`` (several for a spec with steps), in launch order."""
-    return measure(job, set_name=set_name, extra_metrics=extra_metrics, report_dir=report_dir, timeout=timeout,
-                   lines=False).rows
+    return measure(job, set_name=set_name, extra_metrics=extra_metrics, report_dir=report_dir,
+                   timeout=timeout, lines=False).rows
 
 
-def measure(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (), report_dir: Path | None = None,
-            timeout: float = 600.0, lines: bool = True) -> Measured:
+def measure(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...] = (),
+            report_dir: Path | None = None, timeout: float = 600.0, lines: bool = True) -> Measured:
     """:func:`profile_rows` with each kernel's measured source lines (``lines``): ncu then exports a
     report (kept in ``report_dir``, else in a temporary folder) with the SourceCounters section, and
     its Source page is read back."""
     if lines and report_dir is None:
         with tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
-            return measure(job, set_name=set_name, extra_metrics=extra_metrics, report_dir=Path(tmp), timeout=timeout)
+            return measure(job, set_name=set_name, extra_metrics=extra_metrics,
+                           report_dir=Path(tmp), timeout=timeout)
     if lines:
         try:
             return _measure(job, set_name, extra_metrics, report_dir, timeout, lines=True)
@@ -282,8 +288,8 @@ def measure(job: Job, *, set_name: str = "quick", extra_metrics: tuple[str, ...]
     return _measure(job, set_name, extra_metrics, report_dir, timeout, lines=False)
 
 
-def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir: Path | None, timeout: float, *,
-             lines: bool) -> Measured:
+def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir: Path | None,
+             timeout: float, *, lines: bool) -> Measured:
     name = job.target.name
     exe = proc.find_tool("ncu")
     metrics = tuple(dict.fromkeys(METRICS + extra_metrics))
@@ -291,8 +297,9 @@ def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir
     report = report_dir / f"{name}.ncu-rep" if report_dir else None
     with saved_report(report) as made:
         for _attempt in range(MAX_RETRIES):
-            done, data = launch.run(job, timeout=timeout, wrapper=build_argv(exe, name, set_name=set_name, metrics=metrics,
-                                                                             report=made, lines=lines))
+            done, data = launch.run(job, timeout=timeout,
+                                    wrapper=build_argv(exe, name, set_name=set_name,
+                                                       metrics=metrics, report=made, lines=lines))
             text = done.stdout + "\n" + done.stderr
             unknown = unknown_metrics(text)
             if not (unknown and done.returncode != 0):
@@ -308,7 +315,8 @@ def _measure(job: Job, set_name: str, extra_metrics: tuple[str, ...], report_dir
     return Measured(rows, pages_for(rows, pages))
 
 
-def pages_for(rows: list[dict[str, Value]], pages: list[sourcepage.SourceLines] | None) -> list[sourcepage.SourceLines | None]:
+def pages_for(rows: list[dict[str, Value]],
+              pages: list[sourcepage.SourceLines] | None) -> list[sourcepage.SourceLines | None]:
     """Each profiled launch's Source page, in the rows' order; None for each where the report's
     pages do not match its launches one to one (no line is then measured, never another launch's).
     Pure."""
@@ -324,7 +332,8 @@ def report_pages(report: Path, *, timeout: float = 120.0) -> list[sourcepage.Sou
     return source_pages(exe, report, timeout=timeout)
 
 
-def source_pages(exe: str | Path, report: Path, *, timeout: float = 120.0) -> list[sourcepage.SourceLines] | None:
+def source_pages(exe: str | Path, report: Path, *,
+                 timeout: float = 120.0) -> list[sourcepage.SourceLines] | None:
     """The Source page of each kernel in ``report`` (:mod:`kprof.tools.nsight.sourcepage`), in the
     report's order; None where ncu cannot give it (an ncu without the page, a report without source
     counters): no line measured."""
@@ -356,7 +365,8 @@ def saved_report(report: Path | None) -> Iterator[Path | None]:
     # a folder, a socket or a block device at the report's name: one line, now
     inputs.output_kind(report)
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{report.stem[:64]}-", suffix=".ncu-rep", dir=report.parent)
+        fd, name = tempfile.mkstemp(prefix=f".{report.stem[:64]}-", suffix=".ncu-rep",
+                                    dir=report.parent)
     except OSError as exc:
         raise inputs.write_error(report, exc) from None
     os.close(fd)
@@ -378,10 +388,11 @@ def _place(made: Path, report: Path) -> None:
     made.unlink(missing_ok=True)
 
 
-def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str, timeout: float) -> None:
+def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str,
+                   timeout: float) -> None:
     if done.timed_out:
-        raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or --set full "
-                       "replays it dozens of times)", done.tail(30), "timeout")
+        raise NcuError(f"{name}: ncu did not finish within {timeout:g} s (the kernel may hang, or "
+                       "--set full replays it dozens of times)", done.tail(30), "timeout")
     if (why := diagnose(text)) is not None:
         raise NcuError(f"{name}: {why[1]}", done.tail(30), why[0])
     if data.status == "error":
@@ -390,7 +401,8 @@ def _raise_for_run(name: str, done: proc.Completed, data: ChildResult, text: str
     if done.returncode != 0:
         how = done.signal_name or f"exit code {done.returncode}"
         said = ncu_errors(text)
-        raise NcuError(f"{name}: ncu ended with {how}" + (f" ({said})" if said else ""), done.tail(30), "tool")
+        raise NcuError(f"{name}: ncu ended with {how}" + (f" ({said})" if said else ""),
+                       done.tail(30), "tool")
 
 
 def ncu_errors(text: str) -> str:
@@ -401,21 +413,24 @@ def ncu_errors(text: str) -> str:
     return "; ".join(lines[-2:])
 
 
-def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str | None = None, launch_skip: int = 0,
-                 launch_count: int = 10, set_name: str = "quick", metrics: tuple[str, ...] = METRICS,
-                 report: str | Path | None = None) -> list[str]:
+def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str | None = None,
+                 launch_skip: int = 0,
+                 launch_count: int = 10, set_name: str = "quick",
+                 metrics: tuple[str, ...] = METRICS, report: str | Path | None = None) -> list[str]:
     """ncu's argv for the user's program (up to, not including, the command). Kernels are picked by
     name (a regular expression) and/or NVTX range: ``NAME`` in the default domain (the program's own
     push/pop ranges, torch's ``record_function``) or in kprof's (``kprof.range``). At most
     ``launch_count`` launches are profiled, and then ncu stops the program, so a long one is not
     profiled end to end. ``report``: saved there for the GUI (``--save-report``), read back with
     :func:`import_argv`."""
-    argv = [str(ncu), "--target-processes", "all", "--clock-control", "none", "--metrics", ",".join(metrics),
+    argv = [str(ncu), "--target-processes", "all", "--clock-control", "none", "--metrics",
+            ",".join(metrics),
             "--launch-skip", str(launch_skip), "--launch-count", str(launch_count), "--kill", "1"]
     if kernel:
         argv += ["--kernel-name", f"regex:{kernel}"]
     if nvtx_range:
-        argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include", f"kprof@{nvtx_range}/"]
+        argv += ["--nvtx", "--nvtx-include", f"{nvtx_range}/", "--nvtx-include",
+                 f"kprof@{nvtx_range}/"]
     # a kept report: each launch's Source page in it (its lines measured)
     return argv + _tail(set_name, report)
 
@@ -423,7 +438,8 @@ def program_argv(ncu: str | Path, *, kernel: str | None = None, nvtx_range: str 
 def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: str | None = None,
                     launch_skip: int = 0, launch_count: int = 10, set_name: str = "quick",
                     extra_metrics: tuple[str, ...] = (), timeout: float = 600.0,
-                    env: dict[str, str] | None = None, report: Path | None = None) -> list[dict[str, Value]]:
+                    env: dict[str, str] | None = None,
+                    report: Path | None = None) -> list[dict[str, Value]]:
     """ncu over the user's program: one raw row per profiled kernel launch, in order (``Process ID``
     says whose, every process followed). ``report``: the ``.ncu-rep`` kept there, and the rows read
     back from it."""
@@ -432,7 +448,8 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
     with saved_report(report) as made:
         for _attempt in range(MAX_RETRIES):
             argv = program_argv(exe, kernel=kernel, nvtx_range=nvtx_range, launch_skip=launch_skip,
-                                launch_count=launch_count, set_name=set_name, metrics=metrics, report=made)
+                                launch_count=launch_count, set_name=set_name, metrics=metrics,
+                                report=made)
             done = proc.run(argv + cmd, timeout=timeout, env=env)
             text = done.stdout + "\n" + done.stderr
             unknown = unknown_metrics(text)
@@ -441,16 +458,19 @@ def profile_program(cmd: list[str], *, kernel: str | None = None, nvtx_range: st
             metrics = tuple(m for m in metrics if m not in unknown)
         name = " ".join(cmd)
         if done.timed_out:
-            raise NcuError(f"{name}: ncu did not finish within {timeout:g} s; lower --launch-count or raise --timeout",
+            raise NcuError(f"{name}: ncu did not finish within {timeout:g} s; lower --launch-count "
+                           "or raise --timeout",
                            done.tail(30), "timeout")
         if (why := diagnose(text)) is not None:
-            hint = " (check --kernel and --range against the kernels the program launches)" if why[0] == "no-match" else ""
+            hint = (" (check --kernel and --range against the kernels the program launches)"
+                    if why[0] == "no-match" else "")
             raise NcuError(f"{name}: {why[1]}{hint}", done.tail(30), why[0])
         printed = table(exe, made, done.stdout)
     rows = parse_csv(printed)
     if not rows:
         how = done.signal_name or f"exit code {done.returncode}"
-        raise NcuError(f"{name}: ncu printed no metrics (the program ended with {how})", done.tail(30), "tool")
+        raise NcuError(f"{name}: ncu printed no metrics (the program ended with {how})",
+                       done.tail(30), "tool")
     return rows
 
 
@@ -481,9 +501,13 @@ def parse_rules(text: str) -> list[RuleResult]:
         if len(row) != len(rows[0]) or not row[h["Rule Name"]]:
             continue
         speed = parse_number(row[h["Estimated Speedup"]]) if "Estimated Speedup" in h else None
-        out.append(RuleResult(row[h.get("Kernel Name", 0)], row[h.get("Section Name", 0)], row[h["Rule Name"]],
-                              row[h["Rule Type"]], row[h.get("Estimated Speedup Type", 0)] if "Estimated Speedup Type" in h
-                              else "", speedup=speed if isinstance(speed, float) else None, text=row[h["Rule Description"]]))
+        out.append(RuleResult(row[h.get("Kernel Name", 0)], row[h.get("Section Name", 0)],
+                              row[h["Rule Name"]],
+                              row[h["Rule Type"]],
+                              row[h.get("Estimated Speedup Type", 0)]
+                              if "Estimated Speedup Type" in h
+                              else "", speedup=speed if isinstance(speed, float) else None,
+                              text=row[h["Rule Description"]]))
     return out
 
 

@@ -26,17 +26,21 @@ from typing import Any
 # The page's stall columns (``stall_long_sb``) -> kprof's reason names (ncu's metric names,
 # kprof.tools.nsight.ncu)
 STALL_COLUMNS = {
-    "barrier": "barrier", "branch_resolving": "branch_resolving", "dispatch": "dispatch_stall", "drain": "drain",
-    "imc": "imc_miss", "lg": "lg_throttle", "long_sb": "long_scoreboard", "math": "math_pipe_throttle",
+    "barrier": "barrier", "branch_resolving": "branch_resolving", "dispatch": "dispatch_stall",
+    "drain": "drain",
+    "imc": "imc_miss", "lg": "lg_throttle", "long_sb": "long_scoreboard",
+    "math": "math_pipe_throttle",
     "membar": "membar", "mio": "mio_throttle", "misc": "misc", "no_inst": "no_instruction",
-    "not_selected": "not_selected", "selected": "selected", "short_sb": "short_scoreboard", "sleep": "sleeping",
-    "sleeping": "sleeping", "tex": "tex_throttle", "wait": "wait",
+    "not_selected": "not_selected", "selected": "selected", "short_sb": "short_scoreboard",
+    "sleep": "sleeping", "sleeping": "sleeping", "tex": "tex_throttle", "wait": "wait",
 }  # fmt: skip
 
 # The page's counter columns -> LineCounters' fields (the first column of a name found wins)
 COUNTER_COLUMNS = {
-    "samples": ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)", "Warp Stalls (All Samples)"),
-    "not_issued": ("Warp Stall Sampling (Not-issued Samples)", "Warp Stall Sampling (No Issue Cycles)",
+    "samples": ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)",
+                "Warp Stalls (All Samples)"),
+    "not_issued": ("Warp Stall Sampling (Not-issued Samples)",
+                   "Warp Stall Sampling (No Issue Cycles)",
                    "Warp Stalls (Not-issued Samples)", "Warp Stalls (Not-issued)"),
     "executed": ("Instructions Executed",),
     "threads": ("Thread Instructions Executed",),
@@ -52,8 +56,8 @@ COUNTER_COLUMNS = {
 # ncu prints a counter's column only where some instruction of the kernel has it: on a page with the
 # section's memory columns, a counter without its column was measured zero (no local memory, no
 # shared memory, no branch)
-MEASURED_ZERO = ("divergent", "global_sectors", "global_ideal", "global_excess", "local_sectors", "shared_wavefronts",
-                 "shared_ideal", "shared_excess")
+MEASURED_ZERO = ("divergent", "global_sectors", "global_ideal", "global_excess", "local_sectors",
+                 "shared_wavefronts", "shared_ideal", "shared_excess")
 # present on every page of the SourceCounters section
 SECTION_COLUMN = "L2 Theoretical Sectors Global"
 SAMPLES = "samples"  # LineCounters' stall-sample field
@@ -117,14 +121,15 @@ class SourceLines:
 
     def to_dict(self) -> dict[str, object]:
         return {"kernel": self.kernel, "columns": list(self.columns),
-                "lines": [{k: v for k, v in asdict(x).items() if v not in (0, "", (), {})} | {"file": x.file, "line": x.line}
-                          for x in self.lines]}
+                "lines": [{k: v for k, v in asdict(x).items() if v not in (0, "", (), {})}
+                          | {"file": x.file, "line": x.line} for x in self.lines]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SourceLines:
         """A stored page (``to_dict()``: a profile's ``lines`` in kprof profile --json) read
         back."""
-        lines = tuple(LineCounters(**{**x, "sass": tuple(x.get("sass", ())), "stalls": dict(x.get("stalls", {})),
+        lines = tuple(LineCounters(**{**x, "sass": tuple(x.get("sass", ())),
+                                      "stalls": dict(x.get("stalls", {})),
                                       "inlined": tuple(x.get("inlined", ()))})
                       for x in data.get("lines", ()))
         return cls(str(data.get("kernel", "")), lines, tuple(data.get("columns", ())))
@@ -132,7 +137,8 @@ class SourceLines:
 
 def argv(ncu: str | Path, report: str | Path) -> list[str]:
     """The Source page of every kernel in ``report``, CUDA lines with their SASS, as CSV."""
-    return [str(ncu), "--import", str(report), "--csv", "--page", "source", "--print-source", "cuda,sass"]
+    return [str(ncu), "--import", str(report), "--csv", "--page", "source", "--print-source",
+            "cuda,sass"]
 
 
 def _int(text: str) -> int | None:
@@ -178,7 +184,9 @@ def _blocks(text: str) -> list[_Block]:
     launch's sections follow each other, so a section starts another launch where its function
     differs or its file was already in this one. Older pages start a kernel with a ``Kernel Name``
     row, or print a second table."""
-    found = [k for k in (text.find(m) for m in ('"Kernel Name"', '"Line No"', '"Address"', '"File')) if k >= 0]
+    found = [k
+             for k in (text.find(m) for m in ('"Kernel Name"', '"Line No"', '"Address"', '"File'))
+             if k >= 0]
     # ncu's own lines before it left out
     rows = list(csv.reader(io.StringIO(text[min(found):] if found else "")))
     out: list[_Block] = []
@@ -233,7 +241,8 @@ def _blocks(text: str) -> list[_Block]:
     return out
 
 
-def _add(rec: dict[str, Any], row: list[str], counters: dict[str, int], stalls: dict[str, int]) -> None:
+def _add(rec: dict[str, Any], row: list[str], counters: dict[str, int],
+         stalls: dict[str, int]) -> None:
     """Add one row's counters and stall samples into ``rec``."""
     for counter, k in counters.items():
         rec[counter] = rec.get(counter, 0) + ((_int(row[k]) or 0) if len(row) > k else 0)
@@ -275,7 +284,8 @@ class _Layout:
         counters, stalls = _columns(header)
         line_at = 0 if header and header[0] == "Line No" else None
         # in the cuda,sass view the instruction's own text is the second "Source" column
-        return cls(counters, stalls, next((k for k, h in enumerate(header) if h == "Address"), None), line_at,
+        return cls(counters, stalls,
+                   next((k for k, h in enumerate(header) if h == "Address"), None), line_at,
                    1 if line_at is not None else None,
                    next((k for k, h in enumerate(header) if h == "Source" and (line_at is None or k > 1)), None))
 
@@ -341,12 +351,16 @@ def _lines_of(block: _Block) -> SourceLines:
         kw = {k: v for k, v in rec.items() if k in COUNTER_COLUMNS}
         # a file the page named, else its place among the files it printed one after another (#0,
         # #1, ...)
-        lines.append(LineCounters(file=names.get(key[0], f"#{key[0]}"), line=key[1], text=str(rec.get("text", "")).rstrip(),
-                                  stalls=dict(rec.get("stalls", {})), sass=tuple(rec.get("sass", ())), **kw))
+        lines.append(LineCounters(file=names.get(key[0], f"#{key[0]}"), line=key[1],
+                                  text=str(rec.get("text", "")).rstrip(),
+                                  stalls=dict(rec.get("stalls", {})),
+                                  sass=tuple(rec.get("sass", ())), **kw))
     # lines with nothing measured (comments, declarations) are dropped
     kept = tuple(x for x in lines if any(x.count(c) for c in seen_counters) or x.stalls or x.sass)
-    measured = [c for c in COUNTER_COLUMNS if c in seen_counters or (section and c in MEASURED_ZERO)]
-    return SourceLines(block.kernel, kept, tuple(measured) + tuple(f"stall:{r}" for r in sorted(seen_stalls)))
+    measured = [c for c in COUNTER_COLUMNS if c in seen_counters
+                or (section and c in MEASURED_ZERO)]
+    return SourceLines(block.kernel, kept,
+                       tuple(measured) + tuple(f"stall:{r}" for r in sorted(seen_stalls)))
 
 
 def _address(text: str) -> int | None:
@@ -406,12 +420,14 @@ def name_files(page: SourceLines, sources: dict[str, tuple[str, ...]]) -> Source
         mine = [x for x in page.lines if x.file == key and x.text.strip()]
         best, score = "", 0
         for path, lines in sources.items():
-            hits = sum(1 for x in mine if 0 < x.line <= len(lines) and lines[x.line - 1].rstrip() == x.text.rstrip())
+            hits = sum(1 for x in mine if 0 < x.line <= len(lines)
+                       and lines[x.line - 1].rstrip() == x.text.rstrip())
             if hits > score:
                 best, score = path, hits
         if best and score * 2 >= len(mine):
             rename[key] = best
-    return replace(page, lines=tuple(replace(x, file=rename.get(x.file, x.file)) for x in page.lines))
+    return replace(page,
+                   lines=tuple(replace(x, file=rename.get(x.file, x.file)) for x in page.lines))
 
 
 
@@ -464,5 +480,6 @@ def _merge(into: LineCounters, extra: list[LineCounters]) -> LineCounters:
     for x in extra:
         for r, v in x.stalls.items():
             stalls[r] = stalls.get(r, 0) + v
-    return replace(into, **sums, stalls=stalls, sass=into.sass + tuple(op for x in extra for op in x.sass),
+    return replace(into, **sums, stalls=stalls,
+                   sass=into.sass + tuple(op for x in extra for op in x.sass),
                    inlined=into.inlined + tuple(f"{Path(x.file).name}:{x.line}" for x in extra))

@@ -49,7 +49,8 @@ def parse(text: str, count: int) -> list[tuple[str | None, str | None, int | Non
         path, _, number = where.rpartition(":")
         line = inputs.report_uint(number)
         known = path not in ("", "??") and line not in (None, 0)
-        out.append((None if func == "??" else func, path if known else None, line if known else None))
+        out.append((None if func == "??" else func, path if known else None,
+                    line if known else None))
     return out
 
 
@@ -87,7 +88,8 @@ def line_of(module: str | None, pc: int | None) -> tuple[str | None, str | None,
 
 
 @lru_cache(maxsize=256)
-def _lookup(module: str, pc: int, mtime_ns: int, size: int) -> tuple[str | None, str | None, int | None] | None:
+def _lookup(module: str, pc: int, mtime_ns: int,
+            size: int) -> tuple[str | None, str | None, int | None] | None:
     exe = shutil.which("addr2line")
     if exe is None:
         return None

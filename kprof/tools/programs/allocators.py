@@ -26,13 +26,17 @@ class Switch:
 
 
 SWITCHES = (
-    Switch("PyTorch", "PYTORCH_NO_CUDA_MEMORY_CACHING", "1", "the caching allocator off: one cudaMalloc per tensor"),
+    Switch("PyTorch", "PYTORCH_NO_CUDA_MEMORY_CACHING", "1",
+           "the caching allocator off: one cudaMalloc per tensor"),
     Switch("CuPy", "KPROF_CUPY_NO_POOL", "1",
-           "cupy.cuda.set_allocator(None) and set_pinned_memory_allocator(None) when cupy is imported "
-           "(kprof's sitecustomize hook)"),
-    Switch("JAX", "XLA_PYTHON_CLIENT_ALLOCATOR", "platform", "no preallocated arena: allocate and free on demand"),
-    Switch("JAX", "XLA_PYTHON_CLIENT_PREALLOCATE", "false", "do not reserve most of the GPU at start"),
-    Switch("Numba", "NUMBA_CUDA_MEMORY_MANAGER", "default", "Numba's own allocator (no external pool plug-in)"),
+           "cupy.cuda.set_allocator(None) and set_pinned_memory_allocator(None) when cupy is "
+           "imported (kprof's sitecustomize hook)"),
+    Switch("JAX", "XLA_PYTHON_CLIENT_ALLOCATOR", "platform",
+           "no preallocated arena: allocate and free on demand"),
+    Switch("JAX", "XLA_PYTHON_CLIENT_PREALLOCATE", "false",
+           "do not reserve most of the GPU at start"),
+    Switch("Numba", "NUMBA_CUDA_MEMORY_MANAGER", "default",
+           "Numba's own allocator (no external pool plug-in)"),
 )
 
 
@@ -42,7 +46,8 @@ def environment(base: dict[str, str], *, pools: bool = False) -> tuple[dict[str,
     env = dict(base)
     notes: list[str] = []
     if pools:
-        return env, ["framework memory pools left on (--keep-pools): out-of-bounds accesses inside a pool go unseen"]
+        return env, ["framework memory pools left on (--keep-pools): out-of-bounds accesses inside "
+                     "a pool go unseen"]
     for s in SWITCHES:
         if s.variable in base:
             notes.append(f"{s.framework}: {s.variable}={base[s.variable]} kept as you set it")

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kprof.tools.programs.launchlog import Launch
 
-NOT_PYTHON = ("kprof counts launches in Python programs (its site hook); this program started no Python "
-              "process kprof could count in")
+NOT_PYTHON = ("kprof counts launches in Python programs (its site hook); this program started no "
+              "Python process kprof could count in")
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,8 @@ class Coverage:
             lines += f", {self.unknown_lines} unknown"
         where = " (counted in a run beside the tool's)" if self.alongside else ""
         skipped = f"; {self.skipped}" if self.skipped else ""
-        return (f"{at_least}{self.launches:,} launch{'es' if self.launches != 1 else ''} of {self.kernels:,} "
+        return (f"{at_least}{self.launches:,} launch{'es' if self.launches != 1 else ''} of "
+                f"{self.kernels:,} "
                 f"kernel{'s' if self.kernels != 1 else ''}{where}{lines}{pools}{skipped}")
 
     def to_dict(self) -> dict[str, object]:
@@ -98,9 +99,11 @@ def from_tally(text: str, *, pools_off: bool | None = None) -> Coverage:
     if not counting:
         return Coverage(None, pools_off=pools_off, why=why[0] if why else NOT_PYTHON)
     launches = sum(totals.get(pid, seen.get(pid, 0)) for pid in counting)
-    return Coverage(launches, kernels=len(kernels), with_lines=sum(v is True for v in kernels.values()),
+    return Coverage(launches, kernels=len(kernels),
+                    with_lines=sum(v is True for v in kernels.values()),
                     unknown_lines=sum(v is None for v in kernels.values()),
-                    complete=all(pid in totals for pid in counting), pools_off=pools_off, names=tuple(kernels))
+                    complete=all(pid in totals for pid in counting), pools_off=pools_off,
+                    names=tuple(kernels))
 
 
 def of_launches(launches: Sequence[Launch], *, cut: int | None, pools_off: bool | None) -> Coverage:

@@ -35,7 +35,8 @@ class Status:
 
     def how(self) -> str:
         """``exited with code 1``, ``was killed by SIGSEGV``, or why it did not start."""
-        return self.error or (f"was killed by {self.signal}" if self.signal else f"exited with code {self.returncode}")
+        return self.error or (f"was killed by {self.signal}" if self.signal
+                              else f"exited with code {self.returncode}")
 
 
 def read_status(status: Path) -> Status | None:
@@ -58,13 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "KPROF_LAUNCH_TALLY": args[2]}
         args = [args[0], *args[3:]]
     if len(args) < 3 or args[1] != "--":
-        print("usage: python -m kprof.tools.programs.exitcode STATUS.json [--tally TALLY.jsonl] -- CMD [ARG...]", file=sys.stderr)
+        print("usage: python -m kprof.tools.programs.exitcode STATUS.json [--tally TALLY.jsonl] -- "
+              "CMD [ARG...]", file=sys.stderr)
         return 2
     status, cmd = Path(args[0]), args[2:]
     try:
         code = subprocess.call(cmd, env=env)
     except OSError as exc:
-        status.write_text(json.dumps({"returncode": None, "error": f"{cmd[0]}: {exc.strerror or exc}"}))
+        status.write_text(json.dumps({"returncode": None,
+                                      "error": f"{cmd[0]}: {exc.strerror or exc}"}))
         return 127
     record: dict[str, object] = {"returncode": code}
     if code < 0:

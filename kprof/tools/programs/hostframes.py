@@ -28,9 +28,11 @@ _KPROF = str(_PACKAGE)
 _KPROF_MODULES = frozenset(p.name for p in _PACKAGE.rglob("*.py"))
 _KPROF_FOLDERS = frozenset(d.name for d in _PACKAGE.iterdir() if (d / "__init__.py").is_file())
 # a stage's rooms (kprof/tools/sanitizers/values.py)
-_KPROF_ROOMS = {f: frozenset(r.name for r in (_PACKAGE / f).iterdir() if (r / "__init__.py").is_file())
+_KPROF_ROOMS = {f: frozenset(r.name for r in (_PACKAGE / f).iterdir()
+                             if (r / "__init__.py").is_file())
                 for f in _KPROF_FOLDERS}
-_LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/usr/lib/", "/usr/local/cuda", "/lib64/")
+_LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/usr/lib/",
+                  "/usr/local/cuda", "/lib64/")
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,8 @@ def frames(record: ET.Element) -> list[Frame]:
     """The saved host frames of one record, innermost first (empty when none were saved)."""
     out = []
     for node in record.findall("hostStack/frame"):
-        out.append(Frame(node.findtext("func"), node.findtext("path"), inputs.report_uint(node.findtext("line")),
+        out.append(Frame(node.findtext("func"), node.findtext("path"),
+                         inputs.report_uint(node.findtext("line")),
                          node.findtext("module"), inputs.report_uint(node.findtext("pc"))))
     return out
 
@@ -94,18 +97,21 @@ def launch_site(stack: list[Frame]) -> Frame | None:
     """The innermost Python frame in the user's own files that has a line, or None (a native frame,
     one with a module, is :func:`native_site`'s, even where the binary's line information gave it a
     path)."""
-    return next((f for f in stack if f.path and f.line and not f.module and is_user_file(f.path)), None)
+    return next((f for f in stack if f.path and f.line and not f.module and is_user_file(f.path)),
+                None)
 
 
 # Native modules that are never the user's program: the system's and the CUDA toolkit's libraries,
 # the Python interpreter and installed packages (by folder or by name).
 _SYSTEM_DIRS = ("/usr/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/opt/nvidia/", "/etc/")
-_LIBRARY_NAMES = ("libcuda", "libcudart", "libnv", "libcublas", "libcufft", "libcurand", "libcusparse", "libcusolver",
-                  "libcudnn", "libnccl", "libtorch", "libc10", "libc.so", "libstdc++", "libgcc", "ld-linux", "libpthread",
-                  "libpython", "python")
+_LIBRARY_NAMES = ("libcuda", "libcudart", "libnv", "libcublas", "libcufft", "libcurand",
+                  "libcusparse", "libcusolver",
+                  "libcudnn", "libnccl", "libtorch", "libc10", "libc.so", "libstdc++", "libgcc",
+                  "ld-linux", "libpthread", "libpython", "python")
 # Functions of the CUDA runtime (linked into the program by nvcc) and of nvcc's generated launch
 # stubs.
-_RUNTIME_FUNCS = ("cuda", "__cuda", "__device_stub", "cudart::", "libcudart", "__nv", "_GLOBAL__", "dim3::")
+_RUNTIME_FUNCS = ("cuda", "__cuda", "__device_stub", "cudart::", "libcudart", "__nv", "_GLOBAL__",
+                  "dim3::")
 
 
 def is_user_module(module: str) -> bool:
@@ -129,7 +135,8 @@ def native_site(stack: list[Frame], kernel: str | None) -> Frame | None:
         if not f.module or not is_user_module(f.module) or (f.path and not _user_source(f.path)):
             continue
         name = demangle(f.func) if f.func else None
-        if name is not None and (short(name, 10_000).startswith(_RUNTIME_FUNCS) or base_name(name) == stub):
+        if name is not None and (short(name, 10_000).startswith(_RUNTIME_FUNCS)
+                                 or base_name(name) == stub):
             continue
         return Frame(name, f.path, f.line if f.path else None, f.module, f.pc)
     return None

@@ -29,21 +29,24 @@ def count(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Pat
     that many)."""
     with tempfile.TemporaryDirectory(prefix="kprof-count-") as tmp:
         status, tally = Path(tmp) / "status.json", Path(tmp) / "tally.jsonl"
-        done = proc.run(exitcode.wrap(cmd, status, tally), timeout=timeout, env=allocators.with_hooks(env), cwd=cwd)
+        done = proc.run(exitcode.wrap(cmd, status, tally), timeout=timeout,
+                        env=allocators.with_hooks(env), cwd=cwd)
         text = inputs.read_text(tally, "the launch tally", limit=MAX_TALLY_BYTES, errors="replace") if (
             tally.is_file()) else ""
         ended = exitcode.read_status(status)
     return settle(coverage.from_tally(text, pools_off=pools_off), ended, done.timed_out)
 
 
-def settle(checked: coverage.Coverage, ended: exitcode.Status | None, timed_out: bool) -> coverage.Coverage:
+def settle(checked: coverage.Coverage, ended: exitcode.Status | None,
+           timed_out: bool) -> coverage.Coverage:
     """What the count's run says, given how that run ended. A count whose run failed (a port another
     run held, a crash) and saw no launch says so and counts nothing: it leaves the verdict to each
     tool and never makes a clean program NOT CHECKED. Pure."""
     failed = timed_out or ended is None or ended.returncode != 0
     if failed and checked.counted and not checked.launches:
         how = "timed out" if timed_out else (ended.how() if ended else "did not start")
-        checked = replace(checked, launches=None, why=f"the count's own run of the program {how}, so it counted nothing")
+        checked = replace(checked, launches=None,
+                          why=f"the count's own run of the program {how}, so it counted nothing")
     elif timed_out and checked.counted:
         checked = replace(checked, complete=False)
     return replace(checked, alongside=True)

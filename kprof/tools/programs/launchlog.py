@@ -44,8 +44,10 @@ class Launch:
 def _launch(event: dict[str, Any]) -> Launch:
     site = event.get("site")
     args = tuple((item[0], item[1], str(item[2])) for item in event["args"]
-                 if isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[1], int))
-    return Launch(event["seq"], str(event.get("kernel", "?")), site if isinstance(site, str) else None, args)
+                 if isinstance(item, list) and len(item) == 3 and isinstance(item[0], int)
+                 and isinstance(item[1], int))
+    return Launch(event["seq"], str(event.get("kernel", "?")),
+                  site if isinstance(site, str) else None, args)
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,9 @@ def read(text: str) -> Run:
     return Run(ok, why, launches, captures, cut, tuple(errors))
 
 
-NEVER_STARTED = ("kprof's launch recorder never started in the program: it is loaded by Python's site hooks "
-                 "(kprof's sitecustomize on PYTHONPATH), so it needs a Python program that runs them")
+NEVER_STARTED = ("kprof's launch recorder never started in the program: it is loaded by Python's "
+                 "site hooks (kprof's sitecustomize on PYTHONPATH), so it needs a Python program "
+                 "that runs them")
 
 
 def read_file(path: str) -> Run:
@@ -115,18 +118,22 @@ def compare(first: Run, second: Run) -> Divergence | None:
     for a, b in zip(first.launches, second.launches):
         if a.kernel != b.kernel:
             return Divergence(a.seq, a.kernel, a.site, None, "kernel",
-                              f"launch {a.seq} was {a.kernel} in one run and {b.kernel} in the other")
+                              f"launch {a.seq} was {a.kernel} in one run and {b.kernel} in the "
+                              "other")
         hashes = {i: (n, h) for i, n, h in b.args}
         for index, nbytes, digest in a.args:
             if hashes.get(index, (nbytes, digest))[1] != digest:
                 return Divergence(a.seq, a.kernel, a.site, index, "output",
-                                  f"argument {index} of launch {a.seq} ({nbytes:,} bytes) differs after the kernel")
+                                  f"argument {index} of launch {a.seq} ({nbytes:,} bytes) differs "
+                                  "after the kernel")
     if len(first.launches) != len(second.launches) and first.cut is None and second.cut is None:
         n = min(len(first.launches), len(second.launches))
         both = first.launches or second.launches
         last = both[max(n - 1, 0)] if both else None
-        return Divergence(n, last.kernel if last else "?", last.site if last else None, None, "count",
-                          f"one run launched {len(first.launches):,} kernels and the other {len(second.launches):,}")
+        return Divergence(n, last.kernel if last else "?", last.site if last else None, None,
+                          "count",
+                          f"one run launched {len(first.launches):,} kernels and the other "
+                          f"{len(second.launches):,}")
     return None
 
 

@@ -39,7 +39,8 @@ class LaunchSite:
     def where(self) -> str:
         if not self.path:
             return NO_FRAME
-        return f"{self.path}:{self.line}" + (f" ({self.func})" if self.func and self.func != "<module>" else "")
+        return f"{self.path}:{self.line}" + (f" ({self.func})" if self.func
+                                             and self.func != "<module>" else "")
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,13 @@ def from_tally(text: str) -> Sites:
     found: dict[str, list[LaunchSite]] = {}
     for e in events:
         if isinstance(e, tallylog.Site):
-            found.setdefault(e.name, []).append(LaunchSite(e.name, e.path, e.line, e.func, e.launches, e.pid))
+            found.setdefault(e.name, []).append(LaunchSite(e.name, e.path, e.line, e.func,
+                                                           e.launches, e.pid))
     if not any(e.ok for e in started):
         why = next((e.why for e in started if not e.ok), "")
-        return Sites(why=why or "the program started no Python process kprof could hook (a binary's launches "
-                                "have no Python line)")
+        return Sites(why=why
+                     or "the program started no Python process kprof could hook (a binary's "
+                        "launches have no Python line)")
     return Sites({k: tuple(v) for k, v in found.items()}, counted=True)
 
 
@@ -79,7 +82,8 @@ def run(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path 
     program's sake."""
     with tempfile.TemporaryDirectory(prefix="kprof-sites-") as tmp:
         status, tally = Path(tmp) / "status.json", Path(tmp) / "tally.jsonl"
-        run_env = {**allocators.with_hooks(env), "KPROF_LAUNCH_SITES": str(stop_after) if stop_after else "all",
+        run_env = {**allocators.with_hooks(env),
+                   "KPROF_LAUNCH_SITES": str(stop_after) if stop_after else "all",
                    "KPROF_LAUNCH_SITES_OF": json.dumps(sorted(set(kernels)))}
         done = proc.run(exitcode.wrap(cmd, status, tally), timeout=timeout, env=run_env, cwd=cwd)
         text = inputs.read_text(tally, "the launch sites", limit=MAX_SITES_BYTES, errors="replace") if (

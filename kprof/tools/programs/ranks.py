@@ -42,10 +42,13 @@ class Launcher:
 
 
 LAUNCHERS = (
-    Launcher("torchrun", ("torchrun",), ("torch.distributed.run", "torch.distributed.launch"), ("RANK",),
-             ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint"), "PET_MASTER_PORT",
+    Launcher("torchrun", ("torchrun",), ("torch.distributed.run", "torch.distributed.launch"),
+             ("RANK",),
+             ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint"),
+             "PET_MASTER_PORT",
              flags=("--standalone", "--no-python", "--no_python", "-m", "--module")),
-    Launcher("mpirun", ("mpirun", "mpiexec"), rank_vars=("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")),
+    Launcher("mpirun", ("mpirun", "mpiexec"),
+             rank_vars=("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")),
     Launcher("srun", ("srun",), rank_vars=("SLURM_PROCID",), own_port=True),
     Launcher("accelerate", ("accelerate",), rank_vars=("RANK",), own_port=True),  # 29500 by default
     Launcher("deepspeed", ("deepspeed",), rank_vars=("RANK",), own_port=True),
@@ -155,10 +158,11 @@ def silent(reports: list[RankReport], tool: str, timed_out: bool) -> list[str]:
     notes = []
     for r in reports:
         if r.error:
-            notes.append(f"rank {r.rank} could not be started under {tool} ({r.error}): it was not checked")
+            notes.append(f"rank {r.rank} could not be started under {tool} ({r.error}): it was not "
+                         "checked")
         elif not r.xml.strip():
             why = ("it was still running at the timeout (hung?)" if timed_out else
-                   "it ended before the tool could write it (it died, or the launcher stopped it when another rank "
-                   "failed: its kernels until then were not reported)")
+                   "it ended before the tool could write it (it died, or the launcher stopped it "
+                   "when another rank failed: its kernels until then were not reported)")
             notes.append(f"rank {r.rank} started under {tool} but left no report: {why}")
     return notes

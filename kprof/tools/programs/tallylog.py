@@ -63,8 +63,9 @@ def _event(raw: dict[str, object]) -> Event | None:
     if pid is None:
         return None
     if kind == "tally":
-        return Started(pid, raw.get("ok") is True, "" if raw.get("ok") is True else str(raw.get("why") or
-                                                                                      "the tally did not start"))
+        return Started(pid, raw.get("ok") is True,
+                       "" if raw.get("ok") is True else str(raw.get("why") or
+                                                          "the tally did not start"))
     launches = _int(raw.get("launches"))
     if kind == "total" and launches is not None:
         return Total(pid, launches)
@@ -73,7 +74,8 @@ def _event(raw: dict[str, object]) -> Event | None:
         lines = raw.get("lineinfo")
         return Kernel(pid, name or "?", lines if isinstance(lines, bool) else None, launches)
     if kind == "site" and name is not None:
-        return Site(pid, name, _str(raw.get("path")), _int(raw.get("line")), _str(raw.get("func")), launches or 0)
+        return Site(pid, name, _str(raw.get("path")), _int(raw.get("line")), _str(raw.get("func")),
+                    launches or 0)
     return None
 
 

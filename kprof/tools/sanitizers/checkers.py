@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from kprof.tools.sanitizers.toolrun import ToolResult
 
 REGISTRY: tuple[Checker, ...] = (
-    SanitizerTool("memcheck", "out-of-bounds and misaligned accesses, leaks, bad frees", stops=True),
-    SanitizerTool("racecheck", "shared-memory data races (hazards between threads of a block)", user_kernels=True),
+    SanitizerTool("memcheck", "out-of-bounds and misaligned accesses, leaks, bad frees",
+                  stops=True),
+    SanitizerTool("racecheck", "shared-memory data races (hazards between threads of a block)",
+                  user_kernels=True),
     SanitizerTool("initcheck", "reads of global memory nothing wrote"),
     SanitizerTool("synccheck", "barriers and warp syncs used wrongly", user_kernels=True),
     ValuesDetector(),
@@ -85,7 +87,8 @@ def choose(tools: str | Sequence[str], *, program: bool = False, tests: bool = F
     ``all``; for tests, those that can check tests) or names, each checked, in one line."""
     chosen = [tools] if isinstance(tools, str) else list(tools)
     if not chosen:
-        raise UsageError(f"name at least one tool: {', '.join(for_tests() if tests else names())} or {ALL}")
+        raise UsageError(f"name at least one tool: {', '.join(for_tests() if tests else names())} "
+                         f"or {ALL}")
     if chosen == [ALL]:
         if tests:
             return list(for_tests())
@@ -95,8 +98,8 @@ def choose(tools: str | Sequence[str], *, program: bool = False, tests: bool = F
         if tests and needs.not_for_tests:
             raise UsageError(f"{needs.not_for_tests}; for tests use {', '.join(for_tests())}")
         if not program and not tests and not needs.for_specs:
-            raise UsageError(f"--tool {name} checks programs only (kprof sanitize --tool {name} -- python train.py); "
-                             f"for a spec use {', '.join(spec_names())} or {ALL}")
+            raise UsageError(f"--tool {name} checks programs only (kprof sanitize --tool {name} -- "
+                             f"python train.py); for a spec use {', '.join(spec_names())} or {ALL}")
     return chosen
 
 
@@ -153,8 +156,8 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
     def one(name: str) -> Any:
         with copies.own(program) as mine:
             if name == COUNT:
-                return launchcount.count(list(mine.cmd), timeout=settings.timeout, env=mine.env, cwd=mine.cwd,
-                                         pools_off=mine.pools_off)
+                return launchcount.count(list(mine.cmd), timeout=settings.timeout, env=mine.env,
+                                         cwd=mine.cwd, pools_off=mine.pools_off)
             if progress:
                 progress(name)
             result = run_program(name, mine, settings)
@@ -166,7 +169,8 @@ def check_program(chosen: Sequence[str], program: Program, settings: Settings, *
     runs = [*chosen, *([COUNT] if sanitized else [])]
     done = parallel.map_jobs(one, runs, jobs)
     if jobs > 1:  # a copy the others may have starved of the GPU's memory: again, alone
-        done = [one(name) if name != COUNT and copies.died_of_memory(r) else r for name, r in zip(runs, done)]
+        done = [one(name) if name != COUNT and copies.died_of_memory(r) else r
+                for name, r in zip(runs, done)]
     checked = done[-1] if sanitized else None
     from kprof.tools.sanitizers import kernelpolicy
 
@@ -180,7 +184,8 @@ def skips(name: str, all_kernels: bool) -> bool:
     return get(name).needs.skips_libraries(all_kernels)
 
 
-_CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write", "uninitialized-read")
+_CAUSES = ("out-of-bounds-write", "out-of-bounds-read", "invalid-access", "misaligned-write",
+           "uninitialized-read")
 
 
 def explain(results: list[ToolResult]) -> list[ToolResult]:
@@ -193,7 +198,8 @@ def explain(results: list[ToolResult]) -> list[ToolResult]:
     def effects(r: ToolResult) -> bool:
         return r.tool in names() and get(r.tool).needs.effects
 
-    causes = {f.buffer: f for r in results if not effects(r) for f in r.findings if f.buffer and f.kind in _CAUSES}
+    causes = {f.buffer: f for r in results if not effects(r) for f in r.findings if f.buffer
+              and f.kind in _CAUSES}
     if not causes:
         return results
     out = []
@@ -201,7 +207,7 @@ def explain(results: list[ToolResult]) -> list[ToolResult]:
         if not effects(r):
             out.append(r)
             continue
-        marked = [replace(f, extra=replace(f.extra, explained_by=label(causes[f.buffer]))) if f.buffer in causes else f
-                  for f in r.findings]
+        marked = [replace(f, extra=replace(f.extra, explained_by=label(causes[f.buffer])))
+                  if f.buffer in causes else f for f in r.findings]
         out.append(replace(r, findings=marked))
     return out

@@ -42,7 +42,14 @@ from kprof.launch.job import Job, RunMode
 from kprof.tools.programs import coverage, exitcode, ranks
 from kprof.tools.sanitizers import kernelpolicy
 from kprof.tools.sanitizers.checker import Needs, Program, Settings, SuiteChild
-from kprof.tools.sanitizers.sanitizer_xml import MAX_RECORDS, parse_records, parse_xml, read_records, tool_of, unread_note
+from kprof.tools.sanitizers.sanitizer_xml import (
+    MAX_RECORDS,
+    parse_records,
+    parse_xml,
+    read_records,
+    tool_of,
+    unread_note,
+)
 from kprof.tools.sanitizers.toolrun import ERROR_EXITCODE, ToolResult, classify, classify_program
 
 # compute-sanitizer's own: the checkers are kprof.tools.sanitizers.checkers
@@ -120,7 +127,8 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
     ]  # fmt: skip
     argv += injection_args(Path(str(exe)))
     if program:
-        argv += ["--target-processes", "all", *(kernelpolicy.exclude_args(tool, tool_version) if skip_libraries else [])]
+        argv += ["--target-processes", "all",
+                 *(kernelpolicy.exclude_args(tool, tool_version) if skip_libraries else [])]
         if tool == "initcheck" and not device_frames:
             argv += ["--show-backtrace", "host"]
     # racecheck keeps none: with device frames its analysis records no longer joined its hazards (an
@@ -139,18 +147,21 @@ def build_argv(exe: str | Path, tool: str, xml_path: str | Path, *, padding: int
 
 
 
-def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING) -> ToolResult:
+def run_tool(job: Job, tool: str, *, timeout: float = DEFAULT_TIMEOUT,
+             padding: int = PADDING) -> ToolResult:
     """Run one compute-sanitizer tool over the runner with ``job``; never raises for the target's
     sake."""
     exe = proc.find_tool("compute-sanitizer")
     job = replace(job, mode=RunMode(verify=False, time=False, poison=tool != "initcheck"))
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path = Path(tmp) / f"{tool}.xml"
-        done, data = launch.run(job, timeout=timeout, wrapper=build_argv(exe, tool, xml_path, padding=padding))
+        done, data = launch.run(job, timeout=timeout,
+                                wrapper=build_argv(exe, tool, xml_path, padding=padding))
         xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
     allocations = list(data.allocations)
     findings, notes = parse_xml(xml_text, tool, allocations) if xml_text.strip() else ([], [])
-    return replace(classify(tool, done, data, findings, notes, timeout, have_xml=bool(xml_text.strip())),
+    return replace(classify(tool, done, data, findings, notes, timeout,
+                            have_xml=bool(xml_text.strip())),
                    checked=spec_coverage(job, data), version=version(exe))
 
 
@@ -187,12 +198,14 @@ def run_batch(jobs: list[Job], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
         return None
     # the tool's start, shared
     start = max(0.0, done.seconds - sum(s or 0.0 for s in seconds)) / len(datas)
-    results = [replace(classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes, timeout, have_xml=True),
+    results = [replace(classify(tool, replace(done, seconds=(s or 0.0) + start), d, [], notes,
+                                timeout, have_xml=True),
                        checked=spec_coverage(j, d), version=version(exe)) for s, d, j in zip(seconds, datas, jobs)]
     return results if all(r.status == "clean" for r in results) else None
 
 
-def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, padding: int = PADDING,
+def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
+                padding: int = PADDING,
                 env: dict[str, str] | None = None, cwd: str | Path | None = None,
                 skip_libraries: bool = False) -> ToolResult:
     """Run the user's program under one tool, in its own process group; never raises for its sake.
@@ -210,8 +223,10 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
     while True:
         with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
             xml_path, status_path = Path(tmp) / f"{tool}.xml", Path(tmp) / "status.json"
-            argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=PROGRAM_PRINT_LIMIT,
-                              skip_libraries=skip_libraries, device_frames=device_frames, tool_version=tool_version)
+            argv = build_argv(exe, tool, xml_path, padding=padding, program=True,
+                              print_limit=PROGRAM_PRINT_LIMIT,
+                              skip_libraries=skip_libraries, device_frames=device_frames,
+                              tool_version=tool_version)
             argv += exitcode.wrap(cmd, status_path)
             done = proc.run(argv, timeout=timeout, env=env, cwd=cwd)
             xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
@@ -223,11 +238,14 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT, 
         # once more with device frames: the user's call of the header's function
         device_frames = True
     if device_frames:
-        notes.append(f"{tool} ran again with device frames: a finding inside a CUDA header needed them for the user's line")
+        notes.append(f"{tool} ran again with device frames: a finding inside a CUDA header needed "
+                     "them for the user's line")
     if launcher is not None:
-        notes.append(f"no process of the {launcher} job was a Python rank kprof could put under {tool} "
-                     "on its own: the launcher ran under it, every process checked, ranks not told apart")
-    found = classify_program(tool, done, status, findings, notes, timeout, have_xml=bool(xml_text.strip()))
+        notes.append(f"no process of the {launcher} job was a Python rank kprof could put under "
+                     f"{tool} on its own: the launcher ran under it, every process checked, ranks "
+                     "not told apart")
+    found = classify_program(tool, done, status, findings, notes, timeout,
+                             have_xml=bool(xml_text.strip()))
     return replace(found, version=tool_version)
 
 
@@ -237,7 +255,8 @@ def needs_device_frames(tool: str, findings: list[Finding]) -> bool:
     the user's call. Pure."""
     from kprof.tools.programs.hostframes import is_cuda_header
 
-    return tool == "initcheck" and any(is_cuda_header(f.file) and not f.extra.library for f in findings)
+    return tool == "initcheck" and any(is_cuda_header(f.file) and not f.extra.library
+                                       for f in findings)
 
 
 def _program_findings(xml_text: str, tool: str, tool_text: str) -> tuple[list[Finding], list[str]]:
@@ -249,7 +268,8 @@ def _program_findings(xml_text: str, tool: str, tool_text: str) -> tuple[list[Fi
     return findings, notes + set_aside
 
 
-def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: int, env: dict[str, str] | None,
+def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: int,
+              env: dict[str, str] | None,
               cwd: str | Path | None, skip_libraries: bool) -> ToolResult | None:
     """A multi-process job (:mod:`kprof.tools.programs.ranks`): the launcher with no tool, each
     Python rank under the tool on its own, each finding with its rank. None: no process of the job
@@ -259,8 +279,10 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
 
     with tempfile.TemporaryDirectory(prefix="kprof-ranks-") as tmp:
         folder, status_path = Path(tmp), Path(tmp) / "status.json"
-        argv = ranks.rank_argv(build_argv(exe, tool, folder / "x.xml", padding=padding, program=True,
-                                          print_limit=PROGRAM_PRINT_LIMIT, skip_libraries=skip_libraries,
+        argv = ranks.rank_argv(build_argv(exe, tool, folder / "x.xml", padding=padding,
+                                          program=True,
+                                          print_limit=PROGRAM_PRINT_LIMIT,
+                                          skip_libraries=skip_libraries,
                                           tool_version=version(exe)), folder, tool)
         run_env = {**allocators.with_hooks(dict(env) if env is not None else proc.child_env()),
                    **ranks.wrap_env(argv, folder)}
@@ -276,7 +298,8 @@ def run_ranks(cmd: list[str], tool: str, exe: Path, *, timeout: float, padding: 
         findings += ranks.with_rank(found, r.rank)
         notes += [f"rank {r.rank}: {n}" for n in said]
     notes.insert(0, f"{len(reports)} rank(s), each under {tool} on its own")
-    ranked = classify_program(tool, done, status, findings, notes, timeout, have_xml=any(r.xml.strip() for r in reports))
+    ranked = classify_program(tool, done, status, findings, notes, timeout,
+                              have_xml=any(r.xml.strip() for r in reports))
     return replace(ranked, version=version(exe))
 
 
@@ -289,16 +312,19 @@ def installed_version() -> str:
         return ""
 
 
-def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str], cwd: str | Path | None,
+def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[str, str],
+                cwd: str | Path | None,
                 watch: Callable[[], bool] | None = None, padding: int = PADDING,
-                skip_libraries: bool = False, print_limit: int = PROGRAM_PRINT_LIMIT) -> tuple[proc.Completed, str]:
+                skip_libraries: bool = False,
+                print_limit: int = PROGRAM_PRINT_LIMIT) -> tuple[proc.Completed, str]:
     """Run ``cmd`` (kprof's own child of a user's program: a pytest batch) under one tool with a
     program's defaults; the finished process and the XML text (empty when none was written). The
     caller reads the records: its child says what ran."""
     exe = proc.find_tool("compute-sanitizer")
     with tempfile.TemporaryDirectory(prefix="kprof-sanitize-") as tmp:
         xml_path = Path(tmp) / f"{tool}.xml"
-        argv = build_argv(exe, tool, xml_path, padding=padding, program=True, print_limit=print_limit,
+        argv = build_argv(exe, tool, xml_path, padding=padding, program=True,
+                          print_limit=print_limit,
                           skip_libraries=skip_libraries, tool_version=version(exe))
         done = proc.run(argv + cmd, timeout=timeout, env=env, cwd=cwd, watch=watch)
         xml_text = inputs.read_text(xml_path, "the tool's report", limit=MAX_REPORT_BYTES, errors="replace") if (
@@ -306,7 +332,8 @@ def run_wrapped(cmd: list[str], tool: str, *, timeout: float | None, env: dict[s
     return done, xml_text
 
 
-def from_xml(path: Path, tool: str | None, allocations: Sequence[Allocation] | None = None) -> ToolResult:
+def from_xml(path: Path, tool: str | None,
+             allocations: Sequence[Allocation] | None = None) -> ToolResult:
     """Report a saved XML file (from another machine) the same way, without a GPU. ``tool`` None:
     worked out from the records; a ``tool`` that contradicts them is refused. A text report saved
     beside it (``FILE.txt`` for ``FILE.xml``) adds the allocations an access missed."""
@@ -315,23 +342,26 @@ def from_xml(path: Path, tool: str | None, allocations: Sequence[Allocation] | N
     found = tool_of(recs)
     if tool is None:
         if found is None:
-            raise UsageError(f"--from-xml {path}: its records do not say which tool wrote it (a clean report has none): "
-                             f"give --tool ({', '.join(TOOLS)})")
+            raise UsageError(f"--from-xml {path}: its records do not say which tool wrote it (a "
+                             f"clean report has none): give --tool ({', '.join(TOOLS)})")
         tool = found
     elif found is not None and found != tool:
-        raise UsageError(f"--from-xml {path}: --tool {tool}, but its records were written by {found}")
+        raise UsageError(f"--from-xml {path}: --tool {tool}, but its records were written by "
+                         f"{found}")
     side = path.with_suffix(".txt")
     tool_text = inputs.read_text(side, "the text report", limit=MAX_REPORT_BYTES, errors="replace") if (
         inputs.regular_file_error(side) is None) else ""
     findings, notes = parse_records(recs, tool, allocations, tool_text=tool_text)
     notes += unread_note(text, len(recs))
-    return ToolResult(tool, "findings" if findings else "clean", findings, 0.0, f"read from {path} ({tool})", notes=notes)
+    return ToolResult(tool, "findings" if findings else "clean", findings, 0.0,
+                      f"read from {path} ({tool})", notes=notes)
 
 
 class SanitizerTool:
     """One compute-sanitizer tool as a checker (:class:`kprof.tools.sanitizers.checker.Checker`)."""
 
-    def __init__(self, name: str, summary: str, *, stops: bool = False, user_kernels: bool = False) -> None:
+    def __init__(self, name: str, summary: str, *, stops: bool = False,
+                 user_kernels: bool = False) -> None:
         if name not in TOOLS:
             raise ValueError(f"{name!r} is not a compute-sanitizer tool ({', '.join(TOOLS)})")
         self.name, self.summary = name, summary
@@ -346,15 +376,18 @@ class SanitizerTool:
     def check_jobs(self, jobs: list[Job], settings: Settings) -> list[ToolResult]:
         """All in one child first (:func:`run_batch`), then alone each job that child could not
         clear."""
-        cleared = run_batch(jobs, self.name, timeout=settings.timeout, padding=settings.padding) if len(jobs) > 1 else None
+        cleared = (run_batch(jobs, self.name, timeout=settings.timeout, padding=settings.padding)
+                   if len(jobs) > 1 else None)
         return list(cleared) if cleared is not None else [self.check_job(j, settings) for j in jobs]
 
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
-        return run_program(list(program.cmd), self.name, timeout=settings.timeout, padding=settings.padding,
-                           env=program.env, cwd=program.cwd,
+        return run_program(list(program.cmd), self.name, timeout=settings.timeout,
+                           padding=settings.padding, env=program.env, cwd=program.cwd,
                            skip_libraries=self.needs.skips_libraries(settings.all_kernels))
 
     def check_suite_child(self, argv: list[str], child: SuiteChild) -> tuple[proc.Completed, str]:
-        return run_wrapped(argv, self.name, timeout=None, env=child.env, cwd=child.cwd, watch=child.watch,
-                           padding=child.padding, skip_libraries=self.needs.skips_libraries(child.all_kernels),
+        return run_wrapped(argv, self.name, timeout=None, env=child.env, cwd=child.cwd,
+                           watch=child.watch,
+                           padding=child.padding,
+                           skip_libraries=self.needs.skips_libraries(child.all_kernels),
                            print_limit=child.print_limit)

@@ -34,7 +34,8 @@ from kprof.tools.sanitizers.checker import Program
 from kprof.tools.sanitizers.toolrun import ToolResult
 
 # what a run that died of the GPU's memory says
-_OOM = ("out of memory", "cuda_error_out_of_memory", "cudaerrormemoryallocation", "outofmemoryerror")
+_OOM = ("out of memory", "cuda_error_out_of_memory", "cudaerrormemoryallocation",
+        "outofmemoryerror")
 
 
 @dataclass(frozen=True)
@@ -84,15 +85,20 @@ def schedule(cmd: list[str], jobs: int | None) -> Schedule:
     row = launcher(cmd)
     port = fixed_port(cmd)
     if row is not None and port is not None:
-        return Schedule(1, f"one after another: the command fixes {row.name}'s rendezvous port ({port}), which copies "
-                           "side by side would share")
+        return Schedule(1,
+                        f"one after another: the command fixes {row.name}'s rendezvous port "
+                        f"({port}), which copies side by side would share")
     if row is not None and row.own_port:
-        return Schedule(1, f"one after another: {row.name} gives what it starts a port of its own, which copies "
-                           "side by side would share")
+        return Schedule(1,
+                        f"one after another: {row.name} gives what it starts a port of its own, "
+                        "which copies side by side would share")
     if jobs is not None and jobs > 1:
-        return Schedule(jobs, f"{jobs} side by side (--jobs {jobs}: the copies are independent, on your word)")
-    return Schedule(1, "one after another (a program's copies side by side could collide on its files, ports or GPU "
-                       "memory; --jobs N runs N at once)")
+        return Schedule(jobs,
+                        f"{jobs} side by side (--jobs {jobs}: the copies are independent, on your "
+                        "word)")
+    return Schedule(1,
+                    "one after another (a program's copies side by side could collide on its "
+                    "files, ports or GPU memory; --jobs N runs N at once)")
 
 
 def free_port() -> int:

@@ -39,7 +39,8 @@ class Located:
     note: str  # what was reported and why it was moved: for the report and JSON
 
 
-def locate(reported: str | None, line: int | None, kernel: str | None, stack_files: Iterable[str]) -> Located | None:
+def locate(reported: str | None, line: int | None, kernel: str | None,
+           stack_files: Iterable[str]) -> Located | None:
     """Where in the user's Python files the kernel's source is, when the tool reported a file that
     is not there; None when the reported file exists, or no single string literal defines the
     kernel."""
@@ -61,11 +62,12 @@ def _mapped(reported: str, line: int | None, path: str, node: ast.Constant) -> L
     where = f"{reported}:{line}" if line else reported
     if exact and line and line <= text.count("\n") + 1:
         return Located(path, node.lineno + line - 1,
-                       f"the kernel's source is the string at {Path(path).name}:{node.lineno}; the tool named {where}, "
-                       "a file that no longer exists (or never did)")
+                       f"the kernel's source is the string at {Path(path).name}:{node.lineno}; the "
+                       f"tool named {where}, a file that no longer exists (or never did)")
     return Located(path, node.lineno,
-                   f"the kernel's source is the string at {Path(path).name}:{node.lineno} (line {line} of it); the "
-                   f"tool named {where}, a file that no longer exists (or never did)")
+                   f"the kernel's source is the string at {Path(path).name}:{node.lineno} (line "
+                   f"{line} of it); the tool named {where}, a file that no longer exists (or never "
+                   "did)")
 
 
 def _bare_name(kernel: str) -> str:
@@ -96,7 +98,8 @@ def _strings(path: str) -> tuple[ast.Constant, ...]:
 def _parsed(path: str, mtime_ns: int, size: int) -> tuple[ast.Constant, ...]:
     """:func:`_strings` of one version of the file (its time and size are the key)."""
     try:
-        text = inputs.read_text(path, "a Python file of the launch", limit=MAX_SOURCE_BYTES, errors="replace")
+        text = inputs.read_text(path, "a Python file of the launch", limit=MAX_SOURCE_BYTES,
+                                errors="replace")
     except InputError:
         return ()
     if "__global__" not in text:
@@ -106,7 +109,8 @@ def _parsed(path: str, mtime_ns: int, size: int) -> tuple[ast.Constant, ...]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     return tuple(n for n in ast.walk(tree)
-                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value)
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and "__global__" in n.value)
 
 
 def generated_by_torch(reported: str | None) -> str | None:
@@ -119,8 +123,8 @@ def generated_by_torch(reported: str | None) -> str | None:
     path = Path(reported)
     if path.name != "cuda.cu" or inputs.regular_file_error(path.parent / "build.ninja") is not None:
         return None
-    return (f"{path.name} is the file torch.utils.cpp_extension.load_inline wrote from your cuda_sources "
-            f"(build folder {path.parent}): the line is of that file")
+    return (f"{path.name} is the file torch.utils.cpp_extension.load_inline wrote from your "
+            f"cuda_sources (build folder {path.parent}): the line is of that file")
 
 
 def missing(reported: str | None, line: int | None, launch: str | None) -> Located | None:
@@ -134,11 +138,13 @@ def missing(reported: str | None, line: int | None, launch: str | None) -> Locat
     path, _, number = (launch or "").rpartition(":")
     if (reported.endswith(".cubin.cu") and path and number.isascii() and number.isdigit()
             and inputs.regular_file_error(Path(path)) is None):
-        return Located(path, int(number), f"CuPy generated this kernel's source (its copy, {where}, is deleted): "
-                                          f"the line is your call that launched it")
-    return Located(reported, line, f"{where} is not a file here: the name the program gave its kernel's "
-                                   "source (an NVRTC program's name, a library's temporary copy), or a report "
-                                   "read on another machine")
+        return Located(path, int(number),
+                       f"CuPy generated this kernel's source (its copy, {where}, is deleted): "
+                       f"the line is your call that launched it")
+    return Located(reported, line,
+                   f"{where} is not a file here: the name the program gave its kernel's "
+                   "source (an NVRTC program's name, a library's temporary copy), or a report "
+                   "read on another machine")
 
 
 def place(reported: str | None, line: int | None, kernel: str | None, stack_files: Iterable[str],

@@ -25,8 +25,9 @@ from kprof.findings import Finding
 from kprof.tools.programs.coverage import Coverage
 from kprof.tools.sanitizers.toolrun import ToolResult, with_coverage
 
-POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuBLAS, cuDNN, CUTLASS, NCCL, "
-          "PyTorch's ATen, CUB, Thrust, cuRAND); memcheck and initcheck check every kernel; --all-kernels checks all")
+POLICY = ("user kernels first: racecheck and synccheck skip library kernels (cuBLAS, cuDNN, "
+          "CUTLASS, NCCL, PyTorch's ATen, CUB, Thrust, cuRAND); memcheck and initcheck check every "
+          "kernel; --all-kernels checks all")
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,17 @@ class Library:
 LIBRARIES: tuple[Library, ...] = (
     # cuBLAS and cuBLASLt: Hopper's nvjet GEMMs, the xmma/sm90 kernels, the named SGEMM families,
     # GEMV
-    Library("cuBLAS", ("nvjet_", r"sm\d+_xmma_", "cublas", "_ZN8cublasLt", "(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm",
-                       r"_Z\d+gemv", r"_Z\d+gemmk", r"_Z\d+splitKreduce", r"_ZN\d+cublas")),
-    Library("cuDNN", ("cudnn", r"_ZN\d+cudnn", "_ZN5cudnn", r"sm\d+_xmma_(fprop|dgrad|wgrad)", "xmma_cudnn")),
+    Library("cuBLAS",
+            ("nvjet_", r"sm\d+_xmma_", "cublas", "_ZN8cublasLt",
+             "(ampere|volta|turing|maxwell|hopper)_[a-z0-9]*gemm",
+             r"_Z\d+gemv", r"_Z\d+gemmk", r"_Z\d+splitKreduce", r"_ZN\d+cublas")),
+    Library("cuDNN",
+            ("cudnn", r"_ZN\d+cudnn", "_ZN5cudnn", r"sm\d+_xmma_(fprop|dgrad|wgrad)",
+             "xmma_cudnn")),
     Library("CUTLASS", ("_ZN7cutlass", "cutlass_")),
     Library("NCCL", ("ncclKernel", "ncclDevKernel", r"_Z\d+ncclKernel", r"_Z\d+ncclDevKernel")),
-    Library("PyTorch", ("_ZN2at", "_ZN3c10", "_ZN7pytorch_flash", "_ZN5torch", r"_ZN\d+at_cuda_detail")),
+    Library("PyTorch",
+            ("_ZN2at", "_ZN3c10", "_ZN7pytorch_flash", "_ZN5torch", r"_ZN\d+at_cuda_detail")),
     Library("CUB/Thrust", ("_ZN3cub", "_ZN6thrust", "_ZN4cuda3std")),
     # CuPy's and others' random arrays
     Library("cuRAND", (r"_Z\d+(init_curand|execute_dist|generate_seed_pseudo)",)),
@@ -63,7 +69,8 @@ _COMPILED = tuple((lib.name, re.compile(lib.pattern)) for lib in LIBRARIES)
 # The same libraries by a demangled name (a tool's record names the device function, sometimes
 # demangled).
 _DEMANGLED = (("PyTorch", re.compile(r"^(void )?(at|c10|pytorch_flash|torch)::")),
-              ("CUTLASS", re.compile(r"^(void )?cutlass::")), ("CUB/Thrust", re.compile(r"^(void )?(cub|thrust)(::|_)")),
+              ("CUTLASS", re.compile(r"^(void )?cutlass::")),
+              ("CUB/Thrust", re.compile(r"^(void )?(cub|thrust)(::|_)")),
               ("NCCL", re.compile(r"^(void )?nccl")), ("cuDNN", re.compile(r"^(void )?cudnn")))
 # Kernels whose stores initcheck does not see: cuBLAS's nvjet GEMMs on Hopper and later store their
 # result through TMA. Measured on an H200 (compute-sanitizer 2025.3.1 and 2026.4.0,
@@ -101,7 +108,8 @@ def library_of(name: str) -> str | None:
 # "unrolled_elementwise_kernel", launched from libtorch_cuda.so), in the host stack saved at its
 # launch.
 _MODULES = (("PyTorch", re.compile(r"/lib(torch|torch_cuda|torch_cpu|c10|c10_cuda)\.so")),
-            ("cuBLAS", re.compile(r"/libcublas(Lt)?\.so")), ("cuDNN", re.compile(r"/libcudnn[a-z_]*\.so")),
+            ("cuBLAS", re.compile(r"/libcublas(Lt)?\.so")),
+            ("cuDNN", re.compile(r"/libcudnn[a-z_]*\.so")),
             ("NCCL", re.compile(r"/libnccl\.so")), ("cuRAND", re.compile(r"/libcurand\.so")))
 # the CUDA runtime and driver: the launch call itself
 _LAUNCH_RUNTIME = re.compile(r"/lib(cudart|cuda)\.so")
@@ -131,12 +139,13 @@ def libraries_own(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
         if lib is None:
             out.append(f)
         elif lib == "NCCL" and f.kind == "out-of-bounds-read" and (f.size or 0) <= NCCL_OVERREAD_BYTES:
-            notes.append(f"set aside: {f.tool} {f.kind} of {f.size} bytes in NCCL's {f.kernel} ({f.count} record(s)): "
-                         "NCCL's known over-read past a buffer's end (NVIDIA/nccl#265), not the program's")
+            notes.append(f"set aside: {f.tool} {f.kind} of {f.size} bytes in NCCL's {f.kernel} "
+                         f"({f.count} record(s)): NCCL's known over-read past a buffer's end "
+                         "(NVIDIA/nccl#265), not the program's")
         elif lib == "NCCL" and f.kind == "api-error" and f.detail == NCCL_PROBE:
-            notes.append(f"set aside: {f.tool} {f.detail} ({f.count} record(s)) in NCCL's own code: NCCL asks for the "
-                         "attributes of kernels it carries for other GPUs and takes the answer as 'not here', not the "
-                         "program's")
+            notes.append(f"set aside: {f.tool} {f.detail} ({f.count} record(s)) in NCCL's own "
+                         "code: NCCL asks for the attributes of kernels it carries for other GPUs "
+                         "and takes the answer as 'not here', not the program's")
         else:
             out.append(replace(f, extra=replace(f.extra, library=lib)))
     return out, notes
@@ -166,7 +175,8 @@ def exclude_args(tool: str = "", version: str = "") -> list[str]:
     (``Needs.user_kernels``). Pure."""
     keep = checks_anyway(tool, version)
     left_out = [lib.less(keep) for lib in LIBRARIES]
-    return [arg for lib in left_out if lib.prefixes for arg in ("--kernel-name-exclude", f"regex={lib.pattern}")]
+    return [arg for lib in left_out if lib.prefixes
+            for arg in ("--kernel-name-exclude", f"regex={lib.pattern}")]
 
 
 @dataclass(frozen=True)
@@ -184,7 +194,8 @@ class Skipped:
         counts: dict[str, int] = {}
         for lib, _ in self.kernels:
             counts[lib] = counts.get(lib, 0) + 1
-        names = ", ".join(short(n, 40) for _, n in self.kernels[:limit]) + (", ..." if len(self.kernels) > limit else "")
+        more = ", ..." if len(self.kernels) > limit else ""
+        names = ", ".join(short(n, 40) for _, n in self.kernels[:limit]) + more
         by = ", ".join(f"{lib} {n}" for lib, n in sorted(counts.items(), key=lambda kv: -kv[1]))
         return f"library kernels not checked: {len(self.kernels)} ({by}: {names})"
 
@@ -218,8 +229,10 @@ class SkipTally:
             counts: dict[str, int] = {}
             for lib in names.values():
                 counts[lib] = counts.get(lib, 0) + 1
-            by = ", ".join(f"{lib} {n}" for lib, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-            parts.append(f"{tool} left out {len(names)} library kernel(s) in {self.tests[tool]} test(s) ({by})")
+            by = ", ".join(f"{lib} {n}"
+                           for lib, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+            parts.append(f"{tool} left out {len(names)} library kernel(s) in {self.tests[tool]} "
+                         f"test(s) ({by})")
         return "; ".join(parts)
 
 
@@ -229,7 +242,8 @@ def skipped(names: Iterable[str], skips: bool, keep: str | None = None) -> Skipp
     if not skips:
         return Skipped()
     return Skipped(tuple((lib, n) for n in dict.fromkeys(names)
-                         if (lib := library_of(n)) is not None and not (keep is not None and re.match(keep, n))))
+                         if (lib := library_of(n)) is not None
+                         and not (keep is not None and re.match(keep, n))))
 
 
 def applied(checked: Coverage | None, skips: bool, keep: str | None = None) -> Coverage | None:
@@ -255,9 +269,10 @@ def unseen_writes(result: ToolResult, names: Iterable[str]) -> ToolResult:
     if not aside:
         return result
     kept = [f for f in result.findings if f not in aside]
-    notes = [f"set aside: initcheck {f.kind} in {f.extra.library}'s {f.kernel} ({f.count} record(s)): this process "
-             f"also ran {writer}, a GEMM whose stores (TMA) initcheck does not see, so the memory read is most likely "
-             "its output; to be sure, write the GEMM into torch.zeros (or run its test on a GPU before Hopper)"
+    notes = [f"set aside: initcheck {f.kind} in {f.extra.library}'s {f.kernel} ({f.count} "
+             f"record(s)): this process also ran {writer}, a GEMM whose stores (TMA) initcheck "
+             "does not see, so the memory read is most likely its output; to be sure, write the "
+             "GEMM into torch.zeros (or run its test on a GPU before Hopper)"
              for f in aside]
     status = "clean" if not kept and result.status == "findings" else result.status
     return replace(result, findings=kept, status=status, notes=[*result.notes, *notes])
@@ -274,9 +289,9 @@ def tool_false_reports(result: ToolResult) -> ToolResult:
         return result
     kept = [f for f in result.findings if f not in aside]
     tool = f"compute-sanitizer {result.version}" if result.version else "this compute-sanitizer"
-    notes = [f"set aside: racecheck {f.kind} inside cuBLAS's {f.kernel} ({f.count} record(s)): {tool} reports hazards "
-             f"inside cuBLAS's TMA GEMMs that 2026.4 does not report on the same launches; for a tool that sees "
-             f"them right: {NEWER_TOOL}" for f in aside]
+    notes = [f"set aside: racecheck {f.kind} inside cuBLAS's {f.kernel} ({f.count} record(s)): "
+             f"{tool} reports hazards inside cuBLAS's TMA GEMMs that 2026.4 does not report on the "
+             f"same launches; for a tool that sees them right: {NEWER_TOOL}" for f in aside]
     status = "clean" if not kept and result.status == "findings" else result.status
     return replace(result, findings=kept, status=status, notes=[*result.notes, *notes])
 

@@ -107,7 +107,8 @@ def parse(text: str) -> NanLog:
             cupy = cupy or bool(rec.get("cupy"))
         elif event == "first" and first is None:
             first = _first(rec)
-    return NanLog(watching=tuple(watching), unwatched=tuple(unwatched), first=first, ops=ops, launches=launches,
+    return NanLog(watching=tuple(watching), unwatched=tuple(unwatched), first=first, ops=ops,
+                  launches=launches,
                   errors=tuple(errors), cupy=cupy, processes=processes, ended=ended)
 
 
@@ -118,13 +119,18 @@ def _first(rec: dict[str, Any]) -> FirstNonFinite:
 
     rank = rec.get("rank")
     return FirstNonFinite(
-        framework=str(rec.get("framework", "")), op=str(rec.get("op", "")), site=str(rec.get("site", "")),
-        output=str(rec.get("output", "")), bad=int(rec.get("bad") or 0), total=int(rec.get("total") or 0),
+        framework=str(rec.get("framework", "")), op=str(rec.get("op", "")),
+        site=str(rec.get("site", "")),
+        output=str(rec.get("output", "")), bad=int(rec.get("bad") or 0),
+        total=int(rec.get("total") or 0),
         first_index=ints("first_index"), first_value=str(rec.get("first_value", "")),
         inputs_finite=bool(rec.get("inputs_finite", True)),
-        nonfinite_inputs=tuple(str(x) for x in rec.get("nonfinite_inputs") or ()), dtype=str(rec.get("dtype", "")),
-        shape=ints("shape"), rank=rank if isinstance(rank, int) else None, backward_of=str(rec.get("backward_of", "")),
-        definition=str(rec.get("definition", "")), stack=tuple(str(x) for x in rec.get("stack") or ()),
+        nonfinite_inputs=tuple(str(x) for x in rec.get("nonfinite_inputs") or ()),
+        dtype=str(rec.get("dtype", "")),
+        shape=ints("shape"), rank=rank if isinstance(rank, int) else None,
+        backward_of=str(rec.get("backward_of", "")),
+        definition=str(rec.get("definition", "")),
+        stack=tuple(str(x) for x in rec.get("stack") or ()),
         seen=int(rec.get("seen_ops") or 0) + int(rec.get("seen_launches") or 0),
         test=str(rec.get("test", "")).removesuffix(" (call)").removesuffix(" (setup)").removesuffix(" (teardown)"))
 
@@ -133,7 +139,8 @@ def read_file(path: Path) -> NanLog:
     """The log at ``path`` (a missing one: nothing watched)."""
     if not path.is_file():
         return NanLog()
-    return parse(inputs.read_bytes(path, "the nan watcher's log", limit=MAX_LOG_BYTES).decode("utf-8", errors="replace"))
+    data = inputs.read_bytes(path, "the nan watcher's log", limit=MAX_LOG_BYTES)
+    return parse(data.decode("utf-8", errors="replace"))
 
 
 def site_of(site: str) -> tuple[str | None, int | None]:
@@ -143,8 +150,8 @@ def site_of(site: str) -> tuple[str | None, int | None]:
 
 
 NAME = "nan"
-FOR_SPECS = ("the nan checker watches a program's operations (kprof sanitize --tool nan -- python train.py); a spec's "
-             "outputs are checked for NaN and Inf by kprof run's verdict")
+FOR_SPECS = ("the nan checker watches a program's operations (kprof sanitize --tool nan -- python "
+             "train.py); a spec's outputs are checked for NaN and Inf by kprof run's verdict")
 
 
 def finding(first: FirstNonFinite) -> Finding:
@@ -152,20 +159,25 @@ def finding(first: FirstNonFinite) -> Finding:
     file, line = site_of(first.site)
     where = f"[{', '.join(map(str, first.first_index))}]" if first.first_index else ""
     shape = "x".join(map(str, first.shape)) if first.shape else "?"
-    what = f"{first.op}" + (f" (in the backward of {first.backward_of})" if first.backward_of else "")
+    what = f"{first.op}" + (f" (in the backward of {first.backward_of})" if first.backward_of
+                            else "")
     if first.inputs_finite:
         message = f"{what} turned finite inputs into {first.bad:,} non-finite elements"
     else:
-        message = (f"{what}'s inputs ({', '.join(first.nonfinite_inputs)}) already held NaN or Inf: made before, where "
-                   "kprof did not watch (the program's data, CuPy, a compiled graph, C++)")
-    detail = (f"output {first.output} ({first.dtype} {shape}): {first.bad:,} of {first.total:,} elements non-finite, "
-              f"the first {first.output}{where} = {first.first_value}; after {first.seen:,} operations watched")
+        message = (f"{what}'s inputs ({', '.join(first.nonfinite_inputs)}) already held NaN or "
+                   "Inf: made before, where kprof did not watch (the program's data, CuPy, a "
+                   "compiled graph, C++)")
+    detail = (f"output {first.output} ({first.dtype} {shape}): {first.bad:,} of {first.total:,} "
+              f"elements non-finite, the first {first.output}{where} = {first.first_value}; after "
+              f"{first.seen:,} operations watched")
     if first.definition:
         detail += f"; the kernel is defined at {first.definition}"
     if first.test:
         detail += f"; in the test {first.test}"
-    return Finding(NAME, "non-finite" if first.inputs_finite else "non-finite-input", first.op, file, line, thread=None,
-                   block=None, count=first.bad, message=message, detail=detail, launch=first.site or None,
+    return Finding(NAME, "non-finite" if first.inputs_finite else "non-finite-input", first.op,
+                   file, line, thread=None,
+                   block=None, count=first.bad, message=message, detail=detail,
+                   launch=first.site or None,
                    indices=(first.first_index,) if first.first_index else (), rank=first.rank)
 
 
@@ -173,16 +185,19 @@ def notes_of(log: NanLog) -> list[str]:
     """What was watched, and what was not."""
     notes = [f"watched {log.ops:,} PyTorch operations and {log.launches:,} kernel launches "
              f"({', '.join(log.watching) or 'nothing'}) in {log.processes} process(es)"]
-    unwatched = list(log.unwatched) + (["CuPy's kernels (CuPy gives no launch hook)"] if log.cupy else [])
+    unwatched = list(log.unwatched) + (["CuPy's kernels (CuPy gives no launch hook)"] if log.cupy
+                                       else [])
     if unwatched:
         notes.append("not watched: " + "; ".join(unwatched))
     if log.processes and log.ended < log.processes:
-        notes.append(f"{log.processes - log.ended} process(es) ended without the watcher's summary (killed, or os._exit)")
+        notes.append(f"{log.processes - log.ended} process(es) ended without the watcher's summary "
+                     "(killed, or os._exit)")
     notes += [f"the watcher's own error: {e}" for e in log.errors[:3]]
     return notes
 
 
-def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path | None = None) -> ToolResult:
+def run_program(cmd: list[str], *, timeout: float, env: dict[str, str],
+                cwd: str | Path | None = None) -> ToolResult:
     """The program once, watched; its first non-finite output as the finding."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kprof-nan-") as tmp:
@@ -193,22 +208,25 @@ def run_program(cmd: list[str], *, timeout: float, env: dict[str, str], cwd: str
         try:
             log = read_file(log_path)
         except KprofError as exc:
-            return ToolResult(NAME, "not-checked", [], done.seconds, f"the watcher's log could not be read: {exc}")
+            return ToolResult(NAME, "not-checked", [], done.seconds,
+                              f"the watcher's log could not be read: {exc}")
     seconds = time.monotonic() - start
     if done.timed_out:
-        return ToolResult(NAME, "timeout", [], seconds, f"the program did not finish within {timeout:g} s",
-                          log=done.tail(40))
+        return ToolResult(NAME, "timeout", [], seconds,
+                          f"the program did not finish within {timeout:g} s", log=done.tail(40))
     notes = notes_of(log)
     if log.first is not None:  # found, even where the program then failed on it
-        return ToolResult(NAME, "findings", [finding(log.first)], seconds, "", notes=notes, log=done.tail(40))
+        return ToolResult(NAME, "findings", [finding(log.first)], seconds, "", notes=notes,
+                          log=done.tail(40))
     if status is None or status.returncode != 0:
         how = "did not start" if status is None else status.how()
-        return ToolResult(NAME, "target-error", [], seconds, f"the program {how} (nan: watched once)", notes=notes,
-                          log=done.tail(40))
+        return ToolResult(NAME, "target-error", [], seconds,
+                          f"the program {how} (nan: watched once)", notes=notes, log=done.tail(40))
     if not log.watching:
         return ToolResult(NAME, "not-checked", [], seconds,
-                          "kprof's nan watcher saw no PyTorch and no Triton in the program (it watches their operations "
-                          "and kprof's own kernels; CuPy and C++ launches are not seen)", notes=notes)
+                          "kprof's nan watcher saw no PyTorch and no Triton in the program (it "
+                          "watches their operations and kprof's own kernels; CuPy and C++ launches "
+                          "are not seen)", notes=notes)
     return ToolResult(NAME, "clean", [], seconds, "", notes=notes)
 
 
@@ -220,8 +238,8 @@ class NanDetector:
     name = NAME
     summary = "kprof's own: the first operation whose finite inputs gave a NaN or an Inf, at the line that called it"
     needs = Needs(sanitizer=False, in_all_programs=False, for_specs=False,
-                  not_for_tests="the nan checker watches a whole program once (kprof sanitize --tool nan -- "
-                                "python -m pytest FILE)")
+                  not_for_tests="the nan checker watches a whole program once (kprof sanitize "
+                                "--tool nan -- python -m pytest FILE)")
 
     def check_job(self, job: Job, settings: Settings) -> ToolResult:
         raise UsageError(FOR_SPECS)
@@ -230,7 +248,8 @@ class NanDetector:
         raise UsageError(FOR_SPECS)
 
     def check_program(self, program: Program, settings: Settings) -> ToolResult:
-        return run_program(list(program.cmd), timeout=settings.timeout, env=program.env, cwd=program.cwd)
+        return run_program(list(program.cmd), timeout=settings.timeout, env=program.env,
+                           cwd=program.cwd)
 
     def check_suite_child(self, argv: list[str], child: SuiteChild) -> tuple[proc.Completed, str]:
         raise UsageError(f"--kprof-sanitize=nan: {self.needs.not_for_tests}")

@@ -47,8 +47,8 @@ def unread_note(text: str, read: int) -> list[str]:
     total = text.count("<record>")
     if total <= read:
         return []
-    return [f"the report holds {total:,} records; kprof read the first {read:,} (the rest are not in these findings: "
-            "fix these and run again, or read the XML itself)"]
+    return [f"the report holds {total:,} records; kprof read the first {read:,} (the rest are not "
+            "in these findings: fix these and run again, or read the XML itself)"]
 
 
 def records(text: str) -> list[ET.Element]:
@@ -61,7 +61,8 @@ def records(text: str) -> list[ET.Element]:
 STOPS_THE_CONTEXT = ("Precise", "Imprecise")
 
 
-def parse_records(recs: list[ET.Element], tool: str, allocations: Sequence[Allocation] | None = None,
+def parse_records(recs: list[ET.Element], tool: str,
+                  allocations: Sequence[Allocation] | None = None,
                   tool_text: str = "") -> tuple[list[Finding], list[str]]:
     """:func:`parse_xml` over some of a report's records (one test's, in a suite run)."""
     allocations = allocations or []
@@ -82,8 +83,8 @@ def parse_records(recs: list[ET.Element], tool: str, allocations: Sequence[Alloc
         elif kind == "Leak":
             address = _int(rec.findtext("what/address"))
             if address in own:
-                notes.append(f"kprof's own buffer at {address:#x} was not freed because the target stopped early; "
-                             "not the kernel's leak")
+                notes.append(f"kprof's own buffer at {address:#x} was not freed because the target "
+                             "stopped early; not the kernel's leak")
                 continue
             found = _leak(rec, tool)
         elif kind == "Analysis":
@@ -95,7 +96,8 @@ def parse_records(recs: list[ET.Element], tool: str, allocations: Sequence[Alloc
             error = rec.findtext("what/error") or ""
             api = rec.findtext("what/api") or ""
             if precise_errors and error in _AFTER_A_FAULT:
-                notes.append(f"{api} -> {error}: the sanitizer stopped the kernel at its first error")
+                notes.append(f"{api} -> {error}: the sanitizer stopped the kernel at its first "
+                             "error")
                 continue
             if api.startswith(_LOOKUPS) and error in _NOT_THERE:
                 note = f"{api} -> {error}: a library asking the driver for an entry point it lacks, not an error"
@@ -123,14 +125,14 @@ def _proxy_places(findings: list[Finding]) -> list[Finding]:
     proxied = {place(f): f.detail for f in findings if f.detail and PROXY_FENCE in f.detail}
     if not proxied:
         return findings
-    return [replace(f, detail=proxied[place(f)]) if place(f) in proxied and f.kind.startswith("race-") else f
-            for f in findings]
+    return [replace(f, detail=proxied[place(f)]) if place(f) in proxied
+            and f.kind.startswith("race-") else f for f in findings]
 
 
 # The errors every later CUDA call returns once memcheck has stopped a kernel at its first error
 # (driver and runtime names): consequences of that finding, not findings of their own.
-_AFTER_A_FAULT = ("CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorLaunchFailure",
-                  "cudaErrorIllegalAddress")
+_AFTER_A_FAULT = ("CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_ADDRESS",
+                  "cudaErrorLaunchFailure", "cudaErrorIllegalAddress")
 
 
 # The driver's entry-point lookups: cuda-bindings 13 asks cuGetProcAddress for every versioned
@@ -158,8 +160,8 @@ def read_records(text: str, cap: int | None = None) -> list[ET.Element]:
                 if root is None:
                     root = elem
                     if root.tag != "ComputeSanitizerOutput":
-                        raise UsageError(f"not compute-sanitizer XML: the root element is <{root.tag}>, not "
-                                         "<ComputeSanitizerOutput>")
+                        raise UsageError("not compute-sanitizer XML: the root element is "
+                                         f"<{root.tag}>, not <ComputeSanitizerOutput>")
                 elif event == "end" and depth == 1 and elem.tag == "record":
                     out.append(elem)
                     root.remove(elem)  # the root keeps none: what was read is not walked again
@@ -186,7 +188,8 @@ def _other(rec: ET.Element, tool: str, kind: str, allocations: Sequence[Allocati
         return _initcheck(rec, tool, allocations)
     if kind == "Synccheck":
         return _synccheck(rec, tool)
-    return Finding(tool, "sync-error" if tool == "synccheck" else "invalid-access", None, None, None, thread=None,
+    return Finding(tool, "sync-error" if tool == "synccheck" else "invalid-access", None, None,
+                   None, thread=None,
     block=None, count=1,
                    message=rec.findtext("what/text") or f"unrecognised record <{kind}>")
 
@@ -194,8 +197,8 @@ def _other(rec: ET.Element, tool: str, kind: str, allocations: Sequence[Allocati
 # The tool's own warnings: initcheck's "Error buffer overflow has been detected. Some records have
 # been dropped" (a launch with more errors than the tool's device buffer holds: 257 of 524,289 on an
 # H200), said as a note.
-_WARNINGS = {"Error buffer overflow": "{tool}'s error buffer overflowed in a launch: records past it were dropped "
-                                      "(those kept show the same kind of access)"}
+_WARNINGS = {"Error buffer overflow": "{tool}'s error buffer overflowed in a launch: records past "
+                                      "it were dropped (those kept show the same kind of access)"}
 
 
 def _tool_warning(rec: ET.Element, tool: str) -> str:
@@ -212,9 +215,10 @@ def _internal(rec: ET.Element, tool: str) -> Finding | None:
     text = rec.findtext("what/text") or ""
     if not text.startswith(INTERNAL_ERROR):
         return None
-    return Finding(tool, "sanitizer-error", None, None, None, thread=None, block=None, count=1, message=text,
-                   detail=f"compute-sanitizer's {tool} failed while checking this run: the tool's error, not the "
-                          "program's, and what it was checking went unchecked")
+    return Finding(tool, "sanitizer-error", None, None, None, thread=None, block=None, count=1,
+                   message=text,
+                   detail=f"compute-sanitizer's {tool} failed while checking this run: the tool's "
+                          "error, not the program's, and what it was checking went unchecked")
 
 
 def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
@@ -226,7 +230,8 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     site = hostframes.launch_site(stack)
     launch = site.where() if site else _native_launch(stack, kernel)
     detail, kind = f.detail, f.kind
-    if f.address is not None and f.address in nearest and (f.buffer is None or _PERMISSION.match(nearest[f.address])):
+    if f.address is not None and f.address in nearest and (f.buffer is None
+                                                           or _PERMISSION.match(nearest[f.address])):
         detail = nearest[f.address]
         # the XML's record reads as any invalid write; the text says why
         if _PERMISSION.match(detail):
@@ -238,7 +243,9 @@ def _decorate(f: Finding, rec: ET.Element, nearest: dict[int, str]) -> Finding:
     by = kernelpolicy.launched_by(fr.module for fr in stack)
     extra = replace(f.extra, launched_by=by) if by else f.extra
     f = replace(f, kind=kind, kernel=kernel, launch=launch, detail=detail, grids=grids, extra=extra)
-    return _in_user_source(f, [fr.path for fr in stack if fr.path and hostframes.is_user_file(fr.path)])
+    return _in_user_source(f,
+                           [fr.path for fr in stack if fr.path
+                            and hostframes.is_user_file(fr.path)])
 
 
 def _native_launch(stack: list[hostframes.Frame], kernel: str | None) -> str | None:
@@ -289,13 +296,14 @@ def _in_user_source(f: Finding, stack_files: list[str]) -> Finding:
 _PERMISSION = re.compile(r"not (?:readable/writable with atomic operations|readable|writable)")
 _NOT_ALLOWED = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is (" + _PERMISSION.pattern + r")[ \t]*$")
 _OUT_OF_BOUNDS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]{1,16}) is out of bounds[ \t]*$")
-_NEAREST = re.compile(r"^[= \t]*and is ([0-9,]{1,26}) bytes (after|before) the nearest allocation at "
+_NEAREST = re.compile(r"^[= \t]*and is ([0-9,]{1,26}) bytes (after|before) the nearest allocation "
+                      r"at "
                       r"(0x[0-9a-fA-F]{1,16}) of size ([0-9,]{1,26}) bytes")
 
 
 _HEAP = re.compile(r"^[= \t]*and is located in (?:the |a )?(?:freed )?device heap")
-HEAP_DETAIL = ("in the device heap (memory a kernel took with malloc or new): past the end of a block, or in one "
-               "already freed (the tool does not say which)")
+HEAP_DETAIL = ("in the device heap (memory a kernel took with malloc or new): past the end of a "
+               "block, or in one already freed (the tool does not say which)")
 FREED_HEAP_DETAIL = "in device-heap memory already freed (free or delete in a kernel)"
 
 
@@ -323,7 +331,8 @@ def nearest_allocations(text: str) -> dict[int, str]:
     return out
 
 
-def _nearest(out: dict[int, str], address: str, distance: str, side: str, base: str, size: str) -> None:
+def _nearest(out: dict[int, str], address: str, distance: str, side: str, base: str,
+             size: str) -> None:
     n, nbytes = int(distance.replace(",", "")), int(size.replace(",", ""))
     unit = "byte" if n == 1 else "bytes"
     if side == "after":
@@ -383,8 +392,8 @@ def _memcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> 
         if not text.strip() and exception:
             text = f"the GPU raised an exception: {exception}"
         elif not text.strip():  # a __trap() leaves the record's text empty
-            text = (f"the GPU raised {rec.findtext('what/error') or 'an exception'}: the kernel executed __trap(), "
-                    "a failed device assert or an illegal instruction")
+            text = (f"the GPU raised {rec.findtext('what/error') or 'an exception'}: the kernel "
+                    "executed __trap(), a failed device assert or an illegal instruction")
     elif "misaligned" in error:
         kind = f"misaligned-{direction or 'read'}"
     elif permission:
@@ -404,20 +413,24 @@ def _memcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) -> 
         buffer, detail = buffer_detail(address, allocations)
     elif space:
         detail = f"in {space.strip('_')} memory"
-    return Finding(tool, kind, func, path, line, thread=_dim3(rec.find("who/threadIdx")), block=_dim3(rec.find("who/blockIdx")),
-                   count=1, message=text, buffer=buffer, detail=detail, address=address, size=size, extra=extra)
+    return Finding(tool, kind, func, path, line, thread=_dim3(rec.find("who/threadIdx")),
+                   block=_dim3(rec.find("who/blockIdx")),
+                   count=1, message=text, buffer=buffer, detail=detail, address=address, size=size,
+                   extra=extra)
 
 
 def _leak(rec: ET.Element, tool: str) -> Finding:
     kind_of = rec.findtext("what/type") or ""
     where = "on the device heap (malloc in a kernel without free)" if kind_of == "deviceheap" else "by the host"
     size = _int(rec.findtext("what/size"))
-    return Finding(tool, "leak", None, None, None, thread=None, block=None, count=1, message=rec.findtext("what/text") or "leak",
+    return Finding(tool, "leak", None, None, None, thread=None, block=None, count=1,
+                   message=rec.findtext("what/text") or "leak",
                    detail=f"{size:,} bytes allocated {where}" if size is not None else None,
                    address=_int(rec.findtext("what/address")), size=size)
 
 
-_RACE = {("write", "read"): "race-raw", ("read", "write"): "race-war", ("write", "write"): "race-waw"}
+_RACE = {("write", "read"): "race-raw", ("read", "write"): "race-war",
+         ("write", "write"): "race-waw"}
 
 
 def _hazard(rec: ET.Element, tool: str) -> Finding:
@@ -435,16 +448,19 @@ def _hazard(rec: ET.Element, tool: str) -> Finding:
         # XML says only "Potential WAW hazard detected"; a thread races itself only through an
         # asynchronous copy
         detail = PROXY_DETAIL.format(a0=a0, l0=l0, a1=a1, l1=l1)
-    return Finding(tool, kind, f0, p0, l0, thread=_dim3(t0.find("threadIdx")) if t0 is not None else None,
-                   block=_dim3(rec.find("what/common/blockIdx")), count=1, message=rec.findtext("what/text") or "hazard",
+    return Finding(tool, kind, f0, p0, l0,
+                   thread=_dim3(t0.find("threadIdx")) if t0 is not None else None,
+                   block=_dim3(rec.find("what/common/blockIdx")), count=1,
+                   message=rec.findtext("what/text") or "hazard",
                    detail=detail, address=_int(rec.findtext("what/common/address")), other=other)
 
 
 PROXY_FENCE = "fence.proxy.async"
-PROXY_DETAIL = ("{a0} at line {l0}, then {a1} at line {l1}, one of them an asynchronous copy's (a thread does not race "
-                "itself otherwise): before a bulk copy (cp.async.bulk, TMA) each thread that wrote the shared memory "
-                "needs fence.proxy.async.shared::cta, as a barrier orders threads, not proxies (what compute-sanitizer "
-                "2026.4 calls a missing fence.proxy.async); after a copy, its wait (cp.async.wait_group, the "
+PROXY_DETAIL = ("{a0} at line {l0}, then {a1} at line {l1}, one of them an asynchronous copy's (a "
+                "thread does not race itself otherwise): before a bulk copy (cp.async.bulk, TMA) "
+                "each thread that wrote the shared memory needs fence.proxy.async.shared::cta, as "
+                "a barrier orders threads, not proxies (what compute-sanitizer 2026.4 calls a "
+                "missing fence.proxy.async); after a copy, its wait (cp.async.wait_group, the "
                 "mbarrier) must come before the target is touched")
 
 
@@ -455,9 +471,10 @@ def _analysis(rec: ET.Element, tool: str) -> Finding:
     f0, p0, l0 = _where(src) if src is not None else (None, None, None)
     _, p1, l1 = _where(dst) if dst is not None else (None, None, None)
     count = _int(dst.findtext("count")) if dst is not None else None
-    return Finding(tool, _RACE.get((d0, d1), "race-raw"), f0, p0, l0, thread=None, block=None, count=count or 1,
-                   message=rec.findtext("what/text") or "Race condition",
-                   detail=f"{d0} at line {l0}, then {d1} at line {l1} by another thread, no barrier between",
+    return Finding(tool, _RACE.get((d0, d1), "race-raw"), f0, p0, l0, thread=None, block=None,
+                   count=count or 1, message=rec.findtext("what/text") or "Race condition",
+                   detail=f"{d0} at line {l0}, then {d1} at line {l1} by another thread, no "
+                          "barrier between",
                    other=Access(p1, l1, d1))
 
 
@@ -479,11 +496,12 @@ def _join_races(hazards: list[Finding], analyses: list[Finding]) -> list[Finding
         if match is not None:
             used.add(match)
             h = hazards[match]
-            out.append(replace(a, thread=h.thread, block=h.block, address=h.address, launch=h.launch or a.launch,
-                               grids=a.grids | h.grids,
-                               other=replace(a.other, thread=h.other.thread) if a.other and h.other else a.other,
-                               detail=h.detail if h.detail and PROXY_FENCE in h.detail else a.detail,
-                               extra=Extra(hazard_records=h.count)))
+            out.append(replace(a, thread=h.thread, block=h.block, address=h.address,
+                               launch=h.launch or a.launch, grids=a.grids | h.grids,
+                               other=replace(a.other, thread=h.other.thread) if a.other and h.other
+                               else a.other,
+                               detail=h.detail if h.detail and PROXY_FENCE in h.detail
+                               else a.detail, extra=Extra(hazard_records=h.count)))
         else:
             out.append(a)
     out += [h for i, h in enumerate(hazards) if i not in used]
@@ -495,8 +513,10 @@ def _initcheck(rec: ET.Element, tool: str, allocations: Sequence[Allocation]) ->
     address = _int(rec.findtext("what/address"))
     size = _int(rec.findtext("what/size"))
     buffer, detail = buffer_detail(address, allocations) if address is not None else (None, None)
-    return Finding(tool, "uninitialized-read", func, path, line, thread=_dim3(rec.find("who/threadIdx")),
-                   block=_dim3(rec.find("who/blockIdx")), count=1, message=rec.findtext("what/text") or "uninitialised read",
+    return Finding(tool, "uninitialized-read", func, path, line,
+                   thread=_dim3(rec.find("who/threadIdx")),
+                   block=_dim3(rec.find("who/blockIdx")), count=1,
+                   message=rec.findtext("what/text") or "uninitialised read",
                    buffer=buffer, detail=detail, address=address, size=size, extra=extra)
 
 
@@ -518,13 +538,16 @@ def _synccheck(rec: ET.Element, tool: str) -> Finding:
     else:
         kind = "sync-error"
     message = f"{text}: {kind_text}" if kind_text else text
-    detail = ("a warp-synchronous call (__syncwarp, __shfl_*_sync, __ballot_sync, ...) whose mask leaves out a lane "
-              "that calls it: the mask must name every lane that reaches the call" if kind == "invalid-warp-sync" else
-              "an mbarrier initialised again while it is still valid: invalidate it first (mbarrier.inval), or "
-              "initialise it once and wait on its phase parity" if "already initialized" in low else None)
+    detail = ("a warp-synchronous call (__syncwarp, __shfl_*_sync, __ballot_sync, ...) whose mask "
+              "leaves out a lane that calls it: the mask must name every lane that reaches the call"
+              if kind == "invalid-warp-sync" else
+              "an mbarrier initialised again while it is still valid: invalidate it first "
+              "(mbarrier.inval), or initialise it once and wait on its phase parity"
+              if "already initialized" in low else None)
     if extra.inlined and detail:
         detail += f" (inside {extra.inlined}, inlined into this line)"
-    return Finding(tool, kind, func, path, line, thread=_dim3(rec.find("who/threadIdx")), block=_dim3(rec.find("who/blockIdx")),
+    return Finding(tool, kind, func, path, line, thread=_dim3(rec.find("who/threadIdx")),
+                   block=_dim3(rec.find("who/blockIdx")),
                    count=1, message=message, detail=detail, extra=extra)
 
 
@@ -538,7 +561,8 @@ def _api(rec: ET.Element, tool: str) -> Finding:
 # ------------------------------------------------------------------------------------ running
 
 
-_TOOL_OF_KIND = {"Precise": "memcheck", "Imprecise": "memcheck", "Leak": "memcheck", "Hazard": "racecheck",
+_TOOL_OF_KIND = {"Precise": "memcheck", "Imprecise": "memcheck", "Leak": "memcheck",
+                 "Hazard": "racecheck",
                  "Analysis": "racecheck", "Initcheck": "initcheck", "Synccheck": "synccheck"}
 
 
@@ -549,5 +573,6 @@ def infer_tool(text: str) -> str | None:
 
 
 def tool_of(recs: list[ET.Element]) -> str | None:
-    tools = {_TOOL_OF_KIND[k] for k in (rec.findtext("kind") or "" for rec in recs) if k in _TOOL_OF_KIND}
+    tools = {_TOOL_OF_KIND[k] for k in (rec.findtext("kind") or "" for rec in recs)
+             if k in _TOOL_OF_KIND}
     return tools.pop() if len(tools) == 1 else None

@@ -51,49 +51,58 @@ class ToolResult:
         there."""
         return {"tool": self.tool, "status": self.status, "findings": len(self.findings),
                 "seconds": round(self.seconds, 3), "message": self.message, "notes": self.notes,
-                "checked": self.checked.to_dict() if self.checked else None, "version": self.version,
-                "log": "" if self.status == "clean" else self.log}
+                "checked": self.checked.to_dict() if self.checked else None,
+                "version": self.version, "log": "" if self.status == "clean" else self.log}
 
 
-def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[Finding], notes: list[str],
-             timeout: float, *, have_xml: bool) -> ToolResult:
+def classify(tool: str, done: proc.Completed, data: ChildResult, findings: list[Finding],
+             notes: list[str], timeout: float, *, have_xml: bool) -> ToolResult:
     """Decide what one tool run means. Pure: tested with recorded outputs."""
     log = done.tail(40)
     phase, status = data.phase, data.status
     if done.timed_out:
-        msg = (f"the target did not finish within {timeout:g} s under {tool} (phase: {phase}); sanitizers slow "
-               "kernels down 20x to 100,000x: use smaller --size values or a longer --timeout")
-        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes=notes, log=log)
+        msg = (f"the target did not finish within {timeout:g} s under {tool} (phase: {phase}); "
+               "sanitizers slow kernels down 20x to 100,000x: use smaller --size values or a "
+               "longer --timeout")
+        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg,
+                          notes=notes, log=log)
     ran = phase not in ("start", "init", "device") or findings
     if not ran:
-        msg = f"the target did not run under {tool}: {(data.error and data.error.message) or 'no result from the runner'}"
+        why = (data.error and data.error.message) or "no result from the runner"
+        msg = f"the target did not run under {tool}: {why}"
         return ToolResult(tool, "tool-error", findings, done.seconds, msg, notes=notes, log=log)
     if not have_xml and done.returncode not in (0, ERROR_EXITCODE):
         how = done.signal_name or f"exit code {done.returncode}"
         return ToolResult(tool, "tool-error", findings, done.seconds,
-                          f"compute-sanitizer {tool} ended with {how} and wrote no report", notes=notes, log=log)
+                          f"compute-sanitizer {tool} ended with {how} and wrote no report",
+                          notes=notes, log=log)
     if findings:
         return ToolResult(tool, "findings", findings, done.seconds, "", notes=notes, log=log)
     if status == "error":
         return ToolResult(tool, "target-error", [], done.seconds,
-                          f"the target failed under {tool} with nothing reported: {data.error.message if data.error else '?'}",
+                          f"the target failed under {tool} with nothing reported: "
+                          f"{data.error.message if data.error else '?'}",
                           notes=notes, log=log)
     if done.returncode == ERROR_EXITCODE:
         return ToolResult(tool, "tool-error", [], done.seconds,
-                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes=notes,
+                          f"compute-sanitizer {tool} reported errors that kprof could not parse; "
+                          "see the log", notes=notes,
                           log=log)
     return ToolResult(tool, "clean", [], done.seconds, "", notes=notes, log=log)
 
 
-def classify_program(tool: str, done: proc.Completed, status: Status | None, findings: list[Finding],
+def classify_program(tool: str, done: proc.Completed, status: Status | None,
+                     findings: list[Finding],
                      notes: list[str], timeout: float, *, have_xml: bool) -> ToolResult:
     """What one tool run over the user's program means. ``status`` is the exit-code shim's record
     (None when the program never started). Pure: tested with recorded outputs."""
     log = done.tail(40)
     if done.timed_out:
-        msg = (f"the program did not finish within {timeout:g} s under {tool}; the whole process group was stopped "
-               "(sanitizers slow kernels down 20x to 100,000x: use a smaller problem or a longer --timeout)")
-        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg, notes=notes, log=log)
+        msg = (f"the program did not finish within {timeout:g} s under {tool}; the whole process "
+               "group was stopped (sanitizers slow kernels down 20x to 100,000x: use a smaller "
+               "problem or a longer --timeout)")
+        return ToolResult(tool, "findings" if findings else "timeout", findings, done.seconds, msg,
+                          notes=notes, log=log)
     if findings:
         return ToolResult(tool, "findings", findings, done.seconds, "", notes=notes, log=log)
     unseen = NOTHING_INSTRUMENTED in done.stdout or NOTHING_INSTRUMENTED in done.stderr
@@ -103,19 +112,23 @@ def classify_program(tool: str, done: proc.Completed, status: Status | None, fin
         how = status.how()
         before = " before any CUDA call" if unseen else ""
         return ToolResult(tool, "target-error", [], done.seconds,
-                          f"the program {how}{before} under {tool} with nothing found; its last lines are below",
+                          f"the program {how}{before} under {tool} with nothing found; its last "
+                          "lines are below",
                           notes=notes, log=log)
     if unseen:
         return ToolResult(tool, "not-checked", [], done.seconds,
-                          f"{tool} saw no CUDA call of the program, so it checked nothing (the program launched no "
-                          "kernel, or the tool could not attach to it)", notes=notes, log=log)
+                          f"{tool} saw no CUDA call of the program, so it checked nothing (the "
+                          "program launched no kernel, or the tool could not attach to it)",
+                          notes=notes, log=log)
     if status is None:
         how = done.signal_name or f"exit code {done.returncode}"
         return ToolResult(tool, "tool-error", [], done.seconds,
-                          f"compute-sanitizer {tool} ended with {how} before the program ran", notes=notes, log=log)
+                          f"compute-sanitizer {tool} ended with {how} before the program ran",
+                          notes=notes, log=log)
     if done.returncode == ERROR_EXITCODE or (not have_xml and done.returncode != 0):
         return ToolResult(tool, "tool-error", [], done.seconds,
-                          f"compute-sanitizer {tool} reported errors that kprof could not parse; see the log", notes=notes,
+                          f"compute-sanitizer {tool} reported errors that kprof could not parse; "
+                          "see the log", notes=notes,
                           log=log)
     return ToolResult(tool, "clean", [], done.seconds, "", notes=notes, log=log)
 
@@ -128,6 +141,6 @@ def with_coverage(result: ToolResult, checked: Coverage | None) -> ToolResult:
         return result
     if result.status == "clean" and checked.saw_nothing:
         return replace(result, status="not-checked", checked=checked,
-                       message=f"the program launched no kernel, so {result.tool} checked nothing (kprof's launch count, "
-                               "in a run of the program beside the tool's)")
+                       message=f"the program launched no kernel, so {result.tool} checked nothing "
+                               "(kprof's launch count, in a run of the program beside the tool's)")
     return replace(result, checked=checked)

@@ -42,10 +42,11 @@ MESSAGE_CHARS = 4000  # a failed test's report, as the parent shows it: its last
 
 # CUresult values after which the context is unusable for the rest of the process (CUDA's driver API
 # reference: "the context cannot be used, so it must be destroyed").
-STICKY = {700: "CUDA_ERROR_ILLEGAL_ADDRESS", 702: "CUDA_ERROR_LAUNCH_TIMEOUT", 710: "CUDA_ERROR_ASSERT",
+STICKY = {700: "CUDA_ERROR_ILLEGAL_ADDRESS", 702: "CUDA_ERROR_LAUNCH_TIMEOUT",
+          710: "CUDA_ERROR_ASSERT",
           714: "CUDA_ERROR_HARDWARE_STACK_ERROR", 715: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-          716: "CUDA_ERROR_MISALIGNED_ADDRESS", 717: "CUDA_ERROR_INVALID_ADDRESS_SPACE", 718: "CUDA_ERROR_INVALID_PC",
-          719: "CUDA_ERROR_LAUNCH_FAILED"}
+          716: "CUDA_ERROR_MISALIGNED_ADDRESS", 717: "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+          718: "CUDA_ERROR_INVALID_PC", 719: "CUDA_ERROR_LAUNCH_FAILED"}
 
 
 def _call(fn: Callable[..., object], *args: object, **kwargs: object) -> object:
@@ -106,10 +107,11 @@ class Recorder:
         # nobody's.
         error = named_call(i)(self._run, item, nextitem)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-        self.emit(suiteevents.Finish(item.nodeid, i, self.outcome.get(item.nodeid, "passed"), self.message.get(item.nodeid, ""),
+        self.emit(suiteevents.Finish(item.nodeid, i, self.outcome.get(item.nodeid, "passed"),
+                                     self.message.get(item.nodeid, ""),
                                      round(time.monotonic() - self.started[item.nodeid], 3),
-                                     suiteevents.checked_of(tally.since(mark)) if tally is not None and mark is not None
-                                     else None))
+                                     suiteevents.checked_of(tally.since(mark)) if tally is not None
+                                     and mark is not None else None))
         if error is not None:
             self.emit(suiteevents.Dead(item.nodeid, i, error))
             item.session.shouldstop = f"kprof: {item.nodeid} left the CUDA context broken ({error})"
@@ -135,7 +137,8 @@ class Recorder:
             self.message[report.nodeid] = str(reason)[:MESSAGE_CHARS]
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
         path = os.environ.get(GO_ENV)
         if not path:
             return

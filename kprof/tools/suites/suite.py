@@ -39,7 +39,16 @@ from kprof.tools.sanitizers.checker import SuiteChild
 from kprof.tools.suites import suiteevents
 from kprof.tools.suites.pytest_child import EVENTS_ENV, GO_ENV
 from kprof.tools.suites.suiteevents import Finish
-from kprof.tools.suites.suiteverdict import Settled, Test, TestVerdict, attribute, blinding_test, combine, read_events, settle
+from kprof.tools.suites.suiteverdict import (
+    Settled,
+    Test,
+    TestVerdict,
+    attribute,
+    blinding_test,
+    combine,
+    read_events,
+    settle,
+)
 
 # a child's start or end under a tool (PyTorch's import under memcheck: about 10 s on an H200)
 START_S = 120.0
@@ -61,7 +70,8 @@ def print_limit(tool: str) -> int:
     return SUITE_PRINT_LIMITS.get(tool, SUITE_PRINT_LIMIT)
 
 
-def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], cwd: str | Path) -> dict[str, Coverage]:
+def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str],
+                cwd: str | Path) -> dict[str, Coverage]:
     """What each test launches, counted in a run of them beside the tools' (CUPTI cannot run under
     compute-sanitizer): kprof's pytest child with the launch tally, each test's count in its finish
     event. Each test has its own time limit, as under the tools: a test past it is stopped with its
@@ -81,7 +91,8 @@ def count_tests(tests: Sequence[Test], *, timeout: float, env: dict[str, str], c
             proc.run(child_argv(nodeids), env=run_env, cwd=cwd, watch=watch, poll=HANDOFF_POLL_S)
             text = inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace") if (
                 events.is_file()) else ""
-        counted.update({n: f.checked for n, f in read_events(text).finished.items() if f.checked is not None})
+        counted.update({n: f.checked for n, f in read_events(text).finished.items()
+                        if f.checked is not None})
         # it ended by itself, or stopped before any test: no more
         if not (watch.expired and watch.current):
             break
@@ -131,11 +142,13 @@ class Early:
     interpreter, the imports and the collection under each tool overlap with it. :func:`run_tool`
     hands its tool's child the first batch; what no batch took is stopped (:meth:`cancel`)."""
 
-    def __init__(self, collect: list[str], tools: Sequence[str], *, timeout: float, env: dict[str, str],
+    def __init__(self, collect: list[str], tools: Sequence[str], *, timeout: float,
+                 env: dict[str, str],
                  cwd: str | Path, padding: int = 256, all_kernels: bool = False) -> None:
         from kprof.tools.sanitizers import compute_sanitizer as san
 
-        self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd=cwd, padding=padding, progress=None,
+        self.children = {tool: _Child(list(collect), True, tool, {}, timeout, env, cwd=cwd,
+                                      padding=padding, progress=None,
                                       san=san, all_kernels=all_kernels)
                          for tool in tools}
 
@@ -148,7 +161,8 @@ class Early:
         self.children.clear()
 
 
-def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str], cwd: str | Path,
+def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str, str],
+             cwd: str | Path,
              padding: int = 256, progress: Progress | None = None, early: _Child | None = None,
              all_kernels: bool = False, blind_spares: int = 0) -> dict[str, TestVerdict]:
     """Every test of ``tests`` under ``tool``, in as few children as the run allows; never raises
@@ -163,8 +177,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
     queue: list[list[str]] = [[t.nodeid for t in tests]] if tests else []
 
     def start(collect: list[str], spare: bool) -> _Child:
-        return _Child(collect, spare, tool, by_id, timeout, env, cwd=cwd, padding=padding, progress=progress, san=san,
-                      all_kernels=all_kernels)
+        return _Child(collect, spare, tool, by_id, timeout, env, cwd=cwd, padding=padding,
+                      progress=progress, san=san, all_kernels=all_kernels)
 
     spares: list[_Child] = []
     # a child handed the tests after a stop while the stopped one still ended
@@ -231,7 +245,8 @@ def run_tool(tests: Sequence[Test], tool: str, *, timeout: float, env: dict[str,
             left.stop()
     # which compute-sanitizer checked them: said in each result
     checked_by = san.installed_version()
-    return {n: replace(v, results=[replace(r, version=checked_by) for r in v.results]) for n, v in results.items()}
+    return {n: replace(v, results=[replace(r, version=checked_by) for r in v.results])
+            for n, v in results.items()}
 
 
 def _ready_spare(spares: list[_Child], batch: list[str]) -> _Child | None:
@@ -254,9 +269,10 @@ class _Child:
     """One child under the tool, run in a thread from the start. A spare one collects ``collect``
     and waits for :meth:`go` to name the tests (a subset) it is to run."""
 
-    def __init__(self, collect: list[str], spare: bool, tool: str, by_id: dict[str, Test], timeout: float,
-                 env: dict[str, str], *, cwd: str | Path, padding: int, progress: Progress | None, san: Any,
-                 all_kernels: bool = False) -> None:
+    def __init__(self, collect: list[str], spare: bool, tool: str, by_id: dict[str, Test],
+                 timeout: float,
+                 env: dict[str, str], *, cwd: str | Path, padding: int, progress: Progress | None,
+                 san: Any, all_kernels: bool = False) -> None:
         import threading
 
         self.collect, self.tool, self.by_id, self.timeout = list(collect), tool, by_id, timeout
@@ -266,7 +282,8 @@ class _Child:
         self.events.touch()
         self.go_path = self.folder / "go.json" if spare else None
         self.watch = _Watch(self.events, tool, timeout, progress, armed=not spare)
-        self.env = {**env, EVENTS_ENV: str(self.events)} | ({GO_ENV: str(self.go_path)} if self.go_path else {})
+        self.env = {**env, EVENTS_ENV: str(self.events)} | ({GO_ENV: str(self.go_path)}
+                                                            if self.go_path else {})
         self.cwd, self.padding, self.san, self.all_kernels = cwd, padding, san, all_kernels
         self.outcome: tuple[Settled, bool] | None = None
         self.error: BaseException | None = None
@@ -323,11 +340,12 @@ class _Child:
 
         try:
             done, xml_text = checkers.get(self.tool).check_suite_child(child_argv(self.collect), SuiteChild(
-                self.env, self.cwd, watch=self.watch, padding=self.padding, all_kernels=self.all_kernels,
-                print_limit=print_limit(self.tool)))
+                self.env, self.cwd, watch=self.watch, padding=self.padding,
+                all_kernels=self.all_kernels, print_limit=print_limit(self.tool)))
             with self.lock:
                 self.finished = True
-            self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done, xml_text=xml_text,
+            self.outcome = _decide(self.batch, self.tool, self.by_id, self.timeout, self.san, done,
+                                   xml_text=xml_text,
                                    events=self.events, expired=self.watch.expired)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread by wait()
             self.error = exc
@@ -337,12 +355,13 @@ class _Child:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float, san: Any, done: Any,
-            *, xml_text: str, events: Path, expired: bool) -> tuple[Settled, bool]:
+def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float, san: Any,
+            done: Any, *, xml_text: str, events: Path, expired: bool) -> tuple[Settled, bool]:
     """What one finished child decided, from its events and the tool's report."""
     from kprof import inputs
 
-    run = read_events(inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES, errors="replace"))
+    run = read_events(inputs.read_text(events, "the suite's events", limit=MAX_EVENTS_BYTES,
+                                       errors="replace"))
     recs = sanitizer_xml.records(xml_text) if xml_text.strip() else []
     per_test, lost = attribute(recs, run, [by_id[n] for n in batch])
     if lost and len(run.order) == 1:
@@ -356,21 +375,23 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         if len(sanitizer_xml.parse_records(stopper + lost, tool, tool_text=done.stdout)[0]) <= alone:
             lost = []
     found: dict[str, tuple[list[Any], list[str], bool]] = {}
-    blinded = blinding_test(run.order, {n: len(r) for n, r in per_test.items()}, len(recs), print_limit(tool))
+    blinded = blinding_test(run.order, {n: len(r) for n, r in per_test.items()}, len(recs),
+                            print_limit(tool))
     for nodeid, mine in per_test.items():
         findings, notes = sanitizer_xml.parse_records(mine, tool, tool_text=done.stdout)
         findings, set_aside = kernelpolicy.libraries_own(findings)
         notes = [*notes, *set_aside]
         # a suite's child runs once: say how to get the user's line
         if san.needs_device_frames(tool, findings):
-            notes.append(f"{tool} stopped inside a CUDA header here and ran without device frames (they cost seconds "
-                         f"a record); `kprof sanitize --tool {tool} -- python -m pytest {nodeid}` reruns it with them "
-                         "and names your line")
+            notes.append(f"{tool} stopped inside a CUDA header here and ran without device frames "
+                         f"(they cost seconds a record); `kprof sanitize --tool {tool} -- python "
+                         f"-m pytest {nodeid}` reruns it with them and names your line")
         stops = any((r.findtext("kind") or "") in sanitizer_xml.STOPS_THE_CONTEXT for r in mine)
         if nodeid == blinded:
             stops = True
-            notes.append(f"{tool} reached its limit of {print_limit(tool)} records in this test and reports no more "
-                         "in that process: the tests after it ran again in a fresh one")
+            notes.append(f"{tool} reached its limit of {print_limit(tool)} records in this test "
+                         "and reports no more in that process: the tests after it ran again in a "
+                         "fresh one")
         if findings or stops:
             found[nodeid] = (findings, notes, stops)
     stopped = "timeout" if expired else ("crash" if run.running and run.dead is None else None)
@@ -381,7 +402,8 @@ class _Watch:
     """Reads the child's new events every poll: progress for each finished test, and the verdict on
     a test running past its time."""
 
-    def __init__(self, path: Path, tool: str, timeout: float, progress: Progress | None, armed: bool = True) -> None:
+    def __init__(self, path: Path, tool: str, timeout: float, progress: Progress | None,
+                 armed: bool = True) -> None:
         self.path, self.tool, self.timeout, self.progress = path, tool, timeout, progress
         self.offset = 0
         self.current: tuple[str, float] | None = None
@@ -429,7 +451,8 @@ class _Watch:
         return self.expired
 
 
-def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env: dict[str, str], cwd: str | Path,
+def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env: dict[str, str],
+                cwd: str | Path,
                 padding: int, jobs: int | None, progress: Any = None, early: Early | None = None,
                 all_kernels: bool = False) -> dict[str, TestVerdict]:
     """The tests under each checker of ``names``, one child per checker for them all (``jobs`` at
@@ -443,16 +466,18 @@ def check_tests(tests: Sequence[Test], names: list[str], *, timeout: float, env:
     at_once = parallel.jobs_for(len(runs), jobs)
     stopping = [t for t in names if checkers.get(t).needs.stops]
     blind = [t for t in names if t not in stopping]
-    room = parallel.spare_room(min(at_once, len(runs)) + SPARES * len(stopping), telemetry.free_memory(),
+    room = parallel.spare_room(min(at_once, len(runs)) + SPARES * len(stopping),
+                               telemetry.free_memory(),
                                parallel.host_cpus()) if blind and at_once >= len(runs) else 0
     spare_each = SPARES_BLIND if room >= SPARES_BLIND * len(blind) else 0
 
     def one(tool: str) -> Any:
         if tool == COUNT:
             return count_tests(tests, timeout=timeout, env=env, cwd=cwd)
-        return run_tool(tests, tool, timeout=timeout, env=env, cwd=cwd, padding=padding, progress=progress,
-                        early=early.take(tool) if early is not None else None, all_kernels=all_kernels,
-                        blind_spares=spare_each if tool in blind else 0)
+        return run_tool(tests, tool, timeout=timeout, env=env, cwd=cwd, padding=padding,
+                        progress=progress,
+                        early=early.take(tool) if early is not None else None,
+                        all_kernels=all_kernels, blind_spares=spare_each if tool in blind else 0)
 
     done = parallel.map_jobs(one, runs, at_once)
     return combine([t.nodeid for t in tests], names, done[:-1], done[-1], all_kernels=all_kernels)

@@ -59,7 +59,8 @@ def line(event: Event) -> str:
     if isinstance(event, Finish):
         c = event.checked
         data["checked"] = None if c is None else {"launches": c.launches, "kernels": c.kernels,
-                                                 "with_lines": c.with_lines, "unknown_lines": c.unknown_lines,
+                                                 "with_lines": c.with_lines,
+                                                 "unknown_lines": c.unknown_lines,
                                                  "names": list(c.names)}
     return json.dumps(data) + "\n"
 
@@ -67,10 +68,12 @@ def line(event: Event) -> str:
 def checked_of(raw: object) -> Coverage | None:
     """A finish event's ``checked`` (the test's launches, kernels, line information, names) as a
     Coverage."""
-    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) for k in ("launches", "kernels")):
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int)
+                                            for k in ("launches", "kernels")):
         return None
     names = raw.get("names")
-    return Coverage(raw["launches"], kernels=raw["kernels"], with_lines=int(raw.get("with_lines") or 0),
+    return Coverage(raw["launches"], kernels=raw["kernels"],
+                    with_lines=int(raw.get("with_lines") or 0),
                     unknown_lines=int(raw.get("unknown_lines") or 0), alongside=True,
                     names=tuple(str(n) for n in names) if isinstance(names, list) else ())
 
@@ -86,7 +89,8 @@ def _event(raw: dict[str, object]) -> Event | None:
     if kind == "finish":
         seconds = raw.get("seconds")
         return Finish(nodeid, i, str(raw.get("outcome") or "passed"), str(raw.get("message") or ""),
-                      float(seconds) if isinstance(seconds, (int, float)) else 0.0, checked_of(raw.get("checked")))
+                      float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+                      checked_of(raw.get("checked")))
     if kind == "dead":
         return Dead(nodeid, i, str(raw.get("error") or ""))
     if kind == "collect-error":

@@ -87,8 +87,9 @@ def read_events(text: str) -> ChildRun:
     return ChildRun(order, finished, dead, dead_error, errors)
 
 
-def attribute(records: list[ET.Element], run: ChildRun, tests: Sequence[Test]) -> tuple[dict[str, list[ET.Element]],
-                                                                                         list[ET.Element]]:
+def attribute(records: list[ET.Element], run: ChildRun,
+              tests: Sequence[Test]) -> tuple[dict[str, list[ET.Element]],
+                                               list[ET.Element]]:
     """Each record to the test that launched its kernel; and the records no test could be given.
 
     A record's host stack (innermost first) names the test by kprof's ``kprof_test_<i>`` frame,
@@ -115,7 +116,8 @@ def attribute(records: list[ET.Element], run: ChildRun, tests: Sequence[Test]) -
     return out, lost
 
 
-def _owner(stack: list[hostframes.Frame], order: list[str], by_place: dict[tuple[str, str], list[str]]) -> str | None:
+def _owner(stack: list[hostframes.Frame], order: list[str],
+           by_place: dict[tuple[str, str], list[str]]) -> str | None:
     for frame in stack:
         m = _FRAME.match(frame.func or "")
         if m and int(m.group(1)) < len(order):
@@ -138,7 +140,8 @@ class Settled:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tuple[list[Any], list[str], bool]],
+def settle(tool: str, batch: Sequence[str], run: ChildRun,
+           found: dict[str, tuple[list[Any], list[str], bool]],
            stopped: str | None, log: str, *, timeout: float) -> Settled:
     """What one child's run decides. ``found``: nodeid -> (findings, notes, stops_the_context) from
     its records; ``stopped``: why the child ended early ("timeout" of the running test, "crash", or
@@ -159,12 +162,14 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
         done = run.finished.get(nodeid)
         seconds = done.seconds if done else 0.0
         if findings:
-            decided[nodeid] = ToolResult(tool, "findings", findings, seconds, "", notes=notes, log=log)
+            decided[nodeid] = ToolResult(tool, "findings", findings, seconds, "", notes=notes,
+                                         log=log)
         elif done is None:
             continue  # stopped before it finished with nothing found: it runs again
         elif done.outcome == "failed":
             decided[nodeid] = ToolResult(tool, "target-error", [], seconds,
-                                         f"the test failed under {tool} with nothing found", notes=notes, log=done.message)
+                                         f"the test failed under {tool} with nothing found",
+                                         notes=notes, log=done.message)
         else:
             if done.outcome == "skipped":
                 skipped[nodeid] = done.message
@@ -174,9 +179,11 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
     if running is not None and running not in decided:
         if len(batch) == 1:
             status: ToolStatus = "timeout" if stopped == "timeout" else "tool-error"
-            why = (f"the test did not finish within {timeout:g} s under {tool}; its process group was stopped "
-                   "(sanitizers slow kernels down 20x to 100,000x: a smaller problem or a longer --kprof-timeout)"
-                   if stopped == "timeout" else f"the test's process ended under {tool} before the test finished")
+            why = (f"the test did not finish within {timeout:g} s under {tool}; its process group "
+                   "was stopped (sanitizers slow kernels down 20x to 100,000x: a smaller problem "
+                   "or a longer --kprof-timeout)"
+                   if stopped == "timeout"
+                   else f"the test's process ended under {tool} before the test finished")
             decided[running] = ToolResult(tool, status, [], 0.0, why, notes=[], log=log)
             again = [n for n in again if n != running]
         else:
@@ -184,14 +191,16 @@ def settle(tool: str, batch: Sequence[str], run: ChildRun, found: dict[str, tupl
     # the child ran none of them: say so, once
     if not run.order and again and len(again) == len(batch):
         why = f"pytest under {tool} ran none of the tests" + (f": {run.collect_errors[0][:300]}"
-                                                             if run.collect_errors else "; its last lines are below")
+                                                             if run.collect_errors
+                                                             else "; its last lines are below")
         for nodeid in again:
             decided[nodeid] = ToolResult(tool, "tool-error", [], 0.0, why, notes=[], log=log)
         again = []
     return Settled(decided, again, alone, skipped)
 
 
-def blinding_test(order: Sequence[str], records: dict[str, int], total: int, limit: int) -> str | None:
+def blinding_test(order: Sequence[str], records: dict[str, int], total: int,
+                  limit: int) -> str | None:
     """The test in which a child's tool reached its record limit (``--print-limit``: it saves no
     record after it, so it is blind to every later test in that process), or None while it did not.
     Pure."""
@@ -205,8 +214,10 @@ def blinding_test(order: Sequence[str], records: dict[str, int], total: int, lim
     return order[-1] if order else None
 
 
-def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dict[str, TestVerdict]],
-            counts: dict[str, Coverage] | None = None, *, all_kernels: bool = False) -> dict[str, TestVerdict]:
+def combine(nodeids: Sequence[str], tools: Sequence[str],
+            per_tool: Sequence[dict[str, TestVerdict]],
+            counts: dict[str, Coverage] | None = None, *,
+            all_kernels: bool = False) -> dict[str, TestVerdict]:
     """One verdict per test over every tool's run, in the tools' order; skipped only where every
     tool's child skipped it; with ``counts`` (:func:`count_tests`), each tool's result says what the
     test launched (and what that tool skipped of it: :mod:`kprof.tools.sanitizers.kernelpolicy`),
@@ -220,7 +231,8 @@ def combine(nodeids: Sequence[str], tools: Sequence[str], per_tool: Sequence[dic
         for tool, verdicts in zip(tools, per_tool):
             v = verdicts.get(nodeid)
             if v is None:
-                results.append(ToolResult(tool, "tool-error", [], 0.0, f"no verdict from {tool}'s run for this test"))
+                results.append(ToolResult(tool, "tool-error", [], 0.0,
+                                          f"no verdict from {tool}'s run for this test"))
                 skips.append(None)
             else:
                 checked = (counts or {}).get(nodeid)

@@ -17,10 +17,12 @@ def test_ncu_writes_its_own_file_and_the_link_at_the_reports_name_is_replaced(tm
     report = tmp_path / "train.ncu-rep"
     report.symlink_to(target)
     with ncu.saved_report(report) as made:
-        assert made is not None and made.parent == tmp_path and made != report and made.name.endswith(".ncu-rep")
+        assert (made is not None and made.parent == tmp_path and made != report
+                and made.name.endswith(".ncu-rep"))
         # what ncu --export --force-overwrite does to the path it is given
         made.write_bytes(b"NVIDIA report")
-    assert not report.is_symlink() and report.read_bytes() == b"NVIDIA report" and target.read_text() == "root:x:0:0\n"
+    assert (not report.is_symlink() and report.read_bytes() == b"NVIDIA report"
+            and target.read_text() == "root:x:0:0\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["passwd", "train.ncu-rep"]
 
 
@@ -30,7 +32,8 @@ def test_a_run_that_wrote_no_report_leaves_what_was_there(tmp_path):
     with pytest.raises(RuntimeError), ncu.saved_report(report) as made:
         assert made is not None
         raise RuntimeError("ncu failed before it wrote anything")
-    assert report.read_text() == "an earlier report" and [p.name for p in tmp_path.iterdir()] == ["k.ncu-rep"]
+    assert (report.read_text() == "an earlier report"
+            and [p.name for p in tmp_path.iterdir()] == ["k.ncu-rep"])
 
 
 def test_a_folder_at_the_reports_name_is_one_line_before_ncu_runs(tmp_path):
@@ -49,7 +52,8 @@ def test_an_ncu_failure_keeps_what_it_wrote_and_an_interrupt_keeps_the_earlier_r
     with pytest.raises(KeyboardInterrupt), ncu.saved_report(report) as made:
         made.write_bytes(b"half a report")
         raise KeyboardInterrupt
-    assert report.read_text() == "the earlier report" and [p.name for p in tmp_path.iterdir()] == ["k.ncu-rep"]
+    assert (report.read_text() == "the earlier report"
+            and [p.name for p in tmp_path.iterdir()] == ["k.ncu-rep"])
     with pytest.raises(NcuError), ncu.saved_report(report) as made:
         made.write_bytes(b"what ncu got before the kernel failed")
         raise NcuError("k: the kernel failed under ncu", reason="target")

@@ -11,9 +11,10 @@ from pathlib import Path
 from kprof.tools.nsight import ncu, sourcepage
 
 HEADER = ('"Line No","Source","Address","Source","Warp Stall Sampling (All Samples)",'
-          '"Warp Stall Sampling (Not-issued Samples)","Instructions Executed","Thread Instructions Executed",'
-          '"Divergent Branches","L2 Theoretical Sectors Global Excessive","L2 Theoretical Sectors Global",'
-          '"L1 Wavefronts Shared Excessive","stall_long_sb","stall_barrier","stall_long_sb (Not Issued)"')
+          '"Warp Stall Sampling (Not-issued Samples)","Instructions Executed","Thread Instructions '
+          'Executed","Divergent Branches","L2 Theoretical Sectors Global Excessive","L2 '
+          'Theoretical Sectors Global","L1 Wavefronts Shared '
+          'Excessive","stall_long_sb","stall_barrier","stall_long_sb (Not Issued)"')
 
 # two kernels; the first prints its file from line 1 and a header after it; numbers with thousands
 # separators
@@ -53,18 +54,21 @@ def test_a_page_of_two_kernels_reads_into_each_lines_counters():
     assert by[2].file == "#1" and by[2].line == 2 and by[2].samples == 4
     assert {"samples", "executed", "global_excess", "stall:barrier"} <= set(first.columns)
     sync, branch = second.lines
-    assert sync.file == "/src/second.cu" and sync.stalls == {"barrier": 50} and branch.divergent == 32
+    assert (sync.file == "/src/second.cu" and sync.stalls == {"barrier": 50}
+            and branch.divergent == 32)
     assert branch.count("lost_lanes") == 32 * 64 - 1024 and sync.count("stall:barrier") == 50
 
 
 def test_unnamed_files_are_matched_to_the_sources_by_their_text():
     (first, _) = sourcepage.parse(PAGE)
     named = sourcepage.name_files(first, {
-        "/k/copy.cu": ('#include "h.cuh"', 'extern "C" __global__ void copy(float* out, const float* in_, int n) {',
+        "/k/copy.cu": ('#include "h.cuh"',
+                       'extern "C" __global__ void copy(float* out, const float* in_, int n) {',
                        "  int row = threadIdx.x;", "  out[row * n] = in_[row * n];", "}"),
         "/k/h.cuh": ("#define H 1", "__device__ int h() { return H; }"),
         "/k/other.cu": ("int x;",)})
-    assert [(x.file, x.line) for x in named.lines] == [("/k/copy.cu", 3), ("/k/copy.cu", 4), ("/k/h.cuh", 2)]
+    assert [(x.file, x.line) for x in named.lines] == [("/k/copy.cu", 3), ("/k/copy.cu", 4),
+                                                       ("/k/h.cuh", 2)]
     # no match: kept unnamed
     assert sourcepage.name_files(first, {"/k/other.cu": ("int x;",)}).lines[0].file == "#0"
 
@@ -135,7 +139,7 @@ def test_line_rows_left_blank_take_their_instructions_counters():
     (only,) = sourcepage.parse(page)
     by = {x.line: x for x in only.lines}
     assert (by[3].samples, by[3].executed) == (12, 1024)
-    assert (by[4].samples, by[4].global_excess, by[4].stalls) == (1988, 114688, {"long_scoreboard": 1700})
+    assert ((by[4].samples, by[4].global_excess, by[4].stalls) == (1988, 114688, {"long_scoreboard": 1700}))
     assert by[4].sass == ("LDG.E", "STG.E")
 
 
@@ -156,7 +160,7 @@ def test_every_recorded_page_reads_as_one_kernel_a_launch(data_dir):
     assert [p.kernel for p in launches] == ["start"] + ["add_one"] * 31
     for case, got in pages.items():
         assert len(got) == 1 and got[0].lines and got[0].total("samples") > 0, case
-        assert {"samples", "executed", "threads", "global_excess", "local_sectors", "shared_excess"} <= set(got[0].columns)
+        assert ({"samples", "executed", "threads", "global_excess", "local_sectors", "shared_excess"} <= set(got[0].columns))
 
 
 def test_a_launch_over_two_files_is_one_kernel_with_the_headers_line(data_dir):
@@ -184,7 +188,8 @@ def test_a_barriers_waits_are_counted_on_its_line_not_the_next_instructions(data
 def test_a_headers_inlined_line_is_counted_at_the_users_call():
     page = sourcepage.SourceLines("k", (
         sourcepage.LineCounters(file="/usr/local/cuda/targets/x86_64-linux/include/device_atomic_functions.hpp",
-                                line=107, samples=400, executed=3, stalls={"long_scoreboard": 300}, sass=("REDG.E.ADD",)),
+                                line=107, samples=400, executed=3, stalls={"long_scoreboard": 300},
+                                sass=("REDG.E.ADD",)),
         sourcepage.LineCounters(file="/src/k.cu", line=6, samples=100, executed=5, sass=("LDG.E",)),
         sourcepage.LineCounters(file="/src/k.cu", line=5, samples=10, executed=2)), ("samples", "executed"))
     sites = {("/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/device_atomic_functions.hpp", 107):
@@ -193,7 +198,7 @@ def test_a_headers_inlined_line_is_counted_at_the_users_call():
     by = {(Path(x.file).name, x.line): x for x in folded.lines}
     assert set(by) == {("k.cu", 6), ("k.cu", 5)}
     six = by[("k.cu", 6)]
-    assert (six.samples, six.executed, six.stalls, six.sass) == (500, 8, {"long_scoreboard": 300}, ("LDG.E", "REDG.E.ADD"))
+    assert ((six.samples, six.executed, six.stalls, six.sass) == (500, 8, {"long_scoreboard": 300}, ("LDG.E", "REDG.E.ADD")))
     assert six.inlined == ("device_atomic_functions.hpp:107",)
     # cannot be split: stays
     two_sites = {k: frozenset({("/src/k.cu", 6), ("/src/k.cu", 9)}) for k in sites}

@@ -39,7 +39,8 @@ def _cubin(tmp_path: Path, *flags: str) -> bytes:
                       "template <int N> __global__ void scaled(float* x) { x[threadIdx.x] *= N; }\n"
                       "template __global__ void scaled<3>(float*);\n")
     out = tmp_path / f"k{len(flags)}.cubin"
-    done = subprocess.run([str(proc.find_tool("nvcc")), "-cubin", "-arch=sm_90", *flags, "-o", str(out), str(source)],
+    done = subprocess.run([str(proc.find_tool("nvcc")), "-cubin", "-arch=sm_90", *flags, "-o",
+                           str(out), str(source)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return out.read_bytes()
@@ -52,7 +53,7 @@ def test_a_cubins_kernels_and_line_information_are_read_from_its_sections(tmp_pa
     assert tally.cubin_facts(bare) == ({"plain", "_Z6scaledILi3EEvPf"}, False)
     assert tally.cubin_facts(lined) == ({"plain", "_Z6scaledILi3EEvPf"}, True)
     # a fatbin-like image: its uncompressed ELF images found inside it
-    assert tally.cubin_facts(b"\x50\xed\x55\xba" + b"\0" * 60 + lined) == ({"plain", "_Z6scaledILi3EEvPf"}, True)
+    assert (tally.cubin_facts(b"\x50\xed\x55\xba" + b"\0" * 60 + lined) == ({"plain", "_Z6scaledILi3EEvPf"}, True))
 
 
 def test_an_image_that_is_not_an_elf_kprof_reads_is_unknown():
@@ -71,7 +72,8 @@ def _lines(*events):
 def test_the_tally_of_one_process_that_reached_its_exit():
     text = _lines({"pid": 7, "event": "tally", "ok": True},
                   {"pid": 7, "event": "kernel", "name": "count", "lineinfo": True, "launches": 1},
-                  {"pid": 7, "event": "kernel", "name": "elementwise_copy", "lineinfo": False, "launches": 2},
+                  {"pid": 7, "event": "kernel", "name": "elementwise_copy", "lineinfo": False,
+                   "launches": 2},
                   {"pid": 7, "event": "total", "launches": 5})
     c = coverage.from_tally(text, pools_off=True)
     assert (c.launches, c.kernels, c.with_lines, c.unknown_lines, c.complete) == (5, 2, 1, 0, True)
@@ -85,36 +87,43 @@ def test_a_process_stopped_before_its_exit_counts_at_least_its_kernel_lines():
                   {"pid": 7, "event": "kernel", "name": "b", "lineinfo": True, "launches": 4}) + '{"pid": 7, "eve'
     c = coverage.from_tally(text)
     assert (c.launches, c.complete, c.unknown_lines) == (4, False, 1)
-    assert c.text().startswith("at least 4 launches of 2 kernels, 1 with line information, 1 unknown")
+    assert c.text().startswith("at least 4 launches of 2 kernels, 1 with line information, 1 "
+                               "unknown")
 
 
 def test_every_process_of_the_program_is_added_up():
-    text = _lines({"pid": 1, "event": "tally", "ok": True}, {"pid": 2, "event": "tally", "ok": True},
+    text = _lines({"pid": 1, "event": "tally", "ok": True},
+                  {"pid": 2, "event": "tally", "ok": True},
                   {"pid": 2, "event": "kernel", "name": "k", "lineinfo": True, "launches": 1},
                   {"pid": 1, "event": "kernel", "name": "k", "lineinfo": True, "launches": 1},
-                  {"pid": 1, "event": "total", "launches": 3}, {"pid": 2, "event": "total", "launches": 2})
+                  {"pid": 1, "event": "total", "launches": 3},
+                  {"pid": 2, "event": "total", "launches": 2})
     c = coverage.from_tally(text)
     assert (c.launches, c.kernels, c.with_lines, c.complete) == (5, 1, 1, True)
 
 
 def test_no_launch_at_the_programs_end_is_nothing_checked():
-    c = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": True}, {"pid": 1, "event": "total", "launches": 0}))
+    c = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": True},
+                                   {"pid": 1, "event": "total", "launches": 0}))
     assert c.saw_nothing and c.text() == "0 launches of 0 kernels, 0 with line information"
 
 
 def test_a_program_kprof_could_not_count_in_says_why():
     c = coverage.from_tally("")  # a C++ binary: no Python process, no line
     assert not c.counted and not c.saw_nothing and c.why == coverage.NOT_PYTHON
-    failed = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": False, "why": "No module named 'cupti'"}))
-    assert not failed.counted and "cupti" in failed.why and failed.text().startswith("launches not counted (")
+    failed = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": False,
+                                         "why": "No module named 'cupti'"}))
+    assert (not failed.counted and "cupti" in failed.why
+            and failed.text().startswith("launches not counted ("))
 
 
 def test_the_values_detectors_launches_and_a_specs():
     from kprof.tools.programs.launchlog import Launch
 
-    c = coverage.of_launches([Launch(0, "a", None), Launch(1, "a", None), Launch(2, "b", None)], cut=None, pools_off=True)
+    c = coverage.of_launches([Launch(0, "a", None), Launch(1, "a", None), Launch(2, "b", None)],
+                             cut=None, pools_off=True)
     assert c.text() == "3 launches of 2 kernels, pools off"
-    assert coverage.of_launches([Launch(0, "a", None)], cut=20_000, pools_off=True).text().startswith("at least 20,000")
+    assert (coverage.of_launches([Launch(0, "a", None)], cut=20_000, pools_off=True).text().startswith("at least 20,000"))
     assert coverage.of_spec(2, 1).text() == "2 launches of 1 kernel, 1 with line information"
 
 
@@ -134,7 +143,8 @@ def _module_data(image: bytes):
     blob = ctypes.create_string_buffer(image, len(image))
 
     class Module(ctypes.Structure):
-        _fields_ = [("module_id", ctypes.c_uint32), ("cubin_size", ctypes.c_size_t), ("p_cubin", ctypes.c_void_p)]
+        _fields_ = [("module_id", ctypes.c_uint32), ("cubin_size", ctypes.c_size_t),
+                    ("p_cubin", ctypes.c_void_p)]
 
     module = Module(1, len(image), ctypes.addressof(blob))
     return (blob, module), SimpleNamespace(resource_descriptor=ctypes.addressof(module))
@@ -146,7 +156,8 @@ def test_the_tally_counts_driver_and_runtime_launches_once_each_and_knows_their_
     t = _fake_tally(tmp_path, tally)
     keep, data = _module_data(_cubin(tmp_path, "-lineinfo"))
     t._callback(None, "resource", 0, data)  # the module loaded before its first launch
-    drv = SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="plain", function_name="cuLaunchKernel")
+    drv = SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="plain",
+                          function_name="cuLaunchKernel")
     t._callback(None, "driver", 0, drv)
     # enter: not a launch
     t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.ENTER, symbol_name="plain"))
@@ -156,7 +167,9 @@ def test_the_tally_counts_driver_and_runtime_launches_once_each_and_knows_their_
     # the runtime's own driver call inside it: not counted again
     t._callback(None, "driver", 0, drv)
     t._callback(None, "runtime", 0, rt_exit)
-    t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="", function_name="cuGraphLaunch"))
+    t._callback(None, "driver", 0,
+                SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="",
+                                function_name="cuGraphLaunch"))
     t.finish()
     t.out.close()
     del keep
@@ -168,7 +181,7 @@ def test_the_tally_counts_driver_and_runtime_launches_once_each_and_knows_their_
     assert lines[-1] == {"pid": t.pid, "event": "total", "launches": 3}
     with_start = coverage.from_tally(_lines({"pid": t.pid, "event": "tally", "ok": True}) +
                                      (tmp_path / "tally.jsonl").read_text())
-    assert (with_start.launches, with_start.kernels, with_start.with_lines, with_start.unknown_lines) == (3, 3, 2, 1)
+    assert ((with_start.launches, with_start.kernels, with_start.with_lines, with_start.unknown_lines) == (3, 3, 2, 1))
 
 
 def test_a_callback_it_cannot_read_is_a_line_and_the_program_goes_on(tmp_path):
@@ -207,8 +220,10 @@ def _done(code=0):
 
 
 def test_a_run_that_would_be_clean_while_the_program_launched_nothing_is_not_checked():
-    nothing = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": True}, {"pid": 1, "event": "total", "launches": 0}))
-    clean = toolrun.classify_program("memcheck", _done(), exitcode.Status(0), [], [], 60, have_xml=True)
+    nothing = coverage.from_tally(_lines({"pid": 1, "event": "tally", "ok": True},
+                                         {"pid": 1, "event": "total", "launches": 0}))
+    clean = toolrun.classify_program("memcheck", _done(), exitcode.Status(0), [], [], 60,
+                                     have_xml=True)
     r = toolrun.with_coverage(clean, nothing)
     assert r.status == "not-checked" and "launched no kernel" in r.message and r.checked == nothing
     some = coverage.Coverage(3, kernels=1, with_lines=1, pools_off=True, alongside=True)
@@ -233,14 +248,17 @@ def test_the_count_runs_the_program_once_with_the_tally_and_reads_it(tmp_path, m
     program = tmp_path / "prog.py"
     program.write_text("import json, os\n"
                        "with open(os.environ['KPROF_LAUNCH_TALLY'], 'a') as f:\n"
-                       "    for e in ({'event': 'tally', 'ok': True}, {'event': 'kernel', 'name': 'k', 'lineinfo': True, 'launches': 1},\n"
-                       "              {'event': 'total', 'launches': 2}):\n"
-                       "        f.write(json.dumps({'pid': os.getpid(), **e}) + '\\n')\n")
+                       "    for e in ({'event': 'tally', 'ok': True}, {'event': 'kernel', 'name': "
+                       "'k', 'lineinfo': True, 'launches': 1},\n              {'event': 'total', "
+                       "'launches': 2}):\n        f.write(json.dumps({'pid': os.getpid(), **e}) + "
+                       "'\\n')\n")
     # -S: no site hooks, so a real tally (where cupti is installed) does not write beside the
     # stand-in
-    c = launchcount.count([sys.executable, "-S", str(program)], timeout=60, env=proc.child_env(), pools_off=True)
-    assert (c.launches, c.kernels, c.with_lines, c.complete, c.alongside, c.pools_off) == (2, 1, 1, True, True, True)
-    assert c.text() == "2 launches of 1 kernel (counted in a run beside the tool's), 1 with line information, pools off"
+    c = launchcount.count([sys.executable, "-S", str(program)], timeout=60, env=proc.child_env(),
+                          pools_off=True)
+    assert ((c.launches, c.kernels, c.with_lines, c.complete, c.alongside, c.pools_off) == (2, 1, 1, True, True, True))
+    assert (c.text() == "2 launches of 1 kernel (counted in a run beside the tool's), 1 with line "
+                        "information, pools off")
 
 
 def test_the_report_json_and_sarif_say_what_each_tool_checked():
@@ -249,7 +267,7 @@ def test_the_report_json_and_sarif_say_what_each_tool_checked():
                ToolResult("racecheck", "not-checked", [], 1.0, "racecheck saw no kernel launch",
                           checked=coverage.Coverage(0, pools_off=True))]
     text = render_sanitize.sanitize_report(results)
-    assert "checked: 12 launches of 3 kernels, 2 with line information, 1 unknown, pools off" in text
+    assert ("checked: 12 launches of 3 kernels, 2 with line information, 1 unknown, pools off" in text)
     assert "NOT CHECKED" in text and "checked: 0 launches of 0 kernels" in text
     assert results[0].summary()["checked"]["launches"] == 12
     sarif = findings.to_sarif(results, "1.0")
@@ -274,15 +292,17 @@ def test_the_tallys_struct_offsets_are_the_headers(tmp_path):
     if cc is None or include is None or cuda_h is None:
         pytest.skip("needs a C compiler and the CUDA toolkit's headers (cuda.h, cupti_callbacks.h)")
     source = tmp_path / "offsets.c"
-    source.write_text("#include <stdio.h>\n#include <stddef.h>\n#include <cuda.h>\n#include <cupti_callbacks.h>\n"
-                      "int main(void) { printf(\"%zu %zu\\n\", offsetof(CUpti_ModuleResourceData, cubinSize),"
-                      " offsetof(CUpti_ModuleResourceData, pCubin)); return 0; }\n")
+    source.write_text("#include <stdio.h>\n#include <stddef.h>\n#include <cuda.h>\n#include "
+                      "<cupti_callbacks.h>\nint main(void) { printf(\"%zu %zu\\n\", "
+                      "offsetof(CUpti_ModuleResourceData, cubinSize), "
+                      "offsetof(CUpti_ModuleResourceData, pCubin)); return 0; }\n")
     binary = tmp_path / "offsets"
-    built = subprocess.run([cc, f"-I{include}", f"-I{cuda_h}", str(source), "-o", str(binary)], capture_output=True,
-                           text=True, timeout=120)
+    built = subprocess.run([cc, f"-I{include}", f"-I{cuda_h}", str(source), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
-    size_at, cubin_at = map(int, subprocess.run([str(binary)], capture_output=True, text=True, timeout=30,
-                                                check=True).stdout.split())
+    size_at, cubin_at = map(int,
+                            subprocess.run([str(binary)], capture_output=True, text=True,
+                                           timeout=30, check=True).stdout.split())
     assert (size_at, cubin_at) == _tally_module()._MODULE_CUBIN
 
 
@@ -304,7 +324,8 @@ def test_the_tallys_lines_as_recorded_on_the_h200(data_dir, name, text):
     """The tally in a CuPy and a Triton program on the H200 (no tool): driver-API launches (CuPy's
     RawKernel, Triton's kernel, with -lineinfo) and runtime-API ones (curand's, PyTorch's,
     without)."""
-    c = coverage.from_tally((data_dir / "programs" / f"tally.{name}.jsonl").read_text(), pools_off=True)
+    c = coverage.from_tally((data_dir / "programs" / f"tally.{name}.jsonl").read_text(),
+                            pools_off=True)
     assert c.text() == text and c.complete
 
 
@@ -324,16 +345,22 @@ def test_each_tests_count_is_in_its_finish_event_and_a_test_that_launched_nothin
         # no tally there
         {"event": "finish", "i": 2, "nodeid": "t::old", "outcome": "passed", "seconds": 0.1}))
     run = suiteverdict.read_events(events)
-    assert run.finished["t::gpu"].checked == coverage.Coverage(4, kernels=2, with_lines=2, alongside=True)
+    assert run.finished["t::gpu"].checked == coverage.Coverage(4, kernels=2, with_lines=2,
+                                                               alongside=True)
     assert run.finished["t::old"].checked is None
     counts = {n: f.checked for n, f in run.finished.items() if f.checked is not None}
-    clean = {n: suiteverdict.TestVerdict(n, [ToolResult("memcheck", "clean", [], 1.0)]) for n in ("t::gpu", "t::host", "t::old")}
-    found = {"t::gpu": suiteverdict.TestVerdict("t::gpu", [ToolResult("racecheck", "findings", [findings.Finding("racecheck", "race-raw", "k", "k.cu", 3, thread=None, block=None, count=1, message="")], 1.0)])}
+    clean = {n: suiteverdict.TestVerdict(n, [ToolResult("memcheck", "clean", [], 1.0)])
+             for n in ("t::gpu", "t::host", "t::old")}
+    found = {"t::gpu": suiteverdict.TestVerdict("t::gpu",
+                                                [ToolResult("racecheck", "findings",
+                                                            [findings.Finding("racecheck", "race-raw", "k", "k.cu", 3, thread=None, block=None, count=1, message="")], 1.0)])}
     verdicts = suiteverdict.combine(["t::gpu", "t::host", "t::old"], ["memcheck", "racecheck"],
                              [clean, {**found, "t::host": clean["t::host"], "t::old": clean["t::old"]}], counts)
     gpu, host, old = (verdicts[n] for n in ("t::gpu", "t::host", "t::old"))
-    assert [r.status for r in gpu.results] == ["clean", "findings"] and gpu.results[0].checked.launches == 4
-    assert [r.status for r in host.results] == ["not-checked", "not-checked"] and host.passes and not host.clean
+    assert ([r.status for r in gpu.results] == ["clean", "findings"]
+            and gpu.results[0].checked.launches == 4)
+    assert ([r.status for r in host.results] == ["not-checked", "not-checked"] and host.passes
+            and not host.clean)
     assert [r.status for r in old.results] == ["clean", "clean"] and old.results[0].checked is None
 
 
@@ -345,8 +372,10 @@ def test_the_tally_says_what_was_launched_since_a_mark(tmp_path):
     mark = t.mark()
     t._callback(None, "driver", 0, launch)
     t._callback(None, "driver", 0, SimpleNamespace(callback_site=_Sites.EXIT, symbol_name="b"))
-    assert t.since(mark) == {"launches": 2, "kernels": 2, "with_lines": 0, "unknown_lines": 2, "names": ["a", "b"]}
-    assert t.since(t.mark()) == {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0, "names": []}
+    assert t.since(mark) == {"launches": 2, "kernels": 2, "with_lines": 0, "unknown_lines": 2,
+                             "names": ["a", "b"]}
+    assert t.since(t.mark()) == {"launches": 0, "kernels": 0, "with_lines": 0, "unknown_lines": 0,
+                                 "names": []}
     assert tally.running() is None  # installed by the site hook only
     t.out.close()
 
@@ -358,7 +387,8 @@ def test_the_count_run_of_a_suite_reads_each_tests_finish_event(tmp_path):
     from kprof.tools.suites import suite, suiteverdict
 
     (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
-    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in "ab"]
+    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}")
+             for n in "ab"]
     counts = suite.count_tests(tests, timeout=60, env=proc.child_env(), cwd=tmp_path)
     assert set(counts) <= {"test_x.py::test_a", "test_x.py::test_b"}
     # where cupti counts: nothing launched
@@ -373,14 +403,16 @@ def test_a_hung_test_costs_the_count_run_its_own_limit_and_the_rest_are_counted(
 
     ran = tmp_path / "ran"
     (tmp_path / "test_x.py").write_text(
-        "import pathlib, time\n\ndef test_a():\n    pass\n\ndef test_hang():\n    time.sleep(600)\n\n"
-        f"def test_b():\n    pathlib.Path({str(ran)!r}).write_text('b')\n")
-    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in ("a", "hang", "b")]
+        "import pathlib, time\n\ndef test_a():\n    pass\n\ndef test_hang():\n    "
+        f"time.sleep(600)\n\ndef test_b():\n    pathlib.Path({str(ran)!r}).write_text('b')\n")
+    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}")
+             for n in ("a", "hang", "b")]
     children, real_run = [], proc.run
 
     def run(argv, **kw):
         done = real_run(argv, **kw)
-        children.append(([a.split("::")[-1] for a in argv if "::" in a], kw.get("timeout"), done.timed_out))
+        children.append(([a.split("::")[-1] for a in argv if "::" in a], kw.get("timeout"),
+                         done.timed_out))
         return done
 
     monkeypatch.setattr(proc, "run", run)

@@ -28,7 +28,8 @@ def _needs(module: str) -> None:
 
 def test_triton_store_without_mask_is_found_at_its_line_with_launch_site_and_allocation(capsys):
     _needs("triton")
-    code = cli.main(["sanitize", "--tool", "memcheck", "--json", "--", PY, str(EXAMPLES / "triton_scale.py")])
+    code = cli.main(["sanitize", "--tool", "memcheck", "--json", "--", PY,
+                     str(EXAMPLES / "triton_scale.py")])
     data = json.loads(capsys.readouterr().out)
     assert code == 1, data
     f = data["findings"][0]
@@ -54,7 +55,7 @@ def test_cuda_python_race_is_found_at_its_cu_lines_with_launch_site():
     source = (EXAMPLES / "cuda_python_sum.py").read_text().splitlines()
     launch_line = next(i for i, text in enumerate(source, 1) if "cuLaunchKernel(" in text)
     assert races[0].launch and races[0].launch.endswith(f"cuda_python_sum.py:{launch_line}"), races[0]
-    assert kprof.sanitize([PY, str(EXAMPLES / "cuda_python_sum.py"), "--fixed"], tools=["racecheck"]).clean
+    assert (kprof.sanitize([PY, str(EXAMPLES / "cuda_python_sum.py"), "--fixed"], tools=["racecheck"]).clean)
 
 
 def test_cupy_read_past_the_end_is_found_only_with_the_pool_off():
@@ -109,8 +110,8 @@ def test_a_cpp_programs_finding_names_its_launch_line(tmp_path):
     source = EXAMPLES / "vecadd.cu"
     arch = toolchain.detect_arch()
     for name, flags in (("vecadd", []), ("vecadd_fixed", ["-DFIXED"])):
-        subprocess.run([*compiler.program, f"-arch={arch}", "-g", "-lineinfo", *flags, "-o", str(tmp_path / name),
-                        str(source)], check=True, capture_output=True)
+        subprocess.run([*compiler.program, f"-arch={arch}", "-g", "-lineinfo", *flags, "-o",
+                        str(tmp_path / name), str(source)], check=True, capture_output=True)
     report = kprof.sanitize([str(tmp_path / "vecadd")], tools=["memcheck"])
     # the read of a[n], first
     (f,) = [f for f in report.findings if f.kind.startswith("out-of-bounds")]
@@ -143,7 +144,8 @@ def test_a_program_that_uses_cuda_but_launches_no_kernel_is_not_checked():
     """An allocation and a synchronisation, no kernel: compute-sanitizer starts on it and reports
     nothing; kprof's launch count saw no launch, so no tool is called clean."""
     _needs("cupy")
-    report = kprof.sanitize([PY, "-c", "import cupy; cupy.empty(4); cupy.cuda.Device().synchronize()"],
+    report = kprof.sanitize([PY, "-c",
+                             "import cupy; cupy.empty(4); cupy.cuda.Device().synchronize()"],
                             tools=["memcheck", "racecheck"])
     assert [r.status for r in report.results] == ["not-checked", "not-checked"], report.to_json()
     assert all(r.checked and r.checked.launches == 0 for r in report.results), report.to_json()
@@ -163,15 +165,19 @@ def test_a_clean_run_says_what_each_tool_checked():
         # its RawKernel has -lineinfo
         assert r.tool == "values" or (c.alongside and c.with_lines >= 1), (r.tool, c)
     _needs("torch")
-    torch_report = kprof.sanitize([PY, "-c", "import torch; x = torch.ones(1000, device='cuda'); print(float((x * 2).sum()))"],
+    torch_report = kprof.sanitize([PY, "-c",
+                                   "import torch; x = torch.ones(1000, device='cuda'); "
+                                   "print(float((x * 2).sum()))"],
                                   tools=["memcheck"])
     (t,) = torch_report.results
     assert t.status == "clean" and t.checked and t.checked.launches >= 2, torch_report.to_json()
 
 
 def test_a_hanging_program_is_stopped_at_the_timeout():
-    report = kprof.sanitize([PY, "-c", "import time; time.sleep(600)"], tools=["memcheck"], timeout=10)
-    assert report.results[0].status == "timeout" and "did not finish within 10 s" in report.results[0].message
+    report = kprof.sanitize([PY, "-c", "import time; time.sleep(600)"], tools=["memcheck"],
+                            timeout=10)
+    assert (report.results[0].status == "timeout"
+            and "did not finish within 10 s" in report.results[0].message)
 
 
 def test_a_torch_extension_is_reported_in_the_file_torch_generated_and_said_so():
@@ -218,7 +224,8 @@ def test_a_write_the_programs_nvtx_permissions_forbid_is_not_writable(tmp_path):
         pytest.skip("needs nvcc (a host program)")
     source = EXAMPLES / "nvtx_readonly.cu"
     for name, flags in (("nvtx_readonly", []), ("nvtx_fixed", ["-DFIXED"])):
-        subprocess.run([*compiler.program, f"-arch={toolchain.detect_arch()}", "-g", "-lineinfo", *flags, "-o",
+        subprocess.run([*compiler.program, f"-arch={toolchain.detect_arch()}", "-g", "-lineinfo",
+                        *flags, "-o",
                         str(tmp_path / name), str(source)], check=True, capture_output=True)
     report = kprof.sanitize([str(tmp_path / "nvtx_readonly")], tools=["memcheck"])
     found = [f for f in report.findings if f.file and f.file.endswith("nvtx_readonly.cu")]
@@ -229,9 +236,11 @@ def test_a_write_the_programs_nvtx_permissions_forbid_is_not_writable(tmp_path):
 
 
 def test_a_program_that_fails_without_a_finding_is_said():
-    report = kprof.sanitize([PY, "-c", "raise SystemExit('no such model file: weights.pt')"], tools=["memcheck"])
+    report = kprof.sanitize([PY, "-c", "raise SystemExit('no such model file: weights.pt')"],
+                            tools=["memcheck"])
     r = report.results[0]
-    assert r.status == "target-error" and "exited with code 1" in r.message and "weights.pt" in r.log
+    assert (r.status == "target-error" and "exited with code 1" in r.message
+            and "weights.pt" in r.log)
 
 
 def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
@@ -243,7 +252,8 @@ def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
     plugin = [] if installed else ["-p", "kprof.pytest_plugin"]
     # one pytest process, as a user's suite runs (the project's pyproject.toml adds -n auto for its
     # own tests)
-    done = subprocess.run([PY, "-m", "pytest", str(EXAMPLES / "test_gpu_ops.py"), "-p", "no:cacheprovider", "-q", "-n", "0",
+    done = subprocess.run([PY, "-m", "pytest", str(EXAMPLES / "test_gpu_ops.py"), "-p",
+                           "no:cacheprovider", "-q", "-n", "0",
                            *plugin, "--kprof-sanitize=memcheck"], capture_output=True, text=True, timeout=900)
     assert "1 failed, 9 passed" in done.stdout, done.stdout[-3000:]
     assert "FAILED examples/test_gpu_ops.py::test_scale_unmasked" in done.stdout
@@ -253,7 +263,8 @@ def test_pytest_kprof_sanitize_fails_exactly_the_buggy_test():
 @pytest.mark.xdist_group("ncu")
 def test_profile_a_triton_kernel_in_a_program(capsys):
     _needs("triton")
-    code = cli.main(["profile", "--kernel", "scale", "--json", "--", PY, str(EXAMPLES / "triton_scale.py"), "--fixed"])
+    code = cli.main(["profile", "--kernel", "scale", "--json", "--", PY,
+                     str(EXAMPLES / "triton_scale.py"), "--fixed"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["kernels"] and data["kernels"][0]["kernel"].startswith("scale"), data
     assert data["kernels"][0]["duration_s"] > 0
@@ -271,11 +282,13 @@ def test_a_two_rank_job_names_the_rank_of_its_bug_and_a_clean_one_is_clean():
     """torchrun with two ranks on one GPU (gloo): every rank under memcheck on its own, the finding
     in rank 1 at the Triton kernel's line, the fixed job clean under each tool."""
     _needs("triton")
-    job = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLES / "two_ranks.py")]
+    job = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(EXAMPLES / "two_ranks.py")]
     report = kprof.sanitize(job, "memcheck", timeout=240)
     (r,) = report.results
     assert r.status == "findings", (r.message, r.notes, r.log)
-    assert {f.rank for f in r.findings} == {1} and all(f.file and f.file.endswith("two_ranks.py") for f in r.findings)
+    assert {f.rank for f in r.findings} == {1} and all(f.file and f.file.endswith("two_ranks.py")
+                                                       for f in r.findings)
     assert r.notes[0] == "2 rank(s), each under memcheck on its own"
     clean = kprof.sanitize([*job, "--fixed"], ["memcheck", "racecheck"], timeout=240)
     assert clean.clean, [(x.tool, x.status, x.message, x.notes) for x in clean.results]

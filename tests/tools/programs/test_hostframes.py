@@ -53,20 +53,20 @@ def _report(binary: str, launch_pc: int, main_pc: int) -> str:
         _frame("main", main_pc, binary),
         _frame("__libc_start_main", 0x29E40, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
     ])  # fmt: skip
-    return ("<?xml version='1.0' encoding='utf-8'?><ComputeSanitizerOutput><record><kind>Precise</kind><what>"
-            "<text>Invalid __global__ write of size 4 bytes</text><accessType>Write</accessType><size>4</size>"
+    return ("<?xml version='1.0' "
+            "encoding='utf-8'?><ComputeSanitizerOutput><record><kind>Precise</kind><what><text>Invalid __global__ write of size 4 bytes</text><accessType>Write</accessType><size>4</size>"
             "<address>0x7f0000000fa0</address><threadIdx><x>232</x><y>0</y><z>0</z></threadIdx>"
             "<blockIdx><x>3</x><y>0</y><z>0</z></blockIdx></what>"
             "<where><func>_Z6vecaddPKfPfi</func><path>/src/vecadd.cu</path><line>4</line><pc>0x100</pc></where>"
-            f"<hostStack><saveLocation>kernel launch time</saveLocation>{stack}</hostStack></record>"
-            "</ComputeSanitizerOutput>")
+            "<hostStack><saveLocation>kernel launch "
+            f"time</saveLocation>{stack}</hostStack></record></ComputeSanitizerOutput>")
 
 
 def _returns_after_calls(binary, caller: str, callee: str) -> int:
     """The return address of ``caller``'s call to ``callee`` (what a saved stack holds), from
     objdump."""
-    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
+                          text=True, check=True).stdout
     body = text.split(f"<{caller}>:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     for i, line in enumerate(body):
         if re.search(rf"call\s+[0-9a-f]+ <{re.escape(callee)}>", line):
@@ -87,7 +87,8 @@ def _build(tmp_path, *flags):
     source = tmp_path / "vecadd.cu"
     source.write_text(VECADD)
     binary = tmp_path / "vecadd"
-    subprocess.run([*compiler.program, "-arch=sm_90", "-lineinfo", *flags, "-o", str(binary), str(source)],
+    subprocess.run([*compiler.program, "-arch=sm_90", "-lineinfo", *flags, "-o", str(binary),
+                    str(source)],
                    check=True, capture_output=True)
     return source, str(binary)
 
@@ -118,12 +119,15 @@ def test_the_native_site_skips_the_runtime_the_stub_and_other_peoples_modules():
     frames = [hostframes.Frame(None, None, None, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", 1),
               hostframes.Frame("cudaLaunchKernel", None, None, "/home/u/app", 2),
               hostframes.Frame("_Z6vecaddPKfPfi", None, None, "/home/u/app", 3),
-              hostframes.Frame("_ZN5torch3fooEv", None, None, "/opt/env/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", 4),
+              hostframes.Frame("_ZN5torch3fooEv", None, None,
+                               "/opt/env/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so",
+                               4),
               hostframes.Frame(None, None, None, "/home/u/app", 0x8D14)]
     site = hostframes.native_site(frames, "vecadd(float const*, float*, int)")
     assert site is not None and site.pc == 0x8D14 and site.where() == "0x8d14 in app"
     assert hostframes.native_site(frames[:4], "vecadd(float const*, float*, int)") is None
-    assert not hostframes.is_user_module("/opt/venv/bin/python3") and not hostframes.is_user_module("app")
+    assert (not hostframes.is_user_module("/opt/venv/bin/python3")
+            and not hostframes.is_user_module("app"))
     assert hostframes.is_user_module("/home/u/build/libmykernels.so")
 
 
@@ -133,7 +137,7 @@ def test_addr2lines_answer_is_read_and_an_unknown_line_is_none():
     assert addr2line.parse("??\n??:0\n", 1) == [(None, None, None)]
     # a cut answer
     assert addr2line.parse("main\n", 2) == [("main", None, None), (None, None, None)]
-    assert addr2line.argv("addr2line", "/x/app", [0x10, 0x8ccf]) == ["addr2line", "-f", "-C", "-e", "/x/app", "0x10", "0x8ccf"]
+    assert (addr2line.argv("addr2line", "/x/app", [0x10, 0x8ccf]) == ["addr2line", "-f", "-C", "-e", "/x/app", "0x10", "0x8ccf"])
 
 
 def test_the_elf_base_of_each_kind_of_file():

@@ -22,7 +22,8 @@ FAKE = Path(__file__).parents[2] / "data" / "fake_launch_program.py"
 
 def _log(*launches, ok=True, cut=False) -> launchlog.Run:
     lines = [{"event": "recorder", "ok": ok}] + [
-        {"event": "launch", "seq": i, "kernel": k, "site": f"p.py:{10 + i}", "args": a} for i, (k, a) in enumerate(launches)]
+        {"event": "launch", "seq": i, "kernel": k, "site": f"p.py:{10 + i}", "args": a}
+        for i, (k, a) in enumerate(launches)]
     if cut:
         lines.append({"event": "cut", "after": len(launches)})
     return launchlog.read("\n".join(json.dumps(x) for x in lines) + "\nnot json\n[1]\n")
@@ -33,7 +34,8 @@ def test_two_runs_agree_or_part_at_their_first_difference():
     assert launchlog.compare(a, a) is None
     b = _log(("fill", [[0, 400, "aa"]]), ("count", [[0, 400, "aa"], [2, 4, "cc"]]))
     d = launchlog.compare(a, b)
-    assert d is not None and (d.seq, d.kernel, d.site, d.arg, d.what) == (1, "count", "p.py:11", 2, "output")
+    assert (d is not None
+            and (d.seq, d.kernel, d.site, d.arg, d.what) == (1, "count", "p.py:11", 2, "output"))
     c = _log(("fill", [[0, 400, "aa"]]), ("scale", []))
     assert launchlog.compare(a, c).what == "kernel"
     short = _log(("fill", [[0, 400, "aa"]]))
@@ -45,7 +47,8 @@ def test_two_runs_agree_or_part_at_their_first_difference():
 def test_a_race_is_far_apart_and_a_float_sum_in_another_order_is_not():
     race = launchlog.difference(struct.pack("<ii", 7, 37), struct.pack("<ii", 7, 51200))
     assert not race.rounding and race.first == 1 and "37 vs 51200 as int32" in race.text()
-    near = launchlog.difference(struct.pack("<f", 1000.0), struct.pack("<f", 1000.0 + 6.103515625e-05))
+    near = launchlog.difference(struct.pack("<f", 1000.0),
+                                struct.pack("<f", 1000.0 + 6.103515625e-05))
     assert near.rounding and near.max_rel < 1e-6
     # close integers: no floats
     counts = launchlog.difference(struct.pack("<i", 51200), struct.pack("<i", 51199))
@@ -85,14 +88,16 @@ def test_a_race_that_ends_the_same_on_an_idle_gpu_is_found_on_a_crowded_one(monk
 def test_the_recorders_crowd_is_asked_for_and_bounded():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parents[2] / "hooks" / "launch_recorder.py")
+    spec = importlib.util.spec_from_file_location("launch_recorder",
+                                                  Path(values.__file__).parents[2] / "hooks" / "launch_recorder.py")
     rec = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rec)
     assert rec._crowd_ns("", "") == 0 and rec._crowd_ns("0", "500") == 0  # no crowd unless asked
     assert rec._crowd_ns("1", "") == rec.CROWD_US * 1000 and rec._crowd_ns("1", "250") == 250_000
     # out of range: default
     assert rec._crowd_ns("1", "-5") == rec._crowd_ns("1", "9" * 30) == rec.CROWD_US * 1000
-    assert rec.CROWD_PTX.endswith(b"\0") and b".entry kprof_crowd" in rec.CROWD_PTX and b"%globaltimer" in rec.CROWD_PTX
+    assert (rec.CROWD_PTX.endswith(b"\0") and b".entry kprof_crowd" in rec.CROWD_PTX
+            and b"%globaltimer" in rec.CROWD_PTX)
 
 
 def test_a_float_sum_in_another_order_is_said_not_reported():
@@ -102,8 +107,10 @@ def test_a_float_sum_in_another_order_is_said_not_reported():
 
 
 @pytest.mark.parametrize("mode, status, words", [
-    ("same", "clean", ""), ("nokernel", "not-checked", "saw no kernel launched through the driver API"),
-    ("norecorder", "not-checked", "never started in the program"), ("fails", "target-error", "exited with code 3"),
+    ("same", "clean", ""),
+    ("nokernel", "not-checked", "saw no kernel launched through the driver API"),
+    ("norecorder", "not-checked", "never started in the program"),
+    ("fails", "target-error", "exited with code 3"),
     ("unreadable", "not-checked", "could not read the program's launches: TypeError")])
 def test_what_each_program_gets(mode, status, words):
     r = _run(mode)
@@ -114,7 +121,8 @@ def test_kprof_sanitize_tool_values_on_a_program(monkeypatch, capsys):
     from kprof.commands import api
 
     monkeypatch.setattr(api, "require_gpu", lambda tool: None)
-    code = cli.main(["sanitize", "--tool", "values", "--json", "--", sys.executable, str(FAKE), "race"])
+    code = cli.main(["sanitize", "--tool", "values", "--json", "--", sys.executable, str(FAKE),
+                     "race"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and [f["kind"] for f in data["findings"]] == ["race"], data
     assert [t["tool"] for t in data["tools"]] == ["values"]
@@ -136,13 +144,15 @@ def test_the_crowd_kernels_ptx_assembles_for_old_and_new_gpus(tmp_path):
         pytest.skip("no ptxas here (the CUDA toolkit's assembler)")
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parents[2] / "hooks" / "launch_recorder.py")
+    spec = importlib.util.spec_from_file_location("launch_recorder",
+                                                  Path(values.__file__).parents[2] / "hooks" / "launch_recorder.py")
     rec = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rec)
     ptx = tmp_path / "crowd.ptx"
     ptx.write_bytes(rec.CROWD_PTX.rstrip(b"\0"))
     for arch in ("sm_75", "sm_90"):
-        done = subprocess.run([ptxas, f"-arch={arch}", str(ptx), "-o", str(tmp_path / f"{arch}.cubin")],
+        done = subprocess.run([ptxas, f"-arch={arch}", str(ptx), "-o",
+                               str(tmp_path / f"{arch}.cubin")],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
 
@@ -161,41 +171,50 @@ def test_the_recorders_struct_offsets_are_the_headers(tmp_path):
         root = Path(str(proc.find_tool("nvcc"))).resolve().parent.parent
     except Exception:  # no toolkit here
         root = None
-    include = next((d for d in ([root / "include", root / "targets" / "x86_64-linux" / "include"] if root else [])
+    include = next((d
+                    for d in ([root / "include", root / "targets" / "x86_64-linux" / "include"]
+                              if root else [])
                     if (d / "generated_cuda_meta.h").exists() and (d / "cupti_callbacks.h").exists()), None)
     if cc is None or include is None:
-        pytest.skip("needs a C compiler and the CUDA toolkit's headers (generated_cuda_meta.h, cupti_callbacks.h)")
+        pytest.skip("needs a C compiler and the CUDA toolkit's headers (generated_cuda_meta.h, "
+                    "cupti_callbacks.h)")
     source = tmp_path / "offsets.c"
     # __CUDA_API_VERSION_INTERNAL: cuda.h then declares the _v1 types generated_cuda_meta.h's older
     # calls use
-    source.write_text("#include <stdio.h>\n#include <stddef.h>\n#define __CUDA_API_VERSION_INTERNAL 1\n"
-                      "#include <cuda.h>\n#include <cupti_callbacks.h>\n"
-                      "#include <generated_cuda_meta.h>\nint main(void) {\n"
-                      "  printf(\"%zu %zu %zu %zu %zu %zu %zu\\n\", offsetof(CUpti_CallbackData, functionParams),\n"
-                      "    offsetof(cuLaunchKernel_params, f), offsetof(cuLaunchKernel_params, kernelParams),\n"
-                      "    offsetof(cuLaunchKernel_params, hStream), offsetof(cuLaunchKernelEx_params, f),\n"
-                      "    offsetof(cuLaunchKernelEx_params, kernelParams), offsetof(CUlaunchConfig, hStream));\n"
-                      "  return 0;\n}\n")
+    source.write_text("#include <stdio.h>\n#include <stddef.h>\n#define "
+                      "__CUDA_API_VERSION_INTERNAL 1\n#include <cuda.h>\n#include "
+                      "<cupti_callbacks.h>\n#include <generated_cuda_meta.h>\nint main(void) {\n"
+                      "  printf(\"%zu %zu %zu %zu %zu %zu %zu\\n\", offsetof(CUpti_CallbackData, "
+                      "functionParams),\n    offsetof(cuLaunchKernel_params, f), "
+                      "offsetof(cuLaunchKernel_params, kernelParams),\n    "
+                      "offsetof(cuLaunchKernel_params, hStream), offsetof(cuLaunchKernelEx_params, "
+                      "f),\n    offsetof(cuLaunchKernelEx_params, kernelParams), "
+                      "offsetof(CUlaunchConfig, hStream));\n  return 0;\n}\n")
     binary = tmp_path / "offsets"
-    built = subprocess.run([cc, f"-I{include}", str(source), "-o", str(binary)], capture_output=True, text=True, timeout=120)
+    built = subprocess.run([cc, f"-I{include}", str(source), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
-    cb, f, kp, stream, ex_f, ex_kp, ex_stream = map(int, subprocess.run([str(binary)], capture_output=True, text=True,
-                                                                       timeout=30, check=True).stdout.split())
-    spec = importlib.util.spec_from_file_location("launch_recorder", Path(values.__file__).parents[2] / "hooks" / "launch_recorder.py")
+    cb, f, kp, stream, ex_f, ex_kp, ex_stream = map(int,
+                                                    subprocess.run([str(binary)], capture_output=True, text=True,
+                                                                  timeout=30, check=True).stdout.split())
+    spec = importlib.util.spec_from_file_location("launch_recorder",
+                                                  Path(values.__file__).parents[2] / "hooks" / "launch_recorder.py")
     rec = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rec)
     assert cb == rec._CB_FUNCTION_PARAMS
-    assert rec._KERNEL_PARAMS["cuLaunchKernel"] == rec._KERNEL_PARAMS["cuLaunchKernel_ptsz"] == (f, kp)
-    assert rec._KERNEL_PARAMS["cuLaunchKernelEx"] == rec._KERNEL_PARAMS["cuLaunchKernelEx_ptsz"] == (ex_f, ex_kp)
-    assert rec._STREAM_AT["cuLaunchKernel"] == stream and rec._STREAM_AT["cuLaunchKernelEx"] == ex_stream
+    assert (rec._KERNEL_PARAMS["cuLaunchKernel"] == rec._KERNEL_PARAMS["cuLaunchKernel_ptsz"] == (f, kp))
+    assert (rec._KERNEL_PARAMS["cuLaunchKernelEx"] == rec._KERNEL_PARAMS["cuLaunchKernelEx_ptsz"] == (ex_f, ex_kp))
+    assert (rec._STREAM_AT["cuLaunchKernel"] == stream
+            and rec._STREAM_AT["cuLaunchKernelEx"] == ex_stream)
 
 
 def test_a_launch_is_read_typed_and_what_is_not_an_argument_is_left_out():
     from kprof.tools.programs.launchlog import Launch, read
 
     text = ('{"event": "recorder", "ok": true}\n'
-            '{"event": "launch", "seq": 0, "kernel": "count", "site": "p.py:12", "args": [[0, 4, "ab"], [1, "x", "c"], 7]}\n'
-            '{"event": "launch", "seq": "1", "kernel": "count", "args": []}\n'
-            '{"event": "launch", "seq": 2, "args": [[2, 8, 99]], "site": 3}\n')
+            '{"event": "launch", "seq": 0, "kernel": "count", "site": "p.py:12", "args": [[0, 4, '
+            '"ab"], [1, "x", "c"], 7]}\n{"event": "launch", "seq": "1", "kernel": "count", "args": '
+            '[]}\n{"event": "launch", "seq": 2, "args": [[2, 8, 99]], "site": 3}\n')
     run = read(text)
-    assert run.ok and run.launches == [Launch(0, "count", "p.py:12", ((0, 4, "ab"),)), Launch(2, "?", None, ((2, 8, "99"),))]
+    assert run.ok and run.launches == [Launch(0, "count", "p.py:12", ((0, 4, "ab"),)),
+                                       Launch(2, "?", None, ((2, 8, "99"),))]

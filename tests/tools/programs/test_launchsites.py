@@ -26,11 +26,12 @@ from kprof.tools.programs.launchsites import LaunchSite, Sites
 
 HOOKS = Path(kprof.__file__).parent / "hooks"
 SOFTMAX = "_ZN2at6native12_GLOBAL__N_119cunn_SoftMaxForwardILi4EfffNS1_25LogSoftMaxForwardEpilogueEEEvPT2_PKT0_i"
-SOFTMAX_NCU = ("void at::<unnamed>::cunn_SoftMaxForward<4, float, float, float, at::<unnamed>::LogSoftMaxForwardEpilogue>"
-               "(T4 *, const T2 *, int)")
+SOFTMAX_NCU = ("void at::<unnamed>::cunn_SoftMaxForward<4, float, float, float, "
+               "at::<unnamed>::LogSoftMaxForwardEpilogue>(T4 *, const T2 *, int)")
 
 
-def _tally(tmp_path: Path, sites: str = "all", of: str = "[]", monkeypatch: pytest.MonkeyPatch | None = None):
+def _tally(tmp_path: Path, sites: str = "all", of: str = "[]",
+           monkeypatch: pytest.MonkeyPatch | None = None):
     spec = importlib.util.spec_from_file_location("launch_tally_sites", HOOKS / "launch_tally.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -74,7 +75,8 @@ def test_each_kernel_is_placed_at_the_users_line_once_per_place(tmp_path, monkey
     assert sites[0]["line"] != sites[1]["line"]
     parsed = launchsites.from_tally(_lines({"pid": t.pid, "event": "tally", "ok": True}) +
                                     (tmp_path / "tally.jsonl").read_text())
-    assert parsed.counted and [s.where() for s in parsed.by_kernel["backward"]] == [launchsites.NO_FRAME]
+    assert (parsed.counted
+            and [s.where() for s in parsed.by_kernel["backward"]] == [launchsites.NO_FRAME])
     assert parsed.by_kernel["scale"][0].where() == f"{here}:{sites[0]['line']} ({sites[0]['func']})"
 
 
@@ -101,8 +103,10 @@ def _lines(*events: dict) -> str:
 
 
 def test_a_program_with_no_hooked_python_process_has_no_sites_and_says_why():
-    assert not launchsites.from_tally("").counted and "no Python process" in launchsites.from_tally("").why
-    refused = _lines({"pid": 1, "event": "tally", "ok": False, "why": "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"})
+    assert (not launchsites.from_tally("").counted
+            and "no Python process" in launchsites.from_tally("").why)
+    refused = _lines({"pid": 1, "event": "tally", "ok": False,
+                      "why": "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"})
     assert launchsites.from_tally(refused).why == "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
     cut = _lines({"pid": 1, "event": "tally", "ok": True}) + '{"pid": 1, "event": "site", "na'
     assert launchsites.from_tally(cut) == Sites({}, counted=True)
@@ -112,10 +116,13 @@ def test_the_run_hands_the_program_the_site_mode_and_reads_what_it_wrote(tmp_pat
     prog = tmp_path / "prog.py"
     prog.write_text("import json, os\n"
                     "with open(os.environ['KPROF_LAUNCH_TALLY'], 'a') as f:\n"
-                    "    f.write(json.dumps({'pid': os.getpid(), 'event': 'tally', 'ok': True}) + '\\n')\n"
-                    "    f.write(json.dumps({'pid': os.getpid(), 'event': 'site', 'name': os.environ['KPROF_LAUNCH_SITES'],"
-                    " 'path': os.environ['KPROF_LAUNCH_SITES_OF'], 'line': 3, 'func': 'main', 'launches': 1}) + '\\n')\n")
-    found = launchsites.run([sys.executable, str(prog)], timeout=60, env=dict(__import__("os").environ), stop_after=12,
+                    "    f.write(json.dumps({'pid': os.getpid(), 'event': 'tally', 'ok': True}) + "
+                    "'\\n')\n    f.write(json.dumps({'pid': os.getpid(), 'event': 'site', 'name': "
+                    "os.environ['KPROF_LAUNCH_SITES'], 'path': "
+                    "os.environ['KPROF_LAUNCH_SITES_OF'], 'line': 3, 'func': 'main', 'launches': "
+                    "1}) + '\\n')\n")
+    found = launchsites.run([sys.executable, str(prog)], timeout=60,
+                            env=dict(__import__("os").environ), stop_after=12,
                             kernels=("gemm", "norm", "gemm"))
     assert found.counted and found.complete
     ((name, (site,)),) = found.by_kernel.items()
@@ -131,7 +138,8 @@ def test_ncus_kernel_names_meet_the_launch_calls_names():
     sites = Sites({SOFTMAX: (LaunchSite(SOFTMAX, "/u/model.py", 40, "forward", 9, 1),),
                    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_":
                        (LaunchSite("fill", "/u/train.py", 12, "<module>", 1, 1),),
-                   "triton_poi_fused_gelu_2": (LaunchSite("triton_poi_fused_gelu_2", "/u/train.py", 30, "step", 3, 1),)},
+                   "triton_poi_fused_gelu_2": (LaunchSite("triton_poi_fused_gelu_2", "/u/train.py",
+                                                          30, "step", 3, 1),)},
                   counted=True)
     found, how = program.match_sites(SOFTMAX_NCU, sites)
     assert how == "name" and [s.where() for s in found] == ["/u/model.py:40 (forward)"]
@@ -139,31 +147,38 @@ def test_ncus_kernel_names_meet_the_launch_calls_names():
     assert how == "name" and found[0].line == 30
     # ncu writes a lambda's instantiation its own way: the function name still finds the kernel,
     # said as a guess
-    found, how = program.match_sites("void at::native::vectorized_elementwise_kernel<4, [lambda() (instance 1)]>(int, T2)",
+    found, how = program.match_sites("void at::native::vectorized_elementwise_kernel<4, [lambda() "
+                                     "(instance 1)]>(int, T2)",
                                      sites)
     assert how == "function name" and found[0].where() == "/u/train.py:12"
     assert program.match_sites("nvjet_sm90_tst_256x128", sites) == ((), "")
 
 
 def test_the_ranking_carries_each_kernels_lines_first_launched_first():
-    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake")
+    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None,
+                         spec_bytes=None, reason="fake")
     profiles = [replace(base, kernel=f"{SOFTMAX_NCU}#{i}", duration_s=1e-3).with_metrics(dram_fraction=0.9) for i in range(2)]
     profiles.append(replace(base, kernel="nvjet_sm90_tst#2", duration_s=1e-4).with_metrics(tensor_pipe=0.9))
     sites = _sites(**{SOFTMAX: [("/u/model.py", 41), (None, None), ("/u/model.py", 40)]})
     ranked = program.rank(profiles, sites)
-    assert ranked[0].sites == ("/u/model.py:41 (forward)", "/u/model.py:40 (forward)", launchsites.NO_FRAME)
-    assert ranked[0].sites_by == "name" and ranked[1].sites == () and ranked[0].to_dict()["sites"][0].endswith("(forward)")
+    assert ranked[0].sites == ("/u/model.py:41 (forward)", "/u/model.py:40 (forward)",
+                               launchsites.NO_FRAME)
+    assert (ranked[0].sites_by == "name" and ranked[1].sites == ()
+            and ranked[0].to_dict()["sites"][0].endswith("(forward)"))
     text = render_profile.program_ranking(ranked, sites=sites)
-    assert "LAUNCHED FROM" in text and "/u/model.py:41 (forward) (+2 more)" in text and "second run" in text
+    assert ("LAUNCHED FROM" in text and "/u/model.py:41 (forward) (+2 more)" in text
+            and "second run" in text)
     assert program.profiled_names(profiles) == ("cunn_SoftMaxForward", "nvjet_sm90_tst")
-    missing = render_profile.program_ranking(ranked, sites=Sites(why="the program started no Python process"))
+    missing = render_profile.program_ranking(ranked,
+                                             sites=Sites(why="the program started no Python process"))
     assert "launched from: not found (the program started no Python process)" in missing
 
 
 def test_the_api_profiles_then_finds_the_sites_of_what_ncu_profiled(monkeypatch):
     from kprof.commands import profiles
 
-    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None, spec_bytes=None, reason="fake")
+    base = prof.fallback("k", {}, 1e-3, 32, 256, 0, dynamic_smem=0, arch="sm_90", spec_flops=None,
+                         spec_bytes=None, reason="fake")
     profiled = [replace(base, kernel="triton_poi_fused_gelu_2#3", duration_s=1e-4)]
     asked: dict = {}
     monkeypatch.setattr(profiles, "profile", lambda cmd, **kw: profiled)
@@ -173,8 +188,10 @@ def test_the_api_profiles_then_finds_the_sites_of_what_ncu_profiled(monkeypatch)
         return _sites(triton_poi_fused_gelu_2=[("/u/train.py", 30)])
 
     monkeypatch.setattr(launchsites, "run", fake_run)
-    got = profiles.profile_program(["python", "train.py"], launch_skip=3, launch_count=5, timeout=42)
-    assert asked["stop_after"] == 8 and asked["kernels"] == ("triton_poi_fused_gelu_2",) and asked["timeout"] == 42
+    got = profiles.profile_program(["python", "train.py"], launch_skip=3, launch_count=5,
+                                   timeout=42)
+    assert (asked["stop_after"] == 8 and asked["kernels"] == ("triton_poi_fused_gelu_2",)
+            and asked["timeout"] == 42)
     assert asked["argv"][-1] == "train.py"
     assert got.ranking[0].sites == ("/u/train.py:30 (forward)",) and got.profiles == profiled
 

@@ -98,7 +98,7 @@ def test_kprofs_own_frames_are_never_the_launch_site(data_dir):
     root = ET.parse(data_dir / DATA / "rec_oob.memcheck.xml").getroot()
     stack = hostframes.frames(root.find("record"))
     assert any(f.path and f.path.endswith("kprof/runner.py") for f in stack)
-    assert all(not hostframes.is_user_file(f.path or "") for f in stack if f.path and "kprof" in f.path)
+    assert (all(not hostframes.is_user_file(f.path or "") for f in stack if f.path and "kprof" in f.path))
 
 
 TEXT = """========= Invalid __global__ write of size 4 bytes
@@ -113,7 +113,7 @@ TEXT = """========= Invalid __global__ write of size 4 bytes
 
 def test_the_allocation_an_access_missed_comes_from_the_text_report():
     found = sanitizer_xml.nearest_allocations(TEXT)
-    assert found[0x7F3A5C000FA0] == "immediately past the end of a 4,000-byte allocation at 0x7f3a5c000000 (the nearest one)"
+    assert (found[0x7F3A5C000FA0] == "immediately past the end of a 4,000-byte allocation at 0x7f3a5c000000 (the nearest one)")
     assert found[0x7F3A5C000000].startswith("16 bytes before the start of a 512-byte allocation")
 
 
@@ -133,7 +133,7 @@ def test_a_trap_gets_a_message_a_person_can_act_on():
     xml = ("<ComputeSanitizerOutput><record><kind>Imprecise</kind><what><text></text>"
            "<error>Warp Illegal Instruction</error></what></record></ComputeSanitizerOutput>")
     (f,), _ = sanitizer_xml.parse_xml(xml, "memcheck")
-    assert f.kind == "hardware-exception" and "__trap()" in f.message and "Warp Illegal Instruction" in f.message
+    assert (f.kind == "hardware-exception" and "__trap()" in f.message and "Warp Illegal Instruction" in f.message)
 
 
 @pytest.mark.parametrize("name, tool", [("rec_oob.memcheck.xml", "memcheck"), ("rec_race.racecheck_default.xml", "racecheck"),
@@ -160,10 +160,10 @@ def _done(rc=0, out="", err="", timed_out=False):
 
 def test_a_program_that_fails_with_nothing_found_is_told_apart():
     r = toolrun.classify_program("memcheck", _done(3, err="Traceback...\nValueError: bad"), Status(3), [], [], 60, have_xml=True)
-    assert r.status == "target-error" and "exited with code 3" in r.message and "ValueError" in r.log
+    assert (r.status == "target-error" and "exited with code 3" in r.message and "ValueError" in r.log)
     r = toolrun.classify_program("memcheck", _done(137), Status(-9, "SIGKILL"), [], [], 60, have_xml=True)
     assert r.status == "target-error" and "killed by SIGKILL" in r.message
-    assert toolrun.classify_program("memcheck", _done(0), Status(0), [], [], 60, have_xml=True).status == "clean"
+    assert (toolrun.classify_program("memcheck", _done(0), Status(0), [], [], 60, have_xml=True).status == "clean")
     r = toolrun.classify_program("memcheck", _done(1, err="no driver"), None, [], [], 60, have_xml=False)
     assert r.status == "tool-error" and "before the program ran" in r.message
     r = toolrun.classify_program("memcheck", _done(timed_out=True), None, [], [], 5, have_xml=False)
@@ -253,7 +253,7 @@ def test_a_program_that_launched_no_kernel_is_not_checked_under_every_tool(fake_
     assert out, err
     data = json.loads(out)
     assert code == 8 and [t["status"] for t in data["tools"]] == ["not-checked"] * 4
-    assert data["tools"][0]["checked"]["launches"] == 0 and data["tools"][0]["checked"]["pools_off"] is True
+    assert (data["tools"][0]["checked"]["launches"] == 0 and data["tools"][0]["checked"]["pools_off"] is True)
     assert counted == [[sys.executable, "-c", "pass"]], "one count for all the tools"
 
 
@@ -375,7 +375,7 @@ def test_rank_markers_give_each_pid_its_rank_and_pass_over_what_is_not_kprofs(tm
     (tmp_path / "rank2.json").write_text("{torn")
     (tmp_path / "rank3.json").write_text(json.dumps(["not", "a", "marker"]))
     assert ranks.pids(tmp_path) == {101: 0, 102: 1}
-    assert json.loads(ranks.mark_env(tmp_path)["KPROF_RANK_WRAP"]) == {"argv": [], "folder": str(tmp_path)}
+    assert (json.loads(ranks.mark_env(tmp_path)["KPROF_RANK_WRAP"]) == {"argv": [], "folder": str(tmp_path)})
 
 
 def test_program_argv_for_ncu_picks_kernels_and_ranges():
@@ -383,7 +383,7 @@ def test_program_argv_for_ncu_picks_kernels_and_ranges():
 
     argv = ncu.program_argv("ncu", kernel="add.*", nvtx_range="step", launch_skip=2, launch_count=3)
     assert argv[argv.index("--kernel-name") + 1] == "regex:add.*"
-    assert "step/" in argv and "kprof@step/" in argv and argv[argv.index("--launch-count") + 1] == "3"
+    assert ("step/" in argv and "kprof@step/" in argv and argv[argv.index("--launch-count") + 1] == "3")
 
 
 # ---------------------------------------------------------------------------- the CLI without a GPU
@@ -464,7 +464,7 @@ def test_import_kprof_range_is_light():
         kprof.range
         print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in ('cuda', 'nvtx', 'numpy')))
     """)
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    assert (subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]")
 
 
 # ---------------------------------------------------------------------------- recorded on an H200
@@ -478,16 +478,16 @@ def test_recorded_triton_missing_mask(data_dir):
     r = sanitize.from_xml(data_dir / PROGRAMS / "triton_scale.memcheck.xml", None)
     assert r.tool == "memcheck" and len(r.findings) == 1, [f.to_dict() for f in r.findings]
     f = r.findings[0]
-    assert (f.kind, f.kernel, f.location()) == ("out-of-bounds-write", "scale", "triton_scale.py:27")
+    assert ((f.kind, f.kernel, f.location()) == ("out-of-bounds-write", "scale", "triton_scale.py:27"))
     assert f.launch.endswith("examples/triton_scale.py:34"), "the user's line, past torch's and triton's frames"
-    assert f.detail == "1 byte past the end of a 4,000-byte allocation at 0x7f5612801200 (the nearest one)"
+    assert (f.detail == "1 byte past the end of a 4,000-byte allocation at 0x7f5612801200 (the nearest one)")
     assert f.count == 12 and any("stopped the kernel at its first error" in n for n in r.notes)
 
 
 def test_recorded_pool_hides_the_same_bug(data_dir):
     """The same program with PyTorch's caching allocator on: memcheck reports nothing."""
-    assert sanitize.from_xml(data_dir / PROGRAMS / "triton_scale.pool.xml", "memcheck").status == "clean"
-    assert sanitize.from_xml(data_dir / PROGRAMS / "cupy_shift.pool.xml", "memcheck").status == "clean"
+    assert (sanitize.from_xml(data_dir / PROGRAMS / "triton_scale.pool.xml", "memcheck").status == "clean")
+    assert (sanitize.from_xml(data_dir / PROGRAMS / "cupy_shift.pool.xml", "memcheck").status == "clean")
 
 
 def test_recorded_cupy_read_past_the_end(data_dir, tmp_path):
@@ -499,7 +499,7 @@ def test_recorded_cupy_read_past_the_end(data_dir, tmp_path):
     saved.with_suffix(".txt").write_text((data_dir / PROGRAMS / "cupy_shift.memcheck.txt").read_text())
     r = sanitize.from_xml(saved, None)
     (f,) = r.findings
-    assert (f.kind, f.kernel, f.line) == ("out-of-bounds-read", "forward_diff", 5) and f.file.endswith(".cubin.cu")
+    assert ((f.kind, f.kernel, f.line) == ("out-of-bounds-read", "forward_diff", 5) and f.file.endswith(".cubin.cu"))
     assert f.launch.endswith("examples/cupy_shift.py:30"), "past CuPy's Cython frames (cupy/cuda/function.cpp)"
     assert "past the end of a 4,000-byte allocation" in f.detail
 
@@ -507,7 +507,7 @@ def test_recorded_cupy_read_past_the_end(data_dir, tmp_path):
 def test_recorded_cuda_python_race_is_one_headline(data_dir):
     r = sanitize.from_xml(data_dir / PROGRAMS / "cuda_python_sum.racecheck.xml", None)
     (f,) = r.findings
-    assert f.kind.startswith("race-") and f.location() == "block_sum.cu:10" and f.kernel == "block_sum"
+    assert (f.kind.startswith("race-") and f.location() == "block_sum.cu:10" and f.kernel == "block_sum")
     assert f.launch.endswith("examples/cuda_python_sum.py:54")
     assert f.launches == 1 and f.to_dict()["grids"] == [1]
 
@@ -555,7 +555,7 @@ def test_consequences_are_grouped_under_the_bug_that_explains_them():
     other = Finding("values", "wrong-result", "tiled_matmul_no_bounds", "/k/t.cu", None, thread=None, block=None, count=1, message="D", buffer="D")
     results = explain([ToolResult("memcheck", "findings", [oob], 1.0), ToolResult("values", "findings", vals + [other], 1.0)])
     marked = results[1].findings
-    assert all(f.extra.explained_by == "memcheck out-of-bounds-write at t.cu:15" for f in marked[:3])
+    assert (all(f.extra.explained_by == "memcheck out-of-bounds-write at t.cu:15" for f in marked[:3]))
     assert marked[3].extra.explained_by is None
     text = render_sanitize.sanitize_report(results)
     assert text.count("consequence (values)") == 3
@@ -621,7 +621,7 @@ def test_a_program_the_tool_never_saw_is_not_checked_never_clean():
     # A program that failed before its first CUDA call: its failure is what to fix (seen on an H200,
     # 31266b6: `python -c "raise SystemExit(...)"` under memcheck)
     failed = toolrun.classify_program("memcheck", _done(99, out=out), Status(1), [], [], 60, have_xml=False)
-    assert failed.status == "target-error" and "exited with code 1 before any CUDA call" in failed.message
+    assert (failed.status == "target-error" and "exited with code 1 before any CUDA call" in failed.message)
 
 
 def test_kprofs_modules_are_known_in_either_layout_wherever_kprof_was_installed():
@@ -649,7 +649,7 @@ def test_the_shims_record_is_read_typed(tmp_path):
     status.write_text('{"returncode": true}')
     assert exitcode.read_status(status) == Status(None)
     status.write_text("[1]")
-    assert exitcode.read_status(status) is None and exitcode.read_status(tmp_path / "none.json") is None
+    assert (exitcode.read_status(status) is None and exitcode.read_status(tmp_path / "none.json") is None)
     assert Status(3).how() == "exited with code 3"
 
 
@@ -664,7 +664,7 @@ def test_initcheck_in_a_program_keeps_host_frames_only_unless_asked():
     asked = compute_sanitizer.build_argv("cs", "initcheck", "x.xml", program=True, device_frames=True)
     assert "--show-backtrace" not in asked  # the tool's default: host and device frames
     for tool in ("memcheck", "racecheck", "synccheck"):
-        assert "--show-backtrace" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
+        assert ("--show-backtrace" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True))
 
 
 INITCHECK_IN_HEADER = """<?xml version="1.0" encoding="utf-8"?><ComputeSanitizerOutput><record><kind>Initcheck</kind>
@@ -698,7 +698,7 @@ def test_a_read_inside_a_cuda_header_runs_initcheck_again_with_device_frames(fak
     result = compute_sanitizer.run_program([sys.executable, "-c", "pass"], "initcheck", timeout=60)
     assert [json.loads(line) for line in calls.read_text().splitlines()] == [True, False]
     f = result.findings[0]
-    assert (f.file, f.line) == ("/src/scale.cu", 12) and f.extra.reported_at.endswith("sm_32_intrinsics.hpp:95")
+    assert ((f.file, f.line) == ("/src/scale.cu", 12) and f.extra.reported_at.endswith("sm_32_intrinsics.hpp:95"))
     assert any("device frames" in n for n in result.notes)
 
 

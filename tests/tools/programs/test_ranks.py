@@ -60,7 +60,8 @@ def job(tmp_path, monkeypatch):
     launcher.write_text(f"#!{sys.executable}\n{FAKE_TORCHRUN}")
     launcher.chmod(0o755)
     prog = tmp_path / "prog.py"
-    prog.write_text("import os\nprint('rank', os.environ['RANK'], 'wrapped', os.environ.get('KPROF_RANK_WRAPPED'))\n")
+    prog.write_text("import os\nprint('rank', os.environ['RANK'], 'wrapped', "
+                    "os.environ.get('KPROF_RANK_WRAPPED'))\n")
     monkeypatch.setenv("KPROF_COMPUTE_SANITIZER", str(tool))
     return [str(launcher), "--nproc_per_node", "2", str(prog)]
 
@@ -70,7 +71,9 @@ def _mpiexec() -> str:
     PATH."""
     import shutil
 
-    found = shutil.which("mpiexec", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    found = shutil.which("mpiexec",
+                         path=os.pathsep.join([str(Path(sys.executable).parent),
+                                               os.environ.get("PATH", "")]))
     if not found:
         pytest.skip("no mpiexec: pip install mpich (the dev extra has it)")
     return found
@@ -83,7 +86,8 @@ def test_an_mpich_job_as_its_docs_type_it_is_checked_rank_by_rank(job, tmp_path,
     prog = tmp_path / "mpi_prog.py"
     # one write a line: the ranks' output reaches mpiexec's side by side, and print's pieces
     # interleave
-    prog.write_text("import os\nos.write(1, f\"rank {os.environ['PMI_RANK']} wrapped {os.environ.get('KPROF_RANK_WRAPPED')}\\n\".encode())\n")
+    prog.write_text("import os\nos.write(1, f\"rank {os.environ['PMI_RANK']} wrapped "
+                    "{os.environ.get('KPROF_RANK_WRAPPED')}\\n\".encode())\n")
     cmd = [_mpiexec(), "-n", "2", sys.executable, str(prog)]
     assert ranks.launcher_of(cmd) == "mpirun"
     monkeypatch.setenv("FAKE_BUG_RANK", "1")
@@ -107,11 +111,13 @@ def test_kprof_sanitize_of_an_mpich_job_as_typed_names_the_rank(job, tmp_path, m
     from kprof.tools.programs import coverage, launchcount
 
     monkeypatch.setattr(kprof.child.device, "probe", lambda: None)
-    monkeypatch.setattr(launchcount, "count", lambda *a, **k: coverage.Coverage(2, kernels=1, with_lines=1, alongside=True))
+    monkeypatch.setattr(launchcount, "count", lambda *a,
+                        **k: coverage.Coverage(2, kernels=1, with_lines=1, alongside=True))
     prog = tmp_path / "mpi_prog.py"
     prog.write_text("import os\nos.write(1, b'ran\\n')\n")
     monkeypatch.setenv("FAKE_BUG_RANK", "1")
-    argv = ["sanitize", "--tool", "memcheck", "--json", "--", _mpiexec(), "-n", "2", sys.executable, str(prog)]
+    argv = ["sanitize", "--tool", "memcheck", "--json", "--", _mpiexec(), "-n", "2", sys.executable,
+            str(prog)]
     assert cli.main(argv) == 1
     data = json.loads(capsys.readouterr().out)
     assert [f["rank"] for f in data["findings"]] == [1] and data["findings"][0]["line"] == 27
@@ -123,9 +129,10 @@ def test_an_mpich_job_past_its_time_leaves_no_rank_running(job, tmp_path):
     own, is outside the launcher's process group; kprof stops every process below the launcher, and
     no rank runs on."""
     prog = tmp_path / "slow.py"
-    prog.write_text("import os, time\nopen(os.path.join(os.path.dirname(__file__), 'pid' + os.environ['PMI_RANK']), 'w')"
-                    ".write(str(os.getpid()))\ntime.sleep(60)\n")
-    r = compute_sanitizer.run_program([_mpiexec(), "-n", "2", sys.executable, str(prog)], "memcheck", timeout=4)
+    prog.write_text("import os, time\nopen(os.path.join(os.path.dirname(__file__), 'pid' + "
+                    "os.environ['PMI_RANK']), 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    r = compute_sanitizer.run_program([_mpiexec(), "-n", "2", sys.executable, str(prog)],
+                                      "memcheck", timeout=4)
     assert r.status == "timeout", (r.message, r.notes)
     pids = [int((tmp_path / f"pid{rank}").read_text()) for rank in (0, 1)]
 
@@ -153,19 +160,21 @@ def test_an_mpich_jobs_ranks_say_who_they_are_for_the_profile(tmp_path):
     from kprof.tools.programs import allocators
 
     prog = tmp_path / "who.py"
-    prog.write_text("import os\nos.write(1, f\"{os.environ['PMI_RANK']} {os.getpid()}\\n\".encode())  # a line a write\n")
+    prog.write_text("import os\nos.write(1, f\"{os.environ['PMI_RANK']} "
+                    "{os.getpid()}\\n\".encode())  # a line a write\n")
     # as kprof.measure.profiling
     env = {**allocators.with_hooks(dict(os.environ)), **ranks.mark_env(tmp_path)}
-    done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(prog)], env=env, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(prog)], env=env,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    printed = {int(pid): int(rank) for rank, pid in (line.split() for line in done.stdout.splitlines())}
+    printed = {int(pid): int(rank)
+               for rank, pid in (line.split() for line in done.stdout.splitlines())}
     assert ranks.pids(tmp_path) == printed and sorted(printed.values()) == [0, 1]
 
 
 def test_launchers_are_told_from_programs():
     assert ranks.launcher_of(["torchrun", "--nproc_per_node", "2", "train.py"]) == "torchrun"
-    assert ranks.launcher_of(["/usr/bin/python3", "-m", "torch.distributed.run", "train.py"]) == "torchrun"
+    assert (ranks.launcher_of(["/usr/bin/python3", "-m", "torch.distributed.run", "train.py"]) == "torchrun")
     assert ranks.launcher_of(["mpiexec", "-n", "2", "python", "prog.py"]) == "mpirun"
     assert ranks.launcher_of(["srun", "python", "prog.py"]) == "srun"
     assert ranks.launcher_of(["python", "train.py"]) is None and ranks.launcher_of([]) is None
@@ -174,8 +183,10 @@ def test_launchers_are_told_from_programs():
 def test_each_rank_keeps_its_own_report_and_exit_code():
     argv = compute_sanitizer.build_argv("cs", "memcheck", "x.xml", program=True)
     got = ranks.rank_argv(argv, Path("/r"), "memcheck")
-    assert "--error-exitcode" not in got and got[got.index("--save") + 1] == "/r/memcheck.rank{rank}.xml"
-    assert got[-2:] == ["--log-file", "/r/memcheck.rank{rank}.txt"] and got[:3] == ["cs", "--tool", "memcheck"]
+    assert ("--error-exitcode" not in got
+            and got[got.index("--save") + 1] == "/r/memcheck.rank{rank}.xml")
+    assert (got[-2:] == ["--log-file", "/r/memcheck.rank{rank}.txt"]
+            and got[:3] == ["cs", "--tool", "memcheck"])
 
 
 def test_a_finding_names_the_rank_it_came_from(job, monkeypatch):
@@ -198,12 +209,14 @@ def test_a_clean_job_is_clean_and_every_rank_ran_under_the_tool(job):
 def test_a_rank_that_dies_or_hangs_is_named(job, monkeypatch):
     monkeypatch.setenv("FAKE_DIE_RANK", "0")
     r = compute_sanitizer.run_program(job, "memcheck", timeout=60)
-    assert r.status == "target-error" and any("rank 0 started under memcheck but left no report: it ended before" in n and "died" in n
+    assert r.status == "target-error" and any("rank 0 started under memcheck but left no report: "
+                                              "it ended before" in n and "died" in n
                                               for n in r.notes), (r.message, r.notes)
     monkeypatch.delenv("FAKE_DIE_RANK")
     monkeypatch.setenv("FAKE_HANG_RANK", "1")
     r = compute_sanitizer.run_program(job, "memcheck", timeout=5)
-    assert r.status == "timeout" and any("rank 1 started under memcheck but left no report: it was still running"
+    assert r.status == "timeout" and any("rank 1 started under memcheck but left no report: it was "
+                                         "still running"
                                          in n for n in r.notes), (r.message, r.notes)
 
 
@@ -212,7 +225,8 @@ def test_a_job_with_no_python_rank_runs_under_the_tool_whole(tmp_path, job, monk
     # a launcher whose 'ranks' set no rank variable
     shell_rank.write_text("#!/bin/sh\nexec \"$@\"\n")
     seen = []
-    monkeypatch.setattr(compute_sanitizer, "classify_program", lambda tool, done, status, findings, notes, *a, **k: seen.append(notes)
+    monkeypatch.setattr(compute_sanitizer, "classify_program", lambda tool, done, status, findings,
+                        notes, *a, **k: seen.append(notes)
                         or toolrun.ToolResult(tool, "clean", [], 0.0))
     compute_sanitizer.run_program([str(shell_rank), "true"], "memcheck", timeout=30)
     assert any("ranks not told apart" in n for n in seen[-1])
@@ -226,7 +240,8 @@ def _hook(monkeypatch, folder: Path, argv: list[str]):
 
     import kprof
 
-    spec = importlib.util.spec_from_file_location("rank_wrap", Path(kprof.__file__).parent / "hooks" / "rank_wrap.py")
+    spec = importlib.util.spec_from_file_location("rank_wrap",
+                                                  Path(kprof.__file__).parent / "hooks" / "rank_wrap.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     hook.execs = []
@@ -260,7 +275,8 @@ def test_the_hook_only_marks_a_rank_when_there_is_no_tool_to_start(tmp_path, mon
     execs = hook.execs
     monkeypatch.setenv("RANK", "1")
     hook.install()
-    assert execs == [] and ranks.pids(tmp_path) == {os.getpid(): 1} and "KPROF_RANK_WRAPPED" not in os.environ
+    assert (execs == [] and ranks.pids(tmp_path) == {os.getpid(): 1}
+            and "KPROF_RANK_WRAPPED" not in os.environ)
 
 
 def test_each_launcher_is_one_row_read_by_detection_copies_and_the_hooks():
@@ -270,8 +286,10 @@ def test_each_launcher_is_one_row_read_by_detection_copies_and_the_hooks():
     from kprof.tools.programs import allocators
     from kprof.tools.sanitizers import copies
 
-    assert [r.name for r in ranks.LAUNCHERS] == ["torchrun", "mpirun", "srun", "accelerate", "deepspeed"]
-    assert ranks.RANK_VARS == ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+    assert [r.name for r in ranks.LAUNCHERS] == ["torchrun", "mpirun", "srun", "accelerate",
+                                                 "deepspeed"]
+    assert ranks.RANK_VARS == ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                               "SLURM_PROCID")
     for row in ranks.LAUNCHERS:
         for command in row.commands:
             assert ranks.launcher([f"/usr/bin/{command}", "x.py"]) is row
@@ -279,6 +297,8 @@ def test_each_launcher_is_one_row_read_by_detection_copies_and_the_hooks():
             assert ranks.launcher(["python3", "-m", module, "x.py"]) is row
         assert row.rank_vars and set(row.rank_vars) <= set(ranks.RANK_VARS)
         cmd = [row.commands[0], "x.py"]
-        assert (copies.schedule(cmd, 4).jobs == 1) == (row.own_port or bool(row.port_options and copies.fixed_port(cmd)))
+        assert (copies.schedule(cmd, 4).jobs == 1) == (row.own_port
+                                                       or bool(row.port_options
+                                                               and copies.fixed_port(cmd)))
         assert set(copies.copy_env(cmd)) == ({row.port_env} if row.port_env else set())
     assert allocators.with_hooks({})["KPROF_RANK_VARS"] == ",".join(ranks.RANK_VARS)

@@ -88,15 +88,18 @@ def test_an_nvtx_permission_is_an_invalid_access_not_an_out_of_bounds_write():
     reads as any invalid write; the text says the address is not writable."""
     xml = ("<?xml version='1.0'?><ComputeSanitizerOutput><record><kind>Precise</kind><level>Error</level>"
            "<who><threadIdx><x>0</x><y>0</y><z>0</z></threadIdx><blockIdx><x>0</x><y>0</y><z>0</z></blockIdx></who>"
-           "<what><text>Invalid __global__ write of size 4 bytes</text><space>__global__</space><size>4</size>"
-           "<direction>write</direction><address>0x7f6f67000000</address></what>"
+           "<what><text>Invalid __global__ write of size 4 "
+           "bytes</text><space>__global__</space><size>4</size><direction>write</direction><address>0x7f6f67000000</address></what>"
            "<where><func>bump</func><path>/src/nvtx_readonly.cu</path><line>12</line><pc>0x90</pc></where>"
            "</record></ComputeSanitizerOutput>")
-    text = ("========= Invalid __global__ write of size 4 bytes\n=========     at bump(unsigned int *)+0x90\n"
-            "=========     by thread (0,0,0) in block (0,0,0)\n=========     Address 0x7f6f67000000 is not writable\n")
+    text = ("========= Invalid __global__ write of size 4 bytes\n=========     at bump(unsigned "
+            "int *)+0x90\n=========     by thread (0,0,0) in block (0,0,0)\n=========     Address "
+            "0x7f6f67000000 is not writable\n")
     (f,), _ = sanitizer_xml.parse_xml(xml, "memcheck", tool_text=text)
-    assert f.kind == "invalid-access" and f.detail.startswith("not writable: the program's NVTX memory permissions"), f
-    xml_says = xml.replace("<direction>write</direction>", "<direction>write</direction><error>not writable</error>")
+    assert f.kind == "invalid-access" and f.detail.startswith("not writable: the program's NVTX "
+                                                              "memory permissions"), f
+    xml_says = xml.replace("<direction>write</direction>",
+                           "<direction>write</direction><error>not writable</error>")
     (g,), _ = sanitizer_xml.parse_xml(xml_says, "memcheck")
     assert g.kind == "invalid-access" and g.detail.startswith("not writable"), g
 
@@ -116,7 +119,8 @@ def test_a_kernel_cupy_generated_is_at_the_call_that_launched_it():
     (f,), _ = _parse("cupy_elementwise.memcheck", "memcheck")
     program = EXAMPLES / "cupy_elementwise.py"
     assert (f.kind, f.file, f.line) == ("out-of-bounds-read", str(program), _marked(program, "# LAUNCH")), f
-    assert f.extra.source.startswith("CuPy generated this kernel's source") and f.extra.reported_at.endswith(".cubin.cu:14")
+    assert (f.extra.source.startswith("CuPy generated this kernel's source")
+            and f.extra.reported_at.endswith(".cubin.cu:14"))
 
 
 def test_an_nvrtc_program_named_by_a_bare_file_name_is_at_the_string_in_its_python_file():
@@ -125,7 +129,8 @@ def test_an_nvrtc_program_named_by_a_bare_file_name_is_at_the_string_in_its_pyth
     (f,), _ = _parse("nvrtc_inline.racecheck", "racecheck")
     program = EXAMPLES / "nvrtc_inline.py"
     assert f.kind == "race-raw" and f.file == str(program) and _marked(program, "// BUG") in f.lines(), f
-    assert f.extra.reported_at.endswith("/block_sum.cu:5") and "a file that no longer exists" in f.extra.source
+    assert (f.extra.reported_at.endswith("/block_sum.cu:5")
+            and "a file that no longer exists" in f.extra.source)
     # nvrtc_inline.py runs cuda_python_sum's main()
     assert f.launch == f"{EXAMPLES / 'cuda_python_sum.py'}:60"
 
@@ -135,4 +140,5 @@ def test_a_race_in_global_memory_is_not_seen_by_the_tools(tool):
     """counter[0]++ by 51,200 threads (examples/cupy_counter.py): racecheck sees shared memory
     only."""
     found, _ = _parse(f"cupy_counter.{tool}", tool)
-    assert found == [] and "counter 23 of 51200" in (PROGRAMS / f"cupy_counter.{tool}.txt").read_text()
+    assert (found == []
+            and "counter 23 of 51200" in (PROGRAMS / f"cupy_counter.{tool}.txt").read_text())

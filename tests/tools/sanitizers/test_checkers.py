@@ -19,16 +19,19 @@ from kprof.tools.sanitizers.toolrun import ToolResult
 
 def _with(**needs: bool) -> list[str]:
     """The registry's names, in its order, of the checkers whose needs are these."""
-    return [c.name for c in checkers.REGISTRY if all(getattr(c.needs, k) == v for k, v in needs.items())]
+    return [c.name for c in checkers.REGISTRY
+            if all(getattr(c.needs, k) == v for k, v in needs.items())]
 
 
 def test_every_list_of_checkers_is_the_registry_filtered_by_what_each_needs():
     """The lists every command iterates come from the registry and each checker's needs, in its
     order: a new checker is one class and one line, and no list here names it."""
-    assert checkers.names() == tuple(c.name for c in checkers.REGISTRY) and len(set(checkers.names())) == len(checkers.REGISTRY)
+    assert (checkers.names() == tuple(c.name for c in checkers.REGISTRY)
+            and len(set(checkers.names())) == len(checkers.REGISTRY))
     assert list(checkers.spec_names()) == _with(for_specs=True)
     assert list(checkers.sanitizers()) == _with(sanitizer=True)
-    assert list(checkers.for_tests()) == [c.name for c in checkers.REGISTRY if not c.needs.not_for_tests]
+    assert list(checkers.for_tests()) == [c.name for c in checkers.REGISTRY
+                                          if not c.needs.not_for_tests]
     assert list(checkers.alone()) == _with(alone=True)
     assert all(isinstance(c, Checker) for c in checkers.REGISTRY)
 
@@ -59,7 +62,8 @@ def test_choose_resolves_all_per_target(tools, kw, want):
     (["valuez"], {}, f"unknown tool 'valuez': use one of {', '.join(checkers.names())} or all"),
     (["nan"], {}, "--tool nan checks programs only (kprof sanitize --tool nan -- python train.py)"),
     (["nan"], {"tests": True}, "the nan checker watches a whole program once"),
-    (["values"], {"tests": True}, "runs kprof's own launches of a spec, or a whole program again and again"),
+    (["values"], {"tests": True},
+     "runs kprof's own launches of a spec, or a whole program again and again"),
     ([], {"tests": True}, f"name at least one tool: {', '.join(checkers.for_tests())} or all"),
 ])  # fmt: skip
 def test_choose_refuses_in_one_line(tools, kw, says):
@@ -76,15 +80,20 @@ def test_order_puts_the_named_first_and_keeps_every_other():
 
 
 def test_explain_marks_the_findings_of_an_effects_checker_under_the_memory_error_that_caused_them():
-    oob = Finding("memcheck", "out-of-bounds-write", "k", "k.cu", 9, thread=None, block=None, count=1, message="past C", buffer="C")
-    race = Finding("values", "race", "k", None, None, thread=None, block=None, count=1, message="differs", buffer="C")
-    other = Finding("values", "race", "k", None, None, thread=None, block=None, count=1, message="differs", buffer="D")
-    out = checkers.explain([ToolResult("memcheck", "findings", [oob], 1.0), ToolResult("values", "findings", [race, other], 1.0)])
+    oob = Finding("memcheck", "out-of-bounds-write", "k", "k.cu", 9, thread=None, block=None,
+                  count=1, message="past C", buffer="C")
+    race = Finding("values", "race", "k", None, None, thread=None, block=None, count=1,
+                   message="differs", buffer="C")
+    other = Finding("values", "race", "k", None, None, thread=None, block=None, count=1,
+                    message="differs", buffer="D")
+    out = checkers.explain([ToolResult("memcheck", "findings", [oob], 1.0),
+                            ToolResult("values", "findings", [race, other], 1.0)])
     assert "memcheck out-of-bounds-write" in out[1].findings[0].extra.explained_by
     assert out[1].findings[1].extra.explained_by is None and out[0].findings == [oob]
 
 
-_CANARY_NEEDS = Needs(sanitizer=False, alone=True, in_all_programs=False, not_for_tests="the canary is not for tests")
+_CANARY_NEEDS = Needs(sanitizer=False, alone=True, in_all_programs=False,
+                      not_for_tests="the canary is not for tests")
 
 
 @dataclass(frozen=True)
@@ -129,7 +138,8 @@ def test_a_new_checker_is_one_registry_line_that_every_user_of_the_registry_sees
     from kprof.spec import catalog
 
     assert isinstance(canary, Checker)
-    assert checkers.choose("all")[-1] == "canary" and "canary" not in checkers.choose("all", program=True)
+    assert (checkers.choose("all")[-1] == "canary"
+            and "canary" not in checkers.choose("all", program=True))
     assert checkers.choose(["canary"], program=True) == ["canary"]
     with pytest.raises(UsageError, match="the canary is not for tests; for tests use memcheck"):
         checkers.choose(["canary"], tests=True)
@@ -137,8 +147,8 @@ def test_a_new_checker_is_one_registry_line_that_every_user_of_the_registry_sees
     _, alone = cases.plan(corpus)
     assert [(t.tool, t.what) for t in alone] == [("values", "alone"), ("canary", "alone")]
     assert mutants.tools()[-1] == "canary"
-    assert checkers.run_program("canary", Program(("python", "x.py")), Settings()).message == "python x.py"
-    assert [r.message for r in checkers.run_many(["job"], "canary", Settings(timeout=7))] == ["timeout 7"]
+    assert (checkers.run_program("canary", Program(("python", "x.py")), Settings()).message == "python x.py")
+    assert ([r.message for r in checkers.run_many(["job"], "canary", Settings(timeout=7))] == ["timeout 7"])
     assert cli.main(["sanitize", "--list-tools", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows][-1] == "canary" and rows[-1]["needs"]["alone"] is True
@@ -148,7 +158,8 @@ def test_list_tools_names_each_checker_and_how_it_runs(capsys):
     assert cli.main(["sanitize", "--list-tools"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["TOOL", "FINDS", "RUNS"]
-    assert "values" in out and "kprof's own (no sanitizer), the GPU to itself, not for pytest tests" in out
+    assert ("values" in out
+            and "kprof's own (no sanitizer), the GPU to itself, not for pytest tests" in out)
     assert "memcheck" in out and "out-of-bounds" in out
 
 
@@ -163,7 +174,9 @@ def test_a_case_must_expect_a_registered_checker(tmp_path):
     from dataclasses import replace
 
     bad = replace(spec, expect={**spec.expect, "tool": "valgrind"})
-    with pytest.raises(SpecError, match="'valgrind' must be one of memcheck, racecheck, initcheck, synccheck, values"):
+    with pytest.raises(SpecError,
+                       match="'valgrind' must be one of memcheck, racecheck, initcheck, synccheck, "
+                             "values"):
         cases.load_case(bad)
 
 
@@ -196,13 +209,18 @@ def test_a_new_checker_reaches_a_suites_children_through_the_registry(monkeypatc
     from kprof import proc
     from kprof.tools.suites import suite, suiteverdict
 
-    monkeypatch.setattr(checkers, "REGISTRY", (*checkers.REGISTRY, _Canary(name="canary2", needs=Needs(sanitizer=False))))
-    (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    assert 1 + 1 == 2\n")
-    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}") for n in "ab"]
+    monkeypatch.setattr(checkers, "REGISTRY",
+                        (*checkers.REGISTRY, _Canary(name="canary2", needs=Needs(sanitizer=False))))
+    (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    assert 1 + "
+                                        "1 == 2\n")
+    tests = [suiteverdict.Test(f"test_x.py::test_{n}", str(tmp_path / "test_x.py"), f"test_{n}")
+             for n in "ab"]
     SUITE_CHILDREN.clear()
-    verdicts = suite.run_tool(tests, "canary2", timeout=60, env=dict(proc.child_env(), PYTHONPATH=os.pathsep.join(sys.path)),
+    verdicts = suite.run_tool(tests, "canary2", timeout=60,
+                              env=dict(proc.child_env(), PYTHONPATH=os.pathsep.join(sys.path)),
                               cwd=tmp_path)
-    assert len(SUITE_CHILDREN) == 1 and "kprof.tools.suites.pytest_child" in " ".join(SUITE_CHILDREN[0])
+    assert (len(SUITE_CHILDREN) == 1
+            and "kprof.tools.suites.pytest_child" in " ".join(SUITE_CHILDREN[0]))
     assert {n: [r.status for r in v.results] for n, v in verdicts.items()} == {
         "test_x.py::test_a": ["clean"], "test_x.py::test_b": ["clean"]}
 

@@ -29,13 +29,14 @@ def load(data_dir, name, tool):
 def test_argv_per_tool():
     mem = sanitize.build_argv("/cs", "memcheck", "/t/m.xml")
     assert mem[:3] == ["/cs", "--tool", "memcheck"]
-    for flag in (["--xml"], ["--save", "/t/m.xml"], ["--error-exitcode", "99"], ["--show-backtrace", "device"],
+    for flag in (["--xml"], ["--save", "/t/m.xml"], ["--error-exitcode", "99"],
+                 ["--show-backtrace", "device"],
                  ["--check-exit-code", "no"], ["--leak-check", "full"], ["--padding", "256"]):
         assert " ".join(flag) in " ".join(mem)
     race = sanitize.build_argv("/cs", "racecheck", "/t/r.xml")
     assert "--racecheck-report all" in " ".join(race) and "--padding" not in race
     assert "--show-backtrace no" in " ".join(race)  # device frames broke the joining of its records
-    assert "--show-backtrace device" in " ".join(sanitize.build_argv("/cs", "synccheck", "/t/s.xml"))
+    assert ("--show-backtrace device" in " ".join(sanitize.build_argv("/cs", "synccheck", "/t/s.xml")))
     assert "--padding 0" in " ".join(sanitize.build_argv("/cs", "memcheck", "x", padding=0))
     with pytest.raises(UsageError):
         sanitize.build_argv("/cs", "values", "x")
@@ -60,18 +61,20 @@ def completed(rc=0, timed_out=False):
 
 def test_classify_outcomes():
     ran = child(phase="launched", status="ok")
-    assert sanitize.classify("memcheck", completed(0), ran, [], [], 10, have_xml=True).status == "clean"
+    assert (sanitize.classify("memcheck", completed(0), ran, [], [], 10, have_xml=True).status == "clean")
     # A target that never started leaves an empty XML: never call that clean.
     never = child(phase="start", status="error", error={"message": "ModuleNotFoundError: kprof"})
     r = sanitize.classify("memcheck", completed(1), never, [], [], 10, have_xml=True)
     assert r.status == "tool-error" and "did not run" in r.message
-    r = sanitize.classify("racecheck", completed(timed_out=True), child(phase="launch"), [], [], 10, have_xml=False)
+    r = sanitize.classify("racecheck", completed(timed_out=True), child(phase="launch"), [], [], 10,
+                          have_xml=False)
     assert r.status == "timeout" and "smaller --size" in r.message
-    r = sanitize.classify("memcheck", completed(-11), child(phase="launch"), [], [], 10, have_xml=False)
+    r = sanitize.classify("memcheck", completed(-11), child(phase="launch"), [], [], 10,
+                          have_xml=False)
     assert r.status == "tool-error" and "SIGSEGV" in r.message
     crashed = child(phase="launch", status="error", error={"message": "CUDA_ERROR_ILLEGAL_ADDRESS"})
-    assert sanitize.classify("initcheck", completed(0), crashed, [], [], 10, have_xml=True).status == "target-error"
-    assert sanitize.classify("memcheck", completed(99), ran, [], [], 10, have_xml=True).status == "tool-error"
+    assert (sanitize.classify("initcheck", completed(0), crashed, [], [], 10, have_xml=True).status == "target-error")
+    assert (sanitize.classify("memcheck", completed(99), ran, [], [], 10, have_xml=True).status == "tool-error")
 
 
 def test_json_and_sarif(data_dir):
@@ -88,7 +91,7 @@ def test_json_and_sarif(data_dir):
     run = sarif["runs"][0]
     assert run["tool"]["driver"]["rules"][0]["id"] == "race-raw"
     res = run["results"][0]
-    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "tests/data/kernels/rec_race.cu"
+    assert (res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "tests/data/kernels/rec_race.cu")
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
     assert res["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 6
     assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
@@ -96,7 +99,8 @@ def test_json_and_sarif(data_dir):
 
 def test_sarif_says_which_tools_checked_nothing_or_failed():
     """No results in SARIF must not read as clean when a tool saw no CUDA call or did not finish."""
-    unseen = sanitize.ToolResult("memcheck", "not-checked", [], 1.0, "memcheck saw no CUDA call of the program")
+    unseen = sanitize.ToolResult("memcheck", "not-checked", [], 1.0,
+                                 "memcheck saw no CUDA call of the program")
     hung = sanitize.ToolResult("racecheck", "timeout", [], 60.0, "did not finish within 60 s")
     clean = sanitize.ToolResult("initcheck", "clean", [], 1.0)
     (invocation,) = findings_mod.to_sarif([unseen, hung, clean], "0.1.0")["runs"][0]["invocations"]
@@ -104,20 +108,25 @@ def test_sarif_says_which_tools_checked_nothing_or_failed():
     notes = invocation["toolExecutionNotifications"]
     assert [(n["level"], n["descriptor"]["id"], n["properties"]["tool"]) for n in notes] == [
         ("warning", "not-checked", "memcheck"), ("error", "timeout", "racecheck")]
-    assert notes[0]["message"]["text"] == "memcheck: not-checked: memcheck saw no CUDA call of the program"
+    assert (notes[0]["message"]["text"] == "memcheck: not-checked: memcheck saw no CUDA call of "
+                                           "the program")
 
 
 def test_cli_from_xml(capsys, data_dir, tmp_path):
     from kprof.commands import cli
 
     sarif = tmp_path / "out.sarif"
-    code = cli.main(["sanitize", "--from-xml", str(data_dir / DATA / "rec_oob.memcheck.xml"), "--tool", "memcheck",
-                     "--allocations", str(data_dir / DATA / "rec_oob.memcheck.result.json"), "--sarif", str(sarif)])
+    code = cli.main(["sanitize", "--from-xml", str(data_dir / DATA / "rec_oob.memcheck.xml"),
+                     "--tool", "memcheck",
+                     "--allocations", str(data_dir / DATA / "rec_oob.memcheck.result.json"),
+                     "--sarif", str(sarif)])
     out, err = capsys.readouterr()
-    assert code == 1 and "out-of-bounds-write" in out and "rec_oob.cu:4" in out and "(36,0,0)" in out
+    assert (code == 1 and "out-of-bounds-write" in out and "rec_oob.cu:4" in out
+            and "(36,0,0)" in out)
     assert "immediately past the end of out" in out
     assert json.loads(sarif.read_text())["runs"][0]["results"][0]["ruleId"] == "out-of-bounds-write"
-    code = cli.main(["sanitize", "--from-xml", str(data_dir / DATA / "tiled_matmul.memcheck.xml"), "--tool", "memcheck", "--json"])
+    code = cli.main(["sanitize", "--from-xml", str(data_dir / DATA / "tiled_matmul.memcheck.xml"),
+                     "--tool", "memcheck", "--json"])
     out, _ = capsys.readouterr()
     assert code == 0 and json.loads(out)["findings"] == []
 
@@ -151,13 +160,16 @@ def test_a_finding_inside_a_cuda_header_goes_to_the_users_call(data_dir):
     header."""
     xml = (data_dir / "sanitizer" / "syncwarp_mask.synccheck_device.xml").read_text()
     (f,), _ = sanitizer_xml.parse_xml(xml, "synccheck")
-    assert (f.kernel, Path(f.file).name, f.line, f.count) == ("half_mask", "syncwarp_mask.cu", 16, 3)
-    assert f.kind == "invalid-warp-sync" and f.extra.inlined == "__syncwarp at sm_30_intrinsics.hpp:110"
+    assert (f.kernel, Path(f.file).name, f.line, f.count) == ("half_mask", "syncwarp_mask.cu", 16,
+                                                              3)
+    assert (f.kind == "invalid-warp-sync"
+            and f.extra.inlined == "__syncwarp at sm_30_intrinsics.hpp:110")
     assert f.extra.reported_at.endswith("/include/sm_30_intrinsics.hpp:110")
     assert "inlined into this line" in f.detail
     bare = (data_dir / "sanitizer" / "syncwarp_mask.synccheck_no.xml").read_text()
     (g,), _ = sanitizer_xml.parse_xml(bare, "synccheck")
-    assert (g.kernel, Path(g.file).name, g.line) == ("__syncwarp", "sm_30_intrinsics.hpp", 110) and g.extra == Extra()
+    assert ((g.kernel, Path(g.file).name, g.line) == ("__syncwarp", "sm_30_intrinsics.hpp", 110)
+            and g.extra == Extra())
 
 
 @pytest.mark.parametrize("path, header", [
@@ -175,8 +187,8 @@ def test_which_paths_are_the_toolkits_headers(path, header):
 
 
 @pytest.mark.parametrize(("printed", "version"), [
-    ("NVIDIA (R) Compute Sanitizer\nCopyright (c) 2020-2025 NVIDIA Corporation\nVersion 2025.3.1.0 (build 36400806) "
-     "(public-release)", "2025.3.1"),
+    ("NVIDIA (R) Compute Sanitizer\nCopyright (c) 2020-2025 NVIDIA Corporation\nVersion 2025.3.1.0 "
+     "(build 36400806) (public-release)", "2025.3.1"),
     ("Version 2026.4.0.0 (build 1) (public-release)", "2026.4.0"),
     ("no version here", ""),
 ])

@@ -28,11 +28,13 @@ def _bug_line(path: Path) -> int:
 
 def test_a_cupy_rawkernel_finding_is_at_the_users_line_not_cupys_deleted_file():
     text = _recorded("cupy_shift.memcheck.xml")
-    (f,), _ = sanitizer_xml.parse_xml(text, "memcheck", tool_text=(PROGRAMS / "cupy_shift.memcheck.txt").read_text())
+    (f,), _ = sanitizer_xml.parse_xml(text, "memcheck",
+                                      tool_text=(PROGRAMS / "cupy_shift.memcheck.txt").read_text())
     program = ROOT / "examples" / "cupy_shift.py"
     assert (f.file, f.line) == (str(program), _bug_line(program)) == (str(program), 18)
     assert f.extra.reported_at.endswith(".cubin.cu:5") and f.extra.reported_at.startswith("/tmp/")
-    assert f.to_dict()["extra"]["source"].startswith("the kernel's source is the string at cupy_shift.py:14")
+    assert f.to_dict()["extra"]["source"].startswith("the kernel's source is the string at "
+                                                     "cupy_shift.py:14")
     report = render_sanitize.sanitize_report([ToolResult("memcheck", "findings", [f], 1.0)])
     assert "out-of-bounds-read at cupy_shift.py:18 in forward_diff" in report
     assert "the tool named /tmp/" in report and "launched at " in report
@@ -58,17 +60,19 @@ def test_an_nvrtc_program_named_by_a_bare_file_name_is_reported_in_its_python_fi
     text = text.replace(f"{tmp_path}/run/examples/cuda_python_sum.py", str(program))
     text = text.replace(f"{tmp_path}/run/examples/block_sum.cu", f"{tmp_path}/cwd/block_sum.cu")
     (f,), _ = sanitizer_xml.parse_xml(text, "racecheck")
-    start = next(i for i, line in enumerate(program.read_text().splitlines(), 1) if line.startswith("KERNEL = "))
+    start = next(i for i, line in enumerate(program.read_text().splitlines(), 1)
+                 if line.startswith("KERNEL = "))
     # line 10 of the source, in the literal
     assert (f.file, f.line) == (str(program), start + 10 - 1)
     assert f.other is not None and (f.other.file, f.other.line) == (str(program), start + 10 - 1)
-    assert "s[threadIdx.x] += s[threadIdx.x + stride];" in program.read_text().splitlines()[f.line - 1]
+    assert ("s[threadIdx.x] += s[threadIdx.x + stride];" in program.read_text().splitlines()[f.line - 1])
     assert f.extra.reported_at == f"{tmp_path}/cwd/block_sum.cu:10"
 
 
 def test_a_file_that_exists_is_never_moved(tmp_path):
     (f,), _ = sanitizer_xml.parse_xml(_recorded("cuda_python_sum.racecheck.xml"), "racecheck")
-    assert f.file == str(ROOT / "examples" / "block_sum.cu") and f.line == 10 and f.extra.source is None
+    assert (f.file == str(ROOT / "examples" / "block_sum.cu") and f.line == 10
+            and f.extra.source is None)
 
 
 KERNEL = 'extern "C" __global__ void scale(float* x, int n) {\n    x[0] = n;\n}\n'
@@ -78,7 +82,7 @@ def test_two_definitions_of_the_kernel_are_no_guess(tmp_path):
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text(f'K = r"""{KERNEL}"""\n')
     missing = str(tmp_path / "gone" / "k.cubin.cu")
-    assert embedded.locate(missing, 2, "scale", [str(tmp_path / "a.py"), str(tmp_path / "b.py")]) is None
+    assert (embedded.locate(missing, 2, "scale", [str(tmp_path / "a.py"), str(tmp_path / "b.py")]) is None)
     # one on the stack, the other only beside it: only the stack's files are searched
     found = embedded.locate(missing, 2, "scale", [str(tmp_path / "a.py")])
     assert found is not None and (found.path, found.line) == (str(tmp_path / "a.py"), 2)
@@ -103,7 +107,8 @@ def test_what_cannot_be_read_or_parsed_is_passed_over(tmp_path):
     os.mkfifo(fifo)
     files = [str(bad), str(big), str(fifo), str(tmp_path / "missing.py")]
     assert embedded.locate(str(tmp_path / "gone.cu"), 2, "scale", files) is None
-    assert embedded.locate(None, 2, "scale", files) is None and embedded.locate("x.cu", 2, None, files) is None
+    assert (embedded.locate(None, 2, "scale", files) is None
+            and embedded.locate("x.cu", 2, None, files) is None)
 
 
 def test_a_finding_in_torchs_generated_extension_file_says_so(tmp_path):
@@ -116,9 +121,11 @@ def test_a_finding_in_torchs_generated_extension_file_says_so(tmp_path):
     # no build.ninja beside it
     assert embedded.generated_by_torch(str(tmp_path / "cuda.cu")) is None
     (build / "kernel.cu").write_text("")
-    assert embedded.generated_by_torch(str(build / "kernel.cu")) is None and embedded.generated_by_torch(None) is None
+    assert (embedded.generated_by_torch(str(build / "kernel.cu")) is None
+            and embedded.generated_by_torch(None) is None)
     text = _recorded("cupy_shift.memcheck.xml").replace(
-        "/tmp/tmpw770smz0/d96490bbf61b7b0007299d10beac35c52d47c9d0.cubin.cu", str(build / "cuda.cu"))
+        "/tmp/tmpw770smz0/d96490bbf61b7b0007299d10beac35c52d47c9d0.cubin.cu",
+        str(build / "cuda.cu"))
     # the file exists: the line stays, the note says whose file it is
     (f,), _ = sanitizer_xml.parse_xml(text, "memcheck")
     assert (f.file, f.line) == (str(build / "cuda.cu"), 5) and "load_inline" in f.extra.source
@@ -133,7 +140,8 @@ def test_a_kernel_cupy_generated_is_at_the_users_call_and_another_missing_file_i
     program.write_text((ROOT / "examples" / "cupy_shift.py").read_text().replace("__global__", "__device__"))
     (f,), _ = sanitizer_xml.parse_xml(_recorded("cupy_shift.memcheck.xml", tmp_path), "memcheck")
     assert (f.file, f.line) == (str(program), 30) and f.launch == f"{program}:30"
-    assert f.extra.source.startswith("CuPy generated this kernel's source") and f.extra.reported_at.endswith(":5")
+    assert (f.extra.source.startswith("CuPy generated this kernel's source")
+            and f.extra.reported_at.endswith(":5"))
     text = _recorded("cuda_python_sum.racecheck.xml", tmp_path / "elsewhere")
     (g,), _ = sanitizer_xml.parse_xml(text, "racecheck")
     assert g.file == f"{tmp_path}/elsewhere/examples/block_sum.cu" and g.line == 10

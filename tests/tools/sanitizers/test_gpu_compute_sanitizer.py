@@ -36,7 +36,8 @@ def test_seeded_bug_is_caught(case):
     (result,) = checkers.run_all(bug, [case.expect.tool], Settings(scrub_cubin=SCRUB))
     # a bug only a newer compute-sanitizer checks (expect.since)
     if cases.CaseResult(case, result, ()).unseen:
-        pytest.skip(f"{case.name} needs compute-sanitizer {case.expect.since}; {result.version or 'an unknown one'} ran")
+        pytest.skip(f"{case.name} needs compute-sanitizer {case.expect.since}; "
+                    f"{result.version or 'an unknown one'} ran")
     assert any(cases.matches(case, f) for f in result.findings), (
         f"{case.name}: expected {case.expect.tool} {case.expect.kind} at line {case.expect.line}\n"
         f"{_unclean(result)}")
@@ -45,8 +46,10 @@ def test_seeded_bug_is_caught(case):
 @pytest.mark.gpu_alone
 def test_the_values_detectors_seeded_bugs_are_caught():
     """Every values case's bug, in one child (each job's own findings), with the GPU to itself."""
-    results = checkers.run_many([pipeline.case_jobs(c, None)[0] for c in VALUES_BUGS], "values", Settings(scrub_cubin=SCRUB))
-    missed = {c.name: _unclean(r) for c, r in zip(VALUES_BUGS, results) if not any(cases.matches(c, f) for f in r.findings)}
+    results = checkers.run_many([pipeline.case_jobs(c, None)[0] for c in VALUES_BUGS], "values",
+                                Settings(scrub_cubin=SCRUB))
+    missed = {c.name: _unclean(r) for c, r in zip(VALUES_BUGS, results)
+              if not any(cases.matches(c, f) for f in r.findings)}
     assert len(VALUES_BUGS) >= 5 and not missed, "\n".join(f"{n}: {d}" for n, d in missed.items())
 
 
@@ -76,7 +79,8 @@ LADDER = [e.name for e in catalog.entries() if e.group == "kernel"]
 # Kernels whose sanitize size takes one of several paths: the others, each under every tool.
 # one block per row (the sanitize size is a warp's)
 OTHER_PATHS = [("rmsnorm_bf16", {"R": 5, "C": 2056}, {}),
-               ("rmsnorm_onepass", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"}),  # a warp per row
+               ("rmsnorm_onepass", {"R": 37, "C": 300},
+                {"WROWS": "8", "PER": "16", "BLOCK": "256"}),  # a warp per row
                ("softmax_online", {"R": 37, "C": 300}, {"WROWS": "8", "PER": "16", "BLOCK": "256"}),
                # a long row read twice, 16 bytes at a time
                ("rmsnorm_onepass", {"R": 3, "C": 9000}, {}),
@@ -89,9 +93,11 @@ def _path_id(name, sizes, params):
 
 @pytest.mark.parametrize("tool", checkers.names())
 def test_every_ladder_kernel_and_row_path_is_clean(tool):
-    jobs = [(name, pipeline.prepare(catalog.load(name), preset="sanitize").job(RunMode(verify=False)))
+    jobs = [(name,
+             pipeline.prepare(catalog.load(name), preset="sanitize").job(RunMode(verify=False)))
             for name in LADDER]
-    jobs += [(_path_id(*path), pipeline.prepare(catalog.load(path[0]), path[1], params=path[2]).job(RunMode(verify=False)))
+    jobs += [(_path_id(*path),
+              pipeline.prepare(catalog.load(path[0]), path[1], params=path[2]).job(RunMode(verify=False)))
              for path in OTHER_PATHS]
     unclean = _all_clean(jobs, tool)
     assert not unclean, f"not clean under {tool}: {', '.join(unclean)}\n" + "\n".join(unclean.values())

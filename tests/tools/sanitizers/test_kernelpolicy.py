@@ -17,8 +17,8 @@ from kprof.tools.sanitizers.checker import Settings
 from kprof.tools.sanitizers.toolrun import ToolResult
 from kprof.tools.suites import suiteevents
 
-USER = ["scale", "count", "block_sum", "_Z10add_kernelPfS_i", "_Z6scaledILi3EEvPf", "triton_poi_fused_gelu_2",
-        "my_ns_kernel"]
+USER = ["scale", "count", "block_sum", "_Z10add_kernelPfS_i", "_Z6scaledILi3EEvPf",
+        "triton_poi_fused_gelu_2", "my_ns_kernel"]
 LIBRARY = {
     "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": "cuBLAS",
     "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__"
@@ -49,7 +49,8 @@ def test_the_tally_of_a_cupy_program_on_an_h200_names_its_libraries(data_dir):
     names = [json.loads(line)["name"] for f in ("tally.cupy.jsonl", "tally.triton.jsonl")
              for line in (data_dir / "programs" / f).read_text().splitlines() if '"kernel"' in line]
     libs = {n: kernelpolicy.library_of(n) for n in names}
-    assert libs["count"] is None and libs["scale"] is None and {v for v in libs.values() if v} == {"PyTorch", "cuRAND"}
+    assert (libs["count"] is None and libs["scale"] is None
+            and {v for v in libs.values() if v} == {"PyTorch", "cuRAND"})
 
 
 def test_racecheck_and_synccheck_skip_library_kernels_in_a_program_and_not_in_a_spec():
@@ -58,14 +59,16 @@ def test_racecheck_and_synccheck_skip_library_kernels_in_a_program_and_not_in_a_
     assert [n for n in checkers.names() if checkers.skips(n, False)] == ["racecheck", "synccheck"]
     assert not any(checkers.skips(n, True) for n in checkers.names())
     for tool in ("racecheck", "synccheck"):
-        argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True, skip_libraries=True, tool_version="2026.4.0")
+        argv = compute_sanitizer.build_argv("cs", tool, "x.xml", program=True, skip_libraries=True,
+                                            tool_version="2026.4.0")
         patterns = [argv[i + 1] for i, a in enumerate(argv) if a == "--kernel-name-exclude"]
-        assert len(patterns) == len(kernelpolicy.LIBRARIES) and all(p.startswith("regex=") for p in patterns)
+        assert (len(patterns) == len(kernelpolicy.LIBRARIES)
+                and all(p.startswith("regex=") for p in patterns))
         # what compute-sanitizer is asked to leave out is what kprof calls a library's
         for name in LIBRARY:
             assert any(re.search(p.removeprefix("regex="), name) for p in patterns), name
         assert not any(re.search(p.removeprefix("regex="), n) for p in patterns for n in USER)
-        assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True)
+        assert ("--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml", program=True))
         # a spec's kernel
         assert "--kernel-name-exclude" not in compute_sanitizer.build_argv("cs", tool, "x.xml")
 
@@ -75,27 +78,36 @@ def test_what_a_tool_skipped_is_counted_and_named_in_its_line():
     left = kernelpolicy.skipped(names, True)
     assert len(left.kernels) == len(LIBRARY)
     text = left.text()
-    assert text.startswith(f"library kernels not checked: {len(LIBRARY)} (cuBLAS 4, ") and "nvjet_sm90" in text
-    assert kernelpolicy.skipped(names, False) == kernelpolicy.Skipped() and kernelpolicy.Skipped().text() == ""
+    assert (text.startswith(f"library kernels not checked: {len(LIBRARY)} (cuBLAS 4, ")
+            and "nvjet_sm90" in text)
+    assert (kernelpolicy.skipped(names, False) == kernelpolicy.Skipped()
+            and kernelpolicy.Skipped().text() == "")
     tally = "".join(json.dumps(e) + "\n" for e in [{"pid": 1, "event": "tally", "ok": True},
-                                                   {"pid": 1, "event": "kernel", "name": "ampere_sgemm_128x64_nn",
+                                                   {"pid": 1, "event": "kernel",
+                                                    "name": "ampere_sgemm_128x64_nn",
                                                     "lineinfo": False, "launches": 1},
-                                                   {"pid": 1, "event": "kernel", "name": "scale", "lineinfo": True,
+                                                   {"pid": 1, "event": "kernel", "name": "scale",
+                                                    "lineinfo": True,
                                                     "launches": 2}, {"pid": 1, "event": "total", "launches": 2}])
     checked = coverage.from_tally(tally)
     assert checked.names == ("ampere_sgemm_128x64_nn", "scale")
     race = kernelpolicy.applied(checked, not Settings().all_kernels)
-    assert race.text().endswith("; library kernels not checked: 1 (cuBLAS 1: ampere_sgemm_128x64_nn)")
+    assert race.text().endswith("; library kernels not checked: 1 (cuBLAS 1: "
+                                "ampere_sgemm_128x64_nn)")
     assert kernelpolicy.applied(checked, False) == checked
     from kprof.tools.sanitizers.toolrun import ToolResult
     from kprof.tools.suites import suiteverdict
 
-    per_test = suiteevents.checked_of({"launches": 3, "kernels": 2, "with_lines": 1, "names": ["scale", "ampere_sgemm_128x64_nn"]})
+    per_test = suiteevents.checked_of({"launches": 3, "kernels": 2, "with_lines": 1,
+                                       "names": ["scale", "ampere_sgemm_128x64_nn"]})
     verdicts = [{"t": suiteverdict.TestVerdict("t", [ToolResult(tool, "clean", [], 1.0, "")], None)}
                 for tool in ("memcheck", "racecheck")]
     mem, race = suiteverdict.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test})["t"].results
-    assert mem.checked.skipped == "" and race.checked.skipped == "library kernels not checked: 1 (cuBLAS 1: ampere_sgemm_128x64_nn)"
-    all_kernels = suiteverdict.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test}, all_kernels=True)
+    assert (mem.checked.skipped == ""
+            and race.checked.skipped == "library kernels not checked: 1 (cuBLAS 1: "
+                                        "ampere_sgemm_128x64_nn)")
+    all_kernels = suiteverdict.combine(["t"], ["memcheck", "racecheck"], verdicts, {"t": per_test},
+                                       all_kernels=True)
     assert all_kernels["t"].results[1].checked.skipped == ""
 
 
@@ -120,18 +132,21 @@ def test_a_finding_inside_a_library_is_the_librarys_and_nccls_known_overread_is_
     from kprof.tools.sanitizers.toolrun import ToolResult
 
     def at(kernel, kind="out-of-bounds-read", size=16):
-        return Finding("memcheck", kind, kernel, None, None, thread=(0, 0, 0), block=(0, 0, 0), count=3, message="Invalid __global__ read",
-                       size=size)
+        return Finding("memcheck", kind, kernel, None, None, thread=(0, 0, 0), block=(0, 0, 0),
+                       count=3, message="Invalid __global__ read", size=size)
 
-    mine, gemm = at("scale", "out-of-bounds-write", 4), at("void at::native::reduce_kernel<512, 1>", size=4)
+    mine, gemm = at("scale", "out-of-bounds-write", 4), at("void at::native::reduce_kernel<512, 1>",
+                                                           size=4)
     nccl, nccl_big = at("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), at("ncclDevKernel_AllReduce_Sum_f32_RING_LL", size=64)
     kept, notes = kernelpolicy.libraries_own([mine, gemm, nccl, nccl_big])
     assert [f.kernel for f in kept] == ["scale", gemm.kernel, nccl.kernel] and kept[0] == mine
-    assert kept[1].extra == Extra(library="PyTorch") and kept[2].size == 64 and kept[2].extra.library == "NCCL"
+    assert (kept[1].extra == Extra(library="PyTorch") and kept[2].size == 64
+            and kept[2].extra.library == "NCCL")
     (note,) = notes
     assert "16 bytes in NCCL's ncclDevKernel_AllReduce_Sum_f32_RING_LL (3 record(s))" in note and "nccl#265" in note
     text = render_sanitize.sanitize_report([ToolResult("memcheck", "findings", kept, 1.0, "")])
-    assert text.count("inside ") == 2 and "inside PyTorch's own kernel: the library's code, not yours" in text
+    assert (text.count("inside ") == 2
+            and "inside PyTorch's own kernel: the library's code, not yours" in text)
 
 
 
@@ -145,15 +160,18 @@ def test_nccls_probe_of_its_own_kernels_is_set_aside_and_another_api_error_insid
     recorded = json.loads((data_dir / "programs" / "nccl_probe_findings.json").read_text())
     probe = [Finding.from_dict(f) for f in recorded]
     assert {f.rank for f in probe} == {0, 1} and all(f.extra.launched_by == "NCCL" for f in probe)
-    illegal = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="Program hit cudaErrorIllegalAddress",
-                      detail="cudaStreamSynchronize -> cudaErrorIllegalAddress", extra=Extra(launched_by="NCCL"))
-    mine = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1, message="Program hit ...",
+    illegal = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1,
+                      message="Program hit cudaErrorIllegalAddress",
+                      detail="cudaStreamSynchronize -> cudaErrorIllegalAddress",
+                      extra=Extra(launched_by="NCCL"))
+    mine = Finding("memcheck", "api-error", None, None, None, thread=None, block=None, count=1,
+                   message="Program hit ...",
                    # the same error from the user's own call is the user's
                    detail=kernelpolicy.NCCL_PROBE)
     kept, notes = kernelpolicy.libraries_own([*probe, illegal, mine])
     assert kept == [replace(illegal, extra=replace(illegal.extra, library="NCCL")), mine]
-    assert len(notes) == 2 and all("NCCL asks for the attributes of kernels" in n and "(8 record(s))" in n
-                                   for n in notes)
+    assert len(notes) == 2 and all("NCCL asks for the attributes of kernels" in n
+                                   and "(8 record(s))" in n for n in notes)
 
 
 # ---------------------------------------------------------------------------- initcheck's unseen
@@ -165,8 +183,10 @@ COPY = "_ZN2at6native27unrolled_elementwise_kernelINS0_21direct_copy_kernel_cuda
 
 
 def _uninit(kernel: str, library: str | None) -> Finding:
-    return Finding("initcheck", "uninitialized-read", kernel, None, None, thread=(96, 0, 0), block=(225, 0, 0), count=257,
-                   message="Uninitialized __global__ memory read of size 2 bytes", extra=Extra(library=library))
+    return Finding("initcheck", "uninitialized-read", kernel, None, None, thread=(96, 0, 0),
+                   block=(225, 0, 0), count=257,
+                   message="Uninitialized __global__ memory read of size 2 bytes",
+                   extra=Extra(library=library))
 
 
 def _initcheck(*found: Finding) -> ToolResult:
@@ -176,7 +196,8 @@ def _initcheck(*found: Finding) -> ToolResult:
 def test_a_read_of_a_tma_gemms_output_is_set_aside_with_its_reason():
     # measured: the GEMM into torch.empty reports these reads, into torch.zeros none; the results
     # right both times
-    done = kernelpolicy.unseen_writes(_initcheck(_uninit(COPY, "PyTorch")), ["_Z5fill", NVJET, COPY])
+    done = kernelpolicy.unseen_writes(_initcheck(_uninit(COPY, "PyTorch")),
+                                      ["_Z5fill", NVJET, COPY])
     assert done.status == "clean" and done.findings == []
     assert len(done.notes) == 1 and NVJET in done.notes[0] and "torch.zeros" in done.notes[0]
     assert "PyTorch" in done.notes[0] and "257 record(s)" in done.notes[0]
@@ -184,7 +205,8 @@ def test_a_read_of_a_tma_gemms_output_is_set_aside_with_its_reason():
 
 # test_mean_of_empty: no GEMM, a real bug
 @pytest.mark.parametrize("names", [["_ZN2at6native13reduce_kernelEv"],
-                                   ["sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3", COPY]])  # FP32
+                                   ["sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3",
+                                    COPY]])  # FP32
 def test_without_a_writer_initcheck_cannot_see_a_librarys_read_stays_a_finding(names):
     result = _initcheck(_uninit(COPY, "PyTorch"))
     assert kernelpolicy.unseen_writes(result, names) is result
@@ -203,17 +225,24 @@ def test_only_initcheck_is_excused():
 
 
 def test_settle_applies_coverage_the_skip_line_and_the_unseen_writers_together():
-    checked = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True, names=(NVJET, COPY, "scale"))
+    checked = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True,
+                                names=(NVJET, COPY, "scale"))
     done = kernelpolicy.settle(_initcheck(_uninit(COPY, "PyTorch")), checked, skips=False)
-    assert done.status == "clean" and done.checked is not None and done.checked.names == checked.names
-    raced = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0, version="2026.4.0"), checked, skips=True)
-    assert raced.checked is not None and "cuBLAS" in raced.checked.skipped and "PyTorch" in raced.checked.skipped
-    old = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0, version="2025.3.1"), checked, skips=True)
-    assert old.checked is not None and "cuBLAS" not in old.checked.skipped and "PyTorch 1" in old.checked.skipped
+    assert (done.status == "clean" and done.checked is not None
+            and done.checked.names == checked.names)
+    raced = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0, version="2026.4.0"),
+                                checked, skips=True)
+    assert (raced.checked is not None and "cuBLAS" in raced.checked.skipped
+            and "PyTorch" in raced.checked.skipped)
+    old = kernelpolicy.settle(ToolResult("racecheck", "clean", [], 1.0, version="2025.3.1"),
+                              checked, skips=True)
+    assert (old.checked is not None and "cuBLAS" not in old.checked.skipped
+            and "PyTorch 1" in old.checked.skipped)
 
 
-@pytest.mark.parametrize(("version", "older"), [("2025.3.1", True), ("2026.1.0", True), ("2026.4.0", False),
-                                                 ("2027.1", False), ("", True), ("x.y", True)])
+@pytest.mark.parametrize(("version", "older"),
+                         [("2025.3.1", True), ("2026.1.0", True), ("2026.4.0", False),
+                           ("2027.1", False), ("", True), ("x.y", True)])
 def test_a_tool_version_is_older_than_a_release_and_an_unknown_one_counts_as_older(version, older):
     assert kernelpolicy.older(version, kernelpolicy.RACECHECK_SEES_TMA) is older
 
@@ -237,16 +266,18 @@ def test_racecheck_before_2026_4_checks_cublas_tma_gemms_all_the_same():
 
 
 def _hazard(kernel: str) -> Finding:
-    return Finding("racecheck", "race-war", kernel, None, None, thread=None, block=None, count=200, message="Potential WAR hazard detected",
-                   extra=Extra(library="cuBLAS"))
+    return Finding("racecheck", "race-war", kernel, None, None, thread=None, block=None, count=200,
+                   message="Potential WAR hazard detected", extra=Extra(library="cuBLAS"))
 
 
 def test_racecheck_hazards_inside_an_nvjet_gemm_are_set_aside_before_2026_4_only():
     nvjet, xmma = _hazard(NVJET), _hazard("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8")
-    old = kernelpolicy.tool_false_reports(ToolResult("racecheck", "findings", [nvjet, xmma], 1.0, version="2025.3.1"))
+    old = kernelpolicy.tool_false_reports(ToolResult("racecheck", "findings", [nvjet, xmma], 1.0,
+                                                     version="2025.3.1"))
     assert old.findings == [xmma] and old.status == "findings"
     assert len(old.notes) == 1 and "2025.3.1" in old.notes[0] and "2026.4" in old.notes[0]
-    alone = kernelpolicy.tool_false_reports(ToolResult("racecheck", "findings", [nvjet], 1.0, version="2025.3.1"))
+    alone = kernelpolicy.tool_false_reports(ToolResult("racecheck", "findings", [nvjet], 1.0,
+                                                       version="2025.3.1"))
     assert alone.status == "clean" and not alone.findings
     new = ToolResult("racecheck", "findings", [nvjet], 1.0, version="2026.4.0")
     assert kernelpolicy.tool_false_reports(new) is new
@@ -254,7 +285,8 @@ def test_racecheck_hazards_inside_an_nvjet_gemm_are_set_aside_before_2026_4_only
 
 @pytest.mark.parametrize(("modules", "library"), [
     (["/v/nvidia/cu13/lib/libcudart.so.13", "/v/nvidia/cu13/lib/libcudart.so.13", "/v/torch/lib/libtorch_cuda.so"], "PyTorch"),
-    (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/v/nvidia/cublas/lib/libcublasLt.so.13"], "cuBLAS"),
+    (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/v/nvidia/cublas/lib/libcublasLt.so.13"],
+     "cuBLAS"),
     (["/v/nvidia/cu13/lib/libcudart.so.13", "/home/me/ext/build/my_ext.cpython-312-x86_64-linux-gnu.so"], None),
     # a Python frame: the user's Triton or CuPy
     (["/usr/lib/x86_64-linux-gnu/libcuda.so.1", None], None),
@@ -270,7 +302,8 @@ def test_a_kernel_named_in_short_is_told_a_librarys_by_the_module_that_launched_
     nvjet GEMM in the same test its read is set aside."""
     (found,), _ = sanitizer_xml.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(),
                                               "initcheck")
-    assert found.kernel == "unrolled_elementwise_kernel" and kernelpolicy.library_of(found.kernel) is None
+    assert (found.kernel == "unrolled_elementwise_kernel"
+            and kernelpolicy.library_of(found.kernel) is None)
     (mine,), _ = kernelpolicy.libraries_own([found])
     assert mine.extra.library == "PyTorch"
     done = kernelpolicy.unseen_writes(_initcheck(mine), [NVJET])
@@ -281,16 +314,19 @@ def test_a_sessions_tally_names_what_each_skipping_tool_left_out_over_its_tests(
     """A test that passes prints no report: the pytest plugin's summary says what racecheck and
     synccheck left out over every test, each kernel once, by library; memcheck (which checks all)
     adds nothing."""
-    one = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True, names=(NVJET, COPY, "scale"))
-    two = coverage.Coverage(2, kernels=2, with_lines=0, alongside=True, names=(COPY, "_ZN3cub11DeviceScanKernel"))
+    one = coverage.Coverage(3, kernels=3, with_lines=1, alongside=True,
+                            names=(NVJET, COPY, "scale"))
+    two = coverage.Coverage(2, kernels=2, with_lines=0, alongside=True,
+                            names=(COPY, "_ZN3cub11DeviceScanKernel"))
     tally = kernelpolicy.SkipTally()
     skips = {"racecheck": True, "synccheck": True, "memcheck": False}.__getitem__
     tally.add([ToolResult("memcheck", "clean", [], 1.0, checked=one),
                ToolResult("racecheck", "clean", [], 1.0, checked=one, version="2026.4.0")], skips)
     tally.add([ToolResult("racecheck", "clean", [], 1.0, checked=two, version="2026.4.0"),
                ToolResult("synccheck", "clean", [], 1.0, checked=two, version="2025.3.1")], skips)
-    assert tally.text() == ("racecheck left out 3 library kernel(s) in 2 test(s) (CUB/Thrust 1, PyTorch 1, cuBLAS 1); "
-                            "synccheck left out 2 library kernel(s) in 1 test(s) (CUB/Thrust 1, PyTorch 1)")
+    assert tally.text() == ("racecheck left out 3 library kernel(s) in 2 test(s) (CUB/Thrust 1, "
+                            "PyTorch 1, cuBLAS 1); synccheck left out 2 library kernel(s) in 1 "
+                            "test(s) (CUB/Thrust 1, PyTorch 1)")
     old = kernelpolicy.SkipTally()
     old.add([ToolResult("racecheck", "clean", [], 1.0, checked=one, version="2025.3.1")], skips)
     # nvjet checked there

@@ -36,40 +36,48 @@ def test_a_log_of_zero_is_found_at_its_line_with_its_first_element(data_dir):
     f = nan.finding(first)
     assert (f.tool, f.kind, f.kernel, f.file, f.line) == ("nan", "non-finite", "aten.log.default",
                                                           "/home/user/log_of_zero.py", 11)
-    assert "turned finite inputs into 32 non-finite elements" in f.message and "out[0, 0] = -inf" in f.detail
+    assert ("turned finite inputs into 32 non-finite elements" in f.message
+            and "out[0, 0] = -inf" in f.detail)
 
 
 def test_a_backward_ops_inf_names_the_forward_op_it_belongs_to(data_dir):
     first = _log(data_dir, "sqrt_backward").first
-    assert first.op == "aten.div.Tensor" and first.backward_of == "SqrtBackward0" and first.first_value == "inf"
+    assert (first.op == "aten.div.Tensor" and first.backward_of == "SqrtBackward0"
+            and first.first_value == "inf")
     assert "(in the backward of SqrtBackward0)" in nan.finding(first).message
 
 
 def test_a_division_by_an_underflowed_norm_is_the_division(data_dir):
     first = _log(data_dir, "norm_underflow").first
-    assert (first.op, first.site, first.bad) == ("aten.div.Tensor", "/home/user/norm_underflow.py:5", 128)
+    assert (first.op, first.site, first.bad) == ("aten.div.Tensor",
+                                                 "/home/user/norm_underflow.py:5", 128)
 
 
 def test_inputs_already_non_finite_say_where_kprof_did_not_watch():
-    line = {"event": "first", "framework": "torch", "op": "aten.add.Tensor", "site": "t.py:3", "output": "out",
+    line = {"event": "first", "framework": "torch", "op": "aten.add.Tensor", "site": "t.py:3",
+            "output": "out",
             "bad": 2, "total": 4, "first_index": [1], "first_value": "nan", "inputs_finite": False,
-            "nonfinite_inputs": ["self"], "rank": 1, "test": "tests/test_model.py::test_step (call)"}
+            "nonfinite_inputs": ["self"], "rank": 1,
+            "test": "tests/test_model.py::test_step (call)"}
     log = nan.parse("not json\n" + json.dumps(line) + "\n" + json.dumps({**line, "op": "later"}) + "\n[1, 2]\n")
     f = nan.finding(log.first)
     assert log.first.op == "aten.add.Tensor" and f.kind == "non-finite-input" and f.rank == 1
     assert "inputs (self) already held NaN or Inf" in f.message
-    assert log.first.test == "tests/test_model.py::test_step" and f.detail.endswith("in the test tests/test_model.py::test_step")
+    assert (log.first.test == "tests/test_model.py::test_step"
+            and f.detail.endswith("in the test tests/test_model.py::test_step"))
 
 
 def test_notes_say_what_was_watched_and_what_was_not():
     log = nan.parse("\n".join(json.dumps(x) for x in (
         {"event": "start"}, {"event": "start"}, {"event": "watching", "what": "torch"},
         {"event": "unwatched", "what": "the kernels of torch.compile graphs"},
-        {"event": "summary", "ops": 5, "launches": 2, "cupy": True}, {"event": "error", "where": "x", "error": "E"})))
+        {"event": "summary", "ops": 5, "launches": 2, "cupy": True},
+        {"event": "error", "where": "x", "error": "E"})))
     notes = nan.notes_of(log)
     assert notes[0] == "watched 5 PyTorch operations and 2 kernel launches (torch) in 2 process(es)"
     assert "torch.compile" in notes[1] and "CuPy's kernels" in notes[1]
-    assert "1 process(es) ended without the watcher's summary" in notes[2] and notes[3].endswith("x: E")
+    assert ("1 process(es) ended without the watcher's summary" in notes[2]
+            and notes[3].endswith("x: E"))
 
 
 STAND_IN = """
@@ -91,8 +99,10 @@ def _program(tmp_path, lines, code=0):
 
 WATCHING = [{"event": "start"}, {"event": "watching", "what": "torch"}]
 SUMMARY = {"event": "summary", "ops": 3, "launches": 0}
-FIRST = {"event": "first", "framework": "torch", "op": "aten.exp.default", "site": "prog.py:9", "output": "out",
-         "bad": 1, "total": 8, "first_index": [3], "first_value": "inf", "inputs_finite": True, "dtype": "bfloat16"}
+FIRST = {"event": "first", "framework": "torch", "op": "aten.exp.default", "site": "prog.py:9",
+         "output": "out",
+         "bad": 1, "total": 8, "first_index": [3], "first_value": "inf", "inputs_finite": True,
+         "dtype": "bfloat16"}
 
 
 @pytest.mark.parametrize("lines, code, status", [
@@ -126,26 +136,31 @@ def test_a_spec_is_no_target_for_it(tmp_path):
 def test_the_watcher_in_a_real_pytorch_program_on_the_cpu(data_dir, tmp_path, name, op, line):
     pytest.importorskip("torch")
     log = tmp_path / "nan.jsonl"
-    env = {**os.environ, "KPROF_NAN_LOG": str(log), "KPROF_NAN_DEVICES": "all", "PYTHONPATH": str(HOOKS)}
+    env = {**os.environ, "KPROF_NAN_LOG": str(log), "KPROF_NAN_DEVICES": "all",
+           "PYTHONPATH": str(HOOKS)}
     script = data_dir / "programs" / "nan" / f"{name}.py"
-    subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, timeout=300)
+    subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True,
+                   timeout=300)
     first = nan.parse(log.read_text()).first
-    assert first is not None and (first.op, first.site) == (op, f"{script}:{line}") and first.inputs_finite
+    assert (first is not None and (first.op, first.site) == (op, f"{script}:{line}")
+            and first.inputs_finite)
 
 
-@pytest.mark.parametrize("case, op, bug_line", [("log_zero", "aten.log.default", "-torch.log(probs)"),
-                                                ("norm", "aten.div.Tensor", "x / x.norm("),
-                                                ("bf16_exp", "aten.exp.default", "torch.exp(logits)"),
-                                                ("clean", None, None)])
+@pytest.mark.parametrize("case, op, bug_line",
+                         [("log_zero", "aten.log.default", "-torch.log(probs)"),
+                          ("norm", "aten.div.Tensor", "x / x.norm("),
+                          ("bf16_exp", "aten.exp.default", "torch.exp(logits)"),
+                          ("clean", None, None)])
 def test_the_seeded_examples_on_the_cpu(tmp_path, case, op, bug_line):
     """examples/nan_cases.py (the GPU run's cases, scripts/gpu-check.sh nan) on the CPU: each seeded
     bug found at the line that holds it, the clean case silent."""
     pytest.importorskip("torch")
     example = Path(__file__).resolve().parents[3] / "examples" / "nan_cases.py"
     log = tmp_path / "nan.jsonl"
-    env = {**os.environ, "KPROF_NAN_LOG": str(log), "KPROF_NAN_DEVICES": "all", "PYTHONPATH": str(HOOKS)}
-    subprocess.run([sys.executable, str(example), "--case", case, "--device", "cpu"], env=env, cwd=tmp_path,
-                   capture_output=True, timeout=300, check=True)
+    env = {**os.environ, "KPROF_NAN_LOG": str(log), "KPROF_NAN_DEVICES": "all",
+           "PYTHONPATH": str(HOOKS)}
+    subprocess.run([sys.executable, str(example), "--case", case, "--device", "cpu"], env=env,
+                   cwd=tmp_path, capture_output=True, timeout=300, check=True)
     got = nan.parse(log.read_text())
     if op is None:
         assert got.first is None and got.watching == ("torch",) and got.ops > 10

@@ -46,7 +46,8 @@ def test_memcheck_oob_write_names_line_thread_block_and_buffer(data_dir):
     assert (f.kind, f.kernel, f.line, f.thread, f.block, f.buffer) == (
         "out-of-bounds-write", "rec_oob", 4, (36, 0, 0), (1, 0, 0), "out")
     assert f.file.endswith("rec_oob.cu") and f.size == 4
-    assert f.detail == "immediately past the end of out: element 100 (out is 100 float32, 400 bytes)"
+    assert (f.detail == "immediately past the end of out: element 100 (out is 100 float32, 400 "
+                        "bytes)")
     # the runner died at the fault, so its own buffers leaked: not the kernel's leak
     assert any("kprof's own buffer" in n for n in notes)
     assert any("stopped the kernel at its first error" in n for n in notes)
@@ -80,7 +81,8 @@ def test_racecheck_hazards_give_threads_and_block(data_dir):
     found, _ = load(data_dir, "rec_race.racecheck_all_trimmed", "racecheck")
     assert len(found) == 1
     f = found[0]
-    assert f.kind == "race-raw" and f.block == (0, 0, 0) and f.thread == (1, 0, 0) and f.other.thread == (0, 0, 0)
+    assert (f.kind == "race-raw" and f.block == (0, 0, 0) and f.thread == (1, 0, 0)
+            and f.other.thread == (0, 0, 0))
     assert f.count == 5
 
 
@@ -104,7 +106,7 @@ def test_racecheck_join_analysis_with_hazard():
 
 def test_initcheck_names_the_buffer(data_dir):
     found, _ = load(data_dir, "rec_uninit.initcheck", "initcheck")
-    assert [(f.kind, f.line, f.buffer, f.count) for f in found] == [("uninitialized-read", 4, "scratch", 100)]
+    assert ([(f.kind, f.line, f.buffer, f.count) for f in found] == [("uninitialized-read", 4, "scratch", 100)])
     assert found[0].detail.startswith("at byte 0 of scratch")
 
 
@@ -118,7 +120,7 @@ def test_synccheck_2026_4_an_mbarrier_initialised_twice_is_a_sync_error_not_a_di
     records): "Barrier error" whose type says "Already initialized. Invalidate before
     reinitializing"."""
     found, _ = load(data_dir, "mbarrier_double_init.synccheck_2026_4", "synccheck")
-    assert {(f.kind, Path(f.file).name, f.line) for f in found} == {("sync-error", "mbarrier_double_init.cu", 14)}
+    assert ({(f.kind, Path(f.file).name, f.line) for f in found} == {("sync-error", "mbarrier_double_init.cu", 14)})
     assert sum(f.count for f in found) == 3 and "mbarrier.inval" in found[0].detail
     assert "Already initialized" in found[0].message
 
@@ -129,7 +131,7 @@ def test_a_hardware_exception_says_which_one_the_record_names(data_dir):
     in <exception>), at the copy's line, under 2026.4 (three of its 4,099 records) as under
     2025.3.1."""
     found, _ = load(data_dir, "tma_box_overflow.memcheck_2026_4", "memcheck")
-    assert {(f.kind, Path(f.file).name, f.line) for f in found} == {("hardware-exception", "tma_box_overflow.cu", 24)}
+    assert ({(f.kind, Path(f.file).name, f.line) for f in found} == {("hardware-exception", "tma_box_overflow.cu", 24)})
     assert found[0].message == "the GPU raised an exception: Out-of-range shared or local address"
 
 
@@ -155,7 +157,8 @@ def test_a_missing_proxy_fence_hazard_says_what_to_add():
     found, _ = sanitizer_xml.parse_xml(PROXY_HAZARD, "racecheck")
     (f,) = found
     assert (f.kind, f.lines()) == ("race-waw", {43, 49})
-    assert "fence.proxy.async.shared::cta" in f.detail and "a barrier orders threads, not proxies" in f.detail
+    assert ("fence.proxy.async.shared::cta" in f.detail
+            and "a barrier orders threads, not proxies" in f.detail)
 
 
 @pytest.mark.parametrize("tool", compute_sanitizer.TOOLS)
@@ -176,9 +179,11 @@ def test_the_tools_own_internal_error_is_said_as_the_tools_not_as_an_access_of_t
     record in a test that creates a half-precision nn.Linear: the tool's failure, not an invalid
     access of the test's."""
     xml = ("<?xml version='1.0'?><ComputeSanitizerOutput><record><kind>Error</kind><what><text>Internal Sanitizer "
-           "Error: The Sanitizer failed to handle a hardware exception.</text></what></record></ComputeSanitizerOutput>")
+           "Error: The Sanitizer failed to handle a hardware "
+           "exception.</text></what></record></ComputeSanitizerOutput>")
     (f,), notes = sanitizer_xml.parse_xml(xml, "racecheck")
-    assert f.kind == "sanitizer-error" and "the tool's error, not the program's" in f.detail and notes == []
+    assert (f.kind == "sanitizer-error" and "the tool's error, not the program's" in f.detail
+            and notes == [])
     from kprof.findings import KINDS
 
     assert "sanitizer-error" in KINDS
@@ -199,8 +204,9 @@ def test_the_tools_own_warning_is_a_note_not_a_finding(data_dir):
     Sanitizer, level Warning), which is no access of the program's."""
     found, notes = sanitizer_xml.parse_xml((data_dir / "programs" / "linear_half.initcheck.xml").read_text(), "initcheck")
     assert [f.kind for f in found] == ["uninitialized-read"]
-    assert notes == ["initcheck's error buffer overflowed in a launch: records past it were dropped (those kept show "
-                     "the same kind of access)"]
+    assert notes == ["initcheck's error buffer overflowed in a launch: records past it were "
+                     "dropped (those kept show the same kind of access)"]
     other = ("<?xml version='1.0'?><ComputeSanitizerOutput><record><kind>Sanitizer</kind><level>Warning</level><what>"
-             "<text>Warning: something new</text><error>something new</error></what></record></ComputeSanitizerOutput>")
+             "<text>Warning: something new</text><error>something "
+             "new</error></what></record></ComputeSanitizerOutput>")
     assert sanitizer_xml.parse_xml(other, "memcheck") == ([], ["memcheck warned: something new"])

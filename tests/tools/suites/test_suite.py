@@ -22,7 +22,8 @@ def _start(i: int, nodeid: str) -> dict:
 
 
 def _finish(i: int, nodeid: str, outcome: str = "passed", message: str = "") -> dict:
-    return {"event": "finish", "i": i, "nodeid": nodeid, "outcome": outcome, "message": message, "seconds": 0.5}
+    return {"event": "finish", "i": i, "nodeid": nodeid, "outcome": outcome, "message": message,
+            "seconds": 0.5}
 
 
 
@@ -131,18 +132,22 @@ def _outcomes(result) -> dict[str, str]:
 
 def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
     fake.makepyfile(test_kernels=SUITE.replace("def test_fault", "def _not_a_fault"))
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=2", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck",
+                                      "--kprof-jobs=2", "-rA")
     ran = [e for e in fake.ends() if e["ran"]]  # memcheck's spare child, never needed, ran nothing
-    assert sorted(e["tool"] for e in ran) == ["memcheck", "racecheck"] and all(c["batch"] for c in fake.calls())
+    assert (sorted(e["tool"] for e in ran) == ["memcheck", "racecheck"]
+            and all(c["batch"] for c in fake.calls()))
     assert all(len(e["ran"]) == 21 for e in ran)
-    assert sorted(c["tool"] for c in fake.calls()) == ["memcheck"] * (1 + suite.SPARES) + ["racecheck"]
+    assert (sorted(c["tool"] for c in fake.calls()) == ["memcheck"] * (1 + suite.SPARES) + ["racecheck"])
     outcomes = _outcomes(result)
     failed = {n for n, o in outcomes.items() if o == "FAILED"}
-    assert failed == {"test_kernels.py::test_racy", "test_kernels.py::test_racy_param[1]", "test_kernels.py::test_racy_param[2]",
+    assert failed == {"test_kernels.py::test_racy", "test_kernels.py::test_racy_param[1]",
+                      "test_kernels.py::test_racy_param[2]",
                       "test_kernels.py::test_noframe", "test_kernels.py::test_plain_failure"}
     assert "SKIPPED [1] test_kernels.py:21: Skipped: needs two GPUs" in result.stdout.lines
     out = result.stdout.str()
-    assert "launched at" in out and "race-raw" in out and "the test failed under memcheck with nothing found" in out
+    assert ("launched at" in out and "race-raw" in out
+            and "the test failed under memcheck with nothing found" in out)
     assert "[42/42] " in out  # progress: every test under both tools
     # which version checked them (the stand-in's --version)
     assert "checked by compute-sanitizer 2025.3.1" in out
@@ -152,7 +157,8 @@ def test_a_suite_of_twenty_tests_runs_in_one_child_per_tool(fake):
 
 def test_after_a_fault_exactly_the_unfinished_tests_run_again(fake):
     fake.makepyfile(test_kernels=SUITE)
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=1", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck",
+                                      "--kprof-jobs=1", "-rA")
     memcheck = [e["ran"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"]]
     assert len(memcheck) == 2 and len([c for c in fake.calls() if c["tool"] == "racecheck"]) == 1
     assert memcheck[0][-1] == "test_kernels.py::test_fault"
@@ -200,10 +206,11 @@ PER_TEST = SMALL.split("@pytest.mark.parametrize")[0] + SMALL[SMALL.index("def t
 
 def test_the_same_tests_fail_with_the_same_findings_in_the_per_test_mode(fake):
     fake.makepyfile(test_kernels=PER_TEST)
-    batch = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=4", "-rA")
-    before = len(fake.calls())
-    alone = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-per-test",
+    batch = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck",
                                      "--kprof-jobs=4", "-rA")
+    before = len(fake.calls())
+    alone = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck",
+                                     "--kprof-per-test", "--kprof-jobs=4", "-rA")
     # one child per test and tool (no spare: one test each)
     assert len(fake.calls()) - before == 2 * 4
     b, a = _outcomes(batch), _outcomes(alone)
@@ -221,7 +228,8 @@ def test_a_hung_test_fails_alone_and_the_rest_still_run(fake):
     fake.makepyfile(test_hang=HANG)
     # a second: the limit is each test's own (a child's start is not counted), and the others take
     # microseconds
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-timeout=1", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck",
+                                      "--kprof-timeout=1", "-rA")
     outcomes = _outcomes(result)
     assert outcomes == {"test_hang.py::test_first": "PASSED", "test_hang.py::test_hang": "FAILED",
                         "test_hang.py::test_last": "PASSED"}
@@ -233,8 +241,10 @@ def test_a_hung_test_fails_alone_and_the_rest_still_run(fake):
 
 def test_a_bad_jobs_option_is_one_usage_error(fake):
     fake.makepyfile(test_kernels="def test_a():\n    pass\n")
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-jobs=0")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR and "--kprof-jobs=0: give a whole number" in result.stderr.str()
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck",
+                                      "--kprof-jobs=0")
+    assert (result.ret == pytest.ExitCode.USAGE_ERROR
+            and "--kprof-jobs=0: give a whole number" in result.stderr.str())
 
 
 def test_the_drivers_entry_point_lookups_are_no_finding():
@@ -308,7 +318,7 @@ def test_an_xdist_worker_batches_the_tests_queued_to_it():
     class Session:
         items = [f"item{i}" for i in range(8)]
 
-    assert queued(Session(), "item1", [object(), WorkerInteractor()]) == ["item1", "item3", "item5", "item6"]
+    assert (queued(Session(), "item1", [object(), WorkerInteractor()]) == ["item1", "item3", "item5", "item6"])
     # no xdist: from this test on
     assert queued(Session(), "item6", [object()]) == ["item6", "item7"]
 
@@ -317,17 +327,20 @@ def test_after_two_faults_both_reruns_are_spares_started_with_the_first_child(fa
     """Two tests that stop memcheck's child: each rerun is a spare whose start was paid before the
     first stop, so neither waits for an interpreter, imports and collection."""
     fake.makepyfile(test_kernels=SUITE.replace("def test_after(n):\n    pass",
-                                               "def test_after(n):\n    pass\n\ndef test_fault_again():\n"
-                                               "    time.sleep(1)\n\ndef test_last():\n    pass"))
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-jobs=1", "-rA")
+                                               "def test_after(n):\n    pass\n\ndef "
+                                               "test_fault_again():\n    time.sleep(1)\n\ndef "
+                                               "test_last():\n    pass"))
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck",
+                                      "--kprof-jobs=1", "-rA")
     ran = [e["ran"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"]]
-    assert [r[-1] for r in ran] == ["test_kernels.py::test_fault", "test_kernels.py::test_fault_again",
+    assert [r[-1] for r in ran] == ["test_kernels.py::test_fault",
+                                    "test_kernels.py::test_fault_again",
                                     "test_kernels.py::test_last"]
     starts = sorted(c["t"] for c in fake.calls() if c["tool"] == "memcheck")
     first_end = min(e["t"] for e in fake.ends() if e["tool"] == "memcheck" and e["ran"])
     assert len([t for t in starts if t < first_end]) == 1 + suite.SPARES
     outcomes = _outcomes(result)
-    assert outcomes["test_kernels.py::test_fault"] == outcomes["test_kernels.py::test_fault_again"] == "FAILED"
+    assert (outcomes["test_kernels.py::test_fault"] == outcomes["test_kernels.py::test_fault_again"] == "FAILED")
     assert outcomes["test_kernels.py::test_last"] == "PASSED"
 
 
@@ -340,7 +353,8 @@ def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypa
 
     children = []
 
-    def run_wrapped(cmd, tool, *, timeout, env, cwd, watch=None, padding=256, skip_libraries=False, print_limit=200):
+    def run_wrapped(cmd, tool, *, timeout, env, cwd, watch=None, padding=256, skip_libraries=False,
+                    print_limit=200):
         nodeids = [a for a in cmd if "::" in a]
         children.append("spare" if GO_ENV in env else nodeids)
         done = proc.Completed(tuple(cmd), 0, "", "", 0.1)
@@ -358,7 +372,8 @@ def test_a_spare_child_that_ended_early_is_replaced_and_no_test_is_lost(monkeypa
     tests = [suiteverdict.Test(f"t.py::{n}", "/r/t.py", n) for n in "abcd"]
     out = suite.run_tool(tests, "memcheck", timeout=60, env={}, cwd=".")
     assert sorted(out) == [t.nodeid for t in tests] and all(v.clean for v in out.values())
-    assert [c for c in children if c != "spare"] == [[t.nodeid for t in tests], ["t.py::c", "t.py::d"]]
+    assert [c for c in children if c != "spare"] == [[t.nodeid for t in tests],
+                                                     ["t.py::c", "t.py::d"]]
 
 
 def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path, monkeypatch):
@@ -372,8 +387,10 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path, monkeypatch)
 
     class Slow:  # a child that would take a minute to reach its tests
         @staticmethod
-        def run_wrapped(argv, tool, *, timeout, env, cwd, watch, padding, skip_libraries=False, print_limit=200):
-            seen["done"] = proc.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=timeout, watch=watch)
+        def run_wrapped(argv, tool, *, timeout, env, cwd, watch, padding, skip_libraries=False,
+                        print_limit=200):
+            seen["done"] = proc.run([sys.executable, "-c", "import time; time.sleep(60)"],
+                                    timeout=timeout, watch=watch)
             return seen["done"], ""
 
     by_id = {"t.py::a": suiteverdict.Test("t.py::a", "t.py", "a")}
@@ -381,8 +398,8 @@ def test_a_spare_no_stop_needed_is_stopped_not_waited_for(tmp_path, monkeypatch)
 
     # what memcheck's checker runs a child with
     monkeypatch.setattr(compute_sanitizer, "run_wrapped", Slow.run_wrapped)
-    spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, cwd=tmp_path, padding=256, progress=None,
-                         san=compute_sanitizer)
+    spare = suite._Child(["t.py::a"], True, "memcheck", by_id, 30.0, {}, cwd=tmp_path, padding=256,
+                         progress=None, san=compute_sanitizer)
     t0 = time.monotonic()
     spare.cancel()
     assert not spare.thread.is_alive() and seen["done"].timed_out and time.monotonic() - t0 < 30
@@ -410,13 +427,16 @@ def test_after_a_broken_context_the_rerun_starts_before_the_stopped_child_has_en
     fake.makepyfile(test_kernels=SUITE.replace("def test_fault():\n    time.sleep(1)",
                                                "def test_breaks():\n    pass"))
     fake.makeconftest(BREAKS_CONFTEST)
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck", "--kprof-jobs=1", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck",
+                                      "--kprof-jobs=1", "-rA")
     ends = [e for e in fake.ends() if e["tool"] == "memcheck" and e["ran"]]
-    assert [e["ran"][-1] for e in ends] == ["test_kernels.py::test_after[2]", "test_kernels.py::test_breaks"]
+    assert [e["ran"][-1] for e in ends] == ["test_kernels.py::test_after[2]",
+                                            "test_kernels.py::test_breaks"]
     rerun, stopped = ends  # the rerun ended first: it did not wait for the stopped child's end
     assert rerun["ran"] == [f"test_kernels.py::test_after[{n}]" for n in range(3)]
     outcomes = _outcomes(result)
-    assert outcomes["test_kernels.py::test_breaks"] == "FAILED" and "out-of-bounds-write" in result.stdout.str()
+    assert (outcomes["test_kernels.py::test_breaks"] == "FAILED"
+            and "out-of-bounds-write" in result.stdout.str())
     assert all(outcomes[f"test_kernels.py::test_after[{n}]"] == "PASSED" for n in range(3))
 
 
@@ -439,12 +459,15 @@ def test_each_tools_child_starts_while_pytest_still_collects(fake, monkeypatch, 
     monkeypatch.setenv("KPROF_TEST_COLLECTED", str(collected))
     fake.makeconftest(SLOW_COLLECTION_CONFTEST)
     fake.makepyfile(test_kernels="import time\ntime.sleep(1.5)\n" + SUITE.replace("def test_fault", "def _not_a_fault"))
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck", "--kprof-jobs=2", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=memcheck,racecheck",
+                                      "--kprof-jobs=2", "-rA")
     end_of_collection = float(collected.read_text())
-    firsts = {tool: min(c["t"] for c in fake.calls() if c["tool"] == tool) for tool in ("memcheck", "racecheck")}
+    firsts = {tool: min(c["t"] for c in fake.calls() if c["tool"] == tool)
+              for tool in ("memcheck", "racecheck")}
     assert all(t < end_of_collection for t in firsts.values()), (firsts, end_of_collection)
     ran = [e for e in fake.ends() if e["ran"]]
-    assert sorted(e["tool"] for e in ran) == ["memcheck", "racecheck"] and all(len(e["ran"]) == 21 for e in ran)
+    assert (sorted(e["tool"] for e in ran) == ["memcheck", "racecheck"]
+            and all(len(e["ran"]) == 21 for e in ran))
     failed = {n for n, o in _outcomes(result).items() if o == "FAILED"}
     assert failed == {"test_kernels.py::test_racy", "test_kernels.py::test_racy_param[1]",
                       "test_kernels.py::test_racy_param[2]", "test_kernels.py::test_noframe",
@@ -455,9 +478,11 @@ def test_initcheck_in_a_suite_runs_without_device_frames_and_says_how_to_get_the
     # device frames cost 51 s of 72 on one GEMM's output read by PyTorch's copy kernel (an H200,
     # 2025.3.1)
     fake.makepyfile(test_kernels="def test_ldg():\n    pass\n\n\ndef test_clean():\n    pass\n")
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=initcheck", "--kprof-jobs=1", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=initcheck",
+                                      "--kprof-jobs=1", "-rA")
     assert {c["backtrace"] for c in fake.calls()} == {"host"}
-    assert _outcomes(result) == {"test_kernels.py::test_ldg": "FAILED", "test_kernels.py::test_clean": "PASSED"}
+    assert _outcomes(result) == {"test_kernels.py::test_ldg": "FAILED",
+                                 "test_kernels.py::test_clean": "PASSED"}
     out = result.stdout.str()
     assert "kprof sanitize --tool initcheck -- python -m pytest test_kernels.py::test_ldg" in out, out
 
@@ -477,7 +502,8 @@ def test_after_a_record_limit_the_rest_runs_on_a_spare_started_beside_the_first_
     monkeypatch.setattr(parallel, "host_cpus", lambda: 16)
     monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)  # the first race fills it
     fake.makepyfile(test_kernels=ONE_RACE)
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck",
+                                      "--kprof-jobs=2", "-rA")
     started = {c["pid"]: c["t"] for c in fake.calls() if c["tool"] == "racecheck"}
     ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
     assert len(ran) == 2, ran
@@ -488,7 +514,8 @@ def test_after_a_record_limit_the_rest_runs_on_a_spare_started_beside_the_first_
     # the rest's child, a spare, started before the first child ended
     assert started[ran[1]["pid"]] < ran[0]["t"]
     outcomes = _outcomes(result)
-    assert outcomes["test_kernels.py::test_racy"] == "FAILED" and outcomes["test_kernels.py::test_param[2]"] == "PASSED"
+    assert (outcomes["test_kernels.py::test_racy"] == "FAILED"
+            and outcomes["test_kernels.py::test_param[2]"] == "PASSED")
     assert "reached its limit of 1 records" in result.stdout.str()
 
 
@@ -507,14 +534,17 @@ def test_no_spare_for_the_record_limit_where_the_machine_has_no_room(fake, monke
 
 
 @pytest.mark.parametrize(("children", "free", "cpus", "room"), [
-    (7, 140 * 2**30, 16, 9), (7, 140 * 2**30, 8, 1), (7, 20 * 2**30, 16, 0), (7, None, 16, 0), (2, 8 * 2**30, 4, 0)])
+    (7, 140 * 2**30, 16, 9), (7, 140 * 2**30, 8, 1), (7, 20 * 2**30, 16, 0), (7, None, 16, 0),
+    (2, 8 * 2**30, 4, 0)])
 def test_spare_room_is_what_the_cpus_and_the_gpus_free_memory_hold_past_the_running(children, free, cpus, room):
     from kprof import parallel
 
     assert parallel.spare_room(children, free, cpus) == room
 
 
-TWO_RACES = ONE_RACE.replace("def test_plain_failure():", "def test_racy_again():\n    time.sleep(1)\n\ndef test_plain_failure():")
+TWO_RACES = ONE_RACE.replace("def test_plain_failure():",
+                             "def test_racy_again():\n    time.sleep(1)\n\ndef "
+                             "test_plain_failure():")
 
 
 def test_a_second_limit_in_the_rest_runs_on_a_spare_made_ready_beside_the_first_rest(fake, monkeypatch):
@@ -527,12 +557,15 @@ def test_a_second_limit_in_the_rest_runs_on_a_spare_made_ready_beside_the_first_
     monkeypatch.setattr(parallel, "host_cpus", lambda: 16)
     monkeypatch.setattr(suite, "SUITE_PRINT_LIMIT", 1)
     fake.makepyfile(test_kernels=TWO_RACES)
-    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck", "--kprof-jobs=2", "-rA")
+    result = fake.runpytest_inprocess(*_plugin_args(), "--kprof-sanitize=racecheck",
+                                      "--kprof-jobs=2", "-rA")
     started = {c["pid"]: c["t"] for c in fake.calls() if c["tool"] == "racecheck"}
     ran = [e for e in fake.ends() if e["tool"] == "racecheck" and e["ran"]]
-    assert len(ran) == 3 and ran[2]["ran"] == ["test_kernels.py::test_plain_failure", "test_kernels.py::test_after"]
+    assert len(ran) == 3 and ran[2]["ran"] == ["test_kernels.py::test_plain_failure",
+                                               "test_kernels.py::test_after"]
     # each rest's child was ready
     assert started[ran[1]["pid"]] < ran[0]["t"] and started[ran[2]["pid"]] < ran[1]["t"]
     outcomes = _outcomes(result)
-    assert outcomes["test_kernels.py::test_racy"] == "FAILED" and outcomes["test_kernels.py::test_racy_again"] == "FAILED"
+    assert (outcomes["test_kernels.py::test_racy"] == "FAILED"
+            and outcomes["test_kernels.py::test_racy_again"] == "FAILED")
     assert outcomes["test_kernels.py::test_after"] == "PASSED"
