@@ -276,7 +276,9 @@ def cmd_cases(opts: CasesOptions) -> int:
                     if result.unseen else "ok")
             print(f"  {result.case.name} ({result.case.expect.tool}): {said}",
                   file=sys.stderr, flush=True)
-    _emit_json([r.to_dict() for r in results]) if opts.json else \
+    if opts.json:
+        _emit_json([r.to_dict() for r in results])
+    else:
         print(render_sanitize.cases_matrix(results))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
@@ -296,7 +298,9 @@ def _bench_cases(opts: CasesOptions) -> int:
         _emit_json(rows) if opts.json else print(render_bench.bench_cases_list(rows))
         return EXIT_OK
     report = corpora.run_bench_cases(arch=opts.arch, timeout=opts.timeout)
-    _emit_json(report.to_json()) if opts.json else \
+    if opts.json:
+        _emit_json(report.to_json())
+    else:
         print(render_bench.bench_cases_report(report))
     return EXIT_OK if report.ok else EXIT_FAILED
 
