@@ -28,6 +28,7 @@ import re
 import shutil
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -153,8 +154,12 @@ def same_file(a: Path, b: Path) -> bool:
 
 def output_file(text: str | Path, what: str) -> Path:
     """A file kprof will write (``--sarif FILE``, ``--plot FILE``), checked before anything runs:
-    its folder exists and it is not a folder itself, so a bad path never costs a finished run."""
+    its folder exists and it is not a folder itself (nor a name ending in ``/``, which names one),
+    so a bad path never costs a finished run."""
     path = user_path(text, what)
+    if str(text).endswith(("/", os.sep)):
+        raise UsageError(f"{what} {_show_path(Path(str(text)))}: ends with '/', which names a folder; "
+                         "give a file name")
     if path.is_dir():
         raise UsageError(f"{what} {_show_path(path)}: is a folder; give a file name")
     parent = path.parent
@@ -169,9 +174,28 @@ def output_file(text: str | Path, what: str) -> Path:
     return path
 
 
-def output_dir(text: str | Path, what: str) -> Path:
-    """A folder kprof will write into, created if need be, checked before anything runs."""
+def output_dir(text: str | Path, what: str, *, create: bool = True) -> Path:
+    """A folder kprof will write into, checked before anything runs: what of it exists is a folder,
+    and the nearest that exists may be written. ``create``: made now; else left for
+    :func:`make_dir` when the first file goes there, so a run refused later (no GPU, a bad name)
+    leaves no folder behind."""
     path = user_path(text, what)
+    if not create:
+        existing = path
+        while not os.path.lexists(existing) and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise UsageError(f"{what} {_show_path(path)}: {_show_path(existing)} is a file, not a "
+                             "folder")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise UsageError(f"{what} {_show_path(path)}: kprof may not write in "
+                             f"{_show_path(existing)}; give a folder it may write")
+        return path
+    return make_dir(path, what)
+
+
+def make_dir(path: Path, what: str) -> Path:
+    """``path`` and its missing parents, made (an output folder when its first file is written)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
@@ -392,6 +416,7 @@ def replace_file(path: Path, data: str | bytes) -> None:
     except OSError as exc:
         raise write_error(path, exc) from None
     try:
+        os.fchmod(fd, new_file_mode(path))
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
         os.replace(tmp, path)
@@ -408,6 +433,7 @@ def place_file(made: Path, path: Path) -> None:
     way."""
     try:
         if output_kind(path) == "replace":
+            os.chmod(made, new_file_mode(path))
             os.replace(made, path)
         else:
             _write_in_place(path, made.read_bytes())
@@ -417,45 +443,92 @@ def place_file(made: Path, path: Path) -> None:
         made.unlink(missing_ok=True)
 
 
+def new_file_mode(path: Path) -> int:
+    """The mode a file kprof writes at ``path`` gets: the regular file it replaces keeps its own;
+    a new one gets what the umask leaves of 0666, as ``open()`` would give it (a temporary file is
+    made 0600, which a rename would otherwise keep)."""
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode):
+            return stat.S_IMODE(info.st_mode)
+    except OSError:
+        pass
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:  # elsewhere: set and put back at once, one thread at a time
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+_UMASK_LOCK = threading.Lock()
+
 OutputKind = Literal["replace", "in place"]
 STREAM_FOLDERS = ("/proc/", "/dev/")  # where a link names a stream or a device, not a file
+# A descriptor of this process's own standard output or error, which a user's shell redirected: the one
+# link kprof writes through to a regular file (``--sarif /dev/stdout > report.sarif``).
+OWN_STREAM = re.compile(r"^(/proc/(self|thread-self)/fd/[12]|/dev/fd/[12]|/dev/std(out|err))$")
+MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one lookup
 PIPE_WAIT_S = 30.0  # how long a FIFO's reader may leave its pipe full before the write is given up
 
 
 def output_kind(path: Path) -> OutputKind:
     """How kprof writes an output at ``path``: ``"replace"`` (atomically, by a rename) or ``"in
     place"`` (a device, a FIFO, a stream's link), or a :class:`UsageError` for what it never
-    writes."""
+    writes. A link is followed link by link: written in place only where it ends at a character
+    device or a FIFO, or is this process's own standard output or error (a stream the user's shell
+    redirected); a link to any other regular file (``/proc/self/root/etc/...``, ``/dev/shm/x``) is
+    replaced itself, never written through."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return "replace"
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}") from None
-    if stat.S_ISLNK(info.st_mode):
-        try:
-            target = os.readlink(path)
-        except OSError as exc:
-            raise UsageError(f"cannot write {_show_path(path)}: {_reason(exc)}") from None
-        stream = str(path.absolute()).startswith("/dev/") or target.startswith(STREAM_FOLDERS)
-        try:
-            info = os.stat(path)
-        except OSError:
-            if stream:
-                raise UsageError(f"cannot write {_show_path(path)}: a link to {_cut(target)}, "
-                                 "which leads nowhere; give a file name") from None
-            # a dangling link in the user's own folder: the documented rule, replaced
-            return "replace"
-        if stream:
-            return _in_place_or_refused(path, info.st_mode)
+    if not stat.S_ISLNK(info.st_mode):
         return "replace" if stat.S_ISREG(info.st_mode) else _in_place_or_refused(path, info.st_mode)
+    hops = _link_hops(path)
+    stream = str(path.absolute()).startswith("/dev/") or any(h.startswith(STREAM_FOLDERS) for h in hops)
+    try:
+        info = os.stat(path)
+    except OSError:
+        if stream:
+            raise UsageError(f"cannot write {_show_path(path)}: a link to {_cut(hops[0] if hops else '?')}, "
+                             "which leads nowhere; give a file name") from None
+        return "replace"  # a dangling link in the user's own folder: the documented rule, replaced
     if stat.S_ISREG(info.st_mode):
-        return "replace"
+        own = OWN_STREAM.match(str(path.absolute())) or any(OWN_STREAM.match(h) for h in hops)
+        return "in place" if own else "replace"
     return _in_place_or_refused(path, info.st_mode)
 
 
+def _link_hops(path: Path) -> list[str]:
+    """Where a link leads, hop by hop (each target made absolute against the link's folder), as far
+    as links go or :data:`MAX_LINK_HOPS`."""
+    hops: list[str] = []
+    cur = path.absolute()
+    for _ in range(MAX_LINK_HOPS):
+        try:
+            target = os.readlink(cur)
+        except OSError:
+            break
+        cur = Path(os.path.normpath(cur.parent / target))
+        hops.append(str(cur))
+    return hops
+
+
 def _in_place_or_refused(path: Path, mode: int) -> OutputKind:
-    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "in place"
     if stat.S_ISDIR(mode):
         raise UsageError(f"{_show_path(path)} is a folder where kprof writes a file: remove it or "
@@ -481,6 +554,9 @@ def _write_in_place(path: Path, payload: bytes) -> None:
     try:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
+            if not _is_own_stream(info):  # the link changed since it was looked at: never through it
+                raise UsageError(f"cannot write {_show_path(path)}: it now leads to a regular file "
+                                 "that is not kprof's output stream; give a file name")
             os.ftruncate(fd, 0)  # a stream redirected to a file: that file, written whole
         view = memoryview(payload)
         while view:
@@ -494,6 +570,18 @@ def _write_in_place(path: Path, payload: bytes) -> None:
         raise write_error(path, exc) from None
     finally:
         os.close(fd)
+
+
+def _is_own_stream(info: os.stat_result) -> bool:
+    """Whether an opened regular file is this process's standard output or error."""
+    for fd in (1, 2):
+        try:
+            own = os.fstat(fd)
+        except OSError:
+            continue
+        if (own.st_dev, own.st_ino) == (info.st_dev, info.st_ino):
+            return True
+    return False
 
 
 # the disk, not the path, is the trouble

@@ -113,18 +113,61 @@ def test_a_fifo_with_a_reader_gets_the_whole_report(tmp_path):
     assert got == [payload] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
-def test_a_streams_link_into_proc_is_written_through_and_stays_a_link(tmp_path):
-    target = tmp_path / "redirected.txt"
-    fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
-    os.write(fd, b"a longer old content")
-    link = tmp_path / "stdout"
-    link.symlink_to(f"/proc/self/fd/{fd}")
+def test_the_processs_own_stdout_is_written_through_to_the_file_a_shell_redirected_it_to(tmp_path):
+    """``--sarif /dev/stdout > report.sarif``: the one link written through to a regular file is this
+    process's own standard output (or error); the file gets the whole output, the link stays."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "redirected.txt"
+    out.write_text("a longer old content")
+    code = ("from pathlib import Path\nfrom kprof import inputs\n"
+            "inputs.replace_file(Path('/dev/stdout'), 'new')\n"
+            "inputs.replace_file(Path('/proc/self/fd/1'), 'newer')\n")
+    with out.open("r+b") as fh:
+        done = subprocess.run([sys.executable, "-c", code], stdout=fh, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert out.read_text() == "newer"
+
+
+@pytest.mark.parametrize("target", ["proc-root", "other-fd", "dev-shm-like"])
+def test_a_link_through_proc_or_dev_to_a_regular_file_is_replaced_never_written_through(tmp_path, target):
+    """Issue 79: a link whose target starts with /proc/ or /dev/ was taken for a stream and written
+    through, so ``--sarif x`` with ``x -> /proc/self/root/<a file>`` truncated that file (as root, any
+    file). Followed link by link, a link that ends at a regular file is replaced itself, whatever its
+    path; the file it named is untouched."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    fd = os.open(victim, os.O_RDONLY)
     try:
-        inputs.replace_file(link, "new")
+        via = {"proc-root": f"/proc/self/root{victim}", "other-fd": f"/proc/self/fd/{fd}",
+               "dev-shm-like": str(victim)}[target]
+        link = tmp_path / "x.sarif"
+        link.symlink_to(via)
+        if target == "dev-shm-like":  # a link through a second link into the same file
+            hop = tmp_path / "hop"
+            hop.symlink_to(f"/proc/self/root{victim}")
+            link.unlink()
+            link.symlink_to(hop)
+        assert inputs.output_kind(link) == "replace"
+        inputs.replace_file(link, "ours")
     finally:
         os.close(fd)
-    assert link.is_symlink() and os.readlink(link) == f"/proc/self/fd/{fd}"
-    assert target.read_text() == "new"
+    assert victim.read_text() == "keep me"
+    assert not link.is_symlink() and link.read_text() == "ours"
+
+
+def test_a_link_swapped_after_the_look_is_never_written_through(tmp_path, monkeypatch):
+    """The look at a link and the write are two steps: a link that led to a FIFO when looked at and
+    to a regular file when opened is refused, the file untouched."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "out"
+    link.symlink_to(victim)
+    monkeypatch.setattr(inputs, "output_kind", lambda path: "in place")
+    with pytest.raises(UsageError, match="not kprof's output stream"):
+        inputs.replace_file(link, "x")
+    assert victim.read_text() == "keep me"
 
 
 def test_a_streams_link_that_leads_nowhere_is_refused(tmp_path):
@@ -204,3 +247,64 @@ def test_a_finished_file_is_placed_as_a_written_one_would_be(tmp_path):
     with pytest.raises(UsageError, match="is a folder"):
         inputs.place_file(made("d"), tmp_path / "dir.ncu-rep")
     assert not list(tmp_path.glob(".made-*"))
+
+
+@pytest.mark.parametrize("name", ["out/", "notes.txt/"])
+def test_a_name_ending_in_a_slash_names_a_folder_and_is_refused(tmp_path, monkeypatch, name):
+    """Issue 79: the slash was dropped, so ``--sarif out/`` wrote a file ``out`` and ``notes.txt/``
+    replaced the file notes.txt; a name ending in '/' names a folder, and an output is a file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("theirs")
+    with pytest.raises(UsageError, match="ends with '/'"):
+        inputs.output_file(name, "--sarif")
+    assert cli.main(["sanitize", "--from-xml", str(XML), "--sarif", name]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "theirs"
+
+
+def test_a_replaced_file_keeps_its_mode_and_a_new_one_follows_the_umask(tmp_path):
+    """Issue 79: every file kprof replaced came out 0600 (its temporary file's mode), whatever the
+    old file's mode and the umask."""
+    old = tmp_path / "shared.sarif"
+    old.write_text("old")
+    old.chmod(0o644)
+    inputs.replace_file(old, "new")
+    assert stat.S_IMODE(old.stat().st_mode) == 0o644 and old.read_text() == "new"
+    mask = os.umask(0o027)
+    try:
+        fresh = tmp_path / "fresh.json"
+        inputs.replace_file(fresh, "{}")
+        made = tmp_path / ".made"
+        made.write_text("r")
+        placed = tmp_path / "placed.ncu-rep"
+        inputs.place_file(made, placed)
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o640 and stat.S_IMODE(placed.stat().st_mode) == 0o640
+
+
+def test_a_report_folder_is_checked_before_the_run_and_made_only_when_a_report_is_written(tmp_path, monkeypatch):
+    """Issue 79: ``--save-report a/b/c`` made its folders, then the run was refused (no GPU): checked
+    now, made when the first report goes there."""
+    from kprof.commands import api
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(api, "require_gpu", lambda tool: (_ for _ in ()).throw(UsageError("no GPU here")))
+    assert cli.main(["profile", "vector_add", "--save-report", "a/b/c"]) == 2
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UsageError, match="is a file, not a folder"):
+        inputs.output_dir("f/reports", "--save-report", create=False)
+    assert inputs.output_dir("a/b/c", "--save-report", create=False) == Path("a/b/c")
+    assert not (tmp_path / "a").exists()
+
+
+def test_the_text_report_read_beside_from_xml_is_an_input_no_output_may_replace(tmp_path, capsys):
+    """Issue 79: ``--from-xml r.xml`` reads r.txt beside it; ``--sarif r.txt`` replaced it."""
+    xml = tmp_path / "r.xml"
+    xml.write_bytes(XML.read_bytes())
+    side = tmp_path / "r.txt"
+    side.write_text("the tool's own text report")
+    assert cli.main(["sanitize", "--from-xml", str(xml), "--sarif", str(side)]) == 2
+    assert "the text report read with --from-xml" in capsys.readouterr().err
+    assert side.read_text() == "the tool's own text report"

@@ -532,6 +532,8 @@ def _no_output_over_an_input(opts: argparse.Namespace) -> None:
     read: list[tuple[str, str]] = [(flag, getattr(opts, attr)) for attr, flag in
                                    (("from_xml", "--from-xml"), ("allocations", "--allocations"))
                                    if getattr(opts, attr, None)]
+    if getattr(opts, "from_xml", None):  # the text report read beside it (FILE.txt for FILE.xml)
+        read.append(("the text report read with --from-xml", str(Path(opts.from_xml).with_suffix(".txt"))))
     names = getattr(opts, "names", None) or ([opts.name]
                                              if isinstance(getattr(opts, "name", None), str)
                                              else [])

@@ -432,7 +432,7 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
 def _report_dir(path: str | None) -> Path | None:
     from kprof import inputs
 
-    return inputs.output_dir(path, "--save-report") if path else None
+    return inputs.output_dir(path, "--save-report", create=False) if path else None
 
 
 def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuError]],

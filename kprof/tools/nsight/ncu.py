@@ -363,6 +363,7 @@ def saved_report(report: Path | None) -> Iterator[Path | None]:
         yield None
         return
     # a folder, a socket or a block device at the report's name: one line, now
+    inputs.make_dir(report.parent, "--save-report")  # checked before the run, made with its first report
     inputs.output_kind(report)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{report.stem[:64]}-", suffix=".ncu-rep",
