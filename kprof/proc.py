@@ -16,7 +16,8 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -220,9 +221,13 @@ def run(
     try:
         ended = _wait(proc, start, timeout, watch, poll) and _group_done(proc, start, timeout, readers)
     except KeyboardInterrupt:
-        _kill_tree(proc)
-        # its output goes unread: the readers close their pipes as the stopped processes' ends close
-        proc.wait()
+        # asked to stop (Ctrl-C, SIGTERM): as a terminal would ask, so a compiler removes its
+        # temporary files (nvcc's tmpxft_*), then killed; a second Ctrl-C kills at once
+        with deferred_interrupts():
+            _stop_politely(proc)
+            _kill_tree(proc)
+            # its output goes unread: the readers close their pipes as the stopped processes' ends close
+            proc.wait()
         raise
     if not ended:
         _kill_tree(proc)
@@ -353,6 +358,50 @@ def _read_on(readers: tuple[_Reader, ...], grace: float, ended: bool = False) ->
                 "\n(kprof: a process the child started kept its pipes open after the stop; what it "
                 "printed after that is not here)")
     return out, err
+
+
+STOP_GRACE_S = 3.0  # how long an interrupted child has to clean up after SIGINT, then SIGTERM, before SIGKILL
+
+
+def _stop_politely(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT to the child's process group, then SIGTERM, each with a share of :data:`STOP_GRACE_S`
+    to end in; a second interrupt meanwhile (pending, as interrupts are held here) ends the wait
+    early. The group's leader ending is enough: what it leaves is killed next."""
+    for sig, share in ((signal.SIGINT, 2 / 3), (signal.SIGTERM, 1 / 3)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=STOP_GRACE_S * share)
+            return
+        except subprocess.TimeoutExpired:
+            if _interrupt_pending():
+                return
+
+
+def _interrupt_pending() -> bool:
+    try:
+        return bool({signal.SIGINT, signal.SIGTERM} & signal.sigpending())
+    except (AttributeError, OSError):
+        return False
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held while the block runs (an entry of the build cache committed, a
+    temporary file removed, a JSON document written), then delivered: what the block does is done
+    whole or not begun. Only the main thread receives them; elsewhere, or without
+    ``pthread_sigmask``, the block runs as is."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:

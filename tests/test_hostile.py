@@ -603,3 +603,16 @@ def test_a_json_lines_log_gives_its_objects_and_skips_torn_and_other_lines():
 
     text = '{"a": 1}\n[1, 2]\n"text"\n{"b": \n\n{"c": {"d": 2}}\n{"e": 3'
     assert list(json_objects(text)) == [{"a": 1}, {"c": {"d": 2}}]
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(_dev_full() is not None, reason=str(_dev_full()))
+def test_a_full_stderr_changes_no_exit_code_and_loses_no_table(tmp_path):
+    """Issue 79: ``kprof build vector_add 2>/dev/full``: the progress line failed, the run became
+    exit 7 and its table was lost. A stderr that cannot take a line drops it; stdout keeps the table."""
+    with open("/dev/full", "r+") as full:  # r+: never creates the file
+        done = subprocess.run([sys.executable, "-m", "kprof", "build", "vector_add", "vector_add_vec4",
+                               "--arch", "sm_90"],
+                              stdout=subprocess.PIPE, stderr=full, text=True, timeout=300,
+                              env=dict(os.environ, KPROF_CACHE_DIR=str(tmp_path)))
+    assert done.returncode == 0 and "vector_add" in done.stdout, done.stdout

@@ -218,3 +218,42 @@ def test_a_long_output_keeps_its_head_and_tail_and_says_what_was_left_out(monkey
     total = sum(len(f"line {i}\n") for i in range(20000))
     assert (1000 <= len(done.stdout) - len(said) - 2 <= 1000 + 5000 + (1 << 16)
             and left_out == total - (len(done.stdout) - len(said) - 2))
+
+
+def test_an_interrupted_child_is_asked_to_stop_and_cleans_up_before_it_is_killed(tmp_path):
+    """Issue 79: Ctrl-C or SIGTERM during a build killed nvcc with SIGKILL, so its tmpxft_* files
+    stayed in TMPDIR. The child's group is sent SIGINT (then SIGTERM), and a child that removes its
+    temporary file on SIGINT does so before kprof ends; nothing of it is left running."""
+    import signal
+
+    scratch = tmp_path / "tmpxft_scratch"
+    started = tmp_path / "started"
+    child = ("import os, signal, sys, time\n"
+             "open(sys.argv[1], 'w').close(); open(sys.argv[2], 'w').close()\n"
+             "def bye(*_):\n    os.unlink(sys.argv[1]); sys.exit(1)\n"
+             "signal.signal(signal.SIGINT, bye)\n"
+             "time.sleep(60)\n")
+    driver = ("import sys\nfrom kprof import proc\n"
+              "try:\n    proc.run([sys.executable, '-c', sys.argv[1], sys.argv[2], sys.argv[3]], timeout=120)\n"
+              "except KeyboardInterrupt:\n    sys.exit(130)\n")
+    parent = subprocess.Popen([sys.executable, "-c", driver, child, str(scratch), str(started)])
+    deadline = time.monotonic() + 20
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the child did not start"
+    parent.send_signal(signal.SIGINT)
+    assert parent.wait(30) == 130
+    assert not scratch.exists(), "the child was killed before it could clean up"
+
+
+def test_interrupts_are_held_over_a_block_and_delivered_after_it():
+    """What must be done whole (a cache entry committed, a JSON document written) runs with Ctrl-C
+    held: the interrupt comes after the block, not in the middle of it (in a process of its own:
+    signals reach a main thread, and pytest-xdist runs tests in another)."""
+    code = ("import os, signal, time\nfrom kprof import proc\ndone = []\n"
+            "try:\n    with proc.deferred_interrupts():\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n        time.sleep(0.05)\n"
+            "        done.append('the rest of the block')\n"
+            "except KeyboardInterrupt:\n    print('interrupted after', done)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "interrupted after ['the rest of the block']", done.stderr

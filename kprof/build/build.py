@@ -302,21 +302,23 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
         usage = parse_resource_usage(log)
         symbols = _symbols(spec, usage)
         digest_of_cubin = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        try:
-            os.replace(tmp, cubin)
-        except OSError as exc:
-            raise inputs.write_error(cubin, exc) from None
         info = {"usage": {k: asdict(v) for k, v in usage.items()}, "log": log, "argv": argv,
                 "sha256": digest_of_cubin}
-        inputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
-        if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
-            os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
+        with proc.deferred_interrupts():  # the entry committed whole: its cubin, its record, its PTX
+            try:
+                os.replace(tmp, cubin)
+            except OSError as exc:
+                raise inputs.write_error(cubin, exc) from None
+            inputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
+            if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
+                os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
         return BuildResult(spec.name, cubin, arch, usage, False, log=log, argv=tuple(argv),
                            compiler=compiler.version, symbols=symbols)
     finally:
-        tmp.unlink(missing_ok=True)
-        if kept is not None:
-            shutil.rmtree(kept, ignore_errors=True)
+        with proc.deferred_interrupts():  # a second Ctrl-C leaves no temporary file behind
+            tmp.unlink(missing_ok=True)
+            if kept is not None:
+                shutil.rmtree(kept, ignore_errors=True)
 
 
 LOCK_POLL_S = 0.05  # how often a kprof waiting for another's build of the same entry looks again
@@ -340,7 +342,7 @@ def _one_builder(folder: Path, cubin: Path, timeout: float) -> Iterator[None]:
         yield
     finally:
         if fd is not None:
-            with suppress(OSError):
+            with proc.deferred_interrupts(), suppress(OSError):
                 if os.fstat(fd).st_ino == lock.lstat().st_ino:
                     # a waiter on this file rechecks the cache; a newcomer makes a new one
                     lock.unlink()
@@ -491,7 +493,8 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
         os.replace(tmp, out)
         return out.read_text(errors="replace")
     finally:
-        tmp.unlink(missing_ok=True)
+        with proc.deferred_interrupts():
+            tmp.unlink(missing_ok=True)
 
 
 MAX_CUBIN_BYTES = 256 * 1024 * 1024  # one cached cubin; the largest shipped one is under 1 MB

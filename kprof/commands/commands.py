@@ -58,8 +58,14 @@ if TYPE_CHECKING:
 
 
 def _emit_json(data: object) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    """The whole document or none of it: made first, then written with Ctrl-C and SIGTERM held (an
+    interrupt mid-write left half a JSON document on stdout)."""
+    from kprof import proc
+
+    text = json.dumps(data, indent=2, default=str) + "\n"
+    with proc.deferred_interrupts():
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 def cmd_list(opts: ListOptions) -> int:

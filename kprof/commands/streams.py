@@ -16,17 +16,40 @@ from kprof.errors import EXIT_OK, EXIT_OUTPUT
 
 class CleanStream:
     """A text stream that escapes control characters on their way to it
-    (:func:`kprof.inputs.terminal_safe`)."""
+    (:func:`kprof.inputs.terminal_safe`). ``tolerant`` (stderr: progress lines and notes): a write or
+    flush it cannot take (a full disk, a closed pipe) is dropped and the stream pointed at
+    /dev/null, so a full stderr never changes a run's exit code nor loses its table on stdout."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, *, tolerant: bool = False) -> None:
         from kprof.inputs import terminal_safe
 
         self._stream = stream
         self._safe = terminal_safe
+        self._tolerant = tolerant
 
     def write(self, text: str) -> int:
-        self._stream.write(self._safe(text) if isinstance(text, str) else text)
+        try:
+            self._stream.write(self._safe(text) if isinstance(text, str) else text)
+        except (OSError, ValueError):
+            if not self._tolerant:
+                raise
+            self._give_up()
         return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            if not self._tolerant:
+                raise
+            self._give_up()
+
+    def _give_up(self) -> None:
+        try:
+            quiet(self._stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        self._stream = open(os.devnull, "w")  # noqa: SIM115 - the stream's life, as the one it stands for
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
@@ -35,7 +58,7 @@ class CleanStream:
 @contextmanager
 def clean_terminal() -> Any:
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = CleanStream(sys.stdout), CleanStream(sys.stderr)
+    sys.stdout, sys.stderr = CleanStream(sys.stdout), CleanStream(sys.stderr, tolerant=True)
     try:
         yield
     finally:
