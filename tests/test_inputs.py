@@ -308,3 +308,9 @@ def test_the_text_report_read_beside_from_xml_is_an_input_no_output_may_replace(
     assert cli.main(["sanitize", "--from-xml", str(xml), "--sarif", str(side)]) == 2
     assert "the text report read with --from-xml" in capsys.readouterr().err
     assert side.read_text() == "the tool's own text report"
+
+
+def test_from_xml_with_a_program_is_refused_not_silently_ignored(capsys):
+    """Issue 79: ``sanitize --from-xml R -- python prog.py`` read R and never ran the program."""
+    assert cli.main(["sanitize", "--from-xml", str(XML), "--", "python", "prog.py"]) == 2
+    assert "not both" in capsys.readouterr().err

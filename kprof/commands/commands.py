@@ -200,6 +200,9 @@ def _from_xml(opts: SanitizeOptions) -> list[ToolResult]:
 
     if opts.name:
         raise UsageError("--from-xml reads a saved report: give the file, not a kernel name")
+    if opts.program:
+        raise UsageError("--from-xml reads a saved report and runs nothing: give the report or a "
+                         "program after --, not both")
     from kprof.tools.sanitizers import checkers
 
     if opts.tool != "all" and opts.tool not in checkers.sanitizers():

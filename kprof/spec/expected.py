@@ -150,15 +150,20 @@ def _vocabulary_expr(expr: object, known: set[str], fld: str, fail: Fail) -> str
 def _tolerance_value(raw: object, fld: str, fail: Fail, check_expr: CheckExpr) -> str:
     """A number, or a size expression checked now and worked out at each size."""
     is_atol = fld.endswith("atol")
-    what = "an absolute error of 0 or more, e.g. 1e-7" if is_atol else "a relative error between 0 and 1, e.g. 1e-5"
+    what = ("an absolute error of 0 or more, e.g. 1e-7" if is_atol
+            else "a relative error between 0 and 1, e.g. 1e-5")
     if isinstance(raw, str):
         try:
             raw = float(raw)
         except ValueError:
             return check_expr(raw, fld)
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw < (float("inf") if is_atol else 1):
+    try:  # an integer too large for a float (1e400 written out) is refused here, not at each size
+        value = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+    except OverflowError:
+        value = None
+    if value is None or not 0 <= value < (float("inf") if is_atol else 1):
         raise fail(fld, f"{show(raw)} must be {what}, or a size expression such as 1e-7 * sqrt(K)")
-    return repr(float(raw))
+    return repr(value)
 
 
 def load_checks(raw: object, sizes: set[str], args: tuple[Arg, ...],

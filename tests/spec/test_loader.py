@@ -1,5 +1,6 @@
 import copy
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -458,3 +459,25 @@ def test_a_spec_read_again_unchanged_is_not_parsed_again_and_a_change_is(tmp_pat
     (tmp_path / "vector_add.yaml").write_text(src.read_text() + "\n# a comment\n")
     loader.load(tmp_path / "vector_add.yaml")
     assert parsed == [1, 1]
+
+
+@pytest.mark.parametrize("tolerance", ["1" + "0" * 400, "{rtol: 1e-6, atol: 1" + "0" * 400 + "}"],
+                         ids=["rtol", "atol"])
+def test_a_tolerance_too_large_for_a_float_is_refused_at_load_and_kprof_list_lists_the_rest(tmp_path, monkeypatch,
+                                                                                         tolerance):
+    """Issue 79: an integer of 401 digits passed the range check (Python compares it exactly) and
+    overflowed when made a float at each size (exit 70); ``kprof list`` died on the one spec."""
+    from kprof.commands import cli
+    from kprof.errors import SpecError
+
+    source = (catalog.load("vector_add").source).read_text()
+    (tmp_path / "huge_tol.cu").write_text(source)
+    text = (Path(catalog.load("vector_add").source).with_suffix(".yaml")).read_text()
+    text = re.sub(r"^tolerance:.*$", f"tolerance: {tolerance}", text, flags=re.M)
+    (tmp_path / "huge_tol.yaml").write_text(text.replace("entry: vector_add", "entry: vector_add"))
+    with pytest.raises(SpecError, match="tolerance"):
+        catalog.load(str(tmp_path / "huge_tol.yaml"))
+    monkeypatch.setenv("KPROF_PATH", str(tmp_path))
+    listed = {r.name: r.description for r in catalog.listing(None)}
+    assert listed["huge_tol"].startswith("INVALID SPEC") and "vector_add" in listed
+    assert cli.main(["list"]) == 0
