@@ -94,5 +94,5 @@ STAGES = ["spec", "build", "launch", "child", "tools", "measure", "diagnosis", "
 
 # What stays at the top of kprof/: the front doors a user imports or runs (the package, python -m
 # kprof, the pytest plugin's entry point, kprof.load, kprof.range) and the leaves every stage uses.
-TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "proc",
+TOP = {"__main__", "pytest_plugin", "op", "annotate", "errors", "version", "inputs", "outputs", "proc",
        "parallel", "telemetry", "units", "findings", "stats", "demangle"}

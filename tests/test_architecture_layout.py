@@ -17,7 +17,7 @@ from kprof.tools.sanitizers import checkers
 # at the top of kprof/, tests/test_<module>.py): a new module comes with its test file.
 COVERED_ELSEWHERE = {
     "__main__": "commands/test_cli.py", "annotate": "tools/programs/test_program.py",
-    "errors": "test_architecture_records.py",
+    "errors": "test_architecture_records.py", "outputs": "test_inputs.py",
     "findings": "tools/programs/test_program.py", "inputs": "test_hostile.py",
     "parallel": "corpus/test_cases.py", "stats": "measure/test_bench.py",
     "telemetry": "measure/test_bench.py",

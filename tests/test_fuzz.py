@@ -375,7 +375,8 @@ def _special_node(kind, folder, fds):
     if kind == "{fifo}":
         os.mkfifo(folder / "fifo")
         return folder / "fifo"
-    fd = os.open(folder / "target", os.O_RDWR | os.O_CREAT, 0o644)
+    (folder / "target").write_bytes(b"another descriptor's file")
+    fd = os.open(folder / "target", os.O_RDWR)
     fds.append(fd)
     (folder / "stream").symlink_to(f"/proc/self/fd/{fd}")
     return folder / "stream"
@@ -407,7 +408,10 @@ def test_generated_path_shapes_are_a_result_or_one_line(no_process, no_builds, c
     finally:
         for fd in fds:
             os.close(fd)
-    if node is not None:  # a special file stays what it was: never renamed over, never made a file
+    if node is not None and node.name == "stream":  # a link to another descriptor's regular file (issue 79):
+        # never written through; the link itself may be replaced by kprof's file
+        assert (node.parent / "target").read_bytes() == b"another descriptor's file", (option, node)
+    elif node is not None:  # a special file stays what it was: never renamed over, never made a file
         after = os.lstat(node)
         assert (stat.S_IFMT(after.st_mode), after.st_ino) == (stat.S_IFMT(before.st_mode), before.st_ino), (option, node)
 

@@ -1,4 +1,4 @@
-"""Outputs respect what is there (kprof.inputs.replace_file, kprof.inputs.output_file): a regular
+"""Outputs respect what is there (kprof.outputs.replace_file, kprof.outputs.output_file): a regular
 file is replaced atomically, a device, a FIFO or a stream's link is written in place, and nothing
 that is not a regular file is ever renamed over. Each test makes its own device nodes and FIFOs in a
 temporary folder: none names anything under /dev as an output (as root, a rename over /dev/stdin
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof import inputs
+from kprof import outputs
 from kprof.commands import cli
 from kprof.errors import UsageError
 
@@ -45,7 +45,7 @@ def test_a_regular_file_is_replaced_whole_by_a_rename(tmp_path):
     path = tmp_path / "r.sarif"
     path.write_text("old")
     inode = path.stat().st_ino
-    inputs.replace_file(path, "new")
+    outputs.replace_file(path, "new")
     assert path.read_text() == "new" and path.stat().st_ino != inode
     assert [p.name for p in tmp_path.iterdir()] == ["r.sarif"]  # no temporary file left
 
@@ -53,7 +53,7 @@ def test_a_regular_file_is_replaced_whole_by_a_rename(tmp_path):
 def test_a_character_device_is_written_in_place_never_renamed_over(tmp_path):
     node = _node(tmp_path, stat.S_IFCHR)
     before = os.lstat(node)
-    inputs.replace_file(node, "{}" * 100_000)
+    outputs.replace_file(node, "{}" * 100_000)
     assert _same(node, before) and stat.S_ISCHR(os.lstat(node).st_mode)
     assert [p.name for p in tmp_path.iterdir()] == ["node"]
 
@@ -62,10 +62,10 @@ def test_a_block_device_is_refused_in_one_line(tmp_path):
     node = _node(tmp_path, stat.S_IFBLK)
     before = os.lstat(node)
     with pytest.raises(UsageError, match="a block device") as err:
-        inputs.replace_file(node, "x")
+        outputs.replace_file(node, "x")
     assert "\n" not in str(err.value) and _same(node, before)
     with pytest.raises(UsageError, match="--sarif: .*a block device"):
-        inputs.output_file(str(node), "--sarif")
+        outputs.output_file(str(node), "--sarif")
 
 
 def test_a_fifo_no_program_reads_is_one_line_not_a_hang(tmp_path):
@@ -74,7 +74,7 @@ def test_a_fifo_no_program_reads_is_one_line_not_a_hang(tmp_path):
     before = os.lstat(fifo)
     start = time.monotonic()
     with pytest.raises(UsageError, match="a FIFO no program reads"):
-        inputs.replace_file(fifo, "x")
+        outputs.replace_file(fifo, "x")
     assert time.monotonic() - start < 5 and _same(fifo, before)
 
 
@@ -108,7 +108,7 @@ def test_a_fifo_with_a_reader_gets_the_whole_report(tmp_path):
     reader.start()
     assert opened.wait(5)
     payload = b"x" * 300_000  # several times a pipe's buffer: the writer waits for its reader
-    inputs.replace_file(fifo, payload)
+    outputs.replace_file(fifo, payload)
     reader.join(10)
     assert got == [payload] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
@@ -121,9 +121,9 @@ def test_the_processs_own_stdout_is_written_through_to_the_file_a_shell_redirect
 
     out = tmp_path / "redirected.txt"
     out.write_text("a longer old content")
-    code = ("from pathlib import Path\nfrom kprof import inputs\n"
-            "inputs.replace_file(Path('/dev/stdout'), 'new')\n"
-            "inputs.replace_file(Path('/proc/self/fd/1'), 'newer')\n")
+    code = ("from pathlib import Path\nfrom kprof import outputs\n"
+            "outputs.replace_file(Path('/dev/stdout'), 'new')\n"
+            "outputs.replace_file(Path('/proc/self/fd/1'), 'newer')\n")
     with out.open("r+b") as fh:
         done = subprocess.run([sys.executable, "-c", code], stdout=fh, stderr=subprocess.PIPE, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
@@ -149,8 +149,8 @@ def test_a_link_through_proc_or_dev_to_a_regular_file_is_replaced_never_written_
             hop.symlink_to(f"/proc/self/root{victim}")
             link.unlink()
             link.symlink_to(hop)
-        assert inputs.output_kind(link) == "replace"
-        inputs.replace_file(link, "ours")
+        assert outputs.output_kind(link) == "replace"
+        outputs.replace_file(link, "ours")
     finally:
         os.close(fd)
     assert victim.read_text() == "keep me"
@@ -164,9 +164,9 @@ def test_a_link_swapped_after_the_look_is_never_written_through(tmp_path, monkey
     victim.write_text("keep me")
     link = tmp_path / "out"
     link.symlink_to(victim)
-    monkeypatch.setattr(inputs, "output_kind", lambda path: "in place")
+    monkeypatch.setattr(outputs, "output_kind", lambda path: "in place")
     with pytest.raises(UsageError, match="not kprof's output stream"):
-        inputs.replace_file(link, "x")
+        outputs.replace_file(link, "x")
     assert victim.read_text() == "keep me"
 
 
@@ -174,7 +174,7 @@ def test_a_streams_link_that_leads_nowhere_is_refused(tmp_path):
     link = tmp_path / "stdin"
     link.symlink_to("/proc/self/fd/987654")
     with pytest.raises(UsageError, match="leads nowhere"):
-        inputs.replace_file(link, "x")
+        outputs.replace_file(link, "x")
     assert link.is_symlink()
 
 
@@ -185,7 +185,7 @@ def test_a_link_in_the_users_folder_is_replaced_not_written_through(tmp_path):
     target.write_text("theirs")
     link = tmp_path / "r.sarif"
     link.symlink_to(target)
-    inputs.replace_file(link, "ours")
+    outputs.replace_file(link, "ours")
     assert not link.is_symlink() and link.read_text() == "ours" and target.read_text() == "theirs"
 
 
@@ -194,7 +194,7 @@ def test_a_socket_is_refused(tmp_path):
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind(str(path))
         with pytest.raises(UsageError, match="a socket"):
-            inputs.replace_file(path, "x")
+            outputs.replace_file(path, "x")
         assert stat.S_ISSOCK(os.lstat(path).st_mode)
 
 
@@ -221,7 +221,7 @@ def test_every_output_option_leaves_a_special_file_as_it_was(tmp_path, capsys, m
 
 
 def test_a_finished_file_is_placed_as_a_written_one_would_be(tmp_path):
-    """inputs.place_file (ncu's exported report put at --save-report's name): over a regular file by
+    """outputs.place_file (ncu's exported report put at --save-report's name): over a regular file by
     a rename; a link there replaced, its target untouched; into a character device in place; a
     folder is one line; the made file is gone each time."""
     def made(text: str) -> Path:
@@ -231,21 +231,21 @@ def test_a_finished_file_is_placed_as_a_written_one_would_be(tmp_path):
 
     regular = tmp_path / "r.ncu-rep"
     regular.write_text("old")
-    inputs.place_file(made("a"), regular)
+    outputs.place_file(made("a"), regular)
     assert regular.read_text() == "a"
     target = tmp_path / "elsewhere"
     target.write_text("keep")
     link = tmp_path / "l.ncu-rep"
     link.symlink_to(target)
-    inputs.place_file(made("b"), link)
+    outputs.place_file(made("b"), link)
     assert not link.is_symlink() and link.read_text() == "b" and target.read_text() == "keep"
     node = _node(tmp_path, stat.S_IFCHR, "dev.ncu-rep")
     before = os.lstat(node)
-    inputs.place_file(made("c"), node)
+    outputs.place_file(made("c"), node)
     assert _same(node, before)
     (tmp_path / "dir.ncu-rep").mkdir()
     with pytest.raises(UsageError, match="is a folder"):
-        inputs.place_file(made("d"), tmp_path / "dir.ncu-rep")
+        outputs.place_file(made("d"), tmp_path / "dir.ncu-rep")
     assert not list(tmp_path.glob(".made-*"))
 
 
@@ -256,7 +256,7 @@ def test_a_name_ending_in_a_slash_names_a_folder_and_is_refused(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("theirs")
     with pytest.raises(UsageError, match="ends with '/'"):
-        inputs.output_file(name, "--sarif")
+        outputs.output_file(name, "--sarif")
     assert cli.main(["sanitize", "--from-xml", str(XML), "--sarif", name]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     assert (tmp_path / "notes.txt").read_text() == "theirs"
@@ -268,16 +268,16 @@ def test_a_replaced_file_keeps_its_mode_and_a_new_one_follows_the_umask(tmp_path
     old = tmp_path / "shared.sarif"
     old.write_text("old")
     old.chmod(0o644)
-    inputs.replace_file(old, "new")
+    outputs.replace_file(old, "new")
     assert stat.S_IMODE(old.stat().st_mode) == 0o644 and old.read_text() == "new"
     mask = os.umask(0o027)
     try:
         fresh = tmp_path / "fresh.json"
-        inputs.replace_file(fresh, "{}")
+        outputs.replace_file(fresh, "{}")
         made = tmp_path / ".made"
         made.write_text("r")
         placed = tmp_path / "placed.ncu-rep"
-        inputs.place_file(made, placed)
+        outputs.place_file(made, placed)
     finally:
         os.umask(mask)
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o640 and stat.S_IMODE(placed.stat().st_mode) == 0o640
@@ -294,8 +294,8 @@ def test_a_report_folder_is_checked_before_the_run_and_made_only_when_a_report_i
     assert not (tmp_path / "a").exists()
     (tmp_path / "f").write_text("x")
     with pytest.raises(UsageError, match="is a file, not a folder"):
-        inputs.output_dir("f/reports", "--save-report", create=False)
-    assert inputs.output_dir("a/b/c", "--save-report", create=False) == Path("a/b/c")
+        outputs.output_dir("f/reports", "--save-report", create=False)
+    assert outputs.output_dir("a/b/c", "--save-report", create=False) == Path("a/b/c")
     assert not (tmp_path / "a").exists()
 
 

@@ -31,7 +31,7 @@ from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from kprof import inputs, proc
+from kprof import inputs, outputs, proc
 from kprof.build import cusource, entries, shake
 from kprof.build.toolchain import Compiler, build_argv, check_arch, compiler_for, detect_arch
 from kprof.errors import BuildError, SpecError, UnsupportedArchError, UsageError
@@ -127,9 +127,9 @@ def generated_source(name: str, original: Path, text: str) -> Path:
     try:
         if not (path.is_file() and path.read_text() == text):
             path.parent.mkdir(parents=True, exist_ok=True)
-            inputs.replace_file(path, text)
+            outputs.replace_file(path, text)
     except OSError as exc:
-        raise inputs.write_error(path, exc) from None
+        raise outputs.write_error(path, exc) from None
     return path
 
 
@@ -308,8 +308,8 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
             try:
                 os.replace(tmp, cubin)
             except OSError as exc:
-                raise inputs.write_error(cubin, exc) from None
-            inputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
+                raise outputs.write_error(cubin, exc) from None
+            outputs.replace_file(meta, json.dumps(dict(info, digest=_entry_digest(info)), indent=1))
             if kept is not None and (kept / f"{spec.source.stem}.ptx").is_file():
                 os.replace(kept / f"{spec.source.stem}.ptx", _ptx_path(folder, spec, target, key))
         return BuildResult(spec.name, cubin, arch, usage, False, log=log, argv=tuple(argv),
@@ -540,8 +540,8 @@ def _shaken_spec(spec: KernelSpec, folder: Path) -> KernelSpec:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise inputs.write_error(folder, exc) from None
-        inputs.replace_file(path, out)
+            raise outputs.write_error(folder, exc) from None
+        outputs.replace_file(path, out)
     return replace(spec, name=f"{spec.name[:56]}{shake.SUFFIX}", source=path,
                    nvcc_flags=(*spec.nvcc_flags, f"-I{spec.source.parent}"))
 

@@ -118,7 +118,10 @@ def _public_type(value: object, name: str) -> bool | None:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than Python prints
+        return f"an int of {value.bit_length():,} bits" if isinstance(value, int) else type(value).__name__
     return f"{type(value).__name__} {text[:40] + '...' if len(text) > 40 else text}"
 
 
@@ -126,9 +129,59 @@ def _wanted(annotation: str) -> str:
     return " or ".join(_WORDS.get(alt, alt) for alt in _split(annotation, "|"))
 
 
+def _between(low: float, high: float, what: str) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        if value is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None  # None where the annotation allows it; a wrong type is the type check's
+        try:
+            ok = low <= float(value) <= high
+        except OverflowError:  # an int past float64's range
+            ok = False
+        return None if ok else f"must be {what}, not {_shown(value)}"
+    return check
+
+
+def _arch(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    from kprof.build.toolchain import check_arch
+    from kprof.errors import KprofError
+
+    try:
+        check_arch(value)
+    except KprofError as exc:
+        return f"is not an architecture kprof builds for: {exc}"
+    return None
+
+
+def _value_rules() -> dict[str, Callable[[object], str | None]]:
+    """The values the CLI's options refuse, by the API's argument names: the same rules for a
+    notebook as for the command line (a limit of 0, a 400-digit count that reached SQLite, an
+    architecture with a newline, a negative or enormous shared memory)."""
+    from kprof.inputs import MAX_COUNT, MAX_SECONDS, MIN_TIMEOUT
+
+    seconds = _between(1e-9, MAX_SECONDS, f"a positive number of seconds, at most {MAX_SECONDS:.0f}")
+    count = _between(1, MAX_COUNT, f"a whole number from 1 to {MAX_COUNT:,}")
+    size = _between(0, MAX_COUNT, f"a whole number from 0 to {MAX_COUNT:,}")
+    return {"timeout": _between(MIN_TIMEOUT, MAX_SECONDS, f"from {MIN_TIMEOUT:g} to {MAX_SECONDS:.0f} "
+                                "seconds (a child takes about a second to start)"),
+            "min_time": seconds, "max_time": seconds, "rel_stdev": _between(1e-9, 1.0, "a fraction in (0, 1]"),
+            "jobs": count, "limit": count, "launch_count": count, "launch_skip": size, "padding": size,
+            "seed": size, "dynamic_smem": size, "arch": _arch}
+
+
+def _define(name: str, value: object) -> str | None:
+    """A define given as a keyword (``kprof.load(NAME, BLOCK=128)``): a number or a word, never None
+    (it would reach the compiler as ``-DBLOCK=None``)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return f"define {name} must be a number or a word (BLOCK=128), not {_shown(value)}"
+    return None
+
+
 def checked(fn: F) -> F:
     """``fn`` with its arguments held to its annotations (a ``TypeError`` in one line where one is
-    not), and an unknown keyword a ``TypeError`` as Python's own."""
+    not), then to the values the CLI's options allow (a :class:`~kprof.errors.UsageError` in the
+    CLI's words), and an unknown keyword a ``TypeError`` as Python's own."""
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)
@@ -142,6 +195,21 @@ def checked(fn: F) -> F:
             if matches(value, annotation) is False:
                 raise TypeError(f"kprof.{fn.__name__}(): {name} must be {_wanted(annotation)}, not "
                                 f"{_shown(value)}")
+        _check_values(fn.__name__, signature, bound.arguments)
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _check_values(name: str, signature: inspect.Signature, arguments: dict[str, Any]) -> None:
+    from kprof.errors import UsageError
+
+    rules = _value_rules()
+    problems: list[str] = []
+    for arg, value in arguments.items():
+        if signature.parameters[arg].kind is inspect.Parameter.VAR_KEYWORD:
+            problems += [p for k, v in value.items() if (p := _define(k, v))]
+        elif arg in rules and (problem := rules[arg](value)):
+            problems.append(f"{arg} {problem}")
+    if problems:
+        raise UsageError(f"kprof.{name}(): {problems[0]}")

@@ -92,11 +92,9 @@ def _timeout(text: str) -> float:
     return value
 
 
-# any count an option takes: beyond it SQLite (a history --limit) and CUDA overflow
-MAX_COUNT = 2**31 - 1
-
-
 def _count(minimum: int) -> Callable[[str], int]:
+    from kprof.inputs import MAX_COUNT
+
     def parse(text: str) -> int:
         if not (text.strip().lstrip("+-").isascii() and text.strip().lstrip("+-").isdigit()):
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
@@ -506,7 +504,7 @@ def _main(argv: Sequence[str] | None) -> int:
         streams.quiet_stdout()
         return EXIT_OK
     except OSError as exc:
-        from kprof.inputs import OUTPUT_ERRNOS
+        from kprof.outputs import OUTPUT_ERRNOS
 
         return streams.output_failed(exc) if exc.errno in OUTPUT_ERRNOS else _internal(exc)
     except Exception as exc:  # noqa: BLE001 - a bug in kprof: one line, traceback on request
@@ -532,8 +530,9 @@ def _no_output_over_an_input(opts: argparse.Namespace) -> None:
     read: list[tuple[str, str]] = [(flag, getattr(opts, attr)) for attr, flag in
                                    (("from_xml", "--from-xml"), ("allocations", "--allocations"))
                                    if getattr(opts, attr, None)]
-    if getattr(opts, "from_xml", None):  # the text report read beside it (FILE.txt for FILE.xml)
-        read.append(("the text report read with --from-xml", str(Path(opts.from_xml).with_suffix(".txt"))))
+    xml = Path(getattr(opts, "from_xml", None) or "")
+    if xml.name:  # the text report read beside it (FILE.txt for FILE.xml)
+        read.append(("the text report read with --from-xml", str(xml.with_suffix(".txt"))))
     names = getattr(opts, "names", None) or ([opts.name]
                                              if isinstance(getattr(opts, "name", None), str)
                                              else [])
@@ -569,14 +568,14 @@ def main_inner(argv: list[str]) -> int:
     if opts.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from kprof import inputs
+    from kprof import outputs
     from kprof.commands import commands, options
     from kprof.spec import sweep
 
     # checked before anything runs, not after
     for attr, flag in (("plot", "--plot"), ("sarif", "--sarif")):
         if getattr(opts, attr, None):
-            setattr(opts, attr, str(inputs.output_file(getattr(opts, attr), flag)))
+            setattr(opts, attr, str(outputs.output_file(getattr(opts, attr), flag)))
     _no_output_over_an_input(opts)
     if getattr(opts, "plot", None):
         from kprof.results import plot

@@ -238,9 +238,9 @@ def _read_allocations(path: str) -> list[Allocation]:
 
 
 def _write_json(path: Path, data: object) -> None:
-    from kprof import inputs
+    from kprof import outputs
 
-    inputs.replace_file(path, json.dumps(data, indent=2, default=str) + "\n")
+    outputs.replace_file(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def cmd_mutants(opts: MutantsOptions) -> int:
@@ -439,9 +439,9 @@ def _profile_program(opts: ProfileOptions, extra: tuple[str, ...]) -> int:
 
 
 def _report_dir(path: str | None) -> Path | None:
-    from kprof import inputs
+    from kprof import outputs
 
-    return inputs.output_dir(path, "--save-report", create=False) if path else None
+    return outputs.output_dir(path, "--save-report", create=False) if path else None
 
 
 def _profile_output(profiles: list[KernelProfile], errors: list[tuple[str, NcuError]],

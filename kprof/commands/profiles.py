@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kprof import inputs, proc
+from kprof import inputs, outputs, proc
 from kprof.commands.apitypes import checked
 from kprof.errors import UsageError
 
@@ -60,7 +60,7 @@ def profile_specs(names: Sequence[str], *, sizes: dict[str, int] | None = None,
                 for spec in specs]
     if baseline:
         resolved = [x for r in resolved for x in (r, *pipeline.profiled_baselines(r, baseline))]
-    folder = inputs.output_dir(report_dir, "--save-report", create=False) if report_dir is not None else None
+    folder = outputs.output_dir(report_dir, "--save-report", create=False) if report_dir is not None else None
     if folder is not None:
         for r in resolved:
             _report_writable(folder / f"{r.spec.name}.ncu-rep")
@@ -165,7 +165,7 @@ def profile(target: str | Path | Sequence[str], *, kernel: str | None = None,
     cmd = inputs.program_argv([str(a) for a in target], "profile", None)
     if launch_count < 1 or launch_skip < 0:
         raise UsageError("--launch-count must be 1 or more and --launch-skip 0 or more")
-    folder = inputs.output_dir(report_dir, "--save-report", create=False) if report_dir is not None else None
+    folder = outputs.output_dir(report_dir, "--save-report", create=False) if report_dir is not None else None
     if folder is not None:
         _report_writable(folder / f"{prof.program_report_name(cmd)}.ncu-rep")
     require_gpu("ncu")
@@ -204,6 +204,6 @@ def _report_writable(path: Path) -> None:
     """A report's name that kprof may not write (a folder, a socket there): one line before anything
     runs."""
     try:
-        inputs.output_kind(path)
+        outputs.output_kind(path)
     except UsageError as exc:
         raise UsageError(f"--save-report: {exc}") from None

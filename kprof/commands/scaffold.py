@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kprof import inputs
+from kprof import inputs, outputs
 from kprof.errors import UsageError
 from kprof.spec import KernelSpec, catalog
 
@@ -77,14 +77,14 @@ def new(name: str, folder: Path | str, like: str | None = None) -> tuple[Path, P
         files = {cu: source, yaml_path: spec,
                  **{folder / helper.name: _helper_text(helper) for helper in helpers}}
     for path in files:  # every name checked before any is written: all or nothing
-        if (taken := inputs.exists_error(path, "kprof new")) is not None:
+        if (taken := outputs.exists_error(path, "kprof new")) is not None:
             raise taken
-    inputs.output_dir(folder, "--dir")
+    outputs.output_dir(folder, "--dir")
     _builds(name, {path.name: text for path, text in files.items()})
     written: list[Path] = []
     try:
         for path, text in files.items():
-            inputs.create_new(path, text, "kprof new")
+            outputs.create_new(path, text, "kprof new")
             written.append(path)
     except UsageError:
         for path in written:  # all or nothing: a half-written kernel does not build

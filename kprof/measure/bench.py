@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kprof import inputs, stats, telemetry
+from kprof import inputs, outputs, stats, telemetry
 from kprof.errors import KprofError, TargetError, UsageError
 from kprof.launch import launch
 from kprof.launch.childresult import ChildResult, DeviceInfo, Timing
@@ -385,9 +385,9 @@ def save_peak(path: Path, data: dict[str, object]) -> ceilings.Ceilings:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise inputs.write_error(path.parent, exc) from None
+        raise outputs.write_error(path.parent, exc) from None
     data = dict(data, version=ceilings.CEILINGS_VERSION)
-    inputs.replace_file(path, json.dumps(data, indent=1))
+    outputs.replace_file(path, json.dumps(data, indent=1))
     return ceilings.Ceilings.from_dict(dict(data, cached=None))
 
 

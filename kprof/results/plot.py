@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kprof import inputs
+from kprof import outputs
 from kprof.errors import UsageError
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ def _save(fig: Any, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    # drawn whole first, then written the way every output is (kprof.inputs.replace_file)
+    # drawn whole first, then written the way every output is (kprof.outputs.replace_file)
     buffer = io.BytesIO()
     try:
         fig.savefig(buffer, dpi=120, format=path.suffix[1:].lower() or "png")
@@ -209,5 +209,5 @@ def _save(fig: Any, path: Path) -> Path:
         raise UsageError(f"--plot {path}: {exc}; name a .png, .svg or .pdf file") from None
     finally:
         plt.close(fig)
-    inputs.replace_file(path, buffer.getvalue())
+    outputs.replace_file(path, buffer.getvalue())
     return path

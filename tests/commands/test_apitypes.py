@@ -13,6 +13,7 @@ import pytest
 
 import kprof
 from kprof.commands import apitypes
+from kprof.errors import UsageError
 
 
 @pytest.mark.parametrize("value, annotation, verdict", [
@@ -77,3 +78,25 @@ def test_every_api_function_given_wrong_types_sizes_nan_and_extra_keys_answers_i
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
                           timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda: kprof.bench_history(limit=0), "limit must be a whole number from 1"),
+    (lambda: kprof.bench_history(limit=10**400), "limit must be a whole number from 1"),
+    (lambda: kprof.bench_history(limit=10**5000), "an int of"),
+    (lambda: kprof.occupancy_of("vector_add", arch="sm_90\n"), "arch is not an architecture"),
+    (lambda: kprof.occupancy_of("vector_add", dynamic_smem=-5, arch="sm_90"), "dynamic_smem must be"),
+    (lambda: kprof.occupancy_of("vector_add", dynamic_smem=10**12, arch="sm_90"), "dynamic_smem must be"),
+    (lambda: kprof.load("vector_add", BLOCK=None, arch="sm_90"), "define BLOCK must be a number or a word"),
+    (lambda: kprof.run("vector_add", timeout=0), "timeout must be from 1"),
+    (lambda: kprof.run_bench("vector_add", max_time=-1.0), "max_time must be a positive number"),
+    (lambda: kprof.sanitize(["python", "x.py"], jobs=0), "jobs must be a whole number from 1"),
+])  # fmt: skip
+def test_the_api_refuses_what_the_cli_refuses_in_the_clis_words(call, says):
+    """Issue 79: the Python API skipped the CLI's checks (a limit of 0 or below, an architecture with
+    a newline, negative or enormous shared memory, a None define); a 400-digit limit reached SQLite
+    as a traceback. One check, in kprof.commands.apitypes, holds every API function to the CLI's
+    rules, before anything is built or run."""
+    with pytest.raises(UsageError, match="^[^\n]*$") as info:
+        call()
+    assert says in str(info.value)

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
 
-from kprof import inputs, proc
+from kprof import outputs, proc
 from kprof.errors import KprofError, NcuError, UsageError
 from kprof.launch import launch
 from kprof.launch.childresult import ChildResult
@@ -356,20 +356,20 @@ def saved_report(report: Path | None) -> Iterator[Path | None]:
     """Where ncu exports a report that goes to ``report`` (``--save-report``): a fresh file beside
     it (ncu's ``--force-overwrite`` then writes only kprof's own file, never through a link or over
     a device at the report's name), put at ``report`` once the run is over
-    (:func:`kprof.inputs.place_file`), even one ncu failed (the GUI shows what it got), never one an
+    (:func:`kprof.outputs.place_file`), even one ncu failed (the GUI shows what it got), never one an
     interrupt cut short (the earlier report stays); what is at ``report`` is checked first, so a
     folder there is one line before ncu runs. None: no report kept."""
     if report is None:
         yield None
         return
     # a folder, a socket or a block device at the report's name: one line, now
-    inputs.make_dir(report.parent, "--save-report")  # checked before the run, made with its first report
-    inputs.output_kind(report)
+    outputs.make_dir(report.parent, "--save-report")  # checked before the run, made with its first report
+    outputs.output_kind(report)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{report.stem[:64]}-", suffix=".ncu-rep",
                                     dir=report.parent)
     except OSError as exc:
-        raise inputs.write_error(report, exc) from None
+        raise outputs.write_error(report, exc) from None
     os.close(fd)
     made = Path(name)
     try:
@@ -385,7 +385,7 @@ def saved_report(report: Path | None) -> Iterator[Path | None]:
 
 def _place(made: Path, report: Path) -> None:
     if made.is_file() and made.stat().st_size:
-        inputs.place_file(made, report)
+        outputs.place_file(made, report)
     made.unlink(missing_ok=True)
 
 

@@ -1,6 +1,6 @@
 """kprof.tools.nsight.ncu's saved reports (``--save-report``): ncu exports to kprof's own fresh file
 beside the report, which is then put at the report's name as any output is
-(kprof.inputs.place_file): never through a link, never over a device. The rest of the module is
+(kprof.outputs.place_file): never through a link, never over a device. The rest of the module is
 tested with the profile (tests/measure/test_profiling.py)."""
 
 from __future__ import annotations
