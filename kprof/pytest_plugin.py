@@ -80,7 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
     tools = config.getoption("--kprof-sanitize")
     if tools is None:
         return
-    names, timeout = check_options(tools, config.getoption("--kprof-timeout"))
+    explicit = any(str(a).startswith("--kprof-sanitize=") for a in config.invocation_params.args)
+    names, timeout = check_options(tools, config.getoption("--kprof-timeout"), explicit=explicit)
     jobs = check_jobs(config.getoption("--kprof-jobs"))
     # once, in the process the user started (not per xdist worker)
     if not hasattr(config, "workerinput"):
@@ -98,40 +99,56 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         sanitizer.early.cancel()
 
 
-def check_options(tools: str, timeout_text: str) -> tuple[list[str], float]:
+def _shown(text: str, limit: int = 60) -> str:
+    """An option's value as a message shows it: control characters escaped (an ESC never reaches the
+    terminal) and cut to ``limit`` characters (a 100,000-character value is not echoed whole)."""
+    from kprof.inputs import one_line, terminal_safe
+
+    return one_line(terminal_safe(text[:limit] + ("..." if len(text) > limit else "")))
+
+
+def check_options(tools: str, timeout_text: str, *, explicit: bool = False) -> tuple[list[str], float]:
     """The plugin's options, checked once before any test runs: a typo is one usage error (pytest's
-    exit
-    4), not the same failure in every test. Raises :class:`pytest.UsageError`."""
+    exit 4), not the same failure in every test. ``explicit``: the tools were given as
+    ``--kprof-sanitize=TOOLS``, so a file of that name beside them is not what was meant. Raises
+    :class:`pytest.UsageError`."""
     from kprof.commands import api
     from kprof.errors import KprofError
     from kprof.inputs import MAX_SECONDS, MIN_TIMEOUT
 
-    if os.sep in tools or tools.endswith(".py") or os.path.exists(tools):
+    shown = _shown(tools)
+    if os.sep in tools or tools.endswith(".py") or (not explicit and os.path.exists(tools)):
         raise pytest.UsageError(
-            f"--kprof-sanitize read {tools!r} as its list of tools: write --kprof-sanitize=all "
-            f"{tools} (or name the tools: --kprof-sanitize=memcheck,racecheck {tools})")
+            f"--kprof-sanitize read {shown!r} as its list of tools: write --kprof-sanitize=all "
+            f"{shown} (or name the tools: --kprof-sanitize=memcheck,racecheck {shown})")
     names = [t.strip() for t in tools.split(",") if t.strip()]
     try:
         names = api.program_tools(names)
     except KprofError as exc:
-        raise pytest.UsageError(f"--kprof-sanitize={tools}: {exc}") from None
+        raise pytest.UsageError(f"--kprof-sanitize={shown}: {_shown(str(exc), 300)}") from None
     try:
-        timeout = float(timeout_text)
+        timeout = float(timeout_text) if len(timeout_text) <= 40 else float("nan")
     except ValueError:
-        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds") from None
+        raise pytest.UsageError(f"--kprof-timeout={_shown(timeout_text)}: give a number of "
+                                "seconds") from None
     if not MIN_TIMEOUT <= timeout <= MAX_SECONDS:  # also refuses nan
-        raise pytest.UsageError(f"--kprof-timeout={timeout_text}: give a number of seconds from "
-                                f"{MIN_TIMEOUT:g} (a child takes about that to start) to a week")
+        raise pytest.UsageError(f"--kprof-timeout={_shown(timeout_text)}: give a number of seconds "
+                                f"from {MIN_TIMEOUT:g} (a child takes about that to start) to a week")
     return names, timeout
 
 
 def check_jobs(text: str | None) -> int | None:
-    """``--kprof-jobs``: a whole number from 1, or None (the machine's default)."""
+    """``--kprof-jobs``: a whole number from 1 to :data:`kprof.inputs.MAX_COUNT`, or None (the
+    machine's default); its digits counted before Python's ``int`` reads them (5,000 digits were
+    an INTERNALERROR)."""
+    from kprof.inputs import MAX_COUNT
+
     if text is None:
         return None
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # '²' is a digit int() refuses
-        raise pytest.UsageError(f"--kprof-jobs={text}: give a whole number of tools to run at "
-                                "once, 1 or more")
+    # '²' is a digit int() refuses; a count of more than 10 digits is past MAX_COUNT
+    if not (text.isascii() and text.isdigit()) or len(text) > 10 or not 1 <= int(text) <= MAX_COUNT:
+        raise pytest.UsageError(f"--kprof-jobs={_shown(text)}: give a whole number of tools to run "
+                                f"at once, from 1 to {MAX_COUNT:,}")
     return int(text)
 
 

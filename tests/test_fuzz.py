@@ -513,3 +513,91 @@ def test_generated_history_names_refs_and_records_are_stored_read_or_one_line(tm
             code = cli.main(argv)
             err = capsys.readouterr().err
             assert code in (0, 1, 2) and "Traceback" not in err and err.strip().count("\n") == 0, (argv, err)
+
+
+# Issue 79: the output writer and the pytest plugin's options, fuzzed as the inputs are.
+LINK_TARGETS = st.sampled_from(["file", "other-file", "proc-root-file", "proc-fd-file", "fifo", "folder",
+                                "dangling", "proc-dangling", "hop-to-file", "hop-to-proc-root"])
+
+
+def _link_case(folder: Path, kind: str, fds: list[int]) -> tuple[Path, list[Path]]:
+    """An output name in ``folder`` that is a link of ``kind``, and the regular files it may lead to
+    (none of which kprof may change)."""
+    victim = folder / "victim"
+    victim.write_bytes(b"victim")
+    out = folder / "out"
+    if kind == "file":
+        out.write_bytes(b"old")  # a regular file: replaced, the victim untouched
+    elif kind == "other-file":
+        out.symlink_to(victim)
+    elif kind == "proc-root-file":
+        out.symlink_to(f"/proc/self/root{victim}")
+    elif kind == "proc-fd-file":
+        fd = os.open(victim, os.O_RDONLY)
+        fds.append(fd)
+        out.symlink_to(f"/proc/self/fd/{fd}")
+    elif kind == "fifo":
+        os.mkfifo(folder / "fifo")
+        out.symlink_to(folder / "fifo")
+    elif kind == "folder":
+        (folder / "d").mkdir()
+        out.symlink_to(folder / "d")
+    elif kind == "dangling":
+        out.symlink_to(folder / "nowhere")
+    elif kind == "proc-dangling":
+        out.symlink_to("/proc/self/fd/987654")
+    else:
+        hop = folder / "hop"
+        hop.symlink_to(victim if kind == "hop-to-file" else f"/proc/self/root{victim}")
+        out.symlink_to(hop)
+    return out, [victim]
+
+
+@FAST
+@given(kind=LINK_TARGETS, data=st.binary(max_size=64))
+def test_generated_links_are_never_written_through_to_a_regular_file(tmp_path_factory, kind, data):
+    """Whatever a link at an output's name leads to, kprof replaces a regular file or the link, writes
+    a FIFO in place, refuses the rest in one line, and never changes a regular file a link reaches."""
+    from kprof import outputs
+    from kprof.errors import OutputError, UsageError
+
+    folder = tmp_path_factory.mktemp("out")
+    fds: list[int] = []
+    try:
+        out, victims = _link_case(folder, kind, fds)
+        if kind == "fifo":  # a reader, so the write in place does not wait
+            fds.append(os.open(folder / "fifo", os.O_RDONLY | os.O_NONBLOCK))
+        try:
+            outputs.replace_file(out, data)
+        except (UsageError, OutputError) as exc:
+            assert "\n" not in str(exc) and kind in ("folder", "proc-dangling"), (kind, str(exc))
+        else:
+            assert kind not in ("folder", "proc-dangling"), kind
+            if kind != "fifo":
+                assert not out.is_symlink() and out.read_bytes() == data, kind
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert all(v.read_bytes() == b"victim" for v in victims), kind
+
+
+@FAST
+@given(jobs=st.text(max_size=40) | st.from_regex(r"[0-9]{8,5000}", fullmatch=True),
+       tools=st.text(max_size=80), timeout=st.text(max_size=40))
+def test_generated_plugin_options_are_a_value_or_one_usage_error(tmp_path_factory, monkeypatch, jobs,
+                                                                tools, timeout):
+    """--kprof-jobs, --kprof-sanitize and --kprof-timeout as a user may type them: a value, or one
+    pytest usage error with every control character escaped and the value cut short; never another
+    exception (pytest's INTERNALERROR)."""
+    import re
+
+    from kprof.pytest_plugin import check_jobs, check_options
+
+    monkeypatch.chdir(tmp_path_factory.mktemp("plugin"))
+    for call in (lambda: check_jobs(jobs), lambda: check_options(tools, "600", explicit=True),
+                 lambda: check_options("memcheck", timeout)):
+        try:
+            call()
+        except pytest.UsageError as exc:
+            said = str(exc)
+            assert len(said) < 1000 and not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", said), said[:200]

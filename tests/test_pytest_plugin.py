@@ -198,7 +198,7 @@ def test_no_compute_sanitizer_stops_the_run_once(sandbox, monkeypatch, tmp_path)
             and "compute-sanitizer not found" in result.stderr.str())
 
 
-@pytest.mark.parametrize("text", ["²", "٣", "0", "-1", "1.5", ""])
+@pytest.mark.parametrize("text", ["²", "٣", "0", "-1", "1.5", "", "9" * 5000, str(2**31)])
 def test_a_jobs_option_that_is_not_a_plain_whole_number_is_one_usage_error(text):
     """``--kprof-jobs=²``: a digit to str.isdigit that int() refuses (it was a pytest
     INTERNALERROR)."""
@@ -207,3 +207,35 @@ def test_a_jobs_option_that_is_not_a_plain_whole_number_is_one_usage_error(text)
     with pytest.raises(pytest.UsageError, match="give a whole number of tools to run at once"):
         check_jobs(text)
     assert check_jobs("3") == 3 and check_jobs(None) is None
+
+
+@pytest.mark.parametrize("option, value", [("--kprof-jobs", "\x1b[2J" + "7" * 100_000),
+                                           ("--kprof-sanitize", "\x1b]0;t\x07" + "m" * 100_000),
+                                           ("--kprof-timeout", "\x1b[31m" + "9" * 100_000)])
+def test_an_options_value_is_echoed_escaped_and_cut_short(option, value):
+    """Issue 79: the plugin echoed an option's value raw (an ESC reached the terminal) and whole
+    (100,000 characters)."""
+    from kprof.pytest_plugin import check_jobs, check_options
+
+    with pytest.raises(pytest.UsageError) as info:
+        if option == "--kprof-jobs":
+            check_jobs(value)
+        elif option == "--kprof-sanitize":
+            check_options(value, "600", explicit=True)
+        else:
+            check_options("memcheck", value)
+    said = str(info.value)
+    assert "\x1b" not in said and len(said) < 600 and "\\x1b" in said, said[:200]
+
+
+def test_an_explicit_tool_list_is_never_read_as_a_path(tmp_path, monkeypatch):
+    """Issue 79: ``--kprof-sanitize=memcheck`` with a file named memcheck in the folder was refused as
+    a path; given with '=', the tools are what was meant. Given apart (``--kprof-sanitize memcheck``),
+    the name is ambiguous and still said."""
+    from kprof.pytest_plugin import check_options
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "memcheck").write_text("")
+    assert check_options("memcheck", "600", explicit=True)[0] == ["memcheck"]
+    with pytest.raises(pytest.UsageError, match="read 'memcheck' as its list of tools"):
+        check_options("memcheck", "600")
