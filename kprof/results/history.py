@@ -90,11 +90,20 @@ def connect_read(db: Path | None = None) -> sqlite3.Connection | None:
     # a folder, a FIFO or /dev/null is no empty history
     if (why := inputs.regular_file_error(db)) is not None:
         raise UsageError(f"the history store {db}: {why} (set KPROF_HISTORY to a file)")
+    uri = db.resolve().as_uri()
     try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
         conn.execute("SELECT 1 FROM results LIMIT 1")
     except sqlite3.Error as exc:
-        raise UsageError(f"cannot read the history store {db}: {exc} (is it a kprof history file?)") from None
+        # A store in WAL mode is read through its -shm file, which a folder kprof may not write
+        # (a read-only mount, a 0555 folder, a read-only HOME) cannot hold: read it as it stands
+        # on disk, where no kprof can be writing it either.
+        try:
+            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=30)
+            conn.execute("SELECT 1 FROM results LIMIT 1")
+        except sqlite3.Error:
+            raise UsageError(f"cannot read the history store {db}: {exc} (is it a kprof history "
+                             "file?)") from None
     return conn
 
 

@@ -1,6 +1,7 @@
 """The result history: which commit a result names (KPROF_COMMIT first, then git, with whether the
 tree had changes), and the rows read back typed."""
 
+import os
 import shutil
 import subprocess
 
@@ -117,3 +118,41 @@ def test_a_history_store_that_is_no_regular_file_is_one_line_not_an_empty_histor
             err = capsys.readouterr().err.strip().splitlines()
             assert len(err) == 1 and f"{kind}, not a regular file (set KPROF_HISTORY to a file)" in err[0], err
     assert stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode)
+
+
+def test_a_store_in_a_folder_kprof_may_not_write_is_still_read(tmp_path):
+    """Issue 79: the store in WAL mode could not be read from a folder kprof may not write (a
+    read-only mount, a 0555 folder, a read-only HOME): SQLite wants its -shm file beside it. Read
+    as another user where the test runs as root (root may write anywhere)."""
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import kprof
+
+    folder = Path(tempfile.mkdtemp(prefix="kprof-ro-"))
+    try:
+        db = folder / "history.sqlite"
+        history.connect(db).close()
+        folder.chmod(0o555)
+        db.chmod(0o644)
+        code = ("import sys\nfrom pathlib import Path\nfrom kprof.results import history\n"
+                "conn = history.connect_read(Path(sys.argv[1]))\nprint('read', conn is not None)\n")
+        env = dict(os.environ, PYTHONPATH=str(Path(kprof.__file__).resolve().parent.parent))
+        pythons = [sys.executable]
+        if os.geteuid() == 0:
+            runuser = shutil.which("runuser")
+            if runuser is None:
+                pytest.skip("root, and no runuser to read as another user")
+            pythons = [[runuser, "-u", "nobody", "--", p] for p in (sys.executable, "/usr/bin/python3")]
+        for python in pythons:
+            argv = [*python, "-c", code, str(db)] if isinstance(python, list) else [python, "-c", code, str(db)]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=folder)
+            if "Permission denied" not in done.stderr and "No module named" not in done.stderr:
+                break
+        else:
+            pytest.skip(f"no Python here that another user may run with kprof: {done.stderr.strip()[-120:]}")
+        assert done.returncode == 0 and done.stdout.strip() == "read True", done.stderr
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder, ignore_errors=True)
