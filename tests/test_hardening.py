@@ -525,3 +525,49 @@ def test_every_environment_is_a_result_or_one_line(tmp_path, monkeypatch, capsys
         assert "Traceback" not in out + err
     # what the environment named stays as it was
     assert ((tmp_path / "a-file").read_text() == "x" and stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode))
+
+
+def test_a_tmpdir_too_long_for_nvccs_names_is_one_line_at_build_and_in_doctor(tmp_path, monkeypatch, capsys):
+    """Issue 79: a 5,000-character TMPDIR was an internal error (exit 70) at kprof build, and kprof
+    doctor blamed missing CUDA headers for it."""
+    from kprof.tools.machine import doctor
+
+    monkeypatch.setenv("TMPDIR", "/tmp/" + "a" * 5000)
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "cache"))
+    problem = toolchain.tmpdir_problem()
+    assert problem is not None and problem.startswith("TMPDIR") and "\n" not in problem
+    with pytest.raises(UsageError, match="TMPDIR"):
+        build._check_tmpdir()
+    headers = next(c for c in doctor.run_checks() if c.name == "CUDA headers")
+    assert not headers.ok and headers.detail.startswith("not checked: TMPDIR"), headers
+
+
+def test_doctor_says_the_build_cache_cannot_be_written_where_kprof_build_would_fail(tmp_path, monkeypatch):
+    """Issue 79: kprof doctor said build: ready where kprof build then failed (a read-only HOME):
+    the cache is tried as a build would use it."""
+    from kprof.tools.machine import doctor
+
+    (tmp_path / "file").write_text("a file where the cache's folder would go")
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path / "file" / "kprof"))
+    cache = next(c for c in doctor.run_checks() if c.name == "build cache")
+    assert not cache.ok and "KPROF_CACHE_DIR" in cache.fix
+    ready = {r.command: r for r in doctor.readiness(doctor.run_checks())}
+    assert not ready["build"].ready
+
+
+@pytest.mark.nvcc
+def test_twenty_thousand_defines_are_one_line_not_a_silent_exit_127(tmp_path, monkeypatch):
+    """Issue 79: 20,000 defines made nvcc exit 127 with no message (its step's shell command is one
+    argument, at most 128 KiB), reported as a compile error."""
+    from kprof.errors import BuildError
+    from kprof.spec import catalog
+
+    monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KPROF_COMPILER", "nvcc")
+    from dataclasses import replace
+
+    base = catalog.load("vector_add")
+    spec = replace(base, defines=base.defines + tuple((f"D{i}", str(i)) for i in range(20_000)))
+    with pytest.raises(UsageError, match="at most 128 KiB in one command") as info:
+        build.build(spec, "sm_90")
+    assert not isinstance(info.value, BuildError) and "\n" not in str(info.value)

@@ -279,6 +279,7 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
     try:
         if compiler.kind == "nvcc":  # NVRTC's child is no shell
             _shell_safe_argv(argv)
+            _fits_a_shell(argv, merged)
             _check_tmpdir()
             # nvcc keeps the PTX it hands ptxas (for ptx(): no second compile); the same cubin; argv
             # recorded without it
@@ -387,22 +388,32 @@ def _wait_for_lock(fd: int, timeout: float) -> None:
             time.sleep(LOCK_POLL_S)
 
 
+# Linux's limit on one argument (MAX_ARG_STRLEN): nvcc runs its steps through a shell, ``sh -c
+# "<the whole step>"``, so the step's command line is one argument; past it the shell exits 127 and
+# nvcc says nothing.
+MAX_SHELL_COMMAND = 128 * 1024
+SHELL_MARGIN = 8 * 1024  # what nvcc adds to a step's command line of its own (its paths and flags)
+
+
+def _fits_a_shell(argv: list[str], defines: dict[str, str]) -> None:
+    """nvcc's argv as one shell command, refused in one line where it is too long for one (20,000
+    defines made nvcc exit 127 with no message)."""
+    size = sum(len(os.fsencode(str(a))) + 1 for a in argv)
+    if size + SHELL_MARGIN > MAX_SHELL_COMMAND:
+        raise UsageError(f"the compiler's command line would be {size / 1024:,.0f} KiB ({len(defines):,} "
+                         f"defines), and nvcc runs each step through a shell that takes at most "
+                         f"{MAX_SHELL_COMMAND // 1024} KiB in one command: put the defines in a header "
+                         "the kernel includes, or build with NVRTC (KPROF_COMPILER=nvrtc)")
+
+
 def _check_tmpdir() -> None:
-    """nvcc writes its intermediate files under TMPDIR: one that is not a writable folder failed
-    every build as "nvcc failed to compile ... exit 1", and kprof new called the name the trouble.
-    Said in one line instead."""
-    given = os.environ.get("TMPDIR")
-    if not given:
-        return
-    where = Path(given)
-    if not where.is_dir():
-        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: no such folder, and nvcc writes "
-                         "its intermediate files there; set TMPDIR to a writable folder, or unset "
-                         "it")
-    if not os.access(where, os.W_OK | os.X_OK):
-        raise UsageError(f"TMPDIR {inputs.one_line(given)[:100]}: not writable, and nvcc writes "
-                         "its intermediate files there; set TMPDIR to a writable folder, or unset "
-                         "it")
+    """nvcc writes its intermediate files under TMPDIR: one it cannot use failed every build as
+    "nvcc failed to compile ... exit 1" (or, for a name too long, an internal error). Said in one
+    line instead (:func:`kprof.build.toolchain.tmpdir_problem`)."""
+    from kprof.build.toolchain import tmpdir_problem
+
+    if (problem := tmpdir_problem()) is not None:
+        raise UsageError(problem)
 
 
 def _cached(spec: KernelSpec, arch: str, cubin: Path, version: str) -> BuildResult | None:

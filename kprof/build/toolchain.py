@@ -231,6 +231,39 @@ _MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory
 _NVRTC_MISSING_HEADER = re.compile(r'catastrophic error: cannot open source file "([^"]+)"')
 
 
+TMPDIR_ROOM = 128  # bytes nvcc adds to TMPDIR for a file of its own (tmpxft_0000abcd_00000000-6_name.cpp1.ii)
+
+
+def tmpdir_problem() -> str | None:
+    """Why nvcc could not write its intermediate files under ``$TMPDIR`` (None: it can, or TMPDIR is
+    unset): a path longer than the file system takes once nvcc's own names are added, no such
+    folder, a folder kprof may not write. One line, for ``kprof build`` and ``kprof doctor`` alike."""
+    from kprof import inputs
+    from kprof.errors import UsageError
+
+    given = os.environ.get("TMPDIR")
+    if not given:
+        return None
+    shown = inputs.one_line(given)[:100] + ("..." if len(given) > 100 else "")
+    fix = "nvcc writes its intermediate files there; set TMPDIR to a writable folder, or unset it"
+    try:
+        where = inputs.user_path(given, "TMPDIR")
+    except UsageError as exc:
+        return f"{exc}; {fix}"
+    if len(os.fsencode(given)) + TMPDIR_ROOM > inputs.MAX_PATH_BYTES:
+        return (f"TMPDIR {shown}: a path of {len(os.fsencode(given)):,} bytes leaves no room for "
+                f"nvcc's file names (the file system takes {inputs.MAX_PATH_BYTES:,}); {fix}")
+    try:
+        folder = where.is_dir()
+    except OSError as exc:
+        return f"TMPDIR {shown}: {exc.strerror or exc}; {fix}"
+    if not folder:
+        return f"TMPDIR {shown}: no such folder; {fix}"
+    if not os.access(where, os.W_OK | os.X_OK):
+        return f"TMPDIR {shown}: not writable; {fix}"
+    return None
+
+
 def probe_compile(arch: str = DEFAULT_ARCH, timeout: float = 120) -> str | None:
     """Compile a tiny kernel that includes CCCL and CUDA headers, as the shipped kernels do: None
     when it builds, else what is missing (the header's name, or nvcc's first error line)."""

@@ -97,9 +97,7 @@ def run_checks() -> list[Check]:
     checks += _platform(gpu, sanitizer.ok)
     checks.append(_counters())
     checks.append(_cupti())
-    from kprof.build.build import cache_dir
-
-    checks.append(Check("build cache", True, str(cache_dir()), "set KPROF_CACHE_DIR to move it"))
+    checks.append(_build_cache())
     return [replace(c, needed_by=NEEDED[c.name]) if c.name in NEEDED else c for c in checks]
 
 
@@ -107,8 +105,30 @@ def run_checks() -> list[Check]:
 # are made)
 NEEDED: dict[str, tuple[str, ...]] = {
     **{dist: COMMANDS for dist, _ in LIBRARIES}, "NVIDIA driver": GPU_COMMANDS,
-    "CUDA driver API": GPU_COMMANDS, "CUDA headers": COMMANDS,
+    "CUDA driver API": GPU_COMMANDS, "CUDA headers": COMMANDS, "build cache": COMMANDS,
 }
+
+
+def _build_cache() -> Check:
+    """Where kprof build writes, tried as a build would (the folder made, a file written and removed):
+    "ready" was said where kprof build then failed (a read-only HOME)."""
+    import tempfile
+
+    from kprof.build.build import cache_dir
+    from kprof.errors import KprofError
+
+    try:
+        folder = cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".doctor-", dir=folder)
+        os.close(fd)
+        os.unlink(name)
+    except KprofError as exc:
+        return Check("build cache", False, str(exc), "set KPROF_CACHE_DIR to a folder kprof may write")
+    except OSError as exc:
+        return Check("build cache", False, f"{folder}: {exc.strerror or exc}",
+                     "set KPROF_CACHE_DIR to a folder kprof may write (kprof build keeps its cubins there)")
+    return Check("build cache", True, str(folder), "set KPROF_CACHE_DIR to move it")
 
 
 def _cupti() -> Check:
@@ -211,6 +231,10 @@ def _compile() -> Check:
     from kprof.build import toolchain
 
     arch = toolchain.detect_arch()
+    if (problem := toolchain.tmpdir_problem()) is not None:  # the compiler's files, not the headers
+        return Check("CUDA headers", False, f"not checked: {problem.split('; ')[0]}",
+                     "set TMPDIR to a writable folder, or unset it (nvcc writes its intermediate "
+                     "files there)")
     try:
         missing = toolchain.probe_compile(arch)
     except ToolNotFoundError as exc:
