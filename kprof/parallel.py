@@ -81,8 +81,23 @@ def map_jobs(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> list[R]:
     items = list(items)
     if jobs <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
-    with shared_threads(min(jobs, len(items))), ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(fn, items))
+    from kprof import proc
+
+    with shared_threads(min(jobs, len(items))):
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
+            return list(pool.map(fn, items))
+        except KeyboardInterrupt:
+            # Ctrl-C reaches this thread alone: the children the others run are stopped too (asked,
+            # then killed), no queued item starts, and each thread's own clean-up runs before kprof
+            # ends; a second Ctrl-C waits for that (a thread cut off would leave its files behind)
+            with proc.deferred_interrupts():
+                proc.stop_children()
+                pool.shutdown(wait=True, cancel_futures=True)
+                proc.children_may_run()
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
 
 def spare_room(children: int, free_bytes: int | None, cpus: int | None,

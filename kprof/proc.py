@@ -204,6 +204,8 @@ def run(
     timeout, which then called a finished program one that timed out; kprof reads
     :data:`PIPE_GRACE_S` more and says that it stopped."""
     start = time.monotonic()
+    if _STOPPING.is_set():  # kprof is stopping (Ctrl-C in the main thread): no new child
+        raise KeyboardInterrupt
     try:
         proc = subprocess.Popen(
             [str(a) for a in argv],
@@ -222,7 +224,7 @@ def run(
         ended = _wait(proc, start, timeout, watch, poll) and _group_done(proc, start, timeout, readers)
     except KeyboardInterrupt:
         # asked to stop (Ctrl-C, SIGTERM): as a terminal would ask, so a compiler removes its
-        # temporary files (nvcc's tmpxft_*), then killed; a second Ctrl-C kills at once
+        # temporary files (nvcc's tmpxft_*), then killed; a second Ctrl-C comes after
         with deferred_interrupts():
             _stop_politely(proc)
             _kill_tree(proc)
@@ -244,7 +246,10 @@ def _group_done(proc: subprocess.Popen[bytes], start: float, timeout: float | No
     no process of the group is left, at most :data:`PIPE_GRACE_S` more for what holds them from a
     session of its own (a daemon, a server). False: the time ran out first."""
     quiet_since: float | None = None
+    main = threading.current_thread() is threading.main_thread()
     while any(r.is_alive() for r in readers):
+        if not main and _STOPPING.is_set():
+            raise KeyboardInterrupt
         now = time.monotonic()
         if timeout is not None and now - start >= timeout:
             return False
@@ -269,14 +274,37 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+# Set by the main thread's Ctrl-C or SIGTERM while other threads run children (kprof build --all, the
+# tools side by side): each of those children is stopped as the main thread's would be, and no new
+# one starts (a signal reaches the main thread alone).
+_STOPPING = threading.Event()
+STOP_POLL_S = 0.2  # how often a child's wait in another thread looks at _STOPPING
+
+
+def stop_children() -> None:
+    """Stop every child that threads other than the main one are running, and start no other, until
+    :func:`children_may_run`."""
+    _STOPPING.set()
+
+
+def children_may_run() -> None:
+    _STOPPING.clear()
+
+
 def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float | None,
           watch: Callable[[], bool] | None, poll: float) -> bool:
-    """Until the child exits (True), or its time is up or ``watch`` says stop (False)."""
+    """Until the child exits (True), or its time is up or ``watch`` says stop (False); in a thread
+    other than the main one, a KeyboardInterrupt once :func:`stop_children` is called."""
+    main = threading.current_thread() is threading.main_thread()
     while True:
+        if not main and _STOPPING.is_set():
+            raise KeyboardInterrupt
         left = None if timeout is None else timeout - (time.monotonic() - start)
         if left is not None and left <= 0:
             return False
         step = left if watch is None else (poll if left is None else min(poll, left))
+        if not main:
+            step = STOP_POLL_S if step is None else min(step, STOP_POLL_S)
         try:
             proc.wait(timeout=step)
         except subprocess.TimeoutExpired:
@@ -365,8 +393,9 @@ STOP_GRACE_S = 3.0  # how long an interrupted child has to clean up after SIGINT
 
 def _stop_politely(proc: subprocess.Popen[bytes]) -> None:
     """SIGINT to the child's process group, then SIGTERM, each with a share of :data:`STOP_GRACE_S`
-    to end in; a second interrupt meanwhile (pending, as interrupts are held here) ends the wait
-    early. The group's leader ending is enough: what it leaves is killed next."""
+    to end in. A second Ctrl-C meanwhile waits (interrupts are held here): users press it twice, and
+    a compiler killed at once leaves its files behind. The group's leader ending is enough: what it
+    leaves is killed next."""
     for sig, share in ((signal.SIGINT, 2 / 3), (signal.SIGTERM, 1 / 3)):
         try:
             os.killpg(proc.pid, sig)
@@ -376,15 +405,7 @@ def _stop_politely(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=STOP_GRACE_S * share)
             return
         except subprocess.TimeoutExpired:
-            if _interrupt_pending():
-                return
-
-
-def _interrupt_pending() -> bool:
-    try:
-        return bool({signal.SIGINT, signal.SIGTERM} & signal.sigpending())
-    except (AttributeError, OSError):
-        return False
+            continue
 
 
 @contextmanager

@@ -214,6 +214,31 @@ def interrupted(sc: Scenario, args: list[str], sig: signal.Signals, after_s: flo
                       else "", [run], checks)
 
 
+def interrupted_build(sc: Scenario, twice: bool) -> Outcome:
+    """``kprof build --all --force`` stopped by Ctrl-C while nvcc runs (twice: a second Ctrl-C 0.3 s
+    later, while kprof is cleaning up): nvcc's tmpxft files gone from TMPDIR, no temporary file, lock
+    or half entry in the cache, and the next build finds every kernel or builds it."""
+    run, proc = sc.start("build", ["build", "--all", "--force"])
+    try:
+        proc.wait(timeout=1.5)
+        run.signalled = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        if twice:
+            time.sleep(0.3)
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        run.signalled = True
+    run = sc.finish(run, proc)
+    again = sc.run("build-again", ["build", "--all", "--json"])
+    checks = {"exit 130": run.rc == 130, "signalled while running": bool(run.signalled),
+              "no traceback": "Traceback" not in run.stderr_tail, "the next build works": again.rc == 0}
+    return sc.outcome(True, run.stderr_tail.strip().splitlines()[-1:][0] if run.stderr_tail.strip() else "",
+                      [run, again], checks)
+
+
 def concurrent(sc: Scenario) -> Outcome:
     jobs = [("build", ["build", "--all"]), ("run-a", ["run", "tiled_matmul"]),
             ("run-b", ["run", "tiled_matmul"]),
@@ -259,6 +284,9 @@ SCENARIOS = {
     "profile-sigterm": lambda sc: interrupted(sc, ["profile", "tiled_matmul"], signal.SIGTERM, 2.5,
                                               False, 143),
     "cases-sigterm": lambda sc: interrupted(sc, ["cases"], signal.SIGTERM, 10.0, False, 143),
+    # no GPU needed: nvcc alone
+    "build-ctrl-c": lambda sc: interrupted_build(sc, twice=False),
+    "build-ctrl-c-twice": lambda sc: interrupted_build(sc, twice=True),
     "concurrent": concurrent,
 }
 

@@ -257,3 +257,32 @@ def test_interrupts_are_held_over_a_block_and_delivered_after_it():
             "except KeyboardInterrupt:\n    print('interrupted after', done)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "interrupted after ['the rest of the block']", done.stderr
+
+
+def test_ctrl_c_stops_the_children_other_threads_run_and_starts_no_more(tmp_path):
+    """Issue 79: Ctrl-C reaches the main thread alone, so kprof build --all went on building every
+    kernel before it said interrupted, and a second Ctrl-C cut the threads off with their files
+    behind. parallel.map_jobs stops the other threads' children (asked, then killed), starts no
+    queued one, and lets each thread clean up before kprof ends."""
+    import signal
+
+    started = tmp_path / "started"
+    started.mkdir()
+    child = ("import os, signal, sys, time\n"
+             "mark = os.path.join(sys.argv[1], str(os.getpid()))\nopen(mark, 'w').close()\n"
+             "def bye(*_):\n    os.unlink(mark); sys.exit(1)\n"
+             "signal.signal(signal.SIGINT, bye)\ntime.sleep(60)\n")
+    driver = ("import sys\nfrom kprof import parallel, proc\n"
+              "def one(i):\n    return proc.run([sys.executable, '-c', sys.argv[1], sys.argv[2]], timeout=120)\n"
+              "try:\n    parallel.map_jobs(one, range(8), 3)\n"
+              "except KeyboardInterrupt:\n    sys.exit(130)\n")
+    t0 = time.monotonic()
+    parent = subprocess.Popen([sys.executable, "-c", driver, child, str(started)])
+    deadline = time.monotonic() + 20
+    while len(list(started.iterdir())) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(list(started.iterdir())) == 3, "three children did not start"
+    parent.send_signal(signal.SIGINT)
+    assert parent.wait(30) == 130
+    assert time.monotonic() - t0 < 20, "it ran the queued items before it stopped"
+    assert not list(started.iterdir()), "a child was killed before it could clean up, or a queued one started"
