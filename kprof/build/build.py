@@ -288,8 +288,9 @@ def _compile(spec: KernelSpec, arch: str, *, target: str, compiler: Compiler, cu
             if path.is_dir() and not path.is_symlink():
                 raise UsageError(f"the build cache has a folder at {path} where a file goes: "
                                  "remove it")
-        done = proc.run(argv + (["--keep", "--keep-dir", str(kept)] if kept else []),
-                        timeout=timeout, env=compiler.env())
+        with _compiler_scratch(compiler) as env:
+            done = proc.run(argv + (["--keep", "--keep-dir", str(kept)] if kept else []),
+                            timeout=timeout, env=env)
         log = (done.stdout + done.stderr).strip()
         if done.timed_out:
             raise BuildError(f"{compiler.kind} did not finish compiling {spec.source.name} in "
@@ -386,6 +387,27 @@ def _wait_for_lock(fd: int, timeout: float) -> None:
             if time.monotonic() >= deadline:
                 return
             time.sleep(LOCK_POLL_S)
+
+
+@contextmanager
+def _compiler_scratch(compiler: Compiler) -> Iterator[dict[str, str] | None]:
+    """The environment the compiler runs in: for nvcc, a TMPDIR of its own under the user's, removed
+    afterwards whatever happened. nvcc removes its tmpxft_* files on SIGINT once it is running, not
+    when the signal comes as it starts a step (seen on an interrupted kprof build --all): the folder
+    takes them with it."""
+    if compiler.kind != "nvcc":
+        yield compiler.env()
+        return
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="kprof-nvcc-"))
+    except OSError:  # the TMPDIR check said what it could; nvcc then uses TMPDIR as it is
+        yield compiler.env()
+        return
+    try:
+        yield dict(compiler.env() or os.environ, TMPDIR=str(scratch))
+    finally:
+        with proc.deferred_interrupts():
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 # Linux's limit on one argument (MAX_ARG_STRLEN): nvcc runs its steps through a shell, ``sh -c
@@ -496,7 +518,8 @@ def ptx(spec: KernelSpec, arch: str | None = None, *, built: BuildResult | None 
         argv = build_argv(compiler.program, spec.source, tmp, target,
                           tuple(dict(spec.defines).items()), spec.nvcc_flags, kind="ptx")
         _shell_safe_argv(argv)
-        done = proc.run(argv, timeout=timeout, env=compiler.env())
+        with _compiler_scratch(compiler) as env:
+            done = proc.run(argv, timeout=timeout, env=env)
         if done.timed_out or done.returncode != 0:
             raise BuildError(f"{compiler.version} failed to compile {spec.source} to PTX for "
                              f"{target}",
