@@ -121,13 +121,18 @@ def test_the_processs_own_stdout_is_written_through_to_the_file_a_shell_redirect
 
     out = tmp_path / "redirected.txt"
     out.write_text("a longer old content")
-    code = ("from pathlib import Path\nfrom kprof import outputs\n"
-            "outputs.replace_file(Path('/dev/stdout'), 'new')\n"
-            "outputs.replace_file(Path('/proc/self/fd/1'), 'newer')\n")
+    # the test's own links to the child's stdout (a test never names /dev itself as an output)
+    (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
+    (tmp_path / "via").symlink_to(tmp_path / "stdout")
+    code = ("import sys\nfrom pathlib import Path\nfrom kprof import outputs\n"
+            "outputs.replace_file(Path(sys.argv[1]), 'new')\n"
+            "outputs.replace_file(Path(sys.argv[2]), 'newer')\n")
     with out.open("r+b") as fh:
-        done = subprocess.run([sys.executable, "-c", code], stdout=fh, stderr=subprocess.PIPE, timeout=60)
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "stdout"), str(tmp_path / "via")],
+                              stdout=fh, stderr=subprocess.PIPE, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     assert out.read_text() == "newer"
+    assert (tmp_path / "stdout").is_symlink() and (tmp_path / "via").is_symlink()
 
 
 @pytest.mark.parametrize("target", ["proc-root", "other-fd", "dev-shm-like"])
