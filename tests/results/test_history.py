@@ -156,3 +156,24 @@ def test_a_store_in_a_folder_kprof_may_not_write_is_still_read(tmp_path):
     finally:
         folder.chmod(0o755)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_store_sqlite_cannot_open_read_only_is_read_as_it_stands(tmp_path, monkeypatch):
+    """The same, where no other user can run kprof (CI's wheel in a folder of root's): SQLite's answer
+    in a folder it may not write, "attempt to write a readonly database" for ``mode=ro``, stood in;
+    the store is read as it stands on disk."""
+    import sqlite3
+
+    db = tmp_path / "history.sqlite"
+    history.connect(db).close()
+    real = sqlite3.connect
+    tried = []
+
+    def connect(uri, *args, **kwargs):
+        tried.append(str(uri).rsplit("?", 1)[-1])
+        if str(uri).endswith("?mode=ro"):
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+        return real(uri, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    assert history.connect_read(db) is not None and tried == ["mode=ro", "immutable=1"]
