@@ -169,11 +169,11 @@ def test_a_store_sqlite_cannot_open_read_only_is_read_as_it_stands(tmp_path, mon
     real = sqlite3.connect
     tried = []
 
-    def connect(uri, *args, **kwargs):
-        tried.append(str(uri).rsplit("?", 1)[-1])
-        if str(uri).endswith("?mode=ro"):
+    def connect(database, *args, **kwargs):
+        tried.append(str(database).rsplit("?", 1)[-1])
+        if str(database).endswith("?mode=ro"):
             raise sqlite3.OperationalError("attempt to write a readonly database")
-        return real(uri, *args, **kwargs)
+        return real(database, *args, **kwargs)
 
     monkeypatch.setattr(sqlite3, "connect", connect)
     assert history.connect_read(db) is not None and tried == ["mode=ro", "immutable=1"]
