@@ -32,8 +32,8 @@ INSTALL_HINTS = {
     ),
     "compute-sanitizer": (
         "install the CUDA toolkit, or `pip install \"kprof[cuda13]\"` (its "
-        "nvidia-cuda-sanitizer-api wheel ships compute-sanitizer; on a CUDA 12 driver, "
-        "kprof[cuda12])"
+        "nvidia-cuda-sanitizer-api wheel ships compute-sanitizer; on a CUDA "
+        "12 driver, kprof[cuda12])"
     ),
     "ncu": (
         "install Nsight Compute (it ships with the CUDA toolkit, or from "
@@ -111,8 +111,8 @@ def find_tool(name: str) -> Path:
         if path.is_file() and os.access(path, os.X_OK):
             return path
         raise ToolNotFoundError(name,
-                                f"KPROF_{name.upper().replace('-', '_')}={env_override} is not an "
-                                "executable"
+                                f"KPROF_{name.upper().replace('-', '_')}={env_override} is "
+                                "not an executable"
                                 + (f" (it is a file: chmod +x {env_override})" if path.is_file()
                                    else ""))
     found: str | None = None

@@ -50,33 +50,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kprof", "kprof: compute-sanitizer over each test")
     group.addoption("--kprof-sanitize", nargs="?", const=DEFAULT_TOOLS, default=None,
                     metavar="TOOLS",
-                    help="run each selected test in its own process under these compute-sanitizer "
-                         "tools "
+                    help="run each selected test in its own process under these "
+                         "compute-sanitizer tools "
                     "(default all: every tool that can check tests, "
                     "kprof.tools.sanitizers.checkers.for_tests) and fail it with their findings")
     group.addoption("--kprof-timeout", default="600", metavar="S",
-                    help="seconds one test may take under one tool before it counts as hung "
-                         "(default 600)")
+                    help="seconds one test may take under one tool before it "
+                         "counts as hung (default 600)")
     group.addoption("--kprof-keep-pools", action="store_true",
                     help="leave framework memory pools on (accesses inside a pool then go unseen)")
     group.addoption("--kprof-per-test", action="store_true",
-                    help="one child per test and tool (slower: for tests that cannot share a "
-                         "process)")
+                    help="one child per test and tool (slower: for tests "
+                         "that cannot share a process)")
     group.addoption("--kprof-all-kernels", action="store_true",
                     help="racecheck and synccheck check library kernels too (cuBLAS, cuDNN, "
                          "CUTLASS, NCCL, PyTorch's "
                     "own; by default they check the kernels the tests' own code wrote, memcheck "
                     "and initcheck all)")
     group.addoption("--kprof-jobs", default=None, metavar="N",
-                    help="tools run side by side (default: what the GPU's free memory and the CPUs "
-                         "allow; "
+                    help="tools run side by side (default: what the GPU's free "
+                         "memory and the CPUs allow; "
                     "1 runs them one after another)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers",
-                            f"{MARK}: run this test under compute-sanitizer when --kprof-sanitize "
-                            "is given")
+                            f"{MARK}: run this test under compute-sanitizer when "
+                            "--kprof-sanitize is given")
     tools = config.getoption("--kprof-sanitize")
     if tools is None:
         return

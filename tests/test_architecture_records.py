@@ -39,13 +39,13 @@ OPEN_STATES = {
     ("findings.py", "Finding.kind"): "a tool's own kind of record (out-of-bounds-write, race-raw, "
                                      "...), any tool's",
     ("corpus/cases.py", "Expect.kind"): "the finding kind a case expects: a Finding.kind",
-    ("tools/nsight/ncu.py", "RuleResult.kind"): "Nsight Compute's rule types (OPT, INF, WRN, ...), "
-                                                "its words",
-    ("results/history.py", "HistoryRow.kind"): "what a row of the store is, as any kprof version "
-                                               "wrote it",
+    ("tools/nsight/ncu.py", "RuleResult.kind"): "Nsight Compute's rule types (OPT, "
+                                                "INF, WRN, ...), its words",
+    ("results/history.py", "HistoryRow.kind"): "what a row of the store is, as "
+                                               "any kprof version wrote it",
     ("results/history.py", "HistoryRow.status"): "a point's status as any kprof version stored it",
-    ("spec/schema.py", "Fill.kind"): "a fill rule's name, checked against FILLS where the spec is "
-                                     "read",
+    ("spec/schema.py", "Fill.kind"): "a fill rule's name, checked against "
+                                     "FILLS where the spec is read",
 }
 
 
@@ -239,8 +239,8 @@ def test_any_stays_rare():
 DECODERS = {
     "launch/childresult.py": "the child's result file (ChildResult, its checks, errors, timing)",
     "launch/job.py": "the job file the child reads (Job.from_dict)",
-    "measure/ceilings.py": "kprof peak's cache file (Ceilings, Theoretical) and a device's "
-                           "attributes",
+    "measure/ceilings.py": "kprof peak's cache file (Ceilings, Theoretical) "
+                           "and a device's attributes",
     "measure/points.py": "a stored bench point (PointResult.from_dict, its baselines)",
     "measure/bench.py": "kprof peak's result as it is measured",
     "measure/kernelprofile.py": "a stored kernel profile (KernelProfile.from_dict)",
@@ -270,8 +270,8 @@ DECODERS = {
 # A few lookups that are not a record read back, each with why.
 NOT_RECORDS = {
     ("child/timing.py", "result.data"): "the child's own result while it is being written",
-    ("diagnosis/rules.py", "p.stalls.shares"): "a mapping of Nsight Compute's stall reasons, not a "
-                                               "record",
+    ("diagnosis/rules.py", "p.stalls.shares"): "a mapping of Nsight Compute's "
+                                               "stall reasons, not a record",
     ("proc.py", "env"): "a child's environment",
     ("tools/programs/allocators.py", "out"): "a child's environment",
     ("hooks/nan_watch.py", "kwargs"): "a Triton launch's keyword arguments",

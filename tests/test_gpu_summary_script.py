@@ -35,6 +35,6 @@ def test_the_suites_cpu_and_gpu_busy_shares_are_read_from_the_samplers(tmp_path)
     (tmp_path / "suite-gpu.txt").write_text("2026/12/02 00:30:01.000, 87 %, 1000 MiB\n2026/12/02 "
                                             "00:30:02.000, 95 %, 1000 MiB\n")
     assert gpu_summary.utilization(tmp_path) == ("CPUs 78% busy on average, above 90% in 50% of 2 "
-                                                 "s; GPU 91% busy on average, above 90% in 50% of "
-                                                 "2 s")
+                                                 "s; GPU 91% busy on "
+                                                 "average, above 90% in 50% of 2 s")
     assert gpu_summary.utilization(tmp_path / "none") == ""

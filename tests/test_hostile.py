@@ -283,8 +283,8 @@ def test_the_saved_text_beside_a_report_is_read_in_linear_time():
     assert (nearest_allocations("Address 0x1 is out of bounds" + " \n\t=" * 60_000 + "and is 4 bytes") == {})
     assert time.monotonic() - start < 1
     text = ("=========     Address 0x7f0000000010 is out of bounds\n"
-            "=========     and is 4 bytes after the nearest allocation at 0x7f0000000000 of size "
-            "12 bytes\n")
+            "=========     and is 4 bytes after the nearest allocation at "
+            "0x7f0000000000 of size 12 bytes\n")
     assert nearest_allocations(text) == {
         0x7F0000000010: "4 bytes past the end of a 12-byte allocation at 0x7f0000000000 (the "
                         "nearest one)"}

@@ -90,8 +90,8 @@ class Framework:
 
     def alloc(self, shape: tuple[int, ...], dtype: str, like: object, zero: bool = False) -> object:
         raise UsageError("kprof.load allocates outputs, scratch and zeroed in-out buffers with "
-                         f"PyTorch or CuPy, not for a {type(like).__name__}: pass out= (and every "
-                         "in-out buffer)")
+                         f"PyTorch or CuPy, not for a {type(like).__name__}: pass out= "
+                         "(and every in-out buffer)")
 
     def stream(self, like: object) -> int:
         return 0

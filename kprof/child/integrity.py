@@ -53,12 +53,12 @@ def kernel_flags(calls: Sequence[Sequence[KernelRecord]]) -> list[str]:
     flags = []
     if max(counts) > 0 and min(counts) == 0:
         flags.append(f"no-kernel: {counts.count(0)} of {len(counts)} timed calls launched no "
-                     f"kernel while the others launched {max(counts)} (a result replayed, not "
-                     "computed?)")
+                     f"kernel while the others launched {max(counts)} (a result "
+                     "replayed, not computed?)")
     elif len(set(counts)) > 1:
         flags.append(f"varying-kernels: the timed calls launched {min(counts)} to {max(counts)} "
-                     "kernels each (work done once for several calls, or deferred into the next "
-                     "one?)")
+                     "kernels each (work done once for several calls, or "
+                     "deferred into the next one?)")
     if max(counts) == 0:
         flags.append("no-kernel: no timed call launched a kernel that CUPTI saw")
     if other:

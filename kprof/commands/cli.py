@@ -174,8 +174,8 @@ def _list(sub: Any) -> None:
 
 def _new(sub: Any) -> None:
     p = sub.add_parser("new",
-                       help="write NAME.cu and NAME.yaml to start a kernel (a template, or a copy "
-                            "of a kernel)")
+                       help="write NAME.cu and NAME.yaml to start a kernel (a "
+                            "template, or a copy of a kernel)")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--dir", default=".", help="where to write them (default: here)")
     p.add_argument("--like", metavar="KERNEL",
@@ -189,8 +189,8 @@ def _build(sub: Any) -> None:
     p.add_argument("--all", action="store_true", help="every kernel and sanitizer case")
     p.add_argument("--force", action="store_true", help="rebuild even if the cache is fresh")
     p.add_argument("--param", action="append", nargs="+", default=[], metavar="P=V",
-                   help="build with other defines, each combination a row: --param VPT=2,4,8 (no "
-                        "GPU needed)")
+                   help="build with other defines, each combination a row: --param "
+                        "VPT=2,4,8 (no GPU needed)")
     _common(p, arch="the GPU's, else sm_90")
 
 
@@ -208,11 +208,11 @@ def _run(sub: Any) -> None:
 def _sanitize(sub: Any) -> None:
     p = sub.add_parser(
         "sanitize",
-        help="run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) and kprof's values "
-             "detector",
+        help="run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) "
+             "and kprof's values detector",
         usage="kprof sanitize [options] NAME|SPEC\n       kprof sanitize [options] -- CMD [ARG...]",
-        description="Find memory errors, races, uninitialised reads and barrier errors, with the "
-                    "source line, "
+        description="Find memory errors, races, uninitialised reads and barrier "
+                    "errors, with the source line, "
         "thread, block and buffer. A spec runs at its small sanitize sizes. After --, any program "
         "runs under each tool with framework memory pools off (PyTorch, CuPy, JAX), and each "
         "finding names the launch site in your files. Exit 0 when clean, 1 when anything was "
@@ -220,8 +220,8 @@ def _sanitize(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("name", nargs="?", metavar="NAME|SPEC")
     p.add_argument("--tool", default="all",
-                   help="one of kprof's checkers (kprof sanitize --list-tools names them) or all "
-                   "(default)")
+                   help="one of kprof's checkers (kprof sanitize --list-tools "
+                   "names them) or all (default)")
     _size_args(p)
     p.add_argument("--memcheck-padding", type=_count(0), default=256, metavar="BYTES",
                    help="padding after each allocation, so an overflow into a neighbour is caught "
@@ -234,13 +234,13 @@ def _sanitize(sub: Any) -> None:
     p.add_argument("--list-tools", action="store_true",
                    help="name each checker, what it finds and what it needs, and stop")
     p.add_argument("--keep-pools", action="store_true",
-                   help="with -- CMD: leave framework memory pools on (accesses inside a pool then "
-                        "go unseen)")
+                   help="with -- CMD: leave framework memory pools on (accesses "
+                        "inside a pool then go unseen)")
     p.add_argument("--all-kernels", action="store_true",
                    help="with -- CMD: racecheck and synccheck check library kernels too (cuBLAS, "
                         "cuDNN, CUTLASS, NCCL, "
-                   "PyTorch's own); by default they check the program's own kernels, memcheck and "
-                   "initcheck all")
+                   "PyTorch's own); by default they check the program's own kernels, "
+                   "memcheck and initcheck all")
     p.add_argument("--jobs", type=_count(1), default=None,
                    help="with -- CMD: run N of the program's copies (one a tool) side by side, "
                         "where you know they "
@@ -257,14 +257,14 @@ def _cases(sub: Any) -> None:
     p.add_argument("--jobs", type=_count(1), default=None,
                    help="tool runs at once (default: what the GPU's free memory and the CPUs allow)")
     p.add_argument("--bench", action="store_true",
-                   help="the cheat corpus of kprof bench (bench_cases/): each cheat timed beside "
-                        "the honest "
+                   help="the cheat corpus of kprof bench (bench_cases/): each cheat "
+                        "timed beside the honest "
                    "operation, caught or missed by the integrity checks (PyTorch and a GPU)")
     p.add_argument("--perf", action="store_true",
                    help="the performance corpus (perf_cases/): each kernel benched beside its "
                         "fixed twin, profiled "
-                   "and diagnosed; first cause, line and estimated gain against the twin's "
-                   "measured gain")
+                   "and diagnosed; first cause, line and estimated gain against "
+                   "the twin's measured gain")
     p.add_argument("--save-report", metavar="DIR",
                    help="with --perf: keep each case's .ncu-rep (Nsight Compute's full set) in DIR")
     _common(p, arch="the GPU's", timeout=300.0)
@@ -272,8 +272,8 @@ def _cases(sub: Any) -> None:
 
 def _mutants(sub: Any) -> None:
     p = sub.add_parser("mutants",
-                       help="how strong a spec's verdict is: mutants of its kernel, killed or "
-                            "survived",
+                       help="how strong a spec's verdict is: mutants of its "
+                            "kernel, killed or survived",
                        description="Make mutants of the kernel's source (a bound off by one, a "
                                    "missing barrier, an "
                        "overwritten accumulator, swapped indices, ...), build each (one with the "
@@ -303,8 +303,8 @@ def _profile(sub: Any) -> None:
         help="Nsight Compute: occupancy, DRAM bandwidth, caches, bank conflicts, roofline, stalls",
         usage="kprof profile [options] NAME|SPEC [NAME|SPEC ...]\n       kprof profile [options] "
               "-- CMD [ARG...]",
-        description="Profile kernels with ncu through kprof's runner (selected by its NVTX range). "
-                    "Several names "
+        description="Profile kernels with ncu through kprof's runner (selected by its "
+                    "NVTX range). Several names "
         "are profiled one after another and compared in one table. After --, any program: kernels "
         "picked by --kernel and/or --range, at most --launch-count of them.",
     )  # fmt: skip
@@ -317,8 +317,8 @@ def _profile(sub: Any) -> None:
     p.add_argument("--launch-skip", type=_count(0), default=0,
                    help="with -- CMD: matching launches to skip first")
     p.add_argument("--launch-count", type=_count(1), default=10,
-                   help="with -- CMD: matching launches to profile (default 10), then the program "
-                        "is stopped")
+                   help="with -- CMD: matching launches to profile (default 10), "
+                        "then the program is stopped")
     _size_args(p)
     _param_args(p)
     p.add_argument("--baseline", default=None, metavar="NAME[,NAME]",
@@ -327,8 +327,8 @@ def _profile(sub: Any) -> None:
                         "for the shipped kernels) or a Python callable (FILE.py:FUNCTION, "
                         "package.module:FUNCTION)")
     p.add_argument("--set", dest="set_name", default="quick", choices=["quick", "full"],
-                   help="quick: kprof's metrics only (default); full: also every ncu section, for "
-                        "the GUI")
+                   help="quick: kprof's metrics only (default); full: also every "
+                        "ncu section, for the GUI")
     p.add_argument("--metrics", default="",
                    help="extra ncu metrics, comma-separated (shown under 'extra')")
     p.add_argument("--save-report", metavar="DIR",
@@ -337,11 +337,11 @@ def _profile(sub: Any) -> None:
                    help="draw the roofline with each kernel as a point (needs matplotlib)")
     p.add_argument("--try", dest="tries", action="append", nargs="+", default=[], metavar="P=V,V",
                    help="variants of a define to verify and time beside the original in the same "
-                        "run, e.g. --try BLOCK=128,256 (the diagnosis reports each one's measured "
-                        "gain)")
+                        "run, e.g. --try BLOCK=128,256 (the diagnosis reports "
+                        "each one's measured gain)")
     p.add_argument("--no-try", dest="no_try", action="store_true",
-                   help="no tries of kprof's own choosing for the first cause (only those --try "
-                        "names)")
+                   help="no tries of kprof's own choosing for the first cause "
+                        "(only those --try names)")
     p.add_argument("--sarif", metavar="FILE",
                    help="also write the diagnosis's causes as SARIF 2.1.0 (one result per "
                    "cause, at its line), for code review tools")
@@ -394,8 +394,8 @@ def _bench(sub: Any) -> None:
                         "(for very short kernels)")):
         mode.add_argument(f"--{flag}", dest="mode", action="store_const", const=flag, help=text)
     p.add_argument("--timer", choices=("auto", "cupti", "events"), default="auto",
-                   help="cupti: kernel start/end timestamps (needs cupti-python); events: CUDA "
-                        "events; "
+                   help="cupti: kernel start/end timestamps (needs "
+                        "cupti-python); events: CUDA events; "
                    "auto (default): cupti when it works, else events, saying why")
     p.add_argument("--rel-stdev", type=_positive, default=0.005,
                    help="stop when the relative stddev is below this (default 0.005)")
@@ -416,8 +416,8 @@ def _bench(sub: Any) -> None:
 
 def _peak(sub: Any) -> None:
     p = sub.add_parser("peak",
-                       help="measure this GPU's copy bandwidth and FP32 FMA rate (cached per GPU "
-                            "and driver)")
+                       help="measure this GPU's copy bandwidth and FP32 FMA rate "
+                            "(cached per GPU and driver)")
     p.add_argument("--refresh", action="store_true",
                    help="measure again instead of using the cache")
     p.add_argument("--thorough", action="store_true",
@@ -435,8 +435,8 @@ def _history(sub: Any) -> None:
 
 def _compare(sub: Any) -> None:
     p = sub.add_parser("compare",
-                       help="compare two bench runs: same, faster or slower, beyond the measured "
-                            "noise")
+                       help="compare two bench runs: same, faster or slower, "
+                            "beyond the measured noise")
     p.add_argument("before", metavar="RUN", help="a run id from kprof history, or last~1")
     p.add_argument("after", metavar="RUN", nargs="?", default="last", help="default: last")
     _common(p)

@@ -76,8 +76,8 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
     if raw is None and spec.is_twin:
         case = spec.name.removesuffix("_fixed")
         raise SpecError(where, "twin",
-                        f"{spec.name} is the fixed twin of case {case}: kprof cases {case} runs "
-                        "both")
+                        f"{spec.name} is the fixed twin of case {case}: "
+                        f"kprof cases {case} runs both")
     if raw is None:
         raise SpecError(where, "expect",
                         f"{spec.name} is not a sanitizer case (kprof cases --list names them)")
@@ -101,8 +101,8 @@ def load_case(spec: spec_mod.KernelSpec) -> Case:
               if _BUG.search(text)]
     if len(marked) != 1:
         raise SpecError(where, "source",
-                        f"{spec.source.name} must mark exactly one line with // BUG (found "
-                        f"{len(marked)})")
+                        f"{spec.source.name} must mark exactly one line with // "
+                        f"BUG (found {len(marked)})")
     line = raw.get("line", marked[0])
     if isinstance(line, bool) or not isinstance(line, int) or line < 1:
         raise SpecError(where, "expect.line", f"{line!r} must be a line number")

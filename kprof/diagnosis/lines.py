@@ -132,17 +132,17 @@ UNITS: dict[str, tuple[Callable[[LineCounters], bool] | None, str, str, str]] = 
                     "register tile), load wider (ld.shared.v4), or pad or swizzle so each access "
                     "takes one wavefront"),
     "L1/shared": (lambda x: does(x, MEMORY_OPS), "executed", "loads and stores through L1",
-                  "fewer L1 requests per result: wider accesses (16 bytes a lane), reuse in "
-                  "registers"),
+                  "fewer L1 requests per result: wider accesses (16 bytes a "
+                  "lane), reuse in registers"),
     "LSU": (lambda x: does(x, MEMORY_OPS), "executed", "load and store instructions",
-            "fewer memory instructions: vector loads (float4), values kept in registers instead of "
-            "reloaded"),
+            "fewer memory instructions: vector loads (float4), values kept in "
+            "registers instead of reloaded"),
     "DRAM": (None, "global_sectors", "global memory traffic",
              "fewer bytes from DRAM: fuse with the kernels before or after it, keep tiles reused "
              "in shared memory, narrower types"),
     "L2": (None, "global_sectors", "global memory traffic (L2 sectors)",
-           "fewer L2 sectors: coalesced and wider accesses, reuse through shared memory, fewer "
-           "atomics"),
+           "fewer L2 sectors: coalesced and wider accesses, reuse through "
+           "shared memory, fewer atomics"),
     "FP32 pipe": (lambda x: does(x, FP32_OPS), "executed", "FP32 math",
                   "fewer FP32 instructions per result (hoist invariant math out of loops, fast "
                   "intrinsics such as __expf), or tensor cores for matrix math"),

@@ -174,8 +174,8 @@ class OccupancyShared(_Occupancy):
                      f"bytes a block allow {occ.describe()}",
                      (("shared memory a block", f"{f.shared_static + f.shared_dynamic:,} B"),
                       ("occupancy", f"{occ.occupancy:.0%}"), ("latency-bound", why)),
-                     "declare only the shared memory the block uses (or share one buffer between "
-                     "phases)",
+                     "declare only the shared memory the block uses (or share "
+                     "one buffer between phases)",
                      Gain(cap(k, f),
                           f"warps in flight ({lifted.occupancy:.0%} / {occ.occupancy:.0%} "
                           "occupancy) for a latency-bound kernel, up to the busiest unit's limit, "
@@ -188,8 +188,8 @@ class OccupancyShared(_Occupancy):
         is most of it, else the source's declaration."""
         if f.shared_dynamic and f.shared_dynamic >= f.shared_static:
             return launch_line(f,
-                               f"the launch's dynamic shared memory ({f.shared_dynamic:,} B a "
-                               "block)")
+                               "the launch's dynamic shared memory "
+                               f"({f.shared_dynamic:,} B a block)")
         return src_line(f, f.source_line(r"__shared__"), "the shared-memory declaration")
 
 
@@ -447,8 +447,8 @@ class LaunchOverhead:
             evidence.append(("a launch's own GPU time",
                              f"{kernel * 1e6:.2f} us (the rest: gaps between launches)"))
         return Cause(self.id,
-                     f"{f.launches} launches of {each * 1e6:.1f} us each: launching costs as much "
-                     "as the work",
+                     f"{f.launches} launches of {each * 1e6:.1f} us each: launching "
+                     "costs as much as the work",
                      tuple(evidence),
                      "fuse the launches into one kernel, or capture them in a CUDA graph "
                      "(cudaGraphLaunch)",
@@ -500,8 +500,8 @@ class Unexplained:
                    if f.profile.lines is None else "no line of the kernel has it counted")
             relief = lines.UNITS[unit][3] if unit in lines.UNITS else lines.LATENCY[1]
             return Cause(self.id,
-                         f"no cause worth 10% found, and the kernel is {limit}: the limiter is "
-                         f"{unit}",
+                         "no cause worth 10% found, and the kernel is "
+                         f"{limit}: the limiter is {unit}",
                          tuple(evidence), relief,
                          Gain(None, "not estimated: no rule of kprof's explains it"),
                          line=lines.unmeasured(why))
@@ -517,8 +517,8 @@ class Unexplained:
                      f"{what} was measured most",
                      tuple(evidence), relief,
                      Gain(None,
-                          "not estimated: no rule of kprof's names the change; the roof bounds any "
-                          "gain"
+                          "not estimated: no rule of kprof's names the change; "
+                          "the roof bounds any gain"
                           + (f" at {head:.2f}x" if head else "")), line=line)
 
 

@@ -88,8 +88,8 @@ class Uncoalesced:
                 return None
             excess = worst / ideal
             ev: tuple[tuple[str, str], ...] = (("sectors/request",
-                                                f"{worst:.1f} (ideal {ideal:g} for {width}-byte "
-                                                "lanes)"),)
+                                                f"{worst:.1f} (ideal {ideal:g} "
+                                                f"for {width}-byte lanes)"),)
             basis = f"the excess sectors ({excess:.1f}x the ideal)"
             line = measured(f, "global_excess",
                             "global accesses that fill more 32-byte sectors than their data",
@@ -293,8 +293,8 @@ class NoReuse:
         if est is None or est < 1.1:
             return None
         return Cause(self.id,
-                     "a high-intensity kernel that reads every operand from global memory (no "
-                     "reuse)",
+                     "a high-intensity kernel that reads every operand from "
+                     "global memory (no reuse)",
                      (("work intensity", f"{f.spec_flops / f.spec_bytes:.0f} FLOP/B"),
                       ("global loads per FMA in the loop", f"{loads / fmas:.1f}")),
                      "stage tiles of A and B in shared memory and give each thread a small tile of "

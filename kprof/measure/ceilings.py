@@ -136,8 +136,8 @@ def implausible(*, bytes_per_s: float | None, flops_per_s: float | None, peak: C
                      "not move from DRAM, or they came from L2")
     if flops_per_s and compute and flops_per_s > compute:
         notes.append(f"not plausible: {si(flops_per_s, 'FLOP/s')} is above the theoretical {what} "
-                     f"{si(compute, 'FLOP/s')}; the work formula counts operations the kernel does "
-                     "not do"
+                     f"{si(compute, 'FLOP/s')}; the work formula counts "
+                     "operations the kernel does not do"
                      + (" on tensor cores" if math == "tensor"
                         else " in FP32 (on tensor cores: work.math: tensor)"))
     ridge = compute / dram if compute and dram else None

@@ -79,8 +79,8 @@ def bench_table(results: list[PointResult], peak: Ceilings | None, run_id: str |
                 ratio = more.of_baseline
                 faster = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
                 out.append(f"{r.kernel} {' '.join(f'{k}={v}' for k, v in r.sizes.items())}: "
-                           f"{faster} {more.label} (median {micros(more.baseline_summary.median)} "
-                           "us"
+                           f"{faster} {more.label} (median "
+                           f"{micros(more.baseline_summary.median)} us"
                            + "".join(f", {n}" for n in _baseline_notes(more)) + ")")
         for w in r.warnings:
             out.append(f"warning: {r.kernel}: {w}")
@@ -137,8 +137,8 @@ def peak_report(peak: Ceilings) -> str:
         lines.append("  from " + "; ".join(f"{k} = {v}" for k, v in th.attributes))
     lines += [f"  note: {n}" for n in th.notes]
     lines.append("measured ceilings (cold; the best of kprof's stream kernels over the access "
-                 "widths, grids and sizes tried, and of PyTorch's op of each mix where it is "
-                 "installed):")
+                 "widths, grids and sizes tried, and of PyTorch's op of each "
+                 "mix where it is installed):")
     for kind, c in peak.mixes.items():
         frac = f", {c.bytes_per_s / dram:.0%} of the DRAM peak" if dram else ""
         lines.append(f"  {kind:<6} {si(c.bytes_per_s, 'B/s'):>12}  by {c.by}{frac}")

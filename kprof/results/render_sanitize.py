@@ -144,8 +144,8 @@ def mutants_report(report: MutantsReport) -> str:
                    + f": {by_verdict} by the verdict, {killed - by_verdict} by a tool; {same_code} "
                      "equivalent (the "
                    f"same machine code), {by_launch} by the spec's launch (a bound it never "
-                   f"meets), {at_boundary} equivalent by their results at a boundary the checked "
-                   "sizes meet"
+                   f"meets), {at_boundary} equivalent by their results at a "
+                   "boundary the checked sizes meet"
                    + (f", {noted} by the source's note" if noted else "")
                    + (f" ({strict_killed} of {strict_counted}, {strict:.0%}, counting those as "
                       "survivors)"
@@ -158,8 +158,8 @@ def mutants_report(report: MutantsReport) -> str:
                                             "not run at these sizes, or it is equivalent",
                    mutants.BY_NOT_MET: r.why}.get(
                 r.by,
-                "the verdict passed a wrong kernel (the tolerance, the reference or the sizes are "
-                "too weak here)")
+                "the verdict passed a wrong kernel (the tolerance, the reference or the "
+                "sizes are too weak here)")
             out += ["", f"survived {r.mutant.id}: {why}", r.mutant.diff()]
     return "\n".join(out)
 

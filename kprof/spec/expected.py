@@ -90,8 +90,8 @@ def load_tolerance(raw: object, fail: Fail, check_expr: CheckExpr, args: tuple[A
     metric = raw.get("metric", "elementwise")
     if metric not in ("elementwise", "normwise"):
         raise fail("tolerance.metric", f"{show(metric)} must be elementwise (every element within "
-                                       "atol + rtol * |ref|) or normwise (max|out - ref| <= rtol * "
-                                       "max|ref|)")
+                                       "atol + rtol * |ref|) or normwise (max|out - "
+                                       "ref| <= rtol * max|ref|)")
     if metric == "normwise" and "atol" in raw:
         raise fail("tolerance.atol",
                    "the normwise metric has no atol; leave it out or use metric: elementwise")

@@ -256,8 +256,8 @@ def _load_buffer(item: dict[str, object], name: str, fld: str, fail: Fail,
     extra = set(item) - {"name", "buffer", "shape", "role", "fill", "reset", "order", "memory"}
     if extra:
         raise fail(f"{fld}.{sorted(extra)[0]}",
-                   "unknown field (buffer fields: name, buffer, shape, role, fill, reset, order, "
-                   "memory)")
+                   "unknown field (buffer fields: name, buffer, shape, role, "
+                   "fill, reset, order, memory)")
     dtype = dtype_of(item["buffer"], f"{fld}.buffer", fail)
     shape = item.get("shape")
     if isinstance(shape, (str, int)) and not isinstance(shape, bool):

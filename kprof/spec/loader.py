@@ -362,8 +362,8 @@ def _load_launches(data: dict[str, object], args: tuple[Arg, ...], fail: Fail,
         return steps, None, load_launch(data.get("launch"), fail, check_expr)
     if "launch" in data or "entry" in data:
         raise fail("launch" if "launch" in data else "entry",
-                   "a spec with steps gives each step its entry and launch; remove the top-level "
-                   "one")
+                   "a spec with steps gives each step its entry and launch; "
+                   "remove the top-level one")
     kernels = [st for st in steps if st.launch is not None]
     if not kernels:
         raise fail("steps", "at least one step must launch a kernel of the source")
@@ -379,8 +379,8 @@ def _load_twin(data: dict[str, object], path: Path,
         twin = inputs.resolved(given) if given is not None and inputs.is_file(given) else None
         if twin is None:
             raise fail("twin",
-                       f"{show(data['twin'])} must name the fixed .cu file (a path relative to the "
-                       "spec)")
+                       f"{show(data['twin'])} must name the fixed .cu file (a "
+                       "path relative to the spec)")
     twin_defines = load_defines(data.get("twin_defines"), lambda f,
                                 p: fail(f.replace("defines", "twin_defines", 1), p))
     return twin, twin_defines

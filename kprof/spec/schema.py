@@ -383,8 +383,8 @@ class KernelSpec:
             if value < minimum:
                 sized = ", ".join(f"{k}={v}" for k, v in sizes.items())
                 raise UsageError(
-                    f"{self.name}: {fld} = {expr} = {value} at {sized}; it must be at least "
-                    f"{minimum}"
+                    f"{self.name}: {fld} = {expr} = {value} at {sized}; it "
+                    f"must be at least {minimum}"
                 )
             return value
 
@@ -470,14 +470,14 @@ def _check_scalar(name: str, arg: ScalarArg, value: int | float, sizes: dict[str
         top = _FLOAT_MAX[arg.dtype]
         if value != value or abs(value) > top:
             raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value:g} at "
-                             f"{_sized(sizes)} does not fit {arg.dtype} (finite, at most {top:g} "
-                             "in magnitude)")
+                             f"{_sized(sizes)} does not fit {arg.dtype} (finite, at "
+                             f"most {top:g} in magnitude)")
         return
     lo, hi = (-(1 << (8 * nbytes - 1)), (1 << (8 * nbytes - 1)) - 1) if kind == "i" else (0, (1 << (8 * nbytes)) - 1)
     if not lo <= value <= hi:
         raise UsageError(f"{name}: scalar {arg.name} = {arg.value} = {value} at {_sized(sizes)} "
-                         f"does not fit {arg.dtype} ({lo} to {hi}); use a wider type or smaller "
-                         "sizes")
+                         f"does not fit {arg.dtype} ({lo} to {hi}); use a "
+                         "wider type or smaller sizes")
 
 
 def _resolve_tensormap(name: str, i: int, arg: TensorMapArg, buffers: list[ResolvedBuffer], ev: Any,

@@ -51,8 +51,8 @@ class Sweep:
             if len(axis.values) != 1:
                 example = "--size M=127 N=131" if self.what == "size" else "--param BK=16"
                 raise UsageError(f"--{self.what} {','.join(axis.names)}={','.join(axis.values)}: "
-                                 f"kprof {command} takes one value per name (kprof bench sweeps), "
-                                 f"e.g. {example}")
+                                 f"kprof {command} takes one value per name (kprof "
+                                 f"bench sweeps), e.g. {example}")
             out.update(dict.fromkeys(axis.names, axis.values[0]))
         return out
 
@@ -144,8 +144,8 @@ def points(sizes: Sweep, params: Sweep, size_names: tuple[str, ...], defines: di
     if count > MAX_POINTS:
         shape = " x ".join(str(len(values)) for _, _, values in axes)
         raise UsageError(f"{kernel}: the sweep has {count:,} points ({shape}); kprof runs at most "
-                         f"{MAX_POINTS:,} at once: sweep fewer values, or split it into several "
-                         "runs")
+                         f"{MAX_POINTS:,} at once: sweep fewer values, or "
+                         "split it into several runs")
     out = []
     for combo in itertools.product(*(values for _, _, values in axes)):
         s: dict[str, int] = {}

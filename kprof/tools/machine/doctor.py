@@ -169,8 +169,8 @@ def _nvml() -> Check:
     except Exception as exc:  # noqa: BLE001 - doctor reports any NVML failure instead of crashing
         return Check(
             "NVIDIA driver", False, f"NVML did not start ({exc})",
-            "install the NVIDIA driver on a machine with a GPU; build, list and doctor work "
-            "without one",
+            "install the NVIDIA driver on a machine with a GPU; build, list "
+            "and doctor work without one",
         )  # fmt: skip
     try:
         driver = _text(pynvml.nvmlSystemGetDriverVersion())
@@ -233,8 +233,8 @@ def _compile() -> Check:
     arch = toolchain.detect_arch()
     if (problem := toolchain.tmpdir_problem()) is not None:  # the compiler's files, not the headers
         return Check("CUDA headers", False, f"not checked: {problem.split('; ')[0]}",
-                     "set TMPDIR to a writable folder, or unset it (nvcc writes its intermediate "
-                     "files there)")
+                     "set TMPDIR to a writable folder, or unset it (nvcc writes its "
+                     "intermediate files there)")
     try:
         missing = toolchain.probe_compile(arch)
     except ToolNotFoundError as exc:

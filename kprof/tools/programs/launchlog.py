@@ -87,8 +87,8 @@ def read(text: str) -> Run:
 
 
 NEVER_STARTED = ("kprof's launch recorder never started in the program: it is loaded by Python's "
-                 "site hooks (kprof's sitecustomize on PYTHONPATH), so it needs a Python program "
-                 "that runs them")
+                 "site hooks (kprof's sitecustomize on PYTHONPATH), so it needs a "
+                 "Python program that runs them")
 
 
 def read_file(path: str) -> Run:
@@ -118,8 +118,8 @@ def compare(first: Run, second: Run) -> Divergence | None:
     for a, b in zip(first.launches, second.launches):
         if a.kernel != b.kernel:
             return Divergence(a.seq, a.kernel, a.site, None, "kernel",
-                              f"launch {a.seq} was {a.kernel} in one run and {b.kernel} in the "
-                              "other")
+                              f"launch {a.seq} was {a.kernel} in one run "
+                              f"and {b.kernel} in the other")
         hashes = {i: (n, h) for i, n, h in b.args}
         for index, nbytes, digest in a.args:
             if hashes.get(index, (nbytes, digest))[1] != digest:

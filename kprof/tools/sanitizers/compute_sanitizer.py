@@ -242,8 +242,8 @@ def run_program(cmd: list[str], tool: str, *, timeout: float = DEFAULT_TIMEOUT,
                      "them for the user's line")
     if launcher is not None:
         notes.append(f"no process of the {launcher} job was a Python rank kprof could put under "
-                     f"{tool} on its own: the launcher ran under it, every process checked, ranks "
-                     "not told apart")
+                     f"{tool} on its own: the launcher ran under it, every process "
+                     "checked, ranks not told apart")
     found = classify_program(tool, done, status, findings, notes, timeout,
                              have_xml=bool(xml_text.strip()))
     return replace(found, version=tool_version)

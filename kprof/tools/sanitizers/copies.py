@@ -94,8 +94,8 @@ def schedule(cmd: list[str], jobs: int | None) -> Schedule:
                         "which copies side by side would share")
     if jobs is not None and jobs > 1:
         return Schedule(jobs,
-                        f"{jobs} side by side (--jobs {jobs}: the copies are independent, on your "
-                        "word)")
+                        f"{jobs} side by side (--jobs {jobs}: the copies are "
+                        "independent, on your word)")
     return Schedule(1,
                     "one after another (a program's copies side by side could collide on its "
                     "files, ports or GPU memory; --jobs N runs N at once)")

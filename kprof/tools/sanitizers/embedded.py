@@ -66,8 +66,8 @@ def _mapped(reported: str, line: int | None, path: str, node: ast.Constant) -> L
                        f"tool named {where}, a file that no longer exists (or never did)")
     return Located(path, node.lineno,
                    f"the kernel's source is the string at {Path(path).name}:{node.lineno} (line "
-                   f"{line} of it); the tool named {where}, a file that no longer exists (or never "
-                   "did)")
+                   f"{line} of it); the tool named {where}, a file that no "
+                   "longer exists (or never did)")
 
 
 def _bare_name(kernel: str) -> str:

@@ -390,8 +390,8 @@ def _decide(batch: list[str], tool: str, by_id: dict[str, Test], timeout: float,
         if nodeid == blinded:
             stops = True
             notes.append(f"{tool} reached its limit of {print_limit(tool)} records in this test "
-                         "and reports no more in that process: the tests after it ran again in a "
-                         "fresh one")
+                         "and reports no more in that process: the tests after it "
+                         "ran again in a fresh one")
         if findings or stops:
             found[nodeid] = (findings, notes, stops)
     stopped = "timeout" if expired else ("crash" if run.running and run.dead is None else None)

@@ -175,8 +175,8 @@ def test_a_case_must_expect_a_registered_checker(tmp_path):
 
     bad = replace(spec, expect={**spec.expect, "tool": "valgrind"})
     with pytest.raises(SpecError,
-                       match="'valgrind' must be one of memcheck, racecheck, initcheck, synccheck, "
-                             "values"):
+                       match="'valgrind' must be one of memcheck, racecheck, "
+                             "initcheck, synccheck, values"):
         cases.load_case(bad)
 
 
