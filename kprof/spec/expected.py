@@ -55,10 +55,7 @@ def load_reference(raw: object, args: tuple[Arg, ...], known_sizes: set[str], fa
     out = []
     for key, expr in raw.items():
         fld = f"reference.{key}"
-        if key not in outputs:
-            raise fail(fld,
-                       f"'{key}' is not an out or inout buffer (outputs: "
-                       f"{', '.join(sorted(outputs)) or 'none'})")
+        _an_output(key, outputs, fld, fail)
         if pyref.looks_like(expr):
             out.append((key, python(str(expr), fld)))
             continue
@@ -123,15 +120,19 @@ def _load_scale(raw: object, args: tuple[Arg, ...], known_sizes: set[str],
     out = []
     for key, expr in raw.items():
         fld = f"tolerance.scale.{key}"
-        if key not in outputs:
-            raise fail(fld,
-                       f"'{key}' is not an out or inout buffer (outputs: "
-                       f"{', '.join(sorted(outputs)) or 'none'})")
+        _an_output(key, outputs, fld, fail)
         if not isinstance(expr, str):
             raise fail(fld,
                        f"{show(expr)} must be an expression of the inputs, e.g. \"abs(A) @ abs(B)\"")
         out.append((str(key), _vocabulary_expr(expr, known, fld, fail)))
     return tuple(out)
+
+
+def _an_output(key: object, outputs: set[str], fld: str, fail: Fail) -> None:
+    """A key of ``reference:`` or ``tolerance.scale:`` names an out or inout buffer."""
+    if key not in outputs:
+        raise fail(fld, f"'{key}' is not an out or inout buffer (outputs: "
+                        f"{', '.join(sorted(outputs)) or 'none'})")
 
 
 def _vocabulary_expr(expr: object, known: set[str], fld: str, fail: Fail) -> str:
