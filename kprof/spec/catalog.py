@@ -149,7 +149,6 @@ class Listing:
 def listing(arch: str | None = None) -> list[Listing]:
     """Every spec of the search folders; a spec that does not load is listed with its error, not raised."""
     from kprof.errors import KprofError
-    from kprof.spec.loader import YAML_VALUE_ERRORS, value_problem
 
     out = []
     for entry in entries():
@@ -161,10 +160,8 @@ def listing(arch: str | None = None) -> list[Listing]:
                 requires = (req.arch, req.why)
                 if arch and loaded.unsupported_on(arch):
                     unsupported = f"needs {req.arch}: {req.why}"
-        except KprofError as exc:
+        except KprofError as exc:  # listed with its error, never the end of the list
             description = f"INVALID SPEC: {exc}"
-        except YAML_VALUE_ERRORS as exc:  # one spec the loader did not see coming: listed, never the end of the list
-            description = f"INVALID SPEC: {entry.path.name}: {value_problem(exc)}"
         out.append(Listing(entry.name, entry.group, entry.path, description, requires,
                            unsupported=unsupported, arch=arch))
     return out

@@ -171,7 +171,10 @@ def load(path: str | Path) -> KernelSpec:
     # a tagged or dated value PyYAML fails to build with a plain Python error
     except YAML_VALUE_ERRORS as exc:
         raise SpecError(where, "", f"not valid YAML: {value_problem(exc)}") from None
-    spec = from_dict(data, path)
+    try:
+        spec = from_dict(data, path)
+    except YAML_VALUE_ERRORS as exc:  # a value no field's check saw coming: one line, never exit 70
+        raise SpecError(where, "", f"a value kprof could not read: {value_problem(exc)}") from None
     if len(_LOADED) >= _LOADED_MAX:
         _LOADED.clear()
     named = frozenset(_named_files(spec, set()))
