@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 import tempfile
 import threading
@@ -178,9 +177,6 @@ _UMASK_LOCK = threading.Lock()
 
 OutputKind = Literal["replace", "in place"]
 STREAM_FOLDERS = ("/proc/", "/dev/")  # where a link names a stream or a device, not a file
-# A descriptor of this process's own standard output or error, which a user's shell redirected: the one
-# link kprof writes through to a regular file (``--sarif /dev/stdout > report.sarif``).
-OWN_STREAM = re.compile(r"^(/proc/(self|thread-self)/fd/[12]|/dev/fd/[12]|/dev/std(out|err))$")
 MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one lookup
 PIPE_WAIT_S = 30.0  # how long a FIFO's reader may leave its pipe full before the write is given up
 
@@ -210,8 +206,9 @@ def output_kind(path: Path) -> OutputKind:
                              "which leads nowhere; give a file name") from None
         return "replace"  # a dangling link in the user's own folder: the documented rule, replaced
     if stat.S_ISREG(info.st_mode):
-        own = OWN_STREAM.match(str(path.absolute())) or any(OWN_STREAM.match(h) for h in hops)
-        return "in place" if own else "replace"
+        # the one regular file written through a link: the one this process's stdout or stderr already
+        # is (``--sarif /dev/stdout > report.sarif``), told by the file itself, not by the link's name
+        return "in place" if _is_own_stream(info) else "replace"
     return _in_place_or_refused(path, info.st_mode)
 
 
