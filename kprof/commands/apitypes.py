@@ -154,6 +154,7 @@ def _arch(value: object) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)  # made once, at the first API call, not at every call
 def _value_rules() -> dict[str, Callable[[object], str | None]]:
     """The values the CLI's options refuse, by the API's argument names: the same rules for a
     notebook as for the command line (a limit of 0, a 400-digit count that reached SQLite, an

@@ -100,30 +100,22 @@ def diagnose(name: str | Path, *, sizes: dict[str, int] | None = None,
 
 
 def try_bench(arch: str | None, timeout: float) -> TryBench:
-    """The diagnosis's tries timed as ``kprof bench`` runs (no history, a second at most each); a
-    Ctrl-C in a try stops the diagnosis, not only the try."""
-    from kprof.commands import api
+    """The diagnosis's tries timed as ``kprof bench`` runs (no history, a second at most each); a Ctrl-C in a try
+    stops the diagnosis, not only the try."""
     from kprof.diagnosis.stage import TryBench
 
-    def sweep(name: str, sizes: dict[str, int], words: str) -> BenchReport:
-        return _whole(api.run_bench([name], sizes=[f"{k}={v}" for k, v in sizes.items()],
-                                    params=[words],
-                                    baseline="none", max_time=1.0, min_time=0.2, arch=arch,
-                                    timeout=timeout, history=False))
+    def run(names: list[str] | list[KernelSpec], sizes: dict[str, int], params: list[str]) -> BenchReport:
+        from kprof.commands import api
 
-    def specs(given: list[KernelSpec], sizes: dict[str, int]) -> BenchReport:
-        return _whole(api.run_bench(given, sizes=[f"{k}={v}" for k, v in sizes.items()],
-                                    baseline="none",
-                                    max_time=1.0, min_time=0.2, arch=arch, timeout=timeout,
-                                    history=False))
+        report = api.run_bench(names, sizes=[f"{k}={v}" for k, v in sizes.items()], params=params,
+                               baseline="none", max_time=1.0, min_time=0.2, arch=arch, timeout=timeout,
+                               history=False)
+        if report.interrupted:
+            raise KeyboardInterrupt
+        return report
 
-    return TryBench(sweep, specs)
-
-
-def _whole(report: BenchReport) -> BenchReport:
-    if report.interrupted:
-        raise KeyboardInterrupt
-    return report
+    return TryBench(lambda name, sizes, words: run([name], sizes, [words]),
+                    lambda specs, sizes: run(specs, sizes, []))
 
 
 @checked
