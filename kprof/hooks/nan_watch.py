@@ -28,7 +28,6 @@ import atexit
 import json
 import os
 import sys
-import sysconfig
 import threading
 from typing import Any
 
@@ -39,10 +38,6 @@ _state: dict[str, Any] = {"ops": 0, "launches": 0, "found": False, "errors": 0}
 # set while the watcher's own checks run: they are not operations of the program
 _busy = threading.local()
 _lock = threading.Lock()
-_SKIP = tuple(p
-              for p in {sysconfig.get_paths().get(k, "")
-                        for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-              if p) + (os.path.dirname(os.path.abspath(__file__)),)
 
 
 def _write(record: dict[str, Any]) -> None:
@@ -71,13 +66,16 @@ def _rank() -> int | None:
 
 
 def _user_frames() -> list[str]:
-    """The innermost frames in the user's files (not under the standard library or site-packages),
-    innermost first."""
+    """The innermost frames in the user's files, innermost first: kprof's one rule of which files are
+    the user's (:func:`kprof.tools.programs.hostframes.is_user_file`, as the launch recorder uses it:
+    not Python's, an installed package's, CUDA's or kprof's own)."""
+    from kprof.tools.programs.hostframes import is_user_file
+
     out: list[str] = []
     frame: Any = sys._getframe(1)
     while frame is not None and len(out) < STACK:
         path = frame.f_code.co_filename
-        if path and not path.startswith("<") and not path.startswith(_SKIP):
+        if is_user_file(path):
             out.append(f"{path}:{frame.f_lineno}")
         frame = frame.f_back
     return out
