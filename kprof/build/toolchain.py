@@ -231,6 +231,7 @@ _MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory
 _NVRTC_MISSING_HEADER = re.compile(r'catastrophic error: cannot open source file "([^"]+)"')
 
 
+TMPDIR_FIX = "nvcc writes its intermediate files there; set TMPDIR to a writable folder, or unset it"
 TMPDIR_ROOM = 128  # bytes nvcc adds to TMPDIR for a file of its own (tmpxft_0000abcd_00000000-6_name.cpp1.ii)
 
 
@@ -245,7 +246,7 @@ def tmpdir_problem() -> str | None:
     if not given:
         return None
     shown = inputs.one_line(given)[:100] + ("..." if len(given) > 100 else "")
-    fix = "nvcc writes its intermediate files there; set TMPDIR to a writable folder, or unset it"
+    fix = TMPDIR_FIX
     try:
         where = inputs.user_path(given, "TMPDIR")
     except UsageError as exc:

@@ -232,9 +232,8 @@ def _compile() -> Check:
 
     arch = toolchain.detect_arch()
     if (problem := toolchain.tmpdir_problem()) is not None:  # the compiler's files, not the headers
-        return Check("CUDA headers", False, f"not checked: {problem.split('; ')[0]}",
-                     "set TMPDIR to a writable folder, or unset it (nvcc writes its "
-                     "intermediate files there)")
+        what = problem.removesuffix(f"; {toolchain.TMPDIR_FIX}")
+        return Check("CUDA headers", False, f"not checked: {what}", toolchain.TMPDIR_FIX)
     try:
         missing = toolchain.probe_compile(arch)
     except ToolNotFoundError as exc:
